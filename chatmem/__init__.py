@@ -1,0 +1,3 @@
+"""chatmem: a chat REPL whose memory you can choose, see and measure."""
+
+__version__ = "0.1.0"

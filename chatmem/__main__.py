@@ -1,0 +1,3 @@
+from chatmem.cli import main
+
+main()

@@ -1,0 +1,96 @@
+"""`chatmem chat` and `chatmem ask`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from chatmem.cli.common import (
+    ConfigOption,
+    DbOption,
+    ModelOption,
+    ParamOption,
+    ProviderOption,
+    StrategyOption,
+    consoles,
+    handles_errors,
+    open_store,
+    parse_params,
+    settings_from,
+)
+
+SystemOption = Annotated[
+    str | None, typer.Option("--system", help="System prompt for a new session (or to change it).",
+                             show_default=False)
+]
+
+
+@handles_errors
+def chat(
+    session: Annotated[str, typer.Argument(help="Session to create or resume.")] = "default",
+    strategy: StrategyOption = None,
+    param: ParamOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    system: SystemOption = None,
+    show_prompt: Annotated[
+        bool, typer.Option("--show-prompt/--no-show-prompt",
+                           help="Show the exact messages sent after each turn.")
+    ] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Chat in a named session; memory strategy and tokens are shown every turn.
+
+    Example: chatmem chat travel --strategy window --param k=3 --show-prompt
+    """
+    from chatmem.engine import open_session
+    from chatmem.providers import create_provider
+    from chatmem.repl import Repl
+
+    settings = settings_from(config, db, provider, model)
+    params = parse_params(param)
+    out, err = consoles()
+    with open_store(settings) as store:
+        llm = create_provider(settings)
+        try:
+            engine = open_session(store, settings, llm, session, strategy=strategy,
+                                  params=params, system=system)
+            Repl(engine, out, err, show_prompt=show_prompt).run()
+        finally:
+            llm.close()
+
+
+@handles_errors
+def ask(
+    text: Annotated[str, typer.Argument(help="The question; - reads it from stdin.")],
+    session: Annotated[str, typer.Option("--session", help="Session to use.")] = "default",
+    strategy: StrategyOption = None,
+    param: ParamOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Ask one question in a session and print the reply.
+
+    Example: echo "what did I order?" | chatmem ask - --session support
+    """
+    from chatmem.engine import open_session
+    from chatmem.providers import create_provider
+    from chatmem.repl import Repl
+
+    if text == "-":
+        text = sys.stdin.read()
+    settings = settings_from(config, db, provider, model)
+    out, err = consoles()
+    with open_store(settings) as store:
+        llm = create_provider(settings)
+        try:
+            engine = open_session(store, settings, llm, session, strategy=strategy,
+                                  params=parse_params(param))
+            Repl(engine, out, err).turn(text.strip())
+        finally:
+            llm.close()

@@ -1,0 +1,218 @@
+"""Settings: defaults < config file < environment < flags.
+
+The config file is TOML (see config.example.toml for every key). Unknown
+keys, wrong types and unknown strategies are errors naming the key and file:
+a typo must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from chatmem.errors import ConfigError, StrategyError
+
+APP_NAME = "chatmem"
+
+# Key → type for each table; "" is the top level. Extending chatmem with a
+# setting means adding it here and to Settings.
+SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "": {
+        "provider": str,
+        "model": str,
+        "base_url": str,
+        "api_key_env": str,
+        "timeout": (int, float),
+        "max_retries": int,
+        "strategy": str,
+        "context_budget": int,
+        "system": str,
+        "db": str,
+        "user": str,
+    },
+    "local": {"model_path": str, "threads": int, "n_ctx": int},
+    "scripted": {"script": str, "log": str},
+}
+PROVIDERS = ("auto", "local", "openai", "scripted")
+
+ENV_KEYS = {
+    "CHATMEM_PROVIDER": "provider",
+    "CHATMEM_MODEL": "model",
+    "CHATMEM_BASE_URL": "base_url",
+    "CHATMEM_STRATEGY": "strategy",
+    "CHATMEM_SYSTEM": "system",
+    "CHATMEM_DB": "db",
+    "CHATMEM_USER": "user",
+    "OPENAI_BASE_URL": "base_url",
+}
+
+
+def app_dir() -> Path:
+    import typer
+
+    return Path(typer.get_app_dir(APP_NAME))
+
+
+def default_config_path() -> Path:
+    return app_dir() / "config.toml"
+
+
+def default_db_path() -> Path:
+    return app_dir() / "chatmem.db"
+
+
+@dataclass
+class Settings:
+    provider: str = "auto"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    max_retries: int = 2
+    strategy: str = "window"
+    context_budget: int = 4000
+    system: str = "You are a helpful assistant."
+    db: str | None = None
+    user: str = "default"
+    local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
+    scripted: dict[str, Any] = field(default_factory=dict)
+    strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per-strategy parameters from [strategies.NAME] tables."""
+    source: Path | None = None
+    """The config file these settings were read from, if any."""
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.db).expanduser() if self.db else default_db_path()
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+    def params_for(self, strategy: str) -> dict[str, Any]:
+        return dict(self.strategies.get(strategy, {}))
+
+    def public(self) -> dict[str, Any]:
+        """The settings as shown by `config show`: no secret ever, only where it comes from."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "source"}
+        data["api_key"] = f"${self.api_key_env} is set" if self.api_key() else "not set"
+        data["db"] = str(self.db_path)
+        data["config_file"] = str(self.source) if self.source else None
+        return data
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    words = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}
+    return " or ".join(words.get(k, k.__name__) for k in kinds)
+
+
+def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> None:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
+    validate(path, data)
+    return data
+
+
+def validate(path: Path, data: Mapping[str, Any]) -> None:
+    for key, value in data.items():
+        if key == "strategies":
+            _validate_strategies(path, value)
+        elif key in SCHEMA and key != "":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: key {key!r} must be a table ([{key}])")
+            for sub, subvalue in value.items():
+                if sub not in SCHEMA[key]:
+                    valid = ", ".join(SCHEMA[key])
+                    raise ConfigError(f"{path}: unknown key '{key}.{sub}' (valid: {valid})")
+                _check_value(path, f"{key}.{sub}", subvalue, SCHEMA[key][sub])
+        elif key in SCHEMA[""]:
+            _check_value(path, key, value, SCHEMA[""][key])
+        else:
+            raise ConfigError(f"{path}: unknown key {key!r}")
+    if data.get("provider", "auto") not in PROVIDERS:
+        raise ConfigError(
+            f"{path}: key 'provider' must be one of {', '.join(PROVIDERS)}, "
+            f"got {data['provider']!r}"
+        )
+    if "strategy" in data:
+        _check_strategy(path, "strategy", data["strategy"], {})
+
+
+def _validate_strategies(path: Path, tables: Any) -> None:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: key 'strategies' must be a table ([strategies.NAME])")
+    for name, params in tables.items():
+        if not isinstance(params, dict):
+            raise ConfigError(f"{path}: key 'strategies.{name}' must be a table")
+        _check_strategy(path, f"strategies.{name}", name, params)
+
+
+def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any]) -> None:
+    from chatmem.memory import create_strategy
+
+    try:
+        create_strategy(name, params)
+    except StrategyError as e:
+        raise ConfigError(f"{path}: key {key!r}: {e}") from None
+
+
+def load_settings(
+    config_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults, then the config file, then CHATMEM_* variables, then flags."""
+    env = os.environ if env is None else env
+    settings = Settings()
+    explicit = config_path or (Path(env["CHATMEM_CONFIG"]) if env.get("CHATMEM_CONFIG") else None)
+    path = explicit or default_config_path()
+    if explicit is not None and not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    if path.exists():
+        data = read_config_file(path)
+        for key, value in data.items():
+            if key in ("local", "scripted"):
+                getattr(settings, key).update(value)
+            elif key == "strategies":
+                settings.strategies = {k: dict(v) for k, v in value.items()}
+            else:
+                setattr(settings, key, value)
+        settings.source = path
+    for variable, key in ENV_KEYS.items():
+        if env.get(variable) and not (key == "base_url" and env.get("CHATMEM_BASE_URL")
+                                      and variable == "OPENAI_BASE_URL"):
+            setattr(settings, key, env[variable])
+    if settings.provider not in PROVIDERS:
+        raise ConfigError(
+            f"CHATMEM_PROVIDER must be one of {', '.join(PROVIDERS)}, got {settings.provider!r}"
+        )
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            setattr(settings, key, value)
+    return settings
+
+
+def example_config() -> str:
+    """The commented example config, shipped inside the package."""
+    from importlib.resources import files
+
+    shipped = files("chatmem").joinpath("config.example.toml")
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    # An editable install reads it from the top of the checkout.
+    return (Path(__file__).resolve().parent.parent / "config.example.toml").read_text("utf-8")

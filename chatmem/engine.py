@@ -1,0 +1,189 @@
+"""One turn: build the context → stream from the provider → commit → update memory.
+
+A turn commits atomically after the reply completes. A failed or cancelled
+turn records only its turn row (so `inspect` can show what would have been
+sent); nothing from it enters memory. Derived state is updated after commit,
+and a failing update never undoes the turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatmem.errors import ChatmemError, ProviderError
+from chatmem.history import StoredHistory
+from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
+from chatmem.memory.state import SessionState
+from chatmem.providers.base import Provider
+from chatmem.store import SessionRecord, Store, TurnRecord
+from chatmem.tokens import TokenCounter
+
+
+@dataclass
+class TurnResult:
+    record: TurnRecord
+    context: Context
+    reply: str
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.record.status
+
+
+class Engine:
+    """Runs turns of one session with one strategy and one provider."""
+
+    def __init__(
+        self,
+        store: Store,
+        session: SessionRecord,
+        provider: Provider,
+        strategy: Strategy,
+        *,
+        budget: int | None = None,
+        helper_model: Provider | None = None,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.provider = provider
+        self.strategy = strategy
+        self.budget = budget
+        self.helper_model = helper_model or provider
+        self.counter: TokenCounter = provider.token_counter()
+        self.state = SessionState(store, session.id, session.user)
+
+    def history(self) -> StoredHistory:
+        return StoredHistory(self.store, self.session.id, self.counter)
+
+    def request(self, text: str) -> ContextRequest:
+        user = Message("user", text, self.counter.count_message("user", text))
+        return ContextRequest(
+            history=self.history(),
+            input=user,
+            counter=self.counter,
+            system=self.session.system,
+            state=self.state,
+            budget=self.budget,
+        )
+
+    def build_context(self, text: str) -> Context:
+        """What would be sent for `text` now, without calling the model."""
+        return self.strategy.build(self.request(text))
+
+    def set_strategy(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+        self.store.update_session(self.session.id, strategy=strategy.name,
+                                  params=dict(strategy.params))
+        self.session = self.store.session_by_id(self.session.id)
+
+    def _record(self, text: str, context: Context, status: str, **extra: Any) -> TurnRecord:
+        return TurnRecord(
+            session_id=self.session.id,
+            status=status,
+            input=text,
+            context=context.to_json(),
+            strategy=self.strategy.name,
+            params=dict(self.strategy.params),
+            provider=self.provider.name,
+            model=self.provider.model,
+            tokenizer=self.counter.key,
+            estimated_tokens=self.counter.count_messages(context.messages()),
+            **extra,
+        )
+
+    def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None) -> TurnResult:
+        """Send one user input; returns the result, cancelled on Ctrl-C.
+
+        Provider errors are recorded as a failed turn and raised again.
+        """
+        context = self.build_context(text)
+        started = time.monotonic()
+        stream = self.provider.stream(context.messages())
+        chunks: list[str] = []
+
+        def elapsed() -> int:
+            return int((time.monotonic() - started) * 1000)
+
+        try:
+            for delta in stream:
+                chunks.append(delta)
+                if on_delta:
+                    on_delta(delta)
+        except KeyboardInterrupt:
+            stream.close()
+            record = self.store.record_turn(self._record(
+                text, context, "cancelled", reply="".join(chunks) or None,
+                latency_ms=elapsed(), error="cancelled by the user",
+                rendered_prompt=stream.rendered_prompt,
+            ))
+            return TurnResult(record, context, "".join(chunks))
+        except ProviderError as e:
+            self.store.record_turn(self._record(
+                text, context, "failed", latency_ms=elapsed(), error=str(e),
+                rendered_prompt=stream.rendered_prompt,
+            ))
+            raise
+        reply = "".join(chunks)
+        record = self.store.commit_turn(self._record(
+            text, context, "ok", reply=reply, latency_ms=elapsed(),
+            prompt_tokens=stream.usage.prompt_tokens,
+            completion_tokens=stream.usage.completion_tokens,
+            rendered_prompt=stream.rendered_prompt,
+        ))
+        return TurnResult(record, context, reply, self.update_memory())
+
+    def update_memory(self) -> list[str]:
+        env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model)
+        try:
+            return self.strategy.update(env)
+        except ChatmemError as e:
+            # The turn stands; the strategy catches up on a later turn.
+            return [f"memory update failed, will retry next turn: {e}"]
+
+
+def resolve_strategy(
+    settings: Any, name: str | None, params: dict[str, str], session: SessionRecord | None
+) -> Strategy:
+    """Flags win; a resumed session keeps its strategy; else the configured default."""
+    from chatmem.memory import create_strategy
+
+    if name is None and session is not None:
+        merged = {**session.params, **params}
+        return create_strategy(session.strategy, merged)
+    chosen = name or settings.strategy
+    return create_strategy(chosen, {**settings.params_for(chosen), **params})
+
+
+def open_session(
+    store: Store,
+    settings: Any,
+    provider: Provider,
+    name: str,
+    *,
+    strategy: str | None = None,
+    params: dict[str, str] | None = None,
+    system: str | None = None,
+) -> Engine:
+    """Resume the named session or create it, and return its engine."""
+    session = store.find_session(name)
+    chosen = resolve_strategy(settings, strategy, params or {}, session)
+    if session is None:
+        session = store.create_session(
+            name, chosen.name, dict(chosen.params), provider=provider.name,
+            model=provider.model, system=system if system is not None else settings.system,
+            user=settings.user,
+        )
+    else:
+        changes: dict[str, Any] = {}
+        if strategy is not None or params:
+            changes.update(strategy=chosen.name, params=dict(chosen.params))
+        if system is not None:
+            changes["system"] = system
+        if changes:
+            store.update_session(session.id, **changes)
+            session = store.session_by_id(session.id)
+    return Engine(store, session, provider, chosen, budget=settings.context_budget)

@@ -1,0 +1,107 @@
+"""The one exception hierarchy of chatmem.
+
+Core code raises these; only the CLI and the REPL turn them into a message
+and an exit code::
+
+    ChatmemError                      exit 1 unless a subclass says otherwise
+    ├── UsageError                    exit 2: the user asked for something invalid
+    │   ├── ConfigError               bad config file, key, type or value
+    │   ├── StrategyError             unknown strategy or bad parameter
+    │   └── TranscriptError           a transcript line that cannot be read
+    ├── StoreError                    the database cannot be used
+    │   └── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
+    ├── NotFound                      no such session, turn, fact or summary version
+    └── ProviderError                 the model could not answer
+        ├── NoModelAvailable          nothing configured and no local model installed
+        ├── ProviderAuthError         401/403: the key is wrong or missing
+        ├── ProviderNotFound          404: unknown model or wrong base URL
+        ├── ProviderRateLimited       429 after retries
+        ├── ProviderConnectionError   endpoint unreachable
+        ├── ProviderTimeout           no answer within the timeout
+        └── ProviderResponseError     5xx, a stream cut mid-way, malformed data
+
+Messages are one line and say what to check. They never contain secrets.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    BELOW_THRESHOLD = 1
+    INTERRUPTED = 130
+
+
+class ChatmemError(Exception):
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(ChatmemError):
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(UsageError):
+    pass
+
+
+class StrategyError(UsageError):
+    pass
+
+
+class TranscriptError(UsageError):
+    pass
+
+
+class StoreError(ChatmemError):
+    exit_code = ExitCode.USAGE
+
+
+class NotChatmemDatabase(StoreError):
+    pass
+
+
+class NotFound(ChatmemError):
+    pass
+
+
+class ProviderError(ChatmemError):
+    pass
+
+
+class NoModelAvailable(ProviderError):
+    pass
+
+
+class ProviderAuthError(ProviderError):
+    pass
+
+
+class ProviderNotFound(ProviderError):
+    pass
+
+
+class ProviderRateLimited(ProviderError):
+    pass
+
+
+class ProviderConnectionError(ProviderError):
+    pass
+
+
+class ProviderTimeout(ProviderError):
+    pass
+
+
+class ProviderResponseError(ProviderError):
+    pass

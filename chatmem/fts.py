@@ -1,0 +1,49 @@
+"""Search terms for the full-text index, for Latin and CJK text alike.
+
+SQLite FTS5's `unicode61` tokenizer sees an unspaced run of Chinese as one
+token, so 杭州 never matches 我们五月去杭州旅行. Like Lucene's CJKAnalyzer,
+CJK runs are indexed and queried as overlapping character bigrams; other
+text keeps its words. The index stores these terms, not the raw text.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks.
+_CJK = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\U00020000-\U0002fa1f"
+)
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+", re.UNICODE)
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+
+
+def index_terms(text: str) -> list[str]:
+    """Words of Latin text (lowercased), bigrams of CJK runs, in order."""
+    terms: list[str] = []
+    for token in _TOKEN.findall(text):
+        if _CJK_RUN.fullmatch(token):
+            if len(token) == 1:
+                terms.append(token)
+            else:
+                terms.extend(token[i : i + 2] for i in range(len(token) - 1))
+        else:
+            terms.append(token.lower())
+    return terms
+
+
+def index_text(text: str) -> str:
+    return " ".join(index_terms(text))
+
+
+def match_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: any of the input's terms, each quoted.
+
+    Quoting every term makes FTS5 syntax in user text (", *, NEAR, -, :)
+    plain words, so a query can never be a syntax error.
+    """
+    terms = list(dict.fromkeys(index_terms(text)))
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

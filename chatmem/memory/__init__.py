@@ -1,0 +1,40 @@
+"""Memory strategies, registered by name.
+
+`create_strategy("window", {"k": "3"})` parses and validates parameters;
+`A+B` names a combination of two registered strategies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chatmem.errors import StrategyError
+from chatmem.memory.base import BaseStrategy, Strategy
+from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.tokens import TokenBudgetStrategy
+from chatmem.memory.window import WindowStrategy
+
+REGISTRY: dict[str, type[BaseStrategy]] = {
+    cls.name: cls
+    for cls in (
+        BufferStrategy,
+        WindowStrategy,
+        TokenBudgetStrategy,
+    )
+}
+
+
+def strategy_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def create_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Strategy:
+    """Build a strategy from its name (or `A+B`) and raw parameters."""
+    params = dict(params or {})
+    cls = REGISTRY.get(spec)
+    if cls is None:
+        raise StrategyError(
+            f"unknown strategy {spec!r} (valid: {', '.join(strategy_names())})"
+        )
+    return cls(**params)

@@ -1,0 +1,385 @@
+"""The memory core: what a strategy is given, and what it gives back.
+
+A strategy is a pure decision: given a view of the history, its own derived
+state, the new input, a budget and a token counter, it returns a `Context`,
+an ordered list of `Part`s, each with the messages it contributes, their
+token count and a one-line reason. Same inputs, same context: that is what
+makes `inspect` and `replay` trustworthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from chatmem.errors import StrategyError
+from chatmem.tokens import REPLY_PRIMING, TokenCounter
+
+PartKind = Literal["system", "summary", "facts", "recalled", "history", "input"]
+PART_ORDER: tuple[PartKind, ...] = ("system", "summary", "facts", "recalled", "history", "input")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message. `id` is the stored id; None for text not (yet) stored."""
+
+    role: str
+    content: str
+    tokens: int
+    id: int | None = None
+    turn: int | None = None
+
+    def as_chat(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class HistoryTurn:
+    """A user message and what followed it up to the next user message."""
+
+    number: int
+    messages: tuple[Message, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.messages)
+
+
+class HistoryView(Protocol):
+    """Read access to a session's committed turns, oldest turn is number 1."""
+
+    def turn_count(self) -> int: ...
+
+    def newest_first(self) -> Iterator[HistoryTurn]:
+        """Turns from the newest back; lazy so a strategy reads only what it uses."""
+        ...
+
+    def turns(self, first: int, last: int) -> list[HistoryTurn]:
+        """Turns numbered first..last inclusive, in order."""
+        ...
+
+
+class ListHistory:
+    """A HistoryView over turns held in memory (replays, tests)."""
+
+    def __init__(self, turns: Sequence[HistoryTurn] = ()) -> None:
+        self._turns = list(turns)
+
+    @classmethod
+    def from_messages(cls, messages: Iterable[Message]) -> ListHistory:
+        return cls(group_turns(messages))
+
+    def turn_count(self) -> int:
+        return len(self._turns)
+
+    def newest_first(self) -> Iterator[HistoryTurn]:
+        return reversed(self._turns)
+
+    def turns(self, first: int, last: int) -> list[HistoryTurn]:
+        return self._turns[max(first, 1) - 1 : max(last, 0)]
+
+    def append(self, turn: HistoryTurn) -> None:
+        self._turns.append(turn)
+
+
+def group_turns(messages: Iterable[Message], first_number: int = 1) -> list[HistoryTurn]:
+    """Group messages into turns; anything before the first user message is turn 1."""
+    turns: list[list[Message]] = []
+    for message in messages:
+        if message.role == "user" or not turns:
+            turns.append([])
+        turns[-1].append(message)
+    return [HistoryTurn(first_number + i, tuple(ms)) for i, ms in enumerate(turns)]
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: PartKind
+    messages: tuple[Message, ...]
+    reason: str
+
+    @property
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.messages)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one request sends: parts in PART_ORDER, plus what was left out."""
+
+    parts: tuple[Part, ...]
+    budget: int | None = None
+    dropped: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        """Total counted tokens, chat-format overhead and reply priming included."""
+        return REPLY_PRIMING + sum(p.tokens for p in self.parts)
+
+    @property
+    def over_budget(self) -> bool:
+        return self.budget is not None and self.tokens > self.budget
+
+    def messages(self) -> list[dict[str, str]]:
+        return [m.as_chat() for p in self.parts for m in p.messages]
+
+    def part(self, kind: PartKind) -> Part | None:
+        return next((p for p in self.parts if p.kind == kind), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "dropped": self.dropped,
+            "warnings": list(self.warnings),
+            "parts": [
+                {
+                    "kind": p.kind,
+                    "reason": p.reason,
+                    "tokens": p.tokens,
+                    "messages": [
+                        {"role": m.role, "content": m.content, "tokens": m.tokens, "id": m.id,
+                         "turn": m.turn}
+                        for m in p.messages
+                    ],
+                }
+                for p in self.parts
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Context:
+        parts = tuple(
+            Part(
+                kind=p["kind"],
+                reason=p["reason"],
+                messages=tuple(
+                    Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"))
+                    for m in p["messages"]
+                ),
+            )
+            for p in data["parts"]
+        )
+        return cls(parts, data.get("budget"), data.get("dropped"), tuple(data.get("warnings", ())))
+
+
+@dataclass
+class ContextRequest:
+    """Everything a strategy may look at to build a context."""
+
+    history: HistoryView
+    input: Message
+    counter: TokenCounter
+    system: str | None = None
+    state: Any = None
+    """Derived-state reader (summaries, facts, recall index); None for stateless strategies."""
+    budget: int | None = None
+    """The configured context budget, used when the strategy has none of its own."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: Any
+    help: str
+    minimum: int | None = None
+
+    def parse(self, strategy: str, raw: Any) -> Any:
+        value = raw
+        if isinstance(raw, str) and self.type is not str:
+            try:
+                value = _parse_scalar(self.type, raw)
+            except ValueError:
+                raise StrategyError(
+                    f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                    f"must be {_type_word(self.type)}"
+                ) from None
+        elif not isinstance(raw, self.type) or (self.type is int and isinstance(raw, bool)):
+            raise StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                f"must be {_type_word(self.type)}"
+            )
+        if self.minimum is not None and value < self.minimum:
+            raise StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                f"must be at least {self.minimum}"
+            )
+        return value
+
+
+def _parse_scalar(kind: type, raw: str) -> Any:
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("true", "yes", "on", "1"):
+            return True
+        if lowered in ("false", "no", "off", "0"):
+            return False
+        raise ValueError(raw)
+    return kind(raw.strip())
+
+
+def _type_word(kind: type) -> str:
+    return {int: "a whole number", float: "a number", bool: "true or false"}.get(
+        kind, kind.__name__
+    )
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Decides what one request sends, and keeps its own derived state."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+    def build(self, request: ContextRequest) -> Context: ...
+
+    def update(self, env: MemoryEnv) -> list[str]:
+        """Bring derived state up to date after a committed turn; returns notices."""
+        ...
+
+
+@dataclass
+class MemoryEnv:
+    """What a strategy may use to update its derived state after a turn."""
+
+    history: HistoryView
+    counter: TokenCounter
+    state: Any = None
+    model: Any = None
+    """Provider for summaries and fact extraction; None when none is configured."""
+
+
+class BaseStrategy:
+    """Shared plumbing: parameter parsing, system and input parts, no derived state."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, **params: Any) -> None:
+        self.params: Mapping[str, Any] = self.parse_params(params)
+
+    @classmethod
+    def parse_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:
+        known = {p.name: p for p in cls.PARAMS}
+        for key in raw:
+            if key not in known:
+                valid = ", ".join(known) or "none"
+                raise StrategyError(
+                    f"unknown parameter {key!r} for strategy {cls.name!r} (valid: {valid})"
+                )
+        return {
+            name: p.parse(cls.name, raw[name]) if name in raw else p.default
+            for name, p in known.items()
+        }
+
+    def build(self, request: ContextRequest) -> Context:
+        raise NotImplementedError
+
+    def update(self, env: MemoryEnv) -> list[str]:
+        return []
+
+    def budget(self, request: ContextRequest) -> int | None:
+        return request.budget
+
+    def describe_params(self) -> str:
+        """`k=3 max_tokens=600`, as a user would type the parameters."""
+        return " ".join(f"{k}={v}" for k, v in self.params.items())
+
+
+def system_part(request: ContextRequest) -> Part | None:
+    if not request.system:
+        return None
+    tokens = request.counter.count_message("system", request.system)
+    return Part(
+        "system", (Message("system", request.system, tokens),), "system prompt"
+    )
+
+
+def input_part(request: ContextRequest) -> Part:
+    return Part("input", (request.input,), "the new user input (always sent)")
+
+
+def assemble(
+    request: ContextRequest,
+    middle: Iterable[Part],
+    *,
+    budget: int | None = None,
+    dropped: str | None = None,
+    warnings: Iterable[str] = (),
+) -> Context:
+    """Put the parts in their fixed order and check the budget honestly."""
+    parts = [p for p in (system_part(request), *middle, input_part(request)) if p is not None]
+    parts.sort(key=lambda p: PART_ORDER.index(p.kind))
+    notes = list(warnings)
+    context = Context(tuple(parts), budget, dropped)
+    if budget is not None and context.tokens > budget:
+        fixed = sum(p.tokens for p in parts if p.kind in ("system", "input")) + REPLY_PRIMING
+        if fixed > budget:
+            notes.append(
+                f"system prompt and input alone take {fixed} tokens, over the budget of {budget}"
+            )
+        else:
+            notes.append(f"context is {context.tokens} tokens, over the budget of {budget}")
+    return Context(tuple(parts), budget, dropped, tuple(notes))
+
+
+def span(numbers: Sequence[int]) -> str:
+    """'turns 3–7' for a run of turn numbers."""
+    if not numbers:
+        return "no turns"
+    if len(numbers) == 1:
+        return f"turn {numbers[0]}"
+    return f"turns {numbers[0]}–{numbers[-1]}"
+
+
+def history_part(turns: Sequence[HistoryTurn], reason: str) -> Part | None:
+    if not turns:
+        return None
+    return Part("history", tuple(m for t in turns for m in t.messages), reason)
+
+
+def fixed_tokens(request: ContextRequest) -> int:
+    """Tokens every context spends before any memory: system, input, priming."""
+    system = system_part(request)
+    return REPLY_PRIMING + request.input.tokens + (system.tokens if system else 0)
+
+
+def fit_newest_turns(
+    turns: Iterable[HistoryTurn], room: int | None, limit: int | None = None
+) -> list[HistoryTurn]:
+    """The newest whole turns (oldest first) that fit in `room` tokens, at most `limit`."""
+    kept: list[HistoryTurn] = []
+    used = 0
+    for turn in turns:
+        if limit is not None and len(kept) >= limit:
+            break
+        if room is not None and used + turn.tokens > room:
+            break
+        kept.append(turn)
+        used += turn.tokens
+    kept.reverse()
+    return [t for t in _drop_leading_assistant(kept)]
+
+
+def _drop_leading_assistant(turns: list[HistoryTurn]) -> list[HistoryTurn]:
+    # Turn 1 of an imported transcript can open with an assistant greeting:
+    # a history must never start on an assistant message.
+    while turns and turns[0].messages[0].role == "assistant":
+        turns = turns[1:]
+    return turns
+
+
+def dropped_note(total: int, kept: Sequence[HistoryTurn]) -> str | None:
+    if not total:
+        return None
+    first_kept = kept[0].number if kept else total + 1
+    if first_kept <= 1:
+        return None
+    return f"dropped {span(list(range(1, first_kept)))}"

@@ -1,0 +1,24 @@
+"""`buffer`: every message, like LangChain's ConversationBufferMemory."""
+
+from __future__ import annotations
+
+from chatmem.memory.base import (
+    BaseStrategy,
+    Context,
+    ContextRequest,
+    assemble,
+    fit_newest_turns,
+    history_part,
+    span,
+)
+
+
+class BufferStrategy(BaseStrategy):
+    name = "buffer"
+    description = "Send every message of the session; cost grows with the history."
+
+    def build(self, request: ContextRequest) -> Context:
+        turns = fit_newest_turns(request.history.newest_first(), room=None)
+        reason = f"buffer: all {span([t.number for t in turns])}" if turns else ""
+        return assemble(request, [p for p in [history_part(turns, reason)] if p],
+                        budget=self.budget(request))

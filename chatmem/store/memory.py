@@ -1,0 +1,182 @@
+"""Derived memory state: strategy state, versioned summaries, facts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from chatmem.errors import NotFound, StoreError
+from chatmem.store.connection import Connection, now
+from chatmem.store.records import FactRecord, SummaryRecord
+
+
+class MemoryTables(Connection):
+    # -- strategy state -----------------------------------------------------
+
+    def strategy_state(self, session_id: int, strategy: str) -> dict[str, Any]:
+        return {
+            r["key"]: json.loads(r["value"])
+            for r in self._rows(
+                "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?",
+                [session_id, strategy],
+            )
+        }
+
+    def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any]) -> None:
+        with self.db.conn:
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO strategy_state (session_id, strategy, key, value)"
+                " VALUES (?, ?, ?, ?)",
+                [(session_id, strategy, k, json.dumps(v, ensure_ascii=False))
+                 for k, v in values.items()],
+            )
+
+    # -- summaries ------------------------------------------------------------
+
+    def add_summary(
+        self,
+        session_id: int,
+        strategy: str,
+        text: str,
+        *,
+        covered_ids: list[int],
+        anchors: list[str] | None = None,
+        dropped_anchors: list[str] | None = None,
+        model: str | None = None,
+    ) -> SummaryRecord:
+        """Store a new summary version; versions count up per session and strategy."""
+        with self.db.conn:
+            version = int(self._value(
+                "SELECT coalesce(max(version), 0) + 1 FROM summaries"
+                " WHERE session_id = ? AND strategy = ?",
+                [session_id, strategy],
+            ))
+            self.db.execute(
+                "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"
+                " last_message_id, anchors, dropped_anchors, model, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [session_id, strategy, version, text, json.dumps(covered_ids),
+                 max(covered_ids) if covered_ids else None,
+                 json.dumps(anchors or [], ensure_ascii=False),
+                 json.dumps(dropped_anchors or [], ensure_ascii=False), model, now()],
+            )
+        return self.summary(session_id, strategy, version)
+
+    def summaries(self, session_id: int, strategy: str | None = None) -> list[SummaryRecord]:
+        sql = "SELECT * FROM summaries WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if strategy:
+            sql += " AND strategy = ?"
+            params.append(strategy)
+        return [SummaryRecord.from_row(r)
+                for r in self._rows(sql + " ORDER BY strategy, version", params)]
+
+    def summary(
+        self, session_id: int, strategy: str, version: int | None = None
+    ) -> SummaryRecord:
+        """Version `version` of a strategy's summary, or the latest; NotFound if none."""
+        found = self.latest_summary(session_id, strategy) if version is None else next(
+            (s for s in self.summaries(session_id, strategy) if s.version == version), None
+        )
+        if found is None:
+            which = "no summary yet" if version is None else f"no summary version {version}"
+            raise NotFound(f"{strategy}: {which}")
+        return found
+
+    def latest_summary(self, session_id: int, strategy: str) -> SummaryRecord | None:
+        rows = self._rows(
+            "SELECT * FROM summaries WHERE session_id = ? AND strategy = ?"
+            " ORDER BY version DESC LIMIT 1",
+            [session_id, strategy],
+        )
+        return SummaryRecord.from_row(rows[0]) if rows else None
+
+    # -- facts ------------------------------------------------------------------
+
+    def upsert_fact(
+        self,
+        key: str,
+        value: str,
+        *,
+        scope: str,
+        user: str | None = None,
+        session_id: int | None = None,
+        source_message_id: int | None = None,
+        source_turn: int | None = None,
+    ) -> FactRecord:
+        """Add a fact, or update the live fact with the same key in the same scope."""
+        stamp = now()
+        owner_sql, owner = self._fact_owner(scope, user, session_id)
+        with self.db.conn:
+            existing = self._value(
+                f"SELECT id FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}",
+                [key, *owner],
+            )
+            if existing:
+                self.db.execute(
+                    "UPDATE facts SET value = ?, source_message_id = ?, source_turn = ?,"
+                    " updated_at = ? WHERE id = ?",
+                    [value, source_message_id, source_turn, stamp, existing],
+                )
+                fact_id = existing
+            else:
+                cursor = self.db.execute(
+                    "INSERT INTO facts (scope, user, session_id, key, value, source_message_id,"
+                    " source_turn, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [scope, user if scope == "user" else None,
+                     session_id if scope == "session" else None, key, value,
+                     source_message_id, source_turn, stamp, stamp],
+                )
+                fact_id = cursor.lastrowid
+        return self.fact(int(fact_id))
+
+    @staticmethod
+    def _fact_owner(scope: str, user: str | None, session_id: int | None) -> tuple[str, list[Any]]:
+        if scope == "user":
+            return "scope = 'user' AND user = ?", [user]
+        if scope == "session":
+            return "scope = 'session' AND session_id = ?", [session_id]
+        raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")
+
+    def fact(self, fact_id: int) -> FactRecord:
+        rows = self._rows("SELECT * FROM facts WHERE id = ?", [fact_id])
+        if not rows:
+            raise NotFound(f"no fact with id {fact_id}")
+        return FactRecord(**rows[0])
+
+    def facts(
+        self,
+        *,
+        user: str | None = None,
+        session_id: int | None = None,
+        include_deleted: bool = False,
+    ) -> list[FactRecord]:
+        """Live facts of a user profile and/or a session, oldest first."""
+        owners = []
+        params: list[Any] = []
+        if user is not None:
+            owners.append("(scope = 'user' AND user = ?)")
+            params.append(user)
+        if session_id is not None:
+            owners.append("(scope = 'session' AND session_id = ?)")
+            params.append(session_id)
+        sql = "SELECT * FROM facts WHERE " + (" OR ".join(owners) if owners else "1")
+        if not include_deleted:
+            sql = f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
+        return [FactRecord(**r) for r in self._rows(sql + " ORDER BY id", params)]
+
+    def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
+        """Soft-delete a fact (it never reaches a context again), or erase it physically."""
+        self.fact(fact_id)
+        with self.db.conn:
+            if purge:
+                self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
+            else:
+                self.db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?", [now(), fact_id])
+
+    def vacuum(self) -> None:
+        """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.db.execute("VACUUM")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,0 +1,118 @@
+"""Rows of the history file as plain dataclasses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: int
+    name: str
+    strategy: str
+    params: dict[str, Any]
+    provider: str | None
+    model: str | None
+    system: str | None
+    user: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SessionRecord:
+        data = dict(row)
+        data["params"] = json.loads(data["params"] or "{}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    id: int
+    session_id: int
+    position: int
+    turn: int
+    role: str
+    content: str
+    external_id: str | None
+    created_at: str
+
+
+@dataclass
+class TurnRecord:
+    """One request as it was sent, whatever its outcome."""
+
+    session_id: int
+    status: str
+    input: str
+    context: dict[str, Any]
+    strategy: str
+    params: dict[str, Any] = field(default_factory=dict)
+    reply: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    tokenizer: str | None = None
+    estimated_tokens: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int | None = None
+    rendered_prompt: str | None = None
+    error: str | None = None
+    number: int = 0
+    history_turn: int | None = None
+    user_message_id: int | None = None
+    assistant_message_id: int | None = None
+    created_at: str = ""
+    id: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TurnRecord:
+        data = dict(row)
+        data["context"] = json.loads(data["context"])
+        data["params"] = json.loads(data["params"] or "{}")
+        return cls(**data)
+
+    def to_row(self) -> dict[str, Any]:
+        row = {k: v for k, v in self.__dict__.items() if k != "id"}
+        row["context"] = json.dumps(self.context, ensure_ascii=False)
+        row["params"] = json.dumps(self.params, ensure_ascii=False)
+        return row
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    id: int
+    session_id: int
+    strategy: str
+    version: int
+    text: str
+    covered_ids: list[int]
+    last_message_id: int | None
+    anchors: list[str]
+    dropped_anchors: list[str]
+    model: str | None
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SummaryRecord:
+        data = dict(row)
+        for key in ("covered_ids", "anchors", "dropped_anchors"):
+            data[key] = json.loads(data[key])
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    id: int
+    scope: str
+    user: str | None
+    session_id: int | None
+    key: str
+    value: str
+    source_message_id: int | None
+    source_turn: int | None
+    created_at: str
+    updated_at: str
+    deleted_at: str | None

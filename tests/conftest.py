@@ -1,0 +1,63 @@
+"""Shared fixtures. Tests are offline: tiktoken gets an empty cache directory,
+so any attempt to download an encoding would fail loudly instead of passing
+on a machine that happens to have one cached."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="chatmem-tiktoken-")
+for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CONFIG",
+                 "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY"):
+    os.environ.pop(variable, None)
+
+from chatmem.config import Settings  # noqa: E402
+from chatmem.engine import Engine, open_session  # noqa: E402
+from chatmem.providers.scripted import ScriptedProvider  # noqa: E402
+from chatmem.store import Store  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep the user's real config and database out of every test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    return home
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "chatmem.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    with Store(db_path) as s:
+        yield s
+
+
+@pytest.fixture
+def scripted() -> ScriptedProvider:
+    return ScriptedProvider()
+
+
+@pytest.fixture
+def make_engine(store: Store, scripted: ScriptedProvider) -> Callable[..., Engine]:
+    """make_engine("window", k=2) → an engine on a fresh session with that strategy."""
+    counter = iter(range(1, 10_000))
+
+    def make(strategy: str = "buffer", *, name: str | None = None, system: str | None = "Be brief.",
+             provider: ScriptedProvider | None = None, **params: object) -> Engine:
+        settings = Settings(system=system or "")
+        return open_session(
+            store, settings, provider or scripted, name or f"s{next(counter)}",
+            strategy=strategy, params={k: str(v) for k, v in params.items()},
+        )
+
+    return make
