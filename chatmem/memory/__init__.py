@@ -25,8 +25,17 @@ REGISTRY: dict[str, type[BaseStrategy]] = {
 }
 
 
+EXAMPLE_COMBINATIONS: list[str] = []
+"""Combinations shown in help and covered by the contract test."""
+
+
 def strategy_names() -> list[str]:
     return list(REGISTRY)
+
+
+def contract_strategy_names() -> list[str]:
+    """Every registered strategy plus the example combinations: what the contract test covers."""
+    return [*REGISTRY, *EXAMPLE_COMBINATIONS]
 
 
 def create_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Strategy:
