@@ -36,6 +36,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},
+    "summary": {"prompt": str, "provider": str, "model": str, "drift_guard": bool},
 }
 PROVIDERS = ("auto", "local", "openai", "scripted")
 
@@ -80,6 +81,8 @@ class Settings:
     user: str = "default"
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=lambda: {"drift_guard": True})
+    """[summary]: prompt, provider/model for summaries, drift_guard."""
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-strategy parameters from [strategies.NAME] tables."""
     source: Path | None = None
@@ -151,6 +154,19 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
         )
     if "strategy" in data:
         _check_strategy(path, "strategy", data["strategy"], {})
+    _check_summary(path, data.get("summary", {}))
+
+
+def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
+    from chatmem.memory.summarize import check_prompt
+
+    if "prompt" in table:
+        check_prompt(table["prompt"], f"{path}: key 'summary.prompt'")
+    if table.get("provider", "auto") not in PROVIDERS:
+        raise ConfigError(
+            f"{path}: key 'summary.provider' must be one of {', '.join(PROVIDERS)}, "
+            f"got {table['provider']!r}"
+        )
 
 
 def _validate_strategies(path: Path, tables: Any) -> None:
@@ -186,7 +202,7 @@ def load_settings(
     if path.exists():
         data = read_config_file(path)
         for key, value in data.items():
-            if key in ("local", "scripted"):
+            if key in ("local", "scripted", "summary"):
                 getattr(settings, key).update(value)
             elif key == "strategies":
                 settings.strategies = {k: dict(v) for k, v in value.items()}

@@ -46,6 +46,7 @@ class Engine:
         *,
         budget: int | None = None,
         helper_model: Provider | None = None,
+        settings: Any = None,
     ) -> None:
         self.store = store
         self.session = session
@@ -53,6 +54,7 @@ class Engine:
         self.strategy = strategy
         self.budget = budget
         self.helper_model = helper_model or provider
+        self.settings = settings
         self.counter: TokenCounter = provider.token_counter()
         self.state = SessionState(store, session.id, session.user)
 
@@ -134,10 +136,29 @@ class Engine:
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
         ))
+        self._cache_input_count(record, context)
+        return TurnResult(record, context, reply, self.update_memory())
+
+    def _cache_input_count(self, record: TurnRecord, context: Context) -> None:
+        # The input was counted to build this context; history reuses that count
+        # instead of counting the same message again on the next turn.
+        sent = context.part("input")
+        if record.user_message_id is not None and sent is not None:
+            self.store.save_token_counts({record.user_message_id: sent.messages[0].tokens},
+                                         self.counter.key)
+
+    def replay_turn(self, text: str, reply: str) -> TurnResult:
+        """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
+
+        Replay uses it so strategies are compared on identical conversations.
+        """
+        context = self.build_context(text)
+        record = self.store.commit_turn(self._record(text, context, "ok", reply=reply))
         return TurnResult(record, context, reply, self.update_memory())
 
     def update_memory(self) -> list[str]:
-        env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model)
+        env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
+                        settings=self.settings)
         try:
             return self.strategy.update(env)
         except ChatmemError as e:
@@ -186,4 +207,23 @@ def open_session(
         if changes:
             store.update_session(session.id, **changes)
             session = store.session_by_id(session.id)
-    return Engine(store, session, provider, chosen, budget=settings.context_budget)
+    return Engine(store, session, provider, chosen, budget=settings.context_budget,
+                  helper_model=summary_model(settings, provider), settings=settings)
+
+
+def summary_model(settings: Any, provider: Provider) -> Provider | None:
+    """The [summary] provider/model for summaries when configured (a cheaper model), else None."""
+    import dataclasses
+
+    chosen = dict(getattr(settings, "summary", None) or {})
+    if not (chosen.get("provider") or chosen.get("model")):
+        return None
+    if (chosen.get("provider") in (None, provider.name)
+            and chosen.get("model") in (None, provider.model)):
+        return None
+    from chatmem.providers import create_provider
+
+    return create_provider(dataclasses.replace(
+        settings, provider=chosen.get("provider") or settings.provider,
+        model=chosen.get("model") or settings.model,
+    ))

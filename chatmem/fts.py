@@ -37,13 +37,31 @@ def index_text(text: str) -> str:
     return " ".join(index_terms(text))
 
 
+# Words and bigrams so common they match nearly every turn: a query made of
+# them alone still searches them, but they never outvote a rarer word.
+_STOP_WORDS = """
+a an and are as at be but by can could did do does for from had has have how i if in is it
+its me my of on or our please so that the their them then there these they this to too us
+was we were what when where which who why will with would you your
+我们 你们 他们 什么 怎么 这个 那个 一个 可以 是什 么时 时候 一下 的是
+"""
+STOP_TERMS = frozenset(_STOP_WORDS.split())
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct index terms of a query, without stop terms unless that leaves none."""
+    terms = list(dict.fromkeys(index_terms(text)))
+    kept = [t for t in terms if t not in STOP_TERMS]
+    return kept or terms
+
+
 def match_query(text: str) -> str | None:
     """An FTS5 MATCH expression: any of the input's terms, each quoted.
 
     Quoting every term makes FTS5 syntax in user text (", *, NEAR, -, :)
     plain words, so a query can never be a syntax error.
     """
-    terms = list(dict.fromkeys(index_terms(text)))
+    terms = query_terms(text)
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -60,6 +60,8 @@ class Repl:
         self.errors = errors
         self.show_prompt = show_prompt
         self.last: TurnResult | None = None
+        self.exit_code = 0
+        """The worst error's exit code; a script piping lines in gets it at the end."""
 
     # -- input ----------------------------------------------------------------
 
@@ -101,7 +103,8 @@ class Repl:
             except QuitRepl:
                 return
             except ChatmemError as e:
-                self.errors.print(render.error_line(str(e)))
+                self.exit_code = max(self.exit_code, int(e.exit_code))
+                self.errors.print(render.error_line(str(e)), soft_wrap=True)
 
     # -- turns ------------------------------------------------------------------
 
@@ -198,3 +201,7 @@ def _tokens(repl: Repl, args: list[str]) -> None:
 def _show_prompt(repl: Repl, args: list[str]) -> None:
     repl.show_prompt = not repl.show_prompt
     repl.console.print(render.notice_line(f"show prompt: {'on' if repl.show_prompt else 'off'}"))
+
+
+# Slash commands that live in their own modules register themselves on import.
+from chatmem import repl_facts, repl_summary  # noqa: E402, F401

@@ -16,6 +16,8 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
                  "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY"):
     os.environ.pop(variable, None)
 
+from chat_server import ChatServer, running_chat_server  # noqa: E402
+
 from chatmem.config import Settings  # noqa: E402
 from chatmem.engine import Engine, open_session  # noqa: E402
 from chatmem.providers.scripted import ScriptedProvider  # noqa: E402
@@ -23,7 +25,9 @@ from chatmem.store import Store  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Keep the user's real config and database out of every test."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -61,3 +65,10 @@ def make_engine(store: Store, scripted: ScriptedProvider) -> Callable[..., Engin
         )
 
     return make
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    """A real OpenAI-compatible HTTP server on 127.0.0.1 (see tests/chat_server.py)."""
+    with running_chat_server() as server:
+        yield server

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from chatmem.cli import chat, config_cmd, sessions, strategies
+from chatmem.cli import chat, config_cmd, facts, sessions, strategies
+from chatmem.cli import inspect as inspect_cmd
+from chatmem.cli import replay as replay_cmd
 
 app = typer.Typer(
     name="chatmem",
@@ -21,8 +23,12 @@ app = typer.Typer(
 app.command("chat")(chat.chat)
 app.command("ask")(chat.ask)
 app.command("strategies")(strategies.strategies)
+app.command("inspect")(inspect_cmd.inspect)
+app.command("replay")(replay_cmd.replay_command)
+app.command("eval")(replay_cmd.eval_command)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(facts.app, name="facts")
 
 
 def main() -> None:

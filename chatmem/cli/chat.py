@@ -44,6 +44,8 @@ def chat(
 ) -> None:
     """Chat in a named session; memory strategy and tokens are shown every turn.
 
+    With lines piped in, each line is one turn and the exit code is non-zero if any failed.
+
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
     from chatmem.engine import open_session
@@ -58,9 +60,13 @@ def chat(
         try:
             engine = open_session(store, settings, llm, session, strategy=strategy,
                                   params=params, system=system)
-            Repl(engine, out, err, show_prompt=show_prompt).run()
+            repl = Repl(engine, out, err, show_prompt=show_prompt)
+            repl.run()
         finally:
             llm.close()
+    if repl.exit_code and not sys.stdin.isatty():
+        # Lines piped in are a script: a failed turn must fail the script.
+        raise typer.Exit(repl.exit_code)
 
 
 @handles_errors

@@ -59,7 +59,8 @@ def consoles() -> tuple[Console, Console]:
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> typer.Exit:
     from chatmem.render import error_line
 
-    consoles()[1].print(error_line(message))
+    # soft_wrap: one line, however narrow the terminal, so scripts can match it.
+    consoles()[1].print(error_line(message), soft_wrap=True)
     return typer.Exit(int(code))
 
 
@@ -71,8 +72,12 @@ def handles_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except NoModelAvailable as e:
+            from chatmem.providers import NO_MODEL_HELP
             from chatmem.render import no_model_panel
 
+            if str(e) != NO_MODEL_HELP:
+                # A specific problem (a missing file, a missing package): one line.
+                raise fail(str(e), e.exit_code) from None
             consoles()[1].print(no_model_panel(str(e)))
             raise typer.Exit(int(e.exit_code)) from None
         except ChatmemError as e:

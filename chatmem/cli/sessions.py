@@ -88,4 +88,92 @@ def delete(
         if not yes and not typer.confirm(f"Erase session {name!r} and all its data?"):
             raise typer.Exit(1)
         store.delete_session(name)
+        # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
+        store.vacuum()
     consoles()[1].print(f"deleted session {name}")
+
+
+@app.command("export")
+@handles_errors
+def export(
+    name: NameArgument,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", show_default=False,
+                                 help="File to write (default: standard output).")
+    ] = None,
+    format_: Annotated[
+        str, typer.Option("--format", help="jsonl (lossless, importable) or markdown.")
+    ] = "jsonl",
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write a session as a transcript: JSON Lines that import back losslessly, or Markdown.
+
+    Example: chatmem sessions export support -o support.jsonl
+    """
+    import sys
+    from pathlib import Path
+
+    from chatmem.errors import UsageError
+    from chatmem.transcript import from_records, to_jsonl, to_markdown
+
+    if format_ not in ("jsonl", "markdown"):
+        raise UsageError(f"--format must be jsonl or markdown, got {format_!r}")
+    with open_store(settings_from(config, db)) as store:
+        session = store.session(name)
+        transcript = from_records(session.name, store.messages(session.id),
+                                  system=session.system, strategy=session.strategy,
+                                  params=session.params, model=session.model)
+    text = to_jsonl(transcript) if format_ == "jsonl" else to_markdown(transcript)
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{output}: cannot write: {e.strerror}") from None
+    consoles()[1].print(f"exported {len(transcript.messages)} messages to {output}",
+                        markup=False)
+
+
+@app.command("import")
+@handles_errors
+def import_(
+    file: Annotated[str, typer.Argument(help="Transcript: JSON Lines, {\"messages\": [...]} "
+                                              "or a JSON list of messages.")],
+    name: Annotated[
+        str | None, typer.Option("--name", show_default=False,
+                                 help="Session name (default: the transcript's title or "
+                                      "file name).")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Create a session from a transcript file; probe lines are not imported.
+
+    Example: chatmem sessions import sessions/support.jsonl --name support
+    """
+    from pathlib import Path
+
+    from chatmem.memory import create_strategy
+    from chatmem.transcript import message_dicts, read_transcript
+
+    path = Path(file)
+    transcript = read_transcript(path)
+    settings = settings_from(config, db)
+    chosen = create_strategy(transcript.strategy or settings.strategy,
+                             transcript.params if transcript.strategy
+                             else settings.params_for(settings.strategy))
+    session_name = name or transcript.title or path.stem
+    with open_store(settings) as store:
+        session = store.create_session(
+            session_name, chosen.name, dict(chosen.params), model=transcript.model,
+            system=transcript.system, user=settings.user,
+        )
+        store.import_messages(session.id, message_dicts(transcript.messages))
+    skipped = len(transcript.probes)
+    note = f" ({skipped} probe lines not imported)" if skipped else ""
+    consoles()[1].print(
+        f"imported {len(transcript.messages)} messages into session {session_name}{note}",
+        markup=False,
+    )

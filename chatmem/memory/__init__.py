@@ -12,6 +12,11 @@ from typing import Any
 from chatmem.errors import StrategyError
 from chatmem.memory.base import BaseStrategy, Strategy
 from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.combined import CombinedStrategy
+from chatmem.memory.entity import EntityStrategy
+from chatmem.memory.retrieval import RetrievalStrategy
+from chatmem.memory.summary import SummaryStrategy
+from chatmem.memory.summary_buffer import SummaryBufferStrategy
 from chatmem.memory.tokens import TokenBudgetStrategy
 from chatmem.memory.window import WindowStrategy
 
@@ -21,11 +26,15 @@ REGISTRY: dict[str, type[BaseStrategy]] = {
         BufferStrategy,
         WindowStrategy,
         TokenBudgetStrategy,
+        EntityStrategy,
+        RetrievalStrategy,
+        SummaryStrategy,
+        SummaryBufferStrategy,
     )
 }
 
 
-EXAMPLE_COMBINATIONS: list[str] = []
+EXAMPLE_COMBINATIONS: list[str] = ["window+entity", "summary-buffer+retrieval"]
 """Combinations shown in help and covered by the contract test."""
 
 
@@ -41,6 +50,8 @@ def contract_strategy_names() -> list[str]:
 def create_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Strategy:
     """Build a strategy from its name (or `A+B`) and raw parameters."""
     params = dict(params or {})
+    if "+" in spec:
+        return CombinedStrategy.from_spec(spec, params, REGISTRY)
     cls = REGISTRY.get(spec)
     if cls is None:
         raise StrategyError(

@@ -253,6 +253,8 @@ class MemoryEnv:
     state: Any = None
     model: Any = None
     """Provider for summaries and fact extraction; None when none is configured."""
+    settings: Any = None
+    """chatmem Settings, for options from the config (e.g. [summary] prompt, drift_guard)."""
 
 
 class BaseStrategy:

@@ -34,14 +34,18 @@ class OpenAIReply:
     def __iter__(self) -> Iterator[str]:
         p = self._provider
         finished = False
+        started = False
         try:
             messages: Any = [dict(m) for m in self._messages]
+            limit: dict[str, Any] = {"max_tokens": p.max_tokens} if p.max_tokens else {}
             self._stream = p.client.chat.completions.create(
                 model=p.model,
                 messages=messages,
                 stream=True,
                 stream_options={"include_usage": True},
+                **limit,
             )
+            started = True
             for chunk in self._stream:
                 if chunk.usage is not None:
                     self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
@@ -53,7 +57,7 @@ class OpenAIReply:
         except ProviderError:
             raise
         except Exception as e:
-            raise p.translate(e) from None
+            raise p.translate(e, mid_stream=started) from None
         if not finished:
             raise ProviderResponseError(
                 f"the reply stream from {p.base_url} ended before the reply was complete"
@@ -76,10 +80,13 @@ class OpenAIProvider:
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
         max_retries: int = 2,
+        max_tokens: int | None = None,
     ) -> None:
         import openai
 
         self.model = model
+        self.max_tokens = max_tokens
+        """Cap on reply length; None leaves it to the server."""
         self.base_url = base_url or "https://api.openai.com/v1"
         self.api_key_env = api_key_env
         self.client = openai.OpenAI(
@@ -101,11 +108,18 @@ class OpenAIProvider:
     def close(self) -> None:
         self.client.close()
 
-    def translate(self, error: Exception) -> ProviderError:
+    def translate(self, error: Exception, *, mid_stream: bool = False) -> ProviderError:
         """One line that says what to check; never the key, never a traceback."""
         import openai
 
         where = self.base_url
+        if (mid_stream and isinstance(error, openai.APIConnectionError)
+                and not isinstance(error, openai.APITimeoutError)):
+            # The client reports a connection dropped mid-reply as a connection
+            # error, but the server was reached: "is it running?" would mislead.
+            return ProviderResponseError(
+                f"the reply stream from {where} broke off before the reply was complete"
+            )
         if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
             return ProviderAuthError(
                 f"{where} refused the API key ({error.status_code}): check ${self.api_key_env}"

@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from chatmem.errors import ConfigError
+from chatmem.providers import scripted_facts
 from chatmem.providers.base import ChatMessages, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
 
 RULES: dict[str, Callable[[ChatMessages], str]] = {}
 """Deterministic answers for non-chat purposes ("summary", "facts"), by purpose."""
+scripted_facts.register(RULES)
 
 
 def read_script(path: Path) -> list[str]:
@@ -107,3 +109,7 @@ class ScriptedProvider:
 
     def close(self) -> None:
         pass
+
+
+# Registers the deterministic summary rule, so summaries work offline everywhere.
+from chatmem.providers import scripted_summary as _scripted_summary  # noqa: E402,F401

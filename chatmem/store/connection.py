@@ -70,6 +70,9 @@ class Connection:
             self.db.execute("PRAGMA secure_delete = ON")
             if str(path) != ":memory:":
                 self.db.execute("PRAGMA journal_mode = WAL")
+                # Safe with WAL (no corruption on power loss, at worst the last turn
+                # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
+                self.db.execute("PRAGMA synchronous = NORMAL")
             migrations.apply(self.db)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{path}: {e}") from None

@@ -24,7 +24,7 @@ class MemoryTables(Connection):
         }
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any]) -> None:
-        with self.db.conn:
+        with self.db.atomic():
             self.db.conn.executemany(
                 "INSERT OR REPLACE INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?)",
@@ -46,7 +46,7 @@ class MemoryTables(Connection):
         model: str | None = None,
     ) -> SummaryRecord:
         """Store a new summary version; versions count up per session and strategy."""
-        with self.db.conn:
+        with self.db.atomic():
             version = int(self._value(
                 "SELECT coalesce(max(version), 0) + 1 FROM summaries"
                 " WHERE session_id = ? AND strategy = ?",
@@ -108,7 +108,7 @@ class MemoryTables(Connection):
         """Add a fact, or update the live fact with the same key in the same scope."""
         stamp = now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
-        with self.db.conn:
+        with self.db.atomic():
             existing = self._value(
                 f"SELECT id FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}",
                 [key, *owner],
@@ -169,11 +169,29 @@ class MemoryTables(Connection):
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
         """Soft-delete a fact (it never reaches a context again), or erase it physically."""
         self.fact(fact_id)
-        with self.db.conn:
+        with self.db.atomic():
             if purge:
                 self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
             else:
                 self.db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?", [now(), fact_id])
+
+    def turn_contexts_with(self, kind: str) -> list[tuple[int, dict[str, Any], str | None]]:
+        """(turn id, context, rendered prompt) of every turn whose context has a `kind` part."""
+        rows = self._rows(
+            "SELECT id, context, rendered_prompt FROM turns WHERE instr(context, ?) > 0",
+            [json.dumps({"kind": kind})[1:-1]],
+        )
+        return [(r["id"], json.loads(r["context"]), r["rendered_prompt"]) for r in rows]
+
+    def rewrite_turn_context(
+        self, turn_id: int, context: Mapping[str, Any], rendered_prompt: str | None
+    ) -> None:
+        """Replace a stored context; used only to redact a purged fact from past turns."""
+        with self.db.atomic():
+            self.db.execute(
+                "UPDATE turns SET context = ?, rendered_prompt = ? WHERE id = ?",
+                [json.dumps(context, ensure_ascii=False), rendered_prompt, turn_id],
+            )
 
     def vacuum(self) -> None:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""

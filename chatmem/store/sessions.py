@@ -30,7 +30,7 @@ class SessionTables(Connection):
         if not name.strip():
             raise StoreError("a session name cannot be empty")
         stamp = now()
-        with self.db.conn:
+        with self.db.atomic():
             try:
                 self.db.execute(
                     "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
@@ -66,7 +66,7 @@ class SessionTables(Connection):
             fields["params"] = json.dumps(fields["params"], ensure_ascii=False)
         fields["updated_at"] = now()
         assignments = ", ".join(f"{k} = ?" for k in fields)
-        with self.db.conn:
+        with self.db.atomic():
             try:
                 self.db.execute(
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
@@ -88,13 +88,16 @@ class SessionTables(Connection):
     def delete_session(self, name: str) -> None:
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
         record = self.session(name)
-        with self.db.conn:
+        with self.db.atomic():
             self.db.execute(
                 "DELETE FROM messages_fts WHERE rowid IN"
                 " (SELECT id FROM messages WHERE session_id = ?)",
                 [record.id],
             )
             self.db.execute("DELETE FROM sessions WHERE id = ?", [record.id])
+            # FTS5 only marks index entries deleted; merging the segments drops
+            # the erased terms for real (secure_delete then zeroes the freed pages).
+            self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
     # -- messages ---------------------------------------------------------
 
@@ -144,7 +147,7 @@ class SessionTables(Connection):
         return ids
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
-        with self.db.conn:
+        with self.db.atomic():
             return self._append_messages(session_id, messages)
 
     # -- turns ------------------------------------------------------------
@@ -159,21 +162,28 @@ class SessionTables(Connection):
         """Store a completed turn: user message, reply and turn row, all or nothing."""
         if turn.status != "ok" or turn.reply is None:
             raise StoreError("only a completed turn with a reply can be committed")
-        with self.db.conn:
-            user_id, assistant_id = self._append_messages(
-                turn.session_id,
-                [{"role": "user", "content": turn.input},
-                 {"role": "assistant", "content": turn.reply}],
-            )
-            turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
-            turn.history_turn = self.turn_count(turn.session_id)
-            self._insert_turn(turn)
+        try:
+            with self.db.atomic():
+                user_id, assistant_id = self._append_messages(
+                    turn.session_id,
+                    [{"role": "user", "content": turn.input},
+                     {"role": "assistant", "content": turn.reply}],
+                )
+                turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
+                turn.history_turn = self.turn_count(turn.session_id)
+                self._insert_turn(turn)
+        except sqlite3.Error as e:
+            turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
+            raise StoreError(f"{self.path}: the turn was not stored: {e}") from None
         return turn
 
     def record_turn(self, turn: TurnRecord) -> TurnRecord:
         """Store a failed or cancelled turn: the turn row only, nothing enters memory."""
-        with self.db.conn:
-            self._insert_turn(turn)
+        try:
+            with self.db.atomic():
+                self._insert_turn(turn)
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: the turn was not recorded: {e}") from None
         return turn
 
     def _insert_turn(self, turn: TurnRecord) -> None:
@@ -227,7 +237,7 @@ class SessionTables(Connection):
         return counts
 
     def save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
-        with self.db.conn:
+        with self.db.atomic():
             self.db.conn.executemany(
                 "INSERT OR REPLACE INTO token_counts (message_id, tokenizer, tokens)"
                 " VALUES (?, ?, ?)",

@@ -1,0 +1,251 @@
+"""`chatmem inspect`: the exact context of a turn, what would be sent next, or a what-if.
+
+`--json` prints one object (stable; add fields, never rename them):
+
+    session          session name
+    mode             "turn" (a recorded turn), "next" (--next under the session's
+                     strategy) or "what-if" (--strategy/--param)
+    turn             the recorded turn: number, status, error, input, reply, strategy,
+                     params, provider, model, tokenizer, estimated_tokens, prompt_tokens,
+                     completion_tokens, latency_ms, created_at (null for --next)
+    strategy         strategy name and params of the context shown
+    input            the user input the context ends with
+    context          tokens, budget, dropped, warnings, parts[kind, reason, tokens,
+                     messages[role, content, tokens, id, turn]]
+    messages         the chat messages exactly as sent (role, content)
+    rendered_prompt  the prompt text the local model rendered, or null
+    replayed         for a what-if: turns replayed and model calls the strategy made
+
+With --summaries: {"session", "summaries": [version, strategy, created_at,
+covered_messages, tokens, anchors, dropped_anchors, model, text]}.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from chatmem.cli.common import (
+    ConfigOption,
+    DbOption,
+    JsonOption,
+    ModelOption,
+    ParamOption,
+    ProviderOption,
+    StrategyOption,
+    consoles,
+    handles_errors,
+    open_store,
+    parse_params,
+    print_json,
+    settings_from,
+)
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
+    from chatmem.memory.base import Context
+    from chatmem.store import SessionRecord, Store, TurnRecord
+
+TURN_FIELDS = ("number", "status", "error", "input", "reply", "strategy", "params", "provider",
+               "model", "tokenizer", "estimated_tokens", "prompt_tokens", "completion_tokens",
+               "latency_ms", "created_at")
+
+
+@handles_errors
+def inspect(
+    session: Annotated[str, typer.Argument(help="Session name.")],
+    turn: Annotated[
+        int | None, typer.Option("--turn", "-t", min=1, show_default=False,
+                                 help="Turn number (default: the last turn).")
+    ] = None,
+    next_text: Annotated[
+        str | None, typer.Option("--next", show_default=False,
+                                 help="Show what WOULD be sent for this input; no model call.")
+    ] = None,
+    strategy: StrategyOption = None,
+    param: ParamOption = None,
+    summaries: Annotated[
+        bool, typer.Option("--summaries", help="List the session's summary versions.")
+    ] = False,
+    json_out: JsonOption = False,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Show the exact context of a turn, part by part, with tokens, reasons and budget.
+
+    Example: chatmem inspect support --turn 12 --strategy window --param k=2
+    """
+    settings = settings_from(config, db, provider, model)
+    with open_store(settings) as store:
+        record = store.session(session)
+        if summaries:
+            _summaries(store, record, json_out)
+            return
+        params = parse_params(param)
+        if strategy is None and not params:
+            if next_text is None:
+                data, context, approximate = _recorded(store, record, turn)
+            else:
+                data, context, approximate = _next(store, record, settings, next_text)
+        else:
+            data, context, approximate = _what_if(store, record, settings, turn, next_text,
+                                                  strategy or record.strategy, params)
+    if json_out:
+        print_json(data)
+        return
+    _show(data, context, approximate)
+
+
+def _turn_json(turn: TurnRecord) -> dict[str, Any]:
+    return {k: getattr(turn, k) for k in TURN_FIELDS}
+
+
+def _payload(session: str, mode: str, context: Context, *, text: str, strategy: str,
+             params: dict[str, Any], turn: TurnRecord | None = None,
+             replayed: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "session": session,
+        "mode": mode,
+        "turn": _turn_json(turn) if turn else None,
+        "strategy": {"name": strategy, "params": params},
+        "input": text,
+        "context": context.to_json(),
+        "messages": context.messages(),
+        "rendered_prompt": turn.rendered_prompt if turn else None,
+        "replayed": replayed,
+    }
+
+
+def _approximate(provider: str | None, model: str | None) -> bool:
+    if provider in ("scripted", "local"):
+        return False
+    from chatmem.tokens import counter_for_model
+
+    return counter_for_model(model).approximate
+
+
+def _recorded(store: Store, session: SessionRecord,
+              number: int | None) -> tuple[dict[str, Any], Context, bool]:
+    from chatmem.memory.base import Context
+
+    turn = store.turn(session.id, number)
+    context = Context.from_json(turn.context)
+    data = _payload(session.name, "turn", context, text=turn.input, strategy=turn.strategy,
+                    params=turn.params, turn=turn)
+    return data, context, _approximate(turn.provider, turn.model)
+
+
+def _next(store: Store, session: SessionRecord, settings: Settings,
+          text: str) -> tuple[dict[str, Any], Context, bool]:
+    from chatmem.engine import Engine, resolve_strategy
+    from chatmem.providers import create_provider
+
+    chosen = resolve_strategy(settings, None, {}, session)
+    llm = create_provider(settings)
+    try:
+        engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
+        context = engine.build_context(text)
+        approximate = engine.counter.approximate
+    finally:
+        llm.close()
+    data = _payload(session.name, "next", context, text=text, strategy=chosen.name,
+                    params=dict(chosen.params))
+    return data, context, approximate
+
+
+def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:
+    """How many history turns existed when `turn` was sent."""
+    if turn.history_turn is not None:
+        return turn.history_turn - 1
+    earlier = [t.history_turn for t in store.turns(session.id, status="ok")
+               if t.number < turn.number and t.history_turn is not None]
+    return max(earlier, default=0)
+
+
+def _what_if(store: Store, session: SessionRecord, settings: Settings, number: int | None,
+             text: str | None, strategy: str,
+             params: dict[str, str]) -> tuple[dict[str, Any], Context, bool]:
+    from chatmem.engine import Engine
+    from chatmem.providers import create_provider
+    from chatmem.replay import StrategySpec, what_if
+    from chatmem.transcript import from_records
+
+    spec = StrategySpec(strategy, params)
+    spec.create()
+    turn = None
+    if text is None:
+        turn = store.turn(session.id, number)
+        text = turn.input
+        messages = store.messages(session.id, 1, _history_before(store, session, turn))
+    else:
+        messages = store.messages(session.id)
+    llm = create_provider(settings)
+    try:
+        if text is not None and turn is None and strategy == session.strategy:
+            # The session already keeps this strategy's state: use it as it is.
+            engine = Engine(store, session, llm, spec.create(), budget=settings.context_budget)
+            context, replayed = engine.build_context(text), None
+        else:
+            transcript = from_records(session.name, messages, system=session.system)
+            context, run = what_if(transcript, spec, text, chat_provider=llm,
+                                   budget=settings.context_budget, user=settings.user)
+            replayed = {"turns": run.turns, "strategy_model_calls": run.model_calls}
+        approximate = llm.token_counter().approximate
+    finally:
+        llm.close()
+    created = spec.create()
+    data = _payload(session.name, "what-if", context, text=text, strategy=created.name,
+                    params=dict(created.params), turn=turn, replayed=replayed)
+    return data, context, approximate
+
+
+def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
+    from chatmem.render.inspect import summaries_view
+    from chatmem.tokens import counter_for_model
+
+    counter = counter_for_model(session.model)
+    rows = [
+        {"version": s.version, "strategy": s.strategy, "created_at": s.created_at,
+         "covered_messages": len(s.covered_ids), "tokens": counter.count_text(s.text),
+         "anchors": s.anchors, "dropped_anchors": s.dropped_anchors, "model": s.model,
+         "text": s.text}
+        for s in store.summaries(session.id)
+    ]
+    if json_out:
+        print_json({"session": session.name, "summaries": rows})
+        return
+    out = consoles()[0]
+    if not rows:
+        out.print(f"session {session.name!r} has no summaries yet", markup=False)
+        return
+    out.print(summaries_view(rows))
+
+
+def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
+    from chatmem.render.inspect import inspect_view
+
+    turn = data["turn"] or {}
+    params = " ".join(f"{k}={v}" for k, v in data["strategy"]["params"].items())
+    info = {
+        "session": data["session"],
+        "turn": turn.get("number"),
+        "status": turn.get("status"),
+        "error": turn.get("error"),
+        "strategy": f"{data['strategy']['name']} {params}".strip(),
+        "model": " / ".join(str(v) for v in (turn.get("provider"), turn.get("model")) if v),
+        "latency": f"{turn['latency_ms'] / 1000:.2f} s" if turn.get("latency_ms") else None,
+        "input": data["input"],
+    }
+    if data["replayed"]:
+        info["what-if"] = (f"replayed {data['replayed']['turns']} turns in memory; "
+                           f"{data['replayed']['strategy_model_calls']} strategy model calls")
+    title = {"turn": "recorded turn", "next": "would be sent next",
+             "what-if": "what-if"}[data["mode"]]
+    consoles()[0].print(inspect_view(
+        info, context, approximate=approximate, estimated=turn.get("estimated_tokens"),
+        reported=turn.get("prompt_tokens"), rendered_prompt=data["rendered_prompt"],
+        title=title,
+    ))

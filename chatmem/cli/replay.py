@@ -1,0 +1,245 @@
+"""`chatmem replay` and `chatmem eval`: one conversation, several strategies, measured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from chatmem.cli.common import (
+    ConfigOption,
+    DbOption,
+    JsonOption,
+    ModelOption,
+    ParamOption,
+    ProviderOption,
+    consoles,
+    handles_errors,
+    open_store,
+    parse_params,
+    print_json,
+    settings_from,
+)
+from chatmem.errors import ExitCode, TranscriptError
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
+    from chatmem.replay import Progress, StrategyRun
+    from chatmem.store import Store
+    from chatmem.transcript import Transcript
+
+SourceArgument = Annotated[
+    str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.")
+]
+StrategiesOption = Annotated[
+    list[str],
+    typer.Option("--strategy", "-s", show_default=False,
+                 help="Strategy to run, repeatable; parameters after a colon: window:k=2,"),
+]
+PROGRESS_AFTER_STEPS = 50
+
+
+def load_source(source: str, settings: Settings) -> Transcript:
+    """A transcript file, or else the stored session of that name."""
+    from chatmem.transcript import from_records, read_transcript
+
+    path = Path(source)
+    if path.is_file() or path.suffix in (".jsonl", ".json"):
+        return read_transcript(path)
+    if not settings.db_path.exists():
+        raise TranscriptError(f"{source}: no such transcript file or session")
+    with open_store(settings) as store:
+        session = store.find_session(source)
+        if session is None:
+            raise TranscriptError(f"{source}: no such transcript file or session")
+        return from_records(session.name, store.messages(session.id), system=session.system,
+                            strategy=session.strategy, params=session.params,
+                            model=session.model)
+
+
+@contextmanager
+def progress_bar(steps: int) -> Iterator[Progress | None]:
+    """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
+    err = consoles()[1]
+    if steps < PROGRESS_AFTER_STEPS or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress as RichProgress
+
+    with RichProgress(console=err, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def advance(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(f"replaying with {label}", total=total)
+            bar.update(tasks[label], completed=done)
+
+        yield advance
+
+
+def _run(
+    source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: Settings,
+    *, keep: bool | None, save_as: str | None = None, answer: bool = False,
+    transcript: Transcript | None = None,
+) -> tuple[Transcript, list[StrategyRun], bool]:
+    from chatmem.providers import create_provider
+    from chatmem.replay import parse_spec, replay
+
+    shared = parse_params(param)
+    specs = [parse_spec(s, shared) for s in strategy]
+    transcript = transcript or load_source(source, settings)
+    if not transcript.user_turns():
+        raise TranscriptError(f"{source}: the transcript has no user messages to replay")
+    keep_replies = transcript.has_replies() if keep is None else keep
+    provider = create_provider(settings)
+    try:
+        with progress_bar(len(transcript.items) * len(specs)) as progress:
+            if save_as:
+                with open_store(settings) as store:
+                    runs = _replay(replay, transcript, specs, provider, settings, keep_replies,
+                                   progress, answer, store=store, save_as=save_as)
+            else:
+                runs = _replay(replay, transcript, specs, provider, settings, keep_replies,
+                               progress, answer)
+    finally:
+        provider.close()
+    return transcript, runs, keep_replies
+
+
+def _replay(replay: Any, transcript: Transcript, specs: Any, provider: Any, settings: Settings,
+            keep_replies: bool, progress: Progress | None, answer: bool,
+            store: Store | None = None, save_as: str | None = None) -> list[StrategyRun]:
+    result: list[StrategyRun] = replay(
+        transcript, specs, chat_provider=provider, store=store, save_as=save_as,
+        keep_replies=keep_replies, budget=settings.context_budget, user=settings.user,
+        answer=answer, progress=progress,
+    )
+    return result
+
+
+@handles_errors
+def replay_command(
+    source: SourceArgument,
+    strategy: StrategiesOption,
+    param: ParamOption = None,
+    keep_replies: Annotated[
+        bool | None,
+        typer.Option("--keep-replies/--regenerate", show_default=False,
+                     help="Reuse the recorded replies (default when the transcript has them) "
+                          "or ask the model for new ones."),
+    ] = None,
+    save_as: Annotated[
+        str | None,
+        typer.Option("--save-as", show_default=False,
+                     help="Store each replay as a session: NAME, or NAME-<strategy> for several."),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", show_default=False,
+                     help="Also write a self-contained HTML report (table and chart)."),
+    ] = None,
+    json_out: JsonOption = False,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Replay a conversation under each strategy and compare prompt tokens and model calls.
+
+    Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3 --provider scripted
+    """
+    from chatmem.render import compare
+
+    settings = settings_from(config, db, provider, model)
+    transcript, runs, keep = _run(source, strategy, param, settings, keep=keep_replies,
+                                  save_as=save_as)
+    if report:
+        _write_report(report, compare.html_report(
+            f"chatmem replay {source}", compare.replay_table(runs),
+            compare.token_chart({r.label: r.prompt_tokens for r in runs}, width=100),
+        ))
+    if json_out:
+        print_json({"source": source, "title": transcript.title, "turns": transcript.user_turns(),
+                    "keep_replies": keep, "strategies": [_replay_json(r) for r in runs]})
+        return
+    out, err = consoles()
+    out.print(compare.replay_view(runs, source))
+    for run in runs:
+        for notice in run.notices:
+            err.print(f"{run.label}: {notice}", style="dim", markup=False)
+    if report:
+        err.print(f"wrote {report}", style="dim", markup=False)
+
+
+def _replay_json(run: StrategyRun) -> dict[str, Any]:
+    data = run.to_json()
+    if not run.probes:
+        data.pop("eval")
+    return data
+
+
+def _write_report(path: Path, html: str) -> None:
+    try:
+        path.write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
+
+
+@handles_errors
+def eval_command(
+    source: SourceArgument,
+    strategy: StrategiesOption,
+    param: ParamOption = None,
+    answer: Annotated[
+        bool, typer.Option("--answer", help="Also ask the model each probe and check its answer.")
+    ] = False,
+    min_recall: Annotated[
+        float | None,
+        typer.Option("--min-recall", show_default=False, min=0.0, max=1.0,
+                     help="Exit 1 when any strategy's id or text recall is below this."),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", show_default=False,
+                     help="Also write a self-contained HTML report."),
+    ] = None,
+    json_out: JsonOption = False,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Score what each strategy remembers at the transcript's probes, and what it costs.
+
+    Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2 --provider scripted
+    """
+    from chatmem.render import compare
+
+    settings = settings_from(config, db, provider, model)
+    transcript = load_source(source, settings)
+    if not transcript.probes:
+        raise TranscriptError(
+            f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"
+        )
+    _, runs, _ = _run(source, strategy, param, settings, keep=None, answer=answer,
+                      transcript=transcript)
+    if report:
+        _write_report(report, compare.html_report(
+            f"chatmem eval {source}", compare.eval_table(runs), compare.probe_table(runs)))
+        consoles()[1].print(f"wrote {report}", style="dim", markup=False)
+    if json_out:
+        print_json({"source": source, "title": transcript.title,
+                    "probes": len(transcript.probes),
+                    "strategies": [{"strategy": r.label, **r.to_json()["eval"],
+                                    "strategy_model_calls": r.model_calls} for r in runs]})
+    else:
+        consoles()[0].print(compare.eval_view(runs, source))
+    if min_recall is not None:
+        below = [r for r in runs if (r.recall() or 0.0) < min_recall]
+        if below:
+            shown = ", ".join(f"{r.label} ({r.recall() or 0.0:.2f})" for r in below)
+            consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
+            raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))

@@ -1,0 +1,130 @@
+"""Drift-guard anchors: the literal details a summary must not lose.
+
+An anchor is text that a faithful summary repeats verbatim: ids like
+ORD-7731, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日),
+numbers with units (5 kg, $120, 30%, 五千元), and names (Alice Chen, 我叫王小明).
+Bare numbers and sentence-initial capitals are left out: they are too often
+noise, and every false anchor becomes a pinned fact that costs tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_HAN_DIGITS = "零〇一二两三四五六七八九十百千万亿"
+_CN_NUM = f"[{_HAN_DIGITS}]+"
+_NUM = r"\d+(?:[.,]\d+)*"
+# Units after a number; longest first so "km" wins over "k".
+_UNITS = (
+    "美元|人民币|万元|公里|公斤|千克|小时|分钟|块钱|元|块|岁|天|晚|人|个|件|次|张|号|页|米|克|%|％"
+    "|km/h|mph|kg|km|cm|mm|mb|gb|tb|ms|usd|eur|gbp|rmb|cny|yuan|dollars?|euros?|percent"
+    "|years?|months?|weeks?|days?|nights?|hours?|hrs?|minutes?|mins?|seconds?|secs?"
+    "|people|persons?|guests?|items?|pieces?|tickets?|rooms?|pages?|miles?|meters?|metres?"
+    "|kilometers?|kilograms?|grams?|pounds?|lbs?|ounces?|oz|liters?|litres?|ml|l|m|g|k|x"
+)
+_MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December"
+    "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+)
+_CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
+
+_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # URLs and emails first: they contain digits and capitals of their own.
+    re.compile(r"https?://[^\s，。！？；、）)」』>\"']+[^\s，。！？；、）)」』>\"'.,;:!?]"),
+    re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    # Ids: ORD-7731, A-12B, INV2024-07; letters then digits, or digits joined by dashes.
+    re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])"
+               r"|(?<![A-Za-z0-9_-])\d+(?:-\d+){2,}(?![A-Za-z0-9_-])"),
+    # Dates: ISO, slashes, English month names, Chinese formats.
+    re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
+    re.compile(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
+    re.compile(rf"\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"),
+    re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?\b"),
+    re.compile(
+        rf"(?:\d{{2,4}}|{_CN_NUM})年(?:(?:\d{{1,2}}|{_CN_NUM})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?)?"
+        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?"
+    ),
+    # Amounts: currency signs, numbers (Arabic or Chinese) with units.
+    re.compile(rf"[$€£¥￥]\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|万|千))?"),
+    re.compile(rf"(?<![A-Za-z0-9_.]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
+               re.IGNORECASE),
+    re.compile(rf"{_CN_NUM}(?:{_UNITS.split('|%')[0]})"),
+    # CJK names introduced as names, or with a title.
+    re.compile(r"(?<=我叫)[\u4e00-\u9fff]{2,3}|(?<=名字是)[\u4e00-\u9fff]{2,4}"
+               r"|(?<=名叫)[\u4e00-\u9fff]{2,3}"),
+    re.compile(r"[\u4e00-\u9fff](?:先生|女士|小姐|老师|医生|经理)"),
+)
+
+_STOP_NAMES = {
+    "I", "I'm", "I'd", "I'll", "I've", "The", "A", "An", "My", "Our", "We", "You", "Your",
+    "He", "She", "It", "They", "This", "That", "These", "Those", "Hi", "Hello", "Hey",
+    "Thanks", "Thank", "Please", "Yes", "No", "OK", "Ok", "And", "But", "Or", "So", "If",
+    "What", "When", "Where", "Who", "Why", "How", "Which", "Can", "Could", "Would", "Should",
+    "Is", "Are", "Was", "Do", "Does", "Did", "Let", "Let's", "Also", "Then", "Now", "Sure",
+    "Summary", "User", "Assistant", "Echo", "Turn", "Turns", "Monday", "Tuesday", "Wednesday",
+    "Thursday", "Friday", "Saturday", "Sunday", *_MONTHS.split("|"),
+}
+_CAP_WORD = r"[A-Z][a-z]+(?:['’][a-z]+)?"
+_NAME = re.compile(rf"\b(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？；：\n]\s*|[\"“(（-]\s*)$")
+
+
+def _names(text: str) -> list[str]:
+    found = []
+    for match in _NAME.finditer(text):
+        words = [w for w in match.group().split(" ")]
+        at_start = bool(_SENTENCE_START.search(text[: match.start()]))
+        while words and (words[0] in _STOP_NAMES or (at_start and len(words) == 1)):
+            words = words[1:]
+            at_start = False
+        while words and words[-1] in _STOP_NAMES:
+            words = words[:-1]
+        if words:
+            found.append(" ".join(words))
+    return found
+
+
+def extract_anchors(text: str) -> list[str]:
+    """The anchors in `text`, in order of first appearance, without repeats or overlaps."""
+    spans: list[tuple[int, int, str]] = []
+    for pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            value = match.group().strip(_CJK_STOP)
+            if value:
+                spans.append((match.start(), match.end(), value))
+    for name in _names(text):
+        start = text.find(name)
+        spans.append((start, start + len(name), name))
+    # Longest first so "2026年5月1日" wins over "5月1日" and a URL over the id inside it.
+    spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+    taken: list[tuple[int, int]] = []
+    kept: list[tuple[int, str]] = []
+    for start, end, value in spans:
+        if any(start < t_end and t_start < end for t_start, t_end in taken):
+            continue
+        taken.append((start, end))
+        kept.append((start, value))
+    kept.sort()
+    return list(dict.fromkeys(value for _, value in kept))
+
+
+def anchors_of(texts: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for text in texts:
+        for anchor in extract_anchors(text):
+            seen.setdefault(anchor, None)
+    return list(seen)
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).casefold()
+
+
+def present(anchor: str, text: str) -> bool:
+    """Whether `text` repeats the anchor (case and spacing aside)."""
+    return _normal(anchor) in _normal(text)
+
+
+def missing_anchors(anchors: Iterable[str], text: str) -> list[str]:
+    return [a for a in dict.fromkeys(anchors) if not present(a, text)]

@@ -1,0 +1,164 @@
+"""`A+B`: two (or more) strategies in one context, like CombinedMemory.
+
+Each member builds its own context; the parts are merged in the fixed order
+(system, summary, facts, recalled, history, input), every stored message is
+sent at most once (history wins over recall), and one budget is shared: if
+the merged context is over it, recalled turns go first (oldest first), then
+the oldest history turns. Parameters are addressed as `window.k=3`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chatmem.errors import StrategyError
+from chatmem.memory.base import (
+    PART_ORDER,
+    BaseStrategy,
+    Context,
+    ContextRequest,
+    MemoryEnv,
+    Message,
+    Part,
+    PartKind,
+    assemble,
+    span,
+)
+from chatmem.tokens import REPLY_PRIMING
+
+MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
+"""Merge order: history first, so a message it holds is not also recalled."""
+
+
+class CombinedStrategy:
+    """Several registered strategies sharing one context and one budget."""
+
+    description = "Parts of each strategy, deduplicated, in one shared budget."
+
+    def __init__(self, members: Sequence[BaseStrategy]) -> None:
+        self.members = list(members)
+        self.name = "+".join(m.name for m in self.members)
+        self.params: Mapping[str, Any] = {
+            f"{m.name}.{key}": value for m in self.members for key, value in m.params.items()
+        }
+
+    @classmethod
+    def from_spec(
+        cls, spec: str, params: Mapping[str, Any], registry: Mapping[str, type[BaseStrategy]]
+    ) -> CombinedStrategy:
+        names = spec.split("+")
+        valid = ", ".join(registry)
+        for name in names:
+            if name not in registry:
+                shown = name or "(empty)"
+                raise StrategyError(
+                    f"unknown strategy {shown!r} in {spec!r} (valid parts: {valid})"
+                )
+        if len(set(names)) != len(names):
+            raise StrategyError(f"{spec!r} names the same strategy twice")
+        split: dict[str, dict[str, Any]] = {name: {} for name in names}
+        for key, value in params.items():
+            owner, dot, sub = key.partition(".")
+            if dot:
+                if owner not in split:
+                    raise StrategyError(
+                        f"parameter {key!r}: {owner!r} is not part of {spec!r} "
+                        f"(parts: {', '.join(names)})"
+                    )
+                split[owner][sub] = value
+                continue
+            owners = [n for n in names if any(p.name == key for p in registry[n].PARAMS)]
+            if len(owners) != 1:
+                choices = [f"{n}.{p.name}" for n in names for p in registry[n].PARAMS]
+                hint = "is ambiguous" if owners else "is unknown"
+                raise StrategyError(
+                    f"parameter {key!r} {hint} for {spec!r}; address it as PART.NAME "
+                    f"(valid: {', '.join(choices) or 'none'})"
+                )
+            split[owners[0]][key] = value
+        return cls([registry[name](**split[name]) for name in names])
+
+    def describe_params(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.params.items())
+
+    def budget(self, request: ContextRequest) -> int | None:
+        own = [b for m in self.members if (b := m.budget(request)) is not None]
+        return min(own) if own else request.budget
+
+    def build(self, request: ContextRequest) -> Context:
+        contexts = [m.build(request) for m in self.members]
+        budget = self.budget(request)
+        parts = merge_parts(contexts)
+        parts, trimmed = fit_budget(request, parts, budget)
+        dropped = merged_dropped(request.history.turn_count(), parts)
+        if trimmed:
+            dropped = f"{dropped}; " if dropped else ""
+            dropped += f"{span(trimmed)} left out to fit the shared budget of {budget}"
+        warnings = [w for c in contexts for w in c.warnings if "over the budget" not in w]
+        return assemble(request, parts, budget=budget, dropped=dropped,
+                        warnings=dict.fromkeys(warnings))
+
+    def update(self, env: MemoryEnv) -> list[str]:
+        return [notice for m in self.members for notice in m.update(env)]
+
+
+def _identity(message: Message) -> tuple[Any, ...]:
+    return ("id", message.id) if message.id is not None else (message.role, message.content)
+
+
+def merge_parts(contexts: Sequence[Context]) -> list[Part]:
+    """One part per kind; each message once; history in conversation order."""
+    seen: set[tuple[Any, ...]] = set()
+    merged: list[Part] = []
+    for kind in MERGED_KINDS:
+        found = [p for c in contexts for p in c.parts if p.kind == kind]
+        messages: list[Message] = []
+        for part in found:
+            for message in part.messages:
+                if _identity(message) not in seen:
+                    seen.add(_identity(message))
+                    messages.append(message)
+        if kind in ("history", "recalled"):
+            messages.sort(key=lambda m: (m.turn or 0, m.id or 0))
+        if messages:
+            reason = " | ".join(dict.fromkeys(p.reason for p in found))
+            merged.append(Part(kind, tuple(messages), reason))
+    merged.sort(key=lambda p: PART_ORDER.index(p.kind))
+    return merged
+
+
+def merged_dropped(total: int, parts: Sequence[Part]) -> str | None:
+    """Which turns no part sends, e.g. 'dropped turns 1–7 (2 recalled)'."""
+    history = [m.turn for p in parts if p.kind == "history" for m in p.messages if m.turn]
+    first = min(history) if history else total + 1
+    if first <= 1:
+        return None
+    recalled = {m.turn for p in parts if p.kind == "recalled" for m in p.messages if m.turn}
+    note = f"dropped {span(list(range(1, first)))}"
+    return note + (f" ({len(recalled)} recalled)" if recalled else "")
+
+
+def fit_budget(
+    request: ContextRequest, parts: list[Part], budget: int | None
+) -> tuple[list[Part], list[int]]:
+    """Drop whole turns, recalled then history, oldest first, until the context fits."""
+    if budget is None:
+        return parts, []
+    system = request.counter.count_message("system", request.system) if request.system else 0
+    fixed = REPLY_PRIMING + system + request.input.tokens
+    trimmed: list[int] = []
+    for kind in ("recalled", "history"):
+        while fixed + sum(p.tokens for p in parts) > budget:
+            index = next((i for i, p in enumerate(parts) if p.kind == kind), None)
+            if index is None:
+                break
+            part = parts[index]
+            oldest = min(m.turn or 0 for m in part.messages)
+            rest = tuple(m for m in part.messages if (m.turn or 0) != oldest)
+            trimmed.append(oldest)
+            if rest:
+                parts[index] = Part(kind, rest, part.reason)
+            else:
+                del parts[index]
+    return parts, sorted(trimmed)

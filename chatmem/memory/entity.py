@@ -1,0 +1,48 @@
+"""`entity`: the user's facts plus the last k turns, like ConversationEntityMemory.
+
+Unlike LangChain's entity memory, facts come from one structured JSON call
+per turn (never from splitting model prose on commas), carry the turn they
+came from, and are sent as a delimited data block that cannot pose as
+instructions or touch the system prompt.
+"""
+
+from __future__ import annotations
+
+from chatmem.memory.base import (
+    BaseStrategy,
+    Context,
+    ContextRequest,
+    MemoryEnv,
+    Param,
+    assemble,
+    dropped_note,
+    fit_newest_turns,
+    history_part,
+    span,
+)
+from chatmem.memory.facts import facts_part, live_facts, update_facts
+
+
+class EntityStrategy(BaseStrategy):
+    name = "entity"
+    description = "Send the facts the user stated (key → value, with their turn) + last k turns."
+    PARAMS = (
+        Param("k", int, 3, "how many recent turns to keep", minimum=0),
+        Param("max_facts", int, 20, "facts sent at most; beyond it, the most relevant", minimum=1),
+    )
+
+    def build(self, request: ContextRequest) -> Context:
+        k = self.params["k"]
+        facts = facts_part(live_facts(request.state), request.input.content,
+                           self.params["max_facts"], request.counter, f"entity k={k}")
+        turns = fit_newest_turns(request.history.newest_first(), room=None, limit=k)
+        dropped = dropped_note(request.history.turn_count(), turns)
+        reason = f"entity k={k}: {span([t.number for t in turns])}"
+        if dropped:
+            reason += f"; {dropped}"
+        history = history_part(turns, reason)
+        middle = [p for p in (facts, history) if p is not None]
+        return assemble(request, middle, budget=self.budget(request), dropped=dropped)
+
+    def update(self, env: MemoryEnv) -> list[str]:
+        return update_facts(env)

@@ -1,0 +1,139 @@
+"""`summary-buffer`: a summary of older turns + the recent whole turns, within one budget.
+
+Like ConversationSummaryBufferMemory, with its faults fixed: the summary (and
+any pinned drift-guard facts) count inside `max_tokens`; the turns leaving
+the window are folded into the summary in ONE call per prune, not one call
+per message; and the prune boundary is stored, so nothing is summarized twice
+and a restarted process resumes exactly where the last one stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from chatmem.memory.base import (
+    Context,
+    ContextRequest,
+    HistoryTurn,
+    MemoryEnv,
+    Param,
+    assemble,
+    fit_newest_turns,
+    fixed_tokens,
+    history_part,
+    span,
+)
+from chatmem.memory.summary import SummaryMemory, facts_message, load_state
+from chatmem.tokens import REPLY_PRIMING, TokenCounter
+
+
+class SummaryBufferStrategy(SummaryMemory):
+    name = "summary-buffer"
+    description = (
+        "Send a summary of older turns + the newest whole turns, all within max_tokens."
+    )
+    PARAMS = (
+        Param("max_tokens", int, 2000, "budget for the whole context, summary included",
+              minimum=1),
+        Param("summary_max_tokens", int, 256,
+              "longest summary kept (at most a third of max_tokens); longer ones are clipped",
+              minimum=16),
+    )
+
+    def summary_limit(self) -> int:
+        # A summary may take at most a third of the budget, so recent turns always have room.
+        return max(16, min(int(self.params["summary_max_tokens"]),
+                           int(self.params["max_tokens"]) // 3))
+
+    def budget(self, request: ContextRequest) -> int | None:
+        return int(self.params["max_tokens"])
+
+    def build(self, request: ContextRequest) -> Context:
+        budget = int(self.params["max_tokens"])
+        st = load_state(request.state, self.name)
+        parts, notes = self.memory_parts(st, request.counter,
+                                         room=max(budget - fixed_tokens(request), 0))
+        room = max(budget - fixed_tokens(request) - sum(p.tokens for p in parts), 0)
+        last = request.history.turn_count()
+        pending = request.history.turns(st.boundary + 1, last) if st.behind else []
+        if pending:
+            # A failed summary never loses turns: all unsummarized turns go raw,
+            # over the budget if need be (assemble says so in the warnings).
+            turns = _from_user(pending)
+        else:
+            unsummarized = _newest_after(request.history.newest_first(), st.boundary)
+            turns = fit_newest_turns(unsummarized, room)
+        first_kept = turns[0].number if turns else last + 1
+        if st.boundary:
+            notes.append(f"{span(list(range(1, st.boundary + 1)))} summarized")
+        if first_kept > st.boundary + 1:
+            notes.append(f"{span(list(range(st.boundary + 1, first_kept)))} not yet summarized,"
+                         " left out to fit")
+        reason = f"summary-buffer max_tokens={budget}: {span([t.number for t in turns])}"
+        if st.behind:
+            reason += f" (summary behind: {st.behind})"
+        part = history_part(turns, reason)
+        if part:
+            parts.append(part)
+        warnings = [f"summary is behind; {span([t.number for t in turns])} sent unsummarized"] \
+            if st.behind else []
+        return assemble(request, parts, budget=budget, dropped="; ".join(notes) or None,
+                        warnings=warnings)
+
+    def update(self, env: MemoryEnv) -> list[str]:
+        """Fold the turns that no longer fit beside a full-size summary, in one call."""
+        st = load_state(env.state, self.name)
+        last = env.history.turn_count()
+        unsummarized = env.history.turns(st.boundary + 1, last)
+        if not unsummarized:
+            return []
+        room = self.turn_room(env, unsummarized, st.pinned)
+        kept = fit_newest_turns(reversed(unsummarized), room)
+        first_kept = kept[0].number if kept else last + 1
+        prune = [t for t in unsummarized if t.number < first_kept]
+        if not prune:
+            if st.behind:
+                env.state.set(self.name, behind="")
+            return []
+        return self.fold(env, st, prune)
+
+    def turn_room(
+        self, env: MemoryEnv, unsummarized: list[HistoryTurn], pinned: dict[str, int]
+    ) -> int:
+        """Tokens left for raw turns once system, a full summary, facts and an input fit.
+
+        The summary is reserved at its clipped maximum, so the summary a prune
+        produces can never push the kept turns over the budget; the next input
+        is assumed no longer than the longest user message still in the window.
+        """
+        counter: TokenCounter = env.counter
+        system = _system_prompt(env)
+        system_tokens = counter.count_message("system", system) if system else 0
+        facts = facts_message(pinned, counter).tokens if pinned else 0
+        reserve = max((m.tokens for t in unsummarized for m in t.messages if m.role == "user"),
+                      default=0)
+        return (int(self.params["max_tokens"]) - REPLY_PRIMING - system_tokens
+                - self.summary_cost(counter) - facts - reserve)
+
+
+
+def _newest_after(turns: Iterable[HistoryTurn], boundary: int) -> list[HistoryTurn]:
+    out = []
+    for turn in turns:
+        if turn.number <= boundary:
+            break
+        out.append(turn)
+    return out
+
+
+def _from_user(turns: list[HistoryTurn]) -> list[HistoryTurn]:
+    while turns and turns[0].messages[0].role == "assistant":
+        turns = turns[1:]
+    return turns
+
+
+def _system_prompt(env: MemoryEnv) -> str | None:
+    state = env.state
+    if state is None or not hasattr(state, "store"):
+        return None
+    return str(state.store.session_by_id(state.session_id).system or "") or None

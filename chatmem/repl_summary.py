@@ -1,0 +1,65 @@
+"""`/summary`: the current summary and what changed, or a diff of any two versions."""
+
+from __future__ import annotations
+
+from chatmem.errors import NotFound, UsageError
+from chatmem.render.summary import summary_panel
+from chatmem.repl import Repl, slash
+from chatmem.store import SummaryRecord
+
+SUMMARY_STRATEGIES = ("summary-buffer", "summary")
+
+
+def summary_strategy(repl: Repl) -> str:
+    """The summary strategy in use (alone or in a combination), else the one last summarized."""
+    parts = repl.engine.strategy.name.split("+")
+    for name in SUMMARY_STRATEGIES:
+        if name in parts:
+            return name
+    versions = repl.engine.store.summaries(repl.engine.session.id)
+    if not versions:
+        raise NotFound(
+            f"no summary in session {repl.engine.session.name!r}: the strategy"
+            f" {repl.engine.strategy.name!r} keeps none (try /strategy summary-buffer)"
+        )
+    return max(versions, key=lambda s: s.created_at).strategy
+
+
+def _version(word: str) -> int:
+    try:
+        number = int(word.removeprefix("v"))
+    except ValueError:
+        raise UsageError(f"/summary: version must be a whole number, got {word!r}") from None
+    if number < 1:
+        raise UsageError(f"/summary: versions start at 1, got {word!r}")
+    return number
+
+
+def _get(repl: Repl, strategy: str, version: int | None) -> SummaryRecord:
+    store, session = repl.engine.store, repl.engine.session
+    latest = store.latest_summary(session.id, strategy)
+    if latest is None:
+        raise NotFound(f"no summary yet in session {session.name!r} ({strategy});"
+                       " one is written after the first turn it summarizes")
+    if version is None:
+        return latest
+    if version > latest.version:
+        raise NotFound(f"no summary version {version} in session {session.name!r}"
+                       f" ({strategy} has v1–v{latest.version})")
+    return store.summary(session.id, strategy, version)
+
+
+@slash("/summary", "/summary [N [M]]",
+       "show the summary and its word diff against the previous version; N M diffs two versions")
+def _summary(repl: Repl, args: list[str]) -> None:
+    if len(args) > 2:
+        raise UsageError("/summary takes at most two versions, e.g. /summary 3 7")
+    versions = [_version(word) for word in args]
+    strategy = summary_strategy(repl)
+    old: SummaryRecord | None
+    if len(versions) == 2:
+        old, new = _get(repl, strategy, versions[0]), _get(repl, strategy, versions[1])
+    else:
+        new = _get(repl, strategy, versions[0] if versions else None)
+        old = _get(repl, strategy, new.version - 1) if new.version > 1 else None
+    repl.console.print(summary_panel(new, old))

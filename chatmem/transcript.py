@@ -1,0 +1,316 @@
+"""Transcripts: the JSON Lines format of replay, eval, export and import (DESIGN §7).
+
+A transcript is an optional header line ``{"chatmem": 1, "title": ..., "system": ...}``
+(export also writes ``strategy``, ``params`` and ``model``), then message lines
+``{"role": ..., "content": ..., "id": ..., "ts": ...}`` and probe lines
+``{"probe": ..., "expect_ids": [...], "expect_text": [...]}`` evaluated at their
+position. An OpenAI-style ``{"messages": [...]}`` object and a plain JSON list of
+messages are read too. Every error names the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chatmem.errors import TranscriptError
+
+FORMAT_VERSION = 1
+ROLES = ("user", "assistant", "system")
+HEADER_KEYS = ("title", "system", "strategy", "params", "model")
+
+
+@dataclass(frozen=True)
+class TranscriptMessage:
+    role: str
+    content: str
+    id: str | None = None
+    ts: str | None = None
+    line: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.id is not None:
+            data["id"] = self.id
+        if self.ts is not None:
+            data["ts"] = self.ts
+        return data
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A question asked at this point of the transcript, with what a good memory keeps."""
+
+    question: str
+    expect_ids: tuple[str, ...] = ()
+    expect_text: tuple[str, ...] = ()
+    line: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"probe": self.question, "expect_ids": list(self.expect_ids),
+                "expect_text": list(self.expect_text)}
+
+
+Item = TranscriptMessage | Probe
+
+
+@dataclass
+class Transcript:
+    items: list[Item] = field(default_factory=list)
+    title: str | None = None
+    system: str | None = None
+    strategy: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    source: str = "<transcript>"
+
+    @property
+    def messages(self) -> list[TranscriptMessage]:
+        return [i for i in self.items if isinstance(i, TranscriptMessage)]
+
+    @property
+    def probes(self) -> list[Probe]:
+        return [i for i in self.items if isinstance(i, Probe)]
+
+    def has_replies(self) -> bool:
+        return any(m.role == "assistant" for m in self.messages)
+
+    def user_turns(self) -> int:
+        return sum(1 for m in self.messages if m.role == "user")
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read a transcript file in any of the three formats."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TranscriptError(f"{path}: no such transcript file") from None
+    except UnicodeDecodeError:
+        raise TranscriptError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise TranscriptError(f"{path}: cannot read transcript: {e.strerror}") from None
+    return parse_transcript(text, str(path))
+
+
+def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return _parse_json_document(text, source)
+    if stripped.startswith("{"):
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict) and "messages" in whole:
+            return _parse_json_document(text, source)
+    return _parse_jsonl(text, source)
+
+
+def _parse_jsonl(text: str, source: str) -> Transcript:
+    transcript = Transcript(source=source)
+    seen_ids: set[str] = set()
+    first = True
+    # Only \n ends a line: splitlines() would also split inside content at U+0085 or U+2028.
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TranscriptError(f"{where}: not valid JSON ({e.msg})") from None
+        if not isinstance(data, dict):
+            raise TranscriptError(f"{where}: expected a JSON object")
+        if "chatmem" in data:
+            if not first:
+                raise TranscriptError(f"{where}: the chatmem header must be the first line")
+            _read_header(transcript, data, where)
+        elif "probe" in data:
+            transcript.items.append(_read_probe(data, where, number, seen_ids))
+        else:
+            message = _read_message(data, where, number)
+            _remember_id(message, seen_ids, where)
+            transcript.items.append(message)
+        first = False
+    return transcript
+
+
+def _parse_json_document(text: str, source: str) -> Transcript:
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TranscriptError(f"{source}:{e.lineno}: not valid JSON ({e.msg})") from None
+    transcript = Transcript(source=source)
+    if isinstance(whole, dict):
+        messages = whole["messages"]
+        if not isinstance(messages, list):
+            raise TranscriptError(f"{source}: \"messages\" must be a list")
+        start = re.search(r'"messages"\s*:\s*\[', text)
+        offset = start.end() - 1 if start else 0
+        for key in ("title", "system"):
+            if isinstance(whole.get(key), str):
+                setattr(transcript, key, whole[key])
+    else:
+        messages, offset = whole, text.index("[")
+    lines = _element_lines(text, offset, len(messages))
+    seen_ids: set[str] = set()
+    for element, number in zip(messages, lines, strict=True):
+        where = f"{source}:{number}"
+        if not isinstance(element, dict):
+            raise TranscriptError(f"{where}: expected a message object")
+        if "probe" in element:
+            transcript.items.append(_read_probe(element, where, number, seen_ids))
+            continue
+        message = _read_message(element, where, number)
+        _remember_id(message, seen_ids, where)
+        transcript.items.append(message)
+    # OpenAI style puts the system prompt first, as a message.
+    first = transcript.items[0] if transcript.items else None
+    if (transcript.system is None and isinstance(first, TranscriptMessage)
+            and first.role == "system"):
+        transcript.system = first.content
+        transcript.items.pop(0)
+    return transcript
+
+
+def _element_lines(text: str, array_start: int, count: int) -> list[int]:
+    """The line each element of the JSON array at `array_start` begins on."""
+    decoder = json.JSONDecoder()
+    lines = []
+    index = array_start + 1
+    for _ in range(count):
+        while text[index] in " \t\r\n,":
+            index += 1
+        lines.append(text.count("\n", 0, index) + 1)
+        _, index = decoder.raw_decode(text, index)
+    return lines
+
+
+def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) -> None:
+    if data["chatmem"] != FORMAT_VERSION:
+        raise TranscriptError(
+            f"{where}: transcript format {data['chatmem']!r} is not supported (expected 1)"
+        )
+    for key in HEADER_KEYS:
+        value = data.get(key)
+        if value is None:
+            continue
+        wanted = dict if key == "params" else str
+        if not isinstance(value, wanted):
+            word = "an object" if wanted is dict else "a string"
+            raise TranscriptError(f"{where}: header {key!r} must be {word}")
+        setattr(transcript, key, value)
+
+
+def _read_message(data: Mapping[str, Any], where: str, number: int) -> TranscriptMessage:
+    role = data.get("role")
+    if role not in ROLES:
+        shown = "missing" if role is None else repr(role)
+        raise TranscriptError(f"{where}: role must be user, assistant or system (got {shown})")
+    if "content" not in data or data["content"] is None:
+        raise TranscriptError(f"{where}: message has no content")
+    content = _content_text(data["content"], where)
+    message_id = data.get("id")
+    if message_id is not None and not isinstance(message_id, str | int):
+        raise TranscriptError(f"{where}: id must be a string")
+    ts = data.get("ts")
+    if ts is not None and not isinstance(ts, str):
+        raise TranscriptError(f"{where}: ts must be an ISO-8601 string")
+    return TranscriptMessage(role, content, None if message_id is None else str(message_id),
+                             ts, number)
+
+
+def _content_text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    # OpenAI content parts: keep the text ones, in order.
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "".join(p["text"] for p in content)
+    raise TranscriptError(f"{where}: content must be a string")
+
+
+def _remember_id(message: TranscriptMessage, seen: set[str], where: str) -> None:
+    if message.id is None:
+        return
+    if message.id in seen:
+        raise TranscriptError(f"{where}: id {message.id!r} is used twice")
+    seen.add(message.id)
+
+
+def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]) -> Probe:
+    question = data["probe"]
+    if not isinstance(question, str) or not question.strip():
+        raise TranscriptError(f"{where}: probe must be a non-empty question")
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in ("expect_ids", "expect_text"):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+            raise TranscriptError(f"{where}: {key} must be a list of strings")
+        lists[key] = tuple(str(v) for v in value)
+    for expected in lists["expect_ids"]:
+        if expected not in seen:
+            raise TranscriptError(
+                f"{where}: expect_ids {expected!r} names no message before this probe"
+            )
+    if not lists["expect_ids"] and not lists["expect_text"]:
+        raise TranscriptError(f"{where}: probe needs expect_ids or expect_text")
+    return Probe(question, lists["expect_ids"], lists["expect_text"], number)
+
+
+# -- writing ------------------------------------------------------------------
+
+
+def to_jsonl(transcript: Transcript) -> str:
+    header: dict[str, Any] = {"chatmem": FORMAT_VERSION}
+    for key in HEADER_KEYS:
+        value = getattr(transcript, key)
+        if value not in (None, {}):
+            header[key] = value
+    lines = [header, *(item.to_json() for item in transcript.items)]
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def to_markdown(transcript: Transcript) -> str:
+    """A readable export (not read back): one section per message."""
+    out = [f"# {transcript.title or 'chatmem transcript'}\n"]
+    if transcript.system:
+        out.append(f"**system prompt:** {transcript.system}\n")
+    for item in transcript.items:
+        if isinstance(item, Probe):
+            out.append(f"> **probe:** {item.question}\n")
+            continue
+        stamp = f" · {item.ts}" if item.ts else ""
+        ident = f" · `{item.id}`" if item.id else ""
+        out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
+    return "\n".join(out)
+
+
+def from_records(
+    title: str,
+    records: Iterable[Any],
+    *,
+    system: str | None = None,
+    strategy: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    model: str | None = None,
+) -> Transcript:
+    """A transcript of stored messages (MessageRecord-like: role, content, external_id, ...)."""
+    items: list[Item] = [
+        TranscriptMessage(r.role, r.content, r.external_id, r.created_at) for r in records
+    ]
+    return Transcript(items, title, system, strategy, dict(params or {}), model, title)
+
+
+def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:
+    """Messages as the store's import_messages takes them."""
+    return [m.to_json() for m in messages]

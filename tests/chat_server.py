@@ -1,0 +1,126 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 for tests: real HTTP, real SSE.
+
+Each request pops the next behaviour from `plan` ("ok" when empty) and is
+recorded in `requests` with its JSON body, so a test can compare what the
+server received with what chatmem says it sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ChatServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.plan: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self.first_delta_sent = threading.Event()
+        self.release = threading.Event()
+        self.reply_words = ["Hello", " from", " the", " test", " server."]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ChatServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(body)
+        self.server.headers_seen.append(dict(self.headers))
+        mode = self.server.plan.pop(0) if self.server.plan else "ok"
+        if mode == "401":
+            self._error(401, "invalid_api_key", "Incorrect API key provided: sk-test-****")
+        elif mode == "429":
+            self._error(429, "rate_limit_exceeded", "Rate limit reached", {"retry-after-ms": "10"})
+        elif mode == "500":
+            self._error(500, "server_error", "The server had an error",
+                        {"retry-after-ms": "10"})
+        elif mode == "cut":
+            self._stream(body, cut=True)
+        elif mode == "slow":
+            self._stream(body, slow=True)
+        else:
+            self._stream(body)
+
+    def _error(self, status: int, code: str, message: str,
+               headers: dict[str, str] | None = None) -> None:
+        data = json.dumps({"error": {"message": message, "type": code, "code": code}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _event(self, data: Any) -> None:
+        payload = data if isinstance(data, str) else json.dumps(data)
+        chunk = f"data: {payload}\n\n".encode()
+        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        self.wfile.flush()
+
+    def _chunk(self, body: dict[str, Any], content: str | None, finish: str | None) -> dict:
+        delta = {"content": content} if content is not None else {}
+        return {
+            "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        words = self.server.reply_words
+        for i, word in enumerate(words):
+            self._event(self._chunk(body, word, None))
+            if i == 0:
+                self.server.first_delta_sent.set()
+                if slow:
+                    # Hold the reply open until the test has interrupted the client.
+                    self.server.release.wait(20)
+            if cut and i == 1:
+                # The connection drops mid-reply: no final chunk, no [DONE].
+                self.close_connection = True
+                self.wfile.write(b"7\r\ndata: {")
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+        self._event(self._chunk(body, None, "stop"))
+        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        usage = {"prompt_tokens": prompt, "completion_tokens": len(words),
+                 "total_tokens": prompt + len(words)}
+        self._event({**self._chunk(body, None, None), "choices": [], "usage": usage})
+        self._event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+@contextmanager
+def running_chat_server() -> Iterator[ChatServer]:
+    server = ChatServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        server.shutdown()
+        server.server_close()

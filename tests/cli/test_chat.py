@@ -1,0 +1,288 @@
+"""`chatmem chat` from a pipe, its error paths, and Ctrl-C during a reply."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.memory.base import Context
+from chatmem.store import Store
+
+runner = CliRunner()
+DEMO = "my order is ORD-7731\nwhat is my order?\n"
+
+
+def run(*args: str, input: str = "", env: dict[str, str] | None = None):
+    return runner.invoke(app, list(args), input=input, env=env)
+
+
+def assert_log_matches_turns(db: Path, log: Path, session: str = "demo") -> None:
+    """What the provider received equals, byte for byte, what each stored turn says was sent."""
+    requests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    with Store(db) as store:
+        record = store.session(session)
+        turns = store.turns(record.id)
+        messages = store.messages(record.id)
+    assert [r["purpose"] for r in requests] == ["chat"] * len(turns)
+    for request, turn in zip(requests, turns, strict=True):
+        sent = json.dumps(request["messages"], ensure_ascii=False).encode()
+        stored = json.dumps(Context.from_json(turn.context).messages(), ensure_ascii=False)
+        assert sent == stored.encode()
+    assert len(messages) == 4 and len(turns) == 2
+    assert [m.content for m in messages] == [
+        "my order is ORD-7731", "echo #1: my order is ORD-7731",
+        "what is my order?", "echo #2: what is my order?",
+    ]
+    # window k=1 sent turn 1 with turn 2's input.
+    assert [m["content"] for m in requests[1]["messages"]] == [
+        "You are a helpful assistant.", "my order is ORD-7731",
+        "echo #1: my order is ORD-7731", "what is my order?",
+    ]
+
+
+def test_piped_chat_in_a_real_process(tmp_path: Path) -> None:
+    db, log = tmp_path / "x.db", tmp_path / "requests.jsonl"
+    env = {**os.environ, "CHATMEM_SCRIPTED_LOG": str(log), "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "chatmem", "chat", "demo", "--db", str(db), "--provider",
+         "scripted", "--strategy", "window", "--param", "k=1"],
+        input=DEMO, capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "echo #1: my order is ORD-7731" in done.stdout
+    assert "echo #2: what is my order?" in done.stdout
+    assert_log_matches_turns(db, log)
+
+
+def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
+    db, log, config = tmp_path / "x.db", tmp_path / "log.jsonl", tmp_path / "c.toml"
+    config.write_text(f'[scripted]\nlog = "{log}"\n', encoding="utf-8")
+    result = run("chat", "demo", "--db", str(db), "--config", str(config), "--provider",
+                 "scripted", "--strategy", "window", "--param", "k=1", input=DEMO)
+    assert result.exit_code == 0, result.stderr
+    assert_log_matches_turns(db, log)
+    # The token line after each reply names the parts and the provider's own count.
+    assert "system 10 · history 26 · input 9 = 48 tokens of 4000 (provider reported 48)" in (
+        " ".join(result.stdout.split())
+    )
+
+
+def test_show_prompt_labels_every_message_with_its_part(tmp_path: Path) -> None:
+    result = run("chat", "p", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 "--strategy", "window", "--param", "k=1", "--show-prompt", input=DEMO)
+    assert result.exit_code == 0
+    out = result.stdout
+    for label in ("system", "history", "input", "turn 1 user: my order is ORD-7731",
+                  "window k=1: turn 1"):
+        assert label in out
+
+
+def test_resuming_a_session_keeps_its_strategy_and_history(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    assert run("chat", "r", "--db", db, "--provider", "scripted", "--strategy", "tokens",
+               "--param", "max_tokens=500", input="one\n").exit_code == 0
+    result = run("chat", "r", "--db", db, "--provider", "scripted", input="two\n")
+    assert result.exit_code == 0
+    assert "session r · tokens max_tokens=500" in result.stdout
+    with Store(db) as store:
+        assert [m.content for m in store.messages(store.session("r").id)][-2:] == [
+            "two", "echo #1: two"]
+
+
+def test_slash_commands_from_a_pipe(tmp_path: Path) -> None:
+    lines = "hello\n/strategy tokens max_tokens=300\n/tokens next\n/inspect\n/help\n/quit\nnever\n"
+    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 input=lines)
+    assert result.exit_code == 0, result.stderr
+    assert "strategy: tokens max_tokens=300" in result.stdout
+    assert "/show-prompt" in result.stdout  # /help lists the commands
+    with Store(tmp_path / "x.db") as store:
+        session = store.session("s")
+        assert session.strategy == "tokens" and session.params == {"max_tokens": 300}
+        assert [m.content for m in store.messages(session.id)] == ["hello", "echo #1: hello"]
+
+
+def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path) -> None:
+    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 input="/strategy nope\nstill here\n")
+    assert result.exit_code == 2
+    assert result.stderr == "error: unknown strategy 'nope' (valid: " + ", ".join(
+        __import__("chatmem.memory").memory.strategy_names()) + ")\n"
+    assert "echo #1: still here" in result.stdout
+
+
+# -- error paths ----------------------------------------------------------------
+
+
+def test_unknown_strategy(tmp_path: Path) -> None:
+    from chatmem.memory import strategy_names
+
+    db = tmp_path / "x.db"
+    result = run("chat", "--db", str(db), "--provider", "scripted", "--strategy", "nope")
+    assert result.exit_code == 2
+    valid = ", ".join(strategy_names())
+    assert result.stderr == f"error: unknown strategy 'nope' (valid: {valid})\n"
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ("k=abc", "parameter k='abc' of strategy 'window' must be a whole number"),
+        ("k=-1", "parameter k='-1' of strategy 'window' must be at least 0"),
+        ("size=3", "unknown parameter 'size' for strategy 'window' (valid: k)"),
+        ("k", "--param 'k' must be key=value, e.g. --param k=3"),
+        ("=3", "--param '=3' must be key=value, e.g. --param k=3"),
+    ],
+)
+def test_bad_parameter(tmp_path: Path, param: str, message: str) -> None:
+    result = run("chat", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 "--strategy", "window", "--param", param, input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {message}\n"
+    assert result.stdout == ""
+
+
+def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("max_retries = 0\ntimeout = 5\n", encoding="utf-8")
+    db = tmp_path / "x.db"
+    result = run("chat", "u", "--db", str(db), "--config", str(config), "--provider", "openai",
+                 "--model", "m", input="hello\n",
+                 env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-secret"})
+    assert result.exit_code == 1
+    assert result.stderr == "error: cannot reach http://127.0.0.1:9/v1: is the server running?\n"
+    assert "sk-secret" not in result.stdout + result.stderr
+    with Store(db) as store:
+        session = store.session("u")
+        assert store.messages(session.id) == []
+        assert [t.status for t in store.turns(session.id)] == ["failed"]
+
+
+def test_ask_against_an_unreachable_endpoint(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('max_retries = 0\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8")
+    result = run("ask", "hello", "--db", str(tmp_path / "x.db"), "--config", str(config),
+                 "--provider", "openai", "--model", "m")
+    assert result.exit_code == 1
+    assert result.stderr == "error: cannot reach http://127.0.0.1:9/v1: is the server running?\n"
+
+
+def test_no_model_available_shows_the_three_ways(tmp_path: Path, monkeypatch) -> None:
+    import chatmem.providers.local as local
+
+    # This machine has the local model installed; make it look like a fresh one.
+    monkeypatch.setattr(local, "xllamacpp_installed", lambda: False)
+    db = tmp_path / "x.db"
+    result = run("chat", "--db", str(db), input="hi\n")
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "no model" in err and "Traceback" not in err
+    for way in ("1. the embedded local model:", "2. an OpenAI-compatible server:",
+                "3. OpenAI itself:", "--provider scripted"):
+        assert way in err
+    assert result.stdout == ""
+
+
+def test_a_missing_local_model_file_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.gguf"
+    config = tmp_path / "c.toml"
+    config.write_text(f'provider = "local"\n[local]\nmodel_path = "{missing}"\n', encoding="utf-8")
+    result = run("chat", "--db", str(tmp_path / "x.db"), "--config", str(config), input="hi\n")
+    assert result.exit_code == 1
+    assert result.stderr == f"error: local model file not found: {missing}\n"
+
+
+def test_non_chatmem_database_is_left_byte_identical(tmp_path: Path) -> None:
+    foreign = tmp_path / "other.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    result = run("chat", "--db", str(foreign), "--provider", "scripted", input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {foreign} is not a chatmem database (it has other tables)\n"
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+
+
+def test_a_text_file_is_not_a_database(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("just some notes\n" * 100, encoding="utf-8")
+    before = text.read_bytes()
+    result = run("sessions", "list", "--db", str(text))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {text} is not a chatmem database (file is not a database)\n"
+    )
+    assert text.read_bytes() == before
+
+
+def test_newer_schema_database_is_left_untouched(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    Store(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at)"
+                 " VALUES ('chatmem', 'm999_from_the_future', '2030-01-01')")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    result = run("chat", "--db", str(db), "--provider", "scripted", input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {db} was written by a newer chatmem (schema m999_from_the_future);"
+        " upgrade chatmem\n"
+    )
+    assert db.read_bytes() == before
+
+
+# -- Ctrl-C -------------------------------------------------------------------------
+
+
+def test_ctrl_c_cancels_only_the_streaming_reply(tmp_path: Path, chat_server) -> None:
+    """A real process, a real server holding the reply open, a real SIGINT."""
+    db = tmp_path / "x.db"
+    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+           "OPENAI_API_KEY": "sk-x"}
+    chat_server.plan = ["slow"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "chat", "c", "--db", str(db), "--model", "m",
+         "--strategy", "buffer"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    assert process.stdin is not None
+    process.stdin.write("tell me a long story\nand now?\n")
+    process.stdin.close()
+    assert chat_server.first_delta_sent.wait(30), "the first reply never started"
+    time.sleep(0.3)  # let the client print the first delta and block on the next
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) is not None
+    assert process.stdout is not None and process.stderr is not None
+    out, err = process.stdout.read(), process.stderr.read()
+    chat_server.release.set()
+    assert process.returncode == 0, err
+    assert "(reply cancelled; nothing was stored)" in out
+    assert "Hello from the test server." in out  # the next line got its reply
+    with Store(db) as store:
+        session = store.session("c")
+        turns = store.turns(session.id)
+        assert [t.status for t in turns] == ["cancelled", "ok"]
+        assert turns[0].error == "cancelled by the user"
+        assert turns[0].reply == "Hello"
+        assert [m.content for m in store.messages(session.id)] == [
+            "and now?", "Hello from the test server."]
+    # Nothing of the cancelled turn reached the next request.
+    assert [m["content"] for m in chat_server.requests[1]["messages"]] == [
+        "You are a helpful assistant.", "and now?"]

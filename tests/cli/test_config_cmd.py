@@ -1,0 +1,77 @@
+"""`chatmem config show|path|init`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+
+runner = CliRunner()
+
+
+def test_path_is_in_the_app_directory(isolated_home: Path) -> None:
+    result = runner.invoke(app, ["config", "path"])
+    assert result.exit_code == 0
+    assert result.stdout == f"{isolated_home / '.config' / 'chatmem' / 'config.toml'}\n"
+
+
+def test_init_writes_a_file_that_loads_cleanly(isolated_home: Path) -> None:
+    result = runner.invoke(app, ["config", "init"])
+    assert result.exit_code == 0, result.stderr
+    written = Path(result.stdout.strip())
+    assert written == isolated_home / ".config" / "chatmem" / "config.toml"
+    assert written.read_text(encoding="utf-8").startswith("# chatmem configuration")
+    shown = runner.invoke(app, ["config", "show", "--json"])
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["config_file"] == str(written)
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "c.toml"
+    target.write_text("# mine\n", encoding="utf-8")
+    result = runner.invoke(app, ["config", "init", "--config", str(target)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {target} already exists (use --force to overwrite)\n"
+    assert target.read_text(encoding="utf-8") == "# mine\n"
+    forced = runner.invoke(app, ["config", "init", "--config", str(target), "--force"])
+    assert forced.exit_code == 0
+    assert "strategy = " in target.read_text(encoding="utf-8")
+
+
+def test_show_never_prints_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('model = "gpt-4o-mini"\napi_key_env = "MY_KEY"\n', encoding="utf-8")
+    env = {"MY_KEY": "sk-super-secret-123", "CHATMEM_STRATEGY": "tokens"}
+    for args in (["config", "show", "--config", str(config)],
+                 ["config", "show", "--config", str(config), "--json"]):
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code == 0
+        assert "sk-super-secret-123" not in result.stdout + result.stderr
+        assert "$MY_KEY is set" in result.stdout
+    data = json.loads(result.stdout)
+    assert data["model"] == "gpt-4o-mini" and data["strategy"] == "tokens"
+    assert data["config_file"] == str(config)
+
+
+def test_bad_config_key_names_key_and_file(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('strategy = "window"\nmodle = "x"\n', encoding="utf-8")
+    result = runner.invoke(app, ["config", "show", "--config", str(config)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {config}: unknown key 'modle'\n"
+
+
+def test_wrong_type_stops_chat_before_anything_is_stored(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[local]\nthreads = \"two\"\n", encoding="utf-8")
+    db = tmp_path / "x.db"
+    result = runner.invoke(app, ["chat", "--config", str(config), "--db", str(db),
+                                 "--provider", "scripted"], input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {config}: key 'local.threads' must be a whole number, got 'two'\n"
+    )
+    assert not db.exists()

@@ -1,0 +1,98 @@
+"""`chatmem eval`: recall at the probes, per strategy, with thresholds for CI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+LONG = str(SESSIONS / "long-chat.jsonl")
+
+
+def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
+    result = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2", "-s",
+                                 "window", "--provider", "scripted", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["probes"] == 15
+    rows = {s["strategy"]: s for s in data["strategies"]}
+    # See tests/test_replay.py for why: 15 one-fact probes; k=2 keeps 3, k=5 keeps 6.
+    assert (rows["buffer"]["id_recall"], rows["buffer"]["text_recall"]) == (1.0, 1.0)
+    assert (rows["window k=2"]["id_recall"], rows["window k=2"]["text_recall"]) == (0.2, 0.2)
+    assert (rows["window"]["id_recall"], rows["window"]["text_recall"]) == (0.4, 0.4)
+    assert rows["buffer"]["context_tokens"]["max"] > 10 * rows["window k=2"]["context_tokens"][
+        "max"]
+    assert all(s["strategy_model_calls"] == 0 for s in data["strategies"])
+    first = rows["window k=2"]["per_probe"][0]
+    assert first == {"question": "What is my sister's name?", "after_turn": 4,
+                     "expect_ids": ["t3u"], "found_ids": ["t3u"], "expect_text": ["Ingrid"],
+                     "found_text": ["Ingrid"], "tokens": first["tokens"], "answer": None,
+                     "answer_found": None}
+
+
+def test_table_view_lists_strategies_and_probes() -> None:
+    result = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2",
+                                 "--provider", "scripted"])
+    assert result.exit_code == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("│")]
+    buffer_row = next(line for line in lines if line.startswith("│ buffer "))
+    window_row = next(line for line in lines if line.startswith("│ window k=2"))
+    assert [c.strip() for c in buffer_row.split("│")[2:5]] == ["15", "1.00", "1.00"]
+    assert [c.strip() for c in window_row.split("│")[2:5]] == ["15", "0.20", "0.20"]
+    assert "per probe" in result.stdout and "What is my sister's name?" in result.stdout
+
+
+def test_min_recall_fails_below_the_threshold() -> None:
+    low = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2", "--provider",
+                              "scripted", "--min-recall", "0.5", "--json"])
+    assert low.exit_code == 1
+    assert low.stderr == "recall below 0.5: window k=2 (0.20)\n"
+    assert json.loads(low.stdout)["probes"] == 15  # the report is still printed
+    ok = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2", "--provider",
+                             "scripted", "--min-recall", "0.2"])
+    assert ok.exit_code == 0 and ok.stderr == ""
+
+
+def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in [
+        {"role": "user", "content": "My order is KW-58213.", "id": "u1"},
+        {"role": "assistant", "content": "Noted."},
+        {"probe": "Order number?", "expect_ids": ["u1"], "expect_text": ["KW-58213"]},
+        {"probe": "City?", "expect_text": ["Oslo"]},
+    ]), encoding="utf-8")
+    script = tmp_path / "replies.txt"
+    script.write_text("It is KW-58213.\nI don't know.\n", encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
+                      encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(transcript), "-s", "buffer", "--answer",
+                                 "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(result.stdout)["strategies"][0]
+    assert [(p["answer"], p["answer_found"]) for p in row["per_probe"]] == [
+        ("It is KW-58213.", ["KW-58213"]), ("I don't know.", [])]
+    assert row["answer_recall"] == 0.5 and row["text_recall"] == 0.5
+
+
+def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
+    plain = tmp_path / "p.jsonl"
+    plain.write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(plain), "-s", "buffer", "--provider", "scripted"])
+    assert result.exit_code == 2
+    assert result.stderr == (f'error: {plain}: no probe lines to evaluate (add {{"probe": ..., '
+                             f'"expect_text": [...]}})\n')
+
+
+def test_eval_report_is_html(tmp_path: Path) -> None:
+    report = tmp_path / "e.html"
+    result = runner.invoke(app, ["eval", LONG, "-s", "window:k=2", "--provider", "scripted",
+                                 "--report", str(report)])
+    assert result.exit_code == 0, result.stderr
+    html = report.read_text(encoding="utf-8")
+    assert "eval" in html and "0.20" in html and "<script" not in html

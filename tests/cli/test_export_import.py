@@ -1,0 +1,104 @@
+"""`chatmem sessions export` and `sessions import`: lossless round trips, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+
+
+@pytest.mark.parametrize("sample", ["support.jsonl", "travel-zh.jsonl", "long-chat.jsonl"])
+def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str) -> None:
+    first, second = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    imported = runner.invoke(app, ["sessions", "import", str(SESSIONS / sample), "--db", first])
+    assert imported.exit_code == 0, imported.stderr
+    name = json.loads((SESSIONS / sample).read_text(encoding="utf-8").splitlines()[0])["title"]
+    exported = tmp_path / "out.jsonl"
+    assert runner.invoke(app, ["sessions", "export", name, "-o", str(exported), "--db",
+                               first]).exit_code == 0
+    again = runner.invoke(app, ["sessions", "import", str(exported), "--db", second])
+    assert again.exit_code == 0, again.stderr
+    back = runner.invoke(app, ["sessions", "export", name, "--db", second])
+    assert back.exit_code == 0
+    assert back.stdout == exported.read_text(encoding="utf-8")
+    # Every message of the sample, ids and timestamps included, survived both trips.
+    source = [json.loads(line) for line in (SESSIONS / sample).read_text("utf-8").splitlines()]
+    messages = [line for line in source if "role" in line]
+    assert [json.loads(line) for line in back.stdout.splitlines()[1:]] == messages
+    with Store(second) as store:
+        session = store.session(name)
+        assert session.system == source[0]["system"]
+        stored = store.messages(session.id)
+        assert [m.external_id for m in stored] == [m["id"] for m in messages]
+
+
+def test_import_reports_what_it_did_and_skips_probes(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "support.jsonl"),
+                                 "--name", "desk", "--db", db])
+    assert result.exit_code == 0
+    assert result.stderr == "imported 60 messages into session desk (6 probe lines not imported)\n"
+    with Store(db) as store:
+        assert store.turn_count(store.session("desk").id) == 30
+
+
+def test_import_openai_style_and_plain_list(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    openai = tmp_path / "chat.json"
+    openai.write_text(json.dumps({"messages": [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}]}),
+        encoding="utf-8")
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
+    assert runner.invoke(app, ["sessions", "import", str(openai), "--db", db]).exit_code == 0
+    assert runner.invoke(app, ["sessions", "import", str(listed), "--db", db]).exit_code == 0
+    with Store(db) as store:
+        chat = store.session("chat")  # named after the file when there is no title
+        assert chat.system == "You are terse."
+        assert [m.content for m in store.messages(chat.id)] == ["你好", "你好！"]
+        assert [m.content for m in store.messages(store.session("list").id)] == ["hi"]
+
+
+def test_bad_file_imports_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "ok"}\n{"role": "bot", "content": "x"}\n',
+                   encoding="utf-8")
+    result = runner.invoke(app, ["sessions", "import", str(bad), "--db", str(db)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {bad}:2: role must be user, assistant or system "
+                             "(got 'bot')\n")
+    assert not db.exists()
+
+
+def test_name_conflicts_and_bad_formats_are_usage_errors(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    sample = str(SESSIONS / "support.jsonl")
+    assert runner.invoke(app, ["sessions", "import", sample, "--db", db]).exit_code == 0
+    clash = runner.invoke(app, ["sessions", "import", sample, "--db", db])
+    assert clash.exit_code == 2
+    assert clash.stderr == "error: a session named 'support' already exists\n"
+    fmt = runner.invoke(app, ["sessions", "export", "support", "--format", "pdf", "--db", db])
+    assert fmt.exit_code == 2
+    assert fmt.stderr == "error: --format must be jsonl or markdown, got 'pdf'\n"
+    missing = runner.invoke(app, ["sessions", "export", "nope", "--db", db])
+    assert missing.exit_code == 1 and missing.stderr == f"error: no session named 'nope' in {db}\n"
+
+
+def test_markdown_export(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    runner.invoke(app, ["sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "--db", db])
+    result = runner.invoke(app, ["sessions", "export", "travel-zh", "--format", "markdown",
+                                 "--db", db])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# travel-zh\n")
+    assert "### user · `t3u` · 2026-03-09T09:06:00+00:00\n\n总预算是两万元人民币" in result.stdout

@@ -1,0 +1,162 @@
+"""`chatmem inspect`: recorded turns, --next, what-if, --summaries, --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store, TurnRecord
+
+runner = CliRunner()
+SUPPORT = str(Path(__file__).resolve().parents[2] / "sessions" / "support.jsonl")
+
+
+@pytest.fixture
+def replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    """support.jsonl regenerated under window k=2 and saved, with the scripted model's log."""
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
+    db = str(tmp_path / "x.db")
+    result = runner.invoke(app, ["replay", SUPPORT, "-s", "window:k=2", "--regenerate",
+                                 "--save-as", "rs", "--provider", "scripted", "--db", db])
+    assert result.exit_code == 0, result.stderr
+    return db, log
+
+
+def inspect_json(db: str, *args: str) -> dict[str, object]:
+    result = runner.invoke(app, ["inspect", "rs", "--db", db, "--json", *args])
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def test_acceptance_inspect_json_equals_what_the_provider_received(
+    replayed: tuple[str, Path]
+) -> None:
+    db, log = replayed
+    sent = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    chats = [e["messages"] for e in sent if e["purpose"] == "chat"]
+    assert len(chats) == 30
+    for number in (1, 5, 30):
+        data = inspect_json(db, "--turn", str(number))
+        assert data["messages"] == chats[number - 1]
+        assert data["mode"] == "turn"
+    last = inspect_json(db)
+    assert last["messages"] == chats[-1]
+    turn = last["turn"]
+    assert isinstance(turn, dict)
+    assert turn["number"] == 30 and turn["status"] == "ok" and turn["strategy"] == "window"
+    assert turn["estimated_tokens"] == turn["prompt_tokens"] == last["context"]["tokens"]  # type: ignore[index]
+
+
+def test_the_view_shows_parts_reasons_budget_and_drops(replayed: tuple[str, Path]) -> None:
+    db, _ = replayed
+    result = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--db", db])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "recorded turn" in out and "window k=2" in out
+    assert "window k=2: turns 3–4; dropped turns 1–2" in out
+    assert "151 of 4,000 tokens (4%)" in out
+    assert "estimated 151 · provider reported 151" in out
+    assert "dropped: dropped turns 1–2" in out
+    assert "turn 3 user: The jug has a crack" in out
+    assert "Thursday works. Do I need to send the cracked jug back first?" in out
+
+
+def test_next_shows_what_would_be_sent_without_calling_the_model(
+    replayed: tuple[str, Path]
+) -> None:
+    db, log = replayed
+    before = log.read_text(encoding="utf-8")
+    data = inspect_json(db, "--next", "What was my order number?", "--provider", "scripted")
+    assert data["mode"] == "next" and data["turn"] is None
+    messages = data["messages"]
+    assert isinstance(messages, list)
+    assert messages[-1] == {"role": "user", "content": "What was my order number?"}
+    history = [m for p in data["context"]["parts"] if p["kind"] == "history"  # type: ignore[index]
+               for m in p["messages"]]
+    assert [m["turn"] for m in history] == [29, 29, 30, 30]
+    assert log.read_text(encoding="utf-8") == before  # no model call
+    with Store(db) as store:
+        assert len(store.turns(store.session("rs").id)) == 30  # nothing stored
+
+
+def test_what_if_under_another_strategy_replays_the_history(replayed: tuple[str, Path]) -> None:
+    db, _ = replayed
+    data = inspect_json(db, "--turn", "5", "--strategy", "buffer", "--provider", "scripted")
+    assert data["mode"] == "what-if" and data["strategy"] == {"name": "buffer", "params": {}}
+    assert data["input"] == "Thursday works. Do I need to send the cracked jug back first?"
+    history = [m for p in data["context"]["parts"] if p["kind"] == "history"  # type: ignore[index]
+               for m in p["messages"]]
+    assert [m["turn"] for m in history] == [1, 1, 2, 2, 3, 3, 4, 4]
+    assert data["replayed"] == {"turns": 4, "strategy_model_calls": 0}
+    narrower = inspect_json(db, "--next", "hi", "--param", "k=1", "--provider", "scripted")
+    parts = {p["kind"]: p for p in narrower["context"]["parts"]}  # type: ignore[index]
+    assert parts["history"]["reason"] == "window k=1: turn 30; dropped turns 1–29"
+    view = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--strategy", "buffer",
+                               "--provider", "scripted", "--db", db])
+    assert "what-if" in view.stdout and "replayed 4 turns in memory" in view.stdout
+
+
+def test_summaries_lists_versions_with_dropped_anchors(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    with Store(db) as store:
+        session = store.create_session("trip", "summary", {}, model="scripted")
+        ids = store.import_messages(session.id, [
+            {"role": "user", "content": "预算五千元，三月十五日出发"},
+            {"role": "assistant", "content": "好的"},
+        ])
+        store.add_summary(session.id, "summary", "用户预算五千元，三月十五日出发。",
+                          covered_ids=ids, anchors=["五千元", "三月十五日"])
+        store.add_summary(session.id, "summary", "用户要去旅行。", covered_ids=ids,
+                          anchors=[], dropped_anchors=["五千元", "三月十五日"])
+    result = runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["summaries"]
+    assert [(r["version"], r["covered_messages"], r["dropped_anchors"]) for r in rows] == [
+        (1, 2, []), (2, 2, ["五千元", "三月十五日"])]
+    assert rows[1]["tokens"] > 0 and rows[1]["text"] == "用户要去旅行。"
+    table = runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db)])
+    assert "summary versions" in table.stdout and "用户预算五千元" in table.stdout
+    assert "五千元," in table.stdout and "三月十五日" in table.stdout
+    # And a session with no turns says so.
+    empty = runner.invoke(app, ["inspect", "trip", "--db", str(db)])
+    assert empty.exit_code == 1 and empty.stderr == "error: session 'trip' has no turns\n"
+
+
+def test_local_turns_show_the_rendered_prompt(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    prompt = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+    context = {"tokens": 20, "budget": 4000, "dropped": None, "warnings": [], "parts": [
+        {"kind": "input", "reason": "the new user input (always sent)", "tokens": 8,
+         "messages": [{"role": "user", "content": "hi", "tokens": 8, "id": None,
+                       "turn": None}]}]}
+    with Store(db) as store:
+        session = store.create_session("loc", "buffer", {}, provider="local", model="smol")
+        store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
+                                     provider="local", model="smol", estimated_tokens=11,
+                                     prompt_tokens=31, latency_ms=370,
+                                     rendered_prompt=prompt))
+    result = runner.invoke(app, ["inspect", "loc", "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    assert "rendered prompt (exact model input)" in result.stdout
+    assert "<|im_start|>user" in result.stdout
+    assert "estimated 11 · provider reported 31 (+20)" in result.stdout
+    assert "0.37 s" in result.stdout and "local / smol" in result.stdout
+    data = json.loads(runner.invoke(app, ["inspect", "loc", "--db", str(db), "--json"]).stdout)
+    assert data["rendered_prompt"] == prompt
+
+
+def test_errors_name_what_is_missing(replayed: tuple[str, Path]) -> None:
+    db, _ = replayed
+    missing = runner.invoke(app, ["inspect", "nope", "--db", db])
+    assert missing.exit_code == 1
+    assert missing.stderr == f"error: no session named 'nope' in {db}\n"
+    turn = runner.invoke(app, ["inspect", "rs", "--turn", "99", "--db", db])
+    assert turn.exit_code == 1 and turn.stderr == "error: session 'rs' has no turn 99\n"
+    bad = runner.invoke(app, ["inspect", "rs", "--strategy", "nope", "--db", db])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: unknown strategy 'nope'")

@@ -1,0 +1,142 @@
+"""`chatmem replay` end to end: real SQLite file, real tokenizer, scripted model."""
+
+from __future__ import annotations
+
+import json
+from itertools import accumulate
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+SUPPORT = str(SESSIONS / "support.jsonl")
+
+
+def run(*args: str) -> object:
+    return runner.invoke(app, list(args))
+
+
+def test_acceptance_replay_prints_table_and_chart(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["replay", SUPPORT, "--strategy", "buffer", "--strategy",
+                                 "window", "--strategy", "tokens", "--keep-replies",
+                                 "--provider", "scripted", "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "replay of" in out and "prompt tokens per turn" in out
+    # Table rows: buffer and tokens (2000 is never reached) cost the same, window less.
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in out.splitlines() if line.startswith("│")}
+    assert rows["buffer"][:4] == ["30", "20,829", "694.3", "1,250"]
+    assert rows["tokens"][:4] == ["30", "20,829", "694.3", "1,250"]
+    assert rows["window"][:4] == ["30", "7,001", "233.4", "306"]
+    assert "● buffer" in out and "▲ window" in out and "■ tokens" in out
+    assert "turn 1" in out and "turn 30" in out
+    # Nothing is stored without --save-as.
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_json_numbers_show_quadratic_buffer_and_linear_window() -> None:
+    result = runner.invoke(app, ["replay", SUPPORT, "-s", "buffer", "-s", "window",
+                                 "--provider", "scripted", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["keep_replies"] is True and data["turns"] == 30
+    per_turn = {s["strategy"]: s["prompt_tokens"]["per_turn"] for s in data["strategies"]}
+    totals = {k: list(accumulate(v)) for k, v in per_turn.items()}
+    second = {k: [c - 2 * b + a for a, b, c in zip(t, t[1:], t[2:], strict=False)]
+              for k, t in totals.items()}
+    assert min(second["buffer"]) > 0
+    mean_buffer = sum(second["buffer"]) / len(second["buffer"])
+    window_tail = second["window"][6:]
+    assert abs(sum(window_tail) / len(window_tail)) < mean_buffer / 5
+    assert data["strategies"][0]["prompt_tokens"]["total"] == totals["buffer"][-1] == 20829
+    assert "eval" in data["strategies"][0]  # the sample has probes
+
+
+def test_report_writes_self_contained_html(tmp_path: Path) -> None:
+    report = tmp_path / "r.html"
+    result = run("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
+                 "scripted", "--report", str(report))
+    assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
+    html = report.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html>")
+    assert "<script" not in html and "<link" not in html
+    assert "window k=2" in html and "prompt tokens per turn" in html and "20,829" in html
+    assert f"wrote {report}" in result.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"role": "robot", "content": "x"}',
+     "{path}:7: role must be user, assistant or system (got 'robot')"),
+    ('{"role": "user"}', "{path}:7: message has no content"),
+    ('{"role": "user", "content": "unterminated', "{path}:7: not valid JSON "
+                                                  "(Unterminated string starting at)"),
+])
+def test_bad_transcript_gives_one_line_exit_2_and_writes_nothing(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    lines = [json.dumps({"role": "user" if i % 2 else "assistant", "content": f"m{i}"})
+             for i in range(1, 7)]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([*lines, line]) + "\n", encoding="utf-8")
+    db = tmp_path / "x.db"
+    result = run("replay", str(path), "-s", "buffer", "--provider", "scripted", "--save-as",
+                 "kept", "--db", str(db))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert result.stderr == f"error: {message.format(path=path)}\n"  # type: ignore[attr-defined]
+    assert result.stdout == ""  # type: ignore[attr-defined]
+    assert not db.exists()
+
+
+def test_save_as_stores_one_session_per_strategy(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    result = run("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
+                 "scripted", "--save-as", "cmp", "--db", str(db))
+    assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
+    assert "cmp-window-k-2" in result.stdout  # type: ignore[attr-defined]
+    with Store(db) as store:
+        assert {s["name"]: s["turns"] for s in store.list_sessions()} == {
+            "cmp-buffer": 30, "cmp-window-k-2": 30}
+    again = run("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
+                "scripted", "--save-as", "cmp", "--db", str(db))
+    assert again.exit_code == 2  # type: ignore[attr-defined]
+    assert again.stderr == ("error: a session named 'cmp-buffer' already exists; "  # type: ignore[attr-defined]
+                            "pick another --save-as\n")
+
+
+def test_a_stored_session_replays_by_name(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    assert run("sessions", "import", SUPPORT, "--db", db).exit_code == 0  # type: ignore[attr-defined]
+    result = run("replay", "support", "-s", "window:k=1", "--provider", "scripted", "--json",
+                 "--db", db)
+    assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
+    data = json.loads(result.stdout)  # type: ignore[attr-defined]
+    assert data["turns"] == 30 and data["strategies"][0]["strategy"] == "window k=1"
+    assert "eval" not in data["strategies"][0]  # stored sessions have no probes
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-s", "nope"], "error: unknown strategy 'nope' (valid: "),
+    (["-s", "window:k=x"], "error: parameter k='x' of strategy 'window' must be a whole number"),
+    (["-s", "buffer", "-s", "buffer"], "error: each --strategy must differ"),
+    (["-s", "buffer", "-p", "k=2"], "error: unknown parameter 'k' for strategy 'buffer'"),
+])
+def test_bad_strategies_are_usage_errors(args: list[str], message: str) -> None:
+    result = run("replay", SUPPORT, *args, "--provider", "scripted")
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert result.stderr.startswith(message)  # type: ignore[attr-defined]
+    assert result.stderr.count("\n") == 1  # type: ignore[attr-defined]
+
+
+def test_unknown_source_names_it(tmp_path: Path) -> None:
+    result = run("replay", "nowhere", "-s", "buffer", "--provider", "scripted", "--db",
+                 str(tmp_path / "x.db"))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert result.stderr == "error: nowhere: no such transcript file or session\n"  # type: ignore[attr-defined]
+    missing = run("replay", "gone.jsonl", "-s", "buffer", "--provider", "scripted")
+    assert missing.stderr == "error: gone.jsonl: no such transcript file\n"  # type: ignore[attr-defined]

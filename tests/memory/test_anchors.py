@@ -1,0 +1,64 @@
+"""Drift-guard anchors: English and Chinese literal details a summary must keep."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatmem.memory.anchors import anchors_of, extract_anchors, missing_anchors, present
+
+
+def test_english_ids_dates_amounts_names_emails_urls() -> None:
+    text = ("My order ORD-7731 ships on March 15, 2026 to Alice Chen at alice@example.com, "
+            "see https://shop.example.com/o/7731. It weighs 5 kg and costs $120.")
+    assert extract_anchors(text) == [
+        "ORD-7731", "March 15, 2026", "Alice Chen", "alice@example.com",
+        "https://shop.example.com/o/7731", "5 kg", "$120",
+    ]
+
+
+def test_iso_dates_titles_and_percentages() -> None:
+    assert extract_anchors("Meeting on 2026-05-01 with Dr. Smith; a 30% discount.") == [
+        "2026-05-01", "Dr. Smith", "30%",
+    ]
+
+
+def test_chinese_amounts_months_and_an_id_inside_chinese() -> None:
+    assert extract_anchors("我的订单号是ORD-7731，预算五千元，五月去杭州") == [
+        "ORD-7731", "五千元", "五月",
+    ]
+
+
+def test_chinese_dates_names_and_arabic_amounts() -> None:
+    text = "我们2026年5月1日出发，三月十五日回来，我叫王小明，请联系李先生。预算3000元，30%折扣"
+    assert extract_anchors(text) == [
+        "2026年5月1日", "三月十五日", "王小明", "李先生", "3000元", "30%"]
+
+
+def test_plain_words_bare_numbers_and_sentence_starts_are_not_anchors() -> None:
+    assert extract_anchors("Question 17: tell me more about the weather. Thanks!") == []
+    assert extract_anchors("今天天气很好，我们去散步吧。") == []
+
+
+def test_longest_match_wins_and_repeats_are_listed_once() -> None:
+    assert extract_anchors("2026年5月1日 and again 2026年5月1日") == ["2026年5月1日"]
+    assert extract_anchors("see https://x.example.com/ORD-7731 now") == [
+        "https://x.example.com/ORD-7731"
+    ]
+
+
+def test_present_ignores_case_and_spacing_but_not_content() -> None:
+    assert present("Alice Chen", "met alice  chen today")
+    assert not present("五千元", "预算是一笔钱")
+    assert missing_anchors(["ORD-7731", "五千元", "ORD-7731"], "ORD-7731 预算") == ["五千元"]
+
+
+def test_anchors_of_several_texts_keeps_first_appearance_order() -> None:
+    assert anchors_of(["pay $120", "ORD-7731 and $120", "五千元"]) == ["$120", "ORD-7731", "五千元"]
+
+
+@given(st.text(max_size=200))
+def test_every_anchor_is_a_substring_and_is_present_in_its_text(text: str) -> None:
+    for anchor in extract_anchors(text):
+        assert anchor and anchor in text
+        assert present(anchor, text)

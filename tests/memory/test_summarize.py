@@ -1,0 +1,170 @@
+"""The summarizer: prompt, one call per update, clipping, word diffs, the scripted rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatmem.config import load_settings
+from chatmem.errors import ConfigError, ProviderResponseError
+from chatmem.memory.base import Message
+from chatmem.memory.summarize import (
+    DEFAULT_PROMPT,
+    check_prompt,
+    clip,
+    diff_size,
+    diff_tokens,
+    summarize,
+    summary_request,
+    word_diff,
+)
+from chatmem.providers.scripted import RULES, ScriptedProvider
+from chatmem.tokens import counter_for_model
+
+COUNTER = counter_for_model(None, exact=True)
+
+
+def msg(role: str, content: str) -> Message:
+    return Message(role, content, COUNTER.count_message(role, content))
+
+
+def test_default_prompt_has_both_placeholders_and_asks_for_verbatim_details() -> None:
+    assert check_prompt(DEFAULT_PROMPT) == DEFAULT_PROMPT
+    assert "exactly as written" in DEFAULT_PROMPT and "language" in DEFAULT_PROMPT
+
+
+@pytest.mark.parametrize(("prompt", "missing"), [
+    ("Summarize {new_lines}", "{summary}"),
+    ("Summary so far: {summary}", "{new_lines}"),
+    ("Summarize please", "{summary} and {new_lines}"),
+])
+def test_a_prompt_without_its_placeholders_is_a_config_error(prompt: str, missing: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_prompt(prompt, "config.toml: key 'summary.prompt'")
+    assert str(info.value) == (
+        "config.toml: key 'summary.prompt': the summary prompt must contain {summary} and"
+        f" {{new_lines}} (missing {missing})"
+    )
+
+
+def test_request_fills_placeholders_without_format_so_other_braces_survive() -> None:
+    prompt = "JSON {\"a\": 1}\nWas: {summary}\nNew:\n{new_lines}"
+    lines = [msg("user", "line one\nline two"), msg("assistant", "ok")]
+    request = summary_request(prompt, "", lines)
+    assert request == [{"role": "user", "content":
+                        "JSON {\"a\": 1}\nWas: (no summary yet)\nNew:\nuser: line one line two\n"
+                        "assistant: ok"}]
+
+
+def test_summarize_makes_exactly_one_call_and_labels_the_model() -> None:
+    provider = ScriptedProvider()
+    draft = summarize(provider, COUNTER, "- earlier point",
+                      [msg("user", "My order is ORD-7731. Thanks."), msg("assistant", "noted")])
+    assert provider.calls_by_purpose == {"summary": 1}
+    assert draft.text == "- earlier point\n- My order is ORD-7731."
+    assert draft.model == "scripted:scripted" and not draft.clipped
+
+
+def test_an_empty_summary_reply_is_an_error_not_an_erased_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(RULES, "summary", lambda messages: "   ")
+    with pytest.raises(ProviderResponseError, match="empty summary"):
+        summarize(ScriptedProvider(), COUNTER, "old", [msg("user", "hi")])
+
+
+def test_long_output_is_clipped_with_a_visible_marker() -> None:
+    text = " ".join(f"word{i}" for i in range(200))
+    clipped, was = clip(text, 40, COUNTER)
+    assert was and clipped.endswith(" […clipped to 40 tokens]")
+    assert COUNTER.count_text(clipped) <= 40
+    assert text.startswith(clipped.removesuffix(" […clipped to 40 tokens]"))
+    assert clip("short", 40, COUNTER) == ("short", False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(min_size=1, max_size=300), st.integers(min_value=12, max_value=60))
+def test_clipped_text_always_fits(text: str, limit: int) -> None:
+    clipped, _ = clip(text, limit, COUNTER)
+    assert COUNTER.count_text(clipped) <= limit
+
+
+def test_scripted_rule_keeps_user_first_sentences_verbatim_in_any_language() -> None:
+    request = summary_request(DEFAULT_PROMPT, "- 我叫王小明", [
+        msg("user", "我的订单号是ORD-7731，预算五千元。五月去杭州"),
+        msg("assistant", "好的"),
+    ])
+    assert RULES["summary"](request) == "- 我叫王小明\n- 我的订单号是ORD-7731，预算五千元。"
+
+
+def test_cjk_is_diffed_by_character_so_one_amount_is_not_the_whole_line() -> None:
+    runs = word_diff("预算五千元，五月去杭州", "预算一笔钱，五月去杭州")
+    assert runs == [("=", "预算"), ("-", "五千元"), ("+", "一笔钱"), ("=", "，五月去杭州")]
+    assert diff_size("预算五千元", "预算一笔钱") == (3, 3)
+
+
+def test_latin_is_diffed_by_word() -> None:
+    assert word_diff("order ORD-7731 ships Monday", "order ships Friday") == [
+        ("=", "order"), ("-", " ORD-7731"), ("=", " ships "), ("-", "Monday"), ("+", "Friday"),
+    ]
+    assert diff_tokens("ORD-7731, 杭州 a@b.com") == [
+        "ORD-7731", ",", " ", "杭", "州", " ", "a@b.com"]
+    assert diff_size("Paid $120 on 2026-05-01.", "Paid.") == (0, 3)
+
+
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_word_diff_reconstructs_both_versions(old: str, new: str) -> None:
+    runs = word_diff(old, new)
+    assert "".join(t for op, t in runs if op != "+") == old
+    assert "".join(t for op, t in runs if op != "-") == new
+
+
+def test_config_prompt_without_placeholders_names_the_file_and_key(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[summary]\nprompt = "Summarize: {new_lines}"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config, env={})
+    assert str(info.value) == (
+        f"{config}: key 'summary.prompt': the summary prompt must contain {{summary}} and"
+        " {new_lines} (missing {summary})"
+    )
+
+
+def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[summary]\nprompt = "{summary} + {new_lines}"\nmodel = "small"\n'
+                      "drift_guard = false\n", encoding="utf-8")
+    settings = load_settings(config, env={})
+    assert settings.summary == {"prompt": "{summary} + {new_lines}", "model": "small",
+                                "drift_guard": False}
+    assert load_settings(env={}).summary == {"drift_guard": True}
+    config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config, env={})
+    assert str(info.value) == (
+        f"{config}: key 'summary.provider' must be one of auto, local, openai, scripted,"
+        " got 'cheap'"
+    )
+    config.write_text("[summary]\ndrift_guard = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"key 'summary.drift_guard' must be true or false"):
+        load_settings(config, env={})
+
+
+def test_chat_with_a_bad_summary_prompt_exits_2_with_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from chatmem.cli import app
+
+    config = tmp_path / "config.toml"
+    config.write_text('[summary]\nprompt = "no placeholders"\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["chat", "--config", str(config), "--provider", "scripted",
+                                      "--db", str(tmp_path / "c.db")], input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {config}: key 'summary.prompt': the summary prompt must contain {{summary}}"
+        " and {new_lines} (missing {summary} and {new_lines})"
+    )
+    assert not (tmp_path / "c.db").exists()

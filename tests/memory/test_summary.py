@@ -1,0 +1,192 @@
+"""`summary`: a running summary as a system part + the input, versioned and drift-guarded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from chatmem.config import Settings
+from chatmem.engine import Engine, open_session
+from chatmem.memory import create_strategy
+from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.providers.base import ChatMessages
+from chatmem.providers.scripted import RULES, ScriptedProvider
+from chatmem.providers.scripted_summary import extractive_summary
+from chatmem.store import Store
+from chatmem.tokens import counter_for_model
+
+CHINESE = [
+    "我叫王小明。",
+    "我的订单号是ORD-7731。",
+    "我们的预算是五千元。",
+    "我们2026年5月1日出发去杭州。",
+]
+
+
+def test_each_turn_makes_a_new_version_and_the_context_is_summary_plus_input(
+    make_engine: Callable[..., Engine],
+) -> None:
+    engine = make_engine("summary")
+    first = engine.run_turn("My name is Alice Chen. I live in Paris.")
+    assert [p.kind for p in first.context.parts] == ["system", "input"]
+    assert first.notices == [
+        "summary v1 now covers turn 1: +5 −0 words; /summary shows the diff;"
+        " dropped by the summarizer, pinned: Paris"
+    ]
+    second = engine.run_turn("My order ORD-7731 costs $120.")
+    assert [p.kind for p in second.context.parts] == ["system", "summary", "facts", "input"]
+    summary = second.context.part("summary")
+    assert summary is not None and summary.reason == "summary v1 of turn 1 (scripted:scripted)"
+    assert summary.messages[0].content == (
+        "Summary of the conversation so far (turn 1, v1):\n- My name is Alice Chen."
+    )
+    versions = engine.store.summaries(engine.session.id, "summary")
+    assert [v.version for v in versions] == [1, 2]
+    assert versions[1].text == "- My name is Alice Chen.\n- My order ORD-7731 costs $120."
+    assert versions[1].anchors == ["Alice Chen", "ORD-7731", "$120"]
+    turn2 = engine.store.messages(engine.session.id, 2, 2)
+    assert versions[1].covered_ids == [m.id for m in turn2]
+    assert versions[1].model == "scripted:scripted"
+
+
+def test_a_chinese_conversation_keeps_its_details_in_chinese(
+    make_engine: Callable[..., Engine],
+) -> None:
+    engine = make_engine("summary")
+    for text in CHINESE:
+        engine.run_turn(text)
+    latest = engine.store.latest_summary(engine.session.id, "summary")
+    assert latest is not None
+    assert latest.text == "\n".join(f"- {t}" for t in CHINESE)
+    assert latest.anchors == ["王小明", "ORD-7731", "五千元", "2026年5月1日"]
+    assert latest.dropped_anchors == []
+
+
+def test_a_summary_that_turns_five_thousand_yuan_into_a_budget_is_flagged(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def vague(messages: ChatMessages) -> str:
+        return extractive_summary(messages).replace("五千元", "一笔预算")
+
+    monkeypatch.setitem(RULES, "summary", vague)
+    engine = make_engine("summary")
+    for text in CHINESE[:3]:
+        result = engine.run_turn(text)
+    latest = engine.store.latest_summary(engine.session.id, "summary")
+    assert latest is not None and latest.version == 3
+    assert latest.dropped_anchors == ["五千元"]
+    assert result.notices[0].endswith("dropped by the summarizer, pinned: 五千元")
+    context = engine.build_context("我们的预算是多少？")
+    facts = context.part("facts")
+    assert facts is not None and facts.reason == "kept verbatim: dropped by summary v3"
+    assert "<facts>\n- 五千元\n</facts>" in facts.messages[0].content
+    # Still pinned while later summaries keep leaving it out.
+    engine.run_turn(CHINESE[3])
+    facts = engine.build_context("？").part("facts")
+    assert facts is not None and facts.reason == "kept verbatim: dropped by summary v3"
+
+
+def test_a_pinned_anchor_is_released_once_a_summary_repeats_it(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(RULES, "summary",
+                        lambda m: extractive_summary(m).replace("ORD-7731", "the order"))
+    engine = make_engine("summary")
+    engine.run_turn("My order is ORD-7731.")
+    assert engine.build_context("x").part("facts") is not None
+    monkeypatch.setitem(RULES, "summary", extractive_summary)
+    engine.run_turn("It was ORD-7731, to be clear.")
+    assert engine.build_context("x").part("facts") is None
+
+
+def test_drift_guard_off_records_the_drop_without_pinning(
+    store: Store, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(RULES, "summary",
+                        lambda m: extractive_summary(m).replace("ORD-7731", "the order"))
+    settings = Settings(summary={"drift_guard": False})
+    engine = open_session(store, settings, ScriptedProvider(), "s", strategy="summary")
+    result = engine.run_turn("My order is ORD-7731.")
+    assert result.notices[0].endswith(
+        "dropped by the summarizer, not pinned (drift_guard off): ORD-7731")
+    assert store.latest_summary(engine.session.id, "summary").dropped_anchors == ["ORD-7731"]
+    assert engine.build_context("x").part("facts") is None
+
+
+def test_the_configured_prompt_is_what_the_summarizer_receives(
+    store: Store, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+
+    def record(messages: ChatMessages) -> str:
+        seen.append(messages[-1]["content"])
+        return "- short"
+
+    monkeypatch.setitem(RULES, "summary", record)
+    settings = Settings(summary={"prompt": "Before: {summary}\nAdd:\n{new_lines}"})
+    engine = open_session(store, settings, ScriptedProvider(), "s", strategy="summary")
+    engine.run_turn("hello")
+    engine.run_turn("again")
+    assert seen == [
+        "Before: (no summary yet)\nAdd:\nuser: hello\nassistant: echo #1: hello",
+        "Before: - short\nAdd:\nuser: again\nassistant: echo #2: again",
+    ]
+
+
+def test_a_separate_summary_model_answers_summaries(store: Store) -> None:
+    settings = Settings(provider="scripted", summary={"model": "cheap-summarizer"})
+    chat = ScriptedProvider()
+    engine = open_session(store, settings, chat, "s", strategy="summary")
+    engine.run_turn("hello there")
+    assert chat.calls_by_purpose == {"chat": 1}
+    assert isinstance(engine.helper_model, ScriptedProvider)
+    assert engine.helper_model.calls_by_purpose == {"summary": 1}
+    latest = store.latest_summary(engine.session.id, "summary")
+    assert latest is not None and latest.model == "scripted:cheap-summarizer"
+
+
+def test_a_failed_update_keeps_the_turn_raw_and_catches_up_in_one_call(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    engine = make_engine("summary")
+    engine.run_turn("Turn one mentions ORD-7731.")
+    monkeypatch.setitem(RULES, "summary", lambda m: "")  # an empty reply is a failure
+    failed = engine.run_turn("Turn two mentions 五千元.")  # turn N
+    assert failed.notices == [
+        "summary is behind (the summarizer returned an empty summary); turn 2 stays"
+        " in the context unsummarized, the next turn catches up"
+    ]
+    assert len(engine.store.summaries(engine.session.id)) == 1
+    monkeypatch.setitem(RULES, "summary", extractive_summary)
+    provider = engine.helper_model
+    assert isinstance(provider, ScriptedProvider)
+    before = provider.calls_by_purpose["summary"]
+    after = engine.run_turn("Turn three.")  # turn N+1 still sends turn N raw
+    history = after.context.part("history")
+    assert history is not None
+    assert [m.content for m in history.messages] == [
+        "Turn two mentions 五千元.", "echo #2: Turn two mentions 五千元."]
+    assert "summary behind: the summarizer returned an empty summary" in history.reason
+    assert provider.calls_by_purpose["summary"] == before + 1
+    latest = engine.store.latest_summary(engine.session.id, "summary")
+    assert latest is not None and latest.version == 2
+    assert latest.covered_ids == [m.id for m in engine.store.messages(engine.session.id, 2, 3)]
+    following = engine.run_turn("Turn four.")  # turn N+2: summary only again
+    assert [p.kind for p in following.context.parts] == ["system", "summary", "input"]
+    assert following.context.warnings == ()
+
+
+def test_stateless_build_sends_every_turn_raw_and_the_input_last() -> None:
+    counter = counter_for_model(None, exact=True)
+
+    def m(role: str, text: str) -> Message:
+        return Message(role, text, counter.count_message(role, text))
+
+    history = ListHistory.from_messages(
+        [m("assistant", "Hi!"), m("user", "a"), m("assistant", "b")])
+    context = create_strategy("summary").build(ContextRequest(history, m("user", "c"), counter))
+    assert context.messages() == [
+        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+    ]

@@ -1,0 +1,246 @@
+"""`summary-buffer`: summary + recent whole turns within max_tokens, one call per prune."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from chatmem.config import Settings
+from chatmem.engine import Engine, open_session
+from chatmem.errors import ProviderTimeout
+from chatmem.memory import create_strategy
+from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.providers.base import ChatMessages
+from chatmem.providers.scripted import RULES, ScriptedProvider
+from chatmem.providers.scripted_summary import extractive_summary
+from chatmem.store import Store
+
+SYSTEM = "Be brief."
+
+
+def line(i: int) -> str:
+    if i % 10 == 0:
+        return f"My order ORD-77{i} ships on 2026-05-{i // 10:02d} and costs ${i * 10}."
+    if i % 7 == 0:
+        return f"我们第{i}次讨论：预算五千元，五月去杭州，住三晚。"
+    return f"Note {i}: the tea is warm and the garden is quiet today, nothing else to add."
+
+
+def run(engine: Engine, first: int, last: int) -> list[int]:
+    """Run turns first..last; the summarizer calls each turn made."""
+    provider = engine.helper_model
+    assert isinstance(provider, ScriptedProvider)
+    calls = []
+    for i in range(first, last + 1):
+        before = provider.calls_by_purpose.get("summary", 0)
+        result = engine.run_turn(line(i))
+        assert result.status == "ok"
+        calls.append(provider.calls_by_purpose.get("summary", 0) - before)
+    return calls
+
+
+def open_engine(store: Store, provider: ScriptedProvider, **params: str) -> Engine:
+    return open_session(store, Settings(system=SYSTEM), provider, "long",
+                        strategy="summary-buffer", params=params)
+
+
+def test_sixty_turns_stay_within_600_tokens_with_one_call_per_prune(store: Store) -> None:
+    provider = ScriptedProvider()
+    engine = open_engine(store, provider, max_tokens="600")
+    calls = run(engine, 1, 60)
+    turns = store.turns(engine.session.id)
+    assert len(turns) == 60
+    for turn in turns:
+        assert turn.context["tokens"] <= 600, turn.number
+        assert turn.estimated_tokens is not None and turn.estimated_tokens <= 600
+        assert turn.context["warnings"] == []
+    versions = store.summaries(engine.session.id, "summary-buffer")
+    # One call per prune: each turn makes at most one call, and every call is one version.
+    assert set(calls) <= {0, 1}
+    assert provider.calls_by_purpose["summary"] == sum(calls) == len(versions) > 10
+    # Batched: some prune folded more than one turn (four messages or more) in its one call.
+    assert max(len(v.covered_ids) for v in versions) >= 4
+    # Nothing is summarized twice, nothing before the boundary is skipped.
+    covered = [i for v in versions for i in v.covered_ids]
+    assert len(covered) == len(set(covered))
+    boundary = engine.state.get("summary-buffer")["boundary_turn"]
+    expected = [m.id for m in store.messages(engine.session.id, 1, boundary)]
+    assert sorted(covered) == expected
+    # The last context: the summary counts inside the budget, then the newest turns.
+    last = turns[-1].context
+    kinds = [p["kind"] for p in last["parts"]]
+    assert kinds[:2] == ["system", "summary"] and kinds[-2:] == ["history", "input"]
+    assert "turns 1–" in last["dropped"] and "summarized" in last["dropped"]
+
+
+def test_a_restart_midway_gives_the_same_contexts(tmp_path: Path) -> None:
+    replies = [f"reply {i}: noted, thank you." for i in range(1, 61)]
+    script = tmp_path / "replies.txt"
+    script.write_text("\n".join(replies), encoding="utf-8")
+    rest = tmp_path / "rest.txt"
+    rest.write_text("\n".join(replies[30:]), encoding="utf-8")
+
+    with Store(tmp_path / "straight.db") as store:
+        engine = open_engine(store, ScriptedProvider(script=script), max_tokens="600")
+        run(engine, 1, 60)
+        straight = [t.context for t in store.turns(engine.session.id)]
+        straight_summaries = [s.text for s in store.summaries(engine.session.id)]
+
+    with Store(tmp_path / "restarted.db") as store:
+        run(open_engine(store, ScriptedProvider(script=script), max_tokens="600"), 1, 30)
+    # A new process: new Store, provider and engine on the same file; the session
+    # resumes its strategy and the stored prune boundary.
+    with Store(tmp_path / "restarted.db") as store:
+        engine = open_session(store, Settings(system=SYSTEM), ScriptedProvider(script=rest), "long")
+        assert engine.strategy.name == "summary-buffer"
+        assert engine.strategy.params["max_tokens"] == 600
+        run(engine, 31, 60)
+        restarted = [t.context for t in store.turns(engine.session.id)]
+        restarted_summaries = [s.text for s in store.summaries(engine.session.id)]
+
+    assert len(restarted) == 60
+    assert restarted == straight
+    assert restarted_summaries == straight_summaries
+
+
+def dropping(word: str, replacement: str) -> Callable[[ChatMessages], str]:
+    def rule(messages: ChatMessages) -> str:
+        return extractive_summary(messages).replace(word, replacement)
+
+    return rule
+
+
+@pytest.mark.parametrize(("statement", "anchor", "vague"), [
+    ("My order number is ORD-7731 and it ships Friday.", "ORD-7731", "my order"),
+    ("我的预算是五千元，五月去杭州。", "五千元", "一笔钱"),
+])
+def test_an_anchor_the_summarizer_drops_is_pinned_in_the_next_context(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+    statement: str, anchor: str, vague: str,
+) -> None:
+    monkeypatch.setitem(RULES, "summary", dropping(anchor, vague))
+    engine = make_engine("summary-buffer", max_tokens=260, summary_max_tokens=64)
+    result = engine.run_turn(statement)
+    for i in range(2, 8):
+        if engine.store.summaries(engine.session.id):
+            break
+        result = engine.run_turn(f"Note {i}: the tea is warm and the garden is quiet today.")
+    version = engine.store.latest_summary(engine.session.id, "summary-buffer")
+    assert version is not None and version.version == 1
+    assert anchor not in version.text and vague in version.text
+    assert version.dropped_anchors == [anchor]
+    boundary = engine.state.get("summary-buffer")["boundary_turn"]
+    assert len(result.notices) == 1
+    covers = "turn 1" if boundary == 1 else f"turns 1–{boundary}"
+    assert re.fullmatch(
+        rf"summary v1 now covers {covers}: \+\d+ −\d+ words; /summary shows the diff;"
+        rf" dropped by the summarizer, pinned: {anchor}", result.notices[0])
+    context = engine.build_context("what did I say?")
+    facts = context.part("facts")
+    assert facts is not None
+    assert facts.reason == "kept verbatim: dropped by summary v1"
+    assert f"- {anchor}\n" in facts.messages[0].content
+    assert facts.messages[0].role == "system"
+    assert context.tokens <= 260
+
+
+NINE = ("Turn nine: the parcel code is PX-9911, the tea is warm, the garden is quiet,"
+        " the sky is clear and nothing else is new today.")
+
+
+def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    failing = {"now": False}
+
+    def rule(messages: ChatMessages) -> str:
+        if failing["now"]:
+            raise ProviderTimeout("the summarizer timed out after 60 s")
+        return extractive_summary(messages)
+
+    monkeypatch.setitem(RULES, "summary", rule)
+    engine = make_engine("summary-buffer", max_tokens=300, summary_max_tokens=64)
+    provider = engine.helper_model
+    assert isinstance(provider, ScriptedProvider)
+    for i in range(1, 9):
+        engine.run_turn(line(i))
+    assert engine.store.summaries(engine.session.id)
+    boundary = engine.state.get("summary-buffer")["boundary_turn"]
+
+    failing["now"] = True  # turn N = 9
+    result = engine.run_turn(NINE)
+    assert result.status == "ok"
+    assert len(result.notices) == 1
+    assert result.notices[0].startswith(
+        "summary is behind (the summarizer timed out after 60 s); turn")
+    assert result.notices[0].endswith("in the context unsummarized, the next turn catches up")
+    nine = [m.content for m in engine.store.messages(engine.session.id, 9, 9)]
+    assert nine[0] == NINE
+    assert engine.state.get("summary-buffer")["boundary_turn"] == boundary
+
+    failing["now"] = False  # turn N+1 = 10 still carries every unsummarized turn
+    before = provider.calls_by_purpose["summary"]
+    result = engine.run_turn(line(10))
+    sent = [m["content"] for m in result.context.messages()]
+    assert all(c in sent for c in nine)
+    pending = engine.store.messages(engine.session.id, boundary + 1, 9)
+    assert all(m.content in sent for m in pending)
+    assert any("summary is behind" in w for w in result.context.warnings)
+    # The update after turn N+1 catches up: one call, all pending turns at once.
+    assert provider.calls_by_purpose["summary"] == before + 1
+    latest = engine.store.latest_summary(engine.session.id, "summary-buffer")
+    caught_up = engine.state.get("summary-buffer")["boundary_turn"]
+    assert caught_up >= boundary + 2  # the failed prune and the new one, batched
+    assert latest is not None and latest.covered_ids == [
+        m.id for m in engine.store.messages(engine.session.id, boundary + 1, caught_up)]
+    assert engine.state.get("summary-buffer")["behind"] == ""
+
+    result = engine.run_turn(line(11))  # turn N+2: back within budget, no warning
+    assert result.context.warnings == ()
+    assert result.context.tokens <= 300
+    assert any("PX-9911" in m["content"] for m in result.context.messages())
+
+
+def test_stateless_build_fits_the_newest_turns_and_never_starts_on_assistant() -> None:
+    from chatmem.tokens import counter_for_model
+
+    counter = counter_for_model(None, exact=True)
+
+    def m(role: str, text: str) -> Message:
+        return Message(role, text, counter.count_message(role, text))
+
+    history = ListHistory.from_messages(
+        [m("assistant", "Welcome!")]
+        + [x for i in range(1, 30) for x in (m("user", line(i)), m("assistant", f"ok {i}"))]
+    )
+    strategy = create_strategy("summary-buffer", {"max_tokens": "200"})
+    context = strategy.build(ContextRequest(history, m("user", "and now?"), counter,
+                                            system=SYSTEM))
+    assert context.tokens <= 200
+    kept = context.part("history")
+    assert kept is not None and kept.messages[0].role == "user"
+    assert context.messages()[-1] == {"role": "user", "content": "and now?"}
+    assert context.part("summary") is None
+    assert context.dropped is not None and "not yet summarized" in context.dropped
+
+
+def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
+    store: Store,
+) -> None:
+    engine = open_engine(store, ScriptedProvider(), max_tokens="400")
+    run(engine, 1, 20)
+    assert store.latest_summary(engine.session.id, "summary-buffer") is not None
+    # A much longer system prompt leaves less room than the stored summary needs.
+    store.update_session(engine.session.id, system="Answer in full sentences. " * 40)
+    engine = open_session(store, Settings(), ScriptedProvider(), "long")
+    context = engine.build_context("and now?")
+    assert context.tokens <= 400
+    summary = context.part("summary")
+    assert summary is not None
+    assert "clipped to fit the budget" in (context.dropped or "")
+    assert "to fit the budget" in summary.reason
+    assert summary.messages[0].content.endswith(" tokens]")
+    assert "[…clipped to" in summary.messages[0].content

@@ -1,0 +1,68 @@
+"""`window`: the last k whole turns."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatmem.errors import StrategyError
+from chatmem.memory import create_strategy
+from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.tokens import counter_for_model
+
+COUNTER = counter_for_model(None, exact=True)
+
+
+def msg(role: str, content: str, id: int) -> Message:
+    return Message(role, content, COUNTER.count_message(role, content), id)
+
+
+def history(turns: int, greeting: bool = False) -> ListHistory:
+    messages = [msg("assistant", "你好！", 0)] if greeting else []
+    for n in range(1, turns + 1):
+        messages += [msg("user", f"question {n}", 2 * n - 1),
+                     msg("assistant", f"answer {n}", 2 * n)]
+    return ListHistory.from_messages(messages)
+
+
+def request(h: ListHistory, system: str | None = "Be brief.") -> ContextRequest:
+    return ContextRequest(history=h, input=msg("user", "now?", 999), counter=COUNTER, system=system)
+
+
+def test_keeps_the_last_k_turns() -> None:
+    context = create_strategy("window", {"k": "2"}).build(request(history(5)))
+    assert [m["content"] for m in context.messages()] == [
+        "Be brief.", "question 4", "answer 4", "question 5", "answer 5", "now?"]
+    history_part = context.part("history")
+    assert history_part is not None
+    assert history_part.reason == "window k=2: turns 4–5; dropped turns 1–3"
+    assert context.dropped == "dropped turns 1–3"
+
+
+def test_fewer_turns_than_k_sends_them_all() -> None:
+    context = create_strategy("window").build(request(history(3), system=None))
+    assert len(context.messages()) == 7 and context.dropped is None
+    assert [p.kind for p in context.parts] == ["history", "input"]
+
+
+def test_k_zero_sends_only_system_and_input() -> None:
+    context = create_strategy("window", {"k": "0"}).build(request(history(3)))
+    assert [p.kind for p in context.parts] == ["system", "input"]
+
+
+def test_never_starts_on_an_assistant_greeting() -> None:
+    # Turn 1 is the greeting plus nothing else, or greeting + first exchange.
+    context = create_strategy("window", {"k": "10"}).build(request(history(2, greeting=True)))
+    part = context.part("history")
+    assert part is not None and part.messages[0].role == "user"
+    assert "你好！" not in [m.content for m in part.messages]
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("abc", "parameter k='abc' of strategy 'window' must be a whole number"),
+    ("-2", "parameter k='-2' of strategy 'window' must be at least 0"),
+    ("1.5", "parameter k='1.5' of strategy 'window' must be a whole number"),
+])
+def test_bad_k(raw: str, message: str) -> None:
+    with pytest.raises(StrategyError) as caught:
+        create_strategy("window", {"k": raw})
+    assert str(caught.value) == message

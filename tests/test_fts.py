@@ -1,0 +1,106 @@
+"""The full-text terms: CJK bigrams next to Latin words, on a real SQLite FTS5 index."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatmem import fts
+from chatmem.store import Store
+
+SYNTAX = ['"', "*", "NEAR", "-", ":", "(", ")", "^", "+", "AND", "OR", "NOT", "{", "}", "'"]
+CJK_PUNCTUATION = list("。，、；：？！“”‘’（）【】《》「」『』…—～·￥％＃＠＆＊")
+
+
+def test_cjk_runs_become_overlapping_bigrams_and_latin_words_stay_words() -> None:
+    assert fts.index_terms("我们五月去杭州旅行") == [
+        "我们", "们五", "五月", "月去", "去杭", "杭州", "州旅", "旅行"]
+    assert fts.index_terms("我的订单号是ORD-7731，预算五千元") == [
+        "我的", "的订", "订单", "单号", "号是", "ord", "7731", "预算", "算五", "五千", "千元"]
+    assert fts.index_terms("Café 東 x") == ["café", "東", "x"]
+
+
+def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> None:
+    assert fts.query_terms("What is my order?") == ["order"]
+    assert fts.query_terms("what is it") == ["what", "is", "it"]
+    assert fts.query_terms("我们去杭州的计划是什么？") == [
+        "们去", "去杭", "杭州", "州的", "的计", "计划", "划是"]
+
+
+@pytest.fixture
+def indexed(store: Store) -> tuple[Store, int]:
+    session = store.create_session("s", "retrieval")
+    store.import_messages(session.id, [
+        {"role": "user", "content": "我们五月去杭州旅行，想看西湖。"},
+        {"role": "assistant", "content": "好的。"},
+        {"role": "user", "content": "我对花生过敏。"},
+        {"role": "user", "content": "预算五千元，订单号ORD-7731。"},
+        {"role": "user", "content": "Meet me near the station: gate 4-B."},
+    ])
+    return store, session.id
+
+
+def found(store: Store, session_id: int, query: str, limit: int = 20) -> list[str]:
+    return [m.content for m, _ in store.search_messages(session_id, query, limit=limit)]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("杭州", "我们五月去杭州旅行，想看西湖。"),
+    ("花生", "我对花生过敏。"),
+    ("预算", "预算五千元，订单号ORD-7731。"),
+    ("ord-7731", "预算五千元，订单号ORD-7731。"),
+    ("订单号是多少？", "预算五千元，订单号ORD-7731。"),
+    ("NEAR", "Meet me near the station: gate 4-B."),
+    ("station:", "Meet me near the station: gate 4-B."),
+])
+def test_cjk_words_and_mixed_ids_are_found(indexed, query: str, expected: str) -> None:
+    store, session_id = indexed
+    assert found(store, session_id, query)[0] == expected
+
+
+def test_the_default_tokenizer_alone_would_miss_hangzhou(store: Store) -> None:
+    """Why the bigrams exist: FTS5 unicode61 sees the whole CJK run as one token."""
+    store.db.execute("CREATE VIRTUAL TABLE plain USING fts5(body)")
+    store.db.execute("INSERT INTO plain VALUES ('我们五月去杭州旅行')")
+    hits = store.db.execute("SELECT count(*) FROM plain WHERE plain MATCH '杭州'").fetchone()
+    assert hits[0] == 0
+
+
+@pytest.mark.parametrize("query", [*SYNTAX, '"杭州', "杭州*", "NEAR(杭州 西湖)", "-花生",
+                                   "body:杭州", "ＯＲＤ－７７３１", "", "   ", "。。。"])
+def test_fts5_syntax_in_a_query_is_plain_text(indexed, query: str) -> None:
+    store, session_id = indexed
+    results = found(store, session_id, query)
+    if "杭州" in query:
+        assert results[0].startswith("我们五月去杭州")
+
+
+texts = st.lists(
+    st.one_of(
+        st.sampled_from(SYNTAX + CJK_PUNCTUATION),
+        st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), max_size=6),
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8),
+        st.text(alphabet="abcXYZ0123 -_", max_size=8),
+        st.sampled_from(["ぁ", "カタカナ", "한국어", "𠀀𠀁", "é", "ﬁ", "\u0301", "\x00"]),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=texts)
+def test_any_query_with_cjk_punctuation_or_mixed_scripts_never_errors(indexed, query) -> None:
+    store, session_id = indexed
+    for message, score in store.search_messages(session_id, query):
+        assert isinstance(score, float) and message.session_id == session_id
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(run=st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+                   min_size=2, max_size=12), data=st.data())
+def test_every_bigram_of_an_indexed_cjk_run_finds_it(indexed, run: str, data) -> None:
+    store, session_id = indexed
+    store.import_messages(session_id, [{"role": "user", "content": f"x{run}。"}])
+    start = data.draw(st.integers(0, len(run) - 2))
+    assert f"x{run}。" in found(store, session_id, run[start : start + 2], limit=10_000)

@@ -1,0 +1,68 @@
+"""StoredHistory: a session's turns read lazily from the tail, with cached counts."""
+
+from __future__ import annotations
+
+from chatmem.history import PAGE_TURNS, StoredHistory
+from chatmem.memory import create_strategy
+from chatmem.memory.base import ContextRequest, Message
+from chatmem.store import Store
+from chatmem.tokens import counter_for_model
+
+COUNTER = counter_for_model(None, exact=True)
+
+
+def filled(store: Store, turns: int, greeting: bool = False) -> int:
+    session = store.create_session("h", "window")
+    messages = [{"role": "assistant", "content": "欢迎！"}] if greeting else []
+    for n in range(1, turns + 1):
+        messages += [{"role": "user", "content": f"q{n}"},
+                     {"role": "assistant", "content": f"a{n}"}]
+    store.import_messages(session.id, messages)
+    return session.id
+
+
+def test_newest_first_walks_every_turn_back_across_pages(store: Store) -> None:
+    total = PAGE_TURNS * 3 + 5
+    history = StoredHistory(store, filled(store, total), COUNTER)
+    assert history.turn_count() == total
+    numbers = [t.number for t in history.newest_first()]
+    assert numbers == list(range(total, 0, -1))
+    newest = next(iter(history.newest_first()))
+    assert [m.content for m in newest.messages] == [f"q{total}", f"a{total}"]
+    assert [t.number for t in history.turns(3, 5)] == [3, 4, 5]
+    assert history.turns(total, total + 10)[0].number == total
+
+
+def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
+    session_id = filled(store, 500)
+    reads: list[tuple[int, int | None]] = []
+    original = store.messages
+
+    def spy(session_id: int, first_turn: int = 1, last_turn: int | None = None):
+        reads.append((first_turn, last_turn))
+        return original(session_id, first_turn, last_turn)
+
+    monkeypatch.setattr(store, "messages", spy)
+    history = StoredHistory(store, session_id, COUNTER)
+    request = ContextRequest(history=history, input=Message("user", "x", 5), counter=COUNTER)
+    context = create_strategy("window", {"k": "3"}).build(request)
+    assert reads == [(500 - PAGE_TURNS + 1, 500)]
+    part = context.part("history")
+    assert part is not None and [m.turn for m in part.messages][::2] == [498, 499, 500]
+
+
+def test_counts_are_computed_once_and_cached(store: Store) -> None:
+    session_id = filled(store, 3)
+    history = StoredHistory(store, session_id, COUNTER)
+    turns = history.turns(1, 3)
+    ids = [m.id for t in turns for m in t.messages]
+    cached = store.cached_token_counts(ids, COUNTER.key)
+    assert cached == {m.id: m.tokens for t in turns for m in t.messages}
+    assert turns[0].messages[0].tokens == COUNTER.count_message("user", "q1")
+
+
+def test_a_leading_greeting_is_its_own_turn(store: Store) -> None:
+    history = StoredHistory(store, filled(store, 2, greeting=True), COUNTER)
+    first = history.turns(1, 1)[0]
+    assert [m.role for m in first.messages] == ["assistant"]
+    assert history.turn_count() == 3

@@ -1,0 +1,112 @@
+"""`/summary` in the chat REPL: the summary, its diff, any two versions, and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.providers.scripted import RULES
+from chatmem.providers.scripted_summary import extractive_summary
+
+runner = CliRunner()
+
+
+def chat(db: Path, lines: list[str], *extra: str) -> tuple[int, str, str]:
+    result = runner.invoke(
+        app, ["chat", "demo", "--provider", "scripted", "--db", str(db), *extra],
+        input="\n".join(lines) + "\n", env={"COLUMNS": "160"},
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_summary_shows_the_latest_version_diffed_against_the_previous(tmp_path: Path) -> None:
+    code, out, err = chat(tmp_path / "c.db", [
+        "My order is ORD-7731. It ships Friday.",
+        "We fly on 2026-05-01 to Paris.",
+        "/summary",
+    ], "--strategy", "summary")
+    assert code == 0 and err == ""
+    assert "summary v1 now covers turn 1: +4 −0 words; /summary shows the diff" in out
+    assert "summary v2 now covers turns 1–2: +6 −0 words; /summary shows the diff" in out
+    panel = out.split("summary v1 → v2 (summary)", 1)[1]
+    assert "removed red · added green · +6 −0 words" in panel
+    assert "- My order is ORD-7731." in panel
+    assert "- We fly on 2026-05-01 to Paris." in panel
+    assert "scripted:scripted · covers up to message 4" in panel
+
+
+def test_summary_n_m_diffs_two_versions_and_lists_dropped_anchors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(
+        RULES, "summary",
+        lambda m: extractive_summary(m).replace("ORD-7731", "the order")
+        .replace("五千元", "一笔钱"),
+    )
+    code, out, err = chat(tmp_path / "c.db", [
+        "我们的预算是五千元。",
+        "My order is ORD-7731.",
+        "Thanks, that is all.",
+        "/summary 1 3",
+    ], "--strategy", "summary")
+    assert code == 0 and err == ""
+    assert "dropped by the summarizer, pinned: 五千元" in out
+    assert "dropped by the summarizer, pinned: ORD-7731" in out
+    panel = out.split("summary v1 → v3 (summary)", 1)[1]
+    assert "- 我们的预算是一笔钱。" in panel
+    assert "- My order is the order." in panel
+    assert "- Thanks, that is all." in panel
+    assert "removed red · added green · +9 −0 words" in panel
+    # The panel lists what the newer version dropped (v3 dropped nothing new).
+    assert "dropped by the summarizer" not in panel
+
+
+def test_summary_of_one_version_lists_what_it_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(RULES, "summary",
+                        lambda m: extractive_summary(m).replace("ORD-7731", "the order"))
+    code, out, err = chat(tmp_path / "c.db", ["Hello.", "My order is ORD-7731.", "/summary 2"],
+                          "--strategy", "summary")
+    assert code == 0 and err == ""
+    panel = out.split("summary v1 → v2 (summary)", 1)[1]
+    assert "dropped by the summarizer (kept verbatim as pinned facts since v2):" in panel
+    assert "• ORD-7731" in panel
+
+
+@pytest.mark.parametrize(("command", "message", "exit_code"), [
+    ("/summary x", "error: /summary: version must be a whole number, got 'x'", 2),
+    ("/summary 0", "error: /summary: versions start at 1, got '0'", 2),
+    ("/summary 1 2 3", "error: /summary takes at most two versions, e.g. /summary 3 7", 2),
+    ("/summary 9", "error: no summary version 9 in session 'demo' (summary has v1–v1)", 1),
+])
+def test_bad_versions_are_one_line_errors_and_the_chat_goes_on(
+    tmp_path: Path, command: str, message: str, exit_code: int,
+) -> None:
+    code, out, err = chat(tmp_path / "c.db", ["hello", command, "/summary"],
+                          "--strategy", "summary")
+    # Piped lines are a script: the chat goes on, and the exit code reports the error.
+    assert code == exit_code
+    assert err.strip() == message
+    assert "summary v1 (summary)" in out  # the next command still ran
+
+
+def test_summary_without_a_summary_strategy_says_how_to_get_one(tmp_path: Path) -> None:
+    code, _, err = chat(tmp_path / "c.db", ["hello", "/summary"], "--strategy", "window")
+    assert code == 1
+    assert err.strip() == (
+        "error: no summary in session 'demo': the strategy 'window' keeps none"
+        " (try /strategy summary-buffer)"
+    )
+
+
+def test_summary_before_the_first_summary_is_written(tmp_path: Path) -> None:
+    code, _, err = chat(tmp_path / "c.db", ["/summary"], "--strategy", "summary-buffer")
+    assert code == 1
+    assert err.strip() == (
+        "error: no summary yet in session 'demo' (summary-buffer); one is written after"
+        " the first turn it summarizes"
+    )

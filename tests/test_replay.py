@@ -1,0 +1,214 @@
+"""Replay and eval over real in-memory stores, the real tokenizer and the scripted model."""
+
+from __future__ import annotations
+
+import json
+from itertools import accumulate
+from pathlib import Path
+
+import pytest
+
+from chatmem.errors import StoreError, StrategyError
+from chatmem.memory import contract_strategy_names
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.replay import (
+    CountingProvider,
+    StrategySpec,
+    parse_spec,
+    plan,
+    replay,
+    what_if,
+)
+from chatmem.store import Store
+from chatmem.transcript import parse_transcript, read_transcript
+
+SESSIONS = Path(__file__).resolve().parent.parent / "sessions"
+
+
+def transcript(*lines: object) -> str:
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+SMALL = parse_transcript(transcript(
+    {"chatmem": 1, "title": "small", "system": "Be brief."},
+    {"role": "user", "content": "My order is KW-1.", "id": "u1"},
+    {"role": "assistant", "content": "Noted: KW-1.", "id": "a1"},
+    {"role": "user", "content": "I live in Oslo.", "id": "u2"},
+    {"role": "assistant", "content": "Oslo, noted.", "id": "a2"},
+    {"role": "user", "content": "Nice weather.", "id": "u3"},
+    {"role": "assistant", "content": "Indeed.", "id": "a3"},
+    {"probe": "Order and city?", "expect_ids": ["u1", "u2"], "expect_text": ["kw-1", "oslo"]},
+), "small.jsonl")
+
+
+def test_parse_spec_reads_inline_and_shared_parameters() -> None:
+    assert parse_spec("window:k=2") == StrategySpec("window", {"k": "2"})
+    assert parse_spec("window", {"k": "3"}).label == "window k=3"
+    assert parse_spec("window:k=2", {"k": "3"}).params == {"k": "2"}
+    assert parse_spec("tokens:max_tokens=500").slug == "tokens-max_tokens-500"
+    with pytest.raises(StrategyError, match="unknown strategy 'nope'"):
+        parse_spec("nope")
+    with pytest.raises(StrategyError, match="must be key=value"):
+        parse_spec("window:k")
+
+
+def test_plan_pairs_turns_and_keeps_stray_messages() -> None:
+    t = parse_transcript(transcript(
+        {"role": "assistant", "content": "Welcome!"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "r1"},
+        {"role": "system", "content": "note"},
+        {"role": "user", "content": "q2"},
+        {"role": "user", "content": "q3"},
+        {"role": "assistant", "content": "r3"},
+    ))
+    steps = plan(t, keep_replies=True)
+    assert [(s.kind, s.message and s.message.content, s.reply and s.reply.content,
+             [m.content for m in s.extra]) for s in steps] == [
+        ("import", None, None, ["Welcome!"]),
+        ("turn", "q1", "r1", ["note"]),
+        ("turn", "q2", None, []),
+        ("turn", "q3", "r3", []),
+    ]
+    # Regenerating drops every recorded assistant message, the greeting included.
+    regenerated = plan(t, keep_replies=False)
+    assert [(s.kind, s.reply) for s in regenerated] == [("turn", None)] * 3
+    assert [m.content for s in regenerated for m in s.extra] == ["note"]
+
+
+def test_kept_replies_need_no_chat_model_and_are_stored_verbatim(store: Store) -> None:
+    model = ScriptedProvider()
+    runs = replay(SMALL, [parse_spec("buffer")], chat_provider=model, store=store,
+                  save_as="kept")
+    assert runs[0].chat_calls == 0 and model.calls_by_purpose == {}
+    session = store.session("kept")
+    assert [(m.role, m.content) for m in store.messages(session.id)] == [
+        (m.role, m.content) for m in SMALL.messages
+    ]
+    assert session.system == "Be brief." and len(store.turns(session.id)) == 3
+
+
+def test_regenerate_asks_the_model_for_every_reply() -> None:
+    model = ScriptedProvider()
+    run = replay(SMALL, [parse_spec("window:k=1")], chat_provider=model,
+                 keep_replies=False)[0]
+    assert run.chat_calls == 3 and model.calls_by_purpose == {"chat": 3}
+
+
+def test_probe_scores_are_computed_on_the_context() -> None:
+    runs = replay(SMALL, [parse_spec("buffer"), parse_spec("window:k=1"),
+                          parse_spec("window:k=2")], chat_provider=ScriptedProvider())
+    by_label = {r.label: r.probes[0] for r in runs}
+    assert (by_label["buffer"].found_ids, by_label["buffer"].found_text) == (
+        ["u1", "u2"], ["kw-1", "oslo"])
+    # k=1 keeps only turn 3; k=2 keeps turns 2-3, so the city but not the order.
+    assert (by_label["window k=1"].found_ids, by_label["window k=1"].found_text) == ([], [])
+    assert (by_label["window k=2"].found_ids, by_label["window k=2"].found_text) == (
+        ["u2"], ["oslo"])
+    assert [r.id_recall() for r in runs] == [1.0, 0.0, 0.5]
+    assert by_label["buffer"].after_turn == 3
+
+
+def test_the_probe_question_itself_never_counts_as_recall() -> None:
+    t = parse_transcript(transcript(
+        {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+        {"probe": "Is it Oslo?", "expect_text": ["Oslo"]},
+    ))
+    run = replay(t, [parse_spec("buffer")], chat_provider=ScriptedProvider())[0]
+    assert run.text_recall() == 0.0
+
+
+def test_buffer_grows_quadratically_while_window_stays_linear() -> None:
+    support = read_transcript(SESSIONS / "support.jsonl")
+    buffer, window = replay(support, [parse_spec("buffer"), parse_spec("window")],
+                            chat_provider=ScriptedProvider())
+    for run in (buffer, window):
+        assert run.turns == 30
+    totals = {r.label: list(accumulate(r.prompt_tokens)) for r in (buffer, window)}
+    second = {label: [c - 2 * b + a for a, b, c in zip(t, t[1:], t[2:], strict=False)]
+              for label, t in totals.items()}
+    # Buffer: every turn adds the previous turn's messages to every later prompt.
+    assert all(d > 0 for d in second["buffer"])
+    assert sum(second["buffer"]) / len(second["buffer"]) > 30
+    # Window k=5: once full, prompts only swap turns, so the totals' curvature averages out.
+    buffer_curvature = sum(second["buffer"]) / len(second["buffer"])
+    tail = second["window"][6:]
+    assert abs(sum(tail) / len(tail)) < buffer_curvature / 5
+    assert max(window.prompt_tokens[6:]) < 1.6 * min(window.prompt_tokens[6:])
+    assert totals["buffer"][29] / totals["buffer"][14] > 3.3
+    assert totals["window"][29] / totals["window"][14] < 2.3
+
+
+def test_eval_on_the_long_chat_ranks_strategies_as_checked_by_hand() -> None:
+    long_chat = read_transcript(SESSIONS / "long-chat.jsonl")
+    runs = replay(long_chat, [parse_spec(s) for s in ("buffer", "window:k=2", "window",
+                                                       "tokens")],
+                  chat_provider=ScriptedProvider())
+    recall = {r.label: (r.id_recall(), r.text_recall()) for r in runs}
+    # 15 probes, one fact each. Five are asked 1-2 turns after their fact (turns 3, 17,
+    # 55, 101, 171 asked after 4, 18, 58, 102, 173), ten at turn 200.
+    assert recall["buffer"] == (1.0, 1.0)
+    # k=2 sees the two turns before a probe: facts 3, 17 and 101 are one turn back, 55 is
+    # three back and 171 two back (asked after 173: turns 172-173 only). At 200: 199-200.
+    assert recall["window k=2"] == (0.2, 0.2)
+    # k=5 keeps all five early ones and, at turn 200, the fact of turn 196.
+    assert recall["window"] == (0.4, 0.4)
+    # max_tokens=2000 holds all early ones and the last ~55 small-talk turns at 200:
+    # facts 150, 171 and 196 but not 126.
+    assert recall["tokens"] == (pytest.approx(8 / 15, abs=1e-4),) * 2
+    tokens = next(r for r in runs if r.label == "tokens")
+    assert [p.question for p in tokens.probes if p.after_turn == 200 and p.found_ids] == [
+        "What is our cat called?", "What's my licence plate?",
+        "Which room is the planning meeting in?"]
+    assert max(p.tokens for p in tokens.probes) <= 2000
+    assert all(r.model_calls == 0 for r in runs)
+
+
+def test_counting_provider_counts_helper_calls_by_purpose() -> None:
+    model = ScriptedProvider()
+    counting = CountingProvider(model)
+    counting.complete([{"role": "user", "content": "x"}], purpose="summary")
+    counting.complete([{"role": "user", "content": "x"}], purpose="summary")
+    counting.complete([{"role": "user", "content": "x"}], purpose="facts")
+    assert counting.calls == {"summary": 2, "facts": 1}
+    assert model.calls_by_purpose == {"summary": 2, "facts": 1}
+    assert counting.token_counter() is model.token_counter()
+
+
+def test_what_if_replays_state_then_builds_the_next_context() -> None:
+    context, run = what_if(SMALL, parse_spec("window:k=2"), "Where do I live?",
+                           chat_provider=ScriptedProvider())
+    history = context.part("history")
+    assert history is not None
+    assert [m.content for m in history.messages] == ["I live in Oslo.", "Oslo, noted.",
+                                                     "Nice weather.", "Indeed."]
+    assert context.messages()[-1] == {"role": "user", "content": "Where do I live?"}
+    assert run.turns == 3
+
+
+def test_save_as_names_one_session_per_strategy_and_refuses_taken_names(store: Store) -> None:
+    replay(SMALL, [parse_spec("buffer"), parse_spec("window:k=2")],
+           chat_provider=ScriptedProvider(), store=store, save_as="cmp")
+    assert {s["name"] for s in store.list_sessions()} == {"cmp-buffer", "cmp-window-k-2"}
+    assert store.session("cmp-window-k-2").params == {"k": 2}
+    with pytest.raises(StoreError, match="a session named 'cmp-buffer' already exists"):
+        replay(SMALL, [parse_spec("buffer"), parse_spec("tokens")],
+               chat_provider=ScriptedProvider(), store=store, save_as="cmp")
+    # Refused before anything was written.
+    assert store.find_session("cmp-tokens") is None
+
+
+def test_the_same_strategy_twice_is_refused() -> None:
+    with pytest.raises(StrategyError, match="each --strategy must differ"):
+        replay(SMALL, [parse_spec("buffer"), parse_spec("buffer")],
+               chat_provider=ScriptedProvider())
+
+
+@pytest.mark.parametrize("name", contract_strategy_names())
+def test_every_registered_strategy_replays_the_chinese_sample(name: str) -> None:
+    travel = read_transcript(SESSIONS / "travel-zh.jsonl")
+    run = replay(travel, [StrategySpec(name, {})], chat_provider=ScriptedProvider())[0]
+    assert run.turns == 60 and len(run.probes) == 7
+    assert all(t > 0 for t in run.prompt_tokens)
+    assert run.chat_calls == 0
+    assert run.id_recall() is not None and 0.0 <= run.id_recall() <= 1.0  # type: ignore[operator]

@@ -1,0 +1,153 @@
+"""Transcripts: the three formats, line-numbered errors, writing and reading back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatmem.errors import TranscriptError
+from chatmem.transcript import (
+    Probe,
+    Transcript,
+    TranscriptMessage,
+    parse_transcript,
+    read_transcript,
+    to_jsonl,
+    to_markdown,
+)
+
+SESSIONS = Path(__file__).resolve().parent.parent / "sessions"
+
+
+def jsonl(*lines: object) -> str:
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def test_jsonl_with_header_messages_and_probes() -> None:
+    text = jsonl(
+        {"chatmem": 1, "title": "t", "system": "Be brief."},
+        {"role": "user", "content": "我的订单号是 KW-1", "id": "u1", "ts": "2026-01-01T00:00:00Z"},
+        {"role": "assistant", "content": "好的"},
+        {"probe": "订单号？", "expect_ids": ["u1"], "expect_text": ["KW-1"]},
+    )
+    t = parse_transcript(text, "x.jsonl")
+    assert (t.title, t.system) == ("t", "Be brief.")
+    assert t.messages == [
+        TranscriptMessage("user", "我的订单号是 KW-1", "u1", "2026-01-01T00:00:00Z", 2),
+        TranscriptMessage("assistant", "好的", None, None, 3),
+    ]
+    assert t.probes == [Probe("订单号？", ("u1",), ("KW-1",), 4)]
+    assert t.has_replies() and t.user_turns() == 1
+
+
+def test_openai_messages_object_takes_the_leading_system_message_as_system_prompt() -> None:
+    text = json.dumps({"messages": [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": [{"type": "text", "text": "hel"}, {"type": "text",
+                                                                       "text": "lo"}]},
+        {"role": "assistant", "content": "hi", "name": "bot"},
+    ]}, indent=1)
+    t = parse_transcript(text, "o.json")
+    assert t.system == "You are terse."
+    assert [(m.role, m.content) for m in t.messages] == [("user", "hello"), ("assistant", "hi")]
+
+
+def test_plain_json_list_and_its_error_lines() -> None:
+    good = parse_transcript('[{"role": "user", "content": "a"},\n {"role": "assistant",'
+                            ' "content": "b"}]', "l.json")
+    assert [m.line for m in good.messages] == [1, 2]
+    bad = '[\n  {"role": "user", "content": "a"},\n\n  {"role": "robot", "content": "b"}\n]'
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(bad, "l.json")
+    assert str(e.value) == "l.json:4: role must be user, assistant or system (got 'robot')"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ({"role": "bot", "content": "x"}, "x.jsonl:3: role must be user, assistant or system "
+                                      "(got 'bot')"),
+    ({"content": "x"}, "x.jsonl:3: role must be user, assistant or system (got missing)"),
+    ({"role": "user"}, "x.jsonl:3: message has no content"),
+    ({"role": "user", "content": 5}, "x.jsonl:3: content must be a string"),
+    ({"role": "user", "content": "x", "id": "u1"}, "x.jsonl:3: id 'u1' is used twice"),
+    ({"probe": "q", "expect_ids": ["nope"]},
+     "x.jsonl:3: expect_ids 'nope' names no message before this probe"),
+    ({"probe": "q"}, "x.jsonl:3: probe needs expect_ids or expect_text"),
+    ({"probe": "q", "expect_text": "x"}, "x.jsonl:3: expect_text must be a list of strings"),
+    ({"chatmem": 1}, "x.jsonl:3: the chatmem header must be the first line"),
+    ([1, 2], "x.jsonl:3: expected a JSON object"),
+])
+def test_each_bad_line_names_file_and_line(line: object, message: str) -> None:
+    text = jsonl({"role": "user", "content": "hi", "id": "u1"}, {"role": "assistant",
+                                                                 "content": "yo"}, line)
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "x.jsonl")
+    assert str(e.value) == message
+
+
+def test_broken_json_on_line_7() -> None:
+    lines = [json.dumps({"role": "user" if i % 2 else "assistant", "content": f"m{i}"})
+             for i in range(1, 7)]
+    text = "\n".join([*lines, '{"role": "user", "content": "unterminated'])
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "sessions/x.jsonl")
+    assert str(e.value).startswith("sessions/x.jsonl:7: not valid JSON (")
+
+
+def test_unsupported_version_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(TranscriptError, match=r"^h.jsonl:1: transcript format 2 is not supported"):
+        parse_transcript(jsonl({"chatmem": 2}), "h.jsonl")
+    with pytest.raises(TranscriptError, match="no such transcript file"):
+        read_transcript(tmp_path / "missing.jsonl")
+    binary = tmp_path / "b.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(TranscriptError, match="not UTF-8 text"):
+        read_transcript(binary)
+
+
+message_strategy = st.builds(
+    TranscriptMessage,
+    role=st.sampled_from(["user", "assistant", "system"]),
+    content=st.text(st.characters(blacklist_categories=["Cs"]), max_size=40),
+    id=st.none() | st.text("abc123", min_size=1, max_size=6),
+    ts=st.none() | st.just("2026-03-09T09:00:00+00:00"),
+)
+
+
+@given(st.lists(message_strategy, max_size=12, unique_by=lambda m: m.id or object()),
+       st.none() | st.text(max_size=20), st.none() | st.text(max_size=20))
+def test_write_then_read_gives_the_same_transcript(
+    messages: list[TranscriptMessage], title: str | None, system: str | None
+) -> None:
+    original = Transcript(list(messages), title, system, "window", {"k": 3})
+    back = parse_transcript(to_jsonl(original), "r.jsonl")
+    assert [(m.role, m.content, m.id, m.ts) for m in back.messages] == [
+        (m.role, m.content, m.id, m.ts) for m in messages
+    ]
+    assert (back.title, back.system, back.strategy, back.params) == (title, system, "window",
+                                                                      {"k": 3})
+    assert to_jsonl(back) == to_jsonl(original)
+
+
+def test_markdown_export_shows_every_message() -> None:
+    t = Transcript([TranscriptMessage("user", "五千元的预算", "u1"),
+                    TranscriptMessage("assistant", "明白")], "旅行", "Be brief.")
+    text = to_markdown(t)
+    assert text.startswith("# 旅行\n")
+    assert "### user · `u1`\n\n五千元的预算" in text and "### assistant\n\n明白" in text
+
+
+@pytest.mark.parametrize(("name", "turns", "probes"), [
+    ("support.jsonl", 30, 6), ("travel-zh.jsonl", 60, 7), ("long-chat.jsonl", 200, 15),
+])
+def test_sample_sessions_read_cleanly(name: str, turns: int, probes: int) -> None:
+    t = read_transcript(SESSIONS / name)
+    assert t.user_turns() == turns and len(t.probes) == probes
+    by_id = {m.id: m for m in t.messages}
+    for probe in t.probes:
+        # Every expected text is in one of the expected messages: the probe is answerable.
+        for text in probe.expect_text:
+            assert any(text.casefold() in by_id[i].content.casefold() for i in probe.expect_ids)
