@@ -18,6 +18,10 @@ Run (from the repository root):
     python benchmarks/turn_cost.py                 # 100 and 1,000 turns
     python benchmarks/turn_cost.py --turns 100 --repeat 5
 
+Note: ConversationTokenBufferMemory prunes a copy of the SQL history's list,
+so it reloads and recounts everything each turn and its context is never
+actually bounded (the "context" column shows what it would send).
+
 LangChain rows are skipped, with a note, when it is not installed. Not part of
 the test suite.
 """
@@ -67,7 +71,11 @@ def median_ms(action: Callable[[int], Any], repeat: int) -> float:
 # -- chatmem ------------------------------------------------------------------------
 
 
-def chatmem_rows(turns: int, repeat: int, folder: Path) -> list[tuple[str, float, float]]:
+Row = tuple[str, float, float, int]
+"""label, turn ms, build ms, tokens of the context it builds (cl100k, with chat overhead)"""
+
+
+def chatmem_rows(turns: int, repeat: int, folder: Path) -> list[Row]:
     from chatmem.config import Settings
     from chatmem.engine import open_session
     from chatmem.providers.scripted import ScriptedProvider
@@ -82,16 +90,17 @@ def chatmem_rows(turns: int, repeat: int, folder: Path) -> list[tuple[str, float
             store.import_messages(engine.session.id, conversation(turns))
             engine.build_context("warm up")  # counts the tail once, as a live chat would have
             build = median_ms(lambda i, e=engine: e.build_context(f"question {i}"), repeat)
+            tokens = engine.build_context("question").tokens
             turn = median_ms(lambda i, e=engine: e.run_turn(f"next question {i}"), repeat)
         label = f"chatmem {strategy} " + " ".join(f"{k}={v}" for k, v in params.items())
-        rows.append((label, turn, build))
+        rows.append((label, turn, build, tokens))
     return rows
 
 
 # -- LangChain ------------------------------------------------------------------------
 
 
-def langchain_rows(turns: int, repeat: int, folder: Path) -> list[tuple[str, float, float]]:
+def langchain_rows(turns: int, repeat: int, folder: Path) -> list[Row]:
     try:
         from langchain_classic.memory import (
             ConversationBufferWindowMemory,
@@ -140,7 +149,12 @@ def langchain_rows(turns: int, repeat: int, folder: Path) -> list[tuple[str, flo
             m.load_memory_variables({})
             m.save_context({"input": f"next question {i}"}, {"output": f"reply {i}"})
 
-        rows.append((name, median_ms(turn, repeat), build))
+        # What a chain would send: the memory's messages plus the same system and input.
+        sent = [{"role": "system", "content": "You are a helpful assistant."}]
+        sent += [{"role": "user" if m.type == "human" else "assistant", "content": m.content}
+                 for m in memory.load_memory_variables({})["history"]]
+        sent.append({"role": "user", "content": "question"})
+        rows.append((name, median_ms(turn, repeat), build, counter.count_messages(sent)))
     return rows
 
 
@@ -158,20 +172,24 @@ def main() -> None:
     except ImportError:
         peers = False
         print("LangChain not installed: pip install -r benchmarks/requirements.txt for peers\n")
-    header = f"{'turns':>6}  {'memory':<46} {'turn ms':>10} {'build ms':>10} {'× chatmem':>10}"
+    header = (f"{'turns':>6}  {'memory':<46} {'turn ms':>10} {'build ms':>10} {'context':>8}"
+              f" {'turn × chatmem':>15}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for turns in args.turns:
             ours = chatmem_rows(turns, args.repeat, folder)
-            for label, turn, build in ours:
-                print(f"{turns:>6}  {label:<46} {turn:>10.2f} {build:>10.2f} {'':>10}")
+            for label, turn, build, tokens in ours:
+                print(f"{turns:>6}  {label:<46} {turn:>10.2f} {build:>10.2f} {tokens:>8}")
             if peers:
                 theirs = langchain_rows(turns, args.peer_repeat, folder)
-                for (label, turn, build), (_, our_turn, _) in zip(theirs, ours, strict=True):
-                    print(f"{turns:>6}  {label:<46} {turn:>10.2f} {build:>10.2f} "
-                          f"{turn / our_turn:>9.0f}×")
+                for (label, turn, build, tokens), ours_row in zip(theirs, ours, strict=True):
+                    print(f"{turns:>6}  {label:<46} {turn:>10.2f} {build:>10.2f} {tokens:>8}"
+                          f" {turn / ours_row[1]:>14.0f}×")
+    print("\nturn ms: one whole turn (context, reply, commit, memory update), median;"
+          " build ms: the context alone;\ncontext: tokens it would send (cl100k, chat overhead"
+          " included, same system prompt and input).")
 
 
 if __name__ == "__main__":

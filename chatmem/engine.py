@@ -82,6 +82,15 @@ class Engine:
                                   params=dict(strategy.params))
         self.session = self.store.session_by_id(self.session.id)
 
+    def estimate(self, context: Context) -> int:
+        """chatmem's count of the whole request, compared with what the provider reports."""
+        if getattr(self.counter, "additive", False):
+            # The parts already hold each message's cached count; recounting the
+            # whole context every turn would make a turn's cost grow with it.
+            return context.tokens
+        # A chat template (local) can add text between messages: count what it renders.
+        return self.counter.count_messages(context.messages())
+
     def _record(self, text: str, context: Context, status: str, **extra: Any) -> TurnRecord:
         return TurnRecord(
             session_id=self.session.id,
@@ -93,7 +102,7 @@ class Engine:
             provider=self.provider.name,
             model=self.provider.model,
             tokenizer=self.counter.key,
-            estimated_tokens=self.counter.count_messages(context.messages()),
+            estimated_tokens=self.estimate(context),
             **extra,
         )
 

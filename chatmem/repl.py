@@ -116,7 +116,7 @@ class Repl:
         self.console.print()
         self.last = result
         if result.status == "cancelled":
-            self.console.print(render.notice_line("(reply cancelled; nothing was stored)"))
+            self.console.print(render.notice_line("(reply cancelled; it stays out of memory)"))
             return
         if self.show_prompt:
             self.console.print(self.prompt_panel(result.context))

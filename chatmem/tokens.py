@@ -52,6 +52,9 @@ def _encoding_name_for(model: str) -> str | None:
 class TiktokenCounter:
     """Counts with tiktoken; exact for cl100k_base models, approximate otherwise."""
 
+    additive = True
+    """count_messages is priming plus the sum of count_message: cached counts add up."""
+
     def __init__(self, model: str | None = None, *, exact: bool = False) -> None:
         name = _encoding_name_for(model) if model else None
         self.approximate = not exact and name != "cl100k_base"

@@ -7,6 +7,8 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatmem.errors import StoreError, StrategyError
 from chatmem.memory import contract_strategy_names
@@ -212,3 +214,20 @@ def test_every_registered_strategy_replays_the_chinese_sample(name: str) -> None
     assert all(t > 0 for t in run.prompt_tokens)
     assert run.chat_calls == 0
     assert run.id_recall() is not None and 0.0 <= run.id_recall() <= 1.0  # type: ignore[operator]
+
+
+@settings(max_examples=25, deadline=None)
+@given(turns=st.integers(1, 10), k=st.integers(1, 4), data=st.data())
+def test_id_recall_follows_the_window_exactly(turns: int, k: int, data: st.DataObject) -> None:
+    asked = data.draw(st.lists(st.integers(1, turns), min_size=1, max_size=4, unique=True))
+    lines: list[object] = []
+    for n in range(1, turns + 1):
+        lines += [{"role": "user", "content": f"fact {n}: 码{n * 7}", "id": f"u{n}"},
+                  {"role": "assistant", "content": f"ok {n}", "id": f"a{n}"}]
+    lines.append({"probe": "which?", "expect_ids": [f"u{n}" for n in asked]})
+    t = parse_transcript(transcript(*lines))
+    buffer, window = replay(t, [parse_spec("buffer"), parse_spec(f"window:k={k}")],
+                            chat_provider=ScriptedProvider())
+    assert buffer.id_recall() == 1.0
+    kept = [n for n in asked if turns - n < k]
+    assert window.probes[0].found_ids == [f"u{n}" for n in kept]

@@ -214,7 +214,7 @@ def relevant_facts(
     """All facts while they fit the cap; else the cap's worth ranked by overlap with the query."""
     if len(facts) <= cap:
         return list(facts), f"all {len(facts)} facts"
-    words = set(fts.index_terms(query))
+    words = set(fts.query_terms(query))
 
     def overlap(fact: FactRecord) -> int:
         return len(words & set(fts.index_terms(f"{fact.key} {fact.value}")))

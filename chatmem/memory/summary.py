@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, summarize
@@ -31,8 +31,10 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
-from chatmem.store import SummaryRecord
 from chatmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from chatmem.store import SummaryRecord
 
 
 @dataclass

@@ -15,7 +15,7 @@ import re
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES
 
-MAX_POINTS = 12
+MAX_POINTS = 8
 MAX_WORDS = 24
 MAX_CJK_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")

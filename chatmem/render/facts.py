@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.console import RenderableType
 from rich.table import Table
+from rich.text import Text
 
 FACT_COLUMNS = ("id", "key", "value", "scope", "owner", "source", "age")
 
@@ -43,14 +45,14 @@ def fact_row(fact: Any, owner: str | None = None) -> dict[str, Any]:
     }
 
 
-def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") -> Table:
+def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") -> RenderableType:
     """Wide (CJK) characters are measured by Rich, so columns stay aligned."""
+    if not rows:
+        return Text("no facts yet: state them in the chat, or /remember KEY: VALUE", style="dim")
     out = Table(title=title, header_style="bold")
     for column in FACT_COLUMNS:
         out.add_column(column, overflow="fold", style="cyan" if column == "key" else None)
     for row in rows:
         cells = {**row, "age": age(row.get("updated_at"))}
         out.add_row(*("" if cells.get(c) is None else str(cells[c]) for c in FACT_COLUMNS))
-    if not rows:
-        out.caption = "no facts yet: state them in the chat, or /remember KEY: VALUE"
     return out

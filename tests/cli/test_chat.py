@@ -273,7 +273,7 @@ def test_ctrl_c_cancels_only_the_streaming_reply(tmp_path: Path, chat_server) ->
     out, err = process.stdout.read(), process.stderr.read()
     chat_server.release.set()
     assert process.returncode == 0, err
-    assert "(reply cancelled; nothing was stored)" in out
+    assert "(reply cancelled; it stays out of memory)" in out
     assert "Hello from the test server." in out  # the next line got its reply
     with Store(db) as store:
         session = store.session("c")
@@ -286,3 +286,18 @@ def test_ctrl_c_cancels_only_the_streaming_reply(tmp_path: Path, chat_server) ->
     # Nothing of the cancelled turn reached the next request.
     assert [m["content"] for m in chat_server.requests[1]["messages"]] == [
         "You are a helpful assistant.", "and now?"]
+
+
+def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,
+                                                                  chat_server) -> None:
+    chat_server.plan = ["401"]
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-do-not-print-me"}
+    result = run("chat", "k", "--db", str(tmp_path / "x.db"), "--model", "m",
+                 input="hello\nagain\n", env=env)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {chat_server.base_url} refused the API key (401): check $OPENAI_API_KEY\n")
+    assert "sk-do-not-print-me" not in result.stdout + result.stderr
+    assert "echo" not in result.stdout and "Hello from the test server." in result.stdout
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("x.db*"))
+    assert b"sk-do-not-print-me" not in stored and b"Hello from the test server." in stored

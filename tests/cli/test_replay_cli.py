@@ -140,3 +140,23 @@ def test_unknown_source_names_it(tmp_path: Path) -> None:
     assert result.stderr == "error: nowhere: no such transcript file or session\n"  # type: ignore[attr-defined]
     missing = run("replay", "gone.jsonl", "-s", "buffer", "--provider", "scripted")
     assert missing.stderr == "error: gone.jsonl: no such transcript file\n"  # type: ignore[attr-defined]
+
+
+def test_long_replays_show_a_progress_bar_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    import chatmem.cli.replay as command
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    monkeypatch.setattr(command, "consoles", lambda: (Console(file=io.StringIO()), terminal))
+    with command.progress_bar(100) as advance:
+        assert advance is not None
+        advance("window", 50, 100)
+    assert "replaying with window" in screen.getvalue()
+    with command.progress_bar(10) as short:
+        assert short is None  # short replays stay quiet

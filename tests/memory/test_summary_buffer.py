@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fact_conversations import CHINESE_FACTS, CHINESE_FILLER
 
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
@@ -234,7 +235,7 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
     run(engine, 1, 20)
     assert store.latest_summary(engine.session.id, "summary-buffer") is not None
     # A much longer system prompt leaves less room than the stored summary needs.
-    store.update_session(engine.session.id, system="Answer in full sentences. " * 40)
+    store.update_session(engine.session.id, system="Answer in full sentences. " * 55)
     engine = open_session(store, Settings(), ScriptedProvider(), "long")
     context = engine.build_context("and now?")
     assert context.tokens <= 400
@@ -244,3 +245,26 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
     assert "to fit the budget" in summary.reason
     assert summary.messages[0].content.endswith(" tokens]")
     assert "[…clipped to" in summary.messages[0].content
+
+
+def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_budget(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(RULES, "summary", dropping("五千元", "一笔预算"))
+    engine = make_engine("summary-buffer", max_tokens=300)
+    for text in CHINESE_FACTS + CHINESE_FILLER:
+        assert engine.run_turn(text).status == "ok"
+    assert engine.history().turn_count() == 22
+    versions = engine.store.summaries(engine.session.id, "summary-buffer")
+    flagged = [v for v in versions if "五千元" in v.dropped_anchors]
+    assert len(flagged) == 1  # flagged once, then kept pinned
+    assert all("五千元" not in v.text for v in versions)
+    context = engine.build_context("我们的预算是多少？")
+    assert context.tokens <= 300
+    facts = context.part("facts")
+    assert facts is not None and "- 五千元\n" in facts.messages[0].content
+    assert f"dropped by summary v{flagged[0].version}" in facts.reason
+    # Old points left the extractive summary long ago; their anchors are still sent.
+    sent = "\n".join(m["content"] for m in context.messages())
+    for anchor in ("李雷", "ORD-7731", "五千元", "五月"):
+        assert anchor in sent, anchor

@@ -64,3 +64,22 @@ def test_a_missing_model_file_is_a_clear_error(tmp_path) -> None:
     missing = tmp_path / "nope.gguf"
     with pytest.raises(NoModelAvailable, match=f"local model file not found: {missing}"):
         LocalProvider(missing)
+
+
+def test_quick_start_chat_resolves_to_the_local_model(tmp_path) -> None:
+    """What the README's first command runs: `chatmem chat`, no key, no config, offline."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "CHATMEM_"))}
+    env["HOME"] = str(tmp_path)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    done = subprocess.run([sys.executable, "-m", "chatmem", "chat"], input="Say hi.\n",
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "session default · window k=5 · local:SmolLM2-135M-Instruct.Q4_1" in done.stdout
+    with Store(tmp_path / ".config" / "chatmem" / "chatmem.db") as store:
+        (turn,) = store.turns(store.session("default").id)
+        assert turn.status == "ok" and turn.prompt_tokens == turn.estimated_tokens

@@ -1,0 +1,40 @@
+"""The facts table: CJK cells stay aligned, ages read naturally."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rich.cells import cell_len
+from rich.console import Console
+
+from chatmem.render.facts import age, facts_table
+
+
+def test_age_counts_up_in_natural_units() -> None:
+    now = datetime(2026, 5, 3, 12, 0, tzinfo=UTC)
+    assert age("2026-05-03T11:59:50+00:00", now) == "10 s"
+    assert age("2026-05-03T11:30:00+00:00", now) == "30 min"
+    assert age("2026-05-03T07:00:00+00:00", now) == "5 h"
+    assert age("2026-04-30T12:00:00+00:00", now) == "3 d"
+    assert age(None, now) == ""
+
+
+def test_chinese_values_keep_the_table_aligned() -> None:
+    rows = [
+        {"id": 1, "key": "名字", "value": "李雷", "scope": "user", "owner": "user 李",
+         "source": "turn 1", "updated_at": None},
+        {"id": 12, "key": "order id", "value": "ORD-7731", "scope": "session",
+         "owner": "session trip", "source": "/remember", "updated_at": None},
+    ]
+    console = Console(width=120, record=True)
+    console.print(facts_table(rows))
+    lines = console.export_text().rstrip("\n").split("\n")
+    widths = {cell_len(line) for line in lines if line.strip() and "facts" not in line}
+    assert len(widths) == 1
+    assert any("李雷" in line for line in lines) and any("ORD-7731" in line for line in lines)
+
+
+def test_an_empty_table_says_how_to_add_facts() -> None:
+    console = Console(width=120, record=True)
+    console.print(facts_table([]))
+    assert "no facts yet: state them in the chat, or /remember KEY: VALUE" in console.export_text()
