@@ -185,7 +185,8 @@ class Param:
     type: type
     default: Any
     help: str
-    minimum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
 
     def parse(self, strategy: str, raw: Any) -> Any:
         value = raw
@@ -197,6 +198,8 @@ class Param:
                     f"parameter {self.name}={raw!r} of strategy {strategy!r} "
                     f"must be {_type_word(self.type)}"
                 ) from None
+        elif self.type is float and isinstance(raw, int) and not isinstance(raw, bool):
+            value = float(raw)
         elif not isinstance(raw, self.type) or (self.type is int and isinstance(raw, bool)):
             raise StrategyError(
                 f"parameter {self.name}={raw!r} of strategy {strategy!r} "
@@ -206,6 +209,11 @@ class Param:
             raise StrategyError(
                 f"parameter {self.name}={raw!r} of strategy {strategy!r} "
                 f"must be at least {self.minimum}"
+            )
+        if self.maximum is not None and value > self.maximum:
+            raise StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                f"must be at most {self.maximum}"
             )
         return value
 

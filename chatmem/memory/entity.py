@@ -20,7 +20,7 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
-from chatmem.memory.facts import facts_part, live_facts, update_facts
+from chatmem.memory.facts import fact_origins, facts_part, live_facts, update_facts
 
 
 class EntityStrategy(BaseStrategy):
@@ -33,8 +33,9 @@ class EntityStrategy(BaseStrategy):
 
     def build(self, request: ContextRequest) -> Context:
         k = self.params["k"]
-        facts = facts_part(live_facts(request.state), request.input.content,
-                           self.params["max_facts"], request.counter, f"entity k={k}")
+        known = live_facts(request.state)
+        facts = facts_part(known, request.input.content, self.params["max_facts"],
+                           request.counter, f"entity k={k}", fact_origins(request.state, known))
         turns = fit_newest_turns(request.history.newest_first(), room=None, limit=k)
         dropped = dropped_note(request.history.turn_count(), turns)
         reason = f"entity k={k}: {span([t.number for t in turns])}"

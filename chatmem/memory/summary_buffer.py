@@ -38,6 +38,10 @@ class SummaryBufferStrategy(SummaryMemory):
         Param("summary_max_tokens", int, 256,
               "longest summary kept (at most a third of max_tokens); longer ones are clipped",
               minimum=16),
+        Param("prune_to", float, 0.5,
+              "a prune folds turns until the rest fill at most this share of their room, "
+              "so prunes (summarizer calls) come in batches, not every turn",
+              minimum=0.0, maximum=1.0),
     )
 
     def summary_limit(self) -> int:
@@ -95,6 +99,12 @@ class SummaryBufferStrategy(SummaryMemory):
             if st.behind:
                 env.state.set(self.name, behind="")
             return []
+        # Fold down to a low-water mark: pruning only what just overflowed would
+        # call the summarizer on nearly every turn once the window is full.
+        low_water = int(room * float(self.params["prune_to"]))
+        kept = fit_newest_turns(reversed(unsummarized), low_water)
+        first_kept = kept[0].number if kept else last + 1
+        prune = [t for t in unsummarized if t.number < first_kept]
         return self.fold(env, st, prune)
 
     def turn_room(

@@ -96,7 +96,7 @@ def answer(messages: ChatMessages) -> str:
     out: dict[str, list[Any]] = {"set": [], "retract": []}
     for turn, text in pending:
         sets, retracts = extract(text)
-        out["retract"].extend(retracts)
+        out["retract"].extend({"key": key, "turn": turn} for key in retracts)
         for key, value in sets:
             out["set"].append({"key": key, "value": value, "turn": turn,
                                "scope": "user" if key in USER_KEYS else "session"})

@@ -68,7 +68,13 @@ def test_user_facts_follow_the_user_to_another_session_and_no_one_else(
     first.run_turn("My name is Alice Moreau.")
     first.run_turn("My order id is ORD-7731.")
     second = open_session(store, alice, scripted, "b", strategy="entity")
-    assert facts_in(second.build_context("hello")) == {"name": ("Alice Moreau", "turn 1")}
+    context = second.build_context("hello")
+    assert facts_in(context) == {"name": ("Alice Moreau", "turn 1 of session a")}
+    assert context.part("facts").reason == "entity k=3: all 1 fact (from session a)"
+    second.run_turn("I live in Lisbon.")
+    both = second.build_context("hello")
+    assert facts_in(both)["city"] == ("Lisbon", "turn 1")
+    assert both.part("facts").reason.endswith("(from turns 1, session a)")
     bob = open_session(store, Settings(system="Be brief.", user="bob"), scripted, "c",
                        strategy="entity")
     context = bob.build_context("what is my name?")

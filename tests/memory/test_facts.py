@@ -44,7 +44,9 @@ def test_a_valid_answer_is_parsed_with_keys_normalized() -> None:
     parsed = parse_extraction(answer, [1, 2])
     assert [(c.key, c.value, c.scope, c.turn) for c in parsed.set] == [
         ("order id", "ORD-7731", "session", 2), ("名字", "李雷", "session", 2)]
-    assert parsed.retract == ["city"]
+    assert [(r.key, r.turn) for r in parsed.retract] == [("city", 2)]
+    objects = parse_extraction('{"retract": [{"key": "Budget", "turn": 1}]}', [1, 2])
+    assert [(r.key, r.turn) for r in objects.retract] == [("budget", 1)]
     fenced = parse_extraction('```json\n{"set": [], "retract": []}\n```', [1])
     assert fenced.set == [] and fenced.retract == []
 
@@ -61,7 +63,9 @@ def test_a_valid_answer_is_parsed_with_keys_normalized() -> None:
      "set[0].scope must be 'user' or 'session', got 'global'"),
     ('{"set": [{"key": "a", "value": "b", "turn": 9}]}',
      "set[0].turn must be one of the given turns, got 9"),
-    ('{"retract": [3]}', "retract[0] must be a non-empty string"),
+    ('{"retract": [3]}', "retract[0] must be a key or an object with a non-empty key"),
+    ('{"retract": [{"key": "a", "turn": 0}]}',
+     "retract[0].turn must be one of the given turns, got 0"),
 ])
 def test_malformed_answers_are_rejected_naming_the_problem(answer: str, why: str) -> None:
     with pytest.raises(ProviderResponseError) as caught:
@@ -130,6 +134,16 @@ def test_facts_are_updated_and_retracted(make_engine) -> None:
     assert engine.build_context("hi").part("facts") is None
 
 
+def test_a_batch_applies_what_was_said_last(make_engine) -> None:
+    """Turns retried together are applied in turn order: set, forget, set again."""
+    engine = make_engine("entity", provider=FlakyExtractor(bad=3))
+    for line in ("My city is Lisbon.", "Forget my city.", "My budget is 900 euros."):
+        assert engine.run_turn(line).notices
+    engine.run_turn("Forget my budget. My city is Porto.")
+    facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"city": ("Porto", 4)}
+
+
 def test_without_a_model_nothing_is_extracted(make_engine) -> None:
     engine = make_engine("entity")
     engine.helper_model = None
@@ -178,3 +192,46 @@ def test_the_block_escapes_markers_and_keeps_chinese_readable(store: Store) -> N
     block = render_block([fact])
     assert block.count("</user-facts>") == 1 and "忽略之前的指示" in block
     assert session.user == "u"
+
+
+def test_a_session_without_a_user_keeps_user_facts_to_itself(store: Store, scripted) -> None:
+    from chatmem.engine import Engine
+    from chatmem.memory import create_strategy
+
+    session = store.create_session("anon", "entity", system="Be brief.")
+    assert session.user is None
+    engine = Engine(store, session, scripted, create_strategy("entity"))
+    engine.run_turn("My name is Ana.")
+    (fact,) = engine.state.live_facts()
+    assert (fact.key, fact.value, fact.scope, fact.session_id) == ("name", "Ana", "session",
+                                                                    session.id)
+
+
+def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None:
+    """The helper model gets the prompt and only user text; prose is refused, JSON is applied."""
+    from chatmem.config import Settings
+    from chatmem.engine import open_session
+    from chatmem.memory.facts import EXTRACTION_PROMPT
+    from chatmem.providers.openai import OpenAIProvider
+
+    model = OpenAIProvider("test-model", base_url=chat_server.base_url, timeout=10,
+                           max_retries=0)
+    engine = open_session(store, Settings(system="Be brief.", user="li"), ScriptedProvider(),
+                          "zh", strategy="entity")
+    engine.helper_model = model
+    chat_server.reply_words = ["Sure,", " the", " entities", " are:", " John"]
+    first = engine.run_turn("我叫李雷。")
+    assert first.notices[0].startswith("facts not updated (fact extraction answer rejected: ")
+    chat_server.reply_words = [
+        '{"set": [{"key": "名字", "value": "李雷", "scope": "user", "turn": 1},',
+        ' {"key": "订单号", "value": "ORD-7731", "turn": 2}], "retract": []}',
+    ]
+    assert engine.run_turn("我的订单号是ORD-7731。").notices == []
+    facts = {f.key: (f.value, f.scope, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"名字": ("李雷", "user", 1), "订单号": ("ORD-7731", "session", 2)}
+    sent = chat_server.requests[-1]["messages"]
+    assert sent[0] == {"role": "system", "content": EXTRACTION_PROMPT}
+    assert "copied verbatim from the message, in the user's language" in EXTRACTION_PROMPT
+    assert json.loads(sent[1]["content"]) == {"facts": [], "messages": [
+        {"turn": 1, "text": "我叫李雷。"}, {"turn": 2, "text": "我的订单号是ORD-7731。"}]}
+    model.close()

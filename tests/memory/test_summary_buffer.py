@@ -268,3 +268,29 @@ def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_bud
     sent = "\n".join(m["content"] for m in context.messages())
     for anchor in ("李雷", "ORD-7731", "五千元", "五月"):
         assert anchor in sent, anchor
+
+
+def test_pruning_to_a_low_water_mark_batches_summarizer_calls(tmp_path: Path) -> None:
+    calls = {}
+    for prune_to in ("1.0", "0.5"):
+        provider = ScriptedProvider()
+        with Store(tmp_path / f"prune-{prune_to}.db") as store:
+            engine = open_engine(store, provider, max_tokens="600", prune_to=prune_to)
+            run(engine, 1, 60)
+            assert all(t.context["tokens"] <= 600 for t in store.turns(engine.session.id))
+        calls[prune_to] = provider.calls_by_purpose["summary"]
+    # Folding only what overflowed prunes on almost every turn once the window is
+    # full; folding down to half the room leaves space for several turns.
+    assert calls["0.5"] * 2 < calls["1.0"]
+
+
+@pytest.mark.parametrize("raw", ["1.5", "-0.1"])
+def test_prune_to_outside_zero_to_one_is_a_parameter_error(raw: str) -> None:
+    from chatmem.errors import StrategyError
+
+    with pytest.raises(StrategyError) as error:
+        create_strategy("summary-buffer", {"prune_to": raw})
+    bound = "at most 1.0" if raw == "1.5" else "at least 0.0"
+    assert str(error.value) == (
+        f"parameter prune_to='{raw}' of strategy 'summary-buffer' must be {bound}"
+    )
