@@ -132,7 +132,7 @@ class Repl:
             estimated=record.estimated_tokens,
             reported=record.prompt_tokens,
             latency_ms=record.latency_ms,
-            strategy=f"{record.strategy} {_params(self.engine)}".strip(),
+            strategy=f"{record.strategy} {_params(self.engine, changed_only=True)}".strip(),
         )
 
     def prompt_panel(self, context: Context) -> object:
@@ -150,8 +150,8 @@ class Repl:
         command.run(self, args)
 
 
-def _params(engine: Engine) -> str:
-    return engine.strategy.describe_params() if hasattr(engine.strategy, "describe_params") else ""
+def _params(engine: Engine, *, changed_only: bool = False) -> str:
+    return engine.strategy.describe_params(changed_only=changed_only)
 
 
 @slash("/help", "/help", "list the commands")
@@ -193,7 +193,7 @@ def _tokens(repl: Repl, args: list[str]) -> None:
     context = repl.engine.build_context(" ".join(args) or "…")
     repl.console.print(render.token_line(
         context, approximate=repl.engine.counter.approximate,
-        strategy=f"{repl.engine.strategy.name} {_params(repl.engine)}".strip(),
+        strategy=f"{repl.engine.strategy.name} {_params(repl.engine, changed_only=True)}".strip(),
     ))
 
 

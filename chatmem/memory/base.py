@@ -251,6 +251,8 @@ class Strategy(Protocol):
         """Bring derived state up to date after a committed turn; returns notices."""
         ...
 
+    def describe_params(self, *, changed_only: bool = False) -> str: ...
+
 
 @dataclass
 class MemoryEnv:
@@ -298,9 +300,17 @@ class BaseStrategy:
     def budget(self, request: ContextRequest) -> int | None:
         return request.budget
 
-    def describe_params(self) -> str:
-        """`k=3 max_tokens=600`, as a user would type the parameters."""
-        return " ".join(f"{k}={v}" for k, v in self.params.items())
+    def describe_params(self, *, changed_only: bool = False) -> str:
+        """`k=3 max_tokens=600`, as a user would type the parameters.
+
+        With `changed_only`, only those that differ from their defaults: the
+        short form for the line printed after every turn.
+        """
+        defaults = {p.name: p.default for p in self.PARAMS}
+        return " ".join(
+            f"{k}={v}" for k, v in self.params.items()
+            if not changed_only or defaults.get(k) != v
+        )
 
 
 def system_part(request: ContextRequest) -> Part | None:

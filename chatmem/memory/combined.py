@@ -79,8 +79,12 @@ class CombinedStrategy:
             split[owners[0]][key] = value
         return cls([registry[name](**split[name]) for name in names])
 
-    def describe_params(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.params.items())
+    def describe_params(self, *, changed_only: bool = False) -> str:
+        return " ".join(
+            f"{m.name}.{pair}"
+            for m in self.members
+            for pair in m.describe_params(changed_only=changed_only).split()
+        )
 
     def budget(self, request: ContextRequest) -> int | None:
         own = [b for m in self.members if (b := m.budget(request)) is not None]

@@ -112,3 +112,14 @@ def test_all_facts_survive_in_window_plus_entity(make_engine) -> None:
     engine = english_session(make_engine, "window+entity", **{"window.k": 3})
     facts = facts_in(engine.build_context("Anything else?"))
     assert {k: v for k, (v, _) in facts.items()} == {k: v for k, (v, _) in ENGLISH_VALUES.items()}
+
+
+def test_the_short_parameter_form_names_only_changed_parameters() -> None:
+    from chatmem.memory import create_strategy as make
+
+    assert make("window", {}).describe_params(changed_only=True) == ""
+    assert make("window", {"k": "3"}).describe_params(changed_only=True) == "k=3"
+    assert make("window", {"k": "3"}).describe_params() == "k=3"
+    combo = make("window+entity", {"window.k": "2"})
+    assert combo.describe_params(changed_only=True) == "window.k=2"
+    assert combo.describe_params().startswith("window.k=2 entity.k=3")
