@@ -25,6 +25,8 @@ class TokenCounter(Protocol):
     key: str
     """Identifies the tokenizer; cached counts are stored under this key."""
     approximate: bool
+    priming: int
+    """Tokens a request costs beyond its messages (the opening of the reply)."""
 
     def count_text(self, text: str) -> int: ...
 
@@ -58,6 +60,7 @@ class TiktokenCounter:
     def __init__(self, model: str | None = None, *, exact: bool = False) -> None:
         name = _encoding_name_for(model) if model else None
         self.approximate = not exact and name != "cl100k_base"
+        self.priming = REPLY_PRIMING
         self.key = "cl100k_base"
         self._encoding = _encoding(OFFLINE_CL100K)
 

@@ -20,6 +20,7 @@ class CountingCounter:
         self._inner = counter_for_model(None, exact=True)
         self.key = self._inner.key
         self.approximate = False
+        self.priming = self._inner.priming
         self.calls: Counter[tuple[str, str]] = Counter()
 
     def count_text(self, text: str) -> int:

@@ -112,11 +112,13 @@ class Context:
     budget: int | None = None
     dropped: str | None = None
     warnings: tuple[str, ...] = ()
+    priming: int = REPLY_PRIMING
+    """The counter's tokens beyond the messages (see TokenCounter.priming)."""
 
     @property
     def tokens(self) -> int:
         """Total counted tokens, chat-format overhead and reply priming included."""
-        return REPLY_PRIMING + sum(p.tokens for p in self.parts)
+        return self.priming + sum(p.tokens for p in self.parts)
 
     @property
     def over_budget(self) -> bool:
@@ -134,6 +136,7 @@ class Context:
             "budget": self.budget,
             "dropped": self.dropped,
             "warnings": list(self.warnings),
+            "priming": self.priming,
             "parts": [
                 {
                     "kind": p.kind,
@@ -162,7 +165,8 @@ class Context:
             )
             for p in data["parts"]
         )
-        return cls(parts, data.get("budget"), data.get("dropped"), tuple(data.get("warnings", ())))
+        return cls(parts, data.get("budget"), data.get("dropped"), tuple(data.get("warnings", ())),
+                   data.get("priming", REPLY_PRIMING))
 
 
 @dataclass
@@ -338,16 +342,17 @@ def assemble(
     parts = [p for p in (system_part(request), *middle, input_part(request)) if p is not None]
     parts.sort(key=lambda p: PART_ORDER.index(p.kind))
     notes = list(warnings)
-    context = Context(tuple(parts), budget, dropped)
+    priming = request.counter.priming
+    context = Context(tuple(parts), budget, dropped, priming=priming)
     if budget is not None and context.tokens > budget:
-        fixed = sum(p.tokens for p in parts if p.kind in ("system", "input")) + REPLY_PRIMING
+        fixed = sum(p.tokens for p in parts if p.kind in ("system", "input")) + priming
         if fixed > budget:
             notes.append(
                 f"system prompt and input alone take {fixed} tokens, over the budget of {budget}"
             )
         else:
             notes.append(f"context is {context.tokens} tokens, over the budget of {budget}")
-    return Context(tuple(parts), budget, dropped, tuple(notes))
+    return Context(tuple(parts), budget, dropped, tuple(notes), priming)
 
 
 def span(numbers: Sequence[int]) -> str:
@@ -368,7 +373,7 @@ def history_part(turns: Sequence[HistoryTurn], reason: str) -> Part | None:
 def fixed_tokens(request: ContextRequest) -> int:
     """Tokens every context spends before any memory: system, input, priming."""
     system = system_part(request)
-    return REPLY_PRIMING + request.input.tokens + (system.tokens if system else 0)
+    return request.counter.priming + request.input.tokens + (system.tokens if system else 0)
 
 
 def fit_newest_turns(

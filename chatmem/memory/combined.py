@@ -25,7 +25,6 @@ from chatmem.memory.base import (
     assemble,
     span,
 )
-from chatmem.tokens import REPLY_PRIMING
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
 """Merge order: history first, so a message it holds is not also recalled."""
@@ -150,7 +149,7 @@ def fit_budget(
     if budget is None:
         return parts, []
     system = request.counter.count_message("system", request.system) if request.system else 0
-    fixed = REPLY_PRIMING + system + request.input.tokens
+    fixed = request.counter.priming + system + request.input.tokens
     trimmed: list[int] = []
     for kind in ("recalled", "history"):
         while fixed + sum(p.tokens for p in parts) > budget:

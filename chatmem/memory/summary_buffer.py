@@ -24,7 +24,7 @@ from chatmem.memory.base import (
     span,
 )
 from chatmem.memory.summary import SummaryMemory, facts_message, load_state
-from chatmem.tokens import REPLY_PRIMING, TokenCounter
+from chatmem.tokens import TokenCounter
 
 
 class SummaryBufferStrategy(SummaryMemory):
@@ -122,7 +122,7 @@ class SummaryBufferStrategy(SummaryMemory):
         facts = facts_message(pinned, counter).tokens if pinned else 0
         reserve = max((m.tokens for t in unsummarized for m in t.messages if m.role == "user"),
                       default=0)
-        return (int(self.params["max_tokens"]) - REPLY_PRIMING - system_tokens
+        return (int(self.params["max_tokens"]) - counter.priming - system_tokens
                 - self.summary_cost(counter) - facts - reserve)
 
 

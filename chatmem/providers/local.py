@@ -61,7 +61,14 @@ class LocalTokenCounter:
     def __init__(self, provider: LocalProvider) -> None:
         self._provider = provider
         self.key = f"llama:{Path(provider.model_path).name}"
-        self._empty = self._template_tokens([{"role": "system", "content": "x"}])
+        # A message's cost is measured between a fixed system message and a
+        # fixed user message: templates render a final assistant message as an
+        # unfinished reply, so it must never be measured in last place.
+        self._before = {"role": "system", "content": "x"}
+        self._after = {"role": "user", "content": "x"}
+        self._frame = self._template_tokens([self._before, self._after])
+        # T([s]) = priming + cost(s): what a request costs beyond its messages.
+        self.priming = self._template_tokens([self._before]) - self.count_message("system", "x")
 
     def _template_tokens(self, messages: Iterable[Mapping[str, str]]) -> int:
         prompt = self._provider.render_prompt(messages)
@@ -71,10 +78,8 @@ class LocalTokenCounter:
         return len(self._provider.post("/tokenize", {"content": text})["tokens"])
 
     def count_message(self, role: str, content: str) -> int:
-        # The template's cost of one message: render it after a fixed first
-        # message and subtract that message's cost.
-        with_message = [{"role": "system", "content": "x"}, {"role": role, "content": content}]
-        return self._template_tokens(with_message) - self._empty
+        message = {"role": role, "content": content}
+        return self._template_tokens([self._before, message, self._after]) - self._frame
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         return self._template_tokens(messages)

@@ -37,6 +37,9 @@ def test_two_turns_report_exactly_the_tokens_chatmem_counted(local, store: Store
         assert result.status == "ok"
         assert result.reply.strip()
         assert result.record.prompt_tokens == result.record.estimated_tokens
+        # The per-part counts add up to the exact count too (template priming included),
+        # so the budget a strategy checks is the one the model sees.
+        assert result.context.tokens == result.record.estimated_tokens
         assert result.record.completion_tokens is not None
         assert 0 < result.record.completion_tokens <= 12
     stored = store.turns(engine.session.id)
