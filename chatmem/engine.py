@@ -8,18 +8,23 @@ and a failing update never undoes the turn.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, ProviderError
 from chatmem.history import StoredHistory
+from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord
 from chatmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
 
 
 @dataclass
@@ -46,7 +51,7 @@ class Engine:
         *,
         budget: int | None = None,
         helper_model: Provider | None = None,
-        settings: Any = None,
+        settings: Settings | None = None,
     ) -> None:
         self.store = store
         self.session = session
@@ -167,7 +172,7 @@ class Engine:
 
     def update_memory(self) -> list[str]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
-                        settings=self.settings)
+                        settings=self.settings, system=self.session.system)
         try:
             return self.strategy.update(env)
         except ChatmemError as e:
@@ -176,11 +181,9 @@ class Engine:
 
 
 def resolve_strategy(
-    settings: Any, name: str | None, params: dict[str, str], session: SessionRecord | None
+    settings: Settings, name: str | None, params: dict[str, str], session: SessionRecord | None
 ) -> Strategy:
     """Flags win; a resumed session keeps its strategy; else the configured default."""
-    from chatmem.memory import create_strategy
-
     if name is None and session is not None:
         merged = {**session.params, **params}
         return create_strategy(session.strategy, merged)
@@ -190,7 +193,7 @@ def resolve_strategy(
 
 def open_session(
     store: Store,
-    settings: Any,
+    settings: Settings,
     provider: Provider,
     name: str,
     *,
@@ -220,11 +223,9 @@ def open_session(
                   helper_model=summary_model(settings, provider), settings=settings)
 
 
-def summary_model(settings: Any, provider: Provider) -> Provider | None:
+def summary_model(settings: Settings, provider: Provider) -> Provider | None:
     """The [summary] provider/model for summaries when configured (a cheaper model), else None."""
-    import dataclasses
-
-    chosen = dict(getattr(settings, "summary", None) or {})
+    chosen = settings.summary
     if not (chosen.get("provider") or chosen.get("model")):
         return None
     if (chosen.get("provider") in (None, provider.name)

@@ -11,13 +11,15 @@ import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from chatmem import render
 from chatmem.engine import Engine, TurnResult
-from chatmem.errors import ChatmemError, NotFound, StrategyError
+from chatmem.errors import ChatmemError, NotFound
 from chatmem.memory.base import Context
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass(frozen=True)
@@ -168,14 +170,11 @@ def _quit(repl: Repl, args: list[str]) -> None:
        "show or switch the memory strategy for the next turn; history stays intact")
 def _strategy(repl: Repl, args: list[str]) -> None:
     from chatmem.memory import create_strategy
+    from chatmem.memory.params import parse_param_pairs
 
     if args:
-        params = {}
-        for pair in args[1:]:
-            key, sep, value = pair.partition("=")
-            if not sep:
-                raise StrategyError(f"parameter {pair!r} must be key=value, e.g. k=3")
-            params[key] = value
+        params = parse_param_pairs(
+            args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
         repl.engine.set_strategy(create_strategy(args[0], params))
     repl.console.print(render.notice_line(
         f"strategy: {repl.engine.strategy.name} {_params(repl.engine)}"

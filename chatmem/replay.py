@@ -6,32 +6,25 @@ needed; summaries and facts still go to the helper model, through a counting
 proxy, so the model calls a strategy makes are measured, not guessed.
 
 At each probe the context the strategy would send for the probe is built (not
-sent, not stored) and scored:
-
-- id recall: share of `expect_ids` whose message is in the context verbatim;
-- text recall: share of `expect_text` strings found, case-insensitively, in
-  the memory parts of the context (summary, facts, recalled, history). The
-  system prompt and the probe itself do not count: the question must not
-  answer itself.
+sent, not stored) and scored (see chatmem.scoring).
 """
 
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from chatmem.engine import Engine
-from chatmem.errors import StrategyError
+from chatmem.errors import StoreError, StrategyError
+from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, Strategy
+from chatmem.memory.params import parse_param_pairs
 from chatmem.providers.base import ChatMessages, Provider, ReplyStream
+from chatmem.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.store import Store
 from chatmem.tokens import TokenCounter
-from chatmem.transcript import Probe, Transcript, TranscriptMessage
-
-MEMORY_PARTS = ("summary", "facts", "recalled", "history")
+from chatmem.transcript import Probe, Transcript, TranscriptMessage, message_dicts
 
 Progress = Callable[[str, int, int], None]
 """(strategy label, steps done, steps total)."""
@@ -56,23 +49,17 @@ class StrategySpec:
         return re.sub(r"[^\w+.]+", "-", self.label).strip("-")
 
     def create(self) -> Strategy:
-        from chatmem.memory import create_strategy
-
         return create_strategy(self.name, self.params)
 
 
 def parse_spec(text: str, shared: dict[str, str] | None = None) -> StrategySpec:
     """`window:k=2` → StrategySpec; `shared` (--param) fills keys the spec leaves out."""
     name, _, rest = text.partition(":")
-    params = dict(shared or {})
-    for pair in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise StrategyError(
-                f"strategy {text!r}: parameters must be key=value, e.g. window:k=2"
-            )
-        params[key.strip()] = value.strip()
-    spec = StrategySpec(name.strip(), params)
+    own = parse_param_pairs(
+        filter(None, (p.strip() for p in rest.split(","))),
+        lambda _: f"strategy {text!r}: parameters must be key=value, e.g. window:k=2",
+    )
+    spec = StrategySpec(name.strip(), {**(shared or {}), **own})
     spec.create()  # validate now, before any work is done
     return spec
 
@@ -105,130 +92,6 @@ class CountingProvider:
 
     def close(self) -> None:
         pass  # the inner provider is shared and closed by its owner
-
-
-# -- results -------------------------------------------------------------------
-
-
-@dataclass
-class ProbeResult:
-    question: str
-    after_turn: int
-    expect_ids: list[str]
-    found_ids: list[str]
-    expect_text: list[str]
-    found_text: list[str]
-    tokens: int
-    answer: str | None = None
-    answer_found: list[str] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class StrategyRun:
-    label: str
-    strategy: str
-    params: dict[str, Any]
-    prompt_tokens: list[int] = field(default_factory=list)
-    strategy_calls: dict[str, int] = field(default_factory=dict)
-    chat_calls: int = 0
-    summary_versions: int = 0
-    facts: int = 0
-    notices: list[str] = field(default_factory=list)
-    probes: list[ProbeResult] = field(default_factory=list)
-    session: str | None = None
-
-    @property
-    def turns(self) -> int:
-        return len(self.prompt_tokens)
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.prompt_tokens)
-
-    @property
-    def model_calls(self) -> int:
-        return sum(self.strategy_calls.values())
-
-    def id_recall(self) -> float | None:
-        return _share(sum(len(p.found_ids) for p in self.probes),
-                      sum(len(p.expect_ids) for p in self.probes))
-
-    def text_recall(self) -> float | None:
-        return _share(sum(len(p.found_text) for p in self.probes),
-                      sum(len(p.expect_text) for p in self.probes))
-
-    def answer_recall(self) -> float | None:
-        answered = [p for p in self.probes if p.answer_found is not None]
-        return _share(sum(len(p.answer_found or []) for p in answered),
-                      sum(len(p.expect_text) for p in answered)) if answered else None
-
-    def recall(self) -> float | None:
-        """The lower of id and text recall: what --min-recall checks."""
-        values = [v for v in (self.id_recall(), self.text_recall()) if v is not None]
-        return min(values) if values else None
-
-    def probe_tokens(self) -> tuple[float | None, int | None]:
-        tokens = [p.tokens for p in self.probes]
-        return (statistics.fmean(tokens), max(tokens)) if tokens else (None, None)
-
-    def to_json(self) -> dict[str, Any]:
-        mean_probe, max_probe = self.probe_tokens()
-        return {
-            "strategy": self.label,
-            "name": self.strategy,
-            "params": self.params,
-            "session": self.session,
-            "turns": self.turns,
-            "prompt_tokens": {
-                "total": self.total_tokens,
-                "mean": round(statistics.fmean(self.prompt_tokens), 1) if self.turns else None,
-                "max": max(self.prompt_tokens, default=None),
-                "per_turn": self.prompt_tokens,
-            },
-            "strategy_model_calls": self.model_calls,
-            "strategy_model_calls_by_purpose": self.strategy_calls,
-            "chat_model_calls": self.chat_calls,
-            "summary_versions": self.summary_versions,
-            "facts": self.facts,
-            "notices": self.notices,
-            "eval": {
-                "probes": len(self.probes),
-                "id_recall": self.id_recall(),
-                "text_recall": self.text_recall(),
-                "answer_recall": self.answer_recall(),
-                "context_tokens": {
-                    "mean": None if mean_probe is None else round(mean_probe, 1),
-                    "max": max_probe,
-                },
-                "per_probe": [p.to_json() for p in self.probes],
-            },
-        }
-
-
-def _share(found: int, expected: int) -> float | None:
-    return round(found / expected, 4) if expected else None
-
-
-# -- scoring ---------------------------------------------------------------------
-
-
-def score_probe(
-    probe: Probe, context: Context, stored_ids: dict[str, int], after_turn: int
-) -> ProbeResult:
-    in_context = {
-        m.id: m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
-        if m.id is not None
-    }
-    found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
-    memory_text = "\n".join(
-        m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
-    ).casefold()
-    found_text = [t for t in probe.expect_text if t.casefold() in memory_text]
-    return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
-                       list(probe.expect_text), found_text, context.tokens)
 
 
 # -- replay ------------------------------------------------------------------------
@@ -298,22 +161,30 @@ def replay(
         names = [_session_name(save_as, s, len(specs)) for s in specs]
         taken = [n for n in names if store is not None and store.find_session(n)]
         if taken:
-            from chatmem.errors import StoreError
-
             raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
+    options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer)
     steps = plan(transcript, keep_replies)
     runs = []
     for spec in specs:
         if save_as and store is not None:
-            runs.append(_run_one(transcript, spec, steps, store,
-                                 _session_name(save_as, spec, len(specs)), chat_provider,
-                                 helper_provider, keep_replies, budget, user, answer, progress))
+            name = _session_name(save_as, spec, len(specs))
+            runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
         else:
             with Store(":memory:") as scratch:
-                runs.append(_run_one(transcript, spec, steps, scratch, None, chat_provider,
-                                     helper_provider, keep_replies, budget, user, answer,
-                                     progress))
+                runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     return runs
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What every strategy of one replay shares."""
+
+    chat_provider: Provider
+    helper_provider: Provider | None
+    keep_replies: bool
+    budget: int | None
+    user: str | None
+    answer: bool
 
 
 def _session_name(save_as: str, spec: StrategySpec, count: int) -> str:
@@ -326,48 +197,41 @@ def _run_one(
     steps: list[Step],
     store: Store,
     name: str | None,
-    chat_provider: Provider,
-    helper_provider: Provider | None,
-    keep_replies: bool,
-    budget: int | None,
-    user: str | None,
-    answer: bool,
+    options: _Options,
     progress: Progress | None,
 ) -> StrategyRun:
-    engine, run, stored_ids = _start(transcript, spec, store, name, chat_provider,
-                                     helper_provider, budget, user)
+    engine, run, stored_ids = _start(transcript, spec, store, name, options)
     for step in _with_progress(steps, spec.label, progress):
-        _play(engine, step, run, stored_ids, keep_replies, chat_provider, answer)
-    _finish(engine, run, user)
+        _play(engine, step, run, stored_ids, options)
+    _finish(engine, run, options.user)
     return run
 
 
 def _start(
-    transcript: Transcript, spec: StrategySpec, store: Store, name: str | None,
-    chat_provider: Provider, helper_provider: Provider | None, budget: int | None,
-    user: str | None,
+    transcript: Transcript, spec: StrategySpec, store: Store, name: str | None, options: _Options
 ) -> tuple[Engine, StrategyRun, dict[str, int]]:
     strategy = spec.create()
-    helper = CountingProvider(helper_provider or chat_provider)
+    chat_provider = options.chat_provider
+    helper = CountingProvider(options.helper_provider or chat_provider)
     chat = CountingProvider(chat_provider)
     session = store.create_session(
         name or f"replay-{spec.slug}", strategy.name, dict(strategy.params),
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
-        user=user,
+        user=options.user,
     )
-    engine = Engine(store, session, chat, strategy, budget=budget, helper_model=helper)
+    engine = Engine(store, session, chat, strategy, budget=options.budget, helper_model=helper)
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
 
 
 def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, int],
-          keep_replies: bool, chat_provider: Provider, answer: bool) -> None:
+          options: _Options) -> None:
     if step.kind == "probe" and step.probe is not None:
-        run.probes.append(_probe(engine, step.probe, stored_ids, chat_provider, answer))
+        run.probes.append(_probe(engine, step.probe, stored_ids, options))
         return
     if step.kind == "turn" and step.message is not None:
-        _turn(engine, step, run, stored_ids, keep_replies)
+        _turn(engine, step, run, stored_ids, options.keep_replies)
     if step.extra:
-        ids = engine.store.import_messages(engine.session.id, [m.to_json() for m in step.extra])
+        ids = engine.store.import_messages(engine.session.id, message_dicts(step.extra))
         stored_ids.update({m.id: i for m, i in zip(step.extra, ids, strict=True) if m.id})
         run.notices.extend(engine.update_memory())
 
@@ -399,12 +263,13 @@ def what_if(
     Derived state (summaries, facts) is computed on the fly by replaying the
     transcript, with its recorded replies, into an in-memory store.
     """
+    options = _Options(chat_provider, helper_provider, keep_replies=True, budget=budget,
+                       user=user, answer=False)
     with Store(":memory:") as scratch:
-        engine, run, stored_ids = _start(transcript, spec, scratch, None, chat_provider,
-                                         helper_provider, budget, user)
+        engine, run, stored_ids = _start(transcript, spec, scratch, None, options)
         for step in plan(transcript, keep_replies=True):
             if step.kind != "probe":
-                _play(engine, step, run, stored_ids, True, chat_provider, False)
+                _play(engine, step, run, stored_ids, options)
         _finish(engine, run, user)
         return engine.build_context(text), run
 
@@ -431,13 +296,12 @@ def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
         stored_ids[step.reply.id] = result.record.assistant_message_id
 
 
-def _probe(engine: Engine, probe: Probe, stored_ids: dict[str, int], chat_provider: Provider,
-           answer: bool) -> ProbeResult:
+def _probe(engine: Engine, probe: Probe, stored_ids: dict[str, int],
+           options: _Options) -> ProbeResult:
     context = engine.build_context(probe.question)
     result = score_probe(probe, context, stored_ids, engine.history().turn_count())
-    if answer:
-        reply = chat_provider.complete(context.messages(), purpose="chat")
-        result.answer = reply
-        folded = reply.casefold()
-        result.answer_found = [t for t in probe.expect_text if t.casefold() in folded]
+    if options.answer:
+        # Straight to the model, not through the counting proxy: probe answers
+        # are part of the measurement, not calls the strategy made.
+        result.score_answer(options.chat_provider.complete(context.messages(), purpose="chat"))
     return result

@@ -15,9 +15,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import TranscriptError
+
+if TYPE_CHECKING:
+    from chatmem.store import MessageRecord
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system")
@@ -132,12 +135,8 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             if not first:
                 raise TranscriptError(f"{where}: the chatmem header must be the first line")
             _read_header(transcript, data, where)
-        elif "probe" in data:
-            transcript.items.append(_read_probe(data, where, number, seen_ids))
         else:
-            message = _read_message(data, where, number)
-            _remember_id(message, seen_ids, where)
-            transcript.items.append(message)
+            transcript.items.append(_read_item(data, where, number, seen_ids))
         first = False
     return transcript
 
@@ -165,12 +164,7 @@ def _parse_json_document(text: str, source: str) -> Transcript:
         where = f"{source}:{number}"
         if not isinstance(element, dict):
             raise TranscriptError(f"{where}: expected a message object")
-        if "probe" in element:
-            transcript.items.append(_read_probe(element, where, number, seen_ids))
-            continue
-        message = _read_message(element, where, number)
-        _remember_id(message, seen_ids, where)
-        transcript.items.append(message)
+        transcript.items.append(_read_item(element, where, number, seen_ids))
     # OpenAI style puts the system prompt first, as a message.
     first = transcript.items[0] if transcript.items else None
     if (transcript.system is None and isinstance(first, TranscriptMessage)
@@ -207,6 +201,15 @@ def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) ->
             word = "an object" if wanted is dict else "a string"
             raise TranscriptError(f"{where}: header {key!r} must be {word}")
         setattr(transcript, key, value)
+
+
+def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[str]) -> Item:
+    """A probe or a message; `seen_ids` collects message ids, which probes may name."""
+    if "probe" in data:
+        return _read_probe(data, where, number, seen_ids)
+    message = _read_message(data, where, number)
+    _remember_id(message, seen_ids, where)
+    return message
 
 
 def _read_message(data: Mapping[str, Any], where: str, number: int) -> TranscriptMessage:
@@ -297,14 +300,14 @@ def to_markdown(transcript: Transcript) -> str:
 
 def from_records(
     title: str,
-    records: Iterable[Any],
+    records: Iterable[MessageRecord],
     *,
     system: str | None = None,
     strategy: str | None = None,
     params: Mapping[str, Any] | None = None,
     model: str | None = None,
 ) -> Transcript:
-    """A transcript of stored messages (MessageRecord-like: role, content, external_id, ...)."""
+    """A transcript of stored messages, their external ids and times kept."""
     items: list[Item] = [
         TranscriptMessage(r.role, r.content, r.external_id, r.created_at) for r in records
     ]

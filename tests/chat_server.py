@@ -51,6 +51,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "500":
             self._error(500, "server_error", "The server had an error",
                         {"retry-after-ms": "10"})
+        elif mode == "echo-key":
+            # Some servers quote the request back in their error message.
+            self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")
         elif mode == "cut":
             self._stream(body, cut=True)
         elif mode == "slow":

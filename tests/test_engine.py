@@ -76,6 +76,15 @@ def test_each_message_is_counted_once_across_turns(make_engine, strategy: str) -
     assert ("user", "message number 0 第0条") in counted
 
 
+@pytest.mark.parametrize("strategy", ["tokens", "summary-buffer", "window+entity"])
+def test_the_system_prompt_is_counted_once_per_context(make_engine, strategy: str) -> None:
+    provider = CountingProvider()
+    engine = make_engine(strategy, provider=provider, system="Be brief. 简短回答。")
+    provider.counter.calls.clear()
+    engine.build_context("hello")
+    assert provider.counter.calls[("system", "Be brief. 简短回答。")] == 1
+
+
 def test_counts_are_cached_in_the_store(make_engine) -> None:
     engine = make_engine("buffer")
     engine.run_turn("hello")

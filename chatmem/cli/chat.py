@@ -16,7 +16,7 @@ from chatmem.cli.common import (
     StrategyOption,
     consoles,
     handles_errors,
-    open_store,
+    open_engine,
     parse_params,
     settings_from,
 )
@@ -42,28 +42,19 @@ def chat(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Chat in a named session; memory strategy and tokens are shown every turn.
-
-    With lines piped in, each line is one turn and the exit code is non-zero if any failed.
+    """Chat in a named session, with strategy and tokens shown each turn; piped lines are turns.
 
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
-    from chatmem.engine import open_session
-    from chatmem.providers import create_provider
     from chatmem.repl import Repl
 
     settings = settings_from(config, db, provider, model)
     params = parse_params(param)
     out, err = consoles()
-    with open_store(settings) as store:
-        llm = create_provider(settings)
-        try:
-            engine = open_session(store, settings, llm, session, strategy=strategy,
-                                  params=params, system=system)
-            repl = Repl(engine, out, err, show_prompt=show_prompt)
-            repl.run()
-        finally:
-            llm.close()
+    with open_engine(settings, session, strategy=strategy, params=params,
+                     system=system) as engine:
+        repl = Repl(engine, out, err, show_prompt=show_prompt)
+        repl.run()
     if repl.exit_code and not sys.stdin.isatty():
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)
@@ -84,19 +75,12 @@ def ask(
 
     Example: echo "what did I order?" | chatmem ask - --session support
     """
-    from chatmem.engine import open_session
-    from chatmem.providers import create_provider
     from chatmem.repl import Repl
 
     if text == "-":
         text = sys.stdin.read()
     settings = settings_from(config, db, provider, model)
+    params = parse_params(param)
     out, err = consoles()
-    with open_store(settings) as store:
-        llm = create_provider(settings)
-        try:
-            engine = open_session(store, settings, llm, session, strategy=strategy,
-                                  params=parse_params(param))
-            Repl(engine, out, err).turn(text.strip())
-        finally:
-            llm.close()
+    with open_engine(settings, session, strategy=strategy, params=params) as engine:
+        Repl(engine, out, err).turn(text.strip())

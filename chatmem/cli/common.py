@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable, StrategyError
+from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from chatmem.config import Settings
-    from chatmem.store import Store
+    from chatmem.engine import Engine
+    from chatmem.providers.base import Provider
+    from chatmem.store import SessionRecord, Store
+    from chatmem.transcript import Transcript
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -89,13 +92,10 @@ def handles_errors(func: F) -> F:
 
 
 def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise StrategyError(f"--param {pair!r} must be key=value, e.g. --param k=3")
-        params[key.strip()] = value
-    return params
+    from chatmem.memory.params import parse_param_pairs
+
+    return parse_param_pairs(
+        pairs or (), lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3")
 
 
 def settings_from(
@@ -120,6 +120,48 @@ def open_store(settings: Settings) -> Iterator[Store]:
         yield store
     finally:
         store.close()
+
+
+@contextmanager
+def open_provider(settings: Settings) -> Iterator[Provider]:
+    from chatmem.providers import create_provider
+
+    provider = create_provider(settings)
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+@contextmanager
+def open_engine(
+    settings: Settings,
+    session: str,
+    *,
+    strategy: str | None = None,
+    params: dict[str, str] | None = None,
+    system: str | None = None,
+) -> Iterator[Engine]:
+    """The named session's engine (created if new); store and providers closed on exit."""
+    from chatmem.engine import open_session
+
+    with open_store(settings) as store, open_provider(settings) as llm:
+        engine = open_session(store, settings, llm, session, strategy=strategy, params=params,
+                              system=system)
+        try:
+            yield engine
+        finally:
+            # A separate [summary] model is the engine's own; a local one runs a server.
+            if engine.helper_model is not llm:
+                engine.helper_model.close()
+
+
+def stored_transcript(store: Store, session: SessionRecord) -> Transcript:
+    """A stored session as a transcript, with the strategy and model it ran with."""
+    from chatmem.transcript import from_records
+
+    return from_records(session.name, store.messages(session.id), system=session.system,
+                        strategy=session.strategy, params=session.params, model=session.model)
 
 
 def print_json(data: Any) -> None:

@@ -36,6 +36,7 @@ from chatmem.cli.common import (
     StrategyOption,
     consoles,
     handles_errors,
+    open_provider,
     open_store,
     parse_params,
     print_json,
@@ -141,16 +142,12 @@ def _recorded(store: Store, session: SessionRecord,
 def _next(store: Store, session: SessionRecord, settings: Settings,
           text: str) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine, resolve_strategy
-    from chatmem.providers import create_provider
 
     chosen = resolve_strategy(settings, None, {}, session)
-    llm = create_provider(settings)
-    try:
+    with open_provider(settings) as llm:
         engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
         context = engine.build_context(text)
         approximate = engine.counter.approximate
-    finally:
-        llm.close()
     data = _payload(session.name, "next", context, text=text, strategy=chosen.name,
                     params=dict(chosen.params))
     return data, context, approximate
@@ -169,12 +166,11 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
              text: str | None, strategy: str,
              params: dict[str, str]) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine
-    from chatmem.providers import create_provider
     from chatmem.replay import StrategySpec, what_if
     from chatmem.transcript import from_records
 
     spec = StrategySpec(strategy, params)
-    spec.create()
+    chosen = spec.create()  # bad names or params fail before any work is done
     turn = None
     if text is None:
         turn = store.turn(session.id, number)
@@ -182,23 +178,20 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
         messages = store.messages(session.id, 1, _history_before(store, session, turn))
     else:
         messages = store.messages(session.id)
-    llm = create_provider(settings)
-    try:
-        if text is not None and turn is None and strategy == session.strategy:
+    replayed: dict[str, Any] | None = None
+    with open_provider(settings) as llm:
+        if turn is None and strategy == session.strategy:
             # The session already keeps this strategy's state: use it as it is.
-            engine = Engine(store, session, llm, spec.create(), budget=settings.context_budget)
-            context, replayed = engine.build_context(text), None
+            engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
+            context = engine.build_context(text)
         else:
             transcript = from_records(session.name, messages, system=session.system)
             context, run = what_if(transcript, spec, text, chat_provider=llm,
                                    budget=settings.context_budget, user=settings.user)
             replayed = {"turns": run.turns, "strategy_model_calls": run.model_calls}
         approximate = llm.token_counter().approximate
-    finally:
-        llm.close()
-    created = spec.create()
-    data = _payload(session.name, "what-if", context, text=text, strategy=created.name,
-                    params=dict(created.params), turn=turn, replayed=replayed)
+    data = _payload(session.name, "what-if", context, text=text, strategy=chosen.name,
+                    params=dict(chosen.params), turn=turn, replayed=replayed)
     return data, context, approximate
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,17 +18,19 @@ from chatmem.cli.common import (
     ProviderOption,
     consoles,
     handles_errors,
+    open_provider,
     open_store,
     parse_params,
     print_json,
     settings_from,
+    stored_transcript,
 )
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
-    from chatmem.replay import Progress, StrategyRun
-    from chatmem.store import Store
+    from chatmem.replay import Progress
+    from chatmem.scoring import StrategyRun
     from chatmem.transcript import Transcript
 
 SourceArgument = Annotated[
@@ -37,14 +39,19 @@ SourceArgument = Annotated[
 StrategiesOption = Annotated[
     list[str],
     typer.Option("--strategy", "-s", show_default=False,
-                 help="Strategy to run, repeatable; parameters after a colon: window:k=2,"),
+                 help="Strategy to run, repeatable; parameters after a colon: window:k=2"),
+]
+ReportOption = Annotated[
+    Path | None,
+    typer.Option("--report", show_default=False,
+                 help="Also write a self-contained HTML report."),
 ]
 PROGRESS_AFTER_STEPS = 50
 
 
 def load_source(source: str, settings: Settings) -> Transcript:
     """A transcript file, or else the stored session of that name."""
-    from chatmem.transcript import from_records, read_transcript
+    from chatmem.transcript import read_transcript
 
     path = Path(source)
     if path.is_file() or path.suffix in (".jsonl", ".json"):
@@ -55,9 +62,7 @@ def load_source(source: str, settings: Settings) -> Transcript:
         session = store.find_session(source)
         if session is None:
             raise TranscriptError(f"{source}: no such transcript file or session")
-        return from_records(session.name, store.messages(session.id), system=session.system,
-                            strategy=session.strategy, params=session.params,
-                            model=session.model)
+        return stored_transcript(store, session)
 
 
 @contextmanager
@@ -67,16 +72,9 @@ def progress_bar(steps: int) -> Iterator[Progress | None]:
     if steps < PROGRESS_AFTER_STEPS or not err.is_terminal:
         yield None
         return
-    from rich.progress import Progress as RichProgress
+    from chatmem.render.progress import replay_progress
 
-    with RichProgress(console=err, transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def advance(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(f"replaying with {label}", total=total)
-            bar.update(tasks[label], completed=done)
-
+    with replay_progress(err) as advance:
         yield advance
 
 
@@ -85,7 +83,6 @@ def _run(
     *, keep: bool | None, save_as: str | None = None, answer: bool = False,
     transcript: Transcript | None = None,
 ) -> tuple[Transcript, list[StrategyRun], bool]:
-    from chatmem.providers import create_provider
     from chatmem.replay import parse_spec, replay
 
     shared = parse_params(param)
@@ -94,30 +91,16 @@ def _run(
     if not transcript.user_turns():
         raise TranscriptError(f"{source}: the transcript has no user messages to replay")
     keep_replies = transcript.has_replies() if keep is None else keep
-    provider = create_provider(settings)
-    try:
-        with progress_bar(len(transcript.items) * len(specs)) as progress:
-            if save_as:
-                with open_store(settings) as store:
-                    runs = _replay(replay, transcript, specs, provider, settings, keep_replies,
-                                   progress, answer, store=store, save_as=save_as)
-            else:
-                runs = _replay(replay, transcript, specs, provider, settings, keep_replies,
-                               progress, answer)
-    finally:
-        provider.close()
+    with ExitStack() as stack:
+        chat_provider = stack.enter_context(open_provider(settings))
+        progress = stack.enter_context(progress_bar(len(transcript.items) * len(specs)))
+        # Only --save-as needs the history file; otherwise every replay stays in memory.
+        store = stack.enter_context(open_store(settings)) if save_as else None
+        runs = replay(transcript, specs, chat_provider=chat_provider, store=store,
+                      save_as=save_as, keep_replies=keep_replies,
+                      budget=settings.context_budget, user=settings.user, answer=answer,
+                      progress=progress)
     return transcript, runs, keep_replies
-
-
-def _replay(replay: Any, transcript: Transcript, specs: Any, provider: Any, settings: Settings,
-            keep_replies: bool, progress: Progress | None, answer: bool,
-            store: Store | None = None, save_as: str | None = None) -> list[StrategyRun]:
-    result: list[StrategyRun] = replay(
-        transcript, specs, chat_provider=provider, store=store, save_as=save_as,
-        keep_replies=keep_replies, budget=settings.context_budget, user=settings.user,
-        answer=answer, progress=progress,
-    )
-    return result
 
 
 @handles_errors
@@ -136,11 +119,7 @@ def replay_command(
         typer.Option("--save-as", show_default=False,
                      help="Store each replay as a session: NAME, or NAME-<strategy> for several."),
     ] = None,
-    report: Annotated[
-        Path | None,
-        typer.Option("--report", show_default=False,
-                     help="Also write a self-contained HTML report (table and chart)."),
-    ] = None,
+    report: ReportOption = None,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
@@ -170,8 +149,6 @@ def replay_command(
     for run in runs:
         for notice in run.notices:
             err.print(f"{run.label}: {notice}", style="dim", markup=False)
-    if report:
-        err.print(f"wrote {report}", style="dim", markup=False)
 
 
 def _replay_json(run: StrategyRun) -> dict[str, Any]:
@@ -186,6 +163,7 @@ def _write_report(path: Path, html: str) -> None:
         path.write_text(html, encoding="utf-8")
     except OSError as e:
         raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
+    consoles()[1].print(f"wrote {path}", style="dim", markup=False)
 
 
 @handles_errors
@@ -201,11 +179,7 @@ def eval_command(
         typer.Option("--min-recall", show_default=False, min=0.0, max=1.0,
                      help="Exit 1 when any strategy's id or text recall is below this."),
     ] = None,
-    report: Annotated[
-        Path | None,
-        typer.Option("--report", show_default=False,
-                     help="Also write a self-contained HTML report."),
-    ] = None,
+    report: ReportOption = None,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
@@ -229,7 +203,6 @@ def eval_command(
     if report:
         _write_report(report, compare.html_report(
             f"chatmem eval {source}", compare.eval_table(runs), compare.probe_table(runs)))
-        consoles()[1].print(f"wrote {report}", style="dim", markup=False)
     if json_out:
         print_json({"source": source, "title": transcript.title,
                     "probes": len(transcript.probes),

@@ -1,8 +1,7 @@
-"""`chatmem sessions list|show|delete`."""
+"""`chatmem sessions list|show|delete|export|import`."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -16,9 +15,10 @@ from chatmem.cli.common import (
     open_store,
     print_json,
     settings_from,
+    stored_transcript,
 )
 
-app = typer.Typer(help="List, show and delete sessions.", no_args_is_help=True)
+app = typer.Typer(help="List, show, delete, export and import sessions.", no_args_is_help=True)
 NameArgument = Annotated[str, typer.Argument(help="Session name.")]
 
 
@@ -33,8 +33,6 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
 
     with open_store(settings_from(config, db)) as store:
         rows = store.list_sessions()
-    for row in rows:
-        row["params"] = json.loads(row["params"])
     if json_out:
         print_json(rows)
         return
@@ -115,15 +113,12 @@ def export(
     from pathlib import Path
 
     from chatmem.errors import UsageError
-    from chatmem.transcript import from_records, to_jsonl, to_markdown
+    from chatmem.transcript import to_jsonl, to_markdown
 
     if format_ not in ("jsonl", "markdown"):
         raise UsageError(f"--format must be jsonl or markdown, got {format_!r}")
     with open_store(settings_from(config, db)) as store:
-        session = store.session(name)
-        transcript = from_records(session.name, store.messages(session.id),
-                                  system=session.system, strategy=session.strategy,
-                                  params=session.params, model=session.model)
+        transcript = stored_transcript(store, store.session(name))
     text = to_jsonl(transcript) if format_ == "jsonl" else to_markdown(transcript)
     if output is None or output == "-":
         sys.stdout.write(text)

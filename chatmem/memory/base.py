@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from chatmem.errors import StrategyError
+from chatmem.memory.params import Param
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
+    from chatmem.memory.state import SessionState
+    from chatmem.providers.base import Provider
 
 PartKind = Literal["system", "summary", "facts", "recalled", "history", "input"]
 PART_ORDER: tuple[PartKind, ...] = ("system", "summary", "facts", "recalled", "history", "input")
@@ -177,66 +184,17 @@ class ContextRequest:
     input: Message
     counter: TokenCounter
     system: str | None = None
-    state: Any = None
+    state: SessionState | None = None
     """Derived-state reader (summaries, facts, recall index); None for stateless strategies."""
     budget: int | None = None
     """The configured context budget, used when the strategy has none of its own."""
 
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    type: type
-    default: Any
-    help: str
-    minimum: float | None = None
-    maximum: float | None = None
-
-    def parse(self, strategy: str, raw: Any) -> Any:
-        value = raw
-        if isinstance(raw, str) and self.type is not str:
-            try:
-                value = _parse_scalar(self.type, raw)
-            except ValueError:
-                raise StrategyError(
-                    f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                    f"must be {_type_word(self.type)}"
-                ) from None
-        elif self.type is float and isinstance(raw, int) and not isinstance(raw, bool):
-            value = float(raw)
-        elif not isinstance(raw, self.type) or (self.type is int and isinstance(raw, bool)):
-            raise StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                f"must be {_type_word(self.type)}"
-            )
-        if self.minimum is not None and value < self.minimum:
-            raise StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                f"must be at least {self.minimum}"
-            )
-        if self.maximum is not None and value > self.maximum:
-            raise StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                f"must be at most {self.maximum}"
-            )
-        return value
-
-
-def _parse_scalar(kind: type, raw: str) -> Any:
-    if kind is bool:
-        lowered = raw.strip().lower()
-        if lowered in ("true", "yes", "on", "1"):
-            return True
-        if lowered in ("false", "no", "off", "0"):
-            return False
-        raise ValueError(raw)
-    return kind(raw.strip())
-
-
-def _type_word(kind: type) -> str:
-    return {int: "a whole number", float: "a number", bool: "true or false"}.get(
-        kind, kind.__name__
-    )
+    @cached_property
+    def system_message(self) -> Message | None:
+        """The system prompt as sent; counted once however many parts of a build ask."""
+        if not self.system:
+            return None
+        return Message("system", self.system, self.counter.count_message("system", self.system))
 
 
 @runtime_checkable
@@ -264,11 +222,13 @@ class MemoryEnv:
 
     history: HistoryView
     counter: TokenCounter
-    state: Any = None
-    model: Any = None
+    state: SessionState | None = None
+    model: Provider | None = None
     """Provider for summaries and fact extraction; None when none is configured."""
-    settings: Any = None
+    settings: Settings | None = None
     """chatmem Settings, for options from the config (e.g. [summary] prompt, drift_guard)."""
+    system: str | None = None
+    """The session's system prompt, as the next request will send it."""
 
 
 class BaseStrategy:
@@ -318,12 +278,8 @@ class BaseStrategy:
 
 
 def system_part(request: ContextRequest) -> Part | None:
-    if not request.system:
-        return None
-    tokens = request.counter.count_message("system", request.system)
-    return Part(
-        "system", (Message("system", request.system, tokens),), "system prompt"
-    )
+    message = request.system_message
+    return Part("system", (message,), "system prompt") if message else None
 
 
 def input_part(request: ContextRequest) -> Part:
@@ -332,7 +288,7 @@ def input_part(request: ContextRequest) -> Part:
 
 def assemble(
     request: ContextRequest,
-    middle: Iterable[Part],
+    middle: Iterable[Part | None],
     *,
     budget: int | None = None,
     dropped: str | None = None,
@@ -390,15 +346,33 @@ def fit_newest_turns(
         kept.append(turn)
         used += turn.tokens
     kept.reverse()
-    return [t for t in _drop_leading_assistant(kept)]
+    return drop_leading_assistant(kept)
 
 
-def _drop_leading_assistant(turns: list[HistoryTurn]) -> list[HistoryTurn]:
+def drop_leading_assistant(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
+    """The turns from the first that opens with a user message."""
     # Turn 1 of an imported transcript can open with an assistant greeting:
     # a history must never start on an assistant message.
-    while turns and turns[0].messages[0].role == "assistant":
-        turns = turns[1:]
-    return turns
+    start = 0
+    while start < len(turns) and turns[start].messages[0].role == "assistant":
+        start += 1
+    return list(turns[start:])
+
+
+def newest_turns_part(
+    request: ContextRequest, label: str, *, room: int | None = None, limit: int | None = None,
+    why_dropped: str = "",
+) -> tuple[Part | None, str | None]:
+    """The newest whole turns as a history part, and the note on what was dropped.
+
+    The part's reason reads "<label>: turns 4–6; dropped turns 1–3<why_dropped>".
+    """
+    turns = fit_newest_turns(request.history.newest_first(), room=room, limit=limit)
+    dropped = dropped_note(request.history.turn_count(), turns)
+    reason = f"{label}: {span([t.number for t in turns])}"
+    if dropped:
+        reason += f"; {dropped}{why_dropped}"
+    return history_part(turns, reason), dropped
 
 
 def dropped_note(total: int, kept: Sequence[HistoryTurn]) -> str | None:

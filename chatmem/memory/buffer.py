@@ -20,5 +20,4 @@ class BufferStrategy(BaseStrategy):
     def build(self, request: ContextRequest) -> Context:
         turns = fit_newest_turns(request.history.newest_first(), room=None)
         reason = f"buffer: all {span([t.number for t in turns])}" if turns else ""
-        return assemble(request, [p for p in [history_part(turns, reason)] if p],
-                        budget=self.budget(request))
+        return assemble(request, [history_part(turns, reason)], budget=self.budget(request))

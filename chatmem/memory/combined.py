@@ -23,6 +23,7 @@ from chatmem.memory.base import (
     Part,
     PartKind,
     assemble,
+    fixed_tokens,
     span,
 )
 
@@ -148,8 +149,7 @@ def fit_budget(
     """Drop whole turns, recalled then history, oldest first, until the context fits."""
     if budget is None:
         return parts, []
-    system = request.counter.count_message("system", request.system) if request.system else 0
-    fixed = request.counter.priming + system + request.input.tokens
+    fixed = fixed_tokens(request)
     trimmed: list[int] = []
     for kind in ("recalled", "history"):
         while fixed + sum(p.tokens for p in parts) > budget:

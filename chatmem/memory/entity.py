@@ -15,10 +15,7 @@ from chatmem.memory.base import (
     MemoryEnv,
     Param,
     assemble,
-    dropped_note,
-    fit_newest_turns,
-    history_part,
-    span,
+    newest_turns_part,
 )
 from chatmem.memory.facts import fact_origins, facts_part, live_facts, update_facts
 
@@ -36,14 +33,8 @@ class EntityStrategy(BaseStrategy):
         known = live_facts(request.state)
         facts = facts_part(known, request.input.content, self.params["max_facts"],
                            request.counter, f"entity k={k}", fact_origins(request.state, known))
-        turns = fit_newest_turns(request.history.newest_first(), room=None, limit=k)
-        dropped = dropped_note(request.history.turn_count(), turns)
-        reason = f"entity k={k}: {span([t.number for t in turns])}"
-        if dropped:
-            reason += f"; {dropped}"
-        history = history_part(turns, reason)
-        middle = [p for p in (facts, history) if p is not None]
-        return assemble(request, middle, budget=self.budget(request), dropped=dropped)
+        history, dropped = newest_turns_part(request, f"entity k={k}", limit=k)
+        return assemble(request, [facts, history], budget=self.budget(request), dropped=dropped)
 
     def update(self, env: MemoryEnv) -> list[str]:
         return update_facts(env)

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from chatmem import fts
 from chatmem.errors import ProviderResponseError
@@ -25,7 +25,8 @@ from chatmem.memory.base import HistoryTurn, MemoryEnv, Message, Part
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from chatmem.store import FactRecord
+    from chatmem.memory.state import SessionState
+    from chatmem.store import FactRecord, Store
 
 STATE_KEY = "facts"
 """Strategy-state namespace of the extraction marker, shared by every fact-using strategy."""
@@ -56,12 +57,6 @@ BLOCK_INSTRUCTION = (
 )
 BLOCK_OPEN = "<user-facts>"
 BLOCK_CLOSE = "</user-facts>"
-
-
-class FactState(Protocol):
-    """What fact-using strategies need from the derived state."""
-
-    def live_facts(self) -> list[FactRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -164,7 +159,7 @@ def _bad(why: str) -> ProviderResponseError:
 def update_facts(env: MemoryEnv) -> list[str]:
     """Extract facts from the user messages of turns not yet processed; returns notices."""
     state = env.state
-    if state is None or env.model is None or not hasattr(state, "live_facts"):
+    if state is None or env.model is None:
         return []
     marker = state.get(STATE_KEY)
     done = int(marker.get("done_turn", 0))
@@ -197,7 +192,9 @@ def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:
     }
 
 
-def apply_extraction(state: Any, extraction: Extraction, sources: Mapping[int, int | None]) -> None:
+def apply_extraction(
+    state: SessionState, extraction: Extraction, sources: Mapping[int, int | None]
+) -> None:
     """Write an extraction turn by turn, so what was said last wins."""
     steps: list[tuple[int, int, FactRetraction | FactChange]] = [
         *((r.turn, 0, r) for r in extraction.retract),
@@ -212,7 +209,9 @@ def apply_extraction(state: Any, extraction: Extraction, sources: Mapping[int, i
             _apply_change(state, step, sources)
 
 
-def _apply_change(state: Any, change: FactChange, sources: Mapping[int, int | None]) -> None:
+def _apply_change(
+    state: SessionState, change: FactChange, sources: Mapping[int, int | None]
+) -> None:
     existing = next((f for f in state.live_facts() if normalize_key(f.key) == change.key), None)
     if existing is not None and existing.value == change.value:
         return
@@ -290,15 +289,15 @@ def facts_part(
     return Part("facts", (message,), f"{label}: {how} ({origin})")
 
 
-def live_facts(state: Any) -> list[FactRecord]:
-    return list(state.live_facts()) if state is not None and hasattr(state, "live_facts") else []
+def live_facts(state: SessionState | None) -> list[FactRecord]:
+    return state.live_facts() if state is not None else []
 
 
-def fact_origins(state: Any, facts: Sequence[FactRecord]) -> dict[int, str]:
-    """Fact id → other session it was stated in, when the state can tell."""
-    if not facts or state is None or not hasattr(state, "fact_origins"):
+def fact_origins(state: SessionState | None, facts: Sequence[FactRecord]) -> dict[int, str]:
+    """Fact id → other session it was stated in; nothing for a stateless build."""
+    if not facts or state is None:
         return {}
-    return dict(state.fact_origins(list(facts)))
+    return state.fact_origins(list(facts))
 
 
 # -- user control: /remember, /forget, `chatmem facts forget` ---------------------
@@ -328,7 +327,7 @@ def purged_line(fact_id: int) -> str:
     return json.dumps({"id": fact_id, "purged": True})
 
 
-def scrub_fact(store: Any, fact_id: int) -> int:
+def scrub_fact(store: Store, fact_id: int) -> int:
     """Redact a purged fact's lines from every stored turn context; returns turns changed.
 
     Past contexts are records of what was sent, but a purge promises no trace:

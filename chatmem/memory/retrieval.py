@@ -74,7 +74,7 @@ def recall_scores(
         return {}
     state = request.state
     best: dict[int, float] = {}
-    if state is not None and hasattr(state, "search"):
+    if state is not None:
         limit = top_k * MESSAGES_PER_TURN_SEARCHED
         for record, score in state.search(query, before_turn=before_turn, limit=limit):
             best[record.turn] = max(score, best.get(record.turn, score))

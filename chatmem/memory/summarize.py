@@ -13,11 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.memory.base import Message
 from chatmem.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from chatmem.providers.base import Provider
 
 SUMMARY_SLOT = "{summary}"
 LINES_SLOT = "{new_lines}"
@@ -88,7 +91,7 @@ class Draft:
 
 
 def summarize(
-    model: Any,
+    model: Provider,
     counter: TokenCounter,
     previous: str,
     messages: Sequence[Message],
@@ -108,9 +111,8 @@ def summarize(
     clipped = False
     if max_tokens is not None:
         text, clipped = clip(text, max_tokens, counter)
-    name = getattr(model, "model", None)
-    provider = getattr(model, "name", None)
-    label = f"{provider}:{name}" if provider and name else (name or provider)
+    label = f"{model.name}:{model.model}" if model.name and model.model else (
+        model.model or model.name or None)
     return Draft(text, clipped, label)
 
 

@@ -28,12 +28,14 @@ from chatmem.memory.base import (
     Param,
     Part,
     assemble,
+    drop_leading_assistant,
     history_part,
     span,
 )
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from chatmem.memory.state import SessionState
     from chatmem.store import SummaryRecord
 
 
@@ -54,7 +56,7 @@ class SummaryState:
         return self.latest.text if self.latest else ""
 
 
-def load_state(state: Any, strategy: str) -> SummaryState:
+def load_state(state: SessionState | None, strategy: str) -> SummaryState:
     """The stored state, or an empty one for a stateless build (replay, contract tests)."""
     if state is None:
         return SummaryState()
@@ -200,7 +202,7 @@ class SummaryMemory(BaseStrategy):
 
 def _options(env: MemoryEnv) -> dict[str, Any]:
     """The [summary] settings (prompt, drift_guard) the engine was given, or the defaults."""
-    configured = getattr(getattr(env, "settings", None), "summary", None) or {}
+    configured = (env.settings.summary if env.settings else None) or {}
     prompt = configured.get("prompt") or summarize.DEFAULT_PROMPT
     return {
         "prompt": summarize.check_prompt(prompt),
@@ -220,9 +222,8 @@ class SummaryStrategy(SummaryMemory):
         st = load_state(request.state, self.name)
         # Turns not yet folded in (a failed or not-yet-run update) are sent raw:
         # the summary strategy never loses a turn, it only delays compressing it.
-        pending = request.history.turns(st.boundary + 1, request.history.turn_count())
-        while pending and pending[0].messages[0].role == "assistant":
-            pending = pending[1:]
+        pending = drop_leading_assistant(
+            request.history.turns(st.boundary + 1, request.history.turn_count()))
         parts, _ = self.memory_parts(st, request.counter)
         warnings = []
         if pending:

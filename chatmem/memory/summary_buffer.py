@@ -18,6 +18,7 @@ from chatmem.memory.base import (
     MemoryEnv,
     Param,
     assemble,
+    drop_leading_assistant,
     fit_newest_turns,
     fixed_tokens,
     history_part,
@@ -63,7 +64,7 @@ class SummaryBufferStrategy(SummaryMemory):
         if pending:
             # A failed summary never loses turns: all unsummarized turns go raw,
             # over the budget if need be (assemble says so in the warnings).
-            turns = _from_user(pending)
+            turns = drop_leading_assistant(pending)
         else:
             unsummarized = _newest_after(request.history.newest_first(), st.boundary)
             turns = fit_newest_turns(unsummarized, room)
@@ -92,20 +93,14 @@ class SummaryBufferStrategy(SummaryMemory):
         if not unsummarized:
             return []
         room = self.turn_room(env, unsummarized, st.pinned)
-        kept = fit_newest_turns(reversed(unsummarized), room)
-        first_kept = kept[0].number if kept else last + 1
-        prune = [t for t in unsummarized if t.number < first_kept]
-        if not prune:
-            if st.behind:
+        if not _overflow(unsummarized, room):
+            if st.behind and env.state is not None:
                 env.state.set(self.name, behind="")
             return []
         # Fold down to a low-water mark: pruning only what just overflowed would
         # call the summarizer on nearly every turn once the window is full.
         low_water = int(room * float(self.params["prune_to"]))
-        kept = fit_newest_turns(reversed(unsummarized), low_water)
-        first_kept = kept[0].number if kept else last + 1
-        prune = [t for t in unsummarized if t.number < first_kept]
-        return self.fold(env, st, prune)
+        return self.fold(env, st, _overflow(unsummarized, low_water))
 
     def turn_room(
         self, env: MemoryEnv, unsummarized: list[HistoryTurn], pinned: dict[str, int]
@@ -117,14 +112,12 @@ class SummaryBufferStrategy(SummaryMemory):
         is assumed no longer than the longest user message still in the window.
         """
         counter: TokenCounter = env.counter
-        system = _system_prompt(env)
-        system_tokens = counter.count_message("system", system) if system else 0
+        system_tokens = counter.count_message("system", env.system) if env.system else 0
         facts = facts_message(pinned, counter).tokens if pinned else 0
         reserve = max((m.tokens for t in unsummarized for m in t.messages if m.role == "user"),
                       default=0)
         return (int(self.params["max_tokens"]) - counter.priming - system_tokens
                 - self.summary_cost(counter) - facts - reserve)
-
 
 
 def _newest_after(turns: Iterable[HistoryTurn], boundary: int) -> list[HistoryTurn]:
@@ -136,14 +129,8 @@ def _newest_after(turns: Iterable[HistoryTurn], boundary: int) -> list[HistoryTu
     return out
 
 
-def _from_user(turns: list[HistoryTurn]) -> list[HistoryTurn]:
-    while turns and turns[0].messages[0].role == "assistant":
-        turns = turns[1:]
-    return turns
-
-
-def _system_prompt(env: MemoryEnv) -> str | None:
-    state = env.state
-    if state is None or not hasattr(state, "store"):
-        return None
-    return str(state.store.session_by_id(state.session_id).system or "") or None
+def _overflow(turns: list[HistoryTurn], room: int) -> list[HistoryTurn]:
+    """The oldest of `turns` that do not fit in `room` beside the newest whole turns."""
+    kept = fit_newest_turns(reversed(turns), room)
+    first_kept = kept[0].number if kept else turns[-1].number + 1
+    return [t for t in turns if t.number < first_kept]

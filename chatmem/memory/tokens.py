@@ -13,11 +13,8 @@ from chatmem.memory.base import (
     ContextRequest,
     Param,
     assemble,
-    dropped_note,
-    fit_newest_turns,
     fixed_tokens,
-    history_part,
-    span,
+    newest_turns_part,
 )
 
 
@@ -31,11 +28,8 @@ class TokenBudgetStrategy(BaseStrategy):
 
     def build(self, request: ContextRequest) -> Context:
         budget = int(self.params["max_tokens"])
-        room = max(budget - fixed_tokens(request), 0)
-        turns = fit_newest_turns(request.history.newest_first(), room=room)
-        dropped = dropped_note(request.history.turn_count(), turns)
-        reason = f"tokens max_tokens={budget}: {span([t.number for t in turns])}"
-        if dropped:
-            reason += f"; {dropped} to fit"
-        part = history_part(turns, reason)
-        return assemble(request, [part] if part else [], budget=budget, dropped=dropped)
+        history, dropped = newest_turns_part(
+            request, f"tokens max_tokens={budget}", room=max(budget - fixed_tokens(request), 0),
+            why_dropped=" to fit",
+        )
+        return assemble(request, [history], budget=budget, dropped=dropped)

@@ -8,10 +8,7 @@ from chatmem.memory.base import (
     ContextRequest,
     Param,
     assemble,
-    dropped_note,
-    fit_newest_turns,
-    history_part,
-    span,
+    newest_turns_part,
 )
 
 
@@ -22,11 +19,5 @@ class WindowStrategy(BaseStrategy):
 
     def build(self, request: ContextRequest) -> Context:
         k = self.params["k"]
-        turns = fit_newest_turns(request.history.newest_first(), room=None, limit=k)
-        dropped = dropped_note(request.history.turn_count(), turns)
-        reason = f"window k={k}: {span([t.number for t in turns])}"
-        if dropped:
-            reason += f"; {dropped}"
-        part = history_part(turns, reason)
-        return assemble(request, [part] if part else [], budget=self.budget(request),
-                        dropped=dropped)
+        history, dropped = newest_turns_part(request, f"window k={k}", limit=k)
+        return assemble(request, [history], budget=self.budget(request), dropped=dropped)

@@ -59,14 +59,14 @@ def create_provider(settings: Settings) -> Provider:
         )
     from chatmem.providers.openai import OpenAIProvider
 
-    if not settings.model and not settings.base_url:
-        settings.model = "gpt-4o-mini"
-    if not settings.model:
+    # OpenAI itself has a sensible default model; another server's models are unknown.
+    model = settings.model or (None if settings.base_url else "gpt-4o-mini")
+    if not model:
         raise NoModelAvailable(
             f"no model name for {settings.base_url}: pass --model NAME or set model in the config"
         )
     return OpenAIProvider(
-        settings.model,
+        model,
         base_url=settings.base_url,
         api_key=settings.api_key(),
         api_key_env=settings.api_key_env,

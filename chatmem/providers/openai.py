@@ -139,12 +139,16 @@ class OpenAIProvider:
         if isinstance(error, openai.APIConnectionError):
             return ProviderConnectionError(f"cannot reach {where}: is the server running?")
         if isinstance(error, openai.APIStatusError):
-            return ProviderResponseError(f"{where} answered {error.status_code}: {_short(error)}")
+            return ProviderResponseError(
+                f"{where} answered {error.status_code}: {self._short(error)}"
+            )
         return ProviderResponseError(
-            f"the reply stream from {where} failed: {type(error).__name__}: {_short(error)}"
+            f"the reply stream from {where} failed: {type(error).__name__}: {self._short(error)}"
         )
 
-
-def _short(error: Exception) -> str:
-    text = " ".join(str(error).split())
-    return text[:160] + ("…" if len(text) > 160 else "")
+    def _short(self, error: Exception) -> str:
+        # The message quotes the server's answer, and a server may echo the key back.
+        text = " ".join(str(error).split())
+        if len(self.client.api_key) >= 8:
+            text = text.replace(self.client.api_key, "[api key]")
+        return text[:160] + ("…" if len(text) > 160 else "")

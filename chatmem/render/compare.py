@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from chatmem.replay import ProbeResult, StrategyRun
+    from chatmem.scoring import ProbeResult, StrategyRun
 
 SERIES_STYLES = ("green", "yellow", "cyan", "magenta", "blue", "red", "white")
 MARKERS = ("●", "▲", "■", "◆", "✚", "★", "○")

@@ -8,7 +8,7 @@ from typing import Any
 
 from chatmem.errors import NotFound, StoreError
 from chatmem.store.connection import Connection, now
-from chatmem.store.records import FactRecord, SummaryRecord
+from chatmem.store.records import FactRecord, SummaryRecord, json_text
 
 
 class MemoryTables(Connection):
@@ -28,7 +28,7 @@ class MemoryTables(Connection):
             self.db.conn.executemany(
                 "INSERT OR REPLACE INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?)",
-                [(session_id, strategy, k, json.dumps(v, ensure_ascii=False))
+                [(session_id, strategy, k, json_text(v))
                  for k, v in values.items()],
             )
 
@@ -56,10 +56,10 @@ class MemoryTables(Connection):
                 "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"
                 " last_message_id, anchors, dropped_anchors, model, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [session_id, strategy, version, text, json.dumps(covered_ids),
+                [session_id, strategy, version, text, json_text(covered_ids),
                  max(covered_ids) if covered_ids else None,
-                 json.dumps(anchors or [], ensure_ascii=False),
-                 json.dumps(dropped_anchors or [], ensure_ascii=False), model, now()],
+                 json_text(anchors or []),
+                 json_text(dropped_anchors or []), model, now()],
             )
         return self.summary(session_id, strategy, version)
 
@@ -190,7 +190,7 @@ class MemoryTables(Connection):
         with self.db.atomic():
             self.db.execute(
                 "UPDATE turns SET context = ?, rendered_prompt = ? WHERE id = ?",
-                [json.dumps(context, ensure_ascii=False), rendered_prompt, turn_id],
+                [json_text(context), rendered_prompt, turn_id],
             )
 
     def vacuum(self) -> None:

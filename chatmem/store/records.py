@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def json_text(value: Any) -> str:
+    """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int
@@ -76,8 +81,8 @@ class TurnRecord:
 
     def to_row(self) -> dict[str, Any]:
         row = {k: v for k, v in self.__dict__.items() if k != "id"}
-        row["context"] = json.dumps(self.context, ensure_ascii=False)
-        row["params"] = json.dumps(self.params, ensure_ascii=False)
+        row["context"] = json_text(self.context)
+        row["params"] = json_text(self.params)
         return row
 
 

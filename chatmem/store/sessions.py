@@ -10,7 +10,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError
 from chatmem.store.connection import Connection, now
-from chatmem.store.records import MessageRecord, SessionRecord, TurnRecord
+from chatmem.store.records import MessageRecord, SessionRecord, TurnRecord, json_text
 
 
 class SessionTables(Connection):
@@ -35,7 +35,7 @@ class SessionTables(Connection):
                 self.db.execute(
                     "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
                     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [name, strategy, json.dumps(dict(params or {}), ensure_ascii=False),
+                    [name, strategy, json_text(dict(params or {})),
                      provider, model, system, user, stamp, stamp],
                 )
             except sqlite3.IntegrityError:
@@ -63,7 +63,7 @@ class SessionTables(Connection):
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
         if "params" in fields:
-            fields["params"] = json.dumps(fields["params"], ensure_ascii=False)
+            fields["params"] = json_text(fields["params"])
         fields["updated_at"] = now()
         assignments = ", ".join(f"{k} = ?" for k in fields)
         with self.db.atomic():
@@ -76,7 +76,8 @@ class SessionTables(Connection):
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        return self._rows(
+        """Every session with its message and turn counts, most recently used first."""
+        rows = self._rows(
             """
             SELECT s.name, s.strategy, s.params, s.provider, s.model, s.created_at, s.updated_at,
                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
@@ -84,6 +85,7 @@ class SessionTables(Connection):
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )
+        return [{**row, "params": json.loads(row["params"] or "{}")} for row in rows]
 
     def delete_session(self, name: str) -> None:
         """Erase a session physically: messages, turns, summaries, facts, index rows."""

@@ -122,6 +122,14 @@ def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path
     assert "echo #1: still here" in result.stdout
 
 
+def test_a_slash_strategy_parameter_without_a_key_is_one_clear_line(tmp_path: Path) -> None:
+    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 input="/strategy window =3\nstill here\n")
+    assert result.exit_code == 2
+    assert result.stderr == "error: parameter '=3' must be key=value, e.g. k=3\n"
+    assert "echo #1: still here" in result.stdout
+
+
 # -- error paths ----------------------------------------------------------------
 
 

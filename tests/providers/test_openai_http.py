@@ -69,6 +69,16 @@ def test_401_names_the_key_variable_never_the_key(store, chat_server) -> None:
     assert_failed_turn_only(store, engine, str(caught.value))
 
 
+def test_an_error_quoting_the_key_back_never_shows_it(store, chat_server) -> None:
+    chat_server.plan = ["echo-key"]
+    engine = engine_for(store, chat_server)
+    with pytest.raises(ProviderResponseError) as caught:
+        engine.run_turn("hello")
+    assert SECRET not in str(caught.value)
+    assert "rejected header Bearer [api key]" in str(caught.value)
+    assert SECRET not in repr(store.turns(engine.session.id))
+
+
 def test_429_then_success_is_retried(store, chat_server) -> None:
     chat_server.plan = ["429"]
     engine = engine_for(store, chat_server, retries=2)

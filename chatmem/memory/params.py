@@ -1,0 +1,76 @@
+"""A strategy's parameters: declared once, parsed from text or config values, checked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from chatmem.errors import StrategyError
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def parse(self, strategy: str, raw: Any) -> Any:
+        value = raw
+        if isinstance(raw, str) and self.type is not str:
+            try:
+                value = _parse_scalar(self.type, raw)
+            except ValueError:
+                raise StrategyError(
+                    f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                    f"must be {_type_word(self.type)}"
+                ) from None
+        elif self.type is float and isinstance(raw, int) and not isinstance(raw, bool):
+            value = float(raw)
+        elif not isinstance(raw, self.type) or (self.type is int and isinstance(raw, bool)):
+            raise StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                f"must be {_type_word(self.type)}"
+            )
+        if self.minimum is not None and value < self.minimum:
+            raise StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                f"must be at least {self.minimum}"
+            )
+        if self.maximum is not None and value > self.maximum:
+            raise StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
+                f"must be at most {self.maximum}"
+            )
+        return value
+
+
+def _parse_scalar(kind: type, raw: str) -> Any:
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("true", "yes", "on", "1"):
+            return True
+        if lowered in ("false", "no", "off", "0"):
+            return False
+        raise ValueError(raw)
+    return kind(raw.strip())
+
+
+def _type_word(kind: type) -> str:
+    return {int: "a whole number", float: "a number", bool: "true or false"}.get(
+        kind, kind.__name__
+    )
+
+
+def parse_param_pairs(pairs: Iterable[str], error: Callable[[str], str]) -> dict[str, str]:
+    """`k=3` texts as {"k": "3"}; `error(pair)` words the message for one without a key."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise StrategyError(error(pair))
+        params[key.strip()] = value.strip()
+    return params

@@ -1,0 +1,151 @@
+"""What a replayed strategy cost and remembered: per-run totals and probe scores.
+
+At each probe the context the strategy would send is scored:
+
+- id recall: share of `expect_ids` whose message is in the context verbatim;
+- text recall: share of `expect_text` strings found, case-insensitively, in
+  the memory parts of the context (summary, facts, recalled, history). The
+  system prompt and the probe itself do not count: the question must not
+  answer itself.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatmem.memory.base import Context
+from chatmem.transcript import Probe
+
+MEMORY_PARTS = ("summary", "facts", "recalled", "history")
+
+
+# -- results -------------------------------------------------------------------
+
+
+@dataclass
+class ProbeResult:
+    question: str
+    after_turn: int
+    expect_ids: list[str]
+    found_ids: list[str]
+    expect_text: list[str]
+    found_text: list[str]
+    tokens: int
+    answer: str | None = None
+    answer_found: list[str] | None = None
+
+    def score_answer(self, reply: str) -> None:
+        """Keep the model's answer to the probe and the expected strings it contains."""
+        self.answer = reply
+        folded = reply.casefold()
+        self.answer_found = [t for t in self.expect_text if t.casefold() in folded]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class StrategyRun:
+    label: str
+    strategy: str
+    params: dict[str, Any]
+    prompt_tokens: list[int] = field(default_factory=list)
+    strategy_calls: dict[str, int] = field(default_factory=dict)
+    chat_calls: int = 0
+    summary_versions: int = 0
+    facts: int = 0
+    notices: list[str] = field(default_factory=list)
+    probes: list[ProbeResult] = field(default_factory=list)
+    session: str | None = None
+
+    @property
+    def turns(self) -> int:
+        return len(self.prompt_tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.prompt_tokens)
+
+    @property
+    def model_calls(self) -> int:
+        return sum(self.strategy_calls.values())
+
+    def id_recall(self) -> float | None:
+        return _share(sum(len(p.found_ids) for p in self.probes),
+                      sum(len(p.expect_ids) for p in self.probes))
+
+    def text_recall(self) -> float | None:
+        return _share(sum(len(p.found_text) for p in self.probes),
+                      sum(len(p.expect_text) for p in self.probes))
+
+    def answer_recall(self) -> float | None:
+        answered = [p for p in self.probes if p.answer_found is not None]
+        return _share(sum(len(p.answer_found or []) for p in answered),
+                      sum(len(p.expect_text) for p in answered)) if answered else None
+
+    def recall(self) -> float | None:
+        """The lower of id and text recall: what --min-recall checks."""
+        values = [v for v in (self.id_recall(), self.text_recall()) if v is not None]
+        return min(values) if values else None
+
+    def probe_tokens(self) -> tuple[float | None, int | None]:
+        tokens = [p.tokens for p in self.probes]
+        return (statistics.fmean(tokens), max(tokens)) if tokens else (None, None)
+
+    def to_json(self) -> dict[str, Any]:
+        mean_probe, max_probe = self.probe_tokens()
+        return {
+            "strategy": self.label,
+            "name": self.strategy,
+            "params": self.params,
+            "session": self.session,
+            "turns": self.turns,
+            "prompt_tokens": {
+                "total": self.total_tokens,
+                "mean": round(statistics.fmean(self.prompt_tokens), 1) if self.turns else None,
+                "max": max(self.prompt_tokens, default=None),
+                "per_turn": self.prompt_tokens,
+            },
+            "strategy_model_calls": self.model_calls,
+            "strategy_model_calls_by_purpose": self.strategy_calls,
+            "chat_model_calls": self.chat_calls,
+            "summary_versions": self.summary_versions,
+            "facts": self.facts,
+            "notices": self.notices,
+            "eval": {
+                "probes": len(self.probes),
+                "id_recall": self.id_recall(),
+                "text_recall": self.text_recall(),
+                "answer_recall": self.answer_recall(),
+                "context_tokens": {
+                    "mean": None if mean_probe is None else round(mean_probe, 1),
+                    "max": max_probe,
+                },
+                "per_probe": [p.to_json() for p in self.probes],
+            },
+        }
+
+
+def _share(found: int, expected: int) -> float | None:
+    return round(found / expected, 4) if expected else None
+
+
+# -- scoring ---------------------------------------------------------------------
+
+
+def score_probe(
+    probe: Probe, context: Context, stored_ids: dict[str, int], after_turn: int
+) -> ProbeResult:
+    in_context = {
+        m.id: m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
+        if m.id is not None
+    }
+    found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
+    memory_text = "\n".join(
+        m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
+    ).casefold()
+    found_text = [t for t in probe.expect_text if t.casefold() in memory_text]
+    return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
+                       list(probe.expect_text), found_text, context.tokens)
