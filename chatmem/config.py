@@ -28,6 +28,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "api_key_env": str,
         "timeout": (int, float),
         "max_retries": int,
+        "max_reply_tokens": int,
         "strategy": str,
         "context_budget": int,
         "system": str,
@@ -39,6 +40,15 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "summary": {"prompt": str, "provider": str, "model": str, "drift_guard": bool},
 }
 PROVIDERS = ("auto", "local", "openai", "scripted")
+# The smallest value each number may take: a negative budget or timeout is a typo.
+MINIMUMS: dict[str, int] = {
+    "context_budget": 1, "max_retries": 0, "max_reply_tokens": 1,
+    "local.threads": 1, "local.n_ctx": 1,
+}
+POSITIVE = ("timeout",)
+"""Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
+LOCAL_MAX_REPLY_TOKENS = 1024
+"""The local model's reply cap unless max_reply_tokens says otherwise: small models loop."""
 
 ENV_KEYS = {
     "CHATMEM_PROVIDER": "provider",
@@ -74,6 +84,8 @@ class Settings:
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60.0
     max_retries: int = 2
+    max_reply_tokens: int | None = None
+    """Longest reply in tokens; unset: 1024 for the local model, no cap for openai."""
     strategy: str = "window"
     context_budget: int = 4000
     system: str = "You are a helpful assistant."
@@ -87,6 +99,8 @@ class Settings:
     """Per-strategy parameters from [strategies.NAME] tables."""
     source: Path | None = None
     """The config file these settings were read from, if any."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each key that is not a default came from: the file, `env VAR` or `flag --x`."""
 
     @property
     def db_path(self) -> Path:
@@ -100,11 +114,39 @@ class Settings:
 
     def public(self) -> dict[str, Any]:
         """The settings as shown by `config show`: no secret ever, only where it comes from."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "source"}
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("source", "sources")}
         data["api_key"] = f"${self.api_key_env} is set" if self.api_key() else "not set"
         data["db"] = str(self.db_path)
         data["config_file"] = str(self.source) if self.source else None
+        data["sources"] = {key: self.source_of(key) for key in _flat(data)
+                           if key not in ("api_key", "config_file")}
         return data
+
+    def source_of(self, key: str) -> str:
+        """`default`, the config file's path, `env VAR` or `flag --x`, for a dotted key."""
+        return self.sources.get(key, "default")
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(key, value, source) for `config show`: tables flattened as `local.threads`."""
+        data = self.public()
+        data.pop("sources")
+        shown = []
+        for key, value in _flat(data).items():
+            source = "" if key in ("api_key", "config_file") else self.source_of(key)
+            text = "" if value is None or value == {} else str(value)
+            shown.append((key, text, source))
+        return shown
+
+
+def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
@@ -117,6 +159,11 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
+    number: Any = value  # checked to be a number above when the key has a minimum
+    if key in MINIMUMS and number < MINIMUMS[key]:
+        raise ConfigError(f"{path}: key {key!r} must be at least {MINIMUMS[key]}, got {value!r}")
+    if key in POSITIVE and number <= 0:
+        raise ConfigError(f"{path}: key {key!r} must be more than 0, got {value!r}")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -209,10 +256,12 @@ def load_settings(
             else:
                 setattr(settings, key, value)
         settings.source = path
+        settings.sources.update(dict.fromkeys(_flat(data), str(path)))
     for variable, key in ENV_KEYS.items():
         if env.get(variable) and not (key == "base_url" and env.get("CHATMEM_BASE_URL")
                                       and variable == "OPENAI_BASE_URL"):
             setattr(settings, key, env[variable])
+            settings.sources[key] = f"env {variable}"
     if settings.provider not in PROVIDERS:
         raise ConfigError(
             f"CHATMEM_PROVIDER must be one of {', '.join(PROVIDERS)}, got {settings.provider!r}"
@@ -220,7 +269,16 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             setattr(settings, key, value)
+            settings.sources[key] = f"flag --{key.replace('_', '-')}"
     return settings
+
+
+def config_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The config file chatmem reads: --config, else CHATMEM_CONFIG, else the app directory."""
+    env = os.environ if env is None else env
+    if config_path is not None:
+        return config_path
+    return Path(env["CHATMEM_CONFIG"]) if env.get("CHATMEM_CONFIG") else default_config_path()
 
 
 def example_config() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,8 @@ class Engine:
         self.settings = settings
         self.counter: TokenCounter = provider.token_counter()
         self.state = SessionState(store, session.id, session.user)
+        self.notices: list[str] = []
+        """What opening the session changed (strategy, system prompt), for the user to see."""
 
     def history(self) -> StoredHistory:
         return StoredHistory(self.store, self.session.id, self.counter)
@@ -151,7 +153,16 @@ class Engine:
             rendered_prompt=stream.rendered_prompt,
         ))
         self._cache_input_count(record, context)
+        self._note_model()
         return TurnResult(record, context, reply, self.update_memory())
+
+    def _note_model(self) -> None:
+        # The session shows the provider and model its latest turn really used.
+        if (self.session.provider, self.session.model) != (self.provider.name,
+                                                           self.provider.model):
+            self.store.update_session(self.session.id, provider=self.provider.name,
+                                      model=self.provider.model)
+            self.session = self.store.session_by_id(self.session.id)
 
     def _cache_input_count(self, record: TurnRecord, context: Context) -> None:
         # The input was counted to build this context; history reuses that count
@@ -204,23 +215,38 @@ def open_session(
     """Resume the named session or create it, and return its engine."""
     session = store.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session)
+    created = session is None
     if session is None:
         session = store.create_session(
             name, chosen.name, dict(chosen.params), provider=provider.name,
             model=provider.model, system=system if system is not None else settings.system,
             user=settings.user,
         )
-    else:
+    notices: list[str] = []
+    if not created:
         changes: dict[str, Any] = {}
         if strategy is not None or params:
             changes.update(strategy=chosen.name, params=dict(chosen.params))
+            before = f"{session.strategy} {_describe(session.params)}".strip()
+            after = f"{chosen.name} {_describe(chosen.params)}".strip()
+            if before != after:
+                notices.append(f"session {name}: strategy {before} → {after}")
         if system is not None:
             changes["system"] = system
+            if system != session.system:
+                notices.append(f"session {name}: system prompt replaced "
+                               f"({len(session.system or '')} → {len(system)} characters)")
         if changes:
             store.update_session(session.id, **changes)
             session = store.session_by_id(session.id)
-    return Engine(store, session, provider, chosen, budget=settings.context_budget,
-                  helper_model=summary_model(settings, provider), settings=settings)
+    engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
+                    helper_model=summary_model(settings, provider), settings=settings)
+    engine.notices = notices
+    return engine
+
+
+def _describe(params: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 def summary_model(settings: Settings, provider: Provider) -> Provider | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from chatmem import render
 from chatmem.engine import Engine, TurnResult
-from chatmem.errors import ChatmemError, NotFound
+from chatmem.errors import ChatmemError, NotFound, UsageError
 from chatmem.memory.base import Context
 
 if TYPE_CHECKING:
@@ -56,10 +56,13 @@ class Repl:
         errors: Console,
         *,
         show_prompt: bool = False,
+        status: Console | None = None,
     ) -> None:
         self.engine = engine
         self.console = console
         self.errors = errors
+        self.status = status or console
+        """Banner, token lines, notices and prompt panels; the CLI sends them to stderr."""
         self.show_prompt = show_prompt
         self.last: TurnResult | None = None
         self.exit_code = 0
@@ -88,11 +91,11 @@ class Repl:
                 return
 
     def run(self, lines: Iterable[str] | None = None) -> None:
-        self.console.print(render.notice_line(
-            f"session {self.engine.session.name} · {self.engine.strategy.name} "
-            f"{_params(self.engine)} · {self.engine.provider.name}:{self.engine.provider.model}"
-            " · /help for commands"
-        ))
+        strategy = f"{self.engine.strategy.name} {_params(self.engine)}".strip()
+        self.status.print(render.notice_line(
+            f"session {self.engine.session.name} · {strategy} · "
+            f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
+        ), soft_wrap=not self.status.is_terminal)
         for line in lines if lines is not None else self.lines():
             text = line.strip()
             if not text:
@@ -111,20 +114,28 @@ class Repl:
     # -- turns ------------------------------------------------------------------
 
     def turn(self, text: str) -> None:
+        out = self.console.file
+
         def write(delta: str) -> None:
-            self.console.print(delta, end="", markup=False, highlight=False)
+            # Straight to the file and flushed: nothing waits in a buffer to be
+            # printed after Ctrl-C has cancelled the reply.
+            out.write(delta)
+            out.flush()
 
         result = self.engine.run_turn(text, on_delta=write)
-        self.console.print()
+        out.write("\n")
+        out.flush()
         self.last = result
         if result.status == "cancelled":
-            self.console.print(render.notice_line("(reply cancelled; it stays out of memory)"))
+            self.status.print(render.notice_line("(reply cancelled; it stays out of memory)"))
             return
         if self.show_prompt:
-            self.console.print(self.prompt_panel(result.context))
-        self.console.print(self.token_line(result))
+            self.status.print(self.prompt_panel(result.context, result.record.estimated_tokens))
+        # In a pipe a status line stays one line, whatever the width, so scripts can read it.
+        one_line = not self.status.is_terminal
+        self.status.print(self.token_line(result), soft_wrap=one_line)
         for notice in result.notices:
-            self.console.print(render.notice_line(notice))
+            self.status.print(render.notice_line(notice), soft_wrap=one_line)
 
     def token_line(self, result: TurnResult) -> object:
         record = result.record
@@ -137,8 +148,9 @@ class Repl:
             strategy=f"{record.strategy} {_params(self.engine, changed_only=True)}".strip(),
         )
 
-    def prompt_panel(self, context: Context) -> object:
-        return render.context_panel(context, approximate=self.engine.counter.approximate)
+    def prompt_panel(self, context: Context, estimated: int | None = None) -> object:
+        return render.context_panel(context, approximate=self.engine.counter.approximate,
+                                    estimated=estimated)
 
     def command(self, text: str) -> None:
         try:
@@ -146,6 +158,8 @@ class Repl:
         except ValueError:
             words = text.split()
         name, args = words[0], words[1:]
+        # The arguments as typed, quotes and spacing kept (a system prompt is prose).
+        self.raw_args = text.strip()[len(text.split(maxsplit=1)[0]):].strip()
         command = SLASH.get(name)
         if command is None:
             raise NotFound(f"unknown command {name}; /help lists them")
@@ -166,25 +180,31 @@ def _quit(repl: Repl, args: list[str]) -> None:
     raise QuitRepl
 
 
-@slash("/strategy", "/strategy [NAME [k=v ...]]",
+# Usages are upper case: Rich would take a lower-case `[k=v ...]` for markup and hide it.
+@slash("/strategy", "/strategy [NAME[:K=V,...] [K=V ...]]",
        "show or switch the memory strategy for the next turn; history stays intact")
 def _strategy(repl: Repl, args: list[str]) -> None:
-    from chatmem.memory import create_strategy
     from chatmem.memory.params import parse_param_pairs
+    from chatmem.replay import parse_spec
 
     if args:
         params = parse_param_pairs(
             args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
-        repl.engine.set_strategy(create_strategy(args[0], params))
+        repl.engine.set_strategy(parse_spec(args[0], params).create())
     repl.console.print(render.notice_line(
         f"strategy: {repl.engine.strategy.name} {_params(repl.engine)}"
     ))
 
 
-@slash("/inspect", "/inspect", "show the exact context of the last turn, part by part")
+@slash("/inspect", "/inspect [N]", "show the exact context of turn N (default: the last), part "
+       "by part")
 def _inspect(repl: Repl, args: list[str]) -> None:
-    record = repl.engine.store.turn(repl.engine.session.id)
-    repl.console.print(repl.prompt_panel(Context.from_json(record.context)))
+    if len(args) > 1 or (args and not (args[0].isascii() and args[0].isdigit()
+                                        and int(args[0]) >= 1)):
+        raise UsageError(f"/inspect takes one turn number (1 or more), got {' '.join(args)!r}")
+    record = repl.engine.store.turn(repl.engine.session.id, int(args[0]) if args else None)
+    repl.console.print(repl.prompt_panel(Context.from_json(record.context),
+                                         record.estimated_tokens))
 
 
 @slash("/tokens", "/tokens", "show what the next turn would cost, by part")
@@ -203,4 +223,4 @@ def _show_prompt(repl: Repl, args: list[str]) -> None:
 
 
 # Slash commands that live in their own modules register themselves on import.
-from chatmem import repl_facts, repl_summary  # noqa: E402, F401
+from chatmem import repl_facts, repl_session, repl_summary  # noqa: E402, F401

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from chatmem import render
 from chatmem.errors import NotFound, UsageError
-from chatmem.memory.facts import find_facts, split_key_value
-from chatmem.render.facts import fact_row, facts_table
+from chatmem.memory import pins
+from chatmem.memory.facts import find_facts, split_key_value, unused_facts_note
+from chatmem.render.facts import fact_row, facts_table, pinned_row
 from chatmem.repl import Repl, slash
 
 
-@slash("/facts", "/facts", "list the facts this session uses (id, key, value, scope, source, age)")
+@slash("/facts", "/facts",
+       "list the facts this session uses (id, key, value, scope, source, age), pinned details too")
 def _facts(repl: Repl, args: list[str]) -> None:
     session = repl.engine.session
+    facts = repl.engine.state.live_facts()
     rows = [
         fact_row(f, owner=f"user {f.user}" if f.scope == "user" else f"session {session.name}")
-        for f in repl.engine.state.live_facts()
+        for f in facts
     ]
+    pinned = pins.pinned_facts(repl.engine.store, session.id)
+    made = pins.pinned_at(repl.engine.store, pinned)
+    rows += [pinned_row(p, f"session {session.name}", made.get(p)) for p in pinned]
     repl.console.print(facts_table(rows))
+    note = unused_facts_note(repl.engine.strategy.name) if facts else None
+    if note:
+        repl.console.print(render.notice_line(note))
 
 
 @slash("/remember", "/remember [--session] TEXT",
@@ -43,20 +52,28 @@ def _remember(repl: Repl, args: list[str]) -> None:
             scope=existing[0].scope if existing else scope,
             user=state.user, session_id=state.session_id,
         )
+        note = unused_facts_note(repl.engine.strategy.name)
         repl.console.print(render.notice_line(
             f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope})"
+            + (f"; {note}" if note else "")
         ))
 
 
-@slash("/forget", "/forget ID|KEY", "forget a fact: it never reaches a context again")
+@slash("/forget", "/forget ID|KEY|PIN",
+       "forget a fact, or unpin a pinned detail (p3 or its text): it never reaches a context again")
 def _forget(repl: Repl, args: list[str]) -> None:
     ref = " ".join(args).strip()
     if not ref:
-        raise UsageError("usage: /forget ID|KEY, e.g. /forget order id (see /facts)")
+        raise UsageError("usage: /forget ID|KEY|PIN, e.g. /forget order id (see /facts)")
     state = repl.engine.state
     matched = find_facts(state.live_facts(), ref)
-    if not matched:
+    unpinned = pins.find_pins(pins.pinned_facts(state.store, state.session_id), ref)
+    if not matched and not unpinned:
         raise NotFound(f"no fact {ref!r} in this session; /facts lists them")
     for fact in matched:
         state.store.forget_fact(fact.id)
         repl.console.print(render.notice_line(f"forgot fact {fact.id}: {fact.key}"))
+    for pin in unpinned:
+        pins.unpin(state.store, pin)
+        repl.console.print(render.notice_line(
+            f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source}); not pinned again"))

@@ -62,4 +62,10 @@ def _summary(repl: Repl, args: list[str]) -> None:
     else:
         new = _get(repl, strategy, versions[0] if versions else None)
         old = _get(repl, strategy, new.version - 1) if new.version > 1 else None
-    repl.console.print(summary_panel(new, old))
+    repl.console.print(summary_panel(new, old, covered_turn=covered_turn(repl, new)))
+
+
+def covered_turn(repl: Repl, record: SummaryRecord) -> int | None:
+    """The last turn a version covers: summary ids are message ids, the user counts turns."""
+    turn_of = {m.id: m.turn for m in repl.engine.store.messages(repl.engine.session.id)}
+    return max((turn_of[i] for i in record.covered_ids if i in turn_of), default=None)

@@ -242,7 +242,9 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     assert isinstance(engine.provider, CountingProvider)
     run.strategy_calls = dict(engine.helper_model.calls)
     run.chat_calls = engine.provider.calls.get("chat", 0)
-    run.summary_versions = len(store.summaries(session_id))
+    summaries = store.summaries(session_id)
+    run.summary_versions = len(summaries)
+    run.dropped_anchors = len({a for s in summaries for a in s.dropped_anchors})
     own = {m.id for m in store.messages(session_id)}
     run.facts = len([f for f in store.facts(user=user, session_id=session_id)
                      if f.session_id == session_id or f.source_message_id in own])

@@ -55,6 +55,8 @@ class StrategyRun:
     strategy_calls: dict[str, int] = field(default_factory=dict)
     chat_calls: int = 0
     summary_versions: int = 0
+    dropped_anchors: int = 0
+    """Distinct details the summarizer dropped (pinned as facts when the drift guard is on)."""
     facts: int = 0
     notices: list[str] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)

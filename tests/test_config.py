@@ -114,3 +114,61 @@ def test_public_settings_never_contain_the_key(monkeypatch: pytest.MonkeyPatch) 
     public = Settings().public()
     assert public["api_key"] == "$OPENAI_API_KEY is set"
     assert "sk-very-secret" not in repr(public)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("context_budget = -5\n", "key 'context_budget' must be at least 1, got -5"),
+        ("context_budget = 0\n", "key 'context_budget' must be at least 1, got 0"),
+        ("timeout = -1\n", "key 'timeout' must be more than 0, got -1"),
+        ("timeout = 0.0\n", "key 'timeout' must be more than 0, got 0.0"),
+        ("max_retries = -3\n", "key 'max_retries' must be at least 0, got -3"),
+        ("max_reply_tokens = 0\n", "key 'max_reply_tokens' must be at least 1, got 0"),
+        ("[local]\nthreads = 0\n", "key 'local.threads' must be at least 1, got 0"),
+        ("[local]\nn_ctx = -4096\n", "key 'local.n_ctx' must be at least 1, got -4096"),
+    ],
+)
+def test_numbers_below_their_minimum_are_rejected(tmp_path: Path, text: str,
+                                                  message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, env={})
+    assert str(caught.value) == f"{path}: {message}"
+    assert caught.value.exit_code == 2
+
+
+def test_the_smallest_allowed_numbers_load(tmp_path: Path) -> None:
+    path = write(tmp_path, "context_budget = 1\ntimeout = 0.5\nmax_retries = 0\n"
+                           "max_reply_tokens = 1\n[local]\nthreads = 1\nn_ctx = 1\n")
+    settings = load_settings(path, env={})
+    assert (settings.context_budget, settings.timeout, settings.max_retries) == (1, 0.5, 0)
+    assert settings.max_reply_tokens == 1 and settings.local == {"threads": 1, "n_ctx": 1}
+
+
+def test_every_setting_says_where_it_comes_from(tmp_path: Path) -> None:
+    path = write(tmp_path, 'strategy = "tokens"\nmodel = "m1"\n[local]\nthreads = 3\n'
+                           "[strategies.window]\nk = 2\n")
+    settings = load_settings(path, env={"CHATMEM_STRATEGY": "buffer", "CHATMEM_DB": "/x/h.db"},
+                             overrides={"model": "m2", "provider": None})
+    rows = {key: (value, source) for key, value, source in settings.rows()}
+    assert rows["strategy"] == ("buffer", "env CHATMEM_STRATEGY")
+    assert rows["db"] == ("/x/h.db", "env CHATMEM_DB")
+    assert rows["model"] == ("m2", "flag --model")
+    assert rows["provider"] == ("auto", "default")
+    assert rows["local.threads"] == ("3", str(path))
+    assert rows["local.n_ctx"] == ("4096", "default")
+    assert rows["strategies.window.k"] == ("2", str(path))
+    assert rows["api_key"] == ("not set", "")
+    assert "local" not in rows  # tables are flattened, never shown as a dict
+    assert settings.public()["sources"]["local.threads"] == str(path)
+
+
+def test_config_path_follows_flag_then_environment(tmp_path: Path, isolated_home: Path) -> None:
+    from chatmem.config import config_path
+
+    chosen = tmp_path / "mine.toml"
+    assert config_path(None, env={"CHATMEM_CONFIG": str(chosen)}) == chosen
+    assert config_path(tmp_path / "flag.toml", env={"CHATMEM_CONFIG": str(chosen)}) == (
+        tmp_path / "flag.toml")
+    assert config_path(None, env={}) == isolated_home / ".config" / "chatmem" / "config.toml"

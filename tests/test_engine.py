@@ -159,3 +159,41 @@ def test_switching_strategy_keeps_history(make_engine) -> None:
     assert history is not None and [m.content for m in history.messages] == [
         "first", "echo #1: first"]
     assert engine.store.session_by_id(engine.session.id).strategy == "buffer"
+
+
+def test_a_turn_under_another_model_updates_the_session(make_engine) -> None:
+    engine = make_engine("buffer")
+    engine.run_turn("hello")
+    assert (engine.session.provider, engine.session.model) == ("scripted", "scripted")
+    engine.provider = ScriptedProvider("other-model")
+    engine.run_turn("again")
+    stored = engine.store.session_by_id(engine.session.id)
+    assert (stored.provider, stored.model) == ("scripted", "other-model")
+    assert engine.store.turn(engine.session.id).model == "other-model"
+
+
+def test_a_failed_turn_leaves_the_session_model_alone(make_engine) -> None:
+    engine = make_engine("buffer")
+    engine.provider = FlakyProvider({1})
+    engine.provider.model = "flaky"
+    with pytest.raises(ProviderResponseError):
+        engine.run_turn("hello")
+    assert engine.store.session_by_id(engine.session.id).model == "scripted"
+
+
+def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
+    from chatmem.config import Settings
+    from chatmem.engine import open_session
+
+    settings = Settings(system="Be brief.")
+    first = open_session(store, settings, ScriptedProvider(), "s", strategy="window")
+    assert first.notices == []
+    same = open_session(store, settings, ScriptedProvider(), "s", strategy="window",
+                        params={"k": "5"}, system="Be brief.")
+    assert same.notices == []
+    changed = open_session(store, settings, ScriptedProvider(), "s", strategy="tokens",
+                           params={"max_tokens": "300"}, system="你好，简短回答。")
+    assert changed.notices == [
+        "session s: strategy window k=5 → tokens max_tokens=300",
+        "session s: system prompt replaced (9 → 8 characters)",
+    ]

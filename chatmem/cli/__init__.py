@@ -6,26 +6,123 @@ commands, so `chatmem --help` stays fast.
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
 import typer
+from typer._click import exceptions as click_errors
+from typer.core import TyperGroup, TyperOption
 
 from chatmem.cli import chat, config_cmd, facts, sessions, strategies
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
 
+# Typer words range and type errors the way pydantic does; say them the way chatmem does.
+_REWORDS = (
+    (re.compile(r"Input should be greater than or equal to (\S+)"), r"must be \1 or more"),
+    (re.compile(r"Input should be less than or equal to (\S+)"), r"must be \1 or less"),
+    (re.compile(r"Input should be greater than (\S+)"), r"must be more than \1"),
+    (re.compile(r"Input should be less than (\S+)"), r"must be less than \1"),
+    (re.compile(r"Input should be a valid integer.*"), "must be a whole number"),
+    (re.compile(r"Input should be a valid number.*"), "must be a number"),
+)
+
+
+def _param_name(param: Any) -> str:
+    if isinstance(param, TyperOption) and param.opts:
+        return str(max(param.opts, key=len))
+    return str(param.metavar or param.name or "").strip("{}").upper()
+
+
+def usage_error_line(error: click_errors.ClickException) -> str:
+    """One line for a Click usage error: `--turn must be 1 or more`, `no such option --x`."""
+    if isinstance(error, click_errors.MissingParameter) and error.param is not None:
+        kind = "option" if isinstance(error.param, TyperOption) else "argument"
+        return f"missing {kind} {_param_name(error.param)}"
+    if isinstance(error, click_errors.BadParameter) and error.param is not None:
+        message = error.message
+        for pattern, replacement in _REWORDS:
+            message = pattern.sub(replacement, message)
+        name = _param_name(error.param)
+        return f"{name} {message}" if message.startswith("must") else f"{name}: {message}"
+    if isinstance(error, click_errors.NoSuchOption):
+        close = (f" (did you mean {', '.join(sorted(error.possibilities))}?)"
+                 if error.possibilities else "")
+        return f"no such option {error.option_name}{close}"
+    message = error.format_message().rstrip(".")
+    return message[:1].lower() + message[1:]
+
+
+class ChatmemGroup(TyperGroup):
+    """Usage errors as one `error: …` line on stderr with exit 2; bare `chatmem` is help."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except click_errors.NoArgsIsHelpError as e:
+            # `chatmem` or `chatmem sessions` alone asks for help: it is not an error.
+            typer.echo(e.format_message())
+            sys.exit(0)
+        except click_errors.ClickException as e:
+            from chatmem.render import error_line, make_console
+
+            make_console(stderr=True).print(error_line(usage_error_line(e)), soft_wrap=True)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            typer.echo("aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from chatmem import __version__
+
+        print(f"chatmem {__version__}")
+        raise typer.Exit()
+
+
 app = typer.Typer(
     name="chatmem",
-    help="A chat REPL whose memory you can choose, see and measure.",
+    cls=ChatmemGroup,
+    help="A chat REPL whose memory you can choose, see and measure.\n\n"
+         "Example: chatmem chat travel --strategy window:k=3 --show-prompt",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     add_completion=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("chat")(chat.chat)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                           callback=_version)
+    ] = False,
+) -> None:
+    pass
+
+
+app.command("chat", short_help="Chat in a named session; strategy and tokens shown each turn.")(
+    chat.chat)
 app.command("ask")(chat.ask)
 app.command("strategies")(strategies.strategies)
-app.command("inspect")(inspect_cmd.inspect)
-app.command("replay")(replay_cmd.replay_command)
-app.command("eval")(replay_cmd.eval_command)
+app.command("inspect", short_help="Show the exact context of a turn, part by part.")(
+    inspect_cmd.inspect)
+app.command("replay", short_help="Replay a conversation under each strategy and compare.")(
+    replay_cmd.replay_command)
+app.command("eval", short_help="Score what each strategy remembers, and what it costs.")(
+    replay_cmd.eval_command)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(facts.app, name="facts")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,9 +17,15 @@ from chatmem.cli.common import (
     consoles,
     handles_errors,
     open_engine,
-    parse_params,
     settings_from,
+    strategy_choice,
 )
+from chatmem.errors import ExitCode
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from chatmem.engine import Engine
 
 SystemOption = Annotated[
     str | None, typer.Option("--system", help="System prompt for a new session (or to change it).",
@@ -49,11 +55,13 @@ def chat(
     from chatmem.repl import Repl
 
     settings = settings_from(config, db, provider, model)
-    params = parse_params(param)
+    strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
     with open_engine(settings, session, strategy=strategy, params=params,
                      system=system) as engine:
-        repl = Repl(engine, out, err, show_prompt=show_prompt)
+        _print_notices(engine, err)
+        # Only replies on stdout: `chatmem chat < script > replies.txt` works.
+        repl = Repl(engine, out, err, show_prompt=show_prompt, status=err)
         repl.run()
     if repl.exit_code and not sys.stdin.isatty():
         # Lines piped in are a script: a failed turn must fail the script.
@@ -75,12 +83,28 @@ def ask(
 
     Example: echo "what did I order?" | chatmem ask - --session support
     """
+    from chatmem.errors import UsageError
     from chatmem.repl import Repl
 
     if text == "-":
         text = sys.stdin.read()
+    if not text.strip():
+        # An empty turn would be sent and stored like any other.
+        raise UsageError("nothing to ask (empty input)")
     settings = settings_from(config, db, provider, model)
-    params = parse_params(param)
+    strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
     with open_engine(settings, session, strategy=strategy, params=params) as engine:
-        Repl(engine, out, err).turn(text.strip())
+        _print_notices(engine, err)
+        repl = Repl(engine, out, err, status=err)
+        repl.turn(text.strip())
+    if repl.last is not None and repl.last.status == "cancelled":
+        # A script must not take a partial answer for a success.
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+def _print_notices(engine: Engine, err: Console) -> None:
+    from chatmem.render import notice_line
+
+    for notice in engine.notices:
+        err.print(notice_line(notice), soft_wrap=True)

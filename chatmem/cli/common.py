@@ -35,20 +35,34 @@ ConfigOption = Annotated[
     typer.Option("--config", help="Config file (default: CHATMEM_CONFIG or the app directory).",
                  show_default=False),
 ]
+# Kept equal to config.PROVIDERS (a test checks); importing config here would slow --help.
+PROVIDER_NAMES = ("auto", "local", "openai", "scripted")
+
+
+def _check_provider(value: str | None) -> str | None:
+    # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
+    if value is not None and value not in PROVIDER_NAMES:
+        raise typer.BadParameter(f"must be one of {', '.join(PROVIDER_NAMES)}, got {value!r}")
+    return value
+
+
 ProviderOption = Annotated[
     str | None,
-    typer.Option("--provider", help="auto, local, openai or scripted.", show_default=False),
+    typer.Option("--provider", help="auto, local, openai or scripted.", show_default=False,
+                 metavar="NAME", callback=_check_provider),
 ]
-ModelOption = Annotated[str | None, typer.Option("--model", help="Model name.", show_default=False)]
+ModelOption = Annotated[str | None, typer.Option("--model", help="Model name.", show_default=False,
+                                                 metavar="NAME")]
 StrategyOption = Annotated[
     str | None,
-    typer.Option("--strategy", "-s", help="Memory strategy (see `chatmem strategies`).",
-                 show_default=False),
+    typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
+                 help="Memory strategy (see `chatmem strategies`), optionally with parameters: "
+                      "window:k=3."),
 ]
 ParamOption = Annotated[
     list[str] | None,
-    typer.Option("--param", "-p", help="Strategy parameter as key=value; repeatable.",
-                 show_default=False),
+    typer.Option("--param", "-p", metavar="KEY=VALUE", show_default=False,
+                 help="Strategy parameter; repeatable."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -92,10 +106,32 @@ def handles_errors(func: F) -> F:
 
 
 def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
+    from chatmem.errors import StrategyError
     from chatmem.memory.params import parse_param_pairs
 
+    seen: dict[str, str] = {}
+    for pair in pairs or ():
+        key, _, value = pair.partition("=")
+        key = key.strip()
+        if key in seen and seen[key] != value.strip():
+            raise StrategyError(
+                f"--param {key} is given twice ({key}={seen[key]} and {pair.strip()}); "
+                "give it once")
+        seen[key] = value.strip()
     return parse_param_pairs(
         pairs or (), lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3")
+
+
+def strategy_choice(strategy: str | None,
+                    pairs: Sequence[str] | None) -> tuple[str | None, dict[str, str]]:
+    """`-s window:k=2 -p other=1` → ("window", {"other": "1", "k": "2"}), as replay reads it."""
+    params = parse_params(pairs)
+    if strategy is None:
+        return None, params
+    from chatmem.replay import parse_spec
+
+    spec = parse_spec(strategy, params)
+    return spec.name, spec.params
 
 
 def settings_from(
@@ -112,9 +148,16 @@ def settings_from(
 
 
 @contextmanager
-def open_store(settings: Settings) -> Iterator[Store]:
+def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
+    """The history file; `create=False` (read-only commands) fails instead of creating it."""
     from chatmem.store import Store
 
+    if not create and not settings.db_path.exists():
+        from chatmem.errors import NotFound
+
+        # A typo in --db or CHATMEM_DB must not look like an empty history.
+        raise NotFound(f"no history file at {settings.db_path} "
+                       "(chat, ask and sessions import create it)")
     store = Store(settings.db_path)
     try:
         yield store

@@ -22,11 +22,13 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     from chatmem import render
     from chatmem.config import load_settings
 
-    data = load_settings(config).public()
+    settings = load_settings(config)
     if json_out:
-        print_json(data)
+        print_json(settings.public())
     else:
-        consoles()[0].print(render.key_values(data))
+        consoles()[0].print(render.table(
+            [{"key": k, "value": v, "source": src} for k, v, src in settings.rows()],
+            ["key", "value", "source"]))
 
 
 @app.command("path")
@@ -36,9 +38,9 @@ def path(config: ConfigOption = None) -> None:
 
     Example: chatmem config path
     """
-    from chatmem.config import default_config_path
+    from chatmem.config import config_path
 
-    print(config or default_config_path())
+    print(config_path(config))
 
 
 @app.command("init")
@@ -51,9 +53,9 @@ def init(
 
     Example: chatmem config init && $EDITOR "$(chatmem config path)"
     """
-    from chatmem.config import default_config_path, example_config
+    from chatmem.config import config_path, example_config
 
-    target: Path = config or default_config_path()
+    target: Path = config_path(config)
     if target.exists() and not force:
         raise fail(f"{target} already exists (use --force to overwrite)")
     target.parent.mkdir(parents=True, exist_ok=True)

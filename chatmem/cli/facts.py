@@ -18,6 +18,7 @@ from chatmem.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from chatmem.memory.pins import PinnedFact
     from chatmem.store import FactRecord, Store
 
 app = typer.Typer(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
@@ -48,6 +49,19 @@ def _select(store: Store, user: str | None, session: str | None,
     return [chosen[i] for i in sorted(chosen)]
 
 
+def _select_pins(store: Store, user: str | None, session: str | None) -> list[PinnedFact]:
+    """Drift-guard pins belong to sessions: a session's, or every session's unless --user."""
+    from chatmem.memory.pins import pinned_facts
+
+    if session is not None:
+        return pinned_facts(store, store.session(session).id)
+    return [] if user is not None else pinned_facts(store)
+
+
+def _pin_owner(store: Store, pin: PinnedFact) -> str:
+    return f"session {store.session_by_id(pin.session_id).name}"
+
+
 def _owner(store: Store, fact: FactRecord) -> str:
     if fact.scope == "user":
         return f"user {fact.user}"
@@ -63,16 +77,20 @@ def list_(
     config: ConfigOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """List remembered facts with their scope, source turn and age.
+    """List remembered facts and pinned summary details with their scope, source and age.
 
     Example: chatmem facts list --session travel --json
     """
-    from chatmem.render.facts import fact_row, facts_table
+    from chatmem.memory.pins import pinned_at
+    from chatmem.render.facts import fact_row, facts_table, pinned_row
 
-    with open_store(settings_from(config, db)) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         rows: list[dict[str, Any]] = [
             fact_row(f, owner=_owner(store, f)) for f in _select(store, user, session)
         ]
+        pins = _select_pins(store, user, session)
+        made = pinned_at(store, pins)
+        rows += [pinned_row(p, _pin_owner(store, p), made.get(p)) for p in pins]
     if json_out:
         print_json(rows)
         return
@@ -82,7 +100,8 @@ def list_(
 @app.command("forget")
 @handles_errors
 def forget(
-    ref: Annotated[str, typer.Argument(metavar="ID|KEY", help="A fact id or key.")],
+    ref: Annotated[str, typer.Argument(
+        metavar="ID|KEY|PIN", help="A fact id or key, or a pinned detail (p3 or its text).")],
     purge: Annotated[
         bool, typer.Option("--purge", help="Erase physically and vacuum the file (no trace left).")
     ] = False,
@@ -91,17 +110,34 @@ def forget(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Forget a fact so no later context holds it; --purge erases it from the file.
+    """Forget a fact (or unpin a pinned detail) so no later context holds it; --purge erases it.
 
     Example: chatmem facts forget "order id" --session travel --purge
     """
     from chatmem.errors import NotFound, UsageError
     from chatmem.memory.facts import find_facts, scrub_fact
+    from chatmem.memory.pins import find_pins, unpin
 
-    with open_store(settings_from(config, db)) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         matched = find_facts(_select(store, user, session, include_deleted=purge), ref)
-        if not matched:
+        pins = find_pins(_select_pins(store, user, session), ref)
+        if not matched and not pins:
             raise NotFound(f"no fact {ref!r}; `chatmem facts list` shows ids and keys")
+        if pins and len(matched) + len(pins) > 1:
+            ids = ", ".join([str(f.id) for f in matched]
+                            + [f"{p.ref or p.text} of {_pin_owner(store, p)}" for p in pins])
+            raise UsageError(f"{ref!r} names {len(matched) + len(pins)} facts ({ids}); "
+                             "give an id or --session")
+        if pins:
+            pin = pins[0]
+            if purge:
+                raise UsageError(
+                    f"{ref!r} is a pinned detail, a quotation of the conversation: "
+                    "unpin it without --purge (`chatmem sessions delete` erases the session)")
+            unpin(store, pin)
+            consoles()[1].print(f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source},"
+                                f" {_pin_owner(store, pin)}); it is not pinned again")
+            return
         if len(matched) > 1:
             ids = ", ".join(str(f.id) for f in matched)
             raise UsageError(

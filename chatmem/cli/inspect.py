@@ -17,7 +17,8 @@
     replayed         for a what-if: turns replayed and model calls the strategy made
 
 With --summaries: {"session", "summaries": [version, strategy, created_at,
-covered_messages, tokens, anchors, dropped_anchors, model, text]}.
+covered_messages, covered_turn, tokens, anchors, dropped_anchors, model, text]};
+covered_turn is the last turn the version covers (it covers turns 1 to it).
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from chatmem.cli.common import (
     handles_errors,
     open_provider,
     open_store,
-    parse_params,
     print_json,
     settings_from,
+    strategy_choice,
 )
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ TURN_FIELDS = ("number", "status", "error", "input", "reply", "strategy", "param
 def inspect(
     session: Annotated[str, typer.Argument(help="Session name.")],
     turn: Annotated[
-        int | None, typer.Option("--turn", "-t", min=1, show_default=False,
+        int | None, typer.Option("--turn", "-t", min=1, show_default=False, metavar="N",
                                  help="Turn number (default: the last turn).")
     ] = None,
     next_text: Annotated[
@@ -79,13 +80,17 @@ def inspect(
 
     Example: chatmem inspect support --turn 12 --strategy window --param k=2
     """
+    if next_text is not None and not next_text.strip():
+        from chatmem.errors import UsageError
+
+        raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)
-    with open_store(settings) as store:
+    with open_store(settings, create=False) as store:
         record = store.session(session)
         if summaries:
             _summaries(store, record, json_out)
             return
-        params = parse_params(param)
+        strategy, params = strategy_choice(strategy, param)
         if strategy is None and not params:
             if next_text is None:
                 data, context, approximate = _recorded(store, record, turn)
@@ -200,9 +205,12 @@ def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
     from chatmem.tokens import counter_for_model
 
     counter = counter_for_model(session.model)
+    turn_of = {m.id: m.turn for m in store.messages(session.id)}
     rows = [
         {"version": s.version, "strategy": s.strategy, "created_at": s.created_at,
-         "covered_messages": len(s.covered_ids), "tokens": counter.count_text(s.text),
+         "covered_messages": len(s.covered_ids),
+         "covered_turn": max((turn_of[i] for i in s.covered_ids if i in turn_of), default=None),
+         "tokens": counter.count_text(s.text),
          "anchors": s.anchors, "dropped_anchors": s.dropped_anchors, "model": s.model,
          "text": s.text}
         for s in store.summaries(session.id)
@@ -237,8 +245,25 @@ def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
                            f"{data['replayed']['strategy_model_calls']} strategy model calls")
     title = {"turn": "recorded turn", "next": "would be sent next",
              "what-if": "what-if"}[data["mode"]]
+    estimated, reported = turn.get("estimated_tokens"), turn.get("prompt_tokens")
+    rendered, label = data["rendered_prompt"], "estimated"
+    if data["mode"] == "what-if":
+        # The recorded turn's counts belong to another context: label them, don't mix them in.
+        if turn:
+            info["recorded turn"] = _recorded_counts(turn)
+        estimated = reported = rendered = None
+        label = "what-if estimated"
     consoles()[0].print(inspect_view(
-        info, context, approximate=approximate, estimated=turn.get("estimated_tokens"),
-        reported=turn.get("prompt_tokens"), rendered_prompt=data["rendered_prompt"],
-        title=title,
+        info, context, approximate=approximate, estimated=estimated, reported=reported,
+        rendered_prompt=rendered, title=title, estimate_label=label,
     ))
+
+
+def _recorded_counts(turn: dict[str, Any]) -> str:
+    """`turn 30 (summary-buffer): estimated 1,193 · provider reported 1,201`."""
+    def count(value: int | None) -> str:
+        return "–" if value is None else f"{value:,}"
+
+    return (f"turn {turn['number']} ({turn['strategy']}): estimated"
+            f" {count(turn['estimated_tokens'])} · provider reported"
+            f" {count(turn['prompt_tokens'])}")

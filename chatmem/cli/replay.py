@@ -39,7 +39,8 @@ SourceArgument = Annotated[
 StrategiesOption = Annotated[
     list[str],
     typer.Option("--strategy", "-s", show_default=False,
-                 help="Strategy to run, repeatable; parameters after a colon: window:k=2"),
+                 metavar="NAME[:K=V,...]",
+                 help="Strategy to run, repeatable; parameters after a colon: window:k=2."),
 ]
 ReportOption = Annotated[
     Path | None,
@@ -58,7 +59,7 @@ def load_source(source: str, settings: Settings) -> Transcript:
         return read_transcript(path)
     if not settings.db_path.exists():
         raise TranscriptError(f"{source}: no such transcript file or session")
-    with open_store(settings) as store:
+    with open_store(settings, create=False) as store:
         session = store.find_session(source)
         if session is None:
             raise TranscriptError(f"{source}: no such transcript file or session")
@@ -120,6 +121,10 @@ def replay_command(
                      help="Store each replay as a session: NAME, or NAME-<strategy> for several."),
     ] = None,
     report: ReportOption = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v",
+                           help="Print every memory notice (each summary version), not a count.")
+    ] = False,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
@@ -146,9 +151,8 @@ def replay_command(
         return
     out, err = consoles()
     out.print(compare.replay_view(runs, source))
-    for run in runs:
-        for notice in run.notices:
-            err.print(f"{run.label}: {notice}", style="dim", markup=False)
+    for line in compare.replay_notices(runs, verbose=verbose):
+        err.print(line, style="dim", markup=False)
 
 
 def _replay_json(run: StrategyRun) -> dict[str, Any]:
@@ -176,7 +180,7 @@ def eval_command(
     ] = False,
     min_recall: Annotated[
         float | None,
-        typer.Option("--min-recall", show_default=False, min=0.0, max=1.0,
+        typer.Option("--min-recall", show_default=False, min=0.0, max=1.0, metavar="X",
                      help="Exit 1 when any strategy's id or text recall is below this."),
     ] = None,
     report: ReportOption = None,

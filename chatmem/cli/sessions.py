@@ -1,8 +1,10 @@
-"""`chatmem sessions list|show|delete|export|import`."""
+"""`chatmem sessions list|show|rename|fork|delete|export|import`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,7 +20,11 @@ from chatmem.cli.common import (
     stored_transcript,
 )
 
-app = typer.Typer(help="List, show, delete, export and import sessions.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from chatmem.store import DerivedGroup, ForkReport
+
+app = typer.Typer(help="List, show, rename, fork, delete, export and import sessions.",
+                 no_args_is_help=True)
 NameArgument = Annotated[str, typer.Argument(help="Session name.")]
 
 
@@ -31,15 +37,12 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     """
     from chatmem import render
 
-    with open_store(settings_from(config, db)) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         rows = store.list_sessions()
     if json_out:
         print_json(rows)
         return
-    shown = [{**r, "params": " ".join(f"{k}={v}" for k, v in r["params"].items())} for r in rows]
-    consoles()[0].print(render.table(
-        shown, ["name", "strategy", "params", "messages", "turns", "updated_at"]
-    ))
+    consoles()[0].print(render.sessions_table(rows))
 
 
 @app.command("show")
@@ -54,7 +57,7 @@ def show(
     """
     from chatmem import render
 
-    with open_store(settings_from(config, db)) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         session = store.session(name)
         messages = [
             {"turn": m.turn, "role": m.role, "content": m.content, "id": m.id}
@@ -81,7 +84,7 @@ def delete(
 
     Example: chatmem sessions delete scratch --yes
     """
-    with open_store(settings_from(config, db)) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         store.session(name)
         if not yes and not typer.confirm(f"Erase session {name!r} and all its data?"):
             raise typer.Exit(1)
@@ -117,7 +120,7 @@ def export(
 
     if format_ not in ("jsonl", "markdown"):
         raise UsageError(f"--format must be jsonl or markdown, got {format_!r}")
-    with open_store(settings_from(config, db)) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         transcript = stored_transcript(store, store.session(name))
     text = to_jsonl(transcript) if format_ == "jsonl" else to_markdown(transcript)
     if output is None or output == "-":
@@ -172,3 +175,93 @@ def import_(
         f"imported {len(transcript.messages)} messages into session {session_name}{note}",
         markup=False,
     )
+
+
+OldNameArgument = Annotated[str, typer.Argument(metavar="NAME", help="Session name.")]
+
+
+@app.command("rename")
+@handles_errors
+def rename(
+    name: OldNameArgument,
+    new_name: Annotated[str, typer.Argument(metavar="NEW", help="The new name.")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Rename a session; everything it owns follows.
+
+    Example: chatmem sessions rename default trip-planning
+    """
+    with _missing_is_usage(), open_store(settings_from(config, db), create=False) as store:
+        store.rename_session(name, new_name)
+    consoles()[1].print(f"renamed session {name} → {new_name}", markup=False)
+
+
+@app.command("fork")
+@handles_errors
+def fork(
+    name: OldNameArgument,
+    new_name: Annotated[str, typer.Argument(metavar="NEW", help="Name of the new session.")],
+    at_turn: Annotated[
+        int | None, typer.Option("--at-turn", metavar="N", show_default=False,
+                                 help="Copy turns 1–N only (default: all; 0 copies none).")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Copy a session, up to a turn, into a new one to branch from.
+
+    Example: chatmem sessions fork trip trip-b --at-turn 4
+    """
+    with _missing_is_usage(), open_store(settings_from(config, db), create=False) as store:
+        report = store.fork_session(name, new_name, at_turn=at_turn)
+    if json_out:
+        print_json(report.to_json())
+        return
+    err = consoles()[1]
+    for line in fork_lines(report):
+        err.print(line, markup=False, soft_wrap=True)
+
+
+@contextmanager
+def _missing_is_usage() -> Iterator[None]:
+    # A session named on the command line that does not exist is a usage error (exit 2).
+    from chatmem.errors import NotFound, UsageError
+
+    try:
+        yield
+    except NotFound as e:
+        raise UsageError(str(e)) from None
+
+
+def fork_lines(report: ForkReport) -> list[str]:
+    """What a fork copied and what its strategies will rebuild, as lines for the user."""
+    source, new = report.source.name, report.session.name
+    upto = (f"with all {_count(report.source_turns, 'turn')}"
+            if report.at_turn == report.source_turns
+            else f"at turn {report.at_turn} of {report.source_turns}")
+    lines = [f"forked session {source} → {new} {upto}: "
+             f"{_count(report.messages, 'message')} copied"]
+    if report.copied:
+        lines.append("derived state copied: "
+                     + "; ".join(_group_text(g) for g in report.copied))
+    if report.rebuilt:
+        lines.append(
+            f"derived state left to rebuild on {new}'s next turn (it covers turns after "
+            f"{report.at_turn}): " + "; ".join(_group_text(g) for g in report.rebuilt))
+    if report.stated_facts:
+        lines.append(f"copied {_count(report.stated_facts, 'fact')} stated with /remember")
+    lines.append(f"turn records (what was sent) stay with {source}")
+    return lines
+
+
+def _group_text(group: DerivedGroup) -> str:
+    held = [_count(group.summaries, "summary version") if group.summaries else "",
+            _count(group.facts, "fact") if group.facts else "",
+            f"up to turn {group.covers_turn}"]
+    return f"{group.owner} ({', '.join(h for h in held if h)})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -1,10 +1,12 @@
 """Drift-guard anchors: the literal details a summary must not lose.
 
 An anchor is text that a faithful summary repeats verbatim: ids like
-ORD-7731, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日),
+ORD-7731 or blue-otter-88, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日),
 numbers with units (5 kg, $120, 30%, 五千元), and names (Alice Chen, 我叫王小明).
-Bare numbers and sentence-initial capitals are left out: they are too often
-noise, and every false anchor becomes a pinned fact that costs tokens.
+Bare numbers, sentence-initial capitals, pieces of hyphenated words (Wi of
+Wi-Fi) and everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of 第二天) are
+left out: they are too often noise, and every false anchor becomes a pinned
+fact that costs tokens.
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # URLs and emails first: they contain digits and capitals of their own.
     re.compile(r"https?://[^\s，。！？；、）)」』>\"']+[^\s，。！？；、）)」』>\"'.,;:!?]"),
     re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
-    # Ids: ORD-7731, A-12B, INV2024-07; letters then digits, or digits joined by dashes.
+    # Ids: ORD-7731, A-12B, INV2024-07; letters then digits, or digits joined by dashes,
+    # or three or more dashed pieces with a digit among them (blue-otter-88).
     re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])"
-               r"|(?<![A-Za-z0-9_-])\d+(?:-\d+){2,}(?![A-Za-z0-9_-])"),
+               r"|(?<![A-Za-z0-9_-])\d+(?:-\d+){2,}(?![A-Za-z0-9_-])"
+               r"|(?<![A-Za-z0-9_-])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+){2,}"
+               r"(?![A-Za-z0-9_-])"),
     # Dates: ISO, slashes, English month names, Chinese formats.
     re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
     re.compile(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
@@ -49,12 +54,28 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"[$€£¥￥]\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|万|千))?"),
     re.compile(rf"(?<![A-Za-z0-9_.]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
                re.IGNORECASE),
-    re.compile(rf"{_CN_NUM}(?:{_UNITS.split('|%')[0]})"),
     # CJK names introduced as names, or with a title.
     re.compile(r"(?<=我叫)[\u4e00-\u9fff]{2,3}|(?<=名字是)[\u4e00-\u9fff]{2,4}"
                r"|(?<=名叫)[\u4e00-\u9fff]{2,3}"),
     re.compile(r"[\u4e00-\u9fff](?:先生|女士|小姐|老师|医生|经理)"),
 )
+
+# A Chinese numeral with a unit, never cut out of a longer numeral or an ordinal (第二天).
+_CN_AMOUNT = re.compile(
+    rf"(?<![第{_HAN_DIGITS}])(?P<number>{_CN_NUM})(?P<unit>{_UNITS.split('|%')[0]})"
+)
+_CLASSIFIERS = {"个", "件", "次", "张", "页"}
+"""They count anything (三个 is "three of them"): the noun after them is the detail, if any."""
+_COUNT_UNITS = {"岁", "天", "晚", "人", "号", "小时", "分钟"}
+_SMALL = {"一", "二", "两"}
+"""一天, 一次, 两人: one or two of a counted thing is everyday phrasing, not a detail."""
+
+
+def _cn_amount_matters(number: str, unit: str) -> bool:
+    if unit in _CLASSIFIERS:
+        return False
+    return not (unit in _COUNT_UNITS and number in _SMALL)
+
 
 _STOP_NAMES = {
     "I", "I'm", "I'd", "I'll", "I've", "The", "A", "An", "My", "Our", "We", "You", "Your",
@@ -66,7 +87,11 @@ _STOP_NAMES = {
     "Thursday", "Friday", "Saturday", "Sunday", *_MONTHS.split("|"),
 }
 _CAP_WORD = r"[A-Z][a-z]+(?:['’][a-z]+)?"
-_NAME = re.compile(rf"\b(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*\b")
+# Never a piece of a hyphenated word: "Wi" from "Wi-Fi" is not a name.
+_NAME = re.compile(
+    rf"(?<![\w-])(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*"
+    rf"(?![\w-])"
+)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？；：\n]\s*|[\"“(（-]\s*)$")
 
 
@@ -93,6 +118,9 @@ def extract_anchors(text: str) -> list[str]:
             value = match.group().strip(_CJK_STOP)
             if value:
                 spans.append((match.start(), match.end(), value))
+    for match in _CN_AMOUNT.finditer(text):
+        if _cn_amount_matters(match.group("number"), match.group("unit")):
+            spans.append((match.start(), match.end(), match.group()))
     for name in _names(text):
         start = text.find(name)
         spans.append((start, start + len(name), name))

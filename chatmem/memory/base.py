@@ -304,10 +304,11 @@ def assemble(
         fixed = sum(p.tokens for p in parts if p.kind in ("system", "input")) + priming
         if fixed > budget:
             notes.append(
-                f"system prompt and input alone take {fixed} tokens, over the budget of {budget}"
+                f"system prompt and input alone take {fixed:,} tokens,"
+                f" over the budget of {budget:,}"
             )
         else:
-            notes.append(f"context is {context.tokens} tokens, over the budget of {budget}")
+            notes.append(f"context is {context.tokens:,} tokens, over the budget of {budget:,}")
     return Context(tuple(parts), budget, dropped, tuple(notes), priming)
 
 

@@ -98,7 +98,7 @@ class CombinedStrategy:
         dropped = merged_dropped(request.history.turn_count(), parts)
         if trimmed:
             dropped = f"{dropped}; " if dropped else ""
-            dropped += f"{span(trimmed)} left out to fit the shared budget of {budget}"
+            dropped += f"{span(trimmed)} left out to fit the shared budget of {budget:,}"
         warnings = [w for c in contexts for w in c.warnings if "over the budget" not in w]
         return assemble(request, parts, budget=budget, dropped=dropped,
                         warnings=dict.fromkeys(warnings))

@@ -279,7 +279,7 @@ def facts_part(
     text = render_block(chosen, origins)
     here = sorted({f.source_turn for f in chosen
                    if f.source_turn is not None and f.id not in origins})
-    sources = [f"turns {', '.join(map(str, here))}"] if here else []
+    sources = [f"turn{'s' if len(here) > 1 else ''} {', '.join(map(str, here))}"] if here else []
     sources += [f"session {name}" for name in sorted({origins[f.id] for f in chosen
                                                       if f.id in origins})]
     if any(f.source_turn is None for f in chosen):
@@ -301,6 +301,22 @@ def fact_origins(state: SessionState | None, facts: Sequence[FactRecord]) -> dic
 
 
 # -- user control: /remember, /forget, `chatmem facts forget` ---------------------
+
+FACT_STRATEGIES = ("entity",)
+"""The strategies that send stored facts; a combination sends them if any part does."""
+
+
+def sends_facts(strategy_name: str) -> bool:
+    return any(part in FACT_STRATEGIES for part in strategy_name.split("+"))
+
+
+def unused_facts_note(strategy_name: str) -> str | None:
+    """Why a remembered fact will not reach the model, and what to switch to; None if it will."""
+    if sends_facts(strategy_name):
+        return None
+    return (f"note: strategy {strategy_name} does not send remembered facts"
+            f" — try /strategy {strategy_name}+entity")
+
 
 
 def find_facts(facts: Sequence[FactRecord], ref: str) -> list[FactRecord]:

@@ -55,11 +55,11 @@ class RetrievalStrategy(BaseStrategy):
             parts.append(Part("recalled", tuple(m for t in recalled for m in t.messages),
                               f"retrieval top_k={top_k}: {listed}"))
         dropped = dropped_note(total, turns)
+        if dropped and recalled:
+            dropped += f" except {len(recalled)} recalled"
         reason = f"retrieval recent={recent}: {span([t.number for t in turns])}"
         if dropped:
             reason += f"; {dropped}"
-            if recalled:
-                reason += f" except {len(recalled)} recalled"
         history = history_part(turns, reason)
         if history:
             parts.append(history)

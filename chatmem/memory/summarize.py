@@ -150,6 +150,14 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     return runs
 
 
+def diff_unit(old: str, new: str) -> str:
+    """What diff_size counts: "characters" when the changes are mostly CJK, else "words"."""
+    changed = "".join(run for op, run in word_diff(old, new) if op != "=")
+    tokens = [t for t in diff_tokens(changed) if any(c.isalnum() for c in t)]
+    cjk = sum(1 for t in tokens if re.fullmatch(f"[{_CJK}]", t))
+    return "characters" if cjk * 2 > len(tokens) else "words"
+
+
 def diff_size(old: str, new: str) -> tuple[int, int]:
     """Words (CJK characters) added and removed from `old` to `new`."""
     added = removed = 0

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
-from chatmem.memory import anchors, summarize
+from chatmem.memory import anchors, pins, summarize
 from chatmem.memory.base import (
     BaseStrategy,
     Context,
@@ -50,6 +50,10 @@ class SummaryState:
     """Why the last update failed, while turns after `boundary` wait to be folded in."""
     pinned: dict[str, int] = field(default_factory=dict)
     """Drift-guard anchors → the summary version that dropped them."""
+    pin_ids: dict[str, int | None] = field(default_factory=dict)
+    """Drift-guard anchors → their pin id (p3 in /facts)."""
+    unpinned: list[str] = field(default_factory=list)
+    """Anchors the user unpinned: the drift guard never pins them again."""
 
     @property
     def text(self) -> str:
@@ -65,7 +69,9 @@ def load_state(state: SessionState | None, strategy: str) -> SummaryState:
         latest=state.store.latest_summary(state.session_id, strategy),
         boundary=int(values.get("boundary_turn", 0)),
         behind=values.get("behind") or None,
-        pinned={str(a): int(v) for a, v in values.get("pinned", [])},
+        pinned={a: v for a, v, _ in pins.parse_pinned(values.get(pins.PINNED_KEY))},
+        pin_ids={a: n for a, _, n in pins.parse_pinned(values.get(pins.PINNED_KEY))},
+        unpinned=[str(u) for u in values.get(pins.UNPINNED_KEY, [])],
     )
 
 
@@ -179,7 +185,12 @@ class SummaryMemory(BaseStrategy):
         pinned = {a: v for a, v in st.pinned.items() if not anchors.present(a, draft.text)}
         if options["drift_guard"]:
             for anchor in dropped:
-                pinned.setdefault(anchor, version)
+                if not pins.is_unpinned(st.unpinned, anchor):
+                    pinned.setdefault(anchor, version)
+        ids = {a: st.pin_ids.get(a) for a in pinned}
+        fresh = [a for a, n in ids.items() if n is None]
+        ids.update(zip(fresh, pins.allocate_ids(env.state.store, env.state.session_id,
+                                                len(fresh)), strict=True))
         record = env.state.store.add_summary(
             env.state.session_id, self.name, draft.text,
             covered_ids=[m.id for m in messages if m.id is not None],
@@ -187,16 +198,22 @@ class SummaryMemory(BaseStrategy):
             model=draft.model,
         )
         env.state.set(self.name, boundary_turn=turns[-1].number, behind="",
-                      pinned=[[a, v] for a, v in pinned.items()])
+                      pinned=[[a, v, ids[a]] for a, v in pinned.items()])
         added, removed = summarize.diff_size(st.text, draft.text)
+        unit = summarize.diff_unit(st.text, draft.text)
         notice = (f"summary v{record.version} now covers {_upto(turns[-1].number)}:"
-                  f" +{added} −{removed} words; /summary shows the diff")
+                  f" +{added} −{removed} {unit}; /summary shows the diff")
         if draft.clipped:
             notice += f"; clipped to {self.summary_limit()} tokens"
-        if dropped:
-            shown = ", ".join(dropped[:3]) + (" …" if len(dropped) > 3 else "")
-            kept = "pinned" if options["drift_guard"] else "not pinned (drift_guard off)"
-            notice += f"; dropped by the summarizer, {kept}: {shown}"
+        if not options["drift_guard"]:
+            groups = [("not pinned (drift_guard off)", dropped)]
+        else:
+            groups = [("pinned", [a for a in dropped if a in pinned]),
+                      ("not pinned (you unpinned them)", [a for a in dropped if a not in pinned])]
+        for kept, group in groups:
+            if group:
+                shown = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
+                notice += f"; dropped by the summarizer, {kept}: {shown}"
         return [notice]
 
 

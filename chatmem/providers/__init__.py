@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from chatmem.config import Settings
+from chatmem.config import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAvailable
 from chatmem.providers.base import Provider
 
@@ -56,6 +56,8 @@ def create_provider(settings: Settings) -> Provider:
             n_ctx=int(settings.local.get("n_ctx", 4096)),
             threads=int(settings.local.get("threads", 2)),
             timeout=max(settings.timeout, 120.0),
+            # SmolLM-sized models can repeat a sentence until the context is full.
+            max_tokens=settings.max_reply_tokens or LOCAL_MAX_REPLY_TOKENS,
         )
     from chatmem.providers.openai import OpenAIProvider
 
@@ -72,6 +74,7 @@ def create_provider(settings: Settings) -> Provider:
         api_key_env=settings.api_key_env,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
+        max_tokens=settings.max_reply_tokens,
     )
 
 

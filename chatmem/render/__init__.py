@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -20,6 +22,11 @@ PART_STYLES = {
     "history": "green",
     "input": "bold white",
 }
+
+
+def when(iso: str | None) -> str:
+    """`2026-11-29 15:09` from a stored ISO timestamp; seconds and offset left out."""
+    return (iso or "")[:16].replace("T", " ")
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -38,6 +45,21 @@ def no_model_panel(message: str) -> Panel:
     return Panel(message, title="no model", border_style="red", expand=False)
 
 
+TEMPLATE_NOTE = ("tokens the chat template adds around the messages (e.g. a default system"
+                 " prompt); `chatmem inspect` shows the rendered prompt")
+PRIMING_NOTE = "fixed chat-format tokens before the reply"
+
+
+def template_extra(context: Context, estimated: int | None) -> int:
+    """Tokens of the exact request count that no part and no priming explains."""
+    return 0 if estimated is None else estimated - context.tokens
+
+
+def dropped_text(dropped: str) -> str:
+    """`dropped turns 1–3`, without repeating the word the note already starts with."""
+    return dropped if dropped.startswith("dropped") else f"dropped: {dropped}"
+
+
 def token_line(
     context: Context,
     *,
@@ -47,21 +69,31 @@ def token_line(
     latency_ms: int | None = None,
     strategy: str | None = None,
 ) -> Text:
-    """`system 12 · history 340 · input 9 = 361 tokens (reported 366) · 0.8 s · window k=5`."""
+    """`system 12 · history 340 · input 9 = 361 tokens of 4,000 (provider reported 361) · …`.
+
+    When the exact count (`estimated`, from the provider's own chat template)
+    differs from the parts plus priming, a `chat template +N` segment says
+    where the difference went, so the line adds up.
+    """
     mark = "≈" if approximate else ""
     text = Text()
     for i, part in enumerate(context.parts):
         if i:
             text.append(" · ", style="dim")
         text.append(part.kind, style=PART_STYLES.get(part.kind, ""))
-        text.append(f" {mark}{part.tokens}")
+        text.append(f" {mark}{part.tokens:,}")
+    extra = template_extra(context, estimated)
+    if extra:
+        text.append(" · ", style="dim")
+        text.append("chat template", style="magenta")
+        text.append(f" {extra:+,}")
     total = estimated if estimated is not None else context.tokens
-    text.append(f" = {mark}{total} tokens")
+    text.append(f" = {mark}{total:,} tokens")
     if context.budget:
-        text.append(f" of {context.budget}", style="red" if context.over_budget else "dim")
+        text.append(f" of {context.budget:,}", style="red" if context.over_budget else "dim")
     if reported is not None:
         style = "dim" if reported == total else "yellow"
-        text.append(f" (provider reported {reported})", style=style)
+        text.append(f" (provider reported {reported:,})", style=style)
     if latency_ms is not None:
         text.append(f" · {latency_ms / 1000:.1f} s", style="dim")
     if strategy:
@@ -71,30 +103,46 @@ def token_line(
     return text
 
 
-def context_panel(context: Context, *, approximate: bool, title: str = "prompt") -> Panel:
-    """Every message sent, labelled with its part, its tokens and the part's reason."""
+def context_panel(
+    context: Context, *, approximate: bool, title: str = "prompt", estimated: int | None = None,
+    template_note: str = TEMPLATE_NOTE,
+) -> Panel:
+    """Every message sent, labelled with its part, its tokens and the part's reason.
+
+    Reply priming and any tokens the chat template adds get their own rows, so
+    the rows add up to the total under the panel.
+    """
     mark = "≈" if approximate else ""
     blocks: list[RenderableType] = []
     for part in context.parts:
         style = PART_STYLES.get(part.kind, "")
         header = Text.assemble(
             (f"{part.kind}", f"bold {style}"),
-            (f"  {mark}{part.tokens} tokens", "dim"),
+            (f"  {mark}{part.tokens:,} tokens", "dim"),
             (f"  {part.reason}", "italic dim"),
         )
         blocks.append(header)
         for message in part.messages:
             label = f"turn {message.turn} " if message.turn else ""
-            blocks.append(Text.assemble(
-                (f"  {label}{message.role}: ", style),
+            # Indented as a block, so every line of a multi-line message sits under its part.
+            blocks.append(Padding(Text.assemble(
+                (f"{label}{message.role}: ", style),
                 (message.content, ""),
-                (f"  [{mark}{message.tokens}]", "dim"),
-            ))
+                (f"  [{mark}{message.tokens:,}]", "dim"),
+            ), (0, 0, 0, 2)))
+    blocks.append(Text.assemble(("reply priming", "bold dim"),
+                                (f"  {mark}{context.priming:,} tokens", "dim"),
+                                (f"  {PRIMING_NOTE}", "italic dim")))
+    extra = template_extra(context, estimated)
+    if extra:
+        blocks.append(Text.assemble(("chat template", "bold magenta"),
+                                    (f"  {extra:+,} tokens", "dim"),
+                                    (f"  {template_note}", "italic dim")))
     if context.dropped:
-        blocks.append(Text(f"dropped: {context.dropped}", style="dim red"))
-    total = f"{mark}{context.tokens} tokens"
+        blocks.append(Text(dropped_text(context.dropped), style="dim red"))
+    total = f"{mark}{estimated if estimated is not None else context.tokens:,} tokens"
     if context.budget:
-        total += f" of {context.budget}"
+        total += f" of {context.budget:,}"
     return Panel(Group(*blocks), title=title, subtitle=total, border_style="blue")
 
 
@@ -106,6 +154,31 @@ def table(
         out.add_column(column.replace("_", " "), overflow="fold")
     for row in rows:
         out.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    return out
+
+
+def sessions_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
+    """`sessions list`: names and strategies whole, counts right-aligned, times to the minute.
+
+    No vertical rules and the parameters under the strategy: that is what lets
+    a long name and a combined strategy fit whole in 80 columns.
+    """
+    if not rows:
+        return Text("no sessions yet (chatmem chat NAME starts one)", style="dim")
+    out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                padding=(0, 1, 0, 0))
+    out.add_column("name", no_wrap=True)
+    out.add_column("strategy", overflow="fold")
+    out.add_column("messages", justify="right", no_wrap=True)
+    out.add_column("turns", justify="right", no_wrap=True)
+    out.add_column("updated", no_wrap=True)
+    for row in rows:
+        strategy = Text(str(row["strategy"]))
+        params = " ".join(f"{k}={v}" for k, v in (row.get("params") or {}).items())
+        if params:
+            strategy.append(f"\n{params}", style="dim")
+        out.add_row(str(row["name"]), strategy, f"{row['messages']:,}", f"{row['turns']:,}",
+                    when(row.get("updated_at")))
     return out
 
 

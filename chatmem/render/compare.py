@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len
+from rich.columns import Columns
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -14,8 +20,46 @@ if TYPE_CHECKING:
     from chatmem.scoring import ProbeResult, StrategyRun
 
 SERIES_STYLES = ("green", "yellow", "cyan", "magenta", "blue", "red", "white")
-MARKERS = ("●", "▲", "■", "◆", "✚", "★", "○")
+MARKERS = ("●", "▲", "■", "◆", "✚", "★", "○", "△", "□", "◇", "✕", "☆")
 OVERLAP = ("✱", "bold white")
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def marker(index: int) -> str:
+    """A chart marker per series that tells series apart without colour; letters after shapes."""
+    if index < len(MARKERS):
+        return MARKERS[index]
+    return LETTERS[(index - len(MARKERS)) % len(LETTERS)]
+
+
+def series_style(index: int) -> str:
+    return SERIES_STYLES[index % len(SERIES_STYLES)]
+
+
+class Fitted:
+    """The first of several layouts whose minimum width fits the console; else the last.
+
+    Rich squeezes a table that does not fit by shrinking its wrappable columns to
+    nothing (row labels vanish) and cutting no-wrap ones off, so a narrow
+    terminal gets a different layout instead.
+    """
+
+    def __init__(self, *layouts: RenderableType) -> None:
+        self.layouts = layouts
+
+    def choose(self, console: Console, options: ConsoleOptions) -> RenderableType:
+        # Measurement.get caps the minimum at the width it is given: ask with room to spare.
+        roomy = options.update_width(10_000)
+        for layout in self.layouts[:-1]:
+            if Measurement.get(console, roomy, layout).minimum <= options.max_width:
+                return layout
+        return self.layouts[-1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.choose(console, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.choose(console, options))
 
 
 def _number(value: float | None, digits: int = 0) -> str:
@@ -35,68 +79,113 @@ def _label_width(runs: Sequence[StrategyRun]) -> int:
     return min(max((len(r.label) for r in runs), default=8), 24)
 
 
-def replay_table(runs: Sequence[StrategyRun], title: str | None = None) -> Table:
-    """One row per strategy: what replaying the conversation cost."""
-    out = Table(title=title, header_style="bold",
-                caption="prompt tokens per turn; model calls made by the strategy itself")
-    columns = ["strategy", "turns", "tokens\ntotal", "tokens\nmean", "tokens\nmax",
-               "model\ncalls", "summary\nversions", "facts"]
+def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, RenderableType]]],
+             title: str | None, caption: str) -> Group:
+    """The narrow layout: per strategy, its label, then `name value` pairs that wrap."""
+    blocks: list[RenderableType] = []
+    if title:
+        blocks.append(Text(title, style="bold italic"))
+    for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
+        blocks.append(Text(run.label, style=f"bold {series_style(i)}"))
+        pairs = [Text.assemble((f"{name} ", "dim"),
+                               value if isinstance(value, Text) else Text(str(value)))
+                 for name, value in cells]
+        blocks.append(Padding(Columns(pairs, padding=(0, 3)), (0, 0, 0, 2)))
+    blocks.append(Text(caption, style="dim"))
+    return Group(*blocks)
+
+
+def _wide(runs: Sequence[StrategyRun], columns: Sequence[str],
+          rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
+          caption: str) -> Table:
+    out = Table(title=title, header_style="bold", caption=caption)
+    out.add_column("strategy", no_wrap=True, min_width=_label_width(runs))
     for column in columns:
-        text = column == "strategy"
-        out.add_column(column, justify="left" if text else "right", no_wrap=not text,
-                       overflow="fold", min_width=_label_width(runs) if column == "strategy"
-                       else None)
-    for i, run in enumerate(runs):
+        out.add_column(column, justify="right", no_wrap=True)
+    for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
+        out.add_row(Text(run.label, style=series_style(i)), *(value for _, value in cells))
+    return out
+
+
+def replay_table(runs: Sequence[StrategyRun], title: str | None = None) -> Fitted:
+    """One row per strategy: what replaying the conversation cost (stacked when narrow)."""
+    caption = "prompt tokens per turn; model calls made by the strategy itself"
+    columns = ["turns", "tokens\ntotal", "tokens\nmean", "tokens\nmax", "model\ncalls",
+               "summary\nversions", "facts"]
+    rows = []
+    for run in runs:
         mean = run.total_tokens / run.turns if run.turns else None
-        cells: list[RenderableType] = [
-            Text(run.label, style=SERIES_STYLES[i % len(SERIES_STYLES)]),
+        values: list[RenderableType] = [
             str(run.turns), _number(run.total_tokens), _number(mean, 1),
             _number(max(run.prompt_tokens, default=0)), str(run.model_calls),
             str(run.summary_versions), str(run.facts),
         ]
-        out.add_row(*cells)
-    return out
+        rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
+    return Fitted(_wide(runs, columns, rows, title, caption),
+                  _stacked(runs, rows, title, caption))
 
 
-def eval_table(runs: Sequence[StrategyRun], title: str | None = None) -> Table:
+def eval_table(runs: Sequence[StrategyRun], title: str | None = None) -> Fitted:
     """One row per strategy: what it remembered at the probes, and at what context size."""
     answered = any(r.answer_recall() is not None for r in runs)
-    out = Table(title=title, header_style="bold",
-                caption="context tokens at the probes; model calls made by the strategy itself")
-    columns = ["strategy", "probes", "id\nrecall", "text\nrecall"]
+    caption = "context tokens at the probes; model calls made by the strategy itself"
+    columns = ["probes", "id\nrecall", "text\nrecall"]
     columns += ["answer\nrecall"] if answered else []
     columns += ["context\nmean", "context\nmax", "model\ncalls"]
-    for column in columns:
-        out.add_column(column, justify="left" if column == "strategy" else "right",
-                       no_wrap=column != "strategy", overflow="fold",
-                       min_width=_label_width(runs) if column == "strategy" else None)
-    for i, run in enumerate(runs):
+    rows = []
+    for run in runs:
         mean, most = run.probe_tokens()
-        cells: list[RenderableType] = [
-            Text(run.label, style=SERIES_STYLES[i % len(SERIES_STYLES)]),
+        values: list[RenderableType] = [
             str(len(run.probes)), _recall(run.id_recall()), _recall(run.text_recall()),
         ]
         if answered:
-            cells.append(_recall(run.answer_recall()))
-        cells += [_number(mean, 1), _number(most), str(run.model_calls)]
-        out.add_row(*cells)
-    return out
+            values.append(_recall(run.answer_recall()))
+        values += [_number(mean, 1), _number(most), str(run.model_calls)]
+        rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
+    return Fitted(_wide(runs, columns, rows, title, caption),
+                  _stacked(runs, rows, title, caption))
 
 
-def probe_table(runs: Sequence[StrategyRun]) -> Table:
-    """Each probe against each strategy: ✓ all found, ✗ none, else ids and texts found."""
-    out = Table(header_style="bold", title="per probe",
-                caption="✓ every expected id and text in the context · ✗ none of them")
+PROBE_CAPTION = ("✓ every expected id and text in the context · ✗ none of them · "
+                 "n/m: n of the m expected ids and texts")
+
+
+def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
+    """Each probe against each strategy: ✓ all found, ✗ none, else found/expected.
+
+    Wide: one column per strategy, named. Many or long names: columns lettered
+    A, B, … with a key above. Too narrow for either: one block per probe.
+    """
+    probes = runs[0].probes if runs else []
+    cells = [[_probe_cell(run.probes[index]) for run in runs] for index in range(len(probes))]
+    named = _probe_grid(runs, probes, cells, [r.label for r in runs])
+    letters = [LETTERS[i % len(LETTERS)] for i in range(len(runs))]
+    key = Columns([Text.assemble((f"{letter} ", "bold"), (run.label, series_style(i)))
+                   for i, (letter, run) in enumerate(zip(letters, runs, strict=True))],
+                  padding=(0, 2))
+    lettered = Group(key, _probe_grid(runs, probes, cells, letters))
+    blocks: list[RenderableType] = [Text("per probe", style="bold italic")]
+    for index, probe in enumerate(probes):
+        blocks.append(Text.assemble((f"after turn {probe.after_turn}: ", "bold"), probe.question))
+        line = Text("  ")
+        for i, run in enumerate(runs):
+            line.append("  " if i else "")
+            line.append_text(cells[index][i])
+            line.append(f" {run.label}", style=series_style(i))
+        blocks.append(line)
+    blocks.append(Text(PROBE_CAPTION, style="dim"))
+    return Fitted(named, lettered, Group(*blocks))
+
+
+def _probe_grid(runs: Sequence[StrategyRun], probes: Sequence[ProbeResult],
+                cells: Sequence[Sequence[Text]], headers: Sequence[str]) -> Table:
+    out = Table(header_style="bold", title="per probe", caption=PROBE_CAPTION)
     out.add_column("after\nturn", justify="right", no_wrap=True)
     out.add_column("probe", overflow="fold", ratio=1, min_width=16)
-    for i, run in enumerate(runs):
-        out.add_column(run.label, style=SERIES_STYLES[i % len(SERIES_STYLES)], justify="center",
-                       no_wrap=True)
-    for index, probe in enumerate(runs[0].probes if runs else []):
-        cells: list[RenderableType] = [str(probe.after_turn), probe.question]
-        for run in runs:
-            cells.append(_probe_cell(run.probes[index]))
-        out.add_row(*cells)
+    for i, header in enumerate(headers):
+        out.add_column(header, style=series_style(i), justify="center", no_wrap=True)
+    for index, probe in enumerate(probes):
+        out.add_row(str(probe.after_turn), probe.question, *cells[index])
     return out
 
 
@@ -107,12 +196,7 @@ def _probe_cell(result: ProbeResult) -> Text:
         return Text("✓", style="bold green")
     if found == 0:
         return Text("✗", style="bold red")
-    parts = []
-    if result.expect_ids:
-        parts.append(f"ids {len(result.found_ids)}/{len(result.expect_ids)}")
-    if result.expect_text:
-        parts.append(f"text {len(result.found_text)}/{len(result.expect_text)}")
-    return Text("\n".join(parts), style="yellow")
+    return Text(f"{found}/{expected}", style="yellow")
 
 
 def token_chart(
@@ -133,14 +217,14 @@ def token_chart(
     columns = min(width, turns)
     grid: list[list[tuple[str, str] | None]] = [[None] * columns for _ in range(height)]
     for index, values in enumerate(series.values()):
-        marker = (MARKERS[index % len(MARKERS)], SERIES_STYLES[index % len(SERIES_STYLES)])
+        shape = (marker(index), series_style(index))
         for column in range(columns):
             turn = min(len(values), (column + 1) * turns // columns) - 1
             if turn < 0:
                 continue
             row = height - 1 - round(values[turn] / top * (height - 1))
             taken = grid[row][column]
-            grid[row][column] = marker if taken is None or taken == marker else OVERLAP
+            grid[row][column] = shape if taken is None or taken == shape else OVERLAP
     label_width = len(f"{top:,}")
     for r, cells in enumerate(grid):
         value = round(top * (height - 1 - r) / (height - 1))
@@ -156,18 +240,37 @@ def token_chart(
     right = f"turn {turns}"
     out.append(" " * (label_width + 2) + "turn 1" + right.rjust(max(columns - 6, len(right)))
                + "\n", style="dim")
-    for index, label in enumerate(series):
-        out.append(f"  {MARKERS[index % len(MARKERS)]} {label}",
-                   style=SERIES_STYLES[index % len(SERIES_STYLES)])
-    out.append(f"  {OVERLAP[0]} several", style=OVERLAP[1])
+    # The legend breaks between entries, never between a marker and its name.
+    entries = [(f"{marker(index)} {label}", series_style(index))
+               for index, label in enumerate(series)] + [(f"{OVERLAP[0]} several", OVERLAP[1])]
+    line_width = max(label_width + 2 + columns, 40)
+    used = 0
+    for entry, style in entries:
+        if used and used + 2 + cell_len(entry) > line_width:
+            out.append("\n")
+            used = 0
+        out.append("  " + entry, style=style)
+        used += 2 + cell_len(entry)
     out.append("\n")
     return out
+
+
+class FittedChart:
+    """token_chart drawn as wide as the console allows, at most `width` columns."""
+
+    def __init__(self, series: Mapping[str, Sequence[int]], width: int = 60) -> None:
+        self.series, self.width = series, width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        top = max((max(v, default=0) for v in self.series.values()), default=0)
+        room = options.max_width - len(f"{top:,}") - 2
+        yield token_chart(self.series, width=max(min(self.width, room), 10))
 
 
 def replay_view(runs: Sequence[StrategyRun], source: str) -> Group:
     blocks: list[RenderableType] = [
         replay_table(runs, title=f"replay of {source}"),
-        token_chart({r.label: r.prompt_tokens for r in runs}),
+        FittedChart({r.label: r.prompt_tokens for r in runs}),
     ]
     for run in runs:
         if run.session:
@@ -187,4 +290,36 @@ def html_report(title: str, *renderables: RenderableType) -> str:
     console.print(Text(title, style="bold"))
     for renderable in renderables:
         console.print(renderable)
-    return console.export_html(inline_styles=True)
+    page = console.export_html(inline_styles=True)
+    return page.replace('<meta charset="UTF-8">',
+                        f'<meta charset="UTF-8">\n<title>{escape(title)}</title>', 1)
+
+
+_PROGRESS = re.compile(r"^summary v\d+ now covers (turns? [\d–]+):")
+
+
+def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:
+    """What a replay tells stderr: every notice with `verbose`, else one line per strategy.
+
+    A replay folds dozens of summary versions; their per-version notices (and
+    the REPL's advice to run /summary) become a count. Other notices, such as
+    a summary falling behind, are kept as they are.
+    """
+    lines: list[str] = []
+    for run in runs:
+        progress = [n for n in run.notices if _PROGRESS.match(n)]
+        others = run.notices if verbose else [n for n in run.notices if not _PROGRESS.match(n)]
+        # The REPL's advice to run /summary means nothing after a replay.
+        lines += [f"{run.label}: {n.replace('; /summary shows the diff', '')}" for n in others]
+        if verbose or not progress:
+            continue
+        last = _PROGRESS.match(progress[-1])
+        versions = run.summary_versions or len(progress)
+        line = (f"{run.label}: {versions:,} summary version{'' if versions == 1 else 's'},"
+                f" the last covering {last.group(1) if last else '–'}")
+        if run.dropped_anchors:
+            kept = "not pinned" if any("not pinned" in n for n in progress) else "pinned"
+            line += (f"; {run.dropped_anchors:,} detail{'' if run.dropped_anchors == 1 else 's'}"
+                     f" dropped by the summarizer, {kept}")
+        lines.append(line + " (--verbose lists each version)")
+    return lines

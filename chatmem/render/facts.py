@@ -31,6 +31,7 @@ def fact_row(fact: Any, owner: str | None = None) -> dict[str, Any]:
     """A FactRecord as a plain row, for tables and --json."""
     source = f"turn {fact.source_turn}" if fact.source_turn is not None else "/remember"
     return {
+        "kind": "fact",
         "id": fact.id,
         "key": fact.key,
         "value": fact.value,
@@ -42,6 +43,23 @@ def fact_row(fact: Any, owner: str | None = None) -> dict[str, Any]:
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
         "deleted_at": fact.deleted_at,
+    }
+
+
+def pinned_row(pin: Any, owner: str, pinned_at: str | None = None) -> dict[str, Any]:
+    """A drift-guard pin (chatmem.memory.pins.PinnedFact) as a row like a fact's."""
+    return {
+        "kind": "pinned",
+        "id": pin.ref,
+        "key": "(pinned)",
+        "value": pin.text,
+        "scope": "session",
+        "owner": owner,
+        "source": pin.source,
+        "strategy": pin.strategy,
+        "summary_version": pin.version,
+        "created_at": pinned_at,
+        "updated_at": pinned_at,
     }
 
 

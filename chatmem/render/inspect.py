@@ -5,18 +5,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.base import Context
-from chatmem.render import PART_STYLES, context_panel, key_values
+from chatmem.render import (
+    PART_STYLES,
+    PRIMING_NOTE,
+    TEMPLATE_NOTE,
+    context_panel,
+    dropped_text,
+    key_values,
+    template_extra,
+    when,
+)
+from chatmem.render.summary import coverage
 
 BAR_WIDTH = 50
 
 
-def parts_table(context: Context, *, approximate: bool) -> Table:
+def parts_table(context: Context, *, approximate: bool, estimated: int | None = None,
+                rendered: bool = False) -> Table:
     mark = "≈" if approximate else ""
     out = Table(header_style="bold", title="parts")
     out.add_column("part")
@@ -27,36 +38,70 @@ def parts_table(context: Context, *, approximate: bool) -> Table:
         style = PART_STYLES.get(part.kind, "")
         out.add_row(Text(part.kind, style=style), str(len(part.messages)),
                     f"{mark}{part.tokens:,}", part.reason)
-    priming = context.tokens - sum(p.tokens for p in context.parts)
-    out.add_row(Text("reply priming", style="dim"), "", f"{mark}{priming}",
-                Text("fixed chat-format tokens before the reply", style="dim"))
+    out.add_row(Text("reply priming", style="dim"), "", f"{mark}{context.priming:,}",
+                Text(PRIMING_NOTE, style="dim"))
+    extra = template_extra(context, estimated)
+    if extra:
+        where = "the rendered prompt below shows it" if rendered else (
+            "the provider's rendered prompt shows it")
+        out.add_row(Text("chat template", style="magenta"), "", f"{extra:+,}",
+                    Text(f"text the chat template adds (e.g. a default system prompt); {where}",
+                         style="dim"))
     return out
 
 
-def budget_bar(context: Context, *, approximate: bool, width: int = BAR_WIDTH) -> Text:
-    """A bar coloured by part: the context's tokens against the budget (or its own total)."""
-    mark = "≈" if approximate else ""
-    total = context.tokens
-    scale = max(context.budget or total, total, 1)
-    out = Text()
-    used = 0
-    for part in context.parts:
-        cells = round(part.tokens / scale * width)
-        out.append("█" * cells, style=PART_STYLES.get(part.kind, ""))
-        used += cells
-    if context.budget:
-        out.append("░" * max(width - used, 0), style="dim")
+class BudgetBar:
+    """A bar coloured by part: the context's tokens against the budget (or its own total).
+
+    The label never wraps: in a narrow terminal the bar is drawn shorter instead.
+    """
+
+    def __init__(self, context: Context, *, approximate: bool, width: int = BAR_WIDTH,
+                 estimated: int | None = None) -> None:
+        self.context, self.approximate, self.width = context, approximate, width
+        self.estimated = estimated
+
+    def label(self) -> Text:
+        mark = "≈" if self.approximate else ""
+        context = self.context
+        total = self.estimated if self.estimated is not None else context.tokens
+        if not context.budget:
+            return Text(f"{mark}{total:,} tokens (no budget)")
         share = total / context.budget * 100
-        style = "bold red" if context.over_budget else ""
-        out.append(f"  {mark}{total:,} of {context.budget:,} tokens ({share:.0f}%)", style=style)
-    else:
-        out.append(f"  {mark}{total:,} tokens (no budget)")
-    return out
+        return Text(f"{mark}{total:,} of {context.budget:,} tokens ({share:.0f}%)",
+                    style="bold red" if total > context.budget else "")
+
+    def bar(self, width: int) -> Text:
+        context = self.context
+        total = self.estimated if self.estimated is not None else context.tokens
+        scale = max(context.budget or total, total, 1)
+        out = Text()
+        used = 0
+        extra = max(template_extra(context, self.estimated), 0)
+        for tokens, style in [*((p.tokens, PART_STYLES.get(p.kind, "")) for p in context.parts),
+                              (extra, "magenta")]:
+            cells = min(round(tokens / scale * width), width - used)
+            out.append("█" * cells, style=style)
+            used += cells
+        if context.budget:
+            out.append("░" * max(width - used, 0), style="dim")
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        label = self.label()
+        width = max(min(self.width, options.max_width - label.cell_len - 2), 0)
+        yield Text.assemble(self.bar(width), "  " if width else "", label)
 
 
-def estimate_line(estimated: int | None, reported: int | None, approximate: bool) -> Text:
+def budget_bar(context: Context, *, approximate: bool, width: int = BAR_WIDTH,
+               estimated: int | None = None) -> BudgetBar:
+    return BudgetBar(context, approximate=approximate, width=width, estimated=estimated)
+
+
+def estimate_line(estimated: int | None, reported: int | None, approximate: bool,
+                  label: str = "estimated") -> Text:
     mark = "≈" if approximate else ""
-    out = Text("estimated ")
+    out = Text(f"{label} ")
     out.append("–" if estimated is None else f"{mark}{estimated:,}")
     out.append(" · provider reported ")
     if reported is None:
@@ -77,20 +122,25 @@ def inspect_view(
     reported: int | None = None,
     rendered_prompt: str | None = None,
     title: str = "context",
+    estimate_label: str = "estimated",
 ) -> Group:
     """Header facts, the parts table, the budget bar, the exact messages, the rendered prompt."""
     blocks: list[RenderableType] = [
         key_values({k: v for k, v in info.items() if v not in (None, "")}, title=title),
-        parts_table(context, approximate=approximate),
-        budget_bar(context, approximate=approximate),
+        parts_table(context, approximate=approximate, estimated=estimated,
+                    rendered=bool(rendered_prompt)),
+        budget_bar(context, approximate=approximate, estimated=estimated),
         estimate_line(estimated if estimated is not None else context.tokens, reported,
-                      approximate),
+                      approximate, label=estimate_label),
     ]
     if context.dropped:
-        blocks.append(Text(f"dropped: {context.dropped}", style="red"))
+        blocks.append(Text(dropped_text(context.dropped), style="red"))
     for warning in context.warnings:
         blocks.append(Text(f"⚠ {warning}", style="bold yellow"))
-    blocks.append(context_panel(context, approximate=approximate, title="messages sent"))
+    note = ("tokens the chat template adds around the messages (e.g. a default system"
+            " prompt); the rendered prompt below shows them") if rendered_prompt else TEMPLATE_NOTE
+    blocks.append(context_panel(context, approximate=approximate, title="messages sent",
+                                estimated=estimated, template_note=note))
     if rendered_prompt:
         blocks.append(Panel(Text(rendered_prompt), title="rendered prompt (exact model input)",
                             border_style="magenta"))
@@ -107,8 +157,8 @@ def summaries_view(rows: Sequence[Mapping[str, Any]]) -> Group:
     for row in rows:
         dropped = ", ".join(row["dropped_anchors"])
         table.add_row(str(row["version"]), row["strategy"],
-                      row["created_at"][:16].replace("T", " "),
-                      f"{row['covered_messages']} msgs", str(row["tokens"]),
+                      when(row["created_at"]),
+                      coverage(row.get("covered_turn")), f"{row['tokens']:,}",
                       Text(dropped or "–", style="red" if dropped else "dim"))
         panels.append(Panel(Text(row["text"]), title=f"{row['strategy']} v{row['version']}",
                             title_align="left", border_style=PART_STYLES["summary"]))

@@ -1,31 +1,86 @@
-"""Summary versions as Rich panels: the text, a word-level diff, and what the summarizer dropped.
+"""Summary versions as Rich panels: the text, a diff, and what the summarizer dropped.
 
-Removed words are red (struck through), added words green. CJK text is
-diffed character by character, so changing 五千元 in a Chinese line marks a
-few characters instead of the whole line; Rich measures wide characters in
-cells, so the panel stays aligned.
+Removed text is red (struck through), added text green. Latin text is diffed
+word by word. CJK text is diffed sentence by sentence: a sentence that
+changed a little (五千元 → 六千元) marks the changed characters inline, but a
+rewritten sentence is shown whole, old then new, because characters
+interleaved from two different sentences read as gibberish once the colour
+is gone. Rich measures wide characters in cells, so the panel stays aligned.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from chatmem.memory.summarize import diff_size, word_diff
+from chatmem.memory.summarize import diff_size, diff_tokens, diff_unit, word_diff
+from chatmem.render import when
 from chatmem.store import SummaryRecord
 
 REMOVED = "red strike"
 ADDED = "green"
+SIMILAR = 0.75
+"""Sentences at least this alike (difflib ratio over characters) are diffed inline."""
+ARROW = ("→", "dim")
+"""Between removed text and the text that replaced it, so the diff reads without colour."""
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SENTENCE = re.compile(r"[^。！？；!?;\n]*(?:[。！？；!?;]+\n?|\n|$)")
+
+
+def coverage(last_turn: int | None) -> str:
+    """`turns 1–29`: what a summary version covers, in turns as the user counts them."""
+    if not last_turn:
+        return "–"
+    return "turn 1" if last_turn == 1 else f"turns 1–{last_turn}"
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences and clauses ending in CJK or Latin stops or newlines; they join back to `text`."""
+    return [s for s in _SENTENCE.findall(text) if s]
+
+
+def _append_runs(text: Text, runs: Sequence[tuple[str, str]]) -> None:
+    previous = "="
+    for op, run in runs:
+        if previous == "-" and op == "+":
+            text.append(*ARROW)
+        text.append(run, style={"-": REMOVED, "+": ADDED}.get(op, ""))
+        previous = op
+
+
+def _similar(old: str, new: str) -> bool:
+    a, b = diff_tokens(old), diff_tokens(new)
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= SIMILAR
 
 
 def diff_text(old: str, new: str) -> Text:
-    """`new` with the words removed from `old` shown inline in red, added ones in green."""
+    """`new` with the text removed from `old` shown inline in red, added text in green."""
     text = Text()
-    for op, run in word_diff(old, new):
-        text.append(run, style={"-": REMOVED, "+": ADDED}.get(op, ""))
+    if not (_CJK_CHAR.search(old) or _CJK_CHAR.search(new)):
+        _append_runs(text, word_diff(old, new))
+        return text
+    a, b = sentences(old), sentences(new)
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            text.append("".join(a[i1:i2]))
+            continue
+        olds, news = a[i1:i2], b[j1:j2]
+        paired = min(len(olds), len(news))
+        runs: list[tuple[str, str]] = []
+        for k in range(paired):
+            if _similar(olds[k], news[k]):
+                runs += word_diff(olds[k], news[k])
+            else:
+                runs += [("-", olds[k]), ("+", news[k])]
+        runs += [("-", sentence) for sentence in olds[paired:]]
+        runs += [("+", sentence) for sentence in news[paired:]]
+        _append_runs(text, runs)
     return text
 
 
@@ -37,24 +92,30 @@ def dropped_list(anchors: Sequence[str], version: int) -> Text:
     return text
 
 
-def summary_panel(new: SummaryRecord, old: SummaryRecord | None = None) -> Panel:
-    """One version, diffed against `old` (an earlier version) when given."""
+def summary_panel(
+    new: SummaryRecord, old: SummaryRecord | None = None, *, covered_turn: int | None = None,
+) -> Panel:
+    """One version, diffed against `old` (an earlier version) when given.
+
+    `covered_turn` is the last turn the version covers (it covers turns 1 to it).
+    """
     blocks: list[RenderableType] = []
-    covered = f"covers up to message {new.last_message_id}" if new.last_message_id else ""
-    meta = " · ".join(x for x in (new.model or "", covered, new.created_at) if x)
+    covered = f"covers {coverage(covered_turn)}" if covered_turn else ""
+    meta = " · ".join(x for x in (new.model or "", covered, when(new.created_at)) if x)
     if old is None:
         blocks.append(Text(new.text))
         title = f"summary v{new.version} ({new.strategy})"
         subtitle = "first version" if new.version == 1 else f"v{new.version}"
     else:
         added, removed = diff_size(old.text, new.text)
+        unit = diff_unit(old.text, new.text)
         blocks.append(Text.assemble(
             ("removed ", "dim"), ("red", REMOVED), (" · added ", "dim"), ("green", ADDED),
-            (f" · +{added} −{removed} words", "dim"),
+            (f" · +{added} −{removed} {unit}", "dim"),
         ))
         blocks.append(diff_text(old.text, new.text))
         title = f"summary v{old.version} → v{new.version} ({new.strategy})"
-        subtitle = f"+{added} −{removed} words"
+        subtitle = f"+{added} −{removed} {unit}"
     if new.dropped_anchors:
         blocks.append(Text(""))
         blocks.append(dropped_list(new.dropped_anchors, new.version))

@@ -8,6 +8,7 @@ whole surface; its table groups live in one module each.
 from __future__ import annotations
 
 from chatmem.store.connection import now
+from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.memory import MemoryTables
 from chatmem.store.records import (
     FactRecord,
@@ -19,7 +20,7 @@ from chatmem.store.records import (
 from chatmem.store.sessions import SessionTables
 
 
-class Store(SessionTables, MemoryTables):
+class Store(ForkTables, SessionTables, MemoryTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
     def __enter__(self) -> Store:
@@ -27,7 +28,9 @@ class Store(SessionTables, MemoryTables):
 
 
 __all__ = [
+    "DerivedGroup",
     "FactRecord",
+    "ForkReport",
     "MessageRecord",
     "SessionRecord",
     "Store",

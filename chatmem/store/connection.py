@@ -59,7 +59,13 @@ class Connection:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_dir():
+                # SQLite would only say "disk I/O error".
+                raise StoreError(f"{self.path} is a directory, not a history file")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"{self.path}: cannot create its folder: {e.strerror}") from None
             _check_is_chatmem(self.path)
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)

@@ -32,6 +32,18 @@ class MemoryTables(Connection):
                  for k, v in values.items()],
             )
 
+    def strategy_state_values(
+        self, key: str, session_id: int | None = None
+    ) -> list[tuple[int, str, Any]]:
+        """(session id, strategy, value) of every stored `key`, in one session or all of them."""
+        sql = "SELECT session_id, strategy, value FROM strategy_state WHERE key = ?"
+        params: list[Any] = [key]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        return [(r["session_id"], r["strategy"], json.loads(r["value"]))
+                for r in self._rows(sql + " ORDER BY session_id, strategy", params)]
+
     # -- summaries ------------------------------------------------------------
 
     def add_summary(

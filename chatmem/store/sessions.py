@@ -75,6 +75,16 @@ class SessionTables(Connection):
             except sqlite3.IntegrityError:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
 
+    def rename_session(self, name: str, new_name: str) -> SessionRecord:
+        """Give a session a new name; everything it owns follows (rows point at its id)."""
+        record = self.session(name)
+        if not new_name.strip():
+            raise StoreError("a session name cannot be empty")
+        if self.find_session(new_name) is not None:
+            raise StoreError(f"a session named {new_name!r} already exists")
+        self.update_session(record.id, name=new_name)
+        return self.session_by_id(record.id)
+
     def list_sessions(self) -> list[dict[str, Any]]:
         """Every session with its message and turn counts, most recently used first."""
         rows = self._rows(

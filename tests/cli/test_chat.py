@@ -26,6 +26,11 @@ def run(*args: str, input: str = "", env: dict[str, str] | None = None):
     return runner.invoke(app, list(args), input=input, env=env)
 
 
+def error_lines(stderr: str) -> list[str]:
+    """The error lines among the banner and status lines that also go to stderr."""
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
 def assert_log_matches_turns(db: Path, log: Path, session: str = "demo") -> None:
     """What the provider received equals, byte for byte, what each stored turn says was sent."""
     requests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
@@ -59,9 +64,14 @@ def test_piped_chat_in_a_real_process(tmp_path: Path) -> None:
         input=DEMO, capture_output=True, text=True, env=env, timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    assert "echo #1: my order is ORD-7731" in done.stdout
-    assert "echo #2: what is my order?" in done.stdout
+    # stdout holds the replies and nothing else; banner and status lines are on stderr.
+    assert done.stdout == "echo #1: my order is ORD-7731\necho #2: what is my order?\n"
+    assert done.stderr.splitlines() == [
+        "session demo · window k=1 · scripted:scripted · /help for commands",
+        "system 10 · input 11 = 24 tokens of 4,000 (provider reported 24) · 0.0 s · window k=1",
+        "system 10 · history 26 · input 9 = 48 tokens of 4,000 (provider reported 48) · 0.0 s · "
+        "window k=1",
+    ]
     assert_log_matches_turns(db, log)
 
 
@@ -73,16 +83,18 @@ def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert_log_matches_turns(db, log)
     # The token line after each reply names the parts and the provider's own count.
-    assert "system 10 · history 26 · input 9 = 48 tokens of 4000 (provider reported 48)" in (
-        " ".join(result.stdout.split())
+    assert "system 10 · history 26 · input 9 = 48 tokens of 4,000 (provider reported 48)" in (
+        result.stderr
     )
+    assert result.stdout == "echo #1: my order is ORD-7731\necho #2: what is my order?\n"
 
 
 def test_show_prompt_labels_every_message_with_its_part(tmp_path: Path) -> None:
     result = run("chat", "p", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "--strategy", "window", "--param", "k=1", "--show-prompt", input=DEMO)
     assert result.exit_code == 0
-    out = result.stdout
+    assert "turn 1 user" not in result.stdout  # the panel is not a reply
+    out = result.stderr
     for label in ("system", "history", "input", "turn 1 user: my order is ORD-7731",
                   "window k=1: turn 1"):
         assert label in out
@@ -94,7 +106,7 @@ def test_resuming_a_session_keeps_its_strategy_and_history(tmp_path: Path) -> No
                "--param", "max_tokens=500", input="one\n").exit_code == 0
     result = run("chat", "r", "--db", db, "--provider", "scripted", input="two\n")
     assert result.exit_code == 0
-    assert "session r · tokens max_tokens=500" in result.stdout
+    assert "session r · tokens max_tokens=500" in result.stderr
     with Store(db) as store:
         assert [m.content for m in store.messages(store.session("r").id)][-2:] == [
             "two", "echo #1: two"]
@@ -117,8 +129,8 @@ def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path
     result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input="/strategy nope\nstill here\n")
     assert result.exit_code == 2
-    assert result.stderr == "error: unknown strategy 'nope' (valid: " + ", ".join(
-        __import__("chatmem.memory").memory.strategy_names()) + ")\n"
+    assert error_lines(result.stderr) == ["error: unknown strategy 'nope' (valid: " + ", ".join(
+        __import__("chatmem.memory").memory.strategy_names()) + ")"]
     assert "echo #1: still here" in result.stdout
 
 
@@ -126,7 +138,7 @@ def test_a_slash_strategy_parameter_without_a_key_is_one_clear_line(tmp_path: Pa
     result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input="/strategy window =3\nstill here\n")
     assert result.exit_code == 2
-    assert result.stderr == "error: parameter '=3' must be key=value, e.g. k=3\n"
+    assert error_lines(result.stderr) == ["error: parameter '=3' must be key=value, e.g. k=3"]
     assert "echo #1: still here" in result.stdout
 
 
@@ -169,7 +181,8 @@ def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
                  "--model", "m", input="hello\n",
                  env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-secret"})
     assert result.exit_code == 1
-    assert result.stderr == "error: cannot reach http://127.0.0.1:9/v1: is the server running?\n"
+    assert error_lines(result.stderr) == [
+        "error: cannot reach http://127.0.0.1:9/v1: is the server running?"]
     assert "sk-secret" not in result.stdout + result.stderr
     with Store(db) as store:
         session = store.session("u")
@@ -281,8 +294,8 @@ def test_ctrl_c_cancels_only_the_streaming_reply(tmp_path: Path, chat_server) ->
     out, err = process.stdout.read(), process.stderr.read()
     chat_server.release.set()
     assert process.returncode == 0, err
-    assert "(reply cancelled; it stays out of memory)" in out
-    assert "Hello from the test server." in out  # the next line got its reply
+    assert "(reply cancelled; it stays out of memory)" in err
+    assert out == "Hello\nHello from the test server.\n"  # the next line got its reply
     with Store(db) as store:
         session = store.session("c")
         turns = store.turns(session.id)
@@ -303,9 +316,141 @@ def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,
     result = run("chat", "k", "--db", str(tmp_path / "x.db"), "--model", "m",
                  input="hello\nagain\n", env=env)
     assert result.exit_code == 1
-    assert result.stderr == (
-        f"error: {chat_server.base_url} refused the API key (401): check $OPENAI_API_KEY\n")
+    assert error_lines(result.stderr) == [
+        f"error: {chat_server.base_url} refused the API key (401): check $OPENAI_API_KEY"]
     assert "sk-do-not-print-me" not in result.stdout + result.stderr
     assert "echo" not in result.stdout and "Hello from the test server." in result.stdout
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("x.db*"))
     assert b"sk-do-not-print-me" not in stored and b"Hello from the test server." in stored
+
+
+# -- ask: clean stdout, empty input, Ctrl-C -----------------------------------------
+
+
+def test_ask_prints_only_the_reply_on_stdout(tmp_path: Path) -> None:
+    result = run("ask", "hi there", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 "--session", "a1")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "echo #1: hi there\n"
+    assert result.stderr == (
+        "system 10 · input 6 = 19 tokens of 4,000 (provider reported 19) · 0.0 s · window\n")
+
+
+@pytest.mark.parametrize(("args", "stdin"), [(["ask", ""], ""), (["ask", "  \n"], ""),
+                                            (["ask", "-"], ""), (["ask", "-"], " \n\n")])
+def test_ask_with_empty_input_is_a_usage_error(tmp_path: Path, args: list[str],
+                                               stdin: str) -> None:
+    db = tmp_path / "x.db"
+    result = run(*args, "--db", str(db), "--provider", "scripted", input=stdin)
+    assert result.exit_code == 2
+    assert result.stderr == "error: nothing to ask (empty input)\n"
+    assert not db.exists()  # nothing was sent or stored
+
+
+def test_inspect_next_with_empty_input_is_a_usage_error(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    assert run("ask", "hi", "--db", str(db), "--provider", "scripted").exit_code == 0
+    result = run("inspect", "default", "--next", " ", "--db", str(db), "--provider", "scripted")
+    assert result.exit_code == 2
+    assert result.stderr == "error: --next needs the input to show (empty input)\n"
+
+
+def test_a_cancelled_ask_exits_130(tmp_path: Path, chat_server) -> None:
+    db = tmp_path / "x.db"
+    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+           "OPENAI_API_KEY": "sk-x"}
+    chat_server.plan = ["slow"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "ask", "a long essay", "--db", str(db), "--model", "m"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    assert chat_server.first_delta_sent.wait(30), "the reply never started"
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    chat_server.release.set()
+    assert process.returncode == 130, err
+    assert out == "Hello\n"
+    assert err == "(reply cancelled; it stays out of memory)\n"
+    with Store(db) as store:
+        (turn,) = store.turns(store.session("default").id)
+        assert turn.status == "cancelled"
+
+
+# -- strategy syntax and changes to a stored session --------------------------------
+
+
+def test_strategy_with_parameters_after_a_colon(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    result = run("ask", "hi", "--db", str(db), "--provider", "scripted", "-s", "window:k=2")
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        session = store.session("default")
+        assert (session.strategy, session.params) == ("window", {"k": 2})
+    shown = run("inspect", "default", "--db", str(db), "--provider", "scripted", "--json",
+                "--next", "x", "-s", "tokens:max_tokens=300")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["strategy"] == {"name": "tokens",
+                                                    "params": {"max_tokens": 300}}
+    bad = run("chat", "--db", str(db), "--provider", "scripted", "-s", "window:k=x")
+    assert bad.exit_code == 2
+    assert bad.stderr == "error: parameter k='x' of strategy 'window' must be a whole number\n"
+
+
+def test_a_repeated_param_with_two_values_is_an_error(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    result = run("ask", "hi", "--db", str(db), "--provider", "scripted", "-s", "window",
+                 "-p", "k=3", "-p", "k=4")
+    assert result.exit_code == 2
+    assert result.stderr == "error: --param k is given twice (k=3 and k=4); give it once\n"
+    assert not db.exists()
+
+
+def test_changing_a_stored_session_prints_one_notice(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    assert run("ask", "one", "--db", str(db), "--provider", "scripted", "--session", "s",
+               "-s", "window", "-p", "k=2").exit_code == 0
+    same = run("ask", "two", "--db", str(db), "--provider", "scripted", "--session", "s",
+               "-s", "window:k=2")
+    assert "session s:" not in same.stderr
+    changed = run("ask", "three", "--db", str(db), "--provider", "scripted", "--session", "s",
+                  "-s", "tokens")
+    assert changed.exit_code == 0
+    assert changed.stderr.splitlines()[0] == (
+        "session s: strategy window k=2 → tokens max_tokens=2000")
+    assert changed.stdout == "echo #1: three\n"  # the scripted count is per process
+    system = run("chat", "s", "--db", str(db), "--provider", "scripted", "--system", "Be terse.")
+    assert system.stderr.splitlines()[0] == (
+        "session s: system prompt replaced (28 → 9 characters)")
+
+
+def test_a_turn_with_another_provider_or_model_updates_the_session(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    assert run("ask", "one", "--db", str(db), "--provider", "scripted").exit_code == 0
+    assert run("ask", "two", "--db", str(db), "--provider", "scripted",
+               "--model", "other").exit_code == 0
+    shown = json.loads(run("sessions", "show", "default", "--db", str(db), "--json").stdout)
+    assert (shown["provider"], shown["model"]) == ("scripted", "other")
+
+
+# -- REPL commands ------------------------------------------------------------------
+
+
+def test_slash_inspect_shows_the_turn_asked_for(tmp_path: Path) -> None:
+    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 "-s", "buffer", input="first 第一\nsecond\n/inspect 1\n/inspect 9\n/inspect x\n")
+    assert result.exit_code == 2  # the worst error: a usage error
+    panel = result.stdout[result.stdout.index("echo #2: second\n") + 16:]
+    assert "first 第一" in panel and "second" not in panel
+    assert error_lines(result.stderr) == [
+        "error: session 's' has no turn 9",
+        "error: /inspect takes one turn number (1 or more), got 'x'",
+    ]
+
+
+def test_slash_help_shows_the_strategy_usage_whole(tmp_path: Path) -> None:
+    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+                 input="/help\n/strategy window:k=1\n")
+    assert result.exit_code == 0, result.stderr
+    assert "/strategy [NAME[:K=V,...] [K=V ...]]" in result.stdout
+    assert "strategy: window k=1" in result.stdout

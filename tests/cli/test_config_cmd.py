@@ -75,3 +75,46 @@ def test_wrong_type_stops_chat_before_anything_is_stored(tmp_path: Path) -> None
         f"error: {config}: key 'local.threads' must be a whole number, got 'two'\n"
     )
     assert not db.exists()
+
+
+def test_path_and_init_follow_chatmem_config(tmp_path: Path, isolated_home: Path) -> None:
+    chosen = tmp_path / "cc" / "x.toml"
+    env = {"CHATMEM_CONFIG": str(chosen)}
+    path = runner.invoke(app, ["config", "path"], env=env)
+    assert (path.exit_code, path.stdout) == (0, f"{chosen}\n")
+    init = runner.invoke(app, ["config", "init"], env=env)
+    assert init.exit_code == 0, init.stderr
+    assert chosen.read_text(encoding="utf-8").startswith("# chatmem configuration")
+    assert not (isolated_home / ".config" / "chatmem" / "config.toml").exists()
+    again = runner.invoke(app, ["config", "init"], env=env)
+    assert again.exit_code == 2
+    assert again.stderr == f"error: {chosen} already exists (use --force to overwrite)\n"
+    flag = runner.invoke(app, ["config", "path", "--config", str(tmp_path / "f.toml")], env=env)
+    assert flag.stdout == f"{tmp_path / 'f.toml'}\n"
+
+
+def test_show_names_the_source_of_each_setting(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('model = "m"\n[local]\nthreads = 3\n', encoding="utf-8")
+    result = runner.invoke(app, ["config", "show", "--config", str(config)],
+                           env={"CHATMEM_STRATEGY": "tokens", "COLUMNS": "200"})
+    assert result.exit_code == 0, result.stderr
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
+            for line in result.stdout.splitlines() if line.startswith("│")}
+    assert rows["strategy"] == ["tokens", "env CHATMEM_STRATEGY"]
+    assert rows["model"] == ["m", str(config)]
+    assert rows["local.threads"] == ["3", str(config)]
+    assert rows["local.n_ctx"] == ["4096", "default"]
+    assert "local" not in rows and "{'threads'" not in result.stdout
+    data = json.loads(runner.invoke(app, ["config", "show", "--config", str(config), "--json"],
+                                    env={"CHATMEM_STRATEGY": "tokens"}).stdout)
+    assert data["sources"]["strategy"] == "env CHATMEM_STRATEGY"
+    assert data["local"] == {"threads": 3, "n_ctx": 4096}  # the JSON shape is unchanged
+
+
+def test_show_rejects_a_negative_budget(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("context_budget = -5\n", encoding="utf-8")
+    result = runner.invoke(app, ["config", "show", "--config", str(config)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {config}: key 'context_budget' must be at least 1, got -5\n"

@@ -34,6 +34,11 @@ def chat(db: Path, session: str, lines: list[str], *, user: str = "default",
     return out.getvalue(), err.getvalue()
 
 
+def errors(err: str) -> list[str]:
+    """The error lines of the REPL's stderr (the banner and status lines go there too)."""
+    return [line for line in err.splitlines() if line.startswith("error")]
+
+
 def facts_json(db: Path, *args: str) -> list[dict]:
     result = run("facts", "list", "--db", str(db), "--json", *args)
     assert result.exit_code == 0, result.stderr
@@ -60,6 +65,7 @@ def test_list_filters_by_user_and_session(tmp_path: Path) -> None:
 
 def test_list_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
+    chat(db, "a", ["hello"])
     result = run("facts", "list", "--db", str(db), "--session", "nope")
     assert result.exit_code == 1
     assert result.stderr == f"error: no session named 'nope' in {db}\n"
@@ -92,7 +98,7 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
         "/remember just a thought",
         "/facts",
     ])
-    assert err == ""
+    assert errors(err) == []
     assert "remembered fact 1: budget = 5000 EUR (user)" in out
     assert "remembered fact 2: 预算 = 五千元 (session)" in out
     assert "remembered fact 3: allergy = peanuts (user)" in out
@@ -102,9 +108,9 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
         assert cell in table
     out, err = chat(db, "a", ["/forget budget", "/forget 2", "/forget nope", "/forget"])
     assert "forgot fact 1: budget" in out and "forgot fact 2: 预算" in out
-    assert err.splitlines() == [
+    assert errors(err) == [
         "error: no fact 'nope' in this session; /facts lists them",
-        "error: usage: /forget ID|KEY, e.g. /forget order id (see /facts)",
+        "error: usage: /forget ID|KEY|PIN, e.g. /forget order id (see /facts)",
     ]
     with Store(db) as store:
         engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "a")
@@ -114,7 +120,8 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
 
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
     _, err = chat(tmp_path / "x.db", "a", ["/remember --session"])
-    assert err == "error: usage: /remember [--session] TEXT, e.g. /remember budget: 5000 EUR\n"
+    assert errors(err) == [
+        "error: usage: /remember [--session] TEXT, e.g. /remember budget: 5000 EUR"]
 
 
 def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
@@ -122,7 +129,7 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
     secret = "zebra-4242-秘密"
     _, err = chat(db, "a", [f"/remember locker code: {secret}", "hello", "what is new?",
                             "/forget locker code", "and now?"])
-    assert err == ""
+    assert errors(err) == []
     with Store(db) as store:
         (_, turn2, turn3) = store.turns(store.session("a").id)
         assert secret in json.dumps(turn2.context, ensure_ascii=False)
@@ -140,3 +147,93 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
 def _file_bytes(db: Path) -> bytes:
     """The database file and any WAL or journal next to it."""
     return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+
+
+def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    out, err = chat(db, "a", ["/remember budget: 5000 EUR", "/facts"], strategy="summary-buffer")
+    assert errors(err) == []
+    note = ("note: strategy summary-buffer does not send remembered facts"
+            " — try /strategy summary-buffer+entity")
+    assert f"remembered fact 1: budget = 5000 EUR (user); {note}" in out
+    assert out.rstrip().endswith(note)  # /facts repeats it under the table
+    # The suggestion works: switched, the next context holds the fact.
+    out, err = chat(db, "a", ["/strategy summary-buffer+entity", "/remember city: Lisbon"],
+                    strategy="summary-buffer")
+    assert errors(err) == [] and "note:" not in out
+    with Store(db) as store:
+        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "a")
+        facts = engine.build_context("hi").part("facts")
+    assert facts is not None and "5000 EUR" in facts.messages[0].content
+
+
+def test_a_fact_sending_strategy_gets_no_note(tmp_path: Path) -> None:
+    out, _ = chat(tmp_path / "x.db", "a", ["/remember budget: 5000 EUR", "/facts"],
+                  strategy="window+entity")
+    assert "remembered fact 1: budget = 5000 EUR (user)\n" in out and "note:" not in out
+
+
+def pinning_chat(db: Path, session: str, monkeypatch) -> tuple[str, str]:
+    """A `summary` session whose summarizer loses 五千元 (v1) and ORD-7731 (v2)."""
+    from chatmem.providers.scripted import RULES
+    from chatmem.providers.scripted_summary import extractive_summary
+
+    monkeypatch.setitem(RULES, "summary", lambda m: extractive_summary(m)
+                        .replace("五千元", "一笔预算").replace("ORD-7731", "the order"))
+    return chat(db, session, ["我们的预算是五千元。", "My order is ORD-7731.", "/facts"],
+                strategy="summary")
+
+
+def test_pinned_details_are_listed_with_their_summary_version(tmp_path, monkeypatch) -> None:
+    db = tmp_path / "x.db"
+    out, err = pinning_chat(db, "a", monkeypatch)
+    assert errors(err) == []
+    table = out[out.index("┏"):]
+    for cell in ("p1", "五千元", "summary v1 (pinned)", "p2", "ORD-7731", "summary v2 (pinned)"):
+        assert cell in table
+    rows = facts_json(db)
+    assert [(r["kind"], r["id"], r["key"], r["value"], r["owner"], r["source"]) for r in rows] == [
+        ("pinned", "p1", "(pinned)", "五千元", "session a", "summary v1 (pinned)"),
+        ("pinned", "p2", "(pinned)", "ORD-7731", "session a", "summary v2 (pinned)"),
+    ]
+    assert all(r["created_at"] for r in rows)
+    assert facts_json(db, "--user", "default") == []  # pins belong to sessions
+    assert [r["id"] for r in facts_json(db, "--session", "a")] == ["p1", "p2"]
+
+
+def test_forget_unpins_by_text_in_the_repl_and_it_stays_unpinned(tmp_path, monkeypatch) -> None:
+    db = tmp_path / "x.db"
+    pinning_chat(db, "a", monkeypatch)
+    out, err = chat(db, "a", ["/forget 五千元", "预算还是五千元。", "/facts"], strategy="summary")
+    assert errors(err) == []
+    assert "unpinned p1: 五千元 (summary v1 (pinned)); not pinned again" in out
+    assert [r["value"] for r in facts_json(db)] == ["ORD-7731"]
+    with Store(db) as store:
+        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "a")
+        sent = engine.build_context("预算多少？").part("facts")
+    assert sent is not None and "ORD-7731" in sent.messages[0].content
+    assert "五千元" not in sent.messages[0].content
+
+
+def test_facts_forget_unpins_by_id_and_its_errors(tmp_path, monkeypatch) -> None:
+    db = tmp_path / "x.db"
+    pinning_chat(db, "a", monkeypatch)
+    pinning_chat(db, "b", monkeypatch)
+    ambiguous = run("facts", "forget", "p2", "--db", str(db))
+    assert ambiguous.exit_code == 2
+    assert ambiguous.stderr == ("error: 'p2' names 2 facts (p2 of session a, p2 of session b);"
+                                " give an id or --session\n")
+    purge = run("facts", "forget", "p2", "--session", "a", "--purge", "--db", str(db))
+    assert purge.exit_code == 2
+    assert purge.stderr == (
+        "error: 'p2' is a pinned detail, a quotation of the conversation: unpin it without"
+        " --purge (`chatmem sessions delete` erases the session)\n")
+    done = run("facts", "forget", "p2", "--session", "a", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr == ("unpinned p2: ORD-7731 (summary v2 (pinned), session a);"
+                           " it is not pinned again\n")
+    assert [(r["value"], r["owner"]) for r in facts_json(db)] == [
+        ("五千元", "session a"), ("五千元", "session b"), ("ORD-7731", "session b")]
+    again = run("facts", "forget", "p2", "--session", "a", "--db", str(db))
+    assert again.exit_code == 1
+    assert again.stderr == "error: no fact 'p2'; `chatmem facts list` shows ids and keys\n"

@@ -62,7 +62,7 @@ def test_the_view_shows_parts_reasons_budget_and_drops(replayed: tuple[str, Path
     assert "window k=2: turns 3–4; dropped turns 1–2" in out
     assert "151 of 4,000 tokens (4%)" in out
     assert "estimated 151 · provider reported 151" in out
-    assert "dropped: dropped turns 1–2" in out
+    assert "dropped turns 1–2" in out.splitlines() and "dropped: dropped" not in out
     assert "turn 3 user: The jug has a crack" in out
     assert "Thursday works. Do I need to send the cracked jug back first?" in out
 
@@ -160,3 +160,64 @@ def test_errors_name_what_is_missing(replayed: tuple[str, Path]) -> None:
     assert turn.exit_code == 1 and turn.stderr == "error: session 'rs' has no turn 99\n"
     bad = runner.invoke(app, ["inspect", "rs", "--strategy", "nope", "--db", db])
     assert bad.exit_code == 2 and bad.stderr.startswith("error: unknown strategy 'nope'")
+
+
+def test_a_what_if_labels_the_recorded_turns_counts_apart_from_its_own(
+    replayed: tuple[str, Path]
+) -> None:
+    db, _ = replayed
+    recorded = inspect_json(db, "--turn", "5")["turn"]
+    assert isinstance(recorded, dict)
+    what_if = inspect_json(db, "--turn", "5", "--strategy", "buffer", "--provider", "scripted")
+    tokens = what_if["context"]["tokens"]  # type: ignore[index]
+    assert tokens != recorded["estimated_tokens"]
+    out = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--strategy", "buffer",
+                              "--provider", "scripted", "--db", db],
+                        env={"COLUMNS": "200"}).stdout
+    assert f"{tokens:,} of 4,000 tokens" in out
+    assert f"what-if estimated {tokens:,} · provider reported –" in out
+    assert (f"recorded turn  turn 5 (window): estimated {recorded['estimated_tokens']:,}"
+            f" · provider reported {recorded['prompt_tokens']:,}") in out
+
+
+def test_summary_versions_say_which_turns_they_cover(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    with Store(db) as store:
+        session = store.create_session("trip", "summary", {}, model="scripted")
+        ids = store.import_messages(session.id, [
+            {"role": "user", "content": "预算五千元"}, {"role": "assistant", "content": "好的"},
+            {"role": "user", "content": "三月十五日出发"}, {"role": "assistant", "content": "好"},
+        ])
+        store.add_summary(session.id, "summary", "预算五千元。", covered_ids=ids[:2], anchors=[])
+        store.add_summary(session.id, "summary", "预算五千元，三月十五日出发。",
+                          covered_ids=ids[2:], anchors=[])
+    data = json.loads(runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db),
+                                          "--json"]).stdout)
+    assert [r["covered_turn"] for r in data["summaries"]] == [1, 2]
+    table = runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db)],
+                          env={"COLUMNS": "120"}).stdout
+    rows = [line for line in table.splitlines() if line.startswith("│ ")]
+    assert " turn 1 " in rows[0]
+    assert "turns 1–2" in rows[1] and "msgs" not in table
+
+
+def test_tokens_the_chat_template_adds_get_their_own_row(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    prompt = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM<|im_end|>\n"
+              "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    context = {"tokens": 10, "budget": 4000, "dropped": None, "warnings": [], "priming": 4,
+               "parts": [{"kind": "input", "reason": "the new user input (always sent)",
+                          "tokens": 6, "messages": [{"role": "user", "content": "hi",
+                                                     "tokens": 6, "id": None, "turn": None}]}]}
+    with Store(db) as store:
+        session = store.create_session("nosys", "buffer", {}, provider="local", model="smol")
+        store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
+                                     provider="local", model="smol", estimated_tokens=31,
+                                     prompt_tokens=31, rendered_prompt=prompt))
+    out = runner.invoke(app, ["inspect", "nosys", "--db", str(db)],
+                        env={"COLUMNS": "200"}).stdout
+    # input 6 + priming 4 + template 21 = the 31 the model counted
+    assert "│ reply priming │          │      4 │" in out
+    assert "│ chat template │          │    +21 │ text the chat template adds" in out
+    assert "31 of 4,000 tokens (1%)" in out and "estimated 31 · provider reported 31" in out
+    assert "the rendered prompt below shows them" in out

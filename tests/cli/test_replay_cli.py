@@ -160,3 +160,18 @@ def test_long_replays_show_a_progress_bar_on_a_terminal(
     assert "replaying with window" in screen.getvalue()
     with command.progress_bar(10) as short:
         assert short is None  # short replays stay quiet
+
+
+def test_summary_progress_is_one_line_per_strategy_unless_verbose(tmp_path: Path) -> None:
+    args = ["replay", SUPPORT, "-s", "summary", "-s", "window", "--provider", "scripted"]
+    quiet = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert quiet.exit_code == 0, quiet.stderr
+    lines = quiet.stderr.splitlines()
+    summary = [line for line in lines if line.startswith("summary:")]
+    assert len(summary) == 1 and "/summary" not in quiet.stderr
+    assert summary[0].startswith("summary: 30 summary versions, the last covering turns 1–30")
+    assert summary[0].endswith("(--verbose lists each version)")
+    loud = runner.invoke(app, [*args, "--verbose"], env={"COLUMNS": "200"})
+    versions = [line for line in loud.stderr.splitlines() if " now covers " in line]
+    assert len(versions) == 30 and "/summary shows the diff" not in loud.stderr
+    assert versions[0].startswith("summary: summary v1 now covers turn 1: +")

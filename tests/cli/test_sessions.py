@@ -44,9 +44,43 @@ def test_list_table(db: Path) -> None:
     assert "alpha" in result.stdout and "秘密" in result.stdout and "k=2" in result.stdout
 
 
-def test_list_on_a_new_file_is_empty(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["sessions", "list", "--db", str(tmp_path / "new.db"), "--json"])
+@pytest.mark.parametrize("command", [
+    ["sessions", "list"], ["sessions", "list", "--json"], ["sessions", "show", "a"],
+    ["sessions", "export", "a"], ["sessions", "delete", "a", "--yes"], ["facts", "list"],
+    ["facts", "forget", "1"], ["inspect", "a"], ["inspect", "a", "--summaries"],
+    ["replay", "a", "-s", "buffer", "--provider", "scripted"],
+])
+def test_read_only_commands_do_not_create_the_history_file(tmp_path: Path,
+                                                           command: list[str]) -> None:
+    missing = tmp_path / "typo" / "new.db"
+    result = runner.invoke(app, [*command, "--db", str(missing)])
+    assert not missing.parent.exists()
+    if command[0] == "replay":
+        # A name that is neither a file nor a stored session.
+        assert result.exit_code == 2
+        assert result.stderr == "error: a: no such transcript file or session\n"
+        return
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: no history file at {missing} (chat, ask and sessions import create it)\n")
+    assert result.stdout == ""
+
+
+def test_list_on_an_empty_history_file(db: Path) -> None:
+    for name in ("alpha", "秘密"):
+        assert runner.invoke(app, ["sessions", "delete", name, "--yes", "--db", str(db)]
+                             ).exit_code == 0
+    result = runner.invoke(app, ["sessions", "list", "--db", str(db), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout) == []
+
+
+def test_a_directory_as_db_is_one_clear_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["sessions", "list", "--db", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {tmp_path} is a directory, not a history file\n"
+    chat = runner.invoke(app, ["ask", "hi", "--db", str(tmp_path), "--provider", "scripted"])
+    assert chat.exit_code == 2
+    assert chat.stderr == f"error: {tmp_path} is a directory, not a history file\n"
 
 
 def test_show(db: Path) -> None:

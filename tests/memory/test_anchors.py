@@ -62,3 +62,37 @@ def test_every_anchor_is_a_substring_and_is_present_in_its_text(text: str) -> No
     for anchor in extract_anchors(text):
         assert anchor and anchor in text
         assert present(anchor, text)
+
+
+def test_everyday_chinese_counts_are_not_anchors() -> None:
+    text = ("我想安排一次旅行，带一个箱子、两个背包和一件外套，一人一天的花费，"
+            "第二天我们两人去西湖。")
+    assert extract_anchors(text) == []
+
+
+def test_ordinals_never_yield_a_piece_of_a_numeral() -> None:
+    assert extract_anchors("第二天去苏州，第三天住三晚") == ["三晚"]
+    assert extract_anchors("一共十一天") == ["十一天"]
+
+
+def test_meaningful_chinese_amounts_dates_and_counts_stay() -> None:
+    text = "预算五千元，总共两万元，五月三日出发，三月十五日回来，一共八天，六人同行，住三晚"
+    assert extract_anchors(text) == [
+        "五千元", "两万元", "五月三日", "三月十五日", "八天", "六人", "三晚"]
+
+
+def test_a_piece_of_a_hyphenated_word_is_not_a_name() -> None:
+    assert extract_anchors("The cabin Wi-Fi works; ask Dana Whitfield about Wi-Fi.") == [
+        "Dana Whitfield"]
+    assert extract_anchors("房间有 Wi-Fi 吧？") == []
+
+
+def test_ids_names_and_hotels_of_the_sample_sessions_stay() -> None:
+    text = ("Flight MU5137, order ORD-7731 and KW-58213; we stay at Lakeview Garden Hotel "
+            "and the password is blue-otter-88.")
+    assert extract_anchors(text) == [
+        "MU5137", "ORD-7731", "KW-58213", "Lakeview Garden Hotel", "blue-otter-88"]
+
+
+def test_short_hyphenated_words_are_not_ids() -> None:
+    assert extract_anchors("a 5-star, well-known place with e-mail") == []

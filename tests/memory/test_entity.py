@@ -74,7 +74,7 @@ def test_user_facts_follow_the_user_to_another_session_and_no_one_else(
     second.run_turn("I live in Lisbon.")
     both = second.build_context("hello")
     assert facts_in(both)["city"] == ("Lisbon", "turn 1")
-    assert both.part("facts").reason.endswith("(from turns 1, session a)")
+    assert both.part("facts").reason.endswith("(from turn 1, session a)")
     bob = open_session(store, Settings(system="Be brief.", user="bob"), scripted, "c",
                        strategy="entity")
     context = bob.build_context("what is my name?")
@@ -123,3 +123,12 @@ def test_many_facts_are_capped_and_ranked_by_overlap_with_the_input(make_engine)
     context = engine.build_context("Can my budget stretch to a hotel in Lisbon?")
     assert set(facts_in(context)) == {"budget", "city"}
     assert "2 of 4 facts, ranked by overlap with the input" in context.part("facts").reason
+
+
+def test_a_question_about_a_fact_never_overwrites_it(make_engine) -> None:
+    engine = make_engine("entity")
+    for line in ("你好，我叫王小明，订单号是ORD-7731", "我的订单号是什么？",
+                 "My order number is KW-58213", "What is my order number?"):
+        assert engine.run_turn(line).status == "ok"
+    facts = {f.key: f.value for f in engine.state.live_facts()}
+    assert facts == {"名字": "王小明", "订单号": "ORD-7731", "order number": "KW-58213"}

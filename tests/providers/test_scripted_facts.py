@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chatmem.memory.facts import extraction_messages, parse_extraction
 from chatmem.providers.scripted import RULES, ScriptedProvider
@@ -56,3 +58,47 @@ def test_the_answer_has_the_shape_a_model_must_give(store) -> None:
 def test_a_request_it_cannot_read_gets_an_empty_answer() -> None:
     answer = RULES["facts"]([{"role": "user", "content": "not json"}])
     assert json.loads(answer) == {"set": [], "retract": []}
+
+
+@pytest.mark.parametrize(("text", "sets"), [
+    ("你好，我叫王小明，订单号是ORD-7731", [("名字", "王小明"), ("订单号", "ORD-7731")]),
+    ("订单号ORD-7731", [("订单号", "ORD-7731")]),
+    ("这次的航班号是CA1858。", [("航班号", "CA1858")]),
+    ("my order number is KW-58213", [("order number", "KW-58213")]),
+    ("Sure, the order number is KW-58213 and it's under Dana Whitfield.",
+     [("order number", "KW-58213")]),
+    ("The cabin Wi-Fi password is blue-otter-88.", [("cabin wi-fi password", "blue-otter-88")]),
+    ("my order number is KW-58213 and it is late", [("order number", "KW-58213")]),
+    # Question words inside a statement do not make it a question.
+    ("我对吗啡过敏。", [("过敏", "吗啡")]),
+])
+def test_id_shaped_values_are_captured_with_their_key(text, sets) -> None:
+    assert extract(text) == (sets, [])
+
+
+@pytest.mark.parametrize("text", [
+    "我的订单号是什么？", "我的订单号是多少", "我的名字是什么", "我住在哪里？", "预算是多少？",
+    "我的订单号是ORD-7731吗", "我住在杭州吗",
+    "what is my order?", "What is my order number?", "is my name Ada", "My name is?",
+    "Can you use 07700 900123 instead?",
+    # A key needs a link word (是, 为, a colon) unless it ends like one (号, 码).
+    "去程坐MU5137", "the plan is fine",
+])
+def test_questions_and_keyless_ids_are_never_facts(text) -> None:
+    assert extract(text) == ([], [])
+
+
+def test_a_statement_next_to_a_question_still_counts() -> None:
+    assert extract("我叫王小明，我的订单号是什么？") == ([("名字", "王小明")], [])
+    assert extract("My name is Ada. What is my order?") == ([("name", "Ada")], [])
+
+
+def test_a_retraction_asked_as_a_question_still_retracts() -> None:
+    assert extract("Can you forget my city?") == ([], ["city"])
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="。！？；，、\n;!?.,\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+               max_size=60), st.sampled_from(["?", "？"]))
+def test_a_single_clause_asked_as_a_question_is_never_a_fact(text: str, mark: str) -> None:
+    assert extract(text + mark)[0] == []
+    assert extract(f"my order number is {text}{mark}")[0] == []

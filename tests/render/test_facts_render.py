@@ -38,3 +38,18 @@ def test_an_empty_table_says_how_to_add_facts() -> None:
     console = Console(width=120, record=True)
     console.print(facts_table([]))
     assert "no facts yet: state them in the chat, or /remember KEY: VALUE" in console.export_text()
+
+
+def test_a_pinned_detail_reads_like_a_fact_with_its_summary_version() -> None:
+    from chatmem.memory.pins import PinnedFact
+    from chatmem.render.facts import pinned_row
+
+    pin = PinnedFact(session_id=1, strategy="summary-buffer", text="五千元", version=2, pin_id=3)
+    row = pinned_row(pin, "session 旅行", "2026-05-03T11:30:00+00:00")
+    assert (row["kind"], row["id"], row["key"], row["value"], row["scope"], row["source"]) == (
+        "pinned", "p3", "(pinned)", "五千元", "session", "summary-buffer v2 (pinned)")
+    console = Console(width=120, record=True)
+    console.print(facts_table([row]))
+    line = next(x for x in console.export_text().splitlines() if "五千元" in x)
+    assert [c.strip() for c in line.strip("│ ").split("│")][:6] == [
+        "p3", "(pinned)", "五千元", "session", "session 旅行", "summary-buffer v2 (pinned)"]

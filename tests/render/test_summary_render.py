@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Text
 
-from chatmem.render.summary import ADDED, REMOVED, diff_text, summary_panel
+from chatmem.render.summary import (
+    ADDED,
+    REMOVED,
+    coverage,
+    diff_text,
+    sentences,
+    summary_panel,
+)
 from chatmem.store import SummaryRecord
 
 
@@ -30,7 +41,7 @@ def show(renderable: object, width: int = 80) -> str:
 
 def test_removed_words_are_red_and_added_words_green() -> None:
     text = diff_text("Order ORD-7731 ships Monday.", "Order ships Friday.")
-    assert text.plain == "Order ORD-7731 ships MondayFriday."
+    assert text.plain == "Order ORD-7731 ships Monday→Friday."  # readable without colour
     assert styled(text, REMOVED) == [" ORD-7731", "Monday"]
     assert styled(text, ADDED) == ["Friday"]
 
@@ -50,7 +61,9 @@ def test_panel_shows_versions_diff_size_and_what_the_summarizer_dropped() -> Non
     assert "- My order ORD-7731 ships Friday." in out  # removed words stay visible inline
     assert "dropped by the summarizer (kept verbatim as pinned facts since v7):" in out
     assert "  • ORD-7731" in out
-    assert "scripted:scripted · covers up to message 14 · 2026-05-07T10:00:00+00:00" in out
+    assert "scripted:scripted · 2026-05-07 10:00" in out  # no coverage given: none shown
+    covered = show(summary_panel(new, old, covered_turn=29), width=100)
+    assert "scripted:scripted · covers turns 1–29 · 2026-05-07 10:00" in covered
 
 
 def test_first_version_is_shown_as_plain_text() -> None:
@@ -66,3 +79,55 @@ def test_wide_characters_keep_the_panel_aligned() -> None:
 
     widths = {cell_len(line) for line in out.splitlines() if line}
     assert widths == {40}
+
+
+def test_a_rewritten_chinese_sentence_is_shown_whole_old_then_new() -> None:
+    old = "- 两晚 1400 元，可以。演出在上海。"
+    new = "- 两晚 1800 元，可以吗？演出在户外，住上海吗？"
+    text = diff_text(old, new)
+    # A changed amount stays inline; a rewritten sentence is not interleaved by character.
+    assert styled(text, REMOVED) == ["1400", "。", "演出在上海。"]
+    assert styled(text, ADDED) == ["1800", "吗？", "演出在户外，住上海吗？"]
+    assert text.plain == "- 两晚 1400→1800 元，可以。→吗？演出在上海。→演出在户外，住上海吗？"
+
+
+def test_a_small_change_in_a_chinese_sentence_stays_inline() -> None:
+    text = diff_text("我们的预算是五千元。五月三日出发。", "我们的预算是六千元。五月三日出发。")
+    assert styled(text, REMOVED) == ["五"] and styled(text, ADDED) == ["六"]
+
+
+def test_chinese_diffs_count_characters_not_words() -> None:
+    out = show(summary_panel(record(2, "- 预算六千元。"), record(1, "- 预算五千元。")))
+    assert "+1 −1 characters" in out and "words" not in out
+    english = show(summary_panel(record(2, "- Budget 6000 EUR."), record(1, "- Budget 5000 EUR.")))
+    assert "+1 −1 words" in english
+
+
+def test_coverage_counts_turns() -> None:
+    assert coverage(1) == "turn 1" and coverage(29) == "turns 1–29" and coverage(None) == "–"
+
+
+_PIECES = st.sampled_from(["预算", "五千元", "。", "，", "MU5137", " ships ", "Friday", "吗？",
+                           "\n", "上海", "hotel", "。我们", "ORD-7731"])
+
+
+@given(st.lists(_PIECES, max_size=12).map("".join), st.lists(_PIECES, max_size=12).map("".join))
+def test_a_diff_keeps_both_versions_recoverable(old: str, new: str) -> None:
+    text = diff_text(old, new)
+    # Rebuild each version from the styled runs: unstyled text is shared, arrows are neither.
+    edges = {0, len(text.plain)} | {s.start for s in text.spans} | {s.end for s in text.spans}
+    cuts = sorted(edges)
+    old_out: list[str] = []
+    new_out: list[str] = []
+    for start, end in pairwise(cuts):
+        piece = text.plain[start:end]
+        styles = {s.style for s in text.spans if s.start <= start and end <= s.end}
+        if REMOVED in styles:
+            old_out.append(piece)
+        elif ADDED in styles:
+            new_out.append(piece)
+        elif "dim" not in styles:
+            old_out.append(piece)
+            new_out.append(piece)
+    assert "".join(old_out) == old and "".join(new_out) == new
+    assert "".join(sentences(old)) == old

@@ -1,0 +1,213 @@
+"""Forking a session: its settings and messages up to a turn, plus the derived state still true.
+
+Derived state is grouped by its owner (a strategy name, or the fact
+extractor): its `strategy_state` rows, its summary versions and, for the fact
+extractor, the session's extracted facts. A group is copied whole when nothing
+it covers lies after the fork turn; otherwise none of it is copied and the
+strategy rebuilds it from the copied messages on the fork's next turn. Turn
+records (what was sent) stay with the original session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatmem import fts
+from chatmem.errors import StoreError, UsageError
+from chatmem.store.connection import now
+from chatmem.store.memory import MemoryTables
+from chatmem.store.records import SessionRecord, json_text
+from chatmem.store.sessions import SessionTables
+
+FACTS_OWNER = "facts"
+"""The fact extractor's state owner (chatmem.memory.facts.STATE_KEY); it owns extracted facts."""
+
+
+@dataclass(frozen=True)
+class DerivedGroup:
+    """One owner's derived state: the last turn it covers and what it holds."""
+
+    owner: str
+    covers_turn: int
+    summaries: int = 0
+    facts: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"owner": self.owner, "covers_turn": self.covers_turn,
+                "summaries": self.summaries, "facts": self.facts}
+
+
+@dataclass(frozen=True)
+class ForkReport:
+    source: SessionRecord
+    session: SessionRecord
+    at_turn: int
+    source_turns: int
+    messages: int
+    copied: list[DerivedGroup] = field(default_factory=list)
+    rebuilt: list[DerivedGroup] = field(default_factory=list)
+    stated_facts: int = 0
+    """Session facts the user stated (/remember): not derived from messages, always copied."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source.name, "name": self.session.name, "at_turn": self.at_turn,
+            "source_turns": self.source_turns, "messages": self.messages,
+            "copied": [g.to_json() for g in self.copied],
+            "rebuilt": [g.to_json() for g in self.rebuilt],
+            "stated_facts": self.stated_facts,
+        }
+
+
+class ForkTables(SessionTables, MemoryTables):
+    def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None) -> ForkReport:
+        """Copy session `name` into a new session `new_name` up to turn `at_turn` (default: all).
+
+        All or nothing: on any error no row is written.
+        """
+        source = self.session(name)
+        if not new_name.strip():
+            raise StoreError("a session name cannot be empty")
+        if self.find_session(new_name) is not None:
+            raise StoreError(f"a session named {new_name!r} already exists")
+        last = self.turn_count(source.id)
+        upto = last if at_turn is None else at_turn
+        if not 0 <= upto <= last:
+            raise UsageError(
+                f"session {name!r} has {last} turns; it can be forked at turns 0–{last},"
+                f" not at turn {at_turn}"
+            )
+        try:
+            with self.db.atomic():
+                new_id = self._copy_session_row(source, new_name)
+                ids = self._copy_messages(source.id, new_id, upto)
+                copied, rebuilt = [], []
+                for owner in self._derived_owners(source.id):
+                    group = self._derived_group(source.id, owner, ids)
+                    if group is None or group.covers_turn > upto:
+                        rebuilt.append(group or DerivedGroup(owner, last))
+                        continue
+                    self._copy_group(source.id, new_id, owner, ids)
+                    if group.covers_turn or group.summaries or group.facts:
+                        # Bookkeeping that covers no turn (an id counter) goes unreported.
+                        copied.append(group)
+                stated = self._copy_facts(source.id, new_id, ids, stated=True)
+        except sqlite3.IntegrityError:
+            raise StoreError(f"a session named {new_name!r} already exists") from None
+        return ForkReport(source, self.session_by_id(new_id), upto, last, len(ids),
+                          copied, rebuilt, stated)
+
+    def _copy_session_row(self, source: SessionRecord, new_name: str) -> int:
+        stamp = now()
+        cursor = self.db.execute(
+            "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [new_name, source.strategy, json_text(source.params), source.provider,
+             source.model, source.system, source.user, stamp, stamp],
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _copy_messages(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
+        """Messages of turns ≤ `upto`, positions, turns and times kept; old id → new id."""
+        ids: dict[int, int] = {}
+        for message in self.messages(source_id, 1, upto):
+            cursor = self.db.execute(
+                "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [new_id, message.position, message.turn, message.role, message.content,
+                 message.external_id, message.created_at],
+            )
+            copy = int(cursor.lastrowid or 0)
+            ids[message.id] = copy
+            self.db.execute("INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
+                            [copy, fts.index_text(message.content)])
+            # Token counts are per message content: the copy costs what the original did.
+            self.db.execute(
+                "INSERT INTO token_counts (message_id, tokenizer, tokens)"
+                " SELECT ?, tokenizer, tokens FROM token_counts WHERE message_id = ?",
+                [copy, message.id],
+            )
+        return ids
+
+    def _derived_owners(self, session_id: int) -> list[str]:
+        rows = self._rows(
+            "SELECT strategy FROM strategy_state WHERE session_id = ?"
+            " UNION SELECT strategy FROM summaries WHERE session_id = ?"
+            " UNION SELECT ? FROM facts WHERE scope = 'session' AND session_id = ?"
+            " AND source_turn IS NOT NULL",
+            [session_id, session_id, FACTS_OWNER, session_id],
+        )
+        return sorted(r["strategy"] for r in rows)
+
+    def _derived_group(
+        self, session_id: int, owner: str, ids: dict[int, int]
+    ) -> DerivedGroup | None:
+        """The owner's coverage; None when it refers to messages this session no longer has."""
+        # A state value named *_turn (boundary_turn, done_turn) is the last turn folded in.
+        state = self.strategy_state(session_id, owner)
+        turns = [int(v) for k, v in state.items()
+                 if k.endswith("_turn") and isinstance(v, int | float)]
+        summaries = self.summaries(session_id, owner)
+        covered = {i for s in summaries for i in s.covered_ids}
+        if covered:
+            marks = ", ".join("?" for _ in covered)
+            found = self._rows(
+                f"SELECT count(*) AS n, max(turn) AS last FROM messages"
+                f" WHERE session_id = ? AND id IN ({marks})", [session_id, *covered],
+            )[0]
+            if found["n"] != len(covered):
+                return None
+            turns.append(int(found["last"]))
+        facts = 0
+        if owner == FACTS_OWNER:
+            # Forgotten facts count too: a retraction after the fork turn changed them.
+            sources = self._rows(
+                "SELECT max(source_turn) AS last, count(deleted_at IS NULL OR NULL) AS live"
+                " FROM facts WHERE scope = 'session' AND session_id = ?"
+                " AND source_turn IS NOT NULL", [session_id],
+            )[0]
+            if sources["last"] is not None:
+                turns.append(int(sources["last"]))
+            facts = int(sources["live"] or 0)
+        return DerivedGroup(owner, max(turns, default=0), len(summaries), facts)
+
+    def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int]) -> None:
+        self.db.execute(
+            "INSERT INTO strategy_state (session_id, strategy, key, value)"
+            " SELECT ?, strategy, key, value FROM strategy_state"
+            " WHERE session_id = ? AND strategy = ?",
+            [new_id, source_id, owner],
+        )
+        for s in self.summaries(source_id, owner):
+            self.db.execute(
+                "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"
+                " last_message_id, anchors, dropped_anchors, model, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [new_id, owner, s.version, s.text, json_text([ids[i] for i in s.covered_ids]),
+                 ids.get(s.last_message_id) if s.last_message_id else None,
+                 json_text(s.anchors), json_text(s.dropped_anchors), s.model, s.created_at],
+            )
+        if owner == FACTS_OWNER:
+            self._copy_facts(source_id, new_id, ids, stated=False)
+
+    def _copy_facts(
+        self, source_id: int, new_id: int, ids: dict[int, int], *, stated: bool
+    ) -> int:
+        """Copy the live session facts the user stated, or those extracted from messages."""
+        which = "IS NULL" if stated else "IS NOT NULL"
+        rows = self._rows(
+            f"SELECT * FROM facts WHERE scope = 'session' AND session_id = ?"
+            f" AND deleted_at IS NULL AND source_turn {which} ORDER BY id", [source_id],
+        )
+        for fact in rows:
+            source = fact["source_message_id"]
+            self.db.execute(
+                "INSERT INTO facts (scope, user, session_id, key, value, source_message_id,"
+                " source_turn, created_at, updated_at)"
+                " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?)",
+                [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
+                 fact["source_turn"], fact["created_at"], fact["updated_at"]],
+            )
+        return len(rows)

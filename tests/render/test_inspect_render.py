@@ -1,0 +1,35 @@
+"""`chatmem inspect` pieces at narrow widths: the budget bar keeps its label whole."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from chatmem.memory.base import Context, Message, Part
+from chatmem.render.inspect import budget_bar, estimate_line
+
+
+def show(renderable: object, width: int) -> str:
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_at_60_columns_the_bar_is_cut_short_not_its_label() -> None:
+    context = Context((Part("input", (Message("user", "hi", 429),), "input"),), budget=4000)
+    out = show(budget_bar(context, approximate=False), 60)
+    assert len(out.splitlines()) == 1
+    assert out.rstrip().endswith("432 of 4,000 tokens (11%)")
+
+
+def test_the_bar_counts_the_exact_total_when_the_template_adds_tokens() -> None:
+    context = Context((Part("input", (Message("user", "hi", 6),), "input"),), budget=4000,
+                      priming=4)
+    out = show(budget_bar(context, approximate=False, estimated=31), 100)
+    assert "31 of 4,000 tokens (1%)" in out
+
+
+def test_the_estimate_line_can_say_whose_estimate_it_is() -> None:
+    assert estimate_line(124, None, False, label="what-if estimated").plain == (
+        "what-if estimated 124 · provider reported –")

@@ -1,0 +1,88 @@
+"""Token line, prompt panel and sessions table: every token explained, numbers as 4,000."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from rich.cells import cell_len
+from rich.console import Console
+
+from chatmem.memory.base import Context, Message, Part
+from chatmem.render import context_panel, sessions_table, token_line
+
+
+def show(renderable: object, width: int = 100) -> str:
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def context(dropped: str | None = None) -> Context:
+    return Context((
+        Part("history", (Message("user", "第一行\n第二行", 9, 1, 3),
+                         Message("assistant", "ok", 4, 2, 3)), "window k=1: turn 3"),
+        Part("input", (Message("user", "hi", 6),), "the new user input (always sent)"),
+    ), budget=4000, dropped=dropped, priming=3)
+
+
+def test_the_token_line_explains_what_the_chat_template_adds() -> None:
+    # A local model's template adds a default system prompt: 21 tokens in no message.
+    line = token_line(context(), approximate=False, estimated=43, reported=43).plain
+    assert line == ("history 13 · input 6 · chat template +21 = 43 tokens of 4,000"
+                    " (provider reported 43)")
+    plain = token_line(context(), approximate=False, estimated=22).plain
+    assert "chat template" not in plain and plain.endswith("= 22 tokens of 4,000")
+
+
+def test_the_prompt_panel_rows_add_up_to_its_total() -> None:
+    out = show(context_panel(context(), approximate=False, estimated=43))
+    assert "reply priming  3 tokens  fixed chat-format tokens before the reply" in out
+    assert "chat template  +21 tokens  tokens the chat template adds around the messages" in out
+    assert "43 tokens of 4,000" in out
+    rows = [int(n.replace(",", "")) for n in
+            re.findall(r"^│ (?:\w[\w ]*?)  \+?([\d,]+) tokens", out, re.M)]
+    assert sum(rows) == 43  # history 13 + input 6 + priming 3 + template 21
+
+
+def test_without_a_template_difference_there_is_no_template_row() -> None:
+    out = show(context_panel(context(), approximate=False, estimated=22))
+    assert "chat template" not in out and "22 tokens of 4,000" in out
+
+
+def test_multi_line_messages_stay_indented_under_their_part() -> None:
+    out = show(context_panel(context(), approximate=False), width=60)
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if "turn 3 user: 第一行" in line)
+    assert lines[first].startswith("│   turn 3 user: 第一行")
+    assert lines[first + 1].startswith("│   第二行")
+
+
+def test_dropped_turns_are_not_called_dropped_twice() -> None:
+    out = show(context_panel(context("dropped turns 1–2"), approximate=False))
+    assert "dropped turns 1–2" in out and "dropped: dropped" not in out
+    other = show(context_panel(context("turn 4 (too long)"), approximate=False))
+    assert "dropped: turn 4 (too long)" in other
+
+
+SESSIONS = [
+    {"name": "tz-window+entity", "strategy": "summary-buffer+retrieval",
+     "params": {"max_tokens": 2000, "summary_max_tokens": 256}, "messages": 1204,
+     "turns": 602, "updated_at": "2026-11-29T15:09:41.123+00:00"},
+    {"name": "旅行计划", "strategy": "window", "params": {}, "messages": 4, "turns": 2,
+     "updated_at": "2026-11-28T09:01:02.000+00:00"},
+]
+
+
+def test_sessions_list_keeps_names_whole_and_times_short_at_80_columns() -> None:
+    out = show(sessions_table(SESSIONS), width=80)
+    assert all(cell_len(line) <= 80 for line in out.splitlines())
+    assert "tz-window+entity" in out and "summary-buffer+retrieval" in out
+    assert "2026-11-29 15:09" in out and "15:09:41" not in out
+    row = next(line for line in out.splitlines() if "tz-window+entity" in line)
+    assert re.search(r"summary-buffer\+retrieval\s+1,204\s+602\s+2026", row)  # right-aligned
+    assert "max_tokens=2000" in out
+
+
+def test_an_empty_sessions_list_says_so() -> None:
+    assert show(sessions_table([])).strip() == "no sessions yet (chatmem chat NAME starts one)"

@@ -1,0 +1,269 @@
+"""Session commands in the chat REPL: /new /sessions /switch /fork /undo /retry /system
+/export /budget — their output and what they do to the history file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+from chatmem.transcript import read_transcript
+
+runner = CliRunner()
+
+
+def chat(db: Path, session: str, lines: list[str], *extra: str,
+         env: dict[str, str] | None = None):
+    args = ["chat", session, "--db", str(db), *extra]
+    if "--provider" not in extra and "--model" not in extra:
+        args += ["--provider", "scripted"]
+    return runner.invoke(app, args, input="\n".join(lines) + "\n",
+                         env={"COLUMNS": "200", **(env or {})})
+
+
+def status_lines(stderr: str) -> list[str]:
+    """stderr without the banner and the per-turn token lines."""
+    return [line for line in stderr.splitlines()
+            if not line.startswith("session ") and not (" = " in line and " tokens" in line)]
+
+
+def messages(db: Path, session: str) -> list[tuple[int, str, str]]:
+    with Store(db) as store:
+        return [(m.turn, m.role, m.content) for m in store.messages(store.session(session).id)]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "x.db"
+    result = chat(path, "trip", ["my order is ORD-7731", "我们五月去杭州", "what did I order?"],
+                  "--strategy", "window", "--param", "k=2", "--system", "Answer briefly.")
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def test_new_starts_a_session_with_the_current_strategy_and_system(db: Path) -> None:
+    result = chat(db, "trip", ["/new side", "hello side"])
+    assert result.exit_code == 0, result.stderr
+    assert status_lines(result.stderr) == ["new session side · window k=2 · 0 turns"]
+    assert "echo #1: hello side" in result.stdout
+    with Store(db) as store:
+        side = store.session("side")
+        assert (side.strategy, side.params, side.system) == ("window", {"k": 2},
+                                                              "Answer briefly.")
+    assert messages(db, "side") == [(1, "user", "hello side"),
+                                    (1, "assistant", "echo #1: hello side")]
+    assert len(messages(db, "trip")) == 6
+
+
+def test_new_refuses_an_existing_name(db: Path) -> None:
+    result = chat(db, "other", ["/new trip", "/new", "still here"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [
+        "error: a session named 'trip' already exists; /switch trip resumes it",
+        "error: usage: /new NAME, e.g. /new trip-b",
+    ]
+    assert messages(db, "other")[0] == (1, "user", "still here")
+    assert len(messages(db, "trip")) == 6
+
+
+def test_sessions_lists_every_session_and_marks_the_current_one(db: Path) -> None:
+    result = chat(db, "旅行", ["/sessions"])
+    assert result.exit_code == 0, result.stderr
+    table = [line for line in result.stdout.splitlines() if "│" in line]
+    assert any("│ *" in line and "旅行" in line for line in table)
+    trip = next(line for line in table if " trip " in line)
+    assert "*" not in trip and "window" in trip and "k=2" in trip
+    assert [cell.strip() for cell in trip.split("│")[4:7]] == ["k=2", "6", "3"]
+
+
+def test_switch_resumes_another_session_with_its_own_strategy(db: Path) -> None:
+    result = chat(db, "other", ["hi", "/switch trip", "and now?", "/switch trip",
+                                "/switch nope", "/switch"], "--strategy", "buffer")
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [
+        "switched to session trip · window k=2 · 3 turns",
+        "already in session trip",
+        "error: no session named 'nope'; /sessions lists them, /new nope creates it",
+        "error: usage: /switch NAME (/sessions lists them)",
+    ]
+    assert result.stdout.splitlines() == ["echo #1: hi", "echo #2: and now?"]
+    with Store(db) as store:
+        trip = store.session("trip")
+        last = store.turn(trip.id)
+        assert (last.input, last.strategy, last.params) == ("and now?", "window", {"k": 2})
+        # window k=2 sent turns 2–3 and the system prompt of trip, not of other.
+        sent = [m["content"] for p in last.context["parts"] for m in p["messages"]]
+        assert sent[0] == "Answer briefly." and "my order is ORD-7731" not in sent
+        assert store.session("other").strategy == "buffer"
+    assert len(messages(db, "other")) == 2
+
+
+def test_fork_copies_up_to_a_turn_and_switches(db: Path) -> None:
+    result = chat(db, "trip", ["/fork early --at-turn 1", "second try"])
+    assert result.exit_code == 0, result.stderr
+    assert status_lines(result.stderr) == [
+        "forked session trip → early at turn 1 of 3: 2 messages copied",
+        "turn records (what was sent) stay with trip",
+        "switched to session early · window k=2 · 1 turn",
+    ]
+    assert messages(db, "early") == [
+        (1, "user", "my order is ORD-7731"), (1, "assistant", "echo #1: my order is ORD-7731"),
+        (2, "user", "second try"), (2, "assistant", "echo #1: second try"),
+    ]
+    assert len(messages(db, "trip")) == 6
+
+
+@pytest.mark.parametrize(("line", "error"), [
+    ("/fork trip", "error: a session named 'trip' already exists"),
+    ("/fork x --at-turn 9",
+     "error: session 'trip' has 3 turns; it can be forked at turns 0–3, not at turn 9"),
+    ("/fork x --at-turn two", "error: --at-turn must be a whole number, got 'two'; "
+                              "usage: /fork NAME [--at-turn N], e.g. /fork trip-b --at-turn 3"),
+    ("/fork", "error: usage: /fork NAME [--at-turn N], e.g. /fork trip-b --at-turn 3"),
+])
+def test_fork_errors(db: Path, line: str, error: str) -> None:
+    result = chat(db, "trip", [line])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [error]
+    with Store(db) as store:
+        assert [s["name"] for s in store.list_sessions()] == ["trip"]
+
+
+def test_undo_explains_and_forks_before_the_last_turn(db: Path) -> None:
+    result = chat(db, "trip", ["/undo", "/undo retry", "what did I order, again?"])
+    assert result.exit_code == 2  # the bare /undo is refused
+    assert status_lines(result.stderr) == [
+        "error: messages are append-only, so /undo never deletes turn 3; /undo NAME copies "
+        "turns 1–2 into a new session NAME and switches to it (same as /fork NAME --at-turn 2)",
+        "forked session trip → retry at turn 2 of 3: 4 messages copied",
+        "turn records (what was sent) stay with trip",
+        "switched to session retry · window k=2 · 2 turns",
+        "turn 3 stays in session trip",
+    ]
+    assert [c for _, _, c in messages(db, "retry")][-2:] == [
+        "what did I order, again?", "echo #1: what did I order, again?"]
+    assert [c for _, r, c in messages(db, "trip") if r == "user"] == [
+        "my order is ORD-7731", "我们五月去杭州", "what did I order?"]
+
+
+def test_undo_with_nothing_to_undo(tmp_path: Path) -> None:
+    result = chat(tmp_path / "n.db", "empty", ["/undo x"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == ["error: nothing to undo: session empty has no messages"]
+
+
+def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
+    chat_server.plan = ["401"]
+    db = tmp_path / "r.db"
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    result = chat(db, "r", ["我们五月去杭州", "/retry", "/retry"], "--model", "m", env=env)
+    assert result.exit_code == 2
+    lines = status_lines(result.stderr)
+    assert lines[0].startswith("error: ") and "(401)" in lines[0]
+    assert lines[1].startswith("retrying turn 1 (failed: ") and "(401)" in lines[1]
+    assert lines[2:] == [
+        "error: the last turn (2) succeeded and messages are append-only, so /retry does not "
+        "replace it; to ask again on a branch: /fork NAME --at-turn 0"]
+    assert result.stdout.count("Hello from the test server.") == 1
+    assert [r["messages"][-1]["content"] for r in chat_server.requests] == ["我们五月去杭州"] * 2
+    with Store(db) as store:
+        session = store.session("r")
+        assert [t.status for t in store.turns(session.id)] == ["failed", "ok"]
+    assert messages(db, "r") == [(1, "user", "我们五月去杭州"),
+                                 (1, "assistant", "Hello from the test server.")]
+
+
+def test_retry_with_no_turns(tmp_path: Path) -> None:
+    result = chat(tmp_path / "n.db", "empty", ["/retry"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == ["error: nothing to retry: session empty has no turns"]
+
+
+def test_system_shows_and_sets_the_prompt_for_the_next_turns(db: Path) -> None:
+    new = 'Reply in French; say "bonjour" first.'
+    result = chat(db, "trip", ["/system", f"/system {new}", "/system", "hi"])
+    assert result.exit_code == 0, result.stderr
+    shown = [line.strip() for line in result.stdout.splitlines() if "system prompt" in line]
+    assert shown == ["system prompt  Answer briefly.", f"system prompt  {new}"]
+    tokens = ScriptedProvider().token_counter().count_message("system", new)
+    assert status_lines(result.stderr) == [
+        f"system prompt set for the next turns ({tokens} tokens); the history is untouched: "
+        "earlier turns stay as they were sent"]
+    with Store(db) as store:
+        trip = store.session("trip")
+        assert trip.system == new
+        turns = store.turns(trip.id)
+        first = turns[0].context["parts"][0]["messages"][0]["content"]
+        last = turns[-1].context["parts"][0]["messages"][0]["content"]
+        assert (first, last) == ("Answer briefly.", new)
+    assert len(messages(db, "trip")) == 8
+
+
+def test_export_writes_the_session_as_jsonl_and_never_overwrites(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    chat(db, "trip", ["/fork 旅行/二"])
+    result = chat(db, "旅行/二", ["/export", "/export", "/export mine.jsonl"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [
+        "exported 6 messages of session 旅行/二 to 旅行-二.jsonl",
+        "error: 旅行-二.jsonl already exists; give another file: /export FILE",
+        "exported 6 messages of session 旅行/二 to mine.jsonl",
+    ]
+    transcript = read_transcript(tmp_path / "旅行-二.jsonl")
+    assert [(m.role, m.content) for m in transcript.messages] == [
+        (r, c) for _, r, c in messages(db, "trip")]
+    assert (transcript.system, transcript.strategy) == ("Answer briefly.", "window")
+    assert "杭州" in (tmp_path / "mine.jsonl").read_text(encoding="utf-8")
+    header = json.loads((tmp_path / "mine.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert header["title"] == "旅行/二"
+
+
+def test_export_to_an_unwritable_place(db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "t.jsonl"
+    result = chat(db, "trip", [f"/export {target}"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [
+        f"error: {target}: cannot write: No such file or directory"]
+
+
+def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
+    result = chat(db, "trip", ["/budget", "/budget 20", "hello again", "/budget 0",
+                               "/strategy tokens", "/budget"])
+    assert result.exit_code == 2
+    budget_lines = [line for line in result.stdout.splitlines() if "budget" in line]
+    assert budget_lines == [
+        "context budget: 4,000 tokens; strategies without a budget of their own are measured "
+        "against it",
+        "context budget: 20 tokens; strategies without a budget of their own are measured "
+        "against it (this chat only; the config key context_budget sets the default)",
+        "context budget: 20 tokens; strategies without a budget of their own are measured "
+        "against it; tokens fits its context to its own budget of 2,000 tokens",
+    ]
+    assert "error: usage: /budget [N] with N a whole number of tokens, at least 1; got '0'" \
+        in result.stderr
+    assert "over the budget of 20" in result.stderr
+    with Store(db) as store:
+        last = store.turn(store.session("trip").id)
+        assert last.context["budget"] == 20
+
+
+def test_budget_carries_over_a_switch(db: Path) -> None:
+    result = chat(db, "other", ["/budget 50", "/switch trip", "/budget"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("context budget: 50 tokens")
+
+
+def test_help_lists_the_session_commands() -> None:
+    from chatmem.repl import SLASH
+
+    for name in ("/new", "/sessions", "/switch", "/fork", "/undo", "/retry", "/system",
+                 "/export", "/budget"):
+        assert name in SLASH
+    assert "append-only" in SLASH["/undo"].help
