@@ -76,7 +76,9 @@ def _recall(value: float | None) -> Text:
 
 
 def _label_width(runs: Sequence[StrategyRun]) -> int:
-    return min(max((len(r.label) for r in runs), default=8), 24)
+    """The longest word of any label: labels wrap between words, never inside one."""
+    words = [len(word) for r in runs for word in r.label.split()]
+    return min(max(words, default=8), 24)
 
 
 def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, RenderableType]]],
@@ -99,7 +101,7 @@ def _wide(runs: Sequence[StrategyRun], columns: Sequence[str],
           rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
           caption: str) -> Table:
     out = Table(title=title, header_style="bold", caption=caption)
-    out.add_column("strategy", no_wrap=True, min_width=_label_width(runs))
+    out.add_column("strategy", min_width=_label_width(runs))
     for column in columns:
         out.add_column(column, justify="right", no_wrap=True)
     for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):

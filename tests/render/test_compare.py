@@ -97,6 +97,13 @@ def test_a_wide_replay_table_stays_a_table() -> None:
     assert "│ summary-buffer+retrieval │     2 │" in out
 
 
+def test_a_label_with_parameters_wraps_between_words_instead_of_being_cut() -> None:
+    labels = ["buffer", "window", "tokens max_tokens=600", "summary-buffer max_tokens=600"]
+    out = show(replay_table(make_runs(labels)), 90)
+    assert "┃ strategy" in out and "…" not in out
+    assert "│ summary-buffer " in out and "│ max_tokens=600 " in out
+
+
 @pytest.mark.parametrize("width", [50, 70])
 def test_a_narrow_eval_table_keeps_every_column(width: int) -> None:
     out = show(eval_table(make_runs(LABELS[6:])), width)
