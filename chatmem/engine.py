@@ -64,6 +64,7 @@ class Engine:
         self.state = SessionState(store, session.id, session.user)
         self.notices: list[str] = []
         """What opening the session changed (strategy, system prompt), for the user to see."""
+        self._caught_up = False
 
     def history(self) -> StoredHistory:
         return StoredHistory(self.store, self.session.id, self.counter)
@@ -85,6 +86,7 @@ class Engine:
 
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy
+        self._caught_up = False
         self.store.update_session(self.session.id, strategy=strategy.name,
                                   params=dict(strategy.params))
         self.session = self.store.session_by_id(self.session.id)
@@ -118,6 +120,7 @@ class Engine:
 
         Provider errors are recorded as a failed turn and raised again.
         """
+        notices = self.catch_up()
         context = self.build_context(text)
         started = time.monotonic()
         stream = self.provider.stream(context.messages())
@@ -154,7 +157,7 @@ class Engine:
         ))
         self._cache_input_count(record, context)
         self._note_model()
-        return TurnResult(record, context, reply, self.update_memory())
+        return TurnResult(record, context, reply, notices + self.update_memory())
 
     def _note_model(self) -> None:
         # The session shows the provider and model its latest turn really used.
@@ -180,6 +183,19 @@ class Engine:
         context = self.build_context(text)
         record = self.store.commit_turn(self._record(text, context, "ok", reply=reply))
         return TurnResult(record, context, reply, self.update_memory())
+
+    def catch_up(self) -> list[str]:
+        """Bring the strategy's state up to date before this engine's first turn.
+
+        A strategy switched to mid-session, a fork or a session written by
+        another process may have turns its state does not cover yet; without
+        this the first context would miss their summary or facts. A no-op
+        when the state is current.
+        """
+        if self._caught_up:
+            return []
+        self._caught_up = True
+        return self.update_memory() if self.history().turn_count() else []
 
     def update_memory(self) -> list[str]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,

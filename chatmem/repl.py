@@ -76,12 +76,11 @@ class Repl:
                 yield line.rstrip("\n")
             return
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.history import InMemoryHistory
 
-        from chatmem.config import app_dir
-
-        app_dir().mkdir(parents=True, exist_ok=True)
-        session: PromptSession[str] = PromptSession(history=FileHistory(str(app_dir() / "history")))
+        # Up-arrow history lives only as long as the process: a history file
+        # would keep every message outside the database, beyond `sessions delete`.
+        session: PromptSession[str] = PromptSession(history=InMemoryHistory())
         while True:
             try:
                 yield session.prompt(f"{self.engine.session.name}> ")

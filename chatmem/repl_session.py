@@ -132,7 +132,7 @@ def _fork(repl: Repl, args: list[str]) -> None:
     _fork_and_switch(repl, rest[0], at_turn)
 
 
-@slash("/undo", "/undo [NAME]",
+@slash("/undo", "/undo NAME",
        "messages are append-only: fork the session before its last turn into NAME "
        "and switch to it; the original keeps every turn")
 def _undo(repl: Repl, args: list[str]) -> None:
@@ -148,7 +148,7 @@ def _undo(repl: Repl, args: list[str]) -> None:
             "messages are append-only, so /undo never deletes turn 1; /undo NAME starts a new "
             "session NAME with the same settings and no messages (same as /fork NAME --at-turn 0)"
         )
-    name = _one_name(args, "/undo [NAME]")
+    name = _one_name(args, "/undo NAME")
     _fork_and_switch(repl, name, last - 1)
     _notice(repl, f"turn {last} stays in session {session.name}")
 

@@ -197,3 +197,22 @@ def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
         "session s: strategy window k=5 → tokens max_tokens=300",
         "session s: system prompt replaced (9 → 8 characters)",
     ]
+
+
+def test_a_strategy_switched_to_mid_session_catches_up_before_its_first_turn(
+    make_engine,
+) -> None:
+    from chatmem.memory import create_strategy
+
+    engine = make_engine("window", k=2)
+    for i in range(8):
+        engine.run_turn(f"note {i}: the order ORD-77{i} ships on day {i} with some more words")
+    engine.set_strategy(create_strategy("summary-buffer", {"max_tokens": "300"}))
+    result = engine.run_turn("what did I order first?")
+    # Without catching up, this first context would hold only the turns that fit, no summary.
+    summary = result.context.part("summary")
+    assert summary is not None and "turns 1–" in summary.messages[0].content
+    # Turn 1's order is in memory: in the summary, or pinned by the drift guard.
+    assert "ORD-770" in str(result.context.messages()[:-1])
+    assert result.notices and result.notices[0].startswith("summary v1 now covers turns 1–")
+    assert result.context.tokens <= 300

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -101,6 +102,9 @@ def handles_errors(func: F) -> F:
             raise fail(str(e), e.exit_code) from None
         except KeyboardInterrupt:
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except sqlite3.Error as e:
+            # The store translates what it expects; anything else still gets one line.
+            raise fail(f"database error: {e}", ExitCode.ERROR) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -248,8 +248,9 @@ def fork_lines(report: ForkReport) -> list[str]:
                      + "; ".join(_group_text(g) for g in report.copied))
     if report.rebuilt:
         lines.append(
-            f"derived state left to rebuild on {new}'s next turn (it covers turns after "
-            f"{report.at_turn}): " + "; ".join(_group_text(g) for g in report.rebuilt))
+            f"derived state rebuilt from the copied turns before {new}'s next turn "
+            f"(it covers turns after {report.at_turn}): "
+            + "; ".join(_group_text(g) for g in report.rebuilt))
     if report.stated_facts:
         lines.append(f"copied {_count(report.stated_facts, 'fact')} stated with /remember")
     lines.append(f"turn records (what was sent) stay with {source}")

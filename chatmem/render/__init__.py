@@ -69,7 +69,7 @@ def token_line(
     latency_ms: int | None = None,
     strategy: str | None = None,
 ) -> Text:
-    """`system 12 · history 340 · input 9 = 361 tokens of 4,000 (provider reported 361) · …`.
+    """`system 12 · history 340 · input 9 · priming 3 = 364 tokens of 4,000 (reported 364) · …`.
 
     When the exact count (`estimated`, from the provider's own chat template)
     differs from the parts plus priming, a `chat template +N` segment says
@@ -82,6 +82,11 @@ def token_line(
             text.append(" · ", style="dim")
         text.append(part.kind, style=PART_STYLES.get(part.kind, ""))
         text.append(f" {mark}{part.tokens:,}")
+    if context.priming:
+        # The reply's opening tokens are part of every request: listed, the line adds up.
+        text.append(" · ", style="dim")
+        text.append("priming", style="dim")
+        text.append(f" {mark}{context.priming:,}")
     extra = template_extra(context, estimated)
     if extra:
         text.append(" · ", style="dim")

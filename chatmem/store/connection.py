@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,12 @@ def _check_is_chatmem(path: Path) -> None:
     except sqlite3.DatabaseError as e:
         if isinstance(e, NotChatmemDatabase):
             raise
+        if "unable to open" in str(e):
+            # WAL readers need to create the -shm file beside the database.
+            raise StoreError(
+                f"{path}: cannot open it: SQLite needs to write {path.name}-wal and "
+                f"{path.name}-shm beside it (is the folder read-only?)"
+            ) from None
         raise NotChatmemDatabase(f"{path} is not a chatmem database ({e})") from None
     finally:
         conn.close()
@@ -91,6 +98,43 @@ class Connection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction, all or nothing, taking the write lock up front.
+
+        A deferred BEGIN (sqlite-utils' atomic) that reads first and then writes
+        fails at once with "database is locked" when another process committed
+        meanwhile: WAL cannot upgrade a stale read. BEGIN IMMEDIATE waits for the
+        lock instead (busy timeout), so two chats on one file both keep every turn.
+        """
+        if self.db.conn.in_transaction:
+            with self.db.atomic():
+                yield
+            return
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise self.write_error(e) from None
+        try:
+            yield
+            self.db.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            self.db.conn.rollback()
+            raise self.write_error(e) from None
+        except BaseException:
+            self.db.conn.rollback()
+            raise
+
+    def write_error(self, error: sqlite3.Error) -> StoreError:
+        text = str(error)
+        if "readonly" in text or "read-only" in text:
+            return StoreError(f"{self.path} is read-only: nothing can be stored "
+                              "(check the file's and its folder's permissions)")
+        if "locked" in text or "busy" in text:
+            return StoreError(f"{self.path} is busy: another process held it for over "
+                              f"{BUSY_TIMEOUT_MS // 1000} s; try again")
+        return StoreError(f"{self.path}: {text}")
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, list(params))

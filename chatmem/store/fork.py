@@ -80,7 +80,7 @@ class ForkTables(SessionTables, MemoryTables):
                 f" not at turn {at_turn}"
             )
         try:
-            with self.db.atomic():
+            with self.write():
                 new_id = self._copy_session_row(source, new_name)
                 ids = self._copy_messages(source.id, new_id, upto)
                 copied, rebuilt = [], []

@@ -24,7 +24,7 @@ class MemoryTables(Connection):
         }
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any]) -> None:
-        with self.db.atomic():
+        with self.write():
             self.db.conn.executemany(
                 "INSERT OR REPLACE INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?)",
@@ -58,7 +58,7 @@ class MemoryTables(Connection):
         model: str | None = None,
     ) -> SummaryRecord:
         """Store a new summary version; versions count up per session and strategy."""
-        with self.db.atomic():
+        with self.write():
             version = int(self._value(
                 "SELECT coalesce(max(version), 0) + 1 FROM summaries"
                 " WHERE session_id = ? AND strategy = ?",
@@ -120,7 +120,7 @@ class MemoryTables(Connection):
         """Add a fact, or update the live fact with the same key in the same scope."""
         stamp = now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
-        with self.db.atomic():
+        with self.write():
             existing = self._value(
                 f"SELECT id FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}",
                 [key, *owner],
@@ -181,7 +181,7 @@ class MemoryTables(Connection):
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
         """Soft-delete a fact (it never reaches a context again), or erase it physically."""
         self.fact(fact_id)
-        with self.db.atomic():
+        with self.write():
             if purge:
                 self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
             else:
@@ -199,7 +199,7 @@ class MemoryTables(Connection):
         self, turn_id: int, context: Mapping[str, Any], rendered_prompt: str | None
     ) -> None:
         """Replace a stored context; used only to redact a purged fact from past turns."""
-        with self.db.atomic():
+        with self.write():
             self.db.execute(
                 "UPDATE turns SET context = ?, rendered_prompt = ? WHERE id = ?",
                 [json_text(context), rendered_prompt, turn_id],

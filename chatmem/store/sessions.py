@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import suppress
 from typing import Any
 
 from chatmem import fts
@@ -30,7 +31,7 @@ class SessionTables(Connection):
         if not name.strip():
             raise StoreError("a session name cannot be empty")
         stamp = now()
-        with self.db.atomic():
+        with self.write():
             try:
                 self.db.execute(
                     "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
@@ -66,7 +67,7 @@ class SessionTables(Connection):
             fields["params"] = json_text(fields["params"])
         fields["updated_at"] = now()
         assignments = ", ".join(f"{k} = ?" for k in fields)
-        with self.db.atomic():
+        with self.write():
             try:
                 self.db.execute(
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
@@ -86,12 +87,18 @@ class SessionTables(Connection):
         return self.session_by_id(record.id)
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        """Every session with its message and turn counts, most recently used first."""
+        """Every session with its counts, most recently used first.
+
+        `turns` counts the conversation's turns (forked and imported ones too);
+        `requests` counts the requests recorded for it, failed and cancelled included.
+        """
         rows = self._rows(
             """
             SELECT s.name, s.strategy, s.params, s.provider, s.model, s.created_at, s.updated_at,
                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
-                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS turns
+                   (SELECT coalesce(max(m.turn), 0) FROM messages m
+                    WHERE m.session_id = s.id) AS turns,
+                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )
@@ -100,7 +107,7 @@ class SessionTables(Connection):
     def delete_session(self, name: str) -> None:
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
         record = self.session(name)
-        with self.db.atomic():
+        with self.write():
             self.db.execute(
                 "DELETE FROM messages_fts WHERE rowid IN"
                 " (SELECT id FROM messages WHERE session_id = ?)",
@@ -172,7 +179,7 @@ class SessionTables(Connection):
         return ids
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
-        with self.db.atomic():
+        with self.write():
             return self._append_messages(session_id, messages)
 
     # -- turns ------------------------------------------------------------
@@ -188,7 +195,7 @@ class SessionTables(Connection):
         if turn.status != "ok" or turn.reply is None:
             raise StoreError("only a completed turn with a reply can be committed")
         try:
-            with self.db.atomic():
+            with self.write():
                 user_id, assistant_id = self._append_messages(
                     turn.session_id,
                     [{"role": "user", "content": turn.input},
@@ -197,18 +204,18 @@ class SessionTables(Connection):
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 turn.history_turn = self.turn_count(turn.session_id)
                 self._insert_turn(turn)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, StoreError) as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
-            raise StoreError(f"{self.path}: the turn was not stored: {e}") from None
+            raise StoreError(f"the turn was not stored: {e}") from None
         return turn
 
     def record_turn(self, turn: TurnRecord) -> TurnRecord:
         """Store a failed or cancelled turn: the turn row only, nothing enters memory."""
         try:
-            with self.db.atomic():
+            with self.write():
                 self._insert_turn(turn)
-        except sqlite3.Error as e:
-            raise StoreError(f"{self.path}: the turn was not recorded: {e}") from None
+        except (sqlite3.Error, StoreError) as e:
+            raise StoreError(f"the turn was not recorded: {e}") from None
         return turn
 
     def _insert_turn(self, turn: TurnRecord) -> None:
@@ -262,7 +269,8 @@ class SessionTables(Connection):
         return counts
 
     def save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
-        with self.db.atomic():
+        """Cache counts; best effort, since a read-only or busy file can still be read."""
+        with suppress(StoreError), self.write():
             self.db.conn.executemany(
                 "INSERT OR REPLACE INTO token_counts (message_id, tokenizer, tokens)"
                 " VALUES (?, ?, ?)",

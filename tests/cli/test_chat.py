@@ -68,9 +68,10 @@ def test_piped_chat_in_a_real_process(tmp_path: Path) -> None:
     assert done.stdout == "echo #1: my order is ORD-7731\necho #2: what is my order?\n"
     assert done.stderr.splitlines() == [
         "session demo · window k=1 · scripted:scripted · /help for commands",
-        "system 10 · input 11 = 24 tokens of 4,000 (provider reported 24) · 0.0 s · window k=1",
-        "system 10 · history 26 · input 9 = 48 tokens of 4,000 (provider reported 48) · 0.0 s · "
-        "window k=1",
+        "system 10 · input 11 · priming 3 = 24 tokens of 4,000 (provider reported 24) · 0.0 s"
+        " · window k=1",
+        "system 10 · history 26 · input 9 · priming 3 = 48 tokens of 4,000 (provider reported 48)"
+        " · 0.0 s · window k=1",
     ]
     assert_log_matches_turns(db, log)
 
@@ -83,9 +84,8 @@ def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert_log_matches_turns(db, log)
     # The token line after each reply names the parts and the provider's own count.
-    assert "system 10 · history 26 · input 9 = 48 tokens of 4,000 (provider reported 48)" in (
-        result.stderr
-    )
+    assert ("system 10 · history 26 · input 9 · priming 3 = 48 tokens of 4,000"
+            " (provider reported 48)") in result.stderr
     assert result.stdout == "echo #1: my order is ORD-7731\necho #2: what is my order?\n"
 
 
@@ -333,7 +333,8 @@ def test_ask_prints_only_the_reply_on_stdout(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "echo #1: hi there\n"
     assert result.stderr == (
-        "system 10 · input 6 = 19 tokens of 4,000 (provider reported 19) · 0.0 s · window\n")
+        "system 10 · input 6 · priming 3 = 19 tokens of 4,000 (provider reported 19) · 0.0 s"
+        " · window\n")
 
 
 @pytest.mark.parametrize(("args", "stdin"), [(["ask", ""], ""), (["ask", "  \n"], ""),

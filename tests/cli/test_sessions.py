@@ -120,3 +120,13 @@ def test_delete_asks_first(db: Path) -> None:
     listed = json.loads(runner.invoke(app, ["sessions", "list", "--db", str(db),
                                             "--json"]).stdout)
     assert {r["name"] for r in listed} == {"alpha", "秘密"}
+
+
+def test_list_counts_conversation_turns_for_forked_sessions_too(db: Path) -> None:
+    assert runner.invoke(app, ["sessions", "fork", "alpha", "beta", "--db", str(db)]).exit_code == 0
+    listed = json.loads(runner.invoke(app, ["sessions", "list", "--db", str(db),
+                                            "--json"]).stdout)
+    rows = {r["name"]: r for r in listed}
+    # The fork has the conversation's two turns, but no requests of its own yet.
+    assert (rows["beta"]["turns"], rows["beta"]["requests"]) == (2, 0)
+    assert (rows["alpha"]["turns"], rows["alpha"]["requests"]) == (2, 2)

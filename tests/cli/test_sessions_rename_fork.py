@@ -89,7 +89,8 @@ def test_fork_at_turn_says_what_is_rebuilt(db: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stderr.splitlines() == [
         "forked session trip → early at turn 1 of 3: 2 messages copied",
-        "derived state left to rebuild on early's next turn (it covers turns after 1): "
+        "derived state rebuilt from the copied turns before early's next turn "
+        "(it covers turns after 1): "
         "summary (3 summary versions, up to turn 3)",
         "turn records (what was sent) stay with trip",
     ]
@@ -98,13 +99,18 @@ def test_fork_at_turn_says_what_is_rebuilt(db: Path) -> None:
         assert [m.content for m in store.messages(fork.id)] == [
             "my order is ORD-7731", "echo #1: my order is ORD-7731"]
         assert store.summaries(fork.id) == []
-    # The next turn in the fork summarizes its own history only.
+    # The fork's next turn first catches up on its own history only, so that
+    # turn is already sent with a summary; then the turn itself is folded in.
     chat = run("chat", "early", "--db", str(db), "--provider", "scripted", input="and then?\n")
     assert chat.exit_code == 0, chat.stderr
-    assert "summary v1 now covers turns 1–2" in chat.stderr + chat.stdout
+    assert "summary v1 now covers turn 1:" in chat.stderr
+    assert "summary v2 now covers turns 1–2" in chat.stderr
     with Store(db) as store:
-        text = store.summaries(store.session("early").id)[0].text
+        fork = store.session("early")
+        text = store.summaries(fork.id)[0].text
+        sent = store.turn(fork.id).context
     assert "ORD-7731" in text and "杭州" not in text
+    assert [p["kind"] for p in sent["parts"]][:2] == ["system", "summary"]
 
 
 def test_fork_json(db: Path) -> None:
@@ -165,7 +171,8 @@ def test_fork_reports_facts_and_stated_facts(tmp_path: Path) -> None:
     ]
     early = run("sessions", "fork", "facts", "f1", "--at-turn", "1", "--db", str(db))
     assert early.stderr.splitlines()[1:3] == [
-        "derived state left to rebuild on f1's next turn (it covers turns after 1): "
+        "derived state rebuilt from the copied turns before f1's next turn "
+        "(it covers turns after 1): "
         "facts (2 facts, up to turn 3)",
         "copied 1 fact stated with /remember",
     ]

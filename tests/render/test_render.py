@@ -29,7 +29,7 @@ def context(dropped: str | None = None) -> Context:
 def test_the_token_line_explains_what_the_chat_template_adds() -> None:
     # A local model's template adds a default system prompt: 21 tokens in no message.
     line = token_line(context(), approximate=False, estimated=43, reported=43).plain
-    assert line == ("history 13 · input 6 · chat template +21 = 43 tokens of 4,000"
+    assert line == ("history 13 · input 6 · priming 3 · chat template +21 = 43 tokens of 4,000"
                     " (provider reported 43)")
     plain = token_line(context(), approximate=False, estimated=22).plain
     assert "chat template" not in plain and plain.endswith("= 22 tokens of 4,000")

@@ -112,14 +112,15 @@ def test_partial_fork_leaves_state_that_covers_later_turns_to_be_rebuilt(
     assert store.strategy_state(fork.id, "facts") == {}
     # The stated fact is the user's, not derived from a later message: it comes along.
     assert [(f.key, f.value) for f in store.facts(session_id=fork.id)] == [("budget", "5000 EUR")]
-    # The strategies rebuild from the copied messages on the fork's next turn.
+    # The strategies rebuild from the copied messages before the fork's next turn.
     from chatmem.config import Settings
     from chatmem.engine import open_session
 
     engine = open_session(store, Settings(), scripted, "early")
-    engine.run_turn("anything else?")
+    result = engine.run_turn("anything else?")
     first = store.summaries(fork.id, "summary")[0]
-    assert set(first.covered_ids) == {m.id for m in store.messages(fork.id)}
+    assert set(first.covered_ids) == {m.id for m in store.messages(fork.id) if m.turn <= 2}
+    assert result.context.part("summary") is not None
     # Session facts from turns 1–2 only (the name is a user fact, shared, not copied).
     assert {f.key: f.source_turn for f in store.facts(session_id=fork.id)} == {
         "budget": None, "预算": 2}

@@ -1,0 +1,68 @@
+"""Writers take the lock up front, and a file that cannot be written fails in one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chatmem.errors import StoreError
+from chatmem.store import Store
+
+
+def lines(tag: str, count: int) -> str:
+    return "".join(
+        f"{tag} turn {i}: my order ORD-{1000 + i} costs {i * 3} EUR, "
+        f"ships 2026-03-{i % 28 + 1:02d}.\n"
+        for i in range(count)
+    )
+
+
+def test_two_chats_writing_one_file_at_once_both_keep_every_turn(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    Store(db).close()  # both processes open an existing file, as two terminals would
+    env = {**os.environ, "HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "chatmem", "chat", "--db", str(db), "--provider",
+               "scripted", "-s", "summary-buffer", "-p", "max_tokens=400"]
+    runs = [
+        subprocess.Popen([*command[:4], name, *command[4:]], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        for name in ("one", "two")
+    ]
+    for run, tag in zip(runs, "ab", strict=True):
+        assert run.stdin is not None
+        run.stdin.write(lines(tag, 60))
+        run.stdin.close()
+    for run in runs:
+        assert run.stderr is not None
+        errors = [line for line in run.stderr.read().splitlines() if "error" in line]
+        assert run.wait(timeout=120) == 0, errors
+        assert errors == []
+    with Store(db) as store:
+        for name in ("one", "two"):
+            session = store.session(name)
+            assert len(store.messages(session.id)) == 120
+            assert len(store.turns(session.id, status="ok")) == 60
+            assert store.summaries(session.id)  # the summarizer's writes got through too
+
+
+def test_a_file_that_cannot_be_written_is_one_clear_error_and_reads_still_work(
+    make_engine, store: Store
+) -> None:
+    engine = make_engine("window", k=2)
+    engine.run_turn("my order is ORD-7731")
+    store.db.execute("PRAGMA query_only = ON")  # what a read-only file does to every write
+    # Building a context still works: caching token counts is best effort.
+    context = engine.build_context("what is my order?")
+    assert "ORD-7731" in str(context.messages())
+    with pytest.raises(StoreError) as error:
+        engine.run_turn("what is my order?")
+    assert str(error.value) == (
+        f"the turn was not stored: {store.path} is read-only: nothing can be stored "
+        "(check the file's and its folder's permissions)"
+    )
+    store.db.execute("PRAGMA query_only = OFF")
+    assert len(store.messages(engine.session.id)) == 2
