@@ -157,6 +157,9 @@ class Engine:
         ))
         self._cache_input_count(record, context)
         self._note_model()
+        if stream.usage.cut_at_limit:
+            notices.append("the reply stopped at the reply-length limit (max_reply_tokens); "
+                           "it is stored as it is")
         return TurnResult(record, context, reply, notices + self.update_memory())
 
     def _note_model(self) -> None:

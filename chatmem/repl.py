@@ -206,9 +206,11 @@ def _inspect(repl: Repl, args: list[str]) -> None:
                                          record.estimated_tokens))
 
 
-@slash("/tokens", "/tokens", "show what the next turn would cost, by part")
+@slash("/tokens", "/tokens [TEXT]",
+       "show what the next turn would cost, by part (with TEXT as its input)")
 def _tokens(repl: Repl, args: list[str]) -> None:
-    context = repl.engine.build_context(" ".join(args) or "…")
+    # Without TEXT the input part is empty: the line shows what memory alone costs.
+    context = repl.engine.build_context(" ".join(args))
     repl.console.print(render.token_line(
         context, approximate=repl.engine.counter.approximate,
         strategy=f"{repl.engine.strategy.name} {_params(repl.engine, changed_only=True)}".strip(),

@@ -92,6 +92,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         words = self.server.reply_words
+        finish = "stop"
+        limit = body.get("max_tokens")
+        if limit and len(words) > limit:
+            # As a real server does: stop at the cap and say so.
+            words, finish = words[:limit], "length"
         for i, word in enumerate(words):
             self._event(self._chunk(body, word, None))
             if i == 0:
@@ -106,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 self.connection.shutdown(2)
                 return
-        self._event(self._chunk(body, None, "stop"))
+        self._event(self._chunk(body, None, finish))
         prompt = sum(len(m["content"].split()) for m in body["messages"])
         usage = {"prompt_tokens": prompt, "completion_tokens": len(words),
                  "total_tokens": prompt + len(words)}

@@ -68,6 +68,7 @@ def show(
         print_json({**info, "messages": messages})
         return
     out = consoles()[0]
+    info["params"] = " ".join(f"{k}={v}" for k, v in session.params.items()) or "—"
     out.print(render.key_values(info, title=f"session {name}"))
     out.print(render.transcript(messages))
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from chatmem.config import LOCAL_MAX_REPLY_TOKENS, Settings
-from chatmem.errors import NoModelAvailable
+from chatmem.errors import NoModelAvailable, ProviderAuthError
 from chatmem.providers.base import Provider
 
 NO_MODEL_HELP = (
@@ -66,6 +66,11 @@ def create_provider(settings: Settings) -> Provider:
     if not model:
         raise NoModelAvailable(
             f"no model name for {settings.base_url}: pass --model NAME or set model in the config"
+        )
+    if not settings.base_url and not settings.api_key():
+        raise ProviderAuthError(
+            f"${settings.api_key_env} is not set: export your OpenAI key in it, or point "
+            "base_url (or OPENAI_BASE_URL) at a local OpenAI-compatible server"
         )
     return OpenAIProvider(
         model,

@@ -15,6 +15,8 @@ ChatMessages = Sequence[Mapping[str, str]]
 class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cut_at_limit: bool = False
+    """The reply stopped at the reply-length limit, not where the model ended it."""
 
 
 class ReplyStream(Protocol):

@@ -34,6 +34,7 @@ class OpenAIReply:
     def __iter__(self) -> Iterator[str]:
         p = self._provider
         finished = False
+        cut = False
         started = False
         try:
             messages: Any = [dict(m) for m in self._messages]
@@ -54,6 +55,7 @@ class OpenAIReply:
                         yield choice.delta.content
                     if choice.finish_reason:
                         finished = True
+                        cut = choice.finish_reason == "length"
         except ProviderError:
             raise
         except Exception as e:
@@ -62,6 +64,7 @@ class OpenAIReply:
             raise ProviderResponseError(
                 f"the reply stream from {p.base_url} ended before the reply was complete"
             )
+        self.usage.cut_at_limit = cut
 
     def close(self) -> None:
         if self._stream is not None:

@@ -455,3 +455,16 @@ def test_slash_help_shows_the_strategy_usage_whole(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert "/strategy [NAME[:K=V,...] [K=V ...]]" in result.stdout
     assert "strategy: window k=1" in result.stdout
+
+
+def test_tokens_shows_what_memory_costs_and_what_a_given_input_adds(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    result = run("chat", "t", "--db", str(db), "--provider", "scripted",
+                 input="hello there\n/tokens\n/tokens what is this?\n")
+    assert result.exit_code == 0, result.stderr
+    # What a slash command shows is its output: stdout, after the reply.
+    assert result.stdout.splitlines() == [
+        "echo #1: hello there",
+        "system 10 · history 16 · input 4 · priming 3 = 33 tokens of 4,000 · window",
+        "system 10 · history 16 · input 8 · priming 3 = 37 tokens of 4,000 · window",
+    ]

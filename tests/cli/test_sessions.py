@@ -130,3 +130,9 @@ def test_list_counts_conversation_turns_for_forked_sessions_too(db: Path) -> Non
     # The fork has the conversation's two turns, but no requests of its own yet.
     assert (rows["beta"]["turns"], rows["beta"]["requests"]) == (2, 0)
     assert (rows["alpha"]["turns"], rows["alpha"]["requests"]) == (2, 2)
+
+
+def test_show_prints_parameters_as_typed(db: Path) -> None:
+    result = runner.invoke(app, ["sessions", "show", "alpha", "--db", str(db)])
+    assert result.exit_code == 0
+    assert any(line.split() == ["params", "k=2"] for line in result.stdout.splitlines())

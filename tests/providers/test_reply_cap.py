@@ -39,3 +39,32 @@ def test_the_local_model_is_capped_unless_configured() -> None:
         assert stream.usage.completion_tokens == 3
     finally:
         capped.close()
+
+
+def test_a_reply_cut_by_the_cap_is_stored_and_flagged(chat_server, store) -> None:
+    from chatmem.engine import open_session
+
+    chat_server.reply_words = ["one ", "two ", "three ", "four ", "five"]
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="m",
+                        max_reply_tokens=2, max_retries=0)
+    provider = create_provider(settings)
+    try:
+        engine = open_session(store, settings, provider, "capped", strategy="buffer")
+        result = engine.run_turn("count to five")
+    finally:
+        provider.close()
+    assert result.status == "ok" and result.reply == "one two "
+    assert result.notices == ["the reply stopped at the reply-length limit (max_reply_tokens); "
+                              "it is stored as it is"]
+    assert [m.content for m in store.messages(engine.session.id)] == ["count to five", "one two "]
+
+
+def test_openai_without_a_key_or_a_server_says_which_variable_to_set() -> None:
+    from chatmem.errors import ProviderAuthError
+
+    with pytest.raises(ProviderAuthError) as error:
+        create_provider(Settings(provider="openai"))
+    assert str(error.value) == (
+        "$OPENAI_API_KEY is not set: export your OpenAI key in it, or point base_url "
+        "(or OPENAI_BASE_URL) at a local OpenAI-compatible server"
+    )
