@@ -10,7 +10,7 @@ makes `inspect` and `replay` trustworthy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -105,6 +105,9 @@ class Part:
     kind: PartKind
     messages: tuple[Message, ...]
     reason: str
+    scores: tuple[tuple[int, float], ...] = field(default=(), compare=False)
+    """For recalled parts: (turn, relevance score) of each turn, so a shared budget
+    can let the least relevant go first. Not recorded with the context."""
 
     @property
     def tokens(self) -> int:

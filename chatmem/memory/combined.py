@@ -3,8 +3,10 @@
 Each member builds its own context; the parts are merged in the fixed order
 (system, summary, facts, recalled, history, input), every stored message is
 sent at most once (history wins over recall), and one budget is shared: if
-the merged context is over it, recalled turns go first (oldest first), then
-the oldest history turns. Parameters are addressed as `window.k=3`.
+the merged context is over it, the oldest history turns go first (the newest
+history turn always stays), then recalled turns, least relevant first. A
+recalled turn answers the question in hand; an old recent turn may not.
+Parameters are addressed as `window.k=3`.
 """
 
 from __future__ import annotations
@@ -94,11 +96,18 @@ class CombinedStrategy:
         contexts = [m.build(request) for m in self.members]
         budget = self.budget(request)
         parts = merge_parts(contexts)
-        parts, trimmed = fit_budget(request, parts, budget)
+        parts, history_cut, recalled_cut = fit_budget(request, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
-        if trimmed:
+        if history_cut or recalled_cut:
+            went = []
+            if history_cut:
+                went.append(f"history {span(history_cut)}")
+            if recalled_cut:
+                listed = ", ".join(f"{n} ({score:.2f})" for n, score in recalled_cut)
+                went.append(f"recalled turn{'s' if len(recalled_cut) > 1 else ''} {listed}")
             dropped = f"{dropped}; " if dropped else ""
-            dropped += f"{span(trimmed)} left out to fit the shared budget of {budget:,}"
+            dropped += (f"{' and '.join(went)} left out to fit the shared budget"
+                        f" of {budget:,}")
         warnings = [w for c in contexts for w in c.warnings if "over the budget" not in w]
         return assemble(request, parts, budget=budget, dropped=dropped,
                         warnings=dict.fromkeys(warnings))
@@ -127,7 +136,9 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
             messages.sort(key=lambda m: (m.turn or 0, m.id or 0))
         if messages:
             reason = " | ".join(dict.fromkeys(p.reason for p in found))
-            merged.append(Part(kind, tuple(messages), reason))
+            kept = {m.turn for m in messages}
+            scores = tuple((n, score) for p in found for n, score in p.scores if n in kept)
+            merged.append(Part(kind, tuple(messages), reason, scores))
     merged.sort(key=lambda p: PART_ORDER.index(p.kind))
     return merged
 
@@ -145,23 +156,44 @@ def merged_dropped(total: int, parts: Sequence[Part]) -> str | None:
 
 def fit_budget(
     request: ContextRequest, parts: list[Part], budget: int | None
-) -> tuple[list[Part], list[int]]:
-    """Drop whole turns, recalled then history, oldest first, until the context fits."""
+) -> tuple[list[Part], list[int], list[tuple[int, float]]]:
+    """Drop whole turns until the context fits: the oldest history turns (never the
+    newest), then recalled turns, lowest score first (the older among equals).
+
+    Returns the parts, the history turns dropped and the recalled (turn, score)s dropped.
+    """
+    history_cut: list[int] = []
+    recalled_cut: list[tuple[int, float]] = []
     if budget is None:
-        return parts, []
-    fixed = fixed_tokens(request)
-    trimmed: list[int] = []
-    for kind in ("recalled", "history"):
-        while fixed + sum(p.tokens for p in parts) > budget:
-            index = next((i for i, p in enumerate(parts) if p.kind == kind), None)
-            if index is None:
-                break
-            part = parts[index]
-            oldest = min(m.turn or 0 for m in part.messages)
-            rest = tuple(m for m in part.messages if (m.turn or 0) != oldest)
-            trimmed.append(oldest)
-            if rest:
-                parts[index] = Part(kind, rest, part.reason)
-            else:
-                del parts[index]
-    return parts, sorted(trimmed)
+        return parts, history_cut, recalled_cut
+
+    def over() -> bool:
+        return fixed_tokens(request) + sum(p.tokens for p in parts) > budget
+
+    def without(kind: PartKind, turn: int) -> None:
+        index = next(i for i, p in enumerate(parts) if p.kind == kind)
+        part = parts[index]
+        rest = tuple(m for m in part.messages if (m.turn or 0) != turn)
+        if rest:
+            scores = tuple((n, s) for n, s in part.scores if n != turn)
+            parts[index] = Part(kind, rest, part.reason, scores)
+        else:
+            del parts[index]
+
+    while over():
+        history = next((p for p in parts if p.kind == "history"), None)
+        turns = sorted({m.turn or 0 for m in history.messages}) if history else []
+        if len(turns) < 2:
+            break
+        history_cut.append(turns[0])
+        without("history", turns[0])
+    while over():
+        recalled = next((p for p in parts if p.kind == "recalled"), None)
+        if recalled is None:
+            break
+        score = dict(recalled.scores)
+        turns = sorted({m.turn or 0 for m in recalled.messages},
+                       key=lambda n: (score.get(n, float("-inf")), n))
+        recalled_cut.append((turns[0], score.get(turns[0], 0.0)))
+        without("recalled", turns[0])
+    return parts, history_cut, sorted(recalled_cut)

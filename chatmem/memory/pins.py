@@ -1,18 +1,20 @@
 """Pinned details: drift-guard anchors a summary dropped, listed and forgotten like facts.
 
 The summary strategies keep them in their strategy state ("pinned": a list
-of [text, summary version, pin id]) and send them verbatim in a `facts`
-part. This module lists them for /facts and `chatmem facts list` (id `p3`,
-source `summary-buffer v2 (pinned)`) and unpins them for /forget and
-`chatmem facts forget`. An unpinned detail is remembered as such, so the
+of [text, summary version, pin id, turn, quote], oldest pin first) and send
+them verbatim in a `facts` part, each with the turn it came from and a short
+verbatim quote around it, so a bare "77 EUR" still says what it was. This
+module lists them for /facts and `chatmem facts list` (id `p3`, source
+`summary-buffer v2 (pinned)`) and unpins them for /forget and `chatmem facts
+forget`. An unpinned detail is remembered as such, so the
 drift guard does not pin it again when a later summary drops it once more.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.anchors import present
@@ -26,6 +28,28 @@ COUNTER = "pins"
 """Strategy-state namespace of the session's last pin id, shared by every summary strategy,
 so that `p3` names one pin in a session even when two summary strategies have pins."""
 _REF = re.compile(r"^[pP](\d+)$")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SENTENCE = re.compile(r"[^.!?。！？\n]*(?:[.!?](?=\s|$)|[。！？]|\n|$)")
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_\-./@#]")
+QUOTE_WIDTH = 56
+"""Longest quote, in columns: a CJK character counts two (it costs more tokens, too)."""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned detail as a summary strategy keeps it."""
+
+    text: str
+    version: int
+    """The summary version that dropped it."""
+    pin_id: int | None = None
+    turn: int | None = None
+    """The turn it was first said in, when known."""
+    quote: str = ""
+    """A short verbatim piece of that turn around the detail."""
+
+    def stored(self) -> list[Any]:
+        return [self.text, self.version, self.pin_id, self.turn, self.quote]
 
 
 @dataclass(frozen=True)
@@ -36,6 +60,8 @@ class PinnedFact:
     version: int
     pin_id: int | None
     """None only for pins stored before pins had ids; they are named by their text."""
+    turn: int | None = None
+    quote: str = ""
 
     @property
     def ref(self) -> str:
@@ -55,6 +81,146 @@ def parse_pinned(value: Any) -> list[tuple[str, int, int | None]]:
     return out
 
 
+def parse_pins(value: Any) -> list[Pin]:
+    """The stored pin list, oldest first; pins stored before quotes existed have none."""
+    out = []
+    for item in value or []:
+        turn = int(item[3]) if len(item) > 3 and item[3] is not None else None
+        quote = str(item[4]) if len(item) > 4 and item[4] else ""
+        pin_id = int(item[2]) if len(item) > 2 and item[2] is not None else None
+        out.append(Pin(str(item[0]), int(item[1]), pin_id, turn, quote))
+    return out
+
+
+def quote_around(content: str, anchors: Sequence[str], width: int = QUOTE_WIDTH) -> str:
+    """A verbatim piece of `content` around `anchors`, about `width` columns, on one line.
+
+    The piece stays within the sentences that hold the anchors and grows
+    evenly around them; cut ends are marked "…" and never split a Latin word
+    or an id. When the anchors lie too far apart, it is the first one's.
+    """
+    text = " ".join(content.split())
+    folded = text.casefold()
+    spans = []
+    for anchor in anchors:
+        needle = " ".join(anchor.split()).casefold()
+        at = folded.find(needle)
+        if at >= 0 and needle:
+            spans.append((at, at + len(needle)))
+    if not spans:
+        return ""
+    at, end = min(spans)[0], max(e for _, e in spans)
+    if _columns(text[at:end]) > width:
+        at, end = min(spans)
+    start, stop = 0, len(text)
+    for match in _SENTENCE.finditer(text):
+        if match.end() <= at and match.group().strip():
+            start = match.end()
+        if match.end() >= end:
+            stop = match.end()
+            break
+    while start < at and text[start].isspace():
+        start += 1
+    left, right = at, end
+    room = width - _columns(text[at:end])
+    while left > start or right < stop:  # grow evenly, left first
+        grow_left = left > start and (right >= stop or at - left <= right - end)
+        cost = _columns(text[left - 1] if grow_left else text[right])
+        if cost > room:
+            break
+        room -= cost
+        if grow_left:
+            left -= 1
+        else:
+            right += 1
+    while start < left < at and _WORD_CHAR.match(text[left - 1]) and _WORD_CHAR.match(text[left]):
+        left += 1
+    while end < right < stop and _WORD_CHAR.match(text[right - 1]) \
+            and _WORD_CHAR.match(text[right]):
+        right -= 1
+    piece = text[left:right].strip()
+    return ("…" if left > start else "") + piece + ("…" if right < stop else "")
+
+
+def _columns(text: str) -> int:
+    return sum(2 if _CJK.match(c) else 1 for c in text)
+
+
+def first_quotes(
+    anchors: Iterable[str], said: Iterable[tuple[int | None, str]]
+) -> dict[str, tuple[int | None, str]]:
+    """Anchor → (turn, quote) from the earliest message in `said` ((turn, content), oldest
+    first) that holds it; anchors first said in one message share one quote."""
+    wanted = list(dict.fromkeys(anchors))
+    found: dict[str, tuple[int | None, str]] = {}
+    for turn, content in said:
+        if len(found) == len(wanted):
+            break
+        here = [a for a in wanted if a not in found and present(a, content)]
+        if here:
+            quote = quote_around(content, here)
+            found.update((a, (turn, quote)) for a in here)
+    return found
+
+
+def render_pins(pins: Sequence[Pin]) -> str:
+    """The pins as data lines, one per turn they were said in, with that turn's quote."""
+    groups: dict[object, list[Pin]] = {}
+    for index, pin in enumerate(pins):
+        groups.setdefault(pin.turn if pin.turn is not None else ("unknown", index), []).append(pin)
+    lines = []
+    # In conversation order, so the model reads them as they were said.
+    for group in sorted(groups.values(), key=lambda g: (g[0].turn is None, g[0].turn or 0)):
+        line = "- " + ", ".join(p.text for p in group)
+        turn = group[0].turn
+        quote = next((p.quote for p in group if p.quote), "")
+        if quote:
+            where = f"from turn {turn}" if turn is not None else "quoted"
+            line += f" ({where}: \"{_data(quote)}\")"
+        elif turn is not None:
+            line += f" (turn {turn})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _data(quote: str) -> str:
+    # A quote stays inside the data block: it can never close or reopen it.
+    return re.sub(r"(?i)</?\s*facts\s*>", "[facts]", quote)
+
+
+def fit_pins(
+    pins: Sequence[Pin], limit: int, cost: Callable[[Sequence[Pin]], int]
+) -> tuple[list[Pin], list[Pin]]:
+    """(shown, released): the pins as they fit `cost` ≤ `limit`, and those let go.
+
+    Quotes give way before pins do: the oldest turns' pins lose their quotes
+    first (they keep their turn number); if the pins still do not fit, the
+    oldest are released, and the room that frees gives quotes back, newest first.
+    """
+    def bare(some: Sequence[Pin], turns: set[int | None]) -> list[Pin]:
+        return [replace(p, quote="") if p.turn in turns or p.turn is None else p for p in some]
+
+    turns = list(dict.fromkeys(p.turn for p in pins))
+    shown = list(pins)
+    stripped: set[int | None] = set()
+    for turn in turns:
+        if cost(shown) <= limit:
+            break
+        stripped.add(turn)
+        shown = bare(pins, stripped)
+    released = 0
+    while released < len(pins) and cost(shown[released:]) > limit:
+        released += 1
+    kept = list(pins[released:])
+    shown = shown[released:]
+    for turn in reversed([t for t in turns if t in stripped]):
+        trial = bare(kept, stripped - {turn})
+        if cost(trial) <= limit:
+            stripped.discard(turn)
+            shown = trial
+    return shown, list(pins[:released])
+
+
 def allocate_ids(store: Store, session_id: int, count: int) -> list[int]:
     """Fresh pin ids for this session; an id is never given out twice, even after an unpin."""
     if count <= 0:
@@ -72,9 +238,9 @@ def is_unpinned(unpinned: Iterable[str], text: str) -> bool:
 def pinned_facts(store: Store, session_id: int | None = None) -> list[PinnedFact]:
     """The pins of one session, or of every session, by session, strategy and pin order."""
     return [
-        PinnedFact(sid, strategy, text, version, pin_id)
+        PinnedFact(sid, strategy, p.text, p.version, p.pin_id, p.turn, p.quote)
         for sid, strategy, value in store.strategy_state_values(PINNED_KEY, session_id)
-        for text, version, pin_id in parse_pinned(value)
+        for p in parse_pins(value)
     ]
 
 
@@ -90,9 +256,7 @@ def find_pins(pins: Sequence[PinnedFact], ref: str) -> list[PinnedFact]:
 def unpin(store: Store, pin: PinnedFact) -> None:
     """Stop sending a pin, and keep the drift guard from pinning the same text again."""
     values = store.strategy_state(pin.session_id, pin.strategy)
-    kept = [[text, version, pin_id]
-            for text, version, pin_id in parse_pinned(values.get(PINNED_KEY))
-            if text != pin.text]
+    kept = [p.stored() for p in parse_pins(values.get(PINNED_KEY)) if p.text != pin.text]
     unpinned = [str(u) for u in values.get(UNPINNED_KEY, [])]
     if not is_unpinned(unpinned, pin.text):
         unpinned.append(pin.text)

@@ -53,7 +53,8 @@ class RetrievalStrategy(BaseStrategy):
         if recalled:
             listed = ", ".join(f"turn {t.number} ({scores[t.number]:.2f})" for t in recalled)
             parts.append(Part("recalled", tuple(m for t in recalled for m in t.messages),
-                              f"retrieval top_k={top_k}: {listed}"))
+                              f"retrieval top_k={top_k}: {listed}",
+                              scores=tuple((t.number, scores[t.number]) for t in recalled)))
         dropped = dropped_note(total, turns)
         if dropped and recalled:
             dropped += f" except {len(recalled)} recalled"

@@ -3,9 +3,10 @@
 The prompt is incremental (LangChain's summary memory re-reads only the new
 lines too), asks for numbers, ids, dates, names and URLs verbatim and for the
 conversation's own language, and can be replaced in the config as long as it
-keeps both placeholders. A reply longer than `max_tokens` is clipped with a
-visible marker, never silently. Word diffs between versions live here too,
-so a strategy can report a diff's size without depending on the renderer.
+keeps both placeholders. A reply longer than `max_tokens` loses its oldest
+part behind a visible marker, never silently and never its newest lines.
+Word diffs between versions live here too, so a strategy can report a
+diff's size without depending on the renderer.
 """
 
 from __future__ import annotations
@@ -64,23 +65,67 @@ def summary_request(
     return [{"role": "user", "content": text}]
 
 
+SHORT_MARKER = "[…]\n"
+"""The marker when the full one would not leave room for any text."""
+_LEADING_MARKER = re.compile(r"^\[…[^\]\n]*\]\n…?")
+# The end-of-line form older versions wrote, whole or itself cut by a later clip
+# ("[…clip […clipped to 66 tokens]"): removed so no marker is ever clipped again.
+_TRAILING_MARKER = re.compile(r"[ \t]*\[…[^\]\n]*\]?$", re.MULTILINE)
+_ID_CHAR = re.compile(r"[A-Za-z0-9_\-./@#]")
+
+
 def clip_marker(max_tokens: int) -> str:
-    return f" […clipped to {max_tokens} tokens]"
+    return f"[…older part clipped to fit {max_tokens} tokens]\n"
+
+
+def strip_clip_marker(text: str) -> str:
+    """`text` without the markers of earlier clips."""
+    return _TRAILING_MARKER.sub("", _LEADING_MARKER.sub("", text.strip())).strip()
 
 
 def clip(text: str, max_tokens: int, counter: TokenCounter) -> tuple[str, bool]:
-    """`text`, or its longest prefix that fits `max_tokens` with the marker appended."""
+    """`text`, or its newest part that fits `max_tokens` behind a marker saying it was cut.
+
+    A summary grows at its end, so the oldest part is cut: whole lines first,
+    then the start of the last line if it alone is too long ("…" shows where).
+    The marker counts inside the limit, and a marker left by an earlier clip
+    is removed first, so markers never nest.
+    """
+    text = strip_clip_marker(text)
     if counter.count_text(text) <= max_tokens:
         return text, False
-    marker = clip_marker(max_tokens)
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix whose clipped form fits
-        mid = (low + high + 1) // 2
-        if counter.count_text(text[:mid].rstrip() + marker) <= max_tokens:
-            low = mid
+    for marker in (clip_marker(max_tokens), SHORT_MARKER):
+        kept = _newest_part(text, marker, max_tokens, counter)
+        if kept is not None:
+            return marker + kept, True
+    return "", True
+
+
+def _newest_part(text: str, marker: str, max_tokens: int, counter: TokenCounter) -> str | None:
+    """The longest tail of `text` that fits after `marker`: whole lines, else part of the last."""
+
+    def fits(kept: str) -> bool:
+        return counter.count_text(marker + kept) <= max_tokens
+
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    for start in starts[1:]:
+        if text[start:].strip() and fits(text[start:]):
+            return text[start:]
+    last = text[starts[-1]:]
+    low, high = 0, len(last)
+    while low < high:  # the earliest cut whose tail fits (token counts shrink with the tail)
+        mid = (low + high) // 2
+        if fits("…" + last[mid:].lstrip()):
+            high = mid
         else:
-            high = mid - 1
-    return text[:low].rstrip() + marker, True
+            low = mid + 1
+    # Never start inside a Latin word or id: a cut "D-7731" reads as a different id.
+    while 0 < low < len(last) and _ID_CHAR.match(last[low - 1]) and _ID_CHAR.match(last[low]):
+        low += 1
+    while low < len(last) and not fits("…" + last[low:].lstrip()):
+        low += 1
+    tail = last[low:].lstrip()
+    return "…" + tail if tail else None
 
 
 @dataclass(frozen=True)
@@ -104,6 +149,8 @@ def summarize(
     Raises the provider's error, or ProviderResponseError for an empty reply:
     an empty summary would silently erase everything summarized so far.
     """
+    # The model sees the summary without an earlier clip's marker, so it cannot copy it on.
+    previous = strip_clip_marker(previous)
     reply = model.complete(summary_request(prompt, previous, messages), purpose="summary")
     text = (reply or "").strip()
     if not text:

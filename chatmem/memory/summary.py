@@ -12,8 +12,8 @@ one summarizer call of an update.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
@@ -48,12 +48,12 @@ class SummaryState:
     """The last turn folded into the summary: nothing at or before it is summarized again."""
     behind: str | None = None
     """Why the last update failed, while turns after `boundary` wait to be folded in."""
-    pinned: dict[str, int] = field(default_factory=dict)
-    """Drift-guard anchors → the summary version that dropped them."""
-    pin_ids: dict[str, int | None] = field(default_factory=dict)
-    """Drift-guard anchors → their pin id (p3 in /facts)."""
+    pins: list[pins.Pin] = field(default_factory=list)
+    """Drift-guard anchors the summary dropped, oldest first, with where they were said."""
     unpinned: list[str] = field(default_factory=list)
     """Anchors the user unpinned: the drift guard never pins them again."""
+    released: int = 0
+    """Pins let go, oldest first, to keep the pins within their share of the budget."""
 
     @property
     def text(self) -> str:
@@ -69,9 +69,9 @@ def load_state(state: SessionState | None, strategy: str) -> SummaryState:
         latest=state.store.latest_summary(state.session_id, strategy),
         boundary=int(values.get("boundary_turn", 0)),
         behind=values.get("behind") or None,
-        pinned={a: v for a, v, _ in pins.parse_pinned(values.get(pins.PINNED_KEY))},
-        pin_ids={a: n for a, _, n in pins.parse_pinned(values.get(pins.PINNED_KEY))},
+        pins=pins.parse_pins(values.get(pins.PINNED_KEY)),
         unpinned=[str(u) for u in values.get(pins.UNPINNED_KEY, [])],
+        released=int(values.get("released", 0)),
     )
 
 
@@ -84,29 +84,36 @@ def _upto(turn: int) -> str:
     return "turn 1" if turn == 1 else f"turns 1–{turn}"
 
 
-def facts_message(pinned: Mapping[str, int], counter: TokenCounter) -> Message:
+def facts_message(pinned: Sequence[pins.Pin], counter: TokenCounter) -> Message:
     # A delimited data block: these are quotations from the conversation, not instructions.
-    lines = "\n".join(f"- {anchor}" for anchor in pinned)
-    content = f"Details from earlier turns, kept verbatim:\n<facts>\n{lines}\n</facts>"
+    content = ("Details from earlier turns, kept verbatim:\n<facts>\n"
+               f"{pins.render_pins(pinned)}\n</facts>")
     return Message("system", content, counter.count_message("system", content))
 
 
-def pinned_reason(pinned: Mapping[str, int]) -> str:
-    versions = sorted(set(pinned.values()))
+def pinned_reason(pinned: Sequence[pins.Pin]) -> str:
+    versions = sorted({p.version for p in pinned})
     which = ", ".join(f"v{v}" for v in versions)
     return f"kept verbatim: dropped by summary {which}"
+
+
+def _details(count: int) -> str:
+    return f"{count} older pinned detail{'' if count == 1 else 's'}"
 
 
 class SummaryMemory(BaseStrategy):
     """Shared state, parts and summarizer call of the summary strategies."""
 
     def memory_parts(
-        self, st: SummaryState, counter: TokenCounter, room: int | None = None
+        self, st: SummaryState, counter: TokenCounter, room: int | None = None,
+        keep_free: int = 0,
     ) -> tuple[list[Part], list[str]]:
         """The summary and pinned-facts parts, fitted to `room` tokens when given.
 
-        A summary that does not fit is clipped with a visible marker; pinned
-        facts that do not fit are left out, newest first. Both are reported.
+        A summary that does not fit is clipped with a visible marker. Pins get
+        at most `pin_limit()` tokens and never the last `keep_free` tokens of
+        the room (the newest turn outranks them); the oldest are left out
+        first. Both are reported in the notes.
         """
         parts: list[Part] = []
         notes: list[str] = []
@@ -138,20 +145,30 @@ class SummaryMemory(BaseStrategy):
             if message is not None:
                 parts.append(Part("summary", (message,), reason))
                 left = None if left is None else left - message.tokens
-        if st.pinned:
-            pinned = dict(st.pinned)
-            while pinned and left is not None and facts_message(pinned, counter).tokens > left:
-                pinned.popitem()
-            if len(pinned) < len(st.pinned):
-                notes.append(f"{len(st.pinned) - len(pinned)} pinned facts left out to fit")
-            if pinned:
-                parts.append(Part("facts", (facts_message(pinned, counter),),
-                                  pinned_reason(pinned)))
+        limit = self.pin_limit()
+        if left is not None:
+            limit = min(limit, left - keep_free)
+        # A quote that repeats a text the user unpinned would send it after all.
+        shown = [replace(p, quote="") if any(anchors.present(u, p.quote) for u in st.unpinned)
+                 else p for p in st.pins]
+        kept, left_out = pins.fit_pins(shown, limit,
+                                       lambda some: facts_message(some, counter).tokens)
+        if left_out:
+            notes.append(f"{_details(len(left_out))} left out to fit")
+        if st.released:
+            notes.append(f"{_details(st.released)} released to keep pins within"
+                         f" {self.pin_limit()} tokens (/summary lists them)")
+        if kept:
+            parts.append(Part("facts", (facts_message(kept, counter),), pinned_reason(kept)))
         return parts, notes
 
     def summary_limit(self) -> int:
         """Longest summary text, in tokens; longer replies are clipped with a marker."""
         return int(self.params["summary_max_tokens"])
+
+    def pin_limit(self) -> int:
+        """Most tokens the pinned-facts part may take; older pins are released beyond it."""
+        return self.summary_limit()
 
     def summary_cost(self, counter: TokenCounter) -> int:
         """Most tokens the summary part can take: the clipped text and its framing."""
@@ -182,39 +199,69 @@ class SummaryMemory(BaseStrategy):
         candidates = anchors.anchors_of([st.text, *(m.content for m in messages)])
         dropped = anchors.missing_anchors(candidates, draft.text)
         version = (st.latest.version if st.latest else 0) + 1
-        pinned = {a: v for a, v in st.pinned.items() if not anchors.present(a, draft.text)}
-        if options["drift_guard"]:
-            for anchor in dropped:
-                if not pins.is_unpinned(st.unpinned, anchor):
-                    pinned.setdefault(anchor, version)
-        ids = {a: st.pin_ids.get(a) for a in pinned}
-        fresh = [a for a, n in ids.items() if n is None]
-        ids.update(zip(fresh, pins.allocate_ids(env.state.store, env.state.session_id,
-                                                len(fresh)), strict=True))
-        record = env.state.store.add_summary(
-            env.state.session_id, self.name, draft.text,
+        store, session_id = env.state.store, env.state.session_id
+        held = [p for p in st.pins if not anchors.present(p.text, draft.text)]
+        refused = [a for a in dropped if pins.is_unpinned(st.unpinned, a)]
+        new = [a for a in dropped if a not in refused and a not in {p.text for p in held}]
+        if not options["drift_guard"]:
+            new = []
+        sources = self._sources(env, st, new, messages)
+        candidates_pins = held + [pins.Pin(a, version, None, *sources.get(a, (None, "")))
+                                  for a in new]
+        _, released = pins.fit_pins(candidates_pins, self.pin_limit(),
+                                    lambda some: facts_message(some, env.counter).tokens)
+        # Released pins are always the oldest; the rest are stored with their quotes,
+        # even those shown bare now, so a roomier build can quote them again.
+        kept = candidates_pins[len(released):]
+        fresh = iter(pins.allocate_ids(store, session_id,
+                                       sum(1 for p in kept if p.pin_id is None)))
+        kept = [p if p.pin_id is not None else replace(p, pin_id=next(fresh)) for p in kept]
+        record = store.add_summary(
+            session_id, self.name, draft.text,
             covered_ids=[m.id for m in messages if m.id is not None],
             anchors=anchors.extract_anchors(draft.text), dropped_anchors=dropped,
             model=draft.model,
         )
         env.state.set(self.name, boundary_turn=turns[-1].number, behind="",
-                      pinned=[[a, v, ids[a]] for a, v in pinned.items()])
+                      pinned=[p.stored() for p in kept], released=st.released + len(released))
         added, removed = summarize.diff_size(st.text, draft.text)
         unit = summarize.diff_unit(st.text, draft.text)
         notice = (f"summary v{record.version} now covers {_upto(turns[-1].number)}:"
                   f" +{added} −{removed} {unit}; /summary shows the diff")
         if draft.clipped:
-            notice += f"; clipped to {self.summary_limit()} tokens"
+            notice += f"; oldest part clipped to fit {self.summary_limit()} tokens"
+        pinned_now = {p.text for p in kept}
         if not options["drift_guard"]:
-            groups = [("not pinned (drift_guard off)", dropped)]
+            groups = [("dropped by the summarizer, not pinned (drift_guard off)", dropped)]
         else:
-            groups = [("pinned", [a for a in dropped if a in pinned]),
-                      ("not pinned (you unpinned them)", [a for a in dropped if a not in pinned])]
-        for kept, group in groups:
+            groups = [("dropped by the summarizer, pinned",
+                       [a for a in dropped if a in pinned_now]),
+                      ("dropped by the summarizer, not pinned (you unpinned them)", refused)]
+        groups.append((f"released to keep pins within {self.pin_limit()} tokens"
+                       " (/summary lists them)", [p.text for p in released]))
+        for label, group in groups:
             if group:
-                shown = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
-                notice += f"; dropped by the summarizer, {kept}: {shown}"
+                listed = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
+                notice += f"; {label}: {listed}"
         return [notice]
+
+    @staticmethod
+    def _sources(
+        env: MemoryEnv, st: SummaryState, new: Sequence[str], messages: Sequence[Message]
+    ) -> dict[str, tuple[int | None, str]]:
+        """Anchor → (turn, quote) of the message the dropped anchor came from.
+
+        That is the first of the turns just folded that says it, or else (the
+        old summary held it) the latest summarized turn that did: ids and dates
+        recur, and the latest mention is the one the summary was keeping.
+        """
+        found = pins.first_quotes(new, ((m.turn, m.content) for m in messages))
+        older = [a for a in new if a not in found and anchors.present(a, st.text)]
+        if older and st.boundary and env.state is not None:
+            records = env.state.store.messages(env.state.session_id, 1, st.boundary)
+            found.update(pins.first_quotes(older, ((r.turn, r.content)
+                                                   for r in reversed(records))))
+        return found
 
 
 def _options(env: MemoryEnv) -> dict[str, Any]:
@@ -241,7 +288,7 @@ class SummaryStrategy(SummaryMemory):
         # the summary strategy never loses a turn, it only delays compressing it.
         pending = drop_leading_assistant(
             request.history.turns(st.boundary + 1, request.history.turn_count()))
-        parts, _ = self.memory_parts(st, request.counter)
+        parts, notes = self.memory_parts(st, request.counter)
         warnings = []
         if pending:
             why = f"summary behind: {st.behind}" if st.behind else "not yet summarized"
@@ -250,7 +297,8 @@ class SummaryStrategy(SummaryMemory):
                 parts.append(part)
             if st.behind:
                 warnings.append(f"summary is behind; {span([t.number for t in pending])} sent raw")
-        return assemble(request, parts, budget=request.budget, warnings=warnings)
+        return assemble(request, parts, budget=request.budget, warnings=warnings,
+                        dropped="; ".join(notes) or None)
 
     def update(self, env: MemoryEnv) -> list[str]:
         st = load_state(env.state, self.name)

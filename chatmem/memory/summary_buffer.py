@@ -4,13 +4,16 @@ Like ConversationSummaryBufferMemory, with its faults fixed: the summary (and
 any pinned drift-guard facts) count inside `max_tokens`; the turns leaving
 the window are folded into the summary in ONE call per prune, not one call
 per message; and the prune boundary is stored, so nothing is summarized twice
-and a restarted process resumes exactly where the last one stopped.
+and a restarted process resumes exactly where the last one stopped. Pins get
+at most a quarter of the budget (the oldest are released beyond it), and the
+newest whole turn outranks them, so pins never crowd out the recent turns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from chatmem.memory import pins
 from chatmem.memory.base import (
     Context,
     ContextRequest,
@@ -24,7 +27,7 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
-from chatmem.memory.summary import SummaryMemory, facts_message, load_state
+from chatmem.memory.summary import SummaryMemory, SummaryState, facts_message, load_state
 from chatmem.tokens import TokenCounter
 
 
@@ -56,18 +59,20 @@ class SummaryBufferStrategy(SummaryMemory):
     def build(self, request: ContextRequest) -> Context:
         budget = int(self.params["max_tokens"])
         st = load_state(request.state, self.name)
-        parts, notes = self.memory_parts(st, request.counter,
-                                         room=max(budget - fixed_tokens(request), 0))
-        room = max(budget - fixed_tokens(request) - sum(p.tokens for p in parts), 0)
         last = request.history.turn_count()
         pending = request.history.turns(st.boundary + 1, last) if st.behind else []
-        if pending:
-            # A failed summary never loses turns: all unsummarized turns go raw,
-            # over the budget if need be (assemble says so in the warnings).
-            turns = drop_leading_assistant(pending)
-        else:
-            unsummarized = _newest_after(request.history.newest_first(), st.boundary)
-            turns = fit_newest_turns(unsummarized, room)
+        unsummarized = [] if pending else _newest_after(request.history.newest_first(),
+                                                        st.boundary)
+        newest = drop_leading_assistant(unsummarized[:1])
+        # The newest whole turn outranks pinned details: pins never take its room.
+        parts, notes = self.memory_parts(st, request.counter,
+                                         room=max(budget - fixed_tokens(request), 0),
+                                         keep_free=newest[0].tokens if newest else 0)
+        room = max(budget - fixed_tokens(request) - sum(p.tokens for p in parts), 0)
+        # A failed summary never loses turns: all unsummarized turns go raw,
+        # over the budget if need be (assemble says so in the warnings).
+        turns = (drop_leading_assistant(pending) if pending
+                 else fit_newest_turns(unsummarized, room))
         first_kept = turns[0].number if turns else last + 1
         if st.boundary:
             notes.append(f"{span(list(range(1, st.boundary + 1)))} summarized")
@@ -92,7 +97,7 @@ class SummaryBufferStrategy(SummaryMemory):
         unsummarized = env.history.turns(st.boundary + 1, last)
         if not unsummarized:
             return []
-        room = self.turn_room(env, unsummarized, st.pinned)
+        room = self.turn_room(env, unsummarized, st)
         if not _overflow(unsummarized, room):
             if st.behind and env.state is not None:
                 env.state.set(self.name, behind="")
@@ -100,20 +105,33 @@ class SummaryBufferStrategy(SummaryMemory):
         # Fold down to a low-water mark: pruning only what just overflowed would
         # call the summarizer on nearly every turn once the window is full.
         low_water = int(room * float(self.params["prune_to"]))
-        return self.fold(env, st, _overflow(unsummarized, low_water))
+        folded = _overflow(unsummarized, low_water)
+        if len(folded) == len(unsummarized) and unsummarized[-1].tokens <= room:
+            folded = folded[:-1]  # the newest turn stays raw whenever it fits at all
+        return self.fold(env, st, folded)
+
+    def pin_limit(self) -> int:
+        # Pins get at most a quarter of the budget, so however many details the
+        # summaries drop, the summary (a third at most) and recent turns keep theirs.
+        return max(16, int(self.params["max_tokens"]) // 4)
 
     def turn_room(
-        self, env: MemoryEnv, unsummarized: list[HistoryTurn], pinned: dict[str, int]
+        self, env: MemoryEnv, unsummarized: list[HistoryTurn], st: SummaryState
     ) -> int:
-        """Tokens left for raw turns once system, a full summary, facts and an input fit.
+        """Tokens left for raw turns once system, a full summary, pins and an input fit.
 
         The summary is reserved at its clipped maximum, so the summary a prune
-        produces can never push the kept turns over the budget; the next input
-        is assumed no longer than the longest user message still in the window.
+        produces can never push the kept turns out, and the pins as they are
+        sent, which is never more than `pin_limit()`: however many details
+        the summaries drop, this room stays bounded and prunes stay batched.
+        The next input is assumed no longer than the longest user message
+        still in the window.
         """
         counter: TokenCounter = env.counter
         system_tokens = counter.count_message("system", env.system) if env.system else 0
-        facts = facts_message(pinned, counter).tokens if pinned else 0
+        shown, _ = pins.fit_pins(st.pins, self.pin_limit(),
+                                 lambda some: facts_message(some, counter).tokens)
+        facts = facts_message(shown, counter).tokens if shown else 0
         reserve = max((m.tokens for t in unsummarized for m in t.messages if m.role == "user"),
                       default=0)
         return (int(self.params["max_tokens"]) - counter.priming - system_tokens

@@ -94,3 +94,19 @@ def facts_in(context: Context) -> dict[str, tuple[str, str]]:
 def sent_text(context: Context, *, without_input: bool = True) -> str:
     kinds = [p for p in context.parts if not (without_input and p.kind == "input")]
     return "\n".join(m.content for p in kinds for m in p.messages)
+
+
+MIXED_TOPICS = ["trains", "weather", "hotels", "museums", "food"]
+
+
+def mixed_line(i: int) -> str:
+    """Turn i of a long mixed conversation: bookings with ids, prices and dates every ten
+    turns, a Chinese traveller's details, a question about an earlier booking, small talk."""
+    if i % 10 == 1:
+        return (f"My booking number is BK-{1000 + i} and the price is {7 * i} EUR"
+                f" on 2026-03-{(i + 1) % 28:02d}.")
+    if i % 10 == 5:
+        return f"我叫王小明{i}，预算是{i}千元，三月十五日出发，航班MU{5000 + i}。"
+    if i % 10 == 7:
+        return f"What was booking BK-{1000 + i - 6} about?"
+    return f"Turn {i}: tell me something about topic {MIXED_TOPICS[i * 7 % 5]} number {i}."

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from fact_conversations import ENGLISH_VALUES, context_with, english_session, facts_in
+from fact_conversations import (
+    ENGLISH_VALUES,
+    context_with,
+    english_session,
+    facts_in,
+    mixed_line,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatmem.config import Settings
 from chatmem.engine import open_session
 from chatmem.errors import StrategyError
 from chatmem.memory import EXAMPLE_COMBINATIONS, REGISTRY, create_strategy
-from chatmem.memory.base import PART_ORDER
+from chatmem.memory.base import PART_ORDER, ContextRequest, ListHistory, Message, Part, span
+from chatmem.memory.combined import fit_budget
+from chatmem.tokens import counter_for_model
 
 
 def test_parameters_are_addressed_per_part() -> None:
@@ -79,7 +91,9 @@ def test_history_wins_over_recall(make_engine) -> None:
     assert 6 in recalled and not history & recalled
 
 
-def test_one_budget_is_shared_recall_goes_first(make_engine) -> None:
+def test_one_budget_is_shared_old_history_goes_before_a_relevant_recalled_turn(
+    make_engine,
+) -> None:
     engine = english_session(make_engine, "buffer")
     question = "curious thing about volcanoes"
     roomy = context_with(engine, "window+retrieval", question,
@@ -89,9 +103,82 @@ def test_one_budget_is_shared_recall_goes_first(make_engine) -> None:
     tight = context_with(engine, "tokens+retrieval", question,
                          **{"tokens.max_tokens": 300, "retrieval.recent": 0})
     assert tight.budget == 300 and tight.tokens <= 300 and not tight.warnings
-    assert tight.part("recalled") is None
-    assert tight.part("history") == alone.part("history")
-    assert "turn 6" in tight.dropped and "left out to fit the shared budget of 300" in tight.dropped
+    # Turn 6 is about volcanoes: it stays; the oldest recent turns make room for it.
+    assert 6 in {m.turn for m in tight.part("recalled").messages}
+    kept = [m.turn for m in tight.part("history").messages]
+    before = [m.turn for m in alone.part("history").messages]
+    assert kept and kept == before[len(before) - len(kept):] and len(kept) < len(before)
+    cut = sorted(set(before) - set(kept))
+    assert tight.dropped.endswith(
+        f"; history {span(cut)} left out to fit the shared budget of 300")
+
+
+def test_the_recalled_turn_that_answers_the_question_outlives_recent_small_talk(
+    make_engine,
+) -> None:
+    """A6: summary-buffer+retrieval after 160 mixed turns, asked about booking BK-1011."""
+    engine = make_engine("summary-buffer+retrieval", **{"summary-buffer.max_tokens": 500})
+    for i in range(1, 161):
+        assert engine.run_turn(mixed_line(i)).status == "ok"
+    context = engine.build_context("What was booking BK-1011 about?")
+    assert context.budget == 500 and context.tokens <= 500 and not context.warnings
+    recalled = context.part("recalled")
+    assert recalled is not None
+    assert {11, 17} <= {m.turn for m in recalled.messages}  # the booking and its question
+    assert any("BK-1011 and the price is 77 EUR" in m.content for m in recalled.messages)
+    history = [m.turn for m in context.part("history").messages]
+    assert history and history[-1] == 160  # the newest turn always stays
+    assert re.search(r"; history turns? \d+(–\d+)? left out to fit the shared budget of 500$",
+                     context.dropped)
+
+
+def turn_messages(turn: int, tokens: int) -> tuple[Message, ...]:
+    return (Message("user", f"question {turn}", tokens // 2, turn * 2, turn),
+            Message("assistant", f"answer {turn}", tokens - tokens // 2, turn * 2 + 1, turn))
+
+
+def fitting(history: list[int], recalled: dict[int, float], budget: int, size: int = 20):
+    counter = counter_for_model(None, exact=True)
+    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter)
+    parts = [
+        Part("recalled", tuple(m for t in sorted(recalled) for m in turn_messages(t, size)),
+             "recalled", tuple(sorted(recalled.items()))),
+        Part("history", tuple(m for t in history for m in turn_messages(t, size)), "history"),
+    ]
+    return fit_budget(request, [p for p in parts if p.messages], budget)
+
+
+def test_trimming_takes_old_history_then_the_least_relevant_recalled_turns() -> None:
+    # Fixed: 5 input + 3 priming = 8. Each turn is 20 tokens.
+    parts, history_cut, recalled_cut = fitting([5, 6, 7, 8], {1: 2.0, 2: 9.0, 3: 5.0}, 8 + 60)
+    assert history_cut == [5, 6, 7]
+    assert recalled_cut == [(1, 2.0)]
+    assert [sorted({m.turn for m in p.messages}) for p in parts] == [[2, 3], [8]]
+    assert parts[0].scores == ((2, 9.0), (3, 5.0))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=8, unique=True),
+       st.dictionaries(st.integers(41, 60), st.floats(0, 20), max_size=5),
+       st.integers(0, 400))
+def test_trimming_keeps_the_newest_history_turn_and_the_best_recalled_turns(
+    history, recalled, budget,
+) -> None:
+    history = sorted(history)
+    parts, history_cut, recalled_cut = fitting(history, recalled, budget)
+    by_kind = {p.kind: p for p in parts}
+    kept_history = sorted({m.turn for m in by_kind["history"].messages})
+    assert kept_history[-1] == history[-1]
+    assert history_cut == history[:len(history_cut)]  # oldest first
+    kept_recalled = {m.turn for m in by_kind["recalled"].messages} if "recalled" in by_kind \
+        else set()
+    assert kept_recalled | {n for n, _ in recalled_cut} == set(recalled)
+    if recalled_cut:  # recall is trimmed only once history is down to its newest turn
+        assert kept_history == [history[-1]]
+        assert max(s for _, s in recalled_cut) <= min(
+            (recalled[n] for n in kept_recalled), default=float("inf"))
+    total = 8 + sum(p.tokens for p in parts)
+    assert total <= budget or (len(kept_history) == 1 and not kept_recalled)
 
 
 def test_update_runs_every_part_and_the_session_keeps_its_parameters(store, scripted) -> None:

@@ -17,6 +17,7 @@ from chatmem.memory.summarize import (
     clip,
     diff_size,
     diff_tokens,
+    strip_clip_marker,
     summarize,
     summary_request,
     word_diff,
@@ -76,13 +77,44 @@ def test_an_empty_summary_reply_is_an_error_not_an_erased_summary(
         summarize(ScriptedProvider(), COUNTER, "old", [msg("user", "hi")])
 
 
-def test_long_output_is_clipped_with_a_visible_marker() -> None:
-    text = " ".join(f"word{i}" for i in range(200))
+def test_long_output_loses_its_oldest_lines_behind_a_marker_that_counts() -> None:
+    lines = [f"- point {i}: order ORD-77{i:02d} costs {i} EUR." for i in range(1, 30)]
+    text = "\n".join(lines)
     clipped, was = clip(text, 40, COUNTER)
-    assert was and clipped.endswith(" […clipped to 40 tokens]")
-    assert COUNTER.count_text(clipped) <= 40
-    assert text.startswith(clipped.removesuffix(" […clipped to 40 tokens]"))
+    marker = "[…older part clipped to fit 40 tokens]\n"
+    assert was and clipped.startswith(marker)
+    assert COUNTER.count_text(clipped) <= 40  # the marker's tokens included
+    kept = clipped.removeprefix(marker)
+    assert text.endswith("\n" + kept)  # whole lines, the newest ones
+    assert kept.splitlines()[-1] == lines[-1] and len(kept.splitlines()) >= 2
     assert clip("short", 40, COUNTER) == ("short", False)
+
+
+def test_a_clipped_summary_is_never_clipped_again_into_a_nested_marker() -> None:
+    text = "\n".join(f"- 第{i}天：预算{i}千元，航班MU51{i:02d}，住在湖景花园酒店。"
+                     for i in range(1, 9))
+    once, _ = clip(text, 60, COUNTER)
+    newest = "- 第九天：预算九千元，航班MU5109，坐高铁去上海外滩吃本帮菜。"
+    twice, was = clip(once + "\n" + newest, 60, COUNTER)
+    assert was and twice.count("[…") == 1 and twice.startswith("[…older part clipped to fit 60")
+    assert twice.endswith("\n" + newest)
+    # The end-of-line markers older versions stored, even one cut by a later clip, go too.
+    old = "- 三月十五日出发，航班MU5137，住在湖景花园 […clip […clipped to 66 tokens]\n- 上海"
+    assert strip_clip_marker(old) == "- 三月十五日出发，航班MU5137，住在湖景花园\n- 上海"
+    assert strip_clip_marker(twice).count("[…") == 0
+
+
+def test_one_line_too_long_keeps_its_end_and_never_starts_inside_an_id() -> None:
+    line = ("- 我叫王小明，预算是五千元，三月十五日出发，航班MU5137，住在湖景花园酒店，"
+            "第二天坐高铁去上海，看外滩夜景，然后吃本帮菜，订单号ORD-7731。")
+    clipped, was = clip(line, 30, COUNTER)
+    assert was and COUNTER.count_text(clipped) <= 30
+    kept = clipped.removeprefix("[…older part clipped to fit 30 tokens]\n")
+    assert kept.startswith("…") and line.endswith(kept[1:])
+    assert kept.endswith("ORD-7731。")
+    english = "- " + " ".join(f"ID-{i:04d}" for i in range(60))
+    kept = clip(english, 30, COUNTER)[0].split("\n", 1)[1]
+    assert kept.startswith("…ID-") or kept.startswith("… ID-")
 
 
 @settings(max_examples=40, deadline=None)
@@ -90,6 +122,20 @@ def test_long_output_is_clipped_with_a_visible_marker() -> None:
 def test_clipped_text_always_fits(text: str, limit: int) -> None:
     clipped, _ = clip(text, limit, COUNTER)
     assert COUNTER.count_text(clipped) <= limit
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_characters="\n[…"), min_size=1, max_size=40),
+                min_size=1, max_size=12),
+       st.integers(min_value=16, max_value=60))
+def test_clipping_keeps_the_newest_text_and_one_marker(lines: list[str], limit: int) -> None:
+    text = "\n".join(lines).strip()
+    clipped, was = clip(text, limit, COUNTER)
+    again, _ = clip(clipped + "\nnew", limit, COUNTER)
+    assert again.count("[…") <= 1
+    if was and clipped.count("\n"):
+        kept = clipped.split("\n", 1)[1]
+        assert text.endswith(kept.removeprefix("…"))
 
 
 def test_scripted_rule_keeps_user_first_sentences_verbatim_in_any_language() -> None:

@@ -80,7 +80,9 @@ def test_a_summary_that_turns_five_thousand_yuan_into_a_budget_is_flagged(
     context = engine.build_context("我们的预算是多少？")
     facts = context.part("facts")
     assert facts is not None and facts.reason == "kept verbatim: dropped by summary v3"
-    assert "<facts>\n- 五千元\n</facts>" in facts.messages[0].content
+    # The pin carries the turn it was said in and a verbatim quote, inside the data block.
+    assert "<facts>\n- 五千元 (from turn 3: \"我们的预算是五千元。\")\n</facts>" \
+        in facts.messages[0].content
     # Still pinned while later summaries keep leaving it out.
     engine.run_turn(CHINESE[3])
     facts = engine.build_context("？").part("facts")
@@ -190,3 +192,29 @@ def test_stateless_build_sends_every_turn_raw_and_the_input_last() -> None:
         {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
         {"role": "user", "content": "c"},
     ]
+
+
+def test_summary_pins_keep_within_summary_max_tokens_releasing_the_oldest(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import re
+
+    # A summarizer that keeps no order id at all: every one of them gets pinned.
+    monkeypatch.setitem(RULES, "summary", lambda m: re.sub(
+        r"ORD-\d+", "an order", extractive_summary(m)))
+    engine = make_engine("summary", summary_max_tokens=60)
+    notices = [n for i in range(1, 13)
+               for n in engine.run_turn(f"Order ORD-77{i:02d} ships on day {i}.").notices]
+    assert engine.strategy.pin_limit() == 60
+    versions = engine.store.summaries(engine.session.id, "summary")
+    dropped = [a for v in versions for a in v.dropped_anchors]
+    assert [f"ORD-77{i:02d}" for i in range(1, 13)] == [a for a in dropped if a.startswith("ORD")]
+    context = engine.build_context("Which orders?")
+    facts = context.part("facts")
+    assert facts is not None and facts.tokens <= 60
+    assert "ORD-7712" in facts.messages[0].content  # the newest stays
+    assert "ORD-7701" not in facts.messages[0].content  # the oldest went first
+    assert any("released to keep pins within 60 tokens (/summary lists them): ORD-7701" in n
+               for n in notices)
+    assert re.search(r"\d+ older pinned details? released to keep pins within 60 tokens",
+                     context.dropped or "")

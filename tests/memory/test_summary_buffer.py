@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fact_conversations import CHINESE_FACTS, CHINESE_FILLER
+from fact_conversations import CHINESE_FACTS, CHINESE_FILLER, mixed_line
 
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.errors import ProviderTimeout
-from chatmem.memory import create_strategy
+from chatmem.memory import create_strategy, pins
 from chatmem.memory.base import ContextRequest, ListHistory, Message
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
@@ -143,7 +143,7 @@ def test_an_anchor_the_summarizer_drops_is_pinned_in_the_next_context(
     facts = context.part("facts")
     assert facts is not None
     assert facts.reason == "kept verbatim: dropped by summary v1"
-    assert f"- {anchor}\n" in facts.messages[0].content
+    assert f"- {anchor} (from turn 1: \"{statement}\")\n" in facts.messages[0].content
     assert facts.messages[0].role == "system"
     assert context.tokens <= 260
 
@@ -243,8 +243,11 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
     assert summary is not None
     assert "clipped to fit the budget" in (context.dropped or "")
     assert "to fit the budget" in summary.reason
-    assert summary.messages[0].content.endswith(" tokens]")
-    assert "[…clipped to" in summary.messages[0].content
+    # The oldest part is cut, behind a marker; the newest summarized turn is still there.
+    content = summary.messages[0].content
+    assert re.search(r"\):\n\[…older part clipped to fit \d+ tokens\]\n", content)
+    newest = store.latest_summary(engine.session.id, "summary-buffer").text.splitlines()[-1]
+    assert content.endswith("\n" + newest)
 
 
 def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_budget(
@@ -262,7 +265,10 @@ def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_bud
     context = engine.build_context("我们的预算是多少？")
     assert context.tokens <= 300
     facts = context.part("facts")
-    assert facts is not None and "- 五千元\n" in facts.messages[0].content
+    assert facts is not None
+    # Each pin says where it was said: its line names turn 2, quoted or not.
+    [line] = [x for x in facts.messages[0].content.splitlines() if "五千元" in x]
+    assert line.startswith("- ") and "turn 2" in line
     assert f"dropped by summary v{flagged[0].version}" in facts.reason
     # Old points left the extractive summary long ago; their anchors are still sent.
     sent = "\n".join(m["content"] for m in context.messages())
@@ -294,3 +300,77 @@ def test_prune_to_outside_zero_to_one_is_a_parameter_error(raw: str) -> None:
     assert str(error.value) == (
         f"parameter prune_to='{raw}' of strategy 'summary-buffer' must be {bound}"
     )
+
+
+def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_sent(
+    store: Store,
+) -> None:
+    """A3: 160 turns full of ids, amounts and dates at max_tokens=500."""
+    provider = ScriptedProvider()
+    engine = open_engine(store, provider, max_tokens="500")
+    released: list[tuple[str, set[str]]] = []  # (notice, what was pinned right after it)
+    for i in range(1, 161):
+        result = engine.run_turn(mixed_line(i))
+        assert result.status == "ok"
+        released += [(n, {p.text for p in pins.pinned_facts(store, engine.session.id)})
+                     for n in result.notices if "released to keep pins within 125 tokens" in n]
+    turns = store.turns(engine.session.id)
+    limit = engine.strategy.pin_limit()
+    assert limit == 125  # a quarter of 500
+    for turn in turns[1:]:
+        parts = {p["kind"]: p for p in turn.context["parts"]}
+        assert turn.context["tokens"] <= 500, turn.number
+        # The previous turn is always sent: pins never crowd out all history.
+        assert turn.number - 1 in {m["turn"] for m in parts["history"]["messages"]}, turn.number
+        if "facts" in parts:
+            assert parts["facts"]["tokens"] <= limit, turn.number
+    # Prunes come in batches again: far fewer summarizer calls than turns.
+    calls = provider.calls_by_purpose["summary"]
+    assert calls == len(store.summaries(engine.session.id))
+    assert calls / len(turns) < 0.4
+    # Released pins are said so, and stay listed in the versions that dropped them.
+    assert len(released) > 5
+    dropped_ever = {a for v in store.summaries(engine.session.id) for a in v.dropped_anchors}
+    for notice, pinned_then in released:
+        gone = re.search(r"released to keep pins within 125 tokens \(/summary lists them\): "
+                         r"([^;]+)", notice)
+        assert gone is not None
+        for anchor in gone.group(1).removesuffix(" …").split(", "):
+            assert anchor in dropped_ever and anchor not in pinned_then
+    last = turns[-1].context
+    assert re.search(r"\d+ older pinned details released to keep pins within 125 tokens",
+                     last["dropped"])
+    # Every pin line says which turn it came from.
+    facts = next(p for p in last["parts"] if p["kind"] == "facts")["messages"][0]["content"]
+    lines = facts.split("<facts>\n")[1].split("\n</facts>")[0].splitlines()
+    assert lines and all(re.search(r"\((?:from )?turn \d+[:)]", x) for x in lines)
+
+
+def test_a_clipped_summary_keeps_the_newest_turns_and_one_marker(
+    make_engine: Callable[..., Engine],
+) -> None:
+    """A4: four long Chinese turns at max_tokens=200 (a 66-token summary)."""
+    lines = [
+        "你好，我叫王小明，预算是五千元，三月十五日出发，航班MU5137，住在湖景花园酒店。",
+        "第一天我们去西湖，然后去灵隐寺，晚上吃杭帮菜，第二天早上看日出。",
+        "第二天坐高铁去上海，看外滩夜景，晚上住在南京路附近的酒店。",
+        "在上海想吃本帮菜，推荐几家餐厅吧，最好在外滩附近，人均两百元以内。",
+    ]
+    engine = make_engine("summary-buffer", max_tokens=200)
+    notices = [n for text in lines for n in engine.run_turn(text).notices]
+    versions = engine.store.summaries(engine.session.id, "summary-buffer")
+    clipped = [v for v in versions if v.text.startswith("[…older part clipped to fit 66 tokens]\n")]
+    assert len(clipped) == sum("oldest part clipped to fit 66 tokens" in n for n in notices) > 1
+    for version in versions:  # never a nested or re-clipped marker
+        assert version.text.count("[…") <= 1 and "[…clip" not in version.text
+        assert engine.counter.count_text(version.text) <= 66
+    # The newest version covers turn 4, and turn 4's words are in it.
+    latest = versions[-1]
+    assert engine.state.get("summary-buffer")["boundary_turn"] == 4
+    assert latest.text.endswith("- " + lines[3]) and latest in clipped
+    context = engine.build_context("还有什么？")
+    assert "本帮菜" in context.part("summary").messages[0].content
+    # What the clip cut from the oldest turn is pinned, with its turn.
+    facts = context.part("facts")
+    assert facts is not None and "MU5137" in facts.messages[0].content
+    assert "turn 1" in facts.messages[0].content
