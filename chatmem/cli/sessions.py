@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -193,7 +191,7 @@ def rename(
 
     Example: chatmem sessions rename default trip-planning
     """
-    with _missing_is_usage(), open_store(settings_from(config, db), create=False) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         store.rename_session(name, new_name)
     consoles()[1].print(f"renamed session {name} → {new_name}", markup=False)
 
@@ -215,7 +213,7 @@ def fork(
 
     Example: chatmem sessions fork trip trip-b --at-turn 4
     """
-    with _missing_is_usage(), open_store(settings_from(config, db), create=False) as store:
+    with open_store(settings_from(config, db), create=False) as store:
         report = store.fork_session(name, new_name, at_turn=at_turn)
     if json_out:
         print_json(report.to_json())
@@ -223,17 +221,6 @@ def fork(
     err = consoles()[1]
     for line in fork_lines(report):
         err.print(line, markup=False, soft_wrap=True)
-
-
-@contextmanager
-def _missing_is_usage() -> Iterator[None]:
-    # A session named on the command line that does not exist is a usage error (exit 2).
-    from chatmem.errors import NotFound, UsageError
-
-    try:
-        yield
-    except NotFound as e:
-        raise UsageError(str(e)) from None
 
 
 def fork_lines(report: ForkReport) -> list[str]:

@@ -54,15 +54,16 @@ def test_rename(db: Path) -> None:
     assert json.loads(shown.stdout)["name"] == "旅行"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["nope", "x"], "error: no session named 'nope' in {db}"),
-    (["trip", "other"], "error: a session named 'other' already exists"),
-    (["trip", " "], "error: a session name cannot be empty"),
+@pytest.mark.parametrize(("args", "code", "message"), [
+    # A missing session is "not found" (1), as in every other command; bad names are usage (2).
+    (["nope", "x"], 1, "error: no session named 'nope' in {db}"),
+    (["trip", "other"], 2, "error: a session named 'other' already exists"),
+    (["trip", " "], 2, "error: a session name cannot be empty"),
 ])
-def test_rename_errors_exit_2_and_write_nothing(db: Path, args: list[str], message: str) -> None:
+def test_rename_errors_write_nothing(db: Path, args: list[str], code: int, message: str) -> None:
     before = rows(db)
     result = run("sessions", "rename", *args, "--db", str(db))
-    assert result.exit_code == 2
+    assert result.exit_code == code
     assert result.stderr == message.format(db=db) + "\n"
     assert rows(db) == before
 
@@ -125,18 +126,18 @@ def test_fork_json(db: Path) -> None:
     assert "分支" in result.stdout  # Chinese stays readable
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["nope", "x"], "error: no session named 'nope' in {db}"),
-    (["trip", "other"], "error: a session named 'other' already exists"),
-    (["trip", "x", "--at-turn", "4"],
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["nope", "x"], 1, "error: no session named 'nope' in {db}"),
+    (["trip", "other"], 2, "error: a session named 'other' already exists"),
+    (["trip", "x", "--at-turn", "4"], 2,
      "error: session 'trip' has 3 turns; it can be forked at turns 0–3, not at turn 4"),
-    (["trip", "x", "--at-turn", "-1"],
+    (["trip", "x", "--at-turn", "-1"], 2,
      "error: session 'trip' has 3 turns; it can be forked at turns 0–3, not at turn -1"),
 ])
-def test_fork_errors_exit_2_and_write_nothing(db: Path, args: list[str], message: str) -> None:
+def test_fork_errors_write_nothing(db: Path, args: list[str], code: int, message: str) -> None:
     before = rows(db)
     result = run("sessions", "fork", *args, "--db", str(db))
-    assert result.exit_code == 2
+    assert result.exit_code == code
     assert result.stderr == message.format(db=db) + "\n"
     assert result.stdout == ""
     assert rows(db) == before
@@ -146,7 +147,7 @@ def test_fork_errors_exit_2_and_write_nothing(db: Path, args: list[str], message
 def test_a_missing_history_file_is_not_created(tmp_path: Path, command: list[str]) -> None:
     path = tmp_path / "nowhere" / "x.db"
     result = run("sessions", *command, "--db", str(path))
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # as for list, show and delete
     assert result.stderr.startswith(f"error: no history file at {path}")
     assert not path.exists() and not path.parent.exists()
 
