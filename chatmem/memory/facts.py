@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from chatmem import fts
 from chatmem.errors import ProviderResponseError
-from chatmem.memory.base import HistoryTurn, MemoryEnv, Message, Part
+from chatmem.memory.base import HistoryTurn, MemoryEnv, Message, Part, span
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -178,7 +178,8 @@ def update_facts(env: MemoryEnv) -> list[str]:
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
             state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))
-            return [f"facts not updated ({e}); turns {done + 1}–{total} will be retried"]
+            waiting = span(list(range(done + 1, total + 1)))
+            return [f"facts not updated ({e}); {waiting} will be retried"]
         apply_extraction(state, extraction, sources)
     state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
     if last < total:

@@ -24,9 +24,12 @@ from chatmem.tokens import TokenCounter, counter_for_model
 
 
 class OpenAIReply:
-    def __init__(self, provider: OpenAIProvider, messages: ChatMessages) -> None:
+    def __init__(
+        self, provider: OpenAIProvider, messages: ChatMessages, *, json_only: bool = False
+    ) -> None:
         self._provider = provider
         self._messages = messages
+        self._json_only = json_only
         self._stream: Any = None
         self.usage = Usage()
         self.rendered_prompt: str | None = None
@@ -39,6 +42,10 @@ class OpenAIReply:
         try:
             messages: Any = [dict(m) for m in self._messages]
             limit: dict[str, Any] = {"max_tokens": p.max_tokens} if p.max_tokens else {}
+            if self._json_only:
+                # Servers constrain decoding to JSON (llama.cpp with a grammar), so
+                # even a small model answers a fact extraction request parseably.
+                limit["response_format"] = {"type": "json_object"}
             self._stream = p.client.chat.completions.create(
                 model=p.model,
                 messages=messages,
@@ -103,7 +110,7 @@ class OpenAIProvider:
         return OpenAIReply(self, messages)
 
     def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
-        return "".join(self.stream(messages))
+        return "".join(OpenAIReply(self, messages, json_only=purpose == "facts"))
 
     def token_counter(self) -> TokenCounter:
         return counter_for_model(self.model)

@@ -108,7 +108,7 @@ def test_a_rejected_answer_keeps_the_turn_and_is_retried_with_the_next(make_engi
     assert first.status == "ok"
     assert first.notices == [
         "facts not updated (fact extraction answer rejected: not JSON (Expecting value at "
-        "char 0)); turns 1–1 will be retried"
+        "char 0)); turn 1 will be retried"
     ]
     assert engine.store.messages(engine.session.id)[0].content == "My order id is ORD-7731."
     assert engine.state.live_facts() == []

@@ -149,3 +149,18 @@ def assert_failed_turn_only(store: Store, engine: Engine, error: str | None = No
     if error is not None:
         assert turn.error == error
     assert SECRET not in repr(turn)
+
+
+def test_a_fact_extraction_request_asks_the_server_for_json_only(chat_server) -> None:
+    from chatmem.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider("m", base_url=chat_server.base_url, max_retries=0)
+    try:
+        provider.complete([{"role": "user", "content": "my name is Ada"}], purpose="facts")
+        provider.complete([{"role": "user", "content": "summarize"}], purpose="summary")
+        "".join(provider.stream([{"role": "user", "content": "hi"}]))
+    finally:
+        provider.close()
+    # Servers that honour it (llama.cpp, vLLM, Ollama, OpenAI) then decode valid JSON only.
+    formats = [r.get("response_format") for r in chat_server.requests]
+    assert formats == [{"type": "json_object"}, None, None]
