@@ -21,6 +21,8 @@ from chatmem.memory.base import Context
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from chatmem.providers.base import Provider
+
 
 @dataclass(frozen=True)
 class SlashCommand:
@@ -67,6 +69,8 @@ class Repl:
         self.last: TurnResult | None = None
         self.exit_code = 0
         """The worst error's exit code; a script piping lines in gets it at the end."""
+        self.opened: list[Provider] = []
+        """Providers the REPL opened itself (/model); closed when it ends."""
 
     # -- input ----------------------------------------------------------------
 
@@ -95,7 +99,14 @@ class Repl:
             f"session {self.engine.session.name} · {strategy} · "
             f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
         ), soft_wrap=not self.status.is_terminal)
-        for line in lines if lines is not None else self.lines():
+        try:
+            self.loop(lines if lines is not None else self.lines())
+        finally:
+            for provider in self.opened:
+                provider.close()
+
+    def loop(self, lines: Iterable[str]) -> None:
+        for line in lines:
             text = line.strip()
             if not text:
                 continue

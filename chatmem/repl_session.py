@@ -188,6 +188,33 @@ def _system(repl: Repl, args: list[str]) -> None:
                   "untouched: earlier turns stay as they were sent")
 
 
+@slash("/model", "/model [NAME]",
+       "show the model, or switch to NAME for the next turns (local: a GGUF file); "
+       "the history is untouched")
+def _model(repl: Repl, args: list[str]) -> None:
+    from chatmem.engine import open_session
+    from chatmem.providers import create_provider
+
+    old = repl.engine
+    if not args:
+        repl.console.print(render.key_values(
+            {"model": f"{old.provider.name}:{old.provider.model}"}), soft_wrap=True)
+        return
+    if old.settings is None:
+        raise ChatmemError("this chat was started without settings; restart it with chatmem chat")
+    name = _raw_text(repl, args).strip()
+    settings = dataclasses.replace(old.settings, provider=old.provider.name, model=name)
+    if old.provider.name == "local":
+        settings.local = {**old.settings.local, "model_path": name}
+    provider = create_provider(settings)  # a bad name fails here, the chat goes on as it was
+    repl.opened.append(provider)
+    new = open_session(old.store, settings, provider, old.session.name)
+    new.budget = old.budget
+    repl.engine = new
+    _notice(repl, f"model: {old.provider.name}:{old.provider.model} → "
+                  f"{provider.name}:{provider.model} for the next turns; the history is untouched")
+
+
 def default_export_name(session: str) -> str:
     """A file name from a session name: letters of any script, digits, - and _ kept."""
     stem = re.sub(r"[^\w.-]+", "-", session, flags=re.UNICODE).strip("-.") or "session"

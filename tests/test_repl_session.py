@@ -267,3 +267,39 @@ def test_help_lists_the_session_commands() -> None:
                  "/export", "/budget"):
         assert name in SLASH
     assert "append-only" in SLASH["/undo"].help
+
+
+def test_model_switches_the_model_for_the_next_turns(db: Path, chat_server) -> None:
+    result = chat(db, "trip", ["first question", "/model", "/model m2", "/model",
+                               "second question"],
+                  "--provider", "openai", "--model", "m1",
+                  env={"OPENAI_BASE_URL": chat_server.base_url})
+    assert result.exit_code == 0, result.stderr
+    # The server saw each turn with the model chosen at that point.
+    assert [r["model"] for r in chat_server.requests] == ["m1", "m2"]
+    assert "model  openai:m1" in result.stdout and "model  openai:m2" in result.stdout
+    assert ("model: openai:m1 → openai:m2 for the next turns; the history is untouched"
+            in status_lines(result.stderr))
+    with Store(db) as store:
+        session = store.session("trip")
+        assert [t.model for t in store.turns(session.id)][-2:] == ["m1", "m2"]
+        assert session.model == "m2"
+    # The second turn still carried the whole history: switching a model keeps memory.
+    assert chat_server.requests[1]["messages"][-3]["content"] == "first question"
+
+
+@pytest.mark.local
+def test_model_with_a_missing_local_file_is_one_line_and_the_chat_goes_on(db: Path) -> None:
+    from chatmem.providers.local import bundled_model_path, xllamacpp_installed
+
+    if not xllamacpp_installed() or bundled_model_path() is None:
+        pytest.skip("the local model is not installed")
+    result = chat(db, "trip", ["/model /nowhere/x.gguf", "hi"], "--provider", "local",
+                  env={"CHATMEM_CONFIG": ""})
+    assert result.exit_code == 1  # a piped chat reports its worst error at the end
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        "error: local model file not found: /nowhere/x.gguf"]
+    with Store(db) as store:  # and the next turn ran on the model it had
+        turn = store.turn(store.session("trip").id)
+        assert (turn.input, turn.status) == ("hi", "ok")
+        assert turn.model == "SmolLM2-135M-Instruct.Q4_1"
