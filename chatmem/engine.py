@@ -93,7 +93,7 @@ class Engine:
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""
-        if getattr(self.counter, "additive", False):
+        if self.counter.additive:
             # The parts already hold each message's cached count; recounting the
             # whole context every turn would make a turn's cost grow with it.
             return context.tokens

@@ -27,6 +27,8 @@ class TokenCounter(Protocol):
     approximate: bool
     priming: int
     """Tokens a request costs beyond its messages (the opening of the reply)."""
+    additive: bool
+    """A request costs exactly its messages' counts plus priming (no template text between)."""
 
     def count_text(self, text: str) -> int: ...
 

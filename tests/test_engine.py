@@ -21,6 +21,7 @@ class CountingCounter:
         self.key = self._inner.key
         self.approximate = False
         self.priming = self._inner.priming
+        self.additive = self._inner.additive
         self.calls: Counter[tuple[str, str]] = Counter()
 
     def count_text(self, text: str) -> int:

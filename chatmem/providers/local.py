@@ -57,6 +57,7 @@ class LocalTokenCounter:
     """Exact counts from the model's own tokenizer and chat template."""
 
     approximate = False
+    additive = False  # a chat template may add text of its own: count what it renders
 
     def __init__(self, provider: LocalProvider) -> None:
         self._provider = provider
