@@ -77,7 +77,7 @@ Row = tuple[str, float, float, int]
 
 def chatmem_rows(turns: int, repeat: int, folder: Path) -> list[Row]:
     from chatmem.config import Settings
-    from chatmem.engine import open_session
+    from chatmem.engine import open_session, strategy_label
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.store import Store
 
@@ -92,7 +92,7 @@ def chatmem_rows(turns: int, repeat: int, folder: Path) -> list[Row]:
             build = median_ms(lambda i, e=engine: e.build_context(f"question {i}"), repeat)
             tokens = engine.build_context("question").tokens
             turn = median_ms(lambda i, e=engine: e.run_turn(f"next question {i}"), repeat)
-        label = f"chatmem {strategy} " + " ".join(f"{k}={v}" for k, v in params.items())
+        label = f"chatmem {strategy_label(strategy, params)}"
         rows.append((label, turn, build, tokens))
     return rows
 

@@ -51,6 +51,7 @@ LOCAL_MAX_REPLY_TOKENS = 1024
 """The local model's reply cap unless max_reply_tokens says otherwise: small models loop."""
 
 ENV_KEYS = {
+    "OPENAI_BASE_URL": "base_url",  # first, so CHATMEM_BASE_URL overrides it
     "CHATMEM_PROVIDER": "provider",
     "CHATMEM_MODEL": "model",
     "CHATMEM_BASE_URL": "base_url",
@@ -58,7 +59,6 @@ ENV_KEYS = {
     "CHATMEM_SYSTEM": "system",
     "CHATMEM_DB": "db",
     "CHATMEM_USER": "user",
-    "OPENAI_BASE_URL": "base_url",
 }
 
 
@@ -194,11 +194,7 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
             _check_value(path, key, value, SCHEMA[""][key])
         else:
             raise ConfigError(f"{path}: unknown key {key!r}")
-    if data.get("provider", "auto") not in PROVIDERS:
-        raise ConfigError(
-            f"{path}: key 'provider' must be one of {', '.join(PROVIDERS)}, "
-            f"got {data['provider']!r}"
-        )
+    _check_provider(path, "provider", data)
     if "strategy" in data:
         _check_strategy(path, "strategy", data["strategy"], {})
     _check_summary(path, data.get("summary", {}))
@@ -209,10 +205,14 @@ def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
 
     if "prompt" in table:
         check_prompt(table["prompt"], f"{path}: key 'summary.prompt'")
-    if table.get("provider", "auto") not in PROVIDERS:
+    _check_provider(path, "summary.provider", table)
+
+
+def _check_provider(path: Path, key: str, table: Mapping[str, Any]) -> None:
+    value = table.get("provider", "auto")
+    if value not in PROVIDERS:
         raise ConfigError(
-            f"{path}: key 'summary.provider' must be one of {', '.join(PROVIDERS)}, "
-            f"got {table['provider']!r}"
+            f"{path}: key {key!r} must be one of {', '.join(PROVIDERS)}, got {value!r}"
         )
 
 
@@ -242,7 +242,7 @@ def load_settings(
     """Defaults, then the config file, then CHATMEM_* variables, then flags."""
     env = os.environ if env is None else env
     settings = Settings()
-    explicit = config_path or (Path(env["CHATMEM_CONFIG"]) if env.get("CHATMEM_CONFIG") else None)
+    explicit = _chosen_config(config_path, env)
     path = explicit or default_config_path()
     if explicit is not None and not path.exists():
         raise ConfigError(f"{path}: config file not found")
@@ -258,8 +258,7 @@ def load_settings(
         settings.source = path
         settings.sources.update(dict.fromkeys(_flat(data), str(path)))
     for variable, key in ENV_KEYS.items():
-        if env.get(variable) and not (key == "base_url" and env.get("CHATMEM_BASE_URL")
-                                      and variable == "OPENAI_BASE_URL"):
+        if env.get(variable):
             setattr(settings, key, env[variable])
             settings.sources[key] = f"env {variable}"
     if settings.provider not in PROVIDERS:
@@ -275,10 +274,14 @@ def load_settings(
 
 def config_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """The config file chatmem reads: --config, else CHATMEM_CONFIG, else the app directory."""
-    env = os.environ if env is None else env
-    if config_path is not None:
-        return config_path
-    return Path(env["CHATMEM_CONFIG"]) if env.get("CHATMEM_CONFIG") else default_config_path()
+    return _chosen_config(config_path, os.environ if env is None else env) or default_config_path()
+
+
+def _chosen_config(path: Path | None, env: Mapping[str, str]) -> Path | None:
+    """--config, else CHATMEM_CONFIG; None when neither names a file."""
+    if path is not None:
+        return path
+    return Path(env["CHATMEM_CONFIG"]) if env.get("CHATMEM_CONFIG") else None
 
 
 def example_config() -> str:

@@ -87,9 +87,8 @@ class Engine:
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy
         self._caught_up = False
-        self.store.update_session(self.session.id, strategy=strategy.name,
-                                  params=dict(strategy.params))
-        self.session = self.store.session_by_id(self.session.id)
+        self.session = self.store.update_session(self.session.id, strategy=strategy.name,
+                                                 params=dict(strategy.params))
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""
@@ -166,9 +165,8 @@ class Engine:
         # The session shows the provider and model its latest turn really used.
         if (self.session.provider, self.session.model) != (self.provider.name,
                                                            self.provider.model):
-            self.store.update_session(self.session.id, provider=self.provider.name,
-                                      model=self.provider.model)
-            self.session = self.store.session_by_id(self.session.id)
+            self.session = self.store.update_session(self.session.id, provider=self.provider.name,
+                                                     model=self.provider.model)
 
     def _cache_input_count(self, record: TurnRecord, context: Context) -> None:
         # The input was counted to build this context; history reuses that count
@@ -246,8 +244,8 @@ def open_session(
         changes: dict[str, Any] = {}
         if strategy is not None or params:
             changes.update(strategy=chosen.name, params=dict(chosen.params))
-            before = f"{session.strategy} {_describe(session.params)}".strip()
-            after = f"{chosen.name} {_describe(chosen.params)}".strip()
+            before = strategy_label(session.strategy, session.params)
+            after = strategy_label(chosen.name, chosen.params)
             if before != after:
                 notices.append(f"session {name}: strategy {before} → {after}")
         if system is not None:
@@ -256,16 +254,16 @@ def open_session(
                 notices.append(f"session {name}: system prompt replaced "
                                f"({len(session.system or '')} → {len(system)} characters)")
         if changes:
-            store.update_session(session.id, **changes)
-            session = store.session_by_id(session.id)
+            session = store.update_session(session.id, **changes)
     engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
                     helper_model=summary_model(settings, provider), settings=settings)
     engine.notices = notices
     return engine
 
 
-def _describe(params: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items())
+def strategy_label(name: str, params: Mapping[str, Any]) -> str:
+    """`window k=2`: a strategy and its parameters as a user would type them."""
+    return " ".join([name, *(f"{k}={v}" for k, v in params.items())])
 
 
 def summary_model(settings: Settings, provider: Provider) -> Provider | None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 
-# Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks.
-_CJK = (
+# Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks, as regex class ranges.
+CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
     "\U00020000-\U0002fa1f"
 )
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+", re.UNICODE)
-_CJK_RUN = re.compile(rf"[{_CJK}]+")
+_TOKEN = re.compile(rf"[{CJK}]+|[^\W{CJK}]+", re.UNICODE)
+_CJK_RUN = re.compile(rf"[{CJK}]+")
 
 
 def index_terms(text: str) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from chatmem.memory.base import HistoryTurn, Message, group_turns
+from chatmem.memory.base import HistoryTurn, Message
 from chatmem.store import MessageRecord, Store
 from chatmem.tokens import TokenCounter
 
@@ -59,5 +59,3 @@ class StoredHistory:
             cached.update(missing)
         return [Message(r.role, r.content, cached[r.id], r.id, r.turn) for r in records]
 
-
-__all__ = ["StoredHistory", "group_turns"]

@@ -71,6 +71,8 @@ class Repl:
         """The worst error's exit code; a script piping lines in gets it at the end."""
         self.opened: list[Provider] = []
         """Providers the REPL opened itself (/model); closed when it ends."""
+        self.raw_args = ""
+        """The current slash command's arguments as typed, quotes and spacing kept."""
 
     # -- input ----------------------------------------------------------------
 
@@ -94,9 +96,8 @@ class Repl:
                 return
 
     def run(self, lines: Iterable[str] | None = None) -> None:
-        strategy = f"{self.engine.strategy.name} {_params(self.engine)}".strip()
         self.status.print(render.notice_line(
-            f"session {self.engine.session.name} · {strategy} · "
+            f"session {self.engine.session.name} · {strategy_label(self.engine)} · "
             f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
         ), soft_wrap=not self.status.is_terminal)
         try:
@@ -155,7 +156,7 @@ class Repl:
             estimated=record.estimated_tokens,
             reported=record.prompt_tokens,
             latency_ms=record.latency_ms,
-            strategy=f"{record.strategy} {_params(self.engine, changed_only=True)}".strip(),
+            strategy=strategy_label(self.engine, changed_only=True),
         )
 
     def prompt_panel(self, context: Context, estimated: int | None = None) -> object:
@@ -168,7 +169,7 @@ class Repl:
         except ValueError:
             words = text.split()
         name, args = words[0], words[1:]
-        # The arguments as typed, quotes and spacing kept (a system prompt is prose).
+        # A system prompt is prose: /system and /model take the arguments as typed.
         self.raw_args = text.strip()[len(text.split(maxsplit=1)[0]):].strip()
         command = SLASH.get(name)
         if command is None:
@@ -176,8 +177,10 @@ class Repl:
         command.run(self, args)
 
 
-def _params(engine: Engine, *, changed_only: bool = False) -> str:
-    return engine.strategy.describe_params(changed_only=changed_only)
+def strategy_label(engine: Engine, *, changed_only: bool = False) -> str:
+    """`window k=3`: the strategy in use and its parameters, as a user would type them."""
+    params = engine.strategy.describe_params(changed_only=changed_only)
+    return f"{engine.strategy.name} {params}".strip()
 
 
 @slash("/help", "/help", "list the commands")
@@ -201,9 +204,7 @@ def _strategy(repl: Repl, args: list[str]) -> None:
         params = parse_param_pairs(
             args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
         repl.engine.set_strategy(parse_spec(args[0], params).create())
-    repl.console.print(render.notice_line(
-        f"strategy: {repl.engine.strategy.name} {_params(repl.engine)}"
-    ))
+    repl.console.print(render.notice_line(f"strategy: {strategy_label(repl.engine)}"))
 
 
 @slash("/inspect", "/inspect [N]", "show the exact context of turn N (default: the last), part "
@@ -224,7 +225,7 @@ def _tokens(repl: Repl, args: list[str]) -> None:
     context = repl.engine.build_context(" ".join(args))
     repl.console.print(render.token_line(
         context, approximate=repl.engine.counter.approximate,
-        strategy=f"{repl.engine.strategy.name} {_params(repl.engine, changed_only=True)}".strip(),
+        strategy=strategy_label(repl.engine, changed_only=True),
     ))
 
 

@@ -45,14 +45,15 @@ def _remember(repl: Repl, args: list[str]) -> None:
         key = next(k for n in range(1, len(taken) + 2) if (k := f"note {n}") not in taken)
         pairs = [(key, text)]
     scope = "session" if session_scope or not state.user else "user"
+    note = unused_facts_note(repl.engine.strategy.name)
     for key, value in pairs:
+        # Read afresh: an earlier pair of this very line may have stored the key.
         existing = find_facts(state.live_facts(), key)
         fact = state.store.upsert_fact(
             existing[0].key if existing else key, value,
             scope=existing[0].scope if existing else scope,
             user=state.user, session_id=state.session_id,
         )
-        note = unused_facts_note(repl.engine.strategy.name)
         repl.console.print(render.notice_line(
             f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope})"
             + (f"; {note}" if note else "")

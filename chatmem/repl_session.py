@@ -14,7 +14,7 @@ from typing import Any
 
 from chatmem import render
 from chatmem.errors import ChatmemError, NotFound, UsageError
-from chatmem.repl import Repl, slash
+from chatmem.repl import Repl, slash, strategy_label
 
 
 def _notice(repl: Repl, text: str) -> None:
@@ -24,39 +24,53 @@ def _notice(repl: Repl, text: str) -> None:
 
 def _raw_text(repl: Repl, args: list[str]) -> str:
     # The line as typed (quotes and spacing kept) when the REPL recorded it.
-    raw = getattr(repl, "raw_args", None)
-    return raw if isinstance(raw, str) else " ".join(args)
+    return repl.raw_args or " ".join(args)
 
 
 def _describe(repl: Repl) -> str:
     engine = repl.engine
     turns = engine.store.turn_count(engine.session.id)
-    params = engine.strategy.describe_params()
-    return (f"session {engine.session.name} · {engine.strategy.name}"
-            f"{' ' + params if params else ''} · {turns} turn{'' if turns == 1 else 's'}")
+    return (f"session {engine.session.name} · {strategy_label(engine)}"
+            f" · {turns} turn{'' if turns == 1 else 's'}")
 
 
 def open_in_repl(
     repl: Repl, name: str, *, strategy: str | None = None,
     params: dict[str, Any] | None = None, system: str | None = None,
+    model: str | None = None,
 ) -> None:
-    """Make `name` the REPL's session, built the way `chatmem chat NAME` builds it."""
+    """Make `name` the REPL's session, built the way `chatmem chat NAME` builds it.
+
+    With `model`, the chat runs on a new provider for that model (/model).
+    """
     from chatmem.engine import open_session
+    from chatmem.providers import create_provider
 
     old = repl.engine
     if old.settings is None:
         raise ChatmemError("this chat was started without settings; restart it with chatmem chat")
-    new = open_session(old.store, old.settings, old.provider, name, strategy=strategy,
+    settings, provider = old.settings, old.provider
+    if model is not None:
+        settings = dataclasses.replace(settings, provider=provider.name, model=model)
+        if provider.name == "local":
+            settings.local = {**old.settings.local, "model_path": model}
+        provider = create_provider(settings)  # a bad name fails here, the chat goes on as it was
+        repl.opened.append(provider)
+    new = open_session(old.store, settings, provider, name, strategy=strategy,
                        params=params, system=system)
     if new.helper_model is not new.provider and new.helper_model is not old.helper_model:
-        # The same [summary] settings give the same model; keep the one already
-        # open, which `chatmem chat` closes when the REPL ends.
-        new.helper_model.close()
-        new.helper_model = old.helper_model
+        if model is None:
+            # The same [summary] settings give the same model; keep the one already
+            # open, which `chatmem chat` closes when the REPL ends.
+            new.helper_model.close()
+            new.helper_model = old.helper_model
+        else:
+            # Built for the new model's settings: the REPL closes it when it ends.
+            repl.opened.append(new.helper_model)
     new.budget = old.budget
     repl.engine = new
     repl.last = None
-    for notice in getattr(new, "notices", []):
+    for notice in new.notices:
         _notice(repl, notice)
 
 
@@ -192,27 +206,15 @@ def _system(repl: Repl, args: list[str]) -> None:
        "show the model, or switch to NAME for the next turns (local: a GGUF file); "
        "the history is untouched")
 def _model(repl: Repl, args: list[str]) -> None:
-    from chatmem.engine import open_session
-    from chatmem.providers import create_provider
-
     old = repl.engine
     if not args:
         repl.console.print(render.key_values(
             {"model": f"{old.provider.name}:{old.provider.model}"}), soft_wrap=True)
         return
-    if old.settings is None:
-        raise ChatmemError("this chat was started without settings; restart it with chatmem chat")
-    name = _raw_text(repl, args).strip()
-    settings = dataclasses.replace(old.settings, provider=old.provider.name, model=name)
-    if old.provider.name == "local":
-        settings.local = {**old.settings.local, "model_path": name}
-    provider = create_provider(settings)  # a bad name fails here, the chat goes on as it was
-    repl.opened.append(provider)
-    new = open_session(old.store, settings, provider, old.session.name)
-    new.budget = old.budget
-    repl.engine = new
+    open_in_repl(repl, old.session.name, model=_raw_text(repl, args).strip())
+    new = repl.engine.provider
     _notice(repl, f"model: {old.provider.name}:{old.provider.model} → "
-                  f"{provider.name}:{provider.model} for the next turns; the history is untouched")
+                  f"{new.name}:{new.model} for the next turns; the history is untouched")
 
 
 def default_export_name(session: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chatmem.errors import NotFound, UsageError
-from chatmem.render.summary import summary_panel
+from chatmem.render.summary import covered_turn, summary_panel
 from chatmem.repl import Repl, slash
 from chatmem.store import SummaryRecord
 
@@ -35,18 +35,23 @@ def _version(word: str) -> int:
     return number
 
 
-def _get(repl: Repl, strategy: str, version: int | None) -> SummaryRecord:
-    store, session = repl.engine.store, repl.engine.session
-    latest = store.latest_summary(session.id, strategy)
+def _latest(repl: Repl, strategy: str) -> SummaryRecord:
+    session = repl.engine.session
+    latest = repl.engine.store.latest_summary(session.id, strategy)
     if latest is None:
         raise NotFound(f"no summary yet in session {session.name!r} ({strategy});"
                        " one is written after the first turn it summarizes")
-    if version is None:
+    return latest
+
+
+def _get(repl: Repl, latest: SummaryRecord, version: int) -> SummaryRecord:
+    session = repl.engine.session
+    if version == latest.version:
         return latest
     if version > latest.version:
         raise NotFound(f"no summary version {version} in session {session.name!r}"
-                       f" ({strategy} has v1–v{latest.version})")
-    return store.summary(session.id, strategy, version)
+                       f" ({latest.strategy} has v1–v{latest.version})")
+    return repl.engine.store.summary(session.id, latest.strategy, version)
 
 
 @slash("/summary", "/summary [N [M]]",
@@ -55,17 +60,12 @@ def _summary(repl: Repl, args: list[str]) -> None:
     if len(args) > 2:
         raise UsageError("/summary takes at most two versions, e.g. /summary 3 7")
     versions = [_version(word) for word in args]
-    strategy = summary_strategy(repl)
+    latest = _latest(repl, summary_strategy(repl))
     old: SummaryRecord | None
     if len(versions) == 2:
-        old, new = _get(repl, strategy, versions[0]), _get(repl, strategy, versions[1])
+        old, new = _get(repl, latest, versions[0]), _get(repl, latest, versions[1])
     else:
-        new = _get(repl, strategy, versions[0] if versions else None)
-        old = _get(repl, strategy, new.version - 1) if new.version > 1 else None
-    repl.console.print(summary_panel(new, old, covered_turn=covered_turn(repl, new)))
-
-
-def covered_turn(repl: Repl, record: SummaryRecord) -> int | None:
-    """The last turn a version covers: summary ids are message ids, the user counts turns."""
+        new = _get(repl, latest, versions[0]) if versions else latest
+        old = _get(repl, latest, new.version - 1) if new.version > 1 else None
     turn_of = {m.id: m.turn for m in repl.engine.store.messages(repl.engine.session.id)}
-    return max((turn_of[i] for i in record.covered_ids if i in turn_of), default=None)
+    repl.console.print(summary_panel(new, old, covered_turn=covered_turn(new, turn_of)))

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from chatmem.engine import Engine
+from chatmem.engine import Engine, strategy_label
 from chatmem.errors import StoreError, StrategyError
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, Strategy
@@ -42,7 +42,7 @@ class StrategySpec:
 
     @property
     def label(self) -> str:
-        return " ".join([self.name, *(f"{k}={v}" for k, v in self.params.items())])
+        return strategy_label(self.name, self.params)
 
     @property
     def slug(self) -> str:
@@ -157,17 +157,15 @@ def replay(
         raise StrategyError("give at least one --strategy")
     if save_as and store is None:
         raise StrategyError("--save-as needs a history file")
-    if save_as:
-        names = [_session_name(save_as, s, len(specs)) for s in specs]
-        taken = [n for n in names if store is not None and store.find_session(n)]
-        if taken:
-            raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
+    names = [_session_name(save_as, s, len(specs)) if save_as else None for s in specs]
+    taken = [n for n in names if n and store is not None and store.find_session(n)]
+    if taken:
+        raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer)
     steps = plan(transcript, keep_replies)
     runs = []
-    for spec in specs:
-        if save_as and store is not None:
-            name = _session_name(save_as, spec, len(specs))
+    for spec, name in zip(specs, names, strict=True):
+        if name and store is not None:
             runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
         else:
             with Store(":memory:") as scratch:

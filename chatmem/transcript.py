@@ -104,15 +104,15 @@ def read_transcript(path: Path) -> Transcript:
 
 def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
     stripped = text.lstrip()
-    if stripped.startswith("["):
-        return _parse_json_document(text, source)
-    if stripped.startswith("{"):
+    if stripped.startswith(("[", "{")):
         try:
             whole = json.loads(text)
-        except json.JSONDecodeError:
-            whole = None
-        if isinstance(whole, dict) and "messages" in whole:
-            return _parse_json_document(text, source)
+        except json.JSONDecodeError as e:
+            if stripped.startswith("["):
+                raise TranscriptError(f"{source}:{e.lineno}: not valid JSON ({e.msg})") from None
+            whole = None  # JSON Lines: more than one object
+        if isinstance(whole, list) or (isinstance(whole, dict) and "messages" in whole):
+            return _parse_json_document(text, whole, source)
     return _parse_jsonl(text, source)
 
 
@@ -141,11 +141,7 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
     return transcript
 
 
-def _parse_json_document(text: str, source: str) -> Transcript:
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TranscriptError(f"{source}:{e.lineno}: not valid JSON ({e.msg})") from None
+def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: str) -> Transcript:
     transcript = Transcript(source=source)
     if isinstance(whole, dict):
         messages = whole["messages"]

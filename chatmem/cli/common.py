@@ -113,17 +113,16 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
     from chatmem.errors import StrategyError
     from chatmem.memory.params import parse_param_pairs
 
-    seen: dict[str, str] = {}
+    params: dict[str, str] = {}
     for pair in pairs or ():
-        key, _, value = pair.partition("=")
-        key = key.strip()
-        if key in seen and seen[key] != value.strip():
+        [(key, value)] = parse_param_pairs(
+            [pair], lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3").items()
+        if params.get(key, value) != value:
             raise StrategyError(
-                f"--param {key} is given twice ({key}={seen[key]} and {pair.strip()}); "
+                f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "
                 "give it once")
-        seen[key] = value.strip()
-    return parse_param_pairs(
-        pairs or (), lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3")
+        params[key] = value
+    return params
 
 
 def strategy_choice(strategy: str | None,

@@ -202,6 +202,7 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
 
 def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
     from chatmem.render.inspect import summaries_view
+    from chatmem.render.summary import covered_turn
     from chatmem.tokens import counter_for_model
 
     counter = counter_for_model(session.model)
@@ -209,7 +210,7 @@ def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
     rows = [
         {"version": s.version, "strategy": s.strategy, "created_at": s.created_at,
          "covered_messages": len(s.covered_ids),
-         "covered_turn": max((turn_of[i] for i in s.covered_ids if i in turn_of), default=None),
+         "covered_turn": covered_turn(s, turn_of),
          "tokens": counter.count_text(s.text),
          "anchors": s.anchors, "dropped_anchors": s.dropped_anchors, "model": s.model,
          "text": s.text}

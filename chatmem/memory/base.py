@@ -37,6 +37,11 @@ class Message:
     id: int | None = None
     turn: int | None = None
 
+    @classmethod
+    def counted(cls, role: str, content: str, counter: TokenCounter) -> Message:
+        """A message not (yet) stored, with its tokens counted by `counter`."""
+        return cls(role, content, counter.count_message(role, content))
+
     def as_chat(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
 
@@ -85,9 +90,6 @@ class ListHistory:
 
     def turns(self, first: int, last: int) -> list[HistoryTurn]:
         return self._turns[max(first, 1) - 1 : max(last, 0)]
-
-    def append(self, turn: HistoryTurn) -> None:
-        self._turns.append(turn)
 
 
 def group_turns(messages: Iterable[Message], first_number: int = 1) -> list[HistoryTurn]:
@@ -197,7 +199,7 @@ class ContextRequest:
         """The system prompt as sent; counted once however many parts of a build ask."""
         if not self.system:
             return None
-        return Message("system", self.system, self.counter.count_message("system", self.system))
+        return Message.counted("system", self.system, self.counter)
 
 
 @runtime_checkable
@@ -332,7 +334,7 @@ def history_part(turns: Sequence[HistoryTurn], reason: str) -> Part | None:
 
 def fixed_tokens(request: ContextRequest) -> int:
     """Tokens every context spends before any memory: system, input, priming."""
-    system = system_part(request)
+    system = request.system_message
     return request.counter.priming + request.input.tokens + (system.tokens if system else 0)
 
 

@@ -167,8 +167,10 @@ def fit_budget(
     if budget is None:
         return parts, history_cut, recalled_cut
 
+    fixed = fixed_tokens(request)
+
     def over() -> bool:
-        return fixed_tokens(request) + sum(p.tokens for p in parts) > budget
+        return fixed + sum(p.tokens for p in parts) > budget
 
     def without(kind: PartKind, turn: int) -> None:
         index = next(i for i, p in enumerate(parts) if p.kind == kind)

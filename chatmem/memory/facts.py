@@ -286,7 +286,7 @@ def facts_part(
     if any(f.source_turn is None for f in chosen):
         sources.append("/remember")
     origin = "from " + ", ".join(sources)
-    message = Message("system", text, counter.count_message("system", text))
+    message = Message.counted("system", text, counter)
     return Part("facts", (message,), f"{label}: {how} ({origin})")
 
 

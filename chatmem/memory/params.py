@@ -19,32 +19,25 @@ class Param:
     maximum: float | None = None
 
     def parse(self, strategy: str, raw: Any) -> Any:
+        def invalid(must: str) -> StrategyError:
+            return StrategyError(
+                f"parameter {self.name}={raw!r} of strategy {strategy!r} must be {must}"
+            )
+
         value = raw
         if isinstance(raw, str) and self.type is not str:
             try:
                 value = _parse_scalar(self.type, raw)
             except ValueError:
-                raise StrategyError(
-                    f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                    f"must be {_type_word(self.type)}"
-                ) from None
+                raise invalid(_type_word(self.type)) from None
         elif self.type is float and isinstance(raw, int) and not isinstance(raw, bool):
             value = float(raw)
         elif not isinstance(raw, self.type) or (self.type is int and isinstance(raw, bool)):
-            raise StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                f"must be {_type_word(self.type)}"
-            )
+            raise invalid(_type_word(self.type))
         if self.minimum is not None and value < self.minimum:
-            raise StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                f"must be at least {self.minimum}"
-            )
+            raise invalid(f"at least {self.minimum}")
         if self.maximum is not None and value > self.maximum:
-            raise StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} "
-                f"must be at most {self.maximum}"
-            )
+            raise invalid(f"at most {self.maximum}")
         return value
 
 

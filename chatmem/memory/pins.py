@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from chatmem.fts import CJK
 from chatmem.memory.anchors import present
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ COUNTER = "pins"
 """Strategy-state namespace of the session's last pin id, shared by every summary strategy,
 so that `p3` names one pin in a session even when two summary strategies have pins."""
 _REF = re.compile(r"^[pP](\d+)$")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK = re.compile(f"[{CJK}]")
 _SENTENCE = re.compile(r"[^.!?。！？\n]*(?:[.!?](?=\s|$)|[。！？]|\n|$)")
 _WORD_CHAR = re.compile(r"[A-Za-z0-9_\-./@#]")
 QUOTE_WIDTH = 56
@@ -70,15 +71,6 @@ class PinnedFact:
     @property
     def source(self) -> str:
         return f"{self.strategy} v{self.version} (pinned)"
-
-
-def parse_pinned(value: Any) -> list[tuple[str, int, int | None]]:
-    """The stored pin list as (text, version, pin id) triples."""
-    out = []
-    for item in value or []:
-        pin_id = int(item[2]) if len(item) > 2 and item[2] is not None else None
-        out.append((str(item[0]), int(item[1]), pin_id))
-    return out
 
 
 def parse_pins(value: Any) -> list[Pin]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ConfigError, ProviderResponseError
+from chatmem.fts import CJK
 from chatmem.memory.base import Message
 from chatmem.tokens import TokenCounter
 
@@ -165,15 +166,11 @@ def summarize(
 
 # -- word diffs ---------------------------------------------------------------
 
-_CJK = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    "\U00020000-\U0002fa1f"
-)
 # CJK text has no spaces: each character is a "word", so one changed amount in a
 # Chinese line shows as a few characters, not the whole line. Latin words keep
 # inner joiners, so ORD-7731, 2026-05-01 and a@b.com change as one word.
-_WORD = rf"[^\W{_CJK}]+"
-_DIFF_TOKEN = re.compile(rf"[{_CJK}]|{_WORD}(?:[-./@]{_WORD})*|\s+|[^\w\s]")
+_WORD = rf"[^\W{CJK}]+"
+_DIFF_TOKEN = re.compile(rf"[{CJK}]|{_WORD}(?:[-./@]{_WORD})*|\s+|[^\w\s]")
 
 
 def diff_tokens(text: str) -> list[str]:
@@ -201,7 +198,7 @@ def diff_unit(old: str, new: str) -> str:
     """What diff_size counts: "characters" when the changes are mostly CJK, else "words"."""
     changed = "".join(run for op, run in word_diff(old, new) if op != "=")
     tokens = [t for t in diff_tokens(changed) if any(c.isalnum() for c in t)]
-    cjk = sum(1 for t in tokens if re.fullmatch(f"[{_CJK}]", t))
+    cjk = sum(1 for t in tokens if re.fullmatch(f"[{CJK}]", t))
     return "characters" if cjk * 2 > len(tokens) else "words"
 
 

@@ -77,18 +77,18 @@ def load_state(state: SessionState | None, strategy: str) -> SummaryState:
 
 def summary_message(text: str, boundary: int, version: int, counter: TokenCounter) -> Message:
     content = f"Summary of the conversation so far ({_upto(boundary)}, v{version}):\n{text}"
-    return Message("system", content, counter.count_message("system", content))
+    return Message.counted("system", content, counter)
 
 
 def _upto(turn: int) -> str:
-    return "turn 1" if turn == 1 else f"turns 1–{turn}"
+    return span(range(1, turn + 1))
 
 
 def facts_message(pinned: Sequence[pins.Pin], counter: TokenCounter) -> Message:
     # A delimited data block: these are quotations from the conversation, not instructions.
     content = ("Details from earlier turns, kept verbatim:\n<facts>\n"
                f"{pins.render_pins(pinned)}\n</facts>")
-    return Message("system", content, counter.count_message("system", content))
+    return Message.counted("system", content, counter)
 
 
 def pinned_reason(pinned: Sequence[pins.Pin]) -> str:
@@ -291,13 +291,14 @@ class SummaryStrategy(SummaryMemory):
         parts, notes = self.memory_parts(st, request.counter)
         warnings = []
         if pending:
+            turns = span([t.number for t in pending])
             why = f"summary behind: {st.behind}" if st.behind else "not yet summarized"
-            part = history_part(pending, f"{span([t.number for t in pending])} ({why})")
+            part = history_part(pending, f"{turns} ({why})")
             if part:
                 parts.append(part)
             if st.behind:
-                warnings.append(f"summary is behind; {span([t.number for t in pending])} sent raw")
-        return assemble(request, parts, budget=request.budget, warnings=warnings,
+                warnings.append(f"summary is behind; {turns} sent raw")
+        return assemble(request, parts, budget=self.budget(request), warnings=warnings,
                         dropped="; ".join(notes) or None)
 
     def update(self, env: MemoryEnv) -> list[str]:

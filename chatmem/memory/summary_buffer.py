@@ -64,11 +64,11 @@ class SummaryBufferStrategy(SummaryMemory):
         unsummarized = [] if pending else _newest_after(request.history.newest_first(),
                                                         st.boundary)
         newest = drop_leading_assistant(unsummarized[:1])
+        fixed = fixed_tokens(request)
         # The newest whole turn outranks pinned details: pins never take its room.
-        parts, notes = self.memory_parts(st, request.counter,
-                                         room=max(budget - fixed_tokens(request), 0),
+        parts, notes = self.memory_parts(st, request.counter, room=max(budget - fixed, 0),
                                          keep_free=newest[0].tokens if newest else 0)
-        room = max(budget - fixed_tokens(request) - sum(p.tokens for p in parts), 0)
+        room = max(budget - fixed - sum(p.tokens for p in parts), 0)
         # A failed summary never loses turns: all unsummarized turns go raw,
         # over the budget if need be (assemble says so in the warnings).
         turns = (drop_leading_assistant(pending) if pending

@@ -14,13 +14,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from chatmem.errors import ConfigError
-from chatmem.providers import scripted_facts
+from chatmem.providers import scripted_facts, scripted_summary
 from chatmem.providers.base import ChatMessages, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
 
-RULES: dict[str, Callable[[ChatMessages], str]] = {}
+RULES: dict[str, Callable[[ChatMessages], str]] = {
+    "summary": scripted_summary.extractive_summary,
+    "facts": scripted_facts.answer,
+}
 """Deterministic answers for non-chat purposes ("summary", "facts"), by purpose."""
-scripted_facts.register(RULES)
 
 
 def read_script(path: Path) -> list[str]:
@@ -110,6 +112,3 @@ class ScriptedProvider:
     def close(self) -> None:
         pass
 
-
-# Registers the deterministic summary rule, so summaries work offline everywhere.
-from chatmem.providers import scripted_summary as _scripted_summary  # noqa: E402,F401

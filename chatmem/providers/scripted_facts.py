@@ -80,10 +80,6 @@ SET_RULES: list[Rule] = [
 ]
 
 
-def clauses(text: str) -> list[str]:
-    return [c for c, _ in _clauses(text)]
-
-
 def _clauses(text: str) -> list[tuple[str, bool]]:
     """Each clause, and whether it asks rather than states (a question is never a fact)."""
     pieces = _CLAUSE.split(text)
@@ -141,7 +137,3 @@ def answer(messages: ChatMessages) -> str:
             out["set"].append({"key": key, "value": value, "turn": turn,
                                "scope": "user" if key in USER_KEYS else "session"})
     return json.dumps(out, ensure_ascii=False)
-
-
-def register(rules: dict[str, Callable[[ChatMessages], str]]) -> None:
-    rules["facts"] = answer

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 from chatmem.providers.base import ChatMessages
-from chatmem.providers.scripted import RULES
 
 MAX_POINTS = 8
 MAX_WORDS = 24
@@ -41,6 +40,3 @@ def extractive_summary(messages: ChatMessages) -> str:
             points.append(first_sentence(line[6:]))
     kept = list(dict.fromkeys(p for p in points if p))[-MAX_POINTS:]
     return "\n".join(f"- {p}" for p in kept)
-
-
-RULES["summary"] = extractive_summary

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.base import Context
+from chatmem.tokens import format_count
 
 PART_STYLES = {
     "system": "magenta",
@@ -75,25 +76,24 @@ def token_line(
     differs from the parts plus priming, a `chat template +N` segment says
     where the difference went, so the line adds up.
     """
-    mark = "≈" if approximate else ""
     text = Text()
     for i, part in enumerate(context.parts):
         if i:
             text.append(" · ", style="dim")
         text.append(part.kind, style=PART_STYLES.get(part.kind, ""))
-        text.append(f" {mark}{part.tokens:,}")
+        text.append(f" {format_count(part.tokens, approximate)}")
     if context.priming:
         # The reply's opening tokens are part of every request: listed, the line adds up.
         text.append(" · ", style="dim")
         text.append("priming", style="dim")
-        text.append(f" {mark}{context.priming:,}")
+        text.append(f" {format_count(context.priming, approximate)}")
     extra = template_extra(context, estimated)
     if extra:
         text.append(" · ", style="dim")
         text.append("chat template", style="magenta")
         text.append(f" {extra:+,}")
     total = estimated if estimated is not None else context.tokens
-    text.append(f" = {mark}{total:,} tokens")
+    text.append(f" = {format_count(total, approximate)} tokens")
     if context.budget:
         text.append(f" of {context.budget:,}", style="red" if context.over_budget else "dim")
     if reported is not None:
@@ -117,13 +117,12 @@ def context_panel(
     Reply priming and any tokens the chat template adds get their own rows, so
     the rows add up to the total under the panel.
     """
-    mark = "≈" if approximate else ""
     blocks: list[RenderableType] = []
     for part in context.parts:
         style = PART_STYLES.get(part.kind, "")
         header = Text.assemble(
             (f"{part.kind}", f"bold {style}"),
-            (f"  {mark}{part.tokens:,} tokens", "dim"),
+            (f"  {format_count(part.tokens, approximate)} tokens", "dim"),
             (f"  {part.reason}", "italic dim"),
         )
         blocks.append(header)
@@ -133,10 +132,11 @@ def context_panel(
             blocks.append(Padding(Text.assemble(
                 (f"{label}{message.role}: ", style),
                 (message.content, ""),
-                (f"  [{mark}{message.tokens:,}]", "dim"),
+                (f"  [{format_count(message.tokens, approximate)}]", "dim"),
             ), (0, 0, 0, 2)))
     blocks.append(Text.assemble(("reply priming", "bold dim"),
-                                (f"  {mark}{context.priming:,} tokens", "dim"),
+                                (f"  {format_count(context.priming, approximate)} tokens",
+                                 "dim"),
                                 (f"  {PRIMING_NOTE}", "italic dim")))
     extra = template_extra(context, estimated)
     if extra:
@@ -145,7 +145,8 @@ def context_panel(
                                     (f"  {template_note}", "italic dim")))
     if context.dropped:
         blocks.append(Text(dropped_text(context.dropped), style="dim red"))
-    total = f"{mark}{estimated if estimated is not None else context.tokens:,} tokens"
+    shown = estimated if estimated is not None else context.tokens
+    total = f"{format_count(shown, approximate)} tokens"
     if context.budget:
         total += f" of {context.budget:,}"
     return Panel(Group(*blocks), title=title, subtitle=total, border_style="blue")

@@ -22,13 +22,13 @@ from chatmem.render import (
     when,
 )
 from chatmem.render.summary import coverage
+from chatmem.tokens import format_count
 
 BAR_WIDTH = 50
 
 
 def parts_table(context: Context, *, approximate: bool, estimated: int | None = None,
                 rendered: bool = False) -> Table:
-    mark = "≈" if approximate else ""
     out = Table(header_style="bold", title="parts")
     out.add_column("part")
     out.add_column("messages", justify="right")
@@ -37,8 +37,8 @@ def parts_table(context: Context, *, approximate: bool, estimated: int | None = 
     for part in context.parts:
         style = PART_STYLES.get(part.kind, "")
         out.add_row(Text(part.kind, style=style), str(len(part.messages)),
-                    f"{mark}{part.tokens:,}", part.reason)
-    out.add_row(Text("reply priming", style="dim"), "", f"{mark}{context.priming:,}",
+                    format_count(part.tokens, approximate), part.reason)
+    out.add_row(Text("reply priming", style="dim"), "", format_count(context.priming, approximate),
                 Text(PRIMING_NOTE, style="dim"))
     extra = template_extra(context, estimated)
     if extra:
@@ -62,13 +62,13 @@ class BudgetBar:
         self.estimated = estimated
 
     def label(self) -> Text:
-        mark = "≈" if self.approximate else ""
         context = self.context
         total = self.estimated if self.estimated is not None else context.tokens
         if not context.budget:
-            return Text(f"{mark}{total:,} tokens (no budget)")
+            return Text(f"{format_count(total, self.approximate)} tokens (no budget)")
         share = total / context.budget * 100
-        return Text(f"{mark}{total:,} of {context.budget:,} tokens ({share:.0f}%)",
+        return Text(f"{format_count(total, self.approximate)} of {context.budget:,} tokens"
+                    f" ({share:.0f}%)",
                     style="bold red" if total > context.budget else "")
 
     def bar(self, width: int) -> Text:
@@ -100,9 +100,8 @@ def budget_bar(context: Context, *, approximate: bool, width: int = BAR_WIDTH,
 
 def estimate_line(estimated: int | None, reported: int | None, approximate: bool,
                   label: str = "estimated") -> Text:
-    mark = "≈" if approximate else ""
     out = Text(f"{label} ")
-    out.append("–" if estimated is None else f"{mark}{estimated:,}")
+    out.append("–" if estimated is None else format_count(estimated, approximate))
     out.append(" · provider reported ")
     if reported is None:
         out.append("–", style="dim")

@@ -23,9 +23,6 @@ from chatmem.store.sessions import SessionTables
 class Store(ForkTables, SessionTables, MemoryTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
-    def __enter__(self) -> Store:
-        return self
-
 
 __all__ = [
     "DerivedGroup",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import sqlite_utils
 
@@ -42,8 +42,6 @@ def _check_is_chatmem(path: Path) -> None:
             )
         }
     except sqlite3.DatabaseError as e:
-        if isinstance(e, NotChatmemDatabase):
-            raise
         if "unable to open" in str(e):
             # WAL readers need to create the -shm file beside the database.
             raise StoreError(
@@ -93,7 +91,7 @@ class Connection:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> Connection:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,13 +10,11 @@ records (what was sent) stay with the original session.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem import fts
-from chatmem.errors import StoreError, UsageError
-from chatmem.store.connection import now
+from chatmem.errors import UsageError
 from chatmem.store.memory import MemoryTables
 from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables
@@ -68,10 +66,7 @@ class ForkTables(SessionTables, MemoryTables):
         All or nothing: on any error no row is written.
         """
         source = self.session(name)
-        if not new_name.strip():
-            raise StoreError("a session name cannot be empty")
-        if self.find_session(new_name) is not None:
-            raise StoreError(f"a session named {new_name!r} already exists")
+        self._check_new_name(new_name)
         last = self.turn_count(source.id)
         upto = last if at_turn is None else at_turn
         if not 0 <= upto <= last:
@@ -79,35 +74,25 @@ class ForkTables(SessionTables, MemoryTables):
                 f"session {name!r} has {last} turns; it can be forked at turns 0–{last},"
                 f" not at turn {at_turn}"
             )
-        try:
-            with self.write():
-                new_id = self._copy_session_row(source, new_name)
-                ids = self._copy_messages(source.id, new_id, upto)
-                copied, rebuilt = [], []
-                for owner in self._derived_owners(source.id):
-                    group = self._derived_group(source.id, owner, ids)
-                    if group is None or group.covers_turn > upto:
-                        rebuilt.append(group or DerivedGroup(owner, last))
-                        continue
-                    self._copy_group(source.id, new_id, owner, ids)
-                    if group.covers_turn or group.summaries or group.facts:
-                        # Bookkeeping that covers no turn (an id counter) goes unreported.
-                        copied.append(group)
-                stated = self._copy_facts(source.id, new_id, ids, stated=True)
-        except sqlite3.IntegrityError:
-            raise StoreError(f"a session named {new_name!r} already exists") from None
+        with self.write():
+            new_id = self._insert_session(
+                new_name, source.strategy, source.params, provider=source.provider,
+                model=source.model, system=source.system, user=source.user,
+            )
+            ids = self._copy_messages(source.id, new_id, upto)
+            copied, rebuilt = [], []
+            for owner in self._derived_owners(source.id):
+                group = self._derived_group(source.id, owner)
+                if group is None or group.covers_turn > upto:
+                    rebuilt.append(group or DerivedGroup(owner, last))
+                    continue
+                self._copy_group(source.id, new_id, owner, ids)
+                if group.covers_turn or group.summaries or group.facts:
+                    # Bookkeeping that covers no turn (an id counter) goes unreported.
+                    copied.append(group)
+            stated = self._copy_facts(source.id, new_id, ids, stated=True)
         return ForkReport(source, self.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, stated)
-
-    def _copy_session_row(self, source: SessionRecord, new_name: str) -> int:
-        stamp = now()
-        cursor = self.db.execute(
-            "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [new_name, source.strategy, json_text(source.params), source.provider,
-             source.model, source.system, source.user, stamp, stamp],
-        )
-        return int(cursor.lastrowid or 0)
 
     def _copy_messages(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
         """Messages of turns ≤ `upto`, positions, turns and times kept; old id → new id."""
@@ -141,9 +126,7 @@ class ForkTables(SessionTables, MemoryTables):
         )
         return sorted(r["strategy"] for r in rows)
 
-    def _derived_group(
-        self, session_id: int, owner: str, ids: dict[int, int]
-    ) -> DerivedGroup | None:
+    def _derived_group(self, session_id: int, owner: str) -> DerivedGroup | None:
         """The owner's coverage; None when it refers to messages this session no longer has."""
         # A state value named *_turn (boundary_turn, done_turn) is the last turn folded in.
         state = self.strategy_state(session_id, owner)

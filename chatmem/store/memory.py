@@ -88,9 +88,14 @@ class MemoryTables(Connection):
         self, session_id: int, strategy: str, version: int | None = None
     ) -> SummaryRecord:
         """Version `version` of a strategy's summary, or the latest; NotFound if none."""
-        found = self.latest_summary(session_id, strategy) if version is None else next(
-            (s for s in self.summaries(session_id, strategy) if s.version == version), None
-        )
+        if version is None:
+            found = self.latest_summary(session_id, strategy)
+        else:
+            rows = self._rows(
+                "SELECT * FROM summaries WHERE session_id = ? AND strategy = ? AND version = ?",
+                [session_id, strategy, version],
+            )
+            found = SummaryRecord.from_row(rows[0]) if rows else None
         if found is None:
             which = "no summary yet" if version is None else f"no summary version {version}"
             raise NotFound(f"{strategy}: {which}")
@@ -165,15 +170,12 @@ class MemoryTables(Connection):
         include_deleted: bool = False,
     ) -> list[FactRecord]:
         """Live facts of a user profile and/or a session, oldest first."""
-        owners = []
-        params: list[Any] = []
-        if user is not None:
-            owners.append("(scope = 'user' AND user = ?)")
-            params.append(user)
-        if session_id is not None:
-            owners.append("(scope = 'session' AND session_id = ?)")
-            params.append(session_id)
-        sql = "SELECT * FROM facts WHERE " + (" OR ".join(owners) if owners else "1")
+        owners = [self._fact_owner(scope, user, session_id)
+                  for scope, owner in (("user", user), ("session", session_id))
+                  if owner is not None]
+        params = [p for _, ps in owners for p in ps]
+        sql = "SELECT * FROM facts WHERE " + (
+            " OR ".join(f"({where})" for where, _ in owners) if owners else "1")
         if not include_deleted:
             sql = f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
         return [FactRecord(**r) for r in self._rows(sql + " ORDER BY id", params)]

@@ -28,20 +28,35 @@ class SessionTables(Connection):
         system: str | None = None,
         user: str | None = None,
     ) -> SessionRecord:
+        self._check_new_name(name)
+        with self.write():
+            session_id = self._insert_session(name, strategy, params or {}, provider=provider,
+                                              model=model, system=system, user=user)
+        return self.session_by_id(session_id)
+
+    def _check_new_name(self, name: str) -> None:
         if not name.strip():
             raise StoreError("a session name cannot be empty")
+        if self.find_session(name) is not None:
+            raise StoreError(f"a session named {name!r} already exists")
+
+    def _insert_session(
+        self, name: str, strategy: str, params: Mapping[str, Any], *, provider: str | None,
+        model: str | None, system: str | None, user: str | None,
+    ) -> int:
+        """Insert a session row inside the caller's transaction; returns its id."""
         stamp = now()
-        with self.write():
-            try:
-                self.db.execute(
-                    "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
-                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [name, strategy, json_text(dict(params or {})),
-                     provider, model, system, user, stamp, stamp],
-                )
-            except sqlite3.IntegrityError:
-                raise StoreError(f"a session named {name!r} already exists") from None
-        return self.session(name)
+        try:
+            cursor = self.db.execute(
+                "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [name, strategy, json_text(dict(params)), provider, model, system, user,
+                 stamp, stamp],
+            )
+        except sqlite3.IntegrityError:
+            # Another process took the name since _check_new_name.
+            raise StoreError(f"a session named {name!r} already exists") from None
+        return int(cursor.lastrowid or 0)
 
     def find_session(self, name: str) -> SessionRecord | None:
         rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
@@ -59,7 +74,8 @@ class SessionTables(Connection):
             raise NotFound(f"no session with id {session_id}")
         return SessionRecord.from_row(rows[0])
 
-    def update_session(self, session_id: int, **fields: Any) -> None:
+    def update_session(self, session_id: int, **fields: Any) -> SessionRecord:
+        """Change a session's settings; returns it as now stored."""
         allowed = {"strategy", "params", "provider", "model", "system", "user", "name"}
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
@@ -75,16 +91,13 @@ class SessionTables(Connection):
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
+        return self.session_by_id(session_id)
 
     def rename_session(self, name: str, new_name: str) -> SessionRecord:
         """Give a session a new name; everything it owns follows (rows point at its id)."""
         record = self.session(name)
-        if not new_name.strip():
-            raise StoreError("a session name cannot be empty")
-        if self.find_session(new_name) is not None:
-            raise StoreError(f"a session named {new_name!r} already exists")
-        self.update_session(record.id, name=new_name)
-        return self.session_by_id(record.id)
+        self._check_new_name(new_name)
+        return self.update_session(record.id, name=new_name)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """Every session with its counts, most recently used first.
