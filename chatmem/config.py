@@ -47,7 +47,8 @@ MINIMUMS: dict[str, int] = {
 }
 POSITIVE = ("timeout",)
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
-LOCAL_MAX_REPLY_TOKENS = 1024
+# A 135M model sometimes repeats one word for as long as it may: keep that short.
+LOCAL_MAX_REPLY_TOKENS = 256
 """The local model's reply cap unless max_reply_tokens says otherwise: small models loop."""
 
 ENV_KEYS = {
@@ -85,7 +86,7 @@ class Settings:
     timeout: float = 60.0
     max_retries: int = 2
     max_reply_tokens: int | None = None
-    """Longest reply in tokens; unset: 1024 for the local model, no cap for openai."""
+    """Longest reply in tokens; unset: 256 for the local model, no cap for openai."""
     strategy: str = "window"
     context_budget: int = 4000
     system: str = "You are a helpful assistant."

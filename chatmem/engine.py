@@ -18,6 +18,7 @@ from chatmem.errors import ChatmemError, ProviderError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
+from chatmem.memory.params import format_params
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord
@@ -70,7 +71,7 @@ class Engine:
         return StoredHistory(self.store, self.session.id, self.counter)
 
     def request(self, text: str) -> ContextRequest:
-        user = Message("user", text, self.counter.count_message("user", text))
+        user = Message.counted("user", text, self.counter)
         return ContextRequest(
             history=self.history(),
             input=user,
@@ -104,7 +105,9 @@ class Engine:
             session_id=self.session.id,
             status=status,
             input=text,
-            context=context.to_json(),
+            # Whether counts were approximate depends on the counter, which inspect
+            # cannot rebuild from the row: keep it with the context.
+            context={**context.to_json(), "approximate": self.counter.approximate},
             strategy=self.strategy.name,
             params=dict(self.strategy.params),
             provider=self.provider.name,
@@ -263,7 +266,7 @@ def open_session(
 
 def strategy_label(name: str, params: Mapping[str, Any]) -> str:
     """`window k=2`: a strategy and its parameters as a user would type them."""
-    return " ".join([name, *(f"{k}={v}" for k, v in params.items())])
+    return f"{name} {format_params(params)}".strip()
 
 
 def summary_model(settings: Settings, provider: Provider) -> Provider | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from chatmem import render
 from chatmem.errors import ChatmemError, NotFound, UsageError
+from chatmem.memory.params import format_params
 from chatmem.repl import Repl, slash, strategy_label
 
 
@@ -97,7 +98,7 @@ def _sessions(repl: Repl, args: list[str]) -> None:
     current = repl.engine.session.name
     rows = [
         {**r, "current": "*" if r["name"] == current else "",
-         "params": " ".join(f"{k}={v}" for k, v in r["params"].items())}
+         "params": format_params(r["params"])}
         for r in repl.engine.store.list_sessions()
     ]
     repl.console.print(render.table(
@@ -195,8 +196,7 @@ def _system(repl: Repl, args: list[str]) -> None:
         repl.console.print(render.key_values(
             {"system prompt": current if current else "(none)"}), soft_wrap=True)
         return
-    engine.store.update_session(engine.session.id, system=text)
-    engine.session = engine.store.session_by_id(engine.session.id)
+    engine.session = engine.store.update_session(engine.session.id, system=text)
     tokens = engine.counter.count_message("system", text)
     _notice(repl, f"system prompt set for the next turns ({tokens} tokens); the history is "
                   "untouched: earlier turns stay as they were sent")

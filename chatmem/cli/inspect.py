@@ -125,14 +125,6 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
     }
 
 
-def _approximate(provider: str | None, model: str | None) -> bool:
-    if provider in ("scripted", "local"):
-        return False
-    from chatmem.tokens import counter_for_model
-
-    return counter_for_model(model).approximate
-
-
 def _recorded(store: Store, session: SessionRecord,
               number: int | None) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.memory.base import Context
@@ -141,7 +133,7 @@ def _recorded(store: Store, session: SessionRecord,
     context = Context.from_json(turn.context)
     data = _payload(session.name, "turn", context, text=turn.input, strategy=turn.strategy,
                     params=turn.params, turn=turn)
-    return data, context, _approximate(turn.provider, turn.model)
+    return data, context, bool(turn.context.get("approximate", False))
 
 
 def _next(store: Store, session: SessionRecord, settings: Settings,
@@ -230,7 +222,9 @@ def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
     from chatmem.render.inspect import inspect_view
 
     turn = data["turn"] or {}
-    params = " ".join(f"{k}={v}" for k, v in data["strategy"]["params"].items())
+    from chatmem.memory.params import format_params
+
+    params = format_params(data["strategy"]["params"])
     info = {
         "session": data["session"],
         "turn": turn.get("number"),

@@ -66,7 +66,9 @@ def show(
         print_json({**info, "messages": messages})
         return
     out = consoles()[0]
-    info["params"] = " ".join(f"{k}={v}" for k, v in session.params.items()) or "—"
+    from chatmem.memory.params import format_params
+
+    info["params"] = format_params(session.params) or "—"
     out.print(render.key_values(info, title=f"session {name}"))
     out.print(render.transcript(messages))
 

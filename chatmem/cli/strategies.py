@@ -15,6 +15,7 @@ def strategies(json_out: JsonOption = False) -> None:
     """
     from chatmem import render
     from chatmem.memory import REGISTRY
+    from chatmem.memory.params import format_params
 
     rows: list[dict[str, Any]] = [
         {
@@ -28,7 +29,7 @@ def strategies(json_out: JsonOption = False) -> None:
         print_json(rows)
         return
     shown = [
-        {**r, "parameters": " ".join(f"{k}={v}" for k, v in r["parameters"].items()) or "—"}
+        {**r, "parameters": format_params(r["parameters"]) or "—"}
         for r in rows
     ]
     consoles()[0].print(render.table(shown, ["name", "parameters", "description"]))

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from chatmem.errors import StrategyError
-from chatmem.memory.params import Param
+from chatmem.memory.params import Param, format_params
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 if TYPE_CHECKING:
@@ -276,10 +276,9 @@ class BaseStrategy:
         short form for the line printed after every turn.
         """
         defaults = {p.name: p.default for p in self.PARAMS}
-        return " ".join(
-            f"{k}={v}" for k, v in self.params.items()
-            if not changed_only or defaults.get(k) != v
-        )
+        return format_params({
+            k: v for k, v in self.params.items() if not changed_only or defaults.get(k) != v
+        })
 
 
 def system_part(request: ContextRequest) -> Part | None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import StrategyError
+
+
+def format_params(params: Mapping[str, Any]) -> str:
+    """`k=3 max_tokens=600`: parameters as a user would type them."""
+    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 @dataclass(frozen=True)

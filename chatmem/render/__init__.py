@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.base import Context
+from chatmem.memory.params import format_params
 from chatmem.tokens import format_count
 
 PART_STYLES = {
@@ -180,7 +181,7 @@ def sessions_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
     out.add_column("updated", no_wrap=True)
     for row in rows:
         strategy = Text(str(row["strategy"]))
-        params = " ".join(f"{k}={v}" for k, v in (row.get("params") or {}).items())
+        params = format_params(row.get("params") or {})
         if params:
             strategy.append(f"\n{params}", style="dim")
         out.add_row(str(row["name"]), strategy, f"{row['messages']:,}", f"{row['turns']:,}",

@@ -18,6 +18,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from chatmem.fts import CJK
 from chatmem.memory.summarize import diff_size, diff_tokens, diff_unit, word_diff
 from chatmem.render import when
 from chatmem.store import SummaryRecord
@@ -29,7 +30,7 @@ SIMILAR = 0.75
 ARROW = ("→", "dim")
 """Between removed text and the text that replaced it, so the diff reads without colour."""
 
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_CHAR = re.compile(f"[{CJK}]")
 _SENTENCE = re.compile(r"[^。！？；!?;\n]*(?:[。！？；!?;]+\n?|\n|$)")
 
 

@@ -221,3 +221,21 @@ def test_tokens_the_chat_template_adds_get_their_own_row(tmp_path: Path) -> None
     assert "│ chat template │          │    +21 │ text the chat template adds" in out
     assert "31 of 4,000 tokens (1%)" in out and "estimated 31 · provider reported 31" in out
     assert "the rendered prompt below shows them" in out
+
+
+def test_a_turn_counted_approximately_is_shown_with_the_mark(tmp_path, chat_server) -> None:
+    from typer.testing import CliRunner
+
+    from chatmem.cli import app
+
+    runner, db = CliRunner(), str(tmp_path / "approx.db")
+    env = {"OPENAI_BASE_URL": chat_server.base_url}
+    # A model chatmem has no tokenizer for: counted with cl100k_base, approximately.
+    asked = runner.invoke(app, ["ask", "hello there", "--session", "a", "--db", db,
+                                "--provider", "openai", "--model", "some-local-model"], env=env)
+    assert asked.exit_code == 0, asked.stderr
+    asked = runner.invoke(app, ["ask", "hello there", "--session", "b", "--db", db,
+                                "--provider", "scripted"])
+    assert asked.exit_code == 0, asked.stderr
+    shown = {name: runner.invoke(app, ["inspect", name, "--db", db]).stdout for name in "ab"}
+    assert "≈" in shown["a"] and "≈" not in shown["b"]
