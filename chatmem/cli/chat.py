@@ -52,7 +52,7 @@ def chat(
 
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
-    from chatmem.repl import Repl
+    from chatmem.repl.loop import Repl
 
     settings = settings_from(config, db, provider, model)
     strategy, params = strategy_choice(strategy, param)
@@ -84,7 +84,7 @@ def ask(
     Example: echo "what did I order?" | chatmem ask - --session support
     """
     from chatmem.errors import UsageError
-    from chatmem.repl import Repl
+    from chatmem.repl.loop import Repl
 
     if text == "-":
         text = sys.stdin.read()

@@ -13,7 +13,7 @@ from chatmem.cli import app
 from chatmem.config import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.repl import Repl
+from chatmem.repl.loop import Repl
 from chatmem.store import Store
 
 runner = CliRunner()

@@ -261,7 +261,7 @@ def test_budget_carries_over_a_switch(db: Path) -> None:
 
 
 def test_help_lists_the_session_commands() -> None:
-    from chatmem.repl import SLASH
+    from chatmem.repl.loop import SLASH
 
     for name in ("/new", "/sessions", "/switch", "/fork", "/undo", "/retry", "/system",
                  "/export", "/budget"):

@@ -7,12 +7,13 @@ from chatmem.errors import NotFound, UsageError
 from chatmem.memory import pins
 from chatmem.memory.facts import find_facts, split_key_value, unused_facts_note
 from chatmem.render.facts import fact_row, facts_table, pinned_row
-from chatmem.repl import Repl, slash
+from chatmem.repl.chat import Chat
+from chatmem.repl.table import slash
 
 
 @slash("/facts", "/facts",
        "list the facts this session uses (id, key, value, scope, source, age), pinned details too")
-def _facts(repl: Repl, args: list[str]) -> None:
+def _facts(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     facts = repl.engine.state.live_facts()
     rows = [
@@ -30,7 +31,7 @@ def _facts(repl: Repl, args: list[str]) -> None:
 
 @slash("/remember", "/remember [--session] TEXT",
        "store a fact now (KEY: VALUE, or a statement like 'my name is Ana'); scope user")
-def _remember(repl: Repl, args: list[str]) -> None:
+def _remember(repl: Chat, args: list[str]) -> None:
     from chatmem.providers.scripted_facts import extract
 
     session_scope = "--session" in args
@@ -62,7 +63,7 @@ def _remember(repl: Repl, args: list[str]) -> None:
 
 @slash("/forget", "/forget ID|KEY|PIN",
        "forget a fact, or unpin a pinned detail (p3 or its text): it never reaches a context again")
-def _forget(repl: Repl, args: list[str]) -> None:
+def _forget(repl: Chat, args: list[str]) -> None:
     ref = " ".join(args).strip()
     if not ref:
         raise UsageError("usage: /forget ID|KEY|PIN, e.g. /forget order id (see /facts)")

@@ -15,20 +15,21 @@ from typing import Any
 from chatmem import render
 from chatmem.errors import ChatmemError, NotFound, UsageError
 from chatmem.memory.params import format_params
-from chatmem.repl import Repl, slash, strategy_label
+from chatmem.repl.chat import Chat, strategy_label
+from chatmem.repl.table import slash
 
 
-def _notice(repl: Repl, text: str) -> None:
+def _notice(repl: Chat, text: str) -> None:
     # Status goes to stderr like the turn's token line: stdout carries replies and listings.
     repl.errors.print(render.notice_line(text), soft_wrap=True)
 
 
-def _raw_text(repl: Repl, args: list[str]) -> str:
+def _raw_text(repl: Chat, args: list[str]) -> str:
     # The line as typed (quotes and spacing kept) when the REPL recorded it.
     return repl.raw_args or " ".join(args)
 
 
-def _describe(repl: Repl) -> str:
+def _describe(repl: Chat) -> str:
     engine = repl.engine
     turns = engine.store.turn_count(engine.session.id)
     return (f"session {engine.session.name} · {strategy_label(engine)}"
@@ -36,7 +37,7 @@ def _describe(repl: Repl) -> str:
 
 
 def open_in_repl(
-    repl: Repl, name: str, *, strategy: str | None = None,
+    repl: Chat, name: str, *, strategy: str | None = None,
     params: dict[str, Any] | None = None, system: str | None = None,
     model: str | None = None,
 ) -> None:
@@ -83,7 +84,7 @@ def _one_name(args: list[str], usage: str) -> str:
 
 @slash("/new", "/new NAME",
        "start a new session with the current strategy and system prompt")
-def _new(repl: Repl, args: list[str]) -> None:
+def _new(repl: Chat, args: list[str]) -> None:
     name = _one_name(args, "/new NAME, e.g. /new trip-b")
     if repl.engine.store.find_session(name) is not None:
         raise UsageError(f"a session named {name!r} already exists; /switch {name} resumes it")
@@ -94,7 +95,7 @@ def _new(repl: Repl, args: list[str]) -> None:
 
 
 @slash("/sessions", "/sessions", "list the sessions in this history file (* = this one)")
-def _sessions(repl: Repl, args: list[str]) -> None:
+def _sessions(repl: Chat, args: list[str]) -> None:
     current = repl.engine.session.name
     rows = [
         {**r, "current": "*" if r["name"] == current else "",
@@ -106,7 +107,7 @@ def _sessions(repl: Repl, args: list[str]) -> None:
 
 
 @slash("/switch", "/switch NAME", "resume another session, with its own strategy")
-def _switch(repl: Repl, args: list[str]) -> None:
+def _switch(repl: Chat, args: list[str]) -> None:
     name = _one_name(args, "/switch NAME (/sessions lists them)")
     if name == repl.engine.session.name:
         _notice(repl, f"already in session {name}")
@@ -117,7 +118,7 @@ def _switch(repl: Repl, args: list[str]) -> None:
     _notice(repl, f"switched to {_describe(repl)}")
 
 
-def _fork_and_switch(repl: Repl, name: str, at_turn: int | None) -> None:
+def _fork_and_switch(repl: Chat, name: str, at_turn: int | None) -> None:
     from chatmem.cli.sessions import fork_lines
 
     report = repl.engine.store.fork_session(repl.engine.session.name, name, at_turn=at_turn)
@@ -129,7 +130,7 @@ def _fork_and_switch(repl: Repl, name: str, at_turn: int | None) -> None:
 
 @slash("/fork", "/fork NAME [--at-turn N]",
        "copy this session (up to turn N) into a new session NAME and switch to it")
-def _fork(repl: Repl, args: list[str]) -> None:
+def _fork(repl: Chat, args: list[str]) -> None:
     usage = "usage: /fork NAME [--at-turn N], e.g. /fork trip-b --at-turn 3"
     at_turn: int | None = None
     rest = list(args)
@@ -150,7 +151,7 @@ def _fork(repl: Repl, args: list[str]) -> None:
 @slash("/undo", "/undo NAME",
        "messages are append-only: fork the session before its last turn into NAME "
        "and switch to it; the original keeps every turn")
-def _undo(repl: Repl, args: list[str]) -> None:
+def _undo(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     last = repl.engine.store.turn_count(session.id)
     if last == 0:
@@ -169,7 +170,7 @@ def _undo(repl: Repl, args: list[str]) -> None:
 
 
 @slash("/retry", "/retry", "send the last input again after a failed or cancelled turn")
-def _retry(repl: Repl, args: list[str]) -> None:
+def _retry(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     try:
         record = repl.engine.store.turn(session.id)
@@ -188,7 +189,7 @@ def _retry(repl: Repl, args: list[str]) -> None:
 
 @slash("/system", "/system [TEXT]",
        "show the system prompt, or set it for the next turns (the history is untouched)")
-def _system(repl: Repl, args: list[str]) -> None:
+def _system(repl: Chat, args: list[str]) -> None:
     engine = repl.engine
     text = _raw_text(repl, args).strip()
     if not text:
@@ -205,7 +206,7 @@ def _system(repl: Repl, args: list[str]) -> None:
 @slash("/model", "/model [NAME]",
        "show the model, or switch to NAME for the next turns (local: a GGUF file); "
        "the history is untouched")
-def _model(repl: Repl, args: list[str]) -> None:
+def _model(repl: Chat, args: list[str]) -> None:
     old = repl.engine
     if not args:
         repl.console.print(render.key_values(
@@ -225,7 +226,7 @@ def default_export_name(session: str) -> str:
 
 @slash("/export", "/export [FILE]",
        "write this session as a JSONL transcript (default: NAME.jsonl here); never overwrites")
-def _export(repl: Repl, args: list[str]) -> None:
+def _export(repl: Chat, args: list[str]) -> None:
     from chatmem.cli.common import stored_transcript
     from chatmem.transcript import to_jsonl
 
@@ -248,7 +249,7 @@ def _export(repl: Repl, args: list[str]) -> None:
 
 @slash("/budget", "/budget [N]",
        "show or set the context budget (tokens) for strategies without their own, this chat only")
-def _budget(repl: Repl, args: list[str]) -> None:
+def _budget(repl: Chat, args: list[str]) -> None:
     engine = repl.engine
     if args:
         value = " ".join(args)
@@ -267,7 +268,7 @@ def _budget(repl: Repl, args: list[str]) -> None:
     repl.console.print(render.notice_line(line), soft_wrap=True)
 
 
-def _own_budget(repl: Repl) -> int | None:
+def _own_budget(repl: Chat) -> int | None:
     """The strategy's own budget (tokens, summary-buffer), or None when it uses the shared one."""
     budget = getattr(repl.engine.strategy, "budget", None)
     if budget is None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from chatmem.errors import NotFound, UsageError
 from chatmem.render.summary import covered_turn, summary_panel
-from chatmem.repl import Repl, slash
+from chatmem.repl.chat import Chat
+from chatmem.repl.table import slash
 from chatmem.store import SummaryRecord
 
 SUMMARY_STRATEGIES = ("summary-buffer", "summary")
 
 
-def summary_strategy(repl: Repl) -> str:
+def summary_strategy(repl: Chat) -> str:
     """The summary strategy in use (alone or in a combination), else the one last summarized."""
     parts = repl.engine.strategy.name.split("+")
     for name in SUMMARY_STRATEGIES:
@@ -35,7 +36,7 @@ def _version(word: str) -> int:
     return number
 
 
-def _latest(repl: Repl, strategy: str) -> SummaryRecord:
+def _latest(repl: Chat, strategy: str) -> SummaryRecord:
     session = repl.engine.session
     latest = repl.engine.store.latest_summary(session.id, strategy)
     if latest is None:
@@ -44,7 +45,7 @@ def _latest(repl: Repl, strategy: str) -> SummaryRecord:
     return latest
 
 
-def _get(repl: Repl, latest: SummaryRecord, version: int) -> SummaryRecord:
+def _get(repl: Chat, latest: SummaryRecord, version: int) -> SummaryRecord:
     session = repl.engine.session
     if version == latest.version:
         return latest
@@ -56,7 +57,7 @@ def _get(repl: Repl, latest: SummaryRecord, version: int) -> SummaryRecord:
 
 @slash("/summary", "/summary [N [M]]",
        "show the summary and its word diff against the previous version; N M diffs two versions")
-def _summary(repl: Repl, args: list[str]) -> None:
+def _summary(repl: Chat, args: list[str]) -> None:
     if len(args) > 2:
         raise UsageError("/summary takes at most two versions, e.g. /summary 3 7")
     versions = [_version(word) for word in args]

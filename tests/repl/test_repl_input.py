@@ -11,7 +11,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from chatmem.render import make_console
-from chatmem.repl import Repl
+from chatmem.repl.loop import Repl
 
 
 def test_typed_lines_are_not_written_to_a_history_file(

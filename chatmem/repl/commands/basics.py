@@ -1,0 +1,61 @@
+"""REPL commands about the chat itself: /help /quit /strategy /inspect /tokens /show-prompt."""
+
+from __future__ import annotations
+
+from chatmem import render
+from chatmem.errors import UsageError
+from chatmem.memory.base import Context
+from chatmem.repl.chat import Chat, strategy_label
+from chatmem.repl.table import SLASH, QuitRepl, slash
+
+
+@slash("/help", "/help", "list the commands")
+def _help(repl: Chat, args: list[str]) -> None:
+    repl.console.print(render.help_table({c.usage: c.help for c in SLASH.values()}))
+
+
+@slash("/quit", "/quit", "leave (Ctrl-D works too)")
+def _quit(repl: Chat, args: list[str]) -> None:
+    raise QuitRepl
+
+
+# Usages are upper case: Rich would take a lower-case `[k=v ...]` for markup and hide it.
+@slash("/strategy", "/strategy [NAME[:K=V,...] [K=V ...]]",
+       "show or switch the memory strategy for the next turn; history stays intact")
+def _strategy(repl: Chat, args: list[str]) -> None:
+    from chatmem.memory.params import parse_param_pairs
+    from chatmem.replay import parse_spec
+
+    if args:
+        params = parse_param_pairs(
+            args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
+        repl.engine.set_strategy(parse_spec(args[0], params).create())
+    repl.console.print(render.notice_line(f"strategy: {strategy_label(repl.engine)}"))
+
+
+@slash("/inspect", "/inspect [N]", "show the exact context of turn N (default: the last), part "
+       "by part")
+def _inspect(repl: Chat, args: list[str]) -> None:
+    if len(args) > 1 or (args and not (args[0].isascii() and args[0].isdigit()
+                                        and int(args[0]) >= 1)):
+        raise UsageError(f"/inspect takes one turn number (1 or more), got {' '.join(args)!r}")
+    record = repl.engine.store.turn(repl.engine.session.id, int(args[0]) if args else None)
+    repl.console.print(repl.prompt_panel(Context.from_json(record.context),
+                                         record.estimated_tokens))
+
+
+@slash("/tokens", "/tokens [TEXT]",
+       "show what the next turn would cost, by part (with TEXT as its input)")
+def _tokens(repl: Chat, args: list[str]) -> None:
+    # Without TEXT the input part is empty: the line shows what memory alone costs.
+    context = repl.engine.build_context(" ".join(args))
+    repl.console.print(render.token_line(
+        context, approximate=repl.engine.counter.approximate,
+        strategy=strategy_label(repl.engine, changed_only=True),
+    ))
+
+
+@slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent")
+def _show_prompt(repl: Chat, args: list[str]) -> None:
+    repl.show_prompt = not repl.show_prompt
+    repl.console.print(render.notice_line(f"show prompt: {'on' if repl.show_prompt else 'off'}"))

@@ -1,0 +1,79 @@
+"""The chat loop: prompt-toolkit on a terminal, plain lines from a pipe.
+
+Each line is one turn, or a slash command from the table. Ctrl-C while a reply
+streams cancels that reply only; Ctrl-C at the prompt clears the line; Ctrl-D
+or /quit leaves. Errors are shown as one line and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterable, Iterator
+
+import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
+from chatmem import render
+from chatmem.errors import ChatmemError, NotFound
+from chatmem.repl.chat import Chat, strategy_label
+from chatmem.repl.table import SLASH, QuitRepl
+
+
+class Repl(Chat):
+    def lines(self) -> Iterator[str]:
+        if not sys.stdin.isatty():
+            for line in sys.stdin:
+                yield line.rstrip("\n")
+            return
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import InMemoryHistory
+
+        # Up-arrow history lives only as long as the process: a history file
+        # would keep every message outside the database, beyond `sessions delete`.
+        session: PromptSession[str] = PromptSession(history=InMemoryHistory())
+        while True:
+            try:
+                yield session.prompt(f"{self.engine.session.name}> ")
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return
+
+    def run(self, lines: Iterable[str] | None = None) -> None:
+        self.status.print(render.notice_line(
+            f"session {self.engine.session.name} · {strategy_label(self.engine)} · "
+            f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
+        ), soft_wrap=not self.status.is_terminal)
+        try:
+            self.loop(lines if lines is not None else self.lines())
+        finally:
+            for provider in self.opened:
+                provider.close()
+
+    def loop(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                if text.startswith("/"):
+                    self.command(text)
+                else:
+                    self.turn(text)
+            except QuitRepl:
+                return
+            except ChatmemError as e:
+                self.exit_code = max(self.exit_code, int(e.exit_code))
+                self.errors.print(render.error_line(str(e)), soft_wrap=True)
+
+    def command(self, text: str) -> None:
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        name, args = words[0], words[1:]
+        # A system prompt is prose: /system and /model take the arguments as typed.
+        self.raw_args = text.strip()[len(text.split(maxsplit=1)[0]):].strip()
+        command = SLASH.get(name)
+        if command is None:
+            raise NotFound(f"unknown command {name}; /help lists them")
+        command.run(self, args)
