@@ -235,13 +235,16 @@ def open_session(
     """Resume the named session or create it, and return its engine."""
     session = store.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session)
-    created = session is None
+    created = False
     if session is None:
-        session = store.create_session(
+        session, created = store.find_or_create_session(
             name, chosen.name, dict(chosen.params), provider=provider.name,
             model=provider.model, system=system if system is not None else settings.system,
             user=settings.user,
         )
+        if not created:
+            # Another process created it a moment ago: join it as if resuming.
+            chosen = resolve_strategy(settings, strategy, params or {}, session)
     notices: list[str] = []
     if not created:
         changes: dict[str, Any] = {}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Any, Self
 import sqlite_utils
 
 from chatmem.errors import NotChatmemDatabase, StoreError
-from chatmem.store.schema import migration_names, migrations
+from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -21,49 +23,59 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _check_is_chatmem(path: Path) -> None:
-    """Refuse foreign or newer files before writing a single byte to them."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
+# Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
+# existed (sqlite-utils created the migrations table outside the transaction).
+_BOOKKEEPING = {"_sqlite_migrations"}
+
+
+class _Database(sqlite_utils.Database):
+    def executescript(self, sql: str) -> sqlite3.Cursor:
+        """Run a script statement by statement, inside the caller's transaction.
+
+        sqlite3's own executescript COMMITs first: a migration using it would be
+        half-applied when the process dies between two of its statements.
+        """
+        cursor = self.conn.cursor()
+        statement = ""
+        for piece in sql.split(";"):
+            statement += piece + ";"
+            if sqlite3.complete_statement(statement):
+                if statement.strip(" \n\t;"):
+                    cursor.execute(statement)
+                statement = ""
+        return cursor
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` readable by its owner only (0600), unless it exists.
+
+    SQLite gives the -wal and -shm files the mode of the database file.
+    """
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as e:
-        raise StoreError(f"{path}: cannot open database: {e}") from None
-    try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        if not tables:
-            return
-        if "chatmem_meta" not in tables:
-            raise NotChatmemDatabase(f"{path} is not a chatmem database (it has other tables)")
-        applied = {
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'"
-            )
-        }
-    except sqlite3.DatabaseError as e:
-        if "unable to open" in str(e):
-            # WAL readers need to create the -shm file beside the database.
-            raise StoreError(
-                f"{path}: cannot open it: SQLite needs to write {path.name}-wal and "
-                f"{path.name}-shm beside it (is the folder read-only?)"
-            ) from None
-        raise NotChatmemDatabase(f"{path} is not a chatmem database ({e})") from None
-    finally:
-        conn.close()
-    unknown = applied - migration_names()
-    if unknown:
-        raise NotChatmemDatabase(
-            f"{path} was written by a newer chatmem (schema {sorted(unknown)[-1]}); upgrade chatmem"
-        )
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """The raw SQLite connection to a history file (the one place a file is opened)."""
+    return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
 
 
 class Connection:
-    """A chatmem database file. Use as a context manager or call close()."""
+    """A chatmem database file. Use as a context manager or call close().
+
+    Opening a new or older file creates or upgrades its schema in one write
+    transaction, so a process killed meanwhile leaves the file as it was, and
+    processes opening it at the same moment wait for each other.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
             if self.path.is_dir():
                 # SQLite would only say "disk I/O error".
                 raise StoreError(f"{self.path} is a directory, not a history file")
@@ -71,22 +83,92 @@ class Connection:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise StoreError(f"{self.path}: cannot create its folder: {e.strerror}") from None
-            _check_is_chatmem(self.path)
+            create_private_file(self.path)
         try:
-            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
-            self.db = sqlite_utils.Database(conn)
+            self.db = _Database(connect(path))
+        except sqlite3.Error as e:
+            raise StoreError(f"{path}: cannot open database: {e}") from None
+        try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
             # Erased rows (delete, purge) are overwritten, not just unlinked.
             self.db.execute("PRAGMA secure_delete = ON")
-            if str(path) != ":memory:":
-                self.db.execute("PRAGMA journal_mode = WAL")
+            # Refuse foreign or newer files before writing a single byte to them.
+            self._pending_migrations()
+            if not in_memory:
+                self._wait_for(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
                 # Safe with WAL (no corruption on power loss, at worst the last turn
                 # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
                 self.db.execute("PRAGMA synchronous = NORMAL")
-            migrations.apply(self.db)
+            self._migrate()
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path}: {e}") from None
+            self.db.close()
+            raise self._open_error(e) from None
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _open_error(self, error: sqlite3.Error) -> StoreError:
+        text = str(error)
+        if "unable to open" in text:
+            # WAL readers need to create the -shm file beside the database.
+            return StoreError(
+                f"{self.path}: cannot open it: SQLite needs to write {self.path.name}-wal and "
+                f"{self.path.name}-shm beside it (is the folder read-only?)"
+            )
+        if "not a database" in text or "malformed" in text:
+            return NotChatmemDatabase(f"{self.path} is not a chatmem database ({text})")
+        return self.write_error(error)
+
+    def _wait_for(self, statement: Callable[[], object]) -> None:
+        """Run `statement`, retrying while another process holds the file.
+
+        Changing the journal mode can report "locked" at once instead of
+        waiting for the busy timeout.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                statement()
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _pending_migrations(self) -> list[str]:
+        """The migrations this file still needs; raises if the file is not ours."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master"
+                                                " WHERE type = 'table'")}
+        if tables <= _BOOKKEEPING:
+            if tables and self._value("SELECT count(*) FROM _sqlite_migrations"
+                                      " WHERE migration_set != 'chatmem'"):
+                raise NotChatmemDatabase(
+                    f"{self.path} is not a chatmem database (it has other migrations)")
+            # New, or left by a crash before its schema existed: start afresh.
+            return pending_migrations(set())
+        if "chatmem_meta" not in tables:
+            raise NotChatmemDatabase(f"{self.path} is not a chatmem database (it has other tables)")
+        applied = {r[0] for r in self.db.execute(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'")}
+        unknown = applied - migration_names()
+        if unknown:
+            raise NotChatmemDatabase(
+                f"{self.path} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
+                " upgrade chatmem"
+            )
+        return pending_migrations(applied)
+
+    def _migrate(self) -> None:
+        if not self._pending_migrations():
+            return
+        # Under the write lock: another process may have migrated meanwhile.
+        with self.write():
+            pending = self._pending_migrations()
+            if pending and pending == pending_migrations(set()):
+                # Nothing of ours exists yet: forget what a crashed 0.1 may have recorded.
+                self.db.execute("DROP TABLE IF EXISTS _sqlite_migrations")
+            apply_migrations(self.db, pending)
 
     def close(self) -> None:
         self.db.close()

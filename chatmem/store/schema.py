@@ -15,6 +15,24 @@ def migration_names() -> set[str]:
     return {m.name for m in migrations._migrations}
 
 
+def pending_migrations(applied: set[str]) -> list[str]:
+    """Names of the migrations not in `applied`, in the order they run."""
+    return [m.name for m in migrations._migrations if m.name not in applied]
+
+
+def apply_migrations(db: sqlite_utils.Database, names: list[str]) -> None:
+    """Run the named migrations in the caller's transaction, recording each.
+
+    sqlite-utils' Migrations.apply creates its table outside any transaction;
+    chatmem runs the whole upgrade as one, so a crash leaves the file as it was.
+    """
+    migrations.ensure_migrations_table(db)
+    for migration in migrations._migrations:
+        if migration.name in names:
+            migration.fn(db)
+            migrations._record_applied(db, migration.name)
+
+
 @migrations()
 def m001_initial(db: sqlite_utils.Database) -> None:
     db.execute("CREATE TABLE chatmem_meta (key TEXT PRIMARY KEY, value TEXT)")

@@ -34,6 +34,28 @@ class SessionTables(Connection):
                                               model=model, system=system, user=user)
         return self.session_by_id(session_id)
 
+    def find_or_create_session(
+        self,
+        name: str,
+        strategy: str,
+        params: Mapping[str, Any] | None = None,
+        **fields: str | None,
+    ) -> tuple[SessionRecord, bool]:
+        """The named session, created unless it exists; True when this call created it.
+
+        One transaction: two processes opening the same new session join it
+        instead of one failing because the other created it first.
+        """
+        if not name.strip():
+            raise StoreError("a session name cannot be empty")
+        with self.write():
+            found = self.find_session(name)
+            if found is None:
+                session_id = self._insert_session(name, strategy, params or {}, **fields)
+        if found is not None:
+            return found, False
+        return self.session_by_id(session_id), True
+
     def _check_new_name(self, name: str) -> None:
         if not name.strip():
             raise StoreError("a session name cannot be empty")
