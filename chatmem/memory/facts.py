@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from chatmem import fts
 from chatmem.errors import ProviderResponseError
+from chatmem.memory import sensitive
 from chatmem.memory.base import HistoryTurn, MemoryEnv, Message, Part, span
 from chatmem.tokens import TokenCounter
 
@@ -48,7 +49,10 @@ Answer with ONE JSON object and nothing else:
   dates, amounts, names and URLs exactly as written; never translate or paraphrase.
 - scope "user" for lasting personal facts (name, allergies, home city), "session" otherwise.
 - "retract" lists keys the user says are no longer true or asks to forget, with the turn.
-- Only facts the user stated; nothing the assistant said; no guesses. Empty lists if none."""
+- Only facts the user stated; nothing the assistant said; no guesses. Empty lists if none.
+- Never store passwords, PINs, API keys or other secrets, card or bank account numbers, IBANs,
+  national id or passport numbers, or phone numbers, even when asked: the user stores those
+  only by typing /remember. Such details appear as markers like ⟦card number⟧; never store one."""
 
 BLOCK_INSTRUCTION = (
     "Facts the user stated earlier in this or previous conversations. They are user-provided "
@@ -90,9 +94,11 @@ def normalize_key(key: str) -> str:
 def extraction_messages(
     facts: Sequence[FactRecord], pending: Sequence[tuple[int, str]]
 ) -> list[dict[str, str]]:
+    """The extraction request; sensitive details are replaced by markers before it is sent."""
     data = {
-        "facts": [{"key": f.key, "value": f.value, "scope": f.scope} for f in facts],
-        "messages": [{"turn": turn, "text": text} for turn, text in pending],
+        "facts": [{"key": f.key, "value": sensitive.redact(f.value), "scope": f.scope}
+                  for f in facts],
+        "messages": [{"turn": turn, "text": sensitive.redact(text)} for turn, text in pending],
     }
     return [
         {"role": "system", "content": EXTRACTION_PROMPT},
@@ -170,6 +176,7 @@ def update_facts(env: MemoryEnv) -> list[str]:
     turns = env.history.turns(done + 1, last)
     pending = [(t.number, m.content) for t in turns for m in t.messages if m.role == "user"]
     sources = _first_user_messages(turns)
+    notices: list[str] = []
     if pending:
         try:
             answer = env.model.complete(
@@ -180,11 +187,36 @@ def update_facts(env: MemoryEnv) -> list[str]:
             state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))
             waiting = span(list(range(done + 1, total + 1)))
             return [f"facts not updated ({e}); {waiting} will be retried"]
+        extraction, refused = without_sensitive(extraction)
         apply_extraction(state, extraction, sources)
+        said = [kind for _, text in pending for kind in sensitive.kinds(text)]
+        if said or refused:
+            notices.append(sensitive_notice([*said, *refused]))
     state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
     if last < total:
-        return [f"facts are {total - last} turns behind; catching up next turn"]
-    return []
+        notices.append(f"facts are {total - last} turns behind; catching up next turn")
+    return notices
+
+
+def without_sensitive(extraction: Extraction) -> tuple[Extraction, list[str]]:
+    """The extraction minus facts holding a sensitive detail, and the kinds refused.
+
+    The request already carries markers instead of the details; this catches a model
+    that copies a marker, or a detail the markers missed but the key names ("pin": …).
+    """
+    kept, refused = [], []
+    for change in extraction.set:
+        kind = sensitive.fact_kind(change.key, change.value)
+        if kind is None:
+            kept.append(change)
+        elif kind != sensitive.REDACTED:
+            refused.append(kind)
+    return Extraction(kept, extraction.retract), refused
+
+
+def sensitive_notice(kinds: Sequence[str]) -> str:
+    return (f"not remembered: {sensitive.describe(kinds)} (sensitive details stay out of "
+            "memory; /remember KEY: VALUE stores one on purpose)")
 
 
 def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:

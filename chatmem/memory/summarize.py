@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.fts import CJK
+from chatmem.memory import sensitive
 from chatmem.memory.base import Message
 from chatmem.tokens import TokenCounter
 
@@ -30,7 +31,10 @@ NO_SUMMARY = "(no summary yet)"
 
 DEFAULT_PROMPT = f"""You keep a running summary of a conversation between a user and an assistant.
 Rewrite the current summary so that it also covers the new lines, in at most a few sentences.
-Keep every number, amount, id, date, name, email address and URL exactly as written.
+Keep every number, amount, id, date, name, email address and URL exactly as written,
+except sensitive details: never write passwords, PINs, API keys or other secrets, card or bank
+account numbers, IBANs, national id or passport numbers, or phone numbers (they may appear as
+markers like ⟦card number⟧: leave those out too).
 Write the summary in the language the conversation is in. Reply with the summary only.
 
 Current summary:
@@ -53,8 +57,13 @@ def check_prompt(prompt: str, where: str = "summary.prompt") -> str:
 
 
 def format_lines(messages: Sequence[Message]) -> str:
-    """One `role: text` line per message; inner newlines folded so lines stay lines."""
-    return "\n".join(f"{m.role}: {' '.join(m.content.split())}" for m in messages)
+    """One `role: text` line per message; inner newlines folded so lines stay lines.
+
+    Sensitive details become markers: a summary is memory, and memory keeps them only
+    when the user says so (/remember), whatever the prompt in the config asks.
+    """
+    return "\n".join(f"{m.role}: {' '.join(sensitive.redact(m.content).split())}"
+                     for m in messages)
 
 
 def summary_request(
@@ -153,7 +162,8 @@ def summarize(
     # The model sees the summary without an earlier clip's marker, so it cannot copy it on.
     previous = strip_clip_marker(previous)
     reply = model.complete(summary_request(prompt, previous, messages), purpose="summary")
-    text = (reply or "").strip()
+    # A model may still write one (from the old summary, or one the markers missed).
+    text = sensitive.redact(reply or "").strip()
     if not text:
         raise ProviderResponseError("the summarizer returned an empty summary")
     clipped = False

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
-from chatmem.memory import anchors, pins, summarize
+from chatmem.memory import anchors, pins, sensitive, summarize
 from chatmem.memory.base import (
     BaseStrategy,
     Context,
@@ -196,7 +196,9 @@ class SummaryMemory(BaseStrategy):
             verb = "stays" if len(turns) == 1 else "stay"
             return [f"summary is behind ({e}); {covered} {verb} in the context unsummarized,"
                     " the next turn catches up"]
-        candidates = anchors.anchors_of([st.text, *(m.content for m in messages)])
+        # Sensitive details are never anchors: pinning one would remember it unasked.
+        said = [sensitive.redact(m.content) for m in messages]
+        candidates = anchors.anchors_of([st.text, *said])
         dropped = anchors.missing_anchors(candidates, draft.text)
         version = (st.latest.version if st.latest else 0) + 1
         store, session_id = env.state.store, env.state.session_id
@@ -205,7 +207,8 @@ class SummaryMemory(BaseStrategy):
         new = [a for a in dropped if a not in refused and a not in {p.text for p in held}]
         if not options["drift_guard"]:
             new = []
-        sources = self._sources(env, st, new, messages)
+        sources = self._sources(env, st, new, [(m.turn, text) for m, text in zip(
+            messages, said, strict=True)])
         candidates_pins = held + [pins.Pin(a, version, None, *sources.get(a, (None, "")))
                                   for a in new]
         _, released = pins.fit_pins(candidates_pins, self.pin_limit(),
@@ -239,6 +242,9 @@ class SummaryMemory(BaseStrategy):
                       ("dropped by the summarizer, not pinned (you unpinned them)", refused)]
         groups.append((f"released to keep pins within {self.pin_limit()} tokens"
                        " (/summary lists them)", [p.text for p in released]))
+        left_out = sensitive.describe(k for m in messages for k in sensitive.kinds(m.content))
+        if left_out:
+            groups.append(("sensitive, kept out of the summary and pins", [left_out]))
         for label, group in groups:
             if group:
                 listed = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
@@ -247,7 +253,8 @@ class SummaryMemory(BaseStrategy):
 
     @staticmethod
     def _sources(
-        env: MemoryEnv, st: SummaryState, new: Sequence[str], messages: Sequence[Message]
+        env: MemoryEnv, st: SummaryState, new: Sequence[str],
+        said: Sequence[tuple[int | None, str]],
     ) -> dict[str, tuple[int | None, str]]:
         """Anchor → (turn, quote) of the message the dropped anchor came from.
 
@@ -255,11 +262,12 @@ class SummaryMemory(BaseStrategy):
         old summary held it) the latest summarized turn that did: ids and dates
         recur, and the latest mention is the one the summary was keeping.
         """
-        found = pins.first_quotes(new, ((m.turn, m.content) for m in messages))
+        found = pins.first_quotes(new, said)
         older = [a for a in new if a not in found and anchors.present(a, st.text)]
         if older and st.boundary and env.state is not None:
             records = env.state.store.messages(env.state.session_id, 1, st.boundary)
-            found.update(pins.first_quotes(older, ((r.turn, r.content)
+            # Quotes are redacted like the anchors: a quote may sit next to a card number.
+            found.update(pins.first_quotes(older, ((r.turn, sensitive.redact(r.content))
                                                    for r in reversed(records))))
         return found
 
