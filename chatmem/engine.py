@@ -21,7 +21,7 @@ from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Str
 from chatmem.memory.params import format_params
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
-from chatmem.store import SessionRecord, Store, TurnRecord
+from chatmem.store import SessionRecord, Store, TurnRecord, now
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -124,6 +124,7 @@ class Engine:
         """
         notices = self.catch_up()
         context = self.build_context(text)
+        sent_at = now()
         started = time.monotonic()
         stream = self.provider.stream(context.messages())
         chunks: list[str] = []
@@ -156,7 +157,7 @@ class Engine:
             prompt_tokens=stream.usage.prompt_tokens,
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
-        ))
+        ), sent_at=sent_at)
         self._cache_input_count(record, context)
         self._note_model()
         if stream.usage.cut_at_limit:
@@ -165,11 +166,11 @@ class Engine:
         return TurnResult(record, context, reply, notices + self.update_memory())
 
     def _note_model(self) -> None:
-        # The session shows the provider and model its latest turn really used.
-        if (self.session.provider, self.session.model) != (self.provider.name,
-                                                           self.provider.model):
-            self.session = self.store.update_session(self.session.id, provider=self.provider.name,
-                                                     model=self.provider.model)
+        # The session records the provider, model and tokenizer its latest turn really used.
+        used = (self.provider.name, self.provider.model, self.counter.key)
+        if (self.session.provider, self.session.model, self.session.tokenizer) != used:
+            self.session = self.store.update_session(self.session.id, provider=used[0],
+                                                     model=used[1], tokenizer=used[2])
 
     def _cache_input_count(self, record: TurnRecord, context: Context) -> None:
         # The input was counted to build this context; history reuses that count

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from chatmem.engine import Engine, strategy_label
 from chatmem.errors import StoreError, StrategyError
@@ -24,7 +25,16 @@ from chatmem.providers.base import ChatMessages, Provider, ReplyStream
 from chatmem.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.store import Store
 from chatmem.tokens import TokenCounter
-from chatmem.transcript import Probe, Transcript, TranscriptMessage, message_dicts
+from chatmem.transcript import (
+    Probe,
+    SystemPrompt,
+    Transcript,
+    TranscriptMessage,
+    message_dicts,
+)
+
+if TYPE_CHECKING:
+    from chatmem.store import FactRecord
 
 Progress = Callable[[str, int, int], None]
 """(strategy label, steps done, steps total)."""
@@ -101,11 +111,12 @@ class CountingProvider:
 class Step:
     """One unit of replay work: a user turn (with its recorded reply), extra messages, a probe."""
 
-    kind: str  # "turn", "import" or "probe"
+    kind: str  # "turn", "import", "probe" or "system"
     message: TranscriptMessage | None = None
     reply: TranscriptMessage | None = None
     extra: list[TranscriptMessage] = field(default_factory=list)
     probe: Probe | None = None
+    system: SystemPrompt | None = None
 
 
 def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
@@ -121,6 +132,8 @@ def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
     for item in transcript.items:
         if isinstance(item, Probe):
             steps.append(Step("probe", probe=item))
+        elif isinstance(item, SystemPrompt):
+            steps.append(Step("system", system=item))
         elif item.role == "user":
             steps.append(Step("turn", message=item))
         elif item.role == "assistant" and not keep_replies:
@@ -146,10 +159,16 @@ def replay(
     keep_replies: bool = True,
     budget: int | None = None,
     user: str | None = None,
+    user_facts: Sequence[FactRecord] = (),
     answer: bool = False,
     progress: Progress | None = None,
 ) -> list[StrategyRun]:
-    """Run the transcript under each strategy; `store` and `save_as` keep the sessions."""
+    """Run the transcript under each strategy; `store` and `save_as` keep the sessions.
+
+    Isolated unless `user` is given: no strategy reads facts of other sessions.
+    With `user`, a saved replay reads that profile's facts in `store`, and an
+    in-memory one gets `user_facts` copied in, so both see the same facts.
+    """
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise StrategyError("each --strategy must differ (same name and parameters given twice)")
@@ -169,8 +188,17 @@ def replay(
             runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
         else:
             with Store(":memory:") as scratch:
+                _seed_user_facts(scratch, user, user_facts)
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     return runs
+
+
+def _seed_user_facts(store: Store, user: str | None, facts: Sequence[FactRecord]) -> None:
+    if user is None:
+        return
+    for fact in facts:
+        store.upsert_fact(fact.key, fact.value, scope="user", user=user,
+                          source_turn=fact.source_turn)
 
 
 @dataclass(frozen=True)
@@ -215,7 +243,7 @@ def _start(
     session = store.create_session(
         name or f"replay-{spec.slug}", strategy.name, dict(strategy.params),
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
-        user=options.user,
+        user=options.user, tokenizer=chat.token_counter().key,
     )
     engine = Engine(store, session, chat, strategy, budget=options.budget, helper_model=helper)
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
@@ -226,12 +254,16 @@ def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
     if step.kind == "probe" and step.probe is not None:
         run.probes.append(_probe(engine, step.probe, stored_ids, options))
         return
+    if step.kind == "system" and step.system is not None:
+        engine.session = engine.store.update_session(engine.session.id,
+                                                     system=step.system.system)
+        return
     if step.kind == "turn" and step.message is not None:
         _turn(engine, step, run, stored_ids, options.keep_replies)
     if step.extra:
         ids = engine.store.import_messages(engine.session.id, message_dicts(step.extra))
         stored_ids.update({m.id: i for m, i in zip(step.extra, ids, strict=True) if m.id})
-        run.notices.extend(engine.update_memory())
+        run.notices.extend(without_repl_hints(engine.update_memory()))
 
 
 def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
@@ -246,6 +278,9 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     own = {m.id for m in store.messages(session_id)}
     run.facts = len([f for f in store.facts(user=user, session_id=session_id)
                      if f.session_id == session_id or f.source_message_id in own])
+    from chatmem.memory.pins import pinned_facts
+
+    run.pinned = len(pinned_facts(store, session_id))
 
 
 def what_if(
@@ -257,21 +292,37 @@ def what_if(
     helper_provider: Provider | None = None,
     budget: int | None = None,
     user: str | None = None,
+    user_facts: Sequence[FactRecord] = (),
 ) -> tuple[Context, StrategyRun]:
     """The context `spec` would send for `text` after the transcript.
 
     Derived state (summaries, facts) is computed on the fly by replaying the
-    transcript, with its recorded replies, into an in-memory store.
+    transcript, with its recorded replies, into an in-memory store. Each turn
+    gets the system prompt it was sent with; `text` gets the last one.
     """
     options = _Options(chat_provider, helper_provider, keep_replies=True, budget=budget,
                        user=user, answer=False)
     with Store(":memory:") as scratch:
+        _seed_user_facts(scratch, user, user_facts)
         engine, run, stored_ids = _start(transcript, spec, scratch, None, options)
         for step in plan(transcript, keep_replies=True):
             if step.kind != "probe":
                 _play(engine, step, run, stored_ids, options)
         _finish(engine, run, user)
         return engine.build_context(text), run
+
+
+REPL_HINTS = ("; /summary shows the diff",)
+
+
+def without_repl_hints(notices: Sequence[str]) -> list[str]:
+    """Memory notices as a replay reports them: without advice meant for the REPL."""
+    out = []
+    for notice in notices:
+        for hint in REPL_HINTS:
+            notice = notice.replace(hint, "")
+        out.append(notice)
+    return out
 
 
 def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> Iterator[Step]:
@@ -289,7 +340,7 @@ def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
     else:
         result = engine.run_turn(step.message.content)
     run.prompt_tokens.append(result.context.tokens)
-    run.notices.extend(result.notices)
+    run.notices.extend(without_repl_hints(result.notices))
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id
     if step.reply is not None and step.reply.id and result.record.assistant_message_id:

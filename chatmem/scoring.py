@@ -58,6 +58,8 @@ class StrategyRun:
     dropped_anchors: int = 0
     """Distinct details the summarizer dropped (pinned as facts when the drift guard is on)."""
     facts: int = 0
+    pinned: int = 0
+    """Details the drift guard pinned (kept verbatim beside the facts)."""
     notices: list[str] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
     session: str | None = None
@@ -99,9 +101,7 @@ class StrategyRun:
     def to_json(self) -> dict[str, Any]:
         mean_probe, max_probe = self.probe_tokens()
         return {
-            "strategy": self.label,
-            "name": self.strategy,
-            "params": self.params,
+            "strategy": {"name": self.strategy, "params": self.params, "label": self.label},
             "session": self.session,
             "turns": self.turns,
             "prompt_tokens": {
@@ -115,6 +115,7 @@ class StrategyRun:
             "chat_model_calls": self.chat_calls,
             "summary_versions": self.summary_versions,
             "facts": self.facts,
+            "pinned": self.pinned,
             "notices": self.notices,
             "eval": {
                 "probes": len(self.probes),

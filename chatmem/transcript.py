@@ -1,10 +1,13 @@
 """Transcripts: the JSON Lines format of replay, eval, export and import (DESIGN §7).
 
 A transcript is an optional header line ``{"chatmem": 1, "title": ..., "system": ...}``
-(export also writes ``strategy``, ``params`` and ``model``), then message lines
-``{"role": ..., "content": ..., "id": ..., "ts": ...}`` and probe lines
+(export also writes ``strategy``, ``params``, and what it was recorded with:
+``provider``, ``model``, ``tokenizer``), then message lines
+``{"role": ..., "content": ..., "id": ..., "ts": ...}``, probe lines
 ``{"probe": ..., "expect_ids": [...], "expect_text": [...]}`` evaluated at their
-position. An OpenAI-style ``{"messages": [...]}`` object and a plain JSON list of
+position, and ``{"system_prompt": ...}`` lines: the system prompt from the next
+turn on (a mid-session `/system`; the header's ``system`` is turn 1's). An
+OpenAI-style ``{"messages": [...]}`` object and a plain JSON list of
 messages are read too. Every error names the file and the line.
 """
 
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system")
-HEADER_KEYS = ("title", "system", "strategy", "params", "model")
+HEADER_KEYS = ("title", "system", "strategy", "params", "provider", "model", "tokenizer")
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,18 @@ class Probe:
                 "expect_text": list(self.expect_text)}
 
 
-Item = TranscriptMessage | Probe
+@dataclass(frozen=True)
+class SystemPrompt:
+    """The system prompt from the next turn on (None: no system prompt)."""
+
+    system: str | None
+    line: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"system_prompt": self.system}
+
+
+Item = TranscriptMessage | Probe | SystemPrompt
 
 
 @dataclass
@@ -70,6 +84,8 @@ class Transcript:
     params: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     source: str = "<transcript>"
+    provider: str | None = None
+    tokenizer: str | None = None
 
     @property
     def messages(self) -> list[TranscriptMessage]:
@@ -84,6 +100,27 @@ class Transcript:
 
     def user_turns(self) -> int:
         return sum(1 for m in self.messages if m.role == "user")
+
+    def system_prompts(self) -> list[tuple[int, str | None]]:
+        """(first turn, system prompt) for turn 1 and every change, as the store numbers turns."""
+        prompts: list[tuple[int, str | None]] = [(1, self.system)]
+        turn = 0
+        for item in self.items:
+            if isinstance(item, SystemPrompt):
+                prompts = [p for p in prompts if p[0] != turn + 1] + [(turn + 1, item.system)]
+            elif isinstance(item, TranscriptMessage) and (item.role == "user" or turn == 0):
+                turn += 1
+        return prompts
+
+    def probe_positions(self) -> list[tuple[int, Probe]]:
+        """Each probe with the number of messages before it (its position once stored)."""
+        out, seen = [], 0
+        for item in self.items:
+            if isinstance(item, TranscriptMessage):
+                seen += 1
+            elif isinstance(item, Probe):
+                out.append((seen, item))
+        return out
 
 
 # -- reading ------------------------------------------------------------------
@@ -203,6 +240,11 @@ def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[s
     """A probe or a message; `seen_ids` collects message ids, which probes may name."""
     if "probe" in data:
         return _read_probe(data, where, number, seen_ids)
+    if "system_prompt" in data and "role" not in data:
+        value = data["system_prompt"]
+        if value is not None and not isinstance(value, str):
+            raise TranscriptError(f"{where}: system_prompt must be a string or null")
+        return SystemPrompt(value, number)
     message = _read_message(data, where, number)
     _remember_id(message, seen_ids, where)
     return message
@@ -288,6 +330,9 @@ def to_markdown(transcript: Transcript) -> str:
         if isinstance(item, Probe):
             out.append(f"> **probe:** {item.question}\n")
             continue
+        if isinstance(item, SystemPrompt):
+            out.append(f"**system prompt from here on:** {item.system or '(none)'}\n")
+            continue
         stamp = f" · {item.ts}" if item.ts else ""
         ident = f" · `{item.id}`" if item.id else ""
         out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
@@ -302,12 +347,39 @@ def from_records(
     strategy: str | None = None,
     params: Mapping[str, Any] | None = None,
     model: str | None = None,
+    provider: str | None = None,
+    tokenizer: str | None = None,
+    prompts: Sequence[tuple[int, str | None]] = (),
+    probes: Sequence[Mapping[str, Any]] = (),
 ) -> Transcript:
-    """A transcript of stored messages, their external ids and times kept."""
-    items: list[Item] = [
-        TranscriptMessage(r.role, r.content, r.external_id, r.created_at) for r in records
-    ]
-    return Transcript(items, title, system, strategy, dict(params or {}), model, title)
+    """A transcript of stored messages, their external ids and times kept.
+
+    `prompts` are (first turn, system prompt): turn 1's becomes the header's
+    `system`, later ones a system_prompt line before their turn. `probes` are
+    stored probes, each placed after the message at its `after_position`.
+    """
+    changes = dict(prompts)
+    first_system = changes.pop(1, system) if changes else system
+    pending = sorted(probes, key=lambda p: p["after_position"])
+    items: list[Item] = []
+
+    def probes_until(position: int) -> None:
+        while pending and pending[0]["after_position"] <= position:
+            p = pending.pop(0)
+            items.append(Probe(p["question"], tuple(p["expect_ids"]), tuple(p["expect_text"])))
+
+    last_turn = 0
+    for r in records:
+        probes_until(r.position - 1)
+        if r.turn != last_turn and r.turn in changes:
+            items.append(SystemPrompt(changes.pop(r.turn)))
+        last_turn = r.turn
+        items.append(TranscriptMessage(r.role, r.content, r.external_id, r.created_at))
+    probes_until(10**12)
+    # A prompt set after the last turn holds for the next one.
+    items.extend(SystemPrompt(text) for _, text in sorted(changes.items()))
+    return Transcript(items, title, first_system, strategy, dict(params or {}), model, title,
+                      provider, tokenizer)
 
 
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:

@@ -5,6 +5,11 @@
 support.jsonl and travel-zh.jsonl come from the hand-written dialogues next to
 this script; long-chat.jsonl is 200 turns of small talk generated from a fixed
 seed, with ten facts planted at known turns and probes that ask for them.
+
+The replies are written, not generated, so each header records the offline
+`scripted` provider and the cl100k_base tokenizer: replay and eval then count
+exactly the same way on every machine and derive summaries and facts by the
+scripted rules, unless `--provider`/`--model` name a real model to use instead.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ def stamp(turn: int, second: int) -> str:
 
 def build(title: str, system: str, turns: list[tuple[str, str]],
           probes: list[tuple[int, str, list[str], list[str]]]) -> list[dict[str, Any]]:
-    lines: list[dict[str, Any]] = [{"chatmem": 1, "title": title, "system": system}]
+    lines: list[dict[str, Any]] = [{"chatmem": 1, "title": title, "system": system,
+                                    "provider": "scripted", "model": "scripted",
+                                    "tokenizer": "cl100k_base"}]
     for number, (user, assistant) in enumerate(turns, 1):
         lines.append({"role": "user", "content": user, "id": f"t{number}u",
                       "ts": stamp(number, 0)})

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from chatmem.config import Settings
     from chatmem.engine import Engine
     from chatmem.providers.base import Provider
+    from chatmem.recording import LazyProvider
     from chatmem.store import SessionRecord, Store
     from chatmem.transcript import Transcript
 
@@ -202,12 +203,36 @@ def open_engine(
                 engine.helper_model.close()
 
 
-def stored_transcript(store: Store, session: SessionRecord) -> Transcript:
-    """A stored session as a transcript, with the strategy and model it ran with."""
+def stored_transcript(store: Store, session: SessionRecord,
+                      last_turn: int | None = None) -> Transcript:
+    """A stored session (to `last_turn`) as a transcript: strategy, recording, prompts, probes."""
     from chatmem.transcript import from_records
 
-    return from_records(session.name, store.messages(session.id), system=session.system,
-                        strategy=session.strategy, params=session.params, model=session.model)
+    messages = store.messages(session.id, 1, last_turn)
+    prompts = store.system_prompts(session.id)
+    probes = store.probes(session.id)
+    if last_turn is not None:
+        prompts = [p for p in prompts if p[0] <= last_turn + 1]
+        end = max((m.position for m in messages), default=0)
+        probes = [p for p in probes if p["after_position"] <= end]
+    return from_records(session.name, messages, system=session.system,
+                        strategy=session.strategy, params=session.params, model=session.model,
+                        provider=session.provider, tokenizer=session.tokenizer,
+                        prompts=prompts, probes=probes)
+
+
+@contextmanager
+def reproducing_provider(settings: Settings, transcript: Transcript,
+                         explicit: bool) -> Iterator[LazyProvider]:
+    """The provider and tokenizer `transcript` was recorded with (see chatmem.recording)."""
+    from chatmem.recording import Recording, reproducing
+
+    recording = Recording(transcript.provider, transcript.model, transcript.tokenizer)
+    provider = reproducing(settings, recording, explicit=explicit)
+    try:
+        yield provider
+    finally:
+        provider.close()
 
 
 def print_json(data: Any) -> None:

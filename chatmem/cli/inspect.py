@@ -8,7 +8,10 @@
     turn             the recorded turn: number, status, error, input, reply, strategy,
                      params, provider, model, tokenizer, estimated_tokens, prompt_tokens,
                      completion_tokens, latency_ms, created_at (null for --next)
-    strategy         strategy name and params of the context shown
+    strategy         name, params and label of the strategy of the context shown
+    tokenizer        name, exact, recorded, note: what the context's counts were counted
+                     with (the turn's own for a recorded turn; the session's recorded
+                     tokenizer for --next and what-ifs unless --provider/--model)
     input            the user input the context ends with
     context          tokens, budget, dropped, warnings, parts[kind, reason, tokens,
                      messages[role, content, tokens, id, turn]]
@@ -37,16 +40,18 @@ from chatmem.cli.common import (
     StrategyOption,
     consoles,
     handles_errors,
-    open_provider,
     open_store,
     print_json,
+    reproducing_provider,
     settings_from,
+    stored_transcript,
     strategy_choice,
 )
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
     from chatmem.memory.base import Context
+    from chatmem.recording import Tokenizer
     from chatmem.store import SessionRecord, Store, TurnRecord
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "strategy", "params", "provider",
@@ -70,6 +75,11 @@ def inspect(
     summaries: Annotated[
         bool, typer.Option("--summaries", help="List the session's summary versions.")
     ] = False,
+    with_user_facts: Annotated[
+        bool, typer.Option("--with-user-facts",
+                           help="Let a what-if read your user-profile facts (default: this "
+                                "session's own).")
+    ] = False,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
@@ -77,6 +87,9 @@ def inspect(
     config: ConfigOption = None,
 ) -> None:
     """Show the exact context of a turn, part by part, with tokens, reasons and budget.
+
+    --next and what-ifs count with the tokenizer the session was recorded with
+    (and call its model for summaries or facts) unless --provider or --model is given.
 
     Example: chatmem inspect support --turn 12 --strategy window --param k=2
     """
@@ -91,14 +104,16 @@ def inspect(
             _summaries(store, record, json_out)
             return
         strategy, params = strategy_choice(strategy, param)
+        explicit = provider is not None or model is not None
         if strategy is None and not params:
             if next_text is None:
                 data, context, approximate = _recorded(store, record, turn)
             else:
-                data, context, approximate = _next(store, record, settings, next_text)
+                data, context, approximate = _next(store, record, settings, next_text, explicit)
         else:
-            data, context, approximate = _what_if(store, record, settings, turn, next_text,
-                                                  strategy or record.strategy, params)
+            data, context, approximate = _what_if(
+                store, record, settings, turn, next_text, strategy or record.strategy, params,
+                explicit=explicit, with_user_facts=with_user_facts)
     if json_out:
         print_json(data)
         return
@@ -110,13 +125,18 @@ def _turn_json(turn: TurnRecord) -> dict[str, Any]:
 
 
 def _payload(session: str, mode: str, context: Context, *, text: str, strategy: str,
-             params: dict[str, Any], turn: TurnRecord | None = None,
+             params: dict[str, Any], tokenizer: Tokenizer, turn: TurnRecord | None = None,
              replayed: dict[str, Any] | None = None) -> dict[str, Any]:
+    from chatmem.engine import strategy_label
+
     return {
+        "command": "inspect",
         "session": session,
         "mode": mode,
         "turn": _turn_json(turn) if turn else None,
-        "strategy": {"name": strategy, "params": params},
+        "strategy": {"name": strategy, "params": params,
+                     "label": strategy_label(strategy, params)},
+        "tokenizer": tokenizer.to_json(),
         "input": text,
         "context": context.to_json(),
         "messages": context.messages(),
@@ -128,26 +148,31 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
 def _recorded(store: Store, session: SessionRecord,
               number: int | None) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.memory.base import Context
+    from chatmem.recording import Tokenizer
 
     turn = store.turn(session.id, number)
     context = Context.from_json(turn.context)
+    approximate = bool(turn.context.get("approximate", False))
+    tokenizer = Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer)
     data = _payload(session.name, "turn", context, text=turn.input, strategy=turn.strategy,
-                    params=turn.params, turn=turn)
-    return data, context, bool(turn.context.get("approximate", False))
+                    params=turn.params, tokenizer=tokenizer, turn=turn)
+    return data, context, approximate
 
 
 def _next(store: Store, session: SessionRecord, settings: Settings,
-          text: str) -> tuple[dict[str, Any], Context, bool]:
+          text: str, explicit: bool) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine, resolve_strategy
+    from chatmem.recording import describe_counter
 
     chosen = resolve_strategy(settings, None, {}, session)
-    with open_provider(settings) as llm:
+    transcript = stored_transcript(store, session, last_turn=0)
+    with reproducing_provider(settings, transcript, explicit) as llm:
         engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
         context = engine.build_context(text)
-        approximate = engine.counter.approximate
+        tokenizer = describe_counter(engine.counter, session.tokenizer)
     data = _payload(session.name, "next", context, text=text, strategy=chosen.name,
-                    params=dict(chosen.params))
-    return data, context, approximate
+                    params=dict(chosen.params), tokenizer=tokenizer)
+    return data, context, not tokenizer.exact
 
 
 def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:
@@ -160,11 +185,11 @@ def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> i
 
 
 def _what_if(store: Store, session: SessionRecord, settings: Settings, number: int | None,
-             text: str | None, strategy: str,
-             params: dict[str, str]) -> tuple[dict[str, Any], Context, bool]:
+             text: str | None, strategy: str, params: dict[str, str], *, explicit: bool,
+             with_user_facts: bool) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine
+    from chatmem.recording import describe_counter
     from chatmem.replay import StrategySpec, what_if
-    from chatmem.transcript import from_records
 
     spec = StrategySpec(strategy, params)
     chosen = spec.create()  # bad names or params fail before any work is done
@@ -172,24 +197,27 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
     if text is None:
         turn = store.turn(session.id, number)
         text = turn.input
-        messages = store.messages(session.id, 1, _history_before(store, session, turn))
+        # The history before the turn, with the system prompt each of its turns had.
+        transcript = stored_transcript(store, session, _history_before(store, session, turn))
     else:
-        messages = store.messages(session.id)
+        transcript = stored_transcript(store, session)
     replayed: dict[str, Any] | None = None
-    with open_provider(settings) as llm:
+    user = session.user if with_user_facts else None
+    with reproducing_provider(settings, transcript, explicit) as llm:
         if turn is None and strategy == session.strategy:
             # The session already keeps this strategy's state: use it as it is.
             engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
             context = engine.build_context(text)
         else:
-            transcript = from_records(session.name, messages, system=session.system)
+            facts = [f for f in store.facts(user=user) if f.scope == "user"] if user else []
             context, run = what_if(transcript, spec, text, chat_provider=llm,
-                                   budget=settings.context_budget, user=settings.user)
+                                   budget=settings.context_budget, user=user, user_facts=facts)
             replayed = {"turns": run.turns, "strategy_model_calls": run.model_calls}
-        approximate = llm.token_counter().approximate
+        tokenizer = describe_counter(llm.token_counter(), session.tokenizer)
     data = _payload(session.name, "what-if", context, text=text, strategy=chosen.name,
-                    params=dict(chosen.params), turn=turn, replayed=replayed)
-    return data, context, approximate
+                    params=dict(chosen.params), tokenizer=tokenizer, turn=turn,
+                    replayed=replayed)
+    return data, context, not tokenizer.exact
 
 
 def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
@@ -222,16 +250,16 @@ def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
     from chatmem.render.inspect import inspect_view
 
     turn = data["turn"] or {}
-    from chatmem.memory.params import format_params
-
-    params = format_params(data["strategy"]["params"])
+    tokenizer = data["tokenizer"]
+    counted = f"{tokenizer['name']} ({'exact' if tokenizer['exact'] else 'approximate'})"
     info = {
         "session": data["session"],
         "turn": turn.get("number"),
         "status": turn.get("status"),
         "error": turn.get("error"),
-        "strategy": f"{data['strategy']['name']} {params}".strip(),
+        "strategy": data["strategy"]["label"],
         "model": " / ".join(str(v) for v in (turn.get("provider"), turn.get("model")) if v),
+        "tokenizer": f"{counted}; {tokenizer['note']}" if tokenizer["note"] else counted,
         "latency": f"{turn['latency_ms'] / 1000:.2f} s" if turn.get("latency_ms") else None,
         "input": data["input"],
     }

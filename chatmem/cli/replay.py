@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,10 +19,10 @@ from chatmem.cli.common import (
     ProviderOption,
     consoles,
     handles_errors,
-    open_provider,
     open_store,
     parse_params,
     print_json,
+    reproducing_provider,
     settings_from,
     stored_transcript,
 )
@@ -29,6 +30,7 @@ from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
+    from chatmem.recording import Tokenizer
     from chatmem.replay import Progress
     from chatmem.scoring import StrategyRun
     from chatmem.transcript import Transcript
@@ -41,6 +43,20 @@ StrategiesOption = Annotated[
     typer.Option("--strategy", "-s", show_default=False,
                  metavar="NAME[:K=V,...]",
                  help="Strategy to run, repeatable; parameters after a colon: window:k=2."),
+]
+DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
+"""What `eval` compares when no --strategy is given: one of each kind of memory."""
+EvalStrategiesOption = Annotated[
+    list[str] | None,
+    typer.Option("--strategy", "-s", show_default=False,
+                 metavar="NAME[:K=V,...]",
+                 help="Strategy to score, repeatable; parameters after a colon: window:k=2. "
+                      f"Default: {', '.join(DEFAULT_EVAL)}."),
+]
+WithUserFactsOption = Annotated[
+    bool, typer.Option("--with-user-facts",
+                       help="Let strategies read your user-profile facts (default: the "
+                            "conversation alone, so results do not depend on other sessions).")
 ]
 ReportOption = Annotated[
     Path | None,
@@ -79,11 +95,22 @@ def progress_bar(steps: int) -> Iterator[Progress | None]:
         yield advance
 
 
+@dataclass
+class Outcome:
+    """One replay or eval: its input, its runs and what its numbers were counted with."""
+
+    transcript: Transcript
+    runs: list[StrategyRun]
+    keep_replies: bool
+    tokenizer: Tokenizer
+
+
 def _run(
     source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: Settings,
-    *, keep: bool | None, save_as: str | None = None, answer: bool = False,
-    transcript: Transcript | None = None,
-) -> tuple[Transcript, list[StrategyRun], bool]:
+    *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
+    answer: bool = False, transcript: Transcript | None = None,
+) -> Outcome:
+    from chatmem.recording import describe_counter
     from chatmem.replay import parse_spec, replay
 
     shared = parse_params(param)
@@ -92,16 +119,28 @@ def _run(
     if not transcript.user_turns():
         raise TranscriptError(f"{source}: the transcript has no user messages to replay")
     keep_replies = transcript.has_replies() if keep is None else keep
+    user = settings.user if with_user_facts else None
     with ExitStack() as stack:
-        chat_provider = stack.enter_context(open_provider(settings))
+        chat_provider = stack.enter_context(
+            reproducing_provider(settings, transcript, explicit))
+        tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
         progress = stack.enter_context(progress_bar(len(transcript.items) * len(specs)))
         # Only --save-as needs the history file; otherwise every replay stays in memory.
         store = stack.enter_context(open_store(settings)) if save_as else None
         runs = replay(transcript, specs, chat_provider=chat_provider, store=store,
                       save_as=save_as, keep_replies=keep_replies,
-                      budget=settings.context_budget, user=settings.user, answer=answer,
+                      budget=settings.context_budget, user=user,
+                      user_facts=_user_facts(settings, user), answer=answer,
                       progress=progress)
-    return transcript, runs, keep_replies
+    return Outcome(transcript, runs, keep_replies, tokenizer)
+
+
+def _user_facts(settings: Settings, user: str | None) -> list[Any]:
+    """The profile's facts, for --with-user-facts (none when there is no history file)."""
+    if user is None or not settings.db_path.exists():
+        return []
+    with open_store(settings, create=False) as store:
+        return [f for f in store.facts(user=user) if f.scope == "user"]
 
 
 @handles_errors
@@ -120,6 +159,7 @@ def replay_command(
         typer.Option("--save-as", show_default=False,
                      help="Store each replay as a session: NAME, or NAME-<strategy> for several."),
     ] = None,
+    with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v",
@@ -133,38 +173,49 @@ def replay_command(
 ) -> None:
     """Replay a conversation under each strategy and compare prompt tokens and model calls.
 
-    Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3 --provider scripted
+    Counts use the provider, model and tokenizer the conversation was recorded
+    with unless --provider or --model says otherwise.
+
+    Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3
     """
     from chatmem.render import compare
 
     settings = settings_from(config, db, provider, model)
-    transcript, runs, keep = _run(source, strategy, param, settings, keep=keep_replies,
-                                  save_as=save_as)
+    outcome = _run(source, strategy, param, settings, keep=keep_replies, save_as=save_as,
+                   explicit=provider is not None or model is not None,
+                   with_user_facts=with_user_facts)
+    data = outcome_json("replay", source, outcome)
     if report:
-        _write_report(report, compare.html_report(
-            f"chatmem replay {source}", compare.replay_table(runs),
-            compare.token_chart({r.label: r.prompt_tokens for r in runs}, width=100),
-        ))
+        _write_report(report, data)
     if json_out:
-        print_json({"source": source, "title": transcript.title, "turns": transcript.user_turns(),
-                    "keep_replies": keep, "strategies": [_replay_json(r) for r in runs]})
+        print_json(data)
         return
     out, err = consoles()
-    out.print(compare.replay_view(runs, source))
-    for line in compare.replay_notices(runs, verbose=verbose):
+    out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe()))
+    for line in compare.replay_notices(outcome.runs, verbose=verbose):
         err.print(line, style="dim", markup=False)
 
 
-def _replay_json(run: StrategyRun) -> dict[str, Any]:
-    data = run.to_json()
-    if not run.probes:
-        data.pop("eval")
-    return data
+def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
+    """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
+    transcript = outcome.transcript
+    return {
+        "command": command,
+        "source": source,
+        "title": transcript.title,
+        "turns": transcript.user_turns(),
+        "probes": len(transcript.probes),
+        "keep_replies": outcome.keep_replies,
+        "tokenizer": outcome.tokenizer.to_json(),
+        "strategies": [r.to_json() for r in outcome.runs],
+    }
 
 
-def _write_report(path: Path, html: str) -> None:
+def _write_report(path: Path, data: dict[str, Any]) -> None:
+    from chatmem.report import html_report
+
     try:
-        path.write_text(html, encoding="utf-8")
+        path.write_text(html_report(data), encoding="utf-8")
     except OSError as e:
         raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
     consoles()[1].print(f"wrote {path}", style="dim", markup=False)
@@ -173,7 +224,7 @@ def _write_report(path: Path, html: str) -> None:
 @handles_errors
 def eval_command(
     source: SourceArgument,
-    strategy: StrategiesOption,
+    strategy: EvalStrategiesOption = None,
     param: ParamOption = None,
     answer: Annotated[
         bool, typer.Option("--answer", help="Also ask the model each probe and check its answer.")
@@ -183,6 +234,7 @@ def eval_command(
         typer.Option("--min-recall", show_default=False, min=0.0, max=1.0, metavar="X",
                      help="Exit 1 when any strategy's id or text recall is below this."),
     ] = None,
+    with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
@@ -192,7 +244,7 @@ def eval_command(
 ) -> None:
     """Score what each strategy remembers at the transcript's probes, and what it costs.
 
-    Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2 --provider scripted
+    Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
     from chatmem.render import compare
 
@@ -202,18 +254,17 @@ def eval_command(
         raise TranscriptError(
             f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"
         )
-    _, runs, _ = _run(source, strategy, param, settings, keep=None, answer=answer,
-                      transcript=transcript)
+    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=None, answer=answer,
+                   transcript=transcript, explicit=provider is not None or model is not None,
+                   with_user_facts=with_user_facts)
+    data = outcome_json("eval", source, outcome)
     if report:
-        _write_report(report, compare.html_report(
-            f"chatmem eval {source}", compare.eval_table(runs), compare.probe_table(runs)))
+        _write_report(report, data)
     if json_out:
-        print_json({"source": source, "title": transcript.title,
-                    "probes": len(transcript.probes),
-                    "strategies": [{"strategy": r.label, **r.to_json()["eval"],
-                                    "strategy_model_calls": r.model_calls} for r in runs]})
+        print_json(data)
     else:
-        consoles()[0].print(compare.eval_view(runs, source))
+        consoles()[0].print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe()))
+    runs = outcome.runs
     if min_recall is not None:
         below = [r for r in runs if (r.recall() or 0.0) < min_recall]
         if below:

@@ -148,7 +148,7 @@ def import_(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Create a session from a transcript file; probe lines are not imported.
+    """Create a session from a transcript file: messages, system prompts, probes, recording.
 
     Example: chatmem sessions import sessions/support.jsonl --name support
     """
@@ -164,16 +164,23 @@ def import_(
                              transcript.params if transcript.strategy
                              else settings.params_for(settings.strategy))
     session_name = name or transcript.title or path.stem
+    prompts = transcript.system_prompts()
     with open_store(settings) as store:
         session = store.create_session(
-            session_name, chosen.name, dict(chosen.params), model=transcript.model,
-            system=transcript.system, user=settings.user,
+            session_name, chosen.name, dict(chosen.params), provider=transcript.provider,
+            model=transcript.model, system=prompts[-1][1], user=settings.user,
+            tokenizer=transcript.tokenizer,
         )
+        store.set_system_prompts(session.id, prompts)
         store.import_messages(session.id, message_dicts(transcript.messages))
-    skipped = len(transcript.probes)
-    note = f" ({skipped} probe lines not imported)" if skipped else ""
+        store.add_probes(session.id, [
+            {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
+             "expect_text": p.expect_text}
+            for position, p in transcript.probe_positions()])
+    probes = len(transcript.probes)
+    note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
     consoles()[1].print(
-        f"imported {len(transcript.messages)} messages into session {session_name}{note}",
+        f"imported {len(transcript.messages)} messages{note} into session {session_name}",
         markup=False,
     )
 

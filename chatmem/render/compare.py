@@ -1,11 +1,9 @@
-"""Replay and eval output: per-strategy tables, a terminal chart, an HTML report."""
+"""Replay and eval output: per-strategy tables and a terminal chart (HTML: chatmem.report)."""
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
@@ -109,28 +107,36 @@ def _wide(runs: Sequence[StrategyRun], columns: Sequence[str],
     return out
 
 
-def replay_table(runs: Sequence[StrategyRun], title: str | None = None) -> Fitted:
+def _caption(text: str, counted: str | None) -> str:
+    return f"{text}\n{counted}" if counted else text
+
+
+def replay_table(runs: Sequence[StrategyRun], title: str | None = None,
+                 counted: str | None = None) -> Fitted:
     """One row per strategy: what replaying the conversation cost (stacked when narrow)."""
-    caption = "prompt tokens per turn; model calls made by the strategy itself"
+    caption = _caption("prompt tokens per turn; model calls made by the strategy itself", counted)
     columns = ["turns", "tokens\ntotal", "tokens\nmean", "tokens\nmax", "model\ncalls",
-               "summary\nversions", "facts"]
+               "summary\nversions", "facts\n+pins"]
     rows = []
     for run in runs:
         mean = run.total_tokens / run.turns if run.turns else None
         values: list[RenderableType] = [
             str(run.turns), _number(run.total_tokens), _number(mean, 1),
             _number(max(run.prompt_tokens, default=0)), str(run.model_calls),
-            str(run.summary_versions), str(run.facts),
+            str(run.summary_versions), f"{run.facts}+{run.pinned}" if run.pinned
+            else str(run.facts),
         ]
         rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
     return Fitted(_wide(runs, columns, rows, title, caption),
                   _stacked(runs, rows, title, caption))
 
 
-def eval_table(runs: Sequence[StrategyRun], title: str | None = None) -> Fitted:
+def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
+               counted: str | None = None) -> Fitted:
     """One row per strategy: what it remembered at the probes, and at what context size."""
     answered = any(r.answer_recall() is not None for r in runs)
-    caption = "context tokens at the probes; model calls made by the strategy itself"
+    caption = _caption("context tokens at the probes; model calls made by the strategy itself",
+                       counted)
     columns = ["probes", "id\nrecall", "text\nrecall"]
     columns += ["answer\nrecall"] if answered else []
     columns += ["context\nmean", "context\nmax", "model\ncalls"]
@@ -269,9 +275,9 @@ class FittedChart:
         yield token_chart(self.series, width=max(min(self.width, room), 10))
 
 
-def replay_view(runs: Sequence[StrategyRun], source: str) -> Group:
+def replay_view(runs: Sequence[StrategyRun], source: str, counted: str | None = None) -> Group:
     blocks: list[RenderableType] = [
-        replay_table(runs, title=f"replay of {source}"),
+        replay_table(runs, title=f"replay of {source}", counted=counted),
         FittedChart({r.label: r.prompt_tokens for r in runs}),
     ]
     for run in runs:
@@ -281,20 +287,9 @@ def replay_view(runs: Sequence[StrategyRun], source: str) -> Group:
     return Group(*blocks)
 
 
-def eval_view(runs: Sequence[StrategyRun], source: str) -> Group:
-    return Group(eval_table(runs, title=f"eval of {source}"), probe_table(runs))
-
-
-def html_report(title: str, *renderables: RenderableType) -> str:
-    """A self-contained HTML page (inline styles, no scripts) of the given renderables."""
-    console = Console(record=True, file=io.StringIO(), width=120, force_terminal=True,
-                      color_system="truecolor")
-    console.print(Text(title, style="bold"))
-    for renderable in renderables:
-        console.print(renderable)
-    page = console.export_html(inline_styles=True)
-    return page.replace('<meta charset="UTF-8">',
-                        f'<meta charset="UTF-8">\n<title>{escape(title)}</title>', 1)
+def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = None) -> Group:
+    return Group(eval_table(runs, title=f"eval of {source}", counted=counted),
+                 probe_table(runs))
 
 
 _PROGRESS = re.compile(r"^summary v\d+ now covers (turns? [\d–]+):")
@@ -311,8 +306,7 @@ def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> lis
     for run in runs:
         progress = [n for n in run.notices if _PROGRESS.match(n)]
         others = run.notices if verbose else [n for n in run.notices if not _PROGRESS.match(n)]
-        # The REPL's advice to run /summary means nothing after a replay.
-        lines += [f"{run.label}: {n.replace('; /summary shows the diff', '')}" for n in others]
+        lines += [f"{run.label}: {n}" for n in others]
         if verbose or not progress:
             continue
         last = _PROGRESS.match(progress[-1])

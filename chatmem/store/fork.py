@@ -75,11 +75,24 @@ class ForkTables(SessionTables, MemoryTables):
                 f" not at turn {at_turn}"
             )
         with self.write():
+            # The fork's next turn is upto + 1: it gets the prompt that turn had in the source.
+            prompts = [(first, system) for first, system in self.system_prompts(source.id)
+                       if first <= upto + 1]
+            system = prompts[-1][1] if prompts else source.system
             new_id = self._insert_session(
                 new_name, source.strategy, source.params, provider=source.provider,
-                model=source.model, system=source.system, user=source.user,
+                model=source.model, system=system, user=source.user,
+                tokenizer=source.tokenizer,
             )
+            for first, text in prompts:
+                self._set_prompt(new_id, first, text)
             ids = self._copy_messages(source.id, new_id, upto)
+            last_position = max((m.position for m in self.messages(new_id)), default=0)
+            self.db.execute(
+                "INSERT INTO probes (session_id, after_position, question, expect_ids,"
+                " expect_text) SELECT ?, after_position, question, expect_ids, expect_text"
+                " FROM probes WHERE session_id = ? AND after_position <= ? ORDER BY id",
+                [new_id, source.id, last_position])
             copied, rebuilt = [], []
             for owner in self._derived_owners(source.id):
                 group = self._derived_group(source.id, owner)

@@ -25,6 +25,8 @@ class SessionRecord:
     user: str | None
     created_at: str
     updated_at: str
+    tokenizer: str | None = None
+    """The tokenizer its latest turn was counted with (or its transcript recorded)."""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionRecord:

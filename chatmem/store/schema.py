@@ -132,3 +132,39 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         CREATE VIRTUAL TABLE messages_fts USING fts5(terms);
         """
     )
+
+
+@migrations()
+def m002_recordings(db: sqlite_utils.Database) -> None:
+    """What a session was recorded with: its tokenizer, each turn's system prompt, its probes.
+
+    `session_prompts` holds the system prompt in effect from a turn on (a
+    `/system` mid-session adds a row), so inspect, replay and export use the
+    prompt each turn was sent with. `probes` keeps a transcript's probe lines
+    through an import, at the message position they were asked after.
+    """
+    db.executescript(
+        """
+        ALTER TABLE sessions ADD COLUMN tokenizer TEXT;
+        CREATE TABLE session_prompts (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            from_turn INTEGER NOT NULL,
+            system TEXT,
+            PRIMARY KEY (session_id, from_turn)
+        );
+        INSERT INTO session_prompts (session_id, from_turn, system)
+            SELECT id, 1, system FROM sessions;
+        UPDATE sessions SET tokenizer = (
+            SELECT t.tokenizer FROM turns t WHERE t.session_id = sessions.id
+            AND t.tokenizer IS NOT NULL ORDER BY t.number DESC LIMIT 1);
+        CREATE TABLE probes (
+            id INTEGER PRIMARY KEY,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            after_position INTEGER NOT NULL,
+            question TEXT NOT NULL,
+            expect_ids TEXT NOT NULL DEFAULT '[]',
+            expect_text TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE INDEX probes_session ON probes (session_id, after_position);
+        """
+    )

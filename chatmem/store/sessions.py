@@ -27,11 +27,13 @@ class SessionTables(Connection):
         model: str | None = None,
         system: str | None = None,
         user: str | None = None,
+        tokenizer: str | None = None,
     ) -> SessionRecord:
         self._check_new_name(name)
         with self.write():
             session_id = self._insert_session(name, strategy, params or {}, provider=provider,
-                                              model=model, system=system, user=user)
+                                              model=model, system=system, user=user,
+                                              tokenizer=tokenizer)
         return self.session_by_id(session_id)
 
     def find_or_create_session(
@@ -64,21 +66,23 @@ class SessionTables(Connection):
 
     def _insert_session(
         self, name: str, strategy: str, params: Mapping[str, Any], *, provider: str | None,
-        model: str | None, system: str | None, user: str | None,
+        model: str | None, system: str | None, user: str | None, tokenizer: str | None = None,
     ) -> int:
         """Insert a session row inside the caller's transaction; returns its id."""
         stamp = now()
         try:
             cursor = self.db.execute(
                 "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " tokenizer, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [name, strategy, json_text(dict(params)), provider, model, system, user,
-                 stamp, stamp],
+                 tokenizer, stamp, stamp],
             )
         except sqlite3.IntegrityError:
             # Another process took the name since _check_new_name.
             raise StoreError(f"a session named {name!r} already exists") from None
-        return int(cursor.lastrowid or 0)
+        session_id = int(cursor.lastrowid or 0)
+        self._set_prompt(session_id, 1, system)
+        return session_id
 
     def find_session(self, name: str) -> SessionRecord | None:
         rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
@@ -98,7 +102,8 @@ class SessionTables(Connection):
 
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord:
         """Change a session's settings; returns it as now stored."""
-        allowed = {"strategy", "params", "provider", "model", "system", "user", "name"}
+        allowed = {"strategy", "params", "provider", "model", "system", "user", "name",
+                   "tokenizer"}
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
         if "params" in fields:
@@ -106,6 +111,9 @@ class SessionTables(Connection):
         fields["updated_at"] = now()
         assignments = ", ".join(f"{k} = ?" for k in fields)
         with self.write():
+            if "system" in fields and fields["system"] != self.session_by_id(session_id).system:
+                # The new prompt holds from the next turn on; earlier turns keep theirs.
+                self._set_prompt(session_id, self.turn_count(session_id) + 1, fields["system"])
             try:
                 self.db.execute(
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
@@ -114,6 +122,52 @@ class SessionTables(Connection):
             except sqlite3.IntegrityError:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
         return self.session_by_id(session_id)
+
+    def _set_prompt(self, session_id: int, from_turn: int, system: str | None) -> None:
+        """Record the system prompt in effect from `from_turn` on, inside a transaction."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO session_prompts (session_id, from_turn, system)"
+            " VALUES (?, ?, ?)", [session_id, from_turn, system],
+        )
+
+    def system_prompts(self, session_id: int) -> list[tuple[int, str | None]]:
+        """(first turn, system prompt) of every prompt the session used, oldest first."""
+        rows = self._rows("SELECT from_turn, system FROM session_prompts WHERE session_id = ?"
+                          " ORDER BY from_turn", [session_id])
+        return [(r["from_turn"], r["system"]) for r in rows]
+
+    def set_system_prompts(self, session_id: int,
+                           prompts: Iterable[tuple[int, str | None]]) -> None:
+        """Replace the session's prompt history (an import brings its own)."""
+        with self.write():
+            self.db.execute("DELETE FROM session_prompts WHERE session_id = ?", [session_id])
+            for from_turn, system in prompts:
+                self._set_prompt(session_id, from_turn, system)
+
+    def system_for_turn(self, session_id: int, turn: int) -> str | None:
+        """The system prompt turn `turn` was (or will be) sent with."""
+        prompts = [s for first, s in self.system_prompts(session_id) if first <= turn]
+        if prompts:
+            return prompts[-1]
+        return self.session_by_id(session_id).system
+
+    # -- probes -------------------------------------------------------------
+
+    def add_probes(self, session_id: int, probes: Iterable[Mapping[str, Any]]) -> int:
+        """Store probe lines, each with the message position it was asked after."""
+        rows = [[session_id, p["after_position"], p["question"], json_text(list(p["expect_ids"])),
+                 json_text(list(p["expect_text"]))] for p in probes]
+        with self.write():
+            self.db.conn.executemany(
+                "INSERT INTO probes (session_id, after_position, question, expect_ids,"
+                " expect_text) VALUES (?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def probes(self, session_id: int) -> list[dict[str, Any]]:
+        rows = self._rows("SELECT after_position, question, expect_ids, expect_text FROM probes"
+                          " WHERE session_id = ? ORDER BY after_position, id", [session_id])
+        return [{**r, "expect_ids": json.loads(r["expect_ids"]),
+                 "expect_text": json.loads(r["expect_text"])} for r in rows]
 
     def rename_session(self, name: str, new_name: str) -> SessionRecord:
         """Give a session a new name; everything it owns follows (rows point at its id)."""
@@ -225,15 +279,18 @@ class SessionTables(Connection):
                         [session_id])
         )
 
-    def commit_turn(self, turn: TurnRecord) -> TurnRecord:
-        """Store a completed turn: user message, reply and turn row, all or nothing."""
+    def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None) -> TurnRecord:
+        """Store a completed turn: user message, reply and turn row, all or nothing.
+
+        The user message is stamped when it was sent (`sent_at`), the reply when it ended.
+        """
         if turn.status != "ok" or turn.reply is None:
             raise StoreError("only a completed turn with a reply can be committed")
         try:
             with self.write():
                 user_id, assistant_id = self._append_messages(
                     turn.session_id,
-                    [{"role": "user", "content": turn.input},
+                    [{"role": "user", "content": turn.input, "ts": sent_at},
                      {"role": "assistant", "content": turn.reply}],
                 )
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id

@@ -392,7 +392,8 @@ def test_strategy_with_parameters_after_a_colon(tmp_path: Path) -> None:
                 "--next", "x", "-s", "tokens:max_tokens=300")
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["strategy"] == {"name": "tokens",
-                                                    "params": {"max_tokens": 300}}
+                                                    "params": {"max_tokens": 300},
+                                                    "label": "tokens max_tokens=300"}
     bad = run("chat", "--db", str(db), "--provider", "scripted", "-s", "window:k=x")
     assert bad.exit_code == 2
     assert bad.stderr == "error: parameter k='x' of strategy 'window' must be a whole number\n"

@@ -20,7 +20,7 @@ def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["probes"] == 15
-    rows = {s["strategy"]: s for s in data["strategies"]}
+    rows = {s["strategy"]["label"]: s["eval"] for s in data["strategies"]}
     # See tests/test_replay.py for why: 15 one-fact probes; k=2 keeps 3, k=5 keeps 6.
     assert (rows["buffer"]["id_recall"], rows["buffer"]["text_recall"]) == (1.0, 1.0)
     assert (rows["window k=2"]["id_recall"], rows["window k=2"]["text_recall"]) == (0.2, 0.2)
@@ -74,7 +74,7 @@ def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", str(transcript), "-s", "buffer", "--answer",
                                  "--config", str(config), "--json"])
     assert result.exit_code == 0, result.stderr
-    row = json.loads(result.stdout)["strategies"][0]
+    row = json.loads(result.stdout)["strategies"][0]["eval"]
     assert [(p["answer"], p["answer_found"]) for p in row["per_probe"]] == [
         ("It is KW-58213.", ["KW-58213"]), ("I don't know.", [])]
     assert row["answer_recall"] == 0.5 and row["text_recall"] == 0.5

@@ -29,10 +29,14 @@ def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str) 
     back = runner.invoke(app, ["sessions", "export", name, "--db", second])
     assert back.exit_code == 0
     assert back.stdout == exported.read_text(encoding="utf-8")
-    # Every message of the sample, ids and timestamps included, survived both trips.
-    source = [json.loads(line) for line in (SESSIONS / sample).read_text("utf-8").splitlines()]
+    # Every line of the sample after its header (messages with ids and timestamps, probes)
+    # survived both trips byte for byte; the header gains the session's strategy.
+    text = (SESSIONS / sample).read_text("utf-8")
+    assert back.stdout.splitlines()[1:] == text.splitlines()[1:]
+    source = [json.loads(line) for line in text.splitlines()]
     messages = [line for line in source if "role" in line]
-    assert [json.loads(line) for line in back.stdout.splitlines()[1:]] == messages
+    assert {k: v for k, v in json.loads(back.stdout.splitlines()[0]).items()
+            if k not in ("strategy", "params")} == source[0]
     with Store(second) as store:
         session = store.session(name)
         assert session.system == source[0]["system"]
@@ -40,14 +44,20 @@ def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str) 
         assert [m.external_id for m in stored] == [m["id"] for m in messages]
 
 
-def test_import_reports_what_it_did_and_skips_probes(tmp_path: Path) -> None:
+def test_import_reports_what_it_did_and_keeps_probes(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
     result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "support.jsonl"),
                                  "--name", "desk", "--db", db])
     assert result.exit_code == 0
-    assert result.stderr == "imported 60 messages into session desk (6 probe lines not imported)\n"
+    assert result.stderr == "imported 60 messages and 6 probes into session desk\n"
     with Store(db) as store:
-        assert store.turn_count(store.session("desk").id) == 30
+        session = store.session("desk")
+        assert store.turn_count(session.id) == 30
+        # Asked after turn 10 (message 20) and, five of them, after turn 30 (message 60).
+        assert [p["after_position"] for p in store.probes(session.id)] == [20] + [60] * 5
+    evaluated = runner.invoke(app, ["eval", "desk", "-s", "window", "--db", db, "--json"])
+    assert evaluated.exit_code == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["strategies"][0]["eval"]["probes"] == 6
 
 
 def test_import_openai_style_and_plain_list(tmp_path: Path) -> None:

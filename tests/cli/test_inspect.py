@@ -88,7 +88,8 @@ def test_next_shows_what_would_be_sent_without_calling_the_model(
 def test_what_if_under_another_strategy_replays_the_history(replayed: tuple[str, Path]) -> None:
     db, _ = replayed
     data = inspect_json(db, "--turn", "5", "--strategy", "buffer", "--provider", "scripted")
-    assert data["mode"] == "what-if" and data["strategy"] == {"name": "buffer", "params": {}}
+    assert data["mode"] == "what-if" and data["strategy"] == {"name": "buffer", "params": {},
+                                                                "label": "buffer"}
     assert data["input"] == "Thursday works. Do I need to send the cracked jug back first?"
     history = [m for p in data["context"]["parts"] if p["kind"] == "history"  # type: ignore[index]
                for m in p["messages"]]

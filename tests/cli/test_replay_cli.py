@@ -46,7 +46,8 @@ def test_json_numbers_show_quadratic_buffer_and_linear_window() -> None:
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["keep_replies"] is True and data["turns"] == 30
-    per_turn = {s["strategy"]: s["prompt_tokens"]["per_turn"] for s in data["strategies"]}
+    per_turn = {s["strategy"]["label"]: s["prompt_tokens"]["per_turn"]
+                for s in data["strategies"]}
     totals = {k: list(accumulate(v)) for k, v in per_turn.items()}
     second = {k: [c - 2 * b + a for a, b, c in zip(t, t[1:], t[2:], strict=False)]
               for k, t in totals.items()}
@@ -116,8 +117,8 @@ def test_a_stored_session_replays_by_name(tmp_path: Path) -> None:
                  "--db", db)
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     data = json.loads(result.stdout)  # type: ignore[attr-defined]
-    assert data["turns"] == 30 and data["strategies"][0]["strategy"] == "window k=1"
-    assert "eval" not in data["strategies"][0]  # stored sessions have no probes
+    assert data["turns"] == 30 and data["strategies"][0]["strategy"]["label"] == "window k=1"
+    assert data["strategies"][0]["eval"]["probes"] == 6  # probes survive the import
 
 
 @pytest.mark.parametrize(("args", "message"), [

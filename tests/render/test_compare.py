@@ -14,13 +14,13 @@ from chatmem.render.compare import (
     MARKERS,
     OVERLAP,
     eval_table,
-    html_report,
     marker,
     probe_table,
     replay_notices,
     replay_table,
     token_chart,
 )
+from chatmem.replay import without_repl_hints
 from chatmem.scoring import ProbeResult, StrategyRun
 
 
@@ -48,11 +48,6 @@ def test_long_series_are_bucketed_to_the_width() -> None:
 
 def test_empty_chart_says_so() -> None:
     assert "(no turns)" in token_chart({"x": []}).plain
-
-
-def test_html_report_is_self_contained() -> None:
-    html = html_report("report", token_chart({"窗口": [1, 2]}))
-    assert "<!DOCTYPE html>" in html and "窗口" in html and "<script" not in html
 
 
 # -- narrow terminals, many strategies ----------------------------------------------------
@@ -88,7 +83,7 @@ def test_a_narrow_replay_table_stacks_instead_of_cutting_columns_or_names(width:
     for label in LABELS:  # every row keeps its name, whole, on a line of its own
         assert label in lines
     # and every value is shown with its name, none cut off
-    assert "tokens total 20,400" in out and "summary versions 8" in out and "facts 1" in out
+    assert "tokens total 20,400" in out and "summary versions 8" in out and "facts +pins 1" in out
 
 
 def test_a_wide_replay_table_stays_a_table() -> None:
@@ -134,11 +129,6 @@ def test_a_probe_table_too_wide_for_the_terminal_lists_probe_by_probe() -> None:
     assert "✓ window" in out or "✗ window" in out or "1/2 window" in out
 
 
-def test_the_html_report_shows_the_probe_question_with_many_strategies() -> None:
-    html = html_report("eval", probe_table(make_runs()))
-    assert "问题 1：我们的预算是多少？" in html
-
-
 def test_every_series_gets_its_own_marker_without_colour() -> None:
     labels = [f"s{i}" for i in range(20)]
     markers = [marker(i) for i in range(20)]
@@ -151,14 +141,15 @@ def test_every_series_gets_its_own_marker_without_colour() -> None:
 
 def test_replay_notices_become_one_line_per_strategy() -> None:
     run = StrategyRun("summary", "summary", {}, summary_versions=3, dropped_anchors=2)
-    run.notices = [
+    # As a replay records them: the REPL's advice to run /summary is taken out.
+    run.notices = without_repl_hints([
         "summary v1 now covers turn 1: +4 −0 words; /summary shows the diff",
         "summary v2 now covers turns 1–2: +3 −1 words; /summary shows the diff;"
         " dropped by the summarizer, pinned: 五千元",
         "summary is behind (timeout); turn 3 stays in the context unsummarized,"
         " the next turn catches up",
         "summary v3 now covers turns 1–4: +3 −0 words; /summary shows the diff",
-    ]
+    ])
     quiet = replay_notices([run])
     assert quiet == [
         "summary: summary is behind (timeout); turn 3 stays in the context unsummarized,"
@@ -169,11 +160,6 @@ def test_replay_notices_become_one_line_per_strategy() -> None:
     loud = replay_notices([run], verbose=True)
     assert len(loud) == 4 and not any("/summary" in line for line in loud)
     assert loud[0] == "summary: summary v1 now covers turn 1: +4 −0 words"
-
-
-def test_html_report_has_a_title() -> None:
-    html = html_report("chatmem eval <t>.jsonl", token_chart({"a": [1]}))
-    assert "<title>chatmem eval &lt;t&gt;.jsonl</title>" in html
 
 
 @settings(max_examples=40, deadline=None)

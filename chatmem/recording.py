@@ -1,0 +1,167 @@
+"""Counting and calling the way a conversation was recorded, so its numbers reproduce.
+
+A session records the provider, model and tokenizer of its latest turn; a
+transcript may record them in its header. `inspect`, what-ifs, `replay` and
+`eval` use them unless the user names a provider or model on the command line:
+the same command on the same input then gives the same numbers on any machine
+that has the recorded tokenizer, and says so plainly when it has not.
+
+Models are opened lazily: a replay with recorded replies under a strategy
+that keeps no derived state calls no model at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chatmem.providers.base import ChatMessages, Provider, ReplyStream
+from chatmem.tokens import TiktokenCounter, TokenCounter, counter_for_model
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
+
+LOCAL_PREFIX = "llama:"
+FALLBACK = "cl100k_base"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a conversation was recorded with; any field may be unknown."""
+
+    provider: str | None = None
+    model: str | None = None
+    tokenizer: str | None = None
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """What the numbers of one command were counted with, for every table, JSON and report."""
+
+    name: str
+    exact: bool
+    recorded: str | None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "exact": self.exact, "recorded": self.recorded,
+                "note": self.note}
+
+    def describe(self) -> str:
+        """`tokenizer cl100k_base (exact)`, with the note when there is one."""
+        text = f"tokenizer {self.name} ({'exact' if self.exact else 'approximate'})"
+        return f"{text}; {self.note}" if self.note else text
+
+
+class LazyProvider:
+    """A Provider opened on its first call; the token counter is chosen up front."""
+
+    def __init__(self, open_provider: Callable[[], Provider], name: str, model: str,
+                 counter: TokenCounter | None = None) -> None:
+        self._open = open_provider
+        self._inner: Provider | None = None
+        self._counter = counter
+        self.name = name
+        self.model = model
+
+    @property
+    def opened(self) -> bool:
+        return self._inner is not None
+
+    def inner(self) -> Provider:
+        if self._inner is None:
+            self._inner = self._open()
+            self.model = self._inner.model
+        return self._inner
+
+    def stream(self, messages: ChatMessages) -> ReplyStream:
+        return self.inner().stream(messages)
+
+    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+        return self.inner().complete(messages, purpose=purpose)
+
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = self.inner().token_counter()
+        return self._counter
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+
+
+def reproducing(settings: Settings, recording: Recording, *, explicit: bool) -> LazyProvider:
+    """The provider (lazy) and counter that reproduce `recording`, unless `explicit` flags rule.
+
+    With --provider or --model the user's choice is used as it resolves now,
+    counted with its own tokenizer. Otherwise the recorded provider and model
+    answer any model call, and counts use the recorded tokenizer; with nothing
+    recorded, counts use cl100k_base and say so.
+    """
+    from chatmem.providers import create_provider, resolve_provider_name
+
+    if explicit or recording.provider is None:
+        chosen = settings
+    else:
+        chosen = dataclasses.replace(settings, provider=recording.provider,
+                                     model=recording.model or settings.model)
+    if explicit:
+        name = resolve_provider_name(chosen)
+        return LazyProvider(lambda: create_provider(chosen), name, chosen.model or name)
+    name = recording.provider or "auto"
+    lazy = LazyProvider(lambda: create_provider(chosen), name,
+                        recording.model or chosen.model or name)
+    lazy._counter = _recorded_counter(chosen, recording, lazy)
+    return lazy
+
+
+def _recorded_counter(settings: Settings, recording: Recording,
+                      lazy: LazyProvider) -> TokenCounter:
+    key = recording.tokenizer or _implied_tokenizer(recording)
+    if key is not None and key.startswith(LOCAL_PREFIX):
+        if _local_model_file(settings) == key[len(LOCAL_PREFIX):]:
+            counter = lazy.inner().token_counter()
+            if counter.key == key:
+                return counter
+        return Unavailable(key, f"the recorded tokenizer {key} is not available here")
+    if key == FALLBACK:
+        return counter_for_model(recording.model, exact=recording.provider == "scripted")
+    if key is None:
+        return Unavailable(None, "no tokenizer was recorded")
+    return Unavailable(key, f"the recorded tokenizer {key} is not available here")
+
+
+def _implied_tokenizer(recording: Recording) -> str | None:
+    """Sessions and transcripts written before tokenizers were recorded."""
+    if recording.provider in ("scripted", "openai"):
+        return FALLBACK
+    return None
+
+
+def _local_model_file(settings: Settings) -> str | None:
+    from chatmem.providers.local import bundled_model_path, xllamacpp_installed
+
+    if not xllamacpp_installed():
+        return None
+    path = settings.local.get("model_path") or bundled_model_path()
+    return Path(path).name if path else None
+
+
+class Unavailable(TiktokenCounter):
+    """cl100k_base standing in for a tokenizer this machine does not have: approximate."""
+
+    def __init__(self, recorded: str | None, why: str) -> None:
+        super().__init__(None)
+        self.approximate = True
+        self.recorded = recorded
+        self.note = f"{why}: counts use {FALLBACK} (approximate)"
+
+
+def describe_counter(counter: TokenCounter, recorded: str | None) -> Tokenizer:
+    """The Tokenizer record of a counter in use; `recorded` is what the input recorded."""
+    if isinstance(counter, Unavailable):
+        return Tokenizer(counter.key, False, counter.recorded, counter.note)
+    return Tokenizer(counter.key, not counter.approximate, recorded)

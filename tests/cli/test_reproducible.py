@@ -1,0 +1,182 @@
+"""Numbers reproduce: replay, eval and inspect count and call as the conversation was recorded.
+
+Each test makes sure no other model could have been used: the environment points
+the default provider at OpenAI with no key, so opening a model that was not
+recorded fails loudly instead of quietly changing the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.engine import Engine
+from chatmem.memory import create_strategy
+from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
+from chatmem.store import Store
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+SUPPORT = str(SESSIONS / "support.jsonl")
+
+
+@pytest.fixture(autouse=True)
+def no_default_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATMEM_PROVIDER", "openai")
+
+
+def invoke(*args: str, input: str | None = None) -> Any:
+    result = runner.invoke(app, list(args), input=input)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def write(path: Path, lines: list[dict[str, Any]]) -> str:
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                    encoding="utf-8")
+    return str(path)
+
+
+def test_acceptance_support_replays_to_the_readme_numbers_and_names_its_tokenizer() -> None:
+    result = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window")
+    assert "20,829" in result.stdout and "7,001" in result.stdout
+    assert "tokenizer cl100k_base (exact)" in result.stdout
+    data = json.loads(invoke("replay", SUPPORT, "-s", "buffer", "-s", "window",
+                             "--json").stdout)
+    assert [s["prompt_tokens"]["total"] for s in data["strategies"]] == [20829, 7001]
+    assert data["tokenizer"] == {"name": "cl100k_base", "exact": True,
+                                 "recorded": "cl100k_base", "note": None}
+
+
+def test_a_replay_with_recorded_replies_needs_no_model(tmp_path: Path) -> None:
+    # Recorded with OpenAI, whose key this machine does not have: counting needs none.
+    source = write(tmp_path / "t.jsonl", [
+        {"chatmem": 1, "provider": "openai", "model": "gpt-4o-mini", "tokenizer": "cl100k_base"},
+        {"role": "user", "content": "My order is KW-58213."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "Thanks"}, {"role": "assistant", "content": "Welcome."}])
+    data = json.loads(invoke("replay", source, "-s", "window:k=1", "--json").stdout)
+    # gpt-4o-mini's own tokenizer (o200k) is not available offline: labelled approximate
+    assert data["tokenizer"]["name"] == "cl100k_base" and data["tokenizer"]["exact"] is False
+    assert data["strategies"][0]["chat_model_calls"] == 0
+    # a strategy that needs a model asks the recorded one, and says why it cannot
+    behind = invoke("replay", source, "-s", "summary")
+    assert "summary is behind ($OPENAI_API_KEY is not set" in " ".join(behind.stderr.split())
+
+
+def test_a_recorded_tokenizer_that_is_missing_is_said_plainly(tmp_path: Path) -> None:
+    source = write(tmp_path / "t.jsonl", [
+        {"chatmem": 1, "provider": "local", "model": "m", "tokenizer": "llama:elsewhere.gguf"},
+        {"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}])
+    result = invoke("replay", source, "-s", "buffer")
+    assert ("the recorded tokenizer llama:elsewhere.gguf is not available here: counts use "
+            "cl100k_base (approximate)") in " ".join(result.stdout.split())
+    plain = write(tmp_path / "p.jsonl", [{"role": "user", "content": "hi"},
+                                         {"role": "assistant", "content": "hello"}])
+    data = json.loads(invoke("replay", plain, "-s", "buffer", "--json").stdout)
+    assert data["tokenizer"]["note"] == ("no tokenizer was recorded: counts use cl100k_base "
+                                         "(approximate)")
+
+
+def test_flags_choose_another_model_on_purpose(tmp_path: Path) -> None:
+    data = json.loads(invoke("replay", SUPPORT, "-s", "window", "--provider", "scripted",
+                             "--model", "other", "--json").stdout)
+    assert data["tokenizer"]["exact"] is True and data["tokenizer"]["recorded"] == "cl100k_base"
+
+
+@pytest.fixture
+def chatted(tmp_path: Path) -> Iterator[str]:
+    """A session chatted with the scripted model, a /system change before turn 3."""
+    db = str(tmp_path / "x.db")
+    result = runner.invoke(app, ["chat", "s", "-s", "window:k=2", "--provider", "scripted",
+                                 "--system", "You are a librarian.", "--db", db],
+                           input="My name is Ada.\nMy order number is ORD-7731.\n"
+                                 "/system You are a pirate.\nWhat is my order number?\n")
+    assert result.exit_code == 0, result.stderr
+    yield db
+
+
+def inspect_json(db: str, *args: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(invoke("inspect", "s", "--db", db, "--json", *args).stdout)
+    return data
+
+
+def test_a_what_if_of_the_recorded_strategy_reproduces_the_recorded_count(chatted: str) -> None:
+    for turn in (1, 2, 3):
+        data = inspect_json(chatted, "--turn", str(turn), "-s", "window:k=2")
+        assert data["context"]["tokens"] == data["turn"]["estimated_tokens"]
+        assert data["tokenizer"] == {"name": "cl100k_base", "exact": True,
+                                     "recorded": "cl100k_base", "note": None}
+        assert data["messages"] == inspect_json(chatted, "--turn", str(turn))["messages"]
+
+
+def test_a_what_if_sends_the_system_prompt_of_its_own_turn(chatted: str) -> None:
+    first = inspect_json(chatted, "--turn", "1", "-s", "buffer")
+    third = inspect_json(chatted, "--turn", "3", "-s", "buffer")
+    assert first["messages"][0] == {"role": "system", "content": "You are a librarian."}
+    assert third["messages"][0] == {"role": "system", "content": "You are a pirate."}
+    after = inspect_json(chatted, "--next", "hi", "-s", "buffer")
+    assert after["messages"][0]["content"] == "You are a pirate."
+
+
+def test_acceptance_a_what_if_of_entity_keeps_the_facts_the_session_kept(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    invoke("chat", "e", "-s", "entity", "--provider", "scripted", "--db", db,
+           input="My name is Ada.\nMy order number is ORD-7731.\nok\n")
+    kept = json.loads(invoke("facts", "list", "--session", "e", "--db", db, "--json").stdout)
+    values = {f["value"] for f in kept if f["kind"] == "fact"}
+    assert values == {"Ada", "ORD-7731"}
+    data = json.loads(invoke("inspect", "e", "--db", db, "--turn", "3", "-s", "entity:k=1",
+                             "--json").stdout)
+    facts = next(p for p in data["context"]["parts"] if p["kind"] == "facts")
+    assert all(v in facts["messages"][0]["content"] for v in values)
+    assert data["replayed"]["strategy_model_calls"] == 2  # the scripted extractor, per turn
+
+
+def test_export_records_each_turns_system_prompt_and_round_trips(chatted: str,
+                                                               tmp_path: Path) -> None:
+    exported = invoke("sessions", "export", "s", "--db", chatted).stdout
+    lines = [json.loads(line) for line in exported.splitlines()]
+    assert lines[0]["system"] == "You are a librarian."
+    assert lines[0]["provider"] == "scripted" and lines[0]["tokenizer"] == "cl100k_base"
+    change = lines.index({"system_prompt": "You are a pirate."})
+    assert lines[change + 1]["content"] == "What is my order number?"
+    path = tmp_path / "s.jsonl"
+    path.write_text(exported, encoding="utf-8")
+    other = str(tmp_path / "y.db")
+    invoke("sessions", "import", str(path), "--db", other)
+    assert invoke("sessions", "export", "s", "--db", other).stdout == exported
+    # a replay of the export sends each turn with its own prompt, as the chat did
+    replayed = json.loads(invoke("replay", str(path), "-s", "window:k=2", "--json").stdout)
+    with Store(chatted) as store:
+        recorded = [t.estimated_tokens for t in store.turns(store.session("s").id)]
+    assert replayed["strategies"][0]["prompt_tokens"]["per_turn"] == recorded
+
+
+class SlowReply(ScriptedReply):
+    def __iter__(self) -> Iterator[str]:
+        time.sleep(0.02)
+        yield from super().__iter__()
+
+
+class SlowProvider(ScriptedProvider):
+    def stream(self, messages: Any) -> ScriptedReply:
+        reply = super().stream(messages)
+        slow = SlowReply("", 0)
+        slow.__dict__.update(reply.__dict__)
+        return slow
+
+
+def test_a_turn_stamps_the_question_when_sent_and_the_reply_when_done(store: Store) -> None:
+    session = store.create_session("t", "buffer")
+    engine = Engine(store, session, SlowProvider(), create_strategy("buffer", {}))
+    engine.run_turn("hello")
+    user, reply = store.messages(session.id)
+    assert user.created_at < reply.created_at
