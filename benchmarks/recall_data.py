@@ -1,0 +1,580 @@
+"""A long two-language conversation with recall probes, generated from a fixed seed.
+
+The conversation runs over about four months in sittings (a few turns, then
+a gap of hours or days), in English and Chinese. Among everyday chatter the
+user states personal details; later, probes ask about them in other words:
+
+  single    one statement, asked with no content word in common
+  multi     two statements joined by a name or thing the question never names
+  temporal  "when" questions and "back then" questions whose answer is the
+            statement made at a given time, among similar ones made at others
+
+Every probe lists the ids of its evidence messages (`expect_ids`) and a
+string from the answer (`expect_text`). The generator checks that no probe
+shares a content word (stemmed English word, or Chinese character bigram)
+with its evidence, and fails loudly otherwise, so the benchmark cannot be
+won by keyword matching alone.
+
+    python benchmarks/recall_data.py > /tmp/recall.jsonl     # seed 7
+    python benchmarks/recall_data.py --seed 11 --out recall-11.jsonl
+
+Nothing here is tuned to chatmem's ranking: the same file is scored for
+window, tokens, BM25, dense and hybrid recall alike (benchmarks/recall.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+# -- the facts a user states, and how they are asked about later ------------------------
+#
+# Each fact: (key, statement, assistant reply, question, answer text). A question must
+# share no content word with its statement (checked below).
+
+EN_FACTS: list[tuple[str, str, str, str, str]] = [
+    ("brother-job",
+     "My younger brother finally got hired as a dentist at a clinic in Leeds.",
+     "A dentist in Leeds, that is great news for him.",
+     "What does my sibling do for a living now, and where?", "dentist"),
+    ("allergy",
+     "Quick note for later: peanuts make my throat swell up, so I carry an epipen.",
+     "Understood, I will keep that in mind whenever food comes up.",
+     "Which food am I dangerously intolerant to?", "peanuts"),
+    ("car",
+     "We traded the old hatchback for a second-hand Volvo estate in dark green.",
+     "A green Volvo estate sounds practical for trips.",
+     "What vehicle does our household drive these days?", "Volvo"),
+    ("wedding",
+     "Sofia and I are getting married on the 14th of September in a vineyard near Porto.",
+     "Congratulations to you both! A vineyard near Porto sounds beautiful.",
+     "When is my ceremony with my fiancée happening?", "14th of September"),
+    ("marathon",
+     "I crossed the finish line of the Berlin marathon in 3 hours 52 minutes!",
+     "That is a fantastic time, well done.",
+     "How long did that long-distance race take me?", "3 hours 52"),
+    ("cat",
+     "Our tabby kitten is called Pickle and she keeps knocking mugs off the shelf.",
+     "Pickle sounds like a handful, in the best way.",
+     "What name did we give the new feline?", "Pickle"),
+    ("salary",
+     "The raise came through: I will earn 68,000 euros a year from April.",
+     "Nice, 68,000 euros is a solid step up.",
+     "How much money am I paid annually after my promotion?", "68,000"),
+    ("flat",
+     "We signed the lease on a flat in Zurich, third floor, right by the lake.",
+     "Zurich by the lake, lovely spot.",
+     "In which city is the apartment we rented?", "Zurich"),
+    ("guitar",
+     "I started taking cello lessons on Tuesday evenings with a teacher called Mireille.",
+     "Cello with Mireille on Tuesdays, how exciting.",
+     "Which instrument am I learning, and who instructs me?", "cello"),
+    ("mother-birthday",
+     "Mum turns seventy on the 3rd of June, we are planning a surprise picnic.",
+     "A surprise picnic for her seventieth sounds perfect.",
+     "What date is my mother's birthday?", "3rd of June"),
+    ("doctor",
+     "The GP said my vitamin D is low, so I take 2000 units every morning now.",
+     "Good that it was caught, 2000 units daily is common.",
+     "Which supplement was prescribed to me, and what dose?", "2000 units"),
+    ("laptop",
+     "My work laptop died, so IT gave me a ThinkPad X1 as a replacement.",
+     "The ThinkPad X1 is a good machine.",
+     "What computer do I use for my job now?", "ThinkPad"),
+    ("language",
+     "I signed up for Korean classes because we might relocate to Seoul next year.",
+     "Learning Korean before a move to Seoul is a smart plan.",
+     "Which foreign tongue am I studying, and why?", "Korean"),
+    ("garden",
+     "I planted tomatoes, basil and courgettes in the raised beds behind the house.",
+     "Tomatoes, basil and courgettes, a classic summer trio.",
+     "What vegetables did I put in the backyard?", "tomatoes"),
+    ("boss",
+     "My new manager is Ingrid Halvorsen, she came over from the Oslo office.",
+     "Ingrid from Oslo, I hope she is easy to work with.",
+     "Who is the person I report to at work?", "Ingrid"),
+    ("book-club",
+     "Our reading circle picked The Remains of the Day for this month.",
+     "A quiet, moving novel, good choice.",
+     "Which novel is my literature group discussing?", "Remains of the Day"),
+    ("phone",
+     "I lost my phone on the tram, so my number changed to 0761 448 203.",
+     "Sorry about the phone. Noted the new number 0761 448 203.",
+     "How can people call me since the mobile went missing?", "0761 448 203"),
+    ("diet",
+     "I have gone fully vegetarian since February, no meat or fish at all.",
+     "That is a big change, how is it going so far?",
+     "Do I still eat animal products?", "vegetarian"),
+    ("flight",
+     "Our flight to Reykjavik leaves at 06:40 on Friday, gate opens at 05:50.",
+     "An early start, 06:40 to Reykjavik. Pack the night before.",
+     "What time does the plane to Iceland depart?", "06:40"),
+    ("injury",
+     "I sprained my left ankle playing five-a-side football on Sunday.",
+     "Ouch, rest it and keep it raised.",
+     "Which part of my body got hurt during the match?", "ankle"),
+    ("podcast",
+     "I am hooked on a podcast called Hardcore History, the episodes are six hours long.",
+     "Hardcore History is famously long and detailed.",
+     "What show have I been listening to on my commute?", "Hardcore History"),
+    ("password-manager",
+     "I moved all my logins into Bitwarden after the breach at work.",
+     "Bitwarden is a solid choice after a breach.",
+     "Which tool stores my credentials?", "Bitwarden"),
+    ("neighbour",
+     "The couple next door, Dev and Anika, just had twins named Ravi and Mira.",
+     "Twins! Dev and Anika will be busy.",
+     "What are the babies living beside us called?", "Ravi"),
+    ("coffee",
+     "I switched to decaf after 2 pm because I could not sleep.",
+     "Cutting caffeine in the afternoon helps a lot of people.",
+     "What change did I make to my drinking habits to rest better?", "decaf"),
+    ("bike",
+     "Someone stole my bicycle from outside the library, a red Brompton.",
+     "That is frustrating, did you report it?",
+     "What was taken from me near the books building?", "Brompton"),
+    ("anniversary",
+     "For our anniversary we booked dinner at a Lebanese restaurant called Beit Zaytoun.",
+     "Beit Zaytoun sounds lovely for an anniversary.",
+     "Where are we eating to celebrate being together another year?", "Beit Zaytoun"),
+    ("fear",
+     "Honestly I am terrified of heights, even a stepladder makes me dizzy.",
+     "Plenty of people feel that way, you are not alone.",
+     "What phobia do I have?", "heights"),
+    ("course",
+     "I enrolled in an evening course on data visualisation at the city college.",
+     "Data visualisation is a useful skill.",
+     "What night class am I taking?", "visualisation"),
+    ("grandfather",
+     "Grandpa Alfred was a lighthouse keeper on the Scottish coast for thirty years.",
+     "What a life, thirty years in a lighthouse.",
+     "What did my mother's or father's father do as a career?", "lighthouse"),
+    ("favourite-film",
+     "My all-time favourite movie is Spirited Away, I rewatch it every winter.",
+     "Spirited Away is a wonderful choice.",
+     "Which picture do I love above every other?", "Spirited Away"),
+]
+
+# Multi-hop: the second statement names what the first introduced; the question names neither.
+EN_CHAINS: list[tuple[str, tuple[str, str], tuple[str, str], str, str]] = [
+    ("cousin-dog",
+     ("My cousin Tomasz moved to Gdansk to work at the shipyard.", "Gdansk, on the coast, nice."),
+     ("Tomasz adopted a greyhound and named it Biscuit.", "Biscuit is a great name for a dog."),
+     "What is the name of the pet my relative from the docks got?", "Biscuit"),
+    ("friend-band",
+     ("My oldest friend Lucia plays bass in a band.", "A bassist, fun!"),
+     ("Lucia's band is called The Paper Lanterns and they play on the 9th.",
+      "The Paper Lanterns, I will remember that."),
+     "What name does my childhood pal's musical group go by?", "Paper Lanterns"),
+    ("colleague-book",
+     ("Hamid, who sits across from me, lent me a thriller.", "Kind of him."),
+     ("The novel Hamid lent me is The Silent Patient, I finished it in two nights.",
+      "The Silent Patient has quite a twist."),
+     "Which story did my deskmate give me to read?", "Silent Patient"),
+    ("aunt-city",
+     ("Aunt Beatriz runs a small bakery.", "A family baker, how lovely."),
+     ("Beatriz's bakery is in Valparaíso, right by the funicular.", "Valparaíso is so colourful."),
+     "In what town does my relative sell her pastries?", "Valparaíso"),
+]
+
+# Temporal: the same kind of thing said at three different times; each question asks for one.
+EN_SERIES: list[tuple[str, list[tuple[str, str, str]], str]] = [
+    ("reading",
+     [("I'm reading Middlemarch at the moment, slow but rewarding.", "Middlemarch is a classic.",
+       "Middlemarch"),
+      ("Started Project Hail Mary yesterday, hard to put down.", "Great sci-fi pick.",
+       "Project Hail Mary"),
+      ("Now I'm into Pachinko, the family saga is gripping.", "Pachinko is beautiful.",
+       "Pachinko")],
+     "Which book had me hooked {when}?"),
+    ("trip",
+     [("We spent the weekend hiking in the Lake District, muddy but fun.",
+       "The Lake District is gorgeous.", "Lake District"),
+      ("Just back from three days in Lisbon, the custard tarts were unreal.",
+       "Lisbon in spring is lovely.", "Lisbon"),
+      ("We drove to the Black Forest for a long weekend.", "The Black Forest, nice drive.",
+       "Black Forest")],
+     "Where did we travel {when}?"),
+]
+
+ZH_FACTS: list[tuple[str, str, str, str, str]] = [
+    ("zh-sister",
+     "我妹妹上个月在成都开了一家火锅店，生意很好。", "恭喜她！成都的火锅店一定很热闹。",
+     "我的兄弟姐妹现在从事什么工作？", "火锅店"),
+    ("zh-allergy",
+     "提醒一下：我对青霉素过敏，打针前一定要说。", "好的，青霉素过敏我记住了。",
+     "有哪种药物我绝对不能用？", "青霉素"),
+    ("zh-move",
+     "我们下周搬到苏州工业园区，离公司近多了。", "搬到苏州园区，通勤会轻松很多。",
+     "我们全家要迁往哪座城市？", "苏州"),
+    ("zh-dog",
+     "家里新养了一只柯基，名字叫豆包。", "豆包这个名字好可爱！",
+     "我们刚领回来的小狗叫啥？", "豆包"),
+    ("zh-exam",
+     "我报名了六月份的注册会计师考试，每天晚上复习三个小时。", "注会很难，加油！",
+     "我在准备哪项资格认证？", "注册会计师"),
+    ("zh-wedding",
+     "我和男朋友决定十月二号在厦门鼓浪屿办婚礼。", "鼓浪屿办婚礼太浪漫了！",
+     "我们的喜事定在何时？", "十月二号"),
+    ("zh-salary",
+     "新工作的月薪是两万三，比以前多了不少。", "两万三，涨幅不小，恭喜！",
+     "换岗以后我每月挣多少钱？", "两万三"),
+    ("zh-car",
+     "我们买了一辆白色的比亚迪海豹，电动的。", "比亚迪海豹续航不错。",
+     "家里现在开什么车？", "比亚迪"),
+    ("zh-teacher",
+     "女儿的钢琴老师姓龚，每周六上午来家里上课。", "龚老师每周六来，挺方便的。",
+     "孩子学乐器跟谁学？", "龚"),
+    ("zh-hobby",
+     "最近迷上了书法，每天早上临帖半小时。", "练字能静心，很好的习惯。",
+     "我近来有什么新爱好？", "书法"),
+    ("zh-surgery",
+     "爸爸下周三要做白内障手术，在华山医院。", "希望手术顺利，华山医院很专业。",
+     "父亲要接受什么治疗？", "白内障"),
+    ("zh-phone",
+     "我换了新号码：139 0211 7788，旧号不用了。", "新号码 139 0211 7788 记下了。",
+     "现在怎么联系我？", "139 0211 7788"),
+    ("zh-food",
+     "我现在不吃辣了，胃不好，医生让我清淡饮食。", "胃不好确实要少吃辣。",
+     "吃东西时我要避开哪种口味？", "辣"),
+    ("zh-game",
+     "周末和同学组队玩剧本杀，我演的是侦探。", "演侦探一定很过瘾！",
+     "上次聚会时我扮演了什么角色？", "侦探"),
+    ("zh-boss",
+     "我们部门新来的总监叫欧阳菲，以前在腾讯。", "欧阳总监经验应该很丰富。",
+     "现在我的上级领导是谁？", "欧阳菲"),
+]
+
+ZH_CHAINS: list[tuple[str, tuple[str, str], tuple[str, str], str, str]] = [
+    ("zh-roommate-cat",
+     ("我大学室友小林去了杭州做程序员。", "杭州互联网公司多，不错。"),
+     ("小林养了一只橘猫，叫馒头。", "馒头这个名字真有意思。"),
+     "我以前同寝那位朋友的宠物叫啥？", "馒头"),
+    ("zh-uncle-shop",
+     ("舅舅退休后开了一家茶叶铺。", "退休还创业，真有精神。"),
+     ("舅舅的茶叶铺开在景德镇老城区。", "景德镇老城很有味道。"),
+     "我母亲的兄弟在哪座城市做买卖？", "景德镇"),
+]
+
+ZH_SERIES: list[tuple[str, list[tuple[str, str, str]], str]] = [
+    ("zh-drama",
+     [("最近在追《漫长的季节》，太好看了。", "这部剧口碑很好。", "漫长的季节"),
+      ("开始看《繁花》了，上海话听着很亲切。", "王家卫拍的，画面很美。", "繁花"),
+      ("现在每晚看《三体》电视剧。", "三体改编得挺用心。", "三体")],
+     "{when}我晚上都看哪部剧？"),
+]
+
+EN_WHEN = {0: "early in the year", 1: "in the spring", 2: "most recently"}
+ZH_WHEN = {0: "年初那阵子", 1: "春天的时候", 2: "最近"}
+
+# -- everyday chatter that shares words with the questions but answers none -------------
+
+EN_FILLER_USER = [
+    "Do you think living in a big city is worth the rent?",
+    "What's a good way to stay focused at work in the afternoon?",
+    "I watched a documentary about lighthouses and shipwrecks, oddly relaxing.",
+    "Any tips for keeping houseplants alive in winter?",
+    "How do people decide between renting and buying a home?",
+    "The weather today is grey and drizzly again.",
+    "I tried a new recipe for lentil soup, it came out a bit bland.",
+    "What's the difference between a latte and a flat white?",
+    "Traffic this morning was terrible, took forty minutes to get in.",
+    "Do you have any recommendations for a relaxing weekend?",
+    "I keep forgetting to drink enough water during the day.",
+    "What should I pack for a short business trip?",
+    "My inbox is overflowing, I need a better system.",
+    "Is it normal to feel tired after a long meeting?",
+    "I read an article about how pets reduce stress.",
+    "We watched a movie last night, it was okay, nothing special.",
+    "How long should a good night's sleep be?",
+    "I'm thinking about taking up a new hobby, maybe pottery.",
+    "The supermarket was out of oat milk again.",
+    "What's a polite way to decline an invitation?",
+    "Do you know any good stretches for a stiff back?",
+    "My friend keeps sending me memes at 2 am.",
+    "I need to remember to call the plumber about the sink.",
+    "Which is healthier, cycling or swimming?",
+    "The office heating is broken so everyone is wearing coats.",
+    "How do you stay motivated to exercise when it's cold?",
+    "I spent an hour organising my photos from last year.",
+    "Is there a trick to folding fitted sheets?",
+    "My family group chat is all about the weather today.",
+    "What's a good gift for someone who has everything?",
+    "Is it worth paying for a music streaming service?",
+    "We argued about whose turn it was to do the dishes.",
+    "I found an old diary from school, very embarrassing.",
+    "Any idea how to get rid of fruit flies in the kitchen?",
+    "My relative keeps asking when I'll visit, I should plan something.",
+    "What do you think of standing desks?",
+    "The train was delayed again, I read the whole time.",
+    "Should I learn to touch type properly?",
+    "Our team lunch was at a noodle place, pretty good.",
+    "I'm trying to spend less time scrolling on my phone.",
+]
+EN_FILLER_REPLY = [
+    "It depends a lot on what you value day to day, but it is worth weighing carefully.",
+    "Short breaks and a clear list of three priorities usually help.",
+    "That is a nice way to unwind after a long week.",
+    "Keep them away from cold windows and water a little less often.",
+    "Mostly on how long you plan to stay and how stable your income feels.",
+    "A good day for a hot drink and a blanket, then.",
+    "A squeeze of lemon and more salt usually rescues it.",
+    "Mostly the ratio of milk to espresso and the texture of the foam.",
+    "That is rough. Maybe leaving ten minutes earlier helps.",
+    "A walk, a long lunch and an early night rarely fail.",
+    "Keeping a bottle on your desk is the easiest trick.",
+    "Layers, one smart outfit, chargers and your documents.",
+    "Try filtering by sender and archiving everything older than a month.",
+    "Very normal. Meetings take more energy than people expect.",
+    "There is some good evidence for that, yes.",
+    "Not every film has to be a masterpiece.",
+    "For most adults seven to nine hours is the usual advice.",
+    "Pottery is lovely, very hands-on and calming.",
+    "Annoying! Maybe try a smaller shop nearby.",
+    "Thank them warmly and say you already have plans.",
+    "Gentle cat-cow and child's pose stretches help many people.",
+    "Maybe mute the chat at night.",
+    "Set a reminder now so it does not slip.",
+    "Both are great; swimming is gentler on the joints.",
+    "That sounds chilly, hopefully it is fixed soon.",
+    "Exercising indoors or with a friend makes it easier.",
+    "That is satisfying work once it is done.",
+    "Tuck the corners into each other first, then fold in thirds.",
+    "Family chats are like that.",
+    "An experience, like a cooking class, is often welcome.",
+    "If you listen every day it usually pays off.",
+    "A simple rota can end those arguments.",
+    "Everyone has one of those somewhere.",
+    "A small dish of vinegar with a drop of soap works well.",
+    "A short visit is often better than none.",
+    "They help some people, especially if you alternate sitting and standing.",
+    "At least you had time to read.",
+    "It pays off quickly if you type a lot.",
+    "Noodles are a safe choice for a team lunch.",
+    "Turning off notifications is a good first step.",
+]
+ZH_FILLER_USER = [
+    "今天天气又阴又冷，真不想出门。",
+    "你觉得早上喝咖啡好还是喝茶好？",
+    "最近工作有点忙，经常加班到很晚。",
+    "周末打算在家大扫除。",
+    "地铁上人太多了，挤得不行。",
+    "有什么简单的晚饭可以推荐吗？",
+    "我想把房间重新布置一下。",
+    "朋友圈里大家都在晒旅游照片。",
+    "最近睡眠不太好，总是半夜醒。",
+    "你知道怎么去除衣服上的油渍吗？",
+    "楼下新开了一家奶茶店，排队的人很多。",
+    "我想学做几道家常菜。",
+    "今天开了一整天的会，好累。",
+    "下雨天适合在家看书。",
+    "手机电池越来越不耐用了。",
+    "最近菜价好像涨了不少。",
+    "家里的绿萝长得特别好。",
+    "同事们在讨论年终奖的事情。",
+    "有没有适合初学者的运动？",
+    "我打算这个月少点外卖。",
+]
+ZH_FILLER_REPLY = [
+    "那就在家休息一下吧，泡杯热饮。",
+    "看个人习惯，适量就好。",
+    "注意身体，别太累了。",
+    "大扫除完心情会好很多。",
+    "高峰期确实辛苦，可以试试错峰出行。",
+    "番茄炒蛋和青菜豆腐汤都很简单。",
+    "换个布局会有新鲜感。",
+    "看别人旅行也挺开心的。",
+    "睡前少看手机可能会有帮助。",
+    "可以先用洗洁精轻轻搓一下。",
+    "新店开业总是很热闹。",
+    "可以从简单的炒菜开始练。",
+    "辛苦了，早点休息。",
+    "雨天读书确实很惬意。",
+    "可以检查一下后台耗电的应用。",
+    "可以多去菜市场比比价。",
+    "绿萝好养又好看。",
+    "这个话题大家都很关心。",
+    "快走和游泳都很适合入门。",
+    "自己做饭更健康也更省钱。",
+]
+
+# -- the paraphrase check -----------------------------------------------------------------
+
+_EN_STOP = frozenset("""
+a an and are as at be been but by can could did do does doing for from had has have how i if
+in into is it its me my of on or our so that the their them then there these they this to
+too us was we were what when where which who why will with would you your now am any since
+after about still every other such get got new whom whose much many
+""".split())  # noqa: SIM905
+_ZH_STOP_BIGRAMS = {"我的", "什么", "现在", "我们", "哪座", "哪种", "时候", "最近"}
+_WORD = re.compile(r"[a-z0-9]+")
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def _stem(word: str) -> str:
+    # Stricter than Porter on purpose: any shared 5-letter prefix counts as shared.
+    return word[:5]
+
+
+def content_terms(text: str) -> set[str]:
+    lowered = text.lower()
+    words = {_stem(w) for w in _WORD.findall(lowered) if w not in _EN_STOP and len(w) > 2}
+    bigrams = {run[i:i + 2] for run in _HAN.findall(text) for i in range(len(run) - 1)}
+    return words | (bigrams - _ZH_STOP_BIGRAMS)
+
+
+def check_paraphrase(question: str, evidence: list[str]) -> None:
+    shared = content_terms(question) & set().union(*(content_terms(e) for e in evidence))
+    if shared:
+        raise SystemExit(f"probe {question!r} shares {sorted(shared)} with its evidence")
+
+
+# -- generation ------------------------------------------------------------------------------
+
+
+@dataclass
+class Event:
+    """A planned statement: one user message (+ reply) that some probe will ask about."""
+
+    key: str
+    user: str
+    reply: str
+    lang: str
+    order: int = 0  # for a series item: 10 × its index + 1 (items keep their order)
+
+
+@dataclass
+class PlannedProbe:
+    question: str
+    evidence: list[str]  # event keys
+    answer: str
+    kind: str
+    lang: str
+
+
+@dataclass
+class Plan:
+    events: list[Event] = field(default_factory=list)
+    probes: list[PlannedProbe] = field(default_factory=list)
+
+
+def plan_facts() -> Plan:
+    out = Plan()
+    for lang, facts, chains, series, when in (("en", EN_FACTS, EN_CHAINS, EN_SERIES, EN_WHEN),
+                                              ("zh", ZH_FACTS, ZH_CHAINS, ZH_SERIES, ZH_WHEN)):
+        for key, user, reply, question, answer in facts:
+            out.events.append(Event(key, user, reply, lang))
+            out.probes.append(PlannedProbe(question, [key], answer, "single", lang))
+        for key, (u1, r1), (u2, r2), question, answer in chains:
+            out.events += [Event(f"{key}-a", u1, r1, lang), Event(f"{key}-b", u2, r2, lang, 1)]
+            out.probes.append(PlannedProbe(question, [f"{key}-a", f"{key}-b"], answer, "multi",
+                                           lang))
+        for key, items, template in series:
+            for i, (user, reply, answer) in enumerate(items):
+                out.events.append(Event(f"{key}-{i}", user, reply, lang, i * 10 + 1))
+                out.probes.append(PlannedProbe(template.format(when=when[i]), [f"{key}-{i}"],
+                                               answer, "temporal", lang))
+    return out
+
+
+def generate(seed: int = 7, sittings: int = 64) -> list[dict[str, object]]:
+    rng = random.Random(seed)
+    plan = plan_facts()
+    events = {e.key: e for e in plan.events}
+    for probe in plan.probes:
+        check_paraphrase(probe.question, [events[k].user for k in probe.evidence])
+
+    # Place events into sittings: a chain's second half and a series' later items come later.
+    langs = ["zh" if rng.random() < 0.35 else "en" for _ in range(sittings)]
+    slots: dict[int, list[Event]] = {i: [] for i in range(sittings)}
+    placed: dict[str, int] = {}
+    usable = int(sittings * 0.8)  # the last sittings are for probing what came before
+    for event in plan.events:  # in plan order: a chain's first half, a series' first item first
+        lowest, highest = 0, usable
+        if event.key.endswith("-b"):
+            lowest = placed[event.key[:-2] + "-a"] + 3
+        elif event.order:  # series item i goes in the i-th third of the conversation
+            third = event.order // 10
+            lowest, highest = third * usable // 3, (third + 1) * usable // 3
+        window = range(lowest, highest)
+        choices = [i for i in window if langs[i] == event.lang and len(slots[i]) < 2] or \
+                  [i for i in window if len(slots[i]) < 3]
+        index = rng.choice(choices)
+        slots[index].append(event)
+        placed[event.key] = index
+
+    start = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
+    clock = start
+    lines: list[dict[str, object]] = [{
+        "chatmem": 1, "title": f"recall benchmark (seed {seed})",
+        "system": "You are a helpful assistant. Answer briefly.",
+    }]
+    ids: dict[str, str] = {}
+    turn = 0
+    sitting_end: list[int] = []
+    for index in range(sittings):
+        clock += timedelta(days=rng.randint(1, 3), hours=rng.randint(0, 10))
+        clock = clock.replace(hour=rng.randint(7, 20), minute=rng.randint(0, 59))
+        lang = langs[index]
+        fillers = (EN_FILLER_USER, EN_FILLER_REPLY) if lang == "en" else (ZH_FILLER_USER,
+                                                                           ZH_FILLER_REPLY)
+        count = rng.randint(4, 7)
+        statements = list(slots[index])
+        positions = sorted(rng.sample(range(count), min(len(statements), count)))
+        for step in range(count):
+            turn += 1
+            if statements and positions and step == positions[0]:
+                positions.pop(0)
+                event = statements.pop(0)
+                user, reply = event.user, event.reply
+                ids[event.key] = f"t{turn}u"
+            else:
+                pick = rng.randrange(len(fillers[0]))
+                user, reply = fillers[0][pick], fillers[1][pick]
+            lines.append({"role": "user", "content": user, "id": f"t{turn}u",
+                          "ts": clock.isoformat()})
+            clock += timedelta(minutes=rng.randint(1, 4))
+            lines.append({"role": "assistant", "content": reply, "id": f"t{turn}a",
+                          "ts": clock.isoformat()})
+            clock += timedelta(minutes=rng.randint(1, 6))
+        sitting_end.append(len(lines))
+
+    # Probes go after their evidence, at least 30 turns later, most at the end.
+    probe_at: dict[int, list[dict[str, object]]] = {}
+    for probe in plan.probes:
+        last = max(placed[k] for k in probe.evidence)
+        candidates = [i for i in range(last + 6, sittings)]
+        where = rng.choice(candidates) if candidates and rng.random() < 0.4 else sittings - 1
+        probe_at.setdefault(sitting_end[where], []).append({
+            "probe": probe.question, "expect_ids": [ids[k] for k in probe.evidence],
+            "expect_text": [probe.answer], "kind": probe.kind, "lang": probe.lang,
+        })
+    out: list[dict[str, object]] = []
+    for number, line in enumerate(lines, 1):
+        out.append(line)
+        out.extend(probe_at.get(number, []))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sittings", type=int, default=64)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n"
+                   for line in generate(args.seed, args.sittings))
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
