@@ -107,10 +107,13 @@ def group_recall(run: StrategyRun, probes: list[dict[str, Any]]) -> dict[str, fl
 
 
 def run_chatmem(transcript: Transcript, probes: list[dict[str, Any]], family: str,
-                spec: StrategySpec, budget: int) -> Row:
+                spec: StrategySpec, budget: int, embedder: Any = None) -> Row:
     started = time.perf_counter()
     provider = ScriptedProvider()
-    [run] = replay(transcript, [spec], chat_provider=provider)
+    if embedder is not None:
+        [run] = replay(transcript, [spec], chat_provider=provider, embedder=embedder)
+    else:
+        [run] = replay(transcript, [spec], chat_provider=provider)
     tokens = statistics.mean(p.tokens for p in run.probes)
     return Row(family, budget, run.id_recall() or 0.0, tokens, group_recall(run, probes),
                time.perf_counter() - started, spec.label)
@@ -183,16 +186,17 @@ def run_langchain(transcript: Transcript, probes: list[dict[str, Any]], budget: 
                time.perf_counter() - started, f"k={k}")
 
 
-def local_embed() -> Callable[[list[str]], list[list[float]]] | None:
+def local_embedder() -> Any:
+    """chatmem's local embedder, remembering vectors across runs; None when not installed."""
     try:
-        from chatmem.embeddings import create_embedder
+        from chatmem.embeddings import Remembering, create_embedder
+        from chatmem.errors import ChatmemError
     except ImportError:
         return None
     try:
-        embedder = create_embedder("local")
-    except Exception:
+        return Remembering(create_embedder("local"))
+    except ChatmemError:
         return None
-    return lambda texts: [list(map(float, v)) for v in embedder.embed(texts, query=False)]
 
 
 # -- output -------------------------------------------------------------------------------
@@ -238,10 +242,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"conversation: seed {args.seed}, {transcript.user_turns()} turns, {len(probes)} "
           f"probes, {turn:.0f} tokens per turn on average\n")
     rows: list[Row] = []
-    embed = local_embed() if only is None or "langchain" in only else None
+    embedder = local_embedder()
+    embed = None if embedder is None else (
+        lambda texts: [list(map(float, v)) for v in embedder.embed(texts)])
     for budget in args.budgets:
         for family, spec in specs_for(budget, turn, only):
-            rows.append(run_chatmem(transcript, probes, family, spec, budget))
+            rows.append(run_chatmem(transcript, probes, family, spec, budget, embedder))
             print(f"  {family} @{budget}: {rows[-1].recall:.3f} ({rows[-1].tokens:,.0f} tokens,"
                   f" {rows[-1].seconds:.1f} s)", file=sys.stderr)
         if only is None or "langchain" in only:

@@ -9,6 +9,11 @@ user states personal details; later, probes ask about them in other words:
   temporal  "when" questions and "back then" questions whose answer is the
             statement made at a given time, among similar ones made at others
 
+Between them: everyday chatter, and near misses — statements drawn from slots
+on the same subjects as the facts (other relatives' jobs, other pets, other
+trips, other allergies), so finding the right message takes more than
+finding the topic.
+
 Every probe lists the ids of its evidence messages (`expect_ids`) and a
 string from the answer (`expect_text`). The generator checks that no probe
 shares a content word (stemmed English word, or Chinese character bigram)
@@ -404,6 +409,113 @@ ZH_FILLER_REPLY = [
     "自己做饭更健康也更省钱。",
 ]
 
+# -- near misses: statements on the same subjects as the facts, about other people and things.
+# Drawn from slots, so no two are alike: a ranking must tell them from the evidence.
+
+EN_NEAR = [
+    "My {rel} is thinking about retraining as a {job} in {city}.",
+    "A friend of mine works as a {job} and says the hours are brutal.",
+    "My {rel}'s {pet} is called {name}, it is very spoiled.",
+    "We might visit {city} in {month}, nothing booked yet.",
+    "My {rel} is allergic to {food}, dinners with them need planning.",
+    "I read a review of a restaurant in {city} that serves {food}.",
+    "My colleague bought a {vehicle} and regrets it already.",
+    "My {rel} started learning {language} for fun.",
+    "There is a {event} in {city} in {month}, tickets are expensive.",
+    "My {rel} just finished reading {book} and lent it to me.",
+    "I saw a documentary about a {job} in {city}.",
+    "My {rel} earns about {amount} a year, I think.",
+    "The {pet} next door barks every morning at six.",
+    "We talked about moving to {city} one day, maybe when we retire.",
+    "My {rel} has a {event} coming up in {month}.",
+    "I might sign up for a {language} course in {month}.",
+    "My {rel} plays the {instrument} in a community orchestra.",
+    "Someone at the gym told me they take {supplement} every day.",
+]
+EN_SLOTS = {
+    "rel": ["cousin", "uncle", "aunt", "neighbour", "flatmate", "old teacher", "godmother",
+            "brother-in-law", "niece", "colleague's husband"],
+    "job": ["pharmacist", "architect", "vet", "nurse", "chef", "pilot", "electrician",
+            "accountant", "physiotherapist", "teacher"],
+    "city": ["Lyon", "Dublin", "Kraków", "Seville", "Bergen", "Munich", "Ghent", "Turin",
+             "Edinburgh", "Tallinn"],
+    "pet": ["spaniel", "parrot", "rabbit", "hamster", "beagle", "tortoise", "ferret"],
+    "name": ["Otto", "Maple", "Ziggy", "Bramble", "Noodle", "Pepper", "Juno"],
+    "month": ["March", "April", "May", "June", "July", "October"],
+    "food": ["shellfish", "gluten", "sesame", "dairy", "eggs", "kiwi"],
+    "vehicle": ["Tesla", "camper van", "Vespa", "pickup truck", "Mini Cooper"],
+    "language": ["Italian", "Japanese", "Portuguese", "Dutch", "Arabic", "Greek"],
+    "event": ["jazz festival", "half marathon", "book fair", "wine tasting", "big birthday"],
+    "book": ["Normal People", "Dune", "Circe", "The Road", "Educated", "Atonement"],
+    "amount": ["45,000 pounds", "52,000 dollars", "39,000 euros", "80,000 francs"],
+    "instrument": ["violin", "trumpet", "flute", "double bass", "harp"],
+    "supplement": ["magnesium", "fish oil", "iron tablets", "zinc"],
+}
+EN_NEAR_REPLY = [
+    "Interesting, thanks for sharing.", "That sounds like quite a change.",
+    "Good to know.", "Ha, I can imagine.", "That could be fun.", "Fair enough.",
+]
+ZH_NEAR = [
+    "我{rel}在考虑去{city}当{job}。",
+    "{rel}家养了一只{pet}，叫{name}。",
+    "我们可能{month}去{city}玩，还没定。",
+    "{rel}对{food}过敏，吃饭要注意。",
+    "{rel}最近在学{hobby}，每天都练。",
+    "同事买了一辆{car}，说很省油。",
+    "{rel}的工资好像是每月{amount}。",
+    "{rel}{month}要去医院做{check}。",
+]
+ZH_SLOTS = {
+    "rel": ["表哥", "姑姑", "邻居", "同事", "室友", "小姨", "堂弟", "老同学"],
+    "city": ["南京", "青岛", "昆明", "西安", "大连", "长沙", "重庆", "武汉"],
+    "job": ["护士", "律师", "厨师", "建筑师", "老师", "程序员", "摄影师"],
+    "pet": ["金毛", "布偶猫", "仓鼠", "鹦鹉", "兔子"],
+    "name": ["可乐", "年糕", "团子", "花卷", "布丁"],
+    "month": ["三月", "四月", "五月", "七月", "八月"],
+    "food": ["海鲜", "芒果", "牛奶", "坚果", "鸡蛋"],
+    "hobby": ["游泳", "围棋", "摄影", "吉他", "瑜伽"],
+    "car": ["丰田卡罗拉", "大众朗逸", "特斯拉", "本田雅阁"],
+    "amount": ["一万五", "八千", "一万二", "九千五"],
+    "check": ["体检", "胃镜", "牙齿矫正", "眼科检查"],
+}
+ZH_NEAR_REPLY = ["原来如此。", "挺好的。", "听起来不错。", "有意思。", "明白了。"]
+
+
+# Assistants talk at length: everyday replies get two of these, so messages are not all short.
+EN_MORE = [
+    "If it helps, writing things down the evening before often makes the next day easier.",
+    "A lot of people find that small, regular habits matter more than big plans.",
+    "It might be worth asking around, friends often have good suggestions for this.",
+    "Let me know how it goes, I am curious whether it works out for you.",
+    "There is rarely one right answer, so pick what feels sustainable for you.",
+    "Sometimes the simplest option turns out to be the best one in the long run.",
+    "You could try it for a couple of weeks and then decide whether to keep going.",
+    "Honestly, taking a short break before deciding is usually a good idea.",
+]
+ZH_MORE = [
+    "如果需要的话，可以提前列个清单，第二天会轻松很多。",
+    "很多人觉得小习惯比大计划更重要。",
+    "可以问问身边的朋友，他们常常有好建议。",
+    "有结果了告诉我，我也挺好奇的。",
+    "这种事没有标准答案，选自己能坚持的就好。",
+    "先试两周，再决定要不要继续。",
+]
+
+
+def chatty(rng: random.Random, reply: str, lang: str) -> str:
+    more = EN_MORE if lang == "en" else ZH_MORE
+    first, second = rng.sample(more, 2)
+    return f"{reply} {first} {second}" if lang == "en" else f"{reply}{first}{second}"
+
+
+def near_miss(rng: random.Random, lang: str) -> tuple[str, str]:
+    templates, slots, replies = (EN_NEAR, EN_SLOTS, EN_NEAR_REPLY) if lang == "en" else (
+        ZH_NEAR, ZH_SLOTS, ZH_NEAR_REPLY)
+    template = rng.choice(templates)
+    filled = re.sub(r"\{(\w+)\}", lambda m: rng.choice(slots[m.group(1)]), template)
+    return filled, rng.choice(replies)
+
+
 # -- the paraphrase check -----------------------------------------------------------------
 
 _EN_STOP = frozenset("""
@@ -483,7 +595,7 @@ def plan_facts() -> Plan:
     return out
 
 
-def generate(seed: int = 7, sittings: int = 64) -> list[dict[str, object]]:
+def generate(seed: int = 7, sittings: int = 80) -> list[dict[str, object]]:
     rng = random.Random(seed)
     plan = plan_facts()
     events = {e.key: e for e in plan.events}
@@ -534,9 +646,12 @@ def generate(seed: int = 7, sittings: int = 64) -> list[dict[str, object]]:
                 event = statements.pop(0)
                 user, reply = event.user, event.reply
                 ids[event.key] = f"t{turn}u"
+            elif rng.random() < 0.5:
+                user, reply = near_miss(rng, lang)
+                reply = chatty(rng, reply, lang)
             else:
                 pick = rng.randrange(len(fillers[0]))
-                user, reply = fillers[0][pick], fillers[1][pick]
+                user, reply = fillers[0][pick], chatty(rng, fillers[1][pick], lang)
             lines.append({"role": "user", "content": user, "id": f"t{turn}u",
                           "ts": clock.isoformat()})
             clock += timedelta(minutes=rng.randint(1, 4))
@@ -565,7 +680,7 @@ def generate(seed: int = 7, sittings: int = 64) -> list[dict[str, object]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--sittings", type=int, default=64)
+    parser.add_argument("--sittings", type=int, default=80)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n"

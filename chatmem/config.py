@@ -38,12 +38,16 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},
     "summary": {"prompt": str, "provider": str, "model": str, "drift_guard": bool},
+    "embeddings": {"provider": str, "model": str, "base_url": str, "api_key_env": str,
+                   "threads": int},
 }
 PROVIDERS = ("auto", "local", "openai", "scripted")
+EMBEDDERS = ("auto", "local", "openai", "hash", "none")
+"""[embeddings] provider: auto = local when `chatmem[embed]` is installed, else none."""
 # The smallest value each number may take: a negative budget or timeout is a typo.
 MINIMUMS: dict[str, int] = {
     "context_budget": 1, "max_retries": 0, "max_reply_tokens": 1,
-    "local.threads": 1, "local.n_ctx": 1,
+    "local.threads": 1, "local.n_ctx": 1, "embeddings.threads": 1,
 }
 POSITIVE = ("timeout",)
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
@@ -96,6 +100,9 @@ class Settings:
     scripted: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=lambda: {"drift_guard": True})
     """[summary]: prompt, provider/model for summaries, drift_guard."""
+    embeddings: dict[str, Any] = field(default_factory=lambda: {"provider": "auto",
+                                                                "threads": 1})
+    """[embeddings]: which embedder `retrieval` uses (provider, model, base_url, ...)."""
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-strategy parameters from [strategies.NAME] tables."""
     source: Path | None = None
@@ -199,6 +206,10 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
     if "strategy" in data:
         _check_strategy(path, "strategy", data["strategy"], {})
     _check_summary(path, data.get("summary", {}))
+    embedder = data.get("embeddings", {}).get("provider", "auto")
+    if embedder not in EMBEDDERS:
+        raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
+                          f"{', '.join(EMBEDDERS)}, got {embedder!r}")
 
 
 def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
@@ -250,7 +261,7 @@ def load_settings(
     if path.exists():
         data = read_config_file(path)
         for key, value in data.items():
-            if key in ("local", "scripted", "summary"):
+            if key in ("local", "scripted", "summary", "embeddings"):
                 getattr(settings, key).update(value)
             elif key == "strategies":
                 settings.strategies = {k: dict(v) for k, v in value.items()}

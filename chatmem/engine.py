@@ -26,6 +26,13 @@ from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
+    from chatmem.embeddings import Embedder
+
+
+def resolve_embedder(settings: Settings) -> Embedder | None:
+    from chatmem.embeddings import resolve_embedder as resolve
+
+    return resolve(settings)
 
 
 @dataclass
@@ -53,6 +60,7 @@ class Engine:
         budget: int | None = None,
         helper_model: Provider | None = None,
         settings: Settings | None = None,
+        embedder: Embedder | Callable[[], Embedder | None] | None = None,
     ) -> None:
         self.store = store
         self.session = session
@@ -66,6 +74,17 @@ class Engine:
         self.notices: list[str] = []
         """What opening the session changed (strategy, system prompt), for the user to see."""
         self._caught_up = False
+        self._embedder = embedder
+        """An embedder, or how to open one the first time a strategy needs it."""
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder for recall, when the strategy uses one; opened on first use."""
+        if not self.strategy.needs_embedder:
+            return None
+        if callable(self._embedder) and not hasattr(self._embedder, "embed"):
+            self._embedder = self._embedder()
+        return self._embedder  # type: ignore[return-value]
 
     def history(self) -> StoredHistory:
         return StoredHistory(self.store, self.session.id, self.counter)
@@ -79,6 +98,7 @@ class Engine:
             system=self.session.system,
             state=self.state,
             budget=self.budget,
+            embedder=self.embedder,
         )
 
     def build_context(self, text: str) -> Context:
@@ -180,13 +200,16 @@ class Engine:
             self.store.save_token_counts({record.user_message_id: sent.messages[0].tokens},
                                          self.counter.key)
 
-    def replay_turn(self, text: str, reply: str) -> TurnResult:
+    def replay_turn(self, text: str, reply: str,
+                    times: tuple[str | None, str | None] = (None, None)) -> TurnResult:
         """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
 
-        Replay uses it so strategies are compared on identical conversations.
+        Replay uses it so strategies are compared on identical conversations;
+        `times` are the recorded messages' timestamps (recall's sittings use them).
         """
         context = self.build_context(text)
-        record = self.store.commit_turn(self._record(text, context, "ok", reply=reply))
+        record = self.store.commit_turn(self._record(text, context, "ok", reply=reply),
+                                        sent_at=times[0], replied_at=times[1])
         return TurnResult(record, context, reply, self.update_memory())
 
     def catch_up(self) -> list[str]:
@@ -204,7 +227,8 @@ class Engine:
 
     def update_memory(self) -> list[str]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
-                        settings=self.settings, system=self.session.system)
+                        settings=self.settings, system=self.session.system,
+                        embedder=self.embedder)
         try:
             return self.strategy.update(env)
         except ChatmemError as e:
@@ -232,8 +256,12 @@ def open_session(
     strategy: str | None = None,
     params: dict[str, str] | None = None,
     system: str | None = None,
+    embedder: Embedder | None = None,
 ) -> Engine:
-    """Resume the named session or create it, and return its engine."""
+    """Resume the named session or create it, and return its engine.
+
+    `embedder` overrides the configured one ([embeddings]), which opens on first use.
+    """
     session = store.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session)
     created = False
@@ -263,7 +291,8 @@ def open_session(
         if changes:
             session = store.update_session(session.id, **changes)
     engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
-                    helper_model=summary_model(settings, provider), settings=settings)
+                    helper_model=summary_model(settings, provider), settings=settings,
+                    embedder=embedder or (lambda: resolve_embedder(settings)))
     engine.notices = notices
     return engine
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine, strategy_label
 from chatmem.errors import StoreError, StrategyError
 from chatmem.memory import create_strategy
@@ -162,6 +163,7 @@ def replay(
     user_facts: Sequence[FactRecord] = (),
     answer: bool = False,
     progress: Progress | None = None,
+    embedder: Embedder | None = None,
 ) -> list[StrategyRun]:
     """Run the transcript under each strategy; `store` and `save_as` keep the sessions.
 
@@ -180,7 +182,8 @@ def replay(
     taken = [n for n in names if n and store is not None and store.find_session(n)]
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
-    options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer)
+    options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
+                       embedder)
     steps = plan(transcript, keep_replies)
     runs = []
     for spec, name in zip(specs, names, strict=True):
@@ -211,6 +214,7 @@ class _Options:
     budget: int | None
     user: str | None
     answer: bool
+    embedder: Embedder | None = None
 
 
 def _session_name(save_as: str, spec: StrategySpec, count: int) -> str:
@@ -245,7 +249,8 @@ def _start(
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
     )
-    engine = Engine(store, session, chat, strategy, budget=options.budget, helper_model=helper)
+    engine = Engine(store, session, chat, strategy, budget=options.budget, helper_model=helper,
+                    embedder=options.embedder)
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
 
 
@@ -293,6 +298,7 @@ def what_if(
     budget: int | None = None,
     user: str | None = None,
     user_facts: Sequence[FactRecord] = (),
+    embedder: Embedder | None = None,
 ) -> tuple[Context, StrategyRun]:
     """The context `spec` would send for `text` after the transcript.
 
@@ -301,7 +307,7 @@ def what_if(
     gets the system prompt it was sent with; `text` gets the last one.
     """
     options = _Options(chat_provider, helper_provider, keep_replies=True, budget=budget,
-                       user=user, answer=False)
+                       user=user, answer=False, embedder=embedder)
     with Store(":memory:") as scratch:
         _seed_user_facts(scratch, user, user_facts)
         engine, run, stored_ids = _start(transcript, spec, scratch, None, options)
@@ -336,7 +342,8 @@ def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
           keep_replies: bool) -> None:
     assert step.message is not None
     if keep_replies and step.reply is not None:
-        result = engine.replay_turn(step.message.content, step.reply.content)
+        result = engine.replay_turn(step.message.content, step.reply.content,
+                                    times=(step.message.ts, step.reply.ts))
     else:
         result = engine.run_turn(step.message.content)
     run.prompt_tokens.append(result.context.tokens)

@@ -19,6 +19,7 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 
 from chatmem.config import Settings  # noqa: E402
+from chatmem.embeddings import Embedder  # noqa: E402
 from chatmem.engine import Engine, open_session  # noqa: E402
 from chatmem.providers.scripted import ScriptedProvider  # noqa: E402
 from chatmem.store import Store  # noqa: E402
@@ -57,11 +58,14 @@ def make_engine(store: Store, scripted: ScriptedProvider) -> Callable[..., Engin
     counter = iter(range(1, 10_000))
 
     def make(strategy: str = "buffer", *, name: str | None = None, system: str | None = "Be brief.",
-             provider: ScriptedProvider | None = None, **params: object) -> Engine:
-        settings = Settings(system=system or "")
+             provider: ScriptedProvider | None = None, embedder: Embedder | None = None,
+             **params: object) -> Engine:
+        # No embedder unless a test brings one (the deterministic `hash` embedder):
+        # results must not depend on whether the embed extra is installed.
+        settings = Settings(system=system or "", embeddings={"provider": "none"})
         return open_session(
             store, settings, provider or scripted, name or f"s{next(counter)}",
-            strategy=strategy, params={k: str(v) for k, v in params.items()},
+            strategy=strategy, params={k: str(v) for k, v in params.items()}, embedder=embedder,
         )
 
     return make

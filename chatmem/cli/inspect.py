@@ -44,6 +44,7 @@ from chatmem.cli.common import (
     print_json,
     reproducing_provider,
     settings_from,
+    shared_embedder,
     stored_transcript,
     strategy_choice,
 )
@@ -167,7 +168,8 @@ def _next(store: Store, session: SessionRecord, settings: Settings,
     chosen = resolve_strategy(settings, None, {}, session)
     transcript = stored_transcript(store, session, last_turn=0)
     with reproducing_provider(settings, transcript, explicit) as llm:
-        engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
+        engine = Engine(store, session, llm, chosen, budget=settings.context_budget,
+                        embedder=shared_embedder(settings, [chosen]))
         context = engine.build_context(text)
         tokenizer = describe_counter(engine.counter, session.tokenizer)
     data = _payload(session.name, "next", context, text=text, strategy=chosen.name,
@@ -206,12 +208,14 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
     with reproducing_provider(settings, transcript, explicit) as llm:
         if turn is None and strategy == session.strategy:
             # The session already keeps this strategy's state: use it as it is.
-            engine = Engine(store, session, llm, chosen, budget=settings.context_budget)
+            engine = Engine(store, session, llm, chosen, budget=settings.context_budget,
+                            embedder=shared_embedder(settings, [chosen]))
             context = engine.build_context(text)
         else:
             facts = [f for f in store.facts(user=user) if f.scope == "user"] if user else []
             context, run = what_if(transcript, spec, text, chat_provider=llm,
-                                   budget=settings.context_budget, user=user, user_facts=facts)
+                                   budget=settings.context_budget, user=user, user_facts=facts,
+                                   embedder=shared_embedder(settings, [chosen]))
             replayed = {"turns": run.turns, "strategy_model_calls": run.model_calls}
         tokenizer = describe_counter(llm.token_counter(), session.tokenizer)
     data = _payload(session.name, "what-if", context, text=text, strategy=chosen.name,

@@ -24,6 +24,7 @@ from chatmem.cli.common import (
     print_json,
     reproducing_provider,
     settings_from,
+    shared_embedder,
     stored_transcript,
 )
 from chatmem.errors import ExitCode, TranscriptError
@@ -131,7 +132,8 @@ def _run(
                       save_as=save_as, keep_replies=keep_replies,
                       budget=settings.context_budget, user=user,
                       user_facts=_user_facts(settings, user), answer=answer,
-                      progress=progress)
+                      progress=progress,
+                      embedder=shared_embedder(settings, [s.create() for s in specs]))
     return Outcome(transcript, runs, keep_replies, tokenizer)
 
 

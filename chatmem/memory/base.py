@@ -9,6 +9,7 @@ makes `inspect` and `replay` trustworthy.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,6 +21,7 @@ from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
+    from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
     from chatmem.providers.base import Provider
 
@@ -126,6 +128,9 @@ class Context:
     warnings: tuple[str, ...] = ()
     priming: int = REPLY_PRIMING
     """The counter's tokens beyond the messages (see TokenCounter.priming)."""
+    recall: tuple[dict[str, Any], ...] = ()
+    """How recall ranked the candidates it kept and the best it dropped: id, turn, role,
+    bm25, words, dense, fused, tokens, kept, why (see chatmem.memory.ranking)."""
 
     @property
     def tokens(self) -> int:
@@ -162,6 +167,7 @@ class Context:
                 }
                 for p in self.parts
             ],
+            **({"recall": list(self.recall)} if self.recall else {}),
         }
 
     @classmethod
@@ -178,7 +184,7 @@ class Context:
             for p in data["parts"]
         )
         return cls(parts, data.get("budget"), data.get("dropped"), tuple(data.get("warnings", ())),
-                   data.get("priming", REPLY_PRIMING))
+                   data.get("priming", REPLY_PRIMING), tuple(data.get("recall", ())))
 
 
 @dataclass
@@ -193,6 +199,16 @@ class ContextRequest:
     """Derived-state reader (summaries, facts, recall index); None for stateless strategies."""
     budget: int | None = None
     """The configured context budget, used when the strategy has none of its own."""
+    embedder: Embedder | None = None
+    """Turns text into vectors for recall by meaning; None: recall ranks by words."""
+    cap: int | None = None
+    """A combination's shared budget: members with a budget of their own stay within it."""
+
+    def capped(self, cap: int | None) -> ContextRequest:
+        """The same request for a member of a combination sharing `cap` tokens."""
+        shared = dataclasses.replace(self, cap=cap)
+        shared.__dict__["system_message"] = self.system_message  # counted once, not per member
+        return shared
 
     @cached_property
     def system_message(self) -> Message | None:
@@ -218,6 +234,11 @@ class Strategy(Protocol):
         """Bring derived state up to date after a committed turn; returns notices."""
         ...
 
+    @property
+    def needs_embedder(self) -> bool:
+        """Whether builds use an embedder when one is configured."""
+        ...
+
     def describe_params(self, *, changed_only: bool = False) -> str: ...
 
 
@@ -234,6 +255,8 @@ class MemoryEnv:
     """chatmem Settings, for options from the config (e.g. [summary] prompt, drift_guard)."""
     system: str | None = None
     """The session's system prompt, as the next request will send it."""
+    embedder: Embedder | None = None
+    """For recall: messages are embedded after the turn commits."""
 
 
 class BaseStrategy:
@@ -269,6 +292,11 @@ class BaseStrategy:
     def budget(self, request: ContextRequest) -> int | None:
         return request.budget
 
+    @property
+    def needs_embedder(self) -> bool:
+        """Whether builds use an embedder when one is configured (the engine opens it lazily)."""
+        return False
+
     def describe_params(self, *, changed_only: bool = False) -> str:
         """`k=3 max_tokens=600`, as a user would type the parameters.
 
@@ -297,6 +325,7 @@ def assemble(
     budget: int | None = None,
     dropped: str | None = None,
     warnings: Iterable[str] = (),
+    recall: Iterable[dict[str, Any]] = (),
 ) -> Context:
     """Put the parts in their fixed order and check the budget honestly."""
     parts = [p for p in (system_part(request), *middle, input_part(request)) if p is not None]
@@ -313,7 +342,7 @@ def assemble(
             )
         else:
             notes.append(f"context is {context.tokens:,} tokens, over the budget of {budget:,}")
-    return Context(tuple(parts), budget, dropped, tuple(notes), priming)
+    return Context(tuple(parts), budget, dropped, tuple(notes), priming, tuple(recall))
 
 
 def span(numbers: Sequence[int]) -> str:

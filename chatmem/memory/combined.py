@@ -81,6 +81,10 @@ class CombinedStrategy:
             split[owners[0]][key] = value
         return cls([registry[name](**split[name]) for name in names])
 
+    @property
+    def needs_embedder(self) -> bool:
+        return any(m.needs_embedder for m in self.members)
+
     def describe_params(self, *, changed_only: bool = False) -> str:
         return " ".join(
             f"{m.name}.{pair}"
@@ -93,8 +97,9 @@ class CombinedStrategy:
         return min(own) if own else request.budget
 
     def build(self, request: ContextRequest) -> Context:
-        contexts = [m.build(request) for m in self.members]
         budget = self.budget(request)
+        shared = request.capped(budget)
+        contexts = [m.build(shared) for m in self.members]
         parts = merge_parts(contexts)
         parts, history_cut, recalled_cut = fit_budget(request, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
@@ -110,7 +115,8 @@ class CombinedStrategy:
                         f" of {budget:,}")
         warnings = [w for c in contexts for w in c.warnings if "over the budget" not in w]
         return assemble(request, parts, budget=budget, dropped=dropped,
-                        warnings=dict.fromkeys(warnings))
+                        warnings=dict.fromkeys(warnings),
+                        recall=recall_rows(contexts, {n for n, _ in recalled_cut}))
 
     def update(self, env: MemoryEnv) -> list[str]:
         return [notice for m in self.members for notice in m.update(env)]
@@ -141,6 +147,16 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
             merged.append(Part(kind, tuple(messages), reason, scores))
     merged.sort(key=lambda p: PART_ORDER.index(p.kind))
     return merged
+
+
+def recall_rows(contexts: Sequence[Context], cut: set[int]) -> list[dict[str, Any]]:
+    """The members' recall rows; those of recalled turns cut to fit marked so."""
+    rows = []
+    for row in (r for c in contexts for r in c.recall):
+        if row["kept"] and row["turn"] in cut:
+            row = {**row, "kept": False, "why": "shared budget: left out to fit"}
+        rows.append(row)
+    return rows
 
 
 def merged_dropped(total: int, parts: Sequence[Part]) -> str | None:

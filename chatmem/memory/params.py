@@ -22,6 +22,7 @@ class Param:
     help: str
     minimum: float | None = None
     maximum: float | None = None
+    choices: tuple[str, ...] = ()
 
     def parse(self, strategy: str, raw: Any) -> Any:
         def invalid(must: str) -> StrategyError:
@@ -39,6 +40,8 @@ class Param:
             value = float(raw)
         elif not isinstance(raw, self.type) or (self.type is int and isinstance(raw, bool)):
             raise invalid(_type_word(self.type))
+        if self.choices and value not in self.choices:
+            raise invalid(f"one of {', '.join(self.choices)}")
         if self.minimum is not None and value < self.minimum:
             raise invalid(f"at least {self.minimum}")
         if self.maximum is not None and value > self.maximum:

@@ -1,108 +1,231 @@
-"""`retrieval`: earlier turns most relevant to the input, plus the recent turns.
+"""`retrieval`: the earlier messages most relevant to the input, within a budget, + recent turns.
 
-Like VectorStoreRetrieverMemory, but over the SQLite FTS5 index (BM25) the
-store keeps anyway, so it needs no embeddings and never mixes stale answers
-in silently: recalled turns are whole, in time order, and labelled with
-their turn number and score. CJK text is matched as character bigrams (see
-chatmem.fts). Without a stored index (a transcript held in memory) the same
-terms are scored with BM25 in Python, so replays rank alike.
+Like VectorStoreRetrieverMemory, but budgeted and inspectable. Every earlier
+message is a candidate; they are ranked by words (BM25 over the full-text
+index, stemmed, CJK as bigrams, smoothed over neighbours and sittings) and,
+when an embedder is configured, by meaning (message and context vectors),
+fused, then packed best first into what the budget leaves after the system
+prompt, the input and the recent turns, with MMR keeping near-duplicates
+out. Recalled messages go out in conversation order, labelled; `inspect`
+shows each candidate's scores and why it was kept or dropped. See
+chatmem.memory.ranking for the scores.
+
+Without an embedder, `hybrid` and `dense` fall back to the model-free
+ranking, and say so once.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from chatmem import fts
+from chatmem.errors import ChatmemError
 from chatmem.memory.base import (
     BaseStrategy,
     Context,
     ContextRequest,
-    HistoryTurn,
+    MemoryEnv,
+    Message,
     Param,
     Part,
     assemble,
     dropped_note,
     fit_newest_turns,
+    fixed_tokens,
     history_part,
     span,
 )
+from chatmem.memory.ranking import (
+    Ranked,
+    Timeline,
+    Weights,
+    as_json,
+    dense_scores,
+    describe,
+    fuse,
+    pack,
+    pool,
+    words_scores,
+)
+from chatmem.memory.recall_index import MemoryRecall, Source, StoredRecall
 
-MESSAGES_PER_TURN_SEARCHED = 6
+if TYPE_CHECKING:
+    from chatmem.embeddings import Embedder
+
+MODES = ("hybrid", "bm25", "dense")
+SHOWN_DROPPED = 10
+"""Dropped candidates kept with the context for `inspect` (the best-ranked ones)."""
+NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
+               "pip install 'chatmem[embed]' or set [embeddings] to recall by meaning")
 
 
 class RetrievalStrategy(BaseStrategy):
     name = "retrieval"
-    description = "Recall the top_k earlier turns most relevant to the input (FTS5 BM25) + recent."
+    description = ("Recall the earlier messages most relevant to the input (words + meaning)"
+                   " into max_tokens, + recent turns.")
     PARAMS = (
-        Param("top_k", int, 4, "how many earlier turns to recall", minimum=0),
+        Param("max_tokens", int, 2000, "budget for the whole context", minimum=1),
         Param("recent", int, 2, "how many recent turns to always send", minimum=0),
+        Param("mode", str, "hybrid", "rank by bm25 (words), dense (meaning) or hybrid (both)",
+              choices=MODES),
+        Param("dense_weight", float, 0.5, "share of meaning in hybrid scores", minimum=0,
+              maximum=1),
+        Param("smooth", float, 0.5, "share of the best neighbour's word score a message gains",
+              minimum=0),
+        Param("sitting", float, 0.3, "share of its sitting's best word score a message gains",
+              minimum=0),
+        Param("gap_hours", float, 4.0, "a pause this long (hours) ends a sitting", minimum=0),
+        Param("mmr", float, 0.7, "MMR λ: 1 ranks by relevance alone, lower favours diversity",
+              minimum=0, maximum=1),
+        Param("top_k", int, 0, "recall at most this many messages (0: as many as fit)",
+              minimum=0),
     )
 
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
+        self._told_no_embedder = False
+
+    @property
+    def needs_embedder(self) -> bool:
+        return self.params["mode"] != "bm25"
+
+    def budget(self, request: ContextRequest) -> int | None:
+        return int(self.params["max_tokens"])
+
+    def weights(self, embedder: Embedder | None) -> Weights:
+        mode = self.params["mode"] if embedder is not None else "bm25"
+        return Weights(mode, self.params["dense_weight"], self.params["smooth"],
+                       self.params["sitting"], self.params["mmr"])
+
+    def source(self, request: ContextRequest, first_recent: int) -> Source:
+        embedder = request.embedder if self.needs_embedder else None
+        if request.state is not None:
+            return StoredRecall(request.state, request.counter, self.params["gap_hours"],
+                                embedder)
+        return MemoryRecall(request.history.turns(1, first_recent - 1), embedder)
+
     def build(self, request: ContextRequest) -> Context:
-        top_k, recent = self.params["top_k"], self.params["recent"]
+        budget, recent = int(self.params["max_tokens"]), self.params["recent"]
+        if request.cap is not None:
+            budget = min(budget, request.cap)
+        room = max(budget - fixed_tokens(request), 0)
+        turns = fit_newest_turns(request.history.newest_first(), room=room, limit=recent)
         total = request.history.turn_count()
-        turns = fit_newest_turns(request.history.newest_first(), room=None, limit=recent)
         first_recent = turns[0].number if turns else total + 1
-        scores = recall_scores(request, request.input.content, first_recent, top_k)
-        recalled: list[HistoryTurn] = []
-        for number in sorted(scores):
-            recalled.extend(request.history.turns(number, number))
-        parts: list[Part] = []
-        if recalled:
-            listed = ", ".join(f"turn {t.number} ({scores[t.number]:.2f})" for t in recalled)
-            parts.append(Part("recalled", tuple(m for t in recalled for m in t.messages),
-                              f"retrieval top_k={top_k}: {listed}",
-                              scores=tuple((t.number, scores[t.number]) for t in recalled)))
+        room -= sum(t.tokens for t in turns)
+        parts: list[Part | None] = []
+        recall_rows: list[dict[str, object]] = []
+        warnings: list[str] = []
+        if first_recent > 1 and room > 0:
+            recalled, recall_rows = self.recall(request, first_recent, room, warnings)
+            parts.append(recalled)
         dropped = dropped_note(total, turns)
-        if dropped and recalled:
-            dropped += f" except {len(recalled)} recalled"
+        kept_count = sum(1 for r in recall_rows if r["kept"])
+        if dropped and kept_count:
+            dropped += f" except {kept_count} recalled messages"
         reason = f"retrieval recent={recent}: {span([t.number for t in turns])}"
         if dropped:
             reason += f"; {dropped}"
-        history = history_part(turns, reason)
-        if history:
-            parts.append(history)
-        return assemble(request, parts, budget=self.budget(request), dropped=dropped)
+        parts.append(history_part(turns, reason))
+        return assemble(request, parts, budget=budget, dropped=dropped, warnings=warnings,
+                        recall=recall_rows)
 
+    def recall(
+        self, request: ContextRequest, first_recent: int, room: int, warnings: list[str]
+    ) -> tuple[Part | None, list[dict[str, object]]]:
+        """The recalled part, and the rows `inspect` shows."""
+        source = self.source(request, first_recent)
+        embedder = request.embedder if self.needs_embedder else None
+        fallback = NO_EMBEDDER.split(",")[0] if self.needs_embedder and embedder is None else None
+        timeline = source.timeline()
+        count = timeline.before(first_recent)
+        query = request.input.content
+        weights = self.weights(embedder)
+        bm25 = source.bm25(query, first_recent) if weights.mode != "dense" else {}
+        words = words_scores(timeline, count, bm25, smooth=weights.smooth,
+                             sitting=weights.sitting) if weights.mode != "dense" else {}
+        dense = vectors = None
+        if embedder is not None:
+            try:
+                own, around = source.vectors(count)
+                dense = dense_scores(embedder.embed([query], query=True)[0], own, around)
+                vectors = own
+            except ChatmemError as e:
+                fallback = f"embedding failed ({e}), ranked by words only"
+                warnings.append(f"recall: {fallback}")
+                weights = Weights("bm25", weights.dense_weight, weights.smooth, weights.sitting,
+                                  weights.mmr)
+                embedder = dense = vectors = None
+                words = words_scores(timeline, count, source.bm25(query, first_recent),
+                                     smooth=weights.smooth, sitting=weights.sitting)
+        fused = fuse(count, words, dense, weights)
+        best = pool(fused)
+        keys = [timeline.keys[i] for i in best]
+        messages = source.messages(keys)
+        by_index = {timeline.index[k]: k for k in keys}
+        ranked = [
+            Ranked(by_index[i], timeline.turns[i], timeline.roles[i],
+                   bm25.get(by_index[i], 0.0), words.get(i, 0.0),
+                   None if dense is None else float(dense[i]), float(fused[i]),
+                   messages[by_index[i]].tokens)
+            for i in best
+        ]
+        pack(ranked, room, mmr=weights.mmr,
+             vectors=None if vectors is None else vectors[best],
+             limit=self.params["top_k"])
+        kept = sorted((r for r in ranked if r.kept), key=lambda r: timeline.index[r.key])
+        kept = self._open_with_user(kept, ranked, source, timeline, messages, room)
+        shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
+        method = describe(weights, fallback=fallback)
+        if not kept:
+            return None, as_json(shown)
+        best_by_turn: dict[int, float] = {}
+        for r in kept:
+            best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
+        sent = tuple(messages[r.key] for r in kept)
+        reason = (f"retrieval {method} max_tokens={self.params['max_tokens']}: "
+                  f"{len(kept)} of {count} earlier messages, from "
+                  f"{len(best_by_turn)} turns, fused {min(r.fused for r in kept):.2f}–"
+                  f"{max(r.fused for r in kept):.2f}")
+        left = len(ranked) - len(kept)
+        if left:
+            reason += f"; {left} more ranked, left out (see inspect)"
+        part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
+        return part, as_json(shown)
 
-def recall_scores(
-    request: ContextRequest, query: str, before_turn: int, top_k: int
-) -> dict[int, float]:
-    """Turn number → score of the top_k turns before `before_turn` that match the query."""
-    if top_k <= 0 or before_turn <= 1:
-        return {}
-    state = request.state
-    best: dict[int, float] = {}
-    if state is not None:
-        limit = top_k * MESSAGES_PER_TURN_SEARCHED
-        for record, score in state.search(query, before_turn=before_turn, limit=limit):
-            best[record.turn] = max(score, best.get(record.turn, score))
-    else:
-        best = bm25_turns(request.history.turns(1, before_turn - 1), query)
-    # Higher score first; among equals the later turn, as it is the fresher statement.
-    ranked = sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)
-    return dict(ranked[:top_k])
+    @staticmethod
+    def _open_with_user(kept: list[Ranked], ranked: list[Ranked], source: Source,
+                        timeline: Timeline, messages: dict[int, Message],
+                        room: int) -> list[Ranked]:
+        """A context never opens on an assistant message: a recalled reply that would
+        comes with the question of its turn if that fits, else it is left out."""
+        used = sum(r.tokens for r in kept)
+        while kept and kept[0].role != "user":
+            first = kept[0]
+            at = timeline.index[first.key]
+            if at and timeline.turns[at - 1] == first.turn and timeline.roles[at - 1] == "user":
+                key = timeline.keys[at - 1]
+                question = source.messages([key])[key]
+                if used + question.tokens <= room:
+                    messages[key] = question
+                    opener = Ranked(key, first.turn, "user", 0.0, 0.0, None, 0.0,
+                                    question.tokens, True, "kept: asks what a recalled reply"
+                                    " answers")
+                    ranked.append(opener)
+                    return [opener, *kept]
+            first.kept, first.why = False, "left out: a reply cannot open the context"
+            used -= first.tokens
+            kept = kept[1:]
+        return kept
 
-
-def bm25_turns(turns: Sequence[HistoryTurn], query: str, k1: float = 1.2,
-               b: float = 0.75) -> dict[int, float]:
-    """Okapi BM25 of each message against the query's terms, best per turn."""
-    wanted = set(fts.query_terms(query))
-    docs = [(t.number, Counter(fts.index_terms(m.content))) for t in turns for m in t.messages]
-    if not wanted or not docs:
-        return {}
-    average = sum(sum(c.values()) for _, c in docs) / len(docs) or 1.0
-    frequency = {w: sum(1 for _, c in docs if w in c) for w in wanted}
-    best: dict[int, float] = {}
-    for number, counts in docs:
-        length = sum(counts.values())
-        score = 0.0
-        for word in wanted & counts.keys():
-            idf = math.log((len(docs) - frequency[word] + 0.5) / (frequency[word] + 0.5) + 1)
-            tf = counts[word]
-            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
-        if score > 0:
-            best[number] = max(score, best.get(number, score))
-    return best
+    def update(self, env: MemoryEnv) -> list[str]:
+        if not self.needs_embedder:
+            return []
+        if env.embedder is None:
+            if self._told_no_embedder:
+                return []
+            self._told_no_embedder = True
+            return [f"retrieval: {NO_EMBEDDER}"]
+        if env.state is not None:
+            StoredRecall(env.state, env.counter, self.params["gap_hours"],
+                         env.embedder).start_embedding()
+        return []

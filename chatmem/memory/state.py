@@ -16,6 +16,8 @@ class SessionState:
         self.store = store
         self.session_id = session_id
         self.user = user
+        self.caches: dict[str, Any] = {}
+        """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
 
     def get(self, strategy: str) -> dict[str, Any]:
         return self.store.strategy_state(self.session_id, strategy)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from chatmem.store.connection import now
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.memory import MemoryTables
+from chatmem.store.recall import PendingText, RecallRow, RecallTables, VectorRow, rank_texts
 from chatmem.store.records import (
     FactRecord,
     MessageRecord,
@@ -20,7 +21,7 @@ from chatmem.store.records import (
 from chatmem.store.sessions import SessionTables
 
 
-class Store(ForkTables, SessionTables, MemoryTables):
+class Store(ForkTables, SessionTables, MemoryTables, RecallTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
 
@@ -29,9 +30,13 @@ __all__ = [
     "FactRecord",
     "ForkReport",
     "MessageRecord",
+    "PendingText",
+    "RecallRow",
     "SessionRecord",
     "Store",
     "SummaryRecord",
     "TurnRecord",
+    "VectorRow",
     "now",
+    "rank_texts",
 ]

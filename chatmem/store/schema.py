@@ -168,3 +168,30 @@ def m002_recordings(db: sqlite_utils.Database) -> None:
         CREATE INDEX probes_session ON probes (session_id, after_position);
         """
     )
+
+
+@migrations()
+def m003_stemmed_index_and_vectors(db: sqlite_utils.Database) -> None:
+    """English words stemmed in the full-text index; message vectors per embedding model.
+
+    The index keeps its precomputed terms (CJK bigrams pass through Porter
+    unchanged); only the tokenizer that reads them changes, so the rows are
+    copied, not recomputed. Vectors are keyed by message and model, so a
+    model change never mixes two models' vectors.
+    """
+    db.executescript(
+        """
+        CREATE VIRTUAL TABLE messages_fts_stemmed USING fts5(terms, tokenize='porter unicode61');
+        INSERT INTO messages_fts_stemmed (rowid, terms) SELECT rowid, terms FROM messages_fts;
+        DROP TABLE messages_fts;
+        ALTER TABLE messages_fts_stemmed RENAME TO messages_fts;
+        CREATE TABLE message_vectors (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            context_vector BLOB NOT NULL,
+            PRIMARY KEY (model, message_id)
+        ) WITHOUT ROWID;
+        """
+    )

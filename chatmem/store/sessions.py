@@ -279,10 +279,12 @@ class SessionTables(Connection):
                         [session_id])
         )
 
-    def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None) -> TurnRecord:
+    def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
+                    replied_at: str | None = None) -> TurnRecord:
         """Store a completed turn: user message, reply and turn row, all or nothing.
 
-        The user message is stamped when it was sent (`sent_at`), the reply when it ended.
+        The user message is stamped when it was sent (`sent_at`), the reply when it ended
+        (`replied_at`, default now); a replayed transcript passes its own times.
         """
         if turn.status != "ok" or turn.reply is None:
             raise StoreError("only a completed turn with a reply can be committed")
@@ -291,7 +293,7 @@ class SessionTables(Connection):
                 user_id, assistant_id = self._append_messages(
                     turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at},
-                     {"role": "assistant", "content": turn.reply}],
+                     {"role": "assistant", "content": turn.reply, "ts": replied_at}],
                 )
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 turn.history_turn = self.turn_count(turn.session_id)

@@ -1,0 +1,44 @@
+"""`openai`: any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM, llama.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from chatmem.embeddings.base import normalised
+from chatmem.errors import ProviderError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class OpenAIEmbedder:
+    def __init__(self, model: str, *, base_url: str | None, api_key: str | None,
+                 timeout: float = 60.0, max_retries: int = 2) -> None:
+        import openai
+
+        self.model = model
+        self.key = f"openai:{model}"
+        self.dimensions = 0  # known after the first answer
+        # Local servers need no key, but the client insists on one.
+        self._client: Any = openai.OpenAI(base_url=base_url, api_key=api_key or "none",
+                                          timeout=timeout, max_retries=max_retries)
+        self._where = base_url or "api.openai.com"
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        import numpy as np
+        import openai
+
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        try:
+            answer = self._client.embeddings.create(model=self.model, input=list(texts))
+        except openai.APIError as e:
+            raise ProviderError(f"embeddings at {self._where} failed: {e}") from None
+        data = sorted(answer.data, key=lambda d: d.index)
+        if len(data) != len(texts):
+            raise ProviderError(f"embeddings at {self._where}: asked for {len(texts)} vectors,"
+                                f" got {len(data)}")
+        rows = normalised(np.array([d.embedding for d in data], dtype=np.float32))
+        self.dimensions = rows.shape[1]
+        return rows
