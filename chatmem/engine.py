@@ -302,6 +302,11 @@ def strategy_label(name: str, params: Mapping[str, Any]) -> str:
     return f"{name} {format_params(params)}".strip()
 
 
+def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
+    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
+
+
 def summary_model(settings: Settings, provider: Provider) -> Provider | None:
     """The [summary] provider/model for summaries when configured (a cheaper model), else None."""
     chosen = settings.summary

@@ -5,9 +5,10 @@
     session          session name
     mode             "turn" (a recorded turn), "next" (--next under the session's
                      strategy) or "what-if" (--strategy/--param)
-    turn             the recorded turn: number, status, error, input, reply, strategy,
-                     params, provider, model, tokenizer, estimated_tokens, prompt_tokens,
-                     completion_tokens, latency_ms, created_at (null for --next)
+    command          "inspect"
+    turn             the recorded turn: number, status, error, input, reply, strategy
+                     {name, params, label}, provider, model, tokenizer, estimated_tokens,
+                     prompt_tokens, completion_tokens, latency_ms, created_at (null for --next)
     strategy         name, params and label of the strategy of the context shown
     tokenizer        name, exact, recorded, note: what the context's counts were counted
                      with (the turn's own for a recorded turn; the session's recorded
@@ -19,8 +20,9 @@
     rendered_prompt  the prompt text the local model rendered, or null
     replayed         for a what-if: turns replayed and model calls the strategy made
 
-With --summaries: {"session", "summaries": [version, strategy, created_at,
-covered_messages, covered_turn, tokens, anchors, dropped_anchors, model, text]};
+With --summaries: {"command": "inspect", "mode": "summaries", "session",
+"summaries": [version, strategy, created_at, covered_messages, covered_turn, tokens,
+anchors, dropped_anchors, model, text]};
 covered_turn is the last turn the version covers (it covers turns 1 to it).
 """
 
@@ -55,9 +57,9 @@ if TYPE_CHECKING:
     from chatmem.recording import Tokenizer
     from chatmem.store import SessionRecord, Store, TurnRecord
 
-TURN_FIELDS = ("number", "status", "error", "input", "reply", "strategy", "params", "provider",
-               "model", "tokenizer", "estimated_tokens", "prompt_tokens", "completion_tokens",
-               "latency_ms", "created_at")
+TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
+               "estimated_tokens", "prompt_tokens", "completion_tokens", "latency_ms",
+               "created_at")
 
 
 @handles_errors
@@ -122,21 +124,23 @@ def inspect(
 
 
 def _turn_json(turn: TurnRecord) -> dict[str, Any]:
-    return {k: getattr(turn, k) for k in TURN_FIELDS}
+    from chatmem.engine import strategy_json
+
+    return {**{k: getattr(turn, k) for k in TURN_FIELDS},
+            "strategy": strategy_json(turn.strategy, turn.params)}
 
 
 def _payload(session: str, mode: str, context: Context, *, text: str, strategy: str,
              params: dict[str, Any], tokenizer: Tokenizer, turn: TurnRecord | None = None,
              replayed: dict[str, Any] | None = None) -> dict[str, Any]:
-    from chatmem.engine import strategy_label
+    from chatmem.engine import strategy_json
 
     return {
         "command": "inspect",
         "session": session,
         "mode": mode,
         "turn": _turn_json(turn) if turn else None,
-        "strategy": {"name": strategy, "params": params,
-                     "label": strategy_label(strategy, params)},
+        "strategy": strategy_json(strategy, params),
         "tokenizer": tokenizer.to_json(),
         "input": text,
         "context": context.to_json(),
@@ -241,7 +245,8 @@ def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
         for s in store.summaries(session.id)
     ]
     if json_out:
-        print_json({"session": session.name, "summaries": rows})
+        print_json({"command": "inspect", "mode": "summaries", "session": session.name,
+                    "summaries": rows})
         return
     out = consoles()[0]
     if not rows:
@@ -291,6 +296,6 @@ def _recorded_counts(turn: dict[str, Any]) -> str:
     def count(value: int | None) -> str:
         return "–" if value is None else f"{value:,}"
 
-    return (f"turn {turn['number']} ({turn['strategy']}): estimated"
+    return (f"turn {turn['number']} ({turn['strategy']['name']}): estimated"
             f" {count(turn['estimated_tokens'])} · provider reported"
             f" {count(turn['prompt_tokens'])}")

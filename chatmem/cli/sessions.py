@@ -34,11 +34,13 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     Example: chatmem sessions list --json
     """
     from chatmem import render
+    from chatmem.engine import strategy_json
 
     with open_store(settings_from(config, db), create=False) as store:
         rows = store.list_sessions()
     if json_out:
-        print_json(rows)
+        print_json([{**{k: v for k, v in row.items() if k != "params"},
+                     "strategy": strategy_json(row["strategy"], row["params"])} for row in rows])
         return
     consoles()[0].print(render.sessions_table(rows))
 
@@ -63,7 +65,11 @@ def show(
         ]
     info = {k: v for k, v in session.__dict__.items() if k != "id"}
     if json_out:
-        print_json({**info, "messages": messages})
+        from chatmem.engine import strategy_json
+
+        shown = {**info, "strategy": strategy_json(session.strategy, session.params)}
+        shown.pop("params")
+        print_json({**shown, "messages": messages})
         return
     out = consoles()[0]
     from chatmem.memory.params import format_params

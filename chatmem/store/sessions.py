@@ -183,7 +183,8 @@ class SessionTables(Connection):
         """
         rows = self._rows(
             """
-            SELECT s.name, s.strategy, s.params, s.provider, s.model, s.created_at, s.updated_at,
+            SELECT s.name, s.strategy, s.params, s.provider, s.model, s.tokenizer, s.created_at,
+                   s.updated_at,
                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
                    (SELECT coalesce(max(m.turn), 0) FROM messages m
                     WHERE m.session_id = s.id) AS turns,

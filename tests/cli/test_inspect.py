@@ -49,7 +49,8 @@ def test_acceptance_inspect_json_equals_what_the_provider_received(
     assert last["messages"] == chats[-1]
     turn = last["turn"]
     assert isinstance(turn, dict)
-    assert turn["number"] == 30 and turn["status"] == "ok" and turn["strategy"] == "window"
+    assert turn["number"] == 30 and turn["status"] == "ok"
+    assert turn["strategy"] == {"name": "window", "params": {"k": 2}, "label": "window k=2"}
     assert turn["estimated_tokens"] == turn["prompt_tokens"] == last["context"]["tokens"]  # type: ignore[index]
 
 

@@ -32,9 +32,10 @@ def test_list_json(db: Path) -> None:
     assert result.exit_code == 0
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert set(rows) == {"alpha", "秘密"}
-    assert rows["alpha"]["strategy"] == "window" and rows["alpha"]["params"] == {"k": 2}
+    assert rows["alpha"]["strategy"] == {"name": "window", "params": {"k": 2},
+                                         "label": "window k=2"}
     assert (rows["alpha"]["messages"], rows["alpha"]["turns"]) == (4, 2)
-    assert rows["秘密"]["params"] == {"max_tokens": 2000}
+    assert rows["秘密"]["strategy"]["params"] == {"max_tokens": 2000}
     assert rows["秘密"]["provider"] == "scripted"
 
 

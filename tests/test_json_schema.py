@@ -1,0 +1,110 @@
+"""Every --json output validates against docs/chatmem.schema.json (described in docs/json.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "docs" / "chatmem.schema.json").read_text(encoding="utf-8"))
+SESSIONS = ROOT / "sessions"
+runner = CliRunner()
+
+
+def validator(definition: str) -> jsonschema.protocols.Validator:
+    """A validator for one $defs entry, resolving references inside the file."""
+    sub = {"$schema": SCHEMA["$schema"], "$defs": SCHEMA["$defs"],
+           "$ref": f"#/$defs/{definition}"}
+    cls = jsonschema.validators.validator_for(SCHEMA)
+    cls.check_schema(SCHEMA)
+    return cls(sub)
+
+
+def output(*args: str, input: str | None = None) -> Any:
+    result = runner.invoke(app, [*args, "--json"], input=input)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A history with a chatted entity session (facts, a /system change) and two imports."""
+    path = str(tmp_path_factory.mktemp("schema") / "x.db")
+    result = runner.invoke(app, ["chat", "e", "-s", "window+entity", "--provider", "scripted",
+                                 "--db", path],
+                           input="My name is Ada.\n/system Be terse.\n我的城市是杭州。\n")
+    assert result.exit_code == 0, result.stderr
+    for sample in ("support", "travel-zh"):
+        imported = runner.invoke(app, ["sessions", "import", str(SESSIONS / f"{sample}.jsonl"),
+                                       "--db", path])
+        assert imported.exit_code == 0, imported.stderr
+    replayed = runner.invoke(app, ["replay", "support", "-s", "summary-buffer:max_tokens=600",
+                                   "--save-as", "sb", "--db", path])
+    assert replayed.exit_code == 0, replayed.stderr
+    return path
+
+
+def check(definition: str, data: Any) -> None:
+    validator(definition).validate(data)
+    # and the top-level schema accepts it as one of the documented outputs
+    jsonschema.validators.validator_for(SCHEMA)(SCHEMA).validate(data)
+
+
+@pytest.mark.parametrize("args", [
+    ("--turn", "1"),
+    ("--next", "where do I live?"),
+    ("--turn", "2", "-s", "buffer"),
+    ("--next", "hi", "-s", "entity:k=1"),
+])
+def test_inspect(db: str, args: tuple[str, ...]) -> None:
+    data = output("inspect", "e", "--db", db, *args)
+    check("inspect", data)
+    assert data["tokenizer"]["name"] == "cl100k_base"
+
+
+def test_inspect_summaries(db: str) -> None:
+    data = output("inspect", "sb", "--summaries", "--db", db)
+    check("summaries", data)
+    assert data["summaries"]
+
+
+@pytest.mark.parametrize("command", ["replay", "eval"])
+def test_replay_and_eval_share_one_shape(db: str, command: str) -> None:
+    data = output(command, str(SESSIONS / "travel-zh.jsonl"), "-s", "window:k=2", "-s",
+                  "summary-buffer+retrieval", "-s", "entity")
+    check("outcome", data)
+    assert data["command"] == command
+    assert [s["strategy"]["label"] for s in data["strategies"]] == [
+        "window k=2", "summary-buffer+retrieval", "entity"]
+    assert all(len(s["eval"]["per_probe"]) == 7 for s in data["strategies"])
+    stored = output(command, "support", "-s", "buffer", "--db", db)
+    check("outcome", stored)
+
+
+def test_sessions_and_facts_listings(db: str) -> None:
+    sessions = output("sessions", "list", "--db", db)
+    check("sessions_list", sessions)
+    assert {s["name"] for s in sessions} == {"e", "support", "travel-zh", "sb"}
+    shown = output("sessions", "show", "e", "--db", db)
+    check("session_show", shown)
+    assert shown["strategy"]["label"].startswith("window+entity window.k=5")
+    facts = output("facts", "list", "--db", db)
+    check("facts_list", facts)
+    assert any(f["kind"] == "fact" for f in facts) and any(f["kind"] == "pinned" for f in facts)
+
+
+def test_the_schema_rejects_the_old_shapes() -> None:
+    """The test can fail: strategy as a bare label (eval's old shape) does not validate."""
+    run = {"strategy": "window k=2", "turns": 1}
+    with pytest.raises(jsonschema.ValidationError):
+        validator("run").validate(run)
+    with pytest.raises(jsonschema.ValidationError):
+        validator("tokenizer").validate({"name": "cl100k_base", "exact": "yes",
+                                         "recorded": None, "note": None})
