@@ -34,6 +34,8 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "system": str,
         "db": str,
         "user": str,
+        "helper_provider": str,
+        "helper_model": str,
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},
@@ -64,7 +66,12 @@ ENV_KEYS = {
     "CHATMEM_SYSTEM": "system",
     "CHATMEM_DB": "db",
     "CHATMEM_USER": "user",
+    "CHATMEM_HELPER_PROVIDER": "helper_provider",
+    "CHATMEM_HELPER_MODEL": "helper_model",
 }
+HELPER_ALIASES = {"summary.provider": "helper_provider", "summary.model": "helper_model"}
+"""Old spellings: [summary] provider/model chose the summarizer before helper_* chose the
+model for every strategy call (summaries and fact extraction)."""
 
 
 def app_dir() -> Path:
@@ -98,8 +105,12 @@ class Settings:
     user: str = "default"
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
+    helper_provider: str | None = None
+    """Provider for summaries and fact extraction; unset: the chat's provider."""
+    helper_model: str | None = None
+    """Model for summaries and fact extraction (local: a GGUF file); unset: the chat model."""
     summary: dict[str, Any] = field(default_factory=lambda: {"drift_guard": True})
-    """[summary]: prompt, provider/model for summaries, drift_guard."""
+    """[summary]: prompt, drift_guard."""
     embeddings: dict[str, Any] = field(default_factory=lambda: {"provider": "auto",
                                                                 "threads": 1})
     """[embeddings]: which embedder `retrieval` uses (provider, model, base_url, ...)."""
@@ -203,6 +214,8 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
         else:
             raise ConfigError(f"{path}: unknown key {key!r}")
     _check_provider(path, "provider", data)
+    if "helper_provider" in data:
+        _check_provider(path, "helper_provider", {"provider": data["helper_provider"]})
     if "strategy" in data:
         _check_strategy(path, "strategy", data["strategy"], {})
     _check_summary(path, data.get("summary", {}))
@@ -260,6 +273,7 @@ def load_settings(
         raise ConfigError(f"{path}: config file not found")
     if path.exists():
         data = read_config_file(path)
+        data = _with_helper_aliases(path, data)
         for key, value in data.items():
             if key in ("local", "scripted", "summary", "embeddings"):
                 getattr(settings, key).update(value)
@@ -273,15 +287,32 @@ def load_settings(
         if env.get(variable):
             setattr(settings, key, env[variable])
             settings.sources[key] = f"env {variable}"
-    if settings.provider not in PROVIDERS:
-        raise ConfigError(
-            f"CHATMEM_PROVIDER must be one of {', '.join(PROVIDERS)}, got {settings.provider!r}"
-        )
+    for key, variable in (("provider", "CHATMEM_PROVIDER"),
+                          ("helper_provider", "CHATMEM_HELPER_PROVIDER")):
+        value = getattr(settings, key)
+        if value is not None and value not in PROVIDERS:
+            raise ConfigError(
+                f"{variable} must be one of {', '.join(PROVIDERS)}, got {value!r}")
     for key, value in (overrides or {}).items():
         if value is not None:
             setattr(settings, key, value)
             settings.sources[key] = f"flag --{key.replace('_', '-')}"
     return settings
+
+
+def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """[summary] provider/model read as helper_provider/helper_model, their one home now."""
+    summary = dict(data.get("summary", {}))
+    moved = {new: summary.pop(old.split(".")[1]) for old, new in HELPER_ALIASES.items()
+             if old.split(".")[1] in summary}
+    if not moved:
+        return data
+    for key, value in moved.items():
+        if key in data and data[key] != value:
+            old = next(o for o, n in HELPER_ALIASES.items() if n == key)
+            raise ConfigError(f"{path}: keys {old!r} and {key!r} disagree; {old!r} is the old "
+                              f"name of {key!r}: keep {key!r} only")
+    return {**data, **moved, "summary": summary}
 
 
 def config_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ProviderError
+from chatmem.activity import QUIET, Activity
+from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
@@ -61,6 +63,8 @@ class Engine:
         helper_model: Provider | None = None,
         settings: Settings | None = None,
         embedder: Embedder | Callable[[], Embedder | None] | None = None,
+        activity: Activity = QUIET,
+        allow_over_budget: bool = False,
     ) -> None:
         self.store = store
         self.session = session
@@ -69,6 +73,10 @@ class Engine:
         self.budget = budget
         self.helper_model = helper_model or provider
         self.settings = settings
+        self.activity = activity
+        """Where model calls outside the reply are shown (a spinner in the REPL)."""
+        self.allow_over_budget = allow_over_budget
+        """Send an input that cannot fit the budget anyway, after a warning."""
         self.counter: TokenCounter = provider.token_counter()
         self.state = SessionState(store, session.id, session.user)
         self.notices: list[str] = []
@@ -142,8 +150,11 @@ class Engine:
 
         Provider errors are recorded as a failed turn and raised again.
         """
+        # Pre-flight, before any model call (catching up may call the helper model).
+        self.check_writable()
         notices = self.catch_up()
         context = self.build_context(text)
+        self.check_budget(context)
         sent_at = now()
         started = time.monotonic()
         stream = self.provider.stream(context.messages())
@@ -184,6 +195,34 @@ class Engine:
             notices.append("the reply stopped at the reply-length limit (max_reply_tokens); "
                            "it is stored as it is")
         return TurnResult(record, context, reply, notices + self.update_memory())
+
+    def check_writable(self) -> None:
+        """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
+        try:
+            self.store.check_writable()
+        except StoreError as e:
+            raise StoreError(f"nothing was sent: {e}") from None
+
+    def check_budget(self, context: Context) -> None:
+        """Refuse an input that cannot fit the budget with the system prompt: no strategy can help.
+
+        With allow_over_budget it is sent, after a warning the user sees first.
+        """
+        fixed = {kind: part.tokens for kind in ("system", "input")
+                 if (part := context.part(kind)) is not None}
+        total = sum(fixed.values()) + context.priming
+        if not context.budget or total <= context.budget:
+            return
+        parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in fixed.items())
+        numbers = (f"{parts} + chat format {context.priming:,} = {total:,} tokens, over the "
+                   f"context budget of {context.budget:,}")
+        if self.allow_over_budget:
+            self.activity.warn(f"OVER BUDGET: {numbers}; sending anyway (--allow-over-budget)")
+            return
+        raise OverBudget(
+            f"not sent: {numbers}, before any history; shorten the input or the system "
+            "prompt, raise the budget (/budget N, context_budget, the strategy's max_tokens), "
+            "or send it anyway with --allow-over-budget")
 
     def _note_model(self) -> None:
         # The session records the provider, model and tokenizer its latest turn really used.
@@ -228,12 +267,42 @@ class Engine:
     def update_memory(self) -> list[str]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
                         settings=self.settings, system=self.session.system,
-                        embedder=self.embedder)
+                        embedder=self.embedder,
+                        activity=_HelperActivity(self.activity, self.helper_model))
         try:
             return self.strategy.update(env)
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
             return [f"memory update failed, will retry next turn: {e}"]
+        except KeyboardInterrupt:
+            # Derived state is written only after a helper call succeeds, so nothing
+            # half-done is kept; the committed turn stands.
+            return ["memory update cancelled; the turn is stored and the update is retried "
+                    "next turn"]
+
+
+EMBEDDED_HELPER_NOTE = (
+    "the embedded SmolLM2-135M is too small to write summaries or extract facts; give "
+    "strategy calls a stronger model with helper_model (config: helper_model = "
+    "\"gpt-4o-mini\" and helper_provider = \"openai\", or a GGUF path for the local "
+    "provider; env CHATMEM_HELPER_MODEL; flag --helper-model)"
+)
+
+
+class _HelperActivity:
+    """The caller's activity, which first says once that the embedded model cannot help."""
+
+    def __init__(self, inner: Activity, helper: Provider | None) -> None:
+        self.inner = inner
+        self.embedded = helper is not None and is_embedded_model(helper)
+
+    def doing(self, what: str) -> AbstractContextManager[None]:
+        if self.embedded:
+            self.inner.warn(EMBEDDED_HELPER_NOTE, once=True)
+        return self.inner.doing(what)
+
+    def warn(self, message: str, *, once: bool = False) -> None:
+        self.inner.warn(message, once=once)
 
 
 def resolve_strategy(
@@ -257,6 +326,8 @@ def open_session(
     params: dict[str, str] | None = None,
     system: str | None = None,
     embedder: Embedder | None = None,
+    activity: Activity = QUIET,
+    allow_over_budget: bool = False,
 ) -> Engine:
     """Resume the named session or create it, and return its engine.
 
@@ -291,8 +362,9 @@ def open_session(
         if changes:
             session = store.update_session(session.id, **changes)
     engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
-                    helper_model=summary_model(settings, provider), settings=settings,
-                    embedder=embedder or (lambda: resolve_embedder(settings)))
+                    helper_model=helper_model(settings, provider), settings=settings,
+                    embedder=embedder or (lambda: resolve_embedder(settings)),
+                    activity=activity, allow_over_budget=allow_over_budget)
     engine.notices = notices
     return engine
 
@@ -307,17 +379,24 @@ def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
 
 
-def summary_model(settings: Settings, provider: Provider) -> Provider | None:
-    """The [summary] provider/model for summaries when configured (a cheaper model), else None."""
-    chosen = settings.summary
-    if not (chosen.get("provider") or chosen.get("model")):
+def helper_model(settings: Settings, provider: Provider) -> Provider | None:
+    """The model for strategy calls (helper_provider/helper_model) when it is not the chat's."""
+    name = settings.helper_provider or provider.name
+    if settings.helper_model is None and name == provider.name:
         return None
-    if (chosen.get("provider") in (None, provider.name)
-            and chosen.get("model") in (None, provider.model)):
+    if name == provider.name and settings.helper_model in (provider.model,
+                                                           getattr(provider, "model_path", None)):
         return None
     from chatmem.providers import create_provider
 
     return create_provider(dataclasses.replace(
-        settings, provider=chosen.get("provider") or settings.provider,
-        model=chosen.get("model") or settings.model,
+        settings, provider=name, model=settings.helper_model or settings.model,
     ))
+
+
+def is_embedded_model(provider: Provider) -> bool:
+    """The SmolLM2-135M shipped for trying chatmem: it answers, but cannot summarize."""
+    from chatmem.providers.local import SMOLLM2_FILE
+
+    return provider.name == "local" and str(getattr(provider, "model_path", "")).endswith(
+        SMOLLM2_FILE)

@@ -5,6 +5,7 @@ and an exit code::
 
     ChatmemError                      exit 1 unless a subclass says otherwise
     ├── UsageError                    exit 2: the user asked for something invalid
+    │   ├── OverBudget                input + system prompt cannot fit the budget; not sent
     │   ├── ConfigError               bad config file, key, type or value
     │   ├── StrategyError             unknown strategy or bad parameter
     │   └── TranscriptError           a transcript line that cannot be read
@@ -49,6 +50,10 @@ class ChatmemError(Exception):
 
 class UsageError(ChatmemError):
     exit_code = ExitCode.USAGE
+
+
+class OverBudget(UsageError):
+    pass
 
 
 class ConfigError(UsageError):

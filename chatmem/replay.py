@@ -24,7 +24,7 @@ from chatmem.memory.base import Context, Strategy
 from chatmem.memory.params import parse_param_pairs
 from chatmem.providers.base import ChatMessages, Provider, ReplyStream
 from chatmem.scoring import ProbeResult, StrategyRun, score_probe
-from chatmem.store import Store
+from chatmem.store import Store, check_session_name
 from chatmem.tokens import TokenCounter
 from chatmem.transcript import (
     Probe,
@@ -179,6 +179,9 @@ def replay(
     if save_as and store is None:
         raise StrategyError("--save-as needs a history file")
     names = [_session_name(save_as, s, len(specs)) if save_as else None for s in specs]
+    for name in names:
+        if name:
+            check_session_name(name)  # before any work is done
     taken = [n for n in names if n and store is not None and store.find_session(n)]
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import TranscriptError
+from chatmem.errors import TranscriptError, UsageError
 
 if TYPE_CHECKING:
     from chatmem.store import MessageRecord
@@ -186,9 +186,13 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
             raise TranscriptError(f"{source}: \"messages\" must be a list")
         start = re.search(r'"messages"\s*:\s*\[', text)
         offset = start.end() - 1 if start else 0
-        for key in ("title", "system"):
-            if isinstance(whole.get(key), str):
-                setattr(transcript, key, whole[key])
+        if "chatmem" in whole:
+            # chatmem's own .json export: the JSON Lines header's keys, beside the messages.
+            _read_header(transcript, whole, source)
+        else:
+            for key in ("title", "system"):
+                if isinstance(whole.get(key), str):
+                    setattr(transcript, key, whole[key])
     else:
         messages, offset = whole, text.index("[")
     lines = _element_lines(text, offset, len(messages))
@@ -311,14 +315,24 @@ def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]
 # -- writing ------------------------------------------------------------------
 
 
-def to_jsonl(transcript: Transcript) -> str:
+def _header(transcript: Transcript) -> dict[str, Any]:
     header: dict[str, Any] = {"chatmem": FORMAT_VERSION}
     for key in HEADER_KEYS:
         value = getattr(transcript, key)
         if value not in (None, {}):
             header[key] = value
-    lines = [header, *(item.to_json() for item in transcript.items)]
+    return header
+
+
+def to_jsonl(transcript: Transcript) -> str:
+    lines = [_header(transcript), *(item.to_json() for item in transcript.items)]
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def to_json_document(transcript: Transcript) -> str:
+    """One JSON object, the header's keys beside "messages" (OpenAI style); it imports back."""
+    document = {**_header(transcript), "messages": [m.to_json() for m in transcript.messages]}
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
 
 def to_markdown(transcript: Transcript) -> str:
@@ -337,6 +351,39 @@ def to_markdown(transcript: Transcript) -> str:
         ident = f" · `{item.id}`" if item.id else ""
         out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
     return "\n".join(out)
+
+
+EXPORT_FORMATS = {"jsonl": to_jsonl, "json": to_json_document, "markdown": to_markdown}
+EXTENSIONS = {".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
+
+
+def export_format(path: Path, chosen: str | None = None) -> str:
+    """The format a file's extension names; `chosen` (--format) must agree with it."""
+    named = EXTENSIONS.get(path.suffix.lower())
+    if chosen is not None:
+        if chosen not in EXPORT_FORMATS:
+            raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, "
+                             f"got {chosen!r}")
+        if named is not None and named != chosen:
+            raise UsageError(f"{path} names the {named} format, not {chosen}; "
+                             f"drop --format or change the extension")
+        return chosen
+    if named is None:
+        raise UsageError(f"{path}: the extension does not name a format; "
+                         "use .jsonl (imports back), .json or .md")
+    return named
+
+
+def write_transcript(transcript: Transcript, path: Path, fmt: str, *, force: bool = False) -> None:
+    """Write `transcript` to a new file; an existing one is replaced only with `force`."""
+    text = EXPORT_FORMATS[fmt](transcript)
+    try:
+        with path.open("w" if force else "x", encoding="utf-8") as out:
+            out.write(text)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; add --force to overwrite it") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
 
 
 def from_records(

@@ -172,3 +172,23 @@ def test_config_path_follows_flag_then_environment(tmp_path: Path, isolated_home
     assert config_path(tmp_path / "flag.toml", env={"CHATMEM_CONFIG": str(chosen)}) == (
         tmp_path / "flag.toml")
     assert config_path(None, env={}) == isolated_home / ".config" / "chatmem" / "config.toml"
+
+
+def test_helper_model_from_file_env_and_its_old_name(tmp_path: Path) -> None:
+    config = write(tmp_path, 'helper_model = "gpt-4o-mini"\nhelper_provider = "openai"\n')
+    settings = load_settings(config, env={})
+    assert (settings.helper_provider, settings.helper_model) == ("openai", "gpt-4o-mini")
+    assert load_settings(config, env={"CHATMEM_HELPER_MODEL": "small"}).helper_model == "small"
+    old = write(tmp_path, '[summary]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n')
+    assert load_settings(old, env={}).helper_model == "gpt-4o-mini"
+    both = write(tmp_path, 'helper_model = "a"\n[summary]\nmodel = "b"\n')
+    with pytest.raises(ConfigError) as error:
+        load_settings(both, env={})
+    assert str(error.value) == (f"{both}: keys 'summary.model' and 'helper_model' disagree; "
+                                "'summary.model' is the old name of 'helper_model': keep "
+                                "'helper_model' only")
+    bad = write(tmp_path, 'helper_provider = "cheap"\n')
+    with pytest.raises(ConfigError, match="key 'helper_provider' must be one of auto, local"):
+        load_settings(bad, env={})
+    with pytest.raises(ConfigError, match="CHATMEM_HELPER_PROVIDER must be one of"):
+        load_settings(env={"CHATMEM_HELPER_PROVIDER": "cheap"})

@@ -76,8 +76,11 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path) -> None:
     log = folder / "requests.jsonl"
     provider = ScriptedProvider(log_path=log)
     with Store(folder / "c.db") as store:
+        # The contract is about what a strategy builds, over budget too: the engine's
+        # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
         engine = open_session(store, Settings(system=convo["system"]), provider, "c",
-                              strategy=name, params=strategy_params(name, convo))
+                              strategy=name, params=strategy_params(name, convo),
+                              allow_over_budget=True)
         if convo["greeting"]:
             # An imported transcript may open with the assistant.
             store.import_messages(engine.session.id,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatmem.errors import NotChatmemDatabase, NotFound, StoreError
+from chatmem.errors import NotChatmemDatabase, NotFound, StoreError, UsageError
 from chatmem.store import Store, TurnRecord
 
 DISTINCT = "ZEBRA-XYZZY-42 杭州秘密"
@@ -123,7 +123,7 @@ def test_session_names_are_unique_and_not_empty(store: Store) -> None:
     store.create_session("s", "buffer")
     with pytest.raises(StoreError, match="a session named 's' already exists"):
         store.create_session("s", "window")
-    with pytest.raises(StoreError, match="cannot be empty"):
+    with pytest.raises(UsageError, match="cannot be empty"):
         store.create_session("  ", "window")
 
 

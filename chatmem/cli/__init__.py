@@ -18,6 +18,7 @@ from typer.core import TyperGroup, TyperOption
 from chatmem.cli import chat, config_cmd, facts, sessions, strategies
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
+from chatmem.cli.grammar import ChatmemTyper
 
 # Typer words range and type errors the way pydantic does; say them the way chatmem does.
 _REWORDS = (
@@ -90,7 +91,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-app = typer.Typer(
+app = ChatmemTyper(
     name="chatmem",
     cls=ChatmemGroup,
     help="A chat REPL whose memory you can choose, see and measure.\n\n"

@@ -28,23 +28,37 @@ if TYPE_CHECKING:
     from chatmem.engine import Engine
 
 SystemOption = Annotated[
-    str | None, typer.Option("--system", help="System prompt for a new session (or to change it).",
-                             show_default=False)
+    str | None, typer.Option("--system", metavar="TEXT", show_default=False,
+                             help="System prompt for a new session (or to change it).")
 ]
+HelperModelOption = Annotated[
+    str | None, typer.Option("--helper-model", metavar="NAME", show_default=False,
+                             help="Model for summaries and fact extraction (default: the chat "
+                                  "model; config helper_model).")
+]
+OverBudgetOption = Annotated[
+    bool, typer.Option("--allow-over-budget",
+                       help="Send an input that cannot fit the context budget, with a warning, "
+                            "instead of refusing it.")
+]
+DEFAULT_SESSION = "default"
 
 
 @handles_errors
 def chat(
-    session: Annotated[str, typer.Argument(help="Session to create or resume.")] = "default",
+    session: Annotated[str, typer.Argument(metavar="SESSION",
+                                           help="Session to create or resume.")] = DEFAULT_SESSION,
     strategy: StrategyOption = None,
     param: ParamOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
+    helper_model: HelperModelOption = None,
     system: SystemOption = None,
     show_prompt: Annotated[
         bool, typer.Option("--show-prompt/--no-show-prompt",
                            help="Show the exact messages sent after each turn.")
     ] = False,
+    allow_over_budget: OverBudgetOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -52,55 +66,86 @@ def chat(
 
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
+    from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
 
-    settings = settings_from(config, db, provider, model)
+    settings = settings_from(config, db, provider, model, helper_model)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
-    with open_engine(settings, session, strategy=strategy, params=params,
-                     system=system) as engine:
+    with open_engine(settings, session, strategy=strategy, params=params, system=system,
+                     activity=ConsoleActivity(err),
+                     allow_over_budget=allow_over_budget) as engine:
         _print_notices(engine, err)
-        # Only replies on stdout: `chatmem chat < script > replies.txt` works.
-        repl = Repl(engine, out, err, show_prompt=show_prompt, status=err)
+        # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
+        # at the terminal with stdout redirected still sees the replies (on stderr).
+        interactive = sys.stdin.isatty()
+        repl = Repl(engine, out, err, show_prompt=show_prompt,
+                    mirror_replies=interactive and not sys.stdout.isatty())
         repl.run()
-    if repl.exit_code and not sys.stdin.isatty():
+    if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)
 
 
 @handles_errors
 def ask(
-    text: Annotated[str, typer.Argument(help="The question; - reads it from stdin.")],
-    session: Annotated[str, typer.Option("--session", help="Session to use.")] = "default",
+    words: Annotated[list[str], typer.Argument(
+        metavar="[SESSION] TEXT", show_default=False,
+        help="The session (default: default) and the question; TEXT - reads it from stdin.")],
+    session_option: Annotated[
+        str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                                 help="The session, as an option (same as the first word).")
+    ] = None,
     strategy: StrategyOption = None,
     param: ParamOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
+    helper_model: HelperModelOption = None,
+    allow_over_budget: OverBudgetOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Ask one question in a session and print the reply.
+    """Ask one question in a session and print the reply (only the reply goes to stdout).
 
-    Example: echo "what did I order?" | chatmem ask - --session support
+    Example: echo "what did I order?" | chatmem ask support -
     """
     from chatmem.errors import UsageError
+    from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
 
+    session, text = _session_and_text(words, session_option)
     if text == "-":
         text = sys.stdin.read()
     if not text.strip():
         # An empty turn would be sent and stored like any other.
         raise UsageError("nothing to ask (empty input)")
-    settings = settings_from(config, db, provider, model)
+    settings = settings_from(config, db, provider, model, helper_model)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
-    with open_engine(settings, session, strategy=strategy, params=params) as engine:
+    with open_engine(settings, session, strategy=strategy, params=params,
+                     activity=ConsoleActivity(err),
+                     allow_over_budget=allow_over_budget) as engine:
         _print_notices(engine, err)
-        repl = Repl(engine, out, err, status=err)
+        repl = Repl(engine, out, err)
         repl.turn(text.strip())
     if repl.last is not None and repl.last.status == "cancelled":
         # A script must not take a partial answer for a success.
         raise typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+def _session_and_text(words: list[str], option: str | None) -> tuple[str, str]:
+    """`ask TEXT`, `ask SESSION TEXT` or `ask --session SESSION TEXT`."""
+    from chatmem.errors import UsageError
+
+    usage = "usage: chatmem ask [SESSION] TEXT (quote a question of several words)"
+    if len(words) == 1:
+        return option or DEFAULT_SESSION, words[0]
+    if len(words) == 2:
+        if option is not None and option != words[0]:
+            raise UsageError(f"two sessions given: {words[0]!r} and --session {option!r}; "
+                             "give one")
+        return words[0], words[1]
+    raise UsageError(f"{usage}; got {len(words)} words: {' '.join(words)!r}")
 
 
 def _print_notices(engine: Engine, err: Console) -> None:

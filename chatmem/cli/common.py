@@ -18,6 +18,7 @@ from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from chatmem.activity import Activity
     from chatmem.config import Settings
     from chatmem.embeddings import Embedder
     from chatmem.engine import Engine
@@ -145,11 +146,13 @@ def settings_from(
     db: Path | None = None,
     provider: str | None = None,
     model: str | None = None,
+    helper_model: str | None = None,
 ) -> Settings:
     from chatmem.config import load_settings
 
     return load_settings(config, overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
+        "helper_model": helper_model,
     })
 
 
@@ -190,19 +193,27 @@ def open_engine(
     strategy: str | None = None,
     params: dict[str, str] | None = None,
     system: str | None = None,
+    activity: Activity | None = None,
+    allow_over_budget: bool = False,
 ) -> Iterator[Engine]:
     """The named session's engine (created if new); store and providers closed on exit."""
+    from chatmem.activity import QUIET
     from chatmem.engine import open_session
+    from chatmem.store import check_session_name
 
-    with open_store(settings) as store, open_provider(settings) as llm:
-        engine = open_session(store, settings, llm, session, strategy=strategy, params=params,
-                              system=system)
-        try:
-            yield engine
-        finally:
-            # A separate [summary] model is the engine's own; a local one runs a server.
-            if engine.helper_model is not llm:
-                engine.helper_model.close()
+    with open_store(settings) as store:
+        if store.find_session(session) is None:
+            check_session_name(session)  # before a model is loaded for nothing
+        with open_provider(settings) as llm:
+            engine = open_session(store, settings, llm, session, strategy=strategy,
+                                  params=params, system=system, activity=activity or QUIET,
+                                  allow_over_budget=allow_over_budget)
+            try:
+                yield engine
+            finally:
+                # A separate helper model is the engine's own; a local one runs a server.
+                if engine.helper_model is not llm:
+                    engine.helper_model.close()
 
 
 def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embedder | None:

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from chatmem.cli.common import ConfigOption, JsonOption, consoles, fail, handles_errors, print_json
+from chatmem.cli.grammar import ChatmemTyper
 
-app = typer.Typer(help="See and create the config file.", no_args_is_help=True)
+app = ChatmemTyper(help="See and create the config file.", no_args_is_help=True)
 
 
 @app.command("show")

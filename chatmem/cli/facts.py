@@ -16,12 +16,13 @@ from chatmem.cli.common import (
     print_json,
     settings_from,
 )
+from chatmem.cli.grammar import ChatmemTyper
 
 if TYPE_CHECKING:
     from chatmem.memory.pins import PinnedFact
     from chatmem.store import FactRecord, Store
 
-app = typer.Typer(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
+app = ChatmemTyper(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
 UserOption = Annotated[
     str | None, typer.Option("--user", "-u", help="Only this user profile's facts.",
                              show_default=False)

@@ -159,7 +159,7 @@ def replay_command(
     save_as: Annotated[
         str | None,
         typer.Option("--save-as", show_default=False,
-                     help="Store each replay as a session: NAME, or NAME-<strategy> for several."),
+                     help="Store each replay as a session: NAME, or NAME-STRATEGY for several."),
     ] = None,
     with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,

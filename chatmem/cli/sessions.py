@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -17,13 +17,11 @@ from chatmem.cli.common import (
     settings_from,
     stored_transcript,
 )
+from chatmem.cli.grammar import ChatmemTyper
 
-if TYPE_CHECKING:
-    from chatmem.store import DerivedGroup, ForkReport
-
-app = typer.Typer(help="List, show, rename, fork, delete, export and import sessions.",
+app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.",
                  no_args_is_help=True)
-NameArgument = Annotated[str, typer.Argument(help="Session name.")]
+NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]
 
 
 @app.command("list")
@@ -106,70 +104,89 @@ def delete(
 def export(
     name: NameArgument,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", show_default=False,
-                                 help="File to write (default: standard output).")
+        str | None, typer.Option("--output", "-o", show_default=False, metavar="FILE",
+                                 help="File to write, in the format its extension names: "
+                                      ".jsonl, .json or .md (default: standard output).")
     ] = None,
     format_: Annotated[
-        str, typer.Option("--format", help="jsonl (lossless, importable) or markdown.")
-    ] = "jsonl",
+        str | None, typer.Option("--format", show_default=False, metavar="FORMAT",
+                                 help="jsonl (lossless, imports back), json or markdown; "
+                                      "default: from the extension, jsonl on stdout.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Write a session as a transcript: JSON Lines that import back losslessly, or Markdown.
+    """Write a session as a transcript: .jsonl imports back losslessly; .json and .md too.
 
-    Example: chatmem sessions export support -o support.jsonl
+    Example: chatmem sessions export support -o support.md
     """
     import sys
     from pathlib import Path
 
     from chatmem.errors import UsageError
-    from chatmem.transcript import to_jsonl, to_markdown
+    from chatmem.transcript import (
+        EXPORT_FORMATS,
+        export_format,
+        write_transcript,
+    )
 
-    if format_ not in ("jsonl", "markdown"):
-        raise UsageError(f"--format must be jsonl or markdown, got {format_!r}")
+    if format_ is not None and format_ not in EXPORT_FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format_!r}")
     with open_store(settings_from(config, db), create=False) as store:
         transcript = stored_transcript(store, store.session(name))
-    text = to_jsonl(transcript) if format_ == "jsonl" else to_markdown(transcript)
     if output is None or output == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(EXPORT_FORMATS[format_ or "jsonl"](transcript))
         return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"{output}: cannot write: {e.strerror}") from None
-    consoles()[1].print(f"exported {len(transcript.messages)} messages to {output}",
-                        markup=False)
+    path = Path(output)
+    fmt = export_format(path, format_)
+    write_transcript(transcript, path, fmt, force=force)
+    consoles()[1].print(f"exported {len(transcript.messages)} messages to {output} ({fmt})",
+                        markup=False, soft_wrap=True)
 
 
 @app.command("import")
 @handles_errors
 def import_(
-    file: Annotated[str, typer.Argument(help="Transcript: JSON Lines, {\"messages\": [...]} "
-                                              "or a JSON list of messages.")],
+    file: Annotated[str, typer.Argument(metavar="FILE",
+                                        help="Transcript: JSON Lines, {\"messages\": [...]} "
+                                             "or a JSON list of messages.")],
     name: Annotated[
-        str | None, typer.Option("--name", show_default=False,
-                                 help="Session name (default: the transcript's title or "
-                                      "file name).")
+        str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                   help="Name of the new session (default: made from the "
+                                        "transcript's title or the file name).")
+    ] = None,
+    name_option: Annotated[
+        str | None, typer.Option("--name", metavar="SESSION", show_default=False,
+                                 help="The session name, as an option.")
     ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Create a session from a transcript file: messages, system prompts, probes, recording.
 
-    Example: chatmem sessions import sessions/support.jsonl --name support
+    Example: chatmem sessions import sessions/support.jsonl support
     """
     from pathlib import Path
 
+    from chatmem.errors import UsageError
     from chatmem.memory import create_strategy
+    from chatmem.store import check_session_name, session_name_from
     from chatmem.transcript import message_dicts, read_transcript
 
+    if name and name_option and name != name_option:
+        raise UsageError(f"two names given: {name!r} and --name {name_option!r}; give one")
+    chosen_name = name or name_option
+    if chosen_name is not None:
+        check_session_name(chosen_name)  # before the file is read
     path = Path(file)
     transcript = read_transcript(path)
     settings = settings_from(config, db)
     chosen = create_strategy(transcript.strategy or settings.strategy,
                              transcript.params if transcript.strategy
                              else settings.params_for(settings.strategy))
-    session_name = name or transcript.title or path.stem
+    origin = transcript.title or path.stem
+    session_name = chosen_name or session_name_from(origin)
     prompts = transcript.system_prompts()
     with open_store(settings) as store:
         session = store.create_session(
@@ -185,20 +202,23 @@ def import_(
             for position, p in transcript.probe_positions()])
     probes = len(transcript.probes)
     note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
+    named = (f" (named from {origin!r})" if chosen_name is None and session_name != origin
+             else "")
     consoles()[1].print(
-        f"imported {len(transcript.messages)} messages{note} into session {session_name}",
-        markup=False,
+        f"imported {len(transcript.messages)} messages{note} into session {session_name}{named}",
+        markup=False, soft_wrap=True,
     )
 
 
-OldNameArgument = Annotated[str, typer.Argument(metavar="NAME", help="Session name.")]
+OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]
 
 
 @app.command("rename")
 @handles_errors
 def rename(
     name: OldNameArgument,
-    new_name: Annotated[str, typer.Argument(metavar="NEW", help="The new name.")],
+    new_name: Annotated[str, typer.Argument(
+        metavar="NEW", help="The new name (letters, digits, - _ . +).")],
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -208,7 +228,7 @@ def rename(
     """
     with open_store(settings_from(config, db), create=False) as store:
         store.rename_session(name, new_name)
-    consoles()[1].print(f"renamed session {name} → {new_name}", markup=False)
+    consoles()[1].print(f"renamed session {name} → {new_name}", markup=False, soft_wrap=True)
 
 
 @app.command("fork")
@@ -233,39 +253,8 @@ def fork(
     if json_out:
         print_json(report.to_json())
         return
+    from chatmem.render.sessions import fork_lines
+
     err = consoles()[1]
     for line in fork_lines(report):
         err.print(line, markup=False, soft_wrap=True)
-
-
-def fork_lines(report: ForkReport) -> list[str]:
-    """What a fork copied and what its strategies will rebuild, as lines for the user."""
-    source, new = report.source.name, report.session.name
-    upto = (f"with all {_count(report.source_turns, 'turn')}"
-            if report.at_turn == report.source_turns
-            else f"at turn {report.at_turn} of {report.source_turns}")
-    lines = [f"forked session {source} → {new} {upto}: "
-             f"{_count(report.messages, 'message')} copied"]
-    if report.copied:
-        lines.append("derived state copied: "
-                     + "; ".join(_group_text(g) for g in report.copied))
-    if report.rebuilt:
-        lines.append(
-            f"derived state rebuilt from the copied turns before {new}'s next turn "
-            f"(it covers turns after {report.at_turn}): "
-            + "; ".join(_group_text(g) for g in report.rebuilt))
-    if report.stated_facts:
-        lines.append(f"copied {_count(report.stated_facts, 'fact')} stated with /remember")
-    lines.append(f"turn records (what was sent) stay with {source}")
-    return lines
-
-
-def _group_text(group: DerivedGroup) -> str:
-    held = [_count(group.summaries, "summary version") if group.summaries else "",
-            _count(group.facts, "fact") if group.facts else "",
-            f"up to turn {group.covers_turn}"]
-    return f"{group.owner} ({', '.join(h for h in held if h)})"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from chatmem.activity import QUIET, Activity
 from chatmem.errors import StrategyError
 from chatmem.memory.params import Param, format_params
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
@@ -257,6 +258,8 @@ class MemoryEnv:
     """The session's system prompt, as the next request will send it."""
     embedder: Embedder | None = None
     """For recall: messages are embedded after the turn commits."""
+    activity: Activity = QUIET
+    """Where a model call says what it is doing (`with env.activity.doing(...)`)."""
 
 
 class BaseStrategy:

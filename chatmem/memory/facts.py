@@ -179,9 +179,10 @@ def update_facts(env: MemoryEnv) -> list[str]:
     notices: list[str] = []
     if pending:
         try:
-            answer = env.model.complete(
-                extraction_messages(state.live_facts(), pending), purpose="facts"
-            )
+            with env.activity.doing(f"extracting facts from {span([n for n, _ in pending])}"):
+                answer = env.model.complete(
+                    extraction_messages(state.live_facts(), pending), purpose="facts"
+                )
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
             state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))

@@ -187,10 +187,11 @@ class SummaryMemory(BaseStrategy):
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
-            draft = summarize.summarize(
-                env.model, env.counter, st.text, messages,
-                prompt=options["prompt"], max_tokens=self.summary_limit(),
-            )
+            with env.activity.doing(f"summarizing {covered}"):
+                draft = summarize.summarize(
+                    env.model, env.counter, st.text, messages,
+                    prompt=options["prompt"], max_tokens=self.summary_limit(),
+                )
         except ChatmemError as e:
             env.state.set(self.name, behind=str(e))
             verb = "stays" if len(turns) == 1 else "stay"

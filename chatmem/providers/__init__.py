@@ -52,7 +52,7 @@ def create_provider(settings: Settings) -> Provider:
         from chatmem.providers.local import LocalProvider
 
         return LocalProvider(
-            settings.local.get("model_path"),
+            _local_model_path(settings),
             n_ctx=int(settings.local.get("n_ctx", 4096)),
             threads=int(settings.local.get("threads", 2)),
             timeout=max(settings.timeout, 120.0),
@@ -81,6 +81,24 @@ def create_provider(settings: Settings) -> Provider:
         max_retries=settings.max_retries,
         max_tokens=settings.max_reply_tokens,
     )
+
+
+def _local_model_path(settings: Settings) -> str | None:
+    """The GGUF file to run: --model (or model) when given, else local.model_path.
+
+    A model name that is no file is an error, never a silent fall-back to the
+    bundled model: the user asked for that model.
+    """
+    chosen = settings.model
+    if chosen is None:
+        return settings.local.get("model_path")
+    if not Path(chosen).expanduser().is_file():
+        why = (" (the local provider was chosen because neither OPENAI_API_KEY nor "
+               "OPENAI_BASE_URL is set)" if settings.provider == "auto" else "")
+        raise NoModelAvailable(
+            f"model {chosen!r} ({settings.source_of('model')}): the local provider runs a GGUF "
+            f"file, and there is none at that path{why}")
+    return str(Path(chosen).expanduser())
 
 
 __all__ = ["NO_MODEL_HELP", "Provider", "create_provider", "resolve_provider_name"]

@@ -206,10 +206,11 @@ def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:
     return Group(*lines)
 
 
-def help_table(commands: Mapping[str, str]) -> Table:
+def help_table(commands: Iterable[tuple[str, str, str]]) -> Table:
+    """(usage, help, example) rows: what /help prints, each command with an example."""
     out = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-    out.add_column(style="bold cyan")
+    out.add_column(style="bold cyan", no_wrap=True)
     out.add_column()
-    for name, text in commands.items():
-        out.add_row(name, text)
+    for usage, text, example in commands:
+        out.add_row(usage, Text.assemble(text, ("\ne.g. ", "dim"), (example, "cyan")))
     return out

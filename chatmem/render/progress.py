@@ -1,4 +1,4 @@
-"""A progress bar for long replays: one task per strategy, on the given console."""
+"""Progress on the given console: a bar for long replays, a spinner for strategy calls."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
+from rich.text import Text
 
 
 @contextmanager
@@ -22,3 +23,30 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
             bar.update(tasks[label], completed=done)
 
         yield advance
+
+
+class ConsoleActivity:
+    """An `Activity` (chatmem.activity) shown on a console, stderr in the CLI.
+
+    A step shows a spinner naming it while it runs, on a terminal only (a pipe
+    gets no animation); warnings are printed in every mode.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.shown: set[str] = set()
+
+    @contextmanager
+    def doing(self, what: str) -> Iterator[None]:
+        if not self.console.is_terminal:
+            yield
+            return
+        with self.console.status(Text.assemble(what, ("  Ctrl-C skips it; the turn is kept",
+                                                      "dim"))):
+            yield
+
+    def warn(self, message: str, *, once: bool = False) -> None:
+        if once and message in self.shown:
+            return
+        self.shown.add(message)
+        self.console.print(Text(f"⚠ {message}", style="bold yellow"), soft_wrap=True)

@@ -1,19 +1,24 @@
 """What a slash command acts on: the engine of the current session, the consoles, one turn.
 
-Ctrl-C while a reply streams cancels that reply only; errors are shown by the
-loop as one line.
+Two channels, in every mode: `out` carries replies and nothing else, so
+`chatmem chat < script > replies.txt` holds only replies; `status` (stderr)
+carries the banner, token lines, notices, errors and every slash command's
+output. When stdout is redirected in an interactive chat, replies are also
+shown on the terminal, so nobody types blind.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from chatmem import render
 from chatmem.engine import Engine, TurnResult
+from chatmem.errors import ChatmemError
 from chatmem.memory.base import Context
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
 
     from chatmem.providers.base import Provider
 
@@ -22,17 +27,19 @@ class Chat:
     def __init__(
         self,
         engine: Engine,
-        console: Console,
-        errors: Console,
+        out: Console,
+        status: Console,
         *,
         show_prompt: bool = False,
-        status: Console | None = None,
+        mirror_replies: bool = False,
     ) -> None:
         self.engine = engine
-        self.console = console
-        self.errors = errors
-        self.status = status or console
-        """Banner, token lines, notices and prompt panels; the CLI sends them to stderr."""
+        self.out = out
+        """Replies only."""
+        self.status = status
+        """Everything that is not a reply; the CLI sends it to stderr."""
+        self.mirror_replies = mirror_replies
+        """Also write replies to `status` (stdout redirected, a person at the terminal)."""
         self.show_prompt = show_prompt
         self.last: TurnResult | None = None
         self.exit_code = 0
@@ -42,29 +49,83 @@ class Chat:
         self.raw_args = ""
         """The current slash command's arguments as typed, quotes and spacing kept."""
 
+    # -- output ------------------------------------------------------------------
+
+    def show(self, renderable: RenderableType) -> None:
+        """A slash command's output: a table, a panel, a line."""
+        self.status.print(renderable, soft_wrap=not self.status.is_terminal)
+
+    def notice(self, text: str) -> None:
+        # In a pipe a status line stays one line, whatever the width, so scripts can read it.
+        self.status.print(render.notice_line(text), soft_wrap=True)
+
+    def error(self, text: str) -> None:
+        self.status.print(render.error_line(text), soft_wrap=True)
+
+    # -- the session -----------------------------------------------------------------
+
+    def open(
+        self, name: str, *, strategy: str | None = None, params: dict[str, Any] | None = None,
+        system: str | None = None, model: str | None = None,
+    ) -> None:
+        """Make `name` the current session, built the way `chatmem chat NAME` builds it.
+
+        With `model`, the chat runs on a new provider for that model (/model).
+        """
+        from chatmem.engine import open_session
+        from chatmem.providers import create_provider
+
+        old = self.engine
+        if old.settings is None:
+            raise ChatmemError("this chat was started without settings; restart it with "
+                               "chatmem chat")
+        settings, provider = old.settings, old.provider
+        if model is not None:
+            settings = dataclasses.replace(settings, provider=provider.name, model=model,
+                                           sources={**settings.sources, "model": "/model"})
+            provider = create_provider(settings)  # a bad name fails here; the chat goes on
+            self.opened.append(provider)
+        new = open_session(old.store, settings, provider, name, strategy=strategy,
+                           params=params, system=system, activity=old.activity,
+                           allow_over_budget=old.allow_over_budget)
+        if new.helper_model is not new.provider and new.helper_model is not old.helper_model:
+            if model is None:
+                # The same helper settings give the same model; keep the one already
+                # open, which `chatmem chat` closes when the REPL ends.
+                new.helper_model.close()
+                new.helper_model = old.helper_model
+            else:
+                # Built for the new model's settings: the REPL closes it when it ends.
+                self.opened.append(new.helper_model)
+        new.budget = old.budget
+        self.engine = new
+        self.last = None
+        for notice in new.notices:
+            self.notice(notice)
+
+    # -- a turn --------------------------------------------------------------------
+
     def turn(self, text: str) -> None:
-        out = self.console.file
+        files = [self.out.file] + ([self.status.file] if self.mirror_replies else [])
 
         def write(delta: str) -> None:
             # Straight to the file and flushed: nothing waits in a buffer to be
             # printed after Ctrl-C has cancelled the reply.
-            out.write(delta)
-            out.flush()
+            for file in files:
+                file.write(delta)
+                file.flush()
 
         result = self.engine.run_turn(text, on_delta=write)
-        out.write("\n")
-        out.flush()
+        write("\n")
         self.last = result
         if result.status == "cancelled":
-            self.status.print(render.notice_line("(reply cancelled; it stays out of memory)"))
+            self.notice("(reply cancelled; it stays out of memory)")
             return
         if self.show_prompt:
             self.status.print(self.prompt_panel(result.context, result.record.estimated_tokens))
-        # In a pipe a status line stays one line, whatever the width, so scripts can read it.
-        one_line = not self.status.is_terminal
-        self.status.print(self.token_line(result), soft_wrap=one_line)
+        self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
         for notice in result.notices:
-            self.status.print(render.notice_line(notice), soft_wrap=one_line)
+            self.notice(notice)
 
     def token_line(self, result: TurnResult) -> object:
         record = result.record
@@ -77,7 +138,7 @@ class Chat:
             strategy=strategy_label(self.engine, changed_only=True),
         )
 
-    def prompt_panel(self, context: Context, estimated: int | None = None) -> object:
+    def prompt_panel(self, context: Context, estimated: int | None = None) -> RenderableType:
         return render.context_panel(context, approximate=self.engine.counter.approximate,
                                     estimated=estimated)
 

@@ -63,7 +63,13 @@ class Repl(Chat):
                 return
             except ChatmemError as e:
                 self.exit_code = max(self.exit_code, int(e.exit_code))
-                self.errors.print(render.error_line(str(e)), soft_wrap=True)
+                self.error(str(e))
+            except KeyboardInterrupt:
+                if not sys.stdin.isatty():
+                    raise  # a script is stopped, not resumed
+                # Outside a reply (a reply's own Ctrl-C is handled by the engine): what was
+                # committed stays committed; the chat goes on.
+                self.notice("(interrupted)")
 
     def command(self, text: str) -> None:
         try:
@@ -76,4 +82,5 @@ class Repl(Chat):
         command = SLASH.get(name)
         if command is None:
             raise NotFound(f"unknown command {name}; /help lists them")
+        command.check_arity(args)
         command.run(self, args)

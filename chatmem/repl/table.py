@@ -1,33 +1,64 @@
-"""The slash-command table: every REPL command registers here with its usage and help."""
+"""The slash-command table: every REPL command registers here with its usage, help and example.
+
+The table is declarative enough for the loop to check arity (a command given
+too many words gets its usage, never a silent guess), for /help to list every
+command with an example, and for completion to know what each argument is.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from chatmem.errors import UsageError
 
 if TYPE_CHECKING:
     from chatmem.repl.chat import Chat
 
 Run = Callable[["Chat", list[str]], None]
+Completes = Literal["strategy", "session", "fact", "turn", "summary", "path", "model"]
+"""What a command's first argument is, for completion."""
 
 
 @dataclass(frozen=True)
 class SlashCommand:
     name: str
     usage: str
+    """Typer/Click convention: `/fork SESSION [--at-turn N]`, metavars upper case."""
     help: str
+    example: str
     run: Run
+    min_args: int = 0
+    max_args: int | None = 0
+    """None: free text (a system prompt, a question), any number of words."""
+    completes: Completes | None = None
+
+    def usage_error(self, problem: str | None = None) -> UsageError:
+        start = f"{self.name}: {problem}; " if problem else ""
+        return UsageError(f"{start}usage: {self.usage}, e.g. {self.example}")
+
+    def check_arity(self, args: list[str]) -> None:
+        if len(args) < self.min_args:
+            raise self.usage_error("missing argument")
+        if self.max_args is not None and len(args) > self.max_args:
+            extra = args[self.max_args:]
+            plural = "s" if len(extra) > 1 else ""
+            raise self.usage_error(f"unexpected argument{plural} {' '.join(extra)!r}")
 
 
 SLASH: dict[str, SlashCommand] = {}
 
 
-def slash(name: str, usage: str, help: str) -> Callable[[Run], Run]:
-    """Register a slash command under `name`."""
+def slash(
+    name: str, usage: str, help: str, *, example: str, args: tuple[int, int | None] = (0, 0),
+    completes: Completes | None = None,
+) -> Callable[[Run], Run]:
+    """Register a slash command under `name`; `args` is (fewest, most) words, most None = any."""
 
     def register(func: Run) -> Run:
-        SLASH[name] = SlashCommand(name, usage, help, func)
+        SLASH[name] = SlashCommand(name, usage, help, example, func, args[0], args[1],
+                                   completes)
         return func
 
     return register

@@ -17,6 +17,8 @@ from chatmem.store.records import (
     SessionRecord,
     SummaryRecord,
     TurnRecord,
+    check_session_name,
+    session_name_from,
 )
 from chatmem.store.sessions import SessionTables
 
@@ -37,6 +39,8 @@ __all__ = [
     "SummaryRecord",
     "TurnRecord",
     "VectorRow",
+    "check_session_name",
     "now",
     "rank_texts",
+    "session_name_from",
 ]

@@ -206,6 +206,22 @@ class Connection:
             self.db.conn.rollback()
             raise
 
+    def check_writable(self) -> None:
+        """Raise the error a write would meet, without writing: a turn checks before it is sent.
+
+        Takes the write lock and attempts a write that changes no row, then rolls back.
+        """
+        if self.db.conn.in_transaction:
+            return
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("UPDATE chatmem_meta SET value = value WHERE 0")
+            finally:
+                self.db.execute("ROLLBACK")
+        except sqlite3.Error as e:
+            raise self.write_error(e) from None
+
     def write_error(self, error: sqlite3.Error) -> StoreError:
         text = str(error)
         if "readonly" in text or "read-only" in text:

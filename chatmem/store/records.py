@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,32 @@ from typing import Any
 def json_text(value: Any) -> str:
     """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped."""
     return json.dumps(value, ensure_ascii=False)
+
+
+SESSION_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
+"""Letters of any script or digits first, then letters, digits, `.`, `-`, `_`, `+`; 64 at most.
+
+One rule for every name a session gets (chat, ask, /new, rename, fork, import,
+replay --save-as): a name is typed as a shell word and a REPL word and becomes
+an export's file name, so no spaces, no slashes, no leading dash or dot.
+"""
+
+
+def check_session_name(name: str) -> None:
+    from chatmem.errors import UsageError
+
+    if not name.strip():
+        raise UsageError("a session name cannot be empty")
+    if not SESSION_NAME.fullmatch(name):
+        raise UsageError(
+            f"invalid session name {name!r}: use letters, digits, '-', '_', '.' or '+', starting "
+            "with a letter or digit, no spaces or '/', up to 64 characters (e.g. trip-b)")
+
+
+def session_name_from(text: str) -> str:
+    """A valid session name made from free text (a transcript's title, a file name)."""
+    name = re.sub(r"[^\w.+-]+", "-", text.strip()).strip("-._+")[:64].rstrip("-._+")
+    return name or "session"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,13 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError
 from chatmem.store.connection import Connection, now
-from chatmem.store.records import MessageRecord, SessionRecord, TurnRecord, json_text
+from chatmem.store.records import (
+    MessageRecord,
+    SessionRecord,
+    TurnRecord,
+    check_session_name,
+    json_text,
+)
 
 
 class SessionTables(Connection):
@@ -48,19 +54,17 @@ class SessionTables(Connection):
         One transaction: two processes opening the same new session join it
         instead of one failing because the other created it first.
         """
-        if not name.strip():
-            raise StoreError("a session name cannot be empty")
         with self.write():
             found = self.find_session(name)
             if found is None:
+                check_session_name(name)  # the one rule, for a new name only
                 session_id = self._insert_session(name, strategy, params or {}, **fields)
         if found is not None:
             return found, False
         return self.session_by_id(session_id), True
 
     def _check_new_name(self, name: str) -> None:
-        if not name.strip():
-            raise StoreError("a session name cannot be empty")
+        check_session_name(name)
         if self.find_session(name) is not None:
             raise StoreError(f"a session named {name!r} already exists")
 

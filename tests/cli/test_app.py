@@ -23,7 +23,7 @@ runner = CliRunner()
          "--min-recall must be 1 or less"),
         (["replay", "x.jsonl"], "missing option --strategy"),
         (["inspect"], "missing argument SESSION"),
-        (["sessions", "show"], "missing argument NAME"),
+        (["sessions", "show"], "missing argument SESSION"),
         (["--bogus"], "no such option --bogus"),
         (["ask", "hi", "--sesion", "x"], "no such option --sesion (did you mean --session?)"),
         (["sessions", "nope"], "no such command 'nope'"),

@@ -76,6 +76,22 @@ def test_piped_chat_in_a_real_process(tmp_path: Path) -> None:
     assert_log_matches_turns(db, log)
 
 
+def test_a_piped_chat_with_slash_commands_writes_only_replies_to_stdout(tmp_path: Path) -> None:
+    # The issue's own reproduction, in a real process with real pipes.
+    script = ("Hi I am Zed\n/strategy buffer\nwhat is my name?\n/tokens\n/sessions\n/help\n"
+              "/facts\n/system\n/budget\n/inspect\n/quit\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "chatmem", "chat", "p", "--db", str(tmp_path / "x.db"),
+         "--provider", "scripted"],
+        input=script, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "echo #1: Hi I am Zed\necho #2: what is my name?\n"
+    for shown in ("strategy: buffer", "/show-prompt", "context budget", "system prompt"):
+        assert shown in done.stderr
+
+
 def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
     db, log, config = tmp_path / "x.db", tmp_path / "log.jsonl", tmp_path / "c.toml"
     config.write_text(f'[scripted]\nlog = "{log}"\n', encoding="utf-8")
@@ -117,8 +133,10 @@ def test_slash_commands_from_a_pipe(tmp_path: Path) -> None:
     result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input=lines)
     assert result.exit_code == 0, result.stderr
-    assert "strategy: tokens max_tokens=300" in result.stdout
-    assert "/show-prompt" in result.stdout  # /help lists the commands
+    # Only the reply is on stdout: every command's output went to stderr.
+    assert result.stdout == "echo #1: hello\n"
+    assert "strategy: tokens max_tokens=300" in result.stderr
+    assert "/show-prompt" in result.stderr  # /help lists the commands
     with Store(tmp_path / "x.db") as store:
         session = store.session("s")
         assert session.strategy == "tokens" and session.params == {"max_tokens": 300}
@@ -442,7 +460,8 @@ def test_slash_inspect_shows_the_turn_asked_for(tmp_path: Path) -> None:
     result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "-s", "buffer", input="first 第一\nsecond\n/inspect 1\n/inspect 9\n/inspect x\n")
     assert result.exit_code == 2  # the worst error: a usage error
-    panel = result.stdout[result.stdout.index("echo #2: second\n") + 16:]
+    assert result.stdout == "echo #1: first 第一\necho #2: second\n"
+    panel = result.stderr[result.stderr.index("╭"):result.stderr.index("╯")]
     assert "first 第一" in panel and "second" not in panel
     assert error_lines(result.stderr) == [
         "error: session 's' has no turn 9",
@@ -454,8 +473,8 @@ def test_slash_help_shows_the_strategy_usage_whole(tmp_path: Path) -> None:
     result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input="/help\n/strategy window:k=1\n")
     assert result.exit_code == 0, result.stderr
-    assert "/strategy [NAME[:K=V,...] [K=V ...]]" in result.stdout
-    assert "strategy: window k=1" in result.stdout
+    assert "/strategy [NAME[:K=V,...] [K=V ...]]" in result.stderr
+    assert "strategy: window k=1" in result.stderr
 
 
 def test_tokens_shows_what_memory_costs_and_what_a_given_input_adds(tmp_path: Path) -> None:
@@ -463,9 +482,10 @@ def test_tokens_shows_what_memory_costs_and_what_a_given_input_adds(tmp_path: Pa
     result = run("chat", "t", "--db", str(db), "--provider", "scripted",
                  input="hello there\n/tokens\n/tokens what is this?\n")
     assert result.exit_code == 0, result.stderr
-    # What a slash command shows is its output: stdout, after the reply.
-    assert result.stdout.splitlines() == [
-        "echo #1: hello there",
+    # stdout is replies only; what a slash command shows goes to stderr, after the reply's
+    # own token line.
+    assert result.stdout == "echo #1: hello there\n"
+    assert result.stderr.splitlines()[-2:] == [
         "system 10 · history 16 · input 4 · priming 3 = 33 tokens of 4,000 · window",
         "system 10 · history 16 · input 8 · priming 3 = 37 tokens of 4,000 · window",
     ]

@@ -99,18 +99,19 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
         "/facts",
     ])
     assert errors(err) == []
-    assert "remembered fact 1: budget = 5000 EUR (user)" in out
-    assert "remembered fact 2: 预算 = 五千元 (session)" in out
-    assert "remembered fact 3: allergy = peanuts (user)" in out
-    assert "remembered fact 4: note 1 = just a thought (user)" in out
-    table = out[out.index("┏"):]
+    assert out == ""  # stdout carries replies only; command output goes to stderr
+    assert "remembered fact 1: budget = 5000 EUR (user)" in err
+    assert "remembered fact 2: 预算 = 五千元 (session)" in err
+    assert "remembered fact 3: allergy = peanuts (user)" in err
+    assert "remembered fact 4: note 1 = just a thought (user)" in err
+    table = err[err.index("┏"):]
     for cell in ("budget", "5000 EUR", "预算", "五千元", "/remember", "session a", "user default"):
         assert cell in table
     out, err = chat(db, "a", ["/forget budget", "/forget 2", "/forget nope", "/forget"])
-    assert "forgot fact 1: budget" in out and "forgot fact 2: 预算" in out
+    assert "forgot fact 1: budget" in err and "forgot fact 2: 预算" in err
     assert errors(err) == [
         "error: no fact 'nope' in this session; /facts lists them",
-        "error: usage: /forget ID|KEY|PIN, e.g. /forget order id (see /facts)",
+        "error: /forget: missing argument; usage: /forget ID|KEY|PIN, e.g. /forget order id",
     ]
     with Store(db) as store:
         engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "a")
@@ -121,7 +122,8 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
     _, err = chat(tmp_path / "x.db", "a", ["/remember --session"])
     assert errors(err) == [
-        "error: usage: /remember [--session] TEXT, e.g. /remember budget: 5000 EUR"]
+        "error: /remember: missing TEXT; usage: /remember [--session] TEXT, "
+        "e.g. /remember budget: 5000 EUR"]
 
 
 def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
@@ -155,12 +157,12 @@ def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) 
     assert errors(err) == []
     note = ("note: strategy summary-buffer does not send remembered facts"
             " — try /strategy summary-buffer+entity")
-    assert f"remembered fact 1: budget = 5000 EUR (user); {note}" in out
-    assert out.rstrip().endswith(note)  # /facts repeats it under the table
+    assert f"remembered fact 1: budget = 5000 EUR (user); {note}" in err
+    assert err.rstrip().endswith(note)  # /facts repeats it under the table
     # The suggestion works: switched, the next context holds the fact.
     out, err = chat(db, "a", ["/strategy summary-buffer+entity", "/remember city: Lisbon"],
                     strategy="summary-buffer")
-    assert errors(err) == [] and "note:" not in out
+    assert errors(err) == [] and "note:" not in err and out == ""
     with Store(db) as store:
         engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "a")
         facts = engine.build_context("hi").part("facts")
@@ -168,9 +170,9 @@ def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) 
 
 
 def test_a_fact_sending_strategy_gets_no_note(tmp_path: Path) -> None:
-    out, _ = chat(tmp_path / "x.db", "a", ["/remember budget: 5000 EUR", "/facts"],
+    _, err = chat(tmp_path / "x.db", "a", ["/remember budget: 5000 EUR", "/facts"],
                   strategy="window+entity")
-    assert "remembered fact 1: budget = 5000 EUR (user)\n" in out and "note:" not in out
+    assert "remembered fact 1: budget = 5000 EUR (user)\n" in err and "note:" not in err
 
 
 def pinning_chat(db: Path, session: str, monkeypatch) -> tuple[str, str]:
@@ -186,9 +188,9 @@ def pinning_chat(db: Path, session: str, monkeypatch) -> tuple[str, str]:
 
 def test_pinned_details_are_listed_with_their_summary_version(tmp_path, monkeypatch) -> None:
     db = tmp_path / "x.db"
-    out, err = pinning_chat(db, "a", monkeypatch)
+    _, err = pinning_chat(db, "a", monkeypatch)
     assert errors(err) == []
-    table = out[out.index("┏"):]
+    table = err[err.index("┏"):]
     for cell in ("p1", "五千元", "summary v1 (pinned)", "p2", "ORD-7731", "summary v2 (pinned)"):
         assert cell in table
     rows = facts_json(db)
@@ -206,7 +208,8 @@ def test_forget_unpins_by_text_in_the_repl_and_it_stays_unpinned(tmp_path, monke
     pinning_chat(db, "a", monkeypatch)
     out, err = chat(db, "a", ["/forget 五千元", "预算还是五千元。", "/facts"], strategy="summary")
     assert errors(err) == []
-    assert "unpinned p1: 五千元 (summary v1 (pinned)); not pinned again" in out
+    assert "unpinned p1: 五千元 (summary v1 (pinned)); not pinned again" in err
+    assert out == "echo #1: 预算还是五千元。\n"
     assert [r["value"] for r in facts_json(db)] == ["ORD-7731"]
     with Store(db) as store:
         engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "a")

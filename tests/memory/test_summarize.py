@@ -184,8 +184,10 @@ def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
     config.write_text('[summary]\nprompt = "{summary} + {new_lines}"\nmodel = "small"\n'
                       "drift_guard = false\n", encoding="utf-8")
     settings = load_settings(config, env={})
-    assert settings.summary == {"prompt": "{summary} + {new_lines}", "model": "small",
-                                "drift_guard": False}
+    # [summary] model is the old name of helper_model: one setting, read from either place.
+    assert settings.summary == {"prompt": "{summary} + {new_lines}", "drift_guard": False}
+    assert settings.helper_model == "small"
+    assert settings.source_of("helper_model") == str(config)
     assert load_settings(env={}).summary == {"drift_guard": True}
     config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as info:

@@ -137,7 +137,7 @@ def test_the_configured_prompt_is_what_the_summarizer_receives(
 
 
 def test_a_separate_summary_model_answers_summaries(store: Store) -> None:
-    settings = Settings(provider="scripted", summary={"model": "cheap-summarizer"})
+    settings = Settings(provider="scripted", helper_model="cheap-summarizer")
     chat = ScriptedProvider()
     engine = open_session(store, settings, chat, "s", strategy="summary")
     engine.run_turn("hello there")

@@ -65,7 +65,7 @@ def test_new_refuses_an_existing_name(db: Path) -> None:
     assert result.exit_code == 2
     assert status_lines(result.stderr) == [
         "error: a session named 'trip' already exists; /switch trip resumes it",
-        "error: usage: /new NAME, e.g. /new trip-b",
+        "error: /new: missing argument; usage: /new SESSION, e.g. /new trip-b",
     ]
     assert messages(db, "other")[0] == (1, "user", "still here")
     assert len(messages(db, "trip")) == 6
@@ -74,7 +74,8 @@ def test_new_refuses_an_existing_name(db: Path) -> None:
 def test_sessions_lists_every_session_and_marks_the_current_one(db: Path) -> None:
     result = chat(db, "旅行", ["/sessions"])
     assert result.exit_code == 0, result.stderr
-    table = [line for line in result.stdout.splitlines() if "│" in line]
+    assert result.stdout == ""  # listings are not replies: they go to stderr
+    table = [line for line in result.stderr.splitlines() if "│" in line]
     assert any("│ *" in line and "旅行" in line for line in table)
     trip = next(line for line in table if " trip " in line)
     assert "*" not in trip and "window" in trip and "k=2" in trip
@@ -89,7 +90,7 @@ def test_switch_resumes_another_session_with_its_own_strategy(db: Path) -> None:
         "switched to session trip · window k=2 · 3 turns",
         "already in session trip",
         "error: no session named 'nope'; /sessions lists them, /new nope creates it",
-        "error: usage: /switch NAME (/sessions lists them)",
+        "error: /switch: missing argument; usage: /switch SESSION, e.g. /switch trip-b",
     ]
     assert result.stdout.splitlines() == ["echo #1: hi", "echo #2: and now?"]
     with Store(db) as store:
@@ -122,9 +123,15 @@ def test_fork_copies_up_to_a_turn_and_switches(db: Path) -> None:
     ("/fork trip", "error: a session named 'trip' already exists"),
     ("/fork x --at-turn 9",
      "error: session 'trip' has 3 turns; it can be forked at turns 0–3, not at turn 9"),
-    ("/fork x --at-turn two", "error: --at-turn must be a whole number, got 'two'; "
-                              "usage: /fork NAME [--at-turn N], e.g. /fork trip-b --at-turn 3"),
-    ("/fork", "error: usage: /fork NAME [--at-turn N], e.g. /fork trip-b --at-turn 3"),
+    ("/fork x --at-turn two", "error: /fork: --at-turn must be a whole number, got 'two'; "
+                              "usage: /fork SESSION [--at-turn N], e.g. /fork trip-b --at-turn 3"),
+    ("/fork", "error: /fork: missing argument; "
+              "usage: /fork SESSION [--at-turn N], e.g. /fork trip-b --at-turn 3"),
+    ("/fork x y", "error: /fork: unexpected argument 'y'; "
+                  "usage: /fork SESSION [--at-turn N], e.g. /fork trip-b --at-turn 3"),
+    ("/fork 'x y'", "error: invalid session name 'x y': use letters, digits, '-', '_', '.' or "
+                    "'+', starting with a letter or digit, no spaces or '/', up to 64 characters"
+                    " (e.g. trip-b)"),
 ])
 def test_fork_errors(db: Path, line: str, error: str) -> None:
     result = chat(db, "trip", [line])
@@ -138,8 +145,8 @@ def test_undo_explains_and_forks_before_the_last_turn(db: Path) -> None:
     result = chat(db, "trip", ["/undo", "/undo retry", "what did I order, again?"])
     assert result.exit_code == 2  # the bare /undo is refused
     assert status_lines(result.stderr) == [
-        "error: messages are append-only, so /undo never deletes turn 3; /undo NAME copies "
-        "turns 1–2 into a new session NAME and switches to it (same as /fork NAME --at-turn 2)",
+        "error: messages are append-only, so /undo never deletes turn 3; /undo SESSION copies "
+        "turns 1–2 into a new session and switches to it (same as /fork SESSION --at-turn 2)",
         "forked session trip → retry at turn 2 of 3: 4 messages copied",
         "turn records (what was sent) stay with trip",
         "switched to session retry · window k=2 · 2 turns",
@@ -168,7 +175,7 @@ def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
     assert lines[1].startswith("retrying turn 1 (failed: ") and "(401)" in lines[1]
     assert lines[2:] == [
         "error: the last turn (2) succeeded and messages are append-only, so /retry does not "
-        "replace it; to ask again on a branch: /fork NAME --at-turn 0"]
+        "replace it; to ask again on a branch: /fork SESSION --at-turn 0"]
     assert result.stdout.count("Hello from the test server.") == 1
     assert [r["messages"][-1]["content"] for r in chat_server.requests] == ["我们五月去杭州"] * 2
     with Store(db) as store:
@@ -188,12 +195,13 @@ def test_system_shows_and_sets_the_prompt_for_the_next_turns(db: Path) -> None:
     new = 'Reply in French; say "bonjour" first.'
     result = chat(db, "trip", ["/system", f"/system {new}", "/system", "hi"])
     assert result.exit_code == 0, result.stderr
-    shown = [line.strip() for line in result.stdout.splitlines() if "system prompt" in line]
-    assert shown == ["system prompt  Answer briefly.", f"system prompt  {new}"]
+    assert result.stdout == "echo #1: hi\n"
     tokens = ScriptedProvider().token_counter().count_message("system", new)
-    assert status_lines(result.stderr) == [
+    assert [line.strip() for line in status_lines(result.stderr)] == [
+        "system prompt  Answer briefly.",
         f"system prompt set for the next turns ({tokens} tokens); the history is untouched: "
-        "earlier turns stay as they were sent"]
+        "earlier turns stay as they were sent",
+        f"system prompt  {new}"]
     with Store(db) as store:
         trip = store.session("trip")
         assert trip.system == new
@@ -204,25 +212,41 @@ def test_system_shows_and_sets_the_prompt_for_the_next_turns(db: Path) -> None:
     assert len(messages(db, "trip")) == 8
 
 
-def test_export_writes_the_session_as_jsonl_and_never_overwrites(
+def test_export_writes_the_format_its_extension_names_and_never_overwrites(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    chat(db, "trip", ["/fork 旅行/二"])
-    result = chat(db, "旅行/二", ["/export", "/export", "/export mine.jsonl"])
+    chat(db, "trip", ["/fork 旅行-二"])
+    result = chat(db, "旅行-二", ["/export", "/export", "/export mine.md", "/export mine.json",
+                                 "/export mine.txt", "/export mine.md --force", "/export a b"])
     assert result.exit_code == 2
     assert status_lines(result.stderr) == [
-        "exported 6 messages of session 旅行/二 to 旅行-二.jsonl",
-        "error: 旅行-二.jsonl already exists; give another file: /export FILE",
-        "exported 6 messages of session 旅行/二 to mine.jsonl",
+        "exported 6 messages of session 旅行-二 to 旅行-二.jsonl (jsonl)",
+        "error: 旅行-二.jsonl already exists; add --force to overwrite it",
+        "exported 6 messages of session 旅行-二 to mine.md (markdown)",
+        "exported 6 messages of session 旅行-二 to mine.json (json)",
+        "error: mine.txt: the extension does not name a format; use .jsonl (imports back), "
+        ".json or .md",
+        "exported 6 messages of session 旅行-二 to mine.md (markdown)",
+        "error: /export: unexpected argument 'b'; usage: /export [FILE] [--force], "
+        "e.g. /export trip.md",
     ]
+    assert result.stdout == ""
     transcript = read_transcript(tmp_path / "旅行-二.jsonl")
     assert [(m.role, m.content) for m in transcript.messages] == [
         (r, c) for _, r, c in messages(db, "trip")]
     assert (transcript.system, transcript.strategy) == ("Answer briefly.", "window")
-    assert "杭州" in (tmp_path / "mine.jsonl").read_text(encoding="utf-8")
-    header = json.loads((tmp_path / "mine.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert header["title"] == "旅行/二"
+    markdown = (tmp_path / "mine.md").read_text(encoding="utf-8")
+    assert markdown.startswith("# 旅行-二\n") and "杭州" in markdown
+    # .json is one document that imports back with the same messages and settings.
+    document = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
+    assert document["title"] == "旅行-二" and document["strategy"] == "window"
+    again = read_transcript(tmp_path / "mine.json")
+    assert [(m.role, m.content) for m in again.messages] == [
+        (m.role, m.content) for m in transcript.messages]
+    assert (again.system, again.strategy, again.params) == ("Answer briefly.", "window",
+                                                            {"k": 2})
+    assert not (tmp_path / "mine.txt").exists()
 
 
 def test_export_to_an_unwritable_place(db: Path, tmp_path: Path) -> None:
@@ -237,7 +261,8 @@ def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
     result = chat(db, "trip", ["/budget", "/budget 20", "hello again", "/budget 0",
                                "/strategy tokens", "/budget"])
     assert result.exit_code == 2
-    budget_lines = [line for line in result.stdout.splitlines() if "budget" in line]
+    budget_lines = [line for line in result.stderr.splitlines()
+                    if line.startswith("context budget")]
     assert budget_lines == [
         "context budget: 4,000 tokens; strategies without a budget of their own are measured "
         "against it",
@@ -246,8 +271,8 @@ def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
         "context budget: 20 tokens; strategies without a budget of their own are measured "
         "against it; tokens fits its context to its own budget of 2,000 tokens",
     ]
-    assert "error: usage: /budget [N] with N a whole number of tokens, at least 1; got '0'" \
-        in result.stderr
+    assert ("error: /budget: N must be a whole number of tokens, at least 1; got '0'; "
+            "usage: /budget [N], e.g. /budget 8000") in result.stderr
     assert "over the budget of 20" in result.stderr
     with Store(db) as store:
         last = store.turn(store.session("trip").id)
@@ -257,7 +282,7 @@ def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
 def test_budget_carries_over_a_switch(db: Path) -> None:
     result = chat(db, "other", ["/budget 50", "/switch trip", "/budget"])
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines()[-1].startswith("context budget: 50 tokens")
+    assert result.stderr.splitlines()[-1].startswith("context budget: 50 tokens")
 
 
 def test_help_lists_the_session_commands() -> None:
@@ -277,7 +302,8 @@ def test_model_switches_the_model_for_the_next_turns(db: Path, chat_server) -> N
     assert result.exit_code == 0, result.stderr
     # The server saw each turn with the model chosen at that point.
     assert [r["model"] for r in chat_server.requests] == ["m1", "m2"]
-    assert "model  openai:m1" in result.stdout and "model  openai:m2" in result.stdout
+    assert "model  openai:m1" in result.stderr and "model  openai:m2" in result.stderr
+    assert result.stdout == "Hello from the test server.\n" * 2
     assert ("model: openai:m1 → openai:m2 for the next turns; the history is untouched"
             in status_lines(result.stderr))
     with Store(db) as store:
@@ -298,7 +324,8 @@ def test_model_with_a_missing_local_file_is_one_line_and_the_chat_goes_on(db: Pa
                   env={"CHATMEM_CONFIG": ""})
     assert result.exit_code == 1  # a piped chat reports its worst error at the end
     assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
-        "error: local model file not found: /nowhere/x.gguf"]
+        "error: model '/nowhere/x.gguf' (/model): the local provider runs a GGUF file, and "
+        "there is none at that path"]
     with Store(db) as store:  # and the next turn ran on the model it had
         turn = store.turn(store.session("trip").id)
         assert (turn.input, turn.status) == ("hi", "ok")

@@ -36,7 +36,7 @@ def test_summary_shows_the_latest_version_diffed_against_the_previous(tmp_path: 
     assert code == 0 and errors(err) == []
     assert "summary v1 now covers turn 1: +4 −0 words; /summary shows the diff" in out + err
     assert "summary v2 now covers turns 1–2: +6 −0 words; /summary shows the diff" in out + err
-    panel = out.split("summary v1 → v2 (summary)", 1)[1]
+    panel = err.split("summary v1 → v2 (summary)", 1)[1]
     assert "removed red · added green · +6 −0 words" in panel
     assert "- My order is ORD-7731." in panel
     assert "- We fly on 2026-05-01 to Paris." in panel
@@ -61,7 +61,7 @@ def test_summary_n_m_diffs_two_versions_and_lists_dropped_anchors(
     assert code == 0 and errors(err) == []
     assert "dropped by the summarizer, pinned: 五千元" in out + err
     assert "dropped by the summarizer, pinned: ORD-7731" in out + err
-    panel = out.split("summary v1 → v3 (summary)", 1)[1]
+    panel = err.split("summary v1 → v3 (summary)", 1)[1]
     assert "- 我们的预算是一笔钱。" in panel
     assert "- My order is the order." in panel
     assert "- Thanks, that is all." in panel
@@ -78,7 +78,8 @@ def test_summary_of_one_version_lists_what_it_dropped(
     code, out, err = chat(tmp_path / "c.db", ["Hello.", "My order is ORD-7731.", "/summary 2"],
                           "--strategy", "summary")
     assert code == 0 and errors(err) == []
-    panel = out.split("summary v1 → v2 (summary)", 1)[1]
+    assert out == "echo #1: Hello.\necho #2: My order is ORD-7731.\n"
+    panel = err.split("summary v1 → v2 (summary)", 1)[1]
     assert "dropped by the summarizer (kept verbatim as pinned facts since v2):" in panel
     assert "• ORD-7731" in panel
 
@@ -86,7 +87,8 @@ def test_summary_of_one_version_lists_what_it_dropped(
 @pytest.mark.parametrize(("command", "message", "exit_code"), [
     ("/summary x", "error: /summary: version must be a whole number, got 'x'", 2),
     ("/summary 0", "error: /summary: versions start at 1, got '0'", 2),
-    ("/summary 1 2 3", "error: /summary takes at most two versions, e.g. /summary 3 7", 2),
+    ("/summary 1 2 3", "error: /summary: unexpected argument '3'; usage: /summary [N [M]], "
+                       "e.g. /summary 2 4", 2),
     ("/summary 9", "error: no summary version 9 in session 'demo' (summary has v1–v1)", 1),
 ])
 def test_bad_versions_are_one_line_errors_and_the_chat_goes_on(
@@ -97,7 +99,8 @@ def test_bad_versions_are_one_line_errors_and_the_chat_goes_on(
     # Piped lines are a script: the chat goes on, and the exit code reports the error.
     assert code == exit_code
     assert errors(err) == [message]
-    assert "summary v1 (summary)" in out  # the next command still ran
+    assert "summary v1 (summary)" in err  # the next command still ran
+    assert out == "echo #1: hello\n"
 
 
 def test_summary_without_a_summary_strategy_says_how_to_get_one(tmp_path: Path) -> None:

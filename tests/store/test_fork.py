@@ -158,7 +158,7 @@ def test_fork_errors_write_nothing(store: Store, make_engine, db_path: Path) -> 
         store.fork_session("nope", "x")
     with pytest.raises(StoreError, match=r"^a session named 'taken' already exists$"):
         store.fork_session("trip", "taken")
-    with pytest.raises(StoreError, match=r"^a session name cannot be empty$"):
+    with pytest.raises(UsageError, match=r"^a session name cannot be empty$"):
         store.fork_session("trip", "  ")
     with pytest.raises(UsageError, match=r"^session 'trip' has 2 turns; it can be forked at "
                                          r"turns 0–2, not at turn 3$"):
@@ -230,7 +230,7 @@ def test_rename_moves_everything_and_refuses_taken_names(
         store.rename_session("旅行", "other")
     with pytest.raises(NotFound, match=r"^no session named 'trip' in "):
         store.rename_session("trip", "x")
-    with pytest.raises(StoreError, match=r"^a session name cannot be empty$"):
+    with pytest.raises(UsageError, match=r"^a session name cannot be empty$"):
         store.rename_session("旅行", "")
     assert table_counts(db_path) == before
     assert store.session("旅行").id == old.id

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from chatmem.engine import Engine
 from chatmem.errors import StoreError
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
 
@@ -49,20 +51,26 @@ def test_two_chats_writing_one_file_at_once_both_keep_every_turn(tmp_path: Path)
             assert store.summaries(session.id)  # the summarizer's writes got through too
 
 
-def test_a_file_that_cannot_be_written_is_one_clear_error_and_reads_still_work(
-    make_engine, store: Store
+def test_a_file_that_cannot_be_written_fails_before_the_model_is_called(
+    make_engine, store: Store, scripted: ScriptedProvider
 ) -> None:
-    engine = make_engine("window", k=2)
-    engine.run_turn("my order is ORD-7731")
+    engine = make_engine("summary-buffer", max_tokens=120)
+    for n in range(4):
+        engine.run_turn(f"my order is ORD-{7731 + n}, shipped to Oslo on 2026-03-0{n + 1}")
+    calls = dict(scripted.calls_by_purpose)
     store.db.execute("PRAGMA query_only = ON")  # what a read-only file does to every write
     # Building a context still works: caching token counts is best effort.
     context = engine.build_context("what is my order?")
-    assert "ORD-7731" in str(context.messages())
+    assert "ORD-7734" in str(context.messages())
+    # A fresh engine catches up before its first turn: that must not call the model either.
+    fresh = Engine(store, engine.session, scripted, engine.strategy)
     with pytest.raises(StoreError) as error:
-        engine.run_turn("what is my order?")
+        fresh.run_turn("what is my order?")
     assert str(error.value) == (
-        f"the turn was not stored: {store.path} is read-only: nothing can be stored "
+        f"nothing was sent: {store.path} is read-only: nothing can be stored "
         "(check the file's and its folder's permissions)"
     )
+    # Neither the reply nor a summary catch-up reached the model: no call is wasted.
+    assert scripted.calls_by_purpose == calls
     store.db.execute("PRAGMA query_only = OFF")
-    assert len(store.messages(engine.session.id)) == 2
+    assert len(store.messages(engine.session.id)) == 8

@@ -1,5 +1,8 @@
-"""The REPL's slash commands; importing this package fills the table (`chatmem.repl.table`)."""
+"""The REPL's slash commands; importing this package fills the table (`chatmem.repl.table`).
 
-from chatmem.repl.commands import basics, facts, sessions, summary
+The import order is the order /help lists them in.
+"""
 
-__all__ = ["basics", "facts", "sessions", "summary"]
+from chatmem.repl.commands import basics, summary, facts, settings, sessions  # noqa: I001
+
+__all__ = ["basics", "facts", "sessions", "settings", "summary"]

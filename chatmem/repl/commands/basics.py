@@ -9,19 +9,20 @@ from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
 
 
-@slash("/help", "/help", "list the commands")
+@slash("/help", "/help", "list the commands, each with an example", example="/help")
 def _help(repl: Chat, args: list[str]) -> None:
-    repl.console.print(render.help_table({c.usage: c.help for c in SLASH.values()}))
+    repl.show(render.help_table([(c.usage, c.help, c.example) for c in SLASH.values()]))
 
 
-@slash("/quit", "/quit", "leave (Ctrl-D works too)")
+@slash("/quit", "/quit", "leave (Ctrl-D works too)", example="/quit")
 def _quit(repl: Chat, args: list[str]) -> None:
     raise QuitRepl
 
 
 # Usages are upper case: Rich would take a lower-case `[k=v ...]` for markup and hide it.
 @slash("/strategy", "/strategy [NAME[:K=V,...] [K=V ...]]",
-       "show or switch the memory strategy for the next turn; history stays intact")
+       "show or switch the memory strategy for the next turn; history stays intact",
+       example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.memory.params import parse_param_pairs
     from chatmem.replay import parse_spec
@@ -30,32 +31,33 @@ def _strategy(repl: Chat, args: list[str]) -> None:
         params = parse_param_pairs(
             args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
         repl.engine.set_strategy(parse_spec(args[0], params).create())
-    repl.console.print(render.notice_line(f"strategy: {strategy_label(repl.engine)}"))
+    repl.notice(f"strategy: {strategy_label(repl.engine)}")
 
 
-@slash("/inspect", "/inspect [N]", "show the exact context of turn N (default: the last), part "
-       "by part")
+@slash("/inspect", "/inspect [N]",
+       "show the exact context of turn N (default: the last), part by part",
+       example="/inspect 3", args=(0, 1), completes="turn")
 def _inspect(repl: Chat, args: list[str]) -> None:
-    if len(args) > 1 or (args and not (args[0].isascii() and args[0].isdigit()
-                                        and int(args[0]) >= 1)):
-        raise UsageError(f"/inspect takes one turn number (1 or more), got {' '.join(args)!r}")
+    if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
+        raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
     record = repl.engine.store.turn(repl.engine.session.id, int(args[0]) if args else None)
-    repl.console.print(repl.prompt_panel(Context.from_json(record.context),
-                                         record.estimated_tokens))
+    repl.show(repl.prompt_panel(Context.from_json(record.context), record.estimated_tokens))
 
 
 @slash("/tokens", "/tokens [TEXT]",
-       "show what the next turn would cost, by part (with TEXT as its input)")
+       "show what the next turn would cost, by part (with TEXT as its input)",
+       example="/tokens what did I order?", args=(0, None))
 def _tokens(repl: Chat, args: list[str]) -> None:
     # Without TEXT the input part is empty: the line shows what memory alone costs.
     context = repl.engine.build_context(" ".join(args))
-    repl.console.print(render.token_line(
+    repl.show(render.token_line(
         context, approximate=repl.engine.counter.approximate,
         strategy=strategy_label(repl.engine, changed_only=True),
     ))
 
 
-@slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent")
+@slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent",
+       example="/show-prompt")
 def _show_prompt(repl: Chat, args: list[str]) -> None:
     repl.show_prompt = not repl.show_prompt
-    repl.console.print(render.notice_line(f"show prompt: {'on' if repl.show_prompt else 'off'}"))
+    repl.notice(f"show prompt: {'on' if repl.show_prompt else 'off'}")

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from chatmem import render
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound
 from chatmem.memory import pins
 from chatmem.memory.facts import find_facts, split_key_value, unused_facts_note
 from chatmem.render.facts import fact_row, facts_table, pinned_row
 from chatmem.repl.chat import Chat
-from chatmem.repl.table import slash
+from chatmem.repl.table import SLASH, slash
 
 
 @slash("/facts", "/facts",
-       "list the facts this session uses (id, key, value, scope, source, age), pinned details too")
+       "list the facts this session uses (id, key, value, scope, source, age), pinned details too",
+       example="/facts")
 def _facts(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     facts = repl.engine.state.live_facts()
@@ -23,21 +23,22 @@ def _facts(repl: Chat, args: list[str]) -> None:
     pinned = pins.pinned_facts(repl.engine.store, session.id)
     made = pins.pinned_at(repl.engine.store, pinned)
     rows += [pinned_row(p, f"session {session.name}", made.get(p)) for p in pinned]
-    repl.console.print(facts_table(rows))
+    repl.show(facts_table(rows))
     note = unused_facts_note(repl.engine.strategy.name) if facts else None
     if note:
-        repl.console.print(render.notice_line(note))
+        repl.notice(note)
 
 
 @slash("/remember", "/remember [--session] TEXT",
-       "store a fact now (KEY: VALUE, or a statement like 'my name is Ana'); scope user")
+       "store a fact now (KEY: VALUE, or a statement like 'my name is Ana'); scope user",
+       example="/remember budget: 5000 EUR", args=(1, None))
 def _remember(repl: Chat, args: list[str]) -> None:
     from chatmem.providers.scripted_facts import extract
 
     session_scope = "--session" in args
     text = " ".join(a for a in args if a != "--session").strip()
     if not text:
-        raise UsageError("usage: /remember [--session] TEXT, e.g. /remember budget: 5000 EUR")
+        raise SLASH["/remember"].usage_error("missing TEXT")
     state = repl.engine.state
     pair = split_key_value(text)
     pairs = [pair] if pair else extract(text)[0]
@@ -55,18 +56,17 @@ def _remember(repl: Chat, args: list[str]) -> None:
             scope=existing[0].scope if existing else scope,
             user=state.user, session_id=state.session_id,
         )
-        repl.console.print(render.notice_line(
-            f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope})"
-            + (f"; {note}" if note else "")
-        ))
+        repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope})"
+                    + (f"; {note}" if note else ""))
 
 
 @slash("/forget", "/forget ID|KEY|PIN",
-       "forget a fact, or unpin a pinned detail (p3 or its text): it never reaches a context again")
+       "forget a fact, or unpin a pinned detail (p3 or its text): it never reaches a context again",
+       example="/forget order id", args=(1, None), completes="fact")
 def _forget(repl: Chat, args: list[str]) -> None:
     ref = " ".join(args).strip()
     if not ref:
-        raise UsageError("usage: /forget ID|KEY|PIN, e.g. /forget order id (see /facts)")
+        raise SLASH["/forget"].usage_error("missing ID|KEY|PIN (see /facts)")
     state = repl.engine.state
     matched = find_facts(state.live_facts(), ref)
     unpinned = pins.find_pins(pins.pinned_facts(state.store, state.session_id), ref)
@@ -74,8 +74,7 @@ def _forget(repl: Chat, args: list[str]) -> None:
         raise NotFound(f"no fact {ref!r} in this session; /facts lists them")
     for fact in matched:
         state.store.forget_fact(fact.id)
-        repl.console.print(render.notice_line(f"forgot fact {fact.id}: {fact.key}"))
+        repl.notice(f"forgot fact {fact.id}: {fact.key}")
     for pin in unpinned:
         pins.unpin(state.store, pin)
-        repl.console.print(render.notice_line(
-            f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source}); not pinned again"))
+        repl.notice(f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source}); not pinned again")

@@ -56,10 +56,9 @@ def _get(repl: Chat, latest: SummaryRecord, version: int) -> SummaryRecord:
 
 
 @slash("/summary", "/summary [N [M]]",
-       "show the summary and its word diff against the previous version; N M diffs two versions")
+       "show the summary and its word diff against the previous version; N M diffs two versions",
+       example="/summary 2 4", args=(0, 2), completes="summary")
 def _summary(repl: Chat, args: list[str]) -> None:
-    if len(args) > 2:
-        raise UsageError("/summary takes at most two versions, e.g. /summary 3 7")
     versions = [_version(word) for word in args]
     latest = _latest(repl, summary_strategy(repl))
     old: SummaryRecord | None
@@ -69,4 +68,4 @@ def _summary(repl: Chat, args: list[str]) -> None:
         new = _get(repl, latest, versions[0]) if versions else latest
         old = _get(repl, latest, new.version - 1) if new.version > 1 else None
     turn_of = {m.id: m.turn for m in repl.engine.store.messages(repl.engine.session.id)}
-    repl.console.print(summary_panel(new, old, covered_turn=covered_turn(new, turn_of)))
+    repl.show(summary_panel(new, old, covered_turn=covered_turn(new, turn_of)))

