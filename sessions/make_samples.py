@@ -118,7 +118,7 @@ def long_chat() -> list[dict[str, Any]]:
               for after, fact in EARLY_PROBES.items()]
     probes += [(200, question, [f"t{fact}u"], [expected])
                for fact, (_, _, question, expected) in FACTS.items()]
-    lines = build("long chat", "You are a friendly assistant. Keep answers short.", turns,
+    lines = build("long-chat", "You are a friendly assistant. Keep answers short.", turns,
                   probes)
     # Each expected text must appear only in the turn that planted it.
     for fact, (_, _, _, expected) in FACTS.items():

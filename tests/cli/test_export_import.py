@@ -17,7 +17,6 @@ SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
 @pytest.mark.parametrize(("sample", "name"), [
     ("support.jsonl", "support"), ("travel-zh.jsonl", "travel-zh"),
-    # The title "long chat" is free text; the session is named by the one name rule.
     ("long-chat.jsonl", "long-chat"),
 ])
 def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str,
