@@ -36,6 +36,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "user": str,
         "helper_provider": str,
         "helper_model": str,
+        "user_facts": bool,
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},
@@ -103,6 +104,8 @@ class Settings:
     system: str = "You are a helpful assistant."
     db: str | None = None
     user: str = "default"
+    user_facts: bool = False
+    """Let the extractor put lasting personal facts in the user profile (all sessions)."""
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
     helper_provider: str | None = None

@@ -82,13 +82,15 @@ def list_(
 
     Example: chatmem facts list --session travel --json
     """
+    from chatmem.memory.facts import provenance
     from chatmem.memory.pins import pinned_at
-    from chatmem.render.facts import fact_row, facts_table, pinned_row
+    from chatmem.render.facts import fact_rows, facts_table, pinned_row
 
     with open_store(settings_from(config, db), create=False) as store:
-        rows: list[dict[str, Any]] = [
-            fact_row(f, owner=_owner(store, f)) for f in _select(store, user, session)
-        ]
+        facts = _select(store, user, session)
+        names, history = provenance(store, facts)
+        rows: list[dict[str, Any]] = fact_rows(facts, lambda f: _owner(store, f), names,
+                                               history)
         pins = _select_pins(store, user, session)
         made = pinned_at(store, pins)
         rows += [pinned_row(p, _pin_owner(store, p), made.get(p)) for p in pins]

@@ -32,16 +32,12 @@ class SessionState:
         return self.store.facts(user=self.user, session_id=self.session_id)
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
-        """Fact id → the other session its source message is in (user facts travel)."""
-        sources = self.store.message_sessions(
-            f.source_message_id for f in facts if f.source_message_id is not None
-        )
-        origins: dict[int, str] = {}
-        for fact in facts:
-            found = sources.get(fact.source_message_id) if fact.source_message_id else None
-            if found is not None and found[0] != self.session_id:
-                origins[fact.id] = found[1]
-        return origins
+        """Fact id → the other session it was stated in (user facts travel)."""
+        names = self.store.session_names(
+            {f.source_session_id for f in facts if f.source_session_id is not None})
+        return {f.id: names[f.source_session_id] for f in facts
+                if f.source_session_id is not None and f.source_session_id != self.session_id
+                and f.source_session_id in names}
 
     def search(
         self, query: str, *, before_turn: int | None, limit: int

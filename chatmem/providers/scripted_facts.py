@@ -19,7 +19,9 @@ from typing import Any
 from chatmem.providers.base import ChatMessages
 
 USER_KEYS = {"name", "allergy", "city", "名字", "过敏", "城市"}
-"""Keys about the person rather than the task: they follow the user across sessions."""
+"""Keys about the person rather than the task: suggested for the user profile."""
+SAME_FACT = ({"name", "名字"}, {"allergy", "过敏"}, {"city", "城市"}, {"budget", "预算"})
+"""Keys this extractor knows to name one fact across languages; it answers "same_as"."""
 
 _CLAUSE = re.compile(r"([。！？；，、\n;!?]|[.,](?=\s|$))")
 _QUESTION_WORDS = re.compile(
@@ -127,13 +129,25 @@ def answer(messages: ChatMessages) -> str:
     try:
         request: Any = json.loads(data)
         pending = [(int(m["turn"]), str(m["text"])) for m in request["messages"]]
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        pending = []
+        known = [str(f["key"]) for f in request.get("facts", [])]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        pending, known = [], []
     out: dict[str, list[Any]] = {"set": [], "retract": []}
     for turn, text in pending:
         sets, retracts = extract(text)
         out["retract"].extend({"key": key, "turn": turn} for key in retracts)
         for key, value in sets:
-            out["set"].append({"key": key, "value": value, "turn": turn,
-                               "scope": "user" if key in USER_KEYS else "session"})
+            item = {"key": key, "value": value, "turn": turn,
+                    "scope": "user" if key in USER_KEYS else "session"}
+            same = _same_fact(key, known)
+            if same:
+                item["same_as"] = same
+            out["set"].append(item)
+            known.append(key)
     return json.dumps(out, ensure_ascii=False)
+
+
+def _same_fact(key: str, known: list[str]) -> str | None:
+    """The first known key in another language for the same fact, if any."""
+    group = next((g for g in SAME_FACT if key in g), set())
+    return next((k for k in known if k != key and k in group), None)

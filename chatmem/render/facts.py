@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,9 +27,18 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     return f"{seconds} s"
 
 
-def fact_row(fact: Any, owner: str | None = None) -> dict[str, Any]:
-    """A FactRecord as a plain row, for tables and --json."""
-    source = f"turn {fact.source_turn}" if fact.source_turn is not None else "/remember"
+def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
+             history: Sequence[Any] = (), sessions: Mapping[int, str] | None = None,
+             ) -> dict[str, Any]:
+    """A FactRecord as a plain row, for tables and --json.
+
+    `session` names the session it was stated in; `history` holds the values it
+    had before (FactHistoryRecord), whose sessions `sessions` names.
+    """
+    where = f" of session {session}" if session else ""
+    source = (f"turn {fact.source_turn}{where}" if fact.source_turn is not None
+              else "/remember" + (f" in session {session}" if session else ""))
+    names = sessions or {}
     return {
         "kind": "fact",
         "id": fact.id,
@@ -38,12 +47,27 @@ def fact_row(fact: Any, owner: str | None = None) -> dict[str, Any]:
         "scope": fact.scope,
         "owner": owner if owner is not None else (fact.user or fact.session_id),
         "source": source,
+        "source_session": session,
         "source_turn": fact.source_turn,
         "source_message_id": fact.source_message_id,
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
         "deleted_at": fact.deleted_at,
+        "history": [
+            {"value": h.value, "key": h.key,
+             "source_session": names.get(h.source_session_id) if h.source_session_id else None,
+             "source_turn": h.source_turn, "stated_at": h.stated_at,
+             "replaced_at": h.replaced_at}
+            for h in history
+        ],
     }
+
+
+def fact_rows(facts: Sequence[Any], owner: Callable[[Any], str], names: Mapping[int, str],
+              history: Mapping[int, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Rows for facts with their provenance (chatmem.memory.facts.provenance)."""
+    return [fact_row(f, owner(f), session=names.get(f.source_session_id or 0),
+                     history=history.get(f.id, ()), sessions=names) for f in facts]
 
 
 def pinned_row(pin: Any, owner: str, pinned_at: str | None = None) -> dict[str, Any]:
@@ -72,5 +96,9 @@ def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") 
         out.add_column(column, overflow="fold", style="cyan" if column == "key" else None)
     for row in rows:
         cells = {**row, "age": age(row.get("updated_at"))}
+        if row.get("history"):
+            # The newest value first, then what it replaced.
+            cells["value"] = " ← ".join([row["value"], *(h["value"]
+                                                         for h in reversed(row["history"]))])
         out.add_row(*("" if cells.get(c) is None else str(cells[c]) for c in FACT_COLUMNS))
     return out

@@ -12,6 +12,7 @@ from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.memory import MemoryTables
 from chatmem.store.recall import PendingText, RecallRow, RecallTables, VectorRow, rank_texts
 from chatmem.store.records import (
+    FactHistoryRecord,
     FactRecord,
     MessageRecord,
     SessionRecord,
@@ -29,6 +30,7 @@ class Store(ForkTables, SessionTables, MemoryTables, RecallTables):
 
 __all__ = [
     "DerivedGroup",
+    "FactHistoryRecord",
     "FactRecord",
     "ForkReport",
     "MessageRecord",

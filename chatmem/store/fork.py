@@ -201,9 +201,9 @@ class ForkTables(SessionTables, MemoryTables):
             source = fact["source_message_id"]
             self.db.execute(
                 "INSERT INTO facts (scope, user, session_id, key, value, source_message_id,"
-                " source_turn, created_at, updated_at)"
-                " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?)",
+                " source_turn, source_session_id, created_at, updated_at)"
+                " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
-                 fact["source_turn"], fact["created_at"], fact["updated_at"]],
+                 fact["source_turn"], new_id, fact["created_at"], fact["updated_at"]],
             )
         return len(rows)

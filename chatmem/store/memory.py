@@ -8,7 +8,7 @@ from typing import Any
 
 from chatmem.errors import NotFound, StoreError
 from chatmem.store.connection import Connection, now
-from chatmem.store.records import FactRecord, SummaryRecord, json_text
+from chatmem.store.records import FactHistoryRecord, FactRecord, SummaryRecord, json_text
 
 
 class MemoryTables(Connection):
@@ -121,32 +121,58 @@ class MemoryTables(Connection):
         session_id: int | None = None,
         source_message_id: int | None = None,
         source_turn: int | None = None,
+        source_session_id: int | None = None,
     ) -> FactRecord:
-        """Add a fact, or update the live fact with the same key in the same scope."""
+        """Add a fact, or update the live fact with the same key in the same scope.
+
+        A new value keeps the old one in the fact's history. `source_session_id`
+        is where it was stated (default: the owning session).
+        """
         stamp = now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
+        stated_in = source_session_id if source_session_id is not None else session_id
         with self.write():
-            existing = self._value(
-                f"SELECT id FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}",
+            rows = self._rows(
+                f"SELECT * FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}",
                 [key, *owner],
             )
-            if existing:
+            if rows:
+                old = FactRecord(**rows[0])
+                if old.value != value:
+                    self.db.execute(
+                        "INSERT INTO fact_history (fact_id, key, value, source_session_id,"
+                        " source_turn, stated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [old.id, old.key, old.value, old.source_session_id, old.source_turn,
+                         old.updated_at, stamp],
+                    )
                 self.db.execute(
                     "UPDATE facts SET value = ?, source_message_id = ?, source_turn = ?,"
-                    " updated_at = ? WHERE id = ?",
-                    [value, source_message_id, source_turn, stamp, existing],
+                    " source_session_id = ?, updated_at = ? WHERE id = ?",
+                    [value, source_message_id, source_turn, stated_in, stamp, old.id],
                 )
-                fact_id = existing
+                fact_id = old.id
             else:
                 cursor = self.db.execute(
                     "INSERT INTO facts (scope, user, session_id, key, value, source_message_id,"
-                    " source_turn, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " source_turn, source_session_id, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [scope, user if scope == "user" else None,
                      session_id if scope == "session" else None, key, value,
-                     source_message_id, source_turn, stamp, stamp],
+                     source_message_id, source_turn, stated_in, stamp, stamp],
                 )
-                fact_id = cursor.lastrowid
+                fact_id = int(cursor.lastrowid or 0)
         return self.fact(int(fact_id))
+
+    def fact_history(self, fact_ids: list[int]) -> dict[int, list[FactHistoryRecord]]:
+        """Fact id → the values it had before, oldest first."""
+        if not fact_ids:
+            return {}
+        marks = ", ".join("?" for _ in fact_ids)
+        history: dict[int, list[FactHistoryRecord]] = {}
+        for row in self._rows(f"SELECT * FROM fact_history WHERE fact_id IN ({marks})"
+                              " ORDER BY id", fact_ids):
+            history.setdefault(row["fact_id"], []).append(FactHistoryRecord(**row))
+        return history
 
     @staticmethod
     def _fact_owner(scope: str, user: str | None, session_id: int | None) -> tuple[str, list[Any]]:

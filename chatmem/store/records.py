@@ -150,3 +150,19 @@ class FactRecord:
     created_at: str
     updated_at: str
     deleted_at: str | None
+    source_session_id: int | None = None
+    """The session the fact was stated in (its turn is source_turn)."""
+
+
+@dataclass(frozen=True)
+class FactHistoryRecord:
+    """A value a fact had before a newer one replaced it."""
+
+    id: int
+    fact_id: int
+    key: str
+    value: str
+    source_session_id: int | None
+    source_turn: int | None
+    stated_at: str
+    replaced_at: str

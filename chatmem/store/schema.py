@@ -195,3 +195,35 @@ def m003_stemmed_index_and_vectors(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+@migrations()
+def m004_fact_provenance(db: sqlite_utils.Database) -> None:
+    """Where each fact was stated (session and turn), and the values it had before.
+
+    A newer value replaces a fact's value; the older one moves to `fact_history`
+    with where it was stated, so `facts list` can show what changed and a purge
+    of the fact erases its history too (ON DELETE CASCADE).
+    """
+    db.executescript(
+        """
+        ALTER TABLE facts ADD COLUMN source_session_id INTEGER
+            REFERENCES sessions(id) ON DELETE SET NULL;
+        UPDATE facts SET source_session_id = (
+            SELECT m.session_id FROM messages m WHERE m.id = facts.source_message_id)
+            WHERE source_message_id IS NOT NULL;
+        UPDATE facts SET source_session_id = session_id
+            WHERE source_session_id IS NULL AND scope = 'session';
+        CREATE TABLE fact_history (
+            id INTEGER PRIMARY KEY,
+            fact_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+            source_turn INTEGER,
+            stated_at TEXT NOT NULL,
+            replaced_at TEXT NOT NULL
+        );
+        CREATE INDEX fact_history_fact ON fact_history (fact_id);
+        """
+    )

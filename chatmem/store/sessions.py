@@ -88,6 +88,15 @@ class SessionTables(Connection):
         self._set_prompt(session_id, 1, system)
         return session_id
 
+    def session_names(self, session_ids: Iterable[int]) -> dict[int, str]:
+        """Session id → name, for the ids that still exist."""
+        ids = list(session_ids)
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        return {r["id"]: r["name"] for r in self._rows(
+            f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)}
+
     def find_session(self, name: str) -> SessionRecord | None:
         rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
         return SessionRecord.from_row(rows[0]) if rows else None
@@ -207,6 +216,8 @@ class SessionTables(Connection):
                 " (SELECT id FROM messages WHERE session_id = ?)",
                 [record.id],
             )
+            # Earlier values of profile facts stated in this session go with it.
+            self.db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [record.id])
             self.db.execute("DELETE FROM sessions WHERE id = ?", [record.id])
             # FTS5 only marks index entries deleted; merging the segments drops
             # the erased terms for real (secure_delete then zeroes the freed pages).

@@ -24,11 +24,12 @@ def run(*args: str):
 
 
 def chat(db: Path, session: str, lines: list[str], *, user: str = "default",
-         strategy: str = "entity") -> tuple[str, str]:
+         strategy: str = "entity", user_facts: bool = False) -> tuple[str, str]:
     """Drive the REPL over a real store; returns (stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with Store(db) as store:
-        engine = open_session(store, Settings(system="Be brief.", user=user),
+        engine = open_session(store, Settings(system="Be brief.", user=user,
+                                              user_facts=user_facts),
                               ScriptedProvider(), session, strategy=strategy)
         Repl(engine, Console(file=out, width=200), Console(file=err, width=200)).run(lines)
     return out.getvalue(), err.getvalue()
@@ -47,14 +48,16 @@ def facts_json(db: Path, *args: str) -> list[dict]:
 
 def test_list_filters_by_user_and_session(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    chat(db, "trip", ["My name is Alice.", "My order id is ORD-7731."], user="alice")
-    chat(db, "work", ["My name is Bob.", "My desk is 4B."], user="bob")
+    # Both opted in to a profile: their names follow them; the rest stays in the session.
+    chat(db, "trip", ["My name is Alice.", "My order id is ORD-7731."], user="alice",
+         user_facts=True)
+    chat(db, "work", ["My name is Bob.", "My desk is 4B."], user="bob", user_facts=True)
     everything = facts_json(db)
     assert [(f["key"], f["value"], f["scope"], f["owner"], f["source"]) for f in everything] == [
-        ("name", "Alice", "user", "user alice", "turn 1"),
-        ("order id", "ORD-7731", "session", "session trip", "turn 2"),
-        ("name", "Bob", "user", "user bob", "turn 1"),
-        ("desk", "4B", "session", "session work", "turn 2"),
+        ("name", "Alice", "user", "user alice", "turn 1 of session trip"),
+        ("order id", "ORD-7731", "session", "session trip", "turn 2 of session trip"),
+        ("name", "Bob", "user", "user bob", "turn 1 of session work"),
+        ("desk", "4B", "session", "session work", "turn 2 of session work"),
     ]
     assert [f["value"] for f in facts_json(db, "--user", "bob")] == ["Bob"]
     assert [f["value"] for f in facts_json(db, "--session", "trip")] == ["Alice", "ORD-7731"]
@@ -73,8 +76,8 @@ def test_list_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
 
 def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    chat(db, "a", ["My name is Alice."], user="alice")
-    chat(db, "b", ["My name is Bob."], user="bob")
+    chat(db, "a", ["My name is Alice."], user="alice", user_facts=True)
+    chat(db, "b", ["My name is Bob."], user="bob", user_facts=True)
     ambiguous = run("facts", "forget", "name", "--db", str(db))
     assert ambiguous.exit_code == 2
     assert ambiguous.stderr == (
@@ -92,18 +95,19 @@ def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:
 def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     out, err = chat(db, "a", [
-        "/remember budget: 5000 EUR",
-        "/remember --session 预算：五千元",
+        "/remember --user budget: 5000 EUR",
+        "/remember 预算：五千元",
         "/remember I am allergic to peanuts",
         "/remember just a thought",
         "/facts",
     ])
     assert errors(err) == []
     assert out == ""  # stdout carries replies only; command output goes to stderr
+    # In this session unless --user puts it in the profile.
     assert "remembered fact 1: budget = 5000 EUR (user)" in err
     assert "remembered fact 2: 预算 = 五千元 (session)" in err
-    assert "remembered fact 3: allergy = peanuts (user)" in err
-    assert "remembered fact 4: note 1 = just a thought (user)" in err
+    assert "remembered fact 3: allergy = peanuts (session)" in err
+    assert "remembered fact 4: note 1 = just a thought (session)" in err
     table = err[err.index("┏"):]
     for cell in ("budget", "5000 EUR", "预算", "五千元", "/remember", "session a", "user default"):
         assert cell in table
@@ -120,9 +124,9 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
 
 
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
-    _, err = chat(tmp_path / "x.db", "a", ["/remember --session"])
+    _, err = chat(tmp_path / "x.db", "a", ["/remember --user"])
     assert errors(err) == [
-        "error: /remember: missing TEXT; usage: /remember [--session] TEXT, "
+        "error: /remember: missing TEXT; usage: /remember [--user] TEXT, "
         "e.g. /remember budget: 5000 EUR"]
 
 
@@ -139,7 +143,7 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
     assert secret.encode() in _file_bytes(db)
     result = run("facts", "forget", "locker code", "--purge", "--db", str(db))
     assert result.exit_code == 0, result.stderr
-    assert result.stderr == "erased fact 1: locker code (user default)\n"
+    assert result.stderr == "erased fact 1: locker code (session)\n"
     assert secret.encode() not in _file_bytes(db)
     assert facts_json(db) == []
     with Store(db) as store:
@@ -157,7 +161,7 @@ def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) 
     assert errors(err) == []
     note = ("note: strategy summary-buffer does not send remembered facts"
             " — try /strategy summary-buffer+entity")
-    assert f"remembered fact 1: budget = 5000 EUR (user); {note}" in err
+    assert f"remembered fact 1: budget = 5000 EUR (session); {note}" in err
     assert err.rstrip().endswith(note)  # /facts repeats it under the table
     # The suggestion works: switched, the next context holds the fact.
     out, err = chat(db, "a", ["/strategy summary-buffer+entity", "/remember city: Lisbon"],
@@ -172,7 +176,7 @@ def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) 
 def test_a_fact_sending_strategy_gets_no_note(tmp_path: Path) -> None:
     _, err = chat(tmp_path / "x.db", "a", ["/remember budget: 5000 EUR", "/facts"],
                   strategy="window+entity")
-    assert "remembered fact 1: budget = 5000 EUR (user)\n" in err and "note:" not in err
+    assert "remembered fact 1: budget = 5000 EUR (session)\n" in err and "note:" not in err
 
 
 def pinning_chat(db: Path, session: str, monkeypatch) -> tuple[str, str]:

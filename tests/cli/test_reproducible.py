@@ -180,3 +180,65 @@ def test_a_turn_stamps_the_question_when_sent_and_the_reply_when_done(store: Sto
     engine.run_turn("hello")
     user, reply = store.messages(session.id)
     assert user.created_at < reply.created_at
+
+
+def test_save_as_stores_exactly_what_was_printed_and_reads_no_other_session(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    config = tmp_path / "c.toml"
+    config.write_text('user_facts = true\n', encoding="utf-8")
+    # Another session put the user's name in their profile (they opted in).
+    invoke("chat", "other", "-s", "entity", "--provider", "scripted", "--db", db,
+           "--config", str(config), input="My name is Ada Lovelace.\n")
+    args = ["replay", SUPPORT, "-s", "window+entity", "-s", "summary-buffer:max_tokens=600",
+            "--json", "--db", db, "--config", str(config)]
+    printed = json.loads(invoke(*args, "--save-as", "s").stdout)
+    alone = json.loads(invoke(*args).stdout)
+    with Store(db) as store:
+        for run in printed["strategies"]:
+            turns = store.turns(store.session(run["session"]).id)
+            assert [t.estimated_tokens for t in turns] == run["prompt_tokens"]["per_turn"]
+            assert all("Ada Lovelace" not in json.dumps(t.context) for t in turns)
+    assert [r["prompt_tokens"] for r in printed["strategies"]] == [
+        r["prompt_tokens"] for r in alone["strategies"]]
+    # Asked for, the profile is read, by the printed and the saved replay alike.
+    shared = json.loads(invoke(*args[:4], "--with-user-facts", "--save-as", "u",
+                               *args[6:]).stdout)
+    with Store(db) as store:
+        turns = store.turns(store.session("u").id)
+        assert "Ada Lovelace" in json.dumps(turns[0].context)
+        assert [t.estimated_tokens for t in turns] == \
+            shared["strategies"][0]["prompt_tokens"]["per_turn"]
+    assert shared["strategies"][0]["prompt_tokens"]["total"] > \
+        alone["strategies"][0]["prompt_tokens"]["total"]
+
+
+def test_facts_list_shows_where_each_fact_was_stated_and_what_it_replaced(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    invoke("chat", "trip", "-s", "entity", "--provider", "scripted", "--db", db,
+           input="My name is Ada.\n我住在杭州。\n不好意思，我叫李雷。\n")
+    rows = json.loads(invoke("facts", "list", "--db", db, "--json").stdout)
+    name = next(r for r in rows if r["key"] == "name")
+    assert (name["value"], name["source"], name["source_session"]) == (
+        "李雷", "turn 3 of session trip", "trip")
+    assert [(h["value"], h["source_turn"], h["source_session"]) for h in name["history"]] == [
+        ("Ada", 1, "trip")]
+    table = invoke("facts", "list", "--db", db).stdout
+    assert "李雷 ←" in table and "Ada" in table  # the newest value, then what it replaced
+    # A new session starts clean: facts stay in the session they were stated in.
+    invoke("chat", "new", "-s", "window+entity", "--provider", "scripted", "--db", db,
+           input="hello\n")
+    sent = json.loads(invoke("inspect", "new", "--db", db, "--json").stdout)
+    assert not [p for p in sent["context"]["parts"] if p["kind"] == "facts"]
+
+
+def test_remember_user_follows_the_user_into_a_new_session(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    invoke("chat", "a", "-s", "entity", "--provider", "scripted", "--db", db,
+           input="/remember --user allergy: peanuts\n/remember budget: 300 EUR\n")
+    invoke("chat", "b", "-s", "entity", "--provider", "scripted", "--db", db, input="hi\n")
+    sent = json.loads(invoke("inspect", "b", "--db", db, "--json").stdout)
+    (facts,) = [p for p in sent["context"]["parts"] if p["kind"] == "facts"]
+    text = facts["messages"][0]["content"]
+    assert '"allergy","peanuts",null,"a"]' in text and "300 EUR" not in text

@@ -162,24 +162,24 @@ def test_help_has_an_example() -> None:
 def test_fork_reports_facts_and_stated_facts(tmp_path: Path) -> None:
     db = tmp_path / "f.db"
     result = run("chat", "facts", "--db", str(db), "--provider", "scripted", "-s", "entity",
-                 input="/remember --session budget: 5000 EUR\nmy order is ORD-7731\n"
+                 input="/remember locker: B12\nmy order is ORD-7731\n"
                        "我们的预算是五千元\nI live in Lisbon\n")
     assert result.exit_code == 0, result.stderr
     full = run("sessions", "fork", "facts", "f2", "--db", str(db))
     assert full.stderr.splitlines()[1:3] == [
-        "derived state copied: facts (2 facts, up to turn 3)",
+        "derived state copied: facts (3 facts, up to turn 3)",
         "copied 1 fact stated with /remember",
     ]
     early = run("sessions", "fork", "facts", "f1", "--at-turn", "1", "--db", str(db))
     assert early.stderr.splitlines()[1:3] == [
         "derived state rebuilt from the copied turns before f1's next turn "
         "(it covers turns after 1): "
-        "facts (2 facts, up to turn 3)",
+        "facts (3 facts, up to turn 3)",
         "copied 1 fact stated with /remember",
     ]
     with Store(db) as store:
         def facts(name: str) -> dict[str, str]:
             return {f.key: f.value for f in store.facts(session_id=store.session(name).id)}
 
-        assert facts("f2") == facts("facts") and len(facts("f2")) == 3
-        assert facts("f1") == {"budget": "5000 EUR"}
+        assert facts("f2") == facts("facts") and len(facts("f2")) == 4
+        assert facts("f1") == {"locker": "B12"}

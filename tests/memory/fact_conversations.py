@@ -87,8 +87,14 @@ def facts_in(context: Context) -> dict[str, tuple[str, str]]:
     (message,) = part.messages
     lines = message.content.split("\n")
     inside = lines[lines.index(BLOCK_OPEN) + 1 : lines.index(BLOCK_CLOSE)]
+    # Each line is [id, key, value, turn] plus the session when stated in another one.
     rows = [json.loads(line) for line in inside]
-    return {row["key"]: (row["value"], row["source"]) for row in rows}
+    return {row[1]: (row[2], _source(row)) for row in rows}
+
+
+def _source(row: list[object]) -> str:
+    elsewhere = f" of session {row[4]}" if len(row) > 4 else ""
+    return "/remember" if row[3] is None else f"turn {row[3]}{elsewhere}"
 
 
 def sent_text(context: Context, *, without_input: bool = True) -> str:

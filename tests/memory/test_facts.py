@@ -129,8 +129,12 @@ def test_facts_are_updated_and_retracted(make_engine) -> None:
     assert (fact.key, fact.value, fact.source_turn) == ("city", "Porto", 2)
     engine.run_turn("Please forget my city.")
     assert engine.state.live_facts() == []
-    (gone,) = engine.store.facts(user="default", include_deleted=True)
-    assert (gone.scope, gone.value, gone.deleted_at is not None) == ("user", "Porto", True)
+    (gone,) = engine.store.facts(session_id=engine.session.id, include_deleted=True)
+    assert (gone.scope, gone.value, gone.deleted_at is not None) == ("session", "Porto", True)
+    # the value it replaced is its history
+    (before,) = engine.store.fact_history([gone.id])[gone.id]
+    assert (before.value, before.source_turn, before.source_session_id) == (
+        "Lisbon", 1, engine.session.id)
     assert engine.build_context("hi").part("facts") is None
 
 
@@ -216,8 +220,8 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
 
     model = OpenAIProvider("test-model", base_url=chat_server.base_url, timeout=10,
                            max_retries=0)
-    engine = open_session(store, Settings(system="Be brief.", user="li"), ScriptedProvider(),
-                          "zh", strategy="entity")
+    engine = open_session(store, Settings(system="Be brief.", user="li", user_facts=True),
+                          ScriptedProvider(), "zh", strategy="entity")
     engine.helper_model = model
     chat_server.reply_words = ["Sure,", " the", " entities", " are:", " John"]
     first = engine.run_turn("我叫李雷。")

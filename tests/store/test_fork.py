@@ -98,20 +98,20 @@ def test_partial_fork_leaves_state_that_covers_later_turns_to_be_rebuilt(
 ) -> None:
     talk(make_engine("summary+entity", name="trip"))
     source = store.session("trip")
-    store.upsert_fact("budget", "5000 EUR", scope="session", session_id=source.id)
+    store.upsert_fact("locker", "B12", scope="session", session_id=source.id)
 
     report = store.fork_session("trip", "early", at_turn=2)
 
     fork = store.session("early")
     assert shape(store, "early") == shape(store, "trip", 2)
     assert [(g.owner, g.covers_turn, g.summaries, g.facts) for g in report.rebuilt] == [
-        ("facts", 5, 0, 2), ("summary", 5, 5, 0)]
+        ("facts", 5, 0, 4), ("summary", 5, 5, 0)]
     assert report.copied == []
     assert store.summaries(fork.id) == []
     assert store.strategy_state(fork.id, "summary") == {}
     assert store.strategy_state(fork.id, "facts") == {}
     # The stated fact is the user's, not derived from a later message: it comes along.
-    assert [(f.key, f.value) for f in store.facts(session_id=fork.id)] == [("budget", "5000 EUR")]
+    assert [(f.key, f.value) for f in store.facts(session_id=fork.id)] == [("locker", "B12")]
     # The strategies rebuild from the copied messages before the fork's next turn.
     from chatmem.config import Settings
     from chatmem.engine import open_session
@@ -121,9 +121,10 @@ def test_partial_fork_leaves_state_that_covers_later_turns_to_be_rebuilt(
     first = store.summaries(fork.id, "summary")[0]
     assert set(first.covered_ids) == {m.id for m in store.messages(fork.id) if m.turn <= 2}
     assert result.context.part("summary") is not None
-    # Session facts from turns 1–2 only (the name is a user fact, shared, not copied).
+    # Session facts from turns 1–2 only (facts stay in their session unless the user opts
+    # in to a profile, so the name is one of them).
     assert {f.key: f.source_turn for f in store.facts(session_id=fork.id)} == {
-        "budget": None, "预算": 2}
+        "locker": None, "name": 1, "预算": 2}
     assert "ORD-7731" not in first.text and "Lisbon" not in first.text
 
 
@@ -133,13 +134,13 @@ def test_fork_copies_state_that_ends_at_the_fork_turn(
     engine = talk(make_engine("entity", name="trip"), TURNS[:3])
     source = store.session("trip")
     report = store.fork_session("trip", "copy", at_turn=3)
-    assert [(g.owner, g.covers_turn, g.facts) for g in report.copied] == [("facts", 3, 2)]
+    assert [(g.owner, g.covers_turn, g.facts) for g in report.copied] == [("facts", 3, 3)]
     talk(engine, TURNS[3:])
     later = store.fork_session("trip", "copy2", at_turn=3)
     assert [g.owner for g in later.rebuilt] == ["facts"]
-    assert len(store.facts(session_id=store.session("copy").id)) == 2
+    assert len(store.facts(session_id=store.session("copy").id)) == 3
     assert store.facts(session_id=store.session("copy2").id) == []
-    assert len(store.facts(session_id=source.id)) == 2
+    assert len(store.facts(session_id=source.id)) == 4
 
 
 def test_user_facts_are_shared_not_copied(store: Store, make_engine) -> None:

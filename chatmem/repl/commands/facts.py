@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from chatmem.errors import NotFound
 from chatmem.memory import pins
-from chatmem.memory.facts import find_facts, split_key_value, unused_facts_note
-from chatmem.render.facts import fact_row, facts_table, pinned_row
+from chatmem.memory.facts import find_facts, provenance, split_key_value, unused_facts_note
+from chatmem.render.facts import fact_rows, facts_table, pinned_row
 from chatmem.repl.chat import Chat
 from chatmem.repl.table import SLASH, slash
 
@@ -16,10 +16,10 @@ from chatmem.repl.table import SLASH, slash
 def _facts(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     facts = repl.engine.state.live_facts()
-    rows = [
-        fact_row(f, owner=f"user {f.user}" if f.scope == "user" else f"session {session.name}")
-        for f in facts
-    ]
+    names, history = provenance(repl.engine.store, facts)
+    rows = fact_rows(
+        facts, lambda f: f"user {f.user}" if f.scope == "user" else f"session {session.name}",
+        names, history)
     pinned = pins.pinned_facts(repl.engine.store, session.id)
     made = pins.pinned_at(repl.engine.store, pinned)
     rows += [pinned_row(p, f"session {session.name}", made.get(p)) for p in pinned]
@@ -29,14 +29,15 @@ def _facts(repl: Chat, args: list[str]) -> None:
         repl.notice(note)
 
 
-@slash("/remember", "/remember [--session] TEXT",
-       "store a fact now (KEY: VALUE, or a statement like 'my name is Ana'); scope user",
+@slash("/remember", "/remember [--user] TEXT",
+       "store a fact now (KEY: VALUE, or a statement like 'my name is Ana') in this "
+       "session; --user puts it in your profile, for every session",
        example="/remember budget: 5000 EUR", args=(1, None))
 def _remember(repl: Chat, args: list[str]) -> None:
     from chatmem.providers.scripted_facts import extract
 
-    session_scope = "--session" in args
-    text = " ".join(a for a in args if a != "--session").strip()
+    user_scope = "--user" in args
+    text = " ".join(a for a in args if a not in ("--user", "--session")).strip()
     if not text:
         raise SLASH["/remember"].usage_error("missing TEXT")
     state = repl.engine.state
@@ -46,15 +47,18 @@ def _remember(repl: Chat, args: list[str]) -> None:
         taken = {f.key for f in state.live_facts()}
         key = next(k for n in range(1, len(taken) + 2) if (k := f"note {n}") not in taken)
         pairs = [(key, text)]
-    scope = "session" if session_scope or not state.user else "user"
+    scope = "user" if user_scope and state.user else "session"
     note = unused_facts_note(repl.engine.strategy.name)
     for key, value in pairs:
         # Read afresh: an earlier pair of this very line may have stored the key.
         existing = find_facts(state.live_facts(), key)
+        if existing and scope == "user" and existing[0].scope == "session":
+            state.store.forget_fact(existing[0].id)  # promoted: one fact, one key
+            existing = []
         fact = state.store.upsert_fact(
             existing[0].key if existing else key, value,
             scope=existing[0].scope if existing else scope,
-            user=state.user, session_id=state.session_id,
+            user=state.user, session_id=state.session_id, source_session_id=state.session_id,
         )
         repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope})"
                     + (f"; {note}" if note else ""))
