@@ -87,3 +87,29 @@ def test_quick_start_chat_resolves_to_the_local_model(tmp_path) -> None:
     with Store(tmp_path / ".config" / "chatmem" / "chatmem.db") as store:
         (turn,) = store.turns(store.session("default").id)
         assert turn.status == "ok" and turn.prompt_tokens == turn.estimated_tokens
+
+
+def test_a_what_if_counts_with_the_recorded_local_tokenizer(local, tmp_path, monkeypatch) -> None:
+    """Recorded with the embedded model: a what-if counts with its tokenizer, exactly as sent,
+    even when the default provider would now be another one."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from chatmem.cli import app
+
+    db = tmp_path / "x.db"
+    with Store(db) as store:
+        engine = open_session(store, Settings(system="Answer in one short sentence."), local,
+                              "loc", strategy="window", params={"k": "1"})
+        engine.run_turn("My order is ORD-7731.")
+        sent = engine.run_turn("我的订单号是什么？").record
+    monkeypatch.setenv("CHATMEM_PROVIDER", "openai")  # no key: it must not be used
+    result = CliRunner().invoke(app, ["inspect", "loc", "--db", str(db), "--turn", "2",
+                                      "-s", "window:k=1", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["tokenizer"] == {"name": sent.tokenizer, "exact": True,
+                                 "recorded": sent.tokenizer, "note": None}
+    assert sent.tokenizer.startswith("llama:")
+    assert data["context"]["tokens"] == sent.estimated_tokens == sent.prompt_tokens
