@@ -52,12 +52,13 @@ printf 'My name is Bo.\nMy order number is ORD-7731.\nMy city is Oslo.\nMy budge
   | chatmem chat f5 -s entity --provider scripted >/dev/null 2>&1
 for n in f1 f5; do chatmem inspect $n --json 2>/dev/null | python3 -c "
 import json,sys; d=json.load(sys.stdin); f=[p for p in d['context']['parts'] if p['kind']=='facts'][0]
-print('$n', 'facts', len([l for l in f['messages'][0]['content'].splitlines() if '\"key\"' in l or '=' in l][:99]), 'tokens', f['tokens'])"; done
+lines=f['messages'][0]['content'].splitlines(); inside=lines[lines.index('<user-facts>')+1:lines.index('</user-facts>')]
+print('$n', 'facts', len(inside), 'tokens', f['tokens'])"; done
 
 s "4 JSON shapes of strategy"
 chatmem inspect ent --json 2>/dev/null | python3 -c "import json,sys; print('inspect:', json.load(sys.stdin)['strategy'])"
 chatmem replay sessions/support.jsonl -s window:k=2 --provider scripted --json 2>/dev/null | python3 -c "import json,sys; s=json.load(sys.stdin)['strategies'][0]; print('replay:', {k: s[k] for k in ('strategy','name','params') if k in s})"
-chatmem eval sessions/support.jsonl -s window:k=2 --provider scripted --json 2>/dev/null | python3 -c "import json,sys; s=json.load(sys.stdin)['strategies'][0]; print('eval:', s.get('strategy'), '| tokenizer' , s.get('tokenizer'))"
+chatmem eval sessions/support.jsonl -s window:k=2 --provider scripted --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); s=d['strategies'][0]; print('eval:', s.get('strategy'), '| tokenizer' , d.get('tokenizer', s.get('tokenizer')))"
 
 s "5 --report HTML"
 chatmem eval sessions/travel-zh.jsonl -s buffer -s window -s entity --provider scripted --report "$work/r.html" >/dev/null 2>&1
@@ -72,11 +73,11 @@ s "6 eval of an imported session"
 chatmem eval sup -s window 2>&1 | tail -1
 chatmem eval sessions/support.jsonl --provider scripted 2>&1 | tail -1
 
-s "7 export after /system: system prompts recorded, distinct timestamps per turn"
+s "7 export after /system: system prompts recorded; distinct timestamps (the scripted model answers within a millisecond)"
 chatmem sessions export sys1 2>/dev/null | python3 -c "
 import json,sys
 lines=[json.loads(l) for l in sys.stdin]
-print('header system:', lines[0].get('system'), '| per-turn system recorded:', any('system' in l for l in lines[1:]))
+print('header system:', lines[0].get('system'), '| later prompts recorded:', [l['system_prompt'] for l in lines[1:] if 'system_prompt' in l])
 ts=[l.get('ts') for l in lines[1:] if 'role' in l]; print('messages', len(ts), 'distinct ts', len(set(ts)))"
 for f in sessions/*.jsonl; do
   n=$(basename "$f" .jsonl)
