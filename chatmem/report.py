@@ -74,6 +74,7 @@ details { margin: 0.3rem 0; } summary { cursor: pointer; }
   :root { --bg: #fff; --fg: #000; --muted: #333; --line: #999; --head: #eee; }
   body { max-width: none; padding: 0; font-size: 11pt; }
   table, figure { break-inside: avoid; }
+  h2 { break-after: avoid; }
   details { display: block; } details > * { display: block; }
 }
 """
@@ -336,10 +337,7 @@ def _recall_chart(runs: Sequence[dict[str, Any]]) -> str:
     for index, cost, recall in shown:
         x = LEFT + inner_w * cost / top
         y = TOP + inner_h * (1 - recall)
-        # A marker that would hide another moves up, tied to its true place by a line.
-        cx, cy = x, y
-        while any(abs(cx - px) < 19 and abs(cy - py) < 19 for px, py in placed):
-            cy -= 20
+        cx, cy = _free_spot(x, y, placed)
         placed.append((cx, cy))
         colour = f"var(--s{index % PALETTE})"
         label = escape(runs[index]["strategy"]["label"])
@@ -354,6 +352,20 @@ def _recall_chart(runs: Sequence[dict[str, Any]]) -> str:
     y_ticks = [(v / 4, f"{v / 4:.2f}") for v in range(5)]
     return _frame("mean context tokens at the probes", "recall", x_ticks, y_ticks,
                   "".join(marks), "recall against context tokens for each strategy")
+
+
+def _free_spot(x: float, y: float, placed: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Where a marker goes so it hides no other: its own place, or the nearest free one
+    beside it inside the plot (a line then ties it to its true place)."""
+    def free(cx: float, cy: float) -> bool:
+        return all(abs(cx - px) >= 19 or abs(cy - py) >= 19 for px, py in placed)
+
+    for step in range(0, 12):
+        for dx, dy in ((20 * step, 0), (-20 * step, 0), (0, -20 * step), (0, 20 * step)):
+            cx, cy = x + dx, y + dy
+            if LEFT <= cx <= WIDTH - RIGHT and TOP <= cy <= HEIGHT - BOTTOM and free(cx, cy):
+                return cx, cy
+    return x, y
 
 
 def _lower_recall(result: dict[str, Any]) -> float | None:
