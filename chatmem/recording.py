@@ -105,6 +105,10 @@ def reproducing(settings: Settings, recording: Recording, *, explicit: bool) -> 
 
     if explicit or recording.provider is None:
         chosen = settings
+    elif recording.provider == "local":
+        # A local model is recorded by its file's name, not its path: the configured
+        # file runs, and only a tokenizer of the same name counts as the recorded one.
+        chosen = dataclasses.replace(settings, provider="local", model=None)
     else:
         chosen = dataclasses.replace(settings, provider=recording.provider,
                                      model=recording.model or settings.model)
