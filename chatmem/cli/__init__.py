@@ -16,6 +16,7 @@ from typer._click import exceptions as click_errors
 from typer.core import TyperGroup, TyperOption
 
 from chatmem.cli import chat, config_cmd, facts, sessions, strategies
+from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
 from chatmem.cli.grammar import ChatmemTyper
@@ -124,6 +125,8 @@ app.command("replay", short_help="Replay a conversation under each strategy and 
     replay_cmd.replay_command)
 app.command("eval", short_help="Score what each strategy remembers, and what it costs.")(
     replay_cmd.eval_command)
+app.command("index", short_help="Embed stored messages so retrieval recalls by meaning.")(
+    index_cmd.index)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(facts.app, name="facts")

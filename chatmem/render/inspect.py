@@ -138,12 +138,31 @@ def inspect_view(
         blocks.append(Text(f"⚠ {warning}", style="bold yellow"))
     note = ("tokens the chat template adds around the messages (e.g. a default system"
             " prompt); the rendered prompt below shows them") if rendered_prompt else TEMPLATE_NOTE
+    if context.recall:
+        blocks.append(recall_table(context))
     blocks.append(context_panel(context, approximate=approximate, title="messages sent",
                                 estimated=estimated, template_note=note))
     if rendered_prompt:
         blocks.append(Panel(Text(rendered_prompt), title="rendered prompt (exact model input)",
                             border_style="magenta"))
     return Group(*blocks)
+
+
+def recall_table(context: Context) -> Table:
+    """How recall ranked what it kept and the best of what it left out, and why."""
+    contents = {m.id: m.content for p in context.parts for m in p.messages if m.id is not None}
+    out = Table(header_style="bold", title="recall: candidates ranked (scores 0–1, bm25 raw)")
+    for column in ("turn", "role", "bm25", "words", "dense", "fused", "tokens"):
+        out.add_column(column, justify="right" if column != "role" else "left")
+    out.add_column("kept / why", overflow="fold")
+    out.add_column("message", overflow="ellipsis", no_wrap=True, max_width=40)
+    for row in context.recall:
+        dense = "–" if row.get("dense") is None else f"{row['dense']:.2f}"
+        why = Text(row["why"], style="green" if row["kept"] else "dim")
+        out.add_row(str(row["turn"]), row["role"], f"{row['bm25']:.2f}", f"{row['words']:.2f}",
+                    dense, f"{row['fused']:.2f}", f"{row['tokens']:,}", why,
+                    contents.get(row["id"], ""))
+    return out
 
 
 def summaries_view(rows: Sequence[Mapping[str, Any]]) -> Group:

@@ -1,0 +1,52 @@
+"""`chatmem index`: backfill message vectors for an existing history."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+
+
+def history(tmp_path, embedder: str = "hash"):
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        session = store.create_session("s", "retrieval")
+        store.import_messages(session.id, [
+            {"role": "user", "content": "My brother is a dentist."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "我们五月去杭州旅行。"},
+        ])
+    config = tmp_path / "c.toml"
+    config.write_text(f'[embeddings]\nprovider = "{embedder}"\n')
+    return db, config
+
+
+def test_index_embeds_each_message_once(tmp_path) -> None:
+    db, config = history(tmp_path)
+    args = ["index", "s", "--db", str(db), "--config", str(config), "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.output)["embedded"] == 3
+    again = runner.invoke(app, args)
+    assert json.loads(again.output)["embedded"] == 0
+    with Store(db) as store:
+        assert store.vector_models() == {"hash:256": 3}
+
+
+def test_index_without_an_embedder_says_how_to_get_one(tmp_path) -> None:
+    db, config = history(tmp_path, "none")
+    done = runner.invoke(app, ["index", "--db", str(db), "--config", str(config)])
+    assert done.exit_code != 0
+    assert "no embedder: pip install 'chatmem[embed]'" in done.output
+
+
+def test_index_of_a_missing_session_fails_in_one_line(tmp_path) -> None:
+    db, config = history(tmp_path)
+    done = runner.invoke(app, ["index", "nosuch", "--db", str(db), "--config", str(config)])
+    assert done.exit_code == 1
+    assert "no session named 'nosuch'" in done.output
