@@ -2,7 +2,8 @@
 
 Each request pops the next behaviour from `plan` ("ok" when empty) and is
 recorded in `requests` with its JSON body, so a test can compare what the
-server received with what chatmem says it sent.
+server received with what chatmem says it sent. `/v1/embeddings` answers
+with small deterministic vectors.
 """
 
 from __future__ import annotations
@@ -58,8 +59,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(body, cut=True)
         elif mode == "slow":
             self._stream(body, slow=True)
+        elif self.path.endswith("/embeddings"):
+            self._embeddings(body)
         else:
             self._stream(body)
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        """/v1/embeddings: 8 numbers per input (its UTF-8 bytes counted by value mod 8),
+        deliberately not unit length, listed in reverse order as servers may."""
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for index, text in enumerate(texts):
+            vector = [0.0] * 8
+            for byte in text.encode():
+                vector[byte % 8] += 1.0
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
+                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _error(self, status: int, code: str, message: str,
                headers: dict[str, str] | None = None) -> None:
