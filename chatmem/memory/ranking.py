@@ -47,16 +47,22 @@ class Timeline:
     roles: list[str] = field(default_factory=list)
     sittings: list[int] = field(default_factory=list)
     index: dict[int, int] = field(default_factory=dict)
-    members: dict[int, list[int]] = field(default_factory=dict)
-    """Sitting number → indexes of its messages."""
+    _sittings: Any = field(default=(), repr=False)
 
     def append(self, key: int, turn: int, role: str, sitting: int) -> None:
         self.index[key] = len(self.keys)
-        self.members.setdefault(sitting, []).append(len(self.keys))
         self.keys.append(key)
         self.turns.append(turn)
         self.roles.append(role)
         self.sittings.append(sitting)
+
+    def sitting_array(self) -> np.ndarray:
+        """Sitting numbers as an array, rebuilt only when messages were added."""
+        import numpy as np
+
+        if len(self._sittings) != len(self.sittings):
+            self._sittings = np.asarray(self.sittings, dtype=np.int64)
+        return self._sittings
 
     def before(self, turn: int) -> int:
         """How many messages come before `turn` (they are the candidates)."""
@@ -90,16 +96,19 @@ class Ranked:
 
 def words_scores(
     timeline: Timeline, count: int, bm25: Mapping[int, float], *, smooth: float, sitting: float
-) -> dict[int, float]:
-    """Index → model-free score (0–1) for the first `count` messages; absent means 0.
+) -> np.ndarray:
+    """The model-free score (0–1) of each of the first `count` messages.
 
-    Sparse: only matches, their neighbours and their sittings are touched, so
-    the cost follows the number of matches, not the length of the history.
+    Matches and their neighbours are scored sparsely; the sitting prior is one
+    vectorised lookup, so the cost follows the matches, not the history.
     """
+    import numpy as np
+
+    scores = np.zeros(count, dtype=np.float32)
     raw = {timeline.index[k]: s for k, s in bm25.items()
            if k in timeline.index and timeline.index[k] < count and s > 0}
     if not raw:
-        return {}
+        return scores
     top = max(raw.values())
     scaled = {i: s / top for i, s in raw.items()}
     smoothed: dict[int, float] = {}
@@ -108,19 +117,28 @@ def words_scores(
             if 0 <= j < count and j not in smoothed:
                 best_neighbour = max(scaled.get(j - 1, 0.0), scaled.get(j + 1, 0.0))
                 smoothed[j] = scaled.get(j, 0.0) + smooth * best_neighbour
-    scores = dict(smoothed)
+    for i, value in smoothed.items():
+        scores[i] = value
     if sitting:
-        for number in {timeline.sittings[i] for i in smoothed}:
-            members = [i for i in timeline.members[number] if i < count]
-            ranked = sorted(((smoothed.get(i, 0.0), i) for i in members), reverse=True)
-            for i in members:
-                # The best score of another message in the sitting.
-                other = ranked[1][0] if ranked[0][1] == i and len(ranked) > 1 else (
-                    ranked[0][0] if ranked[0][1] != i else 0.0)
-                if other > 0:
-                    scores[i] = smoothed.get(i, 0.0) + sitting * other
-    top = max(scores.values())
-    return {i: s / top for i, s in scores.items() if s > 0}
+        # Per sitting: its best score, and the runner-up for the best message itself.
+        best: dict[int, tuple[float, int, float]] = {}
+        for i, value in smoothed.items():
+            number = timeline.sittings[i]
+            top_value, top_index, second = best.get(number, (0.0, -1, 0.0))
+            if value > top_value:
+                best[number] = (value, i, top_value)
+            else:
+                best[number] = (top_value, top_index, max(second, value))
+        numbers = timeline.sitting_array()[:count]
+        lookup = np.zeros(int(numbers.max()) + 1 if count else 1, dtype=np.float32)
+        for number, (top_value, _, _) in best.items():
+            lookup[number] = top_value
+        prior = lookup[numbers]
+        for _, top_index, second in best.values():
+            prior[top_index] = second
+        scores = scores + sitting * prior
+    peak = float(scores.max())
+    return scores / peak if peak > 0 else scores
 
 
 def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray) -> np.ndarray:
@@ -136,14 +154,11 @@ def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray) ->
     return (raw - low) / (high - low)
 
 
-def fuse(count: int, words: Mapping[int, float], dense: np.ndarray | None,
+def fuse(count: int, lexical: np.ndarray, dense: np.ndarray | None,
          weights: Weights) -> np.ndarray:
     """The fused score of each of the first `count` messages."""
     import numpy as np
 
-    lexical = np.zeros(count, dtype=np.float32)
-    for i, s in words.items():
-        lexical[i] = s
     if dense is None or weights.mode == "bm25":
         return lexical
     if weights.mode == "dense":
@@ -159,7 +174,8 @@ def pool(fused: np.ndarray, size: int = POOL) -> list[int]:
     if len(positive) > size:
         positive = positive[np.argpartition(-fused[positive], size - 1)[:size]]
     # Best first; among equals the later message, as it is the fresher statement.
-    return sorted(positive.tolist(), key=lambda i: (-float(fused[i]), -i))
+    order = np.lexsort((-positive, -fused[positive]))
+    return [int(i) for i in positive[order]]
 
 
 def pack(

@@ -123,6 +123,8 @@ class _Cache:
     vectors: Any = None  # np.ndarray (n × d) aligned with the timeline
     context: Any = None
     vector_last_id: int = 0
+    checked_id: int = 0
+    """Every message up to this id has a vector for `model` (or could not get one)."""
     job: VectorJob | None = None
 
 
@@ -147,8 +149,8 @@ class StoredRecall:
         return cache.timeline
 
     def bm25(self, query: str, before_turn: int) -> dict[int, float]:
-        return {record.id: score for record, score in
-                self.state.search(query, before_turn=before_turn, limit=SEARCH_LIMIT)}
+        return self.state.store.match_scores(self.state.session_id, query,
+                                             before_turn=before_turn, limit=SEARCH_LIMIT)
 
     def messages(self, keys: Sequence[int]) -> dict[int, Message]:
         from chatmem.history import StoredHistory
@@ -163,8 +165,9 @@ class StoredRecall:
         """Embed the session's messages that have no vector yet, in the background."""
         if self.embedder is None or self.cache.job is not None:
             return
-        pending = self.state.store.texts_without_vectors(self.embedder.key,
-                                                         self.state.session_id)
+        self._switch_model(self.embedder.key)
+        pending = self.state.store.texts_without_vectors(
+            self.embedder.key, self.state.session_id, after_id=self.cache.checked_id)
         if pending:
             self.cache.job = VectorJob(self.embedder, pending)
 
@@ -172,25 +175,41 @@ class StoredRecall:
         """Store what the background job computed, then embed whatever is still missing."""
         assert self.embedder is not None
         store, key = self.state.store, self.embedder.key
+        self._switch_model(key)
         job, self.cache.job = self.cache.job, None
         if job is not None:
             store.save_vectors(key, self.embedder.dimensions, job.result())
-        pending = store.texts_without_vectors(key, self.state.session_id)
+        pending = store.texts_without_vectors(key, self.state.session_id,
+                                              after_id=self.cache.checked_id)
         if pending:
             store.save_vectors(key, self.embedder.dimensions,
                                embed_pending(self.embedder, pending))
+        # Only messages committed from now on need checking (they get higher ids).
+        self.cache.checked_id = max(self.cache.checked_id, self.cache.last_id,
+                                    pending[-1].message_id if pending else 0)
+
+    def _switch_model(self, key: str) -> None:
+        """Another model's vectors are another index: start over, never mix them."""
+        import numpy as np
+
+        assert self.embedder is not None
+        if self.cache.model != key:
+            self.cache.model, self.cache.vector_last_id, self.cache.checked_id = key, 0, 0
+            self.cache.vectors = np.zeros((0, self.embedder.dimensions), np.float32)
+            self.cache.context = self.cache.vectors
 
     def vectors(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Message and context vectors of the first `count` timeline messages."""
         import numpy as np
 
         assert self.embedder is not None
+        timeline = self.timeline()
         self.finish_embedding()
         cache, key = self.cache, self.embedder.key
-        timeline = self.timeline()
-        if cache.model != key:
-            cache.model, cache.vector_last_id = key, 0
-            cache.vectors = cache.context = np.zeros((0, self.embedder.dimensions), np.float32)
+        if cache.vectors.shape[1] != self.embedder.dimensions:
+            # An endpoint's dimensions are known after its first answer.
+            cache.vectors = np.zeros((0, self.embedder.dimensions), np.float32)
+            cache.context, cache.vector_last_id = cache.vectors, 0
         rows = self.state.store.vector_rows(self.state.session_id, key,
                                             after_id=cache.vector_last_id)
         size = len(timeline.keys)

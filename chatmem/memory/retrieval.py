@@ -141,8 +141,8 @@ class RetrievalStrategy(BaseStrategy):
         query = request.input.content
         weights = self.weights(embedder)
         bm25 = source.bm25(query, first_recent) if weights.mode != "dense" else {}
-        words = words_scores(timeline, count, bm25, smooth=weights.smooth,
-                             sitting=weights.sitting) if weights.mode != "dense" else {}
+        words = words_scores(timeline, count, bm25 if weights.mode != "dense" else {},
+                             smooth=weights.smooth, sitting=weights.sitting)
         dense = vectors = None
         if embedder is not None:
             try:
@@ -164,7 +164,7 @@ class RetrievalStrategy(BaseStrategy):
         by_index = {timeline.index[k]: k for k in keys}
         ranked = [
             Ranked(by_index[i], timeline.turns[i], timeline.roles[i],
-                   bm25.get(by_index[i], 0.0), words.get(i, 0.0),
+                   bm25.get(by_index[i], 0.0), float(words[i]),
                    None if dense is None else float(dense[i]), float(fused[i]),
                    messages[by_index[i]].tokens)
             for i in best

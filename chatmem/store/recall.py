@@ -49,8 +49,10 @@ class RecallTables(Connection):
         """The session's messages with an id above `after_id`, in conversation order."""
         return [
             RecallRow(*row) for row in self.db.execute(
+                # `+session_id`: walk the ids after `after_id` (the primary key),
+                # not the whole session through its (session, turn) index.
                 "SELECT id, position, turn, role, created_at FROM messages"
-                " WHERE session_id = ? AND id > ? ORDER BY position",
+                " WHERE +session_id = ? AND id > ? ORDER BY position",
                 [session_id, after_id],
             )
         ]
@@ -65,6 +67,22 @@ class RecallTables(Connection):
                 found[row["id"]] = MessageRecord(**row)
         return found
 
+    def match_scores(self, session_id: int, query: str, *, before_turn: int,
+                     limit: int) -> dict[int, float]:
+        """Message id → BM25 (higher is better) of the session's best `limit` matches of
+        `query` before `before_turn`: ids and scores only, as recall ranks them itself."""
+        expression = fts.match_query(query)
+        if expression is None:
+            return {}
+        rows = self.db.execute(
+            "SELECT m.id, bm25(messages_fts) AS score FROM messages_fts"
+            " JOIN messages m ON m.id = messages_fts.rowid"
+            " WHERE messages_fts MATCH ? AND m.session_id = ? AND m.turn < ?"
+            " ORDER BY score LIMIT ?",
+            [expression, session_id, before_turn, limit],
+        )
+        return {message_id: -score for message_id, score in rows}
+
     def vector_rows(self, session_id: int, model: str, *, after_id: int = 0) -> list[VectorRow]:
         return [
             VectorRow(*row) for row in self.db.execute(
@@ -77,18 +95,20 @@ class RecallTables(Connection):
         ]
 
     def texts_without_vectors(
-        self, model: str, session_id: int | None = None, *, limit: int | None = None
+        self, model: str, session_id: int | None = None, *, limit: int | None = None,
+        after_id: int = 0,
     ) -> list[PendingText]:
-        """Messages (of one session, or all) with no vector for `model` yet, oldest first."""
+        """Messages (of one session, or all) with no vector for `model` yet, oldest first;
+        `after_id` skips those already checked."""
         sql = (
             "SELECT m.id, m.content, (SELECT p.content FROM messages p"
             "  WHERE p.session_id = m.session_id AND p.position = m.position - 1)"
             " FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-            "  WHERE v.model = ? AND v.message_id = m.id)"
+            "  WHERE v.model = ? AND v.message_id = m.id) AND m.id > ?"
         )
-        params: list[object] = [model]
+        params: list[object] = [model, after_id]
         if session_id is not None:
-            sql += " AND m.session_id = ?"
+            sql += " AND +m.session_id = ?" if after_id else " AND m.session_id = ?"
             params.append(session_id)
         sql += " ORDER BY m.id"
         if limit is not None:

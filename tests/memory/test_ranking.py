@@ -21,20 +21,25 @@ def timeline(sittings: list[int]) -> Timeline:
 def test_a_neighbour_of_a_match_gains_smooth_times_the_match() -> None:
     line = timeline([1, 2, 3, 4, 5])  # every message its own sitting: no prior
     scores = words_scores(line, 5, {102: 4.0}, smooth=0.5, sitting=0.3)
-    assert scores == {1: pytest.approx(0.5), 2: pytest.approx(1.0), 3: pytest.approx(0.5)}
+    assert scores.tolist() == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0])
 
 
 def test_a_message_gains_sitting_times_the_best_other_score_in_its_sitting() -> None:
     line = timeline([1, 1, 1, 1, 2, 2])
     scores = words_scores(line, 6, {100: 2.0}, smooth=0.0, sitting=0.3)
-    assert scores[0] == pytest.approx(1.0)
-    assert scores[1] == scores[2] == scores[3] == pytest.approx(0.3)
-    assert 4 not in scores and 5 not in scores
+    assert scores.tolist() == pytest.approx([1.0, 0.3, 0.3, 0.3, 0.0, 0.0])
+
+
+def test_the_best_message_of_a_sitting_gains_from_the_runner_up_only() -> None:
+    line = timeline([1, 1, 1])
+    scores = words_scores(line, 3, {100: 2.0, 102: 1.0}, smooth=0.0, sitting=0.5)
+    # 100: 1.0 + 0.5 × 0.5; 101: 0 + 0.5 × 1.0; 102: 0.5 + 0.5 × 1.0; scaled by the top.
+    assert scores.tolist() == pytest.approx([1.0, 0.4, 0.8])
 
 
 def test_candidates_past_the_count_are_never_scored() -> None:
     line = timeline([1, 1, 1, 1])
-    assert words_scores(line, 2, {103: 5.0}, smooth=0.5, sitting=0.3) == {}
+    assert not words_scores(line, 2, {103: 5.0}, smooth=0.5, sitting=0.3).any()
 
 
 def test_sittings_break_at_gaps_and_at_unreadable_times() -> None:
@@ -46,7 +51,7 @@ def test_sittings_break_at_gaps_and_at_unreadable_times() -> None:
 
 def test_fusion_weights_words_and_meaning() -> None:
     dense = np.array([0.0, 1.0, 0.5], dtype=np.float32)
-    words = {0: 1.0}
+    words = np.array([1.0, 0.0, 0.0], dtype=np.float32)
     assert fuse(3, words, dense, Weights("hybrid", 0.5)).tolist() == [0.5, 0.5, 0.25]
     assert fuse(3, words, dense, Weights("bm25")).tolist() == [1.0, 0.0, 0.0]
     assert fuse(3, words, dense, Weights("dense")).tolist() == [0.0, 1.0, 0.5]
