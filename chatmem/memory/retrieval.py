@@ -16,6 +16,7 @@ ranking, and say so once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
@@ -24,7 +25,6 @@ from chatmem.memory.base import (
     Context,
     ContextRequest,
     MemoryEnv,
-    Message,
     Param,
     Part,
     assemble,
@@ -159,21 +159,22 @@ class RetrievalStrategy(BaseStrategy):
                                      smooth=weights.smooth, sitting=weights.sitting)
         fused = fuse(count, words, dense, weights)
         best = pool(fused)
-        keys = [timeline.keys[i] for i in best]
-        messages = source.messages(keys)
-        by_index = {timeline.index[k]: k for k in keys}
-        ranked = [
-            Ranked(by_index[i], timeline.turns[i], timeline.roles[i],
-                   bm25.get(by_index[i], 0.0), float(words[i]),
-                   None if dense is None else float(dense[i]), float(fused[i]),
-                   messages[by_index[i]].tokens)
-            for i in best
-        ]
+        messages = source.messages([timeline.keys[i] for i in best])
+
+        def ranked_at(i: int) -> Ranked:
+            key = timeline.keys[i]
+            if key not in messages:
+                messages.update(source.messages([key]))
+            return Ranked(key, timeline.turns[i], timeline.roles[i], bm25.get(key, 0.0),
+                          float(words[i]), None if dense is None else float(dense[i]),
+                          float(fused[i]), messages[key].tokens)
+
+        ranked = [ranked_at(i) for i in best]
         pack(ranked, room, mmr=weights.mmr,
              vectors=None if vectors is None else vectors[best],
              limit=self.params["top_k"])
         kept = sorted((r for r in ranked if r.kept), key=lambda r: timeline.index[r.key])
-        kept = self._open_with_user(kept, ranked, source, timeline, messages, room)
+        kept = self._open_with_user(kept, ranked, timeline, ranked_at, room)
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
         method = describe(weights, fallback=fallback)
         if not kept:
@@ -182,10 +183,10 @@ class RetrievalStrategy(BaseStrategy):
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
         sent = tuple(messages[r.key] for r in kept)
+        turns = f"{len(best_by_turn)} turn{'s' if len(best_by_turn) > 1 else ''}"
         reason = (f"retrieval {method} max_tokens={self.params['max_tokens']}: "
-                  f"{len(kept)} of {count} earlier messages, from "
-                  f"{len(best_by_turn)} turns, fused {min(r.fused for r in kept):.2f}–"
-                  f"{max(r.fused for r in kept):.2f}")
+                  f"{len(kept)} of {count} earlier messages, from {turns}, fused "
+                  f"{min(r.fused for r in kept):.2f}–{max(r.fused for r in kept):.2f}")
         left = len(ranked) - len(kept)
         if left:
             reason += f"; {left} more ranked, left out (see inspect)"
@@ -193,9 +194,8 @@ class RetrievalStrategy(BaseStrategy):
         return part, as_json(shown)
 
     @staticmethod
-    def _open_with_user(kept: list[Ranked], ranked: list[Ranked], source: Source,
-                        timeline: Timeline, messages: dict[int, Message],
-                        room: int) -> list[Ranked]:
+    def _open_with_user(kept: list[Ranked], ranked: list[Ranked], timeline: Timeline,
+                        ranked_at: Callable[[int], Ranked], room: int) -> list[Ranked]:
         """A context never opens on an assistant message: a recalled reply that would
         comes with the question of its turn if that fits, else it is left out."""
         used = sum(r.tokens for r in kept)
@@ -203,14 +203,12 @@ class RetrievalStrategy(BaseStrategy):
             first = kept[0]
             at = timeline.index[first.key]
             if at and timeline.turns[at - 1] == first.turn and timeline.roles[at - 1] == "user":
-                key = timeline.keys[at - 1]
-                question = source.messages([key])[key]
-                if used + question.tokens <= room:
-                    messages[key] = question
-                    opener = Ranked(key, first.turn, "user", 0.0, 0.0, None, 0.0,
-                                    question.tokens, True, "kept: asks what a recalled reply"
-                                    " answers")
+                opener = next((r for r in ranked if r.key == timeline.keys[at - 1]), None)
+                if opener is None:
+                    opener = ranked_at(at - 1)
                     ranked.append(opener)
+                if used + opener.tokens <= room:
+                    opener.kept, opener.why = True, "kept: asks what a recalled reply answers"
                     return [opener, *kept]
             first.kept, first.why = False, "left out: a reply cannot open the context"
             used -= first.tokens

@@ -192,3 +192,38 @@ def test_replayed_transcripts_keep_their_times(make_engine, store) -> None:
                                             "2026-01-05T08:01:00+00:00"))
     assert [m.created_at for m in store.messages(engine.session.id)] == [
         "2026-01-05T08:00:00+00:00", "2026-01-05T08:01:00+00:00"]
+
+
+def replies_only_history(counter) -> ListHistory:
+    lines = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
+             *[(role, f"{role} small talk number {n}") for n in range(6)
+               for role in ("user", "assistant")]]
+    return ListHistory.from_messages(
+        Message(role, text, counter.count_message(role, text), i, None)
+        for i, (role, text) in enumerate(lines, 1))
+
+
+@pytest.mark.parametrize("opened", [True, False])
+def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
+    make_engine, opened: bool
+) -> None:
+    counter = make_engine("retrieval").counter
+    history = replies_only_history(counter)
+    question = Message.counted("user", "zebra password?", counter)
+    request = ContextRequest(history=history, input=question, counter=counter)
+    greeting, reply = history.turns(1, 1)[0].messages
+    # Room for the reply alone, or for the reply and the question before it.
+    budget = counter.priming + question.tokens + reply.tokens + (greeting.tokens if opened else 0)
+    context = create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
+                                            "recent": "0", "smooth": "0",
+                                            "sitting": "0"}).build(request)
+    sent = [m for p in context.parts if p.kind != "system" for m in p.messages]
+    assert sent[0].role == "user"
+    texts = recalled(context)
+    if opened:
+        assert texts[:2] == ["hello there", "the zebra password is kiwi"]
+        assert context.recall[0]["why"] == "kept: asks what a recalled reply answers"
+    else:
+        assert "the zebra password is kiwi" not in texts
+        assert any(r["why"] == "left out: a reply cannot open the context"
+                   for r in context.recall)
