@@ -56,12 +56,20 @@ def query_terms(text: str) -> list[str]:
 
 
 def match_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: any of the input's terms, each quoted.
+    """An FTS5 MATCH expression: any of the input's terms, each quoted."""
+    return match_terms(query_terms(text))
+
+
+def match_terms(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression for any of `terms`, or None when there are none.
 
     Quoting every term makes FTS5 syntax in user text (", *, NEAR, -, :)
     plain words, so a query can never be a syntax error.
     """
-    terms = query_terms(text)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join(quote_term(t) for t in terms)
+
+
+def quote_term(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'

@@ -104,3 +104,27 @@ def test_every_bigram_of_an_indexed_cjk_run_finds_it(indexed, run: str, data) ->
     store.import_messages(session_id, [{"role": "user", "content": f"x{run}。"}])
     start = data.draw(st.integers(0, len(run) - 2))
     assert f"x{run}。" in found(store, session_id, run[start : start + 2], limit=10_000)
+
+
+def test_a_term_in_very_many_messages_is_left_out_so_search_cost_stays_bounded(
+    store: Store,
+) -> None:
+    from chatmem.store.sessions import COMMON_CAP, COMMON_FLOOR
+
+    session = store.create_session("long", "retrieval")
+    filler = [{"role": "user", "content": f"delivery update number {n}"}
+              for n in range(COMMON_CAP + 1)]
+    store.import_messages(session.id, [*filler, {"role": "user", "content": "delivery to 杭州"}])
+    assert store.common_limit() == COMMON_FLOOR  # a tenth of 1,002 is below the floor
+    # "delivery" is in every message: searching it would score all of them.
+    assert store.distinctive_terms(["delivery", "杭州", "unseen"]) == ["杭州"]
+    found = [m.content for m, _ in store.search_messages(session.id, "delivery 杭州")]
+    assert found == ["delivery to 杭州"]
+    assert list(store.search_messages(session.id, "delivery")) == []
+
+
+def test_a_short_history_searches_every_term_it_holds(indexed) -> None:
+    store, session_id = indexed
+    assert store.common_limit() >= 200
+    assert sorted(found(store, session_id, "杭州 花生")) == ["我们五月去杭州旅行，想看西湖。",
+                                                             "我对花生过敏。"]

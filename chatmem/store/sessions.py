@@ -19,6 +19,11 @@ from chatmem.store.records import (
     json_text,
 )
 
+COMMON_FLOOR = 200
+"""Below this many messages containing it, a term is always searched."""
+COMMON_CAP = 1000
+"""Above this many messages containing it, a term is never searched: it bounds a search's cost."""
+
 
 class SessionTables(Connection):
     # -- sessions ---------------------------------------------------------
@@ -392,8 +397,13 @@ class SessionTables(Connection):
     def search_messages(
         self, session_id: int, query: str, *, before_turn: int | None = None, limit: int = 20
     ) -> Iterator[tuple[MessageRecord, float]]:
-        """Messages matching any term of `query`, best BM25 score first."""
-        expression = fts.match_query(query)
+        """Messages matching any distinctive term of `query`, best BM25 score first.
+
+        The cost is bounded by the terms kept, not by the history: a term found
+        in very many messages is left out (see `distinctive_terms`), and the
+        ranking, sort and limit all happen inside SQLite.
+        """
+        expression = fts.match_terms(self.distinctive_terms(fts.query_terms(query)))
         if expression is None:
             return iter(())
         sql = (
@@ -413,3 +423,29 @@ class SessionTables(Connection):
             (MessageRecord(**{k: v for k, v in r.items() if k != "score"}), -r["score"])
             for r in rows
         )
+
+    def distinctive_terms(self, terms: Iterable[str]) -> list[str]:
+        """The terms found in at least one message and in at most `common_limit()` of them.
+
+        An IDF cut: a term in a large share of the messages barely changes a
+        BM25 ranking, yet FTS5 reads its whole posting list to score it (bm25()
+        counts the documents of every phrase). Leaving it out bounds a search
+        by the rarer terms' postings. Each count stops at the limit, so this
+        check costs at most the limit per term however long the history.
+        """
+        limit = self.common_limit()
+        kept = []
+        for term in terms:
+            found = self._value(
+                "SELECT count(*) FROM (SELECT rowid FROM messages_fts"
+                " WHERE messages_fts MATCH ? LIMIT ?)", [fts.quote_term(term), limit + 1],
+            )
+            if 0 < found <= limit:
+                kept.append(term)
+        return kept
+
+    def common_limit(self) -> int:
+        """Messages a term may appear in and still be searched: a tenth of them, within
+        COMMON_FLOOR..COMMON_CAP (small histories keep every term; large ones bound the work)."""
+        total = int(self._value("SELECT coalesce(max(id), 0) FROM messages"))
+        return min(COMMON_CAP, max(COMMON_FLOOR, total // 10))

@@ -1,0 +1,344 @@
+"""chatmem's benchmarks: what a turn costs at any history length, next to LangChain classic.
+
+One command, one run, every figure side by side (the machine is shared, so
+compare ratios within a run, not absolute times across runs):
+
+  turn cost   per-turn overhead of every strategy (build + commit + memory
+              update; the scripted model's own time excluded), median and p95,
+              on a history file holding N stored turns; the first catch-up of
+              the imported history; model calls per turn; bytes stored per turn
+  peers       LangChain classic memory over SQLChatMessageHistory (window,
+              token buffer, summary buffer with a deterministic fake LLM) and
+              VectorStoreRetrieverMemory, per turn: load_memory_variables +
+              save_context, with the ratio to the chatmem strategy it compares to
+  replay      turns per second of `replay --keep-replies` on sessions/long-chat.jsonl
+  start-up    `chatmem --help` next to `python -c "import typer, rich"`
+  tokens      chatmem's token counting next to raw tiktoken on the same text
+
+Run from the repository root:
+
+    pip install -e . && pip install -r benchmarks/requirements.txt
+    python benchmarks/run.py --quick     # 100 and 1,000 turns; under 5 minutes
+    python benchmarks/run.py             # 100, 1,000, 10,000 and 50,000 turns (README)
+
+It prints the tables and writes everything to --json (benchmarks/results/latest.json).
+Each measurement runs in its own process under a time limit, so a memory that
+does not finish is reported as such instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PEERS = {
+    # LangChain class → the chatmem strategy it is compared with
+    "ConversationBufferWindowMemory": "window",
+    "ConversationTokenBufferMemory": "tokens",
+    "ConversationSummaryBufferMemory": "summary-buffer",
+    "VectorStoreRetrieverMemory": "retrieval",
+}
+REPLAY_TRANSCRIPT = ROOT / "sessions" / "long-chat.jsonl"
+
+
+def strategies(quick: bool) -> list[str]:
+    """Every registered strategy and every two-part combination (quick: the example ones)."""
+    from chatmem.memory import EXAMPLE_COMBINATIONS, strategy_names
+
+    singles = strategy_names()
+    if quick:
+        return [*singles, *EXAMPLE_COMBINATIONS]
+    return [*singles, *("+".join(pair) for pair in itertools.combinations(singles, 2))]
+
+
+def run_cell(kind: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one measurement in a child process; a timeout is a result, not an error."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker",
+               json.dumps({"kind": kind, **spec})]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired as e:
+        output = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
+        phases = [line[6:] for line in output.splitlines() if line.startswith("phase ")]
+        where = phases[-1] if phases else "start-up"
+        return {"error": f"did not finish in {timeout:.0f} s ({where})", "timeout": True}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"failed: {last}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    result["wall_s"] = time.perf_counter() - started
+    return result
+
+
+def worker(spec_text: str) -> None:
+    sys.path.insert(0, str(HERE))
+    import workloads
+
+    spec = json.loads(spec_text)
+    kind = spec.pop("kind")
+    if kind == "base":
+        builder = (workloads.build_chatmem_base if spec["memory"] == "chatmem"
+                   else workloads.build_langchain_base)
+        result = builder(Path(spec["db"]), spec["turns"])
+    else:
+        result = workloads.CELLS[kind](spec)
+    print(json.dumps(result), flush=True)
+
+
+def note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def turn_costs(args: argparse.Namespace, folder: Path, peers: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    names = args.strategies or strategies(args.quick)
+    for turns in args.turns:
+        base = folder / f"chatmem-{turns}.db"
+        built = run_cell("base", {"memory": "chatmem", "db": str(base), "turns": turns},
+                         args.timeout)
+        note(f"{turns:,} turns: chatmem history file built in {built.get('seconds', 0):.1f} s")
+        for name in names:
+            spec = {"base": str(base), "db": str(folder / "cell.db"), "strategy": name,
+                    "turns": turns, "repeat": args.repeat, "seconds": args.seconds}
+            result = run_cell("chatmem", spec, args.timeout)
+            rows.append({"memory": "chatmem", "strategy": name, "turns": turns, **result})
+            note(f"  {name:<28} {_brief(result)}")
+            (folder / "cell.db").unlink(missing_ok=True)
+        base.unlink(missing_ok=True)
+        if peers:
+            rows += peer_costs(args, folder, turns)
+    return rows
+
+
+def peer_costs(args: argparse.Namespace, folder: Path, turns: int) -> list[dict[str, Any]]:
+    base = folder / f"langchain-{turns}.db"
+    built = run_cell("base", {"memory": "langchain", "db": str(base), "turns": turns},
+                     args.timeout)
+    if "error" in built:
+        note(f"{turns:,} turns: LangChain history file: {built['error']}")
+        return []
+    note(f"{turns:,} turns: LangChain history file built in {built['seconds']:.1f} s")
+    rows = []
+    for memory in PEERS:
+        spec = {"memory": memory, "base": str(base), "db": str(folder / "peer.db"),
+                "turns": turns, "repeat": args.peer_repeat, "seconds": args.seconds}
+        result = run_cell("langchain", spec, args.timeout)
+        rows.append({"memory": "langchain", "strategy": memory, "turns": turns, **result})
+        note(f"  LangChain {memory:<34} {_brief(result)}")
+        (folder / "peer.db").unlink(missing_ok=True)
+    base.unlink(missing_ok=True)
+    return rows
+
+
+def _brief(result: dict[str, Any]) -> str:
+    if "error" in result:
+        return result["error"]
+    return f"{result['turn']['median_ms']:.2f} ms/turn"
+
+
+def replays(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from chatmem.memory import EXAMPLE_COMBINATIONS, strategy_names
+
+    rows = []
+    for name in [*strategy_names(), *EXAMPLE_COMBINATIONS]:
+        result = run_cell("replay", {"transcript": str(REPLAY_TRANSCRIPT), "strategy": name},
+                          args.timeout)
+        rows.append({"strategy": name, **result})
+        note(f"  replay {name:<28} " + (result.get("error") or
+                                         f"{result['turns_per_s']:.0f} turns/s"))
+    return rows
+
+
+def startup(repeat: int) -> dict[str, Any]:
+    script = Path(sys.executable).parent / "chatmem"
+    ours = [str(script), "--help"] if script.exists() else [sys.executable, "-m", "chatmem",
+                                                            "--help"]
+    commands = {"chatmem --help": ours,
+                'python -c "import typer, rich"': [sys.executable, "-c", "import typer, rich"]}
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(repeat):  # interleaved, so both see the same load
+        for label, command in commands.items():
+            started = time.perf_counter()
+            subprocess.run(command, capture_output=True, check=True)
+            times[label].append((time.perf_counter() - started) * 1000)
+    medians = {label: statistics.median(t) for label, t in times.items()}
+    first, second = medians.values()
+    return {"median_ms": medians, "ratio": first / second}
+
+
+# -- tables -----------------------------------------------------------------------------------
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def _cell(row: dict[str, Any] | None, key: str = "median_ms") -> str:
+    if row is None:
+        return "–"
+    if "error" in row:
+        return "timeout" if row.get("timeout") else "failed"
+    return _ms(row["turn"][key])
+
+
+def print_tables(data: dict[str, Any]) -> None:
+    rows, sizes = data["turn_cost"], data["turns"]
+    ours = [r for r in rows if r["memory"] == "chatmem"]
+    names = list(dict.fromkeys(r["strategy"] for r in ours))
+    by = {(r["memory"], r["strategy"], r["turns"]): r for r in rows}
+    print("\nPer-turn overhead, ms (build + commit + memory update, model excluded): median / p95")
+    header = f"{'strategy':<30}" + "".join(f"{f'{n:,} turns':>20}" for n in sizes) + \
+        f"{'last/first':>12}"
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        cells = [by.get(("chatmem", name, n)) for n in sizes]
+        line = f"{name:<30}" + "".join(f"{_cell(c) + ' / ' + _cell(c, 'p95_ms'):>20}"
+                                       for c in cells)
+        first, last = cells[0], cells[-1]
+        if first and last and "error" not in first and "error" not in last:
+            line += f"{last['turn']['median_ms'] / first['turn']['median_ms']:>11.2f}×"
+        print(line)
+
+    print("\nAt each size: build ms (context alone), first catch-up s, model calls and bytes"
+          " stored per turn")
+    header = f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>9}"
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        for n in sizes:
+            r = by.get(("chatmem", name, n))
+            if r is None or "error" in r:
+                why = r["error"] if r else "not run"
+                print(f"{name:<30}{n:>8,}  {why}")
+                continue
+            calls = sum(v for k, v in r["model_calls_per_turn"].items() if k != "chat")
+            print(f"{name:<30}{n:>8,}{_ms(r['build']['median_ms']):>9}{r['catch_up_s']:>10.2f}"
+                  f"{calls:>7.2f}{r['bytes_per_turn']:>9,.0f}")
+
+    peers = [r for r in rows if r["memory"] == "langchain"]
+    if peers:
+        print("\nLangChain classic, same run: ms per turn (load_memory_variables + save_context)")
+        header = (f"{'turns':>7}  {'LangChain':<34}{'median':>10}{'chatmem':>24}{'median':>9}"
+                  f"{'LangChain / chatmem':>21}")
+        print(header)
+        print("-" * len(header))
+        for r in peers:
+            mine = by.get(("chatmem", PEERS[r["strategy"]], r["turns"]))
+            ratio = ""
+            if mine and "error" not in mine and "error" not in r:
+                ratio = f"{r['turn']['median_ms'] / mine['turn']['median_ms']:,.0f}×"
+            elif "error" in r:
+                ratio = r["error"]
+            print(f"{r['turns']:>7,}  {r['strategy']:<34}{_cell(r):>10}"
+                  f"{PEERS[r['strategy']]:>24}{_cell(mine):>9}{ratio:>21}")
+
+    if data.get("replay"):
+        print(f"\nReplay --keep-replies of {REPLAY_TRANSCRIPT.name}:")
+        for r in data["replay"]:
+            shown = r.get("error") or (f"{r['turns_per_s']:>8,.0f} turns/s  "
+                                       f"({r['turns']} turns in {r['seconds']:.2f} s)")
+            print(f"  {r['strategy']:<28} {shown}")
+    if data.get("startup"):
+        s = data["startup"]
+        print("\nStart-up, median ms: " + ", ".join(f"{k} {v:.0f}" for k, v in
+                                                    s["median_ms"].items())
+              + f" ({s['ratio']:.2f}×)")
+    if data.get("tokens") and "error" not in data["tokens"]:
+        t = data["tokens"]
+        print(f"\nToken counting, {t['messages']:,} messages, {t['tokens']:,} tokens:"
+              f" chatmem {t['chatmem_tokens_per_s'] / 1e6:.2f} M tokens/s,"
+              f" tiktoken encode_ordinary_batch {t['tiktoken_batch_tokens_per_s'] / 1e6:.2f} M/s"
+              f" ({t['chatmem_tokens_per_s'] / t['tiktoken_batch_tokens_per_s']:.2f}×),"
+              f" encode_ordinary one by one {t['tiktoken_single_tokens_per_s'] / 1e6:.2f} M/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="chatmem's benchmarks: per-turn cost at any history length, next to "
+                    "LangChain classic memory.")
+    parser.add_argument("--quick", action="store_true",
+                        help="100 and 1,000 turns, fewer samples, example combinations only")
+    parser.add_argument("--turns", type=int, nargs="+", help="stored turns to measure at")
+    parser.add_argument("--strategies", nargs="+", metavar="S", help="chatmem strategies")
+    parser.add_argument("--repeat", type=int, help="turns measured per cell (median, p95)")
+    parser.add_argument("--peer-repeat", type=int, help="turns measured per LangChain cell")
+    parser.add_argument("--seconds", type=float, help="time to spend measuring one cell")
+    parser.add_argument("--timeout", type=float, help="seconds before a cell is stopped")
+    parser.add_argument("--no-peers", action="store_true", help="skip LangChain")
+    parser.add_argument("--only", choices=("turns", "replay", "startup", "tokens"), nargs="+",
+                        help="run only these sections")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json",
+                        help="where to write the results (default: %(default)s)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker)
+        return
+    quick = args.quick
+    args.turns = args.turns or ([100, 1000] if quick else [100, 1000, 10_000, 50_000])
+    args.repeat = args.repeat or (9 if quick else 25)
+    args.peer_repeat = args.peer_repeat or (3 if quick else 9)
+    args.seconds = args.seconds or (3.0 if quick else 20.0)
+    args.timeout = args.timeout or (90.0 if quick else 1200.0)
+    sections = set(args.only or ("turns", "replay", "startup", "tokens"))
+    peers = not args.no_peers
+    if peers:
+        try:
+            import langchain_classic  # noqa: F401
+            import langchain_community  # noqa: F401
+        except ImportError:
+            peers = False
+            note("LangChain is not installed (pip install -r benchmarks/requirements.txt):"
+                 " peers skipped")
+    started = time.perf_counter()
+    data: dict[str, Any] = {
+        "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "cpus": os.cpu_count(), "load": os.getloadavg()},
+        "turns": args.turns,
+        "turn_cost": [], "replay": [], "startup": None, "tokens": None,
+    }
+    with tempfile.TemporaryDirectory(prefix="chatmem-bench-") as tmp:
+        if "turns" in sections:
+            data["turn_cost"] = turn_costs(args, Path(tmp), peers)
+    if "replay" in sections:
+        data["replay"] = replays(args)
+    if "startup" in sections:
+        data["startup"] = startup(9 if quick else 21)
+    if "tokens" in sections:
+        data["tokens"] = run_cell("tokens", {"messages": 20_000, "repeat": 3 if quick else 7},
+                                  args.timeout)
+    data["seconds"] = time.perf_counter() - started
+    print_tables(data)
+    print(f"\n{data['command']}: {data['seconds']:.0f} s; load average at start "
+          f"{data['machine']['load'][0]:.1f} on {data['machine']['cpus']} cores")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    print(f"results: {args.json}")
+
+
+if __name__ == "__main__":
+    if shutil.which("chatmem") is None and not (Path(sys.executable).parent / "chatmem").exists():
+        note("chatmem is not installed in this environment: pip install -e .")
+    main()

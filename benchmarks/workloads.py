@@ -1,0 +1,341 @@
+"""What benchmarks/run.py measures, one cell at a time, each in its own process.
+
+A cell is one memory (a chatmem strategy or a LangChain classic class) over
+a history file holding N stored turns of mixed English/Chinese text. It
+returns plain data (JSON): per-turn times, model calls, bytes stored. run.py
+starts every cell as `python run.py --worker SPEC` so that a cell that does
+not finish in time can be stopped without losing the rest of the run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+USER = [
+    "My order number is ORD-{n} and I want to change the delivery address to 12 Oak Street.",
+    "我们五月去杭州旅行，预算五千元，请帮我安排第{n}天的行程。",
+    "Can you summarize what we decided about item {n}? Keep the dates and amounts exact.",
+]
+ASSISTANT = [
+    "Noted: order ORD-{n}. I will update the delivery address to 12 Oak Street and confirm "
+    "by email once the warehouse accepts the change.",
+    "好的，第{n}天：上午游西湖，中午在楼外楼吃饭，下午去灵隐寺，晚上看《印象西湖》，预算约八百元。",
+    "For item {n} we agreed on delivery on March 15, a budget of 5,000 yuan and a refund "
+    "if it arrives late.",
+]
+SYSTEM = "You are a helpful assistant."
+
+
+def conversation(turns: int, start: int = 1) -> Iterator[dict[str, str]]:
+    for n in range(start, start + turns):
+        yield {"role": "user", "content": USER[n % 3].format(n=n)}
+        yield {"role": "assistant", "content": ASSISTANT[n % 3].format(n=n)}
+
+
+def question(i: int) -> str:
+    """A new user input per measured turn, in the same mix as the stored history."""
+    return USER[i % 3].format(n=900_000 + i)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(samples: list[float]) -> dict[str, Any]:
+    return {"median_ms": statistics.median(samples), "p95_ms": percentile(samples, 0.95),
+            "samples": len(samples)}
+
+
+def measured(action: Callable[[int], float], repeat: int, seconds: float) -> list[float]:
+    """Up to `repeat` samples within `seconds` (at least one). The first run warms up
+    caches and is dropped, unless it alone takes over a second: then the work itself,
+    not a cold cache, is what it measured, and waiting for another would waste minutes."""
+    first = action(0)
+    samples = [] if first < 1000 else [first]
+    started = time.perf_counter()
+    i = 1
+    while len(samples) < repeat and (not samples or time.perf_counter() - started < seconds):
+        samples.append(action(i))
+        i += 1
+    return samples
+
+
+def phase(name: str) -> None:
+    """Tell run.py how far a cell got, so a timeout says where it stopped."""
+    print(f"phase {name}", flush=True)
+
+
+# -- stored histories -----------------------------------------------------------------
+
+
+def build_chatmem_base(path: Path, turns: int) -> dict[str, Any]:
+    """A history file with one session of `turns` imported turns (the stored conversation)."""
+    from chatmem.store import Store
+
+    started = time.perf_counter()
+    with Store(path) as store:
+        session = store.create_session("bench", "window", {}, provider="scripted",
+                                       model="scripted", system=SYSTEM)
+        batch: list[dict[str, str]] = []
+        for message in conversation(turns):
+            batch.append(message)
+            if len(batch) == 20_000:
+                store.import_messages(session.id, batch)
+                batch = []
+        if batch:
+            store.import_messages(session.id, batch)
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return {"seconds": time.perf_counter() - started, "bytes": path.stat().st_size}
+
+
+def build_langchain_base(path: Path, turns: int) -> dict[str, Any]:
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    started = time.perf_counter()
+    history = SQLChatMessageHistory(session_id="bench", connection=f"sqlite:///{path}")
+    batch = []
+    for m in conversation(turns):
+        batch.append(HumanMessage(m["content"]) if m["role"] == "user"
+                     else AIMessage(m["content"]))
+        if len(batch) == 20_000:
+            history.add_messages(batch)
+            batch = []
+    if batch:
+        history.add_messages(batch)
+    return {"seconds": time.perf_counter() - started, "bytes": path.stat().st_size}
+
+
+def stored_bytes(store: Any) -> int:
+    """Bytes the file's live pages take (free pages excluded), after a WAL checkpoint."""
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    free = store.db.execute("PRAGMA freelist_count").fetchone()[0]
+    size = store.db.execute("PRAGMA page_size").fetchone()[0]
+    return int((pages - free) * size)
+
+
+# -- chatmem --------------------------------------------------------------------------
+
+
+class TimedProvider:
+    """The scripted provider, with the time spent inside it (the "model") kept apart."""
+
+    def __init__(self) -> None:
+        from chatmem.providers.scripted import ScriptedProvider
+
+        self.inner = ScriptedProvider()
+        self.name, self.model = self.inner.name, self.inner.model
+        self.seconds = 0.0
+        self.calls: dict[str, int] = {}
+
+    def _timed(self, purpose: str, work: Callable[[], Any]) -> Any:
+        self.calls[purpose] = self.calls.get(purpose, 0) + 1
+        started = time.perf_counter()
+        try:
+            return work()
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def stream(self, messages: Any) -> Any:
+        def whole_reply() -> tuple[Any, list[str]]:
+            reply = self.inner.stream(messages)
+            return reply, list(reply)
+
+        return Streamed(*self._timed("chat", whole_reply))
+
+    def complete(self, messages: Any, *, purpose: str = "chat") -> str:
+        return str(self._timed(purpose, lambda: self.inner.complete(messages, purpose=purpose)))
+
+    def token_counter(self) -> Any:
+        return self.inner.token_counter()
+
+    def close(self) -> None:
+        pass
+
+
+class Streamed:
+    """A reply already read from the provider, streamed again to the engine."""
+
+    def __init__(self, reply: Any, chunks: list[str]) -> None:
+        self.usage, self.rendered_prompt, self._chunks = reply.usage, reply.rendered_prompt, chunks
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._chunks)
+
+    def close(self) -> None:
+        pass
+
+
+def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    """Per-turn overhead of one strategy: build + commit + memory update, model excluded."""
+    from chatmem.config import Settings
+    from chatmem.engine import open_session
+    from chatmem.store import Store
+
+    path = Path(spec["db"])
+    shutil.copyfile(spec["base"], path)
+    provider = TimedProvider()
+    with Store(path) as store:
+        engine = open_session(store, Settings(), provider, "bench", strategy=spec["strategy"],
+                              params=spec.get("params", {}))
+        phase("catch-up")
+        started = time.perf_counter()
+        engine.catch_up()
+        catch_up = time.perf_counter() - started
+        catch_up_calls = sum(provider.calls.values())
+        phase("turns")
+        before = stored_bytes(store)
+        turns_run = 0
+
+        def build(i: int) -> float:
+            started = time.perf_counter()
+            engine.build_context(question(i))
+            return (time.perf_counter() - started) * 1000
+
+        def turn(i: int) -> float:
+            nonlocal turns_run
+            provider.seconds = 0.0
+            started = time.perf_counter()
+            engine.run_turn(question(i))
+            turns_run += 1
+            return (time.perf_counter() - started - provider.seconds) * 1000
+
+        calls_before = dict(provider.calls)
+        turn_samples = measured(turn, spec["repeat"], spec["seconds"])
+        calls = {k: v - calls_before.get(k, 0) for k, v in provider.calls.items()}
+        grown = stored_bytes(store) - before
+        build_samples = measured(build, spec["repeat"], spec["seconds"])
+    return {
+        "turn": summary(turn_samples), "build": summary(build_samples),
+        "catch_up_s": catch_up, "catch_up_model_calls": catch_up_calls,
+        "model_calls_per_turn": {k: v / turns_run for k, v in calls.items() if v},
+        "bytes_per_turn": grown / turns_run,
+    }
+
+
+# -- LangChain classic ---------------------------------------------------------------------
+
+
+def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    import warnings
+
+    # Their classes are deprecated but still shipped; the warnings would bury the table.
+    warnings.filterwarnings("ignore")
+    from langchain_classic import memory as lc
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.language_models.fake import FakeListLLM
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from chatmem.tokens import counter_for_model
+
+    counter = counter_for_model(None, exact=True)
+
+    class CountingLLM(FakeListLLM):
+        """A deterministic fake model that counts with cl100k, like chatmem (LangChain's
+        default counter would download GPT-2's tokenizer)."""
+
+        def get_num_tokens(self, text: str) -> int:
+            return counter.count_text(text)
+
+    def llm() -> CountingLLM:
+        return CountingLLM(responses=["The user discussed orders, a trip and item budgets."])
+
+    kind, turns = spec["memory"], spec["turns"]
+    phase("setup")
+    if kind == "VectorStoreRetrieverMemory":
+        # In memory: LangChain's persistent vector stores need packages beyond the registry's
+        # offline reach (or a server); this is its fastest configuration, not its slowest.
+        store = InMemoryVectorStore(DeterministicFakeEmbedding(size=256))
+        pairs = list(conversation(turns))
+        texts = [f"input: {pairs[i]['content']}\noutput: {pairs[i + 1]['content']}"
+                 for i in range(0, len(pairs), 2)]
+        for start in range(0, len(texts), 5000):
+            store.add_texts(texts[start:start + 5000])
+        memory: Any = lc.VectorStoreRetrieverMemory(
+            retriever=store.as_retriever(search_kwargs={"k": 4}))
+    else:
+        path = Path(spec["db"])
+        shutil.copyfile(spec["base"], path)
+        history = SQLChatMessageHistory(session_id="bench", connection=f"sqlite:///{path}")
+        if kind == "ConversationBufferWindowMemory":
+            memory = lc.ConversationBufferWindowMemory(k=5, chat_memory=history,
+                                                       return_messages=True)
+        elif kind == "ConversationTokenBufferMemory":
+            memory = lc.ConversationTokenBufferMemory(llm=llm(), max_token_limit=2000,
+                                                      chat_memory=history, return_messages=True)
+        else:
+            memory = lc.ConversationSummaryBufferMemory(llm=llm(), max_token_limit=2000,
+                                                        chat_memory=history,
+                                                        return_messages=True)
+    phase("turns")
+
+    def turn(i: int) -> float:
+        text = question(i)
+        started = time.perf_counter()
+        memory.load_memory_variables({"input": text})
+        memory.save_context({"input": text}, {"output": f"echo: {text}"})
+        return (time.perf_counter() - started) * 1000
+
+    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]))}
+
+
+# -- replay, start-up, token counting ----------------------------------------------------------
+
+
+def replay_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    """Turns per second of `chatmem replay --keep-replies` on a transcript, one strategy."""
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.replay import parse_spec, replay
+    from chatmem.transcript import read_transcript
+
+    transcript = read_transcript(Path(spec["transcript"]))
+    chosen = parse_spec(spec["strategy"])
+    started = time.perf_counter()
+    [run] = replay(transcript, [chosen], chat_provider=ScriptedProvider(), keep_replies=True)
+    seconds = time.perf_counter() - started
+    return {"turns": run.turns, "seconds": seconds, "turns_per_s": run.turns / seconds,
+            "model_calls": run.model_calls}
+
+
+def tokens_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    """chatmem's per-message counting next to raw tiktoken on the same texts."""
+    import tiktoken
+
+    from chatmem.tokens import OFFLINE_CL100K, counter_for_model
+
+    texts = [m["content"] for m in conversation(spec["messages"] // 2)]
+    counter = counter_for_model(None, exact=True)
+    encoding = tiktoken.get_encoding(OFFLINE_CL100K)
+    total = sum(len(t) for t in encoding.encode_ordinary_batch(texts))
+
+    def best_of(action: Callable[[], object]) -> float:
+        times = []
+        for _ in range(spec["repeat"]):
+            started = time.perf_counter()
+            action()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    ours = best_of(lambda: [counter.count_text(t) for t in texts])
+    raw = best_of(lambda: encoding.encode_ordinary_batch(texts))
+    raw_single = best_of(lambda: [encoding.encode_ordinary(t) for t in texts])
+    return {"messages": len(texts), "tokens": total,
+            "chatmem_tokens_per_s": total / ours, "tiktoken_batch_tokens_per_s": total / raw,
+            "tiktoken_single_tokens_per_s": total / raw_single}
+
+
+CELLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "chatmem": chatmem_cell,
+    "langchain": langchain_cell,
+    "replay": replay_cell,
+    "tokens": tokens_cell,
+}
