@@ -246,9 +246,10 @@ def print_tables(data: dict[str, Any]) -> None:
             mine = by.get(("chatmem", PEERS[r["strategy"]], r["turns"]))
             ratio = ""
             if mine and "error" not in mine and "error" not in r:
-                ratio = f"{r['turn']['median_ms'] / mine['turn']['median_ms']:,.0f}×"
+                times = r["turn"]["median_ms"] / mine["turn"]["median_ms"]
+                ratio = f"{times:,.0f}×" if times >= 10 else f"{times:.2f}×"
             elif "error" in r:
-                ratio = r["error"]
+                ratio = "  " + r["error"]
             print(f"{r['turns']:>7,}  {r['strategy']:<34}{_cell(r):>10}"
                   f"{PEERS[r['strategy']]:>24}{_cell(mine):>9}{ratio:>21}")
 
