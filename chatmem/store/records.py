@@ -108,9 +108,10 @@ class TurnRecord:
         data["params"] = json.loads(data["params"] or "{}")
         return cls(**data)
 
-    def to_row(self) -> dict[str, Any]:
+    def to_row(self, stored_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The row to insert; `stored_context` is the context as stored, when it differs."""
         row = {k: v for k, v in self.__dict__.items() if k != "id"}
-        row["context"] = json_text(self.context)
+        row["context"] = json_text(self.context if stored_context is None else stored_context)
         row["params"] = json_text(self.params)
         return row
 

@@ -5,6 +5,8 @@ A released migration is never edited: a schema change is a new function.
 
 from __future__ import annotations
 
+import json
+
 import sqlite_utils
 from sqlite_utils.migrations import Migrations
 
@@ -227,3 +229,37 @@ def m004_fact_provenance(db: sqlite_utils.Database) -> None:
         CREATE INDEX fact_history_fact ON fact_history (fact_id);
         """
     )
+
+
+@migrations()
+def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
+    """Indexes for every query a turn runs, and turn contexts that refer to stored messages.
+
+    facts_session: a session's facts without reading every session's; the
+    others let deleting messages (a session) find the rows pointing at them.
+    Existing turns are rewritten in storage format 2 (chatmem.store.contexts),
+    which `inspect` reads back as exactly the same context.
+    """
+    from chatmem.store import contexts
+
+    for statement in (
+        "CREATE INDEX facts_session ON facts (session_id)",
+        "CREATE INDEX facts_source_message ON facts (source_message_id)",
+        "CREATE INDEX facts_source_session ON facts (source_session_id)",
+        "CREATE INDEX turns_user_message ON turns (user_message_id)",
+        "CREATE INDEX turns_assistant_message ON turns (assistant_message_id)",
+    ):
+        db.execute(statement)
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, session_id, tokenizer, context FROM turns WHERE id > ? ORDER BY id"
+            " LIMIT 200", [last],
+        ).fetchall()
+        if not rows:
+            break
+        for turn_id, session_id, tokenizer, context in rows:
+            stored = contexts.compact(db.conn, session_id, tokenizer, json.loads(context))
+            db.execute("UPDATE turns SET context = ? WHERE id = ?",
+                       [json.dumps(stored, ensure_ascii=False), turn_id])
+        last = rows[-1][0]

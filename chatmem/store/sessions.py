@@ -10,6 +10,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError
+from chatmem.store import contexts
 from chatmem.store.connection import Connection, now
 from chatmem.store.records import (
     MessageRecord,
@@ -262,12 +263,14 @@ class SessionTables(Connection):
         self, session_id: int, messages: Iterable[Mapping[str, Any]]
     ) -> list[int]:
         """Insert messages inside the caller's transaction; returns their ids."""
+        # Turns never decrease with position: the last message holds both maxima, and
+        # the (session_id, position) index finds it without reading the session.
         row = self.db.execute(
-            "SELECT coalesce(max(position), 0), coalesce(max(turn), 0) FROM messages"
-            " WHERE session_id = ?",
+            "SELECT position, turn FROM messages WHERE session_id = ?"
+            " ORDER BY position DESC LIMIT 1",
             [session_id],
         ).fetchone()
-        position, turn = row
+        position, turn = row or (0, 0)
         ids = []
         for message in messages:
             position += 1
@@ -336,7 +339,8 @@ class SessionTables(Connection):
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)
         turn.created_at = turn.created_at or now()
-        row = turn.to_row()
+        row = turn.to_row(contexts.compact(self.db.conn, turn.session_id, turn.tokenizer,
+                                           turn.context))
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         cursor = self.db.execute(f"INSERT INTO turns ({columns}) VALUES ({marks})",
@@ -349,7 +353,7 @@ class SessionTables(Connection):
         if status:
             sql += " AND status = ?"
             params.append(status)
-        return [TurnRecord.from_row(r) for r in self._rows(sql + " ORDER BY number", params)]
+        return [self._turn_record(r) for r in self._rows(sql + " ORDER BY number", params)]
 
     def turn(self, session_id: int, number: int | None = None) -> TurnRecord:
         """Turn `number` of a session, or its last turn."""
@@ -365,7 +369,13 @@ class SessionTables(Connection):
         if not rows:
             which = "no turns" if number is None else f"no turn {number}"
             raise NotFound(f"session {self.session_by_id(session_id).name!r} has {which}")
-        return TurnRecord.from_row(rows[0])
+        return self._turn_record(rows[0])
+
+    def _turn_record(self, row: Mapping[str, Any]) -> TurnRecord:
+        record = TurnRecord.from_row(row)
+        record.context = contexts.expand(self.db.conn, record.session_id, record.tokenizer,
+                                         record.context)
+        return record
 
     # -- token count cache --------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""Turn contexts as stored: history by reference, only synthesized text inline.
+
+A turn records exactly what was sent. Most of that is stored messages
+(history, recalled turns) that the file already holds; storing their text
+again in every turn would make a session's file grow with the square of its
+turns. So a stored context keeps, per part, runs of the session's message
+positions (`{"from": 12, "to": 21}`) and the full text only of what the
+strategy synthesized: system prompt, summary, facts, pins and the input.
+Token counts of referenced messages are the ones the history read from the
+`token_counts` cache under the turn's tokenizer; compaction makes sure the
+cache holds them.
+
+`expand` gives back exactly the dict `compact` was given. A message becomes a
+reference only when that is provably lossless: same role, text and turn as
+the stored row, and its count equal to the cached one. Anything else stays
+inline. This is storage format 2 (`"format": 2`); a stored context without
+that key is format 1, the full context, and is read as it is.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+FORMAT = 2
+_CHUNK = 500
+
+
+def _fetch(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return list(db.execute(sql, list(params)).fetchall())
+
+
+def _stored(
+    db: sqlite3.Connection, session_id: int, tokenizer: str, ids: Iterable[int]
+) -> dict[int, list[Any]]:
+    """id → [position, role, content, turn, cached tokens or None] of this session's messages."""
+    wanted = list(dict.fromkeys(ids))
+    found: dict[int, list[Any]] = {}
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start:start + _CHUNK]
+        marks = ", ".join("?" for _ in chunk)
+        for row in _fetch(
+            db,
+            "SELECT m.id, m.position, m.role, m.content, m.turn, c.tokens FROM messages m"
+            " LEFT JOIN token_counts c ON c.message_id = m.id AND c.tokenizer = ?"
+            f" WHERE m.session_id = ? AND m.id IN ({marks})",
+            [tokenizer, session_id, *chunk],
+        ):
+            found[row[0]] = list(row[1:])
+    return found
+
+
+def compact(
+    db: sqlite3.Connection, session_id: int, tokenizer: str | None, context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The context as stored: stored messages as runs of positions, the rest inline.
+
+    Runs inside the caller's transaction; caches the counts it relies on.
+    """
+    parts = context.get("parts", [])
+    ids = [m["id"] for p in parts for m in p.get("messages", []) if m.get("id") is not None]
+    if tokenizer is None or not ids:
+        return dict(context)
+    stored = _stored(db, session_id, tokenizer, ids)
+    newly_counted: dict[int, int] = {}
+    compacted = []
+    for part in parts:
+        items: list[dict[str, Any]] = []
+        for message in part.get("messages", []):
+            row = stored.get(message.get("id"))
+            if row is None or (row[1], row[2], row[3]) != (
+                    message["role"], message["content"], message.get("turn")) \
+                    or row[4] not in (None, message["tokens"]):
+                items.append(message)
+                continue
+            if row[4] is None:
+                row[4] = newly_counted[message["id"]] = message["tokens"]
+            position = row[0]
+            last = items[-1] if items else None
+            if last is not None and "role" not in last and last["to"] == position - 1:
+                last["to"] = position
+            else:
+                items.append({"from": position, "to": position})
+        compacted.append({**part, "messages": items})
+    if newly_counted:
+        db.executemany(
+            "INSERT OR IGNORE INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)",
+            [(i, tokenizer, n) for i, n in newly_counted.items()],
+        )
+    return {**context, "parts": compacted, "format": FORMAT}
+
+
+def expand(
+    db: sqlite3.Connection, session_id: int, tokenizer: str | None, stored: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The full context a stored one stands for (a format 1 context is returned as it is)."""
+    if stored.get("format") != FORMAT:
+        return dict(stored)
+    parts = []
+    for part in stored["parts"]:
+        messages: list[dict[str, Any]] = []
+        for item in part["messages"]:
+            if "role" in item:
+                messages.append(item)
+                continue
+            rows = _fetch(
+                db,
+                "SELECT m.id, m.role, m.content, m.turn, m.position, c.tokens FROM messages m"
+                " LEFT JOIN token_counts c ON c.message_id = m.id AND c.tokenizer = ?"
+                " WHERE m.session_id = ? AND m.position BETWEEN ? AND ? ORDER BY m.position",
+                [tokenizer, session_id, item["from"], item["to"]],
+            )
+            by_position = {r[4]: r for r in rows}
+            for position in range(item["from"], item["to"] + 1):
+                row = by_position.get(position)
+                if row is None:  # never written by chatmem; say so rather than fail
+                    messages.append({"role": "system", "tokens": 0, "id": None, "turn": None,
+                                     "content": f"[message {position} is no longer stored]"})
+                    continue
+                messages.append({"role": row[1], "content": row[2], "tokens": row[5] or 0,
+                                 "id": row[0], "turn": row[3]})
+        parts.append({**part, "messages": messages})
+    return {k: (parts if k == "parts" else v) for k, v in stored.items() if k != "format"}

@@ -1,0 +1,134 @@
+"""Turn contexts stored by reference: storage per turn stays O(parts), inspect is unchanged."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.memory.base import Context
+from chatmem.store import Store, contexts
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+STRATEGIES = ("buffer", "summary-buffer+retrieval", "window+entity")
+M005 = "m005_indexes_and_contexts_by_reference"
+M005_INDEXES = ("facts_session", "facts_source_message", "facts_source_session",
+                "turns_user_message",
+                "turns_assistant_message")
+
+
+def replayed(db: Path, sample: str) -> list[str]:
+    """The sample replayed under STRATEGIES into `db`; the saved session names."""
+    args = ["replay", str(SESSIONS / sample), "--save-as", "r", "--provider", "scripted",
+            "--db", str(db)]
+    for strategy in STRATEGIES:
+        args += ["-s", strategy]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        return [s["name"] for s in store.list_sessions()]
+
+
+def inspect_all(db: Path, names: list[str], step: int) -> dict[tuple[str, int], object]:
+    shown: dict[tuple[str, int], object] = {}
+    with Store(db) as store:
+        counts = {n: len(store.turns(store.session(n).id)) for n in names}
+    for name in names:
+        for number in [*range(1, counts[name] + 1, step), counts[name]]:
+            result = runner.invoke(app, ["inspect", name, "--turn", str(number), "--json",
+                                         "--db", str(db)])
+            assert result.exit_code == 0, result.stderr
+            shown[(name, number)] = json.loads(result.stdout)
+    return shown
+
+
+def stored_contexts(db: Path) -> list[dict[str, object]]:
+    """The contexts as they are in the file (a Store would migrate it first)."""
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(r[0]) for r in conn.execute("SELECT context FROM turns")]
+    finally:
+        conn.close()
+
+
+def write_as_before_m005(db: Path) -> None:
+    """Turn the file into one written before m005: full contexts, no m005 indexes."""
+    with Store(db) as store, store.write():
+        rows = store.db.execute("SELECT id, session_id, tokenizer, context FROM turns").fetchall()
+        for turn_id, session_id, tokenizer, context in rows:
+            full = contexts.expand(store.db.conn, session_id, tokenizer, json.loads(context))
+            store.db.execute("UPDATE turns SET context = ? WHERE id = ?",
+                             [json.dumps(full, ensure_ascii=False), turn_id])
+        for index in M005_INDEXES:
+            store.db.execute(f"DROP INDEX {index}")
+        store.db.execute("DELETE FROM _sqlite_migrations WHERE name = ?", [M005])
+
+
+@pytest.mark.parametrize(("sample", "step"), [("support.jsonl", 4), ("travel-zh.jsonl", 7),
+                                               ("long-chat.jsonl", 49)])
+def test_inspect_json_is_identical_before_and_after_the_migration(
+    tmp_path: Path, sample: str, step: int
+) -> None:
+    db = tmp_path / "history.db"
+    names = replayed(db, sample)
+    by_reference = inspect_all(db, names, step)
+    write_as_before_m005(db)
+    full = stored_contexts(db)
+    assert not any("format" in c for c in full)
+    # The file as chatmem wrote it before m005, read by this chatmem: inspect as before.
+    # (Opening it applies m005, so the second reading is of the migrated file.)
+    migrated = inspect_all(db, names, step)
+    assert migrated == by_reference
+    compact = stored_contexts(db)
+    # Every stored message is a reference now; only synthesized text is inline.
+    inline = [m for c in compact for p in c["parts"] for m in p["messages"] if "role" in m]
+    assert inline and all(m["id"] is None for m in inline)
+    assert any(c.get("format") == contexts.FORMAT for c in compact)
+    full_bytes = sum(len(json.dumps(c, ensure_ascii=False)) for c in full)
+    compact_bytes = sum(len(json.dumps(c, ensure_ascii=False)) for c in compact)
+    assert compact_bytes < full_bytes / 2
+
+
+def test_a_buffer_turns_stored_context_does_not_grow_with_the_history(make_engine) -> None:
+    engine = make_engine("buffer")
+    for i in range(40):
+        engine.run_turn(f"message {i} about ORD-{i}")
+    raw = [json.loads(r[0]) for r in engine.store.db.execute(
+        "SELECT context FROM turns WHERE session_id = ? ORDER BY number", [engine.session.id])]
+    sizes = [len(json.dumps(c)) for c in raw]
+    # Every turn after the first sends one run of history plus the input: the same size,
+    # give or take the digits of its numbers.
+    assert max(sizes[5:]) - min(sizes[5:]) < 40
+    history = [p for p in raw[-1]["parts"] if p["kind"] == "history"]
+    assert history[0]["messages"] == [{"from": 1, "to": 78}]
+    # …and reads back as every message it sent, with its cached count.
+    last = engine.store.turn(engine.session.id)
+    sent = Context.from_json(last.context).part("history")
+    assert sent is not None and len(sent.messages) == 78
+    assert [m.content for m in sent.messages][:2] == ["message 0 about ORD-0",
+                                                      "echo #1: message 0 about ORD-0"]
+    assert all(m.tokens > 0 for m in sent.messages)
+
+
+def test_a_message_that_differs_from_the_stored_row_stays_inline(store: Store) -> None:
+    session = store.create_session("s", "window")
+    [first] = store.import_messages(session.id, [{"role": "user", "content": "hello"}])
+    context = {"tokens": 20, "parts": [{"kind": "history", "reason": "r", "tokens": 20,
+                                         "messages": [
+        {"role": "user", "content": "hello", "tokens": 8, "id": first, "turn": 1},
+        {"role": "user", "content": "edited", "tokens": 9, "id": first, "turn": 1},
+        {"role": "system", "content": "summary", "tokens": 3, "id": None, "turn": None},
+    ]}]}
+    with store.write():
+        stored = contexts.compact(store.db.conn, session.id, "cl100k_base", context)
+    assert stored["parts"][0]["messages"][0] == {"from": 1, "to": 1}
+    assert stored["parts"][0]["messages"][1]["content"] == "edited"
+    assert store.cached_token_counts([first], "cl100k_base") == {first: 8}
+    assert contexts.expand(store.db.conn, session.id, "cl100k_base", stored) == context
+    # Without a tokenizer, counts cannot be looked up later: everything stays inline.
+    assert contexts.compact(store.db.conn, session.id, None, context) == context
