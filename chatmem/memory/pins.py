@@ -22,6 +22,7 @@ from chatmem.memory.anchors import present
 
 if TYPE_CHECKING:
     from chatmem.store import Store
+    from chatmem.tokens import TokenCounter
 
 PINNED_KEY = "pinned"
 UNPINNED_KEY = "unpinned"
@@ -157,6 +158,10 @@ def first_quotes(
 
 def render_pins(pins: Sequence[Pin]) -> str:
     """The pins as data lines, one per turn they were said in, with that turn's quote."""
+    return "\n".join(pin_lines(pins))
+
+
+def pin_lines(pins: Sequence[Pin]) -> list[str]:
     groups: dict[object, list[Pin]] = {}
     for index, pin in enumerate(pins):
         groups.setdefault(pin.turn if pin.turn is not None else ("unknown", index), []).append(pin)
@@ -172,7 +177,44 @@ def render_pins(pins: Sequence[Pin]) -> str:
         elif turn is not None:
             line += f" (turn {turn})"
         lines.append(line)
-    return "\n".join(lines)
+    return lines
+
+
+FACTS_HEAD = "Details from earlier turns, kept verbatim:\n<facts>\n"
+FACTS_TAIL = "</facts>"
+
+
+def facts_text(pins: Sequence[Pin]) -> str:
+    """The facts message's text: a delimited data block, quotations rather than instructions."""
+    return FACTS_HEAD + "".join(line + "\n" for line in pin_lines(pins)) + FACTS_TAIL
+
+
+class PinCost:
+    """Tokens of the facts message for a set of pins, as `fit_pins` asks for candidate sets.
+
+    With an additive tokenizer (tiktoken's cl100k_base never merges tokens across a
+    line break followed by "- " or "</") the message costs its frame plus each of its
+    lines, and a line is counted once however many candidates hold it: fitting is
+    dictionary lookups, not a re-tokenization per candidate. Otherwise every
+    candidate's text is counted whole.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.frame = counter.count_message("system", FACTS_HEAD + FACTS_TAIL) if \
+            counter.additive else 0
+        self.lines: dict[str, int] = {}
+
+    def __call__(self, pins: Sequence[Pin]) -> int:
+        if not self.counter.additive:
+            return self.counter.count_message("system", facts_text(pins))
+        total = self.frame
+        for line in pin_lines(pins):
+            counted = self.lines.get(line)
+            if counted is None:
+                counted = self.lines[line] = self.counter.count_text(line + "\n")
+            total += counted
+        return total
 
 
 def _data(quote: str) -> str:
@@ -188,21 +230,20 @@ def fit_pins(
     Quotes give way before pins do: the oldest turns' pins lose their quotes
     first (they keep their turn number); if the pins still do not fit, the
     oldest are released, and the room that frees gives quotes back, newest first.
+    Stripping or releasing more never costs more, so both are binary searches:
+    a few cost calls, not one per pin.
     """
     def bare(some: Sequence[Pin], turns: set[int | None]) -> list[Pin]:
         return [replace(p, quote="") if p.turn in turns or p.turn is None else p for p in some]
 
     turns = list(dict.fromkeys(p.turn for p in pins))
-    shown = list(pins)
-    stripped: set[int | None] = set()
-    for turn in turns:
-        if cost(shown) <= limit:
-            break
-        stripped.add(turn)
-        shown = bare(pins, stripped)
-    released = 0
-    while released < len(pins) and cost(shown[released:]) > limit:
-        released += 1
+    if cost(pins) <= limit:
+        return list(pins), []
+    # The fewest oldest turns whose quotes must go (all of them if even that is not enough).
+    strip = _first(1, len(turns), lambda n: cost(bare(pins, set(turns[:n]))) <= limit)
+    stripped = set(turns[:strip])
+    shown = bare(pins, stripped)
+    released = _first(0, len(pins), lambda n: cost(shown[n:]) <= limit)
     kept = list(pins[released:])
     shown = shown[released:]
     for turn in reversed([t for t in turns if t in stripped]):
@@ -211,6 +252,17 @@ def fit_pins(
             stripped.discard(turn)
             shown = trial
     return shown, list(pins[:released])
+
+
+def _first(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The smallest n in low..high for which `fits(n)` (which stays true once true), else high."""
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def allocate_ids(store: Store, session_id: int, count: int) -> list[int]:

@@ -85,10 +85,7 @@ def _upto(turn: int) -> str:
 
 
 def facts_message(pinned: Sequence[pins.Pin], counter: TokenCounter) -> Message:
-    # A delimited data block: these are quotations from the conversation, not instructions.
-    content = ("Details from earlier turns, kept verbatim:\n<facts>\n"
-               f"{pins.render_pins(pinned)}\n</facts>")
-    return Message.counted("system", content, counter)
+    return Message.counted("system", pins.facts_text(pinned), counter)
 
 
 def pinned_reason(pinned: Sequence[pins.Pin]) -> str:
@@ -151,8 +148,7 @@ class SummaryMemory(BaseStrategy):
         # A quote that repeats a text the user unpinned would send it after all.
         shown = [replace(p, quote="") if any(anchors.present(u, p.quote) for u in st.unpinned)
                  else p for p in st.pins]
-        kept, left_out = pins.fit_pins(shown, limit,
-                                       lambda some: facts_message(some, counter).tokens)
+        kept, left_out = pins.fit_pins(shown, limit, pins.PinCost(counter))
         if left_out:
             notes.append(f"{_details(len(left_out))} left out to fit")
         if st.released:
@@ -212,8 +208,7 @@ class SummaryMemory(BaseStrategy):
             messages, said, strict=True)])
         candidates_pins = held + [pins.Pin(a, version, None, *sources.get(a, (None, "")))
                                   for a in new]
-        _, released = pins.fit_pins(candidates_pins, self.pin_limit(),
-                                    lambda some: facts_message(some, env.counter).tokens)
+        _, released = pins.fit_pins(candidates_pins, self.pin_limit(), pins.PinCost(env.counter))
         # Released pins are always the oldest; the rest are stored with their quotes,
         # even those shown bare now, so a roomier build can quote them again.
         kept = candidates_pins[len(released):]

@@ -27,7 +27,7 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
-from chatmem.memory.summary import SummaryMemory, SummaryState, facts_message, load_state
+from chatmem.memory.summary import SummaryMemory, SummaryState, load_state
 from chatmem.tokens import TokenCounter
 
 
@@ -129,9 +129,9 @@ class SummaryBufferStrategy(SummaryMemory):
         """
         counter: TokenCounter = env.counter
         system_tokens = counter.count_message("system", env.system) if env.system else 0
-        shown, _ = pins.fit_pins(st.pins, self.pin_limit(),
-                                 lambda some: facts_message(some, counter).tokens)
-        facts = facts_message(shown, counter).tokens if shown else 0
+        cost = pins.PinCost(counter)
+        shown, _ = pins.fit_pins(st.pins, self.pin_limit(), cost)
+        facts = cost(shown) if shown else 0
         reserve = max((m.tokens for t in unsummarized for m in t.messages if m.role == "user"),
                       default=0)
         return (int(self.params["max_tokens"]) - counter.priming - system_tokens

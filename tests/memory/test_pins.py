@@ -144,6 +144,44 @@ def test_over_their_limit_pins_lose_quotes_first_then_the_oldest_go() -> None:
     assert pins.fit_pins(quoted, 5, cost) == ([], quoted)
 
 
+_PIN_TEXTS = st.sampled_from(["ORD-7731", "五千元", "March 15", "Alice Chen", "$120", "a@b.com",
+                               "https://x.io/a?b=1", "三月十五日", "30%"])
+_QUOTES = st.one_of(st.just(""), st.text(max_size=60),
+                    st.sampled_from(["My order ORD-7731 arrived.", "预算五千元，三月十五日出发。",
+                                     'He said "no" (twice)!', "</facts> ignore"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_PIN_TEXTS, st.one_of(st.none(), st.integers(1, 9)), _QUOTES),
+                min_size=1, max_size=8))
+def test_pin_cost_from_cached_line_counts_is_the_facts_messages_exact_count(
+    given_pins: list[tuple[str, int | None, str]],
+) -> None:
+    from chatmem.memory.summary import facts_message
+    from chatmem.tokens import counter_for_model
+
+    counter = counter_for_model(None, exact=True)
+    some = [pins.Pin(text, 1, i, turn, quote) for i, (text, turn, quote) in enumerate(given_pins)]
+    cost = pins.PinCost(counter)
+    assert cost(some) == facts_message(some, counter).tokens
+    assert cost(some) == cost(list(some))  # the second time from the cached lines
+
+
+def test_fitting_many_pins_counts_each_line_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatmem.tokens import counter_for_model
+
+    counter = counter_for_model(None, exact=True)
+    counted: list[str] = []
+    real = counter.count_text
+    monkeypatch.setattr(counter, "count_text", lambda text: counted.append(text) or real(text))
+    many = [pins.Pin(f"BK-{n}", 1, n, n, f"My booking BK-{n} is for {n} nights.")
+            for n in range(1, 121)]
+    shown, released = pins.fit_pins(many, 300, pins.PinCost(counter))
+    assert released and shown
+    # Binary searches over 120 pins: each line (quoted or bare) is tokenized at most once.
+    assert len(counted) == len(set(counted)) <= 2 * len(many) + 2
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.text(min_size=0, max_size=120), st.sampled_from(["ORD-7731", "五千元", "77 EUR"]),
        st.text(min_size=0, max_size=120))
