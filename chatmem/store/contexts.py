@@ -44,8 +44,9 @@ def _stored(
             db,
             "SELECT m.id, m.position, m.role, m.content, m.turn, c.tokens FROM messages m"
             " LEFT JOIN token_counts c ON c.message_id = m.id AND c.tokenizer = ?"
-            f" WHERE m.session_id = ? AND m.id IN ({marks})",
-            [tokenizer, session_id, *chunk],
+            # "+": find the rows by id, never by reading the session through its index.
+            f" WHERE m.id IN ({marks}) AND +m.session_id = ?",
+            [tokenizer, *chunk, session_id],
         ):
             found[row[0]] = list(row[1:])
     return found
