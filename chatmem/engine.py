@@ -145,10 +145,13 @@ class Engine:
             **extra,
         )
 
-    def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None) -> TurnResult:
+    def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
+                 on_reply_end: Callable[[], None] | None = None) -> TurnResult:
         """Send one user input; returns the result, cancelled on Ctrl-C.
 
-        Provider errors are recorded as a failed turn and raised again.
+        `on_delta` gets the reply as it streams, `on_reply_end` is called when it
+        is complete, before the strategy's own model calls. Provider errors are
+        recorded as a failed turn and raised again.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         self.check_writable()
@@ -182,6 +185,8 @@ class Engine:
                 rendered_prompt=stream.rendered_prompt,
             ))
             raise
+        if on_reply_end:
+            on_reply_end()
         reply = "".join(chunks)
         record = self.store.commit_turn(self._record(
             text, context, "ok", reply=reply, latency_ms=elapsed(),

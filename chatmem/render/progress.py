@@ -49,4 +49,5 @@ class ConsoleActivity:
         if once and message in self.shown:
             return
         self.shown.add(message)
-        self.console.print(Text(f"⚠ {message}", style="bold yellow"), soft_wrap=True)
+        self.console.print(Text(f"⚠ {message}", style="bold yellow"),
+                           soft_wrap=not self.console.is_terminal)

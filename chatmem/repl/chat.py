@@ -48,6 +48,9 @@ class Chat:
         """Providers the REPL opened itself (/model); closed when it ends."""
         self.raw_args = ""
         """The current slash command's arguments as typed, quotes and spacing kept."""
+        self.usage: tuple[int, int | None] | None = None
+        """(tokens, budget) of the session's last context, for the toolbar."""
+        self.note_usage()
 
     # -- output ------------------------------------------------------------------
 
@@ -56,11 +59,12 @@ class Chat:
         self.status.print(renderable, soft_wrap=not self.status.is_terminal)
 
     def notice(self, text: str) -> None:
-        # In a pipe a status line stays one line, whatever the width, so scripts can read it.
-        self.status.print(render.notice_line(text), soft_wrap=True)
+        # In a pipe a status line stays one line, whatever the width, so scripts can read it;
+        # on a terminal it wraps between words.
+        self.status.print(render.notice_line(text), soft_wrap=not self.status.is_terminal)
 
     def error(self, text: str) -> None:
-        self.status.print(render.error_line(text), soft_wrap=True)
+        self.status.print(render.error_line(text), soft_wrap=not self.status.is_terminal)
 
     # -- the session -----------------------------------------------------------------
 
@@ -100,24 +104,53 @@ class Chat:
         new.budget = old.budget
         self.engine = new
         self.last = None
+        self.note_usage()
         for notice in new.notices:
             self.notice(notice)
 
     # -- a turn --------------------------------------------------------------------
 
+    def note_usage(self) -> None:
+        """The session's last recorded context: what the toolbar shows before a new turn."""
+        from chatmem.errors import NotFound
+
+        engine = self.engine
+        try:
+            record = engine.store.turn(engine.session.id)
+        except NotFound:
+            self.usage = None
+            return
+        self.usage = (record.estimated_tokens or 0, record.context.get("budget"))
+
     def turn(self, text: str) -> None:
         files = [self.out.file] + ([self.status.file] if self.mirror_replies else [])
+        ended = False
+        written = False
 
         def write(delta: str) -> None:
             # Straight to the file and flushed: nothing waits in a buffer to be
             # printed after Ctrl-C has cancelled the reply.
+            nonlocal written
+            written = True
             for file in files:
                 file.write(delta)
                 file.flush()
 
-        result = self.engine.run_turn(text, on_delta=write)
-        write("\n")
+        def end_reply() -> None:
+            # Before the strategy's own calls: their spinner and notices start on a new line.
+            nonlocal ended
+            if not ended:
+                ended = True
+                write("\n")
+
+        try:
+            result = self.engine.run_turn(text, on_delta=write, on_reply_end=end_reply)
+        finally:
+            if written:
+                end_reply()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
+        self.usage = (result.record.estimated_tokens or result.context.tokens,
+                      result.context.budget)
         if result.status == "cancelled":
             self.notice("(reply cancelled; it stays out of memory)")
             return

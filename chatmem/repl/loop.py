@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
 from chatmem import render
@@ -17,22 +18,30 @@ from chatmem.errors import ChatmemError, NotFound
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl
 
+if TYPE_CHECKING:
+    from prompt_toolkit.output import Output
+
+    from chatmem.repl.prompt import Prompt
+
 
 class Repl(Chat):
-    def lines(self) -> Iterator[str]:
-        if not sys.stdin.isatty():
-            for line in sys.stdin:
-                yield line.rstrip("\n")
-            return
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import InMemoryHistory
+    prompt_output: Output | None = None
+    """Where the prompt is drawn; None: the terminal (stderr when stdout is redirected)."""
+    prompt: Prompt | None = None
+    """The interactive prompt while one runs."""
 
-        # Up-arrow history lives only as long as the process: a history file
-        # would keep every message outside the database, beyond `sessions delete`.
-        session: PromptSession[str] = PromptSession(history=InMemoryHistory())
+    def lines(self) -> Iterator[str]:
+        from chatmem.repl.blocks import join_blocks
+
+        if not sys.stdin.isatty():
+            yield from join_blocks(line.rstrip("\n") for line in sys.stdin)
+            return
+        from chatmem.repl.prompt import Prompt
+
+        self.prompt = Prompt(self, self.prompt_output)
         while True:
             try:
-                yield session.prompt(f"{self.engine.session.name}> ")
+                yield self.prompt.ask()
             except KeyboardInterrupt:
                 continue
             except EOFError:

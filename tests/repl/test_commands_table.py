@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,30 @@ def test_system_takes_the_text_as_typed_and_empty_quotes_clear_it(
         assert [p["kind"] for p in sent] == ["input"]  # no system message at all
     else:
         assert sent[0]["messages"][0]["content"] == stored
+
+
+def test_edit_sends_what_the_editor_saved_and_leaves_no_file(tmp_path: Path) -> None:
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys, pathlib\n"
+                      "path = pathlib.Path(sys.argv[2])\n"
+                      "pathlib.Path(sys.argv[1]).write_text(str(path))\n"
+                      "path.write_text(path.read_text() + '第二行 from the editor\\n')\n",
+                      encoding="utf-8")
+    seen = tmp_path / "seen.txt"
+    db = tmp_path / "e.db"
+    result = runner.invoke(
+        app, ["chat", "t", "--db", str(db), "--provider", "scripted"],
+        input="/edit first line\n", env={"EDITOR": f"{sys.executable} {editor} {seen}",
+                                         "VISUAL": ""})
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "echo #1: first line第二行 from the editor\n"
+    assert not Path(seen.read_text(encoding="utf-8")).exists()  # the draft is gone
+
+
+def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["chat", "t", "--db", str(tmp_path / "e.db"), "--provider", "scripted"],
+        input="/edit\n", env={"EDITOR": "true", "VISUAL": ""})
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert "nothing sent: the message is empty" in result.stderr

@@ -1,29 +1,242 @@
-"""The interactive prompt keeps typed lines in memory only."""
+"""The interactive prompt, driven through prompt-toolkit's pipe input as a person types.
+
+Completion, multi-line input, Up-arrow history after a restart, the toolbar,
+and no history file outside the database.
+"""
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
+from chatmem.config import Settings
+from chatmem.engine import open_session
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
+from chatmem.repl.blocks import join_blocks
 from chatmem.repl.loop import Repl
+from chatmem.repl.prompt import toolbar_text
+from chatmem.store import Store
+
+UP, TAB, ESC_ENTER = "\x1b[A", "\t", "\x1b\r"
+
+
+@pytest.fixture
+def tty(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+
+
+Wait = Callable[[PromptSession[str]], bool]
+
+
+def shows(text: str) -> Wait:
+    """The line being edited reads `text`."""
+    return lambda session: session.default_buffer.text == text
+
+
+def menu(text: str) -> Wait:
+    """The line reads `text` and the completion menu is open."""
+    return lambda session: shows(text)(session) and (
+        session.default_buffer.complete_state is not None)
+
+
+def fresh_prompt(session: PromptSession[str]) -> bool:
+    """A new, empty prompt with the history loaded: what a person sees before pressing Up."""
+    return session.default_buffer.text == "" and bool(session.history.get_strings())
+
+
+@contextmanager
+def typing(repl: Repl, *steps: str | Wait) -> Iterator[Iterator[str]]:
+    """The lines the REPL reads while a person types `steps` at its prompt.
+
+    A step is keys to type, or something to wait for (with a timeout, never a
+    fixed sleep) before typing on, as a person waits for the completion menu or
+    for the history to show.
+    """
+    with create_pipe_input() as typed, create_app_session(input=typed, output=DummyOutput()):
+        repl.prompt_output = DummyOutput()
+        failures: list[str] = []
+
+        def type_steps() -> None:
+            for step in steps:
+                if isinstance(step, str):
+                    typed.send_text(step)
+                elif not wait_for(repl, step):
+                    shown = repl.prompt.session.default_buffer.text if (
+                        repl.prompt and repl.prompt.session) else None
+                    failures.append(f"timed out at step {steps.index(step)}; the line read "
+                                    f"{shown!r}")
+                    typed.send_text("\r")
+
+        thread = threading.Thread(target=type_steps, daemon=True)
+        thread.start()
+        yield repl.lines()
+        thread.join(timeout=10)
+        assert failures == []
+
+
+def wait_for(repl: Repl, ready: Wait, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        prompt = repl.prompt
+        if prompt is not None and prompt.session is not None and ready(prompt.session):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def make_repl(db: Path, session: str = "t", strategy: str = "window") -> tuple[Store, Repl]:
+    store = Store(db)
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), session,
+                          strategy=strategy)
+    return store, Repl(engine, make_console(), make_console(stderr=True))
+
+
+def test_tab_completes_a_slash_command(tmp_path: Path, tty: None) -> None:
+    store, repl = make_repl(tmp_path / "c.db")
+    with store, typing(repl, "/str", menu("/str"), TAB, shows("/strategy"), "\r") as lines:
+        assert next(lines) == "/strategy"
+
+
+def test_tab_completes_strategy_names_parameters_and_sessions(tmp_path: Path, tty: None) -> None:
+    store, repl = make_repl(tmp_path / "c.db")
+    store.create_session("trip-b", "window")
+    with store, typing(repl, "/strategy summary-b", menu("/strategy summary-b"), TAB,
+                       shows("/strategy summary-buffer"), "\r",
+                       "/strategy window ", menu("/strategy window "), TAB,
+                       shows("/strategy window k="), "3\r",
+                       "/switch tri", menu("/switch tri"), TAB, shows("/switch trip-b"),
+                       "\r") as lines:
+        assert next(lines) == "/strategy summary-buffer"
+        assert next(lines) == "/strategy window k=3"
+        assert next(lines) == "/switch trip-b"
+
+
+def test_completion_menu_entries_carry_one_line_of_help(tmp_path: Path) -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from chatmem.repl.completion import SlashCompleter
+
+    store, repl = make_repl(tmp_path / "c.db")
+    with store:
+        repl.engine.state.store.upsert_fact("order id", "ORD-7731", scope="session",
+                                            user=None, session_id=repl.engine.session.id)
+        completer = SlashCompleter(repl)
+
+        def menu(text: str) -> list[tuple[str, str]]:
+            return [(c.text, c.display_meta_text) for c in
+                    completer.get_completions(Document(text), CompleteEvent())]
+
+        assert menu("/s") == [
+            ("/strategy", "show or switch the memory strategy for the next turn; histo…"),
+            ("/show-prompt", "toggle the panel of the exact messages sent"),
+            ("/summary", "show the summary and its word diff against the previous ver…"),
+            ("/system", "show the system prompt, set it for the next turns, or clear…"),
+            ("/sessions", "list the sessions in this history file (* = this one)"),
+            ("/switch", "resume another session, with its own strategy"),
+        ]
+        assert ("k=", "how many recent turns to keep (default 5)") in menu("/strategy window ")
+        assert menu("/strategy window+ent") == [
+            ("window+entity", "Send the facts the user stated (key → value, with their tur…")]
+        assert [t for t, _ in menu("/strategy window+entity ")] == [
+            "window.k=", "entity.k=", "entity.max_facts="]
+        assert menu("/forget ") == [("1", "order id = ORD-7731"), ("order id", "fact 1: ORD-7731")]
+        assert menu("hello /str") == []  # only a line that starts with / is a command
+
+
+def test_esc_enter_and_a_triple_quote_block_make_one_multi_line_message(
+    tmp_path: Path, tty: None
+) -> None:
+    store, repl = make_repl(tmp_path / "c.db")
+    keys = f"line one{ESC_ENTER}line two\r" + '"""\ralpha\r\rbeta\r"""\r' + 'single\r'
+    with store, typing(repl, keys) as lines:
+        assert next(lines) == "line one\nline two"
+        assert next(lines) == "alpha\n\nbeta"
+        assert next(lines) == "single"
+
+
+def test_a_triple_quote_block_from_a_pipe_is_one_message() -> None:
+    piped = ['"""', "first line", "", "  indented", '"""', "next", '"""one line"""', '"""a',
+             'b"""', '"""never closed', "tail"]
+    assert list(join_blocks(piped)) == [
+        "first line\n\n  indented", "next", "one line", "a\nb", "never closed\ntail"]
+
+
+def test_up_recalls_the_session_s_own_messages_after_a_restart(tmp_path: Path, tty: None) -> None:
+    db = tmp_path / "h.db"
+    store, repl = make_repl(db)
+    with store:
+        repl.turn("the blue door is at 12 Oak Street")
+        repl.turn("我们五月去杭州")
+        other = open_session(store, Settings(), ScriptedProvider(), "other", strategy="window")
+        other.run_turn("a message of another session")
+    store, restarted = make_repl(db)  # a new process would open the file the same way
+    with store, typing(restarted, fresh_prompt, UP, shows("我们五月去杭州"), "\r",
+                       fresh_prompt, UP, shows("我们五月去杭州"), UP,
+                       shows("the blue door is at 12 Oak Street"), "\r",
+                       fresh_prompt, UP, UP, UP, shows("the blue door is at 12 Oak Street"),
+                       "\r") as lines:
+        assert next(lines) == "我们五月去杭州"
+        assert next(lines) == "the blue door is at 12 Oak Street"
+        # Oldest first is as far as it goes; the other session's message never shows.
+        assert next(lines) == "the blue door is at 12 Oak Street"
+
+
+def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
+    tmp_path: Path, tty: None
+) -> None:
+    db = tmp_path / "h.db"
+    store, repl = make_repl(db)
+    with store:
+        repl.turn("only in t")
+        store.create_session("u", "window")
+        u = open_session(store, Settings(), ScriptedProvider(), "u")
+        u.run_turn("only in u")
+        with typing(repl, "/switch u\r", fresh_prompt, UP, shows("only in u"),
+                    "\r") as lines:
+            assert next(lines) == "/switch u"
+            repl.command("/switch u")
+            assert next(lines) == "only in u"
+        store.delete_session("u")
+        repl.open("t")
+        with typing(repl, fresh_prompt, UP, shows("only in t"), "\r") as lines:
+            assert next(lines) == "only in t"
+    assert b"only in u" not in b"".join(p.read_bytes() for p in tmp_path.rglob("*") if
+                                        p.is_file() and p.suffix != ".db")
 
 
 def test_typed_lines_are_not_written_to_a_history_file(
-    make_engine, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, isolated_home: Path, tty: None
 ) -> None:
-    engine = make_engine("window")
-    repl = Repl(engine, make_console(), make_console(stderr=True))
-    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
-    with create_pipe_input() as typed, create_app_session(input=typed, output=DummyOutput()):
-        typed.send_text("my secret is ZEBRA-42\n")
-        lines = repl.lines()
+    store, repl = make_repl(tmp_path / "x.db")
+    with store, typing(repl, "my secret is ZEBRA-42\r") as lines:
         assert next(lines) == "my secret is ZEBRA-42"
     # `sessions delete` erases a conversation for good only if no copy lives elsewhere.
     leftovers = [p for p in isolated_home.rglob("*") if p.is_file()]
     assert not [p for p in leftovers if b"ZEBRA-42" in p.read_bytes()]
+
+
+def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    store, repl = make_repl(db)
+    with store:
+        assert toolbar_text(repl) == " session t · window · scripted:scripted · no turn yet "
+        repl.turn("hello there")
+        assert toolbar_text(repl) == (" session t · window · scripted:scripted · last context "
+                                      "16 / 4,000 tokens ")
+        repl.command("/strategy window k=2")
+        assert "window k=2" in toolbar_text(repl)
+    store, restarted = make_repl(db)
+    with store:  # a restart shows the last context stored
+        assert toolbar_text(restarted).endswith("last context 16 / 4,000 tokens ")

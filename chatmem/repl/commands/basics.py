@@ -12,6 +12,10 @@ from chatmem.repl.table import SLASH, QuitRepl, slash
 @slash("/help", "/help", "list the commands, each with an example", example="/help")
 def _help(repl: Chat, args: list[str]) -> None:
     repl.show(render.help_table([(c.usage, c.help, c.example) for c in SLASH.values()]))
+    repl.notice("Tab completes commands, strategies, parameters, sessions and facts; Up recalls "
+                "this session's messages; Esc Enter (or Alt Enter) starts a new line, and a "
+                'message that opens with """ goes on until a line ends with """; Ctrl-X Ctrl-E '
+                "or /edit writes it in $EDITOR")
 
 
 @slash("/quit", "/quit", "leave (Ctrl-D works too)", example="/quit")
@@ -61,3 +65,48 @@ def _tokens(repl: Chat, args: list[str]) -> None:
 def _show_prompt(repl: Chat, args: list[str]) -> None:
     repl.show_prompt = not repl.show_prompt
     repl.notice(f"show prompt: {'on' if repl.show_prompt else 'off'}")
+
+
+@slash("/edit", "/edit [TEXT]",
+       "write the next message in $EDITOR (starting from TEXT); it is sent when the editor "
+       "closes, unless it is empty",
+       example="/edit", args=(0, None))
+def _edit(repl: Chat, args: list[str]) -> None:
+    text = edit_in_editor(repl.raw_args).strip()
+    if not text:
+        repl.notice("nothing sent: the message is empty")
+        return
+    repl.turn(text)
+
+
+def edit_in_editor(initial: str) -> str:
+    """Open $VISUAL or $EDITOR (else vi) on a private temporary file; return what was saved.
+
+    The file lives only while the editor runs: a message never stays on disk
+    outside the history file.
+    """
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import tempfile
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or (
+        "vi" if shutil.which("vi") else None)
+    if not editor:
+        raise UsageError("/edit needs an editor: set $EDITOR (e.g. export EDITOR=nano)")
+    descriptor, name = tempfile.mkstemp(prefix="chatmem-", suffix=".md")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(initial)
+        try:
+            done = subprocess.run([*shlex.split(editor), name], check=False)
+        except OSError as e:
+            raise UsageError(f"/edit: cannot run the editor {editor!r}: {e.strerror}") from None
+        if done.returncode != 0:
+            raise UsageError(f"/edit: the editor {editor!r} exited with {done.returncode}; "
+                             "nothing sent")
+        with open(name, encoding="utf-8") as file:
+            return file.read()
+    finally:
+        os.unlink(name)

@@ -1,0 +1,50 @@
+"""Multi-line messages: a message that opens with \"\"\" goes on until a line ends with \"\"\".
+
+The same rule at the prompt (where Enter adds a line inside an open block) and
+in a pipe (where the block's lines are joined into one message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+FENCE = '"""'
+
+
+def unfence(text: str) -> str:
+    """The message inside a `\"\"\"` block typed at the prompt; other text as it is."""
+    stripped = text.strip()
+    if stripped.startswith(FENCE) and stripped.endswith(FENCE) and len(stripped) >= 6:
+        return stripped[3:-3].strip("\n")
+    return text
+
+
+def join_blocks(lines: Iterable[str]) -> Iterator[str]:
+    """Lines, with each `\"\"\"` … `\"\"\"` block joined into one message (pipes, scripts)."""
+    block: list[str] | None = None
+    for line in lines:
+        if block is None:
+            stripped = line.strip()
+            if not stripped.startswith(FENCE):
+                yield line
+            elif len(stripped) >= 6 and stripped.endswith(FENCE):
+                yield stripped[3:-3]
+            else:
+                block = [stripped[3:]] if stripped[3:] else []
+            continue
+        if line.rstrip().endswith(FENCE):
+            block.append(line.rstrip()[:-3])
+            yield "\n".join(block).strip("\n")
+            block = None
+        else:
+            block.append(line)
+    if block is not None:
+        yield "\n".join(block).strip("\n")  # the input ended inside a block: send what came
+
+
+def open_block(text: str) -> bool:
+    """True while the text is a `\"\"\"` block not yet closed: Enter adds a line."""
+    stripped = text.lstrip()
+    if not stripped.startswith(FENCE):
+        return False
+    return not (len(stripped.rstrip()) >= 6 and stripped.rstrip().endswith(FENCE))

@@ -1,0 +1,122 @@
+"""Tab completion: slash commands, strategies and their parameters, sessions, facts, turns.
+
+Every candidate carries one line of help for the menu. What an argument is
+comes from the command table (`SlashCommand.completes`); the candidates come
+from the store and the strategy registry as they are now, so a session
+created a moment ago completes too.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
+from prompt_toolkit.document import Document
+
+from chatmem.repl.table import SLASH
+
+if TYPE_CHECKING:
+    from chatmem.repl.chat import Chat
+
+MENU_WIDTH = 60
+"""Help in the menu is cut to one line of about this many characters."""
+
+
+def one_line(text: str, width: int = MENU_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+class SlashCompleter(Completer):
+    def __init__(self, chat: Chat) -> None:
+        self.chat = chat
+        self.paths = PathCompleter(expanduser=True)
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterator[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or "\n" in text:
+            return
+        if " " not in text:
+            yield from self._commands(text)
+            return
+        name, _, rest = text.partition(" ")
+        command = SLASH.get(name)
+        if command is None or command.completes is None:
+            return
+        try:
+            words = shlex.split(rest)
+        except ValueError:
+            return
+        word = "" if rest.endswith(" ") or not words else words[-1]
+        position = len(words) - (0 if word == "" else 1)  # index of the word being typed
+        if command.completes == "path":
+            if position == 0:
+                yield from self.paths.get_completions(Document(word), complete_event)
+            return
+        candidates: Iterable[tuple[str, str]]
+        if command.completes == "strategy":
+            candidates = (_strategies(word) if position == 0
+                          else _parameters(words[0], word))
+        elif position > 0:
+            return
+        else:
+            candidates = self._candidates(command.completes, word)
+        for value, meta in candidates:
+            if value.startswith(word) and value != word:
+                yield Completion(value, start_position=-len(word), display_meta=one_line(meta))
+
+    def _commands(self, typed: str) -> Iterator[Completion]:
+        for command in SLASH.values():
+            if command.name.startswith(typed):
+                yield Completion(command.name, start_position=-len(typed),
+                                 display=command.name, display_meta=one_line(command.help))
+
+    def _candidates(self, kind: str, word: str) -> Iterable[tuple[str, str]]:
+        engine = self.chat.engine
+        store, session = engine.store, engine.session
+        if kind == "session":
+            return [(row["name"], f"{row['strategy']} · {row['turns']} turns")
+                    for row in store.list_sessions() if row["name"] != session.name]
+        if kind == "fact":
+            from chatmem.memory import pins
+
+            facts = engine.state.live_facts()
+            pinned = pins.pinned_facts(store, session.id)
+            return ([(str(f.id), f"{f.key} = {f.value}") for f in facts]
+                    + [(f.key, f"fact {f.id}: {f.value}") for f in facts]
+                    + [(p.ref, f"pinned: {p.text}") for p in pinned if p.ref])
+        if kind == "turn":
+            turns = store.turns(session.id)[-20:]
+            return [(str(t.number), f"{t.status}: {t.input}") for t in reversed(turns)]
+        if kind == "summary":
+            versions = store.summaries(session.id)
+            return [(str(v.version), f"{v.strategy} · {v.text}") for v in reversed(versions)]
+        return []
+
+
+def _strategies(word: str) -> list[tuple[str, str]]:
+    """Names; after `A+`, the second part of a combination."""
+    from chatmem.memory import REGISTRY
+
+    head, plus, _ = word.rpartition("+")
+    prefix = f"{head}{plus}" if plus else ""
+    taken = set(head.split("+")) if plus else set()
+    return [(prefix + name, cls.description) for name, cls in REGISTRY.items()
+            if name not in taken]
+
+
+def _parameters(strategy: str, word: str) -> list[tuple[str, str]]:
+    """`k=` and friends for the strategy typed first; `window.k=` for a combination."""
+    from chatmem.memory import REGISTRY
+
+    name = strategy.partition(":")[0]
+    parts = name.split("+")
+    if not all(part in REGISTRY for part in parts):
+        return []
+    combined = len(parts) > 1
+    return [(f"{part}.{p.name}=" if combined else f"{p.name}=",
+             f"{p.help} (default {p.default})")
+            for part in parts for p in REGISTRY[part].PARAMS]

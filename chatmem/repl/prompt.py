@@ -1,0 +1,133 @@
+"""The interactive prompt: completion, history from the store, multi-line input, a toolbar.
+
+- Up/Down walk the session's own stored user messages, so history survives a
+  restart and no plaintext history file exists: deleting a session deletes its
+  history. Slash commands typed in this run are recalled too, but not kept.
+- Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
+  goes on until a line ends with `\"\"\"`. Ctrl-X Ctrl-E edits the line in $EDITOR.
+- The prompt is drawn on the terminal even when stdout is redirected (stderr).
+- The bottom toolbar: session · strategy · model · last context tokens / budget.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.history import History
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from chatmem.repl.blocks import open_block, unfence
+from chatmem.repl.chat import strategy_label
+from chatmem.repl.completion import SlashCompleter
+
+if TYPE_CHECKING:
+    from prompt_toolkit.output import Output
+
+    from chatmem.repl.chat import Chat
+    from chatmem.store import Store
+
+HISTORY_TURNS = 500
+"""How far back Up reaches: the user messages of the session's last turns."""
+
+
+class SessionHistory(History):
+    """Up/Down history drawn from a session's stored user messages, newest first."""
+
+    def __init__(self, store: Store, session_id: int) -> None:
+        super().__init__()
+        self.store = store
+        self.session_id = session_id
+
+    def load_history_strings(self) -> Iterable[str]:
+        last = self.store.turn_count(self.session_id)
+        messages = self.store.messages(self.session_id, max(1, last - HISTORY_TURNS + 1))
+        previous = None
+        for message in reversed(messages):
+            if message.role == "user" and message.content != previous:
+                previous = message.content
+                yield message.content
+
+    def store_string(self, string: str) -> None:
+        pass  # a turn is stored by the engine; a command lives for this run only
+
+
+def key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("enter", filter=Condition(lambda: _in_open_block()))
+    def _block_line(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def _in_open_block() -> bool:
+    from prompt_toolkit.application import get_app
+
+    return open_block(get_app().current_buffer.text)
+
+
+def toolbar_text(chat: Chat) -> str:
+    engine = chat.engine
+    parts = [f"session {engine.session.name}", strategy_label(engine, changed_only=True),
+             f"{engine.provider.name}:{engine.provider.model}"]
+    if chat.usage is not None:
+        tokens, budget = chat.usage
+        parts.append(f"last context {tokens:,}" + (f" / {budget:,} tokens" if budget
+                                                   else " tokens"))
+    else:
+        parts.append("no turn yet")
+    return " " + " · ".join(parts) + " "
+
+
+def terminal_output() -> Output | None:
+    """The terminal for the prompt when stdout is redirected; None: stdout is the terminal."""
+    if sys.stdout.isatty():
+        return None
+    from prompt_toolkit.output import create_output
+
+    if sys.stderr.isatty():
+        return create_output(stdout=sys.stderr)
+    try:
+        tty = open("/dev/tty", "w")  # noqa: SIM115 - it lives as long as the prompt
+    except OSError:
+        return None
+    return create_output(stdout=tty)
+
+
+class Prompt:
+    """Reads one message at a time; rebuilt when the chat switches sessions."""
+
+    def __init__(self, chat: Chat, output: Output | None = None) -> None:
+        self.chat = chat
+        self.output = output if output is not None else terminal_output()
+        self.session_id: int | None = None
+        self.session: PromptSession[str] | None = None
+
+    def _build(self) -> PromptSession[str]:
+        engine = self.chat.engine
+        self.session_id = engine.session.id
+        return PromptSession(
+            history=SessionHistory(engine.store, engine.session.id),
+            completer=SlashCompleter(self.chat),
+            complete_while_typing=True,
+            key_bindings=key_bindings(),
+            multiline=False,
+            prompt_continuation=lambda width, line, wrapped: "." * (width - 1) + " ",
+            bottom_toolbar=lambda: toolbar_text(self.chat),
+            enable_open_in_editor=True,
+            output=self.output,
+        )
+
+    def ask(self) -> str:
+        if self.session is None or self.session_id != self.chat.engine.session.id:
+            self.session = self._build()
+        return unfence(self.session.prompt(f"{self.chat.engine.session.name}> "))
