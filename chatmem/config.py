@@ -75,18 +75,59 @@ HELPER_ALIASES = {"summary.provider": "helper_provider", "summary.model": "helpe
 model for every strategy call (summaries and fact extraction)."""
 
 
-def app_dir() -> Path:
-    import typer
+def config_dir() -> Path:
+    """The platform's config directory (~/.config/chatmem on Linux, XDG_CONFIG_HOME honoured)."""
+    import platformdirs
 
-    return Path(typer.get_app_dir(APP_NAME))
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def data_dir() -> Path:
+    """The platform's data directory (~/.local/share/chatmem on Linux, XDG_DATA_HOME honoured)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
 def default_config_path() -> Path:
-    return app_dir() / "config.toml"
+    return config_dir() / "config.toml"
 
 
 def default_db_path() -> Path:
-    return app_dir() / "chatmem.db"
+    return data_dir() / "chatmem.db"
+
+
+def legacy_db_path() -> Path:
+    """Where chatmem kept the history file before it moved to the data directory."""
+    return config_dir() / "chatmem.db"
+
+
+def move_legacy_db() -> str | None:
+    """Move a history file from the config directory to the data directory, once.
+
+    Returns what was done, for the caller to tell the user; None when there was
+    nothing to move (or a file is already in the data directory: nothing is
+    overwritten). The WAL is folded into the file first, so the move is whole.
+    """
+    import shutil
+    import sqlite3
+
+    old, new = legacy_db_path(), default_db_path()
+    if new.exists() or not old.is_file():
+        return None
+    try:
+        connection = sqlite3.connect(old)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+        new.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(old), str(new))
+        for suffix in ("-wal", "-shm"):
+            old.with_name(old.name + suffix).unlink(missing_ok=True)
+    except (OSError, sqlite3.Error) as e:
+        raise ConfigError(f"{old}: cannot move the history file to {new}: {e}") from None
+    return f"moved the history file from {old} to {new} (the platform's data directory)"
 
 
 @dataclass

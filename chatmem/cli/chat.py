@@ -17,6 +17,7 @@ from chatmem.cli.common import (
     consoles,
     handles_errors,
     open_engine,
+    session_first,
     settings_from,
     strategy_choice,
 )
@@ -135,17 +136,8 @@ def ask(
 
 def _session_and_text(words: list[str], option: str | None) -> tuple[str, str]:
     """`ask TEXT`, `ask SESSION TEXT` or `ask --session SESSION TEXT`."""
-    from chatmem.errors import UsageError
-
-    usage = "usage: chatmem ask [SESSION] TEXT (quote a question of several words)"
-    if len(words) == 1:
-        return option or DEFAULT_SESSION, words[0]
-    if len(words) == 2:
-        if option is not None and option != words[0]:
-            raise UsageError(f"two sessions given: {words[0]!r} and --session {option!r}; "
-                             "give one")
-        return words[0], words[1]
-    raise UsageError(f"{usage}; got {len(words)} words: {' '.join(words)!r}")
+    session, text = session_first(words, option, "chatmem ask [SESSION] TEXT")
+    return session or DEFAULT_SESSION, text
 
 
 def _print_notices(engine: Engine, err: Console) -> None:

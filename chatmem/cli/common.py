@@ -37,8 +37,8 @@ DbOption = Annotated[
 ]
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", help="Config file (default: CHATMEM_CONFIG or the app directory).",
-                 show_default=False),
+    typer.Option("--config", show_default=False,
+                 help="Config file (default: CHATMEM_CONFIG or the user config directory)."),
 ]
 # Kept equal to config.PROVIDERS (a test checks); importing config here would slow --help.
 PROVIDER_NAMES = ("auto", "local", "openai", "scripted")
@@ -158,16 +158,32 @@ def settings_from(
 
 @contextmanager
 def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
-    """The history file; `create=False` (read-only commands) fails instead of creating it."""
+    """The history file; `create=False` (read-only commands) never creates it.
+
+    The default file (in the platform's data directory) that does not exist yet
+    reads as an empty history; a file named with --db or CHATMEM_DB that does not
+    exist is an error, because a typo must not look like an empty history.
+    """
+    from chatmem.config import move_legacy_db
     from chatmem.store import Store
 
-    if not create and not settings.db_path.exists():
-        from chatmem.errors import NotFound
+    if settings.db is None:
+        moved = move_legacy_db()
+        if moved:
+            from chatmem.render import notice_line
 
-        # A typo in --db or CHATMEM_DB must not look like an empty history.
-        raise NotFound(f"no history file at {settings.db_path} "
-                       "(chat, ask and sessions import create it)")
-    store = Store(settings.db_path)
+            consoles()[1].print(notice_line(moved), soft_wrap=True)
+    path = settings.db_path
+    if not create and not path.exists():
+        if settings.db is not None:
+            from chatmem.errors import NotFound
+
+            raise NotFound(f"no history file at {path} (chat, ask and sessions import "
+                           "create it)")
+        store = Store(":memory:")  # nothing stored yet: an empty history, nothing on disk
+        store.path = path
+    else:
+        store = Store(path)
     try:
         yield store
     finally:
@@ -257,6 +273,33 @@ def reproducing_provider(settings: Settings, transcript: Transcript,
         yield provider
     finally:
         provider.close()
+
+
+def session_first(words: Sequence[str], option: str | None,
+                  usage: str) -> tuple[str | None, str]:
+    """`[SESSION] THING`: one word is THING; two are SESSION and THING; --session SESSION too.
+
+    The grammar of `ask` and `facts forget`: the session comes first, as everywhere,
+    and may be left out.
+    """
+    from chatmem.errors import UsageError
+
+    if len(words) == 1:
+        return option, words[0]
+    if len(words) == 2:
+        return one_session(words[0], option), words[1]
+    raise UsageError(f"usage: {usage} (quote what has spaces); got {len(words)} words: "
+                     f"{' '.join(words)!r}")
+
+
+def one_session(positional: str | None, option: str | None) -> str | None:
+    """The session given first or with --session; both must agree."""
+    from chatmem.errors import UsageError
+
+    if positional is not None and option is not None and positional != option:
+        raise UsageError(f"two sessions given: {positional!r} and --session {option!r}; "
+                         "give one")
+    return positional if positional is not None else option
 
 
 def print_json(data: Any) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from chatmem.cli.common import ConfigOption, JsonOption, consoles, fail, handles_errors, print_json
 from chatmem.cli.grammar import ChatmemTyper
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
 
 app = ChatmemTyper(help="See and create the config file.", no_args_is_help=True)
 
@@ -21,15 +24,45 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
-    from chatmem.config import load_settings
+    from chatmem.config import config_path, load_settings
 
     settings = load_settings(config)
     if json_out:
         print_json(settings.public())
-    else:
-        consoles()[0].print(render.table(
-            [{"key": k, "value": v, "source": src} for k, v, src in settings.rows()],
-            ["key", "value", "source"]))
+        return
+    rows = []
+    for key, value, source in settings.rows():
+        if key in ("db", "config_file"):
+            continue  # shown once above the table
+        if key == "max_reply_tokens" and not value:
+            value = _effective_reply_cap(settings)
+        if settings.source is not None and source == str(settings.source):
+            source = "file"
+        rows.append({"key": key, "value": value or "—",
+                     "source": "" if source == "default" else source})
+    file = settings.source or config_path(config)
+    out = consoles()[0]
+    for line in render.named_lines({
+            "config file": f"{file}" + ("" if file.exists() else " (none: defaults apply)"),
+            "history file": str(settings.db_path)}):
+        out.print(line, soft_wrap=True)
+    out.print()
+    out.print(render.config_table(rows))
+
+
+def _effective_reply_cap(settings: Settings) -> str:
+    """What caps a reply when max_reply_tokens is unset: it depends on the provider."""
+    from chatmem.config import LOCAL_MAX_REPLY_TOKENS
+    from chatmem.errors import NoModelAvailable
+    from chatmem.providers import resolve_provider_name
+
+    try:
+        provider = resolve_provider_name(settings)
+    except NoModelAvailable:
+        return "—"
+    if provider == "local":
+        return f"{LOCAL_MAX_REPLY_TOKENS} (the local model's default)"
+    return "none (no cap)"
 
 
 @app.command("path")

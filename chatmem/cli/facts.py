@@ -12,8 +12,10 @@ from chatmem.cli.common import (
     JsonOption,
     consoles,
     handles_errors,
+    one_session,
     open_store,
     print_json,
+    session_first,
     settings_from,
 )
 from chatmem.cli.grammar import ChatmemTyper
@@ -72,6 +74,10 @@ def _owner(store: Store, fact: FactRecord) -> str:
 @app.command("list")
 @handles_errors
 def list_(
+    session_arg: Annotated[
+        str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                   help="Only facts this session uses (as --session).")
+    ] = None,
     user: UserOption = None,
     session: SessionOption = None,
     db: DbOption = None,
@@ -80,8 +86,9 @@ def list_(
 ) -> None:
     """List remembered facts and pinned summary details with their scope, source and age.
 
-    Example: chatmem facts list --session travel --json
+    Example: chatmem facts list travel --json
     """
+    session = one_session(session_arg, session)
     from chatmem.memory.facts import provenance
     from chatmem.memory.pins import pinned_at
     from chatmem.render.facts import fact_rows, facts_table, pinned_row
@@ -103,8 +110,10 @@ def list_(
 @app.command("forget")
 @handles_errors
 def forget(
-    ref: Annotated[str, typer.Argument(
-        metavar="ID|KEY|PIN", help="A fact id or key, or a pinned detail (p3 or its text).")],
+    words: Annotated[list[str], typer.Argument(
+        metavar="[SESSION] ID|KEY|PIN", show_default=False,
+        help="The session (optional) and a fact id or key, or a pinned detail (p3 or its "
+             "text).")],
     purge: Annotated[
         bool, typer.Option("--purge", help="Erase physically and vacuum the file (no trace left).")
     ] = False,
@@ -115,8 +124,9 @@ def forget(
 ) -> None:
     """Forget a fact (or unpin a pinned detail) so no later context holds it; --purge erases it.
 
-    Example: chatmem facts forget "order id" --session travel --purge
+    Example: chatmem facts forget travel "order id" --purge
     """
+    session, ref = session_first(words, session, "chatmem facts forget [SESSION] ID|KEY|PIN")
     from chatmem.errors import NotFound, UsageError
     from chatmem.memory.facts import find_facts, scrub_fact
     from chatmem.memory.pins import find_pins, unpin

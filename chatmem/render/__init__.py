@@ -189,6 +189,24 @@ def sessions_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
     return out
 
 
+def named_lines(named: Mapping[str, str]) -> list[Text]:
+    """`config file   PATH` lines, names aligned; print them with soft_wrap (paths whole)."""
+    width = max(len(name) for name in named)
+    return [Text.assemble((f"{name:<{width}}  ", "bold"), value) for name, value in named.items()]
+
+
+def config_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """`config show`: key · value · source (empty for a default), under the files' lines."""
+    out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                padding=(0, 2, 0, 0))
+    out.add_column("key", no_wrap=True)
+    out.add_column("value", overflow="fold")
+    out.add_column("source", style="dim")
+    for row in rows:
+        out.add_row(str(row["key"]), str(row["value"]), str(row["source"]))
+    return out
+
+
 def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
     out = Table(title=title, show_header=False, box=None, padding=(0, 2, 0, 0))
     out.add_column(style="bold")

@@ -1,6 +1,8 @@
 """Summary versions as Rich panels: the text, a diff, and what the summarizer dropped.
 
-Removed text is red (struck through), added text green. Latin text is diffed
+Removed text is red (struck through), added text green; where there is no
+colour (NO_COLOR, a pipe, a file) they read `[-removed-]` and `[+added+]`, so
+the diff means the same in every mode. Latin text is diffed
 word by word. CJK text is diffed sentence by sentence: a sentence that
 changed a little (五千元 → 六千元) marks the changed characters inline, but a
 rewritten sentence is shown whole, old then new, because characters
@@ -14,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.text import Text
 
@@ -51,12 +53,28 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE.findall(text) if s]
 
 
-def _append_runs(text: Text, runs: Sequence[tuple[str, str]]) -> None:
+def plain(console: Console) -> bool:
+    """True where colour cannot carry meaning: NO_COLOR, or no colour system (pipes, files)."""
+    return console.no_color or console.color_system is None
+
+
+def _marked(op: str, run: str) -> str:
+    """`[-run-]` / `[+run+]`, with the run's outer whitespace left outside the markers."""
+    core = run.strip()
+    if not core:
+        return run
+    start = run[: len(run) - len(run.lstrip())]
+    end = run[len(run.rstrip()):]
+    return f"{start}[{op}{core}{op}]{end}"
+
+
+def _append_runs(text: Text, runs: Sequence[tuple[str, str]], markers: bool) -> None:
     previous = "="
     for op, run in runs:
         if previous == "-" and op == "+":
             text.append(*ARROW)
-        text.append(run, style={"-": REMOVED, "+": ADDED}.get(op, ""))
+        shown = _marked(op, run) if markers and op in "-+" else run
+        text.append(shown, style={"-": REMOVED, "+": ADDED}.get(op, ""))
         previous = op
 
 
@@ -65,11 +83,14 @@ def _similar(old: str, new: str) -> bool:
     return SequenceMatcher(None, a, b, autojunk=False).ratio() >= SIMILAR
 
 
-def diff_text(old: str, new: str) -> Text:
-    """`new` with the text removed from `old` shown inline in red, added text in green."""
+def diff_text(old: str, new: str, *, markers: bool = False) -> Text:
+    """`new` with the text removed from `old` shown inline in red, added text in green.
+
+    With `markers`, removed and added text are also wrapped in [-…-] and [+…+].
+    """
     text = Text()
     if not (_CJK_CHAR.search(old) or _CJK_CHAR.search(new)):
-        _append_runs(text, word_diff(old, new))
+        _append_runs(text, word_diff(old, new), markers)
         return text
     a, b = sentences(old), sentences(new)
     for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -86,8 +107,33 @@ def diff_text(old: str, new: str) -> Text:
                 runs += [("-", olds[k]), ("+", news[k])]
         runs += [("-", sentence) for sentence in olds[paired:]]
         runs += [("+", sentence) for sentence in news[paired:]]
-        _append_runs(text, runs)
+        _append_runs(text, runs, markers)
     return text
+
+
+class WordDiff:
+    """A diff that picks colour or markers for the console it is printed on."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield diff_text(self.old, self.new, markers=plain(console))
+
+
+class DiffLegend:
+    """`removed red · added green · +6 −0 words`, or the markers where there is no colour."""
+
+    def __init__(self, added: int, removed: int, unit: str) -> None:
+        self.added, self.removed, self.unit = added, removed, unit
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if plain(console):
+            removed, added = Text("[-…-]", style=REMOVED), Text("[+…+]", style=ADDED)
+        else:
+            removed, added = Text("red", style=REMOVED), Text("green", style=ADDED)
+        yield Text.assemble(("removed ", "dim"), removed, (" · added ", "dim"), added,
+                            (f" · +{self.added} −{self.removed} {self.unit}", "dim"))
 
 
 def dropped_list(anchors: Sequence[str], version: int) -> Text:
@@ -115,11 +161,8 @@ def summary_panel(
     else:
         added, removed = diff_size(old.text, new.text)
         unit = diff_unit(old.text, new.text)
-        blocks.append(Text.assemble(
-            ("removed ", "dim"), ("red", REMOVED), (" · added ", "dim"), ("green", ADDED),
-            (f" · +{added} −{removed} {unit}", "dim"),
-        ))
-        blocks.append(diff_text(old.text, new.text))
+        blocks.append(DiffLegend(added, removed, unit))
+        blocks.append(WordDiff(old.text, new.text))
         title = f"summary v{old.version} → v{new.version} ({new.strategy})"
         subtitle = f"+{added} −{removed} {unit}"
     if new.dropped_anchors:

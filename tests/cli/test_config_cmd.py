@@ -99,12 +99,15 @@ def test_show_names_the_source_of_each_setting(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "show", "--config", str(config)],
                            env={"CHATMEM_STRATEGY": "tokens", "COLUMNS": "200"})
     assert result.exit_code == 0, result.stderr
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
-            for line in result.stdout.splitlines() if line.startswith("│")}
-    assert rows["strategy"] == ["tokens", "env CHATMEM_STRATEGY"]
-    assert rows["model"] == ["m", str(config)]
-    assert rows["local.threads"] == ["3", str(config)]
-    assert rows["local.n_ctx"] == ["4096", "default"]
+    # A compact table: the config file is named once above it, its rows say "file".
+    assert result.stdout.splitlines()[0].rstrip() == f"config file   {config}"
+    rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[3:]
+            if line.strip()}
+    assert rows["strategy"] == ["tokens", "env", "CHATMEM_STRATEGY"]
+    assert rows["model"] == ["m", "file"]
+    assert rows["local.threads"] == ["3", "file"]
+    assert rows["local.n_ctx"] == ["4096"]  # a default has no source to name
+    assert result.stdout.count(str(config)) == 1
     assert "local" not in rows and "{'threads'" not in result.stdout
     data = json.loads(runner.invoke(app, ["config", "show", "--config", str(config), "--json"],
                                     env={"CHATMEM_STRATEGY": "tokens"}).stdout)

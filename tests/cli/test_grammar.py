@@ -71,8 +71,8 @@ def test_ask_takes_the_session_first_or_as_an_option_or_not_at_all(tmp_path: Pat
                             "give one\n")
     many = run("ask", "trip", "where", "to", *base)
     assert many.exit_code == 2
-    assert many.stderr == ("error: usage: chatmem ask [SESSION] TEXT (quote a question of "
-                           "several words); got 3 words: 'trip where to'\n")
+    assert many.stderr == ("error: usage: chatmem ask [SESSION] TEXT (quote what has spaces); "
+                           "got 3 words: 'trip where to'\n")
 
 
 BAD_NAME = "error: invalid session name 'bad name/with slash': use letters, digits, '-', '_'," \
@@ -159,3 +159,22 @@ def test_the_local_provider_refuses_a_model_file_that_is_not_there(tmp_path: Pat
     assert result.exit_code == 1
     assert result.stderr == ("error: model '/nope/x.gguf' (flag --model): the local provider "
                              "runs a GGUF file, and there is none at that path\n")
+
+
+def test_facts_take_the_session_first_too(tmp_path: Path) -> None:
+    db = str(tmp_path / "f.db")
+    base = ["--db", db, "--provider", "scripted"]
+    for session in ("trip", "work"):
+        assert run("chat", session, *base, input="/remember --session city: Lisbon\n"
+                   ).exit_code == 0
+    listed = run("facts", "list", "trip", "--json", "--db", db)
+    assert [(f["value"], f["owner"]) for f in json.loads(listed.stdout)] == [
+        ("Lisbon", "session trip")]
+    assert json.loads(run("facts", "list", "--session", "trip", "--json", "--db", db).stdout
+                      ) == json.loads(listed.stdout)
+    clash = run("facts", "list", "trip", "--session", "work", "--db", db)
+    assert clash.exit_code == 2 and "two sessions given" in clash.stderr
+    forgot = run("facts", "forget", "trip", "city", "--db", db)
+    assert forgot.exit_code == 0, forgot.stderr
+    assert [f["owner"] for f in json.loads(run("facts", "list", "--json", "--db", db).stdout)
+            ] == ["session work"]

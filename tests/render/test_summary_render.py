@@ -12,6 +12,7 @@ from rich.text import Text
 from chatmem.render.summary import (
     ADDED,
     REMOVED,
+    WordDiff,
     coverage,
     diff_text,
     sentences,
@@ -57,8 +58,8 @@ def test_panel_shows_versions_diff_size_and_what_the_summarizer_dropped() -> Non
     new = record(7, "- My order ships Friday.", dropped=["ORD-7731"])
     out = show(summary_panel(new, old))
     assert "summary v6 → v7 (summary-buffer)" in out
-    assert "removed red · added green · +0 −1 words" in out
-    assert "- My order ORD-7731 ships Friday." in out  # removed words stay visible inline
+    assert "removed [-…-] · added [+…+] · +0 −1 words" in out  # no colour: markers
+    assert "- My order [-ORD-7731-] ships Friday." in out  # removed words stay visible inline
     assert "dropped by the summarizer (kept verbatim as pinned facts since v7):" in out
     assert "  • ORD-7731" in out
     assert "scripted:scripted · 2026-05-07 10:00" in out  # no coverage given: none shown
@@ -131,3 +132,28 @@ def test_a_diff_keeps_both_versions_recoverable(old: str, new: str) -> None:
             new_out.append(piece)
     assert "".join(old_out) == old and "".join(new_out) == new
     assert "".join(sentences(old)) == old
+
+
+def test_without_colour_the_diff_is_marked_and_with_colour_it_is_not() -> None:
+    old, new = "- My order ships Monday.", "- My order ships Friday.\n- Refund approved."
+    colour = Console(width=80, record=True, force_terminal=True, color_system="truecolor",
+                     no_color=False)
+    colour.print(WordDiff(old, new))
+    assert colour.export_text() == "- My order ships Monday→Friday.\n- Refund approved.\n"
+    for plain in (Console(width=80, record=True, color_system=None),  # a pipe, a file
+                  Console(width=80, record=True, force_terminal=True, no_color=True)):
+        plain.print(WordDiff(old, new))
+        assert plain.export_text() == (
+            "- My order ships [-Monday-]→[+Friday+].\n[+- Refund approved.+]\n")
+
+
+def test_no_color_in_the_environment_marks_the_diff(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    console = Console(width=80, record=True, force_terminal=True)
+    console.print(WordDiff("- 预算五千元。", "- 预算六千元。"))
+    assert console.export_text() == "- 预算[-五-]→[+六+]千元。\n"
+
+
+def test_markers_keep_the_whitespace_outside() -> None:
+    text = diff_text("Order ORD-7731 ships Monday.", "Order ships Friday.", markers=True)
+    assert text.plain == "Order [-ORD-7731-] ships [-Monday-]→[+Friday+]."

@@ -37,9 +37,10 @@ def test_summary_shows_the_latest_version_diffed_against_the_previous(tmp_path: 
     assert "summary v1 now covers turn 1: +4 −0 words; /summary shows the diff" in out + err
     assert "summary v2 now covers turns 1–2: +6 −0 words; /summary shows the diff" in out + err
     panel = err.split("summary v1 → v2 (summary)", 1)[1]
-    assert "removed red · added green · +6 −0 words" in panel
-    assert "- My order is ORD-7731." in panel
-    assert "- We fly on 2026-05-01 to Paris." in panel
+    # A pipe has no colour: the diff is marked, so an added "- …" line cannot read as removed.
+    assert "removed [-…-] · added [+…+] · +6 −0 words" in panel
+    assert "│ - My order is ORD-7731." in panel
+    assert "│ [+- We fly on 2026-05-01 to Paris.+]" in panel
     # Coverage in turns, as the notices count them, not in stored message ids.
     assert "scripted:scripted · covers turns 1–2 · " in panel
 
@@ -63,9 +64,9 @@ def test_summary_n_m_diffs_two_versions_and_lists_dropped_anchors(
     assert "dropped by the summarizer, pinned: ORD-7731" in out + err
     panel = err.split("summary v1 → v3 (summary)", 1)[1]
     assert "- 我们的预算是一笔钱。" in panel
-    assert "- My order is the order." in panel
-    assert "- Thanks, that is all." in panel
-    assert "removed red · added green · +9 −0 words" in panel
+    assert "[+- My order is the order.+]" in panel
+    assert "[+- Thanks, that is all.+]" in panel
+    assert "removed [-…-] · added [+…+] · +9 −0 words" in panel
     # The panel lists what the newer version dropped (v3 dropped nothing new).
     assert "dropped by the summarizer" not in panel
 

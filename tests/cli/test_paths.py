@@ -1,0 +1,122 @@
+"""Where chatmem keeps its files: the platform's data and config directories.
+
+A fresh HOME reads as an empty history; an old history file in the config
+directory moves to the data directory once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+
+
+def run(*args: str, input: str = ""):
+    return runner.invoke(app, list(args), input=input, env={"COLUMNS": "80"})
+
+
+def test_the_history_file_lives_in_the_data_directory(isolated_home: Path) -> None:
+    assert run("ask", "trip", "hello", "--provider", "scripted").exit_code == 0
+    assert (isolated_home / ".local" / "share" / "chatmem" / "chatmem.db").is_file()
+    assert not (isolated_home / ".config" / "chatmem" / "chatmem.db").exists()
+
+
+def test_xdg_data_home_is_honoured(isolated_home: Path, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert run("ask", "hello", "--provider", "scripted").exit_code == 0
+    assert (tmp_path / "data" / "chatmem" / "chatmem.db").is_file()
+
+
+@pytest.mark.parametrize(("command", "stdout"), [
+    (["sessions", "list"], "no sessions yet (chatmem chat NAME starts one)\n"),
+    (["sessions", "list", "--json"], "[]\n"),
+    (["facts", "list", "--json"], "[]\n"),
+])
+def test_read_only_commands_on_a_fresh_home_show_an_empty_history(
+    isolated_home: Path, command: list[str], stdout: str
+) -> None:
+    result = run(*command)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, stdout, "")
+    assert [p for p in isolated_home.rglob("*") if p.is_file()] == []  # nothing created
+
+
+def test_facts_list_on_a_fresh_home_is_an_empty_table(isolated_home: Path) -> None:
+    result = run("facts", "list")
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_a_missing_session_on_a_fresh_home_is_not_found(isolated_home: Path) -> None:
+    result = run("sessions", "show", "trip")
+    assert result.exit_code == 1
+    db = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
+    assert result.stderr == f"error: no session named 'trip' in {db}\n"
+    assert not db.exists()
+
+
+def test_an_old_history_file_moves_to_the_data_directory_once(isolated_home: Path) -> None:
+    old = isolated_home / ".config" / "chatmem" / "chatmem.db"
+    with Store(old) as store:  # as an earlier chatmem left it, with a pending WAL
+        store.create_session("trip", "window")
+    with sqlite3.connect(old) as raw:
+        raw.execute("PRAGMA journal_mode = WAL")
+    result = run("sessions", "list", "--json")
+    new = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
+    assert result.exit_code == 0
+    assert [s["name"] for s in json.loads(result.stdout)] == ["trip"]
+    assert result.stderr == (f"moved the history file from {old} to {new} (the platform's data "
+                             "directory)\n")
+    assert new.is_file() and not old.exists()
+    assert not list(old.parent.glob("chatmem.db*"))
+    again = run("sessions", "list", "--json")
+    assert again.stderr == "" and [s["name"] for s in json.loads(again.stdout)] == ["trip"]
+
+
+def test_an_old_file_never_overwrites_a_new_one(isolated_home: Path) -> None:
+    old = isolated_home / ".config" / "chatmem" / "chatmem.db"
+    new = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
+    with Store(old) as store:
+        store.create_session("old", "window")
+    with Store(new) as store:
+        store.create_session("new", "window")
+    result = run("sessions", "list", "--json")
+    assert [s["name"] for s in json.loads(result.stdout)] == ["new"] and result.stderr == ""
+    assert old.exists()
+
+
+def test_an_explicit_db_is_never_moved(isolated_home: Path, tmp_path: Path) -> None:
+    old = isolated_home / ".config" / "chatmem" / "chatmem.db"
+    with Store(old) as store:
+        store.create_session("old", "window")
+    mine = tmp_path / "mine.db"
+    assert run("ask", "hi", "--db", str(mine), "--provider", "scripted").exit_code == 0
+    assert old.exists() and not (isolated_home / ".local" / "share" / "chatmem").exists()
+
+
+def test_config_show_is_a_compact_table_with_effective_values(isolated_home: Path) -> None:
+    config = isolated_home / ".config" / "chatmem" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('strategy = "tokens"\n[local]\nthreads = 1\n', encoding="utf-8")
+    result = runner.invoke(app, ["config", "show"], env={"COLUMNS": "80",
+                                                         "CHATMEM_PROVIDER": "local"})
+    assert result.exit_code == 0, result.stderr
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    assert lines[0] == f"config file   {config}"
+    assert lines[1] == (f"history file  {isolated_home / '.local' / 'share' / 'chatmem'}"
+                        "/chatmem.db")
+    assert max(len(line) for line in lines[3:]) <= 80
+    assert result.stdout.count(str(isolated_home)) == 2  # each path once, never per row
+    rows = {line.split()[0]: line.split()[1:] for line in lines[3:] if line.strip()}
+    assert rows["strategy"] == ["tokens", "file"]
+    assert rows["local.threads"] == ["1", "file"]
+    assert rows["provider"] == ["local", "env", "CHATMEM_PROVIDER"]
+    assert rows["max_reply_tokens"] == ["256", "(the", "local", "model's", "default)"]
+    assert rows["api_key"] == ["not", "set"]
