@@ -79,12 +79,14 @@ def test_quick_start_chat_resolves_to_the_local_model(tmp_path) -> None:
            if not k.startswith(("OPENAI_", "CHATMEM_"))}
     env["HOME"] = str(tmp_path)
     env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    env["XDG_DATA_HOME"] = str(tmp_path / ".local" / "share")
     done = subprocess.run([sys.executable, "-m", "chatmem", "chat"], input="Say hi.\n",
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "session default · window k=5 · local:SmolLM2-135M-Instruct.Q4_1" in done.stderr
     assert "session default" not in done.stdout and done.stdout.strip()
-    with Store(tmp_path / ".config" / "chatmem" / "chatmem.db") as store:
+    # The history file is in the platform's data directory.
+    with Store(tmp_path / ".local" / "share" / "chatmem" / "chatmem.db") as store:
         (turn,) = store.turns(store.session("default").id)
         assert turn.status == "ok" and turn.prompt_tokens == turn.estimated_tokens
 
