@@ -141,13 +141,21 @@ def words_scores(
     return scores / peak if peak > 0 else scores
 
 
+def similarities(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """rows · vector, without BLAS: a threaded BLAS matrix-vector product spins on a busy
+    2-core machine (24 ms for 20,000 × 384 here, against 1 ms for this loop)."""
+    import numpy as np
+
+    return np.einsum("ij,j->i", rows, vector)
+
+
 def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray) -> np.ndarray:
     """Best of message and context cosine, scaled 0–1 over the candidates."""
     import numpy as np
 
     if not len(vectors):
         return np.zeros(0, dtype=np.float32)
-    raw = np.maximum(vectors @ query, context @ query)
+    raw = np.maximum(similarities(vectors, query), similarities(context, query))
     low, high = float(raw.min()), float(raw.max())
     if high - low < 1e-9:
         return np.ones_like(raw)
@@ -211,7 +219,7 @@ def pack(
         kept += 1
         if diverse:
             assert vectors is not None
-            similarity = np.maximum(similarity, vectors @ vectors[pick])
+            similarity = np.maximum(similarity, similarities(vectors, vectors[pick]))
         if limit and kept >= limit:
             break
     lowest_kept = max((i for i, r in enumerate(ranked) if r.kept), default=-1)
