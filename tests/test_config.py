@@ -192,3 +192,24 @@ def test_helper_model_from_file_env_and_its_old_name(tmp_path: Path) -> None:
         load_settings(bad, env={})
     with pytest.raises(ConfigError, match="CHATMEM_HELPER_PROVIDER must be one of"):
         load_settings(env={"CHATMEM_HELPER_PROVIDER": "cheap"})
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[embeddings]\nprovider = "bert"\n',
+     "key 'embeddings.provider' must be one of auto, local, openai, hash, none, got 'bert'"),
+    ("[embeddings]\nthreads = 0\n", "key 'embeddings.threads' must be at least 1, got 0"),
+    ('[embeddings]\ndims = 3\n',
+     "unknown key 'embeddings.dims' (valid: provider, model, base_url, api_key_env, threads)"),
+])
+def test_bad_embeddings_table_names_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, env={})
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_embeddings_table_is_read(tmp_path: Path) -> None:
+    path = write(tmp_path, '[embeddings]\nprovider = "openai"\nmodel = "nomic-embed-text"\n')
+    settings = load_settings(path, env={})
+    assert settings.embeddings == {"provider": "openai", "model": "nomic-embed-text",
+                                   "threads": 1}

@@ -227,3 +227,18 @@ def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
         assert "the zebra password is kiwi" not in texts
         assert any(r["why"] == "left out: a reply cannot open the context"
                    for r in context.recall)
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"mode": "vector"}, "parameter mode='vector' of strategy 'retrieval' must be one of "
+                         "hybrid, bm25, dense"),
+    ({"mmr": "1.5"}, "parameter mmr='1.5' of strategy 'retrieval' must be at most 1"),
+    ({"dense_weight": "-0.1"}, "parameter dense_weight='-0.1' of strategy 'retrieval' must be "
+                               "at least 0"),
+])
+def test_bad_parameters_name_the_parameter(params, message: str) -> None:
+    from chatmem.errors import StrategyError
+
+    with pytest.raises(StrategyError) as caught:
+        create_strategy("retrieval", params)
+    assert str(caught.value) == message
