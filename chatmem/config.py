@@ -37,6 +37,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "helper_provider": str,
         "helper_model": str,
         "user_facts": bool,
+        "key_command": str,
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},
@@ -58,6 +59,8 @@ POSITIVE = ("timeout",)
 LOCAL_MAX_REPLY_TOKENS = 256
 """The local model's reply cap unless max_reply_tokens says otherwise: small models loop."""
 
+KEY_ENV = "CHATMEM_KEY"
+"""The history file's key; read when a file is opened, never copied into the settings."""
 ENV_KEYS = {
     "OPENAI_BASE_URL": "base_url",  # first, so CHATMEM_BASE_URL overrides it
     "CHATMEM_PROVIDER": "provider",
@@ -147,6 +150,8 @@ class Settings:
     user: str = "default"
     user_facts: bool = False
     """Let the extractor put lasting personal facts in the user profile (all sessions)."""
+    key_command: str | None = None
+    """A command that prints the history file's key (e.g. a password manager's CLI)."""
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
     helper_provider: str | None = None
@@ -172,6 +177,37 @@ class Settings:
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
 
+    def key_source(self) -> str | None:
+        """Where the history key comes from ($CHATMEM_KEY or key_command), None if nowhere."""
+        if os.environ.get(KEY_ENV):
+            return f"${KEY_ENV}"
+        return "key_command" if self.key_command else None
+
+    def history_key(self) -> str | None:
+        """The key of an encrypted history file: $CHATMEM_KEY, else key_command's output.
+
+        Never stored, printed or put in an error message.
+        """
+        if os.environ.get(KEY_ENV):
+            return os.environ[KEY_ENV]
+        if not self.key_command:
+            return None
+        import subprocess
+
+        try:
+            # stdin and stderr stay the terminal's: a password manager may ask for its own.
+            done = subprocess.run(self.key_command, shell=True, stdout=subprocess.PIPE,
+                                  text=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ConfigError(f"key_command could not run: {type(e).__name__}") from None
+        if done.returncode != 0:
+            raise ConfigError(f"key_command failed (exit {done.returncode}); no key, nothing "
+                              "opened")
+        key = done.stdout.rstrip("\r\n")
+        if not key:
+            raise ConfigError("key_command printed no key; nothing opened")
+        return key
+
     def params_for(self, strategy: str) -> dict[str, Any]:
         return dict(self.strategies.get(strategy, {}))
 
@@ -180,10 +216,12 @@ class Settings:
         data = {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in ("source", "sources")}
         data["api_key"] = f"${self.api_key_env} is set" if self.api_key() else "not set"
+        source = self.key_source()
+        data["history_key"] = f"from {source}" if source else "not set (history not encrypted)"
         data["db"] = str(self.db_path)
         data["config_file"] = str(self.source) if self.source else None
         data["sources"] = {key: self.source_of(key) for key in _flat(data)
-                           if key not in ("api_key", "config_file")}
+                           if key not in ("api_key", "history_key", "config_file")}
         return data
 
     def source_of(self, key: str) -> str:
@@ -196,7 +234,8 @@ class Settings:
         data.pop("sources")
         shown = []
         for key, value in _flat(data).items():
-            source = "" if key in ("api_key", "config_file") else self.source_of(key)
+            source = ("" if key in ("api_key", "history_key", "config_file")
+                      else self.source_of(key))
             text = "" if value is None or value == {} else str(value)
             shown.append((key, text, source))
         return shown

@@ -10,7 +10,8 @@ and an exit code::
     │   ├── StrategyError             unknown strategy or bad parameter
     │   └── TranscriptError           a transcript line that cannot be read
     ├── StoreError                    the database cannot be used
-    │   └── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
+    │   ├── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
+    │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
     ├── NotFound                      no such session, turn, fact or summary version
     └── ProviderError                 the model could not answer
         ├── NoModelAvailable          nothing configured and no local model installed
@@ -33,6 +34,8 @@ class ExitCode(IntEnum):
     OK = 0
     ERROR = 1
     USAGE = 2
+    KEY = 3
+    """The history file is encrypted and the key is missing or wrong; nothing was changed."""
     BELOW_THRESHOLD = 1
     INTERRUPTED = 130
 
@@ -74,6 +77,15 @@ class StoreError(ChatmemError):
 
 class NotChatmemDatabase(StoreError):
     pass
+
+
+class HistoryLocked(StoreError):
+    exit_code = ExitCode.KEY
+
+    def __init__(self, message: str, *, missing: bool) -> None:
+        super().__init__(message)
+        self.missing = missing
+        """True when no key was given (the REPL can ask for one), False when it was wrong."""
 
 
 class NotFound(ChatmemError):

@@ -13,7 +13,8 @@ import pytest
 
 os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="chatmem-tiktoken-")
 for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CONFIG",
-                 "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY"):
+                 "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY", "CHATMEM_KEY",
+                 "CHATMEM_NEW_KEY"):
     os.environ.pop(variable, None)
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
@@ -22,7 +23,13 @@ from chatmem.config import Settings  # noqa: E402
 from chatmem.embeddings import Embedder  # noqa: E402
 from chatmem.engine import Engine, open_session  # noqa: E402
 from chatmem.providers.scripted import ScriptedProvider  # noqa: E402
-from chatmem.store import Store  # noqa: E402
+from chatmem.store import Store, cipher  # noqa: E402
+
+HISTORY_KEY = "x'" + "5a" * 32 + "'"
+"""The encrypted runs' key: a raw 256-bit key, so opening skips SQLCipher's slow key
+derivation (tests/store/test_encryption.py covers passphrases)."""
+needs_sqlcipher = pytest.mark.skipif(not cipher.available(),
+                                     reason="chatmem[encrypt] (sqlcipher3) is not installed")
 
 
 @pytest.fixture(autouse=True)
@@ -42,9 +49,22 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "chatmem.db"
 
 
+@pytest.fixture(params=["plain", pytest.param("encrypted", marks=needs_sqlcipher)])
+def history_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Run the test on a plain history file, then on an encrypted one.
+
+    The encrypted run sets CHATMEM_KEY too, so commands the test runs (in process
+    or as a subprocess) open the same file with the same key.
+    """
+    if request.param == "plain":
+        return None
+    monkeypatch.setenv("CHATMEM_KEY", HISTORY_KEY)
+    return HISTORY_KEY
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store(db_path) as s:
+def store(db_path: Path, history_key: str | None) -> Iterator[Store]:
+    with Store(db_path, key=history_key) as s:
         yield s
 
 

@@ -15,7 +15,7 @@ import typer
 from typer._click import exceptions as click_errors
 from typer.core import TyperGroup, TyperOption
 
-from chatmem.cli import chat, config_cmd, facts, sessions, strategies
+from chatmem.cli import chat, config_cmd, facts, privacy, sessions, strategies
 from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
@@ -130,6 +130,10 @@ app.command("index", short_help="Embed stored messages so retrieval recalls by m
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(facts.app, name="facts")
+app.command("encrypt", short_help="Encrypt the history file (chatmem[encrypt]).")(privacy.encrypt)
+app.command("decrypt", short_help="Turn an encrypted history file back into plain SQLite.")(
+    privacy.decrypt)
+app.command("rekey", short_help="Encrypt the history file under a new key.")(privacy.rekey)
 
 
 def main() -> None:

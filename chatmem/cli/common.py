@@ -183,11 +183,39 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
         store = Store(":memory:")  # nothing stored yet: an empty history, nothing on disk
         store.path = path
     else:
-        store = Store(path)
+        store = open_history(settings)
     try:
         yield store
     finally:
         store.close()
+
+
+def open_history(settings: Settings) -> Store:
+    """The history file, with its key when it is encrypted: from $CHATMEM_KEY, key_command,
+    or (in a terminal, when neither is set) typed by the user."""
+    from chatmem.errors import HistoryLocked
+    from chatmem.store import Store
+
+    try:
+        return Store(settings.db_path, key=settings.history_key())
+    except HistoryLocked as e:
+        if not (e.missing and sys.stdin.isatty() and sys.stderr.isatty()):
+            raise
+    return Store(settings.db_path, key=ask_key(f"key for {settings.db_path}: "))
+
+
+def ask_key(prompt: str, *, twice: bool = False) -> str:
+    """A key typed at the terminal, not echoed; `twice` for a new key (typed again to confirm)."""
+    import getpass
+
+    from chatmem.errors import HistoryLocked, UsageError
+
+    key = getpass.getpass(prompt)
+    if not key:
+        raise HistoryLocked("no key typed; nothing was opened or changed", missing=True)
+    if twice and getpass.getpass("again, to confirm: ") != key:
+        raise UsageError("the two keys differ; nothing was changed")
+    return key
 
 
 @contextmanager

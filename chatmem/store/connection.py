@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import sqlite_utils
 
-from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.errors import HistoryLocked, NotChatmemDatabase, StoreError
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
 BUSY_TIMEOUT_MS = 5000
@@ -59,9 +59,42 @@ def create_private_file(path: Path) -> None:
         raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """The raw SQLite connection to a history file (the one place a file is opened)."""
-    return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+    """The raw SQLite connection to a history file (the one place a file is opened).
+
+    With a key it is a SQLCipher connection (chatmem.store.cipher), the key
+    already checked, that behaves and fails exactly as a sqlite3 one.
+    """
+    if key is None:
+        return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    from chatmem.store import cipher
+
+    conn: Any = cipher.open_encrypted(Path(path), key, BUSY_TIMEOUT_MS / 1000)
+    return cast(sqlite3.Connection, conn)
+
+
+def check_key(path: Path, key: str | None) -> str | None:
+    """The key to open `path` with (None: plaintext), or an error before anything is written.
+
+    An encrypted file needs the key; a plaintext one refuses a key rather than
+    be used unencrypted by someone who believes it is not. A new file is
+    created encrypted when a key is given.
+    """
+    from chatmem.store import cipher
+
+    kind = cipher.file_kind(path)
+    if kind == "encrypted" and key is None:
+        if not cipher.available():
+            raise HistoryLocked(f"{path} is encrypted: install SQLCipher support "
+                                f"({cipher.INSTALL_HINT}) and {cipher.KEY_HINT}", missing=True)
+        raise HistoryLocked(f"{path} is encrypted: {cipher.KEY_HINT}", missing=True)
+    if key is None or kind == "other":
+        return None  # "other" is refused by SQLite as "not a database"
+    if kind == "plain":
+        raise StoreError(f"{path} is not encrypted, but a key is set: `chatmem encrypt` "
+                         "encrypts it with that key (or unset CHATMEM_KEY and key_command)")
+    cipher.driver()  # the extra must be there before a new file is created
+    return key
 
 
 class Connection:
@@ -72,10 +105,12 @@ class Connection:
     processes opening it at the same moment wait for each other.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, key: str | None = None) -> None:
         self.path = Path(path)
         in_memory = str(path) == ":memory:"
-        if not in_memory:
+        if in_memory:
+            key = None
+        else:
             if self.path.is_dir():
                 # SQLite would only say "disk I/O error".
                 raise StoreError(f"{self.path} is a directory, not a history file")
@@ -83,9 +118,11 @@ class Connection:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise StoreError(f"{self.path}: cannot create its folder: {e.strerror}") from None
+            key = check_key(self.path, key)
             create_private_file(self.path)
+        self.encrypted = key is not None
         try:
-            self.db = _Database(connect(path))
+            self.db = _Database(connect(path, key))
         except sqlite3.Error as e:
             raise StoreError(f"{path}: cannot open database: {e}") from None
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import sqlite3
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import Store
+from chatmem.store.connection import connect
 
 TURNS = [
     "my name is Ana",
@@ -31,7 +32,8 @@ def talk(engine: Engine, lines: list[str] = TURNS) -> Engine:
 
 
 def table_counts(db: Path) -> dict[str, int]:
-    conn = sqlite3.connect(db)
+    """Row counts as another connection sees them (with the encrypted run's key, if set)."""
+    conn = connect(db, os.environ.get("CHATMEM_KEY"))
     try:
         return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                 for t in ("sessions", "messages", "summaries", "facts", "strategy_state",

@@ -1,0 +1,299 @@
+"""Encryption at rest: SQLCipher through the optional `sqlcipher3` wheel (chatmem[encrypt]).
+
+An encrypted history file is a SQLCipher 4 database: every page, the WAL's
+included, is AES-256 encrypted and authenticated, so the file, its -wal and
+its -shm hold no plaintext. The key is a passphrase (SQLCipher derives the
+page key with PBKDF2-SHA512, 256,000 rounds, about 0.1 s per open) or a raw
+256-bit key written `x'<64 hex digits>'`, which skips the derivation.
+
+The key is handed to SQLCipher and kept nowhere else: it is never stored,
+logged, shown or put in an error message, and SQLCipher's own error log (which
+would print "hmac check failed" lines on stderr) is switched off before the
+key is given.
+
+Converting a file (encrypt, decrypt, a new key) never edits it in place: its
+content is exported with `sqlcipher_export` into a new file beside it, the new
+file is checked (integrity and every table's row count), and only then renamed
+over the old one, while an exclusive lock keeps every other process out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+from chatmem.errors import HistoryLocked, StoreError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+INSTALL_HINT = "pip install 'chatmem[encrypt]'"
+KEY_HINT = "set CHATMEM_KEY, or key_command in the config"
+_RAW_KEY = re.compile(r"x'[0-9A-Fa-f]{64}'")
+
+FileKind = Literal["missing", "plain", "encrypted", "other"]
+
+
+def file_kind(path: Path) -> FileKind:
+    """What the first bytes say: no file yet, plain SQLite, SQLCipher, or something else.
+
+    A SQLCipher file starts with a random 16-byte salt and is whole pages long;
+    a text file or a truncated database is "other".
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "other"  # SQLite reports what is wrong when it opens it
+    if size == 0:
+        return "missing"
+    if head == SQLITE_MAGIC:
+        return "plain"
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in head)
+    if size % 512 == 0 and printable < len(head):
+        return "encrypted"
+    return "other"
+
+
+def available() -> bool:
+    try:
+        driver()
+    except StoreError:
+        return False
+    return True
+
+
+_driver: ModuleType | None = None
+
+
+def driver() -> ModuleType:
+    """The sqlcipher3 DB-API module, or a StoreError saying how to install it."""
+    global _driver
+    if _driver is None:
+        try:
+            from sqlcipher3 import dbapi2
+        except ImportError:
+            raise StoreError(f"encrypted history files need SQLCipher: {INSTALL_HINT}") from None
+        _driver = dbapi2
+    return _driver
+
+
+def key_pragma(key: str, schema: str = "") -> str:
+    """`PRAGMA key = '…'` (a passphrase, quoted) or `= "x'…'"` (a raw 256-bit key)."""
+    if not key:
+        raise StoreError("an empty key cannot encrypt anything")
+    target = f"{schema}." if schema else ""
+    if _RAW_KEY.fullmatch(key):
+        return f"PRAGMA {target}key = \"{key}\""
+    quoted = key.replace("'", "''")
+    return f"PRAGMA {target}key = '{quoted}'"
+
+
+def _attach_key(key: str | None) -> str:
+    if key is None:
+        return "''"  # SQLCipher's way of attaching a plaintext database
+    if _RAW_KEY.fullmatch(key):
+        return f'"{key}"'
+    return "'" + key.replace("'", "''") + "'"
+
+
+def open_encrypted(path: Path, key: str, timeout: float) -> CipherConnection:
+    """An open SQLCipher connection, the key checked; HistoryLocked when it is wrong."""
+    dbapi2 = driver()
+    raw = dbapi2.connect(str(path), timeout=timeout)
+    try:
+        raw.execute("PRAGMA cipher_log_level = NONE")
+        raw.execute(key_pragma(key))
+        # The key is only tried on the first read.
+        raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except dbapi2.DatabaseError as e:
+        raw.close()
+        if "not a database" in str(e):
+            raise HistoryLocked(f"{path}: wrong key: SQLCipher cannot decrypt it with the "
+                                "key given", missing=False) from None
+        raise translate(e) from None
+    return CipherConnection(raw)
+
+
+# -- a sqlcipher3 connection that raises sqlite3's exceptions ---------------------------
+
+
+def translate(error: Exception) -> sqlite3.Error:
+    """The same error as sqlite3's class of the same name, so one `except` fits both."""
+    kind = getattr(sqlite3, type(error).__name__, sqlite3.Error)
+    if not (isinstance(kind, type) and issubclass(kind, sqlite3.Error)):
+        kind = sqlite3.Error
+    translated = kind(*error.args)
+    for attribute in ("sqlite_errorcode", "sqlite_errorname"):
+        if hasattr(error, attribute):
+            setattr(translated, attribute, getattr(error, attribute))
+    return translated
+
+
+class _Translating:
+    """Calls through to a sqlcipher3 object; its exceptions come out as sqlite3's."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Any) -> None:
+        object.__setattr__(self, "_inner", inner)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = value(*args, **kwargs)
+            except driver().Error as e:
+                raise translate(e) from None
+            return _wrap(result)
+
+        return call
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+
+def _wrap(result: Any) -> Any:
+    dbapi2 = driver()
+    if isinstance(result, dbapi2.Cursor):
+        return CipherCursor(result)
+    if isinstance(result, dbapi2.Connection):
+        return CipherConnection(result)
+    return result
+
+
+class CipherCursor(_Translating):
+    def __iter__(self) -> Iterator[Any]:
+        rows = iter(self._inner)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                return
+            except driver().Error as e:
+                raise translate(e) from None
+            yield row
+
+
+class CipherConnection(_Translating):
+    """sqlite-utils and the store use it exactly as a sqlite3.Connection."""
+
+    def __enter__(self) -> CipherConnection:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if kind is None:
+                self._inner.commit()
+            else:
+                self._inner.rollback()
+        except driver().Error as e:
+            raise translate(e) from None
+
+
+# -- converting a file: encrypt, decrypt, rekey ---------------------------------------------
+
+
+def convert(path: Path, old_key: str | None, new_key: str | None) -> Path:
+    """Rewrite the history file at `path` under `new_key` (None: plaintext); returns `path`.
+
+    The old file is read under an exclusive lock (no other process may have it
+    open), exported into a new file beside it, which is verified and then
+    renamed over it in one step. On any failure the new file is removed and the
+    old one is left as it was.
+    """
+    dbapi2 = driver()
+    temp = path.with_name(f".{path.name}.converting-{os.getpid()}")
+    with suppress(FileNotFoundError):
+        temp.unlink()
+    source = dbapi2.connect(str(path), timeout=0, isolation_level=None)
+    try:
+        source.execute("PRAGMA cipher_log_level = NONE")
+        if old_key is not None:
+            source.execute(key_pragma(old_key))
+        _lock(source, path)
+        counts = _row_counts(source)
+        # The WAL is folded into the file and left, so that closing this connection
+        # after the rename cannot touch a -wal file of the new one.
+        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        source.execute("PRAGMA journal_mode = MEMORY")
+        _create_private(temp)
+        source.execute(f"ATTACH DATABASE ? AS converted KEY {_attach_key(new_key)}",
+                       [str(temp)])
+        source.execute("SELECT sqlcipher_export('converted')")
+        source.execute("DETACH DATABASE converted")
+        _verify(temp, new_key, counts)
+        os.replace(temp, path)
+        _sync_folder(path.parent)
+    except dbapi2.DatabaseError as e:
+        raise StoreError(f"{path}: not converted, the file is unchanged: {e}") from None
+    finally:
+        source.close()
+        with suppress(FileNotFoundError):
+            temp.unlink()
+    return path
+
+
+def _lock(source: Any, path: Path) -> None:
+    """Hold the file exclusively until `source` closes; refuse if anyone else has it open."""
+    source.execute("PRAGMA locking_mode = EXCLUSIVE")
+    try:
+        source.execute("BEGIN EXCLUSIVE")
+    except driver().DatabaseError as e:
+        if "not a database" in str(e):
+            raise HistoryLocked(f"{path}: wrong key: SQLCipher cannot decrypt it with the "
+                                "key given", missing=False) from None
+        if "locked" in str(e) or "busy" in str(e):
+            raise StoreError(f"{path} is open in another chatmem process; close it and "
+                             "try again (nothing was changed)") from None
+        raise
+    source.execute("COMMIT")
+
+
+def _row_counts(conn: Any) -> dict[str, int]:
+    tables = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        " AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'")]
+    return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def _verify(temp: Path, key: str | None, counts: dict[str, int]) -> None:
+    dbapi2 = driver()
+    check = dbapi2.connect(str(temp))
+    try:
+        check.execute("PRAGMA cipher_log_level = NONE")
+        if key is not None:
+            check.execute(key_pragma(key))
+        result = check.execute("PRAGMA integrity_check").fetchone()[0]
+        if result != "ok":
+            raise StoreError(f"the converted copy failed its integrity check ({result})")
+        if _row_counts(check) != counts:
+            raise StoreError("the converted copy does not hold every row")
+    finally:
+        check.close()
+    with temp.open("rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _create_private(path: Path) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename durable (POSIX: fsync the directory)."""
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,304 @@
+"""Encrypted history files from the command line: same commands, one-line key errors,
+`chatmem encrypt|decrypt|rekey`, key_command, the REPL's key prompt, and no key written anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import needs_sqlcipher
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store, cipher
+
+pytestmark = needs_sqlcipher
+runner = CliRunner()
+KEY = "Kf7 ZQX ключ 钥匙 9931"
+"""A passphrase no output or file may ever contain."""
+NEW_KEY = "Second-Lock 4242 第二把钥匙"
+TALK = ("Hello, my name is Mirela Quastbeck.\nMy order is QX-48213, a velvet armchair.\n"
+        "我们五月去杭州旅行，住在西湖边的琉璃客栈。\nThe courier is Tobiasz Wrenfield.\n")
+PHRASES = ["Quastbeck", "QX-48213", "velvet armchair", "琉璃客栈", "Wrenfield"]
+
+
+def run(*args: str, input: str = "", key: str | None = None, **env: str):
+    environment = {"CHATMEM_KEY": key, **env}
+    return runner.invoke(app, list(args), input=input, env=environment)
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+# -- every command works the same -------------------------------------------------------------
+
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ][\d:.]+(?:\+00:00)?|\"latency_ms\": \d+|\d+(?:\.\d)? s\b"
+                    r"|\d+ (?:s|min|h|d)\b")
+
+
+def session_of_commands(db: Path, folder: Path, key: str | None) -> list[tuple[str, int, str]]:
+    """Run one user's day of commands; (command, exit code, stdout with times masked)."""
+    transcript = folder / "trip.jsonl"
+    commands = [
+        (["chat", "trip", "-s", "summary-buffer:max_tokens=150"], TALK),
+        (["chat", "ent", "-s", "entity"], TALK),
+        (["ask", "what did I order?", "--session", "trip"], ""),
+        (["sessions", "list", "--json"], ""),
+        (["sessions", "show", "trip", "--json"], ""),
+        (["sessions", "export", "trip", "-o", str(transcript)], ""),
+        (["sessions", "import", str(transcript), "--name", "imported"], ""),
+        (["sessions", "rename", "imported", "again"], ""),
+        (["sessions", "fork", "trip", "branch", "--at-turn", "2", "--json"], ""),
+        (["facts", "list", "--json"], ""),
+        (["facts", "forget", "name", "--session", "ent"], ""),
+        (["inspect", "trip", "--json"], ""),
+        (["inspect", "trip", "--summaries", "--json"], ""),
+        (["replay", "trip", "-s", "window", "-s", "entity", "--json"], ""),
+        (["sessions", "delete", "branch", "--yes"], ""),
+        (["sessions", "list", "--json"], ""),
+    ]
+    out = []
+    for args, stdin in commands:
+        result = run(*args, "--db", str(db), *(["--provider", "scripted"]
+                                              if args[0] in ("chat", "ask", "replay", "eval")
+                                              else []), input=stdin, key=key)
+        text = _STAMP.sub("T", result.stdout.replace(str(folder), "DIR"))
+        out.append((" ".join(args[:2]), result.exit_code, text))
+    return out
+
+
+def test_every_command_works_the_same_on_an_encrypted_file(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "enc").mkdir()
+    plain = session_of_commands(tmp_path / "plain" / "h.db", tmp_path / "plain", None)
+    encrypted = session_of_commands(tmp_path / "enc" / "h.db", tmp_path / "enc", KEY)
+    assert [code for _, code, _ in plain] == [0] * len(plain)
+    for (command, code, text), (_, enc_code, enc_text) in zip(plain, encrypted, strict=True):
+        assert (command, enc_code, enc_text) == (command, code, text)
+    assert cipher.file_kind(tmp_path / "enc" / "h.db") == "encrypted"
+    # An export is plaintext, as asked; the history file is not.
+    held = [name for name, data in files(tmp_path / "enc").items()
+            if any(p.encode() in data for p in PHRASES)]
+    assert held == ["trip.jsonl"]
+
+
+# -- without the key ---------------------------------------------------------------------------
+
+KEYED_COMMANDS = [
+    ["chat", "trip", "--provider", "scripted"], ["ask", "hi", "--provider", "scripted"],
+    ["sessions", "list"], ["sessions", "show", "trip"], ["sessions", "export", "trip"],
+    ["sessions", "delete", "trip", "--yes"], ["sessions", "rename", "trip", "x"],
+    ["sessions", "fork", "trip", "y"], ["sessions", "import", "sessions/support.jsonl"],
+    ["facts", "list"], ["facts", "forget", "1"], ["inspect", "trip"],
+    ["replay", "trip", "-s", "buffer", "--provider", "scripted"],
+    ["decrypt"], ["rekey"],
+]
+
+
+@pytest.fixture(scope="module")
+def encrypted_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("enc") / "h.db"
+    result = run("chat", "trip", "--db", str(db), "--provider", "scripted", "-s", "entity",
+                 input=TALK, key=KEY)
+    assert result.exit_code == 0, result.stderr
+    return db
+
+
+@pytest.mark.parametrize("command", KEYED_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("key", [None, "wrong"])
+def test_without_the_key_every_command_is_one_line_exit_3_and_changes_nothing(
+    encrypted_db: Path, command: list[str], key: str | None
+) -> None:
+    before = files(encrypted_db.parent)
+    result = run(*command, "--db", str(encrypted_db), input="hello\n", key=key)
+    assert result.exit_code == 3, result.output
+    why = ("is encrypted: set CHATMEM_KEY, or key_command in the config" if key is None
+           else ": wrong key: SQLCipher cannot decrypt it with the key given")
+    assert result.stderr == f"error: {encrypted_db}{' ' if key is None else ''}{why}\n"
+    assert result.stdout == ""
+    assert files(encrypted_db.parent) == before
+
+
+# -- encrypt, decrypt, rekey ---------------------------------------------------------------------
+
+
+def test_encrypt_rekey_and_decrypt_a_history_file(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    assert run("chat", "s", "--db", str(db), "--provider", "scripted", input=TALK).exit_code == 0
+    listed = run("sessions", "show", "s", "--db", str(db), "--json").stdout
+
+    no_key = run("encrypt", "--db", str(db))
+    assert (no_key.exit_code, no_key.stderr) == (2, (
+        "error: no key to encrypt with: set CHATMEM_KEY or key_command, or run this in a "
+        "terminal to type one\n"))
+    assert run("sessions", "list", "--db", str(db), key=KEY).stderr == (
+        f"error: {db} is not encrypted, but a key is set: `chatmem encrypt` encrypts it with "
+        "that key (or unset CHATMEM_KEY and key_command)\n")
+
+    done = run("encrypt", "--db", str(db), key=KEY)
+    assert done.exit_code == 0, done.stderr
+    assert re.fullmatch(rf"encrypted {re.escape(str(db))} \(\d+ KiB\); keep the key safe: "
+                        r"without it the history cannot be read\n", done.stderr)
+    assert not any(p.encode() in db.read_bytes() for p in PHRASES)
+    assert run("sessions", "show", "s", "--db", str(db), "--json", key=KEY).stdout == listed
+    again = run("encrypt", "--db", str(db), key=KEY)
+    assert (again.exit_code, again.stderr) == (
+        2, f"error: {db} is already encrypted; `chatmem rekey` changes its key\n")
+
+    same = run("rekey", "--db", str(db), key=KEY, CHATMEM_NEW_KEY=KEY)
+    assert (same.exit_code, same.stderr) == (
+        2, "error: the new key is the current key; nothing was changed\n")
+    rekeyed = run("rekey", "--db", str(db), key=KEY, CHATMEM_NEW_KEY=NEW_KEY)
+    assert rekeyed.exit_code == 0, rekeyed.stderr
+    assert run("sessions", "list", "--db", str(db), key=KEY).exit_code == 3
+    assert run("sessions", "show", "s", "--db", str(db), "--json",
+               key=NEW_KEY).stdout == listed
+
+    decrypted = run("decrypt", "--db", str(db), key=NEW_KEY)
+    assert decrypted.stderr == (f"decrypted {db}: it is a plain SQLite file now; unset "
+                                "CHATMEM_KEY and key_command\n")
+    assert run("sessions", "show", "s", "--db", str(db), "--json").stdout == listed
+    plain = run("decrypt", "--db", str(db))
+    assert (plain.exit_code, plain.stderr) == (2, f"error: {db} is not encrypted\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]
+
+
+def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -> None:
+    config, db = tmp_path / "config.toml", tmp_path / "h.db"
+    config.write_text("key_command = \"printf '%s' 'pass phrase from a manager'\"\n")
+    chatted = run("chat", "s", "--db", str(db), "--config", str(config), "--provider",
+                  "scripted", input="hello\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    assert cipher.file_kind(db) == "encrypted"
+    with Store(db, key="pass phrase from a manager") as store:
+        assert store.find_session("s") is not None
+    shown = run("config", "show", "--config", str(config), "--json")
+    assert json.loads(shown.stdout)["history_key"] == "from key_command"
+    config.write_text("key_command = \"echo nope >&2; exit 7\"\n")
+    failed = run("sessions", "list", "--db", str(db), "--config", str(config))
+    assert (failed.exit_code, failed.stderr) == (
+        2, "error: key_command failed (exit 7); no key, nothing opened\n")
+
+
+# -- the key is never written, shown or logged -----------------------------------------------------
+
+
+def test_the_key_is_in_no_file_and_no_output(tmp_path: Path) -> None:
+    """Real processes, every kind of output, a crash with a traceback: then grep it all."""
+    home, db = tmp_path / "home", tmp_path / "data" / "h.db"
+    home.mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "CHATMEM_DB": str(db), "CHATMEM_KEY": KEY, "CHATMEM_PROVIDER": "scripted"}
+    outputs: list[str] = []
+    for strategy in ("window", "summary-buffer:max_tokens=120", "entity"):
+        name = strategy.split(":")[0]
+        proc = subprocess.Popen([sys.executable, "-m", "chatmem", "chat", name, "-s", strategy],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        assert proc.stdin and proc.stdout and proc.stderr
+        for line in TALK.splitlines() * 2:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            outputs.append(proc.stdout.readline())
+        # The chat is still running: its WAL and shm are live, and hold no plaintext.
+        live = files(db.parent)
+        assert {"h.db-wal", "h.db-shm"} <= set(live)
+        assert not [(f, p) for f, data in live.items() for p in PHRASES if p.encode() in data]
+        proc.stdin.close()
+        outputs += [proc.stdout.read(), proc.stderr.read()]
+        assert proc.wait(timeout=60) == 0, outputs[-1]
+    # The other commands in process (the same code; faster than a process each).
+    keyed = {k: v for k, v in env.items() if k.startswith("CHATMEM_")}
+    for args in (["ask", "what did I order?", "--session", "window"],
+                 ["inspect", "entity", "--json"], ["inspect", "summary-buffer", "--summaries"],
+                 ["facts", "list", "--json"], ["sessions", "list"], ["config", "show"],
+                 ["sessions", "export", "window", "-o", str(tmp_path / "export.jsonl")]):
+        done = runner.invoke(app, args, env=keyed)
+        assert done.exit_code == 0, done.stderr
+        outputs += [done.stdout, done.stderr]
+    for wrong in ("not it", ""):
+        done = runner.invoke(app, ["sessions", "list"], env={**keyed, "CHATMEM_KEY": wrong})
+        assert done.exit_code == 3
+        outputs += [done.stdout, done.stderr]
+    rekeyed = runner.invoke(app, ["rekey"], env={**keyed, "CHATMEM_NEW_KEY": NEW_KEY})
+    assert rekeyed.exit_code == 0, rekeyed.stderr
+    outputs += [rekeyed.stdout, rekeyed.stderr]
+    # An unexpected error while the key is held: the traceback shows code, never values.
+    crash = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from chatmem.store import connection as c\n"
+         "def boom(self): raise RuntimeError('unexpected')\n"
+         "c.Connection._migrate = boom\n"
+         "from chatmem.cli import main; sys.argv = ['chatmem', 'sessions', 'list']; main()"],
+        env={**env, "CHATMEM_KEY": NEW_KEY}, capture_output=True, text=True, timeout=60)
+    assert crash.returncode != 0 and "RuntimeError: unexpected" in crash.stderr
+    outputs += [crash.stdout, crash.stderr]
+
+    everything = {"output": "\n".join(outputs).encode(), **files(tmp_path)}
+    for secret in (KEY, NEW_KEY):
+        for needle in (secret.encode(), secret.encode("utf-16-le"),
+                           secret.encode().hex().encode()):
+            found = [name for name, data in everything.items() if needle in data]
+            assert found == [], (secret, found)
+    assert "echo #1: Hello, my name is Mirela Quastbeck.\n" in outputs  # the greps saw output
+
+
+# -- the REPL asks for the key in a terminal -------------------------------------------------------
+
+
+def _in_terminal(args: list[str], typed: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run chatmem on a pseudo-terminal, typing each line once the output asks for input."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execvpe(sys.executable, [sys.executable, "-m", "chatmem", *args], env)
+    seen = b""
+    pending = list(typed)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        wait = pending[0] if pending else None
+        if wait is not None and wait.split("\x00")[0].encode() in seen:
+            os.write(fd, wait.split("\x00")[1].encode())
+            seen += b"\x00"  # mark the point: the next expectation must come after it
+            pending.pop(0)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+
+
+def test_the_repl_asks_for_the_key_without_echoing_it(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config"),
+           "TERM": "dumb", "NO_COLOR": "1"}
+    args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r", "/help\x00hello\r",
+                                       "echo #1: hello\x00/quit\r"], env)
+    assert code == 0, screen
+    assert f"key for {db}: " in screen and "echo #1: hello" in screen
+    assert KEY not in screen
+    code, screen = _in_terminal(args, [f"key for {db}: \x00wrong\r"], env)
+    assert code == 3
+    assert f"error: {db}: wrong key: SQLCipher cannot decrypt it with the key given" in screen
+    assert "wrong\r\n" not in screen.split("key for", 1)[1]
