@@ -14,6 +14,7 @@ row spends about the same tokens; check the "tokens" column.
     python benchmarks/recall.py               # all rows, 1k/2k/4k
     python benchmarks/recall.py --budgets 2000 --only retrieval
     python benchmarks/recall.py --json out.json
+    python benchmarks/recall.py --lexical      # single facts asked with a word they share
 
 LangChain's VectorStoreRetrieverMemory over the same embedder runs when
 benchmarks/requirements.txt is installed; otherwise its row says why not.
@@ -57,8 +58,8 @@ class Row:
     note: str = ""
 
 
-def load(seed: int) -> tuple[Transcript, list[dict[str, Any]]]:
-    lines = recall_data.generate(seed)
+def load(seed: int, lexical: bool = False) -> tuple[Transcript, list[dict[str, Any]]]:
+    lines = recall_data.generate(seed, lexical=lexical)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     return parse_transcript(text, f"recall seed {seed}"), [x for x in lines if "probe" in x]
 
@@ -235,8 +236,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", help="families: window tokens retrieval "
                         "summary-buffer+retrieval langchain")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--lexical", action="store_true",
+                        help="single facts asked with a word of their statement")
     args = parser.parse_args(argv)
-    transcript, probes = load(args.seed)
+    transcript, probes = load(args.seed, args.lexical)
     turn = mean_turn_tokens(transcript)
     only = set(args.only) if args.only else None
     print(f"conversation: seed {args.seed}, {transcript.user_turns()} turns, {len(probes)} "

@@ -409,6 +409,58 @@ ZH_FILLER_REPLY = [
     "自己做饭更健康也更省钱。",
 ]
 
+# Keyword questions (--lexical): the same single facts asked the way people often do,
+# with an ordinary word or two of the statement (never the answer). For comparing word
+# ranking where it has something to hold on to; the default benchmark is paraphrase only.
+LEXICAL = {
+    "brother-job": "What job did my younger brother get?",
+    "allergy": "What makes my throat swell up?",
+    "car": "What did we trade the old hatchback for?",
+    "wedding": "When are Sofia and I getting married?",
+    "marathon": "What was my time in the Berlin marathon?",
+    "cat": "What is our tabby kitten called?",
+    "salary": "How much will I earn after the raise?",
+    "flat": "Where is the flat we signed the lease on?",
+    "guitar": "Which lessons did I start on Tuesday evenings?",
+    "mother-birthday": "When does Mum turn seventy?",
+    "doctor": "How much vitamin D do I take?",
+    "laptop": "What replacement laptop did IT give me?",
+    "language": "Which classes did I sign up for before we relocate?",
+    "garden": "What did I plant in the raised beds?",
+    "boss": "Who is my new manager?",
+    "book-club": "What did our reading circle pick this month?",
+    "phone": "What is my number now that I lost my phone?",
+    "diet": "Do I still eat meat or fish?",
+    "flight": "When does our flight to Reykjavik leave?",
+    "injury": "What did I sprain playing football?",
+    "podcast": "Which podcast am I hooked on?",
+    "password-manager": "Where did I move all my logins?",
+    "neighbour": "What are the names of the twins next door?",
+    "coffee": "What do I drink after 2 pm now?",
+    "bike": "What kind of bicycle was stolen from me?",
+    "anniversary": "Where did we book dinner for our anniversary?",
+    "fear": "What am I terrified of?",
+    "course": "What evening course did I enroll in?",
+    "grandfather": "What did Grandpa Alfred do for thirty years?",
+    "favourite-film": "What is my all-time favourite movie?",
+    "zh-sister": "我妹妹开了什么店？",
+    "zh-allergy": "我对什么药过敏？",
+    "zh-move": "我们下周搬到哪里？",
+    "zh-dog": "家里新养的柯基叫什么名字？",
+    "zh-exam": "我报名了什么考试？",
+    "zh-wedding": "我们在哪里办婚礼？",
+    "zh-salary": "新工作的月薪是多少？",
+    "zh-car": "我们买了什么车？",
+    "zh-teacher": "女儿的钢琴老师姓什么？",
+    "zh-hobby": "我最近迷上了什么？",
+    "zh-surgery": "爸爸要做什么手术？",
+    "zh-phone": "我的新号码是多少？",
+    "zh-food": "医生让我怎么吃？",
+    "zh-game": "剧本杀里我演的是什么？",
+    "zh-boss": "部门新来的总监叫什么？",
+}
+
+
 # -- near misses: statements on the same subjects as the facts, about other people and things.
 # Drawn from slots, so no two are alike: a ranking must tell them from the evidence.
 
@@ -576,12 +628,13 @@ class Plan:
     probes: list[PlannedProbe] = field(default_factory=list)
 
 
-def plan_facts() -> Plan:
+def plan_facts(lexical: bool = False) -> Plan:
     out = Plan()
     for lang, facts, chains, series, when in (("en", EN_FACTS, EN_CHAINS, EN_SERIES, EN_WHEN),
                                               ("zh", ZH_FACTS, ZH_CHAINS, ZH_SERIES, ZH_WHEN)):
         for key, user, reply, question, answer in facts:
             out.events.append(Event(key, user, reply, lang))
+            question = LEXICAL[key] if lexical else question
             out.probes.append(PlannedProbe(question, [key], answer, "single", lang))
         for key, (u1, r1), (u2, r2), question, answer in chains:
             out.events += [Event(f"{key}-a", u1, r1, lang), Event(f"{key}-b", u2, r2, lang, 1)]
@@ -595,12 +648,14 @@ def plan_facts() -> Plan:
     return out
 
 
-def generate(seed: int = 7, sittings: int = 80) -> list[dict[str, object]]:
+def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
+             ) -> list[dict[str, object]]:
     rng = random.Random(seed)
-    plan = plan_facts()
+    plan = plan_facts(lexical)
     events = {e.key: e for e in plan.events}
     for probe in plan.probes:
-        check_paraphrase(probe.question, [events[k].user for k in probe.evidence])
+        if not (lexical and probe.kind == "single"):
+            check_paraphrase(probe.question, [events[k].user for k in probe.evidence])
 
     # Place events into sittings: a chain's second half and a series' later items come later.
     langs = ["zh" if rng.random() < 0.35 else "en" for _ in range(sittings)]
@@ -681,10 +736,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sittings", type=int, default=80)
+    parser.add_argument("--lexical", action="store_true",
+                        help="ask single facts with a word of their statement (see LEXICAL)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n"
-                   for line in generate(args.seed, args.sittings))
+                   for line in generate(args.seed, args.sittings, lexical=args.lexical))
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     else:
