@@ -221,14 +221,16 @@ def db_location() -> tuple[str, bool]:
 def config_show() -> tuple[str, bool]:
     home = Home()
     done = home.run("config", "show")
-    home_text = str(home.dir)
-    repeats = done.stdout.count(home_text) + done.stdout.replace("\n", "").count(home_text[:20])
-    blank_cap = any(line.split()[:1] == ["max_reply_tokens"] and len(line.split()) < 3
-                    for line in done.stdout.splitlines())
-    widest = max((len(line) for line in done.stdout.splitlines()), default=0)
-    return (f"{len(done.stdout.splitlines())} lines, widest {widest}, HOME path printed "
-            f"{repeats}×, max_reply_tokens {'blank' if blank_cap else 'shown'}",
-            not blank_cap and widest <= 80)
+    lines = done.stdout.splitlines()
+    with_path = [line for line in lines if str(home.dir) in line]
+    table = [line.rstrip() for line in lines if line.strip() and str(home.dir) not in line]
+    cap = next((line.split()[1:] for line in table if line.split()[:1] == ["max_reply_tokens"]),
+               [])
+    blank_cap = not cap or cap == ["—"]
+    widest = max((len(line) for line in table), default=0)
+    return (f"{len(lines)} lines, table {widest} wide, HOME path on {len(with_path)} lines, "
+            f"max_reply_tokens {'blank' if blank_cap else ' '.join(cap)}",
+            not blank_cap and widest <= 80 and len(with_path) <= 2)
 
 
 def tab_completion() -> tuple[str, bool]:
