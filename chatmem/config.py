@@ -119,13 +119,19 @@ def move_legacy_db() -> str | None:
     if new.exists() or not old.is_file():
         return None
     try:
-        connection = sqlite3.connect(old)
         try:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.close()
+            connection = sqlite3.connect(old)
+            try:
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError:
+            pass  # encrypted: its WAL moves with it below
         new.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(old), str(new))
+        wal = old.with_name(old.name + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            shutil.move(str(wal), str(new.with_name(new.name + "-wal")))
         for suffix in ("-wal", "-shm"):
             old.with_name(old.name + suffix).unlink(missing_ok=True)
     except (OSError, sqlite3.Error) as e:
