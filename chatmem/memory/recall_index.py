@@ -103,6 +103,9 @@ class VectorJob:
         except BaseException as e:  # reported when collected, on the caller's thread
             self._error = e
 
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
     def result(self) -> list[VectorRow]:
         self._thread.join()
         if self._error is not None:
@@ -162,14 +165,30 @@ class StoredRecall:
     # -- vectors ---------------------------------------------------------------------
 
     def start_embedding(self) -> None:
-        """Embed the session's messages that have no vector yet, in the background."""
-        if self.embedder is None or self.cache.job is not None:
+        """Embed the session's messages that have no vector yet, in the background.
+
+        A finished earlier job is stored first (a quick write); one still running is
+        left alone, and what it does not cover waits for the next turn or build.
+        """
+        if self.embedder is None:
             return
         self._switch_model(self.embedder.key)
+        job = self.cache.job
+        if job is not None:
+            if not job.done():
+                return
+            self.cache.job = None
+            self._store(job.result(), job.pending)
         pending = self.state.store.texts_without_vectors(
             self.embedder.key, self.state.session_id, after_id=self.cache.checked_id)
         if pending:
             self.cache.job = VectorJob(self.embedder, pending)
+
+    def _store(self, rows: list[VectorRow], pending: Sequence[PendingText]) -> None:
+        assert self.embedder is not None
+        self.state.store.save_vectors(self.embedder.key, self.embedder.dimensions, rows)
+        if pending:
+            self.cache.checked_id = max(self.cache.checked_id, pending[-1].message_id)
 
     def finish_embedding(self) -> None:
         """Store what the background job computed, then embed whatever is still missing."""
@@ -178,7 +197,7 @@ class StoredRecall:
         self._switch_model(key)
         job, self.cache.job = self.cache.job, None
         if job is not None:
-            store.save_vectors(key, self.embedder.dimensions, job.result())
+            self._store(job.result(), job.pending)
         pending = store.texts_without_vectors(key, self.state.session_id,
                                               after_id=self.cache.checked_id)
         if pending:

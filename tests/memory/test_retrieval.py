@@ -242,3 +242,19 @@ def test_bad_parameters_name_the_parameter(params, message: str) -> None:
     with pytest.raises(StrategyError) as caught:
         create_strategy("retrieval", params)
     assert str(caught.value) == message
+
+
+def test_vectors_are_stored_as_turns_go_by_not_only_when_recall_runs(make_engine, store) -> None:
+    embedder = HashEmbedder()
+    engine = make_engine("retrieval", embedder=embedder, recent=10)  # no recall yet
+    cache = None
+    for n in range(3):
+        engine.run_turn(f"turn {n} about the delivery address")
+        cache = engine.state.caches["recall"][4.0]
+        while cache.job is not None and not cache.job.done():
+            pass  # the background job of this turn
+    # Each update stores the job the previous one started, then starts the next.
+    assert store.vector_models() == {embedder.key: 4}
+    # A build that recalls collects the rest before it ranks.
+    create_strategy("retrieval", {"recent": "0"}).build(engine.request("anything"))
+    assert store.vector_models() == {embedder.key: 6}
