@@ -38,6 +38,8 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "helper_model": str,
         "user_facts": bool,
         "key_command": str,
+        "retention_days": int,
+        "fact_idle_days": int,
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},
@@ -52,6 +54,7 @@ EMBEDDERS = ("auto", "local", "openai", "hash", "none")
 MINIMUMS: dict[str, int] = {
     "context_budget": 1, "max_retries": 0, "max_reply_tokens": 1,
     "local.threads": 1, "local.n_ctx": 1, "embeddings.threads": 1,
+    "retention_days": 1, "fact_idle_days": 1,
 }
 POSITIVE = ("timeout",)
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
@@ -158,6 +161,10 @@ class Settings:
     """Let the extractor put lasting personal facts in the user profile (all sessions)."""
     key_command: str | None = None
     """A command that prints the history file's key (e.g. a password manager's CLI)."""
+    retention_days: int | None = None
+    """Sessions idle longer than this are erased when a chat starts; unset: kept."""
+    fact_idle_days: int | None = None
+    """Extracted facts no context sent for this long expire; unset: kept."""
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
     helper_provider: str | None = None

@@ -20,6 +20,7 @@ from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
+from chatmem.memory.facts import sent_fact_ids
 from chatmem.memory.params import format_params
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
@@ -194,6 +195,8 @@ class Engine:
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
         ), sent_at=sent_at)
+        # Read extends life: a fact this context sent is not idle (fact_idle_days).
+        self.store.mark_facts_used(sent_fact_ids(context))
         self._cache_input_count(record, context)
         self._note_model()
         if stream.usage.cut_at_limit:

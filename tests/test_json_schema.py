@@ -100,6 +100,12 @@ def test_sessions_and_facts_listings(db: str) -> None:
     assert any(f["kind"] == "fact" for f in facts) and any(f["kind"] == "pinned" for f in facts)
 
 
+def test_prune_listing(db: str) -> None:
+    pruned = output("sessions", "prune", "--older-than", "1h", "--dry-run", "--db", db)
+    check("prune", pruned)
+    assert pruned["dry_run"] is True and pruned["sessions"] == []
+
+
 def test_the_schema_rejects_the_old_shapes() -> None:
     """The test can fail: strategy as a bare label (eval's old shape) does not validate."""
     run = {"strategy": "window k=2", "turns": 1}

@@ -134,6 +134,12 @@ app.command("encrypt", short_help="Encrypt the history file (chatmem[encrypt])."
 app.command("decrypt", short_help="Turn an encrypted history file back into plain SQLite.")(
     privacy.decrypt)
 app.command("rekey", short_help="Encrypt the history file under a new key.")(privacy.rekey)
+app.command("forget-me", short_help="Erase a user profile: its sessions and facts.")(
+    privacy.forget_me)
+sessions.app.command("prune", short_help="Erase sessions idle past their retention, and "
+                                         "expired facts.")(privacy.prune)
+sessions.app.command("retention", short_help="Show or set how long a session is kept idle.")(
+    privacy.retention)
 
 
 def main() -> None:

@@ -246,6 +246,7 @@ def open_engine(
     from chatmem.store import check_session_name
 
     with open_store(settings) as store:
+        apply_retention(store, settings)
         if store.find_session(session) is None:
             check_session_name(session)  # before a model is loaded for nothing
         with open_provider(settings) as llm:
@@ -258,6 +259,23 @@ def open_engine(
                 # A separate helper model is the engine's own; a local one runs a server.
                 if engine.helper_model is not llm:
                     engine.helper_model.close()
+
+
+def apply_retention(store: Store, settings: Settings) -> None:
+    """At start-up: erase idle sessions and expired facts, and say so on stderr."""
+    from chatmem.render import notice_line
+    from chatmem.retention import prune
+    from chatmem.store.connection import utc_now
+
+    erased = prune(store, utc_now(), retention_days=settings.retention_days,
+                   fact_idle_days=settings.fact_idle_days)
+    if erased.empty:
+        return
+    names = ", ".join(s.name for s in erased.sessions[:3]) + (
+        " …" if len(erased.sessions) > 3 else "")
+    consoles()[1].print(notice_line(
+        f"retention: {erased.summary()} past their retention{f' ({names})' if names else ''};"
+        " the file was vacuumed"), soft_wrap=True)
 
 
 def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embedder | None:

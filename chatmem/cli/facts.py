@@ -92,12 +92,17 @@ def list_(
     from chatmem.memory.facts import provenance
     from chatmem.memory.pins import pinned_at
     from chatmem.render.facts import fact_rows, facts_table, pinned_row
+    from chatmem.retention import expiry_of
 
-    with open_store(settings_from(config, db), create=False) as store:
+    settings = settings_from(config, db)
+    with open_store(settings, create=False) as store:
         facts = _select(store, user, session)
         names, history = provenance(store, facts)
         rows: list[dict[str, Any]] = fact_rows(facts, lambda f: _owner(store, f), names,
                                                history)
+        for row, fact in zip(rows, facts, strict=True):
+            # Its own end (/remember --for), or when it goes unused too long (fact_idle_days).
+            row["expires_at"] = expiry_of(fact, settings.fact_idle_days)
         pins = _select_pins(store, user, session)
         made = pinned_at(store, pins)
         rows += [pinned_row(p, _pin_owner(store, p), made.get(p)) for p in pins]

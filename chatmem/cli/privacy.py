@@ -1,23 +1,30 @@
-"""`chatmem encrypt|decrypt|rekey`: the history file's encryption at rest."""
+"""Privacy commands: `chatmem encrypt|decrypt|rekey|forget-me`, `sessions prune|retention`."""
 
 from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from chatmem.cli.common import (
     ConfigOption,
     DbOption,
+    JsonOption,
     ask_key,
     consoles,
     handles_errors,
+    open_store,
+    print_json,
     settings_from,
 )
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
+    from chatmem.retention import Erasure
 
 NEW_KEY_ENV = "CHATMEM_NEW_KEY"
 
@@ -141,3 +148,154 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
     cipher.convert(path, key, new)
     consoles()[1].print(f"re-encrypted {path} under the new key; use it from now on "
                         "(CHATMEM_KEY or key_command)", markup=False, soft_wrap=True)
+
+
+# -- retention and erasure -------------------------------------------------------------------
+
+
+def _erasure_lines(erased: Erasure, now: datetime) -> list[str]:
+    from chatmem.retention import days_text
+
+    lines = []
+    for s in erased.sessions:
+        keep = ("its own retention" if s.own else "retention") + f" {days_text(s.keep_days)}"
+        lines.append(f"session {s.name}: idle {days_text(round(s.idle_days(now), 1))}, {keep}"
+                     f" ({s.turns} turns, {s.messages} messages)")
+    for e in erased.facts:
+        lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {e.why}")
+    return lines
+
+
+@handles_errors
+def prune(
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", metavar="DURATION", show_default=False,
+                                 help="Erase sessions idle longer than this (30d, 12h, 2w); "
+                                      "default: retention_days from the config.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be erased; "
+                                                            "change nothing.")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Erase sessions idle past their retention and facts past their end, then vacuum.
+
+    A session's own retention (`sessions retention`) wins over both --older-than
+    and retention_days; expired facts are those past their own end (/remember
+    --for) and, with fact_idle_days, extracted facts no context used for that long.
+
+    Example: chatmem sessions prune --older-than 30d --dry-run
+    """
+    from chatmem.retention import parse_duration
+    from chatmem.retention import prune as prune_history
+    from chatmem.store.connection import utc_now
+
+    settings = settings_from(config, db)
+    days: float | None = settings.retention_days
+    if older_than is not None:
+        days = parse_duration(older_than, "--older-than") / timedelta(days=1)
+    now = utc_now()
+    with open_store(settings, create=False) as store:
+        erased = prune_history(store, now, retention_days=days,
+                               fact_idle_days=settings.fact_idle_days, dry_run=dry_run)
+    if json_out:
+        print_json(erased.to_json(now))
+        return
+    err = consoles()[1]
+    for line in _erasure_lines(erased, now):
+        err.print(line, markup=False, soft_wrap=True)
+    if erased.empty and days is None:
+        err.print("nothing to prune: no session has a retention; give --older-than or set "
+                  "retention_days in the config", markup=False, soft_wrap=True)
+        return
+    done = "" if dry_run or erased.empty else "; the file was vacuumed"
+    err.print(f"{erased.summary()}{done}", markup=False, soft_wrap=True)
+
+
+@handles_errors
+def retention(
+    name: Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")],
+    keep: Annotated[
+        str | None, typer.Argument(metavar="DURATION", show_default=False,
+                                   help="How long the session is kept idle: 90d, 1y, "
+                                        "forever, or default (retention_days).")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Show or set how long a session is kept once idle, whatever retention_days says.
+
+    Example: chatmem sessions retention travel forever
+    """
+    from chatmem.retention import days_text, parse_duration
+
+    settings = settings_from(config, db)
+    with open_store(settings, create=False) as store:
+        session = store.session(name)
+        if keep is not None:
+            days: int | None
+            if keep == "default":
+                days = None
+            elif keep == "forever":
+                days = 0
+            else:
+                days = max(1, round(parse_duration(keep, "DURATION") / timedelta(days=1)))
+            store.set_retention(session.id, days)
+            session = store.session(name)
+    own = session.retention_days
+    if own is None:
+        default = (f"retention_days: {days_text(settings.retention_days)} idle"
+                   if settings.retention_days else "kept: no retention_days in the config")
+        text = f"session {name} follows the default ({default})"
+    elif own == 0:
+        text = f"session {name} is kept for good, whatever retention_days says"
+    else:
+        text = f"session {name} is erased after {days_text(own)} idle"
+    consoles()[1].print(text, markup=False, soft_wrap=True)
+
+
+@handles_errors
+def forget_me(
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", show_default=False, metavar="PROFILE",
+                                 help="The user profile to erase (default: the configured "
+                                      "user).")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be erased; "
+                                                            "change nothing.")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Erase a user profile: every session of it and its facts, then vacuum the file.
+
+    Nothing of it is left in the file, its WAL or shm. `sessions export --all`
+    first keeps a copy.
+
+    Example: chatmem forget-me --yes
+    """
+    from chatmem.retention import forget_user
+    from chatmem.store.connection import utc_now
+
+    settings = settings_from(config, db)
+    profile = user or settings.user
+    now = utc_now()
+    with open_store(settings, create=False) as store:
+        planned = forget_user(store, profile, dry_run=True)
+        err = consoles()[1]
+        if planned.empty:
+            err.print(f"user {profile} has no sessions or facts here", markup=False)
+            return
+        if dry_run:
+            for line in _erasure_lines(planned, now):
+                err.print(line, markup=False, soft_wrap=True)
+            err.print(f"{planned.summary()} of user {profile}", markup=False, soft_wrap=True)
+            return
+        if not yes and not typer.confirm(
+                f"Erase {planned.summary().removeprefix('would erase ')} of user {profile}"
+                " for good?"):
+            raise typer.Exit(1)
+        erased = forget_user(store, profile)
+    err.print(f"{erased.summary()} of user {profile}; the file was vacuumed", markup=False,
+              soft_wrap=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from chatmem.cli.common import (
     stored_transcript,
 )
 from chatmem.cli.grammar import ChatmemTyper
+
+if TYPE_CHECKING:
+    from chatmem.config import Settings
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.",
                  no_args_is_help=True)
@@ -73,6 +76,9 @@ def show(
     from chatmem.memory.params import format_params
 
     info["params"] = format_params(session.params) or "—"
+    own = info.pop("retention_days")
+    info["retention"] = ("default (retention_days)" if own is None
+                         else "kept for good" if own == 0 else f"{own} days idle")
     out.print(render.key_values(info, title=f"session {name}"))
     out.print(render.transcript(messages))
 
@@ -102,7 +108,11 @@ def delete(
 @app.command("export")
 @handles_errors
 def export(
-    name: NameArgument,
+    name: Annotated[str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                               help="Session name (or --all).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
+                                                     "every fact, in one .zip archive "
+                                                     "(-o FILE).")] = False,
     output: Annotated[
         str | None, typer.Option("--output", "-o", show_default=False, metavar="FILE",
                                  help="File to write, in the format its extension names: "
@@ -119,6 +129,9 @@ def export(
 ) -> None:
     """Write a session as a transcript: .jsonl imports back losslessly; .json and .md too.
 
+    With --all, everything the history holds goes into one zip archive: each
+    session's transcript and summaries, and every fact (see README.txt inside).
+
     Example: chatmem sessions export support -o support.md
     """
     import sys
@@ -131,6 +144,9 @@ def export(
         write_transcript,
     )
 
+    if all_ or name is None:
+        export_all(name, output, force, settings_from(config, db))
+        return
     if format_ is not None and format_ not in EXPORT_FORMATS:
         raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format_!r}")
     with open_store(settings_from(config, db), create=False) as store:
@@ -143,6 +159,30 @@ def export(
     write_transcript(transcript, path, fmt, force=force)
     consoles()[1].print(f"exported {len(transcript.messages)} messages to {output} ({fmt})",
                         markup=False, soft_wrap=True)
+
+
+def export_all(name: str | None, output: str | None, force: bool, settings: Settings) -> None:
+    from pathlib import Path
+
+    from chatmem import __version__
+    from chatmem.archive import write_archive
+    from chatmem.errors import UsageError
+    from chatmem.transcript import to_jsonl
+
+    if name is not None:
+        raise UsageError("give a SESSION or --all, not both")
+    if output is None or output == "-":
+        raise UsageError("missing SESSION, or --all with -o FILE.zip")
+    path = Path(output)
+    if path.suffix.lower() != ".zip":
+        raise UsageError(f"--all writes a zip archive: name it FILE.zip, not {output!r}")
+    with open_store(settings, create=False) as store:
+        report = write_archive(store, path, lambda s: to_jsonl(stored_transcript(store, s)),
+                               version=__version__, force=force)
+    consoles()[1].print(
+        f"exported {report.sessions} sessions ({report.messages} messages), "
+        f"{report.summaries} summary versions and {report.facts} facts to {output}; "
+        "the archive is not encrypted", markup=False, soft_wrap=True)
 
 
 @app.command("import")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from chatmem import fts
 from chatmem.errors import ProviderResponseError
 from chatmem.memory import sensitive
-from chatmem.memory.base import HistoryTurn, MemoryEnv, Message, Part, span
+from chatmem.memory.base import Context, HistoryTurn, MemoryEnv, Message, Part, span
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -441,6 +441,13 @@ def scrub_fact(store: Store, fact_id: int) -> int:
             store.rewrite_turn_context(turn_id, context, rendered)
             changed += 1
     return changed
+
+
+def sent_fact_ids(context: Context) -> list[int]:
+    """The ids of the stored facts a context sends (pinned details have none)."""
+    return [fact_id for part in context.parts if part.kind == "facts"
+            for message in part.messages for line in message.content.split("\n")
+            if (fact_id := _line_id(line)) is not None]
 
 
 def _line_id(line: str) -> int | None:

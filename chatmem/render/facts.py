@@ -20,11 +20,15 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     then = datetime.fromisoformat(stamp)
     if then.tzinfo is None:
         then = then.replace(tzinfo=UTC)
-    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    return _span(((now or datetime.now(UTC)) - then).total_seconds())
+
+
+def _span(seconds: float) -> str:
+    whole = max(0, int(seconds))
     for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
+        if whole >= size:
+            return f"{whole // size} {unit}"
+    return f"{whole} s"
 
 
 def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
@@ -87,18 +91,33 @@ def pinned_row(pin: Any, owner: str, pinned_at: str | None = None) -> dict[str, 
     }
 
 
+def until(stamp: str | None, now: datetime | None = None) -> str:
+    """'in 6 d', 'in 3 h', or 'now' for an ISO time; '' when there is none."""
+    if not stamp:
+        return ""
+    then = datetime.fromisoformat(stamp)
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    left = (then - (now or datetime.now(UTC))).total_seconds()
+    return "in " + _span(left) if left > 0 else "now"
+
+
 def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") -> RenderableType:
-    """Wide (CJK) characters are measured by Rich, so columns stay aligned."""
+    """Wide (CJK) characters are measured by Rich, so columns stay aligned.
+
+    An `expires` column appears when a fact has an end (its own, or fact_idle_days).
+    """
     if not rows:
         return Text("no facts yet: state them in the chat, or /remember KEY: VALUE", style="dim")
     out = Table(title=title, header_style="bold")
-    for column in FACT_COLUMNS:
+    columns = FACT_COLUMNS + (("expires",) if any(r.get("expires_at") for r in rows) else ())
+    for column in columns:
         out.add_column(column, overflow="fold", style="cyan" if column == "key" else None)
     for row in rows:
-        cells = {**row, "age": age(row.get("updated_at"))}
+        cells = {**row, "age": age(row.get("updated_at")), "expires": until(row.get("expires_at"))}
         if row.get("history"):
             # The newest value first, then what it replaced.
             cells["value"] = " ← ".join([row["value"], *(h["value"]
                                                          for h in reversed(row["history"]))])
-        out.add_row(*("" if cells.get(c) is None else str(cells[c]) for c in FACT_COLUMNS))
+        out.add_row(*("" if cells.get(c) is None else str(cells[c]) for c in columns))
     return out

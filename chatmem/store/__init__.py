@@ -21,21 +21,24 @@ from chatmem.store.records import (
     check_session_name,
     session_name_from,
 )
+from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
 from chatmem.store.sessions import SessionTables
 
 
-class Store(ForkTables, SessionTables, MemoryTables, RecallTables):
+class Store(ForkTables, RetentionTables, SessionTables, MemoryTables, RecallTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
 
 __all__ = [
     "DerivedGroup",
+    "ExpiredFact",
     "FactHistoryRecord",
     "FactRecord",
     "ForkReport",
     "MessageRecord",
     "PendingText",
     "RecallRow",
+    "SessionEntry",
     "SessionRecord",
     "Store",
     "SummaryRecord",

@@ -20,7 +20,16 @@ BUSY_TIMEOUT_MS = 5000
 
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    return stamp(datetime.now(UTC))
+
+
+def stamp(moment: datetime) -> str:
+    """How times are stored: ISO 8601 in UTC, to the millisecond."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 # Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
@@ -105,8 +114,11 @@ class Connection:
     processes opening it at the same moment wait for each other.
     """
 
-    def __init__(self, path: str | Path, *, key: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, key: str | None = None,
+                 clock: Callable[[], datetime] = utc_now) -> None:
         self.path = Path(path)
+        self.clock = clock
+        """What time it is for this store's timestamps; tests of retention set it."""
         in_memory = str(path) == ":memory:"
         if in_memory:
             key = None
@@ -206,6 +218,9 @@ class Connection:
                 # Nothing of ours exists yet: forget what a crashed 0.1 may have recorded.
                 self.db.execute("DROP TABLE IF EXISTS _sqlite_migrations")
             apply_migrations(self.db, pending)
+
+    def now(self) -> str:
+        return stamp(self.clock())
 
     def close(self) -> None:
         self.db.close()

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
-from chatmem.store.connection import Connection, now
+from chatmem.store.connection import Connection
 from chatmem.store.records import FactHistoryRecord, FactRecord, SummaryRecord, json_text
 
 
@@ -71,7 +71,7 @@ class MemoryTables(Connection):
                 [session_id, strategy, version, text, json_text(covered_ids),
                  max(covered_ids) if covered_ids else None,
                  json_text(anchors or []),
-                 json_text(dropped_anchors or []), model, now()],
+                 json_text(dropped_anchors or []), model, self.now()],
             )
         return self.summary(session_id, strategy, version)
 
@@ -128,13 +128,14 @@ class MemoryTables(Connection):
         A new value keeps the old one in the fact's history. `source_session_id`
         is where it was stated (default: the owning session).
         """
-        stamp = now()
+        stamp = self.now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
         stated_in = source_session_id if source_session_id is not None else session_id
         with self.write():
             rows = self._rows(
-                f"SELECT * FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}",
-                [key, *owner],
+                f"SELECT * FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}"
+                " AND (expires_at IS NULL OR expires_at > ?)",
+                [key, *owner, stamp],
             )
             if rows:
                 old = FactRecord(**rows[0])
@@ -203,7 +204,10 @@ class MemoryTables(Connection):
         sql = "SELECT * FROM facts WHERE " + (
             " OR ".join(f"({where})" for where, _ in owners) if owners else "1")
         if not include_deleted:
-            sql = f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
+            # A fact past its own end (/remember --for) is gone at once, pruned or not.
+            sql = (f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
+                   " AND (expires_at IS NULL OR expires_at > ?)")
+            params.append(self.now())
         return [FactRecord(**r) for r in self._rows(sql + " ORDER BY id", params)]
 
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
@@ -213,7 +217,8 @@ class MemoryTables(Connection):
             if purge:
                 self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
             else:
-                self.db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?", [now(), fact_id])
+                self.db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?",
+                                [self.now(), fact_id])
 
     def turn_contexts_with(self, kind: str) -> list[tuple[int, dict[str, Any], str | None]]:
         """(turn id, context, rendered prompt) of every turn whose context has a `kind` part."""

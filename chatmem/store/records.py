@@ -54,6 +54,8 @@ class SessionRecord:
     updated_at: str
     tokenizer: str | None = None
     """The tokenizer its latest turn was counted with (or its transcript recorded)."""
+    retention_days: int | None = None
+    """Its own retention: None follows the config's retention_days, 0 keeps it for good."""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionRecord:
@@ -153,6 +155,10 @@ class FactRecord:
     deleted_at: str | None
     source_session_id: int | None = None
     """The session the fact was stated in (its turn is source_turn)."""
+    expires_at: str | None = None
+    """Its own end, when the user gave one (/remember --for 7d)."""
+    used_at: str | None = None
+    """When a context last sent it; an unused extracted fact can expire (fact_idle_days)."""
 
 
 @dataclass(frozen=True)

@@ -263,3 +263,22 @@ def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
             db.execute("UPDATE turns SET context = ? WHERE id = ?",
                        [json.dumps(stored, ensure_ascii=False), turn_id])
         last = rows[-1][0]
+
+
+@migrations()
+def m006_retention(db: sqlite_utils.Database) -> None:
+    """Retention: a session's own retention, a fact's own expiry and when a context last used it.
+
+    `sessions.retention_days`: NULL follows the config's retention_days, 0 keeps
+    the session for good, N deletes it once idle for N days. `facts.expires_at`
+    is the end a user gave a fact (/remember --for 7d); `facts.used_at` is when a
+    context last sent it, so a fact that is read lives on ("read extends life").
+    """
+    db.executescript(
+        """
+        ALTER TABLE sessions ADD COLUMN retention_days INTEGER;
+        ALTER TABLE facts ADD COLUMN expires_at TEXT;
+        ALTER TABLE facts ADD COLUMN used_at TEXT;
+        CREATE INDEX sessions_updated ON sessions (updated_at);
+        """
+    )

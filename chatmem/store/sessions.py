@@ -11,7 +11,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError
 from chatmem.store import contexts
-from chatmem.store.connection import Connection, now
+from chatmem.store.connection import Connection
 from chatmem.store.records import (
     MessageRecord,
     SessionRecord,
@@ -79,7 +79,7 @@ class SessionTables(Connection):
         model: str | None, system: str | None, user: str | None, tokenizer: str | None = None,
     ) -> int:
         """Insert a session row inside the caller's transaction; returns its id."""
-        stamp = now()
+        stamp = self.now()
         try:
             cursor = self.db.execute(
                 "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
@@ -127,7 +127,7 @@ class SessionTables(Connection):
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
-        fields["updated_at"] = now()
+        fields["updated_at"] = self.now()
         assignments = ", ".join(f"{k} = ?" for k in fields)
         with self.write():
             if "system" in fields and fields["system"] != self.session_by_id(session_id).system:
@@ -217,17 +217,25 @@ class SessionTables(Connection):
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
         record = self.session(name)
         with self.write():
-            self.db.execute(
-                "DELETE FROM messages_fts WHERE rowid IN"
-                " (SELECT id FROM messages WHERE session_id = ?)",
-                [record.id],
-            )
-            # Earlier values of profile facts stated in this session go with it.
-            self.db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [record.id])
-            self.db.execute("DELETE FROM sessions WHERE id = ?", [record.id])
-            # FTS5 only marks index entries deleted; merging the segments drops
-            # the erased terms for real (secure_delete then zeroes the freed pages).
-            self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+            self._erase_session_rows(record.id)
+            self._merge_index()
+
+    def _erase_session_rows(self, session_id: int) -> None:
+        """Delete a session inside the caller's transaction; its rows cascade (messages,
+        turns, summaries, session facts, vectors, probes, state), its index rows do not."""
+        self.db.execute(
+            "DELETE FROM messages_fts WHERE rowid IN"
+            " (SELECT id FROM messages WHERE session_id = ?)",
+            [session_id],
+        )
+        # Earlier values of profile facts stated in this session go with it.
+        self.db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [session_id])
+        self.db.execute("DELETE FROM sessions WHERE id = ?", [session_id])
+
+    def _merge_index(self) -> None:
+        # FTS5 only marks index entries deleted; merging the segments drops
+        # the erased terms for real (secure_delete then zeroes the freed pages).
+        self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
     # -- messages ---------------------------------------------------------
 
@@ -280,7 +288,7 @@ class SessionTables(Connection):
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [session_id, position, turn, message["role"], message["content"],
-                 message.get("id"), message.get("ts") or now()],
+                 message.get("id"), message.get("ts") or self.now()],
             )
             message_id = cursor.lastrowid
             self.db.execute(
@@ -288,7 +296,8 @@ class SessionTables(Connection):
                 [message_id, fts.index_text(message["content"])],
             )
             ids.append(int(message_id or 0))
-        self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])
+        self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?",
+                        [self.now(), session_id])
         return ids
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
@@ -338,7 +347,7 @@ class SessionTables(Connection):
 
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)
-        turn.created_at = turn.created_at or now()
+        turn.created_at = turn.created_at or self.now()
         row = turn.to_row(contexts.compact(self.db.conn, turn.session_id, turn.tokenizer,
                                            turn.context))
         columns = ", ".join(row)

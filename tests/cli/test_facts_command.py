@@ -126,7 +126,7 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
     _, err = chat(tmp_path / "x.db", "a", ["/remember --user"])
     assert errors(err) == [
-        "error: /remember: missing TEXT; usage: /remember [--user] TEXT, "
+        "error: /remember: missing TEXT; usage: /remember [--user] [--for DURATION] TEXT, "
         "e.g. /remember budget: 5000 EUR"]
 
 

@@ -37,8 +37,10 @@ def test_every_command_has_a_usage_help_and_an_example_that_fits_its_usage(name:
     assert command.example.split()[0] == name, "an example runs the command it documents"
     assert command.help and command.help[0].islower()
     # Metavars in the Typer/Click convention: upper case, never {braces} or <angles>.
+    # Lower case words are option names only (--at-turn, --user, --for...).
+    options = set(re.findall(r"--([a-z-]+)", command.usage))
     for word in re.findall(r"[A-Za-z]+", command.usage.removeprefix(name)):
-        assert word.isupper() or word in ("at", "turn", "session", "user", "force"), word
+        assert word.isupper() or any(word in o.split("-") for o in options), word
     assert not re.search(r"[{}<>]", command.usage)
     command.check_arity(shlex.split(command.example)[1:])  # the example is valid usage
 

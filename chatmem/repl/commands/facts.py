@@ -8,6 +8,8 @@ from chatmem.memory.facts import find_facts, provenance, split_key_value, unused
 from chatmem.render.facts import fact_rows, facts_table, pinned_row
 from chatmem.repl.chat import Chat
 from chatmem.repl.table import SLASH, slash
+from chatmem.retention import expiry_of, parse_duration
+from chatmem.store.connection import stamp
 
 
 @slash("/facts", "/facts",
@@ -20,6 +22,9 @@ def _facts(repl: Chat, args: list[str]) -> None:
     rows = fact_rows(
         facts, lambda f: f"user {f.user}" if f.scope == "user" else f"session {session.name}",
         names, history)
+    idle = repl.engine.settings.fact_idle_days if repl.engine.settings else None
+    for row, fact in zip(rows, facts, strict=True):
+        row["expires_at"] = expiry_of(fact, idle)
     pinned = pins.pinned_facts(repl.engine.store, session.id)
     made = pins.pinned_at(repl.engine.store, pinned)
     rows += [pinned_row(p, f"session {session.name}", made.get(p)) for p in pinned]
@@ -29,13 +34,18 @@ def _facts(repl: Chat, args: list[str]) -> None:
         repl.notice(note)
 
 
-@slash("/remember", "/remember [--user] TEXT",
+@slash("/remember", "/remember [--user] [--for DURATION] TEXT",
        "store a fact now (KEY: VALUE, or a statement like 'my name is Ana') in this "
-       "session; --user puts it in your profile, for every session",
+       "session; --user puts it in your profile, for every session; --for 7d makes it "
+       "expire; sensitive details are stored too, since you ask",
        example="/remember budget: 5000 EUR", args=(1, None))
 def _remember(repl: Chat, args: list[str]) -> None:
     from chatmem.providers.scripted_facts import extract
 
+    args, lasting = _option_value(args, "--for")
+    ends = None
+    if lasting is not None:
+        ends = stamp(repl.engine.store.clock() + parse_duration(lasting, "--for"))
     user_scope = "--user" in args
     text = " ".join(a for a in args if a not in ("--user", "--session")).strip()
     if not text:
@@ -60,8 +70,21 @@ def _remember(repl: Chat, args: list[str]) -> None:
             scope=existing[0].scope if existing else scope,
             user=state.user, session_id=state.session_id, source_session_id=state.session_id,
         )
-        repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope})"
-                    + (f"; {note}" if note else ""))
+        # Stated again without --for, a fact is kept until forgotten.
+        fact = state.store.set_fact_expiry(fact.id, ends)
+        until = f", until {ends[:16].replace('T', ' ')} UTC" if ends else ""
+        repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope}"
+                    f"{until})" + (f"; {note}" if note else ""))
+
+
+def _option_value(args: list[str], option: str) -> tuple[list[str], str | None]:
+    """`args` without `option VALUE`, and VALUE (None when the option is not there)."""
+    if option not in args:
+        return args, None
+    at = args.index(option)
+    if at + 1 >= len(args):
+        raise SLASH["/remember"].usage_error(f"{option} needs a value, e.g. {option} 7d")
+    return args[:at] + args[at + 2:], args[at + 1]
 
 
 @slash("/forget", "/forget ID|KEY|PIN",

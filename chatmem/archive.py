@@ -1,0 +1,156 @@
+"""`chatmem sessions export --all`: everything the history file holds, in one zip archive.
+
+Readable without chatmem, and each transcript imports back:
+
+    README.txt              what is where
+    manifest.json           version, time, what was exported
+    sessions/NAME.jsonl     each session as a transcript (`sessions import` reads it)
+    summaries/NAME.json     each session's summary versions and pinned details
+    facts.json              every fact (user profile and session), with earlier values
+
+The archive is plaintext even when the history file is encrypted: it is for
+the user to keep, move or read, and is written readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chatmem.errors import UsageError
+
+if TYPE_CHECKING:
+    from chatmem.store import SessionRecord, Store
+
+README = """\
+chatmem export — everything one history file held when it was exported.
+
+sessions/NAME.jsonl   each session as a JSON Lines transcript:
+                      `chatmem sessions import sessions/NAME.jsonl` restores it
+summaries/NAME.json   each summary version of the session (text, turns covered,
+                      details the drift guard pinned)
+facts.json            every fact: key, value, scope (user profile or session),
+                      where it was stated, its earlier values, its end if any
+manifest.json         chatmem version, export time, counts
+
+This archive is not encrypted. Keep it as safe as the conversations in it.
+"""
+
+
+@dataclass(frozen=True)
+class ArchiveReport:
+    path: Path
+    sessions: int
+    messages: int
+    summaries: int
+    facts: int
+
+
+def _member_names(sessions: list[SessionRecord]) -> dict[int, str]:
+    """A file name per session: its name when that is safe, else made safe and unique."""
+    from chatmem.store import session_name_from
+
+    taken: set[str] = set()
+    names = {}
+    for session in sessions:
+        base = session_name_from(session.name)
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name.lower())
+        names[session.id] = name
+    return names
+
+
+def _summaries(store: Store, session: SessionRecord) -> dict[str, Any]:
+    from chatmem.memory.pins import pinned_facts
+
+    return {
+        "session": session.name,
+        "summaries": [
+            {"strategy": s.strategy, "version": s.version, "text": s.text,
+             "covered_message_ids": s.covered_ids, "anchors": s.anchors,
+             "dropped_anchors": s.dropped_anchors, "model": s.model, "created_at": s.created_at}
+            for s in store.summaries(session.id)],
+        "pinned": [{"id": p.ref, "text": p.text, "strategy": p.strategy,
+                    "summary_version": p.version, "turn": p.turn, "quote": p.quote}
+                   for p in pinned_facts(store, session.id)],
+    }
+
+
+def _facts(store: Store) -> list[dict[str, Any]]:
+    facts = store.facts(include_deleted=True)
+    history = store.fact_history([f.id for f in facts])
+    names = store.session_names(
+        {f.session_id for f in facts if f.session_id}
+        | {f.source_session_id for f in facts if f.source_session_id}
+        | {h.source_session_id for hs in history.values() for h in hs if h.source_session_id})
+    return [
+        {"id": f.id, "key": f.key, "value": f.value, "scope": f.scope, "user": f.user,
+         "session": names.get(f.session_id) if f.session_id else None,
+         "stated_in": names.get(f.source_session_id) if f.source_session_id else None,
+         "source_turn": f.source_turn, "created_at": f.created_at, "updated_at": f.updated_at,
+         "forgotten_at": f.deleted_at, "expires_at": f.expires_at, "used_at": f.used_at,
+         "history": [{"value": h.value, "stated_in": names.get(h.source_session_id)
+                      if h.source_session_id else None, "source_turn": h.source_turn,
+                      "stated_at": h.stated_at, "replaced_at": h.replaced_at}
+                     for h in history.get(f.id, [])]}
+        for f in facts
+    ]
+
+
+def write_archive(store: Store, path: Path, transcript: Callable[[SessionRecord], str], *,
+                  version: str, force: bool = False) -> ArchiveReport:
+    """Write every session, summary and fact of `store` to the zip at `path`.
+
+    `transcript` renders one session as JSON Lines. The archive is written
+    beside its destination first and renamed into place, so a failed export
+    never leaves half an archive.
+    """
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists; add --force to overwrite it")
+    sessions = [store.session(row["name"]) for row in store.list_sessions()]
+    files = _member_names(sessions)
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    messages = summaries = 0
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("README.txt", README)
+            listed = []
+            for session in sessions:
+                name = files[session.id]
+                zf.writestr(f"sessions/{name}.jsonl", transcript(session))
+                kept = _summaries(store, session)
+                zf.writestr(f"summaries/{name}.json", _json(kept))
+                count = len(store.messages(session.id))
+                messages += count
+                summaries += len(kept["summaries"])
+                listed.append({"name": session.name, "user": session.user,
+                               "transcript": f"sessions/{name}.jsonl",
+                               "summaries": f"summaries/{name}.json", "messages": count,
+                               "updated_at": session.updated_at})
+            facts = _facts(store)
+            zf.writestr("facts.json", _json(facts))
+            zf.writestr("manifest.json", _json({
+                "chatmem": version, "exported_at": datetime.now(UTC).isoformat(
+                    timespec="seconds"),
+                "sessions": listed, "facts": len(facts), "summaries": summaries}))
+        os.replace(partial, path)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
+    finally:
+        if partial.exists():
+            partial.unlink()
+    return ArchiveReport(path, len(sessions), messages, summaries, len(facts))
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"

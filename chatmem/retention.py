@@ -1,0 +1,141 @@
+"""How long chatmem keeps things, and erasing them: retention, fact expiry, forget-me.
+
+- `retention_days` (config) deletes sessions idle longer than that; a session
+  can have its own (`chatmem sessions retention NAME 90d|forever`).
+- A fact can have its own end (`/remember --for 7d`); with `fact_idle_days`,
+  an extracted fact that no context has sent for that long expires too: every
+  context that sends a fact extends its life.
+- Both are applied when a chat starts and by `chatmem sessions prune`; what is
+  erased is erased physically (index rows, turn contexts that quoted an expired
+  fact) and the file is vacuumed.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from chatmem.errors import UsageError
+
+if TYPE_CHECKING:
+    from chatmem.store import ExpiredFact, SessionEntry, Store
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_UNITS = {
+    "": 86400, "d": 86400, "day": 86400, "days": 86400,
+    "w": 7 * 86400, "week": 7 * 86400, "weeks": 7 * 86400,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "y": 365 * 86400, "year": 365 * 86400, "years": 365 * 86400,
+}
+
+
+def parse_duration(text: str, what: str = "a duration") -> timedelta:
+    """'30d', '12h', '2w', '1y', '45min' or a bare number of days; UsageError otherwise."""
+    match = _DURATION.match(text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
+        raise UsageError(f"{what} must be a length of time like 30d, 12h, 2w or 1y, "
+                         f"got {text!r}")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[unit])
+
+
+def days_text(days: float) -> str:
+    whole = int(days)
+    if whole == days:
+        return f"{whole} day{'' if whole == 1 else 's'}"
+    return f"{days * 24:.0f} hours" if days < 1 else f"{days:.1f} days"
+
+
+@dataclass
+class Erasure:
+    """What a prune or forget-me erased (or, dry, would erase)."""
+
+    sessions: list[SessionEntry] = field(default_factory=list)
+    facts: list[ExpiredFact] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.sessions and not self.facts
+
+    def summary(self) -> str:
+        verb = "would erase" if self.dry_run else "erased"
+        messages = sum(s.messages for s in self.sessions)
+        parts = []
+        if self.sessions:
+            parts.append(f"{_count(len(self.sessions), 'session')} "
+                         f"({_count(messages, 'message')})")
+        if self.facts:
+            parts.append(_count(len(self.facts), "fact"))
+        return f"{verb} {' and '.join(parts) or 'nothing'}"
+
+    def to_json(self, now: datetime) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "sessions": [{"name": s.name, "user": s.user, "updated_at": s.updated_at,
+                          "idle_days": round(s.idle_days(now), 1), "keep_days": s.keep_days,
+                          "own_retention": s.own, "messages": s.messages, "turns": s.turns}
+                         for s in self.sessions],
+            "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
+                       "why": e.why} for e in self.facts],
+        }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def prune(store: Store, now: datetime, *, retention_days: float | None,
+          fact_idle_days: float | None, dry_run: bool = False) -> Erasure:
+    """Erase idle sessions and expired facts as of `now`, then vacuum (unless dry)."""
+    sessions = store.idle_sessions(now, retention_days)
+    going = {s.id for s in sessions}
+    # A session's own facts go with it; they need no report of their own.
+    facts = [e for e in store.expired_facts(now, fact_idle_days)
+             if e.fact.session_id not in going]
+    result = Erasure(sessions, facts, dry_run)
+    if not dry_run and not result.empty:
+        _erase(store, result)
+    return result
+
+
+def forget_user(store: Store, user: str, *, dry_run: bool = False) -> Erasure:
+    """Every session of a user profile and the profile's facts, erased; then vacuum."""
+    from chatmem.store import ExpiredFact
+
+    sessions = store.user_sessions(user)
+    facts = [ExpiredFact(f, "user profile") for f in store.facts(include_deleted=True)
+             if f.scope == "user" and f.user == user]
+    result = Erasure(sessions, facts, dry_run)
+    if not dry_run and not result.empty:
+        _erase(store, result)
+    return result
+
+
+def _erase(store: Store, erasure: Erasure) -> None:
+    from chatmem.memory.facts import scrub_fact
+
+    store.erase_sessions(s.id for s in erasure.sessions)
+    store.erase_facts(e.fact.id for e in erasure.facts)
+    for expired in erasure.facts:
+        # A past context that sent the fact keeps a marker instead of its value.
+        scrub_fact(store, expired.fact.id)
+    store.vacuum()
+
+
+def expiry_of(fact: Any, fact_idle_days: float | None) -> str | None:
+    """When a fact will expire (ISO time), or None when it is kept until forgotten."""
+    from chatmem.store.retention import parse_stamp
+
+    ends = []
+    if fact.expires_at:
+        ends.append(parse_stamp(fact.expires_at))
+    if fact_idle_days is not None and fact.source_turn is not None:
+        last = parse_stamp(fact.used_at or fact.updated_at)
+        with suppress(OverflowError):  # thousands of years: as good as kept
+            ends.append(last + timedelta(days=fact_idle_days))
+    return min(ends).isoformat(timespec="seconds") if ends else None

@@ -1,0 +1,147 @@
+"""Retention and erasure: sessions idle too long, facts past their end, a user's whole history.
+
+Times are compared in Python, not SQL: stored stamps are ISO 8601 strings and
+the caller's clock (a `datetime`) decides what "now" is, so tests can move it.
+Erasure is physical: rows are deleted (their index entries too) and the
+caller vacuums the file afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from chatmem.errors import StoreError
+from chatmem.store.memory import MemoryTables
+from chatmem.store.records import FactRecord
+from chatmem.store.sessions import SessionTables
+
+
+def parse_stamp(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SessionEntry:
+    """A session with its counts, when it was last used, and how long it is kept idle."""
+
+    id: int
+    name: str
+    user: str | None
+    updated_at: str
+    keep_days: float
+    own: bool
+    """Whether `keep_days` is the session's own retention rather than the default."""
+    messages: int
+    turns: int
+
+    def idle_days(self, now: datetime) -> float:
+        return (now - parse_stamp(self.updated_at)) / timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class ExpiredFact:
+    fact: FactRecord
+    why: str
+    """'its end was 2026-03-01' or 'unused for 90 days'."""
+
+
+class RetentionTables(SessionTables, MemoryTables):
+    def set_retention(self, session_id: int, days: int | None) -> None:
+        """A session's own retention: None follows the config, 0 keeps it for good."""
+        if days is not None and days < 0:
+            raise StoreError(f"retention must be 0 (keep) or more days, got {days}")
+        with self.write():
+            self.db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
+                            [days, session_id])
+
+    def idle_sessions(self, now: datetime, default_days: float | None) -> list[SessionEntry]:
+        """Sessions idle longer than their own retention, or `default_days` when they have none.
+
+        A session whose own retention is 0 is kept whatever the default says. Only
+        the sessions found are counted: at start-up this reads one row per session.
+        """
+        found: dict[int, float] = {}
+        for row in self._rows("SELECT id, updated_at, retention_days FROM sessions"
+                              " ORDER BY updated_at, id"):
+            own = row["retention_days"] is not None
+            keep = row["retention_days"] if own else default_days
+            idle = (now - parse_stamp(row["updated_at"])) / timedelta(days=1)
+            if keep and idle > keep:
+                found[row["id"]] = float(keep)
+        return self._entries(found)
+
+    def _entries(self, keep: dict[int, float]) -> list[SessionEntry]:
+        """Session id → days kept idle, as entries with their counts."""
+        entries = []
+        for session_id, days in keep.items():
+            row = self._rows(
+                "SELECT s.id, s.name, s.user, s.updated_at, s.retention_days,"
+                " (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,"
+                " (SELECT coalesce(max(m.turn), 0) FROM messages m WHERE m.session_id = s.id)"
+                " AS turns FROM sessions s WHERE s.id = ?", [session_id])[0]
+            entries.append(SessionEntry(
+                row["id"], row["name"], row["user"], row["updated_at"], days,
+                row["retention_days"] is not None, row["messages"], row["turns"]))
+        return entries
+
+    def expired_facts(self, now: datetime, idle_days: float | None) -> list[ExpiredFact]:
+        """Facts past their own end, and extracted facts no context used for `idle_days`.
+
+        A fact stated with /remember has no idle end: the user asked for it and
+        gives it an end (--for) if they want one. Forgotten facts are included: an
+        expiry erases them for good.
+        """
+        found = []
+        for fact in self.facts(include_deleted=True):
+            if fact.expires_at is not None and parse_stamp(fact.expires_at) <= now:
+                found.append(ExpiredFact(fact, f"its end was {fact.expires_at[:10]}"))
+                continue
+            if idle_days is None or fact.source_turn is None:
+                continue
+            unused = now - parse_stamp(fact.used_at or fact.updated_at)
+            if unused / timedelta(days=1) > idle_days:
+                found.append(ExpiredFact(fact, f"unused for {unused.days} days"))
+        return found
+
+    def set_fact_expiry(self, fact_id: int, expires_at: str | None) -> FactRecord:
+        with self.write():
+            self.db.execute("UPDATE facts SET expires_at = ? WHERE id = ?", [expires_at, fact_id])
+        return self.fact(fact_id)
+
+    def mark_facts_used(self, fact_ids: Iterable[int]) -> None:
+        """A context sent these facts now: "read extends life". Best effort, like a cache."""
+        ids = sorted(set(fact_ids))
+        if not ids:
+            return
+        marks = ", ".join("?" for _ in ids)
+        try:
+            with self.write():
+                self.db.execute(f"UPDATE facts SET used_at = ? WHERE id IN ({marks})",
+                                [self.now(), *ids])
+        except StoreError:
+            pass  # a read-only or busy file: the turn stands, the fact's life is not extended
+
+    def erase_sessions(self, session_ids: Iterable[int]) -> None:
+        """Delete sessions physically with everything they own (see delete_session)."""
+        ids = list(session_ids)
+        if not ids:
+            return
+        with self.write():
+            for session_id in ids:
+                self._erase_session_rows(session_id)
+            self._merge_index()
+
+    def erase_facts(self, fact_ids: Iterable[int]) -> None:
+        """Delete facts physically, their earlier values with them."""
+        ids = list(fact_ids)
+        with self.write():
+            for fact_id in ids:
+                self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
+
+    def user_sessions(self, user: str) -> list[SessionEntry]:
+        """Every session of a user profile, with its counts."""
+        return self._entries({r["id"]: float(r["retention_days"] or 0) for r in self._rows(
+            "SELECT id, retention_days FROM sessions WHERE user = ? ORDER BY id", [user])})
