@@ -63,6 +63,9 @@ def session_of_commands(db: Path, folder: Path, key: str | None) -> list[tuple[s
         (["inspect", "trip", "--summaries", "--json"], ""),
         (["replay", "trip", "-s", "window", "-s", "entity", "--json"], ""),
         (["sessions", "delete", "branch", "--yes"], ""),
+        (["sessions", "retention", "again", "90d"], ""),
+        (["sessions", "prune", "--older-than", "30d", "--dry-run", "--json"], ""),
+        (["forget-me", "--user", "nobody", "--yes"], ""),
         (["sessions", "list", "--json"], ""),
     ]
     out = []
@@ -99,6 +102,9 @@ KEYED_COMMANDS = [
     ["sessions", "fork", "trip", "y"], ["sessions", "import", "sessions/support.jsonl"],
     ["facts", "list"], ["facts", "forget", "1"], ["inspect", "trip"],
     ["replay", "trip", "-s", "buffer", "--provider", "scripted"],
+    ["eval", "trip", "-s", "buffer", "--provider", "scripted"], ["index", "trip"],
+    ["sessions", "prune", "--older-than", "1d"], ["sessions", "retention", "trip", "forever"],
+    ["sessions", "export", "--all", "-o", "{dir}/all.zip"], ["forget-me", "--yes"],
     ["decrypt"], ["rekey"],
 ]
 
@@ -118,7 +124,8 @@ def test_without_the_key_every_command_is_one_line_exit_3_and_changes_nothing(
     encrypted_db: Path, command: list[str], key: str | None
 ) -> None:
     before = files(encrypted_db.parent)
-    result = run(*command, "--db", str(encrypted_db), input="hello\n", key=key)
+    args = [a.replace("{dir}", str(encrypted_db.parent)) for a in command]
+    result = run(*args, "--db", str(encrypted_db), input="hello\n", key=key)
     assert result.exit_code == 3, result.output
     why = ("is encrypted: set CHATMEM_KEY, or key_command in the config" if key is None
            else ": wrong key: SQLCipher cannot decrypt it with the key given")
