@@ -262,21 +262,24 @@ class Engine:
     def catch_up(self) -> list[str]:
         """Bring the strategy's state up to date before this engine's first turn.
 
-        A strategy switched to mid-session, a fork or a session written by
-        another process may have turns its state does not cover yet; without
-        this the first context would miss their summary or facts. A no-op
-        when the state is current.
+        A strategy switched to mid-session, a fork, an imported history or a
+        session written by another process may have turns its state does not
+        cover yet; without this the first context would miss their summary or
+        facts. The strategy works through them in bounded batches, one model
+        call each, each shown by the engine's activity ("summarizing turns
+        41–80 of 5,000"). A no-op when the state is current.
         """
         if self._caught_up:
             return []
         self._caught_up = True
-        return self.update_memory() if self.history().turn_count() else []
+        return self.update_memory(catch_up=True) if self.history().turn_count() else []
 
-    def update_memory(self) -> list[str]:
+    def update_memory(self, *, catch_up: bool = False) -> list[str]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
                         settings=self.settings, system=self.session.system,
                         embedder=self.embedder,
-                        activity=_HelperActivity(self.activity, self.helper_model))
+                        activity=_HelperActivity(self.activity, self.helper_model),
+                        catch_up=catch_up)
         try:
             return self.strategy.update(env)
         except ChatmemError as e:

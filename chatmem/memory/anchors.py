@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 _HAN_DIGITS = "零〇一二两三四五六七八九十百千万亿"
 _CN_NUM = f"[{_HAN_DIGITS}]+"
@@ -137,6 +138,9 @@ def extract_anchors(text: str) -> list[str]:
     return list(dict.fromkeys(value for _, value in kept))
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def anchors_of(texts: Iterable[str]) -> list[str]:
     seen: dict[str, None] = {}
     for text in texts:
@@ -145,8 +149,10 @@ def anchors_of(texts: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+@lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text).casefold()
+    # Cached: the drift guard asks about the same summary and messages for every anchor.
+    return _SPACES.sub(" ", text).casefold()
 
 
 def present(anchor: str, text: str) -> bool:

@@ -260,6 +260,14 @@ class MemoryEnv:
     """For recall: messages are embedded after the turn commits."""
     activity: Activity = QUIET
     """Where a model call says what it is doing (`with env.activity.doing(...)`)."""
+    catch_up: bool = False
+    """Bring the state fully up to date in bounded batches (an imported or long-unseen
+    history), each call shown by `activity`; otherwise one bounded step, as after a turn."""
+
+
+def catching_up(env: MemoryEnv, total: int) -> str:
+    """" of 5,000 (catching up)" for an activity label during a catch-up, else ""."""
+    return f" of {total:,} (catching up)" if env.catch_up else ""
 
 
 class BaseStrategy:
@@ -418,4 +426,4 @@ def dropped_note(total: int, kept: Sequence[HistoryTurn]) -> str | None:
     first_kept = kept[0].number if kept else total + 1
     if first_kept <= 1:
         return None
-    return f"dropped {span(list(range(1, first_kept)))}"
+    return f"dropped {span(range(1, first_kept))}"

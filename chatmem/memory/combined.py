@@ -166,7 +166,7 @@ def merged_dropped(total: int, parts: Sequence[Part]) -> str | None:
     if first <= 1:
         return None
     recalled = {m.turn for p in parts if p.kind == "recalled" for m in p.messages if m.turn}
-    note = f"dropped {span(list(range(1, first)))}"
+    note = f"dropped {span(range(1, first))}"
     return note + (f" ({len(recalled)} recalled)" if recalled else "")
 
 

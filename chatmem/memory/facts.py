@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING
 from chatmem import fts
 from chatmem.errors import ProviderResponseError
 from chatmem.memory import sensitive
-from chatmem.memory.base import Context, HistoryTurn, MemoryEnv, Message, Part, span
+from chatmem.memory.base import (
+    Context,
+    HistoryTurn,
+    MemoryEnv,
+    Message,
+    Part,
+    catching_up,
+    span,
+)
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -178,15 +186,29 @@ def _bad(why: str) -> ProviderResponseError:
 
 
 def update_facts(env: MemoryEnv) -> list[str]:
-    """Extract facts from the user messages of turns not yet processed; returns notices."""
+    """Extract facts from the user messages of turns not yet processed; returns notices.
+
+    One batch of at most MAX_BATCH_TURNS turns per update; a catch-up runs batches
+    until every turn is processed (or one fails), each call shown by env.activity.
+    """
+    notices: list[str] = []
+    while True:
+        step, more = _extract_batch(env)
+        notices += step
+        if not (env.catch_up and more):
+            return notices
+
+
+def _extract_batch(env: MemoryEnv) -> tuple[list[str], bool]:
+    """One extraction call over the next batch; (notices, whether turns remain to do)."""
     state = env.state
     if state is None or env.model is None:
-        return []
+        return [], False
     marker = state.get(STATE_KEY)
     done = int(marker.get("done_turn", 0))
     total = env.history.turn_count()
     if done >= total:
-        return []
+        return [], False
     last = min(total, done + MAX_BATCH_TURNS)
     turns = env.history.turns(done + 1, last)
     pending = [(t.number, m.content) for t in turns for m in t.messages if m.role == "user"]
@@ -194,15 +216,16 @@ def update_facts(env: MemoryEnv) -> list[str]:
     notices: list[str] = []
     if pending:
         try:
-            with env.activity.doing(f"extracting facts from {span([n for n, _ in pending])}"):
+            with env.activity.doing(f"extracting facts from {span([n for n, _ in pending])}"
+                                    + catching_up(env, total)):
                 answer = env.model.complete(
                     extraction_messages(state.live_facts(), pending), purpose="facts"
                 )
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
             state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))
-            waiting = span(list(range(done + 1, total + 1)))
-            return [f"facts not updated ({e}); {waiting} will be retried"]
+            waiting = span(range(done + 1, total + 1))
+            return [f"facts not updated ({e}); {waiting} will be retried"], False
         extraction, refused = without_sensitive(extraction)
         apply_extraction(state, extraction, sources,
                          user_scope=bool(env.settings and env.settings.user_facts))
@@ -210,9 +233,9 @@ def update_facts(env: MemoryEnv) -> list[str]:
         if said or refused:
             notices.append(sensitive_notice([*said, *refused]))
     state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
-    if last < total:
+    if last < total and not env.catch_up:
         notices.append(f"facts are {total - last} turns behind; catching up next turn")
-    return notices
+    return notices, last < total
 
 
 def without_sensitive(extraction: Extraction) -> tuple[Extraction, list[str]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from chatmem.fts import CJK
@@ -201,20 +202,29 @@ class PinCost:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self.frame = counter.count_message("system", FACTS_HEAD + FACTS_TAIL) if \
-            counter.additive else 0
-        self.lines: dict[str, int] = {}
 
     def __call__(self, pins: Sequence[Pin]) -> int:
         if not self.counter.additive:
             return self.counter.count_message("system", facts_text(pins))
-        total = self.frame
+        total = self._count(("frame",), lambda: self.counter.count_message(
+            "system", FACTS_HEAD + FACTS_TAIL))
         for line in pin_lines(pins):
-            counted = self.lines.get(line)
-            if counted is None:
-                counted = self.lines[line] = self.counter.count_text(line + "\n")
-            total += counted
+            total += self._count(line, partial(self.counter.count_text, line + "\n"))
         return total
+
+    def _count(self, what: object, count: Callable[[], int]) -> int:
+        # Shared by every PinCost of a tokenizer: the same pins are fitted turn after turn.
+        key = (self.counter.key, what)
+        found = _LINE_COUNTS.get(key)
+        if found is None:
+            if len(_LINE_COUNTS) >= _LINE_COUNTS_KEPT:
+                _LINE_COUNTS.clear()
+            found = _LINE_COUNTS[key] = count()
+        return found
+
+
+_LINE_COUNTS: dict[tuple[str, object], int] = {}
+_LINE_COUNTS_KEPT = 8192
 
 
 def _data(quote: str) -> str:

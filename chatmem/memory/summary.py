@@ -23,11 +23,13 @@ from chatmem.memory.base import (
     Context,
     ContextRequest,
     HistoryTurn,
+    HistoryView,
     MemoryEnv,
     Message,
     Param,
     Part,
     assemble,
+    catching_up,
     drop_leading_assistant,
     history_part,
     span,
@@ -37,6 +39,16 @@ from chatmem.tokens import TokenCounter
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
     from chatmem.store import SummaryRecord
+
+
+FOLD_TOKENS = 2000
+"""Turns one summarizer call folds in, at most, in tokens: a catch-up of a long imported
+history is many bounded calls, each of a size any model's context holds."""
+BATCH_PAGE_TURNS = 64
+QUOTE_LOOKBACK_TURNS = 256
+"""How far back before the turns just folded the drift guard looks for where a dropped
+detail of the old summary was said, to quote it."""
+QUOTE_PAGE_TURNS = 32
 
 
 @dataclass
@@ -166,6 +178,10 @@ class SummaryMemory(BaseStrategy):
         """Most tokens the pinned-facts part may take; older pins are released beyond it."""
         return self.summary_limit()
 
+    def fold_limit(self) -> int:
+        """Most tokens of turns one summarizer call folds in (a catch-up takes several)."""
+        return FOLD_TOKENS
+
     def summary_cost(self, counter: TokenCounter) -> int:
         """Most tokens the summary part can take: the clipped text and its framing."""
         return self.summary_limit() + summary_message(
@@ -183,7 +199,8 @@ class SummaryMemory(BaseStrategy):
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
-            with env.activity.doing(f"summarizing {covered}"):
+            with env.activity.doing(f"summarizing {covered}"
+                                    + catching_up(env, env.history.turn_count())):
                 draft = summarize.summarize(
                     env.model, env.counter, st.text, messages,
                     prompt=options["prompt"], max_tokens=self.summary_limit(),
@@ -201,7 +218,8 @@ class SummaryMemory(BaseStrategy):
         store, session_id = env.state.store, env.state.session_id
         held = [p for p in st.pins if not anchors.present(p.text, draft.text)]
         refused = [a for a in dropped if pins.is_unpinned(st.unpinned, a)]
-        new = [a for a in dropped if a not in refused and a not in {p.text for p in held}]
+        taken = {*refused, *(p.text for p in held)}
+        new = [a for a in dropped if a not in taken]
         if not options["drift_guard"]:
             new = []
         sources = self._sources(env, st, new, [(m.turn, text) for m, text in zip(
@@ -260,12 +278,45 @@ class SummaryMemory(BaseStrategy):
         """
         found = pins.first_quotes(new, said)
         older = [a for a in new if a not in found and anchors.present(a, st.text)]
-        if older and st.boundary and env.state is not None:
-            records = env.state.store.messages(env.state.session_id, 1, st.boundary)
+        if not (older and st.boundary and env.state is not None):
+            return found
+        # Newest first, a page at a time, and only so far back: reading every
+        # summarized turn would make each prune cost more as the session grows.
+        # An anchor said longer ago stays pinned, without its quote.
+        last, oldest = st.boundary, max(1, st.boundary - QUOTE_LOOKBACK_TURNS + 1)
+        while older and last >= oldest:
+            first = max(oldest, last - QUOTE_PAGE_TURNS + 1)
+            records = env.state.store.messages(env.state.session_id, first, last)
             # Quotes are redacted like the anchors: a quote may sit next to a card number.
             found.update(pins.first_quotes(older, ((r.turn, sensitive.redact(r.content))
                                                    for r in reversed(records))))
+            older = [a for a in older if a not in found]
+            last = first - 1
         return found
+
+
+def next_batch(
+    history: HistoryView, first: int, last: int, max_tokens: int
+) -> list[HistoryTurn]:
+    """Turns first..last, oldest first, as many as fit `max_tokens` (always at least one):
+    what one summarizer call folds in. Read a page at a time, never the whole range."""
+    batch: list[HistoryTurn] = []
+    used = 0
+    while first <= last:
+        for turn in history.turns(first, min(last, first + BATCH_PAGE_TURNS - 1)):
+            if batch and used + turn.tokens > max_tokens:
+                return batch
+            batch.append(turn)
+            used += turn.tokens
+        first += BATCH_PAGE_TURNS
+    return batch
+
+
+def caught_up_notices(notices: list[str], folds: int) -> list[str]:
+    """The last fold's notices, saying how many calls a catch-up took."""
+    if folds > 1 and notices:
+        return [f"caught up in {folds} summarizer calls; {notices[0]}", *notices[1:]]
+    return notices
 
 
 def _options(env: MemoryEnv) -> dict[str, Any]:
@@ -306,6 +357,17 @@ class SummaryStrategy(SummaryMemory):
                         dropped="; ".join(notes) or None)
 
     def update(self, env: MemoryEnv) -> list[str]:
-        st = load_state(env.state, self.name)
-        turns = env.history.turns(st.boundary + 1, env.history.turn_count())
-        return self.fold(env, st, turns)
+        """Fold the turns after the boundary in: one call after a turn, batches in a catch-up."""
+        notices: list[str] = []
+        folds = 0
+        while True:
+            st = load_state(env.state, self.name)
+            last = env.history.turn_count()
+            if st.boundary >= last or (folds and st.behind):
+                break
+            turns = next_batch(env.history, st.boundary + 1, last, self.fold_limit())
+            notices = self.fold(env, st, turns)
+            folds += 1
+            if not env.catch_up:
+                break
+        return caught_up_notices(notices, folds)

@@ -11,7 +11,8 @@ newest whole turn outranks them, so pins never crowd out the recent turns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import chain, takewhile
 
 from chatmem.memory import pins
 from chatmem.memory.base import (
@@ -27,7 +28,14 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
-from chatmem.memory.summary import SummaryMemory, SummaryState, load_state
+from chatmem.memory.summary import (
+    FOLD_TOKENS,
+    SummaryMemory,
+    SummaryState,
+    caught_up_notices,
+    load_state,
+    next_batch,
+)
 from chatmem.tokens import TokenCounter
 
 
@@ -61,9 +69,11 @@ class SummaryBufferStrategy(SummaryMemory):
         st = load_state(request.state, self.name)
         last = request.history.turn_count()
         pending = request.history.turns(st.boundary + 1, last) if st.behind else []
-        unsummarized = [] if pending else _newest_after(request.history.newest_first(),
-                                                        st.boundary)
-        newest = drop_leading_assistant(unsummarized[:1])
+        # Lazily, newest first: only as many turns are read as the budget can take.
+        unsummarized = iter(()) if pending else _newest_after(request.history.newest_first(),
+                                                              st.boundary)
+        first = next(unsummarized, None)
+        newest = drop_leading_assistant([first] if first else [])
         fixed = fixed_tokens(request)
         # The newest whole turn outranks pinned details: pins never take its room.
         parts, notes = self.memory_parts(st, request.counter, room=max(budget - fixed, 0),
@@ -72,12 +82,12 @@ class SummaryBufferStrategy(SummaryMemory):
         # A failed summary never loses turns: all unsummarized turns go raw,
         # over the budget if need be (assemble says so in the warnings).
         turns = (drop_leading_assistant(pending) if pending
-                 else fit_newest_turns(unsummarized, room))
+                 else fit_newest_turns(chain([first] if first else [], unsummarized), room))
         first_kept = turns[0].number if turns else last + 1
         if st.boundary:
-            notes.append(f"{span(list(range(1, st.boundary + 1)))} summarized")
+            notes.append(f"{span(range(1, st.boundary + 1))} summarized")
         if first_kept > st.boundary + 1:
-            notes.append(f"{span(list(range(st.boundary + 1, first_kept)))} not yet summarized,"
+            notes.append(f"{span(range(st.boundary + 1, first_kept))} not yet summarized,"
                          " left out to fit")
         reason = f"summary-buffer max_tokens={budget}: {span([t.number for t in turns])}"
         if st.behind:
@@ -91,60 +101,88 @@ class SummaryBufferStrategy(SummaryMemory):
                         warnings=warnings)
 
     def update(self, env: MemoryEnv) -> list[str]:
-        """Fold the turns that no longer fit beside a full-size summary, in one call."""
-        st = load_state(env.state, self.name)
+        """Fold the turns that no longer fit beside a full-size summary: one call per prune,
+        and in a catch-up (an imported history) bounded batches until the rest fit."""
+        notices: list[str] = []
+        folds = 0
+        while True:
+            st = load_state(env.state, self.name)
+            if folds and st.behind:
+                break
+            folded = self.next_fold(env, st)
+            if not folded:
+                if st.behind and env.state is not None:
+                    env.state.set(self.name, behind="")
+                break
+            notices = self.fold(env, st, folded)
+            folds += 1
+            if not env.catch_up:
+                break
+        return caught_up_notices(notices, folds)
+
+    def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:
+        """The turns the next prune folds, oldest first; none while the turns fit.
+
+        Only the newest turns that could still fit are read: every turn before
+        them overflows whatever they hold. A prune folds down to a low-water
+        mark (pruning only what just overflowed would call the summarizer on
+        nearly every turn once the window is full), at most fold_limit() tokens.
+        """
         last = env.history.turn_count()
-        unsummarized = env.history.turns(st.boundary + 1, last)
-        if not unsummarized:
+        if last <= st.boundary:
             return []
-        room = self.turn_room(env, unsummarized, st)
-        if not _overflow(unsummarized, room):
-            if st.behind and env.state is not None:
-                env.state.set(self.name, behind="")
+        base = self.turn_room(env, st)
+        recent: list[HistoryTurn] = []
+        used = 0
+        for turn in env.history.newest_first():
+            if turn.number <= st.boundary:
+                break
+            recent.append(turn)
+            used += turn.tokens
+            if used > base:
+                break
+        recent.reverse()
+        # The next input is assumed no longer than the longest user message still in the window.
+        room = base - max((m.tokens for t in recent for m in t.messages if m.role == "user"),
+                          default=0)
+        if recent[0].number == st.boundary + 1 and not _overflow(recent, room):
             return []
-        # Fold down to a low-water mark: pruning only what just overflowed would
-        # call the summarizer on nearly every turn once the window is full.
-        low_water = int(room * float(self.params["prune_to"]))
-        folded = _overflow(unsummarized, low_water)
-        if len(folded) == len(unsummarized) and unsummarized[-1].tokens <= room:
-            folded = folded[:-1]  # the newest turn stays raw whenever it fits at all
-        return self.fold(env, st, folded)
+        kept = fit_newest_turns(reversed(recent), int(room * float(self.params["prune_to"])))
+        first_kept = kept[0].number if kept else last + 1
+        if first_kept > last and recent[-1].tokens <= room:
+            first_kept = last  # the newest turn stays raw whenever it fits at all
+        if first_kept <= st.boundary + 1:
+            return []
+        return next_batch(env.history, st.boundary + 1, first_kept - 1, self.fold_limit())
+
+    def fold_limit(self) -> int:
+        # A prune folds at most about the budget's worth of turns: one call, never split.
+        return max(FOLD_TOKENS, 2 * int(self.params["max_tokens"]))
 
     def pin_limit(self) -> int:
         # Pins get at most a quarter of the budget, so however many details the
         # summaries drop, the summary (a third at most) and recent turns keep theirs.
         return max(16, int(self.params["max_tokens"]) // 4)
 
-    def turn_room(
-        self, env: MemoryEnv, unsummarized: list[HistoryTurn], st: SummaryState
-    ) -> int:
-        """Tokens left for raw turns once system, a full summary, pins and an input fit.
+    def turn_room(self, env: MemoryEnv, st: SummaryState) -> int:
+        """Tokens left for raw turns once system, a full summary and pins fit (not the input).
 
         The summary is reserved at its clipped maximum, so the summary a prune
         produces can never push the kept turns out, and the pins as they are
         sent, which is never more than `pin_limit()`: however many details
         the summaries drop, this room stays bounded and prunes stay batched.
-        The next input is assumed no longer than the longest user message
-        still in the window.
         """
         counter: TokenCounter = env.counter
         system_tokens = counter.count_message("system", env.system) if env.system else 0
         cost = pins.PinCost(counter)
         shown, _ = pins.fit_pins(st.pins, self.pin_limit(), cost)
         facts = cost(shown) if shown else 0
-        reserve = max((m.tokens for t in unsummarized for m in t.messages if m.role == "user"),
-                      default=0)
         return (int(self.params["max_tokens"]) - counter.priming - system_tokens
-                - self.summary_cost(counter) - facts - reserve)
+                - self.summary_cost(counter) - facts)
 
 
-def _newest_after(turns: Iterable[HistoryTurn], boundary: int) -> list[HistoryTurn]:
-    out = []
-    for turn in turns:
-        if turn.number <= boundary:
-            break
-        out.append(turn)
-    return out
+def _newest_after(turns: Iterable[HistoryTurn], boundary: int) -> Iterator[HistoryTurn]:
+    return takewhile(lambda turn: turn.number > boundary, turns)
 
 
 def _overflow(turns: list[HistoryTurn], room: int) -> list[HistoryTurn]:

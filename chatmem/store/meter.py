@@ -1,0 +1,71 @@
+"""Counting the work a store does: statements run, rows read back, SQLite VM steps.
+
+For complexity tests and benchmarks: a turn's work must not grow with the
+history, and counts show it without the noise of a shared machine's clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chatmem.store.connection import Connection
+
+STEP = 100
+"""SQLite virtual-machine instructions per counted step."""
+
+
+@dataclass
+class Meter:
+    statements: int = 0
+    """SQL statements chatmem ran (each execution, transaction control included)."""
+    rows: int = 0
+    """Rows read back into Python."""
+    steps: int = 0
+    """Hundreds of SQLite virtual-machine instructions those statements took."""
+    index_statements: int = 0
+    """Statements the full-text index ran inside chatmem's: FTS5 writes a new segment per
+    insert and merges segments now and then, amortized index upkeep counted apart."""
+    index_steps: int = 0
+    _in_index: bool = False
+
+
+@contextmanager
+def metered(store: Connection) -> Iterator[Meter]:
+    """Count what `store` does inside the block; the connection is left as it was after."""
+    meter = Meter()
+    conn = store.db.conn
+
+    def statement(sql: str) -> None:
+        # Statements a virtual table runs are traced as comments ("-- INSERT INTO ...").
+        meter._in_index = sql.startswith("--")
+        if meter._in_index:
+            meter.index_statements += 1
+        else:
+            meter.statements += 1
+
+    def step() -> int:
+        if meter._in_index:
+            meter.index_steps += 1
+        else:
+            meter.steps += 1
+        return 0  # never interrupt
+
+    def row(_: sqlite3.Cursor, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        meter.rows += 1
+        return values
+
+    factory = conn.row_factory
+    conn.set_trace_callback(statement)
+    conn.set_progress_handler(step, STEP)
+    conn.row_factory = row
+    try:
+        yield meter
+    finally:
+        conn.set_trace_callback(None)
+        conn.set_progress_handler(None, STEP)
+        conn.row_factory = factory
