@@ -15,6 +15,7 @@ import itertools
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,12 @@ import pytest
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import strategy_names
+from chatmem.memory.summary import FOLD_TOKENS
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.store.meter import metered
 
-SMALL, LARGE = 100, 5000
+SMALL, MEDIUM, LARGE = 100, 2500, 5000
 TURNS = 16
 """Turns measured per strategy: more than one summary-buffer prune cycle."""
 GROWING = {"sessions", "messages", "turns", "token_counts", "summaries", "facts",
@@ -86,16 +88,26 @@ def conversation(turns: int) -> Iterator[dict[str, str]]:
         yield {"role": "assistant", "content": ASSISTANT[n % 3].format(n=n)}
 
 
+STATEFUL = ("entity", "summary", "summary-buffer")
+"""Their state (facts, summaries) is kept per strategy, combinations share it: each is
+caught up once per file, so every test starts from a caught-up session."""
+SETTINGS = Settings(embeddings={"provider": "none"})
+"""Recall by words: no embedding model to load (recall by meaning is measured elsewhere)."""
+
+
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
-    """History files of SMALL and LARGE turns, built once (bulk import is fast)."""
+    """History files of SMALL and LARGE turns, imported in bulk and caught up."""
     folder = tmp_path_factory.mktemp("complexity")
     paths = {}
-    for turns in (SMALL, LARGE):
+    for turns in (SMALL, MEDIUM, LARGE):
         paths[turns] = folder / f"{turns}.db"
         with Store(paths[turns]) as store:
             session = store.create_session("long", "window", system="Be brief.")
             store.import_messages(session.id, list(conversation(turns)))
+            for strategy in STATEFUL:
+                open_session(store, SETTINGS, ScriptedProvider(), "long",
+                             strategy=strategy).catch_up()
     return paths
 
 
@@ -103,7 +115,7 @@ def opened(stored: dict[int, Path], turns: int, strategy: str, tmp_path: Path) -
     path = tmp_path / f"{strategy}-{turns}.db"
     shutil.copyfile(stored[turns], path)
     store = Store(path)
-    engine = open_session(store, Settings(), ScriptedProvider(), "long", strategy=strategy)
+    engine = open_session(store, SETTINGS, ScriptedProvider(), "long", strategy=strategy)
     engine.counter = CountingCounter(engine.counter)
     engine.catch_up()
     return engine
@@ -126,23 +138,29 @@ def most_work(engine: Engine) -> Work:
 
 
 @pytest.mark.parametrize("strategy", FLAT)
-def test_a_turn_does_no_more_work_at_5000_turns_than_at_100(
+def test_a_turn_does_no_more_work_at_5000_turns_than_at_100_or_2500(
     stored: dict[int, Path], tmp_path: Path, strategy: str
 ) -> None:
     work = {}
-    for turns in (SMALL, LARGE):
+    for turns in (SMALL, MEDIUM, LARGE):
         engine = opened(stored, turns, strategy, tmp_path)
         try:
             engine.run_turn("warm up: the reply of the last imported turn gets counted")
             work[turns] = most_work(engine)
         finally:
             engine.store.close()
-    small, large = work[SMALL], work[LARGE]
-    assert large.statements <= small.statements, (small, large)
-    assert large.rows <= small.rows, (small, large)
-    assert large.tokenized <= small.tokenized, (small, large)
+    medium, large = work[MEDIUM], work[LARGE]
+    # At 5,000 turns a turn does no more than at 100 or at 2,500 (a 100-turn session
+    # may hold less than a turn reads at most: fewer search matches than recall's
+    # limit, fewer pins than their share of the budget). The slack is for where the
+    # measured turns fall in a prune cycle (which turn folds, which pins are new), a
+    # few statements or texts; a read that grew with the history would add thousands.
+    small = work[SMALL]
+    for kind in ("statements", "rows", "tokenized"):
+        most = max(getattr(small, kind), getattr(medium, kind))
+        assert getattr(large, kind) <= most * 1.1 + 8, (kind, work)
     # SQLite's own steps grow with the depth of its B-trees (log n), never with n.
-    assert large.steps <= small.steps * 1.5 + 20, (small, large)
+    assert large.steps <= max(small.steps, medium.steps) * 1.25 + 20, work
 
 
 def test_buffer_work_grows_with_the_history_as_it_must(
@@ -159,6 +177,8 @@ def test_buffer_work_grows_with_the_history_as_it_must(
 
 
 _SCAN = re.compile(r"^SCAN (\w+)")
+_ALIAS = re.compile(
+    r"(?:FROM|JOIN)\s+(\w+)\s+(?:AS\s+)?(?!WHERE|JOIN|ON|LEFT|ORDER|LIMIT|GROUP)(\w+)", re.I)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -177,10 +197,49 @@ def test_no_query_a_turn_runs_scans_a_growing_table(
         assert queries
         for sql in sorted(queries):
             plan = [row[3] for row in engine.store.db.conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
-            scans = [d for d in plan if (m := _SCAN.match(d)) and m.group(1) in GROWING]
-            aliased = [d for d in plan if (m := _SCAN.match(d))
-                       and "VIRTUAL TABLE" not in d and not d.startswith("SCAN (")
-                       and m.group(1) not in GROWING]
-            assert not scans and not aliased, f"{sql}\n  plan: {plan}"
+            tables = {alias: table for table, alias in _ALIAS.findall(sql)}
+            scans = [d for d in plan if (m := _SCAN.match(d))
+                     and tables.get(m.group(1), m.group(1)) in GROWING]
+            assert not scans, f"{sql}\n  plan: {plan}"
     finally:
         engine.store.close()
+
+
+class Recording:
+    """An Activity that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+
+    @contextmanager
+    def doing(self, what: str) -> Iterator[None]:
+        self.steps.append(what)
+        yield
+
+    def warn(self, message: str, *, once: bool = False) -> None:
+        pass
+
+
+def test_an_imported_history_is_caught_up_in_bounded_batches_with_progress(
+    stored: dict[int, Path], tmp_path: Path
+) -> None:
+    with Store(stored[LARGE]) as store:
+        session = store.session("long")
+        for name, limit in (("summary", FOLD_TOKENS), ("summary-buffer", 2 * 2000)):
+            versions = store.summaries(session.id, name)
+            assert len(versions) > 20, name  # many calls, none over its batch size
+            for version in versions:
+                counts = store.cached_token_counts(version.covered_ids, "cl100k_base")
+                assert sum(counts.values()) <= limit, (name, version.version)
+    path = tmp_path / "fresh.db"
+    with Store(path) as store:
+        fresh = store.create_session("fresh", "window")
+        store.import_messages(fresh.id, list(conversation(300)))
+        activity = Recording()
+        engine = open_session(store, SETTINGS, ScriptedProvider(), "fresh", strategy="summary",
+                              activity=activity)
+        notices = engine.catch_up()
+        assert len(activity.steps) > 3
+        assert activity.steps[0].startswith("summarizing turns 1–")
+        assert all(step.endswith(" of 300 (catching up)") for step in activity.steps)
+        assert notices[0].startswith(f"caught up in {len(activity.steps)} summarizer calls; ")
