@@ -219,9 +219,10 @@ def print_tables(data: dict[str, Any]) -> None:
             line += f"{last['turn']['median_ms'] / first['turn']['median_ms']:>11.2f}×"
         print(line)
 
-    print("\nAt each size: build ms (context alone), first catch-up s, model calls and bytes"
-          " stored per turn")
-    header = f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>9}"
+    print("\nAt each size: build ms (context alone), first catch-up s; per turn: strategy model"
+          " calls, bytes stored, SQL statements, rows read")
+    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>9}"
+              f"{'queries':>9}{'rows':>7}")
     print(header)
     print("-" * len(header))
     for name in names:
@@ -233,7 +234,8 @@ def print_tables(data: dict[str, Any]) -> None:
                 continue
             calls = sum(v for k, v in r["model_calls_per_turn"].items() if k != "chat")
             print(f"{name:<30}{n:>8,}{_ms(r['build']['median_ms']):>9}{r['catch_up_s']:>10.2f}"
-                  f"{calls:>7.2f}{r['bytes_per_turn']:>9,.0f}")
+                  f"{calls:>7.2f}{r['bytes_per_turn']:>9,.0f}"
+                  f"{r.get('statements_per_turn', 0):>9.0f}{r.get('rows_per_turn', 0):>7.0f}")
 
     peers = [r for r in rows if r["memory"] == "langchain"]
     if peers:
@@ -300,7 +302,7 @@ def main() -> None:
     args.repeat = args.repeat or (9 if quick else 25)
     args.peer_repeat = args.peer_repeat or (3 if quick else 9)
     args.seconds = args.seconds or (3.0 if quick else 20.0)
-    args.timeout = args.timeout or (90.0 if quick else 1200.0)
+    args.timeout = args.timeout or (60.0 if quick else 1200.0)
     sections = set(args.only or ("turns", "replay", "startup", "tokens"))
     peers = not args.no_peers
     if peers:

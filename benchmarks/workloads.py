@@ -179,12 +179,16 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     from chatmem.config import Settings
     from chatmem.engine import open_session
     from chatmem.store import Store
+    from chatmem.store.meter import metered
 
     path = Path(spec["db"])
     shutil.copyfile(spec["base"], path)
     provider = TimedProvider()
     with Store(path) as store:
-        engine = open_session(store, Settings(), provider, "bench", strategy=spec["strategy"],
+        # Recall by words: the embedding path (a model per message) is measured by
+        # benchmarks/recall_cost.py; here it would time the embedder, not the memory.
+        settings = Settings(embeddings={"provider": "none"})
+        engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
                               params=spec.get("params", {}))
         phase("catch-up")
         started = time.perf_counter()
@@ -209,7 +213,8 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
             return (time.perf_counter() - started - provider.seconds) * 1000
 
         calls_before = dict(provider.calls)
-        turn_samples = measured(turn, spec["repeat"], spec["seconds"])
+        with metered(store) as meter:
+            turn_samples = measured(turn, spec["repeat"], spec["seconds"])
         calls = {k: v - calls_before.get(k, 0) for k, v in provider.calls.items()}
         grown = stored_bytes(store) - before
         build_samples = measured(build, spec["repeat"], spec["seconds"])
@@ -218,6 +223,8 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         "catch_up_s": catch_up, "catch_up_model_calls": catch_up_calls,
         "model_calls_per_turn": {k: v / turns_run for k, v in calls.items() if v},
         "bytes_per_turn": grown / turns_run,
+        "statements_per_turn": meter.statements / turns_run,
+        "rows_per_turn": meter.rows / turns_run,
     }
 
 

@@ -46,31 +46,45 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     consoles()[0].print(render.sessions_table(rows))
 
 
+SHOW_LAST = 50
+"""Turns `sessions show` prints when none are asked for: the newest page, read alone."""
+
+
 @app.command("show")
 @handles_errors
 def show(
-    name: NameArgument, db: DbOption = None, config: ConfigOption = None,
+    name: NameArgument,
+    turns: Annotated[
+        str | None, typer.Option("--turns", metavar="FIRST-LAST", show_default=False,
+                                 help="Show these turns only, e.g. 1-40 or 120- "
+                                      f"(default: the last {SHOW_LAST}).")
+    ] = None,
+    all_turns: Annotated[bool, typer.Option("--all", help="Show every turn.")] = False,
+    db: DbOption = None, config: ConfigOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Show a session's settings and messages.
+    """Show a session's settings and messages, a page of turns at a time.
 
-    Example: chatmem sessions show support
+    Example: chatmem sessions show support --turns 1-20
     """
     from chatmem import render
 
     with open_store(settings_from(config, db), create=False) as store:
         session = store.session(name)
+        total = store.turn_count(session.id)
+        first, last = _page(turns, all_turns, total)
         messages = [
             {"turn": m.turn, "role": m.role, "content": m.content, "id": m.id}
-            for m in store.messages(session.id)
+            for m in store.messages(session.id, first, last)
         ]
     info = {k: v for k, v in session.__dict__.items() if k != "id"}
+    page = {"first": first, "last": min(last, total), "total": total}
     if json_out:
         from chatmem.engine import strategy_json
 
         shown = {**info, "strategy": strategy_json(session.strategy, session.params)}
         shown.pop("params")
-        print_json({**shown, "messages": messages})
+        print_json({**shown, "turns": page, "messages": messages})
         return
     out = consoles()[0]
     from chatmem.memory.params import format_params
@@ -81,6 +95,29 @@ def show(
                          else "kept for good" if own == 0 else f"{own} days idle")
     out.print(render.key_values(info, title=f"session {name}"))
     out.print(render.transcript(messages))
+    if first > 1 or last < total:
+        consoles()[1].print(
+            f"turns {first}–{min(last, total)} of {total} shown; --turns FIRST-LAST or --all "
+            "for others", markup=False, soft_wrap=True)
+
+
+def _page(spec: str | None, all_turns: bool, total: int) -> tuple[int, int]:
+    """(first, last) turn to show: --turns, --all, or the last SHOW_LAST turns."""
+    from chatmem.errors import UsageError
+
+    if all_turns or total == 0:
+        return 1, max(total, 1)
+    if spec is None:
+        return max(1, total - SHOW_LAST + 1), total
+    start, dash, end = spec.partition("-")
+    try:
+        first = int(start) if start.strip() else 1
+        last = int(end) if end.strip() else total if dash else first
+    except ValueError:
+        raise UsageError(f"--turns must be FIRST-LAST, e.g. 1-40 or 120-, got {spec!r}") from None
+    if first < 1 or last < first:
+        raise UsageError(f"--turns {spec}: turns are numbered from 1, FIRST no more than LAST")
+    return first, last
 
 
 @app.command("delete")

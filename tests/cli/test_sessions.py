@@ -144,3 +144,31 @@ def test_show_prints_parameters_as_typed(db: Path) -> None:
     result = runner.invoke(app, ["sessions", "show", "alpha", "--db", str(db)])
     assert result.exit_code == 0
     assert any(line.split() == ["params", "k=2"] for line in result.stdout.splitlines())
+
+
+def test_show_pages_a_long_session(tmp_path: Path) -> None:
+    from chatmem.cli.sessions import SHOW_LAST
+
+    db, transcript = tmp_path / "long.db", tmp_path / "long.jsonl"
+    total = SHOW_LAST + 30
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": f"{role} {n}"}) + "\n"
+        for n in range(1, total + 1) for role in ("user", "assistant")), encoding="utf-8")
+    imported = runner.invoke(app, ["sessions", "import", str(transcript), "--name", "long",
+                                   "--db", str(db)])
+    assert imported.exit_code == 0, imported.stderr
+    shown = runner.invoke(app, ["sessions", "show", "long", "--db", str(db), "--json"])
+    data = json.loads(shown.stdout)
+    assert data["turns"] == {"first": 31, "last": total, "total": total}
+    assert [m["turn"] for m in data["messages"]][::2] == list(range(31, total + 1))
+    picked = runner.invoke(app, ["sessions", "show", "long", "--turns", "2-3", "--db", str(db)])
+    assert picked.exit_code == 0
+    assert "user 2" in picked.stdout and "assistant 3" in picked.stdout
+    assert "user 4" not in picked.stdout
+    assert f"turns 2–3 of {total} shown" in picked.stderr
+    every = runner.invoke(app, ["sessions", "show", "long", "--all", "--json", "--db", str(db)])
+    assert len(json.loads(every.stdout)["messages"]) == 2 * total
+    bad = runner.invoke(app, ["sessions", "show", "long", "--turns", "9-2", "--db", str(db)])
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().endswith(
+        "--turns 9-2: turns are numbered from 1, FIRST no more than LAST")
