@@ -263,12 +263,19 @@ def open_engine(
 
 def apply_retention(store: Store, settings: Settings) -> None:
     """At start-up: erase idle sessions and expired facts, and say so on stderr."""
+    from chatmem.errors import StoreError
     from chatmem.render import notice_line
     from chatmem.retention import prune
     from chatmem.store.connection import utc_now
 
-    erased = prune(store, utc_now(), retention_days=settings.retention_days,
-                   fact_idle_days=settings.fact_idle_days)
+    try:
+        erased = prune(store, utc_now(), retention_days=settings.retention_days,
+                       fact_idle_days=settings.fact_idle_days)
+    except StoreError as e:
+        # A busy or read-only file must not stop the chat; the next start tries again.
+        consoles()[1].print(notice_line(f"retention not applied this time: {e}"),
+                            soft_wrap=True)
+        return
     if erased.empty:
         return
     names = ", ".join(s.name for s in erased.sessions[:3]) + (

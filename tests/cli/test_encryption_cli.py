@@ -193,6 +193,21 @@ def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -
     failed = run("sessions", "list", "--db", str(db), "--config", str(config))
     assert (failed.exit_code, failed.stderr) == (
         2, "error: key_command failed (exit 7); no key, nothing opened\n")
+    config.write_text("key_command = \"true\"\n")
+    empty = run("sessions", "list", "--db", str(db), "--config", str(config))
+    assert (empty.exit_code, empty.stderr) == (
+        2, "error: key_command printed no key; nothing opened\n")
+
+
+def test_rekey_needs_a_new_key(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    before = db.read_bytes()
+    result = run("rekey", "--db", str(db), key=KEY)
+    assert (result.exit_code, result.stderr) == (
+        2, "error: no key to encrypt with: set $CHATMEM_NEW_KEY, or run this in a terminal to "
+           "type one\n")
+    assert db.read_bytes() == before
 
 
 # -- the key is never written, shown or logged -----------------------------------------------------
@@ -309,3 +324,24 @@ def test_the_repl_asks_for_the_key_without_echoing_it(tmp_path: Path) -> None:
     assert code == 3
     assert f"error: {db}: wrong key: SQLCipher cannot decrypt it with the key given" in screen
     assert "wrong\r\n" not in screen.split("key for", 1)[1]
+    code, screen = _in_terminal(args, [f"key for {db}: \x00\r"], env)
+    assert code == 3 and "error: no key typed; nothing was opened or changed" in screen
+
+
+def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    Store(db).close()
+    before = db.read_bytes()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    args = ["encrypt", "--db", str(db)]
+    code, screen = _in_terminal(args, [f"new key for {db}: \x00one\r",
+                                       "again, to confirm: \x00two\r"], env)
+    assert code == 2 and "error: the two keys differ; nothing was changed" in screen
+    assert db.read_bytes() == before
+    code, screen = _in_terminal(args, [f"new key for {db}: \x00{KEY}\r",
+                                       f"again, to confirm: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    assert cipher.file_kind(db) == "encrypted" and KEY not in screen
+    with Store(db, key=KEY) as store:
+        assert store.list_sessions() == []

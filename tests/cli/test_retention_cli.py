@@ -253,3 +253,23 @@ def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> 
         assert [r["name"] for r in reader.list_sessions()] == ["bob"]
     nothing = run("forget-me", "--user", "ana", "--yes", "--db", str(two_users))
     assert nothing.stderr == "user ana has no sessions or facts here\n"
+
+
+def test_a_retention_that_cannot_be_applied_does_not_stop_the_chat(
+    aged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chatmem import retention
+    from chatmem.errors import StoreError
+
+    def busy(*args: object, **kwargs: object) -> None:
+        raise StoreError(f"{aged} is busy: another process held it for over 5 s; try again")
+
+    monkeypatch.setattr(retention, "prune", busy)
+    config = tmp_path / "config.toml"
+    config.write_text("retention_days = 30\n")
+    started = run("chat", "recent", "--db", str(aged), "--config", str(config),
+                  "--provider", "scripted", input="hello\n")
+    assert started.exit_code == 0, started.stderr
+    assert (f"retention not applied this time: {aged} is busy: another process held it for "
+            "over 5 s; try again") in started.stderr
+    assert started.stdout == "echo #1: hello\n"
