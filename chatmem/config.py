@@ -7,6 +7,7 @@ a typo must never be silently ignored.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -55,6 +56,11 @@ MINIMUMS: dict[str, int] = {
     "context_budget": 1, "max_retries": 0, "max_reply_tokens": 1,
     "local.threads": 1, "local.n_ctx": 1, "embeddings.threads": 1,
     "retention_days": 1, "fact_idle_days": 1,
+}
+# The largest: a retry count of a billion retries a hung server for ever.
+MAXIMUMS: dict[str, float] = {
+    "timeout": 3600, "max_retries": 10, "context_budget": 10**9, "max_reply_tokens": 10**7,
+    "local.threads": 1024, "local.n_ctx": 10**7,
 }
 POSITIVE = ("timeout",)
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
@@ -275,6 +281,10 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
     number: Any = value  # checked to be a number above when the key has a minimum
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: key {key!r} must be a finite number, got {value!r}")
+    if key in MAXIMUMS and number > MAXIMUMS[key]:
+        raise ConfigError(f"{path}: key {key!r} must be at most {MAXIMUMS[key]}, got {value!r}")
     if key in MINIMUMS and number < MINIMUMS[key]:
         raise ConfigError(f"{path}: key {key!r} must be at least {MINIMUMS[key]}, got {value!r}")
     if key in POSITIVE and number <= 0:

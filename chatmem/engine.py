@@ -25,6 +25,7 @@ from chatmem.memory.params import format_params
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord, now
+from chatmem.text import REPLACEMENT, is_valid, valid_text
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -157,6 +158,10 @@ class Engine:
         # Pre-flight, before any model call (catching up may call the helper model).
         self.check_writable()
         notices = self.catch_up()
+        if not is_valid(text):
+            text = valid_text(text)
+            notices.append("the input held bytes that are not UTF-8; each was replaced by"
+                           f" {REPLACEMENT}")
         context = self.build_context(text)
         self.check_budget(context)
         sent_at = now()
@@ -188,7 +193,7 @@ class Engine:
             raise
         if on_reply_end:
             on_reply_end()
-        reply = "".join(chunks)
+        reply = valid_text("".join(chunks))
         record = self.store.commit_turn(self._record(
             text, context, "ok", reply=reply, latency_ms=elapsed(),
             prompt_tokens=stream.usage.prompt_tokens,
@@ -254,6 +259,7 @@ class Engine:
         Replay uses it so strategies are compared on identical conversations;
         `times` are the recorded messages' timestamps (recall's sittings use them).
         """
+        text, reply = valid_text(text), valid_text(reply)
         context = self.build_context(text)
         record = self.store.commit_turn(self._record(text, context, "ok", reply=reply),
                                         sent_at=times[0], replied_at=times[1])

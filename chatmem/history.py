@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from chatmem.memory import quoting
 from chatmem.memory.base import HistoryTurn, Message
 from chatmem.store import MessageRecord, Store
 from chatmem.tokens import TokenCounter
@@ -50,12 +51,22 @@ class StoredHistory:
         """Messages with their token counts, computing and caching the missing ones."""
         cached = self.store.cached_token_counts((r.id for r in records), self.counter.key)
         missing = {
-            r.id: self.counter.count_message(r.role, r.content)
+            r.id: self.counter.count_message(r.role, as_sent(r))
             for r in records
             if r.id not in cached
         }
         if missing:
             self.store.save_token_counts(missing, self.counter.key)
             cached.update(missing)
-        return [Message(r.role, r.content, cached[r.id], r.id, r.turn) for r in records]
+        return [Message(r.role, as_sent(r), cached[r.id], r.id, r.turn) for r in records]
+
+
+def as_sent(record: MessageRecord) -> str:
+    """A message's content as the model gets it: a stored system message only as a quotation.
+
+    Only transcripts put system messages into history (the session's own system
+    prompt is not a message); an imported one must not instruct the model.
+    """
+    return quoting.imported_system_block(record.content) if record.role == "system" \
+        else record.content
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import StrategyError
+
+MAX_WHOLE_NUMBER = 10**9
+"""No count or budget is larger; SQLite cannot even bind a number past 2**63."""
 
 
 def format_params(params: Mapping[str, Any]) -> str:
@@ -42,10 +46,16 @@ class Param:
             raise invalid(_type_word(self.type))
         if self.choices and value not in self.choices:
             raise invalid(f"one of {', '.join(self.choices)}")
+        if self.type is float and not math.isfinite(value):
+            # nan compares false with every bound and would be stored, breaking the session.
+            raise invalid("a finite number")
         if self.minimum is not None and value < self.minimum:
             raise invalid(f"at least {self.minimum}")
-        if self.maximum is not None and value > self.maximum:
-            raise invalid(f"at most {self.maximum}")
+        maximum = self.maximum
+        if maximum is None and self.type is int:
+            maximum = MAX_WHOLE_NUMBER
+        if maximum is not None and value > maximum:
+            raise invalid(f"at most {maximum}")
         return value
 
 

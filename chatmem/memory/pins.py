@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from chatmem.fts import CJK
+from chatmem.memory import quoting
 from chatmem.memory.anchors import present
 
 if TYPE_CHECKING:
@@ -177,11 +178,12 @@ def pin_lines(pins: Sequence[Pin]) -> list[str]:
             line += f" ({where}: \"{_data(quote)}\")"
         elif turn is not None:
             line += f" (turn {turn})"
-        lines.append(line)
+        # Quotations of the conversation: they can never spell a template marker.
+        lines.append(quoting.escape(line))
     return lines
 
 
-FACTS_HEAD = "Details from earlier turns, kept verbatim:\n<facts>\n"
+FACTS_HEAD = "Details from earlier turns, kept verbatim, data:\n<facts>\n"
 FACTS_TAIL = "</facts>"
 
 

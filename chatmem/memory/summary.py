@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
-from chatmem.memory import anchors, pins, sensitive, summarize
+from chatmem.memory import anchors, pins, quoting, sensitive, summarize
 from chatmem.memory.base import (
     BaseStrategy,
     Context,
@@ -88,7 +88,8 @@ def load_state(state: SessionState | None, strategy: str) -> SummaryState:
 
 
 def summary_message(text: str, boundary: int, version: int, counter: TokenCounter) -> Message:
-    content = f"Summary of the conversation so far ({_upto(boundary)}, v{version}):\n{text}"
+    # Data, not instructions: a summary is written from what the user said.
+    content = quoting.summary_block(text, _upto(boundary), version)
     return Message.counted("system", content, counter)
 
 
@@ -230,17 +231,25 @@ class SummaryMemory(BaseStrategy):
         # Released pins are always the oldest; the rest are stored with their quotes,
         # even those shown bare now, so a roomier build can quote them again.
         kept = candidates_pins[len(released):]
-        fresh = iter(pins.allocate_ids(store, session_id,
-                                       sum(1 for p in kept if p.pin_id is None)))
-        kept = [p if p.pin_id is not None else replace(p, pin_id=next(fresh)) for p in kept]
-        record = store.add_summary(
-            session_id, self.name, draft.text,
-            covered_ids=[m.id for m in messages if m.id is not None],
-            anchors=anchors.extract_anchors(draft.text), dropped_anchors=dropped,
-            model=draft.model,
-        )
-        env.state.set(self.name, boundary_turn=turns[-1].number, behind="",
-                      pinned=[p.stored() for p in kept], released=st.released + len(released))
+        # One transaction, taken only if no other process folded these turns while
+        # the summarizer was busy: the version and its boundary move together, and
+        # no turn is ever folded into two versions.
+        with store.write():
+            if _moved(load_state(env.state, self.name), st):
+                return []
+            fresh = iter(pins.allocate_ids(store, session_id,
+                                           sum(1 for p in kept if p.pin_id is None)))
+            kept = [p if p.pin_id is not None else replace(p, pin_id=next(fresh))
+                    for p in kept]
+            record = store.add_summary(
+                session_id, self.name, draft.text,
+                covered_ids=[m.id for m in messages if m.id is not None],
+                anchors=anchors.extract_anchors(draft.text), dropped_anchors=dropped,
+                model=draft.model,
+            )
+            env.state.set(self.name, boundary_turn=turns[-1].number, behind="",
+                          pinned=[p.stored() for p in kept],
+                          released=st.released + len(released))
         added, removed = summarize.diff_size(st.text, draft.text)
         unit = summarize.diff_unit(st.text, draft.text)
         notice = (f"summary v{record.version} now covers {_upto(turns[-1].number)}:"
@@ -317,6 +326,12 @@ def caught_up_notices(notices: list[str], folds: int) -> list[str]:
     if folds > 1 and notices:
         return [f"caught up in {folds} summarizer calls; {notices[0]}", *notices[1:]]
     return notices
+
+
+def _moved(now: SummaryState, then: SummaryState) -> bool:
+    """Whether another process stored a summary since `then` was read."""
+    version = now.latest.version if now.latest else 0
+    return (now.boundary, version) != (then.boundary, then.latest.version if then.latest else 0)
 
 
 def _options(env: MemoryEnv) -> dict[str, Any]:

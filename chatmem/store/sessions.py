@@ -9,7 +9,7 @@ from contextlib import suppress
 from typing import Any
 
 from chatmem import fts
-from chatmem.errors import NotFound, StoreError
+from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import contexts
 from chatmem.store.connection import Connection
 from chatmem.store.records import (
@@ -19,6 +19,7 @@ from chatmem.store.records import (
     check_session_name,
     json_text,
 )
+from chatmem.text import is_valid
 
 COMMON_FLOOR = 200
 """Below this many messages containing it, a term is always searched."""
@@ -104,6 +105,8 @@ class SessionTables(Connection):
             f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)}
 
     def find_session(self, name: str) -> SessionRecord | None:
+        if not is_valid(name):
+            raise UsageError(f"session name {name!r} is not valid UTF-8")
         rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
         return SessionRecord.from_row(rows[0]) if rows else None
 

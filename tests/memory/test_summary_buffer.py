@@ -245,9 +245,10 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
     assert "to fit the budget" in summary.reason
     # The oldest part is cut, behind a marker; the newest summarized turn is still there.
     content = summary.messages[0].content
-    assert re.search(r"\):\n\[…older part clipped to fit \d+ tokens\]\n", content)
+    assert re.search(r"instructions:\n<summary>\n\[…older part clipped to fit \d+ tokens\]\n",
+                     content)
     newest = store.latest_summary(engine.session.id, "summary-buffer").text.splitlines()[-1]
-    assert content.endswith("\n" + newest)
+    assert content.endswith("\n" + newest + "\n</summary>")
 
 
 def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_budget(

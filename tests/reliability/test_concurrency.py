@@ -8,6 +8,7 @@ and whether the processes share a session or not.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,39 @@ def test_many_turns_from_several_processes_are_all_kept(
 @pytest.mark.parametrize("rounds", range(10))
 def test_creating_a_new_file_from_four_processes_repeatedly(tmp_path: Path, rounds: int) -> None:
     run_chats(tmp_path, 4, same_session=True, new_file=True, turns=3)
+
+
+def summary_folds(db: Path, session: str) -> tuple[int, int]:
+    """(message ids in more than one summary version, versions covering an older point)."""
+    from checks import rows
+
+    versions = rows(db, "SELECT covered_ids FROM summaries s JOIN sessions x ON x.id ="
+                        " s.session_id WHERE x.name = ? ORDER BY s.version", (session,))
+    seen: dict[int, int] = {}
+    backwards, last = 0, 0
+    for (covered,) in versions:
+        ids = json.loads(covered)
+        for message_id in ids:
+            seen[message_id] = seen.get(message_id, 0) + 1
+        if ids and max(ids) < last:
+            backwards += 1
+        last = max([last, *ids])
+    return sum(1 for n in seen.values() if n > 1), backwards
+
+
+@pytest.mark.parametrize("processes", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_summary_buffer_writers_on_one_session_fold_each_turn_once(
+    tmp_path: Path, processes: int
+) -> None:
+    db = tmp_path / "shared.db"
+    Store(db).close()
+    turns = 60 if processes == 2 else 100
+    commands = [["chat", "s", "--db", str(db), "--provider", "scripted", "-s",
+                 "summary-buffer:max_tokens=300"]] * processes
+    done = start_together(commands, [script(f"p{i}", turns) for i in range(processes)],
+                          tmp_path, tmp_path / "gate")
+    assert [d.code for d in done] == [0] * processes, [d.stderr for d in done]
+    refolded, backwards = summary_folds(db, "s")
+    assert (refolded, backwards) == (0, 0), (
+        f"{refolded} message ids in more than one summary version, "
+        f"{backwards} versions cover an older point than the one before")

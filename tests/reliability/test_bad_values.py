@@ -1,0 +1,167 @@
+"""Bad bytes and bad values: one line, a documented exit code, nothing stored changed.
+
+Findings 3 and 5 of issue 13: a byte that is not UTF-8 used to end a piped chat
+with a traceback, and nan or huge values were stored and broke a session for good.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+
+
+def chatmem(args: list[bytes | str], home: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "chatmem", *args], input=stdin,
+                          capture_output=True, env=env, timeout=60)
+
+
+def contents(db: Path, session: str = "s") -> list[str]:
+    with Store(db) as store:
+        return [m.content for m in store.messages(store.session(session).id)]
+
+
+def test_a_byte_that_is_not_utf8_in_a_piped_chat_is_replaced_and_the_script_goes_on(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "h.db"
+    done = chatmem(["chat", "s", "--db", str(db), "--provider", "scripted"], tmp_path,
+                   b"caf\xe9\nsecond\nthird\n")
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    assert b"not UTF-8; each was replaced by \xef\xbf\xbd" in done.stderr
+    assert [c for c in contents(db)[::2]] == ["caf\ufffd", "second", "third"]
+
+
+def test_ask_with_a_byte_that_is_not_utf8_is_answered(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    done = chatmem([b"ask", b"\xff price?", b"--session", b"s", b"--db", str(db).encode(),
+                    b"--provider", b"scripted"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert contents(db)[0] == "\ufffd price?"
+
+
+def test_a_session_name_that_is_not_utf8_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    done = chatmem([b"ask", b"hi", b"--session", b"a\xff", b"--db", str(db).encode(),
+                    b"--provider", b"scripted"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.decode() == "error: session name 'a\\udcff' is not valid UTF-8\n"
+
+
+RULE = ("use letters, digits, '-', '_', '.' or '+', starting with a letter or digit,"
+        " no spaces or '/', up to 64 characters (e.g. trip-b)")
+
+
+@pytest.mark.parametrize("name", ["a\x1b]0;PWNED\x07", "x" * 10_000, "../x", "a;rm -rf /",
+                                  "$(whoami)", "旅行 计划", "a'b\"c", "-rf"])
+def test_session_names_outside_the_name_rule_are_one_line_and_nothing_is_created(
+    tmp_path: Path, name: str
+) -> None:
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["chat", name, "--db", str(db), "--provider", "scripted"],
+                           input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert "\x1b" not in result.stderr
+    if name != "-rf":  # an option-like name is a usage error before anything opens
+        assert result.stderr == f"error: invalid session name {name!r}: {RULE}\n"
+    assert not db.exists() or sqlite3.connect(db).execute(
+        "SELECT count(*) FROM sessions").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("name", ["旅行计划", "trip-b.2026+x", "a" * 64])
+def test_names_within_the_rule_work_in_any_script(tmp_path: Path, name: str) -> None:
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["chat", name, "--db", str(db), "--provider", "scripted"],
+                           input="hi\n")
+    assert result.exit_code == 0, result.stderr
+    assert contents(db, name) == ["hi", "echo #1: hi"]
+
+
+def test_an_empty_session_name_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["chat", "   ", "--db", str(tmp_path / "h.db"), "--provider",
+                                 "scripted"], input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == "error: a session name cannot be empty\n"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("summary-buffer:max_tokens=200,prune_to=nan",
+     "parameter prune_to='nan' of strategy 'summary-buffer' must be a finite number"),
+    ("summary-buffer:prune_to=inf",
+     "parameter prune_to='inf' of strategy 'summary-buffer' must be a finite number"),
+    ("window:k=-1", "parameter k='-1' of strategy 'window' must be at least 0"),
+    ("tokens:max_tokens=0", "parameter max_tokens='0' of strategy 'tokens' must be at least 1"),
+    ("window:k=1000000000000",
+     "parameter k='1000000000000' of strategy 'window' must be at most 1000000000"),
+    ("window:k=" + "9" * 5000, None),
+])
+def test_bad_strategy_values_are_refused_before_anything_is_stored(
+    tmp_path: Path, spec: str, message: str | None
+) -> None:
+    db = tmp_path / "h.db"
+    Store(db).close()
+    before = db.read_bytes()
+    result = runner.invoke(app, ["chat", "s", "-s", spec, "--db", str(db), "--provider",
+                                 "scripted"], input="hi\n")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: parameter k=")  \
+        if message is None else result.stderr == f"error: {message}\n"
+    assert db.read_bytes() == before
+
+
+def test_a_session_stored_with_a_nan_parameter_says_so_in_one_line(tmp_path: Path) -> None:
+    """A file written before values were checked: the session fails clearly, not for good."""
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        store.create_session("s", "summary-buffer", {"max_tokens": 200, "prune_to": "nan"})
+    args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
+    result = runner.invoke(app, args, input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == ("error: parameter prune_to='nan' of strategy 'summary-buffer'"
+                             " must be a finite number\n")
+    # Giving the parameter again repairs the session.
+    result = runner.invoke(app, [*args, "-p", "prune_to=0.5"], input="hi\n")
+    assert result.exit_code == 0, result.stderr
+    assert contents(db) == ["hi", "echo #1: hi"]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("timeout = nan", "key 'timeout' must be a finite number, got nan"),
+    ("timeout = inf", "key 'timeout' must be a finite number, got inf"),
+    ("max_retries = 1000000000", "key 'max_retries' must be at most 10, got 1000000000"),
+    ("context_budget = 0", "key 'context_budget' must be at least 1, got 0"),
+])
+def test_config_values_that_would_break_every_request_are_refused(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(line + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["chat", "s", "--db", str(tmp_path / "h.db"), "--config",
+                                 str(config), "--provider", "scripted"], input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {config}: {message}\n"
+    assert not (tmp_path / "h.db").exists()
+
+
+def test_an_unstorable_reply_or_transcript_text_is_stored_with_replacement_characters(
+    make_engine, store: Store
+) -> None:
+    engine = make_engine("buffer")
+    engine.replay_turn("lone \ud800 surrogate", "reply \udcff")
+    assert [m.content for m in store.messages(engine.session.id)] == [
+        "lone \ufffd surrogate", "reply \ufffd"]
+    assert sqlite3.connect(store.path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
