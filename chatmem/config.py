@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -63,6 +64,7 @@ MAXIMUMS: dict[str, float] = {
     "local.threads": 1024, "local.n_ctx": 10**7,
 }
 POSITIVE = ("timeout",)
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
@@ -157,7 +159,7 @@ class Settings:
     timeout: float = 60.0
     max_retries: int = 2
     max_reply_tokens: int | None = None
-    """Longest reply in tokens; unset: 256 for the local model, no cap for openai."""
+    """Longest reply in tokens; unset: 256 for the local model, 4096 for openai."""
     strategy: str = "window"
     context_budget: int = 4000
     system: str = "You are a helpful assistant."
@@ -237,6 +239,10 @@ class Settings:
         data["api_key"] = f"${self.api_key_env} is set" if self.api_key() else "not set"
         source = self.key_source()
         data["history_key"] = f"from {source}" if source else "not set (history not encrypted)"
+        if self.base_url:
+            from chatmem.redact import redacted_url
+
+            data["base_url"] = redacted_url(self.base_url)
         data["db"] = str(self.db_path)
         data["config_file"] = str(self.source) if self.source else None
         data["sources"] = {key: self.source_of(key) for key in _flat(data)
@@ -278,6 +284,10 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
 
 def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> None:
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    if key == "api_key_env" and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
+        # Never echoed: the usual mistake is pasting the key itself here.
+        raise ConfigError(f"{path}: key 'api_key_env' must name an environment variable"
+                          " (e.g. OPENAI_API_KEY), not hold the key itself")
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
     number: Any = value  # checked to be a number above when the key has a minimum

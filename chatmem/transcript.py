@@ -14,6 +14,7 @@ messages are read too. Every error names the file and the line.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -377,8 +378,10 @@ def export_format(path: Path, chosen: str | None = None) -> str:
 def write_transcript(transcript: Transcript, path: Path, fmt: str, *, force: bool = False) -> None:
     """Write `transcript` to a new file; an existing one is replaced only with `force`."""
     text = EXPORT_FORMATS[fmt](transcript)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
     try:
-        with path.open("w" if force else "x", encoding="utf-8") as out:
+        # 0600: an export holds the whole conversation.
+        with os.fdopen(os.open(path, flags, 0o600), "w", encoding="utf-8") as out:
             out.write(text)
     except FileExistsError:
         raise UsageError(f"{path} already exists; add --force to overwrite it") from None

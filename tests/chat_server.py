@@ -28,6 +28,11 @@ class ChatServer(ThreadingHTTPServer):
         self.release = threading.Event()
         self.reply_words = ["Hello", " from", " the", " test", " server."]
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-reply (cut, cap, timeout) is what a fault test
+        # does on purpose; the server's own traceback must not look like chatmem's.
+        pass
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
@@ -55,6 +60,56 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "echo-key":
             # Some servers quote the request back in their error message.
             self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")
+        elif mode == "404":
+            self._error(404, "model_not_found", f"The model {body.get('model')} does not exist")
+        elif mode == "429-retry-after":
+            self._error(429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"})
+        elif mode == "503":
+            self._error(503, "overloaded", "The server is overloaded",
+                        {"retry-after-ms": "10"})
+        elif mode == "hang":
+            # Accepts the request and never answers (until the test ends).
+            self.server.release.wait(30)
+            self.close_connection = True
+        elif mode == "html":
+            self._body(200, "text/html; charset=utf-8",
+                       b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>")
+        elif mode == "json":
+            # A server that ignores stream=True and answers once.
+            words = self.server.reply_words
+            self._body(200, "application/json", json.dumps({
+                "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "".join(words)}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": len(words)},
+            }).encode())
+        elif mode == "invalid-json":
+            self._stream_head()
+            self._event(self._chunk(body, "Hel", None))
+            self._event("{this is not json")
+            self._end()
+        elif mode == "empty-choices":
+            self._stream_head()
+            self._event({**self._chunk(body, None, None), "choices": []})
+            self._event("[DONE]")
+            self._end()
+        elif mode == "empty-reply":
+            self._stream_head()
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
+        elif mode == "huge":
+            # 5 MB, ignoring max_tokens as a broken server would.
+            self._stream_head()
+            piece = "data " * 2000
+            for _ in range(500):
+                try:
+                    self._event(self._chunk(body, piece, None))
+                except OSError:  # the client stopped reading: that is the point
+                    return
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
         elif mode == "cut":
             self._stream(body, cut=True)
         elif mode == "slow":
@@ -92,6 +147,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _body(self, status: int, kind: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream_head(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _end(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _event(self, data: Any) -> None:
         payload = data if isinstance(data, str) else json.dumps(data)

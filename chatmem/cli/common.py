@@ -355,5 +355,15 @@ def one_session(positional: str | None, option: str | None) -> str | None:
     return positional if positional is not None else option
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to a file only its owner can read (0600): exports and reports hold
+    the conversation, and a config file may come to hold a key in its base_url."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.common import ConfigOption, JsonOption, consoles, fail, handles_errors, print_json
+from chatmem.cli.common import (
+    ConfigOption,
+    JsonOption,
+    consoles,
+    fail,
+    handles_errors,
+    print_json,
+    write_private,
+)
 from chatmem.cli.grammar import ChatmemTyper
 
 if TYPE_CHECKING:
@@ -93,5 +101,5 @@ def init(
     if target.exists() and not force:
         raise fail(f"{target} already exists (use --force to overwrite)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(example_config(), encoding="utf-8")
+    write_private(target, example_config())
     print(target)

@@ -26,6 +26,7 @@ from chatmem.cli.common import (
     settings_from,
     shared_embedder,
     stored_transcript,
+    write_private,
 )
 from chatmem.errors import ExitCode, TranscriptError
 
@@ -217,7 +218,7 @@ def _write_report(path: Path, data: dict[str, Any]) -> None:
     from chatmem.report import html_report
 
     try:
-        path.write_text(html_report(data), encoding="utf-8")
+        write_private(path, html_report(data))
     except OSError as e:
         raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
     consoles()[1].print(f"wrote {path}", style="dim", markup=False)

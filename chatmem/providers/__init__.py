@@ -12,6 +12,7 @@ from pathlib import Path
 from chatmem.config import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAvailable, ProviderAuthError
 from chatmem.providers.base import Provider
+from chatmem.redact import redacted_url
 
 NO_MODEL_HELP = (
     "chatmem found no model. Any one of these gives it one:\n"
@@ -65,7 +66,8 @@ def create_provider(settings: Settings) -> Provider:
     model = settings.model or (None if settings.base_url else "gpt-4o-mini")
     if not model:
         raise NoModelAvailable(
-            f"no model name for {settings.base_url}: pass --model NAME or set model in the config"
+            f"no model name for {redacted_url(settings.base_url or '')}: pass --model NAME"
+            " or set model in the config"
         )
     if not settings.base_url and not settings.api_key():
         raise ProviderAuthError(

@@ -7,6 +7,8 @@ the database.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +22,14 @@ from chatmem.errors import (
     ProviderTimeout,
 )
 from chatmem.providers.base import ChatMessages, Usage
+from chatmem.redact import redacted_url, url_secrets
 from chatmem.tokens import TokenCounter, counter_for_model
+
+_CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
+DEFAULT_MAX_REPLY_TOKENS = 4096
+"""The reply cap when max_reply_tokens is unset: a chat reply, not a runaway."""
+CHARS_PER_TOKEN_AT_MOST = 16
+"""No tokenizer's tokens average more characters than this over a whole reply."""
 
 
 class OpenAIReply:
@@ -54,24 +63,66 @@ class OpenAIReply:
                 **limit,
             )
             started = True
+            kind = self._stream.response.headers.get("content-type", "")
+            if "text/event-stream" not in kind:
+                # Some servers ignore stream=True and answer once, as JSON.
+                yield from self._whole_answer(kind)
+                return
+            received = 0
             for chunk in self._stream:
                 if chunk.usage is not None:
                     self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
                 for choice in chunk.choices or ():
                     if choice.delta is not None and choice.delta.content:
+                        received += len(choice.delta.content)
                         yield choice.delta.content
                     if choice.finish_reason:
                         finished = True
                         cut = choice.finish_reason == "length"
+                if received > p.max_reply_chars:
+                    # The server ignored max_tokens (or none was set): stop reading.
+                    self.close()
+                    finished = cut = True
+                    break
         except ProviderError:
             raise
         except Exception as e:
             raise p.translate(e, mid_stream=started) from None
         if not finished:
             raise ProviderResponseError(
-                f"the reply stream from {p.base_url} ended before the reply was complete"
+                f"the reply stream from {p.where} ended before the reply was complete"
             )
+        if not received:
+            raise ProviderResponseError(f"{p.where} sent an empty reply")
         self.usage.cut_at_limit = cut
+
+    def _whole_answer(self, kind: str) -> Iterator[str]:
+        """The reply of a server that answered with one JSON document instead of a stream."""
+        p = self._provider
+        response = self._stream.response
+        if "json" not in kind:
+            what = "an HTML page" if "html" in kind else f"{kind or 'an unlabelled body'}"
+            raise ProviderResponseError(
+                f"{p.where} answered with {what}, not an OpenAI-compatible reply:"
+                " check base_url (it usually ends in /v1)")
+        body = response.read()
+        if len(body) > p.max_reply_chars * 4:
+            raise ProviderResponseError(f"{p.where} sent a reply of {len(body):,} bytes;"
+                                        f" at most {p.max_reply_chars * 4:,} are read")
+        try:
+            data = json.loads(body)
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
+            usage = data.get("usage") or {}
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ProviderResponseError(
+                f"{p.where} answered with JSON that is not a chat completion") from None
+        if not isinstance(text, str) or not text:
+            raise ProviderResponseError(f"{p.where} sent an empty reply")
+        self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
+            len(text) > p.max_reply_chars
+        yield text[:p.max_reply_chars]
 
     def close(self) -> None:
         if self._stream is not None:
@@ -95,9 +146,13 @@ class OpenAIProvider:
         import openai
 
         self.model = model
-        self.max_tokens = max_tokens
-        """Cap on reply length; None leaves it to the server."""
+        self.max_tokens = max_tokens or DEFAULT_MAX_REPLY_TOKENS
+        """Cap on reply length, sent to the server as max_tokens."""
+        self.max_reply_chars = self.max_tokens * CHARS_PER_TOKEN_AT_MOST
+        """Past this many characters the server ignored the cap: reading stops there."""
         self.base_url = base_url or "https://api.openai.com/v1"
+        self.where = redacted_url(self.base_url)
+        """The base URL as errors show it: credentials in it are never repeated."""
         self.api_key_env = api_key_env
         self.client = openai.OpenAI(
             base_url=self.base_url,
@@ -122,7 +177,10 @@ class OpenAIProvider:
         """One line that says what to check; never the key, never a traceback."""
         import openai
 
-        where = self.base_url
+        where = self.where
+        if isinstance(error, json.JSONDecodeError):
+            return ProviderResponseError(f"{where} sent data that is not valid JSON"
+                                         " in the middle of the reply stream")
         if (mid_stream and isinstance(error, openai.APIConnectionError)
                 and not isinstance(error, openai.APITimeoutError)):
             # The client reports a connection dropped mid-reply as a connection
@@ -159,6 +217,9 @@ class OpenAIProvider:
     def _short(self, error: Exception) -> str:
         # The message quotes the server's answer, and a server may echo the key back.
         text = " ".join(str(error).split())
-        if len(self.client.api_key) >= 8:
-            text = text.replace(self.client.api_key, "[api key]")
+        for secret in (self.client.api_key, *url_secrets(self.base_url)):
+            if len(secret) >= 4:
+                text = text.replace(secret, "[api key]")
+        # The same credentials as the server may quote them: an Authorization header.
+        text = _CREDENTIALS.sub(r"\1 [api key]", text)
         return text[:160] + ("…" if len(text) > 160 else "")

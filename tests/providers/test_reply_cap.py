@@ -8,7 +8,8 @@ from chatmem.config import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.providers import create_provider
 
 
-@pytest.mark.parametrize(("cap", "sent"), [(7, 7), (None, None)])
+# Unset, the cap is openai.DEFAULT_MAX_REPLY_TOKENS (issue 13: a 5 MB reply was stored).
+@pytest.mark.parametrize(("cap", "sent"), [(7, 7), (None, 4096)])
 def test_the_cap_reaches_an_openai_compatible_server(chat_server, cap: int | None,
                                                      sent: int | None) -> None:
     settings = Settings(provider="openai", base_url=chat_server.base_url, model="m",

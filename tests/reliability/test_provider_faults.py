@@ -1,0 +1,150 @@
+"""Provider faults against a real HTTP server on 127.0.0.1 (tests/chat_server.py).
+
+Each fault: exit code 1, exactly one `error:` line, retries bounded by
+max_retries, and memory untouched (only a failed turn row is recorded) or the
+turn complete. The summarizer and the fact extractor fail without losing the
+turn and catch up later.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+RETRIES = 1
+
+
+def config(tmp_path: Path, base_url: str, **extra: object) -> Path:
+    path = tmp_path / "config.toml"
+    lines = [f'base_url = "{base_url}"', 'model = "m"', "timeout = 2",
+             f"max_retries = {RETRIES}", *(f"{k} = {v!r}".replace("'", '"')
+                                           for k, v in extra.items())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def chat(tmp_path: Path, base_url: str, text: str = "hello\n", strategy: str = "window",
+         **extra: object):
+    db = tmp_path / "h.db"
+    return runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "openai",
+                               "-s", strategy, "--config", str(config(tmp_path, base_url,
+                                                                       **extra))], input=text)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def stored(tmp_path: Path) -> tuple[list[str], list[str]]:
+    """(message contents, turn statuses) of session s."""
+    with Store(tmp_path / "h.db") as store:
+        session = store.session("s")
+        return ([m.content for m in store.messages(session.id)],
+                [t.status for t in store.turns(session.id)])
+
+
+FAULTS = [
+    ("401", 1, "refused the API key (401): check $OPENAI_API_KEY"),
+    ("404", 1, "answered 404 for model 'm': check the model name and base_url"),
+    ("429-retry-after", RETRIES + 1, "is rate limiting requests (429) after retries"),
+    ("500", RETRIES + 1, "answered 500: Error code: 500"),
+    ("503", RETRIES + 1, "answered 503: Error code: 503"),
+    ("cut", 1, "broke off before the reply was complete"),
+    ("invalid-json", 1, "sent data that is not valid JSON in the middle of the reply stream"),
+    ("empty-choices", 1, "ended before the reply was complete"),
+    ("empty-reply", 1, "sent an empty reply"),
+    ("html", 1, "answered with an HTML page, not an OpenAI-compatible reply: check base_url"),
+]
+
+
+@pytest.mark.parametrize(("mode", "requests", "message"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_a_provider_fault_is_one_line_bounded_and_leaves_memory_untouched(
+    tmp_path: Path, chat_server, mode: str, requests: int, message: str
+) -> None:
+    chat_server.plan = [mode] * 5
+    result = chat(tmp_path, chat_server.base_url)
+    assert result.exit_code == 1
+    errors = error_lines(result.stderr)
+    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(chat_server.requests) == requests  # retries are bounded
+    assert stored(tmp_path) == ([], ["failed"])
+
+
+def test_a_server_that_never_answers_times_out_in_one_line(tmp_path: Path, chat_server) -> None:
+    chat_server.plan = ["hang"] * 5
+    result = chat(tmp_path, chat_server.base_url)
+    assert result.exit_code == 1
+    assert error_lines(result.stderr) == [
+        f"error: {chat_server.base_url} did not answer in time: raise timeout or check the server"]
+    assert len(chat_server.requests) == RETRIES + 1
+    assert stored(tmp_path) == ([], ["failed"])
+
+
+def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    url = f"http://127.0.0.1:{port}/v1"
+    result = chat(tmp_path, url)
+    assert result.exit_code == 1
+    assert error_lines(result.stderr) == [f"error: cannot reach {url}: is the server running?"]
+    assert stored(tmp_path) == ([], ["failed"])
+
+
+def test_a_non_streamed_json_answer_is_taken_as_the_reply(tmp_path: Path, chat_server) -> None:
+    chat_server.plan = ["json"]
+    result = chat(tmp_path, chat_server.base_url)
+    assert result.exit_code == 0, result.stderr
+    assert stored(tmp_path) == (["hello", "Hello from the test server."], ["ok"])
+
+
+def test_a_5_mb_reply_is_cut_at_the_reply_cap_and_stored_with_a_notice(
+    tmp_path: Path, chat_server
+) -> None:
+    chat_server.plan = ["huge"]
+    result = chat(tmp_path, chat_server.base_url, max_reply_tokens=1000)
+    assert result.exit_code == 0, result.stderr
+    assert "stopped at the reply-length limit" in result.stderr
+    contents, statuses = stored(tmp_path)
+    assert statuses == ["ok"]
+    assert 16_000 <= len(contents[1]) <= 16_000 + 10_000  # 1000 tokens × 16 characters
+
+
+def test_a_failing_summarizer_keeps_the_turn_tells_the_user_and_catches_up(
+    tmp_path: Path, chat_server
+) -> None:
+    # Turn 1's reply, then the summary call fails (500 after its retry).
+    chat_server.plan = ["ok", "500", "500"]
+    result = chat(tmp_path, chat_server.base_url, strategy="summary")
+    assert result.exit_code == 0, result.stderr
+    behind = [line for line in result.stderr.splitlines() if "summary is behind" in line]
+    assert len(behind) == 1
+    assert stored(tmp_path) == (["hello", "Hello from the test server."], ["ok"])
+    with Store(tmp_path / "h.db") as store:
+        assert store.summaries(store.session("s").id) == []
+    # The server recovers: the next run catches up on turn 1, then folds turn 2.
+    result = chat(tmp_path, chat_server.base_url, text="again\n", strategy="summary")
+    assert result.exit_code == 0, result.stderr
+    with Store(tmp_path / "h.db") as store:
+        session = store.session("s")
+        covered = [i for s in store.summaries(session.id) for i in s.covered_ids]
+        assert covered == [m.id for m in store.messages(session.id)]  # each once, in order
+
+
+def test_a_fact_extractor_answering_junk_keeps_the_turn_and_says_so_once(
+    tmp_path: Path, chat_server
+) -> None:
+    chat_server.plan = ["ok", "ok"]  # the extraction request gets prose, not JSON
+    result = chat(tmp_path, chat_server.base_url, text="my name is Ada\n", strategy="entity")
+    assert result.exit_code == 0, result.stderr
+    notices = [line for line in result.stderr.splitlines() if "facts not updated" in line]
+    assert len(notices) == 1, result.stderr
+    assert stored(tmp_path) == (["my name is Ada", "Hello from the test server."], ["ok"])

@@ -1,0 +1,123 @@
+"""The API key appears in no file and no output; what chatmem writes is private (0600).
+
+Finding 7 of issue 13: a key pasted into api_key_env was printed by `config show`
+and stored in turns.error; a key inside the base URL was printed and stored; the
+history file, WAL, shm, exports and reports were created 0644.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.redact import redacted_url
+from chatmem.store import Store
+
+KEY = "sk-test-SECRET-4b1d2c3e4f5a6b7c"
+URL_KEY = "URLKEY-77aa88bb99cc"
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def run(args: list[str], home: Path, stdin: str = "") -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATMEM_"))}
+    env.update(HOME=str(home), OPENAI_API_KEY=KEY, NO_COLOR="1", COLUMNS="200")
+    done = subprocess.run([sys.executable, "-m", "chatmem", *args], input=stdin,
+                          capture_output=True, text=True, env=env, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_key_reaches_no_file_and_no_output(tmp_path: Path, chat_server) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    os.umask(0o022)
+    port = chat_server.base_url.split(":")[2].split("/")[0]
+    config = work / "config.toml"
+    config.write_text(f'base_url = "http://user:{URL_KEY}@127.0.0.1:{port}/v1"\n'
+                      'model = "m"\nmax_retries = 0\ntimeout = 5\n', encoding="utf-8")
+    db = work / "h.db"
+    common = ["--db", str(db), "--config", str(config)]
+    outputs = []
+    chat_server.plan = ["ok", "ok", "ok", "ok", "401", "echo-key"]  # chat + summary calls
+    for text in ("my order is ORD-1\n", "and again\n", "this one fails\n", "echo it\n"):
+        outputs.append(run(["chat", "s", "--provider", "openai", "-s", "summary", *common],
+                           home, text))
+    assert [code for code, _ in outputs] == [0, 0, 1, 1]
+    for args in (["config", "show", "--config", str(config)],
+                 ["config", "show", "--json", "--config", str(config)],
+                 ["sessions", "list", "--json", *common],
+                 ["sessions", "export", "s", "-o", str(work / "s.jsonl"), *common],
+                 ["sessions", "export", "s", "--format", "markdown", "-o", str(work / "s.md"),
+                  *common],
+                 ["inspect", "s", "--json", *common],
+                 ["inspect", "s", "--turn", "3", *common],
+                 ["replay", "s", "-s", "window", "--report", str(work / "r.html"), *common]):
+        outputs.append(run(args, home))
+        assert outputs[-1][0] == 0, outputs[-1][1]
+    everything = "\n".join(text for _, text in outputs)
+    assert "refused the API key (401)" in everything  # the faults did happen
+    # Every file chatmem wrote (the config holding the URL key is the test's own).
+    files = [p for root in (home, work) for p in root.rglob("*") if p.is_file() and p != config]
+    assert {p.name for p in files} >= {"h.db", "s.jsonl", "s.md", "r.html"}
+    # A server may quote the Authorization header: the key, or user:key in base64.
+    basic = base64.b64encode(f"user:{URL_KEY}".encode()).decode()[:16]
+    for secret in (KEY, URL_KEY, basic):
+        assert secret not in everything
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), path
+    for name in ("h.db", "s.jsonl", "s.md", "r.html"):
+        assert mode(work / name) == 0o600, name
+
+
+def test_the_history_file_and_its_wal_and_shm_are_private(tmp_path: Path) -> None:
+    os.umask(0o022)
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        store.create_session("s", "buffer")
+        assert {p.name: mode(p) for p in tmp_path.iterdir()} == {
+            "h.db": 0o600, "h.db-wal": 0o600, "h.db-shm": 0o600}
+
+
+def test_config_init_creates_a_private_file(tmp_path: Path) -> None:
+    os.umask(0o022)
+    target = tmp_path / "config.toml"
+    result = CliRunner().invoke(app, ["config", "init", "--config", str(target)])
+    assert result.exit_code == 0, result.stderr
+    assert mode(target) == 0o600
+
+
+def test_a_key_pasted_into_api_key_env_is_refused_without_repeating_it(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'api_key_env = "{KEY}"\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["config", "show", "--config", str(config)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {config}: key 'api_key_env' must name an environment"
+                             " variable (e.g. OPENAI_API_KEY), not hold the key itself\n")
+    assert KEY not in result.output
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    (f"https://user:{URL_KEY}@api.example.com/v1", "https://user:***@api.example.com/v1"),
+    (f"https://{URL_KEY}@api.example.com/v1", "https://***@api.example.com/v1"),
+    (f"https://api.example.com/v1?api-key={URL_KEY}&x=1",
+     "https://api.example.com/v1?api-key=***&x=***"),
+    ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+])
+def test_a_key_inside_the_base_url_is_never_shown(url: str, shown: str, tmp_path: Path) -> None:
+    assert redacted_url(url) == shown
+    config = tmp_path / "config.toml"
+    config.write_text(f'base_url = "{url}"\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["config", "show", "--config", str(config)])
+    assert result.exit_code == 0, result.stderr
+    assert URL_KEY not in result.output
