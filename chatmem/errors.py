@@ -31,13 +31,21 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
+    """Every exit code chatmem uses (RELIABILITY.md has the table with examples)."""
+
     OK = 0
     ERROR = 1
+    """The model could not answer (ProviderError), no such session/turn/fact (NotFound),
+    a damaged file, or a piped script with a failed turn."""
     USAGE = 2
+    """An invalid request (option, value, name, config, transcript) or a history file that
+    cannot be used (not chatmem's, newer, read-only, busy, full): nothing was changed."""
     KEY = 3
     """The history file is encrypted and the key is missing or wrong; nothing was changed."""
     BELOW_THRESHOLD = 1
+    """`eval --min-recall`: a strategy scored below the threshold."""
     INTERRUPTED = 130
+    """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops)."""
 
 
 class ChatmemError(Exception):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import TranscriptError, UsageError
+from chatmem.text import valid_text
 
 if TYPE_CHECKING:
     from chatmem.store import MessageRecord
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system")
 HEADER_KEYS = ("title", "system", "strategy", "params", "provider", "model", "tokenizer")
+
+MAX_MESSAGE_CHARACTERS = 1_000_000
+"""A longer message (a pasted file) would make every later request huge: refused at import."""
+MAX_LINE_CHARACTERS = 4 * MAX_MESSAGE_CHARACTERS
+"""JSON escapes can quadruple a message; a longer line is not parsed at all."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,10 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
             if stripped.startswith("["):
                 raise TranscriptError(f"{source}:{e.lineno}: not valid JSON ({e.msg})") from None
             whole = None  # JSON Lines: more than one object
+        except (RecursionError, ValueError) as e:
+            if stripped.startswith("["):
+                raise TranscriptError(f"{source}: not readable JSON ({_why(e)})") from None
+            whole = None  # JSON Lines: the line-by-line reading names the line
         if isinstance(whole, list) or (isinstance(whole, dict) and "messages" in whole):
             return _parse_json_document(text, whole, source)
     return _parse_jsonl(text, source)
@@ -163,10 +173,15 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
         if not line.strip():
             continue
         where = f"{source}:{number}"
+        if len(line) > MAX_LINE_CHARACTERS:
+            raise TranscriptError(f"{where}: line of {len(line):,} characters; at most"
+                                  f" {MAX_LINE_CHARACTERS:,} are read")
         try:
             data = json.loads(line)
         except json.JSONDecodeError as e:
             raise TranscriptError(f"{where}: not valid JSON ({e.msg})") from None
+        except (RecursionError, ValueError) as e:
+            raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
         if not isinstance(data, dict):
             raise TranscriptError(f"{where}: expected a JSON object")
         if "chatmem" in data:
@@ -269,11 +284,27 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
     ts = data.get("ts")
     if ts is not None and not isinstance(ts, str):
         raise TranscriptError(f"{where}: ts must be an ISO-8601 string")
-    return TranscriptMessage(role, content, None if message_id is None else str(message_id),
-                             ts, number)
+    return TranscriptMessage(role, content,
+                             None if message_id is None else valid_text(str(message_id)),
+                             None if ts is None else valid_text(ts), number)
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
+    return "a number too long" if "digits" in str(error) else str(error).split(":")[0]
 
 
 def _content_text(content: Any, where: str) -> str:
+    text = _content_parts(content, where)
+    if len(text) > MAX_MESSAGE_CHARACTERS:
+        raise TranscriptError(f"{where}: a message of {len(text):,} characters; at most"
+                              f" {MAX_MESSAGE_CHARACTERS:,} are imported")
+    # "\ud800" is valid JSON but no text: SQLite and terminals cannot take it.
+    return valid_text(text)
+
+
+def _content_parts(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     # OpenAI content parts: keep the text ones, in order.

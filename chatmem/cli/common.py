@@ -109,6 +109,11 @@ def handles_errors(func: F) -> F:
         except sqlite3.Error as e:
             # The store translates what it expects; anything else still gets one line.
             raise fail(f"database error: {e}", ExitCode.ERROR) from None
+        except UnicodeDecodeError:
+            # SQLite hands back bytes that are not UTF-8 only from a damaged file.
+            raise fail("the history file is damaged (it holds text that is not UTF-8); "
+                       "`sqlite3 FILE 'PRAGMA integrity_check'` shows where",
+                       ExitCode.ERROR) from None
 
     return wrapper  # type: ignore[return-value]
 

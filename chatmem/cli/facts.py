@@ -120,7 +120,10 @@ def forget(
         help="The session (optional) and a fact id or key, or a pinned detail (p3 or its "
              "text).")],
     purge: Annotated[
-        bool, typer.Option("--purge", help="Erase physically and vacuum the file (no trace left).")
+        bool, typer.Option("--purge", help=(
+            "Erase the fact, replace every stored copy of its value (messages, turns,"
+            " summaries, pins, index; any case) by [forgotten], and rewrite the file so no old"
+            " copy remains. Values under 2 characters are not searched out."))
     ] = False,
     user: UserOption = None,
     session: SessionOption = None,
@@ -163,12 +166,18 @@ def forget(
                 "give an id, --user or --session"
             )
         fact = matched[0]
+        earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
         store.forget_fact(fact.id, purge=purge)
+        redacted = ""
         if purge:
             scrub_fact(store, fact.id)
+            copies = store.redact_fact_value(fact, earlier).describe()
+            if copies:
+                redacted = f"; its value was replaced by [forgotten] in {copies}"
             store.vacuum()
     verb = "erased" if purge else "forgot"
-    consoles()[1].print(f"{verb} fact {fact.id}: {fact.key} ({_scope_word(fact)})")
+    consoles()[1].print(f"{verb} fact {fact.id}: {fact.key} ({_scope_word(fact)}){redacted}",
+                        soft_wrap=True, markup=False)
 
 
 def _scope_word(fact: FactRecord) -> str:

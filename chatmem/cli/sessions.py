@@ -128,18 +128,27 @@ def delete(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Erase a session for good: messages, turns, summaries, facts and index rows.
+    """Erase a session for good: messages, turns, summaries, session facts and index rows.
+
+    Facts learned into the user's profile stay (`facts forget --purge` erases one).
 
     Example: chatmem sessions delete scratch --yes
     """
     with open_store(settings_from(config, db), create=False) as store:
-        store.session(name)
+        session = store.session(name)
         if not yes and not typer.confirm(f"Erase session {name!r} and all its data?"):
             raise typer.Exit(1)
+        learned = store.user_facts_from(session.id)
         store.delete_session(name)
         # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
         store.vacuum()
-    consoles()[1].print(f"deleted session {name}")
+    err = consoles()[1]
+    err.print(f"deleted session {name}", markup=False, soft_wrap=True)
+    if learned:
+        err.print(f"{len(learned)} fact{'s' if len(learned) > 1 else ''} it taught the profile of"
+                  f" user {session.user} stay{'' if len(learned) > 1 else 's'}"
+                  f" ({', '.join(learned)}): `chatmem facts forget KEY --purge` erases one",
+                  markup=False, soft_wrap=True)
 
 
 @app.command("export")
@@ -189,7 +198,12 @@ def export(
     with open_store(settings_from(config, db), create=False) as store:
         transcript = stored_transcript(store, store.session(name))
     if output is None or output == "-":
-        sys.stdout.write(EXPORT_FORMATS[format_ or "jsonl"](transcript))
+        text = EXPORT_FORMATS[format_ or "jsonl"](transcript)
+        if sys.stdout.isatty():
+            from chatmem.render import printable
+
+            text = printable(text)  # markdown on a terminal: escapes shown, not obeyed
+        sys.stdout.write(text)
         return
     path = Path(output)
     fmt = export_format(path, format_)
@@ -265,7 +279,8 @@ def import_(
     origin = transcript.title or path.stem
     session_name = chosen_name or session_name_from(origin)
     prompts = transcript.system_prompts()
-    with open_store(settings) as store:
+    # One transaction: an import that fails leaves no empty session blocking the next try.
+    with open_store(settings) as store, store.write():
         session = store.create_session(
             session_name, chosen.name, dict(chosen.params), provider=transcript.provider,
             model=transcript.model, system=prompts[-1][1], user=settings.user,

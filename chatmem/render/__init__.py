@@ -14,6 +14,8 @@ from rich.text import Text
 
 from chatmem.memory.base import Context
 from chatmem.memory.params import format_params
+from chatmem.render.terminal import SafeConsole
+from chatmem.render.terminal import printable as printable
 from chatmem.tokens import format_count
 
 PART_STYLES = {
@@ -32,7 +34,8 @@ def when(iso: str | None) -> str:
 
 
 def make_console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    # Session names, messages and replies are data: their escape sequences are shown, inert.
+    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def error_line(message: str) -> Text:

@@ -132,8 +132,9 @@ class Chat:
             # printed after Ctrl-C has cancelled the reply.
             nonlocal written
             written = True
+            shown = render.printable(delta)  # a reply never drives the terminal
             for file in files:
-                file.write(delta)
+                file.write(shown)
                 file.flush()
 
         def end_reply() -> None:

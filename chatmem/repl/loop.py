@@ -2,7 +2,8 @@
 
 Each line is one turn, or a slash command from the table. Ctrl-C while a reply
 streams cancels that reply only; Ctrl-C at the prompt clears the line; Ctrl-D
-or /quit leaves. Errors are shown as one line and the loop goes on.
+or /quit leaves. Errors are shown as one line and the loop goes on. Lines from
+a pipe are a script: Ctrl-C cancels the reply and stops the script (exit 130).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
 from chatmem import render
-from chatmem.errors import ChatmemError, NotFound
+from chatmem.errors import ChatmemError, ExitCode, NotFound
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl
 
@@ -68,6 +69,12 @@ class Repl(Chat):
                     self.command(text)
                 else:
                     self.turn(text)
+                    if self.last is not None and self.last.status == "cancelled" \
+                            and not sys.stdin.isatty():
+                        # Ctrl-C stops a script (as in any pipeline): the lines after
+                        # it are not sent, and the exit code says it was interrupted.
+                        self.exit_code = int(ExitCode.INTERRUPTED)
+                        return
             except QuitRepl:
                 return
             except ChatmemError as e:

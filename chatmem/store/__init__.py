@@ -21,15 +21,18 @@ from chatmem.store.records import (
     check_session_name,
     session_name_from,
 )
+from chatmem.store.redaction import FORGOTTEN, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
 from chatmem.store.sessions import SessionTables
 
 
-class Store(ForkTables, RetentionTables, SessionTables, MemoryTables, RecallTables):
+class Store(ForkTables, RetentionTables, SessionTables, MemoryTables, RecallTables,
+            RedactionTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
 
 __all__ = [
+    "FORGOTTEN",
     "DerivedGroup",
     "ExpiredFact",
     "FactHistoryRecord",
@@ -38,6 +41,7 @@ __all__ = [
     "MessageRecord",
     "PendingText",
     "RecallRow",
+    "Redaction",
     "SessionEntry",
     "SessionRecord",
     "Store",

@@ -279,6 +279,9 @@ class Connection:
         if "readonly" in text or "read-only" in text:
             return StoreError(f"{self.path} is read-only: nothing can be stored "
                               "(check the file's and its folder's permissions)")
+        if "disk is full" in text or "disk I/O" in text:
+            return StoreError(f"{self.path}: the disk is full or failing; nothing was stored"
+                              " (free some space and try again)")
         if "locked" in text or "busy" in text:
             return StoreError(f"{self.path} is busy: another process held it for over "
                               f"{BUSY_TIMEOUT_MS // 1000} s; try again")

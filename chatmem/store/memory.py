@@ -8,7 +8,13 @@ from typing import Any
 
 from chatmem.errors import NotFound, StoreError
 from chatmem.store.connection import Connection
-from chatmem.store.records import FactHistoryRecord, FactRecord, SummaryRecord, json_text
+from chatmem.store.records import (
+    FactHistoryRecord,
+    FactRecord,
+    SummaryRecord,
+    json_text,
+    stored_json,
+)
 
 
 class MemoryTables(Connection):
@@ -16,7 +22,7 @@ class MemoryTables(Connection):
 
     def strategy_state(self, session_id: int, strategy: str) -> dict[str, Any]:
         return {
-            r["key"]: json.loads(r["value"])
+            r["key"]: stored_json(r["value"], f"{strategy} state {r['key']!r}")
             for r in self._rows(
                 "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?",
                 [session_id, strategy],
@@ -41,7 +47,7 @@ class MemoryTables(Connection):
         if session_id is not None:
             sql += " AND session_id = ?"
             params.append(session_id)
-        return [(r["session_id"], r["strategy"], json.loads(r["value"]))
+        return [(r["session_id"], r["strategy"], stored_json(r["value"], f"{r['strategy']} state"))
                 for r in self._rows(sql + " ORDER BY session_id, strategy", params)]
 
     # -- summaries ------------------------------------------------------------
@@ -138,7 +144,7 @@ class MemoryTables(Connection):
                 [key, *owner, stamp],
             )
             if rows:
-                old = FactRecord(**rows[0])
+                old = FactRecord.from_row(rows[0])
                 if old.value != value:
                     self.db.execute(
                         "INSERT INTO fact_history (fact_id, key, value, source_session_id,"
@@ -187,7 +193,7 @@ class MemoryTables(Connection):
         rows = self._rows("SELECT * FROM facts WHERE id = ?", [fact_id])
         if not rows:
             raise NotFound(f"no fact with id {fact_id}")
-        return FactRecord(**rows[0])
+        return FactRecord.from_row(rows[0])
 
     def facts(
         self,
@@ -208,7 +214,7 @@ class MemoryTables(Connection):
             sql = (f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
                    " AND (expires_at IS NULL OR expires_at > ?)")
             params.append(self.now())
-        return [FactRecord(**r) for r in self._rows(sql + " ORDER BY id", params)]
+        return [FactRecord.from_row(r) for r in self._rows(sql + " ORDER BY id", params)]
 
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
         """Soft-delete a fact (it never reaches a context again), or erase it physically."""
@@ -226,7 +232,8 @@ class MemoryTables(Connection):
             "SELECT id, context, rendered_prompt FROM turns WHERE instr(context, ?) > 0",
             [json.dumps({"kind": kind})[1:-1]],
         )
-        return [(r["id"], json.loads(r["context"]), r["rendered_prompt"]) for r in rows]
+        return [(r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
+                 r["rendered_prompt"]) for r in rows]
 
     def rewrite_turn_context(
         self, turn_id: int, context: Mapping[str, Any], rendered_prompt: str | None

@@ -64,7 +64,7 @@ class RecallTables(Connection):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             for row in self._rows(f"SELECT * FROM messages WHERE id IN ({marks})", chunk):
-                found[row["id"]] = MessageRecord(**row)
+                found[row["id"]] = MessageRecord.from_row(row)
         return found
 
     def match_scores(self, session_id: int, query: str, *, before_turn: int,

@@ -5,13 +5,31 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
 def json_text(value: Any) -> str:
     """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def stored_json(text: str | None, what: str, default: str = "null") -> Any:
+    """A JSON column's value; a row edited outside chatmem is one clear error, not a traceback."""
+    try:
+        return json.loads(text or default)
+    except (ValueError, RecursionError):
+        from chatmem.errors import StoreError
+
+        raise StoreError(f"{what} is not valid JSON in the history file (was it edited by"
+                         " hand?); `chatmem sessions export` still reads the messages") from None
+
+
+def known_columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row's columns this record knows: a column added by hand or by a newer
+    minor version is ignored, not a crash."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in row.items() if k in names}
 
 
 SESSION_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
@@ -59,8 +77,8 @@ class SessionRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionRecord:
-        data = dict(row)
-        data["params"] = json.loads(data["params"] or "{}")
+        data = known_columns(cls, row)
+        data["params"] = stored_json(data["params"], f"session {data['name']!r}: params", "{}")
         return cls(**data)
 
 
@@ -74,6 +92,10 @@ class MessageRecord:
     content: str
     external_id: str | None
     created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MessageRecord:
+        return cls(**known_columns(cls, row))
 
 
 @dataclass
@@ -105,9 +127,10 @@ class TurnRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TurnRecord:
-        data = dict(row)
-        data["context"] = json.loads(data["context"])
-        data["params"] = json.loads(data["params"] or "{}")
+        data = known_columns(cls, row)
+        what = f"turn {data.get('number')}"
+        data["context"] = stored_json(data["context"], f"{what}: context")
+        data["params"] = stored_json(data["params"], f"{what}: params", "{}")
         return cls(**data)
 
     def to_row(self, stored_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -134,9 +157,9 @@ class SummaryRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SummaryRecord:
-        data = dict(row)
+        data = known_columns(cls, row)
         for key in ("covered_ids", "anchors", "dropped_anchors"):
-            data[key] = json.loads(data[key])
+            data[key] = stored_json(data[key], f"summary v{data.get('version')}: {key}", "[]")
         return cls(**data)
 
 
@@ -159,6 +182,10 @@ class FactRecord:
     """Its own end, when the user gave one (/remember --for 7d)."""
     used_at: str | None = None
     """When a context last sent it; an unused extracted fact can expire (fact_idle_days)."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> FactRecord:
+        return cls(**known_columns(cls, row))
 
 
 @dataclass(frozen=True)

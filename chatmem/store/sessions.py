@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
@@ -18,6 +17,7 @@ from chatmem.store.records import (
     TurnRecord,
     check_session_name,
     json_text,
+    stored_json,
 )
 from chatmem.text import is_valid
 
@@ -188,8 +188,9 @@ class SessionTables(Connection):
     def probes(self, session_id: int) -> list[dict[str, Any]]:
         rows = self._rows("SELECT after_position, question, expect_ids, expect_text FROM probes"
                           " WHERE session_id = ? ORDER BY after_position, id", [session_id])
-        return [{**r, "expect_ids": json.loads(r["expect_ids"]),
-                 "expect_text": json.loads(r["expect_text"])} for r in rows]
+        return [{**r, "expect_ids": stored_json(r["expect_ids"], "a probe's expect_ids", "[]"),
+                 "expect_text": stored_json(r["expect_text"], "a probe's expect_text", "[]")}
+                for r in rows]
 
     def rename_session(self, name: str, new_name: str) -> SessionRecord:
         """Give a session a new name; everything it owns follows (rows point at its id)."""
@@ -214,7 +215,8 @@ class SessionTables(Connection):
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )
-        return [{**row, "params": json.loads(row["params"] or "{}")} for row in rows]
+        return [{**row, "params": stored_json(row["params"], f"session {row['name']!r}: params",
+                                              "{}")} for row in rows]
 
     def delete_session(self, name: str) -> None:
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
@@ -268,7 +270,7 @@ class SessionTables(Connection):
         if last_turn is not None:
             sql += " AND turn <= ?"
             params.append(last_turn)
-        return [MessageRecord(**r) for r in self._rows(sql + " ORDER BY position", params)]
+        return [MessageRecord.from_row(r) for r in self._rows(sql + " ORDER BY position", params)]
 
     def _append_messages(
         self, session_id: int, messages: Iterable[Mapping[str, Any]]
@@ -442,7 +444,7 @@ class SessionTables(Connection):
         rows = self._rows(sql, params)
         # bm25() is lower-is-better; report the usual higher-is-better score.
         return (
-            (MessageRecord(**{k: v for k, v in r.items() if k != "score"}), -r["score"])
+            (MessageRecord.from_row(r), -r["score"])
             for r in rows
         )
 

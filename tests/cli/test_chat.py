@@ -290,8 +290,14 @@ def test_newer_schema_database_is_left_untouched(tmp_path: Path) -> None:
 # -- Ctrl-C -------------------------------------------------------------------------
 
 
-def test_ctrl_c_cancels_only_the_streaming_reply(tmp_path: Path, chat_server) -> None:
-    """A real process, a real server holding the reply open, a real SIGINT."""
+def test_ctrl_c_cancels_the_streaming_reply_and_stops_a_piped_script(
+    tmp_path: Path, chat_server
+) -> None:
+    """A real process, a real server holding the reply open, a real SIGINT.
+
+    Issue 13 (finding 12) changed this deliberately: a piped script used to go on
+    after Ctrl-C and exit 0; now it stops with 130 and the next line is not sent.
+    """
     db = tmp_path / "x.db"
     env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
            "OPENAI_API_KEY": "sk-x"}
@@ -311,20 +317,17 @@ def test_ctrl_c_cancels_only_the_streaming_reply(tmp_path: Path, chat_server) ->
     assert process.stdout is not None and process.stderr is not None
     out, err = process.stdout.read(), process.stderr.read()
     chat_server.release.set()
-    assert process.returncode == 0, err
+    assert process.returncode == 130, err
     assert "(reply cancelled; it stays out of memory)" in err
-    assert out == "Hello\nHello from the test server.\n"  # the next line got its reply
+    assert out == "Hello\n"  # the script stopped: "and now?" was never sent
+    assert len(chat_server.requests) == 1
     with Store(db) as store:
         session = store.session("c")
         turns = store.turns(session.id)
-        assert [t.status for t in turns] == ["cancelled", "ok"]
+        assert [t.status for t in turns] == ["cancelled"]
         assert turns[0].error == "cancelled by the user"
         assert turns[0].reply == "Hello"
-        assert [m.content for m in store.messages(session.id)] == [
-            "and now?", "Hello from the test server."]
-    # Nothing of the cancelled turn reached the next request.
-    assert [m["content"] for m in chat_server.requests[1]["messages"]] == [
-        "You are a helpful assistant.", "and now?"]
+        assert store.messages(session.id) == []  # nothing of it entered memory
 
 
 def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,

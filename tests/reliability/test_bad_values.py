@@ -164,4 +164,4 @@ def test_an_unstorable_reply_or_transcript_text_is_stored_with_replacement_chara
     engine.replay_turn("lone \ud800 surrogate", "reply \udcff")
     assert [m.content for m in store.messages(engine.session.id)] == [
         "lone \ufffd surrogate", "reply \ufffd"]
-    assert sqlite3.connect(store.path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert store.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -1,0 +1,203 @@
+"""Junk everywhere: transcripts, config files, names, parameters, search queries, damaged
+databases. Always one line and an exit code from the table in RELIABILITY.md (1 or 2),
+never a traceback, and nothing already stored changes."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.config import read_config_file
+from chatmem.errors import ChatmemError
+from chatmem.replay import parse_spec
+from chatmem.store import Store
+from chatmem.store.records import check_session_name
+from chatmem.transcript import MAX_MESSAGE_CHARACTERS, parse_transcript
+
+runner = CliRunner()
+JUNK = settings(max_examples=300, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["role", "content", "id", "ts", "probe", "expect_ids", "expect_text",
+                         "chatmem", "messages", "title", "system", "x"]), inner, max_size=5),
+    max_leaves=12)
+
+
+@JUNK
+@given(st.one_of(st.text(), st.binary().map(lambda b: b.decode("utf-8", "replace")),
+                 st.lists(json_values, max_size=6).map(
+                     lambda items: "\n".join(json.dumps(i) for i in items)),
+                 json_values.map(json.dumps)))
+def test_any_transcript_text_parses_or_is_one_transcript_error(text: str) -> None:
+    try:
+        parse_transcript(text, "junk.jsonl")
+    except ChatmemError as e:
+        assert "\n" not in str(e) and str(e).startswith("junk.jsonl")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[" * 100_000, "junk.jsonl: not readable JSON (nested too deeply)"),
+    ('{"role": "user", "content": "x", "id": ' + "9" * 5000 + "}",
+     "junk.jsonl:1: not readable JSON (a number too long)"),
+    ('{"role": "user", "content": "' + "x" * (MAX_MESSAGE_CHARACTERS + 1) + '"}',
+     f"junk.jsonl:1: a message of {MAX_MESSAGE_CHARACTERS + 1:,} characters; at most"
+     f" {MAX_MESSAGE_CHARACTERS:,} are imported"),
+    ('{"role": "tool", "content": "x"}',
+     "junk.jsonl:1: role must be user, assistant or system (got 'tool')"),
+])
+def test_hostile_transcripts_are_one_line(text: str, message: str) -> None:
+    with pytest.raises(ChatmemError) as caught:
+        parse_transcript(text, "junk.jsonl")
+    assert str(caught.value) == message
+
+
+def test_a_lone_surrogate_and_a_nul_byte_are_imported_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"role": "user", "content": "a \\ud800 b \\u0000 c"}\n'
+                    '{"role": "assistant", "content": "ok"}\n', encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        assert store.messages(store.session("t").id)[0].content == "a \ufffd b \x00 c"
+
+
+def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import chatmem.store.connection as connection
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"role": r, "content": f"message {i} " * 300}) + "\n"
+                            for i, r in enumerate(["user", "assistant"] * 20)), encoding="utf-8")
+    db = tmp_path / "h.db"
+    Store(db).close()
+    opened = connection.connect
+
+    def small_disk(p: str | Path, key: str | None = None) -> sqlite3.Connection:
+        conn = opened(p, key)
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+        return conn
+
+    monkeypatch.setattr(connection, "connect", small_disk)
+    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1, result.stderr
+    monkeypatch.undo()
+    with Store(db) as store:
+        assert store.find_session("t") is None
+    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    assert result.exit_code == 0, result.stderr  # the retry is not blocked
+
+
+@JUNK
+@given(st.text(max_size=200))
+def test_any_config_text_loads_or_is_one_config_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        read_config_file(path)
+    except ChatmemError as e:
+        assert "\n" not in str(e) and str(e).startswith(str(path))
+
+
+@JUNK
+@given(st.text(max_size=80))
+def test_any_strategy_spec_parses_or_is_one_strategy_error(spec: str) -> None:
+    try:
+        parse_spec(spec, {})
+    except ChatmemError as e:
+        assert "\n" not in str(e).strip()
+
+
+@JUNK
+@given(st.text(max_size=300))
+def test_any_session_name_is_accepted_or_refused_in_one_line(name: str) -> None:
+    try:
+        check_session_name(name)
+    except ChatmemError as e:
+        assert "\n" not in str(e) or "\n" in name
+
+
+@JUNK
+@given(st.text(max_size=60))
+def test_any_search_query_is_answered(store: Store, query: str) -> None:
+    session = store.find_session("s") or store.create_session("s", "retrieval")
+    if not store.messages(session.id):
+        store.import_messages(session.id, [{"role": "user", "content": "我们五月去杭州 AND x"},
+                                           {"role": "assistant", "content": "NEAR(a b) \"q"}])
+    list(store.search_messages(session.id, query))
+
+
+@pytest.fixture(scope="module")
+def good_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("good") / "h.db"
+    runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted", "-s", "entity"],
+                  input="my name is Ada\nwe fly to Rome on 2026-05-01\n")
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return db
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_truncated_or_byte_flipped_file_is_one_line_and_left_as_it_was(
+    tmp_path: Path, good_file: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    db = tmp_path / "h.db"
+    shutil.copy(good_file, db)
+    data = bytearray(db.read_bytes())
+    if seed % 2:
+        data = data[: rng.randrange(1, len(data))]
+    else:
+        for _ in range(rng.randint(1, 40)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    db.write_bytes(bytes(data))
+    for args in (["sessions", "list"], ["chat", "s", "--provider", "scripted"],
+                 ["inspect", "s"]):
+        before = db.read_bytes()
+        result = runner.invoke(app, [*args, "--db", str(db)], input="hello\n")
+        assert result.exit_code in (0, 1, 2), (args, result.exception)
+        assert not isinstance(result.exception, Exception) or isinstance(
+            result.exception, SystemExit), (args, repr(result.exception))
+        errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+        if result.exit_code != 0:
+            assert len(errors) == 1, (args, result.stderr)
+            if args[0] != "chat" or "not a chatmem database" in errors[0]:
+                assert db.read_bytes() == before, args
+
+
+def test_hand_edited_rows_are_one_line_not_a_traceback(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted", "-s",
+                        "summary"], input="hello\n")
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE messages ADD COLUMN added_by_hand TEXT")
+    result = runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted"],
+                           input="again\n")
+    assert result.exit_code == 0, result.stderr  # an extra column is ignored
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sessions SET params = '{not json'")
+    result = runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted"],
+                           input="again\n")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: session 's': params is not valid JSON")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sessions SET params = '{}'")
+        conn.execute("UPDATE strategy_state SET value = '[[[' ")
+    result = runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted"],
+                           input="again\n")
+    assert result.exit_code == 2
+    errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+    assert errors == ["error: summary state 'behind' is not valid JSON in the history file (was"
+                      " it edited by hand?); `chatmem sessions export` still reads the messages"]

@@ -1,0 +1,102 @@
+"""A read-only file and a full disk: one clear line, never a partial turn.
+
+Read-only is what SQLite reports for a file it cannot write (root ignores
+permission bits, so the test opens the file read-only the way SQLite would).
+A full disk is a file at its page limit (PRAGMA max_page_count), and a real
+1 MB tmpfs where the machine lets the test mount one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from checks import assert_file_consistent
+from typer.testing import CliRunner
+
+import chatmem.store.connection as connection
+from chatmem.cli import app
+
+runner = CliRunner()
+
+
+def chat(db: Path, text: str, provider: str = "scripted"):
+    return runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", provider,
+                               "-s", "summary"], input=text)
+
+
+def test_a_read_only_file_fails_before_the_model_is_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "h.db"
+    assert chat(db, "first turn\n").exit_code == 0
+    before = db.read_bytes()
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setattr(connection, "connect",
+                        lambda path, key=None: sqlite3.connect(f"file:{path}?mode=ro", uri=True,
+                                                               timeout=5))
+    monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
+    result = chat(db, "second turn\n")
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].endswith(
+        f"{db} is read-only: nothing can be stored (check the file's and its folder's"
+        " permissions)"), result.stderr
+    assert not log.exists() or "second turn" not in log.read_text()  # no model call
+    monkeypatch.undo()
+    assert db.read_bytes() == before
+    assert_file_consistent(db)
+
+
+def test_a_full_disk_stores_no_partial_turn_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "h.db"
+    assert chat(db, "first turn\n").exit_code == 0
+    opened = connection.connect
+
+    def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+        conn = opened(path, key)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")  # not one page more
+        return conn
+
+    monkeypatch.setattr(connection, "connect", at_its_limit)
+    big = "a long line that needs new pages " * 400
+    result = chat(db, big + "\n")
+    assert result.exit_code != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the disk is full or failing; nothing was stored" in errors[0]
+    monkeypatch.undo()
+    assert_file_consistent(db)  # turn 1 whole, nothing of the failed turn
+    assert chat(db, "after the disk was freed\n").exit_code == 0
+    assert_file_consistent(db)
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (the max_page_count test covers a full disk)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_real_full_filesystem_is_one_line_and_the_file_stays_usable(tiny_tmpfs: Path) -> None:
+    db = tiny_tmpfs / "h.db"
+    line = "夏天我们去杭州 and we keep talking about it at length " * 30
+    codes = [chat(db, line + "\n").exit_code for _ in range(60)]
+    assert codes[0] == 0 and codes[-1] != 0, codes  # it worked, then the disk filled up
+    result = chat(db, line + "\n")
+    errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert_file_consistent(db)

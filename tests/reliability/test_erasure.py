@@ -1,0 +1,99 @@
+"""`sessions delete` and `facts forget --purge` leave no byte of the content behind.
+
+The test greps the raw bytes of the history file, its WAL and its shm. Finding 8
+of issue 13: purge used to leave an extracted fact's value in the message it was
+said in, in turns.input and turns.context and in the full-text index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.store import Store
+
+runner = CliRunner()
+SECRET_NAME = "Zebulon Quaxley"
+SECRET_CITY = "杭州西湖区"
+
+
+def raw_bytes(db: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+
+
+def chat(db: Path, session: str, text: str, strategy: str = "entity",
+         extra: list[str] | None = None) -> None:
+    result = runner.invoke(app, ["chat", session, "-s", strategy, "--db", str(db),
+                                 "--provider", "scripted", *(extra or [])], input=text)
+    assert result.exit_code == 0, result.stderr
+
+
+def make_history(tmp_path: Path, config: str = "") -> tuple[Path, list[str]]:
+    db = tmp_path / "h.db"
+    args = ["--config", str(tmp_path / "config.toml")]
+    (tmp_path / "config.toml").write_text(config, encoding="utf-8")
+    chat(db, "keep", "hello there, a session that stays\n", strategy="summary", extra=args)
+    chat(db, "gone", f"my name is {SECRET_NAME}\nI live in {SECRET_CITY}\n"
+                     f"remember {SECRET_NAME} please\nwhat else?\n", strategy="summary-buffer",
+         extra=args)
+    chat(db, "gone", "and one more\n", strategy="entity", extra=args)
+    assert SECRET_NAME.encode() in raw_bytes(db)
+    return db, args
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    return make_history(tmp_path)[0]
+
+
+def test_sessions_delete_leaves_no_byte_of_the_session(history: Path) -> None:
+    result = runner.invoke(app, ["sessions", "delete", "gone", "--yes", "--db", str(history)])
+    assert result.exit_code == 0, result.stderr
+    data = raw_bytes(history)
+    for needle in (SECRET_NAME, SECRET_CITY, "Zebulon", "my name is", "what else?",
+                   "and one more"):
+        assert needle.encode() not in data, needle
+    assert b"a session that stays" in data  # the other session is untouched
+    assert sqlite3.connect(history).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_profile_facts_outlive_the_session_and_purge_erases_them(tmp_path: Path) -> None:
+    """With user_facts on, facts belong to the user's profile: delete names them, purge erases."""
+    db, args = make_history(tmp_path, "user_facts = true\n")
+    result = runner.invoke(app, ["sessions", "delete", "gone", "--yes", "--db", str(db), *args])
+    assert result.exit_code == 0, result.stderr
+    assert "facts it taught the profile of user default stay (name, city)" in result.stderr
+    for needle in ("my name is", "what else?"):
+        assert needle.encode() not in raw_bytes(db), needle
+    for key in ("name", "city"):
+        result = runner.invoke(app, ["facts", "forget", key, "--purge", "--db", str(db), *args])
+        assert result.exit_code == 0, result.stderr
+    data = raw_bytes(db)
+    for needle in (SECRET_NAME, SECRET_CITY, "Zebulon"):
+        assert needle.encode() not in data, needle
+
+
+def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> None:
+    with Store(history) as store:
+        [fact] = [f for f in store.facts(session_id=store.session("gone").id)
+                  if f.value == SECRET_NAME]
+    result = runner.invoke(app, ["facts", "forget", str(fact.id), "--purge",
+                                 "--db", str(history)])
+    assert result.exit_code == 0, result.stderr
+    assert "its value was replaced by [forgotten] in" in result.stderr
+    data = raw_bytes(history)
+    assert SECRET_NAME.encode() not in data
+    assert SECRET_NAME.lower().encode() not in data
+    with Store(history) as store:
+        session = store.session("gone")
+        contents = [m.content for m in store.messages(session.id)]
+        assert contents[0] == "my name is [forgotten]"
+        assert list(store.search_messages(session.id, "Zebulon")) == []
+        # The rest of the conversation is kept, and the session goes on.
+        assert f"I live in {SECRET_CITY}" in contents
+    chat(history, "gone", "are you there?\n")
+    assert sqlite3.connect(history).execute("PRAGMA integrity_check").fetchone() == ("ok",)

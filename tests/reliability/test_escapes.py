@@ -1,0 +1,61 @@
+"""Escape sequences in messages and replies are shown, never obeyed (finding 11).
+
+`\\x1b]0;PWNED\\x07` would retitle the terminal and `\\x1b[2J` clear it; chatmem
+prints such control characters as visible symbols (␛, ␇) and stores the text as
+it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.render import printable
+from chatmem.store import Store
+
+ATTACK = "look \x1b]0;PWNED\x07\x1b[2J\x9b31m here"
+SHOWN = "look ␛]0;PWNED␇␛[2J\ufffd31m here"
+
+
+def test_printable_makes_control_characters_visible_and_keeps_text() -> None:
+    assert printable(ATTACK) == SHOWN
+    assert printable("第一行\n\tsecond line 杭州") == "第一行\n\tsecond line 杭州"
+
+
+def test_a_reply_with_escape_sequences_reaches_the_terminal_inert(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    env = {**os.environ, "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "chatmem", "chat", "s", "--db", str(db),
+                           "--provider", "scripted"], input=ATTACK + "\n", capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for stream in (done.stdout, done.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream and "\x9b" not in stream
+    assert done.stdout == f"echo #1: {SHOWN}\n"
+    with Store(db) as store:  # stored as it was said
+        assert store.messages(store.session("s").id)[0].content == ATTACK
+
+
+def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(m) for m in [
+        {"role": "user", "content": ATTACK}, {"role": "assistant", "content": ATTACK}]) + "\n",
+        encoding="utf-8")
+    db = tmp_path / "h.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["sessions", "import", str(transcript), "--name", "t",
+                               "--db", str(db)]).exit_code == 0
+    assert runner.invoke(app, ["chat", "t", "-s", "buffer", "--db", str(db), "--provider",
+                               "scripted"], input="next\n").exit_code == 0
+    for args in (["sessions", "show", "t"], ["inspect", "t"], ["sessions", "list"]):
+        result = runner.invoke(app, [*args, "--db", str(db)])
+        assert result.exit_code == 0, result.stderr
+        assert "\x1b" not in result.output and "\x07" not in result.output, args
+    shown = runner.invoke(app, ["sessions", "show", "t", "--db", str(db)]).output
+    assert "␛]0;PWNED" in shown  # (Rich drops the BEL itself)
