@@ -19,6 +19,11 @@ def rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
 def assert_file_consistent(db: Path) -> None:
     """integrity_check ok; every turn complete or absent; derived state points at messages."""
     assert rows(db, "PRAGMA integrity_check") == [("ok",)]
+    if not rows(db, "SELECT name FROM sqlite_master WHERE name = 'sessions'"):
+        # Killed before its schema committed: an empty file the next command builds on.
+        assert rows(db, "SELECT count(*) FROM sqlite_master WHERE name != '_sqlite_migrations'"
+                        " AND name NOT LIKE 'sqlite_%'") == [(0,)]
+        return
     assert rows(db, "PRAGMA foreign_key_check") == []
     for (session_id,) in rows(db, "SELECT id FROM sessions"):
         messages = rows(db, "SELECT id, position, turn, role FROM messages WHERE session_id = ?"
