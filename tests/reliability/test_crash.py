@@ -98,7 +98,8 @@ def crash_once(seed: int, tmp_path: Path, base: dict[str, Path]) -> str:
     if db.exists():
         assert_file_consistent(db)
     # A new process continues (or starts) the session.
-    before = rows(db, "SELECT count(*) FROM messages")[0][0] if db.exists() else 0
+    has_schema = db.exists() and rows(db, "SELECT 1 FROM sqlite_master WHERE name = 'messages'")
+    before = rows(db, "SELECT count(*) FROM messages")[0][0] if has_schema else 0
     after_run = run_chatmem(["chat", "s", "--db", str(db), "--provider", "scripted"], home,
                             "and one more turn\n")
     assert after_run.code == 0, (plan.name, kill_at, after_run.stderr)
