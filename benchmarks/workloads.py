@@ -38,8 +38,9 @@ def conversation(turns: int, start: int = 1) -> Iterator[dict[str, str]]:
 
 
 def question(i: int) -> str:
-    """A new user input per measured turn, in the same mix as the stored history."""
-    return USER[i % 3].format(n=900_000 + i)
+    """A new user input per measured turn, in the same mix as the stored history, asking
+    about an earlier item (41–90, stored at every size): recall has something to find."""
+    return USER[i % 3].format(n=41 + i % 50)
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -24,7 +24,7 @@ from chatmem.memory.base import Context, Strategy
 from chatmem.memory.params import parse_param_pairs
 from chatmem.providers.base import ChatMessages, Provider, ReplyStream
 from chatmem.scoring import ProbeResult, StrategyRun, score_probe
-from chatmem.store import Store, check_session_name
+from chatmem.store import Store, check_session_name, session_name_from
 from chatmem.tokens import TokenCounter
 from chatmem.transcript import (
     Probe,
@@ -248,7 +248,7 @@ def _start(
     helper = CountingProvider(options.helper_provider or chat_provider)
     chat = CountingProvider(chat_provider)
     session = store.create_session(
-        name or f"replay-{spec.slug}", strategy.name, dict(strategy.params),
+        name or session_name_from(f"replay-{spec.slug}"), strategy.name, dict(strategy.params),
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
     )

@@ -34,39 +34,25 @@ POOL = 300
 """Candidates considered for packing: the best-fused ones (MMR and budget work on these)."""
 
 
-@dataclass
-class Timeline:
-    """A conversation's messages in order, as recall sees them: no text, just place and time.
+@dataclass(frozen=True)
+class Sittings:
+    """Where a conversation's sittings start: sorted message positions (1 is the first).
 
-    Built once per session and extended as messages are committed, so a build
-    does not reread the history.
+    A message belongs to the sitting of the last start at or before it; the
+    sitting runs to the message before the next start.
     """
 
-    keys: list[int] = field(default_factory=list)
-    turns: list[int] = field(default_factory=list)
-    roles: list[str] = field(default_factory=list)
-    sittings: list[int] = field(default_factory=list)
-    index: dict[int, int] = field(default_factory=dict)
-    _sittings: Any = field(default=(), repr=False)
+    starts: Sequence[int]
 
-    def append(self, key: int, turn: int, role: str, sitting: int) -> None:
-        self.index[key] = len(self.keys)
-        self.keys.append(key)
-        self.turns.append(turn)
-        self.roles.append(role)
-        self.sittings.append(sitting)
+    def of(self, position: int) -> int:
+        """The index of `position`'s sitting (0 for a message before the first start)."""
+        return bisect.bisect_right(self.starts, position)
 
-    def sitting_array(self) -> np.ndarray:
-        """Sitting numbers as an array, rebuilt only when messages were added."""
-        import numpy as np
-
-        if len(self._sittings) != len(self.sittings):
-            self._sittings = np.asarray(self.sittings, dtype=np.int64)
-        return self._sittings
-
-    def before(self, turn: int) -> int:
-        """How many messages come before `turn` (they are the candidates)."""
-        return bisect.bisect_left(self.turns, turn)
+    def span(self, number: int, count: int) -> tuple[int, int]:
+        """First and last position of sitting `number`, within the first `count` messages."""
+        first = self.starts[number - 1] if number > 0 else 1
+        last = self.starts[number] - 1 if number < len(self.starts) else count
+        return first, min(last, count)
 
 
 @dataclass(frozen=True)
@@ -83,6 +69,7 @@ class Ranked:
     """One candidate's scores, and whether it was sent."""
 
     key: int
+    position: int
     turn: int
     role: str
     bm25: float
@@ -94,51 +81,97 @@ class Ranked:
     why: str = ""
 
 
-def words_scores(
-    timeline: Timeline, count: int, bm25: Mapping[int, float], *, smooth: float, sitting: float
-) -> np.ndarray:
-    """The model-free score (0–1) of each of the first `count` messages.
+@dataclass
+class WordScores:
+    """Model-free scores (0–1) of the first `count` messages, kept sparse.
 
-    Matches and their neighbours are scored sparsely; the sitting prior is one
-    vectorised lookup, so the cost follows the matches, not the history.
+    `explicit` holds the matches and their neighbours; every other message of
+    a sitting listed in `spans` scores that sitting's prior; all else is 0. So
+    the cost follows the matches, not the history.
     """
-    import numpy as np
 
-    scores = np.zeros(count, dtype=np.float32)
-    raw = {timeline.index[k]: s for k, s in bm25.items()
-           if k in timeline.index and timeline.index[k] < count and s > 0}
+    count: int
+    explicit: dict[int, float] = field(default_factory=dict)
+    spans: list[tuple[int, int, float]] = field(default_factory=list)
+    """(first, last, score): the positions of a sitting and what its other messages score."""
+
+    def at(self, position: int) -> float:
+        if position in self.explicit:
+            return self.explicit[position]
+        # Spans are sittings: they never overlap, and are kept in order.
+        i = bisect.bisect_right(self.spans, (position, float("inf"), 0.0)) - 1
+        if i >= 0 and self.spans[i][0] <= position <= self.spans[i][1]:
+            return self.spans[i][2]
+        return 0.0
+
+    def array(self) -> np.ndarray:
+        """Every candidate's score, by position − 1 (for fusing with dense scores)."""
+        import numpy as np
+
+        scores = np.zeros(self.count, dtype=np.float32)
+        for first, last, score in self.spans:
+            scores[first - 1 : last] = score
+        for position, score in self.explicit.items():
+            scores[position - 1] = score
+        return scores
+
+    def best(self, size: int = POOL) -> list[int]:
+        """Positions of the best-scored candidates (score > 0), best first, later first
+        among equals — what `pool` gives over `array()`, without building it."""
+        candidates = [(score, position) for position, score in self.explicit.items()
+                      if score > 0]
+        taken = 0
+        # Within a span every other message scores alike: the latest come first.
+        for first, last, score in sorted(self.spans, key=lambda s: (-s[2], -s[0])):
+            position = last
+            while position >= first and taken < size:
+                if position not in self.explicit:
+                    candidates.append((score, position))
+                    taken += 1
+                position -= 1
+        candidates.sort(key=lambda c: (-c[0], -c[1]))
+        return [position for _, position in candidates[:size]]
+
+
+def words_scores(
+    bm25: Mapping[int, float], count: int, sittings: Sittings | None, *, smooth: float,
+    sitting: float,
+) -> WordScores:
+    """The model-free score of each of the first `count` messages, from BM25 by position."""
+    scores = WordScores(count)
+    raw = {p: s for p, s in bm25.items() if 1 <= p <= count and s > 0}
     if not raw:
         return scores
     top = max(raw.values())
-    scaled = {i: s / top for i, s in raw.items()}
+    scaled = {p: s / top for p, s in raw.items()}
     smoothed: dict[int, float] = {}
-    for i in scaled:
-        for j in (i - 1, i, i + 1):
-            if 0 <= j < count and j not in smoothed:
-                best_neighbour = max(scaled.get(j - 1, 0.0), scaled.get(j + 1, 0.0))
-                smoothed[j] = scaled.get(j, 0.0) + smooth * best_neighbour
-    for i, value in smoothed.items():
-        scores[i] = value
-    if sitting:
+    for p in scaled:
+        for q in (p - 1, p, p + 1):
+            if 1 <= q <= count and q not in smoothed:
+                best_neighbour = max(scaled.get(q - 1, 0.0), scaled.get(q + 1, 0.0))
+                smoothed[q] = scaled.get(q, 0.0) + smooth * best_neighbour
+    explicit = dict(smoothed)
+    if sitting and sittings is not None:
         # Per sitting: its best score, and the runner-up for the best message itself.
-        best: dict[int, tuple[float, int, float]] = {}
-        for i, value in smoothed.items():
-            number = timeline.sittings[i]
-            top_value, top_index, second = best.get(number, (0.0, -1, 0.0))
-            if value > top_value:
-                best[number] = (value, i, top_value)
-            else:
-                best[number] = (top_value, top_index, max(second, value))
-        numbers = timeline.sitting_array()[:count]
-        lookup = np.zeros(int(numbers.max()) + 1 if count else 1, dtype=np.float32)
-        for number, (top_value, _, _) in best.items():
-            lookup[number] = top_value
-        prior = lookup[numbers]
-        for _, top_index, second in best.values():
-            prior[top_index] = second
-        scores = scores + sitting * prior
-    peak = float(scores.max())
-    return scores / peak if peak > 0 else scores
+        members: dict[int, list[int]] = {}
+        for p in smoothed:
+            members.setdefault(sittings.of(p), []).append(p)
+        for number, positions in members.items():
+            ordered = sorted((smoothed[p] for p in positions), reverse=True)
+            best, second = ordered[0], (ordered[1] if len(ordered) > 1 else 0.0)
+            if best <= 0:
+                continue
+            top_position = max(positions, key=lambda p: (smoothed[p], -p))
+            for p in positions:
+                explicit[p] += sitting * (second if p == top_position else best)
+            first, last = sittings.span(number, count)
+            if last - first + 1 > len(positions):
+                scores.spans.append((first, last, sitting * best))
+    peak = max([*explicit.values(), *(s for _, _, s in scores.spans)])
+    if peak > 0:
+        scores.explicit = {p: v / peak for p, v in explicit.items()}
+        scores.spans = sorted((a, b, s / peak) for a, b, s in scores.spans)
+    return scores
 
 
 def similarities(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -162,9 +195,8 @@ def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray) ->
     return (raw - low) / (high - low)
 
 
-def fuse(count: int, lexical: np.ndarray, dense: np.ndarray | None,
-         weights: Weights) -> np.ndarray:
-    """The fused score of each of the first `count` messages."""
+def fuse(lexical: np.ndarray, dense: np.ndarray | None, weights: Weights) -> np.ndarray:
+    """The fused score of each candidate."""
     import numpy as np
 
     if dense is None or weights.mode == "bm25":
@@ -180,7 +212,11 @@ def pool(fused: np.ndarray, size: int = POOL) -> list[int]:
 
     positive = np.flatnonzero(fused > 0)
     if len(positive) > size:
-        positive = positive[np.argpartition(-fused[positive], size - 1)[:size]]
+        # The size-th best score; of the candidates scoring just that, the latest.
+        cut = -np.partition(-fused[positive], size - 1)[size - 1]
+        above = positive[fused[positive] > cut]
+        level = positive[fused[positive] == cut]
+        positive = np.concatenate([above, level[len(level) - (size - len(above)):]])
     # Best first; among equals the later message, as it is the fresher statement.
     order = np.lexsort((-positive, -fused[positive]))
     return [int(i) for i in positive[order]]

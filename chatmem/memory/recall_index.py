@@ -1,10 +1,13 @@
-"""Where `retrieval` gets what it ranks: a session's timeline, BM25 matches and vectors.
+"""Where `retrieval` gets what it ranks: BM25 matches, sittings, messages and vectors.
 
-`StoredRecall` reads a history file and keeps what it read in the session's
-state object, extended incrementally as turns are committed, so a build in a
-long chat reads only what is new. `MemoryRecall` ranks a history held in
-memory (no file): the same BM25 (an in-memory FTS5 index) and the same
-embedder, so both rank alike.
+`StoredRecall` reads a history file, each read bounded by what the ranking
+needs: the best matches of a search that scores a bounded number of index
+entries, the sitting starts (through an index, then only what is new), the
+candidates it keeps by position. Vectors, the one thing a dense ranking needs
+for every message, are loaded once per process into arrays kept on the
+session's state and extended as messages are committed. `MemoryRecall` ranks
+a history held in memory (no file): the same BM25 (an in-memory FTS5 index)
+and the same embedder, so both rank alike.
 
 Vectors are computed once per message, after the turn commits: `update`
 starts embedding the new messages on a background thread (the next prompt
@@ -14,14 +17,15 @@ then whatever is still missing, so a context never ranks on partial vectors.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.base import HistoryTurn, Message
-from chatmem.memory.ranking import Timeline
+from chatmem.memory.ranking import Sittings
 from chatmem.store import PendingText, VectorRow, rank_texts
 
 if TYPE_CHECKING:
@@ -34,34 +38,6 @@ if TYPE_CHECKING:
 BATCH = 32
 SEARCH_LIMIT = 400
 """BM25 matches read per build (best first): enough to rank, bounded at any history length."""
-
-
-def sittings_of(times: Sequence[str | None], gap_hours: float, start: int = 0,
-                last: datetime | None = None) -> tuple[list[int], datetime | None]:
-    """Sitting number of each message: a new sitting starts after a gap of `gap_hours`.
-
-    A message without a readable time starts a sitting of its own and ends the
-    current one, so no prior is drawn from a guess.
-    """
-    numbers: list[int] = []
-    current = start
-    for text in times:
-        when = _parse_time(text)
-        if when is None or last is None or (when - last).total_seconds() > gap_hours * 3600:
-            current += 1
-        numbers.append(current)
-        last = when
-    return numbers, last
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else None
 
 
 def context_text(content: str, previous: str | None) -> str:
@@ -113,18 +89,24 @@ class VectorJob:
         return self._rows
 
 
+GROWTH = 1.5
+"""Vector arrays grow by this factor, so extending them costs O(1) per message amortized."""
+
+
 @dataclass
 class _Cache:
     """What one session's recall has read so far (kept on its SessionState)."""
 
     gap_hours: float
-    timeline: Timeline = field(default_factory=Timeline)
-    last_id: int = 0
-    last_sitting: int = 0
-    last_time: datetime | None = None
+    starts: list[int] = field(default_factory=list)
+    """Positions where a sitting starts, up to `checked`."""
+    checked: int = 0
+    """The last position whose sitting start is known."""
     model: str | None = None
-    vectors: Any = None  # np.ndarray (n × d) aligned with the timeline
+    vectors: Any = None  # np.ndarray, row = position − 1, with room to grow
     context: Any = None
+    filled: int = 0
+    """Rows of `vectors` that hold the session's messages (the rest is room)."""
     vector_last_id: int = 0
     checked_id: int = 0
     """Every message up to this id has a vector for `model` (or could not get one)."""
@@ -140,27 +122,28 @@ class StoredRecall:
         caches: dict[float, _Cache] = state.caches.setdefault("recall", {})
         self.cache = caches.setdefault(gap_hours, _Cache(gap_hours))
 
-    def timeline(self) -> Timeline:
+    def count_before(self, turn: int) -> int:
+        return self.state.store.count_before(self.state.session_id, turn)
+
+    def sittings(self) -> Sittings:
+        """Where the session's sittings start: read once, then only what was added."""
         cache = self.cache
-        rows = self.state.store.recall_rows(self.state.session_id, after_id=cache.last_id)
-        if rows:
-            numbers, cache.last_time = sittings_of([r.created_at for r in rows], cache.gap_hours,
-                                                   cache.last_sitting, cache.last_time)
-            for row, number in zip(rows, numbers, strict=True):
-                cache.timeline.append(row.id, row.turn, row.role, number)
-            cache.last_id, cache.last_sitting = rows[-1].id, numbers[-1]
-        return cache.timeline
+        starts, cache.checked = self.state.store.sitting_starts(
+            self.state.session_id, cache.gap_hours * 3600, after=cache.checked)
+        cache.starts.extend(starts)
+        return Sittings(cache.starts)
 
     def bm25(self, query: str, before_turn: int) -> dict[int, float]:
         return self.state.store.match_scores(self.state.session_id, query,
                                              before_turn=before_turn, limit=SEARCH_LIMIT)
 
-    def messages(self, keys: Sequence[int]) -> dict[int, Message]:
+    def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
         from chatmem.history import StoredHistory
 
-        records = list(self.state.store.messages_by_id(keys).values())
+        records = self.state.store.messages_at(self.state.session_id, positions)
         history = StoredHistory(self.state.store, self.state.session_id, self.counter)
-        return {m.id: m for m in history.with_tokens(records) if m.id is not None}
+        counted = history.with_tokens(list(records.values()))
+        return {r.position: m for r, m in zip(records.values(), counted, strict=True)}
 
     # -- vectors ---------------------------------------------------------------------
 
@@ -198,53 +181,57 @@ class StoredRecall:
         job, self.cache.job = self.cache.job, None
         if job is not None:
             self._store(job.result(), job.pending)
+        # Read first: a message committed from now on gets a higher id, and is checked later.
+        last = store.last_message_id(self.state.session_id)
         pending = store.texts_without_vectors(key, self.state.session_id,
                                               after_id=self.cache.checked_id)
         if pending:
             store.save_vectors(key, self.embedder.dimensions,
                                embed_pending(self.embedder, pending))
-        # Only messages committed from now on need checking (they get higher ids).
-        self.cache.checked_id = max(self.cache.checked_id, self.cache.last_id,
+        self.cache.checked_id = max(self.cache.checked_id, last,
                                     pending[-1].message_id if pending else 0)
 
     def _switch_model(self, key: str) -> None:
         """Another model's vectors are another index: start over, never mix them."""
-        import numpy as np
-
         assert self.embedder is not None
         if self.cache.model != key:
             self.cache.model, self.cache.vector_last_id, self.cache.checked_id = key, 0, 0
-            self.cache.vectors = np.zeros((0, self.embedder.dimensions), np.float32)
-            self.cache.context = self.cache.vectors
+            self._reset_vectors()
 
-    def vectors(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Message and context vectors of the first `count` timeline messages."""
+    def _reset_vectors(self) -> None:
         import numpy as np
 
         assert self.embedder is not None
-        timeline = self.timeline()
+        self.cache.vectors = np.zeros((0, self.embedder.dimensions), np.float32)
+        self.cache.context, self.cache.filled = self.cache.vectors, 0
+
+    def vectors(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Message and context vectors of the first `count` messages (row = position − 1)."""
+        import numpy as np
+
+        assert self.embedder is not None
         self.finish_embedding()
         cache, key = self.cache, self.embedder.key
         if cache.vectors.shape[1] != self.embedder.dimensions:
             # An endpoint's dimensions are known after its first answer.
-            cache.vectors = np.zeros((0, self.embedder.dimensions), np.float32)
-            cache.context, cache.vector_last_id = cache.vectors, 0
+            self._reset_vectors()
+            cache.vector_last_id = 0
         rows = self.state.store.vector_rows(self.state.session_id, key,
                                             after_id=cache.vector_last_id)
-        size = len(timeline.keys)
-        if rows or len(cache.vectors) < size:
-            grown = np.zeros((size, self.embedder.dimensions), np.float32)
-            grown_context = np.zeros_like(grown)
-            grown[: len(cache.vectors)] = cache.vectors
-            grown_context[: len(cache.context)] = cache.context
-            for row in rows:
-                at = timeline.index.get(row.message_id)
-                if at is not None:
-                    grown[at] = np.frombuffer(row.vector, dtype=np.float16)
-                    grown_context[at] = np.frombuffer(row.context_vector, dtype=np.float16)
-            cache.vectors, cache.context = grown, grown_context
-            if rows:
-                cache.vector_last_id = rows[-1].message_id
+        size = max([count, cache.filled, *(r.position for r in rows)])
+        if size > len(cache.vectors):
+            room = max(size, int(len(cache.vectors) * GROWTH))
+            for name in ("vectors", "context"):
+                grown = np.zeros((room, self.embedder.dimensions), np.float32)
+                grown[: cache.filled] = getattr(cache, name)[: cache.filled]
+                setattr(cache, name, grown)
+        for row in rows:
+            cache.vectors[row.position - 1] = np.frombuffer(row.vector, dtype=np.float16)
+            cache.context[row.position - 1] = np.frombuffer(row.context_vector,
+                                                            dtype=np.float16)
+        cache.filled = size
+        if rows:
+            cache.vector_last_id = rows[-1].message_id
         return cache.vectors[:count], cache.context[:count]
 
 
@@ -253,30 +240,32 @@ class MemoryRecall:
 
     def __init__(self, turns: Sequence[HistoryTurn], embedder: Embedder | None) -> None:
         self.embedder = embedder
-        self.by_key: dict[int, Message] = {}
-        self._timeline = Timeline()
-        for turn in turns:
-            for message in turn.messages:
-                key = len(self._timeline.keys)
-                self.by_key[key] = message
-                self._timeline.append(key, turn.number, message.role, key)
+        self.messages = [m for turn in turns for m in turn.messages]
+        self.turns = [turn.number for turn in turns for _ in turn.messages]
 
-    def timeline(self) -> Timeline:
-        return self._timeline
+    def count_before(self, turn: int) -> int:
+        return bisect.bisect_left(self.turns, turn)
+
+    def sittings(self) -> Sittings | None:
+        return None  # every message a sitting of its own: no prior
 
     def bm25(self, query: str, before_turn: int) -> dict[int, float]:
-        count = self._timeline.before(before_turn)
-        return rank_texts([self.by_key[k].content for k in self._timeline.keys[:count]], query)
+        count = self.count_before(before_turn)
+        scores = rank_texts([m.content for m in self.messages[:count]], query)
+        return {i + 1: score for i, score in scores.items()}
 
-    def messages(self, keys: Sequence[int]) -> dict[int, Message]:
-        return {k: self.by_key[k] for k in keys}
+    def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
+        # A message held in memory has no id: its key is its place (position − 1).
+        return {p: dataclasses.replace(m, id=p - 1) if m.id is None else m
+                for p in positions if 1 <= p <= len(self.messages)
+                for m in [self.messages[p - 1]]}
 
     def start_embedding(self) -> None:
         pass
 
     def vectors(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         assert self.embedder is not None
-        messages = [self.by_key[k] for k in self._timeline.keys[:count]]
+        messages = self.messages[:count]
         previous: list[str | None] = [None, *(m.content for m in messages[:-1])]
         own = self.embedder.embed([m.content for m in messages])
         around = self.embedder.embed([context_text(m.content, p)

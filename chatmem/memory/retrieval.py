@@ -36,7 +36,6 @@ from chatmem.memory.base import (
 )
 from chatmem.memory.ranking import (
     Ranked,
-    Timeline,
     Weights,
     as_json,
     dense_scores,
@@ -136,14 +135,14 @@ class RetrievalStrategy(BaseStrategy):
         source = self.source(request, first_recent)
         embedder = request.embedder if self.needs_embedder else None
         fallback = NO_EMBEDDER.split(",")[0] if self.needs_embedder and embedder is None else None
-        timeline = source.timeline()
-        count = timeline.before(first_recent)
+        count = source.count_before(first_recent)
         query = request.input.content
         weights = self.weights(embedder)
         bm25 = source.bm25(query, first_recent) if weights.mode != "dense" else {}
-        words = words_scores(timeline, count, bm25 if weights.mode != "dense" else {},
-                             smooth=weights.smooth, sitting=weights.sitting)
-        dense = vectors = None
+        sittings = source.sittings() if weights.sitting and bm25 else None
+        words = words_scores(bm25, count, sittings, smooth=weights.smooth,
+                             sitting=weights.sitting)
+        dense = vectors = fused = None
         if embedder is not None:
             try:
                 own, around = source.vectors(count)
@@ -155,26 +154,35 @@ class RetrievalStrategy(BaseStrategy):
                 weights = Weights("bm25", weights.dense_weight, weights.smooth, weights.sitting,
                                   weights.mmr)
                 embedder = dense = vectors = None
-                words = words_scores(timeline, count, source.bm25(query, first_recent),
-                                     smooth=weights.smooth, sitting=weights.sitting)
-        fused = fuse(count, words, dense, weights)
-        best = pool(fused)
-        messages = source.messages([timeline.keys[i] for i in best])
+                if not bm25:
+                    bm25 = source.bm25(query, first_recent)
+                    sittings = source.sittings() if weights.sitting and bm25 else None
+                    words = words_scores(bm25, count, sittings, smooth=weights.smooth,
+                                         sitting=weights.sitting)
+        if dense is None:
+            # Words alone: the best candidates straight from the sparse scores.
+            best = words.best()
+        else:
+            fused = fuse(words.array(), dense, weights)
+            best = [i + 1 for i in pool(fused)]
+        messages = source.messages_at(best)
 
-        def ranked_at(i: int) -> Ranked:
-            key = timeline.keys[i]
-            if key not in messages:
-                messages.update(source.messages([key]))
-            return Ranked(key, timeline.turns[i], timeline.roles[i], bm25.get(key, 0.0),
-                          float(words[i]), None if dense is None else float(dense[i]),
-                          float(fused[i]), messages[key].tokens)
+        def ranked_at(position: int) -> Ranked:
+            if position not in messages:
+                messages.update(source.messages_at([position]))
+            m = messages[position]
+            score = words.at(position)
+            return Ranked(m.id if m.id is not None else position - 1, position, m.turn or 0,
+                          m.role, bm25.get(position, 0.0), score,
+                          None if dense is None else float(dense[position - 1]),
+                          score if fused is None else float(fused[position - 1]), m.tokens)
 
-        ranked = [ranked_at(i) for i in best]
+        ranked = [ranked_at(p) for p in best]
         pack(ranked, room, mmr=weights.mmr,
-             vectors=None if vectors is None else vectors[best],
+             vectors=None if vectors is None else vectors[[p - 1 for p in best]],
              limit=self.params["top_k"])
-        kept = sorted((r for r in ranked if r.kept), key=lambda r: timeline.index[r.key])
-        kept = self._open_with_user(kept, ranked, timeline, ranked_at, room)
+        kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
+        kept = self._open_with_user(kept, ranked, ranked_at, room)
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
         method = describe(weights, fallback=fallback)
         if not kept:
@@ -182,7 +190,7 @@ class RetrievalStrategy(BaseStrategy):
         best_by_turn: dict[int, float] = {}
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
-        sent = tuple(messages[r.key] for r in kept)
+        sent = tuple(messages[r.position] for r in kept)
         turns = f"{len(best_by_turn)} turn{'s' if len(best_by_turn) > 1 else ''}"
         reason = (f"retrieval {method} max_tokens={self.params['max_tokens']}: "
                   f"{len(kept)} of {count} earlier messages, from {turns}, fused "
@@ -194,20 +202,21 @@ class RetrievalStrategy(BaseStrategy):
         return part, as_json(shown)
 
     @staticmethod
-    def _open_with_user(kept: list[Ranked], ranked: list[Ranked], timeline: Timeline,
+    def _open_with_user(kept: list[Ranked], ranked: list[Ranked],
                         ranked_at: Callable[[int], Ranked], room: int) -> list[Ranked]:
         """A context never opens on an assistant message: a recalled reply that would
         comes with the question of its turn if that fits, else it is left out."""
         used = sum(r.tokens for r in kept)
         while kept and kept[0].role != "user":
             first = kept[0]
-            at = timeline.index[first.key]
-            if at and timeline.turns[at - 1] == first.turn and timeline.roles[at - 1] == "user":
-                opener = next((r for r in ranked if r.key == timeline.keys[at - 1]), None)
+            if first.position > 1:
+                opener = next((r for r in ranked if r.position == first.position - 1), None)
                 if opener is None:
-                    opener = ranked_at(at - 1)
-                    ranked.append(opener)
-                if used + opener.tokens <= room:
+                    opener = ranked_at(first.position - 1)
+                    if opener.turn == first.turn and opener.role == "user":
+                        ranked.append(opener)
+                if (opener.turn == first.turn and opener.role == "user"
+                        and used + opener.tokens <= room):
                     opener.kept, opener.why = True, "kept: asks what a recalled reply answers"
                     return [opener, *kept]
             first.kept, first.why = False, "left out: a reply cannot open the context"

@@ -10,7 +10,14 @@ from __future__ import annotations
 from chatmem.store.connection import now
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.memory import MemoryTables
-from chatmem.store.recall import PendingText, RecallRow, RecallTables, VectorRow, rank_texts
+from chatmem.store.recall import (
+    PendingText,
+    PositionedVector,
+    RecallTables,
+    VectorRow,
+    pause,
+    rank_texts,
+)
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
@@ -40,7 +47,7 @@ __all__ = [
     "ForkReport",
     "MessageRecord",
     "PendingText",
-    "RecallRow",
+    "PositionedVector",
     "Redaction",
     "SessionEntry",
     "SessionRecord",
@@ -50,6 +57,7 @@ __all__ = [
     "VectorRow",
     "check_session_name",
     "now",
+    "pause",
     "rank_texts",
     "session_name_from",
 ]

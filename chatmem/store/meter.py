@@ -27,8 +27,11 @@ class Meter:
     """Rows read back into Python."""
     steps: int = 0
     """Hundreds of SQLite virtual-machine instructions those statements took."""
+    index_reads: int = 0
+    """Reads the full-text index ran inside chatmem's statements (a search looks up each
+    match's length, each term's pages): a search's cost, counted like any other read."""
     index_statements: int = 0
-    """Statements the full-text index ran inside chatmem's: FTS5 writes a new segment per
+    """Writes the full-text index ran inside chatmem's: FTS5 writes a new segment per
     insert and merges segments now and then, amortized index upkeep counted apart."""
     index_steps: int = 0
     _in_index: bool = False
@@ -42,9 +45,12 @@ def metered(store: Connection) -> Iterator[Meter]:
 
     def statement(sql: str) -> None:
         # Statements a virtual table runs are traced as comments ("-- INSERT INTO ...").
-        meter._in_index = sql.startswith("--")
+        nested = sql.startswith("--")
+        meter._in_index = nested and not sql.startswith("-- SELECT")
         if meter._in_index:
             meter.index_statements += 1
+        elif nested:
+            meter.index_reads += 1
         else:
             meter.statements += 1
 

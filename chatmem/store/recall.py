@@ -1,36 +1,63 @@
-"""What recall reads and writes: message positions and times, and message vectors.
+"""What recall reads and writes: BM25 matches, messages by position, sittings, vectors.
 
-Vectors are stored per (model, message) as float16 blobs: the message's own
-vector and its context vector (the previous message and this one embedded
-together). Reads are incremental (`after_id`), so a session's recall index is
-loaded once and then extended by the messages committed since.
+Every read is bounded by what the ranking needs: a search scores a bounded
+number of index entries, messages are read by position through the session's
+index, sitting starts through the (session, gap) index. Vectors are stored
+per (model, message) as float16 blobs: the message's own vector and its
+context vector (the previous message and this one embedded together). Their
+reads are incremental (`after_id`), so a session's vectors are loaded once per
+process and then extended by the messages committed since.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import datetime
 
 from chatmem import fts
+from chatmem.errors import StoreError
 from chatmem.store.connection import Connection
 from chatmem.store.records import MessageRecord
 
+POSTINGS = 1500
+"""Index entries a recall search may score: its cost is bounded by this, not by the history."""
+UNKNOWN_PAUSE = float("inf")
+"""The pause stored before a session's first message, or where a time cannot be read."""
 
-@dataclass(frozen=True)
-class RecallRow:
-    """A message as recall ranks it: where and when it is, not what it says."""
 
-    id: int
-    position: int
-    turn: int
-    role: str
-    created_at: str
+def pause(before: str | None, at: str | None) -> float:
+    """Seconds between two stored times; UNKNOWN_PAUSE when either is missing or unreadable
+    (a time without a zone is unreadable: no sitting is drawn from a guess)."""
+    start, end = _parse_time(before), _parse_time(at)
+    if start is None or end is None:
+        return UNKNOWN_PAUSE
+    return (end - start).total_seconds()
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else None
 
 
 @dataclass(frozen=True)
 class VectorRow:
     message_id: int
+    vector: bytes
+    context_vector: bytes
+
+
+@dataclass(frozen=True)
+class PositionedVector:
+    message_id: int
+    position: int
     vector: bytes
     context_vector: bytes
 
@@ -45,48 +72,130 @@ class PendingText:
 
 
 class RecallTables(Connection):
-    def recall_rows(self, session_id: int, *, after_id: int = 0) -> list[RecallRow]:
-        """The session's messages with an id above `after_id`, in conversation order."""
-        return [
-            RecallRow(*row) for row in self.db.execute(
-                # `+session_id`: walk the ids after `after_id` (the primary key),
-                # not the whole session through its (session, turn) index.
-                "SELECT id, position, turn, role, created_at FROM messages"
-                " WHERE +session_id = ? AND id > ? ORDER BY position",
-                [session_id, after_id],
-            )
-        ]
+    def count_before(self, session_id: int, turn: int) -> int:
+        """How many of the session's messages come before `turn` (positions run 1, 2, …)."""
+        first = self._value(
+            "SELECT min(+position) FROM messages WHERE session_id = ? AND turn ="
+            " (SELECT min(turn) FROM messages WHERE session_id = ? AND turn >= ?)",
+            [session_id, session_id, turn])
+        if first is not None:
+            return int(first) - 1
+        last = self._value("SELECT position FROM messages WHERE session_id = ?"
+                           " ORDER BY position DESC LIMIT 1", [session_id])
+        return int(last or 0)
 
-    def messages_by_id(self, ids: Iterable[int]) -> dict[int, MessageRecord]:
-        wanted = list(ids)
+    def last_message_id(self, session_id: int) -> int:
+        return int(self._value("SELECT id FROM messages WHERE session_id = ?"
+                               " ORDER BY position DESC LIMIT 1", [session_id]) or 0)
+
+    def messages_at(self, session_id: int, positions: Iterable[int]) -> dict[int, MessageRecord]:
+        """The session's messages at `positions` (position → record), through its index."""
+        wanted = sorted(set(positions))
         found: dict[int, MessageRecord] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for row in self._rows(f"SELECT * FROM messages WHERE id IN ({marks})", chunk):
-                found[row["id"]] = MessageRecord.from_row(row)
+            for row in self._rows(f"SELECT * FROM messages WHERE session_id = ?"
+                                  f" AND position IN ({marks})", [session_id, *chunk]):
+                found[row["position"]] = MessageRecord.from_row(row)
         return found
 
     def match_scores(self, session_id: int, query: str, *, before_turn: int,
                      limit: int) -> dict[int, float]:
-        """Message id → BM25 (higher is better) of the session's best `limit` matches of
-        `query` before `before_turn`: ids and scores only, as recall ranks them itself."""
-        expression = fts.match_query(query)
+        """Position → BM25 (higher is better) of the session's best `limit` matches of
+        `query` before `before_turn`: positions and scores only, as recall ranks them itself.
+
+        Only the query's rarest terms are searched, within POSTINGS index entries
+        (`rare_terms`): bm25() reads every entry of every term it scores, so a
+        common word would make a search cost a share of the whole history.
+        """
+        expression = fts.match_terms(self.rare_terms(fts.query_terms(query), POSTINGS))
         if expression is None:
             return {}
         rows = self.db.execute(
-            "SELECT m.id, bm25(messages_fts) AS score FROM messages_fts"
+            "SELECT m.position, bm25(messages_fts) AS score FROM messages_fts"
             " JOIN messages m ON m.id = messages_fts.rowid"
             " WHERE messages_fts MATCH ? AND m.session_id = ? AND m.turn < ?"
             " ORDER BY score LIMIT ?",
             [expression, session_id, before_turn, limit],
         )
-        return {message_id: -score for message_id, score in rows}
+        return {position: -score for position, score in rows}
 
-    def vector_rows(self, session_id: int, model: str, *, after_id: int = 0) -> list[VectorRow]:
+    def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
+        """The rarest of `terms` whose index entries add up to at most `postings`.
+
+        The rarer terms, which weigh most in BM25, are kept first; a term that
+        appears nowhere, or in more than half the budget's entries (it would
+        crowd out the rest), is left out. Each count stops there, so the check
+        itself reads at most half the budget per term.
+        """
+        most = postings // 2
+        counted = []
+        for term in terms:
+            found = int(self._value(
+                "SELECT count(*) FROM (SELECT rowid FROM messages_fts"
+                " WHERE messages_fts MATCH ? LIMIT ?)", [fts.quote_term(term), most + 1],
+            ))
+            if 0 < found <= most:
+                counted.append((found, term))
+        kept, used = [], 0
+        for found, term in sorted(counted):
+            if used + found > postings:
+                break
+            kept.append(term)
+            used += found
+        return kept
+
+    # -- sittings: runs of messages without a long pause -----------------------------
+
+    def sitting_starts(self, session_id: int, gap_seconds: float, *,
+                       after: int = 0) -> tuple[list[int], int]:
+        """Positions after `after` where a sitting starts (a pause over `gap_seconds`
+        before it, or no readable time), and the session's last position.
+
+        The first read goes through the (session, gap) index, so it costs the
+        number of sittings, not of messages; later reads (`after` the last one)
+        read only the messages added since.
+        """
+        self.fill_gaps(session_id)
+        if after:
+            rows = self.db.execute(
+                "SELECT position FROM messages WHERE session_id = ? AND position > ?"
+                " AND (+gap_s > ? OR +gap_s IS NULL)", [session_id, after, gap_seconds])
+        else:
+            rows = self.db.execute(
+                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ? UNION ALL"
+                " SELECT position FROM messages WHERE session_id = ? AND gap_s IS NULL",
+                [session_id, gap_seconds, session_id])
+        starts = sorted(position for (position,) in rows)
+        last = self._value("SELECT position FROM messages WHERE session_id = ?"
+                           " ORDER BY position DESC LIMIT 1", [session_id])
+        return starts, int(last or 0)
+
+    def fill_gaps(self, session_id: int) -> None:
+        """Work out the pause before each message that has none recorded yet (a fork
+        copies messages without it; files from before m007 have none).
+
+        Best effort: a file that cannot be written keeps them unknown (NULL), and
+        recall then takes each such message as a sitting of its own.
+        """
+        rows = self.db.execute(
+            "SELECT m.id, m.created_at, p.created_at FROM messages m"
+            " LEFT JOIN messages p ON p.session_id = m.session_id AND p.position = m.position - 1"
+            " WHERE m.session_id = ? AND m.gap_s IS NULL", [session_id]).fetchall()
+        if not rows:
+            return
+        with suppress(StoreError), self.write():
+            self.db.conn.executemany("UPDATE messages SET gap_s = ? WHERE id = ?",
+                                     [(pause(before, at), i) for i, at, before in rows])
+
+    def vector_rows(self, session_id: int, model: str, *,
+                    after_id: int = 0) -> list[PositionedVector]:
+        """The session's vectors for `model` of messages with an id above `after_id`."""
         return [
-            VectorRow(*row) for row in self.db.execute(
-                "SELECT v.message_id, v.vector, v.context_vector FROM message_vectors v"
+            PositionedVector(*row) for row in self.db.execute(
+                "SELECT v.message_id, m.position, v.vector, v.context_vector"
+                " FROM message_vectors v"
                 " JOIN messages m ON m.id = v.message_id"
                 " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ?"
                 " ORDER BY v.message_id",

@@ -282,3 +282,22 @@ def m006_retention(db: sqlite_utils.Database) -> None:
         CREATE INDEX sessions_updated ON sessions (updated_at);
         """
     )
+
+
+@migrations()
+def m007_sitting_gaps(db: sqlite_utils.Database) -> None:
+    """The pause before each message, so recall finds where sittings start through an index.
+
+    `messages.gap_s` is the seconds since the session's previous message
+    (infinity for the first one, or where a time cannot be read); the
+    (session, gap) index lists a session's sitting starts without reading its
+    messages. Existing rows are filled in the first time recall reads the
+    session (as are a fork's copies), so upgrading a file costs nothing.
+    """
+    db.executescript(
+        """
+        ALTER TABLE messages ADD COLUMN gap_s REAL;
+        CREATE INDEX messages_sittings ON messages (session_id, gap_s);
+        """
+    )
+

@@ -11,6 +11,7 @@ from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import contexts
 from chatmem.store.connection import Connection
+from chatmem.store.recall import pause
 from chatmem.store.records import (
     MessageRecord,
     SessionRecord,
@@ -279,22 +280,24 @@ class SessionTables(Connection):
         # Turns never decrease with position: the last message holds both maxima, and
         # the (session_id, position) index finds it without reading the session.
         row = self.db.execute(
-            "SELECT position, turn FROM messages WHERE session_id = ?"
+            "SELECT position, turn, created_at FROM messages WHERE session_id = ?"
             " ORDER BY position DESC LIMIT 1",
             [session_id],
         ).fetchone()
-        position, turn = row or (0, 0)
+        position, turn, last_time = row or (0, 0, None)
         ids = []
         for message in messages:
             position += 1
             if message["role"] == "user" or turn == 0:
                 turn += 1
+            created_at = message.get("ts") or self.now()
             cursor = self.db.execute(
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [session_id, position, turn, message["role"], message["content"],
-                 message.get("id"), message.get("ts") or self.now()],
+                 message.get("id"), created_at, pause(last_time, created_at)],
             )
+            last_time = created_at
             message_id = cursor.lastrowid
             self.db.execute(
                 "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",

@@ -7,59 +7,101 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.memory.ranking import Ranked, Timeline, Weights, fuse, pack, pool, words_scores
-from chatmem.memory.recall_index import sittings_of
+from chatmem.memory.ranking import (
+    POOL,
+    Ranked,
+    Sittings,
+    Weights,
+    fuse,
+    pack,
+    pool,
+    words_scores,
+)
+from chatmem.store import Store
 
 
-def timeline(sittings: list[int]) -> Timeline:
-    out = Timeline()
-    for i, sitting in enumerate(sittings):
-        out.append(100 + i, i // 2 + 1, "user" if i % 2 == 0 else "assistant", sitting)
-    return out
+def starts(sittings: list[int]) -> Sittings:
+    """Sittings from each message's sitting number (message 1 first)."""
+    return Sittings([p for p, n in enumerate(sittings, 1) if p == 1 or sittings[p - 2] != n])
 
 
 def test_a_neighbour_of_a_match_gains_smooth_times_the_match() -> None:
-    line = timeline([1, 2, 3, 4, 5])  # every message its own sitting: no prior
-    scores = words_scores(line, 5, {102: 4.0}, smooth=0.5, sitting=0.3)
-    assert scores.tolist() == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0])
+    scores = words_scores({3: 4.0}, 5, starts([1, 2, 3, 4, 5]), smooth=0.5, sitting=0.3)
+    assert scores.array().tolist() == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0])
 
 
 def test_a_message_gains_sitting_times_the_best_other_score_in_its_sitting() -> None:
-    line = timeline([1, 1, 1, 1, 2, 2])
-    scores = words_scores(line, 6, {100: 2.0}, smooth=0.0, sitting=0.3)
-    assert scores.tolist() == pytest.approx([1.0, 0.3, 0.3, 0.3, 0.0, 0.0])
+    scores = words_scores({1: 2.0}, 6, starts([1, 1, 1, 1, 2, 2]), smooth=0.0, sitting=0.3)
+    assert scores.array().tolist() == pytest.approx([1.0, 0.3, 0.3, 0.3, 0.0, 0.0])
+    # Kept sparse: the match, and one span for the rest of its sitting.
+    assert scores.explicit == pytest.approx({1: 1.0, 2: 0.3})
+    [(first, last, prior)] = scores.spans
+    assert (first, last, prior) == (1, 4, pytest.approx(0.3))
 
 
 def test_the_best_message_of_a_sitting_gains_from_the_runner_up_only() -> None:
-    line = timeline([1, 1, 1])
-    scores = words_scores(line, 3, {100: 2.0, 102: 1.0}, smooth=0.0, sitting=0.5)
-    # 100: 1.0 + 0.5 × 0.5; 101: 0 + 0.5 × 1.0; 102: 0.5 + 0.5 × 1.0; scaled by the top.
-    assert scores.tolist() == pytest.approx([1.0, 0.4, 0.8])
+    scores = words_scores({1: 2.0, 3: 1.0}, 3, starts([1, 1, 1]), smooth=0.0, sitting=0.5)
+    # 1: 1.0 + 0.5 × 0.5; 2: 0 + 0.5 × 1.0; 3: 0.5 + 0.5 × 1.0; scaled by the top.
+    assert scores.array().tolist() == pytest.approx([1.0, 0.4, 0.8])
 
 
 def test_candidates_past_the_count_are_never_scored() -> None:
-    line = timeline([1, 1, 1, 1])
-    assert not words_scores(line, 2, {103: 5.0}, smooth=0.5, sitting=0.3).any()
+    scores = words_scores({4: 5.0}, 2, starts([1, 1, 1, 1]), smooth=0.5, sitting=0.3)
+    assert not scores.array().any() and scores.best() == []
 
 
-def test_sittings_break_at_gaps_and_at_unreadable_times() -> None:
+@given(st.dictionaries(st.integers(1, 60), st.floats(0.1, 9), max_size=12),
+       st.lists(st.integers(1, 60), max_size=8), st.integers(1, 60),
+       st.sampled_from([0.0, 0.5]), st.sampled_from([0.0, 0.3, 2.0]), st.integers(1, 20))
+def test_sparse_scores_rank_exactly_as_the_full_array(
+        bm25: dict[int, float], breaks: list[int], count: int, smooth: float, sitting: float,
+        size: int) -> None:
+    sittings = Sittings(sorted({1, *breaks}))
+    scores = words_scores(bm25, count, sittings, smooth=smooth, sitting=sitting)
+    full = scores.array()
+    assert [scores.at(p) for p in range(1, count + 1)] == pytest.approx(full.tolist())
+    assert scores.best(size) == [i + 1 for i in pool(full, size)]
+
+
+def test_sittings_break_at_gaps_and_at_unreadable_times(store: Store) -> None:
     times = ["2026-01-05T08:00:00+00:00", "2026-01-05T09:00:00+00:00",
-             "2026-01-05T14:00:00+00:00", "not a time", "2026-01-05T14:10:00Z"]
-    numbers, _ = sittings_of(times, 4.0)
-    assert numbers == [1, 1, 2, 3, 4]
+             "2026-01-05T14:00:00+00:00", "not a time", "2026-01-05T14:10:00Z",
+             "2026-01-05T14:20:00Z"]
+    session = store.create_session("s", "retrieval")
+    store.import_messages(session.id, [{"role": "user", "content": str(i), "ts": t}
+                                       for i, t in enumerate(times)])
+    assert store.sitting_starts(session.id, 4 * 3600) == ([1, 3, 4, 5], 6)
+    assert store.sitting_starts(session.id, 4 * 3600, after=6) == ([], 6)
+    store.import_messages(session.id, [{"role": "user", "content": "later",
+                                        "ts": "2026-01-06T14:20:00Z"}])
+    assert store.sitting_starts(session.id, 4 * 3600, after=6) == ([7], 7)
+    assert store.sitting_starts(session.id, 0.5 * 3600)[0] == [1, 2, 3, 4, 5, 7]
+
+
+def test_a_copy_without_pauses_gets_them_on_its_first_read(store: Store) -> None:
+    session = store.create_session("s", "retrieval")
+    store.import_messages(session.id, [
+        {"role": "user", "content": "a", "ts": "2026-01-05T08:00:00+00:00"},
+        {"role": "assistant", "content": "b", "ts": "2026-01-05T08:01:00+00:00"},
+        {"role": "user", "content": "c", "ts": "2026-01-06T08:00:00+00:00"}])
+    # A fork (or a file from before the pauses were kept) has none stored yet.
+    store.db.execute("UPDATE messages SET gap_s = NULL")
+    assert store.sitting_starts(session.id, 4 * 3600) == ([1, 3], 3)
+    gaps = [g for (g,) in store.db.execute("SELECT gap_s FROM messages ORDER BY position")]
+    assert gaps == [float("inf"), 60.0, 86340.0]
 
 
 def test_fusion_weights_words_and_meaning() -> None:
     dense = np.array([0.0, 1.0, 0.5], dtype=np.float32)
     words = np.array([1.0, 0.0, 0.0], dtype=np.float32)
-    assert fuse(3, words, dense, Weights("hybrid", 0.5)).tolist() == [0.5, 0.5, 0.25]
-    assert fuse(3, words, dense, Weights("bm25")).tolist() == [1.0, 0.0, 0.0]
-    assert fuse(3, words, dense, Weights("dense")).tolist() == [0.0, 1.0, 0.5]
-    assert fuse(3, words, None, Weights("hybrid")).tolist() == [1.0, 0.0, 0.0]
+    assert fuse(words, dense, Weights("hybrid", 0.5)).tolist() == [0.5, 0.5, 0.25]
+    assert fuse(words, dense, Weights("bm25")).tolist() == [1.0, 0.0, 0.0]
+    assert fuse(words, dense, Weights("dense")).tolist() == [0.0, 1.0, 0.5]
+    assert fuse(words, None, Weights("hybrid")).tolist() == [1.0, 0.0, 0.0]
 
 
 def ranked(scores: list[float], tokens: list[int]) -> list[Ranked]:
-    return [Ranked(i, i, "user", 0.0, s, None, s, t) for i, (s, t) in
+    return [Ranked(i, i + 1, i, "user", 0.0, s, None, s, t) for i, (s, t) in
             enumerate(zip(scores, tokens, strict=True))]
 
 
@@ -97,3 +139,10 @@ def test_packing_never_exceeds_the_room(items: list[tuple[float, int]], room: in
 
 def test_the_pool_is_best_first_and_later_first_among_equals() -> None:
     assert pool(np.array([0.2, 0.9, 0.0, 0.9, 0.5], dtype=np.float32)) == [3, 1, 4, 0]
+
+
+def test_the_pool_keeps_the_latest_of_equals_at_its_edge() -> None:
+    fused = np.array([0.5] * (POOL + 5) + [0.9], dtype=np.float32)
+    best = pool(fused)
+    assert len(best) == POOL and best[0] == POOL + 5
+    assert best[1:] == list(range(POOL + 4, 5, -1))
