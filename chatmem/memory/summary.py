@@ -98,7 +98,8 @@ def _upto(turn: int) -> str:
 
 
 def facts_message(pinned: Sequence[pins.Pin], counter: TokenCounter) -> Message:
-    return Message.counted("system", pins.facts_text(pinned), counter)
+    # Counted from its lines' cached counts (exactly the whole text's count, see PinCost).
+    return Message("system", pins.facts_text(pinned), pins.PinCost(counter)(pinned))
 
 
 def pinned_reason(pinned: Sequence[pins.Pin]) -> str:

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any
 
 
@@ -28,8 +29,13 @@ def stored_json(text: str | None, what: str, default: str = "null") -> Any:
 def known_columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
     """The row's columns this record knows: a column added by hand or by a newer
     minor version is ignored, not a crash."""
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return {k: v for k, v in row.items() if k in names}
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
 
 
 SESSION_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")

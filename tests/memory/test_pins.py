@@ -193,3 +193,18 @@ def test_a_quote_is_a_verbatim_piece_holding_the_detail(before: str, anchor: str
     assert anchor in piece or " ".join(anchor.split()).casefold() in piece.casefold()
     assert piece in " ".join(content.split())
     assert "\n" not in quote
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_PIN_TEXTS, st.one_of(st.none(), st.integers(1, 9)), _QUOTES),
+                max_size=12), st.integers(-20, 260))
+def test_fitting_by_line_sums_fits_exactly_as_counting_each_candidate_whole(
+    given_pins: list[tuple[str, int | None, str]], limit: int,
+) -> None:
+    from chatmem.tokens import counter_for_model
+
+    counter = counter_for_model(None, exact=True)
+    some = [pins.Pin(text, 1, i, turn, quote) for i, (text, turn, quote) in enumerate(given_pins)]
+    cost = pins.PinCost(counter)
+    # A plain function takes the general path: every candidate counted whole.
+    assert pins.fit_pins(some, limit, cost) == pins.fit_pins(some, limit, lambda p: cost(p))
