@@ -18,11 +18,15 @@ PAGE_TURNS = 16
 
 
 class StoredHistory:
-    def __init__(self, store: Store, session_id: int, counter: TokenCounter) -> None:
+    def __init__(self, store: Store, session_id: int, counter: TokenCounter,
+                 upto: int | None = None) -> None:
+        """`upto`: see only the first `upto` turns (the history as it was at a turn)."""
         self.store = store
         self.session_id = session_id
         self.counter = counter
         self._count = store.turn_count(session_id)
+        if upto is not None:
+            self._count = min(self._count, upto)
 
     def turn_count(self) -> int:
         return self._count

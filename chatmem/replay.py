@@ -20,7 +20,7 @@ from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine, strategy_label
 from chatmem.errors import StoreError, StrategyError
 from chatmem.memory import create_strategy
-from chatmem.memory.base import Context, Strategy
+from chatmem.memory.base import Strategy
 from chatmem.memory.params import parse_param_pairs
 from chatmem.providers.base import ChatMessages, Provider, ReplyStream
 from chatmem.scoring import ProbeResult, StrategyRun, score_probe
@@ -194,12 +194,12 @@ def replay(
             runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
         else:
             with Store(":memory:") as scratch:
-                _seed_user_facts(scratch, user, user_facts)
+                seed_user_facts(scratch, user, user_facts)
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     return runs
 
 
-def _seed_user_facts(store: Store, user: str | None, facts: Sequence[FactRecord]) -> None:
+def seed_user_facts(store: Store, user: str | None, facts: Sequence[FactRecord]) -> None:
     if user is None:
         return
     for fact in facts:
@@ -289,36 +289,6 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     from chatmem.memory.pins import pinned_facts
 
     run.pinned = len(pinned_facts(store, session_id))
-
-
-def what_if(
-    transcript: Transcript,
-    spec: StrategySpec,
-    text: str,
-    *,
-    chat_provider: Provider,
-    helper_provider: Provider | None = None,
-    budget: int | None = None,
-    user: str | None = None,
-    user_facts: Sequence[FactRecord] = (),
-    embedder: Embedder | None = None,
-) -> tuple[Context, StrategyRun]:
-    """The context `spec` would send for `text` after the transcript.
-
-    Derived state (summaries, facts) is computed on the fly by replaying the
-    transcript, with its recorded replies, into an in-memory store. Each turn
-    gets the system prompt it was sent with; `text` gets the last one.
-    """
-    options = _Options(chat_provider, helper_provider, keep_replies=True, budget=budget,
-                       user=user, answer=False, embedder=embedder)
-    with Store(":memory:") as scratch:
-        _seed_user_facts(scratch, user, user_facts)
-        engine, run, stored_ids = _start(transcript, spec, scratch, None, options)
-        for step in plan(transcript, keep_replies=True):
-            if step.kind != "probe":
-                _play(engine, step, run, stored_ids, options)
-        _finish(engine, run, user)
-        return engine.build_context(text), run
 
 
 REPL_HINTS = ("; /summary shows the diff",)

@@ -19,7 +19,6 @@ from chatmem.replay import (
     parse_spec,
     plan,
     replay,
-    what_if,
 )
 from chatmem.store import Store
 from chatmem.transcript import parse_transcript, read_transcript
@@ -175,17 +174,6 @@ def test_counting_provider_counts_helper_calls_by_purpose() -> None:
     assert counting.calls == {"summary": 2, "facts": 1}
     assert model.calls_by_purpose == {"summary": 2, "facts": 1}
     assert counting.token_counter() is model.token_counter()
-
-
-def test_what_if_replays_state_then_builds_the_next_context() -> None:
-    context, run = what_if(SMALL, parse_spec("window:k=2"), "Where do I live?",
-                           chat_provider=ScriptedProvider())
-    history = context.part("history")
-    assert history is not None
-    assert [m.content for m in history.messages] == ["I live in Oslo.", "Oslo, noted.",
-                                                     "Nice weather.", "Indeed."]
-    assert context.messages()[-1] == {"role": "user", "content": "Where do I live?"}
-    assert run.turns == 3
 
 
 def test_save_as_names_one_session_per_strategy_and_refuses_taken_names(store: Store) -> None:

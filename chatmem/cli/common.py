@@ -320,12 +320,13 @@ def stored_transcript(store: Store, session: SessionRecord,
 
 
 @contextmanager
-def reproducing_provider(settings: Settings, transcript: Transcript,
+def reproducing_provider(settings: Settings, recorded: Transcript | SessionRecord,
                          explicit: bool) -> Iterator[LazyProvider]:
-    """The provider and tokenizer `transcript` was recorded with (see chatmem.recording)."""
+    """The provider and tokenizer a transcript or session was recorded with
+    (see chatmem.recording)."""
     from chatmem.recording import Recording, reproducing
 
-    recording = Recording(transcript.provider, transcript.model, transcript.tokenizer)
+    recording = Recording(recorded.provider, recorded.model, recorded.tokenizer)
     provider = reproducing(settings, recording, explicit=explicit)
     try:
         yield provider

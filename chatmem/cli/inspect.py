@@ -18,7 +18,8 @@
                      messages[role, content, tokens, id, turn]]
     messages         the chat messages exactly as sent (role, content)
     rendered_prompt  the prompt text the local model rendered, or null
-    replayed         for a what-if: turns replayed and model calls the strategy made
+    replayed         for a what-if: turns replayed and model calls the strategy made (turns 0:
+                     a strategy without summaries or facts builds from the stored history)
 
 With --summaries: {"command": "inspect", "mode": "summaries", "session",
 "summaries": [version, strategy, created_at, covered_messages, covered_turn, tokens,
@@ -47,7 +48,6 @@ from chatmem.cli.common import (
     reproducing_provider,
     settings_from,
     shared_embedder,
-    stored_transcript,
     strategy_choice,
 )
 
@@ -170,8 +170,7 @@ def _next(store: Store, session: SessionRecord, settings: Settings,
     from chatmem.recording import describe_counter
 
     chosen = resolve_strategy(settings, None, {}, session)
-    transcript = stored_transcript(store, session, last_turn=0)
-    with reproducing_provider(settings, transcript, explicit) as llm:
+    with reproducing_provider(settings, session, explicit) as llm:
         engine = Engine(store, session, llm, chosen, budget=settings.context_budget,
                         embedder=shared_embedder(settings, [chosen]))
         context = engine.build_context(text)
@@ -195,7 +194,9 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
              with_user_facts: bool) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine
     from chatmem.recording import describe_counter
-    from chatmem.replay import StrategySpec, what_if
+    from chatmem.render.progress import ConsoleActivity
+    from chatmem.replay import StrategySpec
+    from chatmem.whatif import what_if
 
     spec = StrategySpec(strategy, params)
     chosen = spec.create()  # bad names or params fail before any work is done
@@ -203,24 +204,28 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
     if text is None:
         turn = store.turn(session.id, number)
         text = turn.input
-        # The history before the turn, with the system prompt each of its turns had.
-        transcript = stored_transcript(store, session, _history_before(store, session, turn))
+        history_turns = _history_before(store, session, turn)
     else:
-        transcript = stored_transcript(store, session)
-    replayed: dict[str, Any] | None = None
+        history_turns = store.turn_count(session.id)
+    # The system prompt the turn was sent with (for --next, the one in effect now).
+    system = store.system_for_turn(session.id, history_turns + 1)
     user = session.user if with_user_facts else None
-    with reproducing_provider(settings, transcript, explicit) as llm:
+    with reproducing_provider(settings, session, explicit) as llm:
         if turn is None and strategy == session.strategy:
             # The session already keeps this strategy's state: use it as it is.
             engine = Engine(store, session, llm, chosen, budget=settings.context_budget,
                             embedder=shared_embedder(settings, [chosen]))
             context = engine.build_context(text)
+            replayed = None
         else:
             facts = [f for f in store.facts(user=user) if f.scope == "user"] if user else []
-            context, run = what_if(transcript, spec, text, chat_provider=llm,
-                                   budget=settings.context_budget, user=user, user_facts=facts,
-                                   embedder=shared_embedder(settings, [chosen]))
-            replayed = {"turns": run.turns, "strategy_model_calls": run.model_calls}
+            result = what_if(store, session, chosen, text, history_turns=history_turns,
+                             system=system, chat_provider=llm,
+                             budget=settings.context_budget, user=user, user_facts=facts,
+                             embedder=shared_embedder(settings, [chosen]),
+                             activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
+            context = result.context
+            replayed = {"turns": result.replayed, "strategy_model_calls": result.model_calls}
         tokenizer = describe_counter(llm.token_counter(), session.tokenizer)
     data = _payload(session.name, "what-if", context, text=text, strategy=chosen.name,
                     params=dict(chosen.params), tokenizer=tokenizer, turn=turn,
@@ -272,9 +277,12 @@ def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
         "latency": f"{turn['latency_ms'] / 1000:.2f} s" if turn.get("latency_ms") else None,
         "input": data["input"],
     }
-    if data["replayed"]:
-        info["what-if"] = (f"replayed {data['replayed']['turns']} turns in memory; "
-                           f"{data['replayed']['strategy_model_calls']} strategy model calls")
+    replayed = data["replayed"]
+    if replayed and replayed["turns"]:
+        info["what-if"] = (f"replayed {replayed['turns']:,} turns in memory; "
+                           f"{replayed['strategy_model_calls']:,} strategy model calls")
+    elif replayed:
+        info["what-if"] = "built from the stored history (nothing to replay)"
     title = {"turn": "recorded turn", "next": "would be sent next",
              "what-if": "what-if"}[data["mode"]]
     estimated, reported = turn.get("estimated_tokens"), turn.get("prompt_tokens")

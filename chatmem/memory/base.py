@@ -240,6 +240,12 @@ class Strategy(Protocol):
         """Whether builds use an embedder when one is configured."""
         ...
 
+    @property
+    def keeps_state(self) -> bool:
+        """Whether builds read derived state that turns build up (summaries, facts): a
+        what-if must then rebuild it; otherwise the stored history is all a build needs."""
+        ...
+
     def describe_params(self, *, changed_only: bool = False) -> str: ...
 
 
@@ -307,6 +313,8 @@ class BaseStrategy:
     def needs_embedder(self) -> bool:
         """Whether builds use an embedder when one is configured (the engine opens it lazily)."""
         return False
+
+    keeps_state: ClassVar[bool] = False
 
     def describe_params(self, *, changed_only: bool = False) -> str:
         """`k=3 max_tokens=600`, as a user would type the parameters.

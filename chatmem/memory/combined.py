@@ -85,6 +85,10 @@ class CombinedStrategy:
     def needs_embedder(self) -> bool:
         return any(m.needs_embedder for m in self.members)
 
+    @property
+    def keeps_state(self) -> bool:
+        return any(m.keeps_state for m in self.members)
+
     def describe_params(self, *, changed_only: bool = False) -> str:
         return " ".join(
             f"{m.name}.{pair}"

@@ -23,6 +23,7 @@ from chatmem.memory.facts import fact_origins, facts_part, live_facts, update_fa
 class EntityStrategy(BaseStrategy):
     name = "entity"
     description = "Send the facts the user stated (key → value, with their turn) + last k turns."
+    keeps_state = True
     PARAMS = (
         Param("k", int, 3, "how many recent turns to keep", minimum=0),
         Param("max_facts", int, 20, "facts sent at most; beyond it, the most relevant", minimum=1),

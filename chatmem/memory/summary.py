@@ -115,6 +115,8 @@ def _details(count: int) -> str:
 class SummaryMemory(BaseStrategy):
     """Shared state, parts and summarizer call of the summary strategies."""
 
+    keeps_state = True
+
     def memory_parts(
         self, st: SummaryState, counter: TokenCounter, room: int | None = None,
         keep_free: int = 0,

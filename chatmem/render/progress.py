@@ -32,8 +32,11 @@ class ConsoleActivity:
     gets no animation); warnings are printed in every mode.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console,
+                 hint: str = "Ctrl-C skips it; the turn is kept") -> None:
         self.console = console
+        self.hint = hint
+        """What Ctrl-C does meanwhile, shown beside the step."""
         self.shown: set[str] = set()
 
     @contextmanager
@@ -41,8 +44,7 @@ class ConsoleActivity:
         if not self.console.is_terminal:
             yield
             return
-        with self.console.status(Text.assemble(what, ("  Ctrl-C skips it; the turn is kept",
-                                                      "dim"))):
+        with self.console.status(Text.assemble(what, (f"  {self.hint}", "dim"))):
             yield
 
     def warn(self, message: str, *, once: bool = False) -> None:

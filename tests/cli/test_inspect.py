@@ -86,7 +86,9 @@ def test_next_shows_what_would_be_sent_without_calling_the_model(
         assert len(store.turns(store.session("rs").id)) == 30  # nothing stored
 
 
-def test_what_if_under_another_strategy_replays_the_history(replayed: tuple[str, Path]) -> None:
+def test_what_if_under_another_strategy_builds_on_the_history_it_had(
+    replayed: tuple[str, Path]
+) -> None:
     db, _ = replayed
     data = inspect_json(db, "--turn", "5", "--strategy", "buffer", "--provider", "scripted")
     assert data["mode"] == "what-if" and data["strategy"] == {"name": "buffer", "params": {},
@@ -95,13 +97,23 @@ def test_what_if_under_another_strategy_replays_the_history(replayed: tuple[str,
     history = [m for p in data["context"]["parts"] if p["kind"] == "history"  # type: ignore[index]
                for m in p["messages"]]
     assert [m["turn"] for m in history] == [1, 1, 2, 2, 3, 3, 4, 4]
-    assert data["replayed"] == {"turns": 4, "strategy_model_calls": 0}
+    # buffer keeps no summaries or facts: built from the stored history, nothing replayed
+    assert data["replayed"] == {"turns": 0, "strategy_model_calls": 0}
     narrower = inspect_json(db, "--next", "hi", "--param", "k=1", "--provider", "scripted")
     parts = {p["kind"]: p for p in narrower["context"]["parts"]}  # type: ignore[index]
     assert parts["history"]["reason"] == "window k=1: turn 30; dropped turns 1–29"
     view = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--strategy", "buffer",
                                "--provider", "scripted", "--db", db])
-    assert "what-if" in view.stdout and "replayed 4 turns in memory" in view.stdout
+    assert "what-if" in view.stdout and "built from the stored history" in view.stdout
+    # A summary is rebuilt from the turns before the one asked about, in a scratch store.
+    summarized = inspect_json(db, "--turn", "30", "--strategy", "summary-buffer:max_tokens=400",
+                              "--provider", "scripted")
+    assert summarized["replayed"]["turns"] == 29  # type: ignore[index]
+    assert summarized["replayed"]["strategy_model_calls"] >= 1  # type: ignore[index]
+    kinds = [p["kind"] for p in summarized["context"]["parts"]]  # type: ignore[index]
+    assert "summary" in kinds
+    with Store(db) as store:
+        assert store.summaries(store.session("rs").id) == []
 
 
 def test_summaries_lists_versions_with_dropped_anchors(tmp_path: Path) -> None:

@@ -1,0 +1,97 @@
+"""What-if: the context another strategy would send at a turn of a stored session.
+
+A strategy that keeps no derived state (window, tokens, buffer, retrieval and
+their combinations) builds straight from the stored history, capped at the
+turn: it reads what it always reads, the newest turns and the best matches,
+so a what-if costs what a turn costs at any length. A strategy that keeps
+summaries or facts has them rebuilt in a scratch store: the history is copied
+in pages, then caught up in bounded batches (one model call each), every step
+shown by the caller's `Activity`. The session's own state is never read or
+changed, and no other session's facts are (a user's profile facts only when
+given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chatmem.activity import QUIET, Activity
+from chatmem.engine import Engine
+from chatmem.history import StoredHistory
+from chatmem.memory.base import Context, ContextRequest, Message, Strategy
+from chatmem.memory.state import SessionState
+from chatmem.replay import CountingProvider, seed_user_facts
+from chatmem.store import SessionRecord, Store
+
+if TYPE_CHECKING:
+    from chatmem.embeddings import Embedder
+    from chatmem.providers.base import Provider
+    from chatmem.store import FactRecord
+
+COPY_TURNS = 2000
+"""Turns copied into the scratch store per page: memory stays bounded at any length."""
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    context: Context
+    replayed: int
+    """Turns whose derived state was rebuilt (0: built from the stored history)."""
+    model_calls: int
+    """Calls the strategy made to rebuild it (summaries, fact extraction)."""
+
+
+def what_if(
+    store: Store,
+    session: SessionRecord,
+    strategy: Strategy,
+    text: str,
+    *,
+    history_turns: int,
+    system: str | None,
+    chat_provider: Provider,
+    budget: int | None = None,
+    user: str | None = None,
+    user_facts: Sequence[FactRecord] = (),
+    embedder: Embedder | None = None,
+    activity: Activity = QUIET,
+) -> WhatIf:
+    """The context `strategy` would send for `text` after the session's first
+    `history_turns` turns, with `system` as its system prompt."""
+    if not strategy.keeps_state:
+        counter = chat_provider.token_counter()
+        request = ContextRequest(
+            history=StoredHistory(store, session.id, counter, upto=history_turns),
+            input=Message.counted("user", text, counter),
+            counter=counter,
+            system=system,
+            state=SessionState(store, session.id, session.user),
+            budget=budget,
+            embedder=embedder if strategy.needs_embedder else None,
+        )
+        return WhatIf(strategy.build(request), 0, 0)
+    with Store(":memory:") as scratch:
+        seed_user_facts(scratch, user, user_facts)
+        copy = scratch.create_session(
+            "what-if", strategy.name, dict(strategy.params), provider=chat_provider.name,
+            model=chat_provider.model, system=system, user=user,
+            tokenizer=chat_provider.token_counter().key)
+        copy_history(store, session.id, scratch, copy.id, history_turns, activity)
+        helper = CountingProvider(chat_provider)
+        engine = Engine(scratch, copy, CountingProvider(chat_provider), strategy, budget=budget,
+                        helper_model=helper, embedder=embedder, activity=activity)
+        engine.catch_up()
+        return WhatIf(engine.build_context(text), history_turns, sum(helper.calls.values()))
+
+
+def copy_history(source: Store, session_id: int, target: Store, target_id: int, turns: int,
+                 activity: Activity) -> None:
+    """The first `turns` turns of a session into another store, a page at a time."""
+    for first in range(1, turns + 1, COPY_TURNS):
+        last = min(first + COPY_TURNS - 1, turns)
+        with activity.doing(f"copying turns {first:,}–{last:,} of {turns:,} for the what-if"):
+            target.import_messages(target_id, [
+                {"role": m.role, "content": m.content, "id": m.external_id, "ts": m.created_at}
+                for m in source.messages(session_id, first, last)])
