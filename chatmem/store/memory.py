@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
+from chatmem.store import rendered
 from chatmem.store.connection import Connection
 from chatmem.store.records import (
     FactHistoryRecord,
@@ -227,22 +228,35 @@ class MemoryTables(Connection):
                                 [self.now(), fact_id])
 
     def turn_contexts_with(self, kind: str) -> list[tuple[int, dict[str, Any], str | None]]:
-        """(turn id, context, rendered prompt) of every turn whose context has a `kind` part."""
+        """(turn id, context as stored, rendered prompt) of every turn whose context has a
+        `kind` part."""
         rows = self._rows(
-            "SELECT id, context, rendered_prompt FROM turns WHERE instr(context, ?) > 0",
-            [json.dumps({"kind": kind})[1:-1]],
+            "SELECT id, session_id, context, rendered_prompt, rendered FROM turns"
+            " WHERE instr(context, ?) > 0", [json.dumps({"kind": kind})[1:-1]],
         )
-        return [(r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
-                 r["rendered_prompt"]) for r in rows]
+        out = []
+        for r in rows:
+            text = r["rendered_prompt"]
+            if r["rendered"]:
+                pieces = stored_json(r["rendered"], f"turn row {r['id']}: rendered prompt")
+                text = rendered.expand_stored(self.db.conn, r["session_id"], pieces)
+            out.append((r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
+                        text))
+        return out
 
     def rewrite_turn_context(
         self, turn_id: int, context: Mapping[str, Any], rendered_prompt: str | None
     ) -> None:
-        """Replace a stored context; used only to redact a purged fact from past turns."""
+        """Replace a stored context (as stored) and its rendered prompt (stored by reference
+        again); used only to redact a purged fact from past turns."""
         with self.write():
+            session_id = self._value("SELECT session_id FROM turns WHERE id = ?", [turn_id])
+            pieces = None if rendered_prompt is None else rendered.compact_stored(
+                self.db.conn, session_id, context, rendered_prompt)
             self.db.execute(
-                "UPDATE turns SET context = ?, rendered_prompt = ? WHERE id = ?",
-                [json_text(context), rendered_prompt, turn_id],
+                "UPDATE turns SET context = ?, rendered_prompt = ?, rendered = ? WHERE id = ?",
+                [json_text(context), rendered_prompt if pieces is None else None,
+                 None if pieces is None else json_text(pieces), turn_id],
             )
 
     def vacuum(self) -> None:

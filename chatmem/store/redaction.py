@@ -26,7 +26,7 @@ MIN_REDACTED_CHARACTERS = 2
 
 # (table, text columns, JSON columns), for tables keyed by session_id.
 _SESSION_TABLES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("turns", ("input", "reply", "rendered_prompt", "error"), ("context",)),
+    ("turns", ("input", "reply", "rendered_prompt", "error"), ("context", "rendered")),
     ("summaries", ("text",), ("anchors", "dropped_anchors")),
     ("strategy_state", (), ("value",)),
     ("session_prompts", ("system",), ()),

@@ -301,3 +301,35 @@ def m007_sitting_gaps(db: sqlite_utils.Database) -> None:
         """
     )
 
+
+@migrations()
+def m008_rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
+    """A local model's rendered prompt stored as template text and references to messages.
+
+    `turns.rendered` holds the pieces (chatmem.store.rendered) and
+    `rendered_prompt` is then NULL; a prompt that cannot be referenced stays
+    whole in `rendered_prompt`. Existing turns are converted in batches; each
+    reads back byte for byte or is left as it was.
+    """
+    from chatmem.store import rendered
+    from chatmem.store.records import json_text
+
+    db.execute("ALTER TABLE turns ADD COLUMN rendered TEXT")
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, session_id, context, rendered_prompt FROM turns"
+            " WHERE id > ? AND rendered_prompt IS NOT NULL ORDER BY id LIMIT 200", [last],
+        ).fetchall()
+        if not rows:
+            break
+        for turn_id, session_id, context, text in rows:
+            try:
+                stored = json.loads(context)
+            except ValueError:
+                continue  # a damaged row stays as it is; reading it says so
+            pieces = rendered.compact_stored(db.conn, session_id, stored, text)
+            if pieces is not None:
+                db.execute("UPDATE turns SET rendered_prompt = NULL, rendered = ? WHERE id = ?",
+                           [json_text(pieces), turn_id])
+        last = rows[-1][0]

@@ -9,7 +9,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
-from chatmem.store import contexts
+from chatmem.store import contexts, rendered
 from chatmem.store.connection import Connection
 from chatmem.store.recall import pause
 from chatmem.store.records import (
@@ -356,8 +356,13 @@ class SessionTables(Connection):
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)
         turn.created_at = turn.created_at or self.now()
-        row = turn.to_row(contexts.compact(self.db.conn, turn.session_id, turn.tokenizer,
-                                           turn.context))
+        stored = contexts.compact(self.db.conn, turn.session_id, turn.tokenizer, turn.context)
+        row = turn.to_row(stored)
+        if turn.rendered_prompt:
+            pieces = rendered.compact_stored(self.db.conn, turn.session_id, stored,
+                                             turn.rendered_prompt)
+            if pieces is not None:
+                row["rendered_prompt"], row["rendered"] = None, json_text(pieces)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         cursor = self.db.execute(f"INSERT INTO turns ({columns}) VALUES ({marks})",
@@ -392,6 +397,10 @@ class SessionTables(Connection):
         record = TurnRecord.from_row(row)
         record.context = contexts.expand(self.db.conn, record.session_id, record.tokenizer,
                                          record.context)
+        if row.get("rendered"):
+            pieces = stored_json(row["rendered"], f"turn {record.number}: rendered prompt")
+            record.rendered_prompt = rendered.expand_stored(self.db.conn, record.session_id,
+                                                            pieces)
         return record
 
     # -- token count cache --------------------------------------------------

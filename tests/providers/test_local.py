@@ -44,9 +44,17 @@ def test_two_turns_report_exactly_the_tokens_chatmem_counted(local, store: Store
         assert 0 < result.record.completion_tokens <= 12
     stored = store.turns(engine.session.id)
     assert [t.status for t in stored] == ["ok", "ok"]
-    # The exact text the model read is kept with the turn, template markup included.
+    # The exact text the model read is kept with the turn, template markup included,
+    # byte for byte as the model rendered it, though the second turn's history is stored
+    # by reference (the file holds the first turn's messages once).
     prompt = stored[1].rendered_prompt
     assert prompt is not None
+    assert [t.rendered_prompt for t in stored] == [first.record.rendered_prompt,
+                                                    second.record.rendered_prompt]
+    raw, pieces = store.db.execute("SELECT rendered_prompt, rendered FROM turns"
+                                   " WHERE number = 2 AND session_id = ?",
+                                   [engine.session.id]).fetchone()
+    assert raw is None and '"from": 1' in pieces and "ORD-7731" not in pieces
     assert "<|im_start|>system\nAnswer in one short sentence.<|im_end|>" in prompt
     assert "My order is ORD-7731." in prompt and "我的订单号是什么？" in prompt
     assert stored[1].prompt_tokens == local.token_counter().count_text(prompt)
