@@ -41,7 +41,8 @@ from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.replay import StrategySpec, replay
 from chatmem.scoring import StrategyRun
-from chatmem.transcript import Transcript, parse_transcript
+from chatmem.transcript import Transcript
+from chatmem.transcript_reader import parse_transcript
 
 FIXED = 40
 """System prompt, probe and priming: tokens every context spends before memory (about)."""

@@ -303,7 +303,7 @@ def replay_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Turns per second of `chatmem replay --keep-replies` on a transcript, one strategy."""
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.replay import parse_spec, replay
-    from chatmem.transcript import read_transcript
+    from chatmem.transcript_reader import read_transcript
 
     transcript = read_transcript(Path(spec["transcript"]))
     chosen = parse_spec(spec["strategy"])

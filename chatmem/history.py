@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chatmem.memory import quoting
-from chatmem.memory.base import HistoryTurn, Message
+from chatmem.memory.context import Message
+from chatmem.memory.turns import HistoryTurn
 from chatmem.store import MessageRecord, Store
 from chatmem.tokens import TokenCounter
 

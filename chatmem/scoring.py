@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.transcript import Probe
 
 MEMORY_PARTS = ("summary", "facts", "recalled", "history")

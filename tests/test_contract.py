@@ -22,7 +22,7 @@ from chatmem.config import Settings
 from chatmem.engine import open_session
 from chatmem.errors import ChatmemError
 from chatmem.memory import contract_strategy_names, create_strategy
-from chatmem.memory.base import PART_ORDER, Context
+from chatmem.memory.context import PART_ORDER, Context
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.tokens import REPLY_PRIMING

@@ -109,7 +109,7 @@ def test_every_bigram_of_an_indexed_cjk_run_finds_it(indexed, run: str, data) ->
 def test_a_term_in_very_many_messages_is_left_out_so_search_cost_stays_bounded(
     store: Store,
 ) -> None:
-    from chatmem.store.sessions import COMMON_CAP, COMMON_FLOOR
+    from chatmem.store.search import COMMON_CAP, COMMON_FLOOR
 
     session = store.create_session("long", "retrieval")
     filler = [{"role": "user", "content": f"delivery update number {n}"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from chatmem.history import PAGE_TURNS, StoredHistory
 from chatmem.memory import create_strategy
-from chatmem.memory.base import ContextRequest, Message
+from chatmem.memory.base import ContextRequest
+from chatmem.memory.context import Message
 from chatmem.store import Store
 from chatmem.tokens import counter_for_model
 

@@ -21,7 +21,7 @@ from chatmem.replay import (
     replay,
 )
 from chatmem.store import Store
-from chatmem.transcript import parse_transcript, read_transcript
+from chatmem.transcript_reader import parse_transcript, read_transcript
 
 SESSIONS = Path(__file__).resolve().parent.parent / "sessions"
 

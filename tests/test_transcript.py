@@ -10,15 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.errors import TranscriptError
-from chatmem.transcript import (
-    Probe,
-    Transcript,
-    TranscriptMessage,
-    parse_transcript,
-    read_transcript,
-    to_jsonl,
-    to_markdown,
-)
+from chatmem.transcript import Probe, Transcript, TranscriptMessage
+from chatmem.transcript_reader import parse_transcript, read_transcript
+from chatmem.transcript_writer import to_jsonl, to_markdown
 
 SESSIONS = Path(__file__).resolve().parent.parent / "sessions"
 

@@ -40,7 +40,7 @@ ConfigOption = Annotated[
     typer.Option("--config", show_default=False,
                  help="Config file (default: CHATMEM_CONFIG or the user config directory)."),
 ]
-# Kept equal to config.PROVIDERS (a test checks); importing config here would slow --help.
+# Kept equal to config_schema.PROVIDERS (a test checks); importing config here would slow --help.
 PROVIDER_NAMES = ("auto", "local", "openai", "scripted")
 
 
@@ -169,7 +169,7 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
     reads as an empty history; a file named with --db or CHATMEM_DB that does not
     exist is an error, because a typo must not look like an empty history.
     """
-    from chatmem.config import move_legacy_db
+    from chatmem.paths import move_legacy_db
     from chatmem.store import Store
 
     if settings.db is None:

@@ -32,7 +32,8 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
-    from chatmem.config import config_path, load_settings
+    from chatmem.config import load_settings
+    from chatmem.paths import config_path
 
     settings = load_settings(config)
     if json_out:
@@ -80,7 +81,7 @@ def path(config: ConfigOption = None) -> None:
 
     Example: chatmem config path
     """
-    from chatmem.config import config_path
+    from chatmem.paths import config_path
 
     print(config_path(config))
 
@@ -95,7 +96,7 @@ def init(
 
     Example: chatmem config init && $EDITOR "$(chatmem config path)"
     """
-    from chatmem.config import config_path, example_config
+    from chatmem.paths import config_path, example_config
 
     target: Path = config_path(config)
     if target.exists() and not force:

@@ -53,7 +53,7 @@ from chatmem.cli.common import (
 
 if TYPE_CHECKING:
     from chatmem.config import Settings
-    from chatmem.memory.base import Context
+    from chatmem.memory.context import Context
     from chatmem.recording import Tokenizer
     from chatmem.store import SessionRecord, Store, TurnRecord
 
@@ -152,7 +152,7 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
 
 def _recorded(store: Store, session: SessionRecord,
               number: int | None) -> tuple[dict[str, Any], Context, bool]:
-    from chatmem.memory.base import Context
+    from chatmem.memory.context import Context
     from chatmem.recording import Tokenizer
 
     turn = store.turn(session.id, number)

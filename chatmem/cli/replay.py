@@ -70,7 +70,7 @@ PROGRESS_AFTER_STEPS = 50
 
 def load_source(source: str, settings: Settings) -> Transcript:
     """A transcript file, or else the stored session of that name."""
-    from chatmem.transcript import read_transcript
+    from chatmem.transcript_reader import read_transcript
 
     path = Path(source)
     if path.is_file() or path.suffix in (".jsonl", ".json"):

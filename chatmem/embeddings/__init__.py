@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.config import EMBEDDERS
+from chatmem.config_schema import EMBEDDERS
 from chatmem.embeddings.base import Embedder, Remembering
 from chatmem.errors import ConfigError
 

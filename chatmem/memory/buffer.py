@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from chatmem.memory.base import (
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    assemble,
-    fit_newest_turns,
-    history_part,
-    span,
-)
+from chatmem.memory.assembly import assemble, fit_newest_turns, history_part, span
+from chatmem.memory.base import BaseStrategy, ContextRequest
+from chatmem.memory.context import Context
 
 
 class BufferStrategy(BaseStrategy):

@@ -15,19 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.errors import StrategyError
-from chatmem.memory.base import (
-    PART_ORDER,
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    MemoryEnv,
-    Message,
-    Part,
-    PartKind,
-    assemble,
-    fixed_tokens,
-    span,
-)
+from chatmem.memory.assembly import assemble, fixed_tokens, span
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
+from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
 """Merge order: history first, so a message it holds is not also recalled."""

@@ -8,16 +8,11 @@ instructions or touch the system prompt.
 
 from __future__ import annotations
 
-from chatmem.memory.base import (
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    MemoryEnv,
-    Param,
-    assemble,
-    newest_turns_part,
-)
-from chatmem.memory.facts import fact_origins, facts_part, live_facts, update_facts
+from chatmem.memory.assembly import assemble, newest_turns_part
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param
+from chatmem.memory.context import Context
+from chatmem.memory.extraction import update_facts
+from chatmem.memory.facts import fact_origins, facts_part, live_facts
 
 
 class EntityStrategy(BaseStrategy):

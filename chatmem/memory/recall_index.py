@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.memory.base import HistoryTurn, Message
+from chatmem.memory.context import Message
 from chatmem.memory.ranking import Sittings
+from chatmem.memory.turns import HistoryTurn
 from chatmem.store import PendingText, VectorRow, rank_texts
 
 if TYPE_CHECKING:

@@ -20,13 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
-from chatmem.memory.base import (
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    MemoryEnv,
-    Param,
-    Part,
+from chatmem.memory.assembly import (
     assemble,
     dropped_note,
     fit_newest_turns,
@@ -34,6 +28,8 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param
+from chatmem.memory.context import Context, Part
 from chatmem.memory.ranking import (
     Ranked,
     Weights,

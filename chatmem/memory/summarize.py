@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.fts import CJK
 from chatmem.memory import sensitive
-from chatmem.memory.base import Message
+from chatmem.memory.context import Message
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:

@@ -18,22 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive, summarize
-from chatmem.memory.base import (
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    HistoryTurn,
-    HistoryView,
-    MemoryEnv,
-    Message,
-    Param,
-    Part,
-    assemble,
-    catching_up,
-    drop_leading_assistant,
-    history_part,
-    span,
-)
+from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param, catching_up
+from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.turns import HistoryTurn, HistoryView
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:

@@ -15,12 +15,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain, takewhile
 
 from chatmem.memory import pins
-from chatmem.memory.base import (
-    Context,
-    ContextRequest,
-    HistoryTurn,
-    MemoryEnv,
-    Param,
+from chatmem.memory.assembly import (
     assemble,
     drop_leading_assistant,
     fit_newest_turns,
@@ -28,6 +23,8 @@ from chatmem.memory.base import (
     history_part,
     span,
 )
+from chatmem.memory.base import ContextRequest, MemoryEnv, Param
+from chatmem.memory.context import Context
 from chatmem.memory.summary import (
     FOLD_TOKENS,
     SummaryMemory,
@@ -36,6 +33,7 @@ from chatmem.memory.summary import (
     load_state,
     next_batch,
 )
+from chatmem.memory.turns import HistoryTurn
 from chatmem.tokens import TokenCounter
 
 

@@ -7,15 +7,9 @@ and turns are read newest first so the cost does not grow with the history.
 
 from __future__ import annotations
 
-from chatmem.memory.base import (
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    Param,
-    assemble,
-    fixed_tokens,
-    newest_turns_part,
-)
+from chatmem.memory.assembly import assemble, fixed_tokens, newest_turns_part
+from chatmem.memory.base import BaseStrategy, ContextRequest, Param
+from chatmem.memory.context import Context
 
 
 class TokenBudgetStrategy(BaseStrategy):

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from chatmem.memory.base import (
-    BaseStrategy,
-    Context,
-    ContextRequest,
-    Param,
-    assemble,
-    newest_turns_part,
-)
+from chatmem.memory.assembly import assemble, newest_turns_part
+from chatmem.memory.base import BaseStrategy, ContextRequest, Param
+from chatmem.memory.context import Context
 
 
 class WindowStrategy(BaseStrategy):

@@ -1,6 +1,6 @@
 """Rule-based fact extraction for the `scripted` provider: offline and deterministic.
 
-It answers the fact-extraction request (see chatmem.memory.facts) with the
+It answers the fact-extraction request (see chatmem.memory.extraction) with the
 same JSON a model would return, from plain statements in English ("my X is
 Y", "my name is X", "call me X", "I am allergic to X", "I live in X",
 "forget my X") and Chinese (我叫…, 我的…是…, 我对…过敏, 预算…, 我住在…,

@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.render import (
     PART_STYLES,
     PRIMING_NOTE,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from chatmem import render
 from chatmem.engine import Engine, TurnResult
 from chatmem.errors import ChatmemError
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

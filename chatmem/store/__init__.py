@@ -30,10 +30,11 @@ from chatmem.store.records import (
 )
 from chatmem.store.redaction import FORGOTTEN, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
-from chatmem.store.sessions import SessionTables
+from chatmem.store.search import SearchTables
+from chatmem.store.turns import TurnTables
 
 
-class Store(ForkTables, RetentionTables, SessionTables, MemoryTables, RecallTables,
+class Store(ForkTables, RetentionTables, TurnTables, SearchTables, MemoryTables, RecallTables,
             RedactionTables):
     """A chatmem database file. Use as a context manager or call close()."""
 

@@ -68,6 +68,21 @@ def create_private_file(path: Path) -> None:
         raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
 
 
+def fold_wal(path: Path) -> None:
+    """Fold a plain file's write-ahead log into the file, so that the file alone is whole.
+
+    An encrypted file cannot be read without its key and is left as it is.
+    """
+    try:
+        connection = sqlite3.connect(path)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError:
+        pass
+
+
 def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
     """The raw SQLite connection to a history file (the one place a file is opened).
 

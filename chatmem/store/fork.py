@@ -20,7 +20,8 @@ from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables
 
 FACTS_OWNER = "facts"
-"""The fact extractor's state owner (chatmem.memory.facts.STATE_KEY); it owns extracted facts."""
+"""The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
+extracted facts."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from chatmem.engine import Engine
 from chatmem.memory import create_strategy
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.memory.facts import BLOCK_CLOSE, BLOCK_OPEN
 
 ENGLISH_FACTS = [

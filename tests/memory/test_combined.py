@@ -19,8 +19,11 @@ from chatmem.config import Settings
 from chatmem.engine import open_session
 from chatmem.errors import StrategyError
 from chatmem.memory import EXAMPLE_COMBINATIONS, REGISTRY, create_strategy
-from chatmem.memory.base import PART_ORDER, ContextRequest, ListHistory, Message, Part, span
+from chatmem.memory.assembly import span
+from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
+from chatmem.memory.context import PART_ORDER, Message, Part
+from chatmem.memory.turns import ListHistory
 from chatmem.tokens import counter_for_model
 
 

@@ -10,14 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.errors import ProviderResponseError
-from chatmem.memory.facts import (
-    STATE_KEY,
-    find_facts,
-    parse_extraction,
-    render_block,
-    scrub_fact,
-    split_key_value,
-)
+from chatmem.memory.extraction import STATE_KEY, parse_extraction
+from chatmem.memory.facts import find_facts, render_block, scrub_fact, split_key_value
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -215,7 +209,7 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
     """The helper model gets the prompt and only user text; prose is refused, JSON is applied."""
     from chatmem.config import Settings
     from chatmem.engine import open_session
-    from chatmem.memory.facts import EXTRACTION_PROMPT
+    from chatmem.memory.extraction import EXTRACTION_PROMPT
     from chatmem.providers.openai import OpenAIProvider
 
     model = OpenAIProvider("test-model", base_url=chat_server.base_url, timeout=10,

@@ -13,7 +13,9 @@ from fact_conversations import (
 
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.memory import create_strategy
-from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.memory.base import ContextRequest
+from chatmem.memory.context import Message
+from chatmem.memory.turns import ListHistory
 
 ALIASES = {"sibling": "brother", "living": "job", "work": "job"}
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import pins, sensitive
-from chatmem.memory.facts import EXTRACTION_PROMPT
+from chatmem.memory.extraction import EXTRACTION_PROMPT
 from chatmem.memory.summarize import DEFAULT_PROMPT
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store

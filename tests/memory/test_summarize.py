@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from chatmem.config import load_settings
 from chatmem.errors import ConfigError, ProviderResponseError
-from chatmem.memory.base import Message
+from chatmem.memory.context import Message
 from chatmem.memory.summarize import (
     DEFAULT_PROMPT,
     check_prompt,

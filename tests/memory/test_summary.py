@@ -9,7 +9,9 @@ import pytest
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
-from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.memory.base import ContextRequest
+from chatmem.memory.context import Message
+from chatmem.memory.turns import ListHistory
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary

@@ -13,7 +13,9 @@ from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.errors import ProviderTimeout
 from chatmem.memory import create_strategy, pins
-from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.memory.base import ContextRequest
+from chatmem.memory.context import Message
+from chatmem.memory.turns import ListHistory
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary

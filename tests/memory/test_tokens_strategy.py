@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatmem.memory import create_strategy
-from chatmem.memory.base import ContextRequest, ListHistory, Message
+from chatmem.memory.base import ContextRequest
+from chatmem.memory.context import Message
+from chatmem.memory.turns import ListHistory
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)

@@ -18,7 +18,7 @@ from chatmem.errors import (
     ProviderRateLimited,
     ProviderResponseError,
 )
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.providers.openai import OpenAIProvider
 from chatmem.store import Store
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.memory.facts import extraction_messages, parse_extraction
+from chatmem.memory.extraction import extraction_messages, parse_extraction
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_facts import extract
 

@@ -21,7 +21,7 @@ from chatmem.errors import ChatmemError
 from chatmem.replay import parse_spec
 from chatmem.store import Store
 from chatmem.store.records import check_session_name
-from chatmem.transcript import MAX_MESSAGE_CHARACTERS, parse_transcript
+from chatmem.transcript_reader import MAX_MESSAGE_CHARACTERS, parse_transcript
 
 runner = CliRunner()
 JUNK = settings(max_examples=300, deadline=None,

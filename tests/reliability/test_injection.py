@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.providers import scripted
 from chatmem.store import Store
 

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from chatmem.memory.base import Context, Message, Part
+from chatmem.memory.context import Context, Message, Part
 from chatmem.render.inspect import budget_bar, estimate_line
 
 

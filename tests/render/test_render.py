@@ -8,7 +8,7 @@ import re
 from rich.cells import cell_len
 from rich.console import Console
 
-from chatmem.memory.base import Context, Message, Part
+from chatmem.memory.context import Context, Message, Part
 from chatmem.render import context_panel, sessions_table, token_line
 
 

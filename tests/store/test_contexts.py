@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.store import Store, contexts
 
 runner = CliRunner()

@@ -105,7 +105,7 @@ def test_a_buffer_turns_rendered_prompt_is_stored_by_reference_and_read_back_exa
 
 
 def _context(context: dict[str, Any]) -> list[list[Any]]:
-    from chatmem.memory.base import Context
+    from chatmem.memory.context import Context
 
     return [list(p.messages) for p in Context.from_json(context).parts]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chatmem import render
 from chatmem.errors import UsageError
-from chatmem.memory.base import Context
+from chatmem.memory.context import Context
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
 

@@ -1,0 +1,147 @@
+"""The config file's schema: each key's type and range, and the checks that name the key
+and the file (a typo must never be silently ignored)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chatmem.errors import ConfigError, StrategyError
+
+# Key → type for each table; "" is the top level. Extending chatmem with a
+# setting means adding it here and to chatmem.config.Settings.
+SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "": {
+        "provider": str,
+        "model": str,
+        "base_url": str,
+        "api_key_env": str,
+        "timeout": (int, float),
+        "max_retries": int,
+        "max_reply_tokens": int,
+        "strategy": str,
+        "context_budget": int,
+        "system": str,
+        "db": str,
+        "user": str,
+        "helper_provider": str,
+        "helper_model": str,
+        "user_facts": bool,
+        "key_command": str,
+        "retention_days": int,
+        "fact_idle_days": int,
+    },
+    "local": {"model_path": str, "threads": int, "n_ctx": int},
+    "scripted": {"script": str, "log": str},
+    "summary": {"prompt": str, "provider": str, "model": str, "drift_guard": bool},
+    "embeddings": {"provider": str, "model": str, "base_url": str, "api_key_env": str,
+                   "threads": int},
+}
+PROVIDERS = ("auto", "local", "openai", "scripted")
+EMBEDDERS = ("auto", "local", "openai", "hash", "none")
+"""[embeddings] provider: auto = local when `chatmem[embed]` is installed, else none."""
+# The smallest value each number may take: a negative budget or timeout is a typo.
+MINIMUMS: dict[str, int] = {
+    "context_budget": 1, "max_retries": 0, "max_reply_tokens": 1,
+    "local.threads": 1, "local.n_ctx": 1, "embeddings.threads": 1,
+    "retention_days": 1, "fact_idle_days": 1,
+}
+# The largest: a retry count of a billion retries a hung server for ever.
+MAXIMUMS: dict[str, float] = {
+    "timeout": 3600, "max_retries": 10, "context_budget": 10**9, "max_reply_tokens": 10**7,
+    "local.threads": 1024, "local.n_ctx": 10**7,
+}
+POSITIVE = ("timeout",)
+"""Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What api_key_env must look like: the name of an environment variable."""
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    words = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}
+    return " or ".join(words.get(k, k.__name__) for k in kinds)
+
+
+def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> None:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if key == "api_key_env" and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
+        # Never echoed: the usual mistake is pasting the key itself here.
+        raise ConfigError(f"{path}: key 'api_key_env' must name an environment variable"
+                          " (e.g. OPENAI_API_KEY), not hold the key itself")
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
+    number: Any = value  # checked to be a number above when the key has a minimum
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: key {key!r} must be a finite number, got {value!r}")
+    if key in MAXIMUMS and number > MAXIMUMS[key]:
+        raise ConfigError(f"{path}: key {key!r} must be at most {MAXIMUMS[key]}, got {value!r}")
+    if key in MINIMUMS and number < MINIMUMS[key]:
+        raise ConfigError(f"{path}: key {key!r} must be at least {MINIMUMS[key]}, got {value!r}")
+    if key in POSITIVE and number <= 0:
+        raise ConfigError(f"{path}: key {key!r} must be more than 0, got {value!r}")
+
+
+def validate(path: Path, data: Mapping[str, Any]) -> None:
+    for key, value in data.items():
+        if key == "strategies":
+            _validate_strategies(path, value)
+        elif key in SCHEMA and key != "":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: key {key!r} must be a table ([{key}])")
+            for sub, subvalue in value.items():
+                if sub not in SCHEMA[key]:
+                    valid = ", ".join(SCHEMA[key])
+                    raise ConfigError(f"{path}: unknown key '{key}.{sub}' (valid: {valid})")
+                _check_value(path, f"{key}.{sub}", subvalue, SCHEMA[key][sub])
+        elif key in SCHEMA[""]:
+            _check_value(path, key, value, SCHEMA[""][key])
+        else:
+            raise ConfigError(f"{path}: unknown key {key!r}")
+    _check_provider(path, "provider", data)
+    if "helper_provider" in data:
+        _check_provider(path, "helper_provider", {"provider": data["helper_provider"]})
+    if "strategy" in data:
+        _check_strategy(path, "strategy", data["strategy"], {})
+    _check_summary(path, data.get("summary", {}))
+    embedder = data.get("embeddings", {}).get("provider", "auto")
+    if embedder not in EMBEDDERS:
+        raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
+                          f"{', '.join(EMBEDDERS)}, got {embedder!r}")
+
+
+def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
+    from chatmem.memory.summarize import check_prompt
+
+    if "prompt" in table:
+        check_prompt(table["prompt"], f"{path}: key 'summary.prompt'")
+    _check_provider(path, "summary.provider", table)
+
+
+def _check_provider(path: Path, key: str, table: Mapping[str, Any]) -> None:
+    value = table.get("provider", "auto")
+    if value not in PROVIDERS:
+        raise ConfigError(
+            f"{path}: key {key!r} must be one of {', '.join(PROVIDERS)}, got {value!r}"
+        )
+
+
+def _validate_strategies(path: Path, tables: Any) -> None:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: key 'strategies' must be a table ([strategies.NAME])")
+    for name, params in tables.items():
+        if not isinstance(params, dict):
+            raise ConfigError(f"{path}: key 'strategies.{name}' must be a table")
+        _check_strategy(path, f"strategies.{name}", name, params)
+
+
+def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any]) -> None:
+    from chatmem.memory import create_strategy
+
+    try:
+        create_strategy(name, params)
+    except StrategyError as e:
+        raise ConfigError(f"{path}: key {key!r}: {e}") from None

@@ -1,0 +1,120 @@
+"""What one request sends: messages, grouped into parts that each say why they are there.
+
+A `Context` is an ordered list of `Part`s (in PART_ORDER), each with the messages it
+contributes, their token count and a one-line reason; it is stored with every turn
+(to_json/from_json), which is what `inspect` shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chatmem.tokens import REPLY_PRIMING, TokenCounter
+
+PartKind = Literal["system", "summary", "facts", "recalled", "history", "input"]
+PART_ORDER: tuple[PartKind, ...] = ("system", "summary", "facts", "recalled", "history", "input")
+
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message. `id` is the stored id; None for text not (yet) stored."""
+
+    role: str
+    content: str
+    tokens: int
+    id: int | None = None
+    turn: int | None = None
+
+    @classmethod
+    def counted(cls, role: str, content: str, counter: TokenCounter) -> Message:
+        """A message not (yet) stored, with its tokens counted by `counter`."""
+        return cls(role, content, counter.count_message(role, content))
+
+    def as_chat(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: PartKind
+    messages: tuple[Message, ...]
+    reason: str
+    scores: tuple[tuple[int, float], ...] = field(default=(), compare=False)
+    """For recalled parts: (turn, relevance score) of each turn, so a shared budget
+    can let the least relevant go first. Not recorded with the context."""
+
+    @property
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.messages)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one request sends: parts in PART_ORDER, plus what was left out."""
+
+    parts: tuple[Part, ...]
+    budget: int | None = None
+    dropped: str | None = None
+    warnings: tuple[str, ...] = ()
+    priming: int = REPLY_PRIMING
+    """The counter's tokens beyond the messages (see TokenCounter.priming)."""
+    recall: tuple[dict[str, Any], ...] = ()
+    """How recall ranked the candidates it kept and the best it dropped: id, turn, role,
+    bm25, words, dense, fused, tokens, kept, why (see chatmem.memory.ranking)."""
+
+    @property
+    def tokens(self) -> int:
+        """Total counted tokens, chat-format overhead and reply priming included."""
+        return self.priming + sum(p.tokens for p in self.parts)
+
+    @property
+    def over_budget(self) -> bool:
+        return self.budget is not None and self.tokens > self.budget
+
+    def messages(self) -> list[dict[str, str]]:
+        return [m.as_chat() for p in self.parts for m in p.messages]
+
+    def part(self, kind: PartKind) -> Part | None:
+        return next((p for p in self.parts if p.kind == kind), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "dropped": self.dropped,
+            "warnings": list(self.warnings),
+            "priming": self.priming,
+            "parts": [
+                {
+                    "kind": p.kind,
+                    "reason": p.reason,
+                    "tokens": p.tokens,
+                    "messages": [
+                        {"role": m.role, "content": m.content, "tokens": m.tokens, "id": m.id,
+                         "turn": m.turn}
+                        for m in p.messages
+                    ],
+                }
+                for p in self.parts
+            ],
+            **({"recall": list(self.recall)} if self.recall else {}),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Context:
+        parts = tuple(
+            Part(
+                kind=p["kind"],
+                reason=p["reason"],
+                messages=tuple(
+                    Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"))
+                    for m in p["messages"]
+                ),
+            )
+            for p in data["parts"]
+        )
+        return cls(parts, data.get("budget"), data.get("dropped"), tuple(data.get("warnings", ())),
+                   data.get("priming", REPLY_PRIMING), tuple(data.get("recall", ())))

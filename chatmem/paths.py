@@ -1,0 +1,91 @@
+"""Where chatmem's files live: the platform's config and data directories, the config file
+that --config or CHATMEM_CONFIG chooses, and the example config shipped in the package."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from chatmem.errors import ConfigError
+
+APP_NAME = "chatmem"
+
+
+def config_dir() -> Path:
+    """The platform's config directory (~/.config/chatmem on Linux, XDG_CONFIG_HOME honoured)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def data_dir() -> Path:
+    """The platform's data directory (~/.local/share/chatmem on Linux, XDG_DATA_HOME honoured)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def default_config_path() -> Path:
+    return config_dir() / "config.toml"
+
+
+def default_db_path() -> Path:
+    return data_dir() / "chatmem.db"
+
+
+def legacy_db_path() -> Path:
+    """Where chatmem kept the history file before it moved to the data directory."""
+    return config_dir() / "chatmem.db"
+
+
+def move_legacy_db() -> str | None:
+    """Move a history file from the config directory to the data directory, once.
+
+    Returns what was done, for the caller to tell the user; None when there was
+    nothing to move (or a file is already in the data directory: nothing is
+    overwritten). The WAL is folded into the file first, so the move is whole.
+    """
+    import shutil
+    import sqlite3
+
+    from chatmem.store.connection import fold_wal
+
+    old, new = legacy_db_path(), default_db_path()
+    if new.exists() or not old.is_file():
+        return None
+    try:
+        fold_wal(old)  # an encrypted file keeps its WAL: it moves with it below
+        new.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(old), str(new))
+        wal = old.with_name(old.name + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            shutil.move(str(wal), str(new.with_name(new.name + "-wal")))
+        for suffix in ("-wal", "-shm"):
+            old.with_name(old.name + suffix).unlink(missing_ok=True)
+    except (OSError, sqlite3.Error) as e:
+        raise ConfigError(f"{old}: cannot move the history file to {new}: {e}") from None
+    return f"moved the history file from {old} to {new} (the platform's data directory)"
+
+
+def config_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The config file chatmem reads: --config, else CHATMEM_CONFIG, else the app directory."""
+    return chosen_config(config_path, os.environ if env is None else env) or default_config_path()
+
+
+def chosen_config(path: Path | None, env: Mapping[str, str]) -> Path | None:
+    """--config, else CHATMEM_CONFIG; None when neither names a file."""
+    if path is not None:
+        return path
+    return Path(env["CHATMEM_CONFIG"]) if env.get("CHATMEM_CONFIG") else None
+
+
+def example_config() -> str:
+    """The commented example config, shipped inside the package."""
+    from importlib.resources import files
+
+    shipped = files("chatmem").joinpath("config.example.toml")
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    # An editable install reads it from the top of the checkout.
+    return (Path(__file__).resolve().parent.parent / "config.example.toml").read_text("utf-8")

@@ -1,0 +1,239 @@
+"""Reading transcripts: JSON Lines, an OpenAI-style {"messages": [...]} object or a plain
+JSON list of messages; every error names the file and the line."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chatmem.errors import TranscriptError
+from chatmem.text import valid_text
+from chatmem.transcript import (
+    FORMAT_VERSION,
+    HEADER_KEYS,
+    ROLES,
+    Item,
+    Probe,
+    SystemPrompt,
+    Transcript,
+    TranscriptMessage,
+)
+
+MAX_MESSAGE_CHARACTERS = 1_000_000
+"""A longer message (a pasted file) would make every later request huge: refused at import."""
+MAX_LINE_CHARACTERS = 4 * MAX_MESSAGE_CHARACTERS
+"""JSON escapes can quadruple a message; a longer line is not parsed at all."""
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read a transcript file in any of the three formats."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TranscriptError(f"{path}: no such transcript file") from None
+    except UnicodeDecodeError:
+        raise TranscriptError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise TranscriptError(f"{path}: cannot read transcript: {e.strerror}") from None
+    return parse_transcript(text, str(path))
+
+
+def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError as e:
+            if stripped.startswith("["):
+                raise TranscriptError(f"{source}:{e.lineno}: not valid JSON ({e.msg})") from None
+            whole = None  # JSON Lines: more than one object
+        except (RecursionError, ValueError) as e:
+            if stripped.startswith("["):
+                raise TranscriptError(f"{source}: not readable JSON ({_why(e)})") from None
+            whole = None  # JSON Lines: the line-by-line reading names the line
+        if isinstance(whole, list) or (isinstance(whole, dict) and "messages" in whole):
+            return _parse_json_document(text, whole, source)
+    return _parse_jsonl(text, source)
+
+
+def _parse_jsonl(text: str, source: str) -> Transcript:
+    transcript = Transcript(source=source)
+    seen_ids: set[str] = set()
+    first = True
+    # Only \n ends a line: splitlines() would also split inside content at U+0085 or U+2028.
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        if len(line) > MAX_LINE_CHARACTERS:
+            raise TranscriptError(f"{where}: line of {len(line):,} characters; at most"
+                                  f" {MAX_LINE_CHARACTERS:,} are read")
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TranscriptError(f"{where}: not valid JSON ({e.msg})") from None
+        except (RecursionError, ValueError) as e:
+            raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
+        if not isinstance(data, dict):
+            raise TranscriptError(f"{where}: expected a JSON object")
+        if "chatmem" in data:
+            if not first:
+                raise TranscriptError(f"{where}: the chatmem header must be the first line")
+            _read_header(transcript, data, where)
+        else:
+            transcript.items.append(_read_item(data, where, number, seen_ids))
+        first = False
+    return transcript
+
+
+def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: str) -> Transcript:
+    transcript = Transcript(source=source)
+    if isinstance(whole, dict):
+        messages = whole["messages"]
+        if not isinstance(messages, list):
+            raise TranscriptError(f"{source}: \"messages\" must be a list")
+        start = re.search(r'"messages"\s*:\s*\[', text)
+        offset = start.end() - 1 if start else 0
+        if "chatmem" in whole:
+            # chatmem's own .json export: the JSON Lines header's keys, beside the messages.
+            _read_header(transcript, whole, source)
+        else:
+            for key in ("title", "system"):
+                if isinstance(whole.get(key), str):
+                    setattr(transcript, key, whole[key])
+    else:
+        messages, offset = whole, text.index("[")
+    lines = _element_lines(text, offset, len(messages))
+    seen_ids: set[str] = set()
+    for element, number in zip(messages, lines, strict=True):
+        where = f"{source}:{number}"
+        if not isinstance(element, dict):
+            raise TranscriptError(f"{where}: expected a message object")
+        transcript.items.append(_read_item(element, where, number, seen_ids))
+    # OpenAI style puts the system prompt first, as a message.
+    first = transcript.items[0] if transcript.items else None
+    if (transcript.system is None and isinstance(first, TranscriptMessage)
+            and first.role == "system"):
+        transcript.system = first.content
+        transcript.items.pop(0)
+    return transcript
+
+
+def _element_lines(text: str, array_start: int, count: int) -> list[int]:
+    """The line each element of the JSON array at `array_start` begins on."""
+    decoder = json.JSONDecoder()
+    lines = []
+    index = array_start + 1
+    for _ in range(count):
+        while text[index] in " \t\r\n,":
+            index += 1
+        lines.append(text.count("\n", 0, index) + 1)
+        _, index = decoder.raw_decode(text, index)
+    return lines
+
+
+def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) -> None:
+    if data["chatmem"] != FORMAT_VERSION:
+        raise TranscriptError(
+            f"{where}: transcript format {data['chatmem']!r} is not supported (expected 1)"
+        )
+    for key in HEADER_KEYS:
+        value = data.get(key)
+        if value is None:
+            continue
+        wanted = dict if key == "params" else str
+        if not isinstance(value, wanted):
+            word = "an object" if wanted is dict else "a string"
+            raise TranscriptError(f"{where}: header {key!r} must be {word}")
+        setattr(transcript, key, value)
+
+
+def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[str]) -> Item:
+    """A probe or a message; `seen_ids` collects message ids, which probes may name."""
+    if "probe" in data:
+        return _read_probe(data, where, number, seen_ids)
+    if "system_prompt" in data and "role" not in data:
+        value = data["system_prompt"]
+        if value is not None and not isinstance(value, str):
+            raise TranscriptError(f"{where}: system_prompt must be a string or null")
+        return SystemPrompt(value, number)
+    message = _read_message(data, where, number)
+    _remember_id(message, seen_ids, where)
+    return message
+
+
+def _read_message(data: Mapping[str, Any], where: str, number: int) -> TranscriptMessage:
+    role = data.get("role")
+    if role not in ROLES:
+        shown = "missing" if role is None else repr(role)
+        raise TranscriptError(f"{where}: role must be user, assistant or system (got {shown})")
+    if "content" not in data or data["content"] is None:
+        raise TranscriptError(f"{where}: message has no content")
+    content = _content_text(data["content"], where)
+    message_id = data.get("id")
+    if message_id is not None and not isinstance(message_id, str | int):
+        raise TranscriptError(f"{where}: id must be a string")
+    ts = data.get("ts")
+    if ts is not None and not isinstance(ts, str):
+        raise TranscriptError(f"{where}: ts must be an ISO-8601 string")
+    return TranscriptMessage(role, content,
+                             None if message_id is None else valid_text(str(message_id)),
+                             None if ts is None else valid_text(ts), number)
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
+    return "a number too long" if "digits" in str(error) else str(error).split(":")[0]
+
+
+def _content_text(content: Any, where: str) -> str:
+    text = _content_parts(content, where)
+    if len(text) > MAX_MESSAGE_CHARACTERS:
+        raise TranscriptError(f"{where}: a message of {len(text):,} characters; at most"
+                              f" {MAX_MESSAGE_CHARACTERS:,} are imported")
+    # "\ud800" is valid JSON but no text: SQLite and terminals cannot take it.
+    return valid_text(text)
+
+
+def _content_parts(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    # OpenAI content parts: keep the text ones, in order.
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "".join(p["text"] for p in content)
+    raise TranscriptError(f"{where}: content must be a string")
+
+
+def _remember_id(message: TranscriptMessage, seen: set[str], where: str) -> None:
+    if message.id is None:
+        return
+    if message.id in seen:
+        raise TranscriptError(f"{where}: id {message.id!r} is used twice")
+    seen.add(message.id)
+
+
+def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]) -> Probe:
+    question = data["probe"]
+    if not isinstance(question, str) or not question.strip():
+        raise TranscriptError(f"{where}: probe must be a non-empty question")
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in ("expect_ids", "expect_text"):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+            raise TranscriptError(f"{where}: {key} must be a list of strings")
+        lists[key] = tuple(str(v) for v in value)
+    for expected in lists["expect_ids"]:
+        if expected not in seen:
+            raise TranscriptError(
+                f"{where}: expect_ids {expected!r} names no message before this probe"
+            )
+    if not lists["expect_ids"] and not lists["expect_text"]:
+        raise TranscriptError(f"{where}: probe needs expect_ids or expect_text")
+    return Probe(question, lists["expect_ids"], lists["expect_text"], number)

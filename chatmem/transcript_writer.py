@@ -1,0 +1,84 @@
+"""Writing transcripts: JSON Lines (it imports back), one JSON document, or Markdown."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from chatmem.errors import UsageError
+from chatmem.transcript import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
+
+
+def _header(transcript: Transcript) -> dict[str, Any]:
+    header: dict[str, Any] = {"chatmem": FORMAT_VERSION}
+    for key in HEADER_KEYS:
+        value = getattr(transcript, key)
+        if value not in (None, {}):
+            header[key] = value
+    return header
+
+
+def to_jsonl(transcript: Transcript) -> str:
+    lines = [_header(transcript), *(item.to_json() for item in transcript.items)]
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def to_json_document(transcript: Transcript) -> str:
+    """One JSON object, the header's keys beside "messages" (OpenAI style); it imports back."""
+    document = {**_header(transcript), "messages": [m.to_json() for m in transcript.messages]}
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def to_markdown(transcript: Transcript) -> str:
+    """A readable export (not read back): one section per message."""
+    out = [f"# {transcript.title or 'chatmem transcript'}\n"]
+    if transcript.system:
+        out.append(f"**system prompt:** {transcript.system}\n")
+    for item in transcript.items:
+        if isinstance(item, Probe):
+            out.append(f"> **probe:** {item.question}\n")
+            continue
+        if isinstance(item, SystemPrompt):
+            out.append(f"**system prompt from here on:** {item.system or '(none)'}\n")
+            continue
+        stamp = f" · {item.ts}" if item.ts else ""
+        ident = f" · `{item.id}`" if item.id else ""
+        out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
+    return "\n".join(out)
+
+
+EXPORT_FORMATS = {"jsonl": to_jsonl, "json": to_json_document, "markdown": to_markdown}
+EXTENSIONS = {".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
+
+
+def export_format(path: Path, chosen: str | None = None) -> str:
+    """The format a file's extension names; `chosen` (--format) must agree with it."""
+    named = EXTENSIONS.get(path.suffix.lower())
+    if chosen is not None:
+        if chosen not in EXPORT_FORMATS:
+            raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, "
+                             f"got {chosen!r}")
+        if named is not None and named != chosen:
+            raise UsageError(f"{path} names the {named} format, not {chosen}; "
+                             f"drop --format or change the extension")
+        return chosen
+    if named is None:
+        raise UsageError(f"{path}: the extension does not name a format; "
+                         "use .jsonl (imports back), .json or .md")
+    return named
+
+
+def write_transcript(transcript: Transcript, path: Path, fmt: str, *, force: bool = False) -> None:
+    """Write `transcript` to a new file; an existing one is replaced only with `force`."""
+    text = EXPORT_FORMATS[fmt](transcript)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    try:
+        # 0600: an export holds the whole conversation.
+        with os.fdopen(os.open(path, flags, 0o600), "w", encoding="utf-8") as out:
+            out.write(text)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; add --force to overwrite it") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
