@@ -15,12 +15,12 @@ import itertools
 import re
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from activity_log import Recording
 
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
@@ -255,21 +255,6 @@ def test_no_query_a_turn_runs_scans_a_growing_table(
             assert not scans, f"{sql}\n  plan: {plan}"
     finally:
         engine.store.close()
-
-
-class Recording:
-    """An Activity that keeps what it was told."""
-
-    def __init__(self) -> None:
-        self.steps: list[str] = []
-
-    @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
-        self.steps.append(what)
-        yield
-
-    def warn(self, message: str, *, once: bool = False) -> None:
-        pass
 
 
 def test_an_imported_history_is_caught_up_in_bounded_batches_with_progress(

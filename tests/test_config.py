@@ -66,6 +66,11 @@ def test_base_url_chatmem_variable_wins_over_openai(tmp_path: Path) -> None:
          "key 'strategies.window': parameter k='abc' of strategy 'window' must be a whole number"),
         ("[strategies.window]\nsize = 3\n",
          "key 'strategies.window': unknown parameter 'size' for strategy 'window' (valid: k)"),
+        ('[embeddings]\nprovider = "bert"\n',
+         "key 'embeddings.provider' must be one of auto, local, openai, hash, none, got 'bert'"),
+        ("[embeddings]\nthreads = 0\n", "key 'embeddings.threads' must be at least 1, got 0"),
+        ('[embeddings]\ndims = 3\n',
+         "unknown key 'embeddings.dims' (valid: provider, model, base_url, api_key_env, threads)"),
     ],
 )
 def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) -> None:
@@ -193,20 +198,6 @@ def test_helper_model_from_file_env_and_its_old_name(tmp_path: Path) -> None:
         load_settings(bad, env={})
     with pytest.raises(ConfigError, match="CHATMEM_HELPER_PROVIDER must be one of"):
         load_settings(env={"CHATMEM_HELPER_PROVIDER": "cheap"})
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ('[embeddings]\nprovider = "bert"\n',
-     "key 'embeddings.provider' must be one of auto, local, openai, hash, none, got 'bert'"),
-    ("[embeddings]\nthreads = 0\n", "key 'embeddings.threads' must be at least 1, got 0"),
-    ('[embeddings]\ndims = 3\n',
-     "unknown key 'embeddings.dims' (valid: provider, model, base_url, api_key_env, threads)"),
-])
-def test_bad_embeddings_table_names_the_key(tmp_path: Path, text: str, message: str) -> None:
-    path = write(tmp_path, text)
-    with pytest.raises(ConfigError) as caught:
-        load_settings(path, env={})
-    assert str(caught.value) == f"{path}: {message}"
 
 
 def test_embeddings_table_is_read(tmp_path: Path) -> None:

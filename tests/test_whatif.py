@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
+from activity_log import Recording
 
 from chatmem.engine import Engine
 from chatmem.memory import create_strategy
@@ -21,21 +19,6 @@ def conversation(turns: int) -> list[dict[str, str]]:
         out.append({"role": "user", "content": f"My order number is ORD-{n}, item {n}."})
         out.append({"role": "assistant", "content": f"Noted: ORD-{n}, for item {n}."})
     return out
-
-
-class Recording:
-    """An Activity that keeps what it was told."""
-
-    def __init__(self) -> None:
-        self.steps: list[str] = []
-
-    @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
-        self.steps.append(what)
-        yield
-
-    def warn(self, message: str, *, once: bool = False) -> None:
-        pass
 
 
 @pytest.fixture

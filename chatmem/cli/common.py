@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from chatmem.config_schema import PROVIDERS
 from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
 
 if TYPE_CHECKING:
@@ -40,14 +41,10 @@ ConfigOption = Annotated[
     typer.Option("--config", show_default=False,
                  help="Config file (default: CHATMEM_CONFIG or the user config directory)."),
 ]
-# Kept equal to config_schema.PROVIDERS (a test checks); importing config here would slow --help.
-PROVIDER_NAMES = ("auto", "local", "openai", "scripted")
-
-
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
-    if value is not None and value not in PROVIDER_NAMES:
-        raise typer.BadParameter(f"must be one of {', '.join(PROVIDER_NAMES)}, got {value!r}")
+    if value is not None and value not in PROVIDERS:
+        raise typer.BadParameter(f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
     return value
 
 

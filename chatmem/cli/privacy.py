@@ -72,6 +72,21 @@ def _check_opens(settings: Settings, path: Path, key: str | None) -> None:
     Store(path, key=key).close()
 
 
+def _encrypted(config: Path | None, db: Path | None, hint: str = "") -> tuple[Path, str]:
+    """The encrypted history file and its current key, checked by opening it; a plain
+    file is a usage error (`hint` says what to do instead)."""
+    from chatmem.errors import UsageError
+    from chatmem.store import cipher
+
+    settings = settings_from(config, db)
+    path = _existing(settings)
+    if cipher.file_kind(path) != "encrypted":
+        raise UsageError(f"{path} is not encrypted{hint}")
+    key = _current_key(settings, path)
+    _check_opens(settings, path, key)
+    return path, key
+
+
 def _size(path: Path) -> str:
     size = path.stat().st_size
     return f"{size / 1024:,.0f} KiB" if size < 1024 ** 2 else f"{size / 1024 ** 2:,.1f} MiB"
@@ -111,15 +126,9 @@ def decrypt(db: DbOption = None, config: ConfigOption = None) -> None:
 
     Example: chatmem decrypt --db old.db
     """
-    from chatmem.errors import UsageError
     from chatmem.store import cipher
 
-    settings = settings_from(config, db)
-    path = _existing(settings)
-    if cipher.file_kind(path) != "encrypted":
-        raise UsageError(f"{path} is not encrypted")
-    key = _current_key(settings, path)
-    _check_opens(settings, path, key)
+    path, key = _encrypted(config, db)
     cipher.convert(path, key, None)
     consoles()[1].print(f"decrypted {path}: it is a plain SQLite file now; unset "
                         "CHATMEM_KEY and key_command", markup=False, soft_wrap=True)
@@ -136,12 +145,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
     from chatmem.errors import UsageError
     from chatmem.store import cipher
 
-    settings = settings_from(config, db)
-    path = _existing(settings)
-    if cipher.file_kind(path) != "encrypted":
-        raise UsageError(f"{path} is not encrypted; `chatmem encrypt` encrypts it")
-    key = _current_key(settings, path)
-    _check_opens(settings, path, key)
+    path, key = _encrypted(config, db, "; `chatmem encrypt` encrypts it")
     new = _new_key(None, str(path))
     if new == key:
         raise UsageError("the new key is the current key; nothing was changed")

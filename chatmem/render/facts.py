@@ -17,10 +17,13 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     """'3 min', '2 h', '5 d' since an ISO timestamp."""
     if not stamp:
         return ""
+    return _span(((now or datetime.now(UTC)) - _utc(stamp)).total_seconds())
+
+
+def _utc(stamp: str) -> datetime:
+    """An ISO timestamp as an aware time; one stored without a zone is UTC."""
     then = datetime.fromisoformat(stamp)
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
-    return _span(((now or datetime.now(UTC)) - then).total_seconds())
+    return then.replace(tzinfo=UTC) if then.tzinfo is None else then
 
 
 def _span(seconds: float) -> str:
@@ -95,10 +98,7 @@ def until(stamp: str | None, now: datetime | None = None) -> str:
     """'in 6 d', 'in 3 h', or 'now' for an ISO time; '' when there is none."""
     if not stamp:
         return ""
-    then = datetime.fromisoformat(stamp)
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
-    left = (then - (now or datetime.now(UTC))).total_seconds()
+    left = (_utc(stamp) - (now or datetime.now(UTC))).total_seconds()
     return "in " + _span(left) if left > 0 else "now"
 
 
