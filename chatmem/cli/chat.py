@@ -16,6 +16,7 @@ from chatmem.cli.common import (
     StrategyOption,
     consoles,
     handles_errors,
+    one_session,
     open_engine,
     session_first,
     settings_from,
@@ -43,12 +44,18 @@ OverBudgetOption = Annotated[
                             "instead of refusing it.")
 ]
 DEFAULT_SESSION = "default"
+SessionAlias = Annotated[
+    str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                             help="The session, as an option (same as the first word).")
+]
 
 
 @handles_errors
 def chat(
-    session: Annotated[str, typer.Argument(metavar="SESSION",
-                                           help="Session to create or resume.")] = DEFAULT_SESSION,
+    session: Annotated[str | None, typer.Argument(
+        metavar="SESSION", show_default=False,
+        help="Session to create or resume (default: default).")] = None,
+    session_option: SessionAlias = None,
     strategy: StrategyOption = None,
     param: ParamOption = None,
     provider: ProviderOption = None,
@@ -70,6 +77,7 @@ def chat(
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
 
+    session = one_session(session, session_option) or DEFAULT_SESSION
     settings = settings_from(config, db, provider, model, helper_model)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
@@ -93,10 +101,7 @@ def ask(
     words: Annotated[list[str], typer.Argument(
         metavar="[SESSION] TEXT", show_default=False,
         help="The session (default: default) and the question; TEXT - reads it from stdin.")],
-    session_option: Annotated[
-        str | None, typer.Option("--session", metavar="SESSION", show_default=False,
-                                 help="The session, as an option (same as the first word).")
-    ] = None,
+    session_option: SessionAlias = None,
     strategy: StrategyOption = None,
     param: ParamOption = None,
     provider: ProviderOption = None,

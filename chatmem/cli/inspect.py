@@ -43,6 +43,7 @@ from chatmem.cli.common import (
     StrategyOption,
     consoles,
     handles_errors,
+    one_session,
     open_store,
     print_json,
     reproducing_provider,
@@ -64,7 +65,12 @@ TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model
 
 @handles_errors
 def inspect(
-    session: Annotated[str, typer.Argument(help="Session name.")],
+    session: Annotated[str | None, typer.Argument(
+        metavar="SESSION", show_default=False, help="Session name.")] = None,
+    session_option: Annotated[
+        str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                                 help="The session, as an option (same as the first word).")
+    ] = None,
     turn: Annotated[
         int | None, typer.Option("--turn", "-t", min=1, show_default=False, metavar="N",
                                  help="Turn number (default: the last turn).")
@@ -96,9 +102,12 @@ def inspect(
 
     Example: chatmem inspect support --turn 12 --strategy window --param k=2
     """
-    if next_text is not None and not next_text.strip():
-        from chatmem.errors import UsageError
+    from chatmem.errors import UsageError
 
+    session = one_session(session, session_option)
+    if session is None:
+        raise UsageError("missing argument SESSION (or --session SESSION)")
+    if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)
     with open_store(settings, create=False) as store:

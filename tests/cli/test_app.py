@@ -22,7 +22,7 @@ runner = CliRunner()
         (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "2"],
          "--min-recall must be 1 or less"),
         (["replay", "x.jsonl"], "missing option --strategy"),
-        (["inspect"], "missing argument SESSION"),
+        (["inspect"], "missing argument SESSION (or --session SESSION)"),
         (["sessions", "show"], "missing argument SESSION"),
         (["--bogus"], "no such option --bogus"),
         (["ask", "hi", "--sesion", "x"], "no such option --sesion (did you mean --session?)"),

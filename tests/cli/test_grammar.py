@@ -75,6 +75,36 @@ def test_ask_takes_the_session_first_or_as_an_option_or_not_at_all(tmp_path: Pat
                            "got 3 words: 'trip where to'\n")
 
 
+def test_chat_and_inspect_take_the_session_first_or_as_an_option(tmp_path: Path) -> None:
+    db = str(tmp_path / "c.db")
+    base = ["--db", db, "--provider", "scripted"]
+    assert run("chat", "trip", *base, input="first\n").stdout == "echo #1: first\n"
+    assert run("chat", "--session", "trip", *base, input="second\n").exit_code == 0
+    assert run("chat", "trip", "--session", "trip", *base, input="third\n").exit_code == 0
+    assert run("chat", *base, input="elsewhere\n").exit_code == 0  # no session: default
+    with Store(db) as store:
+        assert [m.content for m in store.messages(store.session("trip").id)
+                if m.role == "user"] == ["first", "second", "third"]
+        assert [s["name"] for s in store.list_sessions()] == ["default", "trip"]
+    shown = run("inspect", "trip", "--json", *base)
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["input"] == "third"
+    assert run("inspect", "--session", "trip", "--json", *base).stdout == shown.stdout
+    assert run("inspect", "trip", "--session", "trip", "--json", *base).stdout == shown.stdout
+    for command in (["chat", "trip", "--session", "other"],
+                    ["inspect", "trip", "--session", "other"]):
+        clash = run(*command, *base, input="never sent\n")
+        assert (clash.exit_code, clash.stdout) == (2, ""), command
+        assert clash.stderr == ("error: two sessions given: 'trip' and --session 'other'; "
+                                "give one\n")
+    with Store(db) as store:
+        assert store.find_session("other") is None
+        assert len(store.messages(store.session("trip").id)) == 6  # the clash sent nothing
+    missing = run("inspect", *base)
+    assert (missing.exit_code, missing.stderr) == (
+        2, "error: missing argument SESSION (or --session SESSION)\n")
+
+
 BAD_NAME = "error: invalid session name 'bad name/with slash': use letters, digits, '-', '_'," \
            " '.' or '+', starting with a letter or digit, no spaces or '/', up to 64 " \
            "characters (e.g. trip-b)\n"
