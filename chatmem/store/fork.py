@@ -109,8 +109,14 @@ class ForkTables(SessionTables, MemoryTables):
                           copied, rebuilt, stated)
 
     def _copy_messages(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
-        """Messages of turns ≤ `upto`, positions, turns and times kept; old id → new id."""
+        """Messages of turns ≤ `upto`, positions, turns and times kept; old id → new id.
+
+        Their token counts and vectors come along: a copy has the same text and the
+        same message before it, so it costs and means what the original did, and a
+        long fork's first recall embeds nothing.
+        """
         ids: dict[int, int] = {}
+        models = self._vector_models()
         for message in self.messages(source_id, 1, upto):
             cursor = self.db.execute(
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
@@ -128,7 +134,23 @@ class ForkTables(SessionTables, MemoryTables):
                 " SELECT ?, tokenizer, tokens FROM token_counts WHERE message_id = ?",
                 [copy, message.id],
             )
+            for model in models:
+                self.db.execute(
+                    "INSERT INTO message_vectors (message_id, model, dimensions, vector,"
+                    " context_vector) SELECT ?, model, dimensions, vector, context_vector"
+                    " FROM message_vectors WHERE model = ? AND message_id = ?",
+                    [copy, model, message.id],
+                )
         return ids
+
+    def _vector_models(self) -> list[str]:
+        """The embedding models with vectors in the file, each found by one seek of the
+        (model, message) key rather than a read of every vector."""
+        models: list[str] = []
+        while (model := self._value("SELECT min(model) FROM message_vectors WHERE model > ?",
+                                    [models[-1] if models else ""])) is not None:
+            models.append(str(model))
+        return models
 
     def _derived_owners(self, session_id: int) -> list[str]:
         rows = self._rows(

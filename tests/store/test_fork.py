@@ -246,3 +246,39 @@ def test_bookkeeping_state_is_copied_but_not_reported(store: Store, make_engine)
     report = store.fork_session("trip", "b", at_turn=1)
     assert report.copied == [] and report.rebuilt == []
     assert store.strategy_state(store.session("b").id, "counter") == {"last": 7}
+
+
+def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
+    store: Store, make_engine
+) -> None:
+    from chatmem.embeddings.hashed import HashEmbedder
+    from chatmem.memory import create_strategy
+
+    embedder = HashEmbedder()
+    source = talk(make_engine("retrieval", name="trip", embedder=embedder, recent=0))
+    source.build_context("anything")  # collects the last background job: every vector stored
+    other = HashEmbedder(dimensions=64)  # a second model's vectors come along too
+    source._embedder = other
+    source.build_context("anything")
+    vectors = store.vector_models()
+    assert vectors == {embedder.key: 10, other.key: 10}
+
+    store.fork_session("trip", "whole")
+    store.fork_session("trip", "part", at_turn=2)
+    assert store.vector_models() == {embedder.key: 10 + 10 + 4, other.key: 10 + 10 + 4}
+    originals = {(row.message_id, row.vector, row.context_vector)
+                 for row in store.vector_rows(store.session("trip").id, embedder.key)}
+    by_position = {m.id: m.position for m in store.messages(store.session("trip").id)}
+    copies = {m.id: m.position for m in store.messages(store.session("whole").id)}
+    assert {(copies[r.message_id], r.vector, r.context_vector)
+            for r in store.vector_rows(store.session("whole").id, embedder.key)} == {
+        (by_position[i], vector, context) for i, vector, context in originals}
+
+    calls = embedder.calls
+    fork = make_engine("retrieval", name="whole", embedder=embedder, recent=0)
+    context = create_strategy("retrieval", {"recent": "0", "mode": "dense"}).build(
+        fork.request("where do I live?"))
+    assert embedder.calls == calls  # nothing re-embedded: only the question was
+    assert "I live in Lisbon" in [m.content for m in context.part("recalled").messages]
+    store.delete_session("trip")
+    assert store.vector_models() == {embedder.key: 14, other.key: 14}
