@@ -60,6 +60,8 @@ class Settings:
     """Let the extractor put lasting personal facts in the user profile (all sessions)."""
     key_command: str | None = None
     """A command that prints the history file's key (e.g. a password manager's CLI)."""
+    key_command_timeout: float = 120
+    """Seconds key_command may take (a password manager may wait for a person)."""
     retention_days: int | None = None
     """Sessions idle longer than this are erased when a chat starts; unset: kept."""
     fact_idle_days: int | None = None
@@ -98,27 +100,14 @@ class Settings:
     def history_key(self) -> str | None:
         """The key of an encrypted history file: $CHATMEM_KEY, else key_command's output.
 
-        Never stored, printed or put in an error message.
+        Never stored, printed or put in an error message: a failure of key_command is
+        one line (KeyUnavailable, exit 3) that quotes neither its output nor the command.
         """
         if os.environ.get(KEY_ENV):
             return os.environ[KEY_ENV]
         if not self.key_command:
             return None
-        import subprocess
-
-        try:
-            # stdin and stderr stay the terminal's: a password manager may ask for its own.
-            done = subprocess.run(self.key_command, shell=True, stdout=subprocess.PIPE,
-                                  text=True, timeout=120, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise ConfigError(f"key_command could not run: {type(e).__name__}") from None
-        if done.returncode != 0:
-            raise ConfigError(f"key_command failed (exit {done.returncode}); no key, nothing "
-                              "opened")
-        key = done.stdout.rstrip("\r\n")
-        if not key:
-            raise ConfigError("key_command printed no key; nothing opened")
-        return key
+        return run_key_command(self.key_command, self.key_command_timeout)
 
     def params_for(self, strategy: str) -> dict[str, Any]:
         return dict(self.strategies.get(strategy, {}))
@@ -233,3 +222,49 @@ def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"{path}: keys {old!r} and {key!r} disagree; {old!r} is the old "
                               f"name of {key!r}: keep {key!r} only")
     return {**data, **moved, "summary": summary}
+
+
+def run_key_command(command: str, timeout: float) -> str:
+    """What `command` prints on stdout, its line ending removed; KeyUnavailable otherwise.
+
+    stdin stays the terminal's, and stderr too when it is one: a password manager may
+    ask there. Elsewhere (a script, a pipe) its stderr is caught so the error stays
+    one line, and its last line is quoted: it says why, and it is not the key.
+    """
+    import subprocess
+    import sys
+
+    from chatmem.errors import KeyUnavailable
+
+    stderr = None if sys.stderr.isatty() else subprocess.PIPE
+    try:
+        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise KeyUnavailable(f"key_command gave no key within {timeout:g} s "
+                             "(key_command_timeout); nothing opened") from None
+    except OSError as e:
+        raise KeyUnavailable(f"key_command could not run ({type(e).__name__}); no key, "
+                             "nothing opened") from None
+    if done.returncode != 0:
+        why = {127: "command not found, ", 126: "command not executable, "}.get(
+            done.returncode, "")
+        said = _last_line(done.stderr)
+        raise KeyUnavailable(f"key_command failed ({why}exit {done.returncode})"
+                             f"{f': {said}' if said else ''}; no key, nothing opened")
+    try:
+        key = done.stdout.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise KeyUnavailable("key_command printed bytes that are not UTF-8; nothing "
+                             "opened") from None
+    if not key:
+        raise KeyUnavailable("key_command printed no key; nothing opened")
+    return key
+
+
+def _last_line(output: bytes | None) -> str:
+    """The last line a failed command wrote on stderr, printable and at most 200 characters."""
+    lines = [line.strip() for line in (output or b"").decode("utf-8", "replace").splitlines()]
+    last = next((line for line in reversed(lines) if line), "")
+    last = "".join(ch if ch.isprintable() else "\ufffd" for ch in last)
+    return last if len(last) <= 200 else last[:199] + "…"

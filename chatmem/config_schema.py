@@ -31,6 +31,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "helper_model": str,
         "user_facts": bool,
         "key_command": str,
+        "key_command_timeout": (int, float),
         "retention_days": int,
         "fact_idle_days": int,
     },
@@ -51,10 +52,11 @@ MINIMUMS: dict[str, int] = {
 }
 # The largest: a retry count of a billion retries a hung server for ever.
 MAXIMUMS: dict[str, float] = {
-    "timeout": 3600, "max_retries": 10, "context_budget": 10**9, "max_reply_tokens": 10**7,
+    "timeout": 3600, "key_command_timeout": 3600, "max_retries": 10, "context_budget": 10**9,
+    "max_reply_tokens": 10**7,
     "local.threads": 1024, "local.n_ctx": 10**7,
 }
-POSITIVE = ("timeout",)
+POSITIVE = ("timeout", "key_command_timeout")
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """What api_key_env must look like: the name of an environment variable."""

@@ -12,6 +12,7 @@ and an exit code::
     ├── StoreError                    the database cannot be used
     │   ├── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
     │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
+    │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
     └── ProviderError                 the model could not answer
         ├── NoModelAvailable          nothing configured and no local model installed
@@ -41,7 +42,8 @@ class ExitCode(IntEnum):
     """An invalid request (option, value, name, config, transcript) or a history file that
     cannot be used (not chatmem's, newer, read-only, busy, full): nothing was changed."""
     KEY = 3
-    """The history file is encrypted and the key is missing or wrong; nothing was changed."""
+    """The history file is encrypted and the key is missing or wrong, or key_command could
+    not give it (not found, failed, timed out); nothing was changed."""
     BELOW_THRESHOLD = 1
     """`eval --min-recall`: a strategy scored below the threshold."""
     INTERRUPTED = 130
@@ -94,6 +96,14 @@ class HistoryLocked(StoreError):
         super().__init__(message)
         self.missing = missing
         """True when no key was given (the REPL can ask for one), False when it was wrong."""
+
+
+class KeyUnavailable(HistoryLocked):
+    """key_command gave no key: exit 3 like any missing key, and no prompt instead
+    (the config chose where the key comes from)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, missing=False)
 
 
 class NotFound(ChatmemError):

@@ -129,6 +129,7 @@ def test_public_settings_never_contain_the_key(monkeypatch: pytest.MonkeyPatch) 
         ("context_budget = 0\n", "key 'context_budget' must be at least 1, got 0"),
         ("timeout = -1\n", "key 'timeout' must be more than 0, got -1"),
         ("timeout = 0.0\n", "key 'timeout' must be more than 0, got 0.0"),
+        ("key_command_timeout = 0\n", "key 'key_command_timeout' must be more than 0, got 0"),
         ("max_retries = -3\n", "key 'max_retries' must be at least 0, got -3"),
         ("max_reply_tokens = 0\n", "key 'max_reply_tokens' must be at least 1, got 0"),
         ("[local]\nthreads = 0\n", "key 'local.threads' must be at least 1, got 0"),

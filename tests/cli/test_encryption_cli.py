@@ -192,11 +192,45 @@ def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -
     config.write_text("key_command = \"echo nope >&2; exit 7\"\n")
     failed = run("sessions", "list", "--db", str(db), "--config", str(config))
     assert (failed.exit_code, failed.stderr) == (
-        2, "error: key_command failed (exit 7); no key, nothing opened\n")
+        3, "error: key_command failed (exit 7): nope; no key, nothing opened\n")
     config.write_text("key_command = \"true\"\n")
     empty = run("sessions", "list", "--db", str(db), "--config", str(config))
     assert (empty.exit_code, empty.stderr) == (
-        2, "error: key_command printed no key; nothing opened\n")
+        3, "error: key_command printed no key; nothing opened\n")
+
+
+SECRET = "Kc-7731 秘钥 leaked"
+"""What a failing key_command printed on stdout before it failed: no output may show it."""
+
+
+@pytest.mark.parametrize(("command", "timeout", "message"), [
+    ("chatmem-no-such-password-manager --get history", 120,
+     r"key_command failed \(command not found, exit 127\): "
+     r"\S*sh: .*chatmem-no-such-password-manager.*not found; no key, nothing opened"),
+    (f"printf '%s' '{SECRET}'; echo 'vault is locked' >&2; exit 5", 120,
+     r"key_command failed \(exit 5\): vault is locked; no key, nothing opened"),
+    (f"printf '%s' '{SECRET}'; exec sleep 60", 0.2,
+     r"key_command gave no key within 0\.2 s \(key_command_timeout\); nothing opened"),
+    ("printf '\\377\\376'", 120,
+     r"key_command printed bytes that are not UTF-8; nothing opened"),
+], ids=["not-found", "exits-non-zero", "times-out", "not-utf-8"])
+def test_a_key_command_that_gives_no_key_is_one_line_with_exit_3(
+    tmp_path: Path, command: str, timeout: float, message: str
+) -> None:
+    """Whatever key_command printed stays out of every output; nothing is created or changed."""
+    config, db, new = tmp_path / "config.toml", tmp_path / "h.db", tmp_path / "new.db"
+    config.write_text(f"key_command = {json.dumps(command)}\n"
+                      f"key_command_timeout = {timeout}\n", encoding="utf-8")
+    Store(db, key=KEY).close()
+    before = files(tmp_path)
+    for args in (["sessions", "list", "--db", str(db)],
+                 ["chat", "s", "--db", str(db), "--provider", "scripted"],
+                 ["chat", "s", "--db", str(new), "--provider", "scripted"]):
+        result = run(*args, "--config", str(config), input="hello\n")
+        assert result.exit_code == 3, result.output
+        assert re.fullmatch(f"error: {message}\n", result.stderr), result.stderr
+        assert result.stdout == "" and SECRET not in result.output
+    assert files(tmp_path) == before
 
 
 def test_rekey_needs_a_new_key(tmp_path: Path) -> None:
