@@ -6,13 +6,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.cells import cell_len
 from rich.columns import Columns
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+
+from chatmem.render.layout import Fitted, Flow, Label, Narrowing
 
 if TYPE_CHECKING:
     from chatmem.scoring import ProbeResult, StrategyRun
@@ -34,32 +36,6 @@ def series_style(index: int) -> str:
     return SERIES_STYLES[index % len(SERIES_STYLES)]
 
 
-class Fitted:
-    """The first of several layouts whose minimum width fits the console; else the last.
-
-    Rich squeezes a table that does not fit by shrinking its wrappable columns to
-    nothing (row labels vanish) and cutting no-wrap ones off, so a narrow
-    terminal gets a different layout instead.
-    """
-
-    def __init__(self, *layouts: RenderableType) -> None:
-        self.layouts = layouts
-
-    def choose(self, console: Console, options: ConsoleOptions) -> RenderableType:
-        # Measurement.get caps the minimum at the width it is given: ask with room to spare.
-        roomy = options.update_width(10_000)
-        for layout in self.layouts[:-1]:
-            if Measurement.get(console, roomy, layout).minimum <= options.max_width:
-                return layout
-        return self.layouts[-1]
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.choose(console, options)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement.get(console, options, self.choose(console, options))
-
-
 def _number(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "–"
@@ -71,12 +47,6 @@ def _recall(value: float | None) -> Text:
         return Text("–", style="dim")
     style = "green" if value >= 0.999 else "yellow" if value >= 0.5 else "red"
     return Text(f"{value:.2f}", style=style)
-
-
-def _label_width(runs: Sequence[StrategyRun]) -> int:
-    """The longest word of any label: labels wrap between words, never inside one."""
-    words = [len(word) for r in runs for word in r.label.split()]
-    return min(max(words, default=8), 24)
 
 
 def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, RenderableType]]],
@@ -95,16 +65,35 @@ def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, Ren
     return Group(*blocks)
 
 
-def _wide(runs: Sequence[StrategyRun], columns: Sequence[str],
-          rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
-          caption: str) -> Table:
-    out = Table(title=title, header_style="bold", caption=caption)
-    out.add_column("strategy", min_width=_label_width(runs))
-    for column in columns:
-        out.add_column(column, justify="right", no_wrap=True)
-    for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
-        out.add_row(Text(run.label, style=series_style(i)), *(value for _, value in cells))
-    return out
+def _summary(runs: Sequence[StrategyRun], columns: Sequence[str],
+             rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
+             caption: str, *, compact: bool = False) -> Narrowing:
+    """One row per strategy. `compact`: no vertical rules, for when the ruled table is
+    a few columns too wide (as `sessions list` does at 80 columns)."""
+
+    def build(width: int | None) -> Table:
+        if compact:
+            out = Table(title=title, header_style="bold", caption=caption,
+                        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        else:
+            out = Table(title=title, header_style="bold", caption=caption)
+        out.add_column("strategy")
+        for column in columns:
+            out.add_column(column, justify="right", no_wrap=True)
+        for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
+            out.add_row(Label(run.label, series_style(i), width), *(value for _, value in cells))
+        return out
+
+    return Narrowing(build, [run.label for run in runs])
+
+
+def _fitted_summary(runs: Sequence[StrategyRun], columns: Sequence[str],
+                    rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
+                    caption: str) -> Fitted:
+    """Ruled, else without rules, else a list per strategy: whichever fits first."""
+    return Fitted(_summary(runs, columns, rows, title, caption),
+                  _summary(runs, columns, rows, title, caption, compact=True),
+                  _stacked(runs, rows, title, caption))
 
 
 def _caption(text: str, counted: str | None) -> str:
@@ -127,8 +116,7 @@ def replay_table(runs: Sequence[StrategyRun], title: str | None = None,
             else str(run.facts),
         ]
         rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
-    return Fitted(_wide(runs, columns, rows, title, caption),
-                  _stacked(runs, rows, title, caption))
+    return _fitted_summary(runs, columns, rows, title, caption)
 
 
 def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
@@ -150,8 +138,7 @@ def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
             values.append(_recall(run.answer_recall()))
         values += [_number(mean, 1), _number(most), str(run.model_calls)]
         rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
-    return Fitted(_wide(runs, columns, rows, title, caption),
-                  _stacked(runs, rows, title, caption))
+    return _fitted_summary(runs, columns, rows, title, caption)
 
 
 PROBE_CAPTION = ("✓ every expected id and text in the context · ✗ none of them · "
@@ -162,16 +149,30 @@ def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
     """Each probe against each strategy: ✓ all found, ✗ none, else found/expected.
 
     Wide: one column per strategy, named. Many or long names: columns lettered
-    A, B, … with a key above. Too narrow for either: one block per probe.
+    A, B, … with a key above. Too many strategies for one grid: several grids of
+    fewer strategies each, every one with the probes. Too narrow for a grid of
+    two: one block per probe.
     """
     probes = runs[0].probes if runs else []
     cells = [[_probe_cell(run.probes[index]) for run in runs] for index in range(len(probes))]
-    named = _probe_grid(runs, probes, cells, [r.label for r in runs])
-    letters = [LETTERS[i % len(LETTERS)] for i in range(len(runs))]
-    key = Columns([Text.assemble((f"{letter} ", "bold"), (run.label, series_style(i)))
-                   for i, (letter, run) in enumerate(zip(letters, runs, strict=True))],
-                  padding=(0, 2))
-    lettered = Group(key, _probe_grid(runs, probes, cells, letters))
+    every = range(len(runs))
+    letters = [LETTERS[i % len(LETTERS)] for i in every]
+    key = Flow([Text.assemble((f"{letter} ", "bold"), (run.label, series_style(i)))
+                for i, (letter, run) in enumerate(zip(letters, runs, strict=True))])
+    layouts: list[RenderableType] = [
+        _probe_grid(probes, cells, [r.label for r in runs], every),
+        Group(key, _probe_grid(probes, cells, letters, every)),
+    ]
+    sizes = sorted({-(-len(runs) // parts) for parts in range(2, len(runs) // 2 + 1)},
+                   reverse=True)
+    for size in (s for s in sizes if s >= 2):
+        groups = [range(start, min(start + size, len(runs)))
+                  for start in range(0, len(runs), size)]
+        layouts.append(Group(key, *(
+            _probe_grid(probes, cells, letters, group,
+                        title=f"per probe, {letters[group[0]]}–{letters[group[-1]]}",
+                        caption=PROBE_CAPTION if group is groups[-1] else None)
+            for group in groups)))
     blocks: list[RenderableType] = [Text("per probe", style="bold italic")]
     for index, probe in enumerate(probes):
         blocks.append(Text.assemble((f"after turn {probe.after_turn}: ", "bold"), probe.question))
@@ -182,18 +183,28 @@ def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
             line.append(f" {run.label}", style=series_style(i))
         blocks.append(line)
     blocks.append(Text(PROBE_CAPTION, style="dim"))
-    return Fitted(named, lettered, Group(*blocks))
+    return Fitted(*layouts, Group(*blocks))
 
 
-def _probe_grid(runs: Sequence[StrategyRun], probes: Sequence[ProbeResult],
-                cells: Sequence[Sequence[Text]], headers: Sequence[str]) -> Table:
-    out = Table(header_style="bold", title="per probe", caption=PROBE_CAPTION)
+PROBE_WIDTH = 24
+"""The narrowest probe column a grid may have: narrower, a question takes more lines than
+the grid saves."""
+
+
+def _probe_grid(probes: Sequence[ProbeResult], cells: Sequence[Sequence[Text]],
+                headers: Sequence[str], which: Sequence[int], *, title: str = "per probe",
+                caption: str | None = PROBE_CAPTION) -> Table:
+    out = Table(header_style="bold", title=title, caption=caption)
     out.add_column("after\nturn", justify="right", no_wrap=True)
-    out.add_column("probe", overflow="fold", ratio=1, min_width=16)
-    for i, header in enumerate(headers):
-        out.add_column(header, style=series_style(i), justify="center", no_wrap=True)
+    longest = max((cell_len(p.question) for p in probes), default=0)
+    out.add_column("probe", overflow="fold", ratio=1, min_width=min(longest, PROBE_WIDTH))
+    for i in which:
+        # A no-wrap column's header is measured by its longest word: say its real width,
+        # or Fitted would take a grid that overflows for one that fits.
+        out.add_column(headers[i], style=series_style(i), justify="center", no_wrap=True,
+                       min_width=cell_len(headers[i]))
     for index, probe in enumerate(probes):
-        out.add_row(str(probe.after_turn), probe.question, *cells[index])
+        out.add_row(str(probe.after_turn), probe.question, *(cells[index][i] for i in which))
     return out
 
 

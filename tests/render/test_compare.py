@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from chatmem.render.compare import (
     replay_table,
     token_chart,
 )
+from chatmem.render.layout import Label
 from chatmem.replay import without_repl_hints
 from chatmem.scoring import ProbeResult, StrategyRun
 
@@ -75,7 +77,7 @@ def show(renderable: object, width: int) -> str:
     return console.export_text()
 
 
-@pytest.mark.parametrize("width", [40, 60, 80])
+@pytest.mark.parametrize("width", [40, 60])
 def test_a_narrow_replay_table_stacks_instead_of_cutting_columns_or_names(width: int) -> None:
     out = show(replay_table(make_runs(), title="replay of t.jsonl"), width)
     lines = out.splitlines()
@@ -84,6 +86,23 @@ def test_a_narrow_replay_table_stacks_instead_of_cutting_columns_or_names(width:
         assert label in lines
     # and every value is shown with its name, none cut off
     assert "tokens total 20,400" in out and "summary versions 8" in out and "facts +pins 1" in out
+
+
+def test_at_80_columns_nine_strategies_replay_as_a_table_without_vertical_rules() -> None:
+    out = show(replay_table(make_runs(), title="replay of t.jsonl"), 80)
+    lines = out.splitlines()
+    assert all(cell_len(line) <= 80 for line in lines) and "…" not in out
+    assert "│" not in out and "┃" not in out
+    header = next(i for i, line in enumerate(lines) if line.startswith("strategy"))
+    assert lines[header].split() == ["strategy", "turns", "total", "mean", "max", "calls",
+                                     "versions", "+pins"]
+    rows = lines[header + 2:]
+    assert rows[0].split() == ["buffer", "2", "20,400", "10,200.0", "20,000", "0", "0", "0"]
+    # The one label longer than the room breaks after its `+`, never inside a name.
+    at = next(i for i, line in enumerate(rows) if line.startswith("summary-buffer+ "))
+    assert rows[at + 1].rstrip() == "retrieval"
+    for label in LABELS[:-1]:
+        assert any(line.startswith(f"{label} ") for line in rows), label
 
 
 def test_a_wide_replay_table_stays_a_table() -> None:
@@ -99,12 +118,51 @@ def test_a_label_with_parameters_wraps_between_words_instead_of_being_cut() -> N
     assert "│ summary-buffer " in out and "│ max_tokens=600 " in out
 
 
-@pytest.mark.parametrize("width", [50, 70])
+def test_the_label_column_is_no_wider_than_its_wrapped_labels() -> None:
+    """The README's eval at 80 columns: a ruled table, one label on two lines, no slack."""
+    labels = ["buffer", "window k=2", "tokens", "summary-buffer", "entity", "retrieval",
+              "summary-buffer+retrieval"]
+    out = show(eval_table(make_runs(labels)), 80)
+    assert "│ summary-buffer+ │" in out and "│ retrieval       │" in out
+    assert "│ window k=2      │" in out
+    assert all(cell_len(line) <= 80 for line in out.splitlines())
+
+
+@pytest.mark.parametrize(("label", "width", "lines"), [
+    ("summary-buffer+retrieval", 15, ["summary-buffer+", "retrieval"]),
+    ("summary-buffer+retrieval", 24, ["summary-buffer+retrieval"]),
+    ("summary-buffer+retrieval max_tokens=600,top_k=2", 26,
+     ["summary-buffer+retrieval", "max_tokens=600,top_k=2"]),
+    ("summary-buffer+retrieval max_tokens=600,top_k=2", 17,
+     ["summary-buffer+", "retrieval", "max_tokens=600,", "top_k=2"]),
+    ("window+entity k=2", 5, ["window+", "entity", "k=2"]),  # a wider piece stays whole
+    ("摘要+检索 预算=六百", 12, ["摘要+检索", "预算=六百"]),  # widths in terminal cells
+])
+def test_labels_break_between_words_and_after_plus_or_comma(
+    label: str, width: int, lines: list[str]
+) -> None:
+    assert Label(label, width=width).lines == lines
+    assert Label(label).lines == [label]
+    if width >= Label.narrowest(label):
+        assert all(cell_len(line) <= width for line in lines)
+
+
+@pytest.mark.parametrize("width", [50, 60])
 def test_a_narrow_eval_table_keeps_every_column(width: int) -> None:
     out = show(eval_table(make_runs(LABELS[6:])), width)
     assert all(cell_len(line) <= width for line in out.splitlines())
     assert "summary-buffer+retrieval" in out.splitlines()
     assert "context mean 50.0" in out and "model calls 0" in out
+
+
+def test_an_eval_table_a_few_columns_too_wide_drops_its_vertical_rules() -> None:
+    out = show(eval_table(make_runs(LABELS[6:])), 70)
+    assert "│" not in out and all(cell_len(line) <= 70 for line in out.splitlines())
+    rows = out.splitlines()
+    assert rows[next(i for i, r in enumerate(rows) if r.startswith("strategy"))].split() == [
+        "strategy", "probes", "recall", "recall", "mean", "max", "calls"]
+    assert any(r.split()[:2] == ["summary-buffer+", "2"] for r in rows)
+    assert any(r.strip() == "retrieval" for r in rows)
 
 
 def test_the_probe_question_shows_with_nine_strategies() -> None:
@@ -120,6 +178,96 @@ def test_a_few_strategies_keep_named_probe_columns() -> None:
     header = next(line for line in out.splitlines() if "probe" in line and "┃" in line)
     assert "buffer" in header and "window" in header
     assert "A buffer" not in out
+
+
+def test_too_many_strategies_for_one_probe_grid_split_into_grids_that_fit() -> None:
+    labels = [f"{name} k={k}" for k in (2, 3) for name in ("window", "tokens", "entity",
+                                                          "summary-buffer", "retrieval",
+                                                          "summary")]
+    out = show(probe_table(make_runs(labels)), 80)
+    lines = out.splitlines()
+    assert all(cell_len(line) <= 80 for line in lines)
+    assert "A window k=2" in out and "L summary k=3" in out  # one key for all grids
+    first, second = (lines.index(line) for line in lines if "per probe, " in line)
+    assert lines[first].strip() == "per probe, A–F" and lines[second].strip() == "per probe, G–L"
+    for start, end, letters in ((first, second, "ABCDEF"), (second, len(lines), "GHIJKL")):
+        grid = lines[start:end]
+        header = next(line for line in grid if "probe" in line and "┃" in line)
+        assert [h.strip() for h in header.split("┃")[3:-1]] == list(letters)
+        assert sum("问题 0：我们的预算是多少？" in line for line in grid) == 1
+    assert out.count("✓ every expected id") == 1
+
+
+def test_cjk_probe_questions_keep_the_grid_aligned() -> None:
+    out = show(probe_table(make_runs(LABELS[:4], probes=3)), 60)
+    grid = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len({cell_len(line) for line in grid}) == 1
+    rules = {tuple(i for i, ch in enumerate(_cells(line)) if ch in {"┃", "│"})
+             for line in grid if line[0] in "┃│"}
+    assert len(rules) == 1  # every body and header row has its rules in the same cells
+
+
+def _cells(line: str) -> list[str]:
+    """The line as terminal cells: a wide character takes two."""
+    return [c for ch in line for c in ([ch, ""] if cell_len(ch) == 2 else [ch])]
+
+
+MIXED = ["buffer", "window k=2", "摘要+检索 预算=六百",
+         "summary-buffer+retrieval max_tokens=600,top_k=2", "实体"]
+
+
+def grid_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+
+
+def assert_aligned(grid: list[str]) -> None:
+    """Every line of a ruled grid is as wide, its rules in the same cells (CJK takes two)."""
+    assert len({cell_len(line) for line in grid}) == 1, grid
+    rules = {tuple(i for i, ch in enumerate(_cells(line)) if ch in {"┃", "│"})
+             for line in grid if line[0] in "┃│"}
+    assert len(rules) == 1, grid
+
+
+@pytest.mark.parametrize("table", [eval_table, replay_table])
+def test_at_120_columns_every_label_is_whole_on_one_row_of_a_ruled_table(table) -> None:
+    out = show(table(make_runs(MIXED), title="eval of 会话.jsonl"), 120)
+    assert all(cell_len(line) <= 120 for line in out.splitlines()) and "…" not in out
+    grid = grid_lines(out)
+    assert_aligned(grid)
+    body = [line for line in grid if line.startswith("│")]
+    assert [line.split("│")[1].strip() for line in body] == MIXED  # one line each, in order
+
+
+def test_at_80_columns_chinese_labels_keep_the_eval_table_aligned() -> None:
+    out = show(eval_table(make_runs(MIXED)), 80)
+    assert all(cell_len(line) <= 80 for line in out.splitlines()) and "…" not in out
+    grid = grid_lines(out)
+    assert_aligned(grid)
+    labels = [line.split("│")[1].strip() for line in grid if line.startswith("│")]
+    assert "摘要+检索 预算=六百" in labels and "实体" in labels
+    # The long label wraps where Label breaks it, each piece on its own row of the column.
+    at = labels.index("summary-buffer+")
+    assert labels[at:at + 4] == ["summary-buffer+", "retrieval", "max_tokens=600,", "top_k=2"]
+
+
+def test_at_80_columns_the_compact_replay_table_lines_its_columns_up_under_cjk() -> None:
+    out = show(replay_table(make_runs(MIXED)), 80)
+    lines = out.splitlines()
+    assert all(cell_len(line) <= 80 for line in lines) and "│" not in out
+    header = next(i for i, line in enumerate(lines) if line.startswith("strategy"))
+    rows = [line for line in lines[header + 2:] if re.search(r" \d[\d,.]*$", line.rstrip())]
+    assert [r.split()[0] for r in rows] == ["buffer", "window", "摘要+检索", "summary-buffer+",
+                                            "实体"]
+    ends = {cell_len(r.rstrip()) for r in rows}
+    assert len(ends) == 1  # the last column ends in the same cell on every row
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_probe_grid_with_long_spaced_labels_never_overflows(width: int) -> None:
+    out = show(probe_table(make_runs(MIXED)), width)
+    assert all(cell_len(line) <= width for line in out.splitlines()), out
+    assert_aligned(grid_lines(out))
+    assert "D summary-buffer+retrieval max_tokens=600,top_k=2" in out  # lettered, with a key
 
 
 def test_a_probe_table_too_wide_for_the_terminal_lists_probe_by_probe() -> None:
@@ -169,5 +317,8 @@ def test_tables_fit_any_width_and_keep_every_strategy_name(width: int, count: in
     for table in (replay_table(runs), eval_table(runs), probe_table(runs)):
         out = show(table, width)
         assert all(cell_len(line) <= width for line in out.splitlines())
-        for label in LABELS[:count]:
-            assert label in out
+        assert "…" not in out
+        for label in LABELS[:count]:  # whole, or broken only where Label breaks it
+            assert label in out or all(
+                re.search(rf"(^|[ │┃]){re.escape(line.strip())}( |$)", out, re.M)
+                for line in Label(label, width=Label.narrowest(label)).lines), label
