@@ -24,7 +24,7 @@ from chatmem.memory.facts import sent_fact_ids
 from chatmem.memory.params import format_params
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
-from chatmem.store import SessionRecord, Store, TurnRecord, now
+from chatmem.store import SessionRecord, Store, TurnRecord
 from chatmem.text import REPLACEMENT, is_valid, valid_text
 from chatmem.tokens import TokenCounter
 
@@ -164,7 +164,7 @@ class Engine:
                            f" {REPLACEMENT}")
         context = self.build_context(text)
         self.check_budget(context)
-        sent_at = now()
+        sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
         stream = self.provider.stream(context.messages())
         chunks: list[str] = []

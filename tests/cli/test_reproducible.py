@@ -8,8 +8,8 @@ recorded fails loudly instead of quietly changing the numbers.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from chatmem.cli import app
 from chatmem.engine import Engine
 from chatmem.memory import create_strategy
-from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
 runner = CliRunner()
@@ -161,26 +161,19 @@ def test_export_records_each_turns_system_prompt_and_round_trips(chatted: str,
     assert replayed["strategies"][0]["prompt_tokens"]["per_turn"] == recorded
 
 
-class SlowReply(ScriptedReply):
-    def __iter__(self) -> Iterator[str]:
-        time.sleep(0.02)
-        yield from super().__iter__()
+def test_a_turn_stamps_the_question_when_sent_and_the_reply_when_done(db_path: Path) -> None:
+    ticks = iter(range(1, 1000))
 
+    def clock() -> datetime:  # one second later at each reading: no sleep, no race
+        return datetime(2026, 3, 15, 9, 0, tzinfo=UTC) + timedelta(seconds=next(ticks))
 
-class SlowProvider(ScriptedProvider):
-    def stream(self, messages: Any) -> ScriptedReply:
-        reply = super().stream(messages)
-        slow = SlowReply("", 0)
-        slow.__dict__.update(reply.__dict__)
-        return slow
-
-
-def test_a_turn_stamps_the_question_when_sent_and_the_reply_when_done(store: Store) -> None:
-    session = store.create_session("t", "buffer")
-    engine = Engine(store, session, SlowProvider(), create_strategy("buffer", {}))
-    engine.run_turn("hello")
-    user, reply = store.messages(session.id)
+    with Store(db_path, clock=clock) as store:
+        session = store.create_session("t", "buffer")
+        engine = Engine(store, session, ScriptedProvider(), create_strategy("buffer", {}))
+        engine.run_turn("hello")
+        user, reply = store.messages(session.id)
     assert user.created_at < reply.created_at
+    assert user.created_at.startswith("2026-03-15")
 
 
 def test_save_as_stores_exactly_what_was_printed_and_reads_no_other_session(
