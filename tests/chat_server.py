@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from waiting import HANG
+
 
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -69,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
                         {"retry-after-ms": "10"})
         elif mode == "hang":
             # Accepts the request and never answers (until the test ends).
-            self.server.release.wait(30)
+            self.server.release.wait(HANG)
             self.close_connection = True
         elif mode == "html":
             self._body(200, "text/html; charset=utf-8",
@@ -195,8 +197,9 @@ class _Handler(BaseHTTPRequestHandler):
             if i == 0:
                 self.server.first_delta_sent.set()
                 if slow:
-                    # Hold the reply open until the test has interrupted the client.
-                    self.server.release.wait(20)
+                    # Hold the reply open until the test has interrupted the client
+                    # (and released it), however long a busy machine takes to get there.
+                    self.server.release.wait(HANG)
             if cut and i == 1:
                 # The connection drops mid-reply: no final chunk, no [DONE].
                 self.close_connection = True
@@ -217,7 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
 @contextmanager
 def running_chat_server() -> Iterator[ChatServer]:
     server = ChatServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the loop to notice, up to one poll interval.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
+                              daemon=True)
     thread.start()
     try:
         yield server

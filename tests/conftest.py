@@ -10,6 +10,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+# No test may fail for being slow: hypothesis's per-example deadline (200 ms) and its
+# too-slow health check measure the machine, not chatmem, and fail on a busy one.
+hypothesis_settings.register_profile("chatmem", deadline=None,
+                                     suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("chatmem")
 
 os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="chatmem-tiktoken-")
 for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CONFIG",

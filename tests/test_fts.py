@@ -88,7 +88,8 @@ texts = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(query=texts)
 def test_any_query_with_cjk_punctuation_or_mixed_scripts_never_errors(indexed, query) -> None:
     store, session_id = indexed
@@ -96,7 +97,8 @@ def test_any_query_with_cjk_punctuation_or_mixed_scripts_never_errors(indexed, q
         assert isinstance(score, float) and message.session_id == session_id
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(run=st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
                    min_size=2, max_size=12), data=st.data())
 def test_every_bigram_of_an_indexed_cjk_run_finds_it(indexed, run: str, data) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import needs_sqlcipher
 from typer.testing import CliRunner
+from waiting import HANG
 
 from chatmem.cli import app
 from chatmem.store import Store, cipher
@@ -321,7 +322,7 @@ def _in_terminal(args: list[str], typed: list[str], env: dict[str, str]) -> tupl
         os.execvpe(sys.executable, [sys.executable, "-m", "chatmem", *args], env)
     seen = b""
     pending = list(typed)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.2)
         if ready:

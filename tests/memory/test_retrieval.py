@@ -253,8 +253,8 @@ def test_vectors_are_stored_as_turns_go_by_not_only_when_recall_runs(make_engine
     for n in range(3):
         engine.run_turn(f"turn {n} about the delivery address")
         cache = engine.state.caches["recall"][4.0]
-        while cache.job is not None and not cache.job.done():
-            pass  # the background job of this turn
+        if cache.job is not None:
+            cache.job.result()  # waits for this turn's background job to finish
     # Each update stores the job the previous one started, then starts the next.
     assert store.vector_models() == {embedder.key: 4}
     # A build that recalls collects the rest before it ranks.

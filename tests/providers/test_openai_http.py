@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from chat_server import ChatServer
+from waiting import HANG
 
 from chatmem.config import Settings
 from chatmem.engine import Engine, open_session
@@ -28,7 +29,7 @@ SECRET = "sk-test-secret-value-1234567890"
 def engine_for(store: Store, server: ChatServer, *, retries: int = 0, strategy: str = "window",
                **params: str) -> Engine:
     provider = OpenAIProvider("test-model", base_url=server.base_url, api_key=SECRET,
-                              api_key_env="CHATMEM_TEST_KEY", timeout=10, max_retries=retries)
+                              api_key_env="CHATMEM_TEST_KEY", timeout=HANG, max_retries=retries)
     return open_session(store, Settings(system="Be brief."), provider, "http",
                         strategy=strategy, params=params)
 

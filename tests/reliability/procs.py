@@ -97,6 +97,20 @@ def run_chatmem(args: Sequence[str], home: Path, stdin: str = "", *, kill_at: in
                     done.stderr.decode(errors="replace"))
 
 
+def run_in_process(args: Sequence[str], home: Path, stdin: str = "") -> Finished:
+    """The same command in this process (CliRunner): for a run that is not the one killed
+    (building a starting file, the next command after a crash), without a process's
+    start-up. Each invocation opens the file anew, as a next process would."""
+    from typer.testing import CliRunner
+
+    from chatmem.cli import app
+
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "NO_COLOR": "1",
+           "COLUMNS": "200"}
+    done = CliRunner().invoke(app, list(args), input=stdin, env=env)
+    return Finished(args, done.exit_code, done.stdout, done.stderr)
+
+
 def statements_run(args: Sequence[str], home: Path, stdin: str = "", **env: str) -> int:
     """How many SQL statements a full run of `args` executes (the range kill points fall in)."""
     count = home / "statements.count"

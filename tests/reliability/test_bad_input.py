@@ -25,7 +25,7 @@ from chatmem.transcript_reader import MAX_MESSAGE_CHARACTERS, parse_transcript
 
 runner = CliRunner()
 JUNK = settings(max_examples=300, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),

@@ -6,7 +6,9 @@ the kill lands before the request, between the statements of a commit, inside
 a summary or fact update, a migration, a purge or a delete. Afterwards the
 file must pass integrity_check, every turn must be complete or absent, derived
 state must point at stored messages, and a new process must continue the
-session. `-m slow` makes 60 runs; the default run makes 8.
+session. `-m slow` makes 60 runs; the default run makes 8. The killed command is
+always a process of its own; the files it starts from and the command after it run
+in this process (each opens the file anew), which saves a process start-up each.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from checks import assert_file_consistent, rows
-from procs import run_chatmem, statements_run
+from procs import run_chatmem, run_in_process, statements_run
 
 STRATEGIES = ["buffer", "window:k=2", "summary", "summary-buffer:max_tokens=300", "entity",
               "retrieval"]
@@ -58,11 +60,11 @@ def scenario(rng: random.Random, db: Path) -> Scenario:
 
 def prepared(db: Path, home: Path, strategy_args: list[str]) -> None:
     """A file holding session s with a few turns, facts and summaries."""
-    done = run_chatmem(["chat", "s", "--db", str(db), "--provider", "scripted", "-s", "entity"],
-                       home, lines("old", 3) + "my name is Alice Zhang\n")
+    done = run_in_process(["chat", "s", "--db", str(db), "--provider", "scripted", "-s",
+                           "entity"], home, lines("old", 3) + "my name is Alice Zhang\n")
     assert done.code == 0, done.stderr
-    done = run_chatmem(["chat", "s", "--db", str(db), "--provider", "scripted",
-                        *strategy_args], home, lines("older", 2))
+    done = run_in_process(["chat", "s", "--db", str(db), "--provider", "scripted",
+                           *strategy_args], home, lines("older", 2))
     assert done.code == 0, done.stderr
 
 
@@ -97,11 +99,11 @@ def crash_once(seed: int, tmp_path: Path, base: dict[str, Path]) -> str:
     assert done.code in (-9, 0), done.stderr  # killed, or finished before the kill point
     if db.exists():
         assert_file_consistent(db)
-    # A new process continues (or starts) the session.
+    # The next command continues (or starts) the session.
     has_schema = db.exists() and rows(db, "SELECT 1 FROM sqlite_master WHERE name = 'messages'")
     before = rows(db, "SELECT count(*) FROM messages")[0][0] if has_schema else 0
-    after_run = run_chatmem(["chat", "s", "--db", str(db), "--provider", "scripted"], home,
-                            "and one more turn\n")
+    after_run = run_in_process(["chat", "s", "--db", str(db), "--provider", "scripted"], home,
+                               "and one more turn\n")
     assert after_run.code == 0, (plan.name, kill_at, after_run.stderr)
     assert "error" not in after_run.stderr, after_run.stderr
     assert_file_consistent(db)
@@ -133,7 +135,7 @@ def test_kill_9_while_creating_a_new_file_leaves_it_usable(tmp_path: Path, step:
     args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
     done = run_chatmem(args, tmp_path, "hello\n", kill_at=step)
     assert done.code in (-9, 0)
-    again = run_chatmem(args, tmp_path, "hello again\n")
+    again = run_in_process(args, tmp_path, "hello again\n")
     assert again.code == 0, again.stderr
     assert_file_consistent(db)
 
@@ -164,9 +166,9 @@ def test_kill_9_mid_stream_leaves_no_trace_of_the_turn(tmp_path: Path, chat_serv
     import signal
     import subprocess
     import sys
-    import time
 
     from procs import LAUNCH, chatmem_env
+    from waiting import HANG, Watched
 
     db = tmp_path / "h.db"
     # Turn 1 (and its summary), then a reply the server holds open.
@@ -174,23 +176,22 @@ def test_kill_9_mid_stream_leaves_no_trace_of_the_turn(tmp_path: Path, chat_serv
     env = chatmem_env(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=chat_server.base_url)
     args = [sys.executable, str(LAUNCH), "-", "chat", "s", "--db", str(db), "--model", "m",
             "-s", strategy]
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
-    assert proc.stdin is not None
+    assert proc.stdin is not None and proc.stdout is not None
+    out = Watched(proc.stdout)
     proc.stdin.write(b"my order is ORD-1\nnow tell me a long story\n")
     proc.stdin.close()
-    for _ in range(600):
-        if not chat_server.plan:  # the server took the last plan item: the held reply
-            break
-        time.sleep(0.1)
-    time.sleep(0.3)  # its first delta is on the client's screen, the rest is held
+    # Turn 1's reply, then the first delta of turn 2's: the rest of it is held.
+    out.wait_for(lambda text: text == "Hello from the test server.\nHello",
+                 "the first delta of the held reply")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG)
     chat_server.release.set()
     assert_file_consistent(db)
     assert [c for (c,) in rows(db, "SELECT content FROM messages WHERE role = 'user'")] == [
         "my order is ORD-1"]  # the killed turn left nothing
-    after = run_chatmem(["chat", "s", "--db", str(db), "--provider", "scripted"], tmp_path,
-                        "and now?\n")
+    after = run_in_process(["chat", "s", "--db", str(db), "--provider", "scripted"], tmp_path,
+                           "and now?\n")
     assert after.code == 0, after.stderr
     assert_file_consistent(db)

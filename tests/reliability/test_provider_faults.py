@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from waiting import HANG
 
 from chatmem.cli import app
 from chatmem.store import Store
@@ -21,9 +22,11 @@ runner = CliRunner()
 RETRIES = 1
 
 
-def config(tmp_path: Path, base_url: str, **extra: object) -> Path:
+def config(tmp_path: Path, base_url: str, timeout: float = HANG, **extra: object) -> Path:
+    """A config for the test server. The timeout is a hang guard (a server that answers
+    is never timed out, however busy the machine): only the hang test sets a short one."""
     path = tmp_path / "config.toml"
-    lines = [f'base_url = "{base_url}"', 'model = "m"', "timeout = 2",
+    lines = [f'base_url = "{base_url}"', 'model = "m"', f"timeout = {timeout}",
              f"max_retries = {RETRIES}", *(f"{k} = {v!r}".replace("'", '"')
                                            for k, v in extra.items())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -80,7 +83,8 @@ def test_a_provider_fault_is_one_line_bounded_and_leaves_memory_untouched(
 
 def test_a_server_that_never_answers_times_out_in_one_line(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["hang"] * 5
-    result = chat(tmp_path, chat_server.base_url)
+    # The server never answers, so the timeout is reached however busy the machine is.
+    result = chat(tmp_path, chat_server.base_url, timeout=0.5)
     assert result.exit_code == 1
     assert error_lines(result.stderr) == [
         f"error: {chat_server.base_url} did not answer in time: raise timeout or check the server"]

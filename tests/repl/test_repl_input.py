@@ -18,6 +18,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from waiting import HANG
 
 from chatmem.config import Settings
 from chatmem.engine import open_session
@@ -81,12 +82,12 @@ def typing(repl: Repl, *steps: str | Wait) -> Iterator[Iterator[str]]:
         thread = threading.Thread(target=type_steps, daemon=True)
         thread.start()
         yield repl.lines()
-        thread.join(timeout=10)
+        thread.join(timeout=HANG)
         assert failures == []
 
 
-def wait_for(repl: Repl, ready: Wait, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
+def wait_for(repl: Repl, ready: Wait) -> bool:
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline:
         prompt = repl.prompt
         if prompt is not None and prompt.session is not None and ready(prompt.session):

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from waiting import HANG
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -45,8 +46,8 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-t", "t", "-p")
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
+    def wait_for(self, text: str) -> str:
+        deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             screen = self.screen()
             if text in screen:

@@ -193,7 +193,7 @@ def test_a_fork_is_independent_of_its_source(store: Store, make_engine, scripted
 
 
 @settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_fork_at_any_turn_copies_exactly_the_messages_up_to_it(
     store: Store, make_engine, data: st.DataObject,
