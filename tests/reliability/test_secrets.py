@@ -45,7 +45,7 @@ def test_the_key_reaches_no_file_and_no_output(tmp_path: Path, chat_server) -> N
     port = chat_server.base_url.split(":")[2].split("/")[0]
     config = work / "config.toml"
     config.write_text(f'base_url = "http://user:{URL_KEY}@127.0.0.1:{port}/v1"\n'
-                      'model = "m"\nmax_retries = 0\ntimeout = 5\n', encoding="utf-8")
+                      'model = "m"\nmax_retries = 0\ntimeout = 120\n', encoding="utf-8")
     db = work / "h.db"
     common = ["--db", str(db), "--config", str(config)]
     outputs = []
