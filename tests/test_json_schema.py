@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "chatmem.schema.json").read_text(encoding="utf-8"))
 SESSIONS = ROOT / "sessions"
 runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("hash_embedder")  # about shapes, not ranking
 
 
 def validator(definition: str) -> jsonschema.protocols.Validator:
@@ -34,7 +35,7 @@ def output(*args: str, input: str | None = None) -> Any:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+def db(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Path) -> str:
     """A history with a chatted entity session (facts, a /system change) and two imports."""
     path = str(tmp_path_factory.mktemp("schema") / "x.db")
     result = runner.invoke(app, ["chat", "e", "-s", "window+entity", "--provider", "scripted",

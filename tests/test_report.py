@@ -31,8 +31,11 @@ BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-component-update", "--disable-sync"]
 
 
+pytestmark = pytest.mark.usefixtures("hash_embedder")  # about the page, not ranking
+
+
 @pytest.fixture(scope="module")
-def eval_data() -> dict[str, Any]:
+def eval_data(hash_embedder: Path) -> dict[str, Any]:
     args = ["eval", TRAVEL, "--json"]
     for spec in STRATEGIES:
         args += ["-s", spec]

@@ -23,7 +23,9 @@ if bundled_model_path() is None:
 def local():
     from chatmem.providers.local import LocalProvider
 
-    provider = LocalProvider(max_tokens=12)
+    # One thread: llama.cpp's threads wait for each other by spinning, which on a busy
+    # machine costs seconds per reply.
+    provider = LocalProvider(max_tokens=12, threads=1)
     yield provider
     provider.close()
 

@@ -320,8 +320,10 @@ def test_model_with_a_missing_local_file_is_one_line_and_the_chat_goes_on(db: Pa
 
     if not xllamacpp_installed() or bundled_model_path() is None:
         pytest.skip("the local model is not installed")
+    config = db.parent / "small.toml"  # a short reply on one thread: the turn is what counts
+    config.write_text("max_reply_tokens = 8\n[local]\nthreads = 1\n", encoding="utf-8")
     result = chat(db, "trip", ["/model /nowhere/x.gguf", "hi"], "--provider", "local",
-                  env={"CHATMEM_CONFIG": ""})
+                  env={"CHATMEM_CONFIG": str(config)})
     assert result.exit_code == 1  # a piped chat reports its worst error at the end
     assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
         "error: model '/nowhere/x.gguf' (/model): the local provider runs a GGUF file, and "

@@ -14,6 +14,7 @@ from chatmem.memory.context import Context
 from chatmem.store import Store, contexts
 
 runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("hash_embedder")  # about storage, not ranking
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 STRATEGIES = ("buffer", "summary-buffer+retrieval", "window+entity")
 M005 = "m005_indexes_and_contexts_by_reference"
