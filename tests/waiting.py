@@ -9,6 +9,7 @@ is not a measure of speed, and no test relies on it being short.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,17 @@ from typing import IO
 
 HANG = 120.0
 """Seconds after which a wait gives up: a hang, whatever the machine's load."""
+
+
+def ctrl_c_reaches_it() -> None:
+    """A `preexec_fn` for a process a test interrupts: SIGINT acts as a terminal's Ctrl-C.
+
+    A shell without job control starts a background command (`cmd &` in a script, some
+    CI runners) with SIGINT ignored; the child inherits that, Python then installs no
+    KeyboardInterrupt, and the SIGINT a test sends does nothing (the test waits out the
+    held reply and fails). A test must not depend on how pytest was started.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(ready: Callable[[], bool], what: str, *, poll: float = 0.01) -> None:

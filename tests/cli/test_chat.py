@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from waiting import HANG, Watched
+from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
 from chatmem.cli import app
 from chatmem.memory.context import Context
@@ -306,6 +306,7 @@ def test_ctrl_c_cancels_the_streaming_reply_and_stops_a_piped_script(
         [sys.executable, "-m", "chatmem", "chat", "c", "--db", str(db), "--model", "m",
          "--strategy", "buffer"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        preexec_fn=ctrl_c_reaches_it,
     )
     assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
@@ -330,6 +331,32 @@ def test_ctrl_c_cancels_the_streaming_reply_and_stops_a_piped_script(
         assert turns[0].error == "cancelled by the user"
         assert turns[0].reply == "Hello"
         assert store.messages(session.id) == []  # nothing of it entered memory
+
+
+def test_ctrl_c_while_waiting_for_the_first_token_cancels_the_turn(tmp_path: Path,
+                                                                    chat_server) -> None:
+    """The server has the request and says nothing yet (a slow model): Ctrl-C stops the wait."""
+    db = tmp_path / "x.db"
+    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+           "OPENAI_API_KEY": "sk-x"}
+    chat_server.plan = ["hang"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "ask", "a slow answer", "--db", str(db), "--model",
+         "m"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        preexec_fn=ctrl_c_reaches_it,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    out_stream, err_stream = Watched(process.stdout), Watched(process.stderr)
+    wait_until(lambda: len(chat_server.requests) == 1, "the request reached the server")
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=HANG) == 130, err_stream.rest()
+    chat_server.release.set()
+    assert out_stream.rest() == ""
+    assert err_stream.rest() == "(reply cancelled; it stays out of memory)\n"
+    with Store(db) as store:
+        session = store.session("default")
+        assert [(t.status, t.reply) for t in store.turns(session.id)] == [("cancelled", None)]
+        assert store.messages(session.id) == []
 
 
 def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,
@@ -387,6 +414,7 @@ def test_a_cancelled_ask_exits_130(tmp_path: Path, chat_server) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "ask", "a long essay", "--db", str(db), "--model", "m"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        preexec_fn=ctrl_c_reaches_it,
     )
     assert process.stdout is not None and process.stderr is not None
     out_stream, err_stream = Watched(process.stdout), Watched(process.stderr)
