@@ -175,6 +175,14 @@ class Streamed:
         pass
 
 
+def copy_base(base: Path, path: Path) -> None:
+    """Start a cell from the base file alone. A cell stopped at its time limit leaves its
+    WAL behind, and SQLite would replay that other database's pages into this copy."""
+    for sidecar in ("-wal", "-shm", "-journal"):
+        Path(f"{path}{sidecar}").unlink(missing_ok=True)
+    shutil.copyfile(base, path)
+
+
 def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Per-turn overhead of one strategy: build + commit + memory update, model excluded."""
     from chatmem.config import Settings
@@ -183,7 +191,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     from chatmem.store.meter import metered
 
     path = Path(spec["db"])
-    shutil.copyfile(spec["base"], path)
+    copy_base(Path(spec["base"]), path)
     provider = TimedProvider()
     with Store(path) as store:
         # Recall by words: the embedding path (a model per message) is measured by
@@ -272,7 +280,7 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
             retriever=store.as_retriever(search_kwargs={"k": 4}))
     else:
         path = Path(spec["db"])
-        shutil.copyfile(spec["base"], path)
+        copy_base(Path(spec["base"]), path)
         history = SQLChatMessageHistory(session_id="bench", connection=f"sqlite:///{path}")
         if kind == "ConversationBufferWindowMemory":
             memory = lc.ConversationBufferWindowMemory(k=5, chat_memory=history,
