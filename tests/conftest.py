@@ -57,28 +57,10 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "chatmem.db"
 
 
-ENCRYPTED_EVERY_RUN = ("tests/test_store.py", "tests/store/", "tests/test_fts.py",
-                       "tests/test_history.py", "tests/test_retention.py", "tests/test_engine",
-                       "tests/reliability/", "tests/cli/test_sessions.py",
-                       "tests/cli/test_retention_cli.py")
-"""Where the encrypted run of a `store` test is in the default run: the tests of what the
-store itself does (every SQL path: sessions, turns, contexts, FTS, vectors, forks,
-retention, purge, the engine's commits). Elsewhere (strategies, providers, replay) the
-encrypted run repeats the same store calls under other logic; it runs with -m slow."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if (callspec is not None and callspec.params.get("history_key") == "encrypted"
-                and not item.nodeid.startswith(ENCRYPTED_EVERY_RUN)):
-            item.add_marker(pytest.mark.slow)
-
-
 @pytest.fixture(params=["plain", pytest.param("encrypted", marks=needs_sqlcipher)])
 def history_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
-    """Run the test on a plain history file, then on an encrypted one (see
-    ENCRYPTED_EVERY_RUN for where the encrypted run is in the default run).
+    """Run the test on a plain history file, then on an encrypted one: every test of the
+    history file runs encrypted in the default run whenever the `encrypt` extra installs.
 
     The encrypted run sets CHATMEM_KEY too, so commands the test runs (in process
     or as a subprocess) open the same file with the same key.
