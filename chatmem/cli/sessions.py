@@ -43,7 +43,11 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
         print_json([{**{k: v for k, v in row.items() if k != "params"},
                      "strategy": strategy_json(row["strategy"], row["params"])} for row in rows])
         return
-    consoles()[0].print(render.sessions_table(rows))
+    from chatmem.memory import changed_params
+
+    # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
+    consoles()[0].print(render.sessions_table(
+        [{**row, "params": changed_params(row["strategy"], row["params"] or {})} for row in rows]))
 
 
 SHOW_LAST = 50

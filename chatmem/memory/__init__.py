@@ -47,6 +47,15 @@ def contract_strategy_names() -> list[str]:
     return [*REGISTRY, *EXAMPLE_COMBINATIONS]
 
 
+def changed_params(spec: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored strategy's parameters that differ from their defaults, as listings show
+    them; all of them when the strategy no longer builds (a newer version's name)."""
+    try:
+        return create_strategy(spec, params).changed_params()
+    except StrategyError:
+        return dict(params)
+
+
 def create_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Strategy:
     """Build a strategy from its name (or `A+B`) and raw parameters."""
     params = dict(params or {})

@@ -90,6 +90,10 @@ class Strategy(Protocol):
 
     def describe_params(self, *, changed_only: bool = False) -> str: ...
 
+    def changed_params(self) -> dict[str, Any]:
+        """The parameters that differ from their defaults."""
+        ...
+
 
 @dataclass
 class MemoryEnv:
@@ -164,7 +168,8 @@ class BaseStrategy:
         With `changed_only`, only those that differ from their defaults: the
         short form for the line printed after every turn.
         """
+        return format_params(self.changed_params() if changed_only else self.params)
+
+    def changed_params(self) -> dict[str, Any]:
         defaults = {p.name: p.default for p in self.PARAMS}
-        return format_params({
-            k: v for k, v in self.params.items() if not changed_only or defaults.get(k) != v
-        })
+        return {k: v for k, v in self.params.items() if defaults.get(k) != v}

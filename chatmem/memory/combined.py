@@ -86,6 +86,9 @@ class CombinedStrategy:
             for pair in m.describe_params(changed_only=changed_only).split()
         )
 
+    def changed_params(self) -> dict[str, Any]:
+        return {f"{m.name}.{k}": v for m in self.members for k, v in m.changed_params().items()}
+
     def budget(self, request: ContextRequest) -> int | None:
         own = [b for m in self.members if (b := m.budget(request)) is not None]
         return min(own) if own else request.budget

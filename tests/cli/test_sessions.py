@@ -48,6 +48,22 @@ def test_list_table(db: Path) -> None:
     assert "alpha" in result.stdout and "秘密" in result.stdout and "k=2" in result.stdout
 
 
+def test_list_table_shows_only_the_parameters_chosen(db: Path) -> None:
+    """Defaults are what `chatmem strategies` lists: a combination's dozen of them would
+    fill the row (and at 80 columns fold inside a name)."""
+    result = runner.invoke(app, ["chat", "trip", "--db", str(db), "--provider", "scripted",
+                                 "-s", "summary-buffer+retrieval:summary-buffer.max_tokens=600"],
+                           input="hi\n")
+    assert result.exit_code == 0, result.stderr
+    listed = runner.invoke(app, ["sessions", "list", "--db", str(db)], env={"COLUMNS": "80"})
+    assert listed.exit_code == 0
+    lines = listed.stdout.splitlines()
+    trip = next(i for i, line in enumerate(lines) if line.startswith("trip "))
+    assert lines[trip + 1].split() == ["summary-buffer.max_tokens=600"]
+    assert "retrieval.mode" not in listed.stdout and "max_tokens=2000" not in listed.stdout
+    assert "k=2" in listed.stdout  # window's k=2 is not its default
+
+
 @pytest.mark.parametrize("command", [
     ["sessions", "list"], ["sessions", "list", "--json"], ["sessions", "show", "a"],
     ["sessions", "export", "a"], ["sessions", "delete", "a", "--yes"], ["facts", "list"],

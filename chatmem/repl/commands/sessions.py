@@ -12,6 +12,7 @@ from pathlib import Path
 
 from chatmem import render
 from chatmem.errors import NotFound, UsageError
+from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
@@ -45,7 +46,7 @@ def _sessions(repl: Chat, args: list[str]) -> None:
     current = repl.engine.session.name
     rows = [
         {**r, "current": "*" if r["name"] == current else "",
-         "params": format_params(r["params"])}
+         "params": format_params(changed_params(r["strategy"], r["params"] or {}))}
         for r in repl.engine.store.list_sessions()
     ]
     repl.show(render.table(rows, ["current", "name", "strategy", "params", "messages", "turns"]))
