@@ -221,8 +221,8 @@ def print_tables(data: dict[str, Any]) -> None:
 
     print("\nAt each size: build ms (context alone), first catch-up s; per turn: strategy model"
           " calls, bytes stored, SQL statements, rows read")
-    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>9}"
-              f"{'queries':>9}{'rows':>7}")
+    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>11}"
+              f"{'queries':>9}{'rows':>9}")
     print(header)
     print("-" * len(header))
     for name in names:
@@ -234,8 +234,8 @@ def print_tables(data: dict[str, Any]) -> None:
                 continue
             calls = sum(v for k, v in r["model_calls_per_turn"].items() if k != "chat")
             print(f"{name:<30}{n:>8,}{_ms(r['build']['median_ms']):>9}{r['catch_up_s']:>10.2f}"
-                  f"{calls:>7.2f}{r['bytes_per_turn']:>9,.0f}"
-                  f"{r.get('statements_per_turn', 0):>9.0f}{r.get('rows_per_turn', 0):>7.0f}")
+                  f"{calls:>7.2f}{r['bytes_per_turn']:>11,.0f}"
+                  f"{r.get('statements_per_turn', 0):>9,.0f}{r.get('rows_per_turn', 0):>9,.0f}")
 
     peers = [r for r in rows if r["memory"] == "langchain"]
     if peers:
@@ -275,6 +275,12 @@ def print_tables(data: dict[str, Any]) -> None:
               f" encode_ordinary one by one {t['tiktoken_single_tokens_per_s'] / 1e6:.2f} M/s")
 
 
+def print_run(data: dict[str, Any]) -> None:
+    print_tables(data)
+    print(f"\n{data['command']}: {data['seconds']:.0f} s; load average at start "
+          f"{data['machine']['load'][0]:.1f} on {data['machine']['cpus']} cores")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description="chatmem's benchmarks: per-turn cost at any history length, next to "
@@ -292,10 +298,15 @@ def main() -> None:
                         help="run only these sections")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json",
                         help="where to write the results (default: %(default)s)")
+    parser.add_argument("--show", type=Path, metavar="JSON",
+                        help="print the tables of a saved run instead of running")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
+        return
+    if args.show:
+        print_run(json.loads(args.show.read_text(encoding="utf-8")))
         return
     quick = args.quick
     args.turns = args.turns or ([100, 1000] if quick else [100, 1000, 10_000, 50_000])
@@ -332,9 +343,7 @@ def main() -> None:
         data["tokens"] = run_cell("tokens", {"messages": 20_000, "repeat": 3 if quick else 7},
                                   args.timeout)
     data["seconds"] = time.perf_counter() - started
-    print_tables(data)
-    print(f"\n{data['command']}: {data['seconds']:.0f} s; load average at start "
-          f"{data['machine']['load'][0]:.1f} on {data['machine']['cpus']} cores")
+    print_run(data)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                          encoding="utf-8")

@@ -195,13 +195,22 @@ def fit_budget(
         else:
             del parts[index]
 
-    while over():
-        history = next((p for p in parts if p.kind == "history"), None)
-        turns = sorted({m.turn or 0 for m in history.messages}) if history else []
-        if len(turns) < 2:
-            break
-        history_cut.append(turns[0])
-        without("history", turns[0])
+    at = next((i for i, p in enumerate(parts) if p.kind == "history"), None)
+    if at is not None and over():
+        # One pass, oldest first: a whole history (buffer's) may be thousands of turns.
+        history = parts[at]
+        per_turn: dict[int, int] = {}
+        for m in history.messages:
+            per_turn[m.turn or 0] = per_turn.get(m.turn or 0, 0) + m.tokens
+        excess = fixed + sum(p.tokens for p in parts) - budget
+        for turn in sorted(per_turn)[:-1]:
+            if excess <= 0:
+                break
+            history_cut.append(turn)
+            excess -= per_turn[turn]
+        gone = set(history_cut)
+        parts[at] = Part("history", tuple(m for m in history.messages if (m.turn or 0) not in gone),
+                         history.reason, tuple((n, s) for n, s in history.scores if n not in gone))
     while over():
         recalled = next((p for p in parts if p.kind == "recalled"), None)
         if recalled is None:

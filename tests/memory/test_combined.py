@@ -183,6 +183,8 @@ def test_trimming_keeps_the_newest_history_turn_and_the_best_recalled_turns(
             (recalled[n] for n in kept_recalled), default=float("inf"))
     total = 8 + sum(p.tokens for p in parts)
     assert total <= budget or (len(kept_history) == 1 and not kept_recalled)
+    if history_cut and not recalled_cut:  # no turn more than needed: the last one cut did not fit
+        assert total + 20 > budget
 
 
 def test_update_runs_every_part_and_the_session_keeps_its_parameters(store, scripted) -> None:
