@@ -234,15 +234,10 @@ class MemoryTables(Connection):
             "SELECT id, session_id, context, rendered_prompt, rendered FROM turns"
             " WHERE instr(context, ?) > 0", [json.dumps({"kind": kind})[1:-1]],
         )
-        out = []
-        for r in rows:
-            text = r["rendered_prompt"]
-            if r["rendered"]:
-                pieces = stored_json(r["rendered"], f"turn row {r['id']}: rendered prompt")
-                text = rendered.expand_stored(self.db.conn, r["session_id"], pieces)
-            out.append((r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
-                        text))
-        return out
+        return [(r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
+                 rendered.from_columns(self.db.conn, r["session_id"], r["rendered_prompt"],
+                                       r["rendered"], f"turn row {r['id']}"))
+                for r in rows]
 
     def rewrite_turn_context(
         self, turn_id: int, context: Mapping[str, Any], rendered_prompt: str | None
@@ -251,12 +246,11 @@ class MemoryTables(Connection):
         again); used only to redact a purged fact from past turns."""
         with self.write():
             session_id = self._value("SELECT session_id FROM turns WHERE id = ?", [turn_id])
-            pieces = None if rendered_prompt is None else rendered.compact_stored(
-                self.db.conn, session_id, context, rendered_prompt)
             self.db.execute(
                 "UPDATE turns SET context = ?, rendered_prompt = ?, rendered = ? WHERE id = ?",
-                [json_text(context), rendered_prompt if pieces is None else None,
-                 None if pieces is None else json_text(pieces), turn_id],
+                [json_text(context),
+                 *rendered.to_columns(self.db.conn, session_id, context, rendered_prompt),
+                 turn_id],
             )
 
     def vacuum(self) -> None:

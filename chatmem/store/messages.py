@@ -14,19 +14,6 @@ from chatmem.store.records import MessageRecord
 
 
 class MessageTables(Connection):
-    def message_sessions(self, message_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
-        """Message id → (session id, session name), for labelling where a fact came from."""
-        ids = list(message_ids)
-        if not ids:
-            return {}
-        marks = ", ".join("?" for _ in ids)
-        rows = self._rows(
-            f"SELECT m.id, s.id AS session_id, s.name FROM messages m"
-            f" JOIN sessions s ON s.id = m.session_id WHERE m.id IN ({marks})",
-            ids,
-        )
-        return {r["id"]: (r["session_id"], r["name"]) for r in rows}
-
     def turn_count(self, session_id: int) -> int:
         return int(
             self._value("SELECT max(turn) FROM messages WHERE session_id = ?", [session_id]) or 0

@@ -78,11 +78,12 @@ class RecallTables(Connection):
             "SELECT min(+position) FROM messages WHERE session_id = ? AND turn ="
             " (SELECT min(turn) FROM messages WHERE session_id = ? AND turn >= ?)",
             [session_id, session_id, turn])
-        if first is not None:
-            return int(first) - 1
-        last = self._value("SELECT position FROM messages WHERE session_id = ?"
-                           " ORDER BY position DESC LIMIT 1", [session_id])
-        return int(last or 0)
+        return int(first) - 1 if first is not None else self.last_position(session_id)
+
+    def last_position(self, session_id: int) -> int:
+        """The position of the session's last message (0 when it has none)."""
+        return int(self._value("SELECT position FROM messages WHERE session_id = ?"
+                               " ORDER BY position DESC LIMIT 1", [session_id]) or 0)
 
     def last_message_id(self, session_id: int) -> int:
         return int(self._value("SELECT id FROM messages WHERE session_id = ?"
@@ -167,10 +168,7 @@ class RecallTables(Connection):
                 "SELECT position FROM messages WHERE session_id = ? AND gap_s > ? UNION ALL"
                 " SELECT position FROM messages WHERE session_id = ? AND gap_s IS NULL",
                 [session_id, gap_seconds, session_id])
-        starts = sorted(position for (position,) in rows)
-        last = self._value("SELECT position FROM messages WHERE session_id = ?"
-                           " ORDER BY position DESC LIMIT 1", [session_id])
-        return starts, int(last or 0)
+        return sorted(position for (position,) in rows), self.last_position(session_id)
 
     def fill_gaps(self, session_id: int) -> None:
         """Work out the pause before each message that has none recorded yet (a fork

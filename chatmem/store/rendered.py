@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chatmem.store.records import json_text, stored_json
+
 Piece = str | dict[str, Any]
 
 
@@ -136,3 +138,19 @@ def compact_stored(db: sqlite3.Connection, session_id: int, context: Mapping[str
 def expand_stored(db: sqlite3.Connection, session_id: int, pieces: Sequence[Piece]) -> str:
     runs = [(p["from"], p["to"]) for p in pieces if isinstance(p, dict)]
     return expand(pieces, read_positions(db, session_id, runs).get)
+
+
+def to_columns(db: sqlite3.Connection, session_id: int, context: Mapping[str, Any],
+               text: str | None) -> tuple[str | None, str | None]:
+    """A turn's (rendered_prompt, rendered) columns for `text`: by reference when it
+    reads back exactly, whole otherwise."""
+    pieces = compact_stored(db, session_id, context, text) if text else None
+    return (text, None) if pieces is None else (None, json_text(pieces))
+
+
+def from_columns(db: sqlite3.Connection, session_id: int, text: str | None,
+                 pieces: str | None, what: str) -> str | None:
+    """The rendered prompt a turn's (rendered_prompt, rendered) columns hold."""
+    if not pieces:
+        return text
+    return expand_stored(db, session_id, stored_json(pieces, f"{what}: rendered prompt"))

@@ -8,7 +8,7 @@ from typing import Any
 
 from chatmem.errors import NotFound, StoreError
 from chatmem.store import contexts, rendered
-from chatmem.store.records import TurnRecord, json_text, stored_json
+from chatmem.store.records import TurnRecord
 from chatmem.store.sessions import SessionTables
 
 
@@ -57,11 +57,8 @@ class TurnTables(SessionTables):
         turn.created_at = turn.created_at or self.now()
         stored = contexts.compact(self.db.conn, turn.session_id, turn.tokenizer, turn.context)
         row = turn.to_row(stored)
-        if turn.rendered_prompt:
-            pieces = rendered.compact_stored(self.db.conn, turn.session_id, stored,
-                                             turn.rendered_prompt)
-            if pieces is not None:
-                row["rendered_prompt"], row["rendered"] = None, json_text(pieces)
+        row["rendered_prompt"], row["rendered"] = rendered.to_columns(
+            self.db.conn, turn.session_id, stored, turn.rendered_prompt)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         cursor = self.db.execute(f"INSERT INTO turns ({columns}) VALUES ({marks})",
@@ -96,8 +93,7 @@ class TurnTables(SessionTables):
         record = TurnRecord.from_row(row)
         record.context = contexts.expand(self.db.conn, record.session_id, record.tokenizer,
                                          record.context)
-        if row.get("rendered"):
-            pieces = stored_json(row["rendered"], f"turn {record.number}: rendered prompt")
-            record.rendered_prompt = rendered.expand_stored(self.db.conn, record.session_id,
-                                                            pieces)
+        record.rendered_prompt = rendered.from_columns(
+            self.db.conn, record.session_id, record.rendered_prompt, row.get("rendered"),
+            f"turn {record.number}")
         return record
