@@ -40,6 +40,17 @@ class ChatServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
 
+_ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
+    # mode: (status, error code, message, headers); retry hints short so retries are quick.
+    "401": (401, "invalid_api_key", "Incorrect API key provided: sk-test-****", {}),
+    "429": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after-ms": "10"}),
+    "429-retry-after": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"}),
+    "500": (500, "server_error", "The server had an error", {"retry-after-ms": "10"}),
+    "503": (503, "overloaded", "The server is overloaded", {"retry-after-ms": "10"}),
+}
+"""Plans that answer with a fixed OpenAI-style error."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: ChatServer
     protocol_version = "HTTP/1.1"
@@ -52,23 +63,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append(body)
         self.server.headers_seen.append(dict(self.headers))
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
-        if mode == "401":
-            self._error(401, "invalid_api_key", "Incorrect API key provided: sk-test-****")
-        elif mode == "429":
-            self._error(429, "rate_limit_exceeded", "Rate limit reached", {"retry-after-ms": "10"})
-        elif mode == "500":
-            self._error(500, "server_error", "The server had an error",
-                        {"retry-after-ms": "10"})
+        if mode in _ERRORS:
+            self._error(*_ERRORS[mode])
         elif mode == "echo-key":
             # Some servers quote the request back in their error message.
             self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")
         elif mode == "404":
             self._error(404, "model_not_found", f"The model {body.get('model')} does not exist")
-        elif mode == "429-retry-after":
-            self._error(429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"})
-        elif mode == "503":
-            self._error(503, "overloaded", "The server is overloaded",
-                        {"retry-after-ms": "10"})
         elif mode == "hang":
             # Accepts the request and never answers (until the test ends).
             self.server.release.wait(HANG)
@@ -133,27 +134,20 @@ class _Handler(BaseHTTPRequestHandler):
             data.append({"object": "embedding", "index": index, "embedding": vector})
         payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
                               "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self._body(200, "application/json", payload)
 
     def _error(self, status: int, code: str, message: str,
                headers: dict[str, str] | None = None) -> None:
         data = json.dumps({"error": {"message": message, "type": code, "code": code}}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+        self._body(status, "application/json", data, headers)
 
-    def _body(self, status: int, kind: str, data: bytes) -> None:
+    def _body(self, status: int, kind: str, data: bytes,
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -182,10 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._stream_head()
         words = self.server.reply_words
         finish = "stop"
         limit = body.get("max_tokens")

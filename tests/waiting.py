@@ -66,14 +66,17 @@ class Watched:
     @property
     def text(self) -> str:
         with self._changed:
-            return b"".join(self._chunks).decode("utf-8", errors="replace")
+            return self._decoded()
+
+    def _decoded(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", errors="replace")
 
     def wait_for(self, ready: Callable[[str], bool], what: str) -> str:
         """Block until `ready(text)` holds; the text then. Fails if the stream ends first."""
         deadline = time.monotonic() + HANG
         with self._changed:
             while True:
-                text = b"".join(self._chunks).decode("utf-8", errors="replace")
+                text = self._decoded()
                 if ready(text):
                     return text
                 if self._ended:

@@ -13,6 +13,7 @@ from chatmem.cli.common import (
     ModelOption,
     ParamOption,
     ProviderOption,
+    SessionAlias,
     StrategyOption,
     consoles,
     handles_errors,
@@ -44,10 +45,6 @@ OverBudgetOption = Annotated[
                             "instead of refusing it.")
 ]
 DEFAULT_SESSION = "default"
-SessionAlias = Annotated[
-    str | None, typer.Option("--session", metavar="SESSION", show_default=False,
-                             help="The session, as an option (same as the first word).")
-]
 
 
 @handles_errors

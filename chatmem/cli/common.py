@@ -41,6 +41,13 @@ ConfigOption = Annotated[
     typer.Option("--config", show_default=False,
                  help="Config file (default: CHATMEM_CONFIG or the user config directory)."),
 ]
+SessionAlias = Annotated[
+    str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                             help="The session, as an option (same as the first word).")
+]
+"""`--session` for commands whose first word is the session (see `one_session`)."""
+
+
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
     if value is not None and value not in PROVIDERS:

@@ -98,11 +98,10 @@ def list_(
     with open_store(settings, create=False) as store:
         facts = _select(store, user, session)
         names, history = provenance(store, facts)
-        rows: list[dict[str, Any]] = fact_rows(facts, lambda f: _owner(store, f), names,
-                                               history)
-        for row, fact in zip(rows, facts, strict=True):
-            # Its own end (/remember --for), or when it goes unused too long (fact_idle_days).
-            row["expires_at"] = expiry_of(fact, settings.fact_idle_days)
+        # Its own end (/remember --for), or when it goes unused too long (fact_idle_days).
+        rows: list[dict[str, Any]] = fact_rows(
+            facts, lambda f: _owner(store, f), names, history,
+            lambda f: expiry_of(f, settings.fact_idle_days))
         pins = _select_pins(store, user, session)
         made = pinned_at(store, pins)
         rows += [pinned_row(p, _pin_owner(store, p), made.get(p)) for p in pins]

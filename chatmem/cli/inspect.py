@@ -40,6 +40,7 @@ from chatmem.cli.common import (
     ModelOption,
     ParamOption,
     ProviderOption,
+    SessionAlias,
     StrategyOption,
     consoles,
     handles_errors,
@@ -67,10 +68,7 @@ TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model
 def inspect(
     session: Annotated[str | None, typer.Argument(
         metavar="SESSION", show_default=False, help="Session name.")] = None,
-    session_option: Annotated[
-        str | None, typer.Option("--session", metavar="SESSION", show_default=False,
-                                 help="The session, as an option (same as the first word).")
-    ] = None,
+    session_option: SessionAlias = None,
     turn: Annotated[
         int | None, typer.Option("--turn", "-t", min=1, show_default=False, metavar="N",
                                  help="Turn number (default: the last turn).")

@@ -65,7 +65,7 @@ def _new_key(settings: Settings | None, what: str) -> str:
                      "type one")
 
 
-def _check_opens(settings: Settings, path: Path, key: str | None) -> None:
+def _check_opens(path: Path, key: str | None) -> None:
     """Open the file once the normal way: it is ours, the key is right, its schema is current."""
     from chatmem.store import Store
 
@@ -83,7 +83,7 @@ def _encrypted(config: Path | None, db: Path | None, hint: str = "") -> tuple[Pa
     if cipher.file_kind(path) != "encrypted":
         raise UsageError(f"{path} is not encrypted{hint}")
     key = _current_key(settings, path)
-    _check_opens(settings, path, key)
+    _check_opens(path, key)
     return path, key
 
 
@@ -110,7 +110,7 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     cipher.driver()
     if cipher.file_kind(path) == "encrypted":
         raise UsageError(f"{path} is already encrypted; `chatmem rekey` changes its key")
-    _check_opens(settings, path, None)
+    _check_opens(path, None)
     key = _new_key(settings, str(path))
     cipher.convert(path, None, key)
     consoles()[1].print(f"encrypted {path} ({_size(path)}); keep the key safe: without it "

@@ -71,10 +71,13 @@ def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
 
 
 def fact_rows(facts: Sequence[Any], owner: Callable[[Any], str], names: Mapping[int, str],
-              history: Mapping[int, Sequence[Any]]) -> list[dict[str, Any]]:
-    """Rows for facts with their provenance (chatmem.memory.facts.provenance)."""
-    return [fact_row(f, owner(f), session=names.get(f.source_session_id or 0),
-                     history=history.get(f.id, ()), sessions=names) for f in facts]
+              history: Mapping[int, Sequence[Any]],
+              expires: Callable[[Any], str | None]) -> list[dict[str, Any]]:
+    """Rows for facts with their provenance (chatmem.memory.facts.provenance) and when each
+    expires (chatmem.retention.expiry_of)."""
+    return [{**fact_row(f, owner(f), session=names.get(f.source_session_id or 0),
+                        history=history.get(f.id, ()), sessions=names),
+             "expires_at": expires(f)} for f in facts]
 
 
 def pinned_row(pin: Any, owner: str, pinned_at: str | None = None) -> dict[str, Any]:

@@ -11,10 +11,15 @@ from collections.abc import Iterable, Iterator
 FENCE = '"""'
 
 
+def _whole_block(stripped: str) -> bool:
+    """A stripped text that opens with \"\"\" and closes with another (not the same one)."""
+    return stripped.startswith(FENCE) and len(stripped) >= 6 and stripped.endswith(FENCE)
+
+
 def unfence(text: str) -> str:
     """The message inside a `\"\"\"` block typed at the prompt; other text as it is."""
     stripped = text.strip()
-    if stripped.startswith(FENCE) and stripped.endswith(FENCE) and len(stripped) >= 6:
+    if _whole_block(stripped):
         return stripped[3:-3].strip("\n")
     return text
 
@@ -27,7 +32,7 @@ def join_blocks(lines: Iterable[str]) -> Iterator[str]:
             stripped = line.strip()
             if not stripped.startswith(FENCE):
                 yield line
-            elif len(stripped) >= 6 and stripped.endswith(FENCE):
+            elif _whole_block(stripped):
                 yield stripped[3:-3]
             else:
                 block = [stripped[3:]] if stripped[3:] else []
@@ -44,7 +49,5 @@ def join_blocks(lines: Iterable[str]) -> Iterator[str]:
 
 def open_block(text: str) -> bool:
     """True while the text is a `\"\"\"` block not yet closed: Enter adds a line."""
-    stripped = text.lstrip()
-    if not stripped.startswith(FENCE):
-        return False
-    return not (len(stripped.rstrip()) >= 6 and stripped.rstrip().endswith(FENCE))
+    stripped = text.strip()
+    return stripped.startswith(FENCE) and not _whole_block(stripped)

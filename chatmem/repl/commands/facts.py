@@ -19,12 +19,10 @@ def _facts(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     facts = repl.engine.state.live_facts()
     names, history = provenance(repl.engine.store, facts)
+    idle = repl.engine.settings.fact_idle_days if repl.engine.settings else None
     rows = fact_rows(
         facts, lambda f: f"user {f.user}" if f.scope == "user" else f"session {session.name}",
-        names, history)
-    idle = repl.engine.settings.fact_idle_days if repl.engine.settings else None
-    for row, fact in zip(rows, facts, strict=True):
-        row["expires_at"] = expiry_of(fact, idle)
+        names, history, lambda f: expiry_of(f, idle))
     pinned = pins.pinned_facts(repl.engine.store, session.id)
     made = pins.pinned_at(repl.engine.store, pinned)
     rows += [pinned_row(p, f"session {session.name}", made.get(p)) for p in pinned]
