@@ -55,14 +55,6 @@ def relevant_facts(
     return chosen, f"{cap} of {len(facts)} facts, ranked by overlap with the input"
 
 
-def source_label(fact: FactRecord, session: str | None = None) -> str:
-    """'turn 3', or 'turn 3 of session trip' for a fact stated in another session."""
-    where = f" of session {session}" if session else ""
-    if fact.source_turn is None:
-        return "/remember" + (f" in session {session}" if session else "")
-    return f"turn {fact.source_turn}{where}"
-
-
 def fact_line(fact: FactRecord, session: str | None = None) -> str:
     """`[3,"name","Ada",1]`, plus the session when it was stated in another one."""
     item: list[object] = [fact.id, fact.key, fact.value, fact.source_turn]

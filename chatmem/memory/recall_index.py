@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -261,9 +261,6 @@ class MemoryRecall:
                 for p in positions if 1 <= p <= len(self.messages)
                 for m in [self.messages[p - 1]]}
 
-    def start_embedding(self) -> None:
-        pass
-
     def vectors(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         assert self.embedder is not None
         messages = self.messages[:count]
@@ -275,4 +272,3 @@ class MemoryRecall:
 
 
 Source = StoredRecall | MemoryRecall
-QueryEmbedder = Callable[[str], Any]

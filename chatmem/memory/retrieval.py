@@ -17,6 +17,7 @@ ranking, and say so once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
@@ -33,6 +34,7 @@ from chatmem.memory.context import Context, Part
 from chatmem.memory.ranking import (
     Ranked,
     Weights,
+    WordScores,
     as_json,
     dense_scores,
     describe,
@@ -134,10 +136,14 @@ class RetrievalStrategy(BaseStrategy):
         count = source.count_before(first_recent)
         query = request.input.content
         weights = self.weights(embedder)
-        bm25 = source.bm25(query, first_recent) if weights.mode != "dense" else {}
-        sittings = source.sittings() if weights.sitting and bm25 else None
-        words = words_scores(bm25, count, sittings, smooth=weights.smooth,
-                             sitting=weights.sitting)
+
+        def ranked_by_words() -> tuple[dict[int, float], WordScores]:
+            bm25 = source.bm25(query, first_recent)
+            sittings = source.sittings() if weights.sitting and bm25 else None
+            return bm25, words_scores(bm25, count, sittings, smooth=weights.smooth,
+                                      sitting=weights.sitting)
+
+        bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
         dense = vectors = fused = None
         if embedder is not None:
             try:
@@ -147,14 +153,10 @@ class RetrievalStrategy(BaseStrategy):
             except ChatmemError as e:
                 fallback = f"embedding failed ({e}), ranked by words only"
                 warnings.append(f"recall: {fallback}")
-                weights = Weights("bm25", weights.dense_weight, weights.smooth, weights.sitting,
-                                  weights.mmr)
+                weights = replace(weights, mode="bm25")
                 embedder = dense = vectors = None
                 if not bm25:
-                    bm25 = source.bm25(query, first_recent)
-                    sittings = source.sittings() if weights.sitting and bm25 else None
-                    words = words_scores(bm25, count, sittings, smooth=weights.smooth,
-                                         sitting=weights.sitting)
+                    bm25, words = ranked_by_words()
         if dense is None:
             # Words alone: the best candidates straight from the sparse scores.
             best = words.best()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chatmem.store import FactRecord, MessageRecord, Store
+from chatmem.store import FactRecord, Store
 
 
 class SessionState:
@@ -25,7 +25,7 @@ class SessionState:
     def set(self, strategy: str, **values: Any) -> None:
         self.store.set_strategy_state(self.session_id, strategy, values)
 
-    # -- facts and recall (entity, retrieval) ------------------------------------
+    # -- facts (entity) -------------------------------------------------------------
 
     def live_facts(self) -> list[FactRecord]:
         """Facts this session may use: its own, and its user's profile facts."""
@@ -38,10 +38,3 @@ class SessionState:
         return {f.id: names[f.source_session_id] for f in facts
                 if f.source_session_id is not None and f.source_session_id != self.session_id
                 and f.source_session_id in names}
-
-    def search(
-        self, query: str, *, before_turn: int | None, limit: int
-    ) -> list[tuple[MessageRecord, float]]:
-        """This session's messages matching `query` (FTS5 BM25, higher is better)."""
-        return list(self.store.search_messages(self.session_id, query,
-                                               before_turn=before_turn, limit=limit))

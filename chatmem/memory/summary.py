@@ -162,6 +162,30 @@ class SummaryMemory(BaseStrategy):
             parts.append(Part("facts", (facts_message(kept, counter),), pinned_reason(kept)))
         return parts, notes
 
+    def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:
+        """The turns the next summarizer call folds, oldest first; none when none need to."""
+        raise NotImplementedError
+
+    def update(self, env: MemoryEnv) -> list[str]:
+        """Fold what `next_fold` names: one call after a turn, bounded batches in a catch-up
+        (an imported history) until nothing is left to fold or a call fails."""
+        notices: list[str] = []
+        folds = 0
+        while True:
+            st = load_state(env.state, self.name)
+            if folds and st.behind:
+                break
+            turns = self.next_fold(env, st)
+            if not turns:
+                if st.behind and env.state is not None:
+                    env.state.set(self.name, behind="")  # nothing waits to be folded
+                break
+            notices = self.fold(env, st, turns)
+            folds += 1
+            if not env.catch_up:
+                break
+        return caught_up_notices(notices, folds)
+
     def summary_limit(self) -> int:
         """Longest summary text, in tokens; longer replies are clipped with a marker."""
         return int(self.params["summary_max_tokens"])
@@ -362,18 +386,9 @@ class SummaryStrategy(SummaryMemory):
         return assemble(request, parts, budget=self.budget(request), warnings=warnings,
                         dropped="; ".join(notes) or None)
 
-    def update(self, env: MemoryEnv) -> list[str]:
-        """Fold the turns after the boundary in: one call after a turn, batches in a catch-up."""
-        notices: list[str] = []
-        folds = 0
-        while True:
-            st = load_state(env.state, self.name)
-            last = env.history.turn_count()
-            if st.boundary >= last or (folds and st.behind):
-                break
-            turns = next_batch(env.history, st.boundary + 1, last, self.fold_limit())
-            notices = self.fold(env, st, turns)
-            folds += 1
-            if not env.catch_up:
-                break
-        return caught_up_notices(notices, folds)
+    def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:
+        """Every turn after the boundary, in one bounded batch."""
+        last = env.history.turn_count()
+        if st.boundary >= last:
+            return []
+        return next_batch(env.history, st.boundary + 1, last, self.fold_limit())

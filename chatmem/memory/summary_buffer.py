@@ -29,7 +29,6 @@ from chatmem.memory.summary import (
     FOLD_TOKENS,
     SummaryMemory,
     SummaryState,
-    caught_up_notices,
     load_state,
     next_batch,
 )
@@ -97,26 +96,6 @@ class SummaryBufferStrategy(SummaryMemory):
             if st.behind else []
         return assemble(request, parts, budget=budget, dropped="; ".join(notes) or None,
                         warnings=warnings)
-
-    def update(self, env: MemoryEnv) -> list[str]:
-        """Fold the turns that no longer fit beside a full-size summary: one call per prune,
-        and in a catch-up (an imported history) bounded batches until the rest fit."""
-        notices: list[str] = []
-        folds = 0
-        while True:
-            st = load_state(env.state, self.name)
-            if folds and st.behind:
-                break
-            folded = self.next_fold(env, st)
-            if not folded:
-                if st.behind and env.state is not None:
-                    env.state.set(self.name, behind="")
-                break
-            notices = self.fold(env, st, folded)
-            folds += 1
-            if not env.catch_up:
-                break
-        return caught_up_notices(notices, folds)
 
     def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:
         """The turns the next prune folds, oldest first; none while the turns fit.
