@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import recall_data
 
+from chatmem.evaluation.replay import StrategySpec, replay
+from chatmem.evaluation.scoring import StrategyRun
 from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.replay import StrategySpec, replay
-from chatmem.scoring import StrategyRun
-from chatmem.transcript import Transcript
-from chatmem.transcript_reader import parse_transcript
+from chatmem.transcripts.format import Transcript
+from chatmem.transcripts.reader import parse_transcript
 
 FIXED = 40
 """System prompt, probe and priming: tokens every context spends before memory (about)."""
@@ -141,7 +141,7 @@ def run_langchain(transcript: Transcript, probes: list[dict[str, Any]], budget: 
     if embed is None:
         return Row("langchain VectorStoreRetrieverMemory", budget, 0.0, 0.0,
                    note="skipped: no local embedder (pip install -e '.[embed]')")
-    from chatmem.transcript import Probe
+    from chatmem.transcripts.format import Probe
 
     class Adapter(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append((f"next build after {args.think:g} s, collecting vectors",
                          f"median {statistics.median(collects):.1f} ms,"
                          f" max {max(collects):.1f} ms"))
-        from chatmem.memory.recall_index import embed_pending
+        from chatmem.memory.recall_sources import embed_pending
         from chatmem.store import PendingText
 
         texts = [LINES[n % 4].format(n=n) for n in range(128)]

@@ -185,7 +185,7 @@ def copy_base(base: Path, path: Path) -> None:
 
 def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Per-turn overhead of one strategy: build + commit + memory update, model excluded."""
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
     from chatmem.engine import open_session
     from chatmem.store import Store
     from chatmem.store.meter import metered
@@ -309,9 +309,9 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
 
 def replay_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Turns per second of `chatmem replay --keep-replies` on a transcript, one strategy."""
+    from chatmem.evaluation.replay import parse_spec, replay
     from chatmem.providers.scripted import ScriptedProvider
-    from chatmem.replay import parse_spec, replay
-    from chatmem.transcript_reader import read_transcript
+    from chatmem.transcripts.reader import read_transcript
 
     transcript = read_transcript(Path(spec["transcript"]))
     chosen = parse_spec(spec["strategy"])

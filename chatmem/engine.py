@@ -29,7 +29,7 @@ from chatmem.text import REPLACEMENT, is_valid, valid_text
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
-from chatmem.memory.turns import HistoryTurn
+from chatmem.memory.history_view import HistoryTurn
 from chatmem.store import MessageRecord, Store
 from chatmem.tokens import TokenCounter
 

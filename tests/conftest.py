@@ -27,7 +27,7 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 
-from chatmem.config import Settings  # noqa: E402
+from chatmem.config.settings import Settings  # noqa: E402
 from chatmem.embeddings import Embedder  # noqa: E402
 from chatmem.engine import Engine, open_session  # noqa: E402
 from chatmem.providers.scripted import ScriptedProvider  # noqa: E402

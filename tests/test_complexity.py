@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from activity_log import Recording
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import strategy_names
-from chatmem.memory.recall_index import embed_pending
+from chatmem.memory.recall_sources import embed_pending
 from chatmem.memory.summary import FOLD_TOKENS
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.embeddings.local import installed as local_embedder_installed
 from chatmem.engine import open_session
 from chatmem.errors import ChatmemError

@@ -183,7 +183,7 @@ def test_a_failed_turn_leaves_the_session_model_alone(make_engine) -> None:
 
 
 def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
     from chatmem.engine import open_session
 
     settings = Settings(system="Be brief.")

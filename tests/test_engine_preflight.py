@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import EMBEDDED_HELPER_NOTE, helper_model, open_session
 from chatmem.errors import OverBudget
 from chatmem.providers.local import SMOLLM2_FILE

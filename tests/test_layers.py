@@ -43,7 +43,8 @@ def importers_of(prefix: str, among: str) -> list[str]:
 
 @pytest.mark.parametrize("lower", ["chatmem.engine", "chatmem.memory", "chatmem.store",
                                    "chatmem.providers", "chatmem.render", "chatmem.tokens",
-                                   "chatmem.replay", "chatmem.transcript", "chatmem.config"])
+                                   "chatmem.evaluation", "chatmem.transcripts", "chatmem.config",
+                                   "chatmem.privacy"])
 def test_lower_layers_never_import_the_cli_or_the_repl(lower: str) -> None:
     assert importers_of("chatmem.repl", lower) == []
     assert importers_of("chatmem.cli", lower) == []

@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from chatmem.config_schema import PROVIDERS
+from chatmem.config.schema import PROVIDERS
 from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from chatmem.activity import Activity
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
     from chatmem.engine import Engine
+    from chatmem.evaluation.recording import LazyProvider
     from chatmem.memory.base import Strategy
     from chatmem.providers.base import Provider
-    from chatmem.recording import LazyProvider
     from chatmem.store import SessionRecord, Store
-    from chatmem.transcript import Transcript
+    from chatmem.transcripts.format import Transcript
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -144,7 +144,7 @@ def strategy_choice(strategy: str | None,
     params = parse_params(pairs)
     if strategy is None:
         return None, params
-    from chatmem.replay import parse_spec
+    from chatmem.evaluation.replay import parse_spec
 
     spec = parse_spec(strategy, params)
     return spec.name, spec.params
@@ -157,7 +157,7 @@ def settings_from(
     model: str | None = None,
     helper_model: str | None = None,
 ) -> Settings:
-    from chatmem.config import load_settings
+    from chatmem.config.settings import load_settings
 
     return load_settings(config, overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
@@ -173,7 +173,7 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
     reads as an empty history; a file named with --db or CHATMEM_DB that does not
     exist is an error, because a typo must not look like an empty history.
     """
-    from chatmem.paths import move_legacy_db
+    from chatmem.config.paths import move_legacy_db
     from chatmem.store import Store
 
     if settings.db is None:
@@ -273,8 +273,8 @@ def open_engine(
 def apply_retention(store: Store, settings: Settings) -> None:
     """At start-up: erase idle sessions and expired facts, and say so on stderr."""
     from chatmem.errors import StoreError
+    from chatmem.privacy.retention import prune
     from chatmem.render import notice_line
-    from chatmem.retention import prune
     from chatmem.store.connection import utc_now
 
     try:
@@ -308,7 +308,7 @@ def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embed
 def stored_transcript(store: Store, session: SessionRecord,
                       last_turn: int | None = None) -> Transcript:
     """A stored session (to `last_turn`) as a transcript: strategy, recording, prompts, probes."""
-    from chatmem.transcript import from_records
+    from chatmem.transcripts.format import from_records
 
     messages = store.messages(session.id, 1, last_turn)
     prompts = store.system_prompts(session.id)
@@ -327,8 +327,8 @@ def stored_transcript(store: Store, session: SessionRecord,
 def reproducing_provider(settings: Settings, recorded: Transcript | SessionRecord,
                          explicit: bool) -> Iterator[LazyProvider]:
     """The provider and tokenizer a transcript or session was recorded with
-    (see chatmem.recording)."""
-    from chatmem.recording import Recording, reproducing
+    (see chatmem.evaluation.recording)."""
+    from chatmem.evaluation.recording import Recording, reproducing
 
     recording = Recording(recorded.provider, recorded.model, recorded.tokenizer)
     provider = reproducing(settings, recording, explicit=explicit)

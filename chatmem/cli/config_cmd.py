@@ -19,7 +19,7 @@ from chatmem.cli.common import (
 from chatmem.cli.grammar import ChatmemTyper
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
 
 app = ChatmemTyper(help="See and create the config file.", no_args_is_help=True)
 
@@ -32,8 +32,8 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
-    from chatmem.config import load_settings
-    from chatmem.paths import config_path
+    from chatmem.config.paths import config_path
+    from chatmem.config.settings import load_settings
 
     settings = load_settings(config)
     if json_out:
@@ -61,7 +61,7 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
 
 def _effective_reply_cap(settings: Settings) -> str:
     """What caps a reply when max_reply_tokens is unset: it depends on the provider."""
-    from chatmem.config import LOCAL_MAX_REPLY_TOKENS
+    from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS
     from chatmem.errors import NoModelAvailable
     from chatmem.providers import resolve_provider_name
 
@@ -81,7 +81,7 @@ def path(config: ConfigOption = None) -> None:
 
     Example: chatmem config path
     """
-    from chatmem.paths import config_path
+    from chatmem.config.paths import config_path
 
     print(config_path(config))
 
@@ -96,7 +96,7 @@ def init(
 
     Example: chatmem config init && $EDITOR "$(chatmem config path)"
     """
-    from chatmem.paths import config_path, example_config
+    from chatmem.config.paths import config_path, example_config
 
     target: Path = config_path(config)
     if target.exists() and not force:

@@ -91,8 +91,8 @@ def list_(
     session = one_session(session_arg, session)
     from chatmem.memory.facts import provenance
     from chatmem.memory.pins import pinned_at
+    from chatmem.privacy.retention import expiry_of
     from chatmem.render.facts import fact_rows, facts_table, pinned_row
-    from chatmem.retention import expiry_of
 
     settings = settings_from(config, db)
     with open_store(settings, create=False) as store:

@@ -37,7 +37,7 @@ def index(
     """
     from chatmem.embeddings import resolve_embedder
     from chatmem.errors import ConfigError
-    from chatmem.memory.recall_index import embed_pending
+    from chatmem.memory.recall_sources import embed_pending
 
     settings = settings_from(config, db, None, None)
     embedder = resolve_embedder(settings)

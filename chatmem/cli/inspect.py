@@ -54,9 +54,9 @@ from chatmem.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
+    from chatmem.evaluation.recording import Tokenizer
     from chatmem.memory.context import Context
-    from chatmem.recording import Tokenizer
     from chatmem.store import SessionRecord, Store, TurnRecord
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
@@ -159,8 +159,8 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
 
 def _recorded(store: Store, session: SessionRecord,
               number: int | None) -> tuple[dict[str, Any], Context, bool]:
+    from chatmem.evaluation.recording import Tokenizer
     from chatmem.memory.context import Context
-    from chatmem.recording import Tokenizer
 
     turn = store.turn(session.id, number)
     context = Context.from_json(turn.context)
@@ -174,7 +174,7 @@ def _recorded(store: Store, session: SessionRecord,
 def _next(store: Store, session: SessionRecord, settings: Settings,
           text: str, explicit: bool) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine, resolve_strategy
-    from chatmem.recording import describe_counter
+    from chatmem.evaluation.recording import describe_counter
 
     chosen = resolve_strategy(settings, None, {}, session)
     with reproducing_provider(settings, session, explicit) as llm:
@@ -200,10 +200,10 @@ def _what_if(store: Store, session: SessionRecord, settings: Settings, number: i
              text: str | None, strategy: str, params: dict[str, str], *, explicit: bool,
              with_user_facts: bool) -> tuple[dict[str, Any], Context, bool]:
     from chatmem.engine import Engine
-    from chatmem.recording import describe_counter
+    from chatmem.evaluation.recording import describe_counter
+    from chatmem.evaluation.replay import StrategySpec
+    from chatmem.evaluation.whatif import what_if
     from chatmem.render.progress import ConsoleActivity
-    from chatmem.replay import StrategySpec
-    from chatmem.whatif import what_if
 
     spec = StrategySpec(strategy, params)
     chosen = spec.create()  # bad names or params fail before any work is done

@@ -23,8 +23,8 @@ from chatmem.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
-    from chatmem.retention import Erasure
+    from chatmem.config.settings import Settings
+    from chatmem.privacy.retention import Erasure
 
 NEW_KEY_ENV = "CHATMEM_NEW_KEY"
 
@@ -158,7 +158,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
 
 def _erasure_lines(erased: Erasure, now: datetime) -> list[str]:
-    from chatmem.retention import days_text
+    from chatmem.privacy.retention import days_text
 
     lines = []
     for s in erased.sessions:
@@ -191,8 +191,8 @@ def prune(
 
     Example: chatmem sessions prune --older-than 30d --dry-run
     """
-    from chatmem.retention import parse_duration
-    from chatmem.retention import prune as prune_history
+    from chatmem.privacy.retention import parse_duration
+    from chatmem.privacy.retention import prune as prune_history
     from chatmem.store.connection import utc_now
 
     settings = settings_from(config, db)
@@ -232,7 +232,7 @@ def retention(
 
     Example: chatmem sessions retention travel forever
     """
-    from chatmem.retention import days_text, parse_duration
+    from chatmem.privacy.retention import days_text, parse_duration
 
     settings = settings_from(config, db)
     with open_store(settings, create=False) as store:
@@ -279,7 +279,7 @@ def forget_me(
 
     Example: chatmem forget-me --yes
     """
-    from chatmem.retention import forget_user
+    from chatmem.privacy.retention import forget_user
     from chatmem.store.connection import utc_now
 
     settings = settings_from(config, db)

@@ -31,11 +31,11 @@ from chatmem.cli.common import (
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
-    from chatmem.recording import Tokenizer
-    from chatmem.replay import Progress
-    from chatmem.scoring import StrategyRun
-    from chatmem.transcript import Transcript
+    from chatmem.config.settings import Settings
+    from chatmem.evaluation.recording import Tokenizer
+    from chatmem.evaluation.replay import Progress
+    from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.transcripts.format import Transcript
 
 SourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.")
@@ -70,7 +70,7 @@ PROGRESS_AFTER_STEPS = 50
 
 def load_source(source: str, settings: Settings) -> Transcript:
     """A transcript file, or else the stored session of that name."""
-    from chatmem.transcript_reader import read_transcript
+    from chatmem.transcripts.reader import read_transcript
 
     path = Path(source)
     if path.is_file() or path.suffix in (".jsonl", ".json"):
@@ -112,8 +112,8 @@ def _run(
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: Transcript | None = None,
 ) -> Outcome:
-    from chatmem.recording import describe_counter
-    from chatmem.replay import parse_spec, replay
+    from chatmem.evaluation.recording import describe_counter
+    from chatmem.evaluation.replay import parse_spec, replay
 
     shared = parse_params(param)
     specs = [parse_spec(s, shared) for s in strategy]
@@ -215,7 +215,7 @@ def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
 
 
 def _write_report(path: Path, data: dict[str, Any]) -> None:
-    from chatmem.report import html_report
+    from chatmem.render.report import html_report
 
     try:
         write_private(path, html_report(data))

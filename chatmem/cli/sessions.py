@@ -20,7 +20,7 @@ from chatmem.cli.common import (
 from chatmem.cli.grammar import ChatmemTyper
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.",
                  no_args_is_help=True)
@@ -188,7 +188,7 @@ def export(
     from pathlib import Path
 
     from chatmem.errors import UsageError
-    from chatmem.transcript_writer import EXPORT_FORMATS, export_format, write_transcript
+    from chatmem.transcripts.writer import EXPORT_FORMATS, export_format, write_transcript
 
     if all_ or name is None:
         export_all(name, output, force, settings_from(config, db))
@@ -216,9 +216,9 @@ def export_all(name: str | None, output: str | None, force: bool, settings: Sett
     from pathlib import Path
 
     from chatmem import __version__
-    from chatmem.archive import write_archive
     from chatmem.errors import UsageError
-    from chatmem.transcript_writer import to_jsonl
+    from chatmem.privacy.archive import write_archive
+    from chatmem.transcripts.writer import to_jsonl
 
     if name is not None:
         raise UsageError("give a SESSION or --all, not both")
@@ -263,8 +263,8 @@ def import_(
     from chatmem.errors import UsageError
     from chatmem.memory import create_strategy
     from chatmem.store import check_session_name, session_name_from
-    from chatmem.transcript import message_dicts
-    from chatmem.transcript_reader import read_transcript
+    from chatmem.transcripts.format import message_dicts
+    from chatmem.transcripts.reader import read_transcript
 
     if name and name_option and name != name_option:
         raise UsageError(f"two names given: {name!r} and --name {name_option!r}; give one")

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.config_schema import EMBEDDERS
+from chatmem.config.schema import EMBEDDERS
 from chatmem.embeddings.base import Embedder, Remembering
 from chatmem.errors import ConfigError
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
 
 
 def create_embedder(name: str, settings: Settings | None = None) -> Embedder:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
 
     settings = settings or Settings()
     table = settings.embeddings

@@ -17,7 +17,7 @@ from chatmem.memory.entity import EntityStrategy
 from chatmem.memory.retrieval import RetrievalStrategy
 from chatmem.memory.summary import SummaryStrategy
 from chatmem.memory.summary_buffer import SummaryBufferStrategy
-from chatmem.memory.tokens import TokenBudgetStrategy
+from chatmem.memory.token_budget import TokenBudgetStrategy
 from chatmem.memory.window import WindowStrategy
 
 REGISTRY: dict[str, type[BaseStrategy]] = {

@@ -8,7 +8,7 @@ from typing import Any
 
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import PART_ORDER, Context, Part
-from chatmem.memory.turns import HistoryTurn
+from chatmem.memory.history_view import HistoryTurn
 
 
 def system_part(request: ContextRequest) -> Part | None:

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from chatmem.activity import QUIET, Activity
 from chatmem.errors import StrategyError
 from chatmem.memory.context import Context, Message
+from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import Param, format_params
-from chatmem.memory.turns import HistoryView
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
     from chatmem.providers.base import Provider

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ProviderResponseError
-from chatmem.memory import sensitive
 from chatmem.memory.assembly import span
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.facts import normalize_key
-from chatmem.memory.turns import HistoryTurn
+from chatmem.memory.history_view import HistoryTurn
+from chatmem.privacy import sensitive
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState

@@ -43,7 +43,7 @@ from chatmem.memory.ranking import (
     pool,
     words_scores,
 )
-from chatmem.memory.recall_index import MemoryRecall, Source, StoredRecall
+from chatmem.memory.recall_sources import MemoryRecall, Source, StoredRecall
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder

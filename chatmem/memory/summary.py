@@ -17,11 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError
-from chatmem.memory import anchors, pins, quoting, sensitive, summarize
+from chatmem.memory import anchors, pins, quoting, summarizer
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param, catching_up
 from chatmem.memory.context import Context, Message, Part
-from chatmem.memory.turns import HistoryTurn, HistoryView
+from chatmem.memory.history_view import HistoryTurn, HistoryView
+from chatmem.privacy import sensitive
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -127,10 +128,10 @@ class SummaryMemory(BaseStrategy):
             if left is not None and full.tokens > left:
                 framing = summary_message("", st.boundary, st.latest.version, counter).tokens
                 allowed = left - framing
-                marker = counter.count_text(summarize.clip_marker(max(allowed, 0)))
+                marker = counter.count_text(summarizer.clip_marker(max(allowed, 0)))
                 fitted = None
                 while allowed > marker and fitted is None:
-                    text, _ = summarize.clip(st.text, allowed, counter)
+                    text, _ = summarizer.clip(st.text, allowed, counter)
                     candidate = summary_message(text, st.boundary, st.latest.version, counter)
                     if candidate.tokens <= left:
                         fitted = candidate
@@ -217,7 +218,7 @@ class SummaryMemory(BaseStrategy):
                 raise ChatmemError("no model is configured for summaries")
             with env.activity.doing(f"summarizing {covered}"
                                     + catching_up(env, env.history.turn_count())):
-                draft = summarize.summarize(
+                draft = summarizer.summarize(
                     env.model, env.counter, st.text, messages,
                     prompt=options["prompt"], max_tokens=self.summary_limit(),
                 )
@@ -265,8 +266,8 @@ class SummaryMemory(BaseStrategy):
             env.state.set(self.name, boundary_turn=turns[-1].number, behind="",
                           pinned=[p.stored() for p in kept],
                           released=st.released + len(released))
-        added, removed = summarize.diff_size(st.text, draft.text)
-        unit = summarize.diff_unit(st.text, draft.text)
+        added, removed = summarizer.diff_size(st.text, draft.text)
+        unit = summarizer.diff_unit(st.text, draft.text)
         notice = (f"summary v{record.version} now covers {_upto(turns[-1].number)}:"
                   f" +{added} −{removed} {unit}; /summary shows the diff")
         if draft.clipped:
@@ -352,9 +353,9 @@ def _moved(now: SummaryState, then: SummaryState) -> bool:
 def _options(env: MemoryEnv) -> dict[str, Any]:
     """The [summary] settings (prompt, drift_guard) the engine was given, or the defaults."""
     configured = (env.settings.summary if env.settings else None) or {}
-    prompt = configured.get("prompt") or summarize.DEFAULT_PROMPT
+    prompt = configured.get("prompt") or summarizer.DEFAULT_PROMPT
     return {
-        "prompt": summarize.check_prompt(prompt),
+        "prompt": summarizer.check_prompt(prompt),
         "drift_guard": bool(configured.get("drift_guard", True)),
     }
 

@@ -25,6 +25,7 @@ from chatmem.memory.assembly import (
 )
 from chatmem.memory.base import ContextRequest, MemoryEnv, Param
 from chatmem.memory.context import Context
+from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.summary import (
     FOLD_TOKENS,
     SummaryMemory,
@@ -32,7 +33,6 @@ from chatmem.memory.summary import (
     load_state,
     next_batch,
 )
-from chatmem.memory.turns import HistoryTurn
 from chatmem.tokens import TokenCounter
 
 

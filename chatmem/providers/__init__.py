@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from chatmem.config import LOCAL_MAX_REPLY_TOKENS, Settings
+from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAvailable, ProviderAuthError
+from chatmem.privacy.secrets import redacted_url
 from chatmem.providers.base import Provider
-from chatmem.redact import redacted_url
 
 NO_MODEL_HELP = (
     "chatmem found no model. Any one of these gives it one:\n"

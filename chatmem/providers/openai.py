@@ -21,8 +21,8 @@ from chatmem.errors import (
     ProviderResponseError,
     ProviderTimeout,
 )
+from chatmem.privacy.secrets import redacted_url, url_secrets
 from chatmem.providers.base import ChatMessages, Usage
-from chatmem.redact import redacted_url, url_secrets
 from chatmem.tokens import TokenCounter, counter_for_model
 
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")

@@ -1,4 +1,4 @@
-"""Replay and eval output: per-strategy tables and a terminal chart (HTML: chatmem.report)."""
+"""Replay and eval output: per-strategy tables and a terminal chart (HTML: render.report)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rich.text import Text
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
 
 if TYPE_CHECKING:
-    from chatmem.scoring import ProbeResult, StrategyRun
+    from chatmem.evaluation.scoring import ProbeResult, StrategyRun
 
 SERIES_STYLES = ("green", "yellow", "cyan", "magenta", "blue", "red", "white")
 MARKERS = ("●", "▲", "■", "◆", "✚", "★", "○", "△", "□", "◇", "✕", "☆")

@@ -74,7 +74,7 @@ def fact_rows(facts: Sequence[Any], owner: Callable[[Any], str], names: Mapping[
               history: Mapping[int, Sequence[Any]],
               expires: Callable[[Any], str | None]) -> list[dict[str, Any]]:
     """Rows for facts with their provenance (chatmem.memory.facts.provenance) and when each
-    expires (chatmem.retention.expiry_of)."""
+    expires (chatmem.privacy.retention.expiry_of)."""
     return [{**fact_row(f, owner(f), session=names.get(f.source_session_id or 0),
                         history=history.get(f.id, ()), sessions=names),
              "expires_at": expires(f)} for f in facts]

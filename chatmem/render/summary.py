@@ -21,7 +21,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from chatmem.fts import CJK
-from chatmem.memory.summarize import diff_size, diff_tokens, diff_unit, word_diff
+from chatmem.memory.summarizer import diff_size, diff_tokens, diff_unit, word_diff
 from chatmem.render import when
 from chatmem.store import SummaryRecord
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.repl.loop import Repl

@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.repl.loop import Repl
@@ -258,8 +258,8 @@ def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> 
 def test_a_retention_that_cannot_be_applied_does_not_stop_the_chat(
     aged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chatmem import retention
     from chatmem.errors import StoreError
+    from chatmem.privacy import retention
 
     def busy(*args: object, **kwargs: object) -> None:
         raise StoreError(f"{aged} is busy: another process held it for over 5 s; try again")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.embeddings import create_embedder
 from chatmem.errors import ConfigError, ProviderError
 from chatmem.memory import create_strategy

@@ -15,7 +15,7 @@ from fact_conversations import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.errors import StrategyError
 from chatmem.memory import EXAMPLE_COMBINATIONS, REGISTRY, create_strategy
@@ -23,7 +23,7 @@ from chatmem.memory.assembly import span
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
-from chatmem.memory.turns import ListHistory
+from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 

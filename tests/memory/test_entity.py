@@ -13,7 +13,7 @@ from fact_conversations import (
     sent_text,
 )
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.memory.facts import BLOCK_CLOSE, BLOCK_OPEN
 

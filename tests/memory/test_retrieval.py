@@ -15,7 +15,7 @@ from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.turns import ListHistory
+from chatmem.memory.history_view import ListHistory
 
 ALIASES = {"sibling": "brother", "living": "job", "work": "job"}
 

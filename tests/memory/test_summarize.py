@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatmem.config import load_settings
+from chatmem.config.settings import load_settings
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.memory.context import Message
-from chatmem.memory.summarize import (
+from chatmem.memory.summarizer import (
     DEFAULT_PROMPT,
     check_prompt,
     clip,

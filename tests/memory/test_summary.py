@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.turns import ListHistory
+from chatmem.memory.history_view import ListHistory
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary

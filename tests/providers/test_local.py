@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 from chatmem.store import Store

@@ -11,7 +11,7 @@ import pytest
 from chat_server import ChatServer
 from waiting import HANG
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.errors import (
     ProviderAuthError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatmem.config import LOCAL_MAX_REPLY_TOKENS, Settings
+from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.providers import create_provider
 
 

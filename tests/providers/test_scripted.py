@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.errors import ConfigError
 from chatmem.providers import create_provider
 from chatmem.providers.scripted import RULES, ScriptedProvider

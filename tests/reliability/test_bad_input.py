@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.config import read_config_file
+from chatmem.config.settings import read_config_file
 from chatmem.errors import ChatmemError
-from chatmem.replay import parse_spec
+from chatmem.evaluation.replay import parse_spec
 from chatmem.store import Store
 from chatmem.store.records import check_session_name
-from chatmem.transcript_reader import MAX_MESSAGE_CHARACTERS, parse_transcript
+from chatmem.transcripts.reader import MAX_MESSAGE_CHARACTERS, parse_transcript
 
 runner = CliRunner()
 JUNK = settings(max_examples=300, deadline=None,

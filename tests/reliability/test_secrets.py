@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.redact import redacted_url
+from chatmem.privacy.secrets import redacted_url
 from chatmem.store import Store
 
 KEY = "sk-test-SECRET-4b1d2c3e4f5a6b7c"

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
+from chatmem.evaluation.replay import without_repl_hints
+from chatmem.evaluation.scoring import ProbeResult, StrategyRun
 from chatmem.render.compare import (
     MARKERS,
     OVERLAP,
@@ -22,8 +24,6 @@ from chatmem.render.compare import (
     token_chart,
 )
 from chatmem.render.layout import Label
-from chatmem.replay import without_repl_hints
-from chatmem.scoring import ProbeResult, StrategyRun
 
 
 def rows(chart: str) -> list[str]:

@@ -20,7 +20,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from waiting import HANG
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console

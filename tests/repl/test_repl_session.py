@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from chatmem.cli import app
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.transcript_reader import read_transcript
+from chatmem.transcripts.reader import read_transcript
 
 runner = CliRunner()
 

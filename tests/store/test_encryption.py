@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import HISTORY_KEY, needs_sqlcipher
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.errors import ExitCode, HistoryLocked, NotChatmemDatabase, StoreError
 from chatmem.providers.scripted import ScriptedProvider

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.store import Store, rendered

@@ -28,8 +28,8 @@ def _quit(repl: Chat, args: list[str]) -> None:
        "show or switch the memory strategy for the next turn; history stays intact",
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
+    from chatmem.evaluation.replay import parse_spec
     from chatmem.memory.params import parse_param_pairs
-    from chatmem.replay import parse_spec
 
     if args:
         params = parse_param_pairs(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from chatmem.errors import NotFound
 from chatmem.memory import pins
 from chatmem.memory.facts import find_facts, provenance, split_key_value, unused_facts_note
+from chatmem.privacy.retention import expiry_of, parse_duration
 from chatmem.render.facts import fact_rows, facts_table, pinned_row
 from chatmem.repl.chat import Chat
 from chatmem.repl.table import SLASH, slash
-from chatmem.retention import expiry_of, parse_duration
 from chatmem.store.connection import stamp
 
 

@@ -144,7 +144,7 @@ def _retry(repl: Chat, args: list[str]) -> None:
        example="/export trip.md", args=(0, 2), completes="path")
 def _export(repl: Chat, args: list[str]) -> None:
     from chatmem.cli.common import stored_transcript
-    from chatmem.transcript_writer import export_format, write_transcript
+    from chatmem.transcripts.writer import export_format, write_transcript
 
     force = "--force" in args
     files = [a for a in args if a != "--force"]

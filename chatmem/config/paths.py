@@ -88,4 +88,4 @@ def example_config() -> str:
     if shipped.is_file():
         return shipped.read_text(encoding="utf-8")
     # An editable install reads it from the top of the checkout.
-    return (Path(__file__).resolve().parent.parent / "config.example.toml").read_text("utf-8")
+    return (Path(__file__).resolve().parents[2] / "config.example.toml").read_text("utf-8")

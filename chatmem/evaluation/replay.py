@@ -6,7 +6,7 @@ needed; summaries and facts still go to the helper model, through a counting
 proxy, so the model calls a strategy makes are measured, not guessed.
 
 At each probe the context the strategy would send for the probe is built (not
-sent, not stored) and scored (see chatmem.scoring).
+sent, not stored) and scored (see chatmem.evaluation.scoring).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine, strategy_label
 from chatmem.errors import StoreError, StrategyError
+from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import parse_param_pairs
 from chatmem.providers.base import ChatMessages, Provider, ReplyStream
-from chatmem.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.store import Store, check_session_name, session_name_from
 from chatmem.tokens import TokenCounter
-from chatmem.transcript import (
+from chatmem.transcripts.format import (
     Probe,
     SystemPrompt,
     Transcript,

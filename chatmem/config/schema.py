@@ -12,7 +12,7 @@ from typing import Any
 from chatmem.errors import ConfigError, StrategyError
 
 # Key → type for each table; "" is the top level. Extending chatmem with a
-# setting means adding it here and to chatmem.config.Settings.
+# setting means adding it here and to chatmem.config.settings.Settings.
 SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "": {
         "provider": str,
@@ -116,7 +116,7 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
-    from chatmem.memory.summarize import check_prompt
+    from chatmem.memory.summarizer import check_prompt
 
     if "prompt" in table:
         check_prompt(table["prompt"], f"{path}: key 'summary.prompt'")

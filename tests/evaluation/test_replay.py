@@ -11,19 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatmem.errors import StoreError, StrategyError
-from chatmem.memory import contract_strategy_names
-from chatmem.providers.scripted import ScriptedProvider
-from chatmem.replay import (
+from chatmem.evaluation.replay import (
     CountingProvider,
     StrategySpec,
     parse_spec,
     plan,
     replay,
 )
+from chatmem.memory import contract_strategy_names
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.transcript_reader import parse_transcript, read_transcript
+from chatmem.transcripts.reader import parse_transcript, read_transcript
 
-SESSIONS = Path(__file__).resolve().parent.parent / "sessions"
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
 
 def transcript(*lines: object) -> str:

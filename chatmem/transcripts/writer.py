@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chatmem.errors import UsageError
-from chatmem.transcript import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
+from chatmem.transcripts.format import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
 
 
 def _header(transcript: Transcript) -> dict[str, Any]:

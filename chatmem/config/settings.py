@@ -2,7 +2,7 @@
 
 The config file is TOML (see config.example.toml for every key). Unknown
 keys, wrong types and unknown strategies are errors naming the key and file
-(chatmem.config_schema): a typo must never be silently ignored.
+(chatmem.config.schema): a typo must never be silently ignored.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from chatmem.config_schema import PROVIDERS, validate
+from chatmem.config.paths import chosen_config, default_config_path, default_db_path
+from chatmem.config.schema import PROVIDERS, validate
 from chatmem.errors import ConfigError
-from chatmem.paths import chosen_config, default_config_path, default_db_path
 
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
@@ -120,7 +120,7 @@ class Settings:
         source = self.key_source()
         data["history_key"] = f"from {source}" if source else "not set (history not encrypted)"
         if self.base_url:
-            from chatmem.redact import redacted_url
+            from chatmem.privacy.secrets import redacted_url
 
             data["base_url"] = redacted_url(self.base_url)
         data["db"] = str(self.db_path)

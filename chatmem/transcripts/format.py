@@ -8,8 +8,8 @@ A transcript is an optional header line ``{"chatmem": 1, "title": ..., "system":
 position, and ``{"system_prompt": ...}`` lines: the system prompt from the next
 turn on (a mid-session `/system`; the header's ``system`` is turn 1's). An
 OpenAI-style ``{"messages": [...]}`` object and a plain JSON list of
-messages are read too (chatmem.transcript_reader, every error naming the file and
-the line); chatmem.transcript_writer writes JSON Lines, one JSON document or Markdown.
+messages are read too (chatmem.transcripts.reader, every error naming the file and
+the line); chatmem.transcripts.writer writes JSON Lines, one JSON document or Markdown.
 """
 
 from __future__ import annotations

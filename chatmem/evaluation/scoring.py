@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.memory.context import Context
-from chatmem.transcript import Probe
+from chatmem.transcripts.format import Probe
 
 MEMORY_PARTS = ("summary", "facts", "recalled", "history")
 

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine import Engine
+from chatmem.evaluation.replay import CountingProvider, seed_user_facts
 from chatmem.history import StoredHistory
 from chatmem.memory.base import ContextRequest, Strategy
 from chatmem.memory.context import Context, Message
 from chatmem.memory.state import SessionState
-from chatmem.replay import CountingProvider, seed_user_facts
 from chatmem.store import SessionRecord, Store
 
 if TYPE_CHECKING:

@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
-from chatmem.memory import pins, sensitive
+from chatmem.memory import pins
 from chatmem.memory.extraction import EXTRACTION_PROMPT
-from chatmem.memory.summarize import DEFAULT_PROMPT
+from chatmem.memory.summarizer import DEFAULT_PROMPT
+from chatmem.privacy import sensitive
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

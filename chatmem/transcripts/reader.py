@@ -11,7 +11,7 @@ from typing import Any
 
 from chatmem.errors import TranscriptError
 from chatmem.text import valid_text
-from chatmem.transcript import (
+from chatmem.transcripts.format import (
     FORMAT_VERSION,
     HEADER_KEYS,
     ROLES,

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
+from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.ranking import Sittings
-from chatmem.memory.turns import HistoryTurn
 from chatmem.store import PendingText, VectorRow, rank_texts
 
 if TYPE_CHECKING:

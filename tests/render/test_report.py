@@ -20,9 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from chatmem.cli import app
-from chatmem.report import html_report, nice_top
+from chatmem.render.report import html_report, nice_top
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TRAVEL = str(ROOT / "sessions" / "travel-zh.jsonl")
 STRATEGIES = ["buffer", "window:k=2", "tokens:max_tokens=600", "summary-buffer:max_tokens=800",
               "entity", "retrieval", "summary-buffer+retrieval", "window+entity"]

@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.errors import TranscriptError
-from chatmem.transcript import Probe, Transcript, TranscriptMessage
-from chatmem.transcript_reader import parse_transcript, read_transcript
-from chatmem.transcript_writer import to_jsonl, to_markdown
+from chatmem.transcripts.format import Probe, Transcript, TranscriptMessage
+from chatmem.transcripts.reader import parse_transcript, read_transcript
+from chatmem.transcripts.writer import to_jsonl, to_markdown
 
-SESSIONS = Path(__file__).resolve().parent.parent / "sessions"
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
 
 def jsonl(*lines: object) -> str:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.fts import CJK
-from chatmem.memory import sensitive
 from chatmem.memory.context import Message
+from chatmem.privacy import sensitive
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:

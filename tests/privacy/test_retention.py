@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from chatmem.config import Settings
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.errors import UsageError
+from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.store import Store, VectorRow
 from chatmem.store.connection import stamp
 

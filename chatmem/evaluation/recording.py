@@ -22,7 +22,7 @@ from chatmem.providers.base import ChatMessages, Provider, ReplyStream
 from chatmem.tokens import TiktokenCounter, TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
-    from chatmem.config import Settings
+    from chatmem.config.settings import Settings
 
 LOCAL_PREFIX = "llama:"
 FALLBACK = "cl100k_base"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from chatmem.config import Settings, load_settings, read_config_file
+from chatmem.config.paths import example_config
+from chatmem.config.settings import Settings, load_settings, read_config_file
 from chatmem.errors import ConfigError
-from chatmem.paths import example_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -106,7 +106,7 @@ def test_bad_provider_from_environment() -> None:
 
 
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
-    from chatmem.config_schema import SCHEMA
+    from chatmem.config.schema import SCHEMA
 
     text = example_config()
     read_config_file(write(tmp_path, text))
@@ -172,7 +172,7 @@ def test_every_setting_says_where_it_comes_from(tmp_path: Path) -> None:
 
 
 def test_config_path_follows_flag_then_environment(tmp_path: Path, isolated_home: Path) -> None:
-    from chatmem.paths import config_path
+    from chatmem.config.paths import config_path
 
     chosen = tmp_path / "mine.toml"
     assert config_path(None, env={"CHATMEM_CONFIG": str(chosen)}) == chosen

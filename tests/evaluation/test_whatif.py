@@ -6,11 +6,11 @@ import pytest
 from activity_log import Recording
 
 from chatmem.engine import Engine
+from chatmem.evaluation.whatif import what_if
 from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.store.meter import metered
-from chatmem.whatif import what_if
 
 
 def conversation(turns: int) -> list[dict[str, str]]:
@@ -66,7 +66,7 @@ def test_a_what_if_sees_the_history_as_it_was_at_its_turn(long_store: Store) -> 
 
 def test_a_summary_what_if_copies_and_catches_up_in_batches_with_progress(
         long_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("chatmem.whatif.COPY_TURNS", 500)
+    monkeypatch.setattr("chatmem.evaluation.whatif.COPY_TURNS", 500)
     session = long_store.session("long")
     activity = Recording()
     result = what_if(long_store, session, create_strategy("summary-buffer"), "What was my order?",
