@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
-from typer._click import exceptions as click_errors
 from typer.core import TyperGroup, TyperOption
 
 from chatmem.cli import chat, config_cmd, facts, privacy, sessions, strategies
@@ -38,23 +37,33 @@ def _param_name(param: Any) -> str:
     return str(param.metavar or param.name or "").strip("{}").upper()
 
 
-def usage_error_line(error: click_errors.ClickException) -> str:
-    """One line for a Click usage error: `--turn must be 1 or more`, `no such option --x`."""
-    if isinstance(error, click_errors.MissingParameter) and error.param is not None:
-        kind = "option" if isinstance(error.param, TyperOption) else "argument"
-        return f"missing {kind} {_param_name(error.param)}"
-    if isinstance(error, click_errors.BadParameter) and error.param is not None:
+def usage_error_line(error: typer.TyperException) -> str:
+    """One line for a usage error: `--turn must be 1 or more`, `no such option --x`."""
+    # Typer exports only TyperException and BadParameter of the error classes it raises, so
+    # the others are told apart by their documented attributes (`param_type` is
+    # MissingParameter's, `possibilities` NoSuchOption's), never imported from typer._click.
+    param = getattr(error, "param", None)
+    if isinstance(error, typer.BadParameter) and param is not None:
+        if hasattr(error, "param_type"):
+            kind = "option" if isinstance(param, TyperOption) else "argument"
+            return f"missing {kind} {_param_name(param)}"
         message = error.message
         for pattern, replacement in _REWORDS:
             message = pattern.sub(replacement, message)
-        name = _param_name(error.param)
+        name = _param_name(param)
         return f"{name} {message}" if message.startswith("must") else f"{name}: {message}"
-    if isinstance(error, click_errors.NoSuchOption):
-        close = (f" (did you mean {', '.join(sorted(error.possibilities))}?)"
-                 if error.possibilities else "")
-        return f"no such option {error.option_name}{close}"
+    if hasattr(error, "possibilities"):
+        possibilities = getattr(error, "possibilities", None) or ()
+        close = f" (did you mean {', '.join(sorted(possibilities))}?)" if possibilities else ""
+        return f"no such option {getattr(error, 'option_name', '')}{close}"
     message = error.format_message().rstrip(".")
     return message[:1].lower() + message[1:]
+
+
+def _asks_for_help(error: typer.TyperException) -> bool:
+    """`chatmem` or `chatmem sessions` alone: Typer raises NoArgsIsHelpError, which it does
+    not export; Typer's own error printer recognises it by name in the same way."""
+    return type(error).__name__ == "NoArgsIsHelpError"
 
 
 class ChatmemGroup(TyperGroup):
@@ -69,11 +78,10 @@ class ChatmemGroup(TyperGroup):
         try:
             code = super().main(args, prog_name, complete_var, False, windows_expand_args,
                                 **extra)
-        except click_errors.NoArgsIsHelpError as e:
-            # `chatmem` or `chatmem sessions` alone asks for help: it is not an error.
-            typer.echo(e.format_message())
-            sys.exit(0)
-        except click_errors.ClickException as e:
+        except typer.TyperException as e:
+            if _asks_for_help(e):
+                typer.echo(e.format_message())
+                sys.exit(0)
             from chatmem.render import error_line, make_console
 
             make_console(stderr=True).print(error_line(usage_error_line(e)), soft_wrap=True)

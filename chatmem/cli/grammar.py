@@ -11,15 +11,23 @@ INTEGER) unless a metavar says more. Every command is built with
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol
 
 import typer
-from typer._click import Context, HelpFormatter
 from typer.core import TyperArgument, TyperCommand
 
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH",
               "bool": "BOOLEAN"}
 _TYPE = re.compile(r"<([\w ]+)>")
+
+
+class HelpFormatter(Protocol):
+    """What `format_options` writes to: the part of Typer's help formatter it uses (Typer does
+    not export the class)."""
+
+    def section(self, name: str) -> Any: ...
+
+    def write_dl(self, rows: list[tuple[str, str]]) -> None: ...
 
 
 def argument_name(param: TyperArgument) -> str:
@@ -32,7 +40,9 @@ def _type_name(match: re.Match[str]) -> str:
 
 
 class ChatmemCommand(TyperCommand):
-    def collect_usage_pieces(self, ctx: Context) -> list[str]:
+    # `ctx` is Typer's Context; typed Any because the base class names the vendored Click
+    # Context, which Typer does not export (typer.Context narrows it, against Liskov).
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if isinstance(param, TyperArgument):
@@ -44,7 +54,7 @@ class ChatmemCommand(TyperCommand):
                 pieces.extend(param.get_usage_pieces(ctx))
         return pieces
 
-    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
+    def format_options(self, ctx: Any, formatter: HelpFormatter) -> None:
         arguments, options = [], []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)

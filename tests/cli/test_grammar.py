@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-import click
 import pytest
 import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from chatmem.cli import app
@@ -25,9 +25,9 @@ def run(*args: str, input: str = "", env: dict[str, str] | None = None):
 
 def commands() -> list[list[str]]:
     root = typer.main.get_command(app)
-    assert isinstance(root, click.Group) or hasattr(root, "commands")
+    assert isinstance(root, TyperGroup)
     found = []
-    for name, command in root.commands.items():  # type: ignore[attr-defined]
+    for name, command in root.commands.items():
         subs = getattr(command, "commands", None)
         found += [[name, sub] for sub in subs] if subs else [[name]]
     return found
