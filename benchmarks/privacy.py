@@ -12,8 +12,18 @@ Runs the installed `chatmem` (scripted provider, no network) and prints three ta
    pins or summaries, and how many ordinary details (ORD-7731, 五千元, 2026-03-15)
    are still remembered.
 3. Retention: which of the retention commands and settings exist.
+4. The phrasing corpus (benchmarks/privacy_corpus.py): 150+ sensitive and 150+
+   harmless phrasings, English and Chinese, labelled, unlabelled, repeated by the
+   assistant and split over two turns, each replayed in-process under `entity`
+   (fact extractor) and `summary` (summarizer and drift guard) with the scripted
+   helper model. A secret is kept out when its value is in none of what the
+   helper model was sent, the facts, the summaries (text and anchors) and the
+   pins; a harmless value is wrongly redacted when the summarizer or the fact
+   extractor was sent a marker in its place. Targets: >= 97 % kept out, <= 2 %
+   wrongly redacted.
 
-    python benchmarks/privacy.py
+    python benchmarks/privacy.py              # all four tables
+    python benchmarks/privacy.py --corpus     # only the corpus figures (and misses)
 """
 
 from __future__ import annotations
@@ -23,7 +33,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import privacy_corpus
 
 CHAT = [
     "Hello, my name is Mirela Quastbeck and I live in Zagreb.",
@@ -145,7 +161,144 @@ def retention(root: Path) -> dict[str, str]:
     return {k: "yes" if v == 0 else "no" for k, v in checks.items()}
 
 
+# -- 4. the phrasing corpus ------------------------------------------------------------
+
+CORPUS_STRATEGIES = ("entity", "summary")
+
+
+@dataclass
+class Seen:
+    """What one replayed case gave the helper model and left in derived memory."""
+
+    sent: list[str] = field(default_factory=list)
+    """Every request to the helper model (summaries, facts), as text."""
+    facts: list[str] = field(default_factory=list)
+    summaries: list[str] = field(default_factory=list)
+    pins: list[str] = field(default_factory=list)
+
+
+class RecordingProvider:
+    """The scripted model, keeping the text of every helper request it is sent."""
+
+    def __init__(self, inner: object, seen: Seen) -> None:
+        self.inner, self.seen = inner, seen
+        self.name, self.model = inner.name, inner.model  # type: ignore[attr-defined]
+
+    def complete(self, messages: list[dict[str, str]], *, purpose: str = "chat") -> str:
+        self.seen.sent.append("\n".join(m["content"] for m in messages))
+        return self.inner.complete(messages, purpose=purpose)  # type: ignore[attr-defined,no-any-return]
+
+    def stream(self, messages: list[dict[str, str]]) -> object:
+        return self.inner.stream(messages)  # type: ignore[attr-defined]
+
+    def token_counter(self) -> object:
+        return self.inner.token_counter()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        pass
+
+
+def replay_case(messages: Sequence[str]) -> Seen:
+    """Replay one case's turns under each corpus strategy; what reached memory."""
+    from chatmem.engine import Engine
+    from chatmem.memory import create_strategy
+    from chatmem.memory.pins import pinned_facts
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.store import Store
+
+    said = list(messages) + ([] if len(messages) % 2 == 0 else ["OK."])
+    seen = Seen()
+    for name in CORPUS_STRATEGIES:
+        provider = ScriptedProvider()
+        helper = RecordingProvider(provider, seen)
+        with Store(":memory:") as store:
+            strategy = create_strategy(name)
+            session = store.create_session("case", strategy.name, dict(strategy.params),
+                                           provider="scripted", model="scripted")
+            engine = Engine(store, session, provider, strategy,
+                            helper_model=helper)  # type: ignore[arg-type]
+            for user, reply in zip(said[::2], said[1::2], strict=True):
+                engine.replay_turn(user, reply)
+            seen.facts += [f"{f.key} {f.value}" for f in store.facts(session_id=session.id)]
+            for record in store.summaries(session.id):
+                seen.summaries += [record.text, *record.anchors, *record.dropped_anchors]
+            seen.pins += [f"{p.text} {p.quote}" for p in pinned_facts(store, session.id)]
+    return seen
+
+
+@dataclass
+class CorpusFigures:
+    sensitive: int
+    kept_out: int
+    harmless: int
+    wrongly_redacted: int
+    leaks: list[tuple[str, str, str, str]]
+    """(style, language, value, where) of each secret that got through."""
+    redacted: list[tuple[str, str, str]]
+    """(style, language, value) of each harmless value masked."""
+
+    @property
+    def kept_out_share(self) -> float:
+        return self.kept_out / self.sensitive if self.sensitive else 1.0
+
+    @property
+    def redacted_share(self) -> float:
+        return self.wrongly_redacted / self.harmless if self.harmless else 0.0
+
+
+def leaked_into(value: str, seen: Seen) -> str | None:
+    """Where a secret got through: the first of sent, facts, summaries, pins holding it."""
+    for place in ("sent", "facts", "summaries", "pins"):
+        if any(value in text for text in getattr(seen, place)):
+            return place
+    return None
+
+
+def masked(value: str, messages: Sequence[str], seen: Seen) -> bool:
+    """Whether a harmless value said in `messages` reached the helper model masked.
+
+    Every message goes to the summarizer, and each user message to the fact
+    extractor: a value missing from either request was replaced by a marker.
+    """
+    summary_requests = [t for t in seen.sent if "New lines:" in t]
+    fact_requests = [t for t in seen.sent if "New lines:" not in t]
+    said_by_user = any(value in m for m in messages[::2])
+    return (not any(value in t for t in summary_requests)
+            or (said_by_user and not any(value in t for t in fact_requests)))
+
+
+def corpus_figures(every: int = 1) -> CorpusFigures:
+    """Run the corpus (every `every`-th case of each list, for a quick sample)."""
+    sensitive = privacy_corpus.SENSITIVE[::every]
+    harmless = privacy_corpus.HARMLESS[::every]
+    leaks = []
+    for style, lang, value, messages in sensitive:
+        where = leaked_into(value, replay_case(messages))
+        if where:
+            leaks.append((style, lang, value, where))
+    redacted = [(style, lang, value) for style, lang, value, messages in harmless
+                if masked(value, messages, replay_case(messages))]
+    return CorpusFigures(len(sensitive), len(sensitive) - len(leaks), len(harmless),
+                         len(redacted), leaks, redacted)
+
+
+def print_corpus(figures: CorpusFigures) -> None:
+    print(f"4. Phrasing corpus ({', '.join(CORPUS_STRATEGIES)}; scripted helper model)")
+    print(f"secrets kept out of what the helper model sees, facts, summaries and pins: "
+          f"{figures.kept_out}/{figures.sensitive} = {figures.kept_out_share:.1%} (target >= 97%)")
+    print(f"harmless ids, dates and amounts wrongly redacted: "
+          f"{figures.wrongly_redacted}/{figures.harmless} = {figures.redacted_share:.1%}"
+          " (target <= 2%)")
+    for style, lang, value, where in figures.leaks:
+        print(f"  kept   {style:<11}{lang:<4}{value!r} (in {where})")
+    for style, lang, value in figures.redacted:
+        print(f"  masked {style:<11}{lang:<4}{value!r}")
+
+
 def main() -> int:
+    if "--corpus" in sys.argv[1:]:
+        print_corpus(corpus_figures())
+        return 0
     with tempfile.TemporaryDirectory(prefix="chatmem-privacy-") as tmp:
         root = Path(tmp)
         print(f"1. Plaintext at rest: phrases found of {len(PHRASES)} "
@@ -174,6 +327,8 @@ def main() -> int:
         print("3. Retention and erasure")
         for name, present in retention(root).items():
             print(f"{name:<28}{present}")
+    print()
+    print_corpus(corpus_figures())
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,6 +114,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "keepalive":
+            # 200 and the stream's head, then only SSE comments: no piece of a reply, ever.
+            self._stream_head()
+            self.server.first_delta_sent.set()
+            self._until_hung_up(lambda: self._raw(b": keepalive\n\n"))
+        elif mode == "drip":
+            # A steady drip of 3 characters every 10 ms, for as long as the client reads.
+            self._stream_head()
+            self._until_hung_up(lambda: self._event(self._chunk(body, "abc", None)))
         elif mode == "cut":
             self._stream(body, cut=True)
         elif mode == "slow":
@@ -121,6 +131,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._embeddings(body)
         else:
             self._stream(body)
+
+    def _until_hung_up(self, send: Any) -> None:
+        """Call `send` every 10 ms until the client hangs up; after HANG seconds (a client
+        that never gives up) the connection drops, so such a client fails, not hangs."""
+        self.close_connection = True
+        ends = time.monotonic() + HANG
+        while not self.server.release.wait(0.01) and time.monotonic() < ends:
+            try:
+                send()
+            except OSError:  # the client stopped reading: that is the point
+                return
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         """/v1/embeddings: 8 numbers per input (its UTF-8 bytes counted by value mod 8),
@@ -163,7 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _event(self, data: Any) -> None:
         payload = data if isinstance(data, str) else json.dumps(data)
-        chunk = f"data: {payload}\n\n".encode()
+        self._raw(f"data: {payload}\n\n".encode())
+
+    def _raw(self, chunk: bytes) -> None:
+        """One HTTP chunk of the event stream."""
         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         self.wfile.flush()
 

@@ -20,6 +20,8 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "base_url": str,
         "api_key_env": str,
         "timeout": (int, float),
+        "reply_timeout": (int, float),
+        "idle_timeout": (int, float),
         "max_retries": int,
         "max_reply_tokens": int,
         "strategy": str,
@@ -52,11 +54,12 @@ MINIMUMS: dict[str, int] = {
 }
 # The largest: a retry count of a billion retries a hung server for ever.
 MAXIMUMS: dict[str, float] = {
-    "timeout": 3600, "key_command_timeout": 3600, "max_retries": 10, "context_budget": 10**9,
+    "timeout": 3600, "key_command_timeout": 3600, "reply_timeout": 86400,
+    "idle_timeout": 3600, "max_retries": 10, "context_budget": 10**9,
     "max_reply_tokens": 10**7,
     "local.threads": 1024, "local.n_ctx": 10**7,
 }
-POSITIVE = ("timeout", "key_command_timeout")
+POSITIVE = ("timeout", "key_command_timeout", "reply_timeout", "idle_timeout")
 """Numbers that must be more than 0 (a timeout of 0.5 s is fine, 0 is not)."""
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """What api_key_env must look like: the name of an environment variable."""

@@ -48,6 +48,11 @@ class Settings:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60.0
+    """Seconds to wait for each read from the model's server (connect, headers, a chunk)."""
+    reply_timeout: float = 600.0
+    """Seconds one reply may take in all: a slow drip of tokens is stopped here."""
+    idle_timeout: float = 60.0
+    """Seconds a reply may go without a new piece (keep-alive comments are no piece)."""
     max_retries: int = 2
     max_reply_tokens: int | None = None
     """Longest reply in tokens; unset: 256 for the local model, 4096 for openai."""

@@ -82,6 +82,8 @@ def create_provider(settings: Settings) -> Provider:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
         max_tokens=settings.max_reply_tokens,
+        reply_timeout=settings.reply_timeout,
+        idle_timeout=settings.idle_timeout,
     )
 
 

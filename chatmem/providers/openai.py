@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import (
     ProviderAuthError,
@@ -24,6 +25,11 @@ from chatmem.errors import (
 from chatmem.privacy.secrets import redacted_url, url_secrets
 from chatmem.providers.base import ChatMessages, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from chatmem.providers.deadline import ReplyDeadline
 
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
 DEFAULT_MAX_REPLY_TOKENS = 4096
@@ -48,6 +54,7 @@ class OpenAIReply:
         finished = False
         cut = False
         started = False
+        deadline = p.begin_reply()
         try:
             messages: Any = [dict(m) for m in self._messages]
             limit: dict[str, Any] = {"max_tokens": p.max_tokens} if p.max_tokens else {}
@@ -74,6 +81,7 @@ class OpenAIReply:
                     self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
                 for choice in chunk.choices or ():
                     if choice.delta is not None and choice.delta.content:
+                        deadline.progress()
                         received += len(choice.delta.content)
                         yield choice.delta.content
                     if choice.finish_reason:
@@ -88,6 +96,8 @@ class OpenAIReply:
             raise
         except Exception as e:
             raise p.translate(e, mid_stream=started) from None
+        finally:
+            p.end_reply()
         if not finished:
             raise ProviderResponseError(
                 f"the reply stream from {p.where} ended before the reply was complete"
@@ -142,6 +152,8 @@ class OpenAIProvider:
         timeout: float = 60.0,
         max_retries: int = 2,
         max_tokens: int | None = None,
+        reply_timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         import openai
 
@@ -154,12 +166,39 @@ class OpenAIProvider:
         self.where = redacted_url(self.base_url)
         """The base URL as errors show it: credentials in it are never repeated."""
         self.api_key_env = api_key_env
+        self.reply_timeout = reply_timeout
+        """Seconds a whole reply may take; None: only `timeout` (each read) bounds it."""
+        self.idle_timeout = idle_timeout
+        """Seconds a reply may go without a new piece; keep-alive comments are no piece."""
+        self._replying = threading.local()
         self.client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "not-needed",
             timeout=timeout,
             max_retries=max_retries,
+            http_client=openai.DefaultHttpxClient(
+                event_hooks={"response": [self._watch_body]}),
         )
+
+    def begin_reply(self) -> ReplyDeadline:
+        """The deadline of the reply this thread is about to request."""
+        from chatmem.providers.deadline import ReplyDeadline
+
+        deadline = ReplyDeadline(self.where, self.reply_timeout or float("inf"),
+                                 self.idle_timeout or float("inf"))
+        self._replying.deadline = deadline
+        return deadline
+
+    def end_reply(self) -> None:
+        self._replying.deadline = None
+
+    def _watch_body(self, response: httpx2.Response) -> None:
+        """Read the reply's body through its deadline (an httpx response hook)."""
+        from chatmem.providers.deadline import watch_body
+
+        deadline: ReplyDeadline | None = getattr(self._replying, "deadline", None)
+        if deadline is not None and (self.reply_timeout or self.idle_timeout):
+            watch_body(response, deadline)
 
     def stream(self, messages: ChatMessages) -> OpenAIReply:
         return OpenAIReply(self, messages)

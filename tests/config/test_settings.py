@@ -130,6 +130,8 @@ def test_public_settings_never_contain_the_key(monkeypatch: pytest.MonkeyPatch) 
         ("timeout = -1\n", "key 'timeout' must be more than 0, got -1"),
         ("timeout = 0.0\n", "key 'timeout' must be more than 0, got 0.0"),
         ("key_command_timeout = 0\n", "key 'key_command_timeout' must be more than 0, got 0"),
+        ("reply_timeout = 0\n", "key 'reply_timeout' must be more than 0, got 0"),
+        ("idle_timeout = -1.5\n", "key 'idle_timeout' must be more than 0, got -1.5"),
         ("max_retries = -3\n", "key 'max_retries' must be at least 0, got -3"),
         ("max_reply_tokens = 0\n", "key 'max_reply_tokens' must be at least 1, got 0"),
         ("[local]\nthreads = 0\n", "key 'local.threads' must be at least 1, got 0"),

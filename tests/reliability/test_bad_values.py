@@ -143,6 +143,8 @@ def test_a_session_stored_with_a_nan_parameter_says_so_in_one_line(tmp_path: Pat
     ("timeout = nan", "key 'timeout' must be a finite number, got nan"),
     ("timeout = inf", "key 'timeout' must be a finite number, got inf"),
     ("max_retries = 1000000000", "key 'max_retries' must be at most 10, got 1000000000"),
+    ("reply_timeout = inf", "key 'reply_timeout' must be a finite number, got inf"),
+    ("idle_timeout = 1e9", "key 'idle_timeout' must be at most 3600, got 1000000000.0"),
     ("context_budget = 0", "key 'context_budget' must be at least 1, got 0"),
 ])
 def test_config_values_that_would_break_every_request_are_refused(

@@ -92,6 +92,37 @@ def test_a_server_that_never_answers_times_out_in_one_line(tmp_path: Path, chat_
     assert stored(tmp_path) == ([], ["failed"])
 
 
+@pytest.mark.parametrize(("mode", "deadline", "message"), [
+    ("keepalive", "idle_timeout", "sent no part of the reply for 0.5 s (idle_timeout)"),
+    ("drip", "reply_timeout", "had not finished the reply after 0.5 s (reply_timeout)"),
+])
+def test_a_server_that_keeps_the_stream_busy_without_finishing_is_stopped_at_a_deadline(
+    tmp_path: Path, chat_server, mode: str, deadline: str, message: str
+) -> None:
+    # Keep-alive comments forever, or 3 characters every 10 ms: each read is quick, so the
+    # read timeout (HANG here) never fires; the deadline must. The server gives up after
+    # HANG, so a client without deadlines fails this test instead of hanging it.
+    chat_server.plan = [mode]
+    result = chat(tmp_path, chat_server.base_url, **{deadline: 0.5})
+    assert result.exit_code == 1
+    assert error_lines(result.stderr) == [
+        f"error: {chat_server.base_url} {message}: nothing was kept; raise {deadline} or"
+        " check the server"], result.stderr
+    assert len(chat_server.requests) == 1  # a deadline is not retried
+    assert stored(tmp_path) == ([], ["failed"])
+
+
+def test_a_reply_that_keeps_coming_is_not_stopped_by_the_idle_deadline(
+    tmp_path: Path, chat_server
+) -> None:
+    # Pieces arrive 10 ms apart, well inside the idle deadline; only the total one ends it.
+    chat_server.plan = ["drip"]
+    result = chat(tmp_path, chat_server.base_url, idle_timeout=2.0, reply_timeout=4.0)
+    assert result.exit_code == 1
+    assert [line.split(" s ")[-1] for line in error_lines(result.stderr)] == [
+        "(reply_timeout): nothing was kept; raise reply_timeout or check the server"]
+
+
 def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
