@@ -44,6 +44,10 @@ OverBudgetOption = Annotated[
                        help="Send an input that cannot fit the context budget, with a warning, "
                             "instead of refusing it.")
 ]
+PlainOption = Annotated[
+    bool, typer.Option("--plain", help="Print replies as sent, not as Markdown (config plain); "
+                                       "replies in a pipe or a file are always plain.")
+]
 DEFAULT_SESSION = "default"
 
 
@@ -64,6 +68,7 @@ def chat(
                            help="Show the exact messages sent after each turn.")
     ] = False,
     allow_over_budget: OverBudgetOption = False,
+    plain: PlainOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -86,7 +91,8 @@ def chat(
         # at the terminal with stdout redirected still sees the replies (on stderr).
         interactive = sys.stdin.isatty()
         repl = Repl(engine, out, err, show_prompt=show_prompt,
-                    mirror_replies=interactive and not sys.stdout.isatty())
+                    mirror_replies=interactive and not sys.stdout.isatty(),
+                    markdown=not (plain or settings.plain))
         repl.run()
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
@@ -105,6 +111,7 @@ def ask(
     model: ModelOption = None,
     helper_model: HelperModelOption = None,
     allow_over_budget: OverBudgetOption = False,
+    plain: PlainOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -129,7 +136,7 @@ def ask(
                      activity=ConsoleActivity(err),
                      allow_over_budget=allow_over_budget) as engine:
         _print_notices(engine, err)
-        repl = Repl(engine, out, err)
+        repl = Repl(engine, out, err, markdown=not (plain or settings.plain))
         repl.turn(text.strip())
     if repl.last is not None and repl.last.status == "cancelled":
         # A script must not take a partial answer for a success.

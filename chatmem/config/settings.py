@@ -66,6 +66,8 @@ class Settings:
     """Sessions idle longer than this are erased when a chat starts; unset: kept."""
     fact_idle_days: int | None = None
     """Extracted facts no context sent for this long expire; unset: kept."""
+    plain: bool = False
+    """Print replies as the model sent them, never as Markdown (`--plain`)."""
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
     helper_provider: str | None = None
