@@ -22,6 +22,7 @@ from chatmem.cli.common import (
     session_first,
     settings_from,
     strategy_choice,
+    utf8_text,
 )
 from chatmem.errors import ExitCode
 
@@ -31,11 +32,12 @@ if TYPE_CHECKING:
     from chatmem.engine import Engine
 
 SystemOption = Annotated[
-    str | None, typer.Option("--system", metavar="TEXT", show_default=False,
+    str | None, typer.Option("--system", metavar="TEXT", show_default=False, callback=utf8_text,
                              help="System prompt for a new session (or to change it).")
 ]
 HelperModelOption = Annotated[
     str | None, typer.Option("--helper-model", metavar="NAME", show_default=False,
+                             callback=utf8_text,
                              help="Model for summaries and fact extraction (default: the chat "
                                   "model; config helper_model).")
 ]
