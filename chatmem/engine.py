@@ -97,7 +97,8 @@ class Engine:
         return self._embedder  # type: ignore[return-value]
 
     def history(self) -> StoredHistory:
-        return StoredHistory(self.store, self.session.id, self.counter)
+        return StoredHistory(self.store, self.session.id, self.counter,
+                             counts=self.state.message_counts(self.counter))
 
     def request(self, text: str) -> ContextRequest:
         user = Message.counted("user", text, self.counter)
@@ -199,10 +200,9 @@ class Engine:
             prompt_tokens=stream.usage.prompt_tokens,
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
-        ), sent_at=sent_at)
+        ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply))
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.mark_facts_used(sent_fact_ids(context))
-        self._cache_input_count(record, context)
         self._note_model()
         if stream.usage.cut_at_limit:
             notices.append("the reply stopped at the reply-length limit (max_reply_tokens); "
@@ -244,13 +244,15 @@ class Engine:
             self.session = self.store.update_session(self.session.id, provider=used[0],
                                                      model=used[1], tokenizer=used[2])
 
-    def _cache_input_count(self, record: TurnRecord, context: Context) -> None:
-        # The input was counted to build this context; history reuses that count
-        # instead of counting the same message again on the next turn.
+    def _message_tokens(self, context: Context, text: str, reply: str) -> tuple[int, int]:
+        """The new messages' token counts, stored with the turn so no later read writes.
+
+        The input was counted to build this context: its count is reused.
+        """
         sent = context.part("input")
-        if record.user_message_id is not None and sent is not None:
-            self.store.save_token_counts({record.user_message_id: sent.messages[0].tokens},
-                                         self.counter.key)
+        user = sent.messages[0].tokens if sent is not None else \
+            self.counter.count_message("user", text)
+        return user, self.counter.count_message("assistant", reply)
 
     def replay_turn(self, text: str, reply: str,
                     times: tuple[str | None, str | None] = (None, None)) -> TurnResult:
@@ -262,7 +264,8 @@ class Engine:
         text, reply = valid_text(text), valid_text(reply)
         context = self.build_context(text)
         record = self.store.commit_turn(self._record(text, context, "ok", reply=reply),
-                                        sent_at=times[0], replied_at=times[1])
+                                        sent_at=times[0], replied_at=times[1],
+                                        message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())
 
     def catch_up(self) -> list[str]:

@@ -86,14 +86,13 @@ def test_the_system_prompt_is_counted_once_per_context(make_engine, strategy: st
     assert provider.counter.calls[("system", "Be brief. 简短回答。")] == 1
 
 
-def test_counts_are_cached_in_the_store(make_engine) -> None:
+def test_a_turn_stores_its_messages_counts_with_it(make_engine) -> None:
     engine = make_engine("buffer")
     engine.run_turn("hello")
-    engine.run_turn("again")
-    ids = [m.id for m in engine.store.messages(engine.session.id)]
-    cached = engine.store.cached_token_counts(ids, engine.counter.key)
-    assert set(cached) == set(ids[:3])  # the last reply is counted when first needed
-    assert cached[ids[0]] == engine.counter.count_message("user", "hello")
+    engine.run_turn("预算五千元")
+    messages = engine.store.messages(engine.session.id)
+    cached = engine.store.cached_token_counts([m.id for m in messages], engine.counter.key)
+    assert cached == {m.id: engine.counter.count_message(m.role, m.content) for m in messages}
 
 
 def test_a_provider_error_leaves_memory_untouched(make_engine) -> None:

@@ -1,12 +1,15 @@
-"""StoredHistory: a session's turns read lazily from the tail, with cached counts."""
+"""StoredHistory: a session's turns read lazily from the tail, counted without writing."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from chatmem.history import PAGE_TURNS, StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.store import Store
+from chatmem.memory.message_counts import MessageCounts
+from chatmem.store import Store, TurnRecord
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -52,14 +55,42 @@ def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
     assert part is not None and [m.turn for m in part.messages][::2] == [498, 499, 500]
 
 
-def test_counts_are_computed_once_and_cached(store: Store) -> None:
+class Tally:
+    """COUNTER, counting the messages it is asked to count."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(COUNTER, name)
+
+    def count_message(self, role: str, content: str) -> int:
+        self.calls += 1
+        return COUNTER.count_message(role, content)
+
+
+def test_missing_counts_are_computed_once_in_memory_and_never_written(store: Store) -> None:
     session_id = filled(store, 3)
-    history = StoredHistory(store, session_id, COUNTER)
-    turns = history.turns(1, 3)
-    ids = [m.id for t in turns for m in t.messages]
-    cached = store.cached_token_counts(ids, COUNTER.key)
-    assert cached == {m.id: m.tokens for t in turns for m in t.messages}
-    assert turns[0].messages[0].tokens == COUNTER.count_message("user", "q1")
+    tally = Tally()
+    counts = MessageCounts(store, tally)  # type: ignore[arg-type]
+    first = StoredHistory(store, session_id, COUNTER, counts=counts).turns(1, 3)
+    again = StoredHistory(store, session_id, COUNTER, counts=counts).turns(2, 3)
+    assert again == first[1:]
+    assert tally.calls == 6  # each message once, though read twice
+    ids = [m.id for t in first for m in t.messages]
+    assert store.cached_token_counts(ids, COUNTER.key) == {}
+    assert first[0].messages[0].tokens == COUNTER.count_message("user", "q1")
+
+
+def test_stored_counts_are_taken_as_they_are(store: Store) -> None:
+    session = store.create_session("s", "window")
+    store.commit_turn(TurnRecord(session.id, "ok", "预算五千元", {}, "window", reply="好的",
+                                 tokenizer=COUNTER.key), message_tokens=(11, 22))
+    tally = Tally()
+    history = StoredHistory(store, session.id, COUNTER,
+                            counts=MessageCounts(store, tally))  # type: ignore[arg-type]
+    [turn] = history.turns(1, 1)
+    assert [m.tokens for m in turn.messages] == [11, 22] and tally.calls == 0
 
 
 def test_a_leading_greeting_is_its_own_turn(store: Store) -> None:

@@ -112,10 +112,11 @@ def test_an_empty_file_becomes_a_chatmem_database(tmp_path: Path) -> None:
 
 def test_token_counts_are_cached_per_tokenizer(store: Store) -> None:
     session = store.create_session("s", "buffer")
-    store.commit_turn(turn(session.id, "a"))
+    record = turn(session.id, "a")
+    record.tokenizer = "cl100k_base"
+    store.commit_turn(record, message_tokens=(7, 9))
     ids = [m.id for m in store.messages(session.id)]
-    store.save_token_counts({ids[0]: 7}, "cl100k_base")
-    assert store.cached_token_counts(ids, "cl100k_base") == {ids[0]: 7}
+    assert store.cached_token_counts(ids, "cl100k_base") == {ids[0]: 7, ids[1]: 9}
     assert store.cached_token_counts(ids, "llama:x") == {}
 
 

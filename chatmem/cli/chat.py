@@ -22,6 +22,7 @@ from chatmem.cli.common import (
     session_first,
     settings_from,
     strategy_choice,
+    utf8_text,
 )
 from chatmem.errors import ExitCode
 
@@ -31,11 +32,12 @@ if TYPE_CHECKING:
     from chatmem.engine import Engine
 
 SystemOption = Annotated[
-    str | None, typer.Option("--system", metavar="TEXT", show_default=False,
+    str | None, typer.Option("--system", metavar="TEXT", show_default=False, callback=utf8_text,
                              help="System prompt for a new session (or to change it).")
 ]
 HelperModelOption = Annotated[
     str | None, typer.Option("--helper-model", metavar="NAME", show_default=False,
+                             callback=utf8_text,
                              help="Model for summaries and fact extraction (default: the chat "
                                   "model; config helper_model).")
 ]
@@ -43,6 +45,10 @@ OverBudgetOption = Annotated[
     bool, typer.Option("--allow-over-budget",
                        help="Send an input that cannot fit the context budget, with a warning, "
                             "instead of refusing it.")
+]
+PlainOption = Annotated[
+    bool, typer.Option("--plain", help="Print replies as sent, not as Markdown (config plain); "
+                                       "replies in a pipe or a file are always plain.")
 ]
 DEFAULT_SESSION = "default"
 
@@ -64,6 +70,7 @@ def chat(
                            help="Show the exact messages sent after each turn.")
     ] = False,
     allow_over_budget: OverBudgetOption = False,
+    plain: PlainOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -86,7 +93,8 @@ def chat(
         # at the terminal with stdout redirected still sees the replies (on stderr).
         interactive = sys.stdin.isatty()
         repl = Repl(engine, out, err, show_prompt=show_prompt,
-                    mirror_replies=interactive and not sys.stdout.isatty())
+                    mirror_replies=interactive and not sys.stdout.isatty(),
+                    markdown=not (plain or settings.plain))
         repl.run()
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
@@ -105,6 +113,7 @@ def ask(
     model: ModelOption = None,
     helper_model: HelperModelOption = None,
     allow_over_budget: OverBudgetOption = False,
+    plain: PlainOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -129,7 +138,7 @@ def ask(
                      activity=ConsoleActivity(err),
                      allow_over_budget=allow_over_budget) as engine:
         _print_notices(engine, err)
-        repl = Repl(engine, out, err)
+        repl = Repl(engine, out, err, markdown=not (plain or settings.plain))
         repl.turn(text.strip())
     if repl.last is not None and repl.last.status == "cancelled":
         # A script must not take a partial answer for a success.

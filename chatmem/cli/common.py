@@ -48,6 +48,18 @@ SessionAlias = Annotated[
 """`--session` for commands whose first word is the session (see `one_session`)."""
 
 
+def utf8_text(value: str | None) -> str | None:
+    """An option's callback: text that is not UTF-8 is refused (exit 2), never sent or stored."""
+    from chatmem.text import is_valid
+
+    if value is not None and not is_valid(value):
+        raise typer.BadParameter(NOT_UTF8)
+    return value
+
+
+NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
+
+
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
     if value is not None and value not in PROVIDERS:
@@ -61,7 +73,7 @@ ProviderOption = Annotated[
                  metavar="NAME", callback=_check_provider),
 ]
 ModelOption = Annotated[str | None, typer.Option("--model", help="Model name.", show_default=False,
-                                                 metavar="NAME")]
+                                                 metavar="NAME", callback=utf8_text)]
 StrategyOption = Annotated[
     str | None,
     typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,

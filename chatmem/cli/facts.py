@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,7 +24,8 @@ from chatmem.cli.grammar import ChatmemTyper
 
 if TYPE_CHECKING:
     from chatmem.memory.pins import PinnedFact
-    from chatmem.store import FactRecord, Store
+    from chatmem.privacy.purge import Mentioned
+    from chatmem.store import FactRecord, Redaction, Store
 
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
 UserOption = Annotated[
@@ -120,10 +123,18 @@ def forget(
              "text).")],
     purge: Annotated[
         bool, typer.Option("--purge", help=(
-            "Erase the fact, replace every stored copy of its value (messages, turns,"
-            " summaries, pins, index; any case) by [forgotten], and rewrite the file so no old"
-            " copy remains. Values under 2 characters are not searched out."))
+            "Erase the fact and replace its value by [forgotten] wherever it is mentioned"
+            " (a whole word, any case; the exact string in Chinese; never inside a longer"
+            " word or number) in every session of its user profile: messages, turns,"
+            " summaries, anchors, pins, index; then rewrite the file so no old copy remains."
+            " Values under 2 characters are not searched out."))
     ] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="With --purge: list each message that would change, the mention"
+                          " marked [[like this]]; change nothing.")] = False,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="With --purge: do not ask for confirmation (it is only asked in"
+                            " a terminal).")] = False,
     user: UserOption = None,
     session: SessionOption = None,
     db: DbOption = None,
@@ -131,10 +142,14 @@ def forget(
 ) -> None:
     """Forget a fact (or unpin a pinned detail) so no later context holds it; --purge erases it.
 
-    Example: chatmem facts forget travel "order id" --purge
+    Example: chatmem facts forget travel "order id" --purge --dry-run
     """
     session, ref = session_first(words, session, "chatmem facts forget [SESSION] ID|KEY|PIN")
     from chatmem.errors import NotFound, UsageError
+
+    if dry_run and not purge:
+        raise UsageError("--dry-run goes with --purge (forgetting without --purge changes no"
+                         " stored text)")
     from chatmem.memory.facts import find_facts, scrub_fact
     from chatmem.memory.pins import find_pins, unpin
 
@@ -165,18 +180,83 @@ def forget(
                 "give an id, --user or --session"
             )
         fact = matched[0]
-        earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
-        store.forget_fact(fact.id, purge=purge)
         redacted = ""
         if purge:
+            from chatmem.privacy import purge as purging
+
+            earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
+            plan = purging.plan(store, fact, earlier)
+            mentioned = purging.mentioned_messages(store, plan)
+            if dry_run:
+                _print_mentions(store, fact, mentioned)
+                return
+            if not yes and sys.stdin.isatty() and not typer.confirm(
+                    f"Erase fact {fact.id} ({fact.key}) and {_mentions_text(mentioned)}"
+                    " for good?"):
+                consoles()[1].print("nothing was changed", markup=False)
+                raise typer.Exit(1)
+            store.forget_fact(fact.id, purge=True)
             scrub_fact(store, fact.id)
-            copies = store.redact_fact_value(fact, earlier).describe()
-            if copies:
-                redacted = f"; its value was replaced by [forgotten] in {copies}"
+            redacted = _redacted_text(purging.erase(store, plan))
             store.vacuum()
+        else:
+            store.forget_fact(fact.id)
     verb = "erased" if purge else "forgot"
     consoles()[1].print(f"{verb} fact {fact.id}: {fact.key} ({_scope_word(fact)}){redacted}",
                         soft_wrap=True, markup=False)
+
+
+def _mentions_text(mentioned: Sequence[Mentioned]) -> str:
+    mentions = sum(len(m.spans) for m in mentioned)
+    sessions = len({m.message.session_id for m in mentioned})
+    return (f"{_count(mentions, 'mention')} in {_count(len(mentioned), 'message')}"
+            f" of {_count(sessions, 'session')}")
+
+
+def _print_mentions(store: Store, fact: FactRecord, mentioned: Sequence[Mentioned]) -> None:
+    from chatmem.render.facts import mention_line
+
+    out, err = consoles()
+    names = store.session_names({m.message.session_id for m in mentioned})
+    for m in mentioned:
+        where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
+        out.print(mention_line(where, m.message.role, m.message.content,
+                               [(s.start, s.end) for s in m.spans]), soft_wrap=True)
+    err.print(f"would erase fact {fact.id} ({fact.key}) and {_mentions_text(mentioned)};"
+              " nothing was changed", markup=False, soft_wrap=True)
+
+
+def _redacted_text(done: Redaction) -> str:
+    """`; its value was replaced by [forgotten] in 3 messages of 2 sessions, ...`."""
+    from chatmem.store import Place
+
+    words = {
+        Place.MESSAGES: ("message", "messages"),
+        Place.TURNS: ("recorded turn", "recorded turns"),
+        Place.SUMMARIES: ("summary", "summaries"),
+        Place.ANCHORS: ("summary's drift-guard anchors", "summaries' drift-guard anchors"),
+        Place.STRATEGY_STATE: ("session's pinned details or strategy memory",
+                               "sessions' pinned details or strategy memory"),
+        Place.SYSTEM_PROMPTS: ("system prompt", "system prompts"),
+        Place.PROBES: ("recall probe", "recall probes"),
+        Place.FACTS: ("other fact", "other facts"),
+        Place.FACT_HISTORY: ("earlier fact value", "earlier fact values"),
+    }
+    counts = done.counts
+    parts = [_count(n, *words[place]) for place, n in counts.items() if place in words]
+    if not parts:
+        return ""
+    text = (f"; its value was replaced by [forgotten] in {', '.join(parts)}"
+            f" ({_count(len(done.sessions), 'session')})")
+    if counts.get(Place.MESSAGES):
+        text += "; the search index was updated"
+    if vectors := counts.get(Place.VECTORS):
+        text += f"; {_count(vectors, 'message vector')} dropped (`chatmem index` recomputes them)"
+    return text
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _scope_word(fact: FactRecord) -> str:

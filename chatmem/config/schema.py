@@ -36,6 +36,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "key_command_timeout": (int, float),
         "retention_days": int,
         "fact_idle_days": int,
+        "plain": bool,
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},

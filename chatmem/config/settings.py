@@ -17,6 +17,7 @@ from typing import Any
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
 from chatmem.config.schema import PROVIDERS, validate
 from chatmem.errors import ConfigError
+from chatmem.text import is_valid
 
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
@@ -71,6 +72,8 @@ class Settings:
     """Sessions idle longer than this are erased when a chat starts; unset: kept."""
     fact_idle_days: int | None = None
     """Extracted facts no context sent for this long expire; unset: kept."""
+    plain: bool = False
+    """Print replies as the model sent them, never as Markdown (`--plain`)."""
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
     helper_provider: str | None = None
@@ -198,6 +201,8 @@ def load_settings(
         settings.source = path
         settings.sources.update(dict.fromkeys(_flat(data), str(path)))
     for variable, key in ENV_KEYS.items():
+        if env.get(variable) and not is_valid(env[variable]):
+            raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
         if env.get(variable):
             setattr(settings, key, env[variable])
             settings.sources[key] = f"env {variable}"

@@ -139,11 +139,8 @@ class StoredRecall:
                                              before_turn=before_turn, limit=SEARCH_LIMIT)
 
     def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
-        from chatmem.history import StoredHistory
-
         records = self.state.store.messages_at(self.state.session_id, positions)
-        history = StoredHistory(self.state.store, self.state.session_id, self.counter)
-        counted = history.with_tokens(list(records.values()))
+        counted = self.state.message_counts(self.counter).messages(list(records.values()))
         return {r.position: m for r, m in zip(records.values(), counted, strict=True)}
 
     # -- vectors ---------------------------------------------------------------------

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, Store
+from chatmem.tokens import TokenCounter
 
 
 class SessionState:
@@ -18,6 +20,12 @@ class SessionState:
         self.user = user
         self.caches: dict[str, Any] = {}
         """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
+
+    def message_counts(self, counter: TokenCounter) -> MessageCounts:
+        """Token counts of this session's messages under `counter`, kept for the process."""
+        counts: MessageCounts = self.caches.setdefault(f"message_counts:{counter.key}",
+                                                       MessageCounts(self.store, counter))
+        return counts
 
     def get(self, strategy: str) -> dict[str, Any]:
         return self.store.strategy_state(self.session_id, strategy)

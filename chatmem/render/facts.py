@@ -124,3 +124,23 @@ def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") 
                                                          for h in reversed(row["history"]))])
         out.add_row(*("" if cells.get(c) is None else str(cells[c]) for c in columns))
     return out
+
+
+MENTION_OPEN, MENTION_CLOSE = "[[", "]]"
+
+
+def mention_line(where: str, role: str, content: str,
+                 spans: Sequence[tuple[int, int]]) -> Text:
+    """`session s1, turn 2, user: my name is [[Ada]]`: a message a purge would change, each
+    mention marked (bracketed, so the mark survives a pipe, and highlighted)."""
+    from chatmem.render.terminal import printable
+
+    line = Text(f"{where}, {role}: ")
+    last = 0
+    for start, end in spans:
+        line.append(printable(content[last:start]))
+        line.append(f"{MENTION_OPEN}{printable(content[start:end])}{MENTION_CLOSE}",
+                    style="bold red")
+        last = end
+    line.append(printable(content[last:]))
+    return line

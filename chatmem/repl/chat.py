@@ -32,6 +32,7 @@ class Chat:
         *,
         show_prompt: bool = False,
         mirror_replies: bool = False,
+        markdown: bool = False,
     ) -> None:
         self.engine = engine
         self.out = out
@@ -41,6 +42,8 @@ class Chat:
         self.mirror_replies = mirror_replies
         """Also write replies to `status` (stdout redirected, a person at the terminal)."""
         self.show_prompt = show_prompt
+        self.markdown = markdown
+        """Show replies as Markdown on a terminal (never in a pipe or a file)."""
         self.last: TurnResult | None = None
         self.exit_code = 0
         """The worst error's exit code; a script piping lines in gets it at the end."""
@@ -123,32 +126,16 @@ class Chat:
         self.usage = (record.estimated_tokens or 0, record.context.get("budget"))
 
     def turn(self, text: str) -> None:
-        files = [self.out.file] + ([self.status.file] if self.mirror_replies else [])
-        ended = False
-        written = False
+        from chatmem.render.reply import ReplyWriter
 
-        def write(delta: str) -> None:
-            # Straight to the file and flushed: nothing waits in a buffer to be
-            # printed after Ctrl-C has cancelled the reply.
-            nonlocal written
-            written = True
-            shown = render.printable(delta)  # a reply never drives the terminal
-            for file in files:
-                file.write(shown)
-                file.flush()
-
-        def end_reply() -> None:
-            # Before the strategy's own calls: their spinner and notices start on a new line.
-            nonlocal ended
-            if not ended:
-                ended = True
-                write("\n")
-
+        consoles = [self.out] + ([self.status] if self.mirror_replies else [])
+        reply = ReplyWriter(consoles, markdown=self.markdown)
         try:
-            result = self.engine.run_turn(text, on_delta=write, on_reply_end=end_reply)
+            # end() before the strategy's own calls: their spinner and notices start on
+            # a new line, under the whole reply.
+            result = self.engine.run_turn(text, on_delta=reply.write, on_reply_end=reply.end)
         finally:
-            if written:
-                end_reply()  # a reply cut by an error or Ctrl-C still ends its line
+            reply.end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)

@@ -28,7 +28,7 @@ from chatmem.store.records import (
     check_session_name,
     session_name_from,
 )
-from chatmem.store.redaction import FORGOTTEN, Redaction, RedactionTables
+from chatmem.store.redaction import Place, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
 from chatmem.store.search import SearchTables
 from chatmem.store.turns import TurnTables
@@ -40,7 +40,6 @@ class Store(ForkTables, RetentionTables, TurnTables, SearchTables, MemoryTables,
 
 
 __all__ = [
-    "FORGOTTEN",
     "DerivedGroup",
     "ExpiredFact",
     "FactHistoryRecord",
@@ -48,6 +47,7 @@ __all__ = [
     "ForkReport",
     "MessageRecord",
     "PendingText",
+    "Place",
     "PositionedVector",
     "Redaction",
     "SessionEntry",

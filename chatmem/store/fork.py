@@ -16,6 +16,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import UsageError
 from chatmem.store.memory import MemoryTables
+from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables
 
@@ -117,13 +118,16 @@ class ForkTables(SessionTables, MemoryTables):
         """
         ids: dict[int, int] = {}
         models = self._vector_models()
+        before: str | None = None
         for message in self.messages(source_id, 1, upto):
+            # The pause before it too: the same message follows the same one.
             cursor = self.db.execute(
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, message.position, message.turn, message.role, message.content,
-                 message.external_id, message.created_at],
+                 message.external_id, message.created_at, pause(before, message.created_at)],
             )
+            before = message.created_at
             copy = int(cursor.lastrowid or 0)
             ids[message.id] = copy
             self.db.execute("INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",

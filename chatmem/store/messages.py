@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from contextlib import suppress
 from typing import Any
 
 from chatmem import fts
-from chatmem.errors import StoreError
 from chatmem.store.connection import Connection
 from chatmem.store.recall import pause
 from chatmem.store.records import MessageRecord
@@ -89,11 +87,10 @@ class MessageTables(Connection):
                 counts[message_id] = tokens
         return counts
 
-    def save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
-        """Cache counts; best effort, since a read-only or busy file can still be read."""
-        with suppress(StoreError), self.write():
-            self.db.conn.executemany(
-                "INSERT OR REPLACE INTO token_counts (message_id, tokenizer, tokens)"
-                " VALUES (?, ?, ?)",
-                [(mid, tokenizer, n) for mid, n in counts.items()],
-            )
+    def _save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
+        """Store counts inside the caller's transaction (a turn's own write path)."""
+        self.db.conn.executemany(
+            "INSERT OR REPLACE INTO token_counts (message_id, tokenizer, tokens)"
+            " VALUES (?, ?, ?)",
+            [(mid, tokenizer, n) for mid, n in counts.items()],
+        )

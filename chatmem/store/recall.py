@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
 from chatmem import fts
-from chatmem.errors import StoreError
 from chatmem.store.connection import Connection
 from chatmem.store.records import MessageRecord
 
@@ -156,36 +154,27 @@ class RecallTables(Connection):
 
         The first read goes through the (session, gap) index, so it costs the
         number of sittings, not of messages; later reads (`after` the last one)
-        read only the messages added since.
+        read only the messages added since. A message with no pause recorded
+        (a file from before m007) has it worked out here, in memory: a read
+        never writes.
         """
-        self.fill_gaps(session_id)
         if after:
             rows = self.db.execute(
                 "SELECT position FROM messages WHERE session_id = ? AND position > ?"
-                " AND (+gap_s > ? OR +gap_s IS NULL)", [session_id, after, gap_seconds])
+                " AND +gap_s > ?", [session_id, after, gap_seconds])
         else:
             rows = self.db.execute(
-                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ? UNION ALL"
-                " SELECT position FROM messages WHERE session_id = ? AND gap_s IS NULL",
-                [session_id, gap_seconds, session_id])
-        return sorted(position for (position,) in rows), self.last_position(session_id)
-
-    def fill_gaps(self, session_id: int) -> None:
-        """Work out the pause before each message that has none recorded yet (a fork
-        copies messages without it; files from before m007 have none).
-
-        Best effort: a file that cannot be written keeps them unknown (NULL), and
-        recall then takes each such message as a sitting of its own.
-        """
-        rows = self.db.execute(
-            "SELECT m.id, m.created_at, p.created_at FROM messages m"
+                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?",
+                [session_id, gap_seconds])
+        starts = [position for (position,) in rows]
+        unrecorded = self.db.execute(
+            "SELECT m.position, p.created_at, m.created_at FROM messages m"
             " LEFT JOIN messages p ON p.session_id = m.session_id AND p.position = m.position - 1"
-            " WHERE m.session_id = ? AND m.gap_s IS NULL", [session_id]).fetchall()
-        if not rows:
-            return
-        with suppress(StoreError), self.write():
-            self.db.conn.executemany("UPDATE messages SET gap_s = ? WHERE id = ?",
-                                     [(pause(before, at), i) for i, at, before in rows])
+            f" WHERE m.session_id = ? AND m.position > ? AND {'+' if after else ''}m.gap_s IS NULL",
+            [session_id, after])
+        starts += [position for position, before, at in unrecorded
+                   if pause(before, at) > gap_seconds]
+        return sorted(starts), self.last_position(session_id)
 
     def vector_rows(self, session_id: int, model: str, *,
                     after_id: int = 0) -> list[PositionedVector]:

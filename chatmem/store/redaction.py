@@ -1,70 +1,78 @@
-"""Purge: every stored copy of a forgotten text replaced by a marker.
+"""Purge's SQL: rewrite every stored copy of a user's words where they were mentioned.
 
 Messages are append-only, and purge is the one exception the user asks for
-by name (`facts forget --purge`): a fact's value is also in the message it was
-said in, in the turns that sent that message, in summaries, pins and the
-full-text index. Each copy becomes `[forgotten]`; vectors and token counts of
-changed messages are dropped (recomputed on demand). The caller then rewrites
-the file (`vacuum`) so no old page keeps the text.
+by name (`facts forget --purge`): a fact's value is also in the messages it was
+said in, in the turns that sent them, in summaries, pins and the full-text
+index. Which characters are a mention is decided above the store
+(chatmem.privacy.mentions) and handed down as a `rewrite` function; the store
+finds the rows that may hold one, applies it, and keeps the index, token
+counts and vectors in step with the changed messages. The caller then
+rewrites the file (`vacuum`) so no old page keeps the text.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from chatmem import fts
 from chatmem.store.connection import Connection
-from chatmem.store.records import FactRecord, json_text
+from chatmem.store.records import MessageRecord, json_text
 
-FORGOTTEN = "[forgotten]"
-MIN_REDACTED_CHARACTERS = 2
-"""A shorter value (a digit, a letter) is in too many words to be searched out safely."""
+Rewrite = Callable[[str], str]
+"""A stored text -> the same text with its mentions erased (unchanged when it has none)."""
 
-# (table, text columns, JSON columns), for tables keyed by session_id.
-_SESSION_TABLES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("turns", ("input", "reply", "rendered_prompt", "error"), ("context", "rendered")),
-    ("summaries", ("text",), ("anchors", "dropped_anchors")),
-    ("strategy_state", (), ("value",)),
-    ("session_prompts", ("system",), ()),
-    ("probes", ("question",), ("expect_text",)),
-)
+
+class Place(Enum):
+    """Where a purge changed stored text (one count per row)."""
+
+    MESSAGES = "messages"
+    TURNS = "turns"
+    SUMMARIES = "summaries"
+    ANCHORS = "anchors"
+    STRATEGY_STATE = "strategy_state"
+    SYSTEM_PROMPTS = "system_prompts"
+    PROBES = "probes"
+    FACTS = "facts"
+    FACT_HISTORY = "fact_history"
+    VECTORS = "vectors"
 
 
 @dataclass
 class Redaction:
-    """How many stored copies a purge replaced, by where they were."""
+    """The rows a purge changed, by place, and the sessions they belong to."""
 
-    counts: dict[str, int] = field(default_factory=dict)
+    rows: dict[Place, set[Any]] = field(default_factory=dict)
+    sessions: set[int] = field(default_factory=set)
 
-    def add(self, where: str, n: int = 1) -> None:
-        if n:
-            self.counts[where] = self.counts.get(where, 0) + n
+    def add(self, place: Place, row: Any) -> None:
+        self.rows.setdefault(place, set()).add(row)
 
-    def describe(self) -> str:
-        """`4 messages, 2 turns.input`: where copies were replaced; empty when none were."""
-        return ", ".join(f"{n} {where}" for where, n in self.counts.items())
+    @property
+    def counts(self) -> dict[Place, int]:
+        return {place: len(rows) for place, rows in self.rows.items() if rows}
+
+
+# (table, place, text columns, JSON columns), for tables keyed by session_id.
+_SESSION_TABLES: tuple[tuple[str, Place, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("turns", Place.TURNS, ("input", "reply", "rendered_prompt", "error"),
+     ("context", "rendered")),
+    ("summaries", Place.SUMMARIES, ("text",), ()),
+    ("summaries", Place.ANCHORS, (), ("anchors", "dropped_anchors")),
+    ("strategy_state", Place.STRATEGY_STATE, (), ("value",)),
+    ("session_prompts", Place.SYSTEM_PROMPTS, ("system",), ()),
+    ("probes", Place.PROBES, ("question",), ("expect_text",)),
+)
 
 
 class RedactionTables(Connection):
-    def redact_fact_value(self, fact: FactRecord, earlier: Sequence[str] = ()) -> Redaction:
-        """Redact a purged fact's value, and the `earlier` values it had, where its owner's
-        conversations hold them. A session fact: that session. A user fact: every session
-        of that user.
-        """
-        if fact.scope == "session" and fact.session_id is not None:
-            sessions = [fact.session_id]
-        else:
-            sessions = [r[0] for r in self.db.execute(
-                "SELECT id FROM sessions WHERE user IS ?", [fact.user]).fetchall()]
-        done = Redaction()
-        for value in dict.fromkeys([fact.value, *earlier]):
-            for where, n in self.redact_text(value, sessions, fact.user).counts.items():
-                done.add(where, n)
-        return done
+    def profile_session_ids(self, user: str | None) -> list[int]:
+        """Every session of a user profile (None: sessions without a user)."""
+        return [r[0] for r in self.db.execute(
+            "SELECT id FROM sessions WHERE user IS ? ORDER BY id", [user]).fetchall()]
 
     def user_facts_from(self, session_id: int) -> list[str]:
         """Keys of live user-profile facts first said in this session."""
@@ -73,38 +81,57 @@ class RedactionTables(Connection):
             " WHERE f.scope = 'user' AND f.deleted_at IS NULL AND m.session_id = ?"
             " ORDER BY f.id", [session_id]).fetchall()]
 
-    def redact_text(self, text: str, session_ids: Sequence[int], user: str | None) -> Redaction:
-        """Replace `text` (any case) by [forgotten] in the given sessions and the user's facts."""
+    def messages_containing(self, session_ids: Sequence[int],
+                            needles: Sequence[str]) -> list[MessageRecord]:
+        """Messages of the sessions that contain any of `needles` in any case (a superset of
+        those that mention them), in session and position order."""
+        if not session_ids or not needles:
+            return []
+        where, params = _containing("content", needles, json_column=False)
+        return [MessageRecord.from_row(r) for r in self._rows(
+            f"SELECT * FROM messages WHERE session_id IN ({_ids(session_ids)}) AND {where}"
+            " ORDER BY session_id, position", params)]
+
+    def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
+                            needles: Sequence[str], rewrite: Rewrite) -> Redaction:
+        """Apply `rewrite` to every stored text of the sessions, and of the facts of the
+        sessions and of `user`'s profile, that contains one of `needles` (any case), in one
+        transaction. Changed messages get a new index entry; their token counts and their
+        sessions' vectors are dropped (both are recomputed on demand, vectors by
+        `chatmem index`)."""
         done = Redaction()
-        if len(text.strip()) < MIN_REDACTED_CHARACTERS or not session_ids:
+        if not session_ids or not needles:
             return done
-        pattern = re.compile(re.escape(text), re.IGNORECASE)
-        sessions = ", ".join(str(int(i)) for i in session_ids)
+        sessions = _ids(session_ids)
         with self.write():
-            self._redact_messages(pattern, text, sessions, done)
-            for table, texts, jsons in _SESSION_TABLES:
+            self._rewrite_messages(sessions, needles, rewrite, done)
+            for table, place, texts, jsons in _SESSION_TABLES:
                 if not self._table_exists(table):
                     continue  # a table a later migration adds
                 for column in (*texts, *jsons):
-                    self._redact_column(table, column, column in jsons, pattern, text,
-                                        f"session_id IN ({sessions})", [], done)
-            self._redact_column("sessions", "system", False, pattern, text,
-                                f"id IN ({sessions})", [], done)
+                    self._rewrite_column(table, place, column, column in jsons, needles,
+                                         rewrite, f"session_id IN ({sessions})", [], done)
+            self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, needles,
+                                 rewrite, f"id IN ({sessions})", [], done)
             owner = f"(session_id IN ({sessions}) OR (scope = 'user' AND user IS ?))"
-            self._redact_column("facts", "value", False, pattern, text, owner, [user], done)
+            self._rewrite_column("facts", Place.FACTS, "value", False, needles, rewrite,
+                                 owner, [user], done)
             if self._table_exists("fact_history"):
-                self._redact_column("fact_history", "value", False, pattern, text,
-                                    f"fact_id IN (SELECT id FROM facts WHERE {owner})", [user],
-                                    done)
+                self._rewrite_column("fact_history", Place.FACT_HISTORY, "value", False,
+                                     needles, rewrite,
+                                     f"fact_id IN (SELECT id FROM facts WHERE {owner})", [user],
+                                     done)
         return done
 
-    def _redact_messages(self, pattern: re.Pattern[str], text: str, sessions: str,
-                         done: Redaction) -> None:
+    def _rewrite_messages(self, sessions: str, needles: Sequence[str], rewrite: Rewrite,
+                          done: Redaction) -> None:
+        where, params = _containing("content", needles, json_column=False)
         rows = self.db.execute(
-            f"SELECT id, content FROM messages WHERE session_id IN ({sessions})"
-            " AND instr(lower(content), lower(?)) > 0", [text]).fetchall()
-        for message_id, content in rows:
-            new = pattern.sub(FORGOTTEN, content)
+            f"SELECT id, session_id, content FROM messages WHERE session_id IN ({sessions})"
+            f" AND {where}", params).fetchall()
+        changed_sessions: set[int] = set()
+        for message_id, session_id, content in rows:
+            new = rewrite(content)
             if new == content:
                 continue
             self.db.execute("UPDATE messages SET content = ? WHERE id = ?", [new, message_id])
@@ -112,49 +139,83 @@ class RedactionTables(Connection):
             self.db.execute("INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
                             [message_id, fts.index_text(new)])
             self.db.execute("DELETE FROM token_counts WHERE message_id = ?", [message_id])
-            done.add("messages")
-        if rows and self._table_exists("message_vectors"):
+            done.add(Place.MESSAGES, message_id)
+            changed_sessions.add(session_id)
+        done.sessions |= changed_sessions
+        if not changed_sessions:
+            return
+        if self._table_exists("message_vectors"):
             # A message's context vector encodes its neighbours: drop the sessions' vectors.
-            self.db.execute("DELETE FROM message_vectors WHERE message_id IN"
-                            f" (SELECT id FROM messages WHERE session_id IN ({sessions}))")
-        if rows:
-            # FTS5 keeps deleted terms until its segments merge.
-            self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+            changed = _ids(sorted(changed_sessions))
+            for (message_id,) in self.db.execute(
+                    "DELETE FROM message_vectors WHERE message_id IN"
+                    f" (SELECT id FROM messages WHERE session_id IN ({changed}))"
+                    " RETURNING message_id").fetchall():
+                done.add(Place.VECTORS, message_id)
+        # FTS5 keeps deleted terms until its segments merge.
+        self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
-    def _redact_column(self, table: str, column: str, is_json: bool, pattern: re.Pattern[str],
-                       text: str, where: str, params: list[Any], done: Redaction) -> None:
+    def _rewrite_column(self, table: str, place: Place, column: str, is_json: bool,
+                        needles: Sequence[str], rewrite: Rewrite, where: str,
+                        params: list[Any], done: Redaction) -> None:
+        contains, needle_params = _containing(column, needles, json_column=is_json)
+        has_session = table != "sessions" and self._has_column(table, "session_id")
+        session = "session_id" if has_session else "NULL"
         rows = self.db.execute(
-            f"SELECT rowid, {column} FROM {table} WHERE {where} AND"
-            f" (instr(lower({column}), lower(?)) > 0 OR instr(lower({column}), lower(?)) > 0)",
-            [*params, text, _json_form(text)]).fetchall()
-        for rowid, value in rows:
-            new = _replace_json(value, pattern) if is_json else pattern.sub(FORGOTTEN, value)
+            f"SELECT rowid, {session}, {column} FROM {table} WHERE {where} AND {contains}",
+            [*params, *needle_params]).fetchall()
+        for rowid, session_id, value in rows:
+            new = _rewrite_json(value, rewrite) if is_json else rewrite(value)
             if new != value:
                 self.db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", [new, rowid])
-                done.add(f"{table}.{column}")
+                done.add(place, (table, rowid))
+                if table == "sessions":
+                    done.sessions.add(rowid)
+                elif session_id is not None:
+                    done.sessions.add(session_id)
 
     def _table_exists(self, name: str) -> bool:
         return bool(self._value("SELECT 1 FROM sqlite_master WHERE name = ?", [name]))
 
-
-def _json_form(text: str) -> str:
-    """How `text` is spelled inside stored JSON (quotes and backslashes escaped)."""
-    return json_text(text)[1:-1]
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(r[1] == column for r in self.db.execute(f"PRAGMA table_info({table})"))
 
 
-def _replace_json(value: str, pattern: re.Pattern[str]) -> str:
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(str(int(i)) for i in ids)
+
+
+def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tuple[str, list[str]]:
+    """SQL true for a row whose `column` holds any needle in any case, with its parameters.
+
+    SQLite's lower() folds ASCII only: a needle with other cased letters (é, Д)
+    cannot be prefiltered that way, and every row is a candidate.
+    """
+    forms: list[str] = []
+    for needle in needles:
+        if any(not c.isascii() and c.lower() != c.upper() for c in needle):
+            return "1", []
+        forms.append(needle.lower())
+        if json_column:
+            forms.append(json_text(needle)[1:-1].lower())
+    forms = list(dict.fromkeys(forms))
+    return "(" + " OR ".join(f"instr(lower({column}), ?) > 0" for _ in forms) + ")", forms
+
+
+def _rewrite_json(value: str, rewrite: Rewrite) -> str:
     try:
         data = json.loads(value)
     except ValueError:
-        return pattern.sub(FORGOTTEN, value)
-    return json_text(_replace_in(data, pattern))
+        return rewrite(value)
+    new = _rewrite_in(data, rewrite)
+    return value if new == data else json_text(new)
 
 
-def _replace_in(data: Any, pattern: re.Pattern[str]) -> Any:
+def _rewrite_in(data: Any, rewrite: Rewrite) -> Any:
     if isinstance(data, str):
-        return pattern.sub(FORGOTTEN, data)
+        return rewrite(data)
     if isinstance(data, list):
-        return [_replace_in(item, pattern) for item in data]
+        return [_rewrite_in(item, rewrite) for item in data]
     if isinstance(data, dict):
-        return {key: _replace_in(item, pattern) for key, item in data.items()}
+        return {key: _rewrite_in(item, rewrite) for key, item in data.items()}
     return data

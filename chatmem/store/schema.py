@@ -1,41 +1,60 @@
 """The schema of the history file, as named migrations applied once.
 
 A released migration is never edited: a schema change is a new function.
+Which migrations a file has is recorded in `_sqlite_migrations` (set
+"chatmem"), the table and rows sqlite-utils' Migrations keeps, so files from
+every chatmem version open and upgrade alike.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 import sqlite_utils
-from sqlite_utils.migrations import Migrations
 
-migrations = Migrations("chatmem")
+MIGRATION_SET = "chatmem"
+Migration = Callable[[sqlite_utils.Database], None]
+MIGRATIONS: list[Migration] = []
+"""Every migration, in the order they run; each is known by its function's name."""
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
 
 
 def migration_names() -> set[str]:
-    return {m.name for m in migrations._migrations}
+    return {m.__name__ for m in MIGRATIONS}
 
 
 def pending_migrations(applied: set[str]) -> list[str]:
     """Names of the migrations not in `applied`, in the order they run."""
-    return [m.name for m in migrations._migrations if m.name not in applied]
+    return [m.__name__ for m in MIGRATIONS if m.__name__ not in applied]
 
 
 def apply_migrations(db: sqlite_utils.Database, names: list[str]) -> None:
     """Run the named migrations in the caller's transaction, recording each.
 
-    sqlite-utils' Migrations.apply creates its table outside any transaction;
-    chatmem runs the whole upgrade as one, so a crash leaves the file as it was.
+    The whole upgrade is one transaction, bookkeeping table included, so a
+    crash leaves the file as it was.
     """
-    migrations.ensure_migrations_table(db)
-    for migration in migrations._migrations:
-        if migration.name in names:
-            migration.fn(db)
-            migrations._record_applied(db, migration.name)
+    db.execute(
+        'CREATE TABLE IF NOT EXISTS "_sqlite_migrations" (\n'
+        '   "id" INTEGER PRIMARY KEY,\n   "migration_set" TEXT,\n   "name" TEXT,\n'
+        '   "applied_at" TEXT\n)')
+    db.execute('CREATE UNIQUE INDEX IF NOT EXISTS "idx__sqlite_migrations_migration_set_name"'
+               '\n    ON "_sqlite_migrations" ("migration_set", "name")')
+    for fn in MIGRATIONS:
+        if fn.__name__ in names:
+            fn(db)
+            db.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at)"
+                       " VALUES (?, ?, ?)",
+                       [MIGRATION_SET, fn.__name__, str(datetime.now(UTC))])
 
 
-@migrations()
+@migration
 def m001_initial(db: sqlite_utils.Database) -> None:
     db.execute("CREATE TABLE chatmem_meta (key TEXT PRIMARY KEY, value TEXT)")
     db.execute("INSERT INTO chatmem_meta VALUES ('application', 'chatmem')")
@@ -136,7 +155,7 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
-@migrations()
+@migration
 def m002_recordings(db: sqlite_utils.Database) -> None:
     """What a session was recorded with: its tokenizer, each turn's system prompt, its probes.
 
@@ -172,7 +191,7 @@ def m002_recordings(db: sqlite_utils.Database) -> None:
     )
 
 
-@migrations()
+@migration
 def m003_stemmed_index_and_vectors(db: sqlite_utils.Database) -> None:
     """English words stemmed in the full-text index; message vectors per embedding model.
 
@@ -199,7 +218,7 @@ def m003_stemmed_index_and_vectors(db: sqlite_utils.Database) -> None:
     )
 
 
-@migrations()
+@migration
 def m004_fact_provenance(db: sqlite_utils.Database) -> None:
     """Where each fact was stated (session and turn), and the values it had before.
 
@@ -231,7 +250,7 @@ def m004_fact_provenance(db: sqlite_utils.Database) -> None:
     )
 
 
-@migrations()
+@migration
 def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
     """Indexes for every query a turn runs, and turn contexts that refer to stored messages.
 
@@ -265,7 +284,7 @@ def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
         last = rows[-1][0]
 
 
-@migrations()
+@migration
 def m006_retention(db: sqlite_utils.Database) -> None:
     """Retention: a session's own retention, a fact's own expiry and when a context last used it.
 
@@ -284,7 +303,7 @@ def m006_retention(db: sqlite_utils.Database) -> None:
     )
 
 
-@migrations()
+@migration
 def m007_sitting_gaps(db: sqlite_utils.Database) -> None:
     """The pause before each message, so recall finds where sittings start through an index.
 
@@ -302,7 +321,7 @@ def m007_sitting_gaps(db: sqlite_utils.Database) -> None:
     )
 
 
-@migrations()
+@migration
 def m008_rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
     """A local model's rendered prompt stored as template text and references to messages.
 

@@ -20,11 +20,14 @@ class TurnTables(SessionTables):
         )
 
     def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
-                    replied_at: str | None = None) -> TurnRecord:
+                    replied_at: str | None = None,
+                    message_tokens: tuple[int, int] | None = None) -> TurnRecord:
         """Store a completed turn: user message, reply and turn row, all or nothing.
 
         The user message is stamped when it was sent (`sent_at`), the reply when it ended
         (`replied_at`, default now); a replayed transcript passes its own times.
+        `message_tokens` are the user message's and the reply's token counts under
+        `turn.tokenizer`, stored with them so that no later read has to write them.
         """
         if turn.status != "ok" or turn.reply is None:
             raise StoreError("only a completed turn with a reply can be committed")
@@ -37,6 +40,9 @@ class TurnTables(SessionTables):
                 )
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 turn.history_turn = self.turn_count(turn.session_id)
+                if message_tokens is not None and turn.tokenizer:
+                    self._save_token_counts(dict(zip((user_id, assistant_id), message_tokens,
+                                                     strict=True)), turn.tokenizer)
                 self._insert_turn(turn)
         except (sqlite3.Error, StoreError) as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None

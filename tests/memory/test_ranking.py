@@ -78,17 +78,21 @@ def test_sittings_break_at_gaps_and_at_unreadable_times(store: Store) -> None:
     assert store.sitting_starts(session.id, 0.5 * 3600)[0] == [1, 2, 3, 4, 5, 7]
 
 
-def test_a_copy_without_pauses_gets_them_on_its_first_read(store: Store) -> None:
+def test_messages_without_pauses_get_them_in_memory_not_in_the_file(store: Store) -> None:
     session = store.create_session("s", "retrieval")
     store.import_messages(session.id, [
         {"role": "user", "content": "a", "ts": "2026-01-05T08:00:00+00:00"},
         {"role": "assistant", "content": "b", "ts": "2026-01-05T08:01:00+00:00"},
-        {"role": "user", "content": "c", "ts": "2026-01-06T08:00:00+00:00"}])
-    # A fork (or a file from before the pauses were kept) has none stored yet.
-    store.db.execute("UPDATE messages SET gap_s = NULL")
-    assert store.sitting_starts(session.id, 4 * 3600) == ([1, 3], 3)
+        {"role": "user", "content": "c", "ts": "2026-01-06T08:00:00+00:00"},
+        {"role": "assistant", "content": "d", "ts": "2026-01-06T08:01:00+00:00"},
+        {"role": "user", "content": "e", "ts": "2026-01-07T08:00:00+00:00"}])
+    # A file from before the pauses were kept has none stored.
+    store.db.execute("UPDATE messages SET gap_s = NULL WHERE position <= 4")
+    assert store.sitting_starts(session.id, 4 * 3600) == ([1, 3, 5], 5)
+    assert store.sitting_starts(session.id, 4 * 3600, after=2) == ([3, 5], 5)
+    assert store.sitting_starts(session.id, 30) == ([1, 2, 3, 4, 5], 5)
     gaps = [g for (g,) in store.db.execute("SELECT gap_s FROM messages ORDER BY position")]
-    assert gaps == [float("inf"), 60.0, 86340.0]
+    assert gaps == [None, None, None, None, 86340.0]
 
 
 def test_fusion_weights_words_and_meaning() -> None:

@@ -21,10 +21,12 @@ from chatmem.store import Store
 runner = CliRunner()
 
 
-def chatmem(args: list[bytes | str], home: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"}
+def chatmem(args: list[bytes | str], home: Path, stdin: bytes = b"",
+            env: dict[bytes, bytes] | None = None) -> subprocess.CompletedProcess:
+    environ = {**os.environb, b"HOME": str(home).encode(), b"NO_COLOR": b"1",
+               b"COLUMNS": b"200", **(env or {})}
     return subprocess.run([sys.executable, "-m", "chatmem", *args], input=stdin,
-                          capture_output=True, env=env, timeout=60)
+                          capture_output=True, env=environ, timeout=60)
 
 
 def contents(db: Path, session: str = "s") -> list[str]:
@@ -58,6 +60,25 @@ def test_a_session_name_that_is_not_utf8_is_one_line_and_exit_2(tmp_path: Path) 
                     b"--provider", b"scripted"], tmp_path)
     assert done.returncode == 2
     assert done.stderr.decode() == "error: session name 'a\\udcff' is not valid UTF-8\n"
+
+
+@pytest.mark.parametrize(("where", "args", "env"), [
+    ("--model", [b"--model", b"m\xff"], {}),
+    ("--system", [b"--system", b"be \xe9 brief"], {}),
+    ("--helper-model", [b"--helper-model", b"\xc3("], {}),
+    ("CHATMEM_MODEL", [], {b"CHATMEM_MODEL": b"m\xff"}),
+    ("CHATMEM_SYSTEM", [], {b"CHATMEM_SYSTEM": "说中文".encode("gbk")}),
+])
+def test_an_option_or_variable_that_is_not_utf8_is_one_line_and_exit_2(
+    tmp_path: Path, where: str, args: list[bytes], env: dict[bytes, bytes]
+) -> None:
+    db = tmp_path / "h.db"
+    done = chatmem([b"chat", b"s", b"--db", str(db).encode(), b"--provider", b"scripted", *args],
+                   tmp_path, b"hi\n", env)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"error: {where} must be UTF-8 text; it holds bytes that are not\n")
+    assert not db.exists()
 
 
 RULE = ("use letters, digits, '-', '_', '.' or '+', starting with a letter or digit,"

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from chatmem.cli import app
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
+from chatmem.privacy.mentions import erase_mentions
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.store import Store, rendered
 from chatmem.store.rendered import Sent
@@ -135,7 +136,8 @@ def test_files_from_before_m008_are_converted_and_inspect_reads_the_same(
 
 def test_a_purge_reaches_the_rendered_prompt_through_its_references(store: Store) -> None:
     engine = chatted(store, 3)
-    store.redact_text("ORD-1", [engine.session.id], None)
+    store.rewrite_stored_text([engine.session.id], None, ["ORD-1"],
+                              lambda text: erase_mentions(text, ["ORD-1"]))
     prompts = [t.rendered_prompt or "" for t in store.turns(engine.session.id)]
     assert not any("ORD-1" in p for p in prompts)
     assert "message 1 about [forgotten], 第1天" in prompts[2]  # a referenced message

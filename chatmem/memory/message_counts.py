@@ -1,0 +1,53 @@
+"""Stored messages as the memory core sees them: as sent, with their token counts.
+
+A count comes from the store where a turn's commit wrote it; a message without
+one (imported, forked under another tokenizer, counted with another model) is
+counted here and remembered for this process only. Building a context never
+writes to the history file: `inspect --next`, what-ifs and replays leave it
+byte-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from chatmem.memory import quoting
+from chatmem.memory.context import Message
+from chatmem.store import MessageRecord, Store
+from chatmem.tokens import TokenCounter
+
+
+class MessageCounts:
+    """Counts under one tokenizer: the store's, else computed once in this process."""
+
+    def __init__(self, store: Store, counter: TokenCounter) -> None:
+        self.store = store
+        self.counter = counter
+        self._computed: dict[tuple[int, int], int] = {}
+        """(message id, hash of the text sent) → tokens, for messages the store has no
+        count for; keyed by the text too, so a message erased meanwhile is counted anew."""
+
+    def messages(self, records: Sequence[MessageRecord]) -> list[Message]:
+        stored = self.store.cached_token_counts((r.id for r in records), self.counter.key)
+        messages = []
+        for record in records:
+            text = as_sent(record)
+            tokens = stored.get(record.id)
+            if tokens is None:
+                key = (record.id, hash(text))
+                tokens = self._computed.get(key)
+                if tokens is None:
+                    tokens = self._computed[key] = self.counter.count_message(record.role,
+                                                                              text)
+            messages.append(Message(record.role, text, tokens, record.id, record.turn))
+        return messages
+
+
+def as_sent(record: MessageRecord) -> str:
+    """A message's content as the model gets it: a stored system message only as a quotation.
+
+    Only transcripts put system messages into history (the session's own system
+    prompt is not a message); an imported one must not instruct the model.
+    """
+    return quoting.imported_system_block(record.content) if record.role == "system" \
+        else record.content

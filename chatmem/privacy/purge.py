@@ -1,0 +1,67 @@
+"""Forget by mention: what `facts forget --purge` erases, and where.
+
+A purged fact's value (and each value it had before) is erased where it is
+mentioned (chatmem.privacy.mentions) in every session of the fact's user
+profile, whoever said it and whichever session first stated the fact: the
+same person told it in the other sessions too. Everything around a mention is
+kept as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from chatmem.privacy.mentions import Span, all_spans, erase_mentions, searchable
+
+if TYPE_CHECKING:
+    from chatmem.store import FactRecord, MessageRecord, Redaction, Store
+
+
+@dataclass(frozen=True)
+class Mentioned:
+    """A stored message that mentions a purged value, and where."""
+
+    message: MessageRecord
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Purge:
+    """What a purge looks for, and in which sessions."""
+
+    values: tuple[str, ...]
+    user: str | None
+    session_ids: tuple[int, ...]
+
+    @property
+    def needles(self) -> list[str]:
+        """A row mentioning a value holds its longest word: the store's cheap prefilter."""
+        return [max(value.split(), key=len) for value in self.values]
+
+
+def plan(store: Store, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
+    """The values to erase (the fact's and its earlier ones) and its profile's sessions."""
+    user = fact.user
+    if fact.scope != "user" and fact.session_id is not None:
+        user = store.session_by_id(fact.session_id).user
+    values = tuple(v for v in dict.fromkeys([fact.value, *earlier]) if searchable(v))
+    return Purge(values, user, tuple(store.profile_session_ids(user)))
+
+
+def mentioned_messages(store: Store, purge: Purge) -> list[Mentioned]:
+    """The stored messages the purge would change, with the mentions it would erase."""
+    found = []
+    for message in store.messages_containing(purge.session_ids, purge.needles):
+        spans = all_spans(message.content, purge.values)
+        if spans:
+            found.append(Mentioned(message, tuple(spans)))
+    return found
+
+
+def erase(store: Store, purge: Purge) -> Redaction:
+    """Erase every mention of the purge's values in its sessions and the profile's facts."""
+    return store.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
+                                     partial(erase_mentions, values=purge.values))

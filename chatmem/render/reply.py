@@ -1,0 +1,87 @@
+"""A reply as it streams: Markdown redrawn in place on a terminal, the text as sent elsewhere.
+
+On a terminal the reply is shown as Markdown (bold, lists, highlighted code
+blocks), redrawn a few times a second while it streams, and drawn whole once
+it ends. Anywhere else (a pipe, a file, `--plain`) the deltas are written as
+they arrive, byte for byte what the model sent, control characters made
+visible. Either way a reply cannot drive the terminal: its text is passed
+through `printable` before Markdown sees it, and the console it is drawn on
+is a SafeConsole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from chatmem.render.terminal import printable
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.live import Live
+
+CODE_THEME = "monokai"
+REFRESH_PER_SECOND = 8
+"""Redraws while streaming: each parses the whole reply, so not one per delta."""
+
+
+class _GrowingMarkdown:
+    """The reply so far as Markdown, parsed when drawn (not on every delta)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.markdown import Markdown
+
+        yield Markdown(printable(self.text), code_theme=CODE_THEME)
+
+
+class ReplyWriter:
+    """Where one reply goes: each console gets Markdown (a terminal, `markdown` on) or the
+    plain text, flushed per delta so nothing waits in a buffer after Ctrl-C."""
+
+    def __init__(self, consoles: Sequence[Console], *, markdown: bool) -> None:
+        self.plain = [c for c in consoles if not (markdown and c.is_terminal)]
+        self.live_consoles = [c for c in consoles if markdown and c.is_terminal]
+        self.reply = _GrowingMarkdown()
+        self.lives: list[Live] = []
+        self.written = False
+        self.ended = False
+
+    def write(self, delta: str) -> None:
+        if not self.written:
+            self.written = True
+            self._start()
+        self.reply.chunks.append(delta)
+        shown = printable(delta)
+        for console in self.plain:
+            console.file.write(shown)
+            console.file.flush()
+
+    def _start(self) -> None:
+        from rich.live import Live
+
+        for console in self.live_consoles:
+            # No redirection: the status console (stderr) must never be drawn into
+            # the reply's console (stdout), which holds replies only.
+            live = Live(self.reply, console=console, refresh_per_second=REFRESH_PER_SECOND,
+                        redirect_stdout=False, redirect_stderr=False)
+            live.start()
+            self.lives.append(live)
+
+    def end(self) -> None:
+        """The reply is complete or cut: draw it whole, end its line. Once, and only after
+        something was written."""
+        if self.ended or not self.written:
+            return
+        self.ended = True
+        for live in self.lives:
+            live.stop()  # the last draw shows the whole reply, however tall
+        for console in self.plain:
+            console.file.write("\n")
+            console.file.flush()

@@ -1,0 +1,140 @@
+"""The mention rule a purge erases by: whole words, the exact string in CJK, whole numbers.
+
+Issue 19, finding 1: forgetting `Ada` turned "adaptive" and "Canada" into
+"[forgotten]ptive" and "Can[forgotten]". The property tests build texts from
+tokens so the expected result is known without the rule under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatmem.privacy.mentions import MARKER, Span, erase_mentions, mention_spans
+
+
+@pytest.mark.parametrize(("text", "value", "expected"), [
+    ("I like adaptive cruise control and Canada.", "Ada",
+     "I like adaptive cruise control and Canada."),
+    ("Ada said hi; ADA's dog met ada.", "Ada",
+     f"{MARKER} said hi; {MARKER}'s dog met {MARKER}."),
+    ("Ada1 and _Ada and Adaé stay", "Ada", "Ada1 and _Ada and Adaé stay"),
+    ("我叫Ada，住在Canada", "Ada", f"我叫{MARKER}，住在Canada"),
+    ("我们去西湖了，西湖区很美", "西湖", f"我们去{MARKER}了，{MARKER}区很美"),
+    ("code 4471, not 144712, 3.4471, 4471.5 or 1,4471; 4471.", "4471",
+     f"code {MARKER}, not 144712, 3.4471, 4471.5 or 1,4471; {MARKER}."),
+    ("密码4471，A4471 不是", "4471", f"密码{MARKER}，A4471 不是"),
+    ("Zebulon\n  Quaxley came", "Zebulon Quaxley", f"{MARKER} came"),
+    ("Émile et ÉMILE", "émile", f"{MARKER} et {MARKER}"),
+    ("a b", "a", "a b"),  # under two characters: never searched out
+])
+def test_only_mentions_are_erased(text: str, value: str, expected: str) -> None:
+    assert erase_mentions(text, [value]) == expected
+
+
+def test_spans_point_at_the_mentions_and_a_rejected_match_does_not_hide_the_next() -> None:
+    # "adaAda": the first match is inside a word; the overlapping search still finds none,
+    # and "Ada" after it is found.
+    assert mention_spans("adaAda Ada", "ada") == [Span(7, 10)]
+    assert mention_spans("西湖西湖", "西湖") == [Span(0, 2), Span(2, 4)]
+
+
+def test_two_values_that_overlap_are_erased_as_one() -> None:
+    assert erase_mentions("Ada Lovelace wrote", ["Ada Lovelace", "Lovelace"]) == \
+        f"{MARKER} wrote"
+
+
+ENGLISH_WORDS = ["adaptive", "Canada", "cruise", "Adaline", "Nevada", "data", "Ada1", "the",
+                 "Kadath", "ada_x"]
+SEPARATORS = [" ", ", ", ". ", "\n", "'s ", " (", ") ", ": ", " — ", "-"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    value=st.sampled_from(["Ada", "Quixotella", "Zeb Quax"]),
+    tokens=st.lists(st.one_of(st.sampled_from(ENGLISH_WORDS), st.just("VALUE"),
+                              st.just("UPPER"), st.just("TITLE")), min_size=1, max_size=12),
+    separators=st.lists(st.sampled_from(SEPARATORS), min_size=12, max_size=12),
+)
+def test_english_a_purge_never_changes_a_character_outside_a_mention(
+        value: str, tokens: list[str], separators: list[str]) -> None:
+    words = {"VALUE": value, "UPPER": value.upper(), "TITLE": value.title()}
+    said = [words.get(t, t) for t in tokens]
+    text = "".join(w + s for w, s in zip(said, separators, strict=False))
+    expected = "".join((MARKER if t in words else w) + s
+                       for t, w, s in zip(tokens, said, separators, strict=False))
+    assert erase_mentions(text, [value]) == expected
+
+
+CHINESE_WORDS = ["我们", "去", "西湖区", "了", "杭州", "很", "美", "湖", "西", "Canada", "adaptive",
+                 "，", "。"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    value=st.sampled_from(["西湖", "Ada", "杭州西湖"]),
+    tokens=st.lists(st.one_of(st.sampled_from(CHINESE_WORDS), st.just("VALUE")),
+                    min_size=1, max_size=14),
+)
+def test_chinese_a_purge_erases_the_exact_string_and_nothing_else(
+        value: str, tokens: list[str]) -> None:
+    # Latin words next to each other get a space; next to Chinese, none (as people write).
+    said = [value if t == "VALUE" else t for t in tokens]
+    pieces = []
+    for i, word in enumerate(said):
+        if i and word.isascii() and said[i - 1].isascii():
+            pieces.append(" ")
+        pieces.append(word)
+    text = "".join(pieces)
+    if value.isascii():
+        expected = "".join(MARKER if p == value and t == "VALUE" else p
+                           for p, t in zip(pieces, _token_of(pieces, tokens), strict=True))
+    else:
+        expected = text.replace(value, MARKER)
+    result = erase_mentions(text, [value])
+    assert result == expected
+    assert value not in result or value.isascii()
+
+
+def _token_of(pieces: list[str], tokens: list[str]) -> list[str]:
+    """Which token each piece came from (a separating space: none)."""
+    out, i = [], 0
+    for p in pieces:
+        if p == " ":
+            out.append("")
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    value=st.sampled_from(["4471", "020 7946 0958"]),
+    tokens=st.lists(st.sampled_from(["VALUE", "14471", "44712", "code", "门", "5", "A4471",
+                                     "4471B"]), min_size=1, max_size=10),
+    separators=st.lists(st.sampled_from([" ", "; ", "\n", "，", " - "]), min_size=10,
+                        max_size=10),
+)
+def test_a_number_is_erased_only_where_it_is_not_part_of_a_longer_one(
+        value: str, tokens: list[str], separators: list[str]) -> None:
+    said = [value if t == "VALUE" else t for t in tokens]
+    text = "".join(w + s for w, s in zip(said, separators, strict=False))
+    expected = "".join((MARKER if t == "VALUE" else w) + s
+                       for t, w, s in zip(tokens, said, separators, strict=False))
+    assert erase_mentions(text, [value]) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(max_size=80), value=st.text(min_size=2, max_size=6))
+def test_any_text_keeps_every_character_between_mentions(text: str, value: str) -> None:
+    spans = mention_spans(text, value)
+    result = erase_mentions(text, [value])
+    kept = [text[a.end:b.start] for a, b in zip([Span(0, 0), *spans], [*spans, Span(len(text),
+                                                                               len(text))],
+                                                strict=True)]
+    assert result == MARKER.join(kept)
+    for span in spans:
+        assert " ".join(text[span.start:span.end].split()).lower() == \
+            " ".join(value.split()).lower()

@@ -1,0 +1,66 @@
+"""ReplyWriter: Markdown on a terminal, the text as sent anywhere else; escapes inert in both."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from rich.console import Console
+
+from chatmem.render.reply import ReplyWriter
+from chatmem.render.terminal import SafeConsole
+
+STYLES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+REPLY = ["Use **bold** ", "here.\n\n- one\n- two\n\n", "```python\nx = 1\n```\n", "终于 \x1b[2J"]
+
+
+def console(*, terminal: bool) -> tuple[Console, io.StringIO]:
+    screen = io.StringIO()
+    # What make_console builds, on a screen the test can read.
+    return SafeConsole(file=screen, force_terminal=terminal, color_system="256", width=60,
+                       highlight=False, soft_wrap=False), screen
+
+
+def stream(writer: ReplyWriter) -> None:
+    for delta in REPLY:
+        writer.write(delta)
+    writer.end()
+    writer.end()  # a second end (the error path after on_reply_end) adds nothing
+
+
+def test_a_pipe_gets_the_reply_byte_for_byte_with_escapes_made_visible() -> None:
+    out, screen = console(terminal=False)
+    stream(ReplyWriter([out], markdown=True))
+    assert screen.getvalue() == "".join(REPLY).replace("\x1b", "␛") + "\n"
+
+
+def test_plain_on_a_terminal_is_the_text_as_sent() -> None:
+    out, screen = console(terminal=True)
+    stream(ReplyWriter([out], markdown=False))
+    assert screen.getvalue() == "".join(REPLY).replace("\x1b", "␛") + "\n"
+
+
+def test_a_terminal_gets_markdown_and_no_escape_from_the_reply() -> None:
+    out, screen = console(terminal=True)
+    stream(ReplyWriter([out], markdown=True))
+    shown = screen.getvalue()
+    assert "\x1b[1mbold\x1b[0m" in shown  # bold, its asterisks gone
+    assert "**" not in shown and "```" not in shown
+    text = STYLES.sub("", shown)
+    assert "• one" in text and "• two" in text and "x = 1" in text
+    assert "x = 1" not in shown  # highlighted: each token has its own colour
+    assert "\x1b[2J" not in shown and "␛[2J" in text and "终于" in text
+
+
+def test_mirrored_reply_markdown_on_the_terminal_plain_in_the_file() -> None:
+    terminal, screen = console(terminal=True)
+    piped, file = console(terminal=False)
+    stream(ReplyWriter([piped, terminal], markdown=True))
+    assert file.getvalue().startswith("Use **bold** here.")
+    assert "• one" in STYLES.sub("", screen.getvalue())
+
+
+def test_nothing_written_nothing_ended() -> None:
+    out, screen = console(terminal=True)
+    ReplyWriter([out], markdown=True).end()
+    assert screen.getvalue() == ""

@@ -1,0 +1,67 @@
+"""Migrations run by chatmem's own runner, in the bookkeeping sqlite-utils' Migrations kept."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+from chatmem.store import Store
+from chatmem.store.schema import MIGRATIONS, pending_migrations
+
+
+def made_by_sqlite_utils(path: Path, upto: int) -> None:
+    """A file as chatmem wrote it through sqlite-utils' Migrations: the first `upto` applied."""
+    old = Migrations("chatmem")
+    for fn in MIGRATIONS[:upto]:
+        old(name=fn.__name__)(fn)
+    db = sqlite_utils.Database(path)
+    old.apply(db)
+    db.conn.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
+                    " VALUES ('kept', 'window', '2026-01-05T08:00:00+00:00',"
+                    " '2026-01-05T08:00:00+00:00')")
+    db.conn.commit()
+    db.close()
+
+
+def applied(path: Path) -> list[tuple[int, str, str]]:
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.execute("SELECT id, migration_set, name FROM _sqlite_migrations"
+                                 " ORDER BY id"))
+    finally:
+        conn.close()
+
+
+def test_a_file_migrated_by_sqlite_utils_opens_and_upgrades(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    made_by_sqlite_utils(path, len(MIGRATIONS) - 1)
+    before = applied(path)
+    assert len(before) == len(MIGRATIONS) - 1
+    with Store(path) as store:
+        assert store.session("kept").strategy == "window"
+        store.create_session("new", "buffer")
+    after = applied(path)
+    assert after[: len(before)] == before  # its rows are kept as they were
+    assert [name for _, _, name in after] == [fn.__name__ for fn in MIGRATIONS]
+    assert {migration_set for _, migration_set, _ in after} == {"chatmem"}
+    # sqlite-utils reads chatmem's bookkeeping as its own: nothing left pending.
+    assert Migrations("chatmem").pending(sqlite_utils.Database(path)) == []
+
+
+def test_a_new_file_gets_the_table_sqlite_utils_would_create(tmp_path: Path) -> None:
+    reference = sqlite_utils.Database(memory=True)
+    Migrations("chatmem").ensure_migrations_table(reference)
+    path = tmp_path / "new.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        made = sorted(sql for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = '_sqlite_migrations'"))
+    finally:
+        conn.close()
+    assert made == sorted(sql for (sql,) in reference.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = '_sqlite_migrations'"))
+    assert pending_migrations({name for _, _, name in applied(path)}) == []
