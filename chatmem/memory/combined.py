@@ -220,4 +220,11 @@ def fit_budget(
                        key=lambda n: (score.get(n, float("-inf")), n))
         recalled_cut.append((turns[0], score.get(turns[0], 0.0)))
         without("recalled", turns[0])
+        # Recall keeps single messages: cutting a question's turn can leave the next turn's
+        # reply opening the part, and a context never opens on a reply.
+        while (recalled := next((p for p in parts if p.kind == "recalled"), None)) and (
+                recalled.messages[0].role != "user"):
+            turn = recalled.messages[0].turn or 0
+            recalled_cut.append((turn, dict(recalled.scores).get(turn, 0.0)))
+            without("recalled", turn)
     return parts, history_cut, sorted(recalled_cut)

@@ -161,6 +161,19 @@ def test_trimming_takes_old_history_then_the_least_relevant_recalled_turns() -> 
     assert parts[0].scores == ((2, 9.0), (3, 5.0))
 
 
+def test_cutting_a_recalled_question_takes_the_reply_that_would_open_the_part() -> None:
+    # Recall keeps single messages: turn 1's question, then turn 2's reply without its own.
+    counter = counter_for_model(None, exact=True)
+    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter)
+    recalled = (turn_messages(1, 20)[0], turn_messages(2, 20)[1], *turn_messages(3, 20))
+    parts = [Part("recalled", recalled, "recalled", ((1, 1.0), (2, 3.0), (3, 5.0))),
+             Part("history", turn_messages(9, 20), "history")]
+    parts, history_cut, recalled_cut = fit_budget(request, parts, 8 + 20 + 20 + 10)
+    assert history_cut == []
+    assert recalled_cut == [(1, 1.0), (2, 3.0)]
+    assert [(m.role, m.turn) for m in parts[0].messages] == [("user", 3), ("assistant", 3)]
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=8, unique=True),
        st.dictionaries(st.integers(41, 60), st.floats(0, 20), max_size=5),
