@@ -6,7 +6,7 @@ import functools
 import json
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -162,6 +162,14 @@ def strategy_choice(strategy: str | None,
     return spec.name, spec.params
 
 
+def check_strategy(name: str, params: Mapping[str, Any]) -> None:
+    """The config file's strategy check, passed down to the settings loader (configuration
+    sits below memory); memory is imported only when the file names a strategy."""
+    from chatmem.memory import create_strategy
+
+    create_strategy(name, params)
+
+
 def settings_from(
     config: Path | None = None,
     db: Path | None = None,
@@ -171,7 +179,7 @@ def settings_from(
 ) -> Settings:
     from chatmem.config.settings import load_settings
 
-    return load_settings(config, overrides={
+    return load_settings(config, check_strategy=check_strategy, overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
         "helper_model": helper_model,
     })
@@ -187,9 +195,10 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
     """
     from chatmem.config.paths import move_legacy_db
     from chatmem.store import Store
+    from chatmem.store.connection import fold_wal
 
     if settings.db is None:
-        moved = move_legacy_db()
+        moved = move_legacy_db(fold_wal)
         if moved:
             from chatmem.render import notice_line
 
@@ -315,24 +324,6 @@ def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embed
 
     embedder = resolve_embedder(settings)
     return Remembering(embedder) if embedder is not None else None
-
-
-def stored_transcript(store: Store, session: SessionRecord,
-                      last_turn: int | None = None) -> Transcript:
-    """A stored session (to `last_turn`) as a transcript: strategy, recording, prompts, probes."""
-    from chatmem.transcripts.format import from_records
-
-    messages = store.messages(session.id, 1, last_turn)
-    prompts = store.system_prompts(session.id)
-    probes = store.probes(session.id)
-    if last_turn is not None:
-        prompts = [p for p in prompts if p[0] <= last_turn + 1]
-        end = max((m.position for m in messages), default=0)
-        probes = [p for p in probes if p["after_position"] <= end]
-    return from_records(session.name, messages, system=session.system,
-                        strategy=session.strategy, params=session.params, model=session.model,
-                        provider=session.provider, tokenizer=session.tokenizer,
-                        prompts=prompts, probes=probes)
 
 
 @contextmanager

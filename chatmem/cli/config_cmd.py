@@ -32,10 +32,11 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
+    from chatmem.cli.common import check_strategy
     from chatmem.config.paths import config_path
     from chatmem.config.settings import load_settings
 
-    settings = load_settings(config)
+    settings = load_settings(config, check_strategy=check_strategy)
     if json_out:
         print_json(settings.public())
         return

@@ -25,10 +25,10 @@ from chatmem.cli.common import (
     reproducing_provider,
     settings_from,
     shared_embedder,
-    stored_transcript,
     write_private,
 )
 from chatmem.errors import ExitCode, TranscriptError
+from chatmem.transcripts.format import stored_transcript
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings

@@ -15,9 +15,9 @@ from chatmem.cli.common import (
     open_store,
     print_json,
     settings_from,
-    stored_transcript,
 )
 from chatmem.cli.grammar import ChatmemTyper
+from chatmem.transcripts.format import stored_transcript
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings

@@ -4,7 +4,7 @@ that --config or CHATMEM_CONFIG chooses, and the example config shipped in the p
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from chatmem.errors import ConfigError
@@ -39,17 +39,16 @@ def legacy_db_path() -> Path:
     return config_dir() / "chatmem.db"
 
 
-def move_legacy_db() -> str | None:
+def move_legacy_db(fold_wal: Callable[[Path], object]) -> str | None:
     """Move a history file from the config directory to the data directory, once.
 
     Returns what was done, for the caller to tell the user; None when there was
     nothing to move (or a file is already in the data directory: nothing is
-    overwritten). The WAL is folded into the file first, so the move is whole.
+    overwritten). The WAL is folded into the file first (by `fold_wal`, the store's:
+    configuration sits below the store), so the move is whole.
     """
     import shutil
     import sqlite3
-
-    from chatmem.store.connection import fold_wal
 
     old, new = legacy_db_path(), default_db_path()
     if new.exists() or not old.is_file():

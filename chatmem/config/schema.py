@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from chatmem.errors import ConfigError, StrategyError
+
+SUMMARY_SLOT = "{summary}"
+LINES_SLOT = "{new_lines}"
+"""The summary prompt's placeholders: the current summary and the new lines."""
+
+StrategyCheck = Callable[[str, Mapping[str, Any]], object]
+"""Builds a strategy from its name and parameters or raises StrategyError: memory's
+`create_strategy`, passed down by whoever loads settings, since configuration sits below
+memory. Without one, `strategy` and `[strategies.*]` are checked for shape only."""
 
 # Key → type for each table; "" is the top level. Extending chatmem with a
 # setting means adding it here and to chatmem.config.settings.Settings.
@@ -91,10 +100,11 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
         raise ConfigError(f"{path}: key {key!r} must be more than 0, got {value!r}")
 
 
-def validate(path: Path, data: Mapping[str, Any]) -> None:
+def validate(path: Path, data: Mapping[str, Any],
+             check_strategy: StrategyCheck | None = None) -> None:
     for key, value in data.items():
         if key == "strategies":
-            _validate_strategies(path, value)
+            _validate_strategies(path, value, check_strategy)
         elif key in SCHEMA and key != "":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: key {key!r} must be a table ([{key}])")
@@ -111,7 +121,7 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
     if "helper_provider" in data:
         _check_provider(path, "helper_provider", {"provider": data["helper_provider"]})
     if "strategy" in data:
-        _check_strategy(path, "strategy", data["strategy"], {})
+        _check_strategy(path, "strategy", data["strategy"], {}, check_strategy)
     _check_summary(path, data.get("summary", {}))
     embedder = data.get("embeddings", {}).get("provider", "auto")
     if embedder not in EMBEDDERS:
@@ -119,9 +129,18 @@ def validate(path: Path, data: Mapping[str, Any]) -> None:
                           f"{', '.join(EMBEDDERS)}, got {embedder!r}")
 
 
-def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
-    from chatmem.memory.summarizer import check_prompt
+def check_prompt(prompt: str, where: str = "summary.prompt") -> str:
+    """The prompt itself, or ConfigError naming what is missing."""
+    missing = [slot for slot in (SUMMARY_SLOT, LINES_SLOT) if slot not in prompt]
+    if missing:
+        raise ConfigError(
+            f"{where}: the summary prompt must contain {SUMMARY_SLOT} and {LINES_SLOT}"
+            f" (missing {' and '.join(missing)})"
+        )
+    return prompt
 
+
+def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
     if "prompt" in table:
         check_prompt(table["prompt"], f"{path}: key 'summary.prompt'")
     _check_provider(path, "summary.provider", table)
@@ -135,19 +154,21 @@ def _check_provider(path: Path, key: str, table: Mapping[str, Any]) -> None:
         )
 
 
-def _validate_strategies(path: Path, tables: Any) -> None:
+def _validate_strategies(path: Path, tables: Any,
+                         check_strategy: StrategyCheck | None) -> None:
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: key 'strategies' must be a table ([strategies.NAME])")
     for name, params in tables.items():
         if not isinstance(params, dict):
             raise ConfigError(f"{path}: key 'strategies.{name}' must be a table")
-        _check_strategy(path, f"strategies.{name}", name, params)
+        _check_strategy(path, f"strategies.{name}", name, params, check_strategy)
 
 
-def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any]) -> None:
-    from chatmem.memory import create_strategy
-
+def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],
+                    check_strategy: StrategyCheck | None) -> None:
+    if check_strategy is None:
+        return
     try:
-        create_strategy(name, params)
+        check_strategy(name, params)
     except StrategyError as e:
         raise ConfigError(f"{path}: key {key!r}: {e}") from None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
-from chatmem.config.schema import PROVIDERS, validate
+from chatmem.config.schema import PROVIDERS, StrategyCheck, validate
 from chatmem.errors import ConfigError
 from chatmem.text import is_valid
 
@@ -164,7 +164,8 @@ def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path, check_strategy: StrategyCheck | None = None
+                     ) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)
@@ -172,7 +173,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
-    validate(path, data)
+    validate(path, data, check_strategy)
     return data
 
 
@@ -180,8 +181,12 @@ def load_settings(
     config_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    check_strategy: StrategyCheck | None = None,
 ) -> Settings:
-    """Defaults, then the config file, then CHATMEM_* variables, then flags."""
+    """Defaults, then the config file, then CHATMEM_* variables, then flags.
+
+    `check_strategy` (see StrategyCheck) checks the file's strategies; the CLI passes
+    memory's."""
     env = os.environ if env is None else env
     settings = Settings()
     explicit = chosen_config(config_path, env)
@@ -189,7 +194,7 @@ def load_settings(
     if explicit is not None and not path.exists():
         raise ConfigError(f"{path}: config file not found")
     if path.exists():
-        data = read_config_file(path)
+        data = read_config_file(path, check_strategy)
         data = _with_helper_aliases(path, data)
         for key, value in data.items():
             if key in ("local", "scripted", "summary", "embeddings"):

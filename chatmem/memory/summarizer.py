@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ConfigError, ProviderResponseError
+from chatmem.config.schema import LINES_SLOT, SUMMARY_SLOT
+from chatmem.errors import ProviderResponseError
 from chatmem.fts import CJK
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
@@ -25,8 +26,6 @@ from chatmem.tokens import TokenCounter
 if TYPE_CHECKING:
     from chatmem.providers.base import Provider
 
-SUMMARY_SLOT = "{summary}"
-LINES_SLOT = "{new_lines}"
 NO_SUMMARY = "(no summary yet)"
 
 DEFAULT_PROMPT = f"""You keep a running summary of a conversation between a user and an assistant.
@@ -43,17 +42,6 @@ Current summary:
 New lines:
 {LINES_SLOT}
 """
-
-
-def check_prompt(prompt: str, where: str = "summary.prompt") -> str:
-    """The prompt itself, or ConfigError naming what is missing."""
-    missing = [slot for slot in (SUMMARY_SLOT, LINES_SLOT) if slot not in prompt]
-    if missing:
-        raise ConfigError(
-            f"{where}: the summary prompt must contain {SUMMARY_SLOT} and {LINES_SLOT}"
-            f" (missing {' and '.join(missing)})"
-        )
-    return prompt
 
 
 def format_lines(messages: Sequence[Message]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from chatmem.config.schema import check_prompt
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, summarizer
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
@@ -355,7 +356,7 @@ def _options(env: MemoryEnv) -> dict[str, Any]:
     configured = (env.settings.summary if env.settings else None) or {}
     prompt = configured.get("prompt") or summarizer.DEFAULT_PROMPT
     return {
-        "prompt": summarizer.check_prompt(prompt),
+        "prompt": check_prompt(prompt),
         "drift_guard": bool(configured.get("drift_guard", True)),
     }
 

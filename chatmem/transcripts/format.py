@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chatmem.store import MessageRecord
+    from chatmem.store import MessageRecord, SessionRecord, Store
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system")
@@ -160,6 +160,22 @@ def from_records(
     items.extend(SystemPrompt(text) for _, text in sorted(changes.items()))
     return Transcript(items, title, first_system, strategy, dict(params or {}), model, title,
                       provider, tokenizer)
+
+
+def stored_transcript(store: Store, session: SessionRecord,
+                      last_turn: int | None = None) -> Transcript:
+    """A stored session (to `last_turn`) as a transcript: strategy, recording, prompts, probes."""
+    messages = store.messages(session.id, 1, last_turn)
+    prompts = store.system_prompts(session.id)
+    probes = store.probes(session.id)
+    if last_turn is not None:
+        prompts = [p for p in prompts if p[0] <= last_turn + 1]
+        end = max((m.position for m in messages), default=0)
+        probes = [p for p in probes if p["after_position"] <= end]
+    return from_records(session.name, messages, system=session.system,
+                        strategy=session.strategy, params=session.params, model=session.model,
+                        provider=session.provider, tokenizer=session.tokenizer,
+                        prompts=prompts, probes=probes)
 
 
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:

@@ -64,6 +64,19 @@ def test_bad_config_key_names_key_and_file(tmp_path: Path) -> None:
     assert result.stderr == f"error: {config}: unknown key 'modle'\n"
 
 
+def test_the_cli_checks_the_config_files_strategies(tmp_path: Path) -> None:
+    # Configuration sits below memory: the CLI passes memory's strategy check down.
+    config = tmp_path / "c.toml"
+    config.write_text('[strategies.window]\nk = "abc"\n', encoding="utf-8")
+    for command in (["config", "show"], ["ask", "hi", "--provider", "scripted", "--db",
+                                         str(tmp_path / "x.db")]):
+        result = runner.invoke(app, [*command, "--config", str(config)])
+        assert result.exit_code == 2, command
+        assert result.stderr == (f"error: {config}: key 'strategies.window': parameter "
+                                 "k='abc' of strategy 'window' must be a whole number\n")
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_wrong_type_stops_chat_before_anything_is_stored(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[local]\nthreads = \"two\"\n", encoding="utf-8")

@@ -9,6 +9,7 @@ import pytest
 from chatmem.config.paths import example_config
 from chatmem.config.settings import Settings, load_settings, read_config_file
 from chatmem.errors import ConfigError
+from chatmem.memory import create_strategy, strategy_names
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -76,17 +77,15 @@ def test_base_url_chatmem_variable_wins_over_openai(tmp_path: Path) -> None:
 def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
-        load_settings(path, env={})
+        load_settings(path, env={}, check_strategy=create_strategy)
     assert str(caught.value) == f"{path}: {message}"
     assert caught.value.exit_code == 2
 
 
 def test_unknown_strategy_in_config(tmp_path: Path) -> None:
-    from chatmem.memory import strategy_names
-
     path = write(tmp_path, 'strategy = "nope"\n')
     with pytest.raises(ConfigError) as caught:
-        load_settings(path, env={})
+        load_settings(path, env={}, check_strategy=create_strategy)
     assert str(caught.value) == (
         f"{path}: key 'strategy': unknown strategy 'nope' (valid: {', '.join(strategy_names())})"
     )

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chatmem.config.schema import check_prompt
 from chatmem.config.settings import load_settings
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.memory.context import Message
 from chatmem.memory.summarizer import (
     DEFAULT_PROMPT,
-    check_prompt,
     clip,
     diff_size,
     diff_tokens,

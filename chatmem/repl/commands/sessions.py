@@ -143,7 +143,7 @@ def _retry(repl: Chat, args: list[str]) -> None:
        ".json or .md; default SESSION.jsonl here; --force overwrites",
        example="/export trip.md", args=(0, 2), completes="path")
 def _export(repl: Chat, args: list[str]) -> None:
-    from chatmem.cli.common import stored_transcript
+    from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.writer import export_format, write_transcript
 
     force = "--force" in args
