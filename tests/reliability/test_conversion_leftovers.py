@@ -86,21 +86,14 @@ def key_now(db: Path, old: str) -> str | None:
     raise AssertionError("the file opens with neither key")
 
 
+@pytest.mark.parametrize("runs", [3, pytest.param(15, marks=pytest.mark.slow)],
+                         ids=["3-kills", "15-kills"])
 @pytest.mark.parametrize(("command", "base", "env"), CONVERSIONS,
                          ids=[c[0] for c in CONVERSIONS])
 def test_kill_9_during_a_conversion_then_one_command_leaves_no_copy(
         histories: dict[str, Path], tmp_path: Path, command: str, base: str,
-        env: dict[str, str]) -> None:
-    kill_runs(histories[base], tmp_path, command, env, runs=3)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("command", "base", "env"), CONVERSIONS,
-                         ids=[c[0] for c in CONVERSIONS])
-def test_many_kills_during_conversions_leave_no_copy(
-        histories: dict[str, Path], tmp_path: Path, command: str, base: str,
-        env: dict[str, str]) -> None:
-    kill_runs(histories[base], tmp_path, command, env, runs=15)
+        env: dict[str, str], runs: int) -> None:
+    kill_runs(histories[base], tmp_path, command, env, runs)
 
 
 def kill_runs(base: Path, tmp_path: Path, command: str, env: dict[str, str], runs: int) -> None:
