@@ -69,6 +69,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "echo-key":
             # Some servers quote the request back in their error message.
             self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")
+        elif mode == "echo-key-reply":
+            # A 200 reply quoting the Authorization header, split over several deltas.
+            header = self.headers["Authorization"]
+            self._stream_head()
+            for piece in ("Your header was ", header[:10], header[10:19], header[19:],
+                          "; once more: ", header.split()[-1], "."):
+                self._event(self._chunk(body, piece, None))
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
         elif mode == "404":
             self._error(404, "model_not_found", f"The model {body.get('model')} does not exist")
         elif mode == "hang":

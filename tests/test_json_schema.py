@@ -107,6 +107,12 @@ def test_prune_listing(db: str) -> None:
     assert pruned["dry_run"] is True and pruned["sessions"] == []
 
 
+def test_purge_plan(db: str) -> None:
+    plan = output("facts", "forget", "e", "name", "--purge", "--dry-run", "--db", db)
+    check("purge_plan", plan)
+    assert plan and all(m["content"][a:b] == "Ada" for m in plan for a, b in m["mentions"])
+
+
 def test_the_schema_rejects_the_old_shapes() -> None:
     """The test can fail: strategy as a bare label (eval's old shape) does not validate."""
     run = {"strategy": "window k=2", "turns": 1}

@@ -139,6 +139,8 @@ def forget(
     session: SessionOption = None,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: print the messages"
+                                                           " as JSON for scripts.")] = False,
 ) -> None:
     """Forget a fact (or unpin a pinned detail) so no later context holds it; --purge erases it.
 
@@ -188,7 +190,7 @@ def forget(
             plan = purging.plan(store, fact, earlier)
             mentioned = purging.mentioned_messages(store, plan)
             if dry_run:
-                _print_mentions(store, fact, mentioned)
+                _print_mentions(store, fact, mentioned, json_out)
                 return
             if not yes and sys.stdin.isatty() and not typer.confirm(
                     f"Erase fact {fact.id} ({fact.key}) and {_mentions_text(mentioned)}"
@@ -213,11 +215,18 @@ def _mentions_text(mentioned: Sequence[Mentioned]) -> str:
             f" of {_count(sessions, 'session')}")
 
 
-def _print_mentions(store: Store, fact: FactRecord, mentioned: Sequence[Mentioned]) -> None:
+def _print_mentions(store: Store, fact: FactRecord, mentioned: Sequence[Mentioned],
+                    json_out: bool) -> None:
     from chatmem.render.facts import mention_line
 
     out, err = consoles()
     names = store.session_names({m.message.session_id for m in mentioned})
+    if json_out:
+        print_json([{"session": names[m.message.session_id], "turn": m.message.turn,
+                     "position": m.message.position, "role": m.message.role,
+                     "content": m.message.content,
+                     "mentions": [[s.start, s.end] for s in m.spans]} for m in mentioned])
+        return
     for m in mentioned:
         where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
         out.print(mention_line(where, m.message.role, m.message.content,

@@ -243,15 +243,16 @@ def run_key_command(command: str, timeout: float) -> str:
     """What `command` prints on stdout, its line ending removed; KeyUnavailable otherwise.
 
     stdin stays the terminal's, and stderr too when it is one: a password manager may
-    ask there. Elsewhere (a script, a pipe) its stderr is caught so the error stays
-    one line, and its last line is quoted: it says why, and it is not the key.
+    ask there. Elsewhere (a script, a pipe) its stderr is discarded, never quoted: a
+    failing command may print the key or a secret of its own there. The error says
+    the exit status and how to see why.
     """
     import subprocess
     import sys
 
     from chatmem.errors import KeyUnavailable
 
-    stderr = None if sys.stderr.isatty() else subprocess.PIPE
+    stderr = None if sys.stderr.isatty() else subprocess.DEVNULL
     try:
         done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
                               timeout=timeout, check=False)
@@ -264,9 +265,9 @@ def run_key_command(command: str, timeout: float) -> str:
     if done.returncode != 0:
         why = {127: "command not found, ", 126: "command not executable, "}.get(
             done.returncode, "")
-        said = _last_line(done.stderr)
-        raise KeyUnavailable(f"key_command failed ({why}exit {done.returncode})"
-                             f"{f': {said}' if said else ''}; no key, nothing opened")
+        raise KeyUnavailable(f"key_command failed ({why}exit {done.returncode}); no key, "
+                             "nothing opened (its output is never shown: run the command in "
+                             "a terminal to see why)")
     try:
         key = done.stdout.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
@@ -275,11 +276,3 @@ def run_key_command(command: str, timeout: float) -> str:
     if not key:
         raise KeyUnavailable("key_command printed no key; nothing opened")
     return key
-
-
-def _last_line(output: bytes | None) -> str:
-    """The last line a failed command wrote on stderr, printable and at most 200 characters."""
-    lines = [line.strip() for line in (output or b"").decode("utf-8", "replace").splitlines()]
-    last = next((line for line in reversed(lines) if line), "")
-    last = "".join(ch if ch.isprintable() else "\ufffd" for ch in last)
-    return last if len(last) <= 200 else last[:199] + "…"

@@ -32,3 +32,67 @@ def redacted_url(url: str) -> str:
     query = "&".join(f"{pair.split('=', 1)[0]}=***" if "=" in pair else pair
                      for pair in parts.query.split("&")) if parts.query else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+MIN_SECRET_CHARACTERS = 4
+"""A shorter "secret" (a placeholder key like `x`) would mask ordinary words."""
+
+
+def credentials_of(api_key: str | None, base_url: str | None,
+                   history_key: str | None) -> dict[str, str]:
+    """Each secret a reply must never repeat, with the label shown in its place: the API key,
+    a key pasted into the base URL (also as the Basic auth header carries it), CHATMEM_KEY."""
+    import base64
+
+    found: dict[str, str] = {}
+    if base_url:
+        parts = urlsplit(base_url)
+        if parts.username and parts.password:
+            pair = f"{parts.username}:{parts.password}".encode()
+            found[base64.b64encode(pair).decode()] = "[api key]"
+        for secret in url_secrets(base_url):
+            found[secret] = "[api key]"
+    if api_key:
+        found[api_key] = "[api key]"
+    if history_key:
+        found[history_key] = "[history key]"
+    return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
+
+
+class SecretMask:
+    """Replaces secrets in text, also in a stream of pieces that may split one.
+
+    `feed` holds back the end of what it was given while it could still be the
+    start of a secret, so no piece it returns ever holds part of one; `flush`
+    returns what is held at the end.
+    """
+
+    def __init__(self, secrets: dict[str, str]) -> None:
+        # Longest first: a secret that contains another is replaced whole.
+        self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
+        self._held = ""
+
+    def mask(self, text: str) -> str:
+        for secret, label in self._secrets:
+            text = text.replace(secret, label)
+        return text
+
+    def feed(self, piece: str) -> str:
+        text = self.mask(self._held + piece)
+        keep = self._partial_end(text)
+        self._held = text[len(text) - keep:] if keep else ""
+        return text[:len(text) - keep]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
+
+    def _partial_end(self, text: str) -> int:
+        """The length of the longest end of `text` that begins some secret."""
+        longest = 0
+        for secret, _ in self._secrets:
+            for size in range(min(len(secret) - 1, len(text)), longest, -1):
+                if text.endswith(secret[:size]):
+                    longest = size
+                    break
+        return longest

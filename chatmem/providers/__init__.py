@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
+from chatmem.config.settings import KEY_ENV, LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAvailable, ProviderAuthError
-from chatmem.privacy.secrets import redacted_url
+from chatmem.privacy.secrets import credentials_of, redacted_url
 from chatmem.providers.base import Provider
+from chatmem.providers.masking import MaskedProvider
 
 NO_MODEL_HELP = (
     "chatmem found no model. Any one of these gives it one:\n"
@@ -74,7 +75,7 @@ def create_provider(settings: Settings) -> Provider:
             f"${settings.api_key_env} is not set: export your OpenAI key in it, or point "
             "base_url (or OPENAI_BASE_URL) at a local OpenAI-compatible server"
         )
-    return OpenAIProvider(
+    provider = OpenAIProvider(
         model,
         base_url=settings.base_url,
         api_key=settings.api_key(),
@@ -85,6 +86,9 @@ def create_provider(settings: Settings) -> Provider:
         reply_timeout=settings.reply_timeout,
         idle_timeout=settings.idle_timeout,
     )
+    # A server may quote the Authorization header back in a reply (issue 19, finding 5).
+    secrets = credentials_of(settings.api_key(), settings.base_url, os.environ.get(KEY_ENV))
+    return MaskedProvider(provider, secrets) if secrets else provider
 
 
 def _local_model_path(settings: Settings) -> str | None:

@@ -213,7 +213,7 @@ def convert(path: Path, old_key: str | None, new_key: str | None) -> Path:
     old one is left as it was.
     """
     dbapi2 = driver()
-    temp = path.with_name(f".{path.name}.converting-{os.getpid()}")
+    temp = conversion_file(path, os.getpid())
     with suppress(FileNotFoundError):
         temp.unlink()
     source = dbapi2.connect(str(path), timeout=0, isolation_level=None)
@@ -242,6 +242,56 @@ def convert(path: Path, old_key: str | None, new_key: str | None) -> Path:
         with suppress(FileNotFoundError):
             temp.unlink()
     return path
+
+
+def conversion_file(path: Path, pid: int) -> Path:
+    """The converted copy process `pid` writes beside `path` (SQLite may add -journal)."""
+    return path.with_name(f"{_CONVERTING.format(name=path.name)}{pid}")
+
+
+_CONVERTING = ".{name}.converting-"
+
+
+def remove_abandoned_conversions(path: Path) -> list[Path]:
+    """Delete the converted copies beside `path` whose process is gone; returns them.
+
+    A conversion killed with SIGKILL cannot clean up after itself, and its copy
+    is the whole history, readable with the key it was written under. A live
+    conversion's copy is left alone (its process id is in the name).
+    """
+    prefix = _CONVERTING.format(name=path.name)
+    removed = []
+    try:
+        candidates = list(path.parent.iterdir())
+    except OSError:
+        return []
+    for candidate in candidates:
+        if not candidate.name.startswith(prefix):
+            continue
+        pid = candidate.name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or _running(int(pid)):
+            continue
+        with suppress(FileNotFoundError):
+            candidate.unlink()
+            removed.append(candidate)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` is alive (a zombie, killed but not yet reaped, is not)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def _lock(source: Any, path: Path) -> None:

@@ -145,6 +145,10 @@ class Connection:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise StoreError(f"{self.path}: cannot create its folder: {e.strerror}") from None
+            from chatmem.store import cipher
+
+            # A copy left by a killed encrypt/decrypt/rekey holds the whole history.
+            cipher.remove_abandoned_conversions(self.path)
             key = check_key(self.path, key)
             create_private_file(self.path)
         self.encrypted = key is not None

@@ -193,7 +193,8 @@ def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -
     config.write_text("key_command = \"echo nope >&2; exit 7\"\n")
     failed = run("sessions", "list", "--db", str(db), "--config", str(config))
     assert (failed.exit_code, failed.stderr) == (
-        3, "error: key_command failed (exit 7): nope; no key, nothing opened\n")
+        3, "error: key_command failed (exit 7); no key, nothing opened (its output is never"
+           " shown: run the command in a terminal to see why)\n")
     config.write_text("key_command = \"true\"\n")
     empty = run("sessions", "list", "--db", str(db), "--config", str(config))
     assert (empty.exit_code, empty.stderr) == (
@@ -206,15 +207,20 @@ SECRET = "Kc-7731 秘钥 leaked"
 
 @pytest.mark.parametrize(("command", "timeout", "message"), [
     ("chatmem-no-such-password-manager --get history", 120,
-     r"key_command failed \(command not found, exit 127\): "
-     r"\S*sh: .*chatmem-no-such-password-manager.*not found; no key, nothing opened"),
+     r"key_command failed \(command not found, exit 127\); no key, nothing opened "
+     r"\(its output is never shown: run the command in a terminal to see why\)"),
     (f"printf '%s' '{SECRET}'; echo 'vault is locked' >&2; exit 5", 120,
-     r"key_command failed \(exit 5\): vault is locked; no key, nothing opened"),
+     r"key_command failed \(exit 5\); no key, nothing opened "
+     r"\(its output is never shown: run the command in a terminal to see why\)"),
+    # Issue 19, finding 7: a failing command's stderr was quoted, and it may hold the key.
+    (f"echo 'LEAKKEY-A1 {SECRET}' >&2; exit 1", 120,
+     r"key_command failed \(exit 1\); no key, nothing opened "
+     r"\(its output is never shown: run the command in a terminal to see why\)"),
     (f"printf '%s' '{SECRET}'; exec sleep 60", 0.2,
      r"key_command gave no key within 0\.2 s \(key_command_timeout\); nothing opened"),
     ("printf '\\377\\376'", 120,
      r"key_command printed bytes that are not UTF-8; nothing opened"),
-], ids=["not-found", "exits-non-zero", "times-out", "not-utf-8"])
+], ids=["not-found", "exits-non-zero", "stderr-holds-a-secret", "times-out", "not-utf-8"])
 def test_a_key_command_that_gives_no_key_is_one_line_with_exit_3(
     tmp_path: Path, command: str, timeout: float, message: str
 ) -> None:
@@ -231,6 +237,7 @@ def test_a_key_command_that_gives_no_key_is_one_line_with_exit_3(
         assert result.exit_code == 3, result.output
         assert re.fullmatch(f"error: {message}\n", result.stderr), result.stderr
         assert result.stdout == "" and SECRET not in result.output
+        assert "LEAKKEY" not in result.output
     assert files(tmp_path) == before
 
 

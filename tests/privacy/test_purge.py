@@ -7,6 +7,7 @@ summaries, anchors, the index, vectors).
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -146,6 +147,13 @@ def test_dry_run_marks_each_mention_and_changes_nothing(
         "session s2, turn 1, assistant: echo #1: hi there [[Quixotella]], meet [[quixotella]]",
     ]
     assert "6 mentions in 4 messages of 2 sessions; nothing was changed" in err
+    code, out, err = run("facts", "forget", "s1", "name", "--purge", "--dry-run", "--json",
+                         "--db", str(db), *args)
+    assert code == 0, err
+    listed = json.loads(out)
+    assert [(m["session"], m["turn"], m["role"], m["mentions"]) for m in listed] == [
+        ("s1", 1, "user", [[11, 21]]), ("s1", 1, "assistant", [[20, 30]]),
+        ("s2", 1, "user", [[9, 19], [26, 36]]), ("s2", 1, "assistant", [[18, 28], [35, 45]])]
     assert {name: contents(db, name) for name in ("s1", "s2")} == before
     with Store(db) as store:
         assert len(store.facts()) == facts

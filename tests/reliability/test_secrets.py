@@ -12,9 +12,11 @@ import os
 import stat
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import needs_sqlcipher
 from typer.testing import CliRunner
 
 from chatmem.cli import app
@@ -121,3 +123,74 @@ def test_a_key_inside_the_base_url_is_never_shown(url: str, shown: str, tmp_path
     result = CliRunner().invoke(app, ["config", "show", "--config", str(config)])
     assert result.exit_code == 0, result.stderr
     assert URL_KEY not in result.output
+
+
+def _texts_of_every_output(db: Path, work: Path, env: dict[str, str]) -> str:
+    """What every reading command prints and writes for the history: shows, exports, inspect."""
+    runner = CliRunner()
+    common = ["--db", str(db)]
+    printed = []
+    for args in (["sessions", "show", "s", *common],
+                 ["sessions", "show", "s", "--json", *common],
+                 ["sessions", "export", "s", "-o", str(work / "s.jsonl"), *common],
+                 ["sessions", "export", "s", "-o", str(work / "s.md"), *common],
+                 ["sessions", "export", "--all", "-o", str(work / "all.zip"), *common],
+                 ["inspect", "s", "--json", *common],
+                 ["inspect", "s", "--turn", "1", *common]):
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code == 0, result.output
+        printed.append(result.output)
+    with zipfile.ZipFile(work / "all.zip") as archive:
+        printed += [archive.read(name).decode("utf-8") for name in archive.namelist()]
+    printed += [(work / name).read_text(encoding="utf-8") for name in ("s.jsonl", "s.md")]
+    return "\n".join(printed)
+
+
+def test_a_reply_that_quotes_the_api_key_is_masked_wherever_it_goes(
+        tmp_path: Path, chat_server) -> None:
+    """Issue 19, finding 5: a 200 reply echoing the Authorization header was printed,
+    stored in messages and turns, and exported."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    chat_server.plan = ["echo-key-reply"]
+    result = CliRunner().invoke(app, ["chat", "s", "--db", str(db), "--provider", "openai",
+                                      "--model", "m",
+                                      "-s", "window"], input="what did I send?\n", env=env)
+    assert result.exit_code == 0, result.output
+    sent = {k.lower(): v for k, v in chat_server.headers_seen[0].items()}
+    assert sent["authorization"] == f"Bearer {KEY}"  # the server did see the key
+    assert KEY not in result.output
+    assert "Your header was Bearer [api key]; once more: [api key]." in result.stdout
+    with Store(db) as store:
+        sid = store.session("s").id
+        assert store.messages(sid)[1].content == \
+            "Your header was Bearer [api key]; once more: [api key]."
+        assert store.turns(sid)[0].reply == store.messages(sid)[1].content
+    everything = _texts_of_every_output(db, tmp_path, env)
+    assert "[api key]" in everything
+    assert KEY not in everything
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+@needs_sqlcipher
+def test_a_reply_that_says_chatmem_key_is_masked(tmp_path: Path, chat_server) -> None:
+    history_key = "history-key 钥匙 8812-QQ"
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": history_key}
+    # A model that has seen the key somewhere says it back, in pieces.
+    chat_server.reply_words = ["I know it: ", history_key[:7], history_key[7:14],
+                               history_key[14:], " indeed"]
+    result = CliRunner().invoke(app, ["chat", "s", "--db", str(db), "--provider", "openai",
+                                      "--model", "m",
+                                      "-s", "window"], input="tell me\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "I know it: [history key] indeed" in result.stdout
+    with Store(db, key=history_key) as store:
+        sid = store.session("s").id
+        assert store.messages(sid)[1].content == "I know it: [history key] indeed"
+    everything = _texts_of_every_output(db, tmp_path, env)
+    assert history_key not in everything and "[history key]" in everything

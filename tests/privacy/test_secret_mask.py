@@ -1,0 +1,40 @@
+"""SecretMask: a secret split over any pieces of a stream is masked, nothing else changes."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatmem.privacy.secrets import SecretMask, credentials_of
+
+SECRETS = {"sk-live-ABCDEF123456": "[api key]", "钥匙-7781-key": "[history key]"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.one_of(st.sampled_from([*SECRETS, "sk-", "钥匙", "sk-live-AB"]),
+                             st.text(max_size=8)), max_size=8),
+    cuts=st.lists(st.integers(0, 200), max_size=10),
+)
+def test_a_stream_cut_anywhere_is_masked_as_the_whole_text(parts: list[str],
+                                                           cuts: list[int]) -> None:
+    text = "".join(parts)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    mask = SecretMask(SECRETS)
+    shown = [mask.feed(piece) for piece in pieces] + [mask.flush()]
+    whole = SecretMask(SECRETS).mask(text)
+    assert "".join(shown) == whole
+    for secret in SECRETS:
+        assert secret not in whole
+
+
+def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders() -> None:
+    found = credentials_of("sk-abc12345", "https://ana:URLKEY-99@host/v1?api-key=Q1W2E3",
+                           "hist-key-1")
+    assert found == {"YW5hOlVSTEtFWS05OQ==": "[api key]", "URLKEY-99": "[api key]",
+                     "Q1W2E3": "[api key]", "sk-abc12345": "[api key]",
+                     "hist-key-1": "[history key]"}
+    assert credentials_of("x", None, None) == {}
