@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matches import matches
 
 from chatmem import fts
 from chatmem.store import Store
@@ -42,7 +43,7 @@ def indexed(store: Store) -> tuple[Store, int]:
 
 
 def found(store: Store, session_id: int, query: str, limit: int = 20) -> list[str]:
-    return [m.content for m, _ in store.search_messages(session_id, query, limit=limit)]
+    return [m.content for m, _ in matches(store, session_id, query, limit=limit)]
 
 
 @pytest.mark.parametrize(("query", "expected"), [
@@ -93,7 +94,7 @@ texts = st.lists(
 @given(query=texts)
 def test_any_query_with_cjk_punctuation_or_mixed_scripts_never_errors(indexed, query) -> None:
     store, session_id = indexed
-    for message, score in store.search_messages(session_id, query):
+    for message, score in matches(store, session_id, query):
         assert isinstance(score, float) and message.session_id == session_id
 
 
@@ -111,22 +112,24 @@ def test_every_bigram_of_an_indexed_cjk_run_finds_it(indexed, run: str, data) ->
 def test_a_term_in_very_many_messages_is_left_out_so_search_cost_stays_bounded(
     store: Store,
 ) -> None:
-    from chatmem.store.search import COMMON_CAP, COMMON_FLOOR
+    from chatmem.store.recall import POSTINGS
 
     session = store.create_session("long", "retrieval")
     filler = [{"role": "user", "content": f"delivery update number {n}"}
-              for n in range(COMMON_CAP + 1)]
+              for n in range(POSTINGS // 2 + 1)]
     store.import_messages(session.id, [*filler, {"role": "user", "content": "delivery to 杭州"}])
-    assert store.common_limit() == COMMON_FLOOR  # a tenth of 1,002 is below the floor
     # "delivery" is in every message: searching it would score all of them.
-    assert store.distinctive_terms(["delivery", "杭州", "unseen"]) == ["杭州"]
-    found = [m.content for m, _ in store.search_messages(session.id, "delivery 杭州")]
+    assert store.rare_terms(["delivery", "杭州", "unseen"], POSTINGS) == ["杭州"]
+    found = [m.content for m, _ in matches(store, session.id, "delivery 杭州")]
     assert found == ["delivery to 杭州"]
-    assert list(store.search_messages(session.id, "delivery")) == []
+    assert list(matches(store, session.id, "delivery")) == []
 
 
-def test_a_short_history_searches_every_term_it_holds(indexed) -> None:
+def test_rarer_terms_are_searched_first_within_the_postings_budget(indexed) -> None:
     store, session_id = indexed
-    assert store.common_limit() >= 200
-    assert sorted(found(store, session_id, "杭州 花生")) == ["我们五月去杭州旅行，想看西湖。",
-                                                             "我对花生过敏。"]
+    store.import_messages(session_id, [{"role": "user", "content": "杭州的西湖"},
+                                       {"role": "user", "content": "杭州的灵隐寺"}])
+    assert store.rare_terms(["杭州", "花生"], 10) == ["花生", "杭州"]  # 1 entry, then 3
+    assert store.rare_terms(["杭州", "花生"], 3) == ["花生"]  # 杭州's 3 would exceed half
+    assert sorted(found(store, session_id, "杭州 花生")) == [
+        "我们五月去杭州旅行，想看西湖。", "我对花生过敏。", "杭州的灵隐寺", "杭州的西湖"]

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from matches import matches
 
 from chatmem.errors import NotChatmemDatabase, NotFound, StoreError, UsageError
 from chatmem.store import Store, TurnRecord
@@ -82,7 +83,7 @@ def test_delete_is_physical(db_path: Path) -> None:
         with pytest.raises(NotFound):
             store.session("gone")
         assert [m.content for m in store.messages(kept.id)] == ["keep me", "ok"]
-        assert list(store.search_messages(kept.id, "keep")) != []
+        assert list(matches(store, kept.id, "keep")) != []
     data = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
     for needle in ("ZEBRA", "zebra", "xyzzy", "杭州", "秘密", "州秘"):
         assert needle.encode() not in data, needle
@@ -131,5 +132,5 @@ def test_session_names_are_unique_and_not_empty(store: Store) -> None:
 def test_messages_are_found_by_chinese_words(store: Store) -> None:
     session = store.create_session("s", "buffer")
     store.commit_turn(turn(session.id, "我们五月去杭州旅行", "好的"))
-    found = [m.content for m, _ in store.search_messages(session.id, "杭州")]
+    found = [m.content for m, _ in matches(store, session.id, "杭州")]
     assert found == ["我们五月去杭州旅行"]

@@ -354,8 +354,9 @@ def allocate_ids(store: Store, session_id: int, count: int) -> list[int]:
     """Fresh pin ids for this session; an id is never given out twice, even after an unpin."""
     if count <= 0:
         return []
-    last = int(store.strategy_state(session_id, COUNTER).get("last", 0))
-    store.set_strategy_state(session_id, COUNTER, {"last": last + count})
+    with store.write():  # read and bump under the lock: two processes never share an id
+        last = int(store.strategy_state(session_id, COUNTER).get("last", 0))
+        store.set_strategy_state(session_id, COUNTER, {"last": last + count})
     return list(range(last + 1, last + count + 1))
 
 
@@ -383,14 +384,19 @@ def find_pins(pins: Sequence[PinnedFact], ref: str) -> list[PinnedFact]:
 
 
 def unpin(store: Store, pin: PinnedFact) -> None:
-    """Stop sending a pin, and keep the drift guard from pinning the same text again."""
-    values = store.strategy_state(pin.session_id, pin.strategy)
-    kept = [p.stored() for p in parse_pins(values.get(PINNED_KEY)) if p.text != pin.text]
-    unpinned = [str(u) for u in values.get(UNPINNED_KEY, [])]
-    if not is_unpinned(unpinned, pin.text):
-        unpinned.append(pin.text)
-    store.set_strategy_state(pin.session_id, pin.strategy,
-                             {PINNED_KEY: kept, UNPINNED_KEY: unpinned})
+    """Stop sending a pin, and keep the drift guard from pinning the same text again.
+
+    Read and written under the write lock: a fold another process commits
+    meanwhile is neither undone nor able to undo this.
+    """
+    with store.write():
+        values = store.strategy_state(pin.session_id, pin.strategy)
+        kept = [p.stored() for p in parse_pins(values.get(PINNED_KEY)) if p.text != pin.text]
+        unpinned = [str(u) for u in values.get(UNPINNED_KEY, [])]
+        if not is_unpinned(unpinned, pin.text):
+            unpinned.append(pin.text)
+        store.set_strategy_state(pin.session_id, pin.strategy,
+                                 {PINNED_KEY: kept, UNPINNED_KEY: unpinned})
 
 
 def pinned_at(store: Store, pins: Sequence[PinnedFact]) -> dict[PinnedFact, str]:

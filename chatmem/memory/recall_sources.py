@@ -5,9 +5,7 @@ needs: the best matches of a search that scores a bounded number of index
 entries, the sitting starts (through an index, then only what is new), the
 candidates it keeps by position. Vectors, the one thing a dense ranking needs
 for every message, are loaded once per process into arrays kept on the
-session's state and extended as messages are committed. `MemoryRecall` ranks
-a history held in memory (no file): the same BM25 (an in-memory FTS5 index)
-and the same embedder, so both rank alike.
+session's state and extended as messages are committed.
 
 Vectors are computed once per message, after the turn commits: `update`
 starts embedding the new messages on a background thread (the next prompt
@@ -17,17 +15,14 @@ then whatever is still missing, so a context never ranks on partial vectors.
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.ranking import Sittings
-from chatmem.store import PendingText, VectorRow, rank_texts
+from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
     import numpy as np
@@ -231,41 +226,3 @@ class StoredRecall:
         if rows:
             cache.vector_last_id = rows[-1].message_id
         return cache.vectors[:count], cache.context[:count]
-
-
-class MemoryRecall:
-    """Recall over turns held in memory: no file, no timestamps (no sitting prior)."""
-
-    def __init__(self, turns: Sequence[HistoryTurn], embedder: Embedder | None) -> None:
-        self.embedder = embedder
-        self.messages = [m for turn in turns for m in turn.messages]
-        self.turns = [turn.number for turn in turns for _ in turn.messages]
-
-    def count_before(self, turn: int) -> int:
-        return bisect.bisect_left(self.turns, turn)
-
-    def sittings(self) -> Sittings | None:
-        return None  # every message a sitting of its own: no prior
-
-    def bm25(self, query: str, before_turn: int) -> dict[int, float]:
-        count = self.count_before(before_turn)
-        scores = rank_texts([m.content for m in self.messages[:count]], query)
-        return {i + 1: score for i, score in scores.items()}
-
-    def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
-        # A message held in memory has no id: its key is its place (position − 1).
-        return {p: dataclasses.replace(m, id=p - 1) if m.id is None else m
-                for p in positions if 1 <= p <= len(self.messages)
-                for m in [self.messages[p - 1]]}
-
-    def vectors(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        assert self.embedder is not None
-        messages = self.messages[:count]
-        previous: list[str | None] = [None, *(m.content for m in messages[:-1])]
-        own = self.embedder.embed([m.content for m in messages])
-        around = self.embedder.embed([context_text(m.content, p)
-                                      for m, p in zip(messages, previous, strict=True)])
-        return own, around
-
-
-Source = StoredRecall | MemoryRecall

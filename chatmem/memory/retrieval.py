@@ -43,7 +43,7 @@ from chatmem.memory.ranking import (
     pool,
     words_scores,
 )
-from chatmem.memory.recall_sources import MemoryRecall, Source, StoredRecall
+from chatmem.memory.recall_sources import StoredRecall
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -93,12 +93,10 @@ class RetrievalStrategy(BaseStrategy):
         return Weights(mode, self.params["dense_weight"], self.params["smooth"],
                        self.params["sitting"], self.params["mmr"])
 
-    def source(self, request: ContextRequest, first_recent: int) -> Source:
+    def source(self, request: ContextRequest) -> StoredRecall:
         embedder = request.embedder if self.needs_embedder else None
-        if request.state is not None:
-            return StoredRecall(request.state, request.counter, self.params["gap_hours"],
-                                embedder)
-        return MemoryRecall(request.history.turns(1, first_recent - 1), embedder)
+        assert request.state is not None, "recall reads the session's stored messages"
+        return StoredRecall(request.state, request.counter, self.params["gap_hours"], embedder)
 
     def build(self, request: ContextRequest) -> Context:
         budget, recent = int(self.params["max_tokens"]), self.params["recent"]
@@ -130,7 +128,7 @@ class RetrievalStrategy(BaseStrategy):
         self, request: ContextRequest, first_recent: int, room: int, warnings: list[str]
     ) -> tuple[Part | None, list[dict[str, object]]]:
         """The recalled part, and the rows `inspect` shows."""
-        source = self.source(request, first_recent)
+        source = self.source(request)
         embedder = request.embedder if self.needs_embedder else None
         fallback = NO_EMBEDDER.split(",")[0] if self.needs_embedder and embedder is None else None
         count = source.count_before(first_recent)

@@ -252,8 +252,11 @@ class SummaryMemory(BaseStrategy):
         # the summarizer was busy: the version and its boundary move together, and
         # no turn is ever folded into two versions.
         with store.write():
-            if _moved(load_state(env.state, self.name), st):
+            now = load_state(env.state, self.name)
+            if _moved(now, st):
                 return []
+            # A pin the user removed while the summarizer was busy stays removed.
+            kept = [p for p in kept if not pins.is_unpinned(now.unpinned, p.text)]
             fresh = iter(pins.allocate_ids(store, session_id,
                                            sum(1 for p in kept if p.pin_id is None)))
             kept = [p if p.pin_id is not None else replace(p, pin_id=next(fresh))

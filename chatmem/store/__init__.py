@@ -16,7 +16,6 @@ from chatmem.store.recall import (
     RecallTables,
     VectorRow,
     pause,
-    rank_texts,
 )
 from chatmem.store.records import (
     FactHistoryRecord,
@@ -30,11 +29,10 @@ from chatmem.store.records import (
 )
 from chatmem.store.redaction import Place, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
-from chatmem.store.search import SearchTables
 from chatmem.store.turns import TurnTables
 
 
-class Store(ForkTables, RetentionTables, TurnTables, SearchTables, MemoryTables, RecallTables,
+class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
             RedactionTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
@@ -59,6 +57,5 @@ __all__ = [
     "check_session_name",
     "now",
     "pause",
-    "rank_texts",
     "session_name_from",
 ]

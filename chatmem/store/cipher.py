@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from chatmem.errors import HistoryLocked, StoreError
+from chatmem.store.result_codes import BUSY, primary_code
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INSTALL_HINT = "pip install 'chatmem[encrypt]'"
@@ -115,7 +116,7 @@ def open_encrypted(path: Path, key: str, timeout: float) -> CipherConnection:
         raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except dbapi2.DatabaseError as e:
         raw.close()
-        if "not a database" in str(e):
+        if primary_code(e) == sqlite3.SQLITE_NOTADB:
             raise HistoryLocked(f"{path}: wrong key: SQLCipher cannot decrypt it with the "
                                 "key given", missing=False) from None
         raise translate(e) from None
@@ -300,10 +301,10 @@ def _lock(source: Any, path: Path) -> None:
     try:
         source.execute("BEGIN EXCLUSIVE")
     except driver().DatabaseError as e:
-        if "not a database" in str(e):
+        if primary_code(e) == sqlite3.SQLITE_NOTADB:
             raise HistoryLocked(f"{path}: wrong key: SQLCipher cannot decrypt it with the "
                                 "key given", missing=False) from None
-        if "locked" in str(e) or "busy" in str(e):
+        if primary_code(e) in BUSY:
             raise StoreError(f"{path} is open in another chatmem process; close it and "
                              "try again (nothing was changed)") from None
         raise

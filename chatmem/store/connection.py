@@ -14,6 +14,7 @@ from typing import Any, Self, cast
 import sqlite_utils
 
 from chatmem.errors import HistoryLocked, NotChatmemDatabase, StoreError
+from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
 BUSY_TIMEOUT_MS = 5000
@@ -177,15 +178,15 @@ class Connection:
             raise
 
     def _open_error(self, error: sqlite3.Error) -> StoreError:
-        text = str(error)
-        if "unable to open" in text:
+        code = primary_code(error)
+        if code == sqlite3.SQLITE_CANTOPEN:
             # WAL readers need to create the -shm file beside the database.
             return StoreError(
                 f"{self.path}: cannot open it: SQLite needs to write {self.path.name}-wal and "
                 f"{self.path.name}-shm beside it (is the folder read-only?)"
             )
-        if "not a database" in text or "malformed" in text:
-            return NotChatmemDatabase(f"{self.path} is not a chatmem database ({text})")
+        if code in NOT_A_DATABASE:
+            return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})")
         return self.write_error(error)
 
     def _wait_for(self, statement: Callable[[], object]) -> None:
@@ -200,7 +201,7 @@ class Connection:
                 statement()
                 return
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or time.monotonic() > deadline:
+                if primary_code(e) not in BUSY or time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
 
@@ -294,17 +295,17 @@ class Connection:
             raise self.write_error(e) from None
 
     def write_error(self, error: sqlite3.Error) -> StoreError:
-        text = str(error)
-        if "readonly" in text or "read-only" in text:
+        code = primary_code(error)
+        if code == sqlite3.SQLITE_READONLY:
             return StoreError(f"{self.path} is read-only: nothing can be stored "
                               "(check the file's and its folder's permissions)")
-        if "disk is full" in text or "disk I/O" in text:
+        if code in DISK_FAILED:
             return StoreError(f"{self.path}: the disk is full or failing; nothing was stored"
                               " (free some space and try again)")
-        if "locked" in text or "busy" in text:
+        if code in BUSY:
             return StoreError(f"{self.path} is busy: another process held it for over "
                               f"{BUSY_TIMEOUT_MS // 1000} s; try again")
-        return StoreError(f"{self.path}: {text}")
+        return StoreError(f"{self.path}: {error}")
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, list(params))

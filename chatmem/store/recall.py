@@ -11,8 +11,7 @@ process and then extended by the messages committed since.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -238,23 +237,3 @@ class RecallTables(Connection):
             model: count for model, count in self.db.execute(
                 "SELECT model, count(*) FROM message_vectors GROUP BY model ORDER BY model")
         }
-
-
-def rank_texts(texts: Sequence[str], query: str) -> dict[int, float]:
-    """BM25 of each text against `query` (index → score, higher is better), no file needed.
-
-    The same FTS5 index and tokenizer as a history file's, in memory, so a
-    conversation held in memory (tests, pure builds) ranks exactly as a stored one.
-    """
-    expression = fts.match_query(query)
-    if expression is None or not texts:
-        return {}
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(terms, tokenize='porter unicode61')")
-        conn.executemany("INSERT INTO t (rowid, terms) VALUES (?, ?)",
-                         [(i, fts.index_text(text)) for i, text in enumerate(texts)])
-        return {rowid: -score for rowid, score in conn.execute(
-            "SELECT rowid, bm25(t) FROM t WHERE t MATCH ?", [expression])}
-    finally:
-        conn.close()

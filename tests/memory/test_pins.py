@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -208,3 +211,50 @@ def test_fitting_by_line_sums_fits_exactly_as_counting_each_candidate_whole(
     cost = pins.PinCost(counter)
     # A plain function takes the general path: every candidate counted whole.
     assert pins.fit_pins(some, limit, cost) == pins.fit_pins(some, limit, lambda p: cost(p))
+
+
+def test_an_unpin_while_the_summarizer_is_busy_is_not_undone_by_its_fold(
+    store: Store, make_engine: Callable[..., Engine], lossy_summaries: None,
+    monkeypatch: pytest.MonkeyPatch, db_path: Path, history_key: str | None,
+) -> None:
+    engine = make_engine("summary")
+    engine.run_turn("我们的预算是五千元。")
+    summarize = RULES["summary"]
+
+    def unpin_meanwhile(messages: Any) -> str:
+        # Another process (its own connection) unpins while this fold waits for the model.
+        with Store(db_path, key=history_key) as other:
+            [budget] = pins.find_pins(pins.pinned_facts(other, engine.session.id), "p1")
+            pins.unpin(other, budget)
+        return str(summarize(messages))
+
+    monkeypatch.setitem(RULES, "summary", unpin_meanwhile)
+    engine.run_turn("My order is ORD-7731.")
+    assert [p[1] for p in pinned(store, engine)] == ["ORD-7731"]
+    assert store.strategy_state(engine.session.id, "summary")[pins.UNPINNED_KEY] == ["五千元"]
+
+
+def test_unpin_reads_and_writes_under_the_write_lock(
+    store: Store, make_engine: Callable[..., Engine], lossy_summaries: None,
+    db_path: Path, history_key: str | None,
+) -> None:
+    engine = make_engine("summary")
+    engine.run_turn("我们的预算是五千元，订单 ORD-7731。")
+    [budget] = pins.find_pins(pins.pinned_facts(store, engine.session.id), "五千元")
+    holding, done = threading.Event(), threading.Event()
+
+    def fold_in_another_process() -> None:
+        with Store(db_path, key=history_key) as other, other.write():
+            state = other.strategy_state(engine.session.id, "summary")
+            other.set_strategy_state(engine.session.id, "summary", {
+                pins.PINNED_KEY: [*state[pins.PINNED_KEY], ["Lakeview Garden Hotel", 2, 3]]})
+            holding.set()
+            done.wait(0.3)  # unpin waits for the lock meanwhile (busy timeout: 5 s)
+        done.set()
+
+    folding = threading.Thread(target=fold_in_another_process)
+    folding.start()
+    assert holding.wait(5)
+    pins.unpin(store, budget)
+    folding.join()
+    assert [p[1] for p in pinned(store, engine)] == ["ORD-7731", "Lakeview Garden Hotel"]

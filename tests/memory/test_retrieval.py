@@ -12,10 +12,11 @@ from fact_conversations import (
 )
 
 from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.engine import Engine
+from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 
 ALIASES = {"sibling": "brother", "living": "job", "work": "job"}
 
@@ -97,18 +98,6 @@ def test_queries_with_fts5_syntax_never_fail(make_engine, query: str) -> None:
     assert context.parts[-1].messages[0].content == query
     if "ORD" in query or "order" in query.lower():
         assert 2 in recalled_turns(context)
-
-
-def test_without_a_stored_index_messages_are_ranked_the_same_way(make_engine) -> None:
-    """A history held in memory ranks with the same FTS5 BM25, in an in-memory index."""
-    engine = english_session(make_engine, "retrieval", mode="bm25")
-    question = "curious thing about fossils, wolves and my order"
-    stored = context_with(engine, "retrieval", question, mode="bm25", sitting=0)
-    history = ListHistory(list(engine.history().turns(1, 39)))
-    request = ContextRequest(history=history, input=Message("user", question, 12),
-                             counter=engine.counter)
-    in_memory = create_strategy("retrieval", {"mode": "bm25", "sitting": "0"}).build(request)
-    assert recalled(in_memory) == recalled(stored) and recalled(stored)
 
 
 # -- meaning: the deterministic embedder ------------------------------------------------
@@ -196,23 +185,25 @@ def test_replayed_transcripts_keep_their_times(make_engine, store) -> None:
         "2026-01-05T08:00:00+00:00", "2026-01-05T08:01:00+00:00"]
 
 
-def replies_only_history(counter) -> ListHistory:
+def replies_only_history(engine: Engine) -> StoredHistory:
     lines = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
              *[(role, f"{role} small talk number {n}") for n in range(6)
                for role in ("user", "assistant")]]
-    return ListHistory.from_messages(
-        Message(role, text, counter.count_message(role, text), i, None)
-        for i, (role, text) in enumerate(lines, 1))
+    engine.store.import_messages(engine.session.id,
+                                 [{"role": role, "content": text} for role, text in lines])
+    return engine.history()
 
 
 @pytest.mark.parametrize("opened", [True, False])
 def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
     make_engine, opened: bool
 ) -> None:
-    counter = make_engine("retrieval").counter
-    history = replies_only_history(counter)
+    engine = make_engine("retrieval")
+    counter = engine.counter
+    history = replies_only_history(engine)
     question = Message.counted("user", "zebra password?", counter)
-    request = ContextRequest(history=history, input=question, counter=counter)
+    request = ContextRequest(history=history, input=question, counter=counter,
+                             state=engine.state)
     greeting, reply = history.turns(1, 1)[0].messages
     # Room for the reply alone, or for the reply and the question before it.
     budget = counter.priming + question.tokens + reply.tokens + (greeting.tokens if opened else 0)

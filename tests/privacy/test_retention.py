@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from matches import matches
 
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
@@ -97,7 +98,7 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     assert counts["message_vectors"] == 0 and counts["messages"] == 6 and counts["turns"] == 3
     assert timed._value("SELECT count(*) FROM facts WHERE session_id = ?",
                         [old.session.id]) == 0
-    assert list(timed.search_messages(kept.session.id, "teal sofa")) == []
+    assert list(matches(timed, kept.session.id, "teal sofa")) == []
     if history_key is None:
         # A plain file: the grep sees what is kept, so what it misses was erased.
         data = raw(db_path)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matches import matches
 from typer.testing import CliRunner
 
 from chatmem.cli import app
@@ -140,7 +141,7 @@ def test_any_search_query_is_answered(store: Store, query: str) -> None:
     if not store.messages(session.id):
         store.import_messages(session.id, [{"role": "user", "content": "我们五月去杭州 AND x"},
                                            {"role": "assistant", "content": "NEAR(a b) \"q"}])
-    list(store.search_messages(session.id, query))
+    list(matches(store, session.id, query))
 
 
 @pytest.fixture(scope="module")

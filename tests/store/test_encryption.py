@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HISTORY_KEY, needs_sqlcipher
+from matches import matches
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
@@ -170,7 +171,7 @@ def _contents(store: Store) -> tuple[object, ...]:
     return ([m.content for m in store.messages(session.id)],
             [s.text for s in store.summaries(session.id)],
             [t.context for t in store.turns(session.id)],
-            [m.id for m, _ in store.search_messages(session.id, "杭州")])
+            [m.id for m, _ in matches(store, session.id, "杭州")])
 
 
 def test_encrypt_rekey_decrypt_keep_every_row(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matches import matches
 
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
@@ -84,10 +85,10 @@ def test_full_fork_copies_settings_messages_and_all_derived_state(
     assert order_message.content == "my order is ORD-7731"
     assert facts["budget"].source_message_id is None
     # The full-text index and the token counts come along (CJK as bigrams).
-    hits = list(store.search_messages(fork.id, "杭州"))
+    hits = list(matches(store, fork.id, "杭州"))
     assert {m.id for m, _ in hits} <= new_ids
     assert sorted(m.content for m, _ in hits) == sorted(
-        m.content for m, _ in store.search_messages(source.id, "杭州")) != []
+        m.content for m, _ in matches(store, source.id, "杭州")) != []
     tokenizer = engine.counter.key
     assert sorted(store.cached_token_counts(new_ids, tokenizer).values()) == sorted(
         store.cached_token_counts([m.id for m in store.messages(source.id)], tokenizer).values())
