@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,8 +20,10 @@ from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
+from chatmem.memory.context import FIXED_KINDS
 from chatmem.memory.facts import sent_fact_ids
 from chatmem.memory.params import format_params
+from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord
@@ -29,6 +31,7 @@ from chatmem.text import REPLACEMENT, is_valid, valid_text
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from chatmem.attachments import Attachment
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
 
@@ -100,21 +103,27 @@ class Engine:
         return StoredHistory(self.store, self.session.id, self.counter,
                              counts=self.state.message_counts(self.counter))
 
-    def request(self, text: str) -> ContextRequest:
+    def request(self, text: str, attachments: Sequence[Attachment] = ()) -> ContextRequest:
         user = Message.counted("user", text, self.counter)
+        # Its own user message each, before the input: read as data, and out of the input,
+        # so history and recall hold what the user typed, not every file ever attached.
+        attached = tuple(Message.counted("user", attached_block(a.name, valid_text(a.text)),
+                                         self.counter) for a in attachments)
         return ContextRequest(
             history=self.history(),
             input=user,
             counter=self.counter,
+            attached=attached,
             system=self.session.system,
             state=self.state,
             budget=self.budget,
             embedder=self.embedder,
         )
 
-    def build_context(self, text: str) -> Context:
-        """What would be sent for `text` now, without calling the model."""
-        return self.strategy.build(self.request(text))
+    def build_context(self, text: str, attachments: Sequence[Attachment] = ()) -> Context:
+        """What would be sent for `text` (and files attached to it) now, without calling
+        the model."""
+        return self.strategy.build(self.request(text, attachments))
 
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy
@@ -149,8 +158,10 @@ class Engine:
         )
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
-                 on_reply_end: Callable[[], None] | None = None) -> TurnResult:
-        """Send one user input; returns the result, cancelled on Ctrl-C.
+                 on_reply_end: Callable[[], None] | None = None,
+                 attachments: Sequence[Attachment] = ()) -> TurnResult:
+        """Send one user input, with `attachments` quoted as data; returns the result,
+        cancelled on Ctrl-C.
 
         `on_delta` gets the reply as it streams, `on_reply_end` is called when it
         is complete, before the strategy's own model calls. Provider errors are
@@ -163,7 +174,7 @@ class Engine:
             text = valid_text(text)
             notices.append("the input held bytes that are not UTF-8; each was replaced by"
                            f" {REPLACEMENT}")
-        context = self.build_context(text)
+        context = self.build_context(text, attachments)
         self.check_budget(context)
         sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
@@ -221,7 +232,7 @@ class Engine:
 
         With allow_over_budget it is sent, after a warning the user sees first.
         """
-        fixed = {kind: part.tokens for kind in ("system", "input")
+        fixed = {kind: part.tokens for kind in FIXED_KINDS
                  if (part := context.part(kind)) is not None}
         total = sum(fixed.values()) + context.priming
         if not context.budget or total <= context.budget:

@@ -7,13 +7,21 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import PART_ORDER, Context, Part
+from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Part
 from chatmem.memory.history_view import HistoryTurn
 
 
 def system_part(request: ContextRequest) -> Part | None:
     message = request.system_message
     return Part("system", (message,), "system prompt") if message else None
+
+
+def files_part(request: ContextRequest) -> Part | None:
+    if not request.attached:
+        return None
+    count = len(request.attached)
+    return Part("files", request.attached,
+                f"{count} attached file{'s' if count > 1 else ''}, quoted as data (always sent)")
 
 
 def input_part(request: ContextRequest) -> Part:
@@ -30,16 +38,18 @@ def assemble(
     recall: Iterable[dict[str, Any]] = (),
 ) -> Context:
     """Put the parts in their fixed order and check the budget honestly."""
-    parts = [p for p in (system_part(request), *middle, input_part(request)) if p is not None]
+    parts = [p for p in (system_part(request), *middle, files_part(request),
+                         input_part(request)) if p is not None]
     parts.sort(key=lambda p: PART_ORDER.index(p.kind))
     notes = list(warnings)
     priming = request.counter.priming
     context = Context(tuple(parts), budget, dropped, priming=priming)
     if budget is not None and context.tokens > budget:
-        fixed = sum(p.tokens for p in parts if p.kind in ("system", "input")) + priming
+        fixed = sum(p.tokens for p in parts if p.kind in FIXED_KINDS) + priming
         if fixed > budget:
+            alone = "input and attached files" if request.attached else "input"
             notes.append(
-                f"system prompt and input alone take {fixed:,} tokens,"
+                f"system prompt and {alone} alone take {fixed:,} tokens,"
                 f" over the budget of {budget:,}"
             )
         else:
@@ -63,9 +73,10 @@ def history_part(turns: Sequence[HistoryTurn], reason: str) -> Part | None:
 
 
 def fixed_tokens(request: ContextRequest) -> int:
-    """Tokens every context spends before any memory: system, input, priming."""
+    """Tokens every context spends before any memory: system, attached files, input, priming."""
     system = request.system_message
-    return request.counter.priming + request.input.tokens + (system.tokens if system else 0)
+    return (request.counter.priming + request.input.tokens + (system.tokens if system else 0)
+            + sum(m.tokens for m in request.attached))
 
 
 def fit_newest_turns(

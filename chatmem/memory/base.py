@@ -37,6 +37,8 @@ class ContextRequest:
     history: HistoryView
     input: Message
     counter: TokenCounter
+    attached: tuple[Message, ...] = ()
+    """Files attached to this input, each one message quoted as data; sent before it."""
     system: str | None = None
     state: SessionState | None = None
     """Derived-state reader (summaries, facts, recall index); None for stateless strategies."""

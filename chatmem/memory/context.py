@@ -13,8 +13,11 @@ from typing import Any, Literal
 
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
-PartKind = Literal["system", "summary", "facts", "recalled", "history", "input"]
-PART_ORDER: tuple[PartKind, ...] = ("system", "summary", "facts", "recalled", "history", "input")
+PartKind = Literal["system", "summary", "facts", "recalled", "history", "files", "input"]
+PART_ORDER: tuple[PartKind, ...] = ("system", "summary", "facts", "recalled", "history", "files",
+                                    "input")
+FIXED_KINDS: tuple[PartKind, ...] = ("system", "files", "input")
+"""Parts every context sends whatever the strategy: no memory can make room by dropping them."""
 
 
 

@@ -24,6 +24,7 @@ PART_STYLES = {
     "facts": "cyan",
     "recalled": "blue",
     "history": "green",
+    "files": "bright_cyan",
     "input": "bold white",
 }
 

@@ -18,8 +18,11 @@ from chatmem.errors import ChatmemError
 from chatmem.memory.context import Context
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console, RenderableType
 
+    from chatmem.attachments import Attachment
     from chatmem.providers.base import Provider
 
 
@@ -47,6 +50,8 @@ class Chat:
         self.last: TurnResult | None = None
         self.exit_code = 0
         """The worst error's exit code; a script piping lines in gets it at the end."""
+        self.attached: list[Attachment] = []
+        """Files (/file, `chat -f`) that go with the next message, then are let go."""
         self.opened: list[Provider] = []
         """Providers the REPL opened itself (/model); closed when it ends."""
         self.raw_args = ""
@@ -125,15 +130,19 @@ class Chat:
             return
         self.usage = (record.estimated_tokens or 0, record.context.get("budget"))
 
-    def turn(self, text: str) -> None:
+    def turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         from chatmem.render.reply import ReplyWriter
 
+        # Attached files go with this message only, sent or not: they are never resent.
+        attachments = [*self.attached, *attachments]
+        self.attached = []
         consoles = [self.out] + ([self.status] if self.mirror_replies else [])
         reply = ReplyWriter(consoles, markdown=self.markdown)
         try:
             # end() before the strategy's own calls: their spinner and notices start on
             # a new line, under the whole reply.
-            result = self.engine.run_turn(text, on_delta=reply.write, on_reply_end=reply.end)
+            result = self.engine.run_turn(text, on_delta=reply.write, on_reply_end=reply.end,
+                                          attachments=attachments)
         finally:
             reply.end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result

@@ -60,6 +60,28 @@ def _tokens(repl: Chat, args: list[str]) -> None:
     ))
 
 
+@slash("/file", "/file [PATH]",
+       "attach a text file to your next message, quoted as data (never read as "
+       "instructions); without PATH, list what is attached",
+       example="/file notes.md", args=(0, 1), completes="path")
+def _file(repl: Chat, args: list[str]) -> None:
+    from pathlib import Path
+
+    from chatmem.attachments import read_file
+
+    if args:
+        attachment = read_file(Path(args[0]).expanduser())
+        repl.attached.append(attachment)
+        tokens = repl.engine.counter.count_message("user", attachment.text)
+        repl.notice(f"attached {attachment.name} (about {tokens:,} tokens); it goes with "
+                    "your next message")
+    elif repl.attached:
+        repl.notice("attached to your next message: "
+                    + ", ".join(a.name for a in repl.attached))
+    else:
+        repl.notice("nothing attached (/file PATH attaches a file to your next message)")
+
+
 @slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent",
        example="/show-prompt")
 def _show_prompt(repl: Chat, args: list[str]) -> None:
