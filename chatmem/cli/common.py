@@ -7,7 +7,7 @@ import json
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -276,6 +276,12 @@ def open_engine(
                                   allow_over_budget=allow_over_budget)
             try:
                 yield engine
+            except BaseException:
+                with suppress(ChatmemError):  # the error on its way out says more
+                    engine.finish()
+                raise
+            else:
+                engine.finish()
             finally:
                 # A separate helper model is the engine's own; a local one runs a server.
                 if engine.helper_model is not llm:
