@@ -394,4 +394,7 @@ def write_private(path: Path, text: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    from chatmem.text import json_safe
+
+    sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+                     + "\n")
