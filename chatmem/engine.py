@@ -89,6 +89,14 @@ class Engine:
         self._caught_up = False
         self._embedder = embedder
         """An embedder, or how to open one the first time a strategy needs it."""
+        self.pending: dict[str, Any] = {}
+        """What opening the session changed (strategy, params, system) and is not stored
+        yet: it is stored with the first turn stored, or when the command ends, unless
+        every turn was refused (a refused turn stores nothing, these changes included)."""
+        self.created = False
+        """This engine's command created the session (removed again if nothing is kept)."""
+        self._refused = False
+        self._stored = False
 
     @property
     def embedder(self) -> Embedder | None:
@@ -128,8 +136,37 @@ class Engine:
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy
         self._caught_up = False
+        self.pending.pop("strategy", None)
+        self.pending.pop("params", None)
         self.session = self.store.update_session(self.session.id, strategy=strategy.name,
                                                  params=dict(strategy.params))
+
+    def set_system(self, system: str | None) -> None:
+        """The system prompt from the next turn on."""
+        self.pending.pop("system", None)
+        self.session = self.store.update_session(self.session.id, system=system)
+
+    def _keep_changes(self) -> None:
+        """A turn is about to be stored: so is what opening the session changed."""
+        self._stored = True
+        if self.pending:
+            changes, self.pending = self.pending, {}
+            self.session = self.store.update_session(self.session.id, **changes)
+
+    def settle(self) -> None:
+        """Store what opening the session changed, unless the only turns tried were refused."""
+        if self._refused and not self._stored:
+            self.pending = {}
+        elif self.pending:
+            self._keep_changes()
+
+    def finish(self) -> None:
+        """The command is done with the session: `settle`, and when the only turns tried
+        were refused, remove a session this command created if it holds nothing (another
+        process may have chatted in it meanwhile)."""
+        self.settle()
+        if self._refused and not self._stored and self.created:
+            self.store.discard_empty_session(self.session.id)
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""
@@ -175,7 +212,12 @@ class Engine:
             notices.append("the input held bytes that are not UTF-8; each was replaced by"
                            f" {REPLACEMENT}")
         context = self.build_context(text, attachments)
-        self.check_budget(context)
+        try:
+            self.check_budget(context)
+        except OverBudget:
+            self._refused = True
+            raise
+        self._keep_changes()
         sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
         stream = self.provider.stream(context.messages())
@@ -274,6 +316,7 @@ class Engine:
         """
         text, reply = valid_text(text), valid_text(reply)
         context = self.build_context(text)
+        self._keep_changes()
         record = self.store.commit_turn(self._record(text, context, "ok", reply=reply),
                                         sent_at=times[0], replied_at=times[1],
                                         message_tokens=self._message_tokens(context, text, reply))
@@ -377,8 +420,8 @@ def open_session(
             # Another process created it a moment ago: join it as if resuming.
             chosen = resolve_strategy(settings, strategy, params or {}, session)
     notices: list[str] = []
+    changes: dict[str, Any] = {}
     if not created:
-        changes: dict[str, Any] = {}
         if strategy is not None or params:
             changes.update(strategy=chosen.name, params=dict(chosen.params))
             before = strategy_label(session.strategy, session.params)
@@ -390,13 +433,15 @@ def open_session(
             if system != session.system:
                 notices.append(f"session {name}: system prompt replaced "
                                f"({len(session.system or '')} → {len(system)} characters)")
-        if changes:
-            session = store.update_session(session.id, **changes)
+        # Kept with the first stored turn (Engine.pending): a refused turn changes nothing.
+        session = dataclasses.replace(session, **changes)
     engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
                     helper_model=helper_model(settings, provider), settings=settings,
                     embedder=embedder or (lambda: resolve_embedder(settings)),
                     activity=activity, allow_over_budget=allow_over_budget)
     engine.notices = notices
+    engine.pending = changes
+    engine.created = created
     return engine
 
 

@@ -22,3 +22,32 @@ def is_valid(text: str) -> bool:
 def valid_text(text: str) -> str:
     """`text` with every byte that was not UTF-8 (a lone surrogate) replaced by U+FFFD."""
     return text if is_valid(text) else _SURROGATES.sub(REPLACEMENT, text)
+
+
+# Characters text from outside must never deliver raw to a reader: C0 controls but tab and
+# newline, DEL, the C1 controls (\x9b is a one-byte CSI) and the bidirectional controls
+# (U+202E reverses what follows it on screen, so "exe.txt" can read as "txt.exe").
+_C0 = "\x00-\x08\x0b-\x1f"
+_C1_AND_DEL = "\x7f-\x9f"
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+CONTROLS = re.compile(f"[{_C0}{_C1_AND_DEL}{_BIDI}]")
+"""Every control character that is shown escaped, never delivered raw."""
+_JSON_RAW = re.compile(f"[{_C1_AND_DEL}{_BIDI}]")
+"""What json.dumps(ensure_ascii=False) leaves raw of CONTROLS (it escapes C0 itself)."""
+
+
+def code_point(char: str) -> str:
+    """`\\u202e`: a character written as an escape anyone can read."""
+    return f"\\u{ord(char):04x}"
+
+
+def escaped_controls(text: str) -> str:
+    """`text` with every control character written as `\\u001b`, for a file people read."""
+    return CONTROLS.sub(lambda m: code_point(m.group()), text)
+
+
+def json_safe(document: str) -> str:
+    """A JSON text from json.dumps(ensure_ascii=False) with C1 and bidi controls escaped
+    too (`\\u009b`): the same JSON value, but no raw control reaches a terminal or a pager.
+    Such characters can only be inside JSON strings, where the escape means the same."""
+    return _JSON_RAW.sub(lambda m: code_point(m.group()), document)

@@ -102,6 +102,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, "Hel", None))
             self._event("{this is not json")
             self._end()
+        elif mode == "not-utf8":
+            self._stream_head()
+            self._event(self._chunk(body, "Hel", None))
+            self._raw(b'data: {"choices": [{"index": 0, "delta": {"content": "\xff\xfe"}}]}\n\n')
+            self._end()
+        elif mode == "number-content":
+            self._stream_head()
+            self._event(self._chunk(body, 5, None))
+            self._end()
         elif mode == "empty-choices":
             self._stream_head()
             self._event({**self._chunk(body, None, None), "choices": []})
@@ -201,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         self.wfile.flush()
 
-    def _chunk(self, body: dict[str, Any], content: str | None, finish: str | None) -> dict:
+    def _chunk(self, body: dict[str, Any], content: Any, finish: str | None) -> dict:
         delta = {"content": content} if content is not None else {}
         return {
             "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,

@@ -7,7 +7,7 @@ import json
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -285,6 +285,12 @@ def open_engine(
                                   allow_over_budget=allow_over_budget)
             try:
                 yield engine
+            except BaseException:
+                with suppress(ChatmemError):  # the error on its way out says more
+                    engine.finish()
+                raise
+            else:
+                engine.finish()
             finally:
                 # A separate helper model is the engine's own; a local one runs a server.
                 if engine.helper_model is not llm:
@@ -379,4 +385,7 @@ def write_private(path: Path, text: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    from chatmem.text import json_safe
+
+    sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+                     + "\n")

@@ -158,13 +158,18 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
 
 def _erasure_lines(erased: Erasure, now: datetime) -> list[str]:
-    from chatmem.privacy.retention import days_text
+    from chatmem.privacy.retention import counted, days_text
 
     lines = []
     for s in erased.sessions:
-        keep = ("its own retention" if s.own else "retention") + f" {days_text(s.keep_days)}"
+        if s.own:
+            keep = (f"its own retention {days_text(s.keep_days)}" if s.keep_days
+                    else "kept for good by its own retention")
+        else:
+            # forget-me lists sessions whatever their retention; most have none.
+            keep = f"retention {days_text(s.keep_days)}" if s.keep_days else "no retention"
         lines.append(f"session {s.name}: idle {days_text(round(s.idle_days(now), 1))}, {keep}"
-                     f" ({s.turns} turns, {s.messages} messages)")
+                     f" ({counted(s.turns, 'turn')}, {counted(s.messages, 'message')})")
     for e in erased.facts:
         lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {e.why}")
     return lines

@@ -11,6 +11,9 @@ from chatmem.errors import StrategyError
 
 MAX_WHOLE_NUMBER = 10**9
 """No count or budget is larger; SQLite cannot even bind a number past 2**63."""
+MAX_NUMBER = 10**9
+"""No share, weight or duration is larger: 1e308 is finite, but a weight that large
+overflows to inf once scores are added (and inf / inf is nan)."""
 
 
 def format_params(params: Mapping[str, Any]) -> str:
@@ -52,8 +55,8 @@ class Param:
         if self.minimum is not None and value < self.minimum:
             raise invalid(f"at least {self.minimum}")
         maximum = self.maximum
-        if maximum is None and self.type is int:
-            maximum = MAX_WHOLE_NUMBER
+        if maximum is None and self.type in (int, float):
+            maximum = MAX_WHOLE_NUMBER if self.type is int else MAX_NUMBER
         if maximum is not None and value > maximum:
             raise invalid(f"at most {maximum}")
         return value

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
+from chatmem.text import json_safe
 
 if TYPE_CHECKING:
     from chatmem.store import SessionRecord, Store
@@ -153,4 +154,4 @@ def write_archive(store: Store, path: Path, transcript: Callable[[SessionRecord]
 
 
 def _json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    return json_safe(json.dumps(data, ensure_ascii=False, indent=2)) + "\n"

@@ -67,10 +67,10 @@ class Erasure:
         messages = sum(s.messages for s in self.sessions)
         parts = []
         if self.sessions:
-            parts.append(f"{_count(len(self.sessions), 'session')} "
-                         f"({_count(messages, 'message')})")
+            parts.append(f"{counted(len(self.sessions), 'session')} "
+                         f"({counted(messages, 'message')})")
         if self.facts:
-            parts.append(_count(len(self.facts), "fact"))
+            parts.append(counted(len(self.facts), "fact"))
         return f"{verb} {' and '.join(parts) or 'nothing'}"
 
     def to_json(self, now: datetime) -> dict[str, Any]:
@@ -85,7 +85,8 @@ class Erasure:
         }
 
 
-def _count(n: int, noun: str) -> str:
+def counted(n: int, noun: str) -> str:
+    """`1 turn`, `2 turns`."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 

@@ -81,6 +81,10 @@ class OpenAIReply:
                     self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
                 for choice in chunk.choices or ():
                     if choice.delta is not None and choice.delta.content:
+                        if not isinstance(choice.delta.content, str):
+                            raise ProviderResponseError(
+                                f"{p.where} sent a piece of the reply that is not text"
+                                " (an OpenAI-compatible server sends strings)")
                         deadline.progress()
                         received += len(choice.delta.content)
                         yield choice.delta.content
@@ -217,6 +221,9 @@ class OpenAIProvider:
         import openai
 
         where = self.where
+        if isinstance(error, UnicodeDecodeError):
+            return ProviderResponseError(f"{where} sent bytes that are not UTF-8"
+                                         " in the middle of the reply stream")
         if isinstance(error, json.JSONDecodeError):
             return ProviderResponseError(f"{where} sent data that is not valid JSON"
                                          " in the middle of the reply stream")
@@ -249,8 +256,11 @@ class OpenAIProvider:
             return ProviderResponseError(
                 f"{where} answered {error.status_code}: {self._short(error)}"
             )
+        # Anything else is data the client could not make sense of; its Python
+        # exception's name and text would say nothing to the user.
         return ProviderResponseError(
-            f"the reply stream from {where} failed: {type(error).__name__}: {self._short(error)}"
+            f"the reply stream from {where} held data that is not an OpenAI-compatible"
+            " chat completion: check base_url and the server"
         )
 
     def _short(self, error: Exception) -> str:

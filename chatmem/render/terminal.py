@@ -14,20 +14,22 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.segment import Segment
 
-# C0 controls but tab and newline, DEL, and the C1 controls (\x9b is a one-byte CSI).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from chatmem.text import CONTROLS, code_point
 
 
 def _picture(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code < 0x20:
         return chr(0x2400 + code)  # ␛ for ESC, ␇ for BEL: visible, inert
-    return "\u2421" if code == 0x7F else "\ufffd"
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return code_point(match.group())  # C1 and bidi controls: \u009b, \u202e
 
 
 def printable(text: str) -> str:
-    """`text` with control characters (escape sequences' first byte) made visible."""
-    return _UNSAFE.sub(_picture, text)
+    """`text` with control characters (escape sequences' first byte, C1 and bidi
+    controls) made visible."""
+    return CONTROLS.sub(_picture, text)
 
 
 class SafeConsole(Console):

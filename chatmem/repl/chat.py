@@ -97,6 +97,7 @@ class Chat:
                                            sources={**settings.sources, "model": "/model"})
             provider = create_provider(settings)  # a bad name fails here; the chat goes on
             self.opened.append(provider)
+        old.settle()  # what opening it changed is kept (or not) before it is reopened
         new = open_session(old.store, settings, provider, name, strategy=strategy,
                            params=params, system=system, activity=old.activity,
                            allow_over_budget=old.allow_over_budget)

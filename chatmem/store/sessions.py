@@ -189,6 +189,15 @@ class SessionTables(MessageTables):
             self._erase_session_rows(record.id)
             self._merge_index()
 
+    def discard_empty_session(self, session_id: int) -> None:
+        """Remove a session that holds no turn and no message (one that was only opened)."""
+        with self.write():
+            self.db.execute(
+                "DELETE FROM sessions WHERE id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?)"
+                " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)",
+                [session_id, session_id, session_id])
+
     def _erase_session_rows(self, session_id: int) -> None:
         """Delete a session inside the caller's transaction; its rows cascade (messages,
         turns, summaries, session facts, vectors, probes, state), its index rows do not."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,12 @@ def read_transcript(path: Path) -> Transcript:
         raise TranscriptError(f"{path}: not UTF-8 text") from None
     except OSError as e:
         raise TranscriptError(f"{path}: cannot read transcript: {e.strerror}") from None
-    return parse_transcript(text, str(path))
+    transcript = parse_transcript(text, str(path))
+    if not transcript.messages:
+        # Imported, it would be an empty session; replayed, nothing: both look like success.
+        raise TranscriptError(f"{path}: no messages in the transcript (the file is empty"
+                              " or holds only a header)")
+    return transcript
 
 
 def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
@@ -179,9 +185,20 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
     ts = data.get("ts")
     if ts is not None and not isinstance(ts, str):
         raise TranscriptError(f"{where}: ts must be an ISO-8601 string")
+    if ts is not None and not _is_timestamp(ts):
+        raise TranscriptError(f"{where}: ts {valid_text(ts)!r} is not an ISO-8601 date and time"
+                              " (e.g. 2024-05-01T09:30:00Z)")
     return TranscriptMessage(role, content,
                              None if message_id is None else valid_text(str(message_id)),
                              None if ts is None else valid_text(ts), number)
+
+
+def _is_timestamp(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _why(error: Exception) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chatmem.errors import UsageError
+from chatmem.text import escaped_controls, json_safe
 from chatmem.transcripts.format import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
 
 
@@ -22,17 +23,18 @@ def _header(transcript: Transcript) -> dict[str, Any]:
 
 def to_jsonl(transcript: Transcript) -> str:
     lines = [_header(transcript), *(item.to_json() for item in transcript.items)]
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    return "".join(json_safe(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)
 
 
 def to_json_document(transcript: Transcript) -> str:
     """One JSON object, the header's keys beside "messages" (OpenAI style); it imports back."""
     document = {**_header(transcript), "messages": [m.to_json() for m in transcript.messages]}
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    return json_safe(json.dumps(document, ensure_ascii=False, indent=2)) + "\n"
 
 
 def to_markdown(transcript: Transcript) -> str:
-    """A readable export (not read back): one section per message."""
+    """A readable export (not read back): one section per message. Control characters
+    are written as `\\u001b`: a file people read (or `cat`) must not drive a terminal."""
     out = [f"# {transcript.title or 'chatmem transcript'}\n"]
     if transcript.system:
         out.append(f"**system prompt:** {transcript.system}\n")
@@ -46,7 +48,7 @@ def to_markdown(transcript: Transcript) -> str:
         stamp = f" · {item.ts}" if item.ts else ""
         ident = f" · `{item.id}`" if item.id else ""
         out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
-    return "\n".join(out)
+    return escaped_controls("\n".join(out))
 
 
 EXPORT_FORMATS = {"jsonl": to_jsonl, "json": to_json_document, "markdown": to_markdown}

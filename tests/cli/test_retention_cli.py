@@ -69,7 +69,7 @@ def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
     before = raw(aged)
     dry = run("sessions", "prune", "--older-than", "30d", "--dry-run", "--db", str(aged))
     assert dry.exit_code == 0, dry.stderr
-    assert dry.stderr == ("session old: idle 45 days, retention 30 days (1 turns, 2 messages)\n"
+    assert dry.stderr == ("session old: idle 45 days, retention 30 days (1 turn, 2 messages)\n"
                           "would erase 1 session (2 messages)\n")
     assert raw(aged) == before
     listed = run("sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
@@ -234,7 +234,13 @@ def test_export_all_usage_errors(two_users: Path, args: list[str], message: str)
 
 
 def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> None:
+    assert run("sessions", "retention", "ana-work", "forever", "--db",
+               str(two_users)).exit_code == 0
     dry = run("forget-me", "--user", "ana", "--dry-run", "--db", str(two_users))
+    # A session without a retention has none (not "0 days"); "forever" is kept for good.
+    assert [re.sub(r" idle [^,]+,", "", line) for line in dry.stderr.splitlines()[:2]] == [
+        "session ana-trip: no retention (2 turns, 4 messages)",
+        "session ana-work: kept for good by its own retention (2 turns, 4 messages)"]
     assert dry.stderr.splitlines()[-1] == (
         "would erase 2 sessions (8 messages) and 1 fact of user ana")
     refused = run("forget-me", "--user", "ana", "--db", str(two_users), input="n\n")

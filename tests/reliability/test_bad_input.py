@@ -206,3 +206,42 @@ def test_hand_edited_rows_are_one_line_not_a_traceback(tmp_path: Path) -> None:
     errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert errors == ["error: summary state 'behind' is not valid JSON in the history file (was"
                       " it edited by hand?); `chatmem sessions export` still reads the messages"]
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("", "t.jsonl: no messages in the transcript (the file is empty or holds only a header)"),
+    ("\n  \n", "t.jsonl: no messages in the transcript (the file is empty or holds only a"
+               " header)"),
+    ('{"chatmem": 1, "title": "空的"}\n',
+     "t.jsonl: no messages in the transcript (the file is empty or holds only a header)"),
+    ('{"role": "user", "content": "hi", "ts": "2024-05-01T09:30:00Z"}\n'
+     '{"role": "assistant", "content": "hello", "ts": "not a date"}\n',
+     "t.jsonl:2: ts 'not a date' is not an ISO-8601 date and time (e.g. 2024-05-01T09:30:00Z)"),
+    ('{"role": "user", "content": "你好", "ts": "2024-13-45T99:99:99"}\n',
+     "t.jsonl:1: ts '2024-13-45T99:99:99' is not an ISO-8601 date and time"
+     " (e.g. 2024-05-01T09:30:00Z)"),
+])
+def test_an_empty_transcript_or_an_unreadable_timestamp_is_refused_naming_the_file(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(text, encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {tmp_path}/{error}\n"
+    if db.exists():
+        with Store(db) as store:
+            assert store.find_session("t") is None
+
+
+def test_an_iso_timestamp_is_imported_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"role": "user", "content": "hi", "ts": "2024-05-01T09:30:00+02:00"}\n',
+                    encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        assert [m.created_at for m in store.messages(store.session("t").id)] == [
+            "2024-05-01T09:30:00+02:00"]

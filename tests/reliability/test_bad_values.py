@@ -128,6 +128,11 @@ def test_an_empty_session_name_is_refused(tmp_path: Path) -> None:
     ("window:k=1000000000000",
      "parameter k='1000000000000' of strategy 'window' must be at most 1000000000"),
     ("window:k=" + "9" * 5000, None),
+    # Finite, but the ranking adds them up: inf, then nan scores in `inspect --next`.
+    ("retrieval:sitting=1e308,smooth=1e308",
+     "parameter smooth='1e308' of strategy 'retrieval' must be at most 1000000000"),
+    ("retrieval:gap_hours=1e300",
+     "parameter gap_hours='1e300' of strategy 'retrieval' must be at most 1000000000"),
 ])
 def test_bad_strategy_values_are_refused_before_anything_is_stored(
     tmp_path: Path, spec: str, message: str | None
@@ -188,3 +193,34 @@ def test_an_unstorable_reply_or_transcript_text_is_stored_with_replacement_chara
     assert [m.content for m in store.messages(engine.session.id)] == [
         "lone \ufffd surrogate", "reply \ufffd"]
     assert store.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_refused_turn_in_a_new_session_leaves_no_session(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["chat", "r", "--db", str(db), "--provider", "scripted",
+                                 "-s", "tokens:max_tokens=1"], input="hi\n")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].startswith("error: not sent:")
+    with Store(db) as store:
+        assert store.find_session("r") is None
+
+
+def test_a_refused_turn_keeps_the_sessions_strategy_and_system_prompt(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    args = ["chat", "r", "--db", str(db), "--provider", "scripted"]
+    assert runner.invoke(app, [*args, "-s", "window:k=3", "--system", "简短回答"],
+                         input="你好\n").exit_code == 0
+    result = runner.invoke(app, [*args, "-s", "tokens:max_tokens=1", "--system", "other"],
+                           input="hi\n")
+    assert result.exit_code == 2
+    with Store(db) as store:
+        session = store.session("r")
+        assert (session.strategy, session.params, session.system) == (
+            "window", {"k": 3}, "简短回答")
+        assert [t.status for t in store.turns(session.id)] == ["ok"]
+    # A change whose turn is sent is kept, with that turn.
+    result = runner.invoke(app, [*args, "-s", "tokens:max_tokens=100"], input="hi\n")
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        session = store.session("r")
+        assert (session.strategy, session.params) == ("tokens", {"max_tokens": 100})

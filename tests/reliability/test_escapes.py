@@ -19,8 +19,10 @@ from chatmem.cli import app
 from chatmem.render import printable
 from chatmem.store import Store
 
-ATTACK = "look \x1b]0;PWNED\x07\x1b[2J\x9b31m here"
-SHOWN = "look ␛]0;PWNED␇␛[2J\ufffd31m here"
+ATTACK = "look \x1b]0;PWNED\x07\x1b[2J\x9b31m 看 \u202egnp.exe here"
+SHOWN = "look ␛]0;PWNED␇␛[2J\\u009b31m 看 \\u202egnp.exe here"
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+"""What must never reach a terminal or a file people read: ESC, BEL, C1 CSI, RLO."""
 
 
 def test_printable_makes_control_characters_visible_and_keeps_text() -> None:
@@ -36,7 +38,7 @@ def test_a_reply_with_escape_sequences_reaches_the_terminal_inert(tmp_path: Path
                           text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     for stream in (done.stdout, done.stderr):
-        assert "\x1b" not in stream and "\x07" not in stream and "\x9b" not in stream
+        assert not any(raw in stream for raw in RAW)
     assert done.stdout == f"echo #1: {SHOWN}\n"
     with Store(db) as store:  # stored as it was said
         assert store.messages(store.session("s").id)[0].content == ATTACK
@@ -53,9 +55,39 @@ def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: 
                                "--db", str(db)]).exit_code == 0
     assert runner.invoke(app, ["chat", "t", "-s", "buffer", "--db", str(db), "--provider",
                                "scripted"], input="next\n").exit_code == 0
-    for args in (["sessions", "show", "t"], ["inspect", "t"], ["sessions", "list"]):
+    for args in (["sessions", "show", "t"], ["inspect", "t"], ["sessions", "list"],
+                 ["sessions", "show", "t", "--json"], ["inspect", "t", "--json"],
+                 ["sessions", "export", "t"]):
         result = runner.invoke(app, [*args, "--db", str(db)])
         assert result.exit_code == 0, result.stderr
-        assert "\x1b" not in result.output and "\x07" not in result.output, args
+        assert not any(raw in result.output for raw in RAW), args
+    # JSON escapes them as JSON does: the same text once parsed.
+    shown_json = runner.invoke(app, ["sessions", "show", "t", "--json", "--db", str(db)]).stdout
+    assert "\\u009b31m 看 \\u202egnp" in shown_json
+    assert json.loads(shown_json)["messages"][0]["content"] == ATTACK
     shown = runner.invoke(app, ["sessions", "show", "t", "--db", str(db)]).output
     assert "␛]0;PWNED" in shown  # (Rich drops the BEL itself)
+
+
+def test_exports_write_control_characters_escaped(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": ATTACK}) + "\n"
+                          + json.dumps({"role": "assistant", "content": "好的"}) + "\n",
+                          encoding="utf-8")
+    db = tmp_path / "h.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["sessions", "import", str(transcript), "--name", "t",
+                               "--db", str(db)]).exit_code == 0
+    for name in ("x.md", "x.jsonl", "x.json"):
+        result = runner.invoke(app, ["sessions", "export", "t", "-o", str(tmp_path / name),
+                                     "--db", str(db)])
+        assert result.exit_code == 0, result.stderr
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert not any(raw in text for raw in RAW), name
+    markdown = (tmp_path / "x.md").read_text(encoding="utf-8")
+    assert "look \\u001b]0;PWNED\\u0007\\u001b[2J\\u009b31m 看 \\u202egnp.exe here" in markdown
+    # JSON Lines still imports back to the very same text.
+    assert runner.invoke(app, ["sessions", "import", str(tmp_path / "x.jsonl"), "--name",
+                               "back", "--db", str(db)]).exit_code == 0
+    with Store(db) as store:
+        assert store.messages(store.session("back").id)[0].content == ATTACK

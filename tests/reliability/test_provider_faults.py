@@ -61,6 +61,8 @@ FAULTS = [
     ("503", RETRIES + 1, "answered 503: Error code: 503"),
     ("cut", 1, "broke off before the reply was complete"),
     ("invalid-json", 1, "sent data that is not valid JSON in the middle of the reply stream"),
+    ("not-utf8", 1, "sent bytes that are not UTF-8 in the middle of the reply stream"),
+    ("number-content", 1, "sent a piece of the reply that is not text"),
     ("empty-choices", 1, "ended before the reply was complete"),
     ("empty-reply", 1, "sent an empty reply"),
     ("html", 1, "answered with an HTML page, not an OpenAI-compatible reply: check base_url"),

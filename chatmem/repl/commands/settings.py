@@ -40,7 +40,7 @@ def _system(repl: Chat, args: list[str]) -> None:
         repl.show(render.key_values({"system prompt": current if current else "(none)"}))
         return
     text = typed_text(repl).strip()
-    engine.session = engine.store.update_session(engine.session.id, system=text or None)
+    engine.set_system(text or None)
     untouched = "the history is untouched: earlier turns stay as they were sent"
     if not text:
         repl.notice(f"system prompt cleared for the next turns; {untouched}")
