@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -152,21 +153,19 @@ def forget(
     if dry_run and not purge:
         raise UsageError("--dry-run goes with --purge (forgetting without --purge changes no"
                          " stored text)")
-    from chatmem.memory.facts import find_facts, scrub_fact
-    from chatmem.memory.pins import find_pins, unpin
+    from chatmem.memory.facts import scrub_fact
+    from chatmem.memory.forgetting import one_to_forget
+    from chatmem.memory.pins import PinnedFact, unpin
 
     with open_store(settings_from(config, db), create=False) as store:
-        matched = find_facts(_select(store, user, session, include_deleted=purge), ref)
-        pins = find_pins(_select_pins(store, user, session), ref)
-        if not matched and not pins:
+        chosen = one_to_forget(
+            ref, _select(store, user, session, include_deleted=purge),
+            _select_pins(store, user, session), owner=partial(_pin_owner, store),
+            narrow="give an id, --user or --session")
+        if chosen is None:
             raise NotFound(f"no fact {ref!r}; `chatmem facts list` shows ids and keys")
-        if pins and len(matched) + len(pins) > 1:
-            ids = ", ".join([str(f.id) for f in matched]
-                            + [f"{p.ref or p.text} of {_pin_owner(store, p)}" for p in pins])
-            raise UsageError(f"{ref!r} names {len(matched) + len(pins)} facts ({ids}); "
-                             "give an id or --session")
-        if pins:
-            pin = pins[0]
+        if isinstance(chosen, PinnedFact):
+            pin = chosen
             if purge:
                 raise UsageError(
                     f"{ref!r} is a pinned detail, a quotation of the conversation: "
@@ -175,13 +174,7 @@ def forget(
             consoles()[1].print(f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source},"
                                 f" {_pin_owner(store, pin)}); it is not pinned again")
             return
-        if len(matched) > 1:
-            ids = ", ".join(str(f.id) for f in matched)
-            raise UsageError(
-                f"key {ref!r} names {len(matched)} facts (ids {ids}); "
-                "give an id, --user or --session"
-            )
-        fact = matched[0]
+        fact = chosen
         redacted = ""
         if purge:
             from chatmem.privacy import purge as purging

@@ -123,6 +123,20 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
     assert "5000 EUR" not in sent and "五千元" not in sent and "peanuts" in sent
 
 
+def test_forget_in_the_repl_refuses_a_key_that_names_two_facts(tmp_path: Path) -> None:
+    # One rule with `facts forget` (memory/forgetting.py): the candidates are listed and
+    # nothing is forgotten until an id picks one.
+    db = tmp_path / "x.db"
+    chat(db, "b", ["/remember 预算: 300 EUR"], user="ana", user_facts=True)
+    chat(db, "a", ["/remember --user 预算: 5000 EUR"], user="ana", user_facts=True)
+    _, err = chat(db, "b", ["/forget 预算"], user="ana", user_facts=True)
+    assert errors(err) == ["error: key '预算' names 2 facts (ids 1, 2); give an id (see /facts)"]
+    assert sorted(f["value"] for f in facts_json(db)) == ["300 EUR", "5000 EUR"]
+    _, err = chat(db, "b", ["/forget 1"], user="ana", user_facts=True)
+    assert errors(err) == [] and "forgot fact 1: 预算" in err
+    assert [f["value"] for f in facts_json(db)] == ["5000 EUR"]
+
+
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
     _, err = chat(tmp_path / "x.db", "a", ["/remember --user"])
     assert errors(err) == [
@@ -229,7 +243,7 @@ def test_facts_forget_unpins_by_id_and_its_errors(tmp_path, monkeypatch) -> None
     ambiguous = run("facts", "forget", "p2", "--db", str(db))
     assert ambiguous.exit_code == 2
     assert ambiguous.stderr == ("error: 'p2' names 2 facts (p2 of session a, p2 of session b);"
-                                " give an id or --session\n")
+                                " give an id, --user or --session\n")
     purge = run("facts", "forget", "p2", "--session", "a", "--purge", "--db", str(db))
     assert purge.exit_code == 2
     assert purge.stderr == (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from chatmem.errors import NotFound
 from chatmem.memory import pins
 from chatmem.memory.facts import find_facts, provenance, split_key_value, unused_facts_note
+from chatmem.memory.forgetting import one_to_forget
 from chatmem.privacy.retention import expiry_of, parse_duration
 from chatmem.render.facts import fact_rows, facts_table, pinned_row
 from chatmem.repl.chat import Chat
@@ -93,13 +94,15 @@ def _forget(repl: Chat, args: list[str]) -> None:
     if not ref:
         raise SLASH["/forget"].usage_error("missing ID|KEY|PIN (see /facts)")
     state = repl.engine.state
-    matched = find_facts(state.live_facts(), ref)
-    unpinned = pins.find_pins(pins.pinned_facts(state.store, state.session_id), ref)
-    if not matched and not unpinned:
+    chosen = one_to_forget(ref, state.live_facts(),
+                           pins.pinned_facts(state.store, state.session_id),
+                           narrow="give an id (see /facts)")
+    if chosen is None:
         raise NotFound(f"no fact {ref!r} in this session; /facts lists them")
-    for fact in matched:
-        state.store.forget_fact(fact.id)
-        repl.notice(f"forgot fact {fact.id}: {fact.key}")
-    for pin in unpinned:
-        pins.unpin(state.store, pin)
-        repl.notice(f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source}); not pinned again")
+    if isinstance(chosen, pins.PinnedFact):
+        pins.unpin(state.store, chosen)
+        repl.notice(f"unpinned {chosen.ref or chosen.text}: {chosen.text} ({chosen.source}); "
+                    "not pinned again")
+    else:
+        state.store.forget_fact(chosen.id)
+        repl.notice(f"forgot fact {chosen.id}: {chosen.key}")
