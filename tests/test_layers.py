@@ -17,7 +17,7 @@ or closes a cycle is caught too.
        transcripts, history
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
        text, fts, errors,   activity log, and the privacy checks that are pure functions
-       activity, privacy.secrets, privacy.sensitive, privacy.mentions
+       activity, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.privacy": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
+    "chatmem.privacy.files": 0,
 }
 
 ALLOWED_UNIT_CYCLES = {frozenset({"chatmem.history", "chatmem.memory"})}

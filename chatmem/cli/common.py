@@ -377,10 +377,9 @@ def one_session(positional: str | None, option: str | None) -> str | None:
 def write_private(path: Path, text: str) -> None:
     """Write `text` to a file only its owner can read (0600): exports and reports hold
     the conversation, and a config file may come to hold a key in its base_url."""
-    import os
+    from chatmem.privacy.files import open_private
 
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with open_private(path) as f:
         f.write(text)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
+from chatmem.privacy.files import open_private
 from chatmem.text import json_safe
 
 if TYPE_CHECKING:
@@ -122,8 +123,8 @@ def write_archive(store: Store, path: Path, transcript: Callable[[SessionRecord]
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     messages = summaries = 0
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+        with (open_private(partial, binary=True) as raw,
+              zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf):
             zf.writestr("README.txt", README)
             listed = []
             for session in sessions:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from chatmem.errors import UsageError
+from chatmem.privacy.files import open_private
 from chatmem.text import escaped_controls, json_safe
 from chatmem.transcripts.format import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
 
@@ -75,10 +75,8 @@ def export_format(path: Path, chosen: str | None = None) -> str:
 def write_transcript(transcript: Transcript, path: Path, fmt: str, *, force: bool = False) -> None:
     """Write `transcript` to a new file; an existing one is replaced only with `force`."""
     text = EXPORT_FORMATS[fmt](transcript)
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
     try:
-        # 0600: an export holds the whole conversation.
-        with os.fdopen(os.open(path, flags, 0o600), "w", encoding="utf-8") as out:
+        with open_private(path, replace=force) as out:
             out.write(text)
     except FileExistsError:
         raise UsageError(f"{path} already exists; add --force to overwrite it") from None

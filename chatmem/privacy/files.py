@@ -1,0 +1,20 @@
+"""Files only their owner can read: exports, archives, reports and configs hold the
+conversation (or a key in a base_url), so chatmem creates every such file 0600."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO, Any
+
+
+def open_private(path: Path, *, binary: bool = False, replace: bool = True) -> IO[Any]:
+    """`path` opened for writing, created readable by its owner only (0600).
+
+    `replace=False` refuses an existing file (FileExistsError) instead of emptying it.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if replace else os.O_EXCL)
+    fd = os.open(path, flags, 0o600)
+    if binary:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding="utf-8")
