@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
+from chatmem.errors import NotFound
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
     from chatmem.repl.chat import Chat
+    from chatmem.store import Store, SummaryRecord, TurnRecord
 
 MENU_WIDTH = 60
 """Help in the menu is cut to one line of about this many characters."""
+RECENT = 20
+"""Turns and summary versions offered, newest first. Each is read by a one-row query, and
+only when the newest one changed, so a keystroke's reads do not grow with the session."""
+SUMMARY_STRATEGIES = ("summary-buffer", "summary")
 
 
 def one_line(text: str, width: int = MENU_WIDTH) -> str:
@@ -33,6 +39,7 @@ class SlashCompleter(Completer):
     def __init__(self, chat: Chat) -> None:
         self.chat = chat
         self.paths = PathCompleter(expanduser=True)
+        self._recent: dict[str, tuple[Any, list[tuple[str, str]]]] = {}
 
     def get_completions(self, document: Document,
                         complete_event: CompleteEvent) -> Iterator[Completion]:
@@ -89,12 +96,51 @@ class SlashCompleter(Completer):
                     + [(f.key, f"fact {f.id}: {f.value}") for f in facts]
                     + [(p.ref, f"pinned: {p.text}") for p in pinned if p.ref])
         if kind == "turn":
-            turns = store.turns(session.id)[-20:]
-            return [(str(t.number), f"{t.status}: {t.input}") for t in reversed(turns)]
+            return self._turns(store, session.id)
         if kind == "summary":
-            versions = store.summaries(session.id)
-            return [(str(v.version), f"{v.strategy} · {v.text}") for v in reversed(versions)]
+            in_use = [n for n in SUMMARY_STRATEGIES if n in engine.strategy.name.split("+")]
+            return self._summaries(store, session.id, in_use[:1] or SUMMARY_STRATEGIES)
         return []
+
+    def _turns(self, store: Store, session_id: int) -> list[tuple[str, str]]:
+        try:
+            last = store.turn(session_id)
+        except NotFound:
+            return []
+        marker = (session_id, last.number, last.status)
+        cached = self._recent.get("turn")
+        if cached is not None and cached[0] == marker:
+            return cached[1]
+        turns: list[TurnRecord] = [last]
+        for number in range(last.number - 1, max(last.number - RECENT, 0), -1):
+            try:
+                turns.append(store.turn(session_id, number))
+            except NotFound:
+                continue
+        candidates = [(str(t.number), f"{t.status}: {t.input}") for t in turns]
+        self._recent["turn"] = (marker, candidates)
+        return candidates
+
+    def _summaries(self, store: Store, session_id: int,
+                   strategies: Iterable[str]) -> list[tuple[str, str]]:
+        """Versions of the summary /summary shows: the strategy's in use, else the newest."""
+        found = [s for n in strategies if (s := store.latest_summary(session_id, n))]
+        if not found:
+            return []
+        latest = max(found, key=lambda s: s.created_at)
+        marker = (session_id, latest.strategy, latest.version)
+        cached = self._recent.get("summary")
+        if cached is not None and cached[0] == marker:
+            return cached[1]
+        versions: list[SummaryRecord] = [latest]
+        for version in range(latest.version - 1, max(latest.version - RECENT, 0), -1):
+            try:
+                versions.append(store.summary(session_id, latest.strategy, version))
+            except NotFound:
+                continue
+        candidates = [(str(v.version), f"{v.strategy} · {v.text}") for v in versions]
+        self._recent["summary"] = (marker, candidates)
+        return candidates
 
 
 def _strategies(word: str) -> list[tuple[str, str]]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from chatmem.errors import NotFound, UsageError
 from chatmem.render.summary import covered_turn, summary_panel
 from chatmem.repl.chat import Chat
+from chatmem.repl.completion import SUMMARY_STRATEGIES
 from chatmem.repl.table import slash
 from chatmem.store import SummaryRecord
-
-SUMMARY_STRATEGIES = ("summary-buffer", "summary")
 
 
 def summary_strategy(repl: Chat) -> str:

@@ -1,0 +1,73 @@
+"""Tab completion of /inspect and /summary reads a bounded number of rows per keystroke,
+however long the session, and nothing again while the newest turn or version is the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+
+from chatmem.config.settings import Settings
+from chatmem.engine import open_session
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.render import make_console
+from chatmem.repl.completion import RECENT, SlashCompleter
+from chatmem.repl.loop import Repl
+from chatmem.store import Store
+from chatmem.store.meter import Meter, metered
+
+
+def grown(db: Path, turns: int, strategy: str = "window") -> tuple[Store, Repl]:
+    store = Store(db)
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "s",
+                          strategy=strategy)
+    for n in range(turns):
+        engine.run_turn(f"turn {n} 第{n}轮")
+    return store, Repl(engine, make_console(), make_console(stderr=True))
+
+
+def completing(store: Store, completer: SlashCompleter,
+               text: str) -> tuple[list[tuple[str, str]], Meter]:
+    with metered(store) as meter:
+        found = [(c.text, c.display_meta_text)
+                 for c in completer.get_completions(Document(text), CompleteEvent())]
+    return found, meter
+
+
+def test_inspect_completion_reads_the_same_at_30_and_90_turns(tmp_path: Path) -> None:
+    work = []
+    for turns in (30, 90):
+        store, repl = grown(tmp_path / f"{turns}.db", turns)
+        with store:
+            completer = SlashCompleter(repl)
+            found, first = completing(store, completer, "/inspect ")
+            assert [n for n, _ in found] == [str(turns - i) for i in range(RECENT)]
+            assert found[0][1] == f"ok: turn {turns - 1} 第{turns - 1}轮"
+            _, again = completing(store, completer, "/inspect 8")
+            assert again.statements < first.statements  # only the newest turn is read
+            repl.engine.run_turn("one more")
+            found, _ = completing(store, completer, "/inspect ")
+            assert found[0] == (str(turns + 1), "ok: one more")  # a new turn is seen
+            work.append((first.statements, first.rows, again.statements, again.rows))
+    assert work[0] == work[1]
+
+
+def test_summary_completion_reads_recent_versions_of_the_summary_in_use(
+    tmp_path: Path,
+) -> None:
+    store, repl = grown(tmp_path / "s.db", 2, strategy="summary")
+    with store:
+        session = repl.engine.session.id
+        for n in range(60):
+            store.add_summary(session, "summary", f"v{n} 摘要", covered_ids=[1])
+        store.add_summary(session, "summary-buffer", "another strategy's", covered_ids=[1])
+        latest = store.latest_summary(session, "summary")
+        assert latest is not None
+        completer = SlashCompleter(repl)
+        found, first = completing(store, completer, "/summary ")
+        assert [v for v, _ in found] == [str(latest.version - i) for i in range(RECENT)]
+        assert all(meta.startswith("summary · ") for _, meta in found)
+        assert first.rows <= 2 * RECENT  # not every one of the 60+ versions
+        _, again = completing(store, completer, "/summary 1")
+        assert again.rows <= 1
