@@ -16,8 +16,9 @@ or closes a cycle is caught too.
        embeddings, store,   history is memory's view of the stored messages
        transcripts, history
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
-       text, fts, errors,   activity log, and the privacy checks that are pure functions
-       activity, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files
+       text, fts, errors,   activity log, files attached to an input, and the privacy
+       activity,            checks that are pure functions
+       attachments, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -41,7 +42,7 @@ LAYERS: dict[str, int] = {
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
-    "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.privacy": 0,
+    "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
     "chatmem.privacy.files": 0,
 }
