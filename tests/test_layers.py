@@ -47,12 +47,6 @@ LAYERS: dict[str, int] = {
     "chatmem.privacy.files": 0,
 }
 
-ALLOWED_UNIT_CYCLES = {frozenset({"chatmem.history", "chatmem.memory"})}
-"""history.py reads through memory's views while memory/recall_sources.py builds a
-StoredHistory inside a function: helper `store` is removing that import (issue 18,
-finding 5); drop this pair once it lands."""
-
-
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -164,8 +158,7 @@ def test_no_import_cycle_between_packages_of_one_layer() -> None:
     for module, targets in GRAPH.items():
         units.setdefault(unit(module), set()).update(
             unit(t) for t in targets if unit(t) != unit(module))
-    found = [c for c in cycles(units) if frozenset(c) not in ALLOWED_UNIT_CYCLES]
-    assert found == []
+    assert cycles(units) == []
 
 
 def test_the_checks_catch_what_they_forbid() -> None:
