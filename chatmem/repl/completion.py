@@ -9,8 +9,10 @@ created a moment ago completes too.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
@@ -20,7 +22,9 @@ from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
     from chatmem.repl.chat import Chat
-    from chatmem.store import Store, SummaryRecord, TurnRecord
+    from chatmem.store import Store
+
+R = TypeVar("R")
 
 MENU_WIDTH = 60
 """Help in the menu is cut to one line of about this many characters."""
@@ -107,19 +111,9 @@ class SlashCompleter(Completer):
             last = store.turn(session_id)
         except NotFound:
             return []
-        marker = (session_id, last.number, last.status)
-        cached = self._recent.get("turn")
-        if cached is not None and cached[0] == marker:
-            return cached[1]
-        turns: list[TurnRecord] = [last]
-        for number in range(last.number - 1, max(last.number - RECENT, 0), -1):
-            try:
-                turns.append(store.turn(session_id, number))
-            except NotFound:
-                continue
-        candidates = [(str(t.number), f"{t.status}: {t.input}") for t in turns]
-        self._recent["turn"] = (marker, candidates)
-        return candidates
+        return self._window(("turn", session_id, last.status), last, last.number,
+                            partial(store.turn, session_id),
+                            lambda t: (str(t.number), f"{t.status}: {t.input}"))
 
     def _summaries(self, store: Store, session_id: int,
                    strategies: Iterable[str]) -> list[tuple[str, str]]:
@@ -128,19 +122,25 @@ class SlashCompleter(Completer):
         if not found:
             return []
         latest = max(found, key=lambda s: s.created_at)
-        marker = (session_id, latest.strategy, latest.version)
-        cached = self._recent.get("summary")
+        return self._window(("summary", session_id, latest.strategy), latest, latest.version,
+                            partial(store.summary, session_id, latest.strategy),
+                            lambda v: (str(v.version), f"{v.strategy} · {v.text}"))
+
+    def _window(self, key: tuple[Any, ...], newest: R, number: int, read: Callable[[int], R],
+                row: Callable[[R], tuple[str, str]]) -> list[tuple[str, str]]:
+        """`newest` (number `number`) and the RECENT - 1 before it, read one by one (gaps
+        skipped), as menu rows; kept until `key` or the newest number changes."""
+        marker = (*key, number)
+        cached = self._recent.get(str(key[0]))
         if cached is not None and cached[0] == marker:
             return cached[1]
-        versions: list[SummaryRecord] = [latest]
-        for version in range(latest.version - 1, max(latest.version - RECENT, 0), -1):
-            try:
-                versions.append(store.summary(session_id, latest.strategy, version))
-            except NotFound:
-                continue
-        candidates = [(str(v.version), f"{v.strategy} · {v.text}") for v in versions]
-        self._recent["summary"] = (marker, candidates)
-        return candidates
+        records = [newest]
+        for earlier in range(number - 1, max(number - RECENT, 0), -1):
+            with suppress(NotFound):
+                records.append(read(earlier))
+        rows = [row(r) for r in records]
+        self._recent[str(key[0])] = (marker, rows)
+        return rows
 
 
 def _strategies(word: str) -> list[tuple[str, str]]:
