@@ -28,6 +28,9 @@ _REWORDS = (
     (re.compile(r"Input should be less than (\S+)"), r"must be less than \1"),
     (re.compile(r"Input should be a valid integer.*"), "must be a whole number"),
     (re.compile(r"Input should be a valid number.*"), "must be a number"),
+    # Bytes that are not UTF-8 (argv decodes them as lone surrogates).
+    (re.compile(r"Input should be a valid string, unable to parse raw data as a unicode.*"),
+     "must be UTF-8 text; it holds bytes that are not"),
 )
 
 

@@ -20,6 +20,7 @@ from chatmem.cli.common import (
     print_json,
     session_first,
     settings_from,
+    utf8_text,
 )
 from chatmem.cli.grammar import ChatmemTyper
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
 UserOption = Annotated[
     str | None, typer.Option("--user", "-u", help="Only this user profile's facts.",
-                             show_default=False)
+                             show_default=False, callback=utf8_text)
 ]
 SessionOption = Annotated[
     str | None, typer.Option("--session", "-s", help="Only facts this session uses.",

@@ -20,6 +20,7 @@ from chatmem.cli.common import (
     open_store,
     print_json,
     settings_from,
+    utf8_text,
 )
 
 if TYPE_CHECKING:
@@ -268,6 +269,7 @@ def retention(
 def forget_me(
     user: Annotated[
         str | None, typer.Option("--user", "-u", show_default=False, metavar="PROFILE",
+                                 callback=utf8_text,
                                  help="The user profile to erase (default: the configured "
                                       "user).")
     ] = None,

@@ -81,6 +81,25 @@ def test_an_option_or_variable_that_is_not_utf8_is_one_line_and_exit_2(
     assert not db.exists()
 
 
+@pytest.mark.parametrize(("where", "args"), [
+    ("--user", [b"facts", b"list", b"--user", "李".encode("gbk")]),
+    ("--user", [b"forget-me", b"--user", b"a\xff", b"--dry-run"]),
+    ("--turn", [b"inspect", b"s", b"--turn", b"\xff"]),
+])
+def test_other_options_that_are_not_utf8_are_one_line_and_exit_2(
+    tmp_path: Path, where: str, args: list[bytes]
+) -> None:
+    db = tmp_path / "h.db"
+    assert chatmem(["chat", "s", "--db", str(db), "--provider", "scripted"], tmp_path,
+                   b"hi\n").returncode == 0
+    before = db.read_bytes()
+    done = chatmem([*args, b"--db", str(db).encode()], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"error: {where} must be UTF-8 text; it holds bytes that are not\n")
+    assert db.read_bytes() == before
+
+
 RULE = ("use letters, digits, '-', '_', '.' or '+', starting with a letter or digit,"
         " no spaces or '/', up to 64 characters (e.g. trip-b)")
 
