@@ -84,6 +84,9 @@ class Engine:
         """Send an input that cannot fit the budget anyway, after a warning."""
         self.counter: TokenCounter = provider.token_counter()
         self.state = SessionState(store, session.id, session.user)
+        self.keeps_memory = True
+        """False for a one-off question: no summary or fact is derived from a conversation
+        nobody will continue (each would be a model call for nothing)."""
         self.notices: list[str] = []
         """What opening the session changed (strategy, system prompt), for the user to see."""
         self._caught_up = False
@@ -260,7 +263,9 @@ class Engine:
         if stream.usage.cut_at_limit:
             notices.append("the reply stopped at the reply-length limit (max_reply_tokens); "
                            "it is stored as it is")
-        return TurnResult(record, context, reply, notices + self.update_memory())
+        if self.keeps_memory:
+            notices += self.update_memory()
+        return TurnResult(record, context, reply, notices)
 
     def check_writable(self) -> None:
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
@@ -402,10 +407,13 @@ def open_session(
     embedder: Embedder | None = None,
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
+    save: bool = True,
 ) -> Engine:
     """Resume the named session or create it, and return its engine.
 
     `embedder` overrides the configured one ([embeddings]), which opens on first use.
+    A strategy or system prompt given for a session that exists becomes its own; with
+    `save` False it holds for this engine only and the stored session is left as it is.
     """
     session = store.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session)
@@ -427,20 +435,23 @@ def open_session(
             before = strategy_label(session.strategy, session.params)
             after = strategy_label(chosen.name, chosen.params)
             if before != after:
-                notices.append(f"session {name}: strategy {before} → {after}")
+                notices.append(f"session {name}: strategy {before} → {after}"
+                               + ("" if save else " for this call (--save keeps it)"))
         if system is not None:
             changes["system"] = system
             if system != session.system:
                 notices.append(f"session {name}: system prompt replaced "
-                               f"({len(session.system or '')} → {len(system)} characters)")
-        # Kept with the first stored turn (Engine.pending): a refused turn changes nothing.
+                               f"({len(session.system or '')} → {len(system)} characters)"
+                               + ("" if save else " for this call (--save keeps it)"))
+        # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
+        # without `save`, never stored: they hold for this engine only.
         session = dataclasses.replace(session, **changes)
     engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
                     helper_model=helper_model(settings, provider), settings=settings,
                     embedder=embedder or (lambda: resolve_embedder(settings)),
                     activity=activity, allow_over_budget=allow_over_budget)
     engine.notices = notices
-    engine.pending = changes
+    engine.pending = changes if save else {}
     engine.created = created
     return engine
 

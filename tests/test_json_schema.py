@@ -113,6 +113,12 @@ def test_purge_plan(db: str) -> None:
     assert plan and all(m["content"][a:b] == "Ada" for m in plan for a, b in m["mentions"])
 
 
+def test_ask(db: str) -> None:
+    asked = output("ask", "e", "我的城市是哪里？", "--db", db, "--provider", "scripted")
+    check("ask", asked)
+    assert asked["session"] == "e" and set(asked["tokens"]["parts"]) >= {"facts", "input"}
+
+
 def test_the_schema_rejects_the_old_shapes() -> None:
     """The test can fail: strategy as a bare label (eval's old shape) does not validate."""
     run = {"strategy": "window k=2", "turns": 1}

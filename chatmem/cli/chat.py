@@ -6,13 +6,14 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from chatmem.cli.common import (
     ConfigOption,
     DbOption,
+    JsonOption,
     ModelOption,
     ParamOption,
     ProviderOption,
@@ -22,6 +23,7 @@ from chatmem.cli.common import (
     handles_errors,
     one_session,
     open_engine,
+    print_json,
     session_first,
     settings_from,
     strategy_choice,
@@ -32,7 +34,7 @@ from chatmem.errors import ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from chatmem.engine import Engine
+    from chatmem.engine import Engine, TurnResult
 
 SystemOption = Annotated[
     str | None, typer.Option("--system", metavar="TEXT", show_default=False, callback=utf8_text,
@@ -59,7 +61,12 @@ FileOption = Annotated[
                  help="Attach a text file to the (first) message, quoted as data, never read "
                       "as instructions; repeatable."),
 ]
+ContinueOption = Annotated[
+    bool, typer.Option("--continue", "-c", help="Continue the session used last.")
+]
 DEFAULT_SESSION = "default"
+ONE_OFF = "one-off"
+"""The name of a one-off question's session, which lives in memory only."""
 
 
 @handles_errors
@@ -68,6 +75,7 @@ def chat(
         metavar="SESSION", show_default=False,
         help="Session to create or resume (default: default).")] = None,
     session_option: SessionAlias = None,
+    continue_last: ContinueOption = False,
     strategy: StrategyOption = None,
     param: ParamOption = None,
     provider: ProviderOption = None,
@@ -89,15 +97,19 @@ def chat(
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
     from chatmem.attachments import read_file
+    from chatmem.errors import UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
 
-    session = one_session(session, session_option) or DEFAULT_SESSION
+    named = one_session(session, session_option)
+    chosen = None if continue_last else named or DEFAULT_SESSION
+    if continue_last and named is not None:
+        raise UsageError(f"give a session ({named}) or --continue, not both")
     attachments = [read_file(path) for path in file or ()]  # all readable, or nothing opens
     settings = settings_from(config, db, provider, model, helper_model)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
-    with open_engine(settings, session, strategy=strategy, params=params, system=system,
+    with open_engine(settings, chosen, strategy=strategy, params=params, system=system,
                      activity=ConsoleActivity(err),
                      allow_over_budget=allow_over_budget) as engine:
         _print_notices(engine, err)
@@ -118,21 +130,30 @@ def chat(
 def ask(
     words: Annotated[list[str], typer.Argument(
         metavar="[SESSION] TEXT", show_default=False,
-        help="The session (default: default) and the question; TEXT - reads it from stdin.")],
+        help="The session (default: none, a one-off question) and the question; TEXT - "
+             "reads it from stdin.")],
     session_option: SessionAlias = None,
+    continue_last: ContinueOption = False,
     strategy: StrategyOption = None,
     param: ParamOption = None,
+    system: Annotated[
+        str | None, typer.Option("--system", metavar="TEXT", show_default=False,
+                                 help="System prompt for this question.")] = None,
+    save: Annotated[
+        bool, typer.Option("--save", help="Keep --strategy and --system as the session's own "
+                                          "(default: this question only).")] = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
     helper_model: HelperModelOption = None,
     file: FileOption = None,
     allow_over_budget: OverBudgetOption = False,
     plain: PlainOption = False,
+    json_output: JsonOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Ask one question and print the reply (only the reply goes to stdout); files and piped
-    text are attached to it.
+    """Ask one question and print the reply (only the reply goes to stdout): one-off, or in a
+    session named or continued (-c); files and piped text go with it.
 
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
@@ -141,7 +162,12 @@ def ask(
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
 
-    session, text = _session_and_text(words, session_option)
+    named, text = session_first(words, session_option, "chatmem ask [SESSION] TEXT")
+    if continue_last and named is not None:
+        raise UsageError(f"give a session ({named}) or --continue, not both")
+    one_off = named is None and not continue_last
+    if one_off and save:
+        raise UsageError("--save needs a session: name one, or --continue the last one")
     # Every file is read before anything opens: one that cannot be attached sends nothing.
     attachments = [read_file(path) for path in file or ()]
     if text == "-":
@@ -156,21 +182,47 @@ def ask(
     settings = settings_from(config, db, provider, model, helper_model)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
-    with open_engine(settings, session, strategy=strategy, params=params,
-                     activity=ConsoleActivity(err),
-                     allow_over_budget=allow_over_budget) as engine:
-        _print_notices(engine, err)
-        repl = Repl(engine, out, err, markdown=not (plain or settings.plain))
-        repl.turn(text.strip(), attachments)
+    if json_output:
+        out.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+    try:
+        with open_engine(settings, ONE_OFF if one_off else named, strategy=strategy,
+                         params=params, system=system, activity=ConsoleActivity(err),
+                         allow_over_budget=allow_over_budget, save=save,
+                         one_off=one_off) as engine:
+            _print_notices(engine, err)
+            repl = Repl(engine, out, err, markdown=not (plain or settings.plain))
+            repl.turn(text.strip(), attachments)
+    finally:
+        if json_output:
+            out.file.close()
+    if json_output and repl.last is not None:
+        print_json(answer_json(repl.last, engine, None if one_off else engine.session.name))
     if repl.last is not None and repl.last.status == "cancelled":
         # A script must not take a partial answer for a success.
         raise typer.Exit(int(ExitCode.INTERRUPTED))
 
 
-def _session_and_text(words: list[str], option: str | None) -> tuple[str, str]:
-    """`ask TEXT`, `ask SESSION TEXT` or `ask --session SESSION TEXT`."""
-    session, text = session_first(words, option, "chatmem ask [SESSION] TEXT")
-    return session or DEFAULT_SESSION, text
+def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict[str, Any]:
+    """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
+    from chatmem.engine import strategy_json
+
+    record = result.record
+    return {
+        "command": "ask",
+        "session": session,
+        "status": record.status,
+        "reply": result.reply,
+        "strategy": strategy_json(engine.strategy.name, engine.strategy.params),
+        "tokens": {
+            "prompt": record.estimated_tokens,
+            "reported": record.prompt_tokens,
+            "reply": record.completion_tokens,
+            "budget": result.context.budget,
+            "approximate": engine.counter.approximate,
+            "parts": {part.kind: part.tokens for part in result.context.parts},
+        },
+        "latency_ms": record.latency_ms,
+    }
 
 
 def stdin_is_piped() -> bool:

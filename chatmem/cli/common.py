@@ -262,27 +262,37 @@ def open_provider(settings: Settings) -> Iterator[Provider]:
 @contextmanager
 def open_engine(
     settings: Settings,
-    session: str,
+    session: str | None,
     *,
     strategy: str | None = None,
     params: dict[str, str] | None = None,
     system: str | None = None,
     activity: Activity | None = None,
     allow_over_budget: bool = False,
+    save: bool = True,
+    one_off: bool = False,
 ) -> Iterator[Engine]:
-    """The named session's engine (created if new); store and providers closed on exit."""
+    """The named session's engine (created if new); store and providers closed on exit.
+
+    `session` None: the session used last (--continue). `one_off`: a session of its own
+    in memory, so the history file is neither read nor written (nor created). `save`
+    False: a strategy or system prompt given holds for this engine only.
+    """
     from chatmem.activity import QUIET
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
 
-    with open_store(settings) as store:
-        apply_retention(store, settings)
-        if store.find_session(session) is None:
-            check_session_name(session)  # before a model is loaded for nothing
+    with (scratch_store() if one_off else open_store(settings)) as store:
+        if not one_off:
+            apply_retention(store, settings)
+        name = session if session is not None else last_used_session(store)
+        if store.find_session(name) is None:
+            check_session_name(name)  # before a model is loaded for nothing
         with open_provider(settings) as llm:
-            engine = open_session(store, settings, llm, session, strategy=strategy,
+            engine = open_session(store, settings, llm, name, strategy=strategy,
                                   params=params, system=system, activity=activity or QUIET,
-                                  allow_over_budget=allow_over_budget)
+                                  allow_over_budget=allow_over_budget, save=save)
+            engine.keeps_memory = not one_off
             try:
                 yield engine
             except BaseException:
@@ -295,6 +305,28 @@ def open_engine(
                 # A separate helper model is the engine's own; a local one runs a server.
                 if engine.helper_model is not llm:
                     engine.helper_model.close()
+
+
+@contextmanager
+def scratch_store() -> Iterator[Store]:
+    """A history of one question, in memory: nothing is read from or written to disk."""
+    from chatmem.store import Store
+
+    store = Store(":memory:")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def last_used_session(store: Store) -> str:
+    """The name of the session written to last: what --continue continues."""
+    from chatmem.errors import NotFound
+
+    record = store.last_used_session()
+    if record is None:
+        raise NotFound(f"no session to continue in {store.path} (chatmem chat NAME starts one)")
+    return record.name
 
 
 def apply_retention(store: Store, settings: Settings) -> None:

@@ -31,6 +31,19 @@ class Param:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
 
+    def range_text(self) -> str:
+        """What values it takes, as a person reads them: `a whole number, 1 or more`."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        kind = _type_word(self.type)
+        if self.minimum is not None and self.maximum is not None:
+            return f"{kind} from {_number(self.minimum)} to {_number(self.maximum)}"
+        if self.minimum is not None:
+            return f"{kind}, {_number(self.minimum)} or more"
+        if self.maximum is not None:
+            return f"{kind}, {_number(self.maximum)} or less"
+        return kind
+
     def parse(self, strategy: str, raw: Any) -> Any:
         def invalid(must: str) -> StrategyError:
             return StrategyError(
@@ -73,10 +86,13 @@ def _parse_scalar(kind: type, raw: str) -> Any:
     return kind(raw.strip())
 
 
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
 def _type_word(kind: type) -> str:
-    return {int: "a whole number", float: "a number", bool: "true or false"}.get(
-        kind, kind.__name__
-    )
+    return {int: "a whole number", float: "a number", bool: "true or false",
+            str: "text"}.get(kind, kind.__name__)
 
 
 def parse_param_pairs(pairs: Iterable[str], error: Callable[[str], str]) -> dict[str, str]:

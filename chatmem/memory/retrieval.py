@@ -66,13 +66,14 @@ class RetrievalStrategy(BaseStrategy):
               choices=MODES),
         Param("dense_weight", float, 0.5, "share of meaning in hybrid scores", minimum=0,
               maximum=1),
-        Param("smooth", float, 0.5, "share of the best neighbour's word score a message gains",
-              minimum=0),
-        Param("sitting", float, 0.3, "share of its sitting's best word score a message gains",
+        Param("smooth", float, 0.5, "how much of its best neighbour's word score a message "
+              "borrows (0: none), so the reply next to a match is recalled with it", minimum=0),
+        Param("sitting", float, 0.3, "how much of the best word score in its sitting (messages "
+              "with no pause of gap_hours between them) a message borrows (0: none)",
               minimum=0),
         Param("gap_hours", float, 4.0, "a pause this long (hours) ends a sitting", minimum=0),
-        Param("mmr", float, 0.7, "MMR λ: 1 ranks by relevance alone, lower favours diversity",
-              minimum=0, maximum=1),
+        Param("mmr", float, 0.7, "MMR λ: 1 ranks by relevance alone; lower prefers messages "
+              "unlike those already recalled", minimum=0, maximum=1),
         Param("top_k", int, 0, "recall at most this many messages (0: as many as fit)",
               minimum=0),
     )

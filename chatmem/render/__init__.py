@@ -48,7 +48,8 @@ def notice_line(message: str) -> Text:
 
 
 def no_model_panel(message: str) -> Panel:
-    return Panel(message, title="no model", border_style="red", expand=False)
+    # Text, not markup: `'.[local]'` in the help is a command to copy, not a style tag.
+    return Panel(Text(message), title="no model", border_style="red", expand=False)
 
 
 TEMPLATE_NOTE = ("tokens the chat template adds around the messages (e.g. a default system"

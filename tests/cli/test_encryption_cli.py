@@ -97,7 +97,7 @@ def test_every_command_works_the_same_on_an_encrypted_file(tmp_path: Path) -> No
 # -- without the key ---------------------------------------------------------------------------
 
 KEYED_COMMANDS = [
-    ["chat", "trip", "--provider", "scripted"], ["ask", "hi", "--provider", "scripted"],
+    ["chat", "trip", "--provider", "scripted"], ["ask", "trip", "hi", "--provider", "scripted"],
     ["sessions", "list"], ["sessions", "show", "trip"], ["sessions", "export", "trip"],
     ["sessions", "delete", "trip", "--yes"], ["sessions", "rename", "trip", "x"],
     ["sessions", "fork", "trip", "y"], ["sessions", "import", "sessions/support.jsonl"],

@@ -32,7 +32,7 @@ def test_the_history_file_lives_in_the_data_directory(isolated_home: Path) -> No
 def test_xdg_data_home_is_honoured(isolated_home: Path, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    assert run("ask", "hello", "--provider", "scripted").exit_code == 0
+    assert run("ask", "trip", "hello", "--provider", "scripted").exit_code == 0
     assert (tmp_path / "data" / "chatmem" / "chatmem.db").is_file()
 
 

@@ -98,7 +98,8 @@ def test_a_directory_as_db_is_one_clear_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["sessions", "list", "--db", str(tmp_path)])
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path} is a directory, not a history file\n"
-    chat = runner.invoke(app, ["ask", "hi", "--db", str(tmp_path), "--provider", "scripted"])
+    chat = runner.invoke(app, ["ask", "s", "hi", "--db", str(tmp_path), "--provider",
+                               "scripted"])
     assert chat.exit_code == 2
     assert chat.stderr == f"error: {tmp_path} is a directory, not a history file\n"
 

@@ -1,0 +1,39 @@
+"""`chatmem strategies NAME`: what a strategy sends, and each parameter in a sentence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from chatmem.memory.params import Param
+
+
+def strategy_help(name: str, description: str, params: Sequence[Param],
+                  prefix: str = "") -> RenderableType:
+    """The strategy's line, then a row per parameter: name, default, range, meaning.
+
+    `prefix` is how a combination addresses a member's parameters (`window.`).
+    """
+    title = Text.assemble((name, "bold"), f"  {description}")
+    if not params:
+        return Group(title, Text("no parameters", style="dim"))
+    out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                padding=(0, 2, 0, 0))
+    out.add_column("parameter", no_wrap=True)
+    out.add_column("default", no_wrap=True)
+    out.add_column("takes", overflow="fold", ratio=1)
+    out.add_column("meaning", overflow="fold", ratio=2)
+    for param in params:
+        out.add_row(f"{prefix}{param.name}", f"{param.default}", param.range_text(),
+                    sentence(param.help))
+    return Group(title, out)
+
+
+def sentence(text: str) -> str:
+    """`how many turns to keep` → `How many turns to keep.`"""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
