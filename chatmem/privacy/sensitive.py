@@ -140,23 +140,24 @@ LABEL_REACH = 48
 """How many characters before a number its label may be."""
 
 
+def _nearest_label(text: str, start: int) -> str | None:
+    """"harmless" or "private": what the nearest label before `start`, in its clause, says."""
+    window = text[max(0, start - LABEL_REACH):start]
+    ends = list(_CLAUSE_END.finditer(window))
+    if ends:
+        window = window[ends[-1].end():]
+    labels = list(_LABEL.finditer(window))
+    return labels[-1].lastgroup if labels else None
+
+
 def harmless_label_before(text: str, start: int) -> bool:
-    """Whether the nearest label before `start`, in its clause, names a harmless number."""
-    window = text[max(0, start - LABEL_REACH):start]
-    ends = list(_CLAUSE_END.finditer(window))
-    if ends:
-        window = window[ends[-1].end():]
-    labels = list(_LABEL.finditer(window))
-    return bool(labels) and labels[-1].group("harmless") is not None
+    """Whether a label before `start` names a harmless number (an order, a booking)."""
+    return _nearest_label(text, start) == "harmless"
 
 
-def phone_label_before(text: str, start: int) -> bool:
-    window = text[max(0, start - LABEL_REACH):start]
-    ends = list(_CLAUSE_END.finditer(window))
-    if ends:
-        window = window[ends[-1].end():]
-    labels = list(_LABEL.finditer(window))
-    return bool(labels) and labels[-1].group("private") is not None
+def private_label_before(text: str, start: int) -> bool:
+    """Whether a label before `start` names a card, a phone or an account."""
+    return _nearest_label(text, start) == "private"
 
 
 def _phones(text: str) -> Iterable[Finding]:
@@ -176,7 +177,7 @@ def _phones(text: str) -> Iterable[Finding]:
                 continue
             if harmless_label_before(text, start):
                 continue
-            if _PHONE_SHAPE.fullmatch(raw) or phone_label_before(text, start):
+            if _PHONE_SHAPE.fullmatch(raw) or private_label_before(text, start):
                 seen.add(span)
                 yield Finding(PHONE, start, match.end, raw)
 
