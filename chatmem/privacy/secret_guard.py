@@ -37,17 +37,13 @@ MIN_FOLLOWED = 3
 
 PHRASE = "phrase"
 """A label naming a passphrase: its answer may be several plain words."""
-_PHRASE_LABEL = re.compile(
-    r"(?<![A-Za-z])(?:passphrase|pass phrase|seed phrase|recovery phrase|backup phrase"
-    r"|mnemonic)(?![A-Za-z])", re.IGNORECASE)
+_PHRASE_LABEL = re.compile(rf"(?<![A-Za-z])(?:{sensitive.PHRASE_WORDS})(?![A-Za-z])",
+                           re.IGNORECASE)
 _SECRET_LABEL = re.compile(
-    r"(?<![A-Za-z])(?:password|passwd|passcode|pass code|pwd|secret)(?![A-Za-z])"
-    r"|密码|口令|密钥", re.IGNORECASE)
+    rf"(?<![A-Za-z])(?:{sensitive.SECRET_WORDS}|secret)(?![A-Za-z])|{sensitive.SECRET_WORDS_ZH}",
+    re.IGNORECASE)
 _CODE_LABEL = re.compile(
-    r"(?<![A-Za-z])(?:pin|pin code|cvv2?|cvc|otp|one-time code|verification code"
-    r"|security code|combination|(?:locker|door|gate|alarm|safe|entry|keypad|lock|building"
-    r"|access|entrance|lockbox|sms|2fa|login|unlock) (?:code|pin))(?![A-Za-z])"
-    r"|验证码|动态码|安全码|门禁|密码锁",
+    rf"(?<![A-Za-z])(?:{sensitive.CODE_WORDS})(?![A-Za-z])|{sensitive.CODE_WORDS_ZH}|门禁",
     re.IGNORECASE)
 _NUMBER_LABEL = {
     CARD: re.compile(r"(?<![A-Za-z])card(?: number)?(?![A-Za-z])|卡号|银行卡|信用卡",

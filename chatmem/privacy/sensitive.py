@@ -204,19 +204,20 @@ _LINK = r"\s*(?:is|was|=|:|：)\s*"
 _ASIDE = (r"(?:\s+(?:for|of|on|to|at|from|in|they|we|you|i|that|which)"
           r"(?=\s)[^.,;:!?。，；：\n\"“]{1,30}?)?")
 _LINK_ZH = r"\s*(?:是|为|為|:|：)?\s*"
-_SECRET_WORDS = (
+SECRET_WORDS = (
     r"password|passwd|passcode|pass code|pwd"
     r"|secret key|client secret|private key|api[ _-]?key|access[ _-]?key"
     r"|(?:access|auth|bearer|api|refresh|session) token"
 )
-_PHRASE_WORDS = r"passphrase|pass phrase|seed phrase|recovery phrase|backup phrase|mnemonic"
-_CODE_WORDS = (
+PHRASE_WORDS = r"passphrase|pass phrase|seed phrase|recovery phrase|backup phrase|mnemonic"
+CODE_WORDS = (
     r"pin(?: code| number)?|security code|verification code|one-time code|otp|cvv2?|cvc"
-    r"|combination|(?:locker|door|gate|alarm|safe|entry|keypad|lock|building|access"
-    r"|entrance|lockbox|sms|2fa|login|unlock) (?:code|pin)"
+    r"|combination|keypad|(?:locker|door|gate|alarm|safe|entry|keypad|lock|building|access"
+    r"|entrance|lockbox|key ?box|key safe|sms|2fa|login|unlock|storage|unit|intercom|buzzer"
+    r"|mailbox|padlock|vault|lobby|garage|house|apartment|flat|cabinet) (?:code|pin)"
 )
-_SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌"
-_CODE_WORDS_ZH = r"PIN码|验证码|动态码|安全码|校验码|门禁码|开门码|密码锁"
+SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌"
+CODE_WORDS_ZH = r"PIN码|验证码|动态码|安全码|校验码|门禁码|开门码|密码锁"
 # A quoted value may hold spaces ("open sesame"); a bare one ends at a space or a sentence end.
 _VALUE = (r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
           r"|(?P<value>[^\s\"'“”‘’「」，。！？；、,;!?]{3,128}?)"
@@ -225,19 +226,19 @@ _VALUE = (r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
 _VALUE_ZH = (r"(?:[\"“'‘「](?P<quoted_zh>[^\"”'’」\n]{3,128})[\"”'’」]"
              r"|(?P<value_zh>[!-~]{3,128}?)(?=[^!-~]|[.](?:\s|$)|$))")
 _NAMED_SECRET = re.compile(
-    rf"{_WB}(?:{_SECRET_WORDS}){_WA}{_ASIDE}{_LINK}{_VALUE}"
-    rf"|(?:{_SECRET_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
+    rf"{_WB}(?:{SECRET_WORDS}){_WA}{_ASIDE}{_LINK}{_VALUE}"
+    rf"|(?:{SECRET_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
     re.IGNORECASE,
 )
 _NAMED_CODE = re.compile(
     # "Gate code 7290#": a code needs no "is" (it is checked for digits below).
-    rf"{_WB}(?:{_CODE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)(?=\S*\d){_VALUE}"
-    rf"|(?:{_CODE_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
+    rf"{_WB}(?:{CODE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)(?=\S*\d){_VALUE}"
+    rf"|(?:{CODE_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
     re.IGNORECASE,
 )
 # Several words to the end of the sentence: "the passphrase is correct horse battery staple".
 _NAMED_PHRASE = re.compile(
-    rf"{_WB}(?:{_PHRASE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)"
+    rf"{_WB}(?:{PHRASE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)"
     r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
     r"|(?P<value>[^\s.,;!?。，；！？]+(?: [^\s.,;!?。，；！？]+){0,11}))",
     re.IGNORECASE,
@@ -245,7 +246,7 @@ _NAMED_PHRASE = re.compile(
 # A user and a password together: "the login for the portal is ada / S3cr3t-Passw0rd",
 # "log in as jdoe with hunter2024!".
 _LOGIN_PAIR = re.compile(
-    rf"{_WB}(?:login|log-in|sign-in|credentials?|user(?:name)?|account){_WA}"
+    rf"{_WB}(?:log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account){_WA}"
     r"[^.\n/]{0,40}?(?<![^\s:：])[\w.@+-]{2,64}\s*/\s*"
     r"(?P<value>[^\s/]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)"
     rf"|{_WB}log(?:ging|s|ged)?[ -]?(?:in|on){_WA}\s+(?:as|with)\s+[\w.@+-]{{2,64}}\s+"
@@ -297,6 +298,7 @@ def _unnamed(text: str) -> Iterable[Finding]:
     yield from _phones(text)
 
 
+_NAMES_A_KEY = re.compile(r"(?:key|token)(?![A-Za-z])", re.IGNORECASE)
 _NOT_A_PHRASE = {
     "is", "was", "needs", "must", "should", "has", "had", "have", "can", "will", "would",
     "could", "manager", "generator", "for", "of", "on", "in", "to", "with", "that", "which",
@@ -329,8 +331,8 @@ def _named(text: str) -> Iterable[Finding]:
                     (len(value.split()) < 2 and len(value) < 8)
                     or value.split()[0].lower() in _NOT_A_PHRASE):
                 continue  # "the passphrase is long", "my passphrase needs to be longer"
-            named = text[match.start():match.start(group)].lower()
-            yield Finding(API_KEY if "key" in named or "token" in named else kind,
+            named = text[match.start():match.start(group)]
+            yield Finding(API_KEY if _NAMES_A_KEY.search(named) else kind,
                           match.start(group), match.end(group), value)
     for kind, pattern in _NAMED_NUMBER.items():
         for match in pattern.finditer(text):
@@ -413,8 +415,8 @@ def kinds_between(original: str, shown: str) -> list[str]:
 
 
 _SECRET_KEY = re.compile(
-    rf"{_WB}(?:{_SECRET_WORDS}|{_PHRASE_WORDS}|{_CODE_WORDS}){_WA}"
-    rf"|{_SECRET_WORDS_ZH}|{_CODE_WORDS_ZH}",
+    rf"{_WB}(?:{SECRET_WORDS}|{PHRASE_WORDS}|{CODE_WORDS}){_WA}"
+    rf"|{SECRET_WORDS_ZH}|{CODE_WORDS_ZH}",
     re.IGNORECASE)
 
 

@@ -52,6 +52,8 @@ def test_a_value_answering_a_label_in_the_message_before_is_the_secret(
     ["支付密码要几位？", "一般是6位数字。"],
     ["My password expired.", "Do you want to reset it?", "Yes please."],
     ["What's the gate code?", "It is on the card the host sent."],
+    ["What's the zip code there?", "94107"],
+    ["The confirmation code for the airline:", "Go on.", "Q7HT9K"],
 ])
 def test_harmless_answers_after_a_label_stay_as_they_were(messages: list[str]) -> None:
     guard = SecretGuard()

@@ -255,6 +255,9 @@ def test_the_summary_prompt_forbids_them_and_the_request_never_holds_them(
     ("行李箱的密码锁是5286。", "5286", "PIN or security code"),
     ("call the Munich office on 089 1234567", "089 1234567", "phone number"),
     ("有急事打138 0013 8000。", "138 0013 8000", "phone number"),
+    ("My storage unit code is 60417.", "60417", "PIN or security code"),
+    ("the keypad at the back door: 3382", "3382", "PIN or security code"),
+    ("you can sign in with leo.m / Gr8tDay#2", "Gr8tDay#2", "password"),
 ])
 def test_labelled_codes_passphrases_pairs_and_national_phone_numbers(
         text: str, detail: str, kind: str) -> None:
