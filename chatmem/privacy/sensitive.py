@@ -125,12 +125,12 @@ _NOT_PRIVATE_LABEL = (
     r"booking|reservation|order|tracking|track|invoice|reference|ref|confirmation"
     r"|membership|member|customer|case|claim|loyalty|ticket|parcel|shipment|serial|receipt"
     r"|transaction|policy|flight|isbn|barcode|model|sku|postcode|zip"
-    r"|预订|预定|订单|单号|编号|发票|快递|运单|工单|会员|流水号|序列号|车次|航班"
+    r"|预订|预定|订单|单号|编号|发票|快递单|运单|工单|会员|流水号|序列号|车次|航班"
 )
 _PRIVATE_LABEL = (
     r"card|visa|mastercard|amex|debit|credit|phone|mobile|cell|tel|telephone|call|ring|text"
     r"|dial|reach|ping|contact|whatsapp|fax|landline|iban|account"
-    r"|卡号|银行卡|信用卡|电话|手机|号码|打|联系|座机|账号|帐号"
+    r"|卡号|银行卡|信用卡|电话|手机|打|联系|座机|账号|帐号"
 )
 _LABEL = re.compile(
     rf"(?P<harmless>{_WB}(?:{_NOT_PRIVATE_LABEL}){_WA})|(?P<private>{_WB}(?:{_PRIVATE_LABEL}){_WA})",
@@ -160,26 +160,37 @@ def private_label_before(text: str, start: int) -> bool:
     return _nearest_label(text, start) == "private"
 
 
-def _phones(text: str) -> Iterable[Finding]:
-    """Phone numbers valid in one of PHONE_REGIONS, shaped like one or named as one."""
-    if sum(c.isdigit() for c in text) < 7:
-        return
+# Digit groups a phone number could be (7 or more digits, single separators): only these
+# are handed to phonenumbers, whose matcher costs milliseconds per region on any text.
+_PHONE_CANDIDATE = re.compile(
+    r"(?<![A-Za-z0-9_+.,/-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,15}"
+    r"(?:[ .-]\d{1,12}){0,5}(?![A-Za-z0-9_]|[.,/-]\d)")
+
+
+def _valid_phone(raw: str) -> bool:
     import phonenumbers
 
-    seen: set[tuple[int, int]] = set()
-    for region in PHONE_REGIONS:
-        for match in phonenumbers.PhoneNumberMatcher(text, region):
-            start, raw = match.start, match.raw_string
-            if raw.startswith("(") and ")" not in raw:  # "(+44 20 …, …)": the aside's bracket
-                start, raw = start + 1, raw[1:]
-            span = (start, match.end)
-            if span in seen or _DATE.fullmatch(raw):
-                continue
-            if harmless_label_before(text, start):
-                continue
-            if _PHONE_SHAPE.fullmatch(raw) or private_label_before(text, start):
-                seen.add(span)
-                yield Finding(PHONE, start, match.end, raw)
+    for region in (None,) if raw.startswith("+") else PHONE_REGIONS:
+        try:
+            number = phonenumbers.parse(raw, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return True
+    return False
+
+
+def _phones(text: str) -> Iterable[Finding]:
+    """Phone numbers valid in one of PHONE_REGIONS, shaped like one or named as one."""
+    for match in _PHONE_CANDIDATE.finditer(text):
+        raw, start = match.group(), match.start()
+        if not 7 <= len(_digits(raw)) <= 15 or _DATE.fullmatch(raw):
+            continue
+        if harmless_label_before(text, start):
+            continue
+        if (_PHONE_SHAPE.fullmatch(raw) or private_label_before(text, start)) \
+                and _valid_phone(raw):
+            yield Finding(PHONE, start, match.end(), raw)
 
 
 _API_KEY = re.compile(
@@ -355,7 +366,7 @@ _NOT_A_SECRET = {
 }
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def _found(text: str) -> tuple[Finding, ...]:
     # Cached: the same messages are checked by the summarizer, the drift guard's quotes
     # and the fact extractor, and the phone check runs a matcher per region.
