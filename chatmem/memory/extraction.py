@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,9 @@ from chatmem.memory.assembly import span
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.facts import normalize_key
 from chatmem.memory.history_view import HistoryTurn
+from chatmem.memory.sensitive_turns import guard_for, remember
 from chatmem.privacy import sensitive
+from chatmem.privacy.secret_guard import SecretGuard
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -84,13 +86,14 @@ class Extraction:
 
 
 def extraction_messages(
-    facts: Sequence[FactRecord], pending: Sequence[tuple[int, str]]
+    facts: Sequence[FactRecord], pending: Sequence[tuple[int, str]],
+    mask: Callable[[str], str] = sensitive.redact,
 ) -> list[dict[str, str]]:
-    """The extraction request; sensitive details are replaced by markers before it is sent."""
+    """The extraction request; sensitive details are replaced by markers (`mask`)
+    before it is sent."""
     data = {
-        "facts": [{"key": f.key, "value": sensitive.redact(f.value), "scope": f.scope}
-                  for f in facts],
-        "messages": [{"turn": turn, "text": sensitive.redact(text)} for turn, text in pending],
+        "facts": [{"key": f.key, "value": mask(f.value), "scope": f.scope} for f in facts],
+        "messages": [{"turn": turn, "text": mask(text)} for turn, text in pending],
     }
     return [
         {"role": "system", "content": EXTRACTION_PROMPT},
@@ -184,7 +187,14 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[str], bool]:
         return [], False
     last = min(total, done + MAX_BATCH_TURNS)
     turns = env.history.turns(done + 1, last)
-    pending = [(t.number, m.content) for t in turns for m in t.messages if m.role == "user"]
+    # Every message of the batch is read (a secret the assistant said first, a value
+    # answering a label), and values earlier turns found are followed into these.
+    guard, masked = guard_for(state, turns)
+    remember(state, guard, turns)
+    said = [(t.number, m.content, text) for t, m, text in zip(
+        [t for t in turns for _ in t.messages], [m for t in turns for m in t.messages], masked,
+        strict=True) if m.role == "user"]
+    pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
     notices: list[str] = []
     if pending:
@@ -192,34 +202,41 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[str], bool]:
             with env.activity.doing(f"extracting facts from {span([n for n, _ in pending])}"
                                     + catching_up(env, total)):
                 answer = env.model.complete(
-                    extraction_messages(state.live_facts(), pending), purpose="facts"
+                    extraction_messages(state.live_facts(), pending, guard.mask),
+                    purpose="facts"
                 )
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
             state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))
             waiting = span(range(done + 1, total + 1))
             return [f"facts not updated ({e}); {waiting} will be retried"], False
-        extraction, refused = without_sensitive(extraction)
+        extraction, refused = without_sensitive(extraction, guard)
         apply_extraction(state, extraction, sources,
                          user_scope=bool(env.settings and env.settings.user_facts))
-        said = [kind for _, text in pending for kind in sensitive.kinds(text)]
-        if said or refused:
-            notices.append(sensitive_notice([*said, *refused]))
+        found = [kind for _, text, shown in said
+                 for kind in sensitive.kinds_between(text, shown)]
+        if found or refused:
+            notices.append(sensitive_notice([*found, *refused]))
     state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
     if last < total and not env.catch_up:
         notices.append(f"facts are {total - last} turns behind; catching up next turn")
     return notices, last < total
 
 
-def without_sensitive(extraction: Extraction) -> tuple[Extraction, list[str]]:
+def without_sensitive(
+    extraction: Extraction, guard: SecretGuard | None = None
+) -> tuple[Extraction, list[str]]:
     """The extraction minus facts holding a sensitive detail, and the kinds refused.
 
     The request already carries markers instead of the details; this catches a model
-    that copies a marker, or a detail the markers missed but the key names ("pin": …).
+    that copies a marker, or a detail the markers missed but the key names ("pin": …),
+    or a value `guard` follows (said sensitive in another turn).
     """
     kept, refused = [], []
     for change in extraction.set:
         kind = sensitive.fact_kind(change.key, change.value)
+        if kind is None and guard is not None:
+            kind = next((f.kind for f in guard.findings(change.value)), None)
         if kind is None:
             kept.append(change)
         elif kind != sensitive.REDACTED:

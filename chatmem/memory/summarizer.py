@@ -12,7 +12,7 @@ diff's size without depending on the renderer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,22 +44,23 @@ New lines:
 """
 
 
-def format_lines(messages: Sequence[Message]) -> str:
+def format_lines(messages: Sequence[Message],
+                 mask: Callable[[str], str] = sensitive.redact) -> str:
     """One `role: text` line per message; inner newlines folded so lines stay lines.
 
-    Sensitive details become markers: a summary is memory, and memory keeps them only
-    when the user says so (/remember), whatever the prompt in the config asks.
+    Sensitive details become markers (`mask`): a summary is memory, and memory keeps
+    them only when the user says so (/remember), whatever the prompt in the config asks.
     """
-    return "\n".join(f"{m.role}: {' '.join(sensitive.redact(m.content).split())}"
-                     for m in messages)
+    return "\n".join(f"{m.role}: {' '.join(mask(m.content).split())}" for m in messages)
 
 
 def summary_request(
-    prompt: str, previous: str, messages: Sequence[Message]
+    prompt: str, previous: str, messages: Sequence[Message],
+    mask: Callable[[str], str] = sensitive.redact,
 ) -> list[dict[str, str]]:
     # str.replace, not str.format: a user's prompt may contain other braces.
     text = prompt.replace(SUMMARY_SLOT, previous or NO_SUMMARY)
-    text = text.replace(LINES_SLOT, format_lines(messages))
+    text = text.replace(LINES_SLOT, format_lines(messages, mask))
     return [{"role": "user", "content": text}]
 
 
@@ -141,17 +142,21 @@ def summarize(
     *,
     prompt: str = DEFAULT_PROMPT,
     max_tokens: int | None = None,
+    mask: Callable[[str], str] = sensitive.redact,
 ) -> Draft:
     """Fold `messages` into `previous` with exactly one call to `model`.
 
-    Raises the provider's error, or ProviderResponseError for an empty reply:
-    an empty summary would silently erase everything summarized so far.
+    `mask` replaces what must not be sent or kept, in the lines and in the reply (a
+    caller that follows secrets across turns passes its guard's). Raises the provider's error, or
+    ProviderResponseError for an empty reply: an empty summary would silently
+    erase everything summarized so far.
     """
     # The model sees the summary without an earlier clip's marker, so it cannot copy it on.
     previous = strip_clip_marker(previous)
-    reply = model.complete(summary_request(prompt, previous, messages), purpose="summary")
+    reply = model.complete(summary_request(prompt, previous, messages, mask),
+                           purpose="summary")
     # A model may still write one (from the old summary, or one the markers missed).
-    text = sensitive.redact(reply or "").strip()
+    text = mask(sensitive.redact(reply or "")).strip()
     if not text:
         raise ProviderResponseError("the summarizer returned an empty summary")
     clipped = False

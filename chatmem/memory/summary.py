@@ -12,13 +12,13 @@ one summarizer call of an update.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.schema import check_prompt
 from chatmem.errors import ChatmemError
-from chatmem.memory import anchors, pins, quoting, summarizer
+from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param, catching_up
 from chatmem.memory.context import Context, Message, Part
@@ -212,6 +212,10 @@ class SummaryMemory(BaseStrategy):
         if not turns or env.state is None:
             return []
         messages = [m for t in turns for m in t.messages]
+        # What these turns say that is sensitive, and every value earlier turns found,
+        # whoever repeats it, is masked before the summarizer or the drift guard sees it.
+        guard, masked = sensitive_turns.guard_for(env.state, turns)
+        sensitive_turns.remember(env.state, guard, turns)
         options = _options(env)
         covered = span([t.number for t in turns])
         try:
@@ -220,8 +224,8 @@ class SummaryMemory(BaseStrategy):
             with env.activity.doing(f"summarizing {covered}"
                                     + catching_up(env, env.history.turn_count())):
                 draft = summarizer.summarize(
-                    env.model, env.counter, st.text, messages,
-                    prompt=options["prompt"], max_tokens=self.summary_limit(),
+                    env.model, env.counter, guard.mask(st.text), messages,
+                    prompt=options["prompt"], max_tokens=self.summary_limit(), mask=guard.mask,
                 )
         except ChatmemError as e:
             env.state.set(self.name, behind=str(e))
@@ -229,19 +233,21 @@ class SummaryMemory(BaseStrategy):
             return [f"summary is behind ({e}); {covered} {verb} in the context unsummarized,"
                     " the next turn catches up"]
         # Sensitive details are never anchors: pinning one would remember it unasked.
-        said = [sensitive.redact(m.content) for m in messages]
-        candidates = anchors.anchors_of([st.text, *said])
+        said = masked
+        candidates = anchors.anchors_of([guard.mask(st.text), *said])
         dropped = anchors.missing_anchors(candidates, draft.text)
         version = (st.latest.version if st.latest else 0) + 1
         store, session_id = env.state.store, env.state.session_id
-        held = [p for p in st.pins if not anchors.present(p.text, draft.text)]
+        # A pin holding a value found sensitive since is let go, and quotes are masked.
+        held = [replace(p, quote=guard.mask(p.quote)) for p in st.pins
+                if not anchors.present(p.text, draft.text) and not guard.holds(p.text)]
         refused = [a for a in dropped if pins.is_unpinned(st.unpinned, a)]
         taken = {*refused, *(p.text for p in held)}
         new = [a for a in dropped if a not in taken]
         if not options["drift_guard"]:
             new = []
         sources = self._sources(env, st, new, [(m.turn, text) for m, text in zip(
-            messages, said, strict=True)])
+            messages, masked, strict=True)], guard.mask)
         candidates_pins = held + [pins.Pin(a, version, None, *sources.get(a, (None, "")))
                                   for a in new]
         _, released = pins.fit_pins(candidates_pins, self.pin_limit(), pins.PinCost(env.counter))
@@ -285,7 +291,8 @@ class SummaryMemory(BaseStrategy):
                       ("dropped by the summarizer, not pinned (you unpinned them)", refused)]
         groups.append((f"released to keep pins within {self.pin_limit()} tokens"
                        " (/summary lists them)", [p.text for p in released]))
-        left_out = sensitive.describe(k for m in messages for k in sensitive.kinds(m.content))
+        left_out = sensitive.describe(kind for m, text in zip(messages, masked, strict=True)
+                                      for kind in sensitive.kinds_between(m.content, text))
         if left_out:
             groups.append(("sensitive, kept out of the summary and pins", [left_out]))
         for label, group in groups:
@@ -297,7 +304,7 @@ class SummaryMemory(BaseStrategy):
     @staticmethod
     def _sources(
         env: MemoryEnv, st: SummaryState, new: Sequence[str],
-        said: Sequence[tuple[int | None, str]],
+        said: Sequence[tuple[int | None, str]], mask: Callable[[str], str],
     ) -> dict[str, tuple[int | None, str]]:
         """Anchor → (turn, quote) of the message the dropped anchor came from.
 
@@ -316,8 +323,8 @@ class SummaryMemory(BaseStrategy):
         while older and last >= oldest:
             first = max(oldest, last - QUOTE_PAGE_TURNS + 1)
             records = env.state.store.messages(env.state.session_id, first, last)
-            # Quotes are redacted like the anchors: a quote may sit next to a card number.
-            found.update(pins.first_quotes(older, ((r.turn, sensitive.redact(r.content))
+            # Quotes are masked like the anchors: a quote may sit next to a card number.
+            found.update(pins.first_quotes(older, ((r.turn, mask(r.content))
                                                    for r in reversed(records))))
             older = [a for a in older if a not in found]
             last = first - 1

@@ -9,17 +9,26 @@ extractor or summarizer sees the user's words, each detail is replaced by a
 marker such as ⟦card number⟧, and whatever a model answers is checked again.
 
 Precision matters as much as recall: every false alarm is a detail the user
-wanted remembered and lost. So numbers are checked (Luhn, mod 97, the id's
-check digit and birth date) where a format allows it, the rest needs a word
-that names it ("password", "密码", "phone", "手机"), and order ids, dates and
-amounts (ORD-7731, 2026-03-15, 五千元, $120) never match.
+wanted remembered and lost. So numbers are checked by maintained libraries
+where a format allows it (python-stdnum: Luhn, IBAN mod 97, the Chinese id's
+check digit, birth date and region, US SSN ranges; phonenumbers: phone numbers
+valid in a region that matters), the rest needs a word that names it
+("password", "locker code", "密码", "phone", "手机"), a label beside a number
+decides (a "booking reference" or "tracking" number is not a card even when its
+check digit passes), and order ids, dates and amounts (ORD-7731, 2026-03-15,
+五千元, $120) never match. Both libraries are imported on first use, so
+`chatmem --help` never loads them.
+
+What one message cannot show (a value said after "what's the PIN?", a secret the
+assistant repeats) is followed across messages by chatmem.privacy.secret_guard.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 MARK_OPEN, MARK_CLOSE = "⟦", "⟧"
 
@@ -50,41 +59,28 @@ def marker(kind: str) -> str:
 
 
 def luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, c in enumerate(reversed(digits)):
-        d = int(c)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+    from stdnum import luhn
+
+    return bool(luhn.is_valid(digits))
 
 
 def iban_ok(text: str) -> bool:
-    compact = re.sub(r"[\s-]", "", text).upper()
-    if not re.fullmatch(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}", compact):
-        return False
-    moved = compact[4:] + compact[:4]
-    number = "".join(str(int(c, 36)) for c in moved)
-    return int(number) % 97 == 1
+    from stdnum import iban
 
-
-_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+    return bool(iban.is_valid(text))
 
 
 def cn_id_ok(text: str) -> bool:
     """An 18-character mainland id: region, a real birth date, sequence, ISO 7064 check."""
-    if not re.fullmatch(r"[1-9]\d{16}[\dXx]", text):
-        return False
-    year, month, day = int(text[6:10]), int(text[10:12]), int(text[12:14])
-    if not (1900 <= year <= 2099 and 1 <= month <= 12 and 1 <= day <= 31):
-        return False
-    total = sum(int(c) * w for c, w in zip(text[:17], _CN_ID_WEIGHTS, strict=True))
-    return "10X98765432"[total % 11] == text[17].upper()
+    from stdnum.cn import ric
+
+    return bool(re.fullmatch(r"[1-9]\d{16}[\dXx]", text)) and bool(ric.is_valid(text))
 
 
 def ssn_ok(text: str) -> bool:
-    area, group, serial = text.split("-")
-    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+    from stdnum.us import ssn
+
+    return bool(ssn.is_valid(text))
 
 
 def _digits(text: str) -> str:
@@ -96,6 +92,11 @@ def card_ok(text: str) -> bool:
     # Issuers' numbers start with 2–6 (Visa 4, Mastercard 2/5, Amex 3, UnionPay 62...):
     # a 13-digit millisecond timestamp or a long order number starting with 1 is not a card.
     return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_ok(digits)
+
+
+PHONE_REGIONS = ("GB", "US", "CN", "DE", "FR", "IN", "JP")
+"""Where a number without a country code is tried: one valid in any of them is a phone
+number when its shape or a word beside it says so."""
 
 
 # -- patterns ------------------------------------------------------------------
@@ -112,16 +113,86 @@ _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]
                    r"(?![A-Za-z0-9])")
 _CN_ID = re.compile(r"(?<![A-Za-z0-9_])[1-9]\d{16}[\dXx](?![A-Za-z0-9_])")
 _SSN = re.compile(rf"{_NB}\d{{3}}-\d{{2}}-\d{{4}}{_NA}")
-_PHONE = re.compile(
-    # +44 20 7946 0958, +86 138 1234 5678, +1 (415) 555-0132
-    r"(?<![A-Za-z0-9_+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){1,2}(?:[ .-]?\d{2,4}){1,4}"
-    r"(?![A-Za-z0-9_-])"
-    # (415) 555-0132, 415-555-0132, 415.555.0132
-    r"|(?<![A-Za-z0-9_(-])\(\d{3}\) ?\d{3}[-. ]\d{4}(?![A-Za-z0-9_-])"
-    r"|(?<![A-Za-z0-9_.-])\d{3}[-.]\d{3}[-.]\d{4}(?![A-Za-z0-9_-])"
-    # Mainland mobiles: 13812345678, 138 1234 5678, 138-1234-5678
-    r"|(?<![A-Za-z0-9_])1[3-9]\d(?:[ -]?\d{4}){2}(?![A-Za-z0-9_])"
+# What a number phonenumbers finds valid must also look like to count without a label:
+# an international number, a trunk prefix with groups (020 7946 0958, 089 1234567,
+# 03-3224-5000), a mainland mobile (138 0013 8000) or a North American layout.
+_PHONE_SHAPE = re.compile(
+    r"\+.+|\(\d.+|0\d+(?:[ .-]\d+)+|1[3-9]\d(?:[ -]?\d{4}){2}|\d{3}[-.]\d{3}[-.]\d{4}")
+# Words beside a number that say what it is. The nearest one before it in its clause
+# decides: "booking reference 4539 1488 0343 6467" is not a card, "order 415 555 2671"
+# is not a phone, "call 089 1234567" is one.
+_NOT_PRIVATE_LABEL = (
+    r"booking|reservation|order|tracking|track|invoice|reference|ref|confirmation"
+    r"|membership|member|customer|case|claim|loyalty|ticket|parcel|shipment|serial|receipt"
+    r"|transaction|policy|flight|isbn|barcode|model|sku|postcode|zip"
+    r"|预订|预定|订单|单号|编号|发票|快递单|运单|工单|会员|流水号|序列号|车次|航班"
 )
+_PRIVATE_LABEL = (
+    r"card|visa|mastercard|amex|debit|credit|phone|mobile|cell|tel|telephone|call|ring|text"
+    r"|dial|reach|ping|contact|whatsapp|fax|landline|iban|account"
+    r"|卡号|银行卡|信用卡|电话|手机|打|联系|座机|账号|帐号"
+)
+_LABEL = re.compile(
+    rf"(?P<harmless>{_WB}(?:{_NOT_PRIVATE_LABEL}){_WA})|(?P<private>{_WB}(?:{_PRIVATE_LABEL}){_WA})",
+    re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.!?;。！？；\n](?:\s|$)|[。！？；\n]")
+LABEL_REACH = 48
+"""How many characters before a number its label may be."""
+
+
+def _nearest_label(text: str, start: int) -> str | None:
+    """"harmless" or "private": what the nearest label before `start`, in its clause, says."""
+    window = text[max(0, start - LABEL_REACH):start]
+    ends = list(_CLAUSE_END.finditer(window))
+    if ends:
+        window = window[ends[-1].end():]
+    labels = list(_LABEL.finditer(window))
+    return labels[-1].lastgroup if labels else None
+
+
+def harmless_label_before(text: str, start: int) -> bool:
+    """Whether a label before `start` names a harmless number (an order, a booking)."""
+    return _nearest_label(text, start) == "harmless"
+
+
+def private_label_before(text: str, start: int) -> bool:
+    """Whether a label before `start` names a card, a phone or an account."""
+    return _nearest_label(text, start) == "private"
+
+
+# Digit groups a phone number could be (7 or more digits, single separators): only these
+# are handed to phonenumbers, whose matcher costs milliseconds per region on any text.
+_PHONE_CANDIDATE = re.compile(
+    r"(?<![A-Za-z0-9_+.,/-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,15}"
+    r"(?:[ .-]\d{1,12}){0,5}(?![A-Za-z0-9_]|[.,/-]\d)")
+
+
+def _valid_phone(raw: str) -> bool:
+    import phonenumbers
+
+    for region in (None,) if raw.startswith("+") else PHONE_REGIONS:
+        try:
+            number = phonenumbers.parse(raw, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return True
+    return False
+
+
+def _phones(text: str) -> Iterable[Finding]:
+    """Phone numbers valid in one of PHONE_REGIONS, shaped like one or named as one."""
+    for match in _PHONE_CANDIDATE.finditer(text):
+        raw, start = match.group(), match.start()
+        if not 7 <= len(_digits(raw)) <= 15 or _DATE.fullmatch(raw):
+            continue
+        if harmless_label_before(text, start):
+            continue
+        if (_PHONE_SHAPE.fullmatch(raw) or private_label_before(text, start)) \
+                and _valid_phone(raw):
+            yield Finding(PHONE, start, match.end(), raw)
+
+
 _API_KEY = re.compile(
     rf"{_NB}(?:"
     r"sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}"
@@ -137,29 +208,65 @@ _API_KEY = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
 )
 
-# A word that names the detail, then "is", ":", "是"... and the detail itself.
+# A word that names the detail, then "is", ":", "是"... and the detail itself. Between the
+# word and the link a short aside may stand: "the PIN for my SIM card is 1207", "the CVV
+# on the back is 417", "the code they texted me is 662019".
 _LINK = r"\s*(?:is|was|=|:|：)\s*"
+_ASIDE = (r"(?:\s+(?:for|of|on|to|at|from|in|they|we|you|i|that|which)"
+          r"(?=\s)[^.,;:!?。，；：\n\"“]{1,30}?)?")
 _LINK_ZH = r"\s*(?:是|为|為|:|：)?\s*"
-_SECRET_WORDS = (
-    r"password|passwd|passphrase|pass phrase|passcode|pass code|pwd"
+SECRET_WORDS = (
+    r"password|passwd|passcode|pass code|pwd"
     r"|secret key|client secret|private key|api[ _-]?key|access[ _-]?key"
     r"|(?:access|auth|bearer|api|refresh|session) token"
 )
-_CODE_WORDS = (
+PHRASE_WORDS = r"passphrase|pass phrase|seed phrase|recovery phrase|backup phrase|mnemonic"
+CODE_WORDS = (
     r"pin(?: code| number)?|security code|verification code|one-time code|otp|cvv2?|cvc"
+    r"|combination|keypad|(?:locker|door|gate|alarm|safe|entry|keypad|lock|building|access"
+    r"|entrance|lockbox|key ?box|key safe|sms|2fa|login|unlock|storage|unit|intercom|buzzer"
+    r"|mailbox|padlock|vault|lobby|garage|house|apartment|flat|cabinet) (?:code|pin)"
 )
-_SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌"
-_CODE_WORDS_ZH = r"PIN码|验证码|动态码|安全码"
+SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌"
+CODE_WORDS_ZH = r"PIN码|验证码|动态码|安全码|校验码|门禁码|开门码|密码锁"
 # A quoted value may hold spaces ("open sesame"); a bare one ends at a space or a sentence end.
 _VALUE = (r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
           r"|(?P<value>[^\s\"'“”‘’「」，。！？；、,;!?]{3,128}?)"
           r"(?=[\s，。！？；、,;!?)]|[.](?:\s|$)|$))")
+# After a Chinese label a value is ASCII (Hua8mei2024): "密码每90天换一次" names no secret.
+_VALUE_ZH = (r"(?:[\"“'‘「](?P<quoted_zh>[^\"”'’」\n]{3,128})[\"”'’」]"
+             r"|(?P<value_zh>[!-~]{3,128}?)(?=[^!-~]|[.](?:\s|$)|$))")
 _NAMED_SECRET = re.compile(
-    rf"(?:{_WB}(?:{_SECRET_WORDS}){_WA}{_LINK}|(?:{_SECRET_WORDS_ZH}){_LINK_ZH}){_VALUE}",
+    rf"{_WB}(?:{SECRET_WORDS}){_WA}{_ASIDE}{_LINK}{_VALUE}"
+    rf"|(?:{SECRET_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
     re.IGNORECASE,
 )
 _NAMED_CODE = re.compile(
-    rf"(?:{_WB}(?:{_CODE_WORDS}){_WA}{_LINK}|(?:{_CODE_WORDS_ZH}){_LINK_ZH}){_VALUE}",
+    # "Gate code 7290#": a code needs no "is" (it is checked for digits below).
+    rf"{_WB}(?:{CODE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)(?=\S*\d){_VALUE}"
+    rf"|(?:{CODE_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
+    re.IGNORECASE,
+)
+# Several words to the end of the sentence: "the passphrase is correct horse battery staple".
+_NAMED_PHRASE = re.compile(
+    rf"{_WB}(?:{PHRASE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)"
+    r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
+    r"|(?P<value>[^\s.,;!?。，；！？]+(?: [^\s.,;!?。，；！？]+){0,11}))",
+    re.IGNORECASE,
+)
+# A user and a password together: "the login for the portal is ada / S3cr3t-Passw0rd",
+# "log in as jdoe with hunter2024!".
+_LOGIN_PAIR = re.compile(
+    rf"{_WB}(?:log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account){_WA}"
+    r"[^.\n/]{0,40}?(?<![^\s:：])[\w.@+-]{2,64}\s*/\s*"
+    r"(?P<value>[^\s/]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)"
+    rf"|{_WB}log(?:ging|s|ged)?[ -]?(?:in|on){_WA}\s+(?:as|with)\s+[\w.@+-]{{2,64}}\s+"
+    r"(?:with|using|and|password)\s+(?P<value2>[^\s]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)",
+    re.IGNORECASE,
+)
+_NAMED_PASSPORT = re.compile(
+    rf"(?:{_WB}passport(?: number| no\.?| #)?{_WA}|护照(?:号码?)?)(?:{_LINK}|{_LINK_ZH})"
+    r"(?P<value>[A-Z]{1,2}\d{6,9})(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
 ACCOUNT = "bank account number"
@@ -197,24 +304,46 @@ def _unnamed(text: str) -> Iterable[Finding]:
         if ssn_ok(match.group()):
             yield Finding(NATIONAL_ID, match.start(), match.end(), match.group())
     for match in _CARD.finditer(text):
-        if card_ok(match.group()):
+        if card_ok(match.group()) and not harmless_label_before(text, match.start()):
             yield Finding(CARD, match.start(), match.end(), match.group())
-    for match in _PHONE.finditer(text):
-        if 7 <= len(_digits(match.group())) <= 15:
-            yield Finding(PHONE, match.start(), match.end(), match.group())
+    yield from _phones(text)
+
+
+_NAMES_A_KEY = re.compile(r"(?:key|token)(?![A-Za-z])", re.IGNORECASE)
+_NOT_A_PHRASE = {
+    "is", "was", "needs", "must", "should", "has", "had", "have", "can", "will", "would",
+    "could", "manager", "generator", "for", "of", "on", "in", "to", "with", "that", "which",
+    "you", "i", "we", "it", "and", "or", "but", "too", "again", "please",
+}
+
+
+def _value_of(match: re.Match[str]) -> tuple[str, str] | None:
+    """(group name, value) of the named value a match holds."""
+    for group in ("quoted", "value", "quoted_zh", "value_zh", "value2"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            return group, match.group(group)
+    return None
 
 
 def _named(text: str) -> Iterable[Finding]:
-    for pattern, kind in ((_NAMED_SECRET, PASSWORD), (_NAMED_CODE, CODE)):
+    patterns = ((_NAMED_SECRET, PASSWORD), (_NAMED_CODE, CODE), (_NAMED_PHRASE, PASSWORD),
+                (_LOGIN_PAIR, PASSWORD), (_NAMED_PASSPORT, NATIONAL_ID))
+    for pattern, kind in patterns:
         for match in pattern.finditer(text):
-            group = "quoted" if match.group("quoted") is not None else "value"
-            value = match.group(group)
+            picked = _value_of(match)
+            if picked is None:
+                continue
+            group, value = picked
             if value.lower() in _NOT_A_SECRET or MARK_OPEN in value:
                 continue
             if pattern is _NAMED_CODE and len(_digits(value)) < 3:
                 continue  # "the PIN was reset"; a code is digits
-            named = text[match.start():match.start(group)].lower()
-            yield Finding(API_KEY if "key" in named or "token" in named else kind,
+            if pattern is _NAMED_PHRASE and (
+                    (len(value.split()) < 2 and len(value) < 8)
+                    or value.split()[0].lower() in _NOT_A_PHRASE):
+                continue  # "the passphrase is long", "my passphrase needs to be longer"
+            named = text[match.start():match.start(group)]
+            yield Finding(API_KEY if _NAMES_A_KEY.search(named) else kind,
                           match.start(group), match.end(group), value)
     for kind, pattern in _NAMED_NUMBER.items():
         for match in pattern.finditer(text):
@@ -231,17 +360,29 @@ _NOT_A_SECRET = {
     "too", "not", "very", "still", "also", "the", "a", "an", "my", "your", "it", "that", "this",
     "for", "and", "but", "to", "of", "in", "on", "with", "manager", "protected", "strong",
     "weak", "long", "short", "what", "which", "please", "empty", "blank", "unknown", "none",
-    "null", "secret", "private", "hidden", "safe", "saved", "stored", "encrypted",
+    "null", "secret", "private", "hidden", "safe", "saved", "stored", "encrypted", "valid",
+    "due", "case-sensitive", "locked", "blocked", "coming", "next", "below", "above",
     "错误", "正确", "不对", "忘了", "过期", "重置", "什么", "多少",
 }
 
 
+@lru_cache(maxsize=512)
+def _found(text: str) -> tuple[Finding, ...]:
+    # Cached: the same messages are checked by the summarizer, the drift guard's quotes
+    # and the fact extractor, and the phone check runs a matcher per region.
+    return tuple(merged(text, [*_unnamed(text), *_named(text)]))
+
+
 def findings(text: str) -> list[Finding]:
     """The sensitive details in `text`, in order, without overlaps (the longer one wins)."""
-    found = sorted([*_unnamed(text), *_named(text)],
-                   key=lambda f: (f.start, -(f.end - f.start)))
+    return list(_found(text))
+
+
+def merged(text: str, found: Iterable[Finding]) -> list[Finding]:
+    """`found` in order, overlapping findings merged into the earlier one."""
+    ordered = sorted(found, key=lambda f: (f.start, -(f.end - f.start)))
     kept: list[Finding] = []
-    for finding in found:
+    for finding in ordered:
         if kept and finding.start < kept[-1].end:
             if finding.end > kept[-1].end:  # overlapping: merge into the earlier one
                 last = kept.pop()
@@ -252,9 +393,8 @@ def findings(text: str) -> list[Finding]:
     return kept
 
 
-def redact(text: str) -> str:
-    """`text` with each sensitive detail replaced by a marker naming its kind."""
-    found = findings(text)
+def masked(text: str, found: Sequence[Finding]) -> str:
+    """`text` with each of `found` (in order, no overlaps) replaced by its marker."""
     if not found:
         return text
     pieces, at = [], 0
@@ -265,13 +405,29 @@ def redact(text: str) -> str:
     return "".join(pieces)
 
 
+def redact(text: str) -> str:
+    """`text` with each sensitive detail replaced by a marker naming its kind."""
+    return masked(text, _found(text))
+
+
 def kinds(text: str) -> list[str]:
     """The kinds of sensitive detail in `text`, each once, in order."""
     return list(dict.fromkeys(f.kind for f in findings(text)))
 
 
+_MARKER = re.compile(f"{MARK_OPEN}([^{MARK_CLOSE}]+){MARK_CLOSE}")
+
+
+def kinds_between(original: str, shown: str) -> list[str]:
+    """The kinds of detail masked in `shown`, a masked copy of `original`."""
+    before = {m.group(1) for m in _MARKER.finditer(original)}
+    return list(dict.fromkeys(m.group(1) for m in _MARKER.finditer(shown)
+                              if m.group(1) not in before))
+
+
 _SECRET_KEY = re.compile(
-    rf"{_WB}(?:{_SECRET_WORDS}|{_CODE_WORDS}){_WA}|{_SECRET_WORDS_ZH}|{_CODE_WORDS_ZH}",
+    rf"{_WB}(?:{SECRET_WORDS}|{PHRASE_WORDS}|{CODE_WORDS}){_WA}"
+    rf"|{SECRET_WORDS_ZH}|{CODE_WORDS_ZH}",
     re.IGNORECASE)
 
 

@@ -74,3 +74,27 @@ def test_the_harmless_look_alikes_include_luhn_valid_references() -> None:
                   if re.fullmatch(r"\d{13,19}", v.replace(" ", ""))
                   and luhn.is_valid(v.replace(" ", ""))]
     assert len(lookalikes) >= 8
+
+
+def _check(figures: object) -> None:
+    assert figures.kept_out_share >= 0.97, figures.leaks  # type: ignore[attr-defined]
+    assert figures.redacted_share <= 0.02, figures.redacted  # type: ignore[attr-defined]
+
+
+def test_a_sample_of_the_corpus_meets_the_targets() -> None:
+    figures = bench.corpus_figures(every=10)
+    assert figures.sensitive >= 15 and figures.harmless >= 15
+    _check(figures)
+
+
+@pytest.mark.slow
+def test_the_whole_corpus_meets_the_targets() -> None:
+    _check(bench.corpus_figures())
+
+
+def test_a_leak_and_a_masked_value_are_each_counted() -> None:
+    seen = bench.Seen(sent=["user: my pin is 4471"], pins=["ORD-1 quote"])
+    assert bench.leaked_into("4471", seen) == "sent"
+    assert bench.leaked_into("9999", seen) is None
+    masked = bench.Seen(sent=["New lines:\nuser: order ⟦card number⟧", "{\"messages\": []}"])
+    assert bench.masked("4539 1488 0343 6467", ["order 4539 1488 0343 6467"], masked)

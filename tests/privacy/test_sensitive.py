@@ -237,3 +237,49 @@ def test_the_summary_prompt_forbids_them_and_the_request_never_holds_them(
     [summary] = store.summaries(engine.session.id)
     assert summary.text == "User (⟦phone number⟧, 身份证⟦national id⟧) ordered ORD-7731."
     model.close()
+
+
+# -- issue 19, finding 4: misses and false alarms ---------------------------------------
+
+
+@pytest.mark.parametrize(("text", "detail", "kind"), [
+    ("ring 020 7946 0958 after six", "020 7946 0958", "phone number"),
+    ("passphrase correct horse battery staple", "correct horse battery staple", "password"),
+    ("login for the portal is ada / S3cr3t-Passw0rd", "S3cr3t-Passw0rd", "password"),
+    ("My gym locker code is 4471", "4471", "PIN or security code"),
+    ("My locker code is 5512.", "5512", "PIN or security code"),
+    ("Gate code 7290# for the driver.", "7290#", "PIN or security code"),
+    ("The PIN for my SIM card is 1207.", "1207", "PIN or security code"),
+    ("my passport number is K4820193.", "K4820193", "national id"),
+    ("门禁码是4825。", "4825", "PIN or security code"),
+    ("行李箱的密码锁是5286。", "5286", "PIN or security code"),
+    ("call the Munich office on 089 1234567", "089 1234567", "phone number"),
+    ("有急事打138 0013 8000。", "138 0013 8000", "phone number"),
+    ("My storage unit code is 60417.", "60417", "PIN or security code"),
+    ("the keypad at the back door: 3382", "3382", "PIN or security code"),
+    ("you can sign in with leo.m / Gr8tDay#2", "Gr8tDay#2", "password"),
+])
+def test_labelled_codes_passphrases_pairs_and_national_phone_numbers(
+        text: str, detail: str, kind: str) -> None:
+    assert [(f.kind, f.text) for f in sensitive.findings(text)] == [(kind, detail)]
+    assert detail not in sensitive.redact(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Booking reference 4539 1488 0343 6467 is on the ticket",  # Luhn-valid by chance
+    "Tracking number 4539 1488 0343 6467, arriving Tuesday",
+    "order 415 555 2671 was split in two",
+    "预订号是4539148803436467。",
+    "公司要求密码每90天换一次。", "支付密码是6位数字。", "密码输错3次就会锁卡。",
+    "the promo code is SPRING25", "the confirmation code is Q7HT9K",
+    "Pi starts 3141592653", "my appointment is on 03.04.2026", "The city has 3 000 000 people.",
+    "有问题打10086客服。", "The PIN has 6 digits now.", "my passphrase needs to be longer",
+])
+def test_a_label_or_a_shape_beside_a_number_keeps_it_harmless(text: str) -> None:
+    assert sensitive.findings(text) == []
+
+
+def test_a_locker_code_is_never_a_fact() -> None:
+    assert sensitive.fact_kind("locker code", "5512") == "PIN or security code"
+    assert sensitive.fact_kind("passphrase", "correct horse battery staple") == "password"
+    assert sensitive.fact_kind("promo code", "SPRING25") is None

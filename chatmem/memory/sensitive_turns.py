@@ -1,0 +1,65 @@
+"""Which turns of a session said something sensitive: what the secret guard re-reads.
+
+A secret found in turn 12 must stay masked when the assistant repeats it in turn
+40, long after turn 12 was summarized. The session remembers *where* secrets were
+said (turn numbers, in the strategy state under SENSITIVE_KEY), never the secrets:
+a guard for a new batch of turns re-reads those turns, and the turn just before
+the batch (a bare value may answer its label), and learns their values again. So
+nothing derived holds a copy of a secret, and a turn whose text is erased no
+longer teaches the guard anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from chatmem.memory.history_view import HistoryTurn
+from chatmem.privacy.secret_guard import SecretGuard
+
+if TYPE_CHECKING:
+    from chatmem.memory.state import SessionState
+
+SENSITIVE_KEY = "sensitive"
+"""Strategy-state namespace shared by every strategy that feeds a helper model."""
+READ_PAGE_TURNS = 32
+
+
+def guard_for(
+    state: SessionState | None, turns: Sequence[HistoryTurn]
+) -> tuple[SecretGuard, list[str]]:
+    """A guard that knows what earlier turns found and has read `turns`, in order, and
+    the text of each message of `turns` as a helper model may see it."""
+    guard = SecretGuard()
+    first = turns[0].number if turns else 0
+    before: list[str] = []
+    if state is not None and first:
+        # Each turn that said a secret, with the turn before it (a bare value answers a
+        # label there), and the turn just before the batch.
+        wanted_turns = {n for t in _said_in(state) for n in (t - 1, t)} | {first - 1}
+        earlier = sorted(n for n in wanted_turns if 0 < n < first)
+        for start in range(0, len(earlier), READ_PAGE_TURNS):
+            page = earlier[start:start + READ_PAGE_TURNS]
+            records = state.store.messages(state.session_id, page[0], page[-1])
+            wanted = set(page)
+            texts = [r.content for r in records if r.turn in wanted]
+            guard.read(texts)
+            if page[-1] == first - 1:
+                before = [r.content for r in records if r.turn == first - 1]
+    return guard, guard.read([m.content for t in turns for m in t.messages], before)
+
+
+def remember(state: SessionState | None, guard: SecretGuard,
+             turns: Sequence[HistoryTurn]) -> None:
+    """Note the turns of `turns` that hold something the guard masks."""
+    if state is None or not turns:
+        return
+    said = {t.number for t in turns if any(guard.holds(m.content) for m in t.messages)}
+    known = _said_in(state)
+    if not said <= known:
+        state.set(SENSITIVE_KEY, turns=sorted(known | said))
+
+
+def _said_in(state: SessionState) -> set[int]:
+    stored = state.get(SENSITIVE_KEY).get("turns", [])
+    return {int(t) for t in stored if isinstance(t, int)} if isinstance(stored, list) else set()

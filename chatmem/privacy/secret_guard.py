@@ -1,0 +1,202 @@
+"""A guard that follows a secret from message to message, whoever says it.
+
+One message alone cannot always show a secret: the user says "I'll give you the
+door code" and then only "1847"; the assistant answers "what's a good PIN?" with
+"How about 8812?"; the user says "my wifi password is blue-heron-42" and the
+assistant repeats "Cabin Wi-Fi: blue-heron-42." A SecretGuard reads a
+conversation's messages in order, finds what chatmem.privacy.sensitive finds in
+each, plus:
+
+- an answer to a label: a short message right after one naming a secret ("the
+  alarm code, for when you house-sit:", "验证码是多少？") holds that secret when
+  it is the value alone or the one code-like word in it;
+- every later occurrence of a value found sensitive before, in any role and with
+  any spacing of its digits ("4487574911862520" after "4487 5749 1186 2520").
+
+A label names harmless numbers too: after "here is the booking reference", a bare
+Luhn-valid number is not a card.
+
+The guard keeps the values it found only in memory, for the messages it is
+given: what earlier turns found is re-read from those turns (see
+chatmem.memory.sensitive_turns), so no copy of a secret is ever stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from chatmem.privacy import sensitive
+from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, PHONE, Finding
+
+ANSWER_CHARS = 80
+"""Longest message read as the answer to a label in the message before it."""
+MIN_FOLLOWED = 3
+"""Shortest value followed into later messages: shorter ones recur by chance."""
+
+PHRASE = "phrase"
+"""A label naming a passphrase: its answer may be several plain words."""
+_PHRASE_LABEL = re.compile(rf"(?<![A-Za-z])(?:{sensitive.PHRASE_WORDS})(?![A-Za-z])",
+                           re.IGNORECASE)
+_SECRET_LABEL = re.compile(
+    rf"(?<![A-Za-z])(?:{sensitive.SECRET_WORDS}|secret)(?![A-Za-z])|{sensitive.SECRET_WORDS_ZH}",
+    re.IGNORECASE)
+_CODE_LABEL = re.compile(
+    rf"(?<![A-Za-z])(?:{sensitive.CODE_WORDS})(?![A-Za-z])|{sensitive.CODE_WORDS_ZH}|门禁",
+    re.IGNORECASE)
+_NUMBER_LABEL = {
+    CARD: re.compile(r"(?<![A-Za-z])card(?: number)?(?![A-Za-z])|卡号|银行卡|信用卡",
+                     re.IGNORECASE),
+    PHONE: re.compile(r"(?<![A-Za-z])(?:phone|mobile|cell|telephone)(?![A-Za-z])"
+                      r"|电话|手机|座机", re.IGNORECASE),
+}
+_HARMLESS_LABEL = re.compile(
+    r"(?<![A-Za-z])(?:booking|reservation|order|tracking|invoice|reference|confirmation"
+    r"|membership|customer|parcel|shipment|serial|receipt|flight|seat|room|postcode)"
+    r"(?![A-Za-z])|预订|订单|单号|编号|发票|快递|车次|航班|房间|邮编",
+    re.IGNORECASE)
+# "It's 1847.", "Yes: 732-19-0046", "是3568": the value alone, with a short lead-in.
+_LEAD = re.compile(r"^(?:it'?s|it is|yes|sure|ok(?:ay)?|here|that'?s|是|就是)[\s,:：]*",
+                   re.IGNORECASE)
+_TRAIL = re.compile(r"[\s.!。！]+$")
+_CODE_WORD = re.compile(r"(?<![A-Za-z0-9_.,:/-])\d{3,12}#?(?![A-Za-z0-9_.,:/%-])")
+_PASSWORD_WORD = re.compile(r"(?<![^\s\"'“‘「(，、：:])(?=\S*[A-Za-z])(?=\S*[\d!@#$%^&*_+=~])"
+                            r"[!-~]{6,64}?(?=[\s\"'”’」)，。！？、]|[.,!?]?$|[.,!?]\s)")
+_PASSWORD_TOKEN = re.compile(r"(?=.*[\d!@#$%^&*_+=~-])[!-~]{3,64}")
+_CODE_TOKEN = re.compile(r"[A-Za-z]?\d{3,12}[A-Za-z#*]?")
+_NUMBER_TOKEN = re.compile(r"\+?\d[\d\s()-]{5,30}\d")
+_PHRASE_TOKEN = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){1,11}")
+_DATE_OR_AMOUNT = re.compile(r"\d{1,4}[-/.:]\d{1,2}(?:[-/.:]\d{1,4})?|[$€£¥]\s*\d.*|\d+%")
+
+
+@dataclass
+class SecretGuard:
+    """What a conversation has said that is sensitive, followed into every later message."""
+
+    known: dict[str, str] = field(default_factory=dict)
+    """Value → its kind: each value found sensitive so far."""
+    cleared: set[str] = field(default_factory=set)
+    """Numbers a label named harmless ("the booking reference:" then the number alone):
+    not a card or a phone number wherever they recur, unless found sensitive too."""
+    _patterns: dict[str, re.Pattern[str]] = field(default_factory=dict, repr=False)
+
+    def read(self, texts: Sequence[str], before: Sequence[str] = ()) -> list[str]:
+        """Each of `texts` masked, having learnt from all of them what each one hides.
+
+        `before` are the messages just before the first of `texts` (the label a first
+        bare value answers); they are read for context, not returned. A value found in
+        any of `texts` is masked in all of them, earlier ones included.
+        """
+        for _ in range(2):  # learn from every message, then mask each with all learnt
+            out = []
+            context = list(before[-2:])
+            for text in texts:
+                found = self.findings(text, context)
+                self.learn(found)
+                out.append(sensitive.masked(text, found))
+                context = [*context[-1:], text]
+        return out
+
+    def learn(self, found: Iterable[Finding]) -> None:
+        for finding in found:
+            value = finding.text.strip()
+            if len(value) >= MIN_FOLLOWED and sensitive.MARK_OPEN not in value:
+                self.known.setdefault(value, finding.kind)
+
+    def holds(self, text: str) -> bool:
+        """Whether `text` says anything sensitive on its own or anything the guard follows."""
+        return bool(self.findings(text))
+
+    def mask(self, text: str) -> str:
+        """`text` with what it says and every followed value replaced by markers."""
+        return sensitive.masked(text, self.findings(text))
+
+    def findings(self, text: str, before: Sequence[str] = ()) -> list[Finding]:
+        """The sensitive details of `text`, read after the messages `before` it."""
+        label = _label_before(before)
+        own = sensitive.findings(text)
+        if label == "harmless" and _is_bare(text):
+            self.cleared.update(f.text for f in own if f.kind in (CARD, PHONE))
+        own = [f for f in own if not (f.kind in (CARD, PHONE) and f.text in self.cleared
+                                      and not sensitive.private_label_before(text, f.start))]
+        answer = _answer(text, label) if label not in (None, "harmless") else []
+        return sensitive.merged(text, [*own, *answer, *self._followed(text)])
+
+    def _followed(self, text: str) -> Iterable[Finding]:
+        for value, kind in self.known.items():
+            pattern = self._patterns.get(value)
+            if pattern is None:
+                pattern = self._patterns[value] = _occurrence(value)
+            for match in pattern.finditer(text):
+                yield Finding(kind, match.start(), match.end(), match.group())
+
+
+def _occurrence(value: str) -> re.Pattern[str]:
+    """Where `value` is said again: as a whole word, its digit groups spaced any way."""
+    if re.fullmatch(r"[\d\s()+-]+", value):
+        digits = re.sub(r"\D", "", value)
+        body = r"[\s()+-]?".join(re.escape(d) for d in digits)
+        return re.compile(rf"(?<![\d]){body}(?![\d])")
+    edge_start = r"(?<![A-Za-z0-9])" if value[0].isascii() and value[0].isalnum() else ""
+    edge_end = r"(?![A-Za-z0-9])" if value[-1].isascii() and value[-1].isalnum() else ""
+    return re.compile(edge_start + re.escape(value) + edge_end, re.IGNORECASE)
+
+
+def _label_before(before: Sequence[str]) -> str | None:
+    """What the nearest of the last two messages asks for or announces, if anything."""
+    for text in reversed(before[-2:]):
+        if _PHRASE_LABEL.search(text):
+            return PHRASE
+        if _SECRET_LABEL.search(text):
+            return PASSWORD
+        if _CODE_LABEL.search(text):
+            return CODE
+        for kind, pattern in _NUMBER_LABEL.items():
+            if pattern.search(text):
+                return kind
+        if _HARMLESS_LABEL.search(text):
+            return "harmless"
+    return None
+
+
+def _is_bare(text: str) -> bool:
+    return len(text) <= ANSWER_CHARS and len(_bare_value(text).split()) <= 8
+
+
+def _bare_value(text: str) -> str:
+    return _TRAIL.sub("", _LEAD.sub("", text.strip()))
+
+
+def _answer(text: str, label: str) -> list[Finding]:
+    """The value `text` gives in answer to a label naming `label`, if it gives one."""
+    if len(text) > ANSWER_CHARS:
+        return []
+    kind = PASSWORD if label == PHRASE else label
+    value = _bare_value(text)
+    if _answers(value, label):
+        start = text.find(value)
+        return [Finding(kind, start, start + len(value), value)]
+    # A PIN is a 密码 too ("取款密码"): after a password label a code-like number counts.
+    patterns = [_CODE_WORD] if kind in (CODE, CARD, PHONE) else [_CODE_WORD, _PASSWORD_WORD]
+    words = [m for pattern in patterns for m in pattern.finditer(text)
+             if not _DATE_OR_AMOUNT.fullmatch(m.group())]
+    if len(words) == 1:
+        match = words[0]
+        return [Finding(kind, match.start(), match.end(), match.group())]
+    return []
+
+
+def _answers(value: str, label: str) -> bool:
+    """Whether a message that is only `value` is the detail `label` asked for."""
+    if not value or "?" in value or "？" in value or sensitive.MARK_OPEN in value:
+        return False
+    if _DATE_OR_AMOUNT.fullmatch(value):
+        return False
+    if label == PHRASE and _PHRASE_TOKEN.fullmatch(value):
+        return True
+    if label in (PASSWORD, PHRASE):
+        return bool(_PASSWORD_TOKEN.fullmatch(value))
+    if label == CODE:
+        return bool(_CODE_TOKEN.fullmatch(value))
+    return bool(_NUMBER_TOKEN.fullmatch(value)) and sum(c.isdigit() for c in value) >= 7

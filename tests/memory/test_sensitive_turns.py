@@ -1,0 +1,89 @@
+"""A secret said once stays out of every later summary, anchor, pin and fact, whoever
+repeats it and however many turns later (issue 19, finding 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chatmem.engine import Engine
+from chatmem.memory import pins
+from chatmem.memory.sensitive_turns import SENSITIVE_KEY
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+
+SECRET = "amber-finch-31"
+FILLER = [(f"Small talk {i}: the garden is quiet and the tea is warm.", "Sounds nice.")
+          for i in range(6)]
+
+
+def _memory(store: Store, engine: Engine) -> str:
+    facts = [f"{f.key} {f.value}" for f in store.facts(include_deleted=True)]
+    pinned = [f"{p.text} {p.quote}" for p in pins.pinned_facts(store, engine.session.id)]
+    summaries = [f"{s.text} {s.anchors} {s.dropped_anchors}"
+                 for s in store.summaries(engine.session.id)]
+    return "\n".join(facts + pinned + summaries)
+
+
+def _helper_requests(log: Path) -> str:
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    return "\n".join(m["content"] for e in lines if e["purpose"] != "chat"
+                     for m in e["messages"])
+
+
+def _play(engine: Engine, turns: list[tuple[str, str]]) -> list[str]:
+    return [n for user, reply in turns for n in engine.replay_turn(user, reply).notices]
+
+
+def test_the_assistant_repeating_a_password_turns_later_is_never_summarized_or_pinned(
+        make_engine, store: Store, tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    engine = make_engine("summary", provider=ScriptedProvider(log_path=log))
+    notices = _play(engine, [(f"The lake house wifi password is {SECRET}.", "Noted."),
+                             *FILLER,
+                             ("What was the wifi again?", f"Lake house Wi-Fi: {SECRET}."),
+                             *FILLER[:2]])
+    assert SECRET not in _memory(store, engine)
+    assert SECRET not in _helper_requests(log)
+    # The fold of the turn where the assistant repeated it says what was left out.
+    assert any("sensitive, kept out of the summary and pins: password" in n
+               for n in notices[len(FILLER) + 1:])
+    # The session remembers where the secret was said, never the secret.
+    state = store.strategy_state(engine.session.id, SENSITIVE_KEY)
+    assert state == {"turns": [1, 8]}
+
+
+def test_without_the_remembered_turns_the_later_repeat_would_reach_the_summarizer(
+        make_engine, store: Store, tmp_path: Path) -> None:
+    """What makes the difference is the stored turn list, not luck in the phrasing."""
+    log = tmp_path / "calls.jsonl"
+    engine = make_engine("summary", provider=ScriptedProvider(log_path=log))
+    _play(engine, [(f"The lake house wifi password is {SECRET}.", "Noted."), *FILLER])
+    store.set_strategy_state(engine.session.id, SENSITIVE_KEY, {"turns": []})
+    _play(engine, [("What was the wifi again?", f"Lake house Wi-Fi: {SECRET}.")])
+    assert SECRET in _helper_requests(log)
+
+
+def test_a_pin_the_assistant_suggests_is_no_fact_when_the_user_takes_it(
+        make_engine, store: Store, tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    engine = make_engine("entity", provider=ScriptedProvider(log_path=log))
+    _play(engine, [("Can you suggest a new PIN for my debit card?",
+                    "How about 5830? It is not a date."),
+                   ("My new pin is 5830 then.", "Good."),
+                   ("My order number is ORD-2291.", "Noted.")])
+    facts = {(f.key, f.value) for f in engine.state.live_facts()}
+    assert facts == {("order number", "ORD-2291")}
+    assert "5830" not in _helper_requests(log)
+
+
+def test_a_value_given_after_its_label_in_the_turn_before_stays_out(
+        make_engine, store: Store, tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    engine = make_engine("summary-buffer", max_tokens=200,
+                         provider=ScriptedProvider(log_path=log))
+    _play(engine, [("我告诉你储物柜的密码。", "好的，请说。"), ("6172", "记住了。"),
+                   *FILLER, ("我的订单号是ORD-55190。", "好的。"), *FILLER])
+    assert "6172" not in _memory(store, engine)
+    assert "6172" not in _helper_requests(log)
+    assert "ORD-55190" in _helper_requests(log)

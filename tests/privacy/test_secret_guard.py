@@ -1,0 +1,91 @@
+"""The guard that follows a secret across messages, in any role (issue 19, finding 3)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatmem.privacy.secret_guard import SecretGuard
+from chatmem.privacy.sensitive import CARD, CODE, PASSWORD
+
+
+def test_a_secret_the_assistant_repeats_is_masked_in_its_reply() -> None:
+    guard = SecretGuard()
+    said = guard.read(["The cabin wifi password is blue-heron-42.",
+                       "Cabin Wi-Fi: blue-heron-42. Got it."])
+    assert said == ["The cabin wifi password is ⟦password⟧.", "Cabin Wi-Fi: ⟦password⟧. Got it."]
+    assert guard.known == {"blue-heron-42": PASSWORD}
+    # Later, in another batch, in any role and any case.
+    assert guard.mask("BLUE-HERON-42 worked on the laptop") == "⟦password⟧ worked on the laptop"
+
+
+def test_a_followed_number_is_found_with_any_spacing_and_never_inside_a_longer_one() -> None:
+    guard = SecretGuard()
+    guard.read(["My card is 4487 5749 1186 2520."])
+    assert guard.mask("Booking with 4487574911862520 now") == "Booking with ⟦card number⟧ now"
+    assert guard.mask("ref 94487574911862520") == "ref 94487574911862520"
+
+
+@pytest.mark.parametrize(("messages", "value", "kind"), [
+    (["I need to give you my locker code.", "Sure, what is it?", "4399"], "4399", CODE),
+    (["Let me tell you the wifi password.", "Go ahead.", "violet-anchor-63"],
+     "violet-anchor-63", PASSWORD),
+    (["Passphrase for the backup drive is next.", "Okay.", "paper tiger crimson lake"],
+     "paper tiger crimson lake", PASSWORD),
+    (["I'll tell you the door code.", "What is it?", "It's 1847."], "1847", CODE),
+    (["Can you suggest a new PIN?", "How about 8812? It's not a date."], "8812", CODE),
+    (["验证码刚收到。", "是多少？", "624051"], "624051", CODE),
+    (["帮我想一个新的取款密码。", "可以用9630，不是生日也不是连号。"], "9630", PASSWORD),
+])
+def test_a_value_answering_a_label_in_the_message_before_is_the_secret(
+        messages: list[str], value: str, kind: str) -> None:
+    guard = SecretGuard()
+    said = guard.read(messages)
+    assert all(value not in text for text in said)
+    assert guard.known[value] == kind
+
+
+@pytest.mark.parametrize("messages", [
+    ["Here is the booking reference.", "Ready.", "4539 1488 0343 6467", "Saved."],
+    ["How long should a password be?", "At least 12 characters, ideally a passphrase."],
+    ["支付密码要几位？", "一般是6位数字。"],
+    ["My password expired.", "Do you want to reset it?", "Yes please."],
+    ["What's the gate code?", "It is on the card the host sent."],
+    ["What's the zip code there?", "94107"],
+    ["The confirmation code for the airline:", "Go on.", "Q7HT9K"],
+])
+def test_harmless_answers_after_a_label_stay_as_they_were(messages: list[str]) -> None:
+    guard = SecretGuard()
+    assert guard.read(messages) == messages
+    assert guard.known == {}
+
+
+def test_a_number_a_label_named_harmless_stays_harmless_where_it_recurs() -> None:
+    guard = SecretGuard()
+    guard.read(["Here is the booking reference.", "Ready.", "4539 1488 0343 6467"])
+    assert guard.mask("The hotel confirmed 4539 1488 0343 6467.") == (
+        "The hotel confirmed 4539 1488 0343 6467.")
+    # Said as a card elsewhere, it is one.
+    guard.read(["Pay with my card 4539 1488 0343 6467."])
+    assert guard.known["4539 1488 0343 6467"] == CARD
+
+
+_SECRETS = st.sampled_from([
+    ("My locker code is {v}.", st.from_regex(r"[0-9]{4,6}", fullmatch=True)),
+    ("我的密码是{v}。", st.from_regex(r"[a-z]{4,8}[0-9]{2,4}", fullmatch=True)),
+    ("The wifi password is {v}.", st.from_regex(r"[a-z]{3,6}-[a-z]{3,6}-[0-9]{2}",
+                                                fullmatch=True)),
+])
+
+
+@given(_SECRETS.flatmap(lambda t: st.tuples(st.just(t[0]), t[1])),
+       st.lists(st.sampled_from(["OK, {v}.", "Noted: {v}", "记下了{v}。", "({v}) again",
+                                 "Nothing to see here."]), min_size=1, max_size=4))
+def test_once_found_a_secret_never_reaches_a_later_message(
+        said: tuple[str, str], later: list[str]) -> None:
+    template, value = said
+    guard = SecretGuard()
+    texts = [template.format(v=value), *(t.format(v=value) for t in later)]
+    assert all(value not in text for text in guard.read(texts))
+    assert all(value not in guard.mask(text) for text in texts)
