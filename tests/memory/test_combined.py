@@ -14,6 +14,7 @@ from fact_conversations import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from listed_history import ListHistory
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
@@ -23,7 +24,6 @@ from chatmem.memory.assembly import span
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
-from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from listed_history import ListHistory
 
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from listed_history import ListHistory
 
 from chatmem.errors import StrategyError
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
