@@ -6,6 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from chatmem.memory.context import Message
 from chatmem.memory.history_view import HistoryTurn
+from chatmem.memory.state import SessionState
+from chatmem.store import Store
 
 
 class ListHistory:
@@ -36,3 +38,10 @@ def group_turns(messages: Iterable[Message], first_number: int = 1) -> list[Hist
             turns.append([])
         turns[-1].append(message)
     return [HistoryTurn(first_number + i, tuple(ms)) for i, ms in enumerate(turns)]
+
+
+def scratch_state() -> SessionState:
+    """The state of an empty session in a history file held in memory: no summaries, facts
+    or pins, for a build over a ListHistory."""
+    store = Store(":memory:")
+    return SessionState(store, store.create_session("scratch", "buffer").id)
