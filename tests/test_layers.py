@@ -45,10 +45,8 @@ LAYERS: dict[str, int] = {
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
 }
 
-ALLOWED_UNIT_CYCLES = {frozenset({"chatmem.history", "chatmem.memory"})}
-"""history.py reads through memory's views while memory/recall_sources.py builds a
-StoredHistory inside a function: helper `store` is removing that import (issue 18,
-finding 5); drop this pair once it lands."""
+ALLOWED_UNIT_CYCLES: set[frozenset[str]] = set()
+"""None: memory no longer imports history.py (issue 18, finding 5)."""
 
 
 def module_name(path: Path) -> str:
