@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 from chatmem.attachments import Attachment, decode, read_file
 from chatmem.errors import UsageError
+from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import FIXED_KINDS, Context, Message
-from chatmem.memory.history_view import ListHistory
+from chatmem.memory.state import SessionState
+from chatmem.store import Store
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -47,14 +49,17 @@ def test_a_budget_makes_room_for_the_files_by_dropping_history(strategy: str) ->
     for n in range(1, 31):
         messages += [msg("user", f"turn {n} says something " * 8, 2 * n - 1),
                      msg("assistant", f"reply to {n}", 2 * n)]
-    history = ListHistory.from_messages(messages)
+    store = Store(":memory:")
+    session = store.create_session("s", strategy)
+    store.import_messages(session.id, [{"role": m.role, "content": m.content} for m in messages])
+    history = StoredHistory(store, session.id, COUNTER)
     attached = (msg("user", "file text " * 60),)
     params = {"tokens.max_tokens" if "+" in strategy else "max_tokens": "600"}
 
     def build(attached: tuple[Message, ...]) -> Context:
         return create_strategy(strategy, params).build(ContextRequest(
             history=history, input=msg("user", "who says something?"), counter=COUNTER,
-            attached=attached))
+            attached=attached, state=SessionState(store, session.id)))
 
     built, without = build(attached), build(())
     assert built.part("files") is not None and built.part("files").messages == attached

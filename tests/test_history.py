@@ -9,6 +9,7 @@ from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import MessageCounts
+from chatmem.memory.state import SessionState
 from chatmem.store import Store, TurnRecord
 from chatmem.tokens import counter_for_model
 
@@ -48,7 +49,8 @@ def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
 
     monkeypatch.setattr(store, "messages", spy)
     history = StoredHistory(store, session_id, COUNTER)
-    request = ContextRequest(history=history, input=Message("user", "x", 5), counter=COUNTER)
+    request = ContextRequest(history=history, input=Message("user", "x", 5), counter=COUNTER,
+                             state=SessionState(store, session_id))
     context = create_strategy("window", {"k": "3"}).build(request)
     assert reads == [(500 - PAGE_TURNS + 1, 500)]
     part = context.part("history")

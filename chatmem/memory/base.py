@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -40,8 +40,8 @@ class ContextRequest:
     attached: tuple[Message, ...] = ()
     """Files attached to this input, each one message quoted as data; sent before it."""
     system: str | None = None
-    state: SessionState | None = None
-    """Derived-state reader (summaries, facts, recall index); None for stateless strategies."""
+    state: SessionState = field(kw_only=True)
+    """The session's stored state: summaries, facts, recall's caches."""
     budget: int | None = None
     """The configured context budget, used when the strategy has none of its own."""
     embedder: Embedder | None = None
@@ -103,7 +103,7 @@ class MemoryEnv:
 
     history: HistoryView
     counter: TokenCounter
-    state: SessionState | None = None
+    state: SessionState
     model: Provider | None = None
     """Provider for summaries and fact extraction; None when none is configured."""
     settings: Settings | None = None

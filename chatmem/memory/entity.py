@@ -12,7 +12,7 @@ from chatmem.memory.assembly import assemble, newest_turns_part
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param
 from chatmem.memory.context import Context
 from chatmem.memory.extraction import update_facts
-from chatmem.memory.facts import fact_origins, facts_part, live_facts
+from chatmem.memory.facts import fact_origins, facts_part
 
 
 class EntityStrategy(BaseStrategy):
@@ -26,7 +26,7 @@ class EntityStrategy(BaseStrategy):
 
     def build(self, request: ContextRequest) -> Context:
         k = self.params["k"]
-        known = live_facts(request.state)
+        known = request.state.live_facts()
         facts = facts_part(known, request.input.content, self.params["max_facts"],
                            request.counter, f"entity k={k}", fact_origins(request.state, known))
         history, dropped = newest_turns_part(request, f"entity k={k}", limit=k)

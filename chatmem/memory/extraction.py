@@ -178,7 +178,7 @@ def update_facts(env: MemoryEnv) -> list[str]:
 def _extract_batch(env: MemoryEnv) -> tuple[list[str], bool]:
     """One extraction call over the next batch; (notices, whether turns remain to do)."""
     state = env.state
-    if state is None or env.model is None:
+    if env.model is None:
         return [], False
     marker = state.get(STATE_KEY)
     done = int(marker.get("done_turn", 0))

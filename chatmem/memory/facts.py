@@ -103,13 +103,9 @@ def provenance(store: Store, facts: Sequence[FactRecord]
     return names, history
 
 
-def live_facts(state: SessionState | None) -> list[FactRecord]:
-    return state.live_facts() if state is not None else []
-
-
-def fact_origins(state: SessionState | None, facts: Sequence[FactRecord]) -> dict[int, str]:
-    """Fact id → other session it was stated in; nothing for a stateless build."""
-    if not facts or state is None:
+def fact_origins(state: SessionState, facts: Sequence[FactRecord]) -> dict[int, str]:
+    """Fact id → other session it was stated in."""
+    if not facts:
         return {}
     return state.fact_origins(list(facts))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,33 +33,3 @@ class HistoryView(Protocol):
     def turns(self, first: int, last: int) -> list[HistoryTurn]:
         """Turns numbered first..last inclusive, in order."""
         ...
-
-
-class ListHistory:
-    """A HistoryView over turns held in memory (replays, tests)."""
-
-    def __init__(self, turns: Sequence[HistoryTurn] = ()) -> None:
-        self._turns = list(turns)
-
-    @classmethod
-    def from_messages(cls, messages: Iterable[Message]) -> ListHistory:
-        return cls(group_turns(messages))
-
-    def turn_count(self) -> int:
-        return len(self._turns)
-
-    def newest_first(self) -> Iterator[HistoryTurn]:
-        return reversed(self._turns)
-
-    def turns(self, first: int, last: int) -> list[HistoryTurn]:
-        return self._turns[max(first, 1) - 1 : max(last, 0)]
-
-
-def group_turns(messages: Iterable[Message], first_number: int = 1) -> list[HistoryTurn]:
-    """Group messages into turns; anything before the first user message is turn 1."""
-    turns: list[list[Message]] = []
-    for message in messages:
-        if message.role == "user" or not turns:
-            turns.append([])
-        turns[-1].append(message)
-    return [HistoryTurn(first_number + i, tuple(ms)) for i, ms in enumerate(turns)]

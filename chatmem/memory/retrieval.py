@@ -96,7 +96,6 @@ class RetrievalStrategy(BaseStrategy):
 
     def source(self, request: ContextRequest) -> StoredRecall:
         embedder = request.embedder if self.needs_embedder else None
-        assert request.state is not None, "recall reads the session's stored messages"
         return StoredRecall(request.state, request.counter, self.params["gap_hours"], embedder)
 
     def build(self, request: ContextRequest) -> Context:

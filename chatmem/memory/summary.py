@@ -62,10 +62,8 @@ class SummaryState:
         return self.latest.text if self.latest else ""
 
 
-def load_state(state: SessionState | None, strategy: str) -> SummaryState:
-    """The stored state, or an empty one for a stateless build (replay, contract tests)."""
-    if state is None:
-        return SummaryState()
+def load_state(state: SessionState, strategy: str) -> SummaryState:
+    """The strategy's stored state: latest summary, boundary, pins."""
     values = state.get(strategy)
     return SummaryState(
         latest=state.store.latest_summary(state.session_id, strategy),
@@ -179,7 +177,7 @@ class SummaryMemory(BaseStrategy):
                 break
             turns = self.next_fold(env, st)
             if not turns:
-                if st.behind and env.state is not None:
+                if st.behind:
                     env.state.set(self.name, behind="")  # nothing waits to be folded
                 break
             notices = self.fold(env, st, turns)
@@ -209,7 +207,7 @@ class SummaryMemory(BaseStrategy):
         self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn]
     ) -> list[str]:
         """Fold `turns` into the summary with one call; on failure, record being behind."""
-        if not turns or env.state is None:
+        if not turns:
             return []
         messages = [m for t in turns for m in t.messages]
         # What these turns say that is sensitive, and every value earlier turns found,
@@ -314,7 +312,7 @@ class SummaryMemory(BaseStrategy):
         """
         found = pins.first_quotes(new, said)
         older = [a for a in new if a not in found and anchors.present(a, st.text)]
-        if not (older and st.boundary and env.state is not None):
+        if not (older and st.boundary):
             return found
         # Newest first, a page at a time, and only so far back: reading every
         # summarized turn would make each prune cost more as the session grows.

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from listed_history import ListHistory, scratch_state
 
 from chatmem.errors import StrategyError
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -20,7 +20,8 @@ def test_sends_every_message_in_order() -> None:
         messages += [Message("user", f"q{n} 问题", 5, 2 * n - 1),
                      Message("assistant", f"a{n}", 4, 2 * n)]
     req = ContextRequest(history=ListHistory.from_messages(messages),
-                         input=Message("user", "last", 5), counter=COUNTER)
+                         input=Message("user", "last", 5), counter=COUNTER,
+                         state=scratch_state())
     context = create_strategy("buffer").build(req)
     assert context.messages()[:-1] == [m.as_chat() for m in messages]
     part = context.part("history")
@@ -29,7 +30,8 @@ def test_sends_every_message_in_order() -> None:
 
 
 def test_empty_history_is_input_only() -> None:
-    req = ContextRequest(history=ListHistory(), input=Message("user", "hi", 5), counter=COUNTER)
+    req = ContextRequest(history=ListHistory(), input=Message("user", "hi", 5), counter=COUNTER,
+                         state=scratch_state())
     context = create_strategy("buffer").build(req)
     assert context.messages() == [{"role": "user", "content": "hi"}]
 

@@ -14,6 +14,7 @@ from fact_conversations import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from listed_history import ListHistory, scratch_state
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
@@ -23,7 +24,6 @@ from chatmem.memory.assembly import span
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
-from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 
@@ -143,7 +143,8 @@ def turn_messages(turn: int, tokens: int) -> tuple[Message, ...]:
 
 def fitting(history: list[int], recalled: dict[int, float], budget: int, size: int = 20):
     counter = counter_for_model(None, exact=True)
-    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter)
+    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter,
+                             state=scratch_state())
     parts = [
         Part("recalled", tuple(m for t in sorted(recalled) for m in turn_messages(t, size)),
              "recalled", tuple(sorted(recalled.items()))),

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from listed_history import ListHistory, scratch_state
 
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary
@@ -190,7 +190,8 @@ def test_stateless_build_sends_every_turn_raw_and_the_input_last() -> None:
 
     history = ListHistory.from_messages(
         [m("assistant", "Hi!"), m("user", "a"), m("assistant", "b")])
-    context = create_strategy("summary").build(ContextRequest(history, m("user", "c"), counter))
+    context = create_strategy("summary").build(ContextRequest(history, m("user", "c"), counter,
+                                                                state=scratch_state()))
     assert context.messages() == [
         {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
         {"role": "user", "content": "c"},

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fact_conversations import CHINESE_FACTS, CHINESE_FILLER, mixed_line
+from listed_history import ListHistory, scratch_state
 
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
@@ -15,7 +16,6 @@ from chatmem.errors import ProviderTimeout
 from chatmem.memory import create_strategy, pins
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary
@@ -221,7 +221,7 @@ def test_stateless_build_fits_the_newest_turns_and_never_starts_on_assistant() -
     )
     strategy = create_strategy("summary-buffer", {"max_tokens": "200"})
     context = strategy.build(ContextRequest(history, m("user", "and now?"), counter,
-                                            system=SYSTEM))
+                                            system=SYSTEM, state=scratch_state()))
     assert context.tokens <= 200
     kept = context.part("history")
     assert kept is not None and kept.messages[0].role == "user"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from listed_history import ListHistory, scratch_state
 
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -23,7 +23,8 @@ def build(turn_texts: list[str], budget: int, system: str | None, text: str = "a
     for n, body in enumerate(turn_texts, 1):
         messages += [msg("user", body, 2 * n - 1), msg("assistant", f"reply to {n}", 2 * n)]
     h = ListHistory.from_messages(messages)
-    req = ContextRequest(history=h, input=msg("user", text), counter=COUNTER, system=system)
+    req = ContextRequest(history=h, input=msg("user", text), counter=COUNTER, system=system,
+                         state=scratch_state())
     return h, create_strategy("tokens", {"max_tokens": str(budget)}).build(req)
 
 

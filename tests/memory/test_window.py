@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from listed_history import ListHistory, scratch_state
 
 from chatmem.errors import StrategyError
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.history_view import ListHistory
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -27,7 +27,8 @@ def history(turns: int, greeting: bool = False) -> ListHistory:
 
 
 def request(h: ListHistory, system: str | None = "Be brief.") -> ContextRequest:
-    return ContextRequest(history=h, input=msg("user", "now?", 999), counter=COUNTER, system=system)
+    return ContextRequest(history=h, input=msg("user", "now?", 999), counter=COUNTER, system=system,
+                          state=scratch_state())
 
 
 def test_keeps_the_last_k_turns() -> None:
