@@ -26,14 +26,14 @@ READ_PAGE_TURNS = 32
 
 
 def guard_for(
-    state: SessionState | None, turns: Sequence[HistoryTurn]
+    state: SessionState, turns: Sequence[HistoryTurn]
 ) -> tuple[SecretGuard, list[str]]:
     """A guard that knows what earlier turns found and has read `turns`, in order, and
     the text of each message of `turns` as a helper model may see it."""
     guard = SecretGuard()
     first = turns[0].number if turns else 0
     before: list[str] = []
-    if state is not None and first:
+    if first:
         # Each turn that said a secret, with the turn before it (a bare value answers a
         # label there), and the turn just before the batch.
         wanted_turns = {n for t in _said_in(state) for n in (t - 1, t)} | {first - 1}
@@ -49,10 +49,9 @@ def guard_for(
     return guard, guard.read([m.content for t in turns for m in t.messages], before)
 
 
-def remember(state: SessionState | None, guard: SecretGuard,
-             turns: Sequence[HistoryTurn]) -> None:
+def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTurn]) -> None:
     """Note the turns of `turns` that hold something the guard masks."""
-    if state is None or not turns:
+    if not turns:
         return
     said = {t.number for t in turns if any(guard.holds(m.content) for m in t.messages)}
     known = _said_in(state)
