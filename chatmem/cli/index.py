@@ -35,6 +35,7 @@ def index(
 
     Example: chatmem index support
     """
+    from chatmem import install_hint
     from chatmem.embeddings import resolve_embedder
     from chatmem.errors import ConfigError
     from chatmem.memory.recall_sources import embed_pending
@@ -42,7 +43,7 @@ def index(
     settings = settings_from(config, db, None, None)
     embedder = resolve_embedder(settings)
     if embedder is None:
-        raise ConfigError("no embedder: pip install 'chatmem[embed]', or set [embeddings] "
+        raise ConfigError(f"no embedder: {install_hint('embed')}, or set [embeddings] "
                           "provider in the config (local, openai)")
     out, err = consoles()
     started = time.monotonic()

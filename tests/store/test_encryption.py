@@ -147,12 +147,13 @@ def test_without_sqlcipher_a_key_is_one_clear_error_and_creates_nothing(
     with pytest.raises(StoreError) as caught:
         Store(tmp_path / "new.db", key="k")
     assert str(caught.value) == ("encrypted history files need SQLCipher: "
-                                 "pip install 'chatmem[encrypt]'")
+                                 "pip install -e '.[encrypt]' in the chatmem checkout")
     assert list(tmp_path.iterdir()) == []
     encrypted = tmp_path / "e.db"
     encrypted.write_bytes(bytes(range(256)) * 16)
     with pytest.raises(HistoryLocked, match=r"is encrypted: install SQLCipher support "
-                                            r"\(pip install 'chatmem\[encrypt\]'\) and set"):
+                                            r"\(pip install -e '\.\[encrypt\]' in the chatmem "
+                                            r"checkout\) and set"):
         Store(encrypted)
 
 
