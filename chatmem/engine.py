@@ -208,7 +208,11 @@ class Engine:
         recorded as a failed turn and raised again.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
-        self.check_writable()
+        try:
+            self.check_writable()
+        except StoreError:
+            self._refused = True  # not sent: nothing of it is to be stored
+            raise
         notices = self.catch_up()
         if not is_valid(text):
             text = valid_text(text)
