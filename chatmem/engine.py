@@ -25,6 +25,7 @@ from chatmem.memory.facts import sent_fact_ids
 from chatmem.memory.params import format_params
 from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
+from chatmem.memory.vector_backlog import Indexing
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord
 from chatmem.text import REPLACEMENT, is_valid, valid_text
@@ -70,6 +71,7 @@ class Engine:
         embedder: Embedder | Callable[[], Embedder | None] | None = None,
         activity: Activity = QUIET,
         allow_over_budget: bool = False,
+        background_indexing: bool = True,
     ) -> None:
         self.store = store
         self.session = session
@@ -100,6 +102,11 @@ class Engine:
         """This engine's command created the session (removed again if nothing is kept)."""
         self._refused = False
         self._stored = False
+        self.background_indexing = background_indexing
+        """Embed messages between turns (a chat); False: before the next build (replay,
+        eval, what-if: results that do not depend on timing)."""
+        self.indexing = Indexing(store, session.id, background=background_indexing)
+        """The session's messages without vectors, one backlog per embedding model."""
 
     @property
     def embedder(self) -> Embedder | None:
@@ -218,6 +225,7 @@ class Engine:
             text = valid_text(text)
             notices.append("the input held bytes that are not UTF-8; each was replaced by"
                            f" {REPLACEMENT}")
+        notices += self.indexing.pause()  # a build itself never writes
         context = self.build_context(text, attachments)
         try:
             self.check_budget(context)
@@ -347,6 +355,12 @@ class Engine:
         return self.update_memory(catch_up=True) if self.history().turn_count() else []
 
     def update_memory(self, *, catch_up: bool = False) -> list[str]:
+        notices = self._update_strategy(catch_up)
+        if catch_up and self.background_indexing:
+            return notices  # the backlog waits until the turn has committed
+        return notices + self.indexing.after_commit(self.embedder)
+
+    def _update_strategy(self, catch_up: bool) -> list[str]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
                         settings=self.settings, system=self.session.system,
                         embedder=self.embedder,

@@ -25,8 +25,8 @@ from activity_log import Recording
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import strategy_names
-from chatmem.memory.recall_sources import embed_pending
 from chatmem.memory.summary import FOLD_TOKENS
+from chatmem.memory.vector_backlog import embed_pending
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.store.meter import metered

@@ -120,7 +120,10 @@ def chat(
                     mirror_replies=interactive and not sys.stdout.isatty(),
                     markdown=not (plain or settings.plain))
         repl.attached = attachments  # with the first message
-        repl.run()
+        try:
+            repl.run()
+        finally:
+            _close_indexing(repl.engine, err)
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)
@@ -191,7 +194,10 @@ def ask(
                          one_off=one_off) as engine:
             _print_notices(engine, err)
             repl = Repl(engine, out, err, markdown=not (plain or settings.plain))
-            repl.turn(text.strip(), attachments)
+            try:
+                repl.turn(text.strip(), attachments)
+            finally:
+                _close_indexing(repl.engine, err)
     finally:
         if json_output:
             out.file.close()
@@ -236,6 +242,19 @@ def stdin_is_piped() -> bool:
     except (OSError, ValueError):
         return not sys.stdin.isatty()  # a stream without a descriptor: text handed to us
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def _close_indexing(engine: Engine, err: Console) -> None:
+    """Stop embedding earlier messages (after the batch at hand) and say what is left."""
+    from chatmem.render import notice_line
+
+    for left in engine.indexing.close():
+        name = engine.session.name
+        why = f" after an error ({left.error})" if left.error else ""
+        err.print(notice_line(
+            f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
+            f"vector for {left.model} yet and are recalled by words only; the next chat "
+            f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
 
 
 def _print_notices(engine: Engine, err: Console) -> None:

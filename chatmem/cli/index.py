@@ -38,7 +38,7 @@ def index(
     from chatmem import install_hint
     from chatmem.embeddings import resolve_embedder
     from chatmem.errors import ConfigError
-    from chatmem.memory.recall_sources import embed_pending
+    from chatmem.memory.vector_backlog import embed_pending, save_rows
 
     settings = settings_from(config, db, None, None)
     embedder = resolve_embedder(settings)
@@ -59,8 +59,7 @@ def index(
                 pending = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
                 if not pending:
                     break
-                store.save_vectors(embedder.key, embedder.dimensions,
-                                   embed_pending(embedder, pending))
+                save_rows(store, embedder.key, embed_pending(embedder, pending))
                 done += len(pending)
                 bar.update(task, completed=done)
     seconds = time.monotonic() - started

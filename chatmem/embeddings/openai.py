@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,19 @@ class OpenAIEmbedder:
 
         self.model = model
         self.key = f"openai:{model}"
-        self.dimensions = 0  # known after the first answer
+        self._dimensions = 0  # known after the first answer
+        self._learnt = threading.Lock()
         # Local servers need no key, but the client insists on one.
         self._client: Any = openai.OpenAI(base_url=base_url, api_key=api_key or "none",
                                           timeout=timeout, max_retries=max_retries)
         self._where = base_url or "api.openai.com"
+
+    @property
+    def dimensions(self) -> int:
+        """0 until the endpoint has answered once (the recall backlog's thread may be
+        the first to ask): readers size vectors by what they got, not by this."""
+        with self._learnt:
+            return self._dimensions
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import numpy as np
@@ -40,5 +49,6 @@ class OpenAIEmbedder:
             raise ProviderError(f"embeddings at {self._where}: asked for {len(texts)} vectors,"
                                 f" got {len(data)}")
         rows = normalised(np.array([d.embedding for d in data], dtype=np.float32))
-        self.dimensions = rows.shape[1]
+        with self._learnt:
+            self._dimensions = rows.shape[1]
         return rows

@@ -253,7 +253,7 @@ def _start(
         user=options.user, tokenizer=chat.token_counter().key,
     )
     engine = Engine(store, session, chat, strategy, budget=options.budget, helper_model=helper,
-                    embedder=options.embedder)
+                    embedder=options.embedder, background_indexing=False)
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
 
 

@@ -13,7 +13,9 @@ conversation:
           and with its context vector (the previous message and it embedded
           together), whichever is higher.
   fused   (1 − dense_weight) × words + dense_weight × dense in `hybrid` mode;
-          words alone in `bm25`, dense alone in `dense`.
+          words alone in `bm25`, dense alone in `dense`. A message not embedded
+          yet (its vector is computed between turns) is ranked by its words
+          score alone, in the same ranking.
 
 Packing fills the room with the best-ranked messages; with vectors, MMR
 (`mmr` = λ) trades relevance for diversity so near-duplicates do not crowd
@@ -182,28 +184,34 @@ def similarities(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", rows, vector)
 
 
-def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """Best of message and context cosine, scaled 0–1 over the candidates."""
+def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray,
+                 present: np.ndarray | None = None) -> np.ndarray:
+    """Best of message and context cosine, scaled 0–1 over the candidates that have a
+    vector (`present`; None: all); 0 for the others."""
     import numpy as np
 
     if not len(vectors):
         return np.zeros(0, dtype=np.float32)
     raw = np.maximum(similarities(vectors, query), similarities(context, query))
-    low, high = float(raw.min()), float(raw.max())
-    if high - low < 1e-9:
-        return np.ones_like(raw)
-    return (raw - low) / (high - low)
+    scored = raw if present is None else raw[present]
+    if not len(scored):
+        return np.zeros(len(raw), dtype=np.float32)
+    low, high = float(scored.min()), float(scored.max())
+    scaled = np.ones_like(raw) if high - low < 1e-9 else (raw - low) / (high - low)
+    return scaled if present is None else np.where(present, scaled, 0).astype(np.float32)
 
 
-def fuse(lexical: np.ndarray, dense: np.ndarray | None, weights: Weights) -> np.ndarray:
-    """The fused score of each candidate."""
+def fuse(lexical: np.ndarray, dense: np.ndarray | None, weights: Weights,
+         present: np.ndarray | None = None) -> np.ndarray:
+    """The fused score of each candidate; one without a vector (`present` false) keeps
+    its words score."""
     import numpy as np
 
     if dense is None or weights.mode == "bm25":
         return lexical
-    if weights.mode == "dense":
-        return dense.astype(np.float32)
-    return (1 - weights.dense_weight) * lexical + weights.dense_weight * dense
+    fused: np.ndarray = dense.astype(np.float32) if weights.mode == "dense" else (
+        (1 - weights.dense_weight) * lexical + weights.dense_weight * dense)
+    return fused if present is None else np.where(present, fused, lexical)
 
 
 def pool(fused: np.ndarray, size: int = POOL) -> list[int]:

@@ -143,24 +143,33 @@ class RetrievalStrategy(BaseStrategy):
                                       sitting=weights.sitting)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
-        dense = vectors = fused = None
+        dense = vectors = fused = present = None
+        embedded = count
         if embedder is not None:
             try:
-                own, around = source.vectors(count)
-                dense = dense_scores(embedder.embed([query], query=True)[0], own, around)
-                vectors = own
+                found = source.vectors(count)
+                embedded = found.count
+                if found.count:
+                    asked = embedder.embed([query], query=True)[0]
+                    if len(asked) == found.own.shape[1]:
+                        dense = dense_scores(asked, found.own, found.context, found.present)
+                        vectors, present = found.own, found.present
+                    else:
+                        embedded = 0  # stored by another version of the model: words only
             except ChatmemError as e:
                 fallback = f"embedding failed ({e}), ranked by words only"
                 warnings.append(f"recall: {fallback}")
                 weights = replace(weights, mode="bm25")
-                embedder = dense = vectors = None
-                if not bm25:
-                    bm25, words = ranked_by_words()
+                embedder = dense = vectors = present = None
+                embedded = count
+            if embedded < count and weights.mode == "dense":
+                # Messages without a vector yet are ranked by their words.
+                bm25, words = ranked_by_words()
         if dense is None:
             # Words alone: the best candidates straight from the sparse scores.
             best = words.best()
         else:
-            fused = fuse(words.array(), dense, weights)
+            fused = fuse(words.array(), dense, weights, present)
             best = [i + 1 for i in pool(fused)]
         messages = source.messages_at(best)
 
@@ -169,9 +178,11 @@ class RetrievalStrategy(BaseStrategy):
                 messages.update(source.messages_at([position]))
             m = messages[position]
             score = words.at(position)
+            meaning = None
+            if dense is not None and (present is None or present[position - 1]):
+                meaning = float(dense[position - 1])
             return Ranked(m.id if m.id is not None else position - 1, position, m.turn or 0,
-                          m.role, bm25.get(position, 0.0), score,
-                          None if dense is None else float(dense[position - 1]),
+                          m.role, bm25.get(position, 0.0), score, meaning,
                           score if fused is None else float(fused[position - 1]), m.tokens)
 
         ranked = [ranked_at(p) for p in best]
@@ -195,6 +206,8 @@ class RetrievalStrategy(BaseStrategy):
         left = len(ranked) - len(kept)
         if left:
             reason += f"; {left} more ranked, left out (see inspect)"
+        if embedded < count:
+            reason += f"; dense over {embedded:,} of {count:,} messages; indexing"
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown)
 
@@ -222,14 +235,8 @@ class RetrievalStrategy(BaseStrategy):
         return kept
 
     def update(self, env: MemoryEnv) -> list[str]:
-        if not self.needs_embedder:
+        # Vectors are the engine's to compute after a commit (chatmem.memory.vector_backlog).
+        if not self.needs_embedder or env.embedder is not None or self._told_no_embedder:
             return []
-        if env.embedder is None:
-            if self._told_no_embedder:
-                return []
-            self._told_no_embedder = True
-            return [f"retrieval: {NO_EMBEDDER}"]
-        if env.state is not None:
-            StoredRecall(env.state, env.counter, self.params["gap_hours"],
-                         env.embedder).start_embedding()
-        return []
+        self._told_no_embedder = True
+        return [f"retrieval: {NO_EMBEDDER}"]

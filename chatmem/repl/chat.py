@@ -111,6 +111,7 @@ class Chat:
                 # Built for the new model's settings: the REPL closes it when it ends.
                 self.opened.append(new.helper_model)
         new.budget = old.budget
+        old.indexing.close()  # the new engine resumes the backlog from the file
         self.engine = new
         self.last = None
         self.note_usage()

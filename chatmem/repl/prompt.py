@@ -6,7 +6,8 @@
 - Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
   goes on until a line ends with `\"\"\"`. Ctrl-X Ctrl-E edits the line in $EDITOR.
 - The prompt is drawn on the terminal even when stdout is redirected (stderr).
-- The bottom toolbar: session · strategy · model · last context tokens / budget.
+- The bottom toolbar: session · strategy · model · last context tokens / budget, and
+  how many messages are still to be embedded for recall by meaning.
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ def toolbar_text(chat: Chat) -> str:
                                                    else " tokens"))
     else:
         parts.append("no turn yet")
+    indexing = engine.indexing.status(engine.embedder)
+    if indexing is not None and indexing.missing:
+        parts.append(f"indexing, {indexing.missing:,} left" if indexing.running
+                     else f"{indexing.missing:,} not indexed")
     return " " + " · ".join(parts) + " "
 
 

@@ -50,3 +50,30 @@ def test_index_of_a_missing_session_fails_in_one_line(tmp_path) -> None:
     done = runner.invoke(app, ["index", "nosuch", "--db", str(db), "--config", str(config)])
     assert done.exit_code == 1
     assert "no session named 'nosuch'" in done.output
+
+
+def test_a_chat_that_ends_with_messages_to_embed_says_how_many_and_index_finishes_them(
+    tmp_path
+) -> None:
+    import re
+
+    db, config = history(tmp_path)
+    with Store(db) as store:
+        session = store.session("s")
+        store.import_messages(session.id, [
+            {"role": role, "content": f"{role} line {n}: the ferry timetable, 渡轮时刻表 {n}"}
+            for n in range(600) for role in ("user", "assistant")])
+    common = ["--db", str(db), "--config", str(config)]
+    done = runner.invoke(app, ["chat", "s", "--strategy", "retrieval", "--provider",
+                               "scripted", *common], input="when is the ferry?\n")
+    assert done.exit_code == 0, done.output
+    with Store(db) as store:
+        left = store.count_without_vectors("hash:256", store.session("s").id)
+    said = re.findall(r"indexing stopped: ([\d,]+) messages of session s have no vector for "
+                      r"hash:256 yet", done.output)
+    # What the chat says is left is what the file holds: said when there is any.
+    assert [int(n.replace(",", "")) for n in said] == ([left] if left else [])
+    finished = runner.invoke(app, ["index", "s", "--json", *common])
+    assert json.loads(finished.output)["embedded"] == left
+    with Store(db) as store:
+        assert store.vector_models() == {"hash:256": 3 + 1200 + 2}

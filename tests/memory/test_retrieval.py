@@ -107,6 +107,7 @@ def sibling_session(make_engine, embedder=None, **params):
     engine = make_engine("retrieval", embedder=embedder, **params)
     run_conversation(engine, ["My brother got hired as a dentist in Leeds.",
                               *ENGLISH_FILLER[:20]])
+    engine.indexing.finish(engine.embedder)  # what the backlog does between turns
     return engine
 
 
@@ -140,15 +141,16 @@ def test_vectors_are_computed_once_per_message_and_kept_per_model(make_engine, s
     embedder = HashEmbedder(aliases=ALIASES)
     engine = sibling_session(make_engine, embedder)
     messages = len(store.messages(engine.session.id))
-    engine.build_context("anything")  # collects the background work
     # Each message: its own vector and its context vector, once; each build: the query.
     assert embedder.calls == 2 * messages
     queries = embedder.queries
+    engine.build_context("anything")
     engine.build_context("anything else")
-    assert (embedder.calls, embedder.queries) == (2 * messages, queries + 1)
+    assert (embedder.calls, embedder.queries) == (2 * messages, queries + 2)
     assert store.vector_models() == {embedder.key: messages}
     other = HashEmbedder(dimensions=64)
     engine._embedder = other
+    engine.indexing.finish(other)
     engine.build_context("a third question")
     assert store.vector_models() == {embedder.key: messages, other.key: messages}
 
@@ -237,17 +239,17 @@ def test_bad_parameters_name_the_parameter(params, message: str) -> None:
     assert str(caught.value) == message
 
 
-def test_vectors_are_stored_as_turns_go_by_not_only_when_recall_runs(make_engine, store) -> None:
+def test_vectors_are_stored_as_turns_go_by_and_a_build_only_reads_them(
+    make_engine, store
+) -> None:
     embedder = HashEmbedder()
     engine = make_engine("retrieval", embedder=embedder, recent=10)  # no recall yet
-    cache = None
     for n in range(3):
         engine.run_turn(f"turn {n} about the delivery address")
-        cache = engine.state.caches["recall"][4.0]
-        if cache.job is not None:
-            cache.job.result()  # waits for this turn's background job to finish
-    # Each update stores the job the previous one started, then starts the next.
-    assert store.vector_models() == {embedder.key: 4}
-    # A build that recalls collects the rest before it ranks.
-    create_strategy("retrieval", {"recent": "0"}).build(engine.request("anything"))
+    # Each turn stores what the backlog finished before it; the last one's is in flight.
+    engine.indexing.finish(embedder)
     assert store.vector_models() == {embedder.key: 6}
+    engine.run_turn("one more")
+    before = store.vector_models()
+    create_strategy("retrieval", {"recent": "0"}).build(engine.request("anything"))
+    assert store.vector_models() == before

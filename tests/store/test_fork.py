@@ -257,10 +257,9 @@ def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
 
     embedder = HashEmbedder()
     source = talk(make_engine("retrieval", name="trip", embedder=embedder, recent=0))
-    source.build_context("anything")  # collects the last background job: every vector stored
+    source.indexing.finish(embedder)  # the backlog's work between turns, done now
     other = HashEmbedder(dimensions=64)  # a second model's vectors come along too
-    source._embedder = other
-    source.build_context("anything")
+    source.indexing.finish(other)
     vectors = store.vector_models()
     assert vectors == {embedder.key: 10, other.key: 10}
 

@@ -1,0 +1,283 @@
+"""The messages of a session that have no vector yet, embedded between turns.
+
+A turn never waits for them: recall ranks the messages that have a vector by
+meaning and words and the rest by words (chatmem.memory.retrieval), and a
+build only reads vectors. After a turn commits, the engine resumes the
+backlog: one background thread embeds it a small batch at a time, and the
+engine stores the finished batches on its own write path (before the next
+turn's build, after its commit, when it closes): SQLite connections stay on
+the thread that opened them, and a build never writes. The next turn pauses
+the thread (it stops after its batch, so the reply does not share the CPU);
+a process that ends stops it the same way, stores what was done and says
+what is left, and the next process resumes from the file.
+
+Replays, evaluations and what-ifs embed inline instead (`background=False`):
+each committed message before the next build, so their results do not
+depend on timing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chatmem.errors import ChatmemError
+from chatmem.store import PendingText, VectorRow
+
+if TYPE_CHECKING:
+    from chatmem.embeddings import Embedder
+    from chatmem.store import Store
+
+BATCH = 8
+"""Messages per background batch: a pause, or the end of a process, waits for one at most."""
+INLINE_BATCH = 32
+READ = 4096
+"""Texts read from the file per refill: the thread can only embed what it was handed."""
+
+
+def context_text(content: str, previous: str | None) -> str:
+    """What a message's context vector embeds: the message before it, then it."""
+    return f"{previous}\n{content}" if previous else content
+
+
+def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
+                  batch: int = INLINE_BATCH) -> list[VectorRow]:
+    """Message and context vectors for `pending`, in batches, as float16 blobs."""
+    import numpy as np
+
+    rows: list[VectorRow] = []
+    for start in range(0, len(pending), batch):
+        chunk = pending[start : start + batch]
+        own = embedder.embed([p.content for p in chunk])
+        around = embedder.embed([context_text(p.content, p.previous) for p in chunk])
+        rows.extend(
+            VectorRow(p.message_id, np.asarray(v, dtype=np.float16).tobytes(),
+                      np.asarray(c, dtype=np.float16).tobytes())
+            for p, v, c in zip(chunk, own, around, strict=True)
+        )
+    return rows
+
+
+def save_rows(store: Store, model: str, rows: Sequence[VectorRow]) -> None:
+    """Store vectors; their size comes from the rows, not from an embedder another
+    thread may be updating (an endpoint learns its dimensions from its first answer)."""
+    if rows:
+        store.save_vectors(model, len(rows[0].vector) // 2, rows)
+
+
+@dataclass(frozen=True)
+class IndexingStatus:
+    """Where one session's backlog stands, for the toolbar and the end of a process."""
+
+    session_id: int
+    model: str
+    missing: int
+    """Messages of the session without a vector for `model`."""
+    running: bool
+    error: str | None = None
+    """Why the backlog stopped before its end, if it did."""
+
+
+class VectorBacklog:
+    """One session's messages without a vector for one embedder."""
+
+    def __init__(self, store: Store, session_id: int, embedder: Embedder, *,
+                 background: bool = True) -> None:
+        self.store, self.session_id, self.embedder = store, session_id, embedder
+        self.background = background
+        self._read_upto = 0
+        """Every message up to this id was handed to the thread, embedded or found done."""
+        self._missing: int | None = None
+        self._last_position = 0
+        self._queue: list[PendingText] = []
+        self._done: list[VectorRow] = []
+        self._error: BaseException | None = None
+        self._told_error = False
+        self._running = False
+        self._stop = False
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._cond = threading.Condition()
+
+    @property
+    def model(self) -> str:
+        return self.embedder.key
+
+    # -- the engine's side (main thread) --------------------------------------------
+
+    def after_commit(self) -> list[str]:
+        """Store what was done, then go on: inline, every new message now; in the
+        background, the thread resumes. Returns a notice if the thread failed."""
+        if not self.background:
+            self.finish()
+            return []
+        notices = self.collect()
+        if self._error is not None:
+            return notices
+        self._count_new()
+        with self._cond:
+            room = len(self._queue) < READ // 2
+        pending = self._read(READ) if room else []
+        with self._cond:
+            self._queue.extend(pending)
+            self._running = True
+            self._cond.notify_all()
+        if self._thread is None and not self._stop:
+            self._thread = threading.Thread(target=self._work, daemon=True,
+                                            name=f"chatmem-embed-{self.session_id}")
+            self._thread.start()
+        return notices
+
+    def pause(self) -> list[str]:
+        """Before a turn: the thread stops after its batch; finished batches are stored."""
+        with self._cond:
+            self._running = False
+        return self.collect()
+
+    def collect(self) -> list[str]:
+        """Store the finished batches; a failure of the thread becomes one notice."""
+        with self._cond:
+            rows, self._done = self._done, []
+            error = self._error
+        save_rows(self.store, self.model, rows)
+        if self._missing is not None:
+            self._missing = max(self._missing - len(rows), 0)
+        if error is None or self._told_error:
+            return []
+        self._told_error = True
+        return [f"indexing stopped: {describe(error)}; recall ranks the messages without a "
+                "vector by words; `chatmem index` retries"]
+
+    def finish(self) -> None:
+        """Embed everything still missing now, on this thread (tests, inline runs)."""
+        self._halt()
+        self.collect()
+        while pending := self._read(READ):
+            save_rows(self.store, self.model, embed_pending(self.embedder, pending))
+        self._missing = 0 if self._error is None else self._missing
+
+    def close(self) -> IndexingStatus:
+        """Stop the thread after its batch, store what it did, and say what is left."""
+        self._halt()
+        self.collect()
+        missing = self.store.count_without_vectors(self.model, self.session_id)
+        self._missing = missing
+        return IndexingStatus(self.session_id, self.model, missing, running=False,
+                              error=None if self._error is None else describe(self._error))
+
+    def status(self) -> IndexingStatus:
+        """What is left, without reading the file (the toolbar asks on every keystroke)."""
+        with self._cond:
+            running = self._running and (self._busy or bool(self._queue))
+            error = None if self._error is None else describe(self._error)
+        return IndexingStatus(self.session_id, self.model, self._missing or 0,
+                              running=running, error=error)
+
+    def _count_new(self) -> None:
+        """Messages committed since the last look are missing too (the first look counts
+        the session's whole backlog, once)."""
+        last = self.store.last_position(self.session_id)
+        if self._missing is None:
+            self._missing = self.store.count_without_vectors(self.model, self.session_id)
+        else:
+            self._missing += max(last - self._last_position, 0)
+        self._last_position = last
+
+    def _read(self, limit: int) -> list[PendingText]:
+        pending = self.store.texts_without_vectors(self.model, self.session_id, limit=limit,
+                                                   after_id=self._read_upto)
+        if pending:
+            self._read_upto = pending[-1].message_id
+        return pending
+
+    def _halt(self) -> None:
+        with self._cond:
+            self._stop, self._running = True, False
+            self._queue.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self._cond:
+            self._stop = False
+        # What was queued but not embedded is read again from the file when needed.
+        self._read_upto = 0
+
+    # -- the thread ---------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop and not (self._running and self._queue):
+                    self._cond.wait()
+                if self._stop:
+                    return
+                batch = self._queue[:BATCH]
+                del self._queue[:BATCH]
+                self._busy = True
+            try:
+                rows = embed_pending(self.embedder, batch, BATCH)
+            except BaseException as e:  # any failure: stored, told once by `collect`
+                with self._cond:
+                    self._error, self._busy, self._running = e, False, False
+                    self._queue.clear()
+                return
+            with self._cond:
+                self._done.extend(rows)
+                self._busy = False
+
+
+def describe(error: BaseException) -> str:
+    return str(error) if isinstance(error, ChatmemError) else f"{type(error).__name__}: {error}"
+
+
+class Indexing:
+    """The backlogs of one session, one per embedding model, as an engine drives them."""
+
+    def __init__(self, store: Store, session_id: int, *, background: bool = True) -> None:
+        self.store, self.session_id, self.background = store, session_id, background
+        self._backlogs: dict[str, VectorBacklog] = {}
+
+    def _backlog(self, embedder: Embedder) -> VectorBacklog:
+        backlog = self._backlogs.get(embedder.key)
+        if backlog is None:
+            backlog = self._backlogs[embedder.key] = VectorBacklog(
+                self.store, self.session_id, embedder, background=self.background)
+        return backlog
+
+    def after_commit(self, embedder: Embedder | None) -> list[str]:
+        """After a commit: embed the new messages (inline), or let the backlog go on."""
+        if embedder is None:
+            return []
+        try:
+            return self._backlog(embedder).after_commit()
+        except ChatmemError as e:
+            return [f"indexing failed, will retry next turn: {e}"]
+
+    def pause(self) -> list[str]:
+        """Before a build: each thread stops after its batch; what it finished is stored."""
+        notices: list[str] = []
+        for backlog in self._backlogs.values():
+            try:
+                notices += backlog.pause()
+            except ChatmemError as e:
+                notices.append(f"indexing: vectors not stored yet, will retry: {e}")
+        return notices
+
+    def finish(self, embedder: Embedder | None) -> None:
+        """Embed every message still without a vector now, on this thread."""
+        if embedder is not None:
+            self._backlog(embedder).finish()
+
+    def close(self) -> list[IndexingStatus]:
+        """Stop every thread after its batch and store what it did; what is left."""
+        left = [backlog.close() for backlog in self._backlogs.values()]
+        self._backlogs.clear()
+        return [status for status in left if status.missing or status.error]
+
+    def status(self, embedder: Embedder | None) -> IndexingStatus | None:
+        """The backlog of `embedder`, without reading the file (for a toolbar)."""
+        backlog = self._backlogs.get(embedder.key) if embedder is not None else None
+        return backlog.status() if backlog is not None else None

@@ -1,0 +1,241 @@
+"""The backlog of messages without vectors: a turn never waits for it, a build never
+writes it, the next process resumes it, and its thread fails, stops and reports cleanly."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from chatmem.config.settings import Settings
+from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.engine import Engine, open_session
+from chatmem.memory import create_strategy
+from chatmem.memory.vector_backlog import BATCH, embed_pending, save_rows
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+
+SETTINGS = Settings(system="Be brief.", embeddings={"provider": "none"})
+TURNS = 200
+MESSAGES = 2 * TURNS
+EARLIER = MESSAGES - 4
+"""The messages recall ranks after the import: all but the two recent turns'."""
+WAIT = 30.0
+"""Seconds a test waits for the backlog's thread before it fails (never reached when green)."""
+
+
+class GatedEmbedder(HashEmbedder):
+    """The hash embedder, whose stored-text calls wait until the test lets `allowed` more
+    of them through: the test decides how far the backlog gets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allowed = 0
+        self.finished = 0
+        self._cond = threading.Condition()
+
+    def allow(self, calls: int) -> None:
+        with self._cond:
+            self.allowed += calls
+            self._cond.notify_all()
+
+    def embed(self, texts: Sequence[str], *, query: bool = False):  # type: ignore[no-untyped-def]
+        if not query:
+            with self._cond:
+                if not self._cond.wait_for(lambda: self.allowed > 0, timeout=WAIT):
+                    raise TimeoutError("the test never let this batch through")
+                self.allowed -= 1
+        rows = super().embed(texts, query=query)
+        if not query:
+            with self._cond:
+                self.finished += 1
+                self._cond.notify_all()
+        return rows
+
+    def wait_finished(self, calls: int) -> None:
+        with self._cond:
+            assert self._cond.wait_for(lambda: self.finished >= calls, timeout=WAIT)
+
+
+class FailingEmbedder(HashEmbedder):
+    """Embeds queries, fails on stored texts with an error that is not chatmem's."""
+
+    def embed(self, texts: Sequence[str], *, query: bool = False):  # type: ignore[no-untyped-def]
+        if not query:
+            raise RuntimeError("the model file is truncated")
+        return super().embed(texts, query=query)
+
+
+def imported_history(path: Path) -> None:
+    """A session of TURNS imported turns, English and Chinese, none embedded."""
+    with Store(path) as store:
+        session = store.create_session("imported", "retrieval", system="Be brief.")
+        messages = []
+        for n in range(TURNS):
+            day, minute = divmod(n, 60)
+            when = f"2026-02-{day + 1:02d}T09:{minute:02d}:00+00:00"
+            if n == 17:
+                user, reply = "My brother moved to Porto last spring.", "Porto is lovely."
+            elif n == 23:
+                user, reply = "我们下个月去杭州看西湖。", "杭州的西湖很美。"
+            else:
+                user = f"Note {n}: the weekly groceries list and the bus timetable again."
+                reply = f"Noted, item {n} of the weekly routine."
+            messages += [{"role": "user", "content": user, "ts": when},
+                         {"role": "assistant", "content": reply, "ts": when}]
+        store.import_messages(session.id, messages)
+
+
+def chat_engine(store: Store, embedder: HashEmbedder) -> Engine:
+    return open_session(store, SETTINGS, ScriptedProvider(), "imported", strategy="retrieval",
+                        embedder=embedder)
+
+
+def missing(store: Store, engine: Engine, embedder: HashEmbedder) -> int:
+    return store.count_without_vectors(embedder.key, engine.session.id)
+
+
+def recalled(context) -> list[str]:  # type: ignore[no-untyped-def]
+    part = context.part("recalled")
+    return [] if part is None else [m.content for m in part.messages]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Where did my brother move?", "My brother moved to Porto last spring."),
+    ("我们什么时候去杭州？", "我们下个月去杭州看西湖。"),
+])
+def test_the_first_turn_after_an_import_does_not_wait_and_the_next_process_resumes(
+    tmp_path: Path, question: str, expected: str
+) -> None:
+    path = tmp_path / "history.db"
+    imported_history(path)
+    gate = GatedEmbedder()
+    with Store(path) as store:
+        engine = chat_engine(store, gate)
+        result = engine.run_turn(question)
+        # The reply is committed while not one stored text has been embedded.
+        assert result.status == "ok" and gate.finished == 0
+        assert missing(store, engine, gate) == MESSAGES + 2
+        assert expected in recalled(result.context)  # ranked by words meanwhile
+        reason = result.context.part("recalled").reason
+        assert reason.endswith(f"dense over 0 of {EARLIER:,} messages; indexing")
+        # The thread embeds one batch (two calls: own and context vectors) while the
+        # user types; the process then ends with the rest still to do.
+        gate.allow(2)
+        gate.wait_finished(2)
+        gate.allow(1_000)
+        left = engine.indexing.close()
+        assert len(left) == 1 and left[0].model == gate.key and left[0].error is None
+        assert left[0].missing == missing(store, engine, gate)
+        assert 0 < left[0].missing <= MESSAGES + 2 - BATCH
+        done = MESSAGES + 2 - left[0].missing
+    second = HashEmbedder()
+    assert second.key == gate.key
+    with Store(path) as store:
+        engine = chat_engine(store, second)
+        context = engine.build_context(question)
+        assert context.part("recalled").reason.endswith(
+            f"dense over {min(done, EARLIER + 2):,} of {EARLIER + 2:,} messages; indexing")
+        assert [r["dense"] is not None for r in context.recall].count(True) >= 1
+        engine.run_turn("And the bus timetable?")
+        engine.indexing.finish(second)
+        # Only what the first process left, and the new turn: nothing embedded twice.
+        assert second.calls == 2 * (left[0].missing + 2)
+        assert missing(store, engine, second) == 0
+        assert engine.indexing.close() == []
+        context = engine.build_context(question)
+        assert "indexing" not in context.part("recalled").reason
+        assert all(r["dense"] is not None for r in context.recall)
+
+
+def test_a_build_reads_vectors_and_never_writes_them(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    imported_history(path)
+    embedder = HashEmbedder()
+    with Store(path) as store:
+        engine = chat_engine(store, embedder)
+        strategy = create_strategy("retrieval")
+        # Half the history embedded, as a backlog stopped midway leaves it.
+        pending = store.texts_without_vectors(embedder.key, engine.session.id,
+                                              limit=MESSAGES // 2)
+
+
+        save_rows(store, embedder.key, embed_pending(embedder, pending))
+        strategy.build(engine.request("Where did my brother move?"))  # counts tokens once
+        calls = embedder.calls
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        context = strategy.build(engine.request("Where did my brother move?"))
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        assert embedder.calls == calls  # only the query was embedded
+        rows = {r["id"]: r for r in context.recall}
+        embedded = {p.message_id for p in pending}
+        assert rows and all((r["dense"] is not None) == (key in embedded)
+                            for key, r in rows.items())
+        assert context.part("recalled").reason.endswith(
+            f"dense over {MESSAGES // 2:,} of {EARLIER:,} messages; indexing")
+
+
+def test_a_failing_embedder_stops_the_backlog_with_one_notice(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    imported_history(path)
+    embedder = FailingEmbedder()
+    with Store(path) as store:
+        engine = chat_engine(store, embedder)
+        first = engine.run_turn("Where did my brother move?")
+        assert first.status == "ok"
+        deadline = time.monotonic() + WAIT
+        while (status := engine.indexing.status(embedder)) is None or status.error is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert status.error == "RuntimeError: the model file is truncated"
+        second = engine.run_turn("And the bus?")
+        third = engine.run_turn("And the groceries?")
+        told = [n for n in second.notices + third.notices if n.startswith("indexing stopped")]
+        assert len(told) == 1 and "RuntimeError: the model file is truncated" in told[0]
+        assert third.status == "ok" and store.turn_count(engine.session.id) == TURNS + 3
+        [left] = engine.indexing.close()
+        assert left.error == "RuntimeError: the model file is truncated"
+        assert left.missing == missing(store, engine, embedder) == MESSAGES + 6
+
+
+def backlog_threads(session_id: int) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"chatmem-embed-{session_id}"]
+
+
+def test_a_strategy_change_keeps_one_backlog_per_session_and_model(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    imported_history(path)
+    gate = GatedEmbedder()
+    with Store(path) as store:
+        engine = chat_engine(store, gate)
+        engine.run_turn("Where did my brother move?")
+        engine.set_strategy(create_strategy("retrieval", {"gap_hours": "1", "recent": "1"}))
+        engine.run_turn("And the bus?")
+        assert len(backlog_threads(engine.session.id)) == 1
+        gate.allow(10_000)
+        engine.indexing.finish(gate)
+        assert backlog_threads(engine.session.id) == []
+        # Each message embedded once, though two strategies asked.
+        assert gate.calls == 2 * (MESSAGES + 4)
+
+
+def test_replays_embed_before_each_build_so_results_do_not_depend_on_timing(
+    tmp_path: Path
+) -> None:
+    path = tmp_path / "history.db"
+    imported_history(path)
+    embedder = HashEmbedder()
+    with Store(path) as store:
+        session = store.find_session("imported")
+        assert session is not None
+        engine = Engine(store, session, ScriptedProvider(), create_strategy("retrieval"),
+                        embedder=embedder, background_indexing=False)
+        engine.replay_turn("Where did my brother move?", "Porto.")
+        assert missing(store, engine, embedder) == 0
+        assert backlog_threads(session.id) == []
+        context = engine.build_context("Where did my brother move?")
+        assert "indexing" not in context.part("recalled").reason
