@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from waiting import HANG, wait_until
 
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
@@ -24,8 +24,8 @@ TURNS = 200
 MESSAGES = 2 * TURNS
 EARLIER = MESSAGES - 4
 """The messages recall ranks after the import: all but the two recent turns'."""
-WAIT = 30.0
-"""Seconds a test waits for the backlog's thread before it fails (never reached when green)."""
+WAIT = HANG
+"""Seconds the gated embedder waits for the test before it fails (only against a hang)."""
 
 
 class GatedEmbedder(HashEmbedder):
@@ -162,8 +162,6 @@ def test_a_build_reads_vectors_and_never_writes_them(tmp_path: Path) -> None:
         # Half the history embedded, as a backlog stopped midway leaves it.
         pending = store.texts_without_vectors(embedder.key, engine.session.id,
                                               limit=MESSAGES // 2)
-
-
         save_rows(store, embedder.key, embed_pending(embedder, pending))
         strategy.build(engine.request("Where did my brother move?"))  # counts tokens once
         calls = embedder.calls
@@ -187,11 +185,12 @@ def test_a_failing_embedder_stops_the_backlog_with_one_notice(tmp_path: Path) ->
         engine = chat_engine(store, embedder)
         first = engine.run_turn("Where did my brother move?")
         assert first.status == "ok"
-        deadline = time.monotonic() + WAIT
-        while (status := engine.indexing.status(embedder)) is None or status.error is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        assert status.error == "RuntimeError: the model file is truncated"
+        def failed() -> str | None:
+            status = engine.indexing.status(embedder)
+            return None if status is None else status.error
+
+        wait_until(lambda: failed() is not None, "the backlog's failure")
+        assert failed() == "RuntimeError: the model file is truncated"
         second = engine.run_turn("And the bus?")
         third = engine.run_turn("And the groceries?")
         told = [n for n in second.notices + third.notices if n.startswith("indexing stopped")]
