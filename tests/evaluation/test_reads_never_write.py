@@ -90,3 +90,19 @@ def test_a_turn_writes_its_own_token_counts_and_gaps(stored: Path) -> None:
         assert unknown.fetchone() == (0,)
     finally:
         connection.close()
+
+
+def test_recall_by_meaning_reads_vectors_and_never_writes_them(
+    stored: Path, hash_embedder_config: Path
+) -> None:
+    """The imported session has no vectors: builds rank it by words, and embed nothing."""
+    db, config = str(stored), str(hash_embedder_config)
+    before = checkpointed_hash(stored)
+    for session in ("rs", "zh"):
+        invoke("inspect", session, "--next", "我的预算是多少？", "--strategy", "retrieval",
+               "--db", db, "--config", config)
+        invoke("replay", session, "-s", "retrieval", "--db", db, "--config", config)
+    invoke("eval", "zh", "-s", "retrieval", "--db", db, "--config", config)
+    assert checkpointed_hash(stored) == before
+    with Store(stored) as store:
+        assert store.vector_models() == {}
