@@ -241,3 +241,35 @@ def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path:
     store, restarted = make_repl(db)
     with store:  # a restart shows the last context stored
         assert toolbar_text(restarted).endswith("last context 16 / 4,000 tokens ")
+
+
+def test_the_toolbar_says_how_many_messages_are_still_to_embed(tmp_path: Path) -> None:
+    from chatmem.embeddings.hashed import HashEmbedder
+
+    go_on = threading.Event()
+
+    class Held(HashEmbedder):
+        """Embeds stored texts only once the test lets it: the backlog stays where it is."""
+
+        def embed(self, texts, *, query=False):  # type: ignore[no-untyped-def]
+            if not query:
+                assert go_on.wait(HANG)
+            return super().embed(texts, query=query)
+
+    embedder = Held()
+    store = Store(tmp_path / "t.db")
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
+                          strategy="retrieval", embedder=embedder)
+    store.import_messages(engine.session.id, [
+        {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
+        for n in range(300) for role in ("user", "assistant")])
+    repl = Repl(engine, make_console(), make_console(stderr=True))
+    with store:
+        assert "index" not in toolbar_text(repl)
+        repl.turn("when is the ferry?")
+        assert toolbar_text(repl).endswith(" · indexing, 602 left ")
+        engine.indexing.pause()
+        assert toolbar_text(repl).endswith(" · 602 not indexed ")
+        go_on.set()
+        engine.indexing.finish(embedder)
+        assert "index" not in toolbar_text(repl)
