@@ -216,15 +216,19 @@ class VectorBacklog:
     def _halt(self) -> None:
         with self._cond:
             self._stop, self._running = True, False
-            self._queue.clear()
+            dropped, self._queue = self._queue, []
             self._cond.notify_all()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join()  # its batch at hand ends in `_done` (or in `_error`)
             self._thread = None
         with self._cond:
             self._stop = False
-        # What was queued but not embedded is read again from the file when needed.
-        self._read_upto = 0
+        # What was handed over but not embedded is read again from the file when needed;
+        # otherwise reads go on after what was read (an inline run reads only new messages).
+        if self._error is not None:
+            self._read_upto = 0
+        elif dropped:
+            self._read_upto = dropped[0].message_id - 1
 
     # -- the thread ---------------------------------------------------------------------
 
