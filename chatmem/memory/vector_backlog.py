@@ -145,10 +145,10 @@ class VectorBacklog:
             self._queue.extend(pending)
             self._running = True
             self._cond.notify_all()
-        if self._thread is None and not self._stop:
-            self._thread = threading.Thread(target=self._work, daemon=True,
-                                            name=f"chatmem-embed-{self.session_id}")
-            self._thread.start()
+            if self._thread is None and self._queue:
+                self._thread = threading.Thread(target=self._work, daemon=True,
+                                                name=f"chatmem-embed-{self.session_id}")
+                self._thread.start()
         return notices
 
     def pause(self) -> list[str]:
@@ -218,9 +218,10 @@ class VectorBacklog:
             self._stop, self._running = True, False
             dropped, self._queue = self._queue, []
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join()  # its batch at hand ends in `_done` (or in `_error`)
-            self._thread = None
+        with self._cond:
+            thread = self._thread
+        if thread is not None:
+            thread.join()  # its batch at hand ends in `_done` (or in `_error`)
         with self._cond:
             self._stop = False
         # What was handed over but not embedded is read again from the file when needed;
@@ -235,9 +236,10 @@ class VectorBacklog:
     def _work(self) -> None:
         while True:
             with self._cond:
-                while not self._stop and not (self._running and self._queue):
-                    self._cond.wait()
-                if self._stop:
+                while not self._stop and self._queue and not self._running:
+                    self._cond.wait()  # paused while a turn runs
+                if self._stop or not self._queue:
+                    self._thread = None  # done: the next commit starts another
                     return
                 batch = self._queue[:BATCH]
                 del self._queue[:BATCH]
@@ -248,6 +250,7 @@ class VectorBacklog:
                 with self._cond:
                     self._error, self._busy, self._running = e, False, False
                     self._queue.clear()
+                    self._thread = None
                 return
             with self._cond:
                 self._done.extend(rows)

@@ -207,7 +207,20 @@ def test_a_failing_embedder_stops_the_backlog_with_one_notice(path: Path) -> Non
 
 
 def backlog_threads(session_id: int) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == f"chatmem-embed-{session_id}"]
+    """The backlog threads of this session (ids restart with each test's file)."""
+    return [t for t in threading.enumerate() if t.name == f"chatmem-embed-{session_id}"
+            and t not in EARLIER_THREADS]
+
+
+EARLIER_THREADS: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def earlier_threads() -> None:
+    """Threads other tests' engines left (an engine a test does not close keeps its
+    backlog's thread while it has work) are not this test's."""
+    EARLIER_THREADS.clear()
+    EARLIER_THREADS.update(threading.enumerate())
 
 
 def test_a_strategy_change_keeps_one_backlog_per_session_and_model(path: Path) -> None:
