@@ -10,8 +10,8 @@ conversation:
           run of messages without a gap of `gap_hours`: talk about one thing
           clusters in time). No model needed.
   dense   cosine similarity of the input's vector with each message's vector
-          and with its context vector (the normalised sum of its vector and
-          the previous message's), whichever is higher.
+          and with its context vector (the previous message and it embedded
+          together), whichever is higher.
   fused   (1 − dense_weight) × words + dense_weight × dense in `hybrid` mode;
           words alone in `bm25`, dense alone in `dense`. A message not embedded
           yet (its vector is computed between turns) is ranked by its words

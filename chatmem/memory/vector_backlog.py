@@ -27,8 +27,6 @@ from chatmem.errors import ChatmemError
 from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from chatmem.embeddings import Embedder
     from chatmem.store import Store
 
@@ -39,28 +37,9 @@ READ = 4096
 """Texts read from the file per refill: the thread can only embed what it was handed."""
 
 
-def message_vectors(embedder: Embedder, contents: Sequence[str],
-                    previous: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Each message's own vector, and its context vector derived from those already
-    computed: the normalised sum of its vector and its predecessor's.
-
-    Each distinct text is embedded once, so a run of consecutive messages costs one
-    vector per message (plus the predecessor of the first), half of embedding the
-    joined texts; on held-out long conversations it recalls 0.006-0.010 less
-    (shared/NOTES.md).
-    """
-    import numpy as np
-
-    from chatmem.embeddings.base import normalised
-
-    texts = list(dict.fromkeys([*contents, *(p for p in previous if p)]))
-    found = dict(zip(texts, embedder.embed(texts), strict=True)) if texts else {}
-    width = len(next(iter(found.values()))) if found else 0
-    own = np.array([found[c] for c in contents], dtype=np.float32).reshape(-1, width)
-    context = normalised(np.array([found[c] + found[p] if p else found[c]
-                                   for c, p in zip(contents, previous, strict=True)],
-                                  dtype=np.float32).reshape(-1, width))
-    return own, context
+def context_text(content: str, previous: str | None) -> str:
+    """What a message's context vector embeds: the message before it, then it."""
+    return f"{previous}\n{content}" if previous else content
 
 
 def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
@@ -71,8 +50,8 @@ def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
     rows: list[VectorRow] = []
     for start in range(0, len(pending), batch):
         chunk = pending[start : start + batch]
-        own, around = message_vectors(embedder, [p.content for p in chunk],
-                                      [p.previous for p in chunk])
+        own = embedder.embed([p.content for p in chunk])
+        around = embedder.embed([context_text(p.content, p.previous) for p in chunk])
         rows.extend(
             VectorRow(p.message_id, np.asarray(v, dtype=np.float16).tobytes(),
                       np.asarray(c, dtype=np.float16).tobytes())

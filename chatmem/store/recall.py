@@ -4,7 +4,7 @@ Every read is bounded by what the ranking needs: a search scores a bounded
 number of index entries, messages are read by position through the session's
 index, sitting starts through the (session, gap) index. Vectors are stored
 per (model, message) as float16 blobs: the message's own vector and its
-context vector (derived from its vector and the previous message's). Their
+context vector (the previous message and this one embedded together). Their
 reads are incremental (`after_id`), so a session's vectors are loaded once per
 process and then extended by the messages committed since.
 """

@@ -141,12 +141,12 @@ def test_vectors_are_computed_once_per_message_and_kept_per_model(make_engine, s
     embedder = HashEmbedder(aliases=ALIASES)
     engine = sibling_session(make_engine, embedder)
     messages = len(store.messages(engine.session.id))
-    # Each message once (its context vector is derived); each build: the query.
-    calls, queries = embedder.calls, embedder.queries
-    assert messages <= calls < 2 * messages
+    # Each message: its own vector and its context vector, once; each build: the query.
+    assert embedder.calls == 2 * messages
+    queries = embedder.queries
     engine.build_context("anything")
     engine.build_context("anything else")
-    assert (embedder.calls, embedder.queries) == (calls, queries + 2)
+    assert (embedder.calls, embedder.queries) == (2 * messages, queries + 2)
     assert store.vector_models() == {embedder.key: messages}
     other = HashEmbedder(dimensions=64)
     engine._embedder = other
