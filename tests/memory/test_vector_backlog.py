@@ -99,6 +99,14 @@ def chat_engine(store: Store, embedder: HashEmbedder) -> Engine:
                         embedder=embedder)
 
 
+def inline_engine(store: Store, embedder: HashEmbedder) -> Engine:
+    """An engine as replay and eval make it: every message embedded before the next build."""
+    session = store.find_session("imported")
+    assert session is not None
+    return Engine(store, session, ScriptedProvider(), create_strategy("retrieval"),
+                  embedder=embedder, background_indexing=False)
+
+
 def missing(store: Store, engine: Engine, embedder: HashEmbedder) -> int:
     return store.count_without_vectors(embedder.key, engine.session.id)
 
@@ -236,10 +244,8 @@ def test_replays_embed_before_each_build_so_results_do_not_depend_on_timing(
 ) -> None:
     embedder = HashEmbedder()
     with Store(path) as store:
-        session = store.find_session("imported")
-        assert session is not None
-        engine = Engine(store, session, ScriptedProvider(), create_strategy("retrieval"),
-                        embedder=embedder, background_indexing=False)
+        engine = inline_engine(store, embedder)
+        session = engine.session
         engine.replay_turn("Where did my brother move?", "Porto.")
         assert missing(store, engine, embedder) == 0
         assert backlog_threads(session.id) == []
@@ -254,10 +260,8 @@ def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
 
     embedder = HashEmbedder()
     with Store(path) as store:
-        session = store.find_session("imported")
-        assert session is not None
-        engine = Engine(store, session, ScriptedProvider(), create_strategy("retrieval"),
-                        embedder=embedder, background_indexing=False)
+        engine = inline_engine(store, embedder)
+        session = engine.session
         engine.update_memory()  # the whole imported history, once
         calls = embedder.calls
         store.import_messages(session.id, [{"role": "user", "content": "One more thing."},
