@@ -273,7 +273,7 @@ def remove_abandoned_conversions(path: Path) -> list[Path]:
         pid = candidate.name[len(prefix):].split("-", 1)[0]
         if not pid.isdigit() or _running(int(pid)):
             continue
-        with suppress(FileNotFoundError):
+        with suppress(OSError):  # gone meanwhile, or a read-only folder: not this command's
             candidate.unlink()
             removed.append(candidate)
     return removed
