@@ -14,6 +14,8 @@ import pytest
 from chatmem.config.settings import Settings
 from chatmem.engine import EMBEDDED_HELPER_NOTE, helper_model, open_session
 from chatmem.errors import OverBudget
+from chatmem.notices import MemoryUpdateCancelled
+from chatmem.providers.base import Purpose
 from chatmem.providers.local import SMOLLM2_FILE
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -105,8 +107,8 @@ def test_ctrl_c_during_a_strategy_call_keeps_the_turn_and_catches_up_later(
     class Interrupted(ScriptedProvider):
         interrupt = True
 
-        def complete(self, messages, *, purpose="chat"):  # type: ignore[no-untyped-def]
-            if self.interrupt and purpose == "summary":
+        def complete(self, messages, *, purpose=Purpose.CHAT):  # type: ignore[no-untyped-def]
+            if self.interrupt and purpose == Purpose.SUMMARY:
                 raise KeyboardInterrupt
             return super().complete(messages, purpose=purpose)
 
@@ -114,8 +116,7 @@ def test_ctrl_c_during_a_strategy_call_keeps_the_turn_and_catches_up_later(
     engine = open_session(store, Settings(system="Be brief."), provider, "s", strategy="summary")
     result = engine.run_turn("My order is ORD-7731.")
     assert result.status == "ok"
-    assert result.notices == ["memory update cancelled; the turn is stored and the update is "
-                              "retried next turn"]
+    assert result.notices == [MemoryUpdateCancelled()]
     assert [m.content for m in store.messages(engine.session.id)] == [
         "My order is ORD-7731.", "echo #1: My order is ORD-7731."]
     assert store.summaries(engine.session.id) == []

@@ -259,6 +259,7 @@ def _close_indexing(engine: Engine, err: Console) -> None:
 
 def _print_notices(engine: Engine, err: Console) -> None:
     from chatmem.render import notice_line
+    from chatmem.render.notices import notice_text
 
     for notice in engine.notices:
-        err.print(notice_line(notice), soft_wrap=True)
+        err.print(notice_line(notice_text(notice)), soft_wrap=True)

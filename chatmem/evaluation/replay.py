@@ -23,7 +23,7 @@ from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import parse_param_pairs
-from chatmem.providers.base import ChatMessages, Provider, ReplyStream
+from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import Store, check_session_name, session_name_from
 from chatmem.tokens import TokenCounter
 from chatmem.transcripts.format import (
@@ -85,16 +85,16 @@ class CountingProvider:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
-        self.calls: dict[str, int] = {}
+        self.calls: dict[Purpose, int] = {}
 
-    def _count(self, purpose: str) -> None:
+    def _count(self, purpose: Purpose) -> None:
         self.calls[purpose] = self.calls.get(purpose, 0) + 1
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
-        self._count("chat")
+        self._count(Purpose.CHAT)
         return self.inner.stream(messages)
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         self._count(purpose)
         return self.inner.complete(messages, purpose=purpose)
 
@@ -271,7 +271,7 @@ def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
     if step.extra:
         ids = engine.store.import_messages(engine.session.id, message_dicts(step.extra))
         stored_ids.update({m.id: i for m, i in zip(step.extra, ids, strict=True) if m.id})
-        run.notices.extend(without_repl_hints(engine.update_memory()))
+        run.notices.extend(engine.update_memory())
 
 
 def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
@@ -279,7 +279,7 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     assert isinstance(engine.helper_model, CountingProvider)
     assert isinstance(engine.provider, CountingProvider)
     run.strategy_calls = dict(engine.helper_model.calls)
-    run.chat_calls = engine.provider.calls.get("chat", 0)
+    run.chat_calls = engine.provider.calls.get(Purpose.CHAT, 0)
     summaries = store.summaries(session_id)
     run.summary_versions = len(summaries)
     run.dropped_anchors = len({a for s in summaries for a in s.dropped_anchors})
@@ -289,19 +289,6 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     from chatmem.memory.pins import pinned_facts
 
     run.pinned = len(pinned_facts(store, session_id))
-
-
-REPL_HINTS = ("; /summary shows the diff",)
-
-
-def without_repl_hints(notices: Sequence[str]) -> list[str]:
-    """Memory notices as a replay reports them: without advice meant for the REPL."""
-    out = []
-    for notice in notices:
-        for hint in REPL_HINTS:
-            notice = notice.replace(hint, "")
-        out.append(notice)
-    return out
 
 
 def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> Iterator[Step]:
@@ -320,7 +307,7 @@ def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
     else:
         result = engine.run_turn(step.message.content)
     run.prompt_tokens.append(result.context.tokens)
-    run.notices.extend(without_repl_hints(result.notices))
+    run.notices.extend(result.notices)
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id
     if step.reply is not None and step.reply.id and result.record.assistant_message_id:
@@ -334,5 +321,6 @@ def _probe(engine: Engine, probe: Probe, stored_ids: dict[str, int],
     if options.answer:
         # Straight to the model, not through the counting proxy: probe answers
         # are part of the measurement, not calls the strategy made.
-        result.score_answer(options.chat_provider.complete(context.messages(), purpose="chat"))
+        answer = options.chat_provider.complete(context.messages(), purpose=Purpose.CHAT)
+        result.score_answer(answer)
     return result

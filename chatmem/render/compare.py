@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from chatmem.memory.assembly import span
+from chatmem.notices import SummaryUpdated
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
+from chatmem.render.notices import replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun
@@ -303,29 +305,25 @@ def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = No
                  probe_table(runs))
 
 
-_PROGRESS = re.compile(r"^summary v\d+ now covers (turns? [\d–]+):")
-
-
 def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:
     """What a replay tells stderr: every notice with `verbose`, else one line per strategy.
 
-    A replay folds dozens of summary versions; their per-version notices (and
-    the REPL's advice to run /summary) become a count. Other notices, such as
-    a summary falling behind, are kept as they are.
+    A replay folds dozens of summary versions; their per-version notices become a
+    count. Other notices, such as a summary falling behind, are kept as they are.
     """
     lines: list[str] = []
     for run in runs:
-        progress = [n for n in run.notices if _PROGRESS.match(n)]
-        others = run.notices if verbose else [n for n in run.notices if not _PROGRESS.match(n)]
-        lines += [f"{run.label}: {n}" for n in others]
+        progress = [n for n in run.notices if isinstance(n, SummaryUpdated)]
+        others = run.notices if verbose else [n for n in run.notices
+                                              if not isinstance(n, SummaryUpdated)]
+        lines += [f"{run.label}: {replay_notice_text(n)}" for n in others]
         if verbose or not progress:
             continue
-        last = _PROGRESS.match(progress[-1])
         versions = run.summary_versions or len(progress)
         line = (f"{run.label}: {versions:,} summary version{'' if versions == 1 else 's'},"
-                f" the last covering {last.group(1) if last else '–'}")
+                f" the last covering {span(range(1, progress[-1].upto + 1))}")
         if run.dropped_anchors:
-            kept = "not pinned" if any("not pinned" in n for n in progress) else "pinned"
+            kept = "not pinned" if any(n.unpinned for n in progress) else "pinned"
             line += (f"; {run.dropped_anchors:,} detail{'' if run.dropped_anchors == 1 else 's'}"
                      f" dropped by the summarizer, {kept}")
         lines.append(line + " (--verbose lists each version)")

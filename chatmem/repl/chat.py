@@ -16,6 +16,7 @@ from chatmem import render
 from chatmem.engine import Engine, TurnResult
 from chatmem.errors import ChatmemError
 from chatmem.memory.context import Context
+from chatmem.render.notices import notice_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -116,7 +117,7 @@ class Chat:
         self.last = None
         self.note_usage()
         for notice in new.notices:
-            self.notice(notice)
+            self.notice(notice_text(notice))
 
     # -- a turn --------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ class Chat:
             self.status.print(self.prompt_panel(result.context, result.record.estimated_tokens))
         self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
         for notice in result.notices:
-            self.notice(notice)
+            self.notice(notice_text(notice))
 
     def token_line(self, result: TurnResult) -> object:
         record = result.record

@@ -19,6 +19,7 @@ from chatmem.evaluation.replay import (
     replay,
 )
 from chatmem.memory import contract_strategy_names
+from chatmem.providers.base import Purpose
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.transcripts.reader import parse_transcript, read_transcript
@@ -168,11 +169,11 @@ def test_eval_on_the_long_chat_ranks_strategies_as_checked_by_hand() -> None:
 def test_counting_provider_counts_helper_calls_by_purpose() -> None:
     model = ScriptedProvider()
     counting = CountingProvider(model)
-    counting.complete([{"role": "user", "content": "x"}], purpose="summary")
-    counting.complete([{"role": "user", "content": "x"}], purpose="summary")
-    counting.complete([{"role": "user", "content": "x"}], purpose="facts")
-    assert counting.calls == {"summary": 2, "facts": 1}
-    assert model.calls_by_purpose == {"summary": 2, "facts": 1}
+    counting.complete([{"role": "user", "content": "x"}], purpose=Purpose.SUMMARY)
+    counting.complete([{"role": "user", "content": "x"}], purpose=Purpose.SUMMARY)
+    counting.complete([{"role": "user", "content": "x"}], purpose=Purpose.FACTS)
+    assert counting.calls == {Purpose.SUMMARY: 2, Purpose.FACTS: 1}
+    assert model.calls_by_purpose == {Purpose.SUMMARY: 2, Purpose.FACTS: 1}
     assert counting.token_counter() is model.token_counter()
 
 
