@@ -94,8 +94,7 @@ class StrategyRun:
 
     def recall(self) -> float | None:
         """The lower of id and text recall: what --min-recall checks."""
-        values = [v for v in (self.id_recall(), self.text_recall()) if v is not None]
-        return min(values) if values else None
+        return lower_recall(self.id_recall(), self.text_recall())
 
     def probe_tokens(self) -> tuple[float | None, int | None]:
         tokens = [p.tokens for p in self.probes]
@@ -133,6 +132,12 @@ class StrategyRun:
                 "per_probe": [p.to_json() for p in self.probes],
             },
         }
+
+
+def lower_recall(id_recall: float | None, text_recall: float | None) -> float | None:
+    """The lower of id and text recall, either may be missing: a run's one recall figure."""
+    values = [v for v in (id_recall, text_recall) if v is not None]
+    return min(values) if values else None
 
 
 def _share(found: int, expected: int) -> float | None:
