@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.activity import QUIET, Activity
+from chatmem.activity import QUIET, Activity, ActivityStep
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
 from chatmem.memory.context import FIXED_KINDS
 from chatmem.memory.facts import sent_fact_ids
-from chatmem.memory.params import format_params
+from chatmem.memory.params import strategy_label
 from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
@@ -401,10 +401,10 @@ class _HelperActivity:
         self.inner = inner
         self.embedded = helper is not None and is_embedded_model(helper)
 
-    def doing(self, what: str) -> AbstractContextManager[None]:
+    def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
         if self.embedded:
             self.inner.warn(EMBEDDED_HELPER_NOTE, once=True)
-        return self.inner.doing(what)
+        return self.inner.doing(step)
 
     def warn(self, message: str, *, once: bool = False) -> None:
         self.inner.warn(message, once=once)
@@ -478,16 +478,6 @@ def open_session(
     engine.pending = changes if save else {}
     engine.created = created
     return engine
-
-
-def strategy_label(name: str, params: Mapping[str, Any]) -> str:
-    """`window k=2`: a strategy and its parameters as a user would type them."""
-    return f"{name} {format_params(params)}".strip()
-
-
-def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
-    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
 
 
 def helper_model(settings: Settings, provider: Provider) -> Provider | None:

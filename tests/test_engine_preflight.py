@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.config.settings import Settings
 from chatmem.engine import EMBEDDED_HELPER_NOTE, helper_model, open_session
 from chatmem.errors import OverBudget
@@ -25,14 +26,14 @@ class Recorder:
     """An Activity that keeps what it was told, in order."""
 
     def __init__(self) -> None:
-        self.events: list[str] = []
+        self.events: list[str | tuple[str, ActivityStep]] = []
         self.shown: set[str] = set()
 
     @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
-        self.events.append(f"start {what}")
+    def doing(self, step: ActivityStep) -> Iterator[None]:
+        self.events.append(("start", step))
         yield
-        self.events.append(f"end {what}")
+        self.events.append(("end", step))
 
     def warn(self, message: str, *, once: bool = False) -> None:
         if once and message in self.shown:
@@ -93,11 +94,12 @@ def test_strategy_calls_say_what_they_are_doing(store: Store, scripted: Scripted
                           strategy="summary+entity", activity=recorder)
     engine.run_turn("My name is Ana and my order is ORD-7731.")
     engine.run_turn("I live in Lisbon.")
+    def around(work: Work, turn: int) -> list[tuple[str, ActivityStep]]:
+        return [("start", ActivityStep(work, turn, turn)), ("end", ActivityStep(work, turn, turn))]
+
     assert recorder.events == [
-        "start summarizing turn 1", "end summarizing turn 1",
-        "start extracting facts from turn 1", "end extracting facts from turn 1",
-        "start summarizing turn 2", "end summarizing turn 2",
-        "start extracting facts from turn 2", "end extracting facts from turn 2",
+        *around(Work.SUMMARIZING, 1), *around(Work.EXTRACTING_FACTS, 1),
+        *around(Work.SUMMARIZING, 2), *around(Work.EXTRACTING_FACTS, 2),
     ]
 
 
@@ -144,7 +146,7 @@ def test_the_embedded_model_s_limits_are_said_once_before_its_first_strategy_cal
     engine.set_strategy(__import__("chatmem.memory").memory.create_strategy("summary", {}))
     engine.run_turn("again")
     engine.run_turn("and again")
-    warnings = [e for e in recorder.events if e.startswith("warn")]
+    warnings = [e for e in recorder.events if isinstance(e, str) and e.startswith("warn")]
     assert warnings == [f"warn {EMBEDDED_HELPER_NOTE}"]
     assert recorder.events[0] == f"warn {EMBEDDED_HELPER_NOTE}"
     assert "helper_model" in EMBEDDED_HELPER_NOTE and "SmolLM2" in EMBEDDED_HELPER_NOTE

@@ -27,6 +27,7 @@ from chatmem.cli.common import (
     session_first,
     settings_from,
     strategy_choice,
+    strategy_json,
     utf8_text,
 )
 from chatmem.errors import ExitCode
@@ -210,8 +211,6 @@ def ask(
 
 def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
-    from chatmem.engine import strategy_json
-
     record = result.record
     return {
         "command": "ask",

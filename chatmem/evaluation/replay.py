@@ -14,15 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from chatmem.embeddings.base import Embedder
-from chatmem.engine import Engine, strategy_label
+from chatmem.engine import Engine
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Strategy
-from chatmem.memory.params import parse_param_pairs
+from chatmem.memory.params import parse_param_pairs, strategy_label
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import Store, check_session_name, session_name_from
 from chatmem.tokens import TokenCounter
@@ -108,11 +109,22 @@ class CountingProvider:
 # -- replay ------------------------------------------------------------------------
 
 
+class StepKind(StrEnum):
+    TURN = "turn"
+    """A user message, sent as a turn (with its recorded reply when replies are kept)."""
+    IMPORT = "import"
+    """Messages stored as they are (an opening greeting, a second assistant message)."""
+    PROBE = "probe"
+    """A question asked of the context at this point, scored, never stored."""
+    SYSTEM = "system"
+    """The session's system prompt changes from here on."""
+
+
 @dataclass
 class Step:
     """One unit of replay work: a user turn (with its recorded reply), extra messages, a probe."""
 
-    kind: str  # "turn", "import", "probe" or "system"
+    kind: StepKind
     message: TranscriptMessage | None = None
     reply: TranscriptMessage | None = None
     extra: list[TranscriptMessage] = field(default_factory=list)
@@ -132,20 +144,20 @@ def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
     steps: list[Step] = []
     for item in transcript.items:
         if isinstance(item, Probe):
-            steps.append(Step("probe", probe=item))
+            steps.append(Step(StepKind.PROBE, probe=item))
         elif isinstance(item, SystemPrompt):
-            steps.append(Step("system", system=item))
+            steps.append(Step(StepKind.SYSTEM, system=item))
         elif item.role == "user":
-            steps.append(Step("turn", message=item))
+            steps.append(Step(StepKind.TURN, message=item))
         elif item.role == "assistant" and not keep_replies:
             continue
-        elif (item.role == "assistant" and steps and steps[-1].kind == "turn"
+        elif (item.role == "assistant" and steps and steps[-1].kind is StepKind.TURN
               and steps[-1].reply is None and not steps[-1].extra):
             steps[-1].reply = item
-        elif steps and steps[-1].kind in ("turn", "import"):
+        elif steps and steps[-1].kind in (StepKind.TURN, StepKind.IMPORT):
             steps[-1].extra.append(item)
         else:
-            steps.append(Step("import", extra=[item]))
+            steps.append(Step(StepKind.IMPORT, extra=[item]))
     return steps
 
 
@@ -259,14 +271,14 @@ def _start(
 
 def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, int],
           options: _Options) -> None:
-    if step.kind == "probe" and step.probe is not None:
+    if step.kind is StepKind.PROBE and step.probe is not None:
         run.probes.append(_probe(engine, step.probe, stored_ids, options))
         return
-    if step.kind == "system" and step.system is not None:
+    if step.kind is StepKind.SYSTEM and step.system is not None:
         engine.session = engine.store.update_session(engine.session.id,
                                                      system=step.system.system)
         return
-    if step.kind == "turn" and step.message is not None:
+    if step.kind is StepKind.TURN and step.message is not None:
         _turn(engine, step, run, stored_ids, options.keep_replies)
     if step.extra:
         ids = engine.store.import_messages(engine.session.id, message_dicts(step.extra))

@@ -120,9 +120,9 @@ class MemoryEnv:
     history), each call shown by `activity`; otherwise one bounded step, as after a turn."""
 
 
-def catching_up(env: MemoryEnv, total: int) -> str:
-    """" of 5,000 (catching up)" for an activity label during a catch-up, else ""."""
-    return f" of {total:,} (catching up)" if env.catch_up else ""
+def catching_up(env: MemoryEnv, total: int) -> int | None:
+    """The turns in all, for an activity step during a catch-up; None after a turn."""
+    return total if env.catch_up else None
 
 
 class BaseStrategy:

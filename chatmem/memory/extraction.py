@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
-from chatmem.memory.assembly import span
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.facts import normalize_key
 from chatmem.memory.history_view import HistoryTurn
@@ -201,8 +201,8 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     notices: list[Notice] = []
     if pending:
         try:
-            with env.activity.doing(f"extracting facts from {span([n for n, _ in pending])}"
-                                    + catching_up(env, total)):
+            with env.activity.doing(ActivityStep(Work.EXTRACTING_FACTS, pending[0][0],
+                                                 pending[-1][0], of=catching_up(env, total))):
                 answer = env.model.complete(
                     extraction_messages(state.live_facts(), pending, guard.mask),
                     purpose=Purpose.FACTS

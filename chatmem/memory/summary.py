@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.config.schema import check_prompt
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
@@ -223,12 +224,12 @@ class SummaryMemory(BaseStrategy):
         guard, masked = sensitive_turns.guard_for(env.state, turns)
         sensitive_turns.remember(env.state, guard, turns)
         options = _options(env)
-        covered = span([t.number for t in turns])
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
-            with env.activity.doing(f"summarizing {covered}"
-                                    + catching_up(env, env.history.turn_count())):
+            with env.activity.doing(ActivityStep(
+                    Work.SUMMARIZING, turns[0].number, turns[-1].number,
+                    of=catching_up(env, env.history.turn_count()))):
                 draft = summarizer.summarize(
                     env.model, env.counter, guard.mask(st.text), messages,
                     prompt=options["prompt"], max_tokens=self.summary_limit(), mask=guard.mask,

@@ -16,6 +16,7 @@ from chatmem import render
 from chatmem.engine import Engine, TurnResult
 from chatmem.errors import ChatmemError
 from chatmem.memory.context import Context
+from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
 
 if TYPE_CHECKING:
@@ -178,5 +179,6 @@ class Chat:
 
 def strategy_label(engine: Engine, *, changed_only: bool = False) -> str:
     """`window k=3`: the strategy in use and its parameters, as a user would type them."""
-    params = engine.strategy.describe_params(changed_only=changed_only)
-    return f"{engine.strategy.name} {params}".strip()
+    strategy = engine.strategy
+    return label_of(strategy.name,
+                    strategy.changed_params() if changed_only else strategy.params)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.replay import (
     CountingProvider,
+    StepKind,
     StrategySpec,
     parse_spec,
     plan,
@@ -67,14 +68,14 @@ def test_plan_pairs_turns_and_keeps_stray_messages() -> None:
     steps = plan(t, keep_replies=True)
     assert [(s.kind, s.message and s.message.content, s.reply and s.reply.content,
              [m.content for m in s.extra]) for s in steps] == [
-        ("import", None, None, ["Welcome!"]),
-        ("turn", "q1", "r1", ["note"]),
-        ("turn", "q2", None, []),
-        ("turn", "q3", "r3", []),
+        (StepKind.IMPORT, None, None, ["Welcome!"]),
+        (StepKind.TURN, "q1", "r1", ["note"]),
+        (StepKind.TURN, "q2", None, []),
+        (StepKind.TURN, "q3", "r3", []),
     ]
     # Regenerating drops every recorded assistant message, the greeting included.
     regenerated = plan(t, keep_replies=False)
-    assert [(s.kind, s.reply) for s in regenerated] == [("turn", None)] * 3
+    assert [(s.kind, s.reply) for s in regenerated] == [(StepKind.TURN, None)] * 3
     assert [m.content for s in regenerated for m in s.extra] == ["note"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatmem import install_hint
+from chatmem.activity import ActivityStep, Work
 from chatmem.notices import (
     ContextWarning,
     EmbeddingFailed,
@@ -27,6 +28,7 @@ from chatmem.notices import (
     after_calls,
 )
 from chatmem.render.notices import notice_text, replay_notice_text
+from chatmem.render.progress import step_text
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (SummaryUpdated(version=1, upto=1, added=5, removed=0, unit="words", pinned=("Paris",)),
@@ -105,3 +107,15 @@ def test_a_catch_up_counts_its_calls_on_the_first_notice_only() -> None:
         SummaryFailed("timed out", (4,), calls=3), FactsBehind(2)]
     assert after_calls([failed], 1) == [failed]
     assert after_calls([], 5) == []
+
+
+@pytest.mark.parametrize(("step", "text"), [
+    (ActivityStep(Work.SUMMARIZING, 3, 3), "summarizing turn 3"),
+    (ActivityStep(Work.SUMMARIZING, 1, 40, of=5_000),
+     "summarizing turns 1–40 of 5,000 (catching up)"),
+    (ActivityStep(Work.EXTRACTING_FACTS, 2, 9), "extracting facts from turns 2–9"),
+    (ActivityStep(Work.COPYING_TURNS, 1_001, 1_200, of=1_200),
+     "copying turns 1,001–1,200 of 1,200 for the what-if"),
+])
+def test_a_slow_step_reads_as_what_it_does(step: ActivityStep, text: str) -> None:
+    assert step_text(step) == text
