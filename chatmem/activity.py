@@ -10,12 +10,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol
 
 
+class Work(Enum):
+    """What a slow step does; chatmem.render.progress words it."""
+
+    SUMMARIZING = "summarizing"
+    EXTRACTING_FACTS = "extracting facts"
+    COPYING_TURNS = "copying turns"
+    """Copying a session's history into a what-if's scratch store."""
+
+
+@dataclass(frozen=True)
+class ActivityStep:
+    """A slow step over turns `first`..`last`; `of`: the turns in all, when the step is one
+    of a series (catching up on an imported history, copying for a what-if)."""
+
+    work: Work
+    first: int
+    last: int
+    of: int | None = None
+
+
 class Activity(Protocol):
-    def doing(self, what: str) -> AbstractContextManager[None]:
-        """Around a slow step: `with activity.doing("summarizing turns 12–20"): ...`."""
+    def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
+        """Around a slow step: `with activity.doing(ActivityStep(Work.SUMMARIZING, 12, 20))`."""
         ...
 
     def warn(self, message: str, *, once: bool = False) -> None:
@@ -30,7 +52,7 @@ class Quiet:
     """Shows nothing: tests, replay, and any caller that did not ask for progress."""
 
     @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
+    def doing(self, step: ActivityStep) -> Iterator[None]:
         yield
 
     def warn(self, message: str, *, once: bool = False) -> None:

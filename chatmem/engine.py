@@ -10,22 +10,32 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.activity import QUIET, Activity
+from chatmem.activity import QUIET, Activity, ActivityStep
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
 from chatmem.memory.context import FIXED_KINDS
 from chatmem.memory.facts import sent_fact_ids
-from chatmem.memory.params import format_params
+from chatmem.memory.params import strategy_label
 from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
+from chatmem.notices import (
+    IndexingNotice,
+    InputNotUtf8,
+    MemoryUpdateCancelled,
+    MemoryUpdateFailed,
+    Notice,
+    ReplyCut,
+    StrategyChanged,
+    SystemPromptReplaced,
+)
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord
 from chatmem.text import REPLACEMENT, is_valid, valid_text
@@ -48,7 +58,7 @@ class TurnResult:
     record: TurnRecord
     context: Context
     reply: str
-    notices: list[str] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -89,7 +99,7 @@ class Engine:
         self.keeps_memory = True
         """False for a one-off question: no summary or fact is derived from a conversation
         nobody will continue (each would be a model call for nothing)."""
-        self.notices: list[str] = []
+        self.notices: list[Notice] = []
         """What opening the session changed (strategy, system prompt), for the user to see."""
         self._caught_up = False
         self._embedder = embedder
@@ -223,9 +233,9 @@ class Engine:
         notices = self.catch_up()
         if not is_valid(text):
             text = valid_text(text)
-            notices.append("the input held bytes that are not UTF-8; each was replaced by"
-                           f" {REPLACEMENT}")
-        notices += self.indexing.pause()  # a build itself never writes
+            notices.append(InputNotUtf8(REPLACEMENT))
+        # a build itself never writes
+        notices += [IndexingNotice(text) for text in self.indexing.pause()]
         context = self.build_context(text, attachments)
         try:
             self.check_budget(context)
@@ -273,8 +283,7 @@ class Engine:
         self.store.mark_facts_used(sent_fact_ids(context))
         self._note_model()
         if stream.usage.cut_at_limit:
-            notices.append("the reply stopped at the reply-length limit (max_reply_tokens); "
-                           "it is stored as it is")
+            notices.append(ReplyCut())
         if self.keeps_memory:
             notices += self.update_memory()
         return TurnResult(record, context, reply, notices)
@@ -339,7 +348,7 @@ class Engine:
                                         message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())
 
-    def catch_up(self) -> list[str]:
+    def catch_up(self) -> list[Notice]:
         """Bring the strategy's state up to date before this engine's first turn.
 
         A strategy switched to mid-session, a fork, an imported history or a
@@ -354,13 +363,13 @@ class Engine:
         self._caught_up = True
         return self.update_memory(catch_up=True) if self.history().turn_count() else []
 
-    def update_memory(self, *, catch_up: bool = False) -> list[str]:
+    def update_memory(self, *, catch_up: bool = False) -> list[Notice]:
         notices = self._update_strategy(catch_up)
         if catch_up and self.background_indexing:
             return notices  # the backlog waits until the turn has committed
-        return notices + self.indexing.after_commit(self.embedder)
+        return notices + [IndexingNotice(t) for t in self.indexing.after_commit(self.embedder)]
 
-    def _update_strategy(self, catch_up: bool) -> list[str]:
+    def _update_strategy(self, catch_up: bool) -> list[Notice]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
                         settings=self.settings, system=self.session.system,
                         embedder=self.embedder,
@@ -370,12 +379,11 @@ class Engine:
             return self.strategy.update(env)
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
-            return [f"memory update failed, will retry next turn: {e}"]
+            return [MemoryUpdateFailed(str(e))]
         except KeyboardInterrupt:
             # Derived state is written only after a helper call succeeds, so nothing
             # half-done is kept; the committed turn stands.
-            return ["memory update cancelled; the turn is stored and the update is retried "
-                    "next turn"]
+            return [MemoryUpdateCancelled()]
 
 
 EMBEDDED_HELPER_NOTE = (
@@ -393,10 +401,10 @@ class _HelperActivity:
         self.inner = inner
         self.embedded = helper is not None and is_embedded_model(helper)
 
-    def doing(self, what: str) -> AbstractContextManager[None]:
+    def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
         if self.embedded:
             self.inner.warn(EMBEDDED_HELPER_NOTE, once=True)
-        return self.inner.doing(what)
+        return self.inner.doing(step)
 
     def warn(self, message: str, *, once: bool = False) -> None:
         self.inner.warn(message, once=once)
@@ -445,7 +453,7 @@ def open_session(
         if not created:
             # Another process created it a moment ago: join it as if resuming.
             chosen = resolve_strategy(settings, strategy, params or {}, session)
-    notices: list[str] = []
+    notices: list[Notice] = []
     changes: dict[str, Any] = {}
     if not created:
         if strategy is not None or params:
@@ -453,14 +461,12 @@ def open_session(
             before = strategy_label(session.strategy, session.params)
             after = strategy_label(chosen.name, chosen.params)
             if before != after:
-                notices.append(f"session {name}: strategy {before} → {after}"
-                               + ("" if save else " for this call (--save keeps it)"))
+                notices.append(StrategyChanged(name, before, after, kept=save))
         if system is not None:
             changes["system"] = system
             if system != session.system:
-                notices.append(f"session {name}: system prompt replaced "
-                               f"({len(session.system or '')} → {len(system)} characters)"
-                               + ("" if save else " for this call (--save keeps it)"))
+                notices.append(SystemPromptReplaced(name, len(session.system or ""), len(system),
+                                                    kept=save))
         # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
         # without `save`, never stored: they hold for this engine only.
         session = dataclasses.replace(session, **changes)
@@ -472,16 +478,6 @@ def open_session(
     engine.pending = changes if save else {}
     engine.created = created
     return engine
-
-
-def strategy_label(name: str, params: Mapping[str, Any]) -> str:
-    """`window k=2`: a strategy and its parameters as a user would type them."""
-    return f"{name} {format_params(params)}".strip()
-
-
-def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
-    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
 
 
 def helper_model(settings: Settings, provider: Provider) -> Provider | None:

@@ -5,16 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from chatmem.activity import ActivityStep
+
 
 class Recording:
     """An Activity that keeps what it was told."""
 
     def __init__(self) -> None:
-        self.steps: list[str] = []
+        self.steps: list[ActivityStep] = []
 
     @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
-        self.steps.append(what)
+    def doing(self, step: ActivityStep) -> Iterator[None]:
+        self.steps.append(step)
         yield
 
     def warn(self, message: str, *, once: bool = False) -> None:

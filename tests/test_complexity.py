@@ -22,11 +22,13 @@ from typing import Any
 import pytest
 from activity_log import Recording
 
+from chatmem.activity import Work as ActivityWork
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import strategy_names
 from chatmem.memory.summary import FOLD_TOKENS
 from chatmem.memory.vector_backlog import embed_pending
+from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.store.meter import metered
@@ -280,6 +282,7 @@ def test_an_imported_history_is_caught_up_in_bounded_batches_with_progress(
                               activity=activity)
         notices = engine.catch_up()
         assert len(activity.steps) > 3
-        assert activity.steps[0].startswith("summarizing turns 1–")
-        assert all(step.endswith(" of 300 (catching up)") for step in activity.steps)
-        assert notices[0].startswith(f"caught up in {len(activity.steps)} summarizer calls; ")
+        assert activity.steps[0].first == 1 and activity.steps[0].last > 1
+        assert {(s.work, s.of) for s in activity.steps} == {(ActivityWork.SUMMARIZING, 300)}
+        assert isinstance(notices[0], SummaryUpdated)
+        assert notices[0].calls == len(activity.steps)

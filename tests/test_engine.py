@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from chatmem.errors import ProviderResponseError
+from chatmem.notices import StrategyChanged, SummaryUpdated, SystemPromptReplaced
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.tokens import counter_for_model
 
@@ -194,8 +195,8 @@ def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
     changed = open_session(store, settings, ScriptedProvider(), "s", strategy="tokens",
                            params={"max_tokens": "300"}, system="你好，简短回答。")
     assert changed.notices == [
-        "session s: strategy window k=5 → tokens max_tokens=300",
-        "session s: system prompt replaced (9 → 8 characters)",
+        StrategyChanged("s", "window k=5", "tokens max_tokens=300"),
+        SystemPromptReplaced("s", 9, 8),
     ]
 
 
@@ -214,5 +215,6 @@ def test_a_strategy_switched_to_mid_session_catches_up_before_its_first_turn(
     assert summary is not None and "turns 1–" in summary.messages[0].content
     # Turn 1's order is in memory: in the summary, or pinned by the drift guard.
     assert "ORD-770" in str(result.context.messages()[:-1])
-    assert result.notices and result.notices[0].startswith("summary v1 now covers turns 1–")
+    assert result.notices and isinstance(notice := result.notices[0], SummaryUpdated)
+    assert notice.version == 1 and notice.upto > 1
     assert result.context.tokens <= 300

@@ -11,9 +11,12 @@ from contextlib import contextmanager
 
 import pytest
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.config.settings import Settings
 from chatmem.engine import EMBEDDED_HELPER_NOTE, helper_model, open_session
 from chatmem.errors import OverBudget
+from chatmem.notices import MemoryUpdateCancelled
+from chatmem.providers.base import Purpose
 from chatmem.providers.local import SMOLLM2_FILE
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -23,14 +26,14 @@ class Recorder:
     """An Activity that keeps what it was told, in order."""
 
     def __init__(self) -> None:
-        self.events: list[str] = []
+        self.events: list[str | tuple[str, ActivityStep]] = []
         self.shown: set[str] = set()
 
     @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
-        self.events.append(f"start {what}")
+    def doing(self, step: ActivityStep) -> Iterator[None]:
+        self.events.append(("start", step))
         yield
-        self.events.append(f"end {what}")
+        self.events.append(("end", step))
 
     def warn(self, message: str, *, once: bool = False) -> None:
         if once and message in self.shown:
@@ -91,11 +94,12 @@ def test_strategy_calls_say_what_they_are_doing(store: Store, scripted: Scripted
                           strategy="summary+entity", activity=recorder)
     engine.run_turn("My name is Ana and my order is ORD-7731.")
     engine.run_turn("I live in Lisbon.")
+    def around(work: Work, turn: int) -> list[tuple[str, ActivityStep]]:
+        return [("start", ActivityStep(work, turn, turn)), ("end", ActivityStep(work, turn, turn))]
+
     assert recorder.events == [
-        "start summarizing turn 1", "end summarizing turn 1",
-        "start extracting facts from turn 1", "end extracting facts from turn 1",
-        "start summarizing turn 2", "end summarizing turn 2",
-        "start extracting facts from turn 2", "end extracting facts from turn 2",
+        *around(Work.SUMMARIZING, 1), *around(Work.EXTRACTING_FACTS, 1),
+        *around(Work.SUMMARIZING, 2), *around(Work.EXTRACTING_FACTS, 2),
     ]
 
 
@@ -105,8 +109,8 @@ def test_ctrl_c_during_a_strategy_call_keeps_the_turn_and_catches_up_later(
     class Interrupted(ScriptedProvider):
         interrupt = True
 
-        def complete(self, messages, *, purpose="chat"):  # type: ignore[no-untyped-def]
-            if self.interrupt and purpose == "summary":
+        def complete(self, messages, *, purpose=Purpose.CHAT):  # type: ignore[no-untyped-def]
+            if self.interrupt and purpose == Purpose.SUMMARY:
                 raise KeyboardInterrupt
             return super().complete(messages, purpose=purpose)
 
@@ -114,8 +118,7 @@ def test_ctrl_c_during_a_strategy_call_keeps_the_turn_and_catches_up_later(
     engine = open_session(store, Settings(system="Be brief."), provider, "s", strategy="summary")
     result = engine.run_turn("My order is ORD-7731.")
     assert result.status == "ok"
-    assert result.notices == ["memory update cancelled; the turn is stored and the update is "
-                              "retried next turn"]
+    assert result.notices == [MemoryUpdateCancelled()]
     assert [m.content for m in store.messages(engine.session.id)] == [
         "My order is ORD-7731.", "echo #1: My order is ORD-7731."]
     assert store.summaries(engine.session.id) == []
@@ -143,7 +146,7 @@ def test_the_embedded_model_s_limits_are_said_once_before_its_first_strategy_cal
     engine.set_strategy(__import__("chatmem.memory").memory.create_strategy("summary", {}))
     engine.run_turn("again")
     engine.run_turn("and again")
-    warnings = [e for e in recorder.events if e.startswith("warn")]
+    warnings = [e for e in recorder.events if isinstance(e, str) and e.startswith("warn")]
     assert warnings == [f"warn {EMBEDDED_HELPER_NOTE}"]
     assert recorder.events[0] == f"warn {EMBEDDED_HELPER_NOTE}"
     assert "helper_model" in EMBEDDED_HELPER_NOTE and "SmolLM2" in EMBEDDED_HELPER_NOTE

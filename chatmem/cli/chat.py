@@ -27,6 +27,7 @@ from chatmem.cli.common import (
     session_first,
     settings_from,
     strategy_choice,
+    strategy_json,
     utf8_text,
 )
 from chatmem.errors import ExitCode
@@ -210,8 +211,6 @@ def ask(
 
 def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
-    from chatmem.engine import strategy_json
-
     record = result.record
     return {
         "command": "ask",
@@ -259,6 +258,7 @@ def _close_indexing(engine: Engine, err: Console) -> None:
 
 def _print_notices(engine: Engine, err: Console) -> None:
     from chatmem.render import notice_line
+    from chatmem.render.notices import notice_text
 
     for notice in engine.notices:
-        err.print(notice_line(notice), soft_wrap=True)
+        err.print(notice_line(notice_text(notice)), soft_wrap=True)

@@ -420,3 +420,10 @@ def print_json(data: Any) -> None:
 
     sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
                      + "\n")
+
+
+def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
+    from chatmem.memory.params import strategy_label
+
+    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}

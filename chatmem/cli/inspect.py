@@ -51,6 +51,7 @@ from chatmem.cli.common import (
     settings_from,
     shared_embedder,
     strategy_choice,
+    strategy_json,
 )
 
 if TYPE_CHECKING:
@@ -131,8 +132,6 @@ def inspect(
 
 
 def _turn_json(turn: TurnRecord) -> dict[str, Any]:
-    from chatmem.engine import strategy_json
-
     return {**{k: getattr(turn, k) for k in TURN_FIELDS},
             "strategy": strategy_json(turn.strategy, turn.params)}
 
@@ -140,7 +139,7 @@ def _turn_json(turn: TurnRecord) -> dict[str, Any]:
 def _payload(session: str, mode: str, context: Context, *, text: str, strategy: str,
              params: dict[str, Any], tokenizer: Tokenizer, turn: TurnRecord | None = None,
              replayed: dict[str, Any] | None = None) -> dict[str, Any]:
-    from chatmem.engine import strategy_json
+    from chatmem.render.notices import notice_text
 
     return {
         "command": "inspect",
@@ -150,7 +149,9 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
         "strategy": strategy_json(strategy, params),
         "tokenizer": tokenizer.to_json(),
         "input": text,
-        "context": context.to_json(),
+        # Warnings as the user reads them; the stored turn keeps them as values.
+        "context": {**context.to_json(),
+                    "warnings": [notice_text(w) for w in context.warnings]},
         "messages": context.messages(),
         "rendered_prompt": turn.rendered_prompt if turn else None,
         "replayed": replayed,

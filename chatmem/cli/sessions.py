@@ -15,6 +15,7 @@ from chatmem.cli.common import (
     open_store,
     print_json,
     settings_from,
+    strategy_json,
 )
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.transcripts.format import stored_transcript
@@ -35,7 +36,6 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     Example: chatmem sessions list --json
     """
     from chatmem import render
-    from chatmem.engine import strategy_json
 
     with open_store(settings_from(config, db), create=False) as store:
         rows = store.list_sessions()
@@ -84,8 +84,6 @@ def show(
     info = {k: v for k, v in session.__dict__.items() if k != "id"}
     page = {"first": first, "last": min(last, total), "total": total}
     if json_out:
-        from chatmem.engine import strategy_json
-
         shown = {**info, "strategy": strategy_json(session.strategy, session.params)}
         shown.pop("params")
         print_json({**shown, "turns": page, "messages": messages})

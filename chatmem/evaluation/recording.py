@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chatmem.providers.base import ChatMessages, Provider, ReplyStream
+from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.tokens import TiktokenCounter, TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class LazyProvider:
     def stream(self, messages: ChatMessages) -> ReplyStream:
         return self.inner().stream(messages)
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         return self.inner().complete(messages, purpose=purpose)
 
     def token_counter(self) -> TokenCounter:

@@ -14,16 +14,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from chatmem.embeddings.base import Embedder
-from chatmem.engine import Engine, strategy_label
+from chatmem.engine import Engine
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory import create_strategy
 from chatmem.memory.base import Strategy
-from chatmem.memory.params import parse_param_pairs
-from chatmem.providers.base import ChatMessages, Provider, ReplyStream
+from chatmem.memory.params import parse_param_pairs, strategy_label
+from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import Store, check_session_name, session_name_from
 from chatmem.tokens import TokenCounter
 from chatmem.transcripts.format import (
@@ -85,16 +86,16 @@ class CountingProvider:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
-        self.calls: dict[str, int] = {}
+        self.calls: dict[Purpose, int] = {}
 
-    def _count(self, purpose: str) -> None:
+    def _count(self, purpose: Purpose) -> None:
         self.calls[purpose] = self.calls.get(purpose, 0) + 1
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
-        self._count("chat")
+        self._count(Purpose.CHAT)
         return self.inner.stream(messages)
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         self._count(purpose)
         return self.inner.complete(messages, purpose=purpose)
 
@@ -108,11 +109,22 @@ class CountingProvider:
 # -- replay ------------------------------------------------------------------------
 
 
+class StepKind(StrEnum):
+    TURN = "turn"
+    """A user message, sent as a turn (with its recorded reply when replies are kept)."""
+    IMPORT = "import"
+    """Messages stored as they are (an opening greeting, a second assistant message)."""
+    PROBE = "probe"
+    """A question asked of the context at this point, scored, never stored."""
+    SYSTEM = "system"
+    """The session's system prompt changes from here on."""
+
+
 @dataclass
 class Step:
     """One unit of replay work: a user turn (with its recorded reply), extra messages, a probe."""
 
-    kind: str  # "turn", "import", "probe" or "system"
+    kind: StepKind
     message: TranscriptMessage | None = None
     reply: TranscriptMessage | None = None
     extra: list[TranscriptMessage] = field(default_factory=list)
@@ -132,20 +144,20 @@ def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
     steps: list[Step] = []
     for item in transcript.items:
         if isinstance(item, Probe):
-            steps.append(Step("probe", probe=item))
+            steps.append(Step(StepKind.PROBE, probe=item))
         elif isinstance(item, SystemPrompt):
-            steps.append(Step("system", system=item))
+            steps.append(Step(StepKind.SYSTEM, system=item))
         elif item.role == "user":
-            steps.append(Step("turn", message=item))
+            steps.append(Step(StepKind.TURN, message=item))
         elif item.role == "assistant" and not keep_replies:
             continue
-        elif (item.role == "assistant" and steps and steps[-1].kind == "turn"
+        elif (item.role == "assistant" and steps and steps[-1].kind is StepKind.TURN
               and steps[-1].reply is None and not steps[-1].extra):
             steps[-1].reply = item
-        elif steps and steps[-1].kind in ("turn", "import"):
+        elif steps and steps[-1].kind in (StepKind.TURN, StepKind.IMPORT):
             steps[-1].extra.append(item)
         else:
-            steps.append(Step("import", extra=[item]))
+            steps.append(Step(StepKind.IMPORT, extra=[item]))
     return steps
 
 
@@ -259,19 +271,19 @@ def _start(
 
 def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, int],
           options: _Options) -> None:
-    if step.kind == "probe" and step.probe is not None:
+    if step.kind is StepKind.PROBE and step.probe is not None:
         run.probes.append(_probe(engine, step.probe, stored_ids, options))
         return
-    if step.kind == "system" and step.system is not None:
+    if step.kind is StepKind.SYSTEM and step.system is not None:
         engine.session = engine.store.update_session(engine.session.id,
                                                      system=step.system.system)
         return
-    if step.kind == "turn" and step.message is not None:
+    if step.kind is StepKind.TURN and step.message is not None:
         _turn(engine, step, run, stored_ids, options.keep_replies)
     if step.extra:
         ids = engine.store.import_messages(engine.session.id, message_dicts(step.extra))
         stored_ids.update({m.id: i for m, i in zip(step.extra, ids, strict=True) if m.id})
-        run.notices.extend(without_repl_hints(engine.update_memory()))
+        run.notices.extend(engine.update_memory())
 
 
 def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
@@ -279,7 +291,7 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     assert isinstance(engine.helper_model, CountingProvider)
     assert isinstance(engine.provider, CountingProvider)
     run.strategy_calls = dict(engine.helper_model.calls)
-    run.chat_calls = engine.provider.calls.get("chat", 0)
+    run.chat_calls = engine.provider.calls.get(Purpose.CHAT, 0)
     summaries = store.summaries(session_id)
     run.summary_versions = len(summaries)
     run.dropped_anchors = len({a for s in summaries for a in s.dropped_anchors})
@@ -289,19 +301,6 @@ def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
     from chatmem.memory.pins import pinned_facts
 
     run.pinned = len(pinned_facts(store, session_id))
-
-
-REPL_HINTS = ("; /summary shows the diff",)
-
-
-def without_repl_hints(notices: Sequence[str]) -> list[str]:
-    """Memory notices as a replay reports them: without advice meant for the REPL."""
-    out = []
-    for notice in notices:
-        for hint in REPL_HINTS:
-            notice = notice.replace(hint, "")
-        out.append(notice)
-    return out
 
 
 def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> Iterator[Step]:
@@ -320,7 +319,7 @@ def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
     else:
         result = engine.run_turn(step.message.content)
     run.prompt_tokens.append(result.context.tokens)
-    run.notices.extend(without_repl_hints(result.notices))
+    run.notices.extend(result.notices)
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id
     if step.reply is not None and step.reply.id and result.record.assistant_message_id:
@@ -334,5 +333,6 @@ def _probe(engine: Engine, probe: Probe, stored_ids: dict[str, int],
     if options.answer:
         # Straight to the model, not through the counting proxy: probe answers
         # are part of the measurement, not calls the strategy made.
-        result.score_answer(options.chat_provider.complete(context.messages(), purpose="chat"))
+        answer = options.chat_provider.complete(context.messages(), purpose=Purpose.CHAT)
+        result.score_answer(answer)
     return result

@@ -12,10 +12,13 @@ At each probe the context the strategy would send is scored:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.memory.context import Context
+from chatmem.notices import Notice
+from chatmem.providers.base import Purpose
 from chatmem.transcripts.format import Probe
 
 MEMORY_PARTS = ("summary", "facts", "recalled", "history")
@@ -52,7 +55,7 @@ class StrategyRun:
     strategy: str
     params: dict[str, Any]
     prompt_tokens: list[int] = field(default_factory=list)
-    strategy_calls: dict[str, int] = field(default_factory=dict)
+    strategy_calls: dict[Purpose, int] = field(default_factory=dict)
     chat_calls: int = 0
     summary_versions: int = 0
     dropped_anchors: int = 0
@@ -60,7 +63,7 @@ class StrategyRun:
     facts: int = 0
     pinned: int = 0
     """Details the drift guard pinned (kept verbatim beside the facts)."""
-    notices: list[str] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
     session: str | None = None
 
@@ -91,14 +94,14 @@ class StrategyRun:
 
     def recall(self) -> float | None:
         """The lower of id and text recall: what --min-recall checks."""
-        values = [v for v in (self.id_recall(), self.text_recall()) if v is not None]
-        return min(values) if values else None
+        return lower_recall(self.id_recall(), self.text_recall())
 
     def probe_tokens(self) -> tuple[float | None, int | None]:
         tokens = [p.tokens for p in self.probes]
         return (statistics.fmean(tokens), max(tokens)) if tokens else (None, None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, word: Callable[[Notice], str]) -> dict[str, Any]:
+        """The run in replay's and eval's --json; `word` words each notice."""
         mean_probe, max_probe = self.probe_tokens()
         return {
             "strategy": {"name": self.strategy, "params": self.params, "label": self.label},
@@ -116,7 +119,7 @@ class StrategyRun:
             "summary_versions": self.summary_versions,
             "facts": self.facts,
             "pinned": self.pinned,
-            "notices": self.notices,
+            "notices": [word(n) for n in self.notices],
             "eval": {
                 "probes": len(self.probes),
                 "id_recall": self.id_recall(),
@@ -129,6 +132,12 @@ class StrategyRun:
                 "per_probe": [p.to_json() for p in self.probes],
             },
         }
+
+
+def lower_recall(id_recall: float | None, text_recall: float | None) -> float | None:
+    """The lower of id and text recall, either may be missing: a run's one recall figure."""
+    values = [v for v in (id_recall, text_recall) if v is not None]
+    return min(values) if values else None
 
 
 def _share(found: int, expected: int) -> float | None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chatmem.activity import QUIET, Activity
+from chatmem.activity import QUIET, Activity, ActivityStep, Work
 from chatmem.engine import Engine
 from chatmem.evaluation.replay import CountingProvider, seed_user_facts
 from chatmem.history import StoredHistory
@@ -93,7 +93,7 @@ def copy_history(source: Store, session_id: int, target: Store, target_id: int, 
     """The first `turns` turns of a session into another store, a page at a time."""
     for first in range(1, turns + 1, COPY_TURNS):
         last = min(first + COPY_TURNS - 1, turns)
-        with activity.doing(f"copying turns {first:,}–{last:,} of {turns:,} for the what-if"):
+        with activity.doing(ActivityStep(Work.COPYING_TURNS, first, last, of=turns)):
             target.import_messages(target_id, [
                 {"role": m.role, "content": m.content, "id": m.external_id, "ts": m.created_at}
                 for m in source.messages(session_id, first, last)])

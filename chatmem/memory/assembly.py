@@ -9,6 +9,7 @@ from typing import Any
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Part
 from chatmem.memory.history_view import HistoryTurn
+from chatmem.notices import ContextWarning, OverBudget
 
 
 def system_part(request: ContextRequest) -> Part | None:
@@ -34,7 +35,7 @@ def assemble(
     *,
     budget: int | None = None,
     dropped: str | None = None,
-    warnings: Iterable[str] = (),
+    warnings: Iterable[ContextWarning] = (),
     recall: Iterable[dict[str, Any]] = (),
 ) -> Context:
     """Put the parts in their fixed order and check the budget honestly."""
@@ -47,13 +48,9 @@ def assemble(
     if budget is not None and context.tokens > budget:
         fixed = sum(p.tokens for p in parts if p.kind in FIXED_KINDS) + priming
         if fixed > budget:
-            alone = "input and attached files" if request.attached else "input"
-            notes.append(
-                f"system prompt and {alone} alone take {fixed:,} tokens,"
-                f" over the budget of {budget:,}"
-            )
+            notes.append(OverBudget(fixed, budget, fixed=True, attached=bool(request.attached)))
         else:
-            notes.append(f"context is {context.tokens:,} tokens, over the budget of {budget:,}")
+            notes.append(OverBudget(context.tokens, budget))
     return Context(tuple(parts), budget, dropped, tuple(notes), priming, tuple(recall))
 
 

@@ -21,6 +21,7 @@ from chatmem.errors import StrategyError
 from chatmem.memory.context import Context, Message
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import Param, format_params
+from chatmem.notices import Notice
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class Strategy(Protocol):
 
     def build(self, request: ContextRequest) -> Context: ...
 
-    def update(self, env: MemoryEnv) -> list[str]:
+    def update(self, env: MemoryEnv) -> list[Notice]:
         """Bring derived state up to date after a committed turn; returns notices."""
         ...
 
@@ -119,9 +120,9 @@ class MemoryEnv:
     history), each call shown by `activity`; otherwise one bounded step, as after a turn."""
 
 
-def catching_up(env: MemoryEnv, total: int) -> str:
-    """" of 5,000 (catching up)" for an activity label during a catch-up, else ""."""
-    return f" of {total:,} (catching up)" if env.catch_up else ""
+def catching_up(env: MemoryEnv, total: int) -> int | None:
+    """The turns in all, for an activity step during a catch-up; None after a turn."""
+    return total if env.catch_up else None
 
 
 class BaseStrategy:
@@ -151,7 +152,7 @@ class BaseStrategy:
     def build(self, request: ContextRequest) -> Context:
         raise NotImplementedError
 
-    def update(self, env: MemoryEnv) -> list[str]:
+    def update(self, env: MemoryEnv) -> list[Notice]:
         return []
 
     def budget(self, request: ContextRequest) -> int | None:

@@ -18,6 +18,7 @@ from chatmem.errors import StrategyError
 from chatmem.memory.assembly import assemble, fixed_tokens, span
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
+from chatmem.notices import Notice, OverBudget
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
 """Merge order: history first, so a message it holds is not also recalled."""
@@ -110,12 +111,12 @@ class CombinedStrategy:
             dropped = f"{dropped}; " if dropped else ""
             dropped += (f"{' and '.join(went)} left out to fit the shared budget"
                         f" of {budget:,}")
-        warnings = [w for c in contexts for w in c.warnings if "over the budget" not in w]
+        warnings = [w for c in contexts for w in c.warnings if not isinstance(w, OverBudget)]
         return assemble(request, parts, budget=budget, dropped=dropped,
                         warnings=dict.fromkeys(warnings),
                         recall=recall_rows(contexts, {n for n, _ in recalled_cut}))
 
-    def update(self, env: MemoryEnv) -> list[str]:
+    def update(self, env: MemoryEnv) -> list[Notice]:
         return [notice for m in self.members for notice in m.update(env)]
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chatmem.notices import ContextWarning, warning_from_json, warning_json
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 PartKind = Literal["system", "summary", "facts", "recalled", "history", "files", "input"]
@@ -61,7 +62,7 @@ class Context:
     parts: tuple[Part, ...]
     budget: int | None = None
     dropped: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[ContextWarning, ...] = ()
     priming: int = REPLY_PRIMING
     """The counter's tokens beyond the messages (see TokenCounter.priming)."""
     recall: tuple[dict[str, Any], ...] = ()
@@ -88,7 +89,7 @@ class Context:
             "tokens": self.tokens,
             "budget": self.budget,
             "dropped": self.dropped,
-            "warnings": list(self.warnings),
+            "warnings": [warning_json(w) for w in self.warnings],
             "priming": self.priming,
             "parts": [
                 {
@@ -119,5 +120,6 @@ class Context:
             )
             for p in data["parts"]
         )
-        return cls(parts, data.get("budget"), data.get("dropped"), tuple(data.get("warnings", ())),
+        warnings = tuple(warning_from_json(w) for w in data.get("warnings", ()))
+        return cls(parts, data.get("budget"), data.get("dropped"), warnings,
                    data.get("priming", REPLY_PRIMING), tuple(data.get("recall", ())))

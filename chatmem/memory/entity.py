@@ -13,6 +13,7 @@ from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param
 from chatmem.memory.context import Context
 from chatmem.memory.extraction import update_facts
 from chatmem.memory.facts import fact_origins, facts_part
+from chatmem.notices import Notice
 
 
 class EntityStrategy(BaseStrategy):
@@ -32,5 +33,5 @@ class EntityStrategy(BaseStrategy):
         history, dropped = newest_turns_part(request, f"entity k={k}", limit=k)
         return assemble(request, [facts, history], budget=self.budget(request), dropped=dropped)
 
-    def update(self, env: MemoryEnv) -> list[str]:
+    def update(self, env: MemoryEnv) -> list[Notice]:
         return update_facts(env)

@@ -21,14 +21,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
-from chatmem.memory.assembly import span
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.facts import normalize_key
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.sensitive_turns import guard_for, remember
+from chatmem.notices import FactsBehind, FactsFailed, Notice, SensitiveNotRemembered
 from chatmem.privacy import sensitive
 from chatmem.privacy.secret_guard import SecretGuard
+from chatmem.providers.base import Purpose
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -161,13 +163,13 @@ def _bad(why: str) -> ProviderResponseError:
     return ProviderResponseError(f"fact extraction answer rejected: {why}")
 
 
-def update_facts(env: MemoryEnv) -> list[str]:
+def update_facts(env: MemoryEnv) -> list[Notice]:
     """Extract facts from the user messages of turns not yet processed; returns notices.
 
     One batch of at most MAX_BATCH_TURNS turns per update; a catch-up runs batches
     until every turn is processed (or one fails), each call shown by env.activity.
     """
-    notices: list[str] = []
+    notices: list[Notice] = []
     while True:
         step, more = _extract_batch(env)
         notices += step
@@ -175,7 +177,7 @@ def update_facts(env: MemoryEnv) -> list[str]:
             return notices
 
 
-def _extract_batch(env: MemoryEnv) -> tuple[list[str], bool]:
+def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     """One extraction call over the next batch; (notices, whether turns remain to do)."""
     state = env.state
     if env.model is None:
@@ -196,30 +198,29 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[str], bool]:
         strict=True) if m.role == "user"]
     pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
-    notices: list[str] = []
+    notices: list[Notice] = []
     if pending:
         try:
-            with env.activity.doing(f"extracting facts from {span([n for n, _ in pending])}"
-                                    + catching_up(env, total)):
+            with env.activity.doing(ActivityStep(Work.EXTRACTING_FACTS, pending[0][0],
+                                                 pending[-1][0], of=catching_up(env, total))):
                 answer = env.model.complete(
                     extraction_messages(state.live_facts(), pending, guard.mask),
-                    purpose="facts"
+                    purpose=Purpose.FACTS
                 )
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
             state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))
-            waiting = span(range(done + 1, total + 1))
-            return [f"facts not updated ({e}); {waiting} will be retried"], False
+            return [FactsFailed(str(e), done + 1, total)], False
         extraction, refused = without_sensitive(extraction, guard)
         apply_extraction(state, extraction, sources,
                          user_scope=bool(env.settings and env.settings.user_facts))
         found = [kind for _, text, shown in said
                  for kind in sensitive.kinds_between(text, shown)]
         if found or refused:
-            notices.append(sensitive_notice([*found, *refused]))
+            notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
     state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
     if last < total and not env.catch_up:
-        notices.append(f"facts are {total - last} turns behind; catching up next turn")
+        notices.append(FactsBehind(total - last))
     return notices, last < total
 
 
@@ -242,11 +243,6 @@ def without_sensitive(
         elif kind != sensitive.REDACTED:
             refused.append(kind)
     return Extraction(kept, extraction.retract), refused
-
-
-def sensitive_notice(kinds: Sequence[str]) -> str:
-    return (f"not remembered: {sensitive.describe(kinds)} (sensitive details stay out of "
-            "memory; /remember KEY: VALUE stores one on purpose)")
 
 
 def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:

@@ -21,6 +21,11 @@ def format_params(params: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
+def strategy_label(name: str, params: Mapping[str, Any]) -> str:
+    """`window k=2`: a strategy and its parameters as a user would type them."""
+    return f"{name} {format_params(params)}".strip()
+
+
 @dataclass(frozen=True)
 class Param:
     name: str

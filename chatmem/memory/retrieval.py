@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from chatmem import install_hint
 from chatmem.errors import ChatmemError
 from chatmem.memory.assembly import (
     assemble,
@@ -45,6 +44,7 @@ from chatmem.memory.ranking import (
     words_scores,
 )
 from chatmem.memory.recall_sources import StoredRecall
+from chatmem.notices import ContextWarning, EmbeddingFailed, NoEmbedder, Notice
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -52,10 +52,6 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "bm25", "dense")
 SHOWN_DROPPED = 10
 """Dropped candidates kept with the context for `inspect` (the best-ranked ones)."""
-NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
-               f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
-
-
 class RetrievalStrategy(BaseStrategy):
     name = "retrieval"
     description = ("Recall the earlier messages most relevant to the input (words + meaning)"
@@ -110,7 +106,7 @@ class RetrievalStrategy(BaseStrategy):
         room -= sum(t.tokens for t in turns)
         parts: list[Part | None] = []
         recall_rows: list[dict[str, object]] = []
-        warnings: list[str] = []
+        warnings: list[ContextWarning] = []
         if first_recent > 1 and room > 0:
             recalled, recall_rows = self.recall(request, first_recent, room, warnings)
             parts.append(recalled)
@@ -126,12 +122,13 @@ class RetrievalStrategy(BaseStrategy):
                         recall=recall_rows)
 
     def recall(
-        self, request: ContextRequest, first_recent: int, room: int, warnings: list[str]
+        self, request: ContextRequest, first_recent: int, room: int,
+        warnings: list[ContextWarning],
     ) -> tuple[Part | None, list[dict[str, object]]]:
         """The recalled part, and the rows `inspect` shows."""
         source = self.source(request)
         embedder = request.embedder if self.needs_embedder else None
-        fallback = NO_EMBEDDER.split(",")[0] if self.needs_embedder and embedder is None else None
+        fallback = "no embedder" if self.needs_embedder and embedder is None else None
         count = source.count_before(first_recent)
         query = request.input.content
         weights = self.weights(embedder)
@@ -158,7 +155,7 @@ class RetrievalStrategy(BaseStrategy):
                         embedded = 0  # stored by another version of the model: words only
             except ChatmemError as e:
                 fallback = f"embedding failed ({e}), ranked by words only"
-                warnings.append(f"recall: {fallback}")
+                warnings.append(EmbeddingFailed(str(e)))
                 weights = replace(weights, mode="bm25")
                 embedder = dense = vectors = present = None
                 embedded = count
@@ -234,9 +231,9 @@ class RetrievalStrategy(BaseStrategy):
             kept = kept[1:]
         return kept
 
-    def update(self, env: MemoryEnv) -> list[str]:
+    def update(self, env: MemoryEnv) -> list[Notice]:
         # Vectors are the engine's to compute after a commit (chatmem.memory.vector_backlog).
         if not self.needs_embedder or env.embedder is not None or self._told_no_embedder:
             return []
         self._told_no_embedder = True
-        return [f"retrieval: {NO_EMBEDDER}"]
+        return [NoEmbedder(self.name)]

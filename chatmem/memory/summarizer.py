@@ -21,6 +21,7 @@ from chatmem.errors import ProviderResponseError
 from chatmem.fts import CJK
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
+from chatmem.providers.base import Purpose
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def summarize(
     # The model sees the summary without an earlier clip's marker, so it cannot copy it on.
     previous = strip_clip_marker(previous)
     reply = model.complete(summary_request(prompt, previous, messages, mask),
-                           purpose="summary")
+                           purpose=Purpose.SUMMARY)
     # A model may still write one (from the old summary, or one the markers missed).
     text = mask(sensitive.redact(reply or "")).strip()
     if not text:

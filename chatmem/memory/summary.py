@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.config.schema import check_prompt
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
@@ -23,6 +24,14 @@ from chatmem.memory.assembly import assemble, drop_leading_assistant, history_pa
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param, catching_up
 from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.history_view import HistoryTurn, HistoryView
+from chatmem.notices import (
+    ContextWarning,
+    Notice,
+    SummaryBehind,
+    SummaryFailed,
+    SummaryUpdated,
+    after_calls,
+)
 from chatmem.privacy import sensitive
 from chatmem.tokens import TokenCounter
 
@@ -166,10 +175,10 @@ class SummaryMemory(BaseStrategy):
         """The turns the next summarizer call folds, oldest first; none when none need to."""
         raise NotImplementedError
 
-    def update(self, env: MemoryEnv) -> list[str]:
+    def update(self, env: MemoryEnv) -> list[Notice]:
         """Fold what `next_fold` names: one call after a turn, bounded batches in a catch-up
         (an imported history) until nothing is left to fold or a call fails."""
-        notices: list[str] = []
+        notices: list[Notice] = []
         folds = 0
         while True:
             st = load_state(env.state, self.name)
@@ -184,7 +193,7 @@ class SummaryMemory(BaseStrategy):
             folds += 1
             if not env.catch_up:
                 break
-        return caught_up_notices(notices, folds)
+        return after_calls(notices, folds)
 
     def summary_limit(self) -> int:
         """Longest summary text, in tokens; longer replies are clipped with a marker."""
@@ -205,7 +214,7 @@ class SummaryMemory(BaseStrategy):
 
     def fold(
         self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn]
-    ) -> list[str]:
+    ) -> list[Notice]:
         """Fold `turns` into the summary with one call; on failure, record being behind."""
         if not turns:
             return []
@@ -215,21 +224,19 @@ class SummaryMemory(BaseStrategy):
         guard, masked = sensitive_turns.guard_for(env.state, turns)
         sensitive_turns.remember(env.state, guard, turns)
         options = _options(env)
-        covered = span([t.number for t in turns])
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
-            with env.activity.doing(f"summarizing {covered}"
-                                    + catching_up(env, env.history.turn_count())):
+            with env.activity.doing(ActivityStep(
+                    Work.SUMMARIZING, turns[0].number, turns[-1].number,
+                    of=catching_up(env, env.history.turn_count()))):
                 draft = summarizer.summarize(
                     env.model, env.counter, guard.mask(st.text), messages,
                     prompt=options["prompt"], max_tokens=self.summary_limit(), mask=guard.mask,
                 )
         except ChatmemError as e:
             env.state.set(self.name, behind=str(e))
-            verb = "stays" if len(turns) == 1 else "stay"
-            return [f"summary is behind ({e}); {covered} {verb} in the context unsummarized,"
-                    " the next turn catches up"]
+            return [SummaryFailed(str(e), tuple(t.number for t in turns))]
         # Sensitive details are never anchors: pinning one would remember it unasked.
         said = masked
         candidates = anchors.anchors_of([guard.mask(st.text), *said])
@@ -275,29 +282,20 @@ class SummaryMemory(BaseStrategy):
                           pinned=[p.stored() for p in kept],
                           released=st.released + len(released))
         added, removed = summarizer.diff_size(st.text, draft.text)
-        unit = summarizer.diff_unit(st.text, draft.text)
-        notice = (f"summary v{record.version} now covers {_upto(turns[-1].number)}:"
-                  f" +{added} −{removed} {unit}; /summary shows the diff")
-        if draft.clipped:
-            notice += f"; oldest part clipped to fit {self.summary_limit()} tokens"
         pinned_now = {p.text for p in kept}
-        if not options["drift_guard"]:
-            groups = [("dropped by the summarizer, not pinned (drift_guard off)", dropped)]
-        else:
-            groups = [("dropped by the summarizer, pinned",
-                       [a for a in dropped if a in pinned_now]),
-                      ("dropped by the summarizer, not pinned (you unpinned them)", refused)]
-        groups.append((f"released to keep pins within {self.pin_limit()} tokens"
-                       " (/summary lists them)", [p.text for p in released]))
-        left_out = sensitive.describe(kind for m, text in zip(messages, masked, strict=True)
-                                      for kind in sensitive.kinds_between(m.content, text))
-        if left_out:
-            groups.append(("sensitive, kept out of the summary and pins", [left_out]))
-        for label, group in groups:
-            if group:
-                listed = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
-                notice += f"; {label}: {listed}"
-        return [notice]
+        guarded = bool(options["drift_guard"])
+        return [SummaryUpdated(
+            version=record.version, upto=turns[-1].number, added=added, removed=removed,
+            unit=summarizer.diff_unit(st.text, draft.text),
+            clipped_to=self.summary_limit() if draft.clipped else None,
+            pinned=tuple(a for a in dropped if a in pinned_now) if guarded else (),
+            unguarded=() if guarded else tuple(dropped),
+            refused=tuple(refused) if guarded else (),
+            released=tuple(p.text for p in released), pin_limit=self.pin_limit(),
+            sensitive=tuple(dict.fromkeys(
+                kind for m, text in zip(messages, masked, strict=True)
+                for kind in sensitive.kinds_between(m.content, text))),
+        )]
 
     @staticmethod
     def _sources(
@@ -346,13 +344,6 @@ def next_batch(
     return batch
 
 
-def caught_up_notices(notices: list[str], folds: int) -> list[str]:
-    """The last fold's notices, saying how many calls a catch-up took."""
-    if folds > 1 and notices:
-        return [f"caught up in {folds} summarizer calls; {notices[0]}", *notices[1:]]
-    return notices
-
-
 def _moved(now: SummaryState, then: SummaryState) -> bool:
     """Whether another process stored a summary since `then` was read."""
     version = now.latest.version if now.latest else 0
@@ -384,7 +375,7 @@ class SummaryStrategy(SummaryMemory):
         pending = drop_leading_assistant(
             request.history.turns(st.boundary + 1, request.history.turn_count()))
         parts, notes = self.memory_parts(st, request.counter)
-        warnings = []
+        warnings: list[ContextWarning] = []
         if pending:
             turns = span([t.number for t in pending])
             why = f"summary behind: {st.behind}" if st.behind else "not yet summarized"
@@ -392,7 +383,7 @@ class SummaryStrategy(SummaryMemory):
             if part:
                 parts.append(part)
             if st.behind:
-                warnings.append(f"summary is behind; {turns} sent raw")
+                warnings.append(SummaryBehind(pending[0].number, pending[-1].number))
         return assemble(request, parts, budget=self.budget(request), warnings=warnings,
                         dropped="; ".join(notes) or None)
 

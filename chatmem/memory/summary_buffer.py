@@ -33,6 +33,7 @@ from chatmem.memory.summary import (
     load_state,
     next_batch,
 )
+from chatmem.notices import SummaryBehind
 from chatmem.tokens import TokenCounter
 
 
@@ -92,8 +93,8 @@ class SummaryBufferStrategy(SummaryMemory):
         part = history_part(turns, reason)
         if part:
             parts.append(part)
-        warnings = [f"summary is behind; {span([t.number for t in turns])} sent unsummarized"] \
-            if st.behind else []
+        warnings = [SummaryBehind(turns[0].number, turns[-1].number)] if st.behind and turns \
+            else []
         return assemble(request, parts, budget=budget, dropped="; ".join(notes) or None,
                         warnings=warnings)
 

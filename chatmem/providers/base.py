@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from chatmem.tokens import TokenCounter
 
 ChatMessages = Sequence[Mapping[str, str]]
+
+
+class Purpose(StrEnum):
+    """What a whole reply is asked for: offline providers answer each by its own rule,
+    and fact extraction asks for JSON."""
+
+    CHAT = "chat"
+    SUMMARY = "summary"
+    FACTS = "facts"
 
 
 @dataclass
@@ -36,11 +46,11 @@ class Provider(Protocol):
 
     def stream(self, messages: ChatMessages) -> ReplyStream: ...
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         """A whole reply at once, for summaries and fact extraction.
 
-        `purpose` ("chat", "summary", "facts") lets offline providers answer
-        each kind of request by its own deterministic rule.
+        `purpose` lets offline providers answer each kind of request by its own
+        deterministic rule.
         """
         ...
 

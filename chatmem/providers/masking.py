@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from chatmem.privacy.secrets import SecretMask
-from chatmem.providers.base import ChatMessages, Provider, ReplyStream, Usage
+from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 from chatmem.tokens import TokenCounter
 
 
@@ -60,7 +60,7 @@ class MaskedProvider:
     def stream(self, messages: ChatMessages) -> MaskedReply:
         return MaskedReply(self.inner.stream(messages), SecretMask(self.secrets))
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         return SecretMask(self.secrets).mask(self.inner.complete(messages, purpose=purpose))
 
     def token_counter(self) -> TokenCounter:

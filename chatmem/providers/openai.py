@@ -23,7 +23,7 @@ from chatmem.errors import (
     ProviderTimeout,
 )
 from chatmem.privacy.secrets import redacted_url, url_secrets
-from chatmem.providers.base import ChatMessages, Usage
+from chatmem.providers.base import ChatMessages, Purpose, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
@@ -207,8 +207,8 @@ class OpenAIProvider:
     def stream(self, messages: ChatMessages) -> OpenAIReply:
         return OpenAIReply(self, messages)
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
-        return "".join(OpenAIReply(self, messages, json_only=purpose == "facts"))
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        return "".join(OpenAIReply(self, messages, json_only=purpose == Purpose.FACTS))
 
     def token_counter(self) -> TokenCounter:
         return counter_for_model(self.model)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from chatmem.errors import ConfigError
 from chatmem.providers import scripted_facts, scripted_summary
-from chatmem.providers.base import ChatMessages, Usage
+from chatmem.providers.base import ChatMessages, Purpose, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
 
-RULES: dict[str, Callable[[ChatMessages], str]] = {
-    "summary": scripted_summary.extractive_summary,
-    "facts": scripted_facts.answer,
+RULES: dict[Purpose, Callable[[ChatMessages], str]] = {
+    Purpose.SUMMARY: scripted_summary.extractive_summary,
+    Purpose.FACTS: scripted_facts.answer,
 }
-"""Deterministic answers for non-chat purposes ("summary", "facts"), by purpose."""
+"""Deterministic answers for non-chat purposes (summary, facts), by purpose."""
 
 
 def read_script(path: Path) -> list[str]:
@@ -76,11 +76,11 @@ class ScriptedProvider:
         self.replies = read_script(script) if script else []
         self.log_path = log_path
         self.calls = 0
-        self.calls_by_purpose: dict[str, int] = {}
+        self.calls_by_purpose: dict[Purpose, int] = {}
         # The scripted model reads text with cl100k_base, so its counts are exact.
         self._counter = counter_for_model(None, exact=True)
 
-    def _log(self, purpose: str, messages: ChatMessages) -> None:
+    def _log(self, purpose: Purpose, messages: ChatMessages) -> None:
         self.calls_by_purpose[purpose] = self.calls_by_purpose.get(purpose, 0) + 1
         if self.log_path:
             entry = {"purpose": purpose, "messages": [dict(m) for m in messages]}
@@ -95,11 +95,11 @@ class ScriptedProvider:
         return f"echo #{self.calls}: {last_user}"
 
     def stream(self, messages: ChatMessages) -> ScriptedReply:
-        self._log("chat", messages)
+        self._log(Purpose.CHAT, messages)
         text = self._chat_reply(messages)
         return ScriptedReply(text, self._counter.count_messages(messages))
 
-    def complete(self, messages: ChatMessages, *, purpose: str = "chat") -> str:
+    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         self._log(purpose, messages)
         rule = RULES.get(purpose)
         if rule is not None:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
+from chatmem.render.notices import notice_text
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
 from chatmem.tokens import format_count
@@ -110,7 +111,7 @@ def token_line(
     if strategy:
         text.append(f" · {strategy}", style="dim")
     for warning in context.warnings:
-        text.append(f"\n⚠ {warning}", style="bold yellow")
+        text.append(f"\n⚠ {notice_text(warning)}", style="bold yellow")
     return text
 
 

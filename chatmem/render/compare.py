@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from chatmem.memory.assembly import span
+from chatmem.notices import SummaryUpdated
+from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
+from chatmem.render.notices import replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun
@@ -36,17 +39,15 @@ def series_style(index: int) -> str:
     return SERIES_STYLES[index % len(SERIES_STYLES)]
 
 
-def _number(value: float | None, digits: int = 0) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}"
+RECALL_STYLES = {Grade.GOOD: "green", Grade.MID: "yellow", Grade.BAD: "red"}
+PROBE_STYLES = {Grade.GOOD: "bold green", Grade.MID: "yellow", Grade.BAD: "bold red"}
 
 
 def _recall(value: float | None) -> Text:
     if value is None:
-        return Text("–", style="dim")
-    style = "green" if value >= 0.999 else "yellow" if value >= 0.5 else "red"
-    return Text(f"{value:.2f}", style=style)
+        return Text(MISSING, style="dim")
+    text, grade = recall_cell(value)
+    return Text(text, style=RECALL_STYLES[grade])
 
 
 def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, RenderableType]]],
@@ -110,8 +111,8 @@ def replay_table(runs: Sequence[StrategyRun], title: str | None = None,
     for run in runs:
         mean = run.total_tokens / run.turns if run.turns else None
         values: list[RenderableType] = [
-            str(run.turns), _number(run.total_tokens), _number(mean, 1),
-            _number(max(run.prompt_tokens, default=0)), str(run.model_calls),
+            str(run.turns), number(run.total_tokens), number(mean, 1),
+            number(max(run.prompt_tokens, default=0)), str(run.model_calls),
             str(run.summary_versions), f"{run.facts}+{run.pinned}" if run.pinned
             else str(run.facts),
         ]
@@ -136,7 +137,7 @@ def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
         ]
         if answered:
             values.append(_recall(run.answer_recall()))
-        values += [_number(mean, 1), _number(most), str(run.model_calls)]
+        values += [number(mean, 1), number(most), str(run.model_calls)]
         rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
     return _fitted_summary(runs, columns, rows, title, caption)
 
@@ -209,13 +210,9 @@ def _probe_grid(probes: Sequence[ProbeResult], cells: Sequence[Sequence[Text]],
 
 
 def _probe_cell(result: ProbeResult) -> Text:
-    found = len(result.found_ids) + len(result.found_text)
-    expected = len(result.expect_ids) + len(result.expect_text)
-    if found == expected:
-        return Text("✓", style="bold green")
-    if found == 0:
-        return Text("✗", style="bold red")
-    return Text(f"{found}/{expected}", style="yellow")
+    text, grade = probe_cell(len(result.found_ids) + len(result.found_text),
+                             len(result.expect_ids) + len(result.expect_text))
+    return Text(text, style=PROBE_STYLES[grade])
 
 
 def token_chart(
@@ -303,29 +300,25 @@ def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = No
                  probe_table(runs))
 
 
-_PROGRESS = re.compile(r"^summary v\d+ now covers (turns? [\d–]+):")
-
-
 def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:
     """What a replay tells stderr: every notice with `verbose`, else one line per strategy.
 
-    A replay folds dozens of summary versions; their per-version notices (and
-    the REPL's advice to run /summary) become a count. Other notices, such as
-    a summary falling behind, are kept as they are.
+    A replay folds dozens of summary versions; their per-version notices become a
+    count. Other notices, such as a summary falling behind, are kept as they are.
     """
     lines: list[str] = []
     for run in runs:
-        progress = [n for n in run.notices if _PROGRESS.match(n)]
-        others = run.notices if verbose else [n for n in run.notices if not _PROGRESS.match(n)]
-        lines += [f"{run.label}: {n}" for n in others]
+        progress = [n for n in run.notices if isinstance(n, SummaryUpdated)]
+        others = run.notices if verbose else [n for n in run.notices
+                                              if not isinstance(n, SummaryUpdated)]
+        lines += [f"{run.label}: {replay_notice_text(n)}" for n in others]
         if verbose or not progress:
             continue
-        last = _PROGRESS.match(progress[-1])
         versions = run.summary_versions or len(progress)
         line = (f"{run.label}: {versions:,} summary version{'' if versions == 1 else 's'},"
-                f" the last covering {last.group(1) if last else '–'}")
+                f" the last covering {span(range(1, progress[-1].upto + 1))}")
         if run.dropped_anchors:
-            kept = "not pinned" if any("not pinned" in n for n in progress) else "pinned"
+            kept = "not pinned" if any(n.unpinned for n in progress) else "pinned"
             line += (f"; {run.dropped_anchors:,} detail{'' if run.dropped_anchors == 1 else 's'}"
                      f" dropped by the summarizer, {kept}")
         lines.append(line + " (--verbose lists each version)")

@@ -21,6 +21,7 @@ from chatmem.render import (
     template_extra,
     when,
 )
+from chatmem.render.notices import notice_text
 from chatmem.render.summary import coverage
 from chatmem.tokens import format_count
 
@@ -135,7 +136,7 @@ def inspect_view(
     if context.dropped:
         blocks.append(Text(dropped_text(context.dropped), style="red"))
     for warning in context.warnings:
-        blocks.append(Text(f"⚠ {warning}", style="bold yellow"))
+        blocks.append(Text(f"⚠ {notice_text(warning)}", style="bold yellow"))
     note = ("tokens the chat template adds around the messages (e.g. a default system"
             " prompt); the rendered prompt below shows them") if rendered_prompt else TEMPLATE_NOTE
     if context.recall:

@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
+from chatmem.activity import ActivityStep, Work
+from chatmem.memory.assembly import span
+
 
 @contextmanager
 def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
@@ -23,6 +26,17 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
             bar.update(tasks[label], completed=done)
 
         yield advance
+
+
+def step_text(step: ActivityStep) -> str:
+    """"summarizing turns 12–20", "… of 5,000 (catching up)" in a series."""
+    if step.work is Work.COPYING_TURNS:
+        return (f"copying turns {step.first:,}–{step.last:,} of {step.of or step.last:,}"
+                " for the what-if")
+    turns = span(range(step.first, step.last + 1))
+    text = f"extracting facts from {turns}" if step.work is Work.EXTRACTING_FACTS \
+        else f"summarizing {turns}"
+    return text + (f" of {step.of:,} (catching up)" if step.of is not None else "")
 
 
 class ConsoleActivity:
@@ -40,11 +54,11 @@ class ConsoleActivity:
         self.shown: set[str] = set()
 
     @contextmanager
-    def doing(self, what: str) -> Iterator[None]:
+    def doing(self, step: ActivityStep) -> Iterator[None]:
         if not self.console.is_terminal:
             yield
             return
-        with self.console.status(Text.assemble(what, (f"  {self.hint}", "dim"))):
+        with self.console.status(Text.assemble(step_text(step), (f"  {self.hint}", "dim"))):
             yield
 
     def warn(self, message: str, *, once: bool = False) -> None:

@@ -15,6 +15,9 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
+from chatmem.evaluation.scoring import lower_recall
+from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
+
 PALETTE = 8
 """Series colours (--s0 … --s7, chosen for colour-blind readers); dashes tell them apart too."""
 DASHES = ("", "7 4", "2 3", "10 3 2 3", "4 4", "1 2", "12 4", "6 2 2 2")
@@ -151,30 +154,30 @@ def _table(runs: Sequence[dict[str, Any]], columns: Sequence[Column], caption: s
 
 def _cost_table(runs: Sequence[dict[str, Any]]) -> str:
     columns: list[Column] = [
-        ("turns", lambda r: _n(r["turns"])),
-        ("tokens total", lambda r: _n(r["prompt_tokens"]["total"])),
-        ("tokens mean", lambda r: _n(r["prompt_tokens"]["mean"], 1)),
-        ("tokens max", lambda r: _n(r["prompt_tokens"]["max"])),
-        ("model calls", lambda r: _n(r["strategy_model_calls"])),
-        ("summary versions", lambda r: _n(r["summary_versions"])),
-        ("facts", lambda r: _n(r["facts"])),
-        ("pinned", lambda r: _n(r["pinned"])),
+        ("turns", lambda r: number(r["turns"])),
+        ("tokens total", lambda r: number(r["prompt_tokens"]["total"])),
+        ("tokens mean", lambda r: number(r["prompt_tokens"]["mean"], 1)),
+        ("tokens max", lambda r: number(r["prompt_tokens"]["max"])),
+        ("model calls", lambda r: number(r["strategy_model_calls"])),
+        ("summary versions", lambda r: number(r["summary_versions"])),
+        ("facts", lambda r: number(r["facts"])),
+        ("pinned", lambda r: number(r["pinned"])),
     ]
     return _table(runs, columns, "prompt tokens sent per turn over the whole conversation")
 
 
 def _recall_table(runs: Sequence[dict[str, Any]]) -> str:
     columns: list[Column] = [
-        ("probes", lambda r: _n(r["eval"]["probes"])),
+        ("probes", lambda r: number(r["eval"]["probes"])),
         ("id recall", lambda r: _recall(r["eval"]["id_recall"])),
         ("text recall", lambda r: _recall(r["eval"]["text_recall"])),
     ]
     if any(r["eval"]["answer_recall"] is not None for r in runs):
         columns.append(("answer recall", lambda r: _recall(r["eval"]["answer_recall"])))
     columns += [
-        ("context mean", lambda r: _n(r["eval"]["context_tokens"]["mean"], 1)),
-        ("context max", lambda r: _n(r["eval"]["context_tokens"]["max"])),
-        ("model calls", lambda r: _n(r["strategy_model_calls"])),
+        ("context mean", lambda r: number(r["eval"]["context_tokens"]["mean"], 1)),
+        ("context max", lambda r: number(r["eval"]["context_tokens"]["max"])),
+        ("model calls", lambda r: number(r["strategy_model_calls"])),
     ]
     return _table(runs, columns, "id recall: expected messages in the context verbatim; "
                   "text recall: expected strings anywhere in its memory parts; "
@@ -211,25 +214,21 @@ def _probe_table(runs: Sequence[dict[str, Any]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
+PROBE_TITLES = {Grade.GOOD: "all found", Grade.BAD: "none found"}
+
+
 def _probe_cell(result: dict[str, Any]) -> str:
-    found = len(result["found_ids"]) + len(result["found_text"])
-    expected = len(result["expect_ids"]) + len(result["expect_text"])
-    if found == expected:
-        return '<span class="good" title="all found">✓</span>'
-    if found == 0:
-        return '<span class="bad" title="none found">✗</span>'
-    return f'<span class="mid">{found}/{expected}</span>'
-
-
-def _n(value: float | None, digits: int = 0) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
+    text, grade = probe_cell(len(result["found_ids"]) + len(result["found_text"]),
+                             len(result["expect_ids"]) + len(result["expect_text"]))
+    title = f' title="{PROBE_TITLES[grade]}"' if grade in PROBE_TITLES else ""
+    return f'<span class="{grade.value}"{title}>{text}</span>'
 
 
 def _recall(value: float | None) -> str:
     if value is None:
-        return '<span class="muted">–</span>'
-    kind = "good" if value >= 0.999 else "mid" if value >= 0.5 else "bad"
-    return f'<span class="{kind}">{value:.2f}</span>'
+        return f'<span class="muted">{MISSING}</span>'
+    text, grade = recall_cell(value)
+    return f'<span class="{grade.value}">{text}</span>'
 
 
 def _swatch(index: int) -> str:
@@ -369,5 +368,4 @@ def _free_spot(x: float, y: float, placed: Sequence[tuple[float, float]]) -> tup
 
 
 def _lower_recall(result: dict[str, Any]) -> float | None:
-    values = [v for v in (result["id_recall"], result["text_recall"]) if v is not None]
-    return min(values) if values else None
+    return lower_recall(result["id_recall"], result["text_recall"])

@@ -16,6 +16,8 @@ from chatmem import render
 from chatmem.engine import Engine, TurnResult
 from chatmem.errors import ChatmemError
 from chatmem.memory.context import Context
+from chatmem.memory.params import strategy_label as label_of
+from chatmem.render.notices import notice_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -116,7 +118,7 @@ class Chat:
         self.last = None
         self.note_usage()
         for notice in new.notices:
-            self.notice(notice)
+            self.notice(notice_text(notice))
 
     # -- a turn --------------------------------------------------------------------
 
@@ -157,7 +159,7 @@ class Chat:
             self.status.print(self.prompt_panel(result.context, result.record.estimated_tokens))
         self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
         for notice in result.notices:
-            self.notice(notice)
+            self.notice(notice_text(notice))
 
     def token_line(self, result: TurnResult) -> object:
         record = result.record
@@ -177,5 +179,6 @@ class Chat:
 
 def strategy_label(engine: Engine, *, changed_only: bool = False) -> str:
     """`window k=3`: the strategy in use and its parameters, as a user would type them."""
-    params = engine.strategy.describe_params(changed_only=changed_only)
-    return f"{engine.strategy.name} {params}".strip()
+    strategy = engine.strategy
+    return label_of(strategy.name,
+                    strategy.changed_params() if changed_only else strategy.params)

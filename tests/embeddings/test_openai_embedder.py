@@ -9,6 +9,7 @@ from chatmem.config.settings import Settings
 from chatmem.embeddings import create_embedder
 from chatmem.errors import ConfigError, ProviderError
 from chatmem.memory import create_strategy
+from chatmem.notices import EmbeddingFailed
 
 
 def embedder_for(server, **table):
@@ -52,5 +53,5 @@ def test_retrieval_recalls_through_the_endpoint_and_falls_back_when_it_fails(
     assert any(r["dense"] is not None for r in context.recall)
     chat_server.plan = ["500"]
     failed = create_strategy("retrieval").build(engine.request("aaaa"))
-    assert any("embedding failed" in w for w in failed.warnings)
+    assert [w for w in failed.warnings if isinstance(w, EmbeddingFailed)]
     assert failed.part("input").messages[0].content == "aaaa"

@@ -13,12 +13,14 @@ from hypothesis import strategies as st
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.replay import (
     CountingProvider,
+    StepKind,
     StrategySpec,
     parse_spec,
     plan,
     replay,
 )
 from chatmem.memory import contract_strategy_names
+from chatmem.providers.base import Purpose
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.transcripts.reader import parse_transcript, read_transcript
@@ -66,14 +68,14 @@ def test_plan_pairs_turns_and_keeps_stray_messages() -> None:
     steps = plan(t, keep_replies=True)
     assert [(s.kind, s.message and s.message.content, s.reply and s.reply.content,
              [m.content for m in s.extra]) for s in steps] == [
-        ("import", None, None, ["Welcome!"]),
-        ("turn", "q1", "r1", ["note"]),
-        ("turn", "q2", None, []),
-        ("turn", "q3", "r3", []),
+        (StepKind.IMPORT, None, None, ["Welcome!"]),
+        (StepKind.TURN, "q1", "r1", ["note"]),
+        (StepKind.TURN, "q2", None, []),
+        (StepKind.TURN, "q3", "r3", []),
     ]
     # Regenerating drops every recorded assistant message, the greeting included.
     regenerated = plan(t, keep_replies=False)
-    assert [(s.kind, s.reply) for s in regenerated] == [("turn", None)] * 3
+    assert [(s.kind, s.reply) for s in regenerated] == [(StepKind.TURN, None)] * 3
     assert [m.content for s in regenerated for m in s.extra] == ["note"]
 
 
@@ -168,11 +170,11 @@ def test_eval_on_the_long_chat_ranks_strategies_as_checked_by_hand() -> None:
 def test_counting_provider_counts_helper_calls_by_purpose() -> None:
     model = ScriptedProvider()
     counting = CountingProvider(model)
-    counting.complete([{"role": "user", "content": "x"}], purpose="summary")
-    counting.complete([{"role": "user", "content": "x"}], purpose="summary")
-    counting.complete([{"role": "user", "content": "x"}], purpose="facts")
-    assert counting.calls == {"summary": 2, "facts": 1}
-    assert model.calls_by_purpose == {"summary": 2, "facts": 1}
+    counting.complete([{"role": "user", "content": "x"}], purpose=Purpose.SUMMARY)
+    counting.complete([{"role": "user", "content": "x"}], purpose=Purpose.SUMMARY)
+    counting.complete([{"role": "user", "content": "x"}], purpose=Purpose.FACTS)
+    assert counting.calls == {Purpose.SUMMARY: 2, Purpose.FACTS: 1}
+    assert model.calls_by_purpose == {Purpose.SUMMARY: 2, Purpose.FACTS: 1}
     assert counting.token_counter() is model.token_counter()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from activity_log import Recording
 
+from chatmem.activity import ActivityStep, Work
 from chatmem.engine import Engine
 from chatmem.evaluation.whatif import what_if
 from chatmem.memory import create_strategy
@@ -72,12 +73,12 @@ def test_a_summary_what_if_copies_and_catches_up_in_batches_with_progress(
     result = what_if(long_store, session, create_strategy("summary-buffer"), "What was my order?",
                      history_turns=1200, system="Be brief.", chat_provider=ScriptedProvider(),
                      activity=activity)
-    copies = [s for s in activity.steps if s.startswith("copying")]
-    assert copies == [f"copying turns {span} of 1,200 for the what-if"
-                      for span in ("1–500", "501–1,000", "1,001–1,200")]
-    folds = [s for s in activity.steps if s.startswith("summarizing")]
+    copies = [s for s in activity.steps if s.work is Work.COPYING_TURNS]
+    assert copies == [ActivityStep(Work.COPYING_TURNS, first, last, of=1200)
+                      for first, last in ((1, 500), (501, 1000), (1001, 1200))]
+    folds = [s for s in activity.steps if s.work is Work.SUMMARIZING]
     assert len(folds) == result.model_calls > 3
-    assert all(s.endswith(" of 1,200 (catching up)") for s in folds)
+    assert all(s.of == 1200 for s in folds)
     assert result.replayed == 1200
     summary = result.context.part("summary")
     history = result.context.part("history")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.extraction import STATE_KEY, parse_extraction
 from chatmem.memory.facts import find_facts, render_block, scrub_fact, split_key_value
+from chatmem.notices import FactsFailed
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -100,10 +101,8 @@ def test_a_rejected_answer_keeps_the_turn_and_is_retried_with_the_next(make_engi
     engine = make_engine("entity", provider=provider)
     first = engine.run_turn("My order id is ORD-7731.")
     assert first.status == "ok"
-    assert first.notices == [
-        "facts not updated (fact extraction answer rejected: not JSON (Expecting value at "
-        "char 0)); turn 1 will be retried"
-    ]
+    assert first.notices == [FactsFailed(
+        "fact extraction answer rejected: not JSON (Expecting value at char 0)", 1, 1)]
     assert engine.store.messages(engine.session.id)[0].content == "My order id is ORD-7731."
     assert engine.state.live_facts() == []
     assert engine.state.get(STATE_KEY)["behind"] == 1
@@ -219,7 +218,8 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
     engine.helper_model = model
     chat_server.reply_words = ["Sure,", " the", " entities", " are:", " John"]
     first = engine.run_turn("我叫李雷。")
-    assert first.notices[0].startswith("facts not updated (fact extraction answer rejected: ")
+    assert isinstance(failed := first.notices[0], FactsFailed)
+    assert failed.error.startswith("fact extraction answer rejected: ")
     chat_server.reply_words = [
         '{"set": [{"key": "名字", "value": "李雷", "scope": "user", "turn": 1},',
         ' {"key": "订单号", "value": "ORD-7731", "turn": 2}], "retract": []}',

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from chatmem.engine import Engine
 from chatmem.memory import pins
+from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import RULES
 from chatmem.providers.scripted_summary import extractive_summary
 from chatmem.store import Store
@@ -52,9 +53,8 @@ def test_an_unpinned_text_is_not_sent_and_never_pinned_again(
     facts = engine.build_context("？").part("facts")
     assert facts is not None and "五千元" not in facts.messages[0].content
     result = engine.run_turn("预算还是五千元，ORD-7731 不变。")
-    assert result.notices[0].endswith(
-        "; dropped by the summarizer, pinned: ORD-7731"
-        "; dropped by the summarizer, not pinned (you unpinned them): 五千元")
+    assert isinstance(notice := result.notices[0], SummaryUpdated)
+    assert (notice.pinned, notice.refused) == (("ORD-7731",), ("五千元",))
     assert [p[1] for p in pinned(store, engine)] == ["ORD-7731"]
 
 

@@ -17,6 +17,7 @@ from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.notices import NoEmbedder
 
 ALIASES = {"sibling": "brother", "living": "job", "work": "job"}
 
@@ -159,8 +160,8 @@ def test_without_an_embedder_hybrid_falls_back_to_words_and_says_so_once(make_en
     engine = make_engine("retrieval")
     first = engine.run_turn("My order id is ORD-7731.")
     second = engine.run_turn("Nice weather today.")
-    assert [n for n in first.notices if "no embedder" in n]
-    assert not [n for n in second.notices if "no embedder" in n]
+    assert NoEmbedder("retrieval") in first.notices
+    assert NoEmbedder("retrieval") not in second.notices
     run_conversation(engine, ENGLISH_FILLER[:6])
     context = engine.build_context("Where is my order?")
     assert "My order id is ORD-7731." in recalled(context)

@@ -9,6 +9,7 @@ from pathlib import Path
 from chatmem.engine import Engine
 from chatmem.memory import pins
 from chatmem.memory.sensitive_turns import SENSITIVE_KEY
+from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -46,7 +47,7 @@ def test_the_assistant_repeating_a_password_turns_later_is_never_summarized_or_p
     assert SECRET not in _memory(store, engine)
     assert SECRET not in _helper_requests(log)
     # The fold of the turn where the assistant repeated it says what was left out.
-    assert any("sensitive, kept out of the summary and pins: password" in n
+    assert any(isinstance(n, SummaryUpdated) and "password" in n.sensitive
                for n in notices[len(FILLER) + 1:])
     # The session remembers where the secret was said, never the secret.
     state = store.strategy_state(engine.session.id, SENSITIVE_KEY)

@@ -12,6 +12,7 @@ from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.notices import SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary
@@ -32,10 +33,8 @@ def test_each_turn_makes_a_new_version_and_the_context_is_summary_plus_input(
     engine = make_engine("summary")
     first = engine.run_turn("My name is Alice Chen. I live in Paris.")
     assert [p.kind for p in first.context.parts] == ["system", "input"]
-    assert first.notices == [
-        "summary v1 now covers turn 1: +5 −0 words; /summary shows the diff;"
-        " dropped by the summarizer, pinned: Paris"
-    ]
+    assert first.notices == [SummaryUpdated(version=1, upto=1, added=5, removed=0,
+                                            unit="words", pinned=("Paris",), pin_limit=256)]
     second = engine.run_turn("My order ORD-7731 costs $120.")
     assert [p.kind for p in second.context.parts] == ["system", "summary", "facts", "input"]
     summary = second.context.part("summary")
@@ -79,7 +78,8 @@ def test_a_summary_that_turns_five_thousand_yuan_into_a_budget_is_flagged(
     latest = engine.store.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.version == 3
     assert latest.dropped_anchors == ["五千元"]
-    assert result.notices[0].endswith("dropped by the summarizer, pinned: 五千元")
+    assert isinstance(notice := result.notices[0], SummaryUpdated)
+    assert notice.pinned == ("五千元",) and notice.version == 3
     context = engine.build_context("我们的预算是多少？")
     facts = context.part("facts")
     assert facts is not None and facts.reason == "kept verbatim: dropped by summary v3"
@@ -113,8 +113,8 @@ def test_drift_guard_off_records_the_drop_without_pinning(
     settings = Settings(summary={"drift_guard": False})
     engine = open_session(store, settings, ScriptedProvider(), "s", strategy="summary")
     result = engine.run_turn("My order is ORD-7731.")
-    assert result.notices[0].endswith(
-        "dropped by the summarizer, not pinned (drift_guard off): ORD-7731")
+    assert isinstance(notice := result.notices[0], SummaryUpdated)
+    assert (notice.unguarded, notice.pinned) == (("ORD-7731",), ())
     assert store.latest_summary(engine.session.id, "summary").dropped_anchors == ["ORD-7731"]
     assert engine.build_context("x").part("facts") is None
 
@@ -158,10 +158,7 @@ def test_a_failed_update_keeps_the_turn_raw_and_catches_up_in_one_call(
     engine.run_turn("Turn one mentions ORD-7731.")
     monkeypatch.setitem(RULES, "summary", lambda m: "")  # an empty reply is a failure
     failed = engine.run_turn("Turn two mentions 五千元.")  # turn N
-    assert failed.notices == [
-        "summary is behind (the summarizer returned an empty summary); turn 2 stays"
-        " in the context unsummarized, the next turn catches up"
-    ]
+    assert failed.notices == [SummaryFailed("the summarizer returned an empty summary", (2,))]
     assert len(engine.store.summaries(engine.session.id)) == 1
     monkeypatch.setitem(RULES, "summary", extractive_summary)
     provider = engine.helper_model
@@ -218,7 +215,8 @@ def test_summary_pins_keep_within_summary_max_tokens_releasing_the_oldest(
     assert facts is not None and facts.tokens <= 60
     assert "ORD-7712" in facts.messages[0].content  # the newest stays
     assert "ORD-7701" not in facts.messages[0].content  # the oldest went first
-    assert any("released to keep pins within 60 tokens (/summary lists them): ORD-7701" in n
-               for n in notices)
+    released = [n for n in notices if isinstance(n, SummaryUpdated) and n.released]
+    assert any(n.released[0] == "ORD-7701" for n in released)
+    assert {n.pin_limit for n in released} == {60}
     assert re.search(r"\d+ older pinned details? released to keep pins within 60 tokens",
                      context.dropped or "")

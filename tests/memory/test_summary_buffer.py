@@ -16,6 +16,7 @@ from chatmem.errors import ProviderTimeout
 from chatmem.memory import create_strategy, pins
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.notices import SummaryBehind, SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary
@@ -137,10 +138,9 @@ def test_an_anchor_the_summarizer_drops_is_pinned_in_the_next_context(
     assert version.dropped_anchors == [anchor]
     boundary = engine.state.get("summary-buffer")["boundary_turn"]
     assert len(result.notices) == 1
-    covers = "turn 1" if boundary == 1 else f"turns 1–{boundary}"
-    assert re.fullmatch(
-        rf"summary v1 now covers {covers}: \+\d+ −\d+ words; /summary shows the diff;"
-        rf" dropped by the summarizer, pinned: {anchor}", result.notices[0])
+    assert isinstance(notice := result.notices[0], SummaryUpdated)
+    assert (notice.version, notice.upto, notice.unit) == (1, boundary, "words")
+    assert (notice.pinned, notice.unpinned, notice.released) == ((anchor,), (), ())
     context = engine.build_context("what did I say?")
     facts = context.part("facts")
     assert facts is not None
@@ -177,9 +177,9 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     result = engine.run_turn(NINE)
     assert result.status == "ok"
     assert len(result.notices) == 1
-    assert result.notices[0].startswith(
-        "summary is behind (the summarizer timed out after 60 s); turn")
-    assert result.notices[0].endswith("in the context unsummarized, the next turn catches up")
+    assert isinstance(notice := result.notices[0], SummaryFailed)
+    assert notice.error == "the summarizer timed out after 60 s"
+    assert notice.turns and notice.turns[0] == boundary + 1 and notice.turns[-1] <= 9
     nine = [m.content for m in engine.store.messages(engine.session.id, 9, 9)]
     assert nine[0] == NINE
     assert engine.state.get("summary-buffer")["boundary_turn"] == boundary
@@ -191,7 +191,7 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     assert all(c in sent for c in nine)
     pending = engine.store.messages(engine.session.id, boundary + 1, 9)
     assert all(m.content in sent for m in pending)
-    assert any("summary is behind" in w for w in result.context.warnings)
+    assert SummaryBehind(boundary + 1, 9) in result.context.warnings
     # The update after turn N+1 catches up: one call, all pending turns at once.
     assert provider.calls_by_purpose["summary"] == before + 1
     latest = engine.store.latest_summary(engine.session.id, "summary-buffer")
@@ -311,12 +311,12 @@ def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_
     """A3: 160 turns full of ids, amounts and dates at max_tokens=500."""
     provider = ScriptedProvider()
     engine = open_engine(store, provider, max_tokens="500")
-    released: list[tuple[str, set[str]]] = []  # (notice, what was pinned right after it)
+    released: list[tuple[SummaryUpdated, set[str]]] = []  # (notice, pinned right after it)
     for i in range(1, 161):
         result = engine.run_turn(mixed_line(i))
         assert result.status == "ok"
         released += [(n, {p.text for p in pins.pinned_facts(store, engine.session.id)})
-                     for n in result.notices if "released to keep pins within 125 tokens" in n]
+                     for n in result.notices if isinstance(n, SummaryUpdated) and n.released]
     turns = store.turns(engine.session.id)
     limit = engine.strategy.pin_limit()
     assert limit == 125  # a quarter of 500
@@ -335,10 +335,8 @@ def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_
     assert len(released) > 5
     dropped_ever = {a for v in store.summaries(engine.session.id) for a in v.dropped_anchors}
     for notice, pinned_then in released:
-        gone = re.search(r"released to keep pins within 125 tokens \(/summary lists them\): "
-                         r"([^;]+)", notice)
-        assert gone is not None
-        for anchor in gone.group(1).removesuffix(" …").split(", "):
+        assert notice.pin_limit == 125
+        for anchor in notice.released:
             assert anchor in dropped_ever and anchor not in pinned_then
     last = turns[-1].context
     assert re.search(r"\d+ older pinned details released to keep pins within 125 tokens",
@@ -363,7 +361,8 @@ def test_a_clipped_summary_keeps_the_newest_turns_and_one_marker(
     notices = [n for text in lines for n in engine.run_turn(text).notices]
     versions = engine.store.summaries(engine.session.id, "summary-buffer")
     clipped = [v for v in versions if v.text.startswith("[…older part clipped to fit 66 tokens]\n")]
-    assert len(clipped) == sum("oldest part clipped to fit 66 tokens" in n for n in notices) > 1
+    assert len(clipped) == sum(isinstance(n, SummaryUpdated) and n.clipped_to == 66
+                               for n in notices) > 1
     for version in versions:  # never a nested or re-clipped marker
         assert version.text.count("[…") <= 1 and "[…clip" not in version.text
         assert engine.counter.count_text(version.text) <= 66

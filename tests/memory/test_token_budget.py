@@ -9,6 +9,7 @@ from listed_history import ListHistory, scratch_state
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.notices import OverBudget
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -45,7 +46,8 @@ def test_budget_counts_system_input_and_overhead() -> None:
 def test_system_prompt_over_budget_is_said_loudly() -> None:
     _, context = build(["a"], 20, "Be brief. " * 30)
     assert context.part("history") is None
-    assert context.warnings and "system prompt and input alone take" in context.warnings[0]
+    fixed = context.part("system").tokens + context.part("input").tokens + context.priming
+    assert context.warnings == (OverBudget(fixed, 20, fixed=True),)
     assert context.messages()[-1] == {"role": "user", "content": "and now?"}
 
 

@@ -13,6 +13,7 @@ from chatmem.engine import Engine, open_session
 from chatmem.memory import pins
 from chatmem.memory.extraction import EXTRACTION_PROMPT
 from chatmem.memory.summarizer import DEFAULT_PROMPT
+from chatmem.notices import SensitiveNotRemembered, SummaryUpdated
 from chatmem.privacy import sensitive
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -150,8 +151,7 @@ def test_the_fact_extractor_keeps_no_sensitive_detail(make_engine, store: Store)
     assert {(f.key, f.value) for f in engine.state.live_facts()} == {
         ("order number", "ORD-7731"), ("预算", "五千元")}
     assert len(notices) == len(SENSITIVE)
-    assert notices[0] == ("not remembered: card number (sensitive details stay out of memory;"
-                          " /remember KEY: VALUE stores one on purpose)")
+    assert notices[0] == SensitiveNotRemembered(("card number",))
 
 
 def test_a_remembered_detail_is_kept_because_the_user_asked(make_engine, store: Store) -> None:
@@ -175,7 +175,7 @@ def test_summaries_and_pins_keep_ordinary_details_and_no_sensitive_ones(
         assert detail not in held
     pinned = {p.text for p in pins.pinned_facts(store, engine.session.id)}
     assert {"ORD-7731", "五千元", "2026-03-15"} <= pinned
-    assert any("sensitive, kept out of the summary and pins: card number" in n for n in notices)
+    assert any(isinstance(n, SummaryUpdated) and "card number" in n.sensitive for n in notices)
     # The next context holds the ordinary details and none of the sensitive ones.
     context = "\n".join(m["content"] for m in engine.build_context("what did I say?").messages())
     assert "ORD-7731" in context and "五千元" in context
@@ -205,8 +205,7 @@ def test_the_extraction_prompt_forbids_them_and_the_request_never_holds_them(
         {"key": "订单号", "value": "ORD-7731", "turn": 1}], "retract": []}, ensure_ascii=False)]
     result = engine.run_turn("我的银行卡号是6222021001115678905，订单号是ORD-7731。")
     assert [(f.key, f.value) for f in engine.state.live_facts()] == [("订单号", "ORD-7731")]
-    assert result.notices == ["not remembered: card number, password (sensitive details stay"
-                              " out of memory; /remember KEY: VALUE stores one on purpose)"]
+    assert result.notices == [SensitiveNotRemembered(("card number", "password"))]
     sent = chat_server.requests[-1]["messages"]
     assert sent[0] == {"role": "system", "content": EXTRACTION_PROMPT}
     assert json.loads(sent[1]["content"])["messages"] == [

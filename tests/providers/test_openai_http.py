@@ -20,6 +20,7 @@ from chatmem.errors import (
     ProviderResponseError,
 )
 from chatmem.memory.context import Context
+from chatmem.providers.base import Purpose
 from chatmem.providers.openai import OpenAIProvider
 from chatmem.store import Store
 
@@ -157,8 +158,8 @@ def test_a_fact_extraction_request_asks_the_server_for_json_only(chat_server) ->
 
     provider = OpenAIProvider("m", base_url=chat_server.base_url, max_retries=0)
     try:
-        provider.complete([{"role": "user", "content": "my name is Ada"}], purpose="facts")
-        provider.complete([{"role": "user", "content": "summarize"}], purpose="summary")
+        provider.complete([{"role": "user", "content": "my name is Ada"}], purpose=Purpose.FACTS)
+        provider.complete([{"role": "user", "content": "summarize"}], purpose=Purpose.SUMMARY)
         "".join(provider.stream([{"role": "user", "content": "hi"}]))
     finally:
         provider.close()

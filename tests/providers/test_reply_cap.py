@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
+from chatmem.notices import ReplyCut
 from chatmem.providers import create_provider
 
 
@@ -55,8 +56,7 @@ def test_a_reply_cut_by_the_cap_is_stored_and_flagged(chat_server, store) -> Non
     finally:
         provider.close()
     assert result.status == "ok" and result.reply == "one two "
-    assert result.notices == ["the reply stopped at the reply-length limit (max_reply_tokens); "
-                              "it is stored as it is"]
+    assert result.notices == [ReplyCut()]
     assert [m.content for m in store.messages(engine.session.id)] == ["count to five", "one two "]
 
 

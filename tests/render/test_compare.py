@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from chatmem.evaluation.replay import without_repl_hints
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun
+from chatmem.notices import SummaryFailed, SummaryUpdated
 from chatmem.render.compare import (
     MARKERS,
     OVERLAP,
@@ -289,15 +289,12 @@ def test_every_series_gets_its_own_marker_without_colour() -> None:
 
 def test_replay_notices_become_one_line_per_strategy() -> None:
     run = StrategyRun("summary", "summary", {}, summary_versions=3, dropped_anchors=2)
-    # As a replay records them: the REPL's advice to run /summary is taken out.
-    run.notices = without_repl_hints([
-        "summary v1 now covers turn 1: +4 −0 words; /summary shows the diff",
-        "summary v2 now covers turns 1–2: +3 −1 words; /summary shows the diff;"
-        " dropped by the summarizer, pinned: 五千元",
-        "summary is behind (timeout); turn 3 stays in the context unsummarized,"
-        " the next turn catches up",
-        "summary v3 now covers turns 1–4: +3 −0 words; /summary shows the diff",
-    ])
+    run.notices = [
+        SummaryUpdated(version=1, upto=1, added=4, removed=0, unit="words"),
+        SummaryUpdated(version=2, upto=2, added=3, removed=1, unit="words", pinned=("五千元",)),
+        SummaryFailed("timeout", (3,)),
+        SummaryUpdated(version=3, upto=4, added=3, removed=0, unit="words"),
+    ]
     quiet = replay_notices([run])
     assert quiet == [
         "summary: summary is behind (timeout); turn 3 stays in the context unsummarized,"
@@ -306,8 +303,19 @@ def test_replay_notices_become_one_line_per_strategy() -> None:
         " summarizer, pinned (--verbose lists each version)",
     ]
     loud = replay_notices([run], verbose=True)
+    # A replay words notices without the REPL's advice to run /summary.
     assert len(loud) == 4 and not any("/summary" in line for line in loud)
     assert loud[0] == "summary: summary v1 now covers turn 1: +4 −0 words"
+    assert loud[1].endswith("; dropped by the summarizer, pinned: 五千元")
+
+
+def test_replay_notices_say_when_dropped_details_stay_unpinned() -> None:
+    run = StrategyRun("s", "summary", {}, summary_versions=1, dropped_anchors=1)
+    run.notices = [SummaryUpdated(version=1, upto=2, added=1, removed=1, unit="characters",
+                                  unguarded=("ORD-7731",))]
+    assert replay_notices([run]) == [
+        "s: 1 summary version, the last covering turns 1–2; 1 detail dropped by the"
+        " summarizer, not pinned (--verbose lists each version)"]
 
 
 @settings(max_examples=40, deadline=None)

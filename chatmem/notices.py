@@ -1,0 +1,218 @@
+"""What a turn, a memory update or opening a session has to tell the user, as values.
+
+Memory and the engine return these; only chatmem.render.notices words them (for the
+REPL, the CLI, replay and the HTML report alike), so no layer ever parses a sentence
+back. Each notice carries the numbers, ids and names its wording needs.
+
+A context's warnings (`ContextWarning`) are stored with the turn: `warning_json` and
+`warning_from_json` tag them by kind; a warning stored as text by an older version
+comes back as `StoredWarning`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SummaryUpdated:
+    """A new summary version now covers turns 1..`upto`."""
+
+    version: int
+    upto: int
+    added: int
+    removed: int
+    unit: str
+    """What `added` and `removed` count: "words", or "characters" for mostly-CJK changes."""
+    clipped_to: int | None = None
+    """The summary's limit in tokens when its oldest part was clipped to fit, else None."""
+    pinned: tuple[str, ...] = ()
+    """Details the summarizer dropped and the drift guard pinned."""
+    unguarded: tuple[str, ...] = ()
+    """Details the summarizer dropped, not pinned because the drift guard is off."""
+    refused: tuple[str, ...] = ()
+    """Details the summarizer dropped, not pinned because the user unpinned them."""
+    released: tuple[str, ...] = ()
+    """Older pins released to keep the pins within `pin_limit` tokens."""
+    pin_limit: int = 0
+    sensitive: tuple[str, ...] = ()
+    """Kinds of sensitive details kept out of the summary and pins ("card number", …)."""
+    calls: int = 1
+    """Summarizer calls a catch-up took to get here."""
+
+    @property
+    def unpinned(self) -> tuple[str, ...]:
+        """Dropped details that stay unpinned, whatever the reason."""
+        return self.unguarded + self.refused
+
+
+@dataclass(frozen=True)
+class SummaryFailed:
+    """The summarizer failed; `turns` stay in the context unsummarized until it catches up."""
+
+    error: str
+    turns: tuple[int, ...]
+    calls: int = 1
+
+
+@dataclass(frozen=True)
+class FactsFailed:
+    """Fact extraction failed; turns `first`..`last` are retried on the next turn."""
+
+    error: str
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class FactsBehind:
+    """Fact extraction is `turns` turns behind and catches up on the next turn."""
+
+    turns: int
+
+
+@dataclass(frozen=True)
+class SensitiveNotRemembered:
+    """Kinds of sensitive details said but kept out of the facts."""
+
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NoEmbedder:
+    """`strategy` recalls by meaning but has no embedder: it ranks by words only."""
+
+    strategy: str
+
+
+@dataclass(frozen=True)
+class InputNotUtf8:
+    """The input held bytes that are not UTF-8; each was replaced by `replacement`."""
+
+    replacement: str
+
+
+@dataclass(frozen=True)
+class ReplyCut:
+    """The reply stopped at the reply-length limit and is stored as it is."""
+
+
+@dataclass(frozen=True)
+class MemoryUpdateFailed:
+    """The strategy's update failed after the turn committed; it is retried next turn."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class MemoryUpdateCancelled:
+    """Ctrl-C during the strategy's update; the turn stands and the update is retried."""
+
+
+@dataclass(frozen=True)
+class StrategyChanged:
+    """Opening session `session` changed its strategy from `before` to `after` (labels);
+    `kept`: stored with the session, else for this call only."""
+
+    session: str
+    before: str
+    after: str
+    kept: bool = True
+
+
+@dataclass(frozen=True)
+class SystemPromptReplaced:
+    """Opening session `session` replaced its system prompt (lengths in characters);
+    `kept`: stored with the session, else for this call only."""
+
+    session: str
+    before_chars: int
+    after_chars: int
+    kept: bool = True
+
+
+@dataclass(frozen=True)
+class IndexingNotice:
+    """What the vector backlog (chatmem.memory.vector_backlog) said, still as its text:
+    shown as it is, never parsed."""
+
+    text: str
+
+
+Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
+          | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
+          | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced)
+
+
+def after_calls(notices: list[Notice], calls: int) -> list[Notice]:
+    """The last fold's notices, the first saying how many summarizer calls a catch-up took."""
+    if calls > 1 and notices and isinstance(notices[0], SummaryUpdated | SummaryFailed):
+        return [dataclasses.replace(notices[0], calls=calls), *notices[1:]]
+    return notices
+
+
+# -- a context's warnings, stored with each turn ------------------------------------
+
+
+@dataclass(frozen=True)
+class OverBudget:
+    """The context takes `tokens`, over `budget`; `fixed`: the system prompt and input alone
+    (with the files attached to it when `attached`)."""
+
+    tokens: int
+    budget: int
+    fixed: bool = False
+    attached: bool = False
+
+
+@dataclass(frozen=True)
+class SummaryBehind:
+    """The summary is behind: turns `first`..`last` are sent unsummarized."""
+
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class EmbeddingFailed:
+    """Embedding the input failed (`error`), so recall ranked by words only."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class StoredWarning:
+    """A warning an older version stored as text: shown as it was written."""
+
+    text: str
+
+
+ContextWarning = OverBudget | SummaryBehind | EmbeddingFailed | StoredWarning
+
+WARNING_KINDS: dict[str, type[OverBudget | SummaryBehind | EmbeddingFailed]] = {
+    "over_budget": OverBudget, "summary_behind": SummaryBehind,
+    "embedding_failed": EmbeddingFailed,
+}
+
+
+def warning_json(warning: ContextWarning) -> dict[str, Any] | str:
+    """`warning` as stored with the turn: {"kind": …, its values}."""
+    if isinstance(warning, StoredWarning):
+        return warning.text
+    kind = next(k for k, cls in WARNING_KINDS.items() if isinstance(warning, cls))
+    return {"kind": kind, **dataclasses.asdict(warning)}
+
+
+def warning_from_json(data: Mapping[str, Any] | str) -> ContextWarning:
+    """A stored warning back as a value; text (older versions) as a StoredWarning."""
+    if isinstance(data, str):
+        return StoredWarning(data)
+    values = dict(data)
+    cls = WARNING_KINDS.get(values.pop("kind", ""))
+    try:
+        return cls(**values) if cls else StoredWarning(str(data))
+    except TypeError:  # values a newer version added
+        return StoredWarning(str(data))

@@ -1,0 +1,181 @@
+"""The one place notices and context warnings are worded, for the REPL, the CLI, replay
+and the HTML report alike.
+
+`repl_hints` adds advice that only makes sense at the REPL prompt ("/summary shows
+the diff"); a replay or a report words the same notice without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import singledispatch
+
+from chatmem import install_hint
+from chatmem.memory.assembly import span
+from chatmem.notices import (
+    ContextWarning,
+    EmbeddingFailed,
+    FactsBehind,
+    FactsFailed,
+    IndexingNotice,
+    InputNotUtf8,
+    MemoryUpdateCancelled,
+    MemoryUpdateFailed,
+    NoEmbedder,
+    Notice,
+    OverBudget,
+    ReplyCut,
+    SensitiveNotRemembered,
+    StoredWarning,
+    StrategyChanged,
+    SummaryBehind,
+    SummaryFailed,
+    SummaryUpdated,
+    SystemPromptReplaced,
+)
+from chatmem.privacy.sensitive import describe
+
+NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
+               f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
+
+
+def notice_text(notice: Notice | ContextWarning, *, repl_hints: bool = True) -> str:
+    """One line for `notice` (or a context's warning), as the user reads it."""
+    return _worded(notice, repl_hints)
+
+
+def replay_notice_text(notice: Notice) -> str:
+    """`notice` as a replay, an eval or their report words it: without REPL advice."""
+    return notice_text(notice, repl_hints=False)
+
+
+def listed(items: Sequence[str], most: int = 3) -> str:
+    """'a, b, c …': the first `most` items, and an ellipsis when there are more."""
+    return ", ".join(items[:most]) + (" …" if len(items) > most else "")
+
+
+def _caught_up(calls: int) -> str:
+    return f"caught up in {calls} summarizer calls; " if calls > 1 else ""
+
+
+@singledispatch
+def _worded(notice: object, repl_hints: bool) -> str:
+    raise TypeError(f"no wording for {type(notice).__name__}")
+
+
+@_worded.register
+def _(n: SummaryUpdated, repl_hints: bool) -> str:
+    text = (f"{_caught_up(n.calls)}summary v{n.version} now covers {span(range(1, n.upto + 1))}:"
+            f" +{n.added} −{n.removed} {n.unit}")
+    if repl_hints:
+        text += "; /summary shows the diff"
+    if n.clipped_to is not None:
+        text += f"; oldest part clipped to fit {n.clipped_to} tokens"
+    groups = [
+        ("dropped by the summarizer, not pinned (drift_guard off)", n.unguarded),
+        ("dropped by the summarizer, pinned", n.pinned),
+        ("dropped by the summarizer, not pinned (you unpinned them)", n.refused),
+        (f"released to keep pins within {n.pin_limit} tokens (/summary lists them)", n.released),
+        ("sensitive, kept out of the summary and pins",
+         (describe(n.sensitive),) if n.sensitive else ()),
+    ]
+    for label, group in groups:
+        if group:
+            text += f"; {label}: {listed(group)}"
+    return text
+
+
+@_worded.register
+def _(n: SummaryFailed, repl_hints: bool) -> str:
+    verb = "stays" if len(n.turns) == 1 else "stay"
+    return (f"{_caught_up(n.calls)}summary is behind ({n.error}); {span(n.turns)} {verb} in the"
+            " context unsummarized, the next turn catches up")
+
+
+@_worded.register
+def _(n: FactsFailed, repl_hints: bool) -> str:
+    return f"facts not updated ({n.error}); {span(range(n.first, n.last + 1))} will be retried"
+
+
+@_worded.register
+def _(n: FactsBehind, repl_hints: bool) -> str:
+    return f"facts are {n.turns} turns behind; catching up next turn"
+
+
+@_worded.register
+def _(n: SensitiveNotRemembered, repl_hints: bool) -> str:
+    return (f"not remembered: {describe(n.kinds)} (sensitive details stay out of "
+            "memory; /remember KEY: VALUE stores one on purpose)")
+
+
+@_worded.register
+def _(n: NoEmbedder, repl_hints: bool) -> str:
+    return f"{n.strategy}: {NO_EMBEDDER}"
+
+
+@_worded.register
+def _(n: InputNotUtf8, repl_hints: bool) -> str:
+    return f"the input held bytes that are not UTF-8; each was replaced by {n.replacement}"
+
+
+@_worded.register
+def _(n: ReplyCut, repl_hints: bool) -> str:
+    return ("the reply stopped at the reply-length limit (max_reply_tokens); "
+            "it is stored as it is")
+
+
+@_worded.register
+def _(n: MemoryUpdateFailed, repl_hints: bool) -> str:
+    return f"memory update failed, will retry next turn: {n.error}"
+
+
+@_worded.register
+def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
+    return "memory update cancelled; the turn is stored and the update is retried next turn"
+
+
+@_worded.register
+def _(n: StrategyChanged, repl_hints: bool) -> str:
+    return f"session {n.session}: strategy {n.before} → {n.after}{_for_this_call(n.kept)}"
+
+
+@_worded.register
+def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
+    return (f"session {n.session}: system prompt replaced "
+            f"({n.before_chars} → {n.after_chars} characters){_for_this_call(n.kept)}")
+
+
+def _for_this_call(kept: bool) -> str:
+    return "" if kept else " for this call (--save keeps it)"
+
+
+# -- a context's warnings -------------------------------------------------------------
+
+
+@_worded.register
+def _(n: OverBudget, repl_hints: bool) -> str:
+    if n.fixed:
+        alone = "input and attached files" if n.attached else "input"
+        return (f"system prompt and {alone} alone take {n.tokens:,} tokens,"
+                f" over the budget of {n.budget:,}")
+    return f"context is {n.tokens:,} tokens, over the budget of {n.budget:,}"
+
+
+@_worded.register
+def _(n: SummaryBehind, repl_hints: bool) -> str:
+    return f"summary is behind; {span(range(n.first, n.last + 1))} sent unsummarized"
+
+
+@_worded.register
+def _(n: EmbeddingFailed, repl_hints: bool) -> str:
+    return f"recall: embedding failed ({n.error}), ranked by words only"
+
+
+@_worded.register
+def _(n: StoredWarning, repl_hints: bool) -> str:
+    return n.text
+
+
+@_worded.register
+def _(n: IndexingNotice, repl_hints: bool) -> str:
+    return n.text

@@ -1,0 +1,121 @@
+"""How notices read: the one place their wording is tested (chatmem.render.notices)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatmem import install_hint
+from chatmem.activity import ActivityStep, Work
+from chatmem.notices import (
+    ContextWarning,
+    EmbeddingFailed,
+    FactsBehind,
+    FactsFailed,
+    InputNotUtf8,
+    MemoryUpdateCancelled,
+    MemoryUpdateFailed,
+    NoEmbedder,
+    Notice,
+    OverBudget,
+    ReplyCut,
+    SensitiveNotRemembered,
+    StoredWarning,
+    StrategyChanged,
+    SummaryBehind,
+    SummaryFailed,
+    SummaryUpdated,
+    SystemPromptReplaced,
+    after_calls,
+)
+from chatmem.render.notices import notice_text, replay_notice_text
+from chatmem.render.progress import step_text
+
+WORDED: list[tuple[Notice | ContextWarning, str]] = [
+    (SummaryUpdated(version=1, upto=1, added=5, removed=0, unit="words", pinned=("Paris",)),
+     "summary v1 now covers turn 1: +5 −0 words; /summary shows the diff;"
+     " dropped by the summarizer, pinned: Paris"),
+    (SummaryUpdated(version=3, upto=4, added=12, removed=3, unit="characters", clipped_to=66,
+                    pinned=("ORD-7731",), refused=("五千元",), released=("a", "b", "c", "d"),
+                    pin_limit=125, sensitive=("card number", "password")),
+     "summary v3 now covers turns 1–4: +12 −3 characters; /summary shows the diff;"
+     " oldest part clipped to fit 66 tokens; dropped by the summarizer, pinned: ORD-7731;"
+     " dropped by the summarizer, not pinned (you unpinned them): 五千元;"
+     " released to keep pins within 125 tokens (/summary lists them): a, b, c …;"
+     " sensitive, kept out of the summary and pins: card number, password"),
+    (SummaryUpdated(version=2, upto=2, added=1, removed=1, unit="words",
+                    unguarded=("ORD-7731",), calls=4),
+     "caught up in 4 summarizer calls; summary v2 now covers turns 1–2: +1 −1 words;"
+     " /summary shows the diff; dropped by the summarizer, not pinned (drift_guard off):"
+     " ORD-7731"),
+    (SummaryFailed("the summarizer returned an empty summary", (2,)),
+     "summary is behind (the summarizer returned an empty summary); turn 2 stays"
+     " in the context unsummarized, the next turn catches up"),
+    (SummaryFailed("timed out", (5, 6, 7)),
+     "summary is behind (timed out); turns 5–7 stay in the context unsummarized,"
+     " the next turn catches up"),
+    (FactsFailed("fact extraction answer rejected: not JSON", 1, 1),
+     "facts not updated (fact extraction answer rejected: not JSON); turn 1 will be retried"),
+    (FactsFailed("timed out", 3, 9), "facts not updated (timed out); turns 3–9 will be retried"),
+    (FactsBehind(12), "facts are 12 turns behind; catching up next turn"),
+    (SensitiveNotRemembered(("card number", "password")),
+     "not remembered: card number, password (sensitive details stay out of memory;"
+     " /remember KEY: VALUE stores one on purpose)"),
+    (NoEmbedder("retrieval"),
+     "retrieval: no embedder, so recall ranks by words only (mode=bm25); "
+     f"{install_hint('embed')}, or set [embeddings], to recall by meaning"),
+    (InputNotUtf8("\ufffd"),
+     "the input held bytes that are not UTF-8; each was replaced by \ufffd"),
+    (ReplyCut(), "the reply stopped at the reply-length limit (max_reply_tokens); "
+                 "it is stored as it is"),
+    (MemoryUpdateFailed("no model"), "memory update failed, will retry next turn: no model"),
+    (MemoryUpdateCancelled(),
+     "memory update cancelled; the turn is stored and the update is retried next turn"),
+    (StrategyChanged("旅行", "window k=5", "tokens max_tokens=300"),
+     "session 旅行: strategy window k=5 → tokens max_tokens=300"),
+    (SystemPromptReplaced("s", 9, 8), "session s: system prompt replaced (9 → 8 characters)"),
+    (StrategyChanged("s", "window", "buffer", kept=False),
+     "session s: strategy window → buffer for this call (--save keeps it)"),
+    (SystemPromptReplaced("s", 9, 8, kept=False),
+     "session s: system prompt replaced (9 → 8 characters) for this call (--save keeps it)"),
+    (OverBudget(5_120, 4_000), "context is 5,120 tokens, over the budget of 4,000"),
+    (OverBudget(1_234, 20, fixed=True),
+     "system prompt and input alone take 1,234 tokens, over the budget of 20"),
+    (OverBudget(9_000, 4_000, fixed=True, attached=True),
+     "system prompt and input and attached files alone take 9,000 tokens,"
+     " over the budget of 4,000"),
+    (SummaryBehind(3, 9), "summary is behind; turns 3–9 sent unsummarized"),
+    (SummaryBehind(4, 4), "summary is behind; turn 4 sent unsummarized"),
+    (EmbeddingFailed("HTTP 500"), "recall: embedding failed (HTTP 500), ranked by words only"),
+    (StoredWarning("摘要落后了"), "摘要落后了"),
+]
+
+
+@pytest.mark.parametrize(("notice", "text"), WORDED)
+def test_each_notice_reads_as_one_line(notice: Notice | ContextWarning, text: str) -> None:
+    assert notice_text(notice) == text
+
+
+def test_a_replay_words_a_notice_without_the_repl_advice() -> None:
+    notice = SummaryUpdated(version=1, upto=3, added=2, removed=0, unit="words")
+    assert notice_text(notice).endswith("; /summary shows the diff")
+    assert replay_notice_text(notice) == "summary v1 now covers turns 1–3: +2 −0 words"
+
+
+def test_a_catch_up_counts_its_calls_on_the_first_notice_only() -> None:
+    failed = SummaryFailed("timed out", (4,))
+    assert after_calls([failed, FactsBehind(2)], 3) == [
+        SummaryFailed("timed out", (4,), calls=3), FactsBehind(2)]
+    assert after_calls([failed], 1) == [failed]
+    assert after_calls([], 5) == []
+
+
+@pytest.mark.parametrize(("step", "text"), [
+    (ActivityStep(Work.SUMMARIZING, 3, 3), "summarizing turn 3"),
+    (ActivityStep(Work.SUMMARIZING, 1, 40, of=5_000),
+     "summarizing turns 1–40 of 5,000 (catching up)"),
+    (ActivityStep(Work.EXTRACTING_FACTS, 2, 9), "extracting facts from turns 2–9"),
+    (ActivityStep(Work.COPYING_TURNS, 1_001, 1_200, of=1_200),
+     "copying turns 1,001–1,200 of 1,200 for the what-if"),
+])
+def test_a_slow_step_reads_as_what_it_does(step: ActivityStep, text: str) -> None:
+    assert step_text(step) == text
