@@ -165,7 +165,8 @@ def test_trimming_takes_old_history_then_the_least_relevant_recalled_turns() -> 
 def test_cutting_a_recalled_question_takes_the_reply_that_would_open_the_part() -> None:
     # Recall keeps single messages: turn 1's question, then turn 2's reply without its own.
     counter = counter_for_model(None, exact=True)
-    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter)
+    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter,
+                             state=scratch_state())
     recalled = (turn_messages(1, 20)[0], turn_messages(2, 20)[1], *turn_messages(3, 20))
     parts = [Part("recalled", recalled, "recalled", ((1, 1.0), (2, 3.0), (3, 5.0))),
              Part("history", turn_messages(9, 20), "history")]
