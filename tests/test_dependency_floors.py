@@ -30,12 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def floor_pins() -> list[str]:
-    """`name==floor` for every runtime dependency, read from pyproject.toml."""
+    """`name==floor` for every runtime dependency, read from pyproject.toml (an exact
+    `==` pin is its own floor)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     pins = []
     for requirement in project["dependencies"]:
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*>=\s*([\w.]+)(,.*)?", requirement)
-        assert match, f"{requirement!r} has no >= floor"
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(?:>=|==)\s*([\w.]+)(,.*)?", requirement)
+        assert match, f"{requirement!r} has no >= floor or == pin"
         pins.append(f"{match.group(1)}=={match.group(2)}")
     return pins
 
