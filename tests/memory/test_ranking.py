@@ -60,7 +60,11 @@ def test_sparse_scores_rank_exactly_as_the_full_array(
     scores = words_scores(bm25, count, sittings, smooth=smooth, sitting=sitting)
     full = scores.array()
     assert [scores.at(p) for p in range(1, count + 1)] == pytest.approx(full.tolist())
-    assert scores.best(size) == [i + 1 for i in pool(full, size)]
+    best = scores.best(size)
+    # The same ranking: the same scores in the same order. Which of two messages whose
+    # scores differ only by rounding (9.0 against 8.999999999999998) comes first may differ.
+    assert len(best) == len(set(best)) == len(pool(full, size))
+    assert [full[p - 1] for p in best] == pytest.approx([full[i] for i in pool(full, size)])
 
 
 def test_sittings_break_at_gaps_and_at_unreadable_times(store: Store) -> None:
