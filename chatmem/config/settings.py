@@ -260,8 +260,10 @@ def run_key_command(command: str, timeout: float) -> str:
         raise KeyUnavailable(f"key_command gave no key within {timeout:g} s "
                              "(key_command_timeout); nothing opened") from None
     except OSError as e:
-        raise KeyUnavailable(f"key_command could not run ({type(e).__name__}); no key, "
-                             "nothing opened") from None
+        # The cause in words ("Permission denied"), never a Python exception name.
+        why = e.strerror or "the system could not start it"
+        raise KeyUnavailable(f"key_command could not run ({why}); no key, nothing opened"
+                             ) from None
     if done.returncode != 0:
         why = {127: "command not found, ", 126: "command not executable, "}.get(
             done.returncode, "")
