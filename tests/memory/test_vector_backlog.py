@@ -16,6 +16,7 @@ from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.vector_backlog import BATCH, embed_pending, save_rows
+from chatmem.notices import IndexingNotice
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -199,7 +200,8 @@ def test_a_failing_embedder_stops_the_backlog_with_one_notice(path: Path) -> Non
         assert failed() == "RuntimeError: the model file is truncated"
         second = engine.run_turn("And the bus?")
         third = engine.run_turn("And the groceries?")
-        told = [n for n in second.notices + third.notices if n.startswith("indexing stopped")]
+        told = [n.text for n in second.notices + third.notices
+                if isinstance(n, IndexingNotice) and n.text.startswith("indexing stopped")]
         assert len(told) == 1 and "RuntimeError: the model file is truncated" in told[0]
         assert third.status == "ok" and store.turn_count(engine.session.id) == TURNS + 3
         [left] = engine.indexing.close()
