@@ -44,7 +44,8 @@ def usage_error_line(error: typer.TyperException) -> str:
     """One line for a usage error: `--turn must be 1 or more`, `no such option --x`."""
     # Typer exports only TyperException and BadParameter of the error classes it raises, so
     # the others are told apart by their documented attributes (`param_type` is
-    # MissingParameter's, `possibilities` NoSuchOption's), never imported from Typer's private vendored Click.
+    # MissingParameter's, `possibilities` NoSuchOption's), never imported from the Click
+    # that Typer vendors privately.
     param = getattr(error, "param", None)
     if isinstance(error, typer.BadParameter) and param is not None:
         if hasattr(error, "param_type"):
