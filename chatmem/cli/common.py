@@ -195,7 +195,7 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
     """
     from chatmem.config.paths import move_legacy_db
     from chatmem.store import Store
-    from chatmem.store.connection import fold_wal
+    from chatmem.store.sqlite_backend import fold_wal
 
     if settings.db is None:
         moved = move_legacy_db(fold_wal)

@@ -19,20 +19,21 @@ that key is format 1, the full context, and is read as it is.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from chatmem.store.backend import Statements
 
 FORMAT = 2
 _CHUNK = 500
 
 
-def _fetch(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+def _fetch(db: Statements, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     return list(db.execute(sql, list(params)).fetchall())
 
 
 def _stored(
-    db: sqlite3.Connection, session_id: int, tokenizer: str, ids: Iterable[int]
+    db: Statements, session_id: int, tokenizer: str, ids: Iterable[int]
 ) -> dict[int, list[Any]]:
     """id → [position, role, content, turn, cached tokens or None] of this session's messages."""
     wanted = list(dict.fromkeys(ids))
@@ -53,7 +54,7 @@ def _stored(
 
 
 def compact(
-    db: sqlite3.Connection, session_id: int, tokenizer: str | None, context: Mapping[str, Any]
+    db: Statements, session_id: int, tokenizer: str | None, context: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The context as stored: stored messages as runs of positions, the rest inline.
 
@@ -86,14 +87,15 @@ def compact(
         compacted.append({**part, "messages": items})
     if newly_counted:
         db.executemany(
-            "INSERT OR IGNORE INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)",
+            "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
             [(i, tokenizer, n) for i, n in newly_counted.items()],
         )
     return {**context, "parts": compacted, "format": FORMAT}
 
 
 def expand(
-    db: sqlite3.Connection, session_id: int, tokenizer: str | None, stored: Mapping[str, Any]
+    db: Statements, session_id: int, tokenizer: str | None, stored: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The full context a stored one stands for (a format 1 context is returned as it is)."""
     if stored.get("format") != FORMAT:

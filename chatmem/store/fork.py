@@ -121,17 +121,15 @@ class ForkTables(SessionTables, MemoryTables):
         before: str | None = None
         for message in self.messages(source_id, 1, upto):
             # The pause before it too: the same message follows the same one.
-            cursor = self.db.execute(
+            copy = self._insert(
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
                 " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, message.position, message.turn, message.role, message.content,
                  message.external_id, message.created_at, pause(before, message.created_at)],
             )
             before = message.created_at
-            copy = int(cursor.lastrowid or 0)
             ids[message.id] = copy
-            self.db.execute("INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
-                            [copy, fts.index_text(message.content)])
+            self.db.index_words(copy, fts.index_text(message.content))
             # Token counts are per message content: the copy costs what the original did.
             self.db.execute(
                 "INSERT INTO token_counts (message_id, tokenizer, tokens)"
@@ -227,7 +225,7 @@ class ForkTables(SessionTables, MemoryTables):
         for fact in rows:
             source = fact["source_message_id"]
             self.db.execute(
-                "INSERT INTO facts (scope, user, session_id, key, value, source_message_id,"
+                "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                 " source_turn, source_session_id, created_at, updated_at)"
                 " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,

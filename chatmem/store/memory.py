@@ -32,9 +32,10 @@ class MemoryTables(Connection):
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any]) -> None:
         with self.write():
-            self.db.conn.executemany(
-                "INSERT OR REPLACE INTO strategy_state (session_id, strategy, key, value)"
-                " VALUES (?, ?, ?, ?)",
+            self.db.executemany(
+                "INSERT INTO strategy_state (session_id, strategy, key, value)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
+                " DO UPDATE SET value = excluded.value",
                 [(session_id, strategy, k, json_text(v))
                  for k, v in values.items()],
             )
@@ -160,15 +161,14 @@ class MemoryTables(Connection):
                 )
                 fact_id = old.id
             else:
-                cursor = self.db.execute(
-                    "INSERT INTO facts (scope, user, session_id, key, value, source_message_id,"
+                fact_id = self._insert(
+                    "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                     " source_turn, source_session_id, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [scope, user if scope == "user" else None,
                      session_id if scope == "session" else None, key, value,
                      source_message_id, source_turn, stated_in, stamp, stamp],
                 )
-                fact_id = int(cursor.lastrowid or 0)
         return self.fact(int(fact_id))
 
     def fact_history(self, fact_ids: list[int]) -> dict[int, list[FactHistoryRecord]]:
@@ -185,7 +185,7 @@ class MemoryTables(Connection):
     @staticmethod
     def _fact_owner(scope: str, user: str | None, session_id: int | None) -> tuple[str, list[Any]]:
         if scope == "user":
-            return "scope = 'user' AND user = ?", [user]
+            return "scope = 'user' AND \"user\" = ?", [user]
         if scope == "session":
             return "scope = 'session' AND session_id = ?", [session_id]
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")
@@ -232,10 +232,12 @@ class MemoryTables(Connection):
         `kind` part."""
         rows = self._rows(
             "SELECT id, session_id, context, rendered_prompt, rendered FROM turns"
-            " WHERE instr(context, ?) > 0", [json.dumps({"kind": kind})[1:-1]],
+            " WHERE context LIKE ? ESCAPE '!'",
+            ["%" + json.dumps({"kind": kind})[1:-1].replace("!", "!!").replace("%", "!%")
+             .replace("_", "!_") + "%"],
         )
         return [(r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
-                 rendered.from_columns(self.db.conn, r["session_id"], r["rendered_prompt"],
+                 rendered.from_columns(self.db, r["session_id"], r["rendered_prompt"],
                                        r["rendered"], f"turn row {r['id']}"))
                 for r in rows]
 
@@ -249,12 +251,12 @@ class MemoryTables(Connection):
             self.db.execute(
                 "UPDATE turns SET context = ?, rendered_prompt = ?, rendered = ? WHERE id = ?",
                 [json_text(context),
-                 *rendered.to_columns(self.db.conn, session_id, context, rendered_prompt),
+                 *rendered.to_columns(self.db, session_id, context, rendered_prompt),
                  turn_id],
             )
 
     def vacuum(self) -> None:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.db.fold_log()
         self.db.execute("VACUUM")
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.db.fold_log()

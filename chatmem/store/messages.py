@@ -45,19 +45,15 @@ class MessageTables(Connection):
             if message["role"] == "user" or turn == 0:
                 turn += 1
             created_at = message.get("ts") or self.now()
-            cursor = self.db.execute(
+            message_id = self._insert(
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
                 " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [session_id, position, turn, message["role"], message["content"],
                  message.get("id"), created_at, pause(last_time, created_at)],
             )
             last_time = created_at
-            message_id = cursor.lastrowid
-            self.db.execute(
-                "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
-                [message_id, fts.index_text(message["content"])],
-            )
-            ids.append(int(message_id or 0))
+            self.db.index_words(message_id, fts.index_text(message["content"]))
+            ids.append(message_id)
         self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?",
                         [self.now(), session_id])
         return ids
@@ -65,11 +61,6 @@ class MessageTables(Connection):
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self.write():
             return self._append_messages(session_id, messages)
-
-    def _merge_index(self) -> None:
-        # FTS5 only marks index entries deleted; merging the segments drops
-        # the erased terms for real (secure_delete then zeroes the freed pages).
-        self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
     # -- token count cache --------------------------------------------------
 
@@ -89,8 +80,8 @@ class MessageTables(Connection):
 
     def _save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
         """Store counts inside the caller's transaction (a turn's own write path)."""
-        self.db.conn.executemany(
-            "INSERT OR REPLACE INTO token_counts (message_id, tokenizer, tokens)"
-            " VALUES (?, ?, ?)",
+        self.db.executemany(
+            "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)"
+            " ON CONFLICT (message_id, tokenizer) DO UPDATE SET tokens = excluded.tokens",
             [(mid, tokenizer, n) for mid, n in counts.items()],
         )

@@ -40,6 +40,10 @@ class Meter:
 @contextmanager
 def metered(store: Connection) -> Iterator[Meter]:
     """Count what `store` does inside the block; the connection is left as it was after."""
+    from chatmem.store.sqlite_backend import SqliteBackend
+
+    if not isinstance(store.db, SqliteBackend):
+        raise TypeError("metered counts SQLite's work; this store is not SQLite")
     meter = Meter()
     conn = store.db.conn
 

@@ -107,17 +107,11 @@ class RecallTables(Connection):
         (`rare_terms`): bm25() reads every entry of every term it scores, so a
         common word would make a search cost a share of the whole history.
         """
-        expression = fts.match_terms(self.rare_terms(fts.query_terms(query), POSTINGS))
-        if expression is None:
+        terms = self.rare_terms(fts.query_terms(query), POSTINGS)
+        if not terms:
             return {}
-        rows = self.db.execute(
-            "SELECT m.position, bm25(messages_fts) AS score FROM messages_fts"
-            " JOIN messages m ON m.id = messages_fts.rowid"
-            " WHERE messages_fts MATCH ? AND m.session_id = ? AND m.turn < ?"
-            " ORDER BY score LIMIT ?",
-            [expression, session_id, before_turn, limit],
-        )
-        return {position: -score for position, score in rows}
+        return {position: score for _, position, score in self.db.word_scores(
+            terms, session_id, before_turn, limit)}
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
         """The rarest of `terms` whose index entries add up to at most `postings`.
@@ -130,10 +124,7 @@ class RecallTables(Connection):
         most = postings // 2
         counted = []
         for term in terms:
-            found = int(self._value(
-                "SELECT count(*) FROM (SELECT rowid FROM messages_fts"
-                " WHERE messages_fts MATCH ? LIMIT ?)", [fts.quote_term(term), most + 1],
-            ))
+            found = self.db.count_word_matches(term, most)
             if 0 < found <= most:
                 counted.append((found, term))
         kept, used = [], 0
@@ -223,10 +214,12 @@ class RecallTables(Connection):
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None:
         """Store vectors; a message deleted meanwhile is skipped, not an error."""
         with self.write():
-            self.db.conn.executemany(
-                "INSERT OR REPLACE INTO message_vectors"
+            self.db.executemany(
+                "INSERT INTO message_vectors"
                 " (message_id, model, dimensions, vector, context_vector)"
-                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
+                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
+                " ON CONFLICT (model, message_id) DO UPDATE SET dimensions = excluded.dimensions,"
+                " vector = excluded.vector, context_vector = excluded.context_vector",
                 [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
                  for r in rows],
             )

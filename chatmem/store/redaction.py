@@ -22,6 +22,10 @@ from chatmem import fts
 from chatmem.store.connection import Connection
 from chatmem.store.records import MessageRecord, json_text
 
+_KEYS = {"strategy_state": ("session_id", "strategy", "key"),
+         "session_prompts": ("session_id", "from_turn")}
+"""Primary keys of the rewritten tables that have no single `id` column."""
+
 Rewrite = Callable[[str], str]
 """A stored text -> the same text with its mentions erased (unchanged when it has none)."""
 
@@ -72,7 +76,8 @@ class RedactionTables(Connection):
     def profile_session_ids(self, user: str | None) -> list[int]:
         """Every session of a user profile (None: sessions without a user)."""
         return [r[0] for r in self.db.execute(
-            "SELECT id FROM sessions WHERE user IS ? ORDER BY id", [user]).fetchall()]
+            "SELECT id FROM sessions WHERE \"user\" IS NOT DISTINCT FROM ? ORDER BY id",
+            [user]).fetchall()]
 
     def user_facts_from(self, session_id: int) -> list[str]:
         """Keys of live user-profile facts first said in this session."""
@@ -113,7 +118,8 @@ class RedactionTables(Connection):
                                          rewrite, f"session_id IN ({sessions})", [], done)
             self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, needles,
                                  rewrite, f"id IN ({sessions})", [], done)
-            owner = f"(session_id IN ({sessions}) OR (scope = 'user' AND user IS ?))"
+            owner = (f"(session_id IN ({sessions})"
+                     " OR (scope = 'user' AND \"user\" IS NOT DISTINCT FROM ?))")
             self._rewrite_column("facts", Place.FACTS, "value", False, needles, rewrite,
                                  owner, [user], done)
             if self._table_exists("fact_history"):
@@ -135,9 +141,7 @@ class RedactionTables(Connection):
             if new == content:
                 continue
             self.db.execute("UPDATE messages SET content = ? WHERE id = ?", [new, message_id])
-            self.db.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])
-            self.db.execute("INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
-                            [message_id, fts.index_text(new)])
+            self.db.index_words(message_id, fts.index_text(new))
             self.db.execute("DELETE FROM token_counts WHERE message_id = ?", [message_id])
             done.add(Place.MESSAGES, message_id)
             changed_sessions.add(session_id)
@@ -152,33 +156,34 @@ class RedactionTables(Connection):
                     f" (SELECT id FROM messages WHERE session_id IN ({changed}))"
                     " RETURNING message_id").fetchall():
                 done.add(Place.VECTORS, message_id)
-        # FTS5 keeps deleted terms until its segments merge.
-        self.db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+        # The index may keep a replaced text's terms until told to forget them.
+        self.db.forget_erased_words()
 
     def _rewrite_column(self, table: str, place: Place, column: str, is_json: bool,
                         needles: Sequence[str], rewrite: Rewrite, where: str,
                         params: list[Any], done: Redaction) -> None:
         contains, needle_params = _containing(column, needles, json_column=is_json)
-        has_session = table != "sessions" and self._has_column(table, "session_id")
+        has_session = table != "sessions" and self.db.has_column(table, "session_id")
         session = "session_id" if has_session else "NULL"
+        key = _KEYS.get(table, ("id",))
         rows = self.db.execute(
-            f"SELECT rowid, {session}, {column} FROM {table} WHERE {where} AND {contains}",
-            [*params, *needle_params]).fetchall()
-        for rowid, session_id, value in rows:
+            f"SELECT {session}, {column}, {', '.join(key)} FROM {table}"
+            f" WHERE {where} AND {contains}", [*params, *needle_params]).fetchall()
+        match = " AND ".join(f"{k} = ?" for k in key)
+        for session_id, value, *row_key in rows:
             new = _rewrite_json(value, rewrite) if is_json else rewrite(value)
             if new != value:
-                self.db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", [new, rowid])
-                done.add(place, (table, rowid))
+                self.db.execute(f"UPDATE {table} SET {column} = ? WHERE {match}", [new, *row_key])
+                done.add(place, (table, *row_key))
                 if table == "sessions":
-                    done.sessions.add(rowid)
+                    done.sessions.add(row_key[0])
                 elif session_id is not None:
                     done.sessions.add(session_id)
 
     def _table_exists(self, name: str) -> bool:
-        return bool(self._value("SELECT 1 FROM sqlite_master WHERE name = ?", [name]))
-
-    def _has_column(self, table: str, column: str) -> bool:
-        return any(r[1] == column for r in self.db.execute(f"PRAGMA table_info({table})"))
+        # A table a later migration added exists when one of its columns does.
+        return self.db.has_column(name, {"fact_history": "fact_id",
+                                         "message_vectors": "message_id"}.get(name, "session_id"))
 
 
 def _ids(ids: Iterable[int]) -> str:
@@ -194,12 +199,17 @@ def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tu
     forms: list[str] = []
     for needle in needles:
         if any(not c.isascii() and c.lower() != c.upper() for c in needle):
-            return "1", []
+            return "1 = 1", []
         forms.append(needle.lower())
         if json_column:
             forms.append(json_text(needle)[1:-1].lower())
-    forms = list(dict.fromkeys(forms))
-    return "(" + " OR ".join(f"instr(lower({column}), ?) > 0" for _ in forms) + ")", forms
+    patterns = ["%" + _escape_like(form) + "%" for form in dict.fromkeys(forms)]
+    return ("(" + " OR ".join(f"lower({column}) LIKE ? ESCAPE '!'" for _ in patterns) + ")",
+            patterns)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def _rewrite_json(value: str, rewrite: Rewrite) -> str:

@@ -17,11 +17,11 @@ it before anything is stored, and keeps the text whole otherwise.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chatmem.store.backend import Statements
 from chatmem.store.records import json_text, stored_json
 
 Piece = str | dict[str, Any]
@@ -99,7 +99,7 @@ def _merge_strings(pieces: list[Piece]) -> list[Piece]:
 # -- against a history file ------------------------------------------------------------
 
 
-def sent_messages(db: sqlite3.Connection, session_id: int,
+def sent_messages(db: Statements, session_id: int,
                   context: Mapping[str, Any]) -> tuple[list[Sent], dict[int, tuple[str, str]]]:
     """The messages a stored (compact) context sent, in order, and the stored ones' rows."""
     runs = [(item["from"], item["to"]) for part in context.get("parts", [])
@@ -116,7 +116,7 @@ def sent_messages(db: sqlite3.Connection, session_id: int,
     return sent, rows
 
 
-def read_positions(db: sqlite3.Connection, session_id: int,
+def read_positions(db: Statements, session_id: int,
                    runs: Sequence[tuple[int, int]]) -> dict[int, tuple[str, str]]:
     """Position → (role, content) of the session's messages in `runs` (first, last)."""
     rows: dict[int, tuple[str, str]] = {}
@@ -128,19 +128,19 @@ def read_positions(db: sqlite3.Connection, session_id: int,
     return rows
 
 
-def compact_stored(db: sqlite3.Connection, session_id: int, context: Mapping[str, Any],
+def compact_stored(db: Statements, session_id: int, context: Mapping[str, Any],
                    text: str) -> list[Piece] | None:
     """`text`, rendered from a stored (compact) context, as pieces; None: store it whole."""
     sent, rows = sent_messages(db, session_id, context)
     return compact(text, sent, rows.get)
 
 
-def expand_stored(db: sqlite3.Connection, session_id: int, pieces: Sequence[Piece]) -> str:
+def expand_stored(db: Statements, session_id: int, pieces: Sequence[Piece]) -> str:
     runs = [(p["from"], p["to"]) for p in pieces if isinstance(p, dict)]
     return expand(pieces, read_positions(db, session_id, runs).get)
 
 
-def to_columns(db: sqlite3.Connection, session_id: int, context: Mapping[str, Any],
+def to_columns(db: Statements, session_id: int, context: Mapping[str, Any],
                text: str | None) -> tuple[str | None, str | None]:
     """A turn's (rendered_prompt, rendered) columns for `text`: by reference when it
     reads back exactly, whole otherwise."""
@@ -148,7 +148,7 @@ def to_columns(db: sqlite3.Connection, session_id: int, context: Mapping[str, An
     return (text, None) if pieces is None else (None, json_text(pieces))
 
 
-def from_columns(db: sqlite3.Connection, session_id: int, text: str | None,
+def from_columns(db: Statements, session_id: int, text: str | None,
                  pieces: str | None, what: str) -> str | None:
     """The rendered prompt a turn's (rendered_prompt, rendered) columns hold."""
     if not pieces:

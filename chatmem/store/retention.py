@@ -78,7 +78,7 @@ class RetentionTables(SessionTables, MemoryTables):
         entries = []
         for session_id, days in keep.items():
             row = self._rows(
-                "SELECT s.id, s.name, s.user, s.updated_at, s.retention_days,"
+                "SELECT s.id, s.name, s.\"user\", s.updated_at, s.retention_days,"
                 " (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,"
                 " (SELECT coalesce(max(m.turn), 0) FROM messages m WHERE m.session_id = s.id)"
                 " AS turns FROM sessions s WHERE s.id = ?", [session_id])[0]
@@ -132,7 +132,7 @@ class RetentionTables(SessionTables, MemoryTables):
         with self.write():
             for session_id in ids:
                 self._erase_session_rows(session_id)
-            self._merge_index()
+            self.db.forget_erased_words()
 
     def erase_facts(self, fact_ids: Iterable[int]) -> None:
         """Delete facts physically, their earlier values with them."""
@@ -144,4 +144,4 @@ class RetentionTables(SessionTables, MemoryTables):
     def user_sessions(self, user: str) -> list[SessionEntry]:
         """Every session of a user profile, with its counts."""
         return self._entries({r["id"]: float(r["retention_days"] or 0) for r in self._rows(
-            "SELECT id, retention_days FROM sessions WHERE user = ? ORDER BY id", [user])})
+            "SELECT id, retention_days FROM sessions WHERE \"user\" = ? ORDER BY id", [user])})

@@ -65,8 +65,8 @@ class SessionTables(MessageTables):
         """Insert a session row inside the caller's transaction; returns its id."""
         stamp = self.now()
         try:
-            cursor = self.db.execute(
-                "INSERT INTO sessions (name, strategy, params, provider, model, system, user,"
+            session_id = self._insert(
+                "INSERT INTO sessions (name, strategy, params, provider, model, system, \"user\","
                 " tokenizer, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [name, strategy, json_text(dict(params)), provider, model, system, user,
                  tokenizer, stamp, stamp],
@@ -74,7 +74,6 @@ class SessionTables(MessageTables):
         except sqlite3.IntegrityError:
             # Another process took the name since _check_new_name.
             raise StoreError(f"a session named {name!r} already exists") from None
-        session_id = int(cursor.lastrowid or 0)
         self._set_prompt(session_id, 1, system)
         return session_id
 
@@ -101,7 +100,7 @@ class SessionTables(MessageTables):
     def session(self, name: str) -> SessionRecord:
         found = self.find_session(name)
         if found is None:
-            raise NotFound(f"no session named {name!r} in {self.path}")
+            raise NotFound(f"no session named {name!r} in {self.location}")
         return found
 
     def session_by_id(self, session_id: int) -> SessionRecord:
@@ -119,7 +118,7 @@ class SessionTables(MessageTables):
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
         fields["updated_at"] = self.now()
-        assignments = ", ".join(f"{k} = ?" for k in fields)
+        assignments = ", ".join(f'"{k}" = ?' for k in fields)
         with self.write():
             if "system" in fields and fields["system"] != self.session_by_id(session_id).system:
                 # The new prompt holds from the next turn on; earlier turns keep theirs.
@@ -136,8 +135,9 @@ class SessionTables(MessageTables):
     def _set_prompt(self, session_id: int, from_turn: int, system: str | None) -> None:
         """Record the system prompt in effect from `from_turn` on, inside a transaction."""
         self.db.execute(
-            "INSERT OR REPLACE INTO session_prompts (session_id, from_turn, system)"
-            " VALUES (?, ?, ?)", [session_id, from_turn, system],
+            "INSERT INTO session_prompts (session_id, from_turn, system) VALUES (?, ?, ?)"
+            " ON CONFLICT (session_id, from_turn) DO UPDATE SET system = excluded.system",
+            [session_id, from_turn, system],
         )
 
     def system_prompts(self, session_id: int) -> list[tuple[int, str | None]]:
@@ -192,7 +192,7 @@ class SessionTables(MessageTables):
         record = self.session(name)
         with self.write():
             self._erase_session_rows(record.id)
-            self._merge_index()
+            self.db.forget_erased_words()
 
     def discard_empty_session(self, session_id: int) -> None:
         """Remove a session that holds no turn and no message (one that was only opened)."""
@@ -206,11 +206,8 @@ class SessionTables(MessageTables):
     def _erase_session_rows(self, session_id: int) -> None:
         """Delete a session inside the caller's transaction; its rows cascade (messages,
         turns, summaries, session facts, vectors, probes, state), its index rows do not."""
-        self.db.execute(
-            "DELETE FROM messages_fts WHERE rowid IN"
-            " (SELECT id FROM messages WHERE session_id = ?)",
-            [session_id],
-        )
+        self.db.unindex_words([message_id for (message_id,) in self.db.execute(
+            "SELECT id FROM messages WHERE session_id = ?", [session_id])])
         # Earlier values of profile facts stated in this session go with it.
         self.db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [session_id])
         self.db.execute("DELETE FROM sessions WHERE id = ?", [session_id])
@@ -222,7 +219,7 @@ class SessionTables(MessageTables):
         rows = [[session_id, p["after_position"], p["question"], json_text(list(p["expect_ids"])),
                  json_text(list(p["expect_text"]))] for p in probes]
         with self.write():
-            self.db.conn.executemany(
+            self.db.executemany(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
                 " expect_text) VALUES (?, ?, ?, ?, ?)", rows)
         return len(rows)

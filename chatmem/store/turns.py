@@ -61,15 +61,14 @@ class TurnTables(SessionTables):
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)
         turn.created_at = turn.created_at or self.now()
-        stored = contexts.compact(self.db.conn, turn.session_id, turn.tokenizer, turn.context)
+        stored = contexts.compact(self.db, turn.session_id, turn.tokenizer, turn.context)
         row = turn.to_row(stored)
         row["rendered_prompt"], row["rendered"] = rendered.to_columns(
-            self.db.conn, turn.session_id, stored, turn.rendered_prompt)
+            self.db, turn.session_id, stored, turn.rendered_prompt)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        cursor = self.db.execute(f"INSERT INTO turns ({columns}) VALUES ({marks})",
-                                 list(row.values()))
-        turn.id = cursor.lastrowid
+        turn.id = self._insert(f"INSERT INTO turns ({columns}) VALUES ({marks})",
+                               list(row.values()))
 
     def turns(self, session_id: int, status: str | None = None) -> list[TurnRecord]:
         sql = "SELECT * FROM turns WHERE session_id = ?"
@@ -97,9 +96,9 @@ class TurnTables(SessionTables):
 
     def _turn_record(self, row: Mapping[str, Any]) -> TurnRecord:
         record = TurnRecord.from_row(row)
-        record.context = contexts.expand(self.db.conn, record.session_id, record.tokenizer,
+        record.context = contexts.expand(self.db, record.session_id, record.tokenizer,
                                          record.context)
         record.rendered_prompt = rendered.from_columns(
-            self.db.conn, record.session_id, record.rendered_prompt, row.get("rendered"),
+            self.db, record.session_id, record.rendered_prompt, row.get("rendered"),
             f"turn {record.number}")
         return record

@@ -299,9 +299,9 @@ def test_the_key_is_in_no_file_and_no_output(tmp_path: Path) -> None:
     # An unexpected error while the key is held: the traceback shows code, never values.
     crash = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from chatmem.store import connection as c\n"
+         "import sys; from chatmem.store import sqlite_backend as c\n"
          "def boom(self): raise RuntimeError('unexpected')\n"
-         "c.Connection._migrate = boom\n"
+         "c.SqliteBackend._migrate = boom\n"
          "from chatmem.cli import main; sys.argv = ['chatmem', 'sessions', 'list']; main()"],
         env={**env, "CHATMEM_KEY": NEW_KEY}, capture_output=True, text=True, timeout=60)
     assert crash.returncode != 0 and "RuntimeError: unexpected" in crash.stderr

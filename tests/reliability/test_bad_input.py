@@ -77,7 +77,7 @@ def test_a_lone_surrogate_and_a_nul_byte_are_imported_as_text(tmp_path: Path) ->
 
 def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import chatmem.store.connection as connection
+    import chatmem.store.sqlite_backend as connection
 
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps({"role": r, "content": f"message {i} " * 300}) + "\n"

@@ -17,7 +17,7 @@ import pytest
 from checks import assert_file_consistent
 from typer.testing import CliRunner
 
-import chatmem.store.connection as connection
+import chatmem.store.sqlite_backend as connection
 from chatmem.cli import app
 
 runner = CliRunner()

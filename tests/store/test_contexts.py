@@ -67,7 +67,7 @@ def write_as_before_m005(db: Path) -> None:
     with Store(db) as store, store.write():
         rows = store.db.execute("SELECT id, session_id, tokenizer, context FROM turns").fetchall()
         for turn_id, session_id, tokenizer, context in rows:
-            full = contexts.expand(store.db.conn, session_id, tokenizer, json.loads(context))
+            full = contexts.expand(store.db, session_id, tokenizer, json.loads(context))
             store.db.execute("UPDATE turns SET context = ? WHERE id = ?",
                              [json.dumps(full, ensure_ascii=False), turn_id])
         for index in M005_INDEXES:
@@ -128,10 +128,10 @@ def test_a_message_that_differs_from_the_stored_row_stays_inline(store: Store) -
         {"role": "system", "content": "summary", "tokens": 3, "id": None, "turn": None},
     ]}]}
     with store.write():
-        stored = contexts.compact(store.db.conn, session.id, "cl100k_base", context)
+        stored = contexts.compact(store.db, session.id, "cl100k_base", context)
     assert stored["parts"][0]["messages"][0] == {"from": 1, "to": 1}
     assert stored["parts"][0]["messages"][1]["content"] == "edited"
     assert store.cached_token_counts([first], "cl100k_base") == {first: 8}
-    assert contexts.expand(store.db.conn, session.id, "cl100k_base", stored) == context
+    assert contexts.expand(store.db, session.id, "cl100k_base", stored) == context
     # Without a tokenizer, counts cannot be looked up later: everything stays inline.
-    assert contexts.compact(store.db.conn, session.id, None, context) == context
+    assert contexts.compact(store.db, session.id, None, context) == context

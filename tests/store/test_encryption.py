@@ -19,7 +19,7 @@ from chatmem.engine import open_session
 from chatmem.errors import ExitCode, HistoryLocked, NotChatmemDatabase, StoreError
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, cipher
-from chatmem.store.connection import connect
+from chatmem.store.sqlite_backend import connect
 
 pytestmark = needs_sqlcipher
 

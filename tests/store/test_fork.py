@@ -15,7 +15,7 @@ from matches import matches
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import Store
-from chatmem.store.connection import connect
+from chatmem.store.sqlite_backend import connect
 
 TURNS = [
     "my name is Ana",

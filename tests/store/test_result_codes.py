@@ -51,13 +51,13 @@ def test_the_store_words_each_kind_by_its_code(tmp_path: Path) -> None:
     with Store(path) as store:
         busy = sqlite3.OperationalError("no such words here")
         busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
-        assert str(store.write_error(busy)).endswith("is busy: another process held it for "
+        assert str(store.db.write_error(busy)).endswith("is busy: another process held it for "
                                                      "over 5 s; try again")
         full = sqlite3.OperationalError("database or disk is full")
         full.sqlite_errorcode = 13  # type: ignore[attr-defined]
-        assert "the disk is full or failing" in str(store.write_error(full))
+        assert "the disk is full or failing" in str(store.db.write_error(full))
         worded = sqlite3.OperationalError("database is locked")  # no code: not classified
-        assert str(store.write_error(worded)) == f"{path}: database is locked"
+        assert str(store.db.write_error(worded)) == f"{path}: database is locked"
     text = tmp_path / "notes.db"
     text.write_bytes(b"not sqlite " * 200)
     with pytest.raises(NotChatmemDatabase):

@@ -1,0 +1,90 @@
+"""The one object the store's SQL goes through: a database, whichever it is.
+
+`Store` speaks portable SQL (`?` placeholders, RETURNING, ON CONFLICT) to a
+`Backend`; the statements that differ between SQLite and PostgreSQL (the
+full-text index, the write lock, the log, the catalogue) are its dialect
+methods. SQLite is `sqlite_backend.SqliteBackend`, PostgreSQL
+`postgres_backend.PostgresBackend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+
+class Cursor(Protocol):
+    # Read-only properties: a protocol's plain attributes would have to be settable.
+    @property
+    def description(self) -> Any: ...
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Sequence[Any] | None: ...
+
+    def fetchall(self) -> list[Sequence[Any]]: ...
+
+    def __iter__(self) -> Iterator[Sequence[Any]]: ...
+
+
+class Statements(Protocol):
+    """What runs SQL: a backend, or (in a migration) SQLite's own connection."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> Any: ...
+
+
+class Backend(Protocol):
+    kind: str
+    """"sqlite" or "postgresql"."""
+    location: str
+    """What messages name: the file's path, or the URL with its password masked."""
+    encrypted: bool
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def write(self) -> AbstractContextManager[None]:
+        """One all-or-nothing write transaction, exclusive among writers; nested use joins
+        the outer one. Errors become StoreError (busy, read-only, disk, dropped connection)."""
+        ...
+
+    def check_writable(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    # -- the dialect: every statement that differs between SQLite and PostgreSQL --------
+
+    def index_words(self, message_id: int, text: str) -> None:
+        """Add or replace a message's full-text entry (`text` is fts.index_text(content))."""
+        ...
+
+    def unindex_words(self, message_ids: Sequence[int]) -> None: ...
+
+    def forget_erased_words(self) -> None:
+        """Make erased terms unrecoverable from the index."""
+        ...
+
+    def count_word_matches(self, term: str, most: int) -> int:
+        """Index entries matching one query term, counted up to `most` + 1."""
+        ...
+
+    def word_scores(self, terms: Sequence[str], session_id: int | None,
+                    before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
+        """(message id, position, score; higher is better) of the best `limit` messages
+        matching any of `terms`, in one session (None: all), before `before_turn`
+        (None: all)."""
+        ...
+
+    def fold_log(self) -> None:
+        """Fold the write-ahead log into the database (SQLite); nothing elsewhere."""
+        ...
+
+    def has_column(self, table: str, column: str) -> bool: ...

@@ -1,0 +1,362 @@
+"""The SQLite backend: a history file (plain or SQLCipher), its pragmas, schema and FTS5 index."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import sqlite_utils
+
+from chatmem import fts
+from chatmem.errors import HistoryLocked, NotChatmemDatabase, StoreError
+from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
+from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
+
+BUSY_TIMEOUT_MS = 5000
+_CHUNK = 500
+"""Ids per `IN (...)` list, well under SQLite's bound-parameter limit."""
+
+# Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
+# existed (sqlite-utils created the migrations table outside the transaction).
+_BOOKKEEPING = {"_sqlite_migrations"}
+
+
+class _Database(sqlite_utils.Database):
+    def executescript(self, sql: str) -> sqlite3.Cursor:
+        """Run a script statement by statement, inside the caller's transaction.
+
+        sqlite3's own executescript COMMITs first: a migration using it would be
+        half-applied when the process dies between two of its statements.
+        """
+        cursor = self.conn.cursor()
+        statement = ""
+        for piece in sql.split(";"):
+            statement += piece + ";"
+            if sqlite3.complete_statement(statement):
+                if statement.strip(" \n\t;"):
+                    cursor.execute(statement)
+                statement = ""
+        return cursor
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` readable by its owner only (0600), unless it exists.
+
+    SQLite gives the -wal and -shm files the mode of the database file.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
+
+
+def fold_wal(path: Path) -> None:
+    """Fold a plain file's write-ahead log into the file, so that the file alone is whole.
+
+    An encrypted file cannot be read without its key and is left as it is.
+    """
+    try:
+        connection = sqlite3.connect(path)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError:
+        pass
+
+
+def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+    """The raw SQLite connection to a history file (the one place a file is opened).
+
+    With a key it is a SQLCipher connection (chatmem.store.cipher), the key
+    already checked, that behaves and fails exactly as a sqlite3 one.
+    """
+    if key is None:
+        return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    from chatmem.store import cipher
+
+    conn: Any = cipher.open_encrypted(Path(path), key, BUSY_TIMEOUT_MS / 1000)
+    return cast(sqlite3.Connection, conn)
+
+
+def check_key(path: Path, key: str | None) -> str | None:
+    """The key to open `path` with (None: plaintext), or an error before anything is written.
+
+    An encrypted file needs the key; a plaintext one refuses a key rather than
+    be used unencrypted by someone who believes it is not. A new file is
+    created encrypted when a key is given.
+    """
+    from chatmem.store import cipher
+
+    kind = cipher.file_kind(path)
+    if kind == "encrypted" and key is None:
+        if not cipher.available():
+            raise HistoryLocked(f"{path} is encrypted: install SQLCipher support "
+                                f"({cipher.INSTALL_HINT}) and {cipher.KEY_HINT}", missing=True)
+        raise HistoryLocked(f"{path} is encrypted: {cipher.KEY_HINT}", missing=True)
+    if key is None or kind == "other":
+        return None  # "other" is refused by SQLite as "not a database"
+    if kind == "plain":
+        raise StoreError(f"{path} is not encrypted, but a key is set: `chatmem encrypt` "
+                         "encrypts it with that key (or unset CHATMEM_KEY and key_command)")
+    cipher.driver()  # the extra must be there before a new file is created
+    return key
+
+
+class SqliteBackend:
+    """A history file, opened, checked and migrated.
+
+    Opening a new or older file creates or upgrades its schema in one write
+    transaction, so a process killed meanwhile leaves the file as it was, and
+    processes opening it at the same moment wait for each other.
+    """
+
+    kind = "sqlite"
+
+    def __init__(self, path: str | Path, *, key: str | None = None) -> None:
+        self.path = Path(path)
+        self.location = str(path)
+        in_memory = str(path) == ":memory:"
+        if in_memory:
+            key = None
+        else:
+            if self.path.is_dir():
+                # SQLite would only say "disk I/O error".
+                raise StoreError(f"{self.path} is a directory, not a history file")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"{self.path}: cannot create its folder: {e.strerror}") from None
+            from chatmem.store import cipher
+
+            # A copy left by a killed encrypt/decrypt/rekey holds the whole history.
+            cipher.remove_abandoned_conversions(self.path)
+            key = check_key(self.path, key)
+            create_private_file(self.path)
+        self.encrypted = key is not None
+        try:
+            self.conn = connect(path, key)
+        except sqlite3.Error as e:
+            raise StoreError(f"{path}: cannot open database: {e}") from None
+        # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
+        self.sqlite = _Database(self.conn)
+        try:
+            self.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.execute("PRAGMA foreign_keys = ON")
+            # Erased rows (delete, purge) are overwritten, not just unlinked.
+            self.execute("PRAGMA secure_delete = ON")
+            # Refuse foreign or newer files before writing a single byte to them.
+            self._pending_migrations()
+            if not in_memory:
+                self._wait_for(lambda: self.execute("PRAGMA journal_mode = WAL"))
+                # Safe with WAL (no corruption on power loss, at worst the last turn
+                # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
+                self.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise self._open_error(e) from None
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _open_error(self, error: sqlite3.Error) -> StoreError:
+        code = primary_code(error)
+        if code == sqlite3.SQLITE_CANTOPEN:
+            # WAL readers need to create the -shm file beside the database.
+            return StoreError(
+                f"{self.path}: cannot open it: SQLite needs to write {self.path.name}-wal and "
+                f"{self.path.name}-shm beside it (is the folder read-only?)"
+            )
+        if code in NOT_A_DATABASE:
+            return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})")
+        return self.write_error(error)
+
+    def _wait_for(self, statement: Callable[[], object]) -> None:
+        """Run `statement`, retrying while another process holds the file.
+
+        Changing the journal mode can report "locked" at once instead of
+        waiting for the busy timeout.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                statement()
+                return
+            except sqlite3.OperationalError as e:
+                if primary_code(e) not in BUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _pending_migrations(self) -> list[str]:
+        """The migrations this file still needs; raises if the file is not ours."""
+        tables = {r[0] for r in self.execute("SELECT name FROM sqlite_master"
+                                             " WHERE type = 'table'")}
+        if tables <= _BOOKKEEPING:
+            if tables and self._value("SELECT count(*) FROM _sqlite_migrations"
+                                      " WHERE migration_set != 'chatmem'"):
+                raise NotChatmemDatabase(
+                    f"{self.path} is not a chatmem database (it has other migrations)")
+            # New, or left by a crash before its schema existed: start afresh.
+            return pending_migrations(set())
+        if "chatmem_meta" not in tables:
+            raise NotChatmemDatabase(f"{self.path} is not a chatmem database (it has other tables)")
+        applied = {r[0] for r in self.execute(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'")}
+        unknown = applied - migration_names()
+        if unknown:
+            raise NotChatmemDatabase(
+                f"{self.path} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
+                " upgrade chatmem"
+            )
+        return pending_migrations(applied)
+
+    def _migrate(self) -> None:
+        if not self._pending_migrations():
+            return
+        # Under the write lock: another process may have migrated meanwhile.
+        with self.write():
+            pending = self._pending_migrations()
+            if pending and pending == pending_migrations(set()):
+                # Nothing of ours exists yet: forget what a crashed 0.1 may have recorded.
+                self.execute("DROP TABLE IF EXISTS _sqlite_migrations")
+            apply_migrations(self.sqlite, pending)
+
+    # -- writing ------------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction, all or nothing, taking the write lock up front.
+
+        A deferred BEGIN (sqlite-utils' atomic) that reads first and then writes
+        fails at once with "database is locked" when another process committed
+        meanwhile: WAL cannot upgrade a stale read. BEGIN IMMEDIATE waits for the
+        lock instead (busy timeout), so two chats on one file both keep every turn.
+        """
+        if self.conn.in_transaction:
+            with self.sqlite.atomic():
+                yield
+            return
+        try:
+            self.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise self.write_error(e) from None
+        try:
+            yield
+            self.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            self.conn.rollback()
+            raise self.write_error(e) from None
+        except BaseException:
+            self.conn.rollback()
+            raise
+
+    def check_writable(self) -> None:
+        """Raise the error a write would meet, without writing: a turn checks before it is sent.
+
+        Takes the write lock and attempts a write that changes no row, then rolls back.
+        """
+        if self.conn.in_transaction:
+            return
+        try:
+            self.execute("BEGIN IMMEDIATE")
+            try:
+                self.execute("UPDATE chatmem_meta SET value = value WHERE 1 = 0")
+            finally:
+                self.execute("ROLLBACK")
+        except sqlite3.Error as e:
+            raise self.write_error(e) from None
+
+    def write_error(self, error: sqlite3.Error) -> StoreError:
+        code = primary_code(error)
+        if code == sqlite3.SQLITE_READONLY:
+            return StoreError(f"{self.path} is read-only: nothing can be stored "
+                              "(check the file's and its folder's permissions)")
+        if code in DISK_FAILED:
+            return StoreError(f"{self.path}: the disk is full or failing; nothing was stored"
+                              " (free some space and try again)")
+        if code in BUSY:
+            return StoreError(f"{self.path} is busy: another process held it for over "
+                              f"{BUSY_TIMEOUT_MS // 1000} s; try again")
+        return StoreError(f"{self.path}: {error}")
+
+    # -- the dialect ----------------------------------------------------------------------
+
+    def index_words(self, message_id: int, text: str) -> None:
+        insert = "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)"
+        try:
+            self.execute(insert, [message_id, text])
+        except sqlite3.IntegrityError:
+            # A replaced text (redaction): its old entry goes first. Appends, the common
+            # case, never pay for that delete.
+            self.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])
+            self.execute(insert, [message_id, text])
+
+    def unindex_words(self, message_ids: Sequence[int]) -> None:
+        ids = list(message_ids)
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            self.execute(f"DELETE FROM messages_fts WHERE rowid IN ({marks})", chunk)
+
+    def forget_erased_words(self) -> None:
+        # FTS5 only marks index entries deleted; merging the segments drops
+        # the erased terms for real (secure_delete then zeroes the freed pages).
+        self.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+
+    def count_word_matches(self, term: str, most: int) -> int:
+        return int(self._value(
+            "SELECT count(*) FROM (SELECT rowid FROM messages_fts"
+            " WHERE messages_fts MATCH ? LIMIT ?)", [fts.quote_term(term), most + 1]))
+
+    def word_scores(self, terms: Sequence[str], session_id: int | None,
+                    before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
+        expression = fts.match_terms(list(terms))
+        if expression is None:
+            return []
+        where = "messages_fts MATCH ?"
+        params: list[Any] = [expression]
+        if session_id is not None:
+            where += " AND m.session_id = ?"
+            params.append(session_id)
+        if before_turn is not None:
+            where += " AND m.turn < ?"
+            params.append(before_turn)
+        rows = self.execute(
+            "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
+            f" JOIN messages m ON m.id = messages_fts.rowid WHERE {where}"
+            " ORDER BY score LIMIT ?", [*params, limit])
+        # bm25() is lower for better matches.
+        return [(message_id, position, -score) for message_id, position, score in rows]
+
+    def fold_log(self) -> None:
+        self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def has_column(self, table: str, column: str) -> bool:
+        return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))
