@@ -104,7 +104,7 @@ class RecallTables(Connection):
         `query` before `before_turn`: positions and scores only, as recall ranks them itself.
 
         Only the query's rarest terms are searched, within POSTINGS index entries
-        (`rare_terms`): bm25() reads every entry of every term it scores, so a
+        (`rare_terms`): scoring reads every entry of every term it scores, so a
         common word would make a search cost a share of the whole history.
         """
         terms = self.rare_terms(fts.query_terms(query), POSTINGS)

@@ -1,0 +1,49 @@
+"""SQLite's own SQL stays in the SQLite backend: every other module speaks portable SQL."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import chatmem
+
+PACKAGE = Path(chatmem.__file__).parent
+SQLITE_SIDE = {"store/sqlite_backend.py", "store/cipher.py", "store/schema.py"}
+"""The SQLite backend, SQLCipher's file conversions and SQLite's migration history."""
+ALLOWED = {
+    ("fts.py", "MATCH"): "it builds FTS5 query expressions for the SQLite backend",
+    ("cli/common.py", "PRAGMA"): "a hint naming the sqlite3 command a user can run by hand",
+    ("store/meter.py", ".conn"): "it counts SQLite's own work (its trace and progress hooks)",
+}
+SQLITE_ONLY = {
+    "PRAGMA": r"\bPRAGMA\b",
+    "messages_fts": r"\bmessages_fts\b",
+    "bm25(": r"\bbm25\((?!self|query)",
+    "MATCH": r"\bMATCH\b",
+    "INSERT OR": r"\bINSERT\s+OR\b",
+    "rowid": r"\browid\b",
+    "lastrowid": r"\blastrowid\b",
+    ".conn": r"\bdb\.conn\b",
+}
+
+
+def test_sqlite_only_sql_lives_in_the_sqlite_backend() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        if name in SQLITE_SIDE:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for word, pattern in SQLITE_ONLY.items():
+            if (name, word) not in ALLOWED and re.search(pattern, text):
+                found.append((name, word))
+    assert found == []
+
+
+def test_the_check_sees_what_it_looks_for() -> None:
+    statements = ["PRAGMA table_info(x)", "DELETE FROM messages_fts", "bm25(messages_fts)",
+                  "WHERE t MATCH ?", "INSERT OR REPLACE INTO t", "WHERE rowid = ?",
+                  "cursor.lastrowid", "store.db.conn.execute"]
+    assert [w for w, p in SQLITE_ONLY.items() if any(re.search(p, s) for s in statements)] \
+        == list(SQLITE_ONLY)
+    assert not re.search(SQLITE_ONLY["bm25("], "source.bm25(query, first)")
