@@ -14,16 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.config.schema import check_prompt
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param, catching_up
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, catching_up
 from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.history_view import HistoryTurn, HistoryView
+from chatmem.memory.params import param
 from chatmem.notices import (
     ContextWarning,
     Notice,
@@ -109,7 +110,17 @@ def _details(count: int) -> str:
     return f"{count} older pinned detail{'' if count == 1 else 's'}"
 
 
-class SummaryMemory(BaseStrategy):
+class SummaryLimit(Protocol):
+    """What every summary strategy's parameters have: the longest summary kept."""
+
+    @property
+    def summary_max_tokens(self) -> int: ...
+
+
+Limited = TypeVar("Limited", bound=SummaryLimit)
+
+
+class SummaryMemory(BaseStrategy[Limited]):
     """Shared state, parts and summarizer call of the summary strategies."""
 
     keeps_state = True
@@ -197,7 +208,7 @@ class SummaryMemory(BaseStrategy):
 
     def summary_limit(self) -> int:
         """Longest summary text, in tokens; longer replies are clipped with a marker."""
-        return int(self.params["summary_max_tokens"])
+        return self.options.summary_max_tokens
 
     def pin_limit(self) -> int:
         """Most tokens the pinned-facts part may take; older pins are released beyond it."""
@@ -360,13 +371,16 @@ def _options(env: MemoryEnv) -> dict[str, Any]:
     }
 
 
-class SummaryStrategy(SummaryMemory):
+@dataclass(frozen=True)
+class SummaryParams:
+    summary_max_tokens: int = param(256, "longest summary kept; longer ones are clipped",
+                                    minimum=16)
+
+
+class SummaryStrategy(SummaryMemory[SummaryParams]):
     name = "summary"
     description = "Send a running summary of all earlier turns (updated every turn) + the input."
-    PARAMS = (
-        Param("summary_max_tokens", int, 256, "longest summary kept; longer ones are clipped",
-              minimum=16),
-    )
+    OPTIONS = SummaryParams
 
     def build(self, request: ContextRequest) -> Context:
         st = load_state(request.state, self.name)
