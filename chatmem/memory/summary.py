@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.config.schema import check_prompt
+from chatmem.config.sections import SummarySection
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
@@ -234,7 +235,8 @@ class SummaryMemory(BaseStrategy[Limited]):
         # whoever repeats it, is masked before the summarizer or the drift guard sees it.
         guard, masked = sensitive_turns.guard_for(env.state, turns)
         sensitive_turns.remember(env.state, guard, turns)
-        options = _options(env)
+        configured = env.settings.summary if env.settings else SummarySection()
+        prompt = check_prompt(configured.prompt or summarizer.DEFAULT_PROMPT)
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
@@ -243,7 +245,7 @@ class SummaryMemory(BaseStrategy[Limited]):
                     of=catching_up(env, env.history.turn_count()))):
                 draft = summarizer.summarize(
                     env.model, env.counter, guard.mask(st.text), messages,
-                    prompt=options["prompt"], max_tokens=self.summary_limit(), mask=guard.mask,
+                    prompt=prompt, max_tokens=self.summary_limit(), mask=guard.mask,
                 )
         except ChatmemError as e:
             env.state.set(self.name, behind=str(e))
@@ -260,7 +262,7 @@ class SummaryMemory(BaseStrategy[Limited]):
         refused = [a for a in dropped if pins.is_unpinned(st.unpinned, a)]
         taken = {*refused, *(p.text for p in held)}
         new = [a for a in dropped if a not in taken]
-        if not options["drift_guard"]:
+        if not configured.drift_guard:
             new = []
         sources = self._sources(env, st, new, [(m.turn, text) for m, text in zip(
             messages, masked, strict=True)], guard.mask)
@@ -294,7 +296,7 @@ class SummaryMemory(BaseStrategy[Limited]):
                           released=st.released + len(released))
         added, removed = summarizer.diff_size(st.text, draft.text)
         pinned_now = {p.text for p in kept}
-        guarded = bool(options["drift_guard"])
+        guarded = configured.drift_guard
         return [SummaryUpdated(
             version=record.version, upto=turns[-1].number, added=added, removed=removed,
             unit=summarizer.diff_unit(st.text, draft.text),
@@ -359,16 +361,6 @@ def _moved(now: SummaryState, then: SummaryState) -> bool:
     """Whether another process stored a summary since `then` was read."""
     version = now.latest.version if now.latest else 0
     return (now.boundary, version) != (then.boundary, then.latest.version if then.latest else 0)
-
-
-def _options(env: MemoryEnv) -> dict[str, Any]:
-    """The [summary] settings (prompt, drift_guard) the engine was given, or the defaults."""
-    configured = (env.settings.summary if env.settings else None) or {}
-    prompt = configured.get("prompt") or summarizer.DEFAULT_PROMPT
-    return {
-        "prompt": check_prompt(prompt),
-        "drift_guard": bool(configured.get("drift_guard", True)),
-    }
 
 
 @dataclass(frozen=True)

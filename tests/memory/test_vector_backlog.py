@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from waiting import HANG, wait_until
 
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine, open_session
@@ -20,7 +21,7 @@ from chatmem.notices import IndexingNotice
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
-SETTINGS = Settings(system="Be brief.", embeddings={"provider": "none"})
+SETTINGS = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
 TURNS = 200
 MESSAGES = 2 * TURNS
 EARLIER = MESSAGES - 4
