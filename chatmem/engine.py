@@ -27,7 +27,6 @@ from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import (
-    IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
@@ -235,7 +234,7 @@ class Engine:
             text = valid_text(text)
             notices.append(InputNotUtf8(REPLACEMENT))
         # a build itself never writes
-        notices += [IndexingNotice(text) for text in self.indexing.pause()]
+        notices += self.indexing.pause()
         context = self.build_context(text, attachments)
         try:
             self.check_budget(context)
@@ -367,7 +366,7 @@ class Engine:
         notices = self._update_strategy(catch_up)
         if catch_up and self.background_indexing:
             return notices  # the backlog waits until the turn has committed
-        return notices + [IndexingNotice(t) for t in self.indexing.after_commit(self.embedder)]
+        return notices + self.indexing.after_commit(self.embedder)
 
     def _update_strategy(self, catch_up: bool) -> list[Notice]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,

@@ -11,6 +11,9 @@ from chatmem.notices import (
     EmbeddingFailed,
     FactsBehind,
     FactsFailed,
+    Failure,
+    IndexingEvent,
+    IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
@@ -68,6 +71,13 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (ReplyCut(), "the reply stopped at the reply-length limit (max_reply_tokens); "
                  "it is stored as it is"),
     (MemoryUpdateFailed("no model"), "memory update failed, will retry next turn: no model"),
+    (IndexingNotice(IndexingEvent.STOPPED, Failure("truncated", unexpected="RuntimeError")),
+     "indexing stopped: RuntimeError: truncated; recall ranks the messages without a vector by"
+     " words; `chatmem index` retries"),
+    (IndexingNotice(IndexingEvent.RETRYING, Failure("database is busy")),
+     "indexing failed, will retry next turn: database is busy"),
+    (IndexingNotice(IndexingEvent.NOT_STORED, Failure("磁盘已满")),
+     "indexing: vectors not stored yet, will retry: 磁盘已满"),
     (MemoryUpdateCancelled(),
      "memory update cancelled; the turn is stored and the update is retried next turn"),
     (StrategyChanged("旅行", "window k=5", "tokens max_tokens=300"),
