@@ -15,7 +15,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.activity import QUIET, Activity, ActivityStep
+from chatmem.activity import (
+    QUIET,
+    Activity,
+    ActivityStep,
+    ActivityWarning,
+    SendingOverBudget,
+    WeakHelper,
+)
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
@@ -304,12 +311,13 @@ class Engine:
         total = sum(fixed.values()) + context.priming
         if not context.budget or total <= context.budget:
             return
+        if self.allow_over_budget:
+            self.activity.warn(SendingOverBudget(tuple(fixed.items()), context.priming,
+                                                 context.budget))
+            return
         parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in fixed.items())
         numbers = (f"{parts} + chat format {context.priming:,} = {total:,} tokens, over the "
                    f"context budget of {context.budget:,}")
-        if self.allow_over_budget:
-            self.activity.warn(f"OVER BUDGET: {numbers}; sending anyway (--allow-over-budget)")
-            return
         raise OverBudget(
             f"not sent: {numbers}, before any history; shorten the input or the system "
             "prompt, raise the budget (/budget N, context_budget, the strategy's max_tokens), "
@@ -385,14 +393,6 @@ class Engine:
             return [MemoryUpdateCancelled()]
 
 
-EMBEDDED_HELPER_NOTE = (
-    "the embedded SmolLM2-135M is too small to write summaries or extract facts; give "
-    "strategy calls a stronger model with helper_model (config: helper_model = "
-    "\"gpt-4o-mini\" and helper_provider = \"openai\", or a GGUF path for the local "
-    "provider; env CHATMEM_HELPER_MODEL; flag --helper-model)"
-)
-
-
 class _HelperActivity:
     """The caller's activity, which first says once that the embedded model cannot help."""
 
@@ -402,11 +402,11 @@ class _HelperActivity:
 
     def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
         if self.embedded:
-            self.inner.warn(EMBEDDED_HELPER_NOTE, once=True)
+            self.inner.warn(WeakHelper(), once=True)
         return self.inner.doing(step)
 
-    def warn(self, message: str, *, once: bool = False) -> None:
-        self.inner.warn(message, once=once)
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
+        self.inner.warn(warning, once=once)
 
 
 def resolve_strategy(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatmem import install_hint
-from chatmem.activity import ActivityStep, Work
+from chatmem.activity import ActivityStep, SendingOverBudget, WeakHelper, Work
 from chatmem.notices import (
     ContextWarning,
     EmbeddingFailed,
@@ -31,7 +31,7 @@ from chatmem.notices import (
     after_calls,
 )
 from chatmem.render.notices import notice_text, replay_notice_text
-from chatmem.render.progress import step_text
+from chatmem.render.progress import activity_warning_text, step_text
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (SummaryUpdated(version=1, upto=1, added=5, removed=0, unit="words", pinned=("Paris",)),
@@ -129,3 +129,12 @@ def test_a_catch_up_counts_its_calls_on_the_first_notice_only() -> None:
 ])
 def test_a_slow_step_reads_as_what_it_does(step: ActivityStep, text: str) -> None:
     assert step_text(step) == text
+
+
+def test_activity_warnings_are_worded_with_their_numbers_and_the_way_out() -> None:
+    over = SendingOverBudget((("system", 7), ("input", 1_105)), 3, 50)
+    assert activity_warning_text(over) == (
+        "OVER BUDGET: system 7 + input 1,105 + chat format 3 = 1,115 tokens, over the context "
+        "budget of 50; sending anyway (--allow-over-budget)")
+    weak = activity_warning_text(WeakHelper())
+    assert "SmolLM2" in weak and "helper_model" in weak and "--helper-model" in weak
