@@ -35,15 +35,40 @@ class ActivityStep:
     of: int | None = None
 
 
+@dataclass(frozen=True)
+class SendingOverBudget:
+    """An input sent over the budget because the user allowed it (--allow-over-budget).
+
+    `fixed`: the parts no strategy can drop, as (kind, tokens); `priming`: the chat
+    format's tokens beyond them."""
+
+    fixed: tuple[tuple[str, int], ...]
+    priming: int
+    budget: int
+
+    @property
+    def total(self) -> int:
+        return sum(tokens for _, tokens in self.fixed) + self.priming
+
+
+@dataclass(frozen=True)
+class WeakHelper:
+    """The model for strategy calls is the embedded SmolLM2-135M: too small for them."""
+
+
+ActivityWarning = SendingOverBudget | WeakHelper
+"""What an activity warns of; chatmem.render.progress words it."""
+
+
 class Activity(Protocol):
     def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
         """Around a slow step: `with activity.doing(ActivityStep(Work.SUMMARIZING, 12, 20))`."""
         ...
 
-    def warn(self, message: str, *, once: bool = False) -> None:
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
         """Something the user must see now, before the step that follows.
 
-        With `once`, a message already shown by this activity is not shown again.
+        With `once`, a warning already shown by this activity is not shown again.
         """
         ...
 
@@ -55,7 +80,7 @@ class Quiet:
     def doing(self, step: ActivityStep) -> Iterator[None]:
         yield
 
-    def warn(self, message: str, *, once: bool = False) -> None:
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
         pass
 
 

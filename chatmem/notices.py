@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 
@@ -135,11 +136,38 @@ class SystemPromptReplaced:
 
 
 @dataclass(frozen=True)
-class IndexingNotice:
-    """What the vector backlog (chatmem.memory.vector_backlog) said, still as its text:
-    shown as it is, never parsed."""
+class Failure:
+    """Why a step failed: the error's message and, for an error chatmem did not raise itself
+    (a bug, a library's exception), the exception's class name, e.g. `RuntimeError`."""
 
-    text: str
+    message: str
+    unexpected: str | None = None
+
+    @classmethod
+    def of(cls, error: BaseException, expected: type[BaseException]) -> Failure:
+        """`error` as a Failure; its class is named unless it is an `expected` one."""
+        if isinstance(error, expected):
+            return cls(str(error))
+        return cls(str(error), type(error).__name__)
+
+
+class IndexingEvent(Enum):
+    """What happened to the vector backlog (chatmem.memory.vector_backlog)."""
+
+    STOPPED = "stopped"
+    """Its thread failed: no more vectors this process; `chatmem index` retries."""
+    RETRYING = "retrying"
+    """Going on after a commit failed; the next turn tries again."""
+    NOT_STORED = "not stored"
+    """What its thread embedded could not be stored yet; the next turn tries again."""
+
+
+@dataclass(frozen=True)
+class IndexingNotice:
+    """The vector backlog's `event`, and the failure behind it."""
+
+    event: IndexingEvent
+    failure: Failure
 
 
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from chatmem.activity import ActivityStep
+from chatmem.activity import ActivityStep, ActivityWarning
 
 
 class Recording:
@@ -19,5 +19,5 @@ class Recording:
         self.steps.append(step)
         yield
 
-    def warn(self, message: str, *, once: bool = False) -> None:
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
         pass

@@ -27,6 +27,7 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 
+from chatmem.config.sections import EmbeddingsSection  # noqa: E402
 from chatmem.config.settings import Settings  # noqa: E402
 from chatmem.embeddings import Embedder  # noqa: E402
 from chatmem.engine import Engine, open_session  # noqa: E402
@@ -92,7 +93,7 @@ def make_engine(store: Store, scripted: ScriptedProvider) -> Callable[..., Engin
              **params: object) -> Engine:
         # No embedder unless a test brings one (the deterministic `hash` embedder):
         # results must not depend on whether the embed extra is installed.
-        settings = Settings(system=system or "", embeddings={"provider": "none"})
+        settings = Settings(system=system or "", embeddings=EmbeddingsSection(provider="none"))
         return open_session(
             store, settings, provider or scripted, name or f"s{next(counter)}",
             strategy=strategy, params={k: str(v) for k, v in params.items()}, embedder=embedder,

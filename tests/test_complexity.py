@@ -23,6 +23,7 @@ import pytest
 from activity_log import Recording
 
 from chatmem.activity import Work as ActivityWork
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import strategy_names
@@ -114,7 +115,7 @@ def conversation(turns: int) -> Iterator[dict[str, str]]:
 STATEFUL = ("entity", "summary", "summary-buffer")
 """Their state (facts, summaries) is kept per strategy, combinations share it: each is
 caught up once per file, so every test starts from a caught-up session."""
-SETTINGS = Settings(embeddings={"provider": "none"})
+SETTINGS = Settings(embeddings=EmbeddingsSection(provider="none"))
 """Recall by words: no embedding model to load (recall by meaning is measured elsewhere)."""
 
 

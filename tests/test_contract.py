@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.local import installed as local_embedder_installed
 from chatmem.engine import open_session
@@ -91,7 +92,7 @@ def test_strategy_contract_with_the_local_embedder(name: str, convo: dict[str, A
 def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: str) -> None:
     log = folder / "requests.jsonl"
     provider = ScriptedProvider(log_path=log)
-    settings = Settings(system=convo["system"], embeddings={"provider": embedder})
+    settings = Settings(system=convo["system"], embeddings=EmbeddingsSection(provider=embedder))
     with Store(folder / "c.db") as store:
         # The contract is about what a strategy builds, over budget too: the engine's
         # pre-flight refusal of an input that cannot fit is tested in test_engine.py.

@@ -100,14 +100,14 @@ def test_a_provider_error_leaves_memory_untouched(make_engine) -> None:
     provider = FlakyProvider(fail_on={2})
     engine = make_engine("buffer", provider=provider)
     engine.run_turn("one")
-    with pytest.raises(ProviderResponseError):
+    with pytest.raises(ProviderResponseError) as caught:
         engine.run_turn("two")
     third = engine.run_turn("three")
     assert [m.content for m in engine.store.messages(engine.session.id)] == [
         "one", "echo #1: one", "three", "echo #3: three"]
     turns = engine.store.turns(engine.session.id)
     assert [(t.number, t.status) for t in turns] == [(1, "ok"), (2, "failed"), (3, "ok")]
-    assert turns[1].reply is None and turns[1].error == "the reply stream from test broke off"
+    assert turns[1].reply is None and turns[1].error == str(caught.value)
     assert "two" not in str(third.context.messages())
     # The failed turn kept what would have been sent, for inspect.
     assert turns[1].context["parts"][-1]["messages"][0]["content"] == "two"
@@ -133,7 +133,7 @@ def test_cancelled_turn_is_recorded_and_nothing_enters_memory(make_engine) -> No
     assert result.status == "cancelled"
     assert engine.store.messages(engine.session.id) == []
     (turn,) = engine.store.turns(engine.session.id)
-    assert (turn.status, turn.reply, turn.error) == ("cancelled", "half ", "cancelled by the user")
+    assert (turn.status, turn.reply) == ("cancelled", "half ") and turn.error
 
 
 def test_a_turn_record_holds_what_was_sent(make_engine) -> None:

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from chatmem.activity import ActivityStep, Work
+from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, WeakHelper, Work
 from chatmem.config.settings import Settings
-from chatmem.engine import EMBEDDED_HELPER_NOTE, helper_model, open_session
+from chatmem.engine import helper_model, open_session
 from chatmem.errors import OverBudget
 from chatmem.notices import MemoryUpdateCancelled
 from chatmem.providers.base import Purpose
@@ -26,8 +26,8 @@ class Recorder:
     """An Activity that keeps what it was told, in order."""
 
     def __init__(self) -> None:
-        self.events: list[str | tuple[str, ActivityStep]] = []
-        self.shown: set[str] = set()
+        self.events: list[ActivityWarning | tuple[str, ActivityStep]] = []
+        self.shown: set[ActivityWarning] = set()
 
     @contextmanager
     def doing(self, step: ActivityStep) -> Iterator[None]:
@@ -35,11 +35,11 @@ class Recorder:
         yield
         self.events.append(("end", step))
 
-    def warn(self, message: str, *, once: bool = False) -> None:
-        if once and message in self.shown:
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
+        if once and warning in self.shown:
             return
-        self.shown.add(message)
-        self.events.append(f"warn {message}")
+        self.shown.add(warning)
+        self.events.append(warning)
 
 
 def test_an_input_that_cannot_fit_is_refused_with_the_numbers_and_nothing_is_sent(
@@ -81,9 +81,7 @@ def test_allow_over_budget_warns_before_the_call_and_sends(store: Store) -> None
                           "s", strategy="window", activity=recorder, allow_over_budget=True)
     result = engine.run_turn("word " * 100)
     assert result.status == "ok"
-    assert recorder.events == [
-        "warn OVER BUDGET: system 7 + input 105 + chat format 3 = 115 tokens, over the context "
-        "budget of 50; sending anyway (--allow-over-budget)"]
+    assert recorder.events == [SendingOverBudget((("system", 7), ("input", 105)), 3, 50)]
     assert seen == ["call with 1 events before"]
 
 
@@ -146,10 +144,9 @@ def test_the_embedded_model_s_limits_are_said_once_before_its_first_strategy_cal
     engine.set_strategy(__import__("chatmem.memory").memory.create_strategy("summary", {}))
     engine.run_turn("again")
     engine.run_turn("and again")
-    warnings = [e for e in recorder.events if isinstance(e, str) and e.startswith("warn")]
-    assert warnings == [f"warn {EMBEDDED_HELPER_NOTE}"]
-    assert recorder.events[0] == f"warn {EMBEDDED_HELPER_NOTE}"
-    assert "helper_model" in EMBEDDED_HELPER_NOTE and "SmolLM2" in EMBEDDED_HELPER_NOTE
+    warnings = [e for e in recorder.events if not isinstance(e, tuple)]
+    assert warnings == [WeakHelper()]
+    assert recorder.events[0] == WeakHelper()
 
 
 def test_helper_model_is_the_chat_model_unless_set(scripted: ScriptedProvider) -> None:

@@ -246,10 +246,11 @@ def stdin_is_piped() -> bool:
 def _close_indexing(engine: Engine, err: Console) -> None:
     """Stop embedding earlier messages (after the batch at hand) and say what is left."""
     from chatmem.render import notice_line
+    from chatmem.render.notices import failure_text
 
     for left in engine.indexing.close():
         name = engine.session.name
-        why = f" after an error ({left.error})" if left.error else ""
+        why = f" after an error ({failure_text(left.error)})" if left.error else ""
         err.print(notice_line(
             f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
             f"vector for {left.model} yet and are recalled by words only; the next chat "

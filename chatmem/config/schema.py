@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from chatmem.config.sections import SECTIONS, EmbeddingsSection, section_keys
 from chatmem.errors import ConfigError, StrategyError
 
 SUMMARY_SLOT = "{summary}"
@@ -20,8 +21,12 @@ StrategyCheck = Callable[[str, Mapping[str, Any]], object]
 `create_strategy`, passed down by whoever loads settings, since configuration sits below
 memory. Without one, `strategy` and `[strategies.*]` are checked for shape only."""
 
-# Key → type for each table; "" is the top level. Extending chatmem with a
-# setting means adding it here and to chatmem.config.settings.Settings.
+OLD_SUMMARY_KEYS: dict[str, type] = {"provider": str, "model": str}
+"""[summary] provider/model: read as helper_provider/helper_model (settings.HELPER_ALIASES)."""
+
+# Key → type for each table; "" is the top level. Extending chatmem with a top-level
+# setting means adding it here and to chatmem.config.settings.Settings; a table's keys
+# are its dataclass's fields (chatmem.config.sections).
 SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "": {
         "provider": str,
@@ -47,12 +52,9 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "fact_idle_days": int,
         "plain": bool,
     },
-    "local": {"model_path": str, "threads": int, "n_ctx": int},
-    "scripted": {"script": str, "log": str},
-    "summary": {"prompt": str, "provider": str, "model": str, "drift_guard": bool},
-    "embeddings": {"provider": str, "model": str, "base_url": str, "api_key_env": str,
-                   "threads": int},
+    **{name: section_keys(section) for name, section in SECTIONS.items()},
 }
+SCHEMA["summary"].update(OLD_SUMMARY_KEYS)
 PROVIDERS = ("auto", "local", "openai", "scripted")
 EMBEDDERS = ("auto", "local", "openai", "hash", "none")
 """[embeddings] provider: auto = local when `chatmem[embed]` is installed, else none."""
@@ -123,7 +125,7 @@ def validate(path: Path, data: Mapping[str, Any],
     if "strategy" in data:
         _check_strategy(path, "strategy", data["strategy"], {}, check_strategy)
     _check_summary(path, data.get("summary", {}))
-    embedder = data.get("embeddings", {}).get("provider", "auto")
+    embedder = data.get("embeddings", {}).get("provider", EmbeddingsSection().provider)
     if embedder not in EMBEDDERS:
         raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
                           f"{', '.join(EMBEDDERS)}, got {embedder!r}")

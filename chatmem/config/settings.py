@@ -7,6 +7,7 @@ keys, wrong types and unknown strategies are errors naming the key and file
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Mapping
@@ -16,6 +17,14 @@ from typing import Any
 
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
 from chatmem.config.schema import PROVIDERS, StrategyCheck, validate
+from chatmem.config.sections import (
+    SECTIONS,
+    EmbeddingsSection,
+    LocalSection,
+    ScriptedSection,
+    SummarySection,
+    section_table,
+)
 from chatmem.errors import ConfigError
 from chatmem.text import is_valid
 
@@ -74,17 +83,15 @@ class Settings:
     """Extracted facts no context sent for this long expire; unset: kept."""
     plain: bool = False
     """Print replies as the model sent them, never as Markdown (`--plain`)."""
-    local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
-    scripted: dict[str, Any] = field(default_factory=dict)
+    local: LocalSection = field(default_factory=LocalSection)
+    scripted: ScriptedSection = field(default_factory=ScriptedSection)
     helper_provider: str | None = None
     """Provider for summaries and fact extraction; unset: the chat's provider."""
     helper_model: str | None = None
     """Model for summaries and fact extraction (local: a GGUF file); unset: the chat model."""
-    summary: dict[str, Any] = field(default_factory=lambda: {"drift_guard": True})
-    """[summary]: prompt, drift_guard."""
-    embeddings: dict[str, Any] = field(default_factory=lambda: {"provider": "auto",
-                                                                "threads": 1})
-    """[embeddings]: which embedder `retrieval` uses (provider, model, base_url, ...)."""
+    summary: SummarySection = field(default_factory=SummarySection)
+    embeddings: EmbeddingsSection = field(default_factory=EmbeddingsSection)
+    """Which embedder `retrieval` uses."""
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-strategy parameters from [strategies.NAME] tables."""
     source: Path | None = None
@@ -124,6 +131,8 @@ class Settings:
         """The settings as shown by `config show`: no secret ever, only where it comes from."""
         data = {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in ("source", "sources")}
+        for name in SECTIONS:
+            data[name] = section_table(data[name])
         data["api_key"] = f"${self.api_key_env} is set" if self.api_key() else "not set"
         source = self.key_source()
         data["history_key"] = f"from {source}" if source else "not set (history not encrypted)"
@@ -197,8 +206,8 @@ def load_settings(
         data = read_config_file(path, check_strategy)
         data = _with_helper_aliases(path, data)
         for key, value in data.items():
-            if key in ("local", "scripted", "summary", "embeddings"):
-                getattr(settings, key).update(value)
+            if key in SECTIONS:
+                setattr(settings, key, dataclasses.replace(getattr(settings, key), **value))
             elif key == "strategies":
                 settings.strategies = {k: dict(v) for k, v in value.items()}
             else:

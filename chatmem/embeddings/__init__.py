@@ -26,17 +26,17 @@ def create_embedder(name: str, settings: Settings | None = None) -> Embedder:
     if name == "local":
         from chatmem.embeddings.local import LocalEmbedder
 
-        return LocalEmbedder(threads=int(table.get("threads", 1)))
+        return LocalEmbedder(threads=table.threads)
     if name == "openai":
         from chatmem.embeddings.openai import OpenAIEmbedder
 
-        model = table.get("model")
+        model = table.model
         if not model:
             raise ConfigError("the openai embedder needs a model: set [embeddings] model")
         import os
 
-        key_env = table.get("api_key_env") or settings.api_key_env
-        return OpenAIEmbedder(model, base_url=table.get("base_url") or settings.base_url,
+        key_env = table.api_key_env or settings.api_key_env
+        return OpenAIEmbedder(model, base_url=table.base_url or settings.base_url,
                               api_key=os.environ.get(key_env) or None,
                               timeout=settings.timeout, max_retries=settings.max_retries)
     if name == "hash":
@@ -48,7 +48,7 @@ def create_embedder(name: str, settings: Settings | None = None) -> Embedder:
 
 def resolve_embedder(settings: Settings) -> Embedder | None:
     """The configured embedder; None for `none`, or for `auto` without the local extra."""
-    name = settings.embeddings.get("provider", "auto")
+    name = settings.embeddings.provider
     if name == "none":
         return None
     if name == "auto":

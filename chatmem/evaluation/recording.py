@@ -150,7 +150,7 @@ def _local_model_file(settings: Settings) -> str | None:
 
     if not xllamacpp_installed():
         return None
-    path = settings.local.get("model_path") or bundled_model_path()
+    path = settings.local.model_path or bundled_model_path()
     return Path(path).name if path else None
 
 

@@ -14,13 +14,13 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
 from chatmem.errors import StrategyError
 from chatmem.memory.context import Context, Message
 from chatmem.memory.history_view import HistoryView
-from chatmem.memory.params import Param, format_params
+from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice
 from chatmem.tokens import TokenCounter
 
@@ -125,15 +125,29 @@ def catching_up(env: MemoryEnv, total: int) -> int | None:
     return total if env.catch_up else None
 
 
-class BaseStrategy:
-    """Shared plumbing: parameter parsing, system and input parts, no derived state."""
+Options = TypeVar("Options")
+"""A strategy's parameters: a frozen dataclass whose fields are declared with `param()`."""
+
+
+class BaseStrategy(Generic[Options]):
+    """Shared plumbing: parameter parsing, system and input parts, no derived state.
+
+    A strategy declares its parameters once, as the dataclass `OPTIONS`; `PARAMS` (for
+    help and parsing) is read from it, and `self.options` holds the parsed values typed.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
+    OPTIONS: ClassVar[type[Any]] = NoParams
     PARAMS: ClassVar[tuple[Param, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.PARAMS = declared_params(cls.OPTIONS)
 
     def __init__(self, **params: Any) -> None:
         self.params: Mapping[str, Any] = self.parse_params(params)
+        self.options: Options = self.OPTIONS(**self.params)
 
     @classmethod
     def parse_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,27 +8,33 @@ instructions or touch the system prompt.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chatmem.memory.assembly import assemble, newest_turns_part
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.extraction import update_facts
 from chatmem.memory.facts import fact_origins, facts_part
+from chatmem.memory.params import param
 from chatmem.notices import Notice
 
 
-class EntityStrategy(BaseStrategy):
+@dataclass(frozen=True)
+class EntityParams:
+    k: int = param(3, "how many recent turns to keep", minimum=0)
+    max_facts: int = param(20, "facts sent at most; beyond it, the most relevant", minimum=1)
+
+
+class EntityStrategy(BaseStrategy[EntityParams]):
     name = "entity"
     description = "Send the facts the user stated (key → value, with their turn) + last k turns."
     keeps_state = True
-    PARAMS = (
-        Param("k", int, 3, "how many recent turns to keep", minimum=0),
-        Param("max_facts", int, 20, "facts sent at most; beyond it, the most relevant", minimum=1),
-    )
+    OPTIONS = EntityParams
 
     def build(self, request: ContextRequest) -> Context:
-        k = self.params["k"]
+        k = self.options.k
         known = request.state.live_facts()
-        facts = facts_part(known, request.input.content, self.params["max_facts"],
+        facts = facts_part(known, request.input.content, self.options.max_facts,
                            request.counter, f"entity k={k}", fact_origins(request.state, known))
         history, dropped = newest_turns_part(request, f"entity k={k}", limit=k)
         return assemble(request, [facts, history], budget=self.budget(request), dropped=dropped)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from chatmem.errors import StrategyError
@@ -78,6 +79,34 @@ class Param:
         if maximum is not None and value > maximum:
             raise invalid(f"at most {maximum}")
         return value
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """The parameters of a strategy that takes none."""
+
+
+def param(default: Any, help: str, *, minimum: float | None = None,
+          maximum: float | None = None, choices: tuple[str, ...] = ()) -> Any:
+    """A field of a strategy's parameters dataclass: its default, meaning and range.
+
+    The dataclass is the one declaration: `declared_params` reads the `Param`s from it,
+    and a strategy's parsed values arrive as one frozen instance of it.
+    """
+    return field(default=default, metadata={"param": (help, minimum, maximum, choices)})
+
+
+def declared_params(options: type) -> tuple[Param, ...]:
+    """The `Param`s a parameters dataclass declares, in field order."""
+    types = typing.get_type_hints(options)
+    declared = []
+    for f in fields(options):
+        if f.default is MISSING or "param" not in f.metadata:
+            raise TypeError(f"{options.__name__}.{f.name} is not declared with param()")
+        help, minimum, maximum, choices = f.metadata["param"]
+        declared.append(Param(f.name, types[f.name], f.default, help, minimum, maximum,
+                              choices))
+    return tuple(declared)
 
 
 def _parse_scalar(kind: type, raw: str) -> Any:

@@ -17,7 +17,7 @@ ranking, and say so once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
@@ -29,8 +29,9 @@ from chatmem.memory.assembly import (
     history_part,
     span,
 )
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context, Part
+from chatmem.memory.params import param
 from chatmem.memory.ranking import (
     Ranked,
     Weights,
@@ -52,28 +53,31 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "bm25", "dense")
 SHOWN_DROPPED = 10
 """Dropped candidates kept with the context for `inspect` (the best-ranked ones)."""
-class RetrievalStrategy(BaseStrategy):
+@dataclass(frozen=True)
+class RetrievalParams:
+    max_tokens: int = param(2000, "budget for the whole context", minimum=1)
+    recent: int = param(2, "how many recent turns to always send", minimum=0)
+    mode: str = param("hybrid", "rank by bm25 (words), dense (meaning) or hybrid (both)",
+                      choices=MODES)
+    dense_weight: float = param(0.5, "share of meaning in hybrid scores", minimum=0,
+                                maximum=1)
+    smooth: float = param(0.5, "how much of its best neighbour's word score a message "
+                          "borrows (0: none), so the reply next to a match is recalled with it",
+                          minimum=0)
+    sitting: float = param(0.3, "how much of the best word score in its sitting (messages "
+                           "with no pause of gap_hours between them) a message borrows "
+                           "(0: none)", minimum=0)
+    gap_hours: float = param(4.0, "a pause this long (hours) ends a sitting", minimum=0)
+    mmr: float = param(0.7, "MMR λ: 1 ranks by relevance alone; lower prefers messages "
+                       "unlike those already recalled", minimum=0, maximum=1)
+    top_k: int = param(0, "recall at most this many messages (0: as many as fit)", minimum=0)
+
+
+class RetrievalStrategy(BaseStrategy[RetrievalParams]):
     name = "retrieval"
     description = ("Recall the earlier messages most relevant to the input (words + meaning)"
                    " into max_tokens, + recent turns.")
-    PARAMS = (
-        Param("max_tokens", int, 2000, "budget for the whole context", minimum=1),
-        Param("recent", int, 2, "how many recent turns to always send", minimum=0),
-        Param("mode", str, "hybrid", "rank by bm25 (words), dense (meaning) or hybrid (both)",
-              choices=MODES),
-        Param("dense_weight", float, 0.5, "share of meaning in hybrid scores", minimum=0,
-              maximum=1),
-        Param("smooth", float, 0.5, "how much of its best neighbour's word score a message "
-              "borrows (0: none), so the reply next to a match is recalled with it", minimum=0),
-        Param("sitting", float, 0.3, "how much of the best word score in its sitting (messages "
-              "with no pause of gap_hours between them) a message borrows (0: none)",
-              minimum=0),
-        Param("gap_hours", float, 4.0, "a pause this long (hours) ends a sitting", minimum=0),
-        Param("mmr", float, 0.7, "MMR λ: 1 ranks by relevance alone; lower prefers messages "
-              "unlike those already recalled", minimum=0, maximum=1),
-        Param("top_k", int, 0, "recall at most this many messages (0: as many as fit)",
-              minimum=0),
-    )
+    OPTIONS = RetrievalParams
 
     def __init__(self, **params: object) -> None:
         super().__init__(**params)
@@ -81,22 +85,22 @@ class RetrievalStrategy(BaseStrategy):
 
     @property
     def needs_embedder(self) -> bool:
-        return self.params["mode"] != "bm25"
+        return self.options.mode != "bm25"
 
     def budget(self, request: ContextRequest) -> int | None:
-        return int(self.params["max_tokens"])
+        return self.options.max_tokens
 
     def weights(self, embedder: Embedder | None) -> Weights:
-        mode = self.params["mode"] if embedder is not None else "bm25"
-        return Weights(mode, self.params["dense_weight"], self.params["smooth"],
-                       self.params["sitting"], self.params["mmr"])
+        options = self.options
+        mode = options.mode if embedder is not None else "bm25"
+        return Weights(mode, options.dense_weight, options.smooth, options.sitting, options.mmr)
 
     def source(self, request: ContextRequest) -> StoredRecall:
         embedder = request.embedder if self.needs_embedder else None
-        return StoredRecall(request.state, request.counter, self.params["gap_hours"], embedder)
+        return StoredRecall(request.state, request.counter, self.options.gap_hours, embedder)
 
     def build(self, request: ContextRequest) -> Context:
-        budget, recent = int(self.params["max_tokens"]), self.params["recent"]
+        budget, recent = self.options.max_tokens, self.options.recent
         if request.cap is not None:
             budget = min(budget, request.cap)
         room = max(budget - fixed_tokens(request), 0)
@@ -185,7 +189,7 @@ class RetrievalStrategy(BaseStrategy):
         ranked = [ranked_at(p) for p in best]
         pack(ranked, room, mmr=weights.mmr,
              vectors=None if vectors is None else vectors[[p - 1 for p in best]],
-             limit=self.params["top_k"])
+             limit=self.options.top_k)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
         kept = self._open_with_user(kept, ranked, ranked_at, room)
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
@@ -197,7 +201,7 @@ class RetrievalStrategy(BaseStrategy):
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
         sent = tuple(messages[r.position] for r in kept)
         turns = f"{len(best_by_turn)} turn{'s' if len(best_by_turn) > 1 else ''}"
-        reason = (f"retrieval {method} max_tokens={self.params['max_tokens']}: "
+        reason = (f"retrieval {method} max_tokens={self.options.max_tokens}: "
                   f"{len(kept)} of {count} earlier messages, from {turns}, fused "
                   f"{min(r.fused for r in kept):.2f}–{max(r.fused for r in kept):.2f}")
         left = len(ranked) - len(kept)

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.config.schema import check_prompt
+from chatmem.config.sections import SummarySection
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part, span
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Param, catching_up
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, catching_up
 from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.history_view import HistoryTurn, HistoryView
+from chatmem.memory.params import param
 from chatmem.notices import (
     ContextWarning,
     Notice,
@@ -109,7 +111,17 @@ def _details(count: int) -> str:
     return f"{count} older pinned detail{'' if count == 1 else 's'}"
 
 
-class SummaryMemory(BaseStrategy):
+class SummaryLimit(Protocol):
+    """What every summary strategy's parameters have: the longest summary kept."""
+
+    @property
+    def summary_max_tokens(self) -> int: ...
+
+
+Limited = TypeVar("Limited", bound=SummaryLimit)
+
+
+class SummaryMemory(BaseStrategy[Limited]):
     """Shared state, parts and summarizer call of the summary strategies."""
 
     keeps_state = True
@@ -197,7 +209,7 @@ class SummaryMemory(BaseStrategy):
 
     def summary_limit(self) -> int:
         """Longest summary text, in tokens; longer replies are clipped with a marker."""
-        return int(self.params["summary_max_tokens"])
+        return self.options.summary_max_tokens
 
     def pin_limit(self) -> int:
         """Most tokens the pinned-facts part may take; older pins are released beyond it."""
@@ -223,7 +235,8 @@ class SummaryMemory(BaseStrategy):
         # whoever repeats it, is masked before the summarizer or the drift guard sees it.
         guard, masked = sensitive_turns.guard_for(env.state, turns)
         sensitive_turns.remember(env.state, guard, turns)
-        options = _options(env)
+        configured = env.settings.summary if env.settings else SummarySection()
+        prompt = check_prompt(configured.prompt or summarizer.DEFAULT_PROMPT)
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
@@ -232,7 +245,7 @@ class SummaryMemory(BaseStrategy):
                     of=catching_up(env, env.history.turn_count()))):
                 draft = summarizer.summarize(
                     env.model, env.counter, guard.mask(st.text), messages,
-                    prompt=options["prompt"], max_tokens=self.summary_limit(), mask=guard.mask,
+                    prompt=prompt, max_tokens=self.summary_limit(), mask=guard.mask,
                 )
         except ChatmemError as e:
             env.state.set(self.name, behind=str(e))
@@ -249,7 +262,7 @@ class SummaryMemory(BaseStrategy):
         refused = [a for a in dropped if pins.is_unpinned(st.unpinned, a)]
         taken = {*refused, *(p.text for p in held)}
         new = [a for a in dropped if a not in taken]
-        if not options["drift_guard"]:
+        if not configured.drift_guard:
             new = []
         sources = self._sources(env, st, new, [(m.turn, text) for m, text in zip(
             messages, masked, strict=True)], guard.mask)
@@ -283,7 +296,7 @@ class SummaryMemory(BaseStrategy):
                           released=st.released + len(released))
         added, removed = summarizer.diff_size(st.text, draft.text)
         pinned_now = {p.text for p in kept}
-        guarded = bool(options["drift_guard"])
+        guarded = configured.drift_guard
         return [SummaryUpdated(
             version=record.version, upto=turns[-1].number, added=added, removed=removed,
             unit=summarizer.diff_unit(st.text, draft.text),
@@ -350,23 +363,16 @@ def _moved(now: SummaryState, then: SummaryState) -> bool:
     return (now.boundary, version) != (then.boundary, then.latest.version if then.latest else 0)
 
 
-def _options(env: MemoryEnv) -> dict[str, Any]:
-    """The [summary] settings (prompt, drift_guard) the engine was given, or the defaults."""
-    configured = (env.settings.summary if env.settings else None) or {}
-    prompt = configured.get("prompt") or summarizer.DEFAULT_PROMPT
-    return {
-        "prompt": check_prompt(prompt),
-        "drift_guard": bool(configured.get("drift_guard", True)),
-    }
+@dataclass(frozen=True)
+class SummaryParams:
+    summary_max_tokens: int = param(256, "longest summary kept; longer ones are clipped",
+                                    minimum=16)
 
 
-class SummaryStrategy(SummaryMemory):
+class SummaryStrategy(SummaryMemory[SummaryParams]):
     name = "summary"
     description = "Send a running summary of all earlier turns (updated every turn) + the input."
-    PARAMS = (
-        Param("summary_max_tokens", int, 256, "longest summary kept; longer ones are clipped",
-              minimum=16),
-    )
+    OPTIONS = SummaryParams
 
     def build(self, request: ContextRequest) -> Context:
         st = load_state(request.state, self.name)

@@ -12,6 +12,7 @@ newest whole turn outranks them, so pins never crowd out the recent turns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain, takewhile
 
 from chatmem.memory import pins
@@ -23,9 +24,10 @@ from chatmem.memory.assembly import (
     history_part,
     span,
 )
-from chatmem.memory.base import ContextRequest, MemoryEnv, Param
+from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.history_view import HistoryTurn
+from chatmem.memory.params import param
 from chatmem.memory.summary import (
     FOLD_TOKENS,
     SummaryMemory,
@@ -37,33 +39,34 @@ from chatmem.notices import SummaryBehind
 from chatmem.tokens import TokenCounter
 
 
-class SummaryBufferStrategy(SummaryMemory):
+@dataclass(frozen=True)
+class SummaryBufferParams:
+    max_tokens: int = param(2000, "budget for the whole context, summary included", minimum=1)
+    summary_max_tokens: int = param(
+        256, "longest summary kept (at most a third of max_tokens); longer ones are clipped",
+        minimum=16)
+    prune_to: float = param(
+        0.5, "a prune folds turns until the rest fill at most this share of their room, "
+        "so prunes (summarizer calls) come in batches, not every turn",
+        minimum=0.0, maximum=1.0)
+
+
+class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
     name = "summary-buffer"
     description = (
         "Send a summary of older turns + the newest whole turns, all within max_tokens."
     )
-    PARAMS = (
-        Param("max_tokens", int, 2000, "budget for the whole context, summary included",
-              minimum=1),
-        Param("summary_max_tokens", int, 256,
-              "longest summary kept (at most a third of max_tokens); longer ones are clipped",
-              minimum=16),
-        Param("prune_to", float, 0.5,
-              "a prune folds turns until the rest fill at most this share of their room, "
-              "so prunes (summarizer calls) come in batches, not every turn",
-              minimum=0.0, maximum=1.0),
-    )
+    OPTIONS = SummaryBufferParams
 
     def summary_limit(self) -> int:
         # A summary may take at most a third of the budget, so recent turns always have room.
-        return max(16, min(int(self.params["summary_max_tokens"]),
-                           int(self.params["max_tokens"]) // 3))
+        return max(16, min(self.options.summary_max_tokens, self.options.max_tokens // 3))
 
     def budget(self, request: ContextRequest) -> int | None:
-        return int(self.params["max_tokens"])
+        return self.options.max_tokens
 
     def build(self, request: ContextRequest) -> Context:
-        budget = int(self.params["max_tokens"])
+        budget = self.options.max_tokens
         st = load_state(request.state, self.name)
         last = request.history.turn_count()
         pending = request.history.turns(st.boundary + 1, last) if st.behind else []
@@ -125,7 +128,7 @@ class SummaryBufferStrategy(SummaryMemory):
                           default=0)
         if recent[0].number == st.boundary + 1 and not _overflow(recent, room):
             return []
-        kept = fit_newest_turns(reversed(recent), int(room * float(self.params["prune_to"])))
+        kept = fit_newest_turns(reversed(recent), int(room * self.options.prune_to))
         first_kept = kept[0].number if kept else last + 1
         if first_kept > last and recent[-1].tokens <= room:
             first_kept = last  # the newest turn stays raw whenever it fits at all
@@ -135,12 +138,12 @@ class SummaryBufferStrategy(SummaryMemory):
 
     def fold_limit(self) -> int:
         # A prune folds at most about the budget's worth of turns: one call, never split.
-        return max(FOLD_TOKENS, 2 * int(self.params["max_tokens"]))
+        return max(FOLD_TOKENS, 2 * self.options.max_tokens)
 
     def pin_limit(self) -> int:
         # Pins get at most a quarter of the budget, so however many details the
         # summaries drop, the summary (a third at most) and recent turns keep theirs.
-        return max(16, int(self.params["max_tokens"]) // 4)
+        return max(16, self.options.max_tokens // 4)
 
     def turn_room(self, env: MemoryEnv, st: SummaryState) -> int:
         """Tokens left for raw turns once system, a full summary and pins fit (not the input).
@@ -155,7 +158,7 @@ class SummaryBufferStrategy(SummaryMemory):
         cost = pins.PinCost(counter)
         shown, _ = pins.fit_pins(st.pins, self.pin_limit(), cost)
         facts = cost(shown) if shown else 0
-        return (int(self.params["max_tokens"]) - counter.priming - system_tokens
+        return (self.options.max_tokens - counter.priming - system_tokens
                 - self.summary_cost(counter) - facts)
 
 

@@ -7,21 +7,29 @@ and turns are read newest first so the cost does not grow with the history.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chatmem.memory.assembly import assemble, fixed_tokens, newest_turns_part
-from chatmem.memory.base import BaseStrategy, ContextRequest, Param
+from chatmem.memory.base import BaseStrategy, ContextRequest
 from chatmem.memory.context import Context
+from chatmem.memory.params import param
 
 
-class TokenBudgetStrategy(BaseStrategy):
+@dataclass(frozen=True)
+class TokenBudgetParams:
+    max_tokens: int = param(2000, "budget for the whole context", minimum=1)
+
+
+class TokenBudgetStrategy(BaseStrategy[TokenBudgetParams]):
     name = "tokens"
     description = "Send the newest whole turns that fit max_tokens (system and input included)."
-    PARAMS = (Param("max_tokens", int, 2000, "budget for the whole context", minimum=1),)
+    OPTIONS = TokenBudgetParams
 
     def budget(self, request: ContextRequest) -> int | None:
-        return int(self.params["max_tokens"])
+        return self.options.max_tokens
 
     def build(self, request: ContextRequest) -> Context:
-        budget = int(self.params["max_tokens"])
+        budget = self.options.max_tokens
         history, dropped = newest_turns_part(
             request, f"tokens max_tokens={budget}", room=max(budget - fixed_tokens(request), 0),
             why_dropped=" to fit",

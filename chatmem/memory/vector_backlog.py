@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
+from chatmem.notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class IndexingStatus:
     missing: int
     """Messages of the session without a vector for `model`."""
     running: bool
-    error: str | None = None
+    error: Failure | None = None
     """Why the backlog stopped before its end, if it did."""
 
 
@@ -107,7 +108,7 @@ class VectorBacklog:
 
     # -- the engine's side (main thread) --------------------------------------------
 
-    def after_commit(self) -> list[str]:
+    def after_commit(self) -> list[IndexingNotice]:
         """Store what was done, then go on: inline, every new message now; in the
         background, the thread resumes. Returns a notice if the thread failed."""
         if not self.background:
@@ -130,13 +131,13 @@ class VectorBacklog:
                 self._thread.start()
         return notices
 
-    def pause(self) -> list[str]:
+    def pause(self) -> list[IndexingNotice]:
         """Before a turn: the thread stops after its batch; finished batches are stored."""
         with self._cond:
             self._running = False
         return self.collect()
 
-    def collect(self) -> list[str]:
+    def collect(self) -> list[IndexingNotice]:
         """Store the finished batches; a failure of the thread becomes one notice."""
         with self._cond:
             rows, self._done = self._done, []
@@ -147,8 +148,7 @@ class VectorBacklog:
         if error is None or self._told_error:
             return []
         self._told_error = True
-        return [f"indexing stopped: {describe(error)}; recall ranks the messages without a "
-                "vector by words; `chatmem index` retries"]
+        return [IndexingNotice(IndexingEvent.STOPPED, describe(error))]
 
     def finish(self) -> None:
         """Embed everything still missing now, on this thread (tests, inline runs)."""
@@ -236,8 +236,8 @@ class VectorBacklog:
                 self._busy = False
 
 
-def describe(error: BaseException) -> str:
-    return str(error) if isinstance(error, ChatmemError) else f"{type(error).__name__}: {error}"
+def describe(error: BaseException) -> Failure:
+    return Failure.of(error, ChatmemError)
 
 
 class Indexing:
@@ -254,23 +254,23 @@ class Indexing:
                 self.store, self.session_id, embedder, background=self.background)
         return backlog
 
-    def after_commit(self, embedder: Embedder | None) -> list[str]:
+    def after_commit(self, embedder: Embedder | None) -> list[IndexingNotice]:
         """After a commit: embed the new messages (inline), or let the backlog go on."""
         if embedder is None:
             return []
         try:
             return self._backlog(embedder).after_commit()
         except ChatmemError as e:
-            return [f"indexing failed, will retry next turn: {e}"]
+            return [IndexingNotice(IndexingEvent.RETRYING, Failure(str(e)))]
 
-    def pause(self) -> list[str]:
+    def pause(self) -> list[IndexingNotice]:
         """Before a build: each thread stops after its batch; what it finished is stored."""
-        notices: list[str] = []
+        notices: list[IndexingNotice] = []
         for backlog in self._backlogs.values():
             try:
                 notices += backlog.pause()
             except ChatmemError as e:
-                notices.append(f"indexing: vectors not stored yet, will retry: {e}")
+                notices.append(IndexingNotice(IndexingEvent.NOT_STORED, Failure(str(e))))
         return notices
 
     def finish(self, embedder: Embedder | None) -> None:

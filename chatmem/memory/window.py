@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chatmem.memory.assembly import assemble, newest_turns_part
-from chatmem.memory.base import BaseStrategy, ContextRequest, Param
+from chatmem.memory.base import BaseStrategy, ContextRequest
 from chatmem.memory.context import Context
+from chatmem.memory.params import param
 
 
-class WindowStrategy(BaseStrategy):
+@dataclass(frozen=True)
+class WindowParams:
+    k: int = param(5, "how many recent turns to keep", minimum=0)
+
+
+class WindowStrategy(BaseStrategy[WindowParams]):
     name = "window"
     description = "Send the last k complete turns; older turns are dropped."
-    PARAMS = (Param("k", int, 5, "how many recent turns to keep", minimum=0),)
+    OPTIONS = WindowParams
 
     def build(self, request: ContextRequest) -> Context:
-        k = self.params["k"]
+        k = self.options.k
         history, dropped = newest_turns_part(request, f"window k={k}", limit=k)
         return assemble(request, [history], budget=self.budget(request), dropped=dropped)

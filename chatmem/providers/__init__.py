@@ -33,7 +33,7 @@ def resolve_provider_name(settings: Settings) -> str:
         return "openai"
     from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 
-    if xllamacpp_installed() and (settings.local.get("model_path") or bundled_model_path()):
+    if xllamacpp_installed() and (settings.local.model_path or bundled_model_path()):
         return "local"
     raise NoModelAvailable(NO_MODEL_HELP)
 
@@ -43,8 +43,8 @@ def create_provider(settings: Settings) -> Provider:
     if name == "scripted":
         from chatmem.providers.scripted import ScriptedProvider
 
-        script = settings.scripted.get("script")
-        log = settings.scripted.get("log") or os.environ.get("CHATMEM_SCRIPTED_LOG")
+        script = settings.scripted.script
+        log = settings.scripted.log or os.environ.get("CHATMEM_SCRIPTED_LOG")
         return ScriptedProvider(
             settings.model or "scripted",
             script=Path(script) if script else None,
@@ -55,8 +55,8 @@ def create_provider(settings: Settings) -> Provider:
 
         return LocalProvider(
             _local_model_path(settings),
-            n_ctx=int(settings.local.get("n_ctx", 4096)),
-            threads=int(settings.local.get("threads", 2)),
+            n_ctx=settings.local.n_ctx,
+            threads=settings.local.threads,
             timeout=max(settings.timeout, 120.0),
             # SmolLM-sized models can repeat a sentence until the context is full.
             max_tokens=settings.max_reply_tokens or LOCAL_MAX_REPLY_TOKENS,
@@ -99,7 +99,7 @@ def _local_model_path(settings: Settings) -> str | None:
     """
     chosen = settings.model
     if chosen is None:
-        return settings.local.get("model_path")
+        return settings.local.model_path
     if not Path(chosen).expanduser().is_file():
         why = (" (the local provider was chosen because neither OPENAI_API_KEY nor "
                "OPENAI_BASE_URL is set)" if settings.provider == "auto" else "")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chatmem import install_hint
+from chatmem.config.sections import LocalSection
 from chatmem.errors import NoModelAvailable, ProviderConnectionError
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.openai import OpenAIProvider, OpenAIReply
@@ -100,8 +101,8 @@ class LocalProvider(OpenAIProvider):
         self,
         model_path: str | Path | None = None,
         *,
-        n_ctx: int = 4096,
-        threads: int = 2,
+        n_ctx: int = LocalSection.n_ctx,
+        threads: int = LocalSection.threads,
         timeout: float = 120.0,
         max_tokens: int | None = None,
     ) -> None:

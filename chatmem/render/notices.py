@@ -17,6 +17,8 @@ from chatmem.notices import (
     EmbeddingFailed,
     FactsBehind,
     FactsFailed,
+    Failure,
+    IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
@@ -178,4 +180,17 @@ def _(n: StoredWarning, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: IndexingNotice, repl_hints: bool) -> str:
-    return n.text
+    error = failure_text(n.failure)
+    if n.event is IndexingEvent.STOPPED:
+        return (f"indexing stopped: {error}; recall ranks the messages without a vector by "
+                "words; `chatmem index` retries")
+    if n.event is IndexingEvent.RETRYING:
+        return f"indexing failed, will retry next turn: {error}"
+    return f"indexing: vectors not stored yet, will retry: {error}"
+
+
+def failure_text(failure: Failure) -> str:
+    """`the server said no`, or `RuntimeError: boom` for an error chatmem did not expect."""
+    if failure.unexpected is None:
+        return failure.message
+    return f"{failure.unexpected}: {failure.message}"

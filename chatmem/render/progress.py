@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
-from chatmem.activity import ActivityStep, Work
+from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, Work
 from chatmem.memory.assembly import span
 
 
@@ -39,6 +39,19 @@ def step_text(step: ActivityStep) -> str:
     return text + (f" of {step.of:,} (catching up)" if step.of is not None else "")
 
 
+def activity_warning_text(warning: ActivityWarning) -> str:
+    """An activity's warning as the user reads it, before the step that follows."""
+    if isinstance(warning, SendingOverBudget):
+        parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in warning.fixed)
+        return (f"OVER BUDGET: {parts} + chat format {warning.priming:,} = "
+                f"{warning.total:,} tokens, over the context budget of {warning.budget:,}; "
+                "sending anyway (--allow-over-budget)")
+    return ("the embedded SmolLM2-135M is too small to write summaries or extract facts; give "
+            "strategy calls a stronger model with helper_model (config: helper_model = "
+            "\"gpt-4o-mini\" and helper_provider = \"openai\", or a GGUF path for the local "
+            "provider; env CHATMEM_HELPER_MODEL; flag --helper-model)")
+
+
 class ConsoleActivity:
     """An `Activity` (chatmem.activity) shown on a console, stderr in the CLI.
 
@@ -51,7 +64,7 @@ class ConsoleActivity:
         self.console = console
         self.hint = hint
         """What Ctrl-C does meanwhile, shown beside the step."""
-        self.shown: set[str] = set()
+        self.shown: set[ActivityWarning] = set()
 
     @contextmanager
     def doing(self, step: ActivityStep) -> Iterator[None]:
@@ -61,9 +74,9 @@ class ConsoleActivity:
         with self.console.status(Text.assemble(step_text(step), (f"  {self.hint}", "dim"))):
             yield
 
-    def warn(self, message: str, *, once: bool = False) -> None:
-        if once and message in self.shown:
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
+        if once and warning in self.shown:
             return
-        self.shown.add(message)
-        self.console.print(Text(f"⚠ {message}", style="bold yellow"),
+        self.shown.add(warning)
+        self.console.print(Text(f"⚠ {activity_warning_text(warning)}", style="bold yellow"),
                            soft_wrap=not self.console.is_terminal)

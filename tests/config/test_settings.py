@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from chatmem.config.paths import example_config
+from chatmem.config.sections import EmbeddingsSection, LocalSection
 from chatmem.config.settings import Settings, load_settings, read_config_file
 from chatmem.errors import ConfigError
 from chatmem.memory import create_strategy, strategy_names
@@ -151,7 +152,7 @@ def test_the_smallest_allowed_numbers_load(tmp_path: Path) -> None:
                            "max_reply_tokens = 1\n[local]\nthreads = 1\nn_ctx = 1\n")
     settings = load_settings(path, env={})
     assert (settings.context_budget, settings.timeout, settings.max_retries) == (1, 0.5, 0)
-    assert settings.max_reply_tokens == 1 and settings.local == {"threads": 1, "n_ctx": 1}
+    assert settings.max_reply_tokens == 1 and settings.local == LocalSection(threads=1, n_ctx=1)
 
 
 def test_every_setting_says_where_it_comes_from(tmp_path: Path) -> None:
@@ -205,5 +206,12 @@ def test_helper_model_from_file_env_and_its_old_name(tmp_path: Path) -> None:
 def test_embeddings_table_is_read(tmp_path: Path) -> None:
     path = write(tmp_path, '[embeddings]\nprovider = "openai"\nmodel = "nomic-embed-text"\n')
     settings = load_settings(path, env={})
-    assert settings.embeddings == {"provider": "openai", "model": "nomic-embed-text",
-                                   "threads": 1}
+    assert settings.embeddings == EmbeddingsSection(provider="openai", model="nomic-embed-text")
+
+
+def test_a_table_sets_its_keys_and_keeps_the_defaults_of_the_others(tmp_path: Path) -> None:
+    path = write(tmp_path, '[local]\nmodel_path = "m.gguf"\n[embeddings]\nthreads = 3\n')
+    settings = load_settings(path, env={})
+    assert settings.local == LocalSection(model_path="m.gguf", threads=2, n_ctx=4096)
+    assert settings.embeddings == EmbeddingsSection(provider="auto", threads=3)
+    assert settings.public()["local"] == {"model_path": "m.gguf", "threads": 2, "n_ctx": 4096}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings import create_embedder
 from chatmem.errors import ConfigError, ProviderError
@@ -13,8 +14,8 @@ from chatmem.notices import EmbeddingFailed
 
 
 def embedder_for(server, **table):
-    settings = Settings(embeddings={"provider": "openai", "model": "nomic-embed-text",
-                                    "base_url": server.base_url, **table}, max_retries=0)
+    settings = Settings(embeddings=EmbeddingsSection(provider="openai", model="nomic-embed-text",
+                                    base_url=server.base_url, **table), max_retries=0)
     return create_embedder("openai", settings)
 
 
@@ -37,7 +38,7 @@ def test_a_server_error_is_a_provider_error_naming_the_endpoint(chat_server) -> 
 
 def test_the_openai_embedder_needs_a_model() -> None:
     with pytest.raises(ConfigError, match=r"set \[embeddings\] model"):
-        create_embedder("openai", Settings(embeddings={"provider": "openai"}))
+        create_embedder("openai", Settings(embeddings=EmbeddingsSection(provider="openai")))
 
 
 def test_retrieval_recalls_through_the_endpoint_and_falls_back_when_it_fails(

@@ -73,7 +73,7 @@ def test_any_answer_is_either_valid_or_a_clear_rejection(answer: str) -> None:
     try:
         parse_extraction(answer, [1])
     except ProviderResponseError as e:
-        assert str(e).startswith("fact extraction answer rejected: ")
+        assert str(e) and "\n" not in str(e)  # one line, whatever the answer held
 
 
 def test_one_call_per_turn_reading_only_user_messages(make_engine, tmp_path: Path) -> None:
@@ -219,7 +219,7 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
     chat_server.reply_words = ["Sure,", " the", " entities", " are:", " John"]
     first = engine.run_turn("我叫李雷。")
     assert isinstance(failed := first.notices[0], FactsFailed)
-    assert failed.error.startswith("fact extraction answer rejected: ")
+    assert (failed.first, failed.last) == (1, 1) and failed.error
     chat_server.reply_words = [
         '{"set": [{"key": "名字", "value": "李雷", "scope": "user", "turn": 1},',
         ' {"key": "订单号", "value": "ORD-7731", "turn": 2}], "retract": []}',

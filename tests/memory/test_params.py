@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from chatmem.errors import StrategyError
 from chatmem.memory import changed_params, contract_strategy_names, create_strategy
-from chatmem.memory.params import parse_param_pairs
+from chatmem.memory.params import declared_params, parse_param_pairs
 
 
 def test_pairs_split_at_the_first_equals_sign_with_spaces_trimmed() -> None:
@@ -36,3 +38,32 @@ def test_changed_params_are_those_that_differ_from_the_defaults(spec: str) -> No
 
 def test_changed_params_of_a_strategy_that_no_longer_builds_are_all_of_them() -> None:
     assert changed_params("gone", {"k": 2}) == {"k": 2}
+
+
+def test_parsed_parameters_arrive_typed_as_the_strategys_dataclass() -> None:
+    from chatmem.memory.retrieval import RetrievalParams, RetrievalStrategy
+
+    strategy = create_strategy("retrieval", {"top_k": "3", "mmr": "1", "mode": "bm25"})
+    assert isinstance(strategy, RetrievalStrategy)
+    assert strategy.options == RetrievalParams(top_k=3, mmr=1.0, mode="bm25")
+    assert isinstance(strategy.options.mmr, float)
+    assert dict(strategy.params) == dataclasses.asdict(strategy.options)
+
+
+def test_declared_params_follow_the_dataclass_fields_in_order() -> None:
+    from chatmem.memory.summary_buffer import SummaryBufferParams, SummaryBufferStrategy
+
+    declared = declared_params(SummaryBufferParams)
+    assert [(p.name, p.type, p.default) for p in declared] == [
+        ("max_tokens", int, 2000), ("summary_max_tokens", int, 256), ("prune_to", float, 0.5)]
+    assert (declared[2].minimum, declared[2].maximum) == (0.0, 1.0)
+    assert declared == SummaryBufferStrategy.PARAMS
+
+
+def test_a_field_not_declared_with_param_is_refused() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Undeclared:
+        k: int = 3
+
+    with pytest.raises(TypeError, match=r"Undeclared\.k"):
+        declared_params(Undeclared)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatmem.config.schema import check_prompt
+from chatmem.config.sections import SummarySection
 from chatmem.config.settings import load_settings
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.memory.context import Message
@@ -185,10 +186,10 @@ def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
                       "drift_guard = false\n", encoding="utf-8")
     settings = load_settings(config, env={})
     # [summary] model is the old name of helper_model: one setting, read from either place.
-    assert settings.summary == {"prompt": "{summary} + {new_lines}", "drift_guard": False}
+    assert settings.summary == SummarySection(prompt="{summary} + {new_lines}", drift_guard=False)
     assert settings.helper_model == "small"
     assert settings.source_of("helper_model") == str(config)
-    assert load_settings(env={}).summary == {"drift_guard": True}
+    assert load_settings(env={}).summary == SummarySection()
     config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_settings(config, env={})

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from listed_history import ListHistory, scratch_state
 
+from chatmem.config.sections import SummarySection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
@@ -110,7 +111,7 @@ def test_drift_guard_off_records_the_drop_without_pinning(
 ) -> None:
     monkeypatch.setitem(RULES, "summary",
                         lambda m: extractive_summary(m).replace("ORD-7731", "the order"))
-    settings = Settings(summary={"drift_guard": False})
+    settings = Settings(summary=SummarySection(drift_guard=False))
     engine = open_session(store, settings, ScriptedProvider(), "s", strategy="summary")
     result = engine.run_turn("My order is ORD-7731.")
     assert isinstance(notice := result.notices[0], SummaryUpdated)
@@ -129,7 +130,7 @@ def test_the_configured_prompt_is_what_the_summarizer_receives(
         return "- short"
 
     monkeypatch.setitem(RULES, "summary", record)
-    settings = Settings(summary={"prompt": "Before: {summary}\nAdd:\n{new_lines}"})
+    settings = Settings(summary=SummarySection(prompt="Before: {summary}\nAdd:\n{new_lines}"))
     engine = open_session(store, settings, ScriptedProvider(), "s", strategy="summary")
     engine.run_turn("hello")
     engine.run_turn("again")

@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 from waiting import HANG, wait_until
 
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.vector_backlog import BATCH, embed_pending, save_rows
-from chatmem.notices import IndexingNotice
+from chatmem.notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
-SETTINGS = Settings(system="Be brief.", embeddings={"provider": "none"})
+SETTINGS = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
 TURNS = 200
 MESSAGES = 2 * TURNS
 EARLIER = MESSAGES - 4
@@ -192,20 +193,20 @@ def test_a_failing_embedder_stops_the_backlog_with_one_notice(path: Path) -> Non
         engine = chat_engine(store, embedder)
         first = engine.run_turn("Where did my brother move?")
         assert first.status == "ok"
-        def failed() -> str | None:
+        def failed() -> Failure | None:
             status = engine.indexing.status(embedder)
             return None if status is None else status.error
 
         wait_until(lambda: failed() is not None, "the backlog's failure")
-        assert failed() == "RuntimeError: the model file is truncated"
+        truncated = Failure("the model file is truncated", unexpected="RuntimeError")
+        assert failed() == truncated
         second = engine.run_turn("And the bus?")
         third = engine.run_turn("And the groceries?")
-        told = [n.text for n in second.notices + third.notices
-                if isinstance(n, IndexingNotice) and n.text.startswith("indexing stopped")]
-        assert len(told) == 1 and "RuntimeError: the model file is truncated" in told[0]
+        told = [n for n in second.notices + third.notices if isinstance(n, IndexingNotice)]
+        assert told == [IndexingNotice(IndexingEvent.STOPPED, truncated)]
         assert third.status == "ok" and store.turn_count(engine.session.id) == TURNS + 3
         [left] = engine.indexing.close()
-        assert left.error == "RuntimeError: the model file is truncated"
+        assert left.error == truncated
         assert left.missing == missing(store, engine, embedder) == MESSAGES + 6
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from chatmem.config.sections import ScriptedSection
 from chatmem.config.settings import Settings
 from chatmem.errors import ConfigError
 from chatmem.providers import create_provider
@@ -66,7 +67,7 @@ def test_created_from_settings_and_environment(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
     provider = create_provider(Settings(provider="scripted"))
     assert isinstance(provider, ScriptedProvider) and provider.log_path == log
-    configured = create_provider(Settings(provider="scripted",
-                                          scripted={"log": str(tmp_path / "cfg.jsonl")}))
+    scripted = ScriptedSection(log=str(tmp_path / "cfg.jsonl"))
+    configured = create_provider(Settings(provider="scripted", scripted=scripted))
     assert isinstance(configured, ScriptedProvider)
     assert configured.log_path == tmp_path / "cfg.jsonl"

@@ -5,12 +5,15 @@ from __future__ import annotations
 import pytest
 
 from chatmem import install_hint
-from chatmem.activity import ActivityStep, Work
+from chatmem.activity import ActivityStep, SendingOverBudget, WeakHelper, Work
 from chatmem.notices import (
     ContextWarning,
     EmbeddingFailed,
     FactsBehind,
     FactsFailed,
+    Failure,
+    IndexingEvent,
+    IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
@@ -28,7 +31,7 @@ from chatmem.notices import (
     after_calls,
 )
 from chatmem.render.notices import notice_text, replay_notice_text
-from chatmem.render.progress import step_text
+from chatmem.render.progress import activity_warning_text, step_text
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (SummaryUpdated(version=1, upto=1, added=5, removed=0, unit="words", pinned=("Paris",)),
@@ -68,6 +71,13 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (ReplyCut(), "the reply stopped at the reply-length limit (max_reply_tokens); "
                  "it is stored as it is"),
     (MemoryUpdateFailed("no model"), "memory update failed, will retry next turn: no model"),
+    (IndexingNotice(IndexingEvent.STOPPED, Failure("truncated", unexpected="RuntimeError")),
+     "indexing stopped: RuntimeError: truncated; recall ranks the messages without a vector by"
+     " words; `chatmem index` retries"),
+    (IndexingNotice(IndexingEvent.RETRYING, Failure("database is busy")),
+     "indexing failed, will retry next turn: database is busy"),
+    (IndexingNotice(IndexingEvent.NOT_STORED, Failure("磁盘已满")),
+     "indexing: vectors not stored yet, will retry: 磁盘已满"),
     (MemoryUpdateCancelled(),
      "memory update cancelled; the turn is stored and the update is retried next turn"),
     (StrategyChanged("旅行", "window k=5", "tokens max_tokens=300"),
@@ -119,3 +129,12 @@ def test_a_catch_up_counts_its_calls_on_the_first_notice_only() -> None:
 ])
 def test_a_slow_step_reads_as_what_it_does(step: ActivityStep, text: str) -> None:
     assert step_text(step) == text
+
+
+def test_activity_warnings_are_worded_with_their_numbers_and_the_way_out() -> None:
+    over = SendingOverBudget((("system", 7), ("input", 1_105)), 3, 50)
+    assert activity_warning_text(over) == (
+        "OVER BUDGET: system 7 + input 1,105 + chat format 3 = 1,115 tokens, over the context "
+        "budget of 50; sending anyway (--allow-over-budget)")
+    weak = activity_warning_text(WeakHelper())
+    assert "SmolLM2" in weak and "helper_model" in weak and "--helper-model" in weak

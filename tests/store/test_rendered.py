@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chatmem.cli import app
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.privacy.mentions import erase_mentions
@@ -83,7 +84,8 @@ def stored_rows(conn: sqlite3.Connection) -> list[tuple[str | None, str | None]]
 
 
 def chatted(store: Store, turns: int) -> Engine:
-    engine = open_session(store, Settings(system="Be brief.", embeddings={"provider": "none"}),
+    settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
+    engine = open_session(store, settings,
                           RenderingProvider(), "loc", strategy="buffer")
     for i in range(turns):
         engine.run_turn(f"message {i} about ORD-{i}, 第{i}天")

@@ -8,33 +8,34 @@ and a failing update never undoes the turn.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.activity import QUIET, Activity, ActivityStep
+from chatmem.activity import (
+    QUIET,
+    Activity,
+    ActivityStep,
+    ActivityWarning,
+    SendingOverBudget,
+    WeakHelper,
+)
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
-from chatmem.memory import create_strategy
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
 from chatmem.memory.context import FIXED_KINDS
 from chatmem.memory.facts import sent_fact_ids
-from chatmem.memory.params import strategy_label
 from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import (
-    IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
     Notice,
     ReplyCut,
-    StrategyChanged,
-    SystemPromptReplaced,
 )
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, Store, TurnRecord
@@ -45,12 +46,6 @@ if TYPE_CHECKING:
     from chatmem.attachments import Attachment
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
-
-
-def resolve_embedder(settings: Settings) -> Embedder | None:
-    from chatmem.embeddings import resolve_embedder as resolve
-
-    return resolve(settings)
 
 
 @dataclass
@@ -235,7 +230,7 @@ class Engine:
             text = valid_text(text)
             notices.append(InputNotUtf8(REPLACEMENT))
         # a build itself never writes
-        notices += [IndexingNotice(text) for text in self.indexing.pause()]
+        notices += self.indexing.pause()
         context = self.build_context(text, attachments)
         try:
             self.check_budget(context)
@@ -305,12 +300,13 @@ class Engine:
         total = sum(fixed.values()) + context.priming
         if not context.budget or total <= context.budget:
             return
+        if self.allow_over_budget:
+            self.activity.warn(SendingOverBudget(tuple(fixed.items()), context.priming,
+                                                 context.budget))
+            return
         parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in fixed.items())
         numbers = (f"{parts} + chat format {context.priming:,} = {total:,} tokens, over the "
                    f"context budget of {context.budget:,}")
-        if self.allow_over_budget:
-            self.activity.warn(f"OVER BUDGET: {numbers}; sending anyway (--allow-over-budget)")
-            return
         raise OverBudget(
             f"not sent: {numbers}, before any history; shorten the input or the system "
             "prompt, raise the budget (/budget N, context_budget, the strategy's max_tokens), "
@@ -367,7 +363,7 @@ class Engine:
         notices = self._update_strategy(catch_up)
         if catch_up and self.background_indexing:
             return notices  # the backlog waits until the turn has committed
-        return notices + [IndexingNotice(t) for t in self.indexing.after_commit(self.embedder)]
+        return notices + self.indexing.after_commit(self.embedder)
 
     def _update_strategy(self, catch_up: bool) -> list[Notice]:
         env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
@@ -386,14 +382,6 @@ class Engine:
             return [MemoryUpdateCancelled()]
 
 
-EMBEDDED_HELPER_NOTE = (
-    "the embedded SmolLM2-135M is too small to write summaries or extract facts; give "
-    "strategy calls a stronger model with helper_model (config: helper_model = "
-    "\"gpt-4o-mini\" and helper_provider = \"openai\", or a GGUF path for the local "
-    "provider; env CHATMEM_HELPER_MODEL; flag --helper-model)"
-)
-
-
 class _HelperActivity:
     """The caller's activity, which first says once that the embedded model cannot help."""
 
@@ -403,96 +391,11 @@ class _HelperActivity:
 
     def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
         if self.embedded:
-            self.inner.warn(EMBEDDED_HELPER_NOTE, once=True)
+            self.inner.warn(WeakHelper(), once=True)
         return self.inner.doing(step)
 
-    def warn(self, message: str, *, once: bool = False) -> None:
-        self.inner.warn(message, once=once)
-
-
-def resolve_strategy(
-    settings: Settings, name: str | None, params: dict[str, str], session: SessionRecord | None
-) -> Strategy:
-    """Flags win; a resumed session keeps its strategy; else the configured default."""
-    if name is None and session is not None:
-        merged = {**session.params, **params}
-        return create_strategy(session.strategy, merged)
-    chosen = name or settings.strategy
-    return create_strategy(chosen, {**settings.params_for(chosen), **params})
-
-
-def open_session(
-    store: Store,
-    settings: Settings,
-    provider: Provider,
-    name: str,
-    *,
-    strategy: str | None = None,
-    params: dict[str, str] | None = None,
-    system: str | None = None,
-    embedder: Embedder | None = None,
-    activity: Activity = QUIET,
-    allow_over_budget: bool = False,
-    save: bool = True,
-) -> Engine:
-    """Resume the named session or create it, and return its engine.
-
-    `embedder` overrides the configured one ([embeddings]), which opens on first use.
-    A strategy or system prompt given for a session that exists becomes its own; with
-    `save` False it holds for this engine only and the stored session is left as it is.
-    """
-    session = store.find_session(name)
-    chosen = resolve_strategy(settings, strategy, params or {}, session)
-    created = False
-    if session is None:
-        session, created = store.find_or_create_session(
-            name, chosen.name, dict(chosen.params), provider=provider.name,
-            model=provider.model, system=system if system is not None else settings.system,
-            user=settings.user,
-        )
-        if not created:
-            # Another process created it a moment ago: join it as if resuming.
-            chosen = resolve_strategy(settings, strategy, params or {}, session)
-    notices: list[Notice] = []
-    changes: dict[str, Any] = {}
-    if not created:
-        if strategy is not None or params:
-            changes.update(strategy=chosen.name, params=dict(chosen.params))
-            before = strategy_label(session.strategy, session.params)
-            after = strategy_label(chosen.name, chosen.params)
-            if before != after:
-                notices.append(StrategyChanged(name, before, after, kept=save))
-        if system is not None:
-            changes["system"] = system
-            if system != session.system:
-                notices.append(SystemPromptReplaced(name, len(session.system or ""), len(system),
-                                                    kept=save))
-        # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
-        # without `save`, never stored: they hold for this engine only.
-        session = dataclasses.replace(session, **changes)
-    engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
-                    helper_model=helper_model(settings, provider), settings=settings,
-                    embedder=embedder or (lambda: resolve_embedder(settings)),
-                    activity=activity, allow_over_budget=allow_over_budget)
-    engine.notices = notices
-    engine.pending = changes if save else {}
-    engine.created = created
-    return engine
-
-
-def helper_model(settings: Settings, provider: Provider) -> Provider | None:
-    """The model for strategy calls (helper_provider/helper_model) when it is not the chat's."""
-    name = settings.helper_provider or provider.name
-    if settings.helper_model is None and name == provider.name:
-        return None
-    if name == provider.name and settings.helper_model in (provider.model,
-                                                           getattr(provider, "model_path", None)):
-        return None
-    from chatmem.providers import create_provider
-
-    return create_provider(dataclasses.replace(
-        settings, provider=name, model=settings.helper_model or settings.model,
-    ))
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
+        self.inner.warn(warning, once=once)
 
 
 def is_embedded_model(provider: Provider) -> bool:

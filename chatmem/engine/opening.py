@@ -1,0 +1,112 @@
+"""Opening a session: resume it or create it, and give it a strategy, a helper model for
+strategy calls and an embedder, as the engine that runs its turns
+(chatmem.engine.turns)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from chatmem.activity import QUIET, Activity
+from chatmem.engine.turns import Engine
+from chatmem.memory import create_strategy
+from chatmem.memory.base import Strategy
+from chatmem.memory.params import strategy_label
+from chatmem.notices import Notice, StrategyChanged, SystemPromptReplaced
+from chatmem.providers.base import Provider
+from chatmem.store import SessionRecord, Store
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
+    from chatmem.embeddings import Embedder
+
+
+def resolve_embedder(settings: Settings) -> Embedder | None:
+    from chatmem.embeddings import resolve_embedder as resolve
+
+    return resolve(settings)
+
+
+def resolve_strategy(
+    settings: Settings, name: str | None, params: dict[str, str], session: SessionRecord | None
+) -> Strategy:
+    """Flags win; a resumed session keeps its strategy; else the configured default."""
+    if name is None and session is not None:
+        merged = {**session.params, **params}
+        return create_strategy(session.strategy, merged)
+    chosen = name or settings.strategy
+    return create_strategy(chosen, {**settings.params_for(chosen), **params})
+
+
+def open_session(
+    store: Store,
+    settings: Settings,
+    provider: Provider,
+    name: str,
+    *,
+    strategy: str | None = None,
+    params: dict[str, str] | None = None,
+    system: str | None = None,
+    embedder: Embedder | None = None,
+    activity: Activity = QUIET,
+    allow_over_budget: bool = False,
+    save: bool = True,
+) -> Engine:
+    """Resume the named session or create it, and return its engine.
+
+    `embedder` overrides the configured one ([embeddings]), which opens on first use.
+    A strategy or system prompt given for a session that exists becomes its own; with
+    `save` False it holds for this engine only and the stored session is left as it is.
+    """
+    session = store.find_session(name)
+    chosen = resolve_strategy(settings, strategy, params or {}, session)
+    created = False
+    if session is None:
+        session, created = store.find_or_create_session(
+            name, chosen.name, dict(chosen.params), provider=provider.name,
+            model=provider.model, system=system if system is not None else settings.system,
+            user=settings.user,
+        )
+        if not created:
+            # Another process created it a moment ago: join it as if resuming.
+            chosen = resolve_strategy(settings, strategy, params or {}, session)
+    notices: list[Notice] = []
+    changes: dict[str, Any] = {}
+    if not created:
+        if strategy is not None or params:
+            changes.update(strategy=chosen.name, params=dict(chosen.params))
+            before = strategy_label(session.strategy, session.params)
+            after = strategy_label(chosen.name, chosen.params)
+            if before != after:
+                notices.append(StrategyChanged(name, before, after, kept=save))
+        if system is not None:
+            changes["system"] = system
+            if system != session.system:
+                notices.append(SystemPromptReplaced(name, len(session.system or ""), len(system),
+                                                    kept=save))
+        # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
+        # without `save`, never stored: they hold for this engine only.
+        session = dataclasses.replace(session, **changes)
+    engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
+                    helper_model=helper_model(settings, provider), settings=settings,
+                    embedder=embedder or (lambda: resolve_embedder(settings)),
+                    activity=activity, allow_over_budget=allow_over_budget)
+    engine.notices = notices
+    engine.pending = changes if save else {}
+    engine.created = created
+    return engine
+
+
+def helper_model(settings: Settings, provider: Provider) -> Provider | None:
+    """The model for strategy calls (helper_provider/helper_model) when it is not the chat's."""
+    name = settings.helper_provider or provider.name
+    if settings.helper_model is None and name == provider.name:
+        return None
+    if name == provider.name and settings.helper_model in (provider.model,
+                                                           getattr(provider, "model_path", None)):
+        return None
+    from chatmem.providers import create_provider
+
+    return create_provider(dataclasses.replace(
+        settings, provider=name, model=settings.helper_model or settings.model,
+    ))
