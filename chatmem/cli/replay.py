@@ -194,6 +194,8 @@ def replay_command(
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("replay", source, outcome)
+    if save_as:
+        _start_backlogs(settings, config, outcome.runs)
     if report:
         _write_report(report, data)
     if json_out:
@@ -203,6 +205,19 @@ def replay_command(
     out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe()))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
         err.print(line, style="dim", markup=False)
+
+
+def _start_backlogs(settings: Settings, config: Path | None,
+                    runs: Sequence[StrategyRun]) -> None:
+    """Saved sessions whose messages lack vectors get them in the background."""
+    from chatmem.cli.index import start_backlogs
+    from chatmem.memory import create_strategy
+
+    saved = [r for r in runs if r.session]
+    strategies = [create_strategy(r.strategy, r.params) for r in saved]
+    for started in start_backlogs(settings, config, [r.session for r in saved if r.session],
+                                  strategies):
+        consoles()[1].print(started.line(), markup=False, soft_wrap=True)
 
 
 def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
