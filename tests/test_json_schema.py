@@ -89,6 +89,16 @@ def test_replay_and_eval_share_one_shape(db: str, command: str) -> None:
     check("outcome", stored)
 
 
+def test_eval_of_a_folder(tmp_path: Path) -> None:
+    for sample in ("support", "travel-zh"):
+        (tmp_path / f"{sample}.jsonl").write_bytes((SESSIONS / f"{sample}.jsonl").read_bytes())
+    data = output("eval", str(tmp_path), "-s", "window:k=2", "-s", "retrieval", "--jobs", "1",
+                  "--provider", "scripted")
+    check("corpus", data)
+    assert [row["label"] for row in data["aggregate"]] == ["window k=2", "retrieval"]
+    assert len(data["transcripts"]) == 2
+
+
 def test_sessions_and_facts_listings(db: str) -> None:
     sessions = output("sessions", "list", "--db", db)
     check("sessions_list", sessions)

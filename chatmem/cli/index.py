@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +20,10 @@ from chatmem.cli.common import (
     print_json,
     settings_from,
 )
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
+    from chatmem.memory.base import Strategy
 
 BATCH = 64
 
@@ -74,3 +81,66 @@ def index(
     else:
         out.print(f"{where}: embedded {done:,} messages with {embedder.key} in {seconds:.1f} s"
                   f" ({rate:.1f}/s)")
+
+
+@dataclass(frozen=True)
+class BacklogStart:
+    """What an import or a saved replay left for recall by meaning, and who embeds it."""
+
+    session: str
+    model: str
+    missing: int
+    pid: int | None
+    """The background `chatmem index` process, or None when none was started."""
+
+    def line(self) -> str:
+        wait = f"{self.missing:,} message{'' if self.missing == 1 else 's'} of {self.session}"
+        if self.pid is not None:
+            return (f"{wait} wait for vectors ({self.model}): embedding them in the background"
+                    f" (process {self.pid}); recall ranks the rest by words meanwhile")
+        return (f"{wait} wait for vectors ({self.model}): recall ranks them by words until a"
+                f" chat embeds them between turns, or `chatmem index {self.session}` now")
+
+
+def start_backlogs(settings: Settings, config: Path | None, sessions: Sequence[str],
+                   strategies: Sequence[Strategy], *, background: bool = True,
+                   ) -> list[BacklogStart]:
+    """Start embedding `sessions` in a background `chatmem index` process when their
+    strategy, or the configured one, recalls by meaning; what waits for vectors.
+
+    A process of its own, at a lower priority: the import returns at once, the first
+    chat finds the vectors ready or on their way, and its reply keeps the CPU first.
+    """
+    from chatmem.embeddings import resolve_embedder
+    from chatmem.memory import create_strategy
+
+    configured = create_strategy(settings.strategy, settings.params_for(settings.strategy))
+    if not any(s.needs_embedder for s in [*strategies, configured]):
+        return []
+    embedder = resolve_embedder(settings)
+    if embedder is None:
+        return []
+    with open_store(settings, create=False) as store:
+        missing = {name: store.count_without_vectors(embedder.key, store.session(name).id)
+                   for name in sessions}
+    return [BacklogStart(name, embedder.key, count,
+                         _spawn_index(settings, config, name) if background else None)
+            for name, count in missing.items() if count]
+
+
+def _spawn_index(settings: Settings, config: Path | None, session: str) -> int:
+    import contextlib
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "chatmem", "index", session, "--db", str(settings.db_path)]
+    if config is not None:
+        command += ["--config", str(config)]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    if hasattr(os, "setpriority"):
+        # Already ended, or not allowed: it runs at the normal priority.
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, process.pid, 10)
+    return process.pid

@@ -31,6 +31,7 @@ from chatmem.errors import ExitCode, TranscriptError
 from chatmem.transcripts.format import stored_transcript
 
 if TYPE_CHECKING:
+    from chatmem.cli.corpus import CorpusJob, TranscriptResult
     from chatmem.config.settings import Settings
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
 
 SourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.")
+]
+EvalSourceArgument = Annotated[
+    str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
+                             "of transcripts.")
 ]
 StrategiesOption = Annotated[
     list[str],
@@ -110,7 +115,7 @@ class Outcome:
 def _run(
     source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: Settings,
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
-    answer: bool = False, transcript: Transcript | None = None,
+    answer: bool = False, transcript: Transcript | None = None, show_progress: bool = True,
 ) -> Outcome:
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.replay import parse_spec, replay
@@ -126,7 +131,8 @@ def _run(
         chat_provider = stack.enter_context(
             reproducing_provider(settings, transcript, explicit))
         tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
-        progress = stack.enter_context(progress_bar(len(transcript.items) * len(specs)))
+        steps = len(transcript.items) * len(specs) if show_progress else 0
+        progress = stack.enter_context(progress_bar(steps))
         # Only --save-as needs the history file; otherwise every replay stays in memory.
         store = stack.enter_context(open_store(settings)) if save_as else None
         runs = replay(transcript, specs, chat_provider=chat_provider, store=store,
@@ -188,6 +194,8 @@ def replay_command(
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("replay", source, outcome)
+    if save_as:
+        _start_backlogs(settings, config, outcome.runs)
     if report:
         _write_report(report, data)
     if json_out:
@@ -197,6 +205,19 @@ def replay_command(
     out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe()))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
         err.print(line, style="dim", markup=False)
+
+
+def _start_backlogs(settings: Settings, config: Path | None,
+                    runs: Sequence[StrategyRun]) -> None:
+    """Saved sessions whose messages lack vectors get them in the background."""
+    from chatmem.cli.index import start_backlogs
+    from chatmem.memory import create_strategy
+
+    saved = [r for r in runs if r.session]
+    strategies = [create_strategy(r.strategy, r.params) for r in saved]
+    for started in start_backlogs(settings, config, [r.session for r in saved if r.session],
+                                  strategies):
+        consoles()[1].print(started.line(), markup=False, soft_wrap=True)
 
 
 def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
@@ -228,7 +249,7 @@ def _write_report(path: Path, data: dict[str, Any]) -> None:
 
 @handles_errors
 def eval_command(
-    source: SourceArgument,
+    source: EvalSourceArgument,
     strategy: EvalStrategiesOption = None,
     param: ParamOption = None,
     answer: Annotated[
@@ -241,18 +262,30 @@ def eval_command(
     ] = None,
     with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, show_default=False, metavar="N",
+                     help="For a folder: transcripts evaluated at once, each in its own "
+                          "process (default: the number of cores)."),
+    ] = None,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Score what each strategy remembers at the transcript's probes, and what it costs.
+    """Score what each strategy remembers at the probes of a transcript or a folder of them.
 
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
     from chatmem.render import compare
 
+    if Path(source).is_dir():
+        _eval_folder(Path(source), strategy or DEFAULT_EVAL, param, answer=answer,
+                     min_recall=min_recall, with_user_facts=with_user_facts, report=report,
+                     jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
+                     config=config)
+        return
     settings = settings_from(config, db, provider, model)
     transcript = load_source(source, settings)
     if not transcript.probes:
@@ -276,3 +309,44 @@ def eval_command(
             shown = ", ".join(f"{r.label} ({r.recall() or 0.0:.2f})" for r in below)
             consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
             raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
+
+
+def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,
+                 answer: bool, min_recall: float | None, with_user_facts: bool,
+                 report: Path | None, jobs: int | None, json_out: bool, provider: str | None,
+                 model: str | None, db: Path | None, config: Path | None) -> None:
+    import os
+
+    from chatmem.cli.corpus import CorpusJob, eval_corpus
+    from chatmem.evaluation.replay import parse_spec
+
+    if report is not None:
+        raise TranscriptError(f"{directory}: --report takes one transcript, not a folder")
+    # Checked here, once, so a typo is one line and not one per transcript.
+    shared = parse_params(param)
+    for spec in strategy:
+        parse_spec(spec, shared)
+    job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
+                    answer, with_user_facts)
+    eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
+                json_out=json_out, min_recall=min_recall)
+
+
+def evaluate_transcript(job: CorpusJob) -> TranscriptResult:
+    """A worker's task; a chatmem error is returned as its one line, not raised."""
+    from chatmem.cli.corpus import TranscriptResult
+    from chatmem.errors import ChatmemError
+    from chatmem.transcripts.reader import read_transcript
+
+    try:
+        settings = settings_from(job.config, job.db, job.provider, job.model)
+        transcript = read_transcript(Path(job.path))
+        if not transcript.probes:
+            raise TranscriptError(f"{job.path}: no probe lines to evaluate")
+        outcome = _run(job.path, job.strategies, job.params, settings, keep=None,
+                       answer=job.answer, transcript=transcript,
+                       explicit=job.provider is not None or job.model is not None,
+                       with_user_facts=job.with_user_facts, show_progress=False)
+    except ChatmemError as e:
+        return TranscriptResult(job.path, error=str(e))
+    return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs)

@@ -249,6 +249,11 @@ def import_(
         str | None, typer.Option("--name", metavar="SESSION", show_default=False,
                                  help="The session name, as an option.")
     ] = None,
+    index: Annotated[
+        bool, typer.Option("--index/--no-index",
+                           help="Embed the messages in the background when recall ranks by "
+                                "meaning (--no-index: say how many wait).")
+    ] = True,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -299,6 +304,10 @@ def import_(
         f"imported {len(transcript.messages)} messages{note} into session {session_name}{named}",
         markup=False, soft_wrap=True,
     )
+    from chatmem.cli.index import start_backlogs
+
+    for started in start_backlogs(settings, config, [session_name], [chosen], background=index):
+        consoles()[1].print(started.line(), markup=False, soft_wrap=True)
 
 
 OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]

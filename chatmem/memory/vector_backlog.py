@@ -79,6 +79,8 @@ class IndexingStatus:
     running: bool
     error: Failure | None = None
     """Why the backlog stopped before its end, if it did."""
+    embedded: int = 0
+    """Messages this process has embedded for the session so far (stored or about to be)."""
 
 
 class VectorBacklog:
@@ -94,6 +96,7 @@ class VectorBacklog:
         self._last_position = 0
         self._queue: list[PendingText] = []
         self._done: list[VectorRow] = []
+        self._embedded = 0
         self._error: BaseException | None = None
         self._told_error = False
         self._running = False
@@ -156,6 +159,7 @@ class VectorBacklog:
         self.collect()
         while pending := self._read(READ):
             save_rows(self.store, self.model, embed_pending(self.embedder, pending))
+            self._embedded += len(pending)
         self._missing = 0 if self._error is None else self._missing
 
     def close(self) -> IndexingStatus:
@@ -168,12 +172,16 @@ class VectorBacklog:
                               error=None if self._error is None else describe(self._error))
 
     def status(self) -> IndexingStatus:
-        """What is left, without reading the file (the toolbar asks on every keystroke)."""
+        """What is left, without reading the file (the toolbar asks on every keystroke, and
+        every second while idle): batches the thread finished count as done before the
+        engine stores them."""
         with self._cond:
             running = self._running and (self._busy or bool(self._queue))
             error = None if self._error is None else describe(self._error)
-        return IndexingStatus(self.session_id, self.model, self._missing or 0,
-                              running=running, error=error)
+            missing = max((self._missing or 0) - len(self._done), 0)
+            embedded = self._embedded
+        return IndexingStatus(self.session_id, self.model, missing, running=running,
+                              error=error, embedded=embedded)
 
     def _count_new(self) -> None:
         """Messages committed since the last look are missing too (the first look counts
@@ -233,6 +241,7 @@ class VectorBacklog:
                 return
             with self._cond:
                 self._done.extend(rows)
+                self._embedded += len(rows)
                 self._busy = False
 
 

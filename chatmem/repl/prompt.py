@@ -28,9 +28,12 @@ from chatmem.repl.completion import SlashCompleter
 if TYPE_CHECKING:
     from prompt_toolkit.output import Output
 
+    from chatmem.memory.vector_backlog import IndexingStatus
     from chatmem.repl.chat import Chat
     from chatmem.store import Store
 
+TOOLBAR_REFRESH_SECONDS = 1.0
+"""How often the toolbar is redrawn while the prompt waits: the backlog's count moves on."""
 HISTORY_TURNS = 500
 """How far back Up reaches: the user messages of the session's last turns."""
 
@@ -86,11 +89,20 @@ def toolbar_text(chat: Chat) -> str:
                                                    else " tokens"))
     else:
         parts.append("no turn yet")
-    indexing = engine.indexing.status(engine.embedder)
-    if indexing is not None and indexing.missing:
-        parts.append(f"indexing, {indexing.missing:,} left" if indexing.running
-                     else f"{indexing.missing:,} not indexed")
+    indexing = indexing_text(engine.indexing.status(engine.embedder))
+    if indexing is not None:
+        parts.append(indexing)
     return " " + " · ".join(parts) + " "
+
+
+def indexing_text(status: IndexingStatus | None) -> str | None:
+    """The toolbar's part for the vector backlog; None when nothing waits."""
+    if status is None or not status.missing:
+        return None
+    if not status.running:
+        return f"{status.missing:,} not indexed"
+    done = f" ({status.embedded:,} embedded)" if status.embedded else ""
+    return f"indexing, {status.missing:,} left{done}"
 
 
 def terminal_output() -> Output | None:
@@ -128,6 +140,7 @@ class Prompt:
             multiline=False,
             prompt_continuation=lambda width, line, wrapped: "." * (width - 1) + " ",
             bottom_toolbar=lambda: toolbar_text(self.chat),
+            refresh_interval=TOOLBAR_REFRESH_SECONDS,
             enable_open_in_editor=True,
             output=self.output,
         )

@@ -22,11 +22,12 @@ from waiting import HANG
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
+from chatmem.memory.vector_backlog import IndexingStatus
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
 from chatmem.repl.blocks import join_blocks
 from chatmem.repl.loop import Repl
-from chatmem.repl.prompt import toolbar_text
+from chatmem.repl.prompt import TOOLBAR_REFRESH_SECONDS, Prompt, indexing_text, toolbar_text
 from chatmem.store import Store
 
 UP, TAB, ESC_ENTER = "\x1b[A", "\t", "\x1b\r"
@@ -273,3 +274,58 @@ def test_the_toolbar_says_how_many_messages_are_still_to_embed(tmp_path: Path) -
         go_on.set()
         engine.indexing.finish(embedder)
         assert "index" not in toolbar_text(repl)
+
+
+@pytest.mark.parametrize(("status", "text"), [
+    (None, None),
+    (IndexingStatus(1, "hash:256", 0, running=True, embedded=40), None),
+    (IndexingStatus(1, "hash:256", 602, running=True), "indexing, 602 left"),
+    (IndexingStatus(1, "hash:256", 5_986, running=True, embedded=16),
+     "indexing, 5,986 left (16 embedded)"),
+    (IndexingStatus(1, "hash:256", 586, running=False, embedded=16), "586 not indexed"),
+])
+def test_the_toolbar_words_each_backlog_state(status: IndexingStatus | None,
+                                              text: str | None) -> None:
+    assert indexing_text(status) == text
+
+
+def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Path) -> None:
+    """No turn, no pause, nothing stored: the count moves on as the thread embeds, and the
+    prompt redraws the toolbar on a timer, not only on a keystroke."""
+    from chatmem.embeddings.hashed import HashEmbedder
+    from chatmem.memory.vector_backlog import BATCH
+
+    allowed = threading.Semaphore(0)
+
+    class Metered(HashEmbedder):
+        """Embeds stored texts only as the test allows, one call at a time."""
+
+        def embed(self, texts, *, query=False):  # type: ignore[no-untyped-def]
+            if not query:
+                assert allowed.acquire(timeout=HANG)
+            return super().embed(texts, query=query)
+
+    embedder = Metered()
+    store = Store(tmp_path / "t.db")
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
+                          strategy="retrieval", embedder=embedder)
+    store.import_messages(engine.session.id, [
+        {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
+        for n in range(300) for role in ("user", "assistant")])
+    repl = Repl(engine, make_console(), make_console(stderr=True))
+    with store:
+        repl.turn("when is the ferry?")
+        assert toolbar_text(repl).endswith(" · indexing, 602 left ")
+        for _ in range(4):  # two batches: each embeds the messages, then their contexts
+            allowed.release()
+        deadline = time.monotonic() + HANG
+        while engine.indexing.status(embedder).embedded < 2 * BATCH:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert toolbar_text(repl).endswith(f" · indexing, {602 - 2 * BATCH} left "
+                                           f"({2 * BATCH} embedded) ")
+        assert store.count_without_vectors(embedder.key, engine.session.id) == 602
+        for _ in range(1000):
+            allowed.release()
+        engine.indexing.close()
+    assert Prompt(repl, DummyOutput())._build().refresh_interval == TOOLBAR_REFRESH_SECONDS

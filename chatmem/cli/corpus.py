@@ -1,0 +1,175 @@
+"""`chatmem eval DIR --jobs N`: every transcript of a folder, each in its own process.
+
+Each transcript is replayed in a worker process (its own embedder, its own
+memory), N at a time. A line per transcript is printed as it finishes, so a
+Ctrl-C keeps what was printed and then prints the aggregate of what finished.
+Results do not depend on --jobs: --json lists the transcripts in file order.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from chatmem.cli.common import consoles, print_json
+from chatmem.errors import ExitCode, TranscriptError
+
+if TYPE_CHECKING:
+    from chatmem.evaluation.corpus import StrategyTotals
+    from chatmem.evaluation.scoring import StrategyRun
+
+SUFFIXES = (".jsonl", ".json")
+Evaluate = Callable[["CorpusJob"], "TranscriptResult"]
+
+
+@dataclass(frozen=True)
+class CorpusJob:
+    """What a worker needs to evaluate one transcript: picklable, settings by their source."""
+
+    path: str
+    strategies: tuple[str, ...]
+    params: tuple[str, ...]
+    config: Path | None
+    db: Path | None
+    provider: str | None
+    model: str | None
+    answer: bool
+    with_user_facts: bool
+
+
+@dataclass
+class TranscriptResult:
+    """One transcript's runs and its --json object, or why it could not be evaluated."""
+
+    path: str
+    data: dict[str, Any] | None = None
+    runs: list[StrategyRun] | None = None
+    error: str | None = None
+
+
+def transcript_files(directory: Path) -> list[Path]:
+    """The transcripts of a folder, in file-name order (not recursive)."""
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+    if not files:
+        raise TranscriptError(f"{directory}: no transcript files (.jsonl, .json) in the folder")
+    return files
+
+
+def _ignore_interrupt() -> None:
+    # The parent handles Ctrl-C and ends the workers: no traceback from each of them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate,
+             workers: int) -> Iterator[Iterator[TranscriptResult]]:
+    """Results as they finish: inline for one worker, else a pool of `workers` processes."""
+    if workers <= 1:
+        yield (evaluate(job) for job in jobs)
+        return
+    import multiprocessing
+
+    # spawn: a worker starts clean, without the parent's threads or open files.
+    pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+    try:
+        yield pool.imap_unordered(evaluate, jobs)
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[TranscriptResult, float], None]]:
+    """A bar on a terminal's stderr, else a line per finished transcript."""
+    err = consoles()[1]
+    done = 0
+    if not err.is_terminal:
+        def line(result: TranscriptResult, seconds: float) -> None:
+            nonlocal done
+            done += 1
+            err.print(f"evaluated {done}/{total}: {Path(result.path).name} ({seconds:.1f} s)",
+                      style="dim", markup=False, soft_wrap=True)
+
+        yield line
+        return
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("evaluating transcripts", total=total)
+        yield lambda result, seconds: bar.advance(task)
+
+
+def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
+                json_out: bool, min_recall: float | None) -> None:
+    """Evaluate every transcript of `directory` and print per-transcript lines and totals.
+
+    `evaluate` runs in the worker processes: a module-level function, so they can import it.
+    """
+    from chatmem.evaluation.corpus import aggregate
+    from chatmem.render.corpus import corpus_table, transcript_lines
+
+    files = transcript_files(directory)
+    jobs = [replace(job, path=str(f)) for f in files]
+    out, err = consoles()
+    finished: dict[str, TranscriptResult] = {}
+    interrupted = False
+    started = time.monotonic()
+    try:
+        with _progress(len(jobs)) as advance, _results(jobs, evaluate, workers) as results:
+            for result in results:
+                finished[result.path] = result
+                advance(result, time.monotonic() - started)
+                if result.error is not None:
+                    err.print(f"error: {result.error}", markup=False, soft_wrap=True)
+                elif not json_out and result.runs is not None:
+                    for line in transcript_lines(Path(result.path).name, result.runs):
+                        out.print(line, soft_wrap=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    ordered = [finished[str(f)] for f in files if str(f) in finished]
+    scored = [r for r in ordered if r.runs is not None]
+    totals = aggregate([r.runs for r in scored if r.runs is not None])
+    if json_out:
+        print_json(corpus_json(str(directory), files, ordered, totals, complete=not interrupted))
+    elif scored:
+        out.print(corpus_table(totals, f"eval of {len(scored)} transcripts in {directory}"))
+    if interrupted:
+        err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
+                  markup=False)
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+    if any(r.error is not None for r in ordered):
+        raise typer.Exit(int(ExitCode.USAGE))
+    _check_threshold(totals, min_recall)
+
+
+def corpus_json(source: str, files: Sequence[Path], results: Sequence[TranscriptResult],
+                totals: Sequence[StrategyTotals], *, complete: bool) -> dict[str, Any]:
+    """`eval DIR --json` (docs/chatmem.schema.json, $defs/corpus)."""
+    return {
+        "command": "eval",
+        "source": source,
+        "files": len(files),
+        "complete": complete,
+        "transcripts": [r.data for r in results if r.data is not None],
+        "errors": [{"path": r.path, "error": r.error} for r in results if r.error is not None],
+        "aggregate": [t.to_json() for t in totals],
+    }
+
+
+def _check_threshold(totals: Sequence[StrategyTotals], min_recall: float | None) -> None:
+    if min_recall is None:
+        return
+    below = [t for t in totals if (t.recall or 0.0) < min_recall]
+    if below:
+        shown = ", ".join(f"{t.label} ({t.recall or 0.0:.2f})" for t in below)
+        consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
+        raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
+

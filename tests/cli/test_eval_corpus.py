@@ -1,0 +1,139 @@
+"""`chatmem eval DIR --jobs N`: a folder of transcripts, each in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = ROOT / "sessions"
+SAMPLES = ("long-chat", "support", "travel-zh")
+pytestmark = pytest.mark.usefixtures("hash_embedder")  # about aggregation, not ranking
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("corpus")
+    for name in SAMPLES:
+        shutil.copy(SESSIONS / f"{name}.jsonl", path / f"{name}.jsonl")
+    (path / "notes.txt").write_text("not a transcript", encoding="utf-8")
+    return path
+
+
+def evaluate(*args: str) -> Any:
+    result = runner.invoke(app, ["eval", *args, "--provider", "scripted", "--json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_jobs_1_and_2_give_the_same_results_and_the_aggregate_adds_up(folder: Path) -> None:
+    strategies = ("-s", "window:k=2", "-s", "retrieval")
+    one = evaluate(str(folder), *strategies, "--jobs", "1")
+    two = evaluate(str(folder), *strategies, "--jobs", "2")
+    assert one == two
+    assert one["files"] == 3 and one["complete"] is True and one["errors"] == []
+    assert [Path(t["source"]).stem for t in one["transcripts"]] == sorted(SAMPLES)
+    # Each transcript's object is what `eval FILE` prints for it alone.
+    alone = evaluate(str(folder / "support.jsonl"), *strategies)
+    assert one["transcripts"][sorted(SAMPLES).index("support")]["strategies"] == alone[
+        "strategies"]
+    for row in one["aggregate"]:
+        runs = [s["eval"] for t in one["transcripts"] for s in t["strategies"]
+                if s["strategy"]["label"] == row["label"]]
+        probes = [p for run in runs for p in run["per_probe"]]
+        found = sum(len(p["found_ids"]) for p in probes)
+        expected = sum(len(p["expect_ids"]) for p in probes)
+        assert (row["found_ids"], row["expected_ids"]) == (found, expected)
+        assert row["id_recall"] == round(found / expected, 4)
+        assert row["probes"] == len(probes) == 28
+        assert row["context_tokens"]["max"] == max(p["tokens"] for p in probes)
+        assert row["context_tokens"]["mean"] == round(
+            sum(p["tokens"] for p in probes) / len(probes), 1)
+    labels = [row["label"] for row in one["aggregate"]]
+    assert labels == ["window k=2", "retrieval"]
+    assert one["aggregate"][1]["id_recall"] > one["aggregate"][0]["id_recall"]
+
+
+def test_table_prints_a_line_per_transcript_and_a_row_per_strategy(folder: Path) -> None:
+    result = runner.invoke(app, ["eval", str(folder), "-s", "window", "--jobs", "1",
+                                 "--provider", "scripted"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == [f"{n}.jsonl" for n in SAMPLES]
+    assert "eval of 3 transcripts" in result.stdout
+    # progress in a pipe: one line per finished transcript on stderr
+    assert [line.split(":")[0] for line in result.stderr.splitlines()] == [
+        "evaluated 1/3", "evaluated 2/3", "evaluated 3/3"]
+
+
+def test_min_recall_applies_to_the_corpus(folder: Path) -> None:
+    result = runner.invoke(app, ["eval", str(folder), "-s", "window:k=2", "--jobs", "1",
+                                 "--provider", "scripted", "--min-recall", "0.9"])
+    assert result.exit_code == 1
+    assert "recall below 0.9: window k=2" in result.stderr
+
+
+def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
+        folder: Path, tmp_path: Path) -> None:
+    shutil.copy(folder / "support.jsonl", tmp_path / "a.jsonl")
+    (tmp_path / "b.jsonl").write_text('{"role": "user", "content": "hi"}\n{oops\n',
+                                      encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(tmp_path), "-s", "window", "--jobs", "2",
+                                 "--provider", "scripted", "--json"])
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert [Path(t["source"]).name for t in data["transcripts"]] == ["a.jsonl"]
+    assert [Path(e["path"]).name for e in data["errors"]] == ["b.jsonl"]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "b.jsonl" in errors[0]
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    ((), "no transcript files"),
+    (("-s", "nosuch"), "nosuch"),
+    (("--report", "r.html"), "--report"),
+])
+def test_folder_errors_are_one_line(tmp_path: Path, folder: Path, args: tuple[str, ...],
+                                    named: str) -> None:
+    target = tmp_path if not args else folder
+    result = runner.invoke(app, ["eval", str(target), *args, "--provider", "scripted"])
+    assert result.exit_code == 2
+    assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == ""
+
+
+def test_ctrl_c_keeps_what_was_printed(folder: Path, tmp_path: Path) -> None:
+    """A real SIGINT after the first transcript finishes: its lines stay, then the totals."""
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(8):
+        shutil.copy(folder / "long-chat.jsonl", many / f"c{i}.jsonl")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "eval", str(many), "-s", "window", "--jobs", "2",
+         "--provider", "scripted"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        text=True)
+    assert process.stderr is not None
+    first = process.stderr.readline()
+    assert first.startswith("evaluated 1/8"), first
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130
+    done = int(stderr.strip().splitlines()[-1].split()[1])
+    assert stderr.strip().splitlines()[-1].startswith("interrupted:")
+    assert 1 <= done < 8
+    names = [line.split()[0] for line in stdout.splitlines() if line.startswith("c")]
+    assert len(names) == done
+    assert f"eval of {done} transcripts" in stdout

@@ -1,0 +1,103 @@
+"""`sessions import` and `replay --save-as` start embedding what recall by meaning needs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+WAITING = re.compile(r"^([\d,]+) messages? of (\S+) wait for vectors \(([^)]+)\)")
+BACKGROUND = re.compile(r"\(process (\d+)\)")
+
+
+@pytest.fixture
+def retrieval_config(tmp_path: Path) -> Iterator[Path]:
+    """`retrieval` by default, with the deterministic hash embedder."""
+    path = tmp_path / "config.toml"
+    path.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n',
+                    encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHATMEM_CONFIG", str(path))
+        yield path
+
+
+def waiting_lines(stderr: str) -> list[tuple[int, str, str, int | None]]:
+    """(messages, session, model, background pid) per line that says what waits."""
+    found = []
+    for line in stderr.splitlines():
+        if match := WAITING.match(line):
+            pid = BACKGROUND.search(line)
+            found.append((int(match[1].replace(",", "")), match[2], match[3],
+                          int(pid[1]) if pid else None))
+    return found
+
+
+def wait_for(pid: int) -> None:
+    """The background indexer is this process's child (CliRunner runs in-process)."""
+    with contextlib.suppress(ChildProcessError):  # already reaped: it has ended
+        os.waitpid(pid, 0)
+
+
+def left_to_embed(db: Path, session: str) -> int:
+    result = runner.invoke(app, ["index", session, "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.stderr
+    return int(json.loads(result.stdout)["embedded"])
+
+
+@pytest.mark.usefixtures("retrieval_config")
+def test_import_embeds_in_the_background_and_the_next_process_finds_it_done(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "long-chat.jsonl"), "lc",
+                                 "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    [(missing, session, model, pid)] = waiting_lines(result.stderr)
+    assert (missing, session, model) == (400, "lc", "hash:256")
+    assert pid is not None
+    wait_for(pid)
+    assert left_to_embed(db, "lc") == 0
+
+
+@pytest.mark.usefixtures("retrieval_config")
+def test_no_index_says_how_many_wait_and_leaves_them(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "旅行",
+                                 "--db", str(db), "--no-index"])
+    assert result.exit_code == 0, result.stderr
+    [(missing, session, _, pid)] = waiting_lines(result.stderr)
+    assert (session, pid) == ("旅行", None)
+    assert left_to_embed(db, "旅行") == missing > 0
+
+
+@pytest.mark.usefixtures("retrieval_config")
+def test_replay_save_as_starts_the_backlog_of_a_session_without_vectors(tmp_path: Path) -> None:
+    """Saved under `window`: the replay embedded nothing, but the configured `retrieval`
+    will want vectors for it."""
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["replay", str(SESSIONS / "support.jsonl"), "-s", "window",
+                                 "--save-as", "w", "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    [(missing, session, _, pid)] = waiting_lines(result.stderr)
+    assert session == "w" and missing > 0 and pid is not None
+    wait_for(pid)
+    assert left_to_embed(db, "w") == 0
+
+
+def test_nothing_starts_when_no_strategy_recalls_by_meaning(
+        tmp_path: Path, hash_embedder: Path) -> None:
+    db = tmp_path / "h.db"
+    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "support.jsonl"), "s",
+                                 "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    assert waiting_lines(result.stderr) == []
+    assert left_to_embed(db, "s") > 0
