@@ -11,6 +11,8 @@ never appears in an error, a log or a traceback.
 from __future__ import annotations
 
 import functools
+import math
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,6 +27,10 @@ BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
 WRITE_LOCK = int.from_bytes(b"chatmem", "big")
 """The advisory lock every writer takes (pg_advisory_xact_lock): one writer at a time."""
+K1, B = 1.2, 0.75
+"""BM25's parameters, FTS5's defaults."""
+_TOKEN = re.compile(r"[^\W_]+")
+"""What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
 TEXT_SEARCH = "english"
 """Stemming as SQLite's porter tokenizer does; CJK bigrams pass through unchanged."""
 
@@ -259,10 +265,11 @@ class PostgresBackend:
 
     def index_words(self, message_id: int, text: str) -> None:
         self.execute(
-            "INSERT INTO message_words (message_id, session_id, terms)"
-            f" SELECT id, session_id, to_tsvector('{TEXT_SEARCH}', ?) FROM messages WHERE id = ?"
-            " ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms",
-            [text, message_id])
+            "INSERT INTO message_words (message_id, session_id, terms, tokens)"
+            f" SELECT id, session_id, to_tsvector('{TEXT_SEARCH}', ?), ? FROM messages"
+            " WHERE id = ? ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms,"
+            " tokens = excluded.tokens",
+            [text, len(_TOKEN.findall(text)), message_id])
 
     def unindex_words(self, message_ids: Sequence[int]) -> None:
         self.execute("DELETE FROM message_words WHERE message_id = ANY(?)", [list(message_ids)])
@@ -283,12 +290,26 @@ class PostgresBackend:
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
-        """Cover density ranking (ts_rank_cd, divided by 1 + log of the entry's length, as
-        BM25 weighs long messages down): higher is better, ties by message id."""
-        if not terms:
+        """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
+        over every entry of the database, so both backends rank alike.
+
+        Each matching entry is read once, as FTS5's bm25() does: the caller keeps
+        the search to rare terms (fts.rare_terms), which bounds how many there are.
+        """
+        lexemes = self._lexemes(terms)
+        if not lexemes:
             return []
-        query = " || ".join(f"plainto_tsquery('{TEXT_SEARCH}', ?)" for _ in terms)
-        where, params = "w.terms @@ q.query", [*terms]  # type: str, list[Any]
+        entries, tokens = self.execute("SELECT entries, tokens FROM word_statistics"
+                                       ).fetchone()
+        if not entries:
+            return []
+        average = tokens / entries
+        idf = {}
+        for lexeme in lexemes:
+            hits = self.count_lexeme(lexeme)
+            idf[lexeme] = max(math.log((entries - hits + 0.5) / (hits + 0.5)), 1e-6)
+        query = " || ".join("?::tsquery" for _ in lexemes)
+        where, params = "w.terms @@ q.query", [*map(_tsquery, lexemes)]  # type: str, list[Any]
         if session_id is not None:
             where += " AND w.session_id = ?"
             params.append(session_id)
@@ -296,11 +317,28 @@ class PostgresBackend:
             where += " AND m.turn < ?"
             params.append(before_turn)
         rows = self.execute(
-            "SELECT m.id, m.position, ts_rank_cd(w.terms, q.query, 1) AS score"
+            "SELECT m.id, m.position, w.tokens, u.lexeme, cardinality(u.positions)"
             f" FROM (SELECT {query} AS query) AS q, message_words w"
-            f" JOIN messages m ON m.id = w.message_id WHERE {where}"
-            " ORDER BY score DESC, m.id LIMIT ?", [*params, limit])
-        return [(int(i), int(p), float(s)) for i, p, s in rows]
+            " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
+            f" WHERE {where} AND u.lexeme = ANY(?)", [*params, list(lexemes)])
+        scores: dict[tuple[int, int], float] = {}
+        for message_id, position, length, lexeme, found in rows:
+            weight = found * (K1 + 1) / (found + K1 * (1 - B + B * length / average))
+            key = (int(message_id), int(position))
+            scores[key] = scores.get(key, 0.0) + idf[lexeme] * weight
+        best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
+        return [(message_id, position, score) for (message_id, position), score in best]
+
+    def _lexemes(self, terms: Sequence[str]) -> list[str]:
+        """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""
+        rows = self.execute(
+            f"SELECT tsvector_to_array(to_tsvector('{TEXT_SEARCH}', t)) FROM unnest(?::text[])"
+            " WITH ORDINALITY AS x(t, i) ORDER BY i", [list(terms)])
+        return list(dict.fromkeys(lexeme for (found,) in rows for lexeme in found))
+
+    def count_lexeme(self, lexeme: str) -> int:
+        return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
+                               [_tsquery(lexeme)]))
 
     def fold_log(self) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
@@ -309,6 +347,11 @@ class PostgresBackend:
         return bool(self._value(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema ="
             " current_schema() AND table_name = ? AND column_name = ?", [table, column]))
+
+
+def _tsquery(lexeme: str) -> str:
+    """A one-lexeme tsquery, quoted so that no character in it is an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _password(url: str) -> str | None:

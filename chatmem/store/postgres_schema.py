@@ -274,11 +274,66 @@ CREATE TABLE message_words (
     message_id bigint PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
     session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     terms tsvector NOT NULL,
+    tokens bigint NOT NULL,
     {OWNER}
 );
 CREATE INDEX message_words_terms ON message_words USING gin (terms);
 CREATE INDEX message_words_session ON message_words (session_id);
 """
+
+# BM25 needs the number of entries and their average length, as FTS5 keeps them: one row,
+# kept by statement triggers (writers are serialized by the write lock, so it is no hot spot).
+WORD_STATISTICS = (
+    """
+CREATE TABLE word_statistics (
+    id bigint PRIMARY KEY CHECK (id = 1),
+    entries bigint NOT NULL,
+    tokens bigint NOT NULL
+)
+""",
+    """
+INSERT INTO word_statistics VALUES (1, 0, 0)
+""",
+    """
+CREATE FUNCTION chatmem_count_added_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE word_statistics SET entries = entries + (SELECT count(*) FROM added),
+        tokens = tokens + (SELECT coalesce(sum(tokens), 0) FROM added);
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE FUNCTION chatmem_count_removed_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE word_statistics SET entries = entries - (SELECT count(*) FROM removed),
+        tokens = tokens - (SELECT coalesce(sum(tokens), 0) FROM removed);
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE FUNCTION chatmem_count_changed_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE word_statistics SET tokens = tokens + (SELECT coalesce(sum(tokens), 0) FROM added)
+        - (SELECT coalesce(sum(tokens), 0) FROM removed);
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE TRIGGER message_words_added AFTER INSERT ON message_words
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT
+    EXECUTE FUNCTION chatmem_count_added_words()
+""",
+    """
+CREATE TRIGGER message_words_removed AFTER DELETE ON message_words
+    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT
+    EXECUTE FUNCTION chatmem_count_removed_words()
+""",
+    """
+CREATE TRIGGER message_words_changed AFTER UPDATE ON message_words
+    REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT
+    EXECUTE FUNCTION chatmem_count_changed_words()
+""",
+)
 
 
 @migration
@@ -287,6 +342,8 @@ def p001_schema(execute: Execute) -> None:
     for statement in TABLES.split(";"):
         if statement.strip():
             execute(statement)
+    for statement in WORD_STATISTICS:
+        execute(statement)
     for statement in _policies("sessions",
                                "EXISTS (SELECT 1 FROM session_shares h WHERE h.session_id ="
                                " sessions.id AND h.grantee = current_user"
@@ -307,6 +364,7 @@ def p001_schema(execute: Execute) -> None:
     # Every role may use the tables; the policies decide which rows.
     execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {', '.join(USER_TABLES)} TO PUBLIC")
     execute(f"GRANT SELECT ON chatmem_meta, {BOOKKEEPING} TO PUBLIC")
+    execute("GRANT SELECT, UPDATE ON word_statistics TO PUBLIC")
     for table in ("sessions", "messages", "turns", "summaries", "facts", "fact_history",
                   "probes"):
         execute(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO PUBLIC")

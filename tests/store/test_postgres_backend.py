@@ -435,3 +435,63 @@ def test_without_psycopg_the_message_says_how_to_install_it(
         PostgresBackend(pg_url)
     assert e.value.message == (f"{pg_url}: a PostgreSQL history needs psycopg: pip install -e"
                                " '.[postgres]' in the chatmem checkout")
+
+
+# -- the same recall as SQLite ---------------------------------------------------------------
+
+_WORDS = ("travel", "travelling", "travelled", "trip", "trips", "flight", "flights", "booking",
+          "booked", "hotel", "hotels", "running", "runs", "ran", "cat", "cats", "cooking",
+          "cooked", "dinner", "dinners", "meeting", "meetings", "budget", "report", "reports",
+          "deadline", "deadlines", "python", "database", "databases", "garden", "gardening",
+          "Hangzhou", "Paris", "weekend", "weekends", "train", "trains")
+_CHINESE = ("我们五月去杭州旅行", "预订酒店", "明天开会讨论预算", "周末去公园跑步",
+            "晚饭做了红烧肉", "数据库迁移", "杭州的酒店很贵", "报告的截止日期")
+_STOP = ("the", "and", "we", "to", "a", "is")
+
+
+def _conversation(seed: int, count: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        words = [rng.choice([*_WORDS, *_STOP]) for _ in range(rng.randint(2, 14))]
+        if rng.random() < 0.4:
+            words.insert(rng.randint(0, len(words)), rng.choice(_CHINESE))
+        texts.append(" ".join(words))
+    return texts
+
+
+def test_word_scores_rank_as_sqlite_fts5_bm25_does(backend: PostgresBackend) -> None:
+    """SQLite's index (schema m003: FTS5, porter) and this backend, given the same messages,
+    score every query's matches alike: the same messages, in the same order."""
+    sqlite = sqlite3.connect(":memory:")
+    sqlite.execute("CREATE VIRTUAL TABLE messages_fts USING fts5(terms,"
+                   " tokenize='porter unicode61')")
+    sessions = {add_session(backend, f"s{seed}"): _conversation(seed, 40) for seed in range(3)}
+    where: dict[int, tuple[int, int]] = {}
+    for session_id, texts in sessions.items():
+        for position, text in enumerate(texts):
+            message_id = add_message(backend, session_id, position, text, turn=position // 2 + 1)
+            sqlite.execute("INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)",
+                           [message_id, fts.index_text(text)])
+            where[message_id] = (session_id, position // 2 + 1)
+    queries = ["travelling to Hangzhou", "booked hotels", "cooking dinner", "the deadlines",
+               "杭州酒店", "预算会议", "running in the garden", "database report 数据库",
+               "python", "trips and flights 旅行"]
+    compared = 0
+    for query in queries:
+        terms = fts.query_terms(query)
+        for session_id in (None, *sessions):
+            expected = sorted(
+                ((-score, rowid) for rowid, score in sqlite.execute(
+                    "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts"
+                    " MATCH ?", [fts.match_terms(terms)])
+                 if session_id in (None, where[rowid][0]) and where[rowid][1] < 15),
+                key=lambda item: (-item[0], item[1]))[:10]
+            found = backend.word_scores(terms, session_id, 15, 10)
+            assert [m for m, _, _ in found] == [m for _, m in expected], (query, session_id)
+            assert [s for _, _, s in found] == pytest.approx([s for s, _ in expected],
+                                                             rel=1e-9), query
+            compared += len(found)
+    assert compared > 100
