@@ -302,6 +302,27 @@ def test_reindexing_replaces_and_unindexing_removes_entries(backend: PostgresBac
     assert count(backend, "message_words") == 0
 
 
+def test_the_word_statistics_follow_every_change_of_the_index(backend: PostgresBackend) -> None:
+    def statistics() -> tuple[int, int]:
+        row = backend.execute("SELECT entries, tokens FROM word_statistics").fetchone()
+        actual = backend.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM message_words"
+                                 ).fetchone()
+        assert tuple(row) == tuple(actual)
+        return int(row[0]), int(row[1])
+
+    one, two = add_session(backend, "one"), add_session(backend, "two")
+    first = add_message(backend, one, 0, "the cat_sat on 我们五月")  # cat, sat, on, the + 3 bigrams
+    add_message(backend, one, 1, "dinner at eight")
+    add_message(backend, two, 0, "杭州")
+    assert statistics() == (3, 7 + 3 + 1)
+    with backend.write():
+        backend.index_words(first, fts.index_text("[redacted]"))
+    assert statistics() == (3, 1 + 3 + 1)
+    with backend.write():
+        backend.execute("DELETE FROM sessions WHERE id = ?", [one])  # cascades to the words
+    assert statistics() == (1, 1)
+
+
 # -- row ownership -----------------------------------------------------------------------
 
 USER_TABLES = postgres_schema.USER_TABLES
