@@ -80,6 +80,14 @@ def parse_location(location: str) -> HistoryLocation:
     return HistoryLocation(LocationKind.POSTGRESQL, url, masked(url))
 
 
+def password_of(url: str) -> str | None:
+    """The password a URL carries, if any: what a driver's message must never show."""
+    parts = urlsplit(url)
+    password = dict(parse_qsl(parts.query)).get("password") or (
+        unquote(parts.password) if parts.password else None)
+    return password or None
+
+
 def _hosts(netloc: str, query: dict[str, str]) -> list[str]:
     """Every host a URL may connect to; a `host` parameter overrides the authority's."""
     if "host" in query:

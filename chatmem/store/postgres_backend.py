@@ -21,7 +21,7 @@ from typing import Any
 from chatmem import install_hint
 from chatmem.errors import NotChatmemDatabase, StoreError
 from chatmem.store import postgres_schema as schema
-from chatmem.store.location import LocationKind, parse_location
+from chatmem.store.location import LocationKind, parse_location, password_of
 
 BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
@@ -118,7 +118,7 @@ class PostgresBackend:
         # What makes the database unusable for a write (not a bug, not a constraint).
         self._store_failures: tuple[type[BaseException], ...] = (
             psycopg.OperationalError, psycopg.InternalError, errors.InsufficientPrivilege)
-        self._secret = _password(where.target)
+        self._secret = password_of(where.target)
         try:
             self._conn = psycopg.connect(where.target, autocommit=True,
                                          connect_timeout=CONNECT_TIMEOUT_S)
@@ -214,8 +214,6 @@ class PostgresBackend:
                               f"{self.busy_timeout_ms / 1000:g} s; try again")
         if isinstance(error, errors.DiskFull):
             return StoreError(f"{where}: the server's disk is full; nothing was stored")
-        if isinstance(error, self._errors.OperationalError):
-            return StoreError(f"{where}: {_reason(error, self._secret)}")
         if isinstance(error, self._errors.Error):
             return StoreError(f"{where}: {_reason(error, self._secret)}")
         return StoreError(f"{where}: {error}")
@@ -352,13 +350,3 @@ class PostgresBackend:
 def _tsquery(lexeme: str) -> str:
     """A one-lexeme tsquery, quoted so that no character in it is an operator."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _password(url: str) -> str | None:
-    """The password a URL carries (to mask it in a driver's message), if any."""
-    from urllib.parse import parse_qsl, unquote, urlsplit
-
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query))
-    password = query.get("password") or (unquote(parts.password) if parts.password else None)
-    return password or None

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.errors import StoreError
-from chatmem.store.location import LocationKind, is_url, masked, parse_location
+from chatmem.store.location import LocationKind, is_url, masked, parse_location, password_of
 
 
 def test_a_path_is_a_sqlite_file() -> None:
@@ -87,3 +87,10 @@ def test_a_url_without_a_database_is_refused_masked(url: str) -> None:
 
 def test_a_database_named_in_the_query_is_enough() -> None:
     assert parse_location("postgresql://ann@localhost?dbname=chat").kind is LocationKind.POSTGRESQL
+
+
+def test_the_password_of_a_url_is_found_wherever_it_is() -> None:
+    assert password_of("postgresql://ann:s%40cret@db/chat") == "s@cret"
+    assert password_of("postgresql://ann@db/chat?password=s3cret") == "s3cret"
+    assert password_of("postgresql://ann@db/chat") is None
+    assert password_of("postgresql://ann:@db/chat") is None
