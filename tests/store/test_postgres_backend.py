@@ -74,9 +74,11 @@ def test_values_come_back_with_sqlites_types(backend: PostgresBackend) -> None:
         backend.execute("UPDATE messages SET gap_s = ? WHERE id = ?", [float("inf"), message_id])
         backend.execute("INSERT INTO message_vectors VALUES (?, 'e5', 3, ?, ?)",
                         [message_id, b"\x00\x01\xff", b""])
-    row = backend.execute("SELECT m.id, m.turn, m.content, m.gap_s, m.external_id, v.vector"
-                          " FROM messages m JOIN message_vectors v ON v.message_id = m.id"
-                          ).fetchone()
+    cursor = backend.execute("SELECT m.id, m.turn, m.content, m.gap_s, m.external_id, v.vector"
+                             " FROM messages m JOIN message_vectors v ON v.message_id = m.id")
+    assert [d[0] for d in cursor.description] == ["id", "turn", "content", "gap_s",
+                                                  "external_id", "vector"]
+    row = cursor.fetchone()
     assert tuple(row) == (message_id, 1, "我们五月去杭州旅行", float("inf"), None, b"\x00\x01\xff")
     assert type(row[0]) is int and type(row[5]) is bytes
 
