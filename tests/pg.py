@@ -64,6 +64,11 @@ def pg_server() -> Iterator[PostgresServer]:
         host = dict(parse_qsl(urlsplit(server.get_uri()).query))["host"]
         running = PostgresServer(host, psycopg)
         with running.admin() as conn:
+            # The tests kill clients, never this server: its durability is not under test,
+            # and syncing every commit to disk would only slow a shared machine down.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
             for role in ROLES:
                 conn.execute(f"CREATE ROLE {role} LOGIN")
         yield running
