@@ -21,6 +21,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
+from chatmem import fts
+from chatmem.store.postgres_backend import PostgresBackend
+
 ROLES = ("ann", "bob")
 """Two login roles, neither superuser, for the row-level security tests."""
 TEMPLATE = "chatmem_template"
@@ -80,8 +83,6 @@ def pg_server() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="session")
 def pg_template(pg_server: PostgresServer) -> str:
     """A database with chatmem's schema, for CREATE DATABASE ... TEMPLATE."""
-    from chatmem.store.postgres_backend import PostgresBackend
-
     with pg_server.admin() as conn:
         conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
     PostgresBackend(pg_server.url(TEMPLATE)).close()
@@ -102,3 +103,39 @@ def pg_empty_url(pg_server: PostgresServer) -> Iterator[str]:
     name = pg_server.create_database()
     yield pg_server.url(name)
     pg_server.drop_database(name)
+
+
+NOW = "2026-12-02T10:00:00.000+00:00"
+
+
+# -- rows for the tests, written as the store writes them ----------------------------------
+
+
+@pytest.fixture
+def pg_backend(pg_url: str) -> Iterator[PostgresBackend]:
+    """A PostgresBackend on a fresh, migrated database."""
+    with PostgresBackend(pg_url) as b:
+        yield b
+
+
+def add_session(b: PostgresBackend, name: str = "work") -> int:
+    with b.write():
+        return int(b.execute(
+            "INSERT INTO sessions (name, strategy, created_at, updated_at)"
+            " VALUES (?, 'window', ?, ?) RETURNING id", [name, NOW, NOW]).fetchone()[0])
+
+
+def add_message(b: PostgresBackend, session_id: int, position: int, content: str,
+                turn: int | None = None) -> int:
+    with b.write():
+        message_id = int(b.execute(
+            "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
+            " VALUES (?, ?, ?, 'user', ?, ?) RETURNING id",
+            [session_id, position, position + 1 if turn is None else turn, content, NOW],
+        ).fetchone()[0])
+        b.index_words(message_id, fts.index_text(content))
+    return message_id
+
+
+def count(b: PostgresBackend, table: str) -> int:
+    return int(b.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
