@@ -108,7 +108,7 @@ def _conversation(seed: int, count: int) -> list[str]:
 
 
 def test_word_scores_rank_as_sqlite_fts5_bm25_does(pg_backend: PostgresBackend) -> None:
-    """SQLite's index (schema m003: FTS5, porter) and this pg_backend, given the same messages,
+    """SQLite's index (schema m003: FTS5, porter) and this backend, given the same messages,
     score every query's matches alike: the same messages, in the same order."""
     sqlite = sqlite3.connect(":memory:")
     sqlite.execute("CREATE VIRTUAL TABLE messages_fts USING fts5(terms,"
@@ -127,15 +127,15 @@ def test_word_scores_rank_as_sqlite_fts5_bm25_does(pg_backend: PostgresBackend) 
     compared = 0
     for query in queries:
         terms = fts.query_terms(query)
-        for session_id in (None, *sessions):
+        for scope in (None, *sessions):
             expected = sorted(
                 ((-score, rowid) for rowid, score in sqlite.execute(
                     "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts"
                     " MATCH ?", [fts.match_terms(terms)])
-                 if session_id in (None, where[rowid][0]) and where[rowid][1] < 15),
+                 if scope in (None, where[rowid][0]) and where[rowid][1] < 15),
                 key=lambda item: (-item[0], item[1]))[:10]
-            found = pg_backend.word_scores(terms, session_id, 15, 10)
-            assert [m for m, _, _ in found] == [m for _, m in expected], (query, session_id)
+            found = pg_backend.word_scores(terms, scope, 15, 10)
+            assert [m for m, _, _ in found] == [m for _, m in expected], (query, scope)
             assert [s for _, _, s in found] == pytest.approx([s for s, _ in expected],
                                                              rel=1e-9), query
             compared += len(found)
