@@ -21,8 +21,10 @@ A released migration is never edited: a schema change is a new function.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-Execute = Callable[[str], object]
+Execute = Callable[[str], Any]
+"""Runs one statement and returns its cursor (psycopg's Connection.execute)."""
 Migration = Callable[[Execute], None]
 MIGRATIONS: list[Migration] = []
 """Every migration, in the order they run; each is known by its function's name."""
@@ -362,7 +364,16 @@ def p001_schema(execute: Execute) -> None:
         for statement in _policies(table, readable, writable, insert=f"({insertable})"):
             execute(statement)
     # Every role may use the tables; the policies decide which rows.
-    execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {', '.join(USER_TABLES)} TO PUBLIC")
+    tables = ", ".join(USER_TABLES)
+    quoted = ", ".join(f"'{table}'" for table in USER_TABLES)
+    execute(f"GRANT SELECT, INSERT, DELETE ON {tables} TO PUBLIC")
+    # Every column but the owner: a role that may write a shared session cannot take it over.
+    for table, columns in execute(
+            "SELECT table_name, string_agg(quote_ident(column_name), ', ')"
+            " FROM information_schema.columns WHERE table_schema = current_schema()"
+            f" AND column_name <> 'owner' AND table_name IN ({quoted})"
+            " GROUP BY table_name").fetchall():
+        execute(f"GRANT UPDATE ({columns}) ON {table} TO PUBLIC")
     execute(f"GRANT SELECT ON chatmem_meta, {BOOKKEEPING} TO PUBLIC")
     execute("GRANT SELECT, UPDATE ON word_statistics TO PUBLIC")
     for table in ("sessions", "messages", "turns", "summaries", "facts", "fact_history",

@@ -67,7 +67,10 @@ def test_a_role_sees_and_touches_none_of_anothers_rows(
     assert bob.count_word_matches("杭州", 10) == 0
     with bob.write():
         for table in USER_TABLES:
-            assert bob.execute(f"UPDATE {table} SET owner = owner").rowcount == 0
+            column = bob.execute("SELECT column_name FROM information_schema.columns WHERE"
+                                 " table_name = ? AND column_name <> 'owner' ORDER BY"
+                                 " ordinal_position LIMIT 1", [table]).fetchone()[0]
+            assert bob.execute(f"UPDATE {table} SET {column} = {column}").rowcount == 0
             assert bob.execute(f"DELETE FROM {table}").rowcount == 0
     assert visible(ann) == own
     # Names are unique per owner: both may call a session "work".
@@ -105,6 +108,12 @@ def test_a_shared_session_is_the_one_exception(
     assert ann.count_word_matches("bob", 10) == 1
     with bob.write():
         assert bob.execute("DELETE FROM sessions").rowcount == 0
+    # Nor take it over: the owner column is not his to change, in any table.
+    for table in USER_TABLES:
+        with pytest.raises(StoreError) as e, bob.write():
+            bob.execute(f"UPDATE {table} SET owner = 'bob'")
+        assert "may not change that" in e.value.message
+    assert {r[0] for r in ann.execute("SELECT owner FROM sessions")} == {"ann"}
     # Unshared, the session is ann's alone again.
     with ann.write():
         ann.execute("DELETE FROM session_shares")
