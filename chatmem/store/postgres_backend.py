@@ -1,0 +1,352 @@
+"""A history in a PostgreSQL database: the store's Backend over psycopg 3.
+
+The connection is in autocommit: a read is its own statement and `write()`
+is one transaction that first takes a transaction-scoped advisory lock, so
+writers queue as on SQLite's BEGIN IMMEDIATE and a process killed mid-write
+leaves nothing of it. Statements use `?` placeholders (translated once per
+SQL text). Every message names the database by its masked URL: the password
+never appears in an error, a log or a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from chatmem import install_hint
+from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.store import postgres_schema as schema
+from chatmem.store.location import LocationKind, parse_location, password_of
+
+BUSY_TIMEOUT_MS = 5000
+CONNECT_TIMEOUT_S = 10
+WRITE_LOCK = int.from_bytes(b"chatmem", "big")
+"""The advisory lock every writer takes (pg_advisory_xact_lock): one writer at a time."""
+K1, B = 1.2, 0.75
+"""BM25's parameters, FTS5's defaults."""
+_TOKEN = re.compile(r"[^\W_]+")
+"""What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
+TEXT_SEARCH = "english"
+"""Stemming as SQLite's porter tokenizer does; CJK bigrams pass through unchanged."""
+
+
+@functools.lru_cache(maxsize=1024)
+def translate(sql: str) -> str:
+    """`sql` with `?` placeholders as psycopg's `%s`, and every `%` doubled.
+
+    A `?` inside a quoted literal, a quoted identifier or a comment stays; a
+    `%` is doubled everywhere, as psycopg reads placeholders in literals too.
+    """
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":
+            end = i + 1
+            while end < n:
+                if sql[end] == c:
+                    if end + 1 < n and sql[end + 1] == c:  # '' or "" escapes the quote
+                        end += 2
+                        continue
+                    break
+                end += 1
+            out.append(sql[i : end + 1].replace("%", "%%"))
+            i = end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif c == "?":
+            out.append("%s")
+            i += 1
+        elif c == "%":
+            out.append("%%")
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    return psycopg
+
+
+def available() -> bool:
+    return _driver() is not None
+
+
+def _reason(error: BaseException, secret: str | None) -> str:
+    """The first line of a driver error, any password in it masked."""
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return text.replace(secret, "***") if secret else text
+
+
+class PostgresBackend:
+    """A chatmem database on a PostgreSQL server. Use as a context manager or call close().
+
+    Opening a new database creates its schema in one transaction under the
+    write lock, so two first users cannot both migrate it.
+    """
+
+    kind = "postgresql"
+    encrypted = False
+    """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        where = parse_location(url)
+        if where.kind is not LocationKind.POSTGRESQL:
+            raise StoreError(f"{where.shown}: not a postgresql:// URL")
+        self.location = where.shown
+        self.busy_timeout_ms = busy_timeout_ms
+        psycopg = _driver()
+        if psycopg is None:
+            raise StoreError(f"{self.location}: a PostgreSQL history needs psycopg: "
+                             f"{install_hint('postgres')}")
+        self._errors = psycopg
+        errors = psycopg.errors
+        # What makes the database unusable for a write (not a bug, not a constraint).
+        self._store_failures: tuple[type[BaseException], ...] = (
+            psycopg.OperationalError, psycopg.InternalError, errors.InsufficientPrivilege)
+        self._secret = password_of(where.target)
+        try:
+            self._conn = psycopg.connect(where.target, autocommit=True,
+                                         connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as e:
+            raise StoreError(f"{self.location}: cannot connect: "
+                             f"{_reason(e, self._secret)}") from None
+        try:
+            self._conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
+            self._migrate()
+        except psycopg.Error as e:
+            self._conn.close()
+            raise self.error(e) from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- statements -----------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self._conn.execute(translate(sql), tuple(params))
+        except self._errors.OperationalError as e:
+            raise self.error(e) from None
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        try:
+            with self._conn.cursor() as cursor:
+                cursor.executemany(translate(sql), [tuple(r) for r in rows])
+        except self._errors.OperationalError as e:
+            raise self.error(e) from None
+
+    def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    @property
+    def in_transaction(self) -> bool:
+        status = self._conn.info.transaction_status
+        return bool(status != self._errors.pq.TransactionStatus.IDLE)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing --------------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction, all or nothing, holding the write lock until it ends.
+
+        Nested use is a savepoint inside the outer transaction.
+        """
+        nested = self.in_transaction  # then a savepoint; the outer transaction holds the lock
+        try:
+            with self._conn.transaction():
+                if not nested:
+                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                yield
+        except self._store_failures as e:
+            # A constraint's error stays the driver's: the table code may expect it.
+            raise self.error(e) from None
+
+    def check_writable(self) -> None:
+        """Raise the error a write would meet, without writing: a turn checks before it is sent."""
+        if self.in_transaction:
+            return
+        try:
+            with self._conn.transaction(force_rollback=True):
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                self._conn.execute("UPDATE sessions SET name = name WHERE 1 = 0")
+        except self._store_failures as e:
+            raise self.error(e) from None
+
+    def error(self, error: BaseException) -> StoreError:
+        """A driver error as one line naming the database (its password masked)."""
+        errors = self._errors.errors
+        where = self.location
+        if self._conn.closed or isinstance(error, errors.AdminShutdown):
+            return StoreError(f"{where}: the connection was lost; memory untouched "
+                              "(nothing of this change was stored), try again")
+        if isinstance(error, errors.ReadOnlySqlTransaction):
+            return StoreError(f"{where} is read-only: nothing can be stored")
+        if isinstance(error, errors.InsufficientPrivilege):
+            return StoreError(f"{where}: this role may not change that, nothing was stored "
+                              f"({_reason(error, self._secret)})")
+        if isinstance(error, errors.LockNotAvailable | errors.QueryCanceled):
+            return StoreError(f"{where} is busy: another process held it for over "
+                              f"{self.busy_timeout_ms / 1000:g} s; try again")
+        if isinstance(error, errors.DiskFull):
+            return StoreError(f"{where}: the server's disk is full; nothing was stored")
+        if isinstance(error, self._errors.Error):
+            return StoreError(f"{where}: {_reason(error, self._secret)}")
+        return StoreError(f"{where}: {error}")
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self._conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+
+    def _pending_migrations(self) -> list[str]:
+        """The migrations this database still needs; raises if it is not ours or newer."""
+        tables = self._tables()
+        if not tables or tables == {schema.BOOKKEEPING}:
+            return schema.pending_migrations(self._applied(tables))
+        if "chatmem_meta" not in tables:
+            raise NotChatmemDatabase(
+                f"{self.location} is not a chatmem database (it has other tables)")
+        applied = self._applied(tables)
+        unknown = applied - schema.migration_names()
+        if unknown:
+            raise NotChatmemDatabase(
+                f"{self.location} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
+                " upgrade chatmem")
+        return schema.pending_migrations(applied)
+
+    def _applied(self, tables: set[str]) -> set[str]:
+        if schema.BOOKKEEPING not in tables:
+            return set()
+        return {r[0] for r in self._conn.execute(f"SELECT name FROM {schema.BOOKKEEPING}")}
+
+    def _migrate(self) -> None:
+        if not self._pending_migrations():
+            return
+        with self.write():
+            # Under the write lock: another process may have migrated meanwhile.
+            pending = self._pending_migrations()
+            self._conn.execute(schema.CREATE_BOOKKEEPING)
+            for fn in schema.MIGRATIONS:
+                if fn.__name__ in pending:
+                    fn(self._conn.execute)
+                    self._conn.execute(
+                        f"INSERT INTO {schema.BOOKKEEPING} (name, applied_at) VALUES (%s, %s)",
+                        (fn.__name__, str(datetime.now(UTC))))
+
+    # -- the dialect ----------------------------------------------------------------------
+
+    def index_words(self, message_id: int, text: str) -> None:
+        self.execute(
+            "INSERT INTO message_words (message_id, session_id, terms, tokens)"
+            f" SELECT id, session_id, to_tsvector('{TEXT_SEARCH}', ?), ? FROM messages"
+            " WHERE id = ? ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms,"
+            " tokens = excluded.tokens",
+            [text, len(_TOKEN.findall(text)), message_id])
+
+    def unindex_words(self, message_ids: Sequence[int]) -> None:
+        self.execute("DELETE FROM message_words WHERE message_id = ANY(?)", [list(message_ids)])
+
+    def forget_erased_words(self) -> None:
+        """Reclaim erased entries' space, so their terms leave the table's pages.
+
+        VACUUM cannot run inside a transaction; within one the autovacuum does it later.
+        """
+        if not self.in_transaction:
+            self.execute("VACUUM message_words")
+
+    def count_word_matches(self, term: str, most: int) -> int:
+        return int(self._value(
+            "SELECT count(*) FROM (SELECT 1 FROM message_words"
+            f" WHERE terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found",
+            [term, most + 1]))
+
+    def word_scores(self, terms: Sequence[str], session_id: int | None,
+                    before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
+        """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
+        over every entry of the database, so both backends rank alike.
+
+        Each matching entry is read once, as FTS5's bm25() does: the caller keeps
+        the search to rare terms (fts.rare_terms), which bounds how many there are.
+        """
+        lexemes = self._lexemes(terms)
+        if not lexemes:
+            return []
+        entries, tokens = self.execute("SELECT entries, tokens FROM word_statistics"
+                                       ).fetchone()
+        if not entries:
+            return []
+        average = tokens / entries
+        idf = {}
+        for lexeme in lexemes:
+            hits = self.count_lexeme(lexeme)
+            idf[lexeme] = max(math.log((entries - hits + 0.5) / (hits + 0.5)), 1e-6)
+        query = " || ".join("?::tsquery" for _ in lexemes)
+        where, params = "w.terms @@ q.query", [*map(_tsquery, lexemes)]  # type: str, list[Any]
+        if session_id is not None:
+            where += " AND w.session_id = ?"
+            params.append(session_id)
+        if before_turn is not None:
+            where += " AND m.turn < ?"
+            params.append(before_turn)
+        rows = self.execute(
+            "SELECT m.id, m.position, w.tokens, u.lexeme, cardinality(u.positions)"
+            f" FROM (SELECT {query} AS query) AS q, message_words w"
+            " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
+            f" WHERE {where} AND u.lexeme = ANY(?)", [*params, list(lexemes)])
+        scores: dict[tuple[int, int], float] = {}
+        for message_id, position, length, lexeme, found in rows:
+            weight = found * (K1 + 1) / (found + K1 * (1 - B + B * length / average))
+            key = (int(message_id), int(position))
+            scores[key] = scores.get(key, 0.0) + idf[lexeme] * weight
+        best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
+        return [(message_id, position, score) for (message_id, position), score in best]
+
+    def _lexemes(self, terms: Sequence[str]) -> list[str]:
+        """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""
+        rows = self.execute(
+            f"SELECT tsvector_to_array(to_tsvector('{TEXT_SEARCH}', t)) FROM unnest(?::text[])"
+            " WITH ORDINALITY AS x(t, i) ORDER BY i", [list(terms)])
+        return list(dict.fromkeys(lexeme for (found,) in rows for lexeme in found))
+
+    def count_lexeme(self, lexeme: str) -> int:
+        return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
+                               [_tsquery(lexeme)]))
+
+    def fold_log(self) -> None:
+        """Nothing to fold: the server keeps its own write-ahead log."""
+
+    def has_column(self, table: str, column: str) -> bool:
+        return bool(self._value(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema ="
+            " current_schema() AND table_name = ? AND column_name = ?", [table, column]))
+
+
+def _tsquery(lexeme: str) -> str:
+    """A one-lexeme tsquery, quoted so that no character in it is an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"

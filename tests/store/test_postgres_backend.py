@@ -1,0 +1,255 @@
+"""The PostgreSQL backend on a real server (tests/pg.py starts it from the wheel):
+statements, schema, writes and errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from pg import NOW, PostgresServer, add_message, add_session, count
+
+from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.store import postgres_schema
+from chatmem.store.postgres_backend import PostgresBackend, translate
+
+# -- placeholders ------------------------------------------------------------------------
+
+
+def test_translate_turns_placeholders_outside_literals_and_doubles_every_percent() -> None:
+    assert translate("SELECT a FROM t WHERE b = ? AND c LIKE ?") == (
+        "SELECT a FROM t WHERE b = %s AND c LIKE %s")
+    assert translate("SELECT '?', 'it''s ?%', \"we?ird\" WHERE x = ?") == (
+        "SELECT '?', 'it''s ?%%', \"we?ird\" WHERE x = %s")
+    assert translate("SELECT 5 % 2 -- why? 100%\n, ?") == "SELECT 5 %% 2 -- why? 100%%\n, %s"
+    assert translate("SELECT 1") == "SELECT 1"
+
+
+def test_statements_with_percent_and_question_marks_in_literals_run(
+        pg_backend: PostgresBackend) -> None:
+    row = pg_backend.execute("SELECT ? || '%' || '?', 'a?b' LIKE 'a_b', 7 % 4, ?",
+                          ["50", "杭州%?"]).fetchone()
+    assert tuple(row) == ("50%?", True, 3, "杭州%?")
+
+
+def test_values_come_back_with_sqlites_types(pg_backend: PostgresBackend) -> None:
+    session_id = add_session(pg_backend)
+    message_id = add_message(pg_backend, session_id, 0, "我们五月去杭州旅行")
+    with pg_backend.write():
+        pg_backend.execute("UPDATE messages SET gap_s = ? WHERE id = ?", [float("inf"), message_id])
+        pg_backend.execute("INSERT INTO message_vectors VALUES (?, 'e5', 3, ?, ?)",
+                        [message_id, b"\x00\x01\xff", b""])
+    cursor = pg_backend.execute("SELECT m.id, m.turn, m.content, m.gap_s, m.external_id, v.vector"
+                             " FROM messages m JOIN message_vectors v ON v.message_id = m.id")
+    assert [d[0] for d in cursor.description] == ["id", "turn", "content", "gap_s",
+                                                  "external_id", "vector"]
+    row = cursor.fetchone()
+    assert tuple(row) == (message_id, 1, "我们五月去杭州旅行", float("inf"), None, b"\x00\x01\xff")
+    assert type(row[0]) is int and type(row[5]) is bytes
+
+
+def test_executemany_inserts_every_row(pg_backend: PostgresBackend) -> None:
+    session_id = add_session(pg_backend)
+    with pg_backend.write():
+        pg_backend.executemany("INSERT INTO strategy_state VALUES (?, 'summary', ?, ?)",
+                            [(session_id, f"k{i}", f"{i}%") for i in range(5)])
+    assert pg_backend.execute("SELECT key, value FROM strategy_state ORDER BY key").fetchall() == [
+        (f"k{i}", f"{i}%") for i in range(5)]
+
+
+# -- schema ------------------------------------------------------------------------------
+
+_TYPES = {"INTEGER": "bigint", "TEXT": "text", "REAL": "double precision", "BLOB": "bytea"}
+
+
+def test_the_schema_has_every_sqlite_table_and_column_with_matching_types(
+        pg_backend: PostgresBackend, tmp_path: Path) -> None:
+    from chatmem.store import Store
+
+    with Store(tmp_path / "h.db"):
+        pass
+    sqlite = sqlite3.connect(tmp_path / "h.db")
+    tables = [r[0] for r in sqlite.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
+        " AND name NOT LIKE '\\_sqlite%' ESCAPE '\\'")]
+    assert "messages" in tables and "fact_history" in tables
+    for table in tables:
+        expected = {(name, _TYPES[kind]) for _, name, kind, *_ in
+                    sqlite.execute(f"PRAGMA table_info({table})")}
+        found = {tuple(r) for r in pg_backend.execute(
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?", [table])}
+        assert found - {("owner", "text")} == expected, table
+        assert pg_backend.has_column(table, sorted(expected)[0][0])
+    sqlite_indexes = {r[0] for r in sqlite.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+    pg_indexes = {r[0] for r in pg_backend.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")}
+    assert sqlite_indexes - {"idx__sqlite_migrations_migration_set_name"} <= pg_indexes
+    assert not pg_backend.has_column("messages", "no_such_column")
+
+
+def test_two_first_users_of_a_new_database_both_open_it_and_it_is_migrated_once(
+        pg_empty_url: str) -> None:
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            start.wait()
+            PostgresBackend(pg_empty_url).close()
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=open_it) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    with PostgresBackend(pg_empty_url) as b:
+        applied = [r[0] for r in b.execute("SELECT name FROM chatmem_migrations")]
+        assert applied == [m.__name__ for m in postgres_schema.MIGRATIONS]
+        assert b.execute("SELECT value FROM chatmem_meta WHERE key = 'application'"
+                         ).fetchone()[0] == "chatmem"
+
+
+def test_a_database_with_other_tables_is_refused_and_left_alone(
+        pg_empty_url: str, pg_server: PostgresServer) -> None:
+    name = pg_empty_url.split("/")[3].split("?")[0]
+    with pg_server.admin(name) as conn:
+        conn.execute("CREATE TABLE invoices (id int)")
+    with pytest.raises(NotChatmemDatabase) as e:
+        PostgresBackend(pg_empty_url)
+    assert e.value.message == f"{pg_empty_url} is not a chatmem database (it has other tables)"
+    with pg_server.admin(name) as conn:
+        assert [r[0] for r in conn.execute("SELECT tablename FROM pg_tables"
+                                           " WHERE schemaname = 'public'")] == ["invoices"]
+
+
+def test_a_database_from_a_newer_chatmem_is_refused(pg_url: str, pg_server: PostgresServer,
+                                                    pg_backend: PostgresBackend) -> None:
+    with pg_backend.write():
+        pg_backend.execute("INSERT INTO chatmem_migrations VALUES ('p999_future', ?)", [NOW])
+    with pytest.raises(NotChatmemDatabase) as e:
+        PostgresBackend(pg_url)
+    assert "newer chatmem (schema p999_future)" in e.value.message
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def test_an_error_inside_a_write_stores_nothing_of_it(pg_backend: PostgresBackend) -> None:
+    session_id = add_session(pg_backend)
+    with pytest.raises(RuntimeError), pg_backend.write():
+        add_message(pg_backend, session_id, 0, "half a turn")  # nested: a savepoint
+        assert pg_backend.in_transaction
+        raise RuntimeError("the model failed")
+    assert not pg_backend.in_transaction
+    assert (count(pg_backend, "messages"), count(pg_backend, "message_words")) == (0, 0)
+
+
+def test_a_failed_nested_write_rolls_back_only_itself(pg_backend: PostgresBackend) -> None:
+    session_id = add_session(pg_backend)
+    with pg_backend.write():
+        add_message(pg_backend, session_id, 0, "kept")
+        with pytest.raises(RuntimeError), pg_backend.write():
+            add_message(pg_backend, session_id, 1, "dropped")
+            raise RuntimeError
+    assert [r[0] for r in pg_backend.execute("SELECT content FROM messages")] == ["kept"]
+
+
+def test_writers_take_turns(pg_url: str, pg_backend: PostgresBackend) -> None:
+    """A second writer waits for the first to commit, as on SQLite's BEGIN IMMEDIATE."""
+    entered = threading.Event()
+    session_id = add_session(pg_backend)
+
+    def second_writer() -> None:
+        with PostgresBackend(pg_url) as other, other.write():
+            entered.set()
+            other.execute("UPDATE sessions SET model = 'second' WHERE id = ?", [session_id])
+
+    with pg_backend.write():
+        pg_backend.execute("UPDATE sessions SET model = 'first' WHERE id = ?", [session_id])
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        assert not entered.wait(0.5)  # held off while the first write is open
+    thread.join()
+    assert entered.is_set()
+    assert pg_backend.execute("SELECT model FROM sessions").fetchone()[0] == "second"
+
+
+def test_a_writer_held_off_too_long_is_told_the_database_is_busy(
+        pg_url: str, pg_backend: PostgresBackend) -> None:
+    with PostgresBackend(pg_url, busy_timeout_ms=200) as other, pg_backend.write():
+        with pytest.raises(StoreError) as e, other.write():
+            pass
+        assert e.value.message == f"{pg_url} is busy: another process held it for over 0.2 s;" \
+                                  " try again"
+        with pytest.raises(StoreError):
+            other.check_writable()
+
+
+def test_check_writable_writes_nothing_and_refuses_a_read_only_database(
+        pg_url: str, pg_server: PostgresServer, pg_backend: PostgresBackend) -> None:
+    pg_backend.check_writable()
+    assert not pg_backend.in_transaction
+    name = pg_url.split("/")[3].split("?")[0]
+    with pg_server.admin() as conn:
+        conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    with PostgresBackend(pg_url) as read_only:
+        with pytest.raises(StoreError) as e:
+            read_only.check_writable()
+        assert e.value.message == f"{pg_url} is read-only: nothing can be stored"
+        with pytest.raises(StoreError), read_only.write():
+            read_only.execute("INSERT INTO chatmem_meta VALUES ('x', 'y')")
+
+
+def test_a_connection_dropped_mid_write_stores_nothing_and_says_so(
+        pg_url: str, pg_server: PostgresServer, pg_backend: PostgresBackend) -> None:
+    session_id = add_session(pg_backend)
+    pid = pg_backend.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with pytest.raises(StoreError) as e, pg_backend.write():
+        add_message(pg_backend, session_id, 0, "half a turn")
+        with pg_server.admin() as conn:
+            conn.execute("SELECT pg_terminate_backend(?)".replace("?", "%s"), (pid,))
+        add_message(pg_backend, session_id, 1, "the reply")
+    assert e.value.message.startswith(f"{pg_url}: the connection was lost; memory untouched")
+    with PostgresBackend(pg_url) as fresh:
+        assert count(fresh, "messages") == 0
+
+
+# -- errors name the database, never its password ------------------------------------------
+
+
+def _open_error(url: str) -> str:
+    with pytest.raises(StoreError) as e:
+        PostgresBackend(url)
+    message = e.value.message
+    assert "s3cret" not in message and "\n" not in message
+    return message
+
+
+def test_connection_errors_name_the_masked_url(pg_server: PostgresServer, tmp_path: Path,
+                                               pg_url: str) -> None:
+    socket = pg_server.socket_dir
+    refused = _open_error(f"postgresql://ann:s3cret@/chat?host={tmp_path}")
+    assert refused.startswith(f"postgresql://ann:***@/chat?host={tmp_path}: cannot connect: ")
+    no_role = _open_error(f"postgresql://nobody:s3cret@/postgres?host={socket}")
+    assert no_role.startswith(f"postgresql://nobody:***@/postgres?host={socket}: cannot connect")
+    assert 'role "nobody" does not exist' in no_role
+    no_database = _open_error(f"postgresql://ann@/missing?host={socket}&password=s3cret")
+    assert no_database.startswith(f"postgresql://ann@/missing?host={socket}&password=***: ")
+    bad = _open_error("postgresql://ann:s3cret@localhost:1/chat?connect_timeout=2")
+    assert bad.startswith("postgresql://ann:***@localhost:1/chat?connect_timeout=2: ")
+
+
+def test_without_psycopg_the_message_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(StoreError) as e:
+        PostgresBackend(pg_url)
+    assert e.value.message == (f"{pg_url}: a PostgreSQL history needs psycopg: pip install -e"
+                               " '.[postgres]' in the chatmem checkout")
