@@ -46,6 +46,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "retention_days": int,
         "fact_idle_days": int,
         "plain": bool,
+        "clipboard_command": str,
     },
     "local": {"model_path": str, "threads": int, "n_ctx": int},
     "scripted": {"script": str, "log": str},

@@ -74,6 +74,8 @@ class Settings:
     """Extracted facts no context sent for this long expire; unset: kept."""
     plain: bool = False
     """Print replies as the model sent them, never as Markdown (`--plain`)."""
+    clipboard_command: str | None = None
+    """A command /copy gives the text to on stdin (e.g. `wl-copy`); unset: OSC 52."""
     local: dict[str, Any] = field(default_factory=lambda: {"threads": 2, "n_ctx": 4096})
     scripted: dict[str, Any] = field(default_factory=dict)
     helper_provider: str | None = None

@@ -1,4 +1,5 @@
-"""REPL commands about the chat itself: /help /quit /strategy /inspect /tokens /show-prompt."""
+"""REPL commands about the chat itself: /help /quit /strategy /inspect /tokens /copy /file
+/show-prompt /edit."""
 
 from __future__ import annotations
 
@@ -58,6 +59,40 @@ def _tokens(repl: Chat, args: list[str]) -> None:
         context, approximate=repl.engine.counter.approximate,
         strategy=strategy_label(repl.engine, changed_only=True),
     ))
+
+
+@slash("/copy", "/copy [N]",
+       "copy the last reply to the clipboard, or its Nth code block (through the terminal, or "
+       "the config's clipboard_command)",
+       example="/copy 2", args=(0, 1))
+def _copy(repl: Chat, args: list[str]) -> None:
+    from chatmem import clipboard
+    from chatmem.errors import NotFound
+
+    if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
+        raise UsageError(f"/copy takes one code block number (1 or more), got {args[0]!r}")
+    engine = repl.engine
+    try:
+        record = repl.last.record if repl.last else engine.store.turn(engine.session.id)
+    except NotFound:
+        raise UsageError("/copy: no reply yet in this session") from None
+    if record.reply is None:
+        raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
+    text = clipboard.pick(record.reply, int(args[0]) if args else None)
+    command = engine.settings.clipboard_command if engine.settings else None
+    what = f"code block {args[0]}" if args else "the last reply"
+    if command:
+        clipboard.copy_with_command(command, text)
+        repl.notice(f"copied {what} ({len(text):,} characters) with clipboard_command")
+        return
+    console = next((c for c in (repl.status, repl.out) if c.is_terminal), None)
+    if console is None:
+        raise UsageError("/copy needs a terminal (it asks the terminal to set the clipboard) "
+                         "or the config key clipboard_command, e.g. clipboard_command = "
+                         '"wl-copy"')
+    console.file.write(clipboard.osc52(text))
+    console.file.flush()
+    repl.notice(f"copied {what} ({len(text):,} characters) through the terminal (OSC 52)")
 
 
 @slash("/file", "/file [PATH]",
