@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from chatmem import render
 from chatmem.errors import UsageError
 from chatmem.memory.context import Context
@@ -30,13 +32,20 @@ def _quit(repl: Chat, args: list[str]) -> None:
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.evaluation.replay import parse_spec
-    from chatmem.memory.params import parse_param_pairs
+    from chatmem.memory import create_strategy, kept_params
+    from chatmem.memory.params import format_params, parse_param_pairs
 
+    kept: dict[str, Any] = {}
     if args:
         params = parse_param_pairs(
             args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
-        repl.engine.set_strategy(parse_spec(args[0], params).create())
-    repl.notice(f"strategy: {strategy_label(repl.engine)}")
+        spec = parse_spec(args[0], params)
+        kept = kept_params(repl.engine.strategy, spec.name, spec.params)
+        repl.engine.set_strategy(create_strategy(spec.name, {**spec.params, **kept}))
+    line = f"strategy: {strategy_label(repl.engine)}"
+    if kept:
+        line += f" (kept from the previous strategy: {format_params(kept)})"
+    repl.notice(line)
 
 
 @slash("/inspect", "/inspect [N]",
