@@ -364,3 +364,22 @@ def test_kept_parameters_follow_the_part_they_belong_to() -> None:
     assert kept_params(combined, "window+retrieval", {}) == {"window.k": 2}
     assert kept_params(combined, "buffer", {}) == {}
     assert kept_params(create_strategy("window", {"k": 2}), "nosuch+window", {}) == {}
+
+
+def header_rows(stderr: str) -> list[tuple[str, str]]:
+    """The turn/status/error rows /inspect prints above its panel."""
+    return [(key, value.strip()) for line in stderr.splitlines()
+            for key, _, value in [line.partition(" ")] if key in ("turn", "status", "error")]
+
+
+def test_slash_inspect_shows_the_turn_status_and_error(tmp_path: Path, chat_server) -> None:
+    chat_server.plan = ["401"]
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    result = chat(tmp_path / "i.db", "i", ["我们五月去杭州", "/inspect", "/retry", "/inspect 2"],
+                  "--model", "m", env=env)
+    first, second = result.stderr.split("╯\n")[:2]
+    header = header_rows(first)
+    assert header[:2] == [("turn", "1"), ("status", "failed")]
+    assert header[2][0] == "error" and "401" in header[2][1] and len(header) == 3
+    assert "我们五月去杭州" in first[first.index("╭"):]
+    assert header_rows(second) == [("turn", "2"), ("status", "ok")]

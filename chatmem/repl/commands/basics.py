@@ -55,6 +55,10 @@ def _inspect(repl: Chat, args: list[str]) -> None:
     if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
         raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
     record = repl.engine.store.turn(repl.engine.session.id, int(args[0]) if args else None)
+    # The turn's outcome first, as `chatmem inspect` shows it: a failed or cancelled turn's
+    # context was built but its reply never entered memory.
+    repl.show(render.key_values({"turn": record.number, "status": record.status,
+                                 **({"error": record.error} if record.error else {})}))
     repl.show(repl.prompt_panel(Context.from_json(record.context), record.estimated_tokens))
 
 
