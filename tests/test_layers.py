@@ -18,7 +18,8 @@ or closes a cycle is caught too.
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
-       attachments, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files
+       attachments, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files,
+       clipboard (what /copy copies and how it reaches the clipboard)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -43,7 +44,7 @@ LAYERS: dict[str, int] = {
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
-    "chatmem.notices": 0,
+    "chatmem.notices": 0, "chatmem.clipboard": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
     "chatmem.privacy.files": 0,
 }

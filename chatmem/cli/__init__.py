@@ -111,7 +111,7 @@ app = ChatmemTyper(
          "Example: chatmem chat travel --strategy window:k=3 --show-prompt",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -155,4 +155,6 @@ sessions.app.command("retention", short_help="Show or set how long a session is 
 
 
 def main() -> None:
-    app()
+    # Named as installed, also under `python -m chatmem`: shell completion keys on the name
+    # (_CHATMEM_COMPLETE), and the usage line shows what a person types.
+    app(prog_name="chatmem")

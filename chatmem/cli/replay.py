@@ -301,7 +301,10 @@ def eval_command(
     if json_out:
         print_json(data)
     else:
-        consoles()[0].print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe()))
+        out, err = consoles()
+        out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe()))
+        for line in compare.replay_notices(outcome.runs):
+            err.print(line, style="dim", markup=False)
     runs = outcome.runs
     if min_recall is not None:
         below = [r for r in runs if (r.recall() or 0.0) < min_recall]

@@ -51,6 +51,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "retention_days": int,
         "fact_idle_days": int,
         "plain": bool,
+        "clipboard_command": str,
     },
     **{name: section_keys(section) for name, section in SECTIONS.items()},
 }

@@ -83,6 +83,8 @@ class Settings:
     """Extracted facts no context sent for this long expire; unset: kept."""
     plain: bool = False
     """Print replies as the model sent them, never as Markdown (`--plain`)."""
+    clipboard_command: str | None = None
+    """A command /copy gives the text to on stdin (e.g. `wl-copy`); unset: OSC 52."""
     local: LocalSection = field(default_factory=LocalSection)
     scripted: ScriptedSection = field(default_factory=ScriptedSection)
     helper_provider: str | None = None

@@ -56,6 +56,34 @@ def changed_params(spec: str, params: Mapping[str, Any]) -> dict[str, Any]:
         return dict(params)
 
 
+def kept_params(old: Strategy, spec: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters `old` changed from their defaults that `spec` shares (the same part, the
+    same name) and `given` leaves out, keyed as `spec` takes them.
+
+    A switch from `summary-buffer max_tokens=200` to `summary-buffer+entity` keeps
+    `summary-buffer.max_tokens=200`; a value given with the switch wins.
+    """
+    parts = spec.split("+")
+    if not all(part in REGISTRY for part in parts):
+        return {}  # create_strategy names the unknown part
+
+    def owned(key: str, default_owner: str | None) -> tuple[str | None, str]:
+        owner, dot, sub = key.partition(".")
+        if dot:
+            return owner, sub
+        owners = [p for p in parts if any(param.name == key for param in REGISTRY[p].PARAMS)]
+        return (default_owner or (owners[0] if len(owners) == 1 else None)), key
+
+    taken = {owned(key, None) for key in given}
+    kept: dict[str, Any] = {}
+    for key, value in old.changed_params().items():
+        owner, sub = owned(key, None if "+" in old.name else old.name)
+        if (owner in parts and (owner, sub) not in taken
+                and any(param.name == sub for param in REGISTRY[owner].PARAMS)):
+            kept[f"{owner}.{sub}" if len(parts) > 1 else sub] = value
+    return kept
+
+
 def create_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Strategy:
     """Build a strategy from its name (or `A+B`) and raw parameters."""
     params = dict(params or {})

@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.assembly import span
-from chatmem.notices import SummaryUpdated
+from chatmem.notices import NoEmbedder, SummaryUpdated
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
-from chatmem.render.notices import replay_notice_text
+from chatmem.render.notices import NO_EMBEDDER, replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun
@@ -57,7 +57,7 @@ def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, Ren
     if title:
         blocks.append(Text(title, style="bold italic"))
     for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
-        blocks.append(Text(run.label, style=f"bold {series_style(i)}"))
+        blocks.append(Text(shown_label(run), style=f"bold {series_style(i)}"))
         pairs = [Text.assemble((f"{name} ", "dim"),
                                value if isinstance(value, Text) else Text(str(value)))
                  for name, value in cells]
@@ -82,10 +82,11 @@ def _summary(runs: Sequence[StrategyRun], columns: Sequence[str],
         for column in columns:
             out.add_column(column, justify="right", no_wrap=True)
         for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
-            out.add_row(Label(run.label, series_style(i), width), *(value for _, value in cells))
+            out.add_row(Label(shown_label(run), series_style(i), width),
+                        *(value for _, value in cells))
         return out
 
-    return Narrowing(build, [run.label for run in runs])
+    return Narrowing(build, [shown_label(run) for run in runs])
 
 
 def _fitted_summary(runs: Sequence[StrategyRun], columns: Sequence[str],
@@ -97,14 +98,33 @@ def _fitted_summary(runs: Sequence[StrategyRun], columns: Sequence[str],
                   _stacked(runs, rows, title, caption))
 
 
-def _caption(text: str, counted: str | None) -> str:
-    return f"{text}\n{counted}" if counted else text
+FELL_BACK = "→ words only"
+"""After a label whose strategy recalls by meaning but had no embedder (NoEmbedder): its
+figures are mode=bm25's, whatever mode the label asks for."""
+
+
+def fell_back(run: StrategyRun) -> bool:
+    return any(isinstance(n, NoEmbedder) for n in run.notices)
+
+
+def shown_label(run: StrategyRun) -> str:
+    """The label as a summary table shows it: with FELL_BACK when the mode fell back."""
+    return f"{run.label} {FELL_BACK}" if fell_back(run) else run.label
+
+
+def _caption(text: str, counted: str | None, runs: Sequence[StrategyRun] = ()) -> str:
+    lines = [text, *([counted] if counted else [])]
+    if any(fell_back(r) for r in runs):
+        lines.append(f"{FELL_BACK}: no embedder, so its figures are mode=bm25's (the notice "
+                     "says how to add one)")
+    return "\n".join(lines)
 
 
 def replay_table(runs: Sequence[StrategyRun], title: str | None = None,
                  counted: str | None = None) -> Fitted:
     """One row per strategy: what replaying the conversation cost (stacked when narrow)."""
-    caption = _caption("prompt tokens per turn; model calls made by the strategy itself", counted)
+    caption = _caption("prompt tokens per turn; model calls made by the strategy itself", counted,
+                       runs)
     columns = ["turns", "tokens\ntotal", "tokens\nmean", "tokens\nmax", "model\ncalls",
                "summary\nversions", "facts\n+pins"]
     rows = []
@@ -125,7 +145,7 @@ def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
     """One row per strategy: what it remembered at the probes, and at what context size."""
     answered = any(r.answer_recall() is not None for r in runs)
     caption = _caption("context tokens at the probes; model calls made by the strategy itself",
-                       counted)
+                       counted, runs)
     columns = ["probes", "id\nrecall", "text\nrecall"]
     columns += ["answer\nrecall"] if answered else []
     columns += ["context\nmean", "context\nmax", "model\ncalls"]
@@ -301,25 +321,31 @@ def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = No
 
 
 def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:
-    """What a replay tells stderr: every notice with `verbose`, else one line per strategy.
+    """What a replay or an eval tells stderr: every notice with `verbose`, else one line per
+    strategy; a notice several strategies share is one line naming them all, never repeated.
 
     A replay folds dozens of summary versions; their per-version notices become a
     count. Other notices, such as a summary falling behind, are kept as they are.
     """
-    lines: list[str] = []
+    said: dict[str, list[str]] = {}
     for run in runs:
         progress = [n for n in run.notices if isinstance(n, SummaryUpdated)]
         others = run.notices if verbose else [n for n in run.notices
                                               if not isinstance(n, SummaryUpdated)]
-        lines += [f"{run.label}: {replay_notice_text(n)}" for n in others]
+        for notice in others:
+            # The label names the strategy already: NoEmbedder's own name would say it twice.
+            text = NO_EMBEDDER if isinstance(notice, NoEmbedder) else replay_notice_text(notice)
+            labels = said.setdefault(text, [])
+            if run.label not in labels:
+                labels.append(run.label)
         if verbose or not progress:
             continue
         versions = run.summary_versions or len(progress)
-        line = (f"{run.label}: {versions:,} summary version{'' if versions == 1 else 's'},"
+        line = (f"{versions:,} summary version{'' if versions == 1 else 's'},"
                 f" the last covering {span(range(1, progress[-1].upto + 1))}")
         if run.dropped_anchors:
             kept = "not pinned" if any(n.unpinned for n in progress) else "pinned"
             line += (f"; {run.dropped_anchors:,} detail{'' if run.dropped_anchors == 1 else 's'}"
                      f" dropped by the summarizer, {kept}")
-        lines.append(line + " (--verbose lists each version)")
-    return lines
+        said.setdefault(line + " (--verbose lists each version)", []).append(run.label)
+    return [f"{', '.join(labels)}: {text}" for text, labels in said.items()]

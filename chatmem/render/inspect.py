@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
@@ -150,19 +151,26 @@ def inspect_view(
 
 
 def recall_table(context: Context) -> Table:
-    """How recall ranked what it kept and the best of what it left out, and why."""
+    """How recall ranked what it kept and the best of what it left out, and why.
+
+    Made to fit 80 columns: no vertical rules, the role inside the message cell, numbers
+    never cut, and the message (one line, cut with …) giving way first when room is short.
+    """
     contents = {m.id: m.content for p in context.parts for m in p.messages if m.id is not None}
-    out = Table(header_style="bold", title="recall: candidates ranked (scores 0–1, bm25 raw)")
-    for column in ("turn", "role", "bm25", "words", "dense", "fused", "tokens"):
-        out.add_column(column, justify="right" if column != "role" else "left")
-    out.add_column("kept / why", overflow="fold")
-    out.add_column("message", overflow="ellipsis", no_wrap=True, max_width=40)
+    out = Table(header_style="bold", title="recall: candidates ranked (scores 0–1, bm25 raw)",
+                box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    for column in ("turn", "bm25", "words", "dense", "fused", "tokens"):
+        out.add_column(column, justify="right", no_wrap=True, min_width=len(column))
+    out.add_column("kept / why", overflow="fold", min_width=14)
+    out.add_column("message", min_width=12)
     for row in context.recall:
         dense = "–" if row.get("dense") is None else f"{row['dense']:.2f}"
         why = Text(row["why"], style="green" if row["kept"] else "dim")
-        out.add_row(str(row["turn"]), row["role"], f"{row['bm25']:.2f}", f"{row['words']:.2f}",
-                    dense, f"{row['fused']:.2f}", f"{row['tokens']:,}", why,
-                    contents.get(row["id"], ""))
+        message = Text(f"{row['role']}: {contents.get(row['id'], '')}", no_wrap=True,
+                       overflow="ellipsis")
+        message.stylize("dim", 0, len(row["role"]) + 1)
+        out.add_row(str(row["turn"]), f"{row['bm25']:.2f}", f"{row['words']:.2f}",
+                    dense, f"{row['fused']:.2f}", f"{row['tokens']:,}", why, message)
     return out
 
 

@@ -22,7 +22,10 @@ PALETTE = 8
 """Series colours (--s0 … --s7, chosen for colour-blind readers); dashes tell them apart too."""
 DASHES = ("", "7 4", "2 3", "10 3 2 3", "4 4", "1 2", "12 4", "6 2 2 2")
 WIDTH, HEIGHT = 760, 300
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 14, 40
+NARROW = 400
+"""A phone's chart (under 44rem) is drawn this wide, not shrunk from WIDTH: its 12-unit
+labels stay 11 px or more on a 360 px screen, where WIDTH's would be 5 px."""
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 14, 40
 
 STYLE = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1b1f24; --muted: #57606a;
@@ -58,6 +61,7 @@ td { text-align: right; font-variant-numeric: tabular-nums; }
 .bad { color: var(--bad); font-weight: 600; }
 figure { margin: 0.5rem 0 1rem; }
 figure svg { width: 100%; height: auto; display: block; }
+figure svg.narrow { display: none; }
 svg text { fill: var(--muted); font-size: 12px; font-family: inherit; }
 svg .grid { stroke: var(--line); stroke-width: 1; }
 svg .axis { stroke: var(--muted); stroke-width: 1; }
@@ -72,6 +76,8 @@ details { margin: 0.3rem 0; } summary { cursor: pointer; }
   table.reflow td { border: 0; padding: 0.1rem 0.25rem; text-align: left; }
   table.reflow td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
   table.reflow td:first-child { font-weight: 600; }
+  table.reflow caption { display: block; }
+  figure svg.wide { display: none; } figure svg.narrow { display: block; }
 }
 @media print {
   :root { --bg: #fff; --fg: #000; --muted: #333; --line: #999; --head: #eee; }
@@ -90,11 +96,11 @@ def html_report(data: dict[str, Any]) -> str:
     blocks = [_header(data, title)]
     if data["command"] == "eval" or any(r["eval"]["probes"] for r in runs):
         blocks += [f"<h2>What each strategy remembered</h2>{_recall_table(runs)}",
-                   _figure("Recall against cost", _recall_chart(runs), runs,
+                   _figure("Recall against cost", _recall_chart, runs,
                            "recall (the lower of id and text recall) against mean context "
                            "tokens at the probes; up and to the left is better")]
     blocks += [f"<h2>What each strategy cost</h2>{_cost_table(runs)}",
-               _figure("Prompt tokens per turn", _token_chart(runs), runs,
+               _figure("Prompt tokens per turn", _token_chart, runs,
                        "prompt tokens per turn, one line per strategy")]
     if runs and runs[0]["eval"]["per_probe"]:
         blocks.append(f"<h2>Per probe</h2>{_probe_table(runs)}")
@@ -240,7 +246,10 @@ def _swatch(index: int) -> str:
 # -- charts ---------------------------------------------------------------------------------
 
 
-def _figure(title: str, svg: str, runs: Sequence[dict[str, Any]], caption: str) -> str:
+def _figure(title: str, chart: Callable[[Sequence[dict[str, Any]], int], str],
+            runs: Sequence[dict[str, Any]], caption: str) -> str:
+    """The chart drawn for a wide screen and for a phone; CSS shows the one that fits."""
+    svg = chart(runs, WIDTH) + chart(runs, NARROW)
     legend = "".join(f"<li>{_swatch(i)}{_marker_label(i)} {escape(r['strategy']['label'])}</li>"
                      for i, r in enumerate(runs))
     return (f"<h2>{escape(title)}</h2><figure>{svg}<ul class=\"legend\">{legend}</ul>"
@@ -261,22 +270,24 @@ def nice_top(value: float) -> tuple[float, float]:
     return step * math.ceil(value / step), step
 
 
-def _frame(x_label: str, y_label: str, x_ticks: Sequence[tuple[float, str]],
+def _frame(width: int, x_label: str, y_label: str, x_ticks: Sequence[tuple[float, str]],
            y_ticks: Sequence[tuple[float, str]], body: str, label: str) -> str:
     """Axes, grid and tick labels around `body`; ticks are (0..1 position, text)."""
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    parts = [f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}" '
+    inner_w, inner_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    kind = "wide" if width == WIDTH else "narrow"
+    parts = [f'<svg class="{kind}" viewBox="0 0 {width} {HEIGHT}" role="img" '
+             f'aria-label="{escape(label)}" '
              f'xmlns="http://www.w3.org/2000/svg"><title>{escape(label)}</title>']
     for at, text in y_ticks:
         y = TOP + inner_h * (1 - at)
-        parts.append(f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" '
+        parts.append(f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{width - RIGHT}" '
                      f'y2="{y:.1f}"/><text x="{LEFT - 6}" y="{y + 4:.1f}" '
                      f'text-anchor="end">{escape(text)}</text>')
     for at, text in x_ticks:
         x = LEFT + inner_w * at
         parts.append(f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" '
                      f'text-anchor="middle">{escape(text)}</text>')
-    parts.append(f'<line class="axis" x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" '
+    parts.append(f'<line class="axis" x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{width - RIGHT}" '
                  f'y2="{HEIGHT - BOTTOM}"/><line class="axis" x1="{LEFT}" y1="{TOP}" '
                  f'x2="{LEFT}" y2="{HEIGHT - BOTTOM}"/>')
     parts.append(f'<text x="{LEFT + inner_w / 2:.1f}" y="{HEIGHT - 6}" '
@@ -287,11 +298,11 @@ def _frame(x_label: str, y_label: str, x_ticks: Sequence[tuple[float, str]],
     return "".join(parts)
 
 
-def _token_chart(runs: Sequence[dict[str, Any]]) -> str:
+def _token_chart(runs: Sequence[dict[str, Any]], width: int) -> str:
     series = [r["prompt_tokens"]["per_turn"] for r in runs]
     turns = max((len(s) for s in series), default=0)
     top, step = nice_top(max((max(s, default=0) for s in series), default=0))
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    inner_w, inner_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(turn: int) -> float:  # turn counts from 1
         return LEFT + inner_w * ((turn - 1) / max(turns - 1, 1))
@@ -312,7 +323,7 @@ def _token_chart(runs: Sequence[dict[str, Any]]) -> str:
                          f'fill="{colour}"/>')
     y_ticks = [(i * step / top, f"{i * step:,.0f}") for i in range(round(top / step) + 1)]
     x_ticks = [((t - 1) / max(turns - 1, 1), f"{t:,}") for t in _turn_ticks(turns)]
-    return _frame("turn", "prompt tokens", x_ticks, y_ticks, "".join(lines),
+    return _frame(width, "turn", "prompt tokens", x_ticks, y_ticks, "".join(lines),
                   "prompt tokens per turn for each strategy")
 
 
@@ -325,18 +336,18 @@ def _turn_ticks(turns: int) -> list[int]:
     return ticks + ([turns] if turns - ticks[-1] >= step / 2 else [])
 
 
-def _recall_chart(runs: Sequence[dict[str, Any]]) -> str:
+def _recall_chart(runs: Sequence[dict[str, Any]], width: int) -> str:
     points = [(i, r["eval"]["context_tokens"]["mean"], _lower_recall(r["eval"]))
               for i, r in enumerate(runs)]
     shown = [(i, c, v) for i, c, v in points if c is not None and v is not None]
     top, step = nice_top(max((c for _, c, _ in shown), default=0))
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    inner_w, inner_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     marks = []
     placed: list[tuple[float, float]] = []
     for index, cost, recall in shown:
         x = LEFT + inner_w * cost / top
         y = TOP + inner_h * (1 - recall)
-        cx, cy = _free_spot(x, y, placed)
+        cx, cy = _free_spot(x, y, placed, width)
         placed.append((cx, cy))
         colour = f"var(--s{index % PALETTE})"
         label = escape(runs[index]["strategy"]["label"])
@@ -349,11 +360,12 @@ def _recall_chart(runs: Sequence[dict[str, Any]]) -> str:
                      f"{index + 1}</text></g>")
     x_ticks = [(i * step / top, f"{i * step:,.0f}") for i in range(round(top / step) + 1)]
     y_ticks = [(v / 4, f"{v / 4:.2f}") for v in range(5)]
-    return _frame("mean context tokens at the probes", "recall", x_ticks, y_ticks,
+    return _frame(width, "mean context tokens at the probes", "recall", x_ticks, y_ticks,
                   "".join(marks), "recall against context tokens for each strategy")
 
 
-def _free_spot(x: float, y: float, placed: Sequence[tuple[float, float]]) -> tuple[float, float]:
+def _free_spot(x: float, y: float, placed: Sequence[tuple[float, float]],
+               width: int) -> tuple[float, float]:
     """Where a marker goes so it hides no other: its own place, or the nearest free one
     beside it inside the plot (a line then ties it to its true place)."""
     def free(cx: float, cy: float) -> bool:
@@ -362,7 +374,7 @@ def _free_spot(x: float, y: float, placed: Sequence[tuple[float, float]]) -> tup
     for step in range(0, 12):
         for dx, dy in ((20 * step, 0), (-20 * step, 0), (0, -20 * step), (0, 20 * step)):
             cx, cy = x + dx, y + dy
-            if LEFT <= cx <= WIDTH - RIGHT and TOP <= cy <= HEIGHT - BOTTOM and free(cx, cy):
+            if LEFT <= cx <= width - RIGHT and TOP <= cy <= HEIGHT - BOTTOM and free(cx, cy):
                 return cx, cy
     return x, y
 

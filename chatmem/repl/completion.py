@@ -69,8 +69,12 @@ class SlashCompleter(Completer):
             return
         candidates: Iterable[tuple[str, str]]
         if command.completes == "strategy":
-            candidates = (_strategies(word) if position == 0
-                          else _parameters(words[0], word))
+            if position > 0:
+                candidates = _parameters(words[0], word)
+            elif ":" in word:
+                candidates = _colon_parameters(word)
+            else:
+                candidates = _strategies(word)
         elif position > 0:
             return
         else:
@@ -166,3 +170,13 @@ def _parameters(strategy: str, word: str) -> list[tuple[str, str]]:
     return [(f"{part}.{p.name}=" if combined else f"{p.name}=",
              f"{p.help} (default {p.default})")
             for part in parts for p in REGISTRY[part].PARAMS]
+
+
+def _colon_parameters(word: str) -> list[tuple[str, str]]:
+    """`summary-buffer:max_tokens=` and, after a comma, the parameters not given yet."""
+    name, _, pairs = word.partition(":")
+    done, comma, _ = pairs.rpartition(",")
+    prefix = f"{name}:{done}{comma}"
+    given = {pair.partition("=")[0].strip() for pair in done.split(",")} if comma else set()
+    return [(prefix + key, meta) for key, meta in _parameters(name, "")
+            if key.rstrip("=") not in given]

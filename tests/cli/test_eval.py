@@ -96,3 +96,46 @@ def test_eval_report_is_html(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     html = report.read_text(encoding="utf-8")
     assert "eval" in html and "0.20" in html and "<script" not in html
+
+
+# -- a mode that fell back (issue 21, Build 9) ---------------------------------------------
+
+TRAVEL = str(SESSIONS / "travel-zh.jsonl")
+
+
+def no_embedder(tmp_path: Path) -> str:
+    config = tmp_path / "none.toml"
+    config.write_text('[embeddings]\nprovider = "none"\n', encoding="utf-8")
+    return str(config)
+
+
+def test_eval_and_replay_mark_a_fallen_back_mode_and_say_the_notice_once(
+    tmp_path: Path
+) -> None:
+    from chatmem.render.notices import NO_EMBEDDER
+
+    for command in ("eval", "replay"):
+        result = runner.invoke(app, [command, TRAVEL, "-s", "retrieval:mode=hybrid",
+                                     "-s", "retrieval:mode=dense", "-s", "window",
+                                     "--config", no_embedder(tmp_path)],
+                               env={"COLUMNS": "120"})
+        assert result.exit_code == 0, result.stderr
+        rows = [line for line in result.stdout.splitlines() if line.startswith("│ ")]
+        labels = [row.split("│")[1].strip() for row in rows[:3]]
+        assert labels == ["retrieval mode=hybrid → words only",
+                          "retrieval mode=dense → words only", "window"], command
+        assert "→ words only: no embedder, so its figures are mode=bm25's" in result.stdout
+        # One notice for both strategies, each named once, the strategy not said twice.
+        assert result.stderr.replace("\n", " ").count("no embedder") == 1, command
+        assert " ".join(result.stderr.split()) == " ".join(
+            f"retrieval mode=hybrid, retrieval mode=dense: {NO_EMBEDDER}".split())
+        assert "retrieval: retrieval" not in result.stderr
+
+
+def test_nothing_is_marked_when_the_embedder_is_there(tmp_path: Path) -> None:
+    config = tmp_path / "hash.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    result = runner.invoke(app, ["eval", TRAVEL, "-s", "retrieval:mode=dense", "--config",
+                                 str(config)], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.stderr
+    assert "→ words only" not in result.stdout and "no embedder" not in result.stderr

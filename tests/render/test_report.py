@@ -98,11 +98,13 @@ def test_every_strategy_is_in_every_table_and_both_charts(eval_data: dict[str, A
     # the recall table and the cost table each have one row per strategy, in order
     assert page.row_labels == names + names
     svgs = [attrs for tag, attrs in page.tags if tag == "svg" and attrs.get("role") == "img"]
-    assert len(svgs) == 2  # recall against cost, tokens per turn
+    # recall against cost, tokens per turn: each drawn for a wide screen and for a phone
+    assert [(a["class"], a["viewbox"]) for a in svgs] == [
+        ("wide", "0 0 760 300"), ("narrow", "0 0 400 300")] * 2
     polylines = [attrs for tag, attrs in page.tags if tag == "polyline"]
-    assert len(polylines) == len(names)
+    assert len(polylines) == 2 * len(names)
     # each line has as many points as the strategy has turns
-    for line, data in zip(polylines, eval_data["strategies"], strict=True):
+    for line, data in zip(polylines, eval_data["strategies"] * 2, strict=True):
         assert len((line["points"] or "").split()) == data["turns"] == 60
 
 
@@ -157,6 +159,7 @@ MEASURE = """<script>addEventListener("load", () => {
     scroll: root.scrollWidth, client: root.clientWidth,
     rows: [...document.querySelectorAll("th[scope=row]")].map(e => e.innerText.trim()),
     visible: [...document.querySelectorAll("figure > svg")]
+      .filter(e => getComputedStyle(e).display !== "none")
       .map(e => e.getBoundingClientRect().width)
   }));
 });</script>"""

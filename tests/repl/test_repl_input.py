@@ -329,3 +329,36 @@ def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Pa
             allowed.release()
         engine.indexing.close()
     assert Prompt(repl, DummyOutput())._build().refresh_interval == TOOLBAR_REFRESH_SECONDS
+
+
+def test_the_colon_form_completes_the_strategy_parameters(tmp_path: Path, tty: None) -> None:
+    store, repl = make_repl(tmp_path / "c.db")
+    typed = "/strategy summary-buffer:"
+    with store, typing(repl, typed, menu(typed), TAB, shows(f"{typed}max_tokens="),
+                       "200,", menu(f"{typed}max_tokens=200,"), TAB,
+                       shows(f"{typed}max_tokens=200,summary_max_tokens="), "64\r") as lines:
+        assert next(lines) == f"{typed}max_tokens=200,summary_max_tokens=64"
+
+
+def test_colon_completion_offers_each_parameter_once_with_its_help(tmp_path: Path) -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from chatmem.memory import REGISTRY
+    from chatmem.repl.completion import SlashCompleter
+
+    store, repl = make_repl(tmp_path / "c.db")
+    with store:
+        completer = SlashCompleter(repl)
+
+        def offered(text: str) -> list[str]:
+            return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
+
+        names = [p.name for p in REGISTRY["summary-buffer"].PARAMS]
+        assert offered("/strategy summary-buffer:") == [
+            f"summary-buffer:{n}=" for n in names]
+        assert offered(f"/strategy summary-buffer:{names[0]}=9,") == [
+            f"summary-buffer:{names[0]}=9,{n}=" for n in names[1:]]
+        assert offered("/strategy window+entity:window.") == [
+            f"window+entity:window.{p.name}=" for p in REGISTRY["window"].PARAMS]
+        assert offered("/strategy nosuch:") == []

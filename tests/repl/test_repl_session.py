@@ -332,3 +332,54 @@ def test_model_with_a_missing_local_file_is_one_line_and_the_chat_goes_on(db: Pa
         turn = store.turn(store.session("trip").id)
         assert (turn.input, turn.status) == ("hi", "ok")
         assert turn.model == "SmolLM2-135M-Instruct.Q4_1"
+
+
+def test_a_strategy_switch_keeps_the_parameters_the_new_strategy_shares(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    result = chat(db, "s", ["/strategy summary-buffer max_tokens=200",
+                            "/strategy summary-buffer+entity",
+                            "/strategy summary-buffer:max_tokens=300",
+                            "/strategy window", "/strategy summary-buffer"])
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("strategy:")] == [
+        "strategy: summary-buffer max_tokens=200 summary_max_tokens=256 prune_to=0.5",
+        "strategy: summary-buffer+entity summary-buffer.max_tokens=200 "
+        "summary-buffer.summary_max_tokens=256 summary-buffer.prune_to=0.5 entity.k=3 "
+        "entity.max_facts=20 (kept from the previous strategy: summary-buffer.max_tokens=200)",
+        "strategy: summary-buffer max_tokens=300 summary_max_tokens=256 prune_to=0.5",
+        "strategy: window k=5",
+        "strategy: summary-buffer max_tokens=2000 summary_max_tokens=256 prune_to=0.5",
+    ]
+    with Store(db) as store:
+        assert store.session("s").params == {"max_tokens": 2000, "summary_max_tokens": 256,
+                                             "prune_to": 0.5}
+
+
+def test_kept_parameters_follow_the_part_they_belong_to() -> None:
+    from chatmem.memory import create_strategy, kept_params
+
+    combined = create_strategy("window+entity", {"window.k": 2})
+    assert kept_params(combined, "window", {}) == {"k": 2}
+    assert kept_params(combined, "window", {"k": "7"}) == {}
+    assert kept_params(combined, "window+retrieval", {}) == {"window.k": 2}
+    assert kept_params(combined, "buffer", {}) == {}
+    assert kept_params(create_strategy("window", {"k": 2}), "nosuch+window", {}) == {}
+
+
+def header_rows(stderr: str) -> list[tuple[str, str]]:
+    """The turn/status/error rows /inspect prints above its panel."""
+    return [(key, value.strip()) for line in stderr.splitlines()
+            for key, _, value in [line.partition(" ")] if key in ("turn", "status", "error")]
+
+
+def test_slash_inspect_shows_the_turn_status_and_error(tmp_path: Path, chat_server) -> None:
+    chat_server.plan = ["401"]
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    result = chat(tmp_path / "i.db", "i", ["我们五月去杭州", "/inspect", "/retry", "/inspect 2"],
+                  "--model", "m", env=env)
+    first, second = result.stderr.split("╯\n")[:2]
+    header = header_rows(first)
+    assert header[:2] == [("turn", "1"), ("status", "failed")]
+    assert header[2][0] == "error" and "401" in header[2][1] and len(header) == 3
+    assert "我们五月去杭州" in first[first.index("╭"):]
+    assert header_rows(second) == [("turn", "2"), ("status", "ok")]

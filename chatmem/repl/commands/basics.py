@@ -1,6 +1,9 @@
-"""REPL commands about the chat itself: /help /quit /strategy /inspect /tokens /show-prompt."""
+"""REPL commands about the chat itself: /help /quit /strategy /inspect /tokens /copy /file
+/show-prompt /edit."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from chatmem import render
 from chatmem.errors import UsageError
@@ -29,13 +32,20 @@ def _quit(repl: Chat, args: list[str]) -> None:
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.evaluation.replay import parse_spec
-    from chatmem.memory.params import parse_param_pairs
+    from chatmem.memory import create_strategy, kept_params
+    from chatmem.memory.params import format_params, parse_param_pairs
 
+    kept: dict[str, Any] = {}
     if args:
         params = parse_param_pairs(
             args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
-        repl.engine.set_strategy(parse_spec(args[0], params).create())
-    repl.notice(f"strategy: {strategy_label(repl.engine)}")
+        spec = parse_spec(args[0], params)
+        kept = kept_params(repl.engine.strategy, spec.name, spec.params)
+        repl.engine.set_strategy(create_strategy(spec.name, {**spec.params, **kept}))
+    line = f"strategy: {strategy_label(repl.engine)}"
+    if kept:
+        line += f" (kept from the previous strategy: {format_params(kept)})"
+    repl.notice(line)
 
 
 @slash("/inspect", "/inspect [N]",
@@ -45,6 +55,10 @@ def _inspect(repl: Chat, args: list[str]) -> None:
     if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
         raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
     record = repl.engine.store.turn(repl.engine.session.id, int(args[0]) if args else None)
+    # The turn's outcome first, as `chatmem inspect` shows it: a failed or cancelled turn's
+    # context was built but its reply never entered memory.
+    repl.show(render.key_values({"turn": record.number, "status": record.status,
+                                 **({"error": record.error} if record.error else {})}))
     repl.show(repl.prompt_panel(Context.from_json(record.context), record.estimated_tokens))
 
 
@@ -58,6 +72,40 @@ def _tokens(repl: Chat, args: list[str]) -> None:
         context, approximate=repl.engine.counter.approximate,
         strategy=strategy_label(repl.engine, changed_only=True),
     ))
+
+
+@slash("/copy", "/copy [N]",
+       "copy the last reply to the clipboard, or its Nth code block (through the terminal, or "
+       "the config's clipboard_command)",
+       example="/copy 2", args=(0, 1))
+def _copy(repl: Chat, args: list[str]) -> None:
+    from chatmem import clipboard
+    from chatmem.errors import NotFound
+
+    if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
+        raise UsageError(f"/copy takes one code block number (1 or more), got {args[0]!r}")
+    engine = repl.engine
+    try:
+        record = repl.last.record if repl.last else engine.store.turn(engine.session.id)
+    except NotFound:
+        raise UsageError("/copy: no reply yet in this session") from None
+    if record.reply is None:
+        raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
+    text = clipboard.pick(record.reply, int(args[0]) if args else None)
+    command = engine.settings.clipboard_command if engine.settings else None
+    what = f"code block {args[0]}" if args else "the last reply"
+    if command:
+        clipboard.copy_with_command(command, text)
+        repl.notice(f"copied {what} ({len(text):,} characters) with clipboard_command")
+        return
+    console = next((c for c in (repl.status, repl.out) if c.is_terminal), None)
+    if console is None:
+        raise UsageError("/copy needs a terminal (it asks the terminal to set the clipboard) "
+                         "or the config key clipboard_command, e.g. clipboard_command = "
+                         '"wl-copy"')
+    console.file.write(clipboard.osc52(text))
+    console.file.flush()
+    repl.notice(f"copied {what} ({len(text):,} characters) through the terminal (OSC 52)")
 
 
 @slash("/file", "/file [PATH]",
