@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -38,26 +39,47 @@ def tokens_text(entry: LogEntry) -> str:
 
 def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:
     """Turns, newest (or best-matching) first: when, where, which model and strategy, what it
-    cost, and the start of the question; the question column takes what width is left."""
+    cost, and the start of the question, cut to the width the console leaves it."""
     if not entries:
         return Text("no turns found", style="dim")
+    return _QuestionFit(lambda width: _table(entries, costs, width))
+
+
+def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: int) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
     out.add_column("time", no_wrap=True)
-    out.add_column("session", overflow="fold", max_width=16)
-    out.add_column("model", overflow="fold", max_width=16)
-    out.add_column("strategy", overflow="fold", max_width=14)
+    # Names keep their start: enough to tell sessions and models apart in 80 columns.
+    for name, widest in (("session", 14), ("model", 12), ("strategy", 12)):
+        out.add_column(name, no_wrap=True, overflow="ellipsis", max_width=widest)
     out.add_column("tokens", justify="right", no_wrap=True)
     priced = any(cost is not None for cost in costs)
     if priced:
         out.add_column("cost", justify="right", no_wrap=True)
-    out.add_column("question", overflow="ellipsis", no_wrap=True, ratio=1, min_width=12)
+    out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
     for entry, cost in zip(entries, costs, strict=True):
         status = "" if entry.status == "ok" else f" ({entry.status})"
-        row = [when(entry.created_at), f"{entry.session} #{entry.number}", entry.model or "",
-               entry.strategy + status, tokens_text(entry)]
+        # Month, day and time: a log is read for what happened lately.
+        row = [when(entry.created_at)[5:], f"{entry.session} #{entry.number}",
+               entry.model or "", entry.strategy + status, tokens_text(entry)]
         if priced:
             row.append(cost_text(cost) if cost is not None else "")
         row.append(question_start(entry.input))
         out.add_row(*row)
     return out
+
+
+class _QuestionFit:
+    """The table with the widest question column that fits the console (Rich would
+    squeeze the other columns to nothing instead)."""
+
+    def __init__(self, build: Callable[[int], Table]) -> None:
+        self.build = build
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        roomy = options.update_width(10_000)
+        for width in range(QUESTION_CHARS, 5, -2):
+            table = self.build(width)
+            if Measurement.get(console, roomy, table).maximum <= options.max_width:
+                break
+        yield table
