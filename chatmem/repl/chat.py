@@ -106,7 +106,8 @@ class Chat:
                                            sources={**settings.sources, "model": "/model"})
         if options:
             chosen = {**settings.options, **options}
-            settings = dataclasses.replace(settings, options=chosen, max_reply_tokens=int(
+            settings = dataclasses.replace(settings, provider=provider.name, options=chosen,
+                                           max_reply_tokens=int(
                 chosen.get("max_reply_tokens") or settings.max_reply_tokens or 0) or None)
         if model is not None or options:
             provider = create_provider(settings)  # a bad name fails here; the chat goes on
