@@ -236,7 +236,20 @@ def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict
             "parts": {part.kind: part.tokens for part in result.context.parts},
         },
         "latency_ms": record.latency_ms,
+        "cost": cost_json(engine, result),
     }
+
+
+def cost_json(engine: Engine, result: TurnResult) -> dict[str, Any] | None:
+    """The turn's money cost at the configured price of its model; None without a price."""
+    from chatmem.config.options import price_of
+    from chatmem.repl.chat import billed_tokens
+
+    price = price_of(engine.settings.prices, result.record.model) if engine.settings else None
+    if price is None:
+        return None
+    cost = price.cost(*billed_tokens(result))
+    return {"amount": cost.amount, "currency": cost.currency}
 
 
 def stdin_is_piped() -> bool:

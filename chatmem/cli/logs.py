@@ -15,6 +15,7 @@ from chatmem.cli.common import (
     open_store,
     print_json,
     settings_from,
+    strategy_json,
     utf8_text,
 )
 
@@ -74,7 +75,7 @@ def _entry_json(entry: LogEntry, cost: Cost | None) -> dict[str, Any]:
     return {
         "session": entry.session, "turn": entry.number, "time": entry.created_at,
         "status": entry.status, "provider": entry.provider, "model": entry.model,
-        "strategy": {"name": entry.strategy, "params": json.loads(entry.params or "{}")},
+        "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
         "tokens": {"prompt": entry.prompt_tokens, "reply": entry.reply_tokens},
         "cost": None if cost is None else {"amount": cost.amount, "currency": cost.currency},
         "input": entry.input,
