@@ -65,9 +65,12 @@ class LogTables(Connection):
         where = " WHERE t.session_id = ?" if session_id is not None else ""
         scope = [session_id] if session_id is not None else []
         if query is None:
+            # Newest stored first, read from the end of an index: `limit` rows, however long
+            # the history (a session's by its turn numbers, all by the turns' keys).
+            order = "t.number" if session_id is not None else "t.id"
             rows = self._rows(
                 f"SELECT {_COLUMNS} FROM turns t JOIN sessions s ON s.id = t.session_id"
-                f"{where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?", [*scope, limit])
+                f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
         scores = {message_id: score for message_id, _, score

@@ -158,3 +158,33 @@ def test_logs_without_a_history_file_creates_none(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "no turns found"
     assert not list(tmp_path.parent.rglob("chatmem.db"))
+
+
+def _many_turns(store: Store, count: int) -> None:
+    """`count` turns in two sessions, written straight into the table (only their rows
+    matter to the listing)."""
+    ids = [store.create_session(name, strategy="window").id for name in ("a", "b")]
+    store.db.conn.executemany(
+        "INSERT INTO turns (session_id, number, status, input, context, strategy,"
+        " created_at) VALUES (?, ?, 'ok', ?, '{}', 'window', ?)",
+        [(ids[n % 2], n // 2 + 1, f"question {n}", f"2026-01-01T00:00:{n:06d}")
+         for n in range(count)])
+
+
+@pytest.mark.parametrize("session", [None, "b"])
+def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
+                                                                session: str | None) -> None:
+    from chatmem.store.meter import metered
+
+    work = []
+    for count in (100, 4000):
+        with Store(tmp_path / f"{count}.db") as store:
+            _many_turns(store, count)
+            found = store.find_session(session) if session else None
+            with metered(store) as meter:
+                entries = store.recent_turns(limit=10, session_id=found.id if found else None)
+            assert [e.input for e in entries][:1] == [f"question {count - 1}"]
+            work.append((meter.statements, meter.rows, meter.steps))
+    (statements, rows, steps), (statements_l, rows_l, steps_l) = work
+    assert (statements_l, rows_l) == (statements, rows) == (1, 10)
+    assert steps_l <= steps + 2  # the B-tree may be a level deeper
