@@ -183,3 +183,26 @@ def test_a_bad_price_is_one_line_naming_the_key(tmp_path: Path, text: str, named
     result = runner.invoke(app, ["ask", "hi", "--provider", "scripted", "--config", str(path)])
     assert result.exit_code == 2
     assert named in result.stderr
+
+
+def test_chat_options_and_a_model_alias_in_the_repl(tmp_path: Path, chat_server) -> None:
+    result = runner.invoke(
+        app, ["chat", "c", "--model", "m", "-o", "temperature=0.2", "--db",
+              str(tmp_path / "h.db"), "--config", str(config(tmp_path))],
+        input="hello\n/model 小\n再说一次\n",
+        env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x"})
+    assert result.exit_code == 0, result.stderr
+    first, second = chat_server.requests
+    assert (first["model"], first["temperature"]) == ("m", 0.2)
+    assert second["model"] == "test-small"  # the alias, resolved by /model
+    assert "$" in result.stderr.splitlines()[-1]  # test-small is priced: its turn shows cost
+
+
+def test_models_of_the_local_provider_names_its_file_without_starting_it(
+        tmp_path: Path) -> None:
+    model = tmp_path / "tiny-model.gguf"
+    model.write_bytes(b"GGUF")  # never loaded: listing reads no model
+    path = config(tmp_path, f'provider = "local"\n[local]\nmodel_path = "{model}"\n')
+    result = runner.invoke(app, ["models", "--json", "--config", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["models"] == ["tiny-model"]
