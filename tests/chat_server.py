@@ -30,6 +30,8 @@ class ChatServer(ThreadingHTTPServer):
         self.first_delta_sent = threading.Event()
         self.release = threading.Event()
         self.reply_words = ["Hello", " from", " the", " test", " server."]
+        self.models = ["test-small", "test-large"]
+        """What GET /v1/models lists."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-reply (cut, cap, timeout) is what a fault test
@@ -58,6 +60,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_GET(self) -> None:
+        self.server.headers_seen.append(dict(self.headers))
+        mode = self.server.plan.pop(0) if self.server.plan else "ok"
+        if mode in _ERRORS:
+            self._error(*_ERRORS[mode])
+        elif self.path.rstrip("/").endswith("/models"):
+            self._body(200, "application/json", json.dumps({"object": "list", "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "test"}
+                for name in self.server.models]}).encode())
+        else:
+            self._error(404, "not_found", f"no route {self.path}")
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -129,6 +129,22 @@ def test_ask(db: str) -> None:
     assert asked["session"] == "e" and set(asked["tokens"]["parts"]) >= {"facts", "input"}
 
 
+def test_logs_and_models(db: str, tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[aliases]\nfast = "scripted"\n[prices."scripted"]\ninput = 1\n'
+                      'output = 2\n', encoding="utf-8")
+    logs = output("logs", "--db", db, "--config", str(config))
+    check("logs", logs)
+    assert logs and all(entry["cost"]["currency"] == "$" for entry in logs)
+    check("logs", output("logs", "-q", "城市", "--db", db))
+    models = output("models", "--provider", "scripted", "--config", str(config))
+    check("models", models)
+    assert models["aliases"] == {"fast": "scripted"}
+    asked = output("ask", "hi", "--provider", "scripted", "--config", str(config))
+    check("ask", asked)
+    assert asked["cost"]["amount"] > 0
+
+
 def test_the_schema_rejects_the_old_shapes() -> None:
     """The test can fail: strategy as a bare label (eval's old shape) does not validate."""
     run = {"strategy": "window k=2", "turns": 1}

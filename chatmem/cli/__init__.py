@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from chatmem.cli import chat, config_cmd, facts, privacy, sessions, strategies
+from chatmem.cli import chat, config_cmd, facts, logs, models, privacy, sessions, strategies
 from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
@@ -131,6 +131,10 @@ app.command("chat", short_help="Chat in a named session; strategy and tokens sho
     chat.chat)
 app.command("ask")(chat.ask)
 app.command("strategies")(strategies.strategies)
+app.command("logs", short_help="List recent turns across sessions; -q searches them.")(
+    logs.logs)
+app.command("models", short_help="List the models the endpoint serves, with their aliases.")(
+    models.models)
 app.command("inspect", short_help="Show the exact context of a turn, part by part.")(
     inspect_cmd.inspect)
 app.command("replay", short_help="Replay a conversation under each strategy and compare.")(

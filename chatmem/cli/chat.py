@@ -15,10 +15,13 @@ from chatmem.cli.common import (
     DbOption,
     JsonOption,
     ModelOption,
+    ModelOptionsOption,
     ParamOption,
     ProviderOption,
     SessionAlias,
     StrategyOption,
+    TemplateOption,
+    apply_template,
     consoles,
     handles_errors,
     one_session,
@@ -83,6 +86,8 @@ def chat(
     model: ModelOption = None,
     helper_model: HelperModelOption = None,
     system: SystemOption = None,
+    template: TemplateOption = None,
+    option: ModelOptionsOption = None,
     show_prompt: Annotated[
         bool, typer.Option("--show-prompt/--no-show-prompt",
                            help="Show the exact messages sent after each turn.")
@@ -107,7 +112,8 @@ def chat(
     if continue_last and named is not None:
         raise UsageError(f"give a session ({named}) or --continue, not both")
     attachments = [read_file(path) for path in file or ()]  # all readable, or nothing opens
-    settings = settings_from(config, db, provider, model, helper_model)
+    settings = settings_from(config, db, provider, model, helper_model, option)
+    strategy, system = apply_template(settings, template, strategy=strategy, system=system)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
     with open_engine(settings, chosen, strategy=strategy, params=params, system=system,
@@ -146,6 +152,8 @@ def ask(
     save: Annotated[
         bool, typer.Option("--save", help="Keep --strategy and --system as the session's own "
                                           "(default: this question only).")] = False,
+    template: TemplateOption = None,
+    option: ModelOptionsOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
     helper_model: HelperModelOption = None,
@@ -183,7 +191,8 @@ def ask(
     if not text.strip():
         # An empty turn would be sent and stored like any other.
         raise UsageError("nothing to ask (empty input)")
-    settings = settings_from(config, db, provider, model, helper_model)
+    settings = settings_from(config, db, provider, model, helper_model, option)
+    strategy, system = apply_template(settings, template, strategy=strategy, system=system)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:
@@ -227,7 +236,20 @@ def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict
             "parts": {part.kind: part.tokens for part in result.context.parts},
         },
         "latency_ms": record.latency_ms,
+        "cost": cost_json(engine, result),
     }
+
+
+def cost_json(engine: Engine, result: TurnResult) -> dict[str, Any] | None:
+    """The turn's money cost at the configured price of its model; None without a price."""
+    from chatmem.config.options import price_of
+    from chatmem.repl.chat import billed_tokens
+
+    price = price_of(engine.settings.prices, result.record.model) if engine.settings else None
+    if price is None:
+        return None
+    cost = price.cost(*billed_tokens(result))
+    return {"amount": cost.amount, "currency": cost.currency}
 
 
 def stdin_is_piped() -> bool:

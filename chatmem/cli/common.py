@@ -86,6 +86,18 @@ ParamOption = Annotated[
                  help="Strategy parameter; repeatable."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ModelOptionsOption = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", metavar="KEY=VALUE", show_default=False,
+                 help="Model option for this call: temperature, top_p, seed, "
+                      "max_reply_tokens; repeatable."),
+]
+TemplateOption = Annotated[
+    str | None,
+    typer.Option("--template", "-t", metavar="NAME", show_default=False, callback=utf8_text,
+                 help="Named template (system prompt, model, strategy, options) from the "
+                      "config's [templates.NAME] or templates/NAME.toml."),
+]
 
 
 def consoles() -> tuple[Console, Console]:
@@ -176,13 +188,47 @@ def settings_from(
     provider: str | None = None,
     model: str | None = None,
     helper_model: str | None = None,
+    options: Sequence[str] | None = None,
 ) -> Settings:
+    from chatmem.config.options import parse_options
     from chatmem.config.settings import load_settings
 
-    return load_settings(config, check_strategy=check_strategy, overrides={
+    chosen = parse_options(options)  # a bad option fails before the config is read
+    settings = load_settings(config, check_strategy=check_strategy, overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
         "helper_model": helper_model,
     })
+    with_options(settings, chosen, "flag -o")
+    return settings
+
+
+def with_options(settings: Settings, options: Mapping[str, float | int], source: str) -> None:
+    """Add per-call model options (over those already there); max_reply_tokens is a setting."""
+    settings.options.update(options)
+    for key in options:
+        settings.sources[f"options.{key}"] = source
+    if "max_reply_tokens" in options:
+        settings.max_reply_tokens = int(options["max_reply_tokens"])
+        settings.sources["max_reply_tokens"] = source
+
+
+def apply_template(settings: Settings, name: str | None, *, strategy: str | None,
+                   system: str | None) -> tuple[str | None, str | None]:
+    """Template `name` under the flags: its model, options, strategy and system prompt fill
+    in what the command line left out. Returns (strategy, system) to open the session with."""
+    if name is None:
+        return strategy, system
+    from chatmem.config.templates import find_template
+
+    template = find_template(settings, name)
+    if template.model and settings.source_of("model") != "flag --model":
+        settings.model = settings.model_named(template.model)
+        settings.sources["model"] = f"template {name}"
+    given = {key: value for key, value in settings.options.items()
+             if settings.source_of(f"options.{key}") == "flag -o"}
+    with_options(settings, template.options, f"template {name}")
+    with_options(settings, given, "flag -o")
+    return strategy or template.strategy, system if system is not None else template.system
 
 
 @contextmanager

@@ -108,6 +108,8 @@ def validate(path: Path, data: Mapping[str, Any],
     for key, value in data.items():
         if key == "strategies":
             _validate_strategies(path, value, check_strategy)
+        elif key in NAMED_TABLES:
+            NAMED_TABLES[key](path, value)
         elif key in SCHEMA and key != "":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: key {key!r} must be a table ([{key}])")
@@ -155,6 +157,70 @@ def _check_provider(path: Path, key: str, table: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"{path}: key {key!r} must be one of {', '.join(PROVIDERS)}, got {value!r}"
         )
+
+
+def _table(path: Path, key: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: key {key!r} must be a table ([{key}])")
+    return value
+
+
+def _validate_aliases(path: Path, value: Any) -> None:
+    for name, model in _table(path, "aliases", value).items():
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"{path}: key 'aliases.{name}' must be a model name, got {model!r}")
+
+
+def _validate_prices(path: Path, value: Any) -> None:
+    for model, table in _table(path, "prices", value).items():
+        key = f'prices."{model}"'
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: key {key!r} must be a table (input = …, output = …)")
+        for sub, number in table.items():
+            if sub == "currency" and isinstance(number, str):
+                continue
+            if sub not in PRICE_KEYS:
+                raise ConfigError(f"{path}: unknown key '{key}.{sub}' (valid: "
+                                  f"{', '.join(PRICE_KEYS)}, currency)")
+            if isinstance(number, bool) or not isinstance(number, int | float) or \
+                    not math.isfinite(number) or number < 0:
+                raise ConfigError(f"{path}: key '{key}.{sub}' must be a number of 0 or more "
+                                  f"(per million tokens), got {number!r}")
+        missing = [sub for sub in PRICE_KEYS if sub not in table]
+        if missing:
+            raise ConfigError(f"{path}: key {key!r} lacks {' and '.join(missing)} "
+                              "(per million tokens)")
+
+
+def check_template(where: str, table: Any) -> dict[str, Any]:
+    """A template's table ([templates.NAME] or a templates/NAME.toml file), checked."""
+    from chatmem.config.options import check_options
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table (system, model, strategy, options)")
+    for sub, value in table.items():
+        if sub not in TEMPLATE_KEYS:
+            raise ConfigError(f"{where}: unknown key {sub!r} (valid: {', '.join(TEMPLATE_KEYS)})")
+        if sub == "options":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: key 'options' must be a table")
+            check_options(value, f"{where}: options")
+        elif not isinstance(value, str):
+            raise ConfigError(f"{where}: key {sub!r} must be a string, got {value!r}")
+    return table
+
+
+def _validate_templates(path: Path, value: Any) -> None:
+    for name, table in _table(path, "templates", value).items():
+        check_template(f"{path}: key 'templates.{name}'", table)
+
+
+NAMED_TABLES: dict[str, Callable[[Path, Any], None]] = {
+    "aliases": _validate_aliases, "prices": _validate_prices, "templates": _validate_templates,
+}
+"""Tables whose keys the user names (an alias, a model, a template), each with its check."""
+PRICE_KEYS = ("input", "output")
+TEMPLATE_KEYS = ("system", "model", "strategy", "options")
 
 
 def _validate_strategies(path: Path, tables: Any,

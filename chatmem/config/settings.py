@@ -96,6 +96,14 @@ class Settings:
     """Which embedder `retrieval` uses."""
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-strategy parameters from [strategies.NAME] tables."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """[aliases] fast = "gpt-4o-mini": short names for models, resolved wherever one is named."""
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """[prices."MODEL"] input, output: money per million tokens; none is built in."""
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """[templates.NAME]: system, model, strategy, options (see also config_dir()/templates)."""
+    options: dict[str, float | int] = field(default_factory=dict)
+    """Per-call model options (`-o temperature=0.2`, a template's options), already checked."""
     source: Path | None = None
     """The config file these settings were read from, if any."""
     sources: dict[str, str] = field(default_factory=dict)
@@ -125,6 +133,10 @@ class Settings:
         if not self.key_command:
             return None
         return run_key_command(self.key_command, self.key_command_timeout)
+
+    def model_named(self, name: str | None) -> str | None:
+        """The model an alias stands for ([aliases]); any other name as it is."""
+        return self.aliases.get(name, name) if name is not None else None
 
     def params_for(self, strategy: str) -> dict[str, Any]:
         return dict(self.strategies.get(strategy, {}))
@@ -212,6 +224,10 @@ def load_settings(
                 setattr(settings, key, dataclasses.replace(getattr(settings, key), **value))
             elif key == "strategies":
                 settings.strategies = {k: dict(v) for k, v in value.items()}
+            elif key in ("prices", "templates"):
+                setattr(settings, key, {k: dict(v) for k, v in value.items()})
+            elif key == "aliases":
+                settings.aliases = dict(value)
             else:
                 setattr(settings, key, value)
         settings.source = path
@@ -232,6 +248,8 @@ def load_settings(
         if value is not None:
             setattr(settings, key, value)
             settings.sources[key] = f"flag --{key.replace('_', '-')}"
+    settings.model = settings.model_named(settings.model)
+    settings.helper_model = settings.model_named(settings.helper_model)
     return settings
 
 

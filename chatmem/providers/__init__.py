@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from chatmem.config.options import sampling
 from chatmem.config.settings import KEY_ENV, LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAvailable, ProviderAuthError
 from chatmem.privacy.secrets import credentials_of, redacted_url
@@ -60,6 +61,7 @@ def create_provider(settings: Settings) -> Provider:
             timeout=max(settings.timeout, 120.0),
             # SmolLM-sized models can repeat a sentence until the context is full.
             max_tokens=settings.max_reply_tokens or LOCAL_MAX_REPLY_TOKENS,
+            sampling=sampling(settings.options),
         )
     from chatmem.providers.openai import OpenAIProvider
 
@@ -70,11 +72,7 @@ def create_provider(settings: Settings) -> Provider:
             f"no model name for {redacted_url(settings.base_url or '')}: pass --model NAME"
             " or set model in the config"
         )
-    if not settings.base_url and not settings.api_key():
-        raise ProviderAuthError(
-            f"${settings.api_key_env} is not set: export your OpenAI key in it, or point "
-            "base_url (or OPENAI_BASE_URL) at a local OpenAI-compatible server"
-        )
+    _check_credentials(settings)
     provider = OpenAIProvider(
         model,
         base_url=settings.base_url,
@@ -85,10 +83,44 @@ def create_provider(settings: Settings) -> Provider:
         max_tokens=settings.max_reply_tokens,
         reply_timeout=settings.reply_timeout,
         idle_timeout=settings.idle_timeout,
+        sampling=sampling(settings.options),
     )
     # A server may quote the Authorization header back in a reply (issue 19, finding 5).
     secrets = credentials_of(settings.api_key(), settings.base_url, os.environ.get(KEY_ENV))
     return MaskedProvider(provider, secrets) if secrets else provider
+
+
+def _check_credentials(settings: Settings) -> None:
+    if not settings.base_url and not settings.api_key():
+        raise ProviderAuthError(
+            f"${settings.api_key_env} is not set: export your OpenAI key in it, or point "
+            "base_url (or OPENAI_BASE_URL) at a local OpenAI-compatible server"
+        )
+
+
+def available_models(settings: Settings) -> tuple[str, list[str]]:
+    """(provider name, model names) of what the chosen provider serves: the endpoint's
+    `/models` for openai; the one model file for local (not started); scripted's name."""
+    name = resolve_provider_name(settings)
+    if name == "scripted":
+        return name, [settings.model or "scripted"]
+    if name == "local":
+        from chatmem.providers.local import bundled_model_path
+
+        path = _local_model_path(settings) or bundled_model_path()
+        if path is None:
+            raise NoModelAvailable(NO_MODEL_HELP)
+        return name, [Path(path).stem]
+    from chatmem.providers.openai import OpenAIProvider
+
+    _check_credentials(settings)
+    provider = OpenAIProvider(settings.model or "models", base_url=settings.base_url,
+                              api_key=settings.api_key(), api_key_env=settings.api_key_env,
+                              timeout=settings.timeout, max_retries=settings.max_retries)
+    try:
+        return name, provider.list_models()
+    finally:
+        provider.close()
 
 
 def _local_model_path(settings: Settings) -> str | None:
@@ -109,4 +141,5 @@ def _local_model_path(settings: Settings) -> str | None:
     return str(Path(chosen).expanduser())
 
 
-__all__ = ["NO_MODEL_HELP", "Provider", "create_provider", "resolve_provider_name"]
+__all__ = ["NO_MODEL_HELP", "Provider", "available_models", "create_provider",
+           "resolve_provider_name"]

@@ -105,6 +105,7 @@ class LocalProvider(OpenAIProvider):
         threads: int = LocalSection.threads,
         timeout: float = 120.0,
         max_tokens: int | None = None,
+        sampling: Mapping[str, float | int] | None = None,
     ) -> None:
         if not xllamacpp_installed():
             raise NoModelAvailable(
@@ -123,7 +124,8 @@ class LocalProvider(OpenAIProvider):
         if not self.address.startswith("http"):
             self.address = "http://" + self.address
         super().__init__(path.stem, base_url=f"{self.address}/v1", api_key="local",
-                         timeout=timeout, max_retries=0, max_tokens=max_tokens)
+                         timeout=timeout, max_retries=0, max_tokens=max_tokens,
+                         sampling=sampling)
         self._counter: LocalTokenCounter | None = None
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:

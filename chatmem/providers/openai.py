@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import (
@@ -58,6 +58,9 @@ class OpenAIReply:
         try:
             messages: Any = [dict(m) for m in self._messages]
             limit: dict[str, Any] = {"max_tokens": p.max_tokens} if p.max_tokens else {}
+            if not self._json_only:
+                # Options (-o) shape the chat's replies; extraction keeps the server's own.
+                limit.update(p.sampling)
             if self._json_only:
                 # Servers constrain decoding to JSON (llama.cpp with a grammar), so
                 # even a small model answers a fact extraction request parseably.
@@ -158,6 +161,7 @@ class OpenAIProvider:
         max_tokens: int | None = None,
         reply_timeout: float | None = None,
         idle_timeout: float | None = None,
+        sampling: Mapping[str, float | int] | None = None,
     ) -> None:
         import openai
 
@@ -174,6 +178,8 @@ class OpenAIProvider:
         """Seconds a whole reply may take; None: only `timeout` (each read) bounds it."""
         self.idle_timeout = idle_timeout
         """Seconds a reply may go without a new piece; keep-alive comments are no piece."""
+        self.sampling = dict(sampling or {})
+        """temperature, top_p, seed (`-o`), sent with every chat request as named."""
         self._replying = threading.local()
         self.client = openai.OpenAI(
             base_url=self.base_url,
@@ -206,6 +212,13 @@ class OpenAIProvider:
 
     def stream(self, messages: ChatMessages) -> OpenAIReply:
         return OpenAIReply(self, messages)
+
+    def list_models(self) -> list[str]:
+        """The model names the endpoint serves (`GET /models`), sorted."""
+        try:
+            return sorted(model.id for model in self.client.models.list())
+        except Exception as e:
+            raise self.translate(e) from None
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         return "".join(OpenAIReply(self, messages, json_only=purpose == Purpose.FACTS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from chatmem.config.options import Cost
 from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
 from chatmem.render.notices import notice_text
@@ -33,6 +35,15 @@ PART_STYLES = {
 def when(iso: str | None) -> str:
     """`2026-11-29 15:09` from a stored ISO timestamp; seconds and offset left out."""
     return (iso or "")[:16].replace("T", " ")
+
+
+def cost_text(cost: Cost) -> str:
+    """`$1.25`, or `$0.0000039` below a cent: three significant digits, never an exponent."""
+    amount = cost.amount
+    if amount >= 0.01 or amount <= 0:
+        return f"{cost.currency}{amount:,.2f}"
+    decimals = 2 - math.floor(math.log10(amount))
+    return f"{cost.currency}{amount:.{decimals}f}".rstrip("0")
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -76,6 +87,7 @@ def token_line(
     reported: int | None = None,
     latency_ms: int | None = None,
     strategy: str | None = None,
+    cost: Cost | None = None,
 ) -> Text:
     """`system 12 · history 340 · input 9 · priming 3 = 364 tokens of 4,000 (reported 364) · …`.
 
@@ -106,6 +118,8 @@ def token_line(
     if reported is not None:
         style = "dim" if reported == total else "yellow"
         text.append(f" (provider reported {reported:,})", style=style)
+    if cost is not None:
+        text.append(f" · {cost_text(cost)}", style="green")
     if latency_ms is not None:
         text.append(f" · {latency_ms / 1000:.1f} s", style="dim")
     if strategy:

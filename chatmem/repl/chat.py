@@ -13,6 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
+from chatmem.config.options import Spent
 from chatmem.engine import Engine, TurnResult
 from chatmem.errors import ChatmemError
 from chatmem.memory.context import Context
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
     from chatmem.attachments import Attachment
+    from chatmem.config.options import Price
     from chatmem.providers.base import Provider
 
 
@@ -60,6 +62,8 @@ class Chat:
         """The current slash command's arguments as typed, quotes and spacing kept."""
         self.usage: tuple[int, int | None] | None = None
         """(tokens, budget) of the session's last context, for the toolbar."""
+        self.spent = Spent()
+        """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
         self.note_usage()
 
     # -- output ------------------------------------------------------------------
@@ -81,10 +85,12 @@ class Chat:
     def open(
         self, name: str, *, strategy: str | None = None, params: dict[str, Any] | None = None,
         system: str | None = None, model: str | None = None,
+        options: dict[str, float | int] | None = None,
     ) -> None:
         """Make `name` the current session, built the way `chatmem chat NAME` builds it.
 
-        With `model`, the chat runs on a new provider for that model (/model).
+        With `model` or `options`, the chat runs on a new provider for that model, or with
+        those options over the current ones (/model, /template).
         """
         from chatmem.engine import open_session
         from chatmem.providers import create_provider
@@ -95,8 +101,15 @@ class Chat:
                                "chatmem chat")
         settings, provider = old.settings, old.provider
         if model is not None:
+            model = settings.model_named(model)  # an alias ([aliases]) names its model
             settings = dataclasses.replace(settings, provider=provider.name, model=model,
                                            sources={**settings.sources, "model": "/model"})
+        if options:
+            chosen = {**settings.options, **options}
+            settings = dataclasses.replace(settings, provider=provider.name, options=chosen,
+                                           max_reply_tokens=int(
+                chosen.get("max_reply_tokens") or settings.max_reply_tokens or 0) or None)
+        if model is not None or options:
             provider = create_provider(settings)  # a bad name fails here; the chat goes on
             self.opened.append(provider)
         old.settle()  # what opening it changed is kept (or not) before it is reopened
@@ -104,7 +117,7 @@ class Chat:
                            params=params, system=system, activity=old.activity,
                            allow_over_budget=old.allow_over_budget)
         if new.helper_model is not new.provider and new.helper_model is not old.helper_model:
-            if model is None:
+            if model is None and not options:
                 # The same helper settings give the same model; keep the one already
                 # open, which `chatmem chat` closes when the REPL ends.
                 new.helper_model.close()
@@ -127,6 +140,10 @@ class Chat:
         from chatmem.errors import NotFound
 
         engine = self.engine
+        self.spent = Spent()
+        for used in engine.store.usage_by_model(engine.session.id):
+            self.spent = self.spent.plus(used.prompt_tokens, used.reply_tokens,
+                                         self.price_of(used.model))
         try:
             record = engine.store.turn(engine.session.id)
         except NotFound:
@@ -152,6 +169,9 @@ class Chat:
         self.last = result
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
+        if result.status != "failed":
+            self.spent = self.spent.plus(*billed_tokens(result), self.price_of(
+                result.record.model))
         if result.status == "cancelled":
             self.notice("(reply cancelled; it stays out of memory)")
             return
@@ -161,8 +181,16 @@ class Chat:
         for notice in result.notices:
             self.notice(notice_text(notice))
 
+    def price_of(self, model: str | None) -> Price | None:
+        """The configured price of `model`; None without one (or without settings)."""
+        from chatmem.config.options import price_of
+
+        settings = self.engine.settings
+        return price_of(settings.prices, model) if settings is not None else None
+
     def token_line(self, result: TurnResult) -> object:
         record = result.record
+        price = self.price_of(record.model)
         return render.token_line(
             result.context,
             approximate=self.engine.counter.approximate,
@@ -170,11 +198,20 @@ class Chat:
             reported=record.prompt_tokens,
             latency_ms=record.latency_ms,
             strategy=strategy_label(self.engine, changed_only=True),
+            cost=price.cost(*billed_tokens(result)) if price is not None else None,
         )
 
     def prompt_panel(self, context: Context, estimated: int | None = None) -> RenderableType:
         return render.context_panel(context, approximate=self.engine.counter.approximate,
                                     estimated=estimated)
+
+
+def billed_tokens(result: TurnResult) -> tuple[int, int]:
+    """(prompt, reply) tokens of a turn: the provider's counts when it reported them."""
+    record = result.record
+    prompt = record.prompt_tokens if record.prompt_tokens is not None else (
+        record.estimated_tokens or 0)
+    return prompt, record.completion_tokens or 0
 
 
 def strategy_label(engine: Engine, *, changed_only: bool = False) -> str:

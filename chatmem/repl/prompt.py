@@ -21,6 +21,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from chatmem.render.logs import spent_text
 from chatmem.repl.blocks import open_block, unfence
 from chatmem.repl.chat import strategy_label
 from chatmem.repl.completion import SlashCompleter
@@ -89,6 +90,8 @@ def toolbar_text(chat: Chat) -> str:
                                                    else " tokens"))
     else:
         parts.append("no turn yet")
+    if chat.spent.tokens:
+        parts.append(spent_text(chat.spent))
     indexing = indexing_text(engine.indexing.status(engine.embedder))
     if indexing is not None:
         parts.append(indexing)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from chatmem.store.connection import now
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
+from chatmem.store.logs import LogEntry, LogTables, ModelUsage
 from chatmem.store.memory import MemoryTables
 from chatmem.store.recall import (
     PendingText,
@@ -33,7 +34,7 @@ from chatmem.store.turns import TurnTables
 
 
 class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
-            RedactionTables):
+            RedactionTables, LogTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
 
@@ -43,7 +44,9 @@ __all__ = [
     "FactHistoryRecord",
     "FactRecord",
     "ForkReport",
+    "LogEntry",
     "MessageRecord",
+    "ModelUsage",
     "PendingText",
     "Place",
     "PositionedVector",

@@ -26,7 +26,7 @@ runner = CliRunner()
         (["sessions", "show"], "missing argument SESSION"),
         (["--bogus"], "no such option --bogus"),
         (["ask", "hi", "--sesion", "x"],
-         "no such option --sesion (did you mean --json, --session?)"),
+         "no such option --sesion (did you mean --json, --option, --session?)"),
         (["sessions", "nope"], "no such command 'nope'"),
         (["ask", "hi", "--provider", "nope"],
          "--provider must be one of auto, local, openai, scripted, got 'nope'"),

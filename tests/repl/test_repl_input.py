@@ -236,12 +236,33 @@ def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path:
         assert toolbar_text(repl) == " session t · window · scripted:scripted · no turn yet "
         repl.turn("hello there")
         assert toolbar_text(repl) == (" session t · window · scripted:scripted · last context "
-                                      "16 / 4,000 tokens ")
+                                      "16 / 4,000 tokens · total 20 tokens ")
         repl.command("/strategy window k=2")
         assert "window k=2" in toolbar_text(repl)
     store, restarted = make_repl(db)
-    with store:  # a restart shows the last context stored
-        assert toolbar_text(restarted).endswith("last context 16 / 4,000 tokens ")
+    with store:  # a restart shows the last context stored, and the session's total
+        assert toolbar_text(restarted).endswith("last context 16 / 4,000 tokens · "
+                                                "total 20 tokens ")
+
+
+def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) -> None:
+    store = Store(tmp_path / "t.db")
+    settings = Settings(system="Be brief.",
+                        prices={"scripted": {"input": 1000.0, "output": 2000.0}})
+    engine = open_session(store, settings, ScriptedProvider(), "t", strategy="window")
+    repl = Repl(engine, make_console(), make_console(stderr=True))
+    with store:
+        repl.turn("hello there")  # 16 tokens sent, 4 received: (16k + 8k) / 10⁶
+        assert toolbar_text(repl).endswith(" · total 20 tokens · $0.02 ")
+        repl.turn("你好，再来一次")
+        total = repl.spent
+        assert total.tokens > 20 and total.cost is not None and total.cost.amount > 0.02
+        restarted = Repl(open_session(store, settings, ScriptedProvider(), "t"),
+                         make_console(), make_console(stderr=True))
+        # Read back from the stored turns (summed per model, so rounding may differ).
+        assert restarted.spent.tokens == total.tokens
+        assert restarted.spent.cost is not None
+        assert restarted.spent.cost.amount == pytest.approx(total.cost.amount)
 
 
 def test_the_toolbar_says_how_many_messages_are_still_to_embed(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import re
 import shlex
 
 from chatmem import render
-from chatmem.repl.chat import Chat
+from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
 
 
@@ -65,6 +65,36 @@ def _model(repl: Chat, args: list[str]) -> None:
     new = repl.engine.provider
     repl.notice(f"model: {old.provider.name}:{old.provider.model} → {new.name}:{new.model} "
                 "for the next turns; the history is untouched")
+
+
+@slash("/template", "/template [NAME]",
+       "list the templates, or apply NAME (its system prompt, model, strategy and options) "
+       "to the next turns", example="/template translate", args=(0, 1))
+def _template(repl: Chat, args: list[str]) -> None:
+    from chatmem.config.templates import find_template, known_templates
+    from chatmem.errors import ChatmemError
+    from chatmem.evaluation.replay import parse_spec
+
+    engine = repl.engine
+    if engine.settings is None:
+        raise ChatmemError("this chat was started without settings; restart it with "
+                           "chatmem chat")
+    if not args:
+        known = known_templates(engine.settings)
+        repl.notice(f"templates: {', '.join(known)}" if known else
+                    "no templates yet: add [templates.NAME] to the config")
+        return
+    template = find_template(engine.settings, args[0])
+    strategy = parse_spec(template.strategy, {}).create() if template.strategy else None
+    if template.model is not None or template.options:
+        repl.open(engine.session.name, model=template.model, options=template.options)
+    if strategy is not None:
+        repl.engine.set_strategy(strategy)
+    if template.system is not None:
+        repl.engine.set_system(template.system or None)
+    provider = repl.engine.provider
+    repl.notice(f"template {template.name}: {provider.name}:{provider.model}, "
+                f"{strategy_label(repl.engine)} for the next turns; the history is untouched")
 
 
 @slash("/budget", "/budget [N]",

@@ -1,0 +1,54 @@
+"""`chatmem models`: what the model endpoint serves, with the config's aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from chatmem.cli.common import (
+    ConfigOption,
+    JsonOption,
+    ModelOption,
+    ProviderOption,
+    handles_errors,
+    print_json,
+    settings_from,
+)
+
+
+@handles_errors
+def models(
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    json_output: JsonOption = False,
+    config: ConfigOption = None,
+    aliases_only: Annotated[
+        bool, typer.Option("--aliases", help="List only the config's aliases.")] = False,
+) -> None:
+    """List the models the endpoint serves (/v1/models), each with its aliases from the config.
+
+    Example: OPENAI_BASE_URL=http://127.0.0.1:11434/v1 chatmem models
+    """
+    from chatmem.providers import available_models
+
+    settings = settings_from(config, None, provider, model)
+    served: list[str] = []
+    if aliases_only:
+        name = settings.provider
+    else:
+        name, served = available_models(settings)
+    aliases: dict[str, list[str]] = {}
+    for alias, target in sorted(settings.aliases.items()):
+        aliases.setdefault(target, []).append(alias)
+    if json_output:
+        print_json({"command": "models", "provider": name, "models": served,
+                    "aliases": dict(sorted(settings.aliases.items()))})
+        return
+    for served_name in served:
+        names = aliases.get(served_name)
+        print(served_name + (f"  (alias: {', '.join(names)})" if names else ""))
+    for target, names in aliases.items():
+        if target not in served:
+            print(f"{', '.join(names)} → {target}" + ("" if aliases_only else
+                                                       "  (alias of a model not served here)"))

@@ -1,0 +1,66 @@
+"""Named templates: a system prompt, model, strategy and options chosen by one name (`-t`).
+
+A template lives in the config file (`[templates.NAME]`) or in a file of its own,
+`templates/NAME.toml` beside the config file (by default in the user config directory);
+the config file's wins when both name it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chatmem.config.options import check_options
+from chatmem.config.paths import config_dir
+from chatmem.config.schema import check_template
+from chatmem.config.settings import Settings
+from chatmem.errors import ConfigError, UsageError
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    system: str | None = None
+    model: str | None = None
+    strategy: str | None = None
+    """`NAME[:K=V,...]`, as `--strategy` takes it."""
+    options: dict[str, float | int] = field(default_factory=dict)
+
+
+def templates_dir(settings: Settings) -> Path:
+    return (settings.source.parent if settings.source else config_dir()) / "templates"
+
+
+def known_templates(settings: Settings) -> list[str]:
+    folder = templates_dir(settings)
+    files = [p.stem for p in folder.glob("*.toml")] if folder.is_dir() else []
+    return sorted({*settings.templates, *files})
+
+
+def find_template(settings: Settings, name: str) -> Template:
+    """The template called `name`, checked; UsageError listing the known names otherwise."""
+    if name in settings.templates:
+        table = settings.templates[name]
+    else:
+        path = templates_dir(settings) / f"{name}.toml"
+        if "/" in name or "\\" in name or not path.is_file():
+            known = ", ".join(known_templates(settings)) or "none yet"
+            raise UsageError(f"no template {name!r} (known: {known}; add one as "
+                             f"[templates.{name}] in the config or {path})")
+        table = _read(path)
+    return Template(name, system=table.get("system"), model=table.get("model"),
+                    strategy=table.get("strategy"),
+                    options=check_options(table.get("options", {}), f"template {name}: options"))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            table = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read template: {e.strerror}") from None
+    return check_template(str(path), table)

@@ -1,0 +1,85 @@
+"""`chatmem logs` as a table, and money as the user reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from chatmem.config.options import Cost, Spent
+from chatmem.render import cost_text, when
+from chatmem.store import LogEntry
+
+QUESTION_CHARS = 60
+"""How much of each question the table shows: its start, enough to recognise it."""
+
+
+def spent_text(spent: Spent) -> str:
+    """`total 1,234 tokens · $0.0123` (a `+` when some model has no configured price)."""
+    text = f"total {spent.tokens:,} tokens"
+    if spent.cost is not None:
+        text += f" · {cost_text(spent.cost)}" + ("+" if spent.unpriced else "")
+    return text
+
+
+def question_start(text: str, chars: int = QUESTION_CHARS) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= chars else one_line[: chars - 1] + "…"
+
+
+def tokens_text(entry: LogEntry) -> str:
+    """`1,234+56`: tokens sent, plus tokens of the reply."""
+    sent = f"{entry.prompt_tokens:,}" if entry.prompt_tokens is not None else "?"
+    return sent + (f"+{entry.reply_tokens:,}" if entry.reply_tokens is not None else "")
+
+
+def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:
+    """Turns, newest (or best-matching) first: when, where, which model and strategy, what it
+    cost, and the start of the question, cut to the width the console leaves it."""
+    if not entries:
+        return Text("no turns found", style="dim")
+    return _QuestionFit(lambda width: _table(entries, costs, width))
+
+
+def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: int) -> Table:
+    out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                padding=(0, 1, 0, 0))
+    out.add_column("time", no_wrap=True)
+    # Names keep their start: enough to tell sessions and models apart in 80 columns.
+    for name, widest in (("session", 14), ("model", 12), ("strategy", 12)):
+        out.add_column(name, no_wrap=True, overflow="ellipsis", max_width=widest)
+    out.add_column("tokens", justify="right", no_wrap=True)
+    priced = any(cost is not None for cost in costs)
+    if priced:
+        out.add_column("cost", justify="right", no_wrap=True)
+    out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
+    for entry, cost in zip(entries, costs, strict=True):
+        status = "" if entry.status == "ok" else f" ({entry.status})"
+        # Month, day and time: a log is read for what happened lately.
+        row = [when(entry.created_at)[5:], f"{entry.session} #{entry.number}",
+               entry.model or "", entry.strategy + status, tokens_text(entry)]
+        if priced:
+            row.append(cost_text(cost) if cost is not None else "")
+        row.append(question_start(entry.input))
+        out.add_row(*row)
+    return out
+
+
+class _QuestionFit:
+    """The table with the widest question column that fits the console (Rich would
+    squeeze the other columns to nothing instead)."""
+
+    def __init__(self, build: Callable[[int], Table]) -> None:
+        self.build = build
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        roomy = options.update_width(10_000)
+        for width in range(QUESTION_CHARS, 5, -2):
+            table = self.build(width)
+            if Measurement.get(console, roomy, table).maximum <= options.max_width:
+                break
+        yield table

@@ -1,0 +1,113 @@
+"""Turns across sessions, newest or best-matching first (`chatmem logs`), and what a
+session's turns used per model (the REPL's running total).
+
+Portable SQL (`?` placeholders, no rowid, no PRAGMA); the one full-text statement sits
+in `_search_words`, the only place that speaks the index's dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chatmem import fts
+from chatmem.store.connection import Connection
+
+_COLUMNS = (
+    "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
+    " t.params, t.provider, t.model, t.estimated_tokens, t.prompt_tokens,"
+    " t.completion_tokens, t.created_at"
+)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One turn as `chatmem logs` lists it."""
+
+    session: str
+    number: int
+    created_at: str
+    status: str
+    input: str
+    strategy: str
+    params: str
+    """The strategy's parameters, as stored (JSON)."""
+    provider: str | None
+    model: str | None
+    prompt_tokens: int | None
+    """The provider's count when it reported one, else chatmem's own."""
+    reply_tokens: int | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> LogEntry:
+        reported = row["prompt_tokens"]
+        return cls(row["session"], row["number"], row["created_at"], row["status"],
+                   row["input"], row["strategy"], row["params"], row["provider"], row["model"],
+                   reported if reported is not None else row["estimated_tokens"],
+                   row["completion_tokens"])
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    """Tokens a session's turns sent to and received from one model."""
+
+    model: str | None
+    prompt_tokens: int
+    reply_tokens: int
+
+
+class LogTables(Connection):
+    def recent_turns(self, *, limit: int, session_id: int | None = None,
+                     query: str | None = None) -> list[LogEntry]:
+        """The newest `limit` turns (of one session, or all); with `query`, the turns whose
+        question or reply best match it in the full-text index, best first."""
+        where = " WHERE t.session_id = ?" if session_id is not None else ""
+        scope = [session_id] if session_id is not None else []
+        if query is None:
+            # Newest stored first, read from the end of an index: `limit` rows, however long
+            # the history (a session's by its turn numbers, all by the turns' keys).
+            order = "t.number" if session_id is not None else "t.id"
+            rows = self._rows(
+                f"SELECT {_COLUMNS} FROM turns t JOIN sessions s ON s.id = t.session_id"
+                f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
+            return [LogEntry.from_row(row) for row in rows]
+        # A turn holds two messages: twice the hits find `limit` turns when both match.
+        scores = {message_id: score for message_id, _, score
+                  in self._search_words(fts.query_terms(query), session_id, 2 * limit)}
+        if not scores:
+            return []
+        marks = ", ".join("?" for _ in scores)
+        rows = self._rows(
+            f"SELECT {_COLUMNS}, t.user_message_id, t.assistant_message_id FROM turns t"
+            " JOIN sessions s ON s.id = t.session_id"
+            f" WHERE t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks})",
+            [*scores, *scores])
+        best = {row["id"]: max(scores.get(row["user_message_id"], float("-inf")),
+                               scores.get(row["assistant_message_id"], float("-inf")))
+                for row in rows}
+        rows.sort(key=lambda row: (-best[row["id"]], row["created_at"]))
+        return [LogEntry.from_row(row) for row in rows[:limit]]
+
+    def usage_by_model(self, session_id: int) -> list[ModelUsage]:
+        """Tokens the session's sent turns used, per model (a failed request is not billed)."""
+        rows = self._rows(
+            "SELECT model, sum(coalesce(prompt_tokens, estimated_tokens, 0)) AS prompt,"
+            " sum(coalesce(completion_tokens, 0)) AS reply FROM turns"
+            " WHERE session_id = ? AND status <> 'failed' GROUP BY model", [session_id])
+        return [ModelUsage(row["model"], int(row["prompt"]), int(row["reply"])) for row in rows]
+
+    def _search_words(self, terms: Sequence[str], session_id: int | None,
+                      limit: int) -> list[tuple[int, int, float]]:
+        """(message id, position, score; higher is better) of the best `limit` messages
+        matching any of `terms`, in one session or all (the backend's `word_scores`)."""
+        expression = fts.match_terms(list(terms))
+        if expression is None:
+            return []
+        where = " AND m.session_id = ?" if session_id is not None else ""
+        rows = self.db.execute(
+            "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
+            " JOIN messages m ON m.id = messages_fts.rowid"
+            f" WHERE messages_fts MATCH ?{where} ORDER BY score LIMIT ?",
+            [expression, *([session_id] if session_id is not None else []), limit])
+        return [(message_id, position, -score) for message_id, position, score in rows]

@@ -1,0 +1,190 @@
+"""`chatmem logs`: recent turns across sessions, searched with the full-text index (issue 21,
+Build 3), in English and Chinese; reading never writes the history file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.config.options import Cost
+from chatmem.render.logs import logs_table
+from chatmem.store import Store
+
+runner = CliRunner()
+
+
+def run(db: Path, *args: str, config: Path | None = None) -> Any:
+    extra = ["--config", str(config)] if config else []
+    return runner.invoke(app, [*args, "--db", str(db), *extra])
+
+
+def ask(db: Path, session: str, text: str) -> None:
+    result = run(db, "ask", session, text, "--provider", "scripted", "--plain")
+    assert result.exit_code == 0, result.stderr
+
+
+def checkpointed_hash(db: Path) -> str:
+    connection = sqlite3.connect(db)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+    digest = hashlib.sha256(db.read_bytes())
+    wal = db.with_name(db.name + "-wal")
+    if wal.exists():
+        digest.update(wal.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    db = tmp_path / "h.db"
+    ask(db, "trip", "我们五月去杭州旅行，想看西湖")
+    ask(db, "work", "deploy the kubernetes cluster on friday")
+    ask(db, "trip", "what should I pack for the rain?")
+    ask(db, "work", "the database migration failed twice")
+    return db
+
+
+def logs_json(db: Path, *args: str, config: Path | None = None) -> list[dict[str, Any]]:
+    result = run(db, "logs", "--json", *args, config=config)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_logs_lists_turns_across_sessions_newest_first(db: Path) -> None:
+    entries = logs_json(db)
+    assert [(e["session"], e["turn"]) for e in entries] == [
+        ("work", 2), ("trip", 2), ("work", 1), ("trip", 1)]
+    newest = entries[0]
+    assert newest["input"] == "the database migration failed twice"
+    assert newest["model"] == "scripted" and newest["provider"] == "scripted"
+    assert newest["strategy"]["name"] == "window" and newest["status"] == "ok"
+    assert isinstance(newest["tokens"]["prompt"], int) and newest["tokens"]["prompt"] > 0
+    # The scripted model's reply `echo #1: the database migration failed twice`: 7 words.
+    assert newest["tokens"]["reply"] == 7
+    assert newest["cost"] is None
+
+
+def test_n_and_session_narrow_the_list(db: Path) -> None:
+    assert [e["turn"] for e in logs_json(db, "-n", "1")] == [2]
+    assert [e["input"] for e in logs_json(db, "--session", "trip")] == [
+        "what should I pack for the rain?", "我们五月去杭州旅行，想看西湖"]
+
+
+def test_q_searches_english_with_the_index(db: Path) -> None:
+    found = logs_json(db, "-q", "Kubernetes")
+    assert [(e["session"], e["turn"]) for e in found] == [("work", 1)]
+
+
+def test_q_searches_chinese_with_the_index(db: Path) -> None:
+    found = logs_json(db, "-q", "杭州")
+    assert [(e["session"], e["input"]) for e in found] == [("trip", "我们五月去杭州旅行，想看西湖")]
+    assert logs_json(db, "-q", "西湖", "--session", "work") == []
+
+
+def test_q_ranks_the_better_match_first_and_a_turn_once(db: Path) -> None:
+    ask(db, "work", "kubernetes kubernetes kubernetes upgrade")
+    found = logs_json(db, "-q", "kubernetes")
+    # The question and its echoed reply both match: each turn is listed once.
+    assert [e["turn"] for e in found] == [3, 1]
+
+
+def test_a_search_that_matches_nothing_lists_nothing(db: Path) -> None:
+    result = run(db, "logs", "-q", "zeppelin")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "no turns found"
+
+
+def test_the_cost_of_a_priced_model_is_listed(db: Path, tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[prices."scripted"]\ninput = 2.0\noutput = 4.0\n', encoding="utf-8")
+    entry = logs_json(db, "-n", "1", config=config)[0]
+    prompt, reply = entry["tokens"]["prompt"], entry["tokens"]["reply"]
+    assert entry["cost"] == {"amount": pytest.approx((prompt * 2 + reply * 4) / 1e6),
+                             "currency": "$"}
+    table = run(db, "logs", "-n", "1", config=config)
+    assert table.exit_code == 0 and "cost" in table.stdout and "$0.0" in table.stdout
+
+
+def test_the_table_names_time_session_model_strategy_and_question(db: Path) -> None:
+    result = run(db, "logs")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["time", "session", "model", "strategy", "tokens", "question"]
+    assert "trip #1" in result.stdout and "我们五月去杭州旅行" in result.stdout
+
+
+def test_the_table_fits_80_columns_and_cuts_long_questions(db: Path) -> None:
+    ask(db, "a-rather-long-session-name", "word " * 100)
+    with Store(db) as store:
+        entries = store.recent_turns(limit=20)
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(logs_table(entries, [Cost(0.0001)] * len(entries)))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "word word" in text and "…" in text
+
+
+@pytest.mark.parametrize(("args", "named", "code"), [
+    (["--session", "nowhere"], "no session 'nowhere'", 1),
+    (["-q", "  "], "-q needs words", 2),
+    (["-n", "0"], "must be 1 or more", 2),
+])
+def test_bad_input_is_one_line_and_non_zero(db: Path, args: list[str], named: str,
+                                             code: int) -> None:
+    result = run(db, "logs", *args)
+    assert result.exit_code == code
+    assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_logs_never_write_the_history_file(db: Path) -> None:
+    before = checkpointed_hash(db)
+    for args in ([], ["-q", "杭州"], ["--session", "work", "--json"], ["-q", "rain", "-n", "1"]):
+        assert run(db, "logs", *args).exit_code == 0
+    assert checkpointed_hash(db) == before
+
+
+def test_logs_without_a_history_file_creates_none(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["logs"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "no turns found"
+    assert not list(tmp_path.parent.rglob("chatmem.db"))
+
+
+def _many_turns(store: Store, count: int) -> None:
+    """`count` turns in two sessions, written straight into the table (only their rows
+    matter to the listing)."""
+    ids = [store.create_session(name, strategy="window").id for name in ("a", "b")]
+    store.db.conn.executemany(
+        "INSERT INTO turns (session_id, number, status, input, context, strategy,"
+        " created_at) VALUES (?, ?, 'ok', ?, '{}', 'window', ?)",
+        [(ids[n % 2], n // 2 + 1, f"question {n}", f"2026-01-01T00:00:{n:06d}")
+         for n in range(count)])
+
+
+@pytest.mark.parametrize("session", [None, "b"])
+def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
+                                                                session: str | None) -> None:
+    from chatmem.store.meter import metered
+
+    work = []
+    for count in (100, 4000):
+        with Store(tmp_path / f"{count}.db") as store:
+            _many_turns(store, count)
+            found = store.find_session(session) if session else None
+            with metered(store) as meter:
+                entries = store.recent_turns(limit=10, session_id=found.id if found else None)
+            assert [e.input for e in entries][:1] == [f"question {count - 1}"]
+            work.append((meter.statements, meter.rows, meter.steps))
+    (statements, rows, steps), (statements_l, rows_l, steps_l) = work
+    assert (statements_l, rows_l) == (statements, rows) == (1, 10)
+    assert steps_l <= steps + 2  # the B-tree may be a level deeper

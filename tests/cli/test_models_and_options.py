@@ -1,0 +1,208 @@
+"""`chatmem models`, [aliases], `-o KEY=VALUE` and money cost from [prices] (issue 21, Build 6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.config.options import Cost, Price, Spent, parse_options, price_of
+from chatmem.errors import UsageError
+from chatmem.render import cost_text
+from chatmem.render.logs import spent_text
+
+runner = CliRunner()
+
+PRICED = """
+[aliases]
+fast = "test-small"
+"小" = "test-small"
+
+[prices."test-small"]
+input = 0.15
+output = 0.60
+"""
+
+
+def config(tmp_path: Path, text: str = PRICED) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def served(server: Any, *args: str, config_path: Path | None = None) -> Any:
+    extra = ["--config", str(config_path)] if config_path else []
+    return runner.invoke(app, [*args, *extra], env={"OPENAI_BASE_URL": server.base_url,
+                                                    "OPENAI_API_KEY": "sk-test-key-1234"})
+
+
+# -- models ------------------------------------------------------------------------
+
+
+def test_models_lists_what_the_server_serves_with_the_aliases(tmp_path: Path,
+                                                             chat_server) -> None:
+    result = served(chat_server, "models", config_path=config(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == ["test-large", "test-small  (alias: fast, 小)"]
+
+
+def test_models_json(tmp_path: Path, chat_server) -> None:
+    result = served(chat_server, "models", "--json", config_path=config(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "command": "models", "provider": "openai", "models": ["test-large", "test-small"],
+        "aliases": {"fast": "test-small", "小": "test-small"}}
+
+
+def test_models_on_a_server_that_refuses_the_key_is_one_line_exit_3ish(chat_server) -> None:
+    chat_server.plan = ["401"]
+    result = served(chat_server, "models")
+    assert result.exit_code != 0
+    assert "sk-test-key-1234" not in result.stderr + result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "refused the API key (401)" in result.stderr
+
+
+def test_models_of_the_scripted_provider_is_its_name() -> None:
+    result = runner.invoke(app, ["models", "--provider", "scripted", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["models"] == ["scripted"]
+
+
+# -- aliases --------------------------------------------------------------------------
+
+
+def test_an_alias_names_its_model_in_the_request(tmp_path: Path, chat_server) -> None:
+    result = served(chat_server, "ask", "你好", "--model", "小", "--plain",
+                    config_path=config(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert chat_server.requests[-1]["model"] == "test-small"
+
+
+def test_an_alias_in_the_config_must_name_a_model(tmp_path: Path) -> None:
+    path = config(tmp_path, '[aliases]\nfast = ""\n')
+    result = runner.invoke(app, ["ask", "hi", "--provider", "scripted", "--config", str(path)])
+    assert result.exit_code == 2
+    assert "aliases.fast" in result.stderr and str(path) in result.stderr
+
+
+# -- -o KEY=VALUE ---------------------------------------------------------------------
+
+
+def test_options_reach_the_server_in_the_request_body(chat_server) -> None:
+    result = served(chat_server, "ask", "hello", "--model", "m", "-o", "temperature=0.2",
+                    "-o", "top_p=0.9", "-o", "seed=7", "-o", "max_reply_tokens=64")
+    assert result.exit_code == 0, result.stderr
+    body = chat_server.requests[-1]
+    assert body["temperature"] == 0.2 and body["top_p"] == 0.9 and body["seed"] == 7
+    assert body["max_tokens"] == 64
+
+
+def test_without_options_the_server_chooses(chat_server) -> None:
+    assert served(chat_server, "ask", "hello", "--model", "m").exit_code == 0
+    assert not {"temperature", "top_p", "seed"} & set(chat_server.requests[-1])
+
+
+@pytest.mark.parametrize(("option", "named"), [
+    ("temperature=5", "-o temperature must be between 0 and 2, got '5'"),
+    ("temperature=warm", "-o temperature must be a number, got 'warm'"),
+    ("seed=1.5", "-o seed must be a whole number, got '1.5'"),
+    ("max_reply_tokens=0", "-o max_reply_tokens must be between 1 and"),
+    ("colour=red", "-o colour: unknown option (known: temperature, top_p, seed,"),
+    ("temperature", "-o 'temperature' must be KEY=VALUE"),
+])
+def test_a_bad_option_is_one_line_naming_it_and_exit_2(chat_server, option: str,
+                                                       named: str) -> None:
+    result = served(chat_server, "ask", "hello", "--model", "m", "-o", option)
+    assert result.exit_code == 2
+    assert named in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert chat_server.requests == []  # nothing was sent
+
+
+def test_parse_options_types_the_values() -> None:
+    assert parse_options(["temperature=1", "seed=3", "top_p=0.5"]) == {
+        "temperature": 1.0, "seed": 3, "top_p": 0.5}
+    assert isinstance(parse_options(["temperature=1"])["temperature"], float)
+    with pytest.raises(UsageError):
+        parse_options(["top_p=nan"])
+
+
+# -- cost -----------------------------------------------------------------------------
+
+
+def test_the_token_line_shows_the_cost_of_a_priced_model(tmp_path: Path, chat_server) -> None:
+    result = served(chat_server, "ask", "hello", "--model", "fast", "--plain",
+                    config_path=config(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    # The server reported 6 prompt tokens and 5 of reply: (6 × 0.15 + 5 × 0.60) / 10⁶.
+    line = next(line for line in result.stderr.splitlines() if "tokens" in line)
+    assert "(provider reported 6) · $0.0000039 ·" in line
+
+
+def test_no_price_no_cost(chat_server) -> None:
+    result = served(chat_server, "ask", "hello", "--model", "test-small", "--plain")
+    assert result.exit_code == 0, result.stderr
+    assert "$" not in result.stderr
+
+
+def test_price_arithmetic_is_per_million_tokens() -> None:
+    price = price_of({"m": {"input": 0.15, "output": 0.60}}, "m")
+    assert price == Price(0.15, 0.60)
+    assert price.cost(1_000_000, 500_000) == Cost(0.45)
+    assert price_of({"m": {"input": 1, "output": 2}}, "other") is None
+    assert cost_text(Cost(0.45)) == "$0.45"
+    assert cost_text(Cost(0.000123)) == "$0.000123"
+    assert cost_text(Cost(3, "¥")) == "¥3.00"
+    assert cost_text(Cost(0.0)) == "$0.00"
+    assert cost_text(Cost(1234.5)) == "$1,234.50"
+
+
+def test_the_running_total_adds_tokens_and_cost() -> None:
+    spent = Spent().plus(1000, 200, Price(1.0, 2.0)).plus(500, 100, Price(1.0, 2.0))
+    assert spent.tokens == 1800
+    assert spent.cost is not None and spent.cost.amount == pytest.approx(0.0021)
+    assert spent_text(spent) == "total 1,800 tokens · $0.0021"
+    unpriced = spent.plus(10, 0, None)
+    assert unpriced.unpriced and spent_text(unpriced) == "total 1,810 tokens · $0.0021+"
+    assert spent_text(Spent().plus(10, 5, None)) == "total 15 tokens"
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ('[prices."m"]\ninput = -1\noutput = 1\n', "prices.\"m\".input' must be a number of 0"),
+    ('[prices."m"]\ninput = 1\n', "lacks output"),
+    ('[prices."m"]\ninput = 1\noutput = 1\nouput = 2\n', "unknown key 'prices.\"m\".ouput'"),
+    ('prices = 3\n', "key 'prices' must be a table"),
+])
+def test_a_bad_price_is_one_line_naming_the_key(tmp_path: Path, text: str, named: str) -> None:
+    path = config(tmp_path, text)
+    result = runner.invoke(app, ["ask", "hi", "--provider", "scripted", "--config", str(path)])
+    assert result.exit_code == 2
+    assert named in result.stderr
+
+
+def test_chat_options_and_a_model_alias_in_the_repl(tmp_path: Path, chat_server) -> None:
+    result = runner.invoke(
+        app, ["chat", "c", "--model", "m", "-o", "temperature=0.2", "--db",
+              str(tmp_path / "h.db"), "--config", str(config(tmp_path))],
+        input="hello\n/model 小\n再说一次\n",
+        env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x"})
+    assert result.exit_code == 0, result.stderr
+    first, second = chat_server.requests
+    assert (first["model"], first["temperature"]) == ("m", 0.2)
+    assert second["model"] == "test-small"  # the alias, resolved by /model
+    assert "$" in result.stderr.splitlines()[-1]  # test-small is priced: its turn shows cost
+
+
+def test_models_of_the_local_provider_names_its_file_without_starting_it(
+        tmp_path: Path) -> None:
+    model = tmp_path / "tiny-model.gguf"
+    model.write_bytes(b"GGUF")  # never loaded: listing reads no model
+    path = config(tmp_path, f'provider = "local"\n[local]\nmodel_path = "{model}"\n')
+    result = runner.invoke(app, ["models", "--json", "--config", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["models"] == ["tiny-model"]
