@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,7 +70,7 @@ class SessionTables(MessageTables):
                 [name, strategy, json_text(dict(params)), provider, model, system, user,
                  tokenizer, stamp, stamp],
             )
-        except sqlite3.IntegrityError:
+        except self.db.conflicts:
             # Another process took the name since _check_new_name.
             raise StoreError(f"a session named {name!r} already exists") from None
         self._set_prompt(session_id, 1, system)
@@ -128,7 +127,7 @@ class SessionTables(MessageTables):
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
                     [*fields.values(), session_id],
                 )
-            except sqlite3.IntegrityError:
+            except self.db.conflicts:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
         return self.session_by_id(session_id)
 
