@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck
@@ -73,9 +75,58 @@ def history_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return HISTORY_KEY
 
 
+SQLITE_ONLY = "sqlite_only"
+"""Marks a test taking `store`/`history` that is about SQLite itself (its file, WAL, PRAGMA,
+SQLCipher): its postgres run is deselected, the marker's reason says why."""
+
+
+@dataclass(frozen=True)
+class History:
+    """Where the test's history lives: a file (plain or encrypted) or a PostgreSQL database."""
+
+    kind: str
+    """"plain", "encrypted" or "postgres"."""
+    location: Path | str
+    key: str | None = None
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind != "postgres"
+
+    def open(self, **options: Any) -> Store:
+        """Another connection to the same history (another process's view)."""
+        return Store(self.location, key=self.key, **options)
+
+
+@pytest.fixture(params=["plain", pytest.param("encrypted", marks=needs_sqlcipher), "postgres"])
+def history(request: pytest.FixtureRequest, db_path: Path,
+            monkeypatch: pytest.MonkeyPatch) -> History:
+    """The store tests' history, three times: a plain file, an encrypted one, and a fresh
+    database on the test session's PostgreSQL server (skipped, saying why, without the
+    `postgres` extra). The encrypted run sets CHATMEM_KEY, as `history_key` does."""
+    if request.param == "postgres":
+        return History("postgres", str(request.getfixturevalue("pg_url")))
+    if request.param == "plain":
+        return History("plain", db_path)
+    monkeypatch.setenv("CHATMEM_KEY", HISTORY_KEY)
+    return History("encrypted", db_path, HISTORY_KEY)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the postgres run of tests marked sqlite_only (they are about SQLite's file)."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("history") == "postgres"
+        (drop if on_postgres and item.get_closest_marker(SQLITE_ONLY) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture
-def store(db_path: Path, history_key: str | None) -> Iterator[Store]:
-    with Store(db_path, key=history_key) as s:
+def store(history: History) -> Iterator[Store]:
+    with history.open() as s:
         yield s
 
 

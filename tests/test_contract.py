@@ -2,13 +2,14 @@
 
 Parametrized over `contract_strategy_names()`, so strategies and combinations
 added later are covered without touching this file. Conversations (English,
-Chinese and mixed) run through the real Engine, a real SQLite file and the
-scripted provider, so stateful strategies update their summaries and facts
-between turns exactly as in a chat.
+Chinese and mixed) run through the real Engine, a real SQLite file (and a real
+PostgreSQL database) and the scripted provider, so stateful strategies update
+their summaries and facts between turns exactly as in a chat.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import tempfile
 from pathlib import Path
@@ -89,14 +90,34 @@ def test_strategy_contract_with_the_local_embedder(name: str, convo: dict[str, A
         run_conversation(name, convo, Path(folder), embedder="local")
 
 
-def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: str) -> None:
+PG_CONTRACT = settings(CONTRACT, max_examples=5)
+"""Fewer conversations on PostgreSQL: the strategies are the same code, the store's SQL is
+what differs, and every strategy still runs English, Chinese and mixed turns there."""
+_conversations = itertools.count(1)
+
+
+@pytest.mark.parametrize("name", contract_strategy_names())
+def test_strategy_contract_on_postgres(pg_url: str, name: str) -> None:
+    # One database per strategy, a session per conversation: creating a database per
+    # example would cost more than the conversation.
+    @PG_CONTRACT
+    @given(convo=conversation)
+    def check(convo: dict[str, Any]) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            run_conversation(name, convo, Path(folder), embedder="hash", location=pg_url)
+
+    check()
+
+
+def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: str,
+                     location: str | None = None) -> None:
     log = folder / "requests.jsonl"
     provider = ScriptedProvider(log_path=log)
     settings = Settings(system=convo["system"], embeddings=EmbeddingsSection(provider=embedder))
-    with Store(folder / "c.db") as store:
+    with Store(location or folder / "c.db") as store:
         # The contract is about what a strategy builds, over budget too: the engine's
         # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
-        engine = open_session(store, settings, provider, "c",
+        engine = open_session(store, settings, provider, f"c{next(_conversations)}",
                               strategy=name, params=strategy_params(name, convo),
                               allow_over_budget=True)
         if convo["greeting"]:

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from dialect import refuse_inserts, word_entries
 from matches import matches
 
 from chatmem.errors import NotChatmemDatabase, NotFound, StoreError, UsageError
@@ -19,6 +20,7 @@ def turn(session_id: int, text: str, reply: str | None = "ok", status: str = "ok
                       context={"parts": []}, strategy="buffer")
 
 
+@pytest.mark.sqlite_only(reason="SQLite's own settings")
 def test_pragmas(store: Store) -> None:
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -27,6 +29,7 @@ def test_pragmas(store: Store) -> None:
     assert store.db.execute("PRAGMA secure_delete").fetchone()[0] == 1
 
 
+@pytest.mark.sqlite_only(reason="SQLite's catalogue; PostgreSQL's: tests/store/test_postgres_*")
 def test_tables_exist(store: Store) -> None:
     names = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master")}
     assert {"sessions", "messages", "turns", "summaries", "facts", "messages_fts",
@@ -50,7 +53,7 @@ def test_failed_and_cancelled_turns_record_only_the_turn_row(store: Store, statu
     session = store.create_session("s", "buffer")
     store.record_turn(turn(session.id, "hello", reply=None, status=status))
     assert store.messages(session.id) == []
-    assert store.db.execute("SELECT count(*) FROM messages_fts").fetchone()[0] == 0
+    assert word_entries(store) == 0
     assert [t.status for t in store.turns(session.id)] == [status]
     with pytest.raises(StoreError, match="only a completed turn"):
         store.commit_turn(turn(session.id, "hello", reply=None, status=status))
@@ -60,12 +63,11 @@ def test_commit_is_all_or_nothing(store: Store) -> None:
     session = store.create_session("s", "buffer")
     store.commit_turn(turn(session.id, "first"))
     # The turn row insert fails after the messages went in: all of it must roll back.
-    store.db.execute("CREATE TEMP TRIGGER no_turns BEFORE INSERT ON turns"
-                     " BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    refuse_inserts(store, "turns", "disk says no")
     with pytest.raises(StoreError, match="disk says no"):
         store.commit_turn(turn(session.id, "second"))
     assert [m.content for m in store.messages(session.id)] == ["first", "ok"]
-    assert store.db.execute("SELECT count(*) FROM messages_fts").fetchone()[0] == 2
+    assert word_entries(store) == 2
     assert len(store.turns(session.id)) == 1
 
 

@@ -43,6 +43,10 @@ class Backend(Protocol):
     location: str
     """What messages name: the file's path, or the URL with its password masked."""
     encrypted: bool
+    errors: tuple[type[Exception], ...]
+    """The driver's errors any statement may raise (sqlite3.Error; psycopg.Error)."""
+    conflicts: tuple[type[Exception], ...]
+    """The driver's errors for a row that breaks a constraint (a name taken meanwhile)."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
 

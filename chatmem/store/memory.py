@@ -14,6 +14,7 @@ from chatmem.store.records import (
     FactRecord,
     SummaryRecord,
     json_text,
+    known_columns,
     stored_json,
 )
 
@@ -180,7 +181,8 @@ class MemoryTables(Connection):
         history: dict[int, list[FactHistoryRecord]] = {}
         for row in self._rows(f"SELECT * FROM fact_history WHERE fact_id IN ({marks})"
                               " ORDER BY id", fact_ids):
-            history.setdefault(row["fact_id"], []).append(FactHistoryRecord(**row))
+            history.setdefault(row["fact_id"], []).append(
+                FactHistoryRecord(**known_columns(FactHistoryRecord, row)))
         return history
 
     @staticmethod
@@ -209,12 +211,11 @@ class MemoryTables(Connection):
                   for scope, owner in (("user", user), ("session", session_id))
                   if owner is not None]
         params = [p for _, ps in owners for p in ps]
-        sql = "SELECT * FROM facts WHERE " + (
-            " OR ".join(f"({where})" for where, _ in owners) if owners else "1")
+        sql = "SELECT * FROM facts WHERE (" + (
+            " OR ".join(f"({where})" for where, _ in owners) if owners else "1 = 1") + ")"
         if not include_deleted:
             # A fact past its own end (/remember --for) is gone at once, pruned or not.
-            sql = (f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
-                   " AND (expires_at IS NULL OR expires_at > ?)")
+            sql += " AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
             params.append(self.now())
         return [FactRecord.from_row(r) for r in self._rows(sql + " ORDER BY id", params)]
 

@@ -1,5 +1,9 @@
 """Counting the work a store does: statements run, rows read back, SQLite VM steps.
 
+On PostgreSQL the backend reports each statement it runs and the rows it
+returned; the server's own work has no counter to read per statement, so
+`steps` stays 0 there and EXPLAIN shows how a statement reads instead.
+
 For complexity tests and benchmarks: a turn's work must not grow with the
 history, and counts show it without the noise of a shared machine's clock.
 """
@@ -42,8 +46,12 @@ def metered(store: Connection) -> Iterator[Meter]:
     """Count what `store` does inside the block; the connection is left as it was after."""
     from chatmem.store.sqlite_backend import SqliteBackend
 
+    if store.db.kind == "postgresql":
+        with _metered_postgres(store) as meter:
+            yield meter
+        return
     if not isinstance(store.db, SqliteBackend):
-        raise TypeError("metered counts SQLite's work; this store is not SQLite")
+        raise TypeError(f"metered cannot count the work of a {store.db.kind} store")
     meter = Meter()
     conn = store.db.conn
 
@@ -79,3 +87,24 @@ def metered(store: Connection) -> Iterator[Meter]:
         conn.set_trace_callback(None)
         conn.set_progress_handler(None, STEP)
         conn.row_factory = factory
+
+
+@contextmanager
+def _metered_postgres(store: Connection) -> Iterator[Meter]:
+    from chatmem.store.postgres_backend import PostgresBackend
+
+    backend = store.db
+    assert isinstance(backend, PostgresBackend)
+    meter = Meter()
+
+    def statement(sql: str, params: Any, cursor: Any) -> None:
+        meter.statements += 1
+        if cursor.description is not None:  # a SELECT, or a RETURNING: its rows come back
+            meter.rows += max(cursor.rowcount, 0)
+
+    previous = backend.observe
+    backend.observe = statement
+    try:
+        yield meter
+    finally:
+        backend.observe = previous

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -114,11 +114,16 @@ class PostgresBackend:
             raise StoreError(f"{self.location}: a PostgreSQL history needs psycopg: "
                              f"{install_hint('postgres')}")
         self._errors = psycopg
+        self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
+        self.conflicts: tuple[type[Exception], ...] = (psycopg.IntegrityError,)
         errors = psycopg.errors
         # What makes the database unusable for a write (not a bug, not a constraint).
         self._store_failures: tuple[type[BaseException], ...] = (
             psycopg.OperationalError, psycopg.InternalError, errors.InsufficientPrivilege)
         self._secret = password_of(where.target)
+        self.observe: Callable[[str, Sequence[Any], Any], None] | None = None
+        """Called after each statement with its SQL, parameters and cursor (store/meter.py
+        counts the work with it)."""
         try:
             self._conn = psycopg.connect(where.target, autocommit=True,
                                          connect_timeout=CONNECT_TIMEOUT_S)
@@ -139,14 +144,19 @@ class PostgresBackend:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         try:
-            return self._conn.execute(translate(sql), tuple(params))
+            cursor = self._conn.execute(translate(sql), tuple(params))
         except self._errors.OperationalError as e:
             raise self.error(e) from None
+        if self.observe is not None:
+            self.observe(sql, params, cursor)
+        return cursor
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         try:
             with self._conn.cursor() as cursor:
                 cursor.executemany(translate(sql), [tuple(r) for r in rows])
+                if self.observe is not None:
+                    self.observe(sql, (), cursor)
         except self._errors.OperationalError as e:
             raise self.error(e) from None
 
@@ -180,7 +190,7 @@ class PostgresBackend:
         try:
             with self._conn.transaction():
                 if not nested:
-                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    self.execute("SELECT pg_advisory_xact_lock(?)", [WRITE_LOCK])
                 yield
         except self._store_failures as e:
             # A constraint's error stays the driver's: the table code may expect it.

@@ -106,9 +106,7 @@ class SessionTables(MessageTables):
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
                     [*fields.values(), session_id],
                 )
-            except Exception as e:
-                if not steps.is_integrity_error(e):
-                    raise
+            except self.db.conflicts:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
         return self.session_by_id(session_id)
 

@@ -119,6 +119,9 @@ class SqliteBackend:
     """
 
     kind = "sqlite"
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    """sqlcipher3's errors come out as sqlite3's too (cipher.translate)."""
+    conflicts: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
 
     def __init__(self, path: str | Path, *, key: str | None = None) -> None:
         self.path = Path(path)

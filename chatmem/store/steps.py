@@ -86,19 +86,11 @@ def insert_session(
             [name, strategy, json_text(dict(params)), provider, model, system, user,
              tokenizer, stamp, stamp],
         )
-    except Exception as e:
-        if not is_integrity_error(e):
-            raise
+    except db.conflicts:
         # Another process took the name since check_new_name.
         raise StoreError(f"a session named {name!r} already exists") from None
     set_prompt(db, session_id, 1, system)
     return session_id
-
-
-def is_integrity_error(error: Exception) -> bool:
-    """A broken constraint (a taken name), whichever driver raised it: sqlite3's and
-    psycopg's both follow the DB-API and call it IntegrityError."""
-    return any(kind.__name__ == "IntegrityError" for kind in type(error).__mro__)
 
 
 def set_prompt(db: Backend, session_id: int, from_turn: int, system: str | None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,11 @@ from chatmem.store.sessions import SessionTables
 
 
 class TurnTables(SessionTables):
+    @property
+    def _failures(self) -> tuple[type[Exception], ...]:
+        """What stops a turn from being stored: the store's errors and the driver's."""
+        return (StoreError, *self.db.errors)
+
     def _next_turn_number(self, session_id: int) -> int:
         return int(
             self._value("SELECT coalesce(max(number), 0) + 1 FROM turns WHERE session_id = ?",
@@ -44,7 +48,7 @@ class TurnTables(SessionTables):
                     counts = dict(zip((user_id, assistant_id), message_tokens, strict=True))
                     steps.save_token_counts(self.db, counts, turn.tokenizer)
                 self._insert_turn(turn)
-        except (sqlite3.Error, StoreError) as e:
+        except self._failures as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
             raise StoreError(f"the turn was not stored: {e}") from None
         return turn
@@ -54,7 +58,7 @@ class TurnTables(SessionTables):
         try:
             with self.write():
                 self._insert_turn(turn)
-        except (sqlite3.Error, StoreError) as e:
+        except self._failures as e:
             raise StoreError(f"the turn was not recorded: {e}") from None
         return turn
 

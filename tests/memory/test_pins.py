@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import History
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -215,7 +215,7 @@ def test_fitting_by_line_sums_fits_exactly_as_counting_each_candidate_whole(
 
 def test_an_unpin_while_the_summarizer_is_busy_is_not_undone_by_its_fold(
     store: Store, make_engine: Callable[..., Engine], lossy_summaries: None,
-    monkeypatch: pytest.MonkeyPatch, db_path: Path, history_key: str | None,
+    monkeypatch: pytest.MonkeyPatch, history: History,
 ) -> None:
     engine = make_engine("summary")
     engine.run_turn("我们的预算是五千元。")
@@ -223,7 +223,7 @@ def test_an_unpin_while_the_summarizer_is_busy_is_not_undone_by_its_fold(
 
     def unpin_meanwhile(messages: Any) -> str:
         # Another process (its own connection) unpins while this fold waits for the model.
-        with Store(db_path, key=history_key) as other:
+        with history.open() as other:
             [budget] = pins.find_pins(pins.pinned_facts(other, engine.session.id), "p1")
             pins.unpin(other, budget)
         return str(summarize(messages))
@@ -236,7 +236,7 @@ def test_an_unpin_while_the_summarizer_is_busy_is_not_undone_by_its_fold(
 
 def test_unpin_reads_and_writes_under_the_write_lock(
     store: Store, make_engine: Callable[..., Engine], lossy_summaries: None,
-    db_path: Path, history_key: str | None,
+    history: History,
 ) -> None:
     engine = make_engine("summary")
     engine.run_turn("我们的预算是五千元，订单 ORD-7731。")
@@ -244,7 +244,7 @@ def test_unpin_reads_and_writes_under_the_write_lock(
     holding, done = threading.Event(), threading.Event()
 
     def fold_in_another_process() -> None:
-        with Store(db_path, key=history_key) as other, other.write():
+        with history.open() as other, other.write():
             state = other.strategy_state(engine.session.id, "summary")
             other.set_strategy_state(engine.session.id, "summary", {
                 pins.PINNED_KEY: [*state[pins.PINNED_KEY], ["Lakeview Garden Hotel", 2, 3]]})

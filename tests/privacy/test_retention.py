@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import History
 from matches import matches
 
 from chatmem.config.settings import Settings
@@ -39,8 +40,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def timed(db_path: Path, history_key: str | None, clock: Clock):
-    with Store(db_path, key=history_key, clock=clock) as store:
+def timed(history: History, clock: Clock):
+    with history.open(clock=clock) as store:
         yield store
 
 
@@ -73,7 +74,7 @@ def test_a_bad_duration_is_one_clear_error(text: str) -> None:
 
 
 def test_idle_sessions_are_erased_with_everything_they_own(
-    timed: Store, clock: Clock, db_path: Path, history_key: str | None
+    timed: Store, clock: Clock, history: History
 ) -> None:
     old = chat(timed, "old", ["My order is ZX-1001 for the teal sofa.", "我们去杭州琉璃客栈。"])
     timed.save_vectors("test-model", 2, [VectorRow(m.id, b"\x01" * 8, b"\x02" * 8)
@@ -99,9 +100,9 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     assert timed._value("SELECT count(*) FROM facts WHERE session_id = ?",
                         [old.session.id]) == 0
     assert list(matches(timed, kept.session.id, "teal sofa")) == []
-    if history_key is None:
+    if history.kind == "plain":
         # A plain file: the grep sees what is kept, so what it misses was erased.
-        data = raw(db_path)
+        data = raw(history.location)
         assert b"blue gate" in data
         for gone in ("ZX-1001", "teal sofa", "琉璃客栈"):
             assert gone.encode() not in data, gone
@@ -163,19 +164,19 @@ def test_reading_a_fact_extends_its_life(timed: Store, clock: Clock) -> None:
 
 
 def test_forget_user_erases_the_profile_and_nothing_else(
-    timed: Store, db_path: Path, history_key: str | None
+    timed: Store, history: History
 ) -> None:
     chat(timed, "ana-trip", ["My name is Anastazja Wolny.", "We go to 琉璃客栈 in May."])
     chat(timed, "ana-work", ["The project code is QX-48213."])
     bob = chat(timed, "bob-trip", ["My name is Bartholomew Quince."], user="bob")
     assert {f.user for f in timed.facts() if f.scope == "user"} == {"ana", "bob"}
-    with Store(db_path, key=history_key) as reader:  # an idle reader keeps WAL and shm
+    with history.open() as reader:  # an idle reader keeps WAL and shm
         erased = forget_user(timed, "ana")
         assert erased.summary() == "erased 2 sessions (6 messages) and 1 fact"
         assert [r["name"] for r in reader.list_sessions()] == ["bob-trip"]
         assert [f.value for f in reader.facts()] == ["Bartholomew Quince"]
-        if history_key is None:
-            data = raw(db_path)
+        if history.kind == "plain":
+            data = raw(history.location)
             assert b"Bartholomew" in data
             for gone in ("Anastazja", "琉璃客栈", "QX-48213", "ana-trip", "ana-work"):
                 assert gone.encode() not in data, gone

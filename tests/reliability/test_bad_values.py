@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dialect import intact
 from typer.testing import CliRunner
 
 from chatmem.cli import app
@@ -211,7 +212,7 @@ def test_an_unstorable_reply_or_transcript_text_is_stored_with_replacement_chara
     engine.replay_turn("lone \ud800 surrogate", "reply \udcff")
     assert [m.content for m in store.messages(engine.session.id)] == [
         "lone \ufffd surrogate", "reply \ufffd"]
-    assert store.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert intact(store)
 
 
 def test_a_refused_turn_in_a_new_session_leaves_no_session(tmp_path: Path) -> None:

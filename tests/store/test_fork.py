@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from conftest import History
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matches import matches
@@ -15,7 +14,6 @@ from matches import matches
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import Store
-from chatmem.store.sqlite_backend import connect
 
 TURNS = [
     "my name is Ana",
@@ -32,15 +30,12 @@ def talk(engine: Engine, lines: list[str] = TURNS) -> Engine:
     return engine
 
 
-def table_counts(db: Path) -> dict[str, int]:
-    """Row counts as another connection sees them (with the encrypted run's key, if set)."""
-    conn = connect(db, os.environ.get("CHATMEM_KEY"))
-    try:
-        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+def table_counts(history: History) -> dict[str, int]:
+    """Row counts as another connection sees them."""
+    with history.open() as other:
+        return {t: other._value(f"SELECT count(*) FROM {t}")
                 for t in ("sessions", "messages", "summaries", "facts", "strategy_state",
                           "token_counts", "turns")}
-    finally:
-        conn.close()
 
 
 def shape(store: Store, session: str, upto: int | None = None) -> list[tuple]:
@@ -154,10 +149,10 @@ def test_user_facts_are_shared_not_copied(store: Store, make_engine) -> None:
     assert len(store.facts(user="ana")) == before == 1
 
 
-def test_fork_errors_write_nothing(store: Store, make_engine, db_path: Path) -> None:
+def test_fork_errors_write_nothing(store: Store, make_engine, history: History) -> None:
     talk(make_engine("summary", name="trip"), TURNS[:2])
     make_engine("window", name="taken")
-    before = table_counts(db_path)
+    before = table_counts(history)
     with pytest.raises(NotFound, match=r"^no session named 'nope' in "):
         store.fork_session("nope", "x")
     with pytest.raises(StoreError, match=r"^a session named 'taken' already exists$"):
@@ -169,7 +164,7 @@ def test_fork_errors_write_nothing(store: Store, make_engine, db_path: Path) -> 
         store.fork_session("trip", "x", at_turn=3)
     with pytest.raises(UsageError, match=r"not at turn -1$"):
         store.fork_session("trip", "x", at_turn=-1)
-    assert table_counts(db_path) == before
+    assert table_counts(history) == before
 
 
 def test_fork_at_turn_zero_keeps_settings_only(store: Store, make_engine) -> None:
@@ -220,7 +215,7 @@ _names = itertools.count()
 
 
 def test_rename_moves_everything_and_refuses_taken_names(
-    store: Store, make_engine, db_path: Path,
+    store: Store, make_engine, history: History,
 ) -> None:
     talk(make_engine("summary", name="trip"), TURNS[:2])
     old = store.session("trip")
@@ -229,14 +224,14 @@ def test_rename_moves_everything_and_refuses_taken_names(
     assert store.find_session("trip") is None
     assert len(store.messages(renamed.id)) == 4 and len(store.summaries(renamed.id)) == 2
     make_engine("window", name="other")
-    before = table_counts(db_path)
+    before = table_counts(history)
     with pytest.raises(StoreError, match=r"^a session named 'other' already exists$"):
         store.rename_session("旅行", "other")
     with pytest.raises(NotFound, match=r"^no session named 'trip' in "):
         store.rename_session("trip", "x")
     with pytest.raises(UsageError, match=r"^a session name cannot be empty$"):
         store.rename_session("旅行", "")
-    assert table_counts(db_path) == before
+    assert table_counts(history) == before
     assert store.session("旅行").id == old.id
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -78,9 +77,10 @@ def test_a_run_of_stored_messages_is_one_piece_however_long(store: Store) -> Non
     assert rendered.expand(pieces, rows.get) == text
 
 
-def stored_rows(conn: sqlite3.Connection) -> list[tuple[str | None, str | None]]:
-    """(rendered_prompt, rendered) as they are in the file."""
-    return conn.execute("SELECT rendered_prompt, rendered FROM turns ORDER BY id").fetchall()
+def stored_rows(store: Store) -> list[tuple[str | None, str | None]]:
+    """(rendered_prompt, rendered) as they are stored."""
+    return [tuple(row) for row in store.db.execute(
+        "SELECT rendered_prompt, rendered FROM turns ORDER BY id").fetchall()]
 
 
 def chatted(store: Store, turns: int) -> Engine:
@@ -95,7 +95,7 @@ def chatted(store: Store, turns: int) -> Engine:
 def test_a_buffer_turns_rendered_prompt_is_stored_by_reference_and_read_back_exactly(
         store: Store) -> None:
     engine = chatted(store, 30)
-    rows = stored_rows(store.db.conn)
+    rows = stored_rows(store)
     # The first turn sent no stored message: its prompt is all template and new text.
     assert rows[0][0] is not None and rows[0][1] is None
     assert all(text is None and pieces for text, pieces in rows[1:])
@@ -128,7 +128,7 @@ def test_files_from_before_m008_are_converted_and_inspect_reads_the_same(
         store.db.execute("ALTER TABLE turns DROP COLUMN rendered")
         store.db.execute("DELETE FROM _sqlite_migrations WHERE name = ?", [M008])
     with Store(db) as store:  # opening it applies m008
-        rows = stored_rows(store.db.conn)
+        rows = stored_rows(store)
     assert all(text is None and pieces for text, pieces in rows[1:])
     after = [json.loads(runner.invoke(app, ["inspect", "loc", "--turn", str(n), "--json",
                                             "--db", db]).stdout) for n in range(1, 7)]

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import History
+from dialect import set_read_only
 
 from chatmem.engine import Engine
 from chatmem.errors import StoreError
@@ -52,13 +54,13 @@ def test_two_chats_writing_one_file_at_once_both_keep_every_turn(tmp_path: Path)
 
 
 def test_a_file_that_cannot_be_written_fails_before_the_model_is_called(
-    make_engine, store: Store, scripted: ScriptedProvider
+    make_engine, store: Store, scripted: ScriptedProvider, history: History
 ) -> None:
     engine = make_engine("summary-buffer", max_tokens=120)
     for n in range(4):
         engine.run_turn(f"my order is ORD-{7731 + n}, shipped to Oslo on 2026-03-0{n + 1}")
     calls = dict(scripted.calls_by_purpose)
-    store.db.execute("PRAGMA query_only = ON")  # what a read-only file does to every write
+    set_read_only(store, True)  # what a read-only file or server does to every write
     # Building a context still works: caching token counts is best effort.
     context = engine.build_context("what is my order?")
     assert "ORD-7734" in str(context.messages())
@@ -66,11 +68,10 @@ def test_a_file_that_cannot_be_written_fails_before_the_model_is_called(
     fresh = Engine(store, engine.session, scripted, engine.strategy)
     with pytest.raises(StoreError) as error:
         fresh.run_turn("what is my order?")
+    hint = " (check the file's and its folder's permissions)" if history.is_file else ""
     assert str(error.value) == (
-        f"nothing was sent: {store.path} is read-only: nothing can be stored "
-        "(check the file's and its folder's permissions)"
-    )
+        f"nothing was sent: {store.location} is read-only: nothing can be stored{hint}")
     # Neither the reply nor a summary catch-up reached the model: no call is wasted.
     assert scripted.calls_by_purpose == calls
-    store.db.execute("PRAGMA query_only = OFF")
+    set_read_only(store, False)
     assert len(store.messages(engine.session.id)) == 8
