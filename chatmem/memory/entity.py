@@ -20,6 +20,7 @@ class EntityStrategy(BaseStrategy):
     name = "entity"
     description = "Send the facts the user stated (key → value, with their turn) + last k turns."
     keeps_state = True
+    calls_helper = True
     PARAMS = (
         Param("k", int, 3, "how many recent turns to keep", minimum=0),
         Param("max_facts", int, 20, "facts sent at most; beyond it, the most relevant", minimum=1),

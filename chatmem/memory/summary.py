@@ -113,6 +113,7 @@ class SummaryMemory(BaseStrategy):
     """Shared state, parts and summarizer call of the summary strategies."""
 
     keeps_state = True
+    calls_helper = True
 
     def memory_parts(
         self, st: SummaryState, counter: TokenCounter, room: int | None = None,
@@ -178,6 +179,8 @@ class SummaryMemory(BaseStrategy):
     def update(self, env: MemoryEnv) -> list[Notice]:
         """Fold what `next_fold` names: one call after a turn, bounded batches in a catch-up
         (an imported history) until nothing is left to fold or a call fails."""
+        if env.model is None:
+            return []  # nothing can summarize: turns stay unsummarized, none lost
         notices: list[Notice] = []
         folds = 0
         while True:
