@@ -134,11 +134,20 @@ def _spawn_index(settings: Settings, config: Path | None, session: str) -> int:
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "chatmem", "index", session, "--db", str(settings.db_path)]
+    from chatmem.config.location import LocationKind
+
+    command = [sys.executable, "-m", "chatmem", "index", session]
+    environment = dict(os.environ)
+    if settings.location.kind is LocationKind.SQLITE:
+        command += ["--db", str(settings.db_path)]
+    else:
+        # By the environment: a URL's password on a command line is visible to `ps`.
+        environment["CHATMEM_DB"] = settings.location.target
     if config is not None:
         command += ["--config", str(config)]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               env=environment)
     if hasattr(os, "setpriority"):
         # Already ended, or not allowed: it runs at the normal priority.
         with contextlib.suppress(OSError):

@@ -101,13 +101,4 @@ class LogTables(Connection):
                       limit: int) -> list[tuple[int, int, float]]:
         """(message id, position, score; higher is better) of the best `limit` messages
         matching any of `terms`, in one session or all (the backend's `word_scores`)."""
-        expression = fts.match_terms(list(terms))
-        if expression is None:
-            return []
-        where = " AND m.session_id = ?" if session_id is not None else ""
-        rows = self.db.execute(
-            "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
-            " JOIN messages m ON m.id = messages_fts.rowid"
-            f" WHERE messages_fts MATCH ?{where} ORDER BY score LIMIT ?",
-            [expression, *([session_id] if session_id is not None else []), limit])
-        return [(message_id, position, -score) for message_id, position, score in rows]
+        return self.db.word_scores(terms, session_id, None, limit)

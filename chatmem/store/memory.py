@@ -209,7 +209,7 @@ class MemoryTables(Connection):
                   if owner is not None]
         params = [p for _, ps in owners for p in ps]
         sql = "SELECT * FROM facts WHERE " + (
-            " OR ".join(f"({where})" for where, _ in owners) if owners else "1")
+            " OR ".join(f"({where})" for where, _ in owners) if owners else "1 = 1")
         if not include_deleted:
             # A fact past its own end (/remember --for) is gone at once, pruned or not.
             sql = (f"SELECT * FROM ({sql}) WHERE deleted_at IS NULL"
