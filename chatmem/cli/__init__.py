@@ -170,6 +170,8 @@ sessions.app.command("share", short_help="Let another role read (or write) one o
                                          "sessions (PostgreSQL).")(admin.share)
 sessions.app.command("unshare", short_help="Stop sharing one of your sessions with a role.")(
     admin.unshare)
+sessions.app.command("copy", short_help="Copy sessions between a history file and a "
+                                        "PostgreSQL one.")(admin.copy)
 app.add_typer(admin.app, name="admin")
 
 

@@ -9,9 +9,11 @@ import typer
 from chatmem.cli.common import (
     ConfigOption,
     DbOption,
+    JsonOption,
     consoles,
     handles_errors,
     open_store,
+    print_json,
     settings_from,
 )
 from chatmem.cli.grammar import ChatmemTyper
@@ -102,3 +104,37 @@ def unshare(
         unshare_session(store, session, role)
     consoles()[1].print(f"session {session} is no longer shared with {role}",
                         markup=False, soft_wrap=True)
+
+
+@handles_errors
+def copy(
+    sessions: Annotated[list[str] | None, typer.Argument(
+        metavar="[SESSION]...", help="Sessions to copy (default: every one).",
+        show_default=False)] = None,
+    source: Annotated[str, typer.Option("--from", metavar="FILE|URL",
+                                        help="The history to copy from.")] = "",
+    target: Annotated[str, typer.Option("--to", metavar="FILE|URL",
+                                        help="The history to copy into (created if a file).")]
+    = "",
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Copy sessions with everything they hold between a history file and a PostgreSQL one.
+
+    Example: chatmem sessions copy --from chatmem.db --to postgresql://ann@db.example/team trip
+    """
+    from chatmem.errors import UsageError
+    from chatmem.store.copying import copy_sessions
+
+    if not source or not target:
+        raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
+    with (open_store(settings_from(config, source), create=False) as origin,
+          open_store(settings_from(config, target)) as destination):
+        report = copy_sessions(origin, destination, sessions or ())
+    if json_out:
+        print_json(report.to_json())
+        return
+    consoles()[1].print(
+        f"copied {len(report.sessions)} session(s) ({report.rows['messages']} messages, "
+        f"{report.rows['turns']} turns) from {report.source} to {report.target}",
+        markup=False, soft_wrap=True)
