@@ -113,3 +113,20 @@ def test_a_url_is_never_taken_for_a_path(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.stderr.startswith("error: postgresql://postgres:***@/no_such_db")
     assert PASSWORD not in result.stderr + result.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_driver_error_the_backend_did_not_translate_is_one_line() -> None:
+    psycopg = pytest.importorskip("psycopg")
+    import typer
+
+    from chatmem.cli.common import handles_errors
+
+    @handles_errors
+    def command() -> None:
+        raise psycopg.errors.UndefinedColumn("column \"x\" does not exist\nLINE 1: SELECT x")
+
+    probe = typer.Typer()
+    probe.command()(command)
+    result = runner.invoke(probe, [])
+    assert result.exit_code == 1
+    assert result.stderr == 'error: database error: column "x" does not exist\n'

@@ -120,3 +120,8 @@ def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
         "GRANT USAGE ON SCHEMA public TO dave;"]
     bad = runner.invoke(app, ["admin", "add-user", "Robert'); DROP", "--sql", "--database", "t"])
     assert bad.exit_code == int(UsageError.exit_code) and bad.stdout == ""
+
+
+def test_a_role_that_may_not_create_roles_gets_one_line(urls: tuple[str, str]) -> None:
+    error = run(urls[0], "admin", "add-user", "mallory", code=int(StoreError.exit_code))
+    assert error.count("\n") == 1 and "permission denied to create role" in error

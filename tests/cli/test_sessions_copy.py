@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from pg import PostgresServer
+from test_json_schema import validator
 from typer.testing import CliRunner
 
 from chatmem.cli import app
@@ -74,6 +75,7 @@ def test_sqlite_to_postgresql_to_sqlite_inspects_every_turn_the_same(
     assert all(len(turns) == 2 for turns in before.values())
     copied = json.loads(run("sessions", "copy", "--from", first, "--to", url, "--json"))
     assert copied["sessions"] == list(STRATEGIES) and copied["to"] == url
+    validator("sessions_copy").validate(copied)
     run("sessions", "copy", "--from", url, "--to", last)
     assert every_turn(url) == before
     assert every_turn(last) == before
