@@ -130,3 +130,25 @@ def test_a_driver_error_the_backend_did_not_translate_is_one_line() -> None:
     result = runner.invoke(probe, [])
     assert result.exit_code == 1
     assert result.stderr == 'error: database error: column "x" does not exist\n'
+
+
+def test_the_background_indexer_gets_the_url_but_not_on_its_command_line(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sessions import` embeds in a background `chatmem index`: on the same database, with
+    the URL passed in its environment (a command line is visible to every user's `ps`)."""
+    import os
+    import re
+
+    config = tmp_path / "c.toml"
+    config.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n')
+    monkeypatch.setenv("CHATMEM_CONFIG", str(config))
+    run = Run()
+    imported = run("sessions", "import", str(SAMPLES / "travel-zh.jsonl"), "zh", "--db", url)
+    [pid] = [int(p) for p in re.findall(r"\(process (\d+)\)", imported.stderr)]
+    command_line = Path(f"/proc/{pid}/cmdline")
+    if command_line.exists():  # until it is reaped below
+        assert PASSWORD not in command_line.read_text(errors="replace")
+    os.waitpid(pid, 0)
+    left = json.loads(run("index", "zh", "--db", url, "--json").stdout)["embedded"]
+    assert left == 0
+    assert PASSWORD not in "\n".join(run.outputs)
