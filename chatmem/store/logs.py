@@ -1,13 +1,12 @@
 """Turns across sessions, newest or best-matching first (`chatmem logs`), and what a
 session's turns used per model (the REPL's running total).
 
-Portable SQL (`?` placeholders, no rowid, no PRAGMA); the one full-text statement sits
-in `_search_words`, the only place that speaks the index's dialect.
+Portable SQL only (the seam's rules); full-text search is the backend's
+`word_scores`, so `logs -q` reads the same index on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +73,7 @@ class LogTables(Connection):
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
         scores = {message_id: score for message_id, _, score
-                  in self._search_words(fts.query_terms(query), session_id, 2 * limit)}
+                  in self.db.word_scores(fts.query_terms(query), session_id, None, 2 * limit)}
         if not scores:
             return []
         marks = ", ".join("?" for _ in scores)
@@ -96,9 +95,3 @@ class LogTables(Connection):
             " sum(coalesce(completion_tokens, 0)) AS reply FROM turns"
             " WHERE session_id = ? AND status <> 'failed' GROUP BY model", [session_id])
         return [ModelUsage(row["model"], int(row["prompt"]), int(row["reply"])) for row in rows]
-
-    def _search_words(self, terms: Sequence[str], session_id: int | None,
-                      limit: int) -> list[tuple[int, int, float]]:
-        """(message id, position, score; higher is better) of the best `limit` messages
-        matching any of `terms`, in one session or all (the backend's `word_scores`)."""
-        return self.db.word_scores(terms, session_id, None, limit)
