@@ -124,7 +124,8 @@ def _insert(target: Connection, table: _Table, rows: list[dict[str, Any]],
     for row in rows:
         values = [_value(row, column, table, new_ids) for column in columns]
         if table.keyed:
-            mapped[int(row["id"])] = target._insert(sql, values)
+            mapped[int(row["id"])] = int(
+                target.db.execute(sql + " RETURNING id", values).fetchall()[0][0])
         else:
             target.db.execute(sql, values)
         if table.name == "messages":
