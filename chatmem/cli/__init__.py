@@ -14,7 +14,17 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from chatmem.cli import chat, config_cmd, facts, logs, models, privacy, sessions, strategies
+from chatmem.cli import (
+    admin,
+    chat,
+    config_cmd,
+    facts,
+    logs,
+    models,
+    privacy,
+    sessions,
+    strategies,
+)
 from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
@@ -156,6 +166,13 @@ sessions.app.command("prune", short_help="Erase sessions idle past their retenti
                                          "expired facts.")(privacy.prune)
 sessions.app.command("retention", short_help="Show or set how long a session is kept idle.")(
     privacy.retention)
+sessions.app.command("share", short_help="Let another role read (or write) one of your "
+                                         "sessions (PostgreSQL).")(admin.share)
+sessions.app.command("unshare", short_help="Stop sharing one of your sessions with a role.")(
+    admin.unshare)
+sessions.app.command("copy", short_help="Copy sessions between a history file and a "
+                                        "PostgreSQL one.")(admin.copy)
+app.add_typer(admin.app, name="admin")
 
 
 def main() -> None:

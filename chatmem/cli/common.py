@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="History file (default: CHATMEM_DB or the user data directory).",
-                 show_default=False),
+    str | None,
+    typer.Option("--db", metavar="FILE|URL", show_default=False,
+                 help="History file or postgresql:// URL (default: CHATMEM_DB or the user "
+                      "data directory)."),
 ]
 ConfigOption = Annotated[
     Path | None,
@@ -142,6 +143,13 @@ def handles_errors(func: F) -> F:
             raise fail("the history file is damaged (it holds text that is not UTF-8); "
                        "`sqlite3 FILE 'PRAGMA integrity_check'` shows where",
                        ExitCode.ERROR) from None
+        except Exception as e:
+            if not type(e).__module__.startswith("psycopg"):
+                raise
+            # The PostgreSQL backend translates what it expects (masking the URL's password);
+            # a driver error it did not still gets one line, and no statement text is shown.
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise fail(f"database error: {first}", ExitCode.ERROR) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -184,7 +192,7 @@ def check_strategy(name: str, params: Mapping[str, Any]) -> None:
 
 def settings_from(
     config: Path | None = None,
-    db: Path | None = None,
+    db: str | Path | None = None,
     provider: str | None = None,
     model: str | None = None,
     helper_model: str | None = None,
@@ -233,11 +241,12 @@ def apply_template(settings: Settings, name: str | None, *, strategy: str | None
 
 @contextmanager
 def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
-    """The history file; `create=False` (read-only commands) never creates it.
+    """The history file or database; `create=False` (read-only commands) never creates a file.
 
     The default file (in the platform's data directory) that does not exist yet
     reads as an empty history; a file named with --db or CHATMEM_DB that does not
-    exist is an error, because a typo must not look like an empty history.
+    exist is an error, because a typo must not look like an empty history. A
+    PostgreSQL URL is never a path: its database must exist (the server says if not).
     """
     from chatmem.config.paths import move_legacy_db
     from chatmem.store import Store
@@ -249,6 +258,15 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
             from chatmem.render import notice_line
 
             consoles()[1].print(notice_line(moved), soft_wrap=True)
+    from chatmem.config.location import LocationKind
+
+    if settings.location.kind is LocationKind.POSTGRESQL:
+        store = open_history(settings)
+        try:
+            yield store
+        finally:
+            store.close()
+        return
     path = settings.db_path
     if not create and not path.exists():
         if settings.db is not None:
@@ -266,12 +284,23 @@ def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
         store.close()
 
 
+def has_history(settings: Settings) -> bool:
+    """Whether there is a history to read: a file that exists, or any PostgreSQL database."""
+    from chatmem.config.location import LocationKind
+
+    return settings.location.kind is LocationKind.POSTGRESQL or settings.db_path.exists()
+
+
 def open_history(settings: Settings) -> Store:
     """The history file, with its key when it is encrypted: from $CHATMEM_KEY, key_command,
     or (in a terminal, when neither is set) typed by the user."""
+    from chatmem.config.location import LocationKind
     from chatmem.errors import HistoryLocked
     from chatmem.store import Store
 
+    where = settings.location
+    if where.kind is LocationKind.POSTGRESQL:
+        return Store(where.target)  # the server protects it: a history key is not asked for
     try:
         return Store(settings.db_path, key=settings.history_key())
     except HistoryLocked as e:
@@ -371,7 +400,7 @@ def last_used_session(store: Store) -> str:
 
     record = store.last_used_session()
     if record is None:
-        raise NotFound(f"no session to continue in {store.path} (chatmem chat NAME starts one)")
+        raise NotFound(f"no session to continue in {store.location} (chatmem chat NAME starts one)")
     return record.name
 
 

@@ -54,7 +54,8 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     out = consoles()[0]
     for line in render.named_lines({
             "config file": f"{file}" + ("" if file.exists() else " (none: defaults apply)"),
-            "history file": str(settings.db_path)}):
+            "history file" if settings.location.kind == "sqlite" else "history database":
+                settings.location.shown}):
         out.print(line, soft_wrap=True)
     out.print()
     out.print(render.config_table(rows))

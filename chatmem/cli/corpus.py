@@ -37,7 +37,7 @@ class CorpusJob:
     strategies: tuple[str, ...]
     params: tuple[str, ...]
     config: Path | None
-    db: Path | None
+    db: str | None
     provider: str | None
     model: str | None
     answer: bool

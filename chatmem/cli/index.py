@@ -139,7 +139,7 @@ def _spawn_index(settings: Settings, config: Path | None, session: str) -> int:
         command += ["--config", str(config)]
     # The history's location goes in the environment, not the command line: a database URL
     # may hold a password, and every user of the machine can read a process's arguments.
-    environment = {**os.environ, "CHATMEM_DB": str(settings.db_path)}
+    environment = {**os.environ, "CHATMEM_DB": settings.location.target}
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True, env=environment)
     if hasattr(os, "setpriority"):

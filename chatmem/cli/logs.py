@@ -55,7 +55,7 @@ def logs(
         if session is not None:
             record = store.find_session(session)
             if record is None:
-                raise NotFound(f"no session {session!r} in {store.path}")
+                raise NotFound(f"no session {session!r} in {store.location}")
             session_id = record.id
         entries = store.recent_turns(limit=count, session_id=session_id, query=query)
     costs = []

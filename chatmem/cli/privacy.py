@@ -73,7 +73,7 @@ def _check_opens(path: Path, key: str | None) -> None:
     Store(path, key=key).close()
 
 
-def _encrypted(config: Path | None, db: Path | None, hint: str = "") -> tuple[Path, str]:
+def _encrypted(config: Path | None, db: str | None, hint: str = "") -> tuple[Path, str]:
     """The encrypted history file and its current key, checked by opening it; a plain
     file is a usage error (`hint` says what to do instead)."""
     from chatmem.errors import UsageError

@@ -19,6 +19,7 @@ from chatmem.cli.common import (
     ProviderOption,
     consoles,
     handles_errors,
+    has_history,
     open_store,
     parse_params,
     print_json,
@@ -80,7 +81,7 @@ def load_source(source: str, settings: Settings) -> Transcript:
     path = Path(source)
     if path.is_file() or path.suffix in (".jsonl", ".json"):
         return read_transcript(path)
-    if not settings.db_path.exists():
+    if not has_history(settings):
         raise TranscriptError(f"{source}: no such transcript file or session")
     with open_store(settings, create=False) as store:
         session = store.find_session(source)
@@ -146,7 +147,7 @@ def _run(
 
 def _user_facts(settings: Settings, user: str | None) -> list[Any]:
     """The profile's facts, for --with-user-facts (none when there is no history file)."""
-    if user is None or not settings.db_path.exists():
+    if user is None or not has_history(settings):
         return []
     with open_store(settings, create=False) as store:
         return [f for f in store.facts(user=user) if f.scope == "user"]
@@ -317,7 +318,7 @@ def eval_command(
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,
                  answer: bool, min_recall: float | None, with_user_facts: bool,
                  report: Path | None, jobs: int | None, json_out: bool, provider: str | None,
-                 model: str | None, db: Path | None, config: Path | None) -> None:
+                 model: str | None, db: str | None, config: Path | None) -> None:
     import os
 
     from chatmem.cli.corpus import CorpusJob, eval_corpus

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from chatmem.config.location import HistoryLocation, LocationKind, is_url, parse_location
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
 from chatmem.config.schema import PROVIDERS, StrategyCheck, validate
 from chatmem.config.sections import (
@@ -110,8 +111,24 @@ class Settings:
     """Where each key that is not a default came from: the file, `env VAR` or `flag --x`."""
 
     @property
+    def location(self) -> HistoryLocation:
+        """Where the history lives: a file, or a PostgreSQL database (a URL is never a path)."""
+        if self.db and is_url(self.db):
+            return parse_location(self.db)
+        path = str(Path(self.db).expanduser() if self.db else default_db_path())
+        return HistoryLocation(LocationKind.SQLITE, path, path)
+
+    @property
     def db_path(self) -> Path:
-        return Path(self.db).expanduser() if self.db else default_db_path()
+        """The history file; a PostgreSQL URL here is refused (UsageError, its password masked):
+        only commands that work on a file (encrypt, decrypt, rekey, the default file) ask."""
+        where = self.location
+        if where.kind is not LocationKind.SQLITE:
+            from chatmem.errors import UsageError
+
+            raise UsageError(f"{where.shown}: this works on a history file, not a PostgreSQL "
+                             "database (its server encrypts and keeps it)")
+        return Path(where.target)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -154,7 +171,7 @@ class Settings:
             from chatmem.privacy.secrets import redacted_url
 
             data["base_url"] = redacted_url(self.base_url)
-        data["db"] = str(self.db_path)
+        data["db"] = self.location.shown
         data["config_file"] = str(self.source) if self.source else None
         data["sources"] = {key: self.source_of(key) for key in _flat(data)
                            if key not in ("api_key", "history_key", "config_file")}

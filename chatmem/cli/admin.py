@@ -1,0 +1,140 @@
+"""A team on one PostgreSQL history: `admin add-user`, `sessions share` and `unshare`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from chatmem.cli.common import (
+    ConfigOption,
+    DbOption,
+    JsonOption,
+    consoles,
+    handles_errors,
+    open_store,
+    print_json,
+    settings_from,
+)
+from chatmem.cli.grammar import ChatmemTyper
+
+app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.",
+                   no_args_is_help=True)
+
+RoleArgument = Annotated[str, typer.Argument(metavar="ROLE", help="A PostgreSQL login role.")]
+SessionArgument = Annotated[str, typer.Argument(metavar="SESSION", help="One of your sessions.")]
+
+
+@app.command("add-user")
+@handles_errors
+def add_user(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The new role (lower-case).")],
+    sql: Annotated[bool, typer.Option("--sql", help="Print the SQL instead of running it.")]
+    = False,
+    database: Annotated[str, typer.Option("--database", metavar="DB", show_default=False,
+                                          help="With --sql: the database to connect to "
+                                               "(default: the --db URL's).")] = "",
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Create a login role for one person; row-level security keeps them to their own sessions.
+
+    Example: chatmem admin add-user ann --db postgresql://admin@db.example/chatmem
+    """
+    from chatmem.store import sharing
+
+    settings = settings_from(config, db)
+    if sql:
+        from urllib.parse import unquote, urlsplit
+
+        from chatmem.config.location import LocationKind
+
+        where = settings.location
+        name_of_db = database or (unquote(urlsplit(where.target).path.lstrip("/"))
+                                  if where.kind is LocationKind.POSTGRESQL else "")
+        if not name_of_db:
+            from chatmem.errors import UsageError
+
+            raise UsageError("--sql: name the database with --database DB or --db URL")
+        for statement in sharing.role_sql(name, name_of_db):
+            typer.echo(statement + ";")
+        return
+    with open_store(settings) as store:
+        sharing.add_user(store, name)
+        shown = store.location
+    consoles()[1].print(f"added role {name} on {shown}; set its password with "
+                        f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})",
+                        markup=False, soft_wrap=True)
+
+
+@handles_errors
+def share(
+    session: SessionArgument,
+    role: Annotated[str, typer.Option("--with", metavar="ROLE", help="Who may read it.")],
+    write: Annotated[bool, typer.Option("--write", help="Let them write to it too.")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Let another role read one of your sessions (and write to it with --write).
+
+    Example: chatmem sessions share trip --with bob --write
+    """
+    from chatmem.store.sharing import ShareMode, share_session
+
+    with open_store(settings_from(config, db)) as store:
+        done = share_session(store, session, role, ShareMode.WRITE if write else ShareMode.READ)
+    consoles()[1].print(f"shared session {done.session} with {done.grantee} ({done.mode})",
+                        markup=False, soft_wrap=True)
+
+
+@handles_errors
+def unshare(
+    session: SessionArgument,
+    role: Annotated[str, typer.Option("--with", metavar="ROLE", help="Whom to stop sharing with.")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stop sharing one of your sessions with a role.
+
+    Example: chatmem sessions unshare trip --with bob
+    """
+    from chatmem.store.sharing import unshare_session
+
+    with open_store(settings_from(config, db)) as store:
+        unshare_session(store, session, role)
+    consoles()[1].print(f"session {session} is no longer shared with {role}",
+                        markup=False, soft_wrap=True)
+
+
+@handles_errors
+def copy(
+    sessions: Annotated[list[str] | None, typer.Argument(
+        metavar="[SESSION]...", help="Sessions to copy (default: every one).",
+        show_default=False)] = None,
+    source: Annotated[str, typer.Option("--from", metavar="FILE|URL",
+                                        help="The history to copy from.")] = "",
+    target: Annotated[str, typer.Option("--to", metavar="FILE|URL",
+                                        help="The history to copy into (created if a file).")]
+    = "",
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Copy sessions with everything they hold between a history file and a PostgreSQL one.
+
+    Example: chatmem sessions copy --from chatmem.db --to postgresql://ann@db.example/team trip
+    """
+    from chatmem.errors import UsageError
+    from chatmem.store.copying import copy_sessions
+
+    if not source or not target:
+        raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
+    with (open_store(settings_from(config, source), create=False) as origin,
+          open_store(settings_from(config, target)) as destination):
+        report = copy_sessions(origin, destination, sessions or ())
+    if json_out:
+        print_json(report.to_json())
+        return
+    consoles()[1].print(
+        f"copied {len(report.sessions)} session(s) ({report.rows['messages']} messages, "
+        f"{report.rows['turns']} turns) from {report.source} to {report.target}",
+        markup=False, soft_wrap=True)

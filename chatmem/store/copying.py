@@ -1,0 +1,153 @@
+"""Copying sessions between histories (a file and a PostgreSQL database, either way).
+
+Every table of the chosen sessions comes along: settings and prompts, messages with
+their token counts, vectors and full-text entries, turns with their contexts,
+summaries, facts and their history, strategy state and probes. Ids are the target's
+own: each id column is remapped through the rows copied before it, and an id that
+points outside the copy (a fact's source session that was not chosen) becomes NULL.
+Contexts name messages by position in their session, so they copy as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from json import loads
+from typing import Any
+
+from chatmem import fts
+from chatmem.errors import NotFound, UsageError
+from chatmem.store.connection import Connection
+from chatmem.store.records import json_text
+from chatmem.store.sessions import SessionTables
+
+_SESSIONS = "session_id IN (SELECT id FROM sessions WHERE {chosen})"
+_MESSAGES = f"message_id IN (SELECT id FROM messages WHERE {_SESSIONS})"
+_FACTS = "(session_id IN ({ids}) OR session_id IS NULL AND source_session_id IN ({ids}))"
+
+
+@dataclass(frozen=True)
+class _Table:
+    name: str
+    where: str
+    """Which rows belong to the chosen sessions ({chosen}: a condition on sessions)."""
+    remap: dict[str, str] = field(default_factory=dict)
+    """column → the table whose new ids it takes."""
+    keyed: bool = True
+    """Has its own `id` (the target assigns a new one)."""
+
+
+# In dependency order: a row's references are copied before it.
+TABLES = (
+    _Table("sessions", "{chosen}"),
+    _Table("session_prompts", _SESSIONS, {"session_id": "sessions"}, keyed=False),
+    _Table("messages", _SESSIONS, {"session_id": "sessions"}),
+    _Table("token_counts", _MESSAGES, {"message_id": "messages"}, keyed=False),
+    _Table("message_vectors", _MESSAGES, {"message_id": "messages"}, keyed=False),
+    _Table("turns", _SESSIONS, {"session_id": "sessions", "user_message_id": "messages",
+                                "assistant_message_id": "messages"}),
+    _Table("summaries", _SESSIONS, {"session_id": "sessions", "last_message_id": "messages"}),
+    _Table("facts", "", {"session_id": "sessions", "source_message_id": "messages",
+                         "source_session_id": "sessions"}),
+    _Table("fact_history", "", {"fact_id": "facts", "source_session_id": "sessions"}),
+    _Table("strategy_state", _SESSIONS, {"session_id": "sessions"}, keyed=False),
+    _Table("probes", _SESSIONS, {"session_id": "sessions"}),
+)
+_SKIPPED = frozenset({"owner"})
+"""The PostgreSQL row's owner is whoever copies it in (row-level security checks it)."""
+
+
+@dataclass(frozen=True)
+class CopyReport:
+    source: str
+    target: str
+    sessions: list[str]
+    rows: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.source, "to": self.target, "sessions": self.sessions,
+                "rows": self.rows}
+
+
+def copy_sessions(source: SessionTables, target: SessionTables,
+                  names: Sequence[str] = ()) -> CopyReport:
+    """Copy the sessions `names` (default: every session `source` shows) into `target`,
+    all or nothing; a name `target` already has is refused before anything is written."""
+    chosen = list(dict.fromkeys(names)) or [str(r["name"]) for r in source._rows(
+        "SELECT name FROM sessions ORDER BY id")]
+    if not chosen:
+        raise NotFound(f"no session to copy in {source.location}")
+    ids: list[int] = []
+    for name in chosen:
+        record = source.find_session(name)
+        if record is None:
+            raise NotFound(f"no session {name!r} in {source.location}")
+        ids.append(record.id)
+    for name in chosen:
+        if target.find_session(name) is not None:
+            raise UsageError(f"{target.location} has a session {name!r} already; "
+                             "rename one (chatmem sessions rename) and copy again")
+    marks = ", ".join("?" for _ in ids)
+    new_ids: dict[str, dict[int, int]] = {}
+    counts: dict[str, int] = {}
+    with target.write():
+        for table in TABLES:
+            where, params = _rows_of(table, marks, ids, new_ids)
+            rows = source._rows(f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
+                                f"{'id' if table.keyed else '1'}", params)
+            counts[table.name] = len(rows)
+            new_ids[table.name] = _insert(target, table, rows, new_ids)
+    return CopyReport(source.location, target.location, chosen, counts)
+
+
+def _rows_of(table: _Table, marks: str, ids: list[int],
+             new_ids: dict[str, dict[int, int]]) -> tuple[str, list[Any]]:
+    if table.name == "facts":
+        return _FACTS.format(ids=marks), [*ids, *ids]
+    if table.name == "fact_history":
+        facts = list(new_ids["facts"]) or [0]
+        return f"fact_id IN ({', '.join('?' for _ in facts)})", facts
+    chosen = f"id IN ({marks})"
+    return table.where.format(chosen=chosen), list(ids) * table.where.count("{chosen}")
+
+
+def _insert(target: Connection, table: _Table, rows: list[dict[str, Any]],
+            new_ids: dict[str, dict[int, int]]) -> dict[int, int]:
+    """Insert `rows` into `target` with their references remapped; old id → new id."""
+    if not rows:
+        return {}
+    columns = [c for c in _columns(target, table.name) if c in rows[0] and c not in _SKIPPED
+               and not (table.keyed and c == "id")]
+    names = ", ".join(f'"{c}"' for c in columns)
+    sql = (f"INSERT INTO {table.name} ({names}) VALUES ({', '.join('?' for _ in columns)})")
+    mapped: dict[int, int] = {}
+    for row in rows:
+        values = [_value(row, column, table, new_ids) for column in columns]
+        if table.keyed:
+            mapped[int(row["id"])] = int(
+                target.db.execute(sql + " RETURNING id", values).fetchall()[0][0])
+        else:
+            target.db.execute(sql, values)
+        if table.name == "messages":
+            target.db.index_words(mapped[int(row["id"])], fts.index_text(row["content"]))
+    return mapped
+
+
+def _value(row: dict[str, Any], column: str, table: _Table,
+           new_ids: dict[str, dict[int, int]]) -> Any:
+    value = row[column]
+    if isinstance(value, memoryview):
+        value = bytes(value)
+    if value is None:
+        return None
+    if column in table.remap:
+        return new_ids[table.remap[column]].get(int(value))
+    if table.name == "summaries" and column == "covered_ids":
+        messages = new_ids["messages"]
+        return json_text([messages[int(i)] for i in loads(value) if int(i) in messages])
+    return value
+
+
+def _columns(target: Connection, table: str) -> list[str]:
+    cursor = target.db.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+    return [d[0] for d in cursor.description]

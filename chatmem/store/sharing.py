@@ -1,0 +1,118 @@
+"""A team on one PostgreSQL history: one login role per person, sessions shared on purpose.
+
+Row-level security (postgres_schema) keeps every role to its own rows; a share in
+`session_shares` (read or write) is the one exception. The grants chatmem's tables
+need are given to PUBLIC by the schema, so a new person needs only a login role
+that can connect: `role_sql` is that SQL, printed by `admin add-user --sql` too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from chatmem.errors import NotFound, UsageError
+from chatmem.store.connection import Connection
+
+ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+"""Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
+without quoting, so a role's name is the same wherever it is typed."""
+
+
+class ShareMode(StrEnum):
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(frozen=True)
+class Share:
+    session: str
+    grantee: str
+    mode: ShareMode
+
+
+def check_role_name(name: str) -> str:
+    if not ROLE_NAME.match(name):
+        raise UsageError(f"role name {name!r}: use lower-case letters, digits and _ "
+                         "(at most 63, not starting with a digit)")
+    return name
+
+
+def role_sql(name: str, database: str) -> list[str]:
+    """The statements that create `name`: a login role subject to row-level security
+    (never superuser nor BYPASSRLS, which PostgreSQL exempts from it), able to connect."""
+    check_role_name(name)
+    quoted = '"' + database.replace('"', '""') + '"'
+    return [f"CREATE ROLE {name} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
+            f"GRANT CONNECT ON DATABASE {quoted} TO {name}",
+            f"GRANT USAGE ON SCHEMA public TO {name}"]
+
+
+def _require_postgres(store: Connection, what: str) -> None:
+    if store.db.kind != "postgresql":
+        raise UsageError(f"{store.location}: {what} needs a PostgreSQL history (a file has "
+                         "one user: whoever can read it)")
+
+
+def add_user(store: Connection, name: str) -> None:
+    """Create the login role `name` (the connecting role must be allowed to create roles)."""
+    _require_postgres(store, "adding a user")
+    check_role_name(name)
+    if _role_exists(store, name):
+        raise UsageError(f"role {name} already exists on {store.location}")
+    database = str(store._value("SELECT current_database()"))
+    with store.write():
+        for statement in role_sql(name, database):
+            store.db.execute(statement)
+
+
+def share_session(store: Connection, session: str, grantee: str, mode: ShareMode) -> Share:
+    """Let `grantee` read (or write) the connecting role's own session `session`."""
+    _require_postgres(store, "sharing a session")
+    check_role_name(grantee)
+    if not _role_exists(store, grantee):
+        raise NotFound(f"no role {grantee} on {store.location} "
+                       f"(chatmem admin add-user {grantee} creates it)")
+    with store.write():
+        session_id = _own_session(store, session)
+        if grantee == store._value("SELECT current_user"):
+            raise UsageError(f"session {session} is yours already")
+        store.db.execute(
+            "INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, ?, ?)"
+            " ON CONFLICT (session_id, grantee) DO UPDATE SET mode = excluded.mode",
+            [session_id, grantee, mode.value])
+    return Share(session, grantee, mode)
+
+
+def unshare_session(store: Connection, session: str, grantee: str) -> None:
+    _require_postgres(store, "sharing a session")
+    with store.write():
+        session_id = _own_session(store, session)
+        cursor = store.db.execute(
+            "DELETE FROM session_shares WHERE session_id = ? AND grantee = ?",
+            [session_id, grantee])
+        if cursor.rowcount == 0:
+            raise NotFound(f"session {session} is not shared with {grantee}")
+
+
+def shares(store: Connection, session: str) -> list[Share]:
+    """Whom the connecting role's session `session` is shared with."""
+    _require_postgres(store, "sharing a session")
+    session_id = _own_session(store, session)
+    return [Share(session, row["grantee"], ShareMode(row["mode"])) for row in store._rows(
+        "SELECT grantee, mode FROM session_shares WHERE session_id = ? ORDER BY grantee",
+        [session_id])]
+
+
+def _own_session(store: Connection, name: str) -> int:
+    session_id = store._value(
+        "SELECT id FROM sessions WHERE name = ? AND owner = current_user", [name])
+    if session_id is None:
+        raise NotFound(f"no session {name!r} of yours in {store.location} "
+                       "(only its owner shares a session)")
+    return int(session_id)
+
+
+def _role_exists(store: Connection, name: str) -> bool:
+    return store._value("SELECT 1 FROM pg_roles WHERE rolname = ?", [name]) is not None

@@ -1,0 +1,127 @@
+"""A team on one PostgreSQL history: one role per person (ann, bob), sessions shared on
+purpose; through chatmem's commands nobody reads another's memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pg import PostgresServer
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.errors import NotFound, StoreError, UsageError
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def database(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
+    name = pg_server.create_database(pg_template)
+    yield name
+    pg_server.drop_database(name)
+
+
+def run(url: str, *args: str, input: str | None = None, code: int = 0) -> str:
+    result = runner.invoke(app, [*args, "--db", url], input=input)
+    assert result.exit_code == code, (args, result.stdout, result.stderr)
+    return result.stdout if code == 0 else result.stderr
+
+
+def chat(url: str, session: str, text: str, code: int = 0) -> str:
+    return run(url, "chat", session, "--provider", "scripted", input=text + "\n", code=code)
+
+
+def names(url: str) -> list[str]:
+    return sorted(s["name"] for s in json.loads(run(url, "sessions", "list", "--json")))
+
+
+@pytest.fixture
+def urls(pg_server: PostgresServer, database: str) -> tuple[str, str]:
+    ann, bob = pg_server.url(database, "ann"), pg_server.url(database, "bob")
+    chat(bob, "bob-private", "my salary is 9000 杭州")
+    chat(bob, "bob-shared", "the team meets on Friday")
+    chat(ann, "ann-notes", "I like tea")
+    return ann, bob
+
+
+def test_ann_never_sees_bobs_sessions(urls: tuple[str, str], tmp_path: Path) -> None:
+    ann, bob = urls
+    assert names(ann) == ["ann-notes"]
+    missing = int(NotFound.exit_code)
+    run(ann, "inspect", "bob-private", code=missing)
+    run(ann, "sessions", "export", "bob-private", "-o", str(tmp_path / "x.jsonl"), code=missing)
+    assert not (tmp_path / "x.jsonl").exists()
+    run(ann, "sessions", "fork", "bob-private", "stolen", code=missing)
+    run(ann, "sessions", "delete", "bob-private", "--yes", code=missing)
+    run(ann, "forget-me", "--yes")
+    assert names(ann) == []
+    assert names(bob) == ["bob-private", "bob-shared"]
+    turns = json.loads(run(bob, "inspect", "bob-private", "--json"))["turn"]
+    assert turns["input"] == "my salary is 9000 杭州"
+
+
+def test_a_shared_session_is_readable_and_writable_only_with_write(
+        urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann")
+    assert names(ann) == ["ann-notes", "bob-shared"]
+    shown = json.loads(run(ann, "inspect", "bob-shared", "--json"))
+    assert shown["turn"]["input"] == "the team meets on Friday"
+    chat(ann, "bob-shared", "ann adds a line", code=int(StoreError.exit_code))
+    assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["number"] == 1
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
+    chat(ann, "bob-shared", "ann adds a line")
+    assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
+        "ann adds a line")
+    run(bob, "sessions", "unshare", "bob-shared", "--with", "ann")
+    assert names(ann) == ["ann-notes"]
+
+
+def test_only_the_owner_shares_and_only_with_a_role_that_exists(urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann")
+    error = run(ann, "sessions", "share", "bob-shared", "--with", "ann", "--write",
+                code=int(NotFound.exit_code))
+    assert error.count("\n") == 1 and "bob-shared" in error
+    error = run(bob, "sessions", "share", "bob-shared", "--with", "nobody",
+                code=int(NotFound.exit_code))
+    assert "nobody" in error and error.count("\n") == 1
+    run(bob, "sessions", "unshare", "bob-private", "--with", "ann", code=int(NotFound.exit_code))
+
+
+def test_sharing_a_file_history_is_refused(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    chat(db, "trip", "hello")
+    error = run(db, "sessions", "share", "trip", "--with", "ann", code=int(UsageError.exit_code))
+    assert error.count("\n") == 1 and "PostgreSQL" in error
+
+
+def test_add_user_creates_a_role_that_sees_only_its_own(
+        pg_server: PostgresServer, database: str, urls: tuple[str, str]) -> None:
+    role = f"carol_{database}"
+    run(pg_server.url(database), "admin", "add-user", role)
+    carol = pg_server.url(database, role)
+    assert names(carol) == []
+    chat(carol, "carols", "hello")
+    assert names(carol) == ["carols"]
+    assert "carols" not in names(urls[0])
+    run(pg_server.url(database), "admin", "add-user", role, code=int(UsageError.exit_code))
+
+
+def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["admin", "add-user", "dave", "--sql", "--database", "team"])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "CREATE ROLE dave LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;",
+        'GRANT CONNECT ON DATABASE "team" TO dave;',
+        "GRANT USAGE ON SCHEMA public TO dave;"]
+    bad = runner.invoke(app, ["admin", "add-user", "Robert'); DROP", "--sql", "--database", "t"])
+    assert bad.exit_code == int(UsageError.exit_code) and bad.stdout == ""
+
+
+def test_a_role_that_may_not_create_roles_gets_one_line(urls: tuple[str, str]) -> None:
+    error = run(urls[0], "admin", "add-user", "mallory", code=int(StoreError.exit_code))
+    assert error.count("\n") == 1 and "permission denied to create role" in error
