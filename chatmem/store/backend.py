@@ -47,6 +47,9 @@ class Backend(Protocol):
     """The driver's errors any statement may raise (sqlite3.Error; psycopg.Error)."""
     conflicts: tuple[type[Exception], ...]
     """The driver's errors for a row that breaks a constraint (a name taken meanwhile)."""
+    own_rows_first: str
+    """An ORDER BY prefix that puts the connecting user's own rows before rows shared with
+    them ("" where every row is the user's own)."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
 

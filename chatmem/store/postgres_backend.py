@@ -116,6 +116,8 @@ class PostgresBackend:
         self._errors = psycopg
         self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
         self.conflicts: tuple[type[Exception], ...] = (psycopg.IntegrityError,)
+        # A name may be the user's own session and one another user shared with them.
+        self.own_rows_first = "owner <> current_user, "
         errors = psycopg.errors
         # What makes the database unusable for a write (not a bug, not a constraint).
         self._store_failures: tuple[type[BaseException], ...] = (

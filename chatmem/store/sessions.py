@@ -66,7 +66,8 @@ class SessionTables(MessageTables):
     def find_session(self, name: str) -> SessionRecord | None:
         if not is_valid(name):
             raise UsageError(f"session name {name!r} is not valid UTF-8")
-        rows = self._rows("SELECT * FROM sessions WHERE name = ?", [name])
+        rows = self._rows("SELECT * FROM sessions WHERE name = ?"
+                          f" ORDER BY {self.db.own_rows_first}id LIMIT 1", [name])
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:

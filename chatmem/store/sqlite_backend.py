@@ -122,6 +122,7 @@ class SqliteBackend:
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
     """sqlcipher3's errors come out as sqlite3's too (cipher.translate)."""
     conflicts: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+    own_rows_first = ""
 
     def __init__(self, path: str | Path, *, key: str | None = None) -> None:
         self.path = Path(path)

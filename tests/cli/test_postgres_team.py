@@ -80,6 +80,17 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
     assert names(ann) == ["ann-notes"]
 
 
+def test_a_name_that_is_both_ones_own_and_shared_opens_ones_own(
+        urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    chat(ann, "bob-shared", "ann's own session of that name")
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann")
+    shown = json.loads(run(ann, "inspect", "bob-shared", "--json"))
+    assert shown["turn"]["input"] == "ann's own session of that name"
+    assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
+        "the team meets on Friday")
+
+
 def test_only_the_owner_shares_and_only_with_a_role_that_exists(urls: tuple[str, str]) -> None:
     ann, bob = urls
     run(bob, "sessions", "share", "bob-shared", "--with", "ann")
