@@ -404,6 +404,14 @@ def last_used_session(store: Store) -> str:
     return record.name
 
 
+def erasure_done(store: Store) -> str:
+    """What erasing did beyond deleting rows: SQLite rewrites the file; a PostgreSQL server
+    frees erased rows' space on its own vacuum (it has no secure delete)."""
+    if store.db.kind == "sqlite":
+        return "the file was vacuumed"
+    return "the server frees their space at its next vacuum"
+
+
 def apply_retention(store: Store, settings: Settings) -> None:
     """At start-up: erase idle sessions and expired facts, and say so on stderr."""
     from chatmem.errors import StoreError
@@ -425,7 +433,7 @@ def apply_retention(store: Store, settings: Settings) -> None:
         " …" if len(erased.sessions) > 3 else "")
     consoles()[1].print(notice_line(
         f"retention: {erased.summary()} past their retention{f' ({names})' if names else ''};"
-        " the file was vacuumed"), soft_wrap=True)
+        f" {erasure_done(store)}"), soft_wrap=True)
 
 
 def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embedder | None:

@@ -16,6 +16,7 @@ from chatmem.cli.common import (
     JsonOption,
     ask_key,
     consoles,
+    erasure_done,
     handles_errors,
     open_store,
     print_json,
@@ -209,6 +210,7 @@ def prune(
     with open_store(settings, create=False) as store:
         erased = prune_history(store, now, retention_days=days,
                                fact_idle_days=settings.fact_idle_days, dry_run=dry_run)
+        done = erasure_done(store)
     if json_out:
         print_json(erased.to_json(now))
         return
@@ -219,7 +221,7 @@ def prune(
         err.print("nothing to prune: no session has a retention; give --older-than or set "
                   "retention_days in the config", markup=False, soft_wrap=True)
         return
-    done = "" if dry_run or erased.empty else "; the file was vacuumed"
+    done = "" if dry_run or erased.empty else f"; {done}"
     err.print(f"{erased.summary()}{done}", markup=False, soft_wrap=True)
 
 
@@ -308,5 +310,5 @@ def forget_me(
                 " for good?"):
             raise typer.Exit(1)
         erased = forget_user(store, profile)
-    err.print(f"{erased.summary()} of user {profile}; the file was vacuumed", markup=False,
-              soft_wrap=True)
+        done = erasure_done(store)
+    err.print(f"{erased.summary()} of user {profile}; {done}", markup=False, soft_wrap=True)
