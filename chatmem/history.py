@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from chatmem.memory.context import Message
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.message_counts import MessageCounts
-from chatmem.store import Store
+from chatmem.store.protocols import HistoryRepository
 from chatmem.tokens import TokenCounter
 
 PAGE_TURNS = 16
 
 
 class StoredHistory:
-    def __init__(self, store: Store, session_id: int, counter: TokenCounter,
+    def __init__(self, store: HistoryRepository, session_id: int, counter: TokenCounter,
                  upto: int | None = None, *, counts: MessageCounts | None = None) -> None:
         """`upto`: see only the first `upto` turns (the history as it was at a turn);
         `counts`: what this process has counted already (a session's engine keeps one)."""

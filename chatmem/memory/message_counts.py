@@ -13,14 +13,15 @@ from collections.abc import Sequence
 
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
-from chatmem.store import MessageRecord, Store
+from chatmem.store import MessageRecord
+from chatmem.store.protocols import HistoryRepository
 from chatmem.tokens import TokenCounter
 
 
 class MessageCounts:
     """Counts under one tokenizer: the store's, else computed once in this process."""
 
-    def __init__(self, store: Store, counter: TokenCounter) -> None:
+    def __init__(self, store: HistoryRepository, counter: TokenCounter) -> None:
         self.store = store
         self.counter = counter
         self._computed: dict[tuple[int, int], int] = {}

@@ -23,7 +23,7 @@ from chatmem.memory import quoting
 from chatmem.memory.anchors import present
 
 if TYPE_CHECKING:
-    from chatmem.store import Store
+    from chatmem.store.protocols import MemoryStateRepository
     from chatmem.tokens import TokenCounter
 
 PINNED_KEY = "pinned"
@@ -350,7 +350,7 @@ def _first(low: int, high: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-def allocate_ids(store: Store, session_id: int, count: int) -> list[int]:
+def allocate_ids(store: MemoryStateRepository, session_id: int, count: int) -> list[int]:
     """Fresh pin ids for this session; an id is never given out twice, even after an unpin."""
     if count <= 0:
         return []
@@ -365,7 +365,7 @@ def is_unpinned(unpinned: Iterable[str], text: str) -> bool:
     return any(present(u, text) and present(text, u) for u in unpinned)
 
 
-def pinned_facts(store: Store, session_id: int | None = None) -> list[PinnedFact]:
+def pinned_facts(store: MemoryStateRepository, session_id: int | None = None) -> list[PinnedFact]:
     """The pins of one session, or of every session, by session, strategy and pin order."""
     return [
         PinnedFact(sid, strategy, p.text, p.version, p.pin_id, p.turn, p.quote)
@@ -383,7 +383,7 @@ def find_pins(pins: Sequence[PinnedFact], ref: str) -> list[PinnedFact]:
     return [p for p in pins if is_unpinned([ref], p.text)]
 
 
-def unpin(store: Store, pin: PinnedFact) -> None:
+def unpin(store: MemoryStateRepository, pin: PinnedFact) -> None:
     """Stop sending a pin, and keep the drift guard from pinning the same text again.
 
     Read and written under the write lock: a fold another process commits
@@ -399,7 +399,7 @@ def unpin(store: Store, pin: PinnedFact) -> None:
                                  {PINNED_KEY: kept, UNPINNED_KEY: unpinned})
 
 
-def pinned_at(store: Store, pins: Sequence[PinnedFact]) -> dict[PinnedFact, str]:
+def pinned_at(store: MemoryStateRepository, pins: Sequence[PinnedFact]) -> dict[PinnedFact, str]:
     """Pin → when the summary version that dropped it was made (a pin's age)."""
     made: dict[tuple[int, str, int], str] = {}
     for session_id, strategy in dict.fromkeys((p.session_id, p.strategy) for p in pins):

@@ -29,7 +29,7 @@ from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
-    from chatmem.store import Store
+    from chatmem.store.protocols import VectorRepository
 
 BATCH = 8
 """Messages per background batch: a pause, or the end of a process, waits for one at most."""
@@ -61,7 +61,7 @@ def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
     return rows
 
 
-def save_rows(store: Store, model: str, rows: Sequence[VectorRow]) -> None:
+def save_rows(store: VectorRepository, model: str, rows: Sequence[VectorRow]) -> None:
     """Store vectors; their size comes from the rows, not from an embedder another
     thread may be updating (an endpoint learns its dimensions from its first answer)."""
     if rows:
@@ -86,7 +86,7 @@ class IndexingStatus:
 class VectorBacklog:
     """One session's messages without a vector for one embedder."""
 
-    def __init__(self, store: Store, session_id: int, embedder: Embedder, *,
+    def __init__(self, store: VectorRepository, session_id: int, embedder: Embedder, *,
                  background: bool = True) -> None:
         self.store, self.session_id, self.embedder = store, session_id, embedder
         self.background = background
@@ -252,7 +252,8 @@ def describe(error: BaseException) -> Failure:
 class Indexing:
     """The backlogs of one session, one per embedding model, as an engine drives them."""
 
-    def __init__(self, store: Store, session_id: int, *, background: bool = True) -> None:
+    def __init__(self, store: VectorRepository, session_id: int, *,
+                 background: bool = True) -> None:
         self.store, self.session_id, self.background = store, session_id, background
         self._backlogs: dict[str, VectorBacklog] = {}
 

@@ -7,6 +7,8 @@ whole surface; its table groups live in one module each.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from chatmem.store.connection import now
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
@@ -36,6 +38,17 @@ from chatmem.store.turns import TurnTables
 class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
             RedactionTables, LogTables):
     """A chatmem database file. Use as a context manager or call close()."""
+
+
+if TYPE_CHECKING:
+    from chatmem.store import protocols
+
+    def _is_every_repository(store: Store) -> tuple[
+        protocols.HistoryRepository, protocols.MemoryStateRepository,
+        protocols.FactRepository, protocols.VectorRepository,
+    ]:
+        """Never called: `mypy chatmem` fails here when Store stops implementing one."""
+        return store, store, store, store
 
 
 __all__ = [

@@ -94,10 +94,6 @@ class Connection:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    def _insert(self, sql: str, params: Iterable[Any]) -> int:
-        """Run an INSERT of one row and return its new id."""
-        return int(self.db.execute(sql + " RETURNING id", list(params)).fetchall()[0][0])
-
     def _value(self, sql: str, params: Iterable[Any] = ()) -> Any:
         row = self.db.execute(sql, list(params)).fetchone()
         return row[0] if row else None

@@ -15,6 +15,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import UsageError
+from chatmem.store import steps
 from chatmem.store.memory import MemoryTables
 from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord, json_text
@@ -68,7 +69,7 @@ class ForkTables(SessionTables, MemoryTables):
         All or nothing: on any error no row is written.
         """
         source = self.session(name)
-        self._check_new_name(new_name)
+        steps.check_new_name(self.db, new_name)
         last = self.turn_count(source.id)
         upto = last if at_turn is None else at_turn
         if not 0 <= upto <= last:
@@ -81,13 +82,13 @@ class ForkTables(SessionTables, MemoryTables):
             prompts = [(first, system) for first, system in self.system_prompts(source.id)
                        if first <= upto + 1]
             system = prompts[-1][1] if prompts else source.system
-            new_id = self._insert_session(
-                new_name, source.strategy, source.params, provider=source.provider,
-                model=source.model, system=system, user=source.user,
+            new_id = steps.insert_session(
+                self.db, new_name, source.strategy, source.params, provider=source.provider,
+                model=source.model, system=system, user=source.user, stamp=self.now(),
                 tokenizer=source.tokenizer,
             )
             for first, text in prompts:
-                self._set_prompt(new_id, first, text)
+                steps.set_prompt(self.db, new_id, first, text)
             ids = self._copy_messages(source.id, new_id, upto)
             last_position = max((m.position for m in self.messages(new_id)), default=0)
             self.db.execute(
@@ -121,7 +122,8 @@ class ForkTables(SessionTables, MemoryTables):
         before: str | None = None
         for message in self.messages(source_id, 1, upto):
             # The pause before it too: the same message follows the same one.
-            copy = self._insert(
+            copy = steps.insert_id(
+                self.db,
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
                 " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, message.position, message.turn, message.role, message.content,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
-from chatmem.store import rendered
+from chatmem.store import rendered, steps
 from chatmem.store.connection import Connection
 from chatmem.store.records import (
     FactHistoryRecord,
@@ -162,7 +162,8 @@ class MemoryTables(Connection):
                 )
                 fact_id = old.id
             else:
-                fact_id = self._insert(
+                fact_id = steps.insert_id(
+                    self.db,
                     "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                     " source_turn, source_session_id, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

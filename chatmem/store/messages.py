@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chatmem import fts
+from chatmem.store import steps
 from chatmem.store.connection import Connection
-from chatmem.store.recall import pause
 from chatmem.store.records import MessageRecord
 
 
@@ -27,40 +26,9 @@ class MessageTables(Connection):
             params.append(last_turn)
         return [MessageRecord.from_row(r) for r in self._rows(sql + " ORDER BY position", params)]
 
-    def _append_messages(
-        self, session_id: int, messages: Iterable[Mapping[str, Any]]
-    ) -> list[int]:
-        """Insert messages inside the caller's transaction; returns their ids."""
-        # Turns never decrease with position: the last message holds both maxima, and
-        # the (session_id, position) index finds it without reading the session.
-        row = self.db.execute(
-            "SELECT position, turn, created_at FROM messages WHERE session_id = ?"
-            " ORDER BY position DESC LIMIT 1",
-            [session_id],
-        ).fetchone()
-        position, turn, last_time = row or (0, 0, None)
-        ids = []
-        for message in messages:
-            position += 1
-            if message["role"] == "user" or turn == 0:
-                turn += 1
-            created_at = message.get("ts") or self.now()
-            message_id = self._insert(
-                "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
-                " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [session_id, position, turn, message["role"], message["content"],
-                 message.get("id"), created_at, pause(last_time, created_at)],
-            )
-            last_time = created_at
-            self.db.index_words(message_id, fts.index_text(message["content"]))
-            ids.append(message_id)
-        self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?",
-                        [self.now(), session_id])
-        return ids
-
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self.write():
-            return self._append_messages(session_id, messages)
+            return steps.append_messages(self.db, session_id, messages, self.now)
 
     # -- token count cache --------------------------------------------------
 
@@ -77,11 +45,3 @@ class MessageTables(Connection):
             ):
                 counts[message_id] = tokens
         return counts
-
-    def _save_token_counts(self, counts: Mapping[int, int], tokenizer: str) -> None:
-        """Store counts inside the caller's transaction (a turn's own write path)."""
-        self.db.executemany(
-            "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)"
-            " ON CONFLICT (message_id, tokenizer) DO UPDATE SET tokens = excluded.tokens",
-            [(mid, tokenizer, n) for mid, n in counts.items()],
-        )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from chatmem.errors import StoreError
+from chatmem.store import steps
 from chatmem.store.memory import MemoryTables
 from chatmem.store.records import FactRecord
 from chatmem.store.sessions import SessionTables
@@ -131,7 +132,7 @@ class RetentionTables(SessionTables, MemoryTables):
             return
         with self.write():
             for session_id in ids:
-                self._erase_session_rows(session_id)
+                steps.erase_session_rows(self.db, session_id)
             self.db.forget_erased_words()
 
     def erase_facts(self, fact_ids: Iterable[int]) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError, UsageError
+from chatmem.store import steps
 from chatmem.store.messages import MessageTables
 from chatmem.store.records import SessionRecord, check_session_name, json_text, stored_json
 from chatmem.text import is_valid
@@ -24,11 +25,11 @@ class SessionTables(MessageTables):
         user: str | None = None,
         tokenizer: str | None = None,
     ) -> SessionRecord:
-        self._check_new_name(name)
+        steps.check_new_name(self.db, name)
         with self.write():
-            session_id = self._insert_session(name, strategy, params or {}, provider=provider,
-                                              model=model, system=system, user=user,
-                                              tokenizer=tokenizer)
+            session_id = steps.insert_session(
+                self.db, name, strategy, params or {}, stamp=self.now(), provider=provider,
+                model=model, system=system, user=user, tokenizer=tokenizer)
         return self.session_by_id(session_id)
 
     def find_or_create_session(
@@ -47,34 +48,11 @@ class SessionTables(MessageTables):
             found = self.find_session(name)
             if found is None:
                 check_session_name(name)  # the one rule, for a new name only
-                session_id = self._insert_session(name, strategy, params or {}, **fields)
+                session_id = steps.insert_session(self.db, name, strategy, params or {},
+                                                  stamp=self.now(), **fields)
         if found is not None:
             return found, False
         return self.session_by_id(session_id), True
-
-    def _check_new_name(self, name: str) -> None:
-        check_session_name(name)
-        if self.find_session(name) is not None:
-            raise StoreError(f"a session named {name!r} already exists")
-
-    def _insert_session(
-        self, name: str, strategy: str, params: Mapping[str, Any], *, provider: str | None,
-        model: str | None, system: str | None, user: str | None, tokenizer: str | None = None,
-    ) -> int:
-        """Insert a session row inside the caller's transaction; returns its id."""
-        stamp = self.now()
-        try:
-            session_id = self._insert(
-                "INSERT INTO sessions (name, strategy, params, provider, model, system, \"user\","
-                " tokenizer, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [name, strategy, json_text(dict(params)), provider, model, system, user,
-                 tokenizer, stamp, stamp],
-            )
-        except self.db.conflicts:
-            # Another process took the name since _check_new_name.
-            raise StoreError(f"a session named {name!r} already exists") from None
-        self._set_prompt(session_id, 1, system)
-        return session_id
 
     def session_names(self, session_ids: Iterable[int]) -> dict[int, str]:
         """Session id → name, for the ids that still exist."""
@@ -121,7 +99,8 @@ class SessionTables(MessageTables):
         with self.write():
             if "system" in fields and fields["system"] != self.session_by_id(session_id).system:
                 # The new prompt holds from the next turn on; earlier turns keep theirs.
-                self._set_prompt(session_id, self.turn_count(session_id) + 1, fields["system"])
+                steps.set_prompt(self.db, session_id, self.turn_count(session_id) + 1,
+                                 fields["system"])
             try:
                 self.db.execute(
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
@@ -130,14 +109,6 @@ class SessionTables(MessageTables):
             except self.db.conflicts:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
         return self.session_by_id(session_id)
-
-    def _set_prompt(self, session_id: int, from_turn: int, system: str | None) -> None:
-        """Record the system prompt in effect from `from_turn` on, inside a transaction."""
-        self.db.execute(
-            "INSERT INTO session_prompts (session_id, from_turn, system) VALUES (?, ?, ?)"
-            " ON CONFLICT (session_id, from_turn) DO UPDATE SET system = excluded.system",
-            [session_id, from_turn, system],
-        )
 
     def system_prompts(self, session_id: int) -> list[tuple[int, str | None]]:
         """(first turn, system prompt) of every prompt the session used, oldest first."""
@@ -151,7 +122,7 @@ class SessionTables(MessageTables):
         with self.write():
             self.db.execute("DELETE FROM session_prompts WHERE session_id = ?", [session_id])
             for from_turn, system in prompts:
-                self._set_prompt(session_id, from_turn, system)
+                steps.set_prompt(self.db, session_id, from_turn, system)
 
     def system_for_turn(self, session_id: int, turn: int) -> str | None:
         """The system prompt turn `turn` was (or will be) sent with."""
@@ -163,7 +134,7 @@ class SessionTables(MessageTables):
     def rename_session(self, name: str, new_name: str) -> SessionRecord:
         """Give a session a new name; everything it owns follows (rows point at its id)."""
         record = self.session(name)
-        self._check_new_name(new_name)
+        steps.check_new_name(self.db, new_name)
         return self.update_session(record.id, name=new_name)
 
     def list_sessions(self) -> list[dict[str, Any]]:
@@ -190,7 +161,7 @@ class SessionTables(MessageTables):
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
         record = self.session(name)
         with self.write():
-            self._erase_session_rows(record.id)
+            steps.erase_session_rows(self.db, record.id)
             self.db.forget_erased_words()
 
     def discard_empty_session(self, session_id: int) -> None:
@@ -201,15 +172,6 @@ class SessionTables(MessageTables):
                 " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?)"
                 " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)",
                 [session_id, session_id, session_id])
-
-    def _erase_session_rows(self, session_id: int) -> None:
-        """Delete a session inside the caller's transaction; its rows cascade (messages,
-        turns, summaries, session facts, vectors, probes, state), its index rows do not."""
-        self.db.unindex_words([message_id for (message_id,) in self.db.execute(
-            "SELECT id FROM messages WHERE session_id = ?", [session_id])])
-        # Earlier values of profile facts stated in this session go with it.
-        self.db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [session_id])
-        self.db.execute("DELETE FROM sessions WHERE id = ?", [session_id])
 
     # -- probes -------------------------------------------------------------
 

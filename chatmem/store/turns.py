@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
-from chatmem.store import contexts, rendered
+from chatmem.store import contexts, rendered, steps
 from chatmem.store.records import TurnRecord
 from chatmem.store.sessions import SessionTables
 
@@ -37,16 +37,16 @@ class TurnTables(SessionTables):
             raise StoreError("only a completed turn with a reply can be committed")
         try:
             with self.write():
-                user_id, assistant_id = self._append_messages(
-                    turn.session_id,
+                user_id, assistant_id = steps.append_messages(
+                    self.db, turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at},
                      {"role": "assistant", "content": turn.reply, "ts": replied_at}],
-                )
+                    self.now)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 turn.history_turn = self.turn_count(turn.session_id)
                 if message_tokens is not None and turn.tokenizer:
-                    self._save_token_counts(dict(zip((user_id, assistant_id), message_tokens,
-                                                     strict=True)), turn.tokenizer)
+                    counts = dict(zip((user_id, assistant_id), message_tokens, strict=True))
+                    steps.save_token_counts(self.db, counts, turn.tokenizer)
                 self._insert_turn(turn)
         except self._failures as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
@@ -71,8 +71,8 @@ class TurnTables(SessionTables):
             self.db, turn.session_id, stored, turn.rendered_prompt)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        turn.id = self._insert(f"INSERT INTO turns ({columns}) VALUES ({marks})",
-                               list(row.values()))
+        turn.id = steps.insert_id(self.db, f"INSERT INTO turns ({columns}) VALUES ({marks})",
+                                 list(row.values()))
 
     def turns(self, session_id: int, status: str | None = None) -> list[TurnRecord]:
         sql = "SELECT * FROM turns WHERE session_id = ?"

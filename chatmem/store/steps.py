@@ -1,0 +1,112 @@
+"""Write steps more than one table group takes, each inside the caller's transaction.
+
+A turn appends messages and their token counts, a fork inserts a session and
+its prompts, retention erases sessions as delete does: each step is written
+once here, over the backend, rather than as one table group's private method
+that another calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from chatmem import fts
+from chatmem.errors import StoreError, UsageError
+from chatmem.store.backend import Backend
+from chatmem.store.recall import pause
+from chatmem.store.records import check_session_name, json_text
+from chatmem.text import is_valid
+
+
+def insert_id(db: Backend, sql: str, params: Sequence[Any]) -> int:
+    """Run an INSERT of one row and return its new id."""
+    return int(db.execute(sql + " RETURNING id", list(params)).fetchall()[0][0])
+
+
+def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str, Any]],
+                    now: Callable[[], str]) -> list[int]:
+    """Insert messages after the session's last one, indexed; returns their ids."""
+    # Turns never decrease with position: the last message holds both maxima, and
+    # the (session_id, position) index finds it without reading the session.
+    row = db.execute(
+        "SELECT position, turn, created_at FROM messages WHERE session_id = ?"
+        " ORDER BY position DESC LIMIT 1",
+        [session_id],
+    ).fetchone()
+    position, turn, last_time = row or (0, 0, None)
+    ids = []
+    for message in messages:
+        position += 1
+        if message["role"] == "user" or turn == 0:
+            turn += 1
+        created_at = message.get("ts") or now()
+        message_id = insert_id(
+            db,
+            "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
+            " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [session_id, position, turn, message["role"], message["content"],
+             message.get("id"), created_at, pause(last_time, created_at)],
+        )
+        last_time = created_at
+        db.index_words(message_id, fts.index_text(message["content"]))
+        ids.append(message_id)
+    db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])
+    return ids
+
+
+def save_token_counts(db: Backend, counts: Mapping[int, int], tokenizer: str) -> None:
+    db.executemany(
+        "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)"
+        " ON CONFLICT (message_id, tokenizer) DO UPDATE SET tokens = excluded.tokens",
+        [(mid, tokenizer, n) for mid, n in counts.items()],
+    )
+
+
+def check_new_name(db: Backend, name: str) -> None:
+    """Raise unless `name` is a valid name no session has yet."""
+    check_session_name(name)
+    if not is_valid(name):
+        raise UsageError(f"session name {name!r} is not valid UTF-8")
+    if db.execute("SELECT 1 FROM sessions WHERE name = ?", [name]).fetchone():
+        raise StoreError(f"a session named {name!r} already exists")
+
+
+def insert_session(
+    db: Backend, name: str, strategy: str, params: Mapping[str, Any], *, stamp: str,
+    provider: str | None, model: str | None, system: str | None, user: str | None,
+    tokenizer: str | None = None,
+) -> int:
+    """Insert a session row and its first prompt; returns its id."""
+    try:
+        session_id = insert_id(
+            db,
+            "INSERT INTO sessions (name, strategy, params, provider, model, system, \"user\","
+            " tokenizer, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [name, strategy, json_text(dict(params)), provider, model, system, user,
+             tokenizer, stamp, stamp],
+        )
+    except db.conflicts:
+        # Another process took the name since check_new_name.
+        raise StoreError(f"a session named {name!r} already exists") from None
+    set_prompt(db, session_id, 1, system)
+    return session_id
+
+
+def set_prompt(db: Backend, session_id: int, from_turn: int, system: str | None) -> None:
+    """Record the system prompt in effect from `from_turn` on."""
+    db.execute(
+        "INSERT INTO session_prompts (session_id, from_turn, system) VALUES (?, ?, ?)"
+        " ON CONFLICT (session_id, from_turn) DO UPDATE SET system = excluded.system",
+        [session_id, from_turn, system],
+    )
+
+
+def erase_session_rows(db: Backend, session_id: int) -> None:
+    """Delete a session; its rows cascade (messages, turns, summaries, session facts,
+    vectors, probes, state), its index entries and earlier fact values do not."""
+    db.unindex_words([message_id for (message_id,) in db.execute(
+        "SELECT id FROM messages WHERE session_id = ?", [session_id])])
+    # Earlier values of profile facts stated in this session go with it.
+    db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [session_id])
+    db.execute("DELETE FROM sessions WHERE id = ?", [session_id])
