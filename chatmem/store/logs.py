@@ -1,13 +1,12 @@
 """Turns across sessions, newest or best-matching first (`chatmem logs`), and what a
 session's turns used per model (the REPL's running total).
 
-Portable SQL (`?` placeholders, no rowid, no PRAGMA); the one full-text statement sits
-in `_search_words`, the only place that speaks the index's dialect.
+Portable SQL (`?` placeholders, primary keys); the full-text search is the
+backend's `word_scores`, the only place that speaks the index's dialect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +73,7 @@ class LogTables(Connection):
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
         scores = {message_id: score for message_id, _, score
-                  in self._search_words(fts.query_terms(query), session_id, 2 * limit)}
+                  in self.db.word_scores(fts.query_terms(query), session_id, None, 2 * limit)}
         if not scores:
             return []
         marks = ", ".join("?" for _ in scores)
@@ -97,17 +96,3 @@ class LogTables(Connection):
             " WHERE session_id = ? AND status <> 'failed' GROUP BY model", [session_id])
         return [ModelUsage(row["model"], int(row["prompt"]), int(row["reply"])) for row in rows]
 
-    def _search_words(self, terms: Sequence[str], session_id: int | None,
-                      limit: int) -> list[tuple[int, int, float]]:
-        """(message id, position, score; higher is better) of the best `limit` messages
-        matching any of `terms`, in one session or all (the backend's `word_scores`)."""
-        expression = fts.match_terms(list(terms))
-        if expression is None:
-            return []
-        where = " AND m.session_id = ?" if session_id is not None else ""
-        rows = self.db.execute(
-            "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
-            " JOIN messages m ON m.id = messages_fts.rowid"
-            f" WHERE messages_fts MATCH ?{where} ORDER BY score LIMIT ?",
-            [expression, *([session_id] if session_id is not None else []), limit])
-        return [(message_id, position, -score) for message_id, position, score in rows]

@@ -38,12 +38,16 @@ def ticking() -> Iterator[datetime]:
         yield moment
 
 
+CLOCKED = {"latency_ms"}
+"""Fields measured on the wall clock, not set by the store's: the same only by chance."""
+
+
 def typed(value: Any) -> Any:
     """A value with its type made part of it, recursively (1 == True == 1.0 otherwise)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return typed(dataclasses.asdict(value))
     if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
+        return {k: typed(v) for k, v in value.items() if k not in CLOCKED}
     if isinstance(value, list | tuple):
         return [typed(v) for v in value]
     return (type(value).__name__, value)
