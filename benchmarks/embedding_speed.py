@@ -135,14 +135,25 @@ def measure(candidate: Candidate, source: Path | None, count: int) -> tuple[floa
 
 
 def recall_child(derived: bool) -> None:
-    """benchmarks/recall.py's retrieval rows at 2,000 tokens, with today's vectors or derived."""
+    """Evidence recall at 2,000 tokens of `retrieval` (hybrid, the default, and dense) on
+    benchmarks/recall.py's conversation, with today's context vectors or derived ones."""
     import recall
 
     import chatmem.memory.vector_backlog as backlog
+    from chatmem.embeddings import Remembering
+    from chatmem.embeddings.local import LocalEmbedder
+    from chatmem.evaluation.replay import StrategySpec
 
     if derived:
         backlog.embed_pending = derived_embed_pending  # type: ignore[assignment]
-    recall.main(["--budgets", "2000", "--only", "retrieval"])
+    transcript, probes = recall.load(7, False)
+    embedder = Remembering(LocalEmbedder(threads=1))  # both rows embed each text once
+    for mode in ("hybrid", "dense"):
+        spec = StrategySpec("retrieval", {"mode": mode, "max_tokens": "2000"})
+        row = recall.run_chatmem(transcript, probes, f"retrieval {mode}", spec, 2000, embedder)
+        kinds = "  ".join(f"{k} {v:.3f}" for k, v in sorted(row.by_group.items()))
+        print(f"retrieval {mode} @2000: recall {row.recall:.3f}, {row.tokens:,.0f} tokens,"
+              f" {row.seconds:.0f} s  |  {kinds}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -151,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--source", type=Path, help="a transcript (default: recall_data)")
     parser.add_argument("--recall", action="store_true",
-                        help="recall at 2,000 tokens with today's vectors, then derived ones")
+                        help="recall at 2,000 tokens: today's context vectors, then derived")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--recall-child", choices=["today", "derived"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

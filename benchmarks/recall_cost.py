@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.memory import create_strategy
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         path = Path(folder) / "h.db"
         filled_store(path, args.turns, stub)
         with Store(path) as store:
-            settings = Settings(embeddings={"provider": "none"})
+            settings = Settings(embeddings=EmbeddingsSection(provider="none"))
             engine = open_session(store, settings, ScriptedProvider(), "long",
                                   strategy="retrieval", embedder=stub)  # type: ignore[arg-type]
             question = "What did we decide about the delivery address for ORD-42?"
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
                           args.repeat)
         rows.append(("query embedding (local)", f"{query:.1f} ms"))
         with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "t.db") as store:
-            engine = open_session(store, Settings(embeddings={"provider": "none"}),
+            engine = open_session(store, Settings(embeddings=EmbeddingsSection(provider="none")),
                                   ScriptedProvider(), "t", strategy="retrieval", embedder=local)
             waits: list[float] = []
             collects: list[float] = []

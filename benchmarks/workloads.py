@@ -185,6 +185,7 @@ def copy_base(base: Path, path: Path) -> None:
 
 def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Per-turn overhead of one strategy: build + commit + memory update, model excluded."""
+    from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
     from chatmem.store import Store
@@ -196,7 +197,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     with Store(path) as store:
         # Recall by words: the embedding path (a model per message) is measured by
         # benchmarks/recall_cost.py; here it would time the embedder, not the memory.
-        settings = Settings(embeddings={"provider": "none"})
+        settings = Settings(embeddings=EmbeddingsSection(provider="none"))
         engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
                               params=spec.get("params", {}))
         phase("catch-up")

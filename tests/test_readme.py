@@ -31,6 +31,28 @@ def test_quick_start_has_exactly_two_commands() -> None:
     assert "python -m pytest" in tests
 
 
+def test_quick_start_comes_first_installs_embed_and_a_tour_follows() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings[:2] == ["Quick start", "A two-minute tour"]
+    install = bash_blocks(quick_start())[0]
+    # The embedding model too, so the README's recall figures reproduce.
+    assert re.match(r"pip install -e '\.\[[\w,]*\bembed\b[\w,]*\]'", install), install
+
+
+def test_benchmark_tables_live_in_docs_performance_with_a_summary_in_the_readme() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Performance\n(.*?)(?=^## )", text, re.S | re.M)
+    assert section is not None
+    assert "](docs/performance.md)" in section.group(1)
+    assert "```" not in section.group(1)  # no table left behind
+    assert "Per-turn overhead, ms" not in text
+    assert len(section.group(1).strip().splitlines()) <= 10
+    performance = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert performance.startswith("# Performance\n")
+    assert "Per-turn overhead, ms" in performance and performance.count("```") >= 2
+
+
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     section = quick_start()
     after = section.split("Run the test suite", 1)[1]

@@ -122,18 +122,27 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     finished: dict[str, TranscriptResult] = {}
     interrupted = False
     started = time.monotonic()
+    shown: set[str] = set()
+
+    def show(result: TranscriptResult) -> None:
+        shown.add(result.path)
+        if result.error is not None:
+            err.print(f"error: {result.error}", markup=False, soft_wrap=True)
+        elif not json_out and result.runs is not None:
+            for line in transcript_lines(Path(result.path).name, result.runs):
+                out.print(line, soft_wrap=True)
+
     try:
         with _progress(len(jobs)) as advance, _results(jobs, evaluate, workers) as results:
             for result in results:
                 finished[result.path] = result
+                show(result)
                 advance(result, time.monotonic() - started)
-                if result.error is not None:
-                    err.print(f"error: {result.error}", markup=False, soft_wrap=True)
-                elif not json_out and result.runs is not None:
-                    for line in transcript_lines(Path(result.path).name, result.runs):
-                        out.print(line, soft_wrap=True)
     except KeyboardInterrupt:
         interrupted = True
+        # A result that arrived as Ctrl-C did is in the totals: its lines come first.
+        for result in [r for path, r in finished.items() if path not in shown]:
+            show(result)
     ordered = [finished[str(f)] for f in files if str(f) in finished]
     scored = [r for r in ordered if r.runs is not None]
     totals = aggregate([r.runs for r in scored if r.runs is not None])

@@ -134,11 +134,14 @@ def _spawn_index(settings: Settings, config: Path | None, session: str) -> int:
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "chatmem", "index", session, "--db", str(settings.db_path)]
+    command = [sys.executable, "-m", "chatmem", "index", session]
     if config is not None:
         command += ["--config", str(config)]
+    # The history's location goes in the environment, not the command line: a database URL
+    # may hold a password, and every user of the machine can read a process's arguments.
+    environment = {**os.environ, "CHATMEM_DB": str(settings.db_path)}
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=subprocess.DEVNULL, start_new_session=True, env=environment)
     if hasattr(os, "setpriority"):
         # Already ended, or not allowed: it runs at the normal priority.
         with contextlib.suppress(OSError):

@@ -222,7 +222,7 @@ def _start_backlogs(settings: Settings, config: Path | None,
 
 def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
     """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
-    from chatmem.render.notices import replay_notice_text
+    from chatmem.render.compare import run_notice_text
 
     transcript = outcome.transcript
     return {
@@ -233,7 +233,7 @@ def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
         "probes": len(transcript.probes),
         "keep_replies": outcome.keep_replies,
         "tokenizer": outcome.tokenizer.to_json(),
-        "strategies": [r.to_json(replay_notice_text) for r in outcome.runs],
+        "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
     }
 
 

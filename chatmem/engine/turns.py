@@ -10,18 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.activity import (
-    QUIET,
-    Activity,
-    ActivityStep,
-    ActivityWarning,
-    SendingOverBudget,
-    WeakHelper,
-)
+from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
@@ -31,6 +23,7 @@ from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import (
+    HelperTooSmall,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
@@ -97,6 +90,7 @@ class Engine:
         self.notices: list[Notice] = []
         """What opening the session changed (strategy, system prompt), for the user to see."""
         self._caught_up = False
+        self._said_helper_too_small = False
         self._embedder = embedder
         """An embedder, or how to open one the first time a strategy needs it."""
         self.pending: dict[str, Any] = {}
@@ -366,36 +360,27 @@ class Engine:
         return notices + self.indexing.after_commit(self.embedder)
 
     def _update_strategy(self, catch_up: bool) -> list[Notice]:
-        env = MemoryEnv(self.history(), self.counter, self.state, self.helper_model,
+        # The embedded model cannot summarize or extract: its summary or facts would be junk
+        # that later contexts send as memory. Nothing is asked of it, and the user is told
+        # once which model to name instead.
+        helper = self.helper_model
+        too_small = helper is not None and is_embedded_model(helper)
+        env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
                         settings=self.settings, system=self.session.system,
-                        embedder=self.embedder,
-                        activity=_HelperActivity(self.activity, self.helper_model),
-                        catch_up=catch_up)
+                        embedder=self.embedder, activity=self.activity, catch_up=catch_up)
+        said: list[Notice] = []
+        if too_small and self.strategy.calls_helper and not self._said_helper_too_small:
+            self._said_helper_too_small = True
+            said.append(HelperTooSmall(self.strategy.name, helper.model))
         try:
-            return self.strategy.update(env)
+            return said + self.strategy.update(env)
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
-            return [MemoryUpdateFailed(str(e))]
+            return [*said, MemoryUpdateFailed(str(e))]
         except KeyboardInterrupt:
             # Derived state is written only after a helper call succeeds, so nothing
             # half-done is kept; the committed turn stands.
-            return [MemoryUpdateCancelled()]
-
-
-class _HelperActivity:
-    """The caller's activity, which first says once that the embedded model cannot help."""
-
-    def __init__(self, inner: Activity, helper: Provider | None) -> None:
-        self.inner = inner
-        self.embedded = helper is not None and is_embedded_model(helper)
-
-    def doing(self, step: ActivityStep) -> AbstractContextManager[None]:
-        if self.embedded:
-            self.inner.warn(WeakHelper(), once=True)
-        return self.inner.doing(step)
-
-    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
-        self.inner.warn(warning, once=once)
+            return [*said, MemoryUpdateCancelled()]
 
 
 def is_embedded_model(provider: Provider) -> bool:

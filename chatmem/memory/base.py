@@ -86,6 +86,11 @@ class Strategy(Protocol):
         ...
 
     @property
+    def calls_helper(self) -> bool:
+        """Whether updates ask the helper model to summarize or extract facts."""
+        ...
+
+    @property
     def keeps_state(self) -> bool:
         """Whether builds read derived state that turns build up (summaries, facts): a
         what-if must then rebuild it; otherwise the stored history is all a build needs."""
@@ -106,7 +111,8 @@ class MemoryEnv:
     counter: TokenCounter
     state: SessionState
     model: Provider | None = None
-    """Provider for summaries and fact extraction; None when none is configured."""
+    """Provider for summaries and fact extraction; None when none can do them (the engine
+    says why, once): strategies then skip those calls and store nothing."""
     settings: Settings | None = None
     """chatmem Settings, for options from the config (e.g. [summary] prompt, drift_guard)."""
     system: str | None = None
@@ -178,6 +184,7 @@ class BaseStrategy(Generic[Options]):
         return False
 
     keeps_state: ClassVar[bool] = False
+    calls_helper: ClassVar[bool] = False
 
     def describe_params(self, *, changed_only: bool = False) -> str:
         """`k=3 max_tokens=600`, as a user would type the parameters.

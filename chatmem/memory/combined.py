@@ -77,6 +77,10 @@ class CombinedStrategy:
         return any(m.needs_embedder for m in self.members)
 
     @property
+    def calls_helper(self) -> bool:
+        return any(m.calls_helper for m in self.members)
+
+    @property
     def keeps_state(self) -> bool:
         return any(m.keeps_state for m in self.members)
 

@@ -30,6 +30,7 @@ class EntityStrategy(BaseStrategy[EntityParams]):
     description = "Send the facts the user stated (key → value, with their turn) + last k turns."
     keeps_state = True
     OPTIONS = EntityParams
+    calls_helper = True
 
     def build(self, request: ContextRequest) -> Context:
         k = self.options.k

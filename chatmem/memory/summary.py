@@ -125,6 +125,7 @@ class SummaryMemory(BaseStrategy[Limited]):
     """Shared state, parts and summarizer call of the summary strategies."""
 
     keeps_state = True
+    calls_helper = True
 
     def memory_parts(
         self, st: SummaryState, counter: TokenCounter, room: int | None = None,
@@ -190,6 +191,8 @@ class SummaryMemory(BaseStrategy[Limited]):
     def update(self, env: MemoryEnv) -> list[Notice]:
         """Fold what `next_fold` names: one call after a turn, bounded batches in a catch-up
         (an imported history) until nothing is left to fold or a call fails."""
+        if env.model is None:
+            return []  # nothing can summarize: turns stay unsummarized, none lost
         notices: list[Notice] = []
         folds = 0
         while True:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.assembly import span
-from chatmem.notices import NoEmbedder, SummaryUpdated
+from chatmem.notices import NoEmbedder, Notice, SummaryUpdated
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
 from chatmem.render.notices import NO_EMBEDDER, replay_notice_text
@@ -320,6 +320,12 @@ def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = No
                  probe_table(runs))
 
 
+def run_notice_text(notice: Notice) -> str:
+    """A notice of one strategy's run, which its label already names (replay, eval, their
+    JSON and report): NoEmbedder without its own strategy name, else as replay words it."""
+    return NO_EMBEDDER if isinstance(notice, NoEmbedder) else replay_notice_text(notice)
+
+
 def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:
     """What a replay or an eval tells stderr: every notice with `verbose`, else one line per
     strategy; a notice several strategies share is one line naming them all, never repeated.
@@ -333,8 +339,7 @@ def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> lis
         others = run.notices if verbose else [n for n in run.notices
                                               if not isinstance(n, SummaryUpdated)]
         for notice in others:
-            # The label names the strategy already: NoEmbedder's own name would say it twice.
-            text = NO_EMBEDDER if isinstance(notice, NoEmbedder) else replay_notice_text(notice)
+            text = run_notice_text(notice)
             labels = said.setdefault(text, [])
             if run.label not in labels:
                 labels.append(run.label)

@@ -18,6 +18,7 @@ from chatmem.notices import (
     FactsBehind,
     FactsFailed,
     Failure,
+    HelperTooSmall,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -113,6 +114,18 @@ def _(n: SensitiveNotRemembered, repl_hints: bool) -> str:
 @_worded.register
 def _(n: NoEmbedder, repl_hints: bool) -> str:
     return f"{n.strategy}: {NO_EMBEDDER}"
+
+
+HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gpt-4o-mini\" "
+                     "with helper_provider = \"openai\" in the config (or a GGUF path for the "
+                     "local provider), env CHATMEM_HELPER_MODEL, or --helper-model")
+
+
+@_worded.register
+def _(n: HelperTooSmall, repl_hints: bool) -> str:
+    return (f"{n.strategy}: {n.model} (the embedded SmolLM2-135M) is too small to write "
+            "summaries or extract facts, so none are stored and older turns are kept or left "
+            f"out as they are; {HELPER_MODEL_HINT}")
 
 
 @_worded.register

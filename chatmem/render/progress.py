@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
-from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, Work
+from chatmem.activity import ActivityStep, ActivityWarning, Work
 from chatmem.memory.assembly import span
 
 
@@ -41,15 +41,10 @@ def step_text(step: ActivityStep) -> str:
 
 def activity_warning_text(warning: ActivityWarning) -> str:
     """An activity's warning as the user reads it, before the step that follows."""
-    if isinstance(warning, SendingOverBudget):
-        parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in warning.fixed)
-        return (f"OVER BUDGET: {parts} + chat format {warning.priming:,} = "
-                f"{warning.total:,} tokens, over the context budget of {warning.budget:,}; "
-                "sending anyway (--allow-over-budget)")
-    return ("the embedded SmolLM2-135M is too small to write summaries or extract facts; give "
-            "strategy calls a stronger model with helper_model (config: helper_model = "
-            "\"gpt-4o-mini\" and helper_provider = \"openai\", or a GGUF path for the local "
-            "provider; env CHATMEM_HELPER_MODEL; flag --helper-model)")
+    parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in warning.fixed)
+    return (f"OVER BUDGET: {parts} + chat format {warning.priming:,} = "
+            f"{warning.total:,} tokens, over the context budget of {warning.budget:,}; "
+            "sending anyway (--allow-over-budget)")
 
 
 class ConsoleActivity:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -39,14 +38,11 @@ def open_backend(location: str | Path, key: str | None) -> Backend:
         if key is not None:
             raise StoreError("a key encrypts a SQLite history file; a PostgreSQL database "
                              "is protected by its server (unset CHATMEM_KEY and key_command)")
-        try:
-            # By name: the module and psycopg come with an extra that may be absent.
-            module = importlib.import_module("chatmem.store.postgres_backend")
-        except ImportError as e:
-            raise StoreError(f"PostgreSQL support is not installed ({e.name or e}): "
-                             "pip install 'chatmem[postgres]'") from None
-        backend: Backend = module.PostgresBackend(location)
-        return backend
+        # psycopg (the postgres extra) is imported on opening: its absence is a StoreError
+        # with the install hint, raised there.
+        from chatmem.store.postgres_backend import PostgresBackend
+
+        return PostgresBackend(location)
     from chatmem.store.sqlite_backend import SqliteBackend
 
     return SqliteBackend(location, key=key)

@@ -1,8 +1,8 @@
 """Turns across sessions, newest or best-matching first (`chatmem logs`), and what a
 session's turns used per model (the REPL's running total).
 
-Portable SQL (`?` placeholders, primary keys); the full-text search is the
-backend's `word_scores`, the only place that speaks the index's dialect.
+Portable SQL only (the seam's rules); full-text search is the backend's
+`word_scores`, so `logs -q` reads the same index on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -95,4 +95,3 @@ class LogTables(Connection):
             " sum(coalesce(completion_tokens, 0)) AS reply FROM turns"
             " WHERE session_id = ? AND status <> 'failed' GROUP BY model", [session_id])
         return [ModelUsage(row["model"], int(row["prompt"]), int(row["reply"])) for row in rows]
-

@@ -130,6 +130,10 @@ def test_eval_and_replay_mark_a_fallen_back_mode_and_say_the_notice_once(
         assert " ".join(result.stderr.split()) == " ".join(
             f"retrieval mode=hybrid, retrieval mode=dense: {NO_EMBEDDER}".split())
         assert "retrieval: retrieval" not in result.stderr
+    # --json and the report word it the same way: the label is not followed by its name again.
+    result = runner.invoke(app, ["eval", TRAVEL, "-s", "retrieval", "--json", "--config",
+                                 no_embedder(tmp_path)])
+    assert json.loads(result.stdout)["strategies"][0]["notices"] == [NO_EMBEDDER]
 
 
 def test_nothing_is_marked_when_the_embedder_is_there(tmp_path: Path) -> None:

@@ -153,11 +153,11 @@ def test_logs_never_write_the_history_file(db: Path) -> None:
     assert checkpointed_hash(db) == before
 
 
-def test_logs_without_a_history_file_creates_none(tmp_path: Path) -> None:
+def test_logs_without_a_history_file_creates_none(isolated_home: Path) -> None:
     result = runner.invoke(app, ["logs"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "no turns found"
-    assert not list(tmp_path.parent.rglob("chatmem.db"))
+    assert not list(isolated_home.rglob("chatmem.db"))
 
 
 def _many_turns(store: Store, count: int) -> None:

@@ -45,7 +45,9 @@ def test_bash_completes_subcommands_and_options_from_show_completion(
 
 def test_install_completion_writes_a_script_bashrc_sources(on_path: dict[str, str],
                                                            tmp_path: Path) -> None:
-    done = bash("chatmem --install-completion", on_path)
+    # Two commands, so bash runs chatmem as its child (one it would exec in its place) and
+    # Typer finds bash as the shell it runs in, wherever the test itself is started from.
+    done = bash("chatmem --install-completion\nexit $?", on_path)
     assert done.returncode == 0, done.stderr
     bashrc = (tmp_path / ".bashrc").read_text(encoding="utf-8")
     script = tmp_path / ".bash_completions" / "chatmem.sh"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatmem import install_hint
-from chatmem.activity import ActivityStep, SendingOverBudget, WeakHelper, Work
+from chatmem.activity import ActivityStep, SendingOverBudget, Work
 from chatmem.notices import (
     ContextWarning,
     EmbeddingFailed,
@@ -136,5 +136,3 @@ def test_activity_warnings_are_worded_with_their_numbers_and_the_way_out() -> No
     assert activity_warning_text(over) == (
         "OVER BUDGET: system 7 + input 1,105 + chat format 3 = 1,115 tokens, over the context "
         "budget of 50; sending anyway (--allow-over-budget)")
-    weak = activity_warning_text(WeakHelper())
-    assert "SmolLM2" in weak and "helper_model" in weak and "--helper-model" in weak

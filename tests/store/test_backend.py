@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatmem import fts
+from chatmem import fts, install_hint
 from chatmem.errors import StoreError
 from chatmem.store import Store
 from chatmem.store.sqlite_backend import SqliteBackend
@@ -19,10 +19,10 @@ URL = "postgresql://chat:s3cret-pw@localhost:5432/history"
 def test_a_postgres_url_without_the_extra_names_the_extra_not_the_password(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "chatmem.store.postgres_backend", None)  # not installed
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # the extra is not installed
     with pytest.raises(StoreError) as raised:
         Store(url)
-    assert "chatmem[postgres]" in str(raised.value)
+    assert install_hint("postgres") in str(raised.value)
     assert "s3cret-pw" not in str(raised.value)
 
 
