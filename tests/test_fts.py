@@ -60,6 +60,7 @@ def test_cjk_words_and_mixed_ids_are_found(indexed, query: str, expected: str) -
     assert found(store, session_id, query)[0] == expected
 
 
+@pytest.mark.sqlite_only(reason="about SQLite FTS5's own tokenizer")
 def test_the_default_tokenizer_alone_would_miss_hangzhou(store: Store) -> None:
     """Why the bigrams exist: FTS5 unicode61 sees the whole CJK run as one token."""
     store.db.execute("CREATE VIRTUAL TABLE plain USING fts5(body)")

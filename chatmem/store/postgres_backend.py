@@ -303,7 +303,7 @@ class PostgresBackend:
         """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
         over every entry of the database, so both backends rank alike.
 
-        Each matching entry is read once, as FTS5's bm25() does: the caller keeps
+        Each matching entry is read once, as FTS5's BM25 ranking does: the caller keeps
         the search to rare terms (fts.rare_terms), which bounds how many there are.
         """
         lexemes = self._lexemes(terms)
