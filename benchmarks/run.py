@@ -305,7 +305,9 @@ def print_side_by_side(data: dict[str, Any]) -> None:
           if r["memory"] == "chatmem"}
     names = list(dict.fromkeys(s for _, s, _ in by))
     print("\nPostgreSQL next to SQLite, same run: per-turn overhead ms (median / p95),"
-          " SQL statements per turn, PostgreSQL / SQLite median")
+          " SQL statements per turn (n), PostgreSQL / SQLite median\n(SQLite's statements include"
+          " BEGIN/COMMIT; PostgreSQL's leave out the BEGIN/COMMIT/SAVEPOINT psycopg sends,"
+          " about 4 a turn)")
     header = (f"{'strategy':<30}{'turns':>8}{'SQLite':>18}{'PostgreSQL':>18}{'stmts':>8}"
               f"{'stmts':>8}{'PG/SQLite':>11}")
     print(header)
