@@ -308,8 +308,8 @@ def print_side_by_side(data: dict[str, Any]) -> None:
           " SQL statements per turn (n), PostgreSQL / SQLite median\n(SQLite's statements include"
           " BEGIN/COMMIT; PostgreSQL's leave out the BEGIN/COMMIT/SAVEPOINT psycopg sends,"
           " about 4 a turn)")
-    header = (f"{'strategy':<30}{'turns':>8}{'SQLite':>18}{'PostgreSQL':>18}{'stmts':>8}"
-              f"{'stmts':>8}{'PG/SQLite':>11}")
+    header = (f"{'strategy':<30}{'turns':>8}{'SQLite':>18}{'PostgreSQL':>18}{'SQLite n':>10}"
+              f"{'PG n':>7}{'PG/SQLite':>11}")
     print(header)
     print("-" * len(header))
     for name in names:
