@@ -327,8 +327,8 @@ def print_side_by_side(data: dict[str, Any]) -> None:
             def statements(r: dict[str, Any] | None) -> str:
                 return "–" if r is None or "error" in r else f"{r['statements_per_turn']:.0f}"
 
-            print(f"{name:<30}{n:>8,}{both(lite):>18}{both(pg):>18}{statements(lite):>8}"
-                  f"{statements(pg):>8}{ratio:>11}")
+            print(f"{name:<30}{n:>8,}{both(lite):>18}{both(pg):>18}{statements(lite):>10}"
+                  f"{statements(pg):>7}{ratio:>11}")
 
 
 def print_others(data: dict[str, Any]) -> None:
