@@ -53,12 +53,13 @@ def client(location: str, session: str, tag: str, turns: int, strategy: str,
     params = dict(p.split("=", 1) for p in param.split(",") if p)
     settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
     latencies: list[float] = []
-    error = ""
+    error, waiting = "", True
     try:
         with Store(location) as store:
             engine = open_session(store, settings, ScriptedProvider(), session, strategy=name,
                                   params=params)
             ready.put(tag)
+            waiting = False
             start.wait()
             for i in range(turns):
                 started = time.perf_counter()
@@ -66,7 +67,8 @@ def client(location: str, session: str, tag: str, turns: int, strategy: str,
                 latencies.append((time.perf_counter() - started) * 1000)
     except Exception as e:  # a benchmark reports a failed client; it does not stop the run
         error = f"{type(e).__name__}: {e}"
-        ready.put(tag)
+        if waiting:  # run() waits for every client to be ready, failed ones included
+            ready.put(tag)
     results.put({"tag": tag, "latencies": latencies, "error": error})
 
 

@@ -306,8 +306,8 @@ def print_side_by_side(data: dict[str, Any]) -> None:
     names = list(dict.fromkeys(s for _, s, _ in by))
     print("\nPostgreSQL next to SQLite, same run: per-turn overhead ms (median / p95),"
           " SQL statements per turn (n), PostgreSQL / SQLite median\n(SQLite's statements include"
-          " BEGIN/COMMIT; PostgreSQL's leave out the BEGIN/COMMIT/SAVEPOINT psycopg sends,"
-          " about 4 a turn)")
+          " BEGIN/COMMIT; PostgreSQL's leave out the BEGIN/COMMIT/SAVEPOINT psycopg sends"
+          " and the write check's lock and probe, about 6 a turn)")
     header = (f"{'strategy':<30}{'turns':>8}{'SQLite':>18}{'PostgreSQL':>18}{'SQLite n':>10}"
               f"{'PG n':>7}{'PG/SQLite':>11}")
     print(header)
