@@ -32,7 +32,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from pgserver import pg_server  # noqa: E402
+from pgserver import pg_server, shown_command  # noqa: E402
 
 _spawn = multiprocessing.get_context("spawn")
 
@@ -188,7 +188,7 @@ def main() -> None:
                 print(f"postgresql {'one session' if shared else 'N sessions'}: "
                       f"{rows[-1]['turns_per_s']:.1f} turns/s", file=sys.stderr, flush=True)
     print_table(rows)
-    command = " ".join(["python", "benchmarks/concurrency.py", *sys.argv[1:]])
+    command = shown_command("benchmarks/concurrency.py", sys.argv[1:])
     print(f"\n{command}: {time.perf_counter() - began:.0f} s; load average at start "
           f"{load[0]:.1f} on {os.cpu_count()} cores")
     args.json.parent.mkdir(parents=True, exist_ok=True)

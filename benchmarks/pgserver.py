@@ -78,3 +78,19 @@ def pg_server(url: str | None) -> Iterator[PgServer]:
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def shown_command(script: str, argv: list[str]) -> str:
+    """The command line as results may print and save it: a --pg-url's password masked."""
+    from chatmem.store.location import masked
+
+    shown, hide_next = [], False
+    for arg in argv:
+        if hide_next:
+            arg, hide_next = masked(arg), False
+        elif arg == "--pg-url":
+            hide_next = True
+        elif arg.startswith("--pg-url="):
+            arg = "--pg-url=" + masked(arg.partition("=")[2])
+        shown.append(arg)
+    return " ".join(["python", script, *shown])

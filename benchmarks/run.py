@@ -51,7 +51,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from pgserver import PgServer, database_name, pg_server  # noqa: E402
+from pgserver import PgServer, database_name, pg_server, shown_command  # noqa: E402
 
 ROOT = HERE.parent
 PEERS = {
@@ -76,12 +76,12 @@ def strategies(quick: bool) -> list[str]:
 
 def run_cell(kind: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run one measurement in a child process; a timeout is a result, not an error."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker",
-               json.dumps({"kind": kind, **spec})]
+    # The spec goes on stdin, not argv: a --pg-url's password must not show in `ps`.
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "-"]
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        done = subprocess.run(command, input=json.dumps({"kind": kind, **spec}),
+                              capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         output = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
         phases = [line[6:] for line in output.splitlines() if line.startswith("phase ")]
@@ -100,7 +100,7 @@ def worker(spec_text: str) -> None:
     sys.path.insert(0, str(HERE))
     import workloads
 
-    spec = json.loads(spec_text)
+    spec = json.loads(sys.stdin.read() if spec_text == "-" else spec_text)
     kind = spec.pop("kind")
     if kind == "base":
         builder = (workloads.build_chatmem_base if spec["memory"] == "chatmem"
@@ -415,7 +415,7 @@ def main() -> None:
                  " peers skipped")
     started = time.perf_counter()
     data: dict[str, Any] = {
-        "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
+        "command": shown_command("benchmarks/run.py", sys.argv[1:]),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count(), "load": os.getloadavg()},
         "turns": args.turns, "backends": args.backends,
