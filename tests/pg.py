@@ -133,7 +133,7 @@ def add_message(b: PostgresBackend, session_id: int, position: int, content: str
             " VALUES (?, ?, ?, 'user', ?, ?) RETURNING id",
             [session_id, position, position + 1 if turn is None else turn, content, NOW],
         ).fetchone()[0])
-        b.index_words(message_id, fts.index_text(content))
+        b.index_words([(message_id, fts.index_text(content))])
     return message_id
 
 

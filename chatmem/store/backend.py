@@ -69,8 +69,10 @@ class Backend(Protocol):
 
     # -- the dialect: every statement that differs between SQLite and PostgreSQL --------
 
-    def index_words(self, message_id: int, text: str) -> None:
-        """Add or replace a message's full-text entry (`text` is fts.index_text(content))."""
+    def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
+        """Add or replace messages' full-text entries: (message id, fts.index_text(content)),
+        in one statement where the dialect can (PostgreSQL's word statistics row is then
+        updated once per batch, not once per message)."""
         ...
 
     def unindex_words(self, message_ids: Sequence[int]) -> None: ...

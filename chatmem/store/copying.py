@@ -121,6 +121,7 @@ def _insert(target: Connection, table: _Table, rows: list[dict[str, Any]],
     names = ", ".join(f'"{c}"' for c in columns)
     sql = (f"INSERT INTO {table.name} ({names}) VALUES ({', '.join('?' for _ in columns)})")
     mapped: dict[int, int] = {}
+    words: list[tuple[int, str]] = []
     for row in rows:
         values = [_value(row, column, table, new_ids) for column in columns]
         if table.keyed:
@@ -129,7 +130,8 @@ def _insert(target: Connection, table: _Table, rows: list[dict[str, Any]],
         else:
             target.db.execute(sql, values)
         if table.name == "messages":
-            target.db.index_words(mapped[int(row["id"])], fts.index_text(row["content"]))
+            words.append((mapped[int(row["id"])], fts.index_text(row["content"])))
+    target.db.index_words(words)
     return mapped
 
 

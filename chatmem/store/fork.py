@@ -131,7 +131,7 @@ class ForkTables(SessionTables, MemoryTables):
             )
             before = message.created_at
             ids[message.id] = copy
-            self.db.index_words(copy, fts.index_text(message.content))
+            self.db.index_words([(copy, fts.index_text(message.content))])
             # Token counts are per message content: the copy costs what the original did.
             self.db.execute(
                 "INSERT INTO token_counts (message_id, tokenizer, tokens)"

@@ -273,13 +273,20 @@ class PostgresBackend:
 
     # -- the dialect ----------------------------------------------------------------------
 
-    def index_words(self, message_id: int, text: str) -> None:
+    def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
+        if not entries:
+            return
+        # One statement for the batch: its trigger updates the statistics row once (each
+        # update of one row in a transaction leaves a version the next one walks past).
         self.execute(
             "INSERT INTO message_words (message_id, session_id, terms, tokens)"
-            f" SELECT id, session_id, to_tsvector('{TEXT_SEARCH}', ?), ? FROM messages"
-            " WHERE id = ? ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms,"
+            f" SELECT m.id, m.session_id, to_tsvector('{TEXT_SEARCH}', e.terms), e.tokens"
+            " FROM unnest(?::bigint[], ?::text[], ?::bigint[]) AS e(id, terms, tokens)"
+            " JOIN messages m ON m.id = e.id"
+            " ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms,"
             " tokens = excluded.tokens",
-            [text, len(_TOKEN.findall(text)), message_id])
+            [[message_id for message_id, _ in entries], [text for _, text in entries],
+             [len(_TOKEN.findall(text)) for _, text in entries]])
 
     def unindex_words(self, message_ids: Sequence[int]) -> None:
         self.execute("DELETE FROM message_words WHERE message_id = ANY(?)", [list(message_ids)])

@@ -141,7 +141,7 @@ class RedactionTables(Connection):
             if new == content:
                 continue
             self.db.execute("UPDATE messages SET content = ? WHERE id = ?", [new, message_id])
-            self.db.index_words(message_id, fts.index_text(new))
+            self.db.index_words([(message_id, fts.index_text(new))])
             self.db.execute("DELETE FROM token_counts WHERE message_id = ?", [message_id])
             done.add(Place.MESSAGES, message_id)
             changed_sessions.add(session_id)

@@ -312,15 +312,16 @@ class SqliteBackend:
 
     # -- the dialect ----------------------------------------------------------------------
 
-    def index_words(self, message_id: int, text: str) -> None:
+    def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
         insert = "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)"
-        try:
-            self.execute(insert, [message_id, text])
-        except sqlite3.IntegrityError:
-            # A replaced text (redaction): its old entry goes first. Appends, the common
-            # case, never pay for that delete.
-            self.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])
-            self.execute(insert, [message_id, text])
+        for message_id, text in entries:
+            try:
+                self.execute(insert, [message_id, text])
+            except sqlite3.IntegrityError:
+                # A replaced text (redaction): its old entry goes first. Appends, the common
+                # case, never pay for that delete.
+                self.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])
+                self.execute(insert, [message_id, text])
 
     def unindex_words(self, message_ids: Sequence[int]) -> None:
         ids = list(message_ids)

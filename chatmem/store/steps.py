@@ -36,6 +36,7 @@ def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str
     ).fetchone()
     position, turn, last_time = row or (0, 0, None)
     ids = []
+    words: list[tuple[int, str]] = []
     for message in messages:
         position += 1
         if message["role"] == "user" or turn == 0:
@@ -49,8 +50,9 @@ def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str
              message.get("id"), created_at, pause(last_time, created_at)],
         )
         last_time = created_at
-        db.index_words(message_id, fts.index_text(message["content"]))
+        words.append((message_id, fts.index_text(message["content"])))
         ids.append(message_id)
+    db.index_words(words)
     db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])
     return ids
 

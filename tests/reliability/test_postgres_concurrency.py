@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,8 @@ def chat_until_killed(url: str, inside_write: str) -> None:
 
     original = PostgresBackend.index_words
 
-    def index_then_hang(self: PostgresBackend, message_id: int, text: str) -> None:
-        original(self, message_id, text)  # the turn's first message is written, not committed
+    def index_then_hang(self: PostgresBackend, entries: Sequence[tuple[int, str]]) -> None:
+        original(self, entries)  # the turn's messages are written, not committed
         Path(inside_write).touch()
         signal.pause()
 

@@ -46,7 +46,7 @@ def test_index_words_replaces_an_entry_and_scores_rank_the_better_match(tmp_path
             {"role": "user", "content": "walnut walnut tea"},
             {"role": "assistant", "content": "我们去杭州 walnut"}])
         with store.write():
-            store.db.index_words(first, fts.index_text("only oolong now"))
+            store.db.index_words([(first, fts.index_text("only oolong now"))])
         assert store.db.count_word_matches("walnut", 10) == 1
         assert store.db.count_word_matches("oolong", 10) == 1
         scores = store.db.word_scores(["杭州", "oolong"], session.id, None, 10)

@@ -50,7 +50,7 @@ def test_reindexing_replaces_and_unindexing_removes_entries(pg_backend: Postgres
     session_id = add_session(pg_backend)
     message_id = add_message(pg_backend, session_id, 0, "my card is 4111 secret")
     with pg_backend.write():
-        pg_backend.index_words(message_id, fts.index_text("my card is [redacted]"))
+        pg_backend.index_words([(message_id, fts.index_text("my card is [redacted]"))])
     assert pg_backend.count_word_matches("secret", 5) == 0
     assert pg_backend.count_word_matches("redacted", 5) == 1
     with pg_backend.write():
@@ -75,7 +75,7 @@ def test_the_word_statistics_follow_every_change_of_the_index(pg_backend: Postgr
     add_message(pg_backend, two, 0, "杭州")
     assert statistics() == (3, 7 + 3 + 1)
     with pg_backend.write():
-        pg_backend.index_words(first, fts.index_text("[redacted]"))
+        pg_backend.index_words([(first, fts.index_text("[redacted]"))])
     assert statistics() == (3, 1 + 3 + 1)
     with pg_backend.write():
         pg_backend.execute("DELETE FROM sessions WHERE id = ?", [one])  # cascades to the words
