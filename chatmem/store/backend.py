@@ -87,6 +87,14 @@ class Backend(Protocol):
         (None: all)."""
         ...
 
+    def nearest_vectors(self, model: str, dimensions: int, session_id: int,
+                        last_position: int, query: Sequence[float],
+                        limit: int) -> list[int] | None:
+        """Positions (up to `last_position`) of the session's messages among the `limit`
+        nearest to `query` by their own vector or by their context vector (cosine), found
+        by an index; None when the database has none (recall ranks in numpy)."""
+        ...
+
     def fold_log(self) -> None:
         """Fold the write-ahead log into the database (SQLite); nothing elsewhere."""
         ...

@@ -358,6 +358,12 @@ class SqliteBackend:
         # bm25() is lower for better matches.
         return [(message_id, position, -score) for message_id, position, score in rows]
 
+    def nearest_vectors(self, model: str, dimensions: int, session_id: int,
+                        last_position: int, query: Sequence[float],
+                        limit: int) -> list[int] | None:
+        """None: SQLite has no vector index, recall ranks the stored arrays itself."""
+        return None
+
     def fold_log(self) -> None:
         self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
