@@ -43,6 +43,8 @@ class Backend(Protocol):
     location: str
     """What messages name: the file's path, or the URL with its password masked."""
     encrypted: bool
+    ranks_vectors: bool
+    """Whether nearest_vectors finds candidates (pgvector here), or recall ranks in numpy."""
     errors: tuple[type[Exception], ...]
     """The driver's errors any statement may raise (sqlite3.Error; psycopg.Error)."""
     conflicts: tuple[type[Exception], ...]

@@ -102,6 +102,8 @@ class PostgresBackend:
     """
 
     kind = "postgresql"
+    ranks_vectors = False
+    """Whether pgvector finds the nearest vectors here (else recall ranks them in numpy)."""
     encrypted = False
     """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
 
@@ -136,7 +138,6 @@ class PostgresBackend:
             self._conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
             self._migrate()
             self.ranks_vectors = self._has_vector_copies()
-            """Whether pgvector ranks the stored vectors here (else recall does, in numpy)."""
             self._indexed: set[int] = set()
         except psycopg.Error as e:
             self._conn.close()

@@ -119,6 +119,8 @@ class SqliteBackend:
     """
 
     kind = "sqlite"
+    ranks_vectors = False
+    """No vector index: recall ranks the stored arrays in numpy."""
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
     """sqlcipher3's errors come out as sqlite3's too (cipher.translate)."""
     conflicts: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
