@@ -446,7 +446,7 @@ def p002_vectors(execute: Execute) -> None:
             " ADD COLUMN context_embedding halfvec")
     execute(HALVES)
     execute(EMBED)
-    execute("CREATE TRIGGER message_vectors_embed BEFORE INSERT OR UPDATE OF vector,"
-            " context_vector ON message_vectors FOR EACH ROW"
+    execute("CREATE TRIGGER message_vectors_embed BEFORE UPDATE OF vector, context_vector"
+            " OR INSERT ON message_vectors FOR EACH ROW"
             " EXECUTE FUNCTION chatmem_embed_vectors()")
     execute("UPDATE message_vectors SET vector = vector")
