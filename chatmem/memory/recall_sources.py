@@ -14,12 +14,12 @@ words alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
-from chatmem.memory.ranking import Sittings
+from chatmem.memory.ranking import POOL, Sittings, dense_scores
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,6 +69,25 @@ class Vectors:
     """Which rows hold a vector (None: all of them)."""
     count: int
     """How many rows hold one."""
+
+
+@dataclass(frozen=True)
+class Dense:
+    """Meaning scores of the first `count` messages (index = position − 1)."""
+
+    scores: np.ndarray | None
+    """dense_scores over the messages ranked; None: rank by words (nothing embedded in
+    this model, or by another version of it)."""
+    present: np.ndarray | None
+    """Which messages were ranked (None: all of them)."""
+    embedded: int
+    """How many of the messages have a vector."""
+    rows: Callable[[Sequence[int]], np.ndarray] | None = None
+    """The own vectors of some positions (for MMR)."""
+
+
+def _rows_of(vectors: np.ndarray) -> Callable[[Sequence[int]], np.ndarray]:
+    return lambda positions: vectors[[p - 1 for p in positions]]
 
 
 class StoredRecall:
@@ -143,3 +162,67 @@ class StoredRecall:
         present = cache.present[:count]
         return Vectors(cache.vectors[:count], cache.context[:count], present,
                        int(present.sum()))
+
+    def dense(self, count: int, query: str, also: Sequence[int]) -> Dense:
+        """Meaning scores for `query` of the first `count` messages.
+
+        Where the database ranks vectors (pgvector), only its nearest candidates
+        and the positions in `also` (the words' candidates) are read and scored,
+        exactly as numpy scores them. Up to the pool's size (POOL messages) that
+        is every vector, so both paths rank alike; beyond it the best cosines are
+        the same, but dense scores are scaled 0–1 over the candidates rather
+        than over every message (the lowest cosine of all would need them all).
+        Elsewhere every stored vector is ranked in numpy (loaded once per
+        process, then extended).
+        """
+        assert self.embedder is not None
+        store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
+        if store.ranks_vectors:
+            if not store.count_vectors(session_id, model, count):
+                return Dense(None, None, 0)
+            asked = self.embedder.embed([query], query=True)[0]
+            nearest = store.nearest_positions(session_id, model, len(asked), count,
+                                              asked.tolist(), POOL)
+            if nearest is not None:
+                return self._candidates(count, asked, [*nearest, *also])
+        found = self.vectors(count)
+        if not found.count:
+            return Dense(None, None, 0)
+        asked = self.embedder.embed([query], query=True)[0]
+        if len(asked) != found.own.shape[1]:
+            return Dense(None, None, 0)  # stored by another version of the model
+        return Dense(dense_scores(asked, found.own, found.context, found.present),
+                     found.present, found.count, _rows_of(found.own))
+
+    def _candidates(self, count: int, asked: np.ndarray, positions: Sequence[int]) -> Dense:
+        import numpy as np
+
+        assert self.embedder is not None
+        store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
+        embedded = store.count_vectors(session_id, model, count, len(asked))
+        width = len(asked)
+        rows = [r for r in store.vectors_at(session_id, model,
+                                            (p for p in positions if 1 <= p <= count))
+                if len(r.vector) == len(r.context_vector) == 2 * width]
+        if not embedded or not rows:
+            return Dense(None, None, embedded)
+        at = np.array([r.position - 1 for r in rows])
+        own = np.zeros((len(rows), width), np.float32)
+        context = np.zeros((len(rows), width), np.float32)
+        for i, r in enumerate(rows):
+            own[i] = np.frombuffer(r.vector, dtype=np.float16)
+            context[i] = np.frombuffer(r.context_vector, dtype=np.float16)
+        scores = np.zeros(count, np.float32)
+        scores[at] = dense_scores(asked, own, context)
+        present = np.zeros(count, dtype=bool)
+        present[at] = True
+        row_of = {int(p) + 1: i for i, p in enumerate(at)}
+
+        def rows_at(wanted: Sequence[int]) -> np.ndarray:
+            picked = np.zeros((len(wanted), width), np.float32)
+            for j, p in enumerate(wanted):
+                if p in row_of:
+                    picked[j] = own[row_of[p]]
+            return picked
+
+        return Dense(scores, present, embedded, rows_at)

@@ -37,7 +37,6 @@ from chatmem.memory.ranking import (
     Weights,
     WordScores,
     as_json,
-    dense_scores,
     describe,
     fuse,
     pack,
@@ -144,24 +143,19 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                                       sitting=weights.sitting)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
-        dense = vectors = fused = present = None
+        dense = rows = fused = present = None
         embedded = count
         if embedder is not None:
             try:
-                found = source.vectors(count)
-                embedded = found.count
-                if found.count:
-                    asked = embedder.embed([query], query=True)[0]
-                    if len(asked) == found.own.shape[1]:
-                        dense = dense_scores(asked, found.own, found.context, found.present)
-                        vectors, present = found.own, found.present
-                    else:
-                        embedded = 0  # stored by another version of the model: words only
+                found = source.dense(count, query, words.best())
+                embedded = found.embedded
+                if found.scores is not None:
+                    dense, present, rows = found.scores, found.present, found.rows
             except ChatmemError as e:
                 fallback = f"embedding failed ({e}), ranked by words only"
                 warnings.append(EmbeddingFailed(str(e)))
                 weights = replace(weights, mode="bm25")
-                embedder = dense = vectors = present = None
+                embedder = dense = rows = present = None
                 embedded = count
             if embedded < count and weights.mode == "dense":
                 # Messages without a vector yet are ranked by their words.
@@ -188,7 +182,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
 
         ranked = [ranked_at(p) for p in best]
         pack(ranked, room, mmr=weights.mmr,
-             vectors=None if vectors is None else vectors[[p - 1 for p in best]],
+             vectors=None if rows is None else rows(best),
              limit=self.options.top_k)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
         kept = self._open_with_user(kept, ranked, ranked_at, room)

@@ -43,6 +43,8 @@ class Backend(Protocol):
     location: str
     """What messages name: the file's path, or the URL with its password masked."""
     encrypted: bool
+    ranks_vectors: bool
+    """Whether nearest_vectors finds candidates (pgvector here), or recall ranks in numpy."""
     errors: tuple[type[Exception], ...]
     """The driver's errors any statement may raise (sqlite3.Error; psycopg.Error)."""
     conflicts: tuple[type[Exception], ...]
@@ -90,6 +92,14 @@ class Backend(Protocol):
         """(message id, position, score; higher is better) of the best `limit` messages
         matching any of `terms`, in one session (None: all), before `before_turn`
         (None: all)."""
+        ...
+
+    def nearest_vectors(self, model: str, dimensions: int, session_id: int,
+                        last_position: int, query: Sequence[float],
+                        limit: int) -> list[int] | None:
+        """Positions (up to `last_position`) of the session's messages among the `limit`
+        nearest to `query` by their own vector or by their context vector (cosine), found
+        by an index; None when the database has none (recall ranks in numpy)."""
         ...
 
     def fold_log(self) -> None:

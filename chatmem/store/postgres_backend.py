@@ -32,6 +32,9 @@ K1, B = 1.2, 0.75
 _TOKEN = re.compile(r"[^\W_]+")
 """What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
 TEXT_SEARCH = "english"
+EF_SEARCH = 400
+"""HNSW candidates kept per search: above recall's pool (300), so one pass finds a pool's
+worth; pgvector's largest (1000) cost 3x the time for no candidate more in the benchmark."""
 """Stemming as SQLite's porter tokenizer does; CJK bigrams pass through unchanged."""
 
 
@@ -100,6 +103,8 @@ class PostgresBackend:
     """
 
     kind = "postgresql"
+    ranks_vectors = False
+    """Whether pgvector finds the nearest vectors here (else recall ranks them in numpy)."""
     encrypted = False
     """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
 
@@ -135,6 +140,8 @@ class PostgresBackend:
         try:
             self._conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
             self._migrate()
+            self.ranks_vectors = self._has_vector_copies()
+            self._indexed: set[int] = set()
         except psycopg.Error as e:
             self._conn.close()
             raise self.error(e) from None
@@ -356,6 +363,69 @@ class PostgresBackend:
     def count_lexeme(self, lexeme: str) -> int:
         return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
                                [_tsquery(lexeme)]))
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def _has_vector_copies(self) -> bool:
+        if not self.has_column("message_vectors", "embedding"):
+            return False
+        # Exact enough for recall at the sizes one session reaches; iterative scans keep a
+        # session filter from starving the search (pgvector 0.8).
+        self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        self._conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        return True
+
+    def nearest_vectors(self, model: str, dimensions: int, session_id: int,
+                        last_position: int, query: Sequence[float],
+                        limit: int) -> list[int] | None:
+        """Positions (up to `last_position`) of the session's `limit` messages nearest to
+        `query` by their own vector, then those nearest by their context vector (each by
+        cosine, through an HNSW index); None when pgvector is not here.
+
+        The best `limit` by the larger of the two cosines are all among them: a message
+        outside both lists has `limit` others closer on each vector.
+        """
+        if not self.ranks_vectors or not 0 < dimensions <= schema.MOST_DIMENSIONS:
+            return None
+        self._index_dimensions(int(dimensions))
+        wanted = "[" + ",".join(repr(float(x)) for x in query) + "]"
+        found: dict[int, None] = {}
+        for column in ("embedding", "context_embedding"):
+            for (position,) in self.execute(
+                    "SELECT m.position FROM message_vectors v JOIN messages m"
+                    " ON m.id = v.message_id WHERE v.model = ? AND v.dimensions ="
+                    f" {int(dimensions)} AND v.{column} IS NOT NULL"
+                    " AND m.session_id = ? AND m.position <= ?"
+                    f" ORDER BY v.{column}::halfvec({int(dimensions)})"
+                    f" <=> ?::halfvec({int(dimensions)}) LIMIT ?",
+                    [model, session_id, last_position, wanted, limit]):
+                found[int(position)] = None
+        return list(found)
+
+    def _index_dimensions(self, dimensions: int) -> None:
+        """The HNSW indexes (cosine) for vectors of `dimensions`, made once if this role owns
+        the table (another role ranks without them until the owner's first search)."""
+        if dimensions in self._indexed:
+            return
+        names = [f"message_vectors_{column}_{dimensions}"
+                 for column in ("embedding", "context_embedding")]
+        present = int(self._value("SELECT count(*) FROM pg_indexes WHERE schemaname ="
+                                  " current_schema() AND indexname = ANY(?)", [names]))
+        if present < len(names) and self._value(
+                "SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class"
+                " WHERE oid = 'message_vectors'::regclass"):
+            with self.write():
+                for name, column in zip(names, ("embedding", "context_embedding"),
+                                        strict=True):
+                    self.execute(
+                        f"CREATE INDEX IF NOT EXISTS {name} ON message_vectors USING hnsw"
+                        f" (({column}::halfvec({dimensions})) halfvec_cosine_ops)"
+                        f" WHERE dimensions = {dimensions}")
+                # Fresh statistics, or the planner cannot tell that the index pays.
+                self.execute("ANALYZE message_vectors")
+            present = len(names)
+        if present == len(names):
+            self._indexed.add(dimensions)
 
     def fold_log(self) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""

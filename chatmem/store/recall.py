@@ -11,7 +11,7 @@ process and then extended by the messages committed since.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -179,6 +179,47 @@ class RecallTables(Connection):
                 [model, session_id, after_id],
             )
         ]
+
+    @property
+    def ranks_vectors(self) -> bool:
+        """Whether the database finds the nearest vectors itself (nearest_positions)."""
+        return self.db.ranks_vectors
+
+    def nearest_positions(self, session_id: int, model: str, dimensions: int,
+                          last_position: int, query: Sequence[float],
+                          limit: int) -> list[int] | None:
+        """Positions (up to `last_position`) holding the session's `limit` best vectors for
+        `query` by the larger of the message's and its context's cosine, among a few more;
+        None when the database has no vector index (the caller ranks every vector)."""
+        return self.db.nearest_vectors(model, dimensions, session_id, last_position, query,
+                                       limit)
+
+    def vectors_at(self, session_id: int, model: str,
+                   positions: Iterable[int]) -> list[PositionedVector]:
+        """The session's vectors for `model` of the messages at `positions`."""
+        wanted = sorted(set(positions))
+        found: list[PositionedVector] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found += [PositionedVector(*row) for row in self.db.execute(
+                "SELECT v.message_id, m.position, v.vector, v.context_vector"
+                " FROM messages m JOIN message_vectors v ON v.message_id = m.id"
+                f" WHERE m.session_id = ? AND m.position IN ({marks}) AND v.model = ?",
+                [session_id, *chunk, model])]
+        return found
+
+    def count_vectors(self, session_id: int, model: str, last_position: int,
+                      dimensions: int | None = None) -> int:
+        """How many of the session's messages up to `last_position` have a vector for
+        `model` (of `dimensions`, when given)."""
+        sql = ("SELECT count(*) FROM messages m JOIN message_vectors v ON v.message_id = m.id"
+               " WHERE m.session_id = ? AND m.position <= ? AND v.model = ?")
+        params: list[object] = [session_id, last_position, model]
+        if dimensions is not None:
+            sql += " AND v.dimensions = ?"
+            params.append(dimensions)
+        return int(self._value(sql, params) or 0)
 
     def texts_without_vectors(
         self, model: str, session_id: int | None = None, *, limit: int | None = None,

@@ -119,6 +119,8 @@ class SqliteBackend:
     """
 
     kind = "sqlite"
+    ranks_vectors = False
+    """No vector index: recall ranks the stored arrays in numpy."""
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
     """sqlcipher3's errors come out as sqlite3's too (cipher.translate)."""
     conflicts: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
@@ -359,6 +361,12 @@ class SqliteBackend:
             " ORDER BY score LIMIT ?", [*params, limit])
         # bm25() is lower for better matches.
         return [(message_id, position, -score) for message_id, position, score in rows]
+
+    def nearest_vectors(self, model: str, dimensions: int, session_id: int,
+                        last_position: int, query: Sequence[float],
+                        limit: int) -> list[int] | None:
+        """None: SQLite has no vector index, recall ranks the stored arrays itself."""
+        return None
 
     def fold_log(self) -> None:
         self.execute("PRAGMA wal_checkpoint(TRUNCATE)")

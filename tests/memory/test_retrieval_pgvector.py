@@ -1,0 +1,58 @@
+"""Recall on PostgreSQL with pgvector: the database picks the dense candidates, and recall
+ranks exactly as it does over every stored vector in numpy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fact_conversations import CHINESE_FILLER, ENGLISH_FILLER, mixed_line, run_conversation
+
+from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.memory import create_strategy
+from chatmem.store import Store
+
+QUERIES = ("What was booking BK-1011 about?", "tell me about hotels and museums",
+           "王小明的预算是多少？", "三月十五日的航班", "curious thing about food")
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[Store]:
+    """This module's history is PostgreSQL with pgvector (the template has it)."""
+    with Store(pg_url) as opened:
+        assert opened.ranks_vectors
+        yield opened
+
+
+def recall_rows(engine, query: str, **params: object) -> list[dict[str, object]]:
+    chosen = create_strategy("retrieval", {"recent": "2", **{k: str(v) for k, v in
+                                                             params.items()}})
+    return chosen.build(engine.request(query)).recall
+
+
+@pytest.mark.parametrize("hnsw", [False, True], ids=["planner", "hnsw"])
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+def test_pgvector_recall_equals_the_numpy_ranking(make_engine, store: Store,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  mode: str, hnsw: bool) -> None:
+    """Whether the planner sorts the session's rows (as at this size) or walks the HNSW
+    index (as on a large table; forced here), recall is the numpy path's, row for row."""
+    if hnsw:
+        store.db.execute("SET enable_sort = off")
+    embedder = HashEmbedder(64)
+    engine = make_engine("retrieval", embedder=embedder)
+    run_conversation(engine, [*(mixed_line(i) for i in range(1, 41)), *ENGLISH_FILLER[:10],
+                              *CHINESE_FILLER[:10]])
+    engine.indexing.finish(embedder)
+    by_database = {}
+    with monkeypatch.context() as patch:
+        # The database path never reads the session's every vector.
+        patch.setattr(store, "vector_rows", lambda *a, **k: pytest.fail("read every vector"))
+        for query in QUERIES:
+            by_database[query] = recall_rows(engine, query, mode=mode)
+    monkeypatch.setattr(store.db, "ranks_vectors", False)
+    for query in QUERIES:
+        by_numpy = recall_rows(engine, query, mode=mode)
+        assert any(r["kept"] and r["dense"] is not None for r in by_numpy), query
+        # Every shown row: id, scores (words, dense, fused), kept or not and why.
+        assert by_database[query] == by_numpy, query
