@@ -379,3 +379,13 @@ def p001_schema(execute: Execute) -> None:
     for table in ("sessions", "messages", "turns", "summaries", "facts", "fact_history",
                   "probes"):
         execute(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO PUBLIC")
+
+
+@migration
+def p003_superseded_turns(execute: Execute) -> None:
+    """SQLite's m009: a replaced turn's messages leave memory, the turn names its replacement."""
+    execute("ALTER TABLE messages ADD COLUMN superseded bigint NOT NULL DEFAULT 0")
+    execute("ALTER TABLE turns ADD COLUMN superseded_by bigint")
+    # p001 granted UPDATE column by column; new columns need their own grant.
+    execute("GRANT UPDATE (superseded) ON messages TO PUBLIC")
+    execute("GRANT UPDATE (superseded_by) ON turns TO PUBLIC")
