@@ -143,3 +143,16 @@ def test_a_turn_a_summary_covers_cannot_be_replaced(make_engine) -> None:
     assert engine.store.summaries(sid, "summary"), "the summary strategy summarized turn 1"
     with pytest.raises(UsageError, match="a summary covers it"):
         resend_last(engine)
+
+
+def test_recall_never_brings_back_the_replaced_turn(make_engine) -> None:
+    engine = make_engine("retrieval", mode="bm25")
+    engine.run_turn("the locker code is 4417")
+    resend_last(engine, "the locker code is 9902")
+    for topic in ("comets", "tides", "kites"):
+        engine.run_turn(f"Tell me one curious thing about {topic}.")
+    context = engine.build_context("what is the locker code?")
+    recalled = [m.content for m in context.part("recalled").messages]
+    assert "the locker code is 9902" in recalled
+    assert not [text for text in recalled if "4417" in text]
+    assert "4417" not in "".join(m["content"] for m in context.messages())
