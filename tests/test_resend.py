@@ -156,3 +156,23 @@ def test_recall_never_brings_back_the_replaced_turn(make_engine) -> None:
     assert "the locker code is 9902" in recalled
     assert not [text for text in recalled if "4417" in text]
     assert "4417" not in "".join(m["content"] for m in context.messages())
+
+
+def test_a_fork_and_an_export_hold_the_conversation_without_the_replaced_turn(
+        make_engine) -> None:
+    from chatmem.transcripts.format import stored_transcript
+
+    engine = make_engine("buffer")
+    engine.run_turn(FIRST)
+    engine.run_turn(SECOND)
+    resend_last(engine, "我们六月去苏州")
+    store, name = engine.store, engine.session.name
+    live = [(m.role, m.content) for m in store.messages(engine.session.id)]
+    assert [c for _, c in live] == [FIRST, f"echo #1: {FIRST}", "我们六月去苏州",
+                                    "echo #3: 我们六月去苏州"]
+    report = store.fork_session(name, "branch")
+    assert report.messages == 4
+    fork = store.session("branch")
+    assert [(m.role, m.content) for m in store.messages(fork.id)] == live
+    exported = stored_transcript(store, store.session(name))
+    assert [m.content for m in exported.messages] == [c for _, c in live]
