@@ -176,3 +176,14 @@ def test_a_fork_and_an_export_hold_the_conversation_without_the_replaced_turn(
     assert [(m.role, m.content) for m in store.messages(fork.id)] == live
     exported = stored_transcript(store, store.session(name))
     assert [m.content for m in exported.messages] == [c for _, c in live]
+
+
+def test_a_turn_left_hidden_by_a_crash_can_still_be_replaced(make_engine) -> None:
+    engine = make_engine("buffer")
+    engine.run_turn(FIRST)
+    engine.run_turn(SECOND)
+    engine.store.hide_turn(engine.session.id)  # the process died before the new reply
+    assert engine.store.turn_count(engine.session.id) == 1
+    result = resend_last(engine)
+    assert sent(result) == ["Be brief.", FIRST, f"echo #1: {FIRST}", SECOND]
+    assert engine.store.turn(engine.session.id, 2).superseded_by == 3

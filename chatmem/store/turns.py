@@ -86,7 +86,11 @@ class TurnTables(SessionTables):
                     or turn.assistant_message_id is None or turn.superseded_by is not None:
                 raise UsageError(f"turn {turn.number} is not a completed turn in history"
                                  f" ({turn.status}): only one can be sent again")
-            if (turn.history_turn or 0) != self.turn_count(session_id):
+            # Replaced turns' messages count here: a turn a crash left hidden (between
+            # hide_turn and its replacement's commit) can still be sent again.
+            last = self._value("SELECT max(turn) FROM messages WHERE session_id = ?",
+                               [session_id])
+            if (turn.history_turn or 0) != last:
                 raise UsageError(f"turn {turn.number} is not the last turn in history"
                                  " (messages were added after it): only that one can be replaced")
             derived = self._derived_from(turn)
