@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
                "estimated_tokens", "prompt_tokens", "completion_tokens", "latency_ms",
-               "created_at")
+               "created_at", "superseded_by")
 
 
 @handles_errors
@@ -279,6 +279,8 @@ def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
         "turn": turn.get("number"),
         "status": turn.get("status"),
         "error": turn.get("error"),
+        # Replaced by /retry or /edit-last: stored, out of memory.
+        "superseded by": f"turn {turn['superseded_by']}" if turn.get("superseded_by") else None,
         "strategy": data["strategy"]["label"],
         "model": " / ".join(str(v) for v in (turn.get("provider"), turn.get("model")) if v),
         "tokenizer": f"{counted}; {tokenizer['note']}" if tokenizer["note"] else counted,

@@ -205,13 +205,15 @@ class Engine:
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
-                 attachments: Sequence[Attachment] = ()) -> TurnResult:
+                 attachments: Sequence[Attachment] = (),
+                 supersedes: int | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
         cancelled on Ctrl-C.
 
         `on_delta` gets the reply as it streams, `on_reply_end` is called when it
         is complete, before the strategy's own model calls. Provider errors are
-        recorded as a failed turn and raised again.
+        recorded as a failed turn and raised again. `supersedes`: the number of the
+        turn this one replaces once stored (chatmem.engine.resend).
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
@@ -267,7 +269,8 @@ class Engine:
             prompt_tokens=stream.usage.prompt_tokens,
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
-        ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply))
+        ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
+            supersedes=supersedes)
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.mark_facts_used(sent_fact_ids(context))
         self._note_model()

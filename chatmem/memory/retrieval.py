@@ -167,6 +167,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             fused = fuse(words.array(), dense, weights, present)
             best = [i + 1 for i in pool(fused)]
         messages = source.messages_at(best)
+        # A position with no message is a replaced turn's (/retry): smoothing and fusion
+        # score positions, and its messages are out of memory.
+        best = [p for p in best if p in messages]
 
         def ranked_at(position: int) -> Ranked:
             if position not in messages:

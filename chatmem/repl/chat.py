@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from chatmem import render
 from chatmem.config.options import Spent
 from chatmem.engine import Engine, TurnResult
-from chatmem.errors import ChatmemError
+from chatmem.engine.resend import resend_last
+from chatmem.errors import ChatmemError, UsageError
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
@@ -151,7 +152,10 @@ class Chat:
             return
         self.usage = (record.estimated_tokens or 0, record.context.get("budget"))
 
-    def turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
+    def turn(self, text: str | None, attachments: Sequence[Attachment] = (), *,
+             replace_last: bool = False) -> None:
+        """Send `text`; with `replace_last`, in place of the last turn (None: its input
+        again), which stays stored and leaves memory (chatmem.engine.resend)."""
         from chatmem.render.reply import ReplyWriter
 
         # Attached files go with this message only, sent or not: they are never resent.
@@ -162,8 +166,13 @@ class Chat:
         try:
             # end() before the strategy's own calls: their spinner and notices start on
             # a new line, under the whole reply.
-            result = self.engine.run_turn(text, on_delta=reply.write, on_reply_end=reply.end,
-                                          attachments=attachments)
+            if replace_last:
+                result = resend_last(self.engine, text, on_delta=reply.write,
+                                     on_reply_end=reply.end, attachments=attachments)
+            else:
+                assert text is not None
+                result = self.engine.run_turn(text, on_delta=reply.write,
+                                              on_reply_end=reply.end, attachments=attachments)
         finally:
             reply.end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
@@ -180,6 +189,11 @@ class Chat:
         self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
         for notice in result.notices:
             self.notice(notice_text(notice))
+
+    def edit_line(self, default: str) -> str:
+        """A line the user edits, starting as `default`; only a terminal's prompt can."""
+        raise UsageError("editing needs the interactive prompt; in a script, give the new "
+                         "text: /edit-last TEXT")
 
     def price_of(self, model: str | None) -> Price | None:
         """The configured price of `model`; None without one (or without settings)."""

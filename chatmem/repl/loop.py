@@ -48,6 +48,11 @@ class Repl(Chat):
             except EOFError:
                 return
 
+    def edit_line(self, default: str) -> str:
+        if self.prompt is None:
+            return super().edit_line(default)
+        return self.prompt.ask(default)
+
     def run(self, lines: Iterable[str] | None = None) -> None:
         self.status.print(render.notice_line(
             f"session {self.engine.session.name} · {strategy_label(self.engine)} · "

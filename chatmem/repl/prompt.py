@@ -148,7 +148,9 @@ class Prompt:
             output=self.output,
         )
 
-    def ask(self) -> str:
+    def ask(self, default: str = "") -> str:
+        """The next message; `default` is the text the line starts with (/edit-last)."""
         if self.session is None or self.session_id != self.chat.engine.session.id:
             self.session = self._build()
-        return unfence(self.session.prompt(f"{self.chat.engine.session.name}> "))
+        return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
+                                           default=default))

@@ -13,13 +13,15 @@ from chatmem.store.records import MessageRecord
 class MessageTables(Connection):
     def turn_count(self, session_id: int) -> int:
         return int(
-            self._value("SELECT max(turn) FROM messages WHERE session_id = ?", [session_id]) or 0
+            self._value("SELECT max(turn) FROM messages WHERE session_id = ? AND superseded = 0",
+                        [session_id]) or 0
         )
 
     def messages(
         self, session_id: int, first_turn: int = 1, last_turn: int | None = None
     ) -> list[MessageRecord]:
-        sql = "SELECT * FROM messages WHERE session_id = ? AND turn >= ?"
+        # A replaced turn's messages (superseded) are stored but no longer history.
+        sql = "SELECT * FROM messages WHERE session_id = ? AND turn >= ? AND superseded = 0"
         params: list[Any] = [session_id, first_turn]
         if last_turn is not None:
             sql += " AND turn <= ?"

@@ -333,7 +333,9 @@ class PostgresBackend:
             hits = self.count_lexeme(lexeme)
             idf[lexeme] = max(math.log((entries - hits + 0.5) / (hits + 0.5)), 1e-6)
         query = " || ".join("?::tsquery" for _ in lexemes)
-        where, params = "w.terms @@ q.query", [*map(_tsquery, lexemes)]  # type: str, list[Any]
+        # A replaced turn's messages keep their entries (redaction rewrites them) but match nothing.
+        where, params = ("w.terms @@ q.query AND m.superseded = 0",
+                         [*map(_tsquery, lexemes)])  # type: str, list[Any]
         if session_id is not None:
             where += " AND w.session_id = ?"
             params.append(session_id)

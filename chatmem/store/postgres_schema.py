@@ -450,3 +450,13 @@ def p002_vectors(execute: Execute) -> None:
             " OR INSERT ON message_vectors FOR EACH ROW"
             " EXECUTE FUNCTION chatmem_embed_vectors()")
     execute("UPDATE message_vectors SET vector = vector")
+
+
+@migration
+def p003_superseded_turns(execute: Execute) -> None:
+    """SQLite's m009: a replaced turn's messages leave memory, the turn names its replacement."""
+    execute("ALTER TABLE messages ADD COLUMN superseded bigint NOT NULL DEFAULT 0")
+    execute("ALTER TABLE turns ADD COLUMN superseded_by bigint")
+    # p001 granted UPDATE column by column; new columns need their own grant.
+    execute("GRANT UPDATE (superseded) ON messages TO PUBLIC")
+    execute("GRANT UPDATE (superseded_by) ON turns TO PUBLIC")

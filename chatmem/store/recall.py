@@ -73,7 +73,8 @@ class RecallTables(Connection):
         """How many of the session's messages come before `turn` (positions run 1, 2, …)."""
         first = self._value(
             "SELECT min(+position) FROM messages WHERE session_id = ? AND turn ="
-            " (SELECT min(turn) FROM messages WHERE session_id = ? AND turn >= ?)",
+            " (SELECT min(turn) FROM messages WHERE session_id = ? AND turn >= ?"
+            " AND superseded = 0)",
             [session_id, session_id, turn])
         return int(first) - 1 if first is not None else self.last_position(session_id)
 
@@ -84,7 +85,8 @@ class RecallTables(Connection):
 
     def last_message_id(self, session_id: int) -> int:
         return int(self._value("SELECT id FROM messages WHERE session_id = ?"
-                               " ORDER BY position DESC LIMIT 1", [session_id]) or 0)
+                               " AND superseded = 0 ORDER BY position DESC LIMIT 1",
+                               [session_id]) or 0)
 
     def messages_at(self, session_id: int, positions: Iterable[int]) -> dict[int, MessageRecord]:
         """The session's messages at `positions` (position → record), through its index."""
@@ -94,7 +96,8 @@ class RecallTables(Connection):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             for row in self._rows(f"SELECT * FROM messages WHERE session_id = ?"
-                                  f" AND position IN ({marks})", [session_id, *chunk]):
+                                  f" AND position IN ({marks}) AND superseded = 0",
+                                  [session_id, *chunk]):
                 found[row["position"]] = MessageRecord.from_row(row)
         return found
 
@@ -151,16 +154,17 @@ class RecallTables(Connection):
         if after:
             rows = self.db.execute(
                 "SELECT position FROM messages WHERE session_id = ? AND position > ?"
-                " AND +gap_s > ?", [session_id, after, gap_seconds])
+                " AND +gap_s > ? AND superseded = 0", [session_id, after, gap_seconds])
         else:
             rows = self.db.execute(
-                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?",
-                [session_id, gap_seconds])
+                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?"
+                " AND superseded = 0", [session_id, gap_seconds])
         starts = [position for (position,) in rows]
         unrecorded = self.db.execute(
             "SELECT m.position, p.created_at, m.created_at FROM messages m"
             " LEFT JOIN messages p ON p.session_id = m.session_id AND p.position = m.position - 1"
-            f" WHERE m.session_id = ? AND m.position > ? AND {'+' if after else ''}m.gap_s IS NULL",
+            f" WHERE m.session_id = ? AND m.position > ? AND {'+' if after else ''}m.gap_s IS NULL"
+            " AND m.superseded = 0",
             [session_id, after])
         starts += [position for position, before, at in unrecorded
                    if pause(before, at) > gap_seconds]
@@ -175,6 +179,7 @@ class RecallTables(Connection):
                 " FROM message_vectors v"
                 " JOIN messages m ON m.id = v.message_id"
                 " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ?"
+                " AND m.superseded = 0"
                 " ORDER BY v.message_id",
                 [model, session_id, after_id],
             )
@@ -228,10 +233,12 @@ class RecallTables(Connection):
         """Messages (of one session, or all) with no vector for `model` yet, oldest first;
         `after_id` skips those already checked."""
         sql = (
+            # The message before is the one history has: a replaced turn's are skipped.
             "SELECT m.id, m.content, (SELECT p.content FROM messages p"
-            "  WHERE p.session_id = m.session_id AND p.position = m.position - 1)"
+            "  WHERE p.session_id = m.session_id AND p.position < m.position"
+            "  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1)"
             " FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-            "  WHERE v.model = ? AND v.message_id = m.id) AND m.id > ?"
+            "  WHERE v.model = ? AND v.message_id = m.id) AND m.id > ? AND m.superseded = 0"
         )
         params: list[object] = [model, after_id]
         if session_id is not None:
@@ -245,7 +252,7 @@ class RecallTables(Connection):
 
     def count_without_vectors(self, model: str, session_id: int | None = None) -> int:
         sql = ("SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-               " WHERE v.model = ? AND v.message_id = m.id)")
+               " WHERE v.model = ? AND v.message_id = m.id) AND m.superseded = 0")
         params: list[object] = [model]
         if session_id is not None:
             sql += " AND m.session_id = ?"

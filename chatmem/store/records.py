@@ -129,6 +129,9 @@ class TurnRecord:
     user_message_id: int | None = None
     assistant_message_id: int | None = None
     created_at: str = ""
+    superseded_by: int | None = None
+    """The number of the turn that replaced this one (/retry, /edit-last): its messages
+    stay stored but are out of memory."""
     id: int | None = None
 
     @classmethod

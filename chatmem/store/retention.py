@@ -80,8 +80,10 @@ class RetentionTables(SessionTables, MemoryTables):
         for session_id, days in keep.items():
             row = self._rows(
                 "SELECT s.id, s.name, s.\"user\", s.updated_at, s.retention_days,"
-                " (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,"
-                " (SELECT coalesce(max(m.turn), 0) FROM messages m WHERE m.session_id = s.id)"
+                " (SELECT count(*) FROM messages m WHERE m.session_id = s.id"
+                " AND m.superseded = 0) AS messages,"
+                " (SELECT coalesce(max(m.turn), 0) FROM messages m WHERE m.session_id = s.id"
+                " AND m.superseded = 0)"
                 " AS turns FROM sessions s WHERE s.id = ?", [session_id])[0]
             entries.append(SessionEntry(
                 row["id"], row["name"], row["user"], row["updated_at"], days,

@@ -352,3 +352,19 @@ def m008_rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
                 db.execute("UPDATE turns SET rendered_prompt = NULL, rendered = ? WHERE id = ?",
                            [json_text(pieces), turn_id])
         last = rows[-1][0]
+
+
+@migration
+def m009_superseded_turns(db: sqlite_utils.Database) -> None:
+    """Turns replaced by /retry or /edit-last: kept, inspectable, out of memory.
+
+    `messages.superseded` (0/1) takes a replaced turn's messages out of every
+    history, recall and memory read while they stay stored; `turns.superseded_by`
+    is the number of the turn that replaced it, which `inspect` names.
+    """
+    db.executescript(
+        """
+        ALTER TABLE messages ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN superseded_by INTEGER;
+        """
+    )

@@ -148,9 +148,10 @@ class SessionTables(MessageTables):
             """
             SELECT s.name, s.strategy, s.params, s.provider, s.model, s.tokenizer, s.created_at,
                    s.updated_at,
-                   (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
+                   (SELECT count(*) FROM messages m WHERE m.session_id = s.id
+                    AND m.superseded = 0) AS messages,
                    (SELECT coalesce(max(m.turn), 0) FROM messages m
-                    WHERE m.session_id = s.id) AS turns,
+                    WHERE m.session_id = s.id AND m.superseded = 0) AS turns,
                    (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """

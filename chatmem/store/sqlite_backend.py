@@ -347,7 +347,8 @@ class SqliteBackend:
         expression = fts.match_terms(list(terms))
         if expression is None:
             return []
-        where = "messages_fts MATCH ?"
+        # A replaced turn's messages keep their entries (redaction rewrites them) but match nothing.
+        where = "messages_fts MATCH ? AND m.superseded = 0"
         params: list[Any] = [expression]
         if session_id is not None:
             where += " AND m.session_id = ?"

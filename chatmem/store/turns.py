@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem.errors import NotFound, StoreError
+from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import contexts, rendered, steps
 from chatmem.store.records import TurnRecord
 from chatmem.store.sessions import SessionTables
@@ -25,13 +25,16 @@ class TurnTables(SessionTables):
 
     def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
                     replied_at: str | None = None,
-                    message_tokens: tuple[int, int] | None = None) -> TurnRecord:
+                    message_tokens: tuple[int, int] | None = None,
+                    supersedes: int | None = None) -> TurnRecord:
         """Store a completed turn: user message, reply and turn row, all or nothing.
 
         The user message is stamped when it was sent (`sent_at`), the reply when it ended
         (`replied_at`, default now); a replayed transcript passes its own times.
         `message_tokens` are the user message's and the reply's token counts under
         `turn.tokenizer`, stored with them so that no later read has to write them.
+        `supersedes`: the number of the turn this one replaces (`hide_turn` took its
+        messages out of memory); it is marked replaced by this one in the same write.
         """
         if turn.status != "ok" or turn.reply is None:
             raise StoreError("only a completed turn with a reply can be committed")
@@ -48,6 +51,10 @@ class TurnTables(SessionTables):
                     counts = dict(zip((user_id, assistant_id), message_tokens, strict=True))
                     steps.save_token_counts(self.db, counts, turn.tokenizer)
                 self._insert_turn(turn)
+                if supersedes is not None:
+                    self.db.execute(
+                        "UPDATE turns SET superseded_by = ? WHERE session_id = ? AND number = ?",
+                        [turn.number, turn.session_id, supersedes])
         except self._failures as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
             raise StoreError(f"the turn was not stored: {e}") from None
@@ -61,6 +68,64 @@ class TurnTables(SessionTables):
         except self._failures as e:
             raise StoreError(f"the turn was not recorded: {e}") from None
         return turn
+
+    # -- replacing the last turn (/retry, /edit-last) -----------------------------
+
+    def hide_turn(self, session_id: int) -> TurnRecord:
+        """Take the session's last turn out of memory so that it can be sent again.
+
+        Its messages stay stored (append-only) but leave every history, recall
+        and count read (`messages.superseded`); `show_turn` undoes this when the
+        new attempt is not stored, `commit_turn(supersedes=…)` makes it final.
+        Only the last turn, a completed one, and only while no summary or fact
+        was derived from it: memory built on a reply must not outlive the reply.
+        """
+        with self.write():
+            turn = self.turn(session_id)
+            if turn.status != "ok" or turn.user_message_id is None \
+                    or turn.assistant_message_id is None or turn.superseded_by is not None:
+                raise UsageError(f"turn {turn.number} is not a completed turn in history"
+                                 f" ({turn.status}): only one can be sent again")
+            # Replaced turns' messages count here: a turn a crash left hidden (between
+            # hide_turn and its replacement's commit) can still be sent again.
+            last = self._value("SELECT max(turn) FROM messages WHERE session_id = ?",
+                               [session_id])
+            if (turn.history_turn or 0) != last:
+                raise UsageError(f"turn {turn.number} is not the last turn in history"
+                                 " (messages were added after it): only that one can be replaced")
+            derived = self._derived_from(turn)
+            if derived:
+                raise UsageError(
+                    f"turn {turn.number} is already in memory ({derived}); /fork SESSION "
+                    f"--at-turn {(turn.history_turn or 1) - 1} asks again on a branch")
+            self._set_superseded(turn, 1)
+        return turn
+
+    def show_turn(self, turn: TurnRecord) -> None:
+        """Put a turn `hide_turn` took out of memory back (its replacement was not stored)."""
+        with self.write():
+            self._set_superseded(turn, 0)
+
+    def _set_superseded(self, turn: TurnRecord, superseded: int) -> None:
+        self.db.execute("UPDATE messages SET superseded = ? WHERE session_id = ? AND id IN (?, ?)",
+                        [superseded, turn.session_id, turn.user_message_id,
+                         turn.assistant_message_id])
+
+    def _derived_from(self, turn: TurnRecord) -> str:
+        """What memory holds from `turn` (a summary covering it, facts stated or changed
+        in it or since), as a short phrase; empty when nothing."""
+        summaries = self._value(
+            "SELECT count(*) FROM summaries WHERE session_id = ? AND last_message_id >= ?",
+            [turn.session_id, turn.user_message_id])
+        if summaries:
+            return "a summary covers it"
+        # A fact changed since the turn was stored may have been extracted from its reply.
+        facts = self._value(
+            "SELECT count(*) FROM facts WHERE (session_id = ? OR source_session_id = ?)"
+            " AND (source_turn = ? OR updated_at >= ? OR deleted_at >= ?)",
+            [turn.session_id, turn.session_id, turn.history_turn, turn.created_at,
+             turn.created_at])
+        return f"{facts} fact{'' if facts == 1 else 's'} from it or since" if facts else ""
 
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)

@@ -383,3 +383,26 @@ def test_colon_completion_offers_each_parameter_once_with_its_help(tmp_path: Pat
         assert offered("/strategy window+entity:window.") == [
             f"window+entity:window.{p.name}=" for p in REGISTRY["window"].PARAMS]
         assert offered("/strategy nosuch:") == []
+
+
+def test_edit_last_opens_the_prompt_on_the_last_input_and_sends_the_edit(
+    tmp_path: Path, tty: None
+) -> None:
+    store, repl = make_repl(tmp_path / "e.db")
+    with store:
+        repl.turn("my order is ORD-7731")
+        repl.turn("我们五月去杭州")
+        backspace = "\x7f"
+        with typing(repl, "/edit-last\r", shows("我们五月去杭州"), backspace * 2, "苏州",
+                    shows("我们五月去苏州"), "\r") as lines:
+            assert next(lines) == "/edit-last"
+            repl.command("/edit-last")  # reads the edit at the prompt, then sends it
+        session_id = repl.engine.session.id
+        assert [m.content for m in store.messages(session_id)] == [
+            "my order is ORD-7731", "echo #1: my order is ORD-7731",
+            "我们五月去苏州", "echo #3: 我们五月去苏州"]
+        assert [(t.input, t.superseded_by) for t in store.turns(session_id)] == [
+            ("my order is ORD-7731", None), ("我们五月去杭州", 3), ("我们五月去苏州", None)]
+        # Up recalls what history holds: the edit, not the replaced input.
+        with typing(repl, fresh_prompt, UP, shows("我们五月去苏州"), "\r") as lines:
+            assert next(lines) == "我们五月去苏州"

@@ -169,20 +169,56 @@ def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
     db = tmp_path / "r.db"
     env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
     result = chat(db, "r", ["我们五月去杭州", "/retry", "/retry"], "--model", "m", env=env)
-    assert result.exit_code == 2
     lines = status_lines(result.stderr)
     assert lines[0].startswith("error: ") and "(401)" in lines[0]
     assert lines[1].startswith("retrying turn 1 (failed: ") and "(401)" in lines[1]
-    assert lines[2:] == [
-        "error: the last turn (2) succeeded and messages are append-only, so /retry does not "
-        "replace it; to ask again on a branch: /fork SESSION --at-turn 0"]
-    assert result.stdout.count("Hello from the test server.") == 1
-    assert [r["messages"][-1]["content"] for r in chat_server.requests] == ["我们五月去杭州"] * 2
+    # On a completed turn /retry regenerates it in place.
+    assert lines[2:] == ["regenerating turn 2; it stays stored, out of memory"]
+    assert result.stdout.count("Hello from the test server.") == 2
+    assert [r["messages"][-1]["content"] for r in chat_server.requests] == ["我们五月去杭州"] * 3
+    # The regeneration's request holds no earlier answer: the replaced turn left memory.
+    assert [m["role"] for m in chat_server.requests[-1]["messages"]] == ["system", "user"]
     with Store(db) as store:
         session = store.session("r")
-        assert [t.status for t in store.turns(session.id)] == ["failed", "ok"]
-    assert messages(db, "r") == [(1, "user", "我们五月去杭州"),
-                                 (1, "assistant", "Hello from the test server.")]
+        assert [(t.status, t.superseded_by) for t in store.turns(session.id)] == [
+            ("failed", None), ("ok", 3), ("ok", None)]
+    # History turn 2 (turn 1 failed, so history turn 1 is the replaced one).
+    assert messages(db, "r") == [(2, "user", "我们五月去杭州"),
+                                 (2, "assistant", "Hello from the test server.")]
+
+
+def test_retry_regenerates_a_completed_turn_and_inspect_names_its_replacement(db: Path) -> None:
+    result = chat(db, "trip", ["/retry", "/inspect 3", "/inspect 4"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "echo #1: what did I order?\n"
+    assert status_lines(result.stderr)[0] == (
+        "regenerating turn 3; it stays stored, out of memory")
+    replaced, new = result.stderr.split("╯\n")[:2]
+    assert header_rows(replaced) == [("turn", "3"), ("status", "ok")]
+    assert superseded_row(replaced) == "turn 4"
+    assert header_rows(new) == [("turn", "4"), ("status", "ok")] and superseded_row(new) is None
+    assert messages(db, "trip")[-2:] == [(4, "user", "what did I order?"),
+                                          (4, "assistant", "echo #1: what did I order?")]
+    assert len(messages(db, "trip")) == 6  # history: the replaced turn's two left it
+    inspected = runner.invoke(app, ["inspect", "trip", "--turn", "3", "--db", str(db), "--json"])
+    assert inspected.exit_code == 0, inspected.stderr
+    turn = json.loads(inspected.stdout)["turn"]
+    assert (turn["reply"], turn["superseded_by"]) == ("echo #3: what did I order?", 4)
+
+
+def test_edit_last_with_text_sends_it_in_place_of_the_last_turn(db: Path) -> None:
+    result = chat(db, "trip", ["/edit-last 我们六月去苏州", "/edit-last",
+                               "/edit-last 我们七月去苏州"])
+    assert result.exit_code == 2  # the bare /edit-last needs a terminal's prompt
+    assert result.stdout == "echo #1: 我们六月去苏州\necho #2: 我们七月去苏州\n"
+    assert "error: editing needs the interactive prompt; in a script, give the new text: " \
+        "/edit-last TEXT" in status_lines(result.stderr)
+    assert [c for _, r, c in messages(db, "trip") if r == "user"] == [
+        "my order is ORD-7731", "我们五月去杭州", "我们七月去苏州"]
+    with Store(db) as store:
+        turns = store.turns(store.session("trip").id)
+        assert [(t.input, t.superseded_by) for t in turns[2:]] == [
+            ("what did I order?", 4), ("我们六月去苏州", 5), ("我们七月去苏州", None)]
 
 
 def test_retry_with_no_turns(tmp_path: Path) -> None:
@@ -364,6 +400,12 @@ def test_kept_parameters_follow_the_part_they_belong_to() -> None:
     assert kept_params(combined, "window+retrieval", {}) == {"window.k": 2}
     assert kept_params(combined, "buffer", {}) == {}
     assert kept_params(create_strategy("window", {"k": 2}), "nosuch+window", {}) == {}
+
+
+def superseded_row(stderr: str) -> str | None:
+    """The `superseded by` row /inspect prints for a replaced turn."""
+    return next((line.partition("superseded by")[2].strip() for line in stderr.splitlines()
+                 if line.startswith("superseded by")), None)
 
 
 def header_rows(stderr: str) -> list[tuple[str, str]]:

@@ -58,7 +58,9 @@ def _inspect(repl: Chat, args: list[str]) -> None:
     # The turn's outcome first, as `chatmem inspect` shows it: a failed or cancelled turn's
     # context was built but its reply never entered memory.
     repl.show(render.key_values({"turn": record.number, "status": record.status,
-                                 **({"error": record.error} if record.error else {})}))
+                                 **({"error": record.error} if record.error else {}),
+                                 **({"superseded by": f"turn {record.superseded_by}"}
+                                    if record.superseded_by else {})}))
     repl.show(repl.prompt_panel(Context.from_json(record.context), record.estimated_tokens))
 
 

@@ -16,7 +16,7 @@ from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
-from chatmem.store import check_session_name, session_name_from
+from chatmem.store import TurnRecord, check_session_name, session_name_from
 
 
 def describe(repl: Chat) -> str:
@@ -119,23 +119,42 @@ def _undo(repl: Chat, args: list[str]) -> None:
     repl.notice(f"turn {last} stays in session {session.name}")
 
 
-@slash("/retry", "/retry", "send the last input again after a failed or cancelled turn",
-       example="/retry")
-def _retry(repl: Chat, args: list[str]) -> None:
+def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     session = repl.engine.session
     try:
-        record = repl.engine.store.turn(session.id)
+        return repl.engine.store.turn(session.id)
     except NotFound:
-        raise UsageError(f"nothing to retry: session {session.name} has no turns") from None
+        raise UsageError(f"nothing to {doing}: session {session.name} has no turns") from None
+
+
+@slash("/retry", "/retry",
+       "send the last input again: a failed or cancelled turn is retried, a completed one "
+       "regenerated in its place (the old reply stays stored, out of memory; inspect shows it)",
+       example="/retry")
+def _retry(repl: Chat, args: list[str]) -> None:
+    record = _last_turn(repl, "retry")
     if record.status == "ok":
-        kept = (record.history_turn or 1) - 1
-        raise UsageError(
-            f"the last turn ({record.number}) succeeded and messages are append-only, so /retry "
-            f"does not replace it; to ask again on a branch: /fork SESSION --at-turn {kept}"
-        )
+        repl.notice(f"regenerating turn {record.number}; it stays stored, out of memory")
+        repl.turn(None, replace_last=True)
+        return
     why = f": {record.error}" if record.error else ""
     repl.notice(f"retrying turn {record.number} ({record.status}{why})")
     repl.turn(record.input)
+
+
+@slash("/edit-last", "/edit-last [TEXT]",
+       "edit the last input (or replace it by TEXT) and send it in place of the last turn, "
+       "which stays stored, out of memory",
+       example="/edit-last what about Hangzhou in May?", args=(0, None))
+def _edit_last(repl: Chat, args: list[str]) -> None:
+    record = _last_turn(repl, "edit")
+    text = (repl.raw_args if args else repl.edit_line(record.input)).strip()
+    if not text:
+        raise UsageError("/edit-last: the edited input is empty; nothing was sent")
+    if record.status != "ok":
+        repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
+        return
+    repl.turn(text, replace_last=True)
 
 
 @slash("/export", "/export [FILE] [--force]",

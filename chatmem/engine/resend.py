@@ -1,0 +1,37 @@
+"""Sending the last turn again (/retry) or an edit of its input (/edit-last) in place.
+
+Messages are append-only: the replaced turn keeps its row and its messages,
+which only leave memory (history, recall, counts), and `inspect` names the
+turn that replaced it. Its messages leave before the new context is built, so
+the model does not read the answer it is asked to replace; if the new attempt
+is not stored (failed, cancelled, refused), they come back as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from chatmem.engine.turns import Engine, TurnResult
+
+if TYPE_CHECKING:
+    from chatmem.attachments import Attachment
+
+
+def resend_last(engine: Engine, text: str | None = None, *,
+                on_delta: Callable[[str], None] | None = None,
+                on_reply_end: Callable[[], None] | None = None,
+                attachments: Sequence[Attachment] = ()) -> TurnResult:
+    """Replace the session's last completed turn by a new one with `text` (None: the same
+    input); raises UsageError when that turn cannot be replaced (see Store.hide_turn)."""
+    old = engine.store.hide_turn(engine.session.id)
+    engine.state.caches.clear()  # recall's caches may hold the hidden messages
+    try:
+        result = engine.run_turn(old.input if text is None else text, on_delta, on_reply_end,
+                                 attachments, supersedes=old.number)
+    except BaseException:
+        engine.store.show_turn(old)
+        raise
+    if result.status != "ok":
+        engine.store.show_turn(old)
+    return result
