@@ -437,14 +437,20 @@ def apply_retention(store: Store, settings: Settings) -> None:
 
 
 def shared_embedder(settings: Settings, strategies: Sequence[Strategy]) -> Embedder | None:
-    """One embedder for several runs over one conversation (each text embedded once),
-    or None when no strategy ranks by meaning or none is configured."""
+    """One embedder for several runs over one conversation (each text embedded once, and
+    kept in the user's cache file for the next run), or None when no strategy ranks by
+    meaning or none is configured."""
     if not any(s.needs_embedder for s in strategies):
         return None
+    from chatmem.config.paths import vector_cache_path
     from chatmem.embeddings import Remembering, resolve_embedder
+    from chatmem.store.vector_cache import VectorCacheFile
 
     embedder = resolve_embedder(settings)
-    return Remembering(embedder) if embedder is not None else None
+    if embedder is None:
+        return None
+    # A second eval or replay of the same text embeds nothing (the history file has its own).
+    return Remembering(embedder, VectorCacheFile(vector_cache_path()))
 
 
 @contextmanager

@@ -45,7 +45,7 @@ def index(
     from chatmem import install_hint
     from chatmem.embeddings import resolve_embedder
     from chatmem.errors import ConfigError
-    from chatmem.memory.vector_backlog import embed_pending, save_rows
+    from chatmem.memory.vector_backlog import embed_pending, known_vectors, save_rows
 
     settings = settings_from(config, db, None, None)
     embedder = resolve_embedder(settings)
@@ -66,7 +66,8 @@ def index(
                 pending = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
                 if not pending:
                     break
-                save_rows(store, embedder.key, embed_pending(embedder, pending))
+                save_rows(store, embedder.key, embed_pending(
+                    embedder, pending, known=known_vectors(store, embedder.key, pending)))
                 done += len(pending)
                 bar.update(task, completed=done)
     seconds = time.monotonic() - started

@@ -1,4 +1,4 @@
-"""Where chatmem's files live: the platform's config and data directories, the config file
+"""Where chatmem's files live: the platform's config, data and cache directories, the config file
 that --config or CHATMEM_CONFIG chooses, and the example config shipped in the package."""
 
 from __future__ import annotations
@@ -24,6 +24,18 @@ def data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def cache_dir() -> Path:
+    """The platform's cache directory (~/.cache/chatmem on Linux, XDG_CACHE_HOME honoured)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def vector_cache_path() -> Path:
+    """Vectors that evals and replays of transcripts keep between runs (see store.vector_cache)."""
+    return cache_dir() / "vectors.sqlite"
 
 
 def default_config_path() -> Path:

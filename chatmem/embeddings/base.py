@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,16 +38,39 @@ def normalised(rows: np.ndarray) -> np.ndarray:
     return rows / np.where(norms == 0, 1, norms)
 
 
+def text_digest(text: str) -> str:
+    """What a vector is cached by: the sha256 of the exact text it embeds."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class VectorCache(Protocol):
+    """Vectors kept across processes, by (model, stored or query, digest of the text)."""
+
+    def cached(self, model: str, query: bool, digests: Sequence[str]) -> dict[str, bytes]: ...
+
+    def keep(self, model: str, query: bool, vectors: Sequence[tuple[str, bytes]]) -> None: ...
+
+
+def cached_dtype(query: bool) -> str:
+    """How a cached vector is kept: stored texts as float16, as their vectors are stored
+    (so a cached one is the same), queries as float32, as recall uses them."""
+    return "float32" if query else "float16"
+
+
 class Remembering:
     """An embedder that embeds each distinct text once, for runs over the same conversation.
 
     Replay and eval run one transcript under several strategies: the vectors
     are the same for each, so they are computed for the first and reused.
+    With a `cache` (a file kept between runs), a text embedded by an earlier
+    run is not embedded again; a vector then comes out as it was kept
+    (`cached_dtype`), first run or not, so both give the same results.
     """
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, cache: VectorCache | None = None) -> None:
         self.inner = inner
         self.key = inner.key
+        self.cache = cache
         self._seen: dict[tuple[str, bool], np.ndarray] = {}
 
     @property
@@ -57,9 +81,33 @@ class Remembering:
         import numpy as np
 
         missing = list(dict.fromkeys(t for t in texts if (t, query) not in self._seen))
+        if missing and self.cache is not None:
+            missing = self._from_cache(missing, query)
         if missing:
-            for text, row in zip(missing, self.inner.embed(missing, query=query), strict=True):
+            rows = self.inner.embed(missing, query=query)
+            if self.cache is not None:
+                kept = np.asarray(rows, dtype=cached_dtype(query))
+                self.cache.keep(self.key, query, [(text_digest(t), v.tobytes())
+                                                  for t, v in zip(missing, kept, strict=True)])
+                rows = kept.astype(np.float32)
+            for text, row in zip(missing, rows, strict=True):
                 self._seen[(text, query)] = row
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack([self._seen[(t, query)] for t in texts])
+
+    def _from_cache(self, texts: list[str], query: bool) -> list[str]:
+        """Remember what the cache has; the texts it has not."""
+        import numpy as np
+
+        assert self.cache is not None
+        digests = [text_digest(t) for t in texts]
+        found = self.cache.cached(self.key, query, digests)
+        dtype = cached_dtype(query)
+        size = self.inner.dimensions * np.dtype(dtype).itemsize
+        found = {d: blob for d, blob in found.items() if len(blob) == size}  # else: embed anew
+        for text, digest in zip(texts, digests, strict=True):
+            if digest in found:
+                self._seen[(text, query)] = np.frombuffer(found[digest],
+                                                          dtype=dtype).astype(np.float32)
+        return [t for t, d in zip(texts, digests, strict=True) if d not in found]

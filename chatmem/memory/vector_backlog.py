@@ -19,10 +19,11 @@ depend on timing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chatmem.embeddings.base import text_digest
 from chatmem.errors import ChatmemError
 from chatmem.notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.store import PendingText, VectorRow
@@ -44,21 +45,38 @@ def context_text(content: str, previous: str | None) -> str:
 
 
 def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
-                  batch: int = INLINE_BATCH) -> list[VectorRow]:
-    """Message and context vectors for `pending`, in batches, as float16 blobs."""
+                  batch: int = INLINE_BATCH,
+                  known: Mapping[str, bytes] | None = None) -> list[VectorRow]:
+    """Message and context vectors for `pending`, in batches, as float16 blobs; a text
+    whose digest is in `known` (stored vectors, see `known_vectors`) is not embedded."""
     import numpy as np
 
+    known = known or {}
     rows: list[VectorRow] = []
     for start in range(0, len(pending), batch):
         chunk = pending[start : start + batch]
-        own = embedder.embed([p.content for p in chunk])
-        around = embedder.embed([context_text(p.content, p.previous) for p in chunk])
-        rows.extend(
-            VectorRow(p.message_id, np.asarray(v, dtype=np.float16).tobytes(),
-                      np.asarray(c, dtype=np.float16).tobytes())
-            for p, v, c in zip(chunk, own, around, strict=True)
-        )
+        texts = [[p.content for p in chunk],
+                 [context_text(p.content, p.previous) for p in chunk]]
+        digests = [[text_digest(t) for t in kind] for kind in texts]
+        blobs: list[list[bytes]] = []
+        for kind_texts, kind_digests in zip(texts, digests, strict=True):
+            todo = [i for i, d in enumerate(kind_digests) if d not in known]
+            vectors = iter(embedder.embed([kind_texts[i] for i in todo]) if todo else ())
+            blobs.append([known[d] if d in known
+                          else np.asarray(next(vectors), dtype=np.float16).tobytes()
+                          for d in kind_digests])
+        rows.extend(VectorRow(p.message_id, own, around, d_own, d_around)
+                    for p, own, around, d_own, d_around in zip(
+                        chunk, *blobs, *digests, strict=True))
     return rows
+
+
+def known_vectors(store: VectorRepository, model: str,
+                  pending: Sequence[PendingText]) -> dict[str, bytes]:
+    """The stored vectors of `pending`'s texts (own and context), by digest."""
+    return store.cached_vectors(model, [
+        text_digest(text) for p in pending
+        for text in (p.content, context_text(p.content, p.previous))])
 
 
 def save_rows(store: VectorRepository, model: str, rows: Sequence[VectorRow]) -> None:
@@ -95,6 +113,9 @@ class VectorBacklog:
         self._missing: int | None = None
         self._last_position = 0
         self._queue: list[PendingText] = []
+        self._known: dict[str, bytes] = {}
+        """Stored vectors of the queued texts, by digest; replaced, never changed, so the
+        thread reads a batch's without a lock."""
         self._done: list[VectorRow] = []
         self._embedded = 0
         self._error: BaseException | None = None
@@ -124,7 +145,9 @@ class VectorBacklog:
         with self._cond:
             room = len(self._queue) < READ // 2
         pending = self._read(READ) if room else []
+        known = known_vectors(self.store, self.model, pending) if pending else {}
         with self._cond:
+            self._known = {**self._known, **known} if self._queue else known
             self._queue.extend(pending)
             self._running = True
             self._cond.notify_all()
@@ -158,7 +181,9 @@ class VectorBacklog:
         self._halt()
         self.collect()
         while pending := self._read(READ):
-            save_rows(self.store, self.model, embed_pending(self.embedder, pending))
+            known = known_vectors(self.store, self.model, pending)
+            save_rows(self.store, self.model,
+                      embed_pending(self.embedder, pending, known=known))
             self._embedded += len(pending)
         self._missing = 0 if self._error is None else self._missing
 
@@ -230,9 +255,10 @@ class VectorBacklog:
                     return
                 batch = self._queue[:BATCH]
                 del self._queue[:BATCH]
+                known = self._known
                 self._busy = True
             try:
-                rows = embed_pending(self.embedder, batch, BATCH)
+                rows = embed_pending(self.embedder, batch, BATCH, known)
             except BaseException as e:  # any failure: stored, told once by `collect`
                 with self._cond:
                     self._error, self._busy, self._running = e, False, False

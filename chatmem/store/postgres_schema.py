@@ -460,3 +460,29 @@ def p003_superseded_turns(execute: Execute) -> None:
     # p001 granted UPDATE column by column; new columns need their own grant.
     execute("GRANT UPDATE (superseded) ON messages TO PUBLIC")
     execute("GRANT UPDATE (superseded_by) ON turns TO PUBLIC")
+
+
+@migration
+def p004_vector_cache(execute: Execute) -> None:
+    """SQLite's m010: stored vectors found by the sha256 of the text they embed.
+
+    Keyed per owner, and readable as the message it points to is: a role
+    never learns from the cache that somebody else's text was embedded.
+    """
+    execute(f"""
+CREATE TABLE vector_cache (
+    model text NOT NULL,
+    digest text NOT NULL,
+    message_id bigint NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    context bigint NOT NULL,
+    {OWNER},
+    PRIMARY KEY (owner, model, digest)
+)""")
+    execute("CREATE INDEX vector_cache_message ON vector_cache (message_id)")
+    writable = _through("messages", "m", "vector_cache.message_id",
+                        _session_writable("m.session_id"))
+    # Whoever may erase the message's vectors (a redaction) may erase its entries.
+    for statement in _policies("vector_cache", "false", "false", insert=f"({writable})",
+                               delete=writable):
+        execute(statement)
+    execute("GRANT SELECT, INSERT, DELETE ON vector_cache TO PUBLIC")

@@ -6,7 +6,9 @@ index, sitting starts through the (session, gap) index. Vectors are stored
 per (model, message) as float16 blobs: the message's own vector and its
 context vector (the previous message and this one embedded together). Their
 reads are incremental (`after_id`), so a session's vectors are loaded once per
-process and then extended by the messages committed since.
+process and then extended by the messages committed since. `vector_cache` finds
+a stored vector by the sha256 of the text it embeds, so the same text (a fork,
+an import or a replay of a conversation seen before) is not embedded again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from chatmem.store.records import MessageRecord
 
 POSTINGS = 1500
 """Index entries a recall search may score: its cost is bounded by this, not by the history."""
+CACHE_LOOKUP = 400
+"""Digests looked up per statement (well under SQLite's limit of bound values)."""
 UNKNOWN_PAUSE = float("inf")
 """The pause stored before a session's first message, or where a time cannot be read."""
 
@@ -49,6 +53,9 @@ class VectorRow:
     message_id: int
     vector: bytes
     context_vector: bytes
+    digest: str | None = None
+    """sha256 of the text `vector` embeds: set, the vector is found again by that text."""
+    context_digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +278,31 @@ class RecallTables(Connection):
                 [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
                  for r in rows],
             )
+            self.db.executemany(
+                "INSERT INTO vector_cache (model, digest, message_id, context)"
+                " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
+                " ON CONFLICT DO NOTHING",
+                [(model, digest, r.message_id, context, r.message_id) for r in rows
+                 for digest, context in ((r.digest, 0), (r.context_digest, 1))
+                 if digest is not None],
+            )
+
+    def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]:
+        """Stored vectors of `model` by the sha256 of the text they embed (a message's own
+        text, or its context text), for the digests found: a text embedded once, in any
+        session, is not embedded again. The vectors are read from `message_vectors`, so
+        what erases a message's vectors erases them here too."""
+        wanted = list(dict.fromkeys(digests))
+        found: dict[str, bytes] = {}
+        for start in range(0, len(wanted), CACHE_LOOKUP):
+            chunk = wanted[start : start + CACHE_LOOKUP]
+            found.update((str(digest), bytes(vector)) for digest, vector in self.db.execute(
+                "SELECT c.digest, CASE c.context WHEN 1 THEN v.context_vector ELSE v.vector END"
+                " FROM vector_cache c JOIN message_vectors v"
+                " ON v.model = c.model AND v.message_id = c.message_id"
+                f" WHERE c.model = ? AND c.digest IN ({', '.join('?' * len(chunk))})",
+                [model, *chunk]))
+        return found
 
     def vector_models(self) -> dict[str, int]:
         """Embedding model → how many messages have its vectors."""

@@ -151,6 +151,10 @@ class RedactionTables(Connection):
         if self._table_exists("message_vectors"):
             # A message's context vector encodes its neighbours: drop the sessions' vectors.
             changed = _ids(sorted(changed_sessions))
+            if self.db.has_column("vector_cache", "digest"):
+                # Nor may the erased texts be found by their digests.
+                self.db.execute("DELETE FROM vector_cache WHERE message_id IN"
+                                f" (SELECT id FROM messages WHERE session_id IN ({changed}))")
             for (message_id,) in self.db.execute(
                     "DELETE FROM message_vectors WHERE message_id IN"
                     f" (SELECT id FROM messages WHERE session_id IN ({changed}))"

@@ -368,3 +368,26 @@ def m009_superseded_turns(db: sqlite_utils.Database) -> None:
         ALTER TABLE turns ADD COLUMN superseded_by INTEGER;
         """
     )
+
+
+@migration
+def m010_vector_cache(db: sqlite_utils.Database) -> None:
+    """Stored vectors found by the text they embed, so a text is embedded once per model.
+
+    `digest` is the sha256 of the exact text (a message's own text, or its
+    context text when `context` is 1); the vector itself stays in
+    `message_vectors`, so the cache costs no second copy, and a message's
+    deletion (cascade) or erased vectors (redaction) take its entries along.
+    """
+    db.executescript(
+        """
+        CREATE TABLE vector_cache (
+            model TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            context INTEGER NOT NULL,
+            PRIMARY KEY (model, digest)
+        ) WITHOUT ROWID;
+        CREATE INDEX vector_cache_message ON vector_cache (message_id);
+        """
+    )

@@ -8,8 +8,10 @@ from pathlib import Path
 import chatmem
 
 PACKAGE = Path(chatmem.__file__).parent
-SQLITE_SIDE = {"store/sqlite_backend.py", "store/cipher.py", "store/schema.py"}
-"""The SQLite backend, SQLCipher's file conversions and SQLite's migration history."""
+SQLITE_SIDE = {"store/sqlite_backend.py", "store/cipher.py", "store/schema.py",
+               "store/vector_cache.py"}
+"""The SQLite backend, SQLCipher's file conversions, SQLite's migration history, and the
+eval's vector cache file (a local SQLite file whatever backend the history uses)."""
 ALLOWED = {
     ("fts.py", "MATCH"): "it builds FTS5 query expressions for the SQLite backend",
     ("cli/common.py", "PRAGMA"): "a hint naming the sqlite3 command a user can run by hand",

@@ -1,0 +1,109 @@
+"""A file of vectors kept between runs that use no history file (evals of transcripts).
+
+An eval replays each transcript on a scratch store, so the history file's
+`vector_cache` cannot help it: this file, in the user's cache directory, keeps
+every vector an eval or a replay embedded, by (model, stored or query, sha256
+of the text). It is the user's alone (0600), bounded (the oldest entries go
+first once it holds `most`), and shared safely by the worker processes of
+`eval --jobs N`: WAL, and each write one BEGIN IMMEDIATE transaction that
+waits for the others.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+from chatmem.errors import StoreError
+
+MOST = 200_000
+"""Entries the file keeps (about 150 MB of 384-dimension vectors at the most)."""
+LOOKUP = 400
+"""Digests looked up per statement."""
+WAIT_S = 60.0
+"""How long a write waits for another process's: a pool of workers may queue up."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    query INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    UNIQUE (model, query, digest)
+)
+"""
+
+
+class VectorCacheFile:
+    """The cache file at `path`, created 0600 when missing (see the module's text).
+
+    Each lookup or write opens the file for its own time (well under a
+    millisecond, against an embedding's tens): nothing to close, and any thread
+    of a replay may use it.
+    """
+
+    def __init__(self, path: Path, most: int = MOST) -> None:
+        self.path, self.most = path, most
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            os.chmod(path, 0o600)
+            with self._opened() as conn:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(SCHEMA)
+        except OSError as e:
+            raise self._error(e) from None
+
+    @contextmanager
+    def _opened(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with closing(sqlite3.connect(self.path, timeout=WAIT_S,
+                                         isolation_level=None)) as conn:
+                yield conn
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+    def _error(self, error: Exception) -> StoreError:
+        return StoreError(f"{self.path}: the vector cache cannot be used ({error}); "
+                          "delete the file to start a new one")
+
+    def cached(self, model: str, query: bool, digests: Sequence[str]) -> dict[str, bytes]:
+        """The kept vectors of the digests found."""
+        wanted = list(dict.fromkeys(digests))
+        found: dict[str, bytes] = {}
+        with self._opened() as conn:
+            for start in range(0, len(wanted), LOOKUP):
+                chunk = wanted[start : start + LOOKUP]
+                found.update(conn.execute(
+                    "SELECT digest, vector FROM vectors WHERE model = ? AND query = ?"
+                    f" AND digest IN ({', '.join('?' * len(chunk))})",
+                    [model, int(query), *chunk]).fetchall())
+        return found
+
+    def keep(self, model: str, query: bool, vectors: Sequence[tuple[str, bytes]]) -> None:
+        """Keep `vectors` (digest, bytes); past `most` entries, the oldest go."""
+        if not vectors:
+            return
+        with self._opened() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT INTO vectors (model, query, digest, vector) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT DO NOTHING",
+                    [(model, int(query), digest, blob) for digest, blob in vectors])
+                # Ids only grow, so the oldest are those below the newest minus `most`:
+                # one seek of the primary key, not a count of the file.
+                conn.execute("DELETE FROM vectors WHERE id <= (SELECT max(id) FROM vectors) - ?",
+                             [self.most])
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def count(self) -> int:
+        with self._opened() as conn:
+            return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])

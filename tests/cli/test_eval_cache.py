@@ -1,0 +1,152 @@
+"""Evals and replays of transcripts keep their vectors in the user's cache file: a second
+eval embeds nothing, and `eval --jobs N` workers share the file safely."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import stat
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from chatmem.cli import app
+from chatmem.config.paths import vector_cache_path
+from chatmem.embeddings.base import Remembering, text_digest
+from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.errors import StoreError
+from chatmem.store.vector_cache import VectorCacheFile
+
+runner = CliRunner()
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+pytestmark = pytest.mark.usefixtures("hash_embedder")
+
+
+@pytest.fixture
+def embedded(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many texts the hash embedder embeds in this process: 'stored' and 'query'."""
+    counts: Counter[str] = Counter()
+    real = HashEmbedder.embed
+
+    def counting(self: HashEmbedder, texts: Sequence[str], *, query: bool = False) -> Any:
+        counts["query" if query else "stored"] += len(texts)
+        return real(self, texts, query=query)
+
+    monkeypatch.setattr(HashEmbedder, "embed", counting)
+    return counts
+
+
+def evaluate(source: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["eval", source, "-s", "retrieval", "-s", "window:k=2",
+                                 "--jobs", "1", "--provider", "scripted", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_an_eval_run_twice_embeds_nothing_the_second_time(embedded: Counter[str],
+                                                          tmp_path: Path) -> None:
+    for name in ("long-chat", "travel-zh"):
+        shutil.copy(SESSIONS / f"{name}.jsonl", tmp_path / f"{name}.jsonl")
+    folder = str(tmp_path)
+    first = evaluate(folder)
+    assert embedded["stored"] > 0 and embedded["query"] > 0
+    path = vector_cache_path()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    kept = VectorCacheFile(path).count()
+    embedded.clear()
+    second = evaluate(folder)
+    assert embedded == Counter()  # neither a stored text nor a question
+    assert second == first
+    assert VectorCacheFile(path).count() == kept
+
+
+def test_a_replay_reuses_what_an_eval_embedded(embedded: Counter[str]) -> None:
+    source = str(SESSIONS / "long-chat.jsonl")
+    evaluate(source)
+    embedded.clear()
+    result = runner.invoke(app, ["replay", source, "-s", "retrieval", "--provider", "scripted",
+                                 "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert embedded["stored"] == 0
+
+
+def test_a_cached_vector_is_what_the_first_run_used(tmp_path: Path) -> None:
+    texts = ["Ingrid lives in Oslo.", "她住在奥斯陆。"]
+    first = Remembering(HashEmbedder(), VectorCacheFile(tmp_path / "v.sqlite"))
+    again = Remembering(HashEmbedder(), VectorCacheFile(tmp_path / "v.sqlite"))
+    for query in (False, True):
+        made = first.embed(texts, query=query)
+        assert made.dtype == np.float32 and made.shape == (2, 256)
+        assert again.embed(texts, query=query).tolist() == made.tolist()
+    assert again.inner.calls == 0 and again.inner.queries == 0  # type: ignore[attr-defined]
+    # Queries keep full precision; stored texts are kept as they are stored (float16).
+    exact = HashEmbedder().embed(texts, query=True)
+    assert first.embed(texts, query=True).tolist() == exact.tolist()
+
+
+def test_the_file_keeps_at_most_its_bound_dropping_the_oldest(tmp_path: Path) -> None:
+    cache = VectorCacheFile(tmp_path / "v.sqlite", most=5)
+    for n in range(12):
+        cache.keep("m", False, [(text_digest(str(n)), bytes([n]))])
+    assert cache.count() == 5
+    found = cache.cached("m", False, [text_digest(str(n)) for n in range(12)])
+    assert sorted(found.values()) == [bytes([n]) for n in range(7, 12)]
+    assert cache.cached("m", True, [text_digest("11")]) == {}
+    assert cache.cached("other", False, [text_digest("11")]) == {}
+
+
+def test_a_file_that_is_not_a_cache_is_named_in_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    path.write_bytes(b"not a database, just bytes " * 100)
+    with pytest.raises(StoreError) as raised:
+        VectorCacheFile(path)
+    assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+    assert path.read_bytes() == b"not a database, just bytes " * 100
+
+
+def test_an_unusable_cache_fails_the_eval_with_one_line(embedded: Counter[str]) -> None:
+    path = vector_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"garbage " * 200)
+    result = runner.invoke(app, ["eval", str(SESSIONS / "long-chat.jsonl"), "-s", "retrieval",
+                                 "--provider", "scripted"])
+    assert result.exit_code != 0
+    lines = [line for line in result.stderr.splitlines() if str(path) in line]
+    assert len(lines) == 1
+
+
+def _writer(path: str, start: int, count: int) -> None:
+    cache = VectorCacheFile(Path(path))
+    for n in range(start, start + count):
+        cache.keep("m", False, [(text_digest(f"{n}-{i}"), n.to_bytes(4, "little"))
+                                for i in range(20)])
+        cache.cached("m", False, [text_digest(f"{n - 1}-0")])
+
+
+def test_two_processes_write_the_cache_at_once_and_nothing_is_lost(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    VectorCacheFile(path)
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(str(path), start, 60))
+               for start in (0, 1000)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    cache = VectorCacheFile(path)
+    assert cache.count() == 2 * 60 * 20
+    wanted = [text_digest(f"{n}-{i}") for start in (0, 1000)
+              for n in range(start, start + 60) for i in range(20)]
+    found = cache.cached("m", False, wanted)
+    assert len(found) == len(wanted)
+    assert found[text_digest("1059-3")] == (1059).to_bytes(4, "little")
+    assert os.stat(path).st_mode & 0o077 == 0
