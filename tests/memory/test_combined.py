@@ -21,7 +21,7 @@ from chatmem.memory import EXAMPLE_COMBINATIONS, REGISTRY, create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
-from chatmem.memory.reasons import DroppedTurns, SharedBudgetCut
+from chatmem.memory.reasons import DroppedTurns, SharedBudgetCut, StoredReason
 from chatmem.tokens import counter_for_model
 
 
@@ -146,8 +146,9 @@ def fitting(history: list[int], recalled: dict[int, float], budget: int, size: i
                              state=scratch_state())
     parts = [
         Part("recalled", tuple(m for t in sorted(recalled) for m in turn_messages(t, size)),
-             "recalled", tuple(sorted(recalled.items()))),
-        Part("history", tuple(m for t in history for m in turn_messages(t, size)), "history"),
+             StoredReason("recalled"), tuple(sorted(recalled.items()))),
+        Part("history", tuple(m for t in history for m in turn_messages(t, size)),
+             StoredReason("history")),
     ]
     return fit_budget(request, [p for p in parts if p.messages], budget)
 

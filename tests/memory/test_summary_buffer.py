@@ -15,8 +15,8 @@ from chatmem.engine import Engine, open_session
 from chatmem.errors import ProviderTimeout
 from chatmem.memory import create_strategy, pins
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import Message
-from chatmem.memory.reasons import PinnedDetails, SummaryClipped
+from chatmem.memory.context import Context, Message
+from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryClipped
 from chatmem.notices import SummaryBehind, SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
@@ -341,8 +341,8 @@ def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_
         for anchor in notice.released:
             assert anchor in dropped_ever and anchor not in pinned_then
     last = turns[-1].context
-    assert re.search(r"\d+ older pinned details released to keep pins within 125 tokens",
-                     last["dropped"])
+    said = [n for n in Context.from_json(last).dropped if isinstance(n, PinsReleased)]
+    assert len(said) == 1 and said[0].limit == 125 and said[0].count > 1
     # Every pin line says which turn it came from.
     facts = next(p for p in last["parts"] if p["kind"] == "facts")["messages"][0]["content"]
     lines = facts.split("<facts>\n")[1].split("\n</facts>")[0].splitlines()
