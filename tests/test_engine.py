@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from chatmem.errors import ProviderResponseError
+from chatmem.memory.context import Context
+from chatmem.memory.reasons import NewestTurns
 from chatmem.notices import StrategyChanged, SummaryUpdated, SystemPromptReplaced
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.tokens import counter_for_model
@@ -146,7 +148,11 @@ def test_a_turn_record_holds_what_was_sent(make_engine) -> None:
     assert record.provider == "scripted" and record.tokenizer == "cl100k_base"
     assert record.estimated_tokens == result.context.tokens == record.prompt_tokens
     assert [p["kind"] for p in record.context["parts"]] == ["system", "history", "input"]
-    assert record.context["parts"][1]["reason"] == "window k=1: turn 1"
+    assert record.context["parts"][1]["reason"] == {
+        "kind": "newest_turns", "strategy": "window", "setting": "k", "value": 1, "turns": [1, 1],
+        "dropped": None, "to_fit": False, "recalled": 0, "behind": None}
+    assert Context.from_json(record.context).parts[1].reason == NewestTurns("window", "k", 1,
+                                                                            (1, 1))
 
 
 def test_switching_strategy_keeps_history(make_engine) -> None:

@@ -140,7 +140,9 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
              params: dict[str, Any], tokenizer: Tokenizer, turn: TurnRecord | None = None,
              replayed: dict[str, Any] | None = None) -> dict[str, Any]:
     from chatmem.render.notices import notice_text
+    from chatmem.render.reasons import dropped_text, reason_text
 
+    stored = context.to_json()
     return {
         "command": "inspect",
         "session": session,
@@ -149,9 +151,12 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
         "strategy": strategy_json(strategy, params),
         "tokenizer": tokenizer.to_json(),
         "input": text,
-        # Warnings as the user reads them; the stored turn keeps them as values.
-        "context": {**context.to_json(),
-                    "warnings": [notice_text(w) for w in context.warnings]},
+        # Reasons, notes and warnings as the user reads them; the stored turn keeps values.
+        "context": {**stored,
+                    "dropped": dropped_text(context.dropped) or None,
+                    "warnings": [notice_text(w) for w in context.warnings],
+                    "parts": [{**part, "reason": reason_text(p.reason)}
+                              for part, p in zip(stored["parts"], context.parts, strict=True)]},
         "messages": context.messages(),
         "rendered_prompt": turn.rendered_prompt if turn else None,
         "replayed": replayed,

@@ -9,24 +9,32 @@ from typing import Any
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Part
 from chatmem.memory.history_view import HistoryTurn
+from chatmem.memory.reasons import (
+    AttachedFiles,
+    DroppedNote,
+    DroppedTurns,
+    NewestTurns,
+    NewInput,
+    PartReason,
+    SystemPrompt,
+    turn_run,
+)
 from chatmem.notices import ContextWarning, OverBudget
 
 
 def system_part(request: ContextRequest) -> Part | None:
     message = request.system_message
-    return Part("system", (message,), "system prompt") if message else None
+    return Part("system", (message,), SystemPrompt()) if message else None
 
 
 def files_part(request: ContextRequest) -> Part | None:
     if not request.attached:
         return None
-    count = len(request.attached)
-    return Part("files", request.attached,
-                f"{count} attached file{'s' if count > 1 else ''}, quoted as data (always sent)")
+    return Part("files", request.attached, AttachedFiles(len(request.attached)))
 
 
 def input_part(request: ContextRequest) -> Part:
-    return Part("input", (request.input,), "the new user input (always sent)")
+    return Part("input", (request.input,), NewInput())
 
 
 def assemble(
@@ -34,7 +42,7 @@ def assemble(
     middle: Iterable[Part | None],
     *,
     budget: int | None = None,
-    dropped: str | None = None,
+    dropped: Iterable[DroppedNote] = (),
     warnings: Iterable[ContextWarning] = (),
     recall: Iterable[dict[str, Any]] = (),
 ) -> Context:
@@ -43,15 +51,16 @@ def assemble(
                          input_part(request)) if p is not None]
     parts.sort(key=lambda p: PART_ORDER.index(p.kind))
     notes = list(warnings)
+    left_out = tuple(dropped)
     priming = request.counter.priming
-    context = Context(tuple(parts), budget, dropped, priming=priming)
+    context = Context(tuple(parts), budget, left_out, priming=priming)
     if budget is not None and context.tokens > budget:
         fixed = sum(p.tokens for p in parts if p.kind in FIXED_KINDS) + priming
         if fixed > budget:
             notes.append(OverBudget(fixed, budget, fixed=True, attached=bool(request.attached)))
         else:
             notes.append(OverBudget(context.tokens, budget))
-    return Context(tuple(parts), budget, dropped, tuple(notes), priming, tuple(recall))
+    return Context(tuple(parts), budget, left_out, tuple(notes), priming, tuple(recall))
 
 
 def span(numbers: Sequence[int]) -> str:
@@ -63,7 +72,7 @@ def span(numbers: Sequence[int]) -> str:
     return f"turns {numbers[0]}–{numbers[-1]}"
 
 
-def history_part(turns: Sequence[HistoryTurn], reason: str) -> Part | None:
+def history_part(turns: Sequence[HistoryTurn], reason: PartReason) -> Part | None:
     if not turns:
         return None
     return Part("history", tuple(m for t in turns for m in t.messages), reason)
@@ -104,25 +113,23 @@ def drop_leading_assistant(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
 
 
 def newest_turns_part(
-    request: ContextRequest, label: str, *, room: int | None = None, limit: int | None = None,
-    why_dropped: str = "",
-) -> tuple[Part | None, str | None]:
-    """The newest whole turns as a history part, and the note on what was dropped.
-
-    The part's reason reads "<label>: turns 4–6; dropped turns 1–3<why_dropped>".
-    """
+    request: ContextRequest, strategy: str, setting: str, value: int, *,
+    room: int | None = None, limit: int | None = None,
+) -> tuple[Part | None, list[DroppedNote]]:
+    """The newest whole turns as a history part, and the note on what was dropped
+    (`room` bounding them means the budget is why)."""
     turns = fit_newest_turns(request.history.newest_first(), room=room, limit=limit)
-    dropped = dropped_note(request.history.turn_count(), turns)
-    reason = f"{label}: {span([t.number for t in turns])}"
-    if dropped:
-        reason += f"; {dropped}{why_dropped}"
-    return history_part(turns, reason), dropped
+    dropped = dropped_turns(request.history.turn_count(), turns)
+    reason = NewestTurns(strategy, setting, value, turn_run([t.number for t in turns]),
+                         dropped, to_fit=room is not None)
+    return history_part(turns, reason), [DroppedTurns(dropped)] if dropped else []
 
 
-def dropped_note(total: int, kept: Sequence[HistoryTurn]) -> str | None:
+def dropped_turns(total: int, kept: Sequence[HistoryTurn]) -> tuple[int, int] | None:
+    """The turns before the first one kept (None when none are)."""
     if not total:
         return None
     first_kept = kept[0].number if kept else total + 1
     if first_kept <= 1:
         return None
-    return f"dropped {span(range(1, first_kept))}"
+    return (1, first_kept - 1)

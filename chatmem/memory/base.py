@@ -3,9 +3,9 @@
 A strategy is a pure decision: given a view of the history, its own derived
 state, the new input, a budget and a token counter, it returns a `Context`
 (chatmem.memory.context), an ordered list of `Part`s, each with the messages it
-contributes, their token count and a one-line reason. Same inputs, same context:
-that is what makes `inspect` and `replay` trustworthy. The helpers every build
-shares are in chatmem.memory.assembly.
+contributes, their token count and why it is sent (a value, chatmem.memory.reasons).
+Same inputs, same context: that is what makes `inspect` and `replay` trustworthy.
+The helpers every build shares are in chatmem.memory.assembly.
 """
 
 from __future__ import annotations

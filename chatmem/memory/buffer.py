@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from chatmem.memory.assembly import assemble, fit_newest_turns, history_part, span
+from chatmem.memory.assembly import assemble, fit_newest_turns, history_part
 from chatmem.memory.base import BaseStrategy, ContextRequest
 from chatmem.memory.context import Context
+from chatmem.memory.reasons import AllTurns
 
 
 class BufferStrategy(BaseStrategy):
@@ -13,5 +14,6 @@ class BufferStrategy(BaseStrategy):
 
     def build(self, request: ContextRequest) -> Context:
         turns = fit_newest_turns(request.history.newest_first(), room=None)
-        reason = f"buffer: all {span([t.number for t in turns])}" if turns else ""
-        return assemble(request, [history_part(turns, reason)], budget=self.budget(request))
+        part = history_part(turns, AllTurns(self.name, (turns[0].number, turns[-1].number))
+                            ) if turns else None
+        return assemble(request, [part], budget=self.budget(request))

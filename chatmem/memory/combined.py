@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.errors import StrategyError
-from chatmem.memory.assembly import assemble, fixed_tokens, span
+from chatmem.memory.assembly import assemble, fixed_tokens
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
+from chatmem.memory.reasons import DroppedNote, DroppedTurns, Merged, SharedBudgetCut, turn_run
 from chatmem.notices import Notice, OverBudget
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
@@ -105,16 +106,8 @@ class CombinedStrategy:
         parts = merge_parts(contexts)
         parts, history_cut, recalled_cut = fit_budget(request, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
-        if history_cut or recalled_cut:
-            went = []
-            if history_cut:
-                went.append(f"history {span(history_cut)}")
-            if recalled_cut:
-                listed = ", ".join(f"{n} ({score:.2f})" for n, score in recalled_cut)
-                went.append(f"recalled turn{'s' if len(recalled_cut) > 1 else ''} {listed}")
-            dropped = f"{dropped}; " if dropped else ""
-            dropped += (f"{' and '.join(went)} left out to fit the shared budget"
-                        f" of {budget:,}")
+        if (history_cut or recalled_cut) and budget is not None:
+            dropped.append(SharedBudgetCut(turn_run(history_cut), tuple(recalled_cut), budget))
         warnings = [w for c in contexts for w in c.warnings if not isinstance(w, OverBudget)]
         return assemble(request, parts, budget=budget, dropped=dropped,
                         warnings=dict.fromkeys(warnings),
@@ -143,7 +136,8 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
         if kind in ("history", "recalled"):
             messages.sort(key=lambda m: (m.turn or 0, m.id or 0))
         if messages:
-            reason = " | ".join(dict.fromkeys(p.reason for p in found))
+            reasons = tuple(dict.fromkeys(p.reason for p in found))
+            reason = reasons[0] if len(reasons) == 1 else Merged(reasons)
             kept = {m.turn for m in messages}
             scores = tuple((n, score) for p in found for n, score in p.scores if n in kept)
             merged.append(Part(kind, tuple(messages), reason, scores))
@@ -161,15 +155,14 @@ def recall_rows(contexts: Sequence[Context], cut: set[int]) -> list[dict[str, An
     return rows
 
 
-def merged_dropped(total: int, parts: Sequence[Part]) -> str | None:
-    """Which turns no part sends, e.g. 'dropped turns 1–7 (2 recalled)'."""
+def merged_dropped(total: int, parts: Sequence[Part]) -> list[DroppedNote]:
+    """Which turns no part sends as history, and how many of them are recalled."""
     history = [m.turn for p in parts if p.kind == "history" for m in p.messages if m.turn]
     first = min(history) if history else total + 1
     if first <= 1:
-        return None
+        return []
     recalled = {m.turn for p in parts if p.kind == "recalled" for m in p.messages if m.turn}
-    note = f"dropped {span(range(1, first))}"
-    return note + (f" ({len(recalled)} recalled)" if recalled else "")
+    return [DroppedTurns((1, first - 1), recalled_turns=len(recalled))]
 
 
 def fit_budget(

@@ -1,8 +1,8 @@
 """What one request sends: messages, grouped into parts that each say why they are there.
 
 A `Context` is an ordered list of `Part`s (in PART_ORDER), each with the messages it
-contributes, their token count and a one-line reason; it is stored with every turn
-(to_json/from_json), which is what `inspect` shows.
+contributes, their token count and why it is sent (a value, see chatmem.memory.reasons);
+it is stored with every turn (to_json/from_json), which is what `inspect` shows.
 """
 
 from __future__ import annotations
@@ -11,6 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chatmem.memory.reasons import (
+    DroppedNote,
+    PartReason,
+    dropped_from_json,
+    dropped_json,
+    reason_from_json,
+    reason_json,
+)
 from chatmem.notices import ContextWarning, warning_from_json, warning_json
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
@@ -45,7 +53,7 @@ class Message:
 class Part:
     kind: PartKind
     messages: tuple[Message, ...]
-    reason: str
+    reason: PartReason
     scores: tuple[tuple[int, float], ...] = field(default=(), compare=False)
     """For recalled parts: (turn, relevance score) of each turn, so a shared budget
     can let the least relevant go first. Not recorded with the context."""
@@ -61,7 +69,8 @@ class Context:
 
     parts: tuple[Part, ...]
     budget: int | None = None
-    dropped: str | None = None
+    dropped: tuple[DroppedNote, ...] = ()
+    """What was left out, in the order the strategy noted it (empty when nothing was)."""
     warnings: tuple[ContextWarning, ...] = ()
     priming: int = REPLY_PRIMING
     """The counter's tokens beyond the messages (see TokenCounter.priming)."""
@@ -88,13 +97,13 @@ class Context:
         return {
             "tokens": self.tokens,
             "budget": self.budget,
-            "dropped": self.dropped,
+            "dropped": dropped_json(self.dropped),
             "warnings": [warning_json(w) for w in self.warnings],
             "priming": self.priming,
             "parts": [
                 {
                     "kind": p.kind,
-                    "reason": p.reason,
+                    "reason": reason_json(p.reason),
                     "tokens": p.tokens,
                     "messages": [
                         {"role": m.role, "content": m.content, "tokens": m.tokens, "id": m.id,
@@ -112,7 +121,7 @@ class Context:
         parts = tuple(
             Part(
                 kind=p["kind"],
-                reason=p["reason"],
+                reason=reason_from_json(p["reason"]),
                 messages=tuple(
                     Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"))
                     for m in p["messages"]
@@ -121,5 +130,6 @@ class Context:
             for p in data["parts"]
         )
         warnings = tuple(warning_from_json(w) for w in data.get("warnings", ()))
-        return cls(parts, data.get("budget"), data.get("dropped"), warnings,
+        return cls(parts, data.get("budget"), dropped_from_json(data.get("dropped")),
+                   warnings,
                    data.get("priming", REPLY_PRIMING), tuple(data.get("recall", ())))

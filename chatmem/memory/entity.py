@@ -36,8 +36,8 @@ class EntityStrategy(BaseStrategy[EntityParams]):
         k = self.options.k
         known = request.state.live_facts()
         facts = facts_part(known, request.input.content, self.options.max_facts,
-                           request.counter, f"entity k={k}", fact_origins(request.state, known))
-        history, dropped = newest_turns_part(request, f"entity k={k}", limit=k)
+                           request.counter, (self.name, "k", k), fact_origins(request.state, known))
+        history, dropped = newest_turns_part(request, self.name, "k", k, limit=k)
         return assemble(request, [facts, history], budget=self.budget(request), dropped=dropped)
 
     def update(self, env: MemoryEnv) -> list[Notice]:

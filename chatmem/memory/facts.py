@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from chatmem import fts
 from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.reasons import FactsSelected
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -41,10 +42,11 @@ def normalize_key(key: str) -> str:
 
 def relevant_facts(
     facts: Sequence[FactRecord], query: str, cap: int
-) -> tuple[list[FactRecord], str]:
-    """All facts while they fit the cap; else the cap's worth ranked by overlap with the query."""
+) -> tuple[list[FactRecord], bool]:
+    """All facts while they fit the cap; else the cap's worth ranked by overlap with the query
+    (and True: they were ranked)."""
     if len(facts) <= cap:
-        return list(facts), f"all {len(facts)} fact{'' if len(facts) == 1 else 's'}"
+        return list(facts), False
     words = set(fts.query_terms(query))
 
     def overlap(fact: FactRecord) -> int:
@@ -53,7 +55,7 @@ def relevant_facts(
     # Ties on overlap go to the most recently updated fact.
     ranked = sorted(facts, key=lambda f: (overlap(f), f.updated_at, f.id), reverse=True)
     chosen = sorted(ranked[:cap], key=lambda f: f.id)
-    return chosen, f"{cap} of {len(facts)} facts, ranked by overlap with the input"
+    return chosen, True
 
 
 def fact_line(fact: FactRecord, session: str | None = None) -> str:
@@ -72,24 +74,23 @@ def render_block(facts: Sequence[FactRecord], origins: Mapping[int, str] | None 
 
 
 def facts_part(
-    facts: Sequence[FactRecord], query: str, cap: int, counter: TokenCounter, label: str,
-    origins: Mapping[int, str] | None = None,
+    facts: Sequence[FactRecord], query: str, cap: int, counter: TokenCounter,
+    setting: tuple[str, str, int], origins: Mapping[int, str] | None = None,
 ) -> Part | None:
+    """The facts part; `setting`: the strategy, and its parameter and value that bound it."""
     if not facts:
         return None
     origins = origins or {}
-    chosen, how = relevant_facts(facts, query, cap)
+    chosen, ranked = relevant_facts(facts, query, cap)
     text = render_block(chosen, origins)
     here = sorted({f.source_turn for f in chosen
                    if f.source_turn is not None and f.id not in origins})
-    sources = [f"turn{'s' if len(here) > 1 else ''} {', '.join(map(str, here))}"] if here else []
-    sources += [f"session {name}" for name in sorted({origins[f.id] for f in chosen
-                                                      if f.id in origins})]
-    if any(f.source_turn is None for f in chosen):
-        sources.append("/remember")
-    origin = "from " + ", ".join(sources)
+    sessions = sorted({origins[f.id] for f in chosen if f.id in origins})
+    reason = FactsSelected(*setting, sent=len(chosen), total=len(facts), ranked=ranked,
+                           turns=tuple(here), sessions=tuple(sessions),
+                           remembered=any(f.source_turn is None for f in chosen))
     message = Message.counted("system", text, counter)
-    return Part("facts", (message,), f"{label}: {how} ({origin})")
+    return Part("facts", (message,), reason)
 
 
 def provenance(store: FactRepository, facts: Sequence[FactRecord]

@@ -278,19 +278,6 @@ def pack(
             candidate.why = "budget: no room left"
 
 
-def describe(weights: Weights, *, fallback: str | None = None) -> str:
-    """`hybrid (dense 0.5, smooth 0.5, sitting 0.3, mmr 0.7)` for a part's reason."""
-    parts = []
-    if weights.mode == "hybrid":
-        parts.append(f"dense {weights.dense_weight:g}")
-    if weights.mode != "dense":
-        parts.append(f"smooth {weights.smooth:g}, sitting {weights.sitting:g}")
-    if weights.mode != "bm25":
-        parts.append(f"mmr {weights.mmr:g}")
-    text = f"{weights.mode} ({', '.join(parts)})"
-    return f"{text}; {fallback}" if fallback else text
-
-
 def as_json(ranked: Sequence[Ranked]) -> list[dict[str, Any]]:
     return [
         {"id": r.key, "turn": r.turn, "role": r.role, "bm25": round(r.bm25, 4),

@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING
 from chatmem.errors import ChatmemError
 from chatmem.memory.assembly import (
     assemble,
-    dropped_note,
+    dropped_turns,
     fit_newest_turns,
     fixed_tokens,
     history_part,
-    span,
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context, Part
@@ -37,12 +36,12 @@ from chatmem.memory.ranking import (
     Weights,
     WordScores,
     as_json,
-    describe,
     fuse,
     pack,
     pool,
     words_scores,
 )
+from chatmem.memory.reasons import DroppedTurns, NewestTurns, Recalled, RecallMethod, turn_run
 from chatmem.memory.recall_sources import StoredRecall
 from chatmem.notices import ContextWarning, EmbeddingFailed, NoEmbedder, Notice
 
@@ -113,15 +112,13 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         if first_recent > 1 and room > 0:
             recalled, recall_rows = self.recall(request, first_recent, room, warnings)
             parts.append(recalled)
-        dropped = dropped_note(total, turns)
-        kept_count = sum(1 for r in recall_rows if r["kept"])
-        if dropped and kept_count:
-            dropped += f" except {kept_count} recalled messages"
-        reason = f"retrieval recent={recent}: {span([t.number for t in turns])}"
-        if dropped:
-            reason += f"; {dropped}"
+        dropped = dropped_turns(total, turns)
+        kept_count = sum(1 for r in recall_rows if r["kept"]) if dropped else 0
+        reason = NewestTurns(self.name, "recent", recent, turn_run([t.number for t in turns]),
+                             dropped, recalled=kept_count)
         parts.append(history_part(turns, reason))
-        return assemble(request, parts, budget=budget, dropped=dropped, warnings=warnings,
+        notes = [DroppedTurns(dropped, recalled_messages=kept_count)] if dropped else []
+        return assemble(request, parts, budget=budget, dropped=notes, warnings=warnings,
                         recall=recall_rows)
 
     def recall(
@@ -131,7 +128,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         """The recalled part, and the rows `inspect` shows."""
         source = self.source(request)
         embedder = request.embedder if self.needs_embedder else None
-        fallback = "no embedder" if self.needs_embedder and embedder is None else None
+        no_embedder = self.needs_embedder and embedder is None
+        embedding_error: str | None = None
         count = source.count_before(first_recent)
         query = request.input.content
         weights = self.weights(embedder)
@@ -152,7 +150,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 if found.scores is not None:
                     dense, present, rows = found.scores, found.present, found.rows
             except ChatmemError as e:
-                fallback = f"embedding failed ({e}), ranked by words only"
+                embedding_error = str(e)
                 warnings.append(EmbeddingFailed(str(e)))
                 weights = replace(weights, mode="bm25")
                 embedder = dense = rows = present = None
@@ -190,22 +188,18 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
         kept = self._open_with_user(kept, ranked, ranked_at, room)
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
-        method = describe(weights, fallback=fallback)
+        method = RecallMethod(weights.mode, weights.dense_weight, weights.smooth,
+                              weights.sitting, weights.mmr, no_embedder, embedding_error)
         if not kept:
             return None, as_json(shown)
         best_by_turn: dict[int, float] = {}
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
         sent = tuple(messages[r.position] for r in kept)
-        turns = f"{len(best_by_turn)} turn{'s' if len(best_by_turn) > 1 else ''}"
-        reason = (f"retrieval {method} max_tokens={self.options.max_tokens}: "
-                  f"{len(kept)} of {count} earlier messages, from {turns}, fused "
-                  f"{min(r.fused for r in kept):.2f}–{max(r.fused for r in kept):.2f}")
-        left = len(ranked) - len(kept)
-        if left:
-            reason += f"; {left} more ranked, left out (see inspect)"
-        if embedded < count:
-            reason += f"; dense over {embedded:,} of {count:,} messages; indexing"
+        reason = Recalled(method, self.options.max_tokens, len(kept), count, len(best_by_turn),
+                          min(r.fused for r in kept), max(r.fused for r in kept),
+                          left=len(ranked) - len(kept),
+                          embedded=embedded if embedded < count else None)
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown)
 

@@ -26,6 +26,17 @@ from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, catchin
 from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.params import param
+from chatmem.memory.reasons import (
+    DroppedNote,
+    PinnedDetails,
+    PinsLeftOut,
+    PinsReleased,
+    SummaryClipped,
+    SummaryLeftOut,
+    SummaryVersion,
+    Unsummarized,
+    turn_run,
+)
 from chatmem.notices import (
     ContextWarning,
     Notice,
@@ -101,14 +112,8 @@ def facts_message(pinned: Sequence[pins.Pin], counter: TokenCounter) -> Message:
     return Message("system", pins.facts_text(pinned), pins.PinCost(counter)(pinned))
 
 
-def pinned_reason(pinned: Sequence[pins.Pin]) -> str:
-    versions = sorted({p.version for p in pinned})
-    which = ", ".join(f"v{v}" for v in versions)
-    return f"kept verbatim: dropped by summary {which}"
-
-
-def _details(count: int) -> str:
-    return f"{count} older pinned detail{'' if count == 1 else 's'}"
+def pinned_reason(pinned: Sequence[pins.Pin]) -> PinnedDetails:
+    return PinnedDetails(tuple(sorted({p.version for p in pinned})))
 
 
 class SummaryLimit(Protocol):
@@ -130,7 +135,7 @@ class SummaryMemory(BaseStrategy[Limited]):
     def memory_parts(
         self, st: SummaryState, counter: TokenCounter, room: int | None = None,
         keep_free: int = 0,
-    ) -> tuple[list[Part], list[str]]:
+    ) -> tuple[list[Part], list[DroppedNote]]:
         """The summary and pinned-facts parts, fitted to `room` tokens when given.
 
         A summary that does not fit is clipped with a visible marker. Pins get
@@ -139,11 +144,10 @@ class SummaryMemory(BaseStrategy[Limited]):
         first. Both are reported in the notes.
         """
         parts: list[Part] = []
-        notes: list[str] = []
+        notes: list[DroppedNote] = []
         left = room
         if st.latest is not None:
-            reason = (f"summary v{st.latest.version} of {_upto(st.boundary)}"
-                      f" ({st.latest.model or 'unknown model'})")
+            reason = SummaryVersion(st.latest.version, st.boundary, st.latest.model)
             full = summary_message(st.text, st.boundary, st.latest.version, counter)
             message: Message | None = full
             if left is not None and full.tokens > left:
@@ -160,11 +164,11 @@ class SummaryMemory(BaseStrategy[Limited]):
                         allowed -= candidate.tokens - left
                 if fitted is not None:
                     message = fitted
-                    reason += f"; clipped to {allowed} tokens to fit the budget"
-                    notes.append(f"summary v{st.latest.version} clipped to fit the budget")
+                    reason = replace(reason, clipped_to=allowed)
+                    notes.append(SummaryClipped(st.latest.version))
                 else:
                     message = None
-                    notes.append(f"summary v{st.latest.version} left out: no room in the budget")
+                    notes.append(SummaryLeftOut(st.latest.version))
             if message is not None:
                 parts.append(Part("summary", (message,), reason))
                 left = None if left is None else left - message.tokens
@@ -176,10 +180,9 @@ class SummaryMemory(BaseStrategy[Limited]):
                  else p for p in st.pins]
         kept, left_out = pins.fit_pins(shown, limit, pins.PinCost(counter))
         if left_out:
-            notes.append(f"{_details(len(left_out))} left out to fit")
+            notes.append(PinsLeftOut(len(left_out)))
         if st.released:
-            notes.append(f"{_details(st.released)} released to keep pins within"
-                         f" {self.pin_limit()} tokens (/summary lists them)")
+            notes.append(PinsReleased(st.released, self.pin_limit()))
         if kept:
             parts.append(Part("facts", (facts_message(kept, counter),), pinned_reason(kept)))
         return parts, notes
@@ -386,15 +389,14 @@ class SummaryStrategy(SummaryMemory[SummaryParams]):
         parts, notes = self.memory_parts(st, request.counter)
         warnings: list[ContextWarning] = []
         if pending:
-            turns = span([t.number for t in pending])
-            why = f"summary behind: {st.behind}" if st.behind else "not yet summarized"
-            part = history_part(pending, f"{turns} ({why})")
+            part = history_part(pending, Unsummarized(turn_run([t.number for t in pending]),
+                                                      st.behind))
             if part:
                 parts.append(part)
             if st.behind:
                 warnings.append(SummaryBehind(pending[0].number, pending[-1].number))
         return assemble(request, parts, budget=self.budget(request), warnings=warnings,
-                        dropped="; ".join(notes) or None)
+                        dropped=notes)
 
     def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:
         """Every turn after the boundary, in one bounded batch."""

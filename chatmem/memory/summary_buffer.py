@@ -22,12 +22,12 @@ from chatmem.memory.assembly import (
     fit_newest_turns,
     fixed_tokens,
     history_part,
-    span,
 )
 from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.params import param
+from chatmem.memory.reasons import NewestTurns, NotYetSummarized, Summarized, turn_run
 from chatmem.memory.summary import (
     FOLD_TOKENS,
     SummaryMemory,
@@ -86,19 +86,17 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
                  else fit_newest_turns(chain([first] if first else [], unsummarized), room))
         first_kept = turns[0].number if turns else last + 1
         if st.boundary:
-            notes.append(f"{span(range(1, st.boundary + 1))} summarized")
+            notes.append(Summarized((1, st.boundary)))
         if first_kept > st.boundary + 1:
-            notes.append(f"{span(range(st.boundary + 1, first_kept))} not yet summarized,"
-                         " left out to fit")
-        reason = f"summary-buffer max_tokens={budget}: {span([t.number for t in turns])}"
-        if st.behind:
-            reason += f" (summary behind: {st.behind})"
-        part = history_part(turns, reason)
+            notes.append(NotYetSummarized((st.boundary + 1, first_kept - 1)))
+        part = history_part(turns, NewestTurns(self.name, "max_tokens", budget,
+                                               turn_run([t.number for t in turns]),
+                                               behind=st.behind))
         if part:
             parts.append(part)
         warnings = [SummaryBehind(turns[0].number, turns[-1].number)] if st.behind and turns \
             else []
-        return assemble(request, parts, budget=budget, dropped="; ".join(notes) or None,
+        return assemble(request, parts, budget=budget, dropped=notes,
                         warnings=warnings)
 
     def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:

@@ -31,7 +31,5 @@ class TokenBudgetStrategy(BaseStrategy[TokenBudgetParams]):
     def build(self, request: ContextRequest) -> Context:
         budget = self.options.max_tokens
         history, dropped = newest_turns_part(
-            request, f"tokens max_tokens={budget}", room=max(budget - fixed_tokens(request), 0),
-            why_dropped=" to fit",
-        )
+            request, self.name, "max_tokens", budget, room=max(budget - fixed_tokens(request), 0))
         return assemble(request, [history], budget=budget, dropped=dropped)

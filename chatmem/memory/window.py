@@ -22,5 +22,5 @@ class WindowStrategy(BaseStrategy[WindowParams]):
 
     def build(self, request: ContextRequest) -> Context:
         k = self.options.k
-        history, dropped = newest_turns_part(request, f"window k={k}", limit=k)
+        history, dropped = newest_turns_part(request, self.name, "k", k, limit=k)
         return assemble(request, [history], budget=self.budget(request), dropped=dropped)

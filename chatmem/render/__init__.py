@@ -17,6 +17,7 @@ from chatmem.config.options import Cost
 from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
 from chatmem.render.notices import notice_text
+from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
 from chatmem.tokens import format_count
@@ -73,10 +74,6 @@ def template_extra(context: Context, estimated: int | None) -> int:
     """Tokens of the exact request count that no part and no priming explains."""
     return 0 if estimated is None else estimated - context.tokens
 
-
-def dropped_text(dropped: str) -> str:
-    """`dropped turns 1–3`, without repeating the word the note already starts with."""
-    return dropped if dropped.startswith("dropped") else f"dropped: {dropped}"
 
 
 def token_line(
@@ -144,7 +141,7 @@ def context_panel(
         header = Text.assemble(
             (f"{part.kind}", f"bold {style}"),
             (f"  {format_count(part.tokens, approximate)} tokens", "dim"),
-            (f"  {part.reason}", "italic dim"),
+            (f"  {reason_text(part.reason)}", "italic dim"),
         )
         blocks.append(header)
         for message in part.messages:
@@ -165,7 +162,7 @@ def context_panel(
                                     (f"  {extra:+,} tokens", "dim"),
                                     (f"  {template_note}", "italic dim")))
     if context.dropped:
-        blocks.append(Text(dropped_text(context.dropped), style="dim red"))
+        blocks.append(Text(dropped_line(context.dropped), style="dim red"))
     shown = estimated if estimated is not None else context.tokens
     total = f"{format_count(shown, approximate)} tokens"
     if context.budget:

@@ -17,12 +17,12 @@ from chatmem.render import (
     PRIMING_NOTE,
     TEMPLATE_NOTE,
     context_panel,
-    dropped_text,
     key_values,
     template_extra,
     when,
 )
 from chatmem.render.notices import notice_text
+from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.summary import coverage
 from chatmem.tokens import format_count
 
@@ -39,7 +39,7 @@ def parts_table(context: Context, *, approximate: bool, estimated: int | None = 
     for part in context.parts:
         style = PART_STYLES.get(part.kind, "")
         out.add_row(Text(part.kind, style=style), str(len(part.messages)),
-                    format_count(part.tokens, approximate), part.reason)
+                    format_count(part.tokens, approximate), reason_text(part.reason))
     out.add_row(Text("reply priming", style="dim"), "", format_count(context.priming, approximate),
                 Text(PRIMING_NOTE, style="dim"))
     extra = template_extra(context, estimated)
@@ -135,7 +135,7 @@ def inspect_view(
                       approximate, label=estimate_label),
     ]
     if context.dropped:
-        blocks.append(Text(dropped_text(context.dropped), style="red"))
+        blocks.append(Text(dropped_line(context.dropped), style="red"))
     for warning in context.warnings:
         blocks.append(Text(f"⚠ {notice_text(warning)}", style="bold yellow"))
     note = ("tokens the chat template adds around the messages (e.g. a default system"

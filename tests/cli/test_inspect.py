@@ -253,3 +253,39 @@ def test_a_turn_counted_approximately_is_shown_with_the_mark(tmp_path, chat_serv
     assert asked.exit_code == 0, asked.stderr
     shown = {name: runner.invoke(app, ["inspect", name, "--db", db]).stdout for name in "ab"}
     assert "≈" in shown["a"] and "≈" not in shown["b"]
+
+
+def test_json_words_reasons_and_shows_what_an_older_version_stored_as_it_was(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "x.db"
+    history = {"kind": "history", "tokens": 14, "messages": [
+        {"role": "user", "content": "你好", "tokens": 14, "id": None, "turn": 4}]}
+    typed = {"kind": "input", "tokens": 14, "messages": [
+        {"role": "user", "content": "hi", "tokens": 14, "id": None, "turn": None}]}
+    # As an older version stored it: reasons and the dropped note as sentences.
+    old = {"tokens": 31, "budget": 4000, "dropped": "dropped turns 1–3", "warnings": [],
+           "priming": 3, "parts": [
+               {**history, "reason": "window k=1: turn 4; dropped turns 1–3"},
+               {**typed, "reason": "the new user input (always sent)"}]}
+    # As this version stores it: values tagged by kind.
+    new = {**old, "dropped": [{"kind": "dropped_turns", "turns": [1, 3],
+                               "recalled_messages": 0, "recalled_turns": 0}],
+           "parts": [{**history, "reason": {
+               "kind": "newest_turns", "strategy": "window", "setting": "k", "value": 1,
+               "turns": [4, 4], "dropped": [1, 3], "to_fit": False, "recalled": 0,
+               "behind": None}}, {**typed, "reason": {"kind": "new_input"}}]}
+    with Store(db) as store:
+        for name, context in (("old", old), ("new", new)):
+            session = store.create_session(name, "window", {"k": 1})
+            store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "window", reply="ok"))
+    before = db.read_bytes()
+    shown = {}
+    for name in ("old", "new"):
+        result = runner.invoke(app, ["inspect", name, "--db", str(db), "--json"])
+        assert result.exit_code == 0, result.stderr
+        shown[name] = json.loads(result.stdout)["context"]
+    assert db.read_bytes() == before
+    # Both read as the older version wrote them: `reason` and `dropped` stay strings.
+    for key in ("tokens", "budget", "dropped", "warnings", "priming", "parts"):
+        assert shown["old"][key] == shown["new"][key] == old[key], key

@@ -9,6 +9,7 @@ from chatmem.errors import StrategyError
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.memory.reasons import AllTurns
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -25,7 +26,7 @@ def test_sends_every_message_in_order() -> None:
     context = create_strategy("buffer").build(req)
     assert context.messages()[:-1] == [m.as_chat() for m in messages]
     part = context.part("history")
-    assert part is not None and part.reason == "buffer: all turns 1–30"
+    assert part is not None and part.reason == AllTurns("buffer", (1, 30))
     assert context.tokens == 3 + 30 * 9 + 5
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from fact_conversations import (
     ENGLISH_VALUES,
@@ -20,10 +18,10 @@ from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.errors import StrategyError
 from chatmem.memory import EXAMPLE_COMBINATIONS, REGISTRY, create_strategy
-from chatmem.memory.assembly import span
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
+from chatmem.memory.reasons import DroppedTurns, SharedBudgetCut, StoredReason
 from chatmem.tokens import counter_for_model
 
 
@@ -77,7 +75,7 @@ def test_parts_come_in_the_fixed_order_and_each_message_once(make_engine) -> Non
     assert [m.turn for m in context.part("history").messages] == [36, 36, 37, 37, 38, 38, 39, 39]
     assert {m.turn for m in context.part("recalled").messages} == {2}
     assert facts_in(context)["order id"] == ("ORD-7731", "turn 2")
-    assert context.dropped == "dropped turns 1–35 (1 recalled)"
+    assert context.dropped == (DroppedTurns((1, 35), recalled_turns=1),)
 
 
 def test_history_wins_over_recall(make_engine) -> None:
@@ -112,8 +110,7 @@ def test_one_budget_is_shared_old_history_goes_before_a_relevant_recalled_turn(
     before = [m.turn for m in alone.part("history").messages]
     assert kept and kept == before[len(before) - len(kept):] and len(kept) < len(before)
     cut = sorted(set(before) - set(kept))
-    assert tight.dropped.endswith(
-        f"; history {span(cut)} left out to fit the shared budget of 300")
+    assert tight.dropped[1:] == (SharedBudgetCut((cut[0], cut[-1]), (), 300),)
 
 
 def test_the_recalled_turn_that_answers_the_question_outlives_recent_small_talk(
@@ -132,8 +129,10 @@ def test_the_recalled_turn_that_answers_the_question_outlives_recent_small_talk(
     history = [m.turn for m in context.part("history").messages]
     assert history and history[-1] == 160  # the newest turn always stays
     # Recall fills its own budget too, so the least relevant recalled turns go as well.
-    assert re.search(r"; history turns? \d+(–\d+)?( and recalled turns? .*)? left out to fit "
-                     r"the shared budget of 500$", context.dropped)
+    cut = context.dropped[-1]
+    assert isinstance(cut, SharedBudgetCut) and len(context.dropped) == 2
+    assert cut.history is not None and cut.budget == 500
+    assert cut.history[1] < history[0] and all(n not in history for n, _ in cut.recalled)
 
 
 def turn_messages(turn: int, tokens: int) -> tuple[Message, ...]:
@@ -147,8 +146,9 @@ def fitting(history: list[int], recalled: dict[int, float], budget: int, size: i
                              state=scratch_state())
     parts = [
         Part("recalled", tuple(m for t in sorted(recalled) for m in turn_messages(t, size)),
-             "recalled", tuple(sorted(recalled.items()))),
-        Part("history", tuple(m for t in history for m in turn_messages(t, size)), "history"),
+             StoredReason("recalled"), tuple(sorted(recalled.items()))),
+        Part("history", tuple(m for t in history for m in turn_messages(t, size)),
+             StoredReason("history")),
     ]
     return fit_budget(request, [p for p in parts if p.messages], budget)
 

@@ -16,6 +16,7 @@ from fact_conversations import (
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.memory.facts import BLOCK_CLOSE, BLOCK_OPEN
+from chatmem.memory.reasons import FactsSelected
 
 QUESTION = "What should I pack for the trip?"
 
@@ -36,7 +37,8 @@ def test_entity_holds_all_five_facts_labelled_with_their_turn(make_engine) -> No
         facts = facts_in(context)
         assert facts == {key: (value, f"turn {turn}")
                          for key, (value, turn) in ENGLISH_VALUES.items()}, strategy
-        assert context.part("facts").reason.endswith("(from turns 1, 2, 3, 4, 5)")
+        reason = context.part("facts").reason
+        assert (reason.turns, reason.sessions, reason.remembered) == ((1, 2, 3, 4, 5), (), False)
         history_turns = {m.turn for m in context.part("history").messages}
         assert history_turns == ({37, 38, 39} if strategy == "entity" else {35, 36, 37, 38, 39})
 
@@ -73,11 +75,13 @@ def test_user_facts_follow_the_user_to_another_session_and_no_one_else(
     second = open_session(store, alice, scripted, "b", strategy="entity")
     context = second.build_context("hello")
     assert facts_in(context) == {"name": ("Alice Moreau", "turn 1 of session a")}
-    assert context.part("facts").reason == "entity k=3: all 1 fact (from session a)"
+    assert context.part("facts").reason == FactsSelected("entity", "k", 3, sent=1, total=1,
+                                                         ranked=False, sessions=("a",))
     second.run_turn("I live in Lisbon.")
     both = second.build_context("hello")
     assert facts_in(both)["city"] == ("Lisbon", "turn 1")
-    assert both.part("facts").reason.endswith("(from turn 1, session a)")
+    assert (both.part("facts").reason.turns, both.part("facts").reason.sessions) == (
+        (1,), ("a",))
     bob = open_session(store, Settings(system="Be brief.", user="bob", user_facts=True),
                        scripted, "c",
                        strategy="entity")
@@ -126,7 +130,8 @@ def test_many_facts_are_capped_and_ranked_by_overlap_with_the_input(make_engine)
         engine.run_turn(line)
     context = engine.build_context("Can my budget stretch to a hotel in Lisbon?")
     assert set(facts_in(context)) == {"budget", "city"}
-    assert "2 of 4 facts, ranked by overlap with the input" in context.part("facts").reason
+    reason = context.part("facts").reason
+    assert (reason.sent, reason.total, reason.ranked) == (2, 4, True)
 
 
 def test_a_question_about_a_fact_never_overwrites_it(make_engine) -> None:

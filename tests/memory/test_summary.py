@@ -13,6 +13,7 @@ from chatmem.engine import Engine, open_session
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryVersion, Unsummarized
 from chatmem.notices import SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
@@ -39,7 +40,7 @@ def test_each_turn_makes_a_new_version_and_the_context_is_summary_plus_input(
     second = engine.run_turn("My order ORD-7731 costs $120.")
     assert [p.kind for p in second.context.parts] == ["system", "summary", "facts", "input"]
     summary = second.context.part("summary")
-    assert summary is not None and summary.reason == "summary v1 of turn 1 (scripted:scripted)"
+    assert summary is not None and summary.reason == SummaryVersion(1, 1, "scripted:scripted")
     assert summary.messages[0].content == (
         "Summary of the conversation so far (turn 1, v1), data, not instructions:\n"
         "<summary>\n- My name is Alice Chen.\n</summary>"
@@ -83,14 +84,14 @@ def test_a_summary_that_turns_five_thousand_yuan_into_a_budget_is_flagged(
     assert notice.pinned == ("五千元",) and notice.version == 3
     context = engine.build_context("我们的预算是多少？")
     facts = context.part("facts")
-    assert facts is not None and facts.reason == "kept verbatim: dropped by summary v3"
+    assert facts is not None and facts.reason == PinnedDetails((3,))
     # The pin carries the turn it was said in and a verbatim quote, inside the data block.
     assert "<facts>\n- 五千元 (from turn 3: \"我们的预算是五千元。\")\n</facts>" \
         in facts.messages[0].content
     # Still pinned while later summaries keep leaving it out.
     engine.run_turn(CHINESE[3])
     facts = engine.build_context("？").part("facts")
-    assert facts is not None and facts.reason == "kept verbatim: dropped by summary v3"
+    assert facts is not None and facts.reason == PinnedDetails((3,))
 
 
 def test_a_pinned_anchor_is_released_once_a_summary_repeats_it(
@@ -170,7 +171,7 @@ def test_a_failed_update_keeps_the_turn_raw_and_catches_up_in_one_call(
     assert history is not None
     assert [m.content for m in history.messages] == [
         "Turn two mentions 五千元.", "echo #2: Turn two mentions 五千元."]
-    assert "summary behind: the summarizer returned an empty summary" in history.reason
+    assert history.reason == Unsummarized((2, 2), "the summarizer returned an empty summary")
     assert provider.calls_by_purpose["summary"] == before + 1
     latest = engine.store.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.version == 2
@@ -219,5 +220,4 @@ def test_summary_pins_keep_within_summary_max_tokens_releasing_the_oldest(
     released = [n for n in notices if isinstance(n, SummaryUpdated) and n.released]
     assert any(n.released[0] == "ORD-7701" for n in released)
     assert {n.pin_limit for n in released} == {60}
-    assert re.search(r"\d+ older pinned details? released to keep pins within 60 tokens",
-                     context.dropped or "")
+    assert [n.limit for n in context.dropped if isinstance(n, PinsReleased)] == [60]

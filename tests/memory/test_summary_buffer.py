@@ -15,7 +15,8 @@ from chatmem.engine import Engine, open_session
 from chatmem.errors import ProviderTimeout
 from chatmem.memory import create_strategy, pins
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import Message
+from chatmem.memory.context import Context, Message
+from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryClipped
 from chatmem.notices import SummaryBehind, SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
@@ -145,7 +146,7 @@ def test_an_anchor_the_summarizer_drops_is_pinned_in_the_next_context(
     context = engine.build_context("what did I say?")
     facts = context.part("facts")
     assert facts is not None
-    assert facts.reason == "kept verbatim: dropped by summary v1"
+    assert facts.reason == PinnedDetails((1,))
     assert f"- {anchor} (from turn 1: \"{statement}\")\n" in facts.messages[0].content
     assert facts.messages[0].role == "system"
     assert context.tokens <= 260
@@ -244,8 +245,8 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
     assert context.tokens <= 400
     summary = context.part("summary")
     assert summary is not None
-    assert "clipped to fit the budget" in (context.dropped or "")
-    assert "to fit the budget" in summary.reason
+    assert SummaryClipped(summary.reason.version) in context.dropped
+    assert summary.reason.clipped_to is not None and summary.reason.clipped_to > 0
     # The oldest part is cut, behind a marker; the newest summarized turn is still there.
     content = summary.messages[0].content
     assert re.search(r"instructions:\n<summary>\n\[…older part clipped to fit \d+ tokens\]\n",
@@ -273,7 +274,7 @@ def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_bud
     # Each pin says where it was said: its line names turn 2, quoted or not.
     [line] = [x for x in facts.messages[0].content.splitlines() if "五千元" in x]
     assert line.startswith("- ") and "turn 2" in line
-    assert f"dropped by summary v{flagged[0].version}" in facts.reason
+    assert flagged[0].version in facts.reason.versions
     # Old points left the extractive summary long ago; their anchors are still sent.
     sent = "\n".join(m["content"] for m in context.messages())
     for anchor in ("李雷", "ORD-7731", "五千元", "五月"):
@@ -340,8 +341,8 @@ def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_
         for anchor in notice.released:
             assert anchor in dropped_ever and anchor not in pinned_then
     last = turns[-1].context
-    assert re.search(r"\d+ older pinned details released to keep pins within 125 tokens",
-                     last["dropped"])
+    said = [n for n in Context.from_json(last).dropped if isinstance(n, PinsReleased)]
+    assert len(said) == 1 and said[0].limit == 125 and said[0].count > 1
     # Every pin line says which turn it came from.
     facts = next(p for p in last["parts"] if p["kind"] == "facts")["messages"][0]["content"]
     lines = facts.split("<facts>\n")[1].split("\n</facts>")[0].splitlines()

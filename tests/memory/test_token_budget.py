@@ -9,6 +9,7 @@ from listed_history import ListHistory, scratch_state
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.memory.reasons import DroppedTurns, NewestTurns
 from chatmem.notices import OverBudget
 from chatmem.tokens import counter_for_model
 
@@ -39,7 +40,9 @@ def test_budget_counts_system_input_and_overhead() -> None:
     part = trimmed.part("history")
     assert part is not None
     assert part.messages[0].content == "hello there"
-    assert part.reason == f"tokens max_tokens={exact - 1}: turns 2–3; dropped turn 1 to fit"
+    assert part.reason == NewestTurns("tokens", "max_tokens", exact - 1, (2, 3), (1, 1),
+                                      to_fit=True)
+    assert trimmed.dropped == (DroppedTurns((1, 1)),)
     assert trimmed.tokens <= exact - 1 and not trimmed.warnings
 
 

@@ -9,6 +9,7 @@ from chatmem.errors import StrategyError
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.memory.reasons import DroppedTurns, NewestTurns
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -37,13 +38,13 @@ def test_keeps_the_last_k_turns() -> None:
         "Be brief.", "question 4", "answer 4", "question 5", "answer 5", "now?"]
     history_part = context.part("history")
     assert history_part is not None
-    assert history_part.reason == "window k=2: turns 4–5; dropped turns 1–3"
-    assert context.dropped == "dropped turns 1–3"
+    assert history_part.reason == NewestTurns("window", "k", 2, (4, 5), (1, 3))
+    assert context.dropped == (DroppedTurns((1, 3)),)
 
 
 def test_fewer_turns_than_k_sends_them_all() -> None:
     context = create_strategy("window").build(request(history(3), system=None))
-    assert len(context.messages()) == 7 and context.dropped is None
+    assert len(context.messages()) == 7 and context.dropped == ()
     assert [p.kind for p in context.parts] == ["history", "input"]
 
 

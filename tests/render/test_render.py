@@ -9,6 +9,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.reasons import DroppedNote, DroppedTurns, NewestTurns, NewInput, StoredNote
 from chatmem.render import context_panel, sessions_table, token_line
 
 
@@ -18,11 +19,12 @@ def show(renderable: object, width: int = 100) -> str:
     return console.export_text()
 
 
-def context(dropped: str | None = None) -> Context:
+def context(dropped: tuple[DroppedNote, ...] = ()) -> Context:
     return Context((
         Part("history", (Message("user", "第一行\n第二行", 9, 1, 3),
-                         Message("assistant", "ok", 4, 2, 3)), "window k=1: turn 3"),
-        Part("input", (Message("user", "hi", 6),), "the new user input (always sent)"),
+                         Message("assistant", "ok", 4, 2, 3)),
+             NewestTurns("window", "k", 1, (3, 3))),
+        Part("input", (Message("user", "hi", 6),), NewInput()),
     ), budget=4000, dropped=dropped, priming=3)
 
 
@@ -59,9 +61,9 @@ def test_multi_line_messages_stay_indented_under_their_part() -> None:
 
 
 def test_dropped_turns_are_not_called_dropped_twice() -> None:
-    out = show(context_panel(context("dropped turns 1–2"), approximate=False))
+    out = show(context_panel(context((DroppedTurns((1, 2)),)), approximate=False))
     assert "dropped turns 1–2" in out and "dropped: dropped" not in out
-    other = show(context_panel(context("turn 4 (too long)"), approximate=False))
+    other = show(context_panel(context((StoredNote("turn 4 (too long)"),)), approximate=False))
     assert "dropped: turn 4 (too long)" in other
 
 

@@ -1,0 +1,319 @@
+"""Why a part is in a context and what a context left out, as values.
+
+Strategies put these on `Part.reason` and `Context.dropped`; only chatmem.render.reasons
+words them, so no layer parses a sentence back. They are stored with the turn:
+`reason_json` tags each by kind; a reason or note an older version stored as text comes
+back as `StoredReason` / `StoredNote` and is shown as it was written.
+
+A run of turns is a `(first, last)` pair; None stands for no turns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TurnRun = tuple[int, int]
+
+
+def turn_run(numbers: Sequence[int]) -> TurnRun | None:
+    """The run from the first to the last of `numbers` (None when there are none)."""
+    return (numbers[0], numbers[-1]) if numbers else None
+
+
+# -- why a part is sent ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemPrompt:
+    """The session's system prompt."""
+
+
+@dataclass(frozen=True)
+class AttachedFiles:
+    """`count` files attached to the input, quoted as data."""
+
+    count: int
+
+
+@dataclass(frozen=True)
+class NewInput:
+    """The new user input."""
+
+
+@dataclass(frozen=True)
+class AllTurns:
+    """`strategy` sends every turn: `turns`."""
+
+    strategy: str
+    turns: TurnRun
+
+
+@dataclass(frozen=True)
+class NewestTurns:
+    """`strategy` (its `setting` = `value` bounding them) sends the newest `turns`;
+    `dropped`: the older turns not sent, `to_fit` when the budget is why, and
+    `recalled` messages of them sent by recall after all."""
+
+    strategy: str
+    setting: str
+    value: int
+    turns: TurnRun | None
+    dropped: TurnRun | None = None
+    to_fit: bool = False
+    recalled: int = 0
+    behind: str | None = None
+    """Why the summary is behind (summary-buffer): its failed update's error."""
+
+
+@dataclass(frozen=True)
+class Unsummarized:
+    """Turns after the summary sent raw: `behind` is the error of the failed update that
+    left them, None when the update has simply not run yet."""
+
+    turns: TurnRun | None
+    behind: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryVersion:
+    """Summary `version` of turns 1..`upto`, by `model`; `clipped_to` tokens when it was
+    clipped to fit the budget."""
+
+    version: int
+    upto: int
+    model: str | None
+    clipped_to: int | None = None
+
+
+@dataclass(frozen=True)
+class PinnedDetails:
+    """Details kept verbatim because summary `versions` dropped them."""
+
+    versions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FactsSelected:
+    """`strategy` (`setting` = `value`) sends `sent` of its `total` facts (`ranked` by
+    overlap with the input when not all fit), said in `turns`, other `sessions` or
+    by `/remember` (`remembered`)."""
+
+    strategy: str
+    setting: str
+    value: int
+    sent: int
+    total: int
+    ranked: bool
+    turns: tuple[int, ...] = ()
+    sessions: tuple[str, ...] = ()
+    remembered: bool = False
+
+
+@dataclass(frozen=True)
+class RecallMethod:
+    """How recall ranked: the `mode` and its weights; `no_embedder` or `embedding_error`
+    when it fell back to words only."""
+
+    mode: str
+    dense_weight: float
+    smooth: float
+    sitting: float
+    mmr: float
+    no_embedder: bool = False
+    embedding_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """Recall (`method`, `max_tokens`) sends `sent` of `candidates` earlier messages from
+    `turns` turns, fused scores `low`..`high`; `left` more were ranked and left out; dense
+    scores cover `embedded` of the `candidates` while indexing catches up."""
+
+    method: RecallMethod
+    max_tokens: int
+    sent: int
+    candidates: int
+    turns: int
+    low: float
+    high: float
+    left: int = 0
+    embedded: int | None = None
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A part several strategies of a combination contributed to, with each one's reason."""
+
+    reasons: tuple[PartReason, ...]
+
+
+@dataclass(frozen=True)
+class StoredReason:
+    """A reason an older version stored as text: shown as it was written."""
+
+    text: str
+
+
+PartReason = (SystemPrompt | AttachedFiles | NewInput | AllTurns | NewestTurns | Unsummarized
+              | SummaryVersion | PinnedDetails | FactsSelected | Recalled | Merged
+              | StoredReason)
+
+
+# -- what a context left out -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DroppedTurns:
+    """Turns `turns` are not sent as history; `recalled_messages` of them (retrieval) or
+    some of `recalled_turns` of them (a combination) are sent by recall."""
+
+    turns: TurnRun
+    recalled_messages: int = 0
+    recalled_turns: int = 0
+
+
+@dataclass(frozen=True)
+class SharedBudgetCut:
+    """A combination left out `history` turns and `recalled` (turn, score)s to fit its
+    shared `budget`."""
+
+    history: TurnRun | None
+    recalled: tuple[tuple[int, float], ...]
+    budget: int
+
+
+@dataclass(frozen=True)
+class SummaryClipped:
+    """Summary `version` was clipped to fit the budget."""
+
+    version: int
+
+
+@dataclass(frozen=True)
+class SummaryLeftOut:
+    """Summary `version` had no room in the budget."""
+
+    version: int
+
+
+@dataclass(frozen=True)
+class PinsLeftOut:
+    """`count` older pinned details were left out to fit."""
+
+    count: int
+
+
+@dataclass(frozen=True)
+class PinsReleased:
+    """`count` older pinned details were released to keep the pins within `limit` tokens."""
+
+    count: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class Summarized:
+    """`turns` are sent as the summary, not verbatim."""
+
+    turns: TurnRun
+
+
+@dataclass(frozen=True)
+class NotYetSummarized:
+    """`turns`, not yet summarized, were left out to fit."""
+
+    turns: TurnRun
+
+
+@dataclass(frozen=True)
+class StoredNote:
+    """A note an older version stored as text: shown as it was written."""
+
+    text: str
+
+
+DroppedNote = (DroppedTurns | SharedBudgetCut | SummaryClipped | SummaryLeftOut | PinsLeftOut
+               | PinsReleased | Summarized | NotYetSummarized | StoredNote)
+
+
+# -- stored with the turn ---------------------------------------------------------------
+
+_KINDS: dict[str, type[Any]] = {
+    "system_prompt": SystemPrompt, "attached_files": AttachedFiles, "new_input": NewInput,
+    "all_turns": AllTurns, "newest_turns": NewestTurns, "unsummarized": Unsummarized,
+    "summary_version": SummaryVersion, "pinned_details": PinnedDetails,
+    "facts_selected": FactsSelected, "recall_method": RecallMethod, "recalled": Recalled,
+    "merged": Merged, "dropped_turns": DroppedTurns, "shared_budget_cut": SharedBudgetCut,
+    "summary_clipped": SummaryClipped, "summary_left_out": SummaryLeftOut,
+    "pins_left_out": PinsLeftOut, "pins_released": PinsReleased, "summarized": Summarized,
+    "not_yet_summarized": NotYetSummarized,
+}
+_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
+
+
+def _encode(value: Any) -> Any:
+    if type(value) in _KIND_OF:
+        return {"kind": _KIND_OF[type(value)],
+                **{f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_decode(v) for v in value)
+    if isinstance(value, Mapping):
+        values = {k: _decode(v) for k, v in value.items() if k != "kind"}
+        return _KINDS[value["kind"]](**values)
+    return value
+
+
+def reason_json(value: PartReason | DroppedNote) -> dict[str, Any] | str:
+    """A reason or note as stored with the turn: {"kind": …, its values}."""
+    if isinstance(value, StoredReason | StoredNote):
+        return value.text
+    encoded: dict[str, Any] = _encode(value)
+    return encoded
+
+
+def _typed(data: Any) -> Any | None:
+    """The value `data` stands for, None when this version does not know its kind."""
+    try:
+        return _decode(data)
+    except (KeyError, TypeError):  # kinds or values a newer version added
+        return None
+
+
+def reason_from_json(data: Mapping[str, Any] | str) -> PartReason:
+    """A stored reason back as a value; text (older versions) as a StoredReason."""
+    if isinstance(data, str):
+        return StoredReason(data)
+    value = _typed(data)
+    return value if value is not None else StoredReason(str(data))
+
+
+def dropped_json(notes: Sequence[DroppedNote]
+                 ) -> list[dict[str, Any] | str] | str | None:
+    """A context's dropped notes as stored (None when nothing was left out); the text an
+    older version stored is written back as it was."""
+    if len(notes) == 1 and isinstance(notes[0], StoredNote):
+        return notes[0].text
+    return [reason_json(n) for n in notes] if notes else None
+
+
+def dropped_from_json(data: Sequence[Mapping[str, Any] | str] | str | None
+                      ) -> tuple[DroppedNote, ...]:
+    """Stored dropped notes back as values; the one text older versions stored as a StoredNote."""
+    if not data:
+        return ()
+    if isinstance(data, str):
+        return (StoredNote(data),)
+    notes: list[DroppedNote] = []
+    for item in data:
+        value = StoredNote(item) if isinstance(item, str) else _typed(item)
+        notes.append(value if value is not None else StoredNote(str(item)))
+    return tuple(notes)

@@ -1,0 +1,231 @@
+"""The one wording of why a part is sent and of what a context left out.
+
+Values come from chatmem.memory.reasons; `inspect`, the prompt panel and `inspect --json`
+all word them here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import singledispatch
+
+from chatmem.memory.assembly import span
+from chatmem.memory.reasons import (
+    AllTurns,
+    AttachedFiles,
+    DroppedNote,
+    DroppedTurns,
+    FactsSelected,
+    Merged,
+    NewestTurns,
+    NewInput,
+    NotYetSummarized,
+    PartReason,
+    PinnedDetails,
+    PinsLeftOut,
+    PinsReleased,
+    Recalled,
+    RecallMethod,
+    SharedBudgetCut,
+    StoredNote,
+    StoredReason,
+    Summarized,
+    SummaryClipped,
+    SummaryLeftOut,
+    SummaryVersion,
+    SystemPrompt,
+    TurnRun,
+    Unsummarized,
+)
+
+
+def reason_text(reason: PartReason) -> str:
+    """One line on why a part is sent, as `inspect` shows it."""
+    return _worded(reason)
+
+
+def dropped_text(notes: Sequence[DroppedNote]) -> str:
+    """What a context left out, e.g. `dropped turns 1–3; summary v2 clipped to fit the budget`
+    (empty when nothing was)."""
+    return "; ".join(_worded(n) for n in notes)
+
+
+def dropped_line(notes: Sequence[DroppedNote]) -> str:
+    """`dropped turns 1–3`, or `dropped: summary v2 clipped …` for notes that do not start
+    with the word."""
+    text = dropped_text(notes)
+    return text if text.startswith("dropped") else f"dropped: {text}"
+
+
+def run_text(run: TurnRun | None) -> str:
+    """'turns 3–7', 'turn 3' or 'no turns'."""
+    return span(range(run[0], run[1] + 1)) if run else "no turns"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+@singledispatch
+def _worded(value: object) -> str:
+    raise TypeError(f"no wording for {type(value).__name__}")
+
+
+@_worded.register
+def _(r: SystemPrompt) -> str:
+    return "system prompt"
+
+
+@_worded.register
+def _(r: AttachedFiles) -> str:
+    return f"{_plural(r.count, 'attached file')}, quoted as data (always sent)"
+
+
+@_worded.register
+def _(r: NewInput) -> str:
+    return "the new user input (always sent)"
+
+
+@_worded.register
+def _(r: AllTurns) -> str:
+    return f"{r.strategy}: all {run_text(r.turns)}"
+
+
+@_worded.register
+def _(r: NewestTurns) -> str:
+    text = f"{r.strategy} {r.setting}={r.value}: {run_text(r.turns)}"
+    if r.behind:
+        text += f" (summary behind: {r.behind})"
+    if r.dropped:
+        text += f"; {_worded(DroppedTurns(r.dropped, r.recalled))}"
+        text += " to fit" if r.to_fit else ""
+    return text
+
+
+@_worded.register
+def _(r: Unsummarized) -> str:
+    why = f"summary behind: {r.behind}" if r.behind else "not yet summarized"
+    return f"{run_text(r.turns)} ({why})"
+
+
+@_worded.register
+def _(r: SummaryVersion) -> str:
+    text = f"summary v{r.version} of {run_text((1, r.upto))} ({r.model or 'unknown model'})"
+    if r.clipped_to is not None:
+        text += f"; clipped to {r.clipped_to} tokens to fit the budget"
+    return text
+
+
+@_worded.register
+def _(r: PinnedDetails) -> str:
+    return f"kept verbatim: dropped by summary {', '.join(f'v{v}' for v in r.versions)}"
+
+
+@_worded.register
+def _(r: FactsSelected) -> str:
+    how = (f"{r.sent} of {r.total} facts, ranked by overlap with the input" if r.ranked
+           else f"all {_plural(r.total, 'fact')}")
+    sources = [f"turn{'s' if len(r.turns) > 1 else ''} {', '.join(map(str, r.turns))}"
+               ] if r.turns else []
+    sources += [f"session {name}" for name in r.sessions]
+    if r.remembered:
+        sources.append("/remember")
+    return f"{r.strategy} {r.setting}={r.value}: {how} (from {', '.join(sources)})"
+
+
+def method_text(m: RecallMethod) -> str:
+    """`hybrid (dense 0.5, smooth 0.5, sitting 0.3, mmr 0.7)`, and the fallback if any."""
+    weights = []
+    if m.mode == "hybrid":
+        weights.append(f"dense {m.dense_weight:g}")
+    if m.mode != "dense":
+        weights.append(f"smooth {m.smooth:g}, sitting {m.sitting:g}")
+    if m.mode != "bm25":
+        weights.append(f"mmr {m.mmr:g}")
+    text = f"{m.mode} ({', '.join(weights)})"
+    if m.embedding_error is not None:
+        return f"{text}; embedding failed ({m.embedding_error}), ranked by words only"
+    return f"{text}; no embedder" if m.no_embedder else text
+
+
+@_worded.register
+def _(r: Recalled) -> str:
+    text = (f"retrieval {method_text(r.method)} max_tokens={r.max_tokens}: "
+            f"{r.sent} of {r.candidates} earlier messages, from"
+            f" {r.turns} turn{'s' if r.turns > 1 else ''}, fused {r.low:.2f}–{r.high:.2f}")
+    if r.left:
+        text += f"; {r.left} more ranked, left out (see inspect)"
+    if r.embedded is not None:
+        text += f"; dense over {r.embedded:,} of {r.candidates:,} messages; indexing"
+    return text
+
+
+@_worded.register
+def _(r: Merged) -> str:
+    return " | ".join(dict.fromkeys(_worded(each) for each in r.reasons))
+
+
+@_worded.register
+def _(r: StoredReason) -> str:
+    return r.text
+
+
+@_worded.register
+def _(n: DroppedTurns) -> str:
+    text = f"dropped {run_text(n.turns)}"
+    if n.recalled_messages:
+        text += f" except {n.recalled_messages} recalled messages"
+    if n.recalled_turns:
+        text += f" ({n.recalled_turns} recalled)"
+    return text
+
+
+@_worded.register
+def _(n: SharedBudgetCut) -> str:
+    went = []
+    if n.history:
+        went.append(f"history {run_text(n.history)}")
+    if n.recalled:
+        listed = ", ".join(f"{turn} ({score:.2f})" for turn, score in n.recalled)
+        went.append(f"recalled turn{'s' if len(n.recalled) > 1 else ''} {listed}")
+    return f"{' and '.join(went)} left out to fit the shared budget of {n.budget:,}"
+
+
+@_worded.register
+def _(n: SummaryClipped) -> str:
+    return f"summary v{n.version} clipped to fit the budget"
+
+
+@_worded.register
+def _(n: SummaryLeftOut) -> str:
+    return f"summary v{n.version} left out: no room in the budget"
+
+
+def _older_pins(count: int) -> str:
+    return f"{count} older pinned detail{'' if count == 1 else 's'}"
+
+
+@_worded.register
+def _(n: PinsLeftOut) -> str:
+    return f"{_older_pins(n.count)} left out to fit"
+
+
+@_worded.register
+def _(n: PinsReleased) -> str:
+    return (f"{_older_pins(n.count)} released to keep pins within {n.limit} tokens"
+            " (/summary lists them)")
+
+
+@_worded.register
+def _(n: Summarized) -> str:
+    return f"{run_text(n.turns)} summarized"
+
+
+@_worded.register
+def _(n: NotYetSummarized) -> str:
+    return f"{run_text(n.turns)} not yet summarized, left out to fit"
+
+
+@_worded.register
+def _(n: StoredNote) -> str:
+    return n.text

@@ -1,0 +1,98 @@
+"""Part reasons and dropped notes are values stored by kind; older text comes back as text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.reasons import (
+    AllTurns,
+    AttachedFiles,
+    DroppedTurns,
+    FactsSelected,
+    Merged,
+    NewestTurns,
+    NewInput,
+    NotYetSummarized,
+    PinnedDetails,
+    PinsLeftOut,
+    PinsReleased,
+    Recalled,
+    RecallMethod,
+    SharedBudgetCut,
+    StoredNote,
+    StoredReason,
+    Summarized,
+    SummaryClipped,
+    SummaryLeftOut,
+    SummaryVersion,
+    SystemPrompt,
+    Unsummarized,
+    dropped_from_json,
+    dropped_json,
+    reason_from_json,
+    reason_json,
+)
+
+METHOD = RecallMethod("hybrid", 0.5, 0.5, 0.3, 0.7, embedding_error="超时")
+REASONS = [
+    SystemPrompt(), AttachedFiles(2), NewInput(), AllTurns("buffer", (1, 30)),
+    NewestTurns("retrieval", "recent", 4, (7, 10), (1, 6), recalled=3),
+    NewestTurns("summary-buffer", "max_tokens", 500, None, behind="服务器超时"),
+    Unsummarized((4, 5), "the summarizer returned an empty summary"),
+    SummaryVersion(3, 9, None, clipped_to=120),
+    PinnedDetails((1, 3)),
+    FactsSelected("entity", "k", 3, 2, 4, True, (1, 2), ("旅行",), True),
+    Recalled(METHOD, 800, 5, 40, 3, 0.25, 0.91, left=2, embedded=17),
+    Merged((NewestTurns("window", "k", 2, (4, 5)), AllTurns("buffer", (1, 5)))),
+]
+NOTES = [
+    DroppedTurns((1, 3), recalled_messages=2), DroppedTurns((1, 1), recalled_turns=1),
+    SharedBudgetCut((1, 2), ((5, 0.31), (6, 0.2)), 1000), SharedBudgetCut(None, ((5, 0.5),), 9),
+    SummaryClipped(2), SummaryLeftOut(2), PinsLeftOut(1), PinsReleased(3, 60),
+    Summarized((1, 8)), NotYetSummarized((9, 9)),
+]
+
+
+def stored_and_read(context: Context) -> Context:
+    """Through the JSON text a turn row holds."""
+    return Context.from_json(json.loads(json.dumps(context.to_json(), ensure_ascii=False)))
+
+
+@pytest.mark.parametrize("reason", REASONS, ids=lambda r: type(r).__name__)
+def test_every_reason_reads_back_as_the_value_it_was(reason) -> None:
+    context = Context((Part("history", (Message("user", "你好", 3, 1, 1),), reason),))
+    assert stored_and_read(context).parts[0].reason == reason
+    assert reason_json(reason)["kind"]  # stored tagged by kind, not as a sentence
+
+
+def test_every_dropped_note_reads_back_in_order() -> None:
+    context = Context((), dropped=tuple(NOTES))
+    assert stored_and_read(context).dropped == tuple(NOTES)
+    assert stored_and_read(Context(())).dropped == ()
+    assert Context(()).to_json()["dropped"] is None
+
+
+def test_text_an_older_version_stored_reads_back_as_text_and_is_written_back_unchanged() -> None:
+    old = {"tokens": 20, "budget": 4000, "dropped": "dropped turns 1–3", "warnings": [],
+           "parts": [{"kind": "history", "reason": "window k=2: turns 4–5; dropped turns 1–3",
+                      "tokens": 20, "messages": []}]}
+    context = Context.from_json(old)
+    assert context.parts[0].reason == StoredReason("window k=2: turns 4–5; dropped turns 1–3")
+    assert context.dropped == (StoredNote("dropped turns 1–3"),)
+    again = context.to_json()
+    assert (again["dropped"], again["parts"][0]["reason"]) == (old["dropped"],
+                                                             old["parts"][0]["reason"])
+
+
+def test_a_kind_this_version_does_not_know_is_kept_as_text() -> None:
+    newer = {"kind": "from_the_future", "turns": [1, 2]}
+    assert reason_from_json(newer) == StoredReason(str(newer))
+    extra = {**reason_json(AttachedFiles(2)), "size": 9}  # a value a newer version added
+    assert reason_from_json(extra) == StoredReason(str(extra))
+    assert dropped_from_json([newer, "turn 4 (too long)"]) == (
+        StoredNote(str(newer)), StoredNote("turn 4 (too long)"))
+    assert dropped_from_json(None) == dropped_from_json("") == ()
+    assert dropped_json([]) is None
