@@ -3,13 +3,12 @@ Build 3), in English and Chinese; reading never writes the history file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from file_hash import checkpointed_hash
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -30,18 +29,6 @@ def ask(db: Path, session: str, text: str) -> None:
     result = run(db, "ask", session, text, "--provider", "scripted", "--plain")
     assert result.exit_code == 0, result.stderr
 
-
-def checkpointed_hash(db: Path) -> str:
-    connection = sqlite3.connect(db)
-    try:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        connection.close()
-    digest = hashlib.sha256(db.read_bytes())
-    wal = db.with_name(db.name + "-wal")
-    if wal.exists():
-        digest.update(wal.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture

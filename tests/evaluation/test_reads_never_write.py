@@ -7,11 +7,11 @@ tokenizer) computes it in memory only.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
 import pytest
+from file_hash import checkpointed_hash
 from typer.testing import CliRunner
 
 from chatmem.cli import app
@@ -28,19 +28,6 @@ def invoke(*args: str) -> None:
     result = runner.invoke(app, [*args, "--provider", "scripted"])
     assert result.exit_code == 0, (args, result.stderr)
 
-
-def checkpointed_hash(db: Path) -> str:
-    """The file's SHA-256 with its write-ahead log folded in (and the log's own bytes)."""
-    connection = sqlite3.connect(db)
-    try:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        connection.close()
-    digest = hashlib.sha256(db.read_bytes())
-    wal = db.with_name(db.name + "-wal")
-    if wal.exists():
-        digest.update(wal.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture
