@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING, Any
 from chatmem.memory.context import Message
 from chatmem.memory.ranking import POOL, Sittings, dense_scores
 
+DATABASE_RANKING_FROM = 20_000
+"""Messages from which pgvector picks the dense candidates. Below it numpy ranks every
+vector: measured at 2,000 and 10,000 messages (benchmarks/pg_vectors.py), a build cost
+150-300 ms through the database and 8-12 ms in numpy once a process holds the vectors
+(117-553 ms for its first build), so the database pays only where holding them does not."""
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -172,12 +178,12 @@ class StoredRecall:
         is every vector, so both paths rank alike; beyond it the best cosines are
         the same, but dense scores are scaled 0–1 over the candidates rather
         than over every message (the lowest cosine of all would need them all).
-        Elsewhere every stored vector is ranked in numpy (loaded once per
-        process, then extended).
+        Elsewhere, and below DATABASE_RANKING_FROM messages, every stored vector
+        is ranked in numpy (loaded once per process, then extended).
         """
         assert self.embedder is not None
         store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
-        if store.ranks_vectors:
+        if store.ranks_vectors and count >= DATABASE_RANKING_FROM:
             if not store.count_vectors(session_id, model, count):
                 return Dense(None, None, 0)
             asked = self.embedder.embed([query], query=True)[0]

@@ -9,7 +9,7 @@ import pytest
 from fact_conversations import CHINESE_FILLER, ENGLISH_FILLER, mixed_line, run_conversation
 
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.memory import create_strategy
+from chatmem.memory import create_strategy, recall_sources
 from chatmem.store import Store
 
 QUERIES = ("What was booking BK-1011 about?", "tell me about hotels and museums",
@@ -46,7 +46,8 @@ def test_pgvector_recall_equals_the_numpy_ranking(make_engine, store: Store,
     engine.indexing.finish(embedder)
     by_database = {}
     with monkeypatch.context() as patch:
-        # The database path never reads the session's every vector.
+        # The database path (taken here from the first message) never reads every vector.
+        patch.setattr(recall_sources, "DATABASE_RANKING_FROM", 0)
         patch.setattr(store, "vector_rows", lambda *a, **k: pytest.fail("read every vector"))
         for query in QUERIES:
             by_database[query] = recall_rows(engine, query, mode=mode)
@@ -56,3 +57,22 @@ def test_pgvector_recall_equals_the_numpy_ranking(make_engine, store: Store,
         assert any(r["kept"] and r["dense"] is not None for r in by_numpy), query
         # Every shown row: id, scores (words, dense, fused), kept or not and why.
         assert by_database[query] == by_numpy, query
+
+
+def test_below_the_threshold_numpy_ranks_though_the_database_could(make_engine,
+                                                                  store: Store) -> None:
+    embedder = HashEmbedder(64)
+    engine = make_engine("retrieval", embedder=embedder)
+    run_conversation(engine, [mixed_line(i) for i in range(1, 11)])
+    engine.indexing.finish(embedder)
+    read: list[object] = []
+    original = store.vector_rows
+
+    def counted(*args: object, **kwargs: object) -> object:
+        read.append(args)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.vector_rows = counted  # type: ignore[method-assign]
+    rows = recall_rows(engine, QUERIES[0], mode="dense")
+    assert read and any(r["dense"] is not None for r in rows)
+    assert recall_sources.DATABASE_RANKING_FROM > 20
