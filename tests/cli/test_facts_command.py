@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
-from cli_runner import invoke
-from rich.console import Console
+from cli_runner import invoke, repl
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.repl.loop import Repl
 from chatmem.store import Store
 
 
 def chat(db: Path, session: str, lines: list[str], *, user: str = "default",
          strategy: str = "entity", user_facts: bool = False) -> tuple[str, str]:
     """Drive the REPL over a real store; returns (stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
     with Store(db) as store:
-        engine = open_session(store, Settings(system="Be brief.", user=user,
-                                              user_facts=user_facts),
-                              ScriptedProvider(), session, strategy=strategy)
-        Repl(engine, Console(file=out, width=200), Console(file=err, width=200)).run(lines)
-    return out.getvalue(), err.getvalue()
+        return repl(store, session, lines, user=user, strategy=strategy, user_facts=user_facts)
 
 
 def errors(err: str) -> list[str]:

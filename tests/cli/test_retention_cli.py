@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -12,13 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
-from rich.console import Console
+from cli_runner import invoke, repl
 
-from chatmem.config.settings import Settings
-from chatmem.engine import open_session
-from chatmem.providers.scripted import ScriptedProvider
-from chatmem.repl.loop import Repl
 from chatmem.store import Store
 
 pytestmark = pytest.mark.usefixtures("history_key")
@@ -34,13 +28,8 @@ def history(db: Path, *, days_ago: float = 0) -> Store:
 def chat(db: Path, name: str, lines: list[str], *, days_ago: float = 0, user: str = "default",
          strategy: str = "entity") -> str:
     """The REPL on a history whose clock says `days_ago`; returns its stderr."""
-    err = io.StringIO()
     with history(db, days_ago=days_ago) as store:
-        engine = open_session(store, Settings(system="Be brief.", user=user, user_facts=True),
-                              ScriptedProvider(), name, strategy=strategy)
-        Repl(engine, Console(file=io.StringIO(), width=200),
-             Console(file=err, width=200)).run(lines)
-    return err.getvalue()
+        return repl(store, name, lines, user=user, strategy=strategy, user_facts=True)[1]
 
 
 def raw(db: Path) -> bytes:
