@@ -8,14 +8,11 @@ from typing import Any
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
-
-from chatmem.cli import app
+from cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "chatmem.schema.json").read_text(encoding="utf-8"))
 SESSIONS = ROOT / "sessions"
-runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("hash_embedder")  # about shapes, not ranking
 
 
@@ -29,7 +26,7 @@ def validator(definition: str) -> jsonschema.protocols.Validator:
 
 
 def output(*args: str, input: str | None = None) -> Any:
-    result = runner.invoke(app, [*args, "--json"], input=input)
+    result = invoke(*args, "--json", input=input)
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -38,16 +35,16 @@ def output(*args: str, input: str | None = None) -> Any:
 def db(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Path) -> str:
     """A history with a chatted entity session (facts, a /system change) and two imports."""
     path = str(tmp_path_factory.mktemp("schema") / "x.db")
-    result = runner.invoke(app, ["chat", "e", "-s", "window+entity", "--provider", "scripted",
-                                 "--db", path],
-                           input="My name is Ada.\n/system Be terse.\n我的城市是杭州。\n")
+    result = invoke("chat", "e", "-s", "window+entity", "--provider", "scripted",
+                    "--db", path,
+                    input="My name is Ada.\n/system Be terse.\n我的城市是杭州。\n")
     assert result.exit_code == 0, result.stderr
     for sample in ("support", "travel-zh"):
-        imported = runner.invoke(app, ["sessions", "import", str(SESSIONS / f"{sample}.jsonl"),
-                                       "--db", path])
+        imported = invoke("sessions", "import", str(SESSIONS / f"{sample}.jsonl"),
+                          "--db", path)
         assert imported.exit_code == 0, imported.stderr
-    replayed = runner.invoke(app, ["replay", "support", "-s", "summary-buffer:max_tokens=600",
-                                   "--save-as", "sb", "--db", path])
+    replayed = invoke("replay", "support", "-s", "summary-buffer:max_tokens=600",
+                      "--save-as", "sb", "--db", path)
     assert replayed.exit_code == 0, replayed.stderr
     return path
 

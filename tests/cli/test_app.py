@@ -6,12 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
 from chatmem import __version__
-from chatmem.cli import app
-
-runner = CliRunner()
 
 
 @pytest.mark.parametrize(
@@ -33,7 +30,7 @@ runner = CliRunner()
     ],
 )
 def test_usage_errors_are_one_line_with_exit_2(args: list[str], message: str) -> None:
-    result = runner.invoke(app, args)
+    result = invoke(*args)
     assert result.exit_code == 2
     assert result.stderr == f"error: {message}\n"
     assert result.stdout == ""
@@ -41,39 +38,39 @@ def test_usage_errors_are_one_line_with_exit_2(args: list[str], message: str) ->
 
 def test_an_unknown_provider_flag_never_reaches_a_server(tmp_path, chat_server) -> None:
     db = tmp_path / "x.db"
-    result = runner.invoke(app, ["ask", "hello", "--db", str(db), "--provider", "opnai"],
-                           env={"OPENAI_BASE_URL": chat_server.base_url})
+    result = invoke("ask", "hello", "--db", str(db), "--provider", "opnai",
+                    env={"OPENAI_BASE_URL": chat_server.base_url})
     assert result.exit_code == 2
     assert chat_server.requests == [] and not db.exists()
 
 
 def test_version_and_short_help() -> None:
-    version = runner.invoke(app, ["--version"])
+    version = invoke("--version")
     assert (version.exit_code, version.stdout) == (0, f"chatmem {__version__}\n")
-    short, long = runner.invoke(app, ["-h"]), runner.invoke(app, ["--help"])
+    short, long = invoke("-h"), invoke("--help")
     assert short.exit_code == long.exit_code == 0
     assert short.stdout == long.stdout
     assert "Usage: chatmem [OPTIONS] COMMAND [ARGS]..." in long.stdout
     assert "Example: chatmem chat" in long.stdout
-    sub = runner.invoke(app, ["sessions", "-h"])
+    sub = invoke("sessions", "-h")
     assert sub.exit_code == 0 and "import" in sub.stdout
 
 
 @pytest.mark.parametrize("args", [[], ["sessions"], ["config"], ["facts"]])
 def test_a_bare_group_prints_its_help_and_exits_0(args: list[str]) -> None:
-    result = runner.invoke(app, args)
+    result = invoke(*args)
     assert result.exit_code == 0
     assert result.stdout.startswith(f"Usage: chatmem {' '.join(args)}".rstrip() + " [OPTIONS]")
     assert result.stderr == ""
 
 
 def test_help_uses_plain_metavars() -> None:
-    inspect_help = runner.invoke(app, ["inspect", "--help"], env={"COLUMNS": "120"}).stdout
+    inspect_help = invoke("inspect", "--help", width=120).stdout
     assert "-t, --turn N" in inspect_help
     assert "-p, --param KEY=VALUE" in inspect_help
     assert "-s, --strategy NAME[:K=V,...]" in inspect_help
     assert "--provider NAME" in inspect_help
-    eval_help = runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "120"}).stdout
+    eval_help = invoke("eval", "--help", width=120).stdout
     assert "--min-recall X" in eval_help
     for odd in ("<list[str]>", "<int range>", "<float range>", "window:k=2,"):
         assert odd not in inspect_help + eval_help

@@ -10,20 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.memory.quoting import ATTACHED_HEADING
 from chatmem.store import Store
 from chatmem.tokens import counter_for_model
 
-runner = CliRunner()
-
 
 def ask(tmp_path: Path, *args: str, input: str | bytes = "") -> Any:
-    return runner.invoke(app, ["ask", "--session", "s", "--db", str(tmp_path / "h.db"),
-                               "--provider", "scripted", *args], input=input,
-                         env={"CHATMEM_SCRIPTED_LOG": str(tmp_path / "sent.jsonl")})
+    return invoke("ask", "--session", "s", "--db", str(tmp_path / "h.db"),
+                  "--provider", "scripted", *args, input=input,
+                  env={"CHATMEM_SCRIPTED_LOG": str(tmp_path / "sent.jsonl")})
 
 
 def sent(tmp_path: Path) -> list[dict[str, str]]:
@@ -54,7 +51,7 @@ def test_piped_text_and_files_go_with_the_question_as_data(tmp_path: Path) -> No
     ]
     assert "files " in result.stderr  # the token line names the part
     # Recorded with the turn: inspect shows a files part, each file with its tokens.
-    shown = runner.invoke(app, ["inspect", "s", "--db", str(tmp_path / "h.db"), "--json"])
+    shown = invoke("inspect", "s", "--db", str(tmp_path / "h.db"), "--json")
     assert shown.exit_code == 0, shown.stderr
     parts = {p["kind"]: p for p in json.loads(shown.stdout)["context"]["parts"]}
     counter = counter_for_model(None, exact=True)
@@ -136,10 +133,10 @@ def test_chat_attaches_files_to_its_first_message_and_file_to_the_next(tmp_path:
     first.write_text("first file", encoding="utf-8")
     later.write_text("稍后的文件", encoding="utf-8")
     db, log = tmp_path / "h.db", tmp_path / "sent.jsonl"
-    result = runner.invoke(
-        app, ["chat", "c", "--db", str(db), "--provider", "scripted", "-f", str(first)],
+    result = invoke(
+        "chat", "c", "--db", str(db), "--provider", "scripted", "-f", str(first),
         input=f"one\ntwo\n/file\n/file {later}\n/file {tmp_path / 'missing'}\n/file\nthree\n",
-        env={"CHATMEM_SCRIPTED_LOG": str(log), "COLUMNS": "200"})
+        env={"CHATMEM_SCRIPTED_LOG": str(log)}, width=200)
     assert result.exit_code == 2  # the missing file, shown as one line; the chat went on
     assert f"error: {tmp_path / 'missing'}: no such file; nothing was sent" in result.stderr
     assert f"attached to your next message: {later}\n" in result.stderr

@@ -11,19 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
-from chatmem.cli import app
 from chatmem.memory.context import Context
 from chatmem.store import Store
 
-runner = CliRunner()
 DEMO = "my order is ORD-7731\nwhat is my order?\n"
-
-
-def run(*args: str, input: str = "", env: dict[str, str] | None = None):
-    return runner.invoke(app, list(args), input=input, env=env)
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -95,7 +89,7 @@ def test_a_piped_chat_with_slash_commands_writes_only_replies_to_stdout(tmp_path
 def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
     db, log, config = tmp_path / "x.db", tmp_path / "log.jsonl", tmp_path / "c.toml"
     config.write_text(f'[scripted]\nlog = "{log}"\n', encoding="utf-8")
-    result = run("chat", "demo", "--db", str(db), "--config", str(config), "--provider",
+    result = invoke("chat", "demo", "--db", str(db), "--config", str(config), "--provider",
                  "scripted", "--strategy", "window", "--param", "k=1", input=DEMO)
     assert result.exit_code == 0, result.stderr
     assert_log_matches_turns(db, log)
@@ -106,7 +100,7 @@ def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
 
 
 def test_show_prompt_labels_every_message_with_its_part(tmp_path: Path) -> None:
-    result = run("chat", "p", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "p", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "--strategy", "window", "--param", "k=1", "--show-prompt", input=DEMO)
     assert result.exit_code == 0
     assert "turn 1 user" not in result.stdout  # the panel is not a reply
@@ -118,9 +112,9 @@ def test_show_prompt_labels_every_message_with_its_part(tmp_path: Path) -> None:
 
 def test_resuming_a_session_keeps_its_strategy_and_history(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
-    assert run("chat", "r", "--db", db, "--provider", "scripted", "--strategy", "tokens",
+    assert invoke("chat", "r", "--db", db, "--provider", "scripted", "--strategy", "tokens",
                "--param", "max_tokens=500", input="one\n").exit_code == 0
-    result = run("chat", "r", "--db", db, "--provider", "scripted", input="two\n")
+    result = invoke("chat", "r", "--db", db, "--provider", "scripted", input="two\n")
     assert result.exit_code == 0
     assert "session r · tokens max_tokens=500" in result.stderr
     with Store(db) as store:
@@ -130,7 +124,7 @@ def test_resuming_a_session_keeps_its_strategy_and_history(tmp_path: Path) -> No
 
 def test_slash_commands_from_a_pipe(tmp_path: Path) -> None:
     lines = "hello\n/strategy tokens max_tokens=300\n/tokens next\n/inspect\n/help\n/quit\nnever\n"
-    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input=lines)
     assert result.exit_code == 0, result.stderr
     # Only the reply is on stdout: every command's output went to stderr.
@@ -144,7 +138,7 @@ def test_slash_commands_from_a_pipe(tmp_path: Path) -> None:
 
 
 def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path) -> None:
-    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input="/strategy nope\nstill here\n")
     assert result.exit_code == 2
     assert error_lines(result.stderr) == ["error: unknown strategy 'nope' (valid: " + ", ".join(
@@ -153,7 +147,7 @@ def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path
 
 
 def test_a_slash_strategy_parameter_without_a_key_is_one_clear_line(tmp_path: Path) -> None:
-    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input="/strategy window =3\nstill here\n")
     assert result.exit_code == 2
     assert error_lines(result.stderr) == ["error: parameter '=3' must be key=value, e.g. k=3"]
@@ -167,7 +161,7 @@ def test_unknown_strategy(tmp_path: Path) -> None:
     from chatmem.memory import strategy_names
 
     db = tmp_path / "x.db"
-    result = run("chat", "--db", str(db), "--provider", "scripted", "--strategy", "nope")
+    result = invoke("chat", "--db", str(db), "--provider", "scripted", "--strategy", "nope")
     assert result.exit_code == 2
     valid = ", ".join(strategy_names())
     assert result.stderr == f"error: unknown strategy 'nope' (valid: {valid})\n"
@@ -184,7 +178,7 @@ def test_unknown_strategy(tmp_path: Path) -> None:
     ],
 )
 def test_bad_parameter(tmp_path: Path, param: str, message: str) -> None:
-    result = run("chat", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "--strategy", "window", "--param", param, input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == f"error: {message}\n"
@@ -195,7 +189,7 @@ def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("max_retries = 0\ntimeout = 5\n", encoding="utf-8")
     db = tmp_path / "x.db"
-    result = run("chat", "u", "--db", str(db), "--config", str(config), "--provider", "openai",
+    result = invoke("chat", "u", "--db", str(db), "--config", str(config), "--provider", "openai",
                  "--model", "m", input="hello\n",
                  env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-secret"})
     assert result.exit_code == 1
@@ -211,7 +205,7 @@ def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
 def test_ask_against_an_unreachable_endpoint(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text('max_retries = 0\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8")
-    result = run("ask", "hello", "--db", str(tmp_path / "x.db"), "--config", str(config),
+    result = invoke("ask", "hello", "--db", str(tmp_path / "x.db"), "--config", str(config),
                  "--provider", "openai", "--model", "m")
     assert result.exit_code == 1
     assert result.stderr == "error: cannot reach http://127.0.0.1:9/v1: is the server running?\n"
@@ -223,7 +217,7 @@ def test_no_model_available_shows_the_three_ways(tmp_path: Path, monkeypatch) ->
     # This machine has the local model installed; make it look like a fresh one.
     monkeypatch.setattr(local, "xllamacpp_installed", lambda: False)
     db = tmp_path / "x.db"
-    result = run("chat", "--db", str(db), input="hi\n")
+    result = invoke("chat", "--db", str(db), input="hi\n")
     assert result.exit_code == 1
     err = result.stderr
     assert "no model" in err and "Traceback" not in err
@@ -241,7 +235,7 @@ def test_a_missing_local_model_file_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "missing.gguf"
     config = tmp_path / "c.toml"
     config.write_text(f'provider = "local"\n[local]\nmodel_path = "{missing}"\n', encoding="utf-8")
-    result = run("chat", "--db", str(tmp_path / "x.db"), "--config", str(config), input="hi\n")
+    result = invoke("chat", "--db", str(tmp_path / "x.db"), "--config", str(config), input="hi\n")
     assert result.exit_code == 1
     assert result.stderr == f"error: local model file not found: {missing}\n"
 
@@ -254,7 +248,7 @@ def test_non_chatmem_database_is_left_byte_identical(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     before = foreign.read_bytes()
-    result = run("chat", "--db", str(foreign), "--provider", "scripted", input="hi\n")
+    result = invoke("chat", "--db", str(foreign), "--provider", "scripted", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == f"error: {foreign} is not a chatmem database (it has other tables)\n"
     assert foreign.read_bytes() == before
@@ -265,7 +259,7 @@ def test_a_text_file_is_not_a_database(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("just some notes\n" * 100, encoding="utf-8")
     before = text.read_bytes()
-    result = run("sessions", "list", "--db", str(text))
+    result = invoke("sessions", "list", "--db", str(text))
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: {text} is not a chatmem database (file is not a database)\n"
@@ -282,7 +276,7 @@ def test_newer_schema_database_is_left_untouched(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     before = db.read_bytes()
-    result = run("chat", "--db", str(db), "--provider", "scripted", input="hi\n")
+    result = invoke("chat", "--db", str(db), "--provider", "scripted", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: {db} was written by a newer chatmem (schema m999_from_the_future);"
@@ -367,7 +361,7 @@ def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,
                                                                   chat_server) -> None:
     chat_server.plan = ["401"]
     env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-do-not-print-me"}
-    result = run("chat", "k", "--db", str(tmp_path / "x.db"), "--model", "m",
+    result = invoke("chat", "k", "--db", str(tmp_path / "x.db"), "--model", "m",
                  input="hello\nagain\n", env=env)
     assert result.exit_code == 1
     assert error_lines(result.stderr) == [
@@ -382,7 +376,7 @@ def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,
 
 
 def test_ask_prints_only_the_reply_on_stdout(tmp_path: Path) -> None:
-    result = run("ask", "hi there", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("ask", "hi there", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "--session", "a1")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "echo #1: hi there\n"
@@ -396,7 +390,7 @@ def test_ask_prints_only_the_reply_on_stdout(tmp_path: Path) -> None:
 def test_ask_with_empty_input_is_a_usage_error(tmp_path: Path, args: list[str],
                                                stdin: str) -> None:
     db = tmp_path / "x.db"
-    result = run(*args, "--db", str(db), "--provider", "scripted", input=stdin)
+    result = invoke(*args, "--db", str(db), "--provider", "scripted", input=stdin)
     assert result.exit_code == 2
     assert result.stderr == "error: nothing to ask (empty input)\n"
     assert not db.exists()  # nothing was sent or stored
@@ -404,8 +398,8 @@ def test_ask_with_empty_input_is_a_usage_error(tmp_path: Path, args: list[str],
 
 def test_inspect_next_with_empty_input_is_a_usage_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    assert run("ask", "default", "hi", "--db", str(db), "--provider", "scripted").exit_code == 0
-    result = run("inspect", "default", "--next", " ", "--db", str(db), "--provider", "scripted")
+    assert invoke("ask", "default", "hi", "--db", str(db), "--provider", "scripted").exit_code == 0
+    result = invoke("inspect", "default", "--next", " ", "--db", str(db), "--provider", "scripted")
     assert result.exit_code == 2
     assert result.stderr == "error: --next needs the input to show (empty input)\n"
 
@@ -441,26 +435,26 @@ def test_a_cancelled_ask_exits_130(tmp_path: Path, chat_server) -> None:
 
 def test_strategy_with_parameters_after_a_colon(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    result = run("ask", "default", "hi", "--db", str(db), "--provider", "scripted", "-s",
+    result = invoke("ask", "default", "hi", "--db", str(db), "--provider", "scripted", "-s",
                  "window:k=2")
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         session = store.session("default")
         assert (session.strategy, session.params) == ("window", {"k": 2})
-    shown = run("inspect", "default", "--db", str(db), "--provider", "scripted", "--json",
+    shown = invoke("inspect", "default", "--db", str(db), "--provider", "scripted", "--json",
                 "--next", "x", "-s", "tokens:max_tokens=300")
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["strategy"] == {"name": "tokens",
                                                     "params": {"max_tokens": 300},
                                                     "label": "tokens max_tokens=300"}
-    bad = run("chat", "--db", str(db), "--provider", "scripted", "-s", "window:k=x")
+    bad = invoke("chat", "--db", str(db), "--provider", "scripted", "-s", "window:k=x")
     assert bad.exit_code == 2
     assert bad.stderr == "error: parameter k='x' of strategy 'window' must be a whole number\n"
 
 
 def test_a_repeated_param_with_two_values_is_an_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    result = run("ask", "hi", "--db", str(db), "--provider", "scripted", "-s", "window",
+    result = invoke("ask", "hi", "--db", str(db), "--provider", "scripted", "-s", "window",
                  "-p", "k=3", "-p", "k=4")
     assert result.exit_code == 2
     assert result.stderr == "error: --param k is given twice (k=3 and k=4); give it once\n"
@@ -469,29 +463,29 @@ def test_a_repeated_param_with_two_values_is_an_error(tmp_path: Path) -> None:
 
 def test_changing_a_stored_session_prints_one_notice(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    assert run("ask", "one", "--db", str(db), "--provider", "scripted", "--session", "s",
+    assert invoke("ask", "one", "--db", str(db), "--provider", "scripted", "--session", "s",
                "-s", "window", "-p", "k=2").exit_code == 0
-    same = run("ask", "two", "--db", str(db), "--provider", "scripted", "--session", "s",
+    same = invoke("ask", "two", "--db", str(db), "--provider", "scripted", "--session", "s",
                "-s", "window:k=2")
     assert "session s:" not in same.stderr
-    changed = run("ask", "three", "--db", str(db), "--provider", "scripted", "--session", "s",
+    changed = invoke("ask", "three", "--db", str(db), "--provider", "scripted", "--session", "s",
                   "-s", "tokens", "--save")
     assert changed.exit_code == 0
     assert changed.stderr.splitlines()[0] == (
         "session s: strategy window k=2 → tokens max_tokens=2000")
     assert changed.stdout == "echo #1: three\n"  # the scripted count is per process
-    system = run("chat", "s", "--db", str(db), "--provider", "scripted", "--system", "Be terse.")
+    system = invoke("chat", "s", "--db", str(db), "--provider", "scripted", "--system", "Be terse.")
     assert system.stderr.splitlines()[0] == (
         "session s: system prompt replaced (28 → 9 characters)")
 
 
 def test_a_turn_with_another_provider_or_model_updates_the_session(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    assert run("ask", "default", "one", "--db", str(db), "--provider",
+    assert invoke("ask", "default", "one", "--db", str(db), "--provider",
                "scripted").exit_code == 0
-    assert run("ask", "default", "two", "--db", str(db), "--provider", "scripted",
+    assert invoke("ask", "default", "two", "--db", str(db), "--provider", "scripted",
                "--model", "other").exit_code == 0
-    shown = json.loads(run("sessions", "show", "default", "--db", str(db), "--json").stdout)
+    shown = json.loads(invoke("sessions", "show", "default", "--db", str(db), "--json").stdout)
     assert (shown["provider"], shown["model"]) == ("scripted", "other")
 
 
@@ -499,7 +493,7 @@ def test_a_turn_with_another_provider_or_model_updates_the_session(tmp_path: Pat
 
 
 def test_slash_inspect_shows_the_turn_asked_for(tmp_path: Path) -> None:
-    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "-s", "buffer", input="first 第一\nsecond\n/inspect 1\n/inspect 9\n/inspect x\n")
     assert result.exit_code == 2  # the worst error: a usage error
     assert result.stdout == "echo #1: first 第一\necho #2: second\n"
@@ -512,7 +506,7 @@ def test_slash_inspect_shows_the_turn_asked_for(tmp_path: Path) -> None:
 
 
 def test_slash_help_shows_the_strategy_usage_whole(tmp_path: Path) -> None:
-    result = run("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
+    result = invoke("chat", "s", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  input="/help\n/strategy window:k=1\n")
     assert result.exit_code == 0, result.stderr
     assert "/strategy [NAME[:K=V,...] [K=V ...]]" in result.stderr
@@ -521,7 +515,7 @@ def test_slash_help_shows_the_strategy_usage_whole(tmp_path: Path) -> None:
 
 def test_tokens_shows_what_memory_costs_and_what_a_given_input_adds(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    result = run("chat", "t", "--db", str(db), "--provider", "scripted",
+    result = invoke("chat", "t", "--db", str(db), "--provider", "scripted",
                  input="hello there\n/tokens\n/tokens what is this?\n")
     assert result.exit_code == 0, result.stderr
     # stdout is replies only; what a slash command shows goes to stderr, after the reply's

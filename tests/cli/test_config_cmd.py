@@ -5,26 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from chatmem.cli import app
-
-runner = CliRunner()
+from cli_runner import invoke
 
 
 def test_path_is_in_the_app_directory(isolated_home: Path) -> None:
-    result = runner.invoke(app, ["config", "path"])
+    result = invoke("config", "path")
     assert result.exit_code == 0
     assert result.stdout == f"{isolated_home / '.config' / 'chatmem' / 'config.toml'}\n"
 
 
 def test_init_writes_a_file_that_loads_cleanly(isolated_home: Path) -> None:
-    result = runner.invoke(app, ["config", "init"])
+    result = invoke("config", "init")
     assert result.exit_code == 0, result.stderr
     written = Path(result.stdout.strip())
     assert written == isolated_home / ".config" / "chatmem" / "config.toml"
     assert written.read_text(encoding="utf-8").startswith("# chatmem configuration")
-    shown = runner.invoke(app, ["config", "show", "--json"])
+    shown = invoke("config", "show", "--json")
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["config_file"] == str(written)
 
@@ -32,11 +28,11 @@ def test_init_writes_a_file_that_loads_cleanly(isolated_home: Path) -> None:
 def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
     target = tmp_path / "c.toml"
     target.write_text("# mine\n", encoding="utf-8")
-    result = runner.invoke(app, ["config", "init", "--config", str(target)])
+    result = invoke("config", "init", "--config", str(target))
     assert result.exit_code == 2
     assert result.stderr == f"error: {target} already exists (use --force to overwrite)\n"
     assert target.read_text(encoding="utf-8") == "# mine\n"
-    forced = runner.invoke(app, ["config", "init", "--config", str(target), "--force"])
+    forced = invoke("config", "init", "--config", str(target), "--force")
     assert forced.exit_code == 0
     assert "strategy = " in target.read_text(encoding="utf-8")
 
@@ -47,7 +43,7 @@ def test_show_never_prints_the_key(tmp_path: Path) -> None:
     env = {"MY_KEY": "sk-super-secret-123", "CHATMEM_STRATEGY": "tokens"}
     for args in (["config", "show", "--config", str(config)],
                  ["config", "show", "--config", str(config), "--json"]):
-        result = runner.invoke(app, args, env=env)
+        result = invoke(*args, env=env)
         assert result.exit_code == 0
         assert "sk-super-secret-123" not in result.stdout + result.stderr
         assert "$MY_KEY is set" in result.stdout
@@ -59,7 +55,7 @@ def test_show_never_prints_the_key(tmp_path: Path) -> None:
 def test_bad_config_key_names_key_and_file(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text('strategy = "window"\nmodle = "x"\n', encoding="utf-8")
-    result = runner.invoke(app, ["config", "show", "--config", str(config)])
+    result = invoke("config", "show", "--config", str(config))
     assert result.exit_code == 2
     assert result.stderr == f"error: {config}: unknown key 'modle'\n"
 
@@ -70,7 +66,7 @@ def test_the_cli_checks_the_config_files_strategies(tmp_path: Path) -> None:
     config.write_text('[strategies.window]\nk = "abc"\n', encoding="utf-8")
     for command in (["config", "show"], ["ask", "hi", "--provider", "scripted", "--db",
                                          str(tmp_path / "x.db")]):
-        result = runner.invoke(app, [*command, "--config", str(config)])
+        result = invoke(*command, "--config", str(config))
         assert result.exit_code == 2, command
         assert result.stderr == (f"error: {config}: key 'strategies.window': parameter "
                                  "k='abc' of strategy 'window' must be a whole number\n")
@@ -81,8 +77,8 @@ def test_wrong_type_stops_chat_before_anything_is_stored(tmp_path: Path) -> None
     config = tmp_path / "c.toml"
     config.write_text("[local]\nthreads = \"two\"\n", encoding="utf-8")
     db = tmp_path / "x.db"
-    result = runner.invoke(app, ["chat", "--config", str(config), "--db", str(db),
-                                 "--provider", "scripted"], input="hi\n")
+    result = invoke("chat", "--config", str(config), "--db", str(db),
+                    "--provider", "scripted", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: {config}: key 'local.threads' must be a whole number, got 'two'\n"
@@ -93,24 +89,24 @@ def test_wrong_type_stops_chat_before_anything_is_stored(tmp_path: Path) -> None
 def test_path_and_init_follow_chatmem_config(tmp_path: Path, isolated_home: Path) -> None:
     chosen = tmp_path / "cc" / "x.toml"
     env = {"CHATMEM_CONFIG": str(chosen)}
-    path = runner.invoke(app, ["config", "path"], env=env)
+    path = invoke("config", "path", env=env)
     assert (path.exit_code, path.stdout) == (0, f"{chosen}\n")
-    init = runner.invoke(app, ["config", "init"], env=env)
+    init = invoke("config", "init", env=env)
     assert init.exit_code == 0, init.stderr
     assert chosen.read_text(encoding="utf-8").startswith("# chatmem configuration")
     assert not (isolated_home / ".config" / "chatmem" / "config.toml").exists()
-    again = runner.invoke(app, ["config", "init"], env=env)
+    again = invoke("config", "init", env=env)
     assert again.exit_code == 2
     assert again.stderr == f"error: {chosen} already exists (use --force to overwrite)\n"
-    flag = runner.invoke(app, ["config", "path", "--config", str(tmp_path / "f.toml")], env=env)
+    flag = invoke("config", "path", "--config", str(tmp_path / "f.toml"), env=env)
     assert flag.stdout == f"{tmp_path / 'f.toml'}\n"
 
 
 def test_show_names_the_source_of_each_setting(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text('model = "m"\n[local]\nthreads = 3\n', encoding="utf-8")
-    result = runner.invoke(app, ["config", "show", "--config", str(config)],
-                           env={"CHATMEM_STRATEGY": "tokens", "COLUMNS": "200"})
+    result = invoke("config", "show", "--config", str(config),
+                    env={"CHATMEM_STRATEGY": "tokens", "COLUMNS": "200"})
     assert result.exit_code == 0, result.stderr
     # A compact table: the config file is named once above it, its rows say "file".
     assert result.stdout.splitlines()[0].rstrip() == f"config file   {config}"
@@ -122,8 +118,8 @@ def test_show_names_the_source_of_each_setting(tmp_path: Path) -> None:
     assert rows["local.n_ctx"] == ["4096"]  # a default has no source to name
     assert result.stdout.count(str(config)) == 1
     assert "local" not in rows and "{'threads'" not in result.stdout
-    data = json.loads(runner.invoke(app, ["config", "show", "--config", str(config), "--json"],
-                                    env={"CHATMEM_STRATEGY": "tokens"}).stdout)
+    data = json.loads(invoke("config", "show", "--config", str(config), "--json",
+                             env={"CHATMEM_STRATEGY": "tokens"}).stdout)
     assert data["sources"]["strategy"] == "env CHATMEM_STRATEGY"
     assert data["local"] == {"threads": 3, "n_ctx": 4096}  # the JSON shape is unchanged
 
@@ -131,6 +127,6 @@ def test_show_names_the_source_of_each_setting(tmp_path: Path) -> None:
 def test_show_rejects_a_negative_budget(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("context_budget = -5\n", encoding="utf-8")
-    result = runner.invoke(app, ["config", "show", "--config", str(config)])
+    result = invoke("config", "show", "--config", str(config))
     assert result.exit_code == 2
     assert result.stderr == f"error: {config}: key 'context_budget' must be at least 1, got -5\n"

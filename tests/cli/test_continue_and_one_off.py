@@ -10,12 +10,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "chatmem.schema.json")
                     .read_text(encoding="utf-8"))
 
@@ -28,8 +26,8 @@ def db(tmp_path: Path) -> Path:
 def run(db: Path, *args: str, input: str = "") -> Any:
     log = db.parent / "sent.jsonl"
     log.unlink(missing_ok=True)
-    return runner.invoke(app, [*args, "--db", str(db), "--provider", "scripted"], input=input,
-                         env={"CHATMEM_SCRIPTED_LOG": str(log)})
+    return invoke(*args, "--db", str(db), "--provider", "scripted", input=input,
+                  env={"CHATMEM_SCRIPTED_LOG": str(log)})
 
 
 def sent(db: Path) -> list[tuple[str, str]]:

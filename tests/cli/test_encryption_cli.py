@@ -12,15 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from conftest import needs_sqlcipher
-from typer.testing import CliRunner
 from waiting import HANG
 
-from chatmem.cli import app
 from chatmem.store import Store, cipher
 
 pytestmark = needs_sqlcipher
-runner = CliRunner()
 KEY = "Kf7 ZQX ключ 钥匙 9931"
 """A passphrase no output or file may ever contain."""
 NEW_KEY = "Second-Lock 4242 第二把钥匙"
@@ -31,7 +29,7 @@ PHRASES = ["Quastbeck", "QX-48213", "velvet armchair", "琉璃客栈", "Wrenfiel
 
 def run(*args: str, input: str = "", key: str | None = None, **env: str):
     environment = {"CHATMEM_KEY": key, **env}
-    return runner.invoke(app, list(args), input=input, env=environment)
+    return invoke(*args, input=input, env=environment)
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -286,14 +284,14 @@ def test_the_key_is_in_no_file_and_no_output(tmp_path: Path) -> None:
                  ["inspect", "entity", "--json"], ["inspect", "summary-buffer", "--summaries"],
                  ["facts", "list", "--json"], ["sessions", "list"], ["config", "show"],
                  ["sessions", "export", "window", "-o", str(tmp_path / "export.jsonl")]):
-        done = runner.invoke(app, args, env=keyed)
+        done = invoke(*args, env=keyed)
         assert done.exit_code == 0, done.stderr
         outputs += [done.stdout, done.stderr]
     for wrong in ("not it", ""):
-        done = runner.invoke(app, ["sessions", "list"], env={**keyed, "CHATMEM_KEY": wrong})
+        done = invoke("sessions", "list", env={**keyed, "CHATMEM_KEY": wrong})
         assert done.exit_code == 3
         outputs += [done.stdout, done.stderr]
-    rekeyed = runner.invoke(app, ["rekey"], env={**keyed, "CHATMEM_NEW_KEY": NEW_KEY})
+    rekeyed = invoke("rekey", env={**keyed, "CHATMEM_NEW_KEY": NEW_KEY})
     assert rekeyed.exit_code == 0, rekeyed.stderr
     outputs += [rekeyed.stdout, rekeyed.stderr]
     # An unexpected error while the key is held: the traceback shows code, never values.

@@ -5,18 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
-
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 LONG = str(SESSIONS / "long-chat.jsonl")
 
 
 def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
-    result = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2", "-s",
-                                 "window", "--provider", "scripted", "--json"])
+    result = invoke("eval", LONG, "-s", "buffer", "-s", "window:k=2", "-s",
+                    "window", "--provider", "scripted", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["probes"] == 15
@@ -36,8 +33,8 @@ def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
 
 
 def test_table_view_lists_strategies_and_probes() -> None:
-    result = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2",
-                                 "--provider", "scripted"])
+    result = invoke("eval", LONG, "-s", "buffer", "-s", "window:k=2",
+                    "--provider", "scripted")
     assert result.exit_code == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith("│")]
     buffer_row = next(line for line in lines if line.startswith("│ buffer "))
@@ -48,13 +45,13 @@ def test_table_view_lists_strategies_and_probes() -> None:
 
 
 def test_min_recall_fails_below_the_threshold() -> None:
-    low = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2", "--provider",
-                              "scripted", "--min-recall", "0.5", "--json"])
+    low = invoke("eval", LONG, "-s", "buffer", "-s", "window:k=2", "--provider",
+                 "scripted", "--min-recall", "0.5", "--json")
     assert low.exit_code == 1
     assert low.stderr == "recall below 0.5: window k=2 (0.20)\n"
     assert json.loads(low.stdout)["probes"] == 15  # the report is still printed
-    ok = runner.invoke(app, ["eval", LONG, "-s", "buffer", "-s", "window:k=2", "--provider",
-                             "scripted", "--min-recall", "0.2"])
+    ok = invoke("eval", LONG, "-s", "buffer", "-s", "window:k=2", "--provider",
+                "scripted", "--min-recall", "0.2")
     assert ok.exit_code == 0 and ok.stderr == ""
 
 
@@ -71,8 +68,8 @@ def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
                       encoding="utf-8")
-    result = runner.invoke(app, ["eval", str(transcript), "-s", "buffer", "--answer",
-                                 "--config", str(config), "--json"])
+    result = invoke("eval", str(transcript), "-s", "buffer", "--answer",
+                    "--config", str(config), "--json")
     assert result.exit_code == 0, result.stderr
     row = json.loads(result.stdout)["strategies"][0]["eval"]
     assert [(p["answer"], p["answer_found"]) for p in row["per_probe"]] == [
@@ -83,7 +80,7 @@ def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
 def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
     plain = tmp_path / "p.jsonl"
     plain.write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
-    result = runner.invoke(app, ["eval", str(plain), "-s", "buffer", "--provider", "scripted"])
+    result = invoke("eval", str(plain), "-s", "buffer", "--provider", "scripted")
     assert result.exit_code == 2
     assert result.stderr == (f'error: {plain}: no probe lines to evaluate (add {{"probe": ..., '
                              f'"expect_text": [...]}})\n')
@@ -91,8 +88,8 @@ def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_eval_report_is_html(tmp_path: Path) -> None:
     report = tmp_path / "e.html"
-    result = runner.invoke(app, ["eval", LONG, "-s", "window:k=2", "--provider", "scripted",
-                                 "--report", str(report)])
+    result = invoke("eval", LONG, "-s", "window:k=2", "--provider", "scripted",
+                    "--report", str(report))
     assert result.exit_code == 0, result.stderr
     html = report.read_text(encoding="utf-8")
     assert "eval" in html and "0.20" in html and "<script" not in html
@@ -115,10 +112,10 @@ def test_eval_and_replay_mark_a_fallen_back_mode_and_say_the_notice_once(
     from chatmem.render.notices import NO_EMBEDDER
 
     for command in ("eval", "replay"):
-        result = runner.invoke(app, [command, TRAVEL, "-s", "retrieval:mode=hybrid",
-                                     "-s", "retrieval:mode=dense", "-s", "window",
-                                     "--config", no_embedder(tmp_path)],
-                               env={"COLUMNS": "120"})
+        result = invoke(command, TRAVEL, "-s", "retrieval:mode=hybrid",
+                        "-s", "retrieval:mode=dense", "-s", "window",
+                        "--config", no_embedder(tmp_path),
+                        width=120)
         assert result.exit_code == 0, result.stderr
         rows = [line for line in result.stdout.splitlines() if line.startswith("│ ")]
         labels = [row.split("│")[1].strip() for row in rows[:3]]
@@ -131,15 +128,15 @@ def test_eval_and_replay_mark_a_fallen_back_mode_and_say_the_notice_once(
             f"retrieval mode=hybrid, retrieval mode=dense: {NO_EMBEDDER}".split())
         assert "retrieval: retrieval" not in result.stderr
     # --json and the report word it the same way: the label is not followed by its name again.
-    result = runner.invoke(app, ["eval", TRAVEL, "-s", "retrieval", "--json", "--config",
-                                 no_embedder(tmp_path)])
+    result = invoke("eval", TRAVEL, "-s", "retrieval", "--json", "--config",
+                    no_embedder(tmp_path))
     assert json.loads(result.stdout)["strategies"][0]["notices"] == [NO_EMBEDDER]
 
 
 def test_nothing_is_marked_when_the_embedder_is_there(tmp_path: Path) -> None:
     config = tmp_path / "hash.toml"
     config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
-    result = runner.invoke(app, ["eval", TRAVEL, "-s", "retrieval:mode=dense", "--config",
-                                 str(config)], env={"COLUMNS": "120"})
+    result = invoke("eval", TRAVEL, "-s", "retrieval:mode=dense", "--config",
+                    str(config), width=120)
     assert result.exit_code == 0, result.stderr
     assert "→ words only" not in result.stdout and "no embedder" not in result.stderr

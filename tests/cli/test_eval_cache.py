@@ -15,16 +15,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.config.paths import vector_cache_path
 from chatmem.embeddings.base import Remembering, text_digest
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.errors import StoreError
 from chatmem.store.vector_cache import VectorCacheFile
 
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
@@ -44,8 +42,8 @@ def embedded(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 
 def evaluate(source: str) -> dict[str, Any]:
-    result = runner.invoke(app, ["eval", source, "-s", "retrieval", "-s", "window:k=2",
-                                 "--jobs", "1", "--provider", "scripted", "--json"])
+    result = invoke("eval", source, "-s", "retrieval", "-s", "window:k=2",
+                    "--jobs", "1", "--provider", "scripted", "--json")
     assert result.exit_code == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
@@ -72,8 +70,8 @@ def test_a_replay_reuses_what_an_eval_embedded(embedded: Counter[str]) -> None:
     source = str(SESSIONS / "long-chat.jsonl")
     evaluate(source)
     embedded.clear()
-    result = runner.invoke(app, ["replay", source, "-s", "retrieval", "--provider", "scripted",
-                                 "--json"])
+    result = invoke("replay", source, "-s", "retrieval", "--provider", "scripted",
+                    "--json")
     assert result.exit_code == 0, result.stderr
     assert embedded["stored"] == 0
 
@@ -116,8 +114,8 @@ def test_an_unusable_cache_fails_the_eval_with_one_line(embedded: Counter[str]) 
     path = vector_cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"garbage " * 200)
-    result = runner.invoke(app, ["eval", str(SESSIONS / "long-chat.jsonl"), "-s", "retrieval",
-                                 "--provider", "scripted"])
+    result = invoke("eval", str(SESSIONS / "long-chat.jsonl"), "-s", "retrieval",
+                    "--provider", "scripted")
     assert result.exit_code != 0
     lines = [line for line in result.stderr.splitlines() if str(path) in line]
     assert len(lines) == 1

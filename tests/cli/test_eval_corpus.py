@@ -12,11 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
-
-runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "sessions"
 SAMPLES = ("long-chat", "support", "travel-zh")
@@ -33,7 +30,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def evaluate(*args: str) -> Any:
-    result = runner.invoke(app, ["eval", *args, "--provider", "scripted", "--json"])
+    result = invoke("eval", *args, "--provider", "scripted", "--json")
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -67,8 +64,8 @@ def test_jobs_1_and_2_give_the_same_results_and_the_aggregate_adds_up(folder: Pa
 
 
 def test_table_prints_a_line_per_transcript_and_a_row_per_strategy(folder: Path) -> None:
-    result = runner.invoke(app, ["eval", str(folder), "-s", "window", "--jobs", "1",
-                                 "--provider", "scripted"])
+    result = invoke("eval", str(folder), "-s", "window", "--jobs", "1",
+                    "--provider", "scripted")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[:3]] == [f"{n}.jsonl" for n in SAMPLES]
@@ -79,8 +76,8 @@ def test_table_prints_a_line_per_transcript_and_a_row_per_strategy(folder: Path)
 
 
 def test_min_recall_applies_to_the_corpus(folder: Path) -> None:
-    result = runner.invoke(app, ["eval", str(folder), "-s", "window:k=2", "--jobs", "1",
-                                 "--provider", "scripted", "--min-recall", "0.9"])
+    result = invoke("eval", str(folder), "-s", "window:k=2", "--jobs", "1",
+                    "--provider", "scripted", "--min-recall", "0.9")
     assert result.exit_code == 1
     assert "recall below 0.9: window k=2" in result.stderr
 
@@ -90,8 +87,8 @@ def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
     shutil.copy(folder / "support.jsonl", tmp_path / "a.jsonl")
     (tmp_path / "b.jsonl").write_text('{"role": "user", "content": "hi"}\n{oops\n',
                                       encoding="utf-8")
-    result = runner.invoke(app, ["eval", str(tmp_path), "-s", "window", "--jobs", "2",
-                                 "--provider", "scripted", "--json"])
+    result = invoke("eval", str(tmp_path), "-s", "window", "--jobs", "2",
+                    "--provider", "scripted", "--json")
     assert result.exit_code == 2
     data = json.loads(result.stdout)
     assert [Path(t["source"]).name for t in data["transcripts"]] == ["a.jsonl"]
@@ -108,7 +105,7 @@ def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
 def test_folder_errors_are_one_line(tmp_path: Path, folder: Path, args: tuple[str, ...],
                                     named: str) -> None:
     target = tmp_path if not args else folder
-    result = runner.invoke(app, ["eval", str(target), *args, "--provider", "scripted"])
+    result = invoke("eval", str(target), *args, "--provider", "scripted")
     assert result.exit_code == 2
     assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert result.stdout == ""

@@ -6,12 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
 
@@ -22,14 +20,14 @@ SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str,
                                                    name: str) -> None:
     first, second = str(tmp_path / "a.db"), str(tmp_path / "b.db")
-    imported = runner.invoke(app, ["sessions", "import", str(SESSIONS / sample), "--db", first])
+    imported = invoke("sessions", "import", str(SESSIONS / sample), "--db", first)
     assert imported.exit_code == 0, imported.stderr
     exported = tmp_path / "out.jsonl"
-    assert runner.invoke(app, ["sessions", "export", name, "-o", str(exported), "--db",
-                               first]).exit_code == 0
-    again = runner.invoke(app, ["sessions", "import", str(exported), "--db", second])
+    assert invoke("sessions", "export", name, "-o", str(exported), "--db",
+                  first).exit_code == 0
+    again = invoke("sessions", "import", str(exported), "--db", second)
     assert again.exit_code == 0, again.stderr
-    back = runner.invoke(app, ["sessions", "export", name, "--db", second])
+    back = invoke("sessions", "export", name, "--db", second)
     assert back.exit_code == 0
     assert back.stdout == exported.read_text(encoding="utf-8")
     # Every line of the sample after its header (messages with ids and timestamps, probes)
@@ -49,8 +47,8 @@ def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str,
 
 def test_import_reports_what_it_did_and_keeps_probes(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
-    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "support.jsonl"),
-                                 "--name", "desk", "--db", db])
+    result = invoke("sessions", "import", str(SESSIONS / "support.jsonl"),
+                    "--name", "desk", "--db", db)
     assert result.exit_code == 0
     assert result.stderr == "imported 60 messages and 6 probes into session desk\n"
     with Store(db) as store:
@@ -58,7 +56,7 @@ def test_import_reports_what_it_did_and_keeps_probes(tmp_path: Path) -> None:
         assert store.turn_count(session.id) == 30
         # Asked after turn 10 (message 20) and, five of them, after turn 30 (message 60).
         assert [p["after_position"] for p in store.probes(session.id)] == [20] + [60] * 5
-    evaluated = runner.invoke(app, ["eval", "desk", "-s", "window", "--db", db, "--json"])
+    evaluated = invoke("eval", "desk", "-s", "window", "--db", db, "--json")
     assert evaluated.exit_code == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["strategies"][0]["eval"]["probes"] == 6
 
@@ -72,8 +70,8 @@ def test_import_openai_style_and_plain_list(tmp_path: Path) -> None:
         encoding="utf-8")
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
-    assert runner.invoke(app, ["sessions", "import", str(openai), "--db", db]).exit_code == 0
-    assert runner.invoke(app, ["sessions", "import", str(listed), "--db", db]).exit_code == 0
+    assert invoke("sessions", "import", str(openai), "--db", db).exit_code == 0
+    assert invoke("sessions", "import", str(listed), "--db", db).exit_code == 0
     with Store(db) as store:
         chat = store.session("chat")  # named after the file when there is no title
         assert chat.system == "You are terse."
@@ -86,7 +84,7 @@ def test_bad_file_imports_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"role": "user", "content": "ok"}\n{"role": "bot", "content": "x"}\n',
                    encoding="utf-8")
-    result = runner.invoke(app, ["sessions", "import", str(bad), "--db", str(db)])
+    result = invoke("sessions", "import", str(bad), "--db", str(db))
     assert result.exit_code == 2
     assert result.stderr == (f"error: {bad}:2: role must be user, assistant or system "
                              "(got 'bot')\n")
@@ -96,22 +94,22 @@ def test_bad_file_imports_nothing(tmp_path: Path) -> None:
 def test_name_conflicts_and_bad_formats_are_usage_errors(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
     sample = str(SESSIONS / "support.jsonl")
-    assert runner.invoke(app, ["sessions", "import", sample, "--db", db]).exit_code == 0
-    clash = runner.invoke(app, ["sessions", "import", sample, "--db", db])
+    assert invoke("sessions", "import", sample, "--db", db).exit_code == 0
+    clash = invoke("sessions", "import", sample, "--db", db)
     assert clash.exit_code == 2
     assert clash.stderr == "error: a session named 'support' already exists\n"
-    fmt = runner.invoke(app, ["sessions", "export", "support", "--format", "pdf", "--db", db])
+    fmt = invoke("sessions", "export", "support", "--format", "pdf", "--db", db)
     assert fmt.exit_code == 2
     assert fmt.stderr == "error: --format must be one of jsonl, json, markdown, got 'pdf'\n"
-    missing = runner.invoke(app, ["sessions", "export", "nope", "--db", db])
+    missing = invoke("sessions", "export", "nope", "--db", db)
     assert missing.exit_code == 1 and missing.stderr == f"error: no session named 'nope' in {db}\n"
 
 
 def test_markdown_export(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
-    runner.invoke(app, ["sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "--db", db])
-    result = runner.invoke(app, ["sessions", "export", "travel-zh", "--format", "markdown",
-                                 "--db", db])
+    invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "--db", db)
+    result = invoke("sessions", "export", "travel-zh", "--format", "markdown",
+                    "--db", db)
     assert result.exit_code == 0
     assert result.stdout.startswith("# travel-zh\n")
     assert "### user · `t3u` · 2026-03-09T09:06:00+00:00\n\n总预算是两万元人民币" in result.stdout

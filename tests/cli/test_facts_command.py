@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
-from rich.console import Console
-from typer.testing import CliRunner
+from cli_runner import invoke, repl
 
-from chatmem.cli import app
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.repl.loop import Repl
 from chatmem.store import Store
-
-runner = CliRunner()
-
-
-def run(*args: str):
-    return runner.invoke(app, list(args))
 
 
 def chat(db: Path, session: str, lines: list[str], *, user: str = "default",
          strategy: str = "entity", user_facts: bool = False) -> tuple[str, str]:
     """Drive the REPL over a real store; returns (stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
     with Store(db) as store:
-        engine = open_session(store, Settings(system="Be brief.", user=user,
-                                              user_facts=user_facts),
-                              ScriptedProvider(), session, strategy=strategy)
-        Repl(engine, Console(file=out, width=200), Console(file=err, width=200)).run(lines)
-    return out.getvalue(), err.getvalue()
+        return repl(store, session, lines, user=user, strategy=strategy, user_facts=user_facts)
 
 
 def errors(err: str) -> list[str]:
@@ -41,7 +26,7 @@ def errors(err: str) -> list[str]:
 
 
 def facts_json(db: Path, *args: str) -> list[dict]:
-    result = run("facts", "list", "--db", str(db), "--json", *args)
+    result = invoke("facts", "list", "--db", str(db), "--json", *args)
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -61,7 +46,7 @@ def test_list_filters_by_user_and_session(tmp_path: Path) -> None:
     ]
     assert [f["value"] for f in facts_json(db, "--user", "bob")] == ["Bob"]
     assert [f["value"] for f in facts_json(db, "--session", "trip")] == ["Alice", "ORD-7731"]
-    table = run("facts", "list", "--db", str(db), "--session", "work")
+    table = invoke("facts", "list", "--db", str(db), "--session", "work")
     assert table.exit_code == 0
     assert "desk" in table.stdout and "4B" in table.stdout and "Alice" not in table.stdout
 
@@ -69,7 +54,7 @@ def test_list_filters_by_user_and_session(tmp_path: Path) -> None:
 def test_list_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     chat(db, "a", ["hello"])
-    result = run("facts", "list", "--db", str(db), "--session", "nope")
+    result = invoke("facts", "list", "--db", str(db), "--session", "nope")
     assert result.exit_code == 1
     assert result.stderr == f"error: no session named 'nope' in {db}\n"
 
@@ -78,17 +63,17 @@ def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     chat(db, "a", ["My name is Alice."], user="alice", user_facts=True)
     chat(db, "b", ["My name is Bob."], user="bob", user_facts=True)
-    ambiguous = run("facts", "forget", "name", "--db", str(db))
+    ambiguous = invoke("facts", "forget", "name", "--db", str(db))
     assert ambiguous.exit_code == 2
     assert ambiguous.stderr == (
         "error: key 'name' names 2 facts (ids 1, 2); give an id, --user or --session\n")
-    missing = run("facts", "forget", "77", "--db", str(db))
+    missing = invoke("facts", "forget", "77", "--db", str(db))
     assert missing.exit_code == 1
     assert missing.stderr == "error: no fact '77'; `chatmem facts list` shows ids and keys\n"
-    done = run("facts", "forget", "name", "--user", "bob", "--db", str(db))
+    done = invoke("facts", "forget", "name", "--user", "bob", "--db", str(db))
     assert done.exit_code == 0 and done.stderr == "forgot fact 2: name (user bob)\n"
     assert [f["value"] for f in facts_json(db)] == ["Alice"]
-    again = run("facts", "forget", "2", "--db", str(db))
+    again = invoke("facts", "forget", "2", "--db", str(db))
     assert again.exit_code == 1
 
 
@@ -155,7 +140,7 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
         assert secret in json.dumps(turn2.context, ensure_ascii=False)
         assert secret not in json.dumps(turn3.context, ensure_ascii=False)
     assert secret.encode() in _file_bytes(db)
-    result = run("facts", "forget", "locker code", "--purge", "--db", str(db))
+    result = invoke("facts", "forget", "locker code", "--purge", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     assert result.stderr == "erased fact 1: locker code (session)\n"
     assert secret.encode() not in _file_bytes(db)
@@ -240,21 +225,21 @@ def test_facts_forget_unpins_by_id_and_its_errors(tmp_path, monkeypatch) -> None
     db = tmp_path / "x.db"
     pinning_chat(db, "a", monkeypatch)
     pinning_chat(db, "b", monkeypatch)
-    ambiguous = run("facts", "forget", "p2", "--db", str(db))
+    ambiguous = invoke("facts", "forget", "p2", "--db", str(db))
     assert ambiguous.exit_code == 2
     assert ambiguous.stderr == ("error: 'p2' names 2 facts (p2 of session a, p2 of session b);"
                                 " give an id, --user or --session\n")
-    purge = run("facts", "forget", "p2", "--session", "a", "--purge", "--db", str(db))
+    purge = invoke("facts", "forget", "p2", "--session", "a", "--purge", "--db", str(db))
     assert purge.exit_code == 2
     assert purge.stderr == (
         "error: 'p2' is a pinned detail, a quotation of the conversation: unpin it without"
         " --purge (`chatmem sessions delete` erases the session)\n")
-    done = run("facts", "forget", "p2", "--session", "a", "--db", str(db))
+    done = invoke("facts", "forget", "p2", "--session", "a", "--db", str(db))
     assert done.exit_code == 0, done.stderr
     assert done.stderr == ("unpinned p2: ORD-7731 (summary v2 (pinned), session a);"
                            " it is not pinned again\n")
     assert [(r["value"], r["owner"]) for r in facts_json(db)] == [
         ("五千元", "session a"), ("五千元", "session b"), ("ORD-7731", "session b")]
-    again = run("facts", "forget", "p2", "--session", "a", "--db", str(db))
+    again = invoke("facts", "forget", "p2", "--session", "a", "--db", str(db))
     assert again.exit_code == 1
     assert again.stderr == "error: no fact 'p2'; `chatmem facts list` shows ids and keys\n"

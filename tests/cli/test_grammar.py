@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 import typer
+from cli_runner import invoke
 from typer.core import TyperGroup
-from typer.testing import CliRunner
 
 from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 SAMPLE = Path(__file__).resolve().parents[2] / "sessions" / "support.jsonl"
 
 
-def run(*args: str, input: str = "", env: dict[str, str] | None = None):
-    return runner.invoke(app, list(args), input=input, env={"COLUMNS": "100", **(env or {})})
+run = partial(invoke, width=100)
 
 
 def commands() -> list[list[str]]:

@@ -10,11 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
-
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 WAITING = re.compile(r"^([\d,]+) messages? of (\S+) wait for vectors \(([^)]+)\)")
 BACKGROUND = re.compile(r"\(process (\d+)\)")
@@ -49,7 +46,7 @@ def wait_for(pid: int) -> None:
 
 
 def left_to_embed(db: Path, session: str) -> int:
-    result = runner.invoke(app, ["index", session, "--db", str(db), "--json"])
+    result = invoke("index", session, "--db", str(db), "--json")
     assert result.exit_code == 0, result.stderr
     return int(json.loads(result.stdout)["embedded"])
 
@@ -58,8 +55,8 @@ def left_to_embed(db: Path, session: str) -> int:
 def test_import_embeds_in_the_background_and_the_next_process_finds_it_done(
         tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "long-chat.jsonl"), "lc",
-                                 "--db", str(db)])
+    result = invoke("sessions", "import", str(SESSIONS / "long-chat.jsonl"), "lc",
+                    "--db", str(db))
     assert result.exit_code == 0, result.stderr
     [(missing, session, model, pid)] = waiting_lines(result.stderr)
     assert (missing, session, model) == (400, "lc", "hash:256")
@@ -71,8 +68,8 @@ def test_import_embeds_in_the_background_and_the_next_process_finds_it_done(
 @pytest.mark.usefixtures("retrieval_config")
 def test_no_index_says_how_many_wait_and_leaves_them(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "旅行",
-                                 "--db", str(db), "--no-index"])
+    result = invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "旅行",
+                    "--db", str(db), "--no-index")
     assert result.exit_code == 0, result.stderr
     [(missing, session, _, pid)] = waiting_lines(result.stderr)
     assert (session, pid) == ("旅行", None)
@@ -84,8 +81,8 @@ def test_replay_save_as_starts_the_backlog_of_a_session_without_vectors(tmp_path
     """Saved under `window`: the replay embedded nothing, but the configured `retrieval`
     will want vectors for it."""
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["replay", str(SESSIONS / "support.jsonl"), "-s", "window",
-                                 "--save-as", "w", "--db", str(db)])
+    result = invoke("replay", str(SESSIONS / "support.jsonl"), "-s", "window",
+                    "--save-as", "w", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     [(missing, session, _, pid)] = waiting_lines(result.stderr)
     assert session == "w" and missing > 0 and pid is not None
@@ -96,8 +93,8 @@ def test_replay_save_as_starts_the_backlog_of_a_session_without_vectors(tmp_path
 def test_nothing_starts_when_no_strategy_recalls_by_meaning(
         tmp_path: Path, hash_embedder: Path) -> None:
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["sessions", "import", str(SESSIONS / "support.jsonl"), "s",
-                                 "--db", str(db)])
+    result = invoke("sessions", "import", str(SESSIONS / "support.jsonl"), "s",
+                    "--db", str(db))
     assert result.exit_code == 0, result.stderr
     assert waiting_lines(result.stderr) == []
     assert left_to_embed(db, "s") > 0

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store
-
-runner = CliRunner()
 
 
 def history(tmp_path, embedder: str = "hash"):
@@ -29,10 +26,10 @@ def history(tmp_path, embedder: str = "hash"):
 def test_index_embeds_each_message_once(tmp_path) -> None:
     db, config = history(tmp_path)
     args = ["index", "s", "--db", str(db), "--config", str(config), "--json"]
-    first = runner.invoke(app, args)
+    first = invoke(*args)
     assert first.exit_code == 0, first.output
     assert json.loads(first.output)["embedded"] == 3
-    again = runner.invoke(app, args)
+    again = invoke(*args)
     assert json.loads(again.output)["embedded"] == 0
     with Store(db) as store:
         assert store.vector_models() == {"hash:256": 3}
@@ -40,14 +37,14 @@ def test_index_embeds_each_message_once(tmp_path) -> None:
 
 def test_index_without_an_embedder_says_how_to_get_one(tmp_path) -> None:
     db, config = history(tmp_path, "none")
-    done = runner.invoke(app, ["index", "--db", str(db), "--config", str(config)])
+    done = invoke("index", "--db", str(db), "--config", str(config))
     assert done.exit_code != 0
     assert "no embedder: pip install -e '.[embed]' in the chatmem checkout" in done.output
 
 
 def test_index_of_a_missing_session_fails_in_one_line(tmp_path) -> None:
     db, config = history(tmp_path)
-    done = runner.invoke(app, ["index", "nosuch", "--db", str(db), "--config", str(config)])
+    done = invoke("index", "nosuch", "--db", str(db), "--config", str(config))
     assert done.exit_code == 1
     assert "no session named 'nosuch'" in done.output
 
@@ -64,8 +61,8 @@ def test_a_chat_that_ends_with_messages_to_embed_says_how_many_and_index_finishe
             {"role": role, "content": f"{role} line {n}: the ferry timetable, 渡轮时刻表 {n}"}
             for n in range(600) for role in ("user", "assistant")])
     common = ["--db", str(db), "--config", str(config)]
-    done = runner.invoke(app, ["chat", "s", "--strategy", "retrieval", "--provider",
-                               "scripted", *common], input="when is the ferry?\n")
+    done = invoke("chat", "s", "--strategy", "retrieval", "--provider",
+                  "scripted", *common, input="when is the ferry?\n")
     assert done.exit_code == 0, done.output
     with Store(db) as store:
         left = store.count_without_vectors("hash:256", store.session("s").id)
@@ -73,7 +70,7 @@ def test_a_chat_that_ends_with_messages_to_embed_says_how_many_and_index_finishe
                       r"hash:256 yet", done.output)
     # What the chat says is left is what the file holds: said when there is any.
     assert [int(n.replace(",", "")) for n in said] == ([left] if left else [])
-    finished = runner.invoke(app, ["index", "s", "--json", *common])
+    finished = invoke("index", "s", "--json", *common)
     assert json.loads(finished.output)["embedded"] == left
     with Store(db) as store:
         assert store.vector_models() == {"hash:256": 3 + 1200 + 2}

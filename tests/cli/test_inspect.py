@@ -6,12 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store, TurnRecord
 
-runner = CliRunner()
 SUPPORT = str(Path(__file__).resolve().parents[2] / "sessions" / "support.jsonl")
 
 
@@ -21,14 +19,14 @@ def replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
     db = str(tmp_path / "x.db")
-    result = runner.invoke(app, ["replay", SUPPORT, "-s", "window:k=2", "--regenerate",
-                                 "--save-as", "rs", "--provider", "scripted", "--db", db])
+    result = invoke("replay", SUPPORT, "-s", "window:k=2", "--regenerate",
+                    "--save-as", "rs", "--provider", "scripted", "--db", db)
     assert result.exit_code == 0, result.stderr
     return db, log
 
 
 def inspect_json(db: str, *args: str) -> dict[str, object]:
-    result = runner.invoke(app, ["inspect", "rs", "--db", db, "--json", *args])
+    result = invoke("inspect", "rs", "--db", db, "--json", *args)
     assert result.exit_code == 0, result.stderr
     data: dict[str, object] = json.loads(result.stdout)
     return data
@@ -56,7 +54,7 @@ def test_acceptance_inspect_json_equals_what_the_provider_received(
 
 def test_the_view_shows_parts_reasons_budget_and_drops(replayed: tuple[str, Path]) -> None:
     db, _ = replayed
-    result = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--db", db])
+    result = invoke("inspect", "rs", "--turn", "5", "--db", db)
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "recorded turn" in out and "window k=2" in out
@@ -102,8 +100,8 @@ def test_what_if_under_another_strategy_builds_on_the_history_it_had(
     narrower = inspect_json(db, "--next", "hi", "--param", "k=1", "--provider", "scripted")
     parts = {p["kind"]: p for p in narrower["context"]["parts"]}  # type: ignore[index]
     assert parts["history"]["reason"] == "window k=1: turn 30; dropped turns 1–29"
-    view = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--strategy", "buffer",
-                               "--provider", "scripted", "--db", db])
+    view = invoke("inspect", "rs", "--turn", "5", "--strategy", "buffer",
+                  "--provider", "scripted", "--db", db)
     assert "what-if" in view.stdout and "built from the stored history" in view.stdout
     # A summary is rebuilt from the turns before the one asked about, in a scratch store.
     summarized = inspect_json(db, "--turn", "30", "--strategy", "summary-buffer:max_tokens=400",
@@ -128,17 +126,17 @@ def test_summaries_lists_versions_with_dropped_anchors(tmp_path: Path) -> None:
                           covered_ids=ids, anchors=["五千元", "三月十五日"])
         store.add_summary(session.id, "summary", "用户要去旅行。", covered_ids=ids,
                           anchors=[], dropped_anchors=["五千元", "三月十五日"])
-    result = runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db), "--json"])
+    result = invoke("inspect", "trip", "--summaries", "--db", str(db), "--json")
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)["summaries"]
     assert [(r["version"], r["covered_messages"], r["dropped_anchors"]) for r in rows] == [
         (1, 2, []), (2, 2, ["五千元", "三月十五日"])]
     assert rows[1]["tokens"] > 0 and rows[1]["text"] == "用户要去旅行。"
-    table = runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db)])
+    table = invoke("inspect", "trip", "--summaries", "--db", str(db))
     assert "summary versions" in table.stdout and "用户预算五千元" in table.stdout
     assert "五千元," in table.stdout and "三月十五日" in table.stdout
     # And a session with no turns says so.
-    empty = runner.invoke(app, ["inspect", "trip", "--db", str(db)])
+    empty = invoke("inspect", "trip", "--db", str(db))
     assert empty.exit_code == 1 and empty.stderr == "error: session 'trip' has no turns\n"
 
 
@@ -155,24 +153,24 @@ def test_local_turns_show_the_rendered_prompt(tmp_path: Path) -> None:
                                      provider="local", model="smol", estimated_tokens=11,
                                      prompt_tokens=31, latency_ms=370,
                                      rendered_prompt=prompt))
-    result = runner.invoke(app, ["inspect", "loc", "--db", str(db)])
+    result = invoke("inspect", "loc", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     assert "rendered prompt (exact model input)" in result.stdout
     assert "<|im_start|>user" in result.stdout
     assert "estimated 11 · provider reported 31 (+20)" in result.stdout
     assert "0.37 s" in result.stdout and "local / smol" in result.stdout
-    data = json.loads(runner.invoke(app, ["inspect", "loc", "--db", str(db), "--json"]).stdout)
+    data = json.loads(invoke("inspect", "loc", "--db", str(db), "--json").stdout)
     assert data["rendered_prompt"] == prompt
 
 
 def test_errors_name_what_is_missing(replayed: tuple[str, Path]) -> None:
     db, _ = replayed
-    missing = runner.invoke(app, ["inspect", "nope", "--db", db])
+    missing = invoke("inspect", "nope", "--db", db)
     assert missing.exit_code == 1
     assert missing.stderr == f"error: no session named 'nope' in {db}\n"
-    turn = runner.invoke(app, ["inspect", "rs", "--turn", "99", "--db", db])
+    turn = invoke("inspect", "rs", "--turn", "99", "--db", db)
     assert turn.exit_code == 1 and turn.stderr == "error: session 'rs' has no turn 99\n"
-    bad = runner.invoke(app, ["inspect", "rs", "--strategy", "nope", "--db", db])
+    bad = invoke("inspect", "rs", "--strategy", "nope", "--db", db)
     assert bad.exit_code == 2 and bad.stderr.startswith("error: unknown strategy 'nope'")
 
 
@@ -185,9 +183,9 @@ def test_a_what_if_labels_the_recorded_turns_counts_apart_from_its_own(
     what_if = inspect_json(db, "--turn", "5", "--strategy", "buffer", "--provider", "scripted")
     tokens = what_if["context"]["tokens"]  # type: ignore[index]
     assert tokens != recorded["estimated_tokens"]
-    out = runner.invoke(app, ["inspect", "rs", "--turn", "5", "--strategy", "buffer",
-                              "--provider", "scripted", "--db", db],
-                        env={"COLUMNS": "200"}).stdout
+    out = invoke("inspect", "rs", "--turn", "5", "--strategy", "buffer",
+                 "--provider", "scripted", "--db", db,
+                 width=200).stdout
     assert f"{tokens:,} of 4,000 tokens" in out
     assert f"what-if estimated {tokens:,} · provider reported –" in out
     assert (f"recorded turn  turn 5 (window): estimated {recorded['estimated_tokens']:,}"
@@ -205,11 +203,11 @@ def test_summary_versions_say_which_turns_they_cover(tmp_path: Path) -> None:
         store.add_summary(session.id, "summary", "预算五千元。", covered_ids=ids[:2], anchors=[])
         store.add_summary(session.id, "summary", "预算五千元，三月十五日出发。",
                           covered_ids=ids[2:], anchors=[])
-    data = json.loads(runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db),
-                                          "--json"]).stdout)
+    data = json.loads(invoke("inspect", "trip", "--summaries", "--db", str(db),
+                             "--json").stdout)
     assert [r["covered_turn"] for r in data["summaries"]] == [1, 2]
-    table = runner.invoke(app, ["inspect", "trip", "--summaries", "--db", str(db)],
-                          env={"COLUMNS": "120"}).stdout
+    table = invoke("inspect", "trip", "--summaries", "--db", str(db),
+                   width=120).stdout
     rows = [line for line in table.splitlines() if line.startswith("│ ")]
     assert " turn 1 " in rows[0]
     assert "turns 1–2" in rows[1] and "msgs" not in table
@@ -228,8 +226,8 @@ def test_tokens_the_chat_template_adds_get_their_own_row(tmp_path: Path) -> None
         store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
                                      provider="local", model="smol", estimated_tokens=31,
                                      prompt_tokens=31, rendered_prompt=prompt))
-    out = runner.invoke(app, ["inspect", "nosys", "--db", str(db)],
-                        env={"COLUMNS": "200"}).stdout
+    out = invoke("inspect", "nosys", "--db", str(db),
+                 width=200).stdout
     # input 6 + priming 4 + template 21 = the 31 the model counted
     assert "│ reply priming │          │      4 │" in out
     assert "│ chat template │          │    +21 │ text the chat template adds" in out
@@ -238,20 +236,18 @@ def test_tokens_the_chat_template_adds_get_their_own_row(tmp_path: Path) -> None
 
 
 def test_a_turn_counted_approximately_is_shown_with_the_mark(tmp_path, chat_server) -> None:
-    from typer.testing import CliRunner
 
-    from chatmem.cli import app
 
-    runner, db = CliRunner(), str(tmp_path / "approx.db")
+    db = str(tmp_path / "approx.db")
     env = {"OPENAI_BASE_URL": chat_server.base_url}
     # A model chatmem has no tokenizer for: counted with cl100k_base, approximately.
-    asked = runner.invoke(app, ["ask", "hello there", "--session", "a", "--db", db,
-                                "--provider", "openai", "--model", "some-local-model"], env=env)
+    asked = invoke("ask", "hello there", "--session", "a", "--db", db,
+                   "--provider", "openai", "--model", "some-local-model", env=env)
     assert asked.exit_code == 0, asked.stderr
-    asked = runner.invoke(app, ["ask", "hello there", "--session", "b", "--db", db,
-                                "--provider", "scripted"])
+    asked = invoke("ask", "hello there", "--session", "b", "--db", db,
+                   "--provider", "scripted")
     assert asked.exit_code == 0, asked.stderr
-    shown = {name: runner.invoke(app, ["inspect", name, "--db", db]).stdout for name in "ab"}
+    shown = {name: invoke("inspect", name, "--db", db).stdout for name in "ab"}
     assert "≈" in shown["a"] and "≈" not in shown["b"]
 
 
@@ -282,7 +278,7 @@ def test_json_words_reasons_and_shows_what_an_older_version_stored_as_it_was(
     before = db.read_bytes()
     shown = {}
     for name in ("old", "new"):
-        result = runner.invoke(app, ["inspect", name, "--db", str(db), "--json"])
+        result = invoke("inspect", name, "--db", str(db), "--json")
         assert result.exit_code == 0, result.stderr
         shown[name] = json.loads(result.stdout)["context"]
     assert db.read_bytes() == before

@@ -8,21 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import invoke
 from file_hash import checkpointed_hash
 from rich.console import Console
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.config.options import Cost
 from chatmem.render.logs import logs_table
 from chatmem.store import Store
 
-runner = CliRunner()
-
 
 def run(db: Path, *args: str, config: Path | None = None) -> Any:
     extra = ["--config", str(config)] if config else []
-    return runner.invoke(app, [*args, "--db", str(db), *extra])
+    return invoke(*args, "--db", str(db), *extra)
 
 
 def ask(db: Path, session: str, text: str) -> None:
@@ -141,7 +138,7 @@ def test_logs_never_write_the_history_file(db: Path) -> None:
 
 
 def test_logs_without_a_history_file_creates_none(isolated_home: Path) -> None:
-    result = runner.invoke(app, ["logs"])
+    result = invoke("logs")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "no turns found"
     assert not list(isolated_home.rglob("chatmem.db"))

@@ -7,15 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.config.options import Cost, Price, Spent, parse_options, price_of
 from chatmem.errors import UsageError
 from chatmem.render import cost_text
 from chatmem.render.logs import spent_text
-
-runner = CliRunner()
 
 PRICED = """
 [aliases]
@@ -36,8 +33,8 @@ def config(tmp_path: Path, text: str = PRICED) -> Path:
 
 def served(server: Any, *args: str, config_path: Path | None = None) -> Any:
     extra = ["--config", str(config_path)] if config_path else []
-    return runner.invoke(app, [*args, *extra], env={"OPENAI_BASE_URL": server.base_url,
-                                                    "OPENAI_API_KEY": "sk-test-key-1234"})
+    return invoke(*args, *extra, env={"OPENAI_BASE_URL": server.base_url,
+                                       "OPENAI_API_KEY": "sk-test-key-1234"})
 
 
 # -- models ------------------------------------------------------------------------
@@ -68,7 +65,7 @@ def test_models_on_a_server_that_refuses_the_key_is_one_line_exit_3ish(chat_serv
 
 
 def test_models_of_the_scripted_provider_is_its_name() -> None:
-    result = runner.invoke(app, ["models", "--provider", "scripted", "--json"])
+    result = invoke("models", "--provider", "scripted", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["models"] == ["scripted"]
 
@@ -85,7 +82,7 @@ def test_an_alias_names_its_model_in_the_request(tmp_path: Path, chat_server) ->
 
 def test_an_alias_in_the_config_must_name_a_model(tmp_path: Path) -> None:
     path = config(tmp_path, '[aliases]\nfast = ""\n')
-    result = runner.invoke(app, ["ask", "hi", "--provider", "scripted", "--config", str(path)])
+    result = invoke("ask", "hi", "--provider", "scripted", "--config", str(path))
     assert result.exit_code == 2
     assert "aliases.fast" in result.stderr and str(path) in result.stderr
 
@@ -180,17 +177,16 @@ def test_the_running_total_adds_tokens_and_cost() -> None:
 ])
 def test_a_bad_price_is_one_line_naming_the_key(tmp_path: Path, text: str, named: str) -> None:
     path = config(tmp_path, text)
-    result = runner.invoke(app, ["ask", "hi", "--provider", "scripted", "--config", str(path)])
+    result = invoke("ask", "hi", "--provider", "scripted", "--config", str(path))
     assert result.exit_code == 2
     assert named in result.stderr
 
 
 def test_chat_options_and_a_model_alias_in_the_repl(tmp_path: Path, chat_server) -> None:
-    result = runner.invoke(
-        app, ["chat", "c", "--model", "m", "-o", "temperature=0.2", "--db",
-              str(tmp_path / "h.db"), "--config", str(config(tmp_path))],
-        input="hello\n/model 小\n再说一次\n",
-        env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x"})
+    result = invoke("chat", "c", "--model", "m", "-o", "temperature=0.2", "--db",
+                    str(tmp_path / "h.db"), "--config", str(config(tmp_path)),
+                    input="hello\n/model 小\n再说一次\n",
+                    env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x"})
     assert result.exit_code == 0, result.stderr
     first, second = chat_server.requests
     assert (first["model"], first["temperature"]) == ("m", 0.2)
@@ -203,6 +199,6 @@ def test_models_of_the_local_provider_names_its_file_without_starting_it(
     model = tmp_path / "tiny-model.gguf"
     model.write_bytes(b"GGUF")  # never loaded: listing reads no model
     path = config(tmp_path, f'provider = "local"\n[local]\nmodel_path = "{model}"\n')
-    result = runner.invoke(app, ["models", "--json", "--config", str(path)])
+    result = invoke("models", "--json", "--config", str(path))
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["models"] == ["tiny-model"]

@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
-
-
-def run(*args: str, input: str = ""):
-    return runner.invoke(app, list(args), input=input, env={"COLUMNS": "80"})
+run = partial(invoke, width=80)
 
 
 def test_the_history_file_lives_in_the_data_directory(isolated_home: Path) -> None:
@@ -105,8 +101,7 @@ def test_config_show_is_a_compact_table_with_effective_values(isolated_home: Pat
     config = isolated_home / ".config" / "chatmem" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('strategy = "tokens"\n[local]\nthreads = 1\n', encoding="utf-8")
-    result = runner.invoke(app, ["config", "show"], env={"COLUMNS": "80",
-                                                         "CHATMEM_PROVIDER": "local"})
+    result = run("config", "show", env={"CHATMEM_PROVIDER": "local"})
     assert result.exit_code == 0, result.stderr
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     assert lines[0] == f"config file   {config}"

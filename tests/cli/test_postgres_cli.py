@@ -8,14 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import Result
+from cli_runner import RUNNER, invoke
 from pg import PostgresServer
-from typer.testing import CliRunner
+from typer.testing import Result
 
-from chatmem.cli import app
 from chatmem.errors import StoreError
 
-runner = CliRunner()
 PASSWORD = "pw-S3CRET-x"
 SAMPLES = Path(__file__).resolve().parents[2] / "sessions"
 
@@ -42,7 +40,7 @@ class Run:
 
     def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None,
                  code: int = 0) -> Result:
-        result = runner.invoke(app, list(args), input=input, env=env)
+        result = invoke(*args, input=input, env=env)
         self.outputs += [result.stdout, result.stderr, repr(result.exception)]
         assert result.exit_code == code, (args, result.stdout, result.stderr)
         return result
@@ -127,7 +125,7 @@ def test_a_driver_error_the_backend_did_not_translate_is_one_line() -> None:
 
     probe = typer.Typer()
     probe.command()(command)
-    result = runner.invoke(probe, [])
+    result = RUNNER.invoke(probe, [])
     assert result.exit_code == 1
     assert result.stderr == 'error: database error: column "x" does not exist\n'
 

@@ -8,13 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke, output
 from pg import PostgresServer
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.errors import NotFound, StoreError, UsageError
-
-runner = CliRunner()
 
 
 @pytest.fixture
@@ -25,9 +22,7 @@ def database(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
 
 
 def run(url: str, *args: str, input: str | None = None, code: int = 0) -> str:
-    result = runner.invoke(app, [*args, "--db", url], input=input)
-    assert result.exit_code == code, (args, result.stdout, result.stderr)
-    return result.stdout if code == 0 else result.stderr
+    return output(*args, "--db", url, input=input, code=code)
 
 
 def chat(url: str, session: str, text: str, code: int = 0) -> str:
@@ -123,13 +118,13 @@ def test_add_user_creates_a_role_that_sees_only_its_own(
 
 
 def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["admin", "add-user", "dave", "--sql", "--database", "team"])
+    result = invoke("admin", "add-user", "dave", "--sql", "--database", "team")
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [
         "CREATE ROLE dave LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;",
         'GRANT CONNECT ON DATABASE "team" TO dave;',
         "GRANT USAGE ON SCHEMA public TO dave;"]
-    bad = runner.invoke(app, ["admin", "add-user", "Robert'); DROP", "--sql", "--database", "t"])
+    bad = invoke("admin", "add-user", "Robert'); DROP", "--sql", "--database", "t")
     assert bad.exit_code == int(UsageError.exit_code) and bad.stdout == ""
 
 

@@ -7,24 +7,18 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 SUPPORT = str(SESSIONS / "support.jsonl")
 
 
-def run(*args: str) -> object:
-    return runner.invoke(app, list(args))
-
-
 def test_acceptance_replay_prints_table_and_chart(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["replay", SUPPORT, "--strategy", "buffer", "--strategy",
-                                 "window", "--strategy", "tokens", "--keep-replies",
-                                 "--provider", "scripted", "--db", str(tmp_path / "x.db")])
+    result = invoke("replay", SUPPORT, "--strategy", "buffer", "--strategy", "window",
+                    "--strategy", "tokens", "--keep-replies",
+                    "--provider", "scripted", "--db", str(tmp_path / "x.db"))
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "replay of" in out and "prompt tokens per turn" in out
@@ -41,8 +35,8 @@ def test_acceptance_replay_prints_table_and_chart(tmp_path: Path) -> None:
 
 
 def test_json_numbers_show_quadratic_buffer_and_linear_window() -> None:
-    result = runner.invoke(app, ["replay", SUPPORT, "-s", "buffer", "-s", "window",
-                                 "--provider", "scripted", "--json"])
+    result = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window",
+                    "--provider", "scripted", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["keep_replies"] is True and data["turns"] == 30
@@ -61,7 +55,7 @@ def test_json_numbers_show_quadratic_buffer_and_linear_window() -> None:
 
 def test_report_writes_self_contained_html(tmp_path: Path) -> None:
     report = tmp_path / "r.html"
-    result = run("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
+    result = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
                  "scripted", "--report", str(report))
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     html = report.read_text(encoding="utf-8")
@@ -86,7 +80,7 @@ def test_bad_transcript_gives_one_line_exit_2_and_writes_nothing(
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join([*lines, line]) + "\n", encoding="utf-8")
     db = tmp_path / "x.db"
-    result = run("replay", str(path), "-s", "buffer", "--provider", "scripted", "--save-as",
+    result = invoke("replay", str(path), "-s", "buffer", "--provider", "scripted", "--save-as",
                  "kept", "--db", str(db))
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert result.stderr == f"error: {message.format(path=path)}\n"  # type: ignore[attr-defined]
@@ -96,14 +90,14 @@ def test_bad_transcript_gives_one_line_exit_2_and_writes_nothing(
 
 def test_save_as_stores_one_session_per_strategy(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    result = run("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
+    result = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
                  "scripted", "--save-as", "cmp", "--db", str(db))
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     assert "cmp-window-k-2" in result.stdout  # type: ignore[attr-defined]
     with Store(db) as store:
         assert {s["name"]: s["turns"] for s in store.list_sessions()} == {
             "cmp-buffer": 30, "cmp-window-k-2": 30}
-    again = run("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
+    again = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
                 "scripted", "--save-as", "cmp", "--db", str(db))
     assert again.exit_code == 2  # type: ignore[attr-defined]
     assert again.stderr == ("error: a session named 'cmp-buffer' already exists; "  # type: ignore[attr-defined]
@@ -112,8 +106,8 @@ def test_save_as_stores_one_session_per_strategy(tmp_path: Path) -> None:
 
 def test_a_stored_session_replays_by_name(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
-    assert run("sessions", "import", SUPPORT, "--db", db).exit_code == 0  # type: ignore[attr-defined]
-    result = run("replay", "support", "-s", "window:k=1", "--provider", "scripted", "--json",
+    assert invoke("sessions", "import", SUPPORT, "--db", db).exit_code == 0  # type: ignore[attr-defined]
+    result = invoke("replay", "support", "-s", "window:k=1", "--provider", "scripted", "--json",
                  "--db", db)
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     data = json.loads(result.stdout)  # type: ignore[attr-defined]
@@ -128,18 +122,18 @@ def test_a_stored_session_replays_by_name(tmp_path: Path) -> None:
     (["-s", "buffer", "-p", "k=2"], "error: unknown parameter 'k' for strategy 'buffer'"),
 ])
 def test_bad_strategies_are_usage_errors(args: list[str], message: str) -> None:
-    result = run("replay", SUPPORT, *args, "--provider", "scripted")
+    result = invoke("replay", SUPPORT, *args, "--provider", "scripted")
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert result.stderr.startswith(message)  # type: ignore[attr-defined]
     assert result.stderr.count("\n") == 1  # type: ignore[attr-defined]
 
 
 def test_unknown_source_names_it(tmp_path: Path) -> None:
-    result = run("replay", "nowhere", "-s", "buffer", "--provider", "scripted", "--db",
+    result = invoke("replay", "nowhere", "-s", "buffer", "--provider", "scripted", "--db",
                  str(tmp_path / "x.db"))
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert result.stderr == "error: nowhere: no such transcript file or session\n"  # type: ignore[attr-defined]
-    missing = run("replay", "gone.jsonl", "-s", "buffer", "--provider", "scripted")
+    missing = invoke("replay", "gone.jsonl", "-s", "buffer", "--provider", "scripted")
     assert missing.stderr == "error: gone.jsonl: no such transcript file\n"  # type: ignore[attr-defined]
 
 
@@ -165,14 +159,14 @@ def test_long_replays_show_a_progress_bar_on_a_terminal(
 
 def test_summary_progress_is_one_line_per_strategy_unless_verbose(tmp_path: Path) -> None:
     args = ["replay", SUPPORT, "-s", "summary", "-s", "window", "--provider", "scripted"]
-    quiet = runner.invoke(app, args, env={"COLUMNS": "200"})
+    quiet = invoke(*args, width=200)
     assert quiet.exit_code == 0, quiet.stderr
     lines = quiet.stderr.splitlines()
     summary = [line for line in lines if line.startswith("summary:")]
     assert len(summary) == 1 and "/summary" not in quiet.stderr
     assert summary[0].startswith("summary: 30 summary versions, the last covering turns 1–30")
     assert summary[0].endswith("(--verbose lists each version)")
-    loud = runner.invoke(app, [*args, "--verbose"], env={"COLUMNS": "200"})
+    loud = invoke(*args, "--verbose", width=200)
     versions = [line for line in loud.stderr.splitlines() if " now covers " in line]
     assert len(versions) == 30 and "/summary shows the diff" not in loud.stderr
     assert versions[0].startswith("summary: summary v1 now covers turn 1: +")

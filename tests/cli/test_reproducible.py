@@ -10,19 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import cli_runner
 import pytest
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.engine import Engine
 from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 SUPPORT = str(SESSIONS / "support.jsonl")
 
@@ -32,10 +31,7 @@ def no_default_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHATMEM_PROVIDER", "openai")
 
 
-def invoke(*args: str, input: str | None = None) -> Any:
-    result = runner.invoke(app, list(args), input=input)
-    assert result.exit_code == 0, result.stderr
-    return result
+invoke = partial(cli_runner.invoke, code=0)
 
 
 def write(path: Path, lines: list[dict[str, Any]]) -> str:
@@ -95,11 +91,10 @@ def test_flags_choose_another_model_on_purpose(tmp_path: Path) -> None:
 def chatted(tmp_path: Path) -> Iterator[str]:
     """A session chatted with the scripted model, a /system change before turn 3."""
     db = str(tmp_path / "x.db")
-    result = runner.invoke(app, ["chat", "s", "-s", "window:k=2", "--provider", "scripted",
-                                 "--system", "You are a librarian.", "--db", db],
-                           input="My name is Ada.\nMy order number is ORD-7731.\n"
-                                 "/system You are a pirate.\nWhat is my order number?\n")
-    assert result.exit_code == 0, result.stderr
+    invoke("chat", "s", "-s", "window:k=2", "--provider", "scripted",
+           "--system", "You are a librarian.", "--db", db,
+           input="My name is Ada.\nMy order number is ORD-7731.\n"
+                 "/system You are a pirate.\nWhat is my order number?\n")
     yield db
 
 

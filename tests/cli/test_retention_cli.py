@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -12,23 +11,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-from typer.testing import CliRunner
+from cli_runner import invoke, repl
 
-from chatmem.cli import app
-from chatmem.config.settings import Settings
-from chatmem.engine import open_session
-from chatmem.providers.scripted import ScriptedProvider
-from chatmem.repl.loop import Repl
 from chatmem.store import Store
 
-runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("history_key")
 NOW = datetime.now(UTC)
-
-
-def run(*args: str, input: str = ""):
-    return runner.invoke(app, list(args), input=input)
 
 
 def history(db: Path, *, days_ago: float = 0) -> Store:
@@ -40,13 +28,8 @@ def history(db: Path, *, days_ago: float = 0) -> Store:
 def chat(db: Path, name: str, lines: list[str], *, days_ago: float = 0, user: str = "default",
          strategy: str = "entity") -> str:
     """The REPL on a history whose clock says `days_ago`; returns its stderr."""
-    err = io.StringIO()
     with history(db, days_ago=days_ago) as store:
-        engine = open_session(store, Settings(system="Be brief.", user=user, user_facts=True),
-                              ScriptedProvider(), name, strategy=strategy)
-        Repl(engine, Console(file=io.StringIO(), width=200),
-             Console(file=err, width=200)).run(lines)
-    return err.getvalue()
+        return repl(store, name, lines, user=user, strategy=strategy, user_facts=True)[1]
 
 
 def raw(db: Path) -> bytes:
@@ -60,28 +43,28 @@ def aged(tmp_path: Path) -> Path:
     chat(db, "old", ["My order is ZX-1001 for the teal sofa."], days_ago=45)
     chat(db, "keeper", ["Keep this forever."], days_ago=45)
     chat(db, "recent", ["The delivery is at the blue gate."], days_ago=5)
-    assert run("sessions", "retention", "keeper", "forever", "--db", str(db)).stderr == (
+    assert invoke("sessions", "retention", "keeper", "forever", "--db", str(db)).stderr == (
         "session keeper is kept for good, whatever retention_days says\n")
     return db
 
 
 def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
     before = raw(aged)
-    dry = run("sessions", "prune", "--older-than", "30d", "--dry-run", "--db", str(aged))
+    dry = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--db", str(aged))
     assert dry.exit_code == 0, dry.stderr
     assert dry.stderr == ("session old: idle 45 days, retention 30 days (1 turn, 2 messages)\n"
                           "would erase 1 session (2 messages)\n")
     assert raw(aged) == before
-    listed = run("sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
+    listed = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
                  "--db", str(aged))
     data = json.loads(listed.stdout)
     assert data["dry_run"] is True and [s["name"] for s in data["sessions"]] == ["old"]
     assert data["sessions"][0]["idle_days"] == pytest.approx(45, abs=0.1)
 
-    done = run("sessions", "prune", "--older-than", "30d", "--db", str(aged))
+    done = invoke("sessions", "prune", "--older-than", "30d", "--db", str(aged))
     assert done.exit_code == 0
     assert done.stderr.endswith("erased 1 session (2 messages); the file was vacuumed\n")
-    names = [r["name"] for r in json.loads(run("sessions", "list", "--json", "--db",
+    names = [r["name"] for r in json.loads(invoke("sessions", "list", "--json", "--db",
                                                str(aged)).stdout)]
     assert sorted(names) == ["keeper", "recent"]
     if "CHATMEM_KEY" not in os.environ:
@@ -91,14 +74,14 @@ def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
 
 
 def test_prune_without_a_retention_says_what_to_do(aged: Path) -> None:
-    result = run("sessions", "prune", "--db", str(aged))
+    result = invoke("sessions", "prune", "--db", str(aged))
     assert result.exit_code == 0
     assert result.stderr == ("nothing to prune: no session has a retention; give --older-than "
                              "or set retention_days in the config\n")
 
 
 def test_a_bad_older_than_is_one_line(aged: Path) -> None:
-    result = run("sessions", "prune", "--older-than", "soon", "--db", str(aged))
+    result = invoke("sessions", "prune", "--older-than", "soon", "--db", str(aged))
     assert (result.exit_code, result.stderr) == (
         2, "error: --older-than must be a length of time like 30d, 12h, 2w or 1y, got 'soon'\n")
 
@@ -106,33 +89,33 @@ def test_a_bad_older_than_is_one_line(aged: Path) -> None:
 def test_retention_days_is_applied_when_a_chat_starts(aged: Path, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("retention_days = 30\n")
-    started = run("chat", "recent", "--db", str(aged), "--config", str(config),
+    started = invoke("chat", "recent", "--db", str(aged), "--config", str(config),
                   "--provider", "scripted", input="hello again\n")
     assert started.exit_code == 0, started.stderr
     assert ("retention: erased 1 session (2 messages) past their retention (old); the file was "
             "vacuumed") in started.stderr
-    names = sorted(r["name"] for r in json.loads(run("sessions", "list", "--json", "--db",
+    names = sorted(r["name"] for r in json.loads(invoke("sessions", "list", "--json", "--db",
                                                      str(aged)).stdout))
     assert names == ["keeper", "recent"]
-    again = run("chat", "recent", "--db", str(aged), "--config", str(config),
+    again = invoke("chat", "recent", "--db", str(aged), "--config", str(config),
                 "--provider", "scripted", input="and again\n")
     assert "retention:" not in again.stderr
 
 
 def test_a_session_keeps_its_own_retention(aged: Path, tmp_path: Path) -> None:
-    shown = run("sessions", "retention", "recent", "--db", str(aged))
+    shown = invoke("sessions", "retention", "recent", "--db", str(aged))
     assert shown.stderr == ("session recent follows the default (kept: no retention_days in "
                             "the config)\n")
-    assert run("sessions", "retention", "recent", "3d", "--db", str(aged)).stderr == (
+    assert invoke("sessions", "retention", "recent", "3d", "--db", str(aged)).stderr == (
         "session recent is erased after 3 days idle\n")
     config = tmp_path / "config.toml"
     config.write_text("retention_days = 60\n")
-    pruned = run("sessions", "prune", "--db", str(aged), "--config", str(config), "--json")
+    pruned = invoke("sessions", "prune", "--db", str(aged), "--config", str(config), "--json")
     assert [s["name"] for s in json.loads(pruned.stdout)["sessions"]] == ["recent"]
-    assert run("sessions", "retention", "old", "default", "--db", str(aged),
+    assert invoke("sessions", "retention", "old", "default", "--db", str(aged),
                "--config", str(config)).stderr == (
         "session old follows the default (retention_days: 60 days idle)\n")
-    bad = run("sessions", "retention", "old", "never", "--db", str(aged))
+    bad = invoke("sessions", "retention", "old", "never", "--db", str(aged))
     assert (bad.exit_code, bad.stderr) == (
         2, "error: DURATION must be a length of time like 30d, 12h, 2w or 1y, got 'never'\n")
 
@@ -145,13 +128,13 @@ def test_remember_for_a_while_then_it_expires(tmp_path: Path) -> None:
     assert f"remembered fact 1: door code = blue 7 (session, until {until} UTC)" in err
     assert "remembered fact 2: budget = 5000 EUR (session)" in err
     # Seven days after it was said (three days ago) the door code was gone.
-    rows = json.loads(run("facts", "list", "--json", "--db", str(db)).stdout)
+    rows = json.loads(invoke("facts", "list", "--json", "--db", str(db)).stdout)
     assert [(r["key"], r["expires_at"]) for r in rows] == [("budget", None)]
     chat(db, "s", ["/remember --for 2w door code: green 9"])
-    rows = json.loads(run("facts", "list", "--json", "--db", str(db)).stdout)
+    rows = json.loads(invoke("facts", "list", "--json", "--db", str(db)).stdout)
     ends = {r["key"]: r["expires_at"] for r in rows}
     assert ends["door code"].startswith((NOW + timedelta(days=14)).date().isoformat())
-    table = run("facts", "list", "--db", str(db)).stdout
+    table = invoke("facts", "list", "--db", str(db)).stdout
     assert "expires" in table and re.search(r"in 13 d|in 14 d", table)
     bad = chat(db, "s", ["/remember --for soon x: y", "/remember --for"])
     assert "error: --for must be a length of time like 30d, 12h, 2w or 1y, got 'soon'" in bad
@@ -162,12 +145,12 @@ def test_facts_list_shows_when_an_unused_fact_expires(tmp_path: Path) -> None:
     db, config = tmp_path / "h.db", tmp_path / "config.toml"
     chat(db, "s", ["My order number is ORD-7731."], days_ago=20)
     config.write_text("fact_idle_days = 30\n")
-    [row] = json.loads(run("facts", "list", "--json", "--db", str(db), "--config",
+    [row] = json.loads(invoke("facts", "list", "--json", "--db", str(db), "--config",
                            str(config)).stdout)
     assert row["key"] == "order number"
     expires = datetime.fromisoformat(row["expires_at"])
     assert abs(expires - (NOW + timedelta(days=10))) < timedelta(minutes=1)
-    assert re.search(r"in (9|10) d", run("facts", "list", "--db", str(db), "--config",
+    assert re.search(r"in (9|10) d", invoke("facts", "list", "--db", str(db), "--config",
                                          str(config)).stdout)
 
 
@@ -187,7 +170,7 @@ def two_users(tmp_path: Path) -> Path:
 
 def test_export_all_writes_one_archive_that_imports_back(two_users: Path, tmp_path: Path) -> None:
     archive = tmp_path / "everything.zip"
-    done = run("sessions", "export", "--all", "-o", str(archive), "--db", str(two_users))
+    done = invoke("sessions", "export", "--all", "-o", str(archive), "--db", str(two_users))
     assert done.exit_code == 0, done.stderr
     assert re.fullmatch(r"exported 3 sessions \(10 messages\), \d+ summary versions and 3 facts "
                         rf"to {re.escape(str(archive))}; the archive is not encrypted\n",
@@ -210,14 +193,15 @@ def test_export_all_writes_one_archive_that_imports_back(two_users: Path, tmp_pa
         ("summary", 1), ("summary", 2)]
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(transcript)
-    assert run("sessions", "import", str(copy), "restored", "--db", str(two_users)).exit_code == 0
-    shown = json.loads(run("sessions", "show", "restored", "--json", "--db",
+    assert invoke("sessions", "import", str(copy), "restored",
+                  "--db", str(two_users)).exit_code == 0
+    shown = json.loads(invoke("sessions", "show", "restored", "--json", "--db",
                            str(two_users)).stdout)
-    original = json.loads(run("sessions", "show", "ana-trip", "--json", "--db",
+    original = json.loads(invoke("sessions", "show", "ana-trip", "--json", "--db",
                               str(two_users)).stdout)
     assert [m["content"] for m in shown["messages"]] == [m["content"]
                                                          for m in original["messages"]]
-    again = run("sessions", "export", "--all", "-o", str(archive), "--db", str(two_users))
+    again = invoke("sessions", "export", "--all", "-o", str(archive), "--db", str(two_users))
     assert (again.exit_code, again.stderr) == (
         2, f"error: {archive} already exists; add --force to overwrite it\n")
 
@@ -229,24 +213,24 @@ def test_export_all_writes_one_archive_that_imports_back(two_users: Path, tmp_pa
     (["--all", "-o", "x.jsonl"], "--all writes a zip archive: name it FILE.zip, not 'x.jsonl'"),
 ])
 def test_export_all_usage_errors(two_users: Path, args: list[str], message: str) -> None:
-    result = run("sessions", "export", *args, "--db", str(two_users))
+    result = invoke("sessions", "export", *args, "--db", str(two_users))
     assert (result.exit_code, result.stderr) == (2, f"error: {message}\n")
 
 
 def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> None:
-    assert run("sessions", "retention", "ana-work", "forever", "--db",
+    assert invoke("sessions", "retention", "ana-work", "forever", "--db",
                str(two_users)).exit_code == 0
-    dry = run("forget-me", "--user", "ana", "--dry-run", "--db", str(two_users))
+    dry = invoke("forget-me", "--user", "ana", "--dry-run", "--db", str(two_users))
     # A session without a retention has none (not "0 days"); "forever" is kept for good.
     assert [re.sub(r" idle [^,]+,", "", line) for line in dry.stderr.splitlines()[:2]] == [
         "session ana-trip: no retention (2 turns, 4 messages)",
         "session ana-work: kept for good by its own retention (2 turns, 4 messages)"]
     assert dry.stderr.splitlines()[-1] == (
         "would erase 2 sessions (8 messages) and 1 fact of user ana")
-    refused = run("forget-me", "--user", "ana", "--db", str(two_users), input="n\n")
+    refused = invoke("forget-me", "--user", "ana", "--db", str(two_users), input="n\n")
     assert refused.exit_code == 1
     with history(two_users) as reader:  # an idle reader keeps the WAL and shm in place
-        done = run("forget-me", "--user", "ana", "--db", str(two_users), input="y\n")
+        done = invoke("forget-me", "--user", "ana", "--db", str(two_users), input="y\n")
         assert done.exit_code == 0, done.stderr
         assert done.stderr.endswith(
             "erased 2 sessions (8 messages) and 1 fact of user ana; the file was vacuumed\n")
@@ -257,7 +241,7 @@ def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> 
         if "CHATMEM_KEY" not in os.environ:
             assert b"Bartholomew Quince" in data  # the grep does see what is kept
         assert [r["name"] for r in reader.list_sessions()] == ["bob"]
-    nothing = run("forget-me", "--user", "ana", "--yes", "--db", str(two_users))
+    nothing = invoke("forget-me", "--user", "ana", "--yes", "--db", str(two_users))
     assert nothing.stderr == "user ana has no sessions or facts here\n"
 
 
@@ -273,7 +257,7 @@ def test_a_retention_that_cannot_be_applied_does_not_stop_the_chat(
     monkeypatch.setattr(retention, "prune", busy)
     config = tmp_path / "config.toml"
     config.write_text("retention_days = 30\n")
-    started = run("chat", "recent", "--db", str(aged), "--config", str(config),
+    started = invoke("chat", "recent", "--db", str(aged), "--config", str(config),
                   "--provider", "scripted", input="hello\n")
     assert started.exit_code == 0, started.stderr
     assert (f"retention not applied this time: {aged} is busy: another process held it for "

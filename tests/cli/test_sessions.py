@@ -7,11 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
-
-runner = CliRunner()
 SECRET = "ZEBRA-XYZZY-42 杭州秘密"
 # Each test runs on a plain and on an encrypted history file (CHATMEM_KEY set).
 pytestmark = pytest.mark.usefixtures("history_key")
@@ -24,14 +21,14 @@ def db(tmp_path: Path) -> Path:
         ("alpha", "first\nsecond\n", ["--strategy", "window", "--param", "k=2"]),
         ("秘密", f"remember {SECRET}\n", ["--strategy", "tokens"]),
     ):
-        result = runner.invoke(app, ["chat", name, "--db", str(path), "--provider", "scripted",
-                                     *extra], input=lines)
+        result = invoke("chat", name, "--db", str(path), "--provider", "scripted",
+                        *extra, input=lines)
         assert result.exit_code == 0, result.stderr
     return path
 
 
 def test_list_json(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "list", "--db", str(db), "--json"])
+    result = invoke("sessions", "list", "--db", str(db), "--json")
     assert result.exit_code == 0
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert set(rows) == {"alpha", "秘密"}
@@ -43,7 +40,7 @@ def test_list_json(db: Path) -> None:
 
 
 def test_list_table(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "list", "--db", str(db)])
+    result = invoke("sessions", "list", "--db", str(db))
     assert result.exit_code == 0
     assert "alpha" in result.stdout and "秘密" in result.stdout and "k=2" in result.stdout
 
@@ -51,11 +48,11 @@ def test_list_table(db: Path) -> None:
 def test_list_table_shows_only_the_parameters_chosen(db: Path) -> None:
     """Defaults are what `chatmem strategies` lists: a combination's dozen of them would
     fill the row (and at 80 columns fold inside a name)."""
-    result = runner.invoke(app, ["chat", "trip", "--db", str(db), "--provider", "scripted",
-                                 "-s", "summary-buffer+retrieval:summary-buffer.max_tokens=600"],
-                           input="hi\n")
+    result = invoke("chat", "trip", "--db", str(db), "--provider", "scripted",
+                    "-s", "summary-buffer+retrieval:summary-buffer.max_tokens=600",
+                    input="hi\n")
     assert result.exit_code == 0, result.stderr
-    listed = runner.invoke(app, ["sessions", "list", "--db", str(db)], env={"COLUMNS": "80"})
+    listed = invoke("sessions", "list", "--db", str(db), width=80)
     assert listed.exit_code == 0
     lines = listed.stdout.splitlines()
     trip = next(i for i, line in enumerate(lines) if line.startswith("trip "))
@@ -73,7 +70,7 @@ def test_list_table_shows_only_the_parameters_chosen(db: Path) -> None:
 def test_read_only_commands_do_not_create_the_history_file(tmp_path: Path,
                                                            command: list[str]) -> None:
     missing = tmp_path / "typo" / "new.db"
-    result = runner.invoke(app, [*command, "--db", str(missing)])
+    result = invoke(*command, "--db", str(missing))
     assert not missing.parent.exists()
     if command[0] == "replay":
         # A name that is neither a file nor a stored session.
@@ -88,51 +85,51 @@ def test_read_only_commands_do_not_create_the_history_file(tmp_path: Path,
 
 def test_list_on_an_empty_history_file(db: Path) -> None:
     for name in ("alpha", "秘密"):
-        assert runner.invoke(app, ["sessions", "delete", name, "--yes", "--db", str(db)]
-                             ).exit_code == 0
-    result = runner.invoke(app, ["sessions", "list", "--db", str(db), "--json"])
+        assert invoke("sessions", "delete", name, "--yes", "--db", str(db)
+                      ).exit_code == 0
+    result = invoke("sessions", "list", "--db", str(db), "--json")
     assert result.exit_code == 0 and json.loads(result.stdout) == []
 
 
 def test_a_directory_as_db_is_one_clear_line(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["sessions", "list", "--db", str(tmp_path)])
+    result = invoke("sessions", "list", "--db", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path} is a directory, not a history file\n"
-    chat = runner.invoke(app, ["ask", "s", "hi", "--db", str(tmp_path), "--provider",
-                               "scripted"])
+    chat = invoke("ask", "s", "hi", "--db", str(tmp_path), "--provider",
+                  "scripted")
     assert chat.exit_code == 2
     assert chat.stderr == f"error: {tmp_path} is a directory, not a history file\n"
 
 
 def test_show(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "show", "alpha", "--db", str(db), "--json"])
+    result = invoke("sessions", "show", "alpha", "--db", str(db), "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["name"] == "alpha" and data["system"] == "You are a helpful assistant."
     assert [(m["turn"], m["role"], m["content"]) for m in data["messages"]] == [
         (1, "user", "first"), (1, "assistant", "echo #1: first"),
         (2, "user", "second"), (2, "assistant", "echo #2: second")]
-    text = runner.invoke(app, ["sessions", "show", "秘密", "--db", str(db)])
+    text = invoke("sessions", "show", "秘密", "--db", str(db))
     assert text.exit_code == 0 and f"remember {SECRET}" in text.stdout
 
 
 def test_show_unknown_session(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "show", "nope", "--db", str(db)])
+    result = invoke("sessions", "show", "nope", "--db", str(db))
     assert result.exit_code == 1
     assert result.stderr == f"error: no session named 'nope' in {db}\n"
 
 
 def test_delete_is_physical(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "delete", "秘密", "--yes", "--db", str(db)])
+    result = invoke("sessions", "delete", "秘密", "--yes", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     assert result.stderr == "deleted session 秘密\n"
-    listed = json.loads(runner.invoke(app, ["sessions", "list", "--db", str(db),
-                                            "--json"]).stdout)
+    listed = json.loads(invoke("sessions", "list", "--db", str(db),
+                               "--json").stdout)
     assert [r["name"] for r in listed] == ["alpha"]
     data = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
     for needle in ("ZEBRA", "zebra", "xyzzy", "杭州", "秘密", "州秘"):
         assert needle.encode() not in data, needle
-    shown = runner.invoke(app, ["sessions", "show", "alpha", "--db", str(db), "--json"])
+    shown = invoke("sessions", "show", "alpha", "--db", str(db), "--json")
     assert "echo #2: second" in shown.stdout  # the other session is intact
     if "CHATMEM_KEY" not in os.environ:
         # In a plain file the grep does see what is kept: its misses above are erasures.
@@ -140,17 +137,17 @@ def test_delete_is_physical(db: Path) -> None:
 
 
 def test_delete_asks_first(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "delete", "alpha", "--db", str(db)], input="n\n")
+    result = invoke("sessions", "delete", "alpha", "--db", str(db), input="n\n")
     assert result.exit_code == 1
-    listed = json.loads(runner.invoke(app, ["sessions", "list", "--db", str(db),
-                                            "--json"]).stdout)
+    listed = json.loads(invoke("sessions", "list", "--db", str(db),
+                               "--json").stdout)
     assert {r["name"] for r in listed} == {"alpha", "秘密"}
 
 
 def test_list_counts_conversation_turns_for_forked_sessions_too(db: Path) -> None:
-    assert runner.invoke(app, ["sessions", "fork", "alpha", "beta", "--db", str(db)]).exit_code == 0
-    listed = json.loads(runner.invoke(app, ["sessions", "list", "--db", str(db),
-                                            "--json"]).stdout)
+    assert invoke("sessions", "fork", "alpha", "beta", "--db", str(db)).exit_code == 0
+    listed = json.loads(invoke("sessions", "list", "--db", str(db),
+                               "--json").stdout)
     rows = {r["name"]: r for r in listed}
     # The fork has the conversation's two turns, but no requests of its own yet.
     assert (rows["beta"]["turns"], rows["beta"]["requests"]) == (2, 0)
@@ -158,7 +155,7 @@ def test_list_counts_conversation_turns_for_forked_sessions_too(db: Path) -> Non
 
 
 def test_show_prints_parameters_as_typed(db: Path) -> None:
-    result = runner.invoke(app, ["sessions", "show", "alpha", "--db", str(db)])
+    result = invoke("sessions", "show", "alpha", "--db", str(db))
     assert result.exit_code == 0
     assert any(line.split() == ["params", "k=2"] for line in result.stdout.splitlines())
 
@@ -171,21 +168,21 @@ def test_show_pages_a_long_session(tmp_path: Path) -> None:
     transcript.write_text("".join(
         json.dumps({"role": role, "content": f"{role} {n}"}) + "\n"
         for n in range(1, total + 1) for role in ("user", "assistant")), encoding="utf-8")
-    imported = runner.invoke(app, ["sessions", "import", str(transcript), "--name", "long",
-                                   "--db", str(db)])
+    imported = invoke("sessions", "import", str(transcript), "--name", "long",
+                      "--db", str(db))
     assert imported.exit_code == 0, imported.stderr
-    shown = runner.invoke(app, ["sessions", "show", "long", "--db", str(db), "--json"])
+    shown = invoke("sessions", "show", "long", "--db", str(db), "--json")
     data = json.loads(shown.stdout)
     assert data["turns"] == {"first": 31, "last": total, "total": total}
     assert [m["turn"] for m in data["messages"]][::2] == list(range(31, total + 1))
-    picked = runner.invoke(app, ["sessions", "show", "long", "--turns", "2-3", "--db", str(db)])
+    picked = invoke("sessions", "show", "long", "--turns", "2-3", "--db", str(db))
     assert picked.exit_code == 0
     assert "user 2" in picked.stdout and "assistant 3" in picked.stdout
     assert "user 4" not in picked.stdout
     assert f"turns 2–3 of {total} shown" in picked.stderr
-    every = runner.invoke(app, ["sessions", "show", "long", "--all", "--json", "--db", str(db)])
+    every = invoke("sessions", "show", "long", "--all", "--json", "--db", str(db))
     assert len(json.loads(every.stdout)["messages"]) == 2 * total
-    bad = runner.invoke(app, ["sessions", "show", "long", "--turns", "9-2", "--db", str(db)])
+    bad = invoke("sessions", "show", "long", "--turns", "9-2", "--db", str(db))
     assert bad.exit_code == 2
     assert bad.stderr.strip().endswith(
         "--turns 9-2: turns are numbered from 1, FIRST no more than LAST")

@@ -8,15 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke, output
 from pg import PostgresServer
 from test_json_schema import validator
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.errors import NotFound, UsageError
 from chatmem.store import Store
 
-runner = CliRunner()
 SAMPLES = Path(__file__).resolve().parents[2] / "sessions"
 STRATEGIES = {"support": "summary-buffer:max_tokens=300", "travel-zh": "retrieval",
               "long-chat": "window:k=2"}
@@ -31,29 +29,23 @@ def url(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
     pg_server.drop_database(name)
 
 
-def run(*args: str, input: str | None = None, code: int = 0) -> str:
-    result = runner.invoke(app, list(args), input=input)
-    assert result.exit_code == code, (args, result.stdout, result.stderr)
-    return result.stdout if code == 0 else result.stderr
-
-
 def sample_history(db: str, config: Path) -> None:
     """The sample sessions imported, then two turns each: summaries, facts, vectors."""
     for name, strategy in STRATEGIES.items():
-        run("sessions", "import", str(SAMPLES / f"{name}.jsonl"), "--name", name, "--db", db)
-        run("chat", name, "--db", db, "--config", str(config), "--provider", "scripted",
-            "-s", strategy,
-            input="My name is Lin and I live in 杭州\n/remember city: 杭州\n/remember city: 上海\n"
-                  "where do I live?\n")
-        run("index", name, "--db", db, "--config", str(config))
+        output("sessions", "import", str(SAMPLES / f"{name}.jsonl"), "--name", name, "--db", db)
+        output("chat", name, "--db", db, "--config", str(config), "--provider", "scripted",
+               "-s", strategy,
+               input="My name is Lin and I live in 杭州\n/remember city: 杭州\n"
+                     "/remember city: 上海\nwhere do I live?\n")
+        output("index", name, "--db", db, "--config", str(config))
 
 
 def every_turn(db: str) -> dict[str, list[object]]:
     """`inspect --json` of every turn that has a record (imported turns have none)."""
     shown: dict[str, list[object]] = {}
-    for session in json.loads(run("sessions", "list", "--db", db, "--json")):
+    for session in json.loads(output("sessions", "list", "--db", db, "--json")):
         name = session["name"]
-        results = [runner.invoke(app, ["inspect", name, "--turn", str(n), "--db", db, "--json"])
+        results = [invoke("inspect", name, "--turn", str(n), "--db", db, "--json")
                    for n in range(1, session["turns"] + 1)]
         shown[name] = [json.loads(r.stdout) for r in results if r.exit_code == 0]
     return shown
@@ -73,16 +65,16 @@ def test_sqlite_to_postgresql_to_sqlite_inspects_every_turn_the_same(
     before = every_turn(first)
     assert sorted(before) == sorted(STRATEGIES)
     assert all(len(turns) == 2 for turns in before.values())
-    copied = json.loads(run("sessions", "copy", "--from", first, "--to", url, "--json"))
+    copied = json.loads(output("sessions", "copy", "--from", first, "--to", url, "--json"))
     assert copied["sessions"] == list(STRATEGIES) and copied["to"] == url
     validator("sessions_copy").validate(copied)
-    run("sessions", "copy", "--from", url, "--to", last)
+    output("sessions", "copy", "--from", url, "--to", last)
     assert every_turn(url) == before
     assert every_turn(last) == before
     counts = row_counts(first)
     assert [t for t in TABLES if counts[t] == 0] == []  # every table has rows to copy
     assert row_counts(url) == counts == row_counts(last)
-    assert run("logs", "-q", "杭州", "--db", last, "--json") == run(
+    assert output("logs", "-q", "杭州", "--db", last, "--json") == output(
         "logs", "-q", "杭州", "--db", first, "--json")
 
 
@@ -90,15 +82,15 @@ def test_copy_refuses_a_name_the_target_has_and_writes_nothing(
         tmp_path: Path, url: str) -> None:
     first = str(tmp_path / "first.db")
     for name in ("a", "b"):
-        run("chat", name, "--db", first, "--provider", "scripted", input="hi\n")
-    run("chat", "b", "--db", url, "--provider", "scripted", input="other\n")
-    error = run("sessions", "copy", "--from", first, "--to", url, code=int(UsageError.exit_code))
+        output("chat", name, "--db", first, "--provider", "scripted", input="hi\n")
+    output("chat", "b", "--db", url, "--provider", "scripted", input="other\n")
+    error = output("sessions", "copy", "--from", first, "--to", url, code=int(UsageError.exit_code))
     assert error.count("\n") == 1 and "'b'" in error
-    assert [s["name"] for s in json.loads(run("sessions", "list", "--db", url, "--json"))] == [
+    assert [s["name"] for s in json.loads(output("sessions", "list", "--db", url, "--json"))] == [
         "b"]
-    run("sessions", "copy", "a", "--from", first, "--to", url)
-    names = {s["name"] for s in json.loads(run("sessions", "list", "--db", url, "--json"))}
+    output("sessions", "copy", "a", "--from", first, "--to", url)
+    names = {s["name"] for s in json.loads(output("sessions", "list", "--db", url, "--json"))}
     assert names == {"a", "b"}
-    error = run("sessions", "copy", "nope", "--from", first, "--to", url,
+    error = output("sessions", "copy", "nope", "--from", first, "--to", url,
                 code=int(NotFound.exit_code))
     assert "nope" in error

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 LINES = "my order is ORD-7731\n我们五月去杭州旅行\nwhat did I order?\n"
 
 
-def run(*args: str, input: str | None = None):
-    return runner.invoke(app, list(args), input=input, env={"COLUMNS": "200"})
+run = partial(invoke, width=200)
 
 
 @pytest.fixture

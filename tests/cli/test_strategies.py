@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
-
-from chatmem.cli import app
-
-runner = CliRunner()
+from cli_runner import invoke
 
 
 def test_strategies_json() -> None:
     from chatmem.memory import REGISTRY
 
-    result = runner.invoke(app, ["strategies", "--json"])
+    result = invoke("strategies", "--json")
     assert result.exit_code == 0
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert set(rows) == set(REGISTRY)
@@ -25,7 +21,7 @@ def test_strategies_json() -> None:
 
 
 def test_strategies_table() -> None:
-    result = runner.invoke(app, ["strategies"])
+    result = invoke("strategies")
     assert result.exit_code == 0
     assert "max_tokens=2000" in result.stdout and "Combine two with A+B" in result.stdout
 
@@ -34,15 +30,15 @@ def test_strategies_name_explains_every_parameter_with_default_and_range() -> No
     from chatmem.memory import REGISTRY
 
     for name, cls in REGISTRY.items():
-        result = runner.invoke(app, ["strategies", name], env={"COLUMNS": "80"})
+        result = invoke("strategies", name, width=80)
         assert result.exit_code == 0, result.stderr
         assert all(len(line) <= 80 for line in result.stdout.splitlines())
         assert result.stdout.startswith(f"{name}  {cls.description[:20]}")
-        shown = json.loads(runner.invoke(app, ["strategies", name, "--json"]).stdout)
+        shown = json.loads(invoke("strategies", name, "--json").stdout)
         assert [p["name"] for p in shown[0]["parameters"]] == [p.name for p in cls.PARAMS]
         for param in shown[0]["parameters"]:
             assert param["name"] in result.stdout and param["help"].strip()
-    wide = runner.invoke(app, ["strategies", "retrieval"], env={"COLUMNS": "200"}).stdout
+    wide = invoke("strategies", "retrieval", width=200).stdout
     rows = {line.split()[0]: line for line in wide.splitlines()[3:]}
     assert "0.7" in rows["mmr"] and "a number from 0 to 1" in rows["mmr"]
     assert "one of hybrid, bm25, dense" in rows["mode"]
@@ -50,7 +46,7 @@ def test_strategies_name_explains_every_parameter_with_default_and_range() -> No
 
 
 def test_strategies_name_of_a_combination_addresses_its_members_parameters() -> None:
-    shown = json.loads(runner.invoke(app, ["strategies", "window+entity", "--json"]).stdout)
+    shown = json.loads(invoke("strategies", "window+entity", "--json").stdout)
     assert [[p["name"] for p in s["parameters"]] for s in shown] == [
         ["window.k"], ["entity.k", "entity.max_facts"]]
     assert shown[0]["parameters"][0] | {"help": ""} == {
@@ -59,7 +55,7 @@ def test_strategies_name_of_a_combination_addresses_its_members_parameters() -> 
 
 
 def test_an_unknown_strategy_name_is_one_line_exit_2() -> None:
-    result = runner.invoke(app, ["strategies", "windw"])
+    result = invoke("strategies", "windw")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: unknown strategy 'windw' (valid: buffer, window")
     assert result.stderr.count("\n") == 1

@@ -7,15 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.config.settings import load_settings
 from chatmem.config.templates import Template, find_template, known_templates
 from chatmem.errors import UsageError
 from chatmem.store import Store
-
-runner = CliRunner()
 
 CONFIG = """
 [aliases]
@@ -41,8 +38,8 @@ def config(tmp_path: Path) -> Path:
 
 
 def served(server: Any, config: Path, *args: str, input: str = "") -> Any:
-    return runner.invoke(app, [*args, "--config", str(config)], input=input,
-                         env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-x"})
+    return invoke(*args, "--config", str(config), input=input,
+                  env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-x"})
 
 
 def system_of(body: dict[str, Any]) -> str:
@@ -142,7 +139,7 @@ def test_a_bad_template_file_is_one_line_naming_the_file(config: Path, chat_serv
 def test_a_bad_template_in_the_config_is_named_when_the_config_is_read(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[templates.x]\noptions = { top_p = 2 }\n", encoding="utf-8")
-    result = runner.invoke(app, ["ask", "hi", "--provider", "scripted", "--config", str(path)])
+    result = invoke("ask", "hi", "--provider", "scripted", "--config", str(path))
     assert result.exit_code == 2
     assert "templates.x" in result.stderr and "top_p must be between 0 and 1" in result.stderr
 

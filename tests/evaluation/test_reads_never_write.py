@@ -10,14 +10,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import cli_runner
 import pytest
 from file_hash import checkpointed_hash
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 SUPPORT = str(SESSIONS / "support.jsonl")
 TRAVEL_ZH = str(SESSIONS / "travel-zh.jsonl")
@@ -25,8 +23,7 @@ STRATEGIES = ["window", "tokens", "summary-buffer", "entity", "retrieval:mode=bm
 
 
 def invoke(*args: str) -> None:
-    result = runner.invoke(app, [*args, "--provider", "scripted"])
-    assert result.exit_code == 0, (args, result.stderr)
+    cli_runner.invoke(*args, "--provider", "scripted", code=0)
 
 
 
@@ -35,9 +32,9 @@ def stored(tmp_path: Path) -> Path:
     """A replayed session, its fork and an imported (Chinese) session, in one file."""
     db = tmp_path / "h.db"
     invoke("replay", SUPPORT, "-s", "window:k=2", "--save-as", "rs", "--db", str(db))
-    fork = runner.invoke(app, ["sessions", "fork", "rs", "rs-fork", "--db", str(db)])
+    fork = cli_runner.invoke("sessions", "fork", "rs", "rs-fork", "--db", str(db))
     assert fork.exit_code == 0, fork.stderr
-    imported = runner.invoke(app, ["sessions", "import", TRAVEL_ZH, "zh", "--db", str(db)])
+    imported = cli_runner.invoke("sessions", "import", TRAVEL_ZH, "zh", "--db", str(db))
     assert imported.exit_code == 0, imported.stderr
     return db
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -203,14 +204,10 @@ def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
 
 
 def test_chat_with_a_bad_summary_prompt_exits_2_with_one_line(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from chatmem.cli import app
-
     config = tmp_path / "config.toml"
     config.write_text('[summary]\nprompt = "no placeholders"\n', encoding="utf-8")
-    result = CliRunner().invoke(app, ["chat", "--config", str(config), "--provider", "scripted",
-                                      "--db", str(tmp_path / "c.db")], input="hi\n")
+    result = invoke("chat", "--config", str(config), "--provider", "scripted",
+                    "--db", str(tmp_path / "c.db"), input="hi\n")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
         f"error: {config}: key 'summary.prompt': the summary prompt must contain {{summary}}"

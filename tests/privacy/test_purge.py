@@ -19,15 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.privacy.mentions import MARKER
 from chatmem.store import Place, Store
-
-runner = CliRunner()
 
 
 def raw_bytes(db: Path) -> bytes:
@@ -35,7 +32,7 @@ def raw_bytes(db: Path) -> bytes:
 
 
 def run(*args: str, input: str | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), input=input)
+    result = invoke(*args, input=input)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from cli_runner import invoke
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
@@ -106,10 +107,6 @@ def test_a_what_if_counts_with_the_recorded_local_tokenizer(local, tmp_path, mon
     even when the default provider would now be another one."""
     import json
 
-    from typer.testing import CliRunner
-
-    from chatmem.cli import app
-
     db = tmp_path / "x.db"
     with Store(db) as store:
         engine = open_session(store, Settings(system="Answer in one short sentence."), local,
@@ -117,8 +114,8 @@ def test_a_what_if_counts_with_the_recorded_local_tokenizer(local, tmp_path, mon
         engine.run_turn("My order is ORD-7731.")
         sent = engine.run_turn("我的订单号是什么？").record
     monkeypatch.setenv("CHATMEM_PROVIDER", "openai")  # no key: it must not be used
-    result = CliRunner().invoke(app, ["inspect", "loc", "--db", str(db), "--turn", "2",
-                                      "-s", "window:k=1", "--json"])
+    result = invoke("inspect", "loc", "--db", str(db), "--turn", "2", "-s", "window:k=1",
+                    "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["tokenizer"] == {"name": sent.tokenizer, "exact": True,

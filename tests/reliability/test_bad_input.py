@@ -11,12 +11,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matches import matches
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.config.settings import read_config_file
 from chatmem.errors import ChatmemError
 from chatmem.evaluation.replay import parse_spec
@@ -24,7 +23,6 @@ from chatmem.store import Store
 from chatmem.store.records import SESSION_NAME, check_session_name
 from chatmem.transcripts.reader import MAX_MESSAGE_CHARACTERS, parse_transcript
 
-runner = CliRunner()
 JUNK = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -69,7 +67,7 @@ def test_a_lone_surrogate_and_a_nul_byte_are_imported_as_text(tmp_path: Path) ->
     path.write_text('{"role": "user", "content": "a \\ud800 b \\u0000 c"}\n'
                     '{"role": "assistant", "content": "ok"}\n', encoding="utf-8")
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         assert store.messages(store.session("t").id)[0].content == "a \ufffd b \x00 c"
@@ -92,12 +90,12 @@ def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
         return conn
 
     monkeypatch.setattr(connection, "connect", small_disk)
-    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code != 0 and result.stderr.count("\n") == 1, result.stderr
     monkeypatch.undo()
     with Store(db) as store:
         assert store.find_session("t") is None
-    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 0, result.stderr  # the retry is not blocked
 
 
@@ -147,8 +145,8 @@ def test_any_search_query_is_answered(store: Store, query: str) -> None:
 @pytest.fixture(scope="module")
 def good_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("good") / "h.db"
-    runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted", "-s", "entity"],
-                  input="my name is Ada\nwe fly to Rome on 2026-05-01\n")
+    invoke("chat", "s", "--db", str(db), "--provider", "scripted", "-s", "entity",
+           input="my name is Ada\nwe fly to Rome on 2026-05-01\n")
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return db
@@ -171,7 +169,7 @@ def test_a_truncated_or_byte_flipped_file_is_one_line_and_left_as_it_was(
     for args in (["sessions", "list"], ["chat", "s", "--provider", "scripted"],
                  ["inspect", "s"]):
         before = db.read_bytes()
-        result = runner.invoke(app, [*args, "--db", str(db)], input="hello\n")
+        result = invoke(*args, "--db", str(db), input="hello\n")
         assert result.exit_code in (0, 1, 2), (args, result.exception)
         assert not isinstance(result.exception, Exception) or isinstance(
             result.exception, SystemExit), (args, repr(result.exception))
@@ -184,24 +182,24 @@ def test_a_truncated_or_byte_flipped_file_is_one_line_and_left_as_it_was(
 
 def test_hand_edited_rows_are_one_line_not_a_traceback(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted", "-s",
-                        "summary"], input="hello\n")
+    invoke("chat", "s", "--db", str(db), "--provider", "scripted", "-s",
+           "summary", input="hello\n")
     with sqlite3.connect(db) as conn:
         conn.execute("ALTER TABLE messages ADD COLUMN added_by_hand TEXT")
-    result = runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted"],
-                           input="again\n")
+    result = invoke("chat", "s", "--db", str(db), "--provider", "scripted",
+                    input="again\n")
     assert result.exit_code == 0, result.stderr  # an extra column is ignored
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET params = '{not json'")
-    result = runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted"],
-                           input="again\n")
+    result = invoke("chat", "s", "--db", str(db), "--provider", "scripted",
+                    input="again\n")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: session 's': params is not valid JSON")
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET params = '{}'")
         conn.execute("UPDATE strategy_state SET value = '[[[' ")
-    result = runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "scripted"],
-                           input="again\n")
+    result = invoke("chat", "s", "--db", str(db), "--provider", "scripted",
+                    input="again\n")
     assert result.exit_code == 2
     errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert errors == ["error: summary state 'behind' is not valid JSON in the history file (was"
@@ -227,7 +225,7 @@ def test_an_empty_transcript_or_an_unreadable_timestamp_is_refused_naming_the_fi
     path = tmp_path / "t.jsonl"
     path.write_text(text, encoding="utf-8")
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path}/{error}\n"
     if db.exists():
@@ -240,7 +238,7 @@ def test_an_iso_timestamp_is_imported_as_it_was(tmp_path: Path) -> None:
     path.write_text('{"role": "user", "content": "hi", "ts": "2024-05-01T09:30:00+02:00"}\n',
                     encoding="utf-8")
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["sessions", "import", str(path), "--name", "t", "--db", str(db)])
+    result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         assert [m.created_at for m in store.messages(store.session("t").id)] == [

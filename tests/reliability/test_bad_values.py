@@ -13,13 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from dialect import intact
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.store import Store
-
-runner = CliRunner()
 
 
 def chatmem(args: list[bytes | str], home: Path, stdin: bytes = b"",
@@ -111,8 +108,8 @@ def test_session_names_outside_the_name_rule_are_one_line_and_nothing_is_created
     tmp_path: Path, name: str
 ) -> None:
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["chat", name, "--db", str(db), "--provider", "scripted"],
-                           input="hi\n")
+    result = invoke("chat", name, "--db", str(db), "--provider", "scripted",
+                    input="hi\n")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
     assert "\x1b" not in result.stderr
@@ -125,15 +122,15 @@ def test_session_names_outside_the_name_rule_are_one_line_and_nothing_is_created
 @pytest.mark.parametrize("name", ["旅行计划", "trip-b.2026+x", "a" * 64])
 def test_names_within_the_rule_work_in_any_script(tmp_path: Path, name: str) -> None:
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["chat", name, "--db", str(db), "--provider", "scripted"],
-                           input="hi\n")
+    result = invoke("chat", name, "--db", str(db), "--provider", "scripted",
+                    input="hi\n")
     assert result.exit_code == 0, result.stderr
     assert contents(db, name) == ["hi", "echo #1: hi"]
 
 
 def test_an_empty_session_name_is_refused(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["chat", "   ", "--db", str(tmp_path / "h.db"), "--provider",
-                                 "scripted"], input="hi\n")
+    result = invoke("chat", "   ", "--db", str(tmp_path / "h.db"), "--provider",
+                    "scripted", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == "error: a session name cannot be empty\n"
 
@@ -160,8 +157,8 @@ def test_bad_strategy_values_are_refused_before_anything_is_stored(
     db = tmp_path / "h.db"
     Store(db).close()
     before = db.read_bytes()
-    result = runner.invoke(app, ["chat", "s", "-s", spec, "--db", str(db), "--provider",
-                                 "scripted"], input="hi\n")
+    result = invoke("chat", "s", "-s", spec, "--db", str(db), "--provider",
+                    "scripted", input="hi\n")
     assert result.exit_code == 2
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: parameter k=")  \
@@ -175,12 +172,12 @@ def test_a_session_stored_with_a_nan_parameter_says_so_in_one_line(tmp_path: Pat
     with Store(db) as store:
         store.create_session("s", "summary-buffer", {"max_tokens": 200, "prune_to": "nan"})
     args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
-    result = runner.invoke(app, args, input="hi\n")
+    result = invoke(*args, input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == ("error: parameter prune_to='nan' of strategy 'summary-buffer'"
                              " must be a finite number\n")
     # Giving the parameter again repairs the session.
-    result = runner.invoke(app, [*args, "-p", "prune_to=0.5"], input="hi\n")
+    result = invoke(*args, "-p", "prune_to=0.5", input="hi\n")
     assert result.exit_code == 0, result.stderr
     assert contents(db) == ["hi", "echo #1: hi"]
 
@@ -198,8 +195,8 @@ def test_config_values_that_would_break_every_request_are_refused(
 ) -> None:
     config = tmp_path / "config.toml"
     config.write_text(line + "\n", encoding="utf-8")
-    result = runner.invoke(app, ["chat", "s", "--db", str(tmp_path / "h.db"), "--config",
-                                 str(config), "--provider", "scripted"], input="hi\n")
+    result = invoke("chat", "s", "--db", str(tmp_path / "h.db"), "--config",
+                    str(config), "--provider", "scripted", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == f"error: {config}: {message}\n"
     assert not (tmp_path / "h.db").exists()
@@ -217,8 +214,8 @@ def test_an_unstorable_reply_or_transcript_text_is_stored_with_replacement_chara
 
 def test_a_refused_turn_in_a_new_session_leaves_no_session(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    result = runner.invoke(app, ["chat", "r", "--db", str(db), "--provider", "scripted",
-                                 "-s", "tokens:max_tokens=1"], input="hi\n")
+    result = invoke("chat", "r", "--db", str(db), "--provider", "scripted",
+                    "-s", "tokens:max_tokens=1", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].startswith("error: not sent:")
     with Store(db) as store:
@@ -228,10 +225,10 @@ def test_a_refused_turn_in_a_new_session_leaves_no_session(tmp_path: Path) -> No
 def test_a_refused_turn_keeps_the_sessions_strategy_and_system_prompt(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     args = ["chat", "r", "--db", str(db), "--provider", "scripted"]
-    assert runner.invoke(app, [*args, "-s", "window:k=3", "--system", "简短回答"],
-                         input="你好\n").exit_code == 0
-    result = runner.invoke(app, [*args, "-s", "tokens:max_tokens=1", "--system", "other"],
-                           input="hi\n")
+    assert invoke(*args, "-s", "window:k=3", "--system", "简短回答",
+                  input="你好\n").exit_code == 0
+    result = invoke(*args, "-s", "tokens:max_tokens=1", "--system", "other",
+                    input="hi\n")
     assert result.exit_code == 2
     with Store(db) as store:
         session = store.session("r")
@@ -239,7 +236,7 @@ def test_a_refused_turn_keeps_the_sessions_strategy_and_system_prompt(tmp_path: 
             "window", {"k": 3}, "简短回答")
         assert [t.status for t in store.turns(session.id)] == ["ok"]
     # A change whose turn is sent is kept, with that turn.
-    result = runner.invoke(app, [*args, "-s", "tokens:max_tokens=100"], input="hi\n")
+    result = invoke(*args, "-s", "tokens:max_tokens=100", input="hi\n")
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         session = store.session("r")

@@ -18,15 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from conftest import needs_sqlcipher
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.errors import HistoryLocked
 from chatmem.store import Store, cipher
 
 pytestmark = needs_sqlcipher
-runner = CliRunner()
 KEY = "old key 旧钥匙 5521"
 NEW_KEY = "new key 新钥匙 7713"
 SEED = int(os.environ.get("CHATMEM_CRASH_SEED", "19"))
@@ -108,8 +106,8 @@ def kill_runs(base: Path, tmp_path: Path, command: str, env: dict[str, str], run
         shutil.copy(base, db)
         left += kill_during(command, db, env, rng.uniform(0, 0.25))
         key = key_now(db, KEY)
-        result = runner.invoke(app, ["sessions", "list", "--db", str(db)],
-                               env={"CHATMEM_KEY": key})
+        result = invoke("sessions", "list", "--db", str(db),
+                        env={"CHATMEM_KEY": key})
         assert result.exit_code == 0, result.stderr
         assert leftovers(db) == [], f"run {n}"
     print(f"{command}: {runs} kills, {left} left a copy before the next command")
@@ -136,7 +134,7 @@ def test_prune_and_forget_me_remove_a_dead_conversions_copy_and_keep_a_live_one(
     try:
         live = cipher.conversion_file(db, sleeper.pid)
         live.write_bytes(b"in progress")
-        result = runner.invoke(app, [*command, "--db", str(db)])
+        result = invoke(*command, "--db", str(db))
         assert result.exit_code == 0, result.stderr
         assert leftovers(db) == [live]
     finally:

@@ -15,17 +15,14 @@ from pathlib import Path
 
 import pytest
 from checks import assert_file_consistent
-from typer.testing import CliRunner
+from cli_runner import invoke
 
 import chatmem.store.sqlite_backend as connection
-from chatmem.cli import app
-
-runner = CliRunner()
 
 
 def chat(db: Path, text: str, provider: str = "scripted"):
-    return runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", provider,
-                               "-s", "summary"], input=text)
+    return invoke("chat", "s", "--db", str(db), "--provider", provider,
+                  "-s", "summary", input=text)
 
 
 def test_a_read_only_file_fails_before_the_model_is_called(

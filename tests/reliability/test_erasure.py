@@ -11,13 +11,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from matches import matches
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 SECRET_NAME = "Zebulon Quaxley"
 SECRET_CITY = "杭州西湖区"
 
@@ -28,8 +26,8 @@ def raw_bytes(db: Path) -> bytes:
 
 def chat(db: Path, session: str, text: str, strategy: str = "entity",
          extra: list[str] | None = None) -> None:
-    result = runner.invoke(app, ["chat", session, "-s", strategy, "--db", str(db),
-                                 "--provider", "scripted", *(extra or [])], input=text)
+    result = invoke("chat", session, "-s", strategy, "--db", str(db),
+                    "--provider", "scripted", *(extra or []), input=text)
     assert result.exit_code == 0, result.stderr
 
 
@@ -52,7 +50,7 @@ def history(tmp_path: Path) -> Path:
 
 
 def test_sessions_delete_leaves_no_byte_of_the_session(history: Path) -> None:
-    result = runner.invoke(app, ["sessions", "delete", "gone", "--yes", "--db", str(history)])
+    result = invoke("sessions", "delete", "gone", "--yes", "--db", str(history))
     assert result.exit_code == 0, result.stderr
     data = raw_bytes(history)
     for needle in (SECRET_NAME, SECRET_CITY, "Zebulon", "my name is", "what else?",
@@ -65,13 +63,13 @@ def test_sessions_delete_leaves_no_byte_of_the_session(history: Path) -> None:
 def test_profile_facts_outlive_the_session_and_purge_erases_them(tmp_path: Path) -> None:
     """With user_facts on, facts belong to the user's profile: delete names them, purge erases."""
     db, args = make_history(tmp_path, "user_facts = true\n")
-    result = runner.invoke(app, ["sessions", "delete", "gone", "--yes", "--db", str(db), *args])
+    result = invoke("sessions", "delete", "gone", "--yes", "--db", str(db), *args)
     assert result.exit_code == 0, result.stderr
     assert "facts it taught the profile of user default stay (name, city)" in result.stderr
     for needle in ("my name is", "what else?"):
         assert needle.encode() not in raw_bytes(db), needle
     for key in ("name", "city"):
-        result = runner.invoke(app, ["facts", "forget", key, "--purge", "--db", str(db), *args])
+        result = invoke("facts", "forget", key, "--purge", "--db", str(db), *args)
         assert result.exit_code == 0, result.stderr
     data = raw_bytes(db)
     for needle in (SECRET_NAME, SECRET_CITY, "Zebulon"):
@@ -82,8 +80,8 @@ def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> N
     with Store(history) as store:
         [fact] = [f for f in store.facts(session_id=store.session("gone").id)
                   if f.value == SECRET_NAME]
-    result = runner.invoke(app, ["facts", "forget", str(fact.id), "--purge",
-                                 "--db", str(history)])
+    result = invoke("facts", "forget", str(fact.id), "--purge",
+                    "--db", str(history))
     assert result.exit_code == 0, result.stderr
     assert "its value was replaced by [forgotten] in" in result.stderr
     data = raw_bytes(history)

@@ -13,9 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.render import printable
 from chatmem.store import Store
 
@@ -50,22 +49,21 @@ def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: 
         {"role": "user", "content": ATTACK}, {"role": "assistant", "content": ATTACK}]) + "\n",
         encoding="utf-8")
     db = tmp_path / "h.db"
-    runner = CliRunner()
-    assert runner.invoke(app, ["sessions", "import", str(transcript), "--name", "t",
-                               "--db", str(db)]).exit_code == 0
-    assert runner.invoke(app, ["chat", "t", "-s", "buffer", "--db", str(db), "--provider",
-                               "scripted"], input="next\n").exit_code == 0
+    assert invoke("sessions", "import", str(transcript), "--name", "t",
+                  "--db", str(db)).exit_code == 0
+    assert invoke("chat", "t", "-s", "buffer", "--db", str(db), "--provider",
+                  "scripted", input="next\n").exit_code == 0
     for args in (["sessions", "show", "t"], ["inspect", "t"], ["sessions", "list"],
                  ["sessions", "show", "t", "--json"], ["inspect", "t", "--json"],
                  ["sessions", "export", "t"]):
-        result = runner.invoke(app, [*args, "--db", str(db)])
+        result = invoke(*args, "--db", str(db))
         assert result.exit_code == 0, result.stderr
         assert not any(raw in result.output for raw in RAW), args
     # JSON escapes them as JSON does: the same text once parsed.
-    shown_json = runner.invoke(app, ["sessions", "show", "t", "--json", "--db", str(db)]).stdout
+    shown_json = invoke("sessions", "show", "t", "--json", "--db", str(db)).stdout
     assert "\\u009b31m 看 \\u202egnp" in shown_json
     assert json.loads(shown_json)["messages"][0]["content"] == ATTACK
-    shown = runner.invoke(app, ["sessions", "show", "t", "--db", str(db)]).output
+    shown = invoke("sessions", "show", "t", "--db", str(db)).output
     assert "␛]0;PWNED" in shown  # (Rich drops the BEL itself)
 
 
@@ -75,19 +73,18 @@ def test_exports_write_control_characters_escaped(tmp_path: Path) -> None:
                           + json.dumps({"role": "assistant", "content": "好的"}) + "\n",
                           encoding="utf-8")
     db = tmp_path / "h.db"
-    runner = CliRunner()
-    assert runner.invoke(app, ["sessions", "import", str(transcript), "--name", "t",
-                               "--db", str(db)]).exit_code == 0
+    assert invoke("sessions", "import", str(transcript), "--name", "t",
+                  "--db", str(db)).exit_code == 0
     for name in ("x.md", "x.jsonl", "x.json"):
-        result = runner.invoke(app, ["sessions", "export", "t", "-o", str(tmp_path / name),
-                                     "--db", str(db)])
+        result = invoke("sessions", "export", "t", "-o", str(tmp_path / name),
+                        "--db", str(db))
         assert result.exit_code == 0, result.stderr
         text = (tmp_path / name).read_text(encoding="utf-8")
         assert not any(raw in text for raw in RAW), name
     markdown = (tmp_path / "x.md").read_text(encoding="utf-8")
     assert "look \\u001b]0;PWNED\\u0007\\u001b[2J\\u009b31m 看 \\u202egnp.exe here" in markdown
     # JSON Lines still imports back to the very same text.
-    assert runner.invoke(app, ["sessions", "import", str(tmp_path / "x.jsonl"), "--name",
-                               "back", "--db", str(db)]).exit_code == 0
+    assert invoke("sessions", "import", str(tmp_path / "x.jsonl"), "--name",
+                  "back", "--db", str(db)).exit_code == 0
     with Store(db) as store:
         assert store.messages(store.session("back").id)[0].content == ATTACK

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.memory.context import Context
 from chatmem.providers import scripted
 from chatmem.store import Store
@@ -82,12 +81,11 @@ def test_an_imported_system_message_in_mid_history_is_sent_as_a_quotation(
         '{"role": "user", "content": "who are you?"}\n'
         '{"role": "assistant", "content": "an assistant"}\n', encoding="utf-8")
     db = tmp_path / "h.db"
-    runner = CliRunner()
-    done = runner.invoke(app, ["sessions", "import", str(transcript), "--name", "t",
-                               "--db", str(db)])
+    done = invoke("sessions", "import", str(transcript), "--name", "t",
+                  "--db", str(db))
     assert done.exit_code == 0, done.stderr
-    done = runner.invoke(app, ["chat", "t", "-s", "buffer", "--db", str(db), "--provider",
-                               "scripted"], input="go on\n")
+    done = invoke("chat", "t", "-s", "buffer", "--db", str(db), "--provider",
+                  "scripted", input="go on\n")
     assert done.exit_code == 0, done.stderr
     with Store(db) as store:
         turn = store.turn(store.session("t").id)

@@ -12,13 +12,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 from waiting import HANG
 
-from chatmem.cli import app
 from chatmem.store import Store
 
-runner = CliRunner()
 RETRIES = 1
 
 
@@ -36,9 +34,9 @@ def config(tmp_path: Path, base_url: str, timeout: float = HANG, **extra: object
 def chat(tmp_path: Path, base_url: str, text: str = "hello\n", strategy: str = "window",
          **extra: object):
     db = tmp_path / "h.db"
-    return runner.invoke(app, ["chat", "s", "--db", str(db), "--provider", "openai",
-                               "-s", strategy, "--config", str(config(tmp_path, base_url,
-                                                                       **extra))], input=text)
+    return invoke("chat", "s", "--db", str(db), "--provider", "openai",
+                  "-s", strategy, "--config", str(config(tmp_path, base_url,
+                                                          **extra)), input=text)
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -16,10 +16,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from conftest import needs_sqlcipher
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.privacy.secrets import redacted_url
 from chatmem.store import Store
 
@@ -94,7 +93,7 @@ def test_the_history_file_and_its_wal_and_shm_are_private(tmp_path: Path) -> Non
 def test_config_init_creates_a_private_file(tmp_path: Path) -> None:
     os.umask(0o022)
     target = tmp_path / "config.toml"
-    result = CliRunner().invoke(app, ["config", "init", "--config", str(target)])
+    result = invoke("config", "init", "--config", str(target))
     assert result.exit_code == 0, result.stderr
     assert mode(target) == 0o600
 
@@ -102,7 +101,7 @@ def test_config_init_creates_a_private_file(tmp_path: Path) -> None:
 def test_a_key_pasted_into_api_key_env_is_refused_without_repeating_it(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'api_key_env = "{KEY}"\n', encoding="utf-8")
-    result = CliRunner().invoke(app, ["config", "show", "--config", str(config)])
+    result = invoke("config", "show", "--config", str(config))
     assert result.exit_code == 2
     assert result.stderr == (f"error: {config}: key 'api_key_env' must name an environment"
                              " variable (e.g. OPENAI_API_KEY), not hold the key itself\n")
@@ -120,14 +119,13 @@ def test_a_key_inside_the_base_url_is_never_shown(url: str, shown: str, tmp_path
     assert redacted_url(url) == shown
     config = tmp_path / "config.toml"
     config.write_text(f'base_url = "{url}"\n', encoding="utf-8")
-    result = CliRunner().invoke(app, ["config", "show", "--config", str(config)])
+    result = invoke("config", "show", "--config", str(config))
     assert result.exit_code == 0, result.stderr
     assert URL_KEY not in result.output
 
 
 def _texts_of_every_output(db: Path, work: Path, env: dict[str, str]) -> str:
     """What every reading command prints and writes for the history: shows, exports, inspect."""
-    runner = CliRunner()
     common = ["--db", str(db)]
     printed = []
     for args in (["sessions", "show", "s", *common],
@@ -137,7 +135,7 @@ def _texts_of_every_output(db: Path, work: Path, env: dict[str, str]) -> str:
                  ["sessions", "export", "--all", "-o", str(work / "all.zip"), *common],
                  ["inspect", "s", "--json", *common],
                  ["inspect", "s", "--turn", "1", *common]):
-        result = runner.invoke(app, args, env=env)
+        result = invoke(*args, env=env)
         assert result.exit_code == 0, result.output
         printed.append(result.output)
     with zipfile.ZipFile(work / "all.zip") as archive:
@@ -154,9 +152,8 @@ def test_a_reply_that_quotes_the_api_key_is_masked_wherever_it_goes(
     env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
            "CHATMEM_KEY": None}
     chat_server.plan = ["echo-key-reply"]
-    result = CliRunner().invoke(app, ["chat", "s", "--db", str(db), "--provider", "openai",
-                                      "--model", "m",
-                                      "-s", "window"], input="what did I send?\n", env=env)
+    result = invoke("chat", "s", "--db", str(db), "--provider", "openai",
+                    "--model", "m", "-s", "window", input="what did I send?\n", env=env)
     assert result.exit_code == 0, result.output
     sent = {k.lower(): v for k, v in chat_server.headers_seen[0].items()}
     assert sent["authorization"] == f"Bearer {KEY}"  # the server did see the key
@@ -184,9 +181,8 @@ def test_a_reply_that_says_chatmem_key_is_masked(tmp_path: Path, chat_server) ->
     # A model that has seen the key somewhere says it back, in pieces.
     chat_server.reply_words = ["I know it: ", history_key[:7], history_key[7:14],
                                history_key[14:], " indeed"]
-    result = CliRunner().invoke(app, ["chat", "s", "--db", str(db), "--provider", "openai",
-                                      "--model", "m",
-                                      "-s", "window"], input="tell me\n", env=env)
+    result = invoke("chat", "s", "--db", str(db), "--provider", "openai",
+                    "--model", "m", "-s", "window", input="tell me\n", env=env)
     assert result.exit_code == 0, result.output
     assert "I know it: [history key] indeed" in result.stdout
     with Store(db, key=history_key) as store:

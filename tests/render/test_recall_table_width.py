@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cli_runner import invoke
 from rich.cells import cell_len
-from typer.testing import CliRunner
 
-from chatmem.cli import app
-
-runner = CliRunner()
 HEADERS = ("turn", "bm25", "words", "dense", "fused", "tokens", "kept / why", "message")
 INPUTS = ["my order is ORD-7731 and it arrived broken, the box was crushed in transit",
           "我们五月去杭州旅行，住在西湖边上的酒店", "the weather is nice today",
@@ -19,13 +16,13 @@ INPUTS = ["my order is ORD-7731 and it arrived broken, the box was crushed in tr
 
 def recall_lines(tmp_path: Path, width: int) -> list[str]:
     db = str(tmp_path / f"r{width}.db")
-    chatted = runner.invoke(app, ["chat", "r", "--db", db, "--provider", "scripted"],
-                            input="\n".join(INPUTS) + "\n")
+    chatted = invoke("chat", "r", "--db", db, "--provider", "scripted",
+                     input="\n".join(INPUTS) + "\n")
     assert chatted.exit_code == 0, chatted.stderr
-    result = runner.invoke(app, ["inspect", "r", "--db", db, "--provider", "scripted",
-                                 "--next", "what was my order number 杭州",
-                                 "--strategy", "retrieval:top_k=3"],
-                           env={"COLUMNS": str(width)})
+    result = invoke("inspect", "r", "--db", db, "--provider", "scripted",
+                    "--next", "what was my order number 杭州",
+                    "--strategy", "retrieval:top_k=3",
+                    env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "recall: candidates ranked" in line)

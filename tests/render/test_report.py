@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.render.report import html_report, nice_top
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +38,7 @@ def eval_data(hash_embedder: Path) -> dict[str, Any]:
     args = ["eval", TRAVEL, "--json"]
     for spec in STRATEGIES:
         args += ["-s", spec]
-    result = CliRunner().invoke(app, args)
+    result = invoke(*args)
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 

@@ -8,20 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.errors import UsageError
 from chatmem.repl.loop import SLASH
 from chatmem.store import Store
 
-runner = CliRunner()
 COMMANDS = sorted(SLASH)
 
 
 def chat(db: Path, lines: list[str]):
-    return runner.invoke(app, ["chat", "t", "--db", str(db), "--provider", "scripted"],
-                         input="\n".join(lines) + "\n", env={"COLUMNS": "200"})
+    return invoke("chat", "t", "--db", str(db), "--provider", "scripted",
+                  input="\n".join(lines) + "\n", width=200)
 
 
 def test_the_table_holds_the_commands_the_design_names() -> None:
@@ -112,19 +110,17 @@ def test_edit_sends_what_the_editor_saved_and_leaves_no_file(tmp_path: Path) -> 
                       encoding="utf-8")
     seen = tmp_path / "seen.txt"
     db = tmp_path / "e.db"
-    result = runner.invoke(
-        app, ["chat", "t", "--db", str(db), "--provider", "scripted"],
-        input="/edit first line\n", env={"EDITOR": f"{sys.executable} {editor} {seen}",
-                                         "VISUAL": ""})
+    result = invoke("chat", "t", "--db", str(db), "--provider", "scripted",
+                    input="/edit first line\n",
+                    env={"EDITOR": f"{sys.executable} {editor} {seen}", "VISUAL": ""})
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "echo #1: first line第二行 from the editor\n"
     assert not Path(seen.read_text(encoding="utf-8")).exists()  # the draft is gone
 
 
 def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
-    result = runner.invoke(
-        app, ["chat", "t", "--db", str(tmp_path / "e.db"), "--provider", "scripted"],
-        input="/edit\n", env={"EDITOR": "true", "VISUAL": ""})
+    result = invoke("chat", "t", "--db", str(tmp_path / "e.db"), "--provider", "scripted",
+                    input="/edit\n", env={"EDITOR": "true", "VISUAL": ""})
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert "nothing sent: the message is empty" in result.stderr

@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from hypothesis import given
 from hypothesis import strategies as st
 from test_terminal import Terminal, terminal  # noqa: F401  (the fixture)
-from typer.testing import CliRunner
 
-from chatmem.cli import app
 from chatmem.clipboard import code_blocks, osc52, pick
 from chatmem.errors import UsageError
 from chatmem.store import Store
@@ -112,10 +111,8 @@ def test_copy_gives_the_text_to_the_configured_clipboard_command(
 
 def piped_chat(tmp_path: Path, lines: list[str], extra_config: str = ""):
     setup(tmp_path, extra_config)
-    return CliRunner().invoke(
-        app, ["chat", "t", "--config", str(tmp_path / "config.toml"),
-              "--db", str(tmp_path / "t.db")],
-        input="\n".join(lines) + "\n", env={"COLUMNS": "200"})
+    return invoke("chat", "t", "--config", str(tmp_path / "config.toml"),
+                  "--db", str(tmp_path / "t.db"), input="\n".join(lines) + "\n", width=200)
 
 
 @pytest.mark.parametrize(("lines", "config", "error"), [

@@ -7,14 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.transcripts.reader import read_transcript
-
-runner = CliRunner()
 
 
 def chat(db: Path, session: str, lines: list[str], *extra: str,
@@ -22,8 +19,8 @@ def chat(db: Path, session: str, lines: list[str], *extra: str,
     args = ["chat", session, "--db", str(db), *extra]
     if "--provider" not in extra and "--model" not in extra:
         args += ["--provider", "scripted"]
-    return runner.invoke(app, args, input="\n".join(lines) + "\n",
-                         env={"COLUMNS": "200", **(env or {})})
+    return invoke(*args, input="\n".join(lines) + "\n",
+                  env=env, width=200)
 
 
 def status_lines(stderr: str) -> list[str]:
@@ -200,7 +197,7 @@ def test_retry_regenerates_a_completed_turn_and_inspect_names_its_replacement(db
     assert messages(db, "trip")[-2:] == [(4, "user", "what did I order?"),
                                           (4, "assistant", "echo #1: what did I order?")]
     assert len(messages(db, "trip")) == 6  # history: the replaced turn's two left it
-    inspected = runner.invoke(app, ["inspect", "trip", "--turn", "3", "--db", str(db), "--json"])
+    inspected = invoke("inspect", "trip", "--turn", "3", "--db", str(db), "--json")
     assert inspected.exit_code == 0, inspected.stderr
     turn = json.loads(inspected.stdout)["turn"]
     assert (turn["reply"], turn["superseded_by"]) == ("echo #3: what did I order?", 4)

@@ -5,20 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import invoke
 
-from chatmem.cli import app
 from chatmem.providers.scripted import RULES
 from chatmem.providers.scripted_summary import extractive_summary
 
-runner = CliRunner()
-
 
 def chat(db: Path, lines: list[str], *extra: str) -> tuple[int, str, str]:
-    result = runner.invoke(
-        app, ["chat", "demo", "--provider", "scripted", "--db", str(db), *extra],
-        input="\n".join(lines) + "\n", env={"COLUMNS": "160"},
-    )
+    result = invoke("chat", "demo", "--provider", "scripted", "--db", str(db), *extra,
+                    input="\n".join(lines) + "\n", width=160)
     return result.exit_code, result.stdout, result.stderr
 
 
