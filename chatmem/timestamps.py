@@ -23,6 +23,11 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
+def stamp_seconds(moment: datetime) -> str:
+    """How times are shown and exported (an expiry, an archive's date): `stamp` to the second."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
 def now() -> str:
     """The stored form of the current time."""
     return stamp(utc_now())

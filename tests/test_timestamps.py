@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.store.recall import UNKNOWN_PAUSE, pause
-from chatmem.timestamps import has_zone, is_time, parse_time, stamp
+from chatmem.timestamps import has_zone, is_time, parse_time, stamp, stamp_seconds
 
 moments = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
                        timezones=st.sampled_from([UTC, timezone(timedelta(hours=8)),
@@ -87,3 +87,11 @@ def test_a_naive_time_is_read_as_utc_but_draws_no_pause() -> None:
     assert parse_time("2026-01-05T08:00:00") == datetime(2026, 1, 5, 8, tzinfo=UTC)
     assert pause("2026-01-05T08:00:00", "2026-01-05T09:00:00Z") == UNKNOWN_PAUSE
     assert pause("2026-01-05T08:00:00+08:00", "2026-01-05T01:00:00Z") == 3600.0
+
+
+@given(moments)
+def test_a_shown_time_is_the_stored_one_cut_to_the_second(moment: datetime) -> None:
+    shown = stamp_seconds(moment)
+    assert shown == moment.astimezone(UTC).isoformat(timespec="seconds")
+    assert stamp(moment).startswith(shown[:19]) and shown.endswith("+00:00")
+    assert parse_time(shown) == parse_time(stamp(moment)).replace(microsecond=0)
