@@ -417,7 +417,7 @@ def apply_retention(store: Store, settings: Settings) -> None:
     from chatmem.errors import StoreError
     from chatmem.privacy.retention import prune
     from chatmem.render import notice_line
-    from chatmem.store.connection import utc_now
+    from chatmem.timestamps import utc_now
 
     try:
         erased = prune(store, utc_now(), retention_days=settings.retention_days,

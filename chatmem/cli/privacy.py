@@ -200,7 +200,7 @@ def prune(
     """
     from chatmem.privacy.retention import parse_duration
     from chatmem.privacy.retention import prune as prune_history
-    from chatmem.store.connection import utc_now
+    from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
     days: float | None = settings.retention_days
@@ -289,7 +289,7 @@ def forget_me(
     Example: chatmem forget-me --yes
     """
     from chatmem.privacy.retention import forget_user
-    from chatmem.store.connection import utc_now
+    from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
     profile = user or settings.user

@@ -19,13 +19,13 @@ import os
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
 from chatmem.privacy.files import open_private
 from chatmem.text import json_safe
+from chatmem.timestamps import stamp_seconds, utc_now
 
 if TYPE_CHECKING:
     from chatmem.store import SessionRecord, Store
@@ -142,8 +142,7 @@ def write_archive(store: Store, path: Path, transcript: Callable[[SessionRecord]
             facts = _facts(store)
             zf.writestr("facts.json", _json(facts))
             zf.writestr("manifest.json", _json({
-                "chatmem": version, "exported_at": datetime.now(UTC).isoformat(
-                    timespec="seconds"),
+                "chatmem": version, "exported_at": stamp_seconds(utc_now()),
                 "sessions": listed, "facts": len(facts), "summaries": summaries}))
         os.replace(partial, path)
     except OSError as e:

@@ -130,13 +130,13 @@ def _erase(store: Store, erasure: Erasure) -> None:
 
 def expiry_of(fact: Any, fact_idle_days: float | None) -> str | None:
     """When a fact will expire (ISO time), or None when it is kept until forgotten."""
-    from chatmem.store.retention import parse_stamp
+    from chatmem.timestamps import parse_time, stamp_seconds
 
     ends = []
     if fact.expires_at:
-        ends.append(parse_stamp(fact.expires_at))
+        ends.append(parse_time(fact.expires_at))
     if fact_idle_days is not None and fact.source_turn is not None:
-        last = parse_stamp(fact.used_at or fact.updated_at)
+        last = parse_time(fact.used_at or fact.updated_at)
         with suppress(OverflowError):  # thousands of years: as good as kept
             ends.append(last + timedelta(days=fact_idle_days))
-    return min(ends).isoformat(timespec="seconds") if ends else None
+    return stamp_seconds(min(ends)) if ends else None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
+
+from chatmem.timestamps import parse_time, utc_now
 
 FACT_COLUMNS = ("id", "key", "value", "scope", "owner", "source", "age")
 
@@ -17,13 +19,7 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     """'3 min', '2 h', '5 d' since an ISO timestamp."""
     if not stamp:
         return ""
-    return _span(((now or datetime.now(UTC)) - _utc(stamp)).total_seconds())
-
-
-def _utc(stamp: str) -> datetime:
-    """An ISO timestamp as an aware time; one stored without a zone is UTC."""
-    then = datetime.fromisoformat(stamp)
-    return then.replace(tzinfo=UTC) if then.tzinfo is None else then
+    return _span(((now or utc_now()) - parse_time(stamp)).total_seconds())
 
 
 def _span(seconds: float) -> str:
@@ -101,7 +97,7 @@ def until(stamp: str | None, now: datetime | None = None) -> str:
     """'in 6 d', 'in 3 h', or 'now' for an ISO time; '' when there is none."""
     if not stamp:
         return ""
-    left = (_utc(stamp) - (now or datetime.now(UTC))).total_seconds()
+    left = (parse_time(stamp) - (now or utc_now())).total_seconds()
     return "in " + _span(left) if left > 0 else "now"
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.store.connection import now
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
 from chatmem.store.memory import MemoryTables
@@ -71,7 +70,6 @@ __all__ = [
     "TurnRecord",
     "VectorRow",
     "check_session_name",
-    "now",
     "pause",
     "session_name_from",
 ]

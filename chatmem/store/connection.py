@@ -4,27 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
 from chatmem.errors import StoreError
 from chatmem.store.backend import Backend
+from chatmem.timestamps import stamp, utc_now
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def now() -> str:
-    return stamp(datetime.now(UTC))
-
-
-def stamp(moment: datetime) -> str:
-    """How times are stored: ISO 8601 in UTC, to the millisecond."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def is_postgres(location: str | Path) -> bool:

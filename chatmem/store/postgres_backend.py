@@ -15,13 +15,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from chatmem import install_hint
 from chatmem.errors import NotChatmemDatabase, StoreError
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import LocationKind, parse_location, password_of
+from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
@@ -276,7 +276,7 @@ class PostgresBackend:
                     fn(self._conn.execute)
                     self._conn.execute(
                         f"INSERT INTO {schema.BOOKKEEPING} (name, applied_at) VALUES (%s, %s)",
-                        (fn.__name__, str(datetime.now(UTC))))
+                        (fn.__name__, str(utc_now())))
 
     # -- the dialect ----------------------------------------------------------------------
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from chatmem import fts
 from chatmem.store.connection import Connection
 from chatmem.store.records import MessageRecord
+from chatmem.timestamps import has_zone, parse_time
 
 POSTINGS = 1500
 """Index entries a recall search may score: its cost is bounded by this, not by the history."""
@@ -32,20 +32,9 @@ UNKNOWN_PAUSE = float("inf")
 def pause(before: str | None, at: str | None) -> float:
     """Seconds between two stored times; UNKNOWN_PAUSE when either is missing or unreadable
     (a time without a zone is unreadable: no sitting is drawn from a guess)."""
-    start, end = _parse_time(before), _parse_time(at)
-    if start is None or end is None:
+    if not (before and at and has_zone(before) and has_zone(at)):
         return UNKNOWN_PAUSE
-    return (end - start).total_seconds()
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else None
+    return (parse_time(at) - parse_time(before)).total_seconds()
 
 
 @dataclass(frozen=True)

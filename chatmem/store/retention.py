@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from chatmem.errors import StoreError
 from chatmem.store import steps
 from chatmem.store.memory import MemoryTables
 from chatmem.store.records import FactRecord
 from chatmem.store.sessions import SessionTables
-
-
-def parse_stamp(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+from chatmem.timestamps import parse_time
 
 
 @dataclass(frozen=True)
@@ -39,7 +35,7 @@ class SessionEntry:
     turns: int
 
     def idle_days(self, now: datetime) -> float:
-        return (now - parse_stamp(self.updated_at)) / timedelta(days=1)
+        return (now - parse_time(self.updated_at)) / timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -69,7 +65,7 @@ class RetentionTables(SessionTables, MemoryTables):
                               " ORDER BY updated_at, id"):
             own = row["retention_days"] is not None
             keep = row["retention_days"] if own else default_days
-            idle = (now - parse_stamp(row["updated_at"])) / timedelta(days=1)
+            idle = (now - parse_time(row["updated_at"])) / timedelta(days=1)
             if keep and idle > keep:
                 found[row["id"]] = float(keep)
         return self._entries(found)
@@ -99,12 +95,12 @@ class RetentionTables(SessionTables, MemoryTables):
         """
         found = []
         for fact in self.facts(include_deleted=True):
-            if fact.expires_at is not None and parse_stamp(fact.expires_at) <= now:
+            if fact.expires_at is not None and parse_time(fact.expires_at) <= now:
                 found.append(ExpiredFact(fact, f"its end was {fact.expires_at[:10]}"))
                 continue
             if idle_days is None or fact.source_turn is None:
                 continue
-            unused = now - parse_stamp(fact.used_at or fact.updated_at)
+            unused = now - parse_time(fact.used_at or fact.updated_at)
             if unused / timedelta(days=1) > idle_days:
                 found.append(ExpiredFact(fact, f"unused for {unused.days} days"))
         return found

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import sqlite_utils
+
+from chatmem.timestamps import utc_now
 
 MIGRATION_SET = "chatmem"
 Migration = Callable[[sqlite_utils.Database], None]
@@ -51,7 +52,7 @@ def apply_migrations(db: sqlite_utils.Database, names: list[str]) -> None:
             fn(db)
             db.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at)"
                        " VALUES (?, ?, ?)",
-                       [MIGRATION_SET, fn.__name__, str(datetime.now(UTC))])
+                       [MIGRATION_SET, fn.__name__, str(utc_now())])
 
 
 @migration

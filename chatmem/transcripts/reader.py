@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from chatmem.errors import TranscriptError
 from chatmem.text import valid_text
+from chatmem.timestamps import is_time
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
     HEADER_KEYS,
@@ -185,20 +185,12 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
     ts = data.get("ts")
     if ts is not None and not isinstance(ts, str):
         raise TranscriptError(f"{where}: ts must be an ISO-8601 string")
-    if ts is not None and not _is_timestamp(ts):
+    if ts is not None and not is_time(ts):
         raise TranscriptError(f"{where}: ts {valid_text(ts)!r} is not an ISO-8601 date and time"
                               " (e.g. 2024-05-01T09:30:00Z)")
     return TranscriptMessage(role, content,
                              None if message_id is None else valid_text(str(message_id)),
                              None if ts is None else valid_text(ts), number)
-
-
-def _is_timestamp(text: str) -> bool:
-    try:
-        datetime.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _why(error: Exception) -> str:

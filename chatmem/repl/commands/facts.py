@@ -10,7 +10,7 @@ from chatmem.privacy.retention import expiry_of, parse_duration
 from chatmem.render.facts import fact_rows, facts_table, pinned_row
 from chatmem.repl.chat import Chat
 from chatmem.repl.table import SLASH, slash
-from chatmem.store.connection import stamp
+from chatmem.timestamps import stamp
 
 
 @slash("/facts", "/facts",

@@ -1,0 +1,59 @@
+"""Times as chatmem stores and reads them: one format, one parser, one rule for a naive time.
+
+Stored: ISO 8601 in UTC to the millisecond (`2026-01-05T08:00:00.000+00:00`), written by
+`stamp`. Read: any ISO 8601 date and time Python's `datetime.fromisoformat` accepts (a
+trailing `Z` included), by `parse_time`.
+
+The rule for a time without a zone (only an imported transcript's `ts` can be one; chatmem
+never writes one): `parse_time` reads it as UTC. Where a guessed zone would mislead, a caller
+asks `has_zone` first (a sitting's pause is not drawn from a guess).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def stamp(moment: datetime) -> str:
+    """How times are stored: ISO 8601 in UTC, to the millisecond."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def stamp_seconds(moment: datetime) -> str:
+    """How times are shown and exported (an expiry, an archive's date): `stamp` to the second."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def now() -> str:
+    """The stored form of the current time."""
+    return stamp(utc_now())
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time as an aware datetime; one without a zone is UTC.
+
+    Raises ValueError when `text` is not an ISO 8601 date (and time).
+    """
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def has_zone(text: str) -> bool:
+    """Whether an ISO 8601 time names its zone (False for one that cannot be read)."""
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
+
+
+def is_time(text: str) -> bool:
+    """Whether `parse_time` reads `text`."""
+    try:
+        parse_time(text)
+    except ValueError:
+        return False
+    return True

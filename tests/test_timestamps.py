@@ -1,0 +1,97 @@
+"""One timestamp format and one parser: stored times round-trip, and the parser reads what the
+three parsers it replaced read (the store's pause, retention's and the fact table's)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatmem.store.recall import UNKNOWN_PAUSE, pause
+from chatmem.timestamps import has_zone, is_time, parse_time, stamp, stamp_seconds
+
+moments = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                       timezones=st.sampled_from([UTC, timezone(timedelta(hours=8)),
+                                                  timezone(timedelta(hours=-5, minutes=-30))]))
+
+
+def old_pause_parse(text: str) -> datetime | None:
+    """store/recall.py's parser before this module: a naive time was unreadable."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else None
+
+
+def old_stamp_parse(text: str) -> datetime:
+    """store/retention.py's parse_stamp and render/facts.py's _utc: a naive time was UTC."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@st.composite
+def iso_texts(draw: st.DrawFn) -> str:
+    """The forms a stored or imported time takes: chatmem's own, `Z`, an offset, no zone."""
+    moment = draw(moments)
+    spec = draw(st.sampled_from(["seconds", "milliseconds", "microseconds", "minutes"]))
+    text = moment.isoformat(timespec=spec)
+    zone = draw(st.sampled_from(["keep", "Z", "naive"]))
+    if zone == "Z":
+        return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+    if zone == "naive":
+        return moment.replace(tzinfo=None).isoformat(timespec=spec)
+    return text
+
+
+@given(moments)
+def test_a_stored_time_reads_back_as_the_same_instant_to_the_millisecond(moment: datetime) -> None:
+    text = stamp(moment)
+    read = parse_time(text)
+    assert read.utcoffset() == timedelta(0)
+    assert abs(read - moment) < timedelta(milliseconds=1)
+    assert stamp(read) == text
+
+
+@given(iso_texts())
+def test_the_parser_agrees_with_the_parsers_it_replaced(text: str) -> None:
+    read = parse_time(text)
+    assert read.tzinfo is not None
+    assert read == old_stamp_parse(text)
+    assert has_zone(text) is (old_pause_parse(text) is not None)
+    if has_zone(text):
+        assert read == old_pause_parse(text)
+
+
+@given(iso_texts(), iso_texts())
+def test_pause_is_unknown_unless_both_times_name_their_zone(before: str, at: str) -> None:
+    old_start, old_end = old_pause_parse(before), old_pause_parse(at)
+    expected = (UNKNOWN_PAUSE if old_start is None or old_end is None
+                else (old_end - old_start).total_seconds())
+    assert pause(before, at) == expected
+
+
+@pytest.mark.parametrize("text", ["", "not a date", "2024-13-45T99:99:99", "2026-01-01Z",
+                                  "2026-01-01T00:00:00z", "二〇二六年一月一日"])
+def test_text_that_is_not_an_iso_time_is_refused(text: str) -> None:
+    assert not is_time(text)
+    assert not has_zone(text)
+    with pytest.raises(ValueError):
+        parse_time(text)
+    assert pause(text, "2026-01-01T00:00:00Z") == UNKNOWN_PAUSE
+
+
+def test_a_naive_time_is_read_as_utc_but_draws_no_pause() -> None:
+    assert parse_time("2026-01-05T08:00:00") == datetime(2026, 1, 5, 8, tzinfo=UTC)
+    assert pause("2026-01-05T08:00:00", "2026-01-05T09:00:00Z") == UNKNOWN_PAUSE
+    assert pause("2026-01-05T08:00:00+08:00", "2026-01-05T01:00:00Z") == 3600.0
+
+
+@given(moments)
+def test_a_shown_time_is_the_stored_one_cut_to_the_second(moment: datetime) -> None:
+    shown = stamp_seconds(moment)
+    assert shown == moment.astimezone(UTC).isoformat(timespec="seconds")
+    assert stamp(moment).startswith(shown[:19]) and shown.endswith("+00:00")
+    assert parse_time(shown) == parse_time(stamp(moment)).replace(microsecond=0)
