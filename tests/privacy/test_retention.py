@@ -15,7 +15,7 @@ from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, VectorRow
-from chatmem.store.connection import stamp
+from chatmem.timestamps import stamp
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
