@@ -23,28 +23,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chatmem.store.migrations import MigrationList
+
 Execute = Callable[[str], Any]
 """Runs one statement and returns its cursor (psycopg's Connection.execute)."""
 Migration = Callable[[Execute], None]
-MIGRATIONS: list[Migration] = []
+MIGRATION_LIST: MigrationList[Migration] = MigrationList()
+MIGRATIONS = MIGRATION_LIST.functions
 """Every migration, in the order they run; each is known by its function's name."""
+migration = MIGRATION_LIST.add
+migration_names = MIGRATION_LIST.names
+pending_migrations = MIGRATION_LIST.pending
 
 BOOKKEEPING = "chatmem_migrations"
 CREATE_BOOKKEEPING = (f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING} "
                       "(name text PRIMARY KEY, applied_at text NOT NULL)")
 
 
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append(fn)
-    return fn
 
-
-def migration_names() -> set[str]:
-    return {m.__name__ for m in MIGRATIONS}
-
-
-def pending_migrations(applied: set[str]) -> list[str]:
-    return [m.__name__ for m in MIGRATIONS if m.__name__ not in applied]
 
 
 OWNER = "owner text NOT NULL DEFAULT current_user"

@@ -13,26 +13,20 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from chatmem.store.migrations import MigrationList
 from chatmem.timestamps import utc_now
 
 MIGRATION_SET = "chatmem"
 Migration = Callable[[sqlite_utils.Database], None]
-MIGRATIONS: list[Migration] = []
+MIGRATION_LIST: MigrationList[Migration] = MigrationList()
+MIGRATIONS = MIGRATION_LIST.functions
 """Every migration, in the order they run; each is known by its function's name."""
+migration = MIGRATION_LIST.add
+migration_names = MIGRATION_LIST.names
+pending_migrations = MIGRATION_LIST.pending
 
 
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append(fn)
-    return fn
 
-
-def migration_names() -> set[str]:
-    return {m.__name__ for m in MIGRATIONS}
-
-
-def pending_migrations(applied: set[str]) -> list[str]:
-    """Names of the migrations not in `applied`, in the order they run."""
-    return [m.__name__ for m in MIGRATIONS if m.__name__ not in applied]
 
 
 def apply_migrations(db: sqlite_utils.Database, names: list[str]) -> None:
