@@ -256,8 +256,11 @@ _KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
 
 def _encode(value: Any) -> Any:
     if type(value) in _KIND_OF:
+        # A field at its default is left out (reading fills it back): every turn stores its
+        # reasons, and most fields of most reasons are at their defaults.
         return {"kind": _KIND_OF[type(value)],
-                **{f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+                **{f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)
+                   if f.default is dataclasses.MISSING or getattr(value, f.name) != f.default}}
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
     return value
