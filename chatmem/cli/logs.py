@@ -78,5 +78,5 @@ def _entry_json(entry: LogEntry, cost: Cost | None) -> dict[str, Any]:
         "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
         "tokens": {"prompt": entry.prompt_tokens, "reply": entry.reply_tokens},
         "cost": None if cost is None else {"amount": cost.amount, "currency": cost.currency},
-        "input": entry.input,
+        "input": entry.input, "superseded_by": entry.superseded_by,
     }

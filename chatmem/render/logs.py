@@ -37,6 +37,13 @@ def tokens_text(entry: LogEntry) -> str:
     return sent + (f"+{entry.reply_tokens:,}" if entry.reply_tokens is not None else "")
 
 
+def status_text(entry: LogEntry) -> str:
+    """`failed`, `cancelled`, `replaced by #4`, or nothing for an ok turn still in history."""
+    if entry.superseded_by is not None:
+        return f"replaced by #{entry.superseded_by}"
+    return "" if entry.status == "ok" else entry.status
+
+
 def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:
     """Turns, newest (or best-matching) first: when, where, which model and strategy, what it
     cost, and the start of the question, cut to the width the console leaves it."""
@@ -56,14 +63,19 @@ def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: 
     priced = any(cost is not None for cost in costs)
     if priced:
         out.add_column("cost", justify="right", no_wrap=True)
+    # Only when some turn is not simply ok: most logs are all ok, and 80 columns are few.
+    marked = any(status_text(entry) for entry in entries)
+    if marked:
+        out.add_column("status", no_wrap=True)
     out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
     for entry, cost in zip(entries, costs, strict=True):
-        status = "" if entry.status == "ok" else f" ({entry.status})"
         # Month, day and time: a log is read for what happened lately.
         row = [when(entry.created_at)[5:], f"{entry.session} #{entry.number}",
-               entry.model or "", entry.strategy + status, tokens_text(entry)]
+               entry.model or "", entry.strategy, tokens_text(entry)]
         if priced:
             row.append(cost_text(cost) if cost is not None else "")
+        if marked:
+            row.append(status_text(entry))
         row.append(question_start(entry.input))
         out.add_row(*row)
     return out

@@ -16,7 +16,7 @@ from chatmem.store.connection import Connection
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
     " t.params, t.provider, t.model, t.estimated_tokens, t.prompt_tokens,"
-    " t.completion_tokens, t.created_at"
+    " t.completion_tokens, t.created_at, t.superseded_by"
 )
 
 
@@ -37,6 +37,8 @@ class LogEntry:
     prompt_tokens: int | None
     """The provider's count when it reported one, else chatmem's own."""
     reply_tokens: int | None
+    superseded_by: int | None = None
+    """The number of the turn `/retry` or `/edit-last` replaced this one with."""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
@@ -44,7 +46,7 @@ class LogEntry:
         return cls(row["session"], row["number"], row["created_at"], row["status"],
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
-                   row["completion_tokens"])
+                   row["completion_tokens"], row["superseded_by"])
 
 
 @dataclass(frozen=True)

@@ -172,3 +172,16 @@ def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
     (statements, rows, steps), (statements_l, rows_l, steps_l) = work
     assert (statements_l, rows_l) == (statements, rows) == (1, 10)
     assert steps_l <= steps + 2  # the B-tree may be a level deeper
+
+
+def test_logs_marks_a_turn_that_retry_replaced(db: Path) -> None:
+    result = invoke("chat", "trip", "--db", str(db), "--provider", "scripted",
+                    input="/retry\n", width=200)
+    assert result.exit_code == 0, result.stderr
+    trip = {e["turn"]: e["superseded_by"] for e in logs_json(db, "--session", "trip")}
+    assert trip == {3: None, 2: 3, 1: None}
+    assert all(e["superseded_by"] is None for e in logs_json(db, "--session", "work"))
+    table = run(db, "logs", "--session", "trip")
+    assert table.exit_code == 0
+    rows = [line for line in table.stdout.splitlines() if "trip #" in line]
+    assert "replaced by #3" in rows[1] and "replaced" not in rows[0] + rows[2]
