@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chatmem.engine import Engine, TurnResult
+    from chatmem.store import Store
 
 SystemOption = Annotated[
     str | None, typer.Option("--system", metavar="TEXT", show_default=False, callback=utf8_text,
@@ -218,7 +219,7 @@ def ask(
         raise typer.Exit(int(ExitCode.INTERRUPTED))
 
 
-def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict[str, Any]:
+def answer_json(result: TurnResult, engine: Engine[Store], session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
     record = result.record
     return {
@@ -240,7 +241,7 @@ def answer_json(result: TurnResult, engine: Engine, session: str | None) -> dict
     }
 
 
-def cost_json(engine: Engine, result: TurnResult) -> dict[str, Any] | None:
+def cost_json(engine: Engine[Store], result: TurnResult) -> dict[str, Any] | None:
     """The turn's money cost at the configured price of its model; None without a price."""
     from chatmem.config.options import price_of
     from chatmem.repl.chat import billed_tokens
@@ -265,7 +266,7 @@ def stdin_is_piped() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
-def _close_indexing(engine: Engine, err: Console) -> None:
+def _close_indexing(engine: Engine[Store], err: Console) -> None:
     """Stop embedding earlier messages (after the batch at hand) and say what is left."""
     from chatmem.render import notice_line
     from chatmem.render.notices import failure_text
@@ -279,7 +280,7 @@ def _close_indexing(engine: Engine, err: Console) -> None:
             f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
 
 
-def _print_notices(engine: Engine, err: Console) -> None:
+def _print_notices(engine: Engine[Store], err: Console) -> None:
     from chatmem.render import notice_line
     from chatmem.render.notices import notice_text
 

@@ -346,7 +346,7 @@ def open_engine(
     allow_over_budget: bool = False,
     save: bool = True,
     one_off: bool = False,
-) -> Iterator[Engine]:
+) -> Iterator[Engine[Store]]:
     """The named session's engine (created if new); store and providers closed on exit.
 
     `session` None: the session used last (--continue). `one_off`: a session of its own

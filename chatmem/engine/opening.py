@@ -5,7 +5,7 @@ strategy calls and an embedder, as the engine that runs its turns
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.turns import Engine
@@ -14,11 +14,15 @@ from chatmem.memory.base import Strategy
 from chatmem.memory.params import strategy_label
 from chatmem.notices import Notice, StrategyChanged, SystemPromptReplaced
 from chatmem.providers.base import Provider
-from chatmem.store import SessionRecord, Store
+from chatmem.store import SessionRecord
+from chatmem.store.protocols import TurnStore
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
+
+S = TypeVar("S", bound=TurnStore)
+"""The store given, kept as the engine's: the caller keeps its own type (`Engine[Store]`)."""
 
 
 def resolve_embedder(settings: Settings) -> Embedder | None:
@@ -39,7 +43,7 @@ def resolve_strategy(
 
 
 def open_session(
-    store: Store,
+    store: S,
     settings: Settings,
     provider: Provider,
     name: str,
@@ -51,7 +55,7 @@ def open_session(
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
     save: bool = True,
-) -> Engine:
+) -> Engine[S]:
     """Resume the named session or create it, and return its engine.
 
     `embedder` overrides the configured one ([embeddings]), which opens on first use.

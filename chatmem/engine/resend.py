@@ -16,9 +16,10 @@ from chatmem.engine.turns import Engine, TurnResult
 
 if TYPE_CHECKING:
     from chatmem.attachments import Attachment
+    from chatmem.store.protocols import TurnStore
 
 
-def resend_last(engine: Engine, text: str | None = None, *,
+def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
                 on_delta: Callable[[str], None] | None = None,
                 on_reply_end: Callable[[], None] | None = None,
                 attachments: Sequence[Attachment] = ()) -> TurnResult:

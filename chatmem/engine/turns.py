@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
@@ -31,7 +31,8 @@ from chatmem.notices import (
     ReplyCut,
 )
 from chatmem.providers.base import Provider
-from chatmem.store import SessionRecord, Store, TurnRecord
+from chatmem.store import SessionRecord, TurnRecord
+from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, valid_text
 from chatmem.tokens import TokenCounter
 
@@ -53,12 +54,17 @@ class TurnResult:
         return self.record.status
 
 
-class Engine:
+StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
+"""The engine's store: it uses only `TurnStore`; its owner (the REPL) may use the rest of
+the store it passed in (`Engine[Store]`); any engine is an `Engine[TurnStore]`."""
+
+
+class Engine(Generic[StoreT]):
     """Runs turns of one session with one strategy and one provider."""
 
     def __init__(
         self,
-        store: Store,
+        store: StoreT,
         session: SessionRecord,
         provider: Provider,
         strategy: Strategy,

@@ -26,6 +26,7 @@ from chatmem.memory.base import Strategy
 from chatmem.memory.params import parse_param_pairs, strategy_label
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import Store, check_session_name, session_name_from
+from chatmem.store.protocols import FactRepository, TurnStore
 from chatmem.tokens import TokenCounter
 from chatmem.transcripts.format import (
     Probe,
@@ -167,7 +168,7 @@ def replay(
     *,
     chat_provider: Provider,
     helper_provider: Provider | None = None,
-    store: Store | None = None,
+    store: TurnStore | None = None,
     save_as: str | None = None,
     keep_replies: bool = True,
     budget: int | None = None,
@@ -211,7 +212,7 @@ def replay(
     return runs
 
 
-def seed_user_facts(store: Store, user: str | None, facts: Sequence[FactRecord]) -> None:
+def seed_user_facts(store: FactRepository, user: str | None, facts: Sequence[FactRecord]) -> None:
     if user is None:
         return
     for fact in facts:
@@ -240,7 +241,7 @@ def _run_one(
     transcript: Transcript,
     spec: StrategySpec,
     steps: list[Step],
-    store: Store,
+    store: TurnStore,
     name: str | None,
     options: _Options,
     progress: Progress | None,
@@ -253,8 +254,9 @@ def _run_one(
 
 
 def _start(
-    transcript: Transcript, spec: StrategySpec, store: Store, name: str | None, options: _Options
-) -> tuple[Engine, StrategyRun, dict[str, int]]:
+    transcript: Transcript, spec: StrategySpec, store: TurnStore, name: str | None,
+    options: _Options,
+) -> tuple[Engine[TurnStore], StrategyRun, dict[str, int]]:
     strategy = spec.create()
     chat_provider = options.chat_provider
     helper = CountingProvider(options.helper_provider or chat_provider)
@@ -269,7 +271,7 @@ def _start(
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
 
 
-def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, int],
+def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
           options: _Options) -> None:
     if step.kind is StepKind.PROBE and step.probe is not None:
         run.probes.append(_probe(engine, step.probe, stored_ids, options))
@@ -286,7 +288,7 @@ def _play(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
         run.notices.extend(engine.update_memory())
 
 
-def _finish(engine: Engine, run: StrategyRun, user: str | None) -> None:
+def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
     store, session_id = engine.store, engine.session.id
     assert isinstance(engine.helper_model, CountingProvider)
     assert isinstance(engine.provider, CountingProvider)
@@ -310,7 +312,7 @@ def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> 
             progress(label, done, len(steps))
 
 
-def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, int],
+def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
           keep_replies: bool) -> None:
     assert step.message is not None
     if keep_replies and step.reply is not None:
@@ -326,7 +328,7 @@ def _turn(engine: Engine, step: Step, run: StrategyRun, stored_ids: dict[str, in
         stored_ids[step.reply.id] = result.record.assistant_message_id
 
 
-def _probe(engine: Engine, probe: Probe, stored_ids: dict[str, int],
+def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
            options: _Options) -> ProbeResult:
     context = engine.build_context(probe.question)
     result = score_probe(probe, context, stored_ids, engine.history().turn_count())

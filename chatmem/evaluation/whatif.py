@@ -25,6 +25,7 @@ from chatmem.memory.base import ContextRequest, Strategy
 from chatmem.memory.context import Context, Message
 from chatmem.memory.state import SessionState
 from chatmem.store import SessionRecord, Store
+from chatmem.store.protocols import HistoryRepository, MemoryStore, SessionRepository
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -45,7 +46,7 @@ class WhatIf:
 
 
 def what_if(
-    store: Store,
+    store: MemoryStore,
     session: SessionRecord,
     strategy: Strategy,
     text: str,
@@ -88,8 +89,8 @@ def what_if(
         return WhatIf(engine.build_context(text), history_turns, sum(helper.calls.values()))
 
 
-def copy_history(source: Store, session_id: int, target: Store, target_id: int, turns: int,
-                 activity: Activity) -> None:
+def copy_history(source: HistoryRepository, session_id: int, target: SessionRepository,
+                 target_id: int, turns: int, activity: Activity) -> None:
     """The first `turns` turns of a session into another store, a page at a time."""
     for first in range(1, turns + 1, COPY_TURNS):
         last = min(first + COPY_TURNS - 1, turns)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from chatmem.memory.message_counts import MessageCounts
-from chatmem.store import FactRecord, Store
+from chatmem.store import FactRecord
+from chatmem.store.protocols import MemoryStore
 from chatmem.tokens import TokenCounter
 
 
 class SessionState:
-    def __init__(self, store: Store, session_id: int, user: str | None = None) -> None:
+    def __init__(self, store: MemoryStore, session_id: int, user: str | None = None) -> None:
         self.store = store
         self.session_id = session_id
         self.user = user

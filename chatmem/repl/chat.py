@@ -29,12 +29,13 @@ if TYPE_CHECKING:
     from chatmem.attachments import Attachment
     from chatmem.config.options import Price
     from chatmem.providers.base import Provider
+    from chatmem.store import Store
 
 
 class Chat:
     def __init__(
         self,
-        engine: Engine,
+        engine: Engine[Store],
         out: Console,
         status: Console,
         *,
@@ -228,7 +229,7 @@ def billed_tokens(result: TurnResult) -> tuple[int, int]:
     return prompt, record.completion_tokens or 0
 
 
-def strategy_label(engine: Engine, *, changed_only: bool = False) -> str:
+def strategy_label(engine: Engine[Any], *, changed_only: bool = False) -> str:
     """`window k=3`: the strategy in use and its parameters, as a user would type them."""
     strategy = engine.strategy
     return label_of(strategy.name,

@@ -44,10 +44,12 @@ if TYPE_CHECKING:
 
     def _is_every_repository(store: Store) -> tuple[
         protocols.HistoryRepository, protocols.MemoryStateRepository,
-        protocols.FactRepository, protocols.VectorRepository,
+        protocols.FactRepository, protocols.VectorRepository, protocols.RecallRepository,
+        protocols.SessionRepository, protocols.TurnRepository,
+        protocols.MemoryStore, protocols.TurnStore,
     ]:
         """Never called: `mypy chatmem` fails here when Store stops implementing one."""
-        return store, store, store, store
+        return store, store, store, store, store, store, store, store, store
 
 
 __all__ = [

@@ -1,18 +1,27 @@
-"""What history, memory and embeddings need of the store, by aggregate.
+"""What history, memory, the engine and evaluation need of the store, by aggregate.
 
 Each Protocol lists only the methods its callers use, so a module says how
-little of the store it touches; `Store` implements every one
-(tests/store/test_protocols.py checks it with mypy's eye on an assignment).
+little of the store it touches; `Store` implements every one (`mypy chatmem`
+checks it in chatmem/store/__init__.py, tests/store/test_protocols.py at run time).
+`MemoryStore` is what a strategy reaches through its session state, `TurnStore`
+what an engine needs to run a turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from chatmem.store.recall import PendingText, VectorRow
-from chatmem.store.records import FactHistoryRecord, MessageRecord, SummaryRecord
+from chatmem.store.recall import PendingText, PositionedVector, VectorRow
+from chatmem.store.records import (
+    FactHistoryRecord,
+    FactRecord,
+    MessageRecord,
+    SessionRecord,
+    SummaryRecord,
+    TurnRecord,
+)
 
 
 class HistoryRepository(Protocol):
@@ -42,9 +51,26 @@ class MemoryStateRepository(Protocol):
 
     def summaries(self, session_id: int, strategy: str | None = None) -> list[SummaryRecord]: ...
 
+    def latest_summary(self, session_id: int, strategy: str) -> SummaryRecord | None: ...
+
+    def add_summary(self, session_id: int, strategy: str, text: str, *,
+                    covered_ids: list[int], anchors: list[str] | None = None,
+                    dropped_anchors: list[str] | None = None,
+                    model: str | None = None) -> SummaryRecord: ...
+
 
 class FactRepository(Protocol):
-    """Facts' provenance and the turns that showed them."""
+    """Facts, their provenance and the turns that showed them."""
+
+    def facts(self, *, user: str | None = None, session_id: int | None = None,
+              include_deleted: bool = False) -> list[FactRecord]: ...
+
+    def upsert_fact(self, key: str, value: str, *, scope: str, user: str | None = None,
+                    session_id: int | None = None, source_message_id: int | None = None,
+                    source_turn: int | None = None,
+                    source_session_id: int | None = None) -> FactRecord: ...
+
+    def forget_fact(self, fact_id: int, *, purge: bool = False) -> None: ...
 
     def session_names(self, session_ids: Iterable[int]) -> dict[int, str]: ...
 
@@ -70,3 +96,86 @@ class VectorRepository(Protocol):
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None: ...
 
     def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]: ...
+
+
+class RecallRepository(Protocol):
+    """What recall ranks: positions, sittings, word matches and stored vectors."""
+
+    def count_before(self, session_id: int, turn: int) -> int: ...
+
+    def sitting_starts(self, session_id: int, gap_seconds: float, *,
+                       after: int = 0) -> tuple[list[int], int]: ...
+
+    def match_scores(self, session_id: int, query: str, *, before_turn: int,
+                     limit: int) -> dict[int, float]: ...
+
+    def messages_at(self, session_id: int,
+                    positions: Iterable[int]) -> dict[int, MessageRecord]: ...
+
+    @property
+    def ranks_vectors(self) -> bool: ...
+
+    def count_vectors(self, session_id: int, model: str, last_position: int,
+                      dimensions: int | None = None) -> int: ...
+
+    def vectors_at(self, session_id: int, model: str,
+                   positions: Iterable[int]) -> list[PositionedVector]: ...
+
+    def vector_rows(self, session_id: int, model: str, *,
+                    after_id: int = 0) -> list[PositionedVector]: ...
+
+    def nearest_positions(self, session_id: int, model: str, dimensions: int,
+                          last_position: int, query: Sequence[float],
+                          limit: int) -> list[int] | None: ...
+
+
+class SessionRepository(Protocol):
+    """Sessions by name, and messages imported into one."""
+
+    def find_session(self, name: str) -> SessionRecord | None: ...
+
+    def find_or_create_session(self, name: str, strategy: str,
+                               params: Mapping[str, Any] | None = None,
+                               **fields: str | None) -> tuple[SessionRecord, bool]: ...
+
+    def create_session(self, name: str, strategy: str, params: Mapping[str, Any] | None = None,
+                       *, provider: str | None = None, model: str | None = None,
+                       system: str | None = None, user: str | None = None,
+                       tokenizer: str | None = None) -> SessionRecord: ...
+
+    def update_session(self, session_id: int, **fields: Any) -> SessionRecord: ...
+
+    def discard_empty_session(self, session_id: int) -> None: ...
+
+    def import_messages(self, session_id: int,
+                        messages: Iterable[Mapping[str, Any]]) -> list[int]: ...
+
+
+class TurnRepository(Protocol):
+    """A turn's row, from recorded to committed (or hidden by the turn that replaces it)."""
+
+    def now(self) -> str: ...
+
+    def check_writable(self) -> None: ...
+
+    def record_turn(self, turn: TurnRecord) -> TurnRecord: ...
+
+    def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
+                    replied_at: str | None = None,
+                    message_tokens: tuple[int, int] | None = None,
+                    supersedes: int | None = None) -> TurnRecord: ...
+
+    def hide_turn(self, session_id: int) -> TurnRecord: ...
+
+    def show_turn(self, turn: TurnRecord) -> None: ...
+
+    def mark_facts_used(self, fact_ids: Iterable[int]) -> None: ...
+
+
+class MemoryStore(HistoryRepository, MemoryStateRepository, FactRepository, VectorRepository,
+                  RecallRepository, Protocol):
+    """Everything a strategy reaches through its session's state."""
+
+
+class TurnStore(MemoryStore, SessionRepository, TurnRepository, Protocol):
+    """What an engine needs to open a session and run its turns."""

@@ -70,7 +70,7 @@ def _remember(repl: Chat, args: list[str]) -> None:
             user=state.user, session_id=state.session_id, source_session_id=state.session_id,
         )
         # Stated again without --for, a fact is kept until forgotten.
-        fact = state.store.set_fact_expiry(fact.id, ends)
+        fact = repl.engine.store.set_fact_expiry(fact.id, ends)
         until = f", until {ends[:16].replace('T', ' ')} UTC" if ends else ""
         repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope}"
                     f"{until})" + (f"; {note}" if note else ""))
