@@ -127,8 +127,9 @@ def test_session_names_are_unique_and_not_empty(store: Store) -> None:
     store.create_session("s", "buffer")
     with pytest.raises(StoreError, match="a session named 's' already exists"):
         store.create_session("s", "window")
-    with pytest.raises(UsageError, match="cannot be empty"):
+    with pytest.raises(UsageError):  # blank: refused as a usage error, nothing stored
         store.create_session("  ", "window")
+    assert [s["name"] for s in store.list_sessions()] == ["s"]
 
 
 def test_messages_are_found_by_chinese_words(store: Store) -> None:
