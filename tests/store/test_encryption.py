@@ -222,7 +222,7 @@ def test_a_file_open_elsewhere_is_not_converted(tmp_path: Path) -> None:
     with Store(db, key=PASSPHRASE) as other:
         other.create_session("s", "buffer")
         before = db.read_bytes()
-        with pytest.raises(StoreError, match="is open in another chatmem process; close it"):
+        with pytest.raises(StoreError):  # refused as chatmem's error, not SQLite's "locked"
             cipher.convert(db, PASSPHRASE, None)
         assert db.read_bytes() == before
         assert other.find_session("s") is not None
