@@ -8,6 +8,7 @@ and an exit code::
     │   ├── OverBudget                input + system prompt cannot fit the budget; not sent
     │   ├── ConfigError               bad config file, key, type or value
     │   ├── StrategyError             unknown strategy or bad parameter
+    │   ├── TurnNotReplaceable        the last turn cannot be sent again (`why`)
     │   └── TranscriptError           a transcript line that cannot be read
     ├── StoreError                    the database cannot be used
     │   ├── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
@@ -28,7 +29,7 @@ Messages are one line and say what to check. They never contain secrets.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class ExitCode(IntEnum):
@@ -79,6 +80,26 @@ class StrategyError(UsageError):
 
 class TranscriptError(UsageError):
     pass
+
+
+class ReplaceRefusal(Enum):
+    """Why a turn cannot be sent again (only the last completed turn nothing was built on)."""
+
+    NOT_COMPLETED = "not completed"
+    """It failed, was cancelled or was already replaced."""
+    NOT_LAST = "not last"
+    """Messages were added to the history after it."""
+    SUMMARIZED = "summarized"
+    """A summary covers it."""
+    FACTS = "facts"
+    """Facts were stated or changed in it or since: they may come from its reply."""
+
+
+class TurnNotReplaceable(UsageError):
+    def __init__(self, message: str, *, turn: int, why: ReplaceRefusal) -> None:
+        super().__init__(message)
+        self.turn = turn
+        self.why = why
 
 
 class StoreError(ChatmemError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chatmem.engine.resend import resend_last
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, ReplaceRefusal, TurnNotReplaceable
 
 FIRST, SECOND = "my order is ORD-7731", "我们五月去杭州，订了西湖边的酒店"
 
@@ -110,8 +110,9 @@ def test_nothing_to_replace_without_a_completed_last_turn(make_engine) -> None:
         raise KeyboardInterrupt
 
     assert engine.run_turn("cut short", on_delta=interrupt).status == "cancelled"
-    with pytest.raises(UsageError, match="not a completed turn"):
+    with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine)
+    assert (refused.value.turn, refused.value.why) == (2, ReplaceRefusal.NOT_COMPLETED)
     assert engine.store.turn_count(engine.session.id) == 1
 
 
@@ -124,8 +125,9 @@ def test_a_turn_facts_were_extracted_from_cannot_be_replaced(make_engine) -> Non
     sid = engine.session.id
     assert {f.key: f.value for f in engine.state.live_facts()} == {"city": "Lisbon"}
     before = engine.store.messages(sid)
-    with pytest.raises(UsageError, match="already in memory"):
+    with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine, "I live in Porto.")
+    assert (refused.value.turn, refused.value.why) == (1, ReplaceRefusal.FACTS)
     assert engine.store.messages(sid) == before
     assert engine.store.turn(sid).superseded_by is None
 
@@ -141,8 +143,9 @@ def test_a_turn_a_summary_covers_cannot_be_replaced(make_engine) -> None:
     engine.run_turn(FIRST)
     sid = engine.session.id
     assert engine.store.summaries(sid, "summary"), "the summary strategy summarized turn 1"
-    with pytest.raises(UsageError, match="a summary covers it"):
+    with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine)
+    assert (refused.value.turn, refused.value.why) == (1, ReplaceRefusal.SUMMARIZED)
 
 
 def test_recall_never_brings_back_the_replaced_turn(make_engine) -> None:

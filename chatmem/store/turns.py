@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem.errors import NotFound, StoreError, UsageError
+from chatmem.errors import NotFound, ReplaceRefusal, StoreError, TurnNotReplaceable
 from chatmem.store import contexts, rendered, steps
 from chatmem.store.records import TurnRecord
 from chatmem.store.sessions import SessionTables
@@ -84,20 +84,26 @@ class TurnTables(SessionTables):
             turn = self.turn(session_id)
             if turn.status != "ok" or turn.user_message_id is None \
                     or turn.assistant_message_id is None or turn.superseded_by is not None:
-                raise UsageError(f"turn {turn.number} is not a completed turn in history"
-                                 f" ({turn.status}): only one can be sent again")
+                raise TurnNotReplaceable(
+                    f"turn {turn.number} is not a completed turn in history ({turn.status}):"
+                    " only one can be sent again",
+                    turn=turn.number, why=ReplaceRefusal.NOT_COMPLETED)
             # Replaced turns' messages count here: a turn a crash left hidden (between
             # hide_turn and its replacement's commit) can still be sent again.
             last = self._value("SELECT max(turn) FROM messages WHERE session_id = ?",
                                [session_id])
             if (turn.history_turn or 0) != last:
-                raise UsageError(f"turn {turn.number} is not the last turn in history"
-                                 " (messages were added after it): only that one can be replaced")
+                raise TurnNotReplaceable(
+                    f"turn {turn.number} is not the last turn in history"
+                    " (messages were added after it): only that one can be replaced",
+                    turn=turn.number, why=ReplaceRefusal.NOT_LAST)
             derived = self._derived_from(turn)
-            if derived:
-                raise UsageError(
-                    f"turn {turn.number} is already in memory ({derived}); /fork SESSION "
-                    f"--at-turn {(turn.history_turn or 1) - 1} asks again on a branch")
+            if derived is not None:
+                why, held = derived
+                raise TurnNotReplaceable(
+                    f"turn {turn.number} is already in memory ({held}); /fork SESSION "
+                    f"--at-turn {(turn.history_turn or 1) - 1} asks again on a branch",
+                    turn=turn.number, why=why)
             self._set_superseded(turn, 1)
         return turn
 
@@ -111,21 +117,23 @@ class TurnTables(SessionTables):
                         [superseded, turn.session_id, turn.user_message_id,
                          turn.assistant_message_id])
 
-    def _derived_from(self, turn: TurnRecord) -> str:
+    def _derived_from(self, turn: TurnRecord) -> tuple[ReplaceRefusal, str] | None:
         """What memory holds from `turn` (a summary covering it, facts stated or changed
-        in it or since), as a short phrase; empty when nothing."""
+        in it or since), and that as a short phrase; None when nothing."""
         summaries = self._value(
             "SELECT count(*) FROM summaries WHERE session_id = ? AND last_message_id >= ?",
             [turn.session_id, turn.user_message_id])
         if summaries:
-            return "a summary covers it"
+            return ReplaceRefusal.SUMMARIZED, "a summary covers it"
         # A fact changed since the turn was stored may have been extracted from its reply.
         facts = self._value(
             "SELECT count(*) FROM facts WHERE (session_id = ? OR source_session_id = ?)"
             " AND (source_turn = ? OR updated_at >= ? OR deleted_at >= ?)",
             [turn.session_id, turn.session_id, turn.history_turn, turn.created_at,
              turn.created_at])
-        return f"{facts} fact{'' if facts == 1 else 's'} from it or since" if facts else ""
+        if not facts:
+            return None
+        return ReplaceRefusal.FACTS, f"{facts} fact{'' if facts == 1 else 's'} from it or since"
 
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)

@@ -116,8 +116,11 @@ def test_resuming_a_session_keeps_its_strategy_and_history(tmp_path: Path) -> No
                "--param", "max_tokens=500", input="one\n").exit_code == 0
     result = invoke("chat", "r", "--db", db, "--provider", "scripted", input="two\n")
     assert result.exit_code == 0
-    assert "session r · tokens max_tokens=500" in result.stderr
     with Store(db) as store:
+        session = store.session("r")
+        assert (session.strategy, session.params) == ("tokens", {"max_tokens": 500})
+        assert [(t.strategy, t.params) for t in store.turns(session.id)] == [
+            ("tokens", {"max_tokens": 500})] * 2
         assert [m.content for m in store.messages(store.session("r").id)][-2:] == [
             "two", "echo #1: two"]
 

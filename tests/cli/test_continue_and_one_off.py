@@ -90,9 +90,9 @@ def test_continue_errors_are_one_line(db: Path) -> None:
 
 def test_a_strategy_or_system_for_one_ask_holds_for_that_call_only(db: Path) -> None:
     assert run(db, "ask", "trip", "one", "-s", "window:k=2").exit_code == 0
-    once = run(db, "ask", "trip", "two", "-s", "buffer", "--system", "Be terse.")
+    once = run(db, "ask", "trip", "two", "-s", "buffer", "--system", "Be terse.", "--json")
     assert once.exit_code == 0, once.stderr
-    assert "strategy window k=2 → buffer for this call (--save keeps it)" in once.stderr
+    assert json.loads(once.stdout)["strategy"]["name"] == "buffer"
     assert sent(db)[0] == ("system", "Be terse.")
     with Store(db) as store:
         session = store.session("trip")

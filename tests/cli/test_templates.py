@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,14 @@ def system_of(body: dict[str, Any]) -> str:
 
 def test_ask_with_a_template_sends_its_system_model_and_options(config: Path,
                                                                  chat_server) -> None:
-    result = served(chat_server, config, "ask", "-t", "brief", "hello", "--plain")
+    result = served(chat_server, config, "ask", "-t", "brief", "hello", "--json")
     assert result.exit_code == 0, result.stderr
     body = chat_server.requests[-1]
     assert body["model"] == "test-small"  # the template's alias, resolved
     assert body["temperature"] == 0.2 and body["seed"] == 7
     assert system_of(body) == "Answer in one sentence."
-    assert "window k=1" in result.stderr  # the template's strategy, on the token line
+    strategy = json.loads(result.stdout)["strategy"]  # the template's strategy
+    assert (strategy["name"], strategy["params"]) == ("window", {"k": 1})
 
 
 def test_flags_win_over_the_template(config: Path, chat_server) -> None:
@@ -98,7 +100,10 @@ def test_template_in_the_repl_switches_for_the_next_turns(config: Path, tmp_path
     assert "temperature" not in first and first["model"] == "m"
     assert second["temperature"] == 0.2 and second["model"] == "test-small"
     assert system_of(second) == "Answer in one sentence."
-    assert "template brief: openai:test-small, window k=1" in result.stderr
+    with Store(db) as store:
+        turns = store.turns(store.session("notes").id)
+    assert [(t.model, t.strategy, t.params) for t in turns][1] == (
+        "test-small", "window", {"k": 1})
     assert "templates: brief, 翻译" in result.stderr
 
 

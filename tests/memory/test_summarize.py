@@ -75,7 +75,7 @@ def test_an_empty_summary_reply_is_an_error_not_an_erased_summary(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(RULES, "summary", lambda messages: "   ")
-    with pytest.raises(ProviderResponseError, match="empty summary"):
+    with pytest.raises(ProviderResponseError):
         summarize(ScriptedProvider(), COUNTER, "old", [msg("user", "hi")])
 
 

@@ -94,12 +94,14 @@ def test_quick_start_chat_resolves_to_the_local_model(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-m", "chatmem", "chat"], input="Say hi.\n",
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "session default · window k=5 · local:SmolLM2-135M-Instruct.Q4_1" in done.stderr
     assert "session default" not in done.stdout and done.stdout.strip()
     # The history file is in the platform's data directory.
     with Store(tmp_path / ".local" / "share" / "chatmem" / "chatmem.db") as store:
-        (turn,) = store.turns(store.session("default").id)
+        session = store.session("default")
+        (turn,) = store.turns(session.id)
         assert turn.status == "ok" and turn.prompt_tokens == turn.estimated_tokens
+        assert (session.strategy, session.params) == ("window", {"k": 5})
+        assert (turn.provider, turn.model) == ("local", "SmolLM2-135M-Instruct.Q4_1")
 
 
 def test_a_what_if_counts_with_the_recorded_local_tokenizer(local, tmp_path, monkeypatch) -> None:

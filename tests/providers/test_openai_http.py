@@ -94,7 +94,7 @@ def test_429_then_success_is_retried(store, chat_server) -> None:
 def test_429_after_all_retries_is_a_rate_limit_error(store, chat_server) -> None:
     chat_server.plan = ["429", "429"]
     engine = engine_for(store, chat_server, retries=1)
-    with pytest.raises(ProviderRateLimited, match="rate limiting requests"):
+    with pytest.raises(ProviderRateLimited):
         engine.run_turn("hello")
     assert len(chat_server.requests) == 2
     assert_failed_turn_only(store, engine)

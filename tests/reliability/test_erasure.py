@@ -7,6 +7,7 @@ said in, in turns.input and turns.context and in the full-text index.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -65,7 +66,9 @@ def test_profile_facts_outlive_the_session_and_purge_erases_them(tmp_path: Path)
     db, args = make_history(tmp_path, "user_facts = true\n")
     result = invoke("sessions", "delete", "gone", "--yes", "--db", str(db), *args)
     assert result.exit_code == 0, result.stderr
-    assert "facts it taught the profile of user default stay (name, city)" in result.stderr
+    profile = json.loads(invoke("facts", "list", "--json", "--db", str(db), *args).stdout)
+    assert [(f["key"], f["scope"], f["owner"]) for f in profile] == [
+        ("name", "user", "user default"), ("city", "user", "user default")]
     for needle in ("my name is", "what else?"):
         assert needle.encode() not in raw_bytes(db), needle
     for key in ("name", "city"):
@@ -83,7 +86,6 @@ def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> N
     result = invoke("facts", "forget", str(fact.id), "--purge",
                     "--db", str(history))
     assert result.exit_code == 0, result.stderr
-    assert "its value was replaced by [forgotten] in" in result.stderr
     data = raw_bytes(history)
     assert SECRET_NAME.encode() not in data
     assert SECRET_NAME.lower().encode() not in data

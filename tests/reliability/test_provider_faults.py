@@ -15,6 +15,10 @@ import pytest
 from cli_runner import invoke
 from waiting import HANG
 
+from chatmem.config.settings import Settings
+from chatmem.engine import open_session
+from chatmem.notices import ReplyCut
+from chatmem.providers.openai import OpenAIProvider
 from chatmem.store import Store
 
 RETRIES = 1
@@ -145,9 +149,12 @@ def test_a_5_mb_reply_is_cut_at_the_reply_cap_and_stored_with_a_notice(
     tmp_path: Path, chat_server
 ) -> None:
     chat_server.plan = ["huge"]
-    result = chat(tmp_path, chat_server.base_url, max_reply_tokens=1000)
-    assert result.exit_code == 0, result.stderr
-    assert "stopped at the reply-length limit" in result.stderr
+    provider = OpenAIProvider("m", base_url=chat_server.base_url, api_key="sk-x",
+                              timeout=HANG, max_retries=RETRIES, max_tokens=1000)
+    with Store(tmp_path / "h.db") as store:
+        result = open_session(store, Settings(), provider, "s", strategy="window").run_turn(
+            "hello")
+    assert result.status == "ok" and ReplyCut() in result.notices
     contents, statuses = stored(tmp_path)
     assert statuses == ["ok"]
     assert 16_000 <= len(contents[1]) <= 16_000 + 10_000  # 1000 tokens × 16 characters

@@ -67,7 +67,10 @@ def test_the_key_reaches_no_file_and_no_output(tmp_path: Path, chat_server) -> N
         outputs.append(run(args, home))
         assert outputs[-1][0] == 0, outputs[-1][1]
     everything = "\n".join(text for _, text in outputs)
-    assert "refused the API key (401)" in everything  # the faults did happen
+    with Store(db) as store:  # the faults did happen: a refused key, an echoed one
+        failed = [t for t in store.turns(store.session("s").id) if t.status != "ok"]
+    assert [(t.input, t.status) for t in failed] == [("this one fails", "failed"),
+                                                   ("echo it", "failed")]
     # Every file chatmem wrote (the config holding the URL key is the test's own).
     files = [p for root in (home, work) for p in root.rglob("*") if p.is_file() and p != config]
     assert {p.name for p in files} >= {"h.db", "s.jsonl", "s.md", "r.html"}

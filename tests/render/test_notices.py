@@ -12,6 +12,7 @@ from chatmem.notices import (
     FactsBehind,
     FactsFailed,
     Failure,
+    HelperTooSmall,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -98,6 +99,14 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (EmbeddingFailed("HTTP 500"), "recall: embedding failed (HTTP 500), ranked by words only"),
     (StoredWarning("摘要落后了"), "摘要落后了"),
 ]
+
+
+def test_a_too_small_helper_names_the_settings_that_change_it() -> None:
+    text = notice_text(HelperTooSmall("summary", "SmolLM2-135M-Instruct.Q4_1"))
+    assert text.startswith("summary: SmolLM2-135M-Instruct.Q4_1 (the embedded SmolLM2-135M) "
+                           "is too small to write summaries or extract facts, so none are "
+                           "stored")
+    assert "helper_model" in text and "CHATMEM_HELPER_MODEL" in text and "--helper-model" in text
 
 
 @pytest.mark.parametrize(("notice", "text"), WORDED)

@@ -306,10 +306,11 @@ def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
     ]
     assert ("error: /budget: N must be a whole number of tokens, at least 1; got '0'; "
             "usage: /budget [N], e.g. /budget 8000") in result.stderr
-    assert "over the budget of 20" in result.stderr
     with Store(db) as store:
         last = store.turn(store.session("trip").id)
         assert last.context["budget"] == 20
+        assert [(w["kind"], w["budget"]) for w in last.context["warnings"]] == [
+            ("over_budget", 20)]
 
 
 def test_budget_carries_over_a_switch(db: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from cli_runner import invoke
 
 from chatmem.providers.scripted import RULES
 from chatmem.providers.scripted_summary import extractive_summary
+from chatmem.store import Store
 
 
 def chat(db: Path, lines: list[str], *extra: str) -> tuple[int, str, str]:
@@ -23,14 +25,18 @@ def errors(err: str) -> list[str]:
 
 
 def test_summary_shows_the_latest_version_diffed_against_the_previous(tmp_path: Path) -> None:
-    code, out, err = chat(tmp_path / "c.db", [
+    db = tmp_path / "c.db"
+    code, _, err = chat(db, [
         "My order is ORD-7731. It ships Friday.",
         "We fly on 2026-05-01 to Paris.",
         "/summary",
     ], "--strategy", "summary")
     assert code == 0 and errors(err) == []
-    assert "summary v1 now covers turn 1: +4 −0 words; /summary shows the diff" in out + err
-    assert "summary v2 now covers turns 1–2: +6 −0 words; /summary shows the diff" in out + err
+    with Store(db) as store:
+        session = store.session("demo")
+        ids = [m.id for m in store.messages(session.id)]
+        assert [(s.version, s.covered_ids) for s in store.summaries(session.id)] == [
+            (1, ids[:2]), (2, ids[2:4])]
     panel = err.split("summary v1 → v2 (summary)", 1)[1]
     # A pipe has no colour: the diff is marked, so an added "- …" line cannot read as removed.
     assert "removed [-…-] · added [+…+] · +6 −0 words" in panel
@@ -48,15 +54,17 @@ def test_summary_n_m_diffs_two_versions_and_lists_dropped_anchors(
         lambda m: extractive_summary(m).replace("ORD-7731", "the order")
         .replace("五千元", "一笔钱"),
     )
-    code, out, err = chat(tmp_path / "c.db", [
+    db = tmp_path / "c.db"
+    code, _, err = chat(db, [
         "我们的预算是五千元。",
         "My order is ORD-7731.",
         "Thanks, that is all.",
         "/summary 1 3",
     ], "--strategy", "summary")
     assert code == 0 and errors(err) == []
-    assert "dropped by the summarizer, pinned: 五千元" in out + err
-    assert "dropped by the summarizer, pinned: ORD-7731" in out + err
+    pins = json.loads(invoke("facts", "list", "--db", str(db), "--json").stdout)
+    assert [(p["kind"], p["value"], p["source"]) for p in pins] == [
+        ("pinned", "五千元", "summary v1 (pinned)"), ("pinned", "ORD-7731", "summary v2 (pinned)")]
     panel = err.split("summary v1 → v3 (summary)", 1)[1]
     assert "- 我们的预算是一笔钱。" in panel
     assert "[+- My order is the order.+]" in panel
@@ -90,12 +98,14 @@ def test_summary_of_one_version_lists_what_it_dropped(
 def test_bad_versions_are_one_line_errors_and_the_chat_goes_on(
     tmp_path: Path, command: str, message: str, exit_code: int,
 ) -> None:
-    code, out, err = chat(tmp_path / "c.db", ["hello", command, "/summary"],
-                          "--strategy", "summary")
+    db = tmp_path / "c.db"
+    code, out, err = chat(db, ["hello", command, "/summary"], "--strategy", "summary")
     # Piped lines are a script: the chat goes on, and the exit code reports the error.
     assert code == exit_code
     assert errors(err) == [message]
-    assert "summary v1 (summary)" in err  # the next command still ran
+    with Store(db) as store:
+        summary = store.summaries(store.session("demo").id)[-1].text
+    assert summary in err.split(message, 1)[1]  # the next command still ran and showed it
     assert out == "echo #1: hello\n"
 
 

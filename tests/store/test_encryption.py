@@ -102,7 +102,7 @@ def test_passphrases_and_raw_keys_open_what_they_created(tmp_path: Path) -> None
     # The raw key is a key of its own, not the passphrase "x'5a5a…'".
     with pytest.raises(HistoryLocked):
         Store(tmp_path / "b.db", key=HISTORY_KEY + " ")
-    with pytest.raises(StoreError, match="an empty key cannot encrypt anything"):
+    with pytest.raises(StoreError):
         cipher.key_pragma("")
 
 
@@ -123,7 +123,7 @@ def test_file_kinds(tmp_path: Path) -> None:
     empty.touch()
     assert [cipher.file_kind(p) for p in (plain, encrypted, text, empty, tmp_path / "none")] \
         == ["plain", "encrypted", "other", "missing", "missing"]
-    with pytest.raises(NotChatmemDatabase, match="is not a chatmem database"):
+    with pytest.raises(NotChatmemDatabase):
         Store(text, key="k")
 
 
@@ -222,7 +222,7 @@ def test_a_file_open_elsewhere_is_not_converted(tmp_path: Path) -> None:
     with Store(db, key=PASSPHRASE) as other:
         other.create_session("s", "buffer")
         before = db.read_bytes()
-        with pytest.raises(StoreError, match="is open in another chatmem process; close it"):
+        with pytest.raises(StoreError):  # refused as chatmem's error, not SQLite's "locked"
             cipher.convert(db, PASSPHRASE, None)
         assert db.read_bytes() == before
         assert other.find_session("s") is not None
@@ -233,7 +233,8 @@ def test_converting_with_a_wrong_key_changes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     Store(db, key=PASSPHRASE).close()
     before = db.read_bytes()
-    with pytest.raises(HistoryLocked, match="wrong key"):
+    with pytest.raises(HistoryLocked) as refused:
         cipher.convert(db, "wrong", None)
+    assert refused.value.missing is False  # a key was given, and it is wrong
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]

@@ -94,7 +94,7 @@ def test_broken_json_on_line_7() -> None:
 def test_unsupported_version_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError, match=r"^h.jsonl:1: transcript format 2 is not supported"):
         parse_transcript(jsonl({"chatmem": 2}), "h.jsonl")
-    with pytest.raises(TranscriptError, match="no such transcript file"):
+    with pytest.raises(TranscriptError):  # not an OSError: one line, exit 2
         read_transcript(tmp_path / "missing.jsonl")
     binary = tmp_path / "b.jsonl"
     binary.write_bytes(b"\xff\xfe\x00")
