@@ -15,6 +15,7 @@ import os
 import socket
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from chatmem.store.connection import Connection
 from chatmem.timestamps import parse_time, stamp
@@ -32,11 +33,16 @@ class LeaseHolder:
 
     @classmethod
     def this_process(cls) -> LeaseHolder:
-        return cls(os.getpid(), socket.gethostname())
+        return cls.on_this_host(os.getpid())
+
+    @classmethod
+    def on_this_host(cls, pid: int) -> LeaseHolder:
+        return cls(pid, socket.gethostname())
 
     def is_gone(self) -> bool:
         """Whether the holder certainly ended: a process of this host that no longer exists
-        (on another host nobody can tell; its lease's expiry decides)."""
+        or is a zombie (ended, not yet reaped by its parent); on another host nobody can
+        tell, and the lease's expiry decides."""
         if self.host != socket.gethostname():
             return False
         try:
@@ -45,7 +51,12 @@ class LeaseHolder:
             return True
         except OSError:
             return False  # it exists, and is somebody else's
-        return False
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return False  # no /proc (not Linux): a live process id is taken as alive
+        # The state follows the command name in parentheses, which may itself hold any.
+        return stat[stat.rfind(")") + 2 :][:1] == "Z"
 
 
 @dataclass(frozen=True)
