@@ -97,7 +97,7 @@ def index(
     where = f"session {session}" if session else "every session"
     for name, lease in held_elsewhere:
         out.print(f"session {name}: left to process {lease.holder.pid} on {lease.holder.host},"
-                  " which is embedding it")
+                  " which is embedding it", soft_wrap=True)
     if held_elsewhere and not done:
         return
     if not done:
