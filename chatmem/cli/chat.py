@@ -274,6 +274,11 @@ def _close_indexing(engine: Engine[Store], err: Console) -> None:
     for left in engine.indexing.close():
         name = engine.session.name
         why = f" after an error ({failure_text(left.error)})" if left.error else ""
+        if left.elsewhere is not None and left.error is None:
+            err.print(notice_line(
+                f"{left.missing:,} messages of session {name} have no vector for {left.model}"
+                f" yet: process {left.elsewhere.pid} is embedding them"), soft_wrap=True)
+            continue
         err.print(notice_line(
             f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
             f"vector for {left.model} yet and are recalled by words only; the next chat "

@@ -108,8 +108,9 @@ def _progress(total: int) -> Iterator[Callable[[TranscriptResult, float], None]]
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
-                json_out: bool, min_recall: float | None) -> None:
-    """Evaluate every transcript of `directory` and print per-transcript lines and totals.
+                json_out: bool, min_recall: float | None, report: Path | None = None) -> None:
+    """Evaluate every transcript of `directory` and print per-transcript lines and totals
+    (and write the HTML report of them to `report`).
 
     `evaluate` runs in the worker processes: a module-level function, so they can import it.
     """
@@ -146,8 +147,13 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     ordered = [finished[str(f)] for f in files if str(f) in finished]
     scored = [r for r in ordered if r.runs is not None]
     totals = aggregate([r.runs for r in scored if r.runs is not None])
+    data = corpus_json(str(directory), files, ordered, totals, complete=not interrupted)
+    if report is not None:
+        from chatmem.render.corpus_report import corpus_report
+
+        write_report(report, corpus_report(data))
     if json_out:
-        print_json(corpus_json(str(directory), files, ordered, totals, complete=not interrupted))
+        print_json(data)
     elif scored:
         out.print(corpus_table(totals, f"eval of {len(scored)} transcripts in {directory}"))
     if interrupted:
@@ -171,6 +177,17 @@ def corpus_json(source: str, files: Sequence[Path], results: Sequence[Transcript
         "errors": [{"path": r.path, "error": r.error} for r in results if r.error is not None],
         "aggregate": [t.to_json() for t in totals],
     }
+
+
+def write_report(path: Path, html: str) -> None:
+    """Write an HTML report (the user's alone) and say where; a failure is one line."""
+    from chatmem.cli.common import write_private
+
+    try:
+        write_private(path, html)
+    except OSError as e:
+        raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
+    consoles()[1].print(f"wrote {path}", style="dim", markup=False)
 
 
 def _check_threshold(totals: Sequence[StrategyTotals], min_recall: float | None) -> None:

@@ -24,6 +24,7 @@ from chatmem.cli.common import (
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
     from chatmem.memory.base import Strategy
+    from chatmem.store import IndexLease
 
 BATCH = 64
 
@@ -46,6 +47,7 @@ def index(
     from chatmem.embeddings import resolve_embedder
     from chatmem.errors import ConfigError
     from chatmem.memory.vector_backlog import embed_pending, known_vectors, save_rows
+    from chatmem.store import LeaseHolder
 
     settings = settings_from(config, db, None, None)
     embedder = resolve_embedder(settings)
@@ -55,28 +57,49 @@ def index(
     out, err = consoles()
     started = time.monotonic()
     done = 0
+    held_elsewhere: list[tuple[str, IndexLease]] = []
+    holder = LeaseHolder.this_process()
     with open_store(settings, create=False) as store:
-        session_id = store.session(session).id if session else None
-        total = store.count_without_vectors(embedder.key, session_id)
+        session_ids = ([store.session(session).id] if session
+                       else store.sessions_without_vectors(embedder.key))
+        total = store.count_without_vectors(embedder.key, store.session(session).id
+                                            if session else None)
         from rich.progress import Progress
 
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(f"embedding with {embedder.key}", total=total)
-            while True:
-                pending = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
-                if not pending:
-                    break
-                save_rows(store, embedder.key, embed_pending(
-                    embedder, pending, known=known_vectors(store, embedder.key, pending)))
-                done += len(pending)
-                bar.update(task, completed=done)
+            for session_id in session_ids:
+                # Renewed between batches; another live holder keeps the backlog (a chat
+                # never takes one, so that is another `chatmem index`).
+                while (held := store.take_index_lease(session_id, embedder.key,
+                                                      holder)) is None:
+                    pending = store.texts_without_vectors(embedder.key, session_id,
+                                                          limit=BATCH)
+                    if not pending:
+                        break
+                    save_rows(store, embedder.key, embed_pending(
+                        embedder, pending, known=known_vectors(store, embedder.key, pending)))
+                    done += len(pending)
+                    bar.update(task, completed=done)
+                store.release_index_lease(session_id, embedder.key, holder)
+                if held is not None:
+                    name = store.session_by_id(session_id).name
+                    held_elsewhere.append((name, held))
     seconds = time.monotonic() - started
     rate = done / seconds if seconds > 0 else 0.0
     if json_out:
         print_json({"session": session, "model": embedder.key, "embedded": done,
-                    "seconds": round(seconds, 3), "per_second": round(rate, 1)})
+                    "seconds": round(seconds, 3), "per_second": round(rate, 1),
+                    "elsewhere": [{"session": name, "pid": lease.holder.pid,
+                                   "host": lease.holder.host}
+                                  for name, lease in held_elsewhere]})
         return
     where = f"session {session}" if session else "every session"
+    for name, lease in held_elsewhere:
+        out.print(f"session {name}: left to process {lease.holder.pid} on {lease.holder.host},"
+                  " which is embedding it", soft_wrap=True)
+    if held_elsewhere and not done:
+        return
     if not done:
         out.print(f"{where}: every message already has a vector for {embedder.key}")
     else:
@@ -121,12 +144,23 @@ def start_backlogs(settings: Settings, config: Path | None, sessions: Sequence[s
     embedder = resolve_embedder(settings)
     if embedder is None:
         return []
+    from chatmem.store import LeaseHolder
+
+    started: list[BacklogStart] = []
     with open_store(settings, create=False) as store:
-        missing = {name: store.count_without_vectors(embedder.key, store.session(name).id)
-                   for name in sessions}
-    return [BacklogStart(name, embedder.key, count,
-                         _spawn_index(settings, config, name) if background else None)
-            for name, count in missing.items() if count]
+        for name in sessions:
+            session_id = store.session(name).id
+            count = store.count_without_vectors(embedder.key, session_id)
+            if not count:
+                continue
+            pid = _spawn_index(settings, config, name) if background else None
+            if pid is not None:
+                # Taken for the child before this command returns, so a chat opened next
+                # leaves the backlog to it even before it has started; it renews the lease.
+                store.take_index_lease(session_id, embedder.key,
+                                       LeaseHolder.on_this_host(pid))
+            started.append(BacklogStart(name, embedder.key, count, pid))
+    return started
 
 
 def _spawn_index(settings: Settings, config: Path | None, session: str) -> int:

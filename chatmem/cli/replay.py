@@ -26,7 +26,6 @@ from chatmem.cli.common import (
     reproducing_provider,
     settings_from,
     shared_embedder,
-    write_private,
 )
 from chatmem.errors import ExitCode, TranscriptError
 from chatmem.transcripts.format import stored_transcript
@@ -239,13 +238,10 @@ def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
 
 
 def _write_report(path: Path, data: dict[str, Any]) -> None:
+    from chatmem.cli.corpus import write_report
     from chatmem.render.report import html_report
 
-    try:
-        write_private(path, html_report(data))
-    except OSError as e:
-        raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
-    consoles()[1].print(f"wrote {path}", style="dim", markup=False)
+    write_report(path, html_report(data))
 
 
 @handles_errors
@@ -324,8 +320,9 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     from chatmem.cli.corpus import CorpusJob, eval_corpus
     from chatmem.evaluation.replay import parse_spec
 
-    if report is not None:
-        raise TranscriptError(f"{directory}: --report takes one transcript, not a folder")
+    if report is not None and not report.parent.is_dir():
+        # Said before the run, not after every transcript has been evaluated.
+        raise TranscriptError(f"{report}: cannot write the report: no folder {report.parent}")
     # Checked here, once, so a typo is one line and not one per transcript.
     shared = parse_params(param)
     for spec in strategy:
@@ -333,7 +330,7 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
-                json_out=json_out, min_recall=min_recall)
+                json_out=json_out, min_recall=min_recall, report=report)
 
 
 def evaluate_transcript(job: CorpusJob) -> TranscriptResult:

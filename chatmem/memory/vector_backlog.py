@@ -9,7 +9,10 @@ turn's build, after its commit, when it closes): SQLite connections stay on
 the thread that opened them, and a build never writes. The next turn pauses
 the thread (it stops after its batch, so the reply does not share the CPU);
 a process that ends stops it the same way, stores what was done and says
-what is left, and the next process resumes from the file.
+what is left, and the next process resumes from the file. A backlog another
+live process holds the lease of (a background `chatmem index`, see
+chatmem.store.leases) is left to it: recall picks up its vectors as they land,
+and the backlog goes on here once the lease is given back or has expired.
 
 Replays, evaluations and what-ifs embed inline instead (`background=False`):
 each committed message before the next build, so their results do not
@@ -30,6 +33,7 @@ from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
+    from chatmem.store import LeaseHolder
     from chatmem.store.protocols import VectorRepository
 
 BATCH = 8
@@ -99,6 +103,8 @@ class IndexingStatus:
     """Why the backlog stopped before its end, if it did."""
     embedded: int = 0
     """Messages this process has embedded for the session so far (stored or about to be)."""
+    elsewhere: LeaseHolder | None = None
+    """The process embedding the backlog instead of this one (it holds the lease)."""
 
 
 class VectorBacklog:
@@ -120,6 +126,7 @@ class VectorBacklog:
         self._embedded = 0
         self._error: BaseException | None = None
         self._told_error = False
+        self._elsewhere: LeaseHolder | None = None
         self._running = False
         self._stop = False
         self._busy = False
@@ -140,6 +147,15 @@ class VectorBacklog:
             return []
         notices = self.collect()
         if self._error is not None:
+            return notices
+        lease = self.store.index_lease(self.session_id, self.model)
+        self._elsewhere = None if lease is None else lease.holder
+        if lease is not None:
+            # Its holder embeds these messages (and this chat's new ones): embedding them
+            # here too would do the work twice. Counted again when this process goes on.
+            self._halt()
+            notices += self.collect()
+            self._missing = None
             return notices
         self._count_new()
         with self._cond:
@@ -193,8 +209,10 @@ class VectorBacklog:
         self.collect()
         missing = self.store.count_without_vectors(self.model, self.session_id)
         self._missing = missing
+        lease = self.store.index_lease(self.session_id, self.model) if missing else None
         return IndexingStatus(self.session_id, self.model, missing, running=False,
-                              error=None if self._error is None else describe(self._error))
+                              error=None if self._error is None else describe(self._error),
+                              elsewhere=None if lease is None else lease.holder)
 
     def status(self) -> IndexingStatus:
         """What is left, without reading the file (the toolbar asks on every keystroke, and
@@ -206,7 +224,7 @@ class VectorBacklog:
             missing = max((self._missing or 0) - len(self._done), 0)
             embedded = self._embedded
         return IndexingStatus(self.session_id, self.model, missing, running=running,
-                              error=error, embedded=embedded)
+                              error=error, embedded=embedded, elsewhere=self._elsewhere)
 
     def _count_new(self) -> None:
         """Messages committed since the last look are missing too (the first look counts

@@ -68,6 +68,7 @@ svg .axis { stroke: var(--muted); stroke-width: 1; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.3rem 1.2rem; padding: 0; margin: 0.4rem 0 0;
   list-style: none; font-size: 0.9rem; }
 details { margin: 0.3rem 0; } summary { cursor: pointer; }
+tr.total th, tr.total td { border-top: 2px solid var(--line); font-weight: 600; }
 @media (max-width: 44rem) {
   table.reflow thead { display: none; }
   table.reflow, table.reflow tbody, table.reflow tr, table.reflow td { display: block;
@@ -96,21 +97,31 @@ def html_report(data: dict[str, Any]) -> str:
     blocks = [_header(data, title)]
     if data["command"] == "eval" or any(r["eval"]["probes"] for r in runs):
         blocks += [f"<h2>What each strategy remembered</h2>{_recall_table(runs)}",
-                   _figure("Recall against cost", _recall_chart, runs,
-                           "recall (the lower of id and text recall) against mean context "
-                           "tokens at the probes; up and to the left is better")]
+                   recall_figure(runs)]
     blocks += [f"<h2>What each strategy cost</h2>{_cost_table(runs)}",
                _figure("Prompt tokens per turn", _token_chart, runs,
                        "prompt tokens per turn, one line per strategy")]
     if runs and runs[0]["eval"]["per_probe"]:
         blocks.append(f"<h2>Per probe</h2>{_probe_table(runs)}")
     blocks.append(_notices(runs))
+    return page(title, blocks)
+
+
+def page(title: str, blocks: Sequence[str]) -> str:
+    """A self-contained page of `blocks` (HTML), styled as every report is."""
     return (
         '<!DOCTYPE html>\n<html lang="und">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(b for b in blocks if b) + "\n</body>\n</html>\n"
     )
+
+
+def recall_figure(runs: Sequence[dict[str, Any]]) -> str:
+    """Recall against mean context tokens, a marker per run (`strategy.label`, `eval`)."""
+    return _figure("Recall against cost", _recall_chart, runs,
+                   "recall (the lower of id and text recall) against mean context "
+                   "tokens at the probes; up and to the left is better")
 
 
 # -- text blocks ------------------------------------------------------------------
@@ -146,11 +157,13 @@ def _notices(runs: Sequence[dict[str, Any]]) -> str:
 Column = tuple[str, Callable[[dict[str, Any]], str]]
 
 
-def _table(runs: Sequence[dict[str, Any]], columns: Sequence[Column], caption: str) -> str:
+def strategy_table(runs: Sequence[dict[str, Any]], columns: Sequence[Column],
+                   caption: str) -> str:
+    """A row per run (`strategy.label`), a column per (name, cell) of `columns`."""
     head = "".join(f"<th scope=\"col\">{escape(name)}</th>" for name, _ in columns)
     rows = []
     for index, run in enumerate(runs):
-        cells = [f'<th scope="row">{_swatch(index)}{escape(run["strategy"]["label"])}</th>']
+        cells = [f'<th scope="row">{swatch(index)}{escape(run["strategy"]["label"])}</th>']
         cells += [f'<td data-label="{escape(name)}">{cell(run)}</td>' for name, cell in columns]
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return (f'<table class="reflow"><caption>{escape(caption)}</caption><thead><tr>'
@@ -169,25 +182,26 @@ def _cost_table(runs: Sequence[dict[str, Any]]) -> str:
         ("facts", lambda r: number(r["facts"])),
         ("pinned", lambda r: number(r["pinned"])),
     ]
-    return _table(runs, columns, "prompt tokens sent per turn over the whole conversation")
+    return strategy_table(runs, columns,
+                          "prompt tokens sent per turn over the whole conversation")
 
 
 def _recall_table(runs: Sequence[dict[str, Any]]) -> str:
     columns: list[Column] = [
         ("probes", lambda r: number(r["eval"]["probes"])),
-        ("id recall", lambda r: _recall(r["eval"]["id_recall"])),
-        ("text recall", lambda r: _recall(r["eval"]["text_recall"])),
+        ("id recall", lambda r: recall_html(r["eval"]["id_recall"])),
+        ("text recall", lambda r: recall_html(r["eval"]["text_recall"])),
     ]
     if any(r["eval"]["answer_recall"] is not None for r in runs):
-        columns.append(("answer recall", lambda r: _recall(r["eval"]["answer_recall"])))
+        columns.append(("answer recall", lambda r: recall_html(r["eval"]["answer_recall"])))
     columns += [
         ("context mean", lambda r: number(r["eval"]["context_tokens"]["mean"], 1)),
         ("context max", lambda r: number(r["eval"]["context_tokens"]["max"])),
         ("model calls", lambda r: number(r["strategy_model_calls"])),
     ]
-    return _table(runs, columns, "id recall: expected messages in the context verbatim; "
-                  "text recall: expected strings anywhere in its memory parts; "
-                  "context tokens at the probes")
+    return strategy_table(runs, columns, "id recall: expected messages in the context "
+                          "verbatim; text recall: expected strings anywhere in its memory "
+                          "parts; context tokens at the probes")
 
 
 NAMED_COLUMNS = 4
@@ -197,14 +211,14 @@ NAMED_COLUMNS = 4
 def _probe_table(runs: Sequence[dict[str, Any]]) -> str:
     numbered = len(runs) > NAMED_COLUMNS
     head = "".join(
-        f'<th scope="col" class="strategy">{_swatch(i)}'
+        f'<th scope="col" class="strategy">{swatch(i)}'
         + (f'<abbr title="{escape(r["strategy"]["label"])}">{i + 1}</abbr>' if numbered
            else escape(r["strategy"]["label"])) + "</th>"
         for i, r in enumerate(runs))
     key = ""
     if numbered:
         key = '<ul class="legend">' + "".join(
-            f"<li>{_swatch(i)}<b>{i + 1}</b> {escape(r['strategy']['label'])}</li>"
+            f"<li>{swatch(i)}<b>{i + 1}</b> {escape(r['strategy']['label'])}</li>"
             for i, r in enumerate(runs)) + "</ul>"
     rows = []
     for index, probe in enumerate(runs[0]["eval"]["per_probe"]):
@@ -230,14 +244,14 @@ def _probe_cell(result: dict[str, Any]) -> str:
     return f'<span class="{grade.value}"{title}>{text}</span>'
 
 
-def _recall(value: float | None) -> str:
+def recall_html(value: float | None) -> str:
     if value is None:
         return f'<span class="muted">{MISSING}</span>'
     text, grade = recall_cell(value)
     return f'<span class="{grade.value}">{text}</span>'
 
 
-def _swatch(index: int) -> str:
+def swatch(index: int) -> str:
     return (f'<svg class="swatch" viewBox="0 0 24 10" aria-hidden="true"><line x1="0" y1="5" '
             f'x2="24" y2="5" stroke="var(--s{index % PALETTE})" stroke-width="3" '
             f'stroke-dasharray="{DASHES[index % len(DASHES)]}"/></svg>')
@@ -250,7 +264,7 @@ def _figure(title: str, chart: Callable[[Sequence[dict[str, Any]], int], str],
             runs: Sequence[dict[str, Any]], caption: str) -> str:
     """The chart drawn for a wide screen and for a phone; CSS shows the one that fits."""
     svg = chart(runs, WIDTH) + chart(runs, NARROW)
-    legend = "".join(f"<li>{_swatch(i)}{_marker_label(i)} {escape(r['strategy']['label'])}</li>"
+    legend = "".join(f"<li>{swatch(i)}{_marker_label(i)} {escape(r['strategy']['label'])}</li>"
                      for i, r in enumerate(runs))
     return (f"<h2>{escape(title)}</h2><figure>{svg}<ul class=\"legend\">{legend}</ul>"
             f"<figcaption class=\"note\">{escape(caption)}</figcaption></figure>")

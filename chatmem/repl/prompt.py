@@ -100,6 +100,8 @@ def toolbar_text(chat: Chat) -> str:
 
 def indexing_text(status: IndexingStatus | None) -> str | None:
     """The toolbar's part for the vector backlog; None when nothing waits."""
+    if status is not None and status.elsewhere is not None:
+        return f"indexing in process {status.elsewhere.pid}"
     if status is None or not status.missing:
         return None
     if not status.running:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
+from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
 from chatmem.store.memory import MemoryTables
 from chatmem.store.recall import (
@@ -35,7 +36,7 @@ from chatmem.store.turns import TurnTables
 
 
 class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
-            RedactionTables, LogTables):
+            RedactionTables, LogTables, LeaseTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
 
@@ -58,6 +59,8 @@ __all__ = [
     "FactHistoryRecord",
     "FactRecord",
     "ForkReport",
+    "IndexLease",
+    "LeaseHolder",
     "LogEntry",
     "MessageRecord",
     "ModelUsage",

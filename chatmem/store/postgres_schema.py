@@ -482,3 +482,29 @@ CREATE TABLE vector_cache (
                                delete=writable):
         execute(statement)
     execute("GRANT SELECT, INSERT, DELETE ON vector_cache TO PUBLIC")
+
+
+@migration
+def p005_index_leases(execute: Execute) -> None:
+    """SQLite's m011: who embeds a session's backlog, one lease per session and model.
+
+    Readable and writable as its session is: whoever may store the session's
+    vectors may take over a lease its holder let expire.
+    """
+    execute(f"""
+CREATE TABLE index_leases (
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    model text NOT NULL,
+    pid bigint NOT NULL,
+    host text NOT NULL,
+    heartbeat_at text NOT NULL,
+    expires_at text NOT NULL,
+    {OWNER},
+    PRIMARY KEY (session_id, model)
+)""")
+    for statement in _policies("index_leases", _session_readable("index_leases.session_id"),
+                               _session_writable("index_leases.session_id"),
+                               insert=f"({_session_writable('index_leases.session_id')})"):
+        execute(statement)
+    execute("GRANT SELECT, INSERT, DELETE ON index_leases TO PUBLIC")
+    execute("GRANT UPDATE (pid, host, heartbeat_at, expires_at) ON index_leases TO PUBLIC")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from chatmem.store.leases import IndexLease, LeaseHolder
 from chatmem.store.recall import PendingText, PositionedVector, VectorRow
 from chatmem.store.records import (
     FactHistoryRecord,
@@ -96,6 +97,14 @@ class VectorRepository(Protocol):
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None: ...
 
     def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]: ...
+
+    def index_lease(self, session_id: int, model: str) -> IndexLease | None: ...
+
+    def take_index_lease(self, session_id: int, model: str, holder: LeaseHolder,
+                         seconds: float = ...) -> IndexLease | None: ...
+
+    def release_index_lease(self, session_id: int, model: str,
+                            holder: LeaseHolder) -> None: ...
 
 
 class RecallRepository(Protocol):

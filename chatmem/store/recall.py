@@ -246,6 +246,13 @@ class RecallTables(Connection):
             params.append(limit)
         return [PendingText(*row) for row in self.db.execute(sql, params)]
 
+    def sessions_without_vectors(self, model: str) -> list[int]:
+        """Ids of the sessions with messages that have no vector for `model` yet."""
+        return [int(session_id) for session_id, in self.db.execute(
+            "SELECT DISTINCT m.session_id FROM messages m WHERE NOT EXISTS (SELECT 1"
+            " FROM message_vectors v WHERE v.model = ? AND v.message_id = m.id)"
+            " AND m.superseded = 0 ORDER BY m.session_id", [model])]
+
     def count_without_vectors(self, model: str, session_id: int | None = None) -> int:
         sql = ("SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
                " WHERE v.model = ? AND v.message_id = m.id) AND m.superseded = 0")

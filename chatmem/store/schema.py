@@ -386,3 +386,22 @@ def m010_vector_cache(db: sqlite_utils.Database) -> None:
         CREATE INDEX vector_cache_message ON vector_cache (message_id);
         """
     )
+
+
+@migration
+def m011_index_leases(db: sqlite_utils.Database) -> None:
+    """Who embeds a session's backlog (chatmem.store.leases): one lease per session and
+    model, so a chat leaves to a running `chatmem index` what it is embedding."""
+    db.executescript(
+        """
+        CREATE TABLE index_leases (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            heartbeat_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, model)
+        ) WITHOUT ROWID;
+        """
+    )

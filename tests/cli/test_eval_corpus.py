@@ -100,7 +100,7 @@ def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
 @pytest.mark.parametrize(("args", "named"), [
     ((), "no transcript files"),
     (("-s", "nosuch"), "nosuch"),
-    (("--report", "r.html"), "--report"),
+    (("--report", "nosuch/r.html"), "nosuch/r.html: cannot write the report: no folder nosuch"),
 ])
 def test_folder_errors_are_one_line(tmp_path: Path, folder: Path, args: tuple[str, ...],
                                     named: str) -> None:

@@ -1,0 +1,91 @@
+"""Index leases: one live holder per session backlog, renewed, given back, and outlived."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+
+from conftest import History
+
+from chatmem.store import LeaseHolder, Store
+from chatmem.timestamps import parse_time, utc_now
+
+MODEL = "hash:256"
+ELSEWHERE = LeaseHolder(4242, "another-host.invalid")
+"""A holder on another host: nothing here can tell whether it runs, only its expiry."""
+
+
+def ended_process() -> LeaseHolder:
+    """A process of this host that has ended (and was reaped)."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return LeaseHolder(int(done.stdout), socket.gethostname())
+
+
+def test_one_holder_at_a_time_and_the_other_sees_who(store: Store, history: History) -> None:
+    session = store.create_session("s", "retrieval").id
+    me = LeaseHolder.this_process()
+    assert store.index_lease(session, MODEL) is None
+    assert store.take_index_lease(session, MODEL, ELSEWHERE) is None
+    with history.open() as other:  # another process's connection
+        kept = other.take_index_lease(session, MODEL, me)
+        assert kept is not None and kept.holder == ELSEWHERE
+        lease = other.index_lease(session, MODEL)
+        assert lease is not None and lease.holder == ELSEWHERE
+        # The lease is per model: another model's backlog is free.
+        assert other.take_index_lease(session, "other:8", me) is None
+    assert store.index_lease(session, "other:8") is not None
+
+
+def test_renewing_moves_the_expiry_and_giving_back_frees_it(store: Store,
+                                                            history: History) -> None:
+    session = store.create_session("s", "retrieval").id
+    assert store.take_index_lease(session, MODEL, ELSEWHERE, seconds=30) is None
+    first = store.index_lease(session, MODEL)
+    assert first is not None
+    later = utc_now() + timedelta(seconds=20)
+    with history.open(clock=lambda: later) as renewing:
+        assert renewing.take_index_lease(session, MODEL, ELSEWHERE, seconds=30) is None
+        renewed = renewing.index_lease(session, MODEL)
+    assert renewed is not None
+    assert parse_time(renewed.expires_at) - parse_time(first.expires_at) >= timedelta(seconds=19)
+    store.release_index_lease(session, MODEL, LeaseHolder(1, "another-host.invalid"))
+    assert store.index_lease(session, MODEL) is not None  # not the holder's: kept
+    store.release_index_lease(session, MODEL, ELSEWHERE)
+    assert store.index_lease(session, MODEL) is None
+
+
+def test_an_expired_lease_is_taken_over(store: Store, history: History) -> None:
+    session = store.create_session("s", "retrieval").id
+    assert store.take_index_lease(session, MODEL, ELSEWHERE, seconds=60) is None
+    me = LeaseHolder.this_process()
+    assert store.take_index_lease(session, MODEL, me) is not None
+    later = utc_now() + timedelta(seconds=61)
+    with history.open(clock=lambda: later) as after_expiry:
+        assert after_expiry.index_lease(session, MODEL) is None
+        assert after_expiry.take_index_lease(session, MODEL, me) is None
+        lease = after_expiry.index_lease(session, MODEL)
+        assert lease is not None and lease.holder == me
+        # The old holder, back too late, gives back nothing that is not its own.
+        after_expiry.release_index_lease(session, MODEL, ELSEWHERE)
+        assert after_expiry.index_lease(session, MODEL) is not None
+
+
+def test_a_holder_that_ended_on_this_host_holds_nothing(store: Store) -> None:
+    session = store.create_session("s", "retrieval").id
+    gone = ended_process()
+    assert store.take_index_lease(session, MODEL, gone) is None
+    assert store.index_lease(session, MODEL) is None
+    me = LeaseHolder.this_process()
+    assert store.take_index_lease(session, MODEL, me) is None
+    lease = store.index_lease(session, MODEL)
+    assert lease is not None and lease.holder == me
+
+
+def test_a_deleted_session_takes_its_leases_along(store: Store) -> None:
+    session = store.create_session("s", "retrieval").id
+    assert store.take_index_lease(session, MODEL, ELSEWHERE) is None
+    store.delete_session("s")
+    assert store.db.execute("SELECT count(*) FROM index_leases").fetchone()[0] == 0
