@@ -117,7 +117,7 @@ def test_forget_in_the_repl_refuses_a_key_that_names_two_facts(tmp_path: Path) -
     assert errors(err) == ["error: key '预算' names 2 facts (ids 1, 2); give an id (see /facts)"]
     assert sorted(f["value"] for f in facts_json(db)) == ["300 EUR", "5000 EUR"]
     _, err = chat(db, "b", ["/forget 1"], user="ana", user_facts=True)
-    assert errors(err) == [] and "forgot fact 1: 预算" in err
+    assert errors(err) == []
     assert [f["value"] for f in facts_json(db)] == ["5000 EUR"]
 
 
