@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -135,21 +134,6 @@ def handles_errors(func: F) -> F:
             raise fail(str(e), e.exit_code) from None
         except KeyboardInterrupt:
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-        except sqlite3.Error as e:
-            # The store translates what it expects; anything else still gets one line.
-            raise fail(f"database error: {e}", ExitCode.ERROR) from None
-        except UnicodeDecodeError:
-            # SQLite hands back bytes that are not UTF-8 only from a damaged file.
-            raise fail("the history file is damaged (it holds text that is not UTF-8); "
-                       "`sqlite3 FILE 'PRAGMA integrity_check'` shows where",
-                       ExitCode.ERROR) from None
-        except Exception as e:
-            if not type(e).__module__.startswith("psycopg"):
-                raise
-            # The PostgreSQL backend translates what it expects (masking the URL's password);
-            # a driver error it did not still gets one line, and no statement text is shown.
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise fail(f"database error: {first}", ExitCode.ERROR) from None
 
     return wrapper  # type: ignore[return-value]
 
