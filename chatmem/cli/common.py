@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from chatmem.config.schema import PROVIDERS
 from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
 
 if TYPE_CHECKING:
@@ -62,6 +60,9 @@ NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
 
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
+    # Imported here: the config schema (its typed tables) is not needed to print --help.
+    from chatmem.config.schema import PROVIDERS
+
     if value is not None and value not in PROVIDERS:
         raise typer.BadParameter(f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
     return value
@@ -489,6 +490,8 @@ def write_private(path: Path, text: str) -> None:
 
 
 def print_json(data: Any) -> None:
+    import json
+
     from chatmem.text import json_safe
 
     sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
