@@ -10,7 +10,9 @@ and an exit code::
     │   ├── StrategyError             unknown strategy or bad parameter
     │   ├── TurnNotReplaceable        the last turn cannot be sent again (`why`)
     │   └── TranscriptError           a transcript line that cannot be read
-    ├── StoreError                    the database cannot be used
+    ├── StoreError                    the database cannot be used (its `kind`, its `location`)
+    │   ├── DatabaseError             exit 1: a driver error the backend did not expect
+    │   │   └── StoreConflict         a row breaks a constraint (a name taken meanwhile)
     │   ├── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
     │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
     │       └── KeyUnavailable        key_command was not found, failed or timed out
@@ -102,12 +104,59 @@ class TurnNotReplaceable(UsageError):
         self.why = why
 
 
+class StoreFailure(Enum):
+    """What went wrong in the database, whichever driver said it (SQLite's result code,
+    PostgreSQL's SQLSTATE class): a caller decides on this, never on the wording."""
+
+    OTHER = "other"
+    BUSY = "busy"
+    """Another process held the write lock past the wait."""
+    READ_ONLY = "read-only"
+    DISK = "disk"
+    """The disk is full or failing."""
+    CANNOT_OPEN = "cannot-open"
+    CONNECTION_LOST = "connection-lost"
+    NOT_PERMITTED = "not-permitted"
+    """The database role may not do that (PostgreSQL)."""
+    NOT_A_DATABASE = "not-a-database"
+    DAMAGED = "damaged"
+    """The file is corrupt, or holds text that is not UTF-8."""
+    CONFLICT = "conflict"
+    """A row breaks a constraint."""
+    DRIVER = "driver"
+    """Anything else the driver raised (a statement it refused)."""
+
+
 class StoreError(ChatmemError):
     exit_code = ExitCode.USAGE
+    default_kind = StoreFailure.OTHER
+
+    def __init__(self, message: str, *, kind: StoreFailure | None = None,
+                 location: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind or self.default_kind
+        self.location = location
+        """The file's path or the database URL with its password masked (None: not known)."""
+        self.reason = message if reason is None else reason
+        """What the database said, without the location: what a wrapping message quotes."""
+
+
+class DatabaseError(StoreError):
+    """A driver error the backend did not expect, as its first line: exit 1 (a bug or a
+    damaged database), unlike the expected ones (busy, read-only) that exit 2."""
+
+    exit_code = ExitCode.ERROR
+    default_kind = StoreFailure.DRIVER
+
+
+class StoreConflict(DatabaseError):
+    """A statement broke a constraint; the store catches it where a conflict is expected."""
+
+    default_kind = StoreFailure.CONFLICT
 
 
 class NotChatmemDatabase(StoreError):
-    pass
+    default_kind = StoreFailure.NOT_A_DATABASE
 
 
 class HistoryLocked(StoreError):

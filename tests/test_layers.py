@@ -189,3 +189,42 @@ def test_table_and_chat_sit_below_the_commands() -> None:
     assert importers("chatmem.repl.commands", "chatmem.repl.table") == []
     assert importers("chatmem.repl.commands", "chatmem.repl.chat") == []
     assert importers("chatmem.repl.table", "chatmem.repl.chat") == []
+
+
+DRIVERS = ("sqlite3", "sqlcipher3", "psycopg")
+
+
+def drivers_named(path: Path) -> list[str]:
+    """The database drivers a module imports (anywhere in it) or names as a module string
+    (`type(e).__module__.startswith("psycopg")`)."""
+    def is_driver(name: str) -> bool:
+        return name.split(".")[0] in DRIVERS
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if is_driver(a.name)]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found += [node.module] if is_driver(node.module) else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [node.value] if is_driver(node.value) and " " not in node.value else []
+    return found
+
+
+def test_only_the_store_knows_the_database_drivers() -> None:
+    # The backends turn every driver error into a StoreError of its kind, so nothing above
+    # the store catches a driver's exception by its class or its module's name.
+    named = {m: drivers_named(p) for m, p in PATHS.items()
+             if not (m == "chatmem.store" or m.startswith("chatmem.store."))}
+    assert {m: d for m, d in named.items() if d} == {}
+    assert drivers_named(PATHS["chatmem.store.sqlite_backend"]) != []
+
+
+def test_the_driver_check_sees_imports_and_module_names(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import sqlite3\nfrom psycopg import errors\n"
+                      "def f(e):\n    import sqlcipher3.dbapi2\n"
+                      "    return type(e).__module__.startswith('psycopg')\n"
+                      "HELP = 'sqlite3 FILE shows where'\n", encoding="utf-8")
+    assert sorted(drivers_named(module)) == ["psycopg", "psycopg", "sqlcipher3.dbapi2",
+                                             "sqlite3"]

@@ -48,3 +48,33 @@ def test_the_console_script_runs(tmp_path) -> None:
                             text=True, timeout=60)
     assert module.returncode == 0
     assert module.stdout.replace("python -m chatmem", "chatmem") == done.stdout
+
+
+ONLY = """
+import sys
+from chatmem.cli import app
+try:
+    app(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print('CHATMEM=' + ','.join(sorted(m for m in sys.modules if m.startswith('chatmem'))))
+print('STDLIB=' + ','.join(sorted(m for m in ('json', 'sqlite3', 'psycopg') if m in sys.modules)))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["sessions", "--help"], ["replay", "--help"],
+                                  ["chat", "--help"], ["facts", "--help"]])
+def test_help_imports_only_the_command_modules(args: list[str]) -> None:
+    """Help needs the commands' options and nothing they run: not the config schema (its
+    typed tables), the transcript format, the store, nor json or a database driver."""
+    done = subprocess.run([sys.executable, "-c", ONLY.replace("sys.argv[1:]", repr(args))],
+                          capture_output=True, text=True, env={**os.environ}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split("=", 1) for line in done.stdout.splitlines()
+                 if line.startswith(("CHATMEM=", "STDLIB=")))
+    imported = set(lines["CHATMEM"].split(","))
+    assert {m for m in imported
+            if m not in ("chatmem", "chatmem.errors") and not m.startswith("chatmem.cli")} == set()
+    assert "chatmem.cli.common" in imported  # the probe sees what it looks for
+    assert lines["STDLIB"] == ""

@@ -31,15 +31,17 @@ from chatmem.cli import replay as replay_cmd
 from chatmem.cli.grammar import ChatmemTyper
 
 # Typer words range and type errors the way pydantic does; say them the way chatmem does.
+# Patterns, not compiled ones: only a usage error needs them (`re` caches what it compiles),
+# and compiling seven at import would cost every `--help`.
 _REWORDS = (
-    (re.compile(r"Input should be greater than or equal to (\S+)"), r"must be \1 or more"),
-    (re.compile(r"Input should be less than or equal to (\S+)"), r"must be \1 or less"),
-    (re.compile(r"Input should be greater than (\S+)"), r"must be more than \1"),
-    (re.compile(r"Input should be less than (\S+)"), r"must be less than \1"),
-    (re.compile(r"Input should be a valid integer.*"), "must be a whole number"),
-    (re.compile(r"Input should be a valid number.*"), "must be a number"),
+    (r"Input should be greater than or equal to (\S+)", r"must be \1 or more"),
+    (r"Input should be less than or equal to (\S+)", r"must be \1 or less"),
+    (r"Input should be greater than (\S+)", r"must be more than \1"),
+    (r"Input should be less than (\S+)", r"must be less than \1"),
+    (r"Input should be a valid integer.*", "must be a whole number"),
+    (r"Input should be a valid number.*", "must be a number"),
     # Bytes that are not UTF-8 (argv decodes them as lone surrogates).
-    (re.compile(r"Input should be a valid string, unable to parse raw data as a unicode.*"),
+    (r"Input should be a valid string, unable to parse raw data as a unicode.*",
      "must be UTF-8 text; it holds bytes that are not"),
 )
 
@@ -63,7 +65,7 @@ def usage_error_line(error: typer.TyperException) -> str:
             return f"missing {kind} {_param_name(param)}"
         message = error.message
         for pattern, replacement in _REWORDS:
-            message = pattern.sub(replacement, message)
+            message = re.sub(pattern, replacement, message)
         name = _param_name(param)
         return f"{name} {message}" if message.startswith("must") else f"{name}: {message}"
     if hasattr(error, "possibilities"):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -13,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from chatmem.config.schema import PROVIDERS
 from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
 
 if TYPE_CHECKING:
@@ -63,6 +60,9 @@ NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
 
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
+    # Imported here: the config schema (its typed tables) is not needed to print --help.
+    from chatmem.config.schema import PROVIDERS
+
     if value is not None and value not in PROVIDERS:
         raise typer.BadParameter(f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
     return value
@@ -135,21 +135,6 @@ def handles_errors(func: F) -> F:
             raise fail(str(e), e.exit_code) from None
         except KeyboardInterrupt:
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-        except sqlite3.Error as e:
-            # The store translates what it expects; anything else still gets one line.
-            raise fail(f"database error: {e}", ExitCode.ERROR) from None
-        except UnicodeDecodeError:
-            # SQLite hands back bytes that are not UTF-8 only from a damaged file.
-            raise fail("the history file is damaged (it holds text that is not UTF-8); "
-                       "`sqlite3 FILE 'PRAGMA integrity_check'` shows where",
-                       ExitCode.ERROR) from None
-        except Exception as e:
-            if not type(e).__module__.startswith("psycopg"):
-                raise
-            # The PostgreSQL backend translates what it expects (masking the URL's password);
-            # a driver error it did not still gets one line, and no statement text is shown.
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise fail(f"database error: {first}", ExitCode.ERROR) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -505,6 +490,8 @@ def write_private(path: Path, text: str) -> None:
 
 
 def print_json(data: Any) -> None:
+    import json
+
     from chatmem.text import json_safe
 
     sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))

@@ -28,7 +28,6 @@ from chatmem.cli.common import (
     shared_embedder,
 )
 from chatmem.errors import ExitCode, TranscriptError
-from chatmem.transcripts.format import stored_transcript
 
 if TYPE_CHECKING:
     from chatmem.cli.corpus import CorpusJob, TranscriptResult
@@ -75,6 +74,7 @@ PROGRESS_AFTER_STEPS = 50
 
 def load_source(source: str, settings: Settings) -> Transcript:
     """A transcript file, or else the stored session of that name."""
+    from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.reader import read_transcript
 
     path = Path(source)

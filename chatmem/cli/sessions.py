@@ -18,7 +18,6 @@ from chatmem.cli.common import (
     strategy_json,
 )
 from chatmem.cli.grammar import ChatmemTyper
-from chatmem.transcripts.format import stored_transcript
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -186,6 +185,7 @@ def export(
     from pathlib import Path
 
     from chatmem.errors import UsageError
+    from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.writer import EXPORT_FORMATS, export_format, write_transcript
 
     if all_ or name is None:
@@ -216,6 +216,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: Sett
     from chatmem import __version__
     from chatmem.errors import UsageError
     from chatmem.privacy.archive import write_archive
+    from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.writer import to_jsonl
 
     if name is not None:

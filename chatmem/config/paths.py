@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from chatmem.errors import ConfigError
+from chatmem.errors import ConfigError, StoreError
 
 APP_NAME = "chatmem"
 
@@ -60,7 +60,6 @@ def move_legacy_db(fold_wal: Callable[[Path], object]) -> str | None:
     configuration sits below the store), so the move is whole.
     """
     import shutil
-    import sqlite3
 
     old, new = legacy_db_path(), default_db_path()
     if new.exists() or not old.is_file():
@@ -74,8 +73,10 @@ def move_legacy_db(fold_wal: Callable[[Path], object]) -> str | None:
             shutil.move(str(wal), str(new.with_name(new.name + "-wal")))
         for suffix in ("-wal", "-shm"):
             old.with_name(old.name + suffix).unlink(missing_ok=True)
-    except (OSError, sqlite3.Error) as e:
+    except OSError as e:
         raise ConfigError(f"{old}: cannot move the history file to {new}: {e}") from None
+    except StoreError as e:
+        raise ConfigError(f"{old}: cannot move the history file to {new}: {e.reason}") from None
     return f"moved the history file from {old} to {new} (the platform's data directory)"
 
 

@@ -45,15 +45,15 @@ class Backend(Protocol):
     encrypted: bool
     ranks_vectors: bool
     """Whether nearest_vectors finds candidates (pgvector here), or recall ranks in numpy."""
-    errors: tuple[type[Exception], ...]
-    """The driver's errors any statement may raise (sqlite3.Error; psycopg.Error)."""
-    conflicts: tuple[type[Exception], ...]
-    """The driver's errors for a row that breaks a constraint (a name taken meanwhile)."""
     own_rows_first: str
     """An ORDER BY prefix that puts the connecting user's own rows before rows shared with
     them ("" where every row is the user's own)."""
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement. The driver's errors never leave a backend: each is a
+        StoreError of its kind (chatmem.errors.StoreFailure), a broken constraint a
+        StoreConflict that the store catches where a conflict is expected."""
+        ...
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 

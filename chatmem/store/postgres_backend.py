@@ -5,7 +5,9 @@ is one transaction that first takes a transaction-scoped advisory lock, so
 writers queue as on SQLite's BEGIN IMMEDIATE and a process killed mid-write
 leaves nothing of it. Statements use `?` placeholders (translated once per
 SQL text). Every message names the database by its masked URL: the password
-never appears in an error, a log or a traceback.
+never appears in an error, a log or a traceback. Every psycopg error that leaves
+it is a StoreError (chatmem.errors) of its kind: the rest of chatmem never sees
+the driver.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from chatmem import install_hint
-from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.errors import (
+    DatabaseError,
+    NotChatmemDatabase,
+    StoreConflict,
+    StoreError,
+    StoreFailure,
+)
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import LocationKind, parse_location, password_of
 from chatmem.timestamps import utc_now
@@ -117,10 +125,11 @@ class PostgresBackend:
         psycopg = _driver()
         if psycopg is None:
             raise StoreError(f"{self.location}: a PostgreSQL history needs psycopg: "
-                             f"{install_hint('postgres')}")
+                             f"{install_hint('postgres')}", kind=StoreFailure.CANNOT_OPEN,
+                             location=self.location)
         self._errors = psycopg
-        self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
-        self.conflicts: tuple[type[Exception], ...] = (psycopg.IntegrityError,)
+        self._writing = 0
+        """How deep in write(): there a failure of the database fails the write."""
         # A name may be the user's own session and one another user shared with them.
         self.own_rows_first = "owner <> current_user, "
         errors = psycopg.errors
@@ -136,7 +145,8 @@ class PostgresBackend:
                                          connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as e:
             raise StoreError(f"{self.location}: cannot connect: "
-                             f"{_reason(e, self._secret)}") from None
+                             f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
+                             location=self.location) from None
         try:
             self._conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
             self._migrate()
@@ -152,10 +162,11 @@ class PostgresBackend:
     # -- statements -----------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        # psycopg reads a statement's rows as it runs it: fetching them raises nothing.
         try:
             cursor = self._conn.execute(translate(sql), tuple(params))
-        except self._errors.OperationalError as e:
-            raise self.error(e) from None
+        except self._errors.Error as e:
+            raise self.statement_error(e) from None
         if self.observe is not None:
             self.observe(sql, params, cursor)
         return cursor
@@ -166,8 +177,8 @@ class PostgresBackend:
                 cursor.executemany(translate(sql), [tuple(r) for r in rows])
                 if self.observe is not None:
                     self.observe(sql, (), cursor)
-        except self._errors.OperationalError as e:
-            raise self.error(e) from None
+        except self._errors.Error as e:
+            raise self.statement_error(e) from None
 
     def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self.execute(sql, params).fetchone()
@@ -196,14 +207,16 @@ class PostgresBackend:
         Nested use is a savepoint inside the outer transaction.
         """
         nested = self.in_transaction  # then a savepoint; the outer transaction holds the lock
+        self._writing += 1
         try:
             with self._conn.transaction():
                 if not nested:
                     self.execute("SELECT pg_advisory_xact_lock(?)", [WRITE_LOCK])
                 yield
-        except self._store_failures as e:
-            # A constraint's error stays the driver's: the table code may expect it.
-            raise self.error(e) from None
+        except self._errors.Error as e:  # the transaction's own statements (COMMIT)
+            raise self.statement_error(e) from None
+        finally:
+            self._writing -= 1
 
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
@@ -215,27 +228,49 @@ class PostgresBackend:
                 self._conn.execute("UPDATE sessions SET name = name WHERE 1 = 0")
         except self._store_failures as e:
             raise self.error(e) from None
+        except self._errors.Error as e:
+            raise self.statement_error(e) from None
+
+    def statement_error(self, error: BaseException) -> StoreError:
+        """A statement's driver error as the store's: a failure of the database (lost,
+        busy, read-only, full; and, in a write, any that stops it) is said by `error`; a
+        broken constraint is a StoreConflict; anything else a DatabaseError (its first line,
+        no statement text)."""
+        if isinstance(error, self._errors.OperationalError) or (
+                self._writing and isinstance(error, self._store_failures)):
+            return self.error(error)
+        if self._conn.closed:
+            return self.error(error)
+        reason = _reason(error, self._secret)
+        if isinstance(error, self._errors.IntegrityError):
+            return StoreConflict(f"database error: {reason}", location=self.location,
+                                 reason=reason)
+        return DatabaseError(f"database error: {reason}", location=self.location, reason=reason)
 
     def error(self, error: BaseException) -> StoreError:
         """A driver error as one line naming the database (its password masked)."""
         errors = self._errors.errors
         where = self.location
         if self._conn.closed or isinstance(error, errors.AdminShutdown):
-            return StoreError(f"{where}: the connection was lost; memory untouched "
-                              "(nothing of this change was stored), try again")
-        if isinstance(error, errors.ReadOnlySqlTransaction):
-            return StoreError(f"{where} is read-only: nothing can be stored")
-        if isinstance(error, errors.InsufficientPrivilege):
-            return StoreError(f"{where}: this role may not change that, nothing was stored "
-                              f"({_reason(error, self._secret)})")
-        if isinstance(error, errors.LockNotAvailable | errors.QueryCanceled):
-            return StoreError(f"{where} is busy: another process held it for over "
-                              f"{self.busy_timeout_ms / 1000:g} s; try again")
-        if isinstance(error, errors.DiskFull):
-            return StoreError(f"{where}: the server's disk is full; nothing was stored")
-        if isinstance(error, self._errors.Error):
-            return StoreError(f"{where}: {_reason(error, self._secret)}")
-        return StoreError(f"{where}: {error}")
+            kind = StoreFailure.CONNECTION_LOST
+            message = (f"{where}: the connection was lost; memory untouched "
+                       "(nothing of this change was stored), try again")
+        elif isinstance(error, errors.ReadOnlySqlTransaction):
+            kind, message = StoreFailure.READ_ONLY, f"{where} is read-only: nothing can be stored"
+        elif isinstance(error, errors.InsufficientPrivilege):
+            kind = StoreFailure.NOT_PERMITTED
+            message = (f"{where}: this role may not change that, nothing was stored "
+                       f"({_reason(error, self._secret)})")
+        elif isinstance(error, errors.LockNotAvailable | errors.QueryCanceled):
+            kind = StoreFailure.BUSY
+            message = (f"{where} is busy: another process held it for over "
+                       f"{self.busy_timeout_ms / 1000:g} s; try again")
+        elif isinstance(error, errors.DiskFull):
+            kind = StoreFailure.DISK
+            message = f"{where}: the server's disk is full; nothing was stored"
+        else:
+            kind, message = StoreFailure.OTHER, f"{where}: {_reason(error, self._secret)}"
+        return StoreError(message, kind=kind, location=where)
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -250,13 +285,14 @@ class PostgresBackend:
             return schema.pending_migrations(self._applied(tables))
         if "chatmem_meta" not in tables:
             raise NotChatmemDatabase(
-                f"{self.location} is not a chatmem database (it has other tables)")
+                f"{self.location} is not a chatmem database (it has other tables)",
+                location=self.location)
         applied = self._applied(tables)
         unknown = applied - schema.migration_names()
         if unknown:
             raise NotChatmemDatabase(
                 f"{self.location} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
-                " upgrade chatmem")
+                " upgrade chatmem", location=self.location)
         return schema.pending_migrations(applied)
 
     def _applied(self, tables: set[str]) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chatmem.errors import NotFound, StoreError, UsageError
+from chatmem.errors import NotFound, StoreConflict, StoreError, UsageError
 from chatmem.store import steps
 from chatmem.store.messages import MessageTables
 from chatmem.store.records import SessionRecord, check_session_name, json_text, stored_json
@@ -107,7 +107,7 @@ class SessionTables(MessageTables):
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
                     [*fields.values(), session_id],
                 )
-            except self.db.conflicts:
+            except StoreConflict:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
         return self.session_by_id(session_id)
 

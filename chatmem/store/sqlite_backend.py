@@ -1,4 +1,8 @@
-"""The SQLite backend: a history file (plain or SQLCipher), its pragmas, schema and FTS5 index."""
+"""The SQLite backend: a history file (plain or SQLCipher), its pragmas, schema and FTS5 index.
+
+Every sqlite3 error that leaves it is a StoreError (chatmem.errors) with a kind read from
+SQLite's result code: the rest of chatmem never sees the driver.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,14 @@ from typing import Any, cast
 import sqlite_utils
 
 from chatmem import fts
-from chatmem.errors import HistoryLocked, NotChatmemDatabase, StoreError
+from chatmem.errors import (
+    DatabaseError,
+    HistoryLocked,
+    NotChatmemDatabase,
+    StoreConflict,
+    StoreError,
+    StoreFailure,
+)
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
@@ -57,6 +68,10 @@ def create_private_file(path: Path) -> None:
         raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
 
 
+DAMAGED_TEXT = ("the history file is damaged (it holds text that is not UTF-8); "
+                "`sqlite3 FILE 'PRAGMA integrity_check'` shows where")
+
+
 def fold_wal(path: Path) -> None:
     """Fold a plain file's write-ahead log into the file, so that the file alone is whole.
 
@@ -70,6 +85,70 @@ def fold_wal(path: Path) -> None:
             connection.close()
     except sqlite3.DatabaseError:
         pass
+    except sqlite3.Error as e:
+        raise StoreError(f"{path}: {e}", kind=StoreFailure.CANNOT_OPEN, location=str(path),
+                         reason=str(e)) from None
+
+
+def failure_of(error: BaseException) -> StoreFailure:
+    """The kind of a SQLite error, by its result code (sqlite3 and sqlcipher3 alike)."""
+    if isinstance(error, UnicodeDecodeError):
+        return StoreFailure.DAMAGED  # SQLite hands back bytes that are not UTF-8 only then
+    if isinstance(error, sqlite3.IntegrityError):
+        return StoreFailure.CONFLICT
+    code = primary_code(error)
+    if code == sqlite3.SQLITE_READONLY:
+        return StoreFailure.READ_ONLY
+    if code in DISK_FAILED:
+        return StoreFailure.DISK
+    if code in BUSY:
+        return StoreFailure.BUSY
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return StoreFailure.CANNOT_OPEN
+    if code in NOT_A_DATABASE:
+        return StoreFailure.DAMAGED
+    return StoreFailure.DRIVER
+
+
+class _Cursor:
+    """sqlite3's cursor, whose reads raise the store's errors too: a damaged page, or text
+    that is not UTF-8, shows only when its row is read."""
+
+    __slots__ = ("_backend", "_cursor")
+
+    def __init__(self, cursor: sqlite3.Cursor, backend: SqliteBackend) -> None:
+        self._cursor, self._backend = cursor, backend
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cursor.fetchone()
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise self._backend.statement_error(e) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cursor.fetchall()
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise self._backend.statement_error(e) from None
+
+    def __iter__(self) -> Iterator[Any]:
+        rows = iter(self._cursor)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                return
+            except (sqlite3.Error, UnicodeDecodeError) as e:
+                raise self._backend.statement_error(e) from None
+            yield row
 
 
 def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
@@ -121,9 +200,6 @@ class SqliteBackend:
     kind = "sqlite"
     ranks_vectors = False
     """No vector index: recall ranks the stored arrays in numpy."""
-    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
-    """sqlcipher3's errors come out as sqlite3's too (cipher.translate)."""
-    conflicts: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
     own_rows_first = ""
 
     def __init__(self, path: str | Path, *, key: str | None = None) -> None:
@@ -147,10 +223,15 @@ class SqliteBackend:
             key = check_key(self.path, key)
             create_private_file(self.path)
         self.encrypted = key is not None
+        self._opening = True
+        """Until the file is checked and migrated, a failing statement is an opening error."""
+        self._writing = 0
+        """How deep in write(): a statement failing there fails the write (write_error)."""
         try:
             self.conn = connect(path, key)
         except sqlite3.Error as e:
-            raise StoreError(f"{path}: cannot open database: {e}") from None
+            raise StoreError(f"{path}: cannot open database: {e}", kind=failure_of(e),
+                             location=self.location, reason=str(e)) from None
         # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
         self.sqlite = _Database(self.conn)
         try:
@@ -161,7 +242,7 @@ class SqliteBackend:
             # Refuse foreign or newer files before writing a single byte to them.
             self._pending_migrations()
             if not in_memory:
-                self._wait_for(lambda: self.execute("PRAGMA journal_mode = WAL"))
+                self._wait_for(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
                 # Safe with WAL (no corruption on power loss, at worst the last turn
                 # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
                 self.execute("PRAGMA synchronous = NORMAL")
@@ -172,12 +253,19 @@ class SqliteBackend:
         except BaseException:
             self.conn.close()
             raise
+        self._opening = False
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
+        try:
+            return _Cursor(self.conn.execute(sql, params), self)
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise self.statement_error(e) from None
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        try:
+            self.conn.executemany(sql, rows)
+        except sqlite3.Error as e:
+            raise self.statement_error(e) from None
 
     @property
     def in_transaction(self) -> bool:
@@ -198,11 +286,27 @@ class SqliteBackend:
             # WAL readers need to create the -shm file beside the database.
             return StoreError(
                 f"{self.path}: cannot open it: SQLite needs to write {self.path.name}-wal and "
-                f"{self.path.name}-shm beside it (is the folder read-only?)"
+                f"{self.path.name}-shm beside it (is the folder read-only?)",
+                kind=StoreFailure.CANNOT_OPEN, location=self.location,
             )
         if code in NOT_A_DATABASE:
-            return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})")
+            return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})",
+                                      location=self.location)
         return self.write_error(error)
+
+    def statement_error(self, error: sqlite3.Error | UnicodeDecodeError) -> StoreError:
+        """A statement's driver error as the store's: what opening or a write makes of it,
+        else (a statement refused, a damaged row) a DatabaseError of its kind."""
+        if self._opening and isinstance(error, sqlite3.DatabaseError):
+            return self._open_error(error)
+        if self._writing and isinstance(error, sqlite3.OperationalError):
+            return self.write_error(error)  # a write's own failure (busy, disk, read-only)
+        if isinstance(error, UnicodeDecodeError):
+            return DatabaseError(DAMAGED_TEXT, kind=StoreFailure.DAMAGED,
+                                 location=self.location)
+        failure = StoreConflict if isinstance(error, sqlite3.IntegrityError) else DatabaseError
+        return failure(f"database error: {error}", kind=failure_of(error),
+                       location=self.location, reason=str(error))
 
     def _wait_for(self, statement: Callable[[], object]) -> None:
         """Run `statement`, retrying while another process holds the file.
@@ -228,18 +332,20 @@ class SqliteBackend:
             if tables and self._value("SELECT count(*) FROM _sqlite_migrations"
                                       " WHERE migration_set != 'chatmem'"):
                 raise NotChatmemDatabase(
-                    f"{self.path} is not a chatmem database (it has other migrations)")
+                    f"{self.path} is not a chatmem database (it has other migrations)",
+                    location=self.location)
             # New, or left by a crash before its schema existed: start afresh.
             return pending_migrations(set())
         if "chatmem_meta" not in tables:
-            raise NotChatmemDatabase(f"{self.path} is not a chatmem database (it has other tables)")
+            raise NotChatmemDatabase(f"{self.path} is not a chatmem database (it has other tables)",
+                                     location=self.location)
         applied = {r[0] for r in self.execute(
             "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'")}
         unknown = applied - migration_names()
         if unknown:
             raise NotChatmemDatabase(
                 f"{self.path} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
-                " upgrade chatmem"
+                " upgrade chatmem", location=self.location,
             )
         return pending_migrations(applied)
 
@@ -266,22 +372,31 @@ class SqliteBackend:
         lock instead (busy timeout), so two chats on one file both keep every turn.
         """
         if self.conn.in_transaction:
-            with self.sqlite.atomic():
-                yield
+            try:
+                with self.sqlite.atomic():
+                    yield
+            except sqlite3.Error as e:  # the savepoint's own statements
+                raise self.statement_error(e) from None
             return
         try:
-            self.execute("BEGIN IMMEDIATE")
+            self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
             raise self.write_error(e) from None
+        self._writing += 1
         try:
             yield
-            self.execute("COMMIT")
+            self.conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             self.conn.rollback()
             raise self.write_error(e) from None
+        except sqlite3.Error as e:
+            self.conn.rollback()
+            raise self.statement_error(e) from None
         except BaseException:
             self.conn.rollback()
             raise
+        finally:
+            self._writing -= 1
 
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent.
@@ -291,26 +406,29 @@ class SqliteBackend:
         if self.conn.in_transaction:
             return
         try:
-            self.execute("BEGIN IMMEDIATE")
+            self.conn.execute("BEGIN IMMEDIATE")
             try:
-                self.execute("UPDATE chatmem_meta SET value = value WHERE 1 = 0")
+                self.conn.execute("UPDATE chatmem_meta SET value = value WHERE 1 = 0")
             finally:
-                self.execute("ROLLBACK")
+                self.conn.execute("ROLLBACK")
         except sqlite3.Error as e:
             raise self.write_error(e) from None
 
     def write_error(self, error: sqlite3.Error) -> StoreError:
-        code = primary_code(error)
-        if code == sqlite3.SQLITE_READONLY:
-            return StoreError(f"{self.path} is read-only: nothing can be stored "
-                              "(check the file's and its folder's permissions)")
-        if code in DISK_FAILED:
-            return StoreError(f"{self.path}: the disk is full or failing; nothing was stored"
-                              " (free some space and try again)")
-        if code in BUSY:
-            return StoreError(f"{self.path} is busy: another process held it for over "
-                              f"{BUSY_TIMEOUT_MS // 1000} s; try again")
-        return StoreError(f"{self.path}: {error}")
+        """What stopped a write, said by the kind of its error (not its wording)."""
+        kind = failure_of(error)
+        if kind is StoreFailure.READ_ONLY:
+            message = (f"{self.path} is read-only: nothing can be stored "
+                       "(check the file's and its folder's permissions)")
+        elif kind is StoreFailure.DISK:
+            message = (f"{self.path}: the disk is full or failing; nothing was stored"
+                       " (free some space and try again)")
+        elif kind is StoreFailure.BUSY:
+            message = (f"{self.path} is busy: another process held it for over "
+                       f"{BUSY_TIMEOUT_MS // 1000} s; try again")
+        else:
+            message = f"{self.path}: {error}"
+        return StoreError(message, kind=kind, location=self.location)
 
     # -- the dialect ----------------------------------------------------------------------
 
@@ -319,7 +437,7 @@ class SqliteBackend:
         for message_id, text in entries:
             try:
                 self.execute(insert, [message_id, text])
-            except sqlite3.IntegrityError:
+            except StoreConflict:
                 # A replaced text (redaction): its old entry goes first. Appends, the common
                 # case, never pay for that delete.
                 self.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])

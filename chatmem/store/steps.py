@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from chatmem import fts
-from chatmem.errors import StoreError, UsageError
+from chatmem.errors import StoreConflict, StoreError, UsageError
 from chatmem.store.backend import Backend
 from chatmem.store.recall import pause
 from chatmem.store.records import check_session_name, json_text
@@ -88,7 +88,7 @@ def insert_session(
             [name, strategy, json_text(dict(params)), provider, model, system, user,
              tokenizer, stamp, stamp],
         )
-    except db.conflicts:
+    except StoreConflict:
         # Another process took the name since check_new_name.
         raise StoreError(f"a session named {name!r} already exists") from None
     set_prompt(db, session_id, 1, system)

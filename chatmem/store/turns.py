@@ -12,11 +12,6 @@ from chatmem.store.sessions import SessionTables
 
 
 class TurnTables(SessionTables):
-    @property
-    def _failures(self) -> tuple[type[Exception], ...]:
-        """What stops a turn from being stored: the store's errors and the driver's."""
-        return (StoreError, *self.db.errors)
-
     def _next_turn_number(self, session_id: int) -> int:
         return int(
             self._value("SELECT coalesce(max(number), 0) + 1 FROM turns WHERE session_id = ?",
@@ -55,9 +50,10 @@ class TurnTables(SessionTables):
                     self.db.execute(
                         "UPDATE turns SET superseded_by = ? WHERE session_id = ? AND number = ?",
                         [turn.number, turn.session_id, supersedes])
-        except self._failures as e:
+        except StoreError as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
-            raise StoreError(f"the turn was not stored: {e}") from None
+            raise StoreError(f"the turn was not stored: {e.reason}", kind=e.kind,
+                             location=e.location) from None
         return turn
 
     def record_turn(self, turn: TurnRecord) -> TurnRecord:
@@ -65,8 +61,9 @@ class TurnTables(SessionTables):
         try:
             with self.write():
                 self._insert_turn(turn)
-        except self._failures as e:
-            raise StoreError(f"the turn was not recorded: {e}") from None
+        except StoreError as e:
+            raise StoreError(f"the turn was not recorded: {e.reason}", kind=e.kind,
+                             location=e.location) from None
         return turn
 
     # -- replacing the last turn (/retry, /edit-last) -----------------------------

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_runner import RUNNER, invoke
+from cli_runner import invoke
 from pg import PostgresServer
 from typer.testing import Result
 
@@ -111,23 +111,6 @@ def test_a_url_is_never_taken_for_a_path(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.stderr.startswith("error: postgresql://postgres:***@/no_such_db")
     assert PASSWORD not in result.stderr + result.stdout
     assert list(tmp_path.iterdir()) == []
-
-
-def test_a_driver_error_the_backend_did_not_translate_is_one_line() -> None:
-    psycopg = pytest.importorskip("psycopg")
-    import typer
-
-    from chatmem.cli.common import handles_errors
-
-    @handles_errors
-    def command() -> None:
-        raise psycopg.errors.UndefinedColumn("column \"x\" does not exist\nLINE 1: SELECT x")
-
-    probe = typer.Typer()
-    probe.command()(command)
-    result = RUNNER.invoke(probe, [])
-    assert result.exit_code == 1
-    assert result.stderr == 'error: database error: column "x" does not exist\n'
 
 
 def test_the_background_indexer_gets_the_url_but_not_on_its_command_line(
