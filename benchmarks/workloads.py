@@ -101,6 +101,25 @@ def build_chatmem_base(location: str | Path, turns: int) -> dict[str, Any]:
     return {"seconds": seconds, "bytes": size}
 
 
+def add_vectors(source: Path, path: Path, embedder_name: str) -> dict[str, Any]:
+    """A copy of the history at `source` with every message's vectors stored, as
+    `chatmem index` stores them (message and context vector, by the same functions)."""
+    from chatmem.embeddings import create_embedder
+    from chatmem.memory.vector_backlog import embed_pending, save_rows
+    from chatmem.store import Store
+
+    copy_base(source, path)
+    embedder = create_embedder(embedder_name)
+    started = time.perf_counter()
+    done = last = 0
+    with Store(path) as store:
+        while pending := store.texts_without_vectors(embedder.key, limit=5000, after_id=last):
+            save_rows(store, embedder.key, embed_pending(embedder, pending))
+            last, done = pending[-1].message_id, done + len(pending)
+        size = stored_bytes(store)
+    return {"seconds": time.perf_counter() - started, "bytes": size, "embedded": done}
+
+
 def build_langchain_base(path: Path, turns: int) -> dict[str, Any]:
     from langchain_community.chat_message_histories import SQLChatMessageHistory
     from langchain_core.messages import AIMessage, HumanMessage
@@ -197,6 +216,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
+    from chatmem.memory.vector_backlog import Indexing
     from chatmem.store import Store
     from chatmem.store.meter import metered
 
@@ -205,12 +225,19 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         location = Path(location)
         copy_base(Path(spec["base"]), location)
     provider = TimedProvider()
+    embedder = spec.get("embedder", "none")
     with Store(location) as store:
-        # Recall by words: the embedding path (a model per message) is measured by
-        # benchmarks/recall_cost.py; here it would time the embedder, not the memory.
-        settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+        # Without an embedder, recall by words: a model's time per message is measured by
+        # benchmarks/recall_cost.py; here it would time the embedder, not the memory. With
+        # `hash` (deterministic, no model), the fused words + meaning path is measured, and
+        # each turn embeds its new messages before the next build (as replay and eval do)
+        # rather than in a background thread whose timing would blur the figures.
+        settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
         engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
                               params=spec.get("params", {}))
+        if embedder != "none":
+            engine.background_indexing = False
+            engine.indexing = Indexing(store, engine.session.id, background=False)
         phase("catch-up")
         started = time.perf_counter()
         engine.catch_up()
