@@ -29,7 +29,17 @@ def _cell(row: dict[str, Any] | None, key: str = "median_ms") -> str:
         return "–"
     if "error" in row:
         return "timeout" if row.get("timeout") else "failed"
-    return _ms(row["turn"][key])
+    return _ms(row["turn"][key]) if key in row["turn"] else "–"
+
+
+def _cpu_ratio(theirs: dict[str, Any], mine: dict[str, Any] | None) -> str:
+    if mine is None or "error" in mine or "error" in theirs:
+        return ""
+    a, b = theirs["turn"].get("cpu_median_ms"), mine["turn"].get("cpu_median_ms")
+    if not a or not b:
+        return ""
+    times = a / b
+    return f"{times:,.0f}×" if times >= 10 else f"{times:.2f}×"
 
 
 BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
@@ -80,9 +90,10 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
 
     peers = [r for r in rows if r["memory"] == "langchain"]
     if peers:
-        print("\nLangChain classic, same run: ms per turn (load_memory_variables + save_context)")
+        print("\nLangChain classic, same run: ms per turn (load_memory_variables + save_context);"
+              " CPU: the same turns' CPU ms (median), which other processes do not inflate")
         header = (f"{'turns':>7}  {'LangChain':<34}{'median':>10}{'chatmem':>24}{'median':>9}"
-                  f"{'LangChain / chatmem':>21}")
+                  f"{'LangChain / chatmem':>21}{'CPU':>9}{'CPU':>9}{'CPU ratio':>11}")
         print(header)
         print("-" * len(header))
         for r in peers:
@@ -96,7 +107,9 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
                 elif "error" in r:
                     ratio = "  " + r["error"]
                 print(f"{r['turns']:>7,}  {r['strategy']:<34}{_cell(r):>10}"
-                      f"{name:>24}{_cell(mine):>9}{ratio:>21}")
+                      f"{name:>24}{_cell(mine):>9}{ratio:>21}"
+                      f"{_cell(r, 'cpu_median_ms'):>9}{_cell(mine, 'cpu_median_ms'):>9}"
+                      f"{_cpu_ratio(r, mine):>11}")
 
 
 def print_side_by_side(data: dict[str, Any]) -> None:
