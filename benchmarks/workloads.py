@@ -49,9 +49,14 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[index]
 
 
-def summary(samples: list[float]) -> dict[str, Any]:
-    return {"median_ms": statistics.median(samples), "p95_ms": percentile(samples, 0.95),
-            "samples": len(samples)}
+def summary(samples: list[float], cpu: list[float] | None = None) -> dict[str, Any]:
+    """Median and p95 of wall-clock ms; with `cpu` (the same turns' CPU ms, this process
+    alone), its median too: on a loaded machine the clock also counts other processes."""
+    shown = {"median_ms": statistics.median(samples), "p95_ms": percentile(samples, 0.95),
+             "samples": len(samples)}
+    if cpu:
+        shown["cpu_median_ms"] = statistics.median(cpu[-len(samples):])
+    return shown
 
 
 def measured(action: Callable[[int], float], repeat: int, seconds: float) -> list[float]:
@@ -101,6 +106,25 @@ def build_chatmem_base(location: str | Path, turns: int) -> dict[str, Any]:
     return {"seconds": seconds, "bytes": size}
 
 
+def add_vectors(source: Path, path: Path, embedder_name: str) -> dict[str, Any]:
+    """A copy of the history at `source` with every message's vectors stored, as
+    `chatmem index` stores them (message and context vector, by the same functions)."""
+    from chatmem.embeddings import create_embedder
+    from chatmem.memory.vector_backlog import embed_pending, save_rows
+    from chatmem.store import Store
+
+    copy_base(source, path)
+    embedder = create_embedder(embedder_name)
+    started = time.perf_counter()
+    done = last = 0
+    with Store(path) as store:
+        while pending := store.texts_without_vectors(embedder.key, limit=5000, after_id=last):
+            save_rows(store, embedder.key, embed_pending(embedder, pending))
+            last, done = pending[-1].message_id, done + len(pending)
+        size = stored_bytes(store)
+    return {"seconds": time.perf_counter() - started, "bytes": size, "embedded": done}
+
+
 def build_langchain_base(path: Path, turns: int) -> dict[str, Any]:
     from langchain_community.chat_message_histories import SQLChatMessageHistory
     from langchain_core.messages import AIMessage, HumanMessage
@@ -143,16 +167,17 @@ class TimedProvider:
 
         self.inner = ScriptedProvider()
         self.name, self.model = self.inner.name, self.inner.model
-        self.seconds = 0.0
+        self.seconds = self.cpu_seconds = 0.0
         self.calls: dict[str, int] = {}
 
     def _timed(self, purpose: str, work: Callable[[], Any]) -> Any:
         self.calls[purpose] = self.calls.get(purpose, 0) + 1
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return work()
         finally:
             self.seconds += time.perf_counter() - started
+            self.cpu_seconds += time.process_time() - cpu
 
     def stream(self, messages: Any) -> Any:
         def whole_reply() -> tuple[Any, list[str]]:
@@ -197,6 +222,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
+    from chatmem.memory.vector_backlog import Indexing
     from chatmem.store import Store
     from chatmem.store.meter import metered
 
@@ -205,12 +231,19 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         location = Path(location)
         copy_base(Path(spec["base"]), location)
     provider = TimedProvider()
+    embedder = spec.get("embedder", "none")
     with Store(location) as store:
-        # Recall by words: the embedding path (a model per message) is measured by
-        # benchmarks/recall_cost.py; here it would time the embedder, not the memory.
-        settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+        # Without an embedder, recall by words: a model's time per message is measured by
+        # benchmarks/recall_cost.py; here it would time the embedder, not the memory. With
+        # `hash` (deterministic, no model), the fused words + meaning path is measured, and
+        # each turn embeds its new messages before the next build (as replay and eval do)
+        # rather than in a background thread whose timing would blur the figures.
+        settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
         engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
                               params=spec.get("params", {}))
+        if embedder != "none":
+            engine.background_indexing = False
+            engine.indexing = Indexing(store, engine.session.id, background=False)
         phase("catch-up")
         started = time.perf_counter()
         engine.catch_up()
@@ -225,12 +258,15 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
             engine.build_context(question(i))
             return (time.perf_counter() - started) * 1000
 
+        cpu: list[float] = []
+
         def turn(i: int) -> float:
             nonlocal turns_run
-            provider.seconds = 0.0
-            started = time.perf_counter()
+            provider.seconds = provider.cpu_seconds = 0.0
+            started, cpu_started = time.perf_counter(), time.process_time()
             engine.run_turn(question(i))
             turns_run += 1
+            cpu.append((time.process_time() - cpu_started - provider.cpu_seconds) * 1000)
             return (time.perf_counter() - started - provider.seconds) * 1000
 
         calls_before = dict(provider.calls)
@@ -240,7 +276,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         grown = stored_bytes(store) - before
         build_samples = measured(build, spec["repeat"], spec["seconds"])
     return {
-        "turn": summary(turn_samples), "build": summary(build_samples),
+        "turn": summary(turn_samples, cpu), "build": summary(build_samples),
         "catch_up_s": catch_up, "catch_up_model_calls": catch_up_calls,
         "model_calls_per_turn": {k: v / turns_run for k, v in calls.items() if v},
         "bytes_per_turn": grown / turns_run,
@@ -306,14 +342,17 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
                                                         return_messages=True)
     phase("turns")
 
+    cpu: list[float] = []
+
     def turn(i: int) -> float:
         text = question(i)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         memory.load_memory_variables({"input": text})
         memory.save_context({"input": text}, {"output": f"echo: {text}"})
+        cpu.append((time.process_time() - cpu_started) * 1000)
         return (time.perf_counter() - started) * 1000
 
-    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]))}
+    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
 
 
 # -- replay, start-up, token counting ----------------------------------------------------------

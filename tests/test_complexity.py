@@ -22,17 +22,19 @@ from typing import Any
 import pytest
 from activity_log import Recording
 
+from chatmem import fts
 from chatmem.activity import Work as ActivityWork
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.memory import strategy_names
 from chatmem.memory.summary import FOLD_TOKENS
-from chatmem.memory.vector_backlog import embed_pending
+from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.store.meter import metered
+from chatmem.store.recall import POSTINGS
 
 SMALL, MEDIUM, LARGE = 100, 2500, 5000
 TURNS = 16
@@ -220,6 +222,53 @@ def test_recall_by_meaning_reads_only_new_vectors_after_the_first_build(
     assert_flat(work)
     # Not even the 100-turn file's reads: the same work at any size.
     assert work[LARGE].rows <= work[SMALL].rows * 1.1 + 8, work
+
+
+def test_a_hybrid_turn_that_embeds_its_own_messages_does_the_same_work_at_any_size(
+    stored: dict[int, Path], tmp_path: Path
+) -> None:
+    # What benchmarks/run.py measures against LangChain's VectorStoreRetrieverMemory:
+    # build by words and meaning, commit, then embed and store the turn's two messages
+    # before the next build (inline, as replay does), every kind of work counted.
+    work = {}
+    for turns in (SMALL, MEDIUM, LARGE):
+        engine = opened(stored, turns, "retrieval", tmp_path, StubEmbedder(), mode="hybrid")
+        engine.background_indexing = False
+        engine.indexing = Indexing(engine.store, engine.session.id, background=False)
+        try:
+            engine.run_turn("warm up: the reply of the last imported turn gets counted")
+            last = engine.store.count_without_vectors(StubEmbedder.key, engine.session.id)
+            work[turns] = most_work(engine)
+            # Each turn's messages were embedded and stored before the next build.
+            assert engine.store.count_without_vectors(StubEmbedder.key,
+                                                      engine.session.id) == last == 0
+        finally:
+            engine.store.close()
+    assert_flat(work)
+
+
+def test_a_question_s_terms_are_counted_in_one_statement_however_many_there_are(
+    stored: dict[int, Path]
+) -> None:
+    # A Chinese question has a term per pair of characters: one statement per term was a
+    # third of a retrieval turn's statements.
+    with Store(stored[SMALL]) as store:
+        terms = fts.query_terms(USER[1].format(n=42))
+        assert len(terms) > 15
+        with metered(store) as meter:
+            kept = store.rare_terms(terms, POSTINGS)
+        assert meter.statements == 1
+        # The same terms as counting them one by one keeps.
+        one_by_one = sorted((store.db.count_word_matches(t, POSTINGS // 2), t) for t in terms)
+        expected, used = [], 0
+        for found, term in one_by_one:
+            if not 0 < found <= POSTINGS // 2:
+                continue
+            if used + found > POSTINGS:
+                break
+            expected.append(term)
+            used += found
+        assert kept == expected and kept
 
 
 def test_buffer_work_grows_with_the_history_as_it_must(

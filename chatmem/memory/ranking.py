@@ -242,18 +242,18 @@ def pack(
     import numpy as np
 
     relevance = np.array([r.fused for r in ranked], dtype=np.float32)
-    open_ = np.ones(len(ranked), dtype=bool)
-    similarity = np.zeros(len(ranked), dtype=np.float32)
     diverse = vectors is not None and mmr < 1
+    # The MMR score of each open candidate, closed ones at -inf: it changes only when a
+    # candidate is kept, so a pick that does not fit costs one argmax, not a new score.
+    score = (mmr * relevance if diverse else -np.arange(len(ranked), dtype=np.float32))
+    similarity = np.zeros(len(ranked), dtype=np.float32)
     used = kept = 0
+    left = len(ranked)
     smallest = min((r.tokens for r in ranked), default=0)
-    while open_.any() and room - used >= smallest:
-        if diverse:
-            score = np.where(open_, mmr * relevance - (1 - mmr) * similarity, -np.inf)
-            pick = int(np.argmax(score))
-        else:
-            pick = int(np.argmax(open_))
-        open_[pick] = False
+    while left and room - used >= smallest:
+        pick = int(np.argmax(score))
+        score[pick] = -np.inf
+        left -= 1
         candidate = ranked[pick]
         if used + candidate.tokens > room:
             candidate.why = "budget: does not fit"
@@ -264,6 +264,9 @@ def pack(
         if diverse:
             assert vectors is not None
             similarity = np.maximum(similarity, similarities(vectors, vectors[pick]))
+            closed = np.isneginf(score)
+            score = mmr * relevance - (1 - mmr) * similarity
+            score[closed] = -np.inf
         if limit and kept >= limit:
             break
     lowest_kept = max((i for i, r in enumerate(ranked) if r.kept), default=-1)

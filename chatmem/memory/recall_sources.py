@@ -197,8 +197,10 @@ class StoredRecall:
         asked = self.embedder.embed([query], query=True)[0]
         if len(asked) != found.own.shape[1]:
             return Dense(None, None, 0)  # stored by another version of the model
-        return Dense(dense_scores(asked, found.own, found.context, found.present),
-                     found.present, found.count, _rows_of(found.own))
+        # Every message embedded (the usual case): no mask, so no masked copies of n scores.
+        present = None if found.count == len(found.own) else found.present
+        return Dense(dense_scores(asked, found.own, found.context, present),
+                     present, found.count, _rows_of(found.own))
 
     def _candidates(self, count: int, asked: np.ndarray, positions: Sequence[int]) -> Dense:
         import numpy as np

@@ -83,6 +83,11 @@ class Backend(Protocol):
         """Make erased terms unrecoverable from the index."""
         ...
 
+    def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
+        """Per term, how many entries of the full-text index match it, counted up to
+        `most` + 1 (a count above `most` means "too many"): all in one statement."""
+        ...
+
     def count_word_matches(self, term: str, most: int) -> int:
         """Index entries matching one query term, counted up to `most` + 1."""
         ...

@@ -7,7 +7,7 @@ from typing import Any
 
 from chatmem.store import steps
 from chatmem.store.connection import Connection
-from chatmem.store.records import MessageRecord
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 
 
 class MessageTables(Connection):
@@ -21,12 +21,14 @@ class MessageTables(Connection):
         self, session_id: int, first_turn: int = 1, last_turn: int | None = None
     ) -> list[MessageRecord]:
         # A replaced turn's messages (superseded) are stored but no longer history.
-        sql = "SELECT * FROM messages WHERE session_id = ? AND turn >= ? AND superseded = 0"
+        sql = (f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND turn >= ?"
+               " AND superseded = 0")
         params: list[Any] = [session_id, first_turn]
         if last_turn is not None:
             sql += " AND turn <= ?"
             params.append(last_turn)
-        return [MessageRecord.from_row(r) for r in self._rows(sql + " ORDER BY position", params)]
+        return [MessageRecord(*row) for row in self.db.execute(sql + " ORDER BY position",
+                                                               params)]
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self.write():

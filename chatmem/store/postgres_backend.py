@@ -343,10 +343,17 @@ class PostgresBackend:
             self.execute("VACUUM message_words")
 
     def count_word_matches(self, term: str, most: int) -> int:
-        return int(self._value(
-            "SELECT count(*) FROM (SELECT 1 FROM message_words"
-            f" WHERE terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found",
-            [term, most + 1]))
+        return self.count_words_matches([term], most)[0]
+
+    def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
+        if not terms:
+            return []
+        counts = ", ".join(["(SELECT count(*) FROM (SELECT 1 FROM message_words"
+                            f" WHERE terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?)"
+                            " AS found)"] * len(terms))
+        row = self.execute(f"SELECT {counts}",
+                           [v for t in terms for v in (t, most + 1)]).fetchone()
+        return [int(n) for n in row]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:

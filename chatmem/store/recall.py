@@ -18,11 +18,14 @@ from dataclasses import dataclass
 
 from chatmem import fts
 from chatmem.store.connection import Connection
-from chatmem.store.records import MessageRecord
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 from chatmem.timestamps import has_zone, parse_time
 
 POSTINGS = 1500
 """Index entries a recall search may score: its cost is bounded by this, not by the history."""
+COUNTED_TOGETHER = 200
+"""Query terms whose index entries one statement counts (SQLite returns at most 2,000
+columns by default)."""
 CACHE_LOOKUP = 400
 """Digests looked up per statement (well under SQLite's limit of bound values)."""
 UNKNOWN_PAUSE = float("inf")
@@ -91,10 +94,11 @@ class RecallTables(Connection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for row in self._rows(f"SELECT * FROM messages WHERE session_id = ?"
-                                  f" AND position IN ({marks}) AND superseded = 0",
-                                  [session_id, *chunk]):
-                found[row["position"]] = MessageRecord.from_row(row)
+            for row in self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages"
+                                       f" WHERE session_id = ? AND position IN ({marks})"
+                                       " AND superseded = 0", [session_id, *chunk]):
+                record = MessageRecord(*row)
+                found[record.position] = record
         return found
 
     def match_scores(self, session_id: int, query: str, *, before_turn: int,
@@ -121,11 +125,14 @@ class RecallTables(Connection):
         itself reads at most half the budget per term.
         """
         most = postings // 2
-        counted = []
-        for term in terms:
-            found = self.db.count_word_matches(term, most)
-            if 0 < found <= most:
-                counted.append((found, term))
+        terms = list(terms)
+        unique = list(dict.fromkeys(terms))
+        # One statement counts COUNTED_TOGETHER terms (a question has a dozen or more).
+        counts: dict[str, int] = {}
+        for start in range(0, len(unique), COUNTED_TOGETHER):
+            chunk = unique[start : start + COUNTED_TOGETHER]
+            counts.update(zip(chunk, self.db.count_words_matches(chunk, most), strict=True))
+        counted = [(counts[term], term) for term in terms if 0 < counts[term] <= most]
         kept, used = [], 0
         for found, term in sorted(counted):
             if used + found > postings:

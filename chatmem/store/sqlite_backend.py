@@ -456,9 +456,16 @@ class SqliteBackend:
         self.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
     def count_word_matches(self, term: str, most: int) -> int:
-        return int(self._value(
-            "SELECT count(*) FROM (SELECT rowid FROM messages_fts"
-            " WHERE messages_fts MATCH ? LIMIT ?)", [fts.quote_term(term), most + 1]))
+        return self.count_words_matches([term], most)[0]
+
+    def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
+        if not terms:
+            return []
+        counts = ", ".join(["(SELECT count(*) FROM (SELECT rowid FROM messages_fts"
+                            " WHERE messages_fts MATCH ? LIMIT ?))"] * len(terms))
+        row = self.execute(f"SELECT {counts}",
+                           [v for t in terms for v in (fts.quote_term(t), most + 1)]).fetchone()
+        return [int(n) for n in row]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
