@@ -188,17 +188,23 @@ def run_langchain(transcript: Transcript, probes: list[dict[str, Any]], budget: 
                time.perf_counter() - started, f"k={k}")
 
 
-def local_embedder() -> Any:
-    """chatmem's local embedder, remembering vectors across runs; None when not installed."""
+def local_embedder(name: str = "local") -> Any:
+    """chatmem's embedder `name`, remembering vectors across runs (in the user's vector
+    cache file, as eval does, so a second run embeds nothing); None when not installed."""
+    if name == "none":
+        return None
     try:
+        from chatmem.config.paths import vector_cache_path
         from chatmem.embeddings import Remembering, create_embedder
         from chatmem.errors import ChatmemError
+        from chatmem.store.vector_cache import VectorCacheFile
     except ImportError:
         return None
     try:
-        return Remembering(create_embedder("local"))
-    except ChatmemError:
+        inner = create_embedder(name)
+    except (ChatmemError, ImportError):
         return None
+    return Remembering(inner, VectorCacheFile(vector_cache_path()) if name == "local" else None)
 
 
 # -- output -------------------------------------------------------------------------------
@@ -239,14 +245,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--lexical", action="store_true",
                         help="single facts asked with a word of their statement")
+    parser.add_argument("--embedder", default="local", choices=("local", "hash", "none"),
+                        help="what dense and hybrid rows rank meaning with (hash: a "
+                        "deterministic stand-in, no model)")
+    parser.add_argument("--quick", action="store_true",
+                        help="2,000 tokens, retrieval bm25 and hybrid only (a few minutes)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.budgets = [2000]
+        args.only = args.only or ["retrieval bm25", "retrieval hybrid"]
     transcript, probes = load(args.seed, args.lexical)
     turn = mean_turn_tokens(transcript)
     only = set(args.only) if args.only else None
+    kinds = {k: sum(1 for p in probes if p["kind"] == k)
+             for k in sorted({p["kind"] for p in probes})}
     print(f"conversation: seed {args.seed}, {transcript.user_turns()} turns, {len(probes)} "
-          f"probes, {turn:.0f} tokens per turn on average\n")
+          f"probes ({', '.join(f'{n} {k}' for k, n in kinds.items())}), {turn:.0f} tokens "
+          f"per turn on average; embedder: {args.embedder}\n")
     rows: list[Row] = []
-    embedder = local_embedder()
+    embedder = local_embedder(args.embedder)
     embed = None if embedder is None else (
         lambda texts: [list(map(float, v)) for v in embedder.embed(texts)])
     for budget in args.budgets:

@@ -5,9 +5,18 @@ a gap of hours or days), in English and Chinese. Among everyday chatter the
 user states personal details; later, probes ask about them in other words:
 
   single    one statement, asked with no content word in common
-  multi     two statements joined by a name or thing the question never names
-  temporal  "when" questions and "back then" questions whose answer is the
-            statement made at a given time, among similar ones made at others
+  partial   one statement, asked with one or two of its words and the rest in
+            other words (the shared words are common in the chatter too)
+  multi     two statements joined by a name or thing the question never names,
+            or three, each in its own sitting, each naming what the last one
+            introduced
+  temporal  "back then" questions ("in the winter", "most recently") whose
+            answer is the statement made at a given time, among similar ones
+  dated     the same kind of thing done at four times, asked with the time
+            words people use — "in March", "last month", "three weeks ago",
+            "last year", "去年", "上个月", "3月4号左右" — worked out from the
+            messages' dates ("ts") and the time of the probe (the last message
+            before it)
 
 Between them: everyday chatter, and near misses — statements drawn from slots
 on the same subjects as the facts (other relatives' jobs, other pets, other
@@ -275,8 +284,140 @@ ZH_SERIES: list[tuple[str, list[tuple[str, str, str]], str]] = [
      "{when}我晚上都看哪部剧？"),
 ]
 
-EN_WHEN = {0: "early in the year", 1: "in the spring", 2: "most recently"}
-ZH_WHEN = {0: "年初那阵子", 1: "春天的时候", 2: "最近"}
+EN_WHEN = {0: "in the winter", 1: "in the spring", 2: "most recently"}
+ZH_WHEN = {0: "冬天的时候", 1: "春天的时候", 2: "最近"}
+
+# Multi-hop over three sittings or more: each statement names what the one before introduced.
+EN_CHAINS3: list[tuple[str, list[tuple[str, str]], str, str]] = [
+    ("quiz-partner",
+     [("Greta from accounts is the one who organises our office quiz.", "Sounds like fun."),
+      ("Greta's partner Joaquín is a marine biologist.", "What a job."),
+      ("Joaquín is off to Antarctica in November for research.", "That is an adventure.")],
+     "Where is the spouse of the woman who runs our trivia night heading?", "Antarctica"),
+    ("mentor-vet",
+     [("My mentor at work is a guy called Oskar.", "Good to have someone like that."),
+      ("Oskar's daughter Elin just qualified as a vet.", "Congratulations to her."),
+      ("Elin has taken a job at an animal hospital in Uppsala.", "Uppsala is a nice town.")],
+     "In which town will my adviser's child be treating pets?", "Uppsala"),
+]
+ZH_CHAINS3: list[tuple[str, list[tuple[str, str]], str, str]] = [
+    ("zh-teacher-cafe",
+     [("我高中班主任姓温，教数学的。", "数学老师啊。"),
+      ("温老师的儿子在深圳开了一家咖啡馆。", "年轻人创业挺好。"),
+      ("那家咖啡馆叫山间小屋，在南山区。", "名字很有意境。")],
+     "我以前带班的那位恩师，他孩子的店叫啥名字？", "山间小屋"),
+]
+
+# Dated: the same kind of thing done at four times; each question names its time the way
+# people do ("in March", "last month", "two weeks ago", "去年", "上个月"), worked out from
+# the messages' dates and the time of the probe (see when_phrases).
+EN_DATED: list[tuple[str, list[tuple[str, str, str]], str]] = [
+    ("eating-out",
+     [("We had dinner at a Georgian place called Supra, the khachapuri was amazing.",
+       "Georgian food is underrated.", "Supra"),
+      ("Tried the new ramen bar Ichiran with friends tonight.", "Ramen with friends, nice.",
+       "Ichiran"),
+      ("Ate at a tapas bar called El Xampanyet, very loud but good.", "Tapas are always fun.",
+       "Xampanyet"),
+      ("Dinner at a Sichuan restaurant named Chilli Garden, my mouth is still burning.",
+       "Sichuan pepper does that.", "Chilli Garden")],
+     "Which eatery did we go out to {when}?"),
+    ("concert",
+     [("Saw Nils Frahm at the Barbican, stunning piano.", "He is wonderful live.", "Nils Frahm"),
+      ("Went to see Arctic Monkeys at the O2 with my sister.", "A big show!", "Arctic Monkeys"),
+      ("We caught a jazz trio called Mammal Hands in a tiny pub.", "Small venues are the best.",
+       "Mammal Hands"),
+      ("Björk's show was very theatrical, costumes everywhere.", "She is a true artist.",
+       "Björk")],
+     "Which musicians did I catch {when}?"),
+]
+ZH_DATED: list[tuple[str, list[tuple[str, str, str]], str]] = [
+    ("zh-exhibit",
+     [("去看了莫奈的画展，人超级多。", "莫奈的睡莲很有名。", "莫奈"),
+      ("周末去了故宫博物院看文物展。", "故宫的文物太精美了。", "故宫"),
+      ("带孩子去了上海天文馆，特别震撼。", "天文馆很适合孩子。", "天文馆"),
+      ("去798看了一个当代艺术展。", "798很有氛围。", "798")],
+     "{when}我去逛了哪个展览或场馆？"),
+    ("zh-dinner",
+     [("和大学同学在海底捞聚餐，聊到半夜。", "老同学聚会最开心。", "海底捞"),
+      ("公司团建去吃了烤全羊。", "烤全羊很有气势。", "烤全羊"),
+      ("和爸妈去吃了一家潮汕牛肉火锅。", "潮汕牛肉很鲜。", "潮汕牛肉"),
+      ("跟闺蜜去吃了日料放题。", "放题很划算。", "日料")],
+     "{when}我出去聚过一顿什么饭？"),
+]
+DATED_WINDOWS = [(0, 5), (14, 28), (32, 46), (50, 62)]
+"""Sittings each dated item goes in: the first before the new year, the rest months apart."""
+
+EN_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+             "September", "October", "November", "December"]
+ZH_NUMBERS = ["", "一", "两", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"]
+
+
+def when_phrases(lang: str, said: datetime, now: datetime, others: list[datetime]
+                 ) -> list[str]:
+    """How a person could name the time of `said` at `now`, so that none of `others`
+    (the series' other items already said) fits the same words."""
+    phrases: list[str] = []
+
+    def month_index(t: datetime) -> int:
+        return t.year * 12 + t.month - 1
+
+    back = month_index(now) - month_index(said)
+    same_month = any(month_index(o) == month_index(said) for o in others)
+    if said.year == now.year - 1 and all(o.year != said.year for o in others):
+        phrases.append("last year" if lang == "en" else "去年")
+    if 1 <= back <= 10 and not same_month:
+        if lang == "en":
+            name = EN_MONTHS[said.month - 1]
+            phrases.append(f"last {name}" if said.year < now.year else f"in {name}")
+        else:
+            month = ZH_NUMBERS[said.month].replace("两", "二")
+            phrases.append(("去年" if said.year < now.year else "") + f"{month}月份")
+    if back == 1 and not same_month:
+        phrases.append("last month" if lang == "en" else "上个月")
+    if all(abs((said - o).total_seconds()) > 3 * 86400 for o in others):
+        if lang == "en":
+            phrases.append(f"around {EN_MONTHS[said.month - 1]} {said.day}")
+        else:
+            phrases.append(f"{said.month}月{said.day}号左右")
+    days = (now - said).total_seconds() / 86400
+    weeks = round(days / 7)
+    if 1 <= weeks <= 6 and abs(days - 7 * weeks) <= 2 and all(
+            abs((now - o).total_seconds() / 86400 - 7 * weeks) > 10 for o in others):
+        if lang == "en":
+            phrases.append("a week ago" if weeks == 1 else
+                           f"{['', '', 'two', 'three', 'four', 'five', 'six'][weeks]} weeks ago")
+        else:
+            unit = "个星期前" if weeks % 2 else "周前"
+            phrases.append(f"{ZH_NUMBERS[weeks]}{unit}")
+    return phrases
+
+# Partial: single facts asked with one or two words of their statement (never the answer);
+# the rest in other words. Sharing a word is how people often ask, and the shared word
+# alone is rarely enough: near misses and chatter use it too.
+PARTIAL = {
+    "brother-job": "What job did my brother land?",
+    "allergy": "What food makes my throat react badly?",
+    "car": "What did we swap the hatchback for?",
+    "cat": "What name did we give the kitten?",
+    "salary": "What did the raise bring my pay to?",
+    "flat": "Which city is our lease in?",
+    "doctor": "What vitamin am I short of?",
+    "laptop": "What laptop do I have these days?",
+    "boss": "Where did my manager come from?",
+    "phone": "What is my number these days?",
+    "injury": "What happened at football?",
+    "bike": "Where was my bicycle taken?",
+    "anniversary": "What is our anniversary plan?",
+    "podcast": "Which podcast do I like?",
+    "fear": "What leaves me feeling dizzy?",
+    "zh-dog": "柯基叫什么？",
+    "zh-allergy": "打针前要注意什么？",
+    "zh-car": "我们的电动车是什么牌子？",
+    "zh-boss": "总监是从哪家公司来的？",
+    "zh-surgery": "爸爸要去哪家医院？",
+    "zh-hobby": "早上我练什么？",
+}
 
 # -- everyday chatter that shares words with the questions but answers none -------------
 
@@ -560,9 +701,36 @@ def chatty(rng: random.Random, reply: str, lang: str) -> str:
     return f"{reply} {first} {second}" if lang == "en" else f"{reply}{first}{second}"
 
 
+# Chatter that uses the words partial questions share with their evidence, about other
+# things: a shared word alone must not be enough.
+EN_ECHO = [
+    "My friend's brother keeps changing jobs every year.",
+    "The kitten videos my cousin sends are endless.",
+    "My throat is a bit sore from all the talking today.",
+    "Our neighbour's hatchback blocks the driveway every morning.",
+    "I heard the landlord might raise the rent again.",
+    "A friend signed a lease on a shop for her bakery.",
+    "Is it true that most people are short of vitamin C in winter?",
+    "My laptop fan is so loud during video calls.",
+    "My manager scheduled another meeting at 5 pm.",
+    "I keep getting calls from an unknown number.",
+    "The football was on all evening at the pub.",
+    "There is a new bicycle lane on our street.",
+    "My parents' anniversary is coming up, they want something small.",
+    "A friend recommended a podcast about gardening.",
+    "Standing up too quickly leaves me a bit dizzy sometimes.",
+]
+ZH_ECHO = [
+    "邻居家的柯基又在楼道里叫。", "小时候打针前我总是哭。", "电动车的充电桩终于装好了。",
+    "听说总监下个月要出差。", "爸爸最近爱看养生节目。", "早上起不来，总是迟到。",
+]
+
+
 def near_miss(rng: random.Random, lang: str) -> tuple[str, str]:
     templates, slots, replies = (EN_NEAR, EN_SLOTS, EN_NEAR_REPLY) if lang == "en" else (
         ZH_NEAR, ZH_SLOTS, ZH_NEAR_REPLY)
+    if rng.random() < 0.25:
+        return rng.choice(EN_ECHO if lang == "en" else ZH_ECHO), rng.choice(replies)
     template = rng.choice(templates)
     filled = re.sub(r"\{(\w+)\}", lambda m: rng.choice(slots[m.group(1)]), template)
     return filled, rng.choice(replies)
@@ -611,6 +779,9 @@ class Event:
     reply: str
     lang: str
     order: int = 0  # for a series item: 10 × its index + 1 (items keep their order)
+    after: str = ""  # a chain's later statement: at least 3 sittings after this event's
+    within: tuple[int, int] | None = None  # sittings it must go in (dated items)
+    room: int = 0  # sittings to leave free at the end (a long chain's first statement)
 
 
 @dataclass
@@ -620,6 +791,7 @@ class PlannedProbe:
     answer: str
     kind: str
     lang: str
+    dated: bool = False  # the question has a {when} worked out where the probe goes
 
 
 @dataclass
@@ -637,7 +809,8 @@ def plan_facts(lexical: bool = False) -> Plan:
             question = LEXICAL[key] if lexical else question
             out.probes.append(PlannedProbe(question, [key], answer, "single", lang))
         for key, (u1, r1), (u2, r2), question, answer in chains:
-            out.events += [Event(f"{key}-a", u1, r1, lang), Event(f"{key}-b", u2, r2, lang, 1)]
+            out.events += [Event(f"{key}-a", u1, r1, lang, room=4),
+                           Event(f"{key}-b", u2, r2, lang, 1, after=f"{key}-a")]
             out.probes.append(PlannedProbe(question, [f"{key}-a", f"{key}-b"], answer, "multi",
                                            lang))
         for key, items, template in series:
@@ -645,7 +818,31 @@ def plan_facts(lexical: bool = False) -> Plan:
                 out.events.append(Event(f"{key}-{i}", user, reply, lang, i * 10 + 1))
                 out.probes.append(PlannedProbe(template.format(when=when[i]), [f"{key}-{i}"],
                                                answer, "temporal", lang))
+    for lang, facts, chains3, dated in (("en", EN_FACTS, EN_CHAINS3, EN_DATED),
+                                        ("zh", ZH_FACTS, ZH_CHAINS3, ZH_DATED)):
+        for key, *_ in facts:
+            if key in PARTIAL:
+                answer = next(f[4] for f in facts if f[0] == key)
+                out.probes.append(PlannedProbe(PARTIAL[key], [key], answer, "partial", lang))
+        for key, steps, question, answer in chains3:
+            keys = [f"{key}-{i}" for i in range(len(steps))]
+            for i, (user, reply) in enumerate(steps):
+                out.events.append(Event(keys[i], user, reply, lang, after=keys[i - 1] if i else "",
+                                        room=0 if i else 4 * len(steps)))
+            out.probes.append(PlannedProbe(question, keys, answer, "multi", lang))
+        for key, items, template in dated:
+            for i, (user, reply, answer) in enumerate(items):
+                out.events.append(Event(f"{key}-{i}", user, reply, lang,
+                                        within=DATED_WINDOWS[i]))
+                out.probes.append(PlannedProbe(template, [f"{key}-{i}"], answer, "dated", lang,
+                                               dated=True))
     return out
+
+
+def check_partial(question: str, evidence: str, answer: str) -> None:
+    shared = content_terms(question) & content_terms(evidence)
+    if not shared or len(shared) * 2 > len(content_terms(question)) or answer in question:
+        raise SystemExit(f"partial probe {question!r} shares {sorted(shared)} with its evidence")
 
 
 def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
@@ -654,8 +851,11 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
     plan = plan_facts(lexical)
     events = {e.key: e for e in plan.events}
     for probe in plan.probes:
-        if not (lexical and probe.kind == "single"):
-            check_paraphrase(probe.question, [events[k].user for k in probe.evidence])
+        if probe.kind == "partial":
+            check_partial(probe.question, events[probe.evidence[0]].user, probe.answer)
+        elif not (lexical and probe.kind == "single"):
+            check_paraphrase(probe.question.replace("{when}", ""),
+                             [events[k].user for k in probe.evidence])
 
     # Place events into sittings: a chain's second half and a series' later items come later.
     langs = ["zh" if rng.random() < 0.35 else "en" for _ in range(sittings)]
@@ -663,9 +863,11 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
     placed: dict[str, int] = {}
     usable = int(sittings * 0.8)  # the last sittings are for probing what came before
     for event in plan.events:  # in plan order: a chain's first half, a series' first item first
-        lowest, highest = 0, usable
-        if event.key.endswith("-b"):
-            lowest = placed[event.key[:-2] + "-a"] + 3
+        lowest, highest = 0, usable - event.room
+        if event.after:
+            lowest = placed[event.after] + 3
+        elif event.within:
+            lowest, highest = event.within
         elif event.order:  # series item i goes in the i-th third of the conversation
             third = event.order // 10
             lowest, highest = third * usable // 3, (third + 1) * usable // 3
@@ -676,15 +878,17 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
         slots[index].append(event)
         placed[event.key] = index
 
-    start = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
+    start = datetime(2025, 12, 12, 8, 0, tzinfo=UTC)
     clock = start
     lines: list[dict[str, object]] = [{
         "chatmem": 1, "title": f"recall benchmark (seed {seed})",
         "system": "You are a helpful assistant. Answer briefly.",
     }]
     ids: dict[str, str] = {}
+    said: dict[str, datetime] = {}
     turn = 0
     sitting_end: list[int] = []
+    sitting_time: list[datetime] = []
     for index in range(sittings):
         clock += timedelta(days=rng.randint(1, 3), hours=rng.randint(0, 10))
         clock = clock.replace(hour=rng.randint(7, 20), minute=rng.randint(0, 59))
@@ -701,6 +905,7 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
                 event = statements.pop(0)
                 user, reply = event.user, event.reply
                 ids[event.key] = f"t{turn}u"
+                said[event.key] = clock
             elif rng.random() < 0.5:
                 user, reply = near_miss(rng, lang)
                 reply = chatty(rng, reply, lang)
@@ -714,6 +919,7 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
                           "ts": clock.isoformat()})
             clock += timedelta(minutes=rng.randint(1, 6))
         sitting_end.append(len(lines))
+        sitting_time.append(clock)
 
     # Probes go after their evidence, at least 30 turns later, most at the end.
     probe_at: dict[int, list[dict[str, object]]] = {}
@@ -721,8 +927,22 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
         last = max(placed[k] for k in probe.evidence)
         candidates = [i for i in range(last + 6, sittings)]
         where = rng.choice(candidates) if candidates and rng.random() < 0.4 else sittings - 1
+        question = probe.question
+        if probe.dated:
+            [key] = probe.evidence
+            series = key.rsplit("-", 1)[0]
+            now = sitting_time[where]
+            others = [t for k, t in said.items()
+                      if k != key and k.rsplit("-", 1)[0] == series and t < now]
+            phrases = when_phrases(probe.lang, said[key], now, others)
+            if not phrases:
+                where, now = sittings - 1, sitting_time[-1]
+                phrases = when_phrases(probe.lang, said[key], now, others)
+            if not phrases:
+                raise SystemExit(f"no way to name when {key!r} was said at {now:%Y-%m-%d}")
+            question = question.format(when=rng.choice(phrases))
         probe_at.setdefault(sitting_end[where], []).append({
-            "probe": probe.question, "expect_ids": [ids[k] for k in probe.evidence],
+            "probe": question, "expect_ids": [ids[k] for k in probe.evidence],
             "expect_text": [probe.answer], "kind": probe.kind, "lang": probe.lang,
         })
     out: list[dict[str, object]] = []

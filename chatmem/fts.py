@@ -47,6 +47,21 @@ was we were what when where which who why will with would you your
 """
 STOP_TERMS = frozenset(_STOP_WORDS.split())
 
+# PostgreSQL's `english` text search configuration leaves these out of its index, so
+# they never score there while FTS5 scores them: what a query could score counts
+# neither, so both backends scale word scores alike (the Snowball English list).
+_UNSCORED = """
+i me my myself we our ours ourselves you your yours yourself yourselves he him his
+himself she her hers herself it its itself they them their theirs themselves what which
+who whom this that these those am is are was were be been being have has had having do
+does did doing a an the and but if or because as until while of at by for with about
+against between into through during before after above below to from up down in out on
+off over under again further then once here there when where why how all any both each
+few more most other some such no nor not only own same so than too very s t can will just
+don should now
+"""
+UNSCORED_WORDS = frozenset(_UNSCORED.split())
+
 
 def query_terms(text: str) -> list[str]:
     """The distinct index terms of a query, without stop terms unless that leaves none."""

@@ -137,14 +137,21 @@ class WordScores:
 
 def words_scores(
     bm25: Mapping[int, float], count: int, sittings: Sittings | None, *, smooth: float,
-    sitting: float,
+    sitting: float, ceiling: float = 0.0,
 ) -> WordScores:
-    """The model-free score of each of the first `count` messages, from BM25 by position."""
+    """The model-free score of each of the first `count` messages, from BM25 by position.
+
+    BM25 is scaled by what the query could score (`ceiling`, WordMatches.ceiling)
+    or the best match, whichever is higher: a match of one common word of the
+    question stays weak even when nothing matches better, so fused with meaning
+    it does not count as much as a message that says what was asked. After
+    smoothing and the sitting prior, scores are scaled down to 0–1 only where
+    they went past 1 (never up)."""
     scores = WordScores(count)
     raw = {p: s for p, s in bm25.items() if 1 <= p <= count and s > 0}
     if not raw:
         return scores
-    top = max(raw.values())
+    top = max(max(raw.values()), ceiling)
     scaled = {p: s / top for p, s in raw.items()}
     smoothed: dict[int, float] = {}
     for p in scaled:
@@ -170,9 +177,9 @@ def words_scores(
             if last - first + 1 > len(positions):
                 scores.spans.append((first, last, sitting * best))
     peak = max([*explicit.values(), *(s for _, _, s in scores.spans)])
-    if peak > 0:
-        scores.explicit = {p: v / peak for p, v in explicit.items()}
-        scores.spans = sorted((a, b, s / peak) for a, b, s in scores.spans)
+    scale = peak if peak > 1 or (peak > 0 and not ceiling) else 1.0
+    scores.explicit = {p: v / scale for p, v in explicit.items()}
+    scores.spans = sorted((a, b, s / scale) for a, b, s in scores.spans)
     return scores
 
 

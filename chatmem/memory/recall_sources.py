@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
+    from chatmem.store.recall import WordMatches
     from chatmem.tokens import TokenCounter
 
 SEARCH_LIMIT = 400
@@ -117,8 +118,8 @@ class StoredRecall:
         cache.starts.extend(starts)
         return Sittings(cache.starts)
 
-    def bm25(self, query: str, before_turn: int) -> dict[int, float]:
-        return self.state.store.match_scores(self.state.session_id, query,
+    def bm25(self, query: str, before_turn: int) -> WordMatches:
+        return self.state.store.word_matches(self.state.session_id, query,
                                              before_turn=before_turn, limit=SEARCH_LIMIT)
 
     def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:

@@ -135,10 +135,11 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         weights = self.weights(embedder)
 
         def ranked_by_words() -> tuple[dict[int, float], WordScores]:
-            bm25 = source.bm25(query, first_recent)
+            matches = source.bm25(query, first_recent)
+            bm25 = matches.scores
             sittings = source.sittings() if weights.sitting and bm25 else None
             return bm25, words_scores(bm25, count, sittings, smooth=weights.smooth,
-                                      sitting=weights.sitting)
+                                      sitting=weights.sitting, ceiling=matches.ceiling)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
         dense = rows = fused = present = None

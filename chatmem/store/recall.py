@@ -13,8 +13,9 @@ an import or a replay of a conversation seen before) is not embedded again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chatmem import fts
 from chatmem.store.connection import Connection
@@ -38,6 +39,22 @@ def pause(before: str | None, at: str | None) -> float:
     if not (before and at and has_zone(before) and has_zone(at)):
         return UNKNOWN_PAUSE
     return (parse_time(at) - parse_time(before)).total_seconds()
+
+
+@dataclass(frozen=True)
+class WordMatches:
+    """A search's best matches (position → BM25, higher is better) and what the query
+    could score: the BM25 of a message of average length holding each searched term
+    once (the sum of their IDFs), so a match of one common word of a long question
+    can be told from a match of all of it."""
+
+    scores: dict[int, float] = field(default_factory=dict)
+    ceiling: float = 0.0
+
+
+def idf(entries: int, found: int) -> float:
+    """A term's inverse document frequency as FTS5's bm25() weighs it (floored above 0)."""
+    return max(math.log((entries - found + 0.5) / (found + 0.5)), 1e-6)
 
 
 @dataclass(frozen=True)
@@ -110,11 +127,26 @@ class RecallTables(Connection):
         (`rare_terms`): scoring reads every entry of every term it scores, so a
         common word would make a search cost a share of the whole history.
         """
-        terms = self.rare_terms(fts.query_terms(query), POSTINGS)
-        if not terms:
-            return {}
-        return {position: score for _, position, score in self.db.word_scores(
+        return self.word_matches(session_id, query, before_turn=before_turn,
+                                 limit=limit).scores
+
+    def word_matches(self, session_id: int, query: str, *, before_turn: int,
+                     limit: int) -> WordMatches:
+        """`match_scores`, with what the query could score (WordMatches.ceiling).
+
+        The ceiling's IDFs count entries as FTS5 does, over the whole index; the
+        number of entries is taken as the highest message id, one read of the
+        primary key (deleted messages make it a little high: IDF is a logarithm)."""
+        counted = self._rare_counts(fts.query_terms(query), POSTINGS)
+        if not counted:
+            return WordMatches()
+        terms = [term for _, term in counted]
+        scores = {position: score for _, position, score in self.db.word_scores(
             terms, session_id, before_turn, limit)}
+        entries = int(self._value("SELECT max(id) FROM messages") or 0)
+        ceiling = sum(idf(max(entries, found), found) for found, term in counted
+                      if term not in fts.UNSCORED_WORDS)
+        return WordMatches(scores, ceiling)
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
         """The rarest of `terms` whose index entries add up to at most `postings`.
@@ -124,6 +156,10 @@ class RecallTables(Connection):
         crowd out the rest), is left out. Each count stops there, so the check
         itself reads at most half the budget per term.
         """
+        return [term for _, term in self._rare_counts(terms, postings)]
+
+    def _rare_counts(self, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
+        """`rare_terms`, each with its count of index entries."""
         most = postings // 2
         terms = list(terms)
         unique = list(dict.fromkeys(terms))
@@ -137,7 +173,7 @@ class RecallTables(Connection):
         for found, term in sorted(counted):
             if used + found > postings:
                 break
-            kept.append(term)
+            kept.append((found, term))
             used += found
         return kept
 

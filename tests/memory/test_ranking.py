@@ -67,6 +67,58 @@ def test_sparse_scores_rank_exactly_as_the_full_array(
     assert [full[p - 1] for p in best] == pytest.approx([full[i] for i in pool(full, size)])
 
 
+def test_a_weak_match_stays_weak_when_nothing_matches_better() -> None:
+    # One word of a question that could score 8.0: a quarter of it, not all of it.
+    scores = words_scores({3: 2.0}, 5, None, smooth=0.0, sitting=0.0, ceiling=8.0)
+    assert scores.at(3) == pytest.approx(0.25)
+    # Without what the query could score, the best match counts as a full one.
+    assert words_scores({3: 2.0}, 5, None, smooth=0.0, sitting=0.0).at(3) == 1.0
+
+
+@given(st.dictionaries(st.integers(1, 40), st.floats(0.1, 9), min_size=1, max_size=12),
+       st.lists(st.integers(1, 40), max_size=6), st.floats(0, 40),
+       st.sampled_from([0.0, 0.5]), st.sampled_from([0.0, 0.3, 2.0]))
+def test_words_scores_stay_within_0_and_1(bm25: dict[int, float], breaks: list[int],
+                                          ceiling: float, smooth: float,
+                                          sitting: float) -> None:
+    scores = words_scores(bm25, 40, Sittings(sorted({1, *breaks})), smooth=smooth,
+                          sitting=sitting, ceiling=ceiling)
+    full = scores.array()
+    assert full.min() >= 0 and full.max() <= 1 + 1e-6
+
+
+@given(st.floats(0.1, 9), st.floats(0.1, 9), st.floats(0, 20))
+def test_a_weaker_match_never_outranks_a_stronger_one(weak: float, strong: float,
+                                                      ceiling: float) -> None:
+    weak, strong = sorted((weak, strong))
+    # Far apart, in sittings of their own: only their own words count.
+    scores = words_scores({2: weak, 20: strong}, 30, Sittings([1, 10, 19, 25]), smooth=0.5,
+                          sitting=0.3, ceiling=ceiling)
+    assert scores.at(2) <= scores.at(20)
+    assert scores.at(20) <= 1 + 1e-6
+
+
+@pytest.mark.parametrize("question, partial", [
+    ("hatchback volvo", "We sold the hatchback."),
+    ("杭州 花生", "我们去了杭州。"),
+])
+def test_a_match_of_some_of_the_question_scores_under_what_it_could(
+        store: Store, question: str, partial: str) -> None:
+    session = store.create_session("s", "retrieval")
+    filler = [f"note {i} about nothing in particular" for i in range(30)]
+    store.import_messages(session.id, [
+        *({"role": "user", "content": text} for text in filler),
+        {"role": "user", "content": partial},
+        {"role": "user", "content": "花生 and volvo, once" if "volvo" in question
+         else "花生过敏。"}])
+    found = store.word_matches(session.id, question, before_turn=10**6, limit=10)
+    assert len(found.scores) == 2
+    assert max(found.scores.values()) < found.ceiling
+    words = words_scores(found.scores, 32, None, smooth=0.0, sitting=0.0,
+                         ceiling=found.ceiling)
+    assert 0 < words.at(31) < 0.75
+
+
 def test_sittings_break_at_gaps_and_at_unreadable_times(store: Store) -> None:
     times = ["2026-01-05T08:00:00+00:00", "2026-01-05T09:00:00+00:00",
              "2026-01-05T14:00:00+00:00", "not a time", "2026-01-05T14:10:00Z",
