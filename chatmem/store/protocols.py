@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from chatmem.store.leases import IndexLease, LeaseHolder
-from chatmem.store.recall import PendingText, PositionedVector, VectorRow
+from chatmem.store.recall import PendingText, PositionedVector, VectorRow, WordMatches
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
@@ -117,6 +117,9 @@ class RecallRepository(Protocol):
 
     def match_scores(self, session_id: int, query: str, *, before_turn: int,
                      limit: int) -> dict[int, float]: ...
+
+    def word_matches(self, session_id: int, query: str, *, before_turn: int,
+                     limit: int) -> WordMatches: ...
 
     def messages_at(self, session_id: int,
                     positions: Iterable[int]) -> dict[int, MessageRecord]: ...
