@@ -142,6 +142,19 @@ def test_logs_and_models(db: str, tmp_path: Path) -> None:
     assert asked["cost"]["amount"] > 0
 
 
+def test_index(tmp_path: Path) -> None:
+    db = str(tmp_path / "i.db")
+    imported = invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "e",
+                      "--db", db, "--no-index")
+    assert imported.exit_code == 0, imported.stderr
+    first = output("index", "--db", db)
+    check("index", first)
+    assert first["session"] is None and first["embedded"] > 0 and first["elsewhere"] == []
+    again = output("index", "e", "--db", db)
+    check("index", again)
+    assert again["session"] == "e" and again["embedded"] == 0
+
+
 def test_the_schema_rejects_the_old_shapes() -> None:
     """The test can fail: strategy as a bare label (eval's old shape) does not validate."""
     run = {"strategy": "window k=2", "turns": 1}
