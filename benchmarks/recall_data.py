@@ -872,8 +872,11 @@ def generate(seed: int = 7, sittings: int = 80, *, lexical: bool = False
             third = event.order // 10
             lowest, highest = third * usable // 3, (third + 1) * usable // 3
         window = range(lowest, highest)
+        # A crowded or empty window (a chain's first half placed late) takes the next free room.
         choices = [i for i in window if langs[i] == event.lang and len(slots[i]) < 2] or \
-                  [i for i in window if len(slots[i]) < 3]
+                  [i for i in window if len(slots[i]) < 3] or \
+                  [i for i in range(min(lowest, sittings - 1), sittings) if len(slots[i]) < 3] or \
+                  [sittings - 1]
         index = rng.choice(choices)
         slots[index].append(event)
         placed[event.key] = index
