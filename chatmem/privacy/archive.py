@@ -28,7 +28,8 @@ from chatmem.text import json_safe
 from chatmem.timestamps import stamp_seconds, utc_now
 
 if TYPE_CHECKING:
-    from chatmem.store import SessionRecord, Store
+    from chatmem.store import SessionRecord
+    from chatmem.store.protocols import PrivacyStore
 
 README = """\
 chatmem export — everything one history file held when it was exported.
@@ -71,7 +72,7 @@ def _member_names(sessions: list[SessionRecord]) -> dict[int, str]:
     return names
 
 
-def _summaries(store: Store, session: SessionRecord) -> dict[str, Any]:
+def _summaries(store: PrivacyStore, session: SessionRecord) -> dict[str, Any]:
     from chatmem.memory.pins import pinned_facts
 
     return {
@@ -87,7 +88,7 @@ def _summaries(store: Store, session: SessionRecord) -> dict[str, Any]:
     }
 
 
-def _facts(store: Store) -> list[dict[str, Any]]:
+def _facts(store: PrivacyStore) -> list[dict[str, Any]]:
     facts = store.facts(include_deleted=True)
     history = store.fact_history([f.id for f in facts])
     names = store.session_names(
@@ -108,7 +109,7 @@ def _facts(store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def write_archive(store: Store, path: Path, transcript: Callable[[SessionRecord], str], *,
+def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[SessionRecord], str], *,
                   version: str, force: bool = False) -> ArchiveReport:
     """Write every session, summary and fact of `store` to the zip at `path`.
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from chatmem.privacy.mentions import Span, all_spans, erase_mentions, searchable
 
 if TYPE_CHECKING:
-    from chatmem.store import FactRecord, MessageRecord, Redaction, Store
+    from chatmem.store import FactRecord, MessageRecord, Redaction
+    from chatmem.store.protocols import PrivacyStore
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Purge:
         return [max(value.split(), key=len) for value in self.values]
 
 
-def plan(store: Store, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
+def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
     """The values to erase (the fact's and its earlier ones) and its profile's sessions."""
     user = fact.user
     if fact.scope != "user" and fact.session_id is not None:
@@ -51,7 +52,7 @@ def plan(store: Store, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
     return Purge(values, user, tuple(store.profile_session_ids(user)))
 
 
-def mentioned_messages(store: Store, purge: Purge) -> list[Mentioned]:
+def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
     """The stored messages the purge would change, with the mentions it would erase."""
     found = []
     for message in store.messages_containing(purge.session_ids, purge.needles):
@@ -61,7 +62,7 @@ def mentioned_messages(store: Store, purge: Purge) -> list[Mentioned]:
     return found
 
 
-def erase(store: Store, purge: Purge) -> Redaction:
+def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
     return store.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
                                      partial(erase_mentions, values=purge.values))

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from chatmem.errors import UsageError
 
 if TYPE_CHECKING:
-    from chatmem.store import ExpiredFact, SessionEntry, Store
+    from chatmem.store import ExpiredFact, SessionEntry
+    from chatmem.store.protocols import PrivacyStore
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 _UNITS = {
@@ -90,7 +91,7 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def prune(store: Store, now: datetime, *, retention_days: float | None,
+def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
           fact_idle_days: float | None, dry_run: bool = False) -> Erasure:
     """Erase idle sessions and expired facts as of `now`, then vacuum (unless dry)."""
     sessions = store.idle_sessions(now, retention_days)
@@ -104,7 +105,7 @@ def prune(store: Store, now: datetime, *, retention_days: float | None,
     return result
 
 
-def forget_user(store: Store, user: str, *, dry_run: bool = False) -> Erasure:
+def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Erasure:
     """Every session of a user profile and the profile's facts, erased; then vacuum."""
     from chatmem.store import ExpiredFact
 
@@ -117,7 +118,7 @@ def forget_user(store: Store, user: str, *, dry_run: bool = False) -> Erasure:
     return result
 
 
-def _erase(store: Store, erasure: Erasure) -> None:
+def _erase(store: PrivacyStore, erasure: Erasure) -> None:
     from chatmem.memory.facts import scrub_fact
 
     store.erase_sessions(s.id for s in erasure.sessions)

@@ -47,10 +47,11 @@ if TYPE_CHECKING:
         protocols.HistoryRepository, protocols.MemoryStateRepository,
         protocols.FactRepository, protocols.VectorRepository, protocols.RecallRepository,
         protocols.SessionRepository, protocols.TurnRepository,
-        protocols.MemoryStore, protocols.TurnStore,
+        protocols.RetentionRepository, protocols.RedactionRepository,
+        protocols.MemoryStore, protocols.TurnStore, protocols.PrivacyStore,
     ]:
         """Never called: `mypy chatmem` fails here when Store stops implementing one."""
-        return store, store, store, store, store, store, store, store, store
+        return store, store, store, store, store, store, store, store, store, store, store, store
 
 
 __all__ = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any, Protocol
 
 from chatmem.store.leases import IndexLease, LeaseHolder
@@ -23,6 +24,8 @@ from chatmem.store.records import (
     SummaryRecord,
     TurnRecord,
 )
+from chatmem.store.redaction import Redaction, Rewrite
+from chatmem.store.retention import ExpiredFact, SessionEntry
 
 
 class HistoryRepository(Protocol):
@@ -146,6 +149,12 @@ class SessionRepository(Protocol):
 
     def find_session(self, name: str) -> SessionRecord | None: ...
 
+    def session(self, name: str) -> SessionRecord: ...
+
+    def session_by_id(self, session_id: int) -> SessionRecord: ...
+
+    def list_sessions(self) -> list[dict[str, Any]]: ...
+
     def find_or_create_session(self, name: str, strategy: str,
                                params: Mapping[str, Any] | None = None,
                                **fields: str | None) -> tuple[SessionRecord, bool]: ...
@@ -184,6 +193,34 @@ class TurnRepository(Protocol):
     def mark_facts_used(self, fact_ids: Iterable[int]) -> None: ...
 
 
+class RetentionRepository(Protocol):
+    """What retention and a user's erasure find and erase."""
+
+    def idle_sessions(self, now: datetime, default_days: float | None) -> list[SessionEntry]: ...
+
+    def expired_facts(self, now: datetime, idle_days: float | None) -> list[ExpiredFact]: ...
+
+    def user_sessions(self, user: str) -> list[SessionEntry]: ...
+
+    def erase_sessions(self, session_ids: Iterable[int]) -> None: ...
+
+    def erase_facts(self, fact_ids: Iterable[int]) -> None: ...
+
+    def vacuum(self) -> None: ...
+
+
+class RedactionRepository(Protocol):
+    """The stored text a purge finds and rewrites (messages, summaries, turns' contexts)."""
+
+    def profile_session_ids(self, user: str | None) -> list[int]: ...
+
+    def messages_containing(self, session_ids: Sequence[int],
+                            needles: Sequence[str]) -> list[MessageRecord]: ...
+
+    def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
+                            needles: Sequence[str], rewrite: Rewrite) -> Redaction: ...
+
+
 class MemoryStore(HistoryRepository, MemoryStateRepository, FactRepository, VectorRepository,
                   RecallRepository, Protocol):
     """Everything a strategy reaches through its session's state."""
@@ -191,3 +228,8 @@ class MemoryStore(HistoryRepository, MemoryStateRepository, FactRepository, Vect
 
 class TurnStore(MemoryStore, SessionRepository, TurnRepository, Protocol):
     """What an engine needs to open a session and run its turns."""
+
+
+class PrivacyStore(SessionRepository, HistoryRepository, MemoryStateRepository, FactRepository,
+                   RetentionRepository, RedactionRepository, Protocol):
+    """What retention, a purge and the export archive read and erase."""

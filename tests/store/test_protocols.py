@@ -12,7 +12,10 @@ from chatmem.store.protocols import (
     HistoryRepository,
     MemoryStateRepository,
     MemoryStore,
+    PrivacyStore,
     RecallRepository,
+    RedactionRepository,
+    RetentionRepository,
     SessionRepository,
     TurnRepository,
     TurnStore,
@@ -35,6 +38,9 @@ def test_store_is_every_repository(tmp_path: Path) -> None:
         turns: TurnRepository = store
         memory: MemoryStore = store
         engine: TurnStore = store
+        retention: RetentionRepository = store
+        redaction: RedactionRepository = store
+        privacy: PrivacyStore = store
         session = sessions.create_session("s", "window")
         assert history.turn_count(session.id) == 0
         assert state.strategy_state(session.id, "window") == {}
@@ -47,6 +53,9 @@ def test_store_is_every_repository(tmp_path: Path) -> None:
             session_id=session.id, status="failed", input="hi", context={},
             strategy="window", created_at=turns.now()))
         assert (recorded.number, recorded.status) == (1, "failed")
+        assert [s.name for s in retention.user_sessions("nobody")] == []
+        assert redaction.messages_containing([session.id], ["hi"]) == []
+        assert privacy.session_by_id(session.id) == session
 
 
 def _store_names(path: Path) -> list[tuple[int, bool]]:
@@ -59,11 +68,13 @@ def _store_names(path: Path) -> list[tuple[int, bool]]:
 
 def test_above_the_store_the_store_is_typed_by_its_protocols() -> None:
     # The concrete class may be built (a scratch store in memory), never be a type: the
-    # engine, memory and evaluation say how little of the store they use.
+    # engine, memory, evaluation and the privacy policy say how little of the store they use.
+    modules = [p for package in ("engine", "memory", "evaluation")
+               for p in sorted((PACKAGE / package).rglob("*.py"))]
+    modules += [PACKAGE / "privacy" / f"{name}.py" for name in ("retention", "archive", "purge")]
+    modules += [PACKAGE / "history.py"]
     typed = [f"{p.relative_to(PACKAGE.parent)}:{line}"
-             for package in ("engine", "memory", "evaluation")
-             for p in sorted((PACKAGE / package).rglob("*.py"))
-             for line, is_call in _store_names(p) if not is_call]
+             for p in modules for line, is_call in _store_names(p) if not is_call]
     assert typed == []
 
 
