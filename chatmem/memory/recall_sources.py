@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
 from chatmem.memory.ranking import POOL, Sittings, dense_scores
+from chatmem.timestamps import parse_time
 
 DATABASE_RANKING_FROM = 20_000
 """Messages from which pgvector picks the dense candidates. Below it numpy ranks every
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from chatmem.store.recall import WordMatches
     from chatmem.tokens import TokenCounter
 
+PROBES = 16
+"""Messages read per step of the search for a time (see first_at_or_after)."""
 SEARCH_LIMIT = 400
 """BM25 matches read per build (best first): enough to rank, bounded at any history length."""
 
@@ -117,6 +121,48 @@ class StoredRecall:
             self.state.session_id, self.gap_hours * 3600, after=cache.checked)
         cache.starts.extend(starts)
         return Sittings(cache.starts)
+
+    def newest_time(self) -> datetime | None:
+        """The time of the session's newest message (None: none, or unreadable)."""
+        last = self.state.store.last_position(self.state.session_id)
+        return self._times_at([last]).get(last) if last else None
+
+    def first_at_or_after(self, moment: datetime, count: int) -> int:
+        """The first of the first `count` positions whose message is dated at or after
+        `moment` (count + 1: none), by a 16-way search: a few reads of 16 messages
+        at any history length. Messages are taken to be in time order, as a
+        conversation is; a message whose time cannot be read is passed over."""
+        lo, hi = 1, count + 1  # the answer lies in [lo, hi]
+        while lo < hi:
+            if hi - lo <= PROBES:
+                probe = list(range(lo, hi))
+            else:
+                step = (hi - lo) / PROBES
+                probe = sorted({lo + int(i * step) for i in range(PROBES)})
+            times = self._times_at(probe)
+            dated = [p for p in probe if p in times]
+            first = next((p for p in dated if times[p] >= moment), None)
+            before = [p for p in dated if first is None or p < first]
+            if hi - lo <= PROBES or not dated:
+                return first if first is not None else hi
+            lo = before[-1] + 1 if before else lo
+            hi = first if first is not None else hi
+            if first is None and not before:
+                return hi
+        return lo
+
+    def _times_at(self, positions: Sequence[int]) -> dict[int, datetime]:
+        cache: dict[int, datetime | None] = self.state.caches.setdefault("times", {})
+        missing = [p for p in positions if p not in cache]
+        if missing:
+            records = self.state.store.messages_at(self.state.session_id, missing)
+            for p in missing:
+                record = records.get(p)
+                try:
+                    cache[p] = parse_time(record.created_at) if record else None
+                except ValueError:
+                    cache[p] = None
+        return {p: t for p in positions if (t := cache.get(p)) is not None}
 
     def bm25(self, query: str, before_turn: int) -> WordMatches:
         return self.state.store.word_matches(self.state.session_id, query,

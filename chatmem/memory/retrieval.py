@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
+from chatmem.memory import time_words
 from chatmem.memory.assembly import (
     assemble,
     dropped_turns,
@@ -32,6 +33,7 @@ from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context, Part
 from chatmem.memory.params import param
 from chatmem.memory.ranking import (
+    POOL,
     Ranked,
     Weights,
     WordScores,
@@ -69,6 +71,9 @@ class RetrievalParams:
     mmr: float = param(0.7, "MMR λ: 1 ranks by relevance alone; lower prefers messages "
                        "unlike those already recalled", minimum=0, maximum=1)
     top_k: int = param(0, "recall at most this many messages (0: as many as fit)", minimum=0)
+    time_weight: float = param(0.5, "how much a message dated within a time the input "
+                               "names (`last May`, `three weeks ago`, `上个月`) gains, as a "
+                               "share of a full word match (0: none)", minimum=0)
 
 
 class RetrievalStrategy(BaseStrategy[RetrievalParams]):
@@ -142,6 +147,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                                       sitting=weights.sitting, ceiling=matches.ceiling)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
+        self._prefer_named_time(source, query, count, words)
         dense = rows = fused = present = None
         embedded = count
         if embedder is not None:
@@ -203,6 +209,24 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           embedded=embedded if embedded < count else None)
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown)
+
+    def _prefer_named_time(self, source: StoredRecall, query: str, count: int,
+                           words: WordScores) -> None:
+        """Messages dated within a time the input names gain `time_weight` in `words`
+        (the latest POOL of them). `now` is the newest message's time: a replayed
+        conversation is read on its own clock."""
+        weight = self.options.time_weight
+        if not weight or not time_words.may_name_time(query):
+            return
+        now = source.newest_time()
+        named = time_words.spans(query, now) if now is not None else []
+        within: set[int] = set()
+        for span in named:
+            first = source.first_at_or_after(span.start, count)
+            end = source.first_at_or_after(span.end, count)
+            within.update(range(max(first, end - POOL), end))
+        for position in within:
+            words.explicit[position] = words.at(position) + weight
 
     @staticmethod
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],

@@ -1,0 +1,209 @@
+"""Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`.
+
+A question that names a time ("Where did we eat last month?", "去年我看了哪个展？")
+asks about what was said then; retrieval prefers messages dated within the
+span. Read relative to `now` (the time of the newest earlier message: in a
+replay the clock of the conversation, not of the machine). English and
+Chinese; numbers as digits or words. What is not understood names no span:
+a question without time words is ranked as before.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+MONTHS.pop("may", None)
+MONTHS["may"] = 5
+EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+              "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
+              "twelve": 12, "couple of": 2, "few": 3}
+ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+             "九": 9, "十": 10}
+UNIT_DAYS = {"day": 1, "week": 7, "天": 1, "日": 1, "周": 7, "星期": 7, "礼拜": 7}
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """From `start` (included) to `end` (excluded)."""
+
+    start: datetime
+    end: datetime
+
+    def holds(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+
+def zh_number(text: str) -> int | None:
+    """十二, 两, 3, 二十: a small number in Chinese numerals or digits."""
+    if text.isdigit():
+        return int(text)
+    if not text or any(c not in ZH_DIGITS for c in text):
+        return None
+    if "十" not in text:
+        return ZH_DIGITS[text] if len(text) == 1 else None
+    tens, _, ones = text.partition("十")
+    return (ZH_DIGITS.get(tens, 0) if tens else 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
+
+
+def _day(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month(year: int, month: int, now: datetime) -> TimeSpan:
+    start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0,
+                        microsecond=0)
+    end = start.replace(year=year + (month == 12), month=month % 12 + 1)
+    return TimeSpan(start, end)
+
+
+def _last_month_named(month: int, now: datetime, *, before: bool) -> TimeSpan:
+    """The latest `month` not after now (`before`: strictly before the current one)."""
+    year = now.year if month < now.month or (month == now.month and not before) \
+        else now.year - 1
+    return _month(year, month, now)
+
+
+def _ago(count: int, unit_days: int, now: datetime) -> TimeSpan:
+    """`count` units before now, give or take half a unit (a day at least)."""
+    centre = now - timedelta(days=count * unit_days)
+    slack = timedelta(days=max(1.0, unit_days / 2 + 0.5))
+    return TimeSpan(centre - slack, centre + slack)
+
+
+def _near(day: datetime) -> TimeSpan:
+    return TimeSpan(_day(day) - timedelta(days=3), _day(day) + timedelta(days=4))
+
+
+def _dated(month: int, day: int, now: datetime, *, around: bool) -> TimeSpan | None:
+    year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
+    try:
+        moment = now.replace(year=year, month=month, day=day)
+    except ValueError:
+        return None
+    return _near(moment) if around else TimeSpan(_day(moment),
+                                                 _day(moment) + timedelta(days=1))
+
+
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+_EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
+_EN = re.compile(
+    rf"\b(?:(?P<ago_n>\d+|{_EN_COUNT})\s+(?P<ago_unit>day|week|month)s?\s+ago"
+    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})"
+    rf"|(?P<yesterday>yesterday)"
+    rf"|(?P<around>around|about|on)?\s*(?P<m_day_month>{_MONTH_NAMES})\.?\s+(?P<m_day>\d{{1,2}})"
+    rf"(?:st|nd|rd|th)?\b"
+    rf"|(?:in|during|back in)\s+(?P<in_month>{_MONTH_NAMES})\b"
+    rf"|(?:in|during)\s+(?P<in_year>(?:19|20)\d\d)\b)",
+    re.IGNORECASE)
+_ZH_NUM = r"[0-9一二两三四五六七八九十]+"
+_ZH = re.compile(
+    rf"(?P<ago_n>{_ZH_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
+    rf"|(?P<rel_year>去年|今年|前年)(?:(?P<rel_year_month>{_ZH_NUM})月)?"
+    rf"|(?P<rel_month>上个月|上月|这个月|本月)"
+    rf"|(?P<rel_week>上周|上个星期|上星期|上个礼拜|这周|本周)"
+    rf"|(?P<rel_day>昨天|前天)"
+    rf"|(?P<month>{_ZH_NUM})月(?:份)?(?:(?P<day>{_ZH_NUM})[日号])?(?P<around>左右|前后)?")
+
+
+def may_name_time(text: str) -> bool:
+    """Whether `text` holds words that could name a time (before reading any message's)."""
+    return _EN.search(text) is not None or _ZH.search(text) is not None
+
+
+def spans(text: str, now: datetime) -> list[TimeSpan]:
+    """The spans of time `text` names, read at `now` (an aware datetime)."""
+    found: list[TimeSpan] = []
+    for m in _EN.finditer(text):
+        span = _english(m, now)
+        if span is not None:
+            found.append(span)
+    for m in _ZH.finditer(text):
+        span = _chinese(m, now)
+        if span is not None:
+            found.append(span)
+    return found
+
+
+def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
+    groups = {k: (v.lower() if v else v) for k, v in m.groupdict().items()}
+    if groups["ago_n"]:
+        count = int(groups["ago_n"]) if groups["ago_n"].isdigit() else \
+            EN_NUMBERS[groups["ago_n"]]
+        if groups["ago_unit"] == "month":
+            back = (now.year * 12 + now.month - 1) - count
+            return _month(back // 12, back % 12 + 1, now)
+        return _ago(count, UNIT_DAYS[groups["ago_unit"]], now)
+    if groups["last"]:
+        this, what = groups["last"] == "this", groups["what"]
+        if what == "year":
+            year = now.year if this else now.year - 1
+            return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
+                                        microsecond=0),
+                            now.replace(year=year + 1, month=1, day=1, hour=0, minute=0,
+                                        second=0, microsecond=0))
+        if what == "month":
+            back = (now.year * 12 + now.month - 1) - (0 if this else 1)
+            return _month(back // 12, back % 12 + 1, now)
+        if what == "week":
+            return TimeSpan(_day(now) - timedelta(days=7), now) if this else \
+                TimeSpan(_day(now) - timedelta(days=14), _day(now) - timedelta(days=5))
+        return _last_month_named(MONTHS[what], now, before=not this)
+    if groups["yesterday"]:
+        return TimeSpan(_day(now) - timedelta(days=1), _day(now))
+    if groups["m_day_month"]:
+        return _dated(MONTHS[groups["m_day_month"]], int(groups["m_day"]), now,
+                      around=groups["around"] in ("around", "about"))
+    if groups["in_month"]:
+        return _last_month_named(MONTHS[groups["in_month"]], now, before=False)
+    if groups["in_year"]:
+        year = int(groups["in_year"])
+        return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
+                                    microsecond=0),
+                        now.replace(year=year + 1, month=1, day=1, hour=0, minute=0, second=0,
+                                    microsecond=0))
+    return None
+
+
+def _chinese(m: re.Match[str], now: datetime) -> TimeSpan | None:
+    g = m.groupdict()
+    if g["ago_n"]:
+        count = 3 if g["ago_n"] == "几" else zh_number(g["ago_n"])
+        if count is None:
+            return None
+        if g["ago_unit"] == "月":
+            back = (now.year * 12 + now.month - 1) - count
+            return _month(back // 12, back % 12 + 1, now)
+        return _ago(count, UNIT_DAYS[g["ago_unit"]], now)
+    if g["rel_year"]:
+        year = now.year - {"去年": 1, "今年": 0, "前年": 2}[g["rel_year"]]
+        if g["rel_year_month"]:
+            month = zh_number(g["rel_year_month"])
+            return _month(year, month, now) if month and 1 <= month <= 12 else None
+        return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
+                                    microsecond=0),
+                        now.replace(year=year + 1, month=1, day=1, hour=0, minute=0, second=0,
+                                    microsecond=0))
+    if g["rel_month"]:
+        back = (now.year * 12 + now.month - 1) - (1 if g["rel_month"].startswith("上") else 0)
+        return _month(back // 12, back % 12 + 1, now)
+    if g["rel_week"]:
+        if g["rel_week"].startswith("上"):
+            return TimeSpan(_day(now) - timedelta(days=14), _day(now) - timedelta(days=5))
+        return TimeSpan(_day(now) - timedelta(days=7), now)
+    if g["rel_day"]:
+        back = 1 if g["rel_day"] == "昨天" else 2
+        return TimeSpan(_day(now) - timedelta(days=back), _day(now) - timedelta(days=back - 1))
+    if g["month"]:
+        month = zh_number(g["month"])
+        if month is None or not 1 <= month <= 12:
+            return None
+        if g["day"]:
+            day = zh_number(g["day"])
+            return None if day is None else _dated(month, day, now, around=bool(g["around"]))
+        return _last_month_named(month, now, before=False)
+    return None
