@@ -10,8 +10,9 @@ and an exit code::
     │   ├── StrategyError             unknown strategy or bad parameter
     │   ├── TurnNotReplaceable        the last turn cannot be sent again (`why`)
     │   └── TranscriptError           a transcript line that cannot be read
-    ├── StoreError                    the database cannot be used
-    │   ├── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
+    ├── StoreError                    the database cannot be used (`why`: busy, read-only, …)
+    │   ├── NotChatmemDatabase        not ours, or from a newer chatmem (`newer_schema`)
+    │   ├── TurnNotCommittable        only a completed turn with a reply commits (`status`)
     │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
@@ -102,12 +103,40 @@ class TurnNotReplaceable(UsageError):
         self.why = why
 
 
+class StoreFailure(Enum):
+    """Why the database refused a change (StoreError.why); the message words it."""
+
+    READ_ONLY = "read-only"
+    BUSY = "busy"
+    """Another process held the write lock past the timeout, or has the file open."""
+    DISK_FULL = "disk full"
+    """The disk (or the server's) is full or failing."""
+    NOT_PERMITTED = "not permitted"
+    """A PostgreSQL role may not change that row or table."""
+    CONNECTION_LOST = "connection lost"
+
+
 class StoreError(ChatmemError):
     exit_code = ExitCode.USAGE
 
+    def __init__(self, message: str, *, why: StoreFailure | None = None) -> None:
+        super().__init__(message)
+        self.why = why
+
 
 class NotChatmemDatabase(StoreError):
-    pass
+    def __init__(self, message: str, *, newer_schema: str | None = None) -> None:
+        super().__init__(message)
+        self.newer_schema = newer_schema
+        """The newest migration this chatmem does not know, when a newer chatmem wrote it."""
+
+
+class TurnNotCommittable(StoreError):
+    """A failed or cancelled turn (or one without a reply) offered to commit_turn."""
+
+    def __init__(self, message: str, *, status: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HistoryLocked(StoreError):

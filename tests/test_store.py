@@ -9,7 +9,7 @@ import pytest
 from dialect import refuse_inserts, word_entries
 from matches import matches
 
-from chatmem.errors import NotChatmemDatabase, NotFound, StoreError, UsageError
+from chatmem.errors import NotChatmemDatabase, NotFound, StoreError, TurnNotCommittable, UsageError
 from chatmem.store import Store, TurnRecord
 
 DISTINCT = "ZEBRA-XYZZY-42 杭州秘密"
@@ -55,8 +55,10 @@ def test_failed_and_cancelled_turns_record_only_the_turn_row(store: Store, statu
     assert store.messages(session.id) == []
     assert word_entries(store) == 0
     assert [t.status for t in store.turns(session.id)] == [status]
-    with pytest.raises(StoreError, match="only a completed turn"):
+    with pytest.raises(TurnNotCommittable) as refused:
         store.commit_turn(turn(session.id, "hello", reply=None, status=status))
+    assert refused.value.status == status
+    assert store.messages(session.id) == [] and len(store.turns(session.id)) == 1
 
 
 def test_commit_is_all_or_nothing(store: Store) -> None:

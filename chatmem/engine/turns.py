@@ -291,7 +291,7 @@ class Engine(Generic[StoreT]):
         try:
             self.store.check_writable()
         except StoreError as e:
-            raise StoreError(f"nothing was sent: {e}") from None
+            raise StoreError(f"nothing was sent: {e}", why=e.why) from None
 
     def check_budget(self, context: Context) -> None:
         """Refuse an input that cannot fit the budget with the system prompt: no strategy can help.

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from chatmem import install_hint
-from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import LocationKind, parse_location, password_of
 from chatmem.timestamps import utc_now
@@ -222,17 +222,21 @@ class PostgresBackend:
         where = self.location
         if self._conn.closed or isinstance(error, errors.AdminShutdown):
             return StoreError(f"{where}: the connection was lost; memory untouched "
-                              "(nothing of this change was stored), try again")
+                              "(nothing of this change was stored), try again",
+                              why=StoreFailure.CONNECTION_LOST)
         if isinstance(error, errors.ReadOnlySqlTransaction):
-            return StoreError(f"{where} is read-only: nothing can be stored")
+            return StoreError(f"{where} is read-only: nothing can be stored",
+                              why=StoreFailure.READ_ONLY)
         if isinstance(error, errors.InsufficientPrivilege):
             return StoreError(f"{where}: this role may not change that, nothing was stored "
-                              f"({_reason(error, self._secret)})")
+                              f"({_reason(error, self._secret)})", why=StoreFailure.NOT_PERMITTED)
         if isinstance(error, errors.LockNotAvailable | errors.QueryCanceled):
             return StoreError(f"{where} is busy: another process held it for over "
-                              f"{self.busy_timeout_ms / 1000:g} s; try again")
+                              f"{self.busy_timeout_ms / 1000:g} s; try again",
+                              why=StoreFailure.BUSY)
         if isinstance(error, errors.DiskFull):
-            return StoreError(f"{where}: the server's disk is full; nothing was stored")
+            return StoreError(f"{where}: the server's disk is full; nothing was stored",
+                              why=StoreFailure.DISK_FULL)
         if isinstance(error, self._errors.Error):
             return StoreError(f"{where}: {_reason(error, self._secret)}")
         return StoreError(f"{where}: {error}")
@@ -254,9 +258,10 @@ class PostgresBackend:
         applied = self._applied(tables)
         unknown = applied - schema.migration_names()
         if unknown:
+            newest = sorted(unknown)[-1]
             raise NotChatmemDatabase(
-                f"{self.location} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
-                " upgrade chatmem")
+                f"{self.location} was written by a newer chatmem (schema {newest});"
+                " upgrade chatmem", newer_schema=newest)
         return schema.pending_migrations(applied)
 
     def _applied(self, tables: set[str]) -> set[str]:

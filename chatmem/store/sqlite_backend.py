@@ -13,7 +13,7 @@ from typing import Any, cast
 import sqlite_utils
 
 from chatmem import fts
-from chatmem.errors import HistoryLocked, NotChatmemDatabase, StoreError
+from chatmem.errors import HistoryLocked, NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
@@ -237,10 +237,10 @@ class SqliteBackend:
             "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'")}
         unknown = applied - migration_names()
         if unknown:
+            newest = sorted(unknown)[-1]
             raise NotChatmemDatabase(
-                f"{self.path} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
-                " upgrade chatmem"
-            )
+                f"{self.path} was written by a newer chatmem (schema {newest}); upgrade chatmem",
+                newer_schema=newest)
         return pending_migrations(applied)
 
     def _migrate(self) -> None:
@@ -303,13 +303,14 @@ class SqliteBackend:
         code = primary_code(error)
         if code == sqlite3.SQLITE_READONLY:
             return StoreError(f"{self.path} is read-only: nothing can be stored "
-                              "(check the file's and its folder's permissions)")
+                              "(check the file's and its folder's permissions)",
+                              why=StoreFailure.READ_ONLY)
         if code in DISK_FAILED:
             return StoreError(f"{self.path}: the disk is full or failing; nothing was stored"
-                              " (free some space and try again)")
+                              " (free some space and try again)", why=StoreFailure.DISK_FULL)
         if code in BUSY:
             return StoreError(f"{self.path} is busy: another process held it for over "
-                              f"{BUSY_TIMEOUT_MS // 1000} s; try again")
+                              f"{BUSY_TIMEOUT_MS // 1000} s; try again", why=StoreFailure.BUSY)
         return StoreError(f"{self.path}: {error}")
 
     # -- the dialect ----------------------------------------------------------------------

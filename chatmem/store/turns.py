@@ -5,10 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem.errors import NotFound, ReplaceRefusal, StoreError, TurnNotReplaceable
+from chatmem.errors import (
+    NotFound,
+    ReplaceRefusal,
+    StoreError,
+    StoreFailure,
+    TurnNotCommittable,
+    TurnNotReplaceable,
+)
 from chatmem.store import contexts, rendered, steps
 from chatmem.store.records import TurnRecord
 from chatmem.store.sessions import SessionTables
+
+
+def _why(error: Exception) -> StoreFailure | None:
+    """What stopped a turn, kept when its error is worded again (a driver's has none)."""
+    return error.why if isinstance(error, StoreError) else None
 
 
 class TurnTables(SessionTables):
@@ -37,7 +49,8 @@ class TurnTables(SessionTables):
         messages out of memory); it is marked replaced by this one in the same write.
         """
         if turn.status != "ok" or turn.reply is None:
-            raise StoreError("only a completed turn with a reply can be committed")
+            raise TurnNotCommittable("only a completed turn with a reply can be committed",
+                                     status=turn.status)
         try:
             with self.write():
                 user_id, assistant_id = steps.append_messages(
@@ -57,7 +70,7 @@ class TurnTables(SessionTables):
                         [turn.number, turn.session_id, supersedes])
         except self._failures as e:
             turn.user_message_id = turn.assistant_message_id = turn.history_turn = None
-            raise StoreError(f"the turn was not stored: {e}") from None
+            raise StoreError(f"the turn was not stored: {e}", why=_why(e)) from None
         return turn
 
     def record_turn(self, turn: TurnRecord) -> TurnRecord:
@@ -66,7 +79,7 @@ class TurnTables(SessionTables):
             with self.write():
                 self._insert_turn(turn)
         except self._failures as e:
-            raise StoreError(f"the turn was not recorded: {e}") from None
+            raise StoreError(f"the turn was not recorded: {e}", why=_why(e)) from None
         return turn
 
     # -- replacing the last turn (/retry, /edit-last) -----------------------------

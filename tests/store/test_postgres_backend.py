@@ -126,7 +126,7 @@ def test_a_database_with_other_tables_is_refused_and_left_alone(
         conn.execute("CREATE TABLE invoices (id int)")
     with pytest.raises(NotChatmemDatabase) as e:
         PostgresBackend(pg_empty_url)
-    assert e.value.message == f"{pg_empty_url} is not a chatmem database (it has other tables)"
+    assert e.value.newer_schema is None  # not ours at all, not merely newer
     with pg_server.admin(name) as conn:
         assert [r[0] for r in conn.execute("SELECT tablename FROM pg_tables"
                                            " WHERE schemaname = 'public'")] == ["invoices"]
@@ -138,7 +138,7 @@ def test_a_database_from_a_newer_chatmem_is_refused(pg_url: str, pg_server: Post
         pg_backend.execute("INSERT INTO chatmem_migrations VALUES ('p999_future', ?)", [NOW])
     with pytest.raises(NotChatmemDatabase) as e:
         PostgresBackend(pg_url)
-    assert "newer chatmem (schema p999_future)" in e.value.message
+    assert e.value.newer_schema == "p999_future"
 
 
 # -- writing -----------------------------------------------------------------------------
