@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pg import NOW, PostgresServer, add_message, add_session, count
 
-from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
 from chatmem.store.postgres_backend import PostgresBackend, translate
 
@@ -191,8 +191,9 @@ def test_a_writer_held_off_too_long_is_told_the_database_is_busy(
             pass
         assert e.value.message == f"{pg_url} is busy: another process held it for over 0.2 s;" \
                                   " try again"
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError) as checked:
             other.check_writable()
+        assert (e.value.why, checked.value.why) == (StoreFailure.BUSY,) * 2
 
 
 def test_check_writable_writes_nothing_and_refuses_a_read_only_database(
