@@ -206,9 +206,9 @@ def test_check_writable_writes_nothing_and_refuses_a_read_only_database(
     with PostgresBackend(pg_url) as read_only:
         with pytest.raises(StoreError) as e:
             read_only.check_writable()
-        assert e.value.message == f"{pg_url} is read-only: nothing can be stored"
-        with pytest.raises(StoreError), read_only.write():
+        with pytest.raises(StoreError) as written, read_only.write():
             read_only.execute("INSERT INTO chatmem_meta VALUES ('x', 'y')")
+        assert (e.value.why, written.value.why) == (StoreFailure.READ_ONLY,) * 2
 
 
 def test_a_connection_dropped_mid_write_stores_nothing_and_says_so(
@@ -220,6 +220,7 @@ def test_a_connection_dropped_mid_write_stores_nothing_and_says_so(
         with pg_server.admin() as conn:
             conn.execute("SELECT pg_terminate_backend(?)".replace("?", "%s"), (pid,))
         add_message(pg_backend, session_id, 1, "the reply")
+    assert e.value.why is StoreFailure.CONNECTION_LOST
     assert e.value.message.startswith(f"{pg_url}: the connection was lost; memory untouched")
     with PostgresBackend(pg_url) as fresh:
         assert count(fresh, "messages") == 0
