@@ -13,7 +13,8 @@ and an exit code::
     ├── StoreError                    the database cannot be used (its `kind`, its `location`)
     │   ├── DatabaseError             exit 1: a driver error the backend did not expect
     │   │   └── StoreConflict         a row breaks a constraint (a name taken meanwhile)
-    │   ├── NotChatmemDatabase        the file is not ours, or is from a newer chatmem
+    │   ├── NotChatmemDatabase        not ours, or from a newer chatmem (`newer_schema`)
+    │   ├── TurnNotCommittable        only a completed turn with a reply commits (`status`)
     │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
@@ -32,6 +33,7 @@ Messages are one line and say what to check. They never contain secrets.
 from __future__ import annotations
 
 from enum import Enum, IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -157,6 +159,19 @@ class StoreConflict(DatabaseError):
 
 class NotChatmemDatabase(StoreError):
     default_kind = StoreFailure.NOT_A_DATABASE
+
+    def __init__(self, message: str, *, newer_schema: str | None = None, **store: Any) -> None:
+        super().__init__(message, **store)
+        self.newer_schema = newer_schema
+        """The newest migration this chatmem does not know, when a newer chatmem wrote it."""
+
+
+class TurnNotCommittable(StoreError):
+    """A failed or cancelled turn (or one without a reply) offered to commit_turn."""
+
+    def __init__(self, message: str, *, status: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HistoryLocked(StoreError):

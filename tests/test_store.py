@@ -6,10 +6,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from dialect import refuse_inserts, word_entries
+from dialect import refuse_inserts, set_read_only, word_entries
 from matches import matches
 
-from chatmem.errors import NotChatmemDatabase, NotFound, StoreError, UsageError
+from chatmem.errors import (
+    NotChatmemDatabase,
+    NotFound,
+    StoreError,
+    StoreFailure,
+    TurnNotCommittable,
+    UsageError,
+)
 from chatmem.store import Store, TurnRecord
 
 DISTINCT = "ZEBRA-XYZZY-42 杭州秘密"
@@ -55,8 +62,22 @@ def test_failed_and_cancelled_turns_record_only_the_turn_row(store: Store, statu
     assert store.messages(session.id) == []
     assert word_entries(store) == 0
     assert [t.status for t in store.turns(session.id)] == [status]
-    with pytest.raises(StoreError, match="only a completed turn"):
+    with pytest.raises(TurnNotCommittable) as refused:
         store.commit_turn(turn(session.id, "hello", reply=None, status=status))
+    assert refused.value.status == status
+    assert store.messages(session.id) == [] and len(store.turns(session.id)) == 1
+
+
+def test_a_turn_refused_by_the_database_keeps_why_through_its_wording(store: Store) -> None:
+    session = store.create_session("s", "buffer")
+    set_read_only(store, True)
+    with pytest.raises(StoreError) as committed:
+        store.commit_turn(turn(session.id, "杭州 hello"))
+    with pytest.raises(StoreError) as recorded:
+        store.record_turn(turn(session.id, "杭州 hello", reply=None, status="failed"))
+    assert (committed.value.kind, recorded.value.kind) == (StoreFailure.READ_ONLY,) * 2
+    set_read_only(store, False)
+    assert store.messages(session.id) == [] and store.turns(session.id) == []
 
 
 def test_commit_is_all_or_nothing(store: Store) -> None:

@@ -291,7 +291,8 @@ class Engine(Generic[StoreT]):
         try:
             self.store.check_writable()
         except StoreError as e:
-            raise StoreError(f"nothing was sent: {e}") from None
+            raise StoreError(f"nothing was sent: {e}", kind=e.kind,
+                             location=e.location) from None
 
     def check_budget(self, context: Context) -> None:
         """Refuse an input that cannot fit the budget with the system prompt: no strategy can help.

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from chatmem import install_hint
-from chatmem.errors import HistoryLocked, StoreError
+from chatmem.errors import HistoryLocked, StoreError, StoreFailure
 from chatmem.store.result_codes import BUSY, primary_code
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -307,7 +307,8 @@ def _lock(source: Any, path: Path) -> None:
                                 "key given", missing=False) from None
         if primary_code(e) in BUSY:
             raise StoreError(f"{path} is open in another chatmem process; close it and "
-                             "try again (nothing was changed)") from None
+                             "try again (nothing was changed)", kind=StoreFailure.BUSY,
+                             location=str(path)) from None
         raise
     source.execute("COMMIT")
 

@@ -290,9 +290,10 @@ class PostgresBackend:
         applied = self._applied(tables)
         unknown = applied - schema.migration_names()
         if unknown:
+            newest = sorted(unknown)[-1]
             raise NotChatmemDatabase(
-                f"{self.location} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
-                " upgrade chatmem", location=self.location)
+                f"{self.location} was written by a newer chatmem (schema {newest});"
+                " upgrade chatmem", location=self.location, newer_schema=newest)
         return schema.pending_migrations(applied)
 
     def _applied(self, tables: set[str]) -> set[str]:

@@ -343,9 +343,10 @@ class SqliteBackend:
             "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'")}
         unknown = applied - migration_names()
         if unknown:
+            newest = sorted(unknown)[-1]
             raise NotChatmemDatabase(
-                f"{self.path} was written by a newer chatmem (schema {sorted(unknown)[-1]});"
-                " upgrade chatmem", location=self.location,
+                f"{self.path} was written by a newer chatmem (schema {newest});"
+                " upgrade chatmem", location=self.location, newer_schema=newest,
             )
         return pending_migrations(applied)
 

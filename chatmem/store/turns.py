@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem.errors import NotFound, ReplaceRefusal, StoreError, TurnNotReplaceable
+from chatmem.errors import (
+    NotFound,
+    ReplaceRefusal,
+    StoreError,
+    TurnNotCommittable,
+    TurnNotReplaceable,
+)
 from chatmem.store import contexts, rendered, steps
 from chatmem.store.records import TurnRecord
 from chatmem.store.sessions import SessionTables
@@ -32,7 +38,8 @@ class TurnTables(SessionTables):
         messages out of memory); it is marked replaced by this one in the same write.
         """
         if turn.status != "ok" or turn.reply is None:
-            raise StoreError("only a completed turn with a reply can be committed")
+            raise TurnNotCommittable("only a completed turn with a reply can be committed",
+                                     status=turn.status)
         try:
             with self.write():
                 user_id, assistant_id = steps.append_messages(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_runner import invoke
 from conftest import needs_sqlcipher
-from waiting import HANG
+from waiting import HANG, Watched
 
 from chatmem.store import Store, cipher
 
@@ -248,6 +248,54 @@ def test_rekey_needs_a_new_key(tmp_path: Path) -> None:
         2, "error: no key to encrypt with: set $CHATMEM_NEW_KEY, or run this in a terminal to "
            "type one\n")
     assert db.read_bytes() == before
+
+
+def test_an_empty_key_is_no_key_and_says_so_in_one_line(tmp_path: Path) -> None:
+    plain, encrypted = tmp_path / "plain.db", tmp_path / "encrypted.db"
+    Store(plain).close()
+    Store(encrypted, key=KEY).close()
+    before = files(tmp_path)
+    refused = run("encrypt", "--db", str(plain), key="")
+    assert (refused.exit_code, refused.stderr) == (2, (
+        "error: no key to encrypt with: set CHATMEM_KEY or key_command, or run this in a "
+        "terminal to type one\n"))
+    locked = run("sessions", "list", "--db", str(encrypted), key="")
+    assert (locked.exit_code, locked.stderr) == (
+        3, f"error: {encrypted} is encrypted: set CHATMEM_KEY, or key_command in the config\n")
+    assert refused.stdout == locked.stdout == ""
+    assert files(tmp_path) == before
+
+
+def test_a_file_open_in_another_process_is_not_converted_and_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    # A chat in a process of its own (SQLite's locks are per process), idle between turns.
+    other = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "chat", "s", "--db", str(db), "--provider",
+         "scripted"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**base, "HOME": str(tmp_path)})
+    assert other.stdin is not None and other.stdout is not None
+    replies = Watched(other.stdout)
+    try:
+        other.stdin.write("你好 hello\n".encode())
+        other.stdin.flush()
+        replies.wait_for(lambda text: "echo #1: 你好 hello" in text, "the first reply")
+        # The file's bytes are the chat's to change meanwhile; no converted copy may appear.
+        before = sorted(p.name for p in tmp_path.iterdir())
+        result = run("encrypt", "--db", str(db), key=KEY)
+        assert (result.exit_code, result.stderr) == (2, (
+            f"error: {db} is open in another chatmem process; close it and try again "
+            "(nothing was changed)\n"))
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+        assert cipher.file_kind(db) == "plain"
+        other.stdin.write(b"again\n")
+    finally:
+        other.stdin.close()
+        other.wait(timeout=HANG)
+    assert other.returncode == 0
+    assert cipher.file_kind(db) == "plain"
+    with Store(db) as store:
+        assert [t.input for t in store.turns(store.session("s").id)] == ["你好 hello", "again"]
 
 
 # -- the key is never written, shown or logged -----------------------------------------------------

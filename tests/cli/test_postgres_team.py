@@ -65,7 +65,11 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
     assert names(ann) == ["ann-notes", "bob-shared"]
     shown = json.loads(run(ann, "inspect", "bob-shared", "--json"))
     assert shown["turn"]["input"] == "the team meets on Friday"
-    chat(ann, "bob-shared", "ann adds a line", code=int(StoreError.exit_code))
+    refused = chat(ann, "bob-shared", "ann adds a line", code=int(StoreError.exit_code))
+    errors = [line for line in refused.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: the turn was not stored: ")
+    assert ": this role may not change that, nothing was stored (new row violates row-level " \
+           'security policy for table "messages")' in errors[0]
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["number"] == 1
     run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
     chat(ann, "bob-shared", "ann adds a line")

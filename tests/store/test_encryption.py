@@ -16,7 +16,7 @@ from matches import matches
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
-from chatmem.errors import ExitCode, HistoryLocked, NotChatmemDatabase, StoreError
+from chatmem.errors import ExitCode, HistoryLocked, NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, cipher
 from chatmem.store.sqlite_backend import connect
@@ -222,8 +222,9 @@ def test_a_file_open_elsewhere_is_not_converted(tmp_path: Path) -> None:
     with Store(db, key=PASSPHRASE) as other:
         other.create_session("s", "buffer")
         before = db.read_bytes()
-        with pytest.raises(StoreError):  # refused as chatmem's error, not SQLite's "locked"
+        with pytest.raises(StoreError) as refused:  # chatmem's error, not SQLite's "locked"
             cipher.convert(db, PASSPHRASE, None)
+        assert refused.value.kind is StoreFailure.BUSY
         assert db.read_bytes() == before
         assert other.find_session("s") is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]

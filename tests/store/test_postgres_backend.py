@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pg import NOW, PostgresServer, add_message, add_session, count
 
-from chatmem.errors import NotChatmemDatabase, StoreError
+from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
 from chatmem.store.postgres_backend import PostgresBackend, translate
 
@@ -126,7 +126,7 @@ def test_a_database_with_other_tables_is_refused_and_left_alone(
         conn.execute("CREATE TABLE invoices (id int)")
     with pytest.raises(NotChatmemDatabase) as e:
         PostgresBackend(pg_empty_url)
-    assert e.value.message == f"{pg_empty_url} is not a chatmem database (it has other tables)"
+    assert e.value.newer_schema is None  # not ours at all, not merely newer
     with pg_server.admin(name) as conn:
         assert [r[0] for r in conn.execute("SELECT tablename FROM pg_tables"
                                            " WHERE schemaname = 'public'")] == ["invoices"]
@@ -138,7 +138,7 @@ def test_a_database_from_a_newer_chatmem_is_refused(pg_url: str, pg_server: Post
         pg_backend.execute("INSERT INTO chatmem_migrations VALUES ('p999_future', ?)", [NOW])
     with pytest.raises(NotChatmemDatabase) as e:
         PostgresBackend(pg_url)
-    assert "newer chatmem (schema p999_future)" in e.value.message
+    assert e.value.newer_schema == "p999_future"
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -191,8 +191,9 @@ def test_a_writer_held_off_too_long_is_told_the_database_is_busy(
             pass
         assert e.value.message == f"{pg_url} is busy: another process held it for over 0.2 s;" \
                                   " try again"
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError) as checked:
             other.check_writable()
+        assert (e.value.kind, checked.value.kind) == (StoreFailure.BUSY,) * 2
 
 
 def test_check_writable_writes_nothing_and_refuses_a_read_only_database(
@@ -205,9 +206,9 @@ def test_check_writable_writes_nothing_and_refuses_a_read_only_database(
     with PostgresBackend(pg_url) as read_only:
         with pytest.raises(StoreError) as e:
             read_only.check_writable()
-        assert e.value.message == f"{pg_url} is read-only: nothing can be stored"
-        with pytest.raises(StoreError), read_only.write():
+        with pytest.raises(StoreError) as written, read_only.write():
             read_only.execute("INSERT INTO chatmem_meta VALUES ('x', 'y')")
+        assert (e.value.kind, written.value.kind) == (StoreFailure.READ_ONLY,) * 2
 
 
 def test_a_connection_dropped_mid_write_stores_nothing_and_says_so(
@@ -219,6 +220,7 @@ def test_a_connection_dropped_mid_write_stores_nothing_and_says_so(
         with pg_server.admin() as conn:
             conn.execute("SELECT pg_terminate_backend(?)".replace("?", "%s"), (pid,))
         add_message(pg_backend, session_id, 1, "the reply")
+    assert e.value.kind is StoreFailure.CONNECTION_LOST
     assert e.value.message.startswith(f"{pg_url}: the connection was lost; memory untouched")
     with PostgresBackend(pg_url) as fresh:
         assert count(fresh, "messages") == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatmem.errors import NotChatmemDatabase
+from chatmem.errors import NotChatmemDatabase, StoreFailure
 from chatmem.store import Store, cipher
 from chatmem.store.result_codes import BUSY, NOT_A_DATABASE, primary_code
 
@@ -53,11 +53,17 @@ def test_the_store_words_each_kind_by_its_code(tmp_path: Path) -> None:
         busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
         assert str(store.db.write_error(busy)).endswith("is busy: another process held it for "
                                                      "over 5 s; try again")
+        assert store.db.write_error(busy).kind is StoreFailure.BUSY
         full = sqlite3.OperationalError("database or disk is full")
         full.sqlite_errorcode = 13  # type: ignore[attr-defined]
-        assert "the disk is full or failing" in str(store.db.write_error(full))
+        assert store.db.write_error(full).kind is StoreFailure.DISK
+        read_only = sqlite3.OperationalError("no such words here")
+        read_only.sqlite_errorcode = sqlite3.SQLITE_READONLY  # type: ignore[attr-defined]
+        assert store.db.write_error(read_only).kind is StoreFailure.READ_ONLY
         worded = sqlite3.OperationalError("database is locked")  # no code: not classified
-        assert str(store.db.write_error(worded)) == f"{path}: database is locked"
+        unclassified = store.db.write_error(worded)
+        assert unclassified.kind is StoreFailure.OTHER
+        assert str(unclassified) == f"{path}: database is locked"  # SQLite's own words, passed on
     text = tmp_path / "notes.db"
     text.write_bytes(b"not sqlite " * 200)
     with pytest.raises(NotChatmemDatabase):
