@@ -62,7 +62,7 @@ def test_the_store_words_each_kind_by_its_code(tmp_path: Path) -> None:
         assert store.db.write_error(read_only).kind is StoreFailure.READ_ONLY
         worded = sqlite3.OperationalError("database is locked")  # no code: not classified
         unclassified = store.db.write_error(worded)
-        assert unclassified.kind is StoreFailure.OTHER
+        assert unclassified.kind is StoreFailure.DRIVER
         assert str(unclassified) == f"{path}: database is locked"  # SQLite's own words, passed on
     text = tmp_path / "notes.db"
     text.write_bytes(b"not sqlite " * 200)
