@@ -177,6 +177,17 @@ def hash_embedder(hash_embedder_config: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
+def retrieval_config(tmp_path: Path) -> Iterator[Path]:
+    """`retrieval` by default, with the deterministic hash embedder (CHATMEM_CONFIG)."""
+    path = tmp_path / "config.toml"
+    path.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n',
+                    encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHATMEM_CONFIG", str(path))
+        yield path
+
+
+@pytest.fixture
 def chat_server() -> Iterator[ChatServer]:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 (see tests/chat_server.py)."""
     with running_chat_server() as server:

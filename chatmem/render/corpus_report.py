@@ -18,13 +18,12 @@ from typing import Any
 from chatmem.evaluation.scoring import lower_recall
 from chatmem.render.cells import number
 from chatmem.render.report import (
-    NAMED_COLUMNS,
     Column,
     page,
     recall_figure,
     recall_html,
+    strategy_columns,
     strategy_table,
-    swatch,
 )
 
 
@@ -87,16 +86,7 @@ def _totals_table(totals: Sequence[dict[str, Any]]) -> str:
 def _transcripts_table(data: dict[str, Any], totals: Sequence[dict[str, Any]]) -> str:
     labels = [t["strategy"]["label"] for t in totals] or [
         s["strategy"]["label"] for s in data["transcripts"][0]["strategies"]]
-    numbered = len(labels) > NAMED_COLUMNS
-    head = "".join(
-        f'<th scope="col" class="strategy">{swatch(i)}'
-        + (f'<abbr title="{escape(label)}">{i + 1}</abbr>' if numbered else escape(label))
-        + "</th>" for i, label in enumerate(labels))
-    key = ""
-    if numbered:
-        key = '<ul class="legend">' + "".join(
-            f"<li>{swatch(i)}<b>{i + 1}</b> {escape(label)}</li>"
-            for i, label in enumerate(labels)) + "</ul>"
+    head, key = strategy_columns(labels)
     rows = []
     for transcript in data["transcripts"]:
         runs = {s["strategy"]["label"]: s["eval"] for s in transcript["strategies"]}

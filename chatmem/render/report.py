@@ -208,18 +208,24 @@ NAMED_COLUMNS = 4
 """Up to this many strategies the per-probe columns carry names; beyond, numbers and a key."""
 
 
-def _probe_table(runs: Sequence[dict[str, Any]]) -> str:
-    numbered = len(runs) > NAMED_COLUMNS
+def strategy_columns(labels: Sequence[str]) -> tuple[str, str]:
+    """The header cells of one column per strategy, and the key below the table when there
+    are too many to name in the header (then numbered)."""
+    numbered = len(labels) > NAMED_COLUMNS
     head = "".join(
         f'<th scope="col" class="strategy">{swatch(i)}'
-        + (f'<abbr title="{escape(r["strategy"]["label"])}">{i + 1}</abbr>' if numbered
-           else escape(r["strategy"]["label"])) + "</th>"
-        for i, r in enumerate(runs))
+        + (f'<abbr title="{escape(label)}">{i + 1}</abbr>' if numbered else escape(label))
+        + "</th>" for i, label in enumerate(labels))
     key = ""
     if numbered:
         key = '<ul class="legend">' + "".join(
-            f"<li>{swatch(i)}<b>{i + 1}</b> {escape(r['strategy']['label'])}</li>"
-            for i, r in enumerate(runs)) + "</ul>"
+            f"<li>{swatch(i)}<b>{i + 1}</b> {escape(label)}</li>"
+            for i, label in enumerate(labels)) + "</ul>"
+    return head, key
+
+
+def _probe_table(runs: Sequence[dict[str, Any]]) -> str:
+    head, key = strategy_columns([r["strategy"]["label"] for r in runs])
     rows = []
     for index, probe in enumerate(runs[0]["eval"]["per_probe"]):
         cells = [f'<td class="text" data-label="probe">{escape(probe["question"])}</td>',

@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,6 @@ from cli_runner import invoke
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 WAITING = re.compile(r"^([\d,]+) messages? of (\S+) wait for vectors \(([^)]+)\)")
 BACKGROUND = re.compile(r"\(process (\d+)\)")
-
-
-@pytest.fixture
-def retrieval_config(tmp_path: Path) -> Iterator[Path]:
-    """`retrieval` by default, with the deterministic hash embedder."""
-    path = tmp_path / "config.toml"
-    path.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n',
-                    encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CHATMEM_CONFIG", str(path))
-        yield path
 
 
 def waiting_lines(stderr: str) -> list[tuple[int, str, str, int | None]]:

@@ -11,7 +11,7 @@ import re
 import signal
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,17 +25,6 @@ SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 MODEL = "hash:256"
 IMPORTED = 400
 """Messages in sessions/long-chat.jsonl."""
-
-
-@pytest.fixture
-def retrieval_config(tmp_path: Path) -> Iterator[Path]:
-    """`retrieval` by default, with the deterministic hash embedder."""
-    path = tmp_path / "config.toml"
-    path.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n',
-                    encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CHATMEM_CONFIG", str(path))
-        yield path
 
 
 @pytest.fixture
