@@ -9,7 +9,7 @@ byte-identical.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
@@ -28,8 +28,12 @@ class MessageCounts:
         """(message id, hash of the text sent) → tokens, for messages the store has no
         count for; keyed by the text too, so a message erased meanwhile is counted anew."""
 
-    def messages(self, records: Sequence[MessageRecord]) -> list[Message]:
-        stored = self.store.cached_token_counts((r.id for r in records), self.counter.key)
+    def messages(self, records: Sequence[MessageRecord],
+                 stored: Mapping[int, int] | None = None) -> list[Message]:
+        """`stored`: the store's counts (message id → tokens) if already read with the
+        records (StoredRecall reads both in one statement); else they are read here."""
+        if stored is None:
+            stored = self.store.cached_token_counts((r.id for r in records), self.counter.key)
         messages = []
         for record in records:
             text = as_sent(record)

@@ -252,14 +252,19 @@ def pack(
     diverse = vectors is not None and mmr < 1
     # The MMR score of each open candidate, closed ones at -inf: it changes only when a
     # candidate is kept, so a pick that does not fit costs one argmax, not a new score.
-    score = (mmr * relevance if diverse else -np.arange(len(ranked), dtype=np.float32))
+    wanted = mmr * relevance
+    score = wanted.copy() if diverse else -np.arange(len(ranked), dtype=np.float32)
+    # Kept in place (the same float32 operations as mmr·relevance − (1−mmr)·similarity).
     similarity = np.zeros(len(ranked), dtype=np.float32)
+    penalty = np.empty(len(ranked), dtype=np.float32)
+    closed = np.zeros(len(ranked), dtype=bool)
     used = kept = 0
     left = len(ranked)
     smallest = min((r.tokens for r in ranked), default=0)
     while left and room - used >= smallest:
-        pick = int(np.argmax(score))
+        pick = int(score.argmax())
         score[pick] = -np.inf
+        closed[pick] = True
         left -= 1
         candidate = ranked[pick]
         if used + candidate.tokens > room:
@@ -270,9 +275,9 @@ def pack(
         kept += 1
         if diverse:
             assert vectors is not None
-            similarity = np.maximum(similarity, similarities(vectors, vectors[pick]))
-            closed = np.isneginf(score)
-            score = mmr * relevance - (1 - mmr) * similarity
+            np.maximum(similarity, similarities(vectors, vectors[pick]), out=similarity)
+            np.multiply(similarity, 1 - mmr, out=penalty)
+            np.subtract(wanted, penalty, out=score)
             score[closed] = -np.inf
         if limit and kept >= limit:
             break

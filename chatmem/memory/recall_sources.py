@@ -169,9 +169,12 @@ class StoredRecall:
                                              before_turn=before_turn, limit=SEARCH_LIMIT)
 
     def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
-        records = self.state.store.messages_at(self.state.session_id, positions)
-        counted = self.state.message_counts(self.counter).messages(list(records.values()))
-        return {r.position: m for r, m in zip(records.values(), counted, strict=True)}
+        found = self.state.store.counted_messages_at(self.state.session_id, positions,
+                                                     self.counter.key)
+        records = [record for record, _ in found.values()]
+        stored = {record.id: tokens for record, tokens in found.values() if tokens is not None}
+        counted = self.state.message_counts(self.counter).messages(records, stored)
+        return {r.position: m for r, m in zip(records, counted, strict=True)}
 
     def vectors(self, count: int) -> Vectors:
         """The stored vectors of the first `count` messages (row = position − 1); a

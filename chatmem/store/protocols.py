@@ -127,6 +127,9 @@ class RecallRepository(Protocol):
     def messages_at(self, session_id: int,
                     positions: Iterable[int]) -> dict[int, MessageRecord]: ...
 
+    def counted_messages_at(self, session_id: int, positions: Iterable[int],
+                            tokenizer: str) -> dict[int, tuple[MessageRecord, int | None]]: ...
+
     @property
     def ranks_vectors(self) -> bool: ...
 

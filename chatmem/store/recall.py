@@ -22,6 +22,8 @@ from chatmem.store.connection import Connection
 from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 from chatmem.timestamps import has_zone, parse_time
 
+_MESSAGE_COLUMNS_OF_M = ", ".join(f"m.{column}" for column in MESSAGE_COLUMNS.split(", "))
+
 POSTINGS = 1500
 """Index entries a recall search may score: its cost is bounded by this, not by the history."""
 COUNTED_TOGETHER = 200
@@ -116,6 +118,26 @@ class RecallTables(Connection):
                                        " AND superseded = 0", [session_id, *chunk]):
                 record = MessageRecord(*row)
                 found[record.position] = record
+        return found
+
+    def counted_messages_at(self, session_id: int, positions: Iterable[int],
+                            tokenizer: str) -> dict[int, tuple[MessageRecord, int | None]]:
+        """`messages_at`, each with its stored token count under `tokenizer` (None: not
+        counted there): one statement where recall would need two."""
+        wanted = sorted(set(positions))
+        found: dict[int, tuple[MessageRecord, int | None]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for *row, tokens in self.db.execute(
+                    # A lookup by key per message: a join lets PostgreSQL's planner
+                    # hash the whole token_counts table (every message's count).
+                    f"SELECT {_MESSAGE_COLUMNS_OF_M}, (SELECT c.tokens FROM token_counts c"
+                    " WHERE c.message_id = m.id AND c.tokenizer = ?) FROM messages m"
+                    f" WHERE m.session_id = ? AND m.position IN ({marks})"
+                    " AND m.superseded = 0", [tokenizer, session_id, *chunk]):
+                record = MessageRecord(*row)
+                found[record.position] = (record, tokens)
         return found
 
     def match_scores(self, session_id: int, query: str, *, before_turn: int,

@@ -1,0 +1,38 @@
+"""`counted_messages_at`: recall's candidates and their stored token counts in one read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.settings import Settings
+from chatmem.engine import open_session
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+from chatmem.store.meter import metered
+
+
+def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> None:
+    with Store(tmp_path / "h.db") as store:
+        settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+        engine = open_session(store, settings, ScriptedProvider(), "s", strategy="window")
+        for line in ["My order is ORD-7731.", "我们五月去杭州旅行，预算五千元。"]:
+            engine.run_turn(line)
+        sid = engine.session.id
+        # Imported messages have no stored count: they come back with None.
+        store.import_messages(sid, [{"role": "user", "content": "导入的问题"},
+                                    {"role": "assistant", "content": "an imported reply"}])
+        key = engine.counter.key
+        positions = [m.position for m in store.messages(sid)]
+        with metered(store) as meter:
+            found = store.counted_messages_at(sid, [*positions, 99], key)
+        assert meter.statements == 1
+        records = store.messages_at(sid, positions)
+        counts = store.cached_token_counts([r.id for r in records.values()], key)
+        assert {p: r for p, (r, _) in found.items()} == records
+        assert {r.id: n for r, n in found.values() if n is not None} == counts
+        assert len(counts) == 4  # the turns' messages, counted at commit
+        assert [n for r, n in found.values() if r.position > 4] == [None, None]
+        # Another tokenizer's counts are not these.
+        assert all(n is None for _, n in store.counted_messages_at(sid, positions,
+                                                                   "other").values())
