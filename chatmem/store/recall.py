@@ -55,7 +55,7 @@ class WordMatches:
 
 
 def idf(entries: int, found: int) -> float:
-    """A term's inverse document frequency as FTS5's bm25() weighs it (floored above 0)."""
+    """A term's inverse document frequency as FTS5's BM25 ranking weighs it (floored above 0)."""
     return max(math.log((entries - found + 0.5) / (found + 0.5)), 1e-6)
 
 
