@@ -4,7 +4,6 @@ the folder's row last; built from the --json object, readable on a phone and a d
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 from cli_runner import invoke
 from test_report import browser
-from test_report_phone import chromium, framed
+from test_report_phone import measured_layout
 
 from chatmem.evaluation.scoring import lower_recall
 from chatmem.render.cells import number, recall_cell
@@ -164,14 +163,7 @@ def test_an_interrupted_run_says_so_and_markup_in_names_is_text() -> None:
 def test_the_folder_report_reads_at_a_phone_and_a_desktop_width(
         run: tuple[dict[str, Any], str, int], tmp_path: Path, width: int) -> None:
     _, html, _ = run
-    page = tmp_path / f"corpus-{width}.html"
-    page.write_text(framed(html, width), encoding="utf-8")
-    output = chromium(page, width, tmp_path / "profile", "--dump-dom")
-    found = re.search(r'data-measured="([^"]*)"', output)
-    assert found, f"the browser printed no measurement: {output[-500:]}"
-    measured = json.loads(found.group(1).replace("&quot;", '"'))
-    assert measured["client"] == width
-    assert measured["scroll"] <= measured["client"], measured["scroll"]
+    measured = measured_layout(html, width, tmp_path, "corpus")
     assert measured["charts"] == 1
     assert measured["smallest"] >= 10
     assert len(measured["captions"]) == 3

@@ -66,6 +66,19 @@ def chromium(page: Path, width: int, profile: Path, *args: str) -> str:
     return done.stdout + done.stderr
 
 
+def measured_layout(html: str, width: int, folder: Path, name: str) -> dict[str, Any]:
+    """Lay `html` out in Chromium at `width` px and read back what MEASURE found."""
+    page = folder / f"{name}-{width}.html"
+    page.write_text(framed(html, width), encoding="utf-8")
+    output = chromium(page, width, folder / f"profile-{name}", "--dump-dom")
+    found = re.search(r'data-measured="([^"]*)"', output)
+    assert found, f"the browser printed no measurement: {output[-500:]}"
+    measured: dict[str, Any] = json.loads(found.group(1).replace("&quot;", '"'))
+    assert measured["client"] == width
+    assert measured["scroll"] <= measured["client"], measured["scroll"]
+    return measured
+
+
 @pytest.mark.parametrize("width", [390, 1280])
 def test_the_report_reads_at_a_phone_and_a_desktop_width(
         eval_data: dict[str, Any], tmp_path: Path, width: int) -> None:  # noqa: F811
@@ -76,12 +89,7 @@ def test_the_report_reads_at_a_phone_and_a_desktop_width(
     header = shot.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">I", header[16:20])[0] == width
-    output = chromium(page, width, tmp_path / "profile-dom", "--dump-dom")
-    found = re.search(r'data-measured="([^"]*)"', output)
-    assert found, f"the browser printed no measurement: {output[-500:]}"
-    measured = json.loads(found.group(1).replace("&quot;", '"'))
-    assert measured["client"] == width
-    assert measured["scroll"] <= measured["client"], measured["scroll"]
+    measured = measured_layout(html_report(eval_data), width, tmp_path, "dom")
     assert measured["charts"] == 2
     assert measured["smallest"] >= 10, sorted(measured["labels"])[:5]
     assert len(measured["captions"]) == 5
