@@ -88,11 +88,22 @@ class SecretGuard:
         bare value answers); they are read for context, not returned. A value found in
         any of `texts` is masked in all of them, earlier ones included.
         """
+        # A message's own findings and label depend on it alone: worked out once, not on
+        # each pass; a label only for a message followed by one short enough to answer it.
+        owns = [sensitive.findings(text) for text in texts]
+        labels: dict[str, str | None] = {}
+
+        def label_of(text: str) -> str | None:
+            if text not in labels:
+                labels[text] = _label_of(text)
+            return labels[text]
+
         for _ in range(2):  # learn from every message, then mask each with all learnt
             out = []
             context = list(before[-2:])
-            for text in texts:
-                found = self.findings(text, context)
+            for text, own in zip(texts, owns, strict=True):
+                label = _nearest([label_of(t) for t in context]) if _may_answer(text) else None
+                found = self._judged(text, own, label)
                 self.learn(found)
                 out.append(sensitive.masked(text, found))
                 context = [*context[-1:], text]
@@ -114,8 +125,12 @@ class SecretGuard:
 
     def findings(self, text: str, before: Sequence[str] = ()) -> list[Finding]:
         """The sensitive details of `text`, read after the messages `before` it."""
-        label = _label_before(before)
-        own = sensitive.findings(text)
+        label = _nearest([_label_of(t) for t in before[-2:]]) if _may_answer(text) else None
+        return self._judged(text, sensitive.findings(text), label)
+
+    def _judged(self, text: str, own: list[Finding], label: str | None) -> list[Finding]:
+        """`text`'s details: its `own` findings read after a message labelled `label`,
+        answers to that label, and every value the guard follows."""
         if label == "harmless" and _is_bare(text):
             self.cleared.update(f.text for f in own if f.kind in (CARD, PHONE))
         own = [f for f in own if not (f.kind in (CARD, PHONE) and f.text in self.cleared
@@ -143,25 +158,35 @@ def _occurrence(value: str) -> re.Pattern[str]:
     return re.compile(edge_start + re.escape(value) + edge_end, re.IGNORECASE)
 
 
-def _label_before(before: Sequence[str]) -> str | None:
-    """What the nearest of the last two messages asks for or announces, if anything."""
-    for text in reversed(before[-2:]):
-        if _PHRASE_LABEL.search(text):
-            return PHRASE
-        if _SECRET_LABEL.search(text):
-            return PASSWORD
-        if _CODE_LABEL.search(text):
-            return CODE
-        for kind, pattern in _NUMBER_LABEL.items():
-            if pattern.search(text):
-                return kind
-        if _HARMLESS_LABEL.search(text):
-            return "harmless"
+def _may_answer(text: str) -> bool:
+    """Whether `text` is short enough to be the bare answer to a label before it (a
+    longer one is read on its own, so the label before it is not worked out)."""
+    return len(text) <= ANSWER_CHARS
+
+
+def _nearest(labels: Sequence[str | None]) -> str | None:
+    """The label of the nearer of the last two messages that has one."""
+    return next((label for label in reversed(labels[-2:]) if label), None)
+
+
+def _label_of(text: str) -> str | None:
+    """What one message asks for or announces, if anything."""
+    if _PHRASE_LABEL.search(text):
+        return PHRASE
+    if _SECRET_LABEL.search(text):
+        return PASSWORD
+    if _CODE_LABEL.search(text):
+        return CODE
+    for kind, pattern in _NUMBER_LABEL.items():
+        if pattern.search(text):
+            return kind
+    if _HARMLESS_LABEL.search(text):
+        return "harmless"
     return None
 
 
 def _is_bare(text: str) -> bool:
-    return len(text) <= ANSWER_CHARS and len(_bare_value(text).split()) <= 8
+    return _may_answer(text) and len(_bare_value(text).split()) <= 8
 
 
 def _bare_value(text: str) -> str:
@@ -170,7 +195,7 @@ def _bare_value(text: str) -> str:
 
 def _answer(text: str, label: str) -> list[Finding]:
     """The value `text` gives in answer to a label naming `label`, if it gives one."""
-    if len(text) > ANSWER_CHARS:
+    if not _may_answer(text):
         return []
     kind = PASSWORD if label == PHRASE else label
     value = _bare_value(text)

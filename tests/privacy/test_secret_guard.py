@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chatmem.privacy import secret_guard
 from chatmem.privacy.secret_guard import SecretGuard
-from chatmem.privacy.sensitive import CARD, CODE, PASSWORD
+from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, masked
 
 
 def test_a_secret_the_assistant_repeats_is_masked_in_its_reply() -> None:
@@ -89,3 +90,56 @@ def test_once_found_a_secret_never_reaches_a_later_message(
     texts = [template.format(v=value), *(t.format(v=value) for t in later)]
     assert all(value not in text for text in guard.read(texts))
     assert all(value not in guard.mask(text) for text in texts)
+
+
+_MESSAGES = st.sampled_from([
+    "I need to give you my locker code.", "What is it?", "4399", "It's 1847.",
+    "Here is the booking reference.", "4539 1488 0343 6467", "My card is 4487 5749 1186 2520.",
+    "The wifi password is blue-heron-42.", "violet-anchor-63", "paper tiger crimson lake",
+    "验证码是多少？", "624051", "记下了4399。", "Nothing to see here.",
+    "Sure, and for the record the locker 4399 is on the second floor next to the stairs, "
+    "with the gym bag in it.",
+    "我们五月去杭州旅行，预算五千元，门禁码和房间号都在确认邮件里，到了以后再看，先安排第一天的行程，"
+    "上午游西湖，下午去灵隐寺。",
+])
+
+
+def _read_one_by_one(texts: list[str]) -> tuple[list[str], dict[str, str]]:
+    """What SecretGuard.read does, spelt out with the public findings(): learn from every
+    message, each read after the two before it, then mask each with all learnt."""
+    guard = SecretGuard()
+    out: list[str] = []
+    for _ in range(2):
+        out, context = [], []
+        for text in texts:
+            found = guard.findings(text, context)
+            guard.learn(found)
+            out.append(masked(text, found))
+            context = [*context[-1:], text]
+    return out, guard.known
+
+
+@given(st.lists(_MESSAGES, max_size=8))
+def test_reading_a_batch_finds_what_reading_message_by_message_finds(texts: list[str]) -> None:
+    guard = SecretGuard()
+    assert (guard.read(texts), guard.known) == _read_one_by_one(texts)
+
+
+def test_a_batch_works_out_each_label_once_and_none_before_a_long_message(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The label regexes are most of the guard's cost on every turn of entity and summary.
+    looked_at: list[str] = []
+
+    def counted(text: str) -> str | None:
+        looked_at.append(text)
+        return label_of(text)
+
+    label_of = secret_guard._label_of
+    monkeypatch.setattr(secret_guard, "_label_of", counted)
+    first, second, third = (f"Message {n} is long: no label before it is read, since it goes "
+                            "on far past what a bare answer to a label could be." for n in "ABC")
+    texts = ["What is the door code?", "It's 1847.", "Fine.", first, second, third, "Thanks."]
+    said = SecretGuard().read(texts)
+    assert "1847" not in said[1]
+    # "Thanks." reads the two before it; no message reads the first long one.
+    assert sorted(looked_at) == sorted(["What is the door code?", "It's 1847.", second, third])
