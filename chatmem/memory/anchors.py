@@ -53,7 +53,8 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
     # Amounts: currency signs, numbers (Arabic or Chinese) with units.
     re.compile(rf"[$€£¥￥]\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|万|千))?"),
-    re.compile(rf"(?<![A-Za-z0-9_.]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
+    # An ordinal is no amount: 第2天 is "day 2", not "2 days".
+    re.compile(rf"(?<![A-Za-z0-9_.第]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
                re.IGNORECASE),
     # CJK names introduced as names, or with a title.
     re.compile(r"(?<=我叫)[\u4e00-\u9fff]{2,3}|(?<=名字是)[\u4e00-\u9fff]{2,4}"

@@ -73,6 +73,8 @@ def test_everyday_chinese_counts_are_not_anchors() -> None:
 def test_ordinals_never_yield_a_piece_of_a_numeral() -> None:
     assert extract_anchors("第二天去苏州，第三天住三晚") == ["三晚"]
     assert extract_anchors("一共十一天") == ["十一天"]
+    # With Arabic digits too: "第2天" is day 2; "2天" cut out of it would pin "2 days".
+    assert extract_anchors("第2天去苏州，第12天住3晚，一共15天") == ["3晚", "15天"]
 
 
 def test_meaningful_chinese_amounts_dates_and_counts_stay() -> None:
