@@ -69,6 +69,9 @@ TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model
 def inspect(
     session: Annotated[str | None, typer.Argument(
         metavar="SESSION", show_default=False, help="Session name.")] = None,
+    turn_word: Annotated[int | None, typer.Argument(
+        metavar="TURN", min=1, show_default=False,
+        help="Turn number, as --turn gives it (default: the last turn).")] = None,
     session_option: SessionAlias = None,
     turn: Annotated[
         int | None, typer.Option("--turn", "-t", min=1, show_default=False, metavar="N",
@@ -99,13 +102,16 @@ def inspect(
     --next and what-ifs count with the tokenizer the session was recorded with
     (and call its model for summaries or facts) unless --provider or --model is given.
 
-    Example: chatmem inspect support --turn 12 --strategy window --param k=2
+    Example: chatmem inspect support 12 --strategy window --param k=2
     """
     from chatmem.errors import UsageError
 
     session = one_session(session, session_option)
     if session is None:
         raise UsageError("missing argument SESSION (or --session SESSION)")
+    if turn_word is not None and turn is not None and turn_word != turn:
+        raise UsageError(f"two turns given: {turn_word} and --turn {turn}; give one")
+    turn = turn if turn is not None else turn_word
     if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)

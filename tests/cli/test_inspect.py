@@ -174,6 +174,17 @@ def test_errors_name_what_is_missing(replayed: tuple[str, Path]) -> None:
     assert bad.exit_code == 2 and bad.stderr.startswith("error: unknown strategy 'nope'")
 
 
+def test_the_turn_may_follow_the_session_as_a_word(replayed: tuple[str, Path]) -> None:
+    db, _ = replayed
+    assert inspect_json(db, "5") == inspect_json(db, "--turn", "5") != inspect_json(db)
+    both = invoke("inspect", "rs", "5", "--turn", "6", "--db", db)
+    assert both.exit_code == 2
+    assert both.stderr == "error: two turns given: 5 and --turn 6; give one\n"
+    assert invoke("inspect", "rs", "5", "--turn", "5", "--db", db, "--json").exit_code == 0
+    zero = invoke("inspect", "rs", "0", "--db", db)
+    assert zero.exit_code == 2 and "TURN" in zero.stderr
+
+
 def test_a_what_if_labels_the_recorded_turns_counts_apart_from_its_own(
     replayed: tuple[str, Path]
 ) -> None:
