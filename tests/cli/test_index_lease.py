@@ -11,11 +11,13 @@ import re
 import signal
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer
 from cli_runner import invoke
+from waiting import wait_until
 
 from chatmem.embeddings.base import text_digest
 from chatmem.embeddings.hashed import HashEmbedder
@@ -73,19 +75,6 @@ def stop_between_writes(pid: int, db: Path) -> None:
     raise AssertionError("the indexer never left its write")
 
 
-def run_until_some_are_stored(pid: int, db: Path) -> None:
-    """Let the stopped indexer run in short steps until it has stored some vectors (it is
-    stopped again between writes)."""
-    for _ in range(500):
-        os.kill(pid, signal.SIGCONT)
-        time.sleep(0.01)
-        stop_between_writes(pid, db)
-        with Store(db) as store:
-            if store.vector_models():
-                return
-    raise AssertionError("the indexer stored nothing")
-
-
 def reap(pid: int) -> int:
     """Wait for the indexer (a child of this process: CliRunner runs in it); its status."""
     _, status = os.waitpid(pid, 0)
@@ -120,35 +109,67 @@ def test_a_chat_opened_while_the_indexer_runs_embeds_none_of_its_backlog(
     assert lease_holder(db) is None
 
 
-@pytest.mark.usefixtures("retrieval_config")
+@pytest.fixture
+def endpoint(tmp_path: Path, chat_server: ChatServer) -> Iterator[ChatServer]:
+    """`retrieval` with the `openai` embedder on a real local endpoint (CHATMEM_CONFIG), so
+    a test decides when an indexer in another process gets its vectors."""
+    path = tmp_path / "endpoint.toml"
+    path.write_text(f'strategy = "retrieval"\n[embeddings]\nprovider = "openai"\n'
+                    f'model = "nomic-embed-text"\nbase_url = "{chat_server.base_url}"\n',
+                    encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHATMEM_CONFIG", str(path))
+        yield chat_server
+
+
 def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
-        tmp_path: Path, stored_texts: list[str]) -> None:
+        tmp_path: Path, endpoint: ChatServer) -> None:
+    # The indexer stores its first batch of 64 messages (two requests of 32 texts for the
+    # messages, two for their contexts) and is killed waiting for the next answer: midway
+    # however fast or busy the machine (stepping it with SIGCONT/SIGSTOP was not).
+    model, first_batch = "openai:nomic-embed-text", 64
+    endpoint.plan = [*["ok"] * 4, "hang"]
     db = tmp_path / "h.db"
-    pid = import_in_background(db)
-    run_until_some_are_stored(pid, db)
+    result = invoke("sessions", "import", str(SESSIONS / "long-chat.jsonl"), "lc",
+                    "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    found = re.search(rf"^400 messages of lc wait for vectors \({model}\): .*\(process (\d+)\)",
+                      result.stderr, re.M)
+    assert found, result.stderr
+    pid = int(found[1])
+
+    def stored() -> int:
+        with Store(db) as store:
+            return store.vector_models().get(model, 0)
+
+    wait_until(lambda: len(endpoint.requests) == 5 and stored() == first_batch,
+               "the indexer stored its first batch and waits for the next")
     os.kill(pid, signal.SIGKILL)
     status = reap(pid)  # reaped: a zombie would still answer as a process
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     with Store(db) as store:
         session_id = store.session("lc").id
-        left = store.count_without_vectors(MODEL, session_id)
-        assert 0 < left < IMPORTED  # killed midway
+        left = store.count_without_vectors(model, session_id)
+        assert left == IMPORTED - first_batch
         # Its row is still there, but a holder that ended holds nothing.
         assert store.db.execute("SELECT pid FROM index_leases").fetchall() == [(pid,)]
-        assert store.index_lease(session_id, MODEL) is None
+        assert store.index_lease(session_id, model) is None
         embedded_before = {digest for digest, in store.db.execute(
-            "SELECT digest FROM vector_cache WHERE model = ?", [MODEL])}
+            "SELECT digest FROM vector_cache WHERE model = ?", [model])}
+    asked = len(endpoint.requests)
     resumed = invoke("index", "lc", "--db", str(db), "--json")
     assert resumed.exit_code == 0, resumed.stderr
     report = json.loads(resumed.stdout)
     assert (report["embedded"], report["elsewhere"]) == (left, [])
     # It embedded what the killed one left (texts repeated in the chat are embedded once:
     # fewer than two per message), and not one text the killed one had stored.
-    assert 0 < len(stored_texts) <= 2 * left
-    assert {text_digest(text) for text in stored_texts} & embedded_before == set()
+    texts = [text for request in endpoint.requests[asked:] for text in request["input"]]
+    assert 0 < len(texts) <= 2 * left
+    assert {text_digest(text) for text in texts} & embedded_before == set()
     with Store(db) as store:
-        assert store.vector_models() == {MODEL: IMPORTED}
-    assert lease_holder(db) is None
+        assert store.vector_models() == {model: IMPORTED}
+        lease = store.index_lease(store.session("lc").id, model)
+    assert lease is None
 
 
 def test_index_leaves_a_session_another_live_indexer_holds(tmp_path: Path) -> None:
