@@ -6,17 +6,10 @@ from typing import Annotated
 
 import typer
 
-from chatmem.cli.common import (
-    ConfigOption,
-    DbOption,
-    JsonOption,
-    consoles,
-    handles_errors,
-    open_store,
-    print_json,
-    settings_from,
-)
 from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.",
                    no_args_is_help=True)

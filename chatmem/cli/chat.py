@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.common import (
+from chatmem.cli.opening import apply_template, open_engine, settings_from
+from chatmem.cli.options import (
     ConfigOption,
     DbOption,
     JsonOption,
@@ -21,18 +22,12 @@ from chatmem.cli.common import (
     SessionAlias,
     StrategyOption,
     TemplateOption,
-    apply_template,
-    consoles,
-    handles_errors,
     one_session,
-    open_engine,
-    print_json,
     session_first,
-    settings_from,
     strategy_choice,
-    strategy_json,
     utf8_text,
 )
+from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
 from chatmem.errors import ExitCode
 
 if TYPE_CHECKING:

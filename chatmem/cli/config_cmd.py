@@ -7,16 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.common import (
-    ConfigOption,
-    JsonOption,
-    consoles,
-    fail,
-    handles_errors,
-    print_json,
-    write_private,
-)
 from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.options import ConfigOption, JsonOption
+from chatmem.cli.output import consoles, fail, handles_errors, print_json, write_private
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -32,7 +25,7 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
-    from chatmem.cli.common import check_strategy
+    from chatmem.cli.opening import check_strategy
     from chatmem.config.paths import config_path
     from chatmem.config.settings import load_settings
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from chatmem.cli.common import consoles, print_json
+from chatmem.cli.output import consoles, print_json
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def corpus_json(source: str, files: Sequence[Path], results: Sequence[Transcript
 
 def write_report(path: Path, html: str) -> None:
     """Write an HTML report (the user's alone) and say where; a failure is one line."""
-    from chatmem.cli.common import write_private
+    from chatmem.cli.output import write_private
 
     try:
         write_private(path, html)

@@ -9,20 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.common import (
+from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.options import (
     ConfigOption,
     DbOption,
     JsonOption,
-    consoles,
-    handles_errors,
     one_session,
-    open_store,
-    print_json,
     session_first,
-    settings_from,
     utf8_text,
 )
-from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.memory.pins import PinnedFact

@@ -10,16 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.common import (
-    ConfigOption,
-    DbOption,
-    JsonOption,
-    consoles,
-    handles_errors,
-    open_store,
-    print_json,
-    settings_from,
-)
+from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.common import (
+from chatmem.cli.opening import open_store, reproducing_provider, settings_from, shared_embedder
+from chatmem.cli.options import (
     ConfigOption,
     DbOption,
     JsonOption,
@@ -42,17 +43,10 @@ from chatmem.cli.common import (
     ProviderOption,
     SessionAlias,
     StrategyOption,
-    consoles,
-    handles_errors,
     one_session,
-    open_store,
-    print_json,
-    reproducing_provider,
-    settings_from,
-    shared_embedder,
     strategy_choice,
-    strategy_json,
 )
+from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings

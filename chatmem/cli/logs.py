@@ -6,18 +6,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.common import (
-    ConfigOption,
-    DbOption,
-    JsonOption,
-    consoles,
-    handles_errors,
-    open_store,
-    print_json,
-    settings_from,
-    strategy_json,
-    utf8_text,
-)
+from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
+from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
 
 if TYPE_CHECKING:
     from chatmem.config.options import Cost

@@ -6,15 +6,9 @@ from typing import Annotated
 
 import typer
 
-from chatmem.cli.common import (
-    ConfigOption,
-    JsonOption,
-    ModelOption,
-    ProviderOption,
-    handles_errors,
-    print_json,
-    settings_from,
-)
+from chatmem.cli.opening import settings_from
+from chatmem.cli.options import ConfigOption, JsonOption, ModelOption, ProviderOption
+from chatmem.cli.output import handles_errors, print_json
 
 
 @handles_errors

@@ -10,19 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.common import (
-    ConfigOption,
-    DbOption,
-    JsonOption,
-    ask_key,
-    consoles,
-    erasure_done,
-    handles_errors,
-    open_store,
-    print_json,
-    settings_from,
-    utf8_text,
-)
+from chatmem.cli.opening import ask_key, erasure_done, open_store, settings_from
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings

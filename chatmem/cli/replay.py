@@ -10,23 +10,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.common import (
+from chatmem.cli.opening import (
+    has_history,
+    open_store,
+    reproducing_provider,
+    settings_from,
+    shared_embedder,
+)
+from chatmem.cli.options import (
     ConfigOption,
     DbOption,
     JsonOption,
     ModelOption,
     ParamOption,
     ProviderOption,
-    consoles,
-    handles_errors,
-    has_history,
-    open_store,
     parse_params,
-    print_json,
-    reproducing_provider,
-    settings_from,
-    shared_embedder,
 )
+from chatmem.cli.output import consoles, handles_errors, print_json
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:

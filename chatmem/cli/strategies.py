@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from chatmem.cli.common import JsonOption, consoles, handles_errors, print_json
+from chatmem.cli.options import JsonOption
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 
 @handles_errors

@@ -14,7 +14,6 @@ SQLITE_SIDE = {"store/sqlite_backend.py", "store/cipher.py", "store/schema.py",
 eval's vector cache file (a local SQLite file whatever backend the history uses)."""
 ALLOWED = {
     ("fts.py", "MATCH"): "it builds FTS5 query expressions for the SQLite backend",
-    ("cli/common.py", "PRAGMA"): "a hint naming the sqlite3 command a user can run by hand",
     ("store/meter.py", ".conn"): "it counts SQLite's own work (its trace and progress hooks)",
     ("store/postgres_backend.py", "bm25("): "it computes FTS5's bm25() itself, and says so",
 }

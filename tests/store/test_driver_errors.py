@@ -114,7 +114,7 @@ def test_a_statement_postgresql_refuses_is_a_database_error_and_one_line(
     import typer
     from cli_runner import RUNNER
 
-    from chatmem.cli.common import handles_errors
+    from chatmem.cli.output import handles_errors
 
     with Store(pg_url) as store, pytest.raises(DatabaseError) as caught:
         store.db.execute("SELECT x FROM sessions")

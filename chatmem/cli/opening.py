@@ -1,21 +1,18 @@
-"""What every command shares: options, opening the store, errors → exit codes."""
+"""What a command works on, opened from its flags: settings, the history (file or
+PostgreSQL, with its key), providers, embedders and the engine."""
 
 from __future__ import annotations
 
-import functools
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
+from chatmem.cli.output import consoles
+from chatmem.errors import ChatmemError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from chatmem.activity import Activity
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
@@ -25,146 +22,6 @@ if TYPE_CHECKING:
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord, Store
     from chatmem.transcripts.format import Transcript
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-DbOption = Annotated[
-    str | None,
-    typer.Option("--db", metavar="FILE|URL", show_default=False,
-                 help="History file or postgresql:// URL (default: CHATMEM_DB or the user "
-                      "data directory)."),
-]
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", show_default=False,
-                 help="Config file (default: CHATMEM_CONFIG or the user config directory)."),
-]
-SessionAlias = Annotated[
-    str | None, typer.Option("--session", metavar="SESSION", show_default=False,
-                             help="The session, as an option (same as the first word).")
-]
-"""`--session` for commands whose first word is the session (see `one_session`)."""
-
-
-def utf8_text(value: str | None) -> str | None:
-    """An option's callback: text that is not UTF-8 is refused (exit 2), never sent or stored."""
-    from chatmem.text import is_valid
-
-    if value is not None and not is_valid(value):
-        raise typer.BadParameter(NOT_UTF8)
-    return value
-
-
-NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
-
-
-def _check_provider(value: str | None) -> str | None:
-    # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
-    # Imported here: the config schema (its typed tables) is not needed to print --help.
-    from chatmem.config.schema import PROVIDERS
-
-    if value is not None and value not in PROVIDERS:
-        raise typer.BadParameter(f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
-    return value
-
-
-ProviderOption = Annotated[
-    str | None,
-    typer.Option("--provider", help="auto, local, openai or scripted.", show_default=False,
-                 metavar="NAME", callback=_check_provider),
-]
-ModelOption = Annotated[str | None, typer.Option("--model", help="Model name.", show_default=False,
-                                                 metavar="NAME", callback=utf8_text)]
-StrategyOption = Annotated[
-    str | None,
-    typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
-                 help="Memory strategy (see `chatmem strategies`), optionally with parameters: "
-                      "window:k=3."),
-]
-ParamOption = Annotated[
-    list[str] | None,
-    typer.Option("--param", "-p", metavar="KEY=VALUE", show_default=False,
-                 help="Strategy parameter; repeatable."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-ModelOptionsOption = Annotated[
-    list[str] | None,
-    typer.Option("--option", "-o", metavar="KEY=VALUE", show_default=False,
-                 help="Model option for this call: temperature, top_p, seed, "
-                      "max_reply_tokens; repeatable."),
-]
-TemplateOption = Annotated[
-    str | None,
-    typer.Option("--template", "-t", metavar="NAME", show_default=False, callback=utf8_text,
-                 help="Named template (system prompt, model, strategy, options) from the "
-                      "config's [templates.NAME] or templates/NAME.toml."),
-]
-
-
-def consoles() -> tuple[Console, Console]:
-    from chatmem.render import make_console
-
-    return make_console(), make_console(stderr=True)
-
-
-def fail(message: str, code: ExitCode = ExitCode.USAGE) -> typer.Exit:
-    from chatmem.render import error_line
-
-    # soft_wrap: one line, however narrow the terminal, so scripts can match it.
-    consoles()[1].print(error_line(message), soft_wrap=True)
-    return typer.Exit(int(code))
-
-
-def handles_errors(func: F) -> F:
-    """Turn chatmem errors into one line on stderr and their exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except NoModelAvailable as e:
-            from chatmem.providers import NO_MODEL_HELP
-            from chatmem.render import no_model_panel
-
-            if str(e) != NO_MODEL_HELP:
-                # A specific problem (a missing file, a missing package): one line.
-                raise fail(str(e), e.exit_code) from None
-            consoles()[1].print(no_model_panel(str(e)))
-            raise typer.Exit(int(e.exit_code)) from None
-        except ChatmemError as e:
-            raise fail(str(e), e.exit_code) from None
-        except KeyboardInterrupt:
-            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
-    from chatmem.errors import StrategyError
-    from chatmem.memory.params import parse_param_pairs
-
-    params: dict[str, str] = {}
-    for pair in pairs or ():
-        [(key, value)] = parse_param_pairs(
-            [pair], lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3").items()
-        if params.get(key, value) != value:
-            raise StrategyError(
-                f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "
-                "give it once")
-        params[key] = value
-    return params
-
-
-def strategy_choice(strategy: str | None,
-                    pairs: Sequence[str] | None) -> tuple[str | None, dict[str, str]]:
-    """`-s window:k=2 -p other=1` → ("window", {"other": "1", "k": "2"}), as replay reads it."""
-    params = parse_params(pairs)
-    if strategy is None:
-        return None, params
-    from chatmem.evaluation.replay import parse_spec
-
-    spec = parse_spec(strategy, params)
-    return spec.name, spec.params
 
 
 def check_strategy(name: str, params: Mapping[str, Any]) -> None:
@@ -451,55 +308,3 @@ def reproducing_provider(settings: Settings, recorded: Transcript | SessionRecor
         yield provider
     finally:
         provider.close()
-
-
-def session_first(words: Sequence[str], option: str | None,
-                  usage: str) -> tuple[str | None, str]:
-    """`[SESSION] THING`: one word is THING; two are SESSION and THING; --session SESSION too.
-
-    The grammar of `ask` and `facts forget`: the session comes first, as everywhere,
-    and may be left out.
-    """
-    from chatmem.errors import UsageError
-
-    if len(words) == 1:
-        return option, words[0]
-    if len(words) == 2:
-        return one_session(words[0], option), words[1]
-    raise UsageError(f"usage: {usage} (quote what has spaces); got {len(words)} words: "
-                     f"{' '.join(words)!r}")
-
-
-def one_session(positional: str | None, option: str | None) -> str | None:
-    """The session given first or with --session; both must agree."""
-    from chatmem.errors import UsageError
-
-    if positional is not None and option is not None and positional != option:
-        raise UsageError(f"two sessions given: {positional!r} and --session {option!r}; "
-                         "give one")
-    return positional if positional is not None else option
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write `text` to a file only its owner can read (0600): exports and reports hold
-    the conversation, and a config file may come to hold a key in its base_url."""
-    from chatmem.privacy.files import open_private
-
-    with open_private(path) as f:
-        f.write(text)
-
-
-def print_json(data: Any) -> None:
-    import json
-
-    from chatmem.text import json_safe
-
-    sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-                     + "\n")
-
-
-def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
-    from chatmem.memory.params import strategy_label
-
-    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}

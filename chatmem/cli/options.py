@@ -1,0 +1,142 @@
+"""What the command line says: the options commands share, and the words they take."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", metavar="FILE|URL", show_default=False,
+                 help="History file or postgresql:// URL (default: CHATMEM_DB or the user "
+                      "data directory)."),
+]
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", show_default=False,
+                 help="Config file (default: CHATMEM_CONFIG or the user config directory)."),
+]
+
+SessionAlias = Annotated[
+    str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                             help="The session, as an option (same as the first word).")
+]
+"""`--session` for commands whose first word is the session (see `one_session`)."""
+
+
+def utf8_text(value: str | None) -> str | None:
+    """An option's callback: text that is not UTF-8 is refused (exit 2), never sent or stored."""
+    from chatmem.text import is_valid
+
+    if value is not None and not is_valid(value):
+        raise typer.BadParameter(NOT_UTF8)
+    return value
+
+
+NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
+
+
+def _check_provider(value: str | None) -> str | None:
+    # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
+    # Imported here: the config schema (its typed tables) is not needed to print --help.
+    from chatmem.config.schema import PROVIDERS
+
+    if value is not None and value not in PROVIDERS:
+        raise typer.BadParameter(f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
+    return value
+
+
+ProviderOption = Annotated[
+    str | None,
+    typer.Option("--provider", help="auto, local, openai or scripted.", show_default=False,
+                 metavar="NAME", callback=_check_provider),
+]
+
+ModelOption = Annotated[str | None, typer.Option("--model", help="Model name.", show_default=False,
+                                                 metavar="NAME", callback=utf8_text)]
+StrategyOption = Annotated[
+    str | None,
+    typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
+                 help="Memory strategy (see `chatmem strategies`), optionally with parameters: "
+                      "window:k=3."),
+]
+
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", metavar="KEY=VALUE", show_default=False,
+                 help="Strategy parameter; repeatable."),
+]
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ModelOptionsOption = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", metavar="KEY=VALUE", show_default=False,
+                 help="Model option for this call: temperature, top_p, seed, "
+                      "max_reply_tokens; repeatable."),
+]
+
+TemplateOption = Annotated[
+    str | None,
+    typer.Option("--template", "-t", metavar="NAME", show_default=False, callback=utf8_text,
+                 help="Named template (system prompt, model, strategy, options) from the "
+                      "config's [templates.NAME] or templates/NAME.toml."),
+]
+
+
+def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
+    from chatmem.errors import StrategyError
+    from chatmem.memory.params import parse_param_pairs
+
+    params: dict[str, str] = {}
+    for pair in pairs or ():
+        [(key, value)] = parse_param_pairs(
+            [pair], lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3").items()
+        if params.get(key, value) != value:
+            raise StrategyError(
+                f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "
+                "give it once")
+        params[key] = value
+    return params
+
+
+def strategy_choice(strategy: str | None,
+                    pairs: Sequence[str] | None) -> tuple[str | None, dict[str, str]]:
+    """`-s window:k=2 -p other=1` → ("window", {"other": "1", "k": "2"}), as replay reads it."""
+    params = parse_params(pairs)
+    if strategy is None:
+        return None, params
+    from chatmem.evaluation.replay import parse_spec
+
+    spec = parse_spec(strategy, params)
+    return spec.name, spec.params
+
+
+def session_first(words: Sequence[str], option: str | None,
+                  usage: str) -> tuple[str | None, str]:
+    """`[SESSION] THING`: one word is THING; two are SESSION and THING; --session SESSION too.
+
+    The grammar of `ask` and `facts forget`: the session comes first, as everywhere,
+    and may be left out.
+    """
+    from chatmem.errors import UsageError
+
+    if len(words) == 1:
+        return option, words[0]
+    if len(words) == 2:
+        return one_session(words[0], option), words[1]
+    raise UsageError(f"usage: {usage} (quote what has spaces); got {len(words)} words: "
+                     f"{' '.join(words)!r}")
+
+
+def one_session(positional: str | None, option: str | None) -> str | None:
+    """The session given first or with --session; both must agree."""
+    from chatmem.errors import UsageError
+
+    if positional is not None and option is not None and positional != option:
+        raise UsageError(f"two sessions given: {positional!r} and --session {option!r}; "
+                         "give one")
+    return positional if positional is not None else option

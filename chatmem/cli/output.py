@@ -1,0 +1,83 @@
+"""How a command answers: its consoles, JSON on stdout, private files, and chatmem's
+errors as one line on stderr with their exit code."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def consoles() -> tuple[Console, Console]:
+    from chatmem.render import make_console
+
+    return make_console(), make_console(stderr=True)
+
+
+def fail(message: str, code: ExitCode = ExitCode.USAGE) -> typer.Exit:
+    from chatmem.render import error_line
+
+    # soft_wrap: one line, however narrow the terminal, so scripts can match it.
+    consoles()[1].print(error_line(message), soft_wrap=True)
+    return typer.Exit(int(code))
+
+
+def handles_errors(func: F) -> F:
+    """Turn chatmem errors into one line on stderr and their exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except NoModelAvailable as e:
+            from chatmem.providers import NO_MODEL_HELP
+            from chatmem.render import no_model_panel
+
+            if str(e) != NO_MODEL_HELP:
+                # A specific problem (a missing file, a missing package): one line.
+                raise fail(str(e), e.exit_code) from None
+            consoles()[1].print(no_model_panel(str(e)))
+            raise typer.Exit(int(e.exit_code)) from None
+        except ChatmemError as e:
+            raise fail(str(e), e.exit_code) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to a file only its owner can read (0600): exports and reports hold
+    the conversation, and a config file may come to hold a key in its base_url."""
+    from chatmem.privacy.files import open_private
+
+    with open_private(path) as f:
+        f.write(text)
+
+
+def print_json(data: Any) -> None:
+    import json
+
+    from chatmem.text import json_safe
+
+    sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+                     + "\n")
+
+
+def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
+    from chatmem.memory.params import strategy_label
+
+    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
