@@ -216,7 +216,7 @@ def replay_case(messages: Sequence[str]) -> Seen:
             session = store.create_session("case", strategy.name, dict(strategy.params),
                                            provider="scripted", model="scripted")
             engine = Engine(store, session, provider, strategy,
-                            helper_model=helper)  # type: ignore[arg-type]
+                            helper=helper)  # type: ignore[arg-type]
             for user, reply in zip(said[::2], said[1::2], strict=True):
                 engine.replay_turn(user, reply)
             seen.facts += [f"{f.key} {f.value}" for f in store.facts(session_id=session.id)]

@@ -13,7 +13,7 @@ import pytest
 
 from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, Work
 from chatmem.config.settings import Settings
-from chatmem.engine import helper_model, open_session
+from chatmem.engine import open_helper, open_session
 from chatmem.errors import OverBudget
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled
 from chatmem.providers.base import Purpose
@@ -160,14 +160,14 @@ def test_a_named_helper_is_used(store: Store) -> None:
     # The notice's words (naming the helper settings): tests/render/test_notices.py.
     engine = open_session(store, Settings(system="Be brief."), FakeEmbedded(), "t",
                           strategy="summary", activity=Recorder())
-    engine.helper_model = ScriptedProvider()  # what helper_model = ... gives
+    engine.helper = ScriptedProvider()  # what helper_model = ... gives
     assert engine.run_turn("My order is ORD-7731.").notices[0].__class__.__name__ == (
         "SummaryUpdated")
     assert len(store.summaries(engine.session.id)) == 1
 
 
 def test_helper_model_is_the_chat_model_unless_set(scripted: ScriptedProvider) -> None:
-    assert helper_model(Settings(provider="scripted"), scripted) is None
-    assert helper_model(Settings(provider="scripted", helper_model="scripted"), scripted) is None
-    other = helper_model(Settings(provider="scripted", helper_model="cheap"), scripted)
+    assert open_helper(Settings(provider="scripted"), scripted) is None
+    assert open_helper(Settings(provider="scripted", helper_model="scripted"), scripted) is None
+    other = open_helper(Settings(provider="scripted", helper_model="cheap"), scripted)
     assert other is not None and (other.name, other.model) == ("scripted", "cheap")

@@ -220,8 +220,8 @@ def open_engine(
                 engine.finish()
             finally:
                 # A separate helper model is the engine's own; a local one runs a server.
-                if engine.helper_model is not llm:
-                    engine.helper_model.close()
+                if engine.helper is not llm:
+                    engine.helper.close()
 
 
 @contextmanager

@@ -92,7 +92,7 @@ def open_session(
         # without `save`, never stored: they hold for this engine only.
         session = dataclasses.replace(session, **changes)
     engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
-                    helper_model=helper_model(settings, provider), settings=settings,
+                    helper=open_helper(settings, provider), settings=settings,
                     embedder=embedder or (lambda: resolve_embedder(settings)),
                     activity=activity, allow_over_budget=allow_over_budget)
     engine.notices = notices
@@ -101,7 +101,7 @@ def open_session(
     return engine
 
 
-def helper_model(settings: Settings, provider: Provider) -> Provider | None:
+def open_helper(settings: Settings, provider: Provider) -> Provider | None:
     """The model for strategy calls (helper_provider/helper_model) when it is not the chat's."""
     name = settings.helper_provider or provider.name
     if settings.helper_model is None and name == provider.name:

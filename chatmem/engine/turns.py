@@ -70,7 +70,7 @@ class Engine(Generic[StoreT]):
         strategy: Strategy,
         *,
         budget: int | None = None,
-        helper_model: Provider | None = None,
+        helper: Provider | None = None,
         settings: Settings | None = None,
         embedder: Embedder | Callable[[], Embedder | None] | None = None,
         activity: Activity = QUIET,
@@ -82,7 +82,9 @@ class Engine(Generic[StoreT]):
         self.provider = provider
         self.strategy = strategy
         self.budget = budget
-        self.helper_model = helper_model or provider
+        self.helper = helper or provider
+        """What strategy calls (summaries, facts) go to: the chat's provider unless the
+        helper_model setting names another."""
         self.settings = settings
         self.activity = activity
         """Where model calls outside the reply are shown (a spinner in the REPL)."""
@@ -373,7 +375,7 @@ class Engine(Generic[StoreT]):
         # The embedded model cannot summarize or extract: its summary or facts would be junk
         # that later contexts send as memory. Nothing is asked of it, and the user is told
         # once which model to name instead.
-        helper = self.helper_model
+        helper = self.helper
         too_small = helper is not None and is_embedded_model(helper)
         env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
                         settings=self.settings, system=self.session.system,

@@ -266,7 +266,7 @@ def _start(
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
     )
-    engine = Engine(store, session, chat, strategy, budget=options.budget, helper_model=helper,
+    engine = Engine(store, session, chat, strategy, budget=options.budget, helper=helper,
                     embedder=options.embedder, background_indexing=False)
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
 
@@ -290,9 +290,9 @@ def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
     store, session_id = engine.store, engine.session.id
-    assert isinstance(engine.helper_model, CountingProvider)
+    assert isinstance(engine.helper, CountingProvider)
     assert isinstance(engine.provider, CountingProvider)
-    run.strategy_calls = dict(engine.helper_model.calls)
+    run.strategy_calls = dict(engine.helper.calls)
     run.chat_calls = engine.provider.calls.get(Purpose.CHAT, 0)
     summaries = store.summaries(session_id)
     run.summary_versions = len(summaries)

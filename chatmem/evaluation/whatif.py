@@ -83,7 +83,7 @@ def what_if(
         copy_history(store, session.id, scratch, copy.id, history_turns, activity)
         helper = CountingProvider(chat_provider)
         engine = Engine(scratch, copy, CountingProvider(chat_provider), strategy, budget=budget,
-                        helper_model=helper, embedder=embedder, activity=activity,
+                        helper=helper, embedder=embedder, activity=activity,
                         background_indexing=False)
         engine.catch_up()
         return WhatIf(engine.build_context(text), history_turns, sum(helper.calls.values()))

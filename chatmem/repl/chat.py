@@ -118,15 +118,15 @@ class Chat:
         new = open_session(old.store, settings, provider, name, strategy=strategy,
                            params=params, system=system, activity=old.activity,
                            allow_over_budget=old.allow_over_budget)
-        if new.helper_model is not new.provider and new.helper_model is not old.helper_model:
+        if new.helper is not new.provider and new.helper is not old.helper:
             if model is None and not options:
                 # The same helper settings give the same model; keep the one already
                 # open, which `chatmem chat` closes when the REPL ends.
-                new.helper_model.close()
-                new.helper_model = old.helper_model
+                new.helper.close()
+                new.helper = old.helper
             else:
                 # Built for the new model's settings: the REPL closes it when it ends.
-                self.opened.append(new.helper_model)
+                self.opened.append(new.helper)
         new.budget = old.budget
         old.indexing.close()  # the new engine resumes the backlog from the file
         self.engine = new

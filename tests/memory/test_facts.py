@@ -143,7 +143,7 @@ def test_a_batch_applies_what_was_said_last(make_engine) -> None:
 
 def test_without_a_model_nothing_is_extracted(make_engine) -> None:
     engine = make_engine("entity")
-    engine.helper_model = None
+    engine.helper = None
     assert engine.run_turn("My name is Ana.").notices == []
     assert engine.state.live_facts() == []
 
@@ -215,7 +215,7 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
                            max_retries=0)
     engine = open_session(store, Settings(system="Be brief.", user="li", user_facts=True),
                           ScriptedProvider(), "zh", strategy="entity")
-    engine.helper_model = model
+    engine.helper = model
     chat_server.reply_words = ["Sure,", " the", " entities", " are:", " John"]
     first = engine.run_turn("我叫李雷。")
     assert isinstance(failed := first.notices[0], FactsFailed)

@@ -147,8 +147,8 @@ def test_a_separate_summary_model_answers_summaries(store: Store) -> None:
     engine = open_session(store, settings, chat, "s", strategy="summary")
     engine.run_turn("hello there")
     assert chat.calls_by_purpose == {"chat": 1}
-    assert isinstance(engine.helper_model, ScriptedProvider)
-    assert engine.helper_model.calls_by_purpose == {"summary": 1}
+    assert isinstance(engine.helper, ScriptedProvider)
+    assert engine.helper.calls_by_purpose == {"summary": 1}
     latest = store.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.model == "scripted:cheap-summarizer"
 
@@ -163,7 +163,7 @@ def test_a_failed_update_keeps_the_turn_raw_and_catches_up_in_one_call(
     assert failed.notices == [SummaryFailed("the summarizer returned an empty summary", (2,))]
     assert len(engine.store.summaries(engine.session.id)) == 1
     monkeypatch.setitem(RULES, "summary", extractive_summary)
-    provider = engine.helper_model
+    provider = engine.helper
     assert isinstance(provider, ScriptedProvider)
     before = provider.calls_by_purpose["summary"]
     after = engine.run_turn("Turn three.")  # turn N+1 still sends turn N raw

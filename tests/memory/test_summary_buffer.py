@@ -36,7 +36,7 @@ def line(i: int) -> str:
 
 def run(engine: Engine, first: int, last: int) -> list[int]:
     """Run turns first..last; the summarizer calls each turn made."""
-    provider = engine.helper_model
+    provider = engine.helper
     assert isinstance(provider, ScriptedProvider)
     calls = []
     for i in range(first, last + 1):
@@ -168,7 +168,7 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
 
     monkeypatch.setitem(RULES, "summary", rule)
     engine = make_engine("summary-buffer", max_tokens=300, summary_max_tokens=64)
-    provider = engine.helper_model
+    provider = engine.helper
     assert isinstance(provider, ScriptedProvider)
     for i in range(1, 9):
         engine.run_turn(line(i))

@@ -197,7 +197,7 @@ def test_the_extraction_prompt_forbids_them_and_the_request_never_holds_them(
                            max_retries=0)
     engine = open_session(store, Settings(system="Be brief.", user="li"), ScriptedProvider(),
                           "zh", strategy="entity")
-    engine.helper_model = model
+    engine.helper = model
     # A model that ignores the prompt and copies a marker, a detail and an ordinary id.
     chat_server.reply_words = [json.dumps({"set": [
         {"key": "银行卡号", "value": "⟦card number⟧", "turn": 1},
@@ -224,7 +224,7 @@ def test_the_summary_prompt_forbids_them_and_the_request_never_holds_them(
                            max_retries=0)
     engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "s",
                           strategy="summary")
-    engine.helper_model = model
+    engine.helper = model
     # A summarizer that writes a phone number the markers hid, and one they did not cover.
     chat_server.reply_words = ["User ", "(+44 20 7946 0958, ", "身份证11010519491231002X) ",
                                "ordered ORD-7731."]
