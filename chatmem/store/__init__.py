@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
-from chatmem.store.memory import MemoryTables
+from chatmem.store.memory_state import MemoryTables
 from chatmem.store.recall import (
     PendingText,
     PositionedVector,

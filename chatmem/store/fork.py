@@ -16,7 +16,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import UsageError
 from chatmem.store import steps
-from chatmem.store.memory import MemoryTables
+from chatmem.store.memory_state import MemoryTables
 from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables

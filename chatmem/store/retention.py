@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from chatmem.errors import StoreError
 from chatmem.store import steps
-from chatmem.store.memory import MemoryTables
+from chatmem.store.memory_state import MemoryTables
 from chatmem.store.records import FactRecord
 from chatmem.store.sessions import SessionTables
 from chatmem.timestamps import parse_time

@@ -1,4 +1,5 @@
-"""Derived memory state: strategy state, versioned summaries, facts."""
+"""Memory state the strategies derive from the history: strategy state, versioned summaries,
+facts (the MemoryStateRepository and FactRepository of store.protocols)."""
 
 from __future__ import annotations
 
