@@ -140,7 +140,7 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
              params: dict[str, Any], tokenizer: Tokenizer, turn: TurnRecord | None = None,
              replayed: dict[str, Any] | None = None) -> dict[str, Any]:
     from chatmem.render.notices import notice_text
-    from chatmem.render.reasons import dropped_text, reason_text
+    from chatmem.render.reasons import dropped_text, reason_text, verdict_text
 
     stored = context.to_json()
     return {
@@ -156,7 +156,9 @@ def _payload(session: str, mode: str, context: Context, *, text: str, strategy: 
                     "dropped": dropped_text(context.dropped) or None,
                     "warnings": [notice_text(w) for w in context.warnings],
                     "parts": [{**part, "reason": reason_text(p.reason)}
-                              for part, p in zip(stored["parts"], context.parts, strict=True)]},
+                              for part, p in zip(stored["parts"], context.parts, strict=True)],
+                    **({"recall": [{**row, "why": verdict_text(row)} for row in context.recall]}
+                       if context.recall else {})},
         "messages": context.messages(),
         "rendered_prompt": turn.rendered_prompt if turn else None,
         "replayed": replayed,

@@ -18,7 +18,14 @@ from chatmem.errors import StrategyError
 from chatmem.memory.assembly import assemble, fixed_tokens
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
-from chatmem.memory.reasons import DroppedNote, DroppedTurns, Merged, SharedBudgetCut, turn_run
+from chatmem.memory.reasons import (
+    DroppedNote,
+    DroppedTurns,
+    Merged,
+    RecallVerdict,
+    SharedBudgetCut,
+    turn_run,
+)
 from chatmem.notices import Notice, OverBudget
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
@@ -150,7 +157,7 @@ def recall_rows(contexts: Sequence[Context], cut: set[int]) -> list[dict[str, An
     rows = []
     for row in (r for c in contexts for r in c.recall):
         if row["kept"] and row["turn"] in cut:
-            row = {**row, "kept": False, "why": "shared budget: left out to fit"}
+            row = {**row, "kept": False, "why": RecallVerdict.SHARED_BUDGET.value}
         rows.append(row)
     return rows
 

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from chatmem.memory.reasons import RecallVerdict
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -80,7 +82,7 @@ class Ranked:
     fused: float
     tokens: int = 0
     kept: bool = False
-    why: str = ""
+    why: RecallVerdict | None = None
 
 
 @dataclass
@@ -268,9 +270,9 @@ def pack(
         left -= 1
         candidate = ranked[pick]
         if used + candidate.tokens > room:
-            candidate.why = "budget: does not fit"
+            candidate.why = RecallVerdict.DOES_NOT_FIT
             continue
-        candidate.kept, candidate.why = True, "kept"
+        candidate.kept, candidate.why = True, RecallVerdict.KEPT
         used += candidate.tokens
         kept += 1
         if diverse:
@@ -286,17 +288,20 @@ def pack(
         if candidate.kept or candidate.why:
             continue
         if limit and kept >= limit:
-            candidate.why = f"top_k={limit} reached"
+            candidate.why = RecallVerdict.TOP_K
         elif i < lowest_kept:
-            candidate.why = "diversity: too like what was kept"
+            candidate.why = RecallVerdict.TOO_SIMILAR
         else:
-            candidate.why = "budget: no room left"
+            candidate.why = RecallVerdict.NO_ROOM
 
 
-def as_json(ranked: Sequence[Ranked]) -> list[dict[str, Any]]:
+def as_json(ranked: Sequence[Ranked], top_k: int = 0) -> list[dict[str, Any]]:
+    """The rows `inspect` shows and the turn stores; `why` by value (render words it)."""
     return [
         {"id": r.key, "turn": r.turn, "role": r.role, "bm25": round(r.bm25, 4),
          "words": round(r.words, 4), "dense": None if r.dense is None else round(r.dense, 4),
-         "fused": round(r.fused, 4), "tokens": r.tokens, "kept": r.kept, "why": r.why}
+         "fused": round(r.fused, 4), "tokens": r.tokens, "kept": r.kept,
+         "why": None if r.why is None else r.why.value,
+         **({"top_k": top_k} if r.why is RecallVerdict.TOP_K else {})}
         for r in ranked
     ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 TurnRun = tuple[int, int]
@@ -237,6 +238,30 @@ class StoredNote:
 
 DroppedNote = (DroppedTurns | SharedBudgetCut | SummaryClipped | SummaryLeftOut | PinsLeftOut
                | PinsReleased | Summarized | NotYetSummarized | StoredNote)
+
+
+# -- why a recall candidate was kept or left out ---------------------------------------
+
+
+class RecallVerdict(Enum):
+    """Why a candidate `inspect` lists was kept or left out: a recall row's `why`, stored
+    with the turn by value (rows an older version stored hold a sentence, shown as is)."""
+
+    KEPT = "kept"
+    KEPT_AS_QUESTION = "kept_as_question"
+    """A user message kept because it asks what a recalled reply answers."""
+    DOES_NOT_FIT = "does_not_fit"
+    """Its turn in the ranking came, and it was longer than the room left."""
+    NO_ROOM = "no_room"
+    """The budget was full before its turn came."""
+    TOO_SIMILAR = "too_similar"
+    """MMR passed it over for a candidate unlike what was already kept."""
+    TOP_K = "top_k"
+    """top_k messages were kept already (the row's `top_k` says how many)."""
+    REPLY_FIRST = "reply_first"
+    """A reply whose question did not fit: a context never opens on a reply."""
+    SHARED_BUDGET = "shared_budget"
+    """Kept by its strategy, cut when a combination fit its parts into one budget."""
 
 
 # -- stored with the turn ---------------------------------------------------------------

@@ -43,7 +43,14 @@ from chatmem.memory.ranking import (
     pool,
     words_scores,
 )
-from chatmem.memory.reasons import DroppedTurns, NewestTurns, Recalled, RecallMethod, turn_run
+from chatmem.memory.reasons import (
+    DroppedTurns,
+    NewestTurns,
+    Recalled,
+    RecallMethod,
+    RecallVerdict,
+    turn_run,
+)
 from chatmem.memory.recall_sources import StoredRecall
 from chatmem.notices import ContextWarning, EmbeddingFailed, NoEmbedder, Notice
 
@@ -198,7 +205,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         method = RecallMethod(weights.mode, weights.dense_weight, weights.smooth,
                               weights.sitting, weights.mmr, no_embedder, embedding_error)
         if not kept:
-            return None, as_json(shown)
+            return None, as_json(shown, self.options.top_k)
         best_by_turn: dict[int, float] = {}
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
@@ -208,7 +215,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           left=len(ranked) - len(kept),
                           embedded=embedded if embedded < count else None)
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
-        return part, as_json(shown)
+        return part, as_json(shown, self.options.top_k)
 
     def _prefer_named_time(self, source: StoredRecall, query: str, count: int,
                            words: WordScores) -> None:
@@ -244,9 +251,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                         ranked.append(opener)
                 if (opener.turn == first.turn and opener.role == "user"
                         and used + opener.tokens <= room):
-                    opener.kept, opener.why = True, "kept: asks what a recalled reply answers"
+                    opener.kept, opener.why = True, RecallVerdict.KEPT_AS_QUESTION
                     return [opener, *kept]
-            first.kept, first.why = False, "left out: a reply cannot open the context"
+            first.kept, first.why = False, RecallVerdict.REPLY_FIRST
             used -= first.tokens
             kept = kept[1:]
         return kept

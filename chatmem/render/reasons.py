@@ -6,8 +6,9 @@ all word them here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import singledispatch
+from typing import Any
 
 from chatmem.memory.assembly import span
 from chatmem.memory.reasons import (
@@ -26,6 +27,7 @@ from chatmem.memory.reasons import (
     PinsReleased,
     Recalled,
     RecallMethod,
+    RecallVerdict,
     SharedBudgetCut,
     StoredNote,
     StoredReason,
@@ -229,3 +231,26 @@ def _(n: NotYetSummarized) -> str:
 @_worded.register
 def _(n: StoredNote) -> str:
     return n.text
+
+
+_VERDICTS = {
+    RecallVerdict.KEPT: "kept",
+    RecallVerdict.KEPT_AS_QUESTION: "kept: asks what a recalled reply answers",
+    RecallVerdict.DOES_NOT_FIT: "budget: does not fit",
+    RecallVerdict.NO_ROOM: "budget: no room left",
+    RecallVerdict.TOO_SIMILAR: "diversity: too like what was kept",
+    RecallVerdict.REPLY_FIRST: "left out: a reply cannot open the context",
+    RecallVerdict.SHARED_BUDGET: "shared budget: left out to fit",
+}
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """A recall row's `why`, worded; a row an older version stored holds its sentence."""
+    why = row.get("why")
+    try:
+        verdict = RecallVerdict(why)
+    except ValueError:
+        return str(why or "")
+    if verdict is RecallVerdict.TOP_K:
+        return f"top_k={row['top_k']} reached" if "top_k" in row else "top_k reached"
+    return _VERDICTS[verdict]

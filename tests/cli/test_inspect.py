@@ -296,3 +296,18 @@ def test_json_words_reasons_and_shows_what_an_older_version_stored_as_it_was(
     # Both read as the older version wrote them: `reason` and `dropped` stay strings.
     for key in ("tokens", "budget", "dropped", "warnings", "priming", "parts"):
         assert shown["old"][key] == shown["new"][key] == old[key], key
+
+
+def test_recall_rows_are_stored_by_value_and_worded_in_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "r.db")
+    lines = "".join(f"note {n}: the fossil museum opens at {n} am\n" for n in range(1, 9))
+    chatted = invoke("chat", "r", "-s", "retrieval:mode=bm25,recent=1,max_tokens=120",
+                     "--provider", "scripted", "--db", db,
+                     input=lines + "when does the fossil museum open?\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    with Store(db) as store:
+        stored = store.turn(store.session("r").id, None).context["recall"]
+    shown = json.loads(invoke("inspect", "r", "--db", db, "--json").stdout)["context"]["recall"]
+    assert [row["id"] for row in shown] == [row["id"] for row in stored]
+    assert {row["why"] for row in stored} >= {"kept", "no_room"}
+    assert {row["why"] for row in shown} >= {"kept", "budget: no room left"}

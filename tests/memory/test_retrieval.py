@@ -17,6 +17,7 @@ from chatmem.history import StoredHistory
 from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
+from chatmem.memory.reasons import RecallVerdict
 from chatmem.notices import NoEmbedder
 
 ALIASES = {"sibling": "brother", "living": "job", "work": "job"}
@@ -72,7 +73,7 @@ def test_top_k_caps_how_many_messages_are_recalled(make_engine) -> None:
                            mode="bm25", top_k=1)
     assert len(recalled(context)) == 1
     rows = context.recall
-    assert any(r["why"] == "top_k=1 reached" for r in rows)
+    assert any((r["why"], r.get("top_k")) == (RecallVerdict.TOP_K.value, 1) for r in rows)
 
 
 def test_english_words_are_stemmed(make_engine) -> None:
@@ -177,7 +178,8 @@ def test_inspect_rows_say_why_each_candidate_was_kept_or_dropped(make_engine) ->
     dropped = [r for r in context.recall if not r["kept"]]
     assert kept and dropped
     assert {m.id for m in context.part("recalled").messages} == {r["id"] for r in kept}
-    assert all(r["why"].startswith("budget") for r in dropped)
+    assert {r["why"] for r in dropped} <= {RecallVerdict.DOES_NOT_FIT.value,
+                                           RecallVerdict.NO_ROOM.value}
     assert all(r["bm25"] >= 0 and r["dense"] is None for r in context.recall)
 
 
@@ -219,11 +221,10 @@ def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
     texts = recalled(context)
     if opened:
         assert texts[:2] == ["hello there", "the zebra password is kiwi"]
-        assert context.recall[0]["why"] == "kept: asks what a recalled reply answers"
+        assert context.recall[0]["why"] == RecallVerdict.KEPT_AS_QUESTION.value
     else:
         assert "the zebra password is kiwi" not in texts
-        assert any(r["why"] == "left out: a reply cannot open the context"
-                   for r in context.recall)
+        assert any(r["why"] == RecallVerdict.REPLY_FIRST.value for r in context.recall)
 
 
 @pytest.mark.parametrize(("params", "message"), [

@@ -20,6 +20,7 @@ from chatmem.memory.reasons import (
     PinsReleased,
     Recalled,
     RecallMethod,
+    RecallVerdict,
     SharedBudgetCut,
     StoredNote,
     StoredReason,
@@ -30,7 +31,7 @@ from chatmem.memory.reasons import (
     SystemPrompt,
     Unsummarized,
 )
-from chatmem.render.reasons import dropped_line, dropped_text, reason_text
+from chatmem.render.reasons import dropped_line, dropped_text, reason_text, verdict_text
 
 WORDS = RecallMethod("bm25", 0.5, 0.5, 0.3, 0.7)
 
@@ -102,3 +103,26 @@ def test_dropped_notes_are_joined_in_order_and_say_dropped_once() -> None:
         "recalled turn 4 (0.50) left out to fit the shared budget of 300")
     assert dropped_line((StoredNote("dropped turns 1–2"),)) == "dropped turns 1–2"
     assert dropped_text(()) == ""
+
+
+@pytest.mark.parametrize(("row", "text"), [
+    ({"why": "kept"}, "kept"),
+    ({"why": "kept_as_question"}, "kept: asks what a recalled reply answers"),
+    ({"why": "does_not_fit"}, "budget: does not fit"),
+    ({"why": "no_room"}, "budget: no room left"),
+    ({"why": "too_similar"}, "diversity: too like what was kept"),
+    ({"why": "top_k", "top_k": 3}, "top_k=3 reached"),
+    ({"why": "reply_first"}, "left out: a reply cannot open the context"),
+    ({"why": "shared_budget"}, "shared budget: left out to fit"),
+    # A row an older version stored holds the sentence it showed: shown as it was.
+    ({"why": "budget: does not fit"}, "budget: does not fit"),
+    ({"why": "top_k=2 reached"}, "top_k=2 reached"),
+])
+def test_each_recall_verdict_has_one_wording(row: dict[str, object], text: str) -> None:
+    assert verdict_text(row) == text
+
+
+def test_every_recall_verdict_is_worded() -> None:
+    worded = {verdict_text({"why": v.value, "top_k": 1}) for v in RecallVerdict}
+    assert len(worded) == len(RecallVerdict)
+    assert not worded & {v.value for v in RecallVerdict} - {"kept"}
