@@ -44,18 +44,16 @@ def stored_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def import_in_background(db: Path) -> int:
-    """Import the long chat; the pid of the `chatmem index` it started, stopped (alive,
-    holding its lease, and between two of its writes)."""
+def import_in_background(db: Path, model: str = MODEL) -> int:
+    """Import the long chat; the pid of the `chatmem index` it started to embed it with
+    `model`."""
     result = invoke("sessions", "import", str(SESSIONS / "long-chat.jsonl"), "lc",
                     "--db", str(db))
     assert result.exit_code == 0, result.stderr
-    found = re.search(r"^400 messages of lc wait for vectors \(hash:256\): .*\(process (\d+)\)",
-                      result.stderr, re.M)
+    found = re.search(rf"^400 messages of lc wait for vectors \({re.escape(model)}\): "
+                      r".*\(process (\d+)\)", result.stderr, re.M)
     assert found, result.stderr
-    pid = int(found[1])
-    stop_between_writes(pid, db)
-    return pid
+    return int(found[1])
 
 
 def stop_between_writes(pid: int, db: Path) -> None:
@@ -92,6 +90,7 @@ def test_a_chat_opened_while_the_indexer_runs_embeds_none_of_its_backlog(
         tmp_path: Path, stored_texts: list[str]) -> None:
     db = tmp_path / "h.db"
     pid = import_in_background(db)
+    stop_between_writes(pid, db)  # alive, holding its lease, between two of its writes
     try:
         assert lease_holder(db) == LeaseHolder.on_this_host(pid)
         chatted = invoke("chat", "lc", "--provider", "scripted", "--db", str(db),
@@ -130,13 +129,7 @@ def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
     model, first_batch = "openai:nomic-embed-text", 64
     endpoint.plan = [*["ok"] * 4, "hang"]
     db = tmp_path / "h.db"
-    result = invoke("sessions", "import", str(SESSIONS / "long-chat.jsonl"), "lc",
-                    "--db", str(db))
-    assert result.exit_code == 0, result.stderr
-    found = re.search(rf"^400 messages of lc wait for vectors \({model}\): .*\(process (\d+)\)",
-                      result.stderr, re.M)
-    assert found, result.stderr
-    pid = int(found[1])
+    pid = import_in_background(db, model)
 
     def stored() -> int:
         with Store(db) as store:
