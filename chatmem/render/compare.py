@@ -50,14 +50,14 @@ def _recall(value: float | None) -> Text:
     return Text(text, style=RECALL_STYLES[grade])
 
 
-def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, RenderableType]]],
+def _stacked(labels: Sequence[str], rows: Sequence[Sequence[tuple[str, RenderableType]]],
              title: str | None, caption: str) -> Group:
     """The narrow layout: per strategy, its label, then `name value` pairs that wrap."""
     blocks: list[RenderableType] = []
     if title:
         blocks.append(Text(title, style="bold italic"))
-    for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
-        blocks.append(Text(shown_label(run), style=f"bold {series_style(i)}"))
+    for i, (label, cells) in enumerate(zip(labels, rows, strict=True)):
+        blocks.append(Text(label, style=f"bold {series_style(i)}"))
         pairs = [Text.assemble((f"{name} ", "dim"),
                                value if isinstance(value, Text) else Text(str(value)))
                  for name, value in cells]
@@ -66,7 +66,7 @@ def _stacked(runs: Sequence[StrategyRun], rows: Sequence[Sequence[tuple[str, Ren
     return Group(*blocks)
 
 
-def _summary(runs: Sequence[StrategyRun], columns: Sequence[str],
+def _summary(labels: Sequence[str], columns: Sequence[str],
              rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
              caption: str, *, compact: bool = False) -> Narrowing:
     """One row per strategy. `compact`: no vertical rules, for when the ruled table is
@@ -81,21 +81,21 @@ def _summary(runs: Sequence[StrategyRun], columns: Sequence[str],
         out.add_column("strategy")
         for column in columns:
             out.add_column(column, justify="right", no_wrap=True)
-        for i, (run, cells) in enumerate(zip(runs, rows, strict=True)):
-            out.add_row(Label(shown_label(run), series_style(i), width),
-                        *(value for _, value in cells))
+        for i, (label, cells) in enumerate(zip(labels, rows, strict=True)):
+            out.add_row(Label(label, series_style(i), width), *(value for _, value in cells))
         return out
 
-    return Narrowing(build, [shown_label(run) for run in runs])
+    return Narrowing(build, labels)
 
 
-def _fitted_summary(runs: Sequence[StrategyRun], columns: Sequence[str],
-                    rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
-                    caption: str) -> Fitted:
-    """Ruled, else without rules, else a list per strategy: whichever fits first."""
-    return Fitted(_summary(runs, columns, rows, title, caption),
-                  _summary(runs, columns, rows, title, caption, compact=True),
-                  _stacked(runs, rows, title, caption))
+def fitted_summary(labels: Sequence[str], columns: Sequence[str],
+                   rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
+                   caption: str) -> Fitted:
+    """One row per strategy `labels` names, `rows` holding (name, value) per column:
+    ruled, else without rules, else a list per strategy, whichever fits first."""
+    return Fitted(_summary(labels, columns, rows, title, caption),
+                  _summary(labels, columns, rows, title, caption, compact=True),
+                  _stacked(labels, rows, title, caption))
 
 
 FELL_BACK = "→ words only"
@@ -137,7 +137,7 @@ def replay_table(runs: Sequence[StrategyRun], title: str | None = None,
             else str(run.facts),
         ]
         rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
-    return _fitted_summary(runs, columns, rows, title, caption)
+    return fitted_summary([shown_label(r) for r in runs], columns, rows, title, caption)
 
 
 def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
@@ -159,7 +159,7 @@ def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
             values.append(_recall(run.answer_recall()))
         values += [number(mean, 1), number(most), str(run.model_calls)]
         rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
-    return _fitted_summary(runs, columns, rows, title, caption)
+    return fitted_summary([shown_label(r) for r in runs], columns, rows, title, caption)
 
 
 PROBE_CAPTION = ("✓ every expected id and text in the context · ✗ none of them · "

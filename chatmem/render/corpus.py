@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 
 from chatmem.render.cells import MISSING, number
-from chatmem.render.compare import _recall, series_style
+from chatmem.render.compare import _recall, fitted_summary, series_style
+from chatmem.render.layout import Fitted
 
 if TYPE_CHECKING:
     from chatmem.evaluation.corpus import StrategyTotals
@@ -31,18 +32,20 @@ def transcript_lines(name: str, runs: Sequence[StrategyRun]) -> list[Text]:
     return lines
 
 
-def corpus_table(totals: Sequence[StrategyTotals], title: str) -> Table:
-    """One row per strategy over every transcript: micro recall, mean and max context."""
-    table = Table(title=title, header_style="bold",
-                  caption="recall over every expected id and text of every probe; "
-                          "context tokens at the probes")
-    table.add_column("strategy", no_wrap=True)
-    for column in ("files", "probes", "id\nrecall", "text\nrecall", "mean\nrecall",
-                   "context\nmean", "context\nmax", "turn\nmean"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for i, row in enumerate(totals):
-        table.add_row(Text(row.label, style=series_style(i)), str(row.transcripts),
-                      str(row.probes), _recall(row.id_recall), _recall(row.text_recall),
-                      _recall(row.mean_recall), number(row.context_tokens_mean, 1),
-                      number(row.context_tokens_max), number(row.prompt_tokens_mean, 1))
-    return table
+def corpus_table(totals: Sequence[StrategyTotals], title: str) -> Fitted:
+    """One row per strategy over every transcript: micro recall, mean and max context
+    (stacked when narrow, as replay's and eval's tables are)."""
+    caption = ("recall over every expected id and text of every probe; context tokens at the "
+               "probes")
+    columns = ["files", "probes", "id\nrecall", "text\nrecall", "mean\nrecall", "context\nmean",
+               "context\nmax", "turn\nmean"]
+    rows = []
+    for row in totals:
+        values: list[RenderableType] = [
+            str(row.transcripts), str(row.probes), _recall(row.id_recall),
+            _recall(row.text_recall), _recall(row.mean_recall),
+            number(row.context_tokens_mean, 1), number(row.context_tokens_max),
+            number(row.prompt_tokens_mean, 1),
+        ]
+        rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
+    return fitted_summary([row.label for row in totals], columns, rows, title, caption)
