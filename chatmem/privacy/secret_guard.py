@@ -24,7 +24,7 @@ chatmem.memory.sensitive_turns), so no copy of a secret is ever stored.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from chatmem.privacy import sensitive
@@ -89,7 +89,7 @@ class SecretGuard:
         any of `texts` is masked in all of them, earlier ones included.
         """
         # A message's own findings and label depend on it alone: worked out once, not on
-        # each pass; a label only for a message followed by one short enough to answer it.
+        # each pass.
         owns = [sensitive.findings(text) for text in texts]
         labels: dict[str, str | None] = {}
 
@@ -102,8 +102,7 @@ class SecretGuard:
             out = []
             context = list(before[-2:])
             for text, own in zip(texts, owns, strict=True):
-                label = _nearest([label_of(t) for t in context]) if _may_answer(text) else None
-                found = self._judged(text, own, label)
+                found = self._judged(text, own, _label_before(text, context, label_of))
                 self.learn(found)
                 out.append(sensitive.masked(text, found))
                 context = [*context[-1:], text]
@@ -125,8 +124,7 @@ class SecretGuard:
 
     def findings(self, text: str, before: Sequence[str] = ()) -> list[Finding]:
         """The sensitive details of `text`, read after the messages `before` it."""
-        label = _nearest([_label_of(t) for t in before[-2:]]) if _may_answer(text) else None
-        return self._judged(text, sensitive.findings(text), label)
+        return self._judged(text, sensitive.findings(text), _label_before(text, before))
 
     def _judged(self, text: str, own: list[Finding], label: str | None) -> list[Finding]:
         """`text`'s details: its `own` findings read after a message labelled `label`,
@@ -159,14 +157,20 @@ def _occurrence(value: str) -> re.Pattern[str]:
 
 
 def _may_answer(text: str) -> bool:
-    """Whether `text` is short enough to be the bare answer to a label before it (a
-    longer one is read on its own, so the label before it is not worked out)."""
+    """Whether `text` is short enough to be the bare answer to a label before it."""
     return len(text) <= ANSWER_CHARS
 
 
-def _nearest(labels: Sequence[str | None]) -> str | None:
-    """The label of the nearer of the last two messages that has one."""
-    return next((label for label in reversed(labels[-2:]) if label), None)
+def _label_before(text: str, before: Sequence[str],
+                  label_of: Callable[[str], str | None] | None = None) -> str | None:
+    """What the nearer of the last two messages `before` asks for or announces, if anything;
+    None for a `text` too long to answer it, whose label is then not worked out (the label
+    regexes are most of the guard's cost)."""
+    if not _may_answer(text):
+        return None
+    label_of = label_of or _label_of
+    return next((label for earlier in reversed(before[-2:]) if (label := label_of(earlier))),
+                None)
 
 
 def _label_of(text: str) -> str | None:
