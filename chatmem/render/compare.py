@@ -43,15 +43,16 @@ RECALL_STYLES = {Grade.GOOD: "green", Grade.MID: "yellow", Grade.BAD: "red"}
 PROBE_STYLES = {Grade.GOOD: "bold green", Grade.MID: "yellow", Grade.BAD: "bold red"}
 
 
-def _recall(value: float | None) -> Text:
+def recall_text(value: float | None) -> Text:
+    """A recall figure, coloured by its grade; a dim mark when there is none."""
     if value is None:
         return Text(MISSING, style="dim")
     text, grade = recall_cell(value)
     return Text(text, style=RECALL_STYLES[grade])
 
 
-def _stacked(labels: Sequence[str], rows: Sequence[Sequence[tuple[str, RenderableType]]],
-             title: str | None, caption: str) -> Group:
+def _stacked(labels: Sequence[str], columns: Sequence[str],
+             rows: Sequence[Sequence[RenderableType]], title: str | None, caption: str) -> Group:
     """The narrow layout: per strategy, its label, then `name value` pairs that wrap."""
     blocks: list[RenderableType] = []
     if title:
@@ -60,14 +61,14 @@ def _stacked(labels: Sequence[str], rows: Sequence[Sequence[tuple[str, Renderabl
         blocks.append(Text(label, style=f"bold {series_style(i)}"))
         pairs = [Text.assemble((f"{name} ", "dim"),
                                value if isinstance(value, Text) else Text(str(value)))
-                 for name, value in cells]
+                 for name, value in zip(_names(columns), cells, strict=True)]
         blocks.append(Padding(Columns(pairs, padding=(0, 3)), (0, 0, 0, 2)))
     blocks.append(Text(caption, style="dim"))
     return Group(*blocks)
 
 
 def _summary(labels: Sequence[str], columns: Sequence[str],
-             rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
+             rows: Sequence[Sequence[RenderableType]], title: str | None,
              caption: str, *, compact: bool = False) -> Narrowing:
     """One row per strategy. `compact`: no vertical rules, for when the ruled table is
     a few columns too wide (as `sessions list` does at 80 columns)."""
@@ -82,20 +83,25 @@ def _summary(labels: Sequence[str], columns: Sequence[str],
         for column in columns:
             out.add_column(column, justify="right", no_wrap=True)
         for i, (label, cells) in enumerate(zip(labels, rows, strict=True)):
-            out.add_row(Label(label, series_style(i), width), *(value for _, value in cells))
+            out.add_row(Label(label, series_style(i), width), *cells)
         return out
 
     return Narrowing(build, labels)
 
 
 def fitted_summary(labels: Sequence[str], columns: Sequence[str],
-                   rows: Sequence[Sequence[tuple[str, RenderableType]]], title: str | None,
+                   rows: Sequence[Sequence[RenderableType]], title: str | None,
                    caption: str) -> Fitted:
-    """One row per strategy `labels` names, `rows` holding (name, value) per column:
-    ruled, else without rules, else a list per strategy, whichever fits first."""
+    """One row per strategy `labels` names, a value per column in each of `rows`: ruled,
+    else without rules, else a list per strategy, whichever fits first."""
     return Fitted(_summary(labels, columns, rows, title, caption),
                   _summary(labels, columns, rows, title, caption, compact=True),
-                  _stacked(labels, rows, title, caption))
+                  _stacked(labels, columns, rows, title, caption))
+
+
+def _names(columns: Sequence[str]) -> list[str]:
+    """Column headers on one line each, as the narrow layout names its values."""
+    return [column.replace("\n", " ") for column in columns]
 
 
 FELL_BACK = "→ words only"
@@ -136,7 +142,7 @@ def replay_table(runs: Sequence[StrategyRun], title: str | None = None,
             str(run.summary_versions), f"{run.facts}+{run.pinned}" if run.pinned
             else str(run.facts),
         ]
-        rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
+        rows.append(values)
     return fitted_summary([shown_label(r) for r in runs], columns, rows, title, caption)
 
 
@@ -153,12 +159,12 @@ def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
     for run in runs:
         mean, most = run.probe_tokens()
         values: list[RenderableType] = [
-            str(len(run.probes)), _recall(run.id_recall()), _recall(run.text_recall()),
+            str(len(run.probes)), recall_text(run.id_recall()), recall_text(run.text_recall()),
         ]
         if answered:
-            values.append(_recall(run.answer_recall()))
+            values.append(recall_text(run.answer_recall()))
         values += [number(mean, 1), number(most), str(run.model_calls)]
-        rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
+        rows.append(values)
     return fitted_summary([shown_label(r) for r in runs], columns, rows, title, caption)
 
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from rich.text import Text
 
-from chatmem.render.cells import MISSING, number
-from chatmem.render.compare import _recall, fitted_summary, series_style
+from chatmem.render.cells import number
+from chatmem.render.compare import fitted_summary, recall_text, series_style
 from chatmem.render.layout import Fitted
 
 if TYPE_CHECKING:
@@ -22,11 +22,9 @@ def transcript_lines(name: str, runs: Sequence[StrategyRun]) -> list[Text]:
     lines = []
     for i, run in enumerate(runs):
         mean, _ = run.probe_tokens()
-        recall = run.recall()
         lines.append(Text.assemble(
             (name, "bold"), "  ", (run.label, series_style(i)),
-            f"  probes {len(run.probes)}  recall ",
-            _recall(recall) if recall is not None else Text(MISSING, style="dim"),
+            f"  probes {len(run.probes)}  recall ", recall_text(run.recall()),
             f"  context mean {number(mean, 1)}",
         ))
     return lines
@@ -39,13 +37,11 @@ def corpus_table(totals: Sequence[StrategyTotals], title: str) -> Fitted:
                "probes")
     columns = ["files", "probes", "id\nrecall", "text\nrecall", "mean\nrecall", "context\nmean",
                "context\nmax", "turn\nmean"]
-    rows = []
-    for row in totals:
-        values: list[RenderableType] = [
-            str(row.transcripts), str(row.probes), _recall(row.id_recall),
-            _recall(row.text_recall), _recall(row.mean_recall),
-            number(row.context_tokens_mean, 1), number(row.context_tokens_max),
-            number(row.prompt_tokens_mean, 1),
-        ]
-        rows.append([(c.replace("\n", " "), v) for c, v in zip(columns, values, strict=True)])
+    rows: list[list[RenderableType]] = [
+        [str(row.transcripts), str(row.probes), recall_text(row.id_recall),
+         recall_text(row.text_recall), recall_text(row.mean_recall),
+         number(row.context_tokens_mean, 1), number(row.context_tokens_max),
+         number(row.prompt_tokens_mean, 1)]
+        for row in totals
+    ]
     return fitted_summary([row.label for row in totals], columns, rows, title, caption)
