@@ -43,6 +43,7 @@ from chatmem.cli.options import (
     ProviderOption,
     SessionAlias,
     StrategyOption,
+    given_once,
     one_session,
     strategy_choice,
 )
@@ -103,9 +104,7 @@ def inspect(
     session = one_session(session, session_option)
     if session is None:
         raise UsageError("missing argument SESSION (or --session SESSION)")
-    if turn_word is not None and turn is not None and turn_word != turn:
-        raise UsageError(f"two turns given: {turn_word} and --turn {turn}; give one")
-    turn = turn if turn is not None else turn_word
+    turn = given_once(turn_word, turn, noun="turn", flag="--turn")
     if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)

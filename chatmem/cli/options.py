@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -134,9 +134,16 @@ def session_first(words: Sequence[str], option: str | None,
 
 def one_session(positional: str | None, option: str | None) -> str | None:
     """The session given first or with --session; both must agree."""
+    return given_once(positional, option, noun="session", flag="--session")
+
+
+T = TypeVar("T", str, int)
+
+
+def given_once(word: T | None, option: T | None, *, noun: str, flag: str) -> T | None:
+    """What a command takes as a word or as `flag`: either, or both when they agree."""
     from chatmem.errors import UsageError
 
-    if positional is not None and option is not None and positional != option:
-        raise UsageError(f"two sessions given: {positional!r} and --session {option!r}; "
-                         "give one")
-    return positional if positional is not None else option
+    if word is not None and option is not None and word != option:
+        raise UsageError(f"two {noun}s given: {word!r} and {flag} {option!r}; give one")
+    return word if word is not None else option

@@ -11,7 +11,7 @@ import re
 import signal
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -109,16 +109,13 @@ def test_a_chat_opened_while_the_indexer_runs_embeds_none_of_its_backlog(
 
 
 @pytest.fixture
-def endpoint(tmp_path: Path, chat_server: ChatServer) -> Iterator[ChatServer]:
+def endpoint(retrieval_config: Path, chat_server: ChatServer) -> ChatServer:
     """`retrieval` with the `openai` embedder on a real local endpoint (CHATMEM_CONFIG), so
     a test decides when an indexer in another process gets its vectors."""
-    path = tmp_path / "endpoint.toml"
-    path.write_text(f'strategy = "retrieval"\n[embeddings]\nprovider = "openai"\n'
-                    f'model = "nomic-embed-text"\nbase_url = "{chat_server.base_url}"\n',
-                    encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CHATMEM_CONFIG", str(path))
-        yield chat_server
+    retrieval_config.write_text(
+        'strategy = "retrieval"\n[embeddings]\nprovider = "openai"\n'
+        f'model = "nomic-embed-text"\nbase_url = "{chat_server.base_url}"\n', encoding="utf-8")
+    return chat_server
 
 
 def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
