@@ -252,5 +252,5 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     except ValueError:
         return str(why or "")
     if verdict is RecallVerdict.TOP_K:
-        return f"top_k={row['top_k']} reached" if "top_k" in row else "top_k reached"
+        return f"top_k={row['top_k']} reached"  # a TOP_K row holds the limit (as_json)
     return _VERDICTS[verdict]
