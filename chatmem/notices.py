@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 
@@ -180,9 +181,39 @@ class HelperTooSmall:
     model: str
 
 
+@dataclass(frozen=True)
+class HistoryMoved:
+    """An older chatmem's history file moved from the config directory to the data one."""
+
+    old: Path
+    new: Path
+
+
+@dataclass(frozen=True)
+class RetentionApplied:
+    """Retention erased idle sessions and expired facts when the history opened."""
+
+    sessions: tuple[str, ...]
+    messages: int
+    facts: int
+    vacuumed: bool
+    """True: the file was rewritten; False: a PostgreSQL server frees the space itself."""
+
+
+@dataclass(frozen=True)
+class RetentionSkipped:
+    """Retention could not run this time (a busy or read-only history); the next start tries."""
+
+    reason: str
+
+
+OpeningNotice = HistoryMoved | RetentionApplied | RetentionSkipped
+"""What opening a workspace did that the user should know."""
+
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
-          | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall)
+          | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall
+          | HistoryMoved | RetentionApplied | RetentionSkipped)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

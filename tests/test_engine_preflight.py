@@ -13,7 +13,8 @@ import pytest
 
 from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, Work
 from chatmem.config.settings import Settings
-from chatmem.engine import open_helper, open_session
+from chatmem.app import Workspace
+from chatmem.engine import open_session
 from chatmem.errors import OverBudget
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled
 from chatmem.providers.base import Purpose
@@ -166,8 +167,14 @@ def test_a_named_helper_is_used(store: Store) -> None:
     assert len(store.summaries(engine.session.id)) == 1
 
 
-def test_helper_model_is_the_chat_model_unless_set(scripted: ScriptedProvider) -> None:
-    assert open_helper(Settings(provider="scripted"), scripted) is None
-    assert open_helper(Settings(provider="scripted", helper_model="scripted"), scripted) is None
-    other = open_helper(Settings(provider="scripted", helper_model="cheap"), scripted)
-    assert other is not None and (other.name, other.model) == ("scripted", "cheap")
+def test_helper_model_is_the_chat_model_unless_set(store: Store,
+                                                   scripted: ScriptedProvider) -> None:
+    with Workspace.around(Settings(provider="scripted"), store, scripted) as ws:
+        assert ws.helper_for(Settings(provider="scripted"), scripted) is None
+        assert ws.helper_for(Settings(provider="scripted", helper_model="scripted"),
+                             scripted) is None
+        cheap = Settings(provider="scripted", helper_model="cheap")
+        other = ws.helper_for(cheap, scripted)
+        assert other is not None and (other.name, other.model) == ("scripted", "cheap")
+        # One helper per choice, opened once and closed with the workspace.
+        assert ws.helper_for(cheap, scripted) is other

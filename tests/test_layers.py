@@ -5,9 +5,12 @@ lower ones. Imports are read from the source (every `import`, also inside functi
 and under TYPE_CHECKING, relative ones resolved), so a lazy import that goes upwards
 or closes a cycle is caught too.
 
-    5  cli                  Typer commands; `chat` starts the REPL, so the CLI sits above it
-    4  repl                 the prompt-toolkit loop and its slash commands
-    3  render               every Rich renderable; reads engine and evaluation values
+    6  cli                  Typer commands; `chat` starts the REPL, so the CLI sits above it
+    5  repl                 the prompt-toolkit loop and its slash commands
+    4  render               every Rich renderable and JSON document; words app, engine and
+                            evaluation values
+    3  app                  the composition root (Workspace) and the use cases every front
+                            end calls, with typed outcomes
     2  engine, evaluation,  one turn; replay, what-ifs, scoring; product policy over the
        privacy.retention,   store (retention, the export archive, forgetting by mention)
        privacy.archive,
@@ -35,9 +38,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "chatmem"
 
 LAYERS: dict[str, int] = {
-    "chatmem.cli": 5, "chatmem.__main__": 5,
-    "chatmem.repl": 4,
-    "chatmem.render": 3,
+    "chatmem.cli": 6, "chatmem.__main__": 6,
+    "chatmem.repl": 5,
+    "chatmem.render": 4,
+    "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
     "chatmem.privacy.archive": 2, "chatmem.privacy.purge": 2,
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
@@ -170,7 +174,7 @@ def test_the_checks_catch_what_they_forbid() -> None:
     assert "chatmem.memory" in GRAPH["chatmem.cli.opening"]  # inside a function
     assert "chatmem.store" in GRAPH["chatmem.transcripts.format"]  # under TYPE_CHECKING
     assert "chatmem.memory.context" in GRAPH["chatmem.history"]  # `from chatmem.memory.x`
-    assert LAYERS[unit("chatmem.repl.commands.sessions")] == 4
+    assert LAYERS[unit("chatmem.repl.commands.sessions")] == 5
     assert LAYERS[unit("chatmem.privacy.purge")] > LAYERS[unit("chatmem.store.records")]
 
 

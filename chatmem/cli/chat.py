@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.opening import apply_template, open_engine, settings_from
+from chatmem.cli.opening import apply_template, open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -27,7 +27,7 @@ from chatmem.cli.options import (
     strategy_choice,
     utf8_text,
 )
-from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
+from chatmem.cli.output import consoles, handles_errors, print_json
 from chatmem.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -98,6 +98,7 @@ def chat(
 
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
+    from chatmem.app.conversations import open_conversation
     from chatmem.attachments import read_file
     from chatmem.errors import UsageError
     from chatmem.render.progress import ConsoleActivity
@@ -112,16 +113,17 @@ def chat(
     strategy, system = apply_template(settings, template, strategy=strategy, system=system)
     strategy, params = strategy_choice(strategy, param)
     out, err = consoles()
-    with open_engine(settings, chosen, strategy=strategy, params=params, system=system,
-                     activity=ConsoleActivity(err),
-                     allow_over_budget=allow_over_budget) as engine:
+    with (open_workspace(settings) as ws,
+          open_conversation(ws, chosen, strategy=strategy, params=params, system=system,
+                            activity=ConsoleActivity(err),
+                            allow_over_budget=allow_over_budget) as engine):
         _print_notices(engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
         # at the terminal with stdout redirected still sees the replies (on stderr).
         interactive = sys.stdin.isatty()
         repl = Repl(engine, out, err, show_prompt=show_prompt,
                     mirror_replies=interactive and not sys.stdout.isatty(),
-                    markdown=not (plain or settings.plain))
+                    markdown=not (plain or settings.plain), workspace=ws)
         repl.attached = attachments  # with the first message
         try:
             repl.run()
@@ -165,6 +167,7 @@ def ask(
 
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
+    from chatmem.app.conversations import open_conversation
     from chatmem.attachments import STDIN, Attachment, decode, read_file
     from chatmem.errors import UsageError
     from chatmem.render.progress import ConsoleActivity
@@ -194,12 +197,12 @@ def ask(
     if json_output:
         out.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     try:
-        with open_engine(settings, ONE_OFF if one_off else named, strategy=strategy,
-                         params=params, system=system, activity=ConsoleActivity(err),
-                         allow_over_budget=allow_over_budget, save=save,
-                         one_off=one_off) as engine:
+        with (open_workspace(settings, one_off=one_off) as ws,
+              open_conversation(ws, ONE_OFF if one_off else named, strategy=strategy,
+                                params=params, system=system, activity=ConsoleActivity(err),
+                                allow_over_budget=allow_over_budget, save=save) as engine):
             _print_notices(engine, err)
-            repl = Repl(engine, out, err, markdown=not (plain or settings.plain))
+            repl = Repl(engine, out, err, markdown=not (plain or settings.plain), workspace=ws)
             try:
                 repl.turn(text.strip(), attachments)
             finally:
@@ -216,6 +219,8 @@ def ask(
 
 def answer_json(result: TurnResult, engine: Engine[Store], session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
+    from chatmem.render.payloads import strategy_json
+
     record = result.record
     return {
         "command": "ask",

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.opening import open_store, reproducing_provider, settings_from, shared_embedder
+from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -47,17 +47,12 @@ from chatmem.cli.options import (
     one_session,
     strategy_choice,
 )
-from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
-    from chatmem.config.settings import Settings
-    from chatmem.evaluation.recording import Tokenizer
+    from chatmem.app.inspection import SummaryVersion
     from chatmem.memory.context import Context
-    from chatmem.store import SessionRecord, Store, TurnRecord
-
-TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
-               "estimated_tokens", "prompt_tokens", "completion_tokens", "latency_ms",
-               "created_at", "superseded_by")
+    from chatmem.store import SessionRecord
 
 
 @handles_errors
@@ -99,7 +94,15 @@ def inspect(
 
     Example: chatmem inspect support 12 --strategy window --param k=2
     """
+    from chatmem.app.inspection import (
+        inspect_next,
+        inspect_turn,
+        inspect_what_if,
+        summary_versions,
+    )
     from chatmem.errors import UsageError
+    from chatmem.render.payloads import inspection_json
+    from chatmem.render.progress import ConsoleActivity
 
     session = one_session(session, session_option)
     if session is None:
@@ -108,170 +111,41 @@ def inspect(
     if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)
-    with open_store(settings, create=False) as store:
-        record = store.session(session)
+    strategy, params = strategy_choice(strategy, param)
+    explicit = provider is not None or model is not None
+    with open_workspace(settings, create=False) as ws:
         if summaries:
-            _summaries(store, record, json_out)
+            record, versions = summary_versions(ws, session)
+            _summaries(record, versions, json_out)
             return
-        strategy, params = strategy_choice(strategy, param)
-        explicit = provider is not None or model is not None
-        if strategy is None and not params:
-            if next_text is None:
-                data, context, approximate = _recorded(store, record, turn)
-            else:
-                data, context, approximate = _next(store, record, settings, next_text, explicit)
+        if strategy is not None or params:
+            seen = inspect_what_if(
+                ws, session, strategy, params, number=turn, text=next_text, explicit=explicit,
+                with_user_facts=with_user_facts,
+                activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
+        elif next_text is not None:
+            seen = inspect_next(ws, session, next_text, explicit=explicit)
         else:
-            data, context, approximate = _what_if(
-                store, record, settings, turn, next_text, strategy or record.strategy, params,
-                explicit=explicit, with_user_facts=with_user_facts)
+            seen = inspect_turn(ws, session, turn)
+    data = inspection_json(seen)
     if json_out:
         print_json(data)
         return
-    _show(data, context, approximate)
+    _show(data, seen.context, seen.approximate)
 
 
-def _turn_json(turn: TurnRecord) -> dict[str, Any]:
-    return {**{k: getattr(turn, k) for k in TURN_FIELDS},
-            "strategy": strategy_json(turn.strategy, turn.params)}
-
-
-def _payload(session: str, mode: str, context: Context, *, text: str, strategy: str,
-             params: dict[str, Any], tokenizer: Tokenizer, turn: TurnRecord | None = None,
-             replayed: dict[str, Any] | None = None) -> dict[str, Any]:
-    from chatmem.render.notices import notice_text
-    from chatmem.render.reasons import dropped_text, reason_text, verdict_text
-
-    stored = context.to_json()
-    return {
-        "command": "inspect",
-        "session": session,
-        "mode": mode,
-        "turn": _turn_json(turn) if turn else None,
-        "strategy": strategy_json(strategy, params),
-        "tokenizer": tokenizer.to_json(),
-        "input": text,
-        # Reasons, notes and warnings as the user reads them; the stored turn keeps values.
-        "context": {**stored,
-                    "dropped": dropped_text(context.dropped) or None,
-                    "warnings": [notice_text(w) for w in context.warnings],
-                    "parts": [{**part, "reason": reason_text(p.reason)}
-                              for part, p in zip(stored["parts"], context.parts, strict=True)],
-                    **({"recall": [{**row, "why": verdict_text(row)} for row in context.recall]}
-                       if context.recall else {})},
-        "messages": context.messages(),
-        "rendered_prompt": turn.rendered_prompt if turn else None,
-        "replayed": replayed,
-    }
-
-
-def _recorded(store: Store, session: SessionRecord,
-              number: int | None) -> tuple[dict[str, Any], Context, bool]:
-    from chatmem.evaluation.recording import Tokenizer
-    from chatmem.memory.context import Context
-
-    turn = store.turn(session.id, number)
-    context = Context.from_json(turn.context)
-    approximate = bool(turn.context.get("approximate", False))
-    tokenizer = Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer)
-    data = _payload(session.name, "turn", context, text=turn.input, strategy=turn.strategy,
-                    params=turn.params, tokenizer=tokenizer, turn=turn)
-    return data, context, approximate
-
-
-def _next(store: Store, session: SessionRecord, settings: Settings,
-          text: str, explicit: bool) -> tuple[dict[str, Any], Context, bool]:
-    from chatmem.engine import Engine, resolve_strategy
-    from chatmem.evaluation.recording import describe_counter
-
-    chosen = resolve_strategy(settings, None, {}, session)
-    with reproducing_provider(settings, session, explicit) as llm:
-        engine = Engine(store, session, llm, chosen, budget=settings.context_budget,
-                        embedder=shared_embedder(settings, [chosen]))
-        context = engine.build_context(text)
-        tokenizer = describe_counter(engine.counter, session.tokenizer)
-    data = _payload(session.name, "next", context, text=text, strategy=chosen.name,
-                    params=dict(chosen.params), tokenizer=tokenizer)
-    return data, context, not tokenizer.exact
-
-
-def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:
-    """How many history turns existed when `turn` was sent."""
-    if turn.history_turn is not None:
-        return turn.history_turn - 1
-    earlier = [t.history_turn for t in store.turns(session.id, status="ok")
-               if t.number < turn.number and t.history_turn is not None]
-    return max(earlier, default=0)
-
-
-def _what_if(store: Store, session: SessionRecord, settings: Settings, number: int | None,
-             text: str | None, strategy: str, params: dict[str, str], *, explicit: bool,
-             with_user_facts: bool) -> tuple[dict[str, Any], Context, bool]:
-    from chatmem.engine import Engine
-    from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.replay import StrategySpec
-    from chatmem.evaluation.whatif import what_if
-    from chatmem.render.progress import ConsoleActivity
-
-    spec = StrategySpec(strategy, params)
-    chosen = spec.create()  # bad names or params fail before any work is done
-    turn = None
-    if text is None:
-        turn = store.turn(session.id, number)
-        text = turn.input
-        history_turns = _history_before(store, session, turn)
-    else:
-        history_turns = store.turn_count(session.id)
-    # The system prompt the turn was sent with (for --next, the one in effect now).
-    system = store.system_for_turn(session.id, history_turns + 1)
-    user = session.user if with_user_facts else None
-    with reproducing_provider(settings, session, explicit) as llm:
-        if turn is None and strategy == session.strategy:
-            # The session already keeps this strategy's state: use it as it is.
-            engine = Engine(store, session, llm, chosen, budget=settings.context_budget,
-                            embedder=shared_embedder(settings, [chosen]))
-            context = engine.build_context(text)
-            replayed = None
-        else:
-            facts = [f for f in store.facts(user=user) if f.scope == "user"] if user else []
-            result = what_if(store, session, chosen, text, history_turns=history_turns,
-                             system=system, chat_provider=llm,
-                             budget=settings.context_budget, user=user, user_facts=facts,
-                             embedder=shared_embedder(settings, [chosen]),
-                             activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
-            context = result.context
-            replayed = {"turns": result.replayed, "strategy_model_calls": result.model_calls}
-        tokenizer = describe_counter(llm.token_counter(), session.tokenizer)
-    data = _payload(session.name, "what-if", context, text=text, strategy=chosen.name,
-                    params=dict(chosen.params), tokenizer=tokenizer, turn=turn,
-                    replayed=replayed)
-    return data, context, not tokenizer.exact
-
-
-def _summaries(store: Store, session: SessionRecord, json_out: bool) -> None:
+def _summaries(session: SessionRecord, versions: list[SummaryVersion], json_out: bool) -> None:
     from chatmem.render.inspect import summaries_view
-    from chatmem.render.summary import covered_turn
-    from chatmem.tokens import counter_for_model
+    from chatmem.render.payloads import summaries_json, summary_row
 
-    counter = counter_for_model(session.model)
-    turn_of = {m.id: m.turn for m in store.messages(session.id)}
-    rows = [
-        {"version": s.version, "strategy": s.strategy, "created_at": s.created_at,
-         "covered_messages": len(s.covered_ids),
-         "covered_turn": covered_turn(s, turn_of),
-         "tokens": counter.count_text(s.text),
-         "anchors": s.anchors, "dropped_anchors": s.dropped_anchors, "model": s.model,
-         "text": s.text}
-        for s in store.summaries(session.id)
-    ]
     if json_out:
-        print_json({"command": "inspect", "mode": "summaries", "session": session.name,
-                    "summaries": rows})
+        print_json(summaries_json(session, versions))
         return
     out = consoles()[0]
-    if not rows:
+    if not versions:
         out.print(f"session {session.name!r} has no summaries yet", markup=False)
         return
-    out.print(summaries_view(rows))
+    out.print(summaries_view([summary_row(v) for v in versions]))
 
 
 def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:

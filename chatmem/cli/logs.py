@@ -8,7 +8,7 @@ import typer
 
 from chatmem.cli.opening import open_store, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
-from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.config.options import Cost
@@ -62,6 +62,8 @@ def logs(
 
 def _entry_json(entry: LogEntry, cost: Cost | None) -> dict[str, Any]:
     import json
+
+    from chatmem.render.payloads import strategy_json
 
     return {
         "session": entry.session, "turn": entry.number, "time": entry.created_at,

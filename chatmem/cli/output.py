@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -74,10 +74,3 @@ def print_json(data: Any) -> None:
 
     sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
                      + "\n")
-
-
-def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
-    from chatmem.memory.params import strategy_label
-
-    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.opening import (
-    has_history,
-    open_store,
-    reproducing_provider,
-    settings_from,
-    shared_embedder,
-)
+from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -30,9 +23,9 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
+    from chatmem.app.evaluation import Comparison
     from chatmem.cli.corpus import CorpusJob, TranscriptResult
     from chatmem.config.settings import Settings
-    from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
     from chatmem.evaluation.scoring import StrategyRun
     from chatmem.transcripts.format import Transcript
@@ -72,23 +65,6 @@ ReportOption = Annotated[
 PROGRESS_AFTER_STEPS = 50
 
 
-def load_source(source: str, settings: Settings) -> Transcript:
-    """A transcript file, or else the stored session of that name."""
-    from chatmem.transcripts.format import stored_transcript
-    from chatmem.transcripts.reader import read_transcript
-
-    path = Path(source)
-    if path.is_file() or path.suffix in (".jsonl", ".json"):
-        return read_transcript(path)
-    if not has_history(settings):
-        raise TranscriptError(f"{source}: no such transcript file or session")
-    with open_store(settings, create=False) as store:
-        session = store.find_session(source)
-        if session is None:
-            raise TranscriptError(f"{source}: no such transcript file or session")
-        return stored_transcript(store, session)
-
-
 @contextmanager
 def progress_bar(steps: int) -> Iterator[Progress | None]:
     """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
@@ -102,54 +78,23 @@ def progress_bar(steps: int) -> Iterator[Progress | None]:
         yield advance
 
 
-@dataclass
-class Outcome:
-    """One replay or eval: its input, its runs and what its numbers were counted with."""
-
-    transcript: Transcript
-    runs: list[StrategyRun]
-    keep_replies: bool
-    tokenizer: Tokenizer
-
-
 def _run(
     source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: Settings,
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: Transcript | None = None, show_progress: bool = True,
-) -> Outcome:
-    from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.replay import parse_spec, replay
+) -> Comparison:
+    from chatmem.app.evaluation import compare_strategies, load_source
+    from chatmem.evaluation.replay import parse_spec
 
     shared = parse_params(param)
     specs = [parse_spec(s, shared) for s in strategy]
-    transcript = transcript or load_source(source, settings)
-    if not transcript.user_turns():
-        raise TranscriptError(f"{source}: the transcript has no user messages to replay")
-    keep_replies = transcript.has_replies() if keep is None else keep
-    user = settings.user if with_user_facts else None
-    with ExitStack() as stack:
-        chat_provider = stack.enter_context(
-            reproducing_provider(settings, transcript, explicit))
-        tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
+    with open_workspace(settings, create=bool(save_as)) as ws:
+        transcript = transcript or load_source(ws, source)
         steps = len(transcript.items) * len(specs) if show_progress else 0
-        progress = stack.enter_context(progress_bar(steps))
-        # Only --save-as needs the history file; otherwise every replay stays in memory.
-        store = stack.enter_context(open_store(settings)) if save_as else None
-        runs = replay(transcript, specs, chat_provider=chat_provider, store=store,
-                      save_as=save_as, keep_replies=keep_replies,
-                      budget=settings.context_budget, user=user,
-                      user_facts=_user_facts(settings, user), answer=answer,
-                      progress=progress,
-                      embedder=shared_embedder(settings, [s.create() for s in specs]))
-    return Outcome(transcript, runs, keep_replies, tokenizer)
-
-
-def _user_facts(settings: Settings, user: str | None) -> list[Any]:
-    """The profile's facts, for --with-user-facts (none when there is no history file)."""
-    if user is None or not has_history(settings):
-        return []
-    with open_store(settings, create=False) as store:
-        return [f for f in store.facts(user=user) if f.scope == "user"]
+        with progress_bar(steps) as progress:
+            return compare_strategies(ws, transcript, specs, source=source, keep=keep,
+                                      explicit=explicit, with_user_facts=with_user_facts,
+                                      save_as=save_as, answer=answer, progress=progress)
 
 
 @handles_errors
@@ -220,7 +165,7 @@ def _start_backlogs(settings: Settings, config: Path | None,
         consoles()[1].print(started.line(), markup=False, soft_wrap=True)
 
 
-def outcome_json(command: str, source: str, outcome: Outcome) -> dict[str, Any]:
+def outcome_json(command: str, source: str, outcome: Comparison) -> dict[str, Any]:
     """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
     from chatmem.render.compare import run_notice_text
 
@@ -283,8 +228,11 @@ def eval_command(
                      jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
                      config=config)
         return
+    from chatmem.app.evaluation import load_source
+
     settings = settings_from(config, db, provider, model)
-    transcript = load_source(source, settings)
+    with open_workspace(settings, create=False) as ws:
+        transcript = load_source(ws, source)
     if not transcript.probes:
         raise TranscriptError(
             f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"

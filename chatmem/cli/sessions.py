@@ -9,7 +9,7 @@ import typer
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_store, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
-from chatmem.cli.output import consoles, handles_errors, print_json, strategy_json
+from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -27,6 +27,7 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     Example: chatmem sessions list --json
     """
     from chatmem import render
+    from chatmem.render.payloads import strategy_json
 
     with open_store(settings_from(config, db), create=False) as store:
         rows = store.list_sessions()
@@ -63,6 +64,7 @@ def show(
     Example: chatmem sessions show support --turns 1-20
     """
     from chatmem import render
+    from chatmem.render.payloads import strategy_json
 
     with open_store(settings_from(config, db), create=False) as store:
         session = store.session(name)

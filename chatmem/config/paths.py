@@ -51,10 +51,10 @@ def legacy_db_path() -> Path:
     return config_dir() / "chatmem.db"
 
 
-def move_legacy_db(fold_wal: Callable[[Path], object]) -> str | None:
+def move_legacy_db(fold_wal: Callable[[Path], object]) -> tuple[Path, Path] | None:
     """Move a history file from the config directory to the data directory, once.
 
-    Returns what was done, for the caller to tell the user; None when there was
+    Returns (from, to), for the caller to tell the user; None when there was
     nothing to move (or a file is already in the data directory: nothing is
     overwritten). The WAL is folded into the file first (by `fold_wal`, the store's:
     configuration sits below the store), so the move is whole.
@@ -77,7 +77,7 @@ def move_legacy_db(fold_wal: Callable[[Path], object]) -> str | None:
         raise ConfigError(f"{old}: cannot move the history file to {new}: {e}") from None
     except StoreError as e:
         raise ConfigError(f"{old}: cannot move the history file to {new}: {e.reason}") from None
-    return f"moved the history file from {old} to {new} (the platform's data directory)"
+    return old, new
 
 
 def config_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:

@@ -1,8 +1,8 @@
 """The engine: a session opened (chatmem.engine.opening), then its turns run
 (chatmem.engine.turns)."""
 
-from chatmem.engine.opening import open_helper, open_session, resolve_embedder, resolve_strategy
+from chatmem.engine.opening import engine_over, open_session, resolve_strategy
 from chatmem.engine.turns import Engine, TurnResult, is_embedded_model
 
-__all__ = ["Engine", "TurnResult", "is_embedded_model", "open_helper", "open_session",
-           "resolve_embedder", "resolve_strategy"]
+__all__ = ["Engine", "TurnResult", "engine_over", "is_embedded_model", "open_session",
+           "resolve_strategy"]

@@ -5,6 +5,7 @@ strategy calls and an embedder, as the engine that runs its turns
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
@@ -25,12 +26,6 @@ S = TypeVar("S", bound=TurnStore)
 """The store given, kept as the engine's: the caller keeps its own type (`Engine[Store]`)."""
 
 
-def resolve_embedder(settings: Settings) -> Embedder | None:
-    from chatmem.embeddings import resolve_embedder as resolve
-
-    return resolve(settings)
-
-
 def resolve_strategy(
     settings: Settings, name: str | None, params: dict[str, str], session: SessionRecord | None
 ) -> Strategy:
@@ -48,19 +43,24 @@ def open_session(
     provider: Provider,
     name: str,
     *,
+    helper: Provider | None = None,
     strategy: str | None = None,
     params: dict[str, str] | None = None,
     system: str | None = None,
-    embedder: Embedder | None = None,
+    embedder: Embedder | Callable[[], Embedder | None] | None = None,
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
     save: bool = True,
+    keeps_memory: bool = True,
+    budget: int | None = None,
 ) -> Engine[S]:
     """Resume the named session or create it, and return its engine.
 
-    `embedder` overrides the configured one ([embeddings]), which opens on first use.
-    A strategy or system prompt given for a session that exists becomes its own; with
-    `save` False it holds for this engine only and the stored session is left as it is.
+    `helper` answers the strategy's own model calls (None: the chat model); `embedder`, or
+    how to open one on first use, ranks recall by meaning. A strategy or system prompt
+    given for a session that exists becomes its own; with `save` False it holds for this
+    engine only and the stored session is left as it is. `budget` overrides the settings'
+    context budget (the REPL's /budget).
     """
     session = store.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session)
@@ -91,26 +91,26 @@ def open_session(
         # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
         # without `save`, never stored: they hold for this engine only.
         session = dataclasses.replace(session, **changes)
-    engine = Engine(store, session, provider, chosen, budget=settings.context_budget,
-                    helper=open_helper(settings, provider), settings=settings,
-                    embedder=embedder or (lambda: resolve_embedder(settings)),
-                    activity=activity, allow_over_budget=allow_over_budget)
-    engine.notices = notices
-    engine.pending = changes if save else {}
-    engine.created = created
-    return engine
+    return Engine(store, session, provider, chosen,
+                  budget=settings.context_budget if budget is None else budget,
+                  helper=helper, settings=settings, embedder=embedder, activity=activity,
+                  allow_over_budget=allow_over_budget, keeps_memory=keeps_memory,
+                  notices=notices, pending=changes if save else {}, created=created)
 
 
-def open_helper(settings: Settings, provider: Provider) -> Provider | None:
-    """The model for strategy calls (helper_provider/helper_model) when it is not the chat's."""
-    name = settings.helper_provider or provider.name
-    if settings.helper_model is None and name == provider.name:
-        return None
-    if name == provider.name and settings.helper_model in (provider.model,
-                                                           getattr(provider, "model_path", None)):
-        return None
-    from chatmem.providers import create_provider
-
-    return create_provider(dataclasses.replace(
-        settings, provider=name, model=settings.helper_model or settings.model,
-    ))
+def engine_over(
+    store: S,
+    session: SessionRecord,
+    provider: Provider,
+    strategy: Strategy,
+    *,
+    budget: int | None,
+    helper: Provider | None = None,
+    embedder: Embedder | None = None,
+    activity: Activity = QUIET,
+) -> Engine[S]:
+    """An engine over a session as it is stored, for building contexts and replaying turns
+    (inspect --next, what-ifs, replay, eval): nothing about the session changes, and its
+    vectors are embedded before each build, so results never depend on timing."""
+    return Engine(store, session, provider, strategy, budget=budget, helper=helper,
+                  embedder=embedder, activity=activity, background_indexing=False)

@@ -76,6 +76,10 @@ class Engine(Generic[StoreT]):
         activity: Activity = QUIET,
         allow_over_budget: bool = False,
         background_indexing: bool = True,
+        keeps_memory: bool = True,
+        notices: Sequence[Notice] = (),
+        pending: dict[str, Any] | None = None,
+        created: bool = False,
     ) -> None:
         self.store = store
         self.session = session
@@ -92,20 +96,20 @@ class Engine(Generic[StoreT]):
         """Send an input that cannot fit the budget anyway, after a warning."""
         self.counter: TokenCounter = provider.token_counter()
         self.state = SessionState(store, session.id, session.user)
-        self.keeps_memory = True
+        self.keeps_memory = keeps_memory
         """False for a one-off question: no summary or fact is derived from a conversation
         nobody will continue (each would be a model call for nothing)."""
-        self.notices: list[Notice] = []
+        self.notices: list[Notice] = list(notices)
         """What opening the session changed (strategy, system prompt), for the user to see."""
         self._caught_up = False
         self._said_helper_too_small = False
         self._embedder = embedder
         """An embedder, or how to open one the first time a strategy needs it."""
-        self.pending: dict[str, Any] = {}
+        self.pending: dict[str, Any] = dict(pending or {})
         """What opening the session changed (strategy, params, system) and is not stored
         yet: it is stored with the first turn stored, or when the command ends, unless
         every turn was refused (a refused turn stores nothing, these changes included)."""
-        self.created = False
+        self.created = created
         """This engine's command created the session (removed again if nothing is kept)."""
         self._refused = False
         self._stored = False

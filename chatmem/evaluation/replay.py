@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
+from chatmem.engine.opening import engine_over
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory import create_strategy
@@ -266,8 +267,8 @@ def _start(
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
     )
-    engine = Engine(store, session, chat, strategy, budget=options.budget, helper=helper,
-                    embedder=options.embedder, background_indexing=False)
+    engine = engine_over(store, session, chat, strategy, budget=options.budget, helper=helper,
+                         embedder=options.embedder)
     return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
 
 

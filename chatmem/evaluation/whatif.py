@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
-from chatmem.engine import Engine
+from chatmem.engine.opening import engine_over
 from chatmem.evaluation.replay import CountingProvider, seed_user_facts
 from chatmem.history import StoredHistory
 from chatmem.memory.base import ContextRequest, Strategy
@@ -82,9 +82,8 @@ def what_if(
             tokenizer=chat_provider.token_counter().key)
         copy_history(store, session.id, scratch, copy.id, history_turns, activity)
         helper = CountingProvider(chat_provider)
-        engine = Engine(scratch, copy, CountingProvider(chat_provider), strategy, budget=budget,
-                        helper=helper, embedder=embedder, activity=activity,
-                        background_indexing=False)
+        engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
+                             budget=budget, helper=helper, embedder=embedder, activity=activity)
         engine.catch_up()
         return WhatIf(engine.build_context(text), history_turns, sum(helper.calls.values()))
 

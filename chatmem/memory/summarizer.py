@@ -12,7 +12,7 @@ diff's size without depending on the renderer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from chatmem.providers.base import Provider
+    from chatmem.store import SummaryRecord
 
 NO_SUMMARY = "(no summary yet)"
 
@@ -216,3 +217,8 @@ def diff_size(old: str, new: str) -> tuple[int, int]:
         elif op == "-":
             removed += words
     return added, removed
+
+
+def covered_turn(record: SummaryRecord, turn_of: Mapping[int, int]) -> int | None:
+    """The last turn a version covers: summary ids are message ids, the user counts turns."""
+    return max((turn_of[i] for i in record.covered_ids if i in turn_of), default=None)

@@ -19,6 +19,7 @@ from chatmem.notices import (
     FactsFailed,
     Failure,
     HelperTooSmall,
+    HistoryMoved,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -28,6 +29,8 @@ from chatmem.notices import (
     Notice,
     OverBudget,
     ReplyCut,
+    RetentionApplied,
+    RetentionSkipped,
     SensitiveNotRemembered,
     StoredWarning,
     StrategyChanged,
@@ -158,6 +161,34 @@ def _(n: StrategyChanged, repl_hints: bool) -> str:
 def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
     return (f"session {n.session}: system prompt replaced "
             f"({n.before_chars} → {n.after_chars} characters){_for_this_call(n.kept)}")
+
+
+@_worded.register
+def _(n: HistoryMoved, repl_hints: bool) -> str:
+    return f"moved the history file from {n.old} to {n.new} (the platform's data directory)"
+
+
+@_worded.register
+def _(n: RetentionApplied, repl_hints: bool) -> str:
+    parts = []
+    if n.sessions:
+        parts.append(f"{counted(len(n.sessions), 'session')} ({counted(n.messages, 'message')})")
+    if n.facts:
+        parts.append(counted(n.facts, "fact"))
+    names = f" ({listed(n.sessions)})" if n.sessions else ""
+    done = ("the file was vacuumed" if n.vacuumed
+            else "the server frees their space at its next vacuum")
+    return f"retention: erased {' and '.join(parts)} past their retention{names}; {done}"
+
+
+@_worded.register
+def _(n: RetentionSkipped, repl_hints: bool) -> str:
+    return f"retention not applied this time: {n.reason}"
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 turn`, `2 turns`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _for_this_call(kept: bool) -> str:

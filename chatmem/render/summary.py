@@ -13,7 +13,7 @@ is gone. Rich measures wide characters in cells, so the panel stays aligned.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -41,11 +41,6 @@ def coverage(last_turn: int | None) -> str:
     if not last_turn:
         return "–"
     return "turn 1" if last_turn == 1 else f"turns 1–{last_turn}"
-
-
-def covered_turn(record: SummaryRecord, turn_of: Mapping[int, int]) -> int | None:
-    """The last turn a version covers: summary ids are message ids, the user counts turns."""
-    return max((turn_of[i] for i in record.covered_ids if i in turn_of), default=None)
 
 
 def sentences(text: str) -> list[str]:

@@ -13,7 +13,9 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
+from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine, TurnResult
 from chatmem.engine.resend import resend_last
 from chatmem.errors import ChatmemError, UsageError
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 
     from chatmem.attachments import Attachment
     from chatmem.config.options import Price
-    from chatmem.providers.base import Provider
     from chatmem.store import Store
 
 
@@ -42,8 +43,14 @@ class Chat:
         show_prompt: bool = False,
         mirror_replies: bool = False,
         markdown: bool = False,
+        workspace: Workspace | None = None,
     ) -> None:
         self.engine = engine
+        self.owns_workspace = workspace is None
+        """A chat given only an engine opens what it needs itself, and closes it at the end."""
+        self.workspace = workspace or Workspace.around(engine.settings or Settings(),
+                                                       engine.store, engine.provider)
+        """Where the REPL opens other sessions and models (/switch, /model, /template)."""
         self.out = out
         """Replies only."""
         self.status = status
@@ -58,8 +65,6 @@ class Chat:
         """The worst error's exit code; a script piping lines in gets it at the end."""
         self.attached: list[Attachment] = []
         """Files (/file, `chat -f`) that go with the next message, then are let go."""
-        self.opened: list[Provider] = []
-        """Providers the REPL opened itself (/model); closed when it ends."""
         self.raw_args = ""
         """The current slash command's arguments as typed, quotes and spacing kept."""
         self.usage: tuple[int, int | None] | None = None
@@ -94,8 +99,7 @@ class Chat:
         With `model` or `options`, the chat runs on a new provider for that model, or with
         those options over the current ones (/model, /template).
         """
-        from chatmem.engine import open_session
-        from chatmem.providers import create_provider
+        from chatmem.app.conversations import start_conversation
 
         old = self.engine
         if old.settings is None:
@@ -112,22 +116,12 @@ class Chat:
                                            max_reply_tokens=int(
                 chosen.get("max_reply_tokens") or settings.max_reply_tokens or 0) or None)
         if model is not None or options:
-            provider = create_provider(settings)  # a bad name fails here; the chat goes on
-            self.opened.append(provider)
+            self.workspace.provider_for(settings)  # a bad name fails here; the chat goes on
         old.settle()  # what opening it changed is kept (or not) before it is reopened
-        new = open_session(old.store, settings, provider, name, strategy=strategy,
-                           params=params, system=system, activity=old.activity,
-                           allow_over_budget=old.allow_over_budget)
-        if new.helper is not new.provider and new.helper is not old.helper:
-            if model is None and not options:
-                # The same helper settings give the same model; keep the one already
-                # open, which `chatmem chat` closes when the REPL ends.
-                new.helper.close()
-                new.helper = old.helper
-            else:
-                # Built for the new model's settings: the REPL closes it when it ends.
-                self.opened.append(new.helper)
-        new.budget = old.budget
+        new = start_conversation(self.workspace, name, strategy=strategy, params=params,
+                                 system=system, activity=old.activity,
+                                 allow_over_budget=old.allow_over_budget, settings=settings,
+                                 budget=old.budget)
         old.indexing.close()  # the new engine resumes the backlog from the file
         self.engine = new
         self.last = None

@@ -61,8 +61,8 @@ class Repl(Chat):
         try:
             self.loop(lines if lines is not None else self.lines())
         finally:
-            for provider in self.opened:
-                provider.close()
+            if self.owns_workspace:
+                self.workspace.close()
 
     def loop(self, lines: Iterable[str]) -> None:
         for line in lines:

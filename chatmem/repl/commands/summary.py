@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from chatmem.errors import NotFound, UsageError
-from chatmem.render.summary import covered_turn, summary_panel
+from chatmem.memory.summarizer import covered_turn
+from chatmem.render.summary import summary_panel
 from chatmem.repl.chat import Chat
 from chatmem.repl.completion import SUMMARY_STRATEGIES
 from chatmem.repl.table import slash

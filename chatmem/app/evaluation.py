@@ -1,0 +1,90 @@
+"""Comparing strategies on one conversation: replay (what each costs) and eval (what each
+remembers at the probes), over a transcript file or a stored session."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chatmem.errors import TranscriptError
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.evaluation.recording import Tokenizer
+    from chatmem.evaluation.replay import Progress, StrategySpec
+    from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.store import FactRecord
+    from chatmem.transcripts.format import Transcript
+
+
+@dataclass
+class Comparison:
+    """One replay or eval: its input, its runs and what its numbers were counted with."""
+
+    transcript: Transcript
+    runs: list[StrategyRun]
+    keep_replies: bool
+    tokenizer: Tokenizer
+
+
+def load_source(workspace: Workspace, source: str) -> Transcript:
+    """A transcript file, or else the stored session of that name."""
+    from chatmem.transcripts.format import stored_transcript
+    from chatmem.transcripts.reader import read_transcript
+
+    path = Path(source)
+    if path.is_file() or path.suffix in (".jsonl", ".json"):
+        return read_transcript(path)
+    if not workspace.has_history:
+        raise TranscriptError(f"{source}: no such transcript file or session")
+    store = workspace.store
+    session = store.find_session(source)
+    if session is None:
+        raise TranscriptError(f"{source}: no such transcript file or session")
+    return stored_transcript(store, session)
+
+
+def compare_strategies(
+    workspace: Workspace,
+    transcript: Transcript,
+    specs: Sequence[StrategySpec],
+    *,
+    source: str | None = None,
+    keep: bool | None = None,
+    explicit: bool = False,
+    with_user_facts: bool = False,
+    save_as: str | None = None,
+    answer: bool = False,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Replay `transcript` under each strategy (in memory unless `save_as` names sessions to
+    keep) with the provider and tokenizer it was recorded with unless `explicit`; recorded
+    replies are reused unless `keep` is False. With `answer`, each probe is also asked.
+    `source` names the conversation in errors (default: the transcript's own source)."""
+    from chatmem.evaluation.recording import describe_counter
+    from chatmem.evaluation.replay import replay
+
+    if not transcript.user_turns():
+        raise TranscriptError(f"{source or transcript.source}: the transcript has no user "
+                              "messages to replay")
+    keep_replies = transcript.has_replies() if keep is None else keep
+    user = workspace.settings.user if with_user_facts else None
+    chat_provider = workspace.reproducing(transcript, explicit=explicit)
+    tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
+    runs = replay(transcript, specs, chat_provider=chat_provider,
+                  # Only --save-as needs the history; otherwise every replay stays in memory.
+                  store=workspace.store if save_as else None,
+                  save_as=save_as, keep_replies=keep_replies,
+                  budget=workspace.settings.context_budget, user=user,
+                  user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
+                  embedder=workspace.recall_embedder([s.create() for s in specs]))
+    return Comparison(transcript, runs, keep_replies, tokenizer)
+
+
+def profile_facts(workspace: Workspace, user: str | None) -> list[FactRecord]:
+    """The profile's facts, for --with-user-facts (none when there is no history)."""
+    if user is None or not workspace.has_history:
+        return []
+    return [f for f in workspace.store.facts(user=user) if f.scope == "user"]

@@ -1,0 +1,173 @@
+"""Looking at contexts: a recorded turn's, what the next turn would send, and what another
+strategy would have sent (a what-if). Reading only: the history is left byte-identical."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from chatmem.activity import QUIET, Activity
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.evaluation.recording import Tokenizer
+    from chatmem.memory.context import Context
+    from chatmem.store import SessionRecord, Store, SummaryRecord, TurnRecord
+
+
+class InspectMode(StrEnum):
+    TURN = "turn"
+    """A recorded turn, as it was sent."""
+    NEXT = "next"
+    """What the session's strategy would send for a new input now (no model call)."""
+    WHAT_IF = "what-if"
+    """What another strategy (or other parameters) would have sent at a turn."""
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """How a what-if got its context: turns replayed and the strategy's own model calls
+    (0 turns: a strategy without summaries or facts builds from the stored history)."""
+
+    turns: int
+    strategy_model_calls: int
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """One context and what it belongs to."""
+
+    session: SessionRecord
+    mode: InspectMode
+    context: Context
+    text: str
+    """The user input the context ends with."""
+    strategy: str
+    params: dict[str, Any]
+    tokenizer: Tokenizer
+    """What the context's counts were counted with."""
+    turn: TurnRecord | None = None
+    """The recorded turn (TURN), or the turn a what-if is asked at."""
+    replayed: Replayed | None = None
+
+    @property
+    def approximate(self) -> bool:
+        return not self.tokenizer.exact
+
+
+def inspect_turn(workspace: Workspace, session: str, number: int | None = None) -> Inspection:
+    """Turn `number` of `session` (default: the last) as it was sent."""
+    from chatmem.evaluation.recording import Tokenizer
+    from chatmem.memory.context import Context
+
+    store = workspace.store
+    record = store.session(session)
+    turn = store.turn(record.id, number)
+    context = Context.from_json(turn.context)
+    approximate = bool(turn.context.get("approximate", False))
+    return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
+                      turn.params,
+                      Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer),
+                      turn=turn)
+
+
+def inspect_next(workspace: Workspace, session: str, text: str, *,
+                 explicit: bool = False) -> Inspection:
+    """What the session's strategy would send for `text` now, counted with the tokenizer the
+    session was recorded with unless `explicit` (a provider or model named on purpose)."""
+    from chatmem.engine import resolve_strategy
+    from chatmem.engine.opening import engine_over
+    from chatmem.evaluation.recording import describe_counter
+
+    store = workspace.store
+    record = store.session(session)
+    chosen = resolve_strategy(workspace.settings, None, {}, record)
+    llm = workspace.reproducing(record, explicit=explicit)
+    engine = engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
+                         embedder=workspace.recall_embedder([chosen]))
+    context = engine.build_context(text)
+    return Inspection(record, InspectMode.NEXT, context, text, chosen.name,
+                      dict(chosen.params), describe_counter(engine.counter, record.tokenizer))
+
+
+def inspect_what_if(workspace: Workspace, session: str, strategy: str | None,
+                    params: dict[str, str], *, number: int | None = None,
+                    text: str | None = None, explicit: bool = False,
+                    with_user_facts: bool = False, activity: Activity = QUIET) -> Inspection:
+    """What `strategy` (default: the session's) with `params` would have sent at turn
+    `number` (default: the last), or for `text` after the whole session. Strategies that
+    keep summaries or facts have them rebuilt in memory; the session is never changed, and
+    the user's profile facts are read only `with_user_facts`."""
+    from chatmem.engine.opening import engine_over
+    from chatmem.evaluation.recording import describe_counter
+    from chatmem.evaluation.whatif import what_if
+    from chatmem.memory import create_strategy
+
+    store = workspace.store
+    record = store.session(session)
+    name = strategy or record.strategy
+    chosen = create_strategy(name, params)  # bad names or params fail before any work
+    turn = None
+    if text is None:
+        turn = store.turn(record.id, number)
+        text = turn.input
+        history_turns = _history_before(store, record, turn)
+    else:
+        history_turns = store.turn_count(record.id)
+    # The system prompt the turn was sent with (for --next, the one in effect now).
+    system = store.system_for_turn(record.id, history_turns + 1)
+    user = record.user if with_user_facts else None
+    llm = workspace.reproducing(record, explicit=explicit)
+    embedder = workspace.recall_embedder([chosen])
+    replayed = None
+    if turn is None and name == record.strategy:
+        # The session already keeps this strategy's state: use it as it is.
+        engine = engine_over(store, record, llm, chosen,
+                             budget=workspace.settings.context_budget, embedder=embedder)
+        context = engine.build_context(text)
+    else:
+        facts = [f for f in store.facts(user=user) if f.scope == "user"] if user else []
+        result = what_if(store, record, chosen, text, history_turns=history_turns,
+                         system=system, chat_provider=llm,
+                         budget=workspace.settings.context_budget, user=user,
+                         user_facts=facts, embedder=embedder, activity=activity)
+        context = result.context
+        replayed = Replayed(result.replayed, result.model_calls)
+    return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
+                      dict(chosen.params), describe_counter(llm.token_counter(),
+                                                            record.tokenizer),
+                      turn=turn, replayed=replayed)
+
+
+def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:
+    """How many history turns existed when `turn` was sent."""
+    if turn.history_turn is not None:
+        return turn.history_turn - 1
+    earlier = [t.history_turn for t in store.turns(session.id, status="ok")
+               if t.number < turn.number and t.history_turn is not None]
+    return max(earlier, default=0)
+
+
+@dataclass(frozen=True)
+class SummaryVersion:
+    """One stored summary version, with what it covers and costs."""
+
+    summary: SummaryRecord
+    covered_turn: int | None
+    """The last turn the version covers (it covers turns 1 to it)."""
+    tokens: int
+
+
+def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
+                                                                   list[SummaryVersion]]:
+    """Every summary version of `session`, oldest first."""
+    from chatmem.memory.summarizer import covered_turn
+    from chatmem.tokens import counter_for_model
+
+    store = workspace.store
+    record = store.session(session)
+    counter = counter_for_model(record.model)
+    turn_of = {m.id: m.turn for m in store.messages(record.id)}
+    return record, [SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
+                    for s in store.summaries(record.id)]

@@ -1,0 +1,237 @@
+"""The composition root: what a command works on, opened once from its settings.
+
+A `Workspace` opens the history (a file or PostgreSQL, with its key), the chat model,
+the helper model for strategy calls, the embedder and the plugin registries, each on
+first use, and closes each of them once, newest first, when it closes. Every front end
+(the CLI, the REPL, and later the MCP server and the HTTP proxy) opens one and hands it
+to the use cases of `chatmem.app`; nothing else opens a store or a provider.
+
+What opening did that the user should know (a history file moved to the data
+directory, sessions erased by retention) is kept as notices, for the front end to word.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from chatmem.config.location import LocationKind
+from chatmem.errors import HistoryLocked, NotFound
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from chatmem.config.settings import Settings
+    from chatmem.embeddings import Embedder
+    from chatmem.evaluation.recording import LazyProvider
+    from chatmem.memory.base import Strategy
+    from chatmem.notices import Notice
+    from chatmem.providers.base import Provider
+    from chatmem.store import SessionRecord, Store
+    from chatmem.transcripts.format import Transcript
+
+KeyPrompt = Callable[[str], str]
+"""Asks the person at the terminal for a history key (the front end's business)."""
+Listener = Callable[["Notice"], None]
+"""Tells the user a notice as it happens (the front end's business)."""
+
+
+class Workspace:
+    """Settings made real: the history, the models, the embedder; opened once, closed once.
+
+    `create` False (reading commands) never creates a history file: a default file that
+    does not exist yet reads as an empty history, a named one is an error. `one_off`: a
+    history of one question in memory; nothing on disk is read, written or created.
+    `ask_key` is asked for the history key when the file is encrypted and no key is set;
+    `on_notice` hears what opening did as it happens (else it is kept in `notices`).
+    """
+
+    def __init__(self, settings: Settings, *, create: bool = True, one_off: bool = False,
+                 ask_key: KeyPrompt | None = None, on_notice: Listener | None = None) -> None:
+        self.settings = settings
+        self.create = create
+        self.one_off = one_off
+        self.ask_key = ask_key
+        self.on_notice = on_notice
+        self.notices: list[Notice] = []
+        """What opening did that the user should know and no listener heard, in order."""
+        self.retention_checked = False
+        """Retention runs once per workspace (chatmem.app.conversations.apply_retention)."""
+        self._store: Store | None = None
+        self._providers: dict[tuple[Any, ...], Provider] = {}
+        self._embedder: Embedder | None = None
+        self._embedder_opened = False
+        self._closing = ExitStack()
+
+    @classmethod
+    def around(cls, settings: Settings, store: Store, chat: Provider | None = None) -> Workspace:
+        """A workspace over a history and a chat model opened by the caller, who keeps and
+        closes them (a test, or a program embedding chatmem); what it opens itself it closes."""
+        workspace = cls(settings)
+        workspace._store = store
+        if chat is not None:
+            workspace._providers[_provider_key(settings)] = chat
+        workspace.retention_checked = True  # the caller's history, the caller's business
+        return workspace
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close what was opened, newest first, each once."""
+        self._closing.close()
+        self._store = None
+        self._providers.clear()
+
+    def tell(self, notice: Notice) -> None:
+        """Pass `notice` to the listener, or keep it for the front end to read."""
+        if self.on_notice is not None:
+            self.on_notice(notice)
+        else:
+            self.notices.append(notice)
+
+    def owns(self, close: Callable[[], object]) -> None:
+        """Close `close`'s object with the workspace (newest first)."""
+        self._closing.callback(close)
+
+    # -- the history -------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The history, opened on first use."""
+        if self._store is None:
+            self._store = self._open_store()
+            self.owns(self._store.close)
+        return self._store
+
+    @property
+    def has_history(self) -> bool:
+        """Whether there is a history to read: a file that exists, or any PostgreSQL one."""
+        if self.one_off:
+            return False
+        return (self.settings.location.kind is LocationKind.POSTGRESQL
+                or self.settings.db_path.exists())
+
+    def _open_store(self) -> Store:
+        from chatmem.store import Store
+
+        if self.one_off:
+            return Store(":memory:")
+        settings = self.settings
+        if settings.location.kind is LocationKind.POSTGRESQL:
+            return Store(settings.location.target)  # the server protects it: no history key
+        if settings.db is None:
+            self._move_legacy_file()
+        path = settings.db_path
+        if not self.create and not path.exists():
+            if settings.db is not None:
+                raise NotFound(f"no history file at {path} (chat, ask and sessions import "
+                               "create it)")
+            store = Store(":memory:")  # nothing stored yet: an empty history, nothing on disk
+            store.path = path
+            return store
+        try:
+            return Store(path, key=settings.history_key())
+        except HistoryLocked as e:
+            if not (e.missing and self.ask_key is not None):
+                raise
+            return Store(path, key=self.ask_key(f"key for {path}: "))
+
+    def _move_legacy_file(self) -> None:
+        from chatmem.config.paths import move_legacy_db
+        from chatmem.notices import HistoryMoved
+        from chatmem.store.sqlite_backend import fold_wal
+
+        moved = move_legacy_db(fold_wal)
+        if moved is not None:
+            self.tell(HistoryMoved(*moved))
+
+    # -- models ------------------------------------------------------------------------
+
+    @property
+    def chat_provider(self) -> Provider:
+        """The chat model the settings name, opened on first use."""
+        return self.provider_for(self.settings)
+
+    def provider_for(self, settings: Settings) -> Provider:
+        """The chat model of `settings` (another model, other options: /model, /template);
+        one per distinct choice, closed with the workspace."""
+        key = _provider_key(settings)
+        provider = self._providers.get(key)
+        if provider is None:
+            from chatmem.providers import create_provider
+
+            provider = create_provider(settings)
+            self._providers[key] = provider
+            self.owns(provider.close)
+        return provider
+
+    def helper_for(self, settings: Settings, chat: Provider) -> Provider | None:
+        """The model for strategy calls (helper_provider/helper_model) when it is not the
+        chat's own; None when the chat model does them."""
+        name = settings.helper_provider or chat.name
+        if settings.helper_model is None and name == chat.name:
+            return None
+        if name == chat.name and settings.helper_model in (chat.model,
+                                                           getattr(chat, "model_path", None)):
+            return None
+        return self.provider_for(dataclasses.replace(
+            settings, provider=name, model=settings.helper_model or settings.model))
+
+    def reproducing(self, recorded: Transcript | SessionRecord, *,
+                    explicit: bool) -> LazyProvider:
+        """The provider and tokenizer a transcript or session was recorded with
+        (chatmem.evaluation.recording), closed with the workspace."""
+        from chatmem.evaluation.recording import Recording, reproducing
+
+        provider = reproducing(self.settings, Recording(recorded.provider, recorded.model,
+                                                        recorded.tokenizer),
+                               explicit=explicit)
+        self.owns(provider.close)
+        return provider
+
+    # -- embeddings --------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder ([embeddings]), opened on first use; None without one."""
+        if not self._embedder_opened:
+            from chatmem.embeddings import resolve_embedder
+
+            self._embedder = resolve_embedder(self.settings)
+            self._embedder_opened = True
+        return self._embedder
+
+    def recall_embedder(self, strategies: Sequence[Strategy]) -> Embedder | None:
+        """One embedder for several runs over one conversation (each text embedded once,
+        and kept in the user's vector cache for the next run); None when no strategy ranks
+        by meaning or none is configured."""
+        if not any(s.needs_embedder for s in strategies):
+            return None
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        from chatmem.config.paths import vector_cache_path
+        from chatmem.embeddings import Remembering
+        from chatmem.store.vector_cache import VectorCacheFile
+
+        # A second eval or replay of the same text embeds nothing (the history has its own).
+        return Remembering(embedder, VectorCacheFile(vector_cache_path()))
+
+
+PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "reply_timeout",
+                   "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",
+                   "scripted")
+"""The settings a chat model is opened from: two settings equal in these share one model."""
+
+
+def _provider_key(settings: Settings) -> tuple[Any, ...]:
+    return tuple(repr(getattr(settings, name)) for name in PROVIDER_FIELDS)

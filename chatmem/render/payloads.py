@@ -1,0 +1,73 @@
+"""The JSON documents the front ends print or serve (`--json`, the MCP server, the HTTP
+proxy): one shape per outcome, worded where a person reads it (docs/json.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chatmem.app.inspection import Inspection, SummaryVersion
+    from chatmem.store import SessionRecord, TurnRecord
+
+TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
+               "estimated_tokens", "prompt_tokens", "completion_tokens", "latency_ms",
+               "created_at", "superseded_by")
+
+
+def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A strategy in every --json output: {name, params, label} (docs/chatmem.schema.json)."""
+    from chatmem.memory.params import strategy_label
+
+    return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
+
+
+def turn_json(turn: TurnRecord) -> dict[str, Any]:
+    return {**{k: getattr(turn, k) for k in TURN_FIELDS},
+            "strategy": strategy_json(turn.strategy, turn.params)}
+
+
+def inspection_json(inspection: Inspection) -> dict[str, Any]:
+    """`inspect --json`: the context with reasons, notes and warnings as the user reads them
+    (the stored turn keeps values)."""
+    from chatmem.render.notices import notice_text
+    from chatmem.render.reasons import dropped_text, reason_text, verdict_text
+
+    context, turn = inspection.context, inspection.turn
+    stored = context.to_json()
+    replayed = inspection.replayed
+    return {
+        "command": "inspect",
+        "session": inspection.session.name,
+        "mode": str(inspection.mode),
+        "turn": turn_json(turn) if turn else None,
+        "strategy": strategy_json(inspection.strategy, inspection.params),
+        "tokenizer": inspection.tokenizer.to_json(),
+        "input": inspection.text,
+        "context": {**stored,
+                    "dropped": dropped_text(context.dropped) or None,
+                    "warnings": [notice_text(w) for w in context.warnings],
+                    "parts": [{**part, "reason": reason_text(p.reason)}
+                              for part, p in zip(stored["parts"], context.parts, strict=True)],
+                    **({"recall": [{**row, "why": verdict_text(row)} for row in context.recall]}
+                       if context.recall else {})},
+        "messages": context.messages(),
+        "rendered_prompt": turn.rendered_prompt if turn else None,
+        "replayed": {"turns": replayed.turns,
+                     "strategy_model_calls": replayed.strategy_model_calls}
+        if replayed else None,
+    }
+
+
+def summaries_json(session: SessionRecord, versions: list[SummaryVersion]) -> dict[str, Any]:
+    """`inspect --summaries --json`."""
+    return {"command": "inspect", "mode": "summaries", "session": session.name,
+            "summaries": [summary_row(v) for v in versions]}
+
+
+def summary_row(version: SummaryVersion) -> dict[str, Any]:
+    s = version.summary
+    return {"version": s.version, "strategy": s.strategy, "created_at": s.created_at,
+            "covered_messages": len(s.covered_ids), "covered_turn": version.covered_turn,
+            "tokens": version.tokens, "anchors": s.anchors,
+            "dropped_anchors": s.dropped_anchors, "model": s.model, "text": s.text}
