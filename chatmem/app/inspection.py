@@ -171,3 +171,56 @@ def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
     turn_of = {m.id: m.turn for m in store.messages(record.id)}
     return record, [SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
                     for s in store.summaries(record.id)]
+
+
+SUMMARY_STRATEGIES = ("summary-buffer", "summary")
+
+
+@dataclass(frozen=True)
+class SummaryDiff:
+    """Two summary versions of a session to compare (`old` None: `new` is the first)."""
+
+    new: SummaryRecord
+    old: SummaryRecord | None
+    covered_turn: int | None
+    """The last turn `new` covers."""
+
+
+def summary_diff(workspace: Workspace, session: SessionRecord, strategy: str,
+                 versions: tuple[int, ...] = ()) -> SummaryDiff:
+    """The latest summary against the one before it, version N against the one before, or
+    versions N and M; of the summary strategy in `strategy` (alone or combined), else of the
+    strategy that summarized the session last."""
+    from chatmem.errors import NotFound
+    from chatmem.memory.summarizer import covered_turn
+
+    store = workspace.store
+    parts = strategy.split("+")
+    summarizing = next((name for name in SUMMARY_STRATEGIES if name in parts), None)
+    if summarizing is None:
+        stored = store.summaries(session.id)
+        if not stored:
+            raise NotFound(f"no summary in session {session.name!r}: the strategy {strategy!r}"
+                           " keeps none (try /strategy summary-buffer)")
+        summarizing = max(stored, key=lambda s: s.created_at).strategy
+    latest = store.latest_summary(session.id, summarizing)
+    if latest is None:
+        raise NotFound(f"no summary yet in session {session.name!r} ({summarizing});"
+                       " one is written after the first turn it summarizes")
+
+    def version(number: int) -> SummaryRecord:
+        if number == latest.version:
+            return latest
+        if number > latest.version:
+            raise NotFound(f"no summary version {number} in session {session.name!r}"
+                           f" ({latest.strategy} has v1–v{latest.version})")
+        return store.summary(session.id, latest.strategy, number)
+
+    old: SummaryRecord | None
+    if len(versions) == 2:
+        old, new = version(versions[0]), version(versions[1])
+    else:
+        new = version(versions[0]) if versions else latest
+        old = version(new.version - 1) if new.version > 1 else None
+    turn_of = {m.id: m.turn for m in store.messages(session.id)}
+    return SummaryDiff(new, old, covered_turn(new, turn_of))

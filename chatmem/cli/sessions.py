@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from chatmem.cli.grammar import ChatmemTyper
-from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.",
                  no_args_is_help=True)
+SHOW_LAST = 50
+"""Turns `sessions show` prints when none are asked for: the newest page, read alone."""
 NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]
 
 
@@ -27,10 +29,11 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     Example: chatmem sessions list --json
     """
     from chatmem import render
+    from chatmem.app.sessions import list_sessions
     from chatmem.render.payloads import strategy_json
 
-    with open_store(settings_from(config, db), create=False) as store:
-        rows = store.list_sessions()
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        rows = list_sessions(ws)
     if json_out:
         print_json([{**{k: v for k, v in row.items() if k != "params"},
                      "strategy": strategy_json(row["strategy"], row["params"])} for row in rows])
@@ -40,10 +43,6 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
     consoles()[0].print(render.sessions_table(
         [{**row, "params": changed_params(row["strategy"], row["params"] or {})} for row in rows]))
-
-
-SHOW_LAST = 50
-"""Turns `sessions show` prints when none are asked for: the newest page, read alone."""
 
 
 @app.command("show")
@@ -64,22 +63,21 @@ def show(
     Example: chatmem sessions show support --turns 1-20
     """
     from chatmem import render
+    from chatmem.app.sessions import TurnRange, show_session
     from chatmem.render.payloads import strategy_json
 
-    with open_store(settings_from(config, db), create=False) as store:
-        session = store.session(name)
-        total = store.turn_count(session.id)
-        first, last = _page(turns, all_turns, total)
-        messages = [
-            {"turn": m.turn, "role": m.role, "content": m.content, "id": m.id}
-            for m in store.messages(session.id, first, last)
-        ]
+    chosen = TurnRange.parse(turns) if turns is not None and not all_turns else None
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        page = show_session(ws, name, chosen, every_turn=all_turns, newest=SHOW_LAST)
+    session = page.session
+    messages = [{"turn": m.turn, "role": m.role, "content": m.content, "id": m.id}
+                for m in page.messages]
     info = {k: v for k, v in session.__dict__.items() if k != "id"}
-    page = {"first": first, "last": min(last, total), "total": total}
+    shown_turns = {"first": page.first, "last": page.last, "total": page.total}
     if json_out:
         shown = {**info, "strategy": strategy_json(session.strategy, session.params)}
         shown.pop("params")
-        print_json({**shown, "turns": page, "messages": messages})
+        print_json({**shown, "turns": shown_turns, "messages": messages})
         return
     out = consoles()[0]
     from chatmem.memory.params import format_params
@@ -90,29 +88,10 @@ def show(
                          else "kept for good" if own == 0 else f"{own} days idle")
     out.print(render.key_values(info, title=f"session {name}"))
     out.print(render.transcript(messages))
-    if first > 1 or last < total:
+    if page.partial:
         consoles()[1].print(
-            f"turns {first}–{min(last, total)} of {total} shown; --turns FIRST-LAST or --all "
+            f"turns {page.first}–{page.last} of {page.total} shown; --turns FIRST-LAST or --all "
             "for others", markup=False, soft_wrap=True)
-
-
-def _page(spec: str | None, all_turns: bool, total: int) -> tuple[int, int]:
-    """(first, last) turn to show: --turns, --all, or the last SHOW_LAST turns."""
-    from chatmem.errors import UsageError
-
-    if all_turns or total == 0:
-        return 1, max(total, 1)
-    if spec is None:
-        return max(1, total - SHOW_LAST + 1), total
-    start, dash, end = spec.partition("-")
-    try:
-        first = int(start) if start.strip() else 1
-        last = int(end) if end.strip() else total if dash else first
-    except ValueError:
-        raise UsageError(f"--turns must be FIRST-LAST, e.g. 1-40 or 120-, got {spec!r}") from None
-    if first < 1 or last < first:
-        raise UsageError(f"--turns {spec}: turns are numbered from 1, FIRST no more than LAST")
-    return first, last
 
 
 @app.command("delete")
@@ -129,14 +108,14 @@ def delete(
 
     Example: chatmem sessions delete scratch --yes
     """
-    with open_store(settings_from(config, db), create=False) as store:
-        session = store.session(name)
+    from chatmem.app.sessions import delete_session, session_named
+
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        session_named(ws, name)  # a name that is not there is said before the question
         if not yes and not typer.confirm(f"Erase session {name!r} and all its data?"):
             raise typer.Exit(1)
-        learned = store.user_facts_from(session.id)
-        store.delete_session(name)
-        # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
-        store.vacuum()
+        deleted = delete_session(ws, name)
+    session, learned = deleted.session, deleted.profile_facts
     err = consoles()[1]
     err.print(f"deleted session {name}", markup=False, soft_wrap=True)
     if learned:
@@ -178,8 +157,8 @@ def export(
     import sys
     from pathlib import Path
 
+    from chatmem.app.sessions import session_transcript
     from chatmem.errors import UsageError
-    from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.writer import EXPORT_FORMATS, export_format, write_transcript
 
     if all_ or name is None:
@@ -187,8 +166,8 @@ def export(
         return
     if format_ is not None and format_ not in EXPORT_FORMATS:
         raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format_!r}")
-    with open_store(settings_from(config, db), create=False) as store:
-        transcript = stored_transcript(store, store.session(name))
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        transcript = session_transcript(ws, name)
     if output is None or output == "-":
         text = EXPORT_FORMATS[format_ or "jsonl"](transcript)
         if sys.stdout.isatty():
@@ -207,22 +186,15 @@ def export(
 def export_all(name: str | None, output: str | None, force: bool, settings: Settings) -> None:
     from pathlib import Path
 
-    from chatmem import __version__
+    from chatmem.app.sessions import export_everything
     from chatmem.errors import UsageError
-    from chatmem.privacy.archive import write_archive
-    from chatmem.transcripts.format import stored_transcript
-    from chatmem.transcripts.writer import to_jsonl
 
     if name is not None:
         raise UsageError("give a SESSION or --all, not both")
     if output is None or output == "-":
         raise UsageError("missing SESSION, or --all with -o FILE.zip")
-    path = Path(output)
-    if path.suffix.lower() != ".zip":
-        raise UsageError(f"--all writes a zip archive: name it FILE.zip, not {output!r}")
-    with open_store(settings, create=False) as store:
-        report = write_archive(store, path, lambda s: to_jsonl(stored_transcript(store, s)),
-                               version=__version__, force=force)
+    with open_workspace(settings, create=False) as ws:
+        report = export_everything(ws, Path(output), force=force)
     consoles()[1].print(
         f"exported {report.sessions} sessions ({report.messages} messages), "
         f"{report.summaries} summary versions and {report.facts} facts to {output}; "
@@ -258,10 +230,9 @@ def import_(
     """
     from pathlib import Path
 
+    from chatmem.app.sessions import import_transcript
     from chatmem.errors import UsageError
-    from chatmem.memory import create_strategy
     from chatmem.store import check_session_name, session_name_from
-    from chatmem.transcripts.format import message_dicts
     from chatmem.transcripts.reader import read_transcript
 
     if name and name_option and name != name_option:
@@ -272,36 +243,22 @@ def import_(
     path = Path(file)
     transcript = read_transcript(path)
     settings = settings_from(config, db)
-    chosen = create_strategy(transcript.strategy or settings.strategy,
-                             transcript.params if transcript.strategy
-                             else settings.params_for(settings.strategy))
     origin = transcript.title or path.stem
     session_name = chosen_name or session_name_from(origin)
-    prompts = transcript.system_prompts()
-    # One transaction: an import that fails leaves no empty session blocking the next try.
-    with open_store(settings) as store, store.write():
-        session = store.create_session(
-            session_name, chosen.name, dict(chosen.params), provider=transcript.provider,
-            model=transcript.model, system=prompts[-1][1], user=settings.user,
-            tokenizer=transcript.tokenizer,
-        )
-        store.set_system_prompts(session.id, prompts)
-        store.import_messages(session.id, message_dicts(transcript.messages))
-        store.add_probes(session.id, [
-            {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
-             "expect_text": p.expect_text}
-            for position, p in transcript.probe_positions()])
-    probes = len(transcript.probes)
+    with open_workspace(settings) as ws:
+        imported = import_transcript(ws, transcript, session_name)
+    probes = imported.probes
     note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
     named = (f" (named from {origin!r})" if chosen_name is None and session_name != origin
              else "")
     consoles()[1].print(
-        f"imported {len(transcript.messages)} messages{note} into session {session_name}{named}",
+        f"imported {imported.messages} messages{note} into session {session_name}{named}",
         markup=False, soft_wrap=True,
     )
     from chatmem.cli.index import start_backlogs
 
-    for started in start_backlogs(settings, config, [session_name], [chosen], background=index):
+    for started in start_backlogs(settings, config, [session_name], [imported.strategy],
+                                  background=index):
         consoles()[1].print(started.line(), markup=False, soft_wrap=True)
 
 
@@ -321,8 +278,10 @@ def rename(
 
     Example: chatmem sessions rename default trip-planning
     """
-    with open_store(settings_from(config, db), create=False) as store:
-        store.rename_session(name, new_name)
+    from chatmem.app.sessions import rename_session
+
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        rename_session(ws, name, new_name)
     consoles()[1].print(f"renamed session {name} → {new_name}", markup=False, soft_wrap=True)
 
 
@@ -343,8 +302,10 @@ def fork(
 
     Example: chatmem sessions fork trip trip-b --at-turn 4
     """
-    with open_store(settings_from(config, db), create=False) as store:
-        report = store.fork_session(name, new_name, at_turn=at_turn)
+    from chatmem.app.sessions import fork_session
+
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        report = fork_session(ws, name, new_name, at_turn=at_turn)
     if json_out:
         print_json(report.to_json())
         return

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
+from chatmem.app.inspection import SUMMARY_STRATEGIES
 from chatmem.errors import NotFound
 from chatmem.repl.table import SLASH
 
@@ -31,7 +32,6 @@ MENU_WIDTH = 60
 RECENT = 20
 """Turns and summary versions offered, newest first. Each is read by a one-row query, and
 only when the newest one changed, so a keystroke's reads do not grow with the session."""
-SUMMARY_STRATEGIES = ("summary-buffer", "summary")
 
 
 def one_line(text: str, width: int = MENU_WIDTH) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chatmem import render
+from chatmem.app import sessions
 from chatmem.errors import UsageError
 from chatmem.memory.context import Context
 from chatmem.repl.chat import Chat, strategy_label
@@ -54,7 +55,8 @@ def _strategy(repl: Chat, args: list[str]) -> None:
 def _inspect(repl: Chat, args: list[str]) -> None:
     if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
         raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
-    record = repl.engine.store.turn(repl.engine.session.id, int(args[0]) if args else None)
+    record = sessions.recorded_turn(repl.workspace, repl.engine.session,
+                                    int(args[0]) if args else None)
     # The turn's outcome first, as `chatmem inspect` shows it: a failed or cancelled turn's
     # context was built but its reply never entered memory.
     repl.show(render.key_values({"turn": record.number, "status": record.status,
@@ -82,15 +84,14 @@ def _tokens(repl: Chat, args: list[str]) -> None:
        example="/copy 2", args=(0, 1))
 def _copy(repl: Chat, args: list[str]) -> None:
     from chatmem import clipboard
-    from chatmem.errors import NotFound
 
     if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
         raise UsageError(f"/copy takes one code block number (1 or more), got {args[0]!r}")
     engine = repl.engine
-    try:
-        record = repl.last.record if repl.last else engine.store.turn(engine.session.id)
-    except NotFound:
-        raise UsageError("/copy: no reply yet in this session") from None
+    record = repl.last.record if repl.last else sessions.last_turn(repl.workspace,
+                                                                   engine.session)
+    if record is None:
+        raise UsageError("/copy: no reply yet in this session")
     if record.reply is None:
         raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
     text = clipboard.pick(record.reply, int(args[0]) if args else None)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from chatmem import render
+from chatmem.app import sessions
 from chatmem.errors import NotFound, UsageError
 from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
@@ -21,7 +22,7 @@ from chatmem.store import TurnRecord, check_session_name, session_name_from
 
 def describe(repl: Chat) -> str:
     engine = repl.engine
-    turns = engine.store.turn_count(engine.session.id)
+    turns = sessions.turn_count(repl.workspace, engine.session)
     return (f"session {engine.session.name} · {strategy_label(engine)}"
             f" · {turns} turn{'' if turns == 1 else 's'}")
 
@@ -32,7 +33,7 @@ def describe(repl: Chat) -> str:
 def _new(repl: Chat, args: list[str]) -> None:
     name = args[0]
     check_session_name(name)
-    if repl.engine.store.find_session(name) is not None:
+    if sessions.find_session(repl.workspace, name) is not None:
         raise UsageError(f"a session named {name!r} already exists; /switch {name} resumes it")
     current = repl.engine
     repl.open(name, strategy=current.strategy.name, params=dict(current.strategy.params),
@@ -47,7 +48,7 @@ def _sessions(repl: Chat, args: list[str]) -> None:
     rows = [
         {**r, "current": "*" if r["name"] == current else "",
          "params": format_params(changed_params(r["strategy"], r["params"] or {}))}
-        for r in repl.engine.store.list_sessions()
+        for r in sessions.list_sessions(repl.workspace)
     ]
     repl.show(render.table(rows, ["current", "name", "strategy", "params", "messages", "turns"]))
 
@@ -59,7 +60,7 @@ def _switch(repl: Chat, args: list[str]) -> None:
     if name == repl.engine.session.name:
         repl.notice(f"already in session {name}")
         return
-    if repl.engine.store.find_session(name) is None:
+    if sessions.find_session(repl.workspace, name) is None:
         raise NotFound(f"no session named {name!r}; /sessions lists them, /new {name} creates it")
     repl.open(name)
     repl.notice(f"switched to {describe(repl)}")
@@ -68,7 +69,8 @@ def _switch(repl: Chat, args: list[str]) -> None:
 def _fork_and_switch(repl: Chat, name: str, at_turn: int | None) -> None:
     from chatmem.render.sessions import fork_lines
 
-    report = repl.engine.store.fork_session(repl.engine.session.name, name, at_turn=at_turn)
+    report = sessions.fork_session(repl.workspace, repl.engine.session.name, name,
+                                   at_turn=at_turn)
     for line in fork_lines(report):
         repl.notice(line)
     repl.open(name)
@@ -103,7 +105,7 @@ def _fork(repl: Chat, args: list[str]) -> None:
        example="/undo trip-b", args=(0, 1))
 def _undo(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
-    last = repl.engine.store.turn_count(session.id)
+    last = sessions.turn_count(repl.workspace, session)
     if last == 0:
         raise UsageError(f"nothing to undo: session {session.name} has no messages")
     if not args:
@@ -121,10 +123,10 @@ def _undo(repl: Chat, args: list[str]) -> None:
 
 def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     session = repl.engine.session
-    try:
-        return repl.engine.store.turn(session.id)
-    except NotFound:
-        raise UsageError(f"nothing to {doing}: session {session.name} has no turns") from None
+    record = sessions.last_turn(repl.workspace, session)
+    if record is None:
+        raise UsageError(f"nothing to {doing}: session {session.name} has no turns")
+    return record
 
 
 @slash("/retry", "/retry",
@@ -162,7 +164,6 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
        ".json or .md; default SESSION.jsonl here; --force overwrites",
        example="/export trip.md", args=(0, 2), completes="path")
 def _export(repl: Chat, args: list[str]) -> None:
-    from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.writer import export_format, write_transcript
 
     force = "--force" in args
@@ -173,7 +174,7 @@ def _export(repl: Chat, args: list[str]) -> None:
     path = (Path(files[0]).expanduser() if files
             else Path(f"{session_name_from(session.name)}.jsonl"))
     fmt = export_format(path)
-    transcript = stored_transcript(repl.engine.store, session)
+    transcript = sessions.session_transcript(repl.workspace, session)
     write_transcript(transcript, path, fmt, force=force)
     count = len(transcript.messages)
     repl.notice(f"exported {count} message{'' if count == 1 else 's'} of session "

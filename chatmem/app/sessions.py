@@ -1,0 +1,201 @@
+"""Sessions as a person manages them: list, show a page of turns, rename, fork, delete,
+export, import and keep for a while. Each use case takes a workspace and returns a value;
+writes are one transaction each (the store's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chatmem.errors import NotFound, UsageError
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.memory.base import Strategy
+    from chatmem.privacy.archive import ArchiveReport
+    from chatmem.store import ForkReport, MessageRecord, SessionRecord, TurnRecord
+    from chatmem.transcripts.format import Transcript
+
+def list_sessions(workspace: Workspace) -> list[dict[str, Any]]:
+    """Every session, most recent first: name, strategy, params, counts, dates."""
+    return workspace.store.list_sessions()
+
+
+def session_named(workspace: Workspace, name: str) -> SessionRecord:
+    """The session called `name`; NotFound (naming the command that lists them) if none."""
+    return workspace.store.session(name)
+
+
+def find_session(workspace: Workspace, name: str) -> SessionRecord | None:
+    return workspace.store.find_session(name)
+
+
+def turn_count(workspace: Workspace, session: SessionRecord) -> int:
+    return workspace.store.turn_count(session.id)
+
+
+def recorded_turn(workspace: Workspace, session: SessionRecord,
+                  number: int | None = None) -> TurnRecord:
+    """Turn `number` of `session` as it was stored (default: the last); NotFound if none."""
+    return workspace.store.turn(session.id, number)
+
+
+def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None:
+    """The session's last stored turn (any status), None before the first."""
+    try:
+        return workspace.store.turn(session.id)
+    except NotFound:
+        return None
+
+
+@dataclass(frozen=True)
+class TurnRange:
+    """Turns `first`..`last` (inclusive); `last` None: to the end."""
+
+    first: int = 1
+    last: int | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> TurnRange:
+        """`1-40`, `120-` or `7`."""
+        start, dash, end = spec.partition("-")
+        try:
+            first = int(start) if start.strip() else 1
+            last = int(end) if end.strip() else None if dash else first
+        except ValueError:
+            raise UsageError(f"--turns must be FIRST-LAST, e.g. 1-40 or 120-, got {spec!r}"
+                             ) from None
+        if first < 1 or (last is not None and last < first):
+            raise UsageError(f"--turns {spec}: turns are numbered from 1, FIRST no more than "
+                             "LAST")
+        return cls(first, last)
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """A session's settings and the messages of turns `first`..`last` of `total`."""
+
+    session: SessionRecord
+    first: int
+    last: int
+    total: int
+    messages: list[MessageRecord]
+
+    @property
+    def partial(self) -> bool:
+        return self.first > 1 or self.last < self.total
+
+
+def show_session(workspace: Workspace, name: str, turns: TurnRange | None = None, *,
+                 every_turn: bool = False, newest: int = 50) -> SessionPage:
+    """A page of `name`: the `turns` asked for, every turn, or the `newest` turns."""
+    store = workspace.store
+    session = store.session(name)
+    total = store.turn_count(session.id)
+    if every_turn or total == 0:
+        first, last = 1, max(total, 1)
+    elif turns is None:
+        first, last = max(1, total - newest + 1), total
+    else:
+        first, last = turns.first, turns.last if turns.last is not None else total
+    return SessionPage(session, first, min(last, total), total,
+                       store.messages(session.id, first, last))
+
+
+@dataclass(frozen=True)
+class Deleted:
+    session: SessionRecord
+    profile_facts: list[str]
+    """Keys of facts the session taught its user's profile: they are the user's and stay."""
+    vacuumed: bool
+    """True: the file was rewritten so nothing erased survives in free pages or the WAL."""
+
+
+def delete_session(workspace: Workspace, name: str) -> Deleted:
+    """Erase a session for good: messages, turns, summaries, session facts, index rows."""
+    store = workspace.store
+    session = store.session(name)
+    learned = store.user_facts_from(session.id)
+    store.delete_session(name)
+    # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
+    store.vacuum()
+    return Deleted(session, learned, vacuumed=store.db.kind == "sqlite")
+
+
+def rename_session(workspace: Workspace, name: str, new_name: str) -> SessionRecord:
+    """Rename a session; everything it owns follows. Returns it under its new name."""
+    return workspace.store.rename_session(name, new_name)
+
+
+def fork_session(workspace: Workspace, name: str, new_name: str, *,
+                 at_turn: int | None = None) -> ForkReport:
+    """Copy a session (turns 1..`at_turn`, default all) into a new one to branch from."""
+    return workspace.store.fork_session(name, new_name, at_turn=at_turn)
+
+
+def session_transcript(workspace: Workspace, session: SessionRecord | str) -> Transcript:
+    """A stored session as a transcript (what export writes and replay reads)."""
+    from chatmem.transcripts.format import stored_transcript
+
+    store = workspace.store
+    record = store.session(session) if isinstance(session, str) else session
+    return stored_transcript(store, record)
+
+
+def export_everything(workspace: Workspace, path: Path, *, force: bool = False) -> ArchiveReport:
+    """Every session with its summaries, and every fact, in one zip archive at `path`."""
+    from chatmem import __version__
+    from chatmem.privacy.archive import write_archive
+    from chatmem.transcripts.format import stored_transcript
+    from chatmem.transcripts.writer import to_jsonl
+
+    if path.suffix.lower() != ".zip":
+        raise UsageError(f"--all writes a zip archive: name it FILE.zip, not {str(path)!r}")
+    store = workspace.store
+    return write_archive(store, path, lambda s: to_jsonl(stored_transcript(store, s)),
+                         version=__version__, force=force)
+
+
+@dataclass(frozen=True)
+class Imported:
+    session: SessionRecord
+    strategy: Strategy
+    messages: int
+    probes: int
+
+
+def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -> Imported:
+    """A new session `name` from `transcript`: messages, system prompts, probes and what it
+    was recorded with, under its own strategy (else the configured one). One transaction:
+    an import that fails leaves no empty session blocking the next try."""
+    from chatmem.memory import create_strategy
+    from chatmem.transcripts.format import message_dicts
+
+    settings = workspace.settings
+    chosen = create_strategy(transcript.strategy or settings.strategy,
+                             transcript.params if transcript.strategy
+                             else settings.params_for(settings.strategy))
+    prompts = transcript.system_prompts()
+    store = workspace.store
+    with store.write():
+        session = store.create_session(
+            name, chosen.name, dict(chosen.params), provider=transcript.provider,
+            model=transcript.model, system=prompts[-1][1], user=settings.user,
+            tokenizer=transcript.tokenizer,
+        )
+        store.set_system_prompts(session.id, prompts)
+        store.import_messages(session.id, message_dicts(transcript.messages))
+        store.add_probes(session.id, [
+            {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
+             "expect_text": p.expect_text}
+            for position, p in transcript.probe_positions()])
+    return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
+
+
+def last_messages(workspace: Workspace, session: SessionRecord,
+                  turns: int) -> list[MessageRecord]:
+    """The messages of the session's last `turns` turns, oldest first."""
+    store = workspace.store
+    last = store.turn_count(session.id)
+    return store.messages(session.id, max(1, last - turns + 1))
