@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.base import Strategy
     from chatmem.privacy.archive import ArchiveReport
-    from chatmem.store import ForkReport, MessageRecord, SessionRecord, TurnRecord
+    from chatmem.store import ForkReport, LogEntry, MessageRecord, SessionRecord, TurnRecord
     from chatmem.transcripts.format import Transcript
 
 def list_sessions(workspace: Workspace) -> list[dict[str, Any]]:
@@ -199,3 +199,17 @@ def last_messages(workspace: Workspace, session: SessionRecord,
     store = workspace.store
     last = store.turn_count(session.id)
     return store.messages(session.id, max(1, last - turns + 1))
+
+
+def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None = None,
+                 query: str | None = None) -> list[LogEntry]:
+    """The latest turns across sessions (or of one), or those whose question or reply match
+    `query` (the full-text index, English and Chinese), best match first."""
+    store = workspace.store
+    session_id = None
+    if session is not None:
+        record = store.find_session(session)
+        if record is None:
+            raise NotFound(f"no session {session!r} in {store.location}")
+        session_id = record.id
+    return store.recent_turns(limit=count, session_id=session_id, query=query)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
 from chatmem.cli.output import consoles, handles_errors, print_json
 
@@ -34,21 +34,16 @@ def logs(
 
     Example: chatmem logs -n 5 -q 杭州
     """
+    from chatmem.app.sessions import recent_turns
     from chatmem.config.options import price_of
-    from chatmem.errors import NotFound, UsageError
+    from chatmem.errors import UsageError
     from chatmem.render.logs import logs_table
 
     if query is not None and not query.strip():
         raise UsageError("-q needs words to search for")
     settings = settings_from(config, db)
-    with open_store(settings, create=False) as store:
-        session_id = None
-        if session is not None:
-            record = store.find_session(session)
-            if record is None:
-                raise NotFound(f"no session {session!r} in {store.location}")
-            session_id = record.id
-        entries = store.recent_turns(limit=count, session_id=session_id, query=query)
+    with open_workspace(settings, create=False) as ws:
+        entries = recent_turns(ws, count=count, session=session, query=query)
     costs = []
     for entry in entries:
         price = price_of(settings.prices, entry.model)

@@ -120,11 +120,9 @@ def ask_key(prompt: str, *, twice: bool = False) -> str:
     return key
 
 
-def erasure_done(store: Store) -> str:
+def erasure_done(vacuumed: bool) -> str:
     """What erasing did beyond deleting rows: SQLite rewrites the file; a PostgreSQL server
     frees erased rows' space on its own vacuum (it has no secure delete)."""
-    if store.db.kind == "sqlite":
+    if vacuumed:
         return "the file was vacuumed"
     return "the server frees their space at its next vacuum"
-
-

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.opening import ask_key, erasure_done, open_store, settings_from
+from chatmem.cli.opening import ask_key, erasure_done, open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
 from chatmem.cli.output import consoles, handles_errors, print_json
 
@@ -21,26 +21,17 @@ if TYPE_CHECKING:
 NEW_KEY_ENV = "CHATMEM_NEW_KEY"
 
 
-def _existing(settings: Settings) -> Path:
-    from chatmem.errors import NotFound
-
-    path = settings.db_path
-    if not path.exists():
-        raise NotFound(f"no history file at {path}")
-    return path
-
-
 def _current_key(settings: Settings, path: Path) -> str:
     """The key the encrypted file is under: configured, or typed at a terminal."""
+    from chatmem.app.privacy import key_hint
     from chatmem.errors import HistoryLocked
-    from chatmem.store import cipher
 
     key = settings.history_key()
     if key is not None:
         return key
     if sys.stdin.isatty():
         return ask_key(f"key for {path}: ")
-    raise HistoryLocked(f"{path} is encrypted: {cipher.KEY_HINT}", missing=True)
+    raise HistoryLocked(f"{path} is encrypted: {key_hint()}", missing=True)
 
 
 def _new_key(settings: Settings | None, what: str) -> str:
@@ -57,26 +48,26 @@ def _new_key(settings: Settings | None, what: str) -> str:
                      "type one")
 
 
-def _check_opens(path: Path, key: str | None) -> None:
-    """Open the file once the normal way: it is ours, the key is right, its schema is current."""
-    from chatmem.store import Store
-
-    Store(path, key=key).close()
-
-
 def _encrypted(config: Path | None, db: str | None, hint: str = "") -> tuple[Path, str]:
     """The encrypted history file and its current key, checked by opening it; a plain
     file is a usage error (`hint` says what to do instead)."""
+    from chatmem.app.privacy import check_opens, is_encrypted
     from chatmem.errors import UsageError
-    from chatmem.store import cipher
 
     settings = settings_from(config, db)
     path = _existing(settings)
-    if cipher.file_kind(path) != "encrypted":
+    if not is_encrypted(path):
         raise UsageError(f"{path} is not encrypted{hint}")
     key = _current_key(settings, path)
-    _check_opens(path, key)
+    check_opens(path, key)
     return path, key
+
+
+def _existing(settings: Settings) -> Path:
+    from chatmem.app.privacy import existing_file
+
+    with open_workspace(settings, create=False) as ws:
+        return existing_file(ws)
 
 
 def _size(path: Path) -> str:
@@ -94,17 +85,12 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
 
     Example: CHATMEM_KEY=... chatmem encrypt
     """
-    from chatmem.errors import UsageError
-    from chatmem.store import cipher
+    from chatmem.app.privacy import check_encryptable, encrypt_file
 
     settings = settings_from(config, db)
     path = _existing(settings)
-    cipher.driver()
-    if cipher.file_kind(path) == "encrypted":
-        raise UsageError(f"{path} is already encrypted; `chatmem rekey` changes its key")
-    _check_opens(path, None)
-    key = _new_key(settings, str(path))
-    cipher.convert(path, None, key)
+    check_encryptable(path)  # before a key is asked for: nobody types a key for nothing
+    encrypt_file(path, _new_key(settings, str(path)))
     consoles()[1].print(f"encrypted {path} ({_size(path)}); keep the key safe: without it "
                         "the history cannot be read", markup=False, soft_wrap=True)
 
@@ -118,10 +104,10 @@ def decrypt(db: DbOption = None, config: ConfigOption = None) -> None:
 
     Example: chatmem decrypt --db old.db
     """
-    from chatmem.store import cipher
+    from chatmem.app.privacy import decrypt_file
 
     path, key = _encrypted(config, db)
-    cipher.convert(path, key, None)
+    decrypt_file(path, key)
     consoles()[1].print(f"decrypted {path}: it is a plain SQLite file now; unset "
                         "CHATMEM_KEY and key_command", markup=False, soft_wrap=True)
 
@@ -134,14 +120,10 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
     Example: CHATMEM_NEW_KEY=... chatmem rekey
     """
-    from chatmem.errors import UsageError
-    from chatmem.store import cipher
+    from chatmem.app.privacy import rekey_file
 
     path, key = _encrypted(config, db, "; `chatmem encrypt` encrypts it")
-    new = _new_key(None, str(path))
-    if new == key:
-        raise UsageError("the new key is the current key; nothing was changed")
-    cipher.convert(path, key, new)
+    rekey_file(path, key, _new_key(None, str(path)))
     consoles()[1].print(f"re-encrypted {path} under the new key; use it from now on "
                         "(CHATMEM_KEY or key_command)", markup=False, soft_wrap=True)
 
@@ -188,8 +170,8 @@ def prune(
 
     Example: chatmem sessions prune --older-than 30d --dry-run
     """
+    from chatmem.app.privacy import prune_history, vacuums
     from chatmem.privacy.retention import parse_duration
-    from chatmem.privacy.retention import prune as prune_history
     from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
@@ -197,10 +179,9 @@ def prune(
     if older_than is not None:
         days = parse_duration(older_than, "--older-than") / timedelta(days=1)
     now = utc_now()
-    with open_store(settings, create=False) as store:
-        erased = prune_history(store, now, retention_days=days,
-                               fact_idle_days=settings.fact_idle_days, dry_run=dry_run)
-        done = erasure_done(store)
+    with open_workspace(settings, create=False) as ws:
+        erased = prune_history(ws, now, retention_days=days, dry_run=dry_run)
+        done = erasure_done(vacuums(ws))
     if json_out:
         print_json(erased.to_json(now))
         return
@@ -230,21 +211,18 @@ def retention(
 
     Example: chatmem sessions retention travel forever
     """
+    from chatmem.app.privacy import FOREVER, set_retention
+    from chatmem.app.sessions import session_named
     from chatmem.privacy.retention import days_text, parse_duration
 
     settings = settings_from(config, db)
-    with open_store(settings, create=False) as store:
-        session = store.session(name)
-        if keep is not None:
-            days: int | None
-            if keep == "default":
-                days = None
-            elif keep == "forever":
-                days = 0
-            else:
-                days = max(1, round(parse_duration(keep, "DURATION") / timedelta(days=1)))
-            store.set_retention(session.id, days)
-            session = store.session(name)
+    days: int | None = None
+    if keep not in (None, "default"):
+        days = FOREVER if keep == "forever" else max(
+            1, round(parse_duration(keep, "DURATION") / timedelta(days=1)))
+    with open_workspace(settings, create=False) as ws:
+        session = (session_named(ws, name) if keep is None
+                   else set_retention(ws, name, days))
     own = session.retention_days
     if own is None:
         default = (f"retention_days: {days_text(settings.retention_days)} idle"
@@ -278,14 +256,14 @@ def forget_me(
 
     Example: chatmem forget-me --yes
     """
-    from chatmem.privacy.retention import forget_user
+    from chatmem.app.privacy import forget_profile, vacuums
     from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
     profile = user or settings.user
     now = utc_now()
-    with open_store(settings, create=False) as store:
-        planned = forget_user(store, profile, dry_run=True)
+    with open_workspace(settings, create=False) as ws:
+        planned = forget_profile(ws, profile, dry_run=True)
         err = consoles()[1]
         if planned.empty:
             err.print(f"user {profile} has no sessions or facts here", markup=False)
@@ -299,6 +277,6 @@ def forget_me(
                 f"Erase {planned.summary().removeprefix('would erase ')} of user {profile}"
                 " for good?"):
             raise typer.Exit(1)
-        erased = forget_user(store, profile)
-        done = erasure_done(store)
+        erased = forget_profile(ws, profile)
+        done = erasure_done(vacuums(ws))
     err.print(f"{erased.summary()} of user {profile}; {done}", markup=False, soft_wrap=True)

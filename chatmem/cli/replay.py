@@ -155,14 +155,16 @@ def replay_command(
 def _start_backlogs(settings: Settings, config: Path | None,
                     runs: Sequence[StrategyRun]) -> None:
     """Saved sessions whose messages lack vectors get them in the background."""
-    from chatmem.cli.index import start_backlogs
+    from chatmem.app.indexing import start_backlogs
     from chatmem.memory import create_strategy
+    from chatmem.render.sessions import backlog_line
 
     saved = [r for r in runs if r.session]
     strategies = [create_strategy(r.strategy, r.params) for r in saved]
-    for started in start_backlogs(settings, config, [r.session for r in saved if r.session],
-                                  strategies):
-        consoles()[1].print(started.line(), markup=False, soft_wrap=True)
+    with open_workspace(settings, create=False) as ws:
+        for started in start_backlogs(ws, config, [r.session for r in saved if r.session],
+                                      strategies):
+            consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
 
 
 def outcome_json(command: str, source: str, outcome: Comparison) -> dict[str, Any]:

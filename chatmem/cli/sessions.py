@@ -230,8 +230,10 @@ def import_(
     """
     from pathlib import Path
 
+    from chatmem.app.indexing import start_backlogs
     from chatmem.app.sessions import import_transcript
     from chatmem.errors import UsageError
+    from chatmem.render.sessions import backlog_line
     from chatmem.store import check_session_name, session_name_from
     from chatmem.transcripts.reader import read_transcript
 
@@ -247,19 +249,17 @@ def import_(
     session_name = chosen_name or session_name_from(origin)
     with open_workspace(settings) as ws:
         imported = import_transcript(ws, transcript, session_name)
-    probes = imported.probes
-    note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
-    named = (f" (named from {origin!r})" if chosen_name is None and session_name != origin
-             else "")
-    consoles()[1].print(
-        f"imported {imported.messages} messages{note} into session {session_name}{named}",
-        markup=False, soft_wrap=True,
-    )
-    from chatmem.cli.index import start_backlogs
-
-    for started in start_backlogs(settings, config, [session_name], [imported.strategy],
-                                  background=index):
-        consoles()[1].print(started.line(), markup=False, soft_wrap=True)
+        probes = imported.probes
+        note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
+        named = (f" (named from {origin!r})" if chosen_name is None and session_name != origin
+                 else "")
+        consoles()[1].print(
+            f"imported {imported.messages} messages{note} into session {session_name}{named}",
+            markup=False, soft_wrap=True,
+        )
+        for backlog in start_backlogs(ws, config, [session_name], [imported.strategy],
+                                      background=index):
+            consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
 
 
 OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]

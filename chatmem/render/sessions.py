@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from chatmem.store import DerivedGroup, ForkReport
+
+if TYPE_CHECKING:
+    from chatmem.app.indexing import BacklogStart
 
 
 def fork_lines(report: ForkReport) -> list[str]:
@@ -36,3 +41,13 @@ def _group_text(group: DerivedGroup) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def backlog_line(started: BacklogStart) -> str:
+    """What an import or a saved replay left without vectors, and who embeds it."""
+    wait = f"{started.missing:,} message{'' if started.missing == 1 else 's'} of {started.session}"
+    if started.pid is not None:
+        return (f"{wait} wait for vectors ({started.model}): embedding them in the background"
+                f" (process {started.pid}); recall ranks the rest by words meanwhile")
+    return (f"{wait} wait for vectors ({started.model}): recall ranks them by words until a"
+            f" chat embeds them between turns, or `chatmem index {started.session}` now")
