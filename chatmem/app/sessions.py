@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import NotFound, UsageError
+from chatmem.store.records import check_session_name as check_session_name
+from chatmem.store.records import session_name_from as session_name_from
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace

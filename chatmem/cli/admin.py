@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from chatmem.cli.grammar import ChatmemTyper
-from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
@@ -34,7 +34,8 @@ def add_user(
 
     Example: chatmem admin add-user ann --db postgresql://admin@db.example/chatmem
     """
-    from chatmem.store import sharing
+    from chatmem.app.team import add_user as create_role
+    from chatmem.app.team import role_statements
 
     settings = settings_from(config, db)
     if sql:
@@ -49,12 +50,12 @@ def add_user(
             from chatmem.errors import UsageError
 
             raise UsageError("--sql: name the database with --database DB or --db URL")
-        for statement in sharing.role_sql(name, name_of_db):
+        for statement in role_statements(name, name_of_db):
             typer.echo(statement + ";")
         return
-    with open_store(settings) as store:
-        sharing.add_user(store, name)
-        shown = store.location
+    with open_workspace(settings) as ws:
+        create_role(ws, name)
+        shown = ws.store.location
     consoles()[1].print(f"added role {name} on {shown}; set its password with "
                         f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})",
                         markup=False, soft_wrap=True)
@@ -72,10 +73,10 @@ def share(
 
     Example: chatmem sessions share trip --with bob --write
     """
-    from chatmem.store.sharing import ShareMode, share_session
+    from chatmem.app.team import share_session
 
-    with open_store(settings_from(config, db)) as store:
-        done = share_session(store, session, role, ShareMode.WRITE if write else ShareMode.READ)
+    with open_workspace(settings_from(config, db)) as ws:
+        done = share_session(ws, session, role, write=write)
     consoles()[1].print(f"shared session {done.session} with {done.grantee} ({done.mode})",
                         markup=False, soft_wrap=True)
 
@@ -91,10 +92,10 @@ def unshare(
 
     Example: chatmem sessions unshare trip --with bob
     """
-    from chatmem.store.sharing import unshare_session
+    from chatmem.app.team import unshare_session
 
-    with open_store(settings_from(config, db)) as store:
-        unshare_session(store, session, role)
+    with open_workspace(settings_from(config, db)) as ws:
+        unshare_session(ws, session, role)
     consoles()[1].print(f"session {session} is no longer shared with {role}",
                         markup=False, soft_wrap=True)
 
@@ -116,13 +117,13 @@ def copy(
 
     Example: chatmem sessions copy --from chatmem.db --to postgresql://ann@db.example/team trip
     """
+    from chatmem.app.team import copy_sessions
     from chatmem.errors import UsageError
-    from chatmem.store.copying import copy_sessions
 
     if not source or not target:
         raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
-    with (open_store(settings_from(config, source), create=False) as origin,
-          open_store(settings_from(config, target)) as destination):
+    with (open_workspace(settings_from(config, source), create=False) as origin,
+          open_workspace(settings_from(config, target)) as destination):
         report = copy_sessions(origin, destination, sessions or ())
     if json_out:
         print_json(report.to_json())

@@ -231,10 +231,9 @@ def import_(
     from pathlib import Path
 
     from chatmem.app.indexing import start_backlogs
-    from chatmem.app.sessions import import_transcript
+    from chatmem.app.sessions import check_session_name, import_transcript, session_name_from
     from chatmem.errors import UsageError
     from chatmem.render.sessions import backlog_line
-    from chatmem.store import check_session_name, session_name_from
     from chatmem.transcripts.reader import read_transcript
 
     if name and name_option and name != name_option:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chatmem import render
 from chatmem.app import sessions
+from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, UsageError
 from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
-from chatmem.store import TurnRecord, check_session_name, session_name_from
+
+if TYPE_CHECKING:
+    from chatmem.store import TurnRecord
 
 
 def describe(repl: Chat) -> str:

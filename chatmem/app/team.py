@@ -1,0 +1,50 @@
+"""A team on one PostgreSQL history: a role per person, sessions shared on purpose, and
+sessions copied between a history file and a database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.store.copying import CopyReport
+    from chatmem.store.sharing import Share
+
+
+def role_statements(name: str, database: str) -> list[str]:
+    """The SQL that creates person `name`'s login role on `database` (to run yourself)."""
+    from chatmem.store.sharing import role_sql
+
+    return role_sql(name, database)
+
+
+def add_user(workspace: Workspace, name: str) -> None:
+    """Create the login role `name` (the connecting role must be allowed to create roles)."""
+    from chatmem.store.sharing import add_user as create_role
+
+    create_role(workspace.store, name)
+
+
+def share_session(workspace: Workspace, session: str, role: str, *, write: bool) -> Share:
+    """Let `role` read one of your sessions, and write to it with `write`."""
+    from chatmem.store.sharing import ShareMode
+    from chatmem.store.sharing import share_session as grant
+
+    return grant(workspace.store, session, role, ShareMode.WRITE if write else ShareMode.READ)
+
+
+def unshare_session(workspace: Workspace, session: str, role: str) -> None:
+    """Stop sharing one of your sessions with `role`."""
+    from chatmem.store.sharing import unshare_session as revoke
+
+    revoke(workspace.store, session, role)
+
+
+def copy_sessions(origin: Workspace, destination: Workspace,
+                  sessions: Sequence[str] = ()) -> CopyReport:
+    """Copy `sessions` (default: every one) with everything they hold from one history into
+    another, either way between a file and PostgreSQL."""
+    from chatmem.store.copying import copy_sessions as copy
+
+    return copy(origin.store, destination.store, sessions)
