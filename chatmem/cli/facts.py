@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from chatmem.cli.grammar import ChatmemTyper
-from chatmem.cli.opening import open_store, settings_from
+from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -22,9 +21,8 @@ from chatmem.cli.options import (
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
-    from chatmem.memory.pins import PinnedFact
     from chatmem.privacy.purge import Mentioned
-    from chatmem.store import FactRecord, Redaction, Store
+    from chatmem.store import FactRecord
 
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
 UserOption = Annotated[
@@ -35,42 +33,6 @@ SessionOption = Annotated[
     str | None, typer.Option("--session", "-s", help="Only facts this session uses.",
                              show_default=False)
 ]
-
-
-def _select(store: Store, user: str | None, session: str | None,
-            include_deleted: bool = False) -> list[FactRecord]:
-    """Facts of a user, of a session (with its user's), or every fact in the file."""
-    if session is None and user is None:
-        return store.facts(include_deleted=include_deleted)
-    chosen: dict[int, FactRecord] = {}
-    if session is not None:
-        record = store.session(session)
-        for fact in store.facts(user=record.user, session_id=record.id,
-                                include_deleted=include_deleted):
-            chosen[fact.id] = fact
-    if user is not None:
-        for fact in store.facts(user=user, include_deleted=include_deleted):
-            chosen[fact.id] = fact
-    return [chosen[i] for i in sorted(chosen)]
-
-
-def _select_pins(store: Store, user: str | None, session: str | None) -> list[PinnedFact]:
-    """Drift-guard pins belong to sessions: a session's, or every session's unless --user."""
-    from chatmem.memory.pins import pinned_facts
-
-    if session is not None:
-        return pinned_facts(store, store.session(session).id)
-    return [] if user is not None else pinned_facts(store)
-
-
-def _pin_owner(store: Store, pin: PinnedFact) -> str:
-    return f"session {store.session_by_id(pin.session_id).name}"
-
-
-def _owner(store: Store, fact: FactRecord) -> str:
-    if fact.scope == "user":
-        return f"user {fact.user}"
-    return f"session {store.session_by_id(fact.session_id).name}" if fact.session_id else ""
 
 
 @app.command("list")
@@ -91,22 +53,20 @@ def list_(
     Example: chatmem facts list travel --json
     """
     session = one_session(session_arg, session)
-    from chatmem.memory.facts import provenance
-    from chatmem.memory.pins import pinned_at
-    from chatmem.privacy.retention import expiry_of
-    from chatmem.render.facts import fact_rows, facts_table, pinned_row
+    from chatmem.app.facts import list_facts
+    from chatmem.render.facts import fact_rows, facts_table, owner_text, pinned_row
 
     settings = settings_from(config, db)
-    with open_store(settings, create=False) as store:
-        facts = _select(store, user, session)
-        names, history = provenance(store, facts)
-        # Its own end (/remember --for), or when it goes unused too long (fact_idle_days).
-        rows: list[dict[str, Any]] = fact_rows(
-            facts, lambda f: _owner(store, f), names, history,
-            lambda f: expiry_of(f, settings.fact_idle_days))
-        pins = _select_pins(store, user, session)
-        made = pinned_at(store, pins)
-        rows += [pinned_row(p, _pin_owner(store, p), made.get(p)) for p in pins]
+    with open_workspace(settings, create=False) as ws:
+        listing = list_facts(ws, user=user, session=session)
+    facts = [listed.fact for listed in listing.facts]
+    owners = {listed.fact.id: listed.owner for listed in listing.facts}
+    ends = {listed.fact.id: listed.expires_at for listed in listing.facts}
+    history = {listed.fact.id: list(listed.history) for listed in listing.facts}
+    rows: list[dict[str, Any]] = fact_rows(
+        facts, lambda f: owner_text(owners[f.id]), listing.session_names, history,
+        lambda f: ends[f.id])
+    rows += [pinned_row(p.pin, owner_text(p.owner), p.pinned_at) for p in listing.pins]
     if json_out:
         print_json(rows)
         return
@@ -151,67 +111,57 @@ def forget(
     if dry_run and not purge:
         raise UsageError("--dry-run goes with --purge (forgetting without --purge changes no"
                          " stored text)")
-    from chatmem.memory.facts import scrub_fact
-    from chatmem.memory.forgetting import one_to_forget
-    from chatmem.memory.pins import PinnedFact, unpin
+    from chatmem.app import facts as remembered
+    from chatmem.memory.pins import PinnedFact
+    from chatmem.render.facts import mentions_text, redacted_text
 
-    with open_store(settings_from(config, db), create=False) as store:
-        chosen = one_to_forget(
-            ref, _select(store, user, session, include_deleted=purge),
-            _select_pins(store, user, session), owner=partial(_pin_owner, store),
-            narrow="give an id, --user or --session")
-        if chosen is None:
-            raise NotFound(f"no fact {ref!r}; `chatmem facts list` shows ids and keys")
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        try:
+            chosen = remembered.one_to_forget(
+                ws, ref,
+                remembered.select_facts(ws, user=user, session=session, include_deleted=purge),
+                remembered.select_pins(ws, user=user, session=session),
+                owner=lambda pin: f"session {remembered.session_name_of(ws, pin.session_id)}",
+                narrow="give an id, --user or --session")
+        except NotFound:
+            raise NotFound(f"no fact {ref!r}; `chatmem facts list` shows ids and keys") from None
         if isinstance(chosen, PinnedFact):
             pin = chosen
             if purge:
                 raise UsageError(
                     f"{ref!r} is a pinned detail, a quotation of the conversation: "
                     "unpin it without --purge (`chatmem sessions delete` erases the session)")
-            unpin(store, pin)
+            remembered.forget(ws, pin)
+            owner = remembered.session_name_of(ws, pin.session_id)
             consoles()[1].print(f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source},"
-                                f" {_pin_owner(store, pin)}); it is not pinned again")
+                                f" session {owner}); it is not pinned again")
             return
         fact = chosen
         redacted = ""
         if purge:
-            from chatmem.privacy import purge as purging
-
-            earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
-            plan = purging.plan(store, fact, earlier)
-            mentioned = purging.mentioned_messages(store, plan)
+            plan, mentioned = remembered.plan_purge(ws, fact)
             if dry_run:
-                _print_mentions(store, fact, mentioned, json_out)
+                names = remembered.session_names(ws, {m.message.session_id for m in mentioned})
+                _print_mentions(names, fact, mentioned, json_out)
                 return
             if not yes and sys.stdin.isatty() and not typer.confirm(
-                    f"Erase fact {fact.id} ({fact.key}) and {_mentions_text(mentioned)}"
+                    f"Erase fact {fact.id} ({fact.key}) and {mentions_text(mentioned)}"
                     " for good?"):
                 consoles()[1].print("nothing was changed", markup=False)
                 raise typer.Exit(1)
-            store.forget_fact(fact.id, purge=True)
-            scrub_fact(store, fact.id)
-            redacted = _redacted_text(purging.erase(store, plan))
-            store.vacuum()
+            redacted = redacted_text(remembered.purge(ws, fact, plan))
         else:
-            store.forget_fact(fact.id)
+            remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
     consoles()[1].print(f"{verb} fact {fact.id}: {fact.key} ({_scope_word(fact)}){redacted}",
                         soft_wrap=True, markup=False)
 
 
-def _mentions_text(mentioned: Sequence[Mentioned]) -> str:
-    mentions = sum(len(m.spans) for m in mentioned)
-    sessions = len({m.message.session_id for m in mentioned})
-    return (f"{_count(mentions, 'mention')} in {_count(len(mentioned), 'message')}"
-            f" of {_count(sessions, 'session')}")
-
-
-def _print_mentions(store: Store, fact: FactRecord, mentioned: Sequence[Mentioned],
+def _print_mentions(names: dict[int, str], fact: FactRecord, mentioned: Sequence[Mentioned],
                     json_out: bool) -> None:
-    from chatmem.render.facts import mention_line
+    from chatmem.render.facts import mention_line, mentions_text
 
     out, err = consoles()
-    names = store.session_names({m.message.session_id for m in mentioned})
     if json_out:
         print_json([{"session": names[m.message.session_id], "turn": m.message.turn,
                      "position": m.message.position, "role": m.message.role,
@@ -222,41 +172,8 @@ def _print_mentions(store: Store, fact: FactRecord, mentioned: Sequence[Mentione
         where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
         out.print(mention_line(where, m.message.role, m.message.content,
                                [(s.start, s.end) for s in m.spans]), soft_wrap=True)
-    err.print(f"would erase fact {fact.id} ({fact.key}) and {_mentions_text(mentioned)};"
+    err.print(f"would erase fact {fact.id} ({fact.key}) and {mentions_text(mentioned)};"
               " nothing was changed", markup=False, soft_wrap=True)
-
-
-def _redacted_text(done: Redaction) -> str:
-    """`; its value was replaced by [forgotten] in 3 messages of 2 sessions, ...`."""
-    from chatmem.store import Place
-
-    words = {
-        Place.MESSAGES: ("message", "messages"),
-        Place.TURNS: ("recorded turn", "recorded turns"),
-        Place.SUMMARIES: ("summary", "summaries"),
-        Place.ANCHORS: ("summary's drift-guard anchors", "summaries' drift-guard anchors"),
-        Place.STRATEGY_STATE: ("session's pinned details or strategy memory",
-                               "sessions' pinned details or strategy memory"),
-        Place.SYSTEM_PROMPTS: ("system prompt", "system prompts"),
-        Place.PROBES: ("recall probe", "recall probes"),
-        Place.FACTS: ("other fact", "other facts"),
-        Place.FACT_HISTORY: ("earlier fact value", "earlier fact values"),
-    }
-    counts = done.counts
-    parts = [_count(n, *words[place]) for place, n in counts.items() if place in words]
-    if not parts:
-        return ""
-    text = (f"; its value was replaced by [forgotten] in {', '.join(parts)}"
-            f" ({_count(len(done.sessions), 'session')})")
-    if counts.get(Place.MESSAGES):
-        text += "; the search index was updated"
-    if vectors := counts.get(Place.VECTORS):
-        text += f"; {_count(vectors, 'message vector')} dropped (`chatmem index` recomputes them)"
-    return text
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _scope_word(fact: FactRecord) -> str:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from chatmem.store import Place
 from chatmem.timestamps import parse_time, utc_now
+
+if TYPE_CHECKING:
+    from chatmem.app.facts import Owner
+    from chatmem.privacy.purge import Mentioned
+    from chatmem.store import Redaction
 
 FACT_COLUMNS = ("id", "key", "value", "scope", "owner", "source", "age")
 
@@ -140,3 +146,46 @@ def mention_line(where: str, role: str, content: str,
         last = end
     line.append(printable(content[last:]))
     return line
+
+
+def mentions_text(mentioned: Sequence[Mentioned]) -> str:
+    mentions = sum(len(m.spans) for m in mentioned)
+    sessions = len({m.message.session_id for m in mentioned})
+    return (f"{_count(mentions, 'mention')} in {_count(len(mentioned), 'message')}"
+            f" of {_count(sessions, 'session')}")
+
+
+def redacted_text(done: Redaction) -> str:
+    """`; its value was replaced by [forgotten] in 3 messages of 2 sessions, ...`."""
+    words = {
+        Place.MESSAGES: ("message", "messages"),
+        Place.TURNS: ("recorded turn", "recorded turns"),
+        Place.SUMMARIES: ("summary", "summaries"),
+        Place.ANCHORS: ("summary's drift-guard anchors", "summaries' drift-guard anchors"),
+        Place.STRATEGY_STATE: ("session's pinned details or strategy memory",
+                               "sessions' pinned details or strategy memory"),
+        Place.SYSTEM_PROMPTS: ("system prompt", "system prompts"),
+        Place.PROBES: ("recall probe", "recall probes"),
+        Place.FACTS: ("other fact", "other facts"),
+        Place.FACT_HISTORY: ("earlier fact value", "earlier fact values"),
+    }
+    counts = done.counts
+    parts = [_count(n, *words[place]) for place, n in counts.items() if place in words]
+    if not parts:
+        return ""
+    text = (f"; its value was replaced by [forgotten] in {', '.join(parts)}"
+            f" ({_count(len(done.sessions), 'session')})")
+    if counts.get(Place.MESSAGES):
+        text += "; the search index was updated"
+    if vectors := counts.get(Place.VECTORS):
+        text += f"; {_count(vectors, 'message vector')} dropped (`chatmem index` recomputes them)"
+    return text
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def owner_text(owner: Owner | None) -> str:
+    """`user ann`, `session trip`: whose a fact or a pin is."""
+    return f"{owner.scope} {owner.name}" if owner else ""

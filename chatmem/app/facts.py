@@ -1,0 +1,235 @@
+"""Facts as a person keeps them: list, remember (in a session or the user's profile), forget,
+unpin a drift-guard pin, and purge a fact's value wherever it is mentioned. One rule for
+every front end; each write is one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from chatmem.errors import NotFound, UsageError
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.memory.pins import PinnedFact
+    from chatmem.privacy.purge import Mentioned, Purge
+    from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
+
+
+class Scope(StrEnum):
+    """Whose a fact is: one session's, or a user profile's (every session of it)."""
+
+    SESSION = "session"
+    USER = "user"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a fact or a pin belongs to: `scope` and the session's or the user's name."""
+
+    scope: Scope
+    name: str
+
+
+@dataclass(frozen=True)
+class ListedFact:
+    fact: FactRecord
+    owner: Owner | None
+    history: tuple[FactHistoryRecord, ...]
+    """Its earlier values, newest first."""
+    expires_at: str | None
+    """When it expires (its own end, or unused for fact_idle_days); None: kept."""
+
+
+@dataclass(frozen=True)
+class ListedPin:
+    pin: PinnedFact
+    owner: Owner
+    pinned_at: str | None
+
+
+@dataclass
+class FactListing:
+    facts: list[ListedFact] = field(default_factory=list)
+    pins: list[ListedPin] = field(default_factory=list)
+    session_names: dict[int, str] = field(default_factory=dict)
+    """Names of the sessions the facts (and their earlier values) came from."""
+
+
+def select_facts(workspace: Workspace, *, user: str | None = None, session: str | None = None,
+                 include_deleted: bool = False) -> list[FactRecord]:
+    """Facts of a user, of a session (with its user's), or every fact in the history."""
+    store = workspace.store
+    if session is None and user is None:
+        return store.facts(include_deleted=include_deleted)
+    chosen: dict[int, FactRecord] = {}
+    if session is not None:
+        record = store.session(session)
+        for fact in store.facts(user=record.user, session_id=record.id,
+                                include_deleted=include_deleted):
+            chosen[fact.id] = fact
+    if user is not None:
+        for fact in store.facts(user=user, include_deleted=include_deleted):
+            chosen[fact.id] = fact
+    return [chosen[i] for i in sorted(chosen)]
+
+
+def select_pins(workspace: Workspace, *, user: str | None = None,
+                session: str | None = None) -> list[PinnedFact]:
+    """Drift-guard pins belong to sessions: a session's, or every session's unless `user`."""
+    from chatmem.memory.pins import pinned_facts
+
+    store = workspace.store
+    if session is not None:
+        return pinned_facts(store, store.session(session).id)
+    return [] if user is not None else pinned_facts(store)
+
+
+def list_facts(workspace: Workspace, *, user: str | None = None,
+               session: str | None = None) -> FactListing:
+    """Facts and pinned details with their owner, source, earlier values and end."""
+    return _listing(workspace, select_facts(workspace, user=user, session=session),
+                    select_pins(workspace, user=user, session=session))
+
+
+def session_facts(workspace: Workspace, session: SessionRecord) -> FactListing:
+    """The facts a session may use (its own and its user's profile facts), and its pins."""
+    from chatmem.memory.pins import pinned_facts
+
+    store = workspace.store
+    return _listing(workspace, store.facts(user=session.user, session_id=session.id),
+                    pinned_facts(store, session.id))
+
+
+def _listing(workspace: Workspace, facts: list[FactRecord],
+             pins: list[PinnedFact]) -> FactListing:
+    from chatmem.memory.facts import provenance
+    from chatmem.memory.pins import pinned_at
+    from chatmem.privacy.retention import expiry_of
+
+    store = workspace.store
+    names, history = provenance(store, facts)
+    idle = workspace.settings.fact_idle_days
+    owners = store.session_names({f.session_id for f in facts if f.session_id is not None}
+                                 | {p.session_id for p in pins})
+    made = pinned_at(store, pins)
+    return FactListing(
+        [ListedFact(f, _owner(f, owners), tuple(history.get(f.id, ())), expiry_of(f, idle))
+         for f in facts],
+        [ListedPin(p, Owner(Scope.SESSION, owners.get(p.session_id, "?")), made.get(p))
+         for p in pins],
+        names)
+
+
+def _owner(fact: FactRecord, sessions: dict[int, str]) -> Owner | None:
+    if fact.scope == Scope.USER:
+        return Owner(Scope.USER, fact.user or "")
+    if fact.session_id is None:
+        return None
+    return Owner(Scope.SESSION, sessions.get(fact.session_id, "?"))
+
+
+# -- remembering ----------------------------------------------------------------------------
+
+
+def remember(workspace: Workspace, session: SessionRecord, text: str, *,
+             in_profile: bool = False, lasting: timedelta | None = None) -> list[FactRecord]:
+    """Store what `text` states, now: `KEY: VALUE`, or statements like "my name is Ana"
+    (else the whole text as a note), in the session or, `in_profile`, in its user's profile;
+    `lasting` makes them expire. A key already known is updated in its own scope, and a
+    session fact remembered into the profile moves there (one fact, one key). All in one
+    transaction."""
+    from chatmem.memory.facts import find_facts, split_key_value
+    from chatmem.providers.scripted_facts import extract
+    from chatmem.timestamps import stamp
+
+    if not text.strip():
+        raise UsageError("nothing to remember (empty text)")
+    store = workspace.store
+    ends = stamp(store.clock() + lasting) if lasting is not None else None
+    pair = split_key_value(text)
+    pairs = [pair] if pair else extract(text)[0]
+    scope = Scope.USER if in_profile and session.user else Scope.SESSION
+    stored: list[FactRecord] = []
+    with store.write():
+        live = store.facts(user=session.user, session_id=session.id)
+        if not pairs:
+            taken = {f.key for f in live}
+            key = next(k for n in range(1, len(taken) + 2) if (k := f"note {n}") not in taken)
+            pairs = [(key, text.strip())]
+        for key, value in pairs:
+            # Read afresh: an earlier pair of this very text may have stored the key.
+            existing = find_facts(store.facts(user=session.user, session_id=session.id), key)
+            if existing and scope is Scope.USER and existing[0].scope == Scope.SESSION:
+                store.forget_fact(existing[0].id)  # promoted: one fact, one key
+                existing = []
+            fact = store.upsert_fact(
+                existing[0].key if existing else key, value,
+                scope=existing[0].scope if existing else str(scope),
+                user=session.user, session_id=session.id, source_session_id=session.id,
+            )
+            # Stated again without an end, a fact is kept until forgotten.
+            stored.append(store.set_fact_expiry(fact.id, ends))
+    return stored
+
+
+# -- forgetting -----------------------------------------------------------------------------
+
+
+def one_to_forget(workspace: Workspace, ref: str, facts: list[FactRecord],
+                  pins: list[PinnedFact], *, narrow: str,
+                  owner: Callable[[PinnedFact], str] | None = None) -> FactRecord | PinnedFact:
+    """The one fact or pin `ref` names among `facts` and `pins` (an id, a key, p3 or a pin's
+    text); NotFound when it names none, UsageError listing them when it names several."""
+    from chatmem.memory.forgetting import one_to_forget as pick
+
+    chosen = pick(ref, facts, pins, narrow=narrow, owner=owner)
+    if chosen is None:
+        raise NotFound(f"no fact {ref!r}")
+    return chosen
+
+
+def forget(workspace: Workspace, chosen: FactRecord | PinnedFact) -> None:
+    """Forget a fact (no later context holds it) or unpin a pin (not pinned again)."""
+    from chatmem.memory.pins import PinnedFact, unpin
+
+    if isinstance(chosen, PinnedFact):
+        unpin(workspace.store, chosen)
+    else:
+        workspace.store.forget_fact(chosen.id)
+
+
+def plan_purge(workspace: Workspace, fact: FactRecord) -> tuple[Purge, list[Mentioned]]:
+    """What purging `fact` would erase: its value and earlier values, and each message of its
+    profile's sessions that mentions one (with where)."""
+    from chatmem.privacy import purge as purging
+
+    store = workspace.store
+    earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
+    plan = purging.plan(store, fact, earlier)
+    return plan, purging.mentioned_messages(store, plan)
+
+
+def purge(workspace: Workspace, fact: FactRecord, plan: Purge) -> Redaction:
+    """Erase `fact` and replace its values by [forgotten] wherever `plan` found them, then
+    rewrite the history so no old page keeps them."""
+    from chatmem.memory.facts import scrub_fact
+    from chatmem.privacy import purge as purging
+
+    store = workspace.store
+    store.forget_fact(fact.id, purge=True)
+    scrub_fact(store, fact.id)
+    redacted = purging.erase(store, plan)
+    store.vacuum()
+    return redacted
+
+
+def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:
+    return workspace.store.session_names(ids)
+
+
+def session_name_of(workspace: Workspace, session_id: int) -> str:
+    return workspace.store.session_by_id(session_id).name
