@@ -233,3 +233,15 @@ def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:
 
 def session_name_of(workspace: Workspace, session_id: int) -> str:
     return workspace.store.session_by_id(session_id).name
+
+
+def live_facts(workspace: Workspace, session: SessionRecord) -> list[FactRecord]:
+    """The facts a session may use: its own, and its user's profile facts."""
+    return workspace.store.facts(user=session.user, session_id=session.id)
+
+
+def session_pins(workspace: Workspace, session: SessionRecord) -> list[PinnedFact]:
+    """The details the drift guard pinned in a session."""
+    from chatmem.memory.pins import pinned_facts
+
+    return pinned_facts(workspace.store, session.id)

@@ -224,3 +224,13 @@ def summary_diff(workspace: Workspace, session: SessionRecord, strategy: str,
         old = version(new.version - 1) if new.version > 1 else None
     turn_of = {m.id: m.turn for m in store.messages(session.id)}
     return SummaryDiff(new, old, covered_turn(new, turn_of))
+
+
+def latest_summary(workspace: Workspace, session: SessionRecord,
+                   strategy: str) -> SummaryRecord | None:
+    return workspace.store.latest_summary(session.id, strategy)
+
+
+def summary_version(workspace: Workspace, session: SessionRecord, strategy: str,
+                    version: int) -> SummaryRecord:
+    return workspace.store.summary(session.id, strategy, version)

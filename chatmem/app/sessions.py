@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.base import Strategy
     from chatmem.privacy.archive import ArchiveReport
-    from chatmem.store import ForkReport, LogEntry, MessageRecord, SessionRecord, TurnRecord
+    from chatmem.store import (
+        ForkReport,
+        LogEntry,
+        MessageRecord,
+        ModelUsage,
+        SessionRecord,
+        TurnRecord,
+    )
     from chatmem.transcripts.format import Transcript
 
 def list_sessions(workspace: Workspace) -> list[dict[str, Any]]:
@@ -215,3 +222,8 @@ def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None =
             raise NotFound(f"no session {session!r} in {store.location}")
         session_id = record.id
     return store.recent_turns(limit=count, session_id=session_id, query=query)
+
+
+def usage_by_model(workspace: Workspace, session: SessionRecord) -> list[ModelUsage]:
+    """Tokens the session's turns used, per model (what its cost is computed from)."""
+    return workspace.store.usage_by_model(session.id)

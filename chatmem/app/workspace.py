@@ -113,6 +113,11 @@ class Workspace:
         return self._store
 
     @property
+    def location(self) -> str:
+        """Where the history is, as it may be shown (a URL's password masked)."""
+        return self.store.location
+
+    @property
     def has_history(self) -> bool:
         """Whether there is a history to read: a file that exists, or any PostgreSQL one."""
         if self.one_off:

@@ -55,7 +55,7 @@ def add_user(
         return
     with open_workspace(settings) as ws:
         create_role(ws, name)
-        shown = ws.store.location
+        shown = ws.location
     consoles()[1].print(f"added role {name} on {shown}; set its password with "
                         f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})",
                         markup=False, soft_wrap=True)

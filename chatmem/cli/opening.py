@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from chatmem.app import Workspace
     from chatmem.config.settings import Settings
     from chatmem.notices import Notice
-    from chatmem.store import Store
 
 
 def check_strategy(name: str, params: Mapping[str, Any]) -> None:
@@ -97,13 +96,6 @@ def say_notice(notice: Notice) -> None:
     from chatmem.render.notices import notice_text
 
     consoles()[1].print(notice_line(notice_text(notice)), soft_wrap=True)
-
-
-@contextmanager
-def open_store(settings: Settings, *, create: bool = True) -> Iterator[Store]:
-    """The history of a workspace opened for this command alone."""
-    with open_workspace(settings, create=create) as ws:
-        yield ws.store
 
 
 def ask_key(prompt: str, *, twice: bool = False) -> str:

@@ -133,19 +133,16 @@ class Chat:
 
     def note_usage(self) -> None:
         """The session's last recorded context: what the toolbar shows before a new turn."""
-        from chatmem.errors import NotFound
+        from chatmem.app.sessions import last_turn, usage_by_model
 
-        engine = self.engine
+        session = self.engine.session
         self.spent = Spent()
-        for used in engine.store.usage_by_model(engine.session.id):
+        for used in usage_by_model(self.workspace, session):
             self.spent = self.spent.plus(used.prompt_tokens, used.reply_tokens,
                                          self.price_of(used.model))
-        try:
-            record = engine.store.turn(engine.session.id)
-        except NotFound:
-            self.usage = None
-            return
-        self.usage = (record.estimated_tokens or 0, record.context.get("budget"))
+        record = last_turn(self.workspace, session)
+        self.usage = None if record is None else (record.estimated_tokens or 0,
+                                                   record.context.get("budget"))
 
     def turn(self, text: str | None, attachments: Sequence[Attachment] = (), *,
              replace_last: bool = False) -> None:

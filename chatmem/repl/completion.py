@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
-from chatmem.app.inspection import SUMMARY_STRATEGIES
+from chatmem.app import facts as remembered
+from chatmem.app import sessions
+from chatmem.app.inspection import SUMMARY_STRATEGIES, latest_summary, summary_version
 from chatmem.errors import NotFound
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
     from chatmem.repl.chat import Chat
-    from chatmem.store import Store
+    from chatmem.store import SessionRecord
 
 R = TypeVar("R")
 
@@ -90,44 +92,42 @@ class SlashCompleter(Completer):
                                  display=command.name, display_meta=one_line(command.help))
 
     def _candidates(self, kind: str, word: str) -> Iterable[tuple[str, str]]:
-        engine = self.chat.engine
-        store, session = engine.store, engine.session
+        engine, workspace = self.chat.engine, self.chat.workspace
+        session = engine.session
         if kind == "session":
             return [(row["name"], f"{row['strategy']} · {row['turns']} turns")
-                    for row in store.list_sessions() if row["name"] != session.name]
+                    for row in sessions.list_sessions(workspace) if row["name"] != session.name]
         if kind == "fact":
-            from chatmem.memory import pins
-
-            facts = engine.state.live_facts()
-            pinned = pins.pinned_facts(store, session.id)
+            facts = remembered.live_facts(workspace, session)
+            pinned = remembered.session_pins(workspace, session)
             return ([(str(f.id), f"{f.key} = {f.value}") for f in facts]
                     + [(f.key, f"fact {f.id}: {f.value}") for f in facts]
                     + [(p.ref, f"pinned: {p.text}") for p in pinned if p.ref])
         if kind == "turn":
-            return self._turns(store, session.id)
+            return self._turns(session)
         if kind == "summary":
             in_use = [n for n in SUMMARY_STRATEGIES if n in engine.strategy.name.split("+")]
-            return self._summaries(store, session.id, in_use[:1] or SUMMARY_STRATEGIES)
+            return self._summaries(session, in_use[:1] or SUMMARY_STRATEGIES)
         return []
 
-    def _turns(self, store: Store, session_id: int) -> list[tuple[str, str]]:
-        try:
-            last = store.turn(session_id)
-        except NotFound:
+    def _turns(self, session: SessionRecord) -> list[tuple[str, str]]:
+        last = sessions.last_turn(self.chat.workspace, session)
+        if last is None:
             return []
-        return self._window(("turn", session_id, last.status), last, last.number,
-                            partial(store.turn, session_id),
+        return self._window(("turn", session.id, last.status), last, last.number,
+                            partial(sessions.recorded_turn, self.chat.workspace, session),
                             lambda t: (str(t.number), f"{t.status}: {t.input}"))
 
-    def _summaries(self, store: Store, session_id: int,
+    def _summaries(self, session: SessionRecord,
                    strategies: Iterable[str]) -> list[tuple[str, str]]:
         """Versions of the summary /summary shows: the strategy's in use, else the newest."""
-        found = [s for n in strategies if (s := store.latest_summary(session_id, n))]
+        workspace = self.chat.workspace
+        found = [s for n in strategies if (s := latest_summary(workspace, session, n))]
         if not found:
             return []
         latest = max(found, key=lambda s: s.created_at)
-        return self._window(("summary", session_id, latest.strategy), latest, latest.version,
-                            partial(store.summary, session_id, latest.strategy),
+        return self._window(("summary", session.id, latest.strategy), latest, latest.version,
+                            partial(summary_version, workspace, session, latest.strategy),
                             lambda v: (str(v.version), f"{v.strategy} · {v.text}"))
 
     def _window(self, key: tuple[Any, ...], newest: R, number: int, read: Callable[[int], R],

@@ -29,9 +29,10 @@ from chatmem.repl.completion import SlashCompleter
 if TYPE_CHECKING:
     from prompt_toolkit.output import Output
 
+    from chatmem.app.workspace import Workspace
     from chatmem.memory.vector_backlog import IndexingStatus
     from chatmem.repl.chat import Chat
-    from chatmem.store import Store
+    from chatmem.store import SessionRecord
 
 TOOLBAR_REFRESH_SECONDS = 1.0
 """How often the toolbar is redrawn while the prompt waits: the backlog's count moves on."""
@@ -42,14 +43,15 @@ HISTORY_TURNS = 500
 class SessionHistory(History):
     """Up/Down history drawn from a session's stored user messages, newest first."""
 
-    def __init__(self, store: Store, session_id: int) -> None:
+    def __init__(self, workspace: Workspace, session: SessionRecord) -> None:
         super().__init__()
-        self.store = store
-        self.session_id = session_id
+        self.workspace = workspace
+        self.session = session
 
     def load_history_strings(self) -> Iterable[str]:
-        last = self.store.turn_count(self.session_id)
-        messages = self.store.messages(self.session_id, max(1, last - HISTORY_TURNS + 1))
+        from chatmem.app.sessions import last_messages
+
+        messages = last_messages(self.workspace, self.session, HISTORY_TURNS)
         previous = None
         for message in reversed(messages):
             if message.role == "user" and message.content != previous:
@@ -138,7 +140,7 @@ class Prompt:
         engine = self.chat.engine
         self.session_id = engine.session.id
         return PromptSession(
-            history=SessionHistory(engine.store, engine.session.id),
+            history=SessionHistory(self.chat.workspace, engine.session),
             completer=SlashCompleter(self.chat),
             complete_while_typing=True,
             key_bindings=key_bindings(),
