@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chatmem.errors import TranscriptError
+from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -87,4 +88,4 @@ def profile_facts(workspace: Workspace, user: str | None) -> list[FactRecord]:
     """The profile's facts, for --with-user-facts (none when there is no history)."""
     if user is None or not workspace.has_history:
         return []
-    return [f for f in workspace.store.facts(user=user) if f.scope == "user"]
+    return [f for f in workspace.store.facts(user=user) if f.scope == FactScope.USER]

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from chatmem.errors import NotFound, UsageError
+from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -19,18 +19,11 @@ if TYPE_CHECKING:
     from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
 
 
-class Scope(StrEnum):
-    """Whose a fact is: one session's, or a user profile's (every session of it)."""
-
-    SESSION = "session"
-    USER = "user"
-
-
 @dataclass(frozen=True)
 class Owner:
     """Who a fact or a pin belongs to: `scope` and the session's or the user's name."""
 
-    scope: Scope
+    scope: FactScope
     name: str
 
 
@@ -119,17 +112,17 @@ def _listing(workspace: Workspace, facts: list[FactRecord],
     return FactListing(
         [ListedFact(f, _owner(f, owners), tuple(history.get(f.id, ())), expiry_of(f, idle))
          for f in facts],
-        [ListedPin(p, Owner(Scope.SESSION, owners.get(p.session_id, "?")), made.get(p))
+        [ListedPin(p, Owner(FactScope.SESSION, owners.get(p.session_id, "?")), made.get(p))
          for p in pins],
         names)
 
 
 def _owner(fact: FactRecord, sessions: dict[int, str]) -> Owner | None:
-    if fact.scope == Scope.USER:
-        return Owner(Scope.USER, fact.user or "")
+    if fact.scope == FactScope.USER:
+        return Owner(FactScope.USER, fact.user or "")
     if fact.session_id is None:
         return None
-    return Owner(Scope.SESSION, sessions.get(fact.session_id, "?"))
+    return Owner(FactScope.SESSION, sessions.get(fact.session_id, "?"))
 
 
 # -- remembering ----------------------------------------------------------------------------
@@ -152,7 +145,7 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     ends = stamp(store.clock() + lasting) if lasting is not None else None
     pair = split_key_value(text)
     pairs = [pair] if pair else extract(text)[0]
-    scope = Scope.USER if in_profile and session.user else Scope.SESSION
+    scope = FactScope.USER if in_profile and session.user else FactScope.SESSION
     stored: list[FactRecord] = []
     with store.write():
         live = store.facts(user=session.user, session_id=session.id)
@@ -163,12 +156,12 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
         for key, value in pairs:
             # Read afresh: an earlier pair of this very text may have stored the key.
             existing = find_facts(store.facts(user=session.user, session_id=session.id), key)
-            if existing and scope is Scope.USER and existing[0].scope == Scope.SESSION:
+            if existing and scope is FactScope.USER and existing[0].scope == FactScope.SESSION:
                 store.forget_fact(existing[0].id)  # promoted: one fact, one key
                 existing = []
             fact = store.upsert_fact(
                 existing[0].key if existing else key, value,
-                scope=existing[0].scope if existing else str(scope),
+                scope=existing[0].scope if existing else scope,
                 user=session.user, session_id=session.id, source_session_id=session.id,
             )
             # Stated again without an end, a fact is kept until forgotten.

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
+from chatmem.store.records import FactScope, TurnStatus
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -127,7 +128,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: str | None,
                              budget=workspace.settings.context_budget, embedder=embedder)
         context = engine.build_context(text)
     else:
-        facts = [f for f in store.facts(user=user) if f.scope == "user"] if user else []
+        facts = [f for f in store.facts(user=user) if f.scope == FactScope.USER] if user else []
         result = what_if(store, record, chosen, text, history_turns=history_turns,
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
@@ -144,7 +145,7 @@ def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> i
     """How many history turns existed when `turn` was sent."""
     if turn.history_turn is not None:
         return turn.history_turn - 1
-    earlier = [t.history_turn for t in store.turns(session.id, status="ok")
+    earlier = [t.history_turn for t in store.turns(session.id, status=TurnStatus.OK)
                if t.number < turn.number and t.history_turn is not None]
     return max(earlier, default=0)
 

@@ -212,7 +212,9 @@ def ask(
             out.file.close()
     if json_output and repl.last is not None:
         print_json(answer_json(repl.last, engine, None if one_off else engine.session.name))
-    if repl.last is not None and repl.last.status == "cancelled":
+    from chatmem.store.records import TurnStatus
+
+    if repl.last is not None and repl.last.status == TurnStatus.CANCELLED:
         # A script must not take a partial answer for a success.
         raise typer.Exit(int(ExitCode.INTERRUPTED))
 

@@ -177,4 +177,6 @@ def _print_mentions(names: dict[int, str], fact: FactRecord, mentioned: Sequence
 
 
 def _scope_word(fact: FactRecord) -> str:
-    return f"user {fact.user}" if fact.scope == "user" else "session"
+    from chatmem.store.records import FactScope
+
+    return f"user {fact.user}" if fact.scope == FactScope.USER else "session"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from chatmem.engine.turns import Engine, TurnResult
+from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
     from chatmem.attachments import Attachment
@@ -33,6 +34,6 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
     except BaseException:
         engine.store.show_turn(old)
         raise
-    if result.status != "ok":
+    if result.status != TurnStatus.OK:
         engine.store.show_turn(old)
     return result

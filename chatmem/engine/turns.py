@@ -31,7 +31,7 @@ from chatmem.notices import (
     ReplyCut,
 )
 from chatmem.providers.base import Provider
-from chatmem.store import SessionRecord, TurnRecord
+from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, valid_text
 from chatmem.tokens import TokenCounter
@@ -198,7 +198,8 @@ class Engine(Generic[StoreT]):
         # A chat template (local) can add text between messages: count what it renders.
         return self.counter.count_messages(context.messages())
 
-    def _record(self, text: str, context: Context, status: str, **extra: Any) -> TurnRecord:
+    def _record(self, text: str, context: Context, status: TurnStatus,
+                **extra: Any) -> TurnRecord:
         return TurnRecord(
             session_id=self.session.id,
             status=status,
@@ -262,14 +263,14 @@ class Engine(Generic[StoreT]):
         except KeyboardInterrupt:
             stream.close()
             record = self.store.record_turn(self._record(
-                text, context, "cancelled", reply="".join(chunks) or None,
+                text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=stream.rendered_prompt,
             ))
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
             self.store.record_turn(self._record(
-                text, context, "failed", latency_ms=elapsed(), error=str(e),
+                text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=stream.rendered_prompt,
             ))
             raise
@@ -277,7 +278,7 @@ class Engine(Generic[StoreT]):
             on_reply_end()
         reply = valid_text("".join(chunks))
         record = self.store.commit_turn(self._record(
-            text, context, "ok", reply=reply, latency_ms=elapsed(),
+            text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
             prompt_tokens=stream.usage.prompt_tokens,
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
@@ -349,7 +350,7 @@ class Engine(Generic[StoreT]):
         text, reply = valid_text(text), valid_text(reply)
         context = self.build_context(text)
         self._keep_changes()
-        record = self.store.commit_turn(self._record(text, context, "ok", reply=reply),
+        record = self.store.commit_turn(self._record(text, context, TurnStatus.OK, reply=reply),
                                         sent_at=times[0], replied_at=times[1],
                                         message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())

@@ -26,7 +26,7 @@ from chatmem.memory import create_strategy
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import parse_param_pairs, strategy_label
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
-from chatmem.store import Store, check_session_name, session_name_from
+from chatmem.store import FactScope, Store, check_session_name, session_name_from
 from chatmem.store.protocols import FactRepository, TurnStore
 from chatmem.tokens import TokenCounter
 from chatmem.transcripts.format import (
@@ -217,7 +217,7 @@ def seed_user_facts(store: FactRepository, user: str | None, facts: Sequence[Fac
     if user is None:
         return
     for fact in facts:
-        store.upsert_fact(fact.key, fact.value, scope="user", user=user,
+        store.upsert_fact(fact.key, fact.value, scope=FactScope.USER, user=user,
                           source_turn=fact.source_turn)
 
 

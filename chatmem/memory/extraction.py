@@ -31,6 +31,7 @@ from chatmem.notices import FactsBehind, FactsFailed, Notice, SensitiveNotRememb
 from chatmem.privacy import sensitive
 from chatmem.privacy.secret_guard import SecretGuard
 from chatmem.providers.base import Purpose
+from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -41,7 +42,7 @@ STATE_KEY = "facts"
 MAX_BATCH_TURNS = 20
 MAX_KEY_CHARS = 80
 MAX_VALUE_CHARS = 1000
-SCOPES = ("session", "user")
+SCOPES = tuple(FactScope)
 
 EXTRACTION_PROMPT = """\
 You maintain a small table of facts the user has stated about themselves and their task.
@@ -69,7 +70,7 @@ Answer with ONE JSON object and nothing else:
 class FactChange:
     key: str
     value: str
-    scope: str
+    scope: FactScope
     turn: int
     same_as: str | None = None
     """The existing key the extractor says names this same fact (another language)."""
@@ -143,7 +144,7 @@ def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
         same_as = item.get("same_as")
         if same_as is not None and not isinstance(same_as, str):
             raise _bad(f"set[{i}].same_as must be a key or null, got {same_as!r}")
-        result.set.append(FactChange(normalize_key(key), value.strip(), scope, turn,
+        result.set.append(FactChange(normalize_key(key), value.strip(), FactScope(scope), turn,
                                      normalize_key(same_as) if same_as else None))
     for i, item in enumerate(retracts):
         # A bare key is accepted too; it then counts as said in the latest turn.
@@ -285,9 +286,9 @@ def _apply_change(
         return
     # An existing fact keeps its key and scope, so one fact never lives twice.
     scope = existing.scope if existing is not None else (
-        change.scope if user_scope else "session")
-    if scope == "user" and not state.user:
-        scope = "session"  # a session without a user profile keeps its facts to itself
+        change.scope if user_scope else FactScope.SESSION)
+    if scope == FactScope.USER and not state.user:
+        scope = FactScope.SESSION  # a session without a user profile keeps its facts to itself
     state.store.upsert_fact(
         existing.key if existing is not None else change.key, change.value,
         scope=scope, user=state.user, session_id=state.session_id,

@@ -15,6 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.privacy.mentions import Span, all_spans, erase_mentions, searchable
+from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.store import FactRecord, MessageRecord, Redaction
@@ -46,7 +47,7 @@ class Purge:
 def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
     """The values to erase (the fact's and its earlier ones) and its profile's sessions."""
     user = fact.user
-    if fact.scope != "user" and fact.session_id is not None:
+    if fact.scope != FactScope.USER and fact.session_id is not None:
         user = store.session_by_id(fact.session_id).user
     values = tuple(v for v in dict.fromkeys([fact.value, *earlier]) if searchable(v))
     return Purge(values, user, tuple(store.profile_session_ids(user)))

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
+from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.store import ExpiredFact, SessionEntry
@@ -111,7 +112,7 @@ def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Era
 
     sessions = store.user_sessions(user)
     facts = [ExpiredFact(f, "user profile") for f in store.facts(include_deleted=True)
-             if f.scope == "user" and f.user == user]
+             if f.scope == FactScope.USER and f.user == user]
     result = Erasure(sessions, facts, dry_run)
     if not dry_run and not result.empty:
         _erase(store, result)

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from chatmem.config.options import Cost, Spent
 from chatmem.render import cost_text, when
-from chatmem.store import LogEntry
+from chatmem.store import LogEntry, TurnStatus
 
 QUESTION_CHARS = 60
 """How much of each question the table shows: its start, enough to recognise it."""
@@ -41,7 +41,7 @@ def status_text(entry: LogEntry) -> str:
     """`failed`, `cancelled`, `replaced by #4`, or nothing for an ok turn still in history."""
     if entry.superseded_by is not None:
         return f"replaced by #{entry.superseded_by}"
-    return "" if entry.status == "ok" else entry.status
+    return "" if entry.status == TurnStatus.OK else str(entry.status)
 
 
 def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:

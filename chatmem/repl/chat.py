@@ -22,6 +22,7 @@ from chatmem.errors import ChatmemError, UsageError
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
+from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -170,10 +171,10 @@ class Chat:
         self.last = result
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
-        if result.status != "failed":
+        if result.status != TurnStatus.FAILED:
             self.spent = self.spent.plus(*billed_tokens(result), self.price_of(
                 result.record.model))
-        if result.status == "cancelled":
+        if result.status == TurnStatus.CANCELLED:
             self.notice("(reply cancelled; it stays out of memory)")
             return
         if self.show_prompt:

@@ -18,6 +18,7 @@ from chatmem import render
 from chatmem.errors import ChatmemError, ExitCode, NotFound
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl
+from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
     from prompt_toolkit.output import Output
@@ -74,7 +75,7 @@ class Repl(Chat):
                     self.command(text)
                 else:
                     self.turn(text)
-                    if self.last is not None and self.last.status == "cancelled" \
+                    if self.last is not None and self.last.status == TurnStatus.CANCELLED \
                             and not sys.stdin.isatty():
                         # Ctrl-C stops a script (as in any pipeline): the lines after
                         # it are not sent, and the exit code says it was interrupted.

@@ -23,10 +23,12 @@ from chatmem.store.recall import (
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
+    FactScope,
     MessageRecord,
     SessionRecord,
     SummaryRecord,
     TurnRecord,
+    TurnStatus,
     check_session_name,
     session_name_from,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "ExpiredFact",
     "FactHistoryRecord",
     "FactRecord",
+    "FactScope",
     "ForkReport",
     "IndexLease",
     "LeaseHolder",
@@ -74,6 +77,7 @@ __all__ = [
     "Store",
     "SummaryRecord",
     "TurnRecord",
+    "TurnStatus",
     "VectorRow",
     "check_session_name",
     "pause",

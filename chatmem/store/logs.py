@@ -12,6 +12,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.store.connection import Connection
+from chatmem.store.records import TurnStatus, stored_enum
 
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
@@ -27,7 +28,7 @@ class LogEntry:
     session: str
     number: int
     created_at: str
-    status: str
+    status: TurnStatus
     input: str
     strategy: str
     params: str
@@ -43,7 +44,8 @@ class LogEntry:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
         reported = row["prompt_tokens"]
-        return cls(row["session"], row["number"], row["created_at"], row["status"],
+        status = stored_enum(TurnStatus, row["status"], f"turn {row['number']}: status")
+        return cls(row["session"], row["number"], row["created_at"], status,
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
                    row["completion_tokens"], row["superseded_by"])

@@ -13,6 +13,7 @@ from chatmem.store.connection import Connection
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
+    FactScope,
     SummaryRecord,
     json_text,
     known_columns,
@@ -126,7 +127,7 @@ class MemoryTables(Connection):
         key: str,
         value: str,
         *,
-        scope: str,
+        scope: FactScope,
         user: str | None = None,
         session_id: int | None = None,
         source_message_id: int | None = None,

@@ -19,6 +19,7 @@ from chatmem.store.recall import PendingText, PositionedVector, VectorRow, WordM
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
+    FactScope,
     MessageRecord,
     SessionRecord,
     SummaryRecord,
@@ -69,7 +70,7 @@ class FactRepository(Protocol):
     def facts(self, *, user: str | None = None, session_id: int | None = None,
               include_deleted: bool = False) -> list[FactRecord]: ...
 
-    def upsert_fact(self, key: str, value: str, *, scope: str, user: str | None = None,
+    def upsert_fact(self, key: str, value: str, *, scope: FactScope, user: str | None = None,
                     session_id: int | None = None, source_message_id: int | None = None,
                     source_turn: int | None = None,
                     source_session_id: int | None = None) -> FactRecord: ...

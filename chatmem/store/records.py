@@ -6,8 +6,41 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
+
+
+class TurnStatus(StrEnum):
+    """How a turn ended. Only an ok turn's messages are in the history (and in memory)."""
+
+    OK = "ok"
+    FAILED = "failed"
+    """The provider failed; only the turn row is stored, to inspect what was sent."""
+    CANCELLED = "cancelled"
+    """Ctrl-C (or a client that went away) during the reply; kept out of memory."""
+
+
+class FactScope(StrEnum):
+    """Whose a fact is: one session's, or a user profile's (every session of it)."""
+
+    SESSION = "session"
+    USER = "user"
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def stored_enum(kind: type[E], value: Any, what: str) -> E:
+    """A stored enum column's value; an unknown one (edited by hand, or by a newer chatmem) is
+    one clear error naming the row, never a traceback."""
+    try:
+        return kind(value)
+    except ValueError:
+        from chatmem.errors import StoreError
+
+        raise StoreError(f"{what} is {value!r} in the history file, which this chatmem does not"
+                         " know (was it edited by hand?)") from None
 
 
 def json_text(value: Any) -> str:
@@ -114,7 +147,7 @@ class TurnRecord:
     """One request as it was sent, whatever its outcome."""
 
     session_id: int
-    status: str
+    status: TurnStatus
     input: str
     context: dict[str, Any]
     strategy: str
@@ -143,6 +176,7 @@ class TurnRecord:
     def from_row(cls, row: Mapping[str, Any]) -> TurnRecord:
         data = known_columns(cls, row)
         what = f"turn {data.get('number')}"
+        data["status"] = stored_enum(TurnStatus, data["status"], f"{what}: status")
         data["context"] = stored_json(data["context"], f"{what}: context")
         data["params"] = stored_json(data["params"], f"{what}: params", "{}")
         return cls(**data)
@@ -180,7 +214,7 @@ class SummaryRecord:
 @dataclass(frozen=True)
 class FactRecord:
     id: int
-    scope: str
+    scope: FactScope
     user: str | None
     session_id: int | None
     key: str
@@ -199,7 +233,9 @@ class FactRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> FactRecord:
-        return cls(**known_columns(cls, row))
+        data = known_columns(cls, row)
+        data["scope"] = stored_enum(FactScope, data["scope"], f"fact {data.get('id')}: scope")
+        return cls(**data)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from chatmem.errors import (
     TurnNotReplaceable,
 )
 from chatmem.store import contexts, rendered, steps
-from chatmem.store.records import TurnRecord
+from chatmem.store.records import TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
 
 
@@ -151,7 +151,7 @@ class TurnTables(SessionTables):
         turn.id = steps.insert_id(self.db, f"INSERT INTO turns ({columns}) VALUES ({marks})",
                                  list(row.values()))
 
-    def turns(self, session_id: int, status: str | None = None) -> list[TurnRecord]:
+    def turns(self, session_id: int, status: TurnStatus | None = None) -> list[TurnRecord]:
         sql = "SELECT * FROM turns WHERE session_id = ?"
         params: list[Any] = [session_id]
         if status:

@@ -142,13 +142,17 @@ def test_the_configured_prompt_is_what_the_summarizer_receives(
 
 
 def test_a_separate_summary_model_answers_summaries(store: Store) -> None:
+    from chatmem.app import Workspace
+    from chatmem.app.conversations import start_conversation
+
     settings = Settings(provider="scripted", helper_model="cheap-summarizer")
     chat = ScriptedProvider()
-    engine = open_session(store, settings, chat, "s", strategy="summary")
-    engine.run_turn("hello there")
-    assert chat.calls_by_purpose == {"chat": 1}
-    assert isinstance(engine.helper, ScriptedProvider)
-    assert engine.helper.calls_by_purpose == {"summary": 1}
+    with Workspace.around(settings, store, chat) as workspace:
+        engine = start_conversation(workspace, "s", strategy="summary")
+        engine.run_turn("hello there")
+        assert chat.calls_by_purpose == {"chat": 1}
+        assert isinstance(engine.helper, ScriptedProvider) and engine.helper is not chat
+        assert engine.helper.calls_by_purpose == {"summary": 1}
     latest = store.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.model == "scripted:cheap-summarizer"
 

@@ -19,6 +19,7 @@ from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
+from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
     from chatmem.store import TurnRecord
@@ -139,7 +140,7 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
        example="/retry")
 def _retry(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "retry")
-    if record.status == "ok":
+    if record.status == TurnStatus.OK:
         repl.notice(f"regenerating turn {record.number}; it stays stored, out of memory")
         repl.turn(None, replace_last=True)
         return
@@ -157,7 +158,7 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
     text = (repl.raw_args if args else repl.edit_line(record.input)).strip()
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
-    if record.status != "ok":
+    if record.status != TurnStatus.OK:
         repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
         return
     repl.turn(text, replace_last=True)
