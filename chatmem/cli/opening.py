@@ -13,7 +13,7 @@ from chatmem.cli.output import consoles
 
 if TYPE_CHECKING:
     from chatmem.app import Workspace
-    from chatmem.config.settings import Settings
+    from chatmem.config.settings import Settings, Source
     from chatmem.notices import Notice
 
 
@@ -34,18 +34,19 @@ def settings_from(
     options: Sequence[str] | None = None,
 ) -> Settings:
     from chatmem.config.options import parse_options
-    from chatmem.config.settings import load_settings
+    from chatmem.config.settings import OPTION_FLAG, load_settings
 
     chosen = parse_options(options)  # a bad option fails before the config is read
     settings = load_settings(config, check_strategy=check_strategy, overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
         "helper_model": helper_model,
     })
-    with_options(settings, chosen, "flag -o")
+    with_options(settings, chosen, OPTION_FLAG)
     return settings
 
 
-def with_options(settings: Settings, options: Mapping[str, float | int], source: str) -> None:
+def with_options(settings: Settings, options: Mapping[str, float | int],
+                 source: Source) -> None:
     """Add per-call model options (over those already there); max_reply_tokens is a setting."""
     settings.options.update(options)
     for key in options:
@@ -61,16 +62,18 @@ def apply_template(settings: Settings, name: str | None, *, strategy: str | None
     in what the command line left out. Returns (strategy, system) to open the session with."""
     if name is None:
         return strategy, system
+    from chatmem.config.settings import OPTION_FLAG, Source, SourceKind
     from chatmem.config.templates import find_template
 
     template = find_template(settings, name)
-    if template.model and settings.source_of("model") != "flag --model":
+    by_template = Source(SourceKind.TEMPLATE, name)
+    if template.model and settings.source_of("model").kind is not SourceKind.FLAG:
         settings.model = settings.model_named(template.model)
-        settings.sources["model"] = f"template {name}"
+        settings.sources["model"] = by_template
     given = {key: value for key, value in settings.options.items()
-             if settings.source_of(f"options.{key}") == "flag -o"}
-    with_options(settings, template.options, f"template {name}")
-    with_options(settings, given, "flag -o")
+             if settings.source_of(f"options.{key}") == OPTION_FLAG}
+    with_options(settings, template.options, by_template)
+    with_options(settings, given, OPTION_FLAG)
     return strategy or template.strategy, system if system is not None else template.system
 
 

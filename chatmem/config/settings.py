@@ -12,6 +12,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,39 @@ ENV_KEYS = {
 HELPER_ALIASES = {"summary.provider": "helper_provider", "summary.model": "helper_model"}
 """Old spellings: [summary] provider/model chose the summarizer before helper_* chose the
 model for every strategy call (summaries and fact extraction)."""
+
+
+class SourceKind(StrEnum):
+    """Where a setting's value came from, lowest priority first."""
+
+    DEFAULT = "default"
+    FILE = "file"
+    ENV = "env"
+    FLAG = "flag"
+    TEMPLATE = "template"
+    """A template's model or options (`--template NAME`, /template)."""
+    COMMAND = "command"
+    """A REPL command that changed it (/model)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one setting came from: its kind, and the file, variable, flag, template or command
+    that gave it."""
+
+    kind: SourceKind
+    name: str = ""
+
+    def __str__(self) -> str:
+        """`default`, the file's path, `env VAR`, `flag --x`, `template NAME` or `/model`."""
+        if self.kind in (SourceKind.DEFAULT, SourceKind.FILE, SourceKind.COMMAND):
+            return self.name or str(self.kind)
+        return f"{self.kind} {self.name}"
+
+
+DEFAULT_SOURCE = Source(SourceKind.DEFAULT)
+OPTION_FLAG = Source(SourceKind.FLAG, "-o")
+"""Model options given with `-o KEY=VALUE`."""
 
 
 @dataclass
@@ -107,7 +141,7 @@ class Settings:
     """Per-call model options (`-o temperature=0.2`, a template's options), already checked."""
     source: Path | None = None
     """The config file these settings were read from, if any."""
-    sources: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)
     """Where each key that is not a default came from: the file, `env VAR` or `flag --x`."""
 
     @property
@@ -173,13 +207,13 @@ class Settings:
             data["base_url"] = redacted_url(self.base_url)
         data["db"] = self.location.shown
         data["config_file"] = str(self.source) if self.source else None
-        data["sources"] = {key: self.source_of(key) for key in _flat(data)
+        data["sources"] = {key: str(self.source_of(key)) for key in _flat(data)
                            if key not in ("api_key", "history_key", "config_file")}
         return data
 
-    def source_of(self, key: str) -> str:
-        """`default`, the config file's path, `env VAR` or `flag --x`, for a dotted key."""
-        return self.sources.get(key, "default")
+    def source_of(self, key: str) -> Source:
+        """Where a dotted key's value came from (DEFAULT_SOURCE when nothing set it)."""
+        return self.sources.get(key, DEFAULT_SOURCE)
 
     def rows(self) -> list[tuple[str, str, str]]:
         """(key, value, source) for `config show`: tables flattened as `local.threads`."""
@@ -188,7 +222,7 @@ class Settings:
         shown = []
         for key, value in _flat(data).items():
             source = ("" if key in ("api_key", "history_key", "config_file")
-                      else self.source_of(key))
+                      else str(self.source_of(key)))
             text = "" if value is None or value == {} else str(value)
             shown.append((key, text, source))
         return shown
@@ -248,13 +282,13 @@ def load_settings(
             else:
                 setattr(settings, key, value)
         settings.source = path
-        settings.sources.update(dict.fromkeys(_flat(data), str(path)))
+        settings.sources.update(dict.fromkeys(_flat(data), Source(SourceKind.FILE, str(path))))
     for variable, key in ENV_KEYS.items():
         if env.get(variable) and not is_valid(env[variable]):
             raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
         if env.get(variable):
             setattr(settings, key, env[variable])
-            settings.sources[key] = f"env {variable}"
+            settings.sources[key] = Source(SourceKind.ENV, variable)
     for key, variable in (("provider", "CHATMEM_PROVIDER"),
                           ("helper_provider", "CHATMEM_HELPER_PROVIDER")):
         value = getattr(settings, key)
@@ -264,7 +298,7 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             setattr(settings, key, value)
-            settings.sources[key] = f"flag --{key.replace('_', '-')}"
+            settings.sources[key] = Source(SourceKind.FLAG, f"--{key.replace('_', '-')}")
     settings.model = settings.model_named(settings.model)
     settings.helper_model = settings.model_named(settings.helper_model)
     return settings

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from chatmem import render
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
-from chatmem.config.settings import Settings
+from chatmem.config.settings import Settings, Source, SourceKind
 from chatmem.engine import Engine, TurnResult
 from chatmem.engine.resend import resend_last
 from chatmem.errors import ChatmemError, UsageError
@@ -110,7 +110,8 @@ class Chat:
         if model is not None:
             model = settings.model_named(model)  # an alias ([aliases]) names its model
             settings = dataclasses.replace(settings, provider=provider.name, model=model,
-                                           sources={**settings.sources, "model": "/model"})
+                                           sources={**settings.sources,
+                                                    "model": Source(SourceKind.COMMAND, "/model")})
         if options:
             chosen = {**settings.options, **options}
             settings = dataclasses.replace(settings, provider=provider.name, options=chosen,

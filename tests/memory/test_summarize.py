@@ -189,7 +189,7 @@ def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
     # [summary] model is the old name of helper_model: one setting, read from either place.
     assert settings.summary == SummarySection(prompt="{summary} + {new_lines}", drift_guard=False)
     assert settings.helper_model == "small"
-    assert settings.source_of("helper_model") == str(config)
+    assert str(settings.source_of("helper_model")) == str(config)
     assert load_settings(env={}).summary == SummarySection()
     config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as info:
