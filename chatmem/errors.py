@@ -19,7 +19,8 @@ and an exit code::
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
     └── ProviderError                 the model could not answer
-        ├── NoModelAvailable          nothing configured and no local model installed
+        ├── NoModelAvailable          the model chosen cannot be opened (no file, no name)
+        │   └── NoModelAtAll          nothing chosen and nothing installed: the ways to get one
         ├── ProviderAuthError         401/403: the key is wrong or missing
         ├── ProviderNotFound          404: unknown model or wrong base URL
         ├── ProviderRateLimited       429 after retries
@@ -201,6 +202,10 @@ class ProviderError(ChatmemError):
 
 class NoModelAvailable(ProviderError):
     pass
+
+
+class NoModelAtAll(NoModelAvailable):
+    """Nothing names a model and none is installed: the front end lists the ways to get one."""
 
 
 class ProviderAuthError(ProviderError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from chatmem.errors import ChatmemError, ExitCode, NoModelAvailable
+from chatmem.errors import ChatmemError, ExitCode, NoModelAtAll
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,13 +41,10 @@ def handles_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except NoModelAvailable as e:
-            from chatmem.providers import NO_MODEL_HELP
+        except NoModelAtAll as e:
+            # Nothing chosen, nothing installed: the ways to get a model, not one line.
             from chatmem.render import no_model_panel
 
-            if str(e) != NO_MODEL_HELP:
-                # A specific problem (a missing file, a missing package): one line.
-                raise fail(str(e), e.exit_code) from None
             consoles()[1].print(no_model_panel(str(e)))
             raise typer.Exit(int(e.exit_code)) from None
         except ChatmemError as e:

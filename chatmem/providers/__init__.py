@@ -11,7 +11,7 @@ from pathlib import Path
 
 from chatmem.config.options import sampling
 from chatmem.config.settings import KEY_ENV, LOCAL_MAX_REPLY_TOKENS, Settings
-from chatmem.errors import NoModelAvailable, ProviderAuthError
+from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
 from chatmem.privacy.secrets import credentials_of, redacted_url
 from chatmem.providers.base import Provider
 from chatmem.providers.masking import MaskedProvider
@@ -36,7 +36,7 @@ def resolve_provider_name(settings: Settings) -> str:
 
     if xllamacpp_installed() and (settings.local.model_path or bundled_model_path()):
         return "local"
-    raise NoModelAvailable(NO_MODEL_HELP)
+    raise NoModelAtAll(NO_MODEL_HELP)
 
 
 def create_provider(settings: Settings) -> Provider:
@@ -109,7 +109,7 @@ def available_models(settings: Settings) -> tuple[str, list[str]]:
 
         path = _local_model_path(settings) or bundled_model_path()
         if path is None:
-            raise NoModelAvailable(NO_MODEL_HELP)
+            raise NoModelAtAll(NO_MODEL_HELP)
         return name, [Path(path).stem]
     from chatmem.providers.openai import OpenAIProvider
 
