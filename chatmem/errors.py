@@ -72,7 +72,19 @@ class UsageError(ChatmemError):
 
 
 class OverBudget(UsageError):
-    pass
+    """The input's fixed parts (system prompt, files, input) and the chat format alone exceed
+    the budget, so nothing was sent; render/errors.py words it with the numbers."""
+
+    def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int) -> None:
+        self.fixed = fixed
+        self.priming = priming
+        self.budget = budget
+        super().__init__(f"not sent: {self.total:,} tokens before any history, over the "
+                         f"context budget of {budget:,}")
+
+    @property
+    def total(self) -> int:
+        return sum(tokens for _, tokens in self.fixed) + self.priming
 
 
 class ConfigError(UsageError):

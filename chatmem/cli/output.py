@@ -48,7 +48,9 @@ def handles_errors(func: F) -> F:
             consoles()[1].print(no_model_panel(str(e)))
             raise typer.Exit(int(e.exit_code)) from None
         except ChatmemError as e:
-            raise fail(str(e), e.exit_code) from None
+            from chatmem.render.errors import error_text
+
+            raise fail(error_text(e), e.exit_code) from None
         except KeyboardInterrupt:
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
 

@@ -17,8 +17,6 @@ from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
-from chatmem.memory.context import FIXED_KINDS
-from chatmem.memory.facts import sent_fact_ids
 from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
@@ -285,7 +283,7 @@ class Engine(Generic[StoreT]):
         ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
             supersedes=supersedes)
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
-        self.store.mark_facts_used(sent_fact_ids(context))
+        self.store.mark_facts_used(list(context.fact_ids))
         self._note_model()
         if stream.usage.cut_at_limit:
             notices.append(ReplyCut())
@@ -306,22 +304,13 @@ class Engine(Generic[StoreT]):
 
         With allow_over_budget it is sent, after a warning the user sees first.
         """
-        fixed = {kind: part.tokens for kind in FIXED_KINDS
-                 if (part := context.part(kind)) is not None}
-        total = sum(fixed.values()) + context.priming
-        if not context.budget or total <= context.budget:
+        if not context.fixed_over_budget or context.budget is None:
             return
+        fixed = tuple(context.fixed.items())
         if self.allow_over_budget:
-            self.activity.warn(SendingOverBudget(tuple(fixed.items()), context.priming,
-                                                 context.budget))
+            self.activity.warn(SendingOverBudget(fixed, context.priming, context.budget))
             return
-        parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in fixed.items())
-        numbers = (f"{parts} + chat format {context.priming:,} = {total:,} tokens, over the "
-                   f"context budget of {context.budget:,}")
-        raise OverBudget(
-            f"not sent: {numbers}, before any history; shorten the input or the system "
-            "prompt, raise the budget (/budget N, context_budget, the strategy's max_tokens), "
-            "or send it anyway with --allow-over-budget")
+        raise OverBudget(fixed, context.priming, context.budget)
 
     def _note_model(self) -> None:
         # The session records the provider, model and tokenizer its latest turn really used.
@@ -335,9 +324,9 @@ class Engine(Generic[StoreT]):
 
         The input was counted to build this context: its count is reused.
         """
-        sent = context.part("input")
-        user = sent.messages[0].tokens if sent is not None else \
-            self.counter.count_message("user", text)
+        user = context.input_tokens
+        if user is None:
+            user = self.counter.count_message("user", text)
         return user, self.counter.count_message("assistant", reply)
 
     def replay_turn(self, text: str, reply: str,

@@ -147,7 +147,8 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
             reason = reasons[0] if len(reasons) == 1 else Merged(reasons)
             kept = {m.turn for m in messages}
             scores = tuple((n, score) for p in found for n, score in p.scores if n in kept)
-            merged.append(Part(kind, tuple(messages), reason, scores))
+            fact_ids = tuple(dict.fromkeys(i for p in found for i in p.fact_ids))
+            merged.append(Part(kind, tuple(messages), reason, scores, fact_ids))
     merged.sort(key=lambda p: PART_ORDER.index(p.kind))
     return merged
 

@@ -57,6 +57,8 @@ class Part:
     scores: tuple[tuple[int, float], ...] = field(default=(), compare=False)
     """For recalled parts: (turn, relevance score) of each turn, so a shared budget
     can let the least relevant go first. Not recorded with the context."""
+    fact_ids: tuple[int, ...] = field(default=(), compare=False)
+    """For a facts part: the ids of the stored facts it sends (pinned details have none)."""
 
     @property
     def tokens(self) -> int:
@@ -87,6 +89,32 @@ class Context:
     def over_budget(self) -> bool:
         return self.budget is not None and self.tokens > self.budget
 
+    @property
+    def fixed(self) -> dict[PartKind, int]:
+        """Tokens of the parts no memory can make room by dropping (system, files, input)."""
+        return {p.kind: p.tokens for p in self.parts if p.kind in FIXED_KINDS}
+
+    @property
+    def fixed_tokens(self) -> int:
+        """What the context costs before any memory: the fixed parts and the chat format."""
+        return sum(self.fixed.values()) + self.priming
+
+    @property
+    def fixed_over_budget(self) -> bool:
+        """The fixed parts alone exceed the budget: no strategy can make this fit."""
+        return bool(self.budget) and self.fixed_tokens > (self.budget or 0)
+
+    @property
+    def fact_ids(self) -> tuple[int, ...]:
+        """The ids of the stored facts this context sends."""
+        return tuple(i for p in self.parts for i in p.fact_ids)
+
+    @property
+    def input_tokens(self) -> int | None:
+        """The new input's count, as counted to build this context."""
+        sent = self.part("input")
+        return sent.messages[0].tokens if sent is not None and sent.messages else None
+
     def messages(self) -> list[dict[str, str]]:
         return [m.as_chat() for p in self.parts for m in p.messages]
 
@@ -110,6 +138,7 @@ class Context:
                          "turn": m.turn}
                         for m in p.messages
                     ],
+                    **({"fact_ids": list(p.fact_ids)} if p.fact_ids else {}),
                 }
                 for p in self.parts
             ],
@@ -126,6 +155,7 @@ class Context:
                     Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"))
                     for m in p["messages"]
                 ),
+                fact_ids=tuple(p.get("fact_ids", ())),
             )
             for p in data["parts"]
         )

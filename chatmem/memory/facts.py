@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from chatmem import fts
-from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.context import Message, Part
 from chatmem.memory.reasons import FactsSelected
 from chatmem.tokens import TokenCounter
 
@@ -90,7 +90,7 @@ def facts_part(
                            turns=tuple(here), sessions=tuple(sessions),
                            remembered=any(f.source_turn is None for f in chosen))
     message = Message.counted("system", text, counter)
-    return Part("facts", (message,), reason)
+    return Part("facts", (message,), reason, fact_ids=tuple(f.id for f in chosen))
 
 
 def provenance(store: FactRepository, facts: Sequence[FactRecord]
@@ -178,13 +178,6 @@ def scrub_fact(store: FactRepository, fact_id: int) -> int:
             store.rewrite_turn_context(turn_id, context, rendered)
             changed += 1
     return changed
-
-
-def sent_fact_ids(context: Context) -> list[int]:
-    """The ids of the stored facts a context sends (pinned details have none)."""
-    return [fact_id for part in context.parts if part.kind == "facts"
-            for message in part.messages for line in message.content.split("\n")
-            if (fact_id := _line_id(line)) is not None]
 
 
 def _line_id(line: str) -> int | None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
 from chatmem import render
 from chatmem.errors import ChatmemError, ExitCode, NotFound
+from chatmem.render.errors import error_text
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl
 from chatmem.store.records import TurnStatus
@@ -85,7 +86,7 @@ class Repl(Chat):
                 return
             except ChatmemError as e:
                 self.exit_code = max(self.exit_code, int(e.exit_code))
-                self.error(str(e))
+                self.error(error_text(e))
             except KeyboardInterrupt:
                 if not sys.stdin.isatty():
                     raise  # a script is stopped, not resumed

@@ -233,3 +233,18 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
     assert json.loads(sent[1]["content"]) == {"facts": [], "messages": [
         {"turn": 1, "text": "我叫李雷。"}, {"turn": 2, "text": "我的订单号是ORD-7731。"}]}
     model.close()
+
+
+def test_a_context_carries_the_ids_of_the_facts_it_sends(make_engine) -> None:
+    # The ids are values of the parts (not read back out of the block's text), survive a
+    # combination's merge and the stored context, and are what a turn marks as used.
+    from chatmem.memory.context import Context
+
+    engine = make_engine("window+entity")
+    engine.run_turn("My name is Ada and my order is ORD-7731.")
+    facts = engine.state.live_facts()
+    assert facts
+    context = engine.build_context("what is my order?")
+    assert set(context.fact_ids) == {f.id for f in facts}
+    assert Context.from_json(context.to_json()).fact_ids == context.fact_ids
+    assert make_engine("window").build_context("what is my order?").fact_ids == ()
