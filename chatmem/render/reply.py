@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from chatmem.render.terminal import printable
+from chatmem.render.terminal import Printable, printable
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -69,7 +69,8 @@ class ReplyWriter:
         for console in self.live_consoles:
             # No redirection: the status console (stderr) must never be drawn into
             # the reply's console (stdout), which holds replies only.
-            live = Live(self.reply, console=console, refresh_per_second=REFRESH_PER_SECOND,
+            live = Live(Printable(self.reply), console=console,
+                        refresh_per_second=REFRESH_PER_SECOND,
                         redirect_stdout=False, redirect_stderr=False)
             live.start()
             self.lives.append(live)

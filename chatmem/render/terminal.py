@@ -9,9 +9,16 @@ Rich's own styling and cursor control are untouched.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from typing import Any
 
-from rich.console import Console
+from rich.console import (
+    Console,
+    ConsoleOptions,
+    ConsoleRenderable,
+    RenderableType,
+    RenderHook,
+    RenderResult,
+)
 from rich.segment import Segment
 
 from chatmem.text import CONTROLS, code_point
@@ -32,11 +39,31 @@ def printable(text: str) -> str:
     return CONTROLS.sub(_picture, text)
 
 
-class SafeConsole(Console):
-    """A Rich console that prints data's control characters as visible symbols."""
+class Printable:
+    """A renderable drawn with its data's control characters made visible (Rich's own
+    control segments, cursor moves and styles, pass as they are)."""
 
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        return super()._render_buffer(
-            segment if segment.control else Segment(printable(segment.text), segment.style)
-            for segment in buffer
-        )
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.renderable, options):
+            yield segment if segment.control else Segment(printable(segment.text),
+                                                          segment.style)
+
+
+class _Guard(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable],
+                            ) -> list[ConsoleRenderable]:
+        return [Printable(r) for r in renderables]
+
+
+class SafeConsole(Console):
+    """A Rich console that prints data's control characters as visible symbols: every
+    renderable it prints goes through a render hook (Rich's public extension point) that
+    wraps it in `Printable`. A Live display's own renderable is wrapped by its owner, since
+    Live adds it after the hooks pushed before it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.push_render_hook(_Guard())
