@@ -70,11 +70,6 @@ def query_terms(text: str) -> list[str]:
     return kept or terms
 
 
-def match_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: any of the input's terms, each quoted."""
-    return match_terms(query_terms(text))
-
-
 def match_terms(terms: list[str]) -> str | None:
     """An FTS5 MATCH expression for any of `terms`, or None when there are none.
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from activity_log import Recording
+from meter import metered
 
 from chatmem import fts
 from chatmem.activity import Work as ActivityWork
@@ -33,7 +34,6 @@ from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.store.meter import metered
 from chatmem.store.recall import POSTINGS
 
 SMALL, MEDIUM, LARGE = 100, 2500, 5000

@@ -158,11 +158,6 @@ def first_quotes(
     return found
 
 
-def render_pins(pins: Sequence[Pin]) -> str:
-    """The pins as data lines, one per turn they were said in, with that turn's quote."""
-    return "\n".join(pin_lines(pins))
-
-
 def pin_lines(pins: Sequence[Pin]) -> list[str]:
     return [pin_line(group) for group in pin_groups(pins)]
 

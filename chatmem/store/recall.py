@@ -364,10 +364,3 @@ class RecallTables(Connection):
                 f" WHERE c.model = ? AND c.digest IN ({', '.join('?' * len(chunk))})",
                 [model, *chunk]))
         return found
-
-    def vector_models(self) -> dict[str, int]:
-        """Embedding model → how many messages have its vectors."""
-        return {
-            model: count for model, count in self.db.execute(
-                "SELECT model, count(*) FROM message_vectors GROUP BY model ORDER BY model")
-        }

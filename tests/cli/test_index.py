@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from cli_runner import invoke
+from vectors import vector_models
 
 from chatmem.store import Store
 
@@ -32,7 +33,7 @@ def test_index_embeds_each_message_once(tmp_path) -> None:
     again = invoke(*args)
     assert json.loads(again.output)["embedded"] == 0
     with Store(db) as store:
-        assert store.vector_models() == {"hash:256": 3}
+        assert vector_models(store) == {"hash:256": 3}
 
 
 def test_index_without_an_embedder_says_how_to_get_one(tmp_path) -> None:
@@ -73,4 +74,4 @@ def test_a_chat_that_ends_with_messages_to_embed_says_how_many_and_index_finishe
     finished = invoke("index", "s", "--json", *common)
     assert json.loads(finished.output)["embedded"] == left
     with Store(db) as store:
-        assert store.vector_models() == {"hash:256": 3 + 1200 + 2}
+        assert vector_models(store) == {"hash:256": 3 + 1200 + 2}

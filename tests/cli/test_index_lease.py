@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer
 from cli_runner import invoke
+from vectors import vector_models
 from waiting import wait_until
 
 from chatmem.embeddings.base import text_digest
@@ -104,7 +105,7 @@ def test_a_chat_opened_while_the_indexer_runs_embeds_none_of_its_backlog(
     assert reap(pid) == 0
     with Store(db) as store:
         # The indexer embedded the chat's four new messages too, and gave its lease back.
-        assert store.vector_models() == {MODEL: IMPORTED + 4}
+        assert vector_models(store) == {MODEL: IMPORTED + 4}
     assert lease_holder(db) is None
 
 
@@ -130,7 +131,7 @@ def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
 
     def stored() -> int:
         with Store(db) as store:
-            return store.vector_models().get(model, 0)
+            return vector_models(store).get(model, 0)
 
     wait_until(lambda: len(endpoint.requests) == 5 and stored() == first_batch,
                "the indexer stored its first batch and waits for the next")
@@ -157,7 +158,7 @@ def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
     assert 0 < len(texts) <= 2 * left
     assert {text_digest(text) for text in texts} & embedded_before == set()
     with Store(db) as store:
-        assert store.vector_models() == {model: IMPORTED}
+        assert vector_models(store) == {model: IMPORTED}
         lease = store.index_lease(store.session("lc").id, model)
     assert lease is None
 

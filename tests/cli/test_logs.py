@@ -158,7 +158,7 @@ def _many_turns(store: Store, count: int) -> None:
 @pytest.mark.parametrize("session", [None, "b"])
 def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
                                                                 session: str | None) -> None:
-    from chatmem.store.meter import metered
+    from meter import metered
 
     work = []
     for count in (100, 4000):

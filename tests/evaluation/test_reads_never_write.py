@@ -13,6 +13,7 @@ from pathlib import Path
 import cli_runner
 import pytest
 from file_hash import checkpointed_hash
+from vectors import vector_models
 
 from chatmem.store import Store
 
@@ -89,4 +90,4 @@ def test_recall_by_meaning_reads_vectors_and_never_writes_them(
     invoke("eval", "zh", "-s", "retrieval", "--db", db, "--config", config)
     assert checkpointed_hash(stored) == before
     with Store(stored) as store:
-        assert store.vector_models() == {}
+        assert vector_models(store) == {}

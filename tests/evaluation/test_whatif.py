@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from activity_log import Recording
+from meter import metered
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.engine import Engine
@@ -11,7 +12,6 @@ from chatmem.evaluation.whatif import what_if
 from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.store.meter import metered
 
 
 def conversation(turns: int) -> list[dict[str, str]]:

@@ -5,6 +5,7 @@ the lease is given back: no message is embedded twice."""
 from __future__ import annotations
 
 from conftest import History
+from vectors import vector_models
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
@@ -75,5 +76,5 @@ def test_a_chat_leaves_a_held_backlog_and_goes_on_when_it_is_given_back(
     # Own and context vectors of what the indexer left, this chat's four messages included.
     assert embedder.calls == 2 * (MESSAGES + 4 - half)
     assert store.count_without_vectors(key, session_id) == 0
-    assert store.vector_models() == {key: MESSAGES + 4}
+    assert vector_models(store) == {key: MESSAGES + 4}
     assert engine.indexing.close() == []

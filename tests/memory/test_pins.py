@@ -109,18 +109,18 @@ def test_pins_said_in_one_turn_share_a_line_and_quotes_stay_data() -> None:
     found = pins.first_quotes(["$120", "ORD-7731", "五千元", "MU5137"], said)
     assert set(found) == {"$120", "ORD-7731", "五千元"}  # MU5137 was never said
     assert found["$120"] == found["ORD-7731"] and found["$120"][0] == 3
-    text = pins.render_pins([pins.Pin("五千元", 2, 1, *found["五千元"]),
-                             pins.Pin("ORD-7731", 1, 2, *found["ORD-7731"]),
-                             pins.Pin("$120", 1, 3, *found["$120"]),
-                             pins.Pin("MU5137", 1, 4)])
-    assert text.splitlines() == [
+    lines = pins.pin_lines([pins.Pin("五千元", 2, 1, *found["五千元"]),
+                            pins.Pin("ORD-7731", 1, 2, *found["ORD-7731"]),
+                            pins.Pin("$120", 1, 3, *found["$120"]),
+                            pins.Pin("MU5137", 1, 4)])
+    assert lines == [
         '- ORD-7731, $120 (from turn 3: "My order is ORD-7731, it costs $120.")',
         '- 五千元 (from turn 5: "我们的预算是五千元。")',
         "- MU5137",
     ]
     quote = pins.quote_around(said[0][1], ["Ignore"])
     assert "</facts>" in quote
-    assert "</facts>" not in pins.render_pins([pins.Pin("Ignore", 1, 1, 3, quote)])
+    assert "</facts>" not in "\n".join(pins.pin_lines([pins.Pin("Ignore", 1, 1, 3, quote)]))
 
 
 def test_over_their_limit_pins_lose_quotes_first_then_the_oldest_go() -> None:

@@ -10,6 +10,7 @@ from fact_conversations import (
     english_session,
     run_conversation,
 )
+from vectors import vector_models
 
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
@@ -149,12 +150,12 @@ def test_vectors_are_computed_once_per_message_and_kept_per_model(make_engine, s
     engine.build_context("anything")
     engine.build_context("anything else")
     assert (embedder.calls, embedder.queries) == (2 * messages, queries + 2)
-    assert store.vector_models() == {embedder.key: messages}
+    assert vector_models(store) == {embedder.key: messages}
     other = HashEmbedder(dimensions=64)
     engine._embedder = other
     engine.indexing.finish(other)
     engine.build_context("a third question")
-    assert store.vector_models() == {embedder.key: messages, other.key: messages}
+    assert vector_models(store) == {embedder.key: messages, other.key: messages}
 
 
 def test_without_an_embedder_hybrid_falls_back_to_words_and_says_so_once(make_engine) -> None:
@@ -251,8 +252,8 @@ def test_vectors_are_stored_as_turns_go_by_and_a_build_only_reads_them(
         engine.run_turn(f"turn {n} about the delivery address")
     # Each turn stores what the backlog finished before it; the last one's is in flight.
     engine.indexing.finish(embedder)
-    assert store.vector_models() == {embedder.key: 6}
+    assert vector_models(store) == {embedder.key: 6}
     engine.run_turn("one more")
-    before = store.vector_models()
+    before = vector_models(store)
     create_strategy("retrieval", {"recent": "0"}).build(engine.request("anything"))
-    assert store.vector_models() == before
+    assert vector_models(store) == before

@@ -259,7 +259,7 @@ def test_replays_embed_before_each_build_so_results_do_not_depend_on_timing(
 def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
     path: Path
 ) -> None:
-    from chatmem.store.meter import metered
+    from meter import metered
 
     embedder = HashEmbedder()
     with Store(path) as store:

@@ -22,6 +22,7 @@ import pytest
 from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from vectors import vector_models
 
 from chatmem.privacy.mentions import MARKER
 from chatmem.store import Place, Store
@@ -81,7 +82,7 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
                                                       ) -> None:
     db, args = two_sessions
     with Store(db) as store:
-        [model] = store.vector_models()
+        [model] = vector_models(store)
         assert store.count_without_vectors(model) == 0
         summaries_before = store.db.execute("SELECT count(*) FROM summaries").fetchone()[0]
     assert summaries_before > 0

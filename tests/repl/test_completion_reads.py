@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from meter import Meter, metered
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -15,7 +16,6 @@ from chatmem.render import make_console
 from chatmem.repl.completion import RECENT, SlashCompleter
 from chatmem.repl.loop import Repl
 from chatmem.store import Store
-from chatmem.store.meter import Meter, metered
 
 
 def grown(db: Path, turns: int, strategy: str = "window") -> tuple[Store, Repl]:

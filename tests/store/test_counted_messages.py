@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from meter import metered
+
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.store.meter import metered
 
 
 def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from conftest import History
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matches import matches
+from vectors import vector_models
 
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
@@ -255,12 +256,12 @@ def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
     source.indexing.finish(embedder)  # the backlog's work between turns, done now
     other = HashEmbedder(dimensions=64)  # a second model's vectors come along too
     source.indexing.finish(other)
-    vectors = store.vector_models()
+    vectors = vector_models(store)
     assert vectors == {embedder.key: 10, other.key: 10}
 
     store.fork_session("trip", "whole")
     store.fork_session("trip", "part", at_turn=2)
-    assert store.vector_models() == {embedder.key: 10 + 10 + 4, other.key: 10 + 10 + 4}
+    assert vector_models(store) == {embedder.key: 10 + 10 + 4, other.key: 10 + 10 + 4}
     originals = {(row.message_id, row.vector, row.context_vector)
                  for row in store.vector_rows(store.session("trip").id, embedder.key)}
     by_position = {m.id: m.position for m in store.messages(store.session("trip").id)}
@@ -276,4 +277,4 @@ def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
     assert embedder.calls == calls  # nothing re-embedded: only the question was
     assert "I live in Lisbon" in [m.content for m in context.part("recalled").messages]
     store.delete_session("trip")
-    assert store.vector_models() == {embedder.key: 14, other.key: 14}
+    assert vector_models(store) == {embedder.key: 14, other.key: 14}
