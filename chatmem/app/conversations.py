@@ -4,8 +4,9 @@ refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity
@@ -15,7 +16,8 @@ from chatmem.notices import RetentionApplied, RetentionSkipped
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
-    from chatmem.engine import Engine
+    from chatmem.engine import Engine, TurnResult
+    from chatmem.providers.base import Provider
     from chatmem.store import Store
 
 
@@ -62,11 +64,13 @@ def start_conversation(
     save: bool = True,
     settings: Settings | None = None,
     budget: int | None = None,
+    chat: Provider | None = None,
 ) -> Engine[Store]:
     """The named session's engine, for a caller that finishes it (`Engine.finish`) itself.
 
     `settings` other than the workspace's (another model or other options: /model,
-    /template) choose the chat model; `budget` overrides their context budget.
+    /template) choose the chat model; `budget` overrides their context budget; `chat`, a
+    model the caller opened (a lazy one: `lazy_chat_model`), is used instead.
     """
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
@@ -78,7 +82,7 @@ def start_conversation(
     if store.find_session(chosen_name) is None:
         check_session_name(chosen_name)  # before a model is loaded for nothing
     settings = settings or workspace.settings
-    chat = workspace.provider_for(settings)
+    chat = chat or workspace.provider_for(settings)
     return open_session(store, settings, chat, chosen_name,
                         helper=workspace.helper_for(settings, chat), strategy=strategy,
                         params=params, system=system,
@@ -117,3 +121,68 @@ def apply_retention(workspace: Workspace) -> None:
     workspace.tell(RetentionApplied(
         tuple(s.name for s in erased.sessions), sum(s.messages for s in erased.sessions),
         len(erased.facts), vacuumed=store.db.kind == "sqlite"))
+
+
+def lazy_chat_model(workspace: Workspace) -> Provider:
+    """The configured chat model, opened only when a strategy first calls it (a summary, fact
+    extraction); tokens are counted with its model's tokenizer until then. For front ends
+    whose replies come from elsewhere (the MCP server records turns a client's model wrote)."""
+    from chatmem.evaluation.recording import LazyProvider
+    from chatmem.tokens import counter_for_model
+
+    settings = workspace.settings
+    name = settings.provider if settings.provider != "auto" else "auto"
+    return LazyProvider(lambda: workspace.chat_provider, name, settings.model or name,
+                        counter_for_model(settings.model))
+
+
+def record_turn(workspace: Workspace, name: str, user: str, assistant: str) -> TurnResult:
+    """Append a turn another program had (its user message and the reply its model gave) to
+    session `name`, created if new, and update the session's memory as after a chat turn.
+    No model is asked for the reply; a strategy's own calls go to the configured model."""
+    engine = start_conversation(workspace, name, chat=lazy_chat_model(workspace))
+    try:
+        engine.check_writable()
+        return engine.replay_turn(user, assistant)
+    finally:
+        engine.finish()
+
+
+@dataclass(frozen=True)
+class ClientMessage:
+    """A message as another program's client sent it (its role and text)."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Adopted:
+    stored: int
+    """Messages of the client's history the session did not have, now stored."""
+    diverged: bool
+    """The client's history differs from what was stored (the client edited it); its new
+    messages are stored after the session's, and nothing stored is changed."""
+
+
+def adopt_history(workspace: Workspace, name: str,
+                  prior: Sequence[ClientMessage]) -> Adopted:
+    """Make session `name`'s history hold what a client says came before its new message:
+    the client's history is authoritative, so the messages it has past the session's
+    length (its new suffix) are stored; a client that sends less (its own window) stores
+    nothing. Only the session's last message is read, whatever its length."""
+    store = workspace.store
+    session = store.find_session(name)
+    if session is None:
+        return Adopted(0, False)
+    total, tail = store.history_tail(session.id, 1)
+    if len(prior) < total or not prior:
+        return Adopted(0, False)
+    last = prior[total - 1] if total else None
+    diverged = bool(tail) and last is not None and (
+        (last.role, last.content) != (tail[-1].role, tail[-1].content))
+    new = prior[total:]
+    if new:
+        store.import_messages(session.id, [{"role": m.role, "content": m.content}
+                                           for m in new])
+    return Adopted(len(new), diverged)

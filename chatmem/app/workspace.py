@@ -13,6 +13,7 @@ directory, sessions erased by retention) is kept as notices, for the front end t
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,28 @@ Listener = Callable[["Notice"], None]
 """Tells the user a notice as it happens (the front end's business)."""
 
 
+class ModelPool:
+    """Chat models shared by many workspaces (a server's requests, each on its own thread):
+    each opened once, on first use, and closed by the pool's owner."""
+
+    def __init__(self) -> None:
+        self._models: dict[tuple[Any, ...], Provider] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], open_model: Callable[[], Provider]) -> Provider:
+        with self._lock:
+            model = self._models.get(key)
+            if model is None:
+                model = self._models[key] = open_model()
+            return model
+
+    def close(self) -> None:
+        with self._lock:
+            models, self._models = list(self._models.values()), {}
+        for model in reversed(models):
+            model.close()
+
+
 class Workspace:
     """Settings made real: the history, the models, the embedder; opened once, closed once.
 
@@ -45,11 +68,13 @@ class Workspace:
     does not exist yet reads as an empty history, a named one is an error. `one_off`: a
     history of one question in memory; nothing on disk is read, written or created.
     `ask_key` is asked for the history key when the file is encrypted and no key is set;
-    `on_notice` hears what opening did as it happens (else it is kept in `notices`).
+    `on_notice` hears what opening did as it happens (else it is kept in `notices`);
+    `models`, a pool its owner shares between workspaces, supplies the chat models.
     """
 
     def __init__(self, settings: Settings, *, create: bool = True, one_off: bool = False,
-                 ask_key: KeyPrompt | None = None, on_notice: Listener | None = None) -> None:
+                 ask_key: KeyPrompt | None = None, on_notice: Listener | None = None,
+                 models: ModelPool | None = None) -> None:
         self.settings = settings
         self.create = create
         self.one_off = one_off
@@ -61,8 +86,10 @@ class Workspace:
         """Retention runs once per workspace (chatmem.app.conversations.apply_retention)."""
         self._store: Store | None = None
         self._providers: dict[tuple[Any, ...], Provider] = {}
+        self._pool = models
         self._embedder: Embedder | None = None
         self._embedder_opened = False
+        self._embedder_opener: Callable[[], Embedder | None] | None = None
         self._closing = ExitStack()
 
     @classmethod
@@ -169,14 +196,17 @@ class Workspace:
     def provider_for(self, settings: Settings) -> Provider:
         """The chat model of `settings` (another model, other options: /model, /template);
         one per distinct choice, closed with the workspace."""
+        from chatmem.providers import create_provider
+
         key = _provider_key(settings)
         provider = self._providers.get(key)
         if provider is None:
-            from chatmem.providers import create_provider
-
-            provider = create_provider(settings)
+            if self._pool is not None:
+                provider = self._pool.get(key, lambda: create_provider(settings))
+            else:
+                provider = create_provider(settings)
+                self.owns(provider.close)
             self._providers[key] = provider
-            self.owns(provider.close)
         return provider
 
     def helper_for(self, settings: Settings, chat: Provider) -> Provider | None:
@@ -209,11 +239,19 @@ class Workspace:
     def embedder(self) -> Embedder | None:
         """The configured embedder ([embeddings]), opened on first use; None without one."""
         if not self._embedder_opened:
-            from chatmem.embeddings import resolve_embedder
+            if self._embedder_opener is not None:
+                self._embedder = self._embedder_opener()
+            else:
+                from chatmem.embeddings import resolve_embedder
 
-            self._embedder = resolve_embedder(self.settings)
+                self._embedder = resolve_embedder(self.settings)
             self._embedder_opened = True
         return self._embedder
+
+    def use_embedder(self, opener: Callable[[], Embedder | None]) -> None:
+        """Take the embedder from `opener` (its owner's, shared by many workspaces and closed
+        by that owner) instead of opening one of this workspace's own."""
+        self._embedder_opener = opener
 
     def recall_embedder(self, strategies: Sequence[Strategy]) -> Embedder | None:
         """One embedder for several runs over one conversation (each text embedded once,

@@ -17,6 +17,7 @@ from typer.core import TyperGroup, TyperOption
 from chatmem.cli import (
     admin,
     chat,
+    clients,
     config_cmd,
     facts,
     logs,
@@ -155,6 +156,10 @@ app.command("eval", short_help="Score what each strategy remembers, and what it 
     replay_cmd.eval_command)
 app.command("index", short_help="Embed stored messages so retrieval recalls by meaning.")(
     index_cmd.index)
+app.command("mcp", short_help="Serve this history's memory over MCP (stdio or HTTP).")(
+    clients.mcp)
+app.command("serve", short_help="Serve an OpenAI-compatible API with chatmem's memory.")(
+    clients.serve)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(facts.app, name="facts")

@@ -92,6 +92,19 @@ class LogTables(Connection):
         rows.sort(key=lambda row: (-best[row["id"]], row["created_at"]))
         return [LogEntry.from_row(row) for row in rows[:limit]]
 
+    def sessions_matching(self, query: str, *, limit: int) -> list[str]:
+        """The names of the sessions whose messages best match `query` in the full-text
+        index (by each session's best message), best first."""
+        hits = self.db.word_scores(fts.query_terms(query), None, None, 20 * limit)
+        if not hits:
+            return []
+        ids = [message_id for message_id, _, _ in hits]
+        marks = ", ".join("?" for _ in ids)
+        names = {row["id"]: row["name"] for row in self._rows(
+            "SELECT m.id, s.name FROM messages m JOIN sessions s ON s.id = m.session_id"
+            f" WHERE m.id IN ({marks})", ids)}
+        return list(dict.fromkeys(names[i] for i in ids if i in names))[:limit]
+
     def usage_by_model(self, session_id: int) -> list[ModelUsage]:
         """Tokens the session's sent turns used, per model (a failed request is not billed)."""
         rows = self._rows(

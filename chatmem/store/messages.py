@@ -30,6 +30,16 @@ class MessageTables(Connection):
         return [MessageRecord(*row) for row in self.db.execute(sql + " ORDER BY position",
                                                                params)]
 
+    def history_tail(self, session_id: int, count: int) -> tuple[int, list[MessageRecord]]:
+        """How many messages the session's history holds, and its last `count`, oldest
+        first (read from the end of the session's index, whatever its length)."""
+        total = int(self._value("SELECT count(*) FROM messages WHERE session_id = ?"
+                                " AND superseded = 0", [session_id]) or 0)
+        rows = self.db.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND superseded = 0"
+            " ORDER BY position DESC LIMIT ?", [session_id, count])
+        return total, [MessageRecord(*row) for row in reversed(list(rows))]
+
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self.write():
             return steps.append_messages(self.db, session_id, messages, self.now)

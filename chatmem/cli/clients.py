@@ -1,0 +1,108 @@
+"""`chatmem mcp` and `chatmem serve`: chatmem's memory for clients other than its own REPL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from chatmem.cli.opening import settings_from
+from chatmem.cli.options import ConfigOption, DbOption, ModelOption, ProviderOption
+from chatmem.cli.output import consoles, handles_errors
+
+if TYPE_CHECKING:
+    from chatmem.serve.listening import Listening
+
+TokenOption = Annotated[
+    str | None, typer.Option("--token", envvar="CHATMEM_TOKEN", show_default=False,
+                             metavar="TOKEN",
+                             help="The bearer token every request must carry ($CHATMEM_TOKEN);"
+                                  " made and printed once when listening beyond this machine.")
+]
+
+
+def _needs(extra: str, module: str) -> None:
+    from importlib.util import find_spec
+
+    from chatmem.errors import UsageError
+
+    if find_spec(module) is None:
+        raise UsageError(f"this needs chatmem[{extra}]: pip install -e '.[{extra}]'")
+
+
+def _announcer(path: str) -> Callable[[Listening], None]:
+    def announce(where: Listening) -> None:
+        err = consoles()[1]
+        err.print(f"listening on {where.url}{path}", markup=False, soft_wrap=True)
+        if where.generated:
+            err.print(f"bearer token (shown once; give it with --token next time): "
+                      f"{where.token}", markup=False, soft_wrap=True)
+
+    return announce
+
+
+@handles_errors
+def mcp(
+    http: Annotated[str | None, typer.Option(
+        "--http", metavar="[HOST:]PORT", show_default=False,
+        help="Serve streamable HTTP on this address (127.0.0.1 unless a host is given) "
+             "instead of stdio.")] = None,
+    token: TokenOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve this history's memory over MCP (stdio by default): conversations, context, search,
+    facts, what-ifs; for Claude Desktop, Claude Code, Cursor and any MCP client.
+
+    Example: chatmem mcp --db ~/chatmem.db   (in a client's MCP server list)
+    """
+    _needs("serve", "mcp")
+    from chatmem.mcp.server import build_server
+
+    settings = settings_from(config, db, provider, model)
+    server = build_server(settings)
+    if http is None:
+        server.run("stdio")
+        return
+    from chatmem.serve.listening import BearerGuard, listening, serve_http
+
+    where = listening(http, token)
+    app = BearerGuard(server.streamable_http_app(host=where.host), where.token)
+    serve_http(app, where, _announcer("/mcp"))
+
+
+@handles_errors
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535,
+                                      help="Port to listen on.")] = 8765,
+    token: TokenOption = None,
+    strategy: Annotated[str | None, typer.Option(
+        "--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
+        help="Strategy for new conversations (default: the configured one; a request's "
+             "model MODEL@STRATEGY picks one).")] = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve an OpenAI-compatible API whose every request is a turn with chatmem's memory:
+    point any OpenAI client at it, and inspect what it sent with `chatmem inspect`.
+
+    Example: chatmem serve --port 8765 -s summary-buffer   (base_url http://127.0.0.1:8765/v1)
+    """
+    _needs("serve", "uvicorn")
+    from chatmem.serve.listening import BearerGuard, listening, serve_http
+    from chatmem.serve.proxy import build_app
+
+    settings = settings_from(config, db, provider, model)
+    if strategy is not None:
+        from chatmem.evaluation.replay import parse_spec
+
+        parse_spec(strategy)  # a bad name is said now, not at the first request
+    where = listening(f"{host}:{port}", token, what="--host/--port")
+    app = BearerGuard(build_app(settings, strategy=strategy), where.token)
+    serve_http(app, where, _announcer("/v1"))

@@ -1,0 +1,1 @@
+"""chatmem's memory served over MCP (`chatmem mcp`): chatmem.mcp.server."""

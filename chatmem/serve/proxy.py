@@ -1,0 +1,472 @@
+"""`chatmem serve`: an OpenAI-compatible API whose every request is a turn with memory.
+
+A fourth front end over chatmem.app. Each `/v1/chat/completions` request names a
+conversation (the `X-Chatmem-Conversation` header, else the request's `user` or its
+metadata's conversation id, else a fingerprint of how the conversation began); the client's
+history is authoritative (what it has past the stored history is stored), its newest user
+message is taken as a turn exactly as the REPL takes one: the strategy builds the context,
+the configured model answers, the reply streams through while it is recorded, and the turn
+is stored. Every response carries `X-Chatmem-Turn`; `GET /v1/chatmem/turns/{id}` returns
+what `chatmem inspect --json` shows for it.
+
+Each request runs on a worker thread of its own, with a workspace of its own (SQLite
+connections stay on the thread that opened them); the chat models are shared through a
+`ModelPool`. A client that goes away mid-reply leaves the turn stored as cancelled, as
+Ctrl-C does in the REPL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from chatmem.errors import (
+    ChatmemError,
+    NotFound,
+    OverBudget,
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderNotFound,
+    ProviderRateLimited,
+    ProviderTimeout,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import ModelPool
+    from chatmem.config.settings import Settings
+    from chatmem.engine import TurnResult
+
+CONVERSATION_HEADER = "x-chatmem-conversation"
+TURN_HEADER = "X-Chatmem-Turn"
+METADATA_KEYS = ("conversation_id", "chat_id", "session_id", "thread_id")
+"""Where clients put a conversation's id in a request's metadata (Open WebUI: chat_id)."""
+DONE = object()
+
+
+@dataclass(frozen=True)
+class TurnAsked:
+    """One request, read: the conversation, the strategy and model it names, the client's
+    system prompt, its history before the new message, and the new message."""
+
+    conversation: str
+    strategy: str | None
+    model: str | None
+    system: str | None
+    prior: tuple[Any, ...]
+    text: str
+    stream: bool
+    options: dict[str, float | int]
+
+
+class ClientError(ChatmemError):
+    """A request chatmem cannot take as a turn; `param` names the field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
+    """The HTTP application over the history and the model `settings` name."""
+    from chatmem.app.workspace import ModelPool
+
+    proxy = Proxy(settings, ModelPool(), strategy)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            proxy.pool.close()  # the models the requests shared, closed once
+
+    return Starlette(routes=[
+        Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
+        Route("/v1/models", proxy.models, methods=["GET"]),
+        Route("/v1/chatmem/turns/{turn_id:path}", proxy.turn, methods=["GET"]),
+    ], lifespan=lifespan)
+
+
+class Proxy:
+    def __init__(self, settings: Settings, pool: ModelPool, strategy: str | None) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.strategy = strategy
+        self.retention_checked = False
+
+    # -- /v1/chat/completions ----------------------------------------------------------
+
+    async def chat_completions(self, request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return error_response(ClientError("the body is not JSON"), 400)
+        try:
+            asked = read_request(body, request.headers, default_strategy=self.strategy)
+        except ClientError as e:
+            return error_response(e, 400)
+        turn = Turn(self, asked, str(body.get("model") or ""))
+        turn.start()
+        if asked.stream:
+            first = await turn.next_event()  # ("started", id), or why it could not start
+            if isinstance(first, BaseException):
+                return error_response(first, status_of(first))
+            return StreamingResponse(turn.sse(first), media_type="text/event-stream",
+                                     headers=turn.headers())
+        while (event := await turn.next_event()) is not DONE:
+            if isinstance(event, BaseException):
+                return error_response(event, status_of(event))
+        assert turn.result is not None
+        return JSONResponse(completion_json(turn.result, turn.model_asked, turn.turn_id),
+                            headers=turn.headers())
+
+    # -- /v1/models --------------------------------------------------------------------
+
+    async def models(self, request: Request) -> Response:
+        import anyio
+
+        return JSONResponse(await anyio.to_thread.run_sync(self._models))
+
+    def _models(self) -> dict[str, Any]:
+        from chatmem.memory import strategy_names
+        from chatmem.providers import available_models
+
+        try:
+            _, names = available_models(self.settings)
+        except ChatmemError:
+            names = [self.settings.model] if self.settings.model else []
+        created = int(time.time())
+        listed = [{"id": name, "object": "model", "created": created, "owned_by": "chatmem"}
+                  for model in names
+                  for name in [model, *(f"{model}@{s}" for s in strategy_names())]]
+        return {"object": "list", "data": listed}
+
+    # -- /v1/chatmem/turns/{id} --------------------------------------------------------
+
+    async def turn(self, request: Request) -> Response:
+        import anyio
+
+        turn_id = request.path_params["turn_id"]
+        conversation, at, number = turn_id.rpartition("@")
+        if not at or not number.isdigit():
+            return error_response(ClientError(f"turn id {turn_id!r} is not CONVERSATION@N",
+                                              "turn_id"), 404)
+        try:
+            return JSONResponse(await anyio.to_thread.run_sync(
+                self._inspect, conversation, int(number)))
+        except ChatmemError as e:
+            return error_response(e, status_of(e))
+
+    def _inspect(self, conversation: str, number: int) -> dict[str, Any]:
+        from chatmem.app import Workspace
+        from chatmem.app.inspection import inspect_turn
+        from chatmem.render.payloads import inspection_json
+
+        with Workspace(self.settings, create=False, models=self.pool) as ws:
+            return inspection_json(inspect_turn(ws, conversation, number))
+
+
+class Turn:
+    """One request's turn, run on a worker thread; its events (reply pieces, the end, or an
+    error) reach the event loop through a queue."""
+
+    def __init__(self, proxy: Proxy, asked: TurnAsked, model_asked: str) -> None:
+        self.proxy = proxy
+        self.asked = asked
+        self.model_asked = model_asked
+        self.events: queue.Queue[object] = queue.Queue()
+        self.gone = threading.Event()
+        """The client went away: the reply is cancelled at its next piece."""
+        self.result: TurnResult | None = None
+        self.turn_id = ""
+        self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, daemon=True, name="chatmem-turn").start()
+
+    async def next_event(self) -> object:
+        import anyio
+
+        return await anyio.to_thread.run_sync(self.events.get)
+
+    def headers(self) -> dict[str, str]:
+        from urllib.parse import quote
+
+        return {TURN_HEADER: quote(self.turn_id, safe="@"),
+                "X-Chatmem-Conversation": quote(self.asked.conversation)}
+
+    def _run(self) -> None:
+        try:
+            self.result = self._take_turn()
+        except BaseException as e:  # every failure reaches the client, as OpenAI words one
+            self.events.put(e)
+            return
+        self.events.put(DONE)
+
+    def _take_turn(self) -> TurnResult:
+        import dataclasses
+
+        from chatmem.app import Workspace
+        from chatmem.app.conversations import adopt_history, start_conversation
+        from chatmem.app.sessions import last_turn
+
+        asked = self.asked
+        settings = self.proxy.settings
+        if asked.model or asked.options:
+            settings = dataclasses.replace(
+                settings, model=asked.model or settings.model,
+                options={**settings.options, **asked.options})
+        with Workspace(self.proxy.settings, models=self.proxy.pool) as ws:
+            # Retention runs when the server starts serving, not on every request.
+            ws.retention_checked = self.proxy.retention_checked
+            self.proxy.retention_checked = True
+            name, params = None, None
+            if asked.strategy:
+                from chatmem.evaluation.replay import parse_spec
+
+                spec = parse_spec(asked.strategy)
+                name, params = spec.name, dict(spec.params)
+            engine = start_conversation(ws, asked.conversation, strategy=name, params=params,
+                                        system=asked.system, settings=settings)
+            try:
+                engine.settle()  # a new session exists before the client's history goes in
+                adopt_history(ws, asked.conversation, asked.prior)
+                previous = last_turn(ws, engine.session)
+                # The number the turn will take unless another writer of this very
+                # conversation commits first; the stream's last piece says the real one.
+                self.turn_id = f"{asked.conversation}@{(previous.number if previous else 0) + 1}"
+                self.events.put(("started", self.turn_id))
+                result = engine.run_turn(asked.text, on_delta=self._delta)
+                self.turn_id = f"{asked.conversation}@{result.record.number}"
+                return result
+            finally:
+                engine.finish()
+
+    def _delta(self, text: str) -> None:
+        if self.gone.is_set():
+            raise KeyboardInterrupt  # the engine stores the turn as cancelled
+        self.events.put(("delta", text))
+
+    async def sse(self, first: object) -> AsyncIterator[str]:
+        """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]."""
+        event = first
+        try:
+            yield _sse(self._chunk({"role": "assistant", "content": ""}))
+            while True:
+                if event is DONE:
+                    break
+                if isinstance(event, BaseException):
+                    yield _sse(error_json(event))
+                    yield "data: [DONE]\n\n"
+                    return
+                if isinstance(event, tuple) and event[0] == "delta":
+                    yield _sse(self._chunk({"content": event[1]}))
+                event = await self.next_event()
+            result = self.result
+            assert result is not None
+            end = self._chunk({}, finish="stop")
+            end["usage"] = usage_json(result)
+            end["chatmem"] = {"turn": self.turn_id, "status": str(result.status)}
+            yield _sse(end)
+            yield "data: [DONE]\n\n"
+        finally:
+            self.gone.set()  # a client that left mid-reply cancels the rest
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": self.completion_id, "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": self.model_asked,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _sse(data: Mapping[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+# -- reading a request ----------------------------------------------------------------------
+
+
+SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
+            "frequency_penalty": float, "seed": int}
+"""Request fields passed on to the model as options (max_tokens caps the reply)."""
+
+
+def read_request(body: Any, headers: Mapping[str, str], *,
+                 default_strategy: str | None) -> TurnAsked:
+    """The turn a chat-completions request asks for; ClientError naming the field when it is
+    not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""
+    from chatmem.app.conversations import ClientMessage
+
+    if not isinstance(body, dict):
+        raise ClientError("the body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ClientError("messages must be a non-empty list", "messages")
+    if body.get("n") not in (None, 1):
+        raise ClientError("n must be 1: chatmem stores one reply as one turn", "n")
+    if body.get("tools") or body.get("functions"):
+        raise ClientError("tool calls are not taken as chatmem turns; send them to the model "
+                          "directly", "tools")
+    read = [_message(m, i) for i, m in enumerate(messages)]
+    if read[-1].role != "user":
+        raise ClientError("the last message must be the user's", "messages")
+    system_parts = []
+    while read and read[0].role == "system":
+        system_parts.append(read.pop(0).content)
+    prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1])
+    model, strategy = _model_and_strategy(str(body.get("model") or ""))
+    options: dict[str, float | int] = {}
+    for key, kind in SAMPLING.items():
+        if body.get(key) is not None:
+            try:
+                options[key] = kind(body[key])
+            except (TypeError, ValueError):
+                raise ClientError(f"{key} must be a number", key) from None
+    cap = body.get("max_completion_tokens", body.get("max_tokens"))
+    if cap is not None:
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise ClientError("max_tokens must be a whole number of 1 or more", "max_tokens")
+        options["max_reply_tokens"] = cap
+    return TurnAsked(conversation=conversation_of(body, headers, read), strategy=strategy
+                     or default_strategy, model=model, system="\n\n".join(system_parts)
+                     if system_parts else None, prior=prior, text=read[-1].content,
+                     stream=bool(body.get("stream")), options=options)
+
+
+@dataclass(frozen=True)
+class _Read:
+    role: str
+    content: str
+
+
+def _message(message: Any, index: int) -> _Read:
+    where = f"messages[{index}]"
+    if not isinstance(message, dict):
+        raise ClientError(f"{where} must be an object", "messages")
+    role = message.get("role")
+    if role in ("tool", "function") or message.get("tool_calls"):
+        raise ClientError(f"{where}: tool calls are not taken as chatmem turns; send them to "
+                          "the model directly", "messages")
+    if role == "developer":
+        role = "system"
+    if role not in ("system", "user", "assistant"):
+        raise ClientError(f"{where}: unknown role {role!r}", "messages")
+    return _Read(role, _text(message.get("content"), where))
+
+
+def _text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise ClientError(f"{where}: only text parts are taken (an image goes with "
+                                  "`chatmem ask -a`)", "messages")
+            texts.append(str(part.get("text", "")))
+        return "".join(texts)
+    raise ClientError(f"{where}: content must be text", "messages")
+
+
+def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
+    """`MODEL@STRATEGY` (as /v1/models lists them), or a plain model name."""
+    name, at, strategy = model.rpartition("@")
+    if at and strategy:
+        return name or None, strategy
+    return model or None, None
+
+
+def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
+                    read: Sequence[_Read]) -> str:
+    """The session a request belongs to: the header, the request's `user`, a conversation id
+    in its metadata, else a fingerprint of how the conversation began (its system prompt and
+    first user message), which every later request of it repeats."""
+    from chatmem.app.sessions import session_name_from
+
+    named = headers.get(CONVERSATION_HEADER)
+    if not named:
+        metadata = body.get("metadata")
+        if isinstance(metadata, dict):
+            named = next((str(metadata[k]) for k in METADATA_KEYS if metadata.get(k)), None)
+    if not named and isinstance(body.get("user"), str) and body["user"].strip():
+        named = body["user"]
+    if named:
+        return session_name_from(named)
+    opening = [m for m in read if m.role == "system"][:1] + [
+        m for m in read if m.role == "user"][:1]
+    digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
+                                       ensure_ascii=False).encode()).hexdigest()
+    return f"chat-{digest[:12]}"
+
+
+# -- answering ------------------------------------------------------------------------------
+
+
+def usage_json(result: TurnResult) -> dict[str, int]:
+    record = result.record
+    prompt = record.prompt_tokens if record.prompt_tokens is not None else (
+        record.estimated_tokens or 0)
+    reply = record.completion_tokens or 0
+    return {"prompt_tokens": prompt, "completion_tokens": reply, "total_tokens": prompt + reply}
+
+
+def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
+    from chatmem.store.records import TurnStatus
+
+    finish = "stop" if result.status == TurnStatus.OK else "cancelled"
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": result.reply},
+                         "finish_reason": finish}],
+            "usage": usage_json(result),
+            "chatmem": {"turn": turn_id, "status": str(result.status)}}
+
+
+def status_of(error: BaseException) -> int:
+    if isinstance(error, ClientError | OverBudget):
+        return 400
+    if isinstance(error, ProviderAuthError):
+        return 401
+    if isinstance(error, NotFound | ProviderNotFound):
+        return 404
+    if isinstance(error, ProviderRateLimited):
+        return 429
+    if isinstance(error, ProviderTimeout):
+        return 504
+    if isinstance(error, ProviderConnectionError | ProviderError):
+        return 502
+    if isinstance(error, UsageError):
+        return 400
+    return 500
+
+
+def error_json(error: BaseException) -> dict[str, Any]:
+    """An OpenAI-shaped error: one line, never a secret nor a traceback."""
+    from chatmem.render.errors import error_text
+
+    if isinstance(error, ChatmemError):
+        message = error_text(error)
+    else:
+        message = f"chatmem could not take this turn ({type(error).__name__})"
+    kind = "invalid_request_error" if status_of(error) < 500 else "api_error"
+    return {"error": {"message": message, "type": kind,
+                      "param": getattr(error, "param", None), "code": None}}
+
+
+def error_response(error: BaseException, status: int) -> JSONResponse:
+    return JSONResponse(error_json(error), status_code=status)
