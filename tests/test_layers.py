@@ -6,7 +6,8 @@ and under TYPE_CHECKING, relative ones resolved), so a lazy import that goes upw
 or closes a cycle is caught too.
 
     6  cli                  Typer commands; `chat` starts the REPL, so the CLI sits above it
-    5  repl                 the prompt-toolkit loop and its slash commands
+    5  repl, mcp, serve     the front ends the CLI starts: the prompt-toolkit loop and its
+                            slash commands, the MCP server, the OpenAI-compatible proxy
     4  render               every Rich renderable and JSON document; words app, engine and
                             evaluation values
     3  app                  the composition root (Workspace) and the use cases every front
@@ -39,7 +40,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "chatmem"
 
 LAYERS: dict[str, int] = {
     "chatmem.cli": 6, "chatmem.__main__": 6,
-    "chatmem.repl": 5,
+    "chatmem.repl": 5, "chatmem.mcp": 5, "chatmem.serve": 5,
     "chatmem.render": 4,
     "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,

@@ -201,7 +201,8 @@ class Turn:
     async def next_event(self) -> object:
         import anyio
 
-        return await anyio.to_thread.run_sync(self.events.get)
+        # Abandoned when the client goes away: the generator's `finally` runs at once.
+        return await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
 
     def headers(self) -> dict[str, str]:
         from urllib.parse import quote

@@ -1,0 +1,207 @@
+"""`chatmem mcp` driven by the mcp SDK's own client: over stdio (a real subprocess) and over
+streamable HTTP, against a real history file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from file_hash import checkpointed_hash as file_hash
+from waiting import HANG, Watched
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+TOOLS = {"start_conversation", "record_turn", "get_context", "search_memory",
+         "list_conversations", "remember", "list_facts", "forget", "compare_strategies",
+         "explain_turn"}
+
+
+def server_params(db: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
+        env=dict(os.environ))
+
+
+def with_client(db: Path, work: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        async with stdio_client(server_params(db)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)
+
+    return asyncio.run(asyncio.wait_for(run(), HANG))
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def test_a_client_lists_the_tools_records_a_turn_and_sees_it_in_the_context(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+
+    async def work(session: ClientSession) -> tuple[set[str], dict[str, Any], dict[str, Any]]:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        # Typed both ways: every tool says what it takes and what it returns.
+        assert all(t.input_schema and t.output_schema and t.description for t in tools.values())
+        started = await call(session, "start_conversation", name="trip-杭州")
+        handle = started["conversation_id"]
+        recorded = await call(session, "record_turn", conversation_id=handle,
+                              user="My order is ORD-7731, 五千元.", assistant="Noted: ORD-7731.")
+        context = await call(session, "get_context", conversation_id=handle,
+                             input="which order?")
+        return set(tools), recorded, context
+
+    names, recorded, context = with_client(db, work)
+    assert names == TOOLS
+    assert recorded["turn"] == 1
+    history = next(p for p in context["parts"] if p["kind"] == "history")
+    assert [m["content"] for m in history["messages"]] == ["My order is ORD-7731, 五千元.",
+                                                           "Noted: ORD-7731."]
+    assert all(p["tokens"] == sum(m["tokens"] for m in p["messages"]) for p in context["parts"])
+    assert context["tokens"] >= sum(p["tokens"] for p in context["parts"])
+    assert [p["kind"] for p in context["parts"]] == ["system", "history", "input"]
+
+
+def test_forget_without_confirmation_changes_nothing_and_with_it_forgets(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+
+    async def remember(session: ClientSession) -> int:
+        handle = (await call(session, "start_conversation", name="t"))["conversation_id"]
+        stored = await call(session, "remember", conversation_id=handle, fact="city: Hangzhou")
+        return int(stored["facts"][0]["id"])
+
+    fact_id = with_client(db, remember)
+    before = file_hash(db)
+
+    async def dry(session: ClientSession) -> dict[str, Any]:
+        return await call(session, "forget", fact_id=fact_id, purge=True)
+
+    dry_run = with_client(db, dry)
+    assert dry_run["done"] is False and dry_run["fact"]["value"] == "Hangzhou"
+    assert file_hash(db) == before  # a dry run writes nothing
+
+    async def confirmed(session: ClientSession) -> dict[str, Any]:
+        await call(session, "forget", fact_id=fact_id, confirm=True)
+        return await call(session, "list_facts")
+
+    assert with_client(db, confirmed)["facts"] == []
+
+
+def test_an_unknown_conversation_or_fact_is_one_line_for_the_model(tmp_path: Path) -> None:
+    async def work(session: ClientSession) -> list[str]:
+        await call(session, "start_conversation", name="t")
+        said = []
+        for tool, arguments in (("get_context", {"conversation_id": "nosuch"}),
+                                ("record_turn", {"conversation_id": "nosuch", "user": "a",
+                                                 "assistant": "b"}),
+                                ("forget", {"fact_id": 99})):
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error
+            said.append(result.content[0].text)  # type: ignore[union-attr]
+        return said
+
+    said = with_client(tmp_path / "h.db", work)
+    assert "nosuch" in said[0] and "nosuch" in said[1] and "99" in said[2]
+    assert all("\n" not in line and "Traceback" not in line for line in said)
+
+
+def test_long_results_are_paged_by_tokens(tmp_path: Path) -> None:
+    long = "word " * 600
+
+    async def work(session: ClientSession) -> list[dict[str, Any]]:
+        handle = (await call(session, "start_conversation", name="long",
+                             strategy="buffer"))["conversation_id"]
+        for n in range(12):
+            await call(session, "record_turn", conversation_id=handle, user=f"{n} {long}",
+                       assistant="ok")
+        pages, page = [], 1
+        while page is not None:
+            got = await call(session, "get_context", conversation_id=handle, page=page)
+            pages.append(got)
+            page = got["next_page"]
+        return pages
+
+    pages = with_client(tmp_path / "h.db", work)
+    assert len(pages) > 1
+    sent = [m["content"] for p in pages for part in p["parts"] for m in part["messages"]]
+    assert sum(1 for text in sent if text.endswith(long)) == 12  # each message exactly once
+    for page in pages:  # each page stays near the cap (a message is never split)
+        assert sum(part["tokens"] for part in page["parts"] if part["kind"] != "history") \
+            or sum(m["tokens"] for part in page["parts"] for m in part["messages"]) <= 4000 + 700
+
+
+def test_four_server_processes_on_one_conversation_keep_every_turn(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    with_client(db, lambda s: call(s, "start_conversation", name="shared"))
+
+    async def writer(client: int) -> None:
+        async with stdio_client(server_params(db)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            for n in range(25):
+                await call(session, "record_turn", conversation_id="shared",
+                           user=f"client {client} turn {n}", assistant=f"ok {client}.{n}")
+
+    async def all_writers() -> None:
+        await asyncio.wait_for(asyncio.gather(*(writer(c) for c in range(4))), 4 * HANG)
+
+    asyncio.run(all_writers())
+    shown = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "show", "shared",
+                            "--all", "--json", "--db", str(db)], capture_output=True, text=True,
+                           check=True)
+    import json
+
+    data = json.loads(shown.stdout)
+    users = [m["content"] for m in data["messages"] if m["role"] == "user"]
+    assert data["turns"]["total"] == 100
+    assert sorted(users) == sorted(f"client {c} turn {n}" for c in range(4) for n in range(25))
+    # Each turn holds its own user message and its own reply, in order.
+    pairs = list(zip(data["messages"][::2], data["messages"][1::2], strict=True))
+    assert all(u["turn"] == a["turn"] and a["content"] == "ok " + ".".join(
+        u["content"].removeprefix("client ").split(" turn ")) for u, a in pairs)
+
+
+def test_over_http_a_token_is_required_and_the_tools_answer(tmp_path: Path) -> None:
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    db = tmp_path / "h.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--token", "s3cret",
+         "--db", str(db), "--provider", "scripted"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        text = said.wait_for(lambda t: "listening on" in t, "the server listens")
+        url = text.split("listening on ", 1)[1].split()[0]
+
+        import httpx2 as httpx
+
+        refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert refused.status_code == 401
+
+        async def work() -> set[str]:
+            client = create_mcp_http_client(headers={"Authorization": "Bearer s3cret"})
+            async with client, streamable_http_client(url, http_client=client) as streams, \
+                    ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                await call(session, "start_conversation", name="web")
+                return {t.name for t in (await session.list_tools()).tools}
+
+        assert asyncio.run(asyncio.wait_for(work(), HANG)) == TOOLS
+    finally:
+        server.terminate()
+        server.wait(HANG)

@@ -1,0 +1,252 @@
+"""`chatmem serve` with the official openai client: real HTTP both ways (the proxy on a port of
+its own, the upstream a small OpenAI-compatible server started by the test)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG, Watched, wait_until
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+import uvicorn
+from openai import OpenAI
+
+from chatmem.config.settings import Settings
+from chatmem.serve.listening import BearerGuard, listening
+from chatmem.serve.proxy import build_app
+from chatmem.store import Store
+
+
+class RunningProxy:
+    def __init__(self, settings: Settings, token: str | None = None,
+                 strategy: str | None = None) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        app = BearerGuard(build_app(settings, strategy=strategy), token)
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run,
+                                       kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> RunningProxy:
+        self.thread.start()
+        wait_until(lambda: self.server.started, "the proxy listens")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(HANG)
+        self.sock.close()
+
+
+@pytest.fixture
+def upstream_settings(chat_server: ChatServer, db_path: Path) -> Settings:
+    return Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                    db=str(db_path), system="Be brief.")
+
+
+@pytest.fixture
+def proxy(upstream_settings: Settings) -> Iterator[RunningProxy]:
+    with RunningProxy(upstream_settings, strategy="window") as running:
+        yield running
+
+
+def client(proxy: RunningProxy) -> OpenAI:
+    return OpenAI(base_url=proxy.base_url, api_key="unused", max_retries=0)
+
+
+def inspect_json(db: Path, *args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "chatmem", "inspect", *args, "--json",
+                           "--db", str(db)], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_three_requests_are_three_turns_that_inspect_and_the_api_agree_on(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    openai = client(proxy)
+    header = {"X-Chatmem-Conversation": "trip"}
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    turn_ids = []
+    for n, question in enumerate(["My order is ORD-7731.", "It arrived broken.",
+                                  "What was my order?"], 1):
+        messages.append({"role": "user", "content": question})
+        sent = copy.deepcopy(messages)
+        raw = openai.chat.completions.with_raw_response.create(
+            model="test-small", messages=messages, extra_headers=header, stream=n == 2)
+        turn_ids.append(raw.headers["x-chatmem-turn"])
+        if n == 2:
+            reply = "".join(chunk.choices[0].delta.content or ""
+                            for chunk in raw.parse() if chunk.choices)
+        else:
+            reply = raw.parse().choices[0].message.content
+        assert messages == sent  # the caller's messages are never changed
+        assert reply == "Hello from the test server."
+        messages.append({"role": "assistant", "content": reply})
+    assert turn_ids == ["trip@1", "trip@2", "trip@3"]
+    with Store(db_path) as store:
+        session = store.session("trip")
+        assert store.turn_count(session.id) == 3
+    for turn_id in turn_ids:
+        number = turn_id.split("@")[1]
+        served = httpx.get(f"{proxy.base_url}/chatmem/turns/{turn_id}").json()
+        assert served == inspect_json(db_path, "trip", number)
+    # Under window, the second request sent the first turn as history.
+    second = chat_server.requests[1]["messages"]
+    assert [m["content"] for m in second] == [
+        "Be brief.", "My order is ORD-7731.", "Hello from the test server.",
+        "It arrived broken."]
+
+
+def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
+        proxy: RunningProxy, db_path: Path) -> None:
+    openai = client(proxy)
+    openai.chat.completions.create(model="test-small", user="ann-42",
+                                   messages=[{"role": "user", "content": "hi"}])
+    first = [{"role": "user", "content": "Plan a trip to 杭州."}]
+    reply = openai.chat.completions.create(model="test-small", messages=first)
+    again = [*first, {"role": "assistant", "content": reply.choices[0].message.content},
+             {"role": "user", "content": "And the budget?"}]
+    openai.chat.completions.create(model="test-small", messages=again)
+    with Store(db_path) as store:
+        names = {row["name"]: row["turns"] for row in store.list_sessions()}
+    assert names.pop("ann-42") == 1
+    [(fingerprint, turns)] = names.items()
+    assert fingerprint.startswith("chat-") and turns == 2
+
+
+def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
+        proxy: RunningProxy, db_path: Path) -> None:
+    # A client that had a conversation elsewhere first: its earlier messages are stored
+    # once, before the turn, and a later request stores only what is new.
+    openai = client(proxy)
+    header = {"X-Chatmem-Conversation": "moved"}
+    earlier = [{"role": "user", "content": "I live in Hangzhou."},
+               {"role": "assistant", "content": "Noted."}]
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=[
+        *earlier, {"role": "user", "content": "Where do I live?"}])
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=[
+        *earlier, {"role": "user", "content": "Where do I live?"},
+        {"role": "assistant", "content": "Hello from the test server."},
+        {"role": "user", "content": "Thanks."}])
+    with Store(db_path) as store:
+        contents = [m.content for m in store.messages(store.session("moved").id)]
+    assert contents == ["I live in Hangzhou.", "Noted.", "Where do I live?",
+                        "Hello from the test server.", "Thanks.",
+                        "Hello from the test server."]
+
+
+def test_model_at_strategy_picks_the_strategy(proxy: RunningProxy, db_path: Path) -> None:
+    openai = client(proxy)
+    listed = {m.id for m in openai.models.list().data}
+    assert {"test-small", "test-small@summary-buffer", "test-large@retrieval"} <= listed
+    openai.chat.completions.create(model="test-small@window:k=1",
+                                   extra_headers={"X-Chatmem-Conversation": "w"},
+                                   messages=[{"role": "user", "content": "hi"}])
+    with Store(db_path) as store:
+        session = store.session("w")
+    assert (session.strategy, session.params["k"]) == ("window", 1)
+
+
+def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatServer,
+                                        db_path: Path) -> None:
+    import openai as sdk
+
+    openai = client(proxy)
+    with pytest.raises(sdk.BadRequestError) as wrong:
+        openai.chat.completions.create(model="test-small", n=2,
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert wrong.value.body["param"] == "n"  # type: ignore[index]
+    chat_server.plan = ["401"]
+    with pytest.raises(sdk.AuthenticationError) as refused:
+        openai.chat.completions.create(model="test-small",
+                                       extra_headers={"X-Chatmem-Conversation": "e"},
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert "sk-test" not in str(refused.value.body)
+    with Store(db_path) as store:  # a failed turn: its row only, nothing in memory
+        session = store.session("e")
+        assert [t.status for t in store.turns(session.id)] == ["failed"]
+        assert store.messages(session.id) == []
+
+
+def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    chat_server.plan = ["drip"]  # a reply that goes on for as long as anyone reads it
+    with httpx.stream("POST", f"{proxy.base_url}/chat/completions", timeout=HANG,
+                      headers={"X-Chatmem-Conversation": "gone"},
+                      json={"model": "test-small", "stream": True,
+                            "messages": [{"role": "user", "content": "tell me a story"}]}
+                      ) as response:
+        for line in response.iter_lines():
+            if '"abc"' in line:
+                break  # the client hangs up with the reply half sent
+
+    def cancelled() -> bool:
+        with Store(db_path) as store:
+            session = store.find_session("gone")
+            return session is not None and [t.status for t in store.turns(session.id)] == [
+                "cancelled"]
+
+    wait_until(cancelled, "the turn is stored as cancelled")
+    with Store(db_path) as store:
+        assert store.messages(store.session("gone").id) == []  # out of memory
+
+
+def test_a_token_is_required_when_given(upstream_settings: Settings) -> None:
+    with RunningProxy(upstream_settings, token="s3cret") as running:
+        refused = httpx.get(f"{running.base_url}/models")
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == \
+            "invalid_api_key"
+        allowed = httpx.get(f"{running.base_url}/models",
+                            headers={"Authorization": "Bearer s3cret"})
+        assert allowed.status_code == 200
+
+
+def test_listening_beyond_this_machine_makes_a_token() -> None:
+    assert listening("8765", None).token is None
+    assert listening("localhost:8765", None).host == "localhost"
+    open_to_all = listening("0.0.0.0:8765", None)
+    assert open_to_all.generated and open_to_all.token and len(open_to_all.token) >= 32
+    assert listening("0.0.0.0:1", "mine").token == "mine"
+    from chatmem.errors import UsageError
+
+    for bad in ("eighty", "1:70000", "[::1"):
+        with pytest.raises(UsageError):
+            listening(bad, None)
+
+
+def test_the_command_serves_the_openai_client(chat_server: ChatServer, tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "serve", "--port", "0", "--provider", "openai",
+         "--model", "test-small", "--db", str(db), "-s", "window"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "OPENAI_BASE_URL": chat_server.base_url})
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        text = said.wait_for(lambda t: "listening on" in t, "the server listens")
+        base = text.split("listening on ", 1)[1].split()[0]
+        reply = OpenAI(base_url=base, api_key="unused").chat.completions.create(
+            model="test-small", messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-Chatmem-Conversation": "cli"})
+        assert reply.choices[0].message.content == "Hello from the test server."
+        assert inspect_json(db, "cli")["turn"]["number"] == 1
+    finally:
+        server.terminate()
+        server.wait(HANG)
