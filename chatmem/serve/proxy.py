@@ -51,7 +51,9 @@ if TYPE_CHECKING:
     from chatmem.config.settings import Settings
     from chatmem.engine import TurnResult
 
-CONVERSATION_HEADER = "x-chatmem-conversation"
+CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
+"""Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
+ENABLE_FORWARD_USER_INFO_HEADERS=true)."""
 TURN_HEADER = "X-Chatmem-Turn"
 METADATA_KEYS = ("conversation_id", "chat_id", "session_id", "thread_id")
 """Where clients put a conversation's id in a request's metadata (Open WebUI: chat_id)."""
@@ -399,7 +401,7 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     first user message), which every later request of it repeats."""
     from chatmem.app.sessions import session_name_from
 
-    named = headers.get(CONVERSATION_HEADER)
+    named = next((headers[h] for h in CONVERSATION_HEADERS if headers.get(h)), None)
     if not named:
         metadata = body.get("metadata")
         if isinstance(metadata, dict):

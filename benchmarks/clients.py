@@ -1,0 +1,211 @@
+"""What chatmem costs a client that reaches it over the network: `chatmem serve`'s added
+latency per request, and `chatmem mcp`'s tool latency, on histories of N turns.
+
+  proxy   the same streamed chat request sent straight to an OpenAI-compatible upstream
+          (a small local server that answers at once, so the figure is chatmem's own cost)
+          and through `chatmem serve` (in this process, on a port of its own, real HTTP):
+          time to the first byte of the reply and to its end, median and p95 over R
+          requests, alternated, with the difference (what the proxy adds: reading the
+          request, building the context, storing the turn)
+  mcp     `get_context` and `search_memory` called through the mcp SDK's client on a
+          `chatmem mcp` subprocess (stdio), median and p95
+
+Run from the repository root (needs chatmem[serve]):
+
+    python benchmarks/clients.py                 # 100 and 10,000 turns, 30 requests each
+    python benchmarks/clients.py --turns 100 --requests 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPLY = ["Noted", ", ", "thanks", "."]
+
+
+class Upstream(ThreadingHTTPServer):
+    """An OpenAI-compatible chat server that streams a four-piece reply at once."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def event(data: Any) -> None:
+            line = f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+            self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+
+        for piece in REPLY:
+            event({"id": "x", "object": "chat.completion.chunk", "model": body["model"],
+                   "choices": [{"index": 0, "delta": {"content": piece},
+                                "finish_reason": None}]})
+        event({"id": "x", "object": "chat.completion.chunk", "model": body["model"],
+               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        event({"id": "x", "object": "chat.completion.chunk", "model": body["model"],
+               "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 4}})
+        event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def build_history(db: Path, turns: int) -> None:
+    from chatmem.store import Store
+
+    with Store(db) as store:
+        session = store.create_session("bench", "window", {}, provider="openai",
+                                       model="bench", system="Be brief.", user="default")
+        messages = []
+        for n in range(turns):
+            messages.append({"role": "user", "content": f"Turn {n}: my locker {n % 97} is "
+                                                        f"near the window, order ORD-{n}."})
+            messages.append({"role": "assistant", "content": f"Noted, locker {n % 97}."})
+        for start in range(0, len(messages), 2000):
+            store.import_messages(session.id, messages[start:start + 2000])
+
+
+def timed_stream(client: Any, headers: dict[str, str]) -> tuple[float, float]:
+    started = time.perf_counter()
+    first = None
+    stream = client.chat.completions.create(
+        model="bench", stream=True, extra_headers=headers,
+        messages=[{"role": "user", "content": "Which locker is near the window?"}])
+    for chunk in stream:
+        if first is None and chunk.choices and chunk.choices[0].delta.content:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    return ((first or end) - started) * 1000, (end - started) * 1000
+
+
+def stats(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
+
+
+def measure_proxy(turns: int, requests: int, upstream: Upstream) -> dict[str, Any]:
+    import uvicorn
+    from openai import OpenAI
+
+    from chatmem.config.settings import Settings
+    from chatmem.serve.proxy import build_app
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "h.db"
+        build_history(db, turns)
+        settings = Settings(provider="openai", base_url=upstream.base_url, model="bench",
+                            db=str(db))
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(build_app(settings), log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.01)
+        try:
+            direct = OpenAI(base_url=upstream.base_url, api_key="x", max_retries=0)
+            proxied = OpenAI(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}/v1",
+                             api_key="x", max_retries=0)
+            header = {"X-Chatmem-Conversation": "bench"}
+            timed_stream(proxied, header)  # the first request opens the model and the file
+            rows: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
+            for _ in range(requests):
+                rows["direct"].append(timed_stream(direct, {}))
+                rows["proxy"].append(timed_stream(proxied, header))
+        finally:
+            server.should_exit = True
+            thread.join(60)
+            sock.close()
+    out: dict[str, Any] = {"turns": turns}
+    for name, values in rows.items():
+        out[name] = {"first_ms": stats([v[0] for v in values]),
+                     "total_ms": stats([v[1] for v in values])}
+    return out
+
+
+def measure_mcp(turns: int, requests: int) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def run(db: Path) -> dict[str, list[float]]:
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"])
+        times: dict[str, list[float]] = {"get_context": [], "search_memory": []}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            calls = {"get_context": {"conversation_id": "bench", "input": "locker?"},
+                     "search_memory": {"query": "locker near the window",
+                                       "conversation_id": "bench"}}
+            for tool, arguments in calls.items():
+                await s.call_tool(tool, arguments)  # warm: modules imported, file opened
+                for _ in range(requests):
+                    started = time.perf_counter()
+                    result = await s.call_tool(tool, arguments)
+                    times[tool].append((time.perf_counter() - started) * 1000)
+                    assert not result.is_error, result.content
+        return times
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "h.db"
+        build_history(db, turns)
+        times = asyncio.run(run(db))
+    return {"turns": turns, **{tool: stats(values) for tool, values in times.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, nargs="+", default=[100, 10_000])
+    parser.add_argument("--requests", type=int, default=30)
+    args = parser.parse_args()
+    upstream = Upstream()
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    proxy_rows = [measure_proxy(n, args.requests, upstream) for n in args.turns]
+    mcp_rows = [measure_mcp(n, args.requests) for n in args.turns]
+    upstream.shutdown()
+    print("proxy: one streamed request, ms (median / p95)")
+    print(f"{'turns':>7} | {'direct first':>14} | {'proxy first':>14} | {'added first':>11} |"
+          f" {'direct total':>14} | {'proxy total':>14} | {'added total':>11}")
+    for row in proxy_rows:
+        d, p = row["direct"], row["proxy"]
+        print(f"{row['turns']:>7,} | {d['first_ms'][0]:>6.1f} / {d['first_ms'][1]:>5.1f} |"
+              f" {p['first_ms'][0]:>6.1f} / {p['first_ms'][1]:>5.1f} |"
+              f" {p['first_ms'][0] - d['first_ms'][0]:>11.1f} |"
+              f" {d['total_ms'][0]:>6.1f} / {d['total_ms'][1]:>5.1f} |"
+              f" {p['total_ms'][0]:>6.1f} / {p['total_ms'][1]:>5.1f} |"
+              f" {p['total_ms'][0] - d['total_ms'][0]:>11.1f}")
+    print("\nmcp: tool call over stdio, ms (median / p95)")
+    print(f"{'turns':>7} | {'get_context':>15} | {'search_memory':>15}")
+    for row in mcp_rows:
+        print(f"{row['turns']:>7,} | {row['get_context'][0]:>6.1f} / {row['get_context'][1]:>6.1f}"
+              f" | {row['search_memory'][0]:>6.1f} / {row['search_memory'][1]:>6.1f}")
+
+
+if __name__ == "__main__":
+    main()
