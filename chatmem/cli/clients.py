@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,6 +21,22 @@ TokenOption = Annotated[
                              help="The bearer token every request must carry ($CHATMEM_TOKEN);"
                                   " made and printed once when listening beyond this machine.")
 ]
+
+
+TokensOption = Annotated[
+    Path | None, typer.Option("--tokens", metavar="FILE", show_default=False,
+                              help="A TOML file whose [tokens] table maps each person's bearer "
+                                   "token to the history they use (their own PostgreSQL role, "
+                                   "so row security holds per person).")
+]
+
+
+def _tokens(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    from chatmem.serve.listening import load_tokens
+
+    return load_tokens(path)
 
 
 def _needs(extra: str, module: str) -> None:
@@ -49,6 +66,7 @@ def mcp(
         help="Serve streamable HTTP on this address (127.0.0.1 unless a host is given) "
              "instead of stdio.")] = None,
     token: TokenOption = None,
+    tokens: TokensOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
     db: DbOption = None,
@@ -63,14 +81,15 @@ def mcp(
     from chatmem.mcp.server import build_server
 
     settings = settings_from(config, db, provider, model)
-    server = build_server(settings)
+    people = _tokens(tokens)
+    server = build_server(settings, people)
     if http is None:
         server.run("stdio")
         return
     from chatmem.serve.listening import BearerGuard, listening, serve_http
 
-    where = listening(http, token)
-    app = BearerGuard(server.streamable_http_app(host=where.host), where.token)
+    where = listening(http, token, tokens_given=bool(people))
+    app = BearerGuard(server.streamable_http_app(host=where.host), where.token, people)
     serve_http(app, where, _announcer("/mcp"))
 
 
@@ -80,6 +99,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=0, max=65535,
                                       help="Port to listen on.")] = 8765,
     token: TokenOption = None,
+    tokens: TokensOption = None,
     strategy: Annotated[str | None, typer.Option(
         "--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
         help="Strategy for new conversations (default: the configured one; a request's "
@@ -103,6 +123,7 @@ def serve(
         from chatmem.evaluation.replay import parse_spec
 
         parse_spec(strategy)  # a bad name is said now, not at the first request
-    where = listening(f"{host}:{port}", token, what="--host/--port")
-    app = BearerGuard(build_app(settings, strategy=strategy), where.token)
+    people = _tokens(tokens)
+    where = listening(f"{host}:{port}", token, what="--host/--port", tokens_given=bool(people))
+    app = BearerGuard(build_app(settings, strategy=strategy), where.token, people)
     serve_http(app, where, _announcer("/v1"))

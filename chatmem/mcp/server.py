@@ -10,10 +10,11 @@ session's exact name, never matched loosely); every result is capped in tokens a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
 from chatmem.errors import ChatmemError
@@ -174,14 +175,26 @@ class TurnExplanation(BaseModel):
 class Memory:
     """What the tools share: the settings, and the embedder (opened once, on first use)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, tokens: Mapping[str, str] | None = None) -> None:
         self.settings = settings
+        self.tokens = dict(tokens or {})
+        """Bearer token → the history its holder uses (a tokens file, over HTTP)."""
         self._embedder: Embedder | None = None
         self._embedder_opened = False
         self._lock = threading.Lock()
 
+    def settings_for(self, ctx: Context | None) -> Settings:
+        """The history of the caller: the one its bearer token names, else the server's."""
+        import dataclasses
+
+        from chatmem.serve.listening import token_in
+
+        token = token_in(_headers(ctx))
+        history = self.tokens.get(token) if token else None
+        return dataclasses.replace(self.settings, db=history) if history else self.settings
+
     @contextmanager
-    def workspace(self, *, create: bool = False) -> Iterator[Workspace]:
+    def workspace(self, ctx: Context | None, *, create: bool = False) -> Iterator[Workspace]:
         """A workspace for one tool call; chatmem errors become one line for the model."""
         from mcp.server.mcpserver.exceptions import ToolError
 
@@ -189,7 +202,7 @@ class Memory:
         from chatmem.render.errors import error_text
 
         try:
-            with Workspace(self.settings, create=create) as ws:
+            with Workspace(self.settings_for(ctx), create=create) as ws:
                 ws.use_embedder(self.embedder)
                 yield ws
         except ChatmemError as e:
@@ -205,11 +218,21 @@ class Memory:
         return self._embedder
 
 
-def build_server(settings: Settings) -> MCPServer[Any]:
-    """The MCP server over the history `settings` name."""
+def _headers(ctx: Context | None) -> Mapping[str, str] | None:
+    if ctx is None:
+        return None
+    try:
+        return ctx.headers
+    except (ValueError, AttributeError):  # no request (stdio)
+        return None
+
+
+def build_server(settings: Settings, tokens: Mapping[str, str] | None = None) -> MCPServer[Any]:
+    """The MCP server over the history `settings` name (or, per caller over HTTP, the one
+    its bearer token names in `tokens`)."""
     from mcp.server.mcpserver import MCPServer
 
-    memory = Memory(settings)
+    memory = Memory(settings, tokens)
     server: MCPServer[Any] = MCPServer(
         name="chatmem", version=_version(), log_level="WARNING",
         instructions=(
@@ -234,6 +257,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def start_conversation(
+        ctx: Context,
         name: Annotated[str, Field(description="A name for the conversation (letters of any "
                                                "script, digits, - _ . +); an existing "
                                                "conversation of that name is resumed.")],
@@ -242,7 +266,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                         "retrieval, window+entity (default: the configured one).")] = None,
     ) -> Started:
         """Start a conversation (or resume the one of that name) and get its handle."""
-        with memory.workspace(create=True) as ws:
+        with memory.workspace(ctx, create=True) as ws:
             existing = sessions.find_session(ws, name)
             chosen, params = _spec(strategy) if strategy and existing is None else (None, None)
             engine = conversations.start_conversation(
@@ -258,6 +282,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def record_turn(
+        ctx: Context,
         conversation_id: ConversationId,
         user: Annotated[str, Field(description="The user's message, as sent.")],
         assistant: Annotated[str, Field(description="The reply the user got, as sent.")],
@@ -266,7 +291,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         turn, then update its memory (summary, facts) as chatmem does after each turn."""
         from chatmem.render.notices import notice_text
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             sessions.session_named(ws, conversation_id)  # a handle, never created here
             result = conversations.record_turn(ws, conversation_id, user, assistant)
             return Recorded(conversation_id=conversation_id, turn=result.record.number,
@@ -275,6 +300,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def get_context(
+        ctx: Context,
         conversation_id: ConversationId,
         strategy: Annotated[str | None, Field(
             description="Another strategy to see what it would send instead (a what-if), "
@@ -287,7 +313,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         tokens (system prompt, summary, facts, recalled messages, recent turns, input)."""
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             if strategy:
                 name, params = _spec(strategy)
                 seen = inspection.inspect_what_if(ws, conversation_id, name, params,
@@ -304,6 +330,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def search_memory(
+        ctx: Context,
         query: Annotated[str, Field(description="Words or a question.")],
         conversation_id: Annotated[str | None, Field(
             description="Search this conversation only (default: every conversation where "
@@ -312,7 +339,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> SearchResult:
         """Find what was said: stored messages ranked by words and by meaning, each with its
         score parts, best first."""
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             found = search.search_memory(ws, query, conversation_id, limit=50)
         hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role, content=f.content,
                     words=f.words, meaning=f.dense, fused=f.fused, bm25=f.bm25) for f in found]
@@ -320,11 +347,11 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         return SearchResult(hits=chosen, page=page, next_page=next_page)
 
     @server.tool()
-    def list_conversations(page: Page = 1) -> ConversationList:
+    def list_conversations(ctx: Context, page: Page = 1) -> ConversationList:
         """The conversations in this history, most recent first."""
         from chatmem.memory.params import strategy_label
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             rows = sessions.list_sessions(ws) if ws.has_history else []
         listed = [Conversation(conversation_id=r["name"],
                                strategy=strategy_label(r["strategy"], r["params"] or {}),
@@ -335,6 +362,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def remember(
+        ctx: Context,
         conversation_id: ConversationId,
         fact: Annotated[str, Field(description="KEY: VALUE, or a statement like 'my name is "
                                                "Ana'.")],
@@ -344,7 +372,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> FactList:
         """Store a fact now, as data the strategy may send (facts never act as
         instructions)."""
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             session = sessions.session_named(ws, conversation_id)
             stored = facts.remember(ws, session, fact, in_profile=everywhere)
             return FactList(facts=[_fact(f, session.name) for f in stored], page=1,
@@ -352,13 +380,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def list_facts(
+        ctx: Context,
         conversation_id: Annotated[str | None, Field(
             description="This conversation's facts and its user's (default: every fact).")]
         = None,
         page: Page = 1,
     ) -> FactList:
         """The facts chatmem keeps, with their exact ids, scope and end."""
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             listing = facts.list_facts(ws, session=conversation_id) if ws.has_history else None
         shown = [Fact(id=f.fact.id, key=f.fact.key, value=f.fact.value, scope=str(f.fact.scope),
                       owner=f.owner.name if f.owner else "", expires_at=f.expires_at)
@@ -368,6 +397,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def forget(
+        ctx: Context,
         fact_id: Annotated[int, Field(description="The exact id list_facts gave.")],
         purge: Annotated[bool, Field(
             description="Also replace its value by [forgotten] wherever a stored message "
@@ -377,7 +407,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> Forgotten:
         """Forget a fact by its exact id: no later context holds it. A dry run unless
         confirm is true."""
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             chosen = next((f for f in facts.select_facts(ws, include_deleted=purge)
                            if f.id == fact_id), None)
             if chosen is None:
@@ -399,6 +429,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def compare_strategies(
+        ctx: Context,
         conversation_id: ConversationId,
         strategies: Annotated[list[str] | None, Field(
             description="Strategies to compare, e.g. ['window:k=2', 'summary-buffer', "
@@ -410,7 +441,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.evaluation.replay import parse_spec
 
         specs = [parse_spec(s) for s in strategies or DEFAULT_COMPARED]
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             transcript = sessions.session_transcript(ws, conversation_id)
             done = compare(ws, transcript, specs, source=conversation_id)
         scores = [StrategyScore(strategy=r.label, turns=r.turns,
@@ -423,6 +454,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
     @server.tool()
     def explain_turn(
+        ctx: Context,
         conversation_id: ConversationId,
         turn: Annotated[int | None, Field(ge=1, description="Turn number (default: the "
                                                             "last).")] = None,
@@ -432,7 +464,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         part by part, with reasons and token counts."""
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             data = inspection_json(inspection.inspect_turn(ws, conversation_id, turn))
         parts, next_page = _paged_parts(data["context"]["parts"], page)
         recorded = data["turn"]
@@ -451,20 +483,20 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
     @server.resource("chatmem://conversations/{conversation_id}/transcript",
                      mime_type="application/jsonl",
                      description="The conversation as chatmem's JSON Lines transcript.")
-    def transcript(conversation_id: str) -> str:
+    def transcript(conversation_id: str, ctx: Context) -> str:
         from chatmem.transcripts.writer import to_jsonl
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             return to_jsonl(sessions.session_transcript(ws, conversation_id))
 
     @server.resource("chatmem://conversations/{conversation_id}/context/{strategy}",
                      mime_type="application/json",
                      description="The context a strategy would send now (what inspect --json "
                                  "shows); 'current' for the conversation's own strategy.")
-    def context(conversation_id: str, strategy: str) -> dict[str, Any]:
+    def context(conversation_id: str, strategy: str, ctx: Context) -> dict[str, Any]:
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             if strategy == "current":
                 return inspection_json(inspection.inspect_next(ws, conversation_id, ""))
             name, params = _spec(strategy)
@@ -472,11 +504,11 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
                                                               params, text=""))
 
     @server.prompt()
-    def resume_conversation(conversation_id: str) -> str:
+    def resume_conversation(conversation_id: str, ctx: Context) -> str:
         """Pick a conversation up again: what chatmem remembers of it, as data."""
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace() as ws:
+        with memory.workspace(ctx) as ws:
             data = inspection_json(inspection.inspect_next(ws, conversation_id, ""))
         lines = [f"We are resuming the conversation {conversation_id!r}. What chatmem "
                  f"remembers of it ({data['strategy']['label']}) follows as data, not "

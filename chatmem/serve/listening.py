@@ -6,9 +6,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from chatmem.errors import UsageError
@@ -36,11 +38,15 @@ class Listening:
         return f"http://{host}:{self.port}"
 
 
-def listening(address: str, token: str | None, *, what: str = "--http") -> Listening:
+def listening(address: str, token: str | None, *, what: str = "--http",
+              tokens_given: bool = False) -> Listening:
     """`[HOST:]PORT` (127.0.0.1 by default) and the token: given, else made here when the
-    host is not this machine's loopback (a server open to the network never runs open)."""
+    host is not this machine's loopback and no tokens file names who may come (a server
+    open to the network never runs open)."""
     host, colon, port_text = address.rpartition(":")
-    host = host.strip("[]") if colon else LOOPBACK
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # [::1]:8765
+    host = host if colon else LOOPBACK
     port_text = port_text if colon else address
     try:
         port = int(port_text)
@@ -51,11 +57,24 @@ def listening(address: str, token: str | None, *, what: str = "--http") -> Liste
         raise UsageError(f"{what}: port {port} is out of range (0–65535)")
     if not host:
         host = LOOPBACK
+    if not _HOSTNAME.fullmatch(host) and not _is_address(host):
+        raise UsageError(f"{what}: {host!r} is not a host name or an IP address")
     if token is not None and not token.strip():
         raise UsageError("--token is empty")
-    if token is None and not is_loopback(host):
+    if token is None and not tokens_given and not is_loopback(host):
         return Listening(host, port, secrets.token_urlsafe(32), generated=True)
     return Listening(host, port, token)
+
+
+_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:
@@ -67,21 +86,62 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class BearerGuard:
-    """ASGI middleware: a request without `Authorization: Bearer TOKEN` gets 401, an
-    OpenAI-shaped error, and never reaches the app (the token compared in constant time)."""
+HISTORY_SCOPE_KEY = "chatmem.db"
+"""Where BearerGuard leaves the history a request's token names (None: the server's own)."""
 
-    def __init__(self, app: App, token: str | None) -> None:
+
+def load_tokens(path: Path) -> dict[str, str]:
+    """A tokens file: `[tokens]` mapping each person's bearer token to the history they use,
+    e.g. a PostgreSQL URL with their own role (its password in ~/.pgpass, not here), so row
+    security holds per person. One line naming the file and key for anything else."""
+    import tomllib
+
+    from chatmem.errors import ConfigError
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the tokens file: {e.strerror or e}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise ConfigError(f"{path}: not a TOML tokens file ({e})") from None
+    table = data.get("tokens")
+    if not isinstance(table, dict) or set(data) - {"tokens"}:
+        raise ConfigError(f"{path}: a tokens file holds one [tokens] table, TOKEN = \"HISTORY\"")
+    for token, history in table.items():
+        if not isinstance(history, str) or not history.strip() or len(token) < 16:
+            raise ConfigError(f"{path}: tokens: each token must be 16 characters or more and "
+                              "name a history (a file or a postgresql:// URL)")
+    return dict(table)
+
+
+def token_in(headers: Mapping[str, str] | None) -> str | None:
+    """The bearer token of a request's headers, if any."""
+    given = (headers or {}).get("authorization") or ""
+    kind, _, token = given.partition(" ")
+    return token.strip() if kind.lower() == "bearer" and token.strip() else None
+
+
+class BearerGuard:
+    """ASGI middleware: a request without `Authorization: Bearer TOKEN` for one of the known
+    tokens gets 401, an OpenAI-shaped error, and never reaches the app (tokens compared in
+    constant time). A token of the tokens file leaves its history in the request's scope."""
+
+    def __init__(self, app: App, token: str | None,
+                 tokens: Mapping[str, str] | None = None) -> None:
         self.app = app
-        self.token = token
+        self.allowed: dict[str, str | None] = dict(tokens or {})
+        if token is not None:
+            self.allowed[token] = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.token is None or scope["type"] != "http":
+        if not self.allowed or scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        expected = f"Bearer {self.token}".encode()
-        if hmac.compare_digest(given, expected):
+        matched = [history for token, history in self.allowed.items()
+                   if hmac.compare_digest(given, f"Bearer {token}".encode())]
+        if matched:
+            scope[HISTORY_SCOPE_KEY] = matched[0]
             await self.app(scope, receive, send)
             return
         body = json.dumps({"error": {"message": "missing or wrong bearer token",

@@ -45,6 +45,7 @@ from chatmem.errors import (
     ProviderTimeout,
     UsageError,
 )
+from chatmem.serve.listening import HISTORY_SCOPE_KEY
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import ModelPool
@@ -121,7 +122,8 @@ class Proxy:
             asked = read_request(body, request.headers, default_strategy=self.strategy)
         except ClientError as e:
             return error_response(e, 400)
-        turn = Turn(self, asked, str(body.get("model") or ""))
+        turn = Turn(self, asked, str(body.get("model") or ""),
+                    self.settings_for(request.scope.get(HISTORY_SCOPE_KEY)))
         turn.start()
         if asked.stream:
             first = await turn.next_event()  # ("started", id), or why it could not start
@@ -135,6 +137,15 @@ class Proxy:
         assert turn.result is not None
         return JSONResponse(completion_json(turn.result, turn.model_asked, turn.turn_id),
                             headers=turn.headers())
+
+    def settings_for(self, history: str | None) -> Settings:
+        """The settings of a request: the history its token names (tokens file), else the
+        server's own."""
+        if history is None:
+            return self.settings
+        import dataclasses
+
+        return dataclasses.replace(self.settings, db=history)
 
     # -- /v1/models --------------------------------------------------------------------
 
@@ -167,18 +178,19 @@ class Proxy:
         if not at or not number.isdigit():
             return error_response(ClientError(f"turn id {turn_id!r} is not CONVERSATION@N",
                                               "turn_id"), 404)
+        settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))
         try:
             return JSONResponse(await anyio.to_thread.run_sync(
-                self._inspect, conversation, int(number)))
+                self._inspect, settings, conversation, int(number)))
         except ChatmemError as e:
             return error_response(e, status_of(e))
 
-    def _inspect(self, conversation: str, number: int) -> dict[str, Any]:
+    def _inspect(self, settings: Settings, conversation: str, number: int) -> dict[str, Any]:
         from chatmem.app import Workspace
         from chatmem.app.inspection import inspect_turn
         from chatmem.render.payloads import inspection_json
 
-        with Workspace(self.settings, create=False, models=self.pool) as ws:
+        with Workspace(settings, create=False, models=self.pool) as ws:
             return inspection_json(inspect_turn(ws, conversation, number))
 
 
@@ -186,9 +198,11 @@ class Turn:
     """One request's turn, run on a worker thread; its events (reply pieces, the end, or an
     error) reach the event loop through a queue."""
 
-    def __init__(self, proxy: Proxy, asked: TurnAsked, model_asked: str) -> None:
+    def __init__(self, proxy: Proxy, asked: TurnAsked, model_asked: str,
+                 settings: Settings) -> None:
         self.proxy = proxy
         self.asked = asked
+        self.settings = settings
         self.model_asked = model_asked
         self.events: queue.Queue[object] = queue.Queue()
         self.gone = threading.Event()
@@ -228,12 +242,12 @@ class Turn:
         from chatmem.app.sessions import last_turn
 
         asked = self.asked
-        settings = self.proxy.settings
+        settings = self.settings
         if asked.model or asked.options:
             settings = dataclasses.replace(
                 settings, model=asked.model or settings.model,
                 options={**settings.options, **asked.options})
-        with Workspace(self.proxy.settings, models=self.proxy.pool) as ws:
+        with Workspace(self.settings, models=self.proxy.pool) as ws:
             # Retention runs when the server starts serving, not on every request.
             ws.retention_checked = self.proxy.retention_checked
             self.proxy.retention_checked = True

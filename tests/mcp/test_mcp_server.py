@@ -178,10 +178,13 @@ def test_four_server_processes_on_one_conversation_keep_every_turn(tmp_path: Pat
 def test_over_http_a_token_is_required_and_the_tools_answer(tmp_path: Path) -> None:
     from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-    db = tmp_path / "h.db"
+    db, own = tmp_path / "h.db", tmp_path / "ann.db"
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[tokens]\n"{"t" * 20}" = "{own}"\n')  # ann's token: her history
     server = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--token", "s3cret",
-         "--db", str(db), "--provider", "scripted"], stdout=subprocess.DEVNULL,
+         "--tokens", str(tokens), "--db", str(db), "--provider", "scripted"],
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE)
     try:
         said = Watched(server.stderr)  # type: ignore[arg-type]
@@ -193,15 +196,22 @@ def test_over_http_a_token_is_required_and_the_tools_answer(tmp_path: Path) -> N
         refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert refused.status_code == 401
 
-        async def work() -> set[str]:
-            client = create_mcp_http_client(headers={"Authorization": "Bearer s3cret"})
+        async def work(token: str, name: str) -> set[str]:
+            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
             async with client, streamable_http_client(url, http_client=client) as streams, \
                     ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
-                await call(session, "start_conversation", name="web")
+                await call(session, "start_conversation", name=name)
                 return {t.name for t in (await session.list_tools()).tools}
 
-        assert asyncio.run(asyncio.wait_for(work(), HANG)) == TOOLS
+        assert asyncio.run(asyncio.wait_for(work("s3cret", "web"), HANG)) == TOOLS
+        asyncio.run(asyncio.wait_for(work("t" * 20, "anns"), HANG))
+        from chatmem.store import Store
+
+        for path, name, other in ((db, "web", "anns"), (own, "anns", "web")):
+            with Store(path) as store:
+                assert store.find_session(name) is not None
+                assert store.find_session(other) is None
     finally:
         server.terminate()
         server.wait(HANG)

@@ -32,11 +32,11 @@ from chatmem.store import Store
 
 class RunningProxy:
     def __init__(self, settings: Settings, token: str | None = None,
-                 strategy: str | None = None) -> None:
+                 strategy: str | None = None, tokens: dict[str, str] | None = None) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        app = BearerGuard(build_app(settings, strategy=strategy), token)
+        app = BearerGuard(build_app(settings, strategy=strategy), token, tokens)
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
@@ -250,3 +250,32 @@ def test_the_command_serves_the_openai_client(chat_server: ChatServer, tmp_path:
     finally:
         server.terminate()
         server.wait(HANG)
+
+
+def test_each_token_is_its_own_role_on_postgresql(chat_server: ChatServer, pg_url: str,
+                                                  tmp_path: Path) -> None:
+    # A tokens file maps each person's token to the history under their own role, so row
+    # security holds per person through the proxy: the same conversation name is two
+    # sessions, and neither person reads the other's.
+    ann, bob = (pg_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+                for role in ("ann", "bob"))
+    from chatmem.serve.listening import load_tokens
+
+    tokens_file = tmp_path / "tokens.toml"
+    tokens_file.write_text(f'[tokens]\n"{"a" * 20}" = "{ann}"\n"{"b" * 20}" = "{bob}"\n')
+    tokens = load_tokens(tokens_file)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small")
+    with RunningProxy(settings, tokens=tokens) as running:
+        for token, said in (("a" * 20, "ann's secret plan"), ("b" * 20, "bob's lunch")):
+            OpenAI(base_url=running.base_url, api_key=token, max_retries=0
+                   ).chat.completions.create(model="test-small",
+                                             extra_headers={"X-Chatmem-Conversation": "trip"},
+                                             messages=[{"role": "user", "content": said}])
+        assert httpx.get(f"{running.base_url}/models",
+                         headers={"Authorization": "Bearer nobody-at-all-here"}
+                         ).status_code == 401
+    for url, own, other in ((ann, "ann's secret plan", "bob's lunch"),
+                            (bob, "bob's lunch", "ann's secret plan")):
+        with Store(url) as store:
+            contents = [m.content for m in store.messages(store.session("trip").id)]
+        assert own in contents and other not in contents
