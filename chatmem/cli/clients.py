@@ -1,6 +1,7 @@
-"""`chatmem mcp` and `chatmem serve`: chatmem's memory for clients other than its own REPL."""
+"""`chatmem mcp` and `chatmem serve`: chatmem's memory for clients other than its own REPL.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Typer reads the commands' annotations on every
+`chatmem --help`, and annotations kept as objects are not evaluated again from strings."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -48,8 +49,8 @@ def _needs(extra: str, module: str) -> None:
         raise UsageError(f"this needs chatmem[{extra}]: pip install -e '.[{extra}]'")
 
 
-def _announcer(path: str) -> Callable[[Listening], None]:
-    def announce(where: Listening) -> None:
+def _announcer(path: str) -> "Callable[[Listening], None]":
+    def announce(where: "Listening") -> None:
         err = consoles()[1]
         err.print(f"listening on {where.url}{path}", markup=False, soft_wrap=True)
         if where.generated:
