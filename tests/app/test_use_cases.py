@@ -1,0 +1,119 @@
+"""Use cases as every front end calls them, asserted on their values (the wording is
+render/'s and is tested there)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from file_hash import checkpointed_hash
+
+from chatmem.app import Workspace, facts, sessions
+from chatmem.app.conversations import ClientMessage, adopt_history, record_turn
+from chatmem.app.inspection import InspectMode, inspect_next, inspect_turn, inspect_what_if
+from chatmem.app.search import search_memory
+from chatmem.config.settings import Settings
+from chatmem.errors import NotFound, UsageError
+from chatmem.store import FactScope
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    with Workspace(Settings(provider="scripted", db=str(tmp_path / "h.db"))) as workspace:
+        yield workspace
+
+
+def test_recorded_turns_are_inspected_next_and_as_a_what_if(ws: Workspace) -> None:
+    for user, reply in (("My order is ORD-7731.", "Noted."), ("I live in 杭州.", "好的。"),
+                        ("Thanks!", "Welcome.")):
+        record_turn(ws, "trip", user, reply)
+    turn = inspect_turn(ws, "trip", 2)
+    assert (turn.mode, turn.text, turn.turn.number if turn.turn else None) == (
+        InspectMode.TURN, "I live in 杭州.", 2)
+    nxt = inspect_next(ws, "trip", "which order?")
+    assert nxt.mode is InspectMode.NEXT and nxt.context.parts[-1].messages[0].content == \
+        "which order?"
+    window = inspect_what_if(ws, "trip", "window", {"k": "1"}, text="which order?")
+    history = window.context.part("history")
+    assert history is not None and {m.turn for m in history.messages} == {3}
+    assert window.replayed is None or window.replayed.turns == 0
+
+
+def test_reading_use_cases_leave_the_file_as_it_was(ws: Workspace, tmp_path: Path) -> None:
+    record_turn(ws, "trip", "My order is ORD-7731.", "Noted.")
+    ws.close()
+    before = checkpointed_hash(tmp_path / "h.db")
+    with Workspace(Settings(provider="scripted", db=str(tmp_path / "h.db")),
+                   create=False) as reading:
+        inspect_next(reading, "trip", "order?")
+        inspect_what_if(reading, "trip", "summary-buffer", {}, text="order?")
+        search_memory(reading, "order", "trip")
+        sessions.show_session(reading, "trip")
+        facts.list_facts(reading)
+    assert checkpointed_hash(tmp_path / "h.db") == before
+
+
+def test_remembering_into_the_profile_moves_a_session_fact(ws: Workspace) -> None:
+    record_turn(ws, "trip", "hi", "hello")
+    session = sessions.session_named(ws, "trip")
+    [local] = facts.remember(ws, session, "city: Hangzhou")
+    assert local.scope is FactScope.SESSION
+    [moved] = facts.remember(ws, session, "city: 杭州", in_profile=True)
+    assert moved.scope is FactScope.USER and moved.value == "杭州"
+    live = facts.live_facts(ws, session)
+    assert [(f.key, f.scope) for f in live] == [("city", FactScope.USER)]  # one fact, one key
+
+
+def test_forgetting_names_exactly_one_fact(ws: Workspace) -> None:
+    record_turn(ws, "trip", "hi", "hello")
+    session = sessions.session_named(ws, "trip")
+    facts.remember(ws, session, "city: Hangzhou")
+    listing = facts.list_facts(ws, session="trip")
+    with pytest.raises(NotFound):
+        facts.one_to_forget(ws, "nosuch", [f.fact for f in listing.facts], [], narrow="")
+    chosen = facts.one_to_forget(ws, "city", [f.fact for f in listing.facts], [], narrow="")
+    facts.forget(ws, chosen)
+    assert facts.list_facts(ws, session="trip").facts == []
+
+
+def test_a_clients_history_is_adopted_past_what_is_stored(ws: Workspace) -> None:
+    record_turn(ws, "c", "one", "uno")
+    said = [ClientMessage("user", "one"), ClientMessage("assistant", "uno"),
+            ClientMessage("user", "two"), ClientMessage("assistant", "dos")]
+    adopted = adopt_history(ws, "c", said)
+    assert (adopted.stored, adopted.diverged) == (2, False)
+    assert adopt_history(ws, "c", said).stored == 0  # nothing twice
+    assert adopt_history(ws, "c", said[:2]).stored == 0  # a client's shorter window
+    # The last stored message is the one compared (reading the whole history every
+    # request would make a request's cost grow with it).
+    edited = [*said[:3], ClientMessage("assistant", "EDITED"), ClientMessage("user", "three")]
+    assert adopt_history(ws, "c", edited) == type(adopted)(1, True)
+    contents = [m.content for m in ws.store.messages(ws.store.session("c").id)]
+    assert contents == ["one", "uno", "two", "dos", "three"]  # nothing stored was changed
+
+
+def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> None:
+    record_turn(ws, "gym", "My locker code is 4471.", "Noted, locker 4471.")
+    record_turn(ws, "gym", "The weather is nice.", "Indeed.")
+    record_turn(ws, "trip", "We fly to Lisbon on LH2417.", "Noted: LH2417.")
+    inside = search_memory(ws, "locker code", "gym")
+    assert inside[0].content == "My locker code is 4471." and inside[0].session == "gym"
+    assert all(f.fused is not None for f in inside)
+    across = search_memory(ws, "Lisbon flight")
+    assert across and across[0].session == "trip"
+    with pytest.raises(UsageError):
+        search_memory(ws, "   ")
+
+
+def test_a_page_of_a_session_and_the_turn_range(ws: Workspace) -> None:
+    for n in range(1, 8):
+        record_turn(ws, "long", f"q{n}", f"a{n}")
+    page = sessions.show_session(ws, "long", newest=3)
+    assert (page.first, page.last, page.total, page.partial) == (5, 7, 7, True)
+    chosen = sessions.show_session(ws, "long", sessions.TurnRange.parse("2-3"))
+    assert [m.content for m in chosen.messages] == ["q2", "a2", "q3", "a3"]
+    assert sessions.TurnRange.parse("6-") == sessions.TurnRange(6, None)
+    for bad in ("x-2", "3-1", "0"):
+        with pytest.raises(UsageError):
+            sessions.TurnRange.parse(bad)
