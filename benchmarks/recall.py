@@ -15,6 +15,8 @@ row spends about the same tokens; check the "tokens" column.
     python benchmarks/recall.py --budgets 2000 --only retrieval
     python benchmarks/recall.py --json out.json
     python benchmarks/recall.py --lexical      # single facts asked with a word they share
+    python benchmarks/recall.py --dev --against main   # real conversations, main beside this
+                                               # (see benchmarks/recall_dev.py)
 
 LangChain's VectorStoreRetrieverMemory over the same embedder runs when
 benchmarks/requirements.txt is installed; otherwise its row says why not.
@@ -237,6 +239,12 @@ def print_table(rows: list[Row], budgets: list[int]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--dev" in argv or any(a.startswith("--dev=") for a in argv):
+        import recall_dev
+
+        recall_dev.main(argv)
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 2000, 4000])
