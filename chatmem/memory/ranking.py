@@ -10,8 +10,8 @@ conversation:
           run of messages without a gap of `gap_hours`: talk about one thing
           clusters in time). No model needed.
   dense   cosine similarity of the input's vector with each message's vector
-          and with its context vector (the previous message and it embedded
-          together), whichever is higher.
+          plus that with its context vector (the previous message and it
+          embedded together).
   fused   (1 − dense_weight) × words + dense_weight × dense in `hybrid` mode;
           words alone in `bm25`, dense alone in `dense`. A message not embedded
           yet (its vector is computed between turns) is ranked by its words
@@ -195,13 +195,17 @@ def similarities(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray,
                  present: np.ndarray | None = None) -> np.ndarray:
-    """Best of message and context cosine, scaled 0–1 over the candidates that have a
-    vector (`present`; None: all); 0 for the others."""
+    """Message and context cosine summed, scaled 0–1 over the candidates that have a
+    vector (`present`; None: all); 0 for the others.
+
+    Summed, not the larger of the two: a message that is close to the question and
+    said in a close exchange outranks one that is only one of these (measured on the
+    development set, benchmarks/recall.py --dev: 0.809 → 0.832 at 2,000 tokens)."""
     import numpy as np
 
     if not len(vectors):
         return np.zeros(0, dtype=np.float32)
-    raw = np.maximum(similarities(vectors, query), similarities(context, query))
+    raw = similarities(vectors, query) + similarities(context, query)
     scored = raw if present is None else raw[present]
     if not len(scored):
         return np.zeros(len(raw), dtype=np.float32)

@@ -428,8 +428,9 @@ class PostgresBackend:
         `query` by their own vector, then those nearest by their context vector (each by
         cosine, through an HNSW index); None when pgvector is not here.
 
-        The best `limit` by the larger of the two cosines are all among them: a message
-        outside both lists has `limit` others closer on each vector.
+        The best `limit` by the sum of the two cosines are nearly all among them: a
+        message outside both lists has `limit` others closer on each vector (with the
+        larger of the two it would be exact; recall sums them, as that recalls more).
         """
         if not self.ranks_vectors or not 0 < dimensions <= schema.MOST_DIMENSIONS:
             return None

@@ -255,7 +255,7 @@ class RecallTables(Connection):
                           last_position: int, query: Sequence[float],
                           limit: int) -> list[int] | None:
         """Positions (up to `last_position`) holding the session's `limit` best vectors for
-        `query` by the larger of the message's and its context's cosine, among a few more;
+        `query` by the sum of the message's and its context's cosine, among a few more;
         None when the database has no vector index (the caller ranks every vector)."""
         return self.db.nearest_vectors(model, dimensions, session_id, last_position, query,
                                        limit)

@@ -12,6 +12,7 @@ from chatmem.memory.ranking import (
     Ranked,
     Sittings,
     Weights,
+    dense_scores,
     fuse,
     pack,
     pool,
@@ -159,6 +160,17 @@ def test_fusion_weights_words_and_meaning() -> None:
     assert fuse(words, dense, Weights("bm25")).tolist() == [1.0, 0.0, 0.0]
     assert fuse(words, dense, Weights("dense")).tolist() == [0.0, 1.0, 0.5]
     assert fuse(words, None, Weights("hybrid")).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_meaning_sums_the_message_and_context_cosines() -> None:
+    # Message 1 is close to the question by itself only; message 2 by itself and by its
+    # exchange: the larger cosine ties them, the sum puts message 2 first.
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    own = np.array([[0.9, 0.436], [0.9, 0.436], [0.0, 1.0]], dtype=np.float32)
+    context = np.array([[0.0, 1.0], [0.8, 0.6], [0.0, 1.0]], dtype=np.float32)
+    scores = dense_scores(query, own, context)
+    assert scores[1] > scores[0] > scores[2]
+    assert scores.min() == 0.0 and scores.max() == 1.0
 
 
 def ranked(scores: list[float], tokens: list[int]) -> list[Ranked]:
