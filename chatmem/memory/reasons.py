@@ -260,6 +260,8 @@ class RecallVerdict(Enum):
     """top_k messages were kept already (the row's `top_k` says how many)."""
     REPLY_FIRST = "reply_first"
     """A reply whose question did not fit: a context never opens on a reply."""
+    MADE_ROOM = "made_room"
+    """Left out, as the least relevant, for the question a better-ranked reply answers."""
     SHARED_BUDGET = "shared_budget"
     """Kept by its strategy, cut when a combination fit its parts into one budget."""
 

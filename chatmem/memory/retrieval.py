@@ -239,7 +239,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],
                         ranked_at: Callable[[int], Ranked], room: int) -> list[Ranked]:
         """A context never opens on an assistant message: a recalled reply that would
-        comes with the question of its turn if that fits, else it is left out."""
+        comes with the question of its turn, the least relevant other messages making
+        room for it if they must; else (the reply and its question alone do not fit)
+        it is left out."""
         used = sum(r.tokens for r in kept)
         while kept and kept[0].role != "user":
             first = kept[0]
@@ -250,9 +252,15 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                     if opener.turn == first.turn and opener.role == "user":
                         ranked.append(opener)
                 if (opener.turn == first.turn and opener.role == "user"
-                        and used + opener.tokens <= room):
+                        and first.tokens + opener.tokens <= room):
+                    # A better-ranked reply is not dropped for worse-ranked messages.
+                    for other in sorted(kept[1:], key=lambda r: r.fused):
+                        if used + opener.tokens <= room:
+                            break
+                        other.kept, other.why = False, RecallVerdict.MADE_ROOM
+                        used -= other.tokens
                     opener.kept, opener.why = True, RecallVerdict.KEPT_AS_QUESTION
-                    return [opener, *kept]
+                    return [opener, *(r for r in kept if r.kept)]
             first.kept, first.why = False, RecallVerdict.REPLY_FIRST
             used -= first.tokens
             kept = kept[1:]

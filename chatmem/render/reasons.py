@@ -240,6 +240,7 @@ _VERDICTS = {
     RecallVerdict.NO_ROOM: "budget: no room left",
     RecallVerdict.TOO_SIMILAR: "diversity: too like what was kept",
     RecallVerdict.REPLY_FIRST: "left out: a reply cannot open the context",
+    RecallVerdict.MADE_ROOM: "budget: made room for a better reply's question",
     RecallVerdict.SHARED_BUDGET: "shared budget: left out to fit",
 }
 

@@ -228,6 +228,38 @@ def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
         assert any(r["why"] == RecallVerdict.REPLY_FIRST.value for r in context.recall)
 
 
+def test_a_better_ranked_reply_keeps_its_question_and_a_weaker_match_makes_room(
+    make_engine
+) -> None:
+    engine = make_engine("retrieval")
+    counter = engine.counter
+    lines = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
+             ("user", "small talk"), ("assistant", "more small talk"),
+             ("user", "a password hint from the weather"), ("assistant", "noted"),
+             ("user", "the password of the wifi is long"), ("assistant", "noted again")]
+    engine.store.import_messages(engine.session.id,
+                                 [{"role": role, "content": text} for role, text in lines])
+    history = engine.history()
+    question = Message.counted("user", "zebra password?", counter)
+    request = ContextRequest(history=history, input=question, counter=counter,
+                             state=engine.state)
+    stored = {m.content: m for t in history.turns(1, 4) for m in t.messages}
+    matches = ["the zebra password is kiwi", "a password hint from the weather",
+               "the password of the wifi is long"]
+    # Room for the three matches, not for the question of the best one beside them.
+    budget = counter.priming + question.tokens + sum(stored[t].tokens for t in matches)
+    context = create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
+                                            "recent": "0", "smooth": "0",
+                                            "sitting": "0"}).build(request)
+    texts = recalled(context)
+    assert texts[:2] == ["hello there", "the zebra password is kiwi"]
+    why = {r["id"]: r["why"] for r in context.recall}
+    left = [t for t in matches[1:] if t not in texts]
+    assert len(left) == 1
+    assert why[stored[left[0]].id] == RecallVerdict.MADE_ROOM.value
+    assert context.tokens <= budget
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"mode": "vector"}, "parameter mode='vector' of strategy 'retrieval' must be one of "
                          "hybrid, bm25, dense"),
