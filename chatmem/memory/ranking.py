@@ -9,9 +9,9 @@ conversation:
           `sitting` × the best score of another message in its sitting — the
           run of messages without a gap of `gap_hours`: talk about one thing
           clusters in time). No model needed.
-  dense   cosine similarity of the input's vector with each message's vector
-          plus that with its context vector (the previous message and it
-          embedded together).
+  dense   cosine similarity of the input's vector with each message's vector,
+          plus those with its two context vectors (its vector summed with the
+          previous message's, and with the next one's: derived, not embedded).
   fused   (1 − dense_weight) × words + dense_weight × dense in `hybrid` mode;
           words alone in `bm25`, dense alone in `dense`. A message not embedded
           yet (its vector is computed between turns) is ranked by its words
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.memory.reasons import RecallVerdict
+from chatmem.memory.reasons import RecallRoute, RecallVerdict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,6 +83,7 @@ class Ranked:
     tokens: int = 0
     kept: bool = False
     why: RecallVerdict | None = None
+    route: RecallRoute | None = None
 
 
 @dataclass
@@ -193,25 +194,79 @@ def similarities(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", rows, vector)
 
 
-def dense_scores(query: np.ndarray, vectors: np.ndarray, context: np.ndarray,
-                 present: np.ndarray | None = None) -> np.ndarray:
-    """Message and context cosine summed, scaled 0–1 over the candidates that have a
-    vector (`present`; None: all); 0 for the others.
+def links(vectors: np.ndarray) -> np.ndarray:
+    """Each row's dot product with the row before it (0 for the first): what the
+    context cosines of `dense_scores` need besides the query's, kept per session
+    (chatmem.memory.recall_sources) so a build does not recompute it."""
+    import numpy as np
 
-    Summed, not the larger of the two: a message that is close to the question and
-    said in a close exchange outranks one that is only one of these (measured on the
-    development set, benchmarks/recall.py --dev: 0.809 → 0.832 at 2,000 tokens)."""
+    found = np.zeros(len(vectors), dtype=np.float32)
+    if len(vectors) > 1:
+        found[1:] = np.einsum("ij,ij->i", vectors[1:], vectors[:-1])
+    return found
+
+
+def dense_scores(query: np.ndarray, vectors: np.ndarray, present: np.ndarray | None = None,
+                 linked: np.ndarray | None = None) -> np.ndarray:
+    """Meaning, scaled 0–1 over the candidates that have a vector (`present`; None: all);
+    0 for the others.
+
+    A message's cosine with the query, plus those of its two context vectors: the
+    normalized sum of its vector and the previous message's, and of its vector and
+    the next one's, both derived from the vectors (`linked`: `links(vectors)`)
+    rather than embedded, so each message is embedded once. Summed, not the larger:
+    a message close to the question and said in a close exchange outranks one that
+    is only one of these (measured on the development set, benchmarks/recall.py
+    --dev: the sum 0.809 → 0.832 at 2,000 tokens against the larger; the derived
+    context vectors, the next one added, 0.835 against the previous message and
+    this one embedded together, at a third of the embedding work)."""
     import numpy as np
 
     if not len(vectors):
         return np.zeros(0, dtype=np.float32)
-    raw = similarities(vectors, query) + similarities(context, query)
+    if linked is None:
+        linked = links(vectors)
+    own = similarities(vectors, query)
+    # A row without a vector is zero, a stored one unit: its square is 0 or 1.
+    square = np.ones(len(vectors), np.float32) if present is None else present.astype(
+        np.float32)
+    zero = np.zeros(1, np.float32)
+    before, after = np.concatenate([zero, own[:-1]]), np.concatenate([own[1:], zero])
+    square_before = np.concatenate([zero, square[:-1]])
+    square_after = np.concatenate([square[1:], zero])
+    link_after = np.concatenate([linked[1:], zero])
+    raw = meaning(own, before, after, square, square_before, square_after, linked,
+                  link_after)
+    return scaled(raw, present)
+
+
+def meaning(own: np.ndarray, before: np.ndarray, after: np.ndarray, square: np.ndarray,
+            square_before: np.ndarray, square_after: np.ndarray, link_before: np.ndarray,
+            link_after: np.ndarray) -> np.ndarray:
+    """Cosines with the query of each message's vector (`own`) and of its two context
+    vectors, summed, from the cosines of its neighbours (`before`, `after`: 0 where
+    there is none), the squared lengths of the three vectors (1, or 0 for none) and
+    their dot products with the message's (`link_before`, `link_after`):
+    |a + b|² = |a|² + |b|² + 2a·b, so no context vector is ever built."""
+    import numpy as np
+
+    def length(extra: np.ndarray, link: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.maximum(square + extra + 2 * link, 1e-12))
+
+    return (own + (own + before) / length(square_before, link_before)
+            + (own + after) / length(square_after, link_after)).astype(np.float32)
+
+
+def scaled(raw: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+    """`raw` scaled 0–1 over the rows `present` marks (None: all); 0 for the others."""
+    import numpy as np
+
     scored = raw if present is None else raw[present]
     if not len(scored):
         return np.zeros(len(raw), dtype=np.float32)
     low, high = float(scored.min()), float(scored.max())
-    scaled = np.ones_like(raw) if high - low < 1e-9 else (raw - low) / (high - low)
-    return scaled if present is None else np.where(present, scaled, 0).astype(np.float32)
+    out = np.ones_like(raw) if high - low < 1e-9 else (raw - low) / (high - low)
+    return out if present is None else np.where(present, out, 0).astype(np.float32)
 
 
 def fuse(lexical: np.ndarray, dense: np.ndarray | None, weights: Weights,
@@ -299,6 +354,19 @@ def pack(
             candidate.why = RecallVerdict.NO_ROOM
 
 
+def route_of(bm25: float, words: float, dense: float | None, weights: Weights,
+             dated: bool = False) -> RecallRoute:
+    """What brought a candidate up: meaning when its share of the fused score is the
+    larger, else its own words, else the time the input names, else a neighbour's match."""
+    if dense is not None and weights.mode != "bm25":
+        meaning = dense if weights.mode == "dense" else weights.dense_weight * dense
+        if weights.mode == "dense" or meaning > (1 - weights.dense_weight) * words:
+            return RecallRoute.MEANING
+    if bm25 > 0:
+        return RecallRoute.WORDS
+    return RecallRoute.TIME if dated else RecallRoute.NEIGHBOUR
+
+
 def as_json(ranked: Sequence[Ranked], top_k: int = 0) -> list[dict[str, Any]]:
     """The rows `inspect` shows and the turn stores; `why` by value (render words it)."""
     return [
@@ -306,6 +374,7 @@ def as_json(ranked: Sequence[Ranked], top_k: int = 0) -> list[dict[str, Any]]:
          "words": round(r.words, 4), "dense": None if r.dense is None else round(r.dense, 4),
          "fused": round(r.fused, 4), "tokens": r.tokens, "kept": r.kept,
          "why": None if r.why is None else r.why.value,
+         **({"route": r.route.value} if r.route is not None else {}),
          **({"top_k": top_k} if r.why is RecallVerdict.TOP_K else {})}
         for r in ranked
     ]

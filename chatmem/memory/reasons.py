@@ -131,7 +131,8 @@ class RecallMethod:
 class Recalled:
     """Recall (`method`, `max_tokens`) sends `sent` of `candidates` earlier messages from
     `turns` turns, fused scores `low`..`high`; `left` more were ranked and left out; dense
-    scores cover `embedded` of the `candidates` while indexing catches up."""
+    scores cover `embedded` of the `candidates` while indexing catches up; `by_*`: how
+    many of the sent each route brought."""
 
     method: RecallMethod
     max_tokens: int
@@ -142,6 +143,11 @@ class Recalled:
     high: float
     left: int = 0
     embedded: int | None = None
+    by_words: int = 0
+    """How many of the sent messages each route brought (RecallRoute)."""
+    by_meaning: int = 0
+    by_neighbour: int = 0
+    by_time: int = 0
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,19 @@ DroppedNote = (DroppedTurns | SharedBudgetCut | SummaryClipped | SummaryLeftOut 
 
 
 # -- why a recall candidate was kept or left out ---------------------------------------
+
+
+class RecallRoute(Enum):
+    """What brought a recall candidate up: a recall row's `route`, stored by value."""
+
+    WORDS = "words"
+    """It holds words of the input (BM25), and they weigh more than its meaning."""
+    MEANING = "meaning"
+    """Its meaning (its vector and its exchanges', see ranking.dense_scores) weighs most."""
+    NEIGHBOUR = "neighbour"
+    """It sits beside (or in the sitting of) a match, holding none of the words itself."""
+    TIME = "time"
+    """It was said within a time the input names (`last May`, `上个月`)."""
 
 
 class RecallVerdict(Enum):

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
-from chatmem.memory.ranking import POOL, Sittings, dense_scores
+from chatmem.memory.ranking import POOL, Sittings, dense_scores, meaning, scaled, similarities
 from chatmem.timestamps import parse_time
 
 DATABASE_RANKING_FROM = 20_000
@@ -62,7 +62,7 @@ class _VectorCache:
     """One model's vectors of one session, as read so far (kept on its SessionState)."""
 
     vectors: Any = None  # np.ndarray, row = position − 1, with room to grow
-    context: Any = None
+    links: Any = None  # np.ndarray: each row's dot product with the row before (ranking.links)
     present: Any = None  # np.ndarray of bool: the row holds a stored vector
     filled: int = 0
     """Rows that hold the session's messages (the rest is room)."""
@@ -75,7 +75,8 @@ class Vectors:
     """The vectors of the first `count` messages, as far as they are embedded."""
 
     own: np.ndarray
-    context: np.ndarray
+    links: np.ndarray
+    """ranking.links(own)."""
     present: np.ndarray | None
     """Which rows hold a vector (None: all of them)."""
     count: int
@@ -190,33 +191,38 @@ class StoredRecall:
         if cache.vectors is None:
             # The size of a vector is the stored one's (an endpoint's is known late).
             width = len(rows[0].vector) // 2 if rows else 0
-            cache.vectors = cache.context = np.zeros((0, width), np.float32)
+            cache.vectors = np.zeros((0, width), np.float32)
+            cache.links = np.zeros(0, np.float32)
             cache.present = np.zeros(0, dtype=bool)
             if not rows:
                 cache.vectors = None
-                return Vectors(np.zeros((count, 0), np.float32),
-                               np.zeros((count, 0), np.float32), np.zeros(count, bool), 0)
+                return Vectors(np.zeros((count, 0), np.float32), np.zeros(count, np.float32),
+                               np.zeros(count, bool), 0)
         width = cache.vectors.shape[1]
         size = max([count, cache.filled, *(r.position for r in rows)])
         if size > len(cache.vectors):
             room = max(size, int(len(cache.vectors) * GROWTH))
-            for name in ("vectors", "context"):
-                grown = np.zeros((room, width), np.float32)
-                grown[: cache.filled] = getattr(cache, name)[: cache.filled]
-                setattr(cache, name, grown)
-            present = np.zeros(room, dtype=bool)
-            present[: cache.filled] = cache.present[: cache.filled]
-            cache.present = present
+            grown = np.zeros((room, width), np.float32)
+            grown[: cache.filled] = cache.vectors[: cache.filled]
+            cache.vectors = grown
+            for name, kind in (("links", np.float32), ("present", bool)):
+                longer = np.zeros(room, dtype=kind)
+                longer[: cache.filled] = getattr(cache, name)[: cache.filled]
+                setattr(cache, name, longer)
         for row in rows:
             cache.vectors[row.position - 1] = np.frombuffer(row.vector, dtype=np.float16)
-            cache.context[row.position - 1] = np.frombuffer(row.context_vector,
-                                                            dtype=np.float16)
             cache.present[row.position - 1] = True
+        # A new vector changes its own link and the next row's.
+        touched = sorted({i for row in rows for i in (row.position - 1, row.position)
+                          if 0 < i < size})
+        if touched:
+            at = np.array(touched)
+            cache.links[at] = np.einsum("ij,ij->i", cache.vectors[at], cache.vectors[at - 1])
         cache.filled = size
         if rows:
             cache.last_id = rows[-1].message_id
         present = cache.present[:count]
-        return Vectors(cache.vectors[:count], cache.context[:count], present,
+        return Vectors(cache.vectors[:count], cache.links[:count], present,
                        int(present.sum()))
 
     def dense(self, count: int, query: str, also: Sequence[int]) -> Dense:
@@ -249,7 +255,7 @@ class StoredRecall:
             return Dense(None, None, 0)  # stored by another version of the model
         # Every message embedded (the usual case): no mask, so no masked copies of n scores.
         present = None if found.count == len(found.own) else found.present
-        return Dense(dense_scores(asked, found.own, found.context, present),
+        return Dense(dense_scores(asked, found.own, present, found.links),
                      present, found.count, _rows_of(found.own))
 
     def _candidates(self, count: int, asked: np.ndarray, positions: Sequence[int]) -> Dense:
@@ -259,28 +265,43 @@ class StoredRecall:
         store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
         embedded = store.count_vectors(session_id, model, count, len(asked))
         width = len(asked)
-        rows = [r for r in store.vectors_at(session_id, model,
-                                            (p for p in positions if 1 <= p <= count))
-                if len(r.vector) == len(r.context_vector) == 2 * width]
+        wanted = sorted({p for p in positions if 1 <= p <= count})
+        # Each candidate's context vectors are derived from its neighbours' vectors.
+        around = sorted({q for p in wanted for q in (p - 1, p, p + 1) if 1 <= q <= count})
+        rows = [r for r in store.vectors_at(session_id, model, around)
+                if len(r.vector) == 2 * width]
         if not embedded or not rows:
             return Dense(None, None, embedded)
-        at = np.array([r.position - 1 for r in rows])
-        own = np.zeros((len(rows), width), np.float32)
-        context = np.zeros((len(rows), width), np.float32)
-        for i, r in enumerate(rows):
-            own[i] = np.frombuffer(r.vector, dtype=np.float16)
-            context[i] = np.frombuffer(r.context_vector, dtype=np.float16)
+        read = {r.position: np.frombuffer(r.vector, dtype=np.float16).astype(np.float32)
+                for r in rows}
+        ranked_at = [p for p in wanted if p in read]
+        if not ranked_at:
+            return Dense(None, None, embedded)
+        none = np.zeros(width, np.float32)
+
+        def around_of(step: int) -> np.ndarray:
+            return np.stack([read.get(p + step, none) for p in ranked_at])
+
+        own, before, after = around_of(0), around_of(-1), around_of(1)
+        cosine, cosine_before, cosine_after = (similarities(v, asked)
+                                               for v in (own, before, after))
+        square, square_before, square_after = (
+            np.array([float(p + step in read) for p in ranked_at], np.float32)
+            for step in (0, -1, 1))
+        raw = meaning(cosine, cosine_before, cosine_after, square, square_before,
+                      square_after, np.einsum("ij,ij->i", own, before),
+                      np.einsum("ij,ij->i", own, after))
+        at = np.array([p - 1 for p in ranked_at])
         scores = np.zeros(count, np.float32)
-        scores[at] = dense_scores(asked, own, context)
+        scores[at] = scaled(raw)
         present = np.zeros(count, dtype=bool)
         present[at] = True
-        row_of = {int(p) + 1: i for i, p in enumerate(at)}
 
-        def rows_at(wanted: Sequence[int]) -> np.ndarray:
-            picked = np.zeros((len(wanted), width), np.float32)
-            for j, p in enumerate(wanted):
-                if p in row_of:
-                    picked[j] = own[row_of[p]]
+        def rows_at(chosen: Sequence[int]) -> np.ndarray:
+            picked = np.zeros((len(chosen), width), np.float32)
+            for j, p in enumerate(chosen):
+                if p in read:
+                    picked[j] = read[p]
             return picked
 
         return Dense(scores, present, embedded, rows_at)

@@ -3,12 +3,12 @@
 Like VectorStoreRetrieverMemory, but budgeted and inspectable. Every earlier
 message is a candidate; they are ranked by words (BM25 over the full-text
 index, stemmed, CJK as bigrams, smoothed over neighbours and sittings) and,
-when an embedder is configured, by meaning (message and context vectors),
-fused, then packed best first into what the budget leaves after the system
-prompt, the input and the recent turns, with MMR keeping near-duplicates
-out. Recalled messages go out in conversation order, labelled; `inspect`
-shows each candidate's scores and why it was kept or dropped. See
-chatmem.memory.ranking for the scores.
+when an embedder is configured, by meaning (each message's vector and those of
+its exchanges with its neighbours), fused, then packed best first into what
+the budget leaves after the system prompt, the input and the recent turns,
+with MMR keeping near-duplicates out. Recalled messages go out in
+conversation order, labelled; `inspect` shows each candidate's scores and why
+it was kept or dropped. See chatmem.memory.ranking for the scores.
 
 Without an embedder, `hybrid` and `dense` fall back to the model-free
 ranking, and say so once.
@@ -16,6 +16,7 @@ ranking, and say so once.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -41,6 +42,7 @@ from chatmem.memory.ranking import (
     fuse,
     pack,
     pool,
+    route_of,
     words_scores,
 )
 from chatmem.memory.reasons import (
@@ -48,6 +50,7 @@ from chatmem.memory.reasons import (
     NewestTurns,
     Recalled,
     RecallMethod,
+    RecallRoute,
     RecallVerdict,
     turn_run,
 )
@@ -154,7 +157,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                                       sitting=weights.sitting, ceiling=matches.ceiling)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
-        self._prefer_named_time(source, query, count, words)
+        dated = self._prefer_named_time(source, query, count, words)
         dense = rows = fused = present = None
         embedded = count
         if embedder is not None:
@@ -191,9 +194,12 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             meaning = None
             if dense is not None and (present is None or present[position - 1]):
                 meaning = float(dense[position - 1])
+            matched = bm25.get(position, 0.0)
             return Ranked(m.id if m.id is not None else position - 1, position, m.turn or 0,
-                          m.role, bm25.get(position, 0.0), score, meaning,
-                          score if fused is None else float(fused[position - 1]), m.tokens)
+                          m.role, matched, score, meaning,
+                          score if fused is None else float(fused[position - 1]), m.tokens,
+                          route=route_of(matched, score, meaning, weights,
+                                         position in dated))
 
         ranked = [ranked_at(p) for p in best]
         pack(ranked, room, mmr=weights.mmr,
@@ -210,21 +216,26 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
         sent = tuple(messages[r.position] for r in kept)
+        routes = Counter(r.route for r in kept)
         reason = Recalled(method, self.options.max_tokens, len(kept), count, len(best_by_turn),
                           min(r.fused for r in kept), max(r.fused for r in kept),
                           left=len(ranked) - len(kept),
-                          embedded=embedded if embedded < count else None)
+                          embedded=embedded if embedded < count else None,
+                          by_words=routes[RecallRoute.WORDS],
+                          by_meaning=routes[RecallRoute.MEANING],
+                          by_neighbour=routes[RecallRoute.NEIGHBOUR],
+                          by_time=routes[RecallRoute.TIME])
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown, self.options.top_k)
 
     def _prefer_named_time(self, source: StoredRecall, query: str, count: int,
-                           words: WordScores) -> None:
+                           words: WordScores) -> set[int]:
         """Messages dated within a time the input names gain `time_weight` in `words`
-        (the latest POOL of them). `now` is the newest message's time: a replayed
-        conversation is read on its own clock."""
+        (the latest POOL of them); their positions. `now` is the newest message's time:
+        a replayed conversation is read on its own clock."""
         weight = self.options.time_weight
         if not weight or not time_words.may_name_time(query):
-            return
+            return set()
         now = source.newest_time()
         named = time_words.spans(query, now) if now is not None else []
         within: set[int] = set()
@@ -234,6 +245,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             within.update(range(max(first, end - POOL), end))
         for position in within:
             words.explicit[position] = words.at(position) + weight
+        return within
 
     @staticmethod
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],
@@ -260,6 +272,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                         other.kept, other.why = False, RecallVerdict.MADE_ROOM
                         used -= other.tokens
                     opener.kept, opener.why = True, RecallVerdict.KEPT_AS_QUESTION
+                    opener.route = RecallRoute.NEIGHBOUR  # its reply brought it
                     return [opener, *(r for r in kept if r.kept)]
             first.kept, first.why = False, RecallVerdict.REPLY_FIRST
             used -= first.tokens

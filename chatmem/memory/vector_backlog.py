@@ -44,43 +44,69 @@ READ = 4096
 
 
 def context_text(content: str, previous: str | None) -> str:
-    """What a message's context vector embeds: the message before it, then it."""
+    """The text an earlier version embedded as a message's context vector: the message
+    before it, then it (benchmarks/embedding_speed.py still compares that way)."""
     return f"{previous}\n{content}" if previous else content
 
 
 def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
                   batch: int = INLINE_BATCH,
                   known: Mapping[str, bytes] | None = None) -> list[VectorRow]:
-    """Message and context vectors for `pending`, in batches, as float16 blobs; a text
-    whose digest is in `known` (stored vectors, see `known_vectors`) is not embedded."""
+    """Message vectors for `pending`, in batches, as float16 blobs, each message's text
+    embedded once; a text whose digest is in `known` (stored vectors, see
+    `known_vectors`) is not embedded at all.
+
+    The stored context vector is derived, not embedded: the normalized sum of the
+    message's vector and the previous message's (one embedding per message instead of
+    two, the second of two texts; recall derives it again from the vectors it holds,
+    see chatmem.memory.ranking.dense_scores, and stores it for a database that finds
+    nearest vectors by it)."""
     import numpy as np
 
-    known = known or {}
+    known = dict(known or {})
     rows: list[VectorRow] = []
     for start in range(0, len(pending), batch):
         chunk = pending[start : start + batch]
-        texts = [[p.content for p in chunk],
-                 [context_text(p.content, p.previous) for p in chunk]]
-        digests = [[text_digest(t) for t in kind] for kind in texts]
-        blobs: list[list[bytes]] = []
-        for kind_texts, kind_digests in zip(texts, digests, strict=True):
-            todo = [i for i, d in enumerate(kind_digests) if d not in known]
-            vectors = iter(embedder.embed([kind_texts[i] for i in todo]) if todo else ())
-            blobs.append([known[d] if d in known
-                          else np.asarray(next(vectors), dtype=np.float16).tobytes()
-                          for d in kind_digests])
-        rows.extend(VectorRow(p.message_id, own, around, d_own, d_around)
-                    for p, own, around, d_own, d_around in zip(
-                        chunk, *blobs, *digests, strict=True))
+        digests = [text_digest(p.content) for p in chunk]
+        # The previous message's vector: in this chunk, stored, or embedded with the chunk.
+        previous = [text_digest(p.previous) if p.previous else None for p in chunk]
+        todo = list(dict.fromkeys(
+            text for text, digest in [*((p.content, d) for p, d in zip(chunk, digests,
+                                                                        strict=True)),
+                                      *((p.previous, d) for p, d in zip(chunk, previous,
+                                                                        strict=True)
+                                        if p.previous and d not in digests)]
+            if digest is not None and digest not in known))
+        if todo:
+            vectors = embedder.embed(todo)
+            known.update((text_digest(text), np.asarray(v, dtype=np.float16).tobytes())
+                         for text, v in zip(todo, vectors, strict=True))
+        for p, digest, before in zip(chunk, digests, previous, strict=True):
+            own = known[digest]
+            rows.append(VectorRow(p.message_id, own,
+                                  derived_context(own, known[before] if before else None),
+                                  digest))
     return rows
+
+
+def derived_context(own: bytes, previous: bytes | None) -> bytes:
+    """The context vector stored beside a message's own: its vector and the previous
+    message's, summed and normalized (float16 blobs)."""
+    import numpy as np
+
+    vector = np.frombuffer(own, dtype=np.float16).astype(np.float32)
+    if previous is not None:
+        vector = vector + np.frombuffer(previous, dtype=np.float16).astype(np.float32)
+    length = float(np.linalg.norm(vector))
+    return np.asarray(vector / (length or 1.0), dtype=np.float16).tobytes()
 
 
 def known_vectors(store: VectorRepository, model: str,
                   pending: Sequence[PendingText]) -> dict[str, bytes]:
-    """The stored vectors of `pending`'s texts (own and context), by digest."""
+    """The stored vectors of `pending`'s texts and of the messages before them, by digest."""
     return store.cached_vectors(model, [
         text_digest(text) for p in pending
-        for text in (p.content, context_text(p.content, p.previous))])
+        for text in (p.content, p.previous) if text])
 
 
 def save_rows(store: VectorRepository, model: str, rows: Sequence[VectorRow]) -> None:

@@ -22,7 +22,7 @@ from chatmem.render import (
     when,
 )
 from chatmem.render.notices import notice_text
-from chatmem.render.reasons import dropped_line, reason_text, verdict_text
+from chatmem.render.reasons import dropped_line, kept_text, reason_text
 from chatmem.render.summary import coverage
 from chatmem.tokens import format_count
 
@@ -165,7 +165,8 @@ def recall_table(context: Context) -> Table:
     out.add_column("message", min_width=12)
     for row in context.recall:
         dense = "–" if row.get("dense") is None else f"{row['dense']:.2f}"
-        why = Text(verdict_text(row), style="green" if row["kept"] else "dim")
+        # A recalled row says what brought it up: `kept, meaning`.
+        why = Text(kept_text(row), style="green" if row["kept"] else "dim")
         message = Text(f"{row['role']}: {contents.get(row['id'], '')}", no_wrap=True,
                        overflow="ellipsis")
         message.stylize("dim", 0, len(row["role"]) + 1)

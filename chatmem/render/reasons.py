@@ -27,6 +27,7 @@ from chatmem.memory.reasons import (
     PinsReleased,
     Recalled,
     RecallMethod,
+    RecallRoute,
     RecallVerdict,
     SharedBudgetCut,
     StoredNote,
@@ -159,6 +160,11 @@ def _(r: Recalled) -> str:
         text += f"; {r.left} more ranked, left out (see inspect)"
     if r.embedded is not None:
         text += f"; dense over {r.embedded:,} of {r.candidates:,} messages; indexing"
+    routes = [f"{count} {_ROUTES[route]}" for route, count in (
+        (RecallRoute.WORDS, r.by_words), (RecallRoute.MEANING, r.by_meaning),
+        (RecallRoute.NEIGHBOUR, r.by_neighbour), (RecallRoute.TIME, r.by_time)) if count]
+    if routes:
+        text += "; " + ", ".join(routes)
     return text
 
 
@@ -231,6 +237,34 @@ def _(n: NotYetSummarized) -> str:
 @_worded.register
 def _(n: StoredNote) -> str:
     return n.text
+
+
+_ROUTES = {
+    RecallRoute.WORDS: "by words",
+    RecallRoute.MEANING: "by meaning",
+    RecallRoute.NEIGHBOUR: "beside a match",
+    RecallRoute.TIME: "dated when asked",
+}
+
+
+_ROUTE_WORDS = {
+    RecallRoute.WORDS: "words",
+    RecallRoute.MEANING: "meaning",
+    RecallRoute.NEIGHBOUR: "beside",
+    RecallRoute.TIME: "date",
+}
+
+
+def kept_text(row: Mapping[str, Any]) -> str:
+    """`verdict_text`, and for a message kept by its ranking what brought it up
+    (`kept, meaning`); a row an older version stored has no route."""
+    text = verdict_text(row)
+    if row.get("why") != RecallVerdict.KEPT.value:
+        return text
+    try:
+        return f"{text}, {_ROUTE_WORDS[RecallRoute(row.get('route'))]}"
+    except ValueError:
+        return text
 
 
 _VERDICTS = {

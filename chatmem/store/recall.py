@@ -4,7 +4,8 @@ Every read is bounded by what the ranking needs: a search scores a bounded
 number of index entries, messages are read by position through the session's
 index, sitting starts through the (session, gap) index. Vectors are stored
 per (model, message) as float16 blobs: the message's own vector and its
-context vector (the previous message and this one embedded together). Their
+context vector (its vector and the previous message's, summed and normalized;
+files from before that hold the two texts embedded together). Their
 reads are incremental (`after_id`), so a session's vectors are loaded once per
 process and then extended by the messages committed since. `vector_cache` finds
 a stored vector by the sha256 of the text it embeds, so the same text (a fork,

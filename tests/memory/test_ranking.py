@@ -162,15 +162,44 @@ def test_fusion_weights_words_and_meaning() -> None:
     assert fuse(words, None, Weights("hybrid")).tolist() == [1.0, 0.0, 0.0]
 
 
-def test_meaning_sums_the_message_and_context_cosines() -> None:
-    # Message 1 is close to the question by itself only; message 2 by itself and by its
-    # exchange: the larger cosine ties them, the sum puts message 2 first.
+def test_meaning_sums_the_cosines_of_a_message_and_of_its_exchanges_with_its_neighbours(
+) -> None:
+    # Messages 1 and 3 are equally close to the question; 3 is said next to a closer one.
     query = np.array([1.0, 0.0], dtype=np.float32)
-    own = np.array([[0.9, 0.436], [0.9, 0.436], [0.0, 1.0]], dtype=np.float32)
-    context = np.array([[0.0, 1.0], [0.8, 0.6], [0.0, 1.0]], dtype=np.float32)
-    scores = dense_scores(query, own, context)
-    assert scores[1] > scores[0] > scores[2]
+    vectors = np.array([[0.0, 1.0], [0.8, 0.6], [0.0, 1.0], [0.8, 0.6], [1.0, 0.0]],
+                       dtype=np.float32)
+    scores = dense_scores(query, vectors)
+    assert scores[3] > scores[1] > scores[0]
     assert scores.min() == 0.0 and scores.max() == 1.0
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / np.linalg.norm(v)
+
+    # The same as building the context vectors: a message's vector summed with each
+    # neighbour's (none for the first and the last), normalized.
+    padded = np.vstack([np.zeros(2), vectors, np.zeros(2)])
+    raw = np.array([query @ v + query @ unit(v + padded[i]) + query @ unit(v + padded[i + 2])
+                    for i, v in enumerate(vectors)])
+    expected = (raw - raw.min()) / (raw.max() - raw.min())
+    assert np.allclose(scores, expected, atol=1e-5)
+    # A message without a vector scores 0 and lends nothing to its neighbours.
+    present = np.array([True, True, True, False, True])
+    masked = dense_scores(query, np.where(present[:, None], vectors, 0), present)
+    assert masked[3] == 0.0 and masked[4] > masked[1]
+
+
+def test_the_route_is_the_larger_share_of_the_fused_score() -> None:
+    from chatmem.memory.ranking import route_of
+    from chatmem.memory.reasons import RecallRoute
+
+    hybrid = Weights("hybrid", 0.5)
+    assert route_of(2.0, 0.9, 0.2, hybrid) is RecallRoute.WORDS
+    assert route_of(2.0, 0.3, 0.8, hybrid) is RecallRoute.MEANING
+    assert route_of(0.0, 0.4, 0.1, hybrid) is RecallRoute.NEIGHBOUR
+    assert route_of(0.0, 0.4, 0.1, hybrid, dated=True) is RecallRoute.TIME
+    assert route_of(0.0, 0.4, None, hybrid) is RecallRoute.NEIGHBOUR
+    assert route_of(0.0, 0.0, 0.1, Weights("dense")) is RecallRoute.MEANING
+    assert route_of(1.0, 0.2, 0.9, Weights("bm25")) is RecallRoute.WORDS
 
 
 def ranked(scores: list[float], tokens: list[int]) -> list[Ranked]:

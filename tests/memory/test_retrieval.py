@@ -260,6 +260,29 @@ def test_a_better_ranked_reply_keeps_its_question_and_a_weaker_match_makes_room(
     assert context.tokens <= budget
 
 
+def test_each_recalled_message_says_which_route_brought_it(make_engine) -> None:
+    from chatmem.memory.reasons import RecallRoute
+    from chatmem.render.reasons import reason_text
+
+    engine = make_engine("retrieval")
+    counter = engine.counter
+    history = replies_only_history(engine)
+    question = Message.counted("user", "zebra password?", counter)
+    request = ContextRequest(history=history, input=question, counter=counter,
+                             state=engine.state)
+    context = create_strategy("retrieval", {"mode": "bm25", "recent": "0", "smooth": "0.5",
+                                            "sitting": "0"}).build(request)
+    routes = {r["id"]: r.get("route") for r in context.recall if r["kept"]}
+    by_text = {m.content: routes[m.id] for m in context.part("recalled").messages}
+    assert by_text["the zebra password is kiwi"] == RecallRoute.WORDS.value
+    assert by_text["hello there"] == RecallRoute.NEIGHBOUR.value
+    reason = context.part("recalled").reason
+    assert (reason.by_words, reason.by_neighbour) == (
+        list(by_text.values()).count("words"), list(by_text.values()).count("neighbour"))
+    assert reason.by_meaning == reason.by_time == 0
+    assert "1 by words" in reason_text(reason)
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"mode": "vector"}, "parameter mode='vector' of strategy 'retrieval' must be one of "
                          "hybrid, bm25, dense"),

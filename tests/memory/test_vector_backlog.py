@@ -156,7 +156,7 @@ def test_the_first_turn_after_an_import_does_not_wait_and_the_next_process_resum
         engine.run_turn("And the bus timetable?")
         engine.indexing.finish(second)
         # Only what the first process left, and the new turn: nothing embedded twice.
-        assert second.calls == 2 * (left[0].missing + 2)
+        assert second.calls == left[0].missing + 2
         assert missing(store, engine, second) == 0
         assert engine.indexing.close() == []
         context = engine.build_context(question)
@@ -239,7 +239,7 @@ def test_a_strategy_change_keeps_one_backlog_per_session_and_model(path: Path) -
         engine.indexing.finish(gate)
         assert backlog_threads(engine.session.id) == []
         # Each message embedded once, though two strategies asked.
-        assert gate.calls == 2 * (MESSAGES + 4)
+        assert gate.calls == MESSAGES + 4
 
 
 def test_replays_embed_before_each_build_so_results_do_not_depend_on_timing(
@@ -271,7 +271,7 @@ def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
                                            {"role": "assistant", "content": "Yes?"}])
         with metered(store) as meter:
             engine.update_memory()
-        assert embedder.calls == calls + 2 * 2  # the two new messages: own and context
+        assert embedder.calls == calls + 2  # the two new messages, once each
         assert missing(store, engine, embedder) == 0
         # Found without a scan of the session (that takes about 7,000 VM instructions).
         assert meter.steps < MESSAGES // 20

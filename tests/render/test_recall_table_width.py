@@ -41,7 +41,8 @@ def test_the_recall_table_fits_80_columns_with_whole_headers_and_one_line_rows(
     # Six candidates (three kept, three past top_k), each on one line: nothing wrapped.
     assert len(rows) == 6
     whys = [row.split()[6:8] for row in rows]
-    assert [w[0] for w in whys].count("kept") == 3
+    assert [w[0] for w in whys].count("kept,") == 3
+    assert {w[1] for w in whys if w[0] == "kept,"} <= {"words", "meaning", "beside", "date"}
     assert whys.count(["top_k=3", "reached"]) == 3
     assert all(row.split()[0].isdigit() for row in rows)
     assert any("我们五月" in row for row in rows)
