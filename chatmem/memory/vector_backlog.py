@@ -290,6 +290,7 @@ class VectorBacklog:
     # -- the thread ---------------------------------------------------------------------
 
     def _work(self) -> None:
+        carried: dict[str, bytes] = {}
         while True:
             with self._cond:
                 while not self._stop and self._queue and not self._running:
@@ -302,7 +303,10 @@ class VectorBacklog:
                 known = self._known
                 self._busy = True
             try:
-                rows = embed_pending(self.embedder, batch, BATCH, known)
+                # The batch's first context vector needs the vector of the message before
+                # it, which the previous batch computed and may not have stored yet.
+                rows = embed_pending(self.embedder, batch, BATCH, {**known, **carried})
+                carried = {r.digest: r.vector for r in rows[-1:] if r.digest}
             except BaseException as e:  # any failure: stored, told once by `collect`
                 with self._cond:
                     self._error, self._busy, self._running = e, False, False
