@@ -428,9 +428,10 @@ class PostgresBackend:
         `query` by their own vector, then those nearest by their context vector (each by
         cosine, through an HNSW index); None when pgvector is not here.
 
-        The best `limit` by the sum of the two cosines are nearly all among them: a
-        message outside both lists has `limit` others closer on each vector (with the
-        larger of the two it would be exact; recall sums them, as that recalls more).
+        They are candidates: recall scores each exactly from its vector and its
+        neighbours' (chatmem.memory.ranking.dense_scores), so the best by that score are
+        nearly all among them (a message outside both lists has `limit` others closer on
+        each of the two vectors searched).
         """
         if not self.ranks_vectors or not 0 < dimensions <= schema.MOST_DIMENSIONS:
             return None
