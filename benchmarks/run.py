@@ -11,6 +11,11 @@ compare ratios within a run, not absolute times across runs):
               token buffer, summary buffer with a deterministic fake LLM) and
               VectorStoreRetrieverMemory, per turn: load_memory_variables +
               save_context, with the ratio to the chatmem strategy it compares to
+  durable     LangChain's VectorStoreRetrieverMemory over stores that survive the
+              process, Chroma persistent and PGVector (exact scan, on the embedded
+              server), next to retrieval·hash; they run in their own virtual
+              environment (--peers-venv, made from benchmarks/requirements-peers.txt
+              on first use: langchain-postgres pins an older pgvector adapter)
   hybrid      with `retrieval`, the cell retrieval·hash: words + meaning with
               the deterministic `hash` embedder (256 dimensions, like the
               fake embedder in LangChain's VectorStoreRetrieverMemory cell),
@@ -59,7 +64,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from pgserver import PgServer, database_name, pg_server, shown_command  # noqa: E402
-from tables import HYBRID, PEERS, REPLAY_TRANSCRIPT, print_run  # noqa: E402
+from tables import DURABLE, HYBRID, PEERS, REPLAY_TRANSCRIPT, print_run  # noqa: E402
+
+PEERS_REQUIREMENTS = HERE / "requirements-peers.txt"
 
 
 def strategies(quick: bool) -> list[str]:
@@ -72,10 +79,12 @@ def strategies(quick: bool) -> list[str]:
     return [*singles, *("+".join(pair) for pair in itertools.combinations(singles, 2))]
 
 
-def run_cell(kind: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run one measurement in a child process; a timeout is a result, not an error."""
+def run_cell(kind: str, spec: dict[str, Any], timeout: float,
+             python: str = sys.executable) -> dict[str, Any]:
+    """Run one measurement in a child process (of `python`: the peers' environment for the
+    durable LangChain cells); a timeout is a result, not an error."""
     # The spec goes on stdin, not argv: a --pg-url's password must not show in `ps`.
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "-"]
+    command = [python, str(Path(__file__).resolve()), "--worker", "-"]
     started = time.perf_counter()
     try:
         done = subprocess.run(command, input=json.dumps({"kind": kind, **spec}),
@@ -141,7 +150,8 @@ def sqlite_base(args: argparse.Namespace, folder: Path, name: str,
 
 
 def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
-               server: PgServer | None) -> list[dict[str, Any]]:
+               server: PgServer | None, durable_server: PgServer | None = None
+               ) -> list[dict[str, Any]]:
     """Every strategy at every size, on each backend asked for; at one size the backends
     alternate cell by cell, so both see the same machine load."""
     rows: list[dict[str, Any]] = []
@@ -186,13 +196,55 @@ def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
             server.drop(bases["postgresql"])
         if peers:
             rows += peer_costs(args, folder, turns, names)
+        if args.peers_python and {HYBRID, "retrieval"} & set(names):
+            rows += durable_costs(args, folder, turns, durable_server)
+    return rows
+
+
+def peers_python(folder: Path) -> str:
+    """The Python of the peers' own virtual environment, created at `folder` with
+    benchmarks/requirements-peers.txt when missing (langchain-postgres pins an older
+    pgvector adapter than chatmem's, so the durable peers cannot share chatmem's)."""
+    python = folder / "bin" / "python"
+    if not python.exists():
+        note(f"creating the peers' environment in {folder} (once; pip install -r "
+             f"{PEERS_REQUIREMENTS.name})")
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r",
+                        str(PEERS_REQUIREMENTS)], check=True)
+    return str(python)
+
+
+def durable_costs(args: argparse.Namespace, folder: Path, turns: int,
+                  server: PgServer | None) -> list[dict[str, Any]]:
+    """VectorStoreRetrieverMemory over Chroma persistent and over PGVector, in the peers'
+    environment, each from an empty store filled with the same history."""
+    rows = []
+    for memory, kind in DURABLE.items():
+        spec: dict[str, Any] = {"store": kind, "turns": turns, "repeat": args.peer_repeat,
+                                "seconds": args.seconds}
+        if kind == "chroma":
+            spec["folder"] = str(folder / f"chroma-{turns}")
+        elif server is not None:
+            spec["url"] = server.create()
+        else:
+            continue
+        result = run_cell("durable", spec, args.timeout, python=args.peers_python)
+        rows.append({"memory": "langchain", "backend": "sqlite", "strategy": memory,
+                     "turns": turns, **result})
+        note(f"  LangChain {memory:<34} {_brief(result)}")
+        if "folder" in spec:
+            shutil.rmtree(spec["folder"], ignore_errors=True)
+        elif server is not None:
+            server.drop(spec["url"])
     return rows
 
 
 def peer_costs(args: argparse.Namespace, folder: Path, turns: int,
                names: list[str]) -> list[dict[str, Any]]:
     """The LangChain peers of the chatmem cells run (all of them when every strategy is)."""
-    chosen = [memory for memory, ours in PEERS.items() if set(ours) & set(names)]
+    chosen = [memory for memory, ours in PEERS.items() if set(ours) & set(names)
+              and memory not in DURABLE]
     if not chosen:
         return []
     base = sqlite_base(args, folder, f"langchain-{turns}.db",
@@ -260,6 +312,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="time to spend measuring one cell")
     parser.add_argument("--timeout", type=float, help="seconds before a cell is stopped")
     parser.add_argument("--no-peers", action="store_true", help="skip LangChain")
+    parser.add_argument("--no-durable", action="store_true",
+                        help="skip LangChain over Chroma persistent and PGVector (they run in "
+                             "their own environment, see --peers-venv)")
+    parser.add_argument("--peers-venv", type=Path, default=HERE / ".peers-venv",
+                        metavar="DIR", help="the durable peers' virtual environment, created "
+                        "there from benchmarks/requirements-peers.txt when missing "
+                        "(default: %(default)s)")
     parser.add_argument("--embedder", default="hash", choices=("hash", "none"),
                         help=f"the embedder of the hybrid cell ({HYBRID}), run with "
                         "`retrieval`; none: no hybrid cell (default: %(default)s)")
@@ -313,12 +372,18 @@ def main() -> None:
         "turns": args.turns, "backends": args.backends,
         "turn_cost": [], "replay": [], "startup": None, "tokens": None,
     }
+    durable = (not args.no_peers and not args.no_durable and "turns" in sections
+               and "sqlite" in args.backends)
+    args.peers_python = peers_python(args.peers_venv) if durable else None
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="chatmem-bench-"))
         server = (stack.enter_context(pg_server(args.pg_url))
-                  if "postgresql" in args.backends and "turns" in sections else None)
+                  if ("postgresql" in args.backends or durable) and "turns" in sections
+                  else None)
         if "turns" in sections:
-            data["turn_cost"] = turn_costs(args, Path(tmp), peers, server)
+            data["turn_cost"] = turn_costs(
+                args, Path(tmp), peers, server if "postgresql" in args.backends else None,
+                server if durable else None)
     if "replay" in sections:
         data["replay"] = replays(args)
     if "startup" in sections:

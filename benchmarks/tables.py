@@ -15,7 +15,12 @@ PEERS = {
     "ConversationTokenBufferMemory": ("tokens",),
     "ConversationSummaryBufferMemory": ("summary-buffer",),
     "VectorStoreRetrieverMemory": (HYBRID, "retrieval"),
+    "VectorStoreRetrieverMemory·Chroma": (HYBRID, "retrieval"),
+    "VectorStoreRetrieverMemory·PGVector": (HYBRID, "retrieval"),
 }
+DURABLE = {"VectorStoreRetrieverMemory·Chroma": "chroma",
+           "VectorStoreRetrieverMemory·PGVector": "pgvector"}
+"""The peers over a store that survives the process (run in the peers' own environment)."""
 
 REPLAY_TRANSCRIPT = Path(__file__).resolve().parent.parent / "sessions" / "long-chat.jsonl"
 

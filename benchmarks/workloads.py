@@ -360,6 +360,53 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
     return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
 
 
+def durable_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    """LangChain's VectorStoreRetrieverMemory (k=4, DeterministicFakeEmbedding 256) over a
+    store that survives the process: Chroma persistent (`spec["folder"]`), or PGVector
+    on PostgreSQL (`spec["url"]`, exact scan: no index). Runs in the peers' own virtual
+    environment (run.py --peers-venv: langchain-postgres pulls an older pgvector adapter
+    than chatmem's), so it imports nothing from chatmem."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from langchain_classic.memory import VectorStoreRetrieverMemory
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    embedding = DeterministicFakeEmbedding(size=256)
+    phase("setup")
+    store: Any
+    if spec["store"] == "chroma":
+        from langchain_chroma import Chroma
+
+        store = Chroma(collection_name="bench", embedding_function=embedding,
+                       persist_directory=spec["folder"])
+    else:
+        from langchain_postgres import PGVector
+
+        store = PGVector(embeddings=embedding, collection_name="bench",
+                         connection=spec["url"].replace("postgresql://",
+                                                        "postgresql+psycopg://", 1),
+                         use_jsonb=True)
+    pairs = list(conversation(spec["turns"]))
+    texts = [f"input: {pairs[i]['content']}\noutput: {pairs[i + 1]['content']}"
+             for i in range(0, len(pairs), 2)]
+    for start in range(0, len(texts), 1000):
+        store.add_texts(texts[start:start + 1000])
+    memory = VectorStoreRetrieverMemory(retriever=store.as_retriever(search_kwargs={"k": 4}))
+    phase("turns")
+    cpu: list[float] = []
+
+    def turn(i: int) -> float:
+        text = question(i)
+        started, cpu_started = time.perf_counter(), time.process_time()
+        memory.load_memory_variables({"input": text})
+        memory.save_context({"input": text}, {"output": f"echo: {text}"})
+        cpu.append((time.process_time() - cpu_started) * 1000)
+        return (time.perf_counter() - started) * 1000
+
+    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
+
+
 # -- replay, start-up, token counting ----------------------------------------------------------
 
 
@@ -408,6 +455,7 @@ def tokens_cell(spec: dict[str, Any]) -> dict[str, Any]:
 CELLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "chatmem": chatmem_cell,
     "langchain": langchain_cell,
+    "durable": durable_cell,
     "replay": replay_cell,
     "tokens": tokens_cell,
 }
