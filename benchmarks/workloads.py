@@ -219,12 +219,17 @@ def copy_base(base: Path, path: Path) -> None:
 
 def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Per-turn overhead of one strategy: build + commit + memory update, model excluded."""
+    import sys
+
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
     from chatmem.memory.vector_backlog import Indexing
     from chatmem.store import Store
-    from chatmem.store.meter import metered
+
+    # The statement counter is test code since e91f3de (tests/meter.py), not the package's.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from meter import metered
 
     location: str | Path = spec["db"]
     if not is_url(location):  # a PostgreSQL cell's database is a copy run.py made already
