@@ -223,6 +223,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
 
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
+    from chatmem.embeddings import create_embedder
     from chatmem.engine import open_session
     from chatmem.memory.vector_backlog import Indexing
     from chatmem.store import Store
@@ -244,8 +245,12 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         # each turn embeds its new messages before the next build (as replay and eval do)
         # rather than in a background thread whose timing would blur the figures.
         settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
+        # Since f3630f3 the engine's embedder is handed in (the Workspace opens it), not
+        # read from the settings: without it the hybrid cell measured words alone.
         engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
-                              params=spec.get("params", {}))
+                              params=spec.get("params", {}),
+                              embedder=None if embedder == "none" else create_embedder(
+                                  embedder, settings))
         if embedder != "none":
             engine.background_indexing = False
             engine.indexing = Indexing(store, engine.session.id, background=False)

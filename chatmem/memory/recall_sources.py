@@ -225,11 +225,11 @@ class StoredRecall:
         return Vectors(cache.vectors[:count], cache.links[:count], present,
                        int(present.sum()))
 
-    def dense(self, count: int, query: str, also: Sequence[int]) -> Dense:
+    def dense(self, count: int, query: str, also: Callable[[], Sequence[int]]) -> Dense:
         """Meaning scores for `query` of the first `count` messages.
 
         Where the database ranks vectors (pgvector), only its nearest candidates
-        and the positions in `also` (the words' candidates) are read and scored,
+        and the positions `also()` gives (the words' candidates) are read and scored,
         exactly as numpy scores them. Up to the pool's size (POOL messages) that
         is every vector, so both paths rank alike; beyond it the best cosines are
         the same, but dense scores are scaled 0–1 over the candidates rather
@@ -246,7 +246,7 @@ class StoredRecall:
             nearest = store.nearest_positions(session_id, model, len(asked), count,
                                               asked.tolist(), POOL)
             if nearest is not None:
-                return self._candidates(count, asked, [*nearest, *also])
+                return self._candidates(count, asked, [*nearest, *also()])
         found = self.vectors(count)
         if not found.count:
             return Dense(None, None, 0)

@@ -162,7 +162,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         embedded = count
         if embedder is not None:
             try:
-                found = source.dense(count, query, words.best())
+                # The words' candidates only where the database ranks vectors: sorting
+                # them is a good share of a build where numpy ranks every vector anyway.
+                found = source.dense(count, query, words.best)
                 embedded = found.embedded
                 if found.scores is not None:
                     dense, present, rows = found.scores, found.present, found.rows
