@@ -193,7 +193,8 @@ def test_over_http_a_token_is_required_and_the_tools_answer(tmp_path: Path) -> N
 
         import httpx2 as httpx
 
-        refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                             timeout=HANG)
         assert refused.status_code == 401
 
         async def work(token: str, name: str) -> set[str]:

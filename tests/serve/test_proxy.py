@@ -69,7 +69,7 @@ def proxy(upstream_settings: Settings) -> Iterator[RunningProxy]:
 
 
 def client(proxy: RunningProxy) -> OpenAI:
-    return OpenAI(base_url=proxy.base_url, api_key="unused", max_retries=0)
+    return OpenAI(base_url=proxy.base_url, api_key="unused", max_retries=0, timeout=HANG)
 
 
 def inspect_json(db: Path, *args: str) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def test_three_requests_are_three_turns_that_inspect_and_the_api_agree_on(
         assert store.turn_count(session.id) == 3
     for turn_id in turn_ids:
         number = turn_id.split("@")[1]
-        served = httpx.get(f"{proxy.base_url}/chatmem/turns/{turn_id}").json()
+        served = httpx.get(f"{proxy.base_url}/chatmem/turns/{turn_id}", timeout=HANG).json()
         assert served == inspect_json(db_path, "trip", number)
     # Under window, the second request sent the first turn as history.
     second = chat_server.requests[1]["messages"]
@@ -210,10 +210,10 @@ def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
 
 def test_a_token_is_required_when_given(upstream_settings: Settings) -> None:
     with RunningProxy(upstream_settings, token="s3cret") as running:
-        refused = httpx.get(f"{running.base_url}/models")
+        refused = httpx.get(f"{running.base_url}/models", timeout=HANG)
         assert refused.status_code == 401 and refused.json()["error"]["code"] == \
             "invalid_api_key"
-        allowed = httpx.get(f"{running.base_url}/models",
+        allowed = httpx.get(f"{running.base_url}/models", timeout=HANG,
                             headers={"Authorization": "Bearer s3cret"})
         assert allowed.status_code == 200
 
@@ -271,7 +271,7 @@ def test_each_token_is_its_own_role_on_postgresql(chat_server: ChatServer, pg_ur
                    ).chat.completions.create(model="test-small",
                                              extra_headers={"X-Chatmem-Conversation": "trip"},
                                              messages=[{"role": "user", "content": said}])
-        assert httpx.get(f"{running.base_url}/models",
+        assert httpx.get(f"{running.base_url}/models", timeout=HANG,
                          headers={"Authorization": "Bearer nobody-at-all-here"}
                          ).status_code == 401
     for url, own, other in ((ann, "ann's secret plan", "bob's lunch"),
