@@ -37,14 +37,15 @@ EvalSourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
                              "of transcripts.")
 ]
+DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
+"""What `replay` and `eval` compare when no --strategy is given: one of each kind of memory."""
 StrategiesOption = Annotated[
-    list[str],
+    list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
                  metavar="NAME[:K=V,...]",
-                 help="Strategy to run, repeatable; parameters after a colon: window:k=2."),
+                 help="Strategy to run, repeatable; parameters after a colon: window:k=2. "
+                      f"Default: {', '.join(DEFAULT_EVAL)}."),
 ]
-DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
-"""What `eval` compares when no --strategy is given: one of each kind of memory."""
 EvalStrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
@@ -100,7 +101,7 @@ def _run(
 @handles_errors
 def replay_command(
     source: SourceArgument,
-    strategy: StrategiesOption,
+    strategy: StrategiesOption = None,
     param: ParamOption = None,
     keep_replies: Annotated[
         bool | None,
@@ -130,12 +131,15 @@ def replay_command(
     Counts use the provider, model and tokenizer the conversation was recorded
     with unless --provider or --model says otherwise.
 
+    Without --strategy it compares one of each kind of memory, as eval does.
+
     Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3
     """
     from chatmem.render import compare
 
     settings = settings_from(config, db, provider, model)
-    outcome = _run(source, strategy, param, settings, keep=keep_replies, save_as=save_as,
+    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=keep_replies,
+                   save_as=save_as,
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("replay", source, outcome)
