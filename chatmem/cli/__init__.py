@@ -30,6 +30,7 @@ from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
 from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.options import joined_model_options
 
 # Typer words range and type errors the way pydantic does; say them the way chatmem does.
 # Patterns, not compiled ones: only a usage error needs them (`re` caches what it compiles),
@@ -89,6 +90,7 @@ class ChatmemGroup(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
+        args = joined_model_options(sys.argv[1:] if args is None else args)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode,
                                 windows_expand_args, **extra)

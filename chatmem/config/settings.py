@@ -137,7 +137,7 @@ class Settings:
     """[prices."MODEL"] input, output: money per million tokens; none is built in."""
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
     """[templates.NAME]: system, model, strategy, options (see also config_dir()/templates)."""
-    options: dict[str, float | int] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     """Per-call model options (`-o temperature=0.2`, a template's options), already checked."""
     source: Path | None = None
     """The config file these settings were read from, if any."""

@@ -26,7 +26,7 @@ class Template:
     model: str | None = None
     strategy: str | None = None
     """`NAME[:K=V,...]`, as `--strategy` takes it."""
-    options: dict[str, float | int] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def templates_dir(settings: Settings) -> Path:

@@ -105,7 +105,7 @@ class LocalProvider(OpenAIProvider):
         threads: int = LocalSection.threads,
         timeout: float = 120.0,
         max_tokens: int | None = None,
-        sampling: Mapping[str, float | int] | None = None,
+        sampling: Mapping[str, Any] | None = None,
     ) -> None:
         if not xllamacpp_installed():
             raise NoModelAvailable(
