@@ -18,7 +18,7 @@ from typing import Any
 
 from chatmem.config.location import HistoryLocation, LocationKind, is_url, parse_location
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
-from chatmem.config.schema import PROVIDERS, StrategyCheck, validate
+from chatmem.config.schema import PROVIDERS, StrategyCheck, strategy_spec, validate
 from chatmem.config.sections import (
     SECTIONS,
     EmbeddingsSection,
@@ -301,6 +301,12 @@ def load_settings(
             settings.sources[key] = Source(SourceKind.FLAG, f"--{key.replace('_', '-')}")
     settings.model = settings.model_named(settings.model)
     settings.helper_model = settings.model_named(settings.helper_model)
+    if ":" in settings.strategy:
+        # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
+        where = f"{settings.source_of('strategy')}: key 'strategy'"
+        name, own = strategy_spec(settings.strategy, where)
+        settings.strategy = name
+        settings.strategies[name] = {**settings.strategies.get(name, {}), **own}
     return settings
 
 
