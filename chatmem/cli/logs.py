@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -26,7 +27,7 @@ def logs(
              "English and Chinese), best match first.")] = None,
     session: Annotated[str | None, typer.Option(
         "--session", metavar="SESSION", show_default=False, callback=utf8_text,
-        help="Only this session's turns.")] = None,
+        autocompletion=session_names, help="Only this session's turns.")] = None,
     response: Annotated[bool, typer.Option(
         "--response", "-r", help="Print only the last reply (of --session, or matching -q), "
                                  "as the model sent it.")] = False,

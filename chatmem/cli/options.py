@@ -8,6 +8,8 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from chatmem.cli.completion import session_names, strategy_specs, template_names
+
 DbOption = Annotated[
     str | None,
     typer.Option("--db", metavar="FILE|URL", show_default=False,
@@ -23,6 +25,7 @@ ConfigOption = Annotated[
 
 SessionAlias = Annotated[
     str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                             autocompletion=session_names,
                              help="The session, as an option (same as the first word).")
 ]
 """`--session` for commands whose first word is the session (see `one_session`)."""
@@ -62,6 +65,7 @@ ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model na
 StrategyOption = Annotated[
     str | None,
     typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
+                 autocompletion=strategy_specs,
                  help="Memory strategy (see `chatmem strategies`), optionally with parameters: "
                       "window:k=3."),
 ]
@@ -114,6 +118,7 @@ def joined_model_options(args: Sequence[str]) -> list[str]:
 TemplateOption = Annotated[
     str | None,
     typer.Option("--template", "-t", metavar="NAME", show_default=False, callback=utf8_text,
+                 autocompletion=template_names,
                  help="Named template (system prompt, model, strategy, options) from the "
                       "config's [templates.NAME] or templates/NAME.toml."),
 ]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import session_names, strategy_specs
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from chatmem.transcripts.format import Transcript
 
 SourceArgument = Annotated[
-    str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.")
+    str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.",
+                        autocompletion=session_names)
 ]
 EvalSourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
@@ -42,14 +44,14 @@ DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retri
 StrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
-                 metavar="NAME[:K=V,...]",
+                 metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to run, repeatable; parameters after a colon: window:k=2. "
                       f"Default: {', '.join(DEFAULT_EVAL)}."),
 ]
 EvalStrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
-                 metavar="NAME[:K=V,...]",
+                 metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to score, repeatable; parameters after a colon: window:k=2. "
                       f"Default: {', '.join(DEFAULT_EVAL)}."),
 ]
