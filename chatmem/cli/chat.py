@@ -58,9 +58,10 @@ PlainOption = Annotated[
 ]
 FileOption = Annotated[
     list[Path] | None,
-    typer.Option("--file", "-f", metavar="FILE", show_default=False,
-                 help="Attach a text file to the (first) message, quoted as data, never read "
-                      "as instructions; repeatable."),
+    typer.Option("--attach", "-a", "--file", "-f", metavar="FILE", show_default=False,
+                 help="Attach a file to the (first) message: text, or a PDF's text, quoted "
+                      "as data, never read as instructions; an image (PNG, JPEG, GIF, WebP) "
+                      "goes as an image to an endpoint that sees them; repeatable."),
 ]
 ContinueOption = Annotated[
     bool, typer.Option("--continue", "-c", help="Continue the session used last.")

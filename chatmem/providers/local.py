@@ -96,6 +96,7 @@ class LocalReply(OpenAIReply):
 
 class LocalProvider(OpenAIProvider):
     name = "local"
+    images = None  # SmolLM2 and the GGUF models served here read text only
 
     def __init__(
         self,

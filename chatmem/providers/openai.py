@@ -22,6 +22,7 @@ from chatmem.errors import (
     ProviderResponseError,
     ProviderTimeout,
 )
+from chatmem.images import ImageRule
 from chatmem.privacy.secrets import redacted_url, url_secrets
 from chatmem.providers.base import ChatMessages, Purpose, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
@@ -150,6 +151,8 @@ class OpenAIReply:
 
 class OpenAIProvider:
     name = "openai"
+    images: ImageRule | None = ImageRule.OPENAI_TILES
+    """OpenAI-compatible endpoints take image parts (a model that cannot see them says so)."""
 
     def __init__(
         self,
