@@ -100,13 +100,14 @@ class Terminal:
     """A shell in a private tmux server: type, press Tab, read the line."""
 
     def __init__(self, shell: list[str], env: dict[str, str], tmp_path: Path) -> None:
-        self.socket = f"chatmem-completion-{os.getpid()}-{id(self)}"
+        # Its own socket file in the test's folder: nothing is left in tmux's own.
+        self.socket = str(tmp_path / "tmux.sock")
         variables = [f"{key}={value}" for key, value in env.items()]
         self.tmux("new-session", "-d", "-x", "200", "-y", "50", "-s", "t",
                   "env", "-i", *variables, *shell)
 
     def tmux(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
+        done = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True,
                               text=True, timeout=60, check=False)
         return done.stdout
 
