@@ -1,6 +1,9 @@
-"""Files and piped text attached to one input: read whole, checked to be text.
+"""Files and piped text attached to one input: text, documents and images.
 
-The engine sends each as its own message, quoted as data (memory/quoting.py), in a
+Text is read whole and checked to be text; a PDF is read as the text on its pages
+(pypdf, imported only then); an image (PNG, JPEG, GIF, WebP) keeps its bytes and goes
+to the model as an image part where the endpoint sees images (chatmem.images). The
+engine sends each as its own message, quoted as data (memory/quoting.py), in a
 `files` part of the context that `inspect` shows with its tokens. A file that
 cannot be attached is an error naming it, raised before anything is sent.
 """
@@ -11,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chatmem.errors import UsageError
+from chatmem.images import MAX_BYTES, ImageData, read_image
 
 STDIN = "standard input"
 """The name piped text is attached under."""
@@ -21,6 +25,8 @@ class Attachment:
     name: str
     """The path as the user gave it, or STDIN."""
     text: str
+    """What the model reads: the file's text, a PDF's pages, or an image's description."""
+    image: ImageData | None = None
 
 
 def read_file(path: Path) -> Attachment:
@@ -33,7 +39,39 @@ def read_file(path: Path) -> Attachment:
         raise UsageError(f"{path}: is a directory, not a file; nothing was sent") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read it ({e.strerror}); nothing was sent") from None
+    image = read_image(data)
+    if image is not None:
+        if len(data) > MAX_BYTES:
+            raise UsageError(f"{path}: an image of {len(data):,} bytes; at most "
+                             f"{MAX_BYTES:,} can be attached; nothing was sent")
+        return Attachment(str(path), image_text(image), image)
+    if data.startswith(b"%PDF-"):
+        return Attachment(str(path), pdf_text(str(path), data))
     return Attachment(str(path), decode(str(path), data))
+
+
+def image_text(image: ImageData) -> str:
+    """What the text beside an image says of it."""
+    return f"an image ({image.mime}, {image.width}×{image.height} pixels), sent with this message"
+
+
+def pdf_text(name: str, data: bytes) -> str:
+    """The text of a PDF's pages, page by page, through pypdf; UsageError when it has none."""
+    import io
+
+    import pypdf  # only a PDF needs it: `chatmem --help` stays fast
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise UsageError(f"{name}: an encrypted PDF; decrypt it first; nothing was sent")
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except pypdf.errors.PyPdfError as e:
+        raise UsageError(f"{name}: not a readable PDF ({e}); nothing was sent") from None
+    if not any(page.strip() for page in pages):
+        raise UsageError(f"{name}: a PDF without text (scanned pages?); only its text can be "
+                         "attached; nothing was sent")
+    return "\n\n".join(f"[page {n}]\n{text.strip()}" for n, text in enumerate(pages, 1))
 
 
 def decode(name: str, data: bytes) -> str:

@@ -56,12 +56,25 @@ class ExitCode(IntEnum):
     """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops)."""
 
 
+class Listed(Enum):
+    """A kind of name a front end can list, so an error about one not known says where
+    to look (`chatmem sessions list`, `/sessions`)."""
+
+    SESSIONS = "sessions"
+    STRATEGIES = "strategies"
+
+
 class ChatmemError(Exception):
     exit_code: ExitCode = ExitCode.ERROR
+    listed: Listed | None = None
+    """The kind of name the error is about when it is a name not known (no such session):
+    a front end adds the command of its own that lists them."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, listed: Listed | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if listed is not None:
+            self.listed = listed
 
     def __str__(self) -> str:
         return self.message

@@ -256,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(2)
                 return
         self._event(self._chunk(body, None, finish))
-        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        prompt = sum(len(_text_of(m["content"]).split()) for m in body["messages"])
         usage = {"prompt_tokens": prompt, "completion_tokens": len(words),
                  "total_tokens": prompt + len(words)}
         self._event({**self._chunk(body, None, None), "choices": [], "usage": usage})
@@ -278,3 +278,10 @@ def running_chat_server() -> Iterator[ChatServer]:
         server.release.set()
         server.shutdown()
         server.server_close()
+
+
+def _text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of OpenAI content parts (images)."""
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if part.get("type") == "text")

@@ -134,6 +134,12 @@ def test_logs_and_models(db: str, tmp_path: Path) -> None:
     check("logs", logs)
     assert logs and all(entry["cost"]["currency"] == "$" for entry in logs)
     check("logs", output("logs", "-q", "城市", "--db", db))
+    full = output("logs", "--full", "--db", db)
+    check("logs", full)
+    assert full and all(isinstance(entry["reply"], str) for entry in full)
+    last = output("logs", "-r", "--db", db)
+    check("logs", last)
+    assert [entry["reply"] for entry in last] == [full[0]["reply"]]
     models = output("models", "--provider", "scripted", "--config", str(config))
     check("models", models)
     assert models["aliases"] == {"fast": "scripted"}

@@ -23,7 +23,8 @@ or closes a cycle is caught too.
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
        attachments, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files,
-       clipboard (what /copy copies and how it reaches the clipboard)
+       clipboard (what /copy copies and how it reaches the clipboard), names (the
+       nearest known name to one typed wrong), images (type, size and token cost)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -51,7 +52,7 @@ LAYERS: dict[str, int] = {
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
-    "chatmem.privacy.files": 0,
+    "chatmem.privacy.files": 0, "chatmem.names": 0, "chatmem.images": 0,
 }
 
 def module_name(path: Path) -> str:

@@ -75,6 +75,14 @@ def start_conversation(
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
 
+    if not workspace.one_off and not workspace.has_history:
+        # A command that refuses creates no history file: what can refuse (the session to
+        # continue, the name, the model) is checked before the file is created.
+        if name is None:
+            raise NotFound(f"no session to continue in {workspace.settings.db_path} "
+                           "(chatmem chat NAME starts one)")
+        check_session_name(name)
+        workspace.provider_for(settings or workspace.settings)
     store = workspace.store
     if not workspace.one_off:
         apply_retention(workspace)

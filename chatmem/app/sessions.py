@@ -211,9 +211,10 @@ def last_messages(workspace: Workspace, session: SessionRecord,
 
 
 def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None = None,
-                 query: str | None = None) -> list[LogEntry]:
+                 query: str | None = None, replied: bool = False) -> list[LogEntry]:
     """The latest turns across sessions (or of one), or those whose question or reply match
-    `query` (the full-text index, English and Chinese), best match first."""
+    `query` (the full-text index, English and Chinese), best match first; `replied`: only
+    turns that have a reply (`logs -r`)."""
     store = workspace.store
     session_id = None
     if session is not None:
@@ -221,7 +222,8 @@ def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None =
         if record is None:
             raise NotFound(f"no session {session!r} in {store.location}")
         session_id = record.id
-    return store.recent_turns(limit=count, session_id=session_id, query=query)
+    return store.recent_turns(limit=count, session_id=session_id, query=query,
+                              replied=replied)
 
 
 def usage_by_model(workspace: Workspace, session: SessionRecord) -> list[ModelUsage]:

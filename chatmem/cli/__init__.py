@@ -29,7 +29,9 @@ from chatmem.cli import (
 from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
+from chatmem.cli.completion import completion_request, run_request
 from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.options import joined_model_options
 
 # Typer words range and type errors the way pydantic does; say them the way chatmem does.
 # Patterns, not compiled ones: only a usage error needs them (`re` caches what it compiles),
@@ -84,11 +86,30 @@ def _asks_for_help(error: typer.TyperException) -> bool:
 
 
 class ChatmemGroup(TyperGroup):
-    """Usage errors as one `error: …` line on stderr with exit 2; bare `chatmem` is help."""
+    """Usage errors as one `error: …` line on stderr with exit 2; bare `chatmem` is help;
+    `--show-completion` and `--install-completion` take the shell as an optional word."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        from chatmem.cli.completion import HELP
+
+        params = list(super().get_params(ctx))
+        for param in params:
+            if isinstance(param, TyperOption) and param.name in HELP:
+                param.help = HELP[param.name]
+        return params
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
+        args = joined_model_options(sys.argv[1:] if args is None else args)
+        if standalone_mode and (request := completion_request(args)) is not None:
+            from chatmem.cli.output import handles_errors
+
+            try:
+                handles_errors(run_request)(*request)  # an error is one line, exit 2
+            except typer.Exit as e:
+                sys.exit(e.exit_code)
+            sys.exit(0)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode,
                                 windows_expand_args, **extra)

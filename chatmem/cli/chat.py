@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import first_session, session_names
 from chatmem.cli.opening import apply_template, open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -57,9 +58,10 @@ PlainOption = Annotated[
 ]
 FileOption = Annotated[
     list[Path] | None,
-    typer.Option("--file", "-f", metavar="FILE", show_default=False,
-                 help="Attach a text file to the (first) message, quoted as data, never read "
-                      "as instructions; repeatable."),
+    typer.Option("--attach", "-a", "--file", "-f", metavar="FILE", show_default=False,
+                 help="Attach a file to the (first) message: text, or a PDF's text, quoted "
+                      "as data, never read as instructions; an image (PNG, JPEG, GIF, WebP) "
+                      "goes as an image to an endpoint that sees them; repeatable."),
 ]
 ContinueOption = Annotated[
     bool, typer.Option("--continue", "-c", help="Continue the session used last.")
@@ -72,7 +74,7 @@ ONE_OFF = "one-off"
 @handles_errors
 def chat(
     session: Annotated[str | None, typer.Argument(
-        metavar="SESSION", show_default=False,
+        metavar="SESSION", show_default=False, autocompletion=session_names,
         help="Session to create or resume (default: default).")] = None,
     session_option: SessionAlias = None,
     continue_last: ContinueOption = False,
@@ -137,7 +139,7 @@ def chat(
 @handles_errors
 def ask(
     words: Annotated[list[str], typer.Argument(
-        metavar="[SESSION] TEXT", show_default=False,
+        metavar="[SESSION] TEXT", show_default=False, autocompletion=first_session,
         help="The session (default: none, a one-off question) and the question; TEXT - "
              "reads it from stdin.")],
     session_option: SessionAlias = None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
@@ -40,6 +41,7 @@ SessionOption = Annotated[
 def list_(
     session_arg: Annotated[
         str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                   autocompletion=session_names,
                                    help="Only facts this session uses (as --session).")
     ] = None,
     user: UserOption = None,

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -15,7 +16,7 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 def index(
     session: Annotated[
         str | None, typer.Argument(help="Session name (default: every session).",
-                                   show_default=False)
+                                   show_default=False, autocompletion=session_names)
     ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 @handles_errors
 def inspect(
     session: Annotated[str | None, typer.Argument(
-        metavar="SESSION", show_default=False, help="Session name.")] = None,
+        metavar="SESSION", show_default=False, help="Session name.",
+        autocompletion=session_names)] = None,
     turn_word: Annotated[int | None, typer.Argument(
         metavar="TURN", min=1, show_default=False,
         help="Turn number, as --turn gives it (default: the last turn).")] = None,

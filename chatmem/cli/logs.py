@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -25,46 +27,65 @@ def logs(
              "English and Chinese), best match first.")] = None,
     session: Annotated[str | None, typer.Option(
         "--session", metavar="SESSION", show_default=False, callback=utf8_text,
-        help="Only this session's turns.")] = None,
+        autocompletion=session_names, help="Only this session's turns.")] = None,
+    response: Annotated[bool, typer.Option(
+        "--response", "-r", help="Print only the last reply (of --session, or matching -q), "
+                                 "as the model sent it.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Show each turn whole: its question and its reply.")] = False,
     json_output: JsonOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """List recent turns across sessions: time, session, model, strategy, tokens, cost, question.
+    """List recent turns across sessions: time, session, model, strategy, tokens, cost, question;
+    -r prints the last reply, --full whole turns.
 
-    Example: chatmem logs -n 5 -q 杭州
+    Example: chatmem logs -n 5 -q 杭州 --full
     """
     from chatmem.app.sessions import recent_turns
     from chatmem.config.options import price_of
-    from chatmem.errors import UsageError
-    from chatmem.render.logs import logs_table
+    from chatmem.errors import NotFound, UsageError
+    from chatmem.render.logs import full_turns, logs_table
 
     if query is not None and not query.strip():
         raise UsageError("-q needs words to search for")
+    if response and full:
+        raise UsageError("-r prints one reply, --full whole turns: give one of them")
     settings = settings_from(config, db)
     with open_workspace(settings, create=False) as ws:
-        entries = recent_turns(ws, count=count, session=session, query=query)
+        entries = recent_turns(ws, count=1 if response else count, session=session,
+                               query=query, replied=response)
+        if response and not entries:
+            where = f"session {session!r}" if session is not None else ws.store.location
+            matching = f" matching {query!r}" if query is not None else ""
+            raise NotFound(f"no reply{matching} in {where} yet")
     costs = []
     for entry in entries:
         price = price_of(settings.prices, entry.model)
         costs.append(price.cost(entry.prompt_tokens, entry.reply_tokens) if price else None)
     if json_output:
-        print_json([_entry_json(entry, cost) for entry, cost in zip(entries, costs,
-                                                                    strict=True)])
+        print_json([_entry_json(entry, cost, reply=response or full)
+                    for entry, cost in zip(entries, costs, strict=True)])
         return
-    consoles()[0].print(logs_table(entries, costs))
+    out = consoles()[0]
+    if response:
+        # The reply alone, as sent: `chatmem logs -r | pbcopy` copies what the model wrote.
+        sys.stdout.write((entries[0].reply or "") + "\n")
+        return
+    out.print(full_turns(entries, costs) if full else logs_table(entries, costs))
 
 
-def _entry_json(entry: LogEntry, cost: Cost | None) -> dict[str, Any]:
+def _entry_json(entry: LogEntry, cost: Cost | None, *, reply: bool) -> dict[str, Any]:
     import json
 
     from chatmem.render.payloads import strategy_json
 
+    shown = {"reply": entry.reply} if reply else {}
     return {
         "session": entry.session, "turn": entry.number, "time": entry.created_at,
         "status": entry.status, "provider": entry.provider, "model": entry.model,
         "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
         "tokens": {"prompt": entry.prompt_tokens, "reply": entry.reply_tokens},
         "cost": None if cost is None else {"amount": cost.amount, "currency": cost.currency},
-        "input": entry.input, "superseded_by": entry.superseded_by,
+        "input": entry.input, "superseded_by": entry.superseded_by, **shown,
     }

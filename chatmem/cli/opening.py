@@ -45,7 +45,7 @@ def settings_from(
     return settings
 
 
-def with_options(settings: Settings, options: Mapping[str, float | int],
+def with_options(settings: Settings, options: Mapping[str, Any],
                  source: Source) -> None:
     """Add per-call model options (over those already there); max_reply_tokens is a setting."""
     settings.options.update(options)

@@ -8,6 +8,8 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from chatmem.cli.completion import session_names, strategy_specs, template_names
+
 DbOption = Annotated[
     str | None,
     typer.Option("--db", metavar="FILE|URL", show_default=False,
@@ -23,6 +25,7 @@ ConfigOption = Annotated[
 
 SessionAlias = Annotated[
     str | None, typer.Option("--session", metavar="SESSION", show_default=False,
+                             autocompletion=session_names,
                              help="The session, as an option (same as the first word).")
 ]
 """`--session` for commands whose first word is the session (see `one_session`)."""
@@ -56,11 +59,13 @@ ProviderOption = Annotated[
                  metavar="NAME", callback=_check_provider),
 ]
 
-ModelOption = Annotated[str | None, typer.Option("--model", help="Model name.", show_default=False,
-                                                 metavar="NAME", callback=utf8_text)]
+ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model name (or alias).",
+                                                 show_default=False, metavar="NAME",
+                                                 callback=utf8_text)]
 StrategyOption = Annotated[
     str | None,
     typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
+                 autocompletion=strategy_specs,
                  help="Memory strategy (see `chatmem strategies`), optionally with parameters: "
                       "window:k=3."),
 ]
@@ -75,13 +80,45 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 ModelOptionsOption = Annotated[
     list[str] | None,
     typer.Option("--option", "-o", metavar="KEY=VALUE", show_default=False,
-                 help="Model option for this call: temperature, top_p, seed, "
-                      "max_reply_tokens; repeatable."),
+                 help="Model option for this call, as KEY=VALUE or KEY VALUE: temperature, "
+                      "top_p, seed, max_reply_tokens (checked) or any other field the "
+                      "endpoint takes (sent as it is); repeatable."),
 ]
+OPTION_FLAGS = ("-o", "--option")
+TAKES_MODEL_OPTIONS = ("chat", "ask")
+"""The commands whose -o is a model option (elsewhere -o is --output)."""
+
+
+def joined_model_options(args: Sequence[str]) -> list[str]:
+    """llm's `-o KEY VALUE` as `-o KEY=VALUE`, for chat and ask: Click gives an option a
+    fixed number of values, and chatmem takes both forms.
+
+    `chatmem ask -o temperature 0.2 hi` → `chatmem ask -o temperature=0.2 hi`. A KEY with
+    `=` already is one value; nothing after `--` is touched.
+    """
+    words = list(args)
+    command = next((w for w in words if not w.startswith("-")), None)
+    if command not in TAKES_MODEL_OPTIONS:
+        return words
+    joined: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return joined + words[i:]
+        joined.append(word)
+        if word in OPTION_FLAGS and i + 2 < len(words) and "=" not in words[i + 1] \
+                and not words[i + 1].startswith("-"):
+            joined.append(f"{words[i + 1]}={words[i + 2]}")
+            i += 3
+            continue
+        i += 1
+    return joined
 
 TemplateOption = Annotated[
     str | None,
     typer.Option("--template", "-t", metavar="NAME", show_default=False, callback=utf8_text,
+                 autocompletion=template_names,
                  help="Named template (system prompt, model, strategy, options) from the "
                       "config's [templates.NAME] or templates/NAME.toml."),
 ]

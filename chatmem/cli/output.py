@@ -50,11 +50,22 @@ def handles_errors(func: F) -> F:
         except ChatmemError as e:
             from chatmem.render.errors import error_text
 
-            raise fail(error_text(e), e.exit_code) from None
+            raise fail(error_text(e) + listing_hint(e), e.exit_code) from None
         except KeyboardInterrupt:
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+LISTING = {"sessions": "chatmem sessions list", "strategies": "chatmem strategies"}
+"""The command that lists each kind of name (chatmem.names.Listed), by its value."""
+
+
+def listing_hint(error: ChatmemError) -> str:
+    """` (chatmem sessions list lists them)` after an error about a name not known."""
+    if error.listed is None:
+        return ""
+    return f" (`{LISTING[error.listed.value]}` lists them)"
 
 
 def write_private(path: Path, text: str) -> None:

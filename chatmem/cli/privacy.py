@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.opening import ask_key, erasure_done, open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -198,7 +199,8 @@ def prune(
 
 @handles_errors
 def retention(
-    name: Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")],
+    name: Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",
+                                        autocompletion=session_names)],
     keep: Annotated[
         str | None, typer.Argument(metavar="DURATION", show_default=False,
                                    help="How long the session is kept idle: 90d, 1y, "

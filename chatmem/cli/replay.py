@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.completion import session_names, strategy_specs
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -31,24 +32,26 @@ if TYPE_CHECKING:
     from chatmem.transcripts.format import Transcript
 
 SourceArgument = Annotated[
-    str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.")
+    str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.",
+                        autocompletion=session_names)
 ]
 EvalSourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
                              "of transcripts.")
 ]
-StrategiesOption = Annotated[
-    list[str],
-    typer.Option("--strategy", "-s", show_default=False,
-                 metavar="NAME[:K=V,...]",
-                 help="Strategy to run, repeatable; parameters after a colon: window:k=2."),
-]
 DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
-"""What `eval` compares when no --strategy is given: one of each kind of memory."""
+"""What `replay` and `eval` compare when no --strategy is given: one of each kind of memory."""
+StrategiesOption = Annotated[
+    list[str] | None,
+    typer.Option("--strategy", "-s", show_default=False,
+                 metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
+                 help="Strategy to run, repeatable; parameters after a colon: window:k=2. "
+                      f"Default: {', '.join(DEFAULT_EVAL)}."),
+]
 EvalStrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
-                 metavar="NAME[:K=V,...]",
+                 metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to score, repeatable; parameters after a colon: window:k=2. "
                       f"Default: {', '.join(DEFAULT_EVAL)}."),
 ]
@@ -100,7 +103,7 @@ def _run(
 @handles_errors
 def replay_command(
     source: SourceArgument,
-    strategy: StrategiesOption,
+    strategy: StrategiesOption = None,
     param: ParamOption = None,
     keep_replies: Annotated[
         bool | None,
@@ -130,12 +133,15 @@ def replay_command(
     Counts use the provider, model and tokenizer the conversation was recorded
     with unless --provider or --model says otherwise.
 
+    Without --strategy it compares one of each kind of memory, as eval does.
+
     Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3
     """
     from chatmem.render import compare
 
     settings = settings_from(config, db, provider, model)
-    outcome = _run(source, strategy, param, settings, keep=keep_replies, save_as=save_as,
+    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=keep_replies,
+                   save_as=save_as,
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("replay", source, outcome)

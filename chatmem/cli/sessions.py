@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
@@ -18,7 +19,8 @@ app = ChatmemTyper(help="List, show, rename, fork, delete, export and import ses
                  no_args_is_help=True)
 SHOW_LAST = 50
 """Turns `sessions show` prints when none are asked for: the newest page, read alone."""
-NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]
+NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",
+                                             autocompletion=session_names)]
 
 
 @app.command("list")
@@ -129,6 +131,7 @@ def delete(
 @handles_errors
 def export(
     name: Annotated[str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                               autocompletion=session_names,
                                                help="Session name (or --all).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
                                                      "every fact, in one .zip archive "
@@ -261,7 +264,8 @@ def import_(
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
 
 
-OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.")]
+OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",
+                                                autocompletion=session_names)]
 
 
 @app.command("rename")

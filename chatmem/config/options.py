@@ -1,4 +1,4 @@
-"""Per-call model options (`-o temperature=0.2`) and money cost from a configured price.
+"""Per-call model options (`-o temperature 0.2`) and money cost from a configured price.
 
 Both are typed values: the CLI parses options once, providers send them, render/ shows
 a Cost. No price is built in: a price is whatever the user's config says it is.
@@ -7,11 +7,16 @@ a Cost. No price is built in: a price is whatever the user's config says it is.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import UsageError
+
+OptionValue = Any
+"""A model option's value: a checked number for the options chatmem knows, else any JSON
+value, sent to the endpoint as it is."""
 
 
 @dataclass(frozen=True)
@@ -27,18 +32,38 @@ OPTION_RULES: dict[str, OptionRule] = {
     "top_p": OptionRule(float, 0.0, 1.0, "nucleus sampling mass"),
     "seed": OptionRule(int, 0, 2**63 - 1, "sampling seed, for repeatable replies"),
     "max_reply_tokens": OptionRule(int, 1, 10**7, "longest reply in tokens"),
+    "frequency_penalty": OptionRule(float, -2.0, 2.0, "penalty on often-repeated tokens"),
+    "presence_penalty": OptionRule(float, -2.0, 2.0, "penalty on any repeated token"),
+    "top_k": OptionRule(int, 0, 10**6, "sample from the k likeliest tokens"),
+    "min_p": OptionRule(float, 0.0, 1.0, "least probability a sampled token keeps"),
 }
-"""Every option `-o KEY=VALUE` accepts; an unknown key is an error, never ignored."""
-SAMPLING = ("temperature", "top_p", "seed")
-"""The options sent in the request body as they are named."""
+"""The options chatmem knows and checks; any other key (`-o repeat_penalty 1.1`) is sent to
+the endpoint as a field of the request body, as it is."""
+RESERVED = {
+    "model": "use -m/--model",
+    "messages": "the strategy builds them",
+    "stream": "chatmem always streams",
+    "stream_options": "chatmem asks for usage itself",
+    "max_tokens": "use -o max_reply_tokens",
+    "max_completion_tokens": "use -o max_reply_tokens",
+    "n": "chatmem reads one reply",
+}
+"""Request fields chatmem sets itself: an option may not override them."""
+SETTINGS = ("max_reply_tokens",)
+"""Options that are chatmem settings, not request fields."""
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def check_option(key: str, value: Any, label: str | None = None) -> float | int:
-    """`value` as the option's type, or UsageError naming the key, the value and the range."""
+def check_option(key: str, value: Any, label: str | None = None) -> OptionValue:
+    """`value` as the option's type, or UsageError naming the key, the value and the range.
+
+    A key chatmem does not know passes through to the endpoint: a string from the command
+    line is read as JSON when it is (`3`, `true`, `["\\n"]`), else kept as text.
+    """
     where = label or f"-o {key}"
     rule = OPTION_RULES.get(key)
     if rule is None:
-        raise UsageError(f"{where}: unknown option (known: {', '.join(OPTION_RULES)})")
+        return _pass_through(key, value, where)
     number: float | int
     try:
         if isinstance(value, bool):
@@ -60,26 +85,46 @@ def check_option(key: str, value: Any, label: str | None = None) -> float | int:
     return number
 
 
-def parse_options(pairs: Iterable[str] | None) -> dict[str, float | int]:
+def _pass_through(key: str, value: Any, where: str) -> OptionValue:
+    if key in RESERVED:
+        raise UsageError(f"{where}: chatmem sets {key} itself ({RESERVED[key]})")
+    if not _FIELD.fullmatch(key):
+        raise UsageError(f"{where}: not an option name (letters, digits and _; known: "
+                         f"{', '.join(OPTION_RULES)}; any other is sent to the endpoint)")
+    if not isinstance(value, str):
+        return value  # a config table's value is typed already
+    import json
+
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        raise UsageError(f"{where} must be a finite number, got {value!r}")
+    return parsed
+
+
+def parse_options(pairs: Iterable[str] | None) -> dict[str, OptionValue]:
     """`["temperature=0.2", "seed=7"]` → {"temperature": 0.2, "seed": 7}, each checked."""
-    options: dict[str, float | int] = {}
+    options: dict[str, OptionValue] = {}
     for pair in pairs or ():
         key, sign, value = pair.partition("=")
         key = key.strip()
         if not sign or not key:
-            raise UsageError(f"-o {pair!r} must be KEY=VALUE, e.g. -o temperature=0.2")
+            raise UsageError(f"-o {pair!r} must be KEY=VALUE or KEY VALUE, e.g. "
+                             "-o temperature 0.2")
         options[key] = check_option(key, value.strip())
     return options
 
 
-def check_options(table: Mapping[str, Any], where: str) -> dict[str, float | int]:
+def check_options(table: Mapping[str, Any], where: str) -> dict[str, OptionValue]:
     """A config table of options (a template's), checked like `-o`; `where` names the table."""
     return {key: check_option(key, value, f"{where}.{key}") for key, value in table.items()}
 
 
-def sampling(options: Mapping[str, float | int]) -> dict[str, float | int]:
-    """The options that go into the request body as they are."""
-    return {key: options[key] for key in SAMPLING if key in options}
+def sampling(options: Mapping[str, OptionValue]) -> dict[str, OptionValue]:
+    """The options that go into the request body as they are: all but chatmem's settings."""
+    return {key: value for key, value in options.items() if key not in SETTINGS}
 
 
 @dataclass(frozen=True)

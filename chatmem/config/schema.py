@@ -125,8 +125,11 @@ def validate(path: Path, data: Mapping[str, Any],
     _check_provider(path, "provider", data)
     if "helper_provider" in data:
         _check_provider(path, "helper_provider", {"provider": data["helper_provider"]})
-    if "strategy" in data:
-        _check_strategy(path, "strategy", data["strategy"], {}, check_strategy)
+    if isinstance(data.get("strategy"), str):
+        name, own = strategy_spec(data["strategy"], f"{path}: key 'strategy'")
+        tables = data.get("strategies", {})
+        table = tables.get(name, {}) if isinstance(tables, dict) else {}
+        _check_strategy(path, "strategy", name, {**table, **own}, check_strategy)
     _check_summary(path, data.get("summary", {}))
     embedder = data.get("embeddings", {}).get("provider", EmbeddingsSection().provider)
     if embedder not in EMBEDDERS:
@@ -231,6 +234,20 @@ def _validate_strategies(path: Path, tables: Any,
         if not isinstance(params, dict):
             raise ConfigError(f"{path}: key 'strategies.{name}' must be a table")
         _check_strategy(path, f"strategies.{name}", name, params, check_strategy)
+
+
+def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
+    """`window:k=3` → ("window", {"k": "3"}): a strategy with its parameters after a colon,
+    as --strategy takes it; the values stay text for the strategy to check."""
+    name, _, rest = text.partition(":")
+    params: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in rest.split(","))):
+        key, sign, value = pair.partition("=")
+        if not sign or not key.strip():
+            raise ConfigError(f"{where}: parameters must be key=value, e.g. window:k=2, "
+                              f"got {pair!r}")
+        params[key.strip()] = value.strip()
+    return name.strip(), params
 
 
 def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],

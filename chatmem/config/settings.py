@@ -18,7 +18,7 @@ from typing import Any
 
 from chatmem.config.location import HistoryLocation, LocationKind, is_url, parse_location
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
-from chatmem.config.schema import PROVIDERS, StrategyCheck, validate
+from chatmem.config.schema import PROVIDERS, StrategyCheck, strategy_spec, validate
 from chatmem.config.sections import (
     SECTIONS,
     EmbeddingsSection,
@@ -137,7 +137,7 @@ class Settings:
     """[prices."MODEL"] input, output: money per million tokens; none is built in."""
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
     """[templates.NAME]: system, model, strategy, options (see also config_dir()/templates)."""
-    options: dict[str, float | int] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     """Per-call model options (`-o temperature=0.2`, a template's options), already checked."""
     source: Path | None = None
     """The config file these settings were read from, if any."""
@@ -301,6 +301,12 @@ def load_settings(
             settings.sources[key] = Source(SourceKind.FLAG, f"--{key.replace('_', '-')}")
     settings.model = settings.model_named(settings.model)
     settings.helper_model = settings.model_named(settings.helper_model)
+    if ":" in settings.strategy:
+        # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
+        where = f"{settings.source_of('strategy')}: key 'strategy'"
+        name, own = strategy_spec(settings.strategy, where)
+        settings.strategy = name
+        settings.strategies[name] = {**settings.strategies.get(name, {}), **own}
     return settings
 
 

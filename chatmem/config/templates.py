@@ -17,6 +17,7 @@ from chatmem.config.paths import config_dir
 from chatmem.config.schema import check_template
 from chatmem.config.settings import Settings
 from chatmem.errors import ConfigError, UsageError
+from chatmem.names import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Template:
     model: str | None = None
     strategy: str | None = None
     """`NAME[:K=V,...]`, as `--strategy` takes it."""
-    options: dict[str, float | int] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def templates_dir(settings: Settings) -> Path:
@@ -46,9 +47,11 @@ def find_template(settings: Settings, name: str) -> Template:
     else:
         path = templates_dir(settings) / f"{name}.toml"
         if "/" in name or "\\" in name or not path.is_file():
-            known = ", ".join(known_templates(settings)) or "none yet"
+            names = known_templates(settings)
+            known = ", ".join(names) or "none yet"
             raise UsageError(f"no template {name!r} (known: {known}; add one as "
-                             f"[templates.{name}] in the config or {path})")
+                             f"[templates.{name}] in the config or {path})"
+                             f"{did_you_mean(name, names)}")
         table = _read(path)
     return Template(name, system=table.get("system"), model=table.get("model"),
                     strategy=table.get("strategy"),

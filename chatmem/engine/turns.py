@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity, SendingOverBudget
-from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError
+from chatmem.engine.attached import attached_messages, refuse_unseen_images
+from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError, UsageError
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
-from chatmem.memory.quoting import attached_block
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import (
@@ -134,8 +134,7 @@ class Engine(Generic[StoreT]):
         user = Message.counted("user", text, self.counter)
         # Its own user message each, before the input: read as data, and out of the input,
         # so history and recall hold what the user typed, not every file ever attached.
-        attached = tuple(Message.counted("user", attached_block(a.name, valid_text(a.text)),
-                                         self.counter) for a in attachments)
+        attached = attached_messages(attachments, self.counter, self.provider)
         return ContextRequest(
             history=self.history(),
             input=user,
@@ -232,6 +231,11 @@ class Engine(Generic[StoreT]):
         except StoreError:
             self._refused = True  # not sent: nothing of it is to be stored
             raise
+        try:
+            refuse_unseen_images(attachments, self.provider)
+        except UsageError:
+            self._refused = True
+            raise
         notices = self.catch_up()
         if not is_valid(text):
             text = valid_text(text)
@@ -245,6 +249,9 @@ class Engine(Generic[StoreT]):
             self._refused = True
             raise
         self._keep_changes()
+        # Kept by content hash, once per session, before it is sent: inspect shows it
+        # whatever the reply's fate.
+        self.store.keep_images(self.session.id, [a.image for a in attachments if a.image])
         sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
         stream = self.provider.stream(context.messages())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem.errors import StrategyError
+from chatmem.errors import Listed, StrategyError
 from chatmem.memory.base import BaseStrategy, Strategy
 from chatmem.memory.buffer import BufferStrategy
 from chatmem.memory.combined import CombinedStrategy
@@ -19,6 +19,7 @@ from chatmem.memory.summary import SummaryStrategy
 from chatmem.memory.summary_buffer import SummaryBufferStrategy
 from chatmem.memory.token_budget import TokenBudgetStrategy
 from chatmem.memory.window import WindowStrategy
+from chatmem.names import did_you_mean
 
 REGISTRY: dict[str, type[BaseStrategy]] = {
     cls.name: cls
@@ -93,5 +94,5 @@ def create_strategy(spec: str, params: Mapping[str, Any] | None = None) -> Strat
     if cls is None:
         raise StrategyError(
             f"unknown strategy {spec!r} (valid: {', '.join(strategy_names())})"
-        )
+            f"{did_you_mean(spec, strategy_names())}", listed=Listed.STRATEGIES)
     return cls(**params)

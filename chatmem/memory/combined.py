@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chatmem.errors import StrategyError
+from chatmem.errors import Listed, StrategyError
 from chatmem.memory.assembly import assemble, fixed_tokens
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
@@ -26,6 +26,7 @@ from chatmem.memory.reasons import (
     SharedBudgetCut,
     turn_run,
 )
+from chatmem.names import did_you_mean
 from chatmem.notices import Notice, OverBudget
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
@@ -55,7 +56,7 @@ class CombinedStrategy:
                 shown = name or "(empty)"
                 raise StrategyError(
                     f"unknown strategy {shown!r} in {spec!r} (valid parts: {valid})"
-                )
+                    f"{did_you_mean(name, registry)}", listed=Listed.STRATEGIES)
         if len(set(names)) != len(names):
             raise StrategyError(f"{spec!r} names the same strategy twice")
         split: dict[str, dict[str, Any]] = {name: {} for name in names}

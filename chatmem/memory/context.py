@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chatmem.images import ImageRef
 from chatmem.memory.reasons import (
     DroppedNote,
     PartReason,
@@ -39,14 +40,23 @@ class Message:
     tokens: int
     id: int | None = None
     turn: int | None = None
+    image: ImageRef | None = None
+    """An image sent with the text (an attachment), kept by its hash; its tokens are in
+    `tokens`, counted by the endpoint's rule."""
+    image_url: str | None = field(default=None, compare=False, repr=False)
+    """The image's bytes as a data: URL, while it is being sent; never stored."""
 
     @classmethod
     def counted(cls, role: str, content: str, counter: TokenCounter) -> Message:
         """A message not (yet) stored, with its tokens counted by `counter`."""
         return cls(role, content, counter.count_message(role, content))
 
-    def as_chat(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
+    def as_chat(self) -> dict[str, Any]:
+        if self.image_url is None:
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": [
+            {"type": "text", "text": self.content},
+            {"type": "image_url", "image_url": {"url": self.image_url}}]}
 
 
 @dataclass(frozen=True)
@@ -115,7 +125,7 @@ class Context:
         sent = self.part("input")
         return sent.messages[0].tokens if sent is not None and sent.messages else None
 
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self) -> list[dict[str, Any]]:
         return [m.as_chat() for p in self.parts for m in p.messages]
 
     def part(self, kind: PartKind) -> Part | None:
@@ -135,7 +145,7 @@ class Context:
                     "tokens": p.tokens,
                     "messages": [
                         {"role": m.role, "content": m.content, "tokens": m.tokens, "id": m.id,
-                         "turn": m.turn}
+                         "turn": m.turn, **({"image": m.image.to_json()} if m.image else {})}
                         for m in p.messages
                     ],
                     **({"fact_ids": list(p.fact_ids)} if p.fact_ids else {}),
@@ -152,7 +162,8 @@ class Context:
                 kind=p["kind"],
                 reason=reason_from_json(p["reason"]),
                 messages=tuple(
-                    Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"))
+                    Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"),
+                            ImageRef.from_json(m["image"]) if m.get("image") else None)
                     for m in p["messages"]
                 ),
                 fact_ids=tuple(p.get("fact_ids", ())),

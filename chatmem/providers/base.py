@@ -5,11 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
+from chatmem.images import ImageRule
 from chatmem.tokens import TokenCounter
 
-ChatMessages = Sequence[Mapping[str, str]]
+ChatMessages = Sequence[Mapping[str, Any]]
+"""Chat messages as sent: `content` is text, or for a message with an image OpenAI's
+content parts (text, then `image_url` with a data: URL)."""
+
+
+def image_rule(provider: object) -> ImageRule | None:
+    """How `provider` counts an image sent to it; None: it cannot see images.
+
+    A provider declares it as its attribute `images` (an ImageRule); one without the
+    attribute sees none. Wrappers (masking, counting, recording) forward it.
+    """
+    rule = getattr(provider, "images", None)
+    return rule if isinstance(rule, ImageRule) else None
 
 
 class Purpose(StrEnum):

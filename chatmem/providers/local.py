@@ -96,6 +96,7 @@ class LocalReply(OpenAIReply):
 
 class LocalProvider(OpenAIProvider):
     name = "local"
+    images = None  # SmolLM2 and the GGUF models served here read text only
 
     def __init__(
         self,
@@ -105,7 +106,7 @@ class LocalProvider(OpenAIProvider):
         threads: int = LocalSection.threads,
         timeout: float = 120.0,
         max_tokens: int | None = None,
-        sampling: Mapping[str, float | int] | None = None,
+        sampling: Mapping[str, Any] | None = None,
     ) -> None:
         if not xllamacpp_installed():
             raise NoModelAvailable(

@@ -22,6 +22,7 @@ from chatmem.errors import (
     ProviderResponseError,
     ProviderTimeout,
 )
+from chatmem.images import ImageRule
 from chatmem.privacy.secrets import redacted_url, url_secrets
 from chatmem.providers.base import ChatMessages, Purpose, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
@@ -58,9 +59,11 @@ class OpenAIReply:
         try:
             messages: Any = [dict(m) for m in self._messages]
             limit: dict[str, Any] = {"max_tokens": p.max_tokens} if p.max_tokens else {}
-            if not self._json_only:
+            if p.sampling and not self._json_only:
                 # Options (-o) shape the chat's replies; extraction keeps the server's own.
-                limit.update(p.sampling)
+                # Sent as body fields: a key the client library does not know (top_k,
+                # repeat_penalty) reaches the endpoint the same way as temperature.
+                limit["extra_body"] = dict(p.sampling)
             if self._json_only:
                 # Servers constrain decoding to JSON (llama.cpp with a grammar), so
                 # even a small model answers a fact extraction request parseably.
@@ -148,6 +151,8 @@ class OpenAIReply:
 
 class OpenAIProvider:
     name = "openai"
+    images: ImageRule | None = ImageRule.OPENAI_TILES
+    """OpenAI-compatible endpoints take image parts (a model that cannot see them says so)."""
 
     def __init__(
         self,
@@ -161,7 +166,7 @@ class OpenAIProvider:
         max_tokens: int | None = None,
         reply_timeout: float | None = None,
         idle_timeout: float | None = None,
-        sampling: Mapping[str, float | int] | None = None,
+        sampling: Mapping[str, Any] | None = None,
     ) -> None:
         import openai
 
@@ -179,7 +184,8 @@ class OpenAIProvider:
         self.idle_timeout = idle_timeout
         """Seconds a reply may go without a new piece; keep-alive comments are no piece."""
         self.sampling = dict(sampling or {})
-        """temperature, top_p, seed (`-o`), sent with every chat request as named."""
+        """Model options (`-o`): temperature, top_p, seed and any field the endpoint takes,
+        merged into every chat request's body as named."""
         self._replying = threading.local()
         self.client = openai.OpenAI(
             base_url=self.base_url,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -95,3 +95,28 @@ class _QuestionFit:
             if Measurement.get(console, roomy, table).maximum <= options.max_width:
                 break
         yield table
+
+
+def full_turns(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:
+    """`logs --full`: each turn whole, a header line then its question and its reply."""
+    if not entries:
+        return Text("no turns found", style="dim")
+    blocks: list[RenderableType] = []
+    for entry, cost in zip(entries, costs, strict=True):
+        facts = [when(entry.created_at), f"{entry.session} #{entry.number}",
+                 entry.model or "", entry.strategy, f"{tokens_text(entry)} tokens"]
+        if cost is not None:
+            facts.append(cost_text(cost))
+        if status_text(entry):
+            facts.append(status_text(entry))
+        header = Text(" · ".join(fact for fact in facts if fact), style="bold")
+        body = Text()
+        body.append("question: ", style="cyan")
+        body.append(entry.input)
+        body.append("\nreply: ", style="green")
+        if entry.reply is None:
+            body.append(f"(none: the turn {entry.status})", style="dim")
+        else:
+            body.append(entry.reply)
+        blocks.extend([header, body, Text("")])
+    return Group(*blocks[:-1])

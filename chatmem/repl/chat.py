@@ -93,7 +93,7 @@ class Chat:
     def open(
         self, name: str, *, strategy: str | None = None, params: dict[str, Any] | None = None,
         system: str | None = None, model: str | None = None,
-        options: dict[str, float | int] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
         """Make `name` the current session, built the way `chatmem chat NAME` builds it.
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
 from chatmem import render
 from chatmem.errors import ChatmemError, ExitCode, NotFound
+from chatmem.names import nearest
 from chatmem.render.errors import error_text
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl
@@ -104,6 +105,8 @@ class Repl(Chat):
         self.raw_args = text.strip()[len(text.split(maxsplit=1)[0]):].strip()
         command = SLASH.get(name)
         if command is None:
-            raise NotFound(f"unknown command {name}; /help lists them")
+            close = nearest(name, SLASH)
+            hint = f"did you mean {close}? " if close else ""
+            raise NotFound(f"unknown command {name}; {hint}/help lists them")
         command.check_arity(args)
         command.run(self, args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
+from chatmem.store.images import ImageTables, StoredImage
 from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
 from chatmem.store.memory_state import MemoryTables
@@ -38,7 +39,7 @@ from chatmem.store.turns import TurnTables
 
 
 class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
-            RedactionTables, LogTables, LeaseTables):
+            RedactionTables, LogTables, LeaseTables, ImageTables):
     """A chatmem database file. Use as a context manager or call close()."""
 
 
@@ -75,6 +76,7 @@ __all__ = [
     "SessionEntry",
     "SessionRecord",
     "Store",
+    "StoredImage",
     "SummaryRecord",
     "TurnRecord",
     "TurnStatus",

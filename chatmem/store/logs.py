@@ -17,7 +17,7 @@ from chatmem.store.records import TurnStatus, stored_enum
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
     " t.params, t.provider, t.model, t.estimated_tokens, t.prompt_tokens,"
-    " t.completion_tokens, t.created_at, t.superseded_by"
+    " t.completion_tokens, t.created_at, t.superseded_by, t.reply"
 )
 
 
@@ -40,6 +40,8 @@ class LogEntry:
     reply_tokens: int | None
     superseded_by: int | None = None
     """The number of the turn `/retry` or `/edit-last` replaced this one with."""
+    reply: str | None = None
+    """The reply as the model sent it (part of it for a cancelled turn); None when none came."""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
@@ -48,7 +50,7 @@ class LogEntry:
         return cls(row["session"], row["number"], row["created_at"], status,
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
-                   row["completion_tokens"], row["superseded_by"])
+                   row["completion_tokens"], row["superseded_by"], row["reply"])
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,14 @@ class ModelUsage:
 
 class LogTables(Connection):
     def recent_turns(self, *, limit: int, session_id: int | None = None,
-                     query: str | None = None) -> list[LogEntry]:
+                     query: str | None = None, replied: bool = False) -> list[LogEntry]:
         """The newest `limit` turns (of one session, or all); with `query`, the turns whose
-        question or reply best match it in the full-text index, best first."""
-        where = " WHERE t.session_id = ?" if session_id is not None else ""
+        question or reply best match it in the full-text index, best first; `replied`: only
+        turns with a reply (`logs -r`)."""
+        conditions = ["t.session_id = ?"] if session_id is not None else []
+        if replied:
+            conditions.append("t.reply IS NOT NULL")
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         scope = [session_id] if session_id is not None else []
         if query is None:
             # Newest stored first, read from the end of an index: `limit` rows, however long
@@ -84,7 +90,8 @@ class LogTables(Connection):
         rows = self._rows(
             f"SELECT {_COLUMNS}, t.user_message_id, t.assistant_message_id FROM turns t"
             " JOIN sessions s ON s.id = t.session_id"
-            f" WHERE t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks})",
+            f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
+            + (" AND t.reply IS NOT NULL" if replied else ""),
             [*scores, *scores])
         best = {row["id"]: max(scores.get(row["user_message_id"], float("-inf")),
                                scores.get(row["assistant_message_id"], float("-inf")))

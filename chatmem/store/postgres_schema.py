@@ -508,3 +508,29 @@ CREATE TABLE index_leases (
         execute(statement)
     execute("GRANT SELECT, INSERT, DELETE ON index_leases TO PUBLIC")
     execute("GRANT UPDATE (pid, host, heartbeat_at, expires_at) ON index_leases TO PUBLIC")
+
+
+@migration
+def p006_images(execute: Execute) -> None:
+    """SQLite's m012: images attached to messages, once per session by their sha256.
+
+    Readable and writable as their session is, like the session's messages. (Kept apart
+    from the row-security migrations being added beside it: renumber on rebase.)
+    """
+    execute(f"""
+CREATE TABLE images (
+    session_id bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    digest text NOT NULL,
+    mime text NOT NULL,
+    width bigint NOT NULL,
+    height bigint NOT NULL,
+    data bytea NOT NULL,
+    created_at text NOT NULL,
+    {OWNER},
+    PRIMARY KEY (session_id, digest)
+)""")
+    for statement in _policies("images", _session_readable("images.session_id"),
+                               _session_writable("images.session_id"),
+                               insert=f"({_session_writable('images.session_id')})"):
+        execute(statement)
+    execute("GRANT SELECT, INSERT, DELETE ON images TO PUBLIC")

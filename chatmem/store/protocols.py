@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from chatmem.images import ImageData
 from chatmem.store.leases import IndexLease, LeaseHolder
 from chatmem.store.recall import PendingText, PositionedVector, VectorRow, WordMatches
 from chatmem.store.records import (
@@ -197,6 +198,8 @@ class TurnRepository(Protocol):
     def show_turn(self, turn: TurnRecord) -> None: ...
 
     def mark_facts_used(self, fact_ids: Iterable[int]) -> None: ...
+
+    def keep_images(self, session_id: int, images: Sequence[ImageData]) -> None: ...
 
 
 class RetentionRepository(Protocol):

@@ -405,3 +405,23 @@ def m011_index_leases(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+@migration
+def m012_images(db: sqlite_utils.Database) -> None:
+    """Images attached to messages (issue 30): kept once per session by the sha256 of their
+    bytes, which a turn's context names; erased with their session."""
+    db.executescript(
+        """
+        CREATE TABLE images (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            digest TEXT NOT NULL,
+            mime TEXT NOT NULL,
+            width INTEGER NOT NULL,
+            height INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, digest)
+        ) WITHOUT ROWID;
+        """
+    )

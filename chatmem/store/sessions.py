@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chatmem.errors import NotFound, StoreConflict, StoreError, UsageError
+from chatmem.errors import Listed, NotFound, StoreConflict, StoreError, UsageError
+from chatmem.names import did_you_mean
 from chatmem.store import steps
 from chatmem.store.messages import MessageTables
 from chatmem.store.records import SessionRecord, check_session_name, json_text, stored_json
@@ -78,7 +79,9 @@ class SessionTables(MessageTables):
     def session(self, name: str) -> SessionRecord:
         found = self.find_session(name)
         if found is None:
-            raise NotFound(f"no session named {name!r} in {self.location}")
+            names = [row["name"] for row in self._rows("SELECT name FROM sessions")]
+            raise NotFound(f"no session named {name!r} in {self.location}"
+                           f"{did_you_mean(name, names)}", listed=Listed.SESSIONS)
         return found
 
     def session_by_id(self, session_id: int) -> SessionRecord:

@@ -25,6 +25,7 @@ from chatmem.errors import (
     StoreError,
     StoreFailure,
 )
+from chatmem.store.permissions import missing_permission
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
@@ -230,7 +231,8 @@ class SqliteBackend:
         try:
             self.conn = connect(path, key)
         except sqlite3.Error as e:
-            raise StoreError(f"{path}: cannot open database: {e}", kind=failure_of(e),
+            why = missing_permission(self.path, write=False) or str(e)
+            raise StoreError(f"{path}: cannot open database: {why}", kind=failure_of(e),
                              location=self.location, reason=str(e)) from None
         # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
         self.sqlite = _Database(self.conn)
@@ -283,6 +285,10 @@ class SqliteBackend:
     def _open_error(self, error: sqlite3.Error) -> StoreError:
         code = primary_code(error)
         if code == sqlite3.SQLITE_CANTOPEN:
+            missing = missing_permission(self.path, write=False)
+            if missing is not None:
+                return StoreError(f"{self.path}: cannot open it: {missing}",
+                                  kind=StoreFailure.CANNOT_OPEN, location=self.location)
             # WAL readers need to create the -shm file beside the database.
             return StoreError(
                 f"{self.path}: cannot open it: SQLite needs to write {self.path.name}-wal and "
@@ -419,8 +425,9 @@ class SqliteBackend:
         """What stopped a write, said by the kind of its error (not its wording)."""
         kind = failure_of(error)
         if kind is StoreFailure.READ_ONLY:
-            message = (f"{self.path} is read-only: nothing can be stored "
-                       "(check the file's and its folder's permissions)")
+            missing = missing_permission(self.path, write=True)
+            message = f"{self.path} is read-only: nothing can be stored" + (
+                f"; {missing}" if missing else " (check the file's and its folder's permissions)")
         elif kind is StoreFailure.DISK:
             message = (f"{self.path}: the disk is full or failing; nothing was stored"
                        " (free some space and try again)")

@@ -32,7 +32,8 @@ MAX_LINE_CHARACTERS = 4 * MAX_MESSAGE_CHARACTERS
 def read_transcript(path: Path) -> Transcript:
     """Read a transcript file in any of the three formats."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the text.
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise TranscriptError(f"{path}: no such transcript file") from None
     except UnicodeDecodeError:
@@ -48,6 +49,7 @@ def read_transcript(path: Path) -> Transcript:
 
 
 def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
+    text = text.removeprefix("\ufeff")  # a byte-order mark, from a pipe as from a file
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:

@@ -18,7 +18,8 @@ from chatmem import __version__
         (["inspect", "loc", "--turn", "abc"], "--turn must be a whole number"),
         (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "2"],
          "--min-recall must be 1 or less"),
-        (["replay", "x.jsonl"], "missing option --strategy"),
+        # (`replay FILE` alone was the example here; it now compares eval's default set.)
+        (["sessions", "share", "trip"], "missing option --with"),
         (["inspect"], "missing argument SESSION (or --session SESSION)"),
         (["sessions", "show"], "missing argument SESSION"),
         (["--bogus"], "no such option --bogus"),

@@ -167,7 +167,8 @@ def test_unknown_strategy(tmp_path: Path) -> None:
     result = invoke("chat", "--db", str(db), "--provider", "scripted", "--strategy", "nope")
     assert result.exit_code == 2
     valid = ", ".join(strategy_names())
-    assert result.stderr == f"error: unknown strategy 'nope' (valid: {valid})\n"
+    assert result.stderr == (f"error: unknown strategy 'nope' (valid: {valid})"
+                             " (`chatmem strategies` lists them)\n")
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,8 @@ def test_name_conflicts_and_bad_formats_are_usage_errors(tmp_path: Path) -> None
     assert fmt.exit_code == 2
     assert fmt.stderr == "error: --format must be one of jsonl, json, markdown, got 'pdf'\n"
     missing = invoke("sessions", "export", "nope", "--db", db)
-    assert missing.exit_code == 1 and missing.stderr == f"error: no session named 'nope' in {db}\n"
+    assert missing.exit_code == 1 and missing.stderr == (
+        f"error: no session named 'nope' in {db} (`chatmem sessions list` lists them)\n")
 
 
 def test_markdown_export(tmp_path: Path) -> None:

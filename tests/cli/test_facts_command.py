@@ -56,7 +56,8 @@ def test_list_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     chat(db, "a", ["hello"])
     result = invoke("facts", "list", "--db", str(db), "--session", "nope")
     assert result.exit_code == 1
-    assert result.stderr == f"error: no session named 'nope' in {db}\n"
+    assert result.stderr == (f"error: no session named 'nope' in {db}"
+        " (`chatmem sessions list` lists them)\n")
 
 
 def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:

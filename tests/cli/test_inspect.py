@@ -167,7 +167,8 @@ def test_errors_name_what_is_missing(replayed: tuple[str, Path]) -> None:
     db, _ = replayed
     missing = invoke("inspect", "nope", "--db", db)
     assert missing.exit_code == 1
-    assert missing.stderr == f"error: no session named 'nope' in {db}\n"
+    assert missing.stderr == (f"error: no session named 'nope' in {db}"
+        " (`chatmem sessions list` lists them)\n")
     turn = invoke("inspect", "rs", "--turn", "99", "--db", db)
     assert turn.exit_code == 1 and turn.stderr == "error: session 'rs' has no turn 99\n"
     bad = invoke("inspect", "rs", "--strategy", "nope", "--db", db)

@@ -185,3 +185,69 @@ def test_logs_marks_a_turn_that_retry_replaced(db: Path) -> None:
     assert table.exit_code == 0
     rows = [line for line in table.stdout.splitlines() if "trip #" in line]
     assert "replaced by #3" in rows[1] and "replaced" not in rows[0] + rows[2]
+
+
+# -- replies (issue 30, finding 6: llm's `logs -r`, and whole turns) -------------------------
+
+
+def test_acceptance_logs_r_prints_the_last_reply_as_sent(db: Path) -> None:
+    result = run(db, "logs", "-r")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "echo #1: the database migration failed twice\n"
+    assert run(db, "logs", "--response", "--session", "trip").stdout == (
+        "echo #1: what should I pack for the rain?\n")
+    assert run(db, "logs", "-r", "-q", "杭州").stdout == "echo #1: 我们五月去杭州旅行，想看西湖\n"
+
+
+def test_logs_r_skips_a_turn_without_a_reply(db: Path) -> None:
+    with Store(db) as store:
+        work = store.find_session("work")
+        assert work is not None
+        store.db.conn.execute(
+            "INSERT INTO turns (session_id, number, status, input, context, strategy, error,"
+            " created_at) VALUES (?, 3, 'failed', 'lost', '{}', 'window', 'timeout', ?)",
+            [work.id, "2099-01-01T00:00:00"])
+        store.db.conn.commit()
+    assert run(db, "logs", "-r").stdout == "echo #1: the database migration failed twice\n"
+    assert logs_json(db, "-n", "1", "--full")[0]["reply"] is None  # the failed turn itself
+    table = run(db, "logs", "-n", "1", "--full")
+    assert "reply: (none: the turn failed)" in table.stdout
+
+
+def test_logs_r_json_is_the_newest_replied_turn_with_its_reply(db: Path) -> None:
+    [entry] = logs_json(db, "-r")
+    assert (entry["session"], entry["turn"]) == ("work", 2)
+    assert entry["reply"] == "echo #1: the database migration failed twice"
+    assert "reply" not in logs_json(db)[0]  # the listing stays as it was
+
+
+def test_logs_full_shows_each_question_and_reply_whole(db: Path) -> None:
+    ask(db, "trip", "路线：" + "杭州 " * 40 + "终点")
+    result = invoke("logs", "--full", "--session", "trip", "--db", str(db), width=60)
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert text.index("trip #3") < text.index("trip #2") < text.index("trip #1")
+    assert "question: what should I pack for the rain?" in text
+    assert "reply: echo #1: what should I pack for the rain?" in text
+    assert "终点" in text and "…" not in text  # not cut to a column
+    entries = logs_json(db, "--full", "--session", "trip")
+    assert [e["reply"] for e in entries][1:] == [
+        "echo #1: what should I pack for the rain?", "echo #1: 我们五月去杭州旅行，想看西湖"]
+
+
+@pytest.mark.parametrize(("args", "named", "code"), [
+    (["-r", "--full"], "give one of them", 2),
+    (["-r", "--session", "nowhere"], "no session 'nowhere'", 1),
+    (["-r", "-q", "zeppelin"], "no reply matching 'zeppelin'", 1),
+])
+def test_bad_reply_requests_are_one_line(db: Path, args: list[str], named: str,
+                                         code: int) -> None:
+    result = run(db, "logs", *args)
+    assert result.exit_code == code, result.stderr
+    assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_logs_r_on_an_empty_history_says_there_is_no_reply(isolated_home: Path) -> None:
+    result = invoke("logs", "-r")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: no reply in ") and result.stdout == ""

@@ -109,7 +109,9 @@ def test_without_options_the_server_chooses(chat_server) -> None:
     ("temperature=warm", "-o temperature must be a number, got 'warm'"),
     ("seed=1.5", "-o seed must be a whole number, got '1.5'"),
     ("max_reply_tokens=0", "-o max_reply_tokens must be between 1 and"),
-    ("colour=red", "-o colour: unknown option (known: temperature, top_p, seed,"),
+    ("model=gpt-4o", "-o model: chatmem sets model itself (use -m/--model)"),
+    ("max_tokens=9", "-o max_tokens: chatmem sets max_tokens itself (use -o max_reply_tokens)"),
+    ("a b=1", "-o a b: not an option name"),
     ("temperature", "-o 'temperature' must be KEY=VALUE"),
 ])
 def test_a_bad_option_is_one_line_naming_it_and_exit_2(chat_server, option: str,
@@ -119,6 +121,49 @@ def test_a_bad_option_is_one_line_naming_it_and_exit_2(chat_server, option: str,
     assert named in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert chat_server.requests == []  # nothing was sent
+
+
+def test_acceptance_short_model_flag_and_llms_option_form_over_http(chat_server) -> None:
+    # Issue 30, finding 6: llm's `-m MODEL` and `-o KEY VALUE` (only --model and -o k=v
+    # worked); the request the server received carries both.
+    result = served(chat_server, "ask", "-m", "test-large", "-o", "temperature", "0.2", "hi")
+    assert result.exit_code == 0, result.stderr
+    body = chat_server.requests[-1]
+    assert (body["model"], body["temperature"]) == ("test-large", 0.2)
+    assert body["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def test_an_option_chatmem_does_not_know_reaches_the_endpoint_as_a_body_field(
+        chat_server) -> None:
+    result = served(chat_server, "ask", "hello", "-m", "m", "-o", "top_k", "40",
+                    "-o", "repeat_penalty=1.1", "-o", "stop", '["\\n\\n"]',
+                    "-o", "mirostat_mode", "off", "-o", "temperature", "0.5")
+    assert result.exit_code == 0, result.stderr
+    body = chat_server.requests[-1]
+    assert body["top_k"] == 40 and body["repeat_penalty"] == 1.1
+    assert body["stop"] == ["\n\n"] and body["mirostat_mode"] == "off"
+    assert body["temperature"] == 0.5
+    assert body["messages"][-1]["content"] == "hello"  # no option word became the question
+
+
+def test_a_known_option_in_the_two_word_form_is_still_checked(chat_server) -> None:
+    result = served(chat_server, "ask", "hello", "-m", "m", "-o", "top_k", "-3")
+    assert result.exit_code == 2
+    assert "-o top_k must be between 0 and 1e+06, got '-3'" in result.stderr
+    assert chat_server.requests == []
+
+
+def test_two_word_options_only_join_for_chat_and_ask(tmp_path: Path) -> None:
+    from chatmem.cli.options import joined_model_options
+
+    assert joined_model_options(["ask", "-o", "seed", "7", "hi"]) == ["ask", "-o", "seed=7",
+                                                                     "hi"]
+    assert joined_model_options(["chat", "s", "--option", "a=1", "-o", "b", "2"]) == [
+        "chat", "s", "--option", "a=1", "-o", "b=2"]
+    assert joined_model_options(["ask", "--", "-o", "a", "b"]) == ["ask", "--", "-o", "a", "b"]
+    # sessions export's -o is its output file.
+    assert joined_model_options(["sessions", "export", "x", "-o", "f", "g"]) == [
+        "sessions", "export", "x", "-o", "f", "g"]
 
 
 def test_parse_options_types_the_values() -> None:

@@ -54,7 +54,8 @@ def test_a_missing_session_on_a_fresh_home_is_not_found(isolated_home: Path) -> 
     result = run("sessions", "show", "trip")
     assert result.exit_code == 1
     db = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
-    assert result.stderr == f"error: no session named 'trip' in {db}\n"
+    assert result.stderr == (f"error: no session named 'trip' in {db}"
+        " (`chatmem sessions list` lists them)\n")
     assert not db.exists()
 
 

@@ -7,7 +7,7 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import invoke, output
 
 from chatmem.store import Store
 
@@ -170,3 +170,23 @@ def test_summary_progress_is_one_line_per_strategy_unless_verbose(tmp_path: Path
     versions = [line for line in loud.stderr.splitlines() if " now covers " in line]
     assert len(versions) == 30 and "/summary shows the diff" not in loud.stderr
     assert versions[0].startswith("summary: summary v1 now covers turn 1: +")
+
+
+
+def test_replay_without_a_strategy_compares_the_default_set_as_eval_does(
+        tmp_path: Path) -> None:
+    # Issue 30, finding 5: `replay FILE` alone failed with "missing option --strategy".
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in [
+        {"role": "user", "content": "My order is KW-58213."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "And the colour is teal."},
+        {"role": "assistant", "content": "Teal it is."},
+    ]), encoding="utf-8")
+    config = tmp_path / "c.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    data = json.loads(output("replay", str(transcript), "--provider", "scripted", "--json",
+                             "--config", str(config)))
+    names = [s["strategy"]["name"] for s in data["strategies"]]
+    assert names == ["buffer", "window", "tokens", "summary-buffer", "entity", "retrieval"]
+    assert all(s["prompt_tokens"]["total"] > 0 for s in data["strategies"])

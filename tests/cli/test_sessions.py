@@ -116,7 +116,8 @@ def test_show(db: Path) -> None:
 def test_show_unknown_session(db: Path) -> None:
     result = invoke("sessions", "show", "nope", "--db", str(db))
     assert result.exit_code == 1
-    assert result.stderr == f"error: no session named 'nope' in {db}\n"
+    assert result.stderr == (f"error: no session named 'nope' in {db}"
+        " (`chatmem sessions list` lists them)\n")
 
 
 def test_delete_is_physical(db: Path) -> None:

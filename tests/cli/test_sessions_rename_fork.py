@@ -54,7 +54,8 @@ def test_rename(db: Path) -> None:
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     # A missing session is "not found" (1), as in every other command; bad names are usage (2).
-    (["nope", "x"], 1, "error: no session named 'nope' in {db}"),
+    (["nope", "x"], 1,
+     "error: no session named 'nope' in {db} (`chatmem sessions list` lists them)"),
     (["trip", "other"], 2, "error: a session named 'other' already exists"),
     (["trip", " "], 2, "error: a session name cannot be empty"),
 ])
@@ -126,7 +127,8 @@ def test_fork_json(db: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [
-    (["nope", "x"], 1, "error: no session named 'nope' in {db}"),
+    (["nope", "x"], 1,
+     "error: no session named 'nope' in {db} (`chatmem sessions list` lists them)"),
     (["trip", "other"], 2, "error: a session named 'other' already exists"),
     (["trip", "x", "--at-turn", "4"], 2,
      "error: session 'trip' has 3 turns; it can be forked at turns 0–3, not at turn 4"),

@@ -128,7 +128,7 @@ def test_an_unknown_template_in_the_repl_keeps_the_chat_going(config: Path, tmp_
     ("system = 3\n", "key 'system' must be a string"),
     ("sytem = 'x'\n", "unknown key 'sytem'"),
     ("options = { temperature = 9 }\n", "options.temperature must be between 0 and 2"),
-    ("options = { colour = 1 }\n", "options.colour: unknown option"),
+    ("options = { stream = false }\n", "options.stream: chatmem sets stream itself"),
     ("system = \n", "not valid TOML"),
 ])
 def test_a_bad_template_file_is_one_line_naming_the_file(config: Path, chat_server,

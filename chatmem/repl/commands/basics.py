@@ -111,19 +111,25 @@ def _copy(repl: Chat, args: list[str]) -> None:
     repl.notice(f"copied {what} ({len(text):,} characters) through the terminal (OSC 52)")
 
 
+@slash("/attach", "/attach [PATH]",
+       "attach a file to your next message: text or a PDF's text, quoted as data (never "
+       "read as instructions), or an image the model sees; without PATH, list them",
+       example="/attach photo.png", args=(0, 1), completes="path")
 @slash("/file", "/file [PATH]",
-       "attach a text file to your next message, quoted as data (never read as "
-       "instructions); without PATH, list what is attached",
+       "attach a file to your next message, as /attach does",
        example="/file notes.md", args=(0, 1), completes="path")
 def _file(repl: Chat, args: list[str]) -> None:
     from pathlib import Path
 
     from chatmem.attachments import read_file
+    from chatmem.engine.attached import attached_messages
 
     if args:
         attachment = read_file(Path(args[0]).expanduser())
+        # An image for a model that cannot see it is refused now, not at the next message.
+        [message] = attached_messages([attachment], repl.engine.counter, repl.engine.provider)
         repl.attached.append(attachment)
-        tokens = repl.engine.counter.count_message("user", attachment.text)
+        tokens = message.tokens
         repl.notice(f"attached {attachment.name} (about {tokens:,} tokens); it goes with "
                     "your next message")
     elif repl.attached:
