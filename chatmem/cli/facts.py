@@ -118,11 +118,12 @@ def forget(
     from chatmem.render.facts import mentions_text, redacted_text
 
     with open_workspace(settings_from(config, db), create=False) as ws:
+        candidates = remembered.select_facts(ws, user=user, session=session,
+                                             include_deleted=purge)
+        pins = remembered.select_pins(ws, user=user, session=session)
         try:
             chosen = remembered.one_to_forget(
-                ws, ref,
-                remembered.select_facts(ws, user=user, session=session, include_deleted=purge),
-                remembered.select_pins(ws, user=user, session=session),
+                ws, ref, candidates, pins,
                 owner=lambda pin: f"session {remembered.session_name_of(ws, pin.session_id)}",
                 narrow="give an id, --user or --session")
         except NotFound:
