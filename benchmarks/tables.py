@@ -47,6 +47,10 @@ def _cpu_ratio(theirs: dict[str, Any], mine: dict[str, Any] | None) -> str:
     return f"{times:,.0f}×" if times >= 10 else f"{times:.2f}×"
 
 
+def _cpu(row: dict[str, Any] | None) -> str:
+    return _cell(row, "cpu_median_ms") + " / " + _cell(row, "cpu_p95_ms")
+
+
 BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 
 
@@ -96,9 +100,10 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
     peers = [r for r in rows if r["memory"] == "langchain"]
     if peers:
         print("\nLangChain classic, same run: ms per turn (load_memory_variables + save_context);"
-              " CPU: the same turns' CPU ms (median), which other processes do not inflate")
+              " CPU: the same turns' CPU ms (median / p95), which other processes do not"
+              " inflate; PGVector's adds its server's (the client's alone below)")
         header = (f"{'turns':>7}  {'LangChain':<34}{'median':>10}{'chatmem':>24}{'median':>9}"
-                  f"{'LangChain / chatmem':>21}{'CPU':>9}{'CPU':>9}{'CPU ratio':>11}")
+                  f"{'LangChain / chatmem':>21}{'CPU':>15}{'CPU':>15}{'CPU ratio':>11}")
         print(header)
         print("-" * len(header))
         for r in peers:
@@ -113,8 +118,11 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
                     ratio = "  " + r["error"]
                 print(f"{r['turns']:>7,}  {r['strategy']:<34}{_cell(r):>10}"
                       f"{name:>24}{_cell(mine):>9}{ratio:>21}"
-                      f"{_cell(r, 'cpu_median_ms'):>9}{_cell(mine, 'cpu_median_ms'):>9}"
-                      f"{_cpu_ratio(r, mine):>11}")
+                      f"{_cpu(r):>15}{_cpu(mine):>15}{_cpu_ratio(r, mine):>11}")
+        servers = [r for r in peers if "server_cpu_median_ms" in r.get("turn", {})]
+        for r in servers:
+            print(f"{r['turns']:>7,}  {r['strategy']:<34} CPU median: client "
+                  f"{_cell(r, 'client_cpu_median_ms')}, server {_cell(r, 'server_cpu_median_ms')}")
 
 
 def print_side_by_side(data: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ not finish in time can be stopped without losing the rest of the run.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import statistics
 import time
@@ -49,13 +50,19 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[index]
 
 
-def summary(samples: list[float], cpu: list[float] | None = None) -> dict[str, Any]:
-    """Median and p95 of wall-clock ms; with `cpu` (the same turns' CPU ms, this process
-    alone), its median too: on a loaded machine the clock also counts other processes."""
+def summary(samples: list[float], cpu: list[float] | None = None,
+            parts: dict[str, list[float]] | None = None) -> dict[str, Any]:
+    """Median and p95 of wall-clock ms; with `cpu` (the same turns' CPU ms), its median
+    and p95 too: on a loaded machine the clock also counts other processes. `parts`:
+    what `cpu` adds up (a client's and its server's CPU), each's median."""
     shown = {"median_ms": statistics.median(samples), "p95_ms": percentile(samples, 0.95),
              "samples": len(samples)}
     if cpu:
-        shown["cpu_median_ms"] = statistics.median(cpu[-len(samples):])
+        measured_cpu = cpu[-len(samples):]
+        shown["cpu_median_ms"] = statistics.median(measured_cpu)
+        shown["cpu_p95_ms"] = percentile(measured_cpu, 0.95)
+    for name, values in (parts or {}).items():
+        shown[f"{name}_cpu_median_ms"] = statistics.median(values[-len(samples):])
     return shown
 
 
@@ -71,6 +78,10 @@ def measured(action: Callable[[int], float], repeat: int, seconds: float) -> lis
         samples.append(action(i))
         i += 1
     return samples
+
+
+COUNTED_TURNS = 5
+"""Turns a chatmem cell runs after the timed ones to count statements and rows read."""
 
 
 def phase(name: str) -> None:
@@ -269,14 +280,9 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
             return (time.perf_counter() - started) * 1000
 
         cpu: list[float] = []
-        warm = [0, 0, 0]  # statements, rows, turns of the warm-up turn (not counted)
 
         def turn(i: int) -> float:
             nonlocal turns_run
-            if i == 1:
-                # The first turn fills the process's caches (a long history's vectors, read
-                # once): counts are per turn after it, like the times.
-                warm[:] = [meter.statements, meter.rows, turns_run]
             provider.seconds = provider.cpu_seconds = 0.0
             started, cpu_started = time.perf_counter(), time.process_time()
             engine.run_turn(question(i))
@@ -285,8 +291,15 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
             return (time.perf_counter() - started - provider.seconds) * 1000
 
         calls_before = dict(provider.calls)
+        turn_samples = measured(turn, spec["repeat"], spec["seconds"])
+        # Statements and rows are counted on turns of their own (the first turn, which
+        # fills the process's caches, is behind them): the meter's callbacks, one per
+        # statement, per row read and per 100 VM steps, are its own work, which the
+        # peers' cells do not carry.
         with metered(store) as meter:
-            turn_samples = measured(turn, spec["repeat"], spec["seconds"])
+            for i in range(turns_run, turns_run + COUNTED_TURNS):
+                engine.run_turn(question(i))
+        turns_run += COUNTED_TURNS
         calls = {k: v - calls_before.get(k, 0) for k, v in provider.calls.items()}
         grown = stored_bytes(store) - before
         build_samples = measured(build, spec["repeat"], spec["seconds"])
@@ -295,8 +308,8 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         "catch_up_s": catch_up, "catch_up_model_calls": catch_up_calls,
         "model_calls_per_turn": {k: v / turns_run for k, v in calls.items() if v},
         "bytes_per_turn": grown / turns_run,
-        "statements_per_turn": (meter.statements - warm[0]) / (turns_run - warm[2]),
-        "rows_per_turn": (meter.rows - warm[1]) / (turns_run - warm[2]),
+        "statements_per_turn": meter.statements / COUNTED_TURNS,
+        "rows_per_turn": meter.rows / COUNTED_TURNS,
     }
 
 
@@ -403,18 +416,61 @@ def durable_cell(spec: dict[str, Any]) -> dict[str, Any]:
     for start in range(0, len(texts), 1000):
         store.add_texts(texts[start:start + 1000])
     memory = VectorStoreRetrieverMemory(retriever=store.as_retriever(search_kwargs={"k": 4}))
+    # PGVector's work is shared with its server: both CPUs are counted, as chatmem's SQLite
+    # works inside the process that measures it. Chroma persistent works in-process.
+    server = server_processes(spec["url"]) if "url" in spec else None
     phase("turns")
     cpu: list[float] = []
+    client: list[float] = []
+    served: list[float] = []
 
     def turn(i: int) -> float:
         text = question(i)
+        server_started = server.cpu_ns() if server else 0
         started, cpu_started = time.perf_counter(), time.process_time()
         memory.load_memory_variables({"input": text})
         memory.save_context({"input": text}, {"output": f"echo: {text}"})
-        cpu.append((time.process_time() - cpu_started) * 1000)
-        return (time.perf_counter() - started) * 1000
+        client.append((time.process_time() - cpu_started) * 1000)
+        wall = (time.perf_counter() - started) * 1000
+        served.append((server.cpu_ns() - server_started) / 1e6 if server else 0.0)
+        cpu.append(client[-1] + served[-1])
+        return wall
 
-    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
+    samples = measured(turn, spec["repeat"], spec["seconds"])
+    return {"turn": summary(samples, cpu, {"client": client, "server": served}
+                            if server else None)}
+
+
+class ServerProcesses:
+    """A PostgreSQL server's processes (the postmaster and its children: the backends,
+    WAL writer, checkpointer...), whose CPU time is read from /proc/PID/schedstat in
+    nanoseconds (/proc/PID/stat counts 10 ms ticks, coarser than a turn)."""
+
+    def __init__(self, postmaster: int) -> None:
+        self.postmaster = postmaster
+
+    def pids(self) -> list[int]:
+        children = Path(f"/proc/{self.postmaster}/task/{self.postmaster}/children")
+        return [self.postmaster, *(int(p) for p in children.read_text().split())]
+
+    def cpu_ns(self) -> int:
+        total = 0
+        for pid in self.pids():
+            # A worker may end between the listing and the read.
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        return total
+
+
+def server_processes(url: str) -> ServerProcesses:
+    """The processes of the server at `url` (on this machine: the benchmark's own)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        # Its parent, the postmaster: the fourth field, after the parenthesized name.
+        stat = Path(f"/proc/{backend}/stat").read_text()
+    return ServerProcesses(int(stat.rsplit(")", 1)[1].split()[1]))
 
 
 # -- replay, start-up, token counting ----------------------------------------------------------

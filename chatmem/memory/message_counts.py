@@ -15,6 +15,7 @@ from chatmem.memory import quoting
 from chatmem.memory.context import Message
 from chatmem.store import MessageRecord
 from chatmem.store.protocols import HistoryRepository
+from chatmem.store.recall import CandidateRow
 from chatmem.tokens import TokenCounter
 
 
@@ -48,11 +49,29 @@ class MessageCounts:
         return messages
 
 
+    def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
+        """Each candidate's tokens as sent: its stored count, else counted once per process."""
+        computed, found = self._computed, []
+        for _, message_id, _, role, content, stored in rows:
+            if stored is None:
+                text = sent_text(role, content)
+                key = (message_id, hash(text))
+                stored = computed.get(key)
+                if stored is None:
+                    stored = computed[key] = self.counter.count_message(role, text)
+            found.append(stored)
+        return found
+
+
 def as_sent(record: MessageRecord) -> str:
     """A message's content as the model gets it: a stored system message only as a quotation.
 
     Only transcripts put system messages into history (the session's own system
     prompt is not a message); an imported one must not instruct the model.
     """
-    return quoting.imported_system_block(record.content) if record.role == "system" \
-        else record.content
+    return sent_text(record.role, record.content)
+
+
+def sent_text(role: str, content: str) -> str:
+    """`as_sent` of a message with this role and content."""
+    return quoting.imported_system_block(content) if role == "system" else content

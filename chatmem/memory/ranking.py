@@ -25,8 +25,8 @@ out the rest. The kept messages are then sent in conversation order.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.reasons import RecallRoute, RecallVerdict
@@ -86,28 +86,68 @@ class Ranked:
     route: RecallRoute | None = None
 
 
-@dataclass
 class WordScores:
     """Model-free scores (0–1) of the first `count` messages, kept sparse.
 
-    `explicit` holds the matches and their neighbours; every other message of
-    a sitting listed in `spans` scores that sitting's prior; all else is 0. So
-    the cost follows the matches, not the history.
+    `positions` (sorted) and `values` hold the matches and their neighbours;
+    every other message of a sitting listed in `spans` scores that sitting's
+    prior; all else is 0. So the cost follows the matches, not the history,
+    and it is numpy's: a question of common words matches hundreds of messages.
     """
 
-    count: int
-    explicit: dict[int, float] = field(default_factory=dict)
-    spans: list[tuple[int, int, float]] = field(default_factory=list)
-    """(first, last, score): the positions of a sitting and what its other messages score."""
+    def __init__(self, count: int, positions: np.ndarray | None = None,
+                 values: np.ndarray | None = None,
+                 spans: list[tuple[int, int, float]] | None = None) -> None:
+        import numpy as np
+
+        self.count = count
+        self.positions: np.ndarray = (np.zeros(0, np.int64) if positions is None
+                                      else positions)
+        self.values: np.ndarray = np.zeros(0, np.float64) if values is None else values
+        self.spans: list[tuple[int, int, float]] = spans or []
+        """(first, last, score): the positions of a sitting and what its other messages
+        score; never overlapping, in order."""
+
+    @property
+    def explicit(self) -> dict[int, float]:
+        """The scores held one by one (position → score)."""
+        return dict(zip(self.positions.tolist(), self.values.tolist(), strict=True))
 
     def at(self, position: int) -> float:
-        if position in self.explicit:
-            return self.explicit[position]
-        # Spans are sittings: they never overlap, and are kept in order.
-        i = bisect.bisect_right(self.spans, (position, float("inf"), 0.0)) - 1
-        if i >= 0 and self.spans[i][0] <= position <= self.spans[i][1]:
-            return self.spans[i][2]
-        return 0.0
+        return float(self.at_many([position])[0])
+
+    def at_many(self, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The scores of `positions` (float64)."""
+        import numpy as np
+
+        wanted = np.asarray(positions, dtype=np.int64)
+        found = np.zeros(len(wanted), np.float64)
+        if self.spans:
+            firsts = np.array([a for a, _, _ in self.spans], np.int64)
+            lasts = np.array([b for _, b, _ in self.spans], np.int64)
+            priors = np.array([v for _, _, v in self.spans], np.float64)
+            i = np.searchsorted(firsts, wanted, side="right") - 1
+            inside = (i >= 0) & (wanted <= lasts[np.maximum(i, 0)])
+            found[inside] = priors[i[inside]]
+        if len(self.positions):
+            i = np.minimum(np.searchsorted(self.positions, wanted), len(self.positions) - 1)
+            held = self.positions[i] == wanted
+            found[held] = self.values[i[held]]
+        return found
+
+    def raise_by(self, positions: Iterable[int], amount: float) -> None:
+        """Each of `positions` (within the count) scores `amount` more, held one by one."""
+        import numpy as np
+
+        raised = np.unique(np.fromiter(positions, np.int64))
+        if not len(raised):
+            return
+        higher = self.at_many(raised) + amount
+        kept = ~np.isin(self.positions, raised)
+        merged = np.concatenate([self.positions[kept], raised])
+        order = np.argsort(merged, kind="stable")
+        self.positions = merged[order]
+        self.values = np.concatenate([self.values[kept], higher])[order]
 
     def array(self) -> np.ndarray:
         """Every candidate's score, by position − 1 (for fusing with dense scores)."""
@@ -116,26 +156,32 @@ class WordScores:
         scores = np.zeros(self.count, dtype=np.float32)
         for first, last, score in self.spans:
             scores[first - 1 : last] = score
-        for position, score in self.explicit.items():
-            scores[position - 1] = score
+        scores[self.positions - 1] = self.values
         return scores
 
     def best(self, size: int = POOL) -> list[int]:
         """Positions of the best-scored candidates (score > 0), best first, later first
         among equals — what `pool` gives over `array()`, without building it."""
-        candidates = [(score, position) for position, score in self.explicit.items()
-                      if score > 0]
+        import numpy as np
+
+        positive = self.values > 0
+        positions, scores = [self.positions[positive]], [self.values[positive]]
         taken = 0
         # Within a span every other message scores alike: the latest come first.
         for first, last, score in sorted(self.spans, key=lambda s: (-s[2], -s[0])):
-            position = last
-            while position >= first and taken < size:
-                if position not in self.explicit:
-                    candidates.append((score, position))
-                    taken += 1
-                position -= 1
-        candidates.sort(key=lambda c: (-c[0], -c[1]))
-        return [position for _, position in candidates[:size]]
+            if taken >= size:
+                break
+            # The latest `size - taken` of the span not held one by one: a window that
+            # many longer than the held positions inside it holds them.
+            lo, hi = np.searchsorted(self.positions, [first, last + 1])
+            window = np.arange(last, max(first, last - (size - taken) - (hi - lo)) - 1, -1)
+            window = window[~np.isin(window, self.positions[lo:hi])][: size - taken]
+            positions.append(window)
+            scores.append(np.full(len(window), score))
+            taken += len(window)
+        every, scored = np.concatenate(positions), np.concatenate(scores)
+        order = np.lexsort((-every, -scored))[:size]
+        return [int(p) for p in every[order]]
 
 
 def words_scores(
@@ -150,40 +196,62 @@ def words_scores(
     it does not count as much as a message that says what was asked. After
     smoothing and the sitting prior, scores are scaled down to 0–1 only where
     they went past 1 (never up)."""
-    scores = WordScores(count)
-    raw = {p: s for p, s in bm25.items() if 1 <= p <= count and s > 0}
-    if not raw:
-        return scores
-    top = max(max(raw.values()), ceiling)
-    scaled = {p: s / top for p, s in raw.items()}
-    smoothed: dict[int, float] = {}
-    for p in scaled:
-        for q in (p - 1, p, p + 1):
-            if 1 <= q <= count and q not in smoothed:
-                best_neighbour = max(scaled.get(q - 1, 0.0), scaled.get(q + 1, 0.0))
-                smoothed[q] = scaled.get(q, 0.0) + smooth * best_neighbour
-    explicit = dict(smoothed)
+    import numpy as np
+
+    matched = np.fromiter(bm25.keys(), np.int64, len(bm25))
+    raw = np.fromiter(bm25.values(), np.float64, len(bm25))
+    within = (matched >= 1) & (matched <= count) & (raw > 0)
+    if not within.any():
+        return WordScores(count)
+    order = np.argsort(matched[within])
+    matched, raw = matched[within][order], raw[within][order]
+    scaled = raw / max(float(raw.max()), ceiling)
+
+    def scaled_at(at: np.ndarray) -> np.ndarray:
+        i = np.minimum(np.searchsorted(matched, at), len(matched) - 1)
+        return np.where(matched[i] == at, scaled[i], 0.0)
+
+    # The matches and their neighbours, each with its best neighbour's share.
+    positions = np.unique(np.concatenate([matched - 1, matched, matched + 1]))
+    positions = positions[(positions >= 1) & (positions <= count)]
+    smoothed = scaled_at(positions) + smooth * np.maximum(scaled_at(positions - 1),
+                                                          scaled_at(positions + 1))
+    values = smoothed.copy()
+    spans: list[tuple[int, int, float]] = []
     if sitting and sittings is not None:
-        # Per sitting: its best score, and the runner-up for the best message itself.
-        members: dict[int, list[int]] = {}
-        for p in smoothed:
-            members.setdefault(sittings.of(p), []).append(p)
-        for number, positions in members.items():
-            ordered = sorted((smoothed[p] for p in positions), reverse=True)
-            best, second = ordered[0], (ordered[1] if len(ordered) > 1 else 0.0)
-            if best <= 0:
-                continue
-            top_position = max(positions, key=lambda p: (smoothed[p], -p))
-            for p in positions:
-                explicit[p] += sitting * (second if p == top_position else best)
-            first, last = sittings.span(number, count)
-            if last - first + 1 > len(positions):
-                scores.spans.append((first, last, sitting * best))
-    peak = max([*explicit.values(), *(s for _, _, s in scores.spans)])
+        starts = np.asarray(sittings.starts, dtype=np.int64)
+        # Sitting numbers as Sittings.of gives them; positions are sorted, so each
+        # sitting's positions are a run of them.
+        number = np.searchsorted(starts, positions, side="right")
+        runs = np.flatnonzero(np.r_[True, number[1:] != number[:-1]])
+        sizes = np.diff(np.r_[runs, len(positions)])
+        member = np.repeat(np.arange(len(runs)), sizes)
+        best = np.maximum.reduceat(smoothed, runs)
+        # The best message of a sitting: the best score, the earliest of equals; it
+        # borrows the runner-up's score (the best one's again, if two score it).
+        index = np.arange(len(positions))
+        top = np.minimum.reduceat(np.where(smoothed == best[member], index, len(index)),
+                                  runs)
+        others = smoothed.copy()
+        others[top] = -np.inf
+        second = np.maximum.reduceat(others, runs)
+        second[sizes == 1] = 0.0
+        lent = np.where(index == top[member], second[member], best[member])
+        scored = best[member] > 0
+        values[scored] += sitting * lent[scored]
+        # The rest of each sitting scores its prior, as one span.
+        numbers = number[runs]
+        firsts = np.where(numbers > 0, starts[np.maximum(numbers - 1, 0)], 1)
+        lasts = np.where(numbers < len(starts),
+                         starts[np.minimum(numbers, len(starts) - 1)] - 1, count)
+        lasts = np.minimum(lasts, count)
+        spread = (best > 0) & (lasts - firsts + 1 > sizes)
+        spans = [(int(a), int(b), sitting * float(v)) for a, b, v in
+                 zip(firsts[spread], lasts[spread], best[spread], strict=True)]
+    peak = max([float(values.max()), *(s for _, _, s in spans)])
     scale = peak if peak > 1 or (peak > 0 and not ceiling) else 1.0
-    scores.explicit = {p: v / scale for p, v in explicit.items()}
-    scores.spans = sorted((a, b, s / scale) for a, b, s in scores.spans)
-    return scores
+    return WordScores(count, positions, values / scale,
+                      sorted((a, b, s / scale) for a, b, s in spans))
 
 
 def similarities(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:

@@ -14,13 +14,23 @@ words alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
-from chatmem.memory.ranking import POOL, Sittings, dense_scores, meaning, scaled, similarities
+from chatmem.memory.message_counts import sent_text
+from chatmem.memory.ranking import (
+    POOL,
+    Ranked,
+    Sittings,
+    WordScores,
+    dense_scores,
+    meaning,
+    scaled,
+    similarities,
+)
 from chatmem.timestamps import parse_time
 
 DATABASE_RANKING_FROM = 20_000
@@ -34,7 +44,7 @@ if TYPE_CHECKING:
 
     from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
-    from chatmem.store.recall import WordMatches
+    from chatmem.store.recall import CandidateRow, WordMatches
     from chatmem.tokens import TokenCounter
 
 PROBES = 16
@@ -96,6 +106,39 @@ class Dense:
     """How many of the messages have a vector."""
     rows: Callable[[Sequence[int]], np.ndarray] | None = None
     """The own vectors of some positions (for MMR)."""
+
+
+class Candidates:
+    """The messages at some positions, in the order asked (those history holds), with
+    their tokens as sent: what packing needs, read at once and held as the rows came,
+    for hundreds of candidates of which a few dozen are sent."""
+
+    def __init__(self, rows: Sequence[CandidateRow], tokens: Sequence[int]) -> None:
+        self.rows, self.tokens = rows, tokens
+        self.positions = [row[0] for row in rows]
+
+    def message(self, i: int) -> Message:
+        _, message_id, turn, role, content, _ = self.rows[i]
+        return Message(role, sent_text(role, content), self.tokens[i], message_id, turn)
+
+    def ranked(self, words: WordScores, bm25: Mapping[int, float], dense: np.ndarray | None,
+               present: np.ndarray | None, fused: np.ndarray | None) -> list[Ranked]:
+        """Each candidate's scores (by words, meaning, fused), best first as given."""
+        import numpy as np
+
+        at = np.asarray(self.positions, dtype=np.int64) - 1
+        scores = words.at_many(at + 1).tolist()
+        fused_at = scores if fused is None else fused[at].tolist()
+        meanings: list[float | None] = [None] * len(at)
+        if dense is not None:
+            meanings = dense[at].tolist()
+            if present is not None:
+                meanings = [m if held else None
+                            for m, held in zip(meanings, present[at].tolist(), strict=True)]
+        return [Ranked(message_id, position, turn or 0, role, bm25.get(position, 0.0), score,
+                       meaning, relevance, tokens)
+                for (position, message_id, turn, role, _, _), score, meaning, relevance, tokens
+                in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
 
 
 def _rows_of(vectors: np.ndarray) -> Callable[[Sequence[int]], np.ndarray]:
@@ -168,6 +211,15 @@ class StoredRecall:
     def bm25(self, query: str, before_turn: int) -> WordMatches:
         return self.state.store.word_matches(self.state.session_id, query,
                                              before_turn=before_turn, limit=SEARCH_LIMIT)
+
+    def candidates(self, positions: Sequence[int]) -> Candidates:
+        """The messages at `positions` that history holds, in that order, with their
+        tokens: one read, and each message's tokens counted once per process."""
+        rows = self.state.store.candidate_rows(self.state.session_id, positions,
+                                               self.counter.key)
+        by_position = {row[0]: row for row in rows}
+        ordered = [by_position[p] for p in positions if p in by_position]
+        return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered))
 
     def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
         found = self.state.store.counted_messages_at(self.state.session_id, positions,

@@ -31,7 +31,7 @@ from chatmem.memory.assembly import (
     history_part,
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
-from chatmem.memory.context import Context, Part
+from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.params import param
 from chatmem.memory.ranking import (
     POOL,
@@ -183,33 +183,42 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         else:
             fused = fuse(words.array(), dense, weights, present)
             best = [i + 1 for i in pool(fused)]
-        messages = source.messages_at(best)
+        candidates = source.candidates(best)
         # A position with no message is a replaced turn's (/retry): smoothing and fusion
         # score positions, and its messages are out of memory.
-        best = [p for p in best if p in messages]
+        best = candidates.positions
+        index = {position: i for i, position in enumerate(best)}
+        others: dict[int, Message] = {}
+
+        def message_at(position: int) -> Message:
+            if position in index:
+                return candidates.message(index[position])
+            if position not in others:
+                others.update(source.messages_at([position]))
+            return others[position]
 
         def ranked_at(position: int) -> Ranked:
-            if position not in messages:
-                messages.update(source.messages_at([position]))
-            m = messages[position]
+            m = message_at(position)
             score = words.at(position)
             meaning = None
             if dense is not None and (present is None or present[position - 1]):
                 meaning = float(dense[position - 1])
-            matched = bm25.get(position, 0.0)
             return Ranked(m.id if m.id is not None else position - 1, position, m.turn or 0,
-                          m.role, matched, score, meaning,
-                          score if fused is None else float(fused[position - 1]), m.tokens,
-                          route=route_of(matched, score, meaning, weights,
-                                         position in dated))
+                          m.role, bm25.get(position, 0.0), score, meaning,
+                          score if fused is None else float(fused[position - 1]), m.tokens)
 
-        ranked = [ranked_at(p) for p in best]
+        ranked = candidates.ranked(words, bm25, dense, present, fused)
         pack(ranked, room, mmr=weights.mmr,
              vectors=None if rows is None else rows(best),
              limit=self.options.top_k)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
         kept = self._open_with_user(kept, ranked, ranked_at, room)
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
+        for r in shown:
+            # What brought a candidate up is worked out for those shown (the kept
+            # among them), not for every candidate of the pool.
+            if r.route is None:
+                r.route = route_of(r.bm25, r.words, r.dense, weights, r.position in dated)
         method = RecallMethod(weights.mode, weights.dense_weight, weights.smooth,
                               weights.sitting, weights.mmr, no_embedder, embedding_error)
         if not kept:
@@ -217,7 +226,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         best_by_turn: dict[int, float] = {}
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
-        sent = tuple(messages[r.position] for r in kept)
+        sent = tuple(message_at(r.position) for r in kept)
         routes = Counter(r.route for r in kept)
         reason = Recalled(method, self.options.max_tokens, len(kept), count, len(best_by_turn),
                           min(r.fused for r in kept), max(r.fused for r in kept),
@@ -245,8 +254,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             first = source.first_at_or_after(span.start, count)
             end = source.first_at_or_after(span.end, count)
             within.update(range(max(first, end - POOL), end))
-        for position in within:
-            words.explicit[position] = words.at(position) + weight
+        words.raise_by(within, weight)
         return within
 
     @staticmethod

@@ -16,7 +16,13 @@ from typing import Any, Protocol
 
 from chatmem.images import ImageData
 from chatmem.store.leases import IndexLease, LeaseHolder
-from chatmem.store.recall import PendingText, PositionedVector, VectorRow, WordMatches
+from chatmem.store.recall import (
+    CandidateRow,
+    PendingText,
+    PositionedVector,
+    VectorRow,
+    WordMatches,
+)
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
@@ -133,6 +139,9 @@ class RecallRepository(Protocol):
 
     def counted_messages_at(self, session_id: int, positions: Iterable[int],
                             tokenizer: str) -> dict[int, tuple[MessageRecord, int | None]]: ...
+
+    def candidate_rows(self, session_id: int, positions: Iterable[int],
+                       tokenizer: str) -> list[CandidateRow]: ...
 
     @property
     def ranks_vectors(self) -> bool: ...

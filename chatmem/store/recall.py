@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection
@@ -76,6 +77,10 @@ class PositionedVector:
     position: int
     vector: bytes
     context_vector: bytes
+
+
+CandidateRow = tuple[int, int, int, str, str, int | None]
+"""position, id, turn, role, content, stored token count (RecallTables.candidate_rows)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,24 @@ class RecallTables(Connection):
                     " AND m.superseded = 0", [tokenizer, session_id, *chunk]):
                 record = MessageRecord(*row)
                 found[record.position] = (record, tokens)
+        return found
+
+    def candidate_rows(self, session_id: int, positions: Iterable[int],
+                       tokenizer: str) -> list[CandidateRow]:
+        """The session's messages at `positions` as recall packs them: position, id,
+        turn, role, content and the stored token count under `tokenizer` (None: not
+        counted there), as plain tuples, in no particular order. `counted_messages_at`
+        reads the same, as records: recall reads hundreds of candidates a turn."""
+        wanted = sorted(set(positions))
+        found: list[CandidateRow] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found += cast("list[CandidateRow]", self.db.execute(
+                "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
+                " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?)"
+                f" FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
+                " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall())
         return found
 
     def match_scores(self, session_id: int, query: str, *, before_turn: int,

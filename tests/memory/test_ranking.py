@@ -69,6 +69,69 @@ def test_sparse_scores_rank_exactly_as_the_full_array(
     assert [full[p - 1] for p in best] == pytest.approx([full[i] for i in pool(full, size)])
 
 
+def scores_one_by_one(bm25: dict[int, float], count: int, sittings: Sittings | None,
+                      smooth: float, sitting: float, ceiling: float,
+                      ) -> tuple[dict[int, float], list[tuple[int, int, float]]]:
+    """The words scores as words_scores defines them, message by message in Python (how
+    it computed them before numpy did): the held scores and the sittings' spans."""
+    raw = {p: s for p, s in bm25.items() if 1 <= p <= count and s > 0}
+    if not raw:
+        return {}, []
+    top = max(max(raw.values()), ceiling)
+    scaled = {p: s / top for p, s in raw.items()}
+    smoothed: dict[int, float] = {}
+    for p in scaled:
+        for q in (p - 1, p, p + 1):
+            if 1 <= q <= count and q not in smoothed:
+                smoothed[q] = scaled.get(q, 0.0) + smooth * max(scaled.get(q - 1, 0.0),
+                                                                scaled.get(q + 1, 0.0))
+    explicit = dict(smoothed)
+    spans = []
+    if sitting and sittings is not None:
+        members: dict[int, list[int]] = {}
+        for p in smoothed:
+            members.setdefault(sittings.of(p), []).append(p)
+        for number, positions in members.items():
+            ordered = sorted((smoothed[p] for p in positions), reverse=True)
+            best, second = ordered[0], (ordered[1] if len(ordered) > 1 else 0.0)
+            if best <= 0:
+                continue
+            top_position = max(positions, key=lambda p: (smoothed[p], -p))
+            for p in positions:
+                explicit[p] += sitting * (second if p == top_position else best)
+            first, last = sittings.span(number, count)
+            if last - first + 1 > len(positions):
+                spans.append((first, last, sitting * best))
+    peak = max([*explicit.values(), *(s for _, _, s in spans)])
+    scale = peak if peak > 1 or (peak > 0 and not ceiling) else 1.0
+    return ({p: v / scale for p, v in explicit.items()},
+            sorted((a, b, s / scale) for a, b, s in spans))
+
+
+@given(st.dictionaries(st.integers(-2, 80), st.floats(-1, 9), max_size=40),
+       st.lists(st.integers(1, 80), max_size=12), st.integers(1, 80),
+       st.sampled_from([0.0, 0.5, 1.5]), st.sampled_from([0.0, 0.3, 2.0]),
+       st.sampled_from([0.0, 3.0, 40.0]), st.booleans())
+def test_words_scores_are_the_message_by_message_scores(
+        bm25: dict[int, float], breaks: list[int], count: int, smooth: float,
+        sitting: float, ceiling: float, with_sittings: bool) -> None:
+    # Ties included: equal BM25 scores, a sitting's best scored twice, a sitting of one.
+    sittings = Sittings(sorted({1, *breaks})) if with_sittings else None
+    scores = words_scores(bm25, count, sittings, smooth=smooth, sitting=sitting,
+                          ceiling=ceiling)
+    explicit, spans = scores_one_by_one(bm25, count, sittings, smooth, sitting, ceiling)
+    assert scores.explicit == explicit
+    assert scores.spans == spans
+
+
+def test_raised_scores_are_held_one_by_one_over_the_spans() -> None:
+    scores = words_scores({1: 2.0}, 6, starts([1, 1, 1, 1, 2, 2]), smooth=0.0, sitting=0.3)
+    scores.raise_by([3, 1, 6], 0.5)
+    assert scores.explicit == pytest.approx({1: 1.5, 2: 0.3, 3: 0.8, 6: 0.5})
+    assert scores.array().tolist() == pytest.approx([1.5, 0.3, 0.8, 0.3, 0.0, 0.5])
+    assert scores.best(3) == [1, 3, 6]
+
+
 def test_a_weak_match_stays_weak_when_nothing_matches_better() -> None:
     # One word of a question that could score 8.0: a quarter of it, not all of it.
     scores = words_scores({3: 2.0}, 5, None, smooth=0.0, sitting=0.0, ceiling=8.0)
