@@ -1,7 +1,5 @@
 """A team on one PostgreSQL history: `admin add-user`, `sessions share` and `unshare`."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`chatmem chat` and `chatmem ask`."""
 
-from __future__ import annotations
-
 import os
 import stat
 import sys
@@ -221,7 +219,8 @@ def ask(
         raise typer.Exit(int(ExitCode.INTERRUPTED))
 
 
-def answer_json(result: TurnResult, engine: Engine[Store], session: str | None) -> dict[str, Any]:
+def answer_json(result: "TurnResult", engine: "Engine[Store]",
+                session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
     from chatmem.render.payloads import strategy_json
 
@@ -245,7 +244,7 @@ def answer_json(result: TurnResult, engine: Engine[Store], session: str | None) 
     }
 
 
-def cost_json(engine: Engine[Store], result: TurnResult) -> dict[str, Any] | None:
+def cost_json(engine: "Engine[Store]", result: "TurnResult") -> dict[str, Any] | None:
     """The turn's money cost at the configured price of its model; None without a price."""
     from chatmem.config.options import price_of
     from chatmem.repl.chat import billed_tokens
@@ -270,7 +269,7 @@ def stdin_is_piped() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
-def _close_indexing(engine: Engine[Store], err: Console) -> None:
+def _close_indexing(engine: "Engine[Store]", err: "Console") -> None:
     """Stop embedding earlier messages (after the batch at hand) and say what is left."""
     from chatmem.render import notice_line
     from chatmem.render.notices import failure_text
@@ -289,7 +288,7 @@ def _close_indexing(engine: Engine[Store], err: Console) -> None:
             f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
 
 
-def _print_notices(engine: Engine[Store], err: Console) -> None:
+def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
     from chatmem.render import notice_line
     from chatmem.render.notices import notice_text
 

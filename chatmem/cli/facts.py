@@ -1,7 +1,5 @@
 """`chatmem facts list|forget`."""
 
-from __future__ import annotations
-
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
@@ -160,7 +158,7 @@ def forget(
                         soft_wrap=True, markup=False)
 
 
-def _print_mentions(names: dict[int, str], fact: FactRecord, mentioned: Sequence[Mentioned],
+def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",
                     json_out: bool) -> None:
     from chatmem.render.facts import mention_line, mentions_text
 
@@ -179,7 +177,7 @@ def _print_mentions(names: dict[int, str], fact: FactRecord, mentioned: Sequence
               " nothing was changed", markup=False, soft_wrap=True)
 
 
-def _scope_word(fact: FactRecord) -> str:
+def _scope_word(fact: "FactRecord") -> str:
     from chatmem.store.records import FactScope
 
     return f"user {fact.user}" if fact.scope == FactScope.USER else "session"

@@ -27,8 +27,6 @@ anchors, dropped_anchors, model, text]};
 covered_turn is the last turn the version covers (it covers turns 1 to it).
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -136,7 +134,7 @@ def inspect(
     _show(data, seen.context, seen.approximate)
 
 
-def _summaries(session: SessionRecord, versions: list[SummaryVersion], json_out: bool) -> None:
+def _summaries(session: "SessionRecord", versions: "list[SummaryVersion]", json_out: bool) -> None:
     from chatmem.render.inspect import summaries_view
     from chatmem.render.payloads import summaries_json, summary_row
 
@@ -150,7 +148,7 @@ def _summaries(session: SessionRecord, versions: list[SummaryVersion], json_out:
     out.print(summaries_view([summary_row(v) for v in versions]))
 
 
-def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
+def _show(data: dict[str, Any], context: "Context", approximate: bool) -> None:
     from chatmem.render.inspect import inspect_view
 
     turn = data["turn"] or {}

@@ -1,7 +1,5 @@
 """`chatmem models`: what the model endpoint serves, with the config's aliases."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`chatmem replay` and `chatmem eval`: one conversation, several strategies, measured."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,7 +67,7 @@ PROGRESS_AFTER_STEPS = 50
 
 
 @contextmanager
-def progress_bar(steps: int) -> Iterator[Progress | None]:
+def progress_bar(steps: int) -> "Iterator[Progress | None]":
     """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
     err = consoles()[1]
     if steps < PROGRESS_AFTER_STEPS or not err.is_terminal:
@@ -82,10 +80,10 @@ def progress_bar(steps: int) -> Iterator[Progress | None]:
 
 
 def _run(
-    source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: Settings,
+    source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: "Settings",
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
-    answer: bool = False, transcript: Transcript | None = None, show_progress: bool = True,
-) -> Comparison:
+    answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
+) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
     from chatmem.evaluation.replay import parse_spec
 
@@ -158,8 +156,8 @@ def replay_command(
         err.print(line, style="dim", markup=False)
 
 
-def _start_backlogs(settings: Settings, config: Path | None,
-                    runs: Sequence[StrategyRun]) -> None:
+def _start_backlogs(settings: "Settings", config: Path | None,
+                    runs: "Sequence[StrategyRun]") -> None:
     """Saved sessions whose messages lack vectors get them in the background."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.memory import create_strategy
@@ -173,7 +171,7 @@ def _start_backlogs(settings: Settings, config: Path | None,
             consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
 
 
-def outcome_json(command: str, source: str, outcome: Comparison) -> dict[str, Any]:
+def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:
     """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
     from chatmem.render.compare import run_notice_text
 
@@ -289,7 +287,7 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
                 json_out=json_out, min_recall=min_recall, report=report)
 
 
-def evaluate_transcript(job: CorpusJob) -> TranscriptResult:
+def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     """A worker's task; a chatmem error is returned as its one line, not raised."""
     from chatmem.cli.corpus import TranscriptResult
     from chatmem.errors import ChatmemError

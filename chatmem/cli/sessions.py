@@ -1,7 +1,5 @@
 """`chatmem sessions list|show|rename|fork|delete|export|import`."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -186,7 +184,7 @@ def export(
                         markup=False, soft_wrap=True)
 
 
-def export_all(name: str | None, output: str | None, force: bool, settings: Settings) -> None:
+def export_all(name: str | None, output: str | None, force: bool, settings: "Settings") -> None:
     from pathlib import Path
 
     from chatmem.app.sessions import export_everything

@@ -1,7 +1,5 @@
 """`chatmem strategies`."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer
