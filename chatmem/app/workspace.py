@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.location import LocationKind
@@ -278,3 +278,16 @@ PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "r
 
 def _provider_key(settings: Settings) -> tuple[Any, ...]:
     return tuple(repr(getattr(settings, name)) for name in PROVIDER_FIELDS)
+
+
+@contextmanager
+def held_open(settings: Settings) -> Iterator[None]:
+    """Hold the history file open while a server serves it. Each request opens the file on a
+    thread of its own; the last connection to close folds SQLite's write-ahead log into the
+    file (a sync to disk), which the held one spares every request."""
+    if settings.location.kind is not LocationKind.SQLITE:
+        yield
+        return
+    with Workspace(settings) as held:
+        _ = held.store
+        yield

@@ -233,6 +233,7 @@ def build_server(settings: Settings, tokens: Mapping[str, str] | None = None) ->
     from mcp.server.mcpserver import MCPServer
 
     memory = Memory(settings, tokens)
+
     server: MCPServer[Any] = MCPServer(
         name="chatmem", version=_version(), log_level="WARNING",
         instructions=(

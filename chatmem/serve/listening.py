@@ -169,6 +169,9 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     except OSError as e:
         sock.close()
         raise UsageError(f"cannot listen on {where.url}: {e.strerror or e}") from None
+    # Listening before the address is announced: a client that connects while the server
+    # still starts up waits in the queue instead of being refused.
+    sock.listen(128)
     bound = dataclasses.replace(where, port=sock.getsockname()[1])
     announce(bound)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -86,16 +86,17 @@ class ClientError(ChatmemError):
 
 def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
     """The HTTP application over the history and the model `settings` name."""
-    from chatmem.app.workspace import ModelPool
+    from chatmem.app.workspace import ModelPool, held_open
 
     proxy = Proxy(settings, ModelPool(), strategy)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            proxy.pool.close()  # the models the requests shared, closed once
+        with held_open(settings):
+            try:
+                yield
+            finally:
+                proxy.pool.close()  # the models the requests shared, closed once
 
     return Starlette(routes=[
         Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
