@@ -22,7 +22,8 @@ or closes a cycle is caught too.
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
-       attachments, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files,
+       attachments, privacy.secrets, privacy.sensitive, privacy.secret_names,
+       privacy.credentials, privacy.mentions, privacy.files,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost)
 
@@ -52,6 +53,7 @@ LAYERS: dict[str, int] = {
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
+    "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
     "chatmem.privacy.files": 0, "chatmem.names": 0, "chatmem.images": 0,
 }
 

@@ -140,7 +140,7 @@ def forget(
         fact = chosen
         redacted = ""
         if purge:
-            plan, mentioned = remembered.plan_purge(ws, fact)
+            _, mentioned = remembered.plan_purge(ws, fact)
             if dry_run:
                 names = remembered.session_names(ws, {m.message.session_id for m in mentioned})
                 _print_mentions(names, fact, mentioned, json_out)
@@ -150,7 +150,7 @@ def forget(
                     " for good?"):
                 consoles()[1].print("nothing was changed", markup=False)
                 raise typer.Exit(1)
-            redacted = redacted_text(remembered.purge(ws, fact, plan))
+            redacted = redacted_text(remembered.purge(ws, fact))
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"

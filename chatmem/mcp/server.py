@@ -419,10 +419,10 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                      if chosen.session_id is not None else chosen.user or "")
             mentions = 0
             if purge:
-                plan, mentioned = facts.plan_purge(ws, chosen)
+                _, mentioned = facts.plan_purge(ws, chosen)
                 mentions = sum(len(m.spans) for m in mentioned)
                 if confirm:
-                    facts.purge(ws, chosen, plan)
+                    facts.purge(ws, chosen)
             elif confirm:
                 facts.forget(ws, chosen)
             return Forgotten(done=confirm, fact=_fact(chosen, owner), purge=purge,
