@@ -17,6 +17,7 @@ import io
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -107,6 +108,24 @@ def output(*args: str, input: str | None = None, env: Mapping[str, str | None] |
     """Run `chatmem ARGS` expecting exit `code`; its stdout on success, else its stderr."""
     result = invoke(*args, input=input, env=env, code=code)
     return result.stdout if code == 0 else result.stderr
+
+
+def run(db: Path | str, *args: str, input: str | None = None,
+        env: Mapping[str, str | None] | None = None, width: int | None = None,
+        code: int | None = None) -> Result:
+    """`chatmem ARGS --db DB`: a command on one history, a file or a PostgreSQL URL."""
+    return invoke(*args, "--db", str(db), input=input, env=env, width=width, code=code)
+
+
+def chat(db: Path | str, session: str, lines: str | Sequence[str], *extra: str,
+         env: Mapping[str, str | None] | None = None, width: int | None = 200,
+         code: int | None = None) -> Result:
+    """`chatmem chat SESSION --db DB EXTRA`, typing `lines` (a string is typed as it is),
+    on the scripted model unless EXTRA names a --provider or a --model."""
+    text = lines if isinstance(lines, str) else "".join(f"{line}\n" for line in lines)
+    if "--provider" not in extra and "--model" not in extra:
+        extra = (*extra, "--provider", "scripted")
+    return run(db, "chat", session, *extra, input=text, env=env, width=width, code=code)
 
 
 def repl(store: Store, session: str, lines: list[str], *, user: str = "default",
