@@ -8,18 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 
 from chatmem.errors import UsageError
 from chatmem.repl.loop import SLASH
 from chatmem.store import Store
 
 COMMANDS = sorted(SLASH)
-
-
-def chat(db: Path, lines: list[str]):
-    return invoke("chat", "t", "--db", str(db), "--provider", "scripted",
-                  input="\n".join(lines) + "\n", width=200)
 
 
 def test_the_table_holds_the_commands_the_design_names() -> None:
@@ -44,7 +39,7 @@ def test_every_command_has_a_usage_help_and_an_example_that_fits_its_usage(name:
 
 
 def test_help_lists_every_command_with_its_example(tmp_path: Path) -> None:
-    result = chat(tmp_path / "h.db", ["/help"])
+    result = chat(tmp_path / "h.db", "t", ["/help"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     for command in SLASH.values():
@@ -70,7 +65,7 @@ def test_every_command_rejects_extra_arguments_with_its_usage(name: str, tmp_pat
 
 
 def test_quit_with_an_argument_is_refused_and_the_chat_goes_on(tmp_path: Path) -> None:
-    result = chat(tmp_path / "q.db", ["/quit now", "still here", "/quit"])
+    result = chat(tmp_path / "q.db", "t", ["/quit now", "still here", "/quit"])
     assert result.exit_code == 2
     assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
         "error: /quit: unexpected argument 'now'; usage: /quit, e.g. /quit"]
@@ -88,7 +83,7 @@ def test_system_takes_the_text_as_typed_and_empty_quotes_clear_it(
     tmp_path: Path, typed: str, stored: str | None
 ) -> None:
     db = tmp_path / "s.db"
-    result = chat(db, [typed, "hello"])
+    result = chat(db, "t", [typed, "hello"])
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         session = store.session("t")

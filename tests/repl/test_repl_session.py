@@ -7,20 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.transcripts.reader import read_transcript
-
-
-def chat(db: Path, session: str, lines: list[str], *extra: str,
-         env: dict[str, str] | None = None):
-    args = ["chat", session, "--db", str(db), *extra]
-    if "--provider" not in extra and "--model" not in extra:
-        args += ["--provider", "scripted"]
-    return invoke(*args, input="\n".join(lines) + "\n",
-                  env=env, width=200)
 
 
 def status_lines(stderr: str) -> list[str]:
