@@ -10,6 +10,7 @@ shown on the terminal, so nobody types blind.
 from __future__ import annotations
 
 import dataclasses
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
@@ -72,6 +73,8 @@ class Chat:
         """(tokens, budget) of the session's last context, for the toolbar."""
         self.spent = Spent()
         """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
+        self.streaming = False
+        """True from a turn's request until its reply is complete or cut."""
         self.note_usage()
 
     # -- output ------------------------------------------------------------------
@@ -157,18 +160,24 @@ class Chat:
         self.attached = []
         consoles = [self.out] + ([self.status] if self.mirror_replies else [])
         reply = ReplyWriter(consoles, markdown=self.markdown)
+
+        def reply_end() -> None:
+            # Before the strategy's own calls: their spinner and notices start on a new
+            # line, under the whole reply.
+            self.streaming = False
+            reply.end()
+
+        self.streaming = True
         try:
-            # end() before the strategy's own calls: their spinner and notices start on
-            # a new line, under the whole reply.
             if replace_last:
                 result = resend_last(self.engine, text, on_delta=reply.write,
-                                     on_reply_end=reply.end, attachments=attachments)
+                                     on_reply_end=reply_end, attachments=attachments)
             else:
                 assert text is not None
                 result = self.engine.run_turn(text, on_delta=reply.write,
-                                              on_reply_end=reply.end, attachments=attachments)
+                                              on_reply_end=reply_end, attachments=attachments)
         finally:
-            reply.end()  # a reply cut by an error or Ctrl-C still ends its line
+            reply_end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
@@ -183,6 +192,10 @@ class Chat:
         self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
         for notice in result.notices:
             self.notice(notice_text(notice))
+
+    def terminal_as_found(self) -> AbstractContextManager[None]:
+        """The terminal as the chat found it, for a program run in it ($EDITOR)."""
+        return nullcontext()
 
     def edit_line(self, default: str) -> str:
         """A line the user edits, starting as `default`; only a terminal's prompt can."""

@@ -27,6 +27,7 @@ from chatmem.repl.chat import strategy_label
 from chatmem.repl.completion import SlashCompleter
 
 if TYPE_CHECKING:
+    from prompt_toolkit.key_binding import KeyPress
     from prompt_toolkit.output import Output
 
     from chatmem.app.workspace import Workspace
@@ -135,6 +136,8 @@ class Prompt:
         self.output = output if output is not None else terminal_output()
         self.session_id: int | None = None
         self.session: PromptSession[str] | None = None
+        self.typed_ahead: list[KeyPress] = []
+        """Keys pressed while a turn ran (chatmem.repl.keys), for the next prompt."""
 
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
@@ -156,5 +159,11 @@ class Prompt:
         """The next message; `default` is the text the line starts with (/edit-last)."""
         if self.session is None or self.session_id != self.chat.engine.session.id:
             self.session = self._build()
+        if self.typed_ahead:
+            from prompt_toolkit.input.typeahead import store_typeahead
+
+            # Read before any key still queued in the terminal: they stay in typed order.
+            store_typeahead(self.session.input, self.typed_ahead)
+            self.typed_ahead = []
         return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
                                            default=default))

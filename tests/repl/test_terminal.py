@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,14 +46,19 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-t", "t", "-p")
 
-    def wait_for(self, text: str) -> str:
+    def wait_for(self, text: str, times: int = 1) -> str:
+        """The screen once `text` shows on it (`times` times or more)."""
+        return self.wait_until(lambda screen: screen.count(text) >= times, repr(text))
+
+    def wait_until(self, shown: Callable[[str], bool], what: str) -> str:
+        """The screen once `shown(screen)` holds."""
         deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             screen = self.screen()
-            if text in screen:
+            if shown(screen):
                 return screen
             time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
+        raise AssertionError(f"{what} never showed; the screen:\n{self.screen()}")
 
     def stop(self) -> None:
         self.tmux("kill-server")
@@ -93,6 +98,7 @@ def test_a_person_chats_completes_and_recalls_with_stdout_redirected(
     terminal.wait_for("strategy: window k=2")
     terminal.keys("first line", "Escape", "Enter", "second line", "Enter")
     terminal.wait_for("echo #2: first line")
+    terminal.wait_for("tokens of 4,000", times=2)  # the turn is over: Ctrl-D would cancel it
     terminal.keys("C-d")
     terminal.wait_for("EXITED 0")
     assert out.read_text(encoding="utf-8") == (

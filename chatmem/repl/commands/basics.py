@@ -151,7 +151,8 @@ def _show_prompt(repl: Chat, args: list[str]) -> None:
        "closes, unless it is empty",
        example="/edit", args=(0, None))
 def _edit(repl: Chat, args: list[str]) -> None:
-    text = edit_in_editor(repl.raw_args).strip()
+    with repl.terminal_as_found():
+        text = edit_in_editor(repl.raw_args).strip()
     if not text:
         repl.notice("nothing sent: the message is empty")
         return
