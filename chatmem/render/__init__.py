@@ -16,6 +16,7 @@ from rich.text import Text
 from chatmem.config.options import Cost
 from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
+from chatmem.render.fields import Field, FittedLine
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
@@ -76,6 +77,12 @@ def template_extra(context: Context, estimated: int | None) -> int:
 
 
 
+TOKEN_LINE_RANKS = {"total": 9, "parts": 6, "cost": 5, "reported": 4, "latency": 3,
+                    "strategy": 2}
+"""What a narrow terminal keeps of the token line, most important first: the total and
+budget, the parts that add up to it, the cost. The strategy is on the toolbar already."""
+
+
 def token_line(
     context: Context,
     *,
@@ -85,45 +92,50 @@ def token_line(
     latency_ms: int | None = None,
     strategy: str | None = None,
     cost: Cost | None = None,
-) -> Text:
+) -> FittedLine:
     """`system 12 · history 340 · input 9 · priming 3 = 364 tokens of 4,000 (reported 364) · …`.
 
     When the exact count (`estimated`, from the provider's own chat template)
     differs from the parts plus priming, a `chat template +N` segment says
-    where the difference went, so the line adds up.
+    where the difference went, so the line adds up. On a narrow terminal whole
+    fields are left out, least important first (chatmem.render.fields).
     """
-    text = Text()
+    ranks = TOKEN_LINE_RANKS
+    parts = Text()
     for i, part in enumerate(context.parts):
         if i:
-            text.append(" · ", style="dim")
-        text.append(part.kind, style=PART_STYLES.get(part.kind, ""))
-        text.append(f" {format_count(part.tokens, approximate)}")
+            parts.append(" · ", style="dim")
+        parts.append(part.kind, style=PART_STYLES.get(part.kind, ""))
+        parts.append(f" {format_count(part.tokens, approximate)}")
     if context.priming:
         # The reply's opening tokens are part of every request: listed, the line adds up.
-        text.append(" · ", style="dim")
-        text.append("priming", style="dim")
-        text.append(f" {format_count(context.priming, approximate)}")
+        parts.append(" · ", style="dim")
+        parts.append("priming", style="dim")
+        parts.append(f" {format_count(context.priming, approximate)}")
     extra = template_extra(context, estimated)
     if extra:
-        text.append(" · ", style="dim")
-        text.append("chat template", style="magenta")
-        text.append(f" {extra:+,}")
+        parts.append(" · ", style="dim")
+        parts.append("chat template", style="magenta")
+        parts.append(f" {extra:+,}")
+    fields = [Field(parts, ranks["parts"])] if parts else []
     total = estimated if estimated is not None else context.tokens
-    text.append(f" = {format_count(total, approximate)} tokens")
+    summed = Text(f"{format_count(total, approximate)} tokens")
     if context.budget:
-        text.append(f" of {context.budget:,}", style="red" if context.over_budget else "dim")
+        summed.append(f" of {context.budget:,}", style="red" if context.over_budget else "dim")
+    fields.append(Field(summed, ranks["total"], Text(" = ")))
     if reported is not None:
         style = "dim" if reported == total else "yellow"
-        text.append(f" (provider reported {reported:,})", style=style)
+        fields.append(Field(Text(f"(provider reported {reported:,})", style=style),
+                            ranks["reported"], Text(" ")))
     if cost is not None:
-        text.append(f" · {cost_text(cost)}", style="green")
+        fields.append(Field(Text(cost_text(cost), style="green"), ranks["cost"]))
     if latency_ms is not None:
-        text.append(f" · {latency_ms / 1000:.1f} s", style="dim")
+        fields.append(Field(Text(f"{latency_ms / 1000:.1f} s", style="dim"),
+                            ranks["latency"]))
     if strategy:
-        text.append(f" · {strategy}", style="dim")
-    for warning in context.warnings:
-        text.append(f"\n⚠ {notice_text(warning)}", style="bold yellow")
-    return text
+        fields.append(Field(Text(strategy, style="dim"), ranks["strategy"]))
+    warnings = [Text(f"⚠ {notice_text(w)}", style="bold yellow") for w in context.warnings]
+    return FittedLine(fields, warnings)
 
 
 def context_panel(
