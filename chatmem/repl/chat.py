@@ -197,6 +197,11 @@ class Chat:
         """The terminal as the chat found it, for a program run in it ($EDITOR)."""
         return nullcontext()
 
+    def command(self, text: str) -> None:
+        """Run the slash command line `text` (`/strategy window k=3`); the loop, which holds
+        the command table, does."""
+        raise NotImplementedError
+
     def edit_line(self, default: str) -> str:
         """A line the user edits, starting as `default`; only a terminal's prompt can."""
         raise UsageError("editing needs the interactive prompt; in a script, give the new "

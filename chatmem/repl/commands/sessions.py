@@ -158,6 +158,11 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
     text = (repl.raw_args if args else repl.edit_line(record.input)).strip()
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
+    if not args and text.startswith("/"):
+        # A line typed at the prompt means what it means at any prompt: a command runs,
+        # and the last turn stays as it was.
+        repl.command(text)
+        return
     if record.status != TurnStatus.OK:
         repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
         return
