@@ -69,7 +69,7 @@ def _model(repl: Chat, args: list[str]) -> None:
 
 @slash("/template", "/template [NAME]",
        "list the templates, or apply NAME (its system prompt, model, strategy and options) "
-       "to the next turns", example="/template translate", args=(0, 1))
+       "to the next turns", example="/template translate", args=(0, 1), completes="template")
 def _template(repl: Chat, args: list[str]) -> None:
     from chatmem.config.templates import find_template, known_templates
     from chatmem.errors import ChatmemError
