@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
@@ -17,6 +18,7 @@ from chatmem.config.options import Cost
 from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
 from chatmem.render.fields import Field, FittedLine
+from chatmem.render.layout import Fitted
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
@@ -253,11 +255,25 @@ def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:
     return Group(*lines)
 
 
-def help_table(commands: Iterable[tuple[str, str, str]]) -> Table:
-    """(usage, help, example) rows: what /help prints, each command with an example."""
+HELP_COLUMN = 30
+"""The narrowest the help beside the usages may be; narrower, each usage goes over its help."""
+
+
+def help_table(commands: Iterable[tuple[str, str, str]]) -> RenderableType:
+    """(usage, help, example) rows: what /help prints, each command with an example.
+
+    Usages beside their help where the help keeps HELP_COLUMN columns; on a
+    narrower terminal (60 columns left it 16), each usage over its help.
+    """
+    rows = [(usage, Text.assemble(text, ("\ne.g. ", "dim"), (example, "cyan")))
+            for usage, text, example in commands]
     out = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-    out.add_column(style="bold cyan", no_wrap=True)
-    out.add_column()
-    for usage, text, example in commands:
-        out.add_row(usage, Text.assemble(text, ("\ne.g. ", "dim"), (example, "cyan")))
-    return out
+    # Both minimums stated: Rich measures a no-wrap column by its longest word.
+    out.add_column(style="bold cyan", no_wrap=True,
+                   min_width=max((cell_len(usage) for usage, _ in rows), default=1))
+    out.add_column(min_width=HELP_COLUMN)
+    for usage, text in rows:
+        out.add_row(usage, text)
+    stacked = Group(*(Group(Text(usage, style="bold cyan"), Padding(text, (0, 0, 0, 2)))
+                      for usage, text in rows))
+    return Fitted(out, stacked)

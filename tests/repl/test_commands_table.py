@@ -47,6 +47,31 @@ def test_help_lists_every_command_with_its_example(tmp_path: Path) -> None:
         assert f"e.g. {command.example}" in result.stderr
 
 
+def test_help_fits_a_narrow_terminal_with_every_usage_and_word_whole() -> None:
+    for width in (40, 60, 80, 120):
+        lines = help_at(width)
+        words = {word for line in lines for word in line.split()}
+        for command in SLASH.values():
+            # The usage on one line, every word of the help and the example whole.
+            assert any(line.strip().startswith(command.usage) for line in lines), width
+            assert set(f"{command.help} {command.example}".split()) <= words, width
+    # At 60 columns each usage stands over its help, not beside a help 16 columns wide.
+    assert "/strategy [NAME[:K=V,...] [K=V ...]]" in help_at(60)
+
+
+def help_at(width: int) -> list[str]:
+    """/help's lines on a terminal `width` columns wide."""
+    import io
+
+    from rich.console import Console
+
+    from chatmem.render import help_table
+
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(help_table([(c.usage, c.help, c.example) for c in SLASH.values()]))
+    return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore
+
+
 def test_a_command_without_an_example_cannot_be_registered() -> None:
     from chatmem.repl.table import slash
 
