@@ -94,32 +94,29 @@ def token_line(
     latency_ms: int | None = None,
     strategy: str | None = None,
     cost: Cost | None = None,
+    flow: bool = False,
 ) -> FittedLine:
     """`system 12 · history 340 · input 9 · priming 3 = 364 tokens of 4,000 (reported 364) · …`.
 
     When the exact count (`estimated`, from the provider's own chat template)
     differs from the parts plus priming, a `chat template +N` segment says
     where the difference went, so the line adds up. On a narrow terminal whole
-    fields are left out, least important first (chatmem.render.fields).
+    fields are left out, least important first, or with `flow` (/tokens, where
+    the parts are the point) every field flows onto more lines (chatmem.render.fields).
     """
     ranks = TOKEN_LINE_RANKS
-    parts = Text()
-    for i, part in enumerate(context.parts):
-        if i:
-            parts.append(" · ", style="dim")
-        parts.append(part.kind, style=PART_STYLES.get(part.kind, ""))
-        parts.append(f" {format_count(part.tokens, approximate)}")
+
+    def part(name: str, style: str, count: str) -> Field:
+        return Field(Text.assemble((name, style), f" {count}"), ranks["parts"], group="parts")
+
+    fields = [part(p.kind, PART_STYLES.get(p.kind, ""), format_count(p.tokens, approximate))
+              for p in context.parts]
     if context.priming:
         # The reply's opening tokens are part of every request: listed, the line adds up.
-        parts.append(" · ", style="dim")
-        parts.append("priming", style="dim")
-        parts.append(f" {format_count(context.priming, approximate)}")
+        fields.append(part("priming", "dim", format_count(context.priming, approximate)))
     extra = template_extra(context, estimated)
     if extra:
-        parts.append(" · ", style="dim")
-        parts.append("chat template", style="magenta")
-        parts.append(f" {extra:+,}")
-    fields = [Field(parts, ranks["parts"])] if parts else []
+        fields.append(part("chat template", "magenta", f"{extra:+,}"))
     total = estimated if estimated is not None else context.tokens
     summed = Text(f"{format_count(total, approximate)} tokens")
     if context.budget:
@@ -137,7 +134,7 @@ def token_line(
     if strategy:
         fields.append(Field(Text(strategy, style="dim"), ranks["strategy"]))
     warnings = [Text(f"⚠ {notice_text(w)}", style="bold yellow") for w in context.warnings]
-    return FittedLine(fields, warnings)
+    return FittedLine(fields, warnings, flow=flow)
 
 
 def context_panel(

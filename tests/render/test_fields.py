@@ -80,27 +80,56 @@ def test_the_token_line_stays_whole_in_a_pipe_and_its_warnings_wrap_below() -> N
         "⚠ the system prompt alone is over the budget")
 
 
+def test_a_flowing_token_line_shows_every_field_and_wraps_only_between_fields() -> None:
+    fields = long_line().fields
+    line = FittedLine(fields, flow=True)
+    whole = line.plain
+    for width in range(40, 201):
+        lines = [shown.rstrip() for shown in printed(line, width)]
+        assert all(cell_len(shown) <= width for shown in lines), width
+        # Joined again at the line ends, the lines are the whole line: no field split.
+        assert " ".join(lines) == whole, width
+    assert printed(line, 60) == [
+        "system ≈12 · history ≈2,040 · input ≈9 · priming ≈3 ·",
+        "chat template +36 = ≈2,100 tokens of 128,000",
+        "(provider reported 2,087) · $0.0034 · 11.8 s ·",
+        "summary-buffer+retrieval max_tokens=2000"]
+
+
 @given(st.lists(st.tuples(st.text("ab中 ", min_size=1, max_size=12),
                           st.integers(0, 5)), max_size=8),
        st.integers(0, 60))
 def test_fitting_keeps_order_width_and_the_most_important_field(
     specs: list[tuple[str, int]], width: int
 ) -> None:
-    fields = [Field(Text(text), rank) for text, rank in specs]
+    # Fields of equal rank next to each other form a group, kept or left out together.
+    fields = [Field(Text(text), rank, group=str(rank)) for text, rank in specs]
     kept = fitted(fields, width)
     where = [next(i for i, f in enumerate(fields) if f is k) for k in kept]
     assert cell_len(joined(kept).plain) <= width
     assert where == sorted(set(where))  # in their order, each once
     if cell_len(joined(fields).plain) <= width:
         assert len(kept) == len(fields)
+    groups = [[j for j in range(len(fields)) if run(fields, j) == run(fields, i)]
+              for i in range(len(fields))]
     if fields:
         top = max(f.rank for f in fields)
-        if any(cell_len(f.text.plain) <= width for f in fields if f.rank == top):
+        if any(cell_len(joined([fields[j] for j in groups[i]]).plain) <= width
+               for i, f in enumerate(fields) if f.rank == top):
             assert any(f.rank == top for f in kept)
-    # No field left out would still have fitted beside the more important ones kept.
+    for i in where:
+        assert set(groups[i]) <= set(where)  # a group is never shown in part
+    # No group left out would still have fitted beside the more important ones kept.
     for out, left_out in enumerate(fields):
         if out in where:
             continue
         trial = [f for i, f in enumerate(fields)
-                 if i == out or (i in where and f.rank >= left_out.rank)]
+                 if i in groups[out] or (i in where and f.rank >= left_out.rank)]
         assert cell_len(joined(trial).plain) > width
+
+
+def run(fields: list[Field], index: int) -> int:
+    """The first index of the run of neighbouring fields of one group that holds `index`."""
+    while index and fields[index - 1].group == fields[index].group:
+        index -= 1
+    return index

@@ -74,7 +74,7 @@ def _tokens(repl: Chat, args: list[str]) -> None:
     context = repl.engine.build_context(" ".join(args))
     repl.show(render.token_line(
         context, approximate=repl.engine.counter.approximate,
-        strategy=strategy_label(repl.engine, changed_only=True),
+        strategy=strategy_label(repl.engine, changed_only=True), flow=True,
     ))
 
 
