@@ -125,3 +125,23 @@ def test_ctrl_c_while_a_reply_streams_shows_the_partial_reply_once(
     terminal.keys("C-u")
     terminal.keys("C-d")
     terminal.wait_for("EXITED 0")
+
+
+def test_ctrl_d_after_the_reply_lets_memory_finish_its_update_then_leaves(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    db = start_chat(terminal, tmp_path, chat_server, "--strategy", "summary")
+    # The reply comes whole; the summary update after it is held by the server.
+    chat_server.plan = ["ok", "slow"]
+    terminal.keys("hello there", "Enter")
+    wait_until(lambda: len(chat_server.requests) == 2, terminal)
+    terminal.keys("C-d")
+    chat_server.release.set()
+    terminal.wait_for("EXITED 0")
+    # Ctrl-D cancelled nothing: the turn and the summary it led to are both stored.
+    assert turns(db) == [("ok", "hello there", "Hello from the test server.")]
+    with Store(db) as store:
+        session_id = store.session("t").id
+        assert [m.role for m in store.messages(session_id)] == ["user", "assistant"]
+        summary = store.latest_summary(session_id, "summary")
+        assert summary is not None and summary.text == "Hello from the test server."
