@@ -40,6 +40,8 @@ class Repl(Chat):
     """The interactive prompt while one runs."""
     quiet: QuietTerminal | None = None
     """The terminal the prompt reads, kept quiet between prompts (chatmem.repl.keys)."""
+    leaving = False
+    """Ctrl-D was pressed while a turn ran: the loop ends once the line is done."""
 
     def lines(self) -> Iterator[str]:
         from chatmem.repl.blocks import join_blocks
@@ -69,17 +71,22 @@ class Repl(Chat):
             super().turn(text, attachments, replace_last=replace_last)
             return
         watch = KeyWatch(self.quiet.fd, cancellable=lambda: self.streaming)
+        keep = True
         try:
             with watch:
                 super().turn(text, attachments, replace_last=replace_last)
+            keep = self.last is None or self.last.status != "cancelled"
         except KeyboardInterrupt:
+            keep = False
             if not watch.ctrl_d:
                 raise
-        if watch.ctrl_d:
-            raise QuitRepl  # the turn is stored (cancelled, if it was still streaming)
-        if self.last is not None and self.last.status == "cancelled":
-            return  # Ctrl-C drops keys typed ahead, as the terminal drops those it still held
-        self.prompt.typed_ahead += key_presses(bytes(watch.typed))
+        finally:
+            if watch.ctrl_d:
+                # Once the turn is stored (cancelled, if it was still streaming), or its
+                # error shown.
+                self.leaving = True
+            elif keep:  # Ctrl-C drops keys typed ahead, as the terminal drops those it holds
+                self.prompt.typed_ahead += key_presses(bytes(watch.typed))
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
         return self.quiet.as_found() if self.quiet is not None else nullcontext()
@@ -127,6 +134,8 @@ class Repl(Chat):
                 # Outside a reply (a reply's own Ctrl-C is handled by the engine): what was
                 # committed stays committed; the chat goes on.
                 self.notice("(interrupted)")
+            if self.leaving:
+                return
 
     def command(self, text: str) -> None:
         try:

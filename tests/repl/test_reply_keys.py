@@ -80,6 +80,18 @@ def test_ctrl_d_while_a_reply_streams_cancels_it_and_leaves(
     assert (tmp_path / "stty.after").read_text() == (tmp_path / "stty.before").read_text()
 
 
+def test_ctrl_d_while_the_server_has_sent_nothing_yet_cancels_and_leaves(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    db = start_chat(terminal, tmp_path, chat_server)
+    chat_server.plan = ["hang"]  # the request is taken and never answered
+    terminal.keys("hello there", "Enter")
+    wait_until(lambda: len(chat_server.requests) == 1, terminal)
+    terminal.keys("C-d")
+    terminal.wait_for("EXITED 0")
+    assert turns(db) == [("cancelled", "hello there", None)]
+
+
 def test_keys_typed_during_a_reply_wait_for_the_next_prompt_unechoed(
     terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
 ) -> None:
