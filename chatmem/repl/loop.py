@@ -75,7 +75,7 @@ class Repl(Chat):
         try:
             with watch:
                 super().turn(text, attachments, replace_last=replace_last)
-            keep = self.last is None or self.last.status != "cancelled"
+            keep = self.last is None or self.last.status != TurnStatus.CANCELLED
         except KeyboardInterrupt:
             keep = False
             if not watch.ctrl_d:
