@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,10 +48,15 @@ def test_the_toolbar_fits_every_width_from_40_to_200_leaving_out_whole_fields(
         repl.turn("when is the ferry?")
         engine.indexing.pause()
         whole = toolbar_text(repl)
-        assert whole == (" session 杭州之旅-planning · retrieval recent=3 · scripted:scripted · "
-                         "last context 1,979 / 2,000 tokens · total 1,985 tokens · $0.00199 · "
-                         "602 not indexed ")
+        # How full the context got is the retrieval strategy's business; the fields are:
         fields = whole.strip().split(" · ")
+        session, strategy, model, context, total, cost, backlog = fields
+        assert (session, strategy, model, backlog) == (
+            "session 杭州之旅-planning", "retrieval recent=3", "scripted:scripted",
+            "602 not indexed")
+        assert re.fullmatch(r"last context 1,9\d\d / 2,000 tokens", context)
+        assert re.fullmatch(r"total 1,9\d\d tokens", total)
+        assert re.fullmatch(r"\$0\.00[12]\d*", cost)  # below a cent: many digits to lose
         for width in range(40, 201):
             shown = toolbar_text(repl, width)
             assert cell_len(shown) <= width, (width, shown)
@@ -58,14 +64,17 @@ def test_the_toolbar_fits_every_width_from_40_to_200_leaving_out_whole_fields(
             kept = shown.strip().split(" · ")
             # Whole fields of the full toolbar, in its order: never `$0.000` or `· tot`.
             assert kept == [f for f in fields if f in kept], (width, shown)
-            assert "last context 1,979 / 2,000 tokens" in kept
+            assert context in kept
+
+        def bar(*kept: str) -> str:
+            return f" {' · '.join(kept)} "
+
         assert toolbar_text(repl, 200) == whole
         # What goes first: the session (the prompt names it), the running total of tokens,
         # the model; the strategy and the backlog stay while there is room.
-        assert toolbar_text(repl, 140) == whole.replace(" session 杭州之旅-planning ·", "")
-        assert toolbar_text(repl, 100) == (" retrieval recent=3 · last context 1,979 / 2,000 "
-                                           "tokens · $0.00199 · 602 not indexed ")
-        assert toolbar_text(repl, 60) == " last context 1,979 / 2,000 tokens · $0.00199 "
-        assert toolbar_text(repl, 40) == " last context 1,979 / 2,000 tokens "
+        assert toolbar_text(repl, 140) == bar(strategy, model, context, total, cost, backlog)
+        assert toolbar_text(repl, 100) == bar(strategy, context, cost, backlog)
+        assert toolbar_text(repl, 60) == bar(context, cost)
+        assert toolbar_text(repl, 40) == bar(context)
         go_on.set()
         engine.indexing.finish(embedder)
