@@ -337,7 +337,7 @@ def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Pa
     with store:
         repl.turn("when is the ferry?")
         assert toolbar_text(repl).endswith(" · indexing, 602 left ")
-        for _ in range(4):  # two batches: each embeds the messages, then their contexts
+        for _ in range(2):  # two batches, one embedding call each (contexts are derived)
             allowed.release()
         deadline = time.monotonic() + HANG
         while engine.indexing.status(embedder).embedded < 2 * BATCH:  # type: ignore[union-attr]
