@@ -10,7 +10,7 @@ created a moment ago completes too.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,10 +22,12 @@ from chatmem.app import facts as remembered
 from chatmem.app import sessions
 from chatmem.app.inspection import SUMMARY_STRATEGIES, latest_summary, summary_version
 from chatmem.errors import NotFound
+from chatmem.memory.spec_candidates import parameters, spec_candidates
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
+    from chatmem.memory.base import BaseStrategy
     from chatmem.memory.params import Param
     from chatmem.repl.chat import Chat
     from chatmem.store import SessionRecord
@@ -77,15 +79,13 @@ class SlashCompleter(Completer):
             if position > 0 and "=" in word:
                 candidates = self._values(words[0].partition(":")[0], word)
             elif position > 0:
-                candidates = _parameters(words[0], word)
+                candidates = parameters(words[0].partition(":")[0], _registry())
             elif ":" in word and "=" in word.rpartition(",")[2]:
                 name, _, pairs = word.partition(":")
                 done, comma, pair = pairs.rpartition(",")
                 candidates = self._values(name, pair, prefix=f"{name}:{done}{comma}")
-            elif ":" in word:
-                candidates = _colon_parameters(word)
             else:
-                candidates = _strategies(word)
+                candidates = spec_candidates(word, _registry())
         elif position > 0:
             return
         else:
@@ -186,29 +186,10 @@ class SlashCompleter(Completer):
         return rows
 
 
-def _strategies(word: str) -> list[tuple[str, str]]:
-    """Names; after `A+`, the second part of a combination."""
+def _registry() -> Mapping[str, type[BaseStrategy]]:
     from chatmem.memory import REGISTRY
 
-    head, plus, _ = word.rpartition("+")
-    prefix = f"{head}{plus}" if plus else ""
-    taken = set(head.split("+")) if plus else set()
-    return [(prefix + name, cls.description) for name, cls in REGISTRY.items()
-            if name not in taken]
-
-
-def _parameters(strategy: str, word: str) -> list[tuple[str, str]]:
-    """`k=` and friends for the strategy typed first; `window.k=` for a combination."""
-    from chatmem.memory import REGISTRY
-
-    name = strategy.partition(":")[0]
-    parts = name.split("+")
-    if not all(part in REGISTRY for part in parts):
-        return []
-    combined = len(parts) > 1
-    return [(f"{part}.{p.name}=" if combined else f"{p.name}=",
-             f"{p.help} (default {p.default})")
-            for part in parts for p in REGISTRY[part].PARAMS]
+    return REGISTRY
 
 
 def _param(strategy: str, key: str) -> Param | None:
@@ -246,13 +227,3 @@ def _templates(settings: Settings | None) -> list[tuple[str, str]]:
             ("system", template.system)) if value]
         rows.append((name, " · ".join(sets) or "sets nothing"))
     return rows
-
-
-def _colon_parameters(word: str) -> list[tuple[str, str]]:
-    """`summary-buffer:max_tokens=` and, after a comma, the parameters not given yet."""
-    name, _, pairs = word.partition(":")
-    done, comma, _ = pairs.rpartition(",")
-    prefix = f"{name}:{done}{comma}"
-    given = {pair.partition("=")[0].strip() for pair in done.split(",")} if comma else set()
-    return [(prefix + key, meta) for key, meta in _parameters(name, "")
-            if key.rstrip("=") not in given]
