@@ -265,6 +265,10 @@ class Engine(Generic[StoreT]):
                 chunks.append(delta)
                 if on_delta:
                     on_delta(delta)
+            # Inside the net: a Ctrl-C while the finished reply is drawn cancels it like
+            # one during the stream, and the turn is still recorded.
+            if on_reply_end:
+                on_reply_end()
         except KeyboardInterrupt:
             stream.close()
             record = self.store.record_turn(self._record(
@@ -279,8 +283,6 @@ class Engine(Generic[StoreT]):
                 rendered_prompt=stream.rendered_prompt,
             ))
             raise
-        if on_reply_end:
-            on_reply_end()
         reply = valid_text("".join(chunks))
         record = self.store.commit_turn(self._record(
             text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
