@@ -359,7 +359,7 @@ class PostgresBackend:
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
         """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
-        over every entry of the database, so both backends rank alike.
+        over every entry this role reads (one role: every entry), so both backends rank alike.
 
         Each matching entry is read once, as FTS5's BM25 ranking does: the caller keeps
         the search to rare terms (fts.rare_terms), which bounds how many there are.
@@ -367,8 +367,11 @@ class PostgresBackend:
         lexemes = self._lexemes(terms)
         if not lexemes:
             return []
-        entries, tokens = self.execute("SELECT entries, tokens FROM word_statistics"
-                                       ).fetchone()
+        # Per session (p006): the totals of the sessions this role reads, no one else's.
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics"
+            " WHERE session_id IN (SELECT id FROM sessions)").fetchone()
         if not entries:
             return []
         average = tokens / entries
