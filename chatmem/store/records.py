@@ -59,6 +59,22 @@ def stored_json(text: str | None, what: str, default: str = "null") -> Any:
                          " hand?); `chatmem sessions export` still reads the messages") from None
 
 
+def checked_time(value: Any, what: str) -> Any:
+    """`value` when it is a time chatmem reads (ISO 8601), else one line naming the row: a
+    row another role or a hand wrote never breaks a command with a traceback."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        from chatmem.errors import StoreError, StoreFailure
+
+        shown = value[:40] if isinstance(value, str) else value
+        raise StoreError(f"{what}: {shown!r} is not an ISO 8601 time (the row was written "
+                         "outside chatmem)", kind=StoreFailure.DAMAGED) from None
+    return value
+
+
 def known_columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
     """The row's columns this record knows: a column added by hand or by a newer
     minor version is ignored, not a crash."""
@@ -114,6 +130,10 @@ class SessionRecord:
     retention_days: int | None = None
     """Its own retention: None follows the config's retention_days, 0 keeps it for good."""
 
+    def __post_init__(self) -> None:
+        for column in ("created_at", "updated_at"):
+            checked_time(getattr(self, column), f"session {self.name!r}: {column}")
+
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionRecord:
         data = known_columns(cls, row)
@@ -131,6 +151,10 @@ class MessageRecord:
     content: str
     external_id: str | None
     created_at: str
+
+    def __post_init__(self) -> None:
+        checked_time(self.created_at, f"message {self.id} (session {self.session_id}, position"
+                                      f" {self.position}): created_at")
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> MessageRecord:
@@ -231,6 +255,11 @@ class FactRecord:
     used_at: str | None = None
     """When a context last sent it; an unused extracted fact can expire (fact_idle_days)."""
 
+    def __post_init__(self) -> None:
+        for column in ("created_at", "updated_at", "deleted_at", "expires_at", "used_at"):
+            if column in ("created_at", "updated_at") or getattr(self, column) is not None:
+                checked_time(getattr(self, column), f"fact {self.id} ({self.key!r}): {column}")
+
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> FactRecord:
         data = known_columns(cls, row)
@@ -250,3 +279,8 @@ class FactHistoryRecord:
     source_turn: int | None
     stated_at: str
     replaced_at: str
+
+    def __post_init__(self) -> None:
+        for column in ("stated_at", "replaced_at"):
+            checked_time(getattr(self, column), f"fact {self.fact_id}'s earlier value {self.id}:"
+                                                f" {column}")

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from chatmem.errors import StoreError
 from chatmem.store import steps
 from chatmem.store.memory_state import MemoryTables
-from chatmem.store.records import FactRecord
+from chatmem.store.records import FactRecord, checked_time
 from chatmem.store.sessions import SessionTables
 from chatmem.timestamps import parse_time
 
@@ -65,7 +65,8 @@ class RetentionTables(SessionTables, MemoryTables):
                               " ORDER BY updated_at, id"):
             own = row["retention_days"] is not None
             keep = row["retention_days"] if own else default_days
-            idle = (now - parse_time(row["updated_at"])) / timedelta(days=1)
+            updated = checked_time(row["updated_at"], f"session {row['id']}: updated_at")
+            idle = (now - parse_time(updated)) / timedelta(days=1)
             if keep and idle > keep:
                 found[row["id"]] = float(keep)
         return self._entries(found)
