@@ -29,6 +29,7 @@ from chatmem.errors import (
 )
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import LocationKind, parse_location, password_of
+from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
@@ -480,6 +481,19 @@ class PostgresBackend:
 
     def fold_log(self) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
+
+    def session_access(self, session_id: int) -> SessionAccess | None:
+        """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
+        holds the same rule as row-level security)."""
+        row = self.execute(
+            "SELECT s.owner, s.owner = current_user, EXISTS (SELECT 1 FROM session_shares h"
+            " WHERE h.session_id = s.id AND h.grantee = current_user AND h.owner = s.owner"
+            " AND h.mode = 'write') FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
+        if row is None:
+            return None
+        owner, own, write = row
+        level = AccessLevel.OWN if own else AccessLevel.WRITE if write else AccessLevel.READ
+        return SessionAccess(level, str(owner))
 
     def has_column(self, table: str, column: str) -> bool:
         return bool(self._value(

@@ -113,6 +113,26 @@ def session_name_from(text: str) -> str:
     return name or "session"
 
 
+class AccessLevel(StrEnum):
+    """What the connecting role may do with a session (a file's are all its user's own)."""
+
+    OWN = "own"
+    WRITE = "write"
+    """Shared with it for writing: add turns, change settings; not rename, not delete."""
+    READ = "read"
+    """Shared with it read-only: every write is refused."""
+
+
+@dataclass(frozen=True)
+class SessionAccess:
+    level: AccessLevel
+    owner: str | None = None
+    """The role that owns it (PostgreSQL); None in a file."""
+
+
+OWNED = SessionAccess(AccessLevel.OWN)
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int
