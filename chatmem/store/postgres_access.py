@@ -21,8 +21,9 @@ are their owner's alone.
 - `word_statistics` holds each session's entry and token totals for BM25,
   readable as the session is and written only by definer triggers on
   `message_words`: a role's retrieval sums the sessions it can read.
-- Only a session's owner renames it or sets its retention (its name is unique
-  among its owner's: renaming by a sharer would probe the owner's other names).
+- Only a session's owner renames it, sets its retention or moves it to another
+  user profile (its name is unique among its owner's: renaming by a sharer would
+  probe the owner's other names; retention and the profile decide its erasure).
 
 Superusers and BYPASSRLS roles are exempt from row-level security (PostgreSQL's
 rule), and from these triggers too.
@@ -171,8 +172,9 @@ CREATE FUNCTION chatmem_keep_owners_rights() RETURNS trigger LANGUAGE plpgsql AS
 BEGIN
     IF OLD.owner <> current_user AND NOT {EXEMPT}
             AND (NEW.name IS DISTINCT FROM OLD.name
-                 OR NEW.retention_days IS DISTINCT FROM OLD.retention_days) THEN
-        RAISE EXCEPTION 'only its owner renames a session or sets its retention'
+                 OR NEW.retention_days IS DISTINCT FROM OLD.retention_days
+                 OR NEW."user" IS DISTINCT FROM OLD."user") THEN
+        RAISE EXCEPTION 'only its owner renames a session, sets its retention or its profile'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     RETURN NEW;
@@ -211,8 +213,8 @@ END $$
 def trigger_statements() -> Iterator[str]:
     yield EXEMPT_FUNCTION
     yield OWNERS_RIGHTS
-    yield ("CREATE TRIGGER sessions_owners_rights BEFORE UPDATE OF name, retention_days"
-           " ON sessions FOR EACH ROW EXECUTE FUNCTION chatmem_keep_owners_rights()")
+    yield ("CREATE TRIGGER sessions_owners_rights BEFORE UPDATE OF name, retention_days,"
+           ' "user" ON sessions FOR EACH ROW EXECUTE FUNCTION chatmem_keep_owners_rights()')
     yield from _reference_check("facts", {"source_message_id": "messages",
                                           "source_session_id": "sessions"})
     yield from _reference_check("fact_history", {"source_session_id": "sessions"})

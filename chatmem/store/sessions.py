@@ -117,8 +117,9 @@ class SessionTables(MessageTables):
                    "tokenizer"}
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
-        self.check_session_writable(session_id,
-                                    owners_only="rename" if "name" in fields else None)
+        self.check_session_writable(session_id, owners_only="rename" if "name" in fields
+                                    else "change the user profile of" if "user" in fields
+                                    else None)
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
         fields["updated_at"] = self.now()
