@@ -2,15 +2,17 @@
 
 A row belongs to a session (directly by `session_id`, or through the message or
 fact it hangs on), and every right over it is the session's: readable when the
-session is (its owner's, or shared with the role), changeable only when the
-session is writable (its owner's, or shared for writing by its owner). Who wrote
-the row (`owner`) grants nothing: a share ended ends the rights over what was
-written under it. Only a user-scope fact (no session) and a vector cache entry
-are their owner's alone.
+session is the role's own or shared with it, changeable when it is the role's own
+or shared with it for writing by its owner. So a row's `owner` is its session's
+owner, whoever wrote it (a trigger sets it on INSERT): what a role wrote into
+another's session under a share is that owner's, and a share ended ends every right
+over it. Only a user-scope fact (no session) and a vector cache entry are the
+role's that wrote them. A role's own rows pass the policies on one comparison, as
+before p006 (`owner = current_user`); a shared row costs a look-up of its share.
 
-- An UPDATE may target every readable row and must leave it in a writable
-  session: a read-only row is refused with an error, never skipped as if it
-  were changed. A DELETE only reaches writable rows.
+- An UPDATE may target every readable row and must leave it writable: a read-only
+  row is refused with an error, never skipped as if it were changed. A DELETE only
+  reaches writable rows.
 - Ids, owners and the session (or message, or fact) a row belongs to are set on
   INSERT and never change: no role holds UPDATE on those columns, nor INSERT on
   an id or an owner, so no statement can name an id it has not been given.
@@ -38,9 +40,14 @@ Execute = Callable[[str], Any]
 
 OWN = "owner = current_user"
 EXEMPT = "chatmem_exempt()"
-_SHARED = ("EXISTS (SELECT 1 FROM session_shares h WHERE h.session_id = {id}"
-           " AND h.grantee = current_user AND h.owner = {owner}{mode})")
-_WRITE_SHARED = _SHARED.format(id="s.id", owner="s.owner", mode=" AND h.mode = 'write'")
+
+
+def shared(session: str, owner: str, *, write: bool) -> str:
+    """The session `session` of owner `owner` is shared with this role (for writing) by that
+    owner: a share anyone else made counts for nothing."""
+    mode = " AND h.mode = 'write'" if write else ""
+    return (f"EXISTS (SELECT 1 FROM session_shares h WHERE h.session_id = {session}"
+            f" AND h.grantee = current_user AND h.owner = {owner}{mode})")
 
 
 def readable(column: str) -> str:
@@ -48,24 +55,19 @@ def readable(column: str) -> str:
     return f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {column})"
 
 
-def writable(column: str) -> str:
-    """The session `column` names is this role's, or shared with it for writing by its owner."""
-    return (f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {column}"
-            f" AND (s.owner = current_user OR {_WRITE_SHARED}))")
+def _in_session(table: str, *, write: bool) -> str:
+    """A row of a session: its owner is the session's, so own, or shared by that owner."""
+    return (f"({table}.owner = current_user"
+            f" OR {shared(f'{table}.session_id', f'{table}.owner', write=write)})")
 
 
-def _message(column: str, condition: str) -> str:
-    return f"EXISTS (SELECT 1 FROM messages m WHERE m.id = {column} AND {condition})"
-
-
-def _fact(column: str, condition: str) -> str:
-    return f"EXISTS (SELECT 1 FROM facts f WHERE f.id = {column} AND {condition})"
-
-
-def _facts_rule(table: str, session: Callable[[str], str]) -> str:
-    """A user-scope fact (no session) is its owner's; a session's fact follows the session."""
-    return (f"({table}.session_id IS NULL AND {table}.owner = current_user"
-            f" OR {table}.session_id IS NOT NULL AND {session(f'{table}.session_id')})")
+def _through(table: str, parent: str, alias: str, key: str, *, write: bool) -> str:
+    """A row that hangs on a message or a fact: own, or its parent is readable (writable)."""
+    condition = (f" AND {alias}.session_id IS NOT NULL AND "
+                 f"{shared(f'{alias}.session_id', f'{alias}.owner', write=True)}"
+                 if write else "")
+    return (f"({table}.owner = current_user OR EXISTS (SELECT 1 FROM {parent} {alias}"
+            f" WHERE {alias}.id = {table}.{key}{condition}))")
 
 
 def _same_session(table: str, column: str) -> str:
@@ -79,29 +81,40 @@ SESSION_TABLES = ("messages", "turns", "summaries", "strategy_state", "session_p
 """Tables whose rows name their session."""
 MESSAGE_TABLES = ("token_counts", "message_vectors")
 """Tables whose rows belong to a message."""
+PARENTS = {**dict.fromkeys(SESSION_TABLES, ("sessions", "session_id")), "facts":
+           ("sessions", "session_id"), "fact_history": ("facts", "fact_id"),
+           **dict.fromkeys(MESSAGE_TABLES, ("messages", "message_id"))}
+"""Tables whose rows are their session's owner's → the table and column of the row that says
+who that is (a fact without a session is its writer's)."""
 
 
 def _rules() -> dict[str, tuple[str, str, str]]:
     """table → (readable, writable, what an inserted row must also satisfy)."""
     rules: dict[str, tuple[str, str, str]] = {
-        table: (readable(f"{table}.session_id"), writable(f"{table}.session_id"), "true")
+        table: (_in_session(table, write=False), _in_session(table, write=True), "true")
         for table in SESSION_TABLES}
     refs = f"{_same_session('turns', 'user_message_id')}" \
            f" AND {_same_session('turns', 'assistant_message_id')}"
     rules["turns"] = (rules["turns"][0], f"{rules['turns'][1]} AND {refs}", "true")
-    rules["message_words"] = (*rules["message_words"][:2],
-                              _message("message_words.message_id",
-                                       "m.session_id = message_words.session_id"))
+    rules["message_words"] = (*rules["message_words"][:2], (
+        "EXISTS (SELECT 1 FROM messages m WHERE m.id = message_words.message_id"
+        " AND m.session_id = message_words.session_id)"))
     for table in MESSAGE_TABLES:
-        rules[table] = (_message(f"{table}.message_id", "true"),
-                        _message(f"{table}.message_id", writable("m.session_id")), "true")
-    rules["facts"] = (_facts_rule("facts", readable), _facts_rule("facts", writable), "true")
-    rules["fact_history"] = (
-        _fact("fact_history.fact_id", "true"),
-        _fact("fact_history.fact_id", _facts_rule("f", writable)), "true")
+        rules[table] = (_through(table, "messages", "m", "message_id", write=False),
+                        _through(table, "messages", "m", "message_id", write=True), "true")
+    def fact(write: bool) -> str:
+        return (f"(facts.owner = current_user OR facts.session_id IS NOT NULL"
+                f" AND {shared('facts.session_id', 'facts.owner', write=write)})")
+
+    rules["facts"] = (fact(False), fact(True), "true")
+    rules["fact_history"] = (_through("fact_history", "facts", "f", "fact_id", write=False),
+                             _through("fact_history", "facts", "f", "fact_id", write=True),
+                             "true")
+    message = "EXISTS (SELECT 1 FROM messages m WHERE m.id = vector_cache.message_id"
     rules["vector_cache"] = (
-        f"{OWN} AND {_message('vector_cache.message_id', 'true')}",
-        f"{OWN} AND {_message('vector_cache.message_id', writable('m.session_id'))}", "true")
+        f"{OWN} AND {message})",
+        f"{OWN} AND {message} AND (m.owner = current_user"
+        f" OR {shared('m.session_id', 'm.owner', write=True)}))", "true")
     return rules
 
 
@@ -138,17 +151,14 @@ def _policies(table: str, read: str, update_check: str, insert_check: str,
 
 def policy_statements() -> Iterator[str]:
     """Every table's four policies, as p006 leaves them."""
-    shared = _SHARED.format(id="sessions.id", owner="sessions.owner", mode="")
-    write_shared = _SHARED.format(id="sessions.id", owner="sessions.owner",
-                                  mode=" AND h.mode = 'write'")
-    yield from _policies("sessions", f"{OWN} OR {shared}", f"{OWN} OR {write_shared}",
-                         OWN, OWN)
+    read, write = (shared("sessions.id", "sessions.owner", write=w) for w in (False, True))
+    yield from _policies("sessions", f"{OWN} OR {read}", f"{OWN} OR {write}", OWN, OWN)
     own_session = ("EXISTS (SELECT 1 FROM sessions s WHERE s.id = session_shares.session_id"
                    " AND s.owner = current_user)")
     yield from _policies("session_shares", f"{OWN} OR grantee = current_user",
                          f"{OWN} AND {own_session}", f"{OWN} AND {own_session}", OWN)
     for table, (read, write, insert) in RULES.items():
-        yield from _policies(table, read, write, f"{OWN} AND {write} AND {insert}", write)
+        yield from _policies(table, read, write, f"{write} AND {insert}", write)
 
 
 # -- triggers -------------------------------------------------------------------------------
@@ -210,6 +220,33 @@ END $$
     ]
 
 
+def _owner_trigger(table: str, parent: str, key: str) -> list[str]:
+    """The row is its session's owner's, whoever inserts it: taken from the row it hangs on
+    (as the inserting role sees it: a session it cannot see gives none, and the insert is
+    refused as one into a session it may not write)."""
+    owner = f"(SELECT p.owner FROM {parent} p WHERE p.id = NEW.{key})"
+    if table == "facts":  # a user-scope fact is its writer's
+        owner = f"CASE WHEN NEW.session_id IS NULL THEN current_user::text ELSE {owner} END"
+    return [f"""
+CREATE FUNCTION chatmem_{table}_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.owner := {owner};
+    RETURN NEW;
+END $$
+""", f"CREATE TRIGGER {table}_owner BEFORE INSERT ON {table} FOR EACH ROW"
+     f" EXECUTE FUNCTION chatmem_{table}_owner()"]
+
+
+def owner_statements() -> Iterator[str]:
+    """Rows written into another's session under a share become its owner's (p001 kept
+    their writer as owner), then every new row is its session owner's."""
+    for table, (parent, key) in PARENTS.items():  # parents first: messages, then their rows
+        yield (f"UPDATE {table} AS t SET owner = p.owner FROM {parent} p WHERE p.id = t.{key}"
+               " AND t.owner <> p.owner")
+    for table, (parent, key) in PARENTS.items():
+        yield from _owner_trigger(table, parent, key)
+
+
 def trigger_statements() -> Iterator[str]:
     yield EXEMPT_FUNCTION
     yield OWNERS_RIGHTS
@@ -253,11 +290,8 @@ def statistics_statements(schema: str) -> Iterator[str]:
     yield "DROP TABLE IF EXISTS word_statistics"
     yield ("CREATE TABLE word_statistics (session_id bigint PRIMARY KEY REFERENCES sessions(id)"
            " ON DELETE CASCADE, entries bigint NOT NULL, tokens bigint NOT NULL)")
-    # The migrating role owns the index; unforced for the backfill, it reads every row.
-    yield "ALTER TABLE message_words NO FORCE ROW LEVEL SECURITY"
     yield ("INSERT INTO word_statistics SELECT session_id, count(*), coalesce(sum(tokens), 0)"
            " FROM message_words GROUP BY session_id")
-    yield "ALTER TABLE message_words FORCE ROW LEVEL SECURITY"
     # Not forced: the table's owner (the definer functions) writes it; no one else may.
     yield "ALTER TABLE word_statistics ENABLE ROW LEVEL SECURITY"
     yield (f"CREATE POLICY word_statistics_read ON word_statistics FOR SELECT"
@@ -308,8 +342,12 @@ def session_id_statements() -> Iterator[str]:
 def seal(execute: Execute) -> None:
     """p006: the statements above, in order."""
     schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
-    for statement in (*session_id_statements(), *trigger_statements(), *policy_statements(),
-                      *statistics_statements(schema)):
+    # The migrating role owns the tables: unforced until the policies are replaced, it reads
+    # (and backfills) every row, as a superuser would.
+    unforced = [f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in USER_TABLES]
+    for statement in (*session_id_statements(), *unforced, *owner_statements(),
+                      *statistics_statements(schema), *trigger_statements(),
+                      *policy_statements()):
         execute(statement)
     for statement in list(grant_statements(execute)):
         execute(statement)
