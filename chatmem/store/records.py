@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from typing import Any, TypeVar
@@ -62,17 +63,22 @@ def stored_json(text: str | None, what: str, default: str = "null") -> Any:
 def checked_time(value: Any, what: str) -> Any:
     """`value` when it is a time chatmem reads (ISO 8601), else one line naming the row: a
     row another role or a hand wrote never breaks a command with a traceback."""
-    from datetime import datetime
-
     try:
-        datetime.fromisoformat(value)
+        _read_time(value)
     except (TypeError, ValueError):
-        from chatmem.errors import StoreError, StoreFailure
-
-        shown = value[:40] if isinstance(value, str) else value
-        raise StoreError(f"{what}: {shown!r} is not an ISO 8601 time (the row was written "
-                         "outside chatmem)", kind=StoreFailure.DAMAGED) from None
+        raise unreadable_time(value, what) from None
     return value
+
+
+_read_time = datetime.fromisoformat
+
+
+def unreadable_time(value: Any, what: str) -> Exception:
+    from chatmem.errors import StoreError, StoreFailure
+
+    shown = value[:40] if isinstance(value, str) else value
+    return StoreError(f"{what}: {shown!r} is not an ISO 8601 time (the row was written "
+                      "outside chatmem)", kind=StoreFailure.DAMAGED)
 
 
 def known_columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,8 +179,14 @@ class MessageRecord:
     created_at: str
 
     def __post_init__(self) -> None:
-        checked_time(self.created_at, f"message {self.id} (session {self.session_id}, position"
-                                      f" {self.position}): created_at")
+        # Every message read goes through here (a buffer turn reads them all): the row is
+        # named only when its time does not parse.
+        try:
+            _read_time(self.created_at)
+        except (TypeError, ValueError):
+            raise unreadable_time(self.created_at, f"message {self.id} (session"
+                                  f" {self.session_id}, position {self.position}): created_at"
+                                  ) from None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> MessageRecord:
