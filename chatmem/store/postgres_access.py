@@ -1,4 +1,4 @@
-"""Who may read and change which rows of a PostgreSQL history: the statements of p006.
+"""Who may read and change which rows of a PostgreSQL history: the statements of p007.
 
 A row belongs to a session (directly by `session_id`, or through the message or
 fact it hangs on), and every right over it is the session's: readable when the
@@ -8,7 +8,7 @@ owner, whoever wrote it (a trigger sets it on INSERT): what a role wrote into
 another's session under a share is that owner's, and a share ended ends every right
 over it. Only a user-scope fact (no session) and a vector cache entry are the
 role's that wrote them. A role's own rows pass the policies on one comparison, as
-before p006 (`owner = current_user`); a shared row costs a look-up of its share.
+before p007 (`owner = current_user`); a shared row costs a look-up of its share.
 
 - An UPDATE may target every readable row and must leave it writable: a read-only
   row is refused with an error, never skipped as if it were changed. A DELETE only
@@ -77,7 +77,7 @@ def _same_session(table: str, column: str) -> str:
 
 
 SESSION_TABLES = ("messages", "turns", "summaries", "strategy_state", "session_prompts",
-                  "probes", "message_words", "index_leases")
+                  "probes", "message_words", "index_leases", "images")
 """Tables whose rows name their session."""
 MESSAGE_TABLES = ("token_counts", "message_vectors")
 """Tables whose rows belong to a message."""
@@ -150,7 +150,7 @@ def _policies(table: str, read: str, update_check: str, insert_check: str,
 
 
 def policy_statements() -> Iterator[str]:
-    """Every table's four policies, as p006 leaves them."""
+    """Every table's four policies, as p007 leaves them."""
     read, write = (shared("sessions.id", "sessions.owner", write=w) for w in (False, True))
     yield from _policies("sessions", f"{OWN} OR {read}", f"{OWN} OR {write}", OWN, OWN)
     own_session = ("EXISTS (SELECT 1 FROM sessions s WHERE s.id = session_shares.session_id"
@@ -340,7 +340,7 @@ def session_id_statements() -> Iterator[str]:
 
 
 def seal(execute: Execute) -> None:
-    """p006: the statements above, in order."""
+    """p007: the statements above, in order."""
     schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
     # The migrating role owns the tables: unforced until the policies are replaced, it reads
     # (and backfills) every row, as a superuser would.

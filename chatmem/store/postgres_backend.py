@@ -368,7 +368,7 @@ class PostgresBackend:
         lexemes = self._lexemes(terms)
         if not lexemes:
             return []
-        # Per session (p006): the totals of the sessions this role reads, no one else's.
+        # Per session (p007): the totals of the sessions this role reads, no one else's.
         entries, tokens = self.execute(
             "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
             " FROM word_statistics"

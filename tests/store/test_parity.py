@@ -97,7 +97,7 @@ SESSION_IDS = {"session_id", "source_session_id"}
 
 
 def by_name(value: Any, names: dict[int, str], key: str = "") -> Any:
-    """Session ids as their sessions' names: PostgreSQL's are random (p006), a file's count
+    """Session ids as their sessions' names: PostgreSQL's are random (p007), a file's count
     from 1; every other value, and every id's type, stays as it is."""
     if isinstance(value, dict):
         record = "strategy" in value and "name" in value and "id" in value

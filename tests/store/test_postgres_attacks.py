@@ -28,6 +28,7 @@ from pg import PostgresServer
 from chatmem import fts
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
+from chatmem.images import ImageData
 from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import LeaseHolder, Store, VectorRow
@@ -137,6 +138,7 @@ def fill(url: str, name: str) -> int:
         store.save_vectors("stub", 2, [VectorRow(m.id, b"\x00\x3c\x00\x3c", b"\x00\x3c\x00\x00",
                                                  f"{name}-{m.id}") for m in messages[:2]])
         store.take_index_lease(session_id, "stub", LeaseHolder.this_process())
+        store.keep_images(session_id, [ImageData("image/png", 1, 1, name.encode())])
         with store.write():  # shared with a third role: a share row the others must not see
             store.db.execute("INSERT INTO session_shares (session_id, grantee, mode)"
                              " VALUES (?, 'carol', 'read')", [session_id])
@@ -437,6 +439,7 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         store.save_vectors("ann-model", 2, [VectorRow(mine[0].id, b"\x00\x3c\x00\x3c",
                                                       b"\x00\x3c\x00\x00", "ann-digest")])
         store.take_index_lease(shared, "ann-model", LeaseHolder.this_process())
+        store.keep_images(shared, [ImageData("image/png", 1, 1, b"ann's image")])
     with psycopg.connect(ann, autocommit=True) as conn:
         moves = Moves(conn)
         # A write share is not ownership: the name, the retention and the session are bob's.
@@ -487,7 +490,7 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
 
 
 def test_an_older_history_upgrades_and_is_sealed(pg_server: PostgresServer) -> None:
-    """p006 on a database an earlier release made and used: migrated by the non-superuser
+    """p007 on a database an earlier release made and used: migrated by the non-superuser
     role that owns it (row-level security binds it too), every row kept, the statistics
     counted per session from all of them, and the old holes shut."""
     import psycopg
@@ -506,7 +509,8 @@ def test_an_older_history_upgrades_and_is_sealed(pg_server: PostgresServer) -> N
         with psycopg.connect(pg_server.url(database, keeper), autocommit=True) as conn, \
                 conn.transaction():
             conn.execute(schema.CREATE_BOOKKEEPING)
-            for migration in schema.MIGRATIONS[:5]:  # the release before p006
+            names = [m.__name__ for m in schema.MIGRATIONS]
+            for migration in schema.MIGRATIONS[:names.index("p007_sealed_writes")]:
                 migration(conn.execute)
                 conn.execute(f"INSERT INTO {schema.BOOKKEEPING} VALUES (%s, %s)",
                              [migration.__name__, "2026-12-01T00:00:00.000+00:00"])
@@ -528,7 +532,7 @@ def test_an_older_history_upgrades_and_is_sealed(pg_server: PostgresServer) -> N
         with psycopg.connect(pg_server.url(database, ATTACKER), autocommit=True) as conn:
             moved = conn.execute("UPDATE messages SET session_id = %s, position = 50 WHERE id"
                                  " = %s", [ids[VICTIM][0], ids[ATTACKER][1]]).rowcount
-        assert moved == 1  # the hole issue 28 found, open before p006
+        assert moved == 1  # the hole issue 28 found, open before p007
         PostgresBackend(pg_server.url(database, keeper)).close()
 
         with pg_server.admin(database) as conn:

@@ -67,7 +67,7 @@ def test_a_role_sees_and_touches_none_of_anothers_rows(
     assert bob.count_word_matches("杭州", 10) == 0
     with bob.write():
         for table in USER_TABLES:
-            # The first column a role may update (ids, owners and sessions none may: p006).
+            # The first column a role may update (ids, owners and sessions none may: p007).
             column = bob.execute("SELECT c.column_name FROM information_schema.columns c"
                                  " JOIN information_schema.column_privileges p ON"
                                  " p.table_name = c.table_name AND p.column_name ="
@@ -99,7 +99,7 @@ def test_a_shared_session_is_the_one_exception(
     with pytest.raises(StoreError) as e:
         add_message(bob, shared, 5, "bob was here")
     assert e.value.kind is StoreFailure.NOT_PERMITTED
-    # A change of a read-only row is refused aloud, not skipped as if it were made (p006).
+    # A change of a read-only row is refused aloud, not skipped as if it were made (p007).
     with pytest.raises(StoreError) as e, bob.write():
         bob.execute("UPDATE messages SET content = 'x'")
     assert e.value.kind is StoreFailure.NOT_PERMITTED

@@ -62,7 +62,7 @@ def test_reindexing_replaces_and_unindexing_removes_entries(pg_backend: Postgres
 
 def test_the_word_statistics_follow_every_change_of_the_index(pg_backend: PostgresBackend) -> None:
     def statistics() -> tuple[int, int]:
-        # One row per session (p006), each that session's entries and tokens.
+        # One row per session (p007), each that session's entries and tokens.
         rows = pg_backend.execute("SELECT session_id, entries, tokens FROM word_statistics"
                                   " WHERE entries > 0 ORDER BY session_id").fetchall()
         actual = pg_backend.execute("SELECT session_id, count(*), sum(tokens) FROM message_words"
