@@ -14,6 +14,7 @@ come out byte-identical before and after.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import LeaseHolder, Store, VectorRow
 from chatmem.store.postgres_access import USER_TABLES
+
+psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
 ATTACKER, VICTIM = "ann", "bob"
 REFUSED = "42501"
@@ -156,8 +159,6 @@ class Moves:
     tried: list[tuple[str, bool, str]] = field(default_factory=list)
 
     def _run(self, sql: str, params: Sequence[Any]) -> tuple[str | None, str, int]:
-        import psycopg
-
         try:
             with self.conn.transaction():
                 cursor = self.conn.execute(sql, params)
@@ -186,8 +187,7 @@ class Moves:
         failed = [m for m in self.tried if not m[1]]
         print(f"\n{label}: {len(self.tried)} moves tried, {len(self.tried) - len(failed)}"
               " refused")
-        import os
-        if os.environ.get("SHOW_MOVES"):
+        if os.environ.get("SHOW_MOVES"):  # SHOW_MOVES=1 pytest -s: every move and its answer
             for name, _, detail in self.tried:
                 print(f"  {name}: {detail[:200]}")
         assert not failed, "\n".join(f"{name}: {detail}" for name, _, detail in failed)
@@ -246,8 +246,6 @@ def views(team: Team, sessions: Sequence[str], tmp_path: Path) -> dict[str, byte
 
 
 def test_a_stranger_writes_nowhere_and_learns_nothing(team: Team, tmp_path: Path) -> None:
-    import psycopg
-
     ann, bob = team.url(ATTACKER), team.url(VICTIM)
     mine, theirs = fill(ann, "notes"), fill(bob, "secret")
     cat = catalogue(team)
@@ -358,8 +356,6 @@ def one_line_refusal(moves: Moves, name: str, result: Any, chat_server: ChatServ
 
 def test_a_read_only_share_refuses_every_write_before_any_model_call(
         team: Team, tmp_path: Path, chat_server: ChatServer) -> None:
-    import psycopg
-
     ann, bob = team.url(ATTACKER), team.url(VICTIM)
     fill(ann, "notes")
     shared = fill(bob, "readonly")
@@ -414,8 +410,6 @@ def test_a_read_only_share_refuses_every_write_before_any_model_call(
 
 def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         team: Team, tmp_path: Path) -> None:
-    import psycopg
-
     ann, bob = team.url(ATTACKER), team.url(VICTIM)
     fill(ann, "notes")
     fill(bob, "secret")
@@ -493,8 +487,6 @@ def test_an_older_history_upgrades_and_is_sealed(pg_server: PostgresServer) -> N
     """p007 on a database an earlier release made and used: migrated by the non-superuser
     role that owns it (row-level security binds it too), every row kept, the statistics
     counted per session from all of them, and the old holes shut."""
-    import psycopg
-
     from chatmem.store import postgres_schema as schema
     from chatmem.store.postgres_backend import PostgresBackend
 
