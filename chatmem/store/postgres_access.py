@@ -70,6 +70,12 @@ def _through(table: str, parent: str, alias: str, key: str, *, write: bool) -> s
             f" WHERE {alias}.id = {table}.{key}{condition}))")
 
 
+def _fact(*, write: bool) -> str:
+    """A fact of a session is the session's; one without (a user profile's) its writer's."""
+    return (f"(facts.owner = current_user OR facts.session_id IS NOT NULL"
+            f" AND {shared('facts.session_id', 'facts.owner', write=write)})")
+
+
 def _same_session(table: str, column: str) -> str:
     """`column` is empty or names a message of the row's own session."""
     return (f"({table}.{column} IS NULL OR EXISTS (SELECT 1 FROM messages m"
@@ -102,11 +108,7 @@ def _rules() -> dict[str, tuple[str, str, str]]:
     for table in MESSAGE_TABLES:
         rules[table] = (_through(table, "messages", "m", "message_id", write=False),
                         _through(table, "messages", "m", "message_id", write=True), "true")
-    def fact(write: bool) -> str:
-        return (f"(facts.owner = current_user OR facts.session_id IS NOT NULL"
-                f" AND {shared('facts.session_id', 'facts.owner', write=write)})")
-
-    rules["facts"] = (fact(False), fact(True), "true")
+    rules["facts"] = (_fact(write=False), _fact(write=True), "true")
     rules["fact_history"] = (_through("fact_history", "facts", "f", "fact_id", write=False),
                              _through("fact_history", "facts", "f", "fact_id", write=True),
                              "true")
