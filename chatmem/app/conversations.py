@@ -87,8 +87,11 @@ def start_conversation(
     if not workspace.one_off:
         apply_retention(workspace)
     chosen_name = name if name is not None else last_used_session(store)
-    if store.find_session(chosen_name) is None:
+    found = store.find_session(chosen_name)
+    if found is None:
         check_session_name(chosen_name)  # before a model is loaded for nothing
+    else:  # a turn is stored in it: a read-only share says so first, in one line
+        store.check_session_writable(found.id)
     settings = settings or workspace.settings
     chat = chat or workspace.provider_for(settings)
     return open_session(store, settings, chat, chosen_name,

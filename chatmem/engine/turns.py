@@ -304,6 +304,7 @@ class Engine(Generic[StoreT]):
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
         try:
             self.store.check_writable()
+            self.store.check_session_writable(self.session.id)
         except StoreError as e:
             raise StoreError(f"nothing was sent: {e}", kind=e.kind,
                              location=e.location) from None

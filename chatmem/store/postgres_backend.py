@@ -29,6 +29,7 @@ from chatmem.errors import (
 )
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import LocationKind, parse_location, password_of
+from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
@@ -359,7 +360,7 @@ class PostgresBackend:
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
         """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
-        over every entry of the database, so both backends rank alike.
+        over every entry this role reads (one role: every entry), so both backends rank alike.
 
         Each matching entry is read once, as FTS5's BM25 ranking does: the caller keeps
         the search to rare terms (fts.rare_terms), which bounds how many there are.
@@ -367,8 +368,11 @@ class PostgresBackend:
         lexemes = self._lexemes(terms)
         if not lexemes:
             return []
-        entries, tokens = self.execute("SELECT entries, tokens FROM word_statistics"
-                                       ).fetchone()
+        # Per session (p007): the totals of the sessions this role reads, no one else's.
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics"
+            " WHERE session_id IN (SELECT id FROM sessions)").fetchone()
         if not entries:
             return []
         average = tokens / entries
@@ -477,6 +481,19 @@ class PostgresBackend:
 
     def fold_log(self) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
+
+    def session_access(self, session_id: int) -> SessionAccess | None:
+        """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
+        holds the same rule as row-level security)."""
+        row = self.execute(
+            "SELECT s.owner, s.owner = current_user, EXISTS (SELECT 1 FROM session_shares h"
+            " WHERE h.session_id = s.id AND h.grantee = current_user AND h.owner = s.owner"
+            " AND h.mode = 'write') FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
+        if row is None:
+            return None
+        owner, own, write = row
+        level = AccessLevel.OWN if own else AccessLevel.WRITE if write else AccessLevel.READ
+        return SessionAccess(level, str(owner))
 
     def has_column(self, table: str, column: str) -> bool:
         return bool(self._value(

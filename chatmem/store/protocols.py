@@ -175,6 +175,9 @@ class SessionRepository(Protocol):
 
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord: ...
 
+    def check_session_writable(self, session_id: int, *,
+                               owners_only: str | None = None) -> None: ...
+
     def discard_empty_session(self, session_id: int) -> None: ...
 
     def import_messages(self, session_id: int,
