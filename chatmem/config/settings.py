@@ -250,15 +250,31 @@ def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def read_config_file(path: Path, check_strategy: StrategyCheck | None = None
                      ) -> dict[str, Any]:
-    try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
+    data = read_toml(path, "config")
     validate(path, data, check_strategy)
     return data
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables; ConfigError naming the file for anything that is not TOML text.
+
+    TOML is UTF-8 by definition; a table nested thousands deep exhausts the parser's
+    recursion (tomllib reads nesting recursively), which says nothing to a person.
+    """
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line} is not UTF-8 text (TOML is UTF-8: save the "
+                          "file as UTF-8)") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply"
+                          ) from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read {what}: {e.strerror}") from None
 
 
 def load_settings(
