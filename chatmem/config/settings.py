@@ -16,6 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.location import HistoryLocation, LocationKind, parse_location
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
 from chatmem.config.schema import PROVIDERS, StrategyCheck, strategy_spec, validate
@@ -175,7 +176,7 @@ class Settings:
         return f"{source}: key {key!r}"
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) or None
+        return api_key_from(self.api_key_env)
 
     def key_source(self) -> str | None:
         """Where the history key comes from ($CHATMEM_KEY or key_command), None if nowhere."""
@@ -238,6 +239,21 @@ class Settings:
         return shown
 
 
+def api_key_from(variable: str) -> str | None:
+    """The API key in environment variable `variable` (spaces around it dropped), None if
+    unset; ConfigError naming the variable, never repeating the key, when it cannot go in
+    an HTTP header (sent, it would fail as a garbled request, not as a bad key)."""
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        return None
+    if not is_valid(key):
+        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
+    if not (key.isascii() and key.isprintable()):
+        raise ConfigError(f"{variable} holds a character no API key has (a key is printable "
+                          "ASCII): set it again, copied whole")
+    return key
+
+
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
@@ -288,8 +304,8 @@ def load_settings(
 
     `check_strategy` (see StrategyCheck) checks the file's strategies; the CLI passes
     memory's. `flags` names the flag an override came from where it is not `--KEY`
-    (`{"db": "--from"}`). The history location is parsed here, so a malformed one is
-    an error naming where it came from before anything opens."""
+    (`{"db": "--from"}`). The history location and the endpoints are parsed here, so a
+    malformed one is an error naming where it came from before anything opens."""
     env = os.environ if env is None else env
     settings = Settings()
     explicit = chosen_config(config_path, env)
@@ -344,10 +360,11 @@ def load_settings(
     return settings
 
 
-URL_KEYS = {"db": parse_location}
-"""Settings that name a place (the history): each value is parsed where it is read, so a
-malformed one is refused naming its file and key, variable or flag, even when a later
-source overrides it (a typo must never lie in wait)."""
+URL_KEYS = {"db": parse_location, "base_url": parse_endpoint,
+            "embeddings.base_url": parse_endpoint}
+"""Settings that name a place (the history, a model's server): each value is parsed where it
+is read, so a malformed one is refused naming its file and key, variable or flag, even
+when a later source overrides it (a typo must never lie in wait)."""
 
 
 def _check_url(key: str, value: Any, origin: str) -> None:
