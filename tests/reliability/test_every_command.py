@@ -353,6 +353,23 @@ def test_the_config_files_of_issue_28_are_one_line(work: Path) -> None:
         assert said in line and ":pw@" not in line
 
 
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_a_tokens_file_naming_a_history_that_cannot_be_used_is_one_line(work: Path,
+                                                                        command: str) -> None:
+    """Each person's history in a tokens file is parsed when the server starts, not at their
+    first request; the line names the file, never a token."""
+    token = "tok-5f0c2a9e7b1d4c3a"
+    tokens = work / "tokens.toml"
+    tokens.write_text(f'[tokens]\n"{token}" = "postgresql://ann:pw@[::1/team"\n',
+                      encoding="utf-8")
+    try:
+        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
+    finally:
+        tokens.unlink()
+    assert line.startswith(f"error: {tokens}: tokens: postgresql://ann:***@[::1/team: not a")
+    assert token not in line
+
+
 # -- a few real processes: argv's bytes as the operating system gives them -------------------
 
 def chatmem(args: list[bytes], cwd: Path, env: dict[bytes, bytes] | None = None
