@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import ChatmemError, NotFound, StoreError
+from chatmem.errors import ChatmemError, NotFound, StoreError, UsageError
 from chatmem.notices import RetentionApplied, RetentionSkipped
 
 if TYPE_CHECKING:
@@ -74,7 +74,11 @@ def start_conversation(
     """
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
+    from chatmem.text import is_valid
 
+    if name is not None and not is_valid(name):
+        # Said as such (the name rule would only call it invalid), before anything opens.
+        raise UsageError(f"session name {name!r} is not valid UTF-8")
     if not workspace.one_off and not workspace.has_history:
         # A command that refuses creates no history file: what can refuse (the session to
         # continue, the name, the model) is checked before the file is created.

@@ -158,11 +158,12 @@ class Workspace:
         if self.one_off:
             return Store(":memory:")
         settings = self.settings
-        if settings.location.kind is LocationKind.POSTGRESQL:
-            return Store(settings.location.target)  # the server protects it: no history key
+        where = settings.location  # parsed once here; the store is given it, typed
+        if where.kind is LocationKind.POSTGRESQL:
+            return Store(where)  # the server protects it: no history key
         if settings.db is None:
             self._move_legacy_file()
-        path = settings.db_path
+        path = where.path
         if not self.create and not path.exists():
             if settings.db is not None:
                 raise NotFound(f"no history file at {path} (chat, ask and sessions import "
@@ -171,11 +172,11 @@ class Workspace:
             store.path = path
             return store
         try:
-            return Store(path, key=settings.history_key())
+            return Store(where, key=settings.history_key())
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
-            return Store(path, key=self.ask_key(f"key for {path}: "))
+            return Store(where, key=self.ask_key(f"key for {path}: "))
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import move_legacy_db

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import first_session, session_names
+from chatmem.cli.grammar import raw_text
 from chatmem.cli.opening import apply_template, open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -138,6 +139,7 @@ def chat(
 def ask(
     words: Annotated[list[str], typer.Argument(
         metavar="[SESSION] TEXT", show_default=False, autocompletion=first_session,
+        callback=raw_text,
         help="The session (default: none, a one-off question) and the question; TEXT - "
              "reads it from stdin.")],
     session_option: SessionAlias = None,

@@ -32,7 +32,11 @@ def settings_from(
     model: str | None = None,
     helper_model: str | None = None,
     options: Sequence[str] | None = None,
+    *,
+    db_flag: str = "--db",
 ) -> Settings:
+    """The settings under the flags; `db_flag` is the flag that gave `db` (`--from`, `--to`),
+    so a message about the location names it."""
     from chatmem.config.options import parse_options
     from chatmem.config.settings import OPTION_FLAG, load_settings
 
@@ -40,7 +44,7 @@ def settings_from(
     settings = load_settings(config, check_strategy=check_strategy, overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
         "helper_model": helper_model,
-    })
+    }, flags={"db": db_flag})
     with_options(settings, chosen, OPTION_FLAG)
     return settings
 

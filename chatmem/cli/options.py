@@ -9,6 +9,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
+from chatmem.cli.grammar import NOT_UTF8
 
 DbOption = Annotated[
     str | None,
@@ -40,7 +41,6 @@ def utf8_text(value: str | None) -> str | None:
     return value
 
 
-NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
 
 
 def _check_provider(value: str | None) -> str | None:

@@ -91,7 +91,9 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
         raise ConfigError(f"{path}: key 'api_key_env' must name an environment variable"
                           " (e.g. OPENAI_API_KEY), not hold the key itself")
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
+        # A URL may carry a password or a key: its wrong type is named, it is not repeated.
+        got = f"a {type(value).__name__}" if key in ("db", "base_url") else repr(value)
+        raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {got}")
     number: Any = value  # checked to be a number above when the key has a minimum
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{path}: key {key!r} must be a finite number, got {value!r}")

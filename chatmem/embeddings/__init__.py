@@ -33,11 +33,11 @@ def create_embedder(name: str, settings: Settings | None = None) -> Embedder:
         model = table.model
         if not model:
             raise ConfigError("the openai embedder needs a model: set [embeddings] model")
-        import os
+        from chatmem.config.settings import api_key_from
 
         key_env = table.api_key_env or settings.api_key_env
         return OpenAIEmbedder(model, base_url=table.base_url or settings.base_url,
-                              api_key=os.environ.get(key_env) or None,
+                              api_key=api_key_from(key_env),
                               timeout=settings.timeout, max_retries=settings.max_retries)
     if name == "hash":
         from chatmem.embeddings.hashed import HashEmbedder

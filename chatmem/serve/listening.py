@@ -107,10 +107,14 @@ def load_tokens(path: Path) -> dict[str, str]:
     table = data.get("tokens")
     if not isinstance(table, dict) or set(data) - {"tokens"}:
         raise ConfigError(f"{path}: a tokens file holds one [tokens] table, TOKEN = \"HISTORY\"")
+    from chatmem.config.location import parse_location
+
     for token, history in table.items():
         if not isinstance(history, str) or not history.strip() or len(token) < 16:
             raise ConfigError(f"{path}: tokens: each token must be 16 characters or more and "
                               "name a history (a file or a postgresql:// URL)")
+        # Each history is parsed now, once, not at its first request; the token is never shown.
+        parse_location(history, f"{path}: tokens")
     return dict(table)
 
 

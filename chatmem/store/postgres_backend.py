@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store import postgres_schema as schema
-from chatmem.store.location import LocationKind, parse_location, password_of
+from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
 
@@ -98,10 +99,14 @@ def available() -> bool:
     return _driver() is not None
 
 
-def _reason(error: BaseException, secret: str | None) -> str:
+def _reason(error: BaseException, secrets: Sequence[str]) -> str:
     """The first line of a driver error, any password in it masked."""
     text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return text.replace(secret, "***") if secret else text
+    for secret in secrets:
+        # A short password ("p") is masked as a word, not inside "port".
+        pattern = re.escape(secret) if len(secret) >= 4 else rf"(?<!\w){re.escape(secret)}(?!\w)"
+        text = re.sub(pattern, "***", text)
+    return text
 
 
 class PostgresBackend:
@@ -117,8 +122,9 @@ class PostgresBackend:
     encrypted = False
     """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-        where = parse_location(url)
+    def __init__(self, location: HistoryLocation | str, *,
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        where = as_location(location)
         if where.kind is not LocationKind.POSTGRESQL:
             raise StoreError(f"{where.shown}: not a postgresql:// URL")
         self.location = where.shown
@@ -137,7 +143,10 @@ class PostgresBackend:
         # What makes the database unusable for a write (not a bug, not a constraint).
         self._store_failures: tuple[type[BaseException], ...] = (
             psycopg.OperationalError, psycopg.InternalError, errors.InsufficientPrivilege)
-        self._secret = password_of(where.target)
+        # The password in the URL, or the one libpq reads from PGPASSWORD (a password file
+        # or a service file it reads itself and never quotes).
+        self._secret = tuple(filter(None, (password_of(where.target),
+                                           os.environ.get("PGPASSWORD"))))
         self.observe: Callable[[str, Sequence[Any], Any], None] | None = None
         """Called after each statement with its SQL, parameters and cursor (store/meter.py
         counts the work with it)."""
