@@ -205,8 +205,8 @@ class RecordingProvider:
 def replay_case(messages: Sequence[str]) -> Seen:
     """Replay one case's turns under each corpus strategy; what reached memory."""
     from chatmem.engine import Engine
-    from chatmem.memory import create_strategy
     from chatmem.memory.pins import pinned_facts
+    from chatmem.plugins import load_registries
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.store import Store
 
@@ -216,7 +216,7 @@ def replay_case(messages: Sequence[str]) -> Seen:
         provider = ScriptedProvider()
         helper = RecordingProvider(provider, seen)
         with Store(":memory:") as store:
-            strategy = create_strategy(name)
+            strategy = load_registries().strategies.strategy(name)
             session = store.create_session("case", strategy.name, dict(strategy.params),
                                            provider="scripted", model="scripted")
             engine = Engine(store, session, provider, strategy,

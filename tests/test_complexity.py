@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from activity_log import Recording
 from meter import metered
+from registered import BUILT_IN
 
 from chatmem import fts
 from chatmem.activity import Work as ActivityWork
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
-from chatmem.memory import strategy_names
 from chatmem.memory.summary import FOLD_TOKENS
 from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated
@@ -41,8 +41,8 @@ TURNS = 16
 """Turns measured per strategy: more than one summary-buffer prune cycle."""
 GROWING = {"sessions", "messages", "turns", "token_counts", "summaries", "facts",
            "strategy_state"}
-PAIRS = ["+".join(pair) for pair in itertools.combinations(strategy_names(), 2)]
-STRATEGIES = [*strategy_names(), *PAIRS]
+PAIRS = ["+".join(pair) for pair in itertools.combinations(BUILT_IN, 2)]
+STRATEGIES = [*BUILT_IN, *PAIRS]
 FLAT = [s for s in STRATEGIES if "buffer" not in s.split("+")]
 """buffer sends the whole history by definition: its work grows, and is checked to."""
 USER = [
@@ -350,7 +350,7 @@ def test_an_imported_history_is_caught_up_in_bounded_batches_with_progress(
 PG_SIZES = (100, 500, 1500)
 """Smaller than SQLite's: each history is built through the store and the strategies'
 catch-up (about 20 ms a turn here), and 15 times the turns still shows work that grows."""
-PG_STRATEGIES = [s for s in strategy_names() if s != "buffer"]
+PG_STRATEGIES = [s for s in BUILT_IN if s != "buffer"]
 """Each strategy alone (their pairs run on SQLite above): the PostgreSQL statements differ
 from SQLite's in the dialect, not in which a strategy runs."""
 _SEQ_SCAN = re.compile(r"Seq Scan on (\w+)")

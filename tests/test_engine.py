@@ -156,7 +156,7 @@ def test_a_turn_record_holds_what_was_sent(make_engine) -> None:
 
 
 def test_switching_strategy_keeps_history(make_engine) -> None:
-    from chatmem.memory import create_strategy
+    from registered import create_strategy
 
     engine = make_engine("window", k=0)
     engine.run_turn("first")
@@ -209,7 +209,7 @@ def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
 def test_a_strategy_switched_to_mid_session_catches_up_before_its_first_turn(
     make_engine,
 ) -> None:
-    from chatmem.memory import create_strategy
+    from registered import create_strategy
 
     engine = make_engine("window", k=2)
     for i in range(8):

@@ -4,10 +4,10 @@ refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
 from chatmem.errors import ChatmemError, NotFound, StoreError, UsageError
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine, TurnResult
+    from chatmem.memory.spec import StrategySpec
     from chatmem.providers.base import Provider
     from chatmem.store import Store
 
@@ -26,8 +27,8 @@ def open_conversation(
     workspace: Workspace,
     name: str | None,
     *,
-    strategy: str | None = None,
-    params: dict[str, str] | None = None,
+    strategy: StrategySpec | None = None,
+    params: Mapping[str, Any] | None = None,
     system: str | None = None,
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
@@ -37,7 +38,9 @@ def open_conversation(
 
     `name` None: the session used last (--continue). A one-off workspace keeps a session
     of its own in memory and derives no memory from it. `save` False: a strategy or system
-    prompt given holds for this engine only.
+    prompt given holds for this engine only. `strategy`: the spec given (parsed once, by
+    the workspace's registry); without one, `params` (--param) apply to the session's
+    strategy or the configured one.
     """
     engine = start_conversation(workspace, name, strategy=strategy, params=params,
                                 system=system, activity=activity,
@@ -56,8 +59,8 @@ def start_conversation(
     workspace: Workspace,
     name: str | None,
     *,
-    strategy: str | None = None,
-    params: dict[str, str] | None = None,
+    strategy: StrategySpec | None = None,
+    params: Mapping[str, Any] | None = None,
     system: str | None = None,
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
@@ -103,7 +106,8 @@ def start_conversation(
                         params=params, system=system,
                         embedder=lambda: workspace.embedder, activity=activity,
                         allow_over_budget=allow_over_budget, save=save,
-                        keeps_memory=not workspace.one_off, budget=budget)
+                        keeps_memory=not workspace.one_off, budget=budget,
+                        strategies=workspace.registries.strategies)
 
 
 def last_used_session(store: Store) -> str:

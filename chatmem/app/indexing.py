@@ -121,11 +121,11 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     A process of its own, at a lower priority: the import returns at once, the first
     chat finds the vectors ready or on their way, and its reply keeps the CPU first.
     """
-    from chatmem.memory import create_strategy
     from chatmem.store import LeaseHolder
 
     settings = workspace.settings
-    configured = create_strategy(settings.strategy, settings.params_for(settings.strategy))
+    configured = workspace.registries.strategies.strategy(
+        settings.strategy, settings.params_for(settings.strategy))
     if not any(s.needs_embedder for s in [*strategies, configured]):
         return []
     embedder = workspace.embedder

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chatmem.evaluation.recording import LazyProvider
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
+    from chatmem.plugins import Registries
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord, Store
     from chatmem.transcripts.format import Transcript
@@ -69,13 +70,19 @@ class Workspace:
     history of one question in memory; nothing on disk is read, written or created.
     `ask_key` is asked for the history key when the file is encrypted and no key is set;
     `on_notice` hears what opening did as it happens (else it is kept in `notices`);
-    `models`, a pool its owner shares between workspaces, supplies the chat models.
+    `models`, a pool its owner shares between workspaces, supplies the chat models;
+    `registries`, the strategies, providers and embedders to build from (the process's,
+    chatmem.plugins.load_registries(), when none is handed in; they load on first use).
     """
 
     def __init__(self, settings: Settings, *, create: bool = True, one_off: bool = False,
                  ask_key: KeyPrompt | None = None, on_notice: Listener | None = None,
-                 models: ModelPool | None = None) -> None:
+                 models: ModelPool | None = None,
+                 registries: Registries | None = None) -> None:
+        from chatmem.plugins import load_registries
+
         self.settings = settings
+        self.registries = registries or load_registries()
         self.create = create
         self.one_off = one_off
         self.ask_key = ask_key
@@ -197,8 +204,7 @@ class Workspace:
     def provider_for(self, settings: Settings) -> Provider:
         """The chat model of `settings` (another model, other options: /model, /template);
         one per distinct choice, closed with the workspace."""
-        from chatmem.providers import create_provider
-
+        create_provider = self.registries.create_provider
         key = _provider_key(settings)
         provider = self._providers.get(key)
         if provider is None:
@@ -230,7 +236,7 @@ class Workspace:
 
         provider = reproducing(self.settings, Recording(recorded.provider, recorded.model,
                                                         recorded.tokenizer),
-                               explicit=explicit)
+                               explicit=explicit, create_provider=self.registries.create_provider)
         self.owns(provider.close)
         return provider
 
@@ -243,9 +249,7 @@ class Workspace:
             if self._embedder_opener is not None:
                 self._embedder = self._embedder_opener()
             else:
-                from chatmem.embeddings import resolve_embedder
-
-                self._embedder = resolve_embedder(self.settings)
+                self._embedder = self.registries.resolve_embedder(self.settings)
             self._embedder_opened = True
         return self._embedder
 

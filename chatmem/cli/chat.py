@@ -112,10 +112,10 @@ def chat(
     attachments = [read_file(path) for path in file or ()]  # all readable, or nothing opens
     settings = settings_from(config, db, provider, model, helper_model, option)
     strategy, system = apply_template(settings, template, strategy=strategy, system=system)
-    strategy, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     with (open_workspace(settings) as ws,
-          open_conversation(ws, chosen, strategy=strategy, params=params, system=system,
+          open_conversation(ws, chosen, strategy=spec, params=params, system=system,
                             activity=ConsoleActivity(err),
                             allow_over_budget=allow_over_budget) as engine):
         _print_notices(engine, err)
@@ -194,13 +194,13 @@ def ask(
         raise UsageError("nothing to ask (empty input)")
     settings = settings_from(config, db, provider, model, helper_model, option)
     strategy, system = apply_template(settings, template, strategy=strategy, system=system)
-    strategy, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:
         out.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     try:
         with (open_workspace(settings, one_off=one_off) as ws,
-              open_conversation(ws, ONE_OFF if one_off else named, strategy=strategy,
+              open_conversation(ws, ONE_OFF if one_off else named, strategy=spec,
                                 params=params, system=system, activity=ConsoleActivity(err),
                                 allow_over_budget=allow_over_budget, save=save) as engine):
             _print_notices(engine, err)

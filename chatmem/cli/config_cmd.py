@@ -23,11 +23,11 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
-    from chatmem.cli.opening import check_strategy
+    from chatmem.cli.opening import registries
     from chatmem.config.paths import config_path
     from chatmem.config.settings import load_settings
 
-    settings = load_settings(config, check_strategy=check_strategy)
+    settings = load_settings(config, registered=registries())
     if json_out:
         print_json(settings.public())
         return

@@ -111,16 +111,16 @@ def inspect(
     if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)
-    strategy, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param)
     explicit = provider is not None or model is not None
     with open_workspace(settings, create=False) as ws:
         if summaries:
             record, versions = summary_versions(ws, session)
             _summaries(record, versions, json_out)
             return
-        if strategy is not None or params:
+        if spec is not None or params:
             seen = inspect_what_if(
-                ws, session, strategy, params, number=turn, text=next_text, explicit=explicit,
+                ws, session, spec, params, number=turn, text=next_text, explicit=explicit,
                 with_user_facts=with_user_facts,
                 activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
         elif next_text is not None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs
-from chatmem.cli.opening import open_workspace, settings_from
+from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -37,21 +37,21 @@ EvalSourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
                              "of transcripts.")
 ]
-DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
-"""What `replay` and `eval` compare when no --strategy is given: one of each kind of memory."""
 StrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
                  metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to run, repeatable; parameters after a colon: window:k=2. "
-                      f"Default: {', '.join(DEFAULT_EVAL)}."),
+                      "Default: one of each kind of memory (those `chatmem strategies "
+                      "--json` marks in_default_eval)."),
 ]
 EvalStrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
                  metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to score, repeatable; parameters after a colon: window:k=2. "
-                      f"Default: {', '.join(DEFAULT_EVAL)}."),
+                      "Default: one of each kind of memory (those `chatmem strategies "
+                      "--json` marks in_default_eval)."),
 ]
 WithUserFactsOption = Annotated[
     bool, typer.Option("--with-user-facts",
@@ -85,10 +85,9 @@ def _run(
     answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
 ) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
-    from chatmem.evaluation.replay import parse_spec
 
     shared = parse_params(param)
-    specs = [parse_spec(s, shared) for s in strategy]
+    specs = [registries().strategies.parse(s, shared) for s in strategy]
     with open_workspace(settings, create=bool(save_as)) as ws:
         transcript = transcript or load_source(ws, source)
         steps = len(transcript.items) * len(specs) if show_progress else 0
@@ -138,7 +137,8 @@ def replay_command(
     from chatmem.render import compare
 
     settings = settings_from(config, db, provider, model)
-    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=keep_replies,
+    outcome = _run(source, strategy or registries().strategies.default_eval(), param, settings,
+                   keep=keep_replies,
                    save_as=save_as,
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
@@ -160,11 +160,10 @@ def _start_backlogs(settings: "Settings", config: Path | None,
                     runs: "Sequence[StrategyRun]") -> None:
     """Saved sessions whose messages lack vectors get them in the background."""
     from chatmem.app.indexing import start_backlogs
-    from chatmem.memory import create_strategy
     from chatmem.render.sessions import backlog_line
 
     saved = [r for r in runs if r.session]
-    strategies = [create_strategy(r.strategy, r.params) for r in saved]
+    strategies = [registries().strategies.strategy(r.strategy, r.params) for r in saved]
     with open_workspace(settings, create=False) as ws:
         for started in start_backlogs(ws, config, [r.session for r in saved if r.session],
                                       strategies):
@@ -228,8 +227,9 @@ def eval_command(
     """
     from chatmem.render import compare
 
+    strategy = strategy or registries().strategies.default_eval()
     if Path(source).is_dir():
-        _eval_folder(Path(source), strategy or DEFAULT_EVAL, param, answer=answer,
+        _eval_folder(Path(source), strategy, param, answer=answer,
                      min_recall=min_recall, with_user_facts=with_user_facts, report=report,
                      jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
                      config=config)
@@ -243,7 +243,7 @@ def eval_command(
         raise TranscriptError(
             f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"
         )
-    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=None, answer=answer,
+    outcome = _run(source, strategy, param, settings, keep=None, answer=answer,
                    transcript=transcript, explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("eval", source, outcome)
@@ -272,7 +272,6 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     import os
 
     from chatmem.cli.corpus import CorpusJob, eval_corpus
-    from chatmem.evaluation.replay import parse_spec
 
     if report is not None and not report.parent.is_dir():
         # Said before the run, not after every transcript has been evaluated.
@@ -280,7 +279,7 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     # Checked here, once, so a typo is one line and not one per transcript.
     shared = parse_params(param)
     for spec in strategy:
-        parse_spec(spec, shared)
+        registries().strategies.parse(spec, shared)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,

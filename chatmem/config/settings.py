@@ -19,7 +19,7 @@ from typing import Any
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.location import HistoryLocation, LocationKind, parse_location
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
-from chatmem.config.schema import PROVIDERS, StrategyCheck, strategy_spec, validate
+from chatmem.config.schema import Registered, check_provider_name, strategy_spec, validate
 from chatmem.config.sections import (
     SECTIONS,
     EmbeddingsSection,
@@ -264,10 +264,9 @@ def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def read_config_file(path: Path, check_strategy: StrategyCheck | None = None
-                     ) -> dict[str, Any]:
+def read_config_file(path: Path, registered: Registered | None = None) -> dict[str, Any]:
     data = read_toml(path, "config")
-    validate(path, data, check_strategy)
+    validate(path, data, registered)
     return data
 
 
@@ -297,15 +296,16 @@ def load_settings(
     config_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
-    check_strategy: StrategyCheck | None = None,
+    registered: Registered | None = None,
     flags: Mapping[str, str] | None = None,
 ) -> Settings:
     """Defaults, then the config file, then CHATMEM_* variables, then flags.
 
-    `check_strategy` (see StrategyCheck) checks the file's strategies; the CLI passes
-    memory's. `flags` names the flag an override came from where it is not `--KEY`
-    (`{"db": "--from"}`). The history location and the endpoints are parsed here, so a
-    malformed one is an error naming where it came from before anything opens."""
+    `registered` (see Registered) checks the names the file and the environment give;
+    the CLI passes the plugin registries. `flags` names the flag an override came from
+    where it is not `--KEY` (`{"db": "--from"}`). The history location and the endpoints
+    are parsed here, so a malformed one is an error naming where it came from before
+    anything opens."""
     env = os.environ if env is None else env
     settings = Settings()
     explicit = chosen_config(config_path, env)
@@ -313,7 +313,7 @@ def load_settings(
     if explicit is not None and not path.exists():
         raise ConfigError(f"{path}: config file not found")
     if path.exists():
-        data = read_config_file(path, check_strategy)
+        data = read_config_file(path, registered)
         data = _with_helper_aliases(path, data)
         for key, value in data.items():
             if key in SECTIONS:
@@ -337,12 +337,9 @@ def load_settings(
             _check_url(key, env[variable], variable)
             setattr(settings, key, env[variable])
             settings.sources[key] = Source(SourceKind.ENV, variable)
-    for key, variable in (("provider", "CHATMEM_PROVIDER"),
-                          ("helper_provider", "CHATMEM_HELPER_PROVIDER")):
-        value = getattr(settings, key)
-        if value is not None and value not in PROVIDERS:
-            raise ConfigError(
-                f"{variable} must be one of {', '.join(PROVIDERS)}, got {value!r}")
+    for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
+        if registered is not None and env.get(variable):
+            check_provider_name(env[variable], registered, variable)
     for key, value in (overrides or {}).items():
         if value is not None:
             flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from chatmem.attachments import Attachment
     from chatmem.config.options import Price
+    from chatmem.memory.spec import StrategySpec
     from chatmem.store import Store
 
 
@@ -94,7 +95,7 @@ class Chat:
     # -- the session -----------------------------------------------------------------
 
     def open(
-        self, name: str, *, strategy: str | None = None, params: dict[str, Any] | None = None,
+        self, name: str, *, strategy: StrategySpec | None = None,
         system: str | None = None, model: str | None = None,
         options: dict[str, Any] | None = None,
     ) -> None:
@@ -123,8 +124,8 @@ class Chat:
         if model is not None or options:
             self.workspace.provider_for(settings)  # a bad name fails here; the chat goes on
         old.settle()  # what opening it changed is kept (or not) before it is reopened
-        new = start_conversation(self.workspace, name, strategy=strategy, params=params,
-                                 system=system, activity=old.activity,
+        new = start_conversation(self.workspace, name, strategy=strategy, system=system,
+                                 activity=old.activity,
                                  allow_over_budget=old.allow_over_budget, settings=settings,
                                  budget=old.budget)
         old.indexing.close()  # the new engine resumes the backlog from the file

@@ -10,7 +10,7 @@ created a moment ago completes too.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,15 +20,15 @@ from prompt_toolkit.document import Document
 
 from chatmem.app import facts as remembered
 from chatmem.app import sessions
-from chatmem.app.inspection import SUMMARY_STRATEGIES, latest_summary, summary_version
+from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
 from chatmem.memory.spec_candidates import parameters, spec_candidates
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
-    from chatmem.memory.base import BaseStrategy
     from chatmem.memory.params import Param
+    from chatmem.memory.registry import StrategyRegistry
     from chatmem.repl.chat import Chat
     from chatmem.store import SessionRecord
 
@@ -79,13 +79,13 @@ class SlashCompleter(Completer):
             if position > 0 and "=" in word:
                 candidates = self._values(words[0].partition(":")[0], word)
             elif position > 0:
-                candidates = parameters(words[0].partition(":")[0], _registry())
+                candidates = parameters(words[0].partition(":")[0], self.strategies)
             elif ":" in word and "=" in word.rpartition(",")[2]:
                 name, _, pairs = word.partition(":")
                 done, comma, pair = pairs.rpartition(",")
                 candidates = self._values(name, pair, prefix=f"{name}:{done}{comma}")
             else:
-                candidates = spec_candidates(word, _registry())
+                candidates = spec_candidates(word, self.strategies)
         elif position > 0:
             return
         else:
@@ -115,17 +115,23 @@ class SlashCompleter(Completer):
         if kind == "turn":
             return self._turns(session)
         if kind == "summary":
-            in_use = [n for n in SUMMARY_STRATEGIES if n in engine.strategy.name.split("+")]
-            return self._summaries(session, in_use[:1] or SUMMARY_STRATEGIES)
+            in_use = summarizing(engine.strategy)
+            return self._summaries(session, [in_use] if in_use else [
+                name for name, cls in self.strategies.items() if cls.summarizes])
         if kind == "template":
             return _templates(engine.settings)
         return []
+
+    @property
+    def strategies(self) -> StrategyRegistry:
+        """What `/strategy` names: the workspace's registry, plugins' strategies included."""
+        return self.chat.workspace.registries.strategies
 
     def _values(self, strategy: str, pair: str, prefix: str = "") -> list[tuple[str, str]]:
         """`k=5`-style candidates for the `KEY=` being typed: the values the parameter takes
         (its choices, true and false) or, for a number, its default and the value in use."""
         key = pair.partition("=")[0].strip()
-        found = _param(strategy, key)
+        found = _param(self.strategies, strategy, key)
         if found is None:
             return []
         in_use = self.chat.engine.strategy
@@ -186,23 +192,17 @@ class SlashCompleter(Completer):
         return rows
 
 
-def _registry() -> Mapping[str, type[BaseStrategy]]:
-    from chatmem.memory import REGISTRY
-
-    return REGISTRY
-
-
-def _param(strategy: str, key: str) -> Param | None:
+def _param(strategies: StrategyRegistry, strategy: str, key: str) -> Param | None:
     """The parameter `key` (`k`, or `window.k` in a combination) of `strategy`."""
-    from chatmem.memory import REGISTRY
+    from chatmem.memory.spec import split_text
 
-    parts = strategy.split("+")
-    if not all(part in REGISTRY for part in parts):
+    parts = split_text(strategy)[0]
+    if not all(part in strategies for part in parts):
         return None
     part, dot, name = key.rpartition(".")
     for candidate in ([part] if dot else parts):
         if candidate in parts:
-            match = [p for p in REGISTRY[candidate].PARAMS if p.name == name]
+            match = [p for p in strategies[candidate].PARAMS if p.name == name]
             if match:
                 return match[0]
     return None

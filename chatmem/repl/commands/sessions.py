@@ -15,8 +15,8 @@ from chatmem import render
 from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, UsageError
-from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
+from chatmem.memory.spec import StrategySpec
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
 from chatmem.store.records import TurnStatus
@@ -41,8 +41,7 @@ def _new(repl: Chat, args: list[str]) -> None:
     if sessions.find_session(repl.workspace, name) is not None:
         raise UsageError(f"a session named {name!r} already exists; /switch {name} resumes it")
     current = repl.engine
-    repl.open(name, strategy=current.strategy.name, params=dict(current.strategy.params),
-              system=current.session.system)
+    repl.open(name, strategy=StrategySpec.of(current.strategy), system=current.session.system)
     repl.notice(f"new {describe(repl)}")
 
 
@@ -50,6 +49,7 @@ def _new(repl: Chat, args: list[str]) -> None:
        example="/sessions")
 def _sessions(repl: Chat, args: list[str]) -> None:
     current = repl.engine.session.name
+    changed_params = repl.workspace.registries.strategies.changed_params
     rows = [
         {**r, "current": "*" if r["name"] == current else "",
          "params": format_params(changed_params(r["strategy"], r["params"] or {}))}
