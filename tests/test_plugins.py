@@ -18,6 +18,7 @@ from plugin_site import BUILT_IN, CLASH
 
 from chatmem import builtin_plugin
 from chatmem.memory.registry import StrategyRegistry
+from chatmem.memory.spec import StrategySpec
 from chatmem.plugins import (
     ENTRY_POINT_GROUP,
     Plugins,
@@ -147,8 +148,10 @@ def test_specs_are_parsed_once_into_parts_with_their_own_parameters() -> None:
     assert spec.name == "window+entity" and spec.combined
     assert spec.params == {"window.k": "2", "entity.max_facts": "7"}
     assert spec.label == "window+entity window.k=2 entity.max_facts=7"
-    assert strategies.parse("window:k=2") == strategies.parse("window", {"k": "2"})
+    assert strategies.parse("window:k=2") == StrategySpec.single("window", {"k": "2"}) == \
+        strategies.parse("window", {"k": "2"})
     assert strategies.parse("window:k=2", {"k": "3"}).params == {"k": "2"}
+    assert strategies.parse("window", {"k": "3"}).label == "window k=3"
     assert strategies.parse("tokens:max_tokens=500").slug == "tokens-max_tokens-500"
     assert strategies.create(spec).params == {"window.k": 2, "entity.k": 3,
                                               "entity.max_facts": 7}
