@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -143,18 +144,26 @@ class Registries:
         self._contents: _Contents | None = None
         self._listener: Callable[[PluginProblem], None] | None = None
         self._reported = 0
+        # A server's requests share one Registries: the first use loads it, once. Re-entrant:
+        # a plugin's register may itself look at the registries (it sees what is loaded).
+        self._loading = threading.RLock()
+        self._ready = False
 
     # -- loading ---------------------------------------------------------------------
 
     def _loaded(self) -> _Contents:
-        if self._contents is None:
-            from chatmem.memory.registry import StrategyRegistry
+        if self._ready and self._contents is not None:
+            return self._contents
+        with self._loading:  # another thread waits here until loading is done
+            if self._contents is None:
+                from chatmem.memory.registry import StrategyRegistry
 
-            self._contents = _Contents(StrategyRegistry())
-            for source, load in self._plugins():
-                self._load(source, load)
-            self._report()
-        return self._contents
+                self._contents = _Contents(StrategyRegistry())
+                for source, load in self._plugins():
+                    self._load(source, load)
+                self._ready = True
+                self._report()
+            return self._contents
 
     def _plugins(self) -> Iterable[tuple[PluginSource, Callable[[], Any]]]:
         for module in BUILTIN_PLUGINS:

@@ -189,3 +189,44 @@ def test_a_registry_refuses_what_it_cannot_build() -> None:
     with pytest.raises(TypeError, match=r"Broken\(\) fails with its default parameters"):
         registry.add(Broken)
     assert registry.names() == ["window"]
+
+
+def test_threads_using_the_registries_first_at_once_load_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    (tmp_path / "chatmem_late.py").write_text(
+        "from chatmem.memory.window import WindowStrategy\n"
+        "class Late(WindowStrategy):\n    name = 'late'\n    description = 'late'\n"
+        "def register(plugins):\n    plugins.add_strategy(Late)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scans: list[int] = []
+    second_thread_in = threading.Event()
+
+    def entry_points() -> list[Any]:
+        scans.append(1)
+        # Without the lock the other thread gets past the loading meanwhile (and says so
+        # here, or returns a registry without the plugin); with it, it waits, and this
+        # bounded wait runs out.
+        second_thread_in.wait(timeout=0.5)
+        return [entry_point("late", "chatmem_late")]
+
+    loaded = Registries(entry_points=entry_points)
+    start = threading.Barrier(2)
+    seen: list[list[str]] = []
+
+    def use() -> None:
+        start.wait()
+        if scans:
+            second_thread_in.set()
+        seen.append(loaded.strategies.names())
+
+    threads = [threading.Thread(target=use) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert scans == [1]
+    assert seen == [[*BUILT_IN, "late"]] * 2  # neither saw a half-filled registry
+    sys.modules.pop("chatmem_late", None)
