@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer
 from cli_runner import invoke
+from registered import create_embedder
 from waiting import HANG
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.embeddings import create_embedder
 from chatmem.engine import Engine, open_session
 from chatmem.errors import (
     ProviderAuthError,
