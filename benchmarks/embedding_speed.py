@@ -226,13 +226,14 @@ def recall_child(candidate: Candidate) -> None:
 
     import chatmem.memory.vector_backlog as backlog
     from chatmem.embeddings import Remembering
-    from chatmem.evaluation.replay import StrategySpec
+    from chatmem.plugins import load_registries
 
     backlog.embed_pending = candidate_embed_pending(candidate)
     transcript, probes = recall.load(7, False)
     embedder = Remembering(make_embedder(candidate))  # both rows embed each text once
     for mode in ("hybrid", "dense"):
-        spec = StrategySpec("retrieval", {"mode": mode, "max_tokens": "2000"})
+        spec = load_registries().strategies.parse("retrieval",
+                                                  {"mode": mode, "max_tokens": "2000"})
         row = recall.run_chatmem(transcript, probes, f"retrieval {mode}", spec, 2000, embedder)
         kinds = "  ".join(f"{k} {v:.3f}" for k, v in sorted(row.by_group.items()))
         print(f"{candidate.name:<40} {mode:<6} @2000: recall {row.recall:.3f}, "

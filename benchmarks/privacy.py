@@ -20,7 +20,10 @@ Runs the installed `chatmem` (scripted provider, no network) and prints three ta
    helper model was sent, the facts, the summaries (text and anchors) and the
    pins; a harmless value is wrongly redacted when the summarizer or the fact
    extractor was sent a marker in its place. Targets: >= 97 % kept out, <= 2 %
-   wrongly redacted.
+   wrongly redacted. The cases of benchmarks/privacy_corpus_other_names.py
+   (issue 28: Wi-Fi and network keys, passcodes, combinations, door and safe
+   codes named in other words, and their look-alikes) are counted on their own
+   line and in the total.
 
     python benchmarks/privacy.py              # all four tables
     python benchmarks/privacy.py --corpus     # only the corpus figures (and misses)
@@ -40,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import privacy_corpus
+import privacy_corpus_other_names
 
 CHAT = [
     "Hello, my name is Mirela Quastbeck and I live in Zagreb.",
@@ -201,8 +205,8 @@ class RecordingProvider:
 def replay_case(messages: Sequence[str]) -> Seen:
     """Replay one case's turns under each corpus strategy; what reached memory."""
     from chatmem.engine import Engine
-    from chatmem.memory import create_strategy
     from chatmem.memory.pins import pinned_facts
+    from chatmem.plugins import load_registries
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.store import Store
 
@@ -212,7 +216,7 @@ def replay_case(messages: Sequence[str]) -> Seen:
         provider = ScriptedProvider()
         helper = RecordingProvider(provider, seen)
         with Store(":memory:") as store:
-            strategy = create_strategy(name)
+            strategy = load_registries().strategies.strategy(name)
             session = store.create_session("case", strategy.name, dict(strategy.params),
                                            provider="scripted", model="scripted")
             engine = Engine(store, session, provider, strategy,
@@ -267,10 +271,17 @@ def masked(value: str, messages: Sequence[str], seen: Seen) -> bool:
             or (said_by_user and not any(value in t for t in fact_requests)))
 
 
-def corpus_figures(every: int = 1) -> CorpusFigures:
-    """Run the corpus (every `every`-th case of each list, for a quick sample)."""
-    sensitive = privacy_corpus.SENSITIVE[::every]
-    harmless = privacy_corpus.HARMLESS[::every]
+CORPORA: dict[str, tuple[list[privacy_corpus.Case], list[privacy_corpus.Case]]] = {
+    "first corpus": (privacy_corpus.SENSITIVE, privacy_corpus.HARMLESS),
+    "other names (issue 28)": (privacy_corpus_other_names.SENSITIVE,
+                               privacy_corpus_other_names.HARMLESS),
+}
+
+
+def corpus_figures(every: int = 1, corpora: Sequence[str] = tuple(CORPORA)) -> CorpusFigures:
+    """Run the corpora named (every `every`-th case of each list, for a quick sample)."""
+    sensitive = [case for name in corpora for case in CORPORA[name][0][::every]]
+    harmless = [case for name in corpora for case in CORPORA[name][1][::every]]
     leaks = []
     for style, lang, value, messages in sensitive:
         where = leaked_into(value, replay_case(messages))
@@ -282,22 +293,33 @@ def corpus_figures(every: int = 1) -> CorpusFigures:
                          len(redacted), leaks, redacted)
 
 
-def print_corpus(figures: CorpusFigures) -> None:
-    print(f"4. Phrasing corpus ({', '.join(CORPUS_STRATEGIES)}; scripted helper model)")
-    print(f"secrets kept out of what the helper model sees, facts, summaries and pins: "
-          f"{figures.kept_out}/{figures.sensitive} = {figures.kept_out_share:.1%} (target >= 97%)")
-    print(f"harmless ids, dates and amounts wrongly redacted: "
-          f"{figures.wrongly_redacted}/{figures.harmless} = {figures.redacted_share:.1%}"
-          " (target <= 2%)")
-    for style, lang, value, where in figures.leaks:
-        print(f"  kept   {style:<11}{lang:<4}{value!r} (in {where})")
-    for style, lang, value in figures.redacted:
-        print(f"  masked {style:<11}{lang:<4}{value!r}")
+def print_corpus(figures: dict[str, CorpusFigures]) -> None:
+    """One line per corpus and their total; then each secret kept and each value masked."""
+    print(f"4. Phrasing corpus ({', '.join(CORPUS_STRATEGIES)}; scripted helper model):"
+          " secrets kept out of what the helper model sees, facts, summaries and pins"
+          " (target >= 97%); harmless values wrongly redacted (target <= 2%)")
+    print(f"{'corpus':<26}{'kept out':<22}wrongly redacted")
+    for name, f in figures.items():
+        print(f"{name:<26}{f'{f.kept_out}/{f.sensitive} = {f.kept_out_share:.1%}':<22}"
+              f"{f.wrongly_redacted}/{f.harmless} = {f.redacted_share:.1%}")
+    total = CorpusFigures(*(sum(getattr(f, n) for f in figures.values()) for n in (
+        "sensitive", "kept_out", "harmless", "wrongly_redacted")), [], [])
+    print(f"{'all':<26}{f'{total.kept_out}/{total.sensitive} = {total.kept_out_share:.1%}':<22}"
+          f"{total.wrongly_redacted}/{total.harmless} = {total.redacted_share:.1%}")
+    for name, f in figures.items():
+        for style, lang, value, where in f.leaks:
+            print(f"  kept   {style:<11}{lang:<4}{value!r} (in {where}; {name})")
+        for style, lang, value in f.redacted:
+            print(f"  masked {style:<11}{lang:<4}{value!r} ({name})")
+
+
+def every_corpus() -> dict[str, CorpusFigures]:
+    return {name: corpus_figures(corpora=[name]) for name in CORPORA}
 
 
 def main() -> int:
     if "--corpus" in sys.argv[1:]:
-        print_corpus(corpus_figures())
+        print_corpus(every_corpus())
         return 0
     with tempfile.TemporaryDirectory(prefix="chatmem-privacy-") as tmp:
         root = Path(tmp)
@@ -328,7 +350,7 @@ def main() -> int:
         for name, present in retention(root).items():
             print(f"{name:<28}{present}")
     print()
-    print_corpus(corpus_figures())
+    print_corpus(every_corpus())
     return 0
 
 

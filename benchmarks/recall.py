@@ -39,9 +39,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import recall_data
 
-from chatmem.evaluation.replay import StrategySpec, replay
+from chatmem.evaluation.replay import replay
 from chatmem.evaluation.scoring import StrategyRun
-from chatmem.memory import create_strategy
+from chatmem.memory.spec import StrategySpec
+from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.transcripts.format import Transcript
 from chatmem.transcripts.reader import parse_transcript
@@ -75,27 +76,31 @@ def mean_turn_tokens(transcript: Transcript) -> float:
 
 
 def has_param(strategy: str, name: str) -> bool:
-    return name in create_strategy(strategy).params
+    return name in load_registries().strategies.strategy(strategy).params
+
+
+def spec(text: str, params: dict[str, str]) -> StrategySpec:
+    return load_registries().strategies.parse(text, params)
 
 
 def specs_for(budget: int, turn: float, only: set[str] | None) -> list[tuple[str, StrategySpec]]:
     """(family, spec) rows for one budget; families a build lacks are left out."""
     count = max(1, round((budget - FIXED) / turn))
     rows: list[tuple[str, StrategySpec]] = [
-        ("window", StrategySpec("window", {"k": str(count)})),
-        ("tokens", StrategySpec("tokens", {"max_tokens": str(budget)})),
+        ("window", spec("window", {"k": str(count)})),
+        ("tokens", spec("tokens", {"max_tokens": str(budget)})),
     ]
     if has_param("retrieval", "mode"):
         for mode in ("bm25", "dense", "hybrid"):
-            rows.append((f"retrieval {mode}", StrategySpec(
+            rows.append((f"retrieval {mode}", spec(
                 "retrieval", {"mode": mode, "max_tokens": str(budget)})))
-        rows.append(("summary-buffer+retrieval", StrategySpec(
+        rows.append(("summary-buffer+retrieval", spec(
             "summary-buffer+retrieval",
             {"summary-buffer.max_tokens": str(budget), "retrieval.max_tokens": str(budget)})))
     else:
         recall_k = max(1, count - 2)
-        rows.append(("retrieval", StrategySpec("retrieval", {"top_k": str(recall_k)})))
-        rows.append(("summary-buffer+retrieval", StrategySpec(
+        rows.append(("retrieval", spec("retrieval", {"top_k": str(recall_k)})))
+        rows.append(("summary-buffer+retrieval", spec(
             "summary-buffer+retrieval",
             {"summary-buffer.max_tokens": str(budget), "retrieval.top_k": str(recall_k)})))
     return [(f, s) for f, s in rows if only is None or f.split()[0] in only or f in only]
@@ -197,13 +202,13 @@ def local_embedder(name: str = "local") -> Any:
         return None
     try:
         from chatmem.config.paths import vector_cache_path
-        from chatmem.embeddings import Remembering, create_embedder
+        from chatmem.embeddings import Remembering
         from chatmem.errors import ChatmemError
         from chatmem.store.vector_cache import VectorCacheFile
     except ImportError:
         return None
     try:
-        inner = create_embedder(name)
+        inner = load_registries().create_embedder(name)
     except (ChatmemError, ImportError):
         return None
     return Remembering(inner, VectorCacheFile(vector_cache_path()) if name == "local" else None)

@@ -37,7 +37,7 @@ import numpy as np
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
-from chatmem.memory import create_strategy
+from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, VectorRow
 
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
             question = "What did we decide about the delivery address for ORD-42?"
             cold = median_ms(lambda: engine.build_context(question), 1)
             rows.append(("first build (hybrid, cold)", f"{cold:.1f} ms"))
+            create_strategy = load_registries().strategies.strategy
             for label, strategy in (("tokens (reference)", create_strategy("tokens")),
                                     ("bm25", create_strategy("retrieval", {"mode": "bm25"})),
                                     ("hybrid", create_strategy("retrieval"))):
@@ -114,9 +115,7 @@ def main(argv: list[str] | None = None) -> None:
                 warm = median_ms(lambda: engine.build_context(question), args.repeat)
                 rows.append((f"build {label} at {args.turns:,} turns", f"{warm:.1f} ms"))
     try:
-        from chatmem.embeddings import create_embedder
-
-        local = create_embedder("local")
+        local = load_registries().create_embedder("local")
         local.embed(["warm up"], query=True)
     except Exception as e:  # the rows say why they are missing
         rows.append(("local embedder", f"not available: {e}"))

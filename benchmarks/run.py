@@ -71,11 +71,12 @@ PEERS_REQUIREMENTS = HERE / "requirements-peers.txt"
 
 def strategies(quick: bool) -> list[str]:
     """Every registered strategy and every two-part combination (quick: the example ones)."""
-    from chatmem.memory import EXAMPLE_COMBINATIONS, strategy_names
+    from chatmem.plugins import load_registries
 
-    singles = strategy_names()
+    registered = load_registries().strategies
+    singles = registered.names()
     if quick:
-        return [*singles, *EXAMPLE_COMBINATIONS]
+        return registered.contract_names()
     return [*singles, *("+".join(pair) for pair in itertools.combinations(singles, 2))]
 
 
@@ -270,10 +271,10 @@ def _brief(result: dict[str, Any]) -> str:
 
 
 def replays(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from chatmem.memory import EXAMPLE_COMBINATIONS, strategy_names
+    from chatmem.plugins import load_registries
 
     rows = []
-    for name in [*strategy_names(), *EXAMPLE_COMBINATIONS]:
+    for name in load_registries().strategies.contract_names():
         result = run_cell("replay", {"transcript": str(REPLAY_TRANSCRIPT), "strategy": name},
                           args.timeout)
         rows.append({"strategy": name, **result})

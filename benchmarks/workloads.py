@@ -120,12 +120,12 @@ def build_chatmem_base(location: str | Path, turns: int) -> dict[str, Any]:
 def add_vectors(source: Path, path: Path, embedder_name: str) -> dict[str, Any]:
     """A copy of the history at `source` with every message's vectors stored, as
     `chatmem index` stores them (message and context vector, by the same functions)."""
-    from chatmem.embeddings import create_embedder
     from chatmem.memory.vector_backlog import embed_pending, save_rows
+    from chatmem.plugins import load_registries
     from chatmem.store import Store
 
     copy_base(source, path)
-    embedder = create_embedder(embedder_name)
+    embedder = load_registries().create_embedder(embedder_name)
     started = time.perf_counter()
     done = last = 0
     with Store(path) as store:
@@ -234,9 +234,9 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
 
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
-    from chatmem.embeddings import create_embedder
     from chatmem.engine import open_session
     from chatmem.memory.vector_backlog import Indexing
+    from chatmem.plugins import load_registries
     from chatmem.store import Store
 
     # The statement counter is test code since e91f3de (tests/meter.py), not the package's.
@@ -260,8 +260,8 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         # read from the settings: without it the hybrid cell measured words alone.
         engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
                               params=spec.get("params", {}),
-                              embedder=None if embedder == "none" else create_embedder(
-                                  embedder, settings))
+                              embedder=None if embedder == "none" else
+                              load_registries().create_embedder(embedder, settings))
         if embedder != "none":
             engine.background_indexing = False
             engine.indexing = Indexing(store, engine.session.id, background=False)
@@ -478,12 +478,13 @@ def server_processes(url: str) -> ServerProcesses:
 
 def replay_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Turns per second of `chatmem replay --keep-replies` on a transcript, one strategy."""
-    from chatmem.evaluation.replay import parse_spec, replay
+    from chatmem.evaluation.replay import replay
+    from chatmem.plugins import load_registries
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.transcripts.reader import read_transcript
 
     transcript = read_transcript(Path(spec["transcript"]))
-    chosen = parse_spec(spec["strategy"])
+    chosen = load_registries().strategies.parse(spec["strategy"])
     started = time.perf_counter()
     [run] = replay(transcript, [chosen], chat_provider=ScriptedProvider(), keep_replies=True)
     seconds = time.perf_counter() - started

@@ -1,9 +1,10 @@
 """A small OpenAI-compatible chat server on 127.0.0.1 for tests: real HTTP, real SSE.
 
 Each request pops the next behaviour from `plan` ("ok" when empty) and is
-recorded in `requests` with its JSON body, so a test can compare what the
-server received with what chatmem says it sent. `/v1/embeddings` answers
-with small deterministic vectors.
+recorded in `requests` with its JSON body (and in `paths` with its path and
+query), so a test can compare what the server received with what chatmem says
+it sent. `/v1/embeddings` answers with small deterministic vectors; a POST to
+any other path than these two is a 404, as a real server's would be.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from waiting import HANG
 
@@ -26,6 +28,8 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.plan: list[str] = []
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        """Each request's path and query as sent (`/v1/chat/completions?api-key=…`)."""
         self.headers_seen: list[dict[str, str]] = []
         self.first_delta_sent = threading.Event()
         self.release = threading.Event()
@@ -61,12 +65,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    @property
+    def route(self) -> str:
+        """The path without its query."""
+        return urlsplit(self.path).path
+
     def do_GET(self) -> None:
+        self.server.paths.append(self.path)
         self.server.headers_seen.append(dict(self.headers))
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:
             self._error(*_ERRORS[mode])
-        elif self.path.rstrip("/").endswith("/models"):
+        elif self.route.rstrip("/").endswith("/models"):
             self._body(200, "application/json", json.dumps({"object": "list", "data": [
                 {"id": name, "object": "model", "created": 0, "owned_by": "test"}
                 for name in self.server.models]}).encode())
@@ -75,8 +85,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.paths.append(self.path)
         self.server.requests.append(body)
         self.server.headers_seen.append(dict(self.headers))
+        if not self.route.endswith(("/chat/completions", "/embeddings")):
+            # A client that built its URL wrong (a base URL's query glued before the path).
+            self._error(404, "not_found", f"no route {self.route}")
+            return
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:
             self._error(*_ERRORS[mode])
@@ -160,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(body, cut=True)
         elif mode == "slow":
             self._stream(body, slow=True)
-        elif self.path.endswith("/embeddings"):
+        elif self.route.endswith("/embeddings"):
             self._embeddings(body)
         else:
             self._stream(body)

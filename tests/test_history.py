@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from registered import create_strategy
+
 from chatmem.history import PAGE_TURNS, StoredHistory
-from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import MessageCounts

@@ -13,16 +13,19 @@ or closes a cycle is caught too.
     3  app                  the composition root (Workspace) and the use cases every front
                             end calls, with typed outcomes
     2  engine, evaluation,  one turn; replay, what-ifs, scoring; product policy over the
-       privacy.retention,   store (retention, the export archive, forgetting by mention)
-       privacy.archive,
-       privacy.purge
+       privacy.retention,   store (retention, the export archive, forgetting by mention);
+       privacy.archive,     the registries filled by plugins and chatmem's own plugin, above
+       privacy.purge,       what they register (memory never imports them: it is handed
+       plugins,             the strategy registry)
+       builtin_plugin
     1  memory, providers,   strategies, models, embedders, the store, transcript formats;
        embeddings, store,   history is memory's view of the stored messages
        transcripts, history
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
-       attachments, privacy.secrets, privacy.sensitive, privacy.mentions, privacy.files,
+       attachments, privacy.secrets, privacy.sensitive, privacy.secret_names,
+       privacy.credentials, privacy.mentions, privacy.files,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost)
 
@@ -46,12 +49,14 @@ LAYERS: dict[str, int] = {
     "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
     "chatmem.privacy.archive": 2, "chatmem.privacy.purge": 2,
+    "chatmem.plugins": 2, "chatmem.builtin_plugin": 2,
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
+    "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
     "chatmem.privacy.files": 0, "chatmem.names": 0, "chatmem.images": 0,
 }
 
@@ -173,11 +178,18 @@ def test_the_checks_catch_what_they_forbid() -> None:
     # The checker itself can fail: cycles, lazy and TYPE_CHECKING imports are all seen.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-    assert "chatmem.memory" in GRAPH["chatmem.cli.opening"]  # inside a function
+    assert "chatmem.plugins" in GRAPH["chatmem.cli.opening"]  # inside a function
     assert "chatmem.store" in GRAPH["chatmem.transcripts.format"]  # under TYPE_CHECKING
     assert "chatmem.memory.context" in GRAPH["chatmem.history"]  # `from chatmem.memory.x`
     assert LAYERS[unit("chatmem.repl.commands.sessions")] == 5
     assert LAYERS[unit("chatmem.privacy.purge")] > LAYERS[unit("chatmem.store.records")]
+
+
+def test_strategies_are_handed_their_registry() -> None:
+    # Memory builds combinations from a registry it is given; the plugins fill it from above.
+    assert LAYERS[unit("chatmem.plugins")] > LAYERS[unit("chatmem.memory.registry")]
+    assert [m for m, t in GRAPH.items() if m.startswith("chatmem.memory")
+            and any(i.startswith(("chatmem.plugins", "chatmem.builtin_plugin")) for i in t)] == []
 
 
 def test_repl_commands_never_import_the_loop() -> None:

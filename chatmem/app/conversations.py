@@ -4,19 +4,20 @@ refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import ChatmemError, NotFound, StoreError
+from chatmem.errors import ChatmemError, NotFound, StoreError, UsageError
 from chatmem.notices import RetentionApplied, RetentionSkipped
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine, TurnResult
+    from chatmem.memory.spec import StrategySpec
     from chatmem.providers.base import Provider
     from chatmem.store import Store
 
@@ -26,8 +27,8 @@ def open_conversation(
     workspace: Workspace,
     name: str | None,
     *,
-    strategy: str | None = None,
-    params: dict[str, str] | None = None,
+    strategy: StrategySpec | None = None,
+    params: Mapping[str, Any] | None = None,
     system: str | None = None,
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
@@ -37,7 +38,9 @@ def open_conversation(
 
     `name` None: the session used last (--continue). A one-off workspace keeps a session
     of its own in memory and derives no memory from it. `save` False: a strategy or system
-    prompt given holds for this engine only.
+    prompt given holds for this engine only. `strategy`: the spec given (parsed once, by
+    the workspace's registry); without one, `params` (--param) apply to the session's
+    strategy or the configured one.
     """
     engine = start_conversation(workspace, name, strategy=strategy, params=params,
                                 system=system, activity=activity,
@@ -56,8 +59,8 @@ def start_conversation(
     workspace: Workspace,
     name: str | None,
     *,
-    strategy: str | None = None,
-    params: dict[str, str] | None = None,
+    strategy: StrategySpec | None = None,
+    params: Mapping[str, Any] | None = None,
     system: str | None = None,
     activity: Activity = QUIET,
     allow_over_budget: bool = False,
@@ -74,7 +77,11 @@ def start_conversation(
     """
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
+    from chatmem.text import is_valid
 
+    if name is not None and not is_valid(name):
+        # Said as such (the name rule would only call it invalid), before anything opens.
+        raise UsageError(f"session name {name!r} is not valid UTF-8")
     if not workspace.one_off and not workspace.has_history:
         # A command that refuses creates no history file: what can refuse (the session to
         # continue, the name, the model) is checked before the file is created.
@@ -87,8 +94,11 @@ def start_conversation(
     if not workspace.one_off:
         apply_retention(workspace)
     chosen_name = name if name is not None else last_used_session(store)
-    if store.find_session(chosen_name) is None:
+    found = store.find_session(chosen_name)
+    if found is None:
         check_session_name(chosen_name)  # before a model is loaded for nothing
+    else:  # a turn is stored in it: a read-only share says so first, in one line
+        store.check_session_writable(found.id)
     settings = settings or workspace.settings
     chat = chat or workspace.provider_for(settings)
     return open_session(store, settings, chat, chosen_name,
@@ -96,7 +106,8 @@ def start_conversation(
                         params=params, system=system,
                         embedder=lambda: workspace.embedder, activity=activity,
                         allow_over_budget=allow_over_budget, save=save,
-                        keeps_memory=not workspace.one_off, budget=budget)
+                        keeps_memory=not workspace.one_off, budget=budget,
+                        strategies=workspace.registries.strategies)
 
 
 def last_used_session(store: Store) -> str:

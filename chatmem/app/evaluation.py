@@ -14,8 +14,9 @@ from chatmem.store.records import FactScope
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.evaluation.recording import Tokenizer
-    from chatmem.evaluation.replay import Progress, StrategySpec
+    from chatmem.evaluation.replay import Progress
     from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.memory.spec import StrategySpec
     from chatmem.store import FactRecord
     from chatmem.transcripts.format import Transcript
 
@@ -74,13 +75,14 @@ def compare_strategies(
     user = workspace.settings.user if with_user_facts else None
     chat_provider = workspace.reproducing(transcript, explicit=explicit)
     tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
-    runs = replay(transcript, specs, chat_provider=chat_provider,
+    strategies = workspace.registries.strategies
+    runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Only --save-as needs the history; otherwise every replay stays in memory.
                   store=workspace.store if save_as else None,
                   save_as=save_as, keep_replies=keep_replies,
                   budget=workspace.settings.context_budget, user=user,
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
-                  embedder=workspace.recall_embedder([s.create() for s in specs]))
+                  embedder=workspace.recall_embedder([strategies.create(s) for s in specs]))
     return Comparison(transcript, runs, keep_replies, tokenizer)
 
 

@@ -206,18 +206,13 @@ def plan_purge(workspace: Workspace, fact: FactRecord) -> tuple[Purge, list[Ment
     return plan, purging.mentioned_messages(store, plan)
 
 
-def purge(workspace: Workspace, fact: FactRecord, plan: Purge) -> Redaction:
-    """Erase `fact` and replace its values by [forgotten] wherever `plan` found them, then
+def purge(workspace: Workspace, fact: FactRecord) -> Redaction:
+    """Erase `fact` and replace its values by [forgotten] wherever they are mentioned, all or
+    nothing (privacy.purge.purge_fact: the plan is made again under the write lock), then
     rewrite the history so no old page keeps them."""
-    from chatmem.memory.facts import scrub_fact
-    from chatmem.privacy import purge as purging
+    from chatmem.privacy.purge import purge_fact
 
-    store = workspace.store
-    store.forget_fact(fact.id, purge=True)
-    scrub_fact(store, fact.id)
-    redacted = purging.erase(store, plan)
-    store.vacuum()
-    return redacted
+    return purge_fact(workspace.store, fact.id)
 
 
 def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:

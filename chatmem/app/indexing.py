@@ -40,8 +40,22 @@ def pending_vectors(workspace: Workspace, session: str | None) -> tuple[str, int
     """(embedder model, messages without a vector for it) in `session` or every session."""
     embedder = _embedder(workspace)
     store = workspace.store
-    return embedder.key, store.count_without_vectors(
-        embedder.key, store.session(session).id if session else None)
+    session_ids = _writable(workspace, embedder.key, session)
+    if session is None and session_ids == store.sessions_without_vectors(embedder.key):
+        return embedder.key, store.count_without_vectors(embedder.key)
+    return embedder.key, sum(store.count_without_vectors(embedder.key, i) for i in session_ids)
+
+
+def _writable(workspace: Workspace, model: str, session: str | None) -> list[int]:
+    """The sessions to embed: `session` (refused, before anything is embedded, when it is
+    shared read-only: its vectors could not be kept), or every one this role may write
+    that has messages without a vector."""
+    store = workspace.store
+    if session:
+        session_id = store.session(session).id
+        store.check_session_writable(session_id)
+        return [session_id]
+    return [i for i in store.sessions_without_vectors(model) if store.may_write(i)]
 
 
 def index_sessions(workspace: Workspace, session: str | None = None, *,
@@ -57,8 +71,7 @@ def index_sessions(workspace: Workspace, session: str | None = None, *,
     report = Indexed(embedder.key)
     started = time.monotonic()
     holder = LeaseHolder.this_process()
-    session_ids = ([store.session(session).id] if session
-                   else store.sessions_without_vectors(embedder.key))
+    session_ids = _writable(workspace, embedder.key, session)
     for session_id in session_ids:
         # Renewed between batches; another live holder keeps the backlog (a chat never
         # takes one, so that is another `chatmem index`).
@@ -108,11 +121,11 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     A process of its own, at a lower priority: the import returns at once, the first
     chat finds the vectors ready or on their way, and its reply keeps the CPU first.
     """
-    from chatmem.memory import create_strategy
     from chatmem.store import LeaseHolder
 
     settings = workspace.settings
-    configured = create_strategy(settings.strategy, settings.params_for(settings.strategy))
+    configured = workspace.registries.strategies.strategy(
+        settings.strategy, settings.params_for(settings.strategy))
     if not any(s.needs_embedder for s in [*strategies, configured]):
         return []
     embedder = workspace.embedder

@@ -3,6 +3,7 @@ strategy would have sent (a what-if). Reading only: the history is left byte-ide
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,9 @@ from chatmem.store.records import FactScope, TurnStatus
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.evaluation.recording import Tokenizer
+    from chatmem.memory.base import Strategy
     from chatmem.memory.context import Context
+    from chatmem.memory.spec import StrategySpec
     from chatmem.store import SessionRecord, Store, SummaryRecord, TurnRecord
 
 
@@ -83,7 +86,8 @@ def inspect_next(workspace: Workspace, session: str, text: str, *,
 
     store = workspace.store
     record = store.session(session)
-    chosen = resolve_strategy(workspace.settings, None, {}, record)
+    chosen = resolve_strategy(workspace.settings, None, {}, record,
+                              workspace.registries.strategies)
     llm = workspace.reproducing(record, explicit=explicit)
     engine = engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
                          embedder=workspace.recall_embedder([chosen]))
@@ -92,23 +96,25 @@ def inspect_next(workspace: Workspace, session: str, text: str, *,
                       dict(chosen.params), describe_counter(engine.counter, record.tokenizer))
 
 
-def inspect_what_if(workspace: Workspace, session: str, strategy: str | None,
-                    params: dict[str, str], *, number: int | None = None,
+def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec | None,
+                    params: Mapping[str, Any] | None = None, *, number: int | None = None,
                     text: str | None = None, explicit: bool = False,
                     with_user_facts: bool = False, activity: Activity = QUIET) -> Inspection:
-    """What `strategy` (default: the session's) with `params` would have sent at turn
-    `number` (default: the last), or for `text` after the whole session. Strategies that
-    keep summaries or facts have them rebuilt in memory; the session is never changed, and
-    the user's profile facts are read only `with_user_facts`."""
+    """What `strategy` would have sent at turn `number` (default: the last), or for `text`
+    after the whole session; without a strategy, the session's with `params` (and no
+    other parameters). Strategies that keep summaries or facts have them rebuilt in memory;
+    the session is never changed, and the user's profile facts are read only
+    `with_user_facts`."""
     from chatmem.engine.opening import engine_over
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import what_if
-    from chatmem.memory import create_strategy
 
     store = workspace.store
     record = store.session(session)
-    name = strategy or record.strategy
-    chosen = create_strategy(name, params)  # bad names or params fail before any work
+    strategies = workspace.registries.strategies
+    spec = strategy or strategies.parse(record.strategy, params)
+    chosen = strategies.create(spec)  # bad names or params fail before any work
+    name = spec.name
     turn = None
     if text is None:
         turn = store.turn(record.id, number)
@@ -174,9 +180,6 @@ def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
                     for s in store.summaries(record.id)]
 
 
-SUMMARY_STRATEGIES = ("summary-buffer", "summary")
-
-
 @dataclass(frozen=True)
 class SummaryDiff:
     """Two summary versions of a session to compare (`old` None: `new` is the first)."""
@@ -187,26 +190,31 @@ class SummaryDiff:
     """The last turn `new` covers."""
 
 
-def summary_diff(workspace: Workspace, session: SessionRecord, strategy: str,
+def summarizing(strategy: Strategy) -> str | None:
+    """The strategy in use that keeps a summary (the first, in a combination), by its name:
+    summaries are stored under it."""
+    return next((m.name for m in strategy.members if m.summarizes), None)
+
+
+def summary_diff(workspace: Workspace, session: SessionRecord, strategy: Strategy,
                  versions: tuple[int, ...] = ()) -> SummaryDiff:
     """The latest summary against the one before it, version N against the one before, or
-    versions N and M; of the summary strategy in `strategy` (alone or combined), else of the
-    strategy that summarized the session last."""
+    versions N and M; of the summarizing strategy in `strategy` (alone or combined), else
+    of the strategy that summarized the session last."""
     from chatmem.errors import NotFound
     from chatmem.memory.summarizer import covered_turn
 
     store = workspace.store
-    parts = strategy.split("+")
-    summarizing = next((name for name in SUMMARY_STRATEGIES if name in parts), None)
-    if summarizing is None:
+    summarizing_name = summarizing(strategy)
+    if summarizing_name is None:
         stored = store.summaries(session.id)
         if not stored:
-            raise NotFound(f"no summary in session {session.name!r}: the strategy {strategy!r}"
-                           " keeps none (try /strategy summary-buffer)")
-        summarizing = max(stored, key=lambda s: s.created_at).strategy
-    latest = store.latest_summary(session.id, summarizing)
+            raise NotFound(f"no summary in session {session.name!r}: the strategy"
+                           f" {strategy.name!r} keeps none (try /strategy summary-buffer)")
+        summarizing_name = max(stored, key=lambda s: s.created_at).strategy
+    latest = store.latest_summary(session.id, summarizing_name)
     if latest is None:
-        raise NotFound(f"no summary yet in session {session.name!r} ({summarizing});"
+        raise NotFound(f"no summary yet in session {session.name!r} ({summarizing_name});"
                        " one is written after the first turn it summarizes")
 
     def version(number: int) -> SummaryRecord:

@@ -57,7 +57,8 @@ def _ranked(workspace: Workspace, session: str, query: str) -> list[Found]:
     from chatmem.app.inspection import inspect_what_if
 
     # recent=0: every turn is a candidate, none held back as the recent window.
-    seen = inspect_what_if(workspace, session, "retrieval", {"recent": "0"}, text=query)
+    recall = workspace.registries.strategies.parse("retrieval", {"recent": "0"})
+    seen = inspect_what_if(workspace, session, recall, text=query)
     recalled = {m.id: m for p in seen.context.parts if p.kind == "recalled" for m in p.messages}
     found = []
     for row in seen.context.recall:

@@ -178,13 +178,12 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
     """A new session `name` from `transcript`: messages, system prompts, probes and what it
     was recorded with, under its own strategy (else the configured one). One transaction:
     an import that fails leaves no empty session blocking the next try."""
-    from chatmem.memory import create_strategy
     from chatmem.transcripts.format import message_dicts
 
     settings = workspace.settings
-    chosen = create_strategy(transcript.strategy or settings.strategy,
-                             transcript.params if transcript.strategy
-                             else settings.params_for(settings.strategy))
+    chosen = workspace.registries.strategies.strategy(
+        transcript.strategy or settings.strategy,
+        transcript.params if transcript.strategy else settings.params_for(settings.strategy))
     prompts = transcript.system_prompts()
     store = workspace.store
     with store.write():

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.location import LocationKind
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chatmem.evaluation.recording import LazyProvider
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
+    from chatmem.plugins import Registries
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord, Store
     from chatmem.transcripts.format import Transcript
@@ -69,13 +70,19 @@ class Workspace:
     history of one question in memory; nothing on disk is read, written or created.
     `ask_key` is asked for the history key when the file is encrypted and no key is set;
     `on_notice` hears what opening did as it happens (else it is kept in `notices`);
-    `models`, a pool its owner shares between workspaces, supplies the chat models.
+    `models`, a pool its owner shares between workspaces, supplies the chat models;
+    `registries`, the strategies, providers and embedders to build from (the process's,
+    chatmem.plugins.load_registries(), when none is handed in; they load on first use).
     """
 
     def __init__(self, settings: Settings, *, create: bool = True, one_off: bool = False,
                  ask_key: KeyPrompt | None = None, on_notice: Listener | None = None,
-                 models: ModelPool | None = None) -> None:
+                 models: ModelPool | None = None,
+                 registries: Registries | None = None) -> None:
+        from chatmem.plugins import load_registries
+
         self.settings = settings
+        self.registries = registries or load_registries()
         self.create = create
         self.one_off = one_off
         self.ask_key = ask_key
@@ -158,11 +165,12 @@ class Workspace:
         if self.one_off:
             return Store(":memory:")
         settings = self.settings
-        if settings.location.kind is LocationKind.POSTGRESQL:
-            return Store(settings.location.target)  # the server protects it: no history key
+        where = settings.location  # parsed once here; the store is given it, typed
+        if where.kind is LocationKind.POSTGRESQL:
+            return Store(where)  # the server protects it: no history key
         if settings.db is None:
             self._move_legacy_file()
-        path = settings.db_path
+        path = where.path
         if not self.create and not path.exists():
             if settings.db is not None:
                 raise NotFound(f"no history file at {path} (chat, ask and sessions import "
@@ -171,11 +179,11 @@ class Workspace:
             store.path = path
             return store
         try:
-            return Store(path, key=settings.history_key())
+            return Store(where, key=settings.history_key())
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
-            return Store(path, key=self.ask_key(f"key for {path}: "))
+            return Store(where, key=self.ask_key(f"key for {path}: "))
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import move_legacy_db
@@ -196,8 +204,7 @@ class Workspace:
     def provider_for(self, settings: Settings) -> Provider:
         """The chat model of `settings` (another model, other options: /model, /template);
         one per distinct choice, closed with the workspace."""
-        from chatmem.providers import create_provider
-
+        create_provider = self.registries.create_provider
         key = _provider_key(settings)
         provider = self._providers.get(key)
         if provider is None:
@@ -229,7 +236,7 @@ class Workspace:
 
         provider = reproducing(self.settings, Recording(recorded.provider, recorded.model,
                                                         recorded.tokenizer),
-                               explicit=explicit)
+                               explicit=explicit, create_provider=self.registries.create_provider)
         self.owns(provider.close)
         return provider
 
@@ -242,9 +249,7 @@ class Workspace:
             if self._embedder_opener is not None:
                 self._embedder = self._embedder_opener()
             else:
-                from chatmem.embeddings import resolve_embedder
-
-                self._embedder = resolve_embedder(self.settings)
+                self._embedder = self.registries.resolve_embedder(self.settings)
             self._embedder_opened = True
         return self._embedder
 
@@ -278,3 +283,16 @@ PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "r
 
 def _provider_key(settings: Settings) -> tuple[Any, ...]:
     return tuple(repr(getattr(settings, name)) for name in PROVIDER_FIELDS)
+
+
+@contextmanager
+def held_open(settings: Settings) -> Iterator[None]:
+    """Hold the history file open while a server serves it. Each request opens the file on a
+    thread of its own; the last connection to close folds SQLite's write-ahead log into the
+    file (a sync to disk), which the held one spares every request."""
+    if settings.location.kind is not LocationKind.SQLITE:
+        yield
+        return
+    with Workspace(settings) as held:
+        _ = held.store
+        yield

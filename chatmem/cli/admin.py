@@ -1,7 +1,5 @@
 """A team on one PostgreSQL history: `admin add-user`, `sessions share` and `unshare`."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer
@@ -39,13 +37,8 @@ def add_user(
 
     settings = settings_from(config, db)
     if sql:
-        from urllib.parse import unquote, urlsplit
-
-        from chatmem.config.location import LocationKind
-
-        where = settings.location
-        name_of_db = database or (unquote(urlsplit(where.target).path.lstrip("/"))
-                                  if where.kind is LocationKind.POSTGRESQL else "")
+        # A file's location names no database: --database must.
+        name_of_db = database or settings.location.database
         if not name_of_db:
             from chatmem.errors import UsageError
 
@@ -122,8 +115,8 @@ def copy(
 
     if not source or not target:
         raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
-    with (open_workspace(settings_from(config, source), create=False) as origin,
-          open_workspace(settings_from(config, target)) as destination):
+    with (open_workspace(settings_from(config, source, db_flag="--from"), create=False) as origin,
+          open_workspace(settings_from(config, target, db_flag="--to")) as destination):
         report = copy_sessions(origin, destination, sessions or ())
     if json_out:
         print_json(report.to_json())

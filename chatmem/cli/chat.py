@@ -1,7 +1,5 @@
 """`chatmem chat` and `chatmem ask`."""
 
-from __future__ import annotations
-
 import os
 import stat
 import sys
@@ -11,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import first_session, session_names
+from chatmem.cli.grammar import raw_text
 from chatmem.cli.opening import apply_template, open_workspace, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -113,10 +112,10 @@ def chat(
     attachments = [read_file(path) for path in file or ()]  # all readable, or nothing opens
     settings = settings_from(config, db, provider, model, helper_model, option)
     strategy, system = apply_template(settings, template, strategy=strategy, system=system)
-    strategy, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     with (open_workspace(settings) as ws,
-          open_conversation(ws, chosen, strategy=strategy, params=params, system=system,
+          open_conversation(ws, chosen, strategy=spec, params=params, system=system,
                             activity=ConsoleActivity(err),
                             allow_over_budget=allow_over_budget) as engine):
         _print_notices(engine, err)
@@ -140,6 +139,7 @@ def chat(
 def ask(
     words: Annotated[list[str], typer.Argument(
         metavar="[SESSION] TEXT", show_default=False, autocompletion=first_session,
+        callback=raw_text,
         help="The session (default: none, a one-off question) and the question; TEXT - "
              "reads it from stdin.")],
     session_option: SessionAlias = None,
@@ -194,13 +194,13 @@ def ask(
         raise UsageError("nothing to ask (empty input)")
     settings = settings_from(config, db, provider, model, helper_model, option)
     strategy, system = apply_template(settings, template, strategy=strategy, system=system)
-    strategy, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:
         out.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     try:
         with (open_workspace(settings, one_off=one_off) as ws,
-              open_conversation(ws, ONE_OFF if one_off else named, strategy=strategy,
+              open_conversation(ws, ONE_OFF if one_off else named, strategy=spec,
                                 params=params, system=system, activity=ConsoleActivity(err),
                                 allow_over_budget=allow_over_budget, save=save) as engine):
             _print_notices(engine, err)
@@ -221,7 +221,8 @@ def ask(
         raise typer.Exit(int(ExitCode.INTERRUPTED))
 
 
-def answer_json(result: TurnResult, engine: Engine[Store], session: str | None) -> dict[str, Any]:
+def answer_json(result: "TurnResult", engine: "Engine[Store]",
+                session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
     from chatmem.render.payloads import strategy_json
 
@@ -245,7 +246,7 @@ def answer_json(result: TurnResult, engine: Engine[Store], session: str | None) 
     }
 
 
-def cost_json(engine: Engine[Store], result: TurnResult) -> dict[str, Any] | None:
+def cost_json(engine: "Engine[Store]", result: "TurnResult") -> dict[str, Any] | None:
     """The turn's money cost at the configured price of its model; None without a price."""
     from chatmem.config.options import price_of
     from chatmem.repl.chat import billed_tokens
@@ -270,7 +271,7 @@ def stdin_is_piped() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
-def _close_indexing(engine: Engine[Store], err: Console) -> None:
+def _close_indexing(engine: "Engine[Store]", err: "Console") -> None:
     """Stop embedding earlier messages (after the batch at hand) and say what is left."""
     from chatmem.render import notice_line
     from chatmem.render.notices import failure_text
@@ -289,7 +290,7 @@ def _close_indexing(engine: Engine[Store], err: Console) -> None:
             f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
 
 
-def _print_notices(engine: Engine[Store], err: Console) -> None:
+def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
     from chatmem.render import notice_line
     from chatmem.render.notices import notice_text
 

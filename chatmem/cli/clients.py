@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.opening import settings_from
+from chatmem.cli.opening import registries, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, ModelOption, ProviderOption
 from chatmem.cli.output import consoles, handles_errors
 
@@ -121,9 +121,7 @@ def serve(
 
     settings = settings_from(config, db, provider, model)
     if strategy is not None:
-        from chatmem.evaluation.replay import parse_spec
-
-        parse_spec(strategy)  # a bad name is said now, not at the first request
+        registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
     where = listening(f"{host}:{port}", token, what="--host/--port", tokens_given=bool(people))
     app = BearerGuard(build_app(settings, strategy=strategy), where.token, people)

@@ -149,10 +149,10 @@ def first_session(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
 
 def strategy_specs(incomplete: str) -> list[tuple[str, str]]:
     """Strategy names, `A+B`, and after a colon their parameters: `window:k=`."""
-    from chatmem.memory import REGISTRY
     from chatmem.memory.spec_candidates import spec_candidates
+    from chatmem.plugins import load_registries
 
-    return _menu(spec_candidates(incomplete, REGISTRY))
+    return _menu(spec_candidates(incomplete, load_registries().strategies))
 
 
 def template_names(ctx: typer.Context, incomplete: str) -> list[str]:

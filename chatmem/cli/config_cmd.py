@@ -1,7 +1,5 @@
 """`chatmem config show|path|init`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,11 +23,11 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     Example: chatmem config show --json
     """
     from chatmem import render
-    from chatmem.cli.opening import check_strategy
+    from chatmem.cli.opening import registries
     from chatmem.config.paths import config_path
     from chatmem.config.settings import load_settings
 
-    settings = load_settings(config, check_strategy=check_strategy)
+    settings = load_settings(config, registered=registries())
     if json_out:
         print_json(settings.public())
         return
@@ -54,7 +52,7 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     out.print(render.config_table(rows))
 
 
-def _effective_reply_cap(settings: Settings) -> str:
+def _effective_reply_cap(settings: "Settings") -> str:
     """What caps a reply when max_reply_tokens is unset: it depends on the provider."""
     from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS
     from chatmem.errors import NoModelAvailable

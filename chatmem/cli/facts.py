@@ -1,7 +1,5 @@
 """`chatmem facts list|forget`."""
 
-from __future__ import annotations
-
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
@@ -142,7 +140,7 @@ def forget(
         fact = chosen
         redacted = ""
         if purge:
-            plan, mentioned = remembered.plan_purge(ws, fact)
+            _, mentioned = remembered.plan_purge(ws, fact)
             if dry_run:
                 names = remembered.session_names(ws, {m.message.session_id for m in mentioned})
                 _print_mentions(names, fact, mentioned, json_out)
@@ -152,7 +150,7 @@ def forget(
                     " for good?"):
                 consoles()[1].print("nothing was changed", markup=False)
                 raise typer.Exit(1)
-            redacted = redacted_text(remembered.purge(ws, fact, plan))
+            redacted = redacted_text(remembered.purge(ws, fact))
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
@@ -160,7 +158,7 @@ def forget(
                         soft_wrap=True, markup=False)
 
 
-def _print_mentions(names: dict[int, str], fact: FactRecord, mentioned: Sequence[Mentioned],
+def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",
                     json_out: bool) -> None:
     from chatmem.render.facts import mention_line, mentions_text
 
@@ -179,7 +177,7 @@ def _print_mentions(names: dict[int, str], fact: FactRecord, mentioned: Sequence
               " nothing was changed", markup=False, soft_wrap=True)
 
 
-def _scope_word(fact: FactRecord) -> str:
+def _scope_word(fact: "FactRecord") -> str:
     from chatmem.store.records import FactScope
 
     return f"user {fact.user}" if fact.scope == FactScope.USER else "session"

@@ -5,7 +5,8 @@ angle brackets (`--db <path>`). chatmem's usage lines and help use the
 convention people know from Click: metavars upper case, required arguments
 bare, optional ones in brackets, option values named by type (TEXT, PATH,
 INTEGER) unless a metavar says more. Every command is built with
-`ChatmemCommand` through `ChatmemTyper`.
+`ChatmemCommand` through `ChatmemTyper`, which also refuses, by name, a text
+parameter holding bytes that are not UTF-8.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from typing import Any, Protocol
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperOption
 
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH",
               "bool": "BOOLEAN"}
@@ -39,7 +40,43 @@ def _type_name(match: re.Match[str]) -> str:
     return TYPE_NAMES.get(match.group(1), match.group(1).upper().replace(" ", "_"))
 
 
+NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
+
+
+def raw_text(value: Any) -> Any:
+    """A parameter's callback that lets text that is not UTF-8 through: the command replaces
+    such bytes itself and says so (`ask`'s words). Every other text parameter refuses them."""
+    return value
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
 class ChatmemCommand(TyperCommand):
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Text parameters that hold bytes that are not UTF-8 (argv decodes them as lone
+        surrogates) are refused by name here, once for every command, before the command
+        stores, sends or prints them. File paths are file names, bytes on POSIX: they pass."""
+        rest = super().parse_args(ctx, args)  # --help ends here, importing nothing more
+        if ctx.resilient_parsing:  # shell completion: words half typed, nothing run
+            return rest
+        from chatmem.text import is_valid
+
+        for param in self.get_params(ctx):
+            # Typer wraps a parameter's callback (functools.wraps keeps the original).
+            callback = getattr(param.callback, "__wrapped__", param.callback)
+            if (not isinstance(param, TyperArgument | TyperOption) or callback is raw_text
+                    or param.name not in ctx.params):
+                continue
+            if not all(is_valid(text) for text in _texts(ctx.params[param.name])):
+                raise typer.BadParameter(NOT_UTF8, ctx=ctx, param=param)
+        return rest
+
     # `ctx` is Typer's Context; typed Any because the base class names the vendored Click
     # Context, which Typer does not export (typer.Context narrows it, against Liskov).
     def collect_usage_pieces(self, ctx: Any) -> list[str]:

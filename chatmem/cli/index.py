@@ -1,7 +1,5 @@
 """`chatmem index [SESSION]`: embed the messages that have no vector yet, with a progress bar."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

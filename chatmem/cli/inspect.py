@@ -27,8 +27,6 @@ anchors, dropped_anchors, model, text]};
 covered_turn is the last turn the version covers (it covers turns 1 to it).
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -113,16 +111,16 @@ def inspect(
     if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)
-    strategy, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param)
     explicit = provider is not None or model is not None
     with open_workspace(settings, create=False) as ws:
         if summaries:
             record, versions = summary_versions(ws, session)
             _summaries(record, versions, json_out)
             return
-        if strategy is not None or params:
+        if spec is not None or params:
             seen = inspect_what_if(
-                ws, session, strategy, params, number=turn, text=next_text, explicit=explicit,
+                ws, session, spec, params, number=turn, text=next_text, explicit=explicit,
                 with_user_facts=with_user_facts,
                 activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
         elif next_text is not None:
@@ -136,7 +134,7 @@ def inspect(
     _show(data, seen.context, seen.approximate)
 
 
-def _summaries(session: SessionRecord, versions: list[SummaryVersion], json_out: bool) -> None:
+def _summaries(session: "SessionRecord", versions: "list[SummaryVersion]", json_out: bool) -> None:
     from chatmem.render.inspect import summaries_view
     from chatmem.render.payloads import summaries_json, summary_row
 
@@ -150,7 +148,7 @@ def _summaries(session: SessionRecord, versions: list[SummaryVersion], json_out:
     out.print(summaries_view([summary_row(v) for v in versions]))
 
 
-def _show(data: dict[str, Any], context: Context, approximate: bool) -> None:
+def _show(data: dict[str, Any], context: "Context", approximate: bool) -> None:
     from chatmem.render.inspect import inspect_view
 
     turn = data["turn"] or {}

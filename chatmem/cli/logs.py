@@ -1,7 +1,5 @@
 """`chatmem logs`: recent turns across sessions, and a search of what was said."""
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -75,7 +73,7 @@ def logs(
     out.print(full_turns(entries, costs) if full else logs_table(entries, costs))
 
 
-def _entry_json(entry: LogEntry, cost: Cost | None, *, reply: bool) -> dict[str, Any]:
+def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[str, Any]:
     import json
 
     from chatmem.render.payloads import strategy_json

@@ -1,12 +1,10 @@
 """`chatmem models`: what the model endpoint serves, with the config's aliases."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer
 
-from chatmem.cli.opening import settings_from
+from chatmem.cli.opening import registries, settings_from
 from chatmem.cli.options import ConfigOption, JsonOption, ModelOption, ProviderOption
 from chatmem.cli.output import handles_errors, print_json
 
@@ -24,14 +22,12 @@ def models(
 
     Example: OPENAI_BASE_URL=http://127.0.0.1:11434/v1 chatmem models
     """
-    from chatmem.providers import available_models
-
     settings = settings_from(config, None, provider, model)
     served: list[str] = []
     if aliases_only:
         name = settings.provider
     else:
-        name, served = available_models(settings)
+        name, served = registries().available_models(settings)
     aliases: dict[str, list[str]] = {}
     for alias, target in sorted(settings.aliases.items()):
         aliases.setdefault(target, []).append(alias)

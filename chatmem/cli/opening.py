@@ -15,14 +15,15 @@ if TYPE_CHECKING:
     from chatmem.app import Workspace
     from chatmem.config.settings import Settings, Source
     from chatmem.notices import Notice
+    from chatmem.plugins import Registries
 
 
-def check_strategy(name: str, params: Mapping[str, Any]) -> None:
-    """The config file's strategy check, passed down to the settings loader (configuration
-    sits below memory); memory is imported only when the file names a strategy."""
-    from chatmem.memory import create_strategy
+def registries() -> Registries:
+    """The strategies, providers and embedders of this process (chatmem.plugins), loaded
+    when first used: the config's check, and every workspace, are handed them."""
+    from chatmem.plugins import load_registries
 
-    create_strategy(name, params)
+    return load_registries()
 
 
 def settings_from(
@@ -32,15 +33,19 @@ def settings_from(
     model: str | None = None,
     helper_model: str | None = None,
     options: Sequence[str] | None = None,
+    *,
+    db_flag: str = "--db",
 ) -> Settings:
+    """The settings under the flags; `db_flag` is the flag that gave `db` (`--from`, `--to`),
+    so a message about the location names it."""
     from chatmem.config.options import parse_options
     from chatmem.config.settings import OPTION_FLAG, load_settings
 
     chosen = parse_options(options)  # a bad option fails before the config is read
-    settings = load_settings(config, check_strategy=check_strategy, overrides={
+    settings = load_settings(config, registered=registries(), overrides={
         "db": str(db) if db else None, "provider": provider, "model": model,
         "helper_model": helper_model,
-    })
+    }, flags={"db": db_flag})
     with_options(settings, chosen, OPTION_FLAG)
     return settings
 
@@ -89,7 +94,7 @@ def open_workspace(settings: Settings, *, create: bool = True,
     from chatmem.app import Workspace
 
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    with Workspace(settings, create=create, one_off=one_off,
+    with Workspace(settings, create=create, one_off=one_off, registries=registries(),
                    ask_key=ask_key if interactive else None, on_notice=say_notice) as ws:
         yield ws
 

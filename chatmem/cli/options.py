@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
+from chatmem.cli.grammar import NOT_UTF8
+
+if TYPE_CHECKING:
+    from chatmem.memory.spec import StrategySpec
 
 DbOption = Annotated[
     str | None,
@@ -40,23 +44,22 @@ def utf8_text(value: str | None) -> str | None:
     return value
 
 
-NOT_UTF8 = "must be UTF-8 text; it holds bytes that are not"
 
 
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
-    # Imported here: the config schema (its typed tables) is not needed to print --help.
-    from chatmem.config.schema import PROVIDERS
+    # Imported here: the registries are not needed to print --help.
+    from chatmem.plugins import load_registries
 
-    if value is not None and value not in PROVIDERS:
-        raise typer.BadParameter(f"must be one of {', '.join(PROVIDERS)}, got {value!r}")
+    if value is not None and value not in (names := load_registries().provider_names()):
+        raise typer.BadParameter(f"must be one of {', '.join(names)}, got {value!r}")
     return value
 
 
 ProviderOption = Annotated[
     str | None,
-    typer.Option("--provider", help="auto, local, openai or scripted.", show_default=False,
-                 metavar="NAME", callback=_check_provider),
+    typer.Option("--provider", help="auto, local, openai, scripted, or one a plugin adds.",
+                 show_default=False, metavar="NAME", callback=_check_provider),
 ]
 
 ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model name (or alias).",
@@ -141,15 +144,15 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
 
 
 def strategy_choice(strategy: str | None,
-                    pairs: Sequence[str] | None) -> tuple[str | None, dict[str, str]]:
-    """`-s window:k=2 -p other=1` → ("window", {"other": "1", "k": "2"}), as replay reads it."""
+                    pairs: Sequence[str] | None) -> tuple[StrategySpec | None, dict[str, str]]:
+    """`-s window:k=2 -p other=1` → (the spec, {}), parsed as replay reads it; without
+    `-s`, (None, the --param values) for the session's or the configured strategy."""
     params = parse_params(pairs)
     if strategy is None:
         return None, params
-    from chatmem.evaluation.replay import parse_spec
+    from chatmem.plugins import load_registries
 
-    spec = parse_spec(strategy, params)
-    return spec.name, spec.params
+    return load_registries().strategies.parse(strategy, params), {}
 
 
 def session_first(words: Sequence[str], option: str | None,

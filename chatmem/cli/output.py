@@ -16,6 +16,8 @@ from chatmem.errors import ChatmemError, ExitCode, NoModelAtAll
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from chatmem.plugins import PluginProblem
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +41,7 @@ def handles_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        warn_about_plugins()
         try:
             return func(*args, **kwargs)
         except NoModelAtAll as e:
@@ -66,6 +69,20 @@ def listing_hint(error: ChatmemError) -> str:
     if error.listed is None:
         return ""
     return f" (`{LISTING[error.listed.value]}` lists them)"
+
+
+def warn_about_plugins() -> None:
+    """A plugin that cannot be loaded is one warning on stderr, printed when the registries
+    load (commands load them only when they need them), never a failed command."""
+    from chatmem.plugins import load_registries
+
+    load_registries().listen(_warn_plugin_problem)
+
+
+def _warn_plugin_problem(problem: PluginProblem) -> None:
+    from chatmem.render.plugins import plugin_problem_line
+
+    consoles()[1].print(plugin_problem_line(problem), soft_wrap=True)
 
 
 def write_private(path: Path, text: str) -> None:

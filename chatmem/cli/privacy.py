@@ -1,7 +1,5 @@
 """Privacy commands: `chatmem encrypt|decrypt|rekey|forget-me`, `sessions prune|retention`."""
 
-from __future__ import annotations
-
 import os
 import sys
 from datetime import datetime, timedelta
@@ -22,7 +20,7 @@ if TYPE_CHECKING:
 NEW_KEY_ENV = "CHATMEM_NEW_KEY"
 
 
-def _current_key(settings: Settings, path: Path) -> str:
+def _current_key(settings: "Settings", path: Path) -> str:
     """The key the encrypted file is under: configured, or typed at a terminal."""
     from chatmem.app.privacy import key_hint
     from chatmem.errors import HistoryLocked
@@ -35,7 +33,7 @@ def _current_key(settings: Settings, path: Path) -> str:
     raise HistoryLocked(f"{path} is encrypted: {key_hint()}", missing=True)
 
 
-def _new_key(settings: Settings | None, what: str) -> str:
+def _new_key(settings: "Settings | None", what: str) -> str:
     """A key to encrypt with: configured (or $CHATMEM_NEW_KEY for rekey), else typed twice."""
     from chatmem.errors import UsageError
 
@@ -64,7 +62,7 @@ def _encrypted(config: Path | None, db: str | None, hint: str = "") -> tuple[Pat
     return path, key
 
 
-def _existing(settings: Settings) -> Path:
+def _existing(settings: "Settings") -> Path:
     from chatmem.app.privacy import existing_file
 
     with open_workspace(settings, create=False) as ws:
@@ -132,7 +130,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 # -- retention and erasure -------------------------------------------------------------------
 
 
-def _erasure_lines(erased: Erasure, now: datetime) -> list[str]:
+def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
     from chatmem.privacy.retention import counted, days_text
 
     lines = []

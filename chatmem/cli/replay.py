@@ -1,7 +1,5 @@
 """`chatmem replay` and `chatmem eval`: one conversation, several strategies, measured."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs
-from chatmem.cli.opening import open_workspace, settings_from
+from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -39,21 +37,21 @@ EvalSourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
                              "of transcripts.")
 ]
-DEFAULT_EVAL = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
-"""What `replay` and `eval` compare when no --strategy is given: one of each kind of memory."""
 StrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
                  metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to run, repeatable; parameters after a colon: window:k=2. "
-                      f"Default: {', '.join(DEFAULT_EVAL)}."),
+                      "Default: one of each kind of memory (those `chatmem strategies "
+                      "--json` marks in_default_eval)."),
 ]
 EvalStrategiesOption = Annotated[
     list[str] | None,
     typer.Option("--strategy", "-s", show_default=False,
                  metavar="NAME[:K=V,...]", autocompletion=strategy_specs,
                  help="Strategy to score, repeatable; parameters after a colon: window:k=2. "
-                      f"Default: {', '.join(DEFAULT_EVAL)}."),
+                      "Default: one of each kind of memory (those `chatmem strategies "
+                      "--json` marks in_default_eval)."),
 ]
 WithUserFactsOption = Annotated[
     bool, typer.Option("--with-user-facts",
@@ -69,7 +67,7 @@ PROGRESS_AFTER_STEPS = 50
 
 
 @contextmanager
-def progress_bar(steps: int) -> Iterator[Progress | None]:
+def progress_bar(steps: int) -> "Iterator[Progress | None]":
     """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
     err = consoles()[1]
     if steps < PROGRESS_AFTER_STEPS or not err.is_terminal:
@@ -82,15 +80,14 @@ def progress_bar(steps: int) -> Iterator[Progress | None]:
 
 
 def _run(
-    source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: Settings,
+    source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: "Settings",
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
-    answer: bool = False, transcript: Transcript | None = None, show_progress: bool = True,
-) -> Comparison:
+    answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
+) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
-    from chatmem.evaluation.replay import parse_spec
 
     shared = parse_params(param)
-    specs = [parse_spec(s, shared) for s in strategy]
+    specs = [registries().strategies.parse(s, shared) for s in strategy]
     with open_workspace(settings, create=bool(save_as)) as ws:
         transcript = transcript or load_source(ws, source)
         steps = len(transcript.items) * len(specs) if show_progress else 0
@@ -140,7 +137,8 @@ def replay_command(
     from chatmem.render import compare
 
     settings = settings_from(config, db, provider, model)
-    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=keep_replies,
+    outcome = _run(source, strategy or registries().strategies.default_eval(), param, settings,
+                   keep=keep_replies,
                    save_as=save_as,
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
@@ -158,22 +156,21 @@ def replay_command(
         err.print(line, style="dim", markup=False)
 
 
-def _start_backlogs(settings: Settings, config: Path | None,
-                    runs: Sequence[StrategyRun]) -> None:
+def _start_backlogs(settings: "Settings", config: Path | None,
+                    runs: "Sequence[StrategyRun]") -> None:
     """Saved sessions whose messages lack vectors get them in the background."""
     from chatmem.app.indexing import start_backlogs
-    from chatmem.memory import create_strategy
     from chatmem.render.sessions import backlog_line
 
     saved = [r for r in runs if r.session]
-    strategies = [create_strategy(r.strategy, r.params) for r in saved]
+    strategies = [registries().strategies.strategy(r.strategy, r.params) for r in saved]
     with open_workspace(settings, create=False) as ws:
         for started in start_backlogs(ws, config, [r.session for r in saved if r.session],
                                       strategies):
             consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
 
 
-def outcome_json(command: str, source: str, outcome: Comparison) -> dict[str, Any]:
+def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:
     """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
     from chatmem.render.compare import run_notice_text
 
@@ -230,8 +227,9 @@ def eval_command(
     """
     from chatmem.render import compare
 
+    strategy = strategy or registries().strategies.default_eval()
     if Path(source).is_dir():
-        _eval_folder(Path(source), strategy or DEFAULT_EVAL, param, answer=answer,
+        _eval_folder(Path(source), strategy, param, answer=answer,
                      min_recall=min_recall, with_user_facts=with_user_facts, report=report,
                      jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
                      config=config)
@@ -245,7 +243,7 @@ def eval_command(
         raise TranscriptError(
             f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"
         )
-    outcome = _run(source, strategy or DEFAULT_EVAL, param, settings, keep=None, answer=answer,
+    outcome = _run(source, strategy, param, settings, keep=None, answer=answer,
                    transcript=transcript, explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("eval", source, outcome)
@@ -274,7 +272,6 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     import os
 
     from chatmem.cli.corpus import CorpusJob, eval_corpus
-    from chatmem.evaluation.replay import parse_spec
 
     if report is not None and not report.parent.is_dir():
         # Said before the run, not after every transcript has been evaluated.
@@ -282,14 +279,14 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     # Checked here, once, so a typo is one line and not one per transcript.
     shared = parse_params(param)
     for spec in strategy:
-        parse_spec(spec, shared)
+        registries().strategies.parse(spec, shared)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
                 json_out=json_out, min_recall=min_recall, report=report)
 
 
-def evaluate_transcript(job: CorpusJob) -> TranscriptResult:
+def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     """A worker's task; a chatmem error is returned as its one line, not raised."""
     from chatmem.cli.corpus import TranscriptResult
     from chatmem.errors import ChatmemError

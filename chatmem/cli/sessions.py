@@ -1,14 +1,12 @@
 """`chatmem sessions list|show|rename|fork|delete|export|import`."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
-from chatmem.cli.opening import open_workspace, settings_from
+from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
@@ -40,9 +38,8 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
         print_json([{**{k: v for k, v in row.items() if k != "params"},
                      "strategy": strategy_json(row["strategy"], row["params"])} for row in rows])
         return
-    from chatmem.memory import changed_params
-
     # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
+    changed_params = registries().strategies.changed_params
     consoles()[0].print(render.sessions_table(
         [{**row, "params": changed_params(row["strategy"], row["params"] or {})} for row in rows]))
 
@@ -186,7 +183,7 @@ def export(
                         markup=False, soft_wrap=True)
 
 
-def export_all(name: str | None, output: str | None, force: bool, settings: Settings) -> None:
+def export_all(name: str | None, output: str | None, force: bool, settings: "Settings") -> None:
     from pathlib import Path
 
     from chatmem.app.sessions import export_everything

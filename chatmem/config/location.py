@@ -1,8 +1,13 @@
 """Where a history lives: a SQLite file, or a PostgreSQL database named by a URL.
 
-`--db`, CHATMEM_DB and the config's `db` all give one string; a `postgresql://`
-or `postgres://` one is a server, anything else a file path. A URL's password
-is never shown: every message names the database by `masked(url)`.
+`--db`, CHATMEM_DB and the config's `db` all give one string, parsed here once
+into a HistoryLocation that is passed down: the store opens what it is given and
+never reads a string again. A `postgresql://` or `postgres://` one (the scheme in
+any case) is a server, any other `scheme://` is refused, anything else is a file
+path. A URL's password is never shown: every message names the database by
+`masked(url)`. The password is best kept out of the URL (and so out of the
+process list): libpq reads PGPASSWORD, ~/.pgpass (PGPASSFILE) and a service file
+(`?service=NAME`, PGSERVICE, PGSERVICEFILE) itself.
 """
 
 from __future__ import annotations
@@ -10,14 +15,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from chatmem.errors import StoreError
+from chatmem.text import CONTROLS, code_point, is_valid
 
 SCHEMES = ("postgresql://", "postgres://")
 LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1", "[::1]"})
 _SECRET_PARAMETERS = ("password", "sslpassword")
 _URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_CONTROL = re.compile(f"[\t\n{CONTROLS.pattern[1:-1]}]")
+"""Every control character, tab and newline too: none belongs in a path or a URL."""
 
 
 class LocationKind(StrEnum):
@@ -29,9 +38,34 @@ class LocationKind(StrEnum):
 class HistoryLocation:
     kind: LocationKind
     target: str
-    """The file path, or the URL to connect with (sslmode added where the TLS rule asks)."""
+    """The file path, or the URL to connect with (scheme in lower case, sslmode added where
+    the TLS rule asks)."""
     shown: str
     """What messages name: the path, or the URL with its password masked."""
+    database: str = ""
+    """PostgreSQL: the database the URL names ("" when a service file names it)."""
+
+    @classmethod
+    def file(cls, path: str | Path) -> HistoryLocation:
+        """A SQLite file (or ":memory:"): a path is never read as a URL."""
+        return cls(LocationKind.SQLITE, str(path), str(path))
+
+    @property
+    def path(self) -> Path:
+        """The history file; only a SQLite location has one."""
+        if self.kind is not LocationKind.SQLITE:
+            raise ValueError(f"{self.shown} is a database, not a file")
+        return Path(self.target)
+
+
+def as_location(location: HistoryLocation | Path | str) -> HistoryLocation:
+    """What to open: a HistoryLocation as it is, a Path as a file, a string parsed (once,
+    here: the one parser of locations, also for code that opens a store by its URL)."""
+    if isinstance(location, HistoryLocation):
+        return location
+    if isinstance(location, Path):
+        return HistoryLocation.file(location)
+    return parse_location(location)
 
 
 def is_url(location: str) -> bool:
@@ -59,25 +93,46 @@ def masked(url: str) -> str:
     return scheme + rest
 
 
-def parse_location(location: str) -> HistoryLocation:
-    """A file path or a PostgreSQL URL; raises StoreError naming a URL it cannot use (masked)."""
+def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
+    """A file path or a PostgreSQL URL; StoreError (exit 2) naming `origin` (`--db`,
+    `CHATMEM_DB`, the config file's key) and the location, masked, when it cannot be one."""
+    where = f"{origin}: " if origin else ""
+    if not is_valid(location):
+        raise StoreError(f"{origin or 'the history location'} must be UTF-8 text; it holds "
+                         "bytes that are not")
     text = location.strip()
-    if not _URL_LIKE.match(text):
-        return HistoryLocation(LocationKind.SQLITE, location, location)
     shown = masked(text)
+    control = _CONTROL.search(location)
+    if control:
+        # Shown escaped: a newline would break the one line, an escape would be obeyed.
+        raise StoreError(f"{where}{_CONTROL.sub(lambda m: code_point(m.group()), shown)}: "
+                         "a history location cannot hold a control character "
+                         f"({code_point(control.group())})")
+    if not _URL_LIKE.match(text):
+        if not text:
+            raise StoreError(f"{origin or 'the history location'} is empty: give a file path "
+                             "or a postgresql:// URL")
+        return HistoryLocation.file(Path(location).expanduser())
     if not is_url(text):
-        raise StoreError(f"{shown}: not a history location: use a file path or a "
+        raise StoreError(f"{where}{shown}: not a history location: use a file path or a "
                          "postgresql:// URL")
-    parts = urlsplit(text)
-    database = unquote(parts.path.lstrip("/"))
+    scheme, _, rest = text.partition("://")
+    text = f"{scheme.lower()}://{rest}"
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        # The parser's own words may quote the authority, password and all.
+        raise StoreError(f"{where}{shown}: not a valid URL: its host part cannot be read "
+                         "(an IPv6 address goes in [ ], both of them)") from None
     query = dict(parse_qsl(parts.query))
-    database = query.get("dbname", database)
-    if not database:
-        raise StoreError(f"{shown}: the URL names no database (postgresql://user@host/DATABASE)")
+    database = query.get("dbname", unquote(parts.path.lstrip("/")))
+    if not database and "service" not in query:
+        raise StoreError(f"{where}{shown}: the URL names no database "
+                         "(postgresql://user@host/DATABASE, or ?service=NAME)")
     url = text
     if "sslmode" not in query and not all(_is_local(h) for h in _hosts(parts.netloc, query)):
         url += ("&" if parts.query else ("" if text.endswith("?") else "?")) + "sslmode=require"
-    return HistoryLocation(LocationKind.POSTGRESQL, url, masked(url))
+    return HistoryLocation(LocationKind.POSTGRESQL, url, masked(url), database)
 
 
 def password_of(url: str) -> str | None:

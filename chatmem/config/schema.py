@@ -5,21 +5,34 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from chatmem.config.sections import SECTIONS, EmbeddingsSection, section_keys
+from chatmem.config.sections import SECTIONS, section_keys
 from chatmem.errors import ConfigError, StrategyError
 
 SUMMARY_SLOT = "{summary}"
 LINES_SLOT = "{new_lines}"
 """The summary prompt's placeholders: the current summary and the new lines."""
 
-StrategyCheck = Callable[[str, Mapping[str, Any]], object]
-"""Builds a strategy from its name and parameters or raises StrategyError: memory's
-`create_strategy`, passed down by whoever loads settings, since configuration sits below
-memory. Without one, `strategy` and `[strategies.*]` are checked for shape only."""
+
+
+class Registered(Protocol):
+    """The names plugins extend, as the registries know them (chatmem.plugins.Registries),
+    passed down by whoever loads settings, since configuration sits below them. Consulted
+    only for a name the file or the environment gives; without one, `strategy`,
+    `[strategies.*]`, `provider`, `helper_provider` and `[embeddings] provider` are checked
+    for shape only."""
+
+    def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
+        """Raise StrategyError unless `name` with `params` builds."""
+        ...
+
+    def provider_names(self) -> Sequence[str]: ...
+
+    def embedder_names(self) -> Sequence[str]: ...
+
 
 OLD_SUMMARY_KEYS: dict[str, type] = {"provider": str, "model": str}
 """[summary] provider/model: read as helper_provider/helper_model (settings.HELPER_ALIASES)."""
@@ -56,9 +69,6 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     **{name: section_keys(section) for name, section in SECTIONS.items()},
 }
 SCHEMA["summary"].update(OLD_SUMMARY_KEYS)
-PROVIDERS = ("auto", "local", "openai", "scripted")
-EMBEDDERS = ("auto", "local", "openai", "hash", "none")
-"""[embeddings] provider: auto = local when `chatmem[embed]` is installed, else none."""
 # The smallest value each number may take: a negative budget or timeout is a typo.
 MINIMUMS: dict[str, int] = {
     "context_budget": 1, "max_retries": 0, "max_reply_tokens": 1,
@@ -91,7 +101,9 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
         raise ConfigError(f"{path}: key 'api_key_env' must name an environment variable"
                           " (e.g. OPENAI_API_KEY), not hold the key itself")
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {value!r}")
+        # A URL may carry a password or a key: its wrong type is named, it is not repeated.
+        got = f"a {type(value).__name__}" if key in ("db", "base_url") else repr(value)
+        raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {got}")
     number: Any = value  # checked to be a number above when the key has a minimum
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{path}: key {key!r} must be a finite number, got {value!r}")
@@ -103,11 +115,10 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
         raise ConfigError(f"{path}: key {key!r} must be more than 0, got {value!r}")
 
 
-def validate(path: Path, data: Mapping[str, Any],
-             check_strategy: StrategyCheck | None = None) -> None:
+def validate(path: Path, data: Mapping[str, Any], registered: Registered | None = None) -> None:
     for key, value in data.items():
         if key == "strategies":
-            _validate_strategies(path, value, check_strategy)
+            _validate_strategies(path, value, registered)
         elif key in NAMED_TABLES:
             NAMED_TABLES[key](path, value)
         elif key in SCHEMA and key != "":
@@ -122,19 +133,27 @@ def validate(path: Path, data: Mapping[str, Any],
             _check_value(path, key, value, SCHEMA[""][key])
         else:
             raise ConfigError(f"{path}: unknown key {key!r}")
-    _check_provider(path, "provider", data)
+    if registered is not None:
+        _check_names(path, data, registered)
+    _check_summary(path, data.get("summary", {}))
+
+
+def _check_names(path: Path, data: Mapping[str, Any], registered: Registered) -> None:
+    """The names the file gives, each checked against what is registered."""
+    _check_provider(path, "provider", data, registered)
     if "helper_provider" in data:
-        _check_provider(path, "helper_provider", {"provider": data["helper_provider"]})
+        _check_provider(path, "helper_provider", {"provider": data["helper_provider"]},
+                        registered)
     if isinstance(data.get("strategy"), str):
         name, own = strategy_spec(data["strategy"], f"{path}: key 'strategy'")
         tables = data.get("strategies", {})
         table = tables.get(name, {}) if isinstance(tables, dict) else {}
-        _check_strategy(path, "strategy", name, {**table, **own}, check_strategy)
-    _check_summary(path, data.get("summary", {}))
-    embedder = data.get("embeddings", {}).get("provider", EmbeddingsSection().provider)
-    if embedder not in EMBEDDERS:
+        _check_strategy(path, "strategy", name, {**table, **own}, registered)
+    _check_provider(path, "summary.provider", data.get("summary", {}), registered)
+    embedder = data.get("embeddings", {}).get("provider")
+    if embedder is not None and embedder not in (names := registered.embedder_names()):
         raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
-                          f"{', '.join(EMBEDDERS)}, got {embedder!r}")
+                          f"{', '.join(names)}, got {embedder!r}")
 
 
 def check_prompt(prompt: str, where: str = "summary.prompt") -> str:
@@ -151,15 +170,20 @@ def check_prompt(prompt: str, where: str = "summary.prompt") -> str:
 def _check_summary(path: Path, table: Mapping[str, Any]) -> None:
     if "prompt" in table:
         check_prompt(table["prompt"], f"{path}: key 'summary.prompt'")
-    _check_provider(path, "summary.provider", table)
 
 
-def _check_provider(path: Path, key: str, table: Mapping[str, Any]) -> None:
-    value = table.get("provider", "auto")
-    if value not in PROVIDERS:
-        raise ConfigError(
-            f"{path}: key {key!r} must be one of {', '.join(PROVIDERS)}, got {value!r}"
-        )
+def _check_provider(path: Path, key: str, table: Mapping[str, Any],
+                    registered: Registered) -> None:
+    value = table.get("provider")
+    if value is not None:
+        check_provider_name(value, registered, f"{path}: key {key!r}")
+
+
+def check_provider_name(value: str, registered: Registered, where: str) -> None:
+    """ConfigError (`WHERE must be one of …`) unless `value` names a provider or `auto`."""
+    names = registered.provider_names()
+    if value not in names:
+        raise ConfigError(f"{where} must be one of {', '.join(names)}, got {value!r}")
 
 
 def _table(path: Path, key: str, value: Any) -> Mapping[str, Any]:
@@ -226,14 +250,13 @@ PRICE_KEYS = ("input", "output")
 TEMPLATE_KEYS = ("system", "model", "strategy", "options")
 
 
-def _validate_strategies(path: Path, tables: Any,
-                         check_strategy: StrategyCheck | None) -> None:
+def _validate_strategies(path: Path, tables: Any, registered: Registered | None) -> None:
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: key 'strategies' must be a table ([strategies.NAME])")
     for name, params in tables.items():
         if not isinstance(params, dict):
             raise ConfigError(f"{path}: key 'strategies.{name}' must be a table")
-        _check_strategy(path, f"strategies.{name}", name, params, check_strategy)
+        _check_strategy(path, f"strategies.{name}", name, params, registered)
 
 
 def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
@@ -251,10 +274,10 @@ def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
 
 
 def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],
-                    check_strategy: StrategyCheck | None) -> None:
-    if check_strategy is None:
+                    registered: Registered | None) -> None:
+    if registered is None:
         return
     try:
-        check_strategy(name, params)
+        registered.check_strategy(name, params)
     except StrategyError as e:
         raise ConfigError(f"{path}: key {key!r}: {e}") from None

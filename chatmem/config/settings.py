@@ -16,9 +16,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from chatmem.config.location import HistoryLocation, LocationKind, is_url, parse_location
+from chatmem.config.endpoint import parse_endpoint
+from chatmem.config.location import HistoryLocation, LocationKind, parse_location
 from chatmem.config.paths import chosen_config, default_config_path, default_db_path
-from chatmem.config.schema import PROVIDERS, StrategyCheck, strategy_spec, validate
+from chatmem.config.schema import Registered, check_provider_name, strategy_spec, validate
 from chatmem.config.sections import (
     SECTIONS,
     EmbeddingsSection,
@@ -146,11 +147,11 @@ class Settings:
 
     @property
     def location(self) -> HistoryLocation:
-        """Where the history lives: a file, or a PostgreSQL database (a URL is never a path)."""
-        if self.db and is_url(self.db):
-            return parse_location(self.db)
-        path = str(Path(self.db).expanduser() if self.db else default_db_path())
-        return HistoryLocation(LocationKind.SQLITE, path, path)
+        """Where the history lives: a file, or a PostgreSQL database (a URL is never a path);
+        an error names where `db` came from (--db, CHATMEM_DB, the config file's key)."""
+        if not self.db:
+            return HistoryLocation.file(default_db_path())
+        return parse_location(self.db, self.named("db"))
 
     @property
     def db_path(self) -> Path:
@@ -162,10 +163,20 @@ class Settings:
 
             raise UsageError(f"{where.shown}: this works on a history file, not a PostgreSQL "
                              "database (its server encrypts and keeps it)")
-        return Path(where.target)
+        return where.path
+
+    def named(self, key: str) -> str | None:
+        """How a message names where `key` was set: `--db`, `CHATMEM_DB`, `FILE: key 'db'`
+        (None for a default or a value set in code)."""
+        source = self.source_of(key)
+        if source.kind is SourceKind.DEFAULT:
+            return None
+        if source.kind in (SourceKind.FLAG, SourceKind.ENV):
+            return source.name
+        return f"{source}: key {key!r}"
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) or None
+        return api_key_from(self.api_key_env)
 
     def key_source(self) -> str | None:
         """Where the history key comes from ($CHATMEM_KEY or key_command), None if nowhere."""
@@ -228,6 +239,21 @@ class Settings:
         return shown
 
 
+def api_key_from(variable: str) -> str | None:
+    """The API key in environment variable `variable` (spaces around it dropped), None if
+    unset; ConfigError naming the variable, never repeating the key, when it cannot go in
+    an HTTP header (sent, it would fail as a garbled request, not as a bad key)."""
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        return None
+    if not is_valid(key):
+        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
+    if not (key.isascii() and key.isprintable()):
+        raise ConfigError(f"{variable} holds a character no API key has (a key is printable "
+                          "ASCII): set it again, copied whole")
+    return key
+
+
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
@@ -238,29 +264,48 @@ def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def read_config_file(path: Path, check_strategy: StrategyCheck | None = None
-                     ) -> dict[str, Any]:
+def read_config_file(path: Path, registered: Registered | None = None) -> dict[str, Any]:
+    data = read_toml(path, "config")
+    validate(path, data, registered)
+    return data
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables; ConfigError naming the file for anything that is not TOML text.
+
+    TOML is UTF-8 by definition; a table nested thousands deep exhausts the parser's
+    recursion (tomllib reads nesting recursively), which says nothing to a person.
+    """
     try:
         with path.open("rb") as f:
-            data = tomllib.load(f)
+            return tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line} is not UTF-8 text (TOML is UTF-8: save the "
+                          "file as UTF-8)") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply"
+                          ) from None
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
-    validate(path, data, check_strategy)
-    return data
+        raise ConfigError(f"{path}: cannot read {what}: {e.strerror}") from None
 
 
 def load_settings(
     config_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
-    check_strategy: StrategyCheck | None = None,
+    registered: Registered | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Settings:
     """Defaults, then the config file, then CHATMEM_* variables, then flags.
 
-    `check_strategy` (see StrategyCheck) checks the file's strategies; the CLI passes
-    memory's."""
+    `registered` (see Registered) checks the names the file and the environment give;
+    the CLI passes the plugin registries. `flags` names the flag an override came from
+    where it is not `--KEY` (`{"db": "--from"}`). The history location and the endpoints
+    are parsed here, so a malformed one is an error naming where it came from before
+    anything opens."""
     env = os.environ if env is None else env
     settings = Settings()
     explicit = chosen_config(config_path, env)
@@ -268,7 +313,7 @@ def load_settings(
     if explicit is not None and not path.exists():
         raise ConfigError(f"{path}: config file not found")
     if path.exists():
-        data = read_config_file(path, check_strategy)
+        data = read_config_file(path, registered)
         data = _with_helper_aliases(path, data)
         for key, value in data.items():
             if key in SECTIONS:
@@ -283,22 +328,24 @@ def load_settings(
                 setattr(settings, key, value)
         settings.source = path
         settings.sources.update(dict.fromkeys(_flat(data), Source(SourceKind.FILE, str(path))))
+        for key, value in _flat(data).items():
+            _check_url(key, value, f"{path}: key {key!r}")
     for variable, key in ENV_KEYS.items():
         if env.get(variable) and not is_valid(env[variable]):
             raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
         if env.get(variable):
+            _check_url(key, env[variable], variable)
             setattr(settings, key, env[variable])
             settings.sources[key] = Source(SourceKind.ENV, variable)
-    for key, variable in (("provider", "CHATMEM_PROVIDER"),
-                          ("helper_provider", "CHATMEM_HELPER_PROVIDER")):
-        value = getattr(settings, key)
-        if value is not None and value not in PROVIDERS:
-            raise ConfigError(
-                f"{variable} must be one of {', '.join(PROVIDERS)}, got {value!r}")
+    for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
+        if registered is not None and env.get(variable):
+            check_provider_name(env[variable], registered, variable)
     for key, value in (overrides or {}).items():
         if value is not None:
+            flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")
+            _check_url(key, value, flag)
             setattr(settings, key, value)
-            settings.sources[key] = Source(SourceKind.FLAG, f"--{key.replace('_', '-')}")
+            settings.sources[key] = Source(SourceKind.FLAG, flag)
     settings.model = settings.model_named(settings.model)
     settings.helper_model = settings.model_named(settings.helper_model)
     if ":" in settings.strategy:
@@ -308,6 +355,18 @@ def load_settings(
         settings.strategy = name
         settings.strategies[name] = {**settings.strategies.get(name, {}), **own}
     return settings
+
+
+URL_KEYS = {"db": parse_location, "base_url": parse_endpoint,
+            "embeddings.base_url": parse_endpoint}
+"""Settings that name a place (the history, a model's server): each value is parsed where it
+is read, so a malformed one is refused naming its file and key, variable or flag, even
+when a later source overrides it (a typo must never lie in wait)."""
+
+
+def _check_url(key: str, value: Any, origin: str) -> None:
+    if key in URL_KEYS and isinstance(value, str) and value:
+        URL_KEYS[key](value, origin)
 
 
 def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:

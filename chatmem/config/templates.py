@@ -7,7 +7,6 @@ the config file's wins when both name it.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,8 @@ from typing import Any
 from chatmem.config.options import check_options
 from chatmem.config.paths import config_dir
 from chatmem.config.schema import check_template
-from chatmem.config.settings import Settings
-from chatmem.errors import ConfigError, UsageError
+from chatmem.config.settings import Settings, read_toml
+from chatmem.errors import UsageError
 from chatmem.names import did_you_mean
 
 
@@ -59,11 +58,4 @@ def find_template(settings: Settings, name: str) -> Template:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as f:
-            table = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read template: {e.strerror}") from None
-    return check_template(str(path), table)
+    return check_template(str(path), read_toml(path, "template"))

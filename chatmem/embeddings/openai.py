@@ -6,8 +6,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from chatmem.config.endpoint import parse_endpoint
 from chatmem.embeddings.base import normalised
 from chatmem.errors import ProviderError
+from chatmem.privacy.secrets import MIN_SECRET_CHARACTERS, url_secrets
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,10 +24,17 @@ class OpenAIEmbedder:
         self.key = f"openai:{model}"
         self._dimensions = 0  # known after the first answer
         self._learnt = threading.Lock()
-        # Local servers need no key, but the client insists on one.
-        self._client: Any = openai.OpenAI(base_url=base_url, api_key=api_key or "none",
+        endpoint = parse_endpoint(base_url or "https://api.openai.com/v1")
+        # Local servers need no key, but the client insists on one. The base URL's query
+        # goes with each request, after its path (chatmem.config.endpoint).
+        self._client: Any = openai.OpenAI(base_url=endpoint.base,
+                                          default_query=endpoint.query or None,
+                                          api_key=api_key or "none",
                                           timeout=timeout, max_retries=max_retries)
-        self._where = base_url or "api.openai.com"
+        self._where = endpoint.shown
+        self._secrets = [s for s in (api_key, *url_secrets(base_url or ""))
+                         if s and len(s) >= MIN_SECRET_CHARACTERS]
+        """What a server's error may quote back and a message must not repeat."""
 
     @property
     def dimensions(self) -> int:
@@ -43,7 +52,10 @@ class OpenAIEmbedder:
         try:
             answer = self._client.embeddings.create(model=self.model, input=list(texts))
         except openai.APIError as e:
-            raise ProviderError(f"embeddings at {self._where} failed: {e}") from None
+            reason = str(e)
+            for secret in self._secrets:
+                reason = reason.replace(secret, "[api key]")
+            raise ProviderError(f"embeddings at {self._where} failed: {reason}") from None
         data = sorted(answer.data, key=lambda d: d.index)
         if len(data) != len(texts):
             raise ProviderError(f"embeddings at {self._where}: asked for {len(texts)} vectors,"

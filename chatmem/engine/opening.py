@@ -5,15 +5,17 @@ strategy calls and an embedder, as the engine that runs its turns
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.turns import Engine
-from chatmem.memory import create_strategy
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import strategy_label
+from chatmem.memory.registry import StrategyRegistry
+from chatmem.memory.spec import StrategySpec
 from chatmem.notices import Notice, StrategyChanged, SystemPromptReplaced
+from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord
 from chatmem.store.protocols import TurnStore
@@ -27,14 +29,30 @@ S = TypeVar("S", bound=TurnStore)
 
 
 def resolve_strategy(
-    settings: Settings, name: str | None, params: dict[str, str], session: SessionRecord | None
+    settings: Settings, strategy: StrategySpec | str | None, params: Mapping[str, Any],
+    session: SessionRecord | None, strategies: StrategyRegistry | None = None,
 ) -> Strategy:
-    """Flags win; a resumed session keeps its strategy; else the configured default."""
-    if name is None and session is not None:
-        merged = {**session.params, **params}
-        return create_strategy(session.strategy, merged)
-    chosen = name or settings.strategy
-    return create_strategy(chosen, {**settings.params_for(chosen), **params})
+    """Flags win; a resumed session keeps its strategy; else the configured default.
+
+    `strategy` is the spec given (or its text, parsed here with `params`); with none,
+    `params` (--param) apply to the session's strategy or the configured one. The
+    config's [strategies.NAME] fills what the spec given leaves out. `strategies`: the
+    registry to build from (the process's, chatmem.plugins, when none is handed in).
+    """
+    strategies = strategies or load_registries().strategies
+    if strategy is None:
+        if session is not None:
+            return strategies.strategy(session.strategy, {**session.params, **params})
+        name = settings.strategy
+        return strategies.strategy(name, {**settings.params_for(name), **params})
+    if isinstance(strategy, str):
+        strategy = strategies.parse(strategy, params)
+    elif params:
+        raise ValueError("a StrategySpec holds its parameters: pass params with its text")
+    configured = settings.params_for(strategy.name)
+    if configured:
+        strategy = strategy.keeping(strategies.parse(strategy.name, configured))
+    return strategies.create(strategy)
 
 
 def open_session(
@@ -44,8 +62,8 @@ def open_session(
     name: str,
     *,
     helper: Provider | None = None,
-    strategy: str | None = None,
-    params: dict[str, str] | None = None,
+    strategy: StrategySpec | str | None = None,
+    params: Mapping[str, Any] | None = None,
     system: str | None = None,
     embedder: Embedder | Callable[[], Embedder | None] | None = None,
     activity: Activity = QUIET,
@@ -53,6 +71,7 @@ def open_session(
     save: bool = True,
     keeps_memory: bool = True,
     budget: int | None = None,
+    strategies: StrategyRegistry | None = None,
 ) -> Engine[S]:
     """Resume the named session or create it, and return its engine.
 
@@ -63,7 +82,7 @@ def open_session(
     context budget (the REPL's /budget).
     """
     session = store.find_session(name)
-    chosen = resolve_strategy(settings, strategy, params or {}, session)
+    chosen = resolve_strategy(settings, strategy, params or {}, session, strategies)
     created = False
     if session is None:
         session, created = store.find_or_create_session(
@@ -73,7 +92,7 @@ def open_session(
         )
         if not created:
             # Another process created it a moment ago: join it as if resuming.
-            chosen = resolve_strategy(settings, strategy, params or {}, session)
+            chosen = resolve_strategy(settings, strategy, params or {}, session, strategies)
     notices: list[Notice] = []
     changes: dict[str, Any] = {}
     if not created:

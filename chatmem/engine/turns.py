@@ -265,6 +265,10 @@ class Engine(Generic[StoreT]):
                 chunks.append(delta)
                 if on_delta:
                     on_delta(delta)
+            # Inside the net: a Ctrl-C while the finished reply is drawn cancels it like
+            # one during the stream, and the turn is still recorded.
+            if on_reply_end:
+                on_reply_end()
         except KeyboardInterrupt:
             stream.close()
             record = self.store.record_turn(self._record(
@@ -279,8 +283,6 @@ class Engine(Generic[StoreT]):
                 rendered_prompt=stream.rendered_prompt,
             ))
             raise
-        if on_reply_end:
-            on_reply_end()
         reply = valid_text("".join(chunks))
         record = self.store.commit_turn(self._record(
             text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
@@ -302,6 +304,7 @@ class Engine(Generic[StoreT]):
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
         try:
             self.store.check_writable()
+            self.store.check_session_writable(self.session.id)
         except StoreError as e:
             raise StoreError(f"nothing was sent: {e}", kind=e.kind,
                              location=e.location) from None

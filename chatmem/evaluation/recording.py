@@ -93,15 +93,17 @@ class LazyProvider:
             self._inner.close()
 
 
-def reproducing(settings: Settings, recording: Recording, *, explicit: bool) -> LazyProvider:
+def reproducing(settings: Settings, recording: Recording, *, explicit: bool,
+                create_provider: Callable[[Settings], Provider]) -> LazyProvider:
     """The provider (lazy) and counter that reproduce `recording`, unless `explicit` flags rule.
 
     With --provider or --model the user's choice is used as it resolves now,
     counted with its own tokenizer. Otherwise the recorded provider and model
     answer any model call, and counts use the recorded tokenizer; with nothing
-    recorded, counts use cl100k_base and say so.
+    recorded, counts use cl100k_base and say so. `create_provider` opens a provider from
+    settings (the registries', chatmem.plugins).
     """
-    from chatmem.providers import create_provider, resolve_provider_name
+    from chatmem.providers import resolve_provider_name
 
     if explicit or recording.provider is None:
         chosen = settings

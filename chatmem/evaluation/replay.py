@@ -11,7 +11,6 @@ sent, not stored) and scored (see chatmem.evaluation.scoring).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,9 +21,9 @@ from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
-from chatmem.memory import create_strategy
-from chatmem.memory.base import Strategy
-from chatmem.memory.params import parse_param_pairs, strategy_label
+from chatmem.memory.registry import StrategyRegistry
+from chatmem.memory.spec import StrategySpec
+from chatmem.plugins import load_registries
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import FactScope, Store, check_session_name, session_name_from
 from chatmem.store.protocols import FactRepository, TurnStore
@@ -42,40 +41,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, int], None]
 """(strategy label, steps done, steps total)."""
-
-
-# -- strategy specs -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StrategySpec:
-    """A strategy as typed on the command line: `window` or `window:k=2,other=3`."""
-
-    name: str
-    params: dict[str, str]
-
-    @property
-    def label(self) -> str:
-        return strategy_label(self.name, self.params)
-
-    @property
-    def slug(self) -> str:
-        return re.sub(r"[^\w+.]+", "-", self.label).strip("-")
-
-    def create(self) -> Strategy:
-        return create_strategy(self.name, self.params)
-
-
-def parse_spec(text: str, shared: dict[str, str] | None = None) -> StrategySpec:
-    """`window:k=2` → StrategySpec; `shared` (--param) fills keys the spec leaves out."""
-    name, _, rest = text.partition(":")
-    own = parse_param_pairs(
-        filter(None, (p.strip() for p in rest.split(","))),
-        lambda _: f"strategy {text!r}: parameters must be key=value, e.g. window:k=2",
-    )
-    spec = StrategySpec(name.strip(), {**(shared or {}), **own})
-    spec.create()  # validate now, before any work is done
-    return spec
 
 
 # -- the counting proxy ----------------------------------------------------------
@@ -178,6 +143,7 @@ def replay(
     answer: bool = False,
     progress: Progress | None = None,
     embedder: Embedder | None = None,
+    strategies: StrategyRegistry | None = None,
 ) -> list[StrategyRun]:
     """Run the transcript under each strategy; `store` and `save_as` keep the sessions.
 
@@ -200,7 +166,7 @@ def replay(
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
-                       embedder)
+                       strategies or load_registries().strategies, embedder)
     steps = plan(transcript, keep_replies)
     runs = []
     for spec, name in zip(specs, names, strict=True):
@@ -231,6 +197,7 @@ class _Options:
     budget: int | None
     user: str | None
     answer: bool
+    strategies: StrategyRegistry
     embedder: Embedder | None = None
 
 
@@ -258,7 +225,7 @@ def _start(
     transcript: Transcript, spec: StrategySpec, store: TurnStore, name: str | None,
     options: _Options,
 ) -> tuple[Engine[TurnStore], StrategyRun, dict[str, int]]:
-    strategy = spec.create()
+    strategy = options.strategies.create(spec)
     chat_provider = options.chat_provider
     helper = CountingProvider(options.helper_provider or chat_provider)
     chat = CountingProvider(chat_provider)

@@ -173,12 +173,16 @@ class TurnExplanation(BaseModel):
 
 
 class Memory:
-    """What the tools share: the settings, and the embedder (opened once, on first use)."""
+    """What the tools share: the settings, the registries and the embedder (opened once, on
+    first use)."""
 
     def __init__(self, settings: Settings, tokens: Mapping[str, str] | None = None) -> None:
+        from chatmem.plugins import load_registries
+
         self.settings = settings
         self.tokens = dict(tokens or {})
         """Bearer token → the history its holder uses (a tokens file, over HTTP)."""
+        self.registries = load_registries()
         self._embedder: Embedder | None = None
         self._embedder_opened = False
         self._lock = threading.Lock()
@@ -202,7 +206,8 @@ class Memory:
         from chatmem.render.errors import error_text
 
         try:
-            with Workspace(self.settings_for(ctx), create=create) as ws:
+            with Workspace(self.settings_for(ctx), create=create,
+                           registries=self.registries) as ws:
                 ws.use_embedder(self.embedder)
                 yield ws
         except ChatmemError as e:
@@ -211,9 +216,7 @@ class Memory:
     def embedder(self) -> Embedder | None:
         with self._lock:
             if not self._embedder_opened:
-                from chatmem.embeddings import resolve_embedder
-
-                self._embedder = resolve_embedder(self.settings)
+                self._embedder = self.registries.resolve_embedder(self.settings)
                 self._embedder_opened = True
         return self._embedder
 
@@ -233,6 +236,7 @@ def build_server(settings: Settings, tokens: Mapping[str, str] | None = None) ->
     from mcp.server.mcpserver import MCPServer
 
     memory = Memory(settings, tokens)
+
     server: MCPServer[Any] = MCPServer(
         name="chatmem", version=_version(), log_level="WARNING",
         instructions=(
@@ -268,10 +272,10 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         """Start a conversation (or resume the one of that name) and get its handle."""
         with memory.workspace(ctx, create=True) as ws:
             existing = sessions.find_session(ws, name)
-            chosen, params = _spec(strategy) if strategy and existing is None else (None, None)
+            chosen = (ws.registries.strategies.parse(strategy)
+                      if strategy and existing is None else None)
             engine = conversations.start_conversation(
-                ws, name, strategy=chosen, params=params,
-                chat=conversations.lazy_chat_model(ws))
+                ws, name, strategy=chosen, chat=conversations.lazy_chat_model(ws))
             try:
                 turns = sessions.turn_count(ws, engine.session)
             finally:
@@ -315,9 +319,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         with memory.workspace(ctx) as ws:
             if strategy:
-                name, params = _spec(strategy)
-                seen = inspection.inspect_what_if(ws, conversation_id, name, params,
-                                                  text=input)
+                seen = inspection.inspect_what_if(
+                    ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
             else:
                 seen = inspection.inspect_next(ws, conversation_id, input)
         data = inspection_json(seen)
@@ -418,10 +421,10 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                      if chosen.session_id is not None else chosen.user or "")
             mentions = 0
             if purge:
-                plan, mentioned = facts.plan_purge(ws, chosen)
+                _, mentioned = facts.plan_purge(ws, chosen)
                 mentions = sum(len(m.spans) for m in mentioned)
                 if confirm:
-                    facts.purge(ws, chosen, plan)
+                    facts.purge(ws, chosen)
             elif confirm:
                 facts.forget(ws, chosen)
             return Forgotten(done=confirm, fact=_fact(chosen, owner), purge=purge,
@@ -438,9 +441,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         """Replay the conversation under each strategy: what each would have cost in tokens
         and model calls, and (with probes) what each remembers. Changes nothing."""
         from chatmem.app.evaluation import compare_strategies as compare
-        from chatmem.evaluation.replay import parse_spec
 
-        specs = [parse_spec(s) for s in strategies or DEFAULT_COMPARED]
+        registered = memory.registries.strategies
+        specs = [registered.parse(s) for s in strategies or registered.default_eval()]
         with memory.workspace(ctx) as ws:
             transcript = sessions.session_transcript(ws, conversation_id)
             done = compare(ws, transcript, specs, source=conversation_id)
@@ -499,9 +502,8 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
         with memory.workspace(ctx) as ws:
             if strategy == "current":
                 return inspection_json(inspection.inspect_next(ws, conversation_id, ""))
-            name, params = _spec(strategy)
-            return inspection_json(inspection.inspect_what_if(ws, conversation_id, name,
-                                                              params, text=""))
+            return inspection_json(inspection.inspect_what_if(
+                ws, conversation_id, ws.registries.strategies.parse(strategy), text=""))
 
     @server.prompt()
     def resume_conversation(conversation_id: str, ctx: Context) -> str:
@@ -519,16 +521,6 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
             lines.append(f"[{part['kind']}: {part['reason']}]")
             lines += [f"{m['role']}: {m['content']}" for m in part["messages"]]
         return "\n".join(lines)
-
-
-DEFAULT_COMPARED = ("buffer", "window", "tokens", "summary-buffer", "entity", "retrieval")
-
-
-def _spec(text: str) -> tuple[str, dict[str, str]]:
-    from chatmem.evaluation.replay import parse_spec
-
-    spec = parse_spec(text)
-    return spec.name, dict(spec.params)
 
 
 def _label(name: str, params: Any) -> str:

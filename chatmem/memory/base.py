@@ -11,7 +11,7 @@ The helpers every build shares are in chatmem.memory.assembly.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
@@ -94,6 +94,21 @@ class Strategy(Protocol):
     def keeps_state(self) -> bool:
         """Whether builds read derived state that turns build up (summaries, facts): a
         what-if must then rebuild it; otherwise the stored history is all a build needs."""
+        ...
+
+    @property
+    def sends_facts(self) -> bool:
+        """Whether builds send the stored facts, so `/remember` reaches the model."""
+        ...
+
+    @property
+    def summarizes(self) -> bool:
+        """Whether it keeps a running summary under its own name, which `/summary` shows."""
+        ...
+
+    @property
+    def members(self) -> Sequence[BaseStrategy]:
+        """The registered strategies it is made of: itself, or a combination's parts."""
         ...
 
     def describe_params(self, *, changed_only: bool = False) -> str: ...
@@ -183,8 +198,17 @@ class BaseStrategy(Generic[Options]):
         """Whether builds use an embedder when one is configured (the engine opens it lazily)."""
         return False
 
+    # Capabilities: what the rest of chatmem may rely on, declared by each strategy class.
     keeps_state: ClassVar[bool] = False
     calls_helper: ClassVar[bool] = False
+    sends_facts: ClassVar[bool] = False
+    summarizes: ClassVar[bool] = False
+    in_default_eval: ClassVar[bool] = False
+    """`chatmem eval` without --strategy compares it (one of each kind of memory)."""
+
+    @property
+    def members(self) -> tuple[BaseStrategy]:
+        return (self,)
 
     def describe_params(self, *, changed_only: bool = False) -> str:
         """`k=3 max_tokens=600`, as a user would type the parameters.

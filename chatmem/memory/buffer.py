@@ -11,6 +11,7 @@ from chatmem.memory.reasons import AllTurns
 class BufferStrategy(BaseStrategy):
     name = "buffer"
     description = "Send every message of the session; cost grows with the history."
+    in_default_eval = True
 
     def build(self, request: ContextRequest) -> Context:
         turns = fit_newest_turns(request.history.newest_first(), room=None)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chatmem.errors import Listed, StrategyError
 from chatmem.memory.assembly import assemble, fixed_tokens
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
@@ -26,7 +25,6 @@ from chatmem.memory.reasons import (
     SharedBudgetCut,
     turn_run,
 )
-from chatmem.names import did_you_mean
 from chatmem.notices import Notice, OverBudget
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
@@ -45,42 +43,6 @@ class CombinedStrategy:
             f"{m.name}.{key}": value for m in self.members for key, value in m.params.items()
         }
 
-    @classmethod
-    def from_spec(
-        cls, spec: str, params: Mapping[str, Any], registry: Mapping[str, type[BaseStrategy]]
-    ) -> CombinedStrategy:
-        names = spec.split("+")
-        valid = ", ".join(registry)
-        for name in names:
-            if name not in registry:
-                shown = name or "(empty)"
-                raise StrategyError(
-                    f"unknown strategy {shown!r} in {spec!r} (valid parts: {valid})"
-                    f"{did_you_mean(name, registry)}", listed=Listed.STRATEGIES)
-        if len(set(names)) != len(names):
-            raise StrategyError(f"{spec!r} names the same strategy twice")
-        split: dict[str, dict[str, Any]] = {name: {} for name in names}
-        for key, value in params.items():
-            owner, dot, sub = key.partition(".")
-            if dot:
-                if owner not in split:
-                    raise StrategyError(
-                        f"parameter {key!r}: {owner!r} is not part of {spec!r} "
-                        f"(parts: {', '.join(names)})"
-                    )
-                split[owner][sub] = value
-                continue
-            owners = [n for n in names if any(p.name == key for p in registry[n].PARAMS)]
-            if len(owners) != 1:
-                choices = [f"{n}.{p.name}" for n in names for p in registry[n].PARAMS]
-                hint = "is ambiguous" if owners else "is unknown"
-                raise StrategyError(
-                    f"parameter {key!r} {hint} for {spec!r}; address it as PART.NAME "
-                    f"(valid: {', '.join(choices) or 'none'})"
-                )
-            split[owners[0]][key] = value
-        return cls([registry[name](**split[name]) for name in names])
-
     @property
     def needs_embedder(self) -> bool:
         return any(m.needs_embedder for m in self.members)
@@ -92,6 +54,14 @@ class CombinedStrategy:
     @property
     def keeps_state(self) -> bool:
         return any(m.keeps_state for m in self.members)
+
+    @property
+    def sends_facts(self) -> bool:
+        return any(m.sends_facts for m in self.members)
+
+    @property
+    def summarizes(self) -> bool:
+        return any(m.summarizes for m in self.members)
 
     def describe_params(self, *, changed_only: bool = False) -> str:
         return " ".join(

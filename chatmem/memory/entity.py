@@ -31,6 +31,8 @@ class EntityStrategy(BaseStrategy[EntityParams]):
     keeps_state = True
     OPTIONS = EntityParams
     calls_helper = True
+    sends_facts = True
+    in_default_eval = True
 
     def build(self, request: ContextRequest) -> Context:
         k = self.options.k

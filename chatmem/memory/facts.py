@@ -20,6 +20,7 @@ from chatmem.memory.reasons import FactsSelected
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from chatmem.memory.base import Strategy
     from chatmem.memory.state import SessionState
     from chatmem.store import FactHistoryRecord, FactRecord
     from chatmem.store.protocols import FactRepository
@@ -114,20 +115,13 @@ def fact_origins(state: SessionState, facts: Sequence[FactRecord]) -> dict[int, 
 
 # -- user control: /remember, /forget, `chatmem facts forget` ---------------------
 
-FACT_STRATEGIES = ("entity",)
-"""The strategies that send stored facts; a combination sends them if any part does."""
-
-
-def sends_facts(strategy_name: str) -> bool:
-    return any(part in FACT_STRATEGIES for part in strategy_name.split("+"))
-
-
-def unused_facts_note(strategy_name: str) -> str | None:
-    """Why a remembered fact will not reach the model, and what to switch to; None if it will."""
-    if sends_facts(strategy_name):
+def unused_facts_note(strategy: Strategy) -> str | None:
+    """Why a remembered fact will not reach the model, and what to switch to; None if it will
+    (a strategy that `sends_facts`, or a combination with one)."""
+    if strategy.sends_facts:
         return None
-    return (f"note: strategy {strategy_name} does not send remembered facts"
-            f" — try /strategy {strategy_name}+entity")
+    return (f"note: strategy {strategy.name} does not send remembered facts"
+            f" — try /strategy {strategy.name}+entity")
 
 
 def find_facts(facts: Sequence[FactRecord], ref: str) -> list[FactRecord]:

@@ -164,6 +164,10 @@ class StoredReason:
     text: str
 
 
+TextReason = StoredReason
+"""A reason in words, for a strategy chatmem does not know (a plugin's): shown and stored
+as written."""
+
 PartReason = (SystemPrompt | AttachedFiles | NewInput | AllTurns | NewestTurns | Unsummarized
               | SummaryVersion | PinnedDetails | FactsSelected | Recalled | Merged
               | StoredReason)
@@ -242,6 +246,9 @@ class StoredNote:
     text: str
 
 
+TextNote = StoredNote
+"""A note in words on what was left out, for a strategy chatmem does not know."""
+
 DroppedNote = (DroppedTurns | SharedBudgetCut | SummaryClipped | SummaryLeftOut | PinsLeftOut
                | PinsReleased | Summarized | NotYetSummarized | StoredNote)
 
@@ -301,6 +308,8 @@ _KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
 
 
 def _encode(value: Any) -> Any:
+    if isinstance(value, StoredReason | StoredNote):
+        return value.text  # a reason in words, also inside a Merged one
     if type(value) in _KIND_OF:
         # A field at its default is left out (reading fills it back): every turn stores its
         # reasons, and most fields of most reasons are at their defaults.
@@ -317,6 +326,9 @@ def _decode(value: Any) -> Any:
         return tuple(_decode(v) for v in value)
     if isinstance(value, Mapping):
         values = {k: _decode(v) for k, v in value.items() if k != "kind"}
+        if value["kind"] == "merged":  # a member's reason in words is stored as its text
+            values["reasons"] = tuple(StoredReason(r) if isinstance(r, str) else r
+                                      for r in values.get("reasons", ()))
         return _KINDS[value["kind"]](**values)
     return value
 

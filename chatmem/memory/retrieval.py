@@ -91,6 +91,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
     description = ("Recall the earlier messages most relevant to the input (words + meaning)"
                    " into max_tokens, + recent turns.")
     OPTIONS = RetrievalParams
+    in_default_eval = True
 
     def __init__(self, **params: object) -> None:
         super().__init__(**params)

@@ -131,6 +131,7 @@ class SummaryMemory(BaseStrategy[Limited]):
 
     keeps_state = True
     calls_helper = True
+    summarizes = True
 
     def memory_parts(
         self, st: SummaryState, counter: TokenCounter, room: int | None = None,

@@ -57,6 +57,7 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
         "Send a summary of older turns + the newest whole turns, all within max_tokens."
     )
     OPTIONS = SummaryBufferParams
+    in_default_eval = True
 
     def summary_limit(self) -> int:
         # A summary may take at most a third of the budget, so recent turns always have room.

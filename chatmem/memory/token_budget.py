@@ -24,6 +24,7 @@ class TokenBudgetStrategy(BaseStrategy[TokenBudgetParams]):
     name = "tokens"
     description = "Send the newest whole turns that fit max_tokens (system and input included)."
     OPTIONS = TokenBudgetParams
+    in_default_eval = True
 
     def budget(self, request: ContextRequest) -> int | None:
         return self.options.max_tokens

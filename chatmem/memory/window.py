@@ -19,6 +19,7 @@ class WindowStrategy(BaseStrategy[WindowParams]):
     name = "window"
     description = "Send the last k complete turns; older turns are dropped."
     OPTIONS = WindowParams
+    in_default_eval = True
 
     def build(self, request: ContextRequest) -> Context:
         k = self.options.k

@@ -6,8 +6,10 @@ words (`Ada` in "I am Ada." or "Ada's", never inside "adaptive" or "Canada"),
 as the exact string in scripts that do not (西湖 in 我们去西湖了; Hangul is
 counted with them because particles are written onto the word), and a number
 only where it is not part of a longer one (4471 not in 144712, 3.4471 or
-1,4471). Letters match in any case; a run of spaces in the value matches any
-run of whitespace, so a value broken over two lines is still found.
+1,4471). Letters match in any case by Unicode's rules (`fold`: José/JOSÉ,
+Straße/STRASSE, Дима/ДИМА, Σίσυφος/ΣΊΣΥΦΟΣ, é written as one character or
+two), and a run of spaces in the value matches any run of whitespace, so a
+value broken over two lines is still found.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ MIN_CHARACTERS = 2
 # Scripts written without spaces between words: a mention there is the exact string.
 _UNSPACED = re.compile(rf"[{fts.CJK}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _NUMBER_GLUE = ".,"
+_FOLDED_FROM_OTHERS = frozenset("fiklstFIKLST;`")
+"""The ASCII characters another character folds to on its own (ß→ss, ﬁ→fi, K→k, ſ→s,
+İ→i, the Greek question mark→;); tests/privacy/test_mentions.py checks the list against
+all of Unicode."""
 
 
 @dataclass(frozen=True, order=True)
@@ -38,7 +44,36 @@ class Span:
 
 def searchable(value: str) -> bool:
     """Whether a purge looks for `value` at all (see MIN_CHARACTERS)."""
-    return len(value.strip()) >= MIN_CHARACTERS
+    return len(unicodedata.normalize("NFC", value.strip())) >= MIN_CHARACTERS
+
+
+def fold(text: str) -> str:
+    """`text` as a purge compares it: Unicode's default caseless matching (case folded,
+    canonically decomposed, so ß is ss and é one character or two), with Turkish dotted
+    and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul: people type the name on
+    whatever keyboard they have)."""
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", text).casefold())
+    return folded.replace("\u0131", "i").replace("i\u0307", "i")
+
+
+def needle(value: str) -> str:
+    """The longest piece of `value` that every mention of it holds as written, up to ASCII
+    case ("" when none): what the store can narrow rows by with a plain LIKE.
+
+    Only ASCII is safe there, and not all of it: other characters fold to
+    `_FOLDED_FROM_OTHERS` (Straße mentions STRASSE), and an ASCII letter next to
+    a mark or another letter may be one character in the text (é, ŉ).
+    """
+    value = unicodedata.normalize("NFC", value.strip())
+    best, run = "", ""
+    for at, ch in enumerate(value):
+        around = value[max(at - 1, 0):at + 2]
+        if around.isascii() and not ch.isspace() and ch not in _FOLDED_FROM_OTHERS:
+            run += ch
+            best = max(best, run, key=len)
+        else:
+            run = ""
+    return best
 
 
 def mention_spans(text: str, value: str) -> list[Span]:
@@ -46,17 +81,55 @@ def mention_spans(text: str, value: str) -> list[Span]:
     value = value.strip()
     if not searchable(value):
         return []
-    pattern = re.compile(r"\s+".join(re.escape(part) for part in value.split()), re.IGNORECASE)
+    if text.isascii() and value.isascii():  # the common case, where folding is lower()
+        pattern = re.compile(r"\s+".join(re.escape(part) for part in value.split()),
+                             re.IGNORECASE)
+        return _alone(text, pattern, text, None)
+    parts = [fold(part) for part in value.split()]
+    folded = fold(text)
+    if max(parts, key=len) not in folded:
+        return []
+    return _alone(text, re.compile(r"\s+".join(re.escape(part) for part in parts)), folded,
+                  _folded_offsets(text))
+
+
+def _alone(text: str, pattern: re.Pattern[str], searched: str,
+           offsets: tuple[dict[int, int], dict[int, int]] | None) -> list[Span]:
+    """The matches of `pattern` in `searched` (`text`, or `text` folded with `offsets`
+    mapping its character boundaries back) that stand alone in `text`."""
     spans: list[Span] = []
     position = 0
-    while (found := pattern.search(text, position)) is not None:
+    while (found := pattern.search(searched, position)) is not None:
         start, end = found.span()
+        if offsets is not None:
+            starts, ends = offsets
+            if start not in starts or end not in ends:  # half of a character (ß, é)
+                position = start + 1
+                continue
+            start, end = starts[start], ends[end]
         if _stands_alone(text, start, end):
             spans.append(Span(start, end))
-            position = end
+            position = found.end()
         else:
-            position = start + 1
+            position = found.start() + 1
     return spans
+
+
+def _folded_offsets(text: str) -> tuple[dict[int, int], dict[int, int]]:
+    """Where each character of `text` (with the marks on it) starts and ends in fold(text):
+    folded offset -> offset in `text`, for starts and for ends."""
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    offset = at = 0
+    while at < len(text):
+        after = at + 1
+        while after < len(text) and unicodedata.category(text[after])[0] == "M":
+            after += 1
+        starts[offset] = at
+        offset += len(fold(text[at:after]))
+        ends[offset] = after
+        at = after
+    return starts, ends
 
 
 def all_spans(text: str, values: Iterable[str]) -> list[Span]:

@@ -4,7 +4,8 @@ A purged fact's value (and each value it had before) is erased where it is
 mentioned (chatmem.privacy.mentions) in every session of the fact's user
 profile, whoever said it and whichever session first stated the fact: the
 same person told it in the other sessions too. Everything around a mention is
-kept as it was.
+kept as it was. A purge is all or nothing (`purge_fact`): the fact and every
+mention go in one transaction, or, when anything fails on the way, nothing does.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from chatmem.privacy.mentions import Span, all_spans, erase_mentions, searchable
+from chatmem.errors import StoreError
+from chatmem.privacy.mentions import Span, all_spans, erase_mentions, needle, searchable
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
@@ -40,8 +42,9 @@ class Purge:
 
     @property
     def needles(self) -> list[str]:
-        """A row mentioning a value holds its longest word: the store's cheap prefilter."""
-        return [max(value.split(), key=len) for value in self.values]
+        """What every row mentioning a value holds (mentions.needle): the store's cheap
+        prefilter."""
+        return [needle(value) for value in self.values]
 
 
 def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
@@ -67,3 +70,30 @@ def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
     return store.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
                                      partial(erase_mentions, values=purge.values))
+
+
+def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
+    """Erase a fact physically, its line from the contexts that sent it, and every mention
+    of its values (`plan`), in one transaction; then rewrite the file (`vacuum`).
+
+    All or nothing: a store error on the way (a full disk, a lost connection, a
+    refused statement) undoes every change, and is raised again saying so; Ctrl-C
+    undoes it too.
+    """
+    from chatmem.memory.facts import scrub_fact
+
+    try:
+        with store.write():
+            # Read under the write lock: what the fact holds now is what goes.
+            fact = store.fact(fact_id)
+            earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
+            purge = plan(store, fact, earlier)
+            store.forget_fact(fact.id, purge=True)
+            scrub_fact(store, fact.id)
+            done = erase(store, purge)
+    except StoreError as e:
+        e.message = f"{e.message} (the purge was undone: nothing was changed)"
+        e.args = (e.message,)
+        raise
+    store.vacuum()
+    return done

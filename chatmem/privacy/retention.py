@@ -120,13 +120,15 @@ def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Era
 
 
 def _erase(store: PrivacyStore, erasure: Erasure) -> None:
+    """All or nothing: a failure on the way (a full disk, Ctrl-C) leaves every row as it was."""
     from chatmem.memory.facts import scrub_fact
 
-    store.erase_sessions(s.id for s in erasure.sessions)
-    store.erase_facts(e.fact.id for e in erasure.facts)
-    for expired in erasure.facts:
-        # A past context that sent the fact keeps a marker instead of its value.
-        scrub_fact(store, expired.fact.id)
+    with store.write():
+        store.erase_sessions(s.id for s in erasure.sessions)
+        store.erase_facts(e.fact.id for e in erasure.facts)
+        for expired in erasure.facts:
+            # A past context that sent the fact keeps a marker instead of its value.
+            scrub_fact(store, expired.fact.id)
     store.vacuum()
 
 

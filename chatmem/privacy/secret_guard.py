@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from chatmem.privacy import sensitive
+from chatmem.privacy import secret_names, sensitive
 from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, PHONE, Finding
 
 ANSWER_CHARS = 80
@@ -37,13 +37,20 @@ MIN_FOLLOWED = 3
 
 PHRASE = "phrase"
 """A label naming a passphrase: its answer may be several plain words."""
-_PHRASE_LABEL = re.compile(rf"(?<![A-Za-z])(?:{sensitive.PHRASE_WORDS})(?![A-Za-z])",
+_PHRASE_LABEL = re.compile(rf"(?<![A-Za-z])(?:{secret_names.PHRASE_WORDS})(?![A-Za-z])",
                            re.IGNORECASE)
 _SECRET_LABEL = re.compile(
-    rf"(?<![A-Za-z])(?:{sensitive.SECRET_WORDS}|secret)(?![A-Za-z])|{sensitive.SECRET_WORDS_ZH}",
+    rf"(?<![A-Za-z])(?:{secret_names.SECRET_WORDS}|secret)(?![A-Za-z])"
+    rf"|{secret_names.SECRET_WORDS_ZH}|(?:{secret_names.BARE_THINGS_ZH})的?钥匙",
     re.IGNORECASE)
 _CODE_LABEL = re.compile(
-    rf"(?<![A-Za-z])(?:{sensitive.CODE_WORDS})(?![A-Za-z])|{sensitive.CODE_WORDS_ZH}|门禁",
+    rf"(?<![A-Za-z])(?:{secret_names.CODE_WORDS}"
+    rf"|(?:{secret_names.THINGS})(?:'s)?\s+(?:{secret_names.THING_NOUNS}))(?![A-Za-z])"
+    rf"|{secret_names.CODE_WORDS_ZH}|门禁|(?:{secret_names.THINGS_ZH})的?{secret_names.THING_NOUNS_ZH}",
+    re.IGNORECASE)
+# "the model code of the keypad:", "the promo code": a code, but not a secret.
+_HARMLESS_CODE_LABEL = re.compile(
+    rf"(?<![A-Za-z])(?:{secret_names.HARMLESS_CODES})\s+(?:code|number|no\.?)(?![A-Za-z])",
     re.IGNORECASE)
 _NUMBER_LABEL = {
     CARD: re.compile(r"(?<![A-Za-z])card(?: number)?(?![A-Za-z])|卡号|银行卡|信用卡",
@@ -64,7 +71,8 @@ _CODE_WORD = re.compile(r"(?<![A-Za-z0-9_.,:/-])\d{3,12}#?(?![A-Za-z0-9_.,:/%-])
 _PASSWORD_WORD = re.compile(r"(?<![^\s\"'“‘「(，、：:])(?=\S*[A-Za-z])(?=\S*[\d!@#$%^&*_+=~])"
                             r"[!-~]{6,64}?(?=[\s\"'”’」)，。！？、]|[.,!?]?$|[.,!?]\s)")
 _PASSWORD_TOKEN = re.compile(r"(?=.*[\d!@#$%^&*_+=~-])[!-~]{3,64}")
-_CODE_TOKEN = re.compile(r"[A-Za-z]?\d{3,12}[A-Za-z#*]?")
+# A code: "4399", "7290#", or digit groups ("0-4-2-7", "31 17 44"), three digits at least.
+_CODE_TOKEN = re.compile(r"[A-Za-z]?(?=(?:\D?\d){3})\d{1,6}(?:[ -]\d{1,6}){0,5}[A-Za-z#*]?")
 _NUMBER_TOKEN = re.compile(r"\+?\d[\d\s()-]{5,30}\d")
 _PHRASE_TOKEN = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){1,11}")
 _DATE_OR_AMOUNT = re.compile(r"\d{1,4}[-/.:]\d{1,2}(?:[-/.:]\d{1,4})?|[$€£¥]\s*\d.*|\d+%")
@@ -179,6 +187,8 @@ def _label_of(text: str) -> str | None:
         return PHRASE
     if _SECRET_LABEL.search(text):
         return PASSWORD
+    if _HARMLESS_CODE_LABEL.search(text):
+        return "harmless"
     if _CODE_LABEL.search(text):
         return CODE
     for kind, pattern in _NUMBER_LABEL.items():

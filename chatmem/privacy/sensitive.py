@@ -30,6 +30,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from chatmem.privacy import credentials
+from chatmem.privacy.secret_names import (
+    ASIDE,
+    CLAUSE_END,
+    CODE_WORDS,
+    CODE_WORDS_ZH,
+    DATE,
+    LINK,
+    LINK_ZH,
+    NOT_A_PHRASE,
+    NOT_A_SECRET,
+    PHRASE_WORDS,
+    SECRET_WORDS,
+    SECRET_WORDS_ZH,
+    VALUE,
+    VALUE_ZH,
+    WA,
+    WB,
+)
+
 MARK_OPEN, MARK_CLOSE = "⟦", "⟧"
 
 CARD = "card number"
@@ -104,8 +124,6 @@ number when its shape or a word beside it says so."""
 # ASCII boundaries: \b and \w count CJK as letters, so "是13812345678" would hide the number.
 _NB = r"(?<![A-Za-z0-9_+-])"
 _NA = r"(?![A-Za-z0-9_-])"
-_WB = r"(?<![A-Za-z])"
-_WA = r"(?![A-Za-z])"
 # Digits in groups of 2–6 joined by single spaces or dashes (4111 1111 1111 1111), or one run.
 _CARD = re.compile(rf"{_NB}\d{{2,6}}(?:[ -]\d{{2,6}}){{2,5}}{_NA}"
                    rf"|{_NB}(?<!\d[.,])\d{{13,19}}(?![A-Za-z0-9_-]|[.,]\d)")
@@ -133,9 +151,9 @@ _PRIVATE_LABEL = (
     r"|卡号|银行卡|信用卡|电话|手机|打|联系|座机|账号|帐号"
 )
 _LABEL = re.compile(
-    rf"(?P<harmless>{_WB}(?:{_NOT_PRIVATE_LABEL}){_WA})|(?P<private>{_WB}(?:{_PRIVATE_LABEL}){_WA})",
+    rf"(?P<harmless>{WB}(?:{_NOT_PRIVATE_LABEL}){WA})|(?P<private>{WB}(?:{_PRIVATE_LABEL}){WA})",
     re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[.!?;。！？；\n](?:\s|$)|[。！？；\n]")
+_CLAUSE_END = re.compile(CLAUSE_END)
 LABEL_REACH = 48
 """How many characters before a number its label may be."""
 
@@ -208,48 +226,20 @@ _API_KEY = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
 )
 
-# A word that names the detail, then "is", ":", "是"... and the detail itself. Between the
-# word and the link a short aside may stand: "the PIN for my SIM card is 1207", "the CVV
-# on the back is 417", "the code they texted me is 662019".
-_LINK = r"\s*(?:is|was|=|:|：)\s*"
-_ASIDE = (r"(?:\s+(?:for|of|on|to|at|from|in|they|we|you|i|that|which)"
-          r"(?=\s)[^.,;:!?。，；：\n\"“]{1,30}?)?")
-_LINK_ZH = r"\s*(?:是|为|為|:|：)?\s*"
-SECRET_WORDS = (
-    r"password|passwd|passcode|pass code|pwd"
-    r"|secret key|client secret|private key|api[ _-]?key|access[ _-]?key"
-    r"|(?:access|auth|bearer|api|refresh|session) token"
-)
-PHRASE_WORDS = r"passphrase|pass phrase|seed phrase|recovery phrase|backup phrase|mnemonic"
-CODE_WORDS = (
-    r"pin(?: code| number)?|security code|verification code|one-time code|otp|cvv2?|cvc"
-    r"|combination|keypad|(?:locker|door|gate|alarm|safe|entry|keypad|lock|building|access"
-    r"|entrance|lockbox|key ?box|key safe|sms|2fa|login|unlock|storage|unit|intercom|buzzer"
-    r"|mailbox|padlock|vault|lobby|garage|house|apartment|flat|cabinet) (?:code|pin)"
-)
-SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌"
-CODE_WORDS_ZH = r"PIN码|验证码|动态码|安全码|校验码|门禁码|开门码|密码锁"
-# A quoted value may hold spaces ("open sesame"); a bare one ends at a space or a sentence end.
-_VALUE = (r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
-          r"|(?P<value>[^\s\"'“”‘’「」，。！？；、,;!?]{3,128}?)"
-          r"(?=[\s，。！？；、,;!?)]|[.](?:\s|$)|$))")
-# After a Chinese label a value is ASCII (Hua8mei2024): "密码每90天换一次" names no secret.
-_VALUE_ZH = (r"(?:[\"“'‘「](?P<quoted_zh>[^\"”'’」\n]{3,128})[\"”'’」]"
-             r"|(?P<value_zh>[!-~]{3,128}?)(?=[^!-~]|[.](?:\s|$)|$))")
 _NAMED_SECRET = re.compile(
-    rf"{_WB}(?:{SECRET_WORDS}){_WA}{_ASIDE}{_LINK}{_VALUE}"
-    rf"|(?:{SECRET_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
+    rf"{WB}(?:{SECRET_WORDS}){WA}{ASIDE}{LINK}{VALUE}"
+    rf"|(?:{SECRET_WORDS_ZH}){LINK_ZH}{VALUE_ZH}",
     re.IGNORECASE,
 )
 _NAMED_CODE = re.compile(
     # "Gate code 7290#": a code needs no "is" (it is checked for digits below).
-    rf"{_WB}(?:{CODE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)(?=\S*\d){_VALUE}"
-    rf"|(?:{CODE_WORDS_ZH}){_LINK_ZH}{_VALUE_ZH}",
+    rf"{WB}(?:{CODE_WORDS}){WA}(?:{ASIDE}{LINK}|\s+)(?=\S*\d){VALUE}"
+    rf"|(?:{CODE_WORDS_ZH}){LINK_ZH}{VALUE_ZH}",
     re.IGNORECASE,
 )
 # Several words to the end of the sentence: "the passphrase is correct horse battery staple".
 _NAMED_PHRASE = re.compile(
-    rf"{_WB}(?:{PHRASE_WORDS}){_WA}(?:{_ASIDE}{_LINK}|\s+)"
+    rf"{WB}(?:{PHRASE_WORDS}){WA}(?:{ASIDE}{LINK}|\s+)"
     r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
     r"|(?P<value>[^\s.,;!?。，；！？]+(?: [^\s.,;!?。，；！？]+){0,11}))",
     re.IGNORECASE,
@@ -257,15 +247,15 @@ _NAMED_PHRASE = re.compile(
 # A user and a password together: "the login for the portal is ada / S3cr3t-Passw0rd",
 # "log in as jdoe with hunter2024!".
 _LOGIN_PAIR = re.compile(
-    rf"{_WB}(?:log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account){_WA}"
+    rf"{WB}(?:log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account){WA}"
     r"[^.\n/]{0,40}?(?<![^\s:：])[\w.@+-]{2,64}\s*/\s*"
     r"(?P<value>[^\s/]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)"
-    rf"|{_WB}log(?:ging|s|ged)?[ -]?(?:in|on){_WA}\s+(?:as|with)\s+[\w.@+-]{{2,64}}\s+"
+    rf"|{WB}log(?:ging|s|ged)?[ -]?(?:in|on){WA}\s+(?:as|with)\s+[\w.@+-]{{2,64}}\s+"
     r"(?:with|using|and|password)\s+(?P<value2>[^\s]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)",
     re.IGNORECASE,
 )
 _NAMED_PASSPORT = re.compile(
-    rf"(?:{_WB}passport(?: number| no\.?| #)?{_WA}|护照(?:号码?)?)(?:{_LINK}|{_LINK_ZH})"
+    rf"(?:{WB}passport(?: number| no\.?| #)?{WA}|护照(?:号码?)?)(?:{LINK}|{LINK_ZH})"
     r"(?P<value>[A-Z]{1,2}\d{6,9})(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
@@ -281,14 +271,14 @@ _NUMBER_WORDS = {
 }
 _NAMED_NUMBER = {
     kind: re.compile(
-        rf"(?:{_WB}(?:{words}){_WA})(?:{_LINK}|{_LINK_ZH})"
+        rf"(?:{WB}(?:{words}){WA})(?:{LINK}|{LINK_ZH})"
         r"(?P<value>\+?[\dXx][\dXx ()+-]{5,30}[\dXx])(?![A-Za-z0-9_-])",
         re.IGNORECASE,
     )
     for kind, words in _NUMBER_WORDS.items()
 }
 _MIN_NAMED_DIGITS = {CARD: 12, PHONE: 7, NATIONAL_ID: 8, ACCOUNT: 8}
-_DATE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}")
+_DATE = re.compile(DATE)
 
 
 def _unnamed(text: str) -> Iterable[Finding]:
@@ -309,12 +299,9 @@ def _unnamed(text: str) -> Iterable[Finding]:
     yield from _phones(text)
 
 
-_NAMES_A_KEY = re.compile(r"(?:key|token)(?![A-Za-z])", re.IGNORECASE)
-_NOT_A_PHRASE = {
-    "is", "was", "needs", "must", "should", "has", "had", "have", "can", "will", "would",
-    "could", "manager", "generator", "for", "of", "on", "in", "to", "with", "that", "which",
-    "you", "i", "we", "it", "and", "or", "but", "too", "again", "please",
-}
+# A key that is a service's (API, access, secret, private), not a network's or a door's.
+_NAMES_A_KEY = re.compile(r"(?:api|access|secret|private|client|ssh)[ _-]?key(?![A-Za-z])"
+                          r"|token(?![A-Za-z])", re.IGNORECASE)
 
 
 def _value_of(match: re.Match[str]) -> tuple[str, str] | None:
@@ -334,13 +321,15 @@ def _named(text: str) -> Iterable[Finding]:
             if picked is None:
                 continue
             group, value = picked
-            if value.lower() in _NOT_A_SECRET or MARK_OPEN in value:
+            if value.lower() in NOT_A_SECRET or MARK_OPEN in value:
                 continue
-            if pattern is _NAMED_CODE and len(_digits(value)) < 3:
-                continue  # "the PIN was reset"; a code is digits
+            if pattern is _NAMED_CODE and (
+                    len(_digits(value)) < 3
+                    or credentials.harmless_code_before(text, match.start())):
+                continue  # "the PIN was reset"; a code is digits; "the model code of the keypad"
             if pattern is _NAMED_PHRASE and (
                     (len(value.split()) < 2 and len(value) < 8)
-                    or value.split()[0].lower() in _NOT_A_PHRASE):
+                    or value.split()[0].lower() in NOT_A_PHRASE):
                 continue  # "the passphrase is long", "my passphrase needs to be longer"
             named = text[match.start():match.start(group)]
             yield Finding(API_KEY if _NAMES_A_KEY.search(named) else kind,
@@ -353,24 +342,16 @@ def _named(text: str) -> Iterable[Finding]:
                 yield Finding(kind, start, start + len(value), value)
 
 
-_NOT_A_SECRET = {
-    # "my password is wrong", "the key was reset": words, not secrets.
-    "wrong", "correct", "right", "incorrect", "invalid", "expired", "reset", "changed", "new",
-    "old", "same", "different", "forgotten", "lost", "missing", "required", "needed", "set",
-    "too", "not", "very", "still", "also", "the", "a", "an", "my", "your", "it", "that", "this",
-    "for", "and", "but", "to", "of", "in", "on", "with", "manager", "protected", "strong",
-    "weak", "long", "short", "what", "which", "please", "empty", "blank", "unknown", "none",
-    "null", "secret", "private", "hidden", "safe", "saved", "stored", "encrypted", "valid",
-    "due", "case-sensitive", "locked", "blocked", "coming", "next", "below", "above",
-    "错误", "正确", "不对", "忘了", "过期", "重置", "什么", "多少",
-}
 
 
 @lru_cache(maxsize=512)
 def _found(text: str) -> tuple[Finding, ...]:
     # Cached: the same messages are checked by the summarizer, the drift guard's quotes
     # and the fact extractor, and the phone check runs a matcher per region.
-    return tuple(merged(text, [*_unnamed(text), *_named(text)]))
+    otherwise = [Finding(CODE if code else PASSWORD, start, end, value)
+                 for code, start, end, value in credentials.named_otherwise(text)
+                 if MARK_OPEN not in value]
+    return tuple(merged(text, [*_unnamed(text), *_named(text), *otherwise]))
 
 
 def findings(text: str) -> list[Finding]:
@@ -426,7 +407,7 @@ def kinds_between(original: str, shown: str) -> list[str]:
 
 
 _SECRET_KEY = re.compile(
-    rf"{_WB}(?:{SECRET_WORDS}|{PHRASE_WORDS}|{CODE_WORDS}){_WA}"
+    rf"{WB}(?:{SECRET_WORDS}|{PHRASE_WORDS}|{CODE_WORDS}){WA}"
     rf"|{SECRET_WORDS_ZH}|{CODE_WORDS_ZH}",
     re.IGNORECASE)
 

@@ -1,4 +1,5 @@
-"""Providers by name, and the default resolution of DESIGN §5.
+"""The built-in providers (registered by chatmem.builtin_plugin, as a plugin's are), and the
+default resolution of DESIGN §5.
 
 explicit provider → OPENAI_API_KEY / OPENAI_BASE_URL → `local` when xllamacpp
 and a model are installed → NoModelAvailable listing the three ways to get one.
@@ -39,30 +40,33 @@ def resolve_provider_name(settings: Settings) -> str:
     raise NoModelAtAll(NO_MODEL_HELP)
 
 
-def create_provider(settings: Settings) -> Provider:
-    name = resolve_provider_name(settings)
-    if name == "scripted":
-        from chatmem.providers.scripted import ScriptedProvider
+def scripted_provider(settings: Settings) -> Provider:
+    from chatmem.providers.scripted import ScriptedProvider
 
-        script = settings.scripted.script
-        log = settings.scripted.log or os.environ.get("CHATMEM_SCRIPTED_LOG")
-        return ScriptedProvider(
-            settings.model or "scripted",
-            script=Path(script) if script else None,
-            log_path=Path(log) if log else None,
-        )
-    if name == "local":
-        from chatmem.providers.local import LocalProvider
+    script = settings.scripted.script
+    log = settings.scripted.log or os.environ.get("CHATMEM_SCRIPTED_LOG")
+    return ScriptedProvider(
+        settings.model or "scripted",
+        script=Path(script) if script else None,
+        log_path=Path(log) if log else None,
+    )
 
-        return LocalProvider(
-            _local_model_path(settings),
-            n_ctx=settings.local.n_ctx,
-            threads=settings.local.threads,
-            timeout=max(settings.timeout, 120.0),
-            # SmolLM-sized models can repeat a sentence until the context is full.
-            max_tokens=settings.max_reply_tokens or LOCAL_MAX_REPLY_TOKENS,
-            sampling=sampling(settings.options),
-        )
+
+def local_provider(settings: Settings) -> Provider:
+    from chatmem.providers.local import LocalProvider
+
+    return LocalProvider(
+        _local_model_path(settings),
+        n_ctx=settings.local.n_ctx,
+        threads=settings.local.threads,
+        timeout=max(settings.timeout, 120.0),
+        # SmolLM-sized models can repeat a sentence until the context is full.
+        max_tokens=settings.max_reply_tokens or LOCAL_MAX_REPLY_TOKENS,
+        sampling=sampling(settings.options),
+    )
+
+
+def openai_provider(settings: Settings) -> Provider:
     from chatmem.providers.openai import OpenAIProvider
 
     # OpenAI itself has a sensible default model; another server's models are unknown.
@@ -98,19 +102,18 @@ def _check_credentials(settings: Settings) -> None:
         )
 
 
-def available_models(settings: Settings) -> tuple[str, list[str]]:
-    """(provider name, model names) of what the chosen provider serves: the endpoint's
-    `/models` for openai; the one model file for local (not started); scripted's name."""
-    name = resolve_provider_name(settings)
-    if name == "scripted":
-        return name, [settings.model or "scripted"]
-    if name == "local":
-        from chatmem.providers.local import bundled_model_path
+def local_models(settings: Settings) -> list[str]:
+    """The one model file the local provider runs (not started)."""
+    from chatmem.providers.local import bundled_model_path
 
-        path = _local_model_path(settings) or bundled_model_path()
-        if path is None:
-            raise NoModelAtAll(NO_MODEL_HELP)
-        return name, [Path(path).stem]
+    path = _local_model_path(settings) or bundled_model_path()
+    if path is None:
+        raise NoModelAtAll(NO_MODEL_HELP)
+    return [Path(path).stem]
+
+
+def openai_models(settings: Settings) -> list[str]:
+    """The endpoint's `/models`."""
     from chatmem.providers.openai import OpenAIProvider
 
     _check_credentials(settings)
@@ -118,7 +121,7 @@ def available_models(settings: Settings) -> tuple[str, list[str]]:
                               api_key=settings.api_key(), api_key_env=settings.api_key_env,
                               timeout=settings.timeout, max_retries=settings.max_retries)
     try:
-        return name, provider.list_models()
+        return provider.list_models()
     finally:
         provider.close()
 
@@ -141,5 +144,5 @@ def _local_model_path(settings: Settings) -> str | None:
     return str(Path(chosen).expanduser())
 
 
-__all__ = ["NO_MODEL_HELP", "Provider", "available_models", "create_provider",
-           "resolve_provider_name"]
+__all__ = ["NO_MODEL_HELP", "Provider", "local_models", "local_provider", "openai_models",
+           "openai_provider", "resolve_provider_name", "scripted_provider"]

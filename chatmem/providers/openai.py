@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from chatmem.config.endpoint import parse_endpoint
 from chatmem.errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -23,7 +24,7 @@ from chatmem.errors import (
     ProviderTimeout,
 )
 from chatmem.images import ImageRule
-from chatmem.privacy.secrets import redacted_url, url_secrets
+from chatmem.privacy.secrets import url_secrets
 from chatmem.providers.base import ChatMessages, Purpose, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
 
@@ -176,7 +177,8 @@ class OpenAIProvider:
         self.max_reply_chars = self.max_tokens * CHARS_PER_TOKEN_AT_MOST
         """Past this many characters the server ignored the cap: reading stops there."""
         self.base_url = base_url or "https://api.openai.com/v1"
-        self.where = redacted_url(self.base_url)
+        endpoint = parse_endpoint(self.base_url)
+        self.where = endpoint.shown
         """The base URL as errors show it: credentials in it are never repeated."""
         self.api_key_env = api_key_env
         self.reply_timeout = reply_timeout
@@ -188,7 +190,9 @@ class OpenAIProvider:
         merged into every chat request's body as named."""
         self._replying = threading.local()
         self.client = openai.OpenAI(
-            base_url=self.base_url,
+            # Built, not glued: the base URL's query goes with each request, after its path.
+            base_url=endpoint.base,
+            default_query=endpoint.query or None,
             api_key=api_key or "not-needed",
             timeout=timeout,
             max_retries=max_retries,

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
@@ -16,6 +17,8 @@ from rich.text import Text
 from chatmem.config.options import Cost
 from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
+from chatmem.render.fields import Field, FittedLine
+from chatmem.render.layout import Fitted
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
@@ -76,6 +79,12 @@ def template_extra(context: Context, estimated: int | None) -> int:
 
 
 
+TOKEN_LINE_RANKS = {"total": 9, "parts": 6, "cost": 5, "reported": 4, "latency": 3,
+                    "strategy": 2}
+"""What a narrow terminal keeps of the token line, most important first: the total and
+budget, the parts that add up to it, the cost. The strategy is on the toolbar already."""
+
+
 def token_line(
     context: Context,
     *,
@@ -85,45 +94,47 @@ def token_line(
     latency_ms: int | None = None,
     strategy: str | None = None,
     cost: Cost | None = None,
-) -> Text:
+    flow: bool = False,
+) -> FittedLine:
     """`system 12 · history 340 · input 9 · priming 3 = 364 tokens of 4,000 (reported 364) · …`.
 
     When the exact count (`estimated`, from the provider's own chat template)
     differs from the parts plus priming, a `chat template +N` segment says
-    where the difference went, so the line adds up.
+    where the difference went, so the line adds up. On a narrow terminal whole
+    fields are left out, least important first, or with `flow` (/tokens, where
+    the parts are the point) every field flows onto more lines (chatmem.render.fields).
     """
-    text = Text()
-    for i, part in enumerate(context.parts):
-        if i:
-            text.append(" · ", style="dim")
-        text.append(part.kind, style=PART_STYLES.get(part.kind, ""))
-        text.append(f" {format_count(part.tokens, approximate)}")
+    ranks = TOKEN_LINE_RANKS
+
+    def part(name: str, style: str, count: str) -> Field:
+        return Field(Text.assemble((name, style), f" {count}"), ranks["parts"], group="parts")
+
+    fields = [part(p.kind, PART_STYLES.get(p.kind, ""), format_count(p.tokens, approximate))
+              for p in context.parts]
     if context.priming:
         # The reply's opening tokens are part of every request: listed, the line adds up.
-        text.append(" · ", style="dim")
-        text.append("priming", style="dim")
-        text.append(f" {format_count(context.priming, approximate)}")
+        fields.append(part("priming", "dim", format_count(context.priming, approximate)))
     extra = template_extra(context, estimated)
     if extra:
-        text.append(" · ", style="dim")
-        text.append("chat template", style="magenta")
-        text.append(f" {extra:+,}")
+        fields.append(part("chat template", "magenta", f"{extra:+,}"))
     total = estimated if estimated is not None else context.tokens
-    text.append(f" = {format_count(total, approximate)} tokens")
+    summed = Text(f"{format_count(total, approximate)} tokens")
     if context.budget:
-        text.append(f" of {context.budget:,}", style="red" if context.over_budget else "dim")
+        summed.append(f" of {context.budget:,}", style="red" if context.over_budget else "dim")
+    fields.append(Field(summed, ranks["total"], Text(" = ")))
     if reported is not None:
         style = "dim" if reported == total else "yellow"
-        text.append(f" (provider reported {reported:,})", style=style)
+        fields.append(Field(Text(f"(provider reported {reported:,})", style=style),
+                            ranks["reported"], Text(" ")))
     if cost is not None:
-        text.append(f" · {cost_text(cost)}", style="green")
+        fields.append(Field(Text(cost_text(cost), style="green"), ranks["cost"]))
     if latency_ms is not None:
-        text.append(f" · {latency_ms / 1000:.1f} s", style="dim")
+        fields.append(Field(Text(f"{latency_ms / 1000:.1f} s", style="dim"),
+                            ranks["latency"]))
     if strategy:
-        text.append(f" · {strategy}", style="dim")
-    for warning in context.warnings:
-        text.append(f"\n⚠ {notice_text(warning)}", style="bold yellow")
-    return text
+        fields.append(Field(Text(strategy, style="dim"), ranks["strategy"]))
+    warnings = [Text(f"⚠ {notice_text(w)}", style="bold yellow") for w in context.warnings]
+    return FittedLine(fields, warnings, flow=flow)
 
 
 def context_panel(
@@ -241,11 +252,25 @@ def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:
     return Group(*lines)
 
 
-def help_table(commands: Iterable[tuple[str, str, str]]) -> Table:
-    """(usage, help, example) rows: what /help prints, each command with an example."""
+HELP_COLUMN = 30
+"""The narrowest the help beside the usages may be; narrower, each usage goes over its help."""
+
+
+def help_table(commands: Iterable[tuple[str, str, str]]) -> RenderableType:
+    """(usage, help, example) rows: what /help prints, each command with an example.
+
+    Usages beside their help where the help keeps HELP_COLUMN columns; on a
+    narrower terminal (60 columns left it 16), each usage over its help.
+    """
+    rows = [(usage, Text.assemble(text, ("\ne.g. ", "dim"), (example, "cyan")))
+            for usage, text, example in commands]
     out = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-    out.add_column(style="bold cyan", no_wrap=True)
-    out.add_column()
-    for usage, text, example in commands:
-        out.add_row(usage, Text.assemble(text, ("\ne.g. ", "dim"), (example, "cyan")))
-    return out
+    # Both minimums stated: Rich measures a no-wrap column by its longest word.
+    out.add_column(style="bold cyan", no_wrap=True,
+                   min_width=max((cell_len(usage) for usage, _ in rows), default=1))
+    out.add_column(min_width=HELP_COLUMN)
+    for usage, text in rows:
+        out.add_row(usage, text)
+    stacked = Group(*(Group(Text(usage, style="bold cyan"), Padding(text, (0, 0, 0, 2)))
+                      for usage, text in rows))
+    return Fitted(out, stacked)

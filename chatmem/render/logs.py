@@ -20,10 +20,14 @@ QUESTION_CHARS = 60
 
 def spent_text(spent: Spent) -> str:
     """`total 1,234 tokens · $0.0123` (a `+` when some model has no configured price)."""
-    text = f"total {spent.tokens:,} tokens"
-    if spent.cost is not None:
-        text += f" · {cost_text(spent.cost)}" + ("+" if spent.unpriced else "")
-    return text
+    return " · ".join(part for part in spent_parts(spent) if part)
+
+
+def spent_parts(spent: Spent) -> tuple[str, str | None]:
+    """(`total 1,234 tokens`, `$0.0123`): the tokens, and the cost (None: no price known)."""
+    cost = None if spent.cost is None else cost_text(spent.cost) + ("+" if spent.unpriced
+                                                                     else "")
+    return f"total {spent.tokens:,} tokens", cost
 
 
 def question_start(text: str, chars: int = QUESTION_CHARS) -> str:

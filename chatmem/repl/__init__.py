@@ -6,6 +6,7 @@
                   in the table on import
     table.py      the command table (name → usage, help, function) and QuitRepl
     chat.py       the state a command acts on: the engine, the consoles, one turn
+    keys.py       keys pressed while a turn runs: Ctrl-D, and typing ahead
 
 `loop` imports `commands`, which import `table` and `chat`; nothing imports
 upwards. This module imports nothing, so importing a command module never

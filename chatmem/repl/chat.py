@@ -10,6 +10,7 @@ shown on the terminal, so nobody types blind.
 from __future__ import annotations
 
 import dataclasses
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from chatmem.attachments import Attachment
     from chatmem.config.options import Price
+    from chatmem.memory.spec import StrategySpec
     from chatmem.store import Store
 
 
@@ -72,6 +74,8 @@ class Chat:
         """(tokens, budget) of the session's last context, for the toolbar."""
         self.spent = Spent()
         """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
+        self.streaming = False
+        """True from a turn's request until its reply is complete or cut."""
         self.note_usage()
 
     # -- output ------------------------------------------------------------------
@@ -91,7 +95,7 @@ class Chat:
     # -- the session -----------------------------------------------------------------
 
     def open(
-        self, name: str, *, strategy: str | None = None, params: dict[str, Any] | None = None,
+        self, name: str, *, strategy: StrategySpec | None = None,
         system: str | None = None, model: str | None = None,
         options: dict[str, Any] | None = None,
     ) -> None:
@@ -120,8 +124,8 @@ class Chat:
         if model is not None or options:
             self.workspace.provider_for(settings)  # a bad name fails here; the chat goes on
         old.settle()  # what opening it changed is kept (or not) before it is reopened
-        new = start_conversation(self.workspace, name, strategy=strategy, params=params,
-                                 system=system, activity=old.activity,
+        new = start_conversation(self.workspace, name, strategy=strategy, system=system,
+                                 activity=old.activity,
                                  allow_over_budget=old.allow_over_budget, settings=settings,
                                  budget=old.budget)
         old.indexing.close()  # the new engine resumes the backlog from the file
@@ -157,18 +161,24 @@ class Chat:
         self.attached = []
         consoles = [self.out] + ([self.status] if self.mirror_replies else [])
         reply = ReplyWriter(consoles, markdown=self.markdown)
+
+        def reply_end() -> None:
+            # Before the strategy's own calls: their spinner and notices start on a new
+            # line, under the whole reply.
+            self.streaming = False
+            reply.end()
+
+        self.streaming = True
         try:
-            # end() before the strategy's own calls: their spinner and notices start on
-            # a new line, under the whole reply.
             if replace_last:
                 result = resend_last(self.engine, text, on_delta=reply.write,
-                                     on_reply_end=reply.end, attachments=attachments)
+                                     on_reply_end=reply_end, attachments=attachments)
             else:
                 assert text is not None
                 result = self.engine.run_turn(text, on_delta=reply.write,
-                                              on_reply_end=reply.end, attachments=attachments)
+                                              on_reply_end=reply_end, attachments=attachments)
         finally:
-            reply.end()  # a reply cut by an error or Ctrl-C still ends its line
+            reply_end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
@@ -183,6 +193,15 @@ class Chat:
         self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
         for notice in result.notices:
             self.notice(notice_text(notice))
+
+    def terminal_as_found(self) -> AbstractContextManager[None]:
+        """The terminal as the chat found it, for a program run in it ($EDITOR)."""
+        return nullcontext()
+
+    def command(self, text: str) -> None:
+        """Run the slash command line `text` (`/strategy window k=3`); the loop, which holds
+        the command table, does."""
+        raise NotImplementedError
 
     def edit_line(self, default: str) -> str:
         """A line the user edits, starting as `default`; only a terminal's prompt can."""

@@ -1,4 +1,5 @@
-"""Tab completion: slash commands, strategies and their parameters, sessions, facts, turns.
+"""Tab completion: slash commands, strategies, their parameters and the values each takes,
+sessions, facts, turns, templates.
 
 Every candidate carries one line of help for the menu. What an argument is
 comes from the command table (`SlashCommand.completes`); the candidates come
@@ -19,11 +20,15 @@ from prompt_toolkit.document import Document
 
 from chatmem.app import facts as remembered
 from chatmem.app import sessions
-from chatmem.app.inspection import SUMMARY_STRATEGIES, latest_summary, summary_version
+from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
+from chatmem.memory.spec_candidates import parameters, spec_candidates
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
+    from chatmem.memory.params import Param
+    from chatmem.memory.registry import StrategyRegistry
     from chatmem.repl.chat import Chat
     from chatmem.store import SessionRecord
 
@@ -71,12 +76,16 @@ class SlashCompleter(Completer):
             return
         candidates: Iterable[tuple[str, str]]
         if command.completes == "strategy":
-            if position > 0:
-                candidates = _parameters(words[0], word)
-            elif ":" in word:
-                candidates = _colon_parameters(word)
+            if position > 0 and "=" in word:
+                candidates = self._values(words[0].partition(":")[0], word)
+            elif position > 0:
+                candidates = parameters(words[0].partition(":")[0], self.strategies)
+            elif ":" in word and "=" in word.rpartition(",")[2]:
+                name, _, pairs = word.partition(":")
+                done, comma, pair = pairs.rpartition(",")
+                candidates = self._values(name, pair, prefix=f"{name}:{done}{comma}")
             else:
-                candidates = _strategies(word)
+                candidates = spec_candidates(word, self.strategies)
         elif position > 0:
             return
         else:
@@ -106,9 +115,45 @@ class SlashCompleter(Completer):
         if kind == "turn":
             return self._turns(session)
         if kind == "summary":
-            in_use = [n for n in SUMMARY_STRATEGIES if n in engine.strategy.name.split("+")]
-            return self._summaries(session, in_use[:1] or SUMMARY_STRATEGIES)
+            in_use = summarizing(engine.strategy)
+            return self._summaries(session, [in_use] if in_use else [
+                name for name, cls in self.strategies.items() if cls.summarizes])
+        if kind == "template":
+            return _templates(engine.settings)
         return []
+
+    @property
+    def strategies(self) -> StrategyRegistry:
+        """What `/strategy` names: the workspace's registry, plugins' strategies included."""
+        return self.chat.workspace.registries.strategies
+
+    def _values(self, strategy: str, pair: str, prefix: str = "") -> list[tuple[str, str]]:
+        """`k=5`-style candidates for the `KEY=` being typed: the values the parameter takes
+        (its choices, true and false) or, for a number, its default and the value in use."""
+        key = pair.partition("=")[0].strip()
+        found = _param(self.strategies, strategy, key)
+        if found is None:
+            return []
+        in_use = self.chat.engine.strategy
+        current = in_use.params.get(key) if in_use.name == strategy else None
+        if found.choices:
+            values = list(found.choices)
+        elif found.type is bool:
+            values = ["true", "false"]
+        else:
+            values = [str(found.default)]
+            if current is not None and str(current) not in values:
+                values.insert(0, str(current))
+
+        def meta(value: str) -> str:
+            notes = ", ".join(note for note, holds in (
+                ("in use", value == str(current)), ("default", value == str(found.default)))
+                if holds)
+            if found.choices:
+                return notes or found.help
+            return f"{notes or found.help}; {found.range_text()}"
+
+        return [(f"{prefix}{key}={value}", meta(value)) for value in values]
 
     def _turns(self, session: SessionRecord) -> list[tuple[str, str]]:
         last = sessions.last_turn(self.chat.workspace, session)
@@ -147,36 +192,38 @@ class SlashCompleter(Completer):
         return rows
 
 
-def _strategies(word: str) -> list[tuple[str, str]]:
-    """Names; after `A+`, the second part of a combination."""
-    from chatmem.memory import REGISTRY
+def _param(strategies: StrategyRegistry, strategy: str, key: str) -> Param | None:
+    """The parameter `key` (`k`, or `window.k` in a combination) of `strategy`."""
+    from chatmem.memory.spec import split_text
 
-    head, plus, _ = word.rpartition("+")
-    prefix = f"{head}{plus}" if plus else ""
-    taken = set(head.split("+")) if plus else set()
-    return [(prefix + name, cls.description) for name, cls in REGISTRY.items()
-            if name not in taken]
+    parts = split_text(strategy)[0]
+    if not all(part in strategies for part in parts):
+        return None
+    part, dot, name = key.rpartition(".")
+    for candidate in ([part] if dot else parts):
+        if candidate in parts:
+            match = [p for p in strategies[candidate].PARAMS if p.name == name]
+            if match:
+                return match[0]
+    return None
 
 
-def _parameters(strategy: str, word: str) -> list[tuple[str, str]]:
-    """`k=` and friends for the strategy typed first; `window.k=` for a combination."""
-    from chatmem.memory import REGISTRY
+def _templates(settings: Settings | None) -> list[tuple[str, str]]:
+    """Template names, each with what it sets; one that cannot be read says why."""
+    from chatmem.config.templates import find_template, known_templates
+    from chatmem.errors import ChatmemError
 
-    name = strategy.partition(":")[0]
-    parts = name.split("+")
-    if not all(part in REGISTRY for part in parts):
+    if settings is None:
         return []
-    combined = len(parts) > 1
-    return [(f"{part}.{p.name}=" if combined else f"{p.name}=",
-             f"{p.help} (default {p.default})")
-            for part in parts for p in REGISTRY[part].PARAMS]
-
-
-def _colon_parameters(word: str) -> list[tuple[str, str]]:
-    """`summary-buffer:max_tokens=` and, after a comma, the parameters not given yet."""
-    name, _, pairs = word.partition(":")
-    done, comma, _ = pairs.rpartition(",")
-    prefix = f"{name}:{done}{comma}"
-    given = {pair.partition("=")[0].strip() for pair in done.split(",")} if comma else set()
-    return [(prefix + key, meta) for key, meta in _parameters(name, "")
-            if key.rstrip("=") not in given]
+    rows = []
+    for name in known_templates(settings):
+        try:
+            template = find_template(settings, name)
+        except ChatmemError as e:
+            rows.append((name, f"cannot be used: {e}"))
+            continue
+        sets = [f"{what} {value}" for what, value in (
+            ("model", template.model), ("strategy", template.strategy),
+            ("system", template.system)) if value]
+        rows.append((name, " · ".join(sets) or "sets nothing"))
+    return rows

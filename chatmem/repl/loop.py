@@ -2,15 +2,18 @@
 
 Each line is one turn, or a slash command from the table. Ctrl-C while a reply
 streams cancels that reply only; Ctrl-C at the prompt clears the line; Ctrl-D
-or /quit leaves. Errors are shown as one line and the loop goes on. Lines from
-a pipe are a script: Ctrl-C cancels the reply and stops the script (exit 130).
+or /quit leaves, and Ctrl-D while a reply streams cancels it first. Keys typed
+while a reply streams wait for the next prompt (chatmem.repl.keys). Errors are
+shown as one line and the loop goes on. Lines from a pipe are a script: Ctrl-C
+cancels the reply and stops the script (exit 130).
 """
 
 from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
@@ -19,12 +22,14 @@ from chatmem.errors import ChatmemError, ExitCode, NotFound
 from chatmem.names import nearest
 from chatmem.render.errors import error_text
 from chatmem.repl.chat import Chat, strategy_label
+from chatmem.repl.keys import KeyWatch, QuietTerminal, key_presses
 from chatmem.repl.table import SLASH, QuitRepl
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
     from prompt_toolkit.output import Output
 
+    from chatmem.attachments import Attachment
     from chatmem.repl.prompt import Prompt
 
 
@@ -33,6 +38,10 @@ class Repl(Chat):
     """Where the prompt is drawn; None: the terminal (stderr when stdout is redirected)."""
     prompt: Prompt | None = None
     """The interactive prompt while one runs."""
+    quiet: QuietTerminal | None = None
+    """The terminal the prompt reads, kept quiet between prompts (chatmem.repl.keys)."""
+    leaving = False
+    """Ctrl-D was pressed while a turn ran: the loop ends once the line is done."""
 
     def lines(self) -> Iterator[str]:
         from chatmem.repl.blocks import join_blocks
@@ -56,14 +65,45 @@ class Repl(Chat):
             return super().edit_line(default)
         return self.prompt.ask(default)
 
+    def turn(self, text: str | None, attachments: Sequence[Attachment] = (), *,
+             replace_last: bool = False) -> None:
+        if self.quiet is None or not self.quiet.active or self.prompt is None:
+            super().turn(text, attachments, replace_last=replace_last)
+            return
+        watch = KeyWatch(self.quiet.fd, cancellable=lambda: self.streaming)
+        keep = True
+        try:
+            with watch:
+                super().turn(text, attachments, replace_last=replace_last)
+            keep = self.last is None or self.last.status != TurnStatus.CANCELLED
+        except KeyboardInterrupt:
+            keep = False
+            if not watch.ctrl_d:
+                raise
+        finally:
+            if watch.ctrl_d:
+                # Once the turn is stored (cancelled, if it was still streaming), or its
+                # error shown.
+                self.leaving = True
+            elif keep:  # Ctrl-C drops keys typed ahead, as the terminal drops those it holds
+                self.prompt.typed_ahead += key_presses(bytes(watch.typed))
+
+    def terminal_as_found(self) -> AbstractContextManager[None]:
+        return self.quiet.as_found() if self.quiet is not None else nullcontext()
+
     def run(self, lines: Iterable[str] | None = None) -> None:
         self.status.print(render.notice_line(
             f"session {self.engine.session.name} · {strategy_label(self.engine)} · "
             f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
         ), soft_wrap=not self.status.is_terminal)
         try:
-            self.loop(lines if lines is not None else self.lines())
+            if lines is None and sys.stdin.isatty():
+                with QuietTerminal(sys.stdin.fileno()) as self.quiet:
+                    self.loop(self.lines())
+            else:
+                self.loop(lines if lines is not None else self.lines())
         finally:
+            self.quiet = None
             if self.owns_workspace:
                 self.workspace.close()
 
@@ -94,6 +134,8 @@ class Repl(Chat):
                 # Outside a reply (a reply's own Ctrl-C is handled by the engine): what was
                 # committed stays committed; the chat goes on.
                 self.notice("(interrupted)")
+            if self.leaving:
+                return
 
     def command(self, text: str) -> None:
         try:

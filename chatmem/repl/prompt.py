@@ -6,8 +6,9 @@
 - Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
   goes on until a line ends with `\"\"\"`. Ctrl-X Ctrl-E edits the line in $EDITOR.
 - The prompt is drawn on the terminal even when stdout is redirected (stderr).
-- The bottom toolbar: session · strategy · model · last context tokens / budget, and
-  how many messages are still to be embedded for recall by meaning.
+- The bottom toolbar: session · strategy · model · last context tokens / budget, what
+  the session cost, and how many messages are still to be embedded for recall by
+  meaning; on a narrow terminal, the fields that fit whole, the most important first.
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.text import Text
 
-from chatmem.render.logs import spent_text
+from chatmem.render.fields import Field, fitted, joined
+from chatmem.render.logs import spent_parts
 from chatmem.repl.blocks import open_block, unfence
 from chatmem.repl.chat import strategy_label
 from chatmem.repl.completion import SlashCompleter
 
 if TYPE_CHECKING:
+    from prompt_toolkit.key_binding import KeyPress
     from prompt_toolkit.output import Output
 
     from chatmem.app.workspace import Workspace
@@ -82,22 +86,37 @@ def _in_open_block() -> bool:
     return open_block(get_app().current_buffer.text)
 
 
-def toolbar_text(chat: Chat) -> str:
-    engine = chat.engine
-    parts = [f"session {engine.session.name}", strategy_label(engine, changed_only=True),
-             f"{engine.provider.name}:{engine.provider.model}"]
+TOOLBAR_RANKS = {"context": 9, "cost": 8, "strategy": 7, "indexing": 6, "model": 5,
+                 "total": 4, "session": 3}
+"""What a narrow terminal keeps of the toolbar, most important first: how full the
+context was and what the chat cost. The prompt itself names the session."""
+
+
+def toolbar_text(chat: Chat, width: int | None = None) -> str:
+    """` session t · window · openai:gpt-4o · last context 364 / 4,000 tokens · …`, with
+    the fields that fit `width` columns whole (None: all of them)."""
+    engine, ranks = chat.engine, TOOLBAR_RANKS
+    fields = [(f"session {engine.session.name}", ranks["session"]),
+              (strategy_label(engine, changed_only=True), ranks["strategy"]),
+              (f"{engine.provider.name}:{engine.provider.model}", ranks["model"])]
     if chat.usage is not None:
         tokens, budget = chat.usage
-        parts.append(f"last context {tokens:,}" + (f" / {budget:,} tokens" if budget
-                                                   else " tokens"))
+        fields.append((f"last context {tokens:,}" + (f" / {budget:,} tokens" if budget
+                                                     else " tokens"), ranks["context"]))
     else:
-        parts.append("no turn yet")
+        fields.append(("no turn yet", ranks["context"]))
     if chat.spent.tokens:
-        parts.append(spent_text(chat.spent))
+        total, cost = spent_parts(chat.spent)
+        fields.append((total, ranks["total"]))
+        if cost is not None:
+            fields.append((cost, ranks["cost"]))
     indexing = indexing_text(engine.indexing.status(engine.embedder))
     if indexing is not None:
-        parts.append(indexing)
-    return " " + " · ".join(parts) + " "
+        fields.append((indexing, ranks["indexing"]))
+    # One column of padding at each end, as the toolbar has always had.
+    shown = fitted([Field(Text(text), rank) for text, rank in fields],
+                   None if width is None else width - 2)
+    return f" {joined(shown).plain} "
 
 
 def indexing_text(status: IndexingStatus | None) -> str | None:
@@ -135,6 +154,8 @@ class Prompt:
         self.output = output if output is not None else terminal_output()
         self.session_id: int | None = None
         self.session: PromptSession[str] | None = None
+        self.typed_ahead: list[KeyPress] = []
+        """Keys pressed while a turn ran (chatmem.repl.keys), for the next prompt."""
 
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
@@ -146,15 +167,26 @@ class Prompt:
             key_bindings=key_bindings(),
             multiline=False,
             prompt_continuation=lambda width, line, wrapped: "." * (width - 1) + " ",
-            bottom_toolbar=lambda: toolbar_text(self.chat),
+            bottom_toolbar=lambda: toolbar_text(self.chat, self._columns()),
             refresh_interval=TOOLBAR_REFRESH_SECONDS,
             enable_open_in_editor=True,
             output=self.output,
         )
 
+    def _columns(self) -> int:
+        from prompt_toolkit.application import get_app
+
+        return get_app().output.get_size().columns
+
     def ask(self, default: str = "") -> str:
         """The next message; `default` is the text the line starts with (/edit-last)."""
         if self.session is None or self.session_id != self.chat.engine.session.id:
             self.session = self._build()
+        if self.typed_ahead:
+            from prompt_toolkit.input.typeahead import store_typeahead
+
+            # Read before any key still queued in the terminal: they stay in typed order.
+            store_typeahead(self.session.input, self.typed_ahead)
+            self.typed_ahead = []
         return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
                                            default=default))

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from chatmem.repl.chat import Chat
 
 Run = Callable[["Chat", list[str]], None]
-Completes = Literal["strategy", "session", "fact", "turn", "summary", "path", "model"]
+Completes = Literal["strategy", "session", "fact", "turn", "summary", "path", "model",
+                    "template"]
 """What a command's first argument is, for completion."""
 
 

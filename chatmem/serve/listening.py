@@ -107,10 +107,14 @@ def load_tokens(path: Path) -> dict[str, str]:
     table = data.get("tokens")
     if not isinstance(table, dict) or set(data) - {"tokens"}:
         raise ConfigError(f"{path}: a tokens file holds one [tokens] table, TOKEN = \"HISTORY\"")
+    from chatmem.config.location import parse_location
+
     for token, history in table.items():
         if not isinstance(history, str) or not history.strip() or len(token) < 16:
             raise ConfigError(f"{path}: tokens: each token must be 16 characters or more and "
                               "name a history (a file or a postgresql:// URL)")
+        # Each history is parsed now, once, not at its first request; the token is never shown.
+        parse_location(history, f"{path}: tokens")
     return dict(table)
 
 
@@ -169,6 +173,9 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     except OSError as e:
         sock.close()
         raise UsageError(f"cannot listen on {where.url}: {e.strerror or e}") from None
+    # Listening before the address is announced: a client that connects while the server
+    # still starts up waits in the queue instead of being refused.
+    sock.listen(128)
     bound = dataclasses.replace(where, port=sock.getsockname()[1])
     announce(bound)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -86,16 +86,17 @@ class ClientError(ChatmemError):
 
 def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
     """The HTTP application over the history and the model `settings` name."""
-    from chatmem.app.workspace import ModelPool
+    from chatmem.app.workspace import ModelPool, held_open
 
     proxy = Proxy(settings, ModelPool(), strategy)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            proxy.pool.close()  # the models the requests shared, closed once
+        with held_open(settings):
+            try:
+                yield
+            finally:
+                proxy.pool.close()  # the models the requests shared, closed once
 
     return Starlette(routes=[
         Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
@@ -106,10 +107,14 @@ def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
 
 class Proxy:
     def __init__(self, settings: Settings, pool: ModelPool, strategy: str | None) -> None:
+        from chatmem.plugins import load_registries
+
         self.settings = settings
         self.pool = pool
         self.strategy = strategy
         self.retention_checked = False
+        self.registries = load_registries()
+        """One for every request's workspace: the strategies, providers and embedders."""
 
     # -- /v1/chat/completions ----------------------------------------------------------
 
@@ -155,17 +160,14 @@ class Proxy:
         return JSONResponse(await anyio.to_thread.run_sync(self._models))
 
     def _models(self) -> dict[str, Any]:
-        from chatmem.memory import strategy_names
-        from chatmem.providers import available_models
-
         try:
-            _, names = available_models(self.settings)
+            _, names = self.registries.available_models(self.settings)
         except ChatmemError:
             names = [self.settings.model] if self.settings.model else []
         created = int(time.time())
         listed = [{"id": name, "object": "model", "created": created, "owned_by": "chatmem"}
                   for model in names
-                  for name in [model, *(f"{model}@{s}" for s in strategy_names())]]
+                  for name in [model, *(f"{model}@{s}" for s in self.registries.strategies)]]
         return {"object": "list", "data": listed}
 
     # -- /v1/chatmem/turns/{id} --------------------------------------------------------
@@ -190,7 +192,8 @@ class Proxy:
         from chatmem.app.inspection import inspect_turn
         from chatmem.render.payloads import inspection_json
 
-        with Workspace(settings, create=False, models=self.pool) as ws:
+        with Workspace(settings, create=False, models=self.pool,
+                       registries=self.registries) as ws:
             return inspection_json(inspect_turn(ws, conversation, number))
 
 
@@ -247,17 +250,13 @@ class Turn:
             settings = dataclasses.replace(
                 settings, model=asked.model or settings.model,
                 options={**settings.options, **asked.options})
-        with Workspace(self.settings, models=self.proxy.pool) as ws:
+        with Workspace(self.settings, models=self.proxy.pool,
+                       registries=self.proxy.registries) as ws:
             # Retention runs when the server starts serving, not on every request.
             ws.retention_checked = self.proxy.retention_checked
             self.proxy.retention_checked = True
-            name, params = None, None
-            if asked.strategy:
-                from chatmem.evaluation.replay import parse_spec
-
-                spec = parse_spec(asked.strategy)
-                name, params = spec.name, dict(spec.params)
-            engine = start_conversation(ws, asked.conversation, strategy=name, params=params,
+            spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
+            engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         system=asked.system, settings=settings)
             try:
                 engine.settle()  # a new session exists before the client's history goes in

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from chatmem.store.records import SessionAccess
+
 
 class Cursor(Protocol):
     # Read-only properties: a protocol's plain attributes would have to be settable.
@@ -112,3 +114,7 @@ class Backend(Protocol):
         ...
 
     def has_column(self, table: str, column: str) -> bool: ...
+
+    def session_access(self, session_id: int) -> SessionAccess | None:
+        """What the connecting role may do with the session (None: it cannot see it)."""
+        ...

@@ -10,19 +10,13 @@ from typing import Any, Self
 
 from chatmem.errors import StoreError
 from chatmem.store.backend import Backend
+from chatmem.store.location import HistoryLocation, LocationKind, as_location
 from chatmem.timestamps import stamp, utc_now
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-
-def is_postgres(location: str | Path) -> bool:
-    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
-
-
-def open_backend(location: str | Path, key: str | None) -> Backend:
-    """The backend `location` names: a PostgreSQL URL, else a SQLite file (or ":memory:")."""
-    if is_postgres(location):
-        assert isinstance(location, str)
+def open_backend(location: HistoryLocation, key: str | None) -> Backend:
+    """The backend `location` names: a PostgreSQL database, else a SQLite file (or ":memory:")."""
+    if location.kind is LocationKind.POSTGRESQL:
         if key is not None:
             raise StoreError("a key encrypts a SQLite history file; a PostgreSQL database "
                              "is protected by its server (unset CHATMEM_KEY and key_command)")
@@ -33,18 +27,21 @@ def open_backend(location: str | Path, key: str | None) -> Backend:
         return PostgresBackend(location)
     from chatmem.store.sqlite_backend import SqliteBackend
 
-    return SqliteBackend(location, key=key)
+    return SqliteBackend(location.path, key=key)
 
 
 class Connection:
     """A chatmem database. Use as a context manager or call close()."""
 
-    def __init__(self, location: str | Path, *, key: str | None = None,
+    def __init__(self, location: HistoryLocation | Path | str, *, key: str | None = None,
                  clock: Callable[[], datetime] = utc_now) -> None:
+        """`location` as settings parsed it; a Path is a file, and a string is parsed once
+        by the one parser of locations (chatmem.config.location), never here."""
         self.clock = clock
         """What time it is for this store's timestamps; tests of retention set it."""
-        self.db: Backend = open_backend(location, key)
-        self.path = Path(location) if self.db.kind == "sqlite" else Path()
+        where = as_location(location)
+        self.db: Backend = open_backend(where, key)
+        self.path = where.path if where.kind is LocationKind.SQLITE else Path()
         """The history file (SQLite); a command may name another while showing an empty one."""
         self.encrypted = self.db.encrypted
 

@@ -74,7 +74,7 @@ def copy_sessions(source: SessionTables, target: SessionTables,
     """Copy the sessions `names` (default: every session `source` shows) into `target`,
     all or nothing; a name `target` already has is refused before anything is written."""
     chosen = list(dict.fromkeys(names)) or [str(r["name"]) for r in source._rows(
-        "SELECT name FROM sessions ORDER BY id")]
+        "SELECT name FROM sessions ORDER BY created_at, id")]  # PostgreSQL's ids are random
     if not chosen:
         raise NotFound(f"no session to copy in {source.location}")
     ids: list[int] = []

@@ -6,11 +6,12 @@ from chatmem.config.location import (
     SCHEMES,
     HistoryLocation,
     LocationKind,
+    as_location,
     is_url,
     masked,
     parse_location,
     password_of,
 )
 
-__all__ = ["LOCAL_HOSTS", "SCHEMES", "HistoryLocation", "LocationKind", "is_url", "masked",
-           "parse_location", "password_of"]
+__all__ = ["LOCAL_HOSTS", "SCHEMES", "HistoryLocation", "LocationKind", "as_location", "is_url",
+           "masked", "parse_location", "password_of"]

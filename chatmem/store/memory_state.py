@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
-from chatmem.store import rendered, steps
+from chatmem.store import rendered, sharing, steps
 from chatmem.store.connection import Connection
 from chatmem.store.records import (
     FactHistoryRecord,
@@ -141,6 +141,8 @@ class MemoryTables(Connection):
         """
         stamp = self.now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
+        if scope == "session" and session_id is not None:
+            sharing.check_writable_session(self, session_id)
         stated_in = source_session_id if source_session_id is not None else session_id
         with self.write():
             rows = self._rows(
@@ -223,7 +225,9 @@ class MemoryTables(Connection):
 
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
         """Soft-delete a fact (it never reaches a context again), or erase it physically."""
-        self.fact(fact_id)
+        fact = self.fact(fact_id)
+        if fact.session_id is not None:
+            sharing.check_writable_session(self, fact.session_id)
         with self.write():
             if purge:
                 self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,7 +29,8 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store import postgres_schema as schema
-from chatmem.store.location import LocationKind, parse_location, password_of
+from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
+from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
@@ -97,10 +99,14 @@ def available() -> bool:
     return _driver() is not None
 
 
-def _reason(error: BaseException, secret: str | None) -> str:
+def _reason(error: BaseException, secrets: Sequence[str]) -> str:
     """The first line of a driver error, any password in it masked."""
     text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return text.replace(secret, "***") if secret else text
+    for secret in secrets:
+        # A short password ("p") is masked as a word, not inside "port".
+        pattern = re.escape(secret) if len(secret) >= 4 else rf"(?<!\w){re.escape(secret)}(?!\w)"
+        text = re.sub(pattern, "***", text)
+    return text
 
 
 class PostgresBackend:
@@ -116,8 +122,9 @@ class PostgresBackend:
     encrypted = False
     """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-        where = parse_location(url)
+    def __init__(self, location: HistoryLocation | str, *,
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        where = as_location(location)
         if where.kind is not LocationKind.POSTGRESQL:
             raise StoreError(f"{where.shown}: not a postgresql:// URL")
         self.location = where.shown
@@ -136,7 +143,10 @@ class PostgresBackend:
         # What makes the database unusable for a write (not a bug, not a constraint).
         self._store_failures: tuple[type[BaseException], ...] = (
             psycopg.OperationalError, psycopg.InternalError, errors.InsufficientPrivilege)
-        self._secret = password_of(where.target)
+        # The password in the URL, or the one libpq reads from PGPASSWORD (a password file
+        # or a service file it reads itself and never quotes).
+        self._secret = tuple(filter(None, (password_of(where.target),
+                                           os.environ.get("PGPASSWORD"))))
         self.observe: Callable[[str, Sequence[Any], Any], None] | None = None
         """Called after each statement with its SQL, parameters and cursor (store/meter.py
         counts the work with it)."""
@@ -359,7 +369,7 @@ class PostgresBackend:
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
         """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
-        over every entry of the database, so both backends rank alike.
+        over every entry this role reads (one role: every entry), so both backends rank alike.
 
         Each matching entry is read once, as FTS5's BM25 ranking does: the caller keeps
         the search to rare terms (fts.rare_terms), which bounds how many there are.
@@ -367,8 +377,11 @@ class PostgresBackend:
         lexemes = self._lexemes(terms)
         if not lexemes:
             return []
-        entries, tokens = self.execute("SELECT entries, tokens FROM word_statistics"
-                                       ).fetchone()
+        # Per session (p007): the totals of the sessions this role reads, no one else's.
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics"
+            " WHERE session_id IN (SELECT id FROM sessions)").fetchone()
         if not entries:
             return []
         average = tokens / entries
@@ -477,6 +490,19 @@ class PostgresBackend:
 
     def fold_log(self) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
+
+    def session_access(self, session_id: int) -> SessionAccess | None:
+        """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
+        holds the same rule as row-level security)."""
+        row = self.execute(
+            "SELECT s.owner, s.owner = current_user, EXISTS (SELECT 1 FROM session_shares h"
+            " WHERE h.session_id = s.id AND h.grantee = current_user AND h.owner = s.owner"
+            " AND h.mode = 'write') FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
+        if row is None:
+            return None
+        owner, own, write = row
+        level = AccessLevel.OWN if own else AccessLevel.WRITE if write else AccessLevel.READ
+        return SessionAccess(level, str(owner))
 
     def has_column(self, table: str, column: str) -> bool:
         return bool(self._value(

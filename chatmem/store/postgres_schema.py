@@ -13,7 +13,8 @@ database serves a team and nobody reads another's memory. A session is
 visible to its owner and to the roles it is shared with (`session_shares`,
 read or write); its rows follow it. The policies are FORCEd, so they hold
 for the tables' owner too (superusers and BYPASSRLS roles are not subject
-to them: PostgreSQL's rule).
+to them: PostgreSQL's rule). p007 seals writes as p001 sealed reads: every right
+over a row is its session's (chatmem/store/postgres_access.py).
 
 A released migration is never edited: a schema change is a new function.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chatmem.store import postgres_access
 from chatmem.store.migrations import MigrationList
 
 Execute = Callable[[str], Any]
@@ -534,3 +536,16 @@ CREATE TABLE images (
                                insert=f"({_session_writable('images.session_id')})"):
         execute(statement)
     execute("GRANT SELECT, INSERT, DELETE ON images TO PUBLIC")
+
+
+@migration
+def p007_sealed_writes(execute: Execute) -> None:
+    """Writes sealed like reads (issue 28): every right over a row is its session's.
+
+    Rows move into no other session and change no owner; a share ended ends the rights
+    over what was written under it; ids are the database's to give (session ids random)
+    and no error tells of a row the role cannot read; the word statistics are per
+    session, readable as the session is, written by definer triggers only. The
+    statements are in postgres_access, which says what each rule is for.
+    """
+    postgres_access.seal(execute)

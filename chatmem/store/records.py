@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from typing import Any, TypeVar
@@ -59,6 +60,27 @@ def stored_json(text: str | None, what: str, default: str = "null") -> Any:
                          " hand?); `chatmem sessions export` still reads the messages") from None
 
 
+def checked_time(value: Any, what: str) -> Any:
+    """`value` when it is a time chatmem reads (ISO 8601), else one line naming the row: a
+    row another role or a hand wrote never breaks a command with a traceback."""
+    try:
+        _read_time(value)
+    except (TypeError, ValueError):
+        raise unreadable_time(value, what) from None
+    return value
+
+
+_read_time = datetime.fromisoformat
+
+
+def unreadable_time(value: Any, what: str) -> Exception:
+    from chatmem.errors import StoreError, StoreFailure
+
+    shown = value[:40] if isinstance(value, str) else value
+    return StoreError(f"{what}: {shown!r} is not an ISO 8601 time (the row was written "
+                      "outside chatmem)", kind=StoreFailure.DAMAGED)
+
+
 def known_columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
     """The row's columns this record knows: a column added by hand or by a newer
     minor version is ignored, not a crash."""
@@ -97,6 +119,26 @@ def session_name_from(text: str) -> str:
     return name or "session"
 
 
+class AccessLevel(StrEnum):
+    """What the connecting role may do with a session (a file's are all its user's own)."""
+
+    OWN = "own"
+    WRITE = "write"
+    """Shared with it for writing: add turns, change settings; not rename, not delete."""
+    READ = "read"
+    """Shared with it read-only: every write is refused."""
+
+
+@dataclass(frozen=True)
+class SessionAccess:
+    level: AccessLevel
+    owner: str | None = None
+    """The role that owns it (PostgreSQL); None in a file."""
+
+
+OWNED = SessionAccess(AccessLevel.OWN)
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int
@@ -113,6 +155,10 @@ class SessionRecord:
     """The tokenizer its latest turn was counted with (or its transcript recorded)."""
     retention_days: int | None = None
     """Its own retention: None follows the config's retention_days, 0 keeps it for good."""
+
+    def __post_init__(self) -> None:
+        for column in ("created_at", "updated_at"):
+            checked_time(getattr(self, column), f"session {self.name!r}: {column}")
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionRecord:
@@ -131,6 +177,16 @@ class MessageRecord:
     content: str
     external_id: str | None
     created_at: str
+
+    def __post_init__(self) -> None:
+        # Every message read goes through here (a buffer turn reads them all): the row is
+        # named only when its time does not parse.
+        try:
+            _read_time(self.created_at)
+        except (TypeError, ValueError):
+            raise unreadable_time(self.created_at, f"message {self.id} (session"
+                                  f" {self.session_id}, position {self.position}): created_at"
+                                  ) from None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> MessageRecord:
@@ -231,6 +287,11 @@ class FactRecord:
     used_at: str | None = None
     """When a context last sent it; an unused extracted fact can expire (fact_idle_days)."""
 
+    def __post_init__(self) -> None:
+        for column in ("created_at", "updated_at", "deleted_at", "expires_at", "used_at"):
+            if column in ("created_at", "updated_at") or getattr(self, column) is not None:
+                checked_time(getattr(self, column), f"fact {self.id} ({self.key!r}): {column}")
+
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> FactRecord:
         data = known_columns(cls, row)
@@ -250,3 +311,8 @@ class FactHistoryRecord:
     source_turn: int | None
     stated_at: str
     replaced_at: str
+
+    def __post_init__(self) -> None:
+        for column in ("stated_at", "replaced_at"):
+            checked_time(getattr(self, column), f"fact {self.fact_id}'s earlier value {self.id}:"
+                                                f" {column}")

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from chatmem import fts
+from chatmem.store import sharing
 from chatmem.store.connection import Connection
 from chatmem.store.records import MessageRecord, json_text
 
@@ -74,10 +75,13 @@ _SESSION_TABLES: tuple[tuple[str, Place, tuple[str, ...], tuple[str, ...]], ...]
 
 class RedactionTables(Connection):
     def profile_session_ids(self, user: str | None) -> list[int]:
-        """Every session of a user profile (None: sessions without a user)."""
-        return [r[0] for r in self.db.execute(
+        """Every session of a user profile (None: sessions without a user) this role owns:
+        a session shared with it is its owner's to rewrite."""
+        ids = [r[0] for r in self.db.execute(
             "SELECT id FROM sessions WHERE \"user\" IS NOT DISTINCT FROM ? ORDER BY id",
             [user]).fetchall()]
+        mine = sharing.owned(self, ids)
+        return [i for i in ids if i in mine]
 
     def user_facts_from(self, session_id: int) -> list[str]:
         """Keys of live user-profile facts first said in this session."""
@@ -195,15 +199,16 @@ def _ids(ids: Iterable[int]) -> str:
 
 
 def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tuple[str, list[str]]:
-    """SQL true for a row whose `column` holds any needle in any case, with its parameters.
+    """SQL true for a row whose `column` holds any needle in any ASCII case, with its
+    parameters; "" is held by every text (NULL holds nothing).
 
     SQLite's lower() folds ASCII only: a needle with other cased letters (é, Д)
-    cannot be prefiltered that way, and every row is a candidate.
+    cannot narrow rows that way, and every row with a text is a candidate.
     """
     forms: list[str] = []
     for needle in needles:
         if any(not c.isascii() and c.lower() != c.upper() for c in needle):
-            return "1 = 1", []
+            return f"{column} IS NOT NULL", []
         forms.append(needle.lower())
         if json_column:
             forms.append(json_text(needle)[1:-1].lower())

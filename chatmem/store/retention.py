@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from chatmem.errors import StoreError
-from chatmem.store import steps
+from chatmem.store import sharing, steps
 from chatmem.store.memory_state import MemoryTables
-from chatmem.store.records import FactRecord
+from chatmem.store.records import FactRecord, checked_time
 from chatmem.store.sessions import SessionTables
 from chatmem.timestamps import parse_time
 
@@ -50,6 +50,7 @@ class RetentionTables(SessionTables, MemoryTables):
         """A session's own retention: None follows the config, 0 keeps it for good."""
         if days is not None and days < 0:
             raise StoreError(f"retention must be 0 (keep) or more days, got {days}")
+        self.check_session_writable(session_id, owners_only="set the retention of")
         with self.write():
             self.db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
                             [days, session_id])
@@ -65,10 +66,13 @@ class RetentionTables(SessionTables, MemoryTables):
                               " ORDER BY updated_at, id"):
             own = row["retention_days"] is not None
             keep = row["retention_days"] if own else default_days
-            idle = (now - parse_time(row["updated_at"])) / timedelta(days=1)
+            updated = checked_time(row["updated_at"], f"session {row['id']}: updated_at")
+            idle = (now - parse_time(updated)) / timedelta(days=1)
             if keep and idle > keep:
                 found[row["id"]] = float(keep)
-        return self._entries(found)
+        # A session shared with this role is erased by its owner's retention, not the sharer's.
+        mine = sharing.owned(self, found)
+        return self._entries({i: days for i, days in found.items() if i in mine})
 
     def _entries(self, keep: dict[int, float]) -> list[SessionEntry]:
         """Session id → days kept idle, as entries with their counts."""
@@ -94,7 +98,11 @@ class RetentionTables(SessionTables, MemoryTables):
         expiry erases them for good.
         """
         found = []
-        for fact in self.facts(include_deleted=True):
+        facts = self.facts(include_deleted=True)
+        mine = sharing.owned(self, {f.session_id for f in facts if f.session_id is not None})
+        for fact in facts:
+            if fact.session_id is not None and fact.session_id not in mine:
+                continue  # a shared session's facts are its owner's to expire
             if fact.expires_at is not None and parse_time(fact.expires_at) <= now:
                 found.append(ExpiredFact(fact, f"its end was {fact.expires_at[:10]}"))
                 continue
@@ -128,6 +136,8 @@ class RetentionTables(SessionTables, MemoryTables):
         ids = list(session_ids)
         if not ids:
             return
+        for session_id in ids:
+            self.check_session_writable(session_id, owners_only="erase")
         with self.write():
             for session_id in ids:
                 steps.erase_session_rows(self.db, session_id)
@@ -142,5 +152,8 @@ class RetentionTables(SessionTables, MemoryTables):
 
     def user_sessions(self, user: str) -> list[SessionEntry]:
         """Every session of a user profile, with its counts."""
-        return self._entries({r["id"]: float(r["retention_days"] or 0) for r in self._rows(
-            "SELECT id, retention_days FROM sessions WHERE \"user\" = ? ORDER BY id", [user])})
+        found = {r["id"]: float(r["retention_days"] or 0) for r in self._rows(
+            "SELECT id, retention_days FROM sessions WHERE \"user\" = ? ORDER BY created_at, id",
+            [user])}
+        mine = sharing.owned(self, found)
+        return self._entries({i: days for i, days in found.items() if i in mine})

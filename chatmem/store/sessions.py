@@ -7,9 +7,16 @@ from typing import Any
 
 from chatmem.errors import Listed, NotFound, StoreConflict, StoreError, UsageError
 from chatmem.names import did_you_mean
-from chatmem.store import steps
+from chatmem.store import sharing, steps
 from chatmem.store.messages import MessageTables
-from chatmem.store.records import SessionRecord, check_session_name, json_text, stored_json
+from chatmem.store.records import (
+    AccessLevel,
+    SessionAccess,
+    SessionRecord,
+    check_session_name,
+    json_text,
+    stored_json,
+)
 from chatmem.text import is_valid
 
 
@@ -68,7 +75,7 @@ class SessionTables(MessageTables):
         if not is_valid(name):
             raise UsageError(f"session name {name!r} is not valid UTF-8")
         rows = self._rows("SELECT * FROM sessions WHERE name = ?"
-                          f" ORDER BY {self.db.own_rows_first}id LIMIT 1", [name])
+                          f" ORDER BY {self.db.own_rows_first}created_at, id LIMIT 1", [name])
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:
@@ -90,12 +97,29 @@ class SessionTables(MessageTables):
             raise NotFound(f"no session with id {session_id}")
         return SessionRecord.from_row(rows[0])
 
+    def session_access(self, session_id: int) -> SessionAccess:
+        """Whether the connecting role owns the session, may write it, or only read it."""
+        return sharing.session_access(self, session_id)
+
+    def may_write(self, session_id: int) -> bool:
+        """Whether this role may add to the session (its own, or shared for writing)."""
+        return self.session_access(session_id).level is not AccessLevel.READ
+
+    def check_session_writable(self, session_id: int, *, owners_only: str | None = None
+                               ) -> None:
+        """Raise, before anything is sent or changed, unless this role may write the session
+        (sharing.check_writable_session)."""
+        sharing.check_writable_session(self, session_id, owners_only=owners_only)
+
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord:
         """Change a session's settings; returns it as now stored."""
         allowed = {"strategy", "params", "provider", "model", "system", "user", "name",
                    "tokenizer"}
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
+        self.check_session_writable(session_id, owners_only="rename" if "name" in fields
+                                    else "change the user profile of" if "user" in fields
+                                    else None)
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
         fields["updated_at"] = self.now()
@@ -123,6 +147,7 @@ class SessionTables(MessageTables):
     def set_system_prompts(self, session_id: int,
                            prompts: Iterable[tuple[int, str | None]]) -> None:
         """Replace the session's prompt history (an import brings its own)."""
+        self.check_session_writable(session_id)
         with self.write():
             self.db.execute("DELETE FROM session_prompts WHERE session_id = ?", [session_id])
             for from_turn, system in prompts:
@@ -138,6 +163,7 @@ class SessionTables(MessageTables):
     def rename_session(self, name: str, new_name: str) -> SessionRecord:
         """Give a session a new name; everything it owns follows (rows point at its id)."""
         record = self.session(name)
+        self.check_session_writable(record.id, owners_only="rename")
         steps.check_new_name(self.db, new_name)
         return self.update_session(record.id, name=new_name)
 
@@ -165,6 +191,7 @@ class SessionTables(MessageTables):
     def delete_session(self, name: str) -> None:
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
         record = self.session(name)
+        self.check_session_writable(record.id, owners_only="delete")
         with self.write():
             steps.erase_session_rows(self.db, record.id)
             self.db.forget_erased_words()
@@ -184,6 +211,7 @@ class SessionTables(MessageTables):
         """Store probe lines, each with the message position it was asked after."""
         rows = [[session_id, p["after_position"], p["question"], json_text(list(p["expect_ids"])),
                  json_text(list(p["expect_text"]))] for p in probes]
+        self.check_session_writable(session_id)
         with self.write():
             self.db.executemany(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"

@@ -9,11 +9,13 @@ that can connect: `role_sql` is that SQL, printed by `admin add-user --sql` too.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection
+from chatmem.store.records import AccessLevel, SessionAccess
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
@@ -103,6 +105,48 @@ def shares(store: Connection, session: str) -> list[Share]:
     return [Share(session, row["grantee"], ShareMode(row["mode"])) for row in store._rows(
         "SELECT grantee, mode FROM session_shares WHERE session_id = ? ORDER BY grantee",
         [session_id])]
+
+
+def session_access(store: Connection, session_id: int) -> SessionAccess:
+    """Whether the connecting role owns the session, may write it, or only read it."""
+    found = store.db.session_access(session_id)
+    if found is None:
+        raise NotFound(f"no session with id {session_id}")
+    return found
+
+
+def check_writable_session(store: Connection, session_id: int, *,
+                           owners_only: str | None = None) -> None:
+    """Raise, before anything is sent or changed, unless this role may write the session;
+    `owners_only`: what only its owner may do ("rename"), refused to a write share too.
+
+    Row-level security refuses such a write anyway (postgres_access); this says so in
+    words before a model is called or a file written for a change that cannot be kept.
+    """
+    access = session_access(store, session_id)
+    if access.level is AccessLevel.OWN or (access.level is AccessLevel.WRITE
+                                           and owners_only is None):
+        return
+    name = store._value("SELECT name FROM sessions WHERE id = ?", [session_id])
+    owner = access.owner
+    if access.level is AccessLevel.READ:
+        raise StoreError(
+            f"session {name!r} is shared with you read-only by {owner}: it cannot be changed"
+            f" (ask {owner} to share it with --write, or make your own copy: chatmem sessions"
+            f" fork {name} NEW-NAME)", kind=StoreFailure.NOT_PERMITTED, location=store.location)
+    raise StoreError(f"only {owner}, its owner, can {owners_only} session {name!r} (it is"
+                     " shared with you for writing)", kind=StoreFailure.NOT_PERMITTED,
+                     location=store.location)
+
+
+def owned(store: Connection, session_ids: Iterable[int]) -> set[int]:
+    """Those of `session_ids` the connecting role owns: what it may erase (retention, a
+    user's erasure, a purge). A session shared with it is its owner's to erase."""
+    ids = list(session_ids)
+    if store.db.kind != "postgresql" or not ids:
+        return set(ids)
+    return {int(r[0]) for r in store.db.execute(
+        "SELECT id FROM sessions WHERE id = ANY(?) AND owner = current_user", [ids])}
 
 
 def _own_session(store: Connection, name: str) -> int:

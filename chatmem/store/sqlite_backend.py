@@ -26,6 +26,7 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store.permissions import missing_permission
+from chatmem.store.records import OWNED, SessionAccess
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 
@@ -404,6 +405,10 @@ class SqliteBackend:
             raise
         finally:
             self._writing -= 1
+
+    def session_access(self, session_id: int) -> SessionAccess | None:
+        """Every session of a file is its user's own."""
+        return OWNED
 
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent.

@@ -145,7 +145,7 @@ def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path
                  input="/strategy nope\nstill here\n")
     assert result.exit_code == 2
     assert error_lines(result.stderr) == ["error: unknown strategy 'nope' (valid: " + ", ".join(
-        __import__("chatmem.memory").memory.strategy_names()) + ")"]
+        __import__("registered").STRATEGIES.names()) + ")"]
     assert "echo #1: still here" in result.stdout
 
 
@@ -161,12 +161,12 @@ def test_a_slash_strategy_parameter_without_a_key_is_one_clear_line(tmp_path: Pa
 
 
 def test_unknown_strategy(tmp_path: Path) -> None:
-    from chatmem.memory import strategy_names
+    from registered import STRATEGIES
 
     db = tmp_path / "x.db"
     result = invoke("chat", "--db", str(db), "--provider", "scripted", "--strategy", "nope")
     assert result.exit_code == 2
-    valid = ", ".join(strategy_names())
+    valid = ", ".join(STRATEGIES.names())
     assert result.stderr == (f"error: unknown strategy 'nope' (valid: {valid})"
                              " (`chatmem strategies` lists them)\n")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from cli_runner import invoke
+from waiting import ctrl_c_reaches_it
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "sessions"
@@ -111,26 +112,32 @@ def test_folder_errors_are_one_line(tmp_path: Path, folder: Path, args: tuple[st
     assert result.stdout == ""
 
 
+TRANSCRIPTS = 200
+
+
 def test_ctrl_c_keeps_what_was_printed(folder: Path, tmp_path: Path) -> None:
     """A real SIGINT after the first transcript finishes: its lines stay, then the totals."""
+    # Enough transcripts that the run is still going when the signal lands: with 8, a test
+    # process the machine left waiting after reading the first line sent it after the
+    # last one (exit 0). The run is interrupted after a file or two, so more cost nothing.
     many = tmp_path / "many"
     many.mkdir()
-    for i in range(8):
+    for i in range(TRANSCRIPTS):
         shutil.copy(folder / "long-chat.jsonl", many / f"c{i}.jsonl")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "eval", str(many), "-s", "window", "--jobs", "2",
          "--provider", "scripted"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        text=True)
+        text=True, preexec_fn=ctrl_c_reaches_it)
     assert process.stderr is not None
     first = process.stderr.readline()
-    assert first.startswith("evaluated 1/8"), first
+    assert first.startswith(f"evaluated 1/{TRANSCRIPTS}"), first
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130
     done = int(stderr.strip().splitlines()[-1].split()[1])
     assert stderr.strip().splitlines()[-1].startswith("interrupted:")
-    assert 1 <= done < 8
+    assert 1 <= done < TRANSCRIPTS
     names = [line.split()[0] for line in stdout.splitlines() if line.startswith("c")]
     assert len(names) == done
     assert f"eval of {done} transcripts" in stdout

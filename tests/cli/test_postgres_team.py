@@ -65,11 +65,15 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
     assert names(ann) == ["ann-notes", "bob-shared"]
     shown = json.loads(run(ann, "inspect", "bob-shared", "--json"))
     assert shown["turn"]["input"] == "the team meets on Friday"
-    refused = chat(ann, "bob-shared", "ann adds a line", code=int(StoreError.exit_code))
-    errors = [line for line in refused.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith("error: the turn was not stored: ")
-    assert ": this role may not change that, nothing was stored (new row violates row-level " \
-           'security policy for table "messages")' in errors[0]
+    # Refused before any model is loaded or called (issue 28: it was sent, paid, then not
+    # stored): one line, and no reply.
+    refused = invoke("chat", "bob-shared", "--provider", "scripted", "--db", ann,
+                     input="ann adds a line\n")
+    assert refused.exit_code == int(StoreError.exit_code) and "echo" not in refused.stdout
+    assert refused.stderr.splitlines() == [
+        "error: session 'bob-shared' is shared with you read-only by bob: it cannot be changed"
+        " (ask bob to share it with --write, or make your own copy: chatmem sessions fork"
+        " bob-shared NEW-NAME)"]
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["number"] == 1
     run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
     chat(ann, "bob-shared", "ann adds a line")

@@ -55,8 +55,9 @@ def test_json_numbers_show_quadratic_buffer_and_linear_window() -> None:
 
 def test_report_writes_self_contained_html(tmp_path: Path) -> None:
     report = tmp_path / "r.html"
+    # Wide enough for the path on one line (a pytest-xdist worker's temporary path is long).
     result = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
-                 "scripted", "--report", str(report))
+                    "scripted", "--report", str(report), width=400)
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     html = report.read_text(encoding="utf-8")
     assert html.lstrip().lower().startswith("<!doctype html>")

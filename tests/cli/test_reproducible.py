@@ -16,9 +16,9 @@ from typing import Any
 
 import cli_runner
 import pytest
+from registered import create_strategy
 
 from chatmem.engine import Engine
-from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

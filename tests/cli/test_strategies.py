@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 from cli_runner import invoke
+from registered import STRATEGIES as REGISTRY
 
 
 def test_strategies_json() -> None:
-    from chatmem.memory import REGISTRY
-
     result = invoke("strategies", "--json")
     assert result.exit_code == 0
     rows = {r["name"]: r for r in json.loads(result.stdout)}
@@ -27,8 +26,6 @@ def test_strategies_table() -> None:
 
 
 def test_strategies_name_explains_every_parameter_with_default_and_range() -> None:
-    from chatmem.memory import REGISTRY
-
     for name, cls in REGISTRY.items():
         result = invoke("strategies", name, width=80)
         assert result.exit_code == 0, result.stderr

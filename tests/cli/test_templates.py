@@ -130,11 +130,13 @@ def test_an_unknown_template_in_the_repl_keeps_the_chat_going(config: Path, tmp_
     ("options = { temperature = 9 }\n", "options.temperature must be between 0 and 2"),
     ("options = { stream = false }\n", "options.stream: chatmem sets stream itself"),
     ("system = \n", "not valid TOML"),
+    (b'system = "caf\xe9"\n', "line 1 is not UTF-8 text"),
+    (b"options = " + b"[" * 3000 + b"]" * 3000, "nested too deeply"),
 ])
 def test_a_bad_template_file_is_one_line_naming_the_file(config: Path, chat_server,
-                                                         text: str, named: str) -> None:
+                                                         text: str | bytes, named: str) -> None:
     path = config.parent / "templates" / "bad.toml"
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     result = served(chat_server, config, "ask", "-t", "bad", "hello", "--model", "m")
     assert result.exit_code == 2
     assert named in result.stderr and str(path) in result.stderr

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from registered import REGISTRIES
 
 from chatmem.config.paths import example_config
 from chatmem.config.sections import EmbeddingsSection, LocalSection
 from chatmem.config.settings import Settings, load_settings, read_config_file
 from chatmem.errors import ConfigError
-from chatmem.memory import create_strategy, strategy_names
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -78,7 +78,7 @@ def test_base_url_chatmem_variable_wins_over_openai(tmp_path: Path) -> None:
 def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
-        load_settings(path, env={}, check_strategy=create_strategy)
+        load_settings(path, env={}, registered=REGISTRIES)
     assert str(caught.value) == f"{path}: {message}"
     assert caught.value.exit_code == 2
 
@@ -86,9 +86,10 @@ def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) 
 def test_unknown_strategy_in_config(tmp_path: Path) -> None:
     path = write(tmp_path, 'strategy = "nope"\n')
     with pytest.raises(ConfigError) as caught:
-        load_settings(path, env={}, check_strategy=create_strategy)
+        load_settings(path, env={}, registered=REGISTRIES)
+    valid = ", ".join(REGISTRIES.strategies.names())
     assert str(caught.value) == (
-        f"{path}: key 'strategy': unknown strategy 'nope' (valid: {', '.join(strategy_names())})"
+        f"{path}: key 'strategy': unknown strategy 'nope' (valid: {valid})"
     )
 
 
@@ -102,7 +103,7 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
 
 def test_bad_provider_from_environment() -> None:
     with pytest.raises(ConfigError, match="CHATMEM_PROVIDER must be one of"):
-        load_settings(env={"CHATMEM_PROVIDER": "claude"})
+        load_settings(env={"CHATMEM_PROVIDER": "claude"}, registered=REGISTRIES)
 
 
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
@@ -198,9 +199,9 @@ def test_helper_model_from_file_env_and_its_old_name(tmp_path: Path) -> None:
                                 "'helper_model' only")
     bad = write(tmp_path, 'helper_provider = "cheap"\n')
     with pytest.raises(ConfigError, match="key 'helper_provider' must be one of auto, local"):
-        load_settings(bad, env={})
+        load_settings(bad, env={}, registered=REGISTRIES)
     with pytest.raises(ConfigError, match="CHATMEM_HELPER_PROVIDER must be one of"):
-        load_settings(env={"CHATMEM_HELPER_PROVIDER": "cheap"})
+        load_settings(env={"CHATMEM_HELPER_PROVIDER": "cheap"}, registered=REGISTRIES)
 
 
 def test_embeddings_table_is_read(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from registered import create_embedder
 
-from chatmem.embeddings import create_embedder
 from chatmem.embeddings.local import installed
 
 pytestmark = pytest.mark.skipif(not installed(), reason="chatmem[embed] is not installed")

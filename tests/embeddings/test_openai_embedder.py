@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from registered import create_embedder, create_strategy
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.embeddings import create_embedder
 from chatmem.errors import ConfigError, ProviderError
-from chatmem.memory import create_strategy
 from chatmem.notices import EmbeddingFailed
 
 

@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from registered import STRATEGIES, parse_spec
 
 from chatmem.errors import StoreError, StrategyError
-from chatmem.evaluation.replay import (
-    CountingProvider,
-    StepKind,
-    StrategySpec,
-    parse_spec,
-    plan,
-    replay,
-)
-from chatmem.memory import contract_strategy_names
+from chatmem.evaluation.replay import CountingProvider, StepKind, plan, replay
 from chatmem.providers.base import Purpose
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -42,17 +35,6 @@ SMALL = parse_transcript(transcript(
     {"role": "assistant", "content": "Indeed.", "id": "a3"},
     {"probe": "Order and city?", "expect_ids": ["u1", "u2"], "expect_text": ["kw-1", "oslo"]},
 ), "small.jsonl")
-
-
-def test_parse_spec_reads_inline_and_shared_parameters() -> None:
-    assert parse_spec("window:k=2") == StrategySpec("window", {"k": "2"})
-    assert parse_spec("window", {"k": "3"}).label == "window k=3"
-    assert parse_spec("window:k=2", {"k": "3"}).params == {"k": "2"}
-    assert parse_spec("tokens:max_tokens=500").slug == "tokens-max_tokens-500"
-    with pytest.raises(StrategyError, match="unknown strategy 'nope'"):
-        parse_spec("nope")
-    with pytest.raises(StrategyError, match="'window:k'"):  # names what was typed
-        parse_spec("window:k")
 
 
 def test_plan_pairs_turns_and_keeps_stray_messages() -> None:
@@ -196,10 +178,10 @@ def test_the_same_strategy_twice_is_refused() -> None:
                chat_provider=ScriptedProvider())
 
 
-@pytest.mark.parametrize("name", contract_strategy_names())
+@pytest.mark.parametrize("name", STRATEGIES.contract_names())
 def test_every_registered_strategy_replays_the_chinese_sample(name: str) -> None:
     travel = read_transcript(SESSIONS / "travel-zh.jsonl")
-    run = replay(travel, [StrategySpec(name, {})], chat_provider=ScriptedProvider())[0]
+    run = replay(travel, [parse_spec(name)], chat_provider=ScriptedProvider())[0]
     assert run.turns == 60 and len(run.probes) == 7
     assert all(t > 0 for t in run.prompt_tokens)
     assert run.chat_calls == 0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from activity_log import Recording
 from meter import metered
+from registered import create_strategy
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.engine import Engine
 from chatmem.evaluation.whatif import what_if
-from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

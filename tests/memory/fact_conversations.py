@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from registered import create_strategy
+
 from chatmem.engine import Engine
-from chatmem.memory import create_strategy
 from chatmem.memory.context import Context
 from chatmem.memory.facts import BLOCK_CLOSE, BLOCK_OPEN
 

@@ -13,11 +13,12 @@ from fact_conversations import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from listed_history import ListHistory, scratch_state
+from registered import STRATEGIES, create_strategy
 
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.errors import StrategyError
-from chatmem.memory import EXAMPLE_COMBINATIONS, REGISTRY, create_strategy
+from chatmem.memory import EXAMPLE_COMBINATIONS
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
@@ -53,14 +54,14 @@ def test_bad_combinations_are_clear_errors(spec, params, message) -> None:
         create_strategy(spec, params)
     assert str(caught.value).startswith(message)
     if "valid parts" in message:
-        assert all(name in str(caught.value) for name in REGISTRY)
+        assert all(name in str(caught.value) for name in STRATEGIES)
 
 
 def test_example_combinations_name_registered_strategies() -> None:
     assert {"window+entity", "summary-buffer+retrieval"} <= set(EXAMPLE_COMBINATIONS)
     for spec in EXAMPLE_COMBINATIONS:
-        if all(part in REGISTRY for part in spec.split("+")):
-            assert create_strategy(spec).name == spec
+        assert create_strategy(spec).name == spec
+    assert set(EXAMPLE_COMBINATIONS) <= set(STRATEGIES.contract_names())
 
 
 def test_parts_come_in_the_fixed_order_and_each_message_once(make_engine) -> None:
@@ -223,7 +224,7 @@ def test_all_facts_survive_in_window_plus_entity(make_engine) -> None:
 
 
 def test_the_short_parameter_form_names_only_changed_parameters() -> None:
-    from chatmem.memory import create_strategy as make
+    make = create_strategy
 
     assert make("window", {}).describe_params(changed_only=True) == ""
     assert make("window", {"k": "3"}).describe_params(changed_only=True) == "k=3"

@@ -192,8 +192,9 @@ def test_the_block_escapes_markers_and_keeps_chinese_readable(store: Store) -> N
 
 
 def test_a_session_without_a_user_keeps_user_facts_to_itself(store: Store, scripted) -> None:
+    from registered import create_strategy
+
     from chatmem.engine import Engine
-    from chatmem.memory import create_strategy
 
     session = store.create_session("anon", "entity", system="Be brief.")
     assert session.user is None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from registered import STRATEGIES, create_strategy
 
 from chatmem.errors import StrategyError
-from chatmem.memory import changed_params, contract_strategy_names, create_strategy
 from chatmem.memory.params import declared_params, parse_param_pairs
 
 
@@ -25,7 +25,10 @@ def test_a_pair_without_a_key_fails_in_the_callers_words(bad: str) -> None:
     assert str(caught.value) == f"--param {bad!r} is not key=value"
 
 
-@pytest.mark.parametrize("spec", contract_strategy_names())
+changed_params = STRATEGIES.changed_params
+
+
+@pytest.mark.parametrize("spec", STRATEGIES.contract_names())
 def test_changed_params_are_those_that_differ_from_the_defaults(spec: str) -> None:
     defaults = create_strategy(spec)
     assert changed_params(spec, defaults.params) == {}

@@ -96,3 +96,19 @@ def test_a_kind_this_version_does_not_know_is_kept_as_text() -> None:
         StoredNote(str(newer)), StoredNote("turn 4 (too long)"))
     assert dropped_from_json(None) == dropped_from_json("") == ()
     assert dropped_json([]) is None
+
+
+def test_a_reason_in_words_reads_back_alone_and_inside_a_merged_one() -> None:
+    # A plugin's strategy words its own reasons (TextReason); in a combination they are merged
+    # with a built-in's, and the turn must still store (it raised TypeError before).
+    from chatmem.memory.reasons import TextNote, TextReason
+
+    words = TextReason("anchor head=1 k=3: turns 1, 7, 8")
+    merged = Merged((words, NewestTurns("window", "k", 2, (7, 8))))
+    for reason in (words, merged):
+        context = Context((Part("history", (Message("user", "你好", 3, 1, 1),), reason),),
+                          dropped=(TextNote("turns 2–6 not sent"), DroppedTurns((2, 6))))
+        again = stored_and_read(context)
+        assert again.parts[0].reason == reason
+        assert again.dropped == context.dropped
+    assert reason_json(merged)["reasons"][0] == "anchor head=1 k=3: turns 1, 7, 8"

@@ -10,12 +10,12 @@ from fact_conversations import (
     english_session,
     run_conversation,
 )
+from registered import create_strategy
 from vectors import vector_models
 
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
 from chatmem.history import StoredHistory
-from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import RecallVerdict

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 from fact_conversations import CHINESE_FILLER, ENGLISH_FILLER, mixed_line, run_conversation
+from registered import create_strategy
 
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.memory import create_strategy, recall_sources
+from chatmem.memory import recall_sources
 from chatmem.store import Store
 
 QUERIES = ("What was booking BK-1011 about?", "tell me about hotels and museums",

@@ -16,6 +16,9 @@ from chatmem.store import Store
 SECRET = "amber-finch-31"
 FILLER = [(f"Small talk {i}: the garden is quiet and the tea is warm.", "Sounds nice.")
           for i in range(6)]
+REPEAT = f"It is {SECRET}, on the fridge."
+"""The assistant's repeat: nothing in it alone says what it is ("Lake house Wi-Fi:
+amber-finch-31" did, once Wi-Fi named a key; issue 28)."""
 
 
 def _memory(store: Store, engine: Engine) -> str:
@@ -42,7 +45,7 @@ def test_the_assistant_repeating_a_password_turns_later_is_never_summarized_or_p
     engine = make_engine("summary", provider=ScriptedProvider(log_path=log))
     notices = _play(engine, [(f"The lake house wifi password is {SECRET}.", "Noted."),
                              *FILLER,
-                             ("What was the wifi again?", f"Lake house Wi-Fi: {SECRET}."),
+                             ("What was the wifi again?", REPEAT),
                              *FILLER[:2]])
     assert SECRET not in _memory(store, engine)
     assert SECRET not in _helper_requests(log)
@@ -61,7 +64,7 @@ def test_without_the_remembered_turns_the_later_repeat_would_reach_the_summarize
     engine = make_engine("summary", provider=ScriptedProvider(log_path=log))
     _play(engine, [(f"The lake house wifi password is {SECRET}.", "Noted."), *FILLER])
     store.set_strategy_state(engine.session.id, SENSITIVE_KEY, {"turns": []})
-    _play(engine, [("What was the wifi again?", f"Lake house Wi-Fi: {SECRET}.")])
+    _play(engine, [("What was the wifi again?", REPEAT)])
     assert SECRET in _helper_requests(log)
 
 

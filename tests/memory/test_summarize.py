@@ -24,6 +24,7 @@ from chatmem.memory.summarizer import (
     summary_request,
     word_diff,
 )
+from chatmem.plugins import load_registries
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.tokens import counter_for_model
 
@@ -193,7 +194,7 @@ def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
     assert load_settings(env={}).summary == SummarySection()
     config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as info:
-        load_settings(config, env={})
+        load_settings(config, env={}, registered=load_registries())
     assert str(info.value) == (
         f"{config}: key 'summary.provider' must be one of auto, local, openai, scripted,"
         " got 'cheap'"

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 from listed_history import ListHistory, scratch_state
+from registered import create_strategy
 
 from chatmem.config.sections import SummarySection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
-from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryVersion, Unsummarized

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from fact_conversations import CHINESE_FACTS, CHINESE_FILLER, mixed_line
 from listed_history import ListHistory, scratch_state
+from registered import create_strategy
 
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.errors import ProviderTimeout
-from chatmem.memory import create_strategy, pins
+from chatmem.memory import pins
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Context, Message
 from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryClipped

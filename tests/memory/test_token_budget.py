@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from listed_history import ListHistory, scratch_state
+from registered import create_strategy
 
-from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import DroppedTurns, NewestTurns

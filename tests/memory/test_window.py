@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from listed_history import ListHistory, scratch_state
+from registered import create_strategy
 
 from chatmem.errors import StrategyError
-from chatmem.memory import create_strategy
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import DroppedTurns, NewestTurns

@@ -7,11 +7,16 @@ tokens so the expected result is known without the rule under test.
 
 from __future__ import annotations
 
+import re
+import sys
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatmem.privacy.mentions import MARKER, Span, erase_mentions, mention_spans
+from chatmem.privacy import mentions
+from chatmem.privacy.mentions import MARKER, Span, erase_mentions, fold, mention_spans, needle
 
 
 @pytest.mark.parametrize(("text", "value", "expected"), [
@@ -135,6 +140,73 @@ def test_any_text_keeps_every_character_between_mentions(text: str, value: str) 
                                                                                len(text))],
                                                 strict=True)]
     assert result == MARKER.join(kept)
-    for span in spans:
-        assert " ".join(text[span.start:span.end].split()).lower() == \
-            " ".join(value.split()).lower()
+    for span in spans:  # the value in some case (Straße's is STRASSE)
+        assert " ".join(fold(text[span.start:span.end]).split()) == \
+            " ".join(fold(value).split())
+
+
+F = MARKER
+
+
+@pytest.mark.parametrize(("text", "value", "expected"), [
+    ("José, JOSÉ, josé; Josés and Jose stay", "José", f"{F}, {F}, {F}; Josés and Jose stay"),
+    ("Jose\u0301 wrote", "José", f"{F} wrote"),  # é as e and a combining accent
+    ("José wrote", "Jose\u0301", f"{F} wrote"),
+    ("Zoë ZOË zoë Zoëy", "Zoë", f"{F} {F} {F} Zoëy"),
+    ("Straße, STRASSE, strasse, STRAẞE; Straßen", "Straße", f"{F}, {F}, {F}, {F}; Straßen"),
+    ("Straße and STRASSE", "strasse", f"{F} and {F}"),
+    ("İstanbul İSTANBUL i̇stanbul ISTANBUL ıstanbul İstanbullu", "İstanbul",
+     f"{F} {F} {F} {F} {F} İstanbullu"),
+    ("IĞDIR and ığdır", "Iğdır", f"{F} and {F}"),
+    ("Дима, ДИМА и дима; Димас", "Дима", f"{F}, {F} и {F}; Димас"),
+    ("Σίσυφος ΣΊΣΥΦΟΣ σίσυφοσ Σίσυφοςα", "Σίσυφος", f"{F} {F} {F} Σίσυφοςα"),
+    ("محمد ومحمد محمد.", "محمد", f"{F} ومحمد {F}."),
+    ("我叫José，住在ДИМА家", "Дима", f"我叫José，住在{F}家"),
+    ("Zoë\n Дима came, zoë дима too", "Zoë Дима", f"{F} came, {F} too"),
+    ("ss in Straße is not a word", "ss", f"{F} in Straße is not a word"),
+])
+def test_letters_match_in_any_case_by_unicode_rules(text: str, value: str,
+                                                     expected: str) -> None:
+    assert erase_mentions(text, [value]) == expected
+
+
+def test_no_other_character_folds_to_ascii_the_needle_may_hold() -> None:
+    # What mentions.needle keeps must be in every mention as written (up to ASCII case):
+    # any ASCII letter another character folds to on its own is left out of it.
+    # One fold of every character, set apart by a space no fold changes or crosses; an
+    # ASCII character with nothing but ASCII or the space on either side escapes.
+    apart = "\u3000"
+    every = apart.join(chr(c) for c in range(0x80, sys.maxunicode + 1) if chr(c) != apart)
+    escaping = set(re.findall(rf"(?:^|(?<=[{apart}\x00-\x7f]))([\x00-\x7f])"
+                              rf"(?=[{apart}\x00-\x7f]|$)", fold(every)))
+    assert escaping <= {c.lower() for c in mentions._FOLDED_FROM_OTHERS}
+    assert escaping >= {"s", "k", "i", "f", "t", "l", ";"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(min_size=2, max_size=8).filter(lambda v: v.strip() == v),
+       form=st.sampled_from([str.upper, str.lower, str.title, str.casefold,
+                             lambda v: unicodedata.normalize("NFD", v),
+                             lambda v: unicodedata.normalize("NFC", v)]))
+def test_every_form_of_a_value_holds_its_needle_as_written(value: str, form: object) -> None:
+    assert callable(form)
+    written = form(value)
+    if fold(written) != fold(value):
+        return  # not a form of the value by Unicode's rules (a rare letter's title case)
+    ascii_lower = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+    assert needle(value).translate(ascii_lower) in written.translate(ascii_lower)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=40))
+def test_a_text_folds_as_its_characters_do_one_by_one(text: str) -> None:
+    # A purge first looks for the value in the whole text folded; the places it finds
+    # map back character by character (each with the marks on it).
+    pieces, at = [], 0
+    while at < len(text):
+        after = at + 1
+        while after < len(text) and unicodedata.category(text[after])[0] == "M":
+            after += 1
+        pieces.append(fold(text[at:after]))
+        at = after
+    assert "".join(pieces) == fold(text)

@@ -31,6 +31,7 @@ def _load(name: str) -> ModuleType:
 
 
 corpus = _load("privacy_corpus")
+other_names = _load("privacy_corpus_other_names")
 bench = _load("privacy")
 
 STYLES = {"labelled", "unlabelled", "repeated", "split"}
@@ -47,6 +48,26 @@ def test_corpus_is_large_and_covers_every_style_in_both_languages(cases: list) -
         assert any(value in m for m in messages), value
         if style == "split":
             assert len(messages) >= 3 and value not in messages[0]
+
+
+@pytest.mark.parametrize("cases", [other_names.SENSITIVE, other_names.HARMLESS],
+                         ids=["sensitive", "harmless"])
+def test_the_other_names_cases_cover_both_languages_and_every_style(cases: list) -> None:
+    assert len(cases) >= 50
+    assert {(style, lang) for style, lang, _, _ in cases} == {
+        (style, lang) for style in STYLES for lang in ("en", "zh")}
+    for style, _, value, messages in cases:
+        assert any(value in m for m in messages[::2]) or style == "repeated", value
+        assert any(value in m for m in messages), value
+        if style == "split":
+            assert len(messages) >= 3 and value not in messages[0]
+
+
+def test_the_other_names_cases_are_new() -> None:
+    # Written for issue 28, not copied from the first corpus.
+    first = {(value, messages) for _, _, value, messages in corpus.SENSITIVE + corpus.HARMLESS}
+    assert not first & {(value, messages) for _, _, value, messages in
+                        other_names.SENSITIVE + other_names.HARMLESS}
 
 
 def test_checksummed_secrets_in_the_corpus_are_valid() -> None:

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
+from dialect import allow_change, every_row, refuse_change
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from vectors import vector_models
 
-from chatmem.privacy.mentions import MARKER
+from chatmem.privacy.mentions import MARKER, Span, replace_spans
 from chatmem.store import Place, Store
 
 
@@ -267,3 +268,108 @@ def test_the_store_counts_each_changed_row_once_by_place(tmp_path: Path) -> None
                                          lambda t: re.sub(r"\bAda\b", MARKER, t))
         assert done.counts == {Place.MESSAGES: 1}
         assert done.sessions == {sid}
+
+
+def dry_run_spans(db: Path, key: str) -> dict[tuple[str, int], list[list[int]]]:
+    code, out, err = run("facts", "forget", key, "--purge", "--dry-run", "--json", "--db",
+                         str(db))
+    assert code == 0, err
+    return {(m["session"], m["position"]): m["mentions"] for m in json.loads(out)}
+
+
+def all_messages(db: Path) -> dict[tuple[str, int], str]:
+    with Store(db) as store:
+        sessions = [store.session(row["name"]) for row in store.list_sessions()]
+        return {(s.name, m.position): m.content for s in sessions for m in store.messages(s.id)}
+
+
+F = MARKER
+
+
+@pytest.mark.parametrize(("value", "said", "erased"), [
+    ("José", "José was here, JOSÉ too; Josés and Jose stay",
+     f"{F} was here, {F} too; Josés and Jose stay"),
+    ("Zoë", "Zoë and ZOË, not Zoëy", f"{F} and {F}, not Zoëy"),
+    ("Straße", "Straße, STRASSE and strasse, not Straßen",
+     f"{F}, {F} and {F}, not Straßen"),
+    ("İstanbul", "İstanbul, İSTANBUL, i̇stanbul and Istanbul, not İstanbullu",
+     f"{F}, {F}, {F} and {F}, not İstanbullu"),
+    ("Дима", "Дима и ДИМА, не Димас", f"{F} и {F}, не Димас"),
+])
+def test_a_value_with_cased_letters_beyond_ascii_is_purged_where_the_dry_run_said(
+        tmp_path: Path, value: str, said: str, erased: str) -> None:
+    # Issue 28, finding 5: a TypeError after the fact row was gone, every mention left.
+    db = tmp_path / "h.db"
+    chat(db, "s1", f"/remember --user k: {value}\n{said}\n")
+    chat(db, "s2", f"again {value.upper()}\n")
+    before = all_messages(db)
+    spans = dry_run_spans(db, "k")
+    assert len(spans) == 4  # both sessions, the user's words and the echo
+    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert code == 0, err
+    after = all_messages(db)
+    for where, text in before.items():
+        marked = [Span(a, b) for a, b in spans.get(where, [])]
+        assert after[where] == replace_spans(text, marked)
+    assert erased in after.values()
+    assert sum(text.count(MARKER) for text in after.values()) == \
+        sum(len(s) for s in spans.values())
+    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert code == 1 and "no fact 'k'" in err
+
+
+def test_a_purge_the_database_refuses_part_way_changes_nothing_and_says_why(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    chat(db, "s1", "/remember --user k: Дима\nДима said hi\nи ДИМА ещё раз\n")
+    with Store(db) as store:
+        last = max(m.id for m in store.messages(store.session("s1").id))
+        refuse_change(store, "messages", last, "disk says no", persistent=True)
+        before = every_row(store)
+    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1
+    assert "disk says no" in err and "nothing was changed" in err
+    with Store(db) as store:
+        assert every_row(store) == before
+        allow_change(store, "messages")
+    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert code == 0, err
+    assert not any("Дима" in t or "ДИМА" in t for t in all_messages(db).values())
+
+
+@pytest.mark.parametrize("how", ["cli", "repl"])
+def test_forgetting_without_purge_takes_a_non_ascii_value_out_of_every_context(
+        tmp_path: Path, how: str) -> None:
+    db = tmp_path / "h.db"
+    chat(db, "s1", "/remember --user k: İstanbul\n")
+    if how == "cli":
+        code, _, err = run("facts", "forget", "k", "--db", str(db))
+        assert code == 0, err
+    else:
+        chat(db, "s1", "/forget k\n")
+    with Store(db) as store:
+        [fact] = store.facts(include_deleted=True)
+        assert fact.value == "İstanbul" and fact.deleted_at is not None
+        assert store.facts() == []
+
+
+def test_forget_me_the_database_refuses_part_way_changes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    chat(db, "s1", "Straße 5\n")
+    chat(db, "s2", "more of Straße\n")
+    with Store(db) as store:
+        # Sessions go first, then the profile's facts: refusing one fails the erasure after
+        # the sessions are gone (a fact stated in a session would go with it).
+        fact = store.upsert_fact("k", "Straße", scope="user", user="default")
+        refuse_change(store, "facts", fact.id, "disk says no", persistent=True)
+        before = every_row(store)
+    code, _, err = run("forget-me", "--yes", "--db", str(db))
+    assert code != 0
+    assert "disk says no" in err and len(err.strip().splitlines()) == 1
+    with Store(db) as store:
+        assert every_row(store) == before
+        allow_change(store, "facts")
+    code, _, err = run("forget-me", "--yes", "--db", str(db))
+    assert code == 0, err
+    assert b"Stra\xc3\x9fe" not in raw_bytes(db)

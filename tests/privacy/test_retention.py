@@ -79,10 +79,14 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     old = chat(timed, "old", ["My order is ZX-1001 for the teal sofa.", "我们去杭州琉璃客栈。"])
     timed.save_vectors("test-model", 2, [VectorRow(m.id, b"\x01" * 8, b"\x02" * 8)
                                           for m in timed.messages(old.session.id)])
+    # A minute apart: the order they are listed in is their time's, not their ids' (random
+    # on PostgreSQL).
     clock.days(10)
     kept = chat(timed, "kept", ["The delivery is at the blue gate."])
+    clock.days(10 + 1 / 1440)
     forever = chat(timed, "forever", ["Keep this one."])
     timed.set_retention(forever.session.id, 0)
+    clock.days(10 + 2 / 1440)
     own = chat(timed, "own", ["My own retention is long."])
     timed.set_retention(own.session.id, 100)
     assert timed.facts(session_id=old.session.id)  # the extractor kept the order

@@ -7,10 +7,15 @@ it received with the context chatmem stored for the turn.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from chat_server import ChatServer
+from cli_runner import invoke
+from registered import create_embedder
 from waiting import HANG
 
+from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine, open_session
 from chatmem.errors import (
@@ -166,3 +171,35 @@ def test_a_fact_extraction_request_asks_the_server_for_json_only(chat_server) ->
     # Servers that honour it (llama.cpp, vLLM, Ollama, OpenAI) then decode valid JSON only.
     formats = [r.get("response_format") for r in chat_server.requests]
     assert formats == [{"type": "json_object"}, None, None]
+
+
+def test_a_base_url_query_goes_with_every_request_after_its_path(
+    chat_server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: `…/v1?api-key=KEY` was sent as `/v1/?api-key=KEYchat/completions`. The
+    query is now the query of each request, and the key stays out of every output and file."""
+    key = "URLKEY-4f1e2d3c"
+    config = tmp_path / "config.toml"
+    config.write_text(f'base_url = "{chat_server.base_url}?api-key={key}&api-version=2"\n'
+                      'model = "test-model"\nmax_retries = 0\n', encoding="utf-8")
+    monkeypatch.setenv("CHATMEM_CONFIG", str(config))
+    db = tmp_path / "h.db"
+    printed = [invoke("chat", "s", "--provider", "openai", "--db", str(db), input="hi\n",
+                      code=0),
+               invoke("models", "--provider", "openai", code=0),
+               invoke("inspect", "s", "--json", "--db", str(db), code=0),
+               invoke("config", "show", code=0)]
+    embedder = create_embedder("openai", Settings(embeddings=EmbeddingsSection(
+        provider="openai", model="e", base_url=f"{chat_server.base_url}?api-key={key}"),
+        max_retries=0))
+    assert embedder.embed(["hello"]).shape == (1, 8)
+    query = f"api-key={key}"
+    assert chat_server.paths == [f"/v1/chat/completions?{query}&api-version=2",
+                                 f"/v1/models?{query}&api-version=2",
+                                 f"/v1/embeddings?{query}"]
+    assert "Hello from the test server." in printed[0].stdout
+    for result in printed:
+        assert key not in result.output
+    for path in tmp_path.iterdir():
+        if path != config:
+            assert key.encode() not in path.read_bytes(), path

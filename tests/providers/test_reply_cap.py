@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from registered import create_provider
 
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.notices import ReplyCut
-from chatmem.providers import create_provider
 
 
 # Unset, the cap is openai.DEFAULT_MAX_REPLY_TOKENS (issue 13: a 5 MB reply was stored).

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from registered import create_provider
 
 from chatmem.config.sections import ScriptedSection
 from chatmem.config.settings import Settings
 from chatmem.errors import ConfigError
-from chatmem.providers import create_provider
 from chatmem.providers.scripted import RULES, ScriptedProvider
 
 

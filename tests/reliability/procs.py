@@ -101,13 +101,13 @@ def run_in_process(args: Sequence[str], home: Path, stdin: str = "") -> Finished
     """The same command in this process (CliRunner): for a run that is not the one killed
     (building a starting file, the next command after a crash), without a process's
     start-up. Each invocation opens the file anew, as a next process would."""
-    from typer.testing import CliRunner
+    from cli_runner import RUNNER
 
     from chatmem.cli import app
 
     env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "NO_COLOR": "1",
            "COLUMNS": "200"}
-    done = CliRunner().invoke(app, list(args), input=stdin, env=env)
+    done = RUNNER.invoke(app, list(args), input=stdin, env=env)
     return Finished(args, done.exit_code, done.stdout, done.stderr)
 
 

@@ -15,10 +15,10 @@ from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matches import matches
+from registered import parse_spec
 
 from chatmem.config.settings import read_config_file
 from chatmem.errors import ChatmemError, ExitCode
-from chatmem.evaluation.replay import parse_spec
 from chatmem.store import Store
 from chatmem.store.records import SESSION_NAME, check_session_name
 from chatmem.transcripts.reader import MAX_MESSAGE_CHARACTERS, parse_transcript

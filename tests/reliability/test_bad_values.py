@@ -52,12 +52,21 @@ def test_ask_with_a_byte_that_is_not_utf8_is_answered(tmp_path: Path) -> None:
     assert contents(db)[0] == "\ufffd price?"
 
 
-def test_a_session_name_that_is_not_utf8_is_one_line_and_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("args", "line"), [
+    # As an option, named by the command line's check of every text parameter.
+    ([b"ask", b"hi", b"--session", b"a\xff"],
+     "error: --session must be UTF-8 text; it holds bytes that are not\n"),
+    # As ask's first word (its words keep such bytes: a question's are replaced).
+    ([b"ask", b"a\xff", b"hi"], "error: session name 'a\\udcff' is not valid UTF-8\n"),
+])
+def test_a_session_name_that_is_not_utf8_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[bytes], line: str
+) -> None:
     db = tmp_path / "h.db"
-    done = chatmem([b"ask", b"hi", b"--session", b"a\xff", b"--db", str(db).encode(),
-                    b"--provider", b"scripted"], tmp_path)
+    done = chatmem([*args, b"--db", str(db).encode(), b"--provider", b"scripted"], tmp_path)
     assert done.returncode == 2
-    assert done.stderr.decode() == "error: session name 'a\\udcff' is not valid UTF-8\n"
+    assert done.stderr.decode() == line
+    assert not db.exists()
 
 
 @pytest.mark.parametrize(("where", "args", "env"), [

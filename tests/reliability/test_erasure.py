@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 from matches import matches
 
 from chatmem.store import Store
@@ -25,22 +25,15 @@ def raw_bytes(db: Path) -> bytes:
     return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
-def chat(db: Path, session: str, text: str, strategy: str = "entity",
-         extra: list[str] | None = None) -> None:
-    result = invoke("chat", session, "-s", strategy, "--db", str(db),
-                    "--provider", "scripted", *(extra or []), input=text)
-    assert result.exit_code == 0, result.stderr
-
-
 def make_history(tmp_path: Path, config: str = "") -> tuple[Path, list[str]]:
     db = tmp_path / "h.db"
     args = ["--config", str(tmp_path / "config.toml")]
     (tmp_path / "config.toml").write_text(config, encoding="utf-8")
-    chat(db, "keep", "hello there, a session that stays\n", strategy="summary", extra=args)
+    chat(db, "keep", "hello there, a session that stays\n", "-s", "summary", *args, code=0)
     chat(db, "gone", f"my name is {SECRET_NAME}\nI live in {SECRET_CITY}\n"
-                     f"remember {SECRET_NAME} please\nwhat else?\n", strategy="summary-buffer",
-         extra=args)
-    chat(db, "gone", "and one more\n", strategy="entity", extra=args)
+                     f"remember {SECRET_NAME} please\nwhat else?\n", "-s", "summary-buffer",
+         *args, code=0)
+    chat(db, "gone", "and one more\n", "-s", "entity", *args, code=0)
     assert SECRET_NAME.encode() in raw_bytes(db)
     return db, args
 
@@ -96,5 +89,5 @@ def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> N
         assert list(matches(store, session.id, "Zebulon")) == []
         # The rest of the conversation is kept, and the session goes on.
         assert f"I live in {SECRET_CITY}" in contents
-    chat(history, "gone", "are you there?\n")
+    chat(history, "gone", "are you there?\n", "-s", "entity", code=0)
     assert sqlite3.connect(history).execute("PRAGMA integrity_check").fetchone() == ("ok",)

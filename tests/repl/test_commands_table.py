@@ -8,18 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 
 from chatmem.errors import UsageError
 from chatmem.repl.loop import SLASH
 from chatmem.store import Store
 
 COMMANDS = sorted(SLASH)
-
-
-def chat(db: Path, lines: list[str]):
-    return invoke("chat", "t", "--db", str(db), "--provider", "scripted",
-                  input="\n".join(lines) + "\n", width=200)
 
 
 def test_the_table_holds_the_commands_the_design_names() -> None:
@@ -44,12 +39,37 @@ def test_every_command_has_a_usage_help_and_an_example_that_fits_its_usage(name:
 
 
 def test_help_lists_every_command_with_its_example(tmp_path: Path) -> None:
-    result = chat(tmp_path / "h.db", ["/help"])
+    result = chat(tmp_path / "h.db", "t", ["/help"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     for command in SLASH.values():
         assert command.usage in result.stderr
         assert f"e.g. {command.example}" in result.stderr
+
+
+def test_help_fits_a_narrow_terminal_with_every_usage_and_word_whole() -> None:
+    for width in (40, 60, 80, 120):
+        lines = help_at(width)
+        words = {word for line in lines for word in line.split()}
+        for command in SLASH.values():
+            # The usage on one line, every word of the help and the example whole.
+            assert any(line.strip().startswith(command.usage) for line in lines), width
+            assert set(f"{command.help} {command.example}".split()) <= words, width
+    # At 60 columns each usage stands over its help, not beside a help 16 columns wide.
+    assert "/strategy [NAME[:K=V,...] [K=V ...]]" in help_at(60)
+
+
+def help_at(width: int) -> list[str]:
+    """/help's lines on a terminal `width` columns wide."""
+    import io
+
+    from rich.console import Console
+
+    from chatmem.render import help_table
+
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(help_table([(c.usage, c.help, c.example) for c in SLASH.values()]))
+    return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore
 
 
 def test_a_command_without_an_example_cannot_be_registered() -> None:
@@ -70,7 +90,7 @@ def test_every_command_rejects_extra_arguments_with_its_usage(name: str, tmp_pat
 
 
 def test_quit_with_an_argument_is_refused_and_the_chat_goes_on(tmp_path: Path) -> None:
-    result = chat(tmp_path / "q.db", ["/quit now", "still here", "/quit"])
+    result = chat(tmp_path / "q.db", "t", ["/quit now", "still here", "/quit"])
     assert result.exit_code == 2
     assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
         "error: /quit: unexpected argument 'now'; usage: /quit, e.g. /quit"]
@@ -88,7 +108,7 @@ def test_system_takes_the_text_as_typed_and_empty_quotes_clear_it(
     tmp_path: Path, typed: str, stored: str | None
 ) -> None:
     db = tmp_path / "s.db"
-    result = chat(db, [typed, "hello"])
+    result = chat(db, "t", [typed, "hello"])
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
         session = store.session("t")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_terminal import Terminal, terminal  # noqa: F401  (the fixture)
+from waiting import wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -70,9 +71,17 @@ def test_a_reply_stays_plain_in_a_pipe_and_with_plain(
 ) -> None:
     env, chatmem = scripted(tmp_path)
     terminal.start(env)
-    for command in (chatmem("ask hi") + " | cat", chatmem("ask hi --plain")):
+    # The pipe's reader writes to the terminal only once chatmem has exited: a `cat` that
+    # wrote as it read raced chatmem's own stderr line (its token counts) to the screen,
+    # and on a busy machine that line landed inside the reply.
+    piped = tmp_path / "piped.txt"
+    for command in (chatmem("ask hi") + f" | cat > {piped}; cat {piped}",
+                    chatmem("ask hi --plain")):
         terminal.run(command)
         screen = terminal.wait_for("EXITED 0")
         assert "Here is **bold** text." in screen
         assert "- first item" in screen and "```python" in screen
         assert "Done ␛]2;PWNED␇ 中文也行。" in screen
+        # The next command's screen must not be read from this one's.
+        terminal.keys("clear", "Enter")
+        wait_until(lambda: "EXITED 0" not in terminal.screen(), "the screen cleared")

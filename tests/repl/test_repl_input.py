@@ -337,7 +337,7 @@ def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Pa
     with store:
         repl.turn("when is the ferry?")
         assert toolbar_text(repl).endswith(" · indexing, 602 left ")
-        for _ in range(4):  # two batches: each embeds the messages, then their contexts
+        for _ in range(2):  # two batches, one embedding call each (contexts are derived)
             allowed.release()
         deadline = time.monotonic() + HANG
         while engine.indexing.status(embedder).embedded < 2 * BATCH:  # type: ignore[union-attr]
@@ -364,8 +364,8 @@ def test_the_colon_form_completes_the_strategy_parameters(tmp_path: Path, tty: N
 def test_colon_completion_offers_each_parameter_once_with_its_help(tmp_path: Path) -> None:
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
+    from registered import STRATEGIES
 
-    from chatmem.memory import REGISTRY
     from chatmem.repl.completion import SlashCompleter
 
     store, repl = make_repl(tmp_path / "c.db")
@@ -375,13 +375,13 @@ def test_colon_completion_offers_each_parameter_once_with_its_help(tmp_path: Pat
         def offered(text: str) -> list[str]:
             return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
 
-        names = [p.name for p in REGISTRY["summary-buffer"].PARAMS]
+        names = [p.name for p in STRATEGIES["summary-buffer"].PARAMS]
         assert offered("/strategy summary-buffer:") == [
             f"summary-buffer:{n}=" for n in names]
         assert offered(f"/strategy summary-buffer:{names[0]}=9,") == [
             f"summary-buffer:{names[0]}=9,{n}=" for n in names[1:]]
         assert offered("/strategy window+entity:window.") == [
-            f"window+entity:window.{p.name}=" for p in REGISTRY["window"].PARAMS]
+            f"window+entity:window.{p.name}=" for p in STRATEGIES["window"].PARAMS]
         assert offered("/strategy nosuch:") == []
 
 

@@ -7,20 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.transcripts.reader import read_transcript
-
-
-def chat(db: Path, session: str, lines: list[str], *extra: str,
-         env: dict[str, str] | None = None):
-    args = ["chat", session, "--db", str(db), *extra]
-    if "--provider" not in extra and "--model" not in extra:
-        args += ["--provider", "scripted"]
-    return invoke(*args, input="\n".join(lines) + "\n",
-                  env=env, width=200)
 
 
 def status_lines(stderr: str) -> list[str]:
@@ -390,14 +381,19 @@ def test_a_strategy_switch_keeps_the_parameters_the_new_strategy_shares(tmp_path
 
 
 def test_kept_parameters_follow_the_part_they_belong_to() -> None:
-    from chatmem.memory import create_strategy, kept_params
+    from registered import create_strategy, parse_spec
 
-    combined = create_strategy("window+entity", {"window.k": 2})
-    assert kept_params(combined, "window", {}) == {"k": 2}
-    assert kept_params(combined, "window", {"k": "7"}) == {}
-    assert kept_params(combined, "window+retrieval", {}) == {"window.k": 2}
-    assert kept_params(combined, "buffer", {}) == {}
-    assert kept_params(create_strategy("window", {"k": 2}), "nosuch+window", {}) == {}
+    from chatmem.errors import StrategyError
+    from chatmem.memory.spec import StrategySpec
+
+    earlier = StrategySpec.of(create_strategy("window+entity", {"window.k": 2}),
+                              changed_only=True)
+    assert parse_spec("window").keeping(earlier).params == {"k": 2}
+    assert parse_spec("window", {"k": "7"}).keeping(earlier).params == {"k": "7"}
+    assert parse_spec("window+retrieval").keeping(earlier).params == {"window.k": 2}
+    assert parse_spec("buffer").keeping(earlier).params == {}
+    with pytest.raises(StrategyError, match="unknown strategy 'nosuch' in 'nosuch\\+window'"):
+        parse_spec("nosuch+window")
 
 
 def superseded_row(stderr: str) -> str | None:

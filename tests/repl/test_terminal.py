@@ -12,10 +12,11 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from waiting import HANG
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -30,10 +31,10 @@ class Terminal:
                               text=True, check=False)
         return done.stdout
 
-    def start(self, env: dict[str, str]) -> None:
-        """A plain shell in a 100×30 terminal, with `env`."""
+    def start(self, env: dict[str, str], columns: int = 100) -> None:
+        """A plain shell in a terminal `columns` wide and 30 lines high, with `env`."""
         exports = " ".join(f"{k}={v!s}" for k, v in env.items())
-        self.tmux("new-session", "-d", "-x", "100", "-y", "30", "-s", "t",
+        self.tmux("new-session", "-d", "-x", str(columns), "-y", "30", "-s", "t",
                   f"env -i {exports} bash --norc --noprofile")
 
     def run(self, command: str) -> None:
@@ -46,14 +47,26 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-t", "t", "-p")
 
-    def wait_for(self, text: str) -> str:
+    def history(self) -> str:
+        """Everything shown since the start, lines the terminal wrapped joined again."""
+        return self.tmux("capture-pane", "-t", "t", "-p", "-J", "-S", "-")
+
+    def wait_for(self, text: str, times: int = 1) -> str:
+        """The screen once `text` shows on it (`times` times or more)."""
+        return self.wait_until(lambda screen: screen.count(text) >= times, repr(text))
+
+    def wait_until(self, shown: Callable[[str], bool], what: str) -> str:
+        """The screen once `shown(screen)` holds."""
         deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             screen = self.screen()
-            if text in screen:
+            if shown(screen):
                 return screen
             time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
+        raise AssertionError(f"{what} never showed; the screen:\n{self.screen()}")
+
+    def resize(self, columns: int) -> None:
+        self.tmux("resize-window", "-t", "t", "-x", str(columns))
 
     def stop(self) -> None:
         self.tmux("kill-server")
@@ -93,6 +106,7 @@ def test_a_person_chats_completes_and_recalls_with_stdout_redirected(
     terminal.wait_for("strategy: window k=2")
     terminal.keys("first line", "Escape", "Enter", "second line", "Enter")
     terminal.wait_for("echo #2: first line")
+    terminal.wait_for("tokens of 4,000", times=2)  # the turn is over: Ctrl-D would cancel it
     terminal.keys("C-d")
     terminal.wait_for("EXITED 0")
     assert out.read_text(encoding="utf-8") == (
@@ -103,3 +117,62 @@ def test_a_person_chats_completes_and_recalls_with_stdout_redirected(
     terminal.keys("Up")
     screen = terminal.wait_for("second line")
     assert "first line" in screen
+
+
+def test_the_toolbar_and_the_token_line_fit_the_terminal_with_whole_fields(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    # A price below a cent per turn: the cost has the most digits to lose at an edge.
+    config.write_text('provider = "scripted"\n[prices.scripted]\ninput = 1.0\noutput = 2.0\n',
+                      encoding="utf-8")
+    env = {"HOME": str(tmp_path), "TERM": "xterm", "PATH": os.environ["PATH"]}
+    terminal.start(env, columns=200)
+    terminal.run(f"{sys.executable} -m chatmem chat planning-杭州-trip --config {config} "
+                 f"--db {tmp_path / 't.db'}")
+    terminal.wait_for("planning-杭州-trip>")
+    terminal.keys("hello there", "Enter")
+    terminal.wait_for("$0.0000")
+    for turns, columns in enumerate((100, 80, 60, 40), start=2):
+        # The whole toolbar, as 200 columns show it now.
+        terminal.resize(200)
+        screen = terminal.wait_until(lambda screen: len(bottom_fields(screen)) == 6,
+                                     "the whole toolbar at 200 columns")
+        whole = bottom_fields(screen)
+        assert whole[0] == "session planning-杭州-trip" and whole[-1].startswith("$0.000")
+        terminal.resize(columns)
+
+        def toolbar_fits(screen: str, columns: int = columns, whole: list[str] = whole) -> bool:
+            bottom = screen.rstrip().splitlines()[-1]
+            fields = bottom_fields(screen)
+            return (bottom.startswith(" ") and cell_len(bottom) <= columns
+                    and any(f.startswith("last context") for f in fields)
+                    and all(f in whole for f in fields))
+
+        # Redrawn at the new width with whole fields of the wide one: no `$0.000`.
+        terminal.wait_until(toolbar_fits, f"a toolbar of whole fields at {columns} columns")
+        # A new reply's token line is one line at this width, the prompt right under it.
+        terminal.keys(f"at {columns} columns", "Enter")
+
+        def shown_under(_: str, turns: int = turns) -> bool:
+            return bool(under_token_line(terminal.history(), turns))
+
+        terminal.wait_until(shown_under, f"a line under token line {turns}")
+        history = terminal.history()
+        assert under_token_line(history, turns).startswith("planning-杭州-trip>"), history
+    terminal.keys("C-d")
+    terminal.wait_for("EXITED 0")
+
+
+def bottom_fields(screen: str) -> list[str]:
+    """The toolbar's fields: the bottom line of the screen, split at its dots."""
+    return screen.rstrip().splitlines()[-1].strip().split(" · ")
+
+
+def under_token_line(history: str, turns: int) -> str:
+    """The line under the token line of turn `turns` ("" until it shows)."""
+    if history.count("tokens of 4,000") < turns:
+        return ""
+    lines = history.splitlines()
+    last = max(i for i, line in enumerate(lines) if "tokens of 4,000" in line)
+    return lines[last + 1] if last + 1 < len(lines) else ""

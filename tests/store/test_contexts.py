@@ -7,13 +7,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import RUNNER
 
 from chatmem.cli import app
 from chatmem.memory.context import Context
 from chatmem.store import Store, contexts
 
-runner = CliRunner()
+runner = RUNNER
 pytestmark = pytest.mark.usefixtures("hash_embedder")  # about storage, not ranking
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 STRATEGIES = ("buffer", "summary-buffer+retrieval", "window+entity")

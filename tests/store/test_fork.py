@@ -248,8 +248,9 @@ def test_bookkeeping_state_is_copied_but_not_reported(store: Store, make_engine)
 def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
     store: Store, make_engine
 ) -> None:
+    from registered import create_strategy
+
     from chatmem.embeddings.hashed import HashEmbedder
-    from chatmem.memory import create_strategy
 
     embedder = HashEmbedder()
     source = talk(make_engine("retrieval", name="trip", embedder=embedder, recent=0))

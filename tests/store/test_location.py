@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from cli_runner import invoke
 from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.errors import StoreError
-from chatmem.store.location import LocationKind, is_url, masked, parse_location, password_of
+from chatmem.store.location import (
+    HistoryLocation,
+    LocationKind,
+    as_location,
+    is_url,
+    masked,
+    parse_location,
+    password_of,
+)
 
 
 def test_a_path_is_a_sqlite_file() -> None:
@@ -94,3 +105,57 @@ def test_the_password_of_a_url_is_found_wherever_it_is() -> None:
     assert password_of("postgresql://ann@db/chat?password=s3cret") == "s3cret"
     assert password_of("postgresql://ann@db/chat") is None
     assert password_of("postgresql://ann:@db/chat") is None
+
+
+def test_the_scheme_is_read_in_any_case_and_given_to_the_driver_in_lower_case() -> None:
+    for url in ("PostgreSQL://ann@localhost/chat", "POSTGRES://ann@localhost/chat"):
+        location = parse_location(url)
+        assert location.kind is LocationKind.POSTGRESQL
+        assert location.target.startswith(url.split(":")[0].lower() + "://")
+        assert location.database == "chat"
+
+
+def test_a_service_names_the_database_for_the_url() -> None:
+    location = parse_location("postgresql://?service=team")
+    assert (location.kind, location.target, location.database) == (
+        LocationKind.POSTGRESQL, "postgresql://?service=team", "")
+
+
+@pytest.mark.parametrize(("location", "said"), [
+    ("postgresql://ann:s3cret@[::1/chat", "postgresql://ann:***@[::1/chat: not a valid URL"),
+    ("postgresql://ann:s3cret@::1]/chat", "postgresql://ann:***@::1]/chat: not a valid URL"),
+    ("postgresql://ann:s3cret@db/ch\x1b[2Jat",
+     "postgresql://ann:***@db/ch\\u001b[2Jat: a history location cannot hold a control "
+     "character (\\u001b)"),
+    ("history\n.db", "history\\u000a.db: a history location cannot hold a control character"),
+    ("postgresql://ann:s3cret@db/ch\udcffat", "must be UTF-8 text"),
+    ("   ", "is empty"),
+])
+def test_a_location_that_cannot_be_used_is_one_line_naming_where_it_came_from(
+    location: str, said: str
+) -> None:
+    with pytest.raises(StoreError) as e:
+        parse_location(location, "CHATMEM_DB")
+    assert e.value.message.startswith("CHATMEM_DB") and said in e.value.message
+    assert "s3cret" not in e.value.message
+    assert not any(c in e.value.message for c in "\n\x1b")
+
+
+def test_a_path_is_a_file_and_a_location_is_itself() -> None:
+    path = Path("postgresql:/x.db")  # a Path is never read as a URL
+    assert as_location(path) == HistoryLocation.file(path)
+    assert as_location(path).kind is LocationKind.SQLITE
+    located = parse_location("postgresql://ann@localhost/chat")
+    assert as_location(located) is located
+
+
+def test_a_url_in_another_case_never_becomes_a_file(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28, finding 7: `--db PostgreSQL://u:p@…` listed an empty history and created
+    `./PostgreSQL:/u:p@127.0.0.1:1/db`, the password in a folder's name."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("sessions", "list", "--db", "PostgreSQL://u:s3cret@127.0.0.1:1/db")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: postgresql://u:***@127.0.0.1:1/db: cannot connect")
+    assert result.stderr.count("\n") == 1 and "s3cret" not in result.output
+    assert list(tmp_path.iterdir()) == []

@@ -88,7 +88,26 @@ def everything(location: str | Path) -> dict[str, Any]:
             }
         seen["user facts"] = store.facts(user="ana", include_deleted=True)
         seen["vectors"] = store.vector_rows(session.id, "stub")
-        return typed(seen)
+        names = {store.session(name).id: name for name in (
+            s.partition(":")[0].replace("-", "_") for s in STRATEGIES)}
+        return by_name(typed(seen), names)
+
+
+SESSION_IDS = {"session_id", "source_session_id"}
+
+
+def by_name(value: Any, names: dict[int, str], key: str = "") -> Any:
+    """Session ids as their sessions' names: PostgreSQL's are random (p007), a file's count
+    from 1; every other value, and every id's type, stays as it is."""
+    if isinstance(value, dict):
+        record = "strategy" in value and "name" in value and "id" in value
+        return {k: by_name(v, names, "session_id" if record and k == "id" else k)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [by_name(v, names, key) for v in value]
+    if key in SESSION_IDS and value[0] == "int" and value[1] in names:
+        return ("int", f"session {names[value[1]]}")
+    return value
 
 
 def test_both_backends_return_identical_values(tmp_path: Path, pg_url: str) -> None:

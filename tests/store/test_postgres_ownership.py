@@ -67,9 +67,13 @@ def test_a_role_sees_and_touches_none_of_anothers_rows(
     assert bob.count_word_matches("杭州", 10) == 0
     with bob.write():
         for table in USER_TABLES:
-            column = bob.execute("SELECT column_name FROM information_schema.columns WHERE"
-                                 " table_name = ? AND column_name <> 'owner' ORDER BY"
-                                 " ordinal_position LIMIT 1", [table]).fetchone()[0]
+            # The first column a role may update (ids, owners and sessions none may: p007).
+            column = bob.execute("SELECT c.column_name FROM information_schema.columns c"
+                                 " JOIN information_schema.column_privileges p ON"
+                                 " p.table_name = c.table_name AND p.column_name ="
+                                 " c.column_name WHERE c.table_name = ? AND p.grantee ="
+                                 " 'PUBLIC' AND p.privilege_type = 'UPDATE' ORDER BY"
+                                 " c.ordinal_position LIMIT 1", [table]).fetchone()[0]
             assert bob.execute(f"UPDATE {table} SET {column} = {column}").rowcount == 0
             assert bob.execute(f"DELETE FROM {table}").rowcount == 0
     assert visible(ann) == own
@@ -95,8 +99,12 @@ def test_a_shared_session_is_the_one_exception(
     with pytest.raises(StoreError) as e:
         add_message(bob, shared, 5, "bob was here")
     assert e.value.kind is StoreFailure.NOT_PERMITTED
-    with bob.write():
-        assert bob.execute("UPDATE messages SET content = 'x'").rowcount == 0
+    # A change of a read-only row is refused aloud, not skipped as if it were made (p007).
+    with pytest.raises(StoreError) as e, bob.write():
+        bob.execute("UPDATE messages SET content = 'x'")
+    assert e.value.kind is StoreFailure.NOT_PERMITTED
+    assert {r[0] for r in ann.execute("SELECT content FROM messages")} == {
+        "shared: 我们五月去杭州旅行", "private: 我们五月去杭州旅行"}
     # Bob cannot share ann's sessions with himself.
     with pytest.raises(StoreError), bob.write():
         bob.execute("INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, 'bob',"
@@ -117,5 +125,13 @@ def test_a_shared_session_is_the_one_exception(
     # Unshared, the session is ann's alone again.
     with ann.write():
         ann.execute("DELETE FROM session_shares")
-    assert [r[0] for r in bob.execute("SELECT session_id FROM messages")] == [shared]  # his own
+    # Issue 28: what bob wrote under the share went with it, out of his reach (p001 left
+    # him his own rows there, to read, change and delete).
     assert count(bob, "sessions") == 0
+    with bob.write():
+        for table in USER_TABLES:
+            assert count(bob, table) == 0, table
+            assert bob.execute(f"DELETE FROM {table}").rowcount == 0, table
+        assert bob.execute("UPDATE messages SET content = 'x'").rowcount == 0
+    assert ann.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY position",
+                       [shared]).fetchall() == [("shared: 我们五月去杭州旅行",), ("bob was here",)]

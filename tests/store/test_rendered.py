@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cli_runner import RUNNER
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from chatmem.cli import app
 from chatmem.config.sections import EmbeddingsSection
@@ -20,7 +20,7 @@ from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.store import Store, rendered
 from chatmem.store.rendered import Sent
 
-runner = CliRunner()
+runner = RUNNER
 M008 = "m008_rendered_prompts_by_reference"
 
 

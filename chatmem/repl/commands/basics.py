@@ -32,17 +32,19 @@ def _quit(repl: Chat, args: list[str]) -> None:
        "show or switch the memory strategy for the next turn; history stays intact",
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
-    from chatmem.evaluation.replay import parse_spec
-    from chatmem.memory import create_strategy, kept_params
     from chatmem.memory.params import format_params, parse_param_pairs
+    from chatmem.memory.spec import StrategySpec
 
     kept: dict[str, Any] = {}
     if args:
+        strategies = repl.workspace.registries.strategies
         params = parse_param_pairs(
             args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
-        spec = parse_spec(args[0], params)
-        kept = kept_params(repl.engine.strategy, spec.name, spec.params)
-        repl.engine.set_strategy(create_strategy(spec.name, {**spec.params, **kept}))
+        spec = strategies.parse(args[0], params)
+        # What the previous strategy changed, for the parts of the same name: kept.
+        chosen = spec.keeping(StrategySpec.of(repl.engine.strategy, changed_only=True))
+        kept = {k: v for k, v in chosen.params.items() if k not in spec.params}
+        repl.engine.set_strategy(strategies.create(chosen))
     line = f"strategy: {strategy_label(repl.engine)}"
     if kept:
         line += f" (kept from the previous strategy: {format_params(kept)})"
@@ -74,7 +76,7 @@ def _tokens(repl: Chat, args: list[str]) -> None:
     context = repl.engine.build_context(" ".join(args))
     repl.show(render.token_line(
         context, approximate=repl.engine.counter.approximate,
-        strategy=strategy_label(repl.engine, changed_only=True),
+        strategy=strategy_label(repl.engine, changed_only=True), flow=True,
     ))
 
 
@@ -151,7 +153,8 @@ def _show_prompt(repl: Chat, args: list[str]) -> None:
        "closes, unless it is empty",
        example="/edit", args=(0, None))
 def _edit(repl: Chat, args: list[str]) -> None:
-    text = edit_in_editor(repl.raw_args).strip()
+    with repl.terminal_as_found():
+        text = edit_in_editor(repl.raw_args).strip()
     if not text:
         repl.notice("nothing sent: the message is empty")
         return

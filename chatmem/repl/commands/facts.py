@@ -25,7 +25,7 @@ def _facts(repl: Chat, args: list[str]) -> None:
                      lambda f: ends[f.id])
     rows += [pinned_row(p.pin, owner_text(p.owner), p.pinned_at) for p in listing.pins]
     repl.show(facts_table(rows))
-    note = unused_facts_note(repl.engine.strategy.name) if facts else None
+    note = unused_facts_note(repl.engine.strategy) if facts else None
     if note:
         repl.notice(note)
 
@@ -44,7 +44,7 @@ def _remember(repl: Chat, args: list[str]) -> None:
     stored = remembered.remember(
         repl.workspace, repl.engine.session, text, in_profile=in_profile,
         lasting=parse_duration(lasting, "--for") if lasting is not None else None)
-    note = unused_facts_note(repl.engine.strategy.name)
+    note = unused_facts_note(repl.engine.strategy)
     for fact in stored:
         ends = fact.expires_at
         until = f", until {ends[:16].replace('T', ' ')} UTC" if ends else ""

@@ -15,8 +15,8 @@ from chatmem import render
 from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, UsageError
-from chatmem.memory import changed_params
 from chatmem.memory.params import format_params
+from chatmem.memory.spec import StrategySpec
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
 from chatmem.store.records import TurnStatus
@@ -41,8 +41,7 @@ def _new(repl: Chat, args: list[str]) -> None:
     if sessions.find_session(repl.workspace, name) is not None:
         raise UsageError(f"a session named {name!r} already exists; /switch {name} resumes it")
     current = repl.engine
-    repl.open(name, strategy=current.strategy.name, params=dict(current.strategy.params),
-              system=current.session.system)
+    repl.open(name, strategy=StrategySpec.of(current.strategy), system=current.session.system)
     repl.notice(f"new {describe(repl)}")
 
 
@@ -50,6 +49,7 @@ def _new(repl: Chat, args: list[str]) -> None:
        example="/sessions")
 def _sessions(repl: Chat, args: list[str]) -> None:
     current = repl.engine.session.name
+    changed_params = repl.workspace.registries.strategies.changed_params
     rows = [
         {**r, "current": "*" if r["name"] == current else "",
          "params": format_params(changed_params(r["strategy"], r["params"] or {}))}
@@ -158,6 +158,11 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
     text = (repl.raw_args if args else repl.edit_line(record.input)).strip()
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
+    if not args and text.startswith("/"):
+        # A line typed at the prompt means what it means at any prompt: a command runs,
+        # and the last turn stays as it was.
+        repl.command(text)
+        return
     if record.status != TurnStatus.OK:
         repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
         return

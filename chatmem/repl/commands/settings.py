@@ -69,11 +69,10 @@ def _model(repl: Chat, args: list[str]) -> None:
 
 @slash("/template", "/template [NAME]",
        "list the templates, or apply NAME (its system prompt, model, strategy and options) "
-       "to the next turns", example="/template translate", args=(0, 1))
+       "to the next turns", example="/template translate", args=(0, 1), completes="template")
 def _template(repl: Chat, args: list[str]) -> None:
     from chatmem.config.templates import find_template, known_templates
     from chatmem.errors import ChatmemError
-    from chatmem.evaluation.replay import parse_spec
 
     engine = repl.engine
     if engine.settings is None:
@@ -85,7 +84,8 @@ def _template(repl: Chat, args: list[str]) -> None:
                     "no templates yet: add [templates.NAME] to the config")
         return
     template = find_template(engine.settings, args[0])
-    strategy = parse_spec(template.strategy, {}).create() if template.strategy else None
+    strategy = (repl.workspace.registries.strategies.strategy(template.strategy)
+                if template.strategy else None)
     if template.model is not None or template.options:
         repl.open(engine.session.name, model=template.model, options=template.options)
     if strategy is not None:

@@ -23,6 +23,6 @@ def _version(word: str) -> int:
        "show the summary and its word diff against the previous version; N M diffs two versions",
        example="/summary 2 4", args=(0, 2), completes="summary")
 def _summary(repl: Chat, args: list[str]) -> None:
-    diff = summary_diff(repl.workspace, repl.engine.session, repl.engine.strategy.name,
+    diff = summary_diff(repl.workspace, repl.engine.session, repl.engine.strategy,
                         tuple(_version(word) for word in args))
     repl.show(summary_panel(diff.new, diff.old, covered_turn=diff.covered_turn))

@@ -1,0 +1,386 @@
+"""Registries of strategies, providers and embedders, filled by plugins.
+
+A plugin is a module (or a function) named by an entry point in the group
+`chatmem.plugins`; loading the registries calls its `register(plugins)` with a
+`Plugins` object to add to. chatmem's own strategies, providers and embedders
+register the same way: `chatmem.builtin_plugin` is loaded first, through the same
+code path, then every installed entry point in a stable order.
+
+Plain `importlib.metadata`, not pluggy: one hook that adds to three registries needs no
+hook specifications, call ordering or results to collect, and no new dependency.
+
+Nothing is imported or scanned until a registry is first used (`chatmem --help` reads
+no entry point). A plugin that cannot be used (it fails to import, its `register`
+raises, it registers the wrong type or a name already taken) is skipped whole and
+recorded as a `PluginProblem`; the front end words it as one warning.
+`load_registries()` gives the one `Registries` of the process.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from chatmem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from chatmem.config.settings import Settings
+    from chatmem.embeddings.base import Embedder
+    from chatmem.memory.base import BaseStrategy
+    from chatmem.memory.registry import StrategyRegistry
+    from chatmem.providers.base import Provider
+
+ENTRY_POINT_GROUP = "chatmem.plugins"
+BUILTIN_PLUGINS = ("chatmem.builtin_plugin",)
+"""Modules registered before any entry point, as if each were one."""
+HOOK = "register"
+PROVIDER_WORDS = ("auto",)
+"""Names `provider` takes that are no registered provider (auto: see providers/__init__)."""
+EMBEDDER_WORDS = ("auto", "none")
+"""Names `[embeddings] provider` takes that are no registered embedder."""
+
+
+class ProblemKind(Enum):
+    """Why a plugin was skipped."""
+
+    IMPORT_FAILED = "import_failed"
+    """Loading the entry point raised (a missing module, a syntax error, a missing name)."""
+    NO_HOOK = "no_hook"
+    """The entry point names a module without a `register` function, or nothing callable."""
+    REGISTER_FAILED = "register_failed"
+    """Its `register(plugins)` raised."""
+    REJECTED = "rejected"
+    """It registered something chatmem cannot use: the wrong type, or a name that is
+    invalid or already taken (a built-in's, or an earlier plugin's)."""
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """Where registrations came from: the entry point (`name = value`) and its distribution."""
+
+    name: str
+    value: str
+    dist: str | None = None
+    version: str | None = None
+    builtin: bool = False
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    plugin: PluginSource
+    kind: ProblemKind
+    detail: str
+    """The exception or the refusal, as one line."""
+
+
+@dataclass(frozen=True)
+class ProviderEntry:
+    """A registered chat provider: `create(settings)` opens it; `models(settings)` lists what
+    it serves (`chatmem models`), None for just the configured model."""
+
+    name: str
+    create: Callable[[Settings], Provider]
+    models: Callable[[Settings], list[str]] | None
+    plugin: PluginSource
+
+
+@dataclass(frozen=True)
+class EmbedderEntry:
+    """A registered embedder: `create(settings)` opens it."""
+
+    name: str
+    create: Callable[[Settings], Embedder]
+    plugin: PluginSource
+
+
+class Plugins:
+    """What a plugin's `register(plugins)` adds to. Registrations are checked when
+    `register` returns; if any is refused, none of the plugin's is kept."""
+
+    def __init__(self) -> None:
+        self.strategies: list[Any] = []
+        self.providers: list[tuple[Any, Any, Any]] = []
+        self.embedders: list[tuple[Any, Any]] = []
+
+    def add_strategy(self, cls: type[BaseStrategy]) -> None:
+        """A strategy class (a subclass of chatmem.memory.base.BaseStrategy), by its `name`."""
+        self.strategies.append(cls)
+
+    def add_provider(self, name: str, create: Callable[[Settings], Provider], *,
+                     models: Callable[[Settings], list[str]] | None = None) -> None:
+        """A chat provider `--provider NAME` chooses: `create(settings)` returns a Provider."""
+        self.providers.append((name, create, models))
+
+    def add_embedder(self, name: str, create: Callable[[Settings], Embedder]) -> None:
+        """An embedder `[embeddings] provider = NAME` chooses: `create(settings)` returns one."""
+        self.embedders.append((name, create))
+
+
+@dataclass
+class _Contents:
+    strategies: StrategyRegistry
+    providers: dict[str, ProviderEntry] = field(default_factory=dict)
+    embedders: dict[str, EmbedderEntry] = field(default_factory=dict)
+    origins: dict[tuple[str, str], PluginSource] = field(default_factory=dict)
+    problems: list[PluginProblem] = field(default_factory=list)
+
+
+class Registries:
+    """The strategies, providers and embedders chatmem can use, loaded on first use.
+
+    `entry_points` gives the plugins to load (default: the installed ones in
+    ENTRY_POINT_GROUP); built-ins (BUILTIN_PLUGINS) always come first.
+    """
+
+    def __init__(self, entry_points: Callable[[], Iterable[EntryPoint]] | None = None) -> None:
+        self._entry_points = entry_points or installed_entry_points
+        self._contents: _Contents | None = None
+        self._listener: Callable[[PluginProblem], None] | None = None
+        self._reported = 0
+        # A server's requests share one Registries: the first use loads it, once. Re-entrant:
+        # a plugin's register may itself look at the registries (it sees what is loaded).
+        self._loading = threading.RLock()
+        self._ready = False
+
+    # -- loading ---------------------------------------------------------------------
+
+    def _loaded(self) -> _Contents:
+        if self._ready and self._contents is not None:
+            return self._contents
+        with self._loading:  # another thread waits here until loading is done
+            if self._contents is None:
+                from chatmem.memory.registry import StrategyRegistry
+
+                self._contents = _Contents(StrategyRegistry())
+                for source, load in self._plugins():
+                    self._load(source, load)
+                self._ready = True
+                self._report()
+            return self._contents
+
+    def _plugins(self) -> Iterable[tuple[PluginSource, Callable[[], Any]]]:
+        for module in BUILTIN_PLUGINS:
+            yield (PluginSource("chatmem", module, builtin=True),
+                   functools.partial(importlib.import_module, module))
+        seen: set[tuple[str, str]] = set()
+        points = sorted(self._entry_points(),
+                        key=lambda p: (_dist_name(p) or "", p.name, p.value))
+        for point in points:
+            # A distribution seen twice on sys.path (a venv over system site-packages)
+            # is one plugin.
+            if (point.name, point.value) in seen:
+                continue
+            seen.add((point.name, point.value))
+            dist = getattr(point, "dist", None)
+            yield (PluginSource(point.name, point.value, _dist_name(point),
+                                getattr(dist, "version", None)), point.load)
+
+    def _load(self, source: PluginSource, load: Callable[[], Any]) -> None:
+        contents = self._contents
+        assert contents is not None
+        try:
+            loaded = load()
+        except Exception as e:  # a plugin's import may raise anything
+            contents.problems.append(PluginProblem(source, ProblemKind.IMPORT_FAILED, _one_line(e)))
+            return
+        hook = loaded if callable(loaded) and not isinstance(loaded, type) else getattr(
+            loaded, HOOK, None)
+        if not callable(hook):
+            contents.problems.append(PluginProblem(
+                source, ProblemKind.NO_HOOK,
+                f"{source.value} has no {HOOK}(plugins) function"))
+            return
+        staged = Plugins()
+        try:
+            hook(staged)
+        except Exception as e:
+            contents.problems.append(PluginProblem(source, ProblemKind.REGISTER_FAILED,
+                                                   _one_line(e)))
+            return
+        try:
+            self._admit(source, staged)
+        except Exception as e:  # checks call the plugin's classes, which may raise anything
+            contents.problems.append(PluginProblem(source, ProblemKind.REJECTED, str(e)))
+
+    def _admit(self, source: PluginSource, staged: Plugins) -> None:
+        """Check everything `staged` holds, then add it all (or raise and add nothing)."""
+        contents = self._contents
+        assert contents is not None
+        strategies = contents.strategies
+        names: set[str] = set()
+        for cls in staged.strategies:
+            strategies.check(cls)
+            if cls.name in names:
+                raise ValueError(f"strategy {cls.name!r} is registered twice")
+            names.add(cls.name)
+        providers = [ProviderEntry(n, c, m, source) for n, c, m in staged.providers]
+        _check_entries("provider", providers, contents.providers, contents.origins,
+                       PROVIDER_WORDS)
+        for entry in providers:
+            if entry.models is not None and not callable(entry.models):
+                raise TypeError(f"provider {entry.name!r}: models must be callable")
+        embedders = [EmbedderEntry(n, c, source) for n, c in staged.embedders]
+        _check_entries("embedder", embedders, contents.embedders, contents.origins,
+                       EMBEDDER_WORDS)
+        for cls in staged.strategies:
+            strategies.add(cls)
+            contents.origins[("strategy", cls.name)] = source
+        for entry in providers:
+            contents.providers[entry.name] = entry
+            contents.origins[("provider", entry.name)] = source
+        for embedder in embedders:
+            contents.embedders[embedder.name] = embedder
+            contents.origins[("embedder", embedder.name)] = source
+
+    # -- problems ----------------------------------------------------------------------
+
+    def listen(self, listener: Callable[[PluginProblem], None] | None) -> None:
+        """Tell `listener` about each plugin problem once: those found already, and those
+        found when the registries load (the front end words them; core code never prints)."""
+        self._listener = listener
+        if self._contents is not None:
+            self._report()
+
+    def _report(self) -> None:
+        if self._listener is None or self._contents is None:
+            return
+        problems = self._contents.problems
+        while self._reported < len(problems):
+            self._reported += 1
+            self._listener(problems[self._reported - 1])
+
+    @property
+    def problems(self) -> list[PluginProblem]:
+        return list(self._loaded().problems)
+
+    # -- the registries ------------------------------------------------------------------
+
+    @property
+    def strategies(self) -> StrategyRegistry:
+        return self._loaded().strategies
+
+    @property
+    def providers(self) -> Mapping[str, ProviderEntry]:
+        return self._loaded().providers
+
+    @property
+    def embedders(self) -> Mapping[str, EmbedderEntry]:
+        return self._loaded().embedders
+
+    def origin(self, kind: str, name: str) -> PluginSource | None:
+        """Which plugin registered the `kind` ("strategy", "provider", "embedder") `name`."""
+        return self._loaded().origins.get((kind, name))
+
+    # -- what configuration checks names against (chatmem.config.schema.Registered) -----
+
+    def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
+        self.strategies.parse(name, params)
+
+    def provider_names(self) -> Sequence[str]:
+        return [*PROVIDER_WORDS, *self.providers]
+
+    def embedder_names(self) -> Sequence[str]:
+        return [*EMBEDDER_WORDS[:1], *self.embedders, *EMBEDDER_WORDS[1:]]
+
+    # -- building ----------------------------------------------------------------------
+
+    def provider_entry(self, settings: Settings) -> ProviderEntry:
+        """The provider `settings` choose (`auto` resolved, see chatmem.providers)."""
+        from chatmem.providers import resolve_provider_name
+
+        name = resolve_provider_name(settings)
+        entry = self.providers.get(name)
+        if entry is None:
+            raise ConfigError(f"unknown provider {name!r} (valid: "
+                              f"{', '.join(self.provider_names())})")
+        return entry
+
+    def create_provider(self, settings: Settings) -> Provider:
+        return self.provider_entry(settings).create(settings)
+
+    def available_models(self, settings: Settings) -> tuple[str, list[str]]:
+        """(provider name, model names) of what the chosen provider serves."""
+        entry = self.provider_entry(settings)
+        if entry.models is None:
+            return entry.name, [settings.model or entry.name]
+        return entry.name, entry.models(settings)
+
+    def create_embedder(self, name: str, settings: Settings | None = None) -> Embedder:
+        from chatmem.config.settings import Settings
+
+        entry = self.embedders.get(name)
+        if entry is None:
+            raise ConfigError(f"unknown embedder {name!r} (valid: "
+                              f"{', '.join(self.embedder_names())})")
+        return entry.create(settings or Settings())
+
+    def resolve_embedder(self, settings: Settings) -> Embedder | None:
+        """The configured embedder; None for `none`, or for `auto` when the local one is not
+        installed (recall then ranks by words and says so)."""
+        from chatmem.embeddings import auto_embedder
+
+        name = settings.embeddings.provider
+        if name == "auto":
+            name = auto_embedder() or "none"
+        if name == "none":
+            return None
+        return self.create_embedder(name, settings)
+
+
+def _check_entries(kind: str, entries: Sequence[ProviderEntry] | Sequence[EmbedderEntry],
+                   taken: Mapping[str, Any], origins: Mapping[tuple[str, str], PluginSource],
+                   words: Sequence[str]) -> None:
+    from chatmem.memory.registry import VALID_NAME
+
+    names: set[str] = set()
+    for entry in entries:
+        if not isinstance(entry.name, str) or not VALID_NAME.fullmatch(entry.name):
+            raise ValueError(f"{kind} name must be lowercase letters, digits, '-' or '_' "
+                             f"(got {entry.name!r})")
+        if entry.name in words:
+            raise ValueError(f"{kind} name {entry.name!r} is reserved")
+        if entry.name in taken or entry.name in names:
+            owner = origins.get((kind, entry.name))
+            by = f" by {_who(owner)}" if owner else ""
+            raise ValueError(f"{kind} {entry.name!r} is already registered{by}")
+        if not callable(entry.create):
+            raise TypeError(f"{kind} {entry.name!r}: create must be callable, "
+                            f"got {type(entry.create).__name__}")
+        names.add(entry.name)
+
+
+def _who(source: PluginSource) -> str:
+    """`chatmem itself`, or `plugin echo (chatmem-echo 0.1.0)`, for a refusal's detail."""
+    if source.builtin:
+        return "chatmem itself"
+    dist = " ".join(filter(None, (source.dist, source.version)))
+    return f"plugin {source.name}" + (f" ({dist})" if dist else "")
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _dist_name(point: EntryPoint) -> str | None:
+    dist = getattr(point, "dist", None)
+    return dist.name if dist is not None else None
+
+
+def installed_entry_points() -> Iterable[EntryPoint]:
+    from importlib.metadata import entry_points
+
+    return entry_points(group=ENTRY_POINT_GROUP)
+
+
+@functools.cache
+def load_registries() -> Registries:
+    """The registries of this process (loaded on first use, then kept)."""
+    return Registries()

@@ -1,0 +1,194 @@
+"""Credentials named other ways than "password" (issue 28): by the thing they open ("the
+lockbox combo is 3-7-1-9", 保险箱的组合是24-08-61), by a generic word and that thing ("the
+code to the back door is 8842"), by the thing alone where its "is" can only be a key ("the
+Wi-Fi for guests is Sunflower2024!", 门禁是2580), or by what they do ("the side door opens
+with 7781", "punch in 4471" to get into the building, 进门按4471#). The words are
+chatmem.privacy.secret_names's lists; chatmem.privacy.sensitive reports what is found here
+with everything else.
+
+A name alone is not enough where the same words name harmless things: a code needs
+three digits, any other value must look like a key (letters with digits or symbols, or
+a long number: "the door key is under the mat" names none), a bare Wi-Fi's value must
+not look like a network's name ("HomeNet-5G"), and a harmless word before the code
+("model code", "promo code") or the pass ("boarding pass") makes it harmless.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from chatmem.privacy.secret_names import (
+    ASIDE,
+    BARE_THINGS,
+    BARE_THINGS_ZH,
+    CLAUSE_END,
+    CODE_WORDS,
+    DATE,
+    GENERIC_NOUNS,
+    HARMLESS_CODES,
+    KEYS_IN,
+    KEYS_IN_ZH,
+    LINK,
+    LINK_ZH,
+    NETWORK_NAME,
+    NOT_A_SECRET,
+    OPENED_ZH,
+    OPENS,
+    TAKES,
+    THING_NOUNS,
+    THING_NOUNS_ZH,
+    THINGS,
+    THINGS_ZH,
+    USES,
+    USES_ZH,
+    VALUE,
+    VALUE_ZH,
+    WA,
+    WB,
+)
+
+_DATE = re.compile(DATE)
+_CLAUSE_END = re.compile(CLAUSE_END)
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
+# A code's value may be digit groups: "31 17 44", "12-34-56", "4471#".
+_CODE_VALUE = (r"(?P<code>(?:\d{1,6}(?:[ -]\d{1,6}){1,5}|\d{3,12})[#*]?)"
+               r"(?![A-Za-z0-9_-]|[.,]\d)")
+# After a code said without a name ("punch in 4471", "the gate takes 1379#"): an end, or
+# a word that goes on to where; "type 1000 words", "takes 200 people" say no code.
+_CODE_ENDS = (r"(?=\s*(?:$|[.,;:!?)]|(?:at|on|in|into|and|then|to|for|when|before|after"
+              r"|once|by|from)(?![A-Za-z])))")
+_GAP = r"[^.,;:!?。，；：！？\n]"
+_OTHERWISE: dict[str, re.Pattern[str]] = {
+    # "the lockbox combo is 3-7-1-9", "Padlock combo 0427", "my phone's unlock code is …"
+    "thing": re.compile(
+        rf"{WB}(?:{THINGS})(?:'s)?(?:\s+[A-Za-z]{{2,12}})?"
+        rf"\s+(?:{THING_NOUNS}){WA}(?:{ASIDE}{LINK}|\s+){_CODE_VALUE}", re.IGNORECASE),
+    # "the code to the back door is 8842", "the key for the wifi is …"
+    "generic": re.compile(
+        rf"{WB}(?P<noun>{GENERIC_NOUNS}){WA}\s+(?:for|to|of|on|at|into)\s+{_GAP}{{0,25}}?"
+        rf"{WB}(?:{THINGS}){WA}{_GAP}{{0,25}}?(?:,{_GAP}{{1,30}},)?{LINK}"
+        rf"(?:{_CODE_VALUE}|{VALUE})",
+        re.IGNORECASE),
+    # "the Wi-Fi for guests is Sunflower2024!", 门禁是2580, wifi是Sunflower2024
+    "bare": re.compile(
+        rf"{WB}(?:{BARE_THINGS}){WA}{ASIDE}{LINK}{VALUE}"
+        rf"|(?:{BARE_THINGS_ZH})\s*(?:是|为|為|:|：)\s*{VALUE_ZH}", re.IGNORECASE),
+    # "the pass is Z!ggy1988", "uses pw zebra7731"
+    "pass": re.compile(rf"{WB}(?P<noun>pass|pw){WA}{ASIDE}(?:{LINK}|\s+){VALUE}",
+                       re.IGNORECASE),
+    # "the side door opens with 7781"
+    "opens": re.compile(
+        rf"{WB}(?:{THINGS}){WA}{_GAP}{{0,30}}?{WB}(?:{OPENS}){WA}\s+(?:it\s+|them\s+)?"
+        rf"(?:with|using|by entering|by typing)\s+(?:{_CODE_VALUE}|{VALUE})", re.IGNORECASE),
+    # "unlock the tablet with 192837", "get on the wifi with trout-Ladder-19"
+    "uses": re.compile(
+        rf"{WB}(?:{USES}){WA}\s+{_GAP}{{0,25}}?{WB}(?:{THINGS}){WA}{_GAP}{{0,15}}?"
+        rf"\s(?:with|using)\s+(?:{_CODE_VALUE}|{VALUE})", re.IGNORECASE),
+    # "join HomeNet-5G using Lantern!88 as the key"
+    "as": re.compile(
+        rf"{WB}(?:using|use|with)\s+{VALUE}\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?"
+        rf"(?:password|pass|passcode|key|code|pin|combination|combo){WA}", re.IGNORECASE),
+    # "type 660152 at the front gate to get in" (a THING or getting in in its sentence)
+    # (then an end, or a word that goes on to where: "type 1000 words" types no code)
+    "keys in": re.compile(rf"{WB}(?:{KEYS_IN}){WA}\s+{_CODE_VALUE}{_CODE_ENDS}",
+                          re.IGNORECASE),
+    # "use 3344 to get into the side entrance"
+    "use to": re.compile(
+        rf"{WB}use\s+(?:{_CODE_VALUE}|{VALUE})\s+to\s+(?:{USES}){WA}", re.IGNORECASE),
+    # "the gate takes 1379#"
+    "takes": re.compile(
+        rf"{WB}(?:{THINGS}){WA}{_GAP}{{0,20}}?{WB}(?:{TAKES}){WA}\s+{_CODE_VALUE}{_CODE_ENDS}",
+        re.IGNORECASE),
+    # "I set the garage keypad code to 1975"
+    "set": re.compile(
+        rf"{WB}(?:set|changed?|reset|updated?)\s+{_GAP}{{0,30}}?"
+        rf"(?:{CODE_WORDS}|(?:{THINGS})\s+(?:{THING_NOUNS})){WA}\s+to\s+{_CODE_VALUE}",
+        re.IGNORECASE),
+    # 保险箱的组合是24-08-61, 无线网的钥匙是Kq83mZ91, 门的PIN是4096
+    "thing zh": re.compile(rf"(?:{THINGS_ZH})的?{THING_NOUNS_ZH}{LINK_ZH}{VALUE_ZH}",
+                           re.IGNORECASE),
+    # 进门按4471#就行, 车锁转到0427就开了 (a door, lock, cabinet or box in its sentence)
+    "keys in zh": re.compile(rf"(?:{KEYS_IN_ZH})\s*{_CODE_VALUE}"),
+    # 用lantern88连家里的无线网
+    "uses zh": re.compile(
+        rf"用\s*(?P<value_zh>[!-~]{{3,64}}?)\s*(?:{USES_ZH})上?[^。！？\n]{{0,6}}?"
+        rf"(?:{BARE_THINGS_ZH}|网络|网|门|锁|手机|电脑|平板)", re.IGNORECASE),
+}
+_IN_SENTENCE = {
+    "keys in": re.compile(rf"{WB}(?:{THINGS}){WA}|get(?:ting)? in", re.IGNORECASE),
+    "keys in zh": re.compile(rf"{OPENED_ZH}"),
+}
+_NETWORK_NAME = re.compile(NETWORK_NAME, re.IGNORECASE)
+_HARMLESS_CODE = re.compile(rf"{WB}(?:{HARMLESS_CODES})\s+(?:code|number)?\s*$",
+                            re.IGNORECASE)
+_HARMLESS_PASS = re.compile(
+    r"(?<![A-Za-z])(?:boarding|bus|season|day|ski|parking|travel|gym|visitor|press|backstage"
+    r"|hall|rail|train|transit|metro|weekly|monthly|annual|museum|festival|free|mountain"
+    r"|guest|hall|backstage|all-access|event|ticket)\s+$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
+
+
+def looks_secret(value: str) -> bool:
+    """A value that can only be a key or a password: letters with digits or symbols, or a
+    long run of digits; not a date, an amount or a version."""
+    if len(value) < 6 or _DATE.fullmatch(value) or re.fullmatch(r"v?\d+(?:\.\d+)+", value):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    symbols = any(c in "!@#$%^&*+=~?" for c in value)
+    return (letters and (digits or symbols)) or (value.isdigit() and len(value) >= 8)
+
+
+_HARMLESS_CODE_NAMED = re.compile(rf"{WB}(?:{HARMLESS_CODES})\s+code{WA}", re.IGNORECASE)
+
+
+def harmless_code_before(text: str, start: int) -> bool:
+    """Whether a code named harmless ("model code", "promo code") comes just before `start`,
+    in its clause: "the model code of the keypad is A2891" names no keypad code."""
+    window = text[max(0, start - 40):start + 1]
+    ends = list(_CLAUSE_END.finditer(window))
+    if ends:
+        window = window[ends[-1].end():]
+    return _HARMLESS_CODE.search(window[:-1]) is not None or \
+        _HARMLESS_CODE_NAMED.search(window) is not None
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
+    after = _SENTENCE_END.search(text, end)
+    return text[before[-1] if before else 0:after.start() if after else len(text)]
+
+
+def named_otherwise(text: str) -> Iterator[tuple[bool, int, int, str]]:
+    """(is a code, start, end, value) of each credential `text` names by the thing it opens
+    or by what it does."""
+    for name, pattern in _OTHERWISE.items():
+        for match in pattern.finditer(text):
+            group = next((g for g in ("code", "quoted", "value", "quoted_zh", "value_zh")
+                          if g in pattern.groupindex and match.group(g) is not None), None)
+            if group is None:
+                continue
+            value = match.group(group)
+            if value.lower() in NOT_A_SECRET:
+                continue
+            code = re.fullmatch(r"[\d\s#*-]+", value) is not None
+            if code and len(_digits(value)) < 3:
+                continue
+            if not code and group != "quoted" and not looks_secret(value):
+                continue  # "the wifi is down", "the door key is under the mat"
+            if name == "bare" and _NETWORK_NAME.search(value):
+                continue  # "the wifi is HomeNet-5G": a network's name, not its key
+            if name in _IN_SENTENCE and not _IN_SENTENCE[name].search(
+                    _sentence_around(text, match.start(), match.end())):
+                continue
+            lead = text[max(0, match.start() - 24):match.start()]
+            if harmless_code_before(text, match.start()) or (
+                    name == "pass" and _HARMLESS_PASS.search(lead)):
+                continue  # "the promo code for the router", "my boarding pass"
+            yield code, match.start(group), match.end(group), value

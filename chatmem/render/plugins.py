@@ -1,0 +1,28 @@
+"""A plugin that could not be loaded, worded as the one warning line the CLI prints."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from chatmem.plugins import PluginProblem, PluginSource, ProblemKind
+
+WHAT_WENT_WRONG = {
+    ProblemKind.IMPORT_FAILED: "could not be imported",
+    ProblemKind.NO_HOOK: "nothing to call",
+    ProblemKind.REGISTER_FAILED: "its register(plugins) raised",
+    ProblemKind.REJECTED: "registered something chatmem cannot use",
+}
+
+
+def plugin_name(source: PluginSource) -> str:
+    """`echo (chatmem-echo 0.1.0, entry point echo = chatmem_echo)`."""
+    dist = " ".join(filter(None, (source.dist, source.version)))
+    where = f"entry point {source.name} = {source.value}"
+    return f"{source.name} ({dist + ', ' if dist else ''}{where})"
+
+
+def plugin_problem_line(problem: PluginProblem) -> Text:
+    """`warning: plugin echo (…) skipped: could not be imported: ModuleNotFoundError: …`."""
+    text = (f"plugin {plugin_name(problem.plugin)} skipped: "
+            f"{WHAT_WENT_WRONG[problem.kind]}: {problem.detail}")
+    return Text.assemble(("warning: ", "bold yellow"), text)

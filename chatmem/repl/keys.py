@@ -1,0 +1,156 @@
+"""Keys a person presses while the REPL is busy: a reply streams, a command runs.
+
+Left in its cooked mode between prompts, a terminal echoes keys wherever the
+cursor is: into the middle of a streaming reply (`typed aheadHi`), or a `^C`
+that throws Rich's live redraw off by a line, so a cut reply showed twice. Its
+line discipline takes Ctrl-D as the end of a read nobody is making, and the key
+is lost. So while the REPL reads from a terminal, the terminal stays quiet
+between prompts (`QuietTerminal`): no echo, no line editing, and Ctrl-C still
+a signal. While a turn runs, a thread reads the keys (`KeyWatch`):
+
+- Ctrl-D cancels a reply still streaming, by Ctrl-C's own path (the turn is
+  stored as cancelled), and the REPL leaves once the turn is stored;
+- every other key is kept for the next prompt, as prompt-toolkit keeps keys it
+  read ahead: typed text shows at the prompt, and an Enter typed with it sends
+  it, as a shell runs a command typed while the last one ran. Dropping them
+  would lose what a person typed and saw nothing wrong with. Ctrl-C is the
+  exception (chatmem.repl.loop drops them): a terminal drops the keys it still
+  holds when Ctrl-C interrupts, and keys must not survive a Ctrl-C or not
+  depending on whether the thread had read them yet.
+
+Keys pressed while a slash command runs stay queued in the quiet terminal and
+reach the next prompt the same way, Ctrl-D included.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import termios
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prompt_toolkit.key_binding import KeyPress
+
+CTRL_D = b"\x04"
+READ_BYTES = 1024
+
+
+class QuietTerminal:
+    """The terminal on `fd` without echo or line editing while in use; as found after.
+
+    Not a terminal (a pipe, a test's stdin): nothing changes and `active` is False.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.found: list[Any] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.found is not None
+
+    def __enter__(self) -> QuietTerminal:
+        try:
+            self.found = termios.tcgetattr(self.fd)
+        except termios.error:
+            return self
+        quiet = termios.tcgetattr(self.fd)
+        quiet[3] &= ~(termios.ECHO | termios.ICANON)  # lflag; ISIG stays: Ctrl-C interrupts
+        quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(self.fd, termios.TCSANOW, quiet)  # keys already typed stay queued
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        if self.found is not None:
+            termios.tcsetattr(self.fd, termios.TCSANOW, self.found)
+
+    def as_found(self) -> _AsFound:
+        """The terminal as it was found for a while: for a program run in it ($EDITOR)."""
+        return _AsFound(self)
+
+
+class _AsFound:
+    def __init__(self, quiet: QuietTerminal) -> None:
+        self.quiet = quiet
+
+    def __enter__(self) -> None:
+        self.quiet.restore()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.quiet.active:
+            self.quiet.__enter__()
+
+
+class KeyWatch:
+    """The keys pressed on a quiet terminal's `fd` while one turn runs.
+
+    `cancellable()` says whether Ctrl-D should cancel now (a reply still
+    streaming): the thread that entered the watch gets a SIGINT, the way a
+    terminal's Ctrl-C reaches it, even while it waits on the network.
+    """
+
+    def __init__(self, fd: int, cancellable: Callable[[], bool]) -> None:
+        self.fd = fd
+        self.cancellable = cancellable
+        self.typed = bytearray()
+        """Every key read before Ctrl-D (or the end of the turn), as the terminal sent it."""
+        self.ctrl_d = False
+        self._target = threading.get_ident()
+        self._wake: tuple[int, int] | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> KeyWatch:
+        self._wake = os.pipe()
+        self._thread = threading.Thread(target=self._read, name="chatmem-keys", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        assert self._wake is not None and self._thread is not None
+        os.write(self._wake[1], b".")
+        self._thread.join()
+        for end in self._wake:
+            os.close(end)
+
+    def _read(self) -> None:
+        assert self._wake is not None
+        # A terminal's Ctrl-C is for the thread running the turn, never for this one.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        while True:
+            ready, _, _ = select.select([self.fd, self._wake[0]], [], [])
+            if self._wake[0] in ready:
+                return  # keys still queued stay for the prompt, in order, after these
+            try:
+                data = os.read(self.fd, READ_BYTES)
+            except OSError:
+                return
+            if not data:
+                return
+            before, ctrl_d, _ = data.partition(CTRL_D)
+            self.typed += before
+            if ctrl_d:
+                self.ctrl_d = True
+                if self.cancellable():
+                    signal.pthread_kill(self._target, signal.SIGINT)
+                return
+
+
+def key_presses(typed: bytes) -> list[KeyPress]:
+    """What a terminal sent, as prompt-toolkit's key presses (arrows, Enter, text)."""
+    from prompt_toolkit.input.vt100_parser import Vt100Parser
+
+    keys: list[KeyPress] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(typed.decode("utf-8", errors="replace"))
+    parser.flush()
+    return keys

@@ -1,0 +1,56 @@
+"""Plugins installed for a test: a module and its `.dist-info` (METADATA, entry_points.txt),
+written as pip writes them, so importlib.metadata finds them like any installed plugin."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BUILT_IN = ["buffer", "window", "tokens", "summary", "summary-buffer", "entity", "retrieval"]
+"""chatmem's own strategies, in the order they are registered (and listed)."""
+
+CLASH = """
+from chatmem.memory.window import WindowStrategy
+from chatmem.memory.buffer import BufferStrategy
+
+class Mine(BufferStrategy):
+    name = "mine"
+    description = "a strategy of its own"
+
+class Window(WindowStrategy):
+    description = "another window"
+
+def register(plugins):
+    plugins.add_strategy(Mine)
+    plugins.add_strategy(Window)
+"""
+"""A plugin registering a strategy of its own and one named as a built-in: refused whole."""
+
+
+def readme_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"^## Writing a plugin\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, "README has no '## Writing a plugin' section"
+    return match.group(1)
+
+
+def readme_files() -> dict[str, str]:
+    """The files the README's "Writing a plugin" shows, by name: each is a line
+    "`NAME`:" followed by one fenced block."""
+    return dict(re.findall(r"^`([\w.\-]+)`:\n\n```\w+\n(.*?)^```", readme_section(),
+                           re.S | re.M))
+
+
+def install(site: Path, dist: str, module: str, code: str, *, entry: str | None = None,
+            name: str | None = None, version: str = "0.1.0") -> None:
+    """Distribution `dist` with `module.py` holding `code`, and the entry point
+    `name = entry` (default: the module) in the group chatmem.plugins."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{module}.py").write_text(code, encoding="utf-8")
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        f"[chatmem.plugins]\n{name or module} = {entry or module}\n", encoding="utf-8")

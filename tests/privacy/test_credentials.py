@@ -1,0 +1,150 @@
+"""Credentials not called a password (issue 28, finding 8): named by the thing they open,
+by a generic word and that thing, or by what they do; and their look-alikes.
+
+The phrasings here are not the benchmark's (benchmarks/privacy_corpus_other_names.py):
+each is another instance of a kind of naming the rules are written for.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatmem.privacy import sensitive
+from chatmem.privacy.secret_guard import SecretGuard
+from chatmem.privacy.sensitive import CODE, PASSWORD
+
+
+@pytest.mark.parametrize(("text", "detail", "kind"), [
+    # the thing it opens, then a generic noun
+    ("the shed padlock combo is 5-5-1-2", "5-5-1-2", CODE),
+    ("My iPad passcode: 770123", "770123", PASSWORD),
+    ("the modem key is 4F9zQ2x8Lw", "4F9zQ2x8Lw", PASSWORD),
+    ("Our office alarm disarm code is 4410.", "4410", CODE),
+    ("mailbox combination 19 27 03 if you pick up the post", "19 27 03", CODE),
+    # a generic noun, then the thing
+    ("The pin for the garden gate is 3030.", "3030", CODE),
+    ("the key for the guest wifi is Orchid#Lane7", "Orchid#Lane7", PASSWORD),
+    ("The combo on the gym locker, just so you know, is 12-40-8.", "12-40-8", CODE),
+    # the thing alone, where its "is" can only be a key
+    ("the hotspot is kettle-Drum-52", "kettle-Drum-52", PASSWORD),
+    # other credential nouns
+    ("Our safe word with the babysitter is marmalade-Fox.", "marmalade-Fox", PASSWORD),
+    ("The WPA3 pass: yellowSub!1969", "yellowSub!1969", PASSWORD),
+    ("his pw is Tide#4471", "Tide#4471", PASSWORD),
+    # what it does
+    ("The lockbox by the door opens with 2-9-1-1.", "2-9-1-1", CODE),
+    ("To get into the lobby, key in 8080 then the bell.", "8080", CODE),
+    ("You can unlock my laptop with Quill&Ink22.", "Quill&Ink22", PASSWORD),
+    ("I changed the alarm code to 6161 yesterday.", "6161", CODE),
+    # Chinese
+    ("保险柜的开柜码是778899。", "778899", CODE),
+    ("路由器的钥匙是Lm84xQ2z。", "Lm84xQ2z", PASSWORD),
+    ("热点是cloud7788，连上就行。", "cloud7788", PASSWORD),
+    ("进单元门按6060#。", "6060#", CODE),
+    ("用Pear2024!连公司的WiFi。", "Pear2024!", PASSWORD),
+    ("我家门禁为0909。", "0909", CODE),
+    ("the wifi code is 44551122", "44551122", CODE),
+    ("the lockbox on the porch: 2719", "2719", CODE),
+    ("Use 3344 to get into the side entrance.", "3344", CODE),
+    ("the gate takes 1379#", "1379#", CODE),
+    ("保险箱的密码组合是12-24-36。", "12-24-36", CODE),
+])
+def test_a_credential_named_other_ways_is_found(text: str, detail: str, kind: str) -> None:
+    assert [(f.kind, f.text) for f in sensitive.findings(text)] == [(kind, detail)]
+    assert detail not in sensitive.redact(text)
+
+
+@pytest.mark.parametrize("text", [
+    "door 4 opens at 9 and gate 12 at 10",
+    "The wifi network is called Riverside_5G.",
+    "the wifi is HomeNet-2G, no password",
+    "the wifi is down again",
+    "The model code of the keypad is A2891.",
+    "the promo code for the router is SAVE2024",
+    "the house key is under the mat",
+    "use col2 as the key for the join",
+    "The film opens with 1984 footage of the city.",
+    "enter 2026 in the year field",
+    "my boarding pass is BA2490-12A",
+    "the key to the recipe is 300 grams of flour",
+    "The area code for the office phone is 415.",
+    "the code for the new feature is in branch 4471",
+    "Locker number 118, the one by the door.",
+    "Pin 13 on the board drives the door buzzer.",
+    "门牌号是58号，4号门9点开。",
+    "WiFi名称是CMCC-8F2A，不用密码。",
+    "组合柜的型号是KX-2280。",
+    "打电话按2转人工，门口等。",
+    "车库有3个车位。",
+    "door 12 takes 200 people",
+    "Type 1000 words about the house.",
+    "the wifi is 802.11ac",
+    "the hotspot is Pixel-7a",
+    "The lockbox model is LB-2000.",
+])
+def test_look_alikes_stay_as_they_were(text: str) -> None:
+    assert sensitive.findings(text) == []
+
+
+THINGS = ["front door", "garage", "safe", "lockbox", "bike lock", "alarm", "phone", "tablet",
+          "gate", "locker", "storage unit", "atm"]
+NOUNS = ["code", "pin", "combo", "combination", "passcode", "unlock code"]
+
+
+@given(thing=st.sampled_from(THINGS), noun=st.sampled_from(NOUNS),
+       code=st.from_regex(r"[0-9]{4,6}", fullmatch=True),
+       form=st.sampled_from(["The {t} {n} is {c}.", "my {t} {n}: {c}", "{T} {n} {c} for you",
+                             "the {n} for the {t} is {c}", "the {n} to my {t}, for Ana, is {c}"]))
+def test_any_thing_and_any_noun_name_a_code(thing: str, noun: str, code: str,
+                                            form: str) -> None:
+    text = form.format(t=thing, T=thing.capitalize(), n=noun, c=code)
+    assert code not in sensitive.redact(text), text
+
+
+@given(qualifier=st.sampled_from(["model", "product", "promo", "discount", "booking", "error",
+                                  "zip", "postal", "area", "tracking", "confirmation"]),
+       code=st.from_regex(r"[A-Z]{0,2}[0-9]{3,6}", fullmatch=True))
+def test_a_harmless_word_before_code_keeps_it_harmless_wherever_the_code_is_said(
+        qualifier: str, code: str) -> None:
+    for text in (f"The {qualifier} code is {code}.",
+                 f"the {qualifier} code of the keypad is {code}"):
+        assert sensitive.redact(text) == text
+    guard = SecretGuard()
+    said = [f"Here's the {qualifier} code of the door panel:", "Go on.", code, "Thanks."]
+    assert guard.read(said) == said
+
+
+@pytest.mark.parametrize(("messages", "value", "kind"), [
+    (["I'll send you the wifi key next.", "OK.", "Mesa!Verde8"], "Mesa!Verde8", PASSWORD),
+    (["Here's the combo for the shed padlock:", "Go ahead.", "2-8-1-9"], "2-8-1-9", CODE),
+    (["What's my tablet's unlock code again?", "Tell me.", "551902"], "551902", CODE),
+    (["下一条是保险柜的开柜码。", "好的。", "778899"], "778899", CODE),
+    (["无线网的钥匙发你。", "好。", "Lm84xQ2z"], "Lm84xQ2z", PASSWORD),
+])
+def test_a_value_after_a_label_naming_a_credential_otherwise_is_the_secret(
+        messages: list[str], value: str, kind: str) -> None:
+    guard = SecretGuard()
+    said = guard.read(messages)
+    assert all(value not in text for text in said)
+    assert guard.known[value] == kind
+
+
+@pytest.mark.parametrize("messages", [
+    ["The network name is next.", "OK.", "Riverside_5G"],
+    ["WiFi的名字发你。", "好的。", "CMCC-8F2A"],
+    ["Which door opens first?", "Door 4, at 9."],
+])
+def test_a_name_or_a_number_after_a_harmless_label_stays(messages: list[str]) -> None:
+    assert SecretGuard().read(messages) == messages
+
+
+@pytest.mark.parametrize(("key", "value", "kind"), [
+    ("wifi key", "BlueHeron-42", PASSWORD), ("lockbox combo", "3719", CODE),
+    ("保险箱的组合", "246801", CODE), ("wifi name", "Lakehouse_5G", None),
+    ("model code", "A2891", None),
+])
+def test_a_fact_keyed_by_a_credential_named_otherwise_is_refused(
+        key: str, value: str, kind: str | None) -> None:
+    assert sensitive.fact_kind(key, value) == kind

@@ -1,0 +1,232 @@
+"""The registries: filled from the `chatmem.plugins` entry points, chatmem's own through the
+same hook, each loaded once when first used; a plugin that cannot be used is skipped whole
+and recorded as one typed problem. Specs are parsed once into typed parts.
+
+Plugins here are modules in a folder put on sys.path, named by entry points as
+importlib.metadata gives them; tests/cli/test_plugin_commands.py installs them as pip does.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_site import BUILT_IN, CLASH
+
+from chatmem import builtin_plugin
+from chatmem.memory.registry import StrategyRegistry
+from chatmem.memory.spec import StrategySpec
+from chatmem.plugins import (
+    ENTRY_POINT_GROUP,
+    Plugins,
+    ProblemKind,
+    Registries,
+    load_registries,
+)
+
+# -- the registries ---------------------------------------------------------------------
+
+
+def test_chatmem_registers_its_own_through_the_hook_a_plugin_uses() -> None:
+    hooked = Plugins()
+    builtin_plugin.register(hooked)
+    loaded = Registries(entry_points=list)
+    assert [cls.name for cls in hooked.strategies] == loaded.strategies.names() == BUILT_IN
+    assert [name for name, _, _ in hooked.providers] == list(loaded.providers) == [
+        "local", "openai", "scripted"]
+    assert [name for name, _ in hooked.embedders] == list(loaded.embedders) == [
+        "local", "openai", "hash"]
+    origin = loaded.origin("strategy", "window")
+    assert origin is not None and origin.builtin and origin.value == "chatmem.builtin_plugin"
+    assert loaded.problems == []
+    assert loaded.provider_names() == ["auto", "local", "openai", "scripted"]
+    assert loaded.embedder_names() == ["auto", "local", "openai", "hash", "none"]
+
+
+def test_registries_load_once_and_only_when_first_used() -> None:
+    scans: list[int] = []
+
+    def entry_points() -> list[EntryPoint]:
+        scans.append(1)
+        return []
+
+    loaded = Registries(entry_points=entry_points)
+    assert scans == []  # built, handed around, nothing imported or scanned yet
+    assert "window" in loaded.strategies
+    assert "scripted" in loaded.providers and loaded.problems == []
+    assert scans == [1]
+    assert load_registries() is load_registries()
+
+
+def test_capabilities_are_declared_by_the_registered_classes() -> None:
+    strategies = Registries(entry_points=list).strategies
+    assert [n for n, cls in strategies.items() if cls.sends_facts] == ["entity"]
+    assert [n for n, cls in strategies.items() if cls.summarizes] == ["summary", "summary-buffer"]
+    assert strategies.default_eval() == ["buffer", "window", "tokens", "summary-buffer",
+                                         "entity", "retrieval"]
+    combined = strategies.strategy("window+entity")
+    assert combined.sends_facts and not combined.summarizes and not combined.needs_embedder
+    assert [m.name for m in combined.members] == ["window", "entity"]
+    both = strategies.strategy("summary-buffer+retrieval")
+    assert both.summarizes and both.needs_embedder and not both.sends_facts
+    assert not strategies.strategy("retrieval:mode=bm25").needs_embedder
+
+
+def entry_point(name: str, value: str, dist: str | None = None) -> Any:
+    """An entry point as importlib.metadata gives one; `dist` names its distribution."""
+    point = EntryPoint(name, value, ENTRY_POINT_GROUP)
+    if dist is None:
+        return point
+    info = type("Dist", (), {"name": dist, "version": "1.0"})()
+    return type("Pointed", (), {"name": name, "value": value, "dist": info,
+                                "load": point.load})()
+
+
+
+
+@pytest.mark.parametrize(("code", "kind", "detail"), [
+    ("import chatmem_no_such_module\n", ProblemKind.IMPORT_FAILED,
+     "ModuleNotFoundError: No module named 'chatmem_no_such_module'"),
+    ("def register(plugins):\n    raise RuntimeError('no 网络')\n", ProblemKind.REGISTER_FAILED,
+     "RuntimeError: no 网络"),
+    ("x = 1\n", ProblemKind.NO_HOOK, "has no register(plugins) function"),
+    ("def register(plugins):\n    plugins.add_strategy(len)\n", ProblemKind.REJECTED,
+     "is not a subclass of chatmem.memory.base.BaseStrategy"),
+    (CLASH, ProblemKind.REJECTED, "strategy 'window' is already registered"),
+    ("def register(plugins):\n    plugins.add_provider('scripted', print)\n",
+     ProblemKind.REJECTED, "provider 'scripted' is already registered by chatmem itself"),
+    ("def register(plugins):\n    plugins.add_embedder('none', print)\n",
+     ProblemKind.REJECTED, "embedder name 'none' is reserved"),
+    ("def register(plugins):\n    plugins.add_provider('Bad Name', print)\n",
+     ProblemKind.REJECTED, "provider name must be lowercase letters"),
+])
+def test_a_plugin_that_cannot_be_used_is_skipped_whole_as_one_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, kind: ProblemKind, detail: str
+) -> None:
+    module = f"chatmem_bad_{abs(hash(code))}"
+    (tmp_path / f"{module}.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [entry_point("bad", module, "chatmem-bad")])
+    [problem] = loaded.problems
+    assert (problem.kind, problem.plugin.name, problem.plugin.value, problem.plugin.dist) == (
+        kind, "bad", module, "chatmem-bad")
+    assert detail in problem.detail and "\n" not in problem.detail
+    # Nothing of it is kept (the clash's other strategy neither), and the built-ins stand.
+    assert loaded.strategies.names() == BUILT_IN
+    assert list(loaded.providers) == ["local", "openai", "scripted"]
+    sys.modules.pop(module, None)
+
+
+def test_a_function_may_be_the_entry_point_and_problems_reach_a_listener_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "chatmem_two.py").write_text(
+        "from chatmem.memory.window import WindowStrategy\n"
+        "class Keep(WindowStrategy):\n    name = 'keep'\n    description = 'kept'\n"
+        "def hook(plugins):\n    plugins.add_strategy(Keep)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [
+        entry_point("two", "chatmem_two:hook"), entry_point("gone", "chatmem_gone_for_good")])
+    heard: list[Any] = []
+    loaded.listen(heard.append)
+    assert heard == []  # nothing loaded yet, nothing to say
+    assert "keep" in loaded.strategies
+    assert [(p.plugin.name, p.kind) for p in heard] == [("gone", ProblemKind.IMPORT_FAILED)]
+    loaded.listen(heard.append)
+    assert len(heard) == 1  # said once
+    sys.modules.pop("chatmem_two", None)
+
+
+def test_specs_are_parsed_once_into_parts_with_their_own_parameters() -> None:
+    strategies = Registries(entry_points=list).strategies
+    spec = strategies.parse("window+entity:window.k=2", {"max_facts": "7"})
+    assert [(p.name, dict(p.params)) for p in spec.parts] == [
+        ("window", {"k": "2"}), ("entity", {"max_facts": "7"})]
+    assert spec.name == "window+entity" and spec.combined
+    assert spec.params == {"window.k": "2", "entity.max_facts": "7"}
+    assert spec.label == "window+entity window.k=2 entity.max_facts=7"
+    assert strategies.parse("window:k=2") == StrategySpec.single("window", {"k": "2"}) == \
+        strategies.parse("window", {"k": "2"})
+    assert strategies.parse("window:k=2", {"k": "3"}).params == {"k": "2"}
+    assert strategies.parse("window", {"k": "3"}).label == "window k=3"
+    assert strategies.parse("tokens:max_tokens=500").slug == "tokens-max_tokens-500"
+    assert strategies.create(spec).params == {"window.k": 2, "entity.k": 3,
+                                              "entity.max_facts": 7}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("nope", "unknown strategy 'nope' (valid: buffer, window, "),
+    ("window:k", "strategy 'window:k': parameters must be key=value, e.g. window:k=2"),
+    ("window:k=-1", "parameter k='-1' of strategy 'window' must be at least 0"),
+    ("window+entity:k=2", "parameter 'k' is ambiguous for 'window+entity'"),
+])
+def test_a_bad_spec_is_one_strategy_error(text: str, message: str) -> None:
+    from chatmem.errors import StrategyError
+
+    with pytest.raises(StrategyError) as caught:
+        Registries(entry_points=list).strategies.parse(text)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_registry_refuses_what_it_cannot_build() -> None:
+    from chatmem.memory.window import WindowStrategy
+
+    registry = StrategyRegistry()
+    registry.add(WindowStrategy)
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add(WindowStrategy)
+
+    class Broken(WindowStrategy):
+        name = "broken"
+        description = "fails to build"
+
+        def __init__(self, **params: Any) -> None:
+            raise RuntimeError("no")
+
+    with pytest.raises(TypeError, match=r"Broken\(\) fails with its default parameters"):
+        registry.add(Broken)
+    assert registry.names() == ["window"]
+
+
+def test_threads_using_the_registries_first_at_once_load_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    (tmp_path / "chatmem_late.py").write_text(
+        "from chatmem.memory.window import WindowStrategy\n"
+        "class Late(WindowStrategy):\n    name = 'late'\n    description = 'late'\n"
+        "def register(plugins):\n    plugins.add_strategy(Late)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scans: list[int] = []
+    second_thread_in = threading.Event()
+
+    def entry_points() -> list[Any]:
+        scans.append(1)
+        # Without the lock the other thread gets past the loading meanwhile (and says so
+        # here, or returns a registry without the plugin); with it, it waits, and this
+        # bounded wait runs out.
+        second_thread_in.wait(timeout=0.5)
+        return [entry_point("late", "chatmem_late")]
+
+    loaded = Registries(entry_points=entry_points)
+    start = threading.Barrier(2)
+    seen: list[list[str]] = []
+
+    def use() -> None:
+        start.wait()
+        if scans:
+            second_thread_in.set()
+        seen.append(loaded.strategies.names())
+
+    threads = [threading.Thread(target=use) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert scans == [1]
+    assert seen == [[*BUILT_IN, "late"]] * 2  # neither saw a half-filled registry
+    sys.modules.pop("chatmem_late", None)
