@@ -9,6 +9,7 @@ from meter import metered
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
+from chatmem.engine.resend import resend_last
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -37,3 +38,25 @@ def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> 
         # Another tokenizer's counts are not these.
         assert all(n is None for _, n in store.counted_messages_at(sid, positions,
                                                                    "other").values())
+
+
+def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -> None:
+    with Store(tmp_path / "h.db") as store:
+        settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+        engine = open_session(store, settings, ScriptedProvider(), "s", strategy="window")
+        for line in ["My order is ORD-7731.", "我们五月去杭州旅行，预算五千元。", "again"]:
+            engine.run_turn(line)
+        resend_last(engine)  # the last turn's messages stay stored, superseded
+        sid = engine.session.id
+        store.import_messages(sid, [{"role": "system", "content": "导入的系统消息"}])
+        key = engine.counter.key
+        positions = range(1, store.last_position(sid) + 3)
+        with metered(store) as meter:
+            rows = store.candidate_rows(sid, positions, key)
+        assert meter.statements == 1
+        counted = store.counted_messages_at(sid, positions, key)
+        # The replaced turn's messages are not candidates; nor are positions past the end.
+        assert len(counted) < store.last_position(sid)
+        assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content, n)
+                                      for r, n in counted.values())
+        assert [n for p, *_, n in sorted(rows)][-1] is None  # imported: not counted

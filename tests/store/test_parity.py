@@ -85,6 +85,7 @@ def everything(location: str | Path) -> dict[str, Any]:
                     [m.id for m in store.messages(sid)], "cl100k_base"),
                 "words": store.match_scores(sid, "ORD-7731 杭州", before_turn=99, limit=5),
                 "counted": store.counted_messages_at(sid, range(1, 20), "cl100k_base"),
+                "candidates": sorted(store.candidate_rows(sid, range(1, 20), "cl100k_base")),
             }
         seen["user facts"] = store.facts(user="ana", include_deleted=True)
         seen["vectors"] = store.vector_rows(session.id, "stub")
