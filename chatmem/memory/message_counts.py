@@ -48,7 +48,6 @@ class MessageCounts:
             messages.append(Message(record.role, text, tokens, record.id, record.turn))
         return messages
 
-
     def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
         computed, found = self._computed, []
