@@ -357,6 +357,12 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
                                                         return_messages=True)
     phase("turns")
 
+    return {"turn": langchain_turns(memory, spec)}
+
+
+def langchain_turns(memory: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """A LangChain memory's turns as the peers are timed: load its variables for the
+    question, save the exchange (wall and CPU per turn)."""
     cpu: list[float] = []
 
     def turn(i: int) -> float:
@@ -367,7 +373,7 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
         cpu.append((time.process_time() - cpu_started) * 1000)
         return (time.perf_counter() - started) * 1000
 
-    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
+    return summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)
 
 
 def durable_cell(spec: dict[str, Any]) -> dict[str, Any]:
@@ -404,17 +410,7 @@ def durable_cell(spec: dict[str, Any]) -> dict[str, Any]:
         store.add_texts(texts[start:start + 1000])
     memory = VectorStoreRetrieverMemory(retriever=store.as_retriever(search_kwargs={"k": 4}))
     phase("turns")
-    cpu: list[float] = []
-
-    def turn(i: int) -> float:
-        text = question(i)
-        started, cpu_started = time.perf_counter(), time.process_time()
-        memory.load_memory_variables({"input": text})
-        memory.save_context({"input": text}, {"output": f"echo: {text}"})
-        cpu.append((time.process_time() - cpu_started) * 1000)
-        return (time.perf_counter() - started) * 1000
-
-    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
+    return {"turn": langchain_turns(memory, spec)}
 
 
 # -- replay, start-up, token counting ----------------------------------------------------------
