@@ -370,17 +370,32 @@ def langchain_cell(spec: dict[str, Any]) -> dict[str, Any]:
                                                         return_messages=True)
     phase("turns")
 
+    return {"turn": langchain_turns(memory, spec)}
+
+
+def langchain_turns(memory: Any, spec: dict[str, Any],
+                    server: ServerProcesses | None = None) -> dict[str, Any]:
+    """A LangChain memory's turns as the peers are timed: load its variables for the
+    question, save the exchange (wall and CPU per turn). With `server`, the CPU a turn
+    costs its database server is added to its own (and each is shown too)."""
     cpu: list[float] = []
+    client: list[float] = []
+    served: list[float] = []
 
     def turn(i: int) -> float:
         text = question(i)
+        server_started = server.cpu_ns() if server else 0
         started, cpu_started = time.perf_counter(), time.process_time()
         memory.load_memory_variables({"input": text})
         memory.save_context({"input": text}, {"output": f"echo: {text}"})
-        cpu.append((time.process_time() - cpu_started) * 1000)
-        return (time.perf_counter() - started) * 1000
+        client.append((time.process_time() - cpu_started) * 1000)
+        wall = (time.perf_counter() - started) * 1000
+        served.append((server.cpu_ns() - server_started) / 1e6 if server else 0.0)
+        cpu.append(client[-1] + served[-1])
+        return wall
 
-    return {"turn": summary(measured(turn, spec["repeat"], spec["seconds"]), cpu)}
+    samples = measured(turn, spec["repeat"], spec["seconds"])
+    return summary(samples, cpu, {"client": client, "server": served} if server else None)
 
 
 def durable_cell(spec: dict[str, Any]) -> dict[str, Any]:
@@ -420,25 +435,7 @@ def durable_cell(spec: dict[str, Any]) -> dict[str, Any]:
     # works inside the process that measures it. Chroma persistent works in-process.
     server = server_processes(spec["url"]) if "url" in spec else None
     phase("turns")
-    cpu: list[float] = []
-    client: list[float] = []
-    served: list[float] = []
-
-    def turn(i: int) -> float:
-        text = question(i)
-        server_started = server.cpu_ns() if server else 0
-        started, cpu_started = time.perf_counter(), time.process_time()
-        memory.load_memory_variables({"input": text})
-        memory.save_context({"input": text}, {"output": f"echo: {text}"})
-        client.append((time.process_time() - cpu_started) * 1000)
-        wall = (time.perf_counter() - started) * 1000
-        served.append((server.cpu_ns() - server_started) / 1e6 if server else 0.0)
-        cpu.append(client[-1] + served[-1])
-        return wall
-
-    samples = measured(turn, spec["repeat"], spec["seconds"])
-    return {"turn": summary(samples, cpu, {"client": client, "server": served}
-                            if server else None)}
+    return {"turn": langchain_turns(memory, spec, server)}
 
 
 class ServerProcesses:

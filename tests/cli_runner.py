@@ -128,9 +128,16 @@ def chat(db: Path | str, session: str, lines: str | Sequence[str], *extra: str,
     return run(db, "chat", session, *extra, input=text, env=env, width=width, code=code)
 
 
-def repl(store: Store, session: str, lines: list[str], *, user: str = "default",
+def repl(store: Store | Path, session: str, lines: list[str], *, user: str = "default",
          strategy: str = "entity", user_facts: bool = False) -> tuple[str, str]:
-    """Type `lines` into the REPL of `session` with the scripted model; (stdout, stderr)."""
+    """Type `lines` into the REPL of `session` with the scripted model; (stdout, stderr).
+
+    `store` is an open store (its clock, its key) or the path of a history file to open.
+    """
+    if not isinstance(store, Store):
+        with Store(store) as opened:
+            return repl(opened, session, lines, user=user, strategy=strategy,
+                        user_facts=user_facts)
     out, err = io.StringIO(), io.StringIO()
     engine = open_session(store, Settings(system="Be brief.", user=user, user_facts=user_facts),
                           ScriptedProvider(), session, strategy=strategy)

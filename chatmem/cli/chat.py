@@ -111,7 +111,8 @@ def chat(
         raise UsageError(f"give a session ({named}) or --continue, not both")
     attachments = [read_file(path) for path in file or ()]  # all readable, or nothing opens
     settings = settings_from(config, db, provider, model, helper_model, option)
-    strategy, system = apply_template(settings, template, strategy=strategy, system=system)
+    settings, strategy, system = apply_template(settings, template, strategy=strategy,
+                                                system=system)
     spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     with (open_workspace(settings) as ws,
@@ -193,7 +194,8 @@ def ask(
         # An empty turn would be sent and stored like any other.
         raise UsageError("nothing to ask (empty input)")
     settings = settings_from(config, db, provider, model, helper_model, option)
-    strategy, system = apply_template(settings, template, strategy=strategy, system=system)
+    settings, strategy, system = apply_template(settings, template, strategy=strategy,
+                                                system=system)
     spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:

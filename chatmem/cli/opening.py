@@ -46,40 +46,46 @@ def settings_from(
         "db": str(db) if db else None, "provider": provider, "model": model,
         "helper_model": helper_model,
     }, flags={"db": db_flag})
-    with_options(settings, chosen, OPTION_FLAG)
-    return settings
+    return with_options(settings, chosen, OPTION_FLAG)
 
 
-def with_options(settings: Settings, options: Mapping[str, Any],
-                 source: Source) -> None:
-    """Add per-call model options (over those already there); max_reply_tokens is a setting."""
-    settings.options.update(options)
-    for key in options:
-        settings.sources[f"options.{key}"] = source
+def with_options(settings: Settings, options: Mapping[str, Any], source: Source) -> Settings:
+    """`settings` with per-call model options added (over those already there);
+    max_reply_tokens is a setting."""
+    import dataclasses
+
+    sources = {**settings.sources, **{f"options.{key}": source for key in options}}
+    changed: dict[str, Any] = {}
     if "max_reply_tokens" in options:
-        settings.max_reply_tokens = int(options["max_reply_tokens"])
-        settings.sources["max_reply_tokens"] = source
+        changed["max_reply_tokens"] = int(options["max_reply_tokens"])
+        sources["max_reply_tokens"] = source
+    return dataclasses.replace(settings, options={**settings.options, **options},
+                               sources=sources, **changed)
 
 
 def apply_template(settings: Settings, name: str | None, *, strategy: str | None,
-                   system: str | None) -> tuple[str | None, str | None]:
+                   system: str | None) -> tuple[Settings, str | None, str | None]:
     """Template `name` under the flags: its model, options, strategy and system prompt fill
-    in what the command line left out. Returns (strategy, system) to open the session with."""
+    in what the command line left out. Returns the settings, the strategy and the system
+    prompt to open the session with."""
     if name is None:
-        return strategy, system
+        return settings, strategy, system
+    import dataclasses
+
     from chatmem.config.settings import OPTION_FLAG, Source, SourceKind
     from chatmem.config.templates import find_template
 
     template = find_template(settings, name)
     by_template = Source(SourceKind.TEMPLATE, name)
     if template.model and settings.source_of("model").kind is not SourceKind.FLAG:
-        settings.model = settings.model_named(template.model)
-        settings.sources["model"] = by_template
+        settings = dataclasses.replace(settings, model=settings.model_named(template.model),
+                                       sources={**settings.sources, "model": by_template})
     given = {key: value for key, value in settings.options.items()
              if settings.source_of(f"options.{key}") == OPTION_FLAG}
-    with_options(settings, template.options, by_template)
-    with_options(settings, given, OPTION_FLAG)
-    return strategy or template.strategy, system if system is not None else template.system
+    settings = with_options(settings, template.options, by_template)
+    settings = with_options(settings, given, OPTION_FLAG)
+    return (settings, strategy or template.strategy,
+            system if system is not None else template.system)
 
 
 @contextmanager

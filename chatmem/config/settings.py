@@ -87,8 +87,12 @@ OPTION_FLAG = Source(SourceKind.FLAG, "-o")
 """Model options given with `-o KEY=VALUE`."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
+    """Every setting, read once (load_settings) and never changed after: a command that
+    wants other values makes new settings (dataclasses.replace), so what a strategy or a
+    provider was handed cannot change under it."""
+
     provider: str = "auto"
     model: str | None = None
     base_url: str | None = None
@@ -239,6 +243,10 @@ class Settings:
         return shown
 
 
+DEFAULTS = Settings()
+"""The settings nothing sets (each section's defaults come from here)."""
+
+
 def api_key_from(variable: str) -> str | None:
     """The API key in environment variable `variable` (spaces around it dropped), None if
     unset; ConfigError naming the variable, never repeating the key, when it cannot go in
@@ -307,7 +315,8 @@ def load_settings(
     are parsed here, so a malformed one is an error naming where it came from before
     anything opens."""
     env = os.environ if env is None else env
-    settings = Settings()
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
     explicit = chosen_config(config_path, env)
     path = explicit or default_config_path()
     if explicit is not None and not path.exists():
@@ -317,17 +326,15 @@ def load_settings(
         data = _with_helper_aliases(path, data)
         for key, value in data.items():
             if key in SECTIONS:
-                setattr(settings, key, dataclasses.replace(getattr(settings, key), **value))
-            elif key == "strategies":
-                settings.strategies = {k: dict(v) for k, v in value.items()}
-            elif key in ("prices", "templates"):
-                setattr(settings, key, {k: dict(v) for k, v in value.items()})
+                values[key] = dataclasses.replace(getattr(DEFAULTS, key), **value)
+            elif key in ("strategies", "prices", "templates"):
+                values[key] = {k: dict(v) for k, v in value.items()}
             elif key == "aliases":
-                settings.aliases = dict(value)
+                values[key] = dict(value)
             else:
-                setattr(settings, key, value)
-        settings.source = path
-        settings.sources.update(dict.fromkeys(_flat(data), Source(SourceKind.FILE, str(path))))
+                values[key] = value
+        values["source"] = path
+        sources.update(dict.fromkeys(_flat(data), Source(SourceKind.FILE, str(path))))
         for key, value in _flat(data).items():
             _check_url(key, value, f"{path}: key {key!r}")
     for variable, key in ENV_KEYS.items():
@@ -335,8 +342,8 @@ def load_settings(
             raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
         if env.get(variable):
             _check_url(key, env[variable], variable)
-            setattr(settings, key, env[variable])
-            settings.sources[key] = Source(SourceKind.ENV, variable)
+            values[key] = env[variable]
+            sources[key] = Source(SourceKind.ENV, variable)
     for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
         if registered is not None and env.get(variable):
             check_provider_name(env[variable], registered, variable)
@@ -344,16 +351,17 @@ def load_settings(
         if value is not None:
             flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")
             _check_url(key, value, flag)
-            setattr(settings, key, value)
-            settings.sources[key] = Source(SourceKind.FLAG, flag)
-    settings.model = settings.model_named(settings.model)
-    settings.helper_model = settings.model_named(settings.helper_model)
+            values[key] = value
+            sources[key] = Source(SourceKind.FLAG, flag)
+    settings = Settings(**values, sources=sources)
+    settings = dataclasses.replace(settings, model=settings.model_named(settings.model),
+                                   helper_model=settings.model_named(settings.helper_model))
     if ":" in settings.strategy:
         # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
         where = f"{settings.source_of('strategy')}: key 'strategy'"
         name, own = strategy_spec(settings.strategy, where)
-        settings.strategy = name
-        settings.strategies[name] = {**settings.strategies.get(name, {}), **own}
+        settings = dataclasses.replace(settings, strategy=name, strategies={
+            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}})
     return settings
 
 

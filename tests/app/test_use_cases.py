@@ -34,7 +34,8 @@ def test_recorded_turns_are_inspected_next_and_as_a_what_if(ws: Workspace) -> No
     nxt = inspect_next(ws, "trip", "which order?")
     assert nxt.mode is InspectMode.NEXT and nxt.context.parts[-1].messages[0].content == \
         "which order?"
-    window = inspect_what_if(ws, "trip", "window", {"k": "1"}, text="which order?")
+    window = inspect_what_if(ws, "trip", ws.registries.strategies.parse("window", {"k": "1"}),
+                             text="which order?")
     history = window.context.part("history")
     assert history is not None and {m.turn for m in history.messages} == {3}
     assert window.replayed is None or window.replayed.turns == 0
@@ -47,7 +48,8 @@ def test_reading_use_cases_leave_the_file_as_it_was(ws: Workspace, tmp_path: Pat
     with Workspace(Settings(provider="scripted", db=str(tmp_path / "h.db")),
                    create=False) as reading:
         inspect_next(reading, "trip", "order?")
-        inspect_what_if(reading, "trip", "summary-buffer", {}, text="order?")
+        inspect_what_if(reading, "trip", reading.registries.strategies.parse("summary-buffer"),
+                        text="order?")
         search_memory(reading, "order", "trip")
         sessions.show_session(reading, "trip")
         facts.list_facts(reading)

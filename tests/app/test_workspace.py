@@ -3,6 +3,7 @@ workspace never creates a history; an engine is built with everything in its con
 
 from __future__ import annotations
 
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from chatmem.app.conversations import open_conversation, start_conversation
 from chatmem.app.workspace import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.errors import NotFound
+from chatmem.plugins import ENTRY_POINT_GROUP, Plugins, Registries
 from chatmem.providers.scripted import ScriptedProvider
 
 
@@ -22,39 +24,49 @@ class Counted(ScriptedProvider):
         Counted.closed += 1
 
 
-def test_models_are_opened_once_per_choice_and_closed_once(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
-    opened: list[str | None] = []
+OPENED: list[str | None] = []
 
-    def create(settings: Settings) -> ScriptedProvider:
-        opened.append(settings.model)
+
+def register(plugins: Plugins) -> None:
+    """A plugin's provider `counted`, which notes each model it opens."""
+
+    def create(settings: Settings) -> Counted:
+        OPENED.append(settings.model)
         return Counted(settings.model or "scripted")
 
-    monkeypatch.setattr("chatmem.providers.create_provider", create)
+    plugins.add_provider("counted", create)
+
+
+def counting_registries() -> Registries:
+    OPENED.clear()
     Counted.closed = 0
-    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"), model="chat",
-                        helper_model="cheap")
-    with Workspace(settings) as ws:
+    point = EntryPoint("counted", f"{__name__}:register", ENTRY_POINT_GROUP)
+    return Registries(entry_points=lambda: [point])
+
+
+def test_models_are_opened_once_per_choice_and_closed_once(tmp_path: Path) -> None:
+    registries = counting_registries()
+    settings = Settings(provider="counted", db=str(tmp_path / "h.db"), model="chat",
+                        helper_provider="counted", helper_model="cheap")
+    with Workspace(settings, registries=registries) as ws:
         chat = ws.chat_provider
         assert ws.chat_provider is chat
         helper = ws.helper_for(settings, chat)
         assert helper is not None and helper is ws.helper_for(settings, chat)
-        assert opened == ["chat", "cheap"]
+        assert OPENED == ["chat", "cheap"]
         assert Counted.closed == 0
     assert Counted.closed == 2  # each once, when the workspace closed
 
 
 def test_a_pool_shares_models_between_workspaces_and_its_owner_closes_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("chatmem.providers.create_provider",
-                        lambda settings: Counted(settings.model or "scripted"))
-    Counted.closed = 0
+        tmp_path: Path) -> None:
+    registries = counting_registries()
     pool = ModelPool()
-    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"))
-    with Workspace(settings, models=pool) as one, Workspace(settings, models=pool) as two:
+    settings = Settings(provider="counted", db=str(tmp_path / "h.db"))
+    with Workspace(settings, models=pool, registries=registries) as one, \
+            Workspace(settings, models=pool, registries=registries) as two:
         assert one.chat_provider is two.chat_provider
-    assert Counted.closed == 0  # the pool's, not the workspaces'
+    assert OPENED == [None] and Counted.closed == 0  # the pool's, not the workspaces'
     pool.close()
     assert Counted.closed == 1
 

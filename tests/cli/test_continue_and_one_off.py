@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
-from cli_runner import invoke
+from cli_runner import run
+from typer.testing import Result
 
 from chatmem.store import Store
 
@@ -23,11 +23,12 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "h.db"
 
 
-def run(db: Path, *args: str, input: str = "") -> Any:
+def run_logged(db: Path, *args: str, input: str = "") -> Result:
+    """`run` on the scripted model, which logs the requests it gets (read by `sent`)."""
     log = db.parent / "sent.jsonl"
     log.unlink(missing_ok=True)
-    return invoke(*args, "--db", str(db), "--provider", "scripted", input=input,
-                  env={"CHATMEM_SCRIPTED_LOG": str(log)})
+    return run(db, *args, "--provider", "scripted", input=input,
+               env={"CHATMEM_SCRIPTED_LOG": str(log)})
 
 
 def sent(db: Path) -> list[tuple[str, str]]:
@@ -42,9 +43,9 @@ def digest(path: Path) -> str:
 
 
 def test_ask_without_a_session_reads_no_history_and_leaves_the_file_unchanged(db: Path) -> None:
-    assert run(db, "ask", "trip", "my order is ORD-7731").exit_code == 0
+    assert run_logged(db, "ask", "trip", "my order is ORD-7731").exit_code == 0
     before = digest(db)
-    result = run(db, "ask", "我的订单号是多少？", "-s", "summary")
+    result = run_logged(db, "ask", "我的订单号是多少？", "-s", "summary")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "echo #1: 我的订单号是多少？\n"
     assert sent(db) == [("system", "You are a helpful assistant."),
@@ -55,19 +56,19 @@ def test_ask_without_a_session_reads_no_history_and_leaves_the_file_unchanged(db
 
 
 def test_a_one_off_question_never_creates_the_history_file(db: Path) -> None:
-    assert run(db, "ask", "hello").exit_code == 0
+    assert run_logged(db, "ask", "hello").exit_code == 0
     assert not db.exists()
 
 
 def test_continue_picks_the_session_used_last(db: Path) -> None:
-    assert run(db, "ask", "trip", "I fly to Lisbon").exit_code == 0
-    assert run(db, "ask", "work", "the report is due Friday").exit_code == 0
-    assert run(db, "ask", "trip", "and then Porto").exit_code == 0
-    result = run(db, "ask", "-c", "where do I fly?")
+    assert run_logged(db, "ask", "trip", "I fly to Lisbon").exit_code == 0
+    assert run_logged(db, "ask", "work", "the report is due Friday").exit_code == 0
+    assert run_logged(db, "ask", "trip", "and then Porto").exit_code == 0
+    result = run_logged(db, "ask", "-c", "where do I fly?")
     assert result.exit_code == 0, result.stderr
     assert ("user", "I fly to Lisbon") in sent(db)
     assert ("user", "the report is due Friday") not in sent(db)
-    chat = run(db, "chat", "-c", input="and after Porto?\n")
+    chat = run_logged(db, "chat", "-c", input="and after Porto?\n")
     assert chat.exit_code == 0, chat.stderr
     assert chat.stderr.startswith("session trip ·")
     assert ("user", "where do I fly?") in sent(db)
@@ -76,21 +77,21 @@ def test_continue_picks_the_session_used_last(db: Path) -> None:
 
 
 def test_continue_errors_are_one_line(db: Path) -> None:
-    nothing = run(db, "ask", "-c", "hi")
+    nothing = run_logged(db, "ask", "-c", "hi")
     assert (nothing.exit_code, nothing.stderr) == (
         1, f"error: no session to continue in {db} (chatmem chat NAME starts one)\n")
-    both = run(db, "ask", "-c", "trip", "hi")
+    both = run_logged(db, "ask", "-c", "trip", "hi")
     assert (both.exit_code, both.stderr) == (
         2, "error: give a session (trip) or --continue, not both\n")
-    assert run(db, "chat", "trip", "-c").exit_code == 2
-    save = run(db, "ask", "hi", "--save")
+    assert run_logged(db, "chat", "trip", "-c").exit_code == 2
+    save = run_logged(db, "ask", "hi", "--save")
     assert (save.exit_code, save.stderr) == (
         2, "error: --save needs a session: name one, or --continue the last one\n")
 
 
 def test_a_strategy_or_system_for_one_ask_holds_for_that_call_only(db: Path) -> None:
-    assert run(db, "ask", "trip", "one", "-s", "window:k=2").exit_code == 0
-    once = run(db, "ask", "trip", "two", "-s", "buffer", "--system", "Be terse.", "--json")
+    assert run_logged(db, "ask", "trip", "one", "-s", "window:k=2").exit_code == 0
+    once = run_logged(db, "ask", "trip", "two", "-s", "buffer", "--system", "Be terse.", "--json")
     assert once.exit_code == 0, once.stderr
     assert json.loads(once.stdout)["strategy"]["name"] == "buffer"
     assert sent(db)[0] == ("system", "Be terse.")
@@ -99,9 +100,9 @@ def test_a_strategy_or_system_for_one_ask_holds_for_that_call_only(db: Path) -> 
         assert (session.strategy, session.params, session.system) == (
             "window", {"k": 2}, "You are a helpful assistant.")
         assert [t.strategy for t in store.turns(session.id)] == ["window", "buffer"]
-    kept = run(db, "ask", "trip", "three", "-s", "buffer", "--system", "Be terse.", "--save")
+    kept = run_logged(db, "ask", "trip", "three", "-s", "buffer", "--system", "Be terse.", "--save")
     assert kept.exit_code == 0, kept.stderr
-    assert run(db, "ask", "trip", "four").exit_code == 0
+    assert run_logged(db, "ask", "trip", "four").exit_code == 0
     assert sent(db)[0] == ("system", "Be terse.")
     with Store(db) as store:
         session = store.session("trip")
@@ -110,7 +111,7 @@ def test_a_strategy_or_system_for_one_ask_holds_for_that_call_only(db: Path) -> 
 
 @pytest.mark.parametrize("session", [[], ["trip"]])
 def test_ask_json_holds_the_reply_tokens_and_session(db: Path, session: list[str]) -> None:
-    result = run(db, "ask", *session, "hello 你好", "--json", "--system", "Be brief.")
+    result = run_logged(db, "ask", *session, "hello 你好", "--json", "--system", "Be brief.")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)  # stdout holds the JSON and nothing else
     jsonschema.validators.validator_for(SCHEMA)(SCHEMA).validate(data)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from cli_runner import invoke
 from conftest import needs_sqlcipher
+from typer.testing import Result
 from waiting import HANG, Watched
 
 from chatmem.store import Store, cipher
@@ -27,9 +28,9 @@ TALK = ("Hello, my name is Mirela Quastbeck.\nMy order is QX-48213, a velvet arm
 PHRASES = ["Quastbeck", "QX-48213", "velvet armchair", "琉璃客栈", "Wrenfield"]
 
 
-def run(*args: str, input: str = "", key: str | None = None, **env: str):
-    environment = {"CHATMEM_KEY": key, **env}
-    return invoke(*args, input=input, env=environment)
+def keyed(*args: str, input: str = "", key: str | None = None, **env: str) -> Result:
+    """`chatmem ARGS` with CHATMEM_KEY set to `key` (unset when None) and `env` set."""
+    return invoke(*args, input=input, env={"CHATMEM_KEY": key, **env})
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -69,9 +70,9 @@ def session_of_commands(db: Path, folder: Path, key: str | None) -> list[tuple[s
     ]
     out = []
     for args, stdin in commands:
-        result = run(*args, "--db", str(db), *(["--provider", "scripted"]
-                                              if args[0] in ("chat", "ask", "replay", "eval")
-                                              else []), input=stdin, key=key)
+        result = keyed(*args, "--db", str(db), *(["--provider", "scripted"]
+                                                if args[0] in ("chat", "ask", "replay", "eval")
+                                                else []), input=stdin, key=key)
         text = _STAMP.sub("T", result.stdout.replace(str(folder), "DIR"))
         out.append((" ".join(args[:2]), result.exit_code, text))
     return out
@@ -111,8 +112,8 @@ KEYED_COMMANDS = [
 @pytest.fixture(scope="module")
 def encrypted_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("enc") / "h.db"
-    result = run("chat", "trip", "--db", str(db), "--provider", "scripted", "-s", "entity",
-                 input=TALK, key=KEY)
+    result = keyed("chat", "trip", "--db", str(db), "--provider", "scripted", "-s", "entity",
+                   input=TALK, key=KEY)
     assert result.exit_code == 0, result.stderr
     return db
 
@@ -124,7 +125,7 @@ def test_without_the_key_every_command_is_one_line_exit_3_and_changes_nothing(
 ) -> None:
     before = files(encrypted_db.parent)
     args = [a.replace("{dir}", str(encrypted_db.parent)) for a in command]
-    result = run(*args, "--db", str(encrypted_db), input="hello\n", key=key)
+    result = keyed(*args, "--db", str(encrypted_db), input="hello\n", key=key)
     assert result.exit_code == 3, result.output
     why = ("is encrypted: set CHATMEM_KEY, or key_command in the config" if key is None
            else ": wrong key: SQLCipher cannot decrypt it with the key given")
@@ -138,41 +139,41 @@ def test_without_the_key_every_command_is_one_line_exit_3_and_changes_nothing(
 
 def test_encrypt_rekey_and_decrypt_a_history_file(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    assert run("chat", "s", "--db", str(db), "--provider", "scripted", input=TALK).exit_code == 0
-    listed = run("sessions", "show", "s", "--db", str(db), "--json").stdout
+    assert keyed("chat", "s", "--db", str(db), "--provider", "scripted", input=TALK).exit_code == 0
+    listed = keyed("sessions", "show", "s", "--db", str(db), "--json").stdout
 
-    no_key = run("encrypt", "--db", str(db))
+    no_key = keyed("encrypt", "--db", str(db))
     assert (no_key.exit_code, no_key.stderr) == (2, (
         "error: no key to encrypt with: set CHATMEM_KEY or key_command, or run this in a "
         "terminal to type one\n"))
-    assert run("sessions", "list", "--db", str(db), key=KEY).stderr == (
+    assert keyed("sessions", "list", "--db", str(db), key=KEY).stderr == (
         f"error: {db} is not encrypted, but a key is set: `chatmem encrypt` encrypts it with "
         "that key (or unset CHATMEM_KEY and key_command)\n")
 
-    done = run("encrypt", "--db", str(db), key=KEY)
+    done = keyed("encrypt", "--db", str(db), key=KEY)
     assert done.exit_code == 0, done.stderr
     assert re.fullmatch(rf"encrypted {re.escape(str(db))} \(\d+ KiB\); keep the key safe: "
                         r"without it the history cannot be read\n", done.stderr)
     assert not any(p.encode() in db.read_bytes() for p in PHRASES)
-    assert run("sessions", "show", "s", "--db", str(db), "--json", key=KEY).stdout == listed
-    again = run("encrypt", "--db", str(db), key=KEY)
+    assert keyed("sessions", "show", "s", "--db", str(db), "--json", key=KEY).stdout == listed
+    again = keyed("encrypt", "--db", str(db), key=KEY)
     assert (again.exit_code, again.stderr) == (
         2, f"error: {db} is already encrypted; `chatmem rekey` changes its key\n")
 
-    same = run("rekey", "--db", str(db), key=KEY, CHATMEM_NEW_KEY=KEY)
+    same = keyed("rekey", "--db", str(db), key=KEY, CHATMEM_NEW_KEY=KEY)
     assert (same.exit_code, same.stderr) == (
         2, "error: the new key is the current key; nothing was changed\n")
-    rekeyed = run("rekey", "--db", str(db), key=KEY, CHATMEM_NEW_KEY=NEW_KEY)
+    rekeyed = keyed("rekey", "--db", str(db), key=KEY, CHATMEM_NEW_KEY=NEW_KEY)
     assert rekeyed.exit_code == 0, rekeyed.stderr
-    assert run("sessions", "list", "--db", str(db), key=KEY).exit_code == 3
-    assert run("sessions", "show", "s", "--db", str(db), "--json",
-               key=NEW_KEY).stdout == listed
+    assert keyed("sessions", "list", "--db", str(db), key=KEY).exit_code == 3
+    assert keyed("sessions", "show", "s", "--db", str(db), "--json",
+                 key=NEW_KEY).stdout == listed
 
-    decrypted = run("decrypt", "--db", str(db), key=NEW_KEY)
+    decrypted = keyed("decrypt", "--db", str(db), key=NEW_KEY)
     assert decrypted.stderr == (f"decrypted {db}: it is a plain SQLite file now; unset "
                                 "CHATMEM_KEY and key_command\n")
-    assert run("sessions", "show", "s", "--db", str(db), "--json").stdout == listed
-    plain = run("decrypt", "--db", str(db))
+    assert keyed("sessions", "show", "s", "--db", str(db), "--json").stdout == listed
+    plain = keyed("decrypt", "--db", str(db))
     assert (plain.exit_code, plain.stderr) == (2, f"error: {db} is not encrypted\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]
 
@@ -180,21 +181,21 @@ def test_encrypt_rekey_and_decrypt_a_history_file(tmp_path: Path) -> None:
 def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -> None:
     config, db = tmp_path / "config.toml", tmp_path / "h.db"
     config.write_text("key_command = \"printf '%s' 'pass phrase from a manager'\"\n")
-    chatted = run("chat", "s", "--db", str(db), "--config", str(config), "--provider",
-                  "scripted", input="hello\n")
+    chatted = keyed("chat", "s", "--db", str(db), "--config", str(config), "--provider",
+                    "scripted", input="hello\n")
     assert chatted.exit_code == 0, chatted.stderr
     assert cipher.file_kind(db) == "encrypted"
     with Store(db, key="pass phrase from a manager") as store:
         assert store.find_session("s") is not None
-    shown = run("config", "show", "--config", str(config), "--json")
+    shown = keyed("config", "show", "--config", str(config), "--json")
     assert json.loads(shown.stdout)["history_key"] == "from key_command"
     config.write_text("key_command = \"echo nope >&2; exit 7\"\n")
-    failed = run("sessions", "list", "--db", str(db), "--config", str(config))
+    failed = keyed("sessions", "list", "--db", str(db), "--config", str(config))
     assert (failed.exit_code, failed.stderr) == (
         3, "error: key_command failed (exit 7); no key, nothing opened (its output is never"
            " shown: run the command in a terminal to see why)\n")
     config.write_text("key_command = \"true\"\n")
-    empty = run("sessions", "list", "--db", str(db), "--config", str(config))
+    empty = keyed("sessions", "list", "--db", str(db), "--config", str(config))
     assert (empty.exit_code, empty.stderr) == (
         3, "error: key_command printed no key; nothing opened\n")
 
@@ -231,7 +232,7 @@ def test_a_key_command_that_gives_no_key_is_one_line_with_exit_3(
     for args in (["sessions", "list", "--db", str(db)],
                  ["chat", "s", "--db", str(db), "--provider", "scripted"],
                  ["chat", "s", "--db", str(new), "--provider", "scripted"]):
-        result = run(*args, "--config", str(config), input="hello\n")
+        result = keyed(*args, "--config", str(config), input="hello\n")
         assert result.exit_code == 3, result.output
         assert re.fullmatch(f"error: {message}\n", result.stderr), result.stderr
         assert result.stdout == "" and SECRET not in result.output
@@ -243,7 +244,7 @@ def test_rekey_needs_a_new_key(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     Store(db, key=KEY).close()
     before = db.read_bytes()
-    result = run("rekey", "--db", str(db), key=KEY)
+    result = keyed("rekey", "--db", str(db), key=KEY)
     assert (result.exit_code, result.stderr) == (
         2, "error: no key to encrypt with: set $CHATMEM_NEW_KEY, or run this in a terminal to "
            "type one\n")
@@ -255,11 +256,11 @@ def test_an_empty_key_is_no_key_and_says_so_in_one_line(tmp_path: Path) -> None:
     Store(plain).close()
     Store(encrypted, key=KEY).close()
     before = files(tmp_path)
-    refused = run("encrypt", "--db", str(plain), key="")
+    refused = keyed("encrypt", "--db", str(plain), key="")
     assert (refused.exit_code, refused.stderr) == (2, (
         "error: no key to encrypt with: set CHATMEM_KEY or key_command, or run this in a "
         "terminal to type one\n"))
-    locked = run("sessions", "list", "--db", str(encrypted), key="")
+    locked = keyed("sessions", "list", "--db", str(encrypted), key="")
     assert (locked.exit_code, locked.stderr) == (
         3, f"error: {encrypted} is encrypted: set CHATMEM_KEY, or key_command in the config\n")
     assert refused.stdout == locked.stdout == ""
@@ -282,7 +283,7 @@ def test_a_file_open_in_another_process_is_not_converted_and_says_so(tmp_path: P
         replies.wait_for(lambda text: "echo #1: 你好 hello" in text, "the first reply")
         # The file's bytes are the chat's to change meanwhile; no converted copy may appear.
         before = sorted(p.name for p in tmp_path.iterdir())
-        result = run("encrypt", "--db", str(db), key=KEY)
+        result = keyed("encrypt", "--db", str(db), key=KEY)
         assert (result.exit_code, result.stderr) == (2, (
             f"error: {db} is open in another chatmem process; close it and try again "
             "(nothing was changed)\n"))

@@ -13,13 +13,6 @@ from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
 
-def chat(db: Path, session: str, lines: list[str], *, user: str = "default",
-         strategy: str = "entity", user_facts: bool = False) -> tuple[str, str]:
-    """Drive the REPL over a real store; returns (stdout, stderr)."""
-    with Store(db) as store:
-        return repl(store, session, lines, user=user, strategy=strategy, user_facts=user_facts)
-
-
 def errors(err: str) -> list[str]:
     """The error lines of the REPL's stderr (the banner and status lines go there too)."""
     return [line for line in err.splitlines() if line.startswith("error")]
@@ -34,9 +27,9 @@ def facts_json(db: Path, *args: str) -> list[dict]:
 def test_list_filters_by_user_and_session(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     # Both opted in to a profile: their names follow them; the rest stays in the session.
-    chat(db, "trip", ["My name is Alice.", "My order id is ORD-7731."], user="alice",
+    repl(db, "trip", ["My name is Alice.", "My order id is ORD-7731."], user="alice",
          user_facts=True)
-    chat(db, "work", ["My name is Bob.", "My desk is 4B."], user="bob", user_facts=True)
+    repl(db, "work", ["My name is Bob.", "My desk is 4B."], user="bob", user_facts=True)
     everything = facts_json(db)
     assert [(f["key"], f["value"], f["scope"], f["owner"], f["source"]) for f in everything] == [
         ("name", "Alice", "user", "user alice", "turn 1 of session trip"),
@@ -53,7 +46,7 @@ def test_list_filters_by_user_and_session(tmp_path: Path) -> None:
 
 def test_list_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    chat(db, "a", ["hello"])
+    repl(db, "a", ["hello"])
     result = invoke("facts", "list", "--db", str(db), "--session", "nope")
     assert result.exit_code == 1
     assert result.stderr == (f"error: no session named 'nope' in {db}"
@@ -62,8 +55,8 @@ def test_list_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
 
 def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    chat(db, "a", ["My name is Alice."], user="alice", user_facts=True)
-    chat(db, "b", ["My name is Bob."], user="bob", user_facts=True)
+    repl(db, "a", ["My name is Alice."], user="alice", user_facts=True)
+    repl(db, "b", ["My name is Bob."], user="bob", user_facts=True)
     ambiguous = invoke("facts", "forget", "name", "--db", str(db))
     assert ambiguous.exit_code == 2
     assert ambiguous.stderr == (
@@ -80,7 +73,7 @@ def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:
 
 def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    out, err = chat(db, "a", [
+    out, err = repl(db, "a", [
         "/remember --user budget: 5000 EUR",
         "/remember 预算：五千元",
         "/remember I am allergic to peanuts",
@@ -96,7 +89,7 @@ def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:
     table = err[err.index("┏"):]
     for cell in ("budget", "5000 EUR", "预算", "五千元", "/remember", "session a", "user default"):
         assert cell in table
-    out, err = chat(db, "a", ["/forget budget", "/forget 2", "/forget nope", "/forget"])
+    out, err = repl(db, "a", ["/forget budget", "/forget 2", "/forget nope", "/forget"])
     assert [f["id"] for f in facts_json(db)] == [3, 4]
     assert errors(err) == [
         "error: no fact 'nope' in this session; /facts lists them",
@@ -112,18 +105,18 @@ def test_forget_in_the_repl_refuses_a_key_that_names_two_facts(tmp_path: Path) -
     # One rule with `facts forget` (memory/forgetting.py): the candidates are listed and
     # nothing is forgotten until an id picks one.
     db = tmp_path / "x.db"
-    chat(db, "b", ["/remember 预算: 300 EUR"], user="ana", user_facts=True)
-    chat(db, "a", ["/remember --user 预算: 5000 EUR"], user="ana", user_facts=True)
-    _, err = chat(db, "b", ["/forget 预算"], user="ana", user_facts=True)
+    repl(db, "b", ["/remember 预算: 300 EUR"], user="ana", user_facts=True)
+    repl(db, "a", ["/remember --user 预算: 5000 EUR"], user="ana", user_facts=True)
+    _, err = repl(db, "b", ["/forget 预算"], user="ana", user_facts=True)
     assert errors(err) == ["error: key '预算' names 2 facts (ids 1, 2); give an id (see /facts)"]
     assert sorted(f["value"] for f in facts_json(db)) == ["300 EUR", "5000 EUR"]
-    _, err = chat(db, "b", ["/forget 1"], user="ana", user_facts=True)
+    _, err = repl(db, "b", ["/forget 1"], user="ana", user_facts=True)
     assert errors(err) == []
     assert [f["value"] for f in facts_json(db)] == ["5000 EUR"]
 
 
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
-    _, err = chat(tmp_path / "x.db", "a", ["/remember --user"])
+    _, err = repl(tmp_path / "x.db", "a", ["/remember --user"])
     assert errors(err) == [
         "error: /remember: missing TEXT; usage: /remember [--user] [--for DURATION] TEXT, "
         "e.g. /remember budget: 5000 EUR"]
@@ -132,7 +125,7 @@ def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
 def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     secret = "zebra-4242-秘密"
-    _, err = chat(db, "a", [f"/remember locker code: {secret}", "hello", "what is new?",
+    _, err = repl(db, "a", [f"/remember locker code: {secret}", "hello", "what is new?",
                             "/forget locker code", "and now?"])
     assert errors(err) == []
     with Store(db) as store:
@@ -156,14 +149,14 @@ def _file_bytes(db: Path) -> bytes:
 
 def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    out, err = chat(db, "a", ["/remember budget: 5000 EUR", "/facts"], strategy="summary-buffer")
+    out, err = repl(db, "a", ["/remember budget: 5000 EUR", "/facts"], strategy="summary-buffer")
     assert errors(err) == []
     note = ("note: strategy summary-buffer does not send remembered facts"
             " — try /strategy summary-buffer+entity")
     assert f"remembered fact 1: budget = 5000 EUR (session); {note}" in err
     assert err.rstrip().endswith(note)  # /facts repeats it under the table
     # The suggestion works: switched, the next context holds the fact.
-    out, err = chat(db, "a", ["/strategy summary-buffer+entity", "/remember city: Lisbon"],
+    out, err = repl(db, "a", ["/strategy summary-buffer+entity", "/remember city: Lisbon"],
                     strategy="summary-buffer")
     assert errors(err) == [] and "note:" not in err and out == ""
     with Store(db) as store:
@@ -173,7 +166,7 @@ def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) 
 
 
 def test_a_fact_sending_strategy_gets_no_note(tmp_path: Path) -> None:
-    _, err = chat(tmp_path / "x.db", "a", ["/remember budget: 5000 EUR", "/facts"],
+    _, err = repl(tmp_path / "x.db", "a", ["/remember budget: 5000 EUR", "/facts"],
                   strategy="window+entity")
     assert errors(err) == [] and "note:" not in err
     assert [(f["key"], f["value"], f["scope"]) for f in facts_json(tmp_path / "x.db")] == [
@@ -187,7 +180,7 @@ def pinning_chat(db: Path, session: str, monkeypatch) -> tuple[str, str]:
 
     monkeypatch.setitem(RULES, "summary", lambda m: extractive_summary(m)
                         .replace("五千元", "一笔预算").replace("ORD-7731", "the order"))
-    return chat(db, session, ["我们的预算是五千元。", "My order is ORD-7731.", "/facts"],
+    return repl(db, session, ["我们的预算是五千元。", "My order is ORD-7731.", "/facts"],
                 strategy="summary")
 
 
@@ -211,7 +204,7 @@ def test_pinned_details_are_listed_with_their_summary_version(tmp_path, monkeypa
 def test_forget_unpins_by_text_in_the_repl_and_it_stays_unpinned(tmp_path, monkeypatch) -> None:
     db = tmp_path / "x.db"
     pinning_chat(db, "a", monkeypatch)
-    out, err = chat(db, "a", ["/forget 五千元", "预算还是五千元。", "/facts"], strategy="summary")
+    out, err = repl(db, "a", ["/forget 五千元", "预算还是五千元。", "/facts"], strategy="summary")
     assert errors(err) == []
     assert out == "echo #1: 预算还是五千元。\n"
     assert [r["value"] for r in facts_json(db)] == ["ORD-7731"]

@@ -8,18 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke, run
 from file_hash import checkpointed_hash
 from rich.console import Console
 
 from chatmem.config.options import Cost
 from chatmem.render.logs import logs_table
 from chatmem.store import Store
-
-
-def run(db: Path, *args: str, config: Path | None = None) -> Any:
-    extra = ["--config", str(config)] if config else []
-    return invoke(*args, "--db", str(db), *extra)
 
 
 def ask(db: Path, session: str, text: str) -> None:
@@ -39,7 +34,7 @@ def db(tmp_path: Path) -> Path:
 
 
 def logs_json(db: Path, *args: str, config: Path | None = None) -> list[dict[str, Any]]:
-    result = run(db, "logs", "--json", *args, config=config)
+    result = run(db, "logs", "--json", *args, *(["--config", str(config)] if config else []))
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -95,7 +90,7 @@ def test_the_cost_of_a_priced_model_is_listed(db: Path, tmp_path: Path) -> None:
     prompt, reply = entry["tokens"]["prompt"], entry["tokens"]["reply"]
     assert entry["cost"] == {"amount": pytest.approx((prompt * 2 + reply * 4) / 1e6),
                              "currency": "$"}
-    table = run(db, "logs", "-n", "1", config=config)
+    table = run(db, "logs", "-n", "1", "--config", str(config))
     assert table.exit_code == 0 and "cost" in table.stdout and "$0.0" in table.stdout
 
 
@@ -175,8 +170,7 @@ def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
 
 
 def test_logs_marks_a_turn_that_retry_replaced(db: Path) -> None:
-    result = invoke("chat", "trip", "--db", str(db), "--provider", "scripted",
-                    input="/retry\n", width=200)
+    result = chat(db, "trip", "/retry\n")
     assert result.exit_code == 0, result.stderr
     trip = {e["turn"]: e["superseded_by"] for e in logs_json(db, "--session", "trip")}
     assert trip == {3: None, 2: 3, 1: None}
@@ -223,7 +217,7 @@ def test_logs_r_json_is_the_newest_replied_turn_with_its_reply(db: Path) -> None
 
 def test_logs_full_shows_each_question_and_reply_whole(db: Path) -> None:
     ask(db, "trip", "路线：" + "杭州 " * 40 + "终点")
-    result = invoke("logs", "--full", "--session", "trip", "--db", str(db), width=60)
+    result = run(db, "logs", "--full", "--session", "trip", width=60)
     assert result.exit_code == 0, result.stderr
     text = result.stdout
     assert text.index("trip #3") < text.index("trip #2") < text.index("trip #1")

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 from dialect import allow_change, every_row, refuse_change
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,17 +33,6 @@ def raw_bytes(db: Path) -> bytes:
     return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
-def run(*args: str, input: str | None = None) -> tuple[int, str, str]:
-    result = invoke(*args, input=input)
-    return result.exit_code, result.stdout, result.stderr
-
-
-def chat(db: Path, session: str, text: str, *extra: str) -> None:
-    code, _, err = run("chat", session, "--db", str(db), "--provider", "scripted", *extra,
-                       input=text)
-    assert code == 0, err
-
-
 def contents(db: Path, session: str) -> list[str]:
     with Store(db) as store:
         return [m.content for m in store.messages(store.session(session).id)]
@@ -52,9 +41,9 @@ def contents(db: Path, session: str) -> list[str]:
 def test_a_purge_keeps_words_that_only_contain_the_value(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     chat(db, "s1", "I like adaptive cruise control and Canada.\n/remember name: Ada\n"
-                   "Ada is my name, ADA's too.\n")
-    code, _, err = run("facts", "forget", "s1", "name", "--purge", "--db", str(db))
-    assert code == 0, err
+                   "Ada is my name, ADA's too.\n", code=0)
+    done = invoke("facts", "forget", "s1", "name", "--purge", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
     said = contents(db, "s1")
     assert said[0] == "I like adaptive cruise control and Canada."
     assert said[1] == "echo #1: I like adaptive cruise control and Canada."
@@ -69,12 +58,12 @@ def two_sessions(tmp_path: Path) -> tuple[Path, list[str]]:
     config = tmp_path / "config.toml"
     config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
     args = ["--config", str(config)]
-    chat(db, "s1", "my name is Quixotella\nI live in 杭州西湖\n", "-s", "entity", *args)
+    chat(db, "s1", "my name is Quixotella\nI live in 杭州西湖\n", "-s", "entity", *args, code=0)
     chat(db, "s2", "hi there Quixotella, meet quixotella\n我们去西湖了，西湖区很美\n"
                    "the adaptive data of Canada\nmore words here\nand more\n",
-         "-s", "summary-buffer:max_tokens=80", *args)
-    code, _, err = run("index", "--db", str(db), *args)
-    assert code == 0, err
+         "-s", "summary-buffer:max_tokens=80", *args, code=0)
+    done = invoke("index", "--db", str(db), *args)
+    assert done.exit_code == 0, done.stderr
     assert b"Quixotella" in raw_bytes(db)
     return db, args
 
@@ -87,8 +76,8 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
         assert store.count_without_vectors(model) == 0
         summaries_before = store.db.execute("SELECT count(*) FROM summaries").fetchone()[0]
     assert summaries_before > 0
-    code, _, err = run("facts", "forget", "s1", "name", "--purge", "--db", str(db), *args)
-    assert code == 0, err
+    done = invoke("facts", "forget", "s1", "name", "--purge", "--db", str(db), *args)
+    assert done.exit_code == 0, done.stderr
     data = raw_bytes(db)
     assert re.search(rb"(?i)quixotella", data) is None
     assert contents(db, "s2")[:2] == [f"hi there {MARKER}, meet {MARKER}",
@@ -99,19 +88,19 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
         # The changed sessions' vectors are gone; `chatmem index` makes them again.
         # Both sessions changed: all 4 + 10 messages (a context vector encodes neighbours).
         assert store.count_without_vectors(model) == 14
-    code, _, err = run("index", "--db", str(db), *args)
-    assert code == 0, err
+    done = invoke("index", "--db", str(db), *args)
+    assert done.exit_code == 0, done.stderr
     with Store(db) as store:
         assert store.count_without_vectors(model) == 0
 
 
 def test_a_purge_says_what_it_changed_in_words(two_sessions: tuple[Path, list[str]]) -> None:
     db, args = two_sessions
-    code, _, err = run("facts", "forget", "s1", "name", "--purge", "--db", str(db), *args)
-    assert code == 0, err
-    assert "messages" in err and "(2 sessions)" in err
+    done = invoke("facts", "forget", "s1", "name", "--purge", "--db", str(db), *args)
+    assert done.exit_code == 0, done.stderr
+    assert "messages" in done.stderr and "(2 sessions)" in done.stderr
     for internal in ("turns.input", "summaries.anchors", "turns.context", "strategy_state"):
-        assert internal not in err
+        assert internal not in done.stderr
 
 
 def test_a_chinese_value_is_erased_as_the_exact_string_everywhere(
@@ -123,8 +112,8 @@ def test_a_chinese_value_is_erased_as_the_exact_string_everywhere(
         assert fact.value == "杭州西湖"
         store.upsert_fact("place", "西湖", scope="session",
                           session_id=store.session("s1").id)
-    code, _, err = run("facts", "forget", "s1", "place", "--purge", "--db", str(db), *args)
-    assert code == 0, err
+    done = invoke("facts", "forget", "s1", "place", "--purge", "--db", str(db), *args)
+    assert done.exit_code == 0, done.stderr
     assert "西湖".encode() not in raw_bytes(db)
     assert f"我们去{MARKER}了，{MARKER}区很美" in contents(db, "s2")
     assert f"I live in 杭州{MARKER}" in contents(db, "s1")
@@ -136,20 +125,20 @@ def test_dry_run_marks_each_mention_and_changes_nothing(
     with Store(db) as store:
         before = {name: contents(db, name) for name in ("s1", "s2")}
         facts = len(store.facts())
-    code, out, err = run("facts", "forget", "s1", "name", "--purge", "--dry-run", "--db",
-                         str(db), *args)
-    assert code == 0, err
-    assert out.splitlines() == [
+    done = invoke("facts", "forget", "s1", "name", "--purge", "--dry-run", "--db",
+                  str(db), *args)
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.splitlines() == [
         "session s1, turn 1, user: my name is [[Quixotella]]",
         "session s1, turn 1, assistant: echo #1: my name is [[Quixotella]]",
         "session s2, turn 1, user: hi there [[Quixotella]], meet [[quixotella]]",
         "session s2, turn 1, assistant: echo #1: hi there [[Quixotella]], meet [[quixotella]]",
     ]
-    assert "6 mentions in 4 messages of 2 sessions; nothing was changed" in err
-    code, out, err = run("facts", "forget", "s1", "name", "--purge", "--dry-run", "--json",
-                         "--db", str(db), *args)
-    assert code == 0, err
-    listed = json.loads(out)
+    assert "6 mentions in 4 messages of 2 sessions; nothing was changed" in done.stderr
+    done = invoke("facts", "forget", "s1", "name", "--purge", "--dry-run", "--json",
+                  "--db", str(db), *args)
+    assert done.exit_code == 0, done.stderr
+    listed = json.loads(done.stdout)
     assert [(m["session"], m["turn"], m["role"], m["mentions"]) for m in listed] == [
         ("s1", 1, "user", [[11, 21]]), ("s1", 1, "assistant", [[20, 30]]),
         ("s2", 1, "user", [[9, 19], [26, 36]]), ("s2", 1, "assistant", [[18, 28], [35, 45]])]
@@ -160,9 +149,9 @@ def test_dry_run_marks_each_mention_and_changes_nothing(
 
 def test_dry_run_without_purge_is_a_usage_error(two_sessions: tuple[Path, list[str]]) -> None:
     db, args = two_sessions
-    code, _, err = run("facts", "forget", "s1", "name", "--dry-run", "--db", str(db), *args)
-    assert code == 2
-    assert "--dry-run goes with --purge" in err
+    done = invoke("facts", "forget", "s1", "name", "--dry-run", "--db", str(db), *args)
+    assert done.exit_code == 2
+    assert "--dry-run goes with --purge" in done.stderr
     with Store(db) as store:
         assert [f.key for f in store.facts(session_id=store.session("s1").id)] == \
             ["name", "city"]
@@ -245,9 +234,9 @@ def test_a_stored_purge_changes_nothing_outside_a_mention_and_leaves_no_byte(
                 role = "user" if i % 2 == 0 else "assistant"
                 store.import_messages(sessions[i % 2], [{"role": role, "content": text}])
             fact = store.upsert_fact("name", value, scope="user", user="me")
-        code, _, err = run("facts", "forget", str(fact.id), "--purge", "--db", str(db),
-                           "--yes")
-        assert code == 0, err
+        done = invoke("facts", "forget", str(fact.id), "--purge", "--db", str(db),
+                      "--yes")
+        assert done.exit_code == 0, done.stderr
         with Store(db) as store:
             stored = [m.content for sid in sessions for m in store.messages(sid)]
         want = [e for i in (0, 1) for j, e in enumerate(expected) if j % 2 == i]
@@ -271,10 +260,10 @@ def test_the_store_counts_each_changed_row_once_by_place(tmp_path: Path) -> None
 
 
 def dry_run_spans(db: Path, key: str) -> dict[tuple[str, int], list[list[int]]]:
-    code, out, err = run("facts", "forget", key, "--purge", "--dry-run", "--json", "--db",
-                         str(db))
-    assert code == 0, err
-    return {(m["session"], m["position"]): m["mentions"] for m in json.loads(out)}
+    done = invoke("facts", "forget", key, "--purge", "--dry-run", "--json", "--db",
+                  str(db))
+    assert done.exit_code == 0, done.stderr
+    return {(m["session"], m["position"]): m["mentions"] for m in json.loads(done.stdout)}
 
 
 def all_messages(db: Path) -> dict[tuple[str, int], str]:
@@ -300,13 +289,13 @@ def test_a_value_with_cased_letters_beyond_ascii_is_purged_where_the_dry_run_sai
         tmp_path: Path, value: str, said: str, erased: str) -> None:
     # Issue 28, finding 5: a TypeError after the fact row was gone, every mention left.
     db = tmp_path / "h.db"
-    chat(db, "s1", f"/remember --user k: {value}\n{said}\n")
-    chat(db, "s2", f"again {value.upper()}\n")
+    chat(db, "s1", f"/remember --user k: {value}\n{said}\n", code=0)
+    chat(db, "s2", f"again {value.upper()}\n", code=0)
     before = all_messages(db)
     spans = dry_run_spans(db, "k")
     assert len(spans) == 4  # both sessions, the user's words and the echo
-    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
-    assert code == 0, err
+    done = invoke("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
     after = all_messages(db)
     for where, text in before.items():
         marked = [Span(a, b) for a, b in spans.get(where, [])]
@@ -314,27 +303,27 @@ def test_a_value_with_cased_letters_beyond_ascii_is_purged_where_the_dry_run_sai
     assert erased in after.values()
     assert sum(text.count(MARKER) for text in after.values()) == \
         sum(len(s) for s in spans.values())
-    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
-    assert code == 1 and "no fact 'k'" in err
+    done = invoke("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert done.exit_code == 1 and "no fact 'k'" in done.stderr
 
 
 def test_a_purge_the_database_refuses_part_way_changes_nothing_and_says_why(
         tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    chat(db, "s1", "/remember --user k: Дима\nДима said hi\nи ДИМА ещё раз\n")
+    chat(db, "s1", "/remember --user k: Дима\nДима said hi\nи ДИМА ещё раз\n", code=0)
     with Store(db) as store:
         last = max(m.id for m in store.messages(store.session("s1").id))
         refuse_change(store, "messages", last, "disk says no", persistent=True)
         before = every_row(store)
-    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
-    assert code != 0
-    assert len(err.strip().splitlines()) == 1
-    assert "disk says no" in err and "nothing was changed" in err
+    done = invoke("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert done.exit_code != 0
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "disk says no" in done.stderr and "nothing was changed" in done.stderr
     with Store(db) as store:
         assert every_row(store) == before
         allow_change(store, "messages")
-    code, _, err = run("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
-    assert code == 0, err
+    done = invoke("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
     assert not any("Дима" in t or "ДИМА" in t for t in all_messages(db).values())
 
 
@@ -342,12 +331,12 @@ def test_a_purge_the_database_refuses_part_way_changes_nothing_and_says_why(
 def test_forgetting_without_purge_takes_a_non_ascii_value_out_of_every_context(
         tmp_path: Path, how: str) -> None:
     db = tmp_path / "h.db"
-    chat(db, "s1", "/remember --user k: İstanbul\n")
+    chat(db, "s1", "/remember --user k: İstanbul\n", code=0)
     if how == "cli":
-        code, _, err = run("facts", "forget", "k", "--db", str(db))
-        assert code == 0, err
+        done = invoke("facts", "forget", "k", "--db", str(db))
+        assert done.exit_code == 0, done.stderr
     else:
-        chat(db, "s1", "/forget k\n")
+        chat(db, "s1", "/forget k\n", code=0)
     with Store(db) as store:
         [fact] = store.facts(include_deleted=True)
         assert fact.value == "İstanbul" and fact.deleted_at is not None
@@ -356,20 +345,20 @@ def test_forgetting_without_purge_takes_a_non_ascii_value_out_of_every_context(
 
 def test_forget_me_the_database_refuses_part_way_changes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    chat(db, "s1", "Straße 5\n")
-    chat(db, "s2", "more of Straße\n")
+    chat(db, "s1", "Straße 5\n", code=0)
+    chat(db, "s2", "more of Straße\n", code=0)
     with Store(db) as store:
         # Sessions go first, then the profile's facts: refusing one fails the erasure after
         # the sessions are gone (a fact stated in a session would go with it).
         fact = store.upsert_fact("k", "Straße", scope="user", user="default")
         refuse_change(store, "facts", fact.id, "disk says no", persistent=True)
         before = every_row(store)
-    code, _, err = run("forget-me", "--yes", "--db", str(db))
-    assert code != 0
-    assert "disk says no" in err and len(err.strip().splitlines()) == 1
+    done = invoke("forget-me", "--yes", "--db", str(db))
+    assert done.exit_code != 0
+    assert "disk says no" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     with Store(db) as store:
         assert every_row(store) == before
         allow_change(store, "facts")
-    code, _, err = run("forget-me", "--yes", "--db", str(db))
-    assert code == 0, err
+    done = invoke("forget-me", "--yes", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
     assert b"Stra\xc3\x9fe" not in raw_bytes(db)

@@ -15,28 +15,23 @@ from pathlib import Path
 
 import pytest
 from checks import assert_file_consistent
-from cli_runner import invoke
+from cli_runner import chat
 
 import chatmem.store.sqlite_backend as connection
-
-
-def chat(db: Path, text: str, provider: str = "scripted"):
-    return invoke("chat", "s", "--db", str(db), "--provider", provider,
-                  "-s", "summary", input=text)
 
 
 def test_a_read_only_file_fails_before_the_model_is_called(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "h.db"
-    assert chat(db, "first turn\n").exit_code == 0
+    assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
     before = db.read_bytes()
     log = tmp_path / "requests.jsonl"
     monkeypatch.setattr(connection, "connect",
                         lambda path, key=None: sqlite3.connect(f"file:{path}?mode=ro", uri=True,
                                                                timeout=5))
     monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
-    result = chat(db, "second turn\n")
+    result = chat(db, "s", "second turn\n", "-s", "summary")
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].endswith(
@@ -52,7 +47,7 @@ def test_a_full_disk_stores_no_partial_turn_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "h.db"
-    assert chat(db, "first turn\n").exit_code == 0
+    assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
     opened = connection.connect
 
     def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
@@ -63,13 +58,13 @@ def test_a_full_disk_stores_no_partial_turn_and_says_so(
 
     monkeypatch.setattr(connection, "connect", at_its_limit)
     big = "a long line that needs new pages " * 400
-    result = chat(db, big + "\n")
+    result = chat(db, "s", big + "\n", "-s", "summary")
     assert result.exit_code != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "the disk is full or failing; nothing was stored" in errors[0]
     monkeypatch.undo()
     assert_file_consistent(db)  # turn 1 whole, nothing of the failed turn
-    assert chat(db, "after the disk was freed\n").exit_code == 0
+    assert chat(db, "s", "after the disk was freed\n", "-s", "summary").exit_code == 0
     assert_file_consistent(db)
 
 
@@ -90,9 +85,9 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
 def test_a_real_full_filesystem_is_one_line_and_the_file_stays_usable(tiny_tmpfs: Path) -> None:
     db = tiny_tmpfs / "h.db"
     line = "夏天我们去杭州 and we keep talking about it at length " * 30
-    codes = [chat(db, line + "\n").exit_code for _ in range(60)]
+    codes = [chat(db, "s", line + "\n", "-s", "summary").exit_code for _ in range(60)]
     assert codes[0] == 0 and codes[-1] != 0, codes  # it worked, then the disk filled up
-    result = chat(db, line + "\n")
+    result = chat(db, "s", line + "\n", "-s", "summary")
     errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert len(errors) == 1, result.stderr
     assert "Traceback" not in result.stderr

@@ -12,7 +12,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat
+from typer.testing import Result
 from waiting import HANG
 
 from chatmem.config.settings import Settings
@@ -35,12 +36,11 @@ def config(tmp_path: Path, base_url: str, timeout: float = HANG, **extra: object
     return path
 
 
-def chat(tmp_path: Path, base_url: str, text: str = "hello\n", strategy: str = "window",
-         **extra: object):
-    db = tmp_path / "h.db"
-    return invoke("chat", "s", "--db", str(db), "--provider", "openai",
-                  "-s", strategy, "--config", str(config(tmp_path, base_url,
-                                                          **extra)), input=text)
+def chat_with_server(tmp_path: Path, base_url: str, text: str = "hello\n",
+                     strategy: str = "window", **extra: object) -> Result:
+    """`chatmem chat s` on the openai provider at `base_url`, configured as `config` does."""
+    return chat(tmp_path / "h.db", "s", text, "--provider", "openai", "-s", strategy,
+                "--config", str(config(tmp_path, base_url, **extra)))
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -76,7 +76,7 @@ def test_a_provider_fault_is_one_line_bounded_and_leaves_memory_untouched(
     tmp_path: Path, chat_server, mode: str, requests: int, message: str
 ) -> None:
     chat_server.plan = [mode] * 5
-    result = chat(tmp_path, chat_server.base_url)
+    result = chat_with_server(tmp_path, chat_server.base_url)
     assert result.exit_code == 1
     errors = error_lines(result.stderr)
     assert len(errors) == 1 and message in errors[0], result.stderr
@@ -88,7 +88,7 @@ def test_a_provider_fault_is_one_line_bounded_and_leaves_memory_untouched(
 def test_a_server_that_never_answers_times_out_in_one_line(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["hang"] * 5
     # The server never answers, so the timeout is reached however busy the machine is.
-    result = chat(tmp_path, chat_server.base_url, timeout=0.5)
+    result = chat_with_server(tmp_path, chat_server.base_url, timeout=0.5)
     assert result.exit_code == 1
     assert error_lines(result.stderr) == [
         f"error: {chat_server.base_url} did not answer in time: raise timeout or check the server"]
@@ -107,7 +107,7 @@ def test_a_server_that_keeps_the_stream_busy_without_finishing_is_stopped_at_a_d
     # read timeout (HANG here) never fires; the deadline must. The server gives up after
     # HANG, so a client without deadlines fails this test instead of hanging it.
     chat_server.plan = [mode]
-    result = chat(tmp_path, chat_server.base_url, **{deadline: 0.5})
+    result = chat_with_server(tmp_path, chat_server.base_url, **{deadline: 0.5})
     assert result.exit_code == 1
     assert error_lines(result.stderr) == [
         f"error: {chat_server.base_url} {message}: nothing was kept; raise {deadline} or"
@@ -121,7 +121,7 @@ def test_a_reply_that_keeps_coming_is_not_stopped_by_the_idle_deadline(
 ) -> None:
     # Pieces arrive 10 ms apart, well inside the idle deadline; only the total one ends it.
     chat_server.plan = ["drip"]
-    result = chat(tmp_path, chat_server.base_url, idle_timeout=2.0, reply_timeout=4.0)
+    result = chat_with_server(tmp_path, chat_server.base_url, idle_timeout=2.0, reply_timeout=4.0)
     assert result.exit_code == 1
     assert [line.split(" s ")[-1] for line in error_lines(result.stderr)] == [
         "(reply_timeout): nothing was kept; raise reply_timeout or check the server"]
@@ -132,7 +132,7 @@ def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     url = f"http://127.0.0.1:{port}/v1"
-    result = chat(tmp_path, url)
+    result = chat_with_server(tmp_path, url)
     assert result.exit_code == 1
     assert error_lines(result.stderr) == [f"error: cannot reach {url}: is the server running?"]
     assert stored(tmp_path) == ([], ["failed"])
@@ -140,7 +140,7 @@ def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
 
 def test_a_non_streamed_json_answer_is_taken_as_the_reply(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["json"]
-    result = chat(tmp_path, chat_server.base_url)
+    result = chat_with_server(tmp_path, chat_server.base_url)
     assert result.exit_code == 0, result.stderr
     assert stored(tmp_path) == (["hello", "Hello from the test server."], ["ok"])
 
@@ -165,7 +165,7 @@ def test_a_failing_summarizer_keeps_the_turn_tells_the_user_and_catches_up(
 ) -> None:
     # Turn 1's reply, then the summary call fails (500 after its retry).
     chat_server.plan = ["ok", "500", "500"]
-    result = chat(tmp_path, chat_server.base_url, strategy="summary")
+    result = chat_with_server(tmp_path, chat_server.base_url, strategy="summary")
     assert result.exit_code == 0, result.stderr
     behind = [line for line in result.stderr.splitlines() if "summary is behind" in line]
     assert len(behind) == 1
@@ -173,7 +173,7 @@ def test_a_failing_summarizer_keeps_the_turn_tells_the_user_and_catches_up(
     with Store(tmp_path / "h.db") as store:
         assert store.summaries(store.session("s").id) == []
     # The server recovers: the next run catches up on turn 1, then folds turn 2.
-    result = chat(tmp_path, chat_server.base_url, text="again\n", strategy="summary")
+    result = chat_with_server(tmp_path, chat_server.base_url, text="again\n", strategy="summary")
     assert result.exit_code == 0, result.stderr
     with Store(tmp_path / "h.db") as store:
         session = store.session("s")
@@ -185,7 +185,8 @@ def test_a_fact_extractor_answering_junk_keeps_the_turn_and_says_so_once(
     tmp_path: Path, chat_server
 ) -> None:
     chat_server.plan = ["ok", "ok"]  # the extraction request gets prose, not JSON
-    result = chat(tmp_path, chat_server.base_url, text="my name is Ada\n", strategy="entity")
+    result = chat_with_server(tmp_path, chat_server.base_url, text="my name is Ada\n",
+                              strategy="entity")
     assert result.exit_code == 0, result.stderr
     notices = [line for line in result.stderr.splitlines() if "facts not updated" in line]
     assert len(notices) == 1, result.stderr

@@ -6,17 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 
 from chatmem.providers.scripted import RULES
 from chatmem.providers.scripted_summary import extractive_summary
 from chatmem.store import Store
-
-
-def chat(db: Path, lines: list[str], *extra: str) -> tuple[int, str, str]:
-    result = invoke("chat", "demo", "--provider", "scripted", "--db", str(db), *extra,
-                    input="\n".join(lines) + "\n", width=160)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def errors(err: str) -> list[str]:
@@ -26,18 +20,18 @@ def errors(err: str) -> list[str]:
 
 def test_summary_shows_the_latest_version_diffed_against_the_previous(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
-    code, _, err = chat(db, [
+    done = chat(db, "demo", [
         "My order is ORD-7731. It ships Friday.",
         "We fly on 2026-05-01 to Paris.",
         "/summary",
-    ], "--strategy", "summary")
-    assert code == 0 and errors(err) == []
+    ], "--strategy", "summary", width=160)
+    assert done.exit_code == 0 and errors(done.stderr) == []
     with Store(db) as store:
         session = store.session("demo")
         ids = [m.id for m in store.messages(session.id)]
         assert [(s.version, s.covered_ids) for s in store.summaries(session.id)] == [
             (1, ids[:2]), (2, ids[2:4])]
-    panel = err.split("summary v1 → v2 (summary)", 1)[1]
+    panel = done.stderr.split("summary v1 → v2 (summary)", 1)[1]
     # A pipe has no colour: the diff is marked, so an added "- …" line cannot read as removed.
     assert "removed [-…-] · added [+…+] · +6 −0 words" in panel
     assert "│ - My order is ORD-7731." in panel
@@ -55,17 +49,17 @@ def test_summary_n_m_diffs_two_versions_and_lists_dropped_anchors(
         .replace("五千元", "一笔钱"),
     )
     db = tmp_path / "c.db"
-    code, _, err = chat(db, [
+    done = chat(db, "demo", [
         "我们的预算是五千元。",
         "My order is ORD-7731.",
         "Thanks, that is all.",
         "/summary 1 3",
-    ], "--strategy", "summary")
-    assert code == 0 and errors(err) == []
+    ], "--strategy", "summary", width=160)
+    assert done.exit_code == 0 and errors(done.stderr) == []
     pins = json.loads(invoke("facts", "list", "--db", str(db), "--json").stdout)
     assert [(p["kind"], p["value"], p["source"]) for p in pins] == [
         ("pinned", "五千元", "summary v1 (pinned)"), ("pinned", "ORD-7731", "summary v2 (pinned)")]
-    panel = err.split("summary v1 → v3 (summary)", 1)[1]
+    panel = done.stderr.split("summary v1 → v3 (summary)", 1)[1]
     assert "- 我们的预算是一笔钱。" in panel
     assert "[+- My order is the order.+]" in panel
     assert "[+- Thanks, that is all.+]" in panel
@@ -79,11 +73,11 @@ def test_summary_of_one_version_lists_what_it_dropped(
 ) -> None:
     monkeypatch.setitem(RULES, "summary",
                         lambda m: extractive_summary(m).replace("ORD-7731", "the order"))
-    code, out, err = chat(tmp_path / "c.db", ["Hello.", "My order is ORD-7731.", "/summary 2"],
-                          "--strategy", "summary")
-    assert code == 0 and errors(err) == []
-    assert out == "echo #1: Hello.\necho #2: My order is ORD-7731.\n"
-    panel = err.split("summary v1 → v2 (summary)", 1)[1]
+    done = chat(tmp_path / "c.db", "demo", ["Hello.", "My order is ORD-7731.", "/summary 2"],
+                "--strategy", "summary", width=160)
+    assert done.exit_code == 0 and errors(done.stderr) == []
+    assert done.stdout == "echo #1: Hello.\necho #2: My order is ORD-7731.\n"
+    panel = done.stderr.split("summary v1 → v2 (summary)", 1)[1]
     assert "dropped by the summarizer (kept verbatim as pinned facts since v2):" in panel
     assert "• ORD-7731" in panel
 
@@ -99,29 +93,32 @@ def test_bad_versions_are_one_line_errors_and_the_chat_goes_on(
     tmp_path: Path, command: str, message: str, exit_code: int,
 ) -> None:
     db = tmp_path / "c.db"
-    code, out, err = chat(db, ["hello", command, "/summary"], "--strategy", "summary")
+    done = chat(db, "demo", ["hello", command, "/summary"], "--strategy", "summary", width=160)
     # Piped lines are a script: the chat goes on, and the exit code reports the error.
-    assert code == exit_code
-    assert errors(err) == [message]
+    assert done.exit_code == exit_code
+    assert errors(done.stderr) == [message]
     with Store(db) as store:
         summary = store.summaries(store.session("demo").id)[-1].text
-    assert summary in err.split(message, 1)[1]  # the next command still ran and showed it
-    assert out == "echo #1: hello\n"
+    # The next command still ran and showed it.
+    assert summary in done.stderr.split(message, 1)[1]
+    assert done.stdout == "echo #1: hello\n"
 
 
 def test_summary_without_a_summary_strategy_says_how_to_get_one(tmp_path: Path) -> None:
-    code, _, err = chat(tmp_path / "c.db", ["hello", "/summary"], "--strategy", "window")
-    assert code == 1
-    assert errors(err) == [
+    done = chat(tmp_path / "c.db", "demo", ["hello", "/summary"], "--strategy", "window",
+                width=160)
+    assert done.exit_code == 1
+    assert errors(done.stderr) == [
         "error: no summary in session 'demo': the strategy 'window' keeps none"
         " (try /strategy summary-buffer)"
     ]
 
 
 def test_summary_before_the_first_summary_is_written(tmp_path: Path) -> None:
-    code, _, err = chat(tmp_path / "c.db", ["/summary"], "--strategy", "summary-buffer")
-    assert code == 1
-    assert errors(err) == [
+    done = chat(tmp_path / "c.db", "demo", ["/summary"], "--strategy", "summary-buffer",
+                width=160)
+    assert done.exit_code == 1
+    assert errors(done.stderr) == [
         "error: no summary yet in session 'demo' (summary-buffer); one is written after"
         " the first turn it summarizes"
     ]

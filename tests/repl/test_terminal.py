@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 class Terminal:
     def __init__(self, socket: str) -> None:
         self.socket = socket
+        self.runs = 0
 
     def tmux(self, *args: str) -> str:
         done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
@@ -38,7 +39,16 @@ class Terminal:
                   f"env -i {exports} bash --norc --noprofile")
 
     def run(self, command: str) -> None:
-        self.keys("clear", "Enter")
+        """Clear the screen, then run `command`: what shows after this is its own.
+
+        The shell clears the screen some time after `clear` is typed; until then the last
+        command's output is on it, and a wait for text it showed too (`last context`) would
+        end at once. So this waits for a mark only a cleared screen can show: the shell
+        prints it after clearing, a number it computes, new on each run (typed as a sum).
+        """
+        self.runs += 1
+        self.keys(f"clear; echo cleared $((0 + {self.runs}))", "Enter")
+        self.wait_for(f"cleared {self.runs}")
         self.keys(f"{command}; echo EXITED $?", "Enter")
 
     def keys(self, *keys: str) -> None:

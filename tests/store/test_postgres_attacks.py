@@ -25,12 +25,12 @@ import pytest
 from chat_server import ChatServer
 from cli_runner import invoke
 from pg import PostgresServer
+from registered import create_strategy
 
 from chatmem import fts
 from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.images import ImageData
-from chatmem.memory import create_strategy
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import LeaseHolder, Store, VectorRow
 from chatmem.store.postgres_access import USER_TABLES
