@@ -30,6 +30,19 @@ def open_backend(location: HistoryLocation, key: str | None) -> Backend:
     return SqliteBackend(location.path, key=key)
 
 
+def fetch_rows(db: Backend, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+    """The rows `sql` selects, each as a dict by column name."""
+    cursor = db.execute(sql, list(params))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def fetch_value(db: Backend, sql: str, params: Iterable[Any] = ()) -> Any:
+    """The first column of the first row `sql` selects; None for no row."""
+    row = db.execute(sql, list(params)).fetchone()
+    return row[0] if row else None
+
+
 class Connection:
     """A chatmem database. Use as a context manager or call close()."""
 
@@ -71,10 +84,7 @@ class Connection:
         self.db.check_writable()
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        cursor = self.db.execute(sql, list(params))
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return fetch_rows(self.db, sql, params)
 
     def _value(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        row = self.db.execute(sql, list(params)).fetchone()
-        return row[0] if row else None
+        return fetch_value(self.db, sql, params)

@@ -17,7 +17,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, UsageError
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.records import json_text
 from chatmem.store.sessions import SessionTables
 
@@ -73,8 +73,10 @@ def copy_sessions(source: SessionTables, target: SessionTables,
                   names: Sequence[str] = ()) -> CopyReport:
     """Copy the sessions `names` (default: every session `source` shows) into `target`,
     all or nothing; a name `target` already has is refused before anything is written."""
-    chosen = list(dict.fromkeys(names)) or [str(r["name"]) for r in source._rows(
-        "SELECT name FROM sessions ORDER BY created_at, id")]  # PostgreSQL's ids are random
+    # PostgreSQL's ids are random: sessions are listed by when they were made.
+    everyone = "SELECT name FROM sessions ORDER BY created_at, id"
+    chosen = list(dict.fromkeys(names)) or [str(r["name"])
+                                            for r in fetch_rows(source.db, everyone)]
     if not chosen:
         raise NotFound(f"no session to copy in {source.location}")
     ids: list[int] = []
@@ -93,8 +95,8 @@ def copy_sessions(source: SessionTables, target: SessionTables,
     with target.write():
         for table in TABLES:
             where, params = _rows_of(table, marks, ids, new_ids)
-            rows = source._rows(f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
-                                f"{'id' if table.keyed else '1'}", params)
+            rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
+                              f"{'id' if table.keyed else '1'}", params)
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids)
     return CopyReport(source.location, target.location, chosen, counts)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import AccessLevel, SessionAccess
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -63,7 +63,7 @@ def add_user(store: Connection, name: str) -> None:
     check_role_name(name)
     if _role_exists(store, name):
         raise UsageError(f"role {name} already exists on {store.location}")
-    database = str(store._value("SELECT current_database()"))
+    database = str(fetch_value(store.db, "SELECT current_database()"))
     with store.write():
         for statement in role_sql(name, database):
             store.db.execute(statement)
@@ -78,7 +78,7 @@ def share_session(store: Connection, session: str, grantee: str, mode: ShareMode
                        f"(chatmem admin add-user {grantee} creates it)")
     with store.write():
         session_id = _own_session(store, session)
-        if grantee == store._value("SELECT current_user"):
+        if grantee == fetch_value(store.db, "SELECT current_user"):
             raise UsageError(f"session {session} is yours already")
         store.db.execute(
             "INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, ?, ?)"
@@ -102,9 +102,10 @@ def shares(store: Connection, session: str) -> list[Share]:
     """Whom the connecting role's session `session` is shared with."""
     _require_postgres(store, "sharing a session")
     session_id = _own_session(store, session)
-    return [Share(session, row["grantee"], ShareMode(row["mode"])) for row in store._rows(
-        "SELECT grantee, mode FROM session_shares WHERE session_id = ? ORDER BY grantee",
-        [session_id])]
+    rows = fetch_rows(
+        store.db, "SELECT grantee, mode FROM session_shares WHERE session_id = ? ORDER BY grantee",
+        [session_id])
+    return [Share(session, row["grantee"], ShareMode(row["mode"])) for row in rows]
 
 
 def session_access(store: Connection, session_id: int) -> SessionAccess:
@@ -127,7 +128,7 @@ def check_writable_session(store: Connection, session_id: int, *,
     if access.level is AccessLevel.OWN or (access.level is AccessLevel.WRITE
                                            and owners_only is None):
         return
-    name = store._value("SELECT name FROM sessions WHERE id = ?", [session_id])
+    name = fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])
     owner = access.owner
     if access.level is AccessLevel.READ:
         raise StoreError(
@@ -150,7 +151,8 @@ def owned(store: Connection, session_ids: Iterable[int]) -> set[int]:
 
 
 def _own_session(store: Connection, name: str) -> int:
-    session_id = store._value(
+    session_id = fetch_value(
+        store.db,
         "SELECT id FROM sessions WHERE name = ? AND owner = current_user", [name])
     if session_id is None:
         raise NotFound(f"no session {name!r} of yours in {store.location} "
@@ -159,4 +161,4 @@ def _own_session(store: Connection, name: str) -> int:
 
 
 def _role_exists(store: Connection, name: str) -> bool:
-    return store._value("SELECT 1 FROM pg_roles WHERE rolname = ?", [name]) is not None
+    return fetch_value(store.db, "SELECT 1 FROM pg_roles WHERE rolname = ?", [name]) is not None
