@@ -10,14 +10,34 @@ session's exact name, never matched loosely); every result is capped in tokens a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from chatmem.errors import ChatmemError
+from chatmem.mcp.results import (
+    Comparison,
+    ContextView,
+    Conversation,
+    ConversationId,
+    ConversationList,
+    Fact,
+    FactList,
+    Forgotten,
+    Hit,
+    Page,
+    Recorded,
+    SearchResult,
+    Started,
+    StrategyScore,
+    TurnExplanation,
+    fact_result,
+    paged,
+    paged_parts,
+)
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -25,149 +45,6 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
-
-PAGE_TOKENS = 4000
-"""The most tokens one tool result holds; the rest is on the next page."""
-
-T = TypeVar("T")
-
-ConversationId = Annotated[str, Field(
-    description="The conversation handle start_conversation returned (a session's exact name).")]
-Page = Annotated[int, Field(ge=1, description="Page of a long result, from 1; a result says "
-                                                "its next_page, or null on the last.")]
-
-
-# -- results -------------------------------------------------------------------------------
-
-
-class Started(BaseModel):
-    conversation_id: str = Field(description="Pass this to the other tools.")
-    created: bool = Field(description="True when the conversation is new.")
-    turns: int
-    strategy: str = Field(description="The memory strategy building its contexts.")
-
-
-class Recorded(BaseModel):
-    conversation_id: str
-    turn: int = Field(description="The number of the turn just stored.")
-    context_tokens: int = Field(description="Tokens of the context the strategy would have "
-                                            "sent for the user message.")
-    notices: list[str] = Field(description="What memory did after the turn (summaries, "
-                                           "facts), one line each.")
-
-
-class ContextMessage(BaseModel):
-    role: str
-    content: str
-    tokens: int
-    turn: int | None = None
-
-
-class ContextPart(BaseModel):
-    kind: str = Field(description="system, summary, facts, recalled, history, files or input.")
-    reason: str = Field(description="Why this part is in the context.")
-    tokens: int
-    messages: list[ContextMessage]
-
-
-class ContextView(BaseModel):
-    conversation_id: str
-    strategy: str
-    input: str
-    tokens: int = Field(description="The whole context, chat format included.")
-    budget: int | None
-    dropped: str | None = Field(description="What the strategy left out, if anything.")
-    parts: list[ContextPart]
-    page: int
-    next_page: int | None
-
-
-class Hit(BaseModel):
-    conversation_id: str
-    turn: int | None
-    role: str
-    content: str
-    words: float | None = Field(description="Word score, 0–1.")
-    meaning: float | None = Field(description="Cosine by meaning; null without an embedder.")
-    fused: float | None = Field(description="The score recall ranks by.")
-    bm25: float | None
-
-
-class SearchResult(BaseModel):
-    hits: list[Hit]
-    page: int
-    next_page: int | None
-
-
-class Conversation(BaseModel):
-    conversation_id: str
-    strategy: str
-    turns: int
-    messages: int
-    updated_at: str | None
-
-
-class ConversationList(BaseModel):
-    conversations: list[Conversation]
-    page: int
-    next_page: int | None
-
-
-class Fact(BaseModel):
-    id: int = Field(description="The fact's exact id (forget takes it).")
-    key: str
-    value: str
-    scope: str = Field(description="session (this conversation) or user (every conversation "
-                                   "of the user profile).")
-    owner: str
-    expires_at: str | None
-
-
-class FactList(BaseModel):
-    facts: list[Fact]
-    page: int
-    next_page: int | None
-
-
-class Forgotten(BaseModel):
-    done: bool = Field(description="False: a dry run, nothing changed (confirm=true does it).")
-    fact: Fact
-    purge: bool
-    mentions: int = Field(description="With purge: mentions of its value in stored messages, "
-                                      "replaced by [forgotten] when done.")
-
-
-class StrategyScore(BaseModel):
-    strategy: str
-    turns: int
-    mean_tokens: float | None = Field(description="Mean prompt tokens per turn.")
-    max_tokens: int | None
-    model_calls: int = Field(description="Calls the strategy itself made (summaries, facts).")
-    id_recall: float | None = Field(description="Share of the probes' expected messages in "
-                                                "the context; null without probes.")
-    text_recall: float | None
-
-
-class Comparison(BaseModel):
-    conversation_id: str
-    probes: int
-    strategies: list[StrategyScore]
-
-
-class TurnExplanation(BaseModel):
-    conversation_id: str
-    turn: int
-    status: str
-    input: str
-    reply: str | None
-    strategy: str
-    tokens: int
-    budget: int | None
-    dropped: str | None
-    parts: list[ContextPart]
-    page: int
-    next_page: int | None
-
 
 # -- the server -------------------------------------------------------------------------------
 
@@ -324,7 +201,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             else:
                 seen = inspection.inspect_next(ws, conversation_id, input)
         data = inspection_json(seen)
-        parts, next_page = _paged_parts(data["context"]["parts"], page)
+        parts, next_page = paged_parts(data["context"]["parts"], page)
         return ContextView(conversation_id=conversation_id, strategy=data["strategy"]["label"],
                            input=input, tokens=data["context"]["tokens"],
                            budget=data["context"]["budget"],
@@ -346,7 +223,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             found = search.search_memory(ws, query, conversation_id, limit=50)
         hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role, content=f.content,
                     words=f.words, meaning=f.dense, fused=f.fused, bm25=f.bm25) for f in found]
-        chosen, next_page = _page(hits, page)
+        chosen, next_page = paged(hits, page)
         return SearchResult(hits=chosen, page=page, next_page=next_page)
 
     @server.tool()
@@ -360,7 +237,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                strategy=strategy_label(r["strategy"], r["params"] or {}),
                                turns=r["turns"], messages=r["messages"],
                                updated_at=r.get("updated_at")) for r in rows]
-        chosen, next_page = _page(listed, page)
+        chosen, next_page = paged(listed, page)
         return ConversationList(conversations=chosen, page=page, next_page=next_page)
 
     @server.tool()
@@ -378,7 +255,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         with memory.workspace(ctx) as ws:
             session = sessions.session_named(ws, conversation_id)
             stored = facts.remember(ws, session, fact, in_profile=everywhere)
-            return FactList(facts=[_fact(f, session.name) for f in stored], page=1,
+            return FactList(facts=[fact_result(f, session.name) for f in stored], page=1,
                             next_page=None)
 
     @server.tool()
@@ -395,7 +272,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         shown = [Fact(id=f.fact.id, key=f.fact.key, value=f.fact.value, scope=str(f.fact.scope),
                       owner=f.owner.name if f.owner else "", expires_at=f.expires_at)
                  for f in (listing.facts if listing else [])]
-        chosen, next_page = _page(shown, page)
+        chosen, next_page = paged(shown, page)
         return FactList(facts=chosen, page=page, next_page=next_page)
 
     @server.tool()
@@ -427,7 +304,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                     facts.purge(ws, chosen)
             elif confirm:
                 facts.forget(ws, chosen)
-            return Forgotten(done=confirm, fact=_fact(chosen, owner), purge=purge,
+            return Forgotten(done=confirm, fact=fact_result(chosen, owner), purge=purge,
                              mentions=mentions)
 
     @server.tool()
@@ -469,7 +346,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         with memory.workspace(ctx) as ws:
             data = inspection_json(inspection.inspect_turn(ws, conversation_id, turn))
-        parts, next_page = _paged_parts(data["context"]["parts"], page)
+        parts, next_page = paged_parts(data["context"]["parts"], page)
         recorded = data["turn"]
         return TurnExplanation(conversation_id=conversation_id, turn=recorded["number"],
                                status=recorded["status"], input=recorded["input"],
@@ -529,51 +406,5 @@ def _label(name: str, params: Any) -> str:
     return strategy_label(name, params)
 
 
-def _fact(fact: Any, owner: str) -> Fact:
-    return Fact(id=fact.id, key=fact.key, value=fact.value, scope=str(fact.scope), owner=owner,
-                expires_at=fact.expires_at)
-
-
 def _mean(values: Sequence[int]) -> float | None:
     return round(sum(values) / len(values), 1) if values else None
-
-
-def _tokens(item: BaseModel) -> int:
-    from chatmem.tokens import counter_for_model
-
-    return counter_for_model(None).count_text(item.model_dump_json())
-
-
-def _page(items: Sequence[T], page: int, cost: Callable[[T], int] = _tokens,  # type: ignore[assignment]
-          cap: int = PAGE_TOKENS) -> tuple[list[T], int | None]:
-    """Page `page` of `items` cut at `cap` tokens a page (an item larger than a page is a
-    page of its own), and the next page's number or None; `cost` counts an item (default:
-    the tokens of its JSON)."""
-    pages: list[list[T]] = [[]]
-    used = 0
-    for item in items:
-        size = cost(item)
-        if pages[-1] and used + size > cap:
-            pages.append([])
-            used = 0
-        pages[-1].append(item)
-        used += size
-    chosen = pages[page - 1] if page <= len(pages) else []
-    return chosen, page + 1 if page < len(pages) else None
-
-
-def _paged_parts(parts: list[dict[str, Any]], page: int) -> tuple[list[ContextPart], int | None]:
-    """A context's parts, its messages paged by tokens (a long history spans pages)."""
-    rows = [(part, message) for part in parts for message in part["messages"]]
-    chosen, next_page = _page(rows, page, cost=lambda row: int(row[1]["tokens"]) + 8)
-    shown: dict[int, ContextPart] = {}
-    for part, message in chosen:
-        at = id(part)
-        if at not in shown:
-            shown[at] = ContextPart(kind=part["kind"], reason=part["reason"],
-                                    tokens=part["tokens"], messages=[])
-        shown[at].messages.append(ContextMessage(role=message["role"],
-                                                 content=message["content"],
-                                                 tokens=message["tokens"],
-                                                 turn=message.get("turn")))
-    return list(shown.values()), next_page
