@@ -17,15 +17,13 @@ Ctrl-C does in the REPL.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import queue
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -46,42 +44,15 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
+from chatmem.serve.requests import ClientError, TurnAsked, read_request
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import ModelPool
     from chatmem.config.settings import Settings
     from chatmem.engine import TurnResult
 
-CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
-"""Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
-ENABLE_FORWARD_USER_INFO_HEADERS=true)."""
 TURN_HEADER = "X-Chatmem-Turn"
-METADATA_KEYS = ("conversation_id", "chat_id", "session_id", "thread_id")
-"""Where clients put a conversation's id in a request's metadata (Open WebUI: chat_id)."""
 DONE = object()
-
-
-@dataclass(frozen=True)
-class TurnAsked:
-    """One request, read: the conversation, the strategy and model it names, the client's
-    system prompt, its history before the new message, and the new message."""
-
-    conversation: str
-    strategy: str | None
-    model: str | None
-    system: str | None
-    prior: tuple[Any, ...]
-    text: str
-    stream: bool
-    options: dict[str, float | int]
-
-
-class ClientError(ChatmemError):
-    """A request chatmem cannot take as a turn; `param` names the field."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
@@ -310,124 +281,6 @@ class Turn:
 
 def _sse(data: Mapping[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-
-# -- reading a request ----------------------------------------------------------------------
-
-
-SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
-            "frequency_penalty": float, "seed": int}
-"""Request fields passed on to the model as options (max_tokens caps the reply)."""
-
-
-def read_request(body: Any, headers: Mapping[str, str], *,
-                 default_strategy: str | None) -> TurnAsked:
-    """The turn a chat-completions request asks for; ClientError naming the field when it is
-    not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""
-    from chatmem.app.conversations import ClientMessage
-
-    if not isinstance(body, dict):
-        raise ClientError("the body must be a JSON object")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ClientError("messages must be a non-empty list", "messages")
-    if body.get("n") not in (None, 1):
-        raise ClientError("n must be 1: chatmem stores one reply as one turn", "n")
-    if body.get("tools") or body.get("functions"):
-        raise ClientError("tool calls are not taken as chatmem turns; send them to the model "
-                          "directly", "tools")
-    read = [_message(m, i) for i, m in enumerate(messages)]
-    if read[-1].role != "user":
-        raise ClientError("the last message must be the user's", "messages")
-    system_parts = []
-    while read and read[0].role == "system":
-        system_parts.append(read.pop(0).content)
-    prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1])
-    model, strategy = _model_and_strategy(str(body.get("model") or ""))
-    options: dict[str, float | int] = {}
-    for key, kind in SAMPLING.items():
-        if body.get(key) is not None:
-            try:
-                options[key] = kind(body[key])
-            except (TypeError, ValueError):
-                raise ClientError(f"{key} must be a number", key) from None
-    cap = body.get("max_completion_tokens", body.get("max_tokens"))
-    if cap is not None:
-        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            raise ClientError("max_tokens must be a whole number of 1 or more", "max_tokens")
-        options["max_reply_tokens"] = cap
-    return TurnAsked(conversation=conversation_of(body, headers, read), strategy=strategy
-                     or default_strategy, model=model, system="\n\n".join(system_parts)
-                     if system_parts else None, prior=prior, text=read[-1].content,
-                     stream=bool(body.get("stream")), options=options)
-
-
-@dataclass(frozen=True)
-class _Read:
-    role: str
-    content: str
-
-
-def _message(message: Any, index: int) -> _Read:
-    where = f"messages[{index}]"
-    if not isinstance(message, dict):
-        raise ClientError(f"{where} must be an object", "messages")
-    role = message.get("role")
-    if role in ("tool", "function") or message.get("tool_calls"):
-        raise ClientError(f"{where}: tool calls are not taken as chatmem turns; send them to "
-                          "the model directly", "messages")
-    if role == "developer":
-        role = "system"
-    if role not in ("system", "user", "assistant"):
-        raise ClientError(f"{where}: unknown role {role!r}", "messages")
-    return _Read(role, _text(message.get("content"), where))
-
-
-def _text(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text":
-                raise ClientError(f"{where}: only text parts are taken (an image goes with "
-                                  "`chatmem ask -a`)", "messages")
-            texts.append(str(part.get("text", "")))
-        return "".join(texts)
-    raise ClientError(f"{where}: content must be text", "messages")
-
-
-def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
-    """`MODEL@STRATEGY` (as /v1/models lists them), or a plain model name."""
-    name, at, strategy = model.rpartition("@")
-    if at and strategy:
-        return name or None, strategy
-    return model or None, None
-
-
-def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
-                    read: Sequence[_Read]) -> str:
-    """The session a request belongs to: the header, the request's `user`, a conversation id
-    in its metadata, else a fingerprint of how the conversation began (its system prompt and
-    first user message), which every later request of it repeats."""
-    from chatmem.app.sessions import session_name_from
-
-    named = next((headers[h] for h in CONVERSATION_HEADERS if headers.get(h)), None)
-    if not named:
-        metadata = body.get("metadata")
-        if isinstance(metadata, dict):
-            named = next((str(metadata[k]) for k in METADATA_KEYS if metadata.get(k)), None)
-    if not named and isinstance(body.get("user"), str) and body["user"].strip():
-        named = body["user"]
-    if named:
-        return session_name_from(named)
-    opening = [m for m in read if m.role == "system"][:1] + [
-        m for m in read if m.role == "user"][:1]
-    digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
-                                       ensure_ascii=False).encode()).hexdigest()
-    return f"chat-{digest[:12]}"
 
 
 # -- answering ------------------------------------------------------------------------------
