@@ -241,9 +241,10 @@ def words_scores(
         values[scored] += sitting * lent[scored]
         # The rest of each sitting scores its prior, as one span.
         numbers = number[runs]
-        firsts = np.where(numbers > 0, starts[np.maximum(numbers - 1, 0)], 1)
-        lasts = np.where(numbers < len(starts),
-                         starts[np.minimum(numbers, len(starts) - 1)] - 1, count)
+        # np.where reads both sides: with no sitting start at all, neither can index.
+        ends = np.r_[starts, count + 1] if len(starts) else np.asarray([count + 1])
+        firsts = np.where(numbers > 0, ends[np.maximum(numbers - 1, 0)], 1)
+        lasts = np.where(numbers < len(starts), ends[numbers] - 1, count)
         lasts = np.minimum(lasts, count)
         spread = (best > 0) & (lasts - firsts + 1 > sizes)
         spans = [(int(a), int(b), sitting * float(v)) for a, b, v in
