@@ -8,10 +8,11 @@ each is another instance of a kind of naming the rules are written for.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from bench_modules import load
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatmem.privacy import sensitive
+from chatmem.privacy import credentials, sensitive
 from chatmem.privacy.secret_guard import SecretGuard
 from chatmem.privacy.sensitive import CODE, PASSWORD
 
@@ -148,3 +149,51 @@ def test_a_name_or_a_number_after_a_harmless_label_stays(messages: list[str]) ->
 def test_a_fact_keyed_by_a_credential_named_otherwise_is_refused(
         key: str, value: str, kind: str | None) -> None:
     assert sensitive.fact_kind(key, value) == kind
+
+
+# -- the scan: patterns led by a word list are tried only where such a word begins -------
+
+def _every_match(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """What each pattern's own finditer finds: what the scan must find, faster."""
+    return [(name, m.span()) for name, pattern in credentials._OTHERWISE.items()
+            for m in pattern.finditer(text)]
+
+
+def _scanned(text: str) -> list[tuple[str, tuple[int, int]]]:
+    found = []
+    for name, pattern in credentials._OTHERWISE.items():
+        led_by = credentials._LED_BY.get(name)
+        if led_by is None:
+            found += [(name, m.span()) for m in pattern.finditer(text)]
+        else:
+            starts = [m.start() for m in led_by.finditer(text)]
+            found += [(name, m.span()) for m in credentials._found_by(pattern, starts, text)]
+    return found
+
+
+CORPUS, OTHER = load("privacy_corpus"), load("privacy_corpus_other_names")
+_PHRASES = [message for cases in (CORPUS.SENSITIVE, CORPUS.HARMLESS, OTHER.SENSITIVE,
+                                  OTHER.HARMLESS) for _, _, _, messages in cases
+            for message in messages]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PHRASES), min_size=1, max_size=3),
+       st.sampled_from(["", "in", "x", "the back ", "FRONT "]),
+       st.sampled_from([" ", ", ", "x", " and "]), st.booleans())
+def test_the_scan_finds_what_every_pattern_finds_alone(phrases: list[str], prefix: str,
+                                                       glue: str, upper: bool) -> None:
+    text = prefix + glue.join(phrases)
+    text = text.upper() if upper else text
+    assert _scanned(text) == _every_match(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Padlock combo 0427",  # a match where the text begins
+    "the lockbox combo is 3-7-1-9 and the gate takes 1379# and the door takes 5511",
+    "indoor lock code is 1234",  # a word list entry inside a word, then one that counts
+    "set the garage keypad code to 1975, then set the alarm panel code to 2468",
+    "the side door opens with 7781; the back door opens with 4455",
+])
+def test_the_scan_finds_each_match_where_they_begin_close_together(text: str) -> None:
+    assert _scanned(text) == _every_match(text) != []

@@ -8,31 +8,14 @@ secrets kept out of memory, at most 2 % of harmless values masked.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_modules import load
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load("privacy_corpus")
-other_names = _load("privacy_corpus_other_names")
-bench = _load("privacy")
+corpus = load("privacy_corpus")
+other_names = load("privacy_corpus_other_names")
+bench = load("privacy")
 
 STYLES = {"labelled", "unlabelled", "repeated", "split"}
 
