@@ -174,6 +174,54 @@ _LED_BY = {"thing": _THING_STARTS, "opens": _THING_STARTS, "takes": _THING_START
            "set": _SET_STARTS}
 
 
+def spelled(words: str) -> set[str]:
+    """Every text a word list spells: its alternatives with their optional letters
+    ("wi-?fi") and optional groups ("(?:front |back )?door") written out (the lists are
+    regular expressions of that much syntax, and finite)."""
+
+    def alternatives(at: int) -> tuple[set[str], int]:
+        found: set[str] = set()
+        while True:
+            texts, at = sequence(at)
+            found |= texts
+            if at < len(words) and words[at] == "|":
+                at += 1
+                continue
+            return found, at
+
+    def sequence(at: int) -> tuple[set[str], int]:
+        texts = {""}
+        while at < len(words) and words[at] not in "|)":
+            if words.startswith("(?:", at):
+                part, at = alternatives(at + 3)
+                at += 1  # the group's ")"
+            else:
+                part, at = {words[at]}, at + 1
+            if at < len(words) and words[at] == "?":
+                part, at = part | {""}, at + 1
+            texts = {a + b for a in texts for b in part}
+        return texts, at
+
+    return alternatives(0)[0]
+
+
+_THING_FIRST_WORDS = frozenset(re.sub(r"[^a-z].*", "", text, flags=re.DOTALL)
+                               for text in spelled(THINGS.lower()))
+"""The first word of every thing a credential opens: where the scan needs to look."""
+_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]+")
+_READ_AS_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+"""The letters IGNORECASE matches to ASCII ones (İ, ı, ſ, the Kelvin sign)."""
+
+
+def _thing_starts(text: str) -> list[int]:
+    """Where a thing a credential opens is named: every word that begins one, checked
+    there; a text with a letter IGNORECASE reads as ASCII is scanned whole instead."""
+    if _READ_AS_ASCII.search(text):
+        return [m.start() for m in _THING_STARTS.finditer(text)]
+    return [m.start() for m in _WORD.finditer(text)
+            if m.group().lower() in _THING_FIRST_WORDS and _THING_STARTS.match(text, m.start())]
+
+
 def _found_by(pattern: re.Pattern[str], starts: list[int], text: str) -> Iterator[re.Match[str]]:
     """What `pattern.finditer(text)` finds, where every match begins at one of `starts`
     (ascending): the leftmost match at or past the last one's end, each time."""
@@ -184,36 +232,44 @@ def _found_by(pattern: re.Pattern[str], starts: list[int], text: str) -> Iterato
             end = match.end()
 
 
-def named_otherwise(text: str) -> Iterator[tuple[bool, int, int, str]]:
-    """(is a code, start, end, value) of each credential `text` names by the thing it opens
-    or by what it does."""
+def pattern_matches(text: str) -> Iterator[tuple[str, re.Match[str]]]:
+    """Each pattern's name and matches, as its own finditer would find them."""
     starts: dict[re.Pattern[str], list[int]] = {}
     for name, pattern in _OTHERWISE.items():
         led_by = _LED_BY.get(name)
         if led_by is not None and led_by not in starts:
-            starts[led_by] = [m.start() for m in led_by.finditer(text)]
+            starts[led_by] = (_thing_starts(text) if led_by is _THING_STARTS
+                              else [m.start() for m in led_by.finditer(text)])
         found = (pattern.finditer(text) if led_by is None
                  else _found_by(pattern, starts[led_by], text))
         for match in found:
-            group = next((g for g in ("code", "quoted", "value", "quoted_zh", "value_zh")
-                          if g in pattern.groupindex and match.group(g) is not None), None)
-            if group is None:
-                continue
-            value = match.group(group)
-            if value.lower() in NOT_A_SECRET:
-                continue
-            code = re.fullmatch(r"[\d\s#*-]+", value) is not None
-            if code and len(_digits(value)) < 3:
-                continue
-            if not code and group != "quoted" and not looks_secret(value):
-                continue  # "the wifi is down", "the door key is under the mat"
-            if name == "bare" and _NETWORK_NAME.search(value):
-                continue  # "the wifi is HomeNet-5G": a network's name, not its key
-            if name in _IN_SENTENCE and not _IN_SENTENCE[name].search(
-                    _sentence_around(text, match.start(), match.end())):
-                continue
-            lead = text[max(0, match.start() - 24):match.start()]
-            if harmless_code_before(text, match.start()) or (
-                    name == "pass" and _HARMLESS_PASS.search(lead)):
-                continue  # "the promo code for the router", "my boarding pass"
-            yield code, match.start(group), match.end(group), value
+            yield name, match
+
+
+def named_otherwise(text: str) -> Iterator[tuple[bool, int, int, str]]:
+    """(is a code, start, end, value) of each credential `text` names by the thing it opens
+    or by what it does."""
+    for name, match in pattern_matches(text):
+        pattern = _OTHERWISE[name]
+        group = next((g for g in ("code", "quoted", "value", "quoted_zh", "value_zh")
+                      if g in pattern.groupindex and match.group(g) is not None), None)
+        if group is None:
+            continue
+        value = match.group(group)
+        if value.lower() in NOT_A_SECRET:
+            continue
+        code = re.fullmatch(r"[\d\s#*-]+", value) is not None
+        if code and len(_digits(value)) < 3:
+            continue
+        if not code and group != "quoted" and not looks_secret(value):
+            continue  # "the wifi is down", "the door key is under the mat"
+        if name == "bare" and _NETWORK_NAME.search(value):
+            continue  # "the wifi is HomeNet-5G": a network's name, not its key
+        if name in _IN_SENTENCE and not _IN_SENTENCE[name].search(
+                _sentence_around(text, match.start(), match.end())):
+            continue
+        lead = text[max(0, match.start() - 24):match.start()]
+        if harmless_code_before(text, match.start()) or (
+                name == "pass" and _HARMLESS_PASS.search(lead)):
+            continue  # "the promo code for the router", "my boarding pass"
+        yield code, match.start(group), match.end(group), value

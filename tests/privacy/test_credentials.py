@@ -7,12 +7,14 @@ each is another instance of a kind of naming the rules are written for.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from bench_modules import load
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatmem.privacy import credentials, sensitive
+from chatmem.privacy import credentials, secret_names, sensitive
 from chatmem.privacy.secret_guard import SecretGuard
 from chatmem.privacy.sensitive import CODE, PASSWORD
 
@@ -160,21 +162,20 @@ def _every_match(text: str) -> list[tuple[str, tuple[int, int]]]:
 
 
 def _scanned(text: str) -> list[tuple[str, tuple[int, int]]]:
-    found = []
-    for name, pattern in credentials._OTHERWISE.items():
-        led_by = credentials._LED_BY.get(name)
-        if led_by is None:
-            found += [(name, m.span()) for m in pattern.finditer(text)]
-        else:
-            starts = [m.start() for m in led_by.finditer(text)]
-            found += [(name, m.span()) for m in credentials._found_by(pattern, starts, text)]
-    return found
+    return [(name, m.span()) for name, m in credentials.pattern_matches(text)]
 
 
 CORPUS, OTHER = load("privacy_corpus"), load("privacy_corpus_other_names")
 _PHRASES = [message for cases in (CORPUS.SENSITIVE, CORPUS.HARMLESS, OTHER.SENSITIVE,
                                   OTHER.HARMLESS) for _, _, _, messages in cases
             for message in messages]
+
+
+def test_every_word_a_thing_begins_with_is_listed() -> None:
+    listed = credentials._THING_FIRST_WORDS
+    assert {"wi", "wifi", "front", "door", "key", "keybox", "e", "email", "sign"} <= listed
+    for text in credentials.spelled(secret_names.THINGS):
+        assert re.fullmatch(f"(?:{secret_names.THINGS})", text, re.IGNORECASE), text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,6 +194,9 @@ def test_the_scan_finds_what_every_pattern_finds_alone(phrases: list[str], prefi
     "the lockbox combo is 3-7-1-9 and the gate takes 1379# and the door takes 5511",
     "indoor lock code is 1234",  # a word list entry inside a word, then one that counts
     "set the garage keypad code to 1975, then set the alarm panel code to 2468",
+    "the wi-fi is Lantern!88; the WIFI key is Mesa!Verde8, the key box code is 3344",
+    "the front door code is 1234, the door code is 5678",
+    "the \u212aeypad code is 2580 and the ſafe combo is 1397",  # letters read as ASCII
     "the side door opens with 7781; the back door opens with 4455",
 ])
 def test_the_scan_finds_each_match_where_they_begin_close_together(text: str) -> None:
