@@ -221,14 +221,6 @@ class StoredRecall:
         ordered = [by_position[p] for p in positions if p in by_position]
         return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered))
 
-    def messages_at(self, positions: Sequence[int]) -> dict[int, Message]:
-        found = self.state.store.counted_messages_at(self.state.session_id, positions,
-                                                     self.counter.key)
-        records = [record for record, _ in found.values()]
-        stored = {record.id: tokens for record, tokens in found.values() if tokens is not None}
-        counted = self.state.message_counts(self.counter).messages(records, stored)
-        return {r.position: m for r, m in zip(records, counted, strict=True)}
-
     def vectors(self, count: int) -> Vectors:
         """The stored vectors of the first `count` messages (row = position − 1); a
         message not embedded yet has a zero row, marked absent. Reads only what was

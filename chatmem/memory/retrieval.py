@@ -54,7 +54,7 @@ from chatmem.memory.reasons import (
     RecallVerdict,
     turn_run,
 )
-from chatmem.memory.recall_sources import StoredRecall
+from chatmem.memory.recall_sources import Candidates, StoredRecall
 from chatmem.notices import ContextWarning, EmbeddingFailed, NoEmbedder, Notice
 
 if TYPE_CHECKING:
@@ -176,8 +176,10 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 embedder = dense = rows = present = None
                 embedded = count
             if embedded < count and weights.mode == "dense":
-                # Messages without a vector yet are ranked by their words.
+                # Messages without a vector yet are ranked by their words, dated ones
+                # raised as above (the fresh scores would otherwise lose it).
                 bm25, words = ranked_by_words()
+                words.raise_by(dated, self.options.time_weight)
         if dense is None:
             # Words alone: the best candidates straight from the sparse scores.
             best = words.best()
@@ -189,24 +191,21 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         # score positions, and its messages are out of memory.
         best = candidates.positions
         index = {position: i for i, position in enumerate(best)}
-        others: dict[int, Message] = {}
+        others: dict[int, Candidates] = {}
+
+        def outside(position: int) -> Candidates:
+            # A message the pool left out (the question of a recalled reply), read alone.
+            if position not in others:
+                others[position] = source.candidates([position])
+            return others[position]
 
         def message_at(position: int) -> Message:
             if position in index:
                 return candidates.message(index[position])
-            if position not in others:
-                others.update(source.messages_at([position]))
-            return others[position]
+            return outside(position).message(0)
 
         def ranked_at(position: int) -> Ranked:
-            m = message_at(position)
-            score = words.at(position)
-            meaning = None
-            if dense is not None and (present is None or present[position - 1]):
-                meaning = float(dense[position - 1])
-            return Ranked(m.id if m.id is not None else position - 1, position, m.turn or 0,
-                          m.role, bm25.get(position, 0.0), score, meaning,
-                          score if fused is None else float(fused[position - 1]), m.tokens)
+            return outside(position).ranked(words, bm25, dense, present, fused)[0]
 
         ranked = candidates.ranked(words, bm25, dense, present, fused)
         pack(ranked, room, mmr=weights.mmr,

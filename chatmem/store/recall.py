@@ -286,7 +286,8 @@ class RecallTables(Connection):
 
     def vectors_at(self, session_id: int, model: str,
                    positions: Iterable[int]) -> list[PositionedVector]:
-        """The session's vectors for `model` of the messages at `positions`."""
+        """The session's vectors for `model` of the messages at `positions` that are in
+        memory (a replaced turn's are not, as in vector_rows)."""
         wanted = sorted(set(positions))
         found: list[PositionedVector] = []
         for start in range(0, len(wanted), 500):
@@ -295,7 +296,8 @@ class RecallTables(Connection):
             found += [PositionedVector(*row) for row in self.db.execute(
                 "SELECT v.message_id, m.position, v.vector, v.context_vector"
                 " FROM messages m JOIN message_vectors v ON v.message_id = m.id"
-                f" WHERE m.session_id = ? AND m.position IN ({marks}) AND v.model = ?",
+                f" WHERE m.session_id = ? AND m.position IN ({marks}) AND v.model = ?"
+                " AND m.superseded = 0",
                 [session_id, *chunk, model])]
         return found
 
