@@ -89,7 +89,8 @@ def start_conversation(
             raise NotFound(f"no session to continue in {workspace.settings.db_path} "
                            "(chatmem chat NAME starts one)")
         check_session_name(name)
-        workspace.provider_for(settings or workspace.settings)
+        if chat is None:  # a chat model handed in (lazy_chat_model) is not opened here
+            workspace.provider_for(settings or workspace.settings)
     store = workspace.store
     if not workspace.one_off:
         apply_retention(workspace)
@@ -150,7 +151,7 @@ def lazy_chat_model(workspace: Workspace) -> Provider:
     from chatmem.tokens import counter_for_model
 
     settings = workspace.settings
-    name = settings.provider if settings.provider != "auto" else "auto"
+    name = settings.provider
     return LazyProvider(lambda: workspace.chat_provider, name, settings.model or name,
                         counter_for_model(settings.model))
 

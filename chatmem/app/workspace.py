@@ -41,12 +41,22 @@ Listener = Callable[["Notice"], None]
 
 
 class ModelPool:
-    """Chat models shared by many workspaces (a server's requests, each on its own thread):
-    each opened once, on first use, and closed by the pool's owner."""
+    """Chat models and embedders shared by many workspaces (a server's requests, each on
+    its own thread): each opened once, on first use, and closed by the pool's owner."""
 
     def __init__(self) -> None:
         self._models: dict[tuple[Any, ...], Provider] = {}
+        self._embedders: dict[tuple[Any, ...], Embedder | None] = {}
         self._lock = threading.Lock()
+
+    def embedder(self, key: tuple[Any, ...],
+                 open_embedder: Callable[[], Embedder | None]) -> Embedder | None:
+        """The embedder `key` names (None: none configured), opened on first use: a local
+        model loads once per server, not once per request."""
+        with self._lock:
+            if key not in self._embedders:
+                self._embedders[key] = open_embedder()
+            return self._embedders[key]
 
     def get(self, key: tuple[Any, ...], open_model: Callable[[], Provider]) -> Provider:
         with self._lock:
@@ -96,7 +106,6 @@ class Workspace:
         self._pool = models
         self._embedder: Embedder | None = None
         self._embedder_opened = False
-        self._embedder_opener: Callable[[], Embedder | None] | None = None
         self._closing = ExitStack()
 
     @classmethod
@@ -246,17 +255,18 @@ class Workspace:
     def embedder(self) -> Embedder | None:
         """The configured embedder ([embeddings]), opened on first use; None without one."""
         if not self._embedder_opened:
-            if self._embedder_opener is not None:
-                self._embedder = self._embedder_opener()
+            settings = self.settings
+
+            def open_embedder() -> Embedder | None:
+                return self.registries.resolve_embedder(settings)
+
+            if self._pool is not None:
+                key = (repr(settings.embeddings), settings.base_url, settings.api_key_env)
+                self._embedder = self._pool.embedder(key, open_embedder)
             else:
-                self._embedder = self.registries.resolve_embedder(self.settings)
+                self._embedder = open_embedder()
             self._embedder_opened = True
         return self._embedder
-
-    def use_embedder(self, opener: Callable[[], Embedder | None]) -> None:
-        """Take the embedder from `opener` (its owner's, shared by many workspaces and closed
-        by that owner) instead of opening one of this workspace's own."""
-        self._embedder_opener = opener
 
     def recall_embedder(self, strategies: Sequence[Strategy]) -> Embedder | None:
         """One embedder for several runs over one conversation (each text embedded once,

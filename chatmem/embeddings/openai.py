@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.embeddings.base import normalised
 from chatmem.errors import ProviderError
-from chatmem.privacy.secrets import MIN_SECRET_CHARACTERS, url_secrets
+from chatmem.privacy.secrets import SecretMask, credentials_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,9 +32,9 @@ class OpenAIEmbedder:
                                           api_key=api_key or "none",
                                           timeout=timeout, max_retries=max_retries)
         self._where = endpoint.shown
-        self._secrets = [s for s in (api_key, *url_secrets(base_url or ""))
-                         if s and len(s) >= MIN_SECRET_CHARACTERS]
-        """What a server's error may quote back and a message must not repeat."""
+        self._mask = SecretMask(credentials_of(api_key, base_url, None))
+        """What a server's error may quote back and a message must not repeat (the key,
+        one in the URL, also as Basic auth carries it): masked as the chat provider's."""
 
     @property
     def dimensions(self) -> int:
@@ -52,9 +52,7 @@ class OpenAIEmbedder:
         try:
             answer = self._client.embeddings.create(model=self.model, input=list(texts))
         except openai.APIError as e:
-            reason = str(e)
-            for secret in self._secrets:
-                reason = reason.replace(secret, "[api key]")
+            reason = self._mask.mask(str(e))
             raise ProviderError(f"embeddings at {self._where} failed: {reason}") from None
         data = sorted(answer.data, key=lambda d: d.index)
         if len(data) != len(texts):

@@ -9,7 +9,6 @@ session's exact name, never matched loosely); every result is capped in tokens a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
@@ -44,25 +43,23 @@ if TYPE_CHECKING:
 
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
-    from chatmem.embeddings import Embedder
 
 # -- the server -------------------------------------------------------------------------------
 
 
 class Memory:
-    """What the tools share: the settings, the registries and the embedder (opened once, on
-    first use)."""
+    """What the tools share: the settings, the registries, and the models and embedder
+    (a ModelPool: each opened once, on first use)."""
 
     def __init__(self, settings: Settings, tokens: Mapping[str, str] | None = None) -> None:
+        from chatmem.app.workspace import ModelPool
         from chatmem.plugins import load_registries
 
         self.settings = settings
         self.tokens = dict(tokens or {})
         """Bearer token → the history its holder uses (a tokens file, over HTTP)."""
         self.registries = load_registries()
-        self._embedder: Embedder | None = None
-        self._embedder_opened = False
-        self._lock = threading.Lock()
+        self.models = ModelPool()
 
     def settings_for(self, ctx: Context | None) -> Settings:
         """The history of the caller: the one its bearer token names, else the server's."""
@@ -83,19 +80,12 @@ class Memory:
         from chatmem.render.errors import error_text
 
         try:
-            with Workspace(self.settings_for(ctx), create=create,
+            with Workspace(self.settings_for(ctx), create=create, models=self.models,
                            registries=self.registries) as ws:
-                ws.use_embedder(self.embedder)
                 yield ws
         except ChatmemError as e:
             raise ToolError(error_text(e)) from None
 
-    def embedder(self) -> Embedder | None:
-        with self._lock:
-            if not self._embedder_opened:
-                self._embedder = self.registries.resolve_embedder(self.settings)
-                self._embedder_opened = True
-        return self._embedder
 
 
 def _headers(ctx: Context | None) -> Mapping[str, str] | None:

@@ -9,7 +9,7 @@ byte-identical.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
@@ -29,37 +29,31 @@ class MessageCounts:
         """(message id, hash of the text sent) → tokens, for messages the store has no
         count for; keyed by the text too, so a message erased meanwhile is counted anew."""
 
-    def messages(self, records: Sequence[MessageRecord],
-                 stored: Mapping[int, int] | None = None) -> list[Message]:
-        """`stored`: the store's counts (message id → tokens) if already read with the
-        records (StoredRecall reads both in one statement); else they are read here."""
-        if stored is None:
-            stored = self.store.cached_token_counts((r.id for r in records), self.counter.key)
+    def messages(self, records: Sequence[MessageRecord]) -> list[Message]:
+        """The records as sent, with their tokens: the store's counts, read at once, else
+        counted once in this process."""
+        stored = self.store.cached_token_counts((r.id for r in records), self.counter.key)
         messages = []
         for record in records:
             text = as_sent(record)
             tokens = stored.get(record.id)
             if tokens is None:
-                key = (record.id, hash(text))
-                tokens = self._computed.get(key)
-                if tokens is None:
-                    tokens = self._computed[key] = self.counter.count_message(record.role,
-                                                                              text)
+                tokens = self._counted(record.id, record.role, text)
             messages.append(Message(record.role, text, tokens, record.id, record.turn))
         return messages
 
     def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
-        computed, found = self._computed, []
-        for _, message_id, _, role, content, stored in rows:
-            if stored is None:
-                text = sent_text(role, content)
-                key = (message_id, hash(text))
-                stored = computed.get(key)
-                if stored is None:
-                    stored = computed[key] = self.counter.count_message(role, text)
-            found.append(stored)
-        return found
+        return [stored if stored is not None
+                else self._counted(message_id, role, sent_text(role, content))
+                for _, message_id, _, role, content, stored in rows]
+
+    def _counted(self, message_id: int, role: str, text: str) -> int:
+        key = (message_id, hash(text))
+        tokens = self._computed.get(key)
+        if tokens is None:
+            tokens = self._computed[key] = self.counter.count_message(role, text)
+        return tokens
 
 
 def as_sent(record: MessageRecord) -> str:
