@@ -8,6 +8,7 @@ keys, wrong types and unknown strategies are errors naming the key and file
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tomllib
 from collections.abc import Mapping
@@ -149,7 +150,7 @@ class Settings:
     sources: dict[str, Source] = field(default_factory=dict)
     """Where each key that is not a default came from: the file, `env VAR` or `flag --x`."""
 
-    @property
+    @functools.cached_property
     def location(self) -> HistoryLocation:
         """Where the history lives: a file, or a PostgreSQL database (a URL is never a path);
         an error names where `db` came from (--db, CHATMEM_DB, the config file's key)."""

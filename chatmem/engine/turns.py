@@ -228,13 +228,9 @@ class Engine(Generic[StoreT]):
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
             self.check_writable()
-        except StoreError:
-            self._refused = True  # not sent: nothing of it is to be stored
-            raise
-        try:
             refuse_unseen_images(attachments, self.provider)
-        except UsageError:
-            self._refused = True
+        except (StoreError, UsageError):
+            self._refused = True  # not sent: nothing of it is to be stored
             raise
         notices = self.catch_up()
         if not is_valid(text):

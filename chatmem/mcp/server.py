@@ -37,6 +37,7 @@ from chatmem.mcp.results import (
     paged,
     paged_parts,
 )
+from chatmem.memory.params import strategy_label
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -148,8 +149,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             finally:
                 engine.finish()  # a conversation asked for is kept, turns or not
             return Started(conversation_id=engine.session.name, created=existing is None,
-                           turns=turns, strategy=_label(engine.strategy.name,
-                                                        engine.strategy.params))
+                           turns=turns, strategy=strategy_label(engine.strategy.name,
+                                                                engine.strategy.params))
 
     @server.tool()
     def record_turn(
@@ -219,7 +220,6 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     @server.tool()
     def list_conversations(ctx: Context, page: Page = 1) -> ConversationList:
         """The conversations in this history, most recent first."""
-        from chatmem.memory.params import strategy_label
 
         with memory.workspace(ctx) as ws:
             rows = sessions.list_sessions(ws) if ws.has_history else []
@@ -388,12 +388,6 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
             lines.append(f"[{part['kind']}: {part['reason']}]")
             lines += [f"{m['role']}: {m['content']}" for m in part["messages"]]
         return "\n".join(lines)
-
-
-def _label(name: str, params: Any) -> str:
-    from chatmem.memory.params import strategy_label
-
-    return strategy_label(name, params)
 
 
 def _mean(values: Sequence[int]) -> float | None:
