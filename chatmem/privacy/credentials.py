@@ -47,6 +47,7 @@ from chatmem.privacy.secret_names import (
     WA,
     WB,
 )
+from chatmem.privacy.word_lists import READ_AS_ASCII, WordGate, lowered_text, spelled
 
 _DATE = re.compile(DATE)
 _CLAUSE_END = re.compile(CLAUSE_END)
@@ -174,49 +175,16 @@ _LED_BY = {"thing": _THING_STARTS, "opens": _THING_STARTS, "takes": _THING_START
            "set": _SET_STARTS}
 
 
-def spelled(words: str) -> set[str]:
-    """Every text a word list spells: its alternatives with their optional letters
-    ("wi-?fi") and optional groups ("(?:front |back )?door") written out (the lists are
-    regular expressions of that much syntax, and finite)."""
-
-    def alternatives(at: int) -> tuple[set[str], int]:
-        found: set[str] = set()
-        while True:
-            texts, at = sequence(at)
-            found |= texts
-            if at < len(words) and words[at] == "|":
-                at += 1
-                continue
-            return found, at
-
-    def sequence(at: int) -> tuple[set[str], int]:
-        texts = {""}
-        while at < len(words) and words[at] not in "|)":
-            if words.startswith("(?:", at):
-                part, at = alternatives(at + 3)
-                at += 1  # the group's ")"
-            else:
-                part, at = {words[at]}, at + 1
-            if at < len(words) and words[at] == "?":
-                part, at = part | {""}, at + 1
-            texts = {a + b for a in texts for b in part}
-        return texts, at
-
-    return alternatives(0)[0]
-
-
 _THING_FIRST_WORDS = frozenset(re.sub(r"[^a-z].*", "", text, flags=re.DOTALL)
                                for text in spelled(THINGS.lower()))
 """The first word of every thing a credential opens: where the scan needs to look."""
 _WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]+")
-_READ_AS_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
-"""The letters IGNORECASE matches to ASCII ones (İ, ı, ſ, the Kelvin sign)."""
 
 
 def _thing_starts(text: str) -> list[int]:
     """Where a thing a credential opens is named: every word that begins one, checked
     there; a text with a letter IGNORECASE reads as ASCII is scanned whole instead."""
-    if _READ_AS_ASCII.search(text):
+    if READ_AS_ASCII.intersection(text):
         return [m.start() for m in _THING_STARTS.finditer(text)]
     return [m.start() for m in _WORD.finditer(text)
             if m.group().lower() in _THING_FIRST_WORDS and _THING_STARTS.match(text, m.start())]
@@ -232,10 +200,33 @@ def _found_by(pattern: re.Pattern[str], starts: list[int], text: str) -> Iterato
             end = match.end()
 
 
+# The word lists each pattern needs a word of, in an ASCII text; the "as" pattern's own.
+_AS_NOUNS = r"password|pass|passcode|key|code|pin|combination|combo"
+_GATES = {name: WordGate(*lists) for name, lists in {
+    "thing": (THINGS, THING_NOUNS),
+    "generic": (GENERIC_NOUNS, THINGS),
+    "bare": (f"{BARE_THINGS}|{BARE_THINGS_ZH}",),
+    "pass": ("pass|pw",),
+    "opens": (THINGS, OPENS),
+    "uses": (USES, THINGS),
+    "as": ("using|use|with", _AS_NOUNS),
+    "keys in": (KEYS_IN,),
+    "use to": ("use", USES),
+    "takes": (THINGS, TAKES),
+    "set": ("set|changed?|reset|updated?", "to"),
+    "thing zh": (THINGS_ZH, THING_NOUNS_ZH),
+    "keys in zh": (KEYS_IN_ZH,),
+    "uses zh": ("用",),
+}.items()}
+
+
 def pattern_matches(text: str) -> Iterator[tuple[str, re.Match[str]]]:
     """Each pattern's name and matches, as its own finditer would find them."""
     starts: dict[re.Pattern[str], list[int]] = {}
+    lowered, held = lowered_text(text), dict[tuple[str, ...], bool]()
     for name, pattern in _OTHERWISE.items():
+        if not _GATES[name].admits(lowered, held):
+            continue
         led_by = _LED_BY.get(name)
         if led_by is not None and led_by not in starts:
             starts[led_by] = (_thing_starts(text) if led_by is _THING_STARTS

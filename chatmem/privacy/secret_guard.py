@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from chatmem.privacy import secret_names, sensitive
 from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, PHONE, Finding
+from chatmem.privacy.word_lists import WordGate, lowered_text
 
 ANSWER_CHARS = 80
 """Longest message read as the answer to a label in the message before it."""
@@ -52,17 +53,37 @@ _CODE_LABEL = re.compile(
 _HARMLESS_CODE_LABEL = re.compile(
     rf"(?<![A-Za-z])(?:{secret_names.HARMLESS_CODES})\s+(?:code|number|no\.?)(?![A-Za-z])",
     re.IGNORECASE)
+_CARD_WORDS = r"card(?: number)?"
+_CARD_WORDS_ZH = r"卡号|银行卡|信用卡"
+_PHONE_WORDS = r"phone|mobile|cell|telephone"
+_PHONE_WORDS_ZH = r"电话|手机|座机"
 _NUMBER_LABEL = {
-    CARD: re.compile(r"(?<![A-Za-z])card(?: number)?(?![A-Za-z])|卡号|银行卡|信用卡",
+    CARD: re.compile(rf"(?<![A-Za-z])(?:{_CARD_WORDS})(?![A-Za-z])|{_CARD_WORDS_ZH}",
                      re.IGNORECASE),
-    PHONE: re.compile(r"(?<![A-Za-z])(?:phone|mobile|cell|telephone)(?![A-Za-z])"
-                      r"|电话|手机|座机", re.IGNORECASE),
+    PHONE: re.compile(rf"(?<![A-Za-z])(?:{_PHONE_WORDS})(?![A-Za-z])|{_PHONE_WORDS_ZH}",
+                      re.IGNORECASE),
 }
+_HARMLESS_WORDS = (
+    r"booking|reservation|order|tracking|invoice|reference|confirmation"
+    r"|membership|customer|parcel|shipment|serial|receipt|flight|seat|room|postcode")
+_HARMLESS_WORDS_ZH = r"预订|订单|单号|编号|发票|快递|车次|航班|房间|邮编"
 _HARMLESS_LABEL = re.compile(
-    r"(?<![A-Za-z])(?:booking|reservation|order|tracking|invoice|reference|confirmation"
-    r"|membership|customer|parcel|shipment|serial|receipt|flight|seat|room|postcode)"
-    r"(?![A-Za-z])|预订|订单|单号|编号|发票|快递|车次|航班|房间|邮编",
-    re.IGNORECASE)
+    rf"(?<![A-Za-z])(?:{_HARMLESS_WORDS})(?![A-Za-z])|{_HARMLESS_WORDS_ZH}", re.IGNORECASE)
+# Each label in the order it is looked for, with the words its pattern needs one of (a
+# message's label is worked out for each short answer after it: most hold none of them).
+_LABELS = (
+    (_PHRASE_LABEL, WordGate(secret_names.PHRASE_WORDS), PHRASE),
+    (_SECRET_LABEL, WordGate(f"{secret_names.SECRET_WORDS}|secret"
+                             f"|{secret_names.SECRET_WORDS_ZH}|钥匙"), PASSWORD),
+    (_HARMLESS_CODE_LABEL, WordGate(secret_names.HARMLESS_CODES, "code|number|no"),
+     "harmless"),
+    (_CODE_LABEL, WordGate(f"{secret_names.CODE_WORDS}|{secret_names.THING_NOUNS}"
+                           f"|{secret_names.CODE_WORDS_ZH}|门禁|{secret_names.THING_NOUNS_ZH}"),
+     CODE),
+    (_NUMBER_LABEL[CARD], WordGate(f"{_CARD_WORDS}|{_CARD_WORDS_ZH}"), CARD),
+    (_NUMBER_LABEL[PHONE], WordGate(f"{_PHONE_WORDS}|{_PHONE_WORDS_ZH}"), PHONE),
+    (_HARMLESS_LABEL, WordGate(f"{_HARMLESS_WORDS}|{_HARMLESS_WORDS_ZH}"), "harmless"),
+)
 # "It's 1847.", "Yes: 732-19-0046", "是3568": the value alone, with a short lead-in.
 _LEAD = re.compile(r"^(?:it'?s|it is|yes|sure|ok(?:ay)?|here|that'?s|是|就是)[\s,:：]*",
                    re.IGNORECASE)
@@ -183,19 +204,10 @@ def _label_before(text: str, before: Sequence[str],
 
 def _label_of(text: str) -> str | None:
     """What one message asks for or announces, if anything."""
-    if _PHRASE_LABEL.search(text):
-        return PHRASE
-    if _SECRET_LABEL.search(text):
-        return PASSWORD
-    if _HARMLESS_CODE_LABEL.search(text):
-        return "harmless"
-    if _CODE_LABEL.search(text):
-        return CODE
-    for kind, pattern in _NUMBER_LABEL.items():
-        if pattern.search(text):
-            return kind
-    if _HARMLESS_LABEL.search(text):
-        return "harmless"
+    lowered, held = lowered_text(text), dict[tuple[str, ...], bool]()
+    for pattern, gate, label in _LABELS:
+        if gate.admits(lowered, held) and pattern.search(text):
+            return label
     return None
 
 

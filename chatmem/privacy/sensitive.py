@@ -49,6 +49,7 @@ from chatmem.privacy.secret_names import (
     WA,
     WB,
 )
+from chatmem.privacy.word_lists import WordGate, gated
 
 MARK_OPEN, MARK_CLOSE = "⟦", "⟧"
 
@@ -246,16 +247,20 @@ _NAMED_PHRASE = re.compile(
 )
 # A user and a password together: "the login for the portal is ada / S3cr3t-Passw0rd",
 # "log in as jdoe with hunter2024!".
+_LOGIN_NAMES = r"log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account"
+_LOGGING_IN = r"log(?:ging|s|ged)?[ -]?(?:in|on)"
 _LOGIN_PAIR = re.compile(
-    rf"{WB}(?:log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account){WA}"
+    rf"{WB}(?:{_LOGIN_NAMES}){WA}"
     r"[^.\n/]{0,40}?(?<![^\s:：])[\w.@+-]{2,64}\s*/\s*"
     r"(?P<value>[^\s/]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)"
-    rf"|{WB}log(?:ging|s|ged)?[ -]?(?:in|on){WA}\s+(?:as|with)\s+[\w.@+-]{{2,64}}\s+"
+    rf"|{WB}(?:{_LOGGING_IN}){WA}\s+(?:as|with)\s+[\w.@+-]{{2,64}}\s+"
     r"(?:with|using|and|password)\s+(?P<value2>[^\s]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)",
     re.IGNORECASE,
 )
+_PASSPORT = r"passport(?: number| no\.?| #)?"
+_PASSPORT_ZH = r"护照(?:号码?)?"
 _NAMED_PASSPORT = re.compile(
-    rf"(?:{WB}passport(?: number| no\.?| #)?{WA}|护照(?:号码?)?)(?:{LINK}|{LINK_ZH})"
+    rf"(?:{WB}(?:{_PASSPORT}){WA}|{_PASSPORT_ZH})(?:{LINK}|{LINK_ZH})"
     r"(?P<value>[A-Z]{1,2}\d{6,9})(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
@@ -312,11 +317,25 @@ def _value_of(match: re.Match[str]) -> tuple[str, str] | None:
     return None
 
 
+# Each pattern that names its detail with the words it needs one of (see WordGate).
+_NAMED_KINDS = {_NAMED_SECRET: PASSWORD, _NAMED_CODE: CODE, _NAMED_PHRASE: PASSWORD,
+                _LOGIN_PAIR: PASSWORD, _NAMED_PASSPORT: NATIONAL_ID}
+_NAMED_GATES = (
+    (_NAMED_SECRET, WordGate(f"{SECRET_WORDS}|{SECRET_WORDS_ZH}")),
+    (_NAMED_CODE, WordGate(f"{CODE_WORDS}|{CODE_WORDS_ZH}")),
+    (_NAMED_PHRASE, WordGate(PHRASE_WORDS)),
+    (_LOGIN_PAIR, WordGate(f"{_LOGIN_NAMES}|{_LOGGING_IN}")),
+    (_NAMED_PASSPORT, WordGate(f"{_PASSPORT}|{_PASSPORT_ZH}")),
+)
+_NUMBER_GATES = tuple((pattern, WordGate(_NUMBER_WORDS[kind]))
+                      for kind, pattern in _NAMED_NUMBER.items())
+_NUMBER_KINDS = {pattern: kind for kind, pattern in _NAMED_NUMBER.items()}
+
+
 def _named(text: str) -> Iterable[Finding]:
-    patterns = ((_NAMED_SECRET, PASSWORD), (_NAMED_CODE, CODE), (_NAMED_PHRASE, PASSWORD),
-                (_LOGIN_PAIR, PASSWORD), (_NAMED_PASSPORT, NATIONAL_ID))
-    for pattern, kind in patterns:
-        for match in pattern.finditer(text):
+    for pattern, matches in gated(_NAMED_GATES, text):
+        kind = _NAMED_KINDS[pattern]
+        for match in matches:
             picked = _value_of(match)
             if picked is None:
                 continue
@@ -334,8 +353,9 @@ def _named(text: str) -> Iterable[Finding]:
             named = text[match.start():match.start(group)]
             yield Finding(API_KEY if _NAMES_A_KEY.search(named) else kind,
                           match.start(group), match.end(group), value)
-    for kind, pattern in _NAMED_NUMBER.items():
-        for match in pattern.finditer(text):
+    for pattern, matches in gated(_NUMBER_GATES, text):
+        kind = _NUMBER_KINDS[pattern]
+        for match in matches:
             value = match.group("value").strip()
             if len(_digits(value)) >= _MIN_NAMED_DIGITS[kind] and not _DATE.fullmatch(value):
                 start = match.start("value")

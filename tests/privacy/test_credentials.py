@@ -14,7 +14,7 @@ from bench_modules import load
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatmem.privacy import credentials, secret_names, sensitive
+from chatmem.privacy import credentials, secret_names, sensitive, word_lists
 from chatmem.privacy.secret_guard import SecretGuard
 from chatmem.privacy.sensitive import CODE, PASSWORD
 
@@ -174,7 +174,7 @@ _PHRASES = [message for cases in (CORPUS.SENSITIVE, CORPUS.HARMLESS, OTHER.SENSI
 def test_every_word_a_thing_begins_with_is_listed() -> None:
     listed = credentials._THING_FIRST_WORDS
     assert {"wi", "wifi", "front", "door", "key", "keybox", "e", "email", "sign"} <= listed
-    for text in credentials.spelled(secret_names.THINGS):
+    for text in word_lists.spelled(secret_names.THINGS):
         assert re.fullmatch(f"(?:{secret_names.THINGS})", text, re.IGNORECASE), text
 
 
