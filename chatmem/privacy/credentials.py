@@ -27,6 +27,7 @@ from chatmem.privacy.secret_names import (
     DATE,
     GENERIC_NOUNS,
     HARMLESS_CODES,
+    HARMLESS_PASSES,
     KEYS_IN,
     KEYS_IN_ZH,
     LINK,
@@ -53,8 +54,29 @@ _DATE = re.compile(DATE)
 _CLAUSE_END = re.compile(CLAUSE_END)
 
 
-def _digits(text: str) -> str:
+def digits_of(text: str) -> str:
+    """The digits of `text`, in order ("12-34 56" -> "123456")."""
     return re.sub(r"\D", "", text)
+
+
+VALUE_GROUPS = ("code", "quoted", "value", "quoted_zh", "value_zh", "value2")
+"""The groups a pattern names its detail's value by (the quoted first: they hold spaces)."""
+
+
+def value_of(match: re.Match[str]) -> tuple[str, str] | None:
+    """(group name, value) of the named value a match holds."""
+    for group in VALUE_GROUPS:
+        if group in match.re.groupindex and match.group(group) is not None:
+            return group, match.group(group)
+    return None
+
+
+def clause_before(text: str, start: int, reach: int, end: int | None = None) -> str:
+    """The text from where the clause holding `start` begins (`reach` characters back at
+    most) to `end` (`start` unless given): where a label before a value may stand."""
+    window = text[max(0, start - reach):start if end is None else end]
+    ends = list(_CLAUSE_END.finditer(window))
+    return window[ends[-1].end():] if ends else window
 
 
 # A code's value may be digit groups: "31 17 44", "12-34-56", "4471#".
@@ -128,10 +150,7 @@ _IN_SENTENCE = {
 _NETWORK_NAME = re.compile(NETWORK_NAME, re.IGNORECASE)
 _HARMLESS_CODE = re.compile(rf"{WB}(?:{HARMLESS_CODES})\s+(?:code|number)?\s*$",
                             re.IGNORECASE)
-_HARMLESS_PASS = re.compile(
-    r"(?<![A-Za-z])(?:boarding|bus|season|day|ski|parking|travel|gym|visitor|press|backstage"
-    r"|hall|rail|train|transit|metro|weekly|monthly|annual|museum|festival|free|mountain"
-    r"|guest|hall|backstage|all-access|event|ticket)\s+$", re.IGNORECASE)
+_HARMLESS_PASS = re.compile(rf"{WB}(?:{HARMLESS_PASSES})\s+$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
 
 
@@ -152,10 +171,7 @@ _HARMLESS_CODE_NAMED = re.compile(rf"{WB}(?:{HARMLESS_CODES})\s+code{WA}", re.IG
 def harmless_code_before(text: str, start: int) -> bool:
     """Whether a code named harmless ("model code", "promo code") comes just before `start`,
     in its clause: "the model code of the keypad is A2891" names no keypad code."""
-    window = text[max(0, start - 40):start + 1]
-    ends = list(_CLAUSE_END.finditer(window))
-    if ends:
-        window = window[ends[-1].end():]
+    window = clause_before(text, start, 40, start + 1)
     return _HARMLESS_CODE.search(window[:-1]) is not None or \
         _HARMLESS_CODE_NAMED.search(window) is not None
 
@@ -241,16 +257,14 @@ def named_otherwise(text: str) -> Iterator[tuple[bool, int, int, str]]:
     """(is a code, start, end, value) of each credential `text` names by the thing it opens
     or by what it does."""
     for name, match in pattern_matches(text):
-        pattern = _OTHERWISE[name]
-        group = next((g for g in ("code", "quoted", "value", "quoted_zh", "value_zh")
-                      if g in pattern.groupindex and match.group(g) is not None), None)
-        if group is None:
+        picked = value_of(match)
+        if picked is None:
             continue
-        value = match.group(group)
+        group, value = picked
         if value.lower() in NOT_A_SECRET:
             continue
         code = re.fullmatch(r"[\d\s#*-]+", value) is not None
-        if code and len(_digits(value)) < 3:
+        if code and len(digits_of(value)) < 3:
             continue
         if not code and group != "quoted" and not looks_secret(value):
             continue  # "the wifi is down", "the door key is under the mat"

@@ -94,9 +94,15 @@ HARMLESS_CODES = (
     r"model|product|promo|promotion|promotional|discount|coupon|voucher|booking|confirmation"
     r"|reservation|error|status|area|zip|postal|post|country|dialling|dialing|hs|qr|bar"
     r"|dress|source|tracking|reference|ref|colou?r|style|course|class|airport|iata|flight"
-    r"|product|item|part|sku|serial|tax|bank sort|sort|swift|bic|routing"
+    r"|item|part|sku|serial|tax|bank sort|sort|swift|bic|routing"
 )
 """Words that make the code after them harmless ("model code A2891", "area code 415")."""
+HARMLESS_PASSES = (
+    r"boarding|bus|season|day|ski|parking|travel|gym|visitor|press|backstage|hall|rail|train"
+    r"|transit|metro|weekly|monthly|annual|museum|festival|free|mountain|guest|all-access"
+    r"|event|ticket"
+)
+"""Words that make the pass after them a ticket ("my boarding pass", "the gym pass")."""
 OPENS = r"opens?|opened|unlocks?|unlocked|disarms?|disarmed"
 """`THING … opens with VALUE`."""
 TAKES = r"takes|accepts|wants|needs"

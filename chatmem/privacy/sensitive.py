@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from chatmem.privacy import credentials
+from chatmem.privacy.credentials import clause_before, digits_of, value_of
 from chatmem.privacy.secret_names import (
     ASIDE,
-    CLAUSE_END,
     CODE_WORDS,
     CODE_WORDS_ZH,
     DATE,
@@ -104,12 +104,8 @@ def ssn_ok(text: str) -> bool:
     return bool(ssn.is_valid(text))
 
 
-def _digits(text: str) -> str:
-    return re.sub(r"\D", "", text)
-
-
 def card_ok(text: str) -> bool:
-    digits = _digits(text)
+    digits = digits_of(text)
     # Issuers' numbers start with 2–6 (Visa 4, Mastercard 2/5, Amex 3, UnionPay 62...):
     # a 13-digit millisecond timestamp or a long order number starting with 1 is not a card.
     return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_ok(digits)
@@ -154,18 +150,13 @@ _PRIVATE_LABEL = (
 _LABEL = re.compile(
     rf"(?P<harmless>{WB}(?:{_NOT_PRIVATE_LABEL}){WA})|(?P<private>{WB}(?:{_PRIVATE_LABEL}){WA})",
     re.IGNORECASE)
-_CLAUSE_END = re.compile(CLAUSE_END)
 LABEL_REACH = 48
 """How many characters before a number its label may be."""
 
 
 def _nearest_label(text: str, start: int) -> str | None:
     """"harmless" or "private": what the nearest label before `start`, in its clause, says."""
-    window = text[max(0, start - LABEL_REACH):start]
-    ends = list(_CLAUSE_END.finditer(window))
-    if ends:
-        window = window[ends[-1].end():]
-    labels = list(_LABEL.finditer(window))
+    labels = list(_LABEL.finditer(clause_before(text, start, LABEL_REACH)))
     return labels[-1].lastgroup if labels else None
 
 
@@ -203,7 +194,7 @@ def _phones(text: str) -> Iterable[Finding]:
     """Phone numbers valid in one of PHONE_REGIONS, shaped like one or named as one."""
     for match in _PHONE_CANDIDATE.finditer(text):
         raw, start = match.group(), match.start()
-        if not 7 <= len(_digits(raw)) <= 15 or _DATE.fullmatch(raw):
+        if not 7 <= len(digits_of(raw)) <= 15 or _DATE.fullmatch(raw):
             continue
         if harmless_label_before(text, start):
             continue
@@ -309,14 +300,6 @@ _NAMES_A_KEY = re.compile(r"(?:api|access|secret|private|client|ssh)[ _-]?key(?!
                           r"|token(?![A-Za-z])", re.IGNORECASE)
 
 
-def _value_of(match: re.Match[str]) -> tuple[str, str] | None:
-    """(group name, value) of the named value a match holds."""
-    for group in ("quoted", "value", "quoted_zh", "value_zh", "value2"):
-        if group in match.re.groupindex and match.group(group) is not None:
-            return group, match.group(group)
-    return None
-
-
 # Each pattern that names its detail with the words it needs one of (see WordGate).
 _NAMED_KINDS = {_NAMED_SECRET: PASSWORD, _NAMED_CODE: CODE, _NAMED_PHRASE: PASSWORD,
                 _LOGIN_PAIR: PASSWORD, _NAMED_PASSPORT: NATIONAL_ID}
@@ -336,14 +319,14 @@ def _named(text: str) -> Iterable[Finding]:
     for pattern, matches in gated(_NAMED_GATES, text):
         kind = _NAMED_KINDS[pattern]
         for match in matches:
-            picked = _value_of(match)
+            picked = value_of(match)
             if picked is None:
                 continue
             group, value = picked
             if value.lower() in NOT_A_SECRET or MARK_OPEN in value:
                 continue
             if pattern is _NAMED_CODE and (
-                    len(_digits(value)) < 3
+                    len(digits_of(value)) < 3
                     or credentials.harmless_code_before(text, match.start())):
                 continue  # "the PIN was reset"; a code is digits; "the model code of the keypad"
             if pattern is _NAMED_PHRASE and (
@@ -357,7 +340,7 @@ def _named(text: str) -> Iterable[Finding]:
         kind = _NUMBER_KINDS[pattern]
         for match in matches:
             value = match.group("value").strip()
-            if len(_digits(value)) >= _MIN_NAMED_DIGITS[kind] and not _DATE.fullmatch(value):
+            if len(digits_of(value)) >= _MIN_NAMED_DIGITS[kind] and not _DATE.fullmatch(value):
                 start = match.start("value")
                 yield Finding(kind, start, start + len(value), value)
 
@@ -449,7 +432,7 @@ def fact_kind(key: str, value: str) -> str | None:
         return PASSWORD
     for kind, words in _NUMBER_WORDS.items():
         if re.search(rf"(?:{words})", key, re.IGNORECASE) and \
-                len(_digits(value)) >= _MIN_NAMED_DIGITS[kind]:
+                len(digits_of(value)) >= _MIN_NAMED_DIGITS[kind]:
             return kind
     return None
 
