@@ -30,6 +30,7 @@ from chatmem.errors import (
 )
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
+from chatmem.store.postgres_access import shared
 from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
 
@@ -495,9 +496,8 @@ class PostgresBackend:
         """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
         holds the same rule as row-level security)."""
         row = self.execute(
-            "SELECT s.owner, s.owner = current_user, EXISTS (SELECT 1 FROM session_shares h"
-            " WHERE h.session_id = s.id AND h.grantee = current_user AND h.owner = s.owner"
-            " AND h.mode = 'write') FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
+            f"SELECT s.owner, s.owner = current_user, {shared('s.id', 's.owner', write=True)}"
+            " FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
         if row is None:
             return None
         owner, own, write = row
