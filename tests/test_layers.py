@@ -25,7 +25,7 @@ or closes a cycle is caught too.
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
        attachments, privacy.secrets, privacy.sensitive, privacy.secret_names,
-       privacy.credentials, privacy.mentions, privacy.files,
+       privacy.credentials, privacy.word_lists, privacy.mentions, privacy.files,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost)
 
@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
     "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
+    "chatmem.privacy.word_lists": 0,
     "chatmem.privacy.files": 0, "chatmem.names": 0, "chatmem.images": 0,
 }
 
