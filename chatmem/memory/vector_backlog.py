@@ -149,6 +149,10 @@ class VectorBacklog:
         """Stored vectors of the queued texts, by digest; replaced, never changed, so the
         thread reads a batch's without a lock."""
         self._done: list[VectorRow] = []
+        self._carried: dict[str, bytes] = {}
+        """The last vector a thread computed: the next batch's first message needs it as its
+        previous one, and it may be neither stored nor in `_known` yet, even when the thread
+        that computed it has ended and a new one takes the next batch."""
         self._embedded = 0
         self._error: BaseException | None = None
         self._told_error = False
@@ -290,7 +294,6 @@ class VectorBacklog:
     # -- the thread ---------------------------------------------------------------------
 
     def _work(self) -> None:
-        carried: dict[str, bytes] = {}
         while True:
             with self._cond:
                 while not self._stop and self._queue and not self._running:
@@ -300,13 +303,12 @@ class VectorBacklog:
                     return
                 batch = self._queue[:BATCH]
                 del self._queue[:BATCH]
-                known = self._known
+                known = {**self._known, **self._carried}
                 self._busy = True
             try:
                 # The batch's first context vector needs the vector of the message before
                 # it, which the previous batch computed and may not have stored yet.
-                rows = embed_pending(self.embedder, batch, BATCH, {**known, **carried})
-                carried = {r.digest: r.vector for r in rows[-1:] if r.digest}
+                rows = embed_pending(self.embedder, batch, BATCH, known)
             except BaseException as e:  # any failure: stored, told once by `collect`
                 with self._cond:
                     self._error, self._busy, self._running = e, False, False
@@ -315,6 +317,7 @@ class VectorBacklog:
                 return
             with self._cond:
                 self._done.extend(rows)
+                self._carried = {r.digest: r.vector for r in rows[-1:] if r.digest}
                 self._embedded += len(rows)
                 self._busy = False
 

@@ -275,3 +275,54 @@ def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
         assert missing(store, engine, embedder) == 0
         # Found without a scan of the session (that takes about 7,000 VM instructions).
         assert meter.steps < MESSAGES // 20
+
+
+class ThreadEndsFirst:
+    """A store whose second look-up of stored vectors (inside the engine's second commit)
+    first lets the gated thread finish its batch and end: the moment, on a busy machine,
+    when the batch is in memory (neither stored nor handed to a live thread) and the next
+    batch needs its last vector."""
+
+    def __init__(self, store: Store, embedder: GatedEmbedder, thread_name: str) -> None:
+        self._store, self._embedder, self._thread_name = store, embedder, thread_name
+        self.lookups = 0
+
+    def cached_vectors(self, model: str, digests: list[str]) -> dict[str, bytes]:
+        self.lookups += 1
+        if self.lookups == 2:
+            self._embedder.allow(1)
+            self._embedder.wait_finished(1)
+            wait_until(lambda: all(t.name != self._thread_name for t in threading.enumerate()),
+                       "the embedding thread ended")
+        return self._store.cached_vectors(model, digests)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._store, name)
+
+
+def test_a_message_is_embedded_once_when_its_batch_s_thread_ends_before_the_next_commit(
+    tmp_path: Path
+) -> None:
+    # Seen under load: 43 embeddings for 42 messages in test_retrieval's count, the last
+    # message of a finished thread's batch embedded again as the previous message of the
+    # next batch's first.
+    from chatmem.memory.vector_backlog import VectorBacklog
+
+    embedder = GatedEmbedder()
+    with Store(tmp_path / "history.db") as store:
+        session = store.create_session("gated", "retrieval")
+        store.import_messages(session.id, [{"role": "user", "content": "First question."},
+                                           {"role": "assistant", "content": "First answer."}])
+        gated = ThreadEndsFirst(store, embedder, f"chatmem-embed-{session.id}")
+        backlog = VectorBacklog(gated, session.id, embedder)  # type: ignore[arg-type]
+        backlog.after_commit()  # the thread starts and waits at its batch's embedding
+        store.import_messages(session.id, [{"role": "user", "content": "Second question."},
+                                           {"role": "assistant", "content": "Second answer."}])
+        backlog.after_commit()  # the thread ends meanwhile (ThreadEndsFirst); a new one starts
+        assert gated.lookups == 2
+        embedder.allow(1)
+        embedder.wait_finished(2)
+        status = backlog.close()
+        assert status.missing == 0
+        assert embedder.calls == 4  # each message's own text, once
+        assert store.count_without_vectors(embedder.key, session.id) == 0
