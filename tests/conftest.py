@@ -68,6 +68,32 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         option.dist = "load"
 
 
+ONE_WORKER = {
+    "tests/test_complexity.py": "its histories of 100, 2,500 and 5,000 turns, built by the "
+                                "module's fixtures (about 22 s of CPU), are built once",
+}
+"""Modules whose tests `--dist load` keeps on one worker, handed out first, and why."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist load` with the ONE_WORKER modules kept whole (xdist's own loadgroup names
+    a group in the test's node id, which pytest 9 no longer lets it change)."""
+    if config.option.dist != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LoadKeepingModules(LoadScopeScheduling):
+        """Every test is a unit of its own, as with "load", but a ONE_WORKER module is
+        one unit; the largest unit goes out first."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER else nodeid
+
+    return LoadKeepingModules(config, log)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
