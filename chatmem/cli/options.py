@@ -128,13 +128,13 @@ TemplateOption = Annotated[
 
 
 def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
+    from chatmem.config.pairs import parse_pairs
     from chatmem.errors import StrategyError
-    from chatmem.memory.params import parse_param_pairs
 
     params: dict[str, str] = {}
     for pair in pairs or ():
-        [(key, value)] = parse_param_pairs(
-            [pair], lambda pair: f"--param {pair!r} must be key=value, e.g. --param k=3").items()
+        [(key, value)] = parse_pairs([pair], lambda pair: StrategyError(
+            f"--param {pair!r} must be key=value, e.g. --param k=3")).items()
         if params.get(key, value) != value:
             raise StrategyError(
                 f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from chatmem.config.pairs import split_params
 from chatmem.config.sections import SECTIONS, section_keys
 from chatmem.errors import ConfigError, StrategyError
 
@@ -262,15 +263,8 @@ def _validate_strategies(path: Path, tables: Any, registered: Registered | None)
 def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
     """`window:k=3` → ("window", {"k": "3"}): a strategy with its parameters after a colon,
     as --strategy takes it; the values stay text for the strategy to check."""
-    name, _, rest = text.partition(":")
-    params: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in rest.split(","))):
-        key, sign, value = pair.partition("=")
-        if not sign or not key.strip():
-            raise ConfigError(f"{where}: parameters must be key=value, e.g. window:k=2, "
-                              f"got {pair!r}")
-        params[key.strip()] = value.strip()
-    return name.strip(), params
+    return split_params(text, lambda pair: ConfigError(
+        f"{where}: parameters must be key=value, e.g. window:k=2, got {pair!r}"))
 
 
 def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],

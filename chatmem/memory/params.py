@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
@@ -129,12 +129,3 @@ def _type_word(kind: type) -> str:
             str: "text"}.get(kind, kind.__name__)
 
 
-def parse_param_pairs(pairs: Iterable[str], error: Callable[[str], str]) -> dict[str, str]:
-    """`k=3` texts as {"k": "3"}; `error(pair)` words the message for one without a key."""
-    params: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise StrategyError(error(pair))
-        params[key.strip()] = value.strip()
-    return params

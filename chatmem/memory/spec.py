@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.memory.params import parse_param_pairs, strategy_label
+from chatmem.config.pairs import split_params
+from chatmem.errors import StrategyError
+from chatmem.memory.params import strategy_label
 
 if TYPE_CHECKING:
     from chatmem.memory.base import Strategy
 
 JOIN = "+"
 """Between the parts of a combination: `window+entity`."""
-PARAMS_AFTER = ":"
-"""Before parameters given with the name: `window:k=2,other=3`."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,6 @@ class StrategySpec:
 def split_text(text: str) -> tuple[tuple[str, ...], dict[str, str]]:
     """`window+entity:window.k=2,k=3` → (("window", "entity"), {"window.k": "2", "k": "3"}):
     the names as typed and the parameters given after the colon, not yet checked."""
-    name, _, rest = text.partition(PARAMS_AFTER)
-    params = parse_param_pairs(
-        filter(None, (p.strip() for p in rest.split(","))),
-        lambda _: f"strategy {text!r}: parameters must be key=value, e.g. window:k=2",
-    )
-    return tuple(part.strip() for part in name.strip().split(JOIN)), params
+    name, params = split_params(text, lambda _: StrategyError(
+        f"strategy {text!r}: parameters must be key=value, e.g. window:k=2"))
+    return tuple(part.strip() for part in name.split(JOIN)), params

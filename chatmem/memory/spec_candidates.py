@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from chatmem.config.pairs import PARAMS_AFTER
 from chatmem.memory.base import BaseStrategy
-from chatmem.memory.spec import JOIN, PARAMS_AFTER, split_text
+from chatmem.memory.spec import JOIN, split_text
 
 Candidates = list[tuple[str, str]]
 """(what to complete to, one line of help)."""

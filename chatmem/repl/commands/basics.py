@@ -32,14 +32,16 @@ def _quit(repl: Chat, args: list[str]) -> None:
        "show or switch the memory strategy for the next turn; history stays intact",
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
-    from chatmem.memory.params import format_params, parse_param_pairs
+    from chatmem.config.pairs import parse_pairs
+    from chatmem.errors import StrategyError
+    from chatmem.memory.params import format_params
     from chatmem.memory.spec import StrategySpec
 
     kept: dict[str, Any] = {}
     if args:
         strategies = repl.workspace.registries.strategies
-        params = parse_param_pairs(
-            args[1:], lambda pair: f"parameter {pair!r} must be key=value, e.g. k=3")
+        params = parse_pairs(args[1:], lambda pair: StrategyError(
+            f"parameter {pair!r} must be key=value, e.g. k=3"))
         spec = strategies.parse(args[0], params)
         # What the previous strategy changed, for the parts of the same name: kept.
         chosen = spec.keeping(StrategySpec.of(repl.engine.strategy, changed_only=True))
