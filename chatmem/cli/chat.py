@@ -25,7 +25,6 @@ from chatmem.cli.options import (
     one_session,
     session_first,
     strategy_choice,
-    utf8_text,
 )
 from chatmem.cli.output import consoles, handles_errors, print_json
 from chatmem.errors import ExitCode
@@ -37,12 +36,11 @@ if TYPE_CHECKING:
     from chatmem.store import Store
 
 SystemOption = Annotated[
-    str | None, typer.Option("--system", metavar="TEXT", show_default=False, callback=utf8_text,
+    str | None, typer.Option("--system", metavar="TEXT", show_default=False,
                              help="System prompt for a new session (or to change it).")
 ]
 HelperModelOption = Annotated[
     str | None, typer.Option("--helper-model", metavar="NAME", show_default=False,
-                             callback=utf8_text,
                              help="Model for summaries and fact extraction (default: the chat "
                                   "model; config helper_model).")
 ]

@@ -15,7 +15,6 @@ from chatmem.cli.options import (
     JsonOption,
     one_session,
     session_first,
-    utf8_text,
 )
 from chatmem.cli.output import consoles, handles_errors, print_json
 
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
 UserOption = Annotated[
     str | None, typer.Option("--user", "-u", help="Only this user profile's facts.",
-                             show_default=False, callback=utf8_text)
+                             show_default=False)
 ]
 SessionOption = Annotated[
     str | None, typer.Option("--session", "-s", help="Only facts this session uses.",

@@ -7,7 +7,7 @@ import typer
 
 from chatmem.cli.completion import session_names
 from chatmem.cli.opening import open_workspace, settings_from
-from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
@@ -20,11 +20,11 @@ def logs(
     count: Annotated[int, typer.Option("--count", "-n", min=1, max=10_000,
                                        help="How many turns to list.")] = 20,
     query: Annotated[str | None, typer.Option(
-        "--query", "-q", metavar="TEXT", show_default=False, callback=utf8_text,
+        "--query", "-q", metavar="TEXT", show_default=False,
         help="Only turns whose question or reply match TEXT (the full-text index; "
              "English and Chinese), best match first.")] = None,
     session: Annotated[str | None, typer.Option(
-        "--session", metavar="SESSION", show_default=False, callback=utf8_text,
+        "--session", metavar="SESSION", show_default=False,
         autocompletion=session_names, help="Only this session's turns.")] = None,
     response: Annotated[bool, typer.Option(
         "--response", "-r", help="Print only the last reply (of --session, or matching -q), "

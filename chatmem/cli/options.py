@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
-from chatmem.cli.grammar import NOT_UTF8
 
 if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
@@ -35,17 +34,6 @@ SessionAlias = Annotated[
 """`--session` for commands whose first word is the session (see `one_session`)."""
 
 
-def utf8_text(value: str | None) -> str | None:
-    """An option's callback: text that is not UTF-8 is refused (exit 2), never sent or stored."""
-    from chatmem.text import is_valid
-
-    if value is not None and not is_valid(value):
-        raise typer.BadParameter(NOT_UTF8)
-    return value
-
-
-
-
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
     # Imported here: the registries are not needed to print --help.
@@ -63,8 +51,7 @@ ProviderOption = Annotated[
 ]
 
 ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model name (or alias).",
-                                                 show_default=False, metavar="NAME",
-                                                 callback=utf8_text)]
+                                                 show_default=False, metavar="NAME")]
 StrategyOption = Annotated[
     str | None,
     typer.Option("--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
@@ -120,7 +107,7 @@ def joined_model_options(args: Sequence[str]) -> list[str]:
 
 TemplateOption = Annotated[
     str | None,
-    typer.Option("--template", "-t", metavar="NAME", show_default=False, callback=utf8_text,
+    typer.Option("--template", "-t", metavar="NAME", show_default=False,
                  autocompletion=template_names,
                  help="Named template (system prompt, model, strategy, options) from the "
                       "config's [templates.NAME] or templates/NAME.toml."),

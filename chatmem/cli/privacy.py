@@ -10,7 +10,7 @@ import typer
 
 from chatmem.cli.completion import session_names
 from chatmem.cli.opening import ask_key, erasure_done, open_workspace, settings_from
-from chatmem.cli.options import ConfigOption, DbOption, JsonOption, utf8_text
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
@@ -239,7 +239,6 @@ def retention(
 def forget_me(
     user: Annotated[
         str | None, typer.Option("--user", "-u", show_default=False, metavar="PROFILE",
-                                 callback=utf8_text,
                                  help="The user profile to erase (default: the configured "
                                       "user).")
     ] = None,
