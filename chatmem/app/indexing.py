@@ -36,33 +36,39 @@ class Indexed:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def pending_vectors(workspace: Workspace, session: str | None) -> tuple[str, int]:
-    """(embedder model, messages without a vector for it) in `session` or every session."""
-    embedder = _embedder(workspace)
-    store = workspace.store
-    session_ids = _writable(workspace, embedder.key, session)
-    if session is None and session_ids == store.sessions_without_vectors(embedder.key):
-        return embedder.key, store.count_without_vectors(embedder.key)
-    return embedder.key, sum(store.count_without_vectors(embedder.key, i) for i in session_ids)
+@dataclass(frozen=True)
+class Pending:
+    """What `index_sessions` will embed: read once, before the progress bar is drawn."""
+
+    model: str
+    """The embedder's model the vectors are for."""
+    session_ids: tuple[int, ...]
+    total: int
+    """Messages without a vector for `model` in those sessions."""
 
 
-def _writable(workspace: Workspace, model: str, session: str | None) -> list[int]:
-    """The sessions to embed: `session` (refused, before anything is embedded, when it is
-    shared read-only: its vectors could not be kept), or every one this role may write
-    that has messages without a vector."""
+def pending_vectors(workspace: Workspace, session: str | None) -> Pending:
+    """The messages without a vector in `session` (refused, before anything is embedded,
+    when it is shared read-only: its vectors could not be kept), or in every session this
+    role may write."""
+    model = _embedder(workspace).key
     store = workspace.store
     if session:
         session_id = store.session(session).id
         store.check_session_writable(session_id)
-        return [session_id]
-    return [i for i in store.sessions_without_vectors(model) if store.may_write(i)]
+        return Pending(model, (session_id,), store.count_without_vectors(model, session_id))
+    waiting = store.sessions_without_vectors(model)
+    writable = tuple(i for i in waiting if store.may_write(i))
+    if len(writable) == len(waiting):  # one count over them all
+        return Pending(model, writable, store.count_without_vectors(model))
+    return Pending(model, writable, sum(store.count_without_vectors(model, i) for i in writable))
 
 
-def index_sessions(workspace: Workspace, session: str | None = None, *,
+def index_sessions(workspace: Workspace, pending: Pending, *,
                    progress: Callable[[int], None] | None = None) -> Indexed:
-    """Embed every message of `session` (default: every session) that has no vector yet,
-    a batch at a time under the session's index lease; a session another live indexer
-    holds is left to it. `progress` hears the number embedded so far."""
+    """Embed the `pending` messages (and any that arrived since in their sessions), a batch
+    at a time under the session's index lease; a session another live indexer holds is
+    left to it. `progress` hears the number embedded so far."""
     from chatmem.memory.vector_backlog import embed_pending, known_vectors, save_rows
     from chatmem.store import LeaseHolder
 
@@ -71,17 +77,16 @@ def index_sessions(workspace: Workspace, session: str | None = None, *,
     report = Indexed(embedder.key)
     started = time.monotonic()
     holder = LeaseHolder.this_process()
-    session_ids = _writable(workspace, embedder.key, session)
-    for session_id in session_ids:
+    for session_id in pending.session_ids:
         # Renewed between batches; another live holder keeps the backlog (a chat never
         # takes one, so that is another `chatmem index`).
         while (held := store.take_index_lease(session_id, embedder.key, holder)) is None:
-            pending = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
-            if not pending:
+            batch = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
+            if not batch:
                 break
             save_rows(store, embedder.key, embed_pending(
-                embedder, pending, known=known_vectors(store, embedder.key, pending)))
-            report.embedded += len(pending)
+                embedder, batch, known=known_vectors(store, embedder.key, batch)))
+            report.embedded += len(batch)
             if progress is not None:
                 progress(report.embedded)
         store.release_index_lease(session_id, embedder.key, holder)

@@ -31,11 +31,12 @@ def index(
     settings = settings_from(config, db, None, None)
     out, err = consoles()
     with open_workspace(settings, create=False) as ws:
-        model, total = pending_vectors(ws, session)
+        pending = pending_vectors(ws, session)
+        model = pending.model
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task(f"embedding with {model}", total=total)
+            task = bar.add_task(f"embedding with {model}", total=pending.total)
             report = index_sessions(
-                ws, session, progress=lambda done: bar.update(task, completed=done))
+                ws, pending, progress=lambda done: bar.update(task, completed=done))
     done, seconds, rate, held_elsewhere = (report.embedded, report.seconds, report.per_second,
                                            report.elsewhere)
     if json_out:

@@ -1,0 +1,54 @@
+"""`chatmem index` as a use case: what waits for a vector is read once, then embedded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from vectors import vector_models
+
+from chatmem.app import Workspace
+from chatmem.app.indexing import index_sessions, pending_vectors
+from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.settings import Settings
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"),
+                        embeddings=EmbeddingsSection(provider="hash"))
+    with Workspace(settings) as workspace:
+        for name, texts in (("trip", ["我们五月去杭州旅行。", "好的。"]),
+                            ("work", ["My brother is a dentist.", "Noted.", "And you?"])):
+            session = workspace.store.create_session(name, "retrieval")
+            workspace.store.import_messages(session.id, [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": text}
+                for i, text in enumerate(texts)])
+        yield workspace
+
+
+def test_every_session_waiting_is_listed_once_for_the_count_and_the_work(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = []
+    listing = ws.store.sessions_without_vectors
+
+    def counted(model: str) -> list[int]:
+        listed.append(model)
+        return listing(model)
+
+    monkeypatch.setattr(ws.store, "sessions_without_vectors", counted)
+    pending = pending_vectors(ws, None)
+    assert (pending.model, pending.total, len(pending.session_ids)) == ("hash:256", 5, 2)
+    done = index_sessions(ws, pending)
+    assert done.embedded == 5
+    assert listed == ["hash:256"]  # it was read three times: twice to count, once to embed
+    assert vector_models(ws.store) == {"hash:256": 5}
+    assert pending_vectors(ws, None).total == 0
+
+
+def test_one_session_is_counted_and_embedded_alone(ws: Workspace) -> None:
+    pending = pending_vectors(ws, "trip")
+    assert (pending.total, pending.session_ids) == (2, (ws.store.session("trip").id,))
+    assert index_sessions(ws, pending).embedded == 2
+    assert pending_vectors(ws, None).total == 3
