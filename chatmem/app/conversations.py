@@ -176,33 +176,17 @@ class ClientMessage:
     content: str
 
 
-@dataclass(frozen=True)
-class Adopted:
-    stored: int
-    """Messages of the client's history the session did not have, now stored."""
-    diverged: bool
-    """The client's history differs from what was stored (the client edited it); its new
-    messages are stored after the session's, and nothing stored is changed."""
-
-
-def adopt_history(workspace: Workspace, name: str,
-                  prior: Sequence[ClientMessage]) -> Adopted:
+def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:
     """Make session `name`'s history hold what a client says came before its new message:
     the client's history is authoritative, so the messages it has past the session's
     length (its new suffix) are stored; a client that sends less (its own window) stores
-    nothing. Only the session's last message is read, whatever its length."""
+    nothing, and one that edited what is stored has its new messages stored after the
+    session's, nothing stored changed. Only the session's length is read, whatever it is."""
     store = workspace.store
     session = store.find_session(name)
     if session is None:
-        return Adopted(0, False)
-    total, tail = store.history_tail(session.id, 1)
-    if len(prior) < total or not prior:
-        return Adopted(0, False)
-    last = prior[total - 1] if total else None
-    diverged = bool(tail) and last is not None and (
-        (last.role, last.content) != (tail[-1].role, tail[-1].content))
-    new = prior[total:]
-    if new:
+        return
+    total, _ = store.history_tail(session.id, 0)
+    if new := prior[total:]:
         store.import_messages(session.id, [{"role": m.role, "content": m.content}
                                            for m in new])
-    return Adopted(len(new), diverged)
