@@ -83,7 +83,7 @@ def mcp(
 
     settings = settings_from(config, db, provider, model)
     people = _tokens(tokens)
-    server = build_server(settings, people)
+    server = build_server(settings)
     if http is None:
         server.run("stdio")
         return

@@ -52,24 +52,20 @@ class Memory:
     """What the tools share: the settings, the registries, and the models and embedder
     (a ModelPool: each opened once, on first use)."""
 
-    def __init__(self, settings: Settings, tokens: Mapping[str, str] | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         from chatmem.app.workspace import ModelPool
         from chatmem.plugins import load_registries
 
         self.settings = settings
-        self.tokens = dict(tokens or {})
-        """Bearer token → the history its holder uses (a tokens file, over HTTP)."""
         self.registries = load_registries()
         self.models = ModelPool()
 
     def settings_for(self, ctx: Context | None) -> Settings:
-        """The history of the caller: the one its bearer token names, else the server's."""
+        """The history of the caller: the one BearerGuard found for its token (a tokens
+        file, over HTTP), else the server's."""
         import dataclasses
 
-        from chatmem.serve.listening import token_in
-
-        token = token_in(_headers(ctx))
-        history = self.tokens.get(token) if token else None
+        history = _history_in_scope(ctx)
         return dataclasses.replace(self.settings, db=history) if history else self.settings
 
     @contextmanager
@@ -89,21 +85,25 @@ class Memory:
 
 
 
-def _headers(ctx: Context | None) -> Mapping[str, str] | None:
-    if ctx is None:
-        return None
+def _history_in_scope(ctx: Context | None) -> str | None:
+    """What BearerGuard left in the HTTP request's ASGI scope: the token was checked there,
+    once, and is not read again here (a header is the client's word, the scope the guard's)."""
+    from chatmem.serve.listening import HISTORY_SCOPE_KEY
+
     try:
-        return ctx.headers
-    except (ValueError, AttributeError):  # no request (stdio)
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # outside a request
         return None
+    scope = getattr(request, "scope", None)  # a Starlette Request over HTTP; None on stdio
+    return scope.get(HISTORY_SCOPE_KEY) if isinstance(scope, Mapping) else None
 
 
-def build_server(settings: Settings, tokens: Mapping[str, str] | None = None) -> MCPServer[Any]:
+def build_server(settings: Settings) -> MCPServer[Any]:
     """The MCP server over the history `settings` name (or, per caller over HTTP, the one
-    its bearer token names in `tokens`)."""
+    BearerGuard found for its token)."""
     from mcp.server.mcpserver import MCPServer
 
-    memory = Memory(settings, tokens)
+    memory = Memory(settings)
 
     server: MCPServer[Any] = MCPServer(
         name="chatmem", version=_version(), log_level="WARNING",
