@@ -117,6 +117,14 @@ def _listing(workspace: Workspace, facts: list[FactRecord],
         names)
 
 
+def owner_of(workspace: Workspace, fact: FactRecord) -> Owner | None:
+    """Who `fact` belongs to, as a listing names it: its user for a profile fact, else its
+    session."""
+    if fact.scope == FactScope.USER or fact.session_id is None:
+        return _owner(fact, {})
+    return _owner(fact, workspace.store.session_names({fact.session_id}))
+
+
 def _owner(fact: FactRecord, sessions: dict[int, str]) -> Owner | None:
     if fact.scope == FactScope.USER:
         return Owner(FactScope.USER, fact.user or "")

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
+    from chatmem.store import FactRecord
 
 # -- the server -------------------------------------------------------------------------------
 
@@ -388,6 +389,14 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
             lines.append(f"[{part['kind']}: {part['reason']}]")
             lines += [f"{m['role']}: {m['content']}" for m in part["messages"]]
         return "\n".join(lines)
+
+
+def _owner_name(ws: Workspace, fact: FactRecord) -> str:
+    """The owner list_facts shows for `fact` (its user for a profile fact)."""
+    from chatmem.app.facts import owner_of
+
+    owner = owner_of(ws, fact)
+    return owner.name if owner else ""
 
 
 def _mean(values: Sequence[int]) -> float | None:

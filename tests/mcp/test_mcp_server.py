@@ -101,6 +101,26 @@ def test_forget_without_confirmation_changes_nothing_and_with_it_forgets(tmp_pat
     assert with_client(db, confirmed)["facts"] == []
 
 
+def test_a_fact_remembered_everywhere_is_listed_with_the_owner_remember_gave(
+        tmp_path: Path) -> None:
+    async def work(session: ClientSession) -> list[dict[str, Any]]:
+        handle = (await call(session, "start_conversation", name="t"))["conversation_id"]
+        kept = await call(session, "remember", conversation_id=handle, fact="city: 杭州",
+                          everywhere=True)
+        here = await call(session, "remember", conversation_id=handle, fact="mood: calm")
+        every = await call(session, "list_facts")
+        of_t = await call(session, "list_facts", conversation_id=handle)
+        dry = await call(session, "forget", fact_id=kept["facts"][0]["id"])
+        return [kept["facts"][0], here["facts"][0], every, of_t, dry["fact"]]
+
+    kept, here, every, of_t, dry = with_client(tmp_path / "h.db", work)
+    # remember once named the conversation as a profile fact's owner; list_facts its user.
+    assert (kept["scope"], kept["owner"]) == ("user", "default")
+    assert (here["scope"], here["owner"]) == ("session", "t")
+    assert every["facts"] == of_t["facts"] == [kept, here]
+    assert dry == kept
+
+
 def test_an_unknown_conversation_or_fact_is_one_line_for_the_model(tmp_path: Path) -> None:
     async def work(session: ClientSession) -> list[str]:
         await call(session, "start_conversation", name="t")
