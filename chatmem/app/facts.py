@@ -193,6 +193,19 @@ def one_to_forget(workspace: Workspace, ref: str, facts: list[FactRecord],
     return chosen
 
 
+def fact_by_id(workspace: Workspace, fact_id: int, *,
+               include_deleted: bool = False) -> FactRecord:
+    """The fact of that exact id, read alone; one forgotten or past its own end is found
+    only with `include_deleted` (a purge still erases it). NotFound otherwise."""
+    store = workspace.store
+    fact = store.fact(fact_id)
+    gone = fact.deleted_at is not None or (
+        fact.expires_at is not None and fact.expires_at <= store.now())
+    if gone and not include_deleted:
+        raise NotFound(f"no fact with id {fact_id}")
+    return fact
+
+
 def forget(workspace: Workspace, chosen: FactRecord | PinnedFact) -> None:
     """Forget a fact (no later context holds it) or unpin a pin (not pinned again)."""
     from chatmem.memory.pins import PinnedFact, unpin

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from chatmem.errors import ChatmemError
+from chatmem.errors import ChatmemError, NotFound
 from chatmem.mcp.results import (
     Comparison,
     ContextView,
@@ -246,8 +246,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         with memory.workspace(ctx) as ws:
             session = sessions.session_named(ws, conversation_id)
             stored = facts.remember(ws, session, fact, in_profile=everywhere)
-            return FactList(facts=[fact_result(f, session.name) for f in stored], page=1,
-                            next_page=None)
+            return FactList(facts=[fact_result(f, _owner_name(ws, f)) for f in stored],
+                            page=1, next_page=None)
 
     @server.tool()
     def list_facts(
@@ -278,15 +278,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> Forgotten:
         """Forget a fact by its exact id: no later context holds it. A dry run unless
         confirm is true."""
-        with memory.workspace(ctx) as ws:
-            chosen = next((f for f in facts.select_facts(ws, include_deleted=purge)
-                           if f.id == fact_id), None)
-            if chosen is None:
-                from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.server.mcpserver.exceptions import ToolError
 
-                raise ToolError(f"no fact {fact_id}; list_facts gives the ids")
-            owner = (facts.session_name_of(ws, chosen.session_id)
-                     if chosen.session_id is not None else chosen.user or "")
+        with memory.workspace(ctx) as ws:
+            try:
+                chosen = facts.fact_by_id(ws, fact_id, include_deleted=purge)
+            except NotFound:
+                raise ToolError(f"no fact {fact_id}; list_facts gives the ids") from None
+            owner = _owner_name(ws, chosen)
             mentions = 0
             if purge:
                 _, mentioned = facts.plan_purge(ws, chosen)
