@@ -120,11 +120,11 @@ def last_used_session(store: Store) -> str:
 
 
 def apply_retention(workspace: Workspace) -> None:
-    """At start-up: erase idle sessions and expired facts, once per workspace; what was
-    erased (or why nothing could be) becomes a notice of the workspace."""
+    """At start-up: erase idle sessions and expired facts, once per workspace (and once per
+    server: its workspaces share a ModelPool); what was erased (or why nothing could be)
+    becomes a notice of the workspace. Marked done only once it succeeded."""
     if workspace.retention_checked:
         return
-    workspace.retention_checked = True
     from chatmem.privacy.retention import prune
     from chatmem.timestamps import utc_now
 
@@ -133,9 +133,11 @@ def apply_retention(workspace: Workspace) -> None:
         erased = prune(store, utc_now(), retention_days=settings.retention_days,
                        fact_idle_days=settings.fact_idle_days)
     except StoreError as e:
-        # A busy or read-only file must not stop the chat; the next start tries again.
+        # A busy or read-only file must not stop the chat; the next start (or a server's
+        # next request) tries again.
         workspace.tell(RetentionSkipped(str(e)))
         return
+    workspace.mark_retention_checked()
     if erased.empty:
         return
     workspace.tell(RetentionApplied(

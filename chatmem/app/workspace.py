@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from chatmem.config.location import LocationKind
+from chatmem.config.location import HistoryLocation, LocationKind
 from chatmem.errors import HistoryLocked, NotFound
 
 if TYPE_CHECKING:
@@ -47,7 +47,20 @@ class ModelPool:
     def __init__(self) -> None:
         self._models: dict[tuple[Any, ...], Provider] = {}
         self._embedders: dict[tuple[Any, ...], Embedder | None] = {}
+        self._retained: set[HistoryLocation] = set()
         self._lock = threading.Lock()
+
+    def retained(self, history: HistoryLocation) -> bool:
+        """Whether retention has run on `history` for this pool's owner: once per server
+        and history, however many requests open it."""
+        with self._lock:
+            return history in self._retained
+
+    def mark_retained(self, history: HistoryLocation) -> None:
+        """Retention ran on `history` (marked after it succeeded: a busy file is tried again
+        by a later request)."""
+        with self._lock:
+            self._retained.add(history)
 
     def embedder(self, key: tuple[Any, ...],
                  open_embedder: Callable[[], Embedder | None]) -> Embedder | None:
@@ -99,8 +112,7 @@ class Workspace:
         self.on_notice = on_notice
         self.notices: list[Notice] = []
         """What opening did that the user should know and no listener heard, in order."""
-        self.retention_checked = False
-        """Retention runs once per workspace (chatmem.app.conversations.apply_retention)."""
+        self._retention_checked = False
         self._store: Store | None = None
         self._providers: dict[tuple[Any, ...], Provider] = {}
         self._pool = models
@@ -116,7 +128,7 @@ class Workspace:
         workspace._store = store
         if chat is not None:
             workspace._providers[_provider_key(settings)] = chat
-        workspace.retention_checked = True  # the caller's history, the caller's business
+        workspace._retention_checked = True  # the caller's history, the caller's business
         return workspace
 
     # -- lifetime ----------------------------------------------------------------------
@@ -146,6 +158,19 @@ class Workspace:
         self._closing.callback(close)
 
     # -- the history -------------------------------------------------------------------
+
+    @property
+    def retention_checked(self) -> bool:
+        """Retention ran on the history (chatmem.app.conversations.apply_retention): once
+        per workspace, and once per pool (a server's) for the workspaces sharing one."""
+        return self._retention_checked or (
+            self._pool is not None and not self.one_off
+            and self._pool.retained(self.settings.location))
+
+    def mark_retention_checked(self) -> None:
+        self._retention_checked = True
+        if self._pool is not None and not self.one_off:
+            self._pool.mark_retained(self.settings.location)
 
     @property
     def store(self) -> Store:

@@ -83,7 +83,6 @@ class Proxy:
         self.settings = settings
         self.pool = pool
         self.strategy = strategy
-        self.retention_checked = False
         self.registries = load_registries()
         """One for every request's workspace: the strategies, providers and embedders."""
 
@@ -223,9 +222,6 @@ class Turn:
                 options={**settings.options, **asked.options})
         with Workspace(self.settings, models=self.proxy.pool,
                        registries=self.proxy.registries) as ws:
-            # Retention runs when the server starts serving, not on every request.
-            ws.retention_checked = self.proxy.retention_checked
-            self.proxy.retention_checked = True
             spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
             engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         system=asked.system, settings=settings)

@@ -105,3 +105,27 @@ def test_an_engine_is_given_what_opening_changed(tmp_path: Path) -> None:
                                                             "SystemPromptReplaced"]
         again.finish()
         assert ws.store.session("s").strategy == "buffer"  # kept when the command ended
+
+
+def test_a_pool_runs_retention_once_on_each_history_its_workspaces_open(
+        tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from chatmem.app.conversations import apply_retention
+    from chatmem.store import Store
+
+    then = datetime.now(UTC) - timedelta(days=45)
+    histories = [tmp_path / "ann.db", tmp_path / "bob.db"]
+    for db in histories:
+        with Store(db, clock=lambda: then) as store:
+            old = store.create_session("old", "window")
+            store.import_messages(old.id, [{"role": "user", "content": "hi"}])
+    pool = ModelPool()
+    # A server's tokens may name several histories: each is pruned once, at its first use.
+    for db, done_before in ((histories[0], False), (histories[1], False),
+                            (histories[0], True)):
+        with Workspace(Settings(provider="scripted", db=str(db), retention_days=30),
+                       models=pool) as ws:
+            assert ws.retention_checked is done_before
+            apply_retention(ws)
+            assert ws.retention_checked and ws.store.find_session("old") is None

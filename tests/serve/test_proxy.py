@@ -152,6 +152,46 @@ def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
                         "Hello from the test server."]
 
 
+def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again(
+        chat_server: ChatServer, upstream_settings: Settings, db_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+    from datetime import UTC, datetime, timedelta
+
+    from chatmem.errors import StoreError
+    from chatmem.privacy import retention
+
+    then = datetime.now(UTC) - timedelta(days=45)
+    with Store(db_path, clock=lambda: then) as store:
+        old = store.create_session("old", "window")
+        store.import_messages(old.id, [{"role": "user", "content": "ZX-1001"}])
+    calls: list[bool] = []
+    prune = retention.prune
+
+    def busy_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(True)
+        if len(calls) == 1:  # the file busy at the first request
+            raise StoreError(f"{db_path} is busy: another process held it for over 5 s")
+        return prune(*args, **kwargs)
+
+    monkeypatch.setattr(retention, "prune", busy_once)
+    settings = dataclasses.replace(upstream_settings, retention_days=30)
+
+    def sessions() -> set[str]:
+        with Store(db_path) as store:
+            return {row["name"] for row in store.list_sessions()}
+
+    with RunningProxy(settings, strategy="window") as running:
+        openai = client(running)
+        for n in range(3):
+            openai.chat.completions.create(
+                model="test-small", messages=[{"role": "user", "content": f"hi {n}"}],
+                extra_headers={"X-Chatmem-Conversation": "now"})
+            # Once marked before it ran, the failed retention was never tried again.
+            assert ("old" in sessions()) == (n == 0)
+    assert len(calls) == 2  # once per server after it succeeded, not once per request
+
+
 def test_model_at_strategy_picks_the_strategy(proxy: RunningProxy, db_path: Path) -> None:
     openai = client(proxy)
     listed = {m.id for m in openai.models.list().data}
