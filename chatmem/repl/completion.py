@@ -22,12 +22,12 @@ from chatmem.app import facts as remembered
 from chatmem.app import sessions
 from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
-from chatmem.memory.spec_candidates import parameters, spec_candidates
+from chatmem.memory.spec import StrategySpec
+from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
-    from chatmem.memory.params import Param
     from chatmem.memory.registry import StrategyRegistry
     from chatmem.repl.chat import Chat
     from chatmem.store import SessionRecord
@@ -76,16 +76,14 @@ class SlashCompleter(Completer):
             return
         candidates: Iterable[tuple[str, str]]
         if command.completes == "strategy":
-            if position > 0 and "=" in word:
-                candidates = self._values(words[0].partition(":")[0], word)
+            in_use = StrategySpec.of(self.chat.engine.strategy)
+            if position > 0 and "=" in word:  # `/strategy window k=`
+                candidates = value_candidates(words[0].partition(":")[0], word,
+                                              self.strategies, in_use)
             elif position > 0:
                 candidates = parameters(words[0].partition(":")[0], self.strategies)
-            elif ":" in word and "=" in word.rpartition(",")[2]:
-                name, _, pairs = word.partition(":")
-                done, comma, pair = pairs.rpartition(",")
-                candidates = self._values(name, pair, prefix=f"{name}:{done}{comma}")
             else:
-                candidates = spec_candidates(word, self.strategies)
+                candidates = spec_candidates(word, self.strategies, in_use)
         elif position > 0:
             return
         else:
@@ -127,34 +125,6 @@ class SlashCompleter(Completer):
         """What `/strategy` names: the workspace's registry, plugins' strategies included."""
         return self.chat.workspace.registries.strategies
 
-    def _values(self, strategy: str, pair: str, prefix: str = "") -> list[tuple[str, str]]:
-        """`k=5`-style candidates for the `KEY=` being typed: the values the parameter takes
-        (its choices, true and false) or, for a number, its default and the value in use."""
-        key = pair.partition("=")[0].strip()
-        found = _param(self.strategies, strategy, key)
-        if found is None:
-            return []
-        in_use = self.chat.engine.strategy
-        current = in_use.params.get(key) if in_use.name == strategy else None
-        if found.choices:
-            values = list(found.choices)
-        elif found.type is bool:
-            values = ["true", "false"]
-        else:
-            values = [str(found.default)]
-            if current is not None and str(current) not in values:
-                values.insert(0, str(current))
-
-        def meta(value: str) -> str:
-            notes = ", ".join(note for note, holds in (
-                ("in use", value == str(current)), ("default", value == str(found.default)))
-                if holds)
-            if found.choices:
-                return notes or found.help
-            return f"{notes or found.help}; {found.range_text()}"
-
-        return [(f"{prefix}{key}={value}", meta(value)) for value in values]
-
     def _turns(self, session: SessionRecord) -> list[tuple[str, str]]:
         last = sessions.last_turn(self.chat.workspace, session)
         if last is None:
@@ -190,22 +160,6 @@ class SlashCompleter(Completer):
         rows = [row(r) for r in records]
         self._recent[str(key[0])] = (marker, rows)
         return rows
-
-
-def _param(strategies: StrategyRegistry, strategy: str, key: str) -> Param | None:
-    """The parameter `key` (`k`, or `window.k` in a combination) of `strategy`."""
-    from chatmem.memory.spec import split_text
-
-    parts = split_text(strategy)[0]
-    if not all(part in strategies for part in parts):
-        return None
-    part, dot, name = key.rpartition(".")
-    for candidate in ([part] if dot else parts):
-        if candidate in parts:
-            match = [p for p in strategies[candidate].PARAMS if p.name == name]
-            if match:
-                return match[0]
-    return None
 
 
 def _templates(settings: Settings | None) -> list[tuple[str, str]]:

@@ -154,6 +154,7 @@ CASES = [
     ("chatmem chat -s summary-b", "chatmem chat -s summary-buffer"),
     ("chatmem chat -s window:", "chatmem chat -s window:k="),
     ("chatmem eval x.jsonl -s window+entity:entity.max_", "-s window+entity:entity.max_facts="),
+    ("chatmem chat -s retrieval:mode=d", "chatmem chat -s retrieval:mode=dense"),
     ("chatmem ask -t tr", "chatmem ask -t translate"),
 ]
 
