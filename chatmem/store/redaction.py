@@ -200,15 +200,10 @@ def _ids(ids: Iterable[int]) -> str:
 
 def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tuple[str, list[str]]:
     """SQL true for a row whose `column` holds any needle in any ASCII case, with its
-    parameters; "" is held by every text (NULL holds nothing).
-
-    SQLite's lower() folds ASCII only: a needle with other cased letters (é, Д)
-    cannot narrow rows that way, and every row with a text is a candidate.
-    """
+    parameters; "" is held by every text (NULL holds nothing). The needles are ASCII
+    (chatmem.privacy.mentions.needle), as SQLite's lower() folds ASCII only."""
     forms: list[str] = []
     for needle in needles:
-        if any(not c.isascii() and c.lower() != c.upper() for c in needle):
-            return f"{column} IS NOT NULL", []
         forms.append(needle.lower())
         if json_column:
             forms.append(json_text(needle)[1:-1].lower())

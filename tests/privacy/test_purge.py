@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 from cli_runner import chat, invoke
 from dialect import allow_change, every_row, refuse_change
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from vectors import vector_models
 
 from chatmem.privacy.mentions import MARKER, Span, replace_spans
+from chatmem.privacy.purge import Purge
 from chatmem.store import Place, Store
 
 
@@ -305,6 +306,21 @@ def test_a_value_with_cased_letters_beyond_ascii_is_purged_where_the_dry_run_sai
         sum(len(s) for s in spans.values())
     done = invoke("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
     assert done.exit_code == 1 and "no fact 'k'" in done.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.text(min_size=2, max_size=12))
+@example(value="Zoë").via("cased beyond ASCII")
+@example(value="Дима").via("Cyrillic")
+@example(value="Straße").via("ß folds to ss")
+@example(value="İstanbul").via("dotted I")
+@example(value="Émile Zola").via("a needle beside a mark")
+@example(value="杭州西湖").via("no case at all")
+def test_what_a_purge_asks_the_store_to_narrow_by_is_ascii_whatever_the_value(
+        value: str) -> None:
+    # The store narrows rows with SQLite's lower(), which folds ASCII only; it once kept
+    # a branch for a needle with other cased letters, which no purge ever handed it.
+    assert all(needle.isascii() for needle in Purge((value,), None, ()).needles)
 
 
 def test_a_purge_the_database_refuses_part_way_changes_nothing_and_says_why(
