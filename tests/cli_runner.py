@@ -8,14 +8,13 @@ code fail with the command and both streams, so the failure says what happened.
 
 Typer's own runner turns the Typer app into a Click command on every call (about
 35 ms of CPU for chatmem's, most of some tests' time); RUNNER builds chatmem's
-once and runs that, in the same isolation and with the same Result.
+once and has Typer's runner run that, in the same isolation and with the same Result.
 """
 
 from __future__ import annotations
 
 import io
 import shlex
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,58 +33,44 @@ from chatmem.store import Store
 
 
 class Runner(CliRunner):
-    """typer.testing.CliRunner over a command built once per shape of chatmem's app."""
+    """typer.testing.CliRunner over chatmem's app built into a Click command once per shape.
+
+    CliRunner.invoke builds the command of the Typer app it is given. It is given a
+    one-command app that costs nothing to build, whose command runs chatmem's built
+    command on the arguments of this call: Typer's own invoke does the rest (isolation,
+    exit codes, exceptions, the Result), nothing of it copied here.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self._built: tuple[tuple[int, int], Any] | None = None
+        self._call: tuple[Sequence[str], dict[str, Any]] = ((), {})
+        self._runs_built = typer.Typer(add_completion=False)
+        self._runs_built.command()(self._run_built)
 
-    def command(self, typer_app: typer.Typer) -> Any:
-        if typer_app is not app:
-            return typer.main.get_command(typer_app)
-        # A command or group registered later (a plugin's) makes it build anew.
+    def command(self) -> Any:
+        """chatmem's app as a Click command, built anew only when a command or group was
+        registered since (a plugin's)."""
         shape = (len(app.registered_commands), len(app.registered_groups))
         if self._built is None or self._built[0] != shape:
             self._built = (shape, typer.main.get_command(app))
         return self._built[1]
 
+    def _run_built(self) -> Any:
+        args, extra = self._call
+        cli = self.command()
+        return cli.main(args=list(args), prog_name=extra.pop("prog_name", None) or cli.name,
+                        **extra)
+
     def invoke(self, typer_app: typer.Typer, args: str | Sequence[str] | None = None,  # type: ignore[override]
                input: bytes | str | None = None, env: Mapping[str, str | None] | None = None,
                catch_exceptions: bool = True, color: bool = False, **extra: Any) -> Result:
-        """What CliRunner.invoke does, on the command built once."""
-        cli = self.command(typer_app)
-        exc_info = None
-        with self.isolation(input=input, env=env, color=color) as outstreams:
-            return_value = None
-            exception: BaseException | None = None
-            exit_code = 0
-            if isinstance(args, str):
-                args = shlex.split(args)
-            prog_name = extra.pop("prog_name", None) or self.get_default_prog_name(cli)
-            try:
-                return_value = cli.main(args=args or (), prog_name=prog_name, **extra)
-            except SystemExit as e:
-                exc_info = sys.exc_info()
-                code = 0 if e.code is None else e.code
-                if code != 0:
-                    exception = e
-                if not isinstance(code, int):
-                    sys.stdout.write(f"{code}\n")
-                    code = 1
-                exit_code = code
-            except Exception as e:
-                if not catch_exceptions:
-                    raise
-                exception = e
-                exit_code = 1
-                exc_info = sys.exc_info()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                stdout, stderr, output = (stream.getvalue() for stream in outstreams)
-        return Result(runner=self, stdout_bytes=stdout, stderr_bytes=stderr,
-                      output_bytes=output, return_value=return_value, exit_code=exit_code,
-                      exception=exception, exc_info=exc_info)  # type: ignore[arg-type]
+        if typer_app is not app:
+            return super().invoke(typer_app, args, input=input, env=env,
+                                  catch_exceptions=catch_exceptions, color=color, **extra)
+        self._call = (shlex.split(args) if isinstance(args, str) else args or (), extra)
+        return super().invoke(self._runs_built, [], input=input, env=env,
+                              catch_exceptions=catch_exceptions, color=color)
 
 
 RUNNER = Runner()
