@@ -15,7 +15,7 @@ from chatmem.store.records import FactScope
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.pins import PinnedFact
-    from chatmem.privacy.purge import Mentioned, Purge
+    from chatmem.privacy.purge import Mentioned
     from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
 
 
@@ -216,15 +216,14 @@ def forget(workspace: Workspace, chosen: FactRecord | PinnedFact) -> None:
         workspace.store.forget_fact(chosen.id)
 
 
-def plan_purge(workspace: Workspace, fact: FactRecord) -> tuple[Purge, list[Mentioned]]:
-    """What purging `fact` would erase: its value and earlier values, and each message of its
-    profile's sessions that mentions one (with where)."""
+def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
+    """What purging `fact` would erase beyond the fact: each message of its profile's
+    sessions that mentions its value or an earlier one, with where."""
     from chatmem.privacy import purge as purging
 
     store = workspace.store
     earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
-    plan = purging.plan(store, fact, earlier)
-    return plan, purging.mentioned_messages(store, plan)
+    return purging.mentioned_messages(store, purging.plan(store, fact, earlier))
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Redaction:

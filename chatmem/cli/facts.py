@@ -139,14 +139,15 @@ def forget(
         fact = chosen
         redacted = ""
         if purge:
-            _, mentioned = remembered.plan_purge(ws, fact)
             if dry_run:
+                mentioned = remembered.purge_mentions(ws, fact)
                 names = remembered.session_names(ws, {m.message.session_id for m in mentioned})
                 _print_mentions(names, fact, mentioned, json_out)
                 return
+            # The mentions are read only to be shown: --yes (or no terminal) goes ahead.
             if not yes and sys.stdin.isatty() and not typer.confirm(
-                    f"Erase fact {fact.id} ({fact.key}) and {mentions_text(mentioned)}"
-                    " for good?"):
+                    f"Erase fact {fact.id} ({fact.key}) and "
+                    f"{mentions_text(remembered.purge_mentions(ws, fact))} for good?"):
                 consoles()[1].print("nothing was changed", markup=False)
                 raise typer.Exit(1)
             redacted = redacted_text(remembered.purge(ws, fact))

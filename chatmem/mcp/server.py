@@ -288,8 +288,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             owner = _owner_name(ws, chosen)
             mentions = 0
             if purge:
-                _, mentioned = facts.plan_purge(ws, chosen)
-                mentions = sum(len(m.spans) for m in mentioned)
+                mentions = sum(len(m.spans) for m in facts.purge_mentions(ws, chosen))
                 if confirm:
                     facts.purge(ws, chosen)
             elif confirm:

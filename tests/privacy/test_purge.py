@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import chat, invoke
@@ -93,6 +94,31 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
     assert done.exit_code == 0, done.stderr
     with Store(db) as store:
         assert store.count_without_vectors(model) == 0
+
+
+def test_mentions_are_read_for_a_dry_run_and_not_when_the_purge_goes_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatmem.privacy import purge
+
+    db = tmp_path / "h.db"
+    chat(db, "s1", "/remember name: Quixotella\nQuixotella is my name.\n", code=0)
+    read: list[int] = []
+    mentioned_messages = purge.mentioned_messages
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = mentioned_messages(*args, **kwargs)
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(purge, "mentioned_messages", counted)
+    dry = invoke("facts", "forget", "s1", "name", "--purge", "--dry-run", "--db", str(db))
+    assert dry.exit_code == 0, dry.stderr
+    assert read == [2]  # the user's words and the echo, shown
+    done = invoke("facts", "forget", "s1", "name", "--purge", "--yes", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
+    # --yes once scanned every message of the profile for mentions nobody was shown.
+    assert read == [2]
+    assert contents(db, "s1")[0] == f"{MARKER} is my name."
 
 
 def test_a_purge_says_what_it_changed_in_words(two_sessions: tuple[Path, list[str]]) -> None:
