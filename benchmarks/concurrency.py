@@ -46,18 +46,19 @@ def client(location: str, session: str, tag: str, turns: int, strategy: str,
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
+    from chatmem.plugins import load_registries
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.store import Store
 
-    name, _, param = strategy.partition(":")
-    params = dict(p.split("=", 1) for p in param.split(",") if p)
+    strategies = load_registries().strategies
+    spec = strategies.parse(strategy)
     settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
     latencies: list[float] = []
     error, waiting = "", True
     try:
         with Store(location) as store:
-            engine = open_session(store, settings, ScriptedProvider(), session, strategy=name,
-                                  params=params)
+            engine = open_session(store, settings, ScriptedProvider(), session, strategy=spec,
+                                  strategies=strategies)
             ready.put(tag)
             waiting = False
             start.wait()

@@ -101,8 +101,10 @@ def main(argv: list[str] | None = None) -> None:
         filled_store(path, args.turns, stub)
         with Store(path) as store:
             settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+            strategies = load_registries().strategies
             engine = open_session(store, settings, ScriptedProvider(), "long",
-                                  strategy="retrieval", embedder=stub)  # type: ignore[arg-type]
+                                  strategy=strategies.parse("retrieval"),
+                                  strategies=strategies, embedder=stub)  # type: ignore[arg-type]
             question = "What did we decide about the delivery address for ORD-42?"
             cold = median_ms(lambda: engine.build_context(question), 1)
             rows.append(("first build (hybrid, cold)", f"{cold:.1f} ms"))
@@ -125,8 +127,10 @@ def main(argv: list[str] | None = None) -> None:
                           args.repeat)
         rows.append(("query embedding (local)", f"{query:.1f} ms"))
         with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "t.db") as store:
+            strategies = load_registries().strategies
             engine = open_session(store, Settings(embeddings=EmbeddingsSection(provider="none")),
-                                  ScriptedProvider(), "t", strategy="retrieval", embedder=local)
+                                  ScriptedProvider(), "t", strategy=strategies.parse("retrieval"),
+                                  strategies=strategies, embedder=local)
             waits: list[float] = []
             collects: list[float] = []
             update = engine.strategy.update

@@ -258,8 +258,10 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
         settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
         # Since f3630f3 the engine's embedder is handed in (the Workspace opens it), not
         # read from the settings: without it the hybrid cell measured words alone.
-        engine = open_session(store, settings, provider, "bench", strategy=spec["strategy"],
-                              params=spec.get("params", {}),
+        strategies = load_registries().strategies
+        engine = open_session(store, settings, provider, "bench",
+                              strategy=strategies.parse(spec["strategy"], spec.get("params")),
+                              strategies=strategies,
                               embedder=None if embedder == "none" else
                               load_registries().create_embedder(embedder, settings))
         if embedder != "none":

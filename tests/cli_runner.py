@@ -21,12 +21,12 @@ from typing import Any
 
 import typer
 import typer.main
+from registered import open_session
 from rich.console import Console
 from typer.testing import CliRunner, Result
 
 from chatmem.cli import app
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.repl.loop import Repl
 from chatmem.store import Store

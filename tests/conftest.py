@@ -29,11 +29,12 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 from pg import pg_backend, pg_empty_url, pg_server, pg_template, pg_url  # noqa: E402, F401
+from registered import open_session  # noqa: E402
 
 from chatmem.config.sections import EmbeddingsSection  # noqa: E402
 from chatmem.config.settings import Settings  # noqa: E402
 from chatmem.embeddings import Embedder  # noqa: E402
-from chatmem.engine import Engine, open_session  # noqa: E402
+from chatmem.engine import Engine  # noqa: E402
 from chatmem.providers.scripted import ScriptedProvider  # noqa: E402
 from chatmem.store import Store, cipher  # noqa: E402
 

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from activity_log import Recording
 from meter import metered
-from registered import BUILT_IN
+from registered import BUILT_IN, open_session
 
 from chatmem import fts
 from chatmem.activity import Work as ActivityWork
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.memory.summary import FOLD_TOKENS
 from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated

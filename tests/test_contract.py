@@ -19,12 +19,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from registered import STRATEGIES, create_strategy
+from registered import STRATEGIES, create_strategy, open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.local import installed as local_embedder_installed
-from chatmem.engine import open_session
 from chatmem.errors import ChatmemError
 from chatmem.memory.context import PART_ORDER, Context
 from chatmem.providers.scripted import ScriptedProvider

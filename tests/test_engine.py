@@ -189,8 +189,9 @@ def test_a_failed_turn_leaves_the_session_model_alone(make_engine) -> None:
 
 
 def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
+    from registered import open_session
+
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
 
     settings = Settings(system="Be brief.")
     first = open_session(store, settings, ScriptedProvider(), "s", strategy="window")
@@ -230,8 +231,9 @@ def test_a_ctrl_c_as_the_finished_reply_is_drawn_records_the_turn_as_cancelled(
         store, scripted) -> None:  # type: ignore[no-untyped-def]
     # The window between the stream's end and the end-of-reply callback: the turn is
     # recorded (cancelled, out of memory), never lost.
+    from registered import open_session
+
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
     from chatmem.store import TurnStatus
 
     engine = open_session(store, Settings(system="Be brief."), scripted, "s", strategy="window")

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from registered import open_session
 
 from chatmem.activity import ActivityStep, ActivityWarning, SendingOverBudget, Work
 from chatmem.app import Workspace
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.errors import OverBudget
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled
 from chatmem.providers.base import Purpose

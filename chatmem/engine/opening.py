@@ -15,7 +15,6 @@ from chatmem.memory.params import strategy_label
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
 from chatmem.notices import Notice, StrategyChanged, SystemPromptReplaced
-from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord
 from chatmem.store.protocols import TurnStore
@@ -29,26 +28,22 @@ S = TypeVar("S", bound=TurnStore)
 
 
 def resolve_strategy(
-    settings: Settings, strategy: StrategySpec | str | None, params: Mapping[str, Any],
-    session: SessionRecord | None, strategies: StrategyRegistry | None = None,
+    settings: Settings, strategy: StrategySpec | None, params: Mapping[str, Any],
+    session: SessionRecord | None, strategies: StrategyRegistry,
 ) -> Strategy:
     """Flags win; a resumed session keeps its strategy; else the configured default.
 
-    `strategy` is the spec given (or its text, parsed here with `params`); with none,
-    `params` (--param) apply to the session's strategy or the configured one. The
-    config's [strategies.NAME] fills what the spec given leaves out. `strategies`: the
-    registry to build from (the process's, chatmem.plugins, when none is handed in).
+    `strategy` is the spec given, parsed by the caller; with none, `params` (--param) apply
+    to the session's strategy or the configured one. The config's [strategies.NAME] fills
+    what the spec given leaves out. `strategies`: the registry to build from.
     """
-    strategies = strategies or load_registries().strategies
     if strategy is None:
         if session is not None:
             return strategies.strategy(session.strategy, {**session.params, **params})
         name = settings.strategy
         return strategies.strategy(name, {**settings.params_for(name), **params})
-    if isinstance(strategy, str):
-        strategy = strategies.parse(strategy, params)
-    elif params:
-        raise ValueError("a StrategySpec holds its parameters: pass params with its text")
+    if params:
+        raise ValueError("a StrategySpec holds its parameters: parse them with its text")
     configured = settings.params_for(strategy.name)
     if configured:
         strategy = strategy.keeping(strategies.parse(strategy.name, configured))
@@ -61,8 +56,9 @@ def open_session(
     provider: Provider,
     name: str,
     *,
+    strategies: StrategyRegistry,
     helper: Provider | None = None,
-    strategy: StrategySpec | str | None = None,
+    strategy: StrategySpec | None = None,
     params: Mapping[str, Any] | None = None,
     system: str | None = None,
     embedder: Embedder | Callable[[], Embedder | None] | None = None,
@@ -71,7 +67,6 @@ def open_session(
     save: bool = True,
     keeps_memory: bool = True,
     budget: int | None = None,
-    strategies: StrategyRegistry | None = None,
 ) -> Engine[S]:
     """Resume the named session or create it, and return its engine.
 
@@ -79,7 +74,8 @@ def open_session(
     how to open one on first use, ranks recall by meaning. A strategy or system prompt
     given for a session that exists becomes its own; with `save` False it holds for this
     engine only and the stored session is left as it is. `budget` overrides the settings'
-    context budget (the REPL's /budget).
+    context budget (the REPL's /budget). `strategies`: the registry `strategy` names
+    parts of, and the session's strategy is built from.
     """
     session = store.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session, strategies)

@@ -92,11 +92,12 @@ def test_a_one_off_workspace_touches_no_file(tmp_path: Path) -> None:
 def test_an_engine_is_given_what_opening_changed(tmp_path: Path) -> None:
     settings = Settings(provider="scripted", db=str(tmp_path / "h.db"))
     with Workspace(settings) as ws:
-        first = start_conversation(ws, "s", strategy="window")
+        parse = ws.registries.strategies.parse
+        first = start_conversation(ws, "s", strategy=parse("window"))
         assert first.created and first.notices == []
         first.run_turn("hi")
         first.finish()
-        again = start_conversation(ws, "s", strategy="buffer", system="Be terse.",
+        again = start_conversation(ws, "s", strategy=parse("buffer"), system="Be terse.",
                                    budget=123)
         assert not again.created
         assert again.budget == 123

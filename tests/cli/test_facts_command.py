@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from cli_runner import invoke, repl
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

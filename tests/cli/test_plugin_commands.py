@@ -86,9 +86,9 @@ def test_a_plugin_strategy_combines_switches_and_completes_in_the_repl(
 ) -> None:
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
+    from registered import open_session
 
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
     from chatmem.providers.scripted import ScriptedProvider
     from chatmem.render import make_console
     from chatmem.repl.completion import SlashCompleter

@@ -5,12 +5,13 @@ the lease is given back: no message is embedded twice."""
 from __future__ import annotations
 
 from conftest import History
+from registered import open_session
 from vectors import vector_models
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.memory.vector_backlog import embed_pending, save_rows
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.repl.prompt import indexing_text

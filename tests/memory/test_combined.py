@@ -13,10 +13,9 @@ from fact_conversations import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from listed_history import ListHistory, scratch_state
-from registered import STRATEGIES, create_strategy
+from registered import STRATEGIES, create_strategy, open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.errors import StrategyError
 from chatmem.memory import EXAMPLE_COMBINATIONS
 from chatmem.memory.base import ContextRequest

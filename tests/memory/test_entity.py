@@ -12,9 +12,9 @@ from fact_conversations import (
     facts_in,
     sent_text,
 )
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.memory.facts import BLOCK_CLOSE, BLOCK_OPEN
 from chatmem.memory.reasons import FactsSelected
 

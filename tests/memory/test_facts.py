@@ -207,8 +207,9 @@ def test_a_session_without_a_user_keeps_user_facts_to_itself(store: Store, scrip
 
 def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None:
     """The helper model gets the prompt and only user text; prose is refused, JSON is applied."""
+    from registered import open_session
+
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
     from chatmem.memory.extraction import EXTRACTION_PROMPT
     from chatmem.providers.openai import OpenAIProvider
 

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 from listed_history import ListHistory, scratch_state
-from registered import create_strategy
+from registered import create_strategy, open_session
 
 from chatmem.config.sections import SummarySection
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryVersion, Unsummarized
@@ -148,7 +148,8 @@ def test_a_separate_summary_model_answers_summaries(store: Store) -> None:
     settings = Settings(provider="scripted", helper_model="cheap-summarizer")
     chat = ScriptedProvider()
     with Workspace.around(settings, store, chat) as workspace:
-        engine = start_conversation(workspace, "s", strategy="summary")
+        engine = start_conversation(workspace, "s",
+                                    strategy=workspace.registries.strategies.parse("summary"))
         engine.run_turn("hello there")
         assert chat.calls_by_purpose == {"chat": 1}
         assert isinstance(engine.helper, ScriptedProvider) and engine.helper is not chat

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fact_conversations import CHINESE_FACTS, CHINESE_FILLER, mixed_line
 from listed_history import ListHistory, scratch_state
-from registered import create_strategy
+from registered import create_strategy, open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.errors import ProviderTimeout
 from chatmem.memory import pins
 from chatmem.memory.base import ContextRequest

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from registered import create_strategy
+from registered import create_strategy, open_session
 from waiting import HANG, wait_until
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.memory.vector_backlog import BATCH, embed_pending, save_rows
 from chatmem.notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.providers.scripted import ScriptedProvider

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import History
 from matches import matches
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider

@@ -7,9 +7,10 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.memory import pins
 from chatmem.memory.extraction import EXTRACTION_PROMPT
 from chatmem.memory.summarizer import DEFAULT_PROMPT

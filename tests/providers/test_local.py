@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from cli_runner import invoke
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 from chatmem.store import Store
 

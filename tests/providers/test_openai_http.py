@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer
 from cli_runner import invoke
-from registered import create_embedder
+from registered import create_embedder, open_session
 from waiting import HANG
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.errors import (
     ProviderAuthError,
     ProviderConnectionError,

@@ -44,7 +44,7 @@ def test_the_local_model_is_capped_unless_configured() -> None:
 
 
 def test_a_reply_cut_by_the_cap_is_stored_and_flagged(chat_server, store) -> None:
-    from chatmem.engine import open_session
+    from registered import open_session
 
     chat_server.reply_words = ["one ", "two ", "three ", "four ", "five"]
     settings = Settings(provider="openai", base_url=chat_server.base_url, model="m",

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registered import open_session
 from waiting import wait_until
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

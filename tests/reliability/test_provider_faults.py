@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat
+from registered import open_session
 from typer.testing import Result
 from waiting import HANG
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.notices import ReplyCut
 from chatmem.providers.openai import OpenAIProvider
 from chatmem.store import Store

@@ -8,9 +8,9 @@ from pathlib import Path
 from meter import Meter, metered
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
 from chatmem.repl.completion import RECENT, SlashCompleter

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+from registered import open_session
 from test_repl_input import TAB, menu, shows, tty, typing  # noqa: F401  (the fixture)
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
 from chatmem.repl.completion import SlashCompleter

@@ -18,10 +18,10 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from registered import open_session
 from waiting import HANG
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.memory.vector_backlog import IndexingStatus
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from registered import open_session
 from rich.cells import cell_len
 from waiting import HANG
 
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
 from chatmem.repl.loop import Repl

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from meter import metered
+from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.engine.resend import resend_last
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import HISTORY_KEY, needs_sqlcipher
 from matches import matches
+from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.errors import ExitCode, HistoryLocked, NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, cipher

@@ -112,8 +112,9 @@ def test_partial_fork_leaves_state_that_covers_later_turns_to_be_rebuilt(
     # The stated fact is the user's, not derived from a later message: it comes along.
     assert [(f.key, f.value) for f in store.facts(session_id=fork.id)] == [("locker", "B12")]
     # The strategies rebuild from the copied messages before the fork's next turn.
+    from registered import open_session
+
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
 
     engine = open_session(store, Settings(), scripted, "early")
     result = engine.run_turn("anything else?")
@@ -180,8 +181,9 @@ def test_a_fork_is_independent_of_its_source(store: Store, make_engine, scripted
     talk(make_engine("buffer", name="trip"), TURNS[:2])
     store.fork_session("trip", "b")
     store.delete_session("trip")
+    from registered import open_session
+
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
 
     engine = open_session(store, Settings(), scripted, "b")
     result = engine.run_turn("still there?")

@@ -14,9 +14,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from registered import open_session
+
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, VectorRow
 

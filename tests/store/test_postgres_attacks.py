@@ -25,11 +25,10 @@ import pytest
 from chat_server import ChatServer
 from cli_runner import invoke
 from pg import PostgresServer
-from registered import create_strategy
+from registered import create_strategy, open_session
 
 from chatmem import fts
 from chatmem.config.settings import Settings
-from chatmem.engine import open_session
 from chatmem.images import ImageData
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import LeaseHolder, Store, VectorRow

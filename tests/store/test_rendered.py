@@ -10,11 +10,12 @@ from typing import Any
 from cli_runner import RUNNER
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from registered import open_session
 
 from chatmem.cli import app
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.engine import Engine, open_session
+from chatmem.engine import Engine
 from chatmem.privacy.mentions import erase_mentions
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.store import Store, rendered
