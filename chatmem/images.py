@@ -12,6 +12,7 @@ import math
 import struct
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 
 MAX_BYTES = 20 * 1024 * 1024
 """OpenAI's limit for one image."""
@@ -56,10 +57,13 @@ class ImageData:
     height: int
     data: bytes
 
-    @property
+    # Each worked out once per image, however many times it is counted and sent (/attach
+    # counts it, the turn sends it, a retry sends it again): a photo is megabytes.
+    @cached_property
     def digest(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
+    @cached_property
     def data_url(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
 

@@ -43,5 +43,5 @@ def attached_messages(attachments: Sequence[Attachment], counter: TokenCounter,
             continue
         ref = attachment.image.ref(rule)
         messages.append(Message("user", text, counter.count_message("user", text) + ref.tokens,
-                                image=ref, image_url=attachment.image.data_url()))
+                                image=ref, image_url=attachment.image.data_url))
     return tuple(messages)
