@@ -213,13 +213,6 @@ class Registries:
         """Check everything `staged` holds, then add it all (or raise and add nothing)."""
         contents = self._contents
         assert contents is not None
-        strategies = contents.strategies
-        names: set[str] = set()
-        for cls in staged.strategies:
-            strategies.check(cls)
-            if cls.name in names:
-                raise ValueError(f"strategy {cls.name!r} is registered twice")
-            names.add(cls.name)
         providers = [ProviderEntry(n, c, m, source) for n, c, m in staged.providers]
         _check_entries("provider", providers, contents.providers, contents.origins,
                        PROVIDER_WORDS)
@@ -229,8 +222,9 @@ class Registries:
         embedders = [EmbedderEntry(n, c, source) for n, c in staged.embedders]
         _check_entries("embedder", embedders, contents.embedders, contents.origins,
                        EMBEDDER_WORDS)
+        # Last of the checks, and all or none: each strategy is checked (built) once here.
+        contents.strategies.add(*staged.strategies)
         for cls in staged.strategies:
-            strategies.add(cls)
             contents.origins[("strategy", cls.name)] = source
         for entry in providers:
             contents.providers[entry.name] = entry

@@ -140,6 +140,37 @@ def test_a_function_may_be_the_entry_point_and_problems_reach_a_listener_once(
     sys.modules.pop("chatmem_two", None)
 
 
+def test_a_plugins_strategy_is_checked_once_when_it_is_admitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Checking builds the class with its defaults; admitting a plugin once checked each
+    # strategy twice (by hand, then again as the registry added it).
+    (tmp_path / "chatmem_counted.py").write_text(
+        "from chatmem.memory.window import WindowStrategy\n"
+        "built = []\n"
+        "class Counted(WindowStrategy):\n    name = 'counted'\n    description = 'counted'\n"
+        "    def __init__(self, **params):\n"
+        "        built.append(params)\n        super().__init__(**params)\n"
+        "def register(plugins):\n    plugins.add_strategy(Counted)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [entry_point("counted", "chatmem_counted")])
+    assert "counted" in loaded.strategies and loaded.problems == []
+    assert sys.modules["chatmem_counted"].built == [{}]
+    sys.modules.pop("chatmem_counted", None)
+
+
+def test_a_registry_adds_several_strategies_all_or_none() -> None:
+    from chatmem.memory.buffer import BufferStrategy
+    from chatmem.memory.window import WindowStrategy
+
+    registry = StrategyRegistry()
+    with pytest.raises(ValueError, match="strategy 'window' is registered twice"):
+        registry.add(WindowStrategy, BufferStrategy, WindowStrategy)
+    assert registry.names() == []
+    registry.add(WindowStrategy, BufferStrategy)
+    assert registry.names() == ["window", "buffer"]
+
+
 def test_specs_are_parsed_once_into_parts_with_their_own_parameters() -> None:
     strategies = Registries(entry_points=list).strategies
     spec = strategies.parse("window+entity:window.k=2", {"max_facts": "7"})

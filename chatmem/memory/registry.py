@@ -52,10 +52,17 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             raise TypeError(f"{cls.__name__}() fails with its default parameters: "
                             f"{type(e).__name__}: {e}") from None
 
-    def add(self, cls: type[BaseStrategy]) -> None:
-        """Register `cls` under `cls.name` (see `check` for what is refused)."""
-        self.check(cls)
-        self._classes[cls.name] = cls
+    def add(self, *classes: type[BaseStrategy]) -> None:
+        """Register each class under its `name`, all or none: each is checked once (see
+        `check` for what is refused; two of one name are refused too), then all are added."""
+        names: set[str] = set()
+        for cls in classes:
+            self.check(cls)
+            if cls.name in names:
+                raise ValueError(f"strategy {cls.name!r} is registered twice")
+            names.add(cls.name)
+        for cls in classes:
+            self._classes[cls.name] = cls
 
     def __getitem__(self, name: str) -> type[BaseStrategy]:
         return self._classes[name]
