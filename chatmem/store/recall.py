@@ -67,8 +67,8 @@ class VectorRow:
     vector: bytes
     context_vector: bytes
     digest: str | None = None
-    """sha256 of the text `vector` embeds: set, the vector is found again by that text."""
-    context_digest: str | None = None
+    """sha256 of the text `vector` embeds: set, the vector is found again by that text.
+    (A context vector is derived from two own vectors, never embedded from a text.)"""
 
 
 @dataclass(frozen=True)
@@ -369,9 +369,8 @@ class RecallTables(Connection):
                 "INSERT INTO vector_cache (model, digest, message_id, context)"
                 " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
                 " ON CONFLICT DO NOTHING",
-                [(model, digest, r.message_id, context, r.message_id) for r in rows
-                 for digest, context in ((r.digest, 0), (r.context_digest, 1))
-                 if digest is not None],
+                [(model, r.digest, r.message_id, 0, r.message_id) for r in rows
+                 if r.digest is not None],
             )
 
     def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]:
