@@ -65,7 +65,7 @@ class Weights:
     dense_weight: float = 0.5
     smooth: float = 0.5
     sitting: float = 0.3
-    mmr: float = 0.7
+    mmr: float = 0.6
 
 
 @dataclass

@@ -66,7 +66,11 @@ SHOWN_DROPPED = 10
 @dataclass(frozen=True)
 class RetrievalParams:
     max_tokens: int = param(2000, "budget for the whole context", minimum=1)
-    recent: int = param(2, "how many recent turns to always send", minimum=0)
+    # One: the turn before it is recalled when it bears on the input, and otherwise leaves
+    # its tokens to what does (benchmarks/recall.py --dev, id recall at 1,000 / 2,000 /
+    # 4,000 tokens: recent=2 0.731 / 0.835 / 0.896, recent=1 0.741 / 0.841 / 0.896).
+    recent: int = param(1, "how many recent turns to always send (older ones compete with "
+                        "the recalled for the budget)", minimum=0)
     mode: str = param("hybrid", "rank by bm25 (words), dense (meaning) or hybrid (both)",
                       choices=MODES)
     dense_weight: float = param(0.5, "share of meaning in hybrid scores", minimum=0,
@@ -78,7 +82,11 @@ class RetrievalParams:
                            "with no pause of gap_hours between them) a message borrows "
                            "(0: none)", minimum=0)
     gap_hours: float = param(4.0, "a pause this long (hours) ends a sitting", minimum=0)
-    mmr: float = param(0.7, "MMR λ: 1 ranks by relevance alone; lower prefers messages "
+    # 0.6 (benchmarks/recall.py --dev, recent=1; id recall at 2,000 tokens, λ 0.5 / 0.6 /
+    # 0.7 / 0.8: 0.838 / 0.845 / 0.841 / 0.835 on the development set; synthetic 0.946 /
+    # 0.938 / 0.866 at 0.5 / 0.6 / 0.7: derived context vectors made near-duplicates rank
+    # alike, and a little more diversity wins back what they cost there).
+    mmr: float = param(0.6, "MMR λ: 1 ranks by relevance alone; lower prefers messages "
                        "unlike those already recalled", minimum=0, maximum=1)
     top_k: int = param(0, "recall at most this many messages (0: as many as fit)", minimum=0)
     time_weight: float = param(0.5, "how much a message dated within a time the input "

@@ -37,7 +37,7 @@ def test_strategies_name_explains_every_parameter_with_default_and_range() -> No
             assert param["name"] in result.stdout and param["help"].strip()
     wide = invoke("strategies", "retrieval", width=200).stdout
     rows = {line.split()[0]: line for line in wide.splitlines()[3:]}
-    assert "0.7" in rows["mmr"] and "a number from 0 to 1" in rows["mmr"]
+    assert "0.6" in rows["mmr"] and "a number from 0 to 1" in rows["mmr"]
     assert "one of hybrid, bm25, dense" in rows["mode"]
     assert "a whole number, 0 or more" in rows["top_k"] and "as many as fit" in rows["top_k"]
 

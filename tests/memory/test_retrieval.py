@@ -39,8 +39,27 @@ def test_a_question_naming_the_order_recalls_the_message_that_stated_it(make_eng
     context = context_with(engine, "retrieval", "Where is my order?", mode="bm25")
     assert "My order id is ORD-7731." in recalled(context)
     assert context.part("recalled").reason.method.mode == "bm25"
-    assert [m.turn for m in context.part("history").messages] == [38, 38, 39, 39]
+    assert [m.turn for m in context.part("history").messages] == [39, 39]
     assert context.tokens <= 2000
+
+
+def test_only_the_newest_turn_is_always_sent_the_one_before_is_recalled_when_relevant(
+    make_engine
+) -> None:
+    engine = english_session(make_engine, "retrieval", mode="bm25")
+    before, newest = engine.history().turns(38, 39)
+    asked = before.messages[0].content
+    context = context_with(engine, "retrieval", asked, mode="bm25")
+    assert [m.turn for m in context.part("history").messages] == [39, 39]
+    assert before.messages[0].id in {m.id for m in context.part("recalled").messages}
+    # Asked about something else, with room for little, the order's message wins it.
+    elsewhere = context_with(engine, "retrieval", "Where is my order?", mode="bm25",
+                             max_tokens=100)
+    assert [m.id for m in elsewhere.part("history").messages] == [m.id for m in newest.messages]
+    assert "My order id is ORD-7731." in recalled(elsewhere)
+    assert before.messages[0].id not in {m.id for p in elsewhere.parts for m in p.messages}
+    two = context_with(engine, "retrieval", "Where is my order?", mode="bm25", recent=2)
+    assert [m.turn for m in two.part("history").messages] == [38, 38, 39, 39]
 
 
 def test_recalled_messages_are_in_time_order_and_never_repeat_the_recent_turns(
@@ -175,7 +194,7 @@ def test_without_an_embedder_hybrid_falls_back_to_words_and_says_so_once(make_en
 def test_inspect_rows_say_why_each_candidate_was_kept_or_dropped(make_engine) -> None:
     engine = english_session(make_engine, "retrieval", mode="bm25")
     context = context_with(engine, "retrieval", "curious thing about fossils, wolves, comets",
-                           mode="bm25", max_tokens=150)
+                           mode="bm25", max_tokens=150, recent=2)
     kept = [r for r in context.recall if r["kept"]]
     dropped = [r for r in context.recall if not r["kept"]]
     assert kept and dropped

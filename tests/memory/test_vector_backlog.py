@@ -24,8 +24,8 @@ from chatmem.store import Store
 SETTINGS = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
 TURNS = 200
 MESSAGES = 2 * TURNS
-EARLIER = MESSAGES - 4
-"""The messages recall ranks after the import: all but the two recent turns'."""
+EARLIER = MESSAGES - 2
+"""The messages recall ranks after the import: all but the recent turn's."""
 WAIT = HANG
 """Seconds the gated embedder waits for the test before it fails (only against a hang)."""
 

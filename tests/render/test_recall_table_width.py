@@ -21,7 +21,7 @@ def recall_lines(tmp_path: Path, width: int) -> list[str]:
     assert chatted.exit_code == 0, chatted.stderr
     result = invoke("inspect", "r", "--db", db, "--provider", "scripted",
                     "--next", "what was my order number 杭州",
-                    "--strategy", "retrieval:top_k=3",
+                    "--strategy", "retrieval:top_k=3,recent=2",
                     env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
