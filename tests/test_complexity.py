@@ -34,6 +34,7 @@ from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 from chatmem.store.recall import POSTINGS
 
 SMALL, MEDIUM, LARGE = 100, 2500, 5000
@@ -466,7 +467,7 @@ def test_on_postgres_no_query_a_turn_runs_scans_a_growing_table(
                    and "pg_advisory" not in sql and "@@" not in sql}
         assert queries
         large = {t for t in PG_GROWING
-                 if engine.store._value(f"SELECT count(*) FROM {t}") > SCANNED_ROWS}
+                 if fetch_value(engine.store.db, f"SELECT count(*) FROM {t}") > SCANNED_ROWS}
         assert {"messages", "message_words", "message_vectors"} <= large
         read = {t for sql in queries for t in large if re.search(rf"\b{t}\b", sql)}
         assert {"messages", "turns"} <= read, read  # the per-turn reads were checked

@@ -7,18 +7,26 @@ whole surface; its table groups live in one module each.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
+from chatmem.store.connection import Connection
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.images import ImageTables, StoredImage
 from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
+from chatmem.store.location import HistoryLocation
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
-from chatmem.store.memory_state import MemoryTables
+from chatmem.store.memory_state import FactTables, MemoryTables
+from chatmem.store.messages import MessageTables
 from chatmem.store.recall import (
     PendingText,
     PositionedVector,
     RecallTables,
     VectorRow,
+    VectorTables,
     pause,
 )
 from chatmem.store.records import (
@@ -35,12 +43,89 @@ from chatmem.store.records import (
 )
 from chatmem.store.redaction import Place, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
+from chatmem.store.sessions import SessionTables
 from chatmem.store.turns import TurnTables
+from chatmem.timestamps import utc_now
 
 
-class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
-            RedactionTables, LogTables, LeaseTables, ImageTables):
-    """A chatmem database file. Use as a context manager or call close()."""
+class Store:
+    """A chatmem database: one connection and the repositories built over it once.
+    Use as a context manager or call close()."""
+
+    def __init__(self, location: HistoryLocation | Path | str, *, key: str | None = None,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self.connection = connection = Connection(location, key=key, clock=clock)
+        self.db = connection.db
+        self._history = MessageTables(connection)
+        self._sessions = SessionTables(connection, self._history)
+        self._turns = TurnTables(connection, self._sessions, self._history)
+        self._memory = MemoryTables(connection)
+        self._facts = FactTables(connection)
+        self._recall = RecallTables(connection)
+        self._vectors = VectorTables(connection)
+        self._forks = ForkTables(connection, self._sessions, self._history, self._memory)
+        self._retention = RetentionTables(connection, self._sessions, self._facts)
+        self._redactions = RedactionTables(connection)
+        self._logs = LogTables(connection)
+        self._leases = LeaseTables(connection)
+        self._images = ImageTables(connection)
+
+    def __getattr__(self, name: str) -> Any:
+        # A stepping stone while callers move to the repositories: the old flat names.
+        for repository in ("_history", "_sessions", "_turns", "_memory", "_facts", "_recall",
+                           "_vectors", "_forks", "_retention", "_redactions", "_logs",
+                           "_leases", "_images"):
+            found = self.__dict__.get(repository)
+            if found is not None and not name.startswith("_") and hasattr(found, name):
+                return getattr(found, name)
+        raise AttributeError(name)
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """What time it is for this store's timestamps."""
+        return self.connection.clock
+
+    @property
+    def path(self) -> Path:
+        """The history file (SQLite); a command may name another while showing an empty one."""
+        return self.connection.path
+
+    @path.setter
+    def path(self, path: Path) -> None:
+        self.connection.path = path
+
+    @property
+    def encrypted(self) -> bool:
+        return self.connection.encrypted
+
+    @property
+    def location(self) -> str:
+        """What messages name: the file's path, or the database URL without its password."""
+        return self.connection.location
+
+    def now(self) -> str:
+        return self.connection.now()
+
+    def write(self) -> AbstractContextManager[None]:
+        """One write transaction, all or nothing, exclusive among writers."""
+        return self.db.write()
+
+    def check_writable(self) -> None:
+        """Raise the error a write would meet, without writing: a turn checks before it is sent."""
+        self.db.check_writable()
+
+    def vacuum(self) -> None:
+        """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
+        self.connection.vacuum()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 if TYPE_CHECKING:

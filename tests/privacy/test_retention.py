@@ -15,6 +15,7 @@ from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, VectorRow
+from chatmem.store.connection import fetch_value
 from chatmem.timestamps import stamp
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -98,10 +99,10 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     assert prune(timed, clock.now, retention_days=40, fact_idle_days=None).summary() == (
         "erased 1 session (4 messages)")
     assert [row["name"] for row in timed.list_sessions()] == ["own", "forever", "kept"]
-    counts = {table: timed._value(f"SELECT count(*) FROM {table}") for table in
+    counts = {table: fetch_value(timed.db, f"SELECT count(*) FROM {table}") for table in
               ("messages", "turns", "message_vectors", "summaries", "strategy_state")}
     assert counts["message_vectors"] == 0 and counts["messages"] == 6 and counts["turns"] == 3
-    assert timed._value("SELECT count(*) FROM facts WHERE session_id = ?",
+    assert fetch_value(timed.db, "SELECT count(*) FROM facts WHERE session_id = ?",
                         [old.session.id]) == 0
     assert list(matches(timed, kept.session.id, "teal sofa")) == []
     if history.kind == "plain":

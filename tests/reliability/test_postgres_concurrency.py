@@ -23,6 +23,7 @@ from chatmem.config.settings import Settings
 from chatmem.engine import open_session
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 
 PROCESSES, TURNS = 4, 25
 """The default run: 4 processes × 25 turns on one session."""
@@ -137,7 +138,7 @@ def test_a_client_killed_inside_its_turn_leaves_no_partial_turn(
         session = store.session("s")
         assert [(m.position, m.content) for m in store.messages(session.id)] == before
         assert [t.number for t in store.turns(session.id)] == [1]
-        assert store._value("SELECT count(*) FROM message_words") == len(before)
+        assert fetch_value(store.db, "SELECT count(*) FROM message_words") == len(before)
         # The dead client's write lock went with its connection: the next turn is stored.
         engine = open_session(store, SETTINGS, ScriptedProvider(), "s", strategy="window")
         engine.run_turn("after the kill ORD-2")

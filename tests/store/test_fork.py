@@ -15,6 +15,7 @@ from vectors import vector_models
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 
 TURNS = [
     "my name is Ana",
@@ -34,7 +35,7 @@ def talk(engine: Engine, lines: list[str] = TURNS) -> Engine:
 def table_counts(history: History) -> dict[str, int]:
     """Row counts as another connection sees them."""
     with history.open() as other:
-        return {t: other._value(f"SELECT count(*) FROM {t}")
+        return {t: fetch_value(other.db, f"SELECT count(*) FROM {t}")
                 for t in ("sessions", "messages", "summaries", "facts", "strategy_state",
                           "token_counts", "turns")}
 
