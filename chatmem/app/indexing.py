@@ -41,9 +41,10 @@ def pending_vectors(workspace: Workspace, session: str | None) -> tuple[str, int
     embedder = _embedder(workspace)
     store = workspace.store
     session_ids = _writable(workspace, embedder.key, session)
-    if session is None and session_ids == store.sessions_without_vectors(embedder.key):
-        return embedder.key, store.count_without_vectors(embedder.key)
-    return embedder.key, sum(store.count_without_vectors(embedder.key, i) for i in session_ids)
+    vectors = store.vectors
+    if session is None and session_ids == vectors.sessions_without_vectors(embedder.key):
+        return embedder.key, vectors.count_without_vectors(embedder.key)
+    return embedder.key, sum(vectors.count_without_vectors(embedder.key, i) for i in session_ids)
 
 
 def _writable(workspace: Workspace, model: str, session: str | None) -> list[int]:
@@ -52,10 +53,10 @@ def _writable(workspace: Workspace, model: str, session: str | None) -> list[int
     that has messages without a vector."""
     store = workspace.store
     if session:
-        session_id = store.session(session).id
-        store.check_session_writable(session_id)
+        session_id = store.sessions.session(session).id
+        store.sessions.check_session_writable(session_id)
         return [session_id]
-    return [i for i in store.sessions_without_vectors(model) if store.may_write(i)]
+    return [i for i in store.vectors.sessions_without_vectors(model) if store.sessions.may_write(i)]
 
 
 def index_sessions(workspace: Workspace, session: str | None = None, *,
@@ -75,8 +76,8 @@ def index_sessions(workspace: Workspace, session: str | None = None, *,
     for session_id in session_ids:
         # Renewed between batches; another live holder keeps the backlog (a chat never
         # takes one, so that is another `chatmem index`).
-        while (held := store.take_index_lease(session_id, embedder.key, holder)) is None:
-            pending = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
+        while (held := store.leases.take_index_lease(session_id, embedder.key, holder)) is None:
+            pending = store.vectors.texts_without_vectors(embedder.key, session_id, limit=BATCH)
             if not pending:
                 break
             save_rows(store, embedder.key, embed_pending(
@@ -84,9 +85,9 @@ def index_sessions(workspace: Workspace, session: str | None = None, *,
             report.embedded += len(pending)
             if progress is not None:
                 progress(report.embedded)
-        store.release_index_lease(session_id, embedder.key, holder)
+        store.leases.release_index_lease(session_id, embedder.key, holder)
         if held is not None:
-            report.elsewhere.append((store.session_by_id(session_id).name, held))
+            report.elsewhere.append((store.sessions.session_by_id(session_id).name, held))
     report.seconds = time.monotonic() - started
     return report
 
@@ -134,15 +135,15 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     started: list[BacklogStart] = []
     store = workspace.store
     for name in sessions:
-        session_id = store.session(name).id
-        count = store.count_without_vectors(embedder.key, session_id)
+        session_id = store.sessions.session(name).id
+        count = store.vectors.count_without_vectors(embedder.key, session_id)
         if not count:
             continue
         pid = _spawn_index(workspace, config, name) if background else None
         if pid is not None:
             # Taken for the child before this command returns, so a chat opened next
             # leaves the backlog to it even before it has started; it renews the lease.
-            store.take_index_lease(session_id, embedder.key, LeaseHolder.on_this_host(pid))
+            store.leases.take_index_lease(session_id, embedder.key, LeaseHolder.on_this_host(pid))
         started.append(BacklogStart(name, embedder.key, count, pid))
     return started
 

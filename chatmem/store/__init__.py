@@ -1,8 +1,13 @@
 """The SQLite history file: the only package that speaks SQL.
 
 One file holds sessions, their append-only messages, every turn as it was
-sent, derived state (summaries, facts) and a full-text index. `Store` is the
-whole surface; its table groups live in one module each.
+sent, derived state (summaries, facts) and a full-text index. `Store` is a small
+facade: the connection (its write transaction, clock and location) and one repository
+per table group, each in its own module and built once over that connection:
+`store.sessions`, `store.history` (messages), `store.turns`, `store.memory` (strategy
+state, summaries), `store.facts`, `store.recall`, `store.vectors`, `store.leases`,
+`store.images`, `store.forks`, `store.retention`, `store.redactions`, `store.logs`.
+A repository that needs another is handed it; none reaches into another's privates.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 from chatmem.store.connection import Connection
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
@@ -56,29 +61,19 @@ class Store:
                  clock: Callable[[], datetime] = utc_now) -> None:
         self.connection = connection = Connection(location, key=key, clock=clock)
         self.db = connection.db
-        self._history = MessageTables(connection)
-        self._sessions = SessionTables(connection, self._history)
-        self._turns = TurnTables(connection, self._sessions, self._history)
-        self._memory = MemoryTables(connection)
-        self._facts = FactTables(connection)
-        self._recall = RecallTables(connection)
-        self._vectors = VectorTables(connection)
-        self._forks = ForkTables(connection, self._sessions, self._history, self._memory)
-        self._retention = RetentionTables(connection, self._sessions, self._facts)
-        self._redactions = RedactionTables(connection)
-        self._logs = LogTables(connection)
-        self._leases = LeaseTables(connection)
-        self._images = ImageTables(connection)
-
-    def __getattr__(self, name: str) -> Any:
-        # A stepping stone while callers move to the repositories: the old flat names.
-        for repository in ("_history", "_sessions", "_turns", "_memory", "_facts", "_recall",
-                           "_vectors", "_forks", "_retention", "_redactions", "_logs",
-                           "_leases", "_images"):
-            found = self.__dict__.get(repository)
-            if found is not None and not name.startswith("_") and hasattr(found, name):
-                return getattr(found, name)
-        raise AttributeError(name)
+        self.history = MessageTables(connection)
+        self.sessions = SessionTables(connection, self.history)
+        self.turns = TurnTables(connection, self.sessions, self.history)
+        self.memory = MemoryTables(connection)
+        self.facts = FactTables(connection)
+        self.recall = RecallTables(connection)
+        self.vectors = VectorTables(connection)
+        self.forks = ForkTables(connection, self.sessions, self.history, self.memory)
+        self.retention = RetentionTables(connection, self.sessions, self.facts)
+        self.redactions = RedactionTables(connection)
+        self.logs = LogTables(connection)
+        self.leases = LeaseTables(connection)
+        self.images = ImageTables(connection)
 
     @property
     def clock(self) -> Callable[[], datetime]:
@@ -132,14 +127,17 @@ if TYPE_CHECKING:
     from chatmem.store import protocols
 
     def _is_every_repository(store: Store) -> tuple[
-        protocols.HistoryRepository, protocols.MemoryStateRepository,
-        protocols.FactRepository, protocols.VectorRepository, protocols.RecallRepository,
-        protocols.SessionRepository, protocols.TurnRepository,
+        protocols.HistoryRepository, protocols.SessionRepository, protocols.TurnRepository,
+        protocols.MemoryStateRepository, protocols.FactRepository, protocols.RecallRepository,
+        protocols.VectorRepository, protocols.LeaseRepository, protocols.ImageRepository,
         protocols.RetentionRepository, protocols.RedactionRepository,
         protocols.MemoryStore, protocols.TurnStore, protocols.PrivacyStore,
     ]:
-        """Never called: `mypy chatmem` fails here when Store stops implementing one."""
-        return store, store, store, store, store, store, store, store, store, store, store, store
+        """Never called: `mypy chatmem` fails here when a repository stops implementing its
+        Protocol, or the Store stops holding the repositories a consumer's Protocol names."""
+        return (store.history, store.sessions, store.turns, store.memory, store.facts,
+                store.recall, store.vectors, store.leases, store.images, store.retention,
+                store.redactions, store, store, store)
 
 
 __all__ = [

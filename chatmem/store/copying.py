@@ -83,12 +83,12 @@ def copy_sessions(source: Store, target: Store,
         raise NotFound(f"no session to copy in {source.location}")
     ids: list[int] = []
     for name in chosen:
-        record = source.find_session(name)
+        record = source.sessions.find_session(name)
         if record is None:
             raise NotFound(f"no session {name!r} in {source.location}")
         ids.append(record.id)
     for name in chosen:
-        if target.find_session(name) is not None:
+        if target.sessions.find_session(name) is not None:
             raise UsageError(f"{target.location} has a session {name!r} already; "
                              "rename one (chatmem sessions rename) and copy again")
     marks = ", ".join("?" for _ in ids)

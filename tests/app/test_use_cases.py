@@ -91,7 +91,7 @@ def test_a_clients_history_is_adopted_past_what_is_stored(ws: Workspace) -> None
     # request would make a request's cost grow with it).
     edited = [*said[:3], ClientMessage("assistant", "EDITED"), ClientMessage("user", "three")]
     assert adopt_history(ws, "c", edited) == type(adopted)(1, True)
-    contents = [m.content for m in ws.store.messages(ws.store.session("c").id)]
+    contents = [m.content for m in ws.store.history.messages(ws.store.sessions.session("c").id)]
     assert contents == ["one", "uno", "two", "dos", "three"]  # nothing stored was changed
 
 

@@ -77,7 +77,7 @@ def test_a_reading_workspace_creates_no_file(tmp_path: Path) -> None:
         _ = ws.store
     assert not named.exists()
     with Workspace(Settings(), create=False) as ws:  # the default file: an empty history
-        assert ws.store.list_sessions() == []
+        assert ws.store.sessions.list_sessions() == []
         assert not ws.has_history
 
 
@@ -104,4 +104,4 @@ def test_an_engine_is_given_what_opening_changed(tmp_path: Path) -> None:
         assert [type(n).__name__ for n in again.notices] == ["StrategyChanged",
                                                             "SystemPromptReplaced"]
         again.finish()
-        assert ws.store.session("s").strategy == "buffer"  # kept when the command ended
+        assert ws.store.sessions.session("s").strategy == "buffer"  # kept when the command ended
