@@ -86,15 +86,15 @@ def build_history(db: Path, turns: int) -> None:
     from chatmem.store import Store
 
     with Store(db) as store:
-        session = store.create_session("bench", "window", {}, provider="openai",
-                                       model="bench", system="Be brief.", user="default")
+        session = store.sessions.create_session("bench", "window", {}, provider="openai",
+                                                model="bench", system="Be brief.", user="default")
         messages = []
         for n in range(turns):
             messages.append({"role": "user", "content": f"Turn {n}: my locker {n % 97} is "
                                                         f"near the window, order ORD-{n}."})
             messages.append({"role": "assistant", "content": f"Noted, locker {n % 97}."})
         for start in range(0, len(messages), 2000):
-            store.import_messages(session.id, messages[start:start + 2000])
+            store.history.import_messages(session.id, messages[start:start + 2000])
 
 
 def timed_stream(client: Any, headers: dict[str, str]) -> tuple[float, float]:

@@ -99,12 +99,12 @@ def run(location: str, processes: int, turns: int, shared: bool,
     strategy_name = strategy.partition(":")[0]
     with Store(location) as store:
         for name in sorted(set(sessions)):
-            session = store.find_session(name)
+            session = store.sessions.find_session(name)
             if session is None:
                 continue
-            stored_turns += len(store.turns(session.id, "ok"))
-            stored_messages += len(store.messages(session.id))
-            versions = store.summaries(session.id, strategy_name)
+            stored_turns += len(store.turns.turns(session.id, "ok"))
+            stored_messages += len(store.history.messages(session.id))
+            versions = store.memory.summaries(session.id, strategy_name)
             folds += len(versions)
             covered = [i for v in versions for i in v.covered_ids]
             refolded += len(covered) - len(set(covered))

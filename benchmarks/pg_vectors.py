@@ -62,7 +62,7 @@ def fill(store: Store, messages: int) -> tuple[int, float]:
     own = (own / np.linalg.norm(own, axis=1, keepdims=True)).astype(np.float16)
     context = np.roll(own, 1, axis=0)
     started = time.perf_counter()
-    store.save_vectors(StubEmbedder.key, DIMENSIONS, [
+    store.vectors.save_vectors(StubEmbedder.key, DIMENSIONS, [
         VectorRow(i, o.tobytes(), c.tobytes()) for i, o, c in zip(ids, own, context,
                                                                   strict=True)])
     return session_id, time.perf_counter() - started
@@ -72,7 +72,7 @@ def first_and_next(store: Store, session_id: int, count: int) -> tuple[float, fl
     state = SessionState(store, session_id)
     recall = StoredRecall(state, None, 3.0, StubEmbedder())  # type: ignore[arg-type]
     read = 0
-    vectors_at, vector_rows = store.vectors_at, store.vector_rows
+    vectors_at, vector_rows = store.vectors.vectors_at, store.vectors.vector_rows
 
     def counted(method: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -82,7 +82,7 @@ def first_and_next(store: Store, session_id: int, count: int) -> tuple[float, fl
             return rows
         return call
 
-    store.vectors_at, store.vector_rows = counted(vectors_at), counted(vector_rows)  # type: ignore[method-assign]
+    store.vectors.vectors_at, store.vectors.vector_rows = counted(vectors_at), counted(vector_rows)  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
         recall.dense(count, "what did we say", [])
@@ -91,7 +91,7 @@ def first_and_next(store: Store, session_id: int, count: int) -> tuple[float, fl
         recall.dense(count, "what did we say", [])
         again = time.perf_counter() - started
     finally:
-        store.vectors_at, store.vector_rows = vectors_at, vector_rows  # type: ignore[method-assign]
+        store.vectors.vectors_at, store.vectors.vector_rows = vectors_at, vector_rows  # type: ignore[method-assign]
     return first, again, read
 
 

@@ -217,16 +217,16 @@ def replay_case(messages: Sequence[str]) -> Seen:
         helper = RecordingProvider(provider, seen)
         with Store(":memory:") as store:
             strategy = load_registries().strategies.strategy(name)
-            session = store.create_session("case", strategy.name, dict(strategy.params),
-                                           provider="scripted", model="scripted")
+            session = store.sessions.create_session("case", strategy.name, dict(strategy.params),
+                                                    provider="scripted", model="scripted")
             engine = Engine(store, session, provider, strategy,
                             helper=helper)  # type: ignore[arg-type]
             for user, reply in zip(said[::2], said[1::2], strict=True):
                 engine.replay_turn(user, reply)
-            seen.facts += [f"{f.key} {f.value}" for f in store.facts(session_id=session.id)]
-            for record in store.summaries(session.id):
+            seen.facts += [f"{f.key} {f.value}" for f in store.facts.facts(session_id=session.id)]
+            for record in store.memory.summaries(session.id):
                 seen.summaries += [record.text, *record.anchors, *record.dropped_anchors]
-            seen.pins += [f"{p.text} {p.quote}" for p in pinned_facts(store, session.id)]
+            seen.pins += [f"{p.text} {p.quote}" for p in pinned_facts(store.memory, session.id)]
     return seen
 
 

@@ -73,17 +73,17 @@ def median_ms(action: Callable[[], Any], repeat: int) -> float:
 
 def filled_store(path: Path, turns: int, embedder: StubEmbedder) -> None:
     with Store(path) as store:
-        session = store.create_session("long", "retrieval")
+        session = store.sessions.create_session("long", "retrieval")
         messages = []
         for n in range(turns):
             messages.append({"role": "user", "content": LINES[n % 4].format(n=n),
                              "ts": "2026-01-01T00:00:00+00:00"})
             messages.append({"role": "assistant", "content": f"Noted, item {n}."})
-        store.import_messages(session.id, messages)
-        ids = [m.id for m in store.messages(session.id)]
+        store.history.import_messages(session.id, messages)
+        ids = [m.id for m in store.history.messages(session.id)]
         vectors = embedder.embed(ids).astype(np.float16)
-        store.save_vectors(embedder.key, embedder.dimensions,
-                           [VectorRow(i, v.tobytes(), v.tobytes())
+        store.vectors.save_vectors(embedder.key, embedder.dimensions,
+                                   [VectorRow(i, v.tobytes(), v.tobytes())
                             for i, v in zip(ids, vectors, strict=True)])
 
 

@@ -102,16 +102,16 @@ def build_chatmem_base(location: str | Path, turns: int) -> dict[str, Any]:
 
     started = time.perf_counter()
     with Store(location) as store:
-        session = store.create_session("bench", "window", {}, provider="scripted",
-                                       model="scripted", system=SYSTEM)
+        session = store.sessions.create_session("bench", "window", {}, provider="scripted",
+                                                model="scripted", system=SYSTEM)
         batch: list[dict[str, str]] = []
         for message in conversation(turns):
             batch.append(message)
             if len(batch) == 20_000:
-                store.import_messages(session.id, batch)
+                store.history.import_messages(session.id, batch)
                 batch = []
         if batch:
-            store.import_messages(session.id, batch)
+            store.history.import_messages(session.id, batch)
         seconds = time.perf_counter() - started
         size = stored_bytes(store)
     return {"seconds": seconds, "bytes": size}
@@ -129,7 +129,8 @@ def add_vectors(source: Path, path: Path, embedder_name: str) -> dict[str, Any]:
     started = time.perf_counter()
     done = last = 0
     with Store(path) as store:
-        while pending := store.texts_without_vectors(embedder.key, limit=5000, after_id=last):
+        while pending := store.vectors.texts_without_vectors(embedder.key, limit=5000,
+                                                             after_id=last):
             save_rows(store, embedder.key, embed_pending(embedder, pending))
             last, done = pending[-1].message_id, done + len(pending)
         size = stored_bytes(store)

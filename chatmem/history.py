@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from chatmem.memory.context import Message
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.message_counts import MessageCounts
-from chatmem.store.protocols import HistoryRepository
+from chatmem.store.protocols import MemoryStore
 from chatmem.tokens import TokenCounter
 
 PAGE_TURNS = 16
 
 
 class StoredHistory:
-    def __init__(self, store: HistoryRepository, session_id: int, counter: TokenCounter,
+    def __init__(self, store: MemoryStore, session_id: int, counter: TokenCounter,
                  upto: int | None = None, *, counts: MessageCounts | None = None) -> None:
         """`upto`: see only the first `upto` turns (the history as it was at a turn);
         `counts`: what this process has counted already (a session's engine keeps one)."""
@@ -28,7 +28,7 @@ class StoredHistory:
         self.session_id = session_id
         self.counter = counter
         self.counts = counts or MessageCounts(store, counter)
-        self._count = store.turn_count(session_id)
+        self._count = store.history.turn_count(session_id)
         if upto is not None:
             self._count = min(self._count, upto)
 
@@ -48,7 +48,7 @@ class StoredHistory:
         first, last = max(first, 1), min(last, self._count)
         if first > last:
             return []
-        records = self.store.messages(self.session_id, first, last)
+        records = self.store.history.messages(self.session_id, first, last)
         messages = self.counts.messages(records)
         turns: dict[int, list[Message]] = {}
         for message in messages:

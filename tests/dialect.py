@@ -7,13 +7,14 @@ a read-only switch, an integrity check) says so here, once per backend.
 from __future__ import annotations
 
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 
 WORD_INDEX = {"sqlite": "messages_fts", "postgresql": "message_words"}
 
 
 def word_entries(store: Store) -> int:
     """Entries in the full-text index."""
-    return int(store._value(f"SELECT count(*) FROM {WORD_INDEX[store.db.kind]}"))
+    return int(fetch_value(store.db, f"SELECT count(*) FROM {WORD_INDEX[store.db.kind]}"))
 
 
 def set_read_only(store: Store, read_only: bool) -> None:
@@ -29,7 +30,7 @@ def intact(store: Store) -> bool:
     its pages itself, so: the tables answer)."""
     if store.db.kind == "sqlite":
         return bool(store.db.execute("PRAGMA integrity_check").fetchone() == ("ok",))
-    return all(store._value(f"SELECT count(*) FROM {t}") is not None
+    return all(fetch_value(store.db, f"SELECT count(*) FROM {t}") is not None
                for t in ("sessions", "messages", "turns", "message_words"))
 
 

@@ -44,4 +44,4 @@ def scratch_state() -> SessionState:
     """The state of an empty session in a history file held in memory: no summaries, facts
     or pins, for a build over a ListHistory."""
     store = Store(":memory:")
-    return SessionState(store, store.create_session("scratch", "buffer").id)
+    return SessionState(store, store.sessions.create_session("scratch", "buffer").id)

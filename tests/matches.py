@@ -7,8 +7,8 @@ from chatmem.store import MessageRecord, Store
 
 def matches(store: Store, session_id: int, query: str,
             limit: int = 20) -> list[tuple[MessageRecord, float]]:
-    """The session's messages matching `query` (Store.match_scores), best BM25 first."""
-    scores = store.match_scores(session_id, query, before_turn=2**62, limit=limit)
-    records = store.messages_at(session_id, scores)
+    """The session's messages matching `query` (store.recall.match_scores), best BM25 first."""
+    scores = store.recall.match_scores(session_id, query, before_turn=2**62, limit=limit)
+    records = store.recall.messages_at(session_id, scores)
     return [(records[p], score)
             for p, score in sorted(scores.items(), key=lambda item: (-item[1], item[0]))]

@@ -50,8 +50,9 @@ def test_a_budget_makes_room_for_the_files_by_dropping_history(strategy: str) ->
         messages += [msg("user", f"turn {n} says something " * 8, 2 * n - 1),
                      msg("assistant", f"reply to {n}", 2 * n)]
     store = Store(":memory:")
-    session = store.create_session("s", strategy)
-    store.import_messages(session.id, [{"role": m.role, "content": m.content} for m in messages])
+    session = store.sessions.create_session("s", strategy)
+    store.history.import_messages(session.id, [{"role": m.role,
+                                                "content": m.content} for m in messages])
     history = StoredHistory(store, session.id, COUNTER)
     attached = (msg("user", "file text " * 60),)
     params = {"tokens.max_tokens" if "+" in strategy else "max_tokens": "600"}

@@ -34,6 +34,7 @@ from chatmem.memory.vector_backlog import Indexing, embed_pending
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 from chatmem.store.recall import POSTINGS
 
 SMALL, MEDIUM, LARGE = 100, 2500, 5000
@@ -129,11 +130,11 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     for turns in (SMALL, MEDIUM, LARGE):
         paths[turns] = folder / f"{turns}.db"
         with Store(paths[turns]) as store:
-            session = store.create_session("long", "window", system="Be brief.")
-            store.import_messages(session.id, list(conversation(turns)))
+            session = store.sessions.create_session("long", "window", system="Be brief.")
+            store.history.import_messages(session.id, list(conversation(turns)))
             stub = StubEmbedder()
-            pending = store.texts_without_vectors(stub.key, session.id)
-            store.save_vectors(stub.key, stub.dimensions, embed_pending(stub, pending))
+            pending = store.vectors.texts_without_vectors(stub.key, session.id)
+            store.vectors.save_vectors(stub.key, stub.dimensions, embed_pending(stub, pending))
             for strategy in STATEFUL:
                 open_session(store, SETTINGS, ScriptedProvider(), "long",
                              strategy=strategy).catch_up()
@@ -237,11 +238,11 @@ def test_a_hybrid_turn_that_embeds_its_own_messages_does_the_same_work_at_any_si
         engine.indexing = Indexing(engine.store, engine.session.id, background=False)
         try:
             engine.run_turn("warm up: the reply of the last imported turn gets counted")
-            last = engine.store.count_without_vectors(StubEmbedder.key, engine.session.id)
+            last = engine.store.vectors.count_without_vectors(StubEmbedder.key, engine.session.id)
             work[turns] = most_work(engine)
             # Each turn's messages were embedded and stored before the next build.
-            assert engine.store.count_without_vectors(StubEmbedder.key,
-                                                      engine.session.id) == last == 0
+            assert engine.store.vectors.count_without_vectors(StubEmbedder.key,
+                                                              engine.session.id) == last == 0
         finally:
             engine.store.close()
     assert_flat(work)
@@ -257,9 +258,9 @@ def test_a_question_s_terms_are_counted_in_one_statement_however_many_there_are(
         assert len(terms) > 15
         # FTS5 reads its configuration on a connection's first use of the index: once per
         # process, not per question.
-        store.rare_terms(terms[:1], POSTINGS)
+        store.recall.rare_terms(terms[:1], POSTINGS)
         with metered(store) as meter:
-            kept = store.rare_terms(terms, POSTINGS)
+            kept = store.recall.rare_terms(terms, POSTINGS)
         assert meter.statements == 1
         # The same terms as counting them one by one keeps.
         one_by_one = sorted((store.db.count_word_matches(t, POSTINGS // 2), t) for t in terms)
@@ -320,20 +321,20 @@ def test_an_imported_history_is_caught_up_in_bounded_batches_with_progress(
     stored: dict[int, Path], tmp_path: Path
 ) -> None:
     with Store(stored[LARGE]) as store:
-        session = store.session("long")
+        session = store.sessions.session("long")
         counter = ScriptedProvider().token_counter()
         tokens = {m.id: counter.count_message(m.role, m.content)
-                  for m in store.messages(session.id)}
+                  for m in store.history.messages(session.id)}
         for name, limit in (("summary", FOLD_TOKENS), ("summary-buffer", 2 * 2000)):
-            versions = store.summaries(session.id, name)
+            versions = store.memory.summaries(session.id, name)
             assert len(versions) > 20, name  # many calls, none over its batch size
             for version in versions:
                 covered = sum(tokens[i] for i in version.covered_ids)
                 assert 0 < covered <= limit, (name, version.version)
     path = tmp_path / "fresh.db"
     with Store(path) as store:
-        fresh = store.create_session("fresh", "window")
-        store.import_messages(fresh.id, list(conversation(300)))
+        fresh = store.sessions.create_session("fresh", "window")
+        store.history.import_messages(fresh.id, list(conversation(300)))
         activity = Recording()
         engine = open_session(store, SETTINGS, ScriptedProvider(), "fresh", strategy="summary",
                               activity=activity)
@@ -370,17 +371,17 @@ def pg_stored(pg_server: Any, pg_template: str) -> Iterator[dict[int, str]]:
     for turns in PG_SIZES:
         names[turns] = pg_server.create_database(pg_template)
         with Store(pg_server.url(names[turns])) as store:
-            session = store.create_session("long", "window", system="Be brief.")
-            store.import_messages(session.id, list(conversation(turns)))
+            session = store.sessions.create_session("long", "window", system="Be brief.")
+            store.history.import_messages(session.id, list(conversation(turns)))
             stub = StubEmbedder()
-            pending = store.texts_without_vectors(stub.key, session.id)
-            store.save_vectors(stub.key, stub.dimensions, embed_pending(stub, pending))
+            pending = store.vectors.texts_without_vectors(stub.key, session.id)
+            store.vectors.save_vectors(stub.key, stub.dimensions, embed_pending(stub, pending))
             for strategy in STATEFUL:
                 open_session(store, SETTINGS, ScriptedProvider(), "long",
                              strategy=strategy).catch_up()
             # An imported history has no turn rows: another session's failed turns give
             # the table thousands, so reading this session's turns must be selective.
-            other = store.create_session("other", "window")
+            other = store.sessions.create_session("other", "window")
             with store.write():
                 store.db.execute(
                     "INSERT INTO turns (session_id, number, status, input, context, strategy,"
@@ -466,7 +467,7 @@ def test_on_postgres_no_query_a_turn_runs_scans_a_growing_table(
                    and "pg_advisory" not in sql and "@@" not in sql}
         assert queries
         large = {t for t in PG_GROWING
-                 if engine.store._value(f"SELECT count(*) FROM {t}") > SCANNED_ROWS}
+                 if fetch_value(engine.store.db, f"SELECT count(*) FROM {t}") > SCANNED_ROWS}
         assert {"messages", "message_words", "message_vectors"} <= large
         read = {t for sql in queries for t in large if re.search(rf"\b{t}\b", sql)}
         assert {"messages", "turns"} <= read, read  # the per-turn reads were checked

@@ -122,8 +122,8 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
                               allow_over_budget=True)
         if convo["greeting"]:
             # An imported transcript may open with the assistant.
-            store.import_messages(engine.session.id,
-                                  [{"role": "assistant", "content": convo["greeting"]}])
+            store.history.import_messages(engine.session.id,
+                                          [{"role": "assistant", "content": convo["greeting"]}])
         for text in convo["inputs"]:
             result = engine.run_turn(text)
             assert result.status == "ok"
@@ -134,7 +134,8 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
         # What the model received is what each stored turn says was sent.
         chats = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
         sent = [c["messages"] for c in chats if c["purpose"] == "chat"]
-        stored = [Context.from_json(t.context).messages() for t in store.turns(engine.session.id)]
+        stored = [Context.from_json(t.context).messages()
+                  for t in store.turns.turns(engine.session.id)]
         assert sent == stored
 
 
@@ -155,7 +156,7 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
     if history is not None:
         assert history.messages[0].role == "user"
     # No message is split or altered: each remembered message is a stored one, verbatim.
-    stored = {m.id: m for m in store.messages(session_id)}
+    stored = {m.id: m for m in store.history.messages(session_id)}
     for part in context.parts:
         for message in part.messages:
             if part.kind in ("history", "recalled"):

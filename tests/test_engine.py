@@ -93,8 +93,8 @@ def test_a_turn_stores_its_messages_counts_with_it(make_engine) -> None:
     engine = make_engine("buffer")
     engine.run_turn("hello")
     engine.run_turn("预算五千元")
-    messages = engine.store.messages(engine.session.id)
-    cached = engine.store.cached_token_counts([m.id for m in messages], engine.counter.key)
+    messages = engine.store.history.messages(engine.session.id)
+    cached = engine.store.history.cached_token_counts([m.id for m in messages], engine.counter.key)
     assert cached == {m.id: engine.counter.count_message(m.role, m.content) for m in messages}
 
 
@@ -105,9 +105,9 @@ def test_a_provider_error_leaves_memory_untouched(make_engine) -> None:
     with pytest.raises(ProviderResponseError) as caught:
         engine.run_turn("two")
     third = engine.run_turn("three")
-    assert [m.content for m in engine.store.messages(engine.session.id)] == [
+    assert [m.content for m in engine.store.history.messages(engine.session.id)] == [
         "one", "echo #1: one", "three", "echo #3: three"]
-    turns = engine.store.turns(engine.session.id)
+    turns = engine.store.turns.turns(engine.session.id)
     assert [(t.number, t.status) for t in turns] == [(1, "ok"), (2, "failed"), (3, "ok")]
     assert turns[1].reply is None and turns[1].error == str(caught.value)
     assert "two" not in str(third.context.messages())
@@ -133,8 +133,8 @@ def test_cancelled_turn_is_recorded_and_nothing_enters_memory(make_engine) -> No
     engine = make_engine("window", provider=InterruptedProvider())
     result = engine.run_turn("stop me")
     assert result.status == "cancelled"
-    assert engine.store.messages(engine.session.id) == []
-    (turn,) = engine.store.turns(engine.session.id)
+    assert engine.store.history.messages(engine.session.id) == []
+    (turn,) = engine.store.turns.turns(engine.session.id)
     assert (turn.status, turn.reply) == ("cancelled", "half ") and turn.error
 
 
@@ -142,7 +142,7 @@ def test_a_turn_record_holds_what_was_sent(make_engine) -> None:
     engine = make_engine("window", k=1)
     engine.run_turn("my order is ORD-7731")
     result = engine.run_turn("我的订单号是什么？")
-    record = engine.store.turn(engine.session.id)
+    record = engine.store.turns.turn(engine.session.id)
     assert record.number == 2 and record.status == "ok"
     assert record.strategy == "window" and record.params == {"k": 1}
     assert record.provider == "scripted" and record.tokenizer == "cl100k_base"
@@ -165,7 +165,7 @@ def test_switching_strategy_keeps_history(make_engine) -> None:
     history = engine.build_context("next").part("history")
     assert history is not None and [m.content for m in history.messages] == [
         "first", "echo #1: first"]
-    assert engine.store.session_by_id(engine.session.id).strategy == "buffer"
+    assert engine.store.sessions.session_by_id(engine.session.id).strategy == "buffer"
 
 
 def test_a_turn_under_another_model_updates_the_session(make_engine) -> None:
@@ -174,9 +174,9 @@ def test_a_turn_under_another_model_updates_the_session(make_engine) -> None:
     assert (engine.session.provider, engine.session.model) == ("scripted", "scripted")
     engine.provider = ScriptedProvider("other-model")
     engine.run_turn("again")
-    stored = engine.store.session_by_id(engine.session.id)
+    stored = engine.store.sessions.session_by_id(engine.session.id)
     assert (stored.provider, stored.model) == ("scripted", "other-model")
-    assert engine.store.turn(engine.session.id).model == "other-model"
+    assert engine.store.turns.turn(engine.session.id).model == "other-model"
 
 
 def test_a_failed_turn_leaves_the_session_model_alone(make_engine) -> None:
@@ -185,7 +185,7 @@ def test_a_failed_turn_leaves_the_session_model_alone(make_engine) -> None:
     engine.provider.model = "flaky"
     with pytest.raises(ProviderResponseError):
         engine.run_turn("hello")
-    assert engine.store.session_by_id(engine.session.id).model == "scripted"
+    assert engine.store.sessions.session_by_id(engine.session.id).model == "scripted"
 
 
 def test_reopening_with_another_strategy_or_system_says_so(store) -> None:
@@ -243,5 +243,5 @@ def test_a_ctrl_c_as_the_finished_reply_is_drawn_records_the_turn_as_cancelled(
 
     result = engine.run_turn("hello", on_reply_end=interrupted)
     assert result.status == TurnStatus.CANCELLED
-    assert [t.status for t in store.turns(engine.session.id)] == [TurnStatus.CANCELLED]
-    assert store.messages(engine.session.id) == []
+    assert [t.status for t in store.turns.turns(engine.session.id)] == [TurnStatus.CANCELLED]
+    assert store.history.messages(engine.session.id) == []

@@ -60,7 +60,7 @@ def test_an_input_that_cannot_fit_is_refused_with_the_numbers_and_nothing_is_sen
         "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
         "--allow-over-budget")
     assert scripted.calls_by_purpose == {"chat": 1}  # only the first turn reached the model
-    assert len(store.turns(engine.session.id)) == 1  # and the refusal recorded nothing
+    assert len(store.turns.turns(engine.session.id)) == 1  # and the refusal recorded nothing
 
 
 def test_a_strategy_s_own_budget_is_the_one_checked(store: Store, scripted: ScriptedProvider
@@ -122,12 +122,12 @@ def test_ctrl_c_during_a_strategy_call_keeps_the_turn_and_catches_up_later(
     result = engine.run_turn("My order is ORD-7731.")
     assert result.status == "ok"
     assert result.notices == [MemoryUpdateCancelled()]
-    assert [m.content for m in store.messages(engine.session.id)] == [
+    assert [m.content for m in store.history.messages(engine.session.id)] == [
         "My order is ORD-7731.", "echo #1: My order is ORD-7731."]
-    assert store.summaries(engine.session.id) == []
+    assert store.memory.summaries(engine.session.id) == []
     provider.interrupt = False
     engine.run_turn("And it ships Friday.")
-    latest = store.latest_summary(engine.session.id, "summary")
+    latest = store.memory.latest_summary(engine.session.id, "summary")
     assert latest is not None and "ORD-7731" in latest.text  # turn 1 was caught up
 
 
@@ -154,9 +154,9 @@ def test_the_embedded_model_is_asked_for_no_summary_or_facts_and_it_is_said_once
             ("My name is Ada and my order is ORD-7731.", "I live in Hangzhou.", "Thanks!")]
     assert said == [[HelperTooSmall(engine.strategy.name, FakeEmbedded().model)], [], []]
     assert recorder.events == []  # no helper call was even started
-    assert store.summaries(engine.session.id) == []
-    assert store.facts(session_id=engine.session.id) == []
-    assert [m.content for m in store.messages(engine.session.id)][2] == (
+    assert store.memory.summaries(engine.session.id) == []
+    assert store.facts.facts(session_id=engine.session.id) == []
+    assert [m.content for m in store.history.messages(engine.session.id)][2] == (
         "My name is Ada and my order is ORD-7731.")
 
 
@@ -167,7 +167,7 @@ def test_a_named_helper_is_used(store: Store) -> None:
     engine.helper = ScriptedProvider()  # what helper_model = ... gives
     assert engine.run_turn("My order is ORD-7731.").notices[0].__class__.__name__ == (
         "SummaryUpdated")
-    assert len(store.summaries(engine.session.id)) == 1
+    assert len(store.memory.summaries(engine.session.id)) == 1
 
 
 def test_helper_model_is_the_chat_model_unless_set(store: Store,

@@ -31,8 +31,8 @@ def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> No
 
 @pytest.fixture
 def indexed(store: Store) -> tuple[Store, int]:
-    session = store.create_session("s", "retrieval")
-    store.import_messages(session.id, [
+    session = store.sessions.create_session("s", "retrieval")
+    store.history.import_messages(session.id, [
         {"role": "user", "content": "我们五月去杭州旅行，想看西湖。"},
         {"role": "assistant", "content": "好的。"},
         {"role": "user", "content": "我对花生过敏。"},
@@ -105,7 +105,7 @@ def test_any_query_with_cjk_punctuation_or_mixed_scripts_never_errors(indexed, q
                    min_size=2, max_size=12), data=st.data())
 def test_every_bigram_of_an_indexed_cjk_run_finds_it(indexed, run: str, data) -> None:
     store, session_id = indexed
-    store.import_messages(session_id, [{"role": "user", "content": f"x{run}。"}])
+    store.history.import_messages(session_id, [{"role": "user", "content": f"x{run}。"}])
     start = data.draw(st.integers(0, len(run) - 2))
     assert f"x{run}。" in found(store, session_id, run[start : start + 2], limit=10_000)
 
@@ -115,12 +115,13 @@ def test_a_term_in_very_many_messages_is_left_out_so_search_cost_stays_bounded(
 ) -> None:
     from chatmem.store.recall import POSTINGS
 
-    session = store.create_session("long", "retrieval")
+    session = store.sessions.create_session("long", "retrieval")
     filler = [{"role": "user", "content": f"delivery update number {n}"}
               for n in range(POSTINGS // 2 + 1)]
-    store.import_messages(session.id, [*filler, {"role": "user", "content": "delivery to 杭州"}])
+    store.history.import_messages(session.id, [*filler, {"role": "user",
+                                                         "content": "delivery to 杭州"}])
     # "delivery" is in every message: searching it would score all of them.
-    assert store.rare_terms(["delivery", "杭州", "unseen"], POSTINGS) == ["杭州"]
+    assert store.recall.rare_terms(["delivery", "杭州", "unseen"], POSTINGS) == ["杭州"]
     found = [m.content for m, _ in matches(store, session.id, "delivery 杭州")]
     assert found == ["delivery to 杭州"]
     assert list(matches(store, session.id, "delivery")) == []
@@ -128,9 +129,9 @@ def test_a_term_in_very_many_messages_is_left_out_so_search_cost_stays_bounded(
 
 def test_rarer_terms_are_searched_first_within_the_postings_budget(indexed) -> None:
     store, session_id = indexed
-    store.import_messages(session_id, [{"role": "user", "content": "杭州的西湖"},
-                                       {"role": "user", "content": "杭州的灵隐寺"}])
-    assert store.rare_terms(["杭州", "花生"], 10) == ["花生", "杭州"]  # 1 entry, then 3
-    assert store.rare_terms(["杭州", "花生"], 3) == ["花生"]  # 杭州's 3 would exceed half
+    store.history.import_messages(session_id, [{"role": "user", "content": "杭州的西湖"},
+                                               {"role": "user", "content": "杭州的灵隐寺"}])
+    assert store.recall.rare_terms(["杭州", "花生"], 10) == ["花生", "杭州"]  # 1 entry, then 3
+    assert store.recall.rare_terms(["杭州", "花生"], 3) == ["花生"]  # 杭州's 3 would exceed half
     assert sorted(found(store, session_id, "杭州 花生")) == [
         "我们五月去杭州旅行，想看西湖。", "我对花生过敏。", "杭州的灵隐寺", "杭州的西湖"]

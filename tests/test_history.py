@@ -18,12 +18,12 @@ COUNTER = counter_for_model(None, exact=True)
 
 
 def filled(store: Store, turns: int, greeting: bool = False) -> int:
-    session = store.create_session("h", "window")
+    session = store.sessions.create_session("h", "window")
     messages = [{"role": "assistant", "content": "欢迎！"}] if greeting else []
     for n in range(1, turns + 1):
         messages += [{"role": "user", "content": f"q{n}"},
                      {"role": "assistant", "content": f"a{n}"}]
-    store.import_messages(session.id, messages)
+    store.history.import_messages(session.id, messages)
     return session.id
 
 
@@ -42,13 +42,13 @@ def test_newest_first_walks_every_turn_back_across_pages(store: Store) -> None:
 def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
     session_id = filled(store, 500)
     reads: list[tuple[int, int | None]] = []
-    original = store.messages
+    original = store.history.messages
 
     def spy(session_id: int, first_turn: int = 1, last_turn: int | None = None):
         reads.append((first_turn, last_turn))
         return original(session_id, first_turn, last_turn)
 
-    monkeypatch.setattr(store, "messages", spy)
+    monkeypatch.setattr(store.history, "messages", spy)
     history = StoredHistory(store, session_id, COUNTER)
     request = ContextRequest(history=history, input=Message("user", "x", 5), counter=COUNTER,
                              state=SessionState(store, session_id))
@@ -81,14 +81,14 @@ def test_missing_counts_are_computed_once_in_memory_and_never_written(store: Sto
     assert again == first[1:]
     assert tally.calls == 6  # each message once, though read twice
     ids = [m.id for t in first for m in t.messages]
-    assert store.cached_token_counts(ids, COUNTER.key) == {}
+    assert store.history.cached_token_counts(ids, COUNTER.key) == {}
     assert first[0].messages[0].tokens == COUNTER.count_message("user", "q1")
 
 
 def test_stored_counts_are_taken_as_they_are(store: Store) -> None:
-    session = store.create_session("s", "window")
-    store.commit_turn(TurnRecord(session.id, "ok", "预算五千元", {}, "window", reply="好的",
-                                 tokenizer=COUNTER.key), message_tokens=(11, 22))
+    session = store.sessions.create_session("s", "window")
+    store.turns.commit_turn(TurnRecord(session.id, "ok", "预算五千元", {}, "window", reply="好的",
+                                       tokenizer=COUNTER.key), message_tokens=(11, 22))
     tally = Tally()
     history = StoredHistory(store, session.id, COUNTER,
                             counts=MessageCounts(store, tally))  # type: ignore[arg-type]

@@ -37,16 +37,16 @@ def test_retry_regenerates_the_last_turn_and_keeps_the_old_one_out_of_memory(
     assert new.status == "ok" and new.reply == f"echo #3: {SECOND}"
     assert new.record.number == 3 and new.record.history_turn == 3
     store = engine.store
-    assert [(m.turn, m.role, m.content) for m in store.messages(sid)] == [
+    assert [(m.turn, m.role, m.content) for m in store.history.messages(sid)] == [
         (1, "user", FIRST), (1, "assistant", f"echo #1: {FIRST}"),
         (3, "user", SECOND), (3, "assistant", f"echo #3: {SECOND}")]
-    assert store.turn_count(sid) == 3
+    assert store.history.turn_count(sid) == 3
     assert stored_rows(store, sid) == 6
-    replaced = store.turn(sid, 2)
+    replaced = store.turns.turn(sid, 2)
     assert (replaced.status, replaced.reply, replaced.superseded_by) == (
         "ok", f"echo #2: {SECOND}", 3)
-    assert store.turn(sid, 3).superseded_by is None
-    listed = {s["name"]: s for s in store.list_sessions()}[engine.session.name]
+    assert store.turns.turn(sid, 3).superseded_by is None
+    listed = {s["name"]: s for s in store.sessions.list_sessions()}[engine.session.name]
     assert (listed["messages"], listed["requests"]) == (4, 3)
     # The next turn's history holds the new reply only.
     after = engine.run_turn("and then?")
@@ -63,12 +63,12 @@ def test_edit_last_in_chinese_replaces_the_input_and_search_finds_only_the_new_t
     result = resend_last(engine, edited)
     assert sent(result)[-1] == edited
     store = engine.store
-    assert [m.content for m in store.messages(sid) if m.role == "user"] == [FIRST, edited]
-    new_positions = {m.position for m in store.messages(sid, 3, 3)}
-    assert store.match_scores(sid, "杭州", before_turn=10, limit=5) == {}
-    assert set(store.match_scores(sid, "苏州", before_turn=10, limit=5)) <= new_positions
-    assert store.match_scores(sid, "苏州", before_turn=10, limit=5)
-    assert store.turn(sid, 2).input == SECOND and store.turn(sid, 2).superseded_by == 3
+    assert [m.content for m in store.history.messages(sid) if m.role == "user"] == [FIRST, edited]
+    new_positions = {m.position for m in store.history.messages(sid, 3, 3)}
+    assert store.recall.match_scores(sid, "杭州", before_turn=10, limit=5) == {}
+    assert set(store.recall.match_scores(sid, "苏州", before_turn=10, limit=5)) <= new_positions
+    assert store.recall.match_scores(sid, "苏州", before_turn=10, limit=5)
+    assert store.turns.turn(sid, 2).input == SECOND and store.turns.turn(sid, 2).superseded_by == 3
 
 
 def test_a_cancelled_replacement_puts_the_old_turn_back(make_engine) -> None:
@@ -76,17 +76,17 @@ def test_a_cancelled_replacement_puts_the_old_turn_back(make_engine) -> None:
     engine.run_turn(FIRST)
     engine.run_turn(SECOND)
     sid = engine.session.id
-    before = engine.store.messages(sid)
+    before = engine.store.history.messages(sid)
 
     def interrupt(delta: str) -> None:
         raise KeyboardInterrupt
 
     result = resend_last(engine, on_delta=interrupt)
     assert result.status == "cancelled"
-    assert engine.store.messages(sid) == before
-    assert engine.store.turn(sid, 2).superseded_by is None
-    assert engine.store.turn_count(sid) == 2
-    assert [m.content for m in engine.store.messages(sid)][-1] == f"echo #2: {SECOND}"
+    assert engine.store.history.messages(sid) == before
+    assert engine.store.turns.turn(sid, 2).superseded_by is None
+    assert engine.store.history.turn_count(sid) == 2
+    assert [m.content for m in engine.store.history.messages(sid)][-1] == f"echo #2: {SECOND}"
 
 
 def test_retry_twice_replaces_the_replacement(make_engine) -> None:
@@ -96,8 +96,9 @@ def test_retry_twice_replaces_the_replacement(make_engine) -> None:
     result = resend_last(engine, "second try")
     sid = engine.session.id
     assert sent(result) == ["Be brief.", "second try"]
-    assert [t.superseded_by for t in engine.store.turns(sid)] == [2, 3, None]
-    assert [m.content for m in engine.store.messages(sid)] == ["second try", "echo #3: second try"]
+    assert [t.superseded_by for t in engine.store.turns.turns(sid)] == [2, 3, None]
+    assert [m.content for m in engine.store.history.messages(sid)] == [
+        "second try", "echo #3: second try"]
 
 
 def test_nothing_to_replace_without_a_completed_last_turn(make_engine) -> None:
@@ -113,7 +114,7 @@ def test_nothing_to_replace_without_a_completed_last_turn(make_engine) -> None:
     with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine)
     assert (refused.value.turn, refused.value.why) == (2, ReplaceRefusal.NOT_COMPLETED)
-    assert engine.store.turn_count(engine.session.id) == 1
+    assert engine.store.history.turn_count(engine.session.id) == 1
 
 
 def test_a_turn_facts_were_extracted_from_cannot_be_replaced(make_engine) -> None:
@@ -124,12 +125,12 @@ def test_a_turn_facts_were_extracted_from_cannot_be_replaced(make_engine) -> Non
     engine.run_turn("I live in Lisbon.")
     sid = engine.session.id
     assert {f.key: f.value for f in engine.state.live_facts()} == {"city": "Lisbon"}
-    before = engine.store.messages(sid)
+    before = engine.store.history.messages(sid)
     with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine, "I live in Porto.")
     assert (refused.value.turn, refused.value.why) == (1, ReplaceRefusal.FACTS)
-    assert engine.store.messages(sid) == before
-    assert engine.store.turn(sid).superseded_by is None
+    assert engine.store.history.messages(sid) == before
+    assert engine.store.turns.turn(sid).superseded_by is None
 
     engine.run_turn("Tell me one curious thing about comets.")
     resend_last(engine, "Tell me one curious thing about tides.")
@@ -142,7 +143,7 @@ def test_a_turn_a_summary_covers_cannot_be_replaced(make_engine) -> None:
     engine = make_engine("summary")
     engine.run_turn(FIRST)
     sid = engine.session.id
-    assert engine.store.summaries(sid, "summary"), "the summary strategy summarized turn 1"
+    assert engine.store.memory.summaries(sid, "summary"), "the summary strategy summarized turn 1"
     with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine)
     assert (refused.value.turn, refused.value.why) == (1, ReplaceRefusal.SUMMARIZED)
@@ -170,14 +171,14 @@ def test_a_fork_and_an_export_hold_the_conversation_without_the_replaced_turn(
     engine.run_turn(SECOND)
     resend_last(engine, "我们六月去苏州")
     store, name = engine.store, engine.session.name
-    live = [(m.role, m.content) for m in store.messages(engine.session.id)]
+    live = [(m.role, m.content) for m in store.history.messages(engine.session.id)]
     assert [c for _, c in live] == [FIRST, f"echo #1: {FIRST}", "我们六月去苏州",
                                     "echo #3: 我们六月去苏州"]
-    report = store.fork_session(name, "branch")
+    report = store.forks.fork_session(name, "branch")
     assert report.messages == 4
-    fork = store.session("branch")
-    assert [(m.role, m.content) for m in store.messages(fork.id)] == live
-    exported = stored_transcript(store, store.session(name))
+    fork = store.sessions.session("branch")
+    assert [(m.role, m.content) for m in store.history.messages(fork.id)] == live
+    exported = stored_transcript(store, store.sessions.session(name))
     assert [m.content for m in exported.messages] == [c for _, c in live]
 
 
@@ -185,8 +186,8 @@ def test_a_turn_left_hidden_by_a_crash_can_still_be_replaced(make_engine) -> Non
     engine = make_engine("buffer")
     engine.run_turn(FIRST)
     engine.run_turn(SECOND)
-    engine.store.hide_turn(engine.session.id)  # the process died before the new reply
-    assert engine.store.turn_count(engine.session.id) == 1
+    engine.store.turns.hide_turn(engine.session.id)  # the process died before the new reply
+    assert engine.store.history.turn_count(engine.session.id) == 1
     result = resend_last(engine)
     assert sent(result) == ["Be brief.", FIRST, f"echo #1: {FIRST}", SECOND]
-    assert engine.store.turn(engine.session.id, 2).superseded_by == 3
+    assert engine.store.turns.turn(engine.session.id, 2).superseded_by == 3

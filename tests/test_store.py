@@ -44,68 +44,68 @@ def test_tables_exist(store: Store) -> None:
 
 
 def test_commit_turn_stores_both_messages_and_the_turn(store: Store) -> None:
-    session = store.create_session("s", "buffer")
-    committed = store.commit_turn(turn(session.id, "我的订单号是ORD-7731", "记下了"))
-    messages = store.messages(session.id)
+    session = store.sessions.create_session("s", "buffer")
+    committed = store.turns.commit_turn(turn(session.id, "我的订单号是ORD-7731", "记下了"))
+    messages = store.history.messages(session.id)
     assert [(m.role, m.content, m.turn, m.position) for m in messages] == [
         ("user", "我的订单号是ORD-7731", 1, 1), ("assistant", "记下了", 1, 2)]
     assert committed.number == 1 and committed.history_turn == 1
     assert (committed.user_message_id, committed.assistant_message_id) == (
         messages[0].id, messages[1].id)
-    assert store.turn(session.id).input == "我的订单号是ORD-7731"
+    assert store.turns.turn(session.id).input == "我的订单号是ORD-7731"
 
 
 @pytest.mark.parametrize("status", ["failed", "cancelled"])
 def test_failed_and_cancelled_turns_record_only_the_turn_row(store: Store, status: str) -> None:
-    session = store.create_session("s", "buffer")
-    store.record_turn(turn(session.id, "hello", reply=None, status=status))
-    assert store.messages(session.id) == []
+    session = store.sessions.create_session("s", "buffer")
+    store.turns.record_turn(turn(session.id, "hello", reply=None, status=status))
+    assert store.history.messages(session.id) == []
     assert word_entries(store) == 0
-    assert [t.status for t in store.turns(session.id)] == [status]
+    assert [t.status for t in store.turns.turns(session.id)] == [status]
     with pytest.raises(TurnNotCommittable) as refused:
-        store.commit_turn(turn(session.id, "hello", reply=None, status=status))
+        store.turns.commit_turn(turn(session.id, "hello", reply=None, status=status))
     assert refused.value.status == status
-    assert store.messages(session.id) == [] and len(store.turns(session.id)) == 1
+    assert store.history.messages(session.id) == [] and len(store.turns.turns(session.id)) == 1
 
 
 def test_a_turn_refused_by_the_database_keeps_why_through_its_wording(store: Store) -> None:
-    session = store.create_session("s", "buffer")
+    session = store.sessions.create_session("s", "buffer")
     set_read_only(store, True)
     with pytest.raises(StoreError) as committed:
-        store.commit_turn(turn(session.id, "杭州 hello"))
+        store.turns.commit_turn(turn(session.id, "杭州 hello"))
     with pytest.raises(StoreError) as recorded:
-        store.record_turn(turn(session.id, "杭州 hello", reply=None, status="failed"))
+        store.turns.record_turn(turn(session.id, "杭州 hello", reply=None, status="failed"))
     assert (committed.value.kind, recorded.value.kind) == (StoreFailure.READ_ONLY,) * 2
     set_read_only(store, False)
-    assert store.messages(session.id) == [] and store.turns(session.id) == []
+    assert store.history.messages(session.id) == [] and store.turns.turns(session.id) == []
 
 
 def test_commit_is_all_or_nothing(store: Store) -> None:
-    session = store.create_session("s", "buffer")
-    store.commit_turn(turn(session.id, "first"))
+    session = store.sessions.create_session("s", "buffer")
+    store.turns.commit_turn(turn(session.id, "first"))
     # The turn row insert fails after the messages went in: all of it must roll back.
     refuse_inserts(store, "turns", "disk says no")
     with pytest.raises(StoreError, match="disk says no"):
-        store.commit_turn(turn(session.id, "second"))
-    assert [m.content for m in store.messages(session.id)] == ["first", "ok"]
+        store.turns.commit_turn(turn(session.id, "second"))
+    assert [m.content for m in store.history.messages(session.id)] == ["first", "ok"]
     assert word_entries(store) == 2
-    assert len(store.turns(session.id)) == 1
+    assert len(store.turns.turns(session.id)) == 1
 
 
 def test_delete_is_physical(db_path: Path) -> None:
     with Store(db_path) as store:
-        gone = store.create_session("gone", "buffer", system=DISTINCT)
-        kept = store.create_session("kept", "buffer")
-        store.commit_turn(turn(gone.id, f"remember {DISTINCT}", f"noted {DISTINCT}"))
-        store.record_turn(turn(gone.id, DISTINCT, reply=None, status="failed"))
-        store.add_summary(gone.id, "summary", DISTINCT, covered_ids=[1])
-        store.upsert_fact("secret", DISTINCT, scope="session", session_id=gone.id)
-        store.commit_turn(turn(kept.id, "keep me"))
-        store.delete_session("gone")
+        gone = store.sessions.create_session("gone", "buffer", system=DISTINCT)
+        kept = store.sessions.create_session("kept", "buffer")
+        store.turns.commit_turn(turn(gone.id, f"remember {DISTINCT}", f"noted {DISTINCT}"))
+        store.turns.record_turn(turn(gone.id, DISTINCT, reply=None, status="failed"))
+        store.memory.add_summary(gone.id, "summary", DISTINCT, covered_ids=[1])
+        store.facts.upsert_fact("secret", DISTINCT, scope="session", session_id=gone.id)
+        store.turns.commit_turn(turn(kept.id, "keep me"))
+        store.sessions.delete_session("gone")
         store.vacuum()
         with pytest.raises(NotFound):
-            store.session("gone")
-        assert [m.content for m in store.messages(kept.id)] == ["keep me", "ok"]
+            store.sessions.session("gone")
+        assert [m.content for m in store.history.messages(kept.id)] == ["keep me", "ok"]
         assert list(matches(store, kept.id, "keep")) != []
     data = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
     for needle in ("ZEBRA", "zebra", "xyzzy", "杭州", "秘密", "州秘"):
@@ -129,32 +129,32 @@ def test_an_empty_file_becomes_a_chatmem_database(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     path.touch()
     with Store(path) as store:
-        store.create_session("s", "buffer")
+        store.sessions.create_session("s", "buffer")
     with Store(path) as store:
-        assert store.session("s").strategy == "buffer"
+        assert store.sessions.session("s").strategy == "buffer"
 
 
 def test_token_counts_are_cached_per_tokenizer(store: Store) -> None:
-    session = store.create_session("s", "buffer")
+    session = store.sessions.create_session("s", "buffer")
     record = turn(session.id, "a")
     record.tokenizer = "cl100k_base"
-    store.commit_turn(record, message_tokens=(7, 9))
-    ids = [m.id for m in store.messages(session.id)]
-    assert store.cached_token_counts(ids, "cl100k_base") == {ids[0]: 7, ids[1]: 9}
-    assert store.cached_token_counts(ids, "llama:x") == {}
+    store.turns.commit_turn(record, message_tokens=(7, 9))
+    ids = [m.id for m in store.history.messages(session.id)]
+    assert store.history.cached_token_counts(ids, "cl100k_base") == {ids[0]: 7, ids[1]: 9}
+    assert store.history.cached_token_counts(ids, "llama:x") == {}
 
 
 def test_session_names_are_unique_and_not_empty(store: Store) -> None:
-    store.create_session("s", "buffer")
+    store.sessions.create_session("s", "buffer")
     with pytest.raises(StoreError, match="a session named 's' already exists"):
-        store.create_session("s", "window")
+        store.sessions.create_session("s", "window")
     with pytest.raises(UsageError):  # blank: refused as a usage error, nothing stored
-        store.create_session("  ", "window")
-    assert [s["name"] for s in store.list_sessions()] == ["s"]
+        store.sessions.create_session("  ", "window")
+    assert [s["name"] for s in store.sessions.list_sessions()] == ["s"]
 
 
 def test_messages_are_found_by_chinese_words(store: Store) -> None:
-    session = store.create_session("s", "buffer")
-    store.commit_turn(turn(session.id, "我们五月去杭州旅行", "好的"))
+    session = store.sessions.create_session("s", "buffer")
+    store.turns.commit_turn(turn(session.id, "我们五月去杭州旅行", "好的"))
     found = [m.content for m, _ in matches(store, session.id, "杭州")]
     assert found == ["我们五月去杭州旅行"]

@@ -95,11 +95,11 @@ def start_conversation(
     if not workspace.one_off:
         apply_retention(workspace)
     chosen_name = name if name is not None else last_used_session(store)
-    found = store.find_session(chosen_name)
+    found = store.sessions.find_session(chosen_name)
     if found is None:
         check_session_name(chosen_name)  # before a model is loaded for nothing
     else:  # a turn is stored in it: a read-only share says so first, in one line
-        store.check_session_writable(found.id)
+        store.sessions.check_session_writable(found.id)
     settings = settings or workspace.settings
     chat = chat or workspace.provider_for(settings)
     return open_session(store, settings, chat, chosen_name,
@@ -113,7 +113,7 @@ def start_conversation(
 
 def last_used_session(store: Store) -> str:
     """The name of the session written to last: what --continue continues."""
-    record = store.last_used_session()
+    record = store.sessions.last_used_session()
     if record is None:
         raise NotFound(f"no session to continue in {store.location} (chatmem chat NAME starts one)")
     return record.name
@@ -185,10 +185,10 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     nothing, and one that edited what is stored has its new messages stored after the
     session's, nothing stored changed. Only the session's length is read, whatever it is."""
     store = workspace.store
-    session = store.find_session(name)
+    session = store.sessions.find_session(name)
     if session is None:
         return
-    total, _ = store.history_tail(session.id, 0)
+    total, _ = store.history.history_tail(session.id, 0)
     if new := prior[total:]:
-        store.import_messages(session.id, [{"role": m.role, "content": m.content}
-                                           for m in new])
+        store.history.import_messages(session.id, [{"role": m.role, "content": m.content}
+                                                   for m in new])

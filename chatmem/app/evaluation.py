@@ -42,7 +42,7 @@ def load_source(workspace: Workspace, source: str) -> Transcript:
     if not workspace.has_history:
         raise TranscriptError(f"{source}: no such transcript file or session")
     store = workspace.store
-    session = store.find_session(source)
+    session = store.sessions.find_session(source)
     if session is None:
         raise TranscriptError(f"{source}: no such transcript file or session")
     return stored_transcript(store, session)
@@ -90,4 +90,4 @@ def profile_facts(workspace: Workspace, user: str | None) -> list[FactRecord]:
     """The profile's facts, for --with-user-facts (none when there is no history)."""
     if user is None or not workspace.has_history:
         return []
-    return [f for f in workspace.store.facts(user=user) if f.scope == FactScope.USER]
+    return [f for f in workspace.store.facts.facts(user=user) if f.scope == FactScope.USER]

@@ -57,15 +57,15 @@ def select_facts(workspace: Workspace, *, user: str | None = None, session: str 
     """Facts of a user, of a session (with its user's), or every fact in the history."""
     store = workspace.store
     if session is None and user is None:
-        return store.facts(include_deleted=include_deleted)
+        return store.facts.facts(include_deleted=include_deleted)
     chosen: dict[int, FactRecord] = {}
     if session is not None:
-        record = store.session(session)
-        for fact in store.facts(user=record.user, session_id=record.id,
-                                include_deleted=include_deleted):
+        record = store.sessions.session(session)
+        for fact in store.facts.facts(user=record.user, session_id=record.id,
+                                      include_deleted=include_deleted):
             chosen[fact.id] = fact
     if user is not None:
-        for fact in store.facts(user=user, include_deleted=include_deleted):
+        for fact in store.facts.facts(user=user, include_deleted=include_deleted):
             chosen[fact.id] = fact
     return [chosen[i] for i in sorted(chosen)]
 
@@ -77,8 +77,8 @@ def select_pins(workspace: Workspace, *, user: str | None = None,
 
     store = workspace.store
     if session is not None:
-        return pinned_facts(store, store.session(session).id)
-    return [] if user is not None else pinned_facts(store)
+        return pinned_facts(store.memory, store.sessions.session(session).id)
+    return [] if user is not None else pinned_facts(store.memory)
 
 
 def list_facts(workspace: Workspace, *, user: str | None = None,
@@ -93,8 +93,8 @@ def session_facts(workspace: Workspace, session: SessionRecord) -> FactListing:
     from chatmem.memory.pins import pinned_facts
 
     store = workspace.store
-    return _listing(workspace, store.facts(user=session.user, session_id=session.id),
-                    pinned_facts(store, session.id))
+    return _listing(workspace, store.facts.facts(user=session.user, session_id=session.id),
+                    pinned_facts(store.memory, session.id))
 
 
 def _listing(workspace: Workspace, facts: list[FactRecord],
@@ -106,9 +106,9 @@ def _listing(workspace: Workspace, facts: list[FactRecord],
     store = workspace.store
     names, history = provenance(store, facts)
     idle = workspace.settings.fact_idle_days
-    owners = store.session_names({f.session_id for f in facts if f.session_id is not None}
-                                 | {p.session_id for p in pins})
-    made = pinned_at(store, pins)
+    owners = store.sessions.session_names({f.session_id for f in facts if f.session_id is not None}
+                                          | {p.session_id for p in pins})
+    made = pinned_at(store.memory, pins)
     return FactListing(
         [ListedFact(f, _owner(f, owners), tuple(history.get(f.id, ())), expiry_of(f, idle))
          for f in facts],
@@ -122,7 +122,7 @@ def owner_of(workspace: Workspace, fact: FactRecord) -> Owner | None:
     session."""
     if fact.scope == FactScope.USER or fact.session_id is None:
         return _owner(fact, {})
-    return _owner(fact, workspace.store.session_names({fact.session_id}))
+    return _owner(fact, workspace.store.sessions.session_names({fact.session_id}))
 
 
 def _owner(fact: FactRecord, sessions: dict[int, str]) -> Owner | None:
@@ -156,24 +156,24 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     scope = FactScope.USER if in_profile and session.user else FactScope.SESSION
     stored: list[FactRecord] = []
     with store.write():
-        live = store.facts(user=session.user, session_id=session.id)
+        live = store.facts.facts(user=session.user, session_id=session.id)
         if not pairs:
             taken = {f.key for f in live}
             key = next(k for n in range(1, len(taken) + 2) if (k := f"note {n}") not in taken)
             pairs = [(key, text.strip())]
         for key, value in pairs:
             # Read afresh: an earlier pair of this very text may have stored the key.
-            existing = find_facts(store.facts(user=session.user, session_id=session.id), key)
+            existing = find_facts(store.facts.facts(user=session.user, session_id=session.id), key)
             if existing and scope is FactScope.USER and existing[0].scope == FactScope.SESSION:
-                store.forget_fact(existing[0].id)  # promoted: one fact, one key
+                store.facts.forget_fact(existing[0].id)  # promoted: one fact, one key
                 existing = []
-            fact = store.upsert_fact(
+            fact = store.facts.upsert_fact(
                 existing[0].key if existing else key, value,
                 scope=existing[0].scope if existing else scope,
                 user=session.user, session_id=session.id, source_session_id=session.id,
             )
             # Stated again without an end, a fact is kept until forgotten.
-            stored.append(store.set_fact_expiry(fact.id, ends))
+            stored.append(store.retention.set_fact_expiry(fact.id, ends))
     return stored
 
 
@@ -198,7 +198,7 @@ def fact_by_id(workspace: Workspace, fact_id: int, *,
     """The fact of that exact id, read alone; one forgotten or past its own end is found
     only with `include_deleted` (a purge still erases it). NotFound otherwise."""
     store = workspace.store
-    fact = store.fact(fact_id)
+    fact = store.facts.fact(fact_id)
     gone = fact.deleted_at is not None or (
         fact.expires_at is not None and fact.expires_at <= store.now())
     if gone and not include_deleted:
@@ -213,7 +213,7 @@ def forget(workspace: Workspace, chosen: FactRecord | PinnedFact) -> None:
     if isinstance(chosen, PinnedFact):
         unpin(workspace.store, chosen)
     else:
-        workspace.store.forget_fact(chosen.id)
+        workspace.store.facts.forget_fact(chosen.id)
 
 
 def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
@@ -222,7 +222,7 @@ def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
     from chatmem.privacy import purge as purging
 
     store = workspace.store
-    earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
+    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
     return purging.mentioned_messages(store, purging.plan(store, fact, earlier))
 
 
@@ -236,20 +236,20 @@ def purge(workspace: Workspace, fact: FactRecord) -> Redaction:
 
 
 def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:
-    return workspace.store.session_names(ids)
+    return workspace.store.sessions.session_names(ids)
 
 
 def session_name_of(workspace: Workspace, session_id: int) -> str:
-    return workspace.store.session_by_id(session_id).name
+    return workspace.store.sessions.session_by_id(session_id).name
 
 
 def live_facts(workspace: Workspace, session: SessionRecord) -> list[FactRecord]:
     """The facts a session may use: its own, and its user's profile facts."""
-    return workspace.store.facts(user=session.user, session_id=session.id)
+    return workspace.store.facts.facts(user=session.user, session_id=session.id)
 
 
 def session_pins(workspace: Workspace, session: SessionRecord) -> list[PinnedFact]:
     """The details the drift guard pinned in a session."""
     from chatmem.memory.pins import pinned_facts
 
-    return pinned_facts(workspace.store, session.id)
+    return pinned_facts(workspace.store.memory, session.id)

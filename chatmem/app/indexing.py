@@ -54,14 +54,15 @@ def pending_vectors(workspace: Workspace, session: str | None) -> Pending:
     model = _embedder(workspace).key
     store = workspace.store
     if session:
-        session_id = store.session(session).id
-        store.check_session_writable(session_id)
-        return Pending(model, (session_id,), store.count_without_vectors(model, session_id))
-    waiting = store.sessions_without_vectors(model)
-    writable = tuple(i for i in waiting if store.may_write(i))
+        session_id = store.sessions.session(session).id
+        store.sessions.check_session_writable(session_id)
+        return Pending(model, (session_id,), store.vectors.count_without_vectors(model, session_id))
+    waiting = store.vectors.sessions_without_vectors(model)
+    writable = tuple(i for i in waiting if store.sessions.may_write(i))
     if len(writable) == len(waiting):  # one count over them all
-        return Pending(model, writable, store.count_without_vectors(model))
-    return Pending(model, writable, sum(store.count_without_vectors(model, i) for i in writable))
+        return Pending(model, writable, store.vectors.count_without_vectors(model))
+    return Pending(model, writable,
+                   sum(store.vectors.count_without_vectors(model, i) for i in writable))
 
 
 def index_sessions(workspace: Workspace, pending: Pending, *,
@@ -80,8 +81,8 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
     for session_id in pending.session_ids:
         # Renewed between batches; another live holder keeps the backlog (a chat never
         # takes one, so that is another `chatmem index`).
-        while (held := store.take_index_lease(session_id, embedder.key, holder)) is None:
-            batch = store.texts_without_vectors(embedder.key, session_id, limit=BATCH)
+        while (held := store.leases.take_index_lease(session_id, embedder.key, holder)) is None:
+            batch = store.vectors.texts_without_vectors(embedder.key, session_id, limit=BATCH)
             if not batch:
                 break
             save_rows(store, embedder.key, embed_pending(
@@ -89,9 +90,9 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
             report.embedded += len(batch)
             if progress is not None:
                 progress(report.embedded)
-        store.release_index_lease(session_id, embedder.key, holder)
+        store.leases.release_index_lease(session_id, embedder.key, holder)
         if held is not None:
-            report.elsewhere.append((store.session_by_id(session_id).name, held))
+            report.elsewhere.append((store.sessions.session_by_id(session_id).name, held))
     report.seconds = time.monotonic() - started
     return report
 
@@ -139,15 +140,15 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     started: list[BacklogStart] = []
     store = workspace.store
     for name in sessions:
-        session_id = store.session(name).id
-        count = store.count_without_vectors(embedder.key, session_id)
+        session_id = store.sessions.session(name).id
+        count = store.vectors.count_without_vectors(embedder.key, session_id)
         if not count:
             continue
         pid = _spawn_index(workspace, config, name) if background else None
         if pid is not None:
             # Taken for the child before this command returns, so a chat opened next
             # leaves the backlog to it even before it has started; it renews the lease.
-            store.take_index_lease(session_id, embedder.key, LeaseHolder.on_this_host(pid))
+            store.leases.take_index_lease(session_id, embedder.key, LeaseHolder.on_this_host(pid))
         started.append(BacklogStart(name, embedder.key, count, pid))
     return started
 

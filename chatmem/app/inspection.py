@@ -66,8 +66,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None) 
     from chatmem.memory.context import Context
 
     store = workspace.store
-    record = store.session(session)
-    turn = store.turn(record.id, number)
+    record = store.sessions.session(session)
+    turn = store.turns.turn(record.id, number)
     context = Context.from_json(turn.context)
     approximate = bool(turn.context.get("approximate", False))
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
@@ -85,7 +85,7 @@ def inspect_next(workspace: Workspace, session: str, text: str, *,
     from chatmem.evaluation.recording import describe_counter
 
     store = workspace.store
-    record = store.session(session)
+    record = store.sessions.session(session)
     chosen = resolve_strategy(workspace.settings, None, {}, record,
                               workspace.registries.strategies)
     llm = workspace.reproducing(record, explicit=explicit)
@@ -110,20 +110,20 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     from chatmem.evaluation.whatif import what_if
 
     store = workspace.store
-    record = store.session(session)
+    record = store.sessions.session(session)
     strategies = workspace.registries.strategies
     spec = strategy or strategies.parse(record.strategy, params)
     chosen = strategies.create(spec)  # bad names or params fail before any work
     name = spec.name
     turn = None
     if text is None:
-        turn = store.turn(record.id, number)
+        turn = store.turns.turn(record.id, number)
         text = turn.input
         history_turns = _history_before(store, record, turn)
     else:
-        history_turns = store.turn_count(record.id)
+        history_turns = store.history.turn_count(record.id)
     # The system prompt the turn was sent with (for --next, the one in effect now).
-    system = store.system_for_turn(record.id, history_turns + 1)
+    system = store.sessions.system_for_turn(record.id, history_turns + 1)
     user = record.user if with_user_facts else None
     llm = workspace.reproducing(record, explicit=explicit)
     embedder = workspace.recall_embedder([chosen])
@@ -134,7 +134,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                              budget=workspace.settings.context_budget, embedder=embedder)
         context = engine.build_context(text)
     else:
-        facts = [f for f in store.facts(user=user) if f.scope == FactScope.USER] if user else []
+        facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
+                 if user else [])
         result = what_if(store, record, chosen, text, history_turns=history_turns,
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
@@ -151,7 +152,7 @@ def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> i
     """How many history turns existed when `turn` was sent."""
     if turn.history_turn is not None:
         return turn.history_turn - 1
-    earlier = [t.history_turn for t in store.turns(session.id, status=TurnStatus.OK)
+    earlier = [t.history_turn for t in store.turns.turns(session.id, status=TurnStatus.OK)
                if t.number < turn.number and t.history_turn is not None]
     return max(earlier, default=0)
 
@@ -173,11 +174,11 @@ def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
     from chatmem.tokens import counter_for_model
 
     store = workspace.store
-    record = store.session(session)
+    record = store.sessions.session(session)
     counter = counter_for_model(record.model)
-    turn_of = {m.id: m.turn for m in store.messages(record.id)}
+    turn_of = {m.id: m.turn for m in store.history.messages(record.id)}
     return record, [SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
-                    for s in store.summaries(record.id)]
+                    for s in store.memory.summaries(record.id)]
 
 
 @dataclass(frozen=True)
@@ -207,12 +208,12 @@ def summary_diff(workspace: Workspace, session: SessionRecord, strategy: Strateg
     store = workspace.store
     summarizing_name = summarizing(strategy)
     if summarizing_name is None:
-        stored = store.summaries(session.id)
+        stored = store.memory.summaries(session.id)
         if not stored:
             raise NotFound(f"no summary in session {session.name!r}: the strategy"
                            f" {strategy.name!r} keeps none (try /strategy summary-buffer)")
         summarizing_name = max(stored, key=lambda s: s.created_at).strategy
-    latest = store.latest_summary(session.id, summarizing_name)
+    latest = store.memory.latest_summary(session.id, summarizing_name)
     if latest is None:
         raise NotFound(f"no summary yet in session {session.name!r} ({summarizing_name});"
                        " one is written after the first turn it summarizes")
@@ -223,7 +224,7 @@ def summary_diff(workspace: Workspace, session: SessionRecord, strategy: Strateg
         if number > latest.version:
             raise NotFound(f"no summary version {number} in session {session.name!r}"
                            f" ({latest.strategy} has v1–v{latest.version})")
-        return store.summary(session.id, latest.strategy, number)
+        return store.memory.summary(session.id, latest.strategy, number)
 
     old: SummaryRecord | None
     if len(versions) == 2:
@@ -231,15 +232,15 @@ def summary_diff(workspace: Workspace, session: SessionRecord, strategy: Strateg
     else:
         new = version(versions[0]) if versions else latest
         old = version(new.version - 1) if new.version > 1 else None
-    turn_of = {m.id: m.turn for m in store.messages(session.id)}
+    turn_of = {m.id: m.turn for m in store.history.messages(session.id)}
     return SummaryDiff(new, old, covered_turn(new, turn_of))
 
 
 def latest_summary(workspace: Workspace, session: SessionRecord,
                    strategy: str) -> SummaryRecord | None:
-    return workspace.store.latest_summary(session.id, strategy)
+    return workspace.store.memory.latest_summary(session.id, strategy)
 
 
 def summary_version(workspace: Workspace, session: SessionRecord, strategy: str,
                     version: int) -> SummaryRecord:
-    return workspace.store.summary(session.id, strategy, version)
+    return workspace.store.memory.summary(session.id, strategy, version)

@@ -32,9 +32,9 @@ def set_retention(workspace: Workspace, name: str, days: int | None) -> SessionR
     """Keep session `name` for `days` idle (FOREVER: for good; None: the default); returns
     the session as now stored."""
     store = workspace.store
-    session = store.session(name)
-    store.set_retention(session.id, days)
-    return store.session(name)
+    session = store.sessions.session(name)
+    store.retention.set_retention(session.id, days)
+    return store.sessions.session(name)
 
 
 def forget_profile(workspace: Workspace, profile: str, *, dry_run: bool = False) -> Erasure:

@@ -47,7 +47,7 @@ def search_memory(workspace: Workspace, query: str, session: str | None = None, 
     if session is not None:
         names = [session]
     else:
-        names = workspace.store.sessions_matching(query, limit=SESSIONS_SEARCHED)
+        names = workspace.store.logs.sessions_matching(query, limit=SESSIONS_SEARCHED)
     found = [hit for name in names for hit in _ranked(workspace, name, query)]
     found.sort(key=lambda f: -(f.fused or 0.0))
     return found[:limit]

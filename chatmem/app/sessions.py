@@ -28,32 +28,32 @@ if TYPE_CHECKING:
 
 def list_sessions(workspace: Workspace) -> list[dict[str, Any]]:
     """Every session, most recent first: name, strategy, params, counts, dates."""
-    return workspace.store.list_sessions()
+    return workspace.store.sessions.list_sessions()
 
 
 def session_named(workspace: Workspace, name: str) -> SessionRecord:
     """The session called `name`; NotFound (naming the command that lists them) if none."""
-    return workspace.store.session(name)
+    return workspace.store.sessions.session(name)
 
 
 def find_session(workspace: Workspace, name: str) -> SessionRecord | None:
-    return workspace.store.find_session(name)
+    return workspace.store.sessions.find_session(name)
 
 
 def turn_count(workspace: Workspace, session: SessionRecord) -> int:
-    return workspace.store.turn_count(session.id)
+    return workspace.store.history.turn_count(session.id)
 
 
 def recorded_turn(workspace: Workspace, session: SessionRecord,
                   number: int | None = None) -> TurnRecord:
     """Turn `number` of `session` as it was stored (default: the last); NotFound if none."""
-    return workspace.store.turn(session.id, number)
+    return workspace.store.turns.turn(session.id, number)
 
 
 def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None:
     """The session's last stored turn (any status), None before the first."""
     try:
-        return workspace.store.turn(session.id)
+        return workspace.store.turns.turn(session.id)
     except NotFound:
         return None
 
@@ -100,8 +100,8 @@ def show_session(workspace: Workspace, name: str, turns: TurnRange | None = None
                  every_turn: bool = False, newest: int = 50) -> SessionPage:
     """A page of `name`: the `turns` asked for, every turn, or the `newest` turns."""
     store = workspace.store
-    session = store.session(name)
-    total = store.turn_count(session.id)
+    session = store.sessions.session(name)
+    total = store.history.turn_count(session.id)
     if every_turn or total == 0:
         first, last = 1, max(total, 1)
     elif turns is None:
@@ -109,7 +109,7 @@ def show_session(workspace: Workspace, name: str, turns: TurnRange | None = None
     else:
         first, last = turns.first, turns.last if turns.last is not None else total
     return SessionPage(session, first, min(last, total), total,
-                       store.messages(session.id, first, last))
+                       store.history.messages(session.id, first, last))
 
 
 @dataclass(frozen=True)
@@ -124,9 +124,9 @@ class Deleted:
 def delete_session(workspace: Workspace, name: str) -> Deleted:
     """Erase a session for good: messages, turns, summaries, session facts, index rows."""
     store = workspace.store
-    session = store.session(name)
-    learned = store.user_facts_from(session.id)
-    store.delete_session(name)
+    session = store.sessions.session(name)
+    learned = store.redactions.user_facts_from(session.id)
+    store.sessions.delete_session(name)
     # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
     store.vacuum()
     return Deleted(session, learned, vacuumed=store.db.kind == "sqlite")
@@ -134,13 +134,13 @@ def delete_session(workspace: Workspace, name: str) -> Deleted:
 
 def rename_session(workspace: Workspace, name: str, new_name: str) -> SessionRecord:
     """Rename a session; everything it owns follows. Returns it under its new name."""
-    return workspace.store.rename_session(name, new_name)
+    return workspace.store.sessions.rename_session(name, new_name)
 
 
 def fork_session(workspace: Workspace, name: str, new_name: str, *,
                  at_turn: int | None = None) -> ForkReport:
     """Copy a session (turns 1..`at_turn`, default all) into a new one to branch from."""
-    return workspace.store.fork_session(name, new_name, at_turn=at_turn)
+    return workspace.store.forks.fork_session(name, new_name, at_turn=at_turn)
 
 
 def session_transcript(workspace: Workspace, session: SessionRecord | str) -> Transcript:
@@ -148,7 +148,7 @@ def session_transcript(workspace: Workspace, session: SessionRecord | str) -> Tr
     from chatmem.transcripts.format import stored_transcript
 
     store = workspace.store
-    record = store.session(session) if isinstance(session, str) else session
+    record = store.sessions.session(session) if isinstance(session, str) else session
     return stored_transcript(store, record)
 
 
@@ -187,14 +187,14 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
     prompts = transcript.system_prompts()
     store = workspace.store
     with store.write():
-        session = store.create_session(
+        session = store.sessions.create_session(
             name, chosen.name, dict(chosen.params), provider=transcript.provider,
             model=transcript.model, system=prompts[-1][1], user=settings.user,
             tokenizer=transcript.tokenizer,
         )
-        store.set_system_prompts(session.id, prompts)
-        store.import_messages(session.id, message_dicts(transcript.messages))
-        store.add_probes(session.id, [
+        store.sessions.set_system_prompts(session.id, prompts)
+        store.history.import_messages(session.id, message_dicts(transcript.messages))
+        store.sessions.add_probes(session.id, [
             {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
              "expect_text": p.expect_text}
             for position, p in transcript.probe_positions()])
@@ -205,8 +205,8 @@ def last_messages(workspace: Workspace, session: SessionRecord,
                   turns: int) -> list[MessageRecord]:
     """The messages of the session's last `turns` turns, oldest first."""
     store = workspace.store
-    last = store.turn_count(session.id)
-    return store.messages(session.id, max(1, last - turns + 1))
+    last = store.history.turn_count(session.id)
+    return store.history.messages(session.id, max(1, last - turns + 1))
 
 
 def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None = None,
@@ -217,14 +217,14 @@ def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None =
     store = workspace.store
     session_id = None
     if session is not None:
-        record = store.find_session(session)
+        record = store.sessions.find_session(session)
         if record is None:
             raise NotFound(f"no session {session!r} in {store.location}")
         session_id = record.id
-    return store.recent_turns(limit=count, session_id=session_id, query=query,
-                              replied=replied)
+    return store.logs.recent_turns(limit=count, session_id=session_id, query=query,
+                                   replied=replied)
 
 
 def usage_by_model(workspace: Workspace, session: SessionRecord) -> list[ModelUsage]:
     """Tokens the session's turns used, per model (what its cost is computed from)."""
-    return workspace.store.usage_by_model(session.id)
+    return workspace.store.logs.usage_by_model(session.id)

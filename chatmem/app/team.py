@@ -23,7 +23,7 @@ def add_user(workspace: Workspace, name: str) -> None:
     """Create the login role `name` (the connecting role must be allowed to create roles)."""
     from chatmem.store.sharing import add_user as create_role
 
-    create_role(workspace.store, name)
+    create_role(workspace.store.connection, name)
 
 
 def share_session(workspace: Workspace, session: str, role: str, *, write: bool) -> Share:
@@ -31,14 +31,15 @@ def share_session(workspace: Workspace, session: str, role: str, *, write: bool)
     from chatmem.store.sharing import ShareMode
     from chatmem.store.sharing import share_session as grant
 
-    return grant(workspace.store, session, role, ShareMode.WRITE if write else ShareMode.READ)
+    return grant(workspace.store.connection, session, role,
+                 ShareMode.WRITE if write else ShareMode.READ)
 
 
 def unshare_session(workspace: Workspace, session: str, role: str) -> None:
     """Stop sharing one of your sessions with `role`."""
     from chatmem.store.sharing import unshare_session as revoke
 
-    revoke(workspace.store, session, role)
+    revoke(workspace.store.connection, session, role)
 
 
 def copy_sessions(origin: Workspace, destination: Workspace,

@@ -77,11 +77,11 @@ def open_session(
     context budget (the REPL's /budget). `strategies`: the registry `strategy` names
     parts of, and the session's strategy is built from.
     """
-    session = store.find_session(name)
+    session = store.sessions.find_session(name)
     chosen = resolve_strategy(settings, strategy, params or {}, session, strategies)
     created = False
     if session is None:
-        session, created = store.find_or_create_session(
+        session, created = store.sessions.find_or_create_session(
             name, chosen.name, dict(chosen.params), provider=provider.name,
             model=provider.model, system=system if system is not None else settings.system,
             user=settings.user,

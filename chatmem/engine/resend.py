@@ -25,15 +25,15 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
                 on_reply_end: Callable[[], None] | None = None,
                 attachments: Sequence[Attachment] = ()) -> TurnResult:
     """Replace the session's last completed turn by a new one with `text` (None: the same
-    input); raises UsageError when that turn cannot be replaced (see Store.hide_turn)."""
-    old = engine.store.hide_turn(engine.session.id)
+    input); raises UsageError when that turn cannot be replaced (see store.turns.hide_turn)."""
+    old = engine.store.turns.hide_turn(engine.session.id)
     engine.state.caches.clear()  # recall's caches may hold the hidden messages
     try:
         result = engine.run_turn(old.input if text is None else text, on_delta, on_reply_end,
                                  attachments, supersedes=old.number)
     except BaseException:
-        engine.store.show_turn(old)
+        engine.store.turns.show_turn(old)
         raise
     if result.status != TurnStatus.OK:
-        engine.store.show_turn(old)
+        engine.store.turns.show_turn(old)
     return result

@@ -156,20 +156,20 @@ class Engine(Generic[StoreT]):
         self._caught_up = False
         self.pending.pop("strategy", None)
         self.pending.pop("params", None)
-        self.session = self.store.update_session(self.session.id, strategy=strategy.name,
-                                                 params=dict(strategy.params))
+        self.session = self.store.sessions.update_session(self.session.id, strategy=strategy.name,
+                                                          params=dict(strategy.params))
 
     def set_system(self, system: str | None) -> None:
         """The system prompt from the next turn on."""
         self.pending.pop("system", None)
-        self.session = self.store.update_session(self.session.id, system=system)
+        self.session = self.store.sessions.update_session(self.session.id, system=system)
 
     def _keep_changes(self) -> None:
         """A turn is about to be stored: so is what opening the session changed."""
         self._stored = True
         if self.pending:
             changes, self.pending = self.pending, {}
-            self.session = self.store.update_session(self.session.id, **changes)
+            self.session = self.store.sessions.update_session(self.session.id, **changes)
 
     def settle(self) -> None:
         """Store what opening the session changed, unless the only turns tried were refused."""
@@ -184,7 +184,7 @@ class Engine(Generic[StoreT]):
         process may have chatted in it meanwhile)."""
         self.settle()
         if self._refused and not self._stored and self.created:
-            self.store.discard_empty_session(self.session.id)
+            self.store.sessions.discard_empty_session(self.session.id)
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""
@@ -247,7 +247,7 @@ class Engine(Generic[StoreT]):
         self._keep_changes()
         # Kept by content hash, once per session, before it is sent: inspect shows it
         # whatever the reply's fate.
-        self.store.keep_images(self.session.id, [a.image for a in attachments if a.image])
+        self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
         sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
         stream = self.provider.stream(context.messages())
@@ -267,20 +267,20 @@ class Engine(Generic[StoreT]):
                 on_reply_end()
         except KeyboardInterrupt:
             stream.close()
-            record = self.store.record_turn(self._record(
+            record = self.store.turns.record_turn(self._record(
                 text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=stream.rendered_prompt,
             ))
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
-            self.store.record_turn(self._record(
+            self.store.turns.record_turn(self._record(
                 text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=stream.rendered_prompt,
             ))
             raise
         reply = valid_text("".join(chunks))
-        record = self.store.commit_turn(self._record(
+        record = self.store.turns.commit_turn(self._record(
             text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
             prompt_tokens=stream.usage.prompt_tokens,
             completion_tokens=stream.usage.completion_tokens,
@@ -288,7 +288,7 @@ class Engine(Generic[StoreT]):
         ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
             supersedes=supersedes)
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
-        self.store.mark_facts_used(list(context.fact_ids))
+        self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()
         if stream.usage.cut_at_limit:
             notices.append(ReplyCut())
@@ -300,7 +300,7 @@ class Engine(Generic[StoreT]):
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
         try:
             self.store.check_writable()
-            self.store.check_session_writable(self.session.id)
+            self.store.sessions.check_session_writable(self.session.id)
         except StoreError as e:
             raise StoreError(f"nothing was sent: {e}", kind=e.kind,
                              location=e.location) from None
@@ -322,8 +322,8 @@ class Engine(Generic[StoreT]):
         # The session records the provider, model and tokenizer its latest turn really used.
         used = (self.provider.name, self.provider.model, self.counter.key)
         if (self.session.provider, self.session.model, self.session.tokenizer) != used:
-            self.session = self.store.update_session(self.session.id, provider=used[0],
-                                                     model=used[1], tokenizer=used[2])
+            self.session = self.store.sessions.update_session(self.session.id, provider=used[0],
+                                                              model=used[1], tokenizer=used[2])
 
     def _message_tokens(self, context: Context, text: str, reply: str) -> tuple[int, int]:
         """The new messages' token counts, stored with the turn so no later read writes.
@@ -345,9 +345,10 @@ class Engine(Generic[StoreT]):
         text, reply = valid_text(text), valid_text(reply)
         context = self.build_context(text)
         self._keep_changes()
-        record = self.store.commit_turn(self._record(text, context, TurnStatus.OK, reply=reply),
-                                        sent_at=times[0], replied_at=times[1],
-                                        message_tokens=self._message_tokens(context, text, reply))
+        record = self.store.turns.commit_turn(
+            self._record(text, context, TurnStatus.OK, reply=reply),
+            sent_at=times[0], replied_at=times[1],
+            message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())
 
     def catch_up(self) -> list[Notice]:

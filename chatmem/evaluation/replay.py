@@ -26,7 +26,7 @@ from chatmem.memory.spec import StrategySpec
 from chatmem.plugins import load_registries
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import FactScope, Store, check_session_name, session_name_from
-from chatmem.store.protocols import FactRepository, TurnStore
+from chatmem.store.protocols import MemoryStore, TurnStore
 from chatmem.tokens import TokenCounter
 from chatmem.transcripts.format import (
     Probe,
@@ -162,7 +162,7 @@ def replay(
     for name in names:
         if name:
             check_session_name(name)  # before any work is done
-    taken = [n for n in names if n and store is not None and store.find_session(n)]
+    taken = [n for n in names if n and store is not None and store.sessions.find_session(n)]
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
@@ -179,12 +179,12 @@ def replay(
     return runs
 
 
-def seed_user_facts(store: FactRepository, user: str | None, facts: Sequence[FactRecord]) -> None:
+def seed_user_facts(store: MemoryStore, user: str | None, facts: Sequence[FactRecord]) -> None:
     if user is None:
         return
     for fact in facts:
-        store.upsert_fact(fact.key, fact.value, scope=FactScope.USER, user=user,
-                          source_turn=fact.source_turn)
+        store.facts.upsert_fact(fact.key, fact.value, scope=FactScope.USER, user=user,
+                                source_turn=fact.source_turn)
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ def _start(
     chat_provider = options.chat_provider
     helper = CountingProvider(options.helper_provider or chat_provider)
     chat = CountingProvider(chat_provider)
-    session = store.create_session(
+    session = store.sessions.create_session(
         name or session_name_from(f"replay-{spec.slug}"), strategy.name, dict(strategy.params),
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
@@ -245,13 +245,13 @@ def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
         run.probes.append(_probe(engine, step.probe, stored_ids, options))
         return
     if step.kind is StepKind.SYSTEM and step.system is not None:
-        engine.session = engine.store.update_session(engine.session.id,
-                                                     system=step.system.system)
+        engine.session = engine.store.sessions.update_session(engine.session.id,
+                                                              system=step.system.system)
         return
     if step.kind is StepKind.TURN and step.message is not None:
         _turn(engine, step, run, stored_ids, options.keep_replies)
     if step.extra:
-        ids = engine.store.import_messages(engine.session.id, message_dicts(step.extra))
+        ids = engine.store.history.import_messages(engine.session.id, message_dicts(step.extra))
         stored_ids.update({m.id: i for m, i in zip(step.extra, ids, strict=True) if m.id})
         run.notices.extend(engine.update_memory())
 
@@ -262,15 +262,15 @@ def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> No
     assert isinstance(engine.provider, CountingProvider)
     run.strategy_calls = dict(engine.helper.calls)
     run.chat_calls = engine.provider.calls.get(Purpose.CHAT, 0)
-    summaries = store.summaries(session_id)
+    summaries = store.memory.summaries(session_id)
     run.summary_versions = len(summaries)
     run.dropped_anchors = len({a for s in summaries for a in s.dropped_anchors})
-    own = {m.id for m in store.messages(session_id)}
-    run.facts = len([f for f in store.facts(user=user, session_id=session_id)
+    own = {m.id for m in store.history.messages(session_id)}
+    run.facts = len([f for f in store.facts.facts(user=user, session_id=session_id)
                      if f.session_id == session_id or f.source_message_id in own])
     from chatmem.memory.pins import pinned_facts
 
-    run.pinned = len(pinned_facts(store, session_id))
+    run.pinned = len(pinned_facts(store.memory, session_id))
 
 
 def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> Iterator[Step]:

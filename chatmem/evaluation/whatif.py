@@ -25,7 +25,7 @@ from chatmem.memory.base import ContextRequest, Strategy
 from chatmem.memory.context import Context, Message
 from chatmem.memory.state import SessionState
 from chatmem.store import SessionRecord, Store
-from chatmem.store.protocols import HistoryRepository, MemoryStore, SessionRepository
+from chatmem.store.protocols import HistoryRepository, MemoryStore
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -76,11 +76,12 @@ def what_if(
         return WhatIf(strategy.build(request), 0, 0)
     with Store(":memory:") as scratch:
         seed_user_facts(scratch, user, user_facts)
-        copy = scratch.create_session(
+        copy = scratch.sessions.create_session(
             "what-if", strategy.name, dict(strategy.params), provider=chat_provider.name,
             model=chat_provider.model, system=system, user=user,
             tokenizer=chat_provider.token_counter().key)
-        copy_history(store, session.id, scratch, copy.id, history_turns, activity)
+        copy_history(store.history, session.id, scratch.history, copy.id, history_turns,
+                     activity)
         helper = CountingProvider(chat_provider)
         engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
                              budget=budget, helper=helper, embedder=embedder, activity=activity)
@@ -88,7 +89,7 @@ def what_if(
         return WhatIf(engine.build_context(text), history_turns, sum(helper.calls.values()))
 
 
-def copy_history(source: HistoryRepository, session_id: int, target: SessionRepository,
+def copy_history(source: HistoryRepository, session_id: int, target: HistoryRepository,
                  target_id: int, turns: int, activity: Activity) -> None:
     """The first `turns` turns of a session into another store, a page at a time."""
     for first in range(1, turns + 1, COPY_TURNS):

@@ -269,7 +269,7 @@ def apply_extraction(
         if isinstance(step, FactRetraction):
             for fact in state.live_facts():
                 if normalize_key(fact.key) == step.key:
-                    state.store.forget_fact(fact.id)
+                    state.store.facts.forget_fact(fact.id)
         else:
             _apply_change(state, step, sources, user_scope)
 
@@ -289,7 +289,7 @@ def _apply_change(
         change.scope if user_scope else FactScope.SESSION)
     if scope == FactScope.USER and not state.user:
         scope = FactScope.SESSION  # a session without a user profile keeps its facts to itself
-    state.store.upsert_fact(
+    state.store.facts.upsert_fact(
         existing.key if existing is not None else change.key, change.value,
         scope=scope, user=state.user, session_id=state.session_id,
         source_message_id=sources.get(change.turn), source_turn=change.turn,

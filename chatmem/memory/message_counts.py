@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
 from chatmem.store import MessageRecord
-from chatmem.store.protocols import HistoryRepository
+from chatmem.store.protocols import MemoryStore
 from chatmem.store.recall import CandidateRow
 from chatmem.tokens import TokenCounter
 
@@ -22,7 +22,7 @@ from chatmem.tokens import TokenCounter
 class MessageCounts:
     """Counts under one tokenizer: the store's, else computed once in this process."""
 
-    def __init__(self, store: HistoryRepository, counter: TokenCounter) -> None:
+    def __init__(self, store: MemoryStore, counter: TokenCounter) -> None:
         self.store = store
         self.counter = counter
         self._computed: dict[tuple[int, int], int] = {}
@@ -32,7 +32,7 @@ class MessageCounts:
     def messages(self, records: Sequence[MessageRecord]) -> list[Message]:
         """The records as sent, with their tokens: the store's counts, read at once, else
         counted once in this process."""
-        stored = self.store.cached_token_counts((r.id for r in records), self.counter.key)
+        stored = self.store.history.cached_token_counts((r.id for r in records), self.counter.key)
         messages = []
         for record in records:
             text = as_sent(record)

@@ -23,7 +23,7 @@ from chatmem.memory import quoting
 from chatmem.memory.anchors import present
 
 if TYPE_CHECKING:
-    from chatmem.store.protocols import MemoryStateRepository
+    from chatmem.store.protocols import MemoryStateRepository, MemoryStore
     from chatmem.tokens import TokenCounter
 
 PINNED_KEY = "pinned"
@@ -345,13 +345,13 @@ def _first(low: int, high: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-def allocate_ids(store: MemoryStateRepository, session_id: int, count: int) -> list[int]:
+def allocate_ids(store: MemoryStore, session_id: int, count: int) -> list[int]:
     """Fresh pin ids for this session; an id is never given out twice, even after an unpin."""
     if count <= 0:
         return []
     with store.write():  # read and bump under the lock: two processes never share an id
-        last = int(store.strategy_state(session_id, COUNTER).get("last", 0))
-        store.set_strategy_state(session_id, COUNTER, {"last": last + count})
+        last = int(store.memory.strategy_state(session_id, COUNTER).get("last", 0))
+        store.memory.set_strategy_state(session_id, COUNTER, {"last": last + count})
     return list(range(last + 1, last + count + 1))
 
 
@@ -360,11 +360,12 @@ def is_unpinned(unpinned: Iterable[str], text: str) -> bool:
     return any(present(u, text) and present(text, u) for u in unpinned)
 
 
-def pinned_facts(store: MemoryStateRepository, session_id: int | None = None) -> list[PinnedFact]:
+def pinned_facts(memory: MemoryStateRepository, session_id: int | None = None
+                 ) -> list[PinnedFact]:
     """The pins of one session, or of every session, by session, strategy and pin order."""
     return [
         PinnedFact(sid, strategy, p.text, p.version, p.pin_id, p.turn, p.quote)
-        for sid, strategy, value in store.strategy_state_values(PINNED_KEY, session_id)
+        for sid, strategy, value in memory.strategy_state_values(PINNED_KEY, session_id)
         for p in parse_pins(value)
     ]
 
@@ -378,26 +379,27 @@ def find_pins(pins: Sequence[PinnedFact], ref: str) -> list[PinnedFact]:
     return [p for p in pins if is_unpinned([ref], p.text)]
 
 
-def unpin(store: MemoryStateRepository, pin: PinnedFact) -> None:
+def unpin(store: MemoryStore, pin: PinnedFact) -> None:
     """Stop sending a pin, and keep the drift guard from pinning the same text again.
 
     Read and written under the write lock: a fold another process commits
     meanwhile is neither undone nor able to undo this.
     """
     with store.write():
-        values = store.strategy_state(pin.session_id, pin.strategy)
+        values = store.memory.strategy_state(pin.session_id, pin.strategy)
         kept = [p.stored() for p in parse_pins(values.get(PINNED_KEY)) if p.text != pin.text]
         unpinned = [str(u) for u in values.get(UNPINNED_KEY, [])]
         if not is_unpinned(unpinned, pin.text):
             unpinned.append(pin.text)
-        store.set_strategy_state(pin.session_id, pin.strategy,
-                                 {PINNED_KEY: kept, UNPINNED_KEY: unpinned})
+        store.memory.set_strategy_state(pin.session_id, pin.strategy,
+                                        {PINNED_KEY: kept, UNPINNED_KEY: unpinned})
 
 
-def pinned_at(store: MemoryStateRepository, pins: Sequence[PinnedFact]) -> dict[PinnedFact, str]:
+def pinned_at(memory: MemoryStateRepository, pins: Sequence[PinnedFact]
+              ) -> dict[PinnedFact, str]:
     """Pin → when the summary version that dropped it was made (a pin's age)."""
     made: dict[tuple[int, str, int], str] = {}
     for session_id, strategy in dict.fromkeys((p.session_id, p.strategy) for p in pins):
-        for record in store.summaries(session_id, strategy):
+        for record in memory.summaries(session_id, strategy):
             made[(session_id, strategy, record.version)] = record.created_at
     return {p: made[key] for p in pins if (key := (p.session_id, p.strategy, p.version)) in made}

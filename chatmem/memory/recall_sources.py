@@ -156,19 +156,19 @@ class StoredRecall:
         self.sitting_cache = sittings.setdefault(gap_hours, _SittingCache())
 
     def count_before(self, turn: int) -> int:
-        return self.state.store.count_before(self.state.session_id, turn)
+        return self.state.store.recall.count_before(self.state.session_id, turn)
 
     def sittings(self) -> Sittings:
         """Where the session's sittings start: read once, then only what was added."""
         cache = self.sitting_cache
-        starts, cache.checked = self.state.store.sitting_starts(
+        starts, cache.checked = self.state.store.recall.sitting_starts(
             self.state.session_id, self.gap_hours * 3600, after=cache.checked)
         cache.starts.extend(starts)
         return Sittings(cache.starts)
 
     def newest_time(self) -> datetime | None:
         """The time of the session's newest message (None: none, or unreadable)."""
-        last = self.state.store.last_position(self.state.session_id)
+        last = self.state.store.recall.last_position(self.state.session_id)
         return self._times_at([last]).get(last) if last else None
 
     def first_at_or_after(self, moment: datetime, count: int) -> int:
@@ -199,7 +199,7 @@ class StoredRecall:
         cache: dict[int, datetime | None] = self.state.caches.setdefault("times", {})
         missing = [p for p in positions if p not in cache]
         if missing:
-            records = self.state.store.messages_at(self.state.session_id, missing)
+            records = self.state.store.recall.messages_at(self.state.session_id, missing)
             for p in missing:
                 record = records.get(p)
                 try:
@@ -209,14 +209,14 @@ class StoredRecall:
         return {p: t for p in positions if (t := cache.get(p)) is not None}
 
     def bm25(self, query: str, before_turn: int) -> WordMatches:
-        return self.state.store.word_matches(self.state.session_id, query,
-                                             before_turn=before_turn, limit=SEARCH_LIMIT)
+        return self.state.store.recall.word_matches(self.state.session_id, query,
+                                                    before_turn=before_turn, limit=SEARCH_LIMIT)
 
     def candidates(self, positions: Sequence[int]) -> Candidates:
         """The messages at `positions` that history holds, in that order, with their
         tokens: one read, and each message's tokens counted once per process."""
-        rows = self.state.store.candidate_rows(self.state.session_id, positions,
-                                               self.counter.key)
+        rows = self.state.store.recall.candidate_rows(self.state.session_id, positions,
+                                                      self.counter.key)
         by_position = {row[0]: row for row in rows}
         ordered = [by_position[p] for p in positions if p in by_position]
         return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered))
@@ -230,8 +230,8 @@ class StoredRecall:
         assert self.embedder is not None
         caches: dict[str, _VectorCache] = self.state.caches.setdefault("vectors", {})
         cache = caches.setdefault(self.embedder.key, _VectorCache())
-        rows = self.state.store.vector_rows(self.state.session_id, self.embedder.key,
-                                            after_id=cache.last_id)
+        rows = self.state.store.vectors.vector_rows(self.state.session_id, self.embedder.key,
+                                                    after_id=cache.last_id)
         if cache.vectors is None:
             # The size of a vector is the stored one's (an endpoint's is known late).
             width = len(rows[0].vector) // 2 if rows else 0
@@ -283,12 +283,12 @@ class StoredRecall:
         """
         assert self.embedder is not None
         store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
-        if store.ranks_vectors and count >= DATABASE_RANKING_FROM:
-            if not store.count_vectors(session_id, model, count):
+        if store.vectors.ranks_vectors and count >= DATABASE_RANKING_FROM:
+            if not store.vectors.count_vectors(session_id, model, count):
                 return Dense(None, None, 0)
             asked = self.embedder.embed([query], query=True)[0]
-            nearest = store.nearest_positions(session_id, model, len(asked), count,
-                                              asked.tolist(), POOL)
+            nearest = store.vectors.nearest_positions(session_id, model, len(asked), count,
+                                                      asked.tolist(), POOL)
             if nearest is not None:
                 return self._candidates(count, asked, [*nearest, *also()])
         found = self.vectors(count)
@@ -307,12 +307,12 @@ class StoredRecall:
 
         assert self.embedder is not None
         store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
-        embedded = store.count_vectors(session_id, model, count, len(asked))
+        embedded = store.vectors.count_vectors(session_id, model, count, len(asked))
         width = len(asked)
         wanted = sorted({p for p in positions if 1 <= p <= count})
         # Each candidate's context vectors are derived from its neighbours' vectors.
         around = sorted({q for p in wanted for q in (p - 1, p, p + 1) if 1 <= q <= count})
-        rows = [r for r in store.vectors_at(session_id, model, around)
+        rows = [r for r in store.vectors.vectors_at(session_id, model, around)
                 if len(r.vector) == 2 * width]
         if not embedded or not rows:
             return Dense(None, None, embedded)

@@ -40,7 +40,7 @@ def guard_for(
         earlier = sorted(n for n in wanted_turns if 0 < n < first)
         for start in range(0, len(earlier), READ_PAGE_TURNS):
             page = earlier[start:start + READ_PAGE_TURNS]
-            records = state.store.messages(state.session_id, page[0], page[-1])
+            records = state.store.history.messages(state.session_id, page[0], page[-1])
             wanted = set(page)
             texts = [r.content for r in records if r.turn in wanted]
             guard.read(texts)

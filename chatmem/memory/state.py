@@ -29,20 +29,20 @@ class SessionState:
         return counts
 
     def get(self, strategy: str) -> dict[str, Any]:
-        return self.store.strategy_state(self.session_id, strategy)
+        return self.store.memory.strategy_state(self.session_id, strategy)
 
     def set(self, strategy: str, **values: Any) -> None:
-        self.store.set_strategy_state(self.session_id, strategy, values)
+        self.store.memory.set_strategy_state(self.session_id, strategy, values)
 
     # -- facts (entity) -------------------------------------------------------------
 
     def live_facts(self) -> list[FactRecord]:
         """Facts this session may use: its own, and its user's profile facts."""
-        return self.store.facts(user=self.user, session_id=self.session_id)
+        return self.store.facts.facts(user=self.user, session_id=self.session_id)
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
         """Fact id → the other session it was stated in (user facts travel)."""
-        names = self.store.session_names(
+        names = self.store.sessions.session_names(
             {f.source_session_id for f in facts if f.source_session_id is not None})
         return {f.id: names[f.source_session_id] for f in facts
                 if f.source_session_id is not None and f.source_session_id != self.session_id

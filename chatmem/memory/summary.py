@@ -88,7 +88,7 @@ def load_state(state: SessionState, strategy: str) -> SummaryState:
     """The strategy's stored state: latest summary, boundary, pins."""
     values = state.get(strategy)
     return SummaryState(
-        latest=state.store.latest_summary(state.session_id, strategy),
+        latest=state.store.memory.latest_summary(state.session_id, strategy),
         boundary=int(values.get("boundary_turn", 0)),
         behind=values.get("behind") or None,
         pins=pins.parse_pins(values.get(pins.PINNED_KEY)),
@@ -292,7 +292,7 @@ class SummaryMemory(BaseStrategy[Limited]):
                                            sum(1 for p in kept if p.pin_id is None)))
             kept = [p if p.pin_id is not None else replace(p, pin_id=next(fresh))
                     for p in kept]
-            record = store.add_summary(
+            record = store.memory.add_summary(
                 session_id, self.name, draft.text,
                 covered_ids=[m.id for m in messages if m.id is not None],
                 anchors=anchors.extract_anchors(draft.text), dropped_anchors=dropped,
@@ -338,7 +338,7 @@ class SummaryMemory(BaseStrategy[Limited]):
         last, oldest = st.boundary, max(1, st.boundary - QUOTE_LOOKBACK_TURNS + 1)
         while older and last >= oldest:
             first = max(oldest, last - QUOTE_PAGE_TURNS + 1)
-            records = env.state.store.messages(env.state.session_id, first, last)
+            records = env.state.store.history.messages(env.state.session_id, first, last)
             # Quotes are masked like the anchors: a quote may sit next to a card number.
             found.update(pins.first_quotes(older, ((r.turn, mask(r.content))
                                                    for r in reversed(records))))

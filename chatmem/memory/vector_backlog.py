@@ -34,7 +34,7 @@ from chatmem.store import PendingText, VectorRow
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
     from chatmem.store import LeaseHolder
-    from chatmem.store.protocols import VectorRepository
+    from chatmem.store.protocols import MemoryStore
 
 BATCH = 8
 """Messages per background batch: a pause, or the end of a process, waits for one at most."""
@@ -101,19 +101,19 @@ def derived_context(own: bytes, previous: bytes | None) -> bytes:
     return np.asarray(vector / (length or 1.0), dtype=np.float16).tobytes()
 
 
-def known_vectors(store: VectorRepository, model: str,
+def known_vectors(store: MemoryStore, model: str,
                   pending: Sequence[PendingText]) -> dict[str, bytes]:
     """The stored vectors of `pending`'s texts and of the messages before them, by digest."""
-    return store.cached_vectors(model, [
+    return store.vectors.cached_vectors(model, [
         text_digest(text) for p in pending
         for text in (p.content, p.previous) if text])
 
 
-def save_rows(store: VectorRepository, model: str, rows: Sequence[VectorRow]) -> None:
+def save_rows(store: MemoryStore, model: str, rows: Sequence[VectorRow]) -> None:
     """Store vectors; their size comes from the rows, not from an embedder another
     thread may be updating (an endpoint learns its dimensions from its first answer)."""
     if rows:
-        store.save_vectors(model, len(rows[0].vector) // 2, rows)
+        store.vectors.save_vectors(model, len(rows[0].vector) // 2, rows)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class IndexingStatus:
 class VectorBacklog:
     """One session's messages without a vector for one embedder."""
 
-    def __init__(self, store: VectorRepository, session_id: int, embedder: Embedder, *,
+    def __init__(self, store: MemoryStore, session_id: int, embedder: Embedder, *,
                  background: bool = True) -> None:
         self.store, self.session_id, self.embedder = store, session_id, embedder
         self.background = background
@@ -178,7 +178,7 @@ class VectorBacklog:
         notices = self.collect()
         if self._error is not None:
             return notices
-        lease = self.store.index_lease(self.session_id, self.model)
+        lease = self.store.leases.index_lease(self.session_id, self.model)
         self._elsewhere = None if lease is None else lease.holder
         if lease is not None:
             # Its holder embeds these messages (and this chat's new ones): embedding them
@@ -237,9 +237,9 @@ class VectorBacklog:
         """Stop the thread after its batch, store what it did, and say what is left."""
         self._halt()
         self.collect()
-        missing = self.store.count_without_vectors(self.model, self.session_id)
+        missing = self.store.vectors.count_without_vectors(self.model, self.session_id)
         self._missing = missing
-        lease = self.store.index_lease(self.session_id, self.model) if missing else None
+        lease = self.store.leases.index_lease(self.session_id, self.model) if missing else None
         return IndexingStatus(self.session_id, self.model, missing, running=False,
                               error=None if self._error is None else describe(self._error),
                               elsewhere=None if lease is None else lease.holder)
@@ -259,16 +259,16 @@ class VectorBacklog:
     def _count_new(self) -> None:
         """Messages committed since the last look are missing too (the first look counts
         the session's whole backlog, once)."""
-        last = self.store.last_position(self.session_id)
+        last = self.store.recall.last_position(self.session_id)
         if self._missing is None:
-            self._missing = self.store.count_without_vectors(self.model, self.session_id)
+            self._missing = self.store.vectors.count_without_vectors(self.model, self.session_id)
         else:
             self._missing += max(last - self._last_position, 0)
         self._last_position = last
 
     def _read(self, limit: int) -> list[PendingText]:
-        pending = self.store.texts_without_vectors(self.model, self.session_id, limit=limit,
-                                                   after_id=self._read_upto)
+        pending = self.store.vectors.texts_without_vectors(self.model, self.session_id, limit=limit,
+                                                           after_id=self._read_upto)
         if pending:
             self._read_upto = pending[-1].message_id
         return pending
@@ -329,7 +329,7 @@ def describe(error: BaseException) -> Failure:
 class Indexing:
     """The backlogs of one session, one per embedding model, as an engine drives them."""
 
-    def __init__(self, store: VectorRepository, session_id: int, *,
+    def __init__(self, store: MemoryStore, session_id: int, *,
                  background: bool = True) -> None:
         self.store, self.session_id, self.background = store, session_id, background
         self._backlogs: dict[str, VectorBacklog] = {}

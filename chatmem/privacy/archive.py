@@ -81,17 +81,17 @@ def _summaries(store: PrivacyStore, session: SessionRecord) -> dict[str, Any]:
             {"strategy": s.strategy, "version": s.version, "text": s.text,
              "covered_message_ids": s.covered_ids, "anchors": s.anchors,
              "dropped_anchors": s.dropped_anchors, "model": s.model, "created_at": s.created_at}
-            for s in store.summaries(session.id)],
+            for s in store.memory.summaries(session.id)],
         "pinned": [{"id": p.ref, "text": p.text, "strategy": p.strategy,
                     "summary_version": p.version, "turn": p.turn, "quote": p.quote}
-                   for p in pinned_facts(store, session.id)],
+                   for p in pinned_facts(store.memory, session.id)],
     }
 
 
 def _facts(store: PrivacyStore) -> list[dict[str, Any]]:
-    facts = store.facts(include_deleted=True)
-    history = store.fact_history([f.id for f in facts])
-    names = store.session_names(
+    facts = store.facts.facts(include_deleted=True)
+    history = store.facts.fact_history([f.id for f in facts])
+    names = store.sessions.session_names(
         {f.session_id for f in facts if f.session_id}
         | {f.source_session_id for f in facts if f.source_session_id}
         | {h.source_session_id for hs in history.values() for h in hs if h.source_session_id})
@@ -119,7 +119,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     """
     if path.exists() and not force:
         raise UsageError(f"{path} already exists; add --force to overwrite it")
-    sessions = [store.session(row["name"]) for row in store.list_sessions()]
+    sessions = [store.sessions.session(row["name"]) for row in store.sessions.list_sessions()]
     files = _member_names(sessions)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     messages = summaries = 0
@@ -133,7 +133,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                 zf.writestr(f"sessions/{name}.jsonl", transcript(session))
                 kept = _summaries(store, session)
                 zf.writestr(f"summaries/{name}.json", _json(kept))
-                count = len(store.messages(session.id))
+                count = len(store.history.messages(session.id))
                 messages += count
                 summaries += len(kept["summaries"])
                 listed.append({"name": session.name, "user": session.user,

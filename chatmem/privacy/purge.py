@@ -51,15 +51,15 @@ def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> 
     """The values to erase (the fact's and its earlier ones) and its profile's sessions."""
     user = fact.user
     if fact.scope != FactScope.USER and fact.session_id is not None:
-        user = store.session_by_id(fact.session_id).user
+        user = store.sessions.session_by_id(fact.session_id).user
     values = tuple(v for v in dict.fromkeys([fact.value, *earlier]) if searchable(v))
-    return Purge(values, user, tuple(store.profile_session_ids(user)))
+    return Purge(values, user, tuple(store.redactions.profile_session_ids(user)))
 
 
 def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
     """The stored messages the purge would change, with the mentions it would erase."""
     found = []
-    for message in store.messages_containing(purge.session_ids, purge.needles):
+    for message in store.redactions.messages_containing(purge.session_ids, purge.needles):
         spans = all_spans(message.content, purge.values)
         if spans:
             found.append(Mentioned(message, tuple(spans)))
@@ -68,8 +68,8 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
 
 def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
-    return store.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
-                                     partial(erase_mentions, values=purge.values))
+    return store.redactions.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
+                                                partial(erase_mentions, values=purge.values))
 
 
 def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
@@ -85,11 +85,11 @@ def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
     try:
         with store.write():
             # Read under the write lock: what the fact holds now is what goes.
-            fact = store.fact(fact_id)
-            earlier = [h.value for h in store.fact_history([fact.id]).get(fact.id, [])]
+            fact = store.facts.fact(fact_id)
+            earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
             purge = plan(store, fact, earlier)
-            store.forget_fact(fact.id, purge=True)
-            scrub_fact(store, fact.id)
+            store.facts.forget_fact(fact.id, purge=True)
+            scrub_fact(store.facts, fact.id)
             done = erase(store, purge)
     except StoreError as e:
         e.message = f"{e.message} (the purge was undone: nothing was changed)"

@@ -95,10 +95,10 @@ def counted(n: int, noun: str) -> str:
 def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
           fact_idle_days: float | None, dry_run: bool = False) -> Erasure:
     """Erase idle sessions and expired facts as of `now`, then vacuum (unless dry)."""
-    sessions = store.idle_sessions(now, retention_days)
+    sessions = store.retention.idle_sessions(now, retention_days)
     going = {s.id for s in sessions}
     # A session's own facts go with it; they need no report of their own.
-    facts = [e for e in store.expired_facts(now, fact_idle_days)
+    facts = [e for e in store.retention.expired_facts(now, fact_idle_days)
              if e.fact.session_id not in going]
     result = Erasure(sessions, facts, dry_run)
     if not dry_run and not result.empty:
@@ -110,8 +110,8 @@ def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Era
     """Every session of a user profile and the profile's facts, erased; then vacuum."""
     from chatmem.store import ExpiredFact
 
-    sessions = store.user_sessions(user)
-    facts = [ExpiredFact(f, "user profile") for f in store.facts(include_deleted=True)
+    sessions = store.retention.user_sessions(user)
+    facts = [ExpiredFact(f, "user profile") for f in store.facts.facts(include_deleted=True)
              if f.scope == FactScope.USER and f.user == user]
     result = Erasure(sessions, facts, dry_run)
     if not dry_run and not result.empty:
@@ -124,11 +124,11 @@ def _erase(store: PrivacyStore, erasure: Erasure) -> None:
     from chatmem.memory.facts import scrub_fact
 
     with store.write():
-        store.erase_sessions(s.id for s in erasure.sessions)
-        store.erase_facts(e.fact.id for e in erasure.facts)
+        store.retention.erase_sessions(s.id for s in erasure.sessions)
+        store.retention.erase_facts(e.fact.id for e in erasure.facts)
         for expired in erasure.facts:
             # A past context that sent the fact keeps a marker instead of its value.
-            scrub_fact(store, expired.fact.id)
+            scrub_fact(store.facts, expired.fact.id)
     store.vacuum()
 
 

@@ -1,24 +1,37 @@
 """The SQLite history file: the only package that speaks SQL.
 
 One file holds sessions, their append-only messages, every turn as it was
-sent, derived state (summaries, facts) and a full-text index. `Store` is the
-whole surface; its table groups live in one module each.
+sent, derived state (summaries, facts) and a full-text index. `Store` is a small
+facade: the connection (its write transaction, clock and location) and one repository
+per table group, each in its own module and built once over that connection:
+`store.sessions`, `store.history` (messages), `store.turns`, `store.memory` (strategy
+state, summaries), `store.facts`, `store.recall`, `store.vectors`, `store.leases`,
+`store.images`, `store.forks`, `store.retention`, `store.redactions`, `store.logs`.
+A repository that needs another is handed it; none reaches into another's privates.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Self
 
+from chatmem.store.connection import Connection
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.images import ImageTables, StoredImage
 from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
+from chatmem.store.location import HistoryLocation
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
-from chatmem.store.memory_state import MemoryTables
+from chatmem.store.memory_state import FactTables, MemoryTables
+from chatmem.store.messages import MessageTables
 from chatmem.store.recall import (
     PendingText,
     PositionedVector,
     RecallTables,
     VectorRow,
+    VectorTables,
     pause,
 )
 from chatmem.store.records import (
@@ -35,26 +48,96 @@ from chatmem.store.records import (
 )
 from chatmem.store.redaction import Place, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
+from chatmem.store.sessions import SessionTables
 from chatmem.store.turns import TurnTables
+from chatmem.timestamps import utc_now
 
 
-class Store(ForkTables, RetentionTables, TurnTables, MemoryTables, RecallTables,
-            RedactionTables, LogTables, LeaseTables, ImageTables):
-    """A chatmem database file. Use as a context manager or call close()."""
+class Store:
+    """A chatmem database: one connection and the repositories built over it once.
+    Use as a context manager or call close()."""
+
+    def __init__(self, location: HistoryLocation | Path | str, *, key: str | None = None,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self.connection = connection = Connection(location, key=key, clock=clock)
+        self.db = connection.db
+        self.history = MessageTables(connection)
+        self.sessions = SessionTables(connection, self.history)
+        self.turns = TurnTables(connection, self.sessions, self.history)
+        self.memory = MemoryTables(connection)
+        self.facts = FactTables(connection)
+        self.recall = RecallTables(connection)
+        self.vectors = VectorTables(connection)
+        self.forks = ForkTables(connection, self.sessions, self.history, self.memory)
+        self.retention = RetentionTables(connection, self.sessions, self.facts)
+        self.redactions = RedactionTables(connection)
+        self.logs = LogTables(connection)
+        self.leases = LeaseTables(connection)
+        self.images = ImageTables(connection)
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """What time it is for this store's timestamps."""
+        return self.connection.clock
+
+    @property
+    def path(self) -> Path:
+        """The history file (SQLite); a command may name another while showing an empty one."""
+        return self.connection.path
+
+    @path.setter
+    def path(self, path: Path) -> None:
+        self.connection.path = path
+
+    @property
+    def encrypted(self) -> bool:
+        return self.connection.encrypted
+
+    @property
+    def location(self) -> str:
+        """What messages name: the file's path, or the database URL without its password."""
+        return self.connection.location
+
+    def now(self) -> str:
+        return self.connection.now()
+
+    def write(self) -> AbstractContextManager[None]:
+        """One write transaction, all or nothing, exclusive among writers."""
+        return self.db.write()
+
+    def check_writable(self) -> None:
+        """Raise the error a write would meet, without writing: a turn checks before it is sent."""
+        self.db.check_writable()
+
+    def vacuum(self) -> None:
+        """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
+        self.connection.vacuum()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 if TYPE_CHECKING:
     from chatmem.store import protocols
 
     def _is_every_repository(store: Store) -> tuple[
-        protocols.HistoryRepository, protocols.MemoryStateRepository,
-        protocols.FactRepository, protocols.VectorRepository, protocols.RecallRepository,
-        protocols.SessionRepository, protocols.TurnRepository,
+        protocols.HistoryRepository, protocols.SessionRepository, protocols.TurnRepository,
+        protocols.MemoryStateRepository, protocols.FactRepository, protocols.RecallRepository,
+        protocols.VectorRepository, protocols.LeaseRepository, protocols.ImageRepository,
         protocols.RetentionRepository, protocols.RedactionRepository,
         protocols.MemoryStore, protocols.TurnStore, protocols.PrivacyStore,
     ]:
-        """Never called: `mypy chatmem` fails here when Store stops implementing one."""
-        return store, store, store, store, store, store, store, store, store, store, store, store
+        """Never called: `mypy chatmem` fails here when a repository stops implementing its
+        Protocol, or the Store stops holding the repositories a consumer's Protocol names."""
+        return (store.history, store.sessions, store.turns, store.memory, store.facts,
+                store.recall, store.vectors, store.leases, store.images, store.retention,
+                store.redactions, store, store, store)
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""The connection shared by the store's table groups: which backend, and the time."""
+"""The connection the store's repositories share: which backend, the time, the write
+transaction; and the two reads every repository runs (`fetch_rows`, `fetch_value`)."""
 
 from __future__ import annotations
 
@@ -83,8 +84,8 @@ class Connection:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
         self.db.check_writable()
 
-    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        return fetch_rows(self.db, sql, params)
-
-    def _value(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        return fetch_value(self.db, sql, params)
+    def vacuum(self) -> None:
+        """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
+        self.db.fold_log()
+        self.db.execute("VACUUM")
+        self.db.fold_log()

@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from json import loads
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, UsageError
-from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.connection import fetch_rows
 from chatmem.store.records import json_text
-from chatmem.store.sessions import SessionTables
+
+if TYPE_CHECKING:
+    from chatmem.store import Store
 
 _SESSIONS = "session_id IN (SELECT id FROM sessions WHERE {chosen})"
 _MESSAGES = f"message_id IN (SELECT id FROM messages WHERE {_SESSIONS})"
@@ -69,7 +71,7 @@ class CopyReport:
                 "rows": self.rows}
 
 
-def copy_sessions(source: SessionTables, target: SessionTables,
+def copy_sessions(source: Store, target: Store,
                   names: Sequence[str] = ()) -> CopyReport:
     """Copy the sessions `names` (default: every session `source` shows) into `target`,
     all or nothing; a name `target` already has is refused before anything is written."""
@@ -81,12 +83,12 @@ def copy_sessions(source: SessionTables, target: SessionTables,
         raise NotFound(f"no session to copy in {source.location}")
     ids: list[int] = []
     for name in chosen:
-        record = source.find_session(name)
+        record = source.sessions.find_session(name)
         if record is None:
             raise NotFound(f"no session {name!r} in {source.location}")
         ids.append(record.id)
     for name in chosen:
-        if target.find_session(name) is not None:
+        if target.sessions.find_session(name) is not None:
             raise UsageError(f"{target.location} has a session {name!r} already; "
                              "rename one (chatmem sessions rename) and copy again")
     marks = ", ".join("?" for _ in ids)
@@ -113,7 +115,7 @@ def _rows_of(table: _Table, marks: str, ids: list[int],
     return table.where.format(chosen=chosen), list(ids) * table.where.count("{chosen}")
 
 
-def _insert(target: Connection, table: _Table, rows: list[dict[str, Any]],
+def _insert(target: Store, table: _Table, rows: list[dict[str, Any]],
             new_ids: dict[str, dict[int, int]]) -> dict[int, int]:
     """Insert `rows` into `target` with their references remapped; old id → new id."""
     if not rows:
@@ -152,6 +154,6 @@ def _value(row: dict[str, Any], column: str, table: _Table,
     return value
 
 
-def _columns(target: Connection, table: str) -> list[str]:
+def _columns(target: Store, table: str) -> list[str]:
     cursor = target.db.execute(f"SELECT * FROM {table} WHERE 1 = 0")
     return [d[0] for d in cursor.description]

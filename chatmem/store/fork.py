@@ -16,7 +16,9 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import UsageError
 from chatmem.store import steps
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.memory_state import MemoryTables
+from chatmem.store.messages import MessageTables
 from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables
@@ -62,36 +64,46 @@ class ForkReport:
         }
 
 
-class ForkTables(SessionTables, MemoryTables):
+class ForkTables:
+    """Forking a session with the derived state still true at the fork (`store.forks`)."""
+
+    def __init__(self, connection: Connection, sessions: SessionTables, history: MessageTables,
+                 memory: MemoryTables) -> None:
+        self._connection = connection
+        self._db = connection.db
+        self._sessions = sessions
+        self._history = history
+        self._memory = memory
+
     def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None) -> ForkReport:
         """Copy session `name` into a new session `new_name` up to turn `at_turn` (default: all).
 
         All or nothing: on any error no row is written.
         """
-        source = self.session(name)
-        steps.check_new_name(self.db, new_name)
-        last = self.turn_count(source.id)
+        source = self._sessions.session(name)
+        steps.check_new_name(self._db, new_name)
+        last = self._history.turn_count(source.id)
         upto = last if at_turn is None else at_turn
         if not 0 <= upto <= last:
             raise UsageError(
                 f"session {name!r} has {last} turns; it can be forked at turns 0–{last},"
                 f" not at turn {at_turn}"
             )
-        with self.write():
+        with self._db.write():
             # The fork's next turn is upto + 1: it gets the prompt that turn had in the source.
-            prompts = [(first, system) for first, system in self.system_prompts(source.id)
+            prompts = [(first, system) for first, system in self._sessions.system_prompts(source.id)
                        if first <= upto + 1]
             system = prompts[-1][1] if prompts else source.system
             new_id = steps.insert_session(
-                self.db, new_name, source.strategy, source.params, provider=source.provider,
-                model=source.model, system=system, user=source.user, stamp=self.now(),
+                self._db, new_name, source.strategy, source.params, provider=source.provider,
+                model=source.model, system=system, user=source.user, stamp=self._connection.now(),
                 tokenizer=source.tokenizer,
             )
             for first, text in prompts:
-                steps.set_prompt(self.db, new_id, first, text)
+                steps.set_prompt(self._db, new_id, first, text)
             ids = self._copy_messages(source.id, new_id, upto)
-            last_position = max((m.position for m in self.messages(new_id)), default=0)
-            self.db.execute(
+            last_position = max((m.position for m in self._history.messages(new_id)), default=0)
+            self._db.execute(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
                 " expect_text) SELECT ?, after_position, question, expect_ids, expect_text"
                 " FROM probes WHERE session_id = ? AND after_position <= ? ORDER BY id",
@@ -107,7 +119,7 @@ class ForkTables(SessionTables, MemoryTables):
                     # Bookkeeping that covers no turn (an id counter) goes unreported.
                     copied.append(group)
             stated = self._copy_facts(source.id, new_id, ids, stated=True)
-        return ForkReport(source, self.session_by_id(new_id), upto, last, len(ids),
+        return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, stated)
 
     def _copy_messages(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
@@ -120,10 +132,10 @@ class ForkTables(SessionTables, MemoryTables):
         ids: dict[int, int] = {}
         models = self._vector_models()
         before: str | None = None
-        for message in self.messages(source_id, 1, upto):
+        for message in self._history.messages(source_id, 1, upto):
             # The pause before it too: the same message follows the same one.
             copy = steps.insert_id(
-                self.db,
+                self._db,
                 "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
                 " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, message.position, message.turn, message.role, message.content,
@@ -131,15 +143,15 @@ class ForkTables(SessionTables, MemoryTables):
             )
             before = message.created_at
             ids[message.id] = copy
-            self.db.index_words([(copy, fts.index_text(message.content))])
+            self._db.index_words([(copy, fts.index_text(message.content))])
             # Token counts are per message content: the copy costs what the original did.
-            self.db.execute(
+            self._db.execute(
                 "INSERT INTO token_counts (message_id, tokenizer, tokens)"
                 " SELECT ?, tokenizer, tokens FROM token_counts WHERE message_id = ?",
                 [copy, message.id],
             )
             for model in models:
-                self.db.execute(
+                self._db.execute(
                     "INSERT INTO message_vectors (message_id, model, dimensions, vector,"
                     " context_vector) SELECT ?, model, dimensions, vector, context_vector"
                     " FROM message_vectors WHERE model = ? AND message_id = ?",
@@ -151,13 +163,14 @@ class ForkTables(SessionTables, MemoryTables):
         """The embedding models with vectors in the file, each found by one seek of the
         (model, message) key rather than a read of every vector."""
         models: list[str] = []
-        while (model := self._value("SELECT min(model) FROM message_vectors WHERE model > ?",
-                                    [models[-1] if models else ""])) is not None:
+        while (model := fetch_value(
+                self._db, "SELECT min(model) FROM message_vectors WHERE model > ?",
+                [models[-1] if models else ""])) is not None:
             models.append(str(model))
         return models
 
     def _derived_owners(self, session_id: int) -> list[str]:
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             "SELECT strategy FROM strategy_state WHERE session_id = ?"
             " UNION SELECT strategy FROM summaries WHERE session_id = ?"
             " UNION SELECT ? FROM facts WHERE scope = 'session' AND session_id = ?"
@@ -169,14 +182,14 @@ class ForkTables(SessionTables, MemoryTables):
     def _derived_group(self, session_id: int, owner: str) -> DerivedGroup | None:
         """The owner's coverage; None when it refers to messages this session no longer has."""
         # A state value named *_turn (boundary_turn, done_turn) is the last turn folded in.
-        state = self.strategy_state(session_id, owner)
+        state = self._memory.strategy_state(session_id, owner)
         turns = [int(v) for k, v in state.items()
                  if k.endswith("_turn") and isinstance(v, int | float)]
-        summaries = self.summaries(session_id, owner)
+        summaries = self._memory.summaries(session_id, owner)
         covered = {i for s in summaries for i in s.covered_ids}
         if covered:
             marks = ", ".join("?" for _ in covered)
-            found = self._rows(
+            found = fetch_rows(self._db,
                 f"SELECT count(*) AS n, max(turn) AS last FROM messages"
                 f" WHERE session_id = ? AND id IN ({marks})", [session_id, *covered],
             )[0]
@@ -186,7 +199,7 @@ class ForkTables(SessionTables, MemoryTables):
         facts = 0
         if owner == FACTS_OWNER:
             # Forgotten facts count too: a retraction after the fork turn changed them.
-            sources = self._rows(
+            sources = fetch_rows(self._db,
                 "SELECT max(source_turn) AS last, count(deleted_at IS NULL OR NULL) AS live"
                 " FROM facts WHERE scope = 'session' AND session_id = ?"
                 " AND source_turn IS NOT NULL", [session_id],
@@ -197,14 +210,14 @@ class ForkTables(SessionTables, MemoryTables):
         return DerivedGroup(owner, max(turns, default=0), len(summaries), facts)
 
     def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int]) -> None:
-        self.db.execute(
+        self._db.execute(
             "INSERT INTO strategy_state (session_id, strategy, key, value)"
             " SELECT ?, strategy, key, value FROM strategy_state"
             " WHERE session_id = ? AND strategy = ?",
             [new_id, source_id, owner],
         )
-        for s in self.summaries(source_id, owner):
-            self.db.execute(
+        for s in self._memory.summaries(source_id, owner):
+            self._db.execute(
                 "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"
                 " last_message_id, anchors, dropped_anchors, model, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -220,13 +233,13 @@ class ForkTables(SessionTables, MemoryTables):
     ) -> int:
         """Copy the live session facts the user stated, or those extracted from messages."""
         which = "IS NULL" if stated else "IS NOT NULL"
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             f"SELECT * FROM facts WHERE scope = 'session' AND session_id = ?"
             f" AND deleted_at IS NULL AND source_turn {which} ORDER BY id", [source_id],
         )
         for fact in rows:
             source = fact["source_message_id"]
-            self.db.execute(
+            self._db.execute(
                 "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                 " source_turn, source_session_id, created_at, updated_at)"
                 " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chatmem.images import ImageData
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
 
 
 @dataclass(frozen=True)
@@ -21,29 +21,35 @@ class StoredImage:
     """Bytes."""
 
 
-class ImageTables(Connection):
+class ImageTables:
+    """Images sent with a session's messages (`store.images`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def keep_images(self, session_id: int, images: Sequence[ImageData]) -> None:
         """Store each image unless the session has it already (same bytes, same hash)."""
         if not images:
             return
-        with self.write():
+        with self._db.write():
             for image in images:
-                self.db.execute(
+                self._db.execute(
                     "INSERT INTO images (session_id, digest, mime, width, height, data,"
                     " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (session_id, digest) DO NOTHING",
                     [session_id, image.digest, image.mime, image.width, image.height,
-                     image.data, self.now()])
+                     image.data, self._connection.now()])
 
     def images(self, session_id: int) -> list[StoredImage]:
         """The session's images, oldest first, without their bytes."""
-        rows = self._rows("SELECT digest, mime, width, height, length(data) AS size"
+        rows = fetch_rows(self._db, "SELECT digest, mime, width, height, length(data) AS size"
                           " FROM images WHERE session_id = ? ORDER BY created_at, digest",
                           [session_id])
         return [StoredImage(r["digest"], r["mime"], r["width"], r["height"], r["size"])
                 for r in rows]
 
     def image_bytes(self, session_id: int, digest: str) -> bytes | None:
-        data = self._value("SELECT data FROM images WHERE session_id = ? AND digest = ?",
+        data = fetch_value(self._db, "SELECT data FROM images WHERE session_id = ? AND digest = ?",
                            [session_id, digest])
         return bytes(data) if data is not None else None

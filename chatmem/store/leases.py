@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows
 from chatmem.timestamps import parse_time, stamp
 
 LEASE_SECONDS = 60.0
@@ -70,11 +70,17 @@ class IndexLease:
     expires_at: str
 
 
-class LeaseTables(Connection):
+class LeaseTables:
+    """Who is embedding a session's backlog (`store.leases`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def index_lease(self, session_id: int, model: str) -> IndexLease | None:
         """The live lease on the session's backlog for `model`; None when nobody holds one,
         or its holder is gone or let it expire."""
-        rows = self._rows("SELECT * FROM index_leases WHERE session_id = ? AND model = ?",
+        rows = fetch_rows(self._db, "SELECT * FROM index_leases WHERE session_id = ? AND model = ?",
                           [session_id, model])
         if not rows:
             return None
@@ -82,7 +88,7 @@ class LeaseTables(Connection):
         lease = IndexLease(int(row["session_id"]), str(row["model"]),
                            LeaseHolder(int(row["pid"]), str(row["host"])),
                            str(row["heartbeat_at"]), str(row["expires_at"]))
-        if parse_time(lease.expires_at) <= self.clock() or lease.holder.is_gone():
+        if parse_time(lease.expires_at) <= self._connection.clock() or lease.holder.is_gone():
             return None
         return lease
 
@@ -91,12 +97,12 @@ class LeaseTables(Connection):
         """Take or renew the lease for `holder`, in one write transaction (two processes
         asking at once: one gets it). Returns the other live holder's lease when it
         keeps it (nothing written), None when `holder` now holds it."""
-        with self.write():
+        with self._db.write():
             current = self.index_lease(session_id, model)
             if current is not None and current.holder != holder:
                 return current
-            now = self.clock()
-            self.db.execute(
+            now = self._connection.clock()
+            self._db.execute(
                 "INSERT INTO index_leases"
                 " (session_id, model, pid, host, heartbeat_at, expires_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)"
@@ -110,7 +116,7 @@ class LeaseTables(Connection):
     def release_index_lease(self, session_id: int, model: str, holder: LeaseHolder) -> None:
         """Give the lease back, if `holder` still has it (one that expired and was taken
         over is the new holder's)."""
-        with self.write():
-            self.db.execute("DELETE FROM index_leases WHERE session_id = ? AND model = ?"
+        with self._db.write():
+            self._db.execute("DELETE FROM index_leases WHERE session_id = ? AND model = ?"
                             " AND pid = ? AND host = ?",
                             [session_id, model, holder.pid, holder.host])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem import fts
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.records import TurnStatus, stored_enum
 
 _COLUMNS = (
@@ -62,7 +62,13 @@ class ModelUsage:
     reply_tokens: int
 
 
-class LogTables(Connection):
+class LogTables:
+    """Turns across sessions as `chatmem logs` lists them, and usage per model (`store.logs`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def recent_turns(self, *, limit: int, session_id: int | None = None,
                      query: str | None = None, replied: bool = False) -> list[LogEntry]:
         """The newest `limit` turns (of one session, or all); with `query`, the turns whose
@@ -77,17 +83,17 @@ class LogTables(Connection):
             # Newest stored first, read from the end of an index: `limit` rows, however long
             # the history (a session's by its turn numbers, all by the turns' keys).
             order = "t.number" if session_id is not None else "t.id"
-            rows = self._rows(
+            rows = fetch_rows(self._db,
                 f"SELECT {_COLUMNS} FROM turns t JOIN sessions s ON s.id = t.session_id"
                 f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
         scores = {message_id: score for message_id, _, score
-                  in self.db.word_scores(fts.query_terms(query), session_id, None, 2 * limit)}
+                  in self._db.word_scores(fts.query_terms(query), session_id, None, 2 * limit)}
         if not scores:
             return []
         marks = ", ".join("?" for _ in scores)
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             f"SELECT {_COLUMNS}, t.user_message_id, t.assistant_message_id FROM turns t"
             " JOIN sessions s ON s.id = t.session_id"
             f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
@@ -102,19 +108,19 @@ class LogTables(Connection):
     def sessions_matching(self, query: str, *, limit: int) -> list[str]:
         """The names of the sessions whose messages best match `query` in the full-text
         index (by each session's best message), best first."""
-        hits = self.db.word_scores(fts.query_terms(query), None, None, 20 * limit)
+        hits = self._db.word_scores(fts.query_terms(query), None, None, 20 * limit)
         if not hits:
             return []
         ids = [message_id for message_id, _, _ in hits]
         marks = ", ".join("?" for _ in ids)
-        names = {row["id"]: row["name"] for row in self._rows(
+        names = {row["id"]: row["name"] for row in fetch_rows(self._db,
             "SELECT m.id, s.name FROM messages m JOIN sessions s ON s.id = m.session_id"
             f" WHERE m.id IN ({marks})", ids)}
         return list(dict.fromkeys(names[i] for i in ids if i in names))[:limit]
 
     def usage_by_model(self, session_id: int) -> list[ModelUsage]:
         """Tokens the session's sent turns used, per model (a failed request is not billed)."""
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             "SELECT model, sum(coalesce(prompt_tokens, estimated_tokens, 0)) AS prompt,"
             " sum(coalesce(completion_tokens, 0)) AS reply FROM turns"
             " WHERE session_id = ? AND status <> 'failed' GROUP BY model", [session_id])

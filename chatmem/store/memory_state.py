@@ -9,7 +9,7 @@ from typing import Any
 
 from chatmem.errors import NotFound, StoreError
 from chatmem.store import rendered, sharing, steps
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
@@ -21,21 +21,27 @@ from chatmem.store.records import (
 )
 
 
-class MemoryTables(Connection):
+class MemoryTables:
+    """A strategy's own state and its versioned summaries (`store.memory`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     # -- strategy state -----------------------------------------------------
 
     def strategy_state(self, session_id: int, strategy: str) -> dict[str, Any]:
         return {
             r["key"]: stored_json(r["value"], f"{strategy} state {r['key']!r}")
-            for r in self._rows(
+            for r in fetch_rows(self._db,
                 "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?",
                 [session_id, strategy],
             )
         }
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any]) -> None:
-        with self.write():
-            self.db.executemany(
+        with self._db.write():
+            self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
                 " DO UPDATE SET value = excluded.value",
@@ -53,7 +59,7 @@ class MemoryTables(Connection):
             sql += " AND session_id = ?"
             params.append(session_id)
         return [(r["session_id"], r["strategy"], stored_json(r["value"], f"{r['strategy']} state"))
-                for r in self._rows(sql + " ORDER BY session_id, strategy", params)]
+                for r in fetch_rows(self._db, sql + " ORDER BY session_id, strategy", params)]
 
     # -- summaries ------------------------------------------------------------
 
@@ -69,20 +75,20 @@ class MemoryTables(Connection):
         model: str | None = None,
     ) -> SummaryRecord:
         """Store a new summary version; versions count up per session and strategy."""
-        with self.write():
-            version = int(self._value(
+        with self._db.write():
+            version = int(fetch_value(self._db,
                 "SELECT coalesce(max(version), 0) + 1 FROM summaries"
                 " WHERE session_id = ? AND strategy = ?",
                 [session_id, strategy],
             ))
-            self.db.execute(
+            self._db.execute(
                 "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"
                 " last_message_id, anchors, dropped_anchors, model, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [session_id, strategy, version, text, json_text(covered_ids),
                  max(covered_ids) if covered_ids else None,
                  json_text(anchors or []),
-                 json_text(dropped_anchors or []), model, self.now()],
+                 json_text(dropped_anchors or []), model, self._connection.now()],
             )
         return self.summary(session_id, strategy, version)
 
@@ -93,7 +99,7 @@ class MemoryTables(Connection):
             sql += " AND strategy = ?"
             params.append(strategy)
         return [SummaryRecord.from_row(r)
-                for r in self._rows(sql + " ORDER BY strategy, version", params)]
+                for r in fetch_rows(self._db, sql + " ORDER BY strategy, version", params)]
 
     def summary(
         self, session_id: int, strategy: str, version: int | None = None
@@ -102,7 +108,7 @@ class MemoryTables(Connection):
         if version is None:
             found = self.latest_summary(session_id, strategy)
         else:
-            rows = self._rows(
+            rows = fetch_rows(self._db,
                 "SELECT * FROM summaries WHERE session_id = ? AND strategy = ? AND version = ?",
                 [session_id, strategy, version],
             )
@@ -113,14 +119,21 @@ class MemoryTables(Connection):
         return found
 
     def latest_summary(self, session_id: int, strategy: str) -> SummaryRecord | None:
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             "SELECT * FROM summaries WHERE session_id = ? AND strategy = ?"
             " ORDER BY version DESC LIMIT 1",
             [session_id, strategy],
         )
         return SummaryRecord.from_row(rows[0]) if rows else None
 
-    # -- facts ------------------------------------------------------------------
+
+
+class FactTables:
+    """Facts, their earlier values, and the turns that sent them (`store.facts`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
 
     def upsert_fact(
         self,
@@ -139,13 +152,13 @@ class MemoryTables(Connection):
         A new value keeps the old one in the fact's history. `source_session_id`
         is where it was stated (default: the owning session).
         """
-        stamp = self.now()
+        stamp = self._connection.now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
         if scope == "session" and session_id is not None:
-            sharing.check_writable_session(self, session_id)
+            sharing.check_writable_session(self._connection, session_id)
         stated_in = source_session_id if source_session_id is not None else session_id
-        with self.write():
-            rows = self._rows(
+        with self._db.write():
+            rows = fetch_rows(self._db,
                 f"SELECT * FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}"
                 " AND (expires_at IS NULL OR expires_at > ?)",
                 [key, *owner, stamp],
@@ -153,13 +166,13 @@ class MemoryTables(Connection):
             if rows:
                 old = FactRecord.from_row(rows[0])
                 if old.value != value:
-                    self.db.execute(
+                    self._db.execute(
                         "INSERT INTO fact_history (fact_id, key, value, source_session_id,"
                         " source_turn, stated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [old.id, old.key, old.value, old.source_session_id, old.source_turn,
                          old.updated_at, stamp],
                     )
-                self.db.execute(
+                self._db.execute(
                     "UPDATE facts SET value = ?, source_message_id = ?, source_turn = ?,"
                     " source_session_id = ?, updated_at = ? WHERE id = ?",
                     [value, source_message_id, source_turn, stated_in, stamp, old.id],
@@ -167,7 +180,7 @@ class MemoryTables(Connection):
                 fact_id = old.id
             else:
                 fact_id = steps.insert_id(
-                    self.db,
+                    self._db,
                     "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                     " source_turn, source_session_id, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -183,7 +196,7 @@ class MemoryTables(Connection):
             return {}
         marks = ", ".join("?" for _ in fact_ids)
         history: dict[int, list[FactHistoryRecord]] = {}
-        for row in self._rows(f"SELECT * FROM fact_history WHERE fact_id IN ({marks})"
+        for row in fetch_rows(self._db, f"SELECT * FROM fact_history WHERE fact_id IN ({marks})"
                               " ORDER BY id", fact_ids):
             history.setdefault(row["fact_id"], []).append(
                 FactHistoryRecord(**known_columns(FactHistoryRecord, row)))
@@ -198,7 +211,7 @@ class MemoryTables(Connection):
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")
 
     def fact(self, fact_id: int) -> FactRecord:
-        rows = self._rows("SELECT * FROM facts WHERE id = ?", [fact_id])
+        rows = fetch_rows(self._db, "SELECT * FROM facts WHERE id = ?", [fact_id])
         if not rows:
             raise NotFound(f"no fact with id {fact_id}")
         return FactRecord.from_row(rows[0])
@@ -220,32 +233,32 @@ class MemoryTables(Connection):
         if not include_deleted:
             # A fact past its own end (/remember --for) is gone at once, pruned or not.
             sql += " AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
-            params.append(self.now())
-        return [FactRecord.from_row(r) for r in self._rows(sql + " ORDER BY id", params)]
+            params.append(self._connection.now())
+        return [FactRecord.from_row(r) for r in fetch_rows(self._db, sql + " ORDER BY id", params)]
 
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
         """Soft-delete a fact (it never reaches a context again), or erase it physically."""
         fact = self.fact(fact_id)
         if fact.session_id is not None:
-            sharing.check_writable_session(self, fact.session_id)
-        with self.write():
+            sharing.check_writable_session(self._connection, fact.session_id)
+        with self._db.write():
             if purge:
-                self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
+                self._db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
             else:
-                self.db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?",
-                                [self.now(), fact_id])
+                self._db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?",
+                                [self._connection.now(), fact_id])
 
     def turn_contexts_with(self, kind: str) -> list[tuple[int, dict[str, Any], str | None]]:
         """(turn id, context as stored, rendered prompt) of every turn whose context has a
         `kind` part."""
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             "SELECT id, session_id, context, rendered_prompt, rendered FROM turns"
             " WHERE context LIKE ? ESCAPE '!'",
             ["%" + json.dumps({"kind": kind})[1:-1].replace("!", "!!").replace("%", "!%")
              .replace("_", "!_") + "%"],
         )
         return [(r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
-                 rendered.from_columns(self.db, r["session_id"], r["rendered_prompt"],
+                 rendered.from_columns(self._db, r["session_id"], r["rendered_prompt"],
                                        r["rendered"], f"turn row {r['id']}"))
                 for r in rows]
 
@@ -254,17 +267,12 @@ class MemoryTables(Connection):
     ) -> None:
         """Replace a stored context (as stored) and its rendered prompt (stored by reference
         again); used only to redact a purged fact from past turns."""
-        with self.write():
-            session_id = self._value("SELECT session_id FROM turns WHERE id = ?", [turn_id])
-            self.db.execute(
+        with self._db.write():
+            session_id = fetch_value(self._db, "SELECT session_id FROM turns WHERE id = ?",
+                                     [turn_id])
+            self._db.execute(
                 "UPDATE turns SET context = ?, rendered_prompt = ?, rendered = ? WHERE id = ?",
                 [json_text(context),
-                 *rendered.to_columns(self.db, session_id, context, rendered_prompt),
+                 *rendered.to_columns(self._db, session_id, context, rendered_prompt),
                  turn_id],
             )
-
-    def vacuum(self) -> None:
-        """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
-        self.db.fold_log()
-        self.db.execute("VACUUM")
-        self.db.fold_log()

@@ -6,15 +6,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chatmem.store import steps
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 
 
-class MessageTables(Connection):
+class MessageTables:
+    """A session's append-only messages and their cached token counts (`store.history`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def turn_count(self, session_id: int) -> int:
         return int(
-            self._value("SELECT max(turn) FROM messages WHERE session_id = ? AND superseded = 0",
-                        [session_id]) or 0
+            fetch_value(self._db, "SELECT max(turn) FROM messages WHERE session_id = ?"
+                        " AND superseded = 0", [session_id]) or 0
         )
 
     def messages(
@@ -27,22 +33,22 @@ class MessageTables(Connection):
         if last_turn is not None:
             sql += " AND turn <= ?"
             params.append(last_turn)
-        return [MessageRecord(*row) for row in self.db.execute(sql + " ORDER BY position",
+        return [MessageRecord(*row) for row in self._db.execute(sql + " ORDER BY position",
                                                                params)]
 
     def history_tail(self, session_id: int, count: int) -> tuple[int, list[MessageRecord]]:
         """How many messages the session's history holds, and its last `count`, oldest
         first (read from the end of the session's index, whatever its length)."""
-        total = int(self._value("SELECT count(*) FROM messages WHERE session_id = ?"
+        total = int(fetch_value(self._db, "SELECT count(*) FROM messages WHERE session_id = ?"
                                 " AND superseded = 0", [session_id]) or 0)
-        rows = self.db.execute(
+        rows = self._db.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND superseded = 0"
             " ORDER BY position DESC LIMIT ?", [session_id, count])
         return total, [MessageRecord(*row) for row in reversed(list(rows))]
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
-        with self.write():
-            return steps.append_messages(self.db, session_id, messages, self.now)
+        with self._db.write():
+            return steps.append_messages(self._db, session_id, messages, self._connection.now)
 
     # -- token count cache --------------------------------------------------
 
@@ -52,7 +58,7 @@ class MessageTables(Connection):
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for message_id, tokens in self.db.execute(
+            for message_id, tokens in self._db.execute(
                 f"SELECT message_id, tokens FROM token_counts WHERE tokenizer = ?"
                 f" AND message_id IN ({marks})",
                 [tokenizer, *chunk],

@@ -1,10 +1,12 @@
-"""What history, memory, the engine and evaluation need of the store, by aggregate.
+"""What history, memory, the engine and evaluation need of the store, by repository.
 
-Each Protocol lists only the methods its callers use, so a module says how
-little of the store it touches; `Store` implements every one (`mypy chatmem`
-checks it in chatmem/store/__init__.py, tests/store/test_protocols.py at run time).
-`MemoryStore` is what a strategy reaches through its session state, `TurnStore`
-what an engine needs to run a turn.
+Each repository Protocol is what one of the Store's repositories is to its callers
+(`FactRepository` is `store.facts`), listing only the methods they use, so a module
+says how little of the store it touches. `MemoryStore` is what a strategy reaches
+through its session state, `TurnStore` what an engine needs to run a turn and
+`PrivacyStore` what retention, a purge and the export archive read and erase: each
+is the few repositories it uses. `Store` implements every one (`mypy chatmem` checks
+it in chatmem/store/__init__.py, tests/store/test_protocols.py at run time).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from chatmem.store.retention import ExpiredFact, SessionEntry
 
 
 class HistoryRepository(Protocol):
-    """A session's messages and their cached token counts."""
+    """A session's messages and their cached token counts (`store.history`)."""
 
     def messages(self, session_id: int, first_turn: int = 1,
                  last_turn: int | None = None) -> list[MessageRecord]: ...
@@ -49,11 +51,12 @@ class HistoryRepository(Protocol):
     def cached_token_counts(self, message_ids: Iterable[int],
                             tokenizer: str) -> dict[int, int]: ...
 
+    def import_messages(self, session_id: int,
+                        messages: Iterable[Mapping[str, Any]]) -> list[int]: ...
+
 
 class MemoryStateRepository(Protocol):
-    """A strategy's own state and summaries."""
-
-    def write(self) -> AbstractContextManager[None]: ...
+    """A strategy's own state and summaries (`store.memory`)."""
 
     def strategy_state(self, session_id: int, strategy: str) -> dict[str, Any]: ...
 
@@ -74,7 +77,7 @@ class MemoryStateRepository(Protocol):
 
 
 class FactRepository(Protocol):
-    """Facts, their provenance and the turns that showed them."""
+    """Facts, their provenance and the turns that showed them (`store.facts`)."""
 
     def facts(self, *, user: str | None = None, session_id: int | None = None,
               include_deleted: bool = False) -> list[FactRecord]: ...
@@ -88,8 +91,6 @@ class FactRepository(Protocol):
 
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None: ...
 
-    def session_names(self, session_ids: Iterable[int]) -> dict[int, str]: ...
-
     def fact_history(self, fact_ids: list[int]) -> dict[int, list[FactHistoryRecord]]: ...
 
     def turn_contexts_with(self, kind: str) -> list[tuple[int, dict[str, Any], str | None]]: ...
@@ -99,9 +100,8 @@ class FactRepository(Protocol):
 
 
 class VectorRepository(Protocol):
-    """Message vectors per embedding model, and the messages still without them."""
-
-    def last_position(self, session_id: int) -> int: ...
+    """Message vectors per embedding model, and the messages still without them
+    (`store.vectors`)."""
 
     def count_without_vectors(self, model: str, session_id: int | None = None) -> int: ...
 
@@ -113,6 +113,26 @@ class VectorRepository(Protocol):
 
     def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]: ...
 
+    @property
+    def ranks_vectors(self) -> bool: ...
+
+    def count_vectors(self, session_id: int, model: str, last_position: int,
+                      dimensions: int | None = None) -> int: ...
+
+    def vectors_at(self, session_id: int, model: str,
+                   positions: Iterable[int]) -> list[PositionedVector]: ...
+
+    def vector_rows(self, session_id: int, model: str, *,
+                    after_id: int = 0) -> list[PositionedVector]: ...
+
+    def nearest_positions(self, session_id: int, model: str, dimensions: int,
+                          last_position: int, query: Sequence[float],
+                          limit: int) -> list[int] | None: ...
+
+
+class LeaseRepository(Protocol):
+    """Who is embedding a session's backlog (`store.leases`)."""
+
     def index_lease(self, session_id: int, model: str) -> IndexLease | None: ...
 
     def take_index_lease(self, session_id: int, model: str, holder: LeaseHolder,
@@ -123,9 +143,11 @@ class VectorRepository(Protocol):
 
 
 class RecallRepository(Protocol):
-    """What recall ranks: positions, sittings, word matches and stored vectors."""
+    """What recall ranks: positions, sittings and word matches (`store.recall`)."""
 
     def count_before(self, session_id: int, turn: int) -> int: ...
+
+    def last_position(self, session_id: int) -> int: ...
 
     def sitting_starts(self, session_id: int, gap_seconds: float, *,
                        after: int = 0) -> tuple[list[int], int]: ...
@@ -145,31 +167,17 @@ class RecallRepository(Protocol):
     def candidate_rows(self, session_id: int, positions: Iterable[int],
                        tokenizer: str) -> list[CandidateRow]: ...
 
-    @property
-    def ranks_vectors(self) -> bool: ...
-
-    def count_vectors(self, session_id: int, model: str, last_position: int,
-                      dimensions: int | None = None) -> int: ...
-
-    def vectors_at(self, session_id: int, model: str,
-                   positions: Iterable[int]) -> list[PositionedVector]: ...
-
-    def vector_rows(self, session_id: int, model: str, *,
-                    after_id: int = 0) -> list[PositionedVector]: ...
-
-    def nearest_positions(self, session_id: int, model: str, dimensions: int,
-                          last_position: int, query: Sequence[float],
-                          limit: int) -> list[int] | None: ...
-
 
 class SessionRepository(Protocol):
-    """Sessions by name, and messages imported into one."""
+    """Sessions by name, their settings and names (`store.sessions`)."""
 
     def find_session(self, name: str) -> SessionRecord | None: ...
 
     def session(self, name: str) -> SessionRecord: ...
 
     def session_by_id(self, session_id: int) -> SessionRecord: ...
+
+    def session_names(self, session_ids: Iterable[int]) -> dict[int, str]: ...
 
     def list_sessions(self) -> list[dict[str, Any]]: ...
 
@@ -189,16 +197,10 @@ class SessionRepository(Protocol):
 
     def discard_empty_session(self, session_id: int) -> None: ...
 
-    def import_messages(self, session_id: int,
-                        messages: Iterable[Mapping[str, Any]]) -> list[int]: ...
-
 
 class TurnRepository(Protocol):
-    """A turn's row, from recorded to committed (or hidden by the turn that replaces it)."""
-
-    def now(self) -> str: ...
-
-    def check_writable(self) -> None: ...
+    """A turn's row, from recorded to committed, or hidden by the turn that replaces it
+    (`store.turns`)."""
 
     def record_turn(self, turn: TurnRecord) -> TurnRecord: ...
 
@@ -211,13 +213,16 @@ class TurnRepository(Protocol):
 
     def show_turn(self, turn: TurnRecord) -> None: ...
 
-    def mark_facts_used(self, fact_ids: Iterable[int]) -> None: ...
+
+class ImageRepository(Protocol):
+    """Images sent with a session's messages (`store.images`)."""
 
     def keep_images(self, session_id: int, images: Sequence[ImageData]) -> None: ...
 
 
 class RetentionRepository(Protocol):
-    """What retention and a user's erasure find and erase."""
+    """What retention and a user's erasure find and erase, and the facts a context used
+    (`store.retention`)."""
 
     def idle_sessions(self, now: datetime, default_days: float | None) -> list[SessionEntry]: ...
 
@@ -229,11 +234,11 @@ class RetentionRepository(Protocol):
 
     def erase_facts(self, fact_ids: Iterable[int]) -> None: ...
 
-    def vacuum(self) -> None: ...
+    def mark_facts_used(self, fact_ids: Iterable[int]) -> None: ...
 
 
 class RedactionRepository(Protocol):
-    """The stored text a purge finds and rewrites (messages, summaries, turns' contexts)."""
+    """The stored text a purge finds and rewrites (`store.redactions`)."""
 
     def profile_session_ids(self, user: str | None) -> list[int]: ...
 
@@ -244,15 +249,71 @@ class RedactionRepository(Protocol):
                             needles: Sequence[str], rewrite: Rewrite) -> Redaction: ...
 
 
-class MemoryStore(HistoryRepository, MemoryStateRepository, FactRepository, VectorRepository,
-                  RecallRepository, Protocol):
+class MemoryStore(Protocol):
     """Everything a strategy reaches through its session's state."""
 
+    def write(self) -> AbstractContextManager[None]: ...
 
-class TurnStore(MemoryStore, SessionRepository, TurnRepository, Protocol):
+    @property
+    def history(self) -> HistoryRepository: ...
+
+    @property
+    def sessions(self) -> SessionRepository: ...
+
+    @property
+    def memory(self) -> MemoryStateRepository: ...
+
+    @property
+    def facts(self) -> FactRepository: ...
+
+    @property
+    def recall(self) -> RecallRepository: ...
+
+    @property
+    def vectors(self) -> VectorRepository: ...
+
+    @property
+    def leases(self) -> LeaseRepository: ...
+
+
+class TurnStore(MemoryStore, Protocol):
     """What an engine needs to open a session and run its turns."""
 
+    def now(self) -> str: ...
 
-class PrivacyStore(SessionRepository, HistoryRepository, MemoryStateRepository, FactRepository,
-                   RetentionRepository, RedactionRepository, Protocol):
+    def check_writable(self) -> None: ...
+
+    @property
+    def turns(self) -> TurnRepository: ...
+
+    @property
+    def retention(self) -> RetentionRepository: ...
+
+    @property
+    def images(self) -> ImageRepository: ...
+
+
+class PrivacyStore(Protocol):
     """What retention, a purge and the export archive read and erase."""
+
+    def write(self) -> AbstractContextManager[None]: ...
+
+    def vacuum(self) -> None: ...
+
+    @property
+    def history(self) -> HistoryRepository: ...
+
+    @property
+    def sessions(self) -> SessionRepository: ...
+
+    @property
+    def memory(self) -> MemoryStateRepository: ...
+
+    @property
+    def facts(self) -> FactRepository: ...
+
+    @property
+    def retention(self) -> RetentionRepository: ...
+
+    @property
+    def redactions(self) -> RedactionRepository: ...

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from chatmem import fts
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 from chatmem.timestamps import has_zone, parse_time
 
@@ -92,10 +92,16 @@ class PendingText:
     previous: str | None
 
 
-class RecallTables(Connection):
+class RecallTables:
+    """What recall ranks: positions, sittings and word matches (`store.recall`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def count_before(self, session_id: int, turn: int) -> int:
         """How many of the session's messages come before `turn` (positions run 1, 2, …)."""
-        first = self._value(
+        first = fetch_value(self._db,
             "SELECT min(+position) FROM messages WHERE session_id = ? AND turn ="
             " (SELECT min(turn) FROM messages WHERE session_id = ? AND turn >= ?"
             " AND superseded = 0)",
@@ -104,11 +110,11 @@ class RecallTables(Connection):
 
     def last_position(self, session_id: int) -> int:
         """The position of the session's last message (0 when it has none)."""
-        return int(self._value("SELECT position FROM messages WHERE session_id = ?"
+        return int(fetch_value(self._db, "SELECT position FROM messages WHERE session_id = ?"
                                " ORDER BY position DESC LIMIT 1", [session_id]) or 0)
 
     def last_message_id(self, session_id: int) -> int:
-        return int(self._value("SELECT id FROM messages WHERE session_id = ?"
+        return int(fetch_value(self._db, "SELECT id FROM messages WHERE session_id = ?"
                                " AND superseded = 0 ORDER BY position DESC LIMIT 1",
                                [session_id]) or 0)
 
@@ -119,7 +125,7 @@ class RecallTables(Connection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for row in self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages"
+            for row in self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages"
                                        f" WHERE session_id = ? AND position IN ({marks})"
                                        " AND superseded = 0", [session_id, *chunk]):
                 record = MessageRecord(*row)
@@ -135,7 +141,7 @@ class RecallTables(Connection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for *row, tokens in self.db.execute(
+            for *row, tokens in self._db.execute(
                     # A lookup by key per message: a join lets PostgreSQL's planner
                     # hash the whole token_counts table (every message's count).
                     f"SELECT {_MESSAGE_COLUMNS_OF_M}, (SELECT c.tokens FROM token_counts c"
@@ -157,7 +163,7 @@ class RecallTables(Connection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            found += cast("list[CandidateRow]", self.db.execute(
+            found += cast("list[CandidateRow]", self._db.execute(
                 "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
                 " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?)"
                 f" FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
@@ -187,9 +193,9 @@ class RecallTables(Connection):
         if not counted:
             return WordMatches()
         terms = [term for _, term in counted]
-        scores = {position: score for _, position, score in self.db.word_scores(
+        scores = {position: score for _, position, score in self._db.word_scores(
             terms, session_id, before_turn, limit)}
-        entries = int(self._value("SELECT max(id) FROM messages") or 0)
+        entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
         ceiling = sum(idf(max(entries, found), found) for found, term in counted
                       if term not in fts.UNSCORED_WORDS)
         return WordMatches(scores, ceiling)
@@ -213,7 +219,7 @@ class RecallTables(Connection):
         counts: dict[str, int] = {}
         for start in range(0, len(unique), COUNTED_TOGETHER):
             chunk = unique[start : start + COUNTED_TOGETHER]
-            counts.update(zip(chunk, self.db.count_words_matches(chunk, most), strict=True))
+            counts.update(zip(chunk, self._db.count_words_matches(chunk, most), strict=True))
         counted = [(counts[term], term) for term in terms if 0 < counts[term] <= most]
         kept, used = [], 0
         for found, term in sorted(counted):
@@ -237,15 +243,15 @@ class RecallTables(Connection):
         never writes.
         """
         if after:
-            rows = self.db.execute(
+            rows = self._db.execute(
                 "SELECT position FROM messages WHERE session_id = ? AND position > ?"
                 " AND +gap_s > ? AND superseded = 0", [session_id, after, gap_seconds])
         else:
-            rows = self.db.execute(
+            rows = self._db.execute(
                 "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?"
                 " AND superseded = 0", [session_id, gap_seconds])
         starts = [position for (position,) in rows]
-        unrecorded = self.db.execute(
+        unrecorded = self._db.execute(
             "SELECT m.position, p.created_at, m.created_at FROM messages m"
             " LEFT JOIN messages p ON p.session_id = m.session_id AND p.position = m.position - 1"
             f" WHERE m.session_id = ? AND m.position > ? AND {'+' if after else ''}m.gap_s IS NULL"
@@ -255,11 +261,20 @@ class RecallTables(Connection):
                    if pause(before, at) > gap_seconds]
         return sorted(starts), self.last_position(session_id)
 
+
+class VectorTables:
+    """Message vectors per embedding model, and the messages still without them
+    (`store.vectors`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def vector_rows(self, session_id: int, model: str, *,
                     after_id: int = 0) -> list[PositionedVector]:
         """The session's vectors for `model` of messages with an id above `after_id`."""
         return [
-            PositionedVector(*row) for row in self.db.execute(
+            PositionedVector(*row) for row in self._db.execute(
                 "SELECT v.message_id, m.position, v.vector, v.context_vector"
                 " FROM message_vectors v"
                 " JOIN messages m ON m.id = v.message_id"
@@ -273,7 +288,7 @@ class RecallTables(Connection):
     @property
     def ranks_vectors(self) -> bool:
         """Whether the database finds the nearest vectors itself (nearest_positions)."""
-        return self.db.ranks_vectors
+        return self._db.ranks_vectors
 
     def nearest_positions(self, session_id: int, model: str, dimensions: int,
                           last_position: int, query: Sequence[float],
@@ -281,7 +296,7 @@ class RecallTables(Connection):
         """Positions (up to `last_position`) holding the session's `limit` best vectors for
         `query` by the sum of the message's and its context's cosine, among a few more;
         None when the database has no vector index (the caller ranks every vector)."""
-        return self.db.nearest_vectors(model, dimensions, session_id, last_position, query,
+        return self._db.nearest_vectors(model, dimensions, session_id, last_position, query,
                                        limit)
 
     def vectors_at(self, session_id: int, model: str,
@@ -293,7 +308,7 @@ class RecallTables(Connection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            found += [PositionedVector(*row) for row in self.db.execute(
+            found += [PositionedVector(*row) for row in self._db.execute(
                 "SELECT v.message_id, m.position, v.vector, v.context_vector"
                 " FROM messages m JOIN message_vectors v ON v.message_id = m.id"
                 f" WHERE m.session_id = ? AND m.position IN ({marks}) AND v.model = ?"
@@ -311,7 +326,7 @@ class RecallTables(Connection):
         if dimensions is not None:
             sql += " AND v.dimensions = ?"
             params.append(dimensions)
-        return int(self._value(sql, params) or 0)
+        return int(fetch_value(self._db, sql, params) or 0)
 
     def texts_without_vectors(
         self, model: str, session_id: int | None = None, *, limit: int | None = None,
@@ -335,11 +350,11 @@ class RecallTables(Connection):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [PendingText(*row) for row in self.db.execute(sql, params)]
+        return [PendingText(*row) for row in self._db.execute(sql, params)]
 
     def sessions_without_vectors(self, model: str) -> list[int]:
         """Ids of the sessions with messages that have no vector for `model` yet."""
-        return [int(session_id) for session_id, in self.db.execute(
+        return [int(session_id) for session_id, in self._db.execute(
             "SELECT DISTINCT m.session_id FROM messages m WHERE NOT EXISTS (SELECT 1"
             " FROM message_vectors v WHERE v.model = ? AND v.message_id = m.id)"
             " AND m.superseded = 0 ORDER BY m.session_id", [model])]
@@ -351,12 +366,12 @@ class RecallTables(Connection):
         if session_id is not None:
             sql += " AND m.session_id = ?"
             params.append(session_id)
-        return int(self._value(sql, params) or 0)
+        return int(fetch_value(self._db, sql, params) or 0)
 
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None:
         """Store vectors; a message deleted meanwhile is skipped, not an error."""
-        with self.write():
-            self.db.executemany(
+        with self._db.write():
+            self._db.executemany(
                 "INSERT INTO message_vectors"
                 " (message_id, model, dimensions, vector, context_vector)"
                 " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
@@ -365,7 +380,7 @@ class RecallTables(Connection):
                 [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
                  for r in rows],
             )
-            self.db.executemany(
+            self._db.executemany(
                 "INSERT INTO vector_cache (model, digest, message_id, context)"
                 " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
                 " ON CONFLICT DO NOTHING",
@@ -382,7 +397,7 @@ class RecallTables(Connection):
         found: dict[str, bytes] = {}
         for start in range(0, len(wanted), CACHE_LOOKUP):
             chunk = wanted[start : start + CACHE_LOOKUP]
-            found.update((str(digest), bytes(vector)) for digest, vector in self.db.execute(
+            found.update((str(digest), bytes(vector)) for digest, vector in self._db.execute(
                 "SELECT c.digest, CASE c.context WHEN 1 THEN v.context_vector ELSE v.vector END"
                 " FROM vector_cache c JOIN message_vectors v"
                 " ON v.model = c.model AND v.message_id = c.message_id"

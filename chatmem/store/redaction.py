@@ -20,7 +20,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.store import sharing
-from chatmem.store.connection import Connection
+from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.records import MessageRecord, json_text
 
 _KEYS = {"strategy_state": ("session_id", "strategy", "key"),
@@ -73,19 +73,25 @@ _SESSION_TABLES: tuple[tuple[str, Place, tuple[str, ...], tuple[str, ...]], ...]
 )
 
 
-class RedactionTables(Connection):
+class RedactionTables:
+    """The stored text a purge finds and rewrites (`store.redactions`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._db = connection.db
+
     def profile_session_ids(self, user: str | None) -> list[int]:
         """Every session of a user profile (None: sessions without a user) this role owns:
         a session shared with it is its owner's to rewrite."""
-        ids = [r[0] for r in self.db.execute(
+        ids = [r[0] for r in self._db.execute(
             "SELECT id FROM sessions WHERE \"user\" IS NOT DISTINCT FROM ? ORDER BY id",
             [user]).fetchall()]
-        mine = sharing.owned(self, ids)
+        mine = sharing.owned(self._connection, ids)
         return [i for i in ids if i in mine]
 
     def user_facts_from(self, session_id: int) -> list[str]:
         """Keys of live user-profile facts first said in this session."""
-        return [r[0] for r in self.db.execute(
+        return [r[0] for r in self._db.execute(
             "SELECT f.key FROM facts f JOIN messages m ON m.id = f.source_message_id"
             " WHERE f.scope = 'user' AND f.deleted_at IS NULL AND m.session_id = ?"
             " ORDER BY f.id", [session_id]).fetchall()]
@@ -97,7 +103,7 @@ class RedactionTables(Connection):
         if not session_ids or not needles:
             return []
         where, params = _containing("content", needles, json_column=False)
-        return [MessageRecord.from_row(r) for r in self._rows(
+        return [MessageRecord.from_row(r) for r in fetch_rows(self._db,
             f"SELECT * FROM messages WHERE session_id IN ({_ids(session_ids)}) AND {where}"
             " ORDER BY session_id, position", params)]
 
@@ -112,7 +118,7 @@ class RedactionTables(Connection):
         if not session_ids or not needles:
             return done
         sessions = _ids(session_ids)
-        with self.write():
+        with self._db.write():
             self._rewrite_messages(sessions, needles, rewrite, done)
             for table, place, texts, jsons in _SESSION_TABLES:
                 if not self._table_exists(table):
@@ -136,7 +142,7 @@ class RedactionTables(Connection):
     def _rewrite_messages(self, sessions: str, needles: Sequence[str], rewrite: Rewrite,
                           done: Redaction) -> None:
         where, params = _containing("content", needles, json_column=False)
-        rows = self.db.execute(
+        rows = self._db.execute(
             f"SELECT id, session_id, content FROM messages WHERE session_id IN ({sessions})"
             f" AND {where}", params).fetchall()
         changed_sessions: set[int] = set()
@@ -144,9 +150,9 @@ class RedactionTables(Connection):
             new = rewrite(content)
             if new == content:
                 continue
-            self.db.execute("UPDATE messages SET content = ? WHERE id = ?", [new, message_id])
-            self.db.index_words([(message_id, fts.index_text(new))])
-            self.db.execute("DELETE FROM token_counts WHERE message_id = ?", [message_id])
+            self._db.execute("UPDATE messages SET content = ? WHERE id = ?", [new, message_id])
+            self._db.index_words([(message_id, fts.index_text(new))])
+            self._db.execute("DELETE FROM token_counts WHERE message_id = ?", [message_id])
             done.add(Place.MESSAGES, message_id)
             changed_sessions.add(session_id)
         done.sessions |= changed_sessions
@@ -155,33 +161,33 @@ class RedactionTables(Connection):
         if self._table_exists("message_vectors"):
             # A message's context vector encodes its neighbours: drop the sessions' vectors.
             changed = _ids(sorted(changed_sessions))
-            if self.db.has_column("vector_cache", "digest"):
+            if self._db.has_column("vector_cache", "digest"):
                 # Nor may the erased texts be found by their digests.
-                self.db.execute("DELETE FROM vector_cache WHERE message_id IN"
+                self._db.execute("DELETE FROM vector_cache WHERE message_id IN"
                                 f" (SELECT id FROM messages WHERE session_id IN ({changed}))")
-            for (message_id,) in self.db.execute(
+            for (message_id,) in self._db.execute(
                     "DELETE FROM message_vectors WHERE message_id IN"
                     f" (SELECT id FROM messages WHERE session_id IN ({changed}))"
                     " RETURNING message_id").fetchall():
                 done.add(Place.VECTORS, message_id)
         # The index may keep a replaced text's terms until told to forget them.
-        self.db.forget_erased_words()
+        self._db.forget_erased_words()
 
     def _rewrite_column(self, table: str, place: Place, column: str, is_json: bool,
                         needles: Sequence[str], rewrite: Rewrite, where: str,
                         params: list[Any], done: Redaction) -> None:
         contains, needle_params = _containing(column, needles, json_column=is_json)
-        has_session = table != "sessions" and self.db.has_column(table, "session_id")
+        has_session = table != "sessions" and self._db.has_column(table, "session_id")
         session = "session_id" if has_session else "NULL"
         key = _KEYS.get(table, ("id",))
-        rows = self.db.execute(
+        rows = self._db.execute(
             f"SELECT {session}, {column}, {', '.join(key)} FROM {table}"
             f" WHERE {where} AND {contains}", [*params, *needle_params]).fetchall()
         match = " AND ".join(f"{k} = ?" for k in key)
         for session_id, value, *row_key in rows:
             new = _rewrite_json(value, rewrite) if is_json else rewrite(value)
             if new != value:
-                self.db.execute(f"UPDATE {table} SET {column} = ? WHERE {match}", [new, *row_key])
+                self._db.execute(f"UPDATE {table} SET {column} = ? WHERE {match}", [new, *row_key])
                 done.add(place, (table, *row_key))
                 if table == "sessions":
                     done.sessions.add(row_key[0])
@@ -190,7 +196,7 @@ class RedactionTables(Connection):
 
     def _table_exists(self, name: str) -> bool:
         # A table a later migration added exists when one of its columns does.
-        return self.db.has_column(name, {"fact_history": "fact_id",
+        return self._db.has_column(name, {"fact_history": "fact_id",
                                          "message_vectors": "message_id"}.get(name, "session_id"))
 
 

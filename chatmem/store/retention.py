@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 
 from chatmem.errors import StoreError
 from chatmem.store import sharing, steps
-from chatmem.store.memory_state import MemoryTables
+from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.memory_state import FactTables
 from chatmem.store.records import FactRecord, checked_time
 from chatmem.store.sessions import SessionTables
 from chatmem.timestamps import parse_time
@@ -45,14 +46,22 @@ class ExpiredFact:
     """'its end was 2026-03-01' or 'unused for 90 days'."""
 
 
-class RetentionTables(SessionTables, MemoryTables):
+class RetentionTables:
+    """What retention and a user's erasure find and erase (`store.retention`)."""
+
+    def __init__(self, connection: Connection, sessions: SessionTables, facts: FactTables) -> None:
+        self._connection = connection
+        self._db = connection.db
+        self._sessions = sessions
+        self._facts = facts
+
     def set_retention(self, session_id: int, days: int | None) -> None:
         """A session's own retention: None follows the config, 0 keeps it for good."""
         if days is not None and days < 0:
             raise StoreError(f"retention must be 0 (keep) or more days, got {days}")
-        self.check_session_writable(session_id, owners_only="set the retention of")
-        with self.write():
-            self.db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
+        self._sessions.check_session_writable(session_id, owners_only="set the retention of")
+        with self._db.write():
+            self._db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
                             [days, session_id])
 
     def idle_sessions(self, now: datetime, default_days: float | None) -> list[SessionEntry]:
@@ -62,7 +71,7 @@ class RetentionTables(SessionTables, MemoryTables):
         the sessions found are counted: at start-up this reads one row per session.
         """
         found: dict[int, float] = {}
-        for row in self._rows("SELECT id, updated_at, retention_days FROM sessions"
+        for row in fetch_rows(self._db, "SELECT id, updated_at, retention_days FROM sessions"
                               " ORDER BY updated_at, id"):
             own = row["retention_days"] is not None
             keep = row["retention_days"] if own else default_days
@@ -71,14 +80,14 @@ class RetentionTables(SessionTables, MemoryTables):
             if keep and idle > keep:
                 found[row["id"]] = float(keep)
         # A session shared with this role is erased by its owner's retention, not the sharer's.
-        mine = sharing.owned(self, found)
+        mine = sharing.owned(self._connection, found)
         return self._entries({i: days for i, days in found.items() if i in mine})
 
     def _entries(self, keep: dict[int, float]) -> list[SessionEntry]:
         """Session id → days kept idle, as entries with their counts."""
         entries = []
         for session_id, days in keep.items():
-            row = self._rows(
+            row = fetch_rows(self._db,
                 "SELECT s.id, s.name, s.\"user\", s.updated_at, s.retention_days,"
                 " (SELECT count(*) FROM messages m WHERE m.session_id = s.id"
                 " AND m.superseded = 0) AS messages,"
@@ -98,8 +107,9 @@ class RetentionTables(SessionTables, MemoryTables):
         expiry erases them for good.
         """
         found = []
-        facts = self.facts(include_deleted=True)
-        mine = sharing.owned(self, {f.session_id for f in facts if f.session_id is not None})
+        facts = self._facts.facts(include_deleted=True)
+        mine = sharing.owned(self._connection,
+                             {f.session_id for f in facts if f.session_id is not None})
         for fact in facts:
             if fact.session_id is not None and fact.session_id not in mine:
                 continue  # a shared session's facts are its owner's to expire
@@ -114,9 +124,9 @@ class RetentionTables(SessionTables, MemoryTables):
         return found
 
     def set_fact_expiry(self, fact_id: int, expires_at: str | None) -> FactRecord:
-        with self.write():
-            self.db.execute("UPDATE facts SET expires_at = ? WHERE id = ?", [expires_at, fact_id])
-        return self.fact(fact_id)
+        with self._db.write():
+            self._db.execute("UPDATE facts SET expires_at = ? WHERE id = ?", [expires_at, fact_id])
+        return self._facts.fact(fact_id)
 
     def mark_facts_used(self, fact_ids: Iterable[int]) -> None:
         """A context sent these facts now: "read extends life". Best effort, like a cache."""
@@ -125,9 +135,9 @@ class RetentionTables(SessionTables, MemoryTables):
             return
         marks = ", ".join("?" for _ in ids)
         try:
-            with self.write():
-                self.db.execute(f"UPDATE facts SET used_at = ? WHERE id IN ({marks})",
-                                [self.now(), *ids])
+            with self._db.write():
+                self._db.execute(f"UPDATE facts SET used_at = ? WHERE id IN ({marks})",
+                                [self._connection.now(), *ids])
         except StoreError:
             pass  # a read-only or busy file: the turn stands, the fact's life is not extended
 
@@ -137,23 +147,23 @@ class RetentionTables(SessionTables, MemoryTables):
         if not ids:
             return
         for session_id in ids:
-            self.check_session_writable(session_id, owners_only="erase")
-        with self.write():
+            self._sessions.check_session_writable(session_id, owners_only="erase")
+        with self._db.write():
             for session_id in ids:
-                steps.erase_session_rows(self.db, session_id)
-            self.db.forget_erased_words()
+                steps.erase_session_rows(self._db, session_id)
+            self._db.forget_erased_words()
 
     def erase_facts(self, fact_ids: Iterable[int]) -> None:
         """Delete facts physically, their earlier values with them."""
         ids = list(fact_ids)
-        with self.write():
+        with self._db.write():
             for fact_id in ids:
-                self.db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
+                self._db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
 
     def user_sessions(self, user: str) -> list[SessionEntry]:
         """Every session of a user profile, with its counts."""
-        found = {r["id"]: float(r["retention_days"] or 0) for r in self._rows(
+        found = {r["id"]: float(r["retention_days"] or 0) for r in fetch_rows(self._db,
             "SELECT id, retention_days FROM sessions WHERE \"user\" = ? ORDER BY created_at, id",
             [user])}
-        mine = sharing.owned(self, found)
+        mine = sharing.owned(self._connection, found)
         return self._entries({i: days for i, days in found.items() if i in mine})

@@ -8,6 +8,7 @@ from typing import Any
 from chatmem.errors import Listed, NotFound, StoreConflict, StoreError, UsageError
 from chatmem.names import did_you_mean
 from chatmem.store import sharing, steps
+from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.messages import MessageTables
 from chatmem.store.records import (
     AccessLevel,
@@ -20,7 +21,14 @@ from chatmem.store.records import (
 from chatmem.text import is_valid
 
 
-class SessionTables(MessageTables):
+class SessionTables:
+    """Sessions by name, their settings and prompts over time, probes (`store.sessions`)."""
+
+    def __init__(self, connection: Connection, history: MessageTables) -> None:
+        self._connection = connection
+        self._db = connection.db
+        self._history = history
+
     def create_session(
         self,
         name: str,
@@ -33,11 +41,11 @@ class SessionTables(MessageTables):
         user: str | None = None,
         tokenizer: str | None = None,
     ) -> SessionRecord:
-        steps.check_new_name(self.db, name)
-        with self.write():
+        steps.check_new_name(self._db, name)
+        with self._db.write():
             session_id = steps.insert_session(
-                self.db, name, strategy, params or {}, stamp=self.now(), provider=provider,
-                model=model, system=system, user=user, tokenizer=tokenizer)
+                self._db, name, strategy, params or {}, stamp=self._connection.now(),
+                provider=provider, model=model, system=system, user=user, tokenizer=tokenizer)
         return self.session_by_id(session_id)
 
     def find_or_create_session(
@@ -52,12 +60,12 @@ class SessionTables(MessageTables):
         One transaction: two processes opening the same new session join it
         instead of one failing because the other created it first.
         """
-        with self.write():
+        with self._db.write():
             found = self.find_session(name)
             if found is None:
                 check_session_name(name)  # the one rule, for a new name only
-                session_id = steps.insert_session(self.db, name, strategy, params or {},
-                                                  stamp=self.now(), **fields)
+                session_id = steps.insert_session(self._db, name, strategy, params or {},
+                                                  stamp=self._connection.now(), **fields)
         if found is not None:
             return found, False
         return self.session_by_id(session_id), True
@@ -68,38 +76,39 @@ class SessionTables(MessageTables):
         if not ids:
             return {}
         marks = ", ".join("?" for _ in ids)
-        return {r["id"]: r["name"] for r in self._rows(
+        return {r["id"]: r["name"] for r in fetch_rows(self._db,
             f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)}
 
     def find_session(self, name: str) -> SessionRecord | None:
         if not is_valid(name):
             raise UsageError(f"session name {name!r} is not valid UTF-8")
-        rows = self._rows("SELECT * FROM sessions WHERE name = ?"
-                          f" ORDER BY {self.db.own_rows_first}created_at, id LIMIT 1", [name])
+        rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ?"
+                          f" ORDER BY {self._db.own_rows_first}created_at, id LIMIT 1", [name])
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:
         """The session written to last (a turn, or a change to its settings); None: none yet."""
-        rows = self._rows("SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
+        rows = fetch_rows(self._db,
+                          "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def session(self, name: str) -> SessionRecord:
         found = self.find_session(name)
         if found is None:
-            names = [row["name"] for row in self._rows("SELECT name FROM sessions")]
-            raise NotFound(f"no session named {name!r} in {self.location}"
+            names = [row["name"] for row in fetch_rows(self._db, "SELECT name FROM sessions")]
+            raise NotFound(f"no session named {name!r} in {self._connection.location}"
                            f"{did_you_mean(name, names)}", listed=Listed.SESSIONS)
         return found
 
     def session_by_id(self, session_id: int) -> SessionRecord:
-        rows = self._rows("SELECT * FROM sessions WHERE id = ?", [session_id])
+        rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE id = ?", [session_id])
         if not rows:
             raise NotFound(f"no session with id {session_id}")
         return SessionRecord.from_row(rows[0])
 
     def session_access(self, session_id: int) -> SessionAccess:
         """Whether the connecting role owns the session, may write it, or only read it."""
-        return sharing.session_access(self, session_id)
+        return sharing.session_access(self._connection, session_id)
 
     def may_write(self, session_id: int) -> bool:
         """Whether this role may add to the session (its own, or shared for writing)."""
@@ -109,7 +118,7 @@ class SessionTables(MessageTables):
                                ) -> None:
         """Raise, before anything is sent or changed, unless this role may write the session
         (sharing.check_writable_session)."""
-        sharing.check_writable_session(self, session_id, owners_only=owners_only)
+        sharing.check_writable_session(self._connection, session_id, owners_only=owners_only)
 
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord:
         """Change a session's settings; returns it as now stored."""
@@ -122,15 +131,15 @@ class SessionTables(MessageTables):
                                     else None)
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
-        fields["updated_at"] = self.now()
+        fields["updated_at"] = self._connection.now()
         assignments = ", ".join(f'"{k}" = ?' for k in fields)
-        with self.write():
+        with self._db.write():
             if "system" in fields and fields["system"] != self.session_by_id(session_id).system:
                 # The new prompt holds from the next turn on; earlier turns keep theirs.
-                steps.set_prompt(self.db, session_id, self.turn_count(session_id) + 1,
+                steps.set_prompt(self._db, session_id, self._history.turn_count(session_id) + 1,
                                  fields["system"])
             try:
-                self.db.execute(
+                self._db.execute(
                     f"UPDATE sessions SET {assignments} WHERE id = ?",
                     [*fields.values(), session_id],
                 )
@@ -140,18 +149,18 @@ class SessionTables(MessageTables):
 
     def system_prompts(self, session_id: int) -> list[tuple[int, str | None]]:
         """(first turn, system prompt) of every prompt the session used, oldest first."""
-        rows = self._rows("SELECT from_turn, system FROM session_prompts WHERE session_id = ?"
-                          " ORDER BY from_turn", [session_id])
+        rows = fetch_rows(self._db, "SELECT from_turn, system FROM session_prompts"
+                          " WHERE session_id = ? ORDER BY from_turn", [session_id])
         return [(r["from_turn"], r["system"]) for r in rows]
 
     def set_system_prompts(self, session_id: int,
                            prompts: Iterable[tuple[int, str | None]]) -> None:
         """Replace the session's prompt history (an import brings its own)."""
         self.check_session_writable(session_id)
-        with self.write():
-            self.db.execute("DELETE FROM session_prompts WHERE session_id = ?", [session_id])
+        with self._db.write():
+            self._db.execute("DELETE FROM session_prompts WHERE session_id = ?", [session_id])
             for from_turn, system in prompts:
-                steps.set_prompt(self.db, session_id, from_turn, system)
+                steps.set_prompt(self._db, session_id, from_turn, system)
 
     def system_for_turn(self, session_id: int, turn: int) -> str | None:
         """The system prompt turn `turn` was (or will be) sent with."""
@@ -164,7 +173,7 @@ class SessionTables(MessageTables):
         """Give a session a new name; everything it owns follows (rows point at its id)."""
         record = self.session(name)
         self.check_session_writable(record.id, owners_only="rename")
-        steps.check_new_name(self.db, new_name)
+        steps.check_new_name(self._db, new_name)
         return self.update_session(record.id, name=new_name)
 
     def list_sessions(self) -> list[dict[str, Any]]:
@@ -173,7 +182,7 @@ class SessionTables(MessageTables):
         `turns` counts the conversation's turns (forked and imported ones too);
         `requests` counts the requests recorded for it, failed and cancelled included.
         """
-        rows = self._rows(
+        rows = fetch_rows(self._db,
             """
             SELECT s.name, s.strategy, s.params, s.provider, s.model, s.tokenizer, s.created_at,
                    s.updated_at,
@@ -192,14 +201,14 @@ class SessionTables(MessageTables):
         """Erase a session physically: messages, turns, summaries, facts, index rows."""
         record = self.session(name)
         self.check_session_writable(record.id, owners_only="delete")
-        with self.write():
-            steps.erase_session_rows(self.db, record.id)
-            self.db.forget_erased_words()
+        with self._db.write():
+            steps.erase_session_rows(self._db, record.id)
+            self._db.forget_erased_words()
 
     def discard_empty_session(self, session_id: int) -> None:
         """Remove a session that holds no turn and no message (one that was only opened)."""
-        with self.write():
-            self.db.execute(
+        with self._db.write():
+            self._db.execute(
                 "DELETE FROM sessions WHERE id = ?"
                 " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?)"
                 " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)",
@@ -212,15 +221,16 @@ class SessionTables(MessageTables):
         rows = [[session_id, p["after_position"], p["question"], json_text(list(p["expect_ids"])),
                  json_text(list(p["expect_text"]))] for p in probes]
         self.check_session_writable(session_id)
-        with self.write():
-            self.db.executemany(
+        with self._db.write():
+            self._db.executemany(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
                 " expect_text) VALUES (?, ?, ?, ?, ?)", rows)
         return len(rows)
 
     def probes(self, session_id: int) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT after_position, question, expect_ids, expect_text FROM probes"
-                          " WHERE session_id = ? ORDER BY after_position, id", [session_id])
+        rows = fetch_rows(self._db, "SELECT after_position, question, expect_ids, expect_text"
+                          " FROM probes WHERE session_id = ? ORDER BY after_position, id",
+                          [session_id])
         return [{**r, "expect_ids": stored_json(r["expect_ids"], "a probe's expect_ids", "[]"),
                  "expect_text": stored_json(r["expect_text"], "a probe's expect_text", "[]")}
                 for r in rows]

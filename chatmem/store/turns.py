@@ -13,15 +13,26 @@ from chatmem.errors import (
     TurnNotReplaceable,
 )
 from chatmem.store import contexts, rendered, steps
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
+from chatmem.store.messages import MessageTables
 from chatmem.store.records import TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
 
 
-class TurnTables(SessionTables):
+class TurnTables:
+    """Turns as they were sent, from recorded to committed or replaced (`store.turns`)."""
+
+    def __init__(self, connection: Connection, sessions: SessionTables,
+                 history: MessageTables) -> None:
+        self._connection = connection
+        self._db = connection.db
+        self._sessions = sessions
+        self._history = history
+
     def _next_turn_number(self, session_id: int) -> int:
         return int(
-            self._value("SELECT coalesce(max(number), 0) + 1 FROM turns WHERE session_id = ?",
-                        [session_id])
+            fetch_value(self._db, "SELECT coalesce(max(number), 0) + 1 FROM turns"
+                        " WHERE session_id = ?", [session_id])
         )
 
     def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
@@ -41,20 +52,20 @@ class TurnTables(SessionTables):
             raise TurnNotCommittable("only a completed turn with a reply can be committed",
                                      status=turn.status)
         try:
-            with self.write():
+            with self._db.write():
                 user_id, assistant_id = steps.append_messages(
-                    self.db, turn.session_id,
+                    self._db, turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at},
                      {"role": "assistant", "content": turn.reply, "ts": replied_at}],
-                    self.now)
+                    self._connection.now)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
-                turn.history_turn = self.turn_count(turn.session_id)
+                turn.history_turn = self._history.turn_count(turn.session_id)
                 if message_tokens is not None and turn.tokenizer:
                     counts = dict(zip((user_id, assistant_id), message_tokens, strict=True))
-                    steps.save_token_counts(self.db, counts, turn.tokenizer)
+                    steps.save_token_counts(self._db, counts, turn.tokenizer)
                 self._insert_turn(turn)
                 if supersedes is not None:
-                    self.db.execute(
+                    self._db.execute(
                         "UPDATE turns SET superseded_by = ? WHERE session_id = ? AND number = ?",
                         [turn.number, turn.session_id, supersedes])
         except StoreError as e:
@@ -66,7 +77,7 @@ class TurnTables(SessionTables):
     def record_turn(self, turn: TurnRecord) -> TurnRecord:
         """Store a failed or cancelled turn: the turn row only, nothing enters memory."""
         try:
-            with self.write():
+            with self._db.write():
                 self._insert_turn(turn)
         except StoreError as e:
             raise StoreError(f"the turn was not recorded: {e.reason}", kind=e.kind,
@@ -84,7 +95,7 @@ class TurnTables(SessionTables):
         Only the last turn, a completed one, and only while no summary or fact
         was derived from it: memory built on a reply must not outlive the reply.
         """
-        with self.write():
+        with self._db.write():
             turn = self.turn(session_id)
             if turn.status != "ok" or turn.user_message_id is None \
                     or turn.assistant_message_id is None or turn.superseded_by is not None:
@@ -94,7 +105,7 @@ class TurnTables(SessionTables):
                     turn=turn.number, why=ReplaceRefusal.NOT_COMPLETED)
             # Replaced turns' messages count here: a turn a crash left hidden (between
             # hide_turn and its replacement's commit) can still be sent again.
-            last = self._value("SELECT max(turn) FROM messages WHERE session_id = ?",
+            last = fetch_value(self._db, "SELECT max(turn) FROM messages WHERE session_id = ?",
                                [session_id])
             if (turn.history_turn or 0) != last:
                 raise TurnNotReplaceable(
@@ -113,24 +124,24 @@ class TurnTables(SessionTables):
 
     def show_turn(self, turn: TurnRecord) -> None:
         """Put a turn `hide_turn` took out of memory back (its replacement was not stored)."""
-        with self.write():
+        with self._db.write():
             self._set_superseded(turn, 0)
 
     def _set_superseded(self, turn: TurnRecord, superseded: int) -> None:
-        self.db.execute("UPDATE messages SET superseded = ? WHERE session_id = ? AND id IN (?, ?)",
+        self._db.execute("UPDATE messages SET superseded = ? WHERE session_id = ? AND id IN (?, ?)",
                         [superseded, turn.session_id, turn.user_message_id,
                          turn.assistant_message_id])
 
     def _derived_from(self, turn: TurnRecord) -> tuple[ReplaceRefusal, str] | None:
         """What memory holds from `turn` (a summary covering it, facts stated or changed
         in it or since), and that as a short phrase; None when nothing."""
-        summaries = self._value(
+        summaries = fetch_value(self._db,
             "SELECT count(*) FROM summaries WHERE session_id = ? AND last_message_id >= ?",
             [turn.session_id, turn.user_message_id])
         if summaries:
             return ReplaceRefusal.SUMMARIZED, "a summary covers it"
         # A fact changed since the turn was stored may have been extracted from its reply.
-        facts = self._value(
+        facts = fetch_value(self._db,
             "SELECT count(*) FROM facts WHERE (session_id = ? OR source_session_id = ?)"
             " AND (source_turn = ? OR updated_at >= ? OR deleted_at >= ?)",
             [turn.session_id, turn.session_id, turn.history_turn, turn.created_at,
@@ -141,14 +152,14 @@ class TurnTables(SessionTables):
 
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)
-        turn.created_at = turn.created_at or self.now()
-        stored = contexts.compact(self.db, turn.session_id, turn.tokenizer, turn.context)
+        turn.created_at = turn.created_at or self._connection.now()
+        stored = contexts.compact(self._db, turn.session_id, turn.tokenizer, turn.context)
         row = turn.to_row(stored)
         row["rendered_prompt"], row["rendered"] = rendered.to_columns(
-            self.db, turn.session_id, stored, turn.rendered_prompt)
+            self._db, turn.session_id, stored, turn.rendered_prompt)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        turn.id = steps.insert_id(self.db, f"INSERT INTO turns ({columns}) VALUES ({marks})",
+        turn.id = steps.insert_id(self._db, f"INSERT INTO turns ({columns}) VALUES ({marks})",
                                  list(row.values()))
 
     def turns(self, session_id: int, status: TurnStatus | None = None) -> list[TurnRecord]:
@@ -157,29 +168,30 @@ class TurnTables(SessionTables):
         if status:
             sql += " AND status = ?"
             params.append(status)
-        return [self._turn_record(r) for r in self._rows(sql + " ORDER BY number", params)]
+        return [self._turn_record(r)
+                for r in fetch_rows(self._db, sql + " ORDER BY number", params)]
 
     def turn(self, session_id: int, number: int | None = None) -> TurnRecord:
         """Turn `number` of a session, or its last turn."""
         if number is None:
-            rows = self._rows(
+            rows = fetch_rows(self._db,
                 "SELECT * FROM turns WHERE session_id = ? ORDER BY number DESC LIMIT 1",
                 [session_id],
             )
         else:
-            rows = self._rows(
+            rows = fetch_rows(self._db,
                 "SELECT * FROM turns WHERE session_id = ? AND number = ?", [session_id, number]
             )
         if not rows:
             which = "no turns" if number is None else f"no turn {number}"
-            raise NotFound(f"session {self.session_by_id(session_id).name!r} has {which}")
+            raise NotFound(f"session {self._sessions.session_by_id(session_id).name!r} has {which}")
         return self._turn_record(rows[0])
 
     def _turn_record(self, row: Mapping[str, Any]) -> TurnRecord:
         record = TurnRecord.from_row(row)
-        record.context = contexts.expand(self.db, record.session_id, record.tokenizer,
+        record.context = contexts.expand(self._db, record.session_id, record.tokenizer,
                                          record.context)
         record.rendered_prompt = rendered.from_columns(
-            self.db, record.session_id, record.rendered_prompt, row.get("rendered"),
+            self._db, record.session_id, record.rendered_prompt, row.get("rendered"),
             f"turn {record.number}")
         return record

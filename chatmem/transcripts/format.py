@@ -165,9 +165,9 @@ def from_records(
 def stored_transcript(store: Store, session: SessionRecord,
                       last_turn: int | None = None) -> Transcript:
     """A stored session (to `last_turn`) as a transcript: strategy, recording, prompts, probes."""
-    messages = store.messages(session.id, 1, last_turn)
-    prompts = store.system_prompts(session.id)
-    probes = store.probes(session.id)
+    messages = store.history.messages(session.id, 1, last_turn)
+    prompts = store.sessions.system_prompts(session.id)
+    probes = store.sessions.probes(session.id)
     if last_turn is not None:
         prompts = [p for p in prompts if p[0] <= last_turn + 1]
         end = max((m.position for m in messages), default=0)

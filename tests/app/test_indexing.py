@@ -21,8 +21,8 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
     with Workspace(settings) as workspace:
         for name, texts in (("trip", ["我们五月去杭州旅行。", "好的。"]),
                             ("work", ["My brother is a dentist.", "Noted.", "And you?"])):
-            session = workspace.store.create_session(name, "retrieval")
-            workspace.store.import_messages(session.id, [
+            session = workspace.store.sessions.create_session(name, "retrieval")
+            workspace.store.history.import_messages(session.id, [
                 {"role": "user" if i % 2 == 0 else "assistant", "content": text}
                 for i, text in enumerate(texts)])
         yield workspace
@@ -31,13 +31,13 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
 def test_every_session_waiting_is_listed_once_for_the_count_and_the_work(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     listed = []
-    listing = ws.store.sessions_without_vectors
+    listing = ws.store.vectors.sessions_without_vectors
 
     def counted(model: str) -> list[int]:
         listed.append(model)
         return listing(model)
 
-    monkeypatch.setattr(ws.store, "sessions_without_vectors", counted)
+    monkeypatch.setattr(ws.store.vectors, "sessions_without_vectors", counted)
     pending = pending_vectors(ws, None)
     assert (pending.model, pending.total, len(pending.session_ids)) == ("hash:256", 5, 2)
     done = index_sessions(ws, pending)
@@ -49,6 +49,6 @@ def test_every_session_waiting_is_listed_once_for_the_count_and_the_work(
 
 def test_one_session_is_counted_and_embedded_alone(ws: Workspace) -> None:
     pending = pending_vectors(ws, "trip")
-    assert (pending.total, pending.session_ids) == (2, (ws.store.session("trip").id,))
+    assert (pending.total, pending.session_ids) == (2, (ws.store.sessions.session("trip").id,))
     assert index_sessions(ws, pending).embedded == 2
     assert pending_vectors(ws, None).total == 3

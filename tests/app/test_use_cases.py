@@ -85,7 +85,7 @@ def test_a_clients_history_is_adopted_past_what_is_stored(ws: Workspace) -> None
             ClientMessage("user", "two"), ClientMessage("assistant", "dos")]
 
     def stored() -> list[str]:
-        return [m.content for m in ws.store.messages(ws.store.session("c").id)]
+        return [m.content for m in ws.store.history.messages(ws.store.sessions.session("c").id)]
 
     adopt_history(ws, "c", said)
     assert stored() == ["one", "uno", "two", "dos"]
@@ -99,7 +99,7 @@ def test_a_clients_history_is_adopted_past_what_is_stored(ws: Workspace) -> None
     adopt_history(ws, "c", edited)
     assert stored() == ["one", "uno", "two", "dos", "three"]  # nothing stored was changed
     adopt_history(ws, "nosuch", said)
-    assert ws.store.find_session("nosuch") is None
+    assert ws.store.sessions.find_session("nosuch") is None
 
 
 def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> None:

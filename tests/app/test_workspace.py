@@ -77,7 +77,7 @@ def test_a_reading_workspace_creates_no_file(tmp_path: Path) -> None:
         _ = ws.store
     assert not named.exists()
     with Workspace(Settings(), create=False) as ws:  # the default file: an empty history
-        assert ws.store.list_sessions() == []
+        assert ws.store.sessions.list_sessions() == []
         assert not ws.has_history
 
 
@@ -105,7 +105,7 @@ def test_an_engine_is_given_what_opening_changed(tmp_path: Path) -> None:
         assert [type(n).__name__ for n in again.notices] == ["StrategyChanged",
                                                             "SystemPromptReplaced"]
         again.finish()
-        assert ws.store.session("s").strategy == "buffer"  # kept when the command ended
+        assert ws.store.sessions.session("s").strategy == "buffer"  # kept when the command ended
 
 
 def test_a_pool_runs_retention_once_on_each_history_its_workspaces_open(
@@ -119,8 +119,8 @@ def test_a_pool_runs_retention_once_on_each_history_its_workspaces_open(
     histories = [tmp_path / "ann.db", tmp_path / "bob.db"]
     for db in histories:
         with Store(db, clock=lambda: then) as store:
-            old = store.create_session("old", "window")
-            store.import_messages(old.id, [{"role": "user", "content": "hi"}])
+            old = store.sessions.create_session("old", "window")
+            store.history.import_messages(old.id, [{"role": "user", "content": "hi"}])
     pool = ModelPool()
     # A server's tokens may name several histories: each is pruned once, at its first use.
     for db, done_before in ((histories[0], False), (histories[1], False),
@@ -129,4 +129,4 @@ def test_a_pool_runs_retention_once_on_each_history_its_workspaces_open(
                        models=pool) as ws:
             assert ws.retention_checked is done_before
             apply_retention(ws)
-            assert ws.retention_checked and ws.store.find_session("old") is None
+            assert ws.retention_checked and ws.store.sessions.find_session("old") is None

@@ -62,7 +62,7 @@ def test_piped_text_and_files_go_with_the_question_as_data(tmp_path: Path) -> No
     assert list(parts) == ["system", "files", "input"]
     # History holds what the user typed, not the files: the next turn does not resend them.
     with Store(tmp_path / "h.db") as store:
-        stored = store.messages(store.session("s").id)
+        stored = store.history.messages(store.sessions.session("s").id)
     assert [(m.role, m.content) for m in stored] == [("user", "summarize:"),
                                                       ("assistant", "echo #1: summarize:")]
 

@@ -30,9 +30,9 @@ def assert_log_matches_turns(db: Path, log: Path, session: str = "demo") -> None
     """What the provider received equals, byte for byte, what each stored turn says was sent."""
     requests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     with Store(db) as store:
-        record = store.session(session)
-        turns = store.turns(record.id)
-        messages = store.messages(record.id)
+        record = store.sessions.session(session)
+        turns = store.turns.turns(record.id)
+        messages = store.history.messages(record.id)
     assert [r["purpose"] for r in requests] == ["chat"] * len(turns)
     for request, turn in zip(requests, turns, strict=True):
         sent = json.dumps(request["messages"], ensure_ascii=False).encode()
@@ -119,11 +119,11 @@ def test_resuming_a_session_keeps_its_strategy_and_history(tmp_path: Path) -> No
     result = invoke("chat", "r", "--db", db, "--provider", "scripted", input="two\n")
     assert result.exit_code == 0
     with Store(db) as store:
-        session = store.session("r")
+        session = store.sessions.session("r")
         assert (session.strategy, session.params) == ("tokens", {"max_tokens": 500})
-        assert [(t.strategy, t.params) for t in store.turns(session.id)] == [
+        assert [(t.strategy, t.params) for t in store.turns.turns(session.id)] == [
             ("tokens", {"max_tokens": 500})] * 2
-        assert [m.content for m in store.messages(store.session("r").id)][-2:] == [
+        assert [m.content for m in store.history.messages(store.sessions.session("r").id)][-2:] == [
             "two", "echo #1: two"]
 
 
@@ -137,9 +137,10 @@ def test_slash_commands_from_a_pipe(tmp_path: Path) -> None:
     assert "strategy: tokens max_tokens=300" in result.stderr
     assert "/show-prompt" in result.stderr  # /help lists the commands
     with Store(tmp_path / "x.db") as store:
-        session = store.session("s")
+        session = store.sessions.session("s")
         assert session.strategy == "tokens" and session.params == {"max_tokens": 300}
-        assert [m.content for m in store.messages(session.id)] == ["hello", "echo #1: hello"]
+        assert [m.content for m in store.history.messages(session.id)] == [
+            "hello", "echo #1: hello"]
 
 
 def test_a_bad_slash_command_fails_the_script_but_not_the_session(tmp_path: Path) -> None:
@@ -203,9 +204,9 @@ def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
         "error: cannot reach http://127.0.0.1:9/v1: is the server running?"]
     assert "sk-secret" not in result.stdout + result.stderr
     with Store(db) as store:
-        session = store.session("u")
-        assert store.messages(session.id) == []
-        assert [t.status for t in store.turns(session.id)] == ["failed"]
+        session = store.sessions.session("u")
+        assert store.history.messages(session.id) == []
+        assert [t.status for t in store.turns.turns(session.id)] == ["failed"]
 
 
 def test_ask_against_an_unreachable_endpoint(tmp_path: Path) -> None:
@@ -329,12 +330,12 @@ def test_ctrl_c_cancels_the_streaming_reply_and_stops_a_piped_script(
     assert out == "Hello\n"  # the script stopped: "and now?" was never sent
     assert len(chat_server.requests) == 1
     with Store(db) as store:
-        session = store.session("c")
-        turns = store.turns(session.id)
+        session = store.sessions.session("c")
+        turns = store.turns.turns(session.id)
         assert [t.status for t in turns] == ["cancelled"]
         assert turns[0].error == "cancelled by the user"
         assert turns[0].reply == "Hello"
-        assert store.messages(session.id) == []  # nothing of it entered memory
+        assert store.history.messages(session.id) == []  # nothing of it entered memory
 
 
 def test_ctrl_c_while_waiting_for_the_first_token_cancels_the_turn(tmp_path: Path,
@@ -358,9 +359,9 @@ def test_ctrl_c_while_waiting_for_the_first_token_cancels_the_turn(tmp_path: Pat
     assert out_stream.rest() == ""
     assert err_stream.rest() == "(reply cancelled; it stays out of memory)\n"
     with Store(db) as store:
-        session = store.session("default")
-        assert [(t.status, t.reply) for t in store.turns(session.id)] == [("cancelled", None)]
-        assert store.messages(session.id) == []
+        session = store.sessions.session("default")
+        assert [(t.status, t.reply) for t in store.turns.turns(session.id)] == [("cancelled", None)]
+        assert store.history.messages(session.id) == []
 
 
 def test_401_from_a_real_server_is_one_line_naming_the_variable(tmp_path: Path,
@@ -432,7 +433,7 @@ def test_a_cancelled_ask_exits_130(tmp_path: Path, chat_server) -> None:
     assert out == "Hello\n"
     assert err == "(reply cancelled; it stays out of memory)\n"
     with Store(db) as store:
-        (turn,) = store.turns(store.session("default").id)
+        (turn,) = store.turns.turns(store.sessions.session("default").id)
         assert turn.status == "cancelled"
 
 
@@ -445,7 +446,7 @@ def test_strategy_with_parameters_after_a_colon(tmp_path: Path) -> None:
                  "window:k=2")
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        session = store.session("default")
+        session = store.sessions.session("default")
         assert (session.strategy, session.params) == ("window", {"k": 2})
     shown = invoke("inspect", "default", "--db", str(db), "--provider", "scripted", "--json",
                 "--next", "x", "-s", "tokens:max_tokens=300")

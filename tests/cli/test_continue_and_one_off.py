@@ -52,7 +52,7 @@ def test_ask_without_a_session_reads_no_history_and_leaves_the_file_unchanged(db
                         ("user", "我的订单号是多少？")]
     assert digest(db) == before
     with Store(db) as store:
-        assert [s["name"] for s in store.list_sessions()] == ["trip"]
+        assert [s["name"] for s in store.sessions.list_sessions()] == ["trip"]
 
 
 def test_a_one_off_question_never_creates_the_history_file(db: Path) -> None:
@@ -73,7 +73,7 @@ def test_continue_picks_the_session_used_last(db: Path) -> None:
     assert chat.stderr.startswith("session trip ·")
     assert ("user", "where do I fly?") in sent(db)
     with Store(db) as store:
-        assert store.turn_count(store.session("trip").id) == 4
+        assert store.history.turn_count(store.sessions.session("trip").id) == 4
 
 
 def test_continue_errors_are_one_line(db: Path) -> None:
@@ -96,16 +96,16 @@ def test_a_strategy_or_system_for_one_ask_holds_for_that_call_only(db: Path) -> 
     assert json.loads(once.stdout)["strategy"]["name"] == "buffer"
     assert sent(db)[0] == ("system", "Be terse.")
     with Store(db) as store:
-        session = store.session("trip")
+        session = store.sessions.session("trip")
         assert (session.strategy, session.params, session.system) == (
             "window", {"k": 2}, "You are a helpful assistant.")
-        assert [t.strategy for t in store.turns(session.id)] == ["window", "buffer"]
+        assert [t.strategy for t in store.turns.turns(session.id)] == ["window", "buffer"]
     kept = run_logged(db, "ask", "trip", "three", "-s", "buffer", "--system", "Be terse.", "--save")
     assert kept.exit_code == 0, kept.stderr
     assert run_logged(db, "ask", "trip", "four").exit_code == 0
     assert sent(db)[0] == ("system", "Be terse.")
     with Store(db) as store:
-        session = store.session("trip")
+        session = store.sessions.session("trip")
         assert (session.strategy, session.system) == ("buffer", "Be terse.")
 
 

@@ -186,7 +186,7 @@ def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -
     assert chatted.exit_code == 0, chatted.stderr
     assert cipher.file_kind(db) == "encrypted"
     with Store(db, key="pass phrase from a manager") as store:
-        assert store.find_session("s") is not None
+        assert store.sessions.find_session("s") is not None
     shown = keyed("config", "show", "--config", str(config), "--json")
     assert json.loads(shown.stdout)["history_key"] == "from key_command"
     config.write_text("key_command = \"echo nope >&2; exit 7\"\n")
@@ -296,7 +296,8 @@ def test_a_file_open_in_another_process_is_not_converted_and_says_so(tmp_path: P
     assert other.returncode == 0
     assert cipher.file_kind(db) == "plain"
     with Store(db) as store:
-        assert [t.input for t in store.turns(store.session("s").id)] == ["你好 hello", "again"]
+        session_id = store.sessions.session("s").id
+        assert [t.input for t in store.turns.turns(session_id)] == ["你好 hello", "again"]
 
 
 # -- the key is never written, shown or logged -----------------------------------------------------
@@ -433,4 +434,4 @@ def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path)
     assert code == 0, screen
     assert cipher.file_kind(db) == "encrypted" and KEY not in screen
     with Store(db, key=KEY) as store:
-        assert store.list_sessions() == []
+        assert store.sessions.list_sessions() == []

@@ -39,9 +39,9 @@ def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str,
     assert {k: v for k, v in json.loads(back.stdout.splitlines()[0]).items()
             if k not in ("strategy", "params")} == source[0]
     with Store(second) as store:
-        session = store.session(name)
+        session = store.sessions.session(name)
         assert session.system == source[0]["system"]
-        stored = store.messages(session.id)
+        stored = store.history.messages(session.id)
         assert [m.external_id for m in stored] == [m["id"] for m in messages]
 
 
@@ -52,10 +52,10 @@ def test_import_reports_what_it_did_and_keeps_probes(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.stderr == "imported 60 messages and 6 probes into session desk\n"
     with Store(db) as store:
-        session = store.session("desk")
-        assert store.turn_count(session.id) == 30
+        session = store.sessions.session("desk")
+        assert store.history.turn_count(session.id) == 30
         # Asked after turn 10 (message 20) and, five of them, after turn 30 (message 60).
-        assert [p["after_position"] for p in store.probes(session.id)] == [20] + [60] * 5
+        assert [p["after_position"] for p in store.sessions.probes(session.id)] == [20] + [60] * 5
     evaluated = invoke("eval", "desk", "-s", "window", "--db", db, "--json")
     assert evaluated.exit_code == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["strategies"][0]["eval"]["probes"] == 6
@@ -73,10 +73,11 @@ def test_import_openai_style_and_plain_list(tmp_path: Path) -> None:
     assert invoke("sessions", "import", str(openai), "--db", db).exit_code == 0
     assert invoke("sessions", "import", str(listed), "--db", db).exit_code == 0
     with Store(db) as store:
-        chat = store.session("chat")  # named after the file when there is no title
+        chat = store.sessions.session("chat")  # named after the file when there is no title
         assert chat.system == "You are terse."
-        assert [m.content for m in store.messages(chat.id)] == ["你好", "你好！"]
-        assert [m.content for m in store.messages(store.session("list").id)] == ["hi"]
+        assert [m.content for m in store.history.messages(chat.id)] == ["你好", "你好！"]
+        listed = store.sessions.session("list")
+        assert [m.content for m in store.history.messages(listed.id)] == ["hi"]
 
 
 def test_bad_file_imports_nothing(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
                             "/forget locker code", "and now?"])
     assert errors(err) == []
     with Store(db) as store:
-        (_, turn2, turn3) = store.turns(store.session("a").id)
+        (_, turn2, turn3) = store.turns.turns(store.sessions.session("a").id)
         assert secret in json.dumps(turn2.context, ensure_ascii=False)
         assert secret not in json.dumps(turn3.context, ensure_ascii=False)
     assert secret.encode() in _file_bytes(db)
@@ -139,7 +139,7 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
     assert secret.encode() not in _file_bytes(db)
     assert facts_json(db) == []
     with Store(db) as store:
-        assert len(store.turns(store.session("a").id)) == 3
+        assert len(store.turns.turns(store.sessions.session("a").id)) == 3
 
 
 def _file_bytes(db: Path) -> bytes:

@@ -60,9 +60,9 @@ def test_ask_takes_the_session_first_or_as_an_option_or_not_at_all(tmp_path: Pat
     assert run("ask", "trip", "and now?", "--session", "trip", *base).exit_code == 0
     assert run("ask", "trip", "-", *base, input="from stdin\n").stdout == "echo #1: from stdin\n"
     with Store(db) as store:
-        assert [m.content for m in store.messages(store.session("trip").id)
+        assert [m.content for m in store.history.messages(store.sessions.session("trip").id)
                 if m.role == "user"] == ["where to?", "and then?", "and now?", "from stdin"]
-        assert store.find_session("default") is None  # a one-off question is kept nowhere
+        assert store.sessions.find_session("default") is None  # a one-off question is kept nowhere
     clash = run("ask", "trip", "x", "--session", "other", *base)
     assert clash.exit_code == 2
     assert clash.stderr == ("error: two sessions given: 'trip' and --session 'other'; "
@@ -81,9 +81,9 @@ def test_chat_and_inspect_take_the_session_first_or_as_an_option(tmp_path: Path)
     assert run("chat", "trip", "--session", "trip", *base, input="third\n").exit_code == 0
     assert run("chat", *base, input="elsewhere\n").exit_code == 0  # no session: default
     with Store(db) as store:
-        assert [m.content for m in store.messages(store.session("trip").id)
+        assert [m.content for m in store.history.messages(store.sessions.session("trip").id)
                 if m.role == "user"] == ["first", "second", "third"]
-        assert [s["name"] for s in store.list_sessions()] == ["default", "trip"]
+        assert [s["name"] for s in store.sessions.list_sessions()] == ["default", "trip"]
     shown = run("inspect", "trip", "--json", *base)
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["input"] == "third"
@@ -96,8 +96,9 @@ def test_chat_and_inspect_take_the_session_first_or_as_an_option(tmp_path: Path)
         assert clash.stderr == ("error: two sessions given: 'trip' and --session 'other'; "
                                 "give one\n")
     with Store(db) as store:
-        assert store.find_session("other") is None
-        assert len(store.messages(store.session("trip").id)) == 6  # the clash sent nothing
+        assert store.sessions.find_session("other") is None
+        # the clash sent nothing
+        assert len(store.history.messages(store.sessions.session("trip").id)) == 6
     missing = run("inspect", *base)
     assert (missing.exit_code, missing.stderr) == (
         2, "error: missing argument SESSION (or --session SESSION)\n")
@@ -127,7 +128,7 @@ def test_one_session_name_rule_for_every_command_that_names_one(
     assert result.exit_code == 2
     assert result.stderr == BAD_NAME
     with Store(db) as store:
-        assert [s["name"] for s in store.list_sessions()] == ["trip"]
+        assert [s["name"] for s in store.sessions.list_sessions()] == ["trip"]
 
 
 def test_the_rule_takes_any_script_and_the_usual_punctuation(tmp_path: Path) -> None:

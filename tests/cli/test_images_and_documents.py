@@ -60,11 +60,11 @@ def test_an_image_is_kept_once_per_session_and_inspect_shows_it(chat_server, pho
         assert served(chat_server, "ask", "s", "-m", "vision", "-a", str(photo), question,
                       "--db", str(db)).exit_code == 0
     with Store(db) as store:
-        session = store.session("s")
-        [kept] = store.images(session.id)
+        session = store.sessions.session("s")
+        [kept] = store.images.images(session.id)
         assert (kept.mime, kept.width, kept.height, kept.size) == (
             "image/png", 1024, 600, photo.stat().st_size)
-        assert store.image_bytes(session.id, kept.digest) == photo.read_bytes()
+        assert store.images.image_bytes(session.id, kept.digest) == photo.read_bytes()
     shown = invoke("inspect", "s", "1", "--db", str(db), "--json")
     assert shown.exit_code == 0, shown.stderr
     files = next(p for p in json.loads(shown.stdout)["context"]["parts"] if p["kind"] == "files")
@@ -90,7 +90,7 @@ def test_a_provider_that_cannot_see_images_refuses_in_one_line(photo: Path,
                              "vision model can)\n")
     assert result.stdout == ""
     with Store(db) as store:  # the file the refusal left is empty of sessions
-        assert store.find_session("s") is None
+        assert store.sessions.find_session("s") is None
 
 
 def test_attach_in_the_repl_refuses_an_image_and_the_chat_goes_on(photo: Path,

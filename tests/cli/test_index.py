@@ -13,8 +13,8 @@ from chatmem.store import Store
 def history(tmp_path, embedder: str = "hash"):
     db = tmp_path / "h.db"
     with Store(db) as store:
-        session = store.create_session("s", "retrieval")
-        store.import_messages(session.id, [
+        session = store.sessions.create_session("s", "retrieval")
+        store.history.import_messages(session.id, [
             {"role": "user", "content": "My brother is a dentist."},
             {"role": "assistant", "content": "Noted."},
             {"role": "user", "content": "我们五月去杭州旅行。"},
@@ -57,8 +57,8 @@ def test_a_chat_that_ends_with_messages_to_embed_says_how_many_and_index_finishe
 
     db, config = history(tmp_path)
     with Store(db) as store:
-        session = store.session("s")
-        store.import_messages(session.id, [
+        session = store.sessions.session("s")
+        store.history.import_messages(session.id, [
             {"role": role, "content": f"{role} line {n}: the ferry timetable, 渡轮时刻表 {n}"}
             for n in range(600) for role in ("user", "assistant")])
     common = ["--db", str(db), "--config", str(config)]
@@ -66,7 +66,7 @@ def test_a_chat_that_ends_with_messages_to_embed_says_how_many_and_index_finishe
                   "scripted", *common, input="when is the ferry?\n")
     assert done.exit_code == 0, done.output
     with Store(db) as store:
-        left = store.count_without_vectors("hash:256", store.session("s").id)
+        left = store.vectors.count_without_vectors("hash:256", store.sessions.session("s").id)
     said = re.findall(r"indexing stopped: ([\d,]+) messages of session s have no vector for "
                       r"hash:256 yet", done.output)
     # What the chat says is left is what the file holds: said when there is any.

@@ -82,7 +82,7 @@ def reap(pid: int) -> int:
 
 def lease_holder(db: Path) -> LeaseHolder | None:
     with Store(db) as store:
-        lease = store.index_lease(store.session("lc").id, MODEL)
+        lease = store.leases.index_lease(store.sessions.session("lc").id, MODEL)
         return None if lease is None else lease.holder
 
 
@@ -139,12 +139,12 @@ def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
     status = reap(pid)  # reaped: a zombie would still answer as a process
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     with Store(db) as store:
-        session_id = store.session("lc").id
-        left = store.count_without_vectors(model, session_id)
+        session_id = store.sessions.session("lc").id
+        left = store.vectors.count_without_vectors(model, session_id)
         assert left == IMPORTED - first_batch
         # Its row is still there, but a holder that ended holds nothing.
         assert store.db.execute("SELECT pid FROM index_leases").fetchall() == [(pid,)]
-        assert store.index_lease(session_id, model) is None
+        assert store.leases.index_lease(session_id, model) is None
         embedded_before = {digest for digest, in store.db.execute(
             "SELECT digest FROM vector_cache WHERE model = ?", [model])}
     asked = len(endpoint.requests)
@@ -159,7 +159,7 @@ def test_a_killed_indexers_lease_ends_with_it_and_the_next_process_resumes(
     assert {text_digest(text) for text in texts} & embedded_before == set()
     with Store(db) as store:
         assert vector_models(store) == {model: IMPORTED}
-        lease = store.index_lease(store.session("lc").id, model)
+        lease = store.leases.index_lease(store.sessions.session("lc").id, model)
     assert lease is None
 
 
@@ -170,11 +170,12 @@ def test_index_leaves_a_session_another_live_indexer_holds(tmp_path: Path) -> No
     elsewhere = LeaseHolder(4242, "indexer-host.invalid")
     with Store(db) as store:
         for name in ("held", "旅行"):
-            session = store.create_session(name, "retrieval")
-            store.import_messages(session.id, [
+            session = store.sessions.create_session(name, "retrieval")
+            store.history.import_messages(session.id, [
                 {"role": "user", "content": f"{name}: 我们五月去杭州旅行。"},
                 {"role": "assistant", "content": f"{name}: noted, Hangzhou in May."}])
-        assert store.take_index_lease(store.session("held").id, MODEL, elsewhere) is None
+        assert store.leases.take_index_lease(store.sessions.session("held").id, MODEL,
+                                             elsewhere) is None
     common = ["--db", str(db), "--config", str(config)]
     done = invoke("index", "--json", *common)
     assert done.exit_code == 0, done.stderr
@@ -187,5 +188,5 @@ def test_index_leaves_a_session_another_live_indexer_holds(tmp_path: Path) -> No
     assert again.stdout.split("\n")[0] == ("session held: left to process 4242 on"
                                             " indexer-host.invalid, which is embedding it")
     with Store(db) as store:
-        assert store.count_without_vectors(MODEL, store.session("held").id) == 2
-        assert store.count_without_vectors(MODEL, store.session("旅行").id) == 0
+        assert store.vectors.count_without_vectors(MODEL, store.sessions.session("held").id) == 2
+        assert store.vectors.count_without_vectors(MODEL, store.sessions.session("旅行").id) == 0

@@ -81,7 +81,7 @@ def test_next_shows_what_would_be_sent_without_calling_the_model(
     assert [m["turn"] for m in history] == [29, 29, 30, 30]
     assert log.read_text(encoding="utf-8") == before  # no model call
     with Store(db) as store:
-        assert len(store.turns(store.session("rs").id)) == 30  # nothing stored
+        assert len(store.turns.turns(store.sessions.session("rs").id)) == 30  # nothing stored
 
 
 def test_what_if_under_another_strategy_builds_on_the_history_it_had(
@@ -111,21 +111,21 @@ def test_what_if_under_another_strategy_builds_on_the_history_it_had(
     kinds = [p["kind"] for p in summarized["context"]["parts"]]  # type: ignore[index]
     assert "summary" in kinds
     with Store(db) as store:
-        assert store.summaries(store.session("rs").id) == []
+        assert store.memory.summaries(store.sessions.session("rs").id) == []
 
 
 def test_summaries_lists_versions_with_dropped_anchors(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     with Store(db) as store:
-        session = store.create_session("trip", "summary", {}, model="scripted")
-        ids = store.import_messages(session.id, [
+        session = store.sessions.create_session("trip", "summary", {}, model="scripted")
+        ids = store.history.import_messages(session.id, [
             {"role": "user", "content": "预算五千元，三月十五日出发"},
             {"role": "assistant", "content": "好的"},
         ])
-        store.add_summary(session.id, "summary", "用户预算五千元，三月十五日出发。",
-                          covered_ids=ids, anchors=["五千元", "三月十五日"])
-        store.add_summary(session.id, "summary", "用户要去旅行。", covered_ids=ids,
-                          anchors=[], dropped_anchors=["五千元", "三月十五日"])
+        store.memory.add_summary(session.id, "summary", "用户预算五千元，三月十五日出发。",
+                                 covered_ids=ids, anchors=["五千元", "三月十五日"])
+        store.memory.add_summary(session.id, "summary", "用户要去旅行。", covered_ids=ids,
+                                 anchors=[], dropped_anchors=["五千元", "三月十五日"])
     result = invoke("inspect", "trip", "--summaries", "--db", str(db), "--json")
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)["summaries"]
@@ -148,11 +148,11 @@ def test_local_turns_show_the_rendered_prompt(tmp_path: Path) -> None:
          "messages": [{"role": "user", "content": "hi", "tokens": 8, "id": None,
                        "turn": None}]}]}
     with Store(db) as store:
-        session = store.create_session("loc", "buffer", {}, provider="local", model="smol")
-        store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
-                                     provider="local", model="smol", estimated_tokens=11,
-                                     prompt_tokens=31, latency_ms=370,
-                                     rendered_prompt=prompt))
+        session = store.sessions.create_session("loc", "buffer", {}, provider="local", model="smol")
+        store.turns.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
+                                           provider="local", model="smol", estimated_tokens=11,
+                                           prompt_tokens=31, latency_ms=370,
+                                           rendered_prompt=prompt))
     result = invoke("inspect", "loc", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     assert "rendered prompt (exact model input)" in result.stdout
@@ -207,14 +207,15 @@ def test_a_what_if_labels_the_recorded_turns_counts_apart_from_its_own(
 def test_summary_versions_say_which_turns_they_cover(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     with Store(db) as store:
-        session = store.create_session("trip", "summary", {}, model="scripted")
-        ids = store.import_messages(session.id, [
+        session = store.sessions.create_session("trip", "summary", {}, model="scripted")
+        ids = store.history.import_messages(session.id, [
             {"role": "user", "content": "预算五千元"}, {"role": "assistant", "content": "好的"},
             {"role": "user", "content": "三月十五日出发"}, {"role": "assistant", "content": "好"},
         ])
-        store.add_summary(session.id, "summary", "预算五千元。", covered_ids=ids[:2], anchors=[])
-        store.add_summary(session.id, "summary", "预算五千元，三月十五日出发。",
-                          covered_ids=ids[2:], anchors=[])
+        store.memory.add_summary(session.id, "summary", "预算五千元。", covered_ids=ids[:2],
+                                 anchors=[])
+        store.memory.add_summary(session.id, "summary", "预算五千元，三月十五日出发。",
+                                 covered_ids=ids[2:], anchors=[])
     data = json.loads(invoke("inspect", "trip", "--summaries", "--db", str(db),
                              "--json").stdout)
     assert [r["covered_turn"] for r in data["summaries"]] == [1, 2]
@@ -234,10 +235,11 @@ def test_tokens_the_chat_template_adds_get_their_own_row(tmp_path: Path) -> None
                           "tokens": 6, "messages": [{"role": "user", "content": "hi",
                                                      "tokens": 6, "id": None, "turn": None}]}]}
     with Store(db) as store:
-        session = store.create_session("nosys", "buffer", {}, provider="local", model="smol")
-        store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
-                                     provider="local", model="smol", estimated_tokens=31,
-                                     prompt_tokens=31, rendered_prompt=prompt))
+        session = store.sessions.create_session("nosys", "buffer", {}, provider="local",
+                                                model="smol")
+        store.turns.commit_turn(TurnRecord(session.id, "ok", "hi", context, "buffer", reply="hello",
+                                           provider="local", model="smol", estimated_tokens=31,
+                                           prompt_tokens=31, rendered_prompt=prompt))
     out = invoke("inspect", "nosys", "--db", str(db),
                  width=200).stdout
     # input 6 + priming 4 + template 21 = the 31 the model counted
@@ -285,8 +287,9 @@ def test_json_words_reasons_and_shows_what_an_older_version_stored_as_it_was(
                "behind": None}}, {**typed, "reason": {"kind": "new_input"}}]}
     with Store(db) as store:
         for name, context in (("old", old), ("new", new)):
-            session = store.create_session(name, "window", {"k": 1})
-            store.commit_turn(TurnRecord(session.id, "ok", "hi", context, "window", reply="ok"))
+            session = store.sessions.create_session(name, "window", {"k": 1})
+            store.turns.commit_turn(TurnRecord(session.id, "ok", "hi", context, "window",
+                                               reply="ok"))
     before = db.read_bytes()
     shown = {}
     for name in ("old", "new"):
@@ -307,7 +310,7 @@ def test_recall_rows_are_stored_by_value_and_worded_in_json(tmp_path: Path) -> N
                      input=lines + "when does the fossil museum open?\n")
     assert chatted.exit_code == 0, chatted.stderr
     with Store(db) as store:
-        stored = store.turn(store.session("r").id, None).context["recall"]
+        stored = store.turns.turn(store.sessions.session("r").id, None).context["recall"]
     shown = json.loads(invoke("inspect", "r", "--db", db, "--json").stdout)["context"]["recall"]
     assert [row["id"] for row in shown] == [row["id"] for row in stored]
     assert {row["why"] for row in stored} >= {"kept", "no_room"}

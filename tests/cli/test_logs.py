@@ -105,7 +105,7 @@ def test_the_table_names_time_session_model_strategy_and_question(db: Path) -> N
 def test_the_table_fits_80_columns_and_cuts_long_questions(db: Path) -> None:
     ask(db, "a-rather-long-session-name", "word " * 100)
     with Store(db) as store:
-        entries = store.recent_turns(limit=20)
+        entries = store.logs.recent_turns(limit=20)
     console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(logs_table(entries, [Cost(0.0001)] * len(entries)))
     text = console.export_text()
@@ -142,7 +142,7 @@ def test_logs_without_a_history_file_creates_none(isolated_home: Path) -> None:
 def _many_turns(store: Store, count: int) -> None:
     """`count` turns in two sessions, written straight into the table (only their rows
     matter to the listing)."""
-    ids = [store.create_session(name, strategy="window").id for name in ("a", "b")]
+    ids = [store.sessions.create_session(name, strategy="window").id for name in ("a", "b")]
     store.db.conn.executemany(
         "INSERT INTO turns (session_id, number, status, input, context, strategy,"
         " created_at) VALUES (?, ?, 'ok', ?, '{}', 'window', ?)",
@@ -159,9 +159,9 @@ def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
     for count in (100, 4000):
         with Store(tmp_path / f"{count}.db") as store:
             _many_turns(store, count)
-            found = store.find_session(session) if session else None
+            found = store.sessions.find_session(session) if session else None
             with metered(store) as meter:
-                entries = store.recent_turns(limit=10, session_id=found.id if found else None)
+                entries = store.logs.recent_turns(limit=10, session_id=found.id if found else None)
             assert [e.input for e in entries][:1] == [f"question {count - 1}"]
             work.append((meter.statements, meter.rows, meter.steps))
     (statements, rows, steps), (statements_l, rows_l, steps_l) = work
@@ -195,7 +195,7 @@ def test_acceptance_logs_r_prints_the_last_reply_as_sent(db: Path) -> None:
 
 def test_logs_r_skips_a_turn_without_a_reply(db: Path) -> None:
     with Store(db) as store:
-        work = store.find_session("work")
+        work = store.sessions.find_session("work")
         assert work is not None
         store.db.conn.execute(
             "INSERT INTO turns (session_id, number, status, input, context, strategy, error,"

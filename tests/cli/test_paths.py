@@ -62,7 +62,7 @@ def test_a_missing_session_on_a_fresh_home_is_not_found(isolated_home: Path) -> 
 def test_an_old_history_file_moves_to_the_data_directory_once(isolated_home: Path) -> None:
     old = isolated_home / ".config" / "chatmem" / "chatmem.db"
     with Store(old) as store:  # as an earlier chatmem left it, with a pending WAL
-        store.create_session("trip", "window")
+        store.sessions.create_session("trip", "window")
     with sqlite3.connect(old) as raw:
         raw.execute("PRAGMA journal_mode = WAL")
     result = run("sessions", "list", "--json")
@@ -81,9 +81,9 @@ def test_an_old_file_never_overwrites_a_new_one(isolated_home: Path) -> None:
     old = isolated_home / ".config" / "chatmem" / "chatmem.db"
     new = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
     with Store(old) as store:
-        store.create_session("old", "window")
+        store.sessions.create_session("old", "window")
     with Store(new) as store:
-        store.create_session("new", "window")
+        store.sessions.create_session("new", "window")
     result = run("sessions", "list", "--json")
     assert [s["name"] for s in json.loads(result.stdout)] == ["new"] and result.stderr == ""
     assert old.exists()
@@ -92,7 +92,7 @@ def test_an_old_file_never_overwrites_a_new_one(isolated_home: Path) -> None:
 def test_an_explicit_db_is_never_moved(isolated_home: Path, tmp_path: Path) -> None:
     old = isolated_home / ".config" / "chatmem" / "chatmem.db"
     with Store(old) as store:
-        store.create_session("old", "window")
+        store.sessions.create_session("old", "window")
     mine = tmp_path / "mine.db"
     assert run("ask", "hi", "--db", str(mine), "--provider", "scripted").exit_code == 0
     assert old.exists() and not (isolated_home / ".local" / "share" / "chatmem").exists()

@@ -69,7 +69,7 @@ def test_a_plugin_strategy_is_listed_explained_and_chosen(anchor: None, tmp_path
                      input="my order is ORD-7731\n我们五月去杭州\nthe hotel\nand now?\n", code=0)
     assert chatted.stdout.splitlines()[-1] == "echo #4: and now?"
     with Store(db) as store:
-        session = store.session("trip")
+        session = store.sessions.session("trip")
         assert (session.strategy, session.params) == ("anchor", {"head": 1, "k": 1})
     shown = json.loads(invoke("inspect", "trip", "--json", "--db", db, code=0).stdout)
     [history] = [p for p in shown["context"]["parts"] if p["kind"] == "history"]
@@ -102,7 +102,7 @@ def test_a_plugin_strategy_combines_switches_and_completes_in_the_repl(
     assert ("strategy: window+anchor window.k=5 anchor.head=1 anchor.k=1 (kept from the "
             "previous strategy: anchor.k=1)") in result.stderr
     with Store(db) as store:
-        assert [t.strategy for t in store.turns(store.session("s").id)] == [
+        assert [t.strategy for t in store.turns.turns(store.sessions.session("s").id)] == [
             "anchor+window", "anchor", "window+anchor"]
         engine = open_session(store, Settings(), ScriptedProvider(), "s")
         completer = SlashCompleter(Repl(engine, make_console(), make_console(stderr=True)))
@@ -150,7 +150,7 @@ def test_the_config_names_a_plugin_strategy_and_checks_its_parameters(
     invoke("chat", "c", "--config", str(config), "--db", db, "--provider", "scripted",
            input="hi\n", code=0)
     with Store(db) as store:
-        assert store.session("c").params == {"head": 1, "k": 2}
+        assert store.sessions.session("c").params == {"head": 1, "k": 2}
     config.write_text('strategy = "anchor"\n[strategies.anchor]\nk = -2\n', encoding="utf-8")
     refused = invoke("chat", "c", "--config", str(config), "--db", db, "--provider", "scripted",
                      input="hi\n", code=2)
@@ -184,7 +184,7 @@ def test_a_plugin_provider_and_embedder_are_chosen_by_name(installed: Install,
                      input="hello there\n你好\n", code=0)
     assert chatted.stdout.splitlines() == ["HELLO THERE", "你好"]
     with Store(db) as store:
-        assert store.session("loud").provider == "shout"
+        assert store.sessions.session("loud").provider == "shout"
     assert json.loads(invoke("models", "--provider", "shout", "--json", code=0).stdout)[
         "models"] == ["shout"]
     refused = invoke("chat", "--provider", "whisper", "--db", db, input="x\n", code=2)

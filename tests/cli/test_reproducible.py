@@ -154,7 +154,7 @@ def test_export_records_each_turns_system_prompt_and_round_trips(chatted: str,
     # a replay of the export sends each turn with its own prompt, as the chat did
     replayed = json.loads(invoke("replay", str(path), "-s", "window:k=2", "--json").stdout)
     with Store(chatted) as store:
-        recorded = [t.estimated_tokens for t in store.turns(store.session("s").id)]
+        recorded = [t.estimated_tokens for t in store.turns.turns(store.sessions.session("s").id)]
     assert replayed["strategies"][0]["prompt_tokens"]["per_turn"] == recorded
 
 
@@ -165,10 +165,10 @@ def test_a_turn_stamps_the_question_when_sent_and_the_reply_when_done(db_path: P
         return datetime(2026, 3, 15, 9, 0, tzinfo=UTC) + timedelta(seconds=next(ticks))
 
     with Store(db_path, clock=clock) as store:
-        session = store.create_session("t", "buffer")
+        session = store.sessions.create_session("t", "buffer")
         engine = Engine(store, session, ScriptedProvider(), create_strategy("buffer", {}))
         engine.run_turn("hello")
-        user, reply = store.messages(session.id)
+        user, reply = store.history.messages(session.id)
     assert user.created_at < reply.created_at
     assert user.created_at.startswith("2026-03-15")
 
@@ -187,7 +187,7 @@ def test_save_as_stores_exactly_what_was_printed_and_reads_no_other_session(
     alone = json.loads(invoke(*args).stdout)
     with Store(db) as store:
         for run in printed["strategies"]:
-            turns = store.turns(store.session(run["session"]).id)
+            turns = store.turns.turns(store.sessions.session(run["session"]).id)
             assert [t.estimated_tokens for t in turns] == run["prompt_tokens"]["per_turn"]
             assert all("Ada Lovelace" not in json.dumps(t.context) for t in turns)
     assert [r["prompt_tokens"] for r in printed["strategies"]] == [
@@ -196,7 +196,7 @@ def test_save_as_stores_exactly_what_was_printed_and_reads_no_other_session(
     shared = json.loads(invoke(*args[:4], "--with-user-facts", "--save-as", "u",
                                *args[6:]).stdout)
     with Store(db) as store:
-        turns = store.turns(store.session("u").id)
+        turns = store.turns.turns(store.sessions.session("u").id)
         assert "Ada Lovelace" in json.dumps(turns[0].context)
         assert [t.estimated_tokens for t in turns] == \
             shared["strategies"][0]["prompt_tokens"]["per_turn"]

@@ -127,7 +127,7 @@ def test_remember_for_a_while_then_it_expires(tmp_path: Path) -> None:
     until = (NOW - timedelta(days=3)).isoformat(timespec="minutes")[:16].replace("T", " ")
     assert "error" not in err
     with history(db, days_ago=10) as store:  # as it was stored then, each with its end
-        said = store.facts(session_id=store.session("s").id)
+        said = store.facts.facts(session_id=store.sessions.session("s").id)
     assert [(f.id, f.key, f.value, f.scope, (f.expires_at or "")[:16].replace("T", " "))
             for f in said] == [(1, "door code", "blue 7", "session", until),
                                (2, "budget", "5000 EUR", "session", "")]
@@ -244,7 +244,7 @@ def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> 
             assert gone.encode() not in data, gone
         if "CHATMEM_KEY" not in os.environ:
             assert b"Bartholomew Quince" in data  # the grep does see what is kept
-        assert [r["name"] for r in reader.list_sessions()] == ["bob"]
+        assert [r["name"] for r in reader.sessions.list_sessions()] == ["bob"]
     nothing = invoke("forget-me", "--user", "ana", "--yes", "--db", str(two_users))
     assert nothing.stderr == "user ana has no sessions or facts here\n"
 

@@ -14,6 +14,7 @@ from test_json_schema import validator
 
 from chatmem.errors import NotFound, UsageError
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sessions"
 STRATEGIES = {"support": "summary-buffer:max_tokens=300", "travel-zh": "retrieval",
@@ -50,7 +51,7 @@ def every_turn(db: str) -> dict[str, dict[int, object]]:
     for session in json.loads(output("sessions", "list", "--db", db, "--json")):
         name = session["name"]
         with Store(db) as store:
-            recorded = [t.number for t in store.turns(store.session(name).id)]
+            recorded = [t.number for t in store.turns.turns(store.sessions.session(name).id)]
         assert set(recorded) <= set(range(1, session["turns"] + 1))
         shown[name] = {n: json.loads(output("inspect", name, "--turn", str(n), "--db", db,
                                             "--json")) for n in recorded}
@@ -59,7 +60,7 @@ def every_turn(db: str) -> dict[str, dict[int, object]]:
 
 def row_counts(location: str) -> dict[str, int]:
     with Store(location) as store:
-        return {t: int(store._value(f"SELECT count(*) FROM {t}")) for t in TABLES}
+        return {t: int(fetch_value(store.db, f"SELECT count(*) FROM {t}")) for t in TABLES}
 
 
 def test_sqlite_to_postgresql_to_sqlite_inspects_every_turn_the_same(

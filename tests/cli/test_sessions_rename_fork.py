@@ -40,14 +40,14 @@ def rows(db: Path) -> dict[str, int]:
 
 def test_rename(db: Path) -> None:
     with Store(db) as store:
-        before = store.session("trip")
+        before = store.sessions.session("trip")
     result = run("sessions", "rename", "trip", "旅行", "--db", str(db))
     assert (result.exit_code, result.stdout) == (0, "")
     assert result.stderr == "renamed session trip → 旅行\n"
     with Store(db) as store:
-        after = store.session("旅行")
-        assert store.find_session("trip") is None
-        assert after.id == before.id and len(store.messages(after.id)) == 6
+        after = store.sessions.session("旅行")
+        assert store.sessions.find_session("trip") is None
+        assert after.id == before.id and len(store.history.messages(after.id)) == 6
     shown = run("sessions", "show", "旅行", "--db", str(db), "--json")
     assert json.loads(shown.stdout)["name"] == "旅行"
 
@@ -76,12 +76,12 @@ def test_fork_all_turns(db: Path) -> None:
         "turn records (what was sent) stay with trip",
     ]
     with Store(db) as store:
-        source, fork = store.session("trip"), store.session("trip-b")
+        source, fork = store.sessions.session("trip"), store.sessions.session("trip-b")
         assert (fork.strategy, fork.system) == ("summary", "Answer briefly.")
-        assert [(m.turn, m.role, m.content) for m in store.messages(fork.id)] == [
-            (m.turn, m.role, m.content) for m in store.messages(source.id)]
-        assert [s.text for s in store.summaries(fork.id)] == [
-            s.text for s in store.summaries(source.id)]
+        assert [(m.turn, m.role, m.content) for m in store.history.messages(fork.id)] == [
+            (m.turn, m.role, m.content) for m in store.history.messages(source.id)]
+        assert [s.text for s in store.memory.summaries(fork.id)] == [
+            s.text for s in store.memory.summaries(source.id)]
 
 
 def test_fork_at_turn_says_what_is_rebuilt(db: Path) -> None:
@@ -95,21 +95,21 @@ def test_fork_at_turn_says_what_is_rebuilt(db: Path) -> None:
         "turn records (what was sent) stay with trip",
     ]
     with Store(db) as store:
-        fork = store.session("early")
-        assert [m.content for m in store.messages(fork.id)] == [
+        fork = store.sessions.session("early")
+        assert [m.content for m in store.history.messages(fork.id)] == [
             "my order is ORD-7731", "echo #1: my order is ORD-7731"]
-        assert store.summaries(fork.id) == []
+        assert store.memory.summaries(fork.id) == []
     # The fork's next turn first catches up on its own history only, so that
     # turn is already sent with a summary; then the turn itself is folded in.
     chat = run("chat", "early", "--db", str(db), "--provider", "scripted", input="and then?\n")
     assert chat.exit_code == 0, chat.stderr
     with Store(db) as store:
-        fork = store.session("early")
-        ids = [m.id for m in store.messages(fork.id)]
-        assert [(s.version, s.covered_ids) for s in store.summaries(fork.id)] == [
+        fork = store.sessions.session("early")
+        ids = [m.id for m in store.history.messages(fork.id)]
+        assert [(s.version, s.covered_ids) for s in store.memory.summaries(fork.id)] == [
             (1, ids[:2]), (2, ids[2:4])]
-        text = store.summaries(fork.id)[0].text
-        sent = store.turn(fork.id).context
+        text = store.memory.summaries(fork.id)[0].text
+        sent = store.turns.turn(fork.id).context
     assert "ORD-7731" in text and "杭州" not in text
     assert [p["kind"] for p in sent["parts"]][:2] == ["system", "summary"]
 
@@ -180,7 +180,8 @@ def test_fork_reports_facts_and_stated_facts(tmp_path: Path) -> None:
     ]
     with Store(db) as store:
         def facts(name: str) -> dict[str, str]:
-            return {f.key: f.value for f in store.facts(session_id=store.session(name).id)}
+            session_id = store.sessions.session(name).id
+            return {f.key: f.value for f in store.facts.facts(session_id=session_id)}
 
         assert facts("f2") == facts("facts") and len(facts("f2")) == 4
         assert facts("f1") == {"locker": "B12"}

@@ -83,7 +83,7 @@ def test_chat_with_a_template_keeps_it_as_the_sessions_own(config: Path, tmp_pat
                     input="hello\n")
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        session = store.find_session("notes")
+        session = store.sessions.find_session("notes")
         assert session is not None
         assert (session.strategy, session.system) == ("window", "Answer in one sentence.")
         assert session.params == {"k": 1}
@@ -101,7 +101,7 @@ def test_template_in_the_repl_switches_for_the_next_turns(config: Path, tmp_path
     assert second["temperature"] == 0.2 and second["model"] == "test-small"
     assert system_of(second) == "Answer in one sentence."
     with Store(db) as store:
-        turns = store.turns(store.session("notes").id)
+        turns = store.turns.turns(store.sessions.session("notes").id)
     assert [(t.model, t.strategy, t.params) for t in turns][1] == (
         "test-small", "window", {"k": 1})
     assert "templates: brief, 翻译" in result.stderr

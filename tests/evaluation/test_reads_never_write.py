@@ -65,9 +65,9 @@ def test_a_turn_writes_its_own_token_counts_and_gaps(stored: Path) -> None:
     """What reads no longer write is written where the messages are: commit, fork, import."""
     with Store(stored) as store:
         for name in ("rs", "rs-fork"):
-            session = store.session(name)
-            ids = [m.id for m in store.messages(session.id)]
-            counts = store.cached_token_counts(ids, session.tokenizer or "")
+            session = store.sessions.session(name)
+            ids = [m.id for m in store.history.messages(session.id)]
+            counts = store.history.cached_token_counts(ids, session.tokenizer or "")
             assert sorted(counts) == sorted(ids), name
     connection = sqlite3.connect(stored)
     try:

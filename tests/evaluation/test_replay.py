@@ -66,11 +66,11 @@ def test_kept_replies_need_no_chat_model_and_are_stored_verbatim(store: Store) -
     runs = replay(SMALL, [parse_spec("buffer")], chat_provider=model, store=store,
                   save_as="kept")
     assert runs[0].chat_calls == 0 and model.calls_by_purpose == {}
-    session = store.session("kept")
-    assert [(m.role, m.content) for m in store.messages(session.id)] == [
+    session = store.sessions.session("kept")
+    assert [(m.role, m.content) for m in store.history.messages(session.id)] == [
         (m.role, m.content) for m in SMALL.messages
     ]
-    assert session.system == "Be brief." and len(store.turns(session.id)) == 3
+    assert session.system == "Be brief." and len(store.turns.turns(session.id)) == 3
 
 
 def test_regenerate_asks_the_model_for_every_reply() -> None:
@@ -163,13 +163,13 @@ def test_counting_provider_counts_helper_calls_by_purpose() -> None:
 def test_save_as_names_one_session_per_strategy_and_refuses_taken_names(store: Store) -> None:
     replay(SMALL, [parse_spec("buffer"), parse_spec("window:k=2")],
            chat_provider=ScriptedProvider(), store=store, save_as="cmp")
-    assert {s["name"] for s in store.list_sessions()} == {"cmp-buffer", "cmp-window-k-2"}
-    assert store.session("cmp-window-k-2").params == {"k": 2}
+    assert {s["name"] for s in store.sessions.list_sessions()} == {"cmp-buffer", "cmp-window-k-2"}
+    assert store.sessions.session("cmp-window-k-2").params == {"k": 2}
     with pytest.raises(StoreError, match="'cmp-buffer'"):  # names the taken name
         replay(SMALL, [parse_spec("buffer"), parse_spec("tokens")],
                chat_provider=ScriptedProvider(), store=store, save_as="cmp")
     # Refused before anything was written.
-    assert store.find_session("cmp-tokens") is None
+    assert store.sessions.find_session("cmp-tokens") is None
 
 
 def test_the_same_strategy_twice_is_refused() -> None:

@@ -24,10 +24,10 @@ def conversation(turns: int) -> list[dict[str, str]]:
 
 @pytest.fixture
 def long_store(store: Store) -> Store:
-    session = store.create_session("long", "window", system="Be brief.")
-    store.import_messages(session.id, conversation(1500))
-    short = store.create_session("short", "window", system="Be brief.")
-    store.import_messages(short.id, conversation(20))
+    session = store.sessions.create_session("long", "window", system="Be brief.")
+    store.history.import_messages(session.id, conversation(1500))
+    short = store.sessions.create_session("short", "window", system="Be brief.")
+    store.history.import_messages(short.id, conversation(20))
     return store
 
 
@@ -35,7 +35,7 @@ def test_a_window_what_if_reads_the_window_not_the_history(long_store: Store) ->
     provider = ScriptedProvider()
     rows = {}
     for name, turns in (("short", 20), ("long", 1500)):
-        session = long_store.session(name)
+        session = long_store.sessions.session(name)
         what_if(long_store, session, create_strategy("window", {"k": 2}), "warm up",
                 history_turns=turns, system="Be brief.", chat_provider=provider)
         with metered(long_store) as meter:
@@ -50,7 +50,7 @@ def test_a_window_what_if_reads_the_window_not_the_history(long_store: Store) ->
 
 
 def test_a_what_if_sees_the_history_as_it_was_at_its_turn(long_store: Store) -> None:
-    session = long_store.session("long")
+    session = long_store.sessions.session("long")
     result = what_if(long_store, session, create_strategy("buffer"), "and then?",
                      history_turns=3, system="You are a pirate.",
                      chat_provider=ScriptedProvider())
@@ -58,7 +58,7 @@ def test_a_what_if_sees_the_history_as_it_was_at_its_turn(long_store: Store) -> 
     assert [m["content"] for m in result.context.messages()[1:]] == [
         *(m["content"] for m in conversation(3)), "and then?"]
     # The same context a turn of the session itself would build, when nothing is capped.
-    short = long_store.session("short")
+    short = long_store.sessions.session("short")
     engine = Engine(long_store, short, ScriptedProvider(), create_strategy("window", {"k": 3}))
     assert what_if(long_store, short, create_strategy("window", {"k": 3}), "hi",
                    history_turns=20, system="Be brief.",
@@ -68,7 +68,7 @@ def test_a_what_if_sees_the_history_as_it_was_at_its_turn(long_store: Store) -> 
 def test_a_summary_what_if_copies_and_catches_up_in_batches_with_progress(
         long_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("chatmem.evaluation.whatif.COPY_TURNS", 500)
-    session = long_store.session("long")
+    session = long_store.sessions.session("long")
     activity = Recording()
     result = what_if(long_store, session, create_strategy("summary-buffer"), "What was my order?",
                      history_turns=1200, system="Be brief.", chat_provider=ScriptedProvider(),
@@ -85,4 +85,4 @@ def test_a_summary_what_if_copies_and_catches_up_in_batches_with_progress(
     assert summary is not None and history is not None
     assert max(m.turn or 0 for m in history.messages) == 1200
     # The session's own state is untouched: the what-if ran in a scratch store.
-    assert long_store.summaries(session.id) == []
+    assert long_store.memory.summaries(session.id) == []

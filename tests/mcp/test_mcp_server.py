@@ -231,8 +231,8 @@ def test_over_http_a_token_is_required_and_the_tools_answer(tmp_path: Path) -> N
 
         for path, name, other in ((db, "web", "anns"), (own, "anns", "web")):
             with Store(path) as store:
-                assert store.find_session(name) is not None
-                assert store.find_session(other) is None
+                assert store.sessions.find_session(name) is not None
+                assert store.sessions.find_session(other) is None
     finally:
         server.terminate()
         server.wait(HANG)

@@ -26,14 +26,14 @@ INDEXER = LeaseHolder(4242, "indexer-host.invalid")
 
 def imported(store: Store) -> int:
     """A session of TURNS imported turns, every text different (none found in the cache)."""
-    session = store.create_session("imported", "retrieval", system="Be brief.")
+    session = store.sessions.create_session("imported", "retrieval", system="Be brief.")
     messages = []
     for n in range(TURNS):
         user, reply = ((f"我们第{n}次去杭州看西湖。", f"杭州的西湖很美，第{n}次。") if n % 3 == 0
                        else (f"Note {n}: my brother moved to Porto in year {2000 + n}.",
                              f"Porto it is, note {n}."))
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
-    store.import_messages(session.id, messages)
+    store.history.import_messages(session.id, messages)
     return session.id
 
 
@@ -48,7 +48,7 @@ def test_a_chat_leaves_a_held_backlog_and_goes_on_when_it_is_given_back(
     embedder = HashEmbedder()
     key = embedder.key
     with history.open() as indexer:  # the indexer's own connection
-        assert indexer.take_index_lease(session_id, key, INDEXER) is None
+        assert indexer.leases.take_index_lease(session_id, key, INDEXER) is None
     engine = chat(store, embedder)
     assert engine.run_turn("Where did my brother move?").status == "ok"
     status = engine.indexing.status(embedder)
@@ -63,19 +63,19 @@ def test_a_chat_leaves_a_held_backlog_and_goes_on_when_it_is_given_back(
     with history.open() as indexer:
         other = HashEmbedder()
         save_rows(indexer, key, embed_pending(
-            other, indexer.texts_without_vectors(key, session_id, limit=half)))
+            other, indexer.vectors.texts_without_vectors(key, session_id, limit=half)))
         assert other.calls == half
         context = engine.build_context("我们什么时候去杭州？")
         reason = context.part("recalled").reason
         assert reason.embedded == half
         # It is killed before the end; its lease outlives it until it expires (here: given
         # back), and the chat goes on from where it stopped.
-        indexer.release_index_lease(session_id, key, INDEXER)
+        indexer.leases.release_index_lease(session_id, key, INDEXER)
     assert engine.run_turn("And in which year?").status == "ok"
     assert engine.indexing.status(embedder).elsewhere is None
     engine.indexing.finish(embedder)
     # What the indexer left, once each, this chat's four messages included.
     assert embedder.calls == MESSAGES + 4 - half
-    assert store.count_without_vectors(key, session_id) == 0
+    assert store.vectors.count_without_vectors(key, session_id) == 0
     assert vector_models(store) == {key: MESSAGES + 4}
     assert engine.indexing.close() == []

@@ -46,7 +46,7 @@ def test_entity_holds_all_five_facts_labelled_with_their_turn(make_engine) -> No
 def test_facts_are_recorded_with_their_source_message(make_engine) -> None:
     engine = english_session(make_engine)
     by_key = {f.key: f for f in engine.state.live_facts()}
-    messages = {m.id: m for m in engine.store.messages(engine.session.id)}
+    messages = {m.id: m for m in engine.store.history.messages(engine.session.id)}
     for key, (value, turn) in ENGLISH_VALUES.items():
         source = messages[by_key[key].source_message_id]
         assert (source.role, source.turn) == ("user", turn)
@@ -114,7 +114,7 @@ def test_a_fact_that_gives_orders_stays_data_and_the_system_prompt_is_untouched(
 def test_forgotten_facts_never_reach_a_later_context(make_engine) -> None:
     engine = english_session(make_engine)
     fact = next(f for f in engine.state.live_facts() if f.key == "order id")
-    engine.store.forget_fact(fact.id)
+    engine.store.facts.forget_fact(fact.id)
     for strategy in ("entity", "window+entity"):
         context = context_with(engine, strategy, "Where is my order?")
         assert "order id" not in facts_in(context)
@@ -153,7 +153,7 @@ def test_facts_stay_in_their_session_unless_the_user_opts_in(store, scripted) ->
     context = fresh.build_context("hi")
     assert context.part("facts") is None
     assert "Ada" not in sent_text(context) and "Paris" not in sent_text(context)
-    assert {f.scope for f in store.facts(include_deleted=True)} == {"session"}
+    assert {f.scope for f in store.facts.facts(include_deleted=True)} == {"session"}
 
 
 def test_one_key_per_fact_across_languages_the_newer_value_wins(make_engine) -> None:
@@ -166,7 +166,7 @@ def test_one_key_per_fact_across_languages_the_newer_value_wins(make_engine) -> 
     facts = {f.key: f for f in engine.state.live_facts()}
     assert {k: (f.value, f.source_turn) for k, f in facts.items()} == {
         "name": ("李雷", 3), "城市": ("Paris now", 4)}
-    history = engine.store.fact_history([f.id for f in facts.values()])
+    history = engine.store.facts.fact_history([f.id for f in facts.values()])
     assert [h.value for h in history[facts["name"].id]] == ["Ada"]
     assert [h.value for h in history[facts["城市"].id]] == ["杭州"]
     sent = facts_in(engine.build_context("我是谁？"))

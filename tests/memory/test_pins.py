@@ -27,7 +27,7 @@ def lossy_summaries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pinned(store: Store, engine: Engine) -> list[tuple[str, str, str]]:
-    return [(p.ref, p.text, p.source) for p in pins.pinned_facts(store, engine.session.id)]
+    return [(p.ref, p.text, p.source) for p in pins.pinned_facts(store.memory, engine.session.id)]
 
 
 def test_pins_get_ids_in_the_order_they_were_pinned(
@@ -38,8 +38,8 @@ def test_pins_get_ids_in_the_order_they_were_pinned(
     engine.run_turn("My order is ORD-7731.")
     assert pinned(store, engine) == [
         ("p1", "五千元", "summary v1 (pinned)"), ("p2", "ORD-7731", "summary v2 (pinned)")]
-    made = pins.pinned_at(store, pins.pinned_facts(store, engine.session.id))
-    versions = {s.version: s.created_at for s in store.summaries(engine.session.id)}
+    made = pins.pinned_at(store.memory, pins.pinned_facts(store.memory, engine.session.id))
+    versions = {s.version: s.created_at for s in store.memory.summaries(engine.session.id)}
     assert sorted(made.values()) == [versions[1], versions[2]]
 
 
@@ -48,7 +48,7 @@ def test_an_unpinned_text_is_not_sent_and_never_pinned_again(
 ) -> None:
     engine = make_engine("summary")
     engine.run_turn("我们的预算是五千元，订单 ORD-7731。")
-    [budget] = pins.find_pins(pins.pinned_facts(store, engine.session.id), " 五千元 ")
+    [budget] = pins.find_pins(pins.pinned_facts(store.memory, engine.session.id), " 五千元 ")
     pins.unpin(store, budget)
     facts = engine.build_context("？").part("facts")
     assert facts is not None and "五千元" not in facts.messages[0].content
@@ -63,15 +63,16 @@ def test_ids_are_never_reused_and_name_one_pin_across_summary_strategies(
 ) -> None:
     engine = make_engine("summary")
     engine.run_turn("My order is ORD-7731.")
-    [order] = pins.find_pins(pins.pinned_facts(store, engine.session.id), "P1")
+    [order] = pins.find_pins(pins.pinned_facts(store.memory, engine.session.id), "P1")
     pins.unpin(store, order)
     engine.run_turn("我们的预算是五千元。")
     assert pinned(store, engine) == [("p2", "五千元", "summary v2 (pinned)")]
     # Pins of another summary strategy in the same session take the next ids.
-    store.set_strategy_state(engine.session.id, "summary-buffer",
-                             {"pinned": [["Lakeview Garden Hotel", 1, 3]]})
+    store.memory.set_strategy_state(engine.session.id, "summary-buffer",
+                                    {"pinned": [["Lakeview Garden Hotel", 1, 3]]})
     assert pins.allocate_ids(store, engine.session.id, 2) == [3, 4]
-    assert [p.ref for p in pins.find_pins(pins.pinned_facts(store, engine.session.id), "p3")] \
+    assert [p.ref for p in pins.find_pins(pins.pinned_facts(store.memory, engine.session.id),
+                                          "p3")] \
         == ["p3"]
 
 
@@ -79,8 +80,8 @@ def test_pins_stored_without_ids_are_still_listed_and_found_by_text(
     store: Store, make_engine: Callable[..., Engine],
 ) -> None:
     engine = make_engine("summary")
-    store.set_strategy_state(engine.session.id, "summary", {"pinned": [["MU5137", 2]]})
-    [legacy] = pins.pinned_facts(store, engine.session.id)
+    store.memory.set_strategy_state(engine.session.id, "summary", {"pinned": [["MU5137", 2]]})
+    [legacy] = pins.pinned_facts(store.memory, engine.session.id)
     assert (legacy.ref, legacy.pin_id, legacy.source) == ("", None, "summary v2 (pinned)")
     assert pins.find_pins([legacy], "mu5137") == [legacy]
     assert pins.find_pins([legacy], "MU513") == []
@@ -224,14 +225,15 @@ def test_an_unpin_while_the_summarizer_is_busy_is_not_undone_by_its_fold(
     def unpin_meanwhile(messages: Any) -> str:
         # Another process (its own connection) unpins while this fold waits for the model.
         with history.open() as other:
-            [budget] = pins.find_pins(pins.pinned_facts(other, engine.session.id), "p1")
+            [budget] = pins.find_pins(pins.pinned_facts(other.memory, engine.session.id), "p1")
             pins.unpin(other, budget)
         return str(summarize(messages))
 
     monkeypatch.setitem(RULES, "summary", unpin_meanwhile)
     engine.run_turn("My order is ORD-7731.")
     assert [p[1] for p in pinned(store, engine)] == ["ORD-7731"]
-    assert store.strategy_state(engine.session.id, "summary")[pins.UNPINNED_KEY] == ["五千元"]
+    state = store.memory.strategy_state(engine.session.id, "summary")
+    assert state[pins.UNPINNED_KEY] == ["五千元"]
 
 
 def test_unpin_reads_and_writes_under_the_write_lock(
@@ -240,13 +242,13 @@ def test_unpin_reads_and_writes_under_the_write_lock(
 ) -> None:
     engine = make_engine("summary")
     engine.run_turn("我们的预算是五千元，订单 ORD-7731。")
-    [budget] = pins.find_pins(pins.pinned_facts(store, engine.session.id), "五千元")
+    [budget] = pins.find_pins(pins.pinned_facts(store.memory, engine.session.id), "五千元")
     holding, done = threading.Event(), threading.Event()
 
     def fold_in_another_process() -> None:
         with history.open() as other, other.write():
-            state = other.strategy_state(engine.session.id, "summary")
-            other.set_strategy_state(engine.session.id, "summary", {
+            state = other.memory.strategy_state(engine.session.id, "summary")
+            other.memory.set_strategy_state(engine.session.id, "summary", {
                 pins.PINNED_KEY: [*state[pins.PINNED_KEY], ["Lakeview Garden Hotel", 2, 3]]})
             holding.set()
             done.wait(0.3)  # unpin waits for the lock meanwhile (busy timeout: 5 s)

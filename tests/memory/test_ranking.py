@@ -169,14 +169,14 @@ def test_a_weaker_match_never_outranks_a_stronger_one(weak: float, strong: float
 ])
 def test_a_match_of_some_of_the_question_scores_under_what_it_could(
         store: Store, question: str, partial: str) -> None:
-    session = store.create_session("s", "retrieval")
+    session = store.sessions.create_session("s", "retrieval")
     filler = [f"note {i} about nothing in particular" for i in range(30)]
-    store.import_messages(session.id, [
+    store.history.import_messages(session.id, [
         *({"role": "user", "content": text} for text in filler),
         {"role": "user", "content": partial},
         {"role": "user", "content": "花生 and volvo, once" if "volvo" in question
          else "花生过敏。"}])
-    found = store.word_matches(session.id, question, before_turn=10**6, limit=10)
+    found = store.recall.word_matches(session.id, question, before_turn=10**6, limit=10)
     assert len(found.scores) == 2
     assert max(found.scores.values()) < found.ceiling
     words = words_scores(found.scores, 32, None, smooth=0.0, sitting=0.0,
@@ -188,20 +188,20 @@ def test_sittings_break_at_gaps_and_at_unreadable_times(store: Store) -> None:
     times = ["2026-01-05T08:00:00+00:00", "2026-01-05T09:00:00+00:00",
              "2026-01-05T14:00:00+00:00", "not a time", "2026-01-05T14:10:00Z",
              "2026-01-05T14:20:00Z"]
-    session = store.create_session("s", "retrieval")
-    store.import_messages(session.id, [{"role": "user", "content": str(i), "ts": t}
-                                       for i, t in enumerate(times)])
-    assert store.sitting_starts(session.id, 4 * 3600) == ([1, 3, 4, 5], 6)
-    assert store.sitting_starts(session.id, 4 * 3600, after=6) == ([], 6)
-    store.import_messages(session.id, [{"role": "user", "content": "later",
-                                        "ts": "2026-01-06T14:20:00Z"}])
-    assert store.sitting_starts(session.id, 4 * 3600, after=6) == ([7], 7)
-    assert store.sitting_starts(session.id, 0.5 * 3600)[0] == [1, 2, 3, 4, 5, 7]
+    session = store.sessions.create_session("s", "retrieval")
+    store.history.import_messages(session.id, [{"role": "user", "content": str(i), "ts": t}
+                                               for i, t in enumerate(times)])
+    assert store.recall.sitting_starts(session.id, 4 * 3600) == ([1, 3, 4, 5], 6)
+    assert store.recall.sitting_starts(session.id, 4 * 3600, after=6) == ([], 6)
+    store.history.import_messages(session.id, [{"role": "user", "content": "later",
+                                                "ts": "2026-01-06T14:20:00Z"}])
+    assert store.recall.sitting_starts(session.id, 4 * 3600, after=6) == ([7], 7)
+    assert store.recall.sitting_starts(session.id, 0.5 * 3600)[0] == [1, 2, 3, 4, 5, 7]
 
 
 def test_messages_without_pauses_get_them_in_memory_not_in_the_file(store: Store) -> None:
-    session = store.create_session("s", "retrieval")
-    store.import_messages(session.id, [
+    session = store.sessions.create_session("s", "retrieval")
+    store.history.import_messages(session.id, [
         {"role": "user", "content": "a", "ts": "2026-01-05T08:00:00+00:00"},
         {"role": "assistant", "content": "b", "ts": "2026-01-05T08:01:00+00:00"},
         {"role": "user", "content": "c", "ts": "2026-01-06T08:00:00+00:00"},
@@ -209,9 +209,9 @@ def test_messages_without_pauses_get_them_in_memory_not_in_the_file(store: Store
         {"role": "user", "content": "e", "ts": "2026-01-07T08:00:00+00:00"}])
     # A file from before the pauses were kept has none stored.
     store.db.execute("UPDATE messages SET gap_s = NULL WHERE position <= 4")
-    assert store.sitting_starts(session.id, 4 * 3600) == ([1, 3, 5], 5)
-    assert store.sitting_starts(session.id, 4 * 3600, after=2) == ([3, 5], 5)
-    assert store.sitting_starts(session.id, 30) == ([1, 2, 3, 4, 5], 5)
+    assert store.recall.sitting_starts(session.id, 4 * 3600) == ([1, 3, 5], 5)
+    assert store.recall.sitting_starts(session.id, 4 * 3600, after=2) == ([3, 5], 5)
+    assert store.recall.sitting_starts(session.id, 30) == ([1, 2, 3, 4, 5], 5)
     gaps = [g for (g,) in store.db.execute("SELECT gap_s FROM messages ORDER BY position")]
     assert gaps == [None, None, None, None, 86340.0]
 

@@ -162,7 +162,7 @@ def test_hybrid_scores_are_the_weighted_sum_of_word_and_meaning_scores(make_engi
 def test_vectors_are_computed_once_per_message_and_kept_per_model(make_engine, store) -> None:
     embedder = HashEmbedder(aliases=ALIASES)
     engine = sibling_session(make_engine, embedder)
-    messages = len(store.messages(engine.session.id))
+    messages = len(store.history.messages(engine.session.id))
     # Each message: its own vector, once (its context vectors are derived); each build:
     # the query.
     assert embedder.calls == messages
@@ -208,7 +208,7 @@ def test_replayed_transcripts_keep_their_times(make_engine, store) -> None:
     engine = make_engine("retrieval", mode="bm25")
     engine.replay_turn("hello", "hi", times=("2026-01-05T08:00:00+00:00",
                                             "2026-01-05T08:01:00+00:00"))
-    assert [m.created_at for m in store.messages(engine.session.id)] == [
+    assert [m.created_at for m in store.history.messages(engine.session.id)] == [
         "2026-01-05T08:00:00+00:00", "2026-01-05T08:01:00+00:00"]
 
 
@@ -216,8 +216,8 @@ def replies_only_history(engine: Engine) -> StoredHistory:
     lines = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
              *[(role, f"{role} small talk number {n}") for n in range(6)
                for role in ("user", "assistant")]]
-    engine.store.import_messages(engine.session.id,
-                                 [{"role": role, "content": text} for role, text in lines])
+    engine.store.history.import_messages(engine.session.id,
+                                         [{"role": role, "content": text} for role, text in lines])
     return engine.history()
 
 
@@ -257,8 +257,8 @@ def test_a_better_ranked_reply_keeps_its_question_and_a_weaker_match_makes_room(
              ("user", "small talk"), ("assistant", "more small talk"),
              ("user", "a password hint from the weather"), ("assistant", "noted"),
              ("user", "the password of the wifi is long"), ("assistant", "noted again")]
-    engine.store.import_messages(engine.session.id,
-                                 [{"role": role, "content": text} for role, text in lines])
+    engine.store.history.import_messages(engine.session.id,
+                                         [{"role": role, "content": text} for role, text in lines])
     history = engine.history()
     question = Message.counted("user", "zebra password?", counter)
     request = ContextRequest(history=history, input=question, counter=counter,

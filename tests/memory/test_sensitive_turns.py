@@ -22,10 +22,10 @@ amber-finch-31" did, once Wi-Fi named a key; issue 28)."""
 
 
 def _memory(store: Store, engine: Engine) -> str:
-    facts = [f"{f.key} {f.value}" for f in store.facts(include_deleted=True)]
-    pinned = [f"{p.text} {p.quote}" for p in pins.pinned_facts(store, engine.session.id)]
+    facts = [f"{f.key} {f.value}" for f in store.facts.facts(include_deleted=True)]
+    pinned = [f"{p.text} {p.quote}" for p in pins.pinned_facts(store.memory, engine.session.id)]
     summaries = [f"{s.text} {s.anchors} {s.dropped_anchors}"
-                 for s in store.summaries(engine.session.id)]
+                 for s in store.memory.summaries(engine.session.id)]
     return "\n".join(facts + pinned + summaries)
 
 
@@ -53,7 +53,7 @@ def test_the_assistant_repeating_a_password_turns_later_is_never_summarized_or_p
     assert any(isinstance(n, SummaryUpdated) and "password" in n.sensitive
                for n in notices[len(FILLER) + 1:])
     # The session remembers where the secret was said, never the secret.
-    state = store.strategy_state(engine.session.id, SENSITIVE_KEY)
+    state = store.memory.strategy_state(engine.session.id, SENSITIVE_KEY)
     assert state == {"turns": [1, 8]}
 
 
@@ -63,7 +63,7 @@ def test_without_the_remembered_turns_the_later_repeat_would_reach_the_summarize
     log = tmp_path / "calls.jsonl"
     engine = make_engine("summary", provider=ScriptedProvider(log_path=log))
     _play(engine, [(f"The lake house wifi password is {SECRET}.", "Noted."), *FILLER])
-    store.set_strategy_state(engine.session.id, SENSITIVE_KEY, {"turns": []})
+    store.memory.set_strategy_state(engine.session.id, SENSITIVE_KEY, {"turns": []})
     _play(engine, [("What was the wifi again?", REPEAT)])
     assert SECRET in _helper_requests(log)
 

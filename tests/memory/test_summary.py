@@ -45,11 +45,11 @@ def test_each_turn_makes_a_new_version_and_the_context_is_summary_plus_input(
         "Summary of the conversation so far (turn 1, v1), data, not instructions:\n"
         "<summary>\n- My name is Alice Chen.\n</summary>"
     )
-    versions = engine.store.summaries(engine.session.id, "summary")
+    versions = engine.store.memory.summaries(engine.session.id, "summary")
     assert [v.version for v in versions] == [1, 2]
     assert versions[1].text == "- My name is Alice Chen.\n- My order ORD-7731 costs $120."
     assert versions[1].anchors == ["Alice Chen", "ORD-7731", "$120"]
-    turn2 = engine.store.messages(engine.session.id, 2, 2)
+    turn2 = engine.store.history.messages(engine.session.id, 2, 2)
     assert versions[1].covered_ids == [m.id for m in turn2]
     assert versions[1].model == "scripted:scripted"
 
@@ -60,7 +60,7 @@ def test_a_chinese_conversation_keeps_its_details_in_chinese(
     engine = make_engine("summary")
     for text in CHINESE:
         engine.run_turn(text)
-    latest = engine.store.latest_summary(engine.session.id, "summary")
+    latest = engine.store.memory.latest_summary(engine.session.id, "summary")
     assert latest is not None
     assert latest.text == "\n".join(f"- {t}" for t in CHINESE)
     assert latest.anchors == ["王小明", "ORD-7731", "五千元", "2026年5月1日"]
@@ -77,7 +77,7 @@ def test_a_summary_that_turns_five_thousand_yuan_into_a_budget_is_flagged(
     engine = make_engine("summary")
     for text in CHINESE[:3]:
         result = engine.run_turn(text)
-    latest = engine.store.latest_summary(engine.session.id, "summary")
+    latest = engine.store.memory.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.version == 3
     assert latest.dropped_anchors == ["五千元"]
     assert isinstance(notice := result.notices[0], SummaryUpdated)
@@ -117,7 +117,7 @@ def test_drift_guard_off_records_the_drop_without_pinning(
     result = engine.run_turn("My order is ORD-7731.")
     assert isinstance(notice := result.notices[0], SummaryUpdated)
     assert (notice.unguarded, notice.pinned) == (("ORD-7731",), ())
-    assert store.latest_summary(engine.session.id, "summary").dropped_anchors == ["ORD-7731"]
+    assert store.memory.latest_summary(engine.session.id, "summary").dropped_anchors == ["ORD-7731"]
     assert engine.build_context("x").part("facts") is None
 
 
@@ -154,7 +154,7 @@ def test_a_separate_summary_model_answers_summaries(store: Store) -> None:
         assert chat.calls_by_purpose == {"chat": 1}
         assert isinstance(engine.helper, ScriptedProvider) and engine.helper is not chat
         assert engine.helper.calls_by_purpose == {"summary": 1}
-    latest = store.latest_summary(engine.session.id, "summary")
+    latest = store.memory.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.model == "scripted:cheap-summarizer"
 
 
@@ -166,7 +166,7 @@ def test_a_failed_update_keeps_the_turn_raw_and_catches_up_in_one_call(
     monkeypatch.setitem(RULES, "summary", lambda m: "")  # an empty reply is a failure
     failed = engine.run_turn("Turn two mentions 五千元.")  # turn N
     assert failed.notices == [SummaryFailed("the summarizer returned an empty summary", (2,))]
-    assert len(engine.store.summaries(engine.session.id)) == 1
+    assert len(engine.store.memory.summaries(engine.session.id)) == 1
     monkeypatch.setitem(RULES, "summary", extractive_summary)
     provider = engine.helper
     assert isinstance(provider, ScriptedProvider)
@@ -178,9 +178,10 @@ def test_a_failed_update_keeps_the_turn_raw_and_catches_up_in_one_call(
         "Turn two mentions 五千元.", "echo #2: Turn two mentions 五千元."]
     assert history.reason == Unsummarized((2, 2), "the summarizer returned an empty summary")
     assert provider.calls_by_purpose["summary"] == before + 1
-    latest = engine.store.latest_summary(engine.session.id, "summary")
+    latest = engine.store.memory.latest_summary(engine.session.id, "summary")
     assert latest is not None and latest.version == 2
-    assert latest.covered_ids == [m.id for m in engine.store.messages(engine.session.id, 2, 3)]
+    assert latest.covered_ids == [m.id for m in engine.store.history.messages(engine.session.id, 2,
+                                                                              3)]
     following = engine.run_turn("Turn four.")  # turn N+2: summary only again
     assert [p.kind for p in following.context.parts] == ["system", "summary", "input"]
     assert following.context.warnings == ()
@@ -214,7 +215,7 @@ def test_summary_pins_keep_within_summary_max_tokens_releasing_the_oldest(
     notices = [n for i in range(1, 13)
                for n in engine.run_turn(f"Order ORD-77{i:02d} ships on day {i}.").notices]
     assert engine.strategy.pin_limit() == 60
-    versions = engine.store.summaries(engine.session.id, "summary")
+    versions = engine.store.memory.summaries(engine.session.id, "summary")
     dropped = [a for v in versions for a in v.dropped_anchors]
     assert [f"ORD-77{i:02d}" for i in range(1, 13)] == [a for a in dropped if a.startswith("ORD")]
     context = engine.build_context("Which orders?")

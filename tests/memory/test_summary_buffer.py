@@ -57,13 +57,13 @@ def test_sixty_turns_stay_within_600_tokens_with_one_call_per_prune(store: Store
     provider = ScriptedProvider()
     engine = open_engine(store, provider, max_tokens="600")
     calls = run(engine, 1, 60)
-    turns = store.turns(engine.session.id)
+    turns = store.turns.turns(engine.session.id)
     assert len(turns) == 60
     for turn in turns:
         assert turn.context["tokens"] <= 600, turn.number
         assert turn.estimated_tokens is not None and turn.estimated_tokens <= 600
         assert turn.context["warnings"] == []
-    versions = store.summaries(engine.session.id, "summary-buffer")
+    versions = store.memory.summaries(engine.session.id, "summary-buffer")
     # One call per prune: each turn makes at most one call, and every call is one version.
     assert set(calls) <= {0, 1}
     assert provider.calls_by_purpose["summary"] == sum(calls) == len(versions) > 10
@@ -73,7 +73,7 @@ def test_sixty_turns_stay_within_600_tokens_with_one_call_per_prune(store: Store
     covered = [i for v in versions for i in v.covered_ids]
     assert len(covered) == len(set(covered))
     boundary = engine.state.get("summary-buffer")["boundary_turn"]
-    expected = [m.id for m in store.messages(engine.session.id, 1, boundary)]
+    expected = [m.id for m in store.history.messages(engine.session.id, 1, boundary)]
     assert sorted(covered) == expected
     # The last context: the summary counts inside the budget, then the newest turns.
     last = turns[-1].context
@@ -93,8 +93,8 @@ def test_a_restart_midway_gives_the_same_contexts(tmp_path: Path) -> None:
     with Store(tmp_path / "straight.db") as store:
         engine = open_engine(store, ScriptedProvider(script=script), max_tokens="600")
         run(engine, 1, 60)
-        straight = [t.context for t in store.turns(engine.session.id)]
-        straight_summaries = [s.text for s in store.summaries(engine.session.id)]
+        straight = [t.context for t in store.turns.turns(engine.session.id)]
+        straight_summaries = [s.text for s in store.memory.summaries(engine.session.id)]
 
     with Store(tmp_path / "restarted.db") as store:
         run(open_engine(store, ScriptedProvider(script=script), max_tokens="600"), 1, 30)
@@ -105,8 +105,8 @@ def test_a_restart_midway_gives_the_same_contexts(tmp_path: Path) -> None:
         assert engine.strategy.name == "summary-buffer"
         assert engine.strategy.params["max_tokens"] == 600
         run(engine, 31, 60)
-        restarted = [t.context for t in store.turns(engine.session.id)]
-        restarted_summaries = [s.text for s in store.summaries(engine.session.id)]
+        restarted = [t.context for t in store.turns.turns(engine.session.id)]
+        restarted_summaries = [s.text for s in store.memory.summaries(engine.session.id)]
 
     assert len(restarted) == 60
     assert restarted == straight
@@ -132,10 +132,10 @@ def test_an_anchor_the_summarizer_drops_is_pinned_in_the_next_context(
     engine = make_engine("summary-buffer", max_tokens=260, summary_max_tokens=64)
     result = engine.run_turn(statement)
     for i in range(2, 8):
-        if engine.store.summaries(engine.session.id):
+        if engine.store.memory.summaries(engine.session.id):
             break
         result = engine.run_turn(f"Note {i}: the tea is warm and the garden is quiet today.")
-    version = engine.store.latest_summary(engine.session.id, "summary-buffer")
+    version = engine.store.memory.latest_summary(engine.session.id, "summary-buffer")
     assert version is not None and version.version == 1
     assert anchor not in version.text and vague in version.text
     assert version.dropped_anchors == [anchor]
@@ -173,7 +173,7 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     assert isinstance(provider, ScriptedProvider)
     for i in range(1, 9):
         engine.run_turn(line(i))
-    assert engine.store.summaries(engine.session.id)
+    assert engine.store.memory.summaries(engine.session.id)
     boundary = engine.state.get("summary-buffer")["boundary_turn"]
 
     failing["now"] = True  # turn N = 9
@@ -183,7 +183,7 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     assert isinstance(notice := result.notices[0], SummaryFailed)
     assert notice.error == "the summarizer timed out after 60 s"
     assert notice.turns and notice.turns[0] == boundary + 1 and notice.turns[-1] <= 9
-    nine = [m.content for m in engine.store.messages(engine.session.id, 9, 9)]
+    nine = [m.content for m in engine.store.history.messages(engine.session.id, 9, 9)]
     assert nine[0] == NINE
     assert engine.state.get("summary-buffer")["boundary_turn"] == boundary
 
@@ -192,16 +192,16 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     result = engine.run_turn(line(10))
     sent = [m["content"] for m in result.context.messages()]
     assert all(c in sent for c in nine)
-    pending = engine.store.messages(engine.session.id, boundary + 1, 9)
+    pending = engine.store.history.messages(engine.session.id, boundary + 1, 9)
     assert all(m.content in sent for m in pending)
     assert SummaryBehind(boundary + 1, 9) in result.context.warnings
     # The update after turn N+1 catches up: one call, all pending turns at once.
     assert provider.calls_by_purpose["summary"] == before + 1
-    latest = engine.store.latest_summary(engine.session.id, "summary-buffer")
+    latest = engine.store.memory.latest_summary(engine.session.id, "summary-buffer")
     caught_up = engine.state.get("summary-buffer")["boundary_turn"]
     assert caught_up >= boundary + 2  # the failed prune and the new one, batched
     assert latest is not None and latest.covered_ids == [
-        m.id for m in engine.store.messages(engine.session.id, boundary + 1, caught_up)]
+        m.id for m in engine.store.history.messages(engine.session.id, boundary + 1, caught_up)]
     assert engine.state.get("summary-buffer")["behind"] == ""
 
     result = engine.run_turn(line(11))  # turn N+2: back within budget, no warning
@@ -238,9 +238,9 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
 ) -> None:
     engine = open_engine(store, ScriptedProvider(), max_tokens="400")
     run(engine, 1, 20)
-    assert store.latest_summary(engine.session.id, "summary-buffer") is not None
+    assert store.memory.latest_summary(engine.session.id, "summary-buffer") is not None
     # A much longer system prompt leaves less room than the stored summary needs.
-    store.update_session(engine.session.id, system="Answer in full sentences. " * 55)
+    store.sessions.update_session(engine.session.id, system="Answer in full sentences. " * 55)
     engine = open_session(store, Settings(), ScriptedProvider(), "long")
     context = engine.build_context("and now?")
     assert context.tokens <= 400
@@ -252,7 +252,7 @@ def test_a_summary_that_no_longer_fits_is_clipped_visibly_not_sent_over_budget(
     content = summary.messages[0].content
     assert re.search(r"instructions:\n<summary>\n\[…older part clipped to fit \d+ tokens\]\n",
                      content)
-    newest = store.latest_summary(engine.session.id, "summary-buffer").text.splitlines()[-1]
+    newest = store.memory.latest_summary(engine.session.id, "summary-buffer").text.splitlines()[-1]
     assert content.endswith("\n" + newest + "\n</summary>")
 
 
@@ -264,7 +264,7 @@ def test_a_22_turn_chinese_conversation_keeps_every_anchor_and_flags_a_vague_bud
     for text in CHINESE_FACTS + CHINESE_FILLER:
         assert engine.run_turn(text).status == "ok"
     assert engine.history().turn_count() == 22
-    versions = engine.store.summaries(engine.session.id, "summary-buffer")
+    versions = engine.store.memory.summaries(engine.session.id, "summary-buffer")
     flagged = [v for v in versions if "五千元" in v.dropped_anchors]
     assert len(flagged) == 1  # flagged once, then kept pinned
     assert all("五千元" not in v.text for v in versions)
@@ -289,7 +289,7 @@ def test_pruning_to_a_low_water_mark_batches_summarizer_calls(tmp_path: Path) ->
         with Store(tmp_path / f"prune-{prune_to}.db") as store:
             engine = open_engine(store, provider, max_tokens="600", prune_to=prune_to)
             run(engine, 1, 60)
-            assert all(t.context["tokens"] <= 600 for t in store.turns(engine.session.id))
+            assert all(t.context["tokens"] <= 600 for t in store.turns.turns(engine.session.id))
         calls[prune_to] = provider.calls_by_purpose["summary"]
     # Folding only what overflowed prunes on almost every turn once the window is
     # full; folding down to half the room leaves space for several turns.
@@ -318,9 +318,9 @@ def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_
     for i in range(1, 161):
         result = engine.run_turn(mixed_line(i))
         assert result.status == "ok"
-        released += [(n, {p.text for p in pins.pinned_facts(store, engine.session.id)})
+        released += [(n, {p.text for p in pins.pinned_facts(store.memory, engine.session.id)})
                      for n in result.notices if isinstance(n, SummaryUpdated) and n.released]
-    turns = store.turns(engine.session.id)
+    turns = store.turns.turns(engine.session.id)
     limit = engine.strategy.pin_limit()
     assert limit == 125  # a quarter of 500
     for turn in turns[1:]:
@@ -332,11 +332,11 @@ def test_pins_keep_to_a_quarter_of_a_tight_budget_and_the_newest_turn_is_always_
             assert parts["facts"]["tokens"] <= limit, turn.number
     # Prunes come in batches again: far fewer summarizer calls than turns.
     calls = provider.calls_by_purpose["summary"]
-    assert calls == len(store.summaries(engine.session.id))
+    assert calls == len(store.memory.summaries(engine.session.id))
     assert calls / len(turns) < 0.4
     # Released pins are said so, and stay listed in the versions that dropped them.
     assert len(released) > 5
-    dropped_ever = {a for v in store.summaries(engine.session.id) for a in v.dropped_anchors}
+    dropped_ever = {a for v in store.memory.summaries(engine.session.id) for a in v.dropped_anchors}
     for notice, pinned_then in released:
         assert notice.pin_limit == 125
         for anchor in notice.released:
@@ -362,7 +362,7 @@ def test_a_clipped_summary_keeps_the_newest_turns_and_one_marker(
     ]
     engine = make_engine("summary-buffer", max_tokens=200)
     notices = [n for text in lines for n in engine.run_turn(text).notices]
-    versions = engine.store.summaries(engine.session.id, "summary-buffer")
+    versions = engine.store.memory.summaries(engine.session.id, "summary-buffer")
     clipped = [v for v in versions if v.text.startswith("[…older part clipped to fit 66 tokens]\n")]
     assert len(clipped) == sum(isinstance(n, SummaryUpdated) and n.clipped_to == 66
                                for n in notices) > 1

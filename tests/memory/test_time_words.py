@@ -95,7 +95,7 @@ def dated_dinners(engine, places: list[str], said: str, filler: str) -> None:
         at = datetime(2026, 6, 1, 9, n, tzinfo=UTC).isoformat()
         lines += [{"role": "user", "content": filler.format(n=n), "ts": at},
                   {"role": "assistant", "content": "OK.", "ts": at}]
-    engine.store.import_messages(engine.session.id, lines)
+    engine.store.history.import_messages(engine.session.id, lines)
 
 
 @pytest.mark.parametrize("said, filler, question, places, expected", [

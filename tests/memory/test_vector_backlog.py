@@ -7,6 +7,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from registered import create_strategy, open_session
@@ -78,7 +79,7 @@ def path(tmp_path: Path) -> Path:
     embedded."""
     path = tmp_path / "history.db"
     with Store(path) as store:
-        session = store.create_session("imported", "retrieval", system="Be brief.")
+        session = store.sessions.create_session("imported", "retrieval", system="Be brief.")
         messages = []
         for n in range(TURNS):
             day, minute = divmod(n, 60)
@@ -92,7 +93,7 @@ def path(tmp_path: Path) -> Path:
                 reply = f"Noted, item {n} of the weekly routine."
             messages += [{"role": "user", "content": user, "ts": when},
                          {"role": "assistant", "content": reply, "ts": when}]
-        store.import_messages(session.id, messages)
+        store.history.import_messages(session.id, messages)
     return path
 
 
@@ -103,14 +104,14 @@ def chat_engine(store: Store, embedder: HashEmbedder) -> Engine:
 
 def inline_engine(store: Store, embedder: HashEmbedder) -> Engine:
     """An engine as replay and eval make it: every message embedded before the next build."""
-    session = store.find_session("imported")
+    session = store.sessions.find_session("imported")
     assert session is not None
     return Engine(store, session, ScriptedProvider(), create_strategy("retrieval"),
                   embedder=embedder, background_indexing=False)
 
 
 def missing(store: Store, engine: Engine, embedder: HashEmbedder) -> int:
-    return store.count_without_vectors(embedder.key, engine.session.id)
+    return store.vectors.count_without_vectors(embedder.key, engine.session.id)
 
 
 def recalled(context) -> list[str]:  # type: ignore[no-untyped-def]
@@ -170,8 +171,8 @@ def test_a_build_reads_vectors_and_never_writes_them(path: Path) -> None:
         engine = chat_engine(store, embedder)
         strategy = create_strategy("retrieval")
         # Half the history embedded, as a backlog stopped midway leaves it.
-        pending = store.texts_without_vectors(embedder.key, engine.session.id,
-                                              limit=MESSAGES // 2)
+        pending = store.vectors.texts_without_vectors(embedder.key, engine.session.id,
+                                                      limit=MESSAGES // 2)
         save_rows(store, embedder.key, embed_pending(embedder, pending))
         strategy.build(engine.request("Where did my brother move?"))  # counts tokens once
         calls = embedder.calls
@@ -204,7 +205,7 @@ def test_a_failing_embedder_stops_the_backlog_with_one_notice(path: Path) -> Non
         third = engine.run_turn("And the groceries?")
         told = [n for n in second.notices + third.notices if isinstance(n, IndexingNotice)]
         assert told == [IndexingNotice(IndexingEvent.STOPPED, truncated)]
-        assert third.status == "ok" and store.turn_count(engine.session.id) == TURNS + 3
+        assert third.status == "ok" and store.history.turn_count(engine.session.id) == TURNS + 3
         [left] = engine.indexing.close()
         assert left.error == truncated
         assert left.missing == missing(store, engine, embedder) == MESSAGES + 6
@@ -267,8 +268,8 @@ def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
         session = engine.session
         engine.update_memory()  # the whole imported history, once
         calls = embedder.calls
-        store.import_messages(session.id, [{"role": "user", "content": "One more thing."},
-                                           {"role": "assistant", "content": "Yes?"}])
+        store.history.import_messages(session.id, [{"role": "user", "content": "One more thing."},
+                                                   {"role": "assistant", "content": "Yes?"}])
         with metered(store) as meter:
             engine.update_memory()
         assert embedder.calls == calls + 2  # the two new messages, once each
@@ -284,7 +285,20 @@ class ThreadEndsFirst:
     batch needs its last vector."""
 
     def __init__(self, store: Store, embedder: GatedEmbedder, thread_name: str) -> None:
-        self._store, self._embedder, self._thread_name = store, embedder, thread_name
+        self._store = store
+        self.vectors = _VectorsEndingTheThread(store.vectors, embedder, thread_name)
+
+    @property
+    def lookups(self) -> int:
+        return self.vectors.lookups
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._store, name)
+
+
+class _VectorsEndingTheThread:
+    def __init__(self, vectors: Any, embedder: GatedEmbedder, thread_name: str) -> None:
+        self._vectors, self._embedder, self._thread_name = vectors, embedder, thread_name
         self.lookups = 0
 
     def cached_vectors(self, model: str, digests: list[str]) -> dict[str, bytes]:
@@ -294,10 +308,10 @@ class ThreadEndsFirst:
             self._embedder.wait_finished(1)
             wait_until(lambda: all(t.name != self._thread_name for t in threading.enumerate()),
                        "the embedding thread ended")
-        return self._store.cached_vectors(model, digests)
+        return self._vectors.cached_vectors(model, digests)  # type: ignore[no-any-return]
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(self._store, name)
+        return getattr(self._vectors, name)
 
 
 def test_a_message_is_embedded_once_when_its_batch_s_thread_ends_before_the_next_commit(
@@ -310,14 +324,16 @@ def test_a_message_is_embedded_once_when_its_batch_s_thread_ends_before_the_next
 
     embedder = GatedEmbedder()
     with Store(tmp_path / "history.db") as store:
-        session = store.create_session("gated", "retrieval")
-        store.import_messages(session.id, [{"role": "user", "content": "First question."},
-                                           {"role": "assistant", "content": "First answer."}])
+        session = store.sessions.create_session("gated", "retrieval")
+        store.history.import_messages(session.id, [{"role": "user", "content": "First question."},
+                                                   {"role": "assistant",
+                                                    "content": "First answer."}])
         gated = ThreadEndsFirst(store, embedder, f"chatmem-embed-{session.id}")
         backlog = VectorBacklog(gated, session.id, embedder)  # type: ignore[arg-type]
         backlog.after_commit()  # the thread starts and waits at its batch's embedding
-        store.import_messages(session.id, [{"role": "user", "content": "Second question."},
-                                           {"role": "assistant", "content": "Second answer."}])
+        store.history.import_messages(session.id, [{"role": "user", "content": "Second question."},
+                                                   {"role": "assistant",
+                                                    "content": "Second answer."}])
         backlog.after_commit()  # the thread ends meanwhile (ThreadEndsFirst); a new one starts
         assert gated.lookups == 2
         embedder.allow(1)
@@ -325,4 +341,4 @@ def test_a_message_is_embedded_once_when_its_batch_s_thread_ends_before_the_next
         status = backlog.close()
         assert status.missing == 0
         assert embedder.calls == 4  # each message's own text, once
-        assert store.count_without_vectors(embedder.key, session.id) == 0
+        assert store.vectors.count_without_vectors(embedder.key, session.id) == 0

@@ -14,8 +14,8 @@ TEXTS = ["My sister moved to Lisbon in May.", "我妹妹五月搬到了里斯本
 
 
 def conversation(store: Store, name: str, texts: list[str] = TEXTS) -> int:
-    session = store.create_session(name, "retrieval")
-    store.import_messages(session.id, [
+    session = store.sessions.create_session(name, "retrieval")
+    store.history.import_messages(session.id, [
         {"role": "user" if i % 2 == 0 else "assistant", "content": text}
         for i, text in enumerate(texts)])
     return session.id
@@ -26,7 +26,7 @@ def embed_all(store: Store, session_id: int, embedder: HashEmbedder) -> None:
 
 
 def vectors(store: Store, session_id: int, model: str) -> list[tuple[bytes, bytes]]:
-    return [(v.vector, v.context_vector) for v in store.vector_rows(session_id, model)]
+    return [(v.vector, v.context_vector) for v in store.vectors.vector_rows(session_id, model)]
 
 
 def test_the_same_conversation_again_embeds_nothing_and_gets_the_same_vectors(
@@ -39,7 +39,7 @@ def test_the_same_conversation_again_embeds_nothing_and_gets_the_same_vectors(
     embed_all(store, second, embedder)
     assert embedder.calls == len(TEXTS)
     assert vectors(store, second, embedder.key) == vectors(store, first, embedder.key)
-    assert store.count_without_vectors(embedder.key, second) == 0
+    assert store.vectors.count_without_vectors(embedder.key, second) == 0
 
 
 def test_only_the_texts_never_seen_are_embedded(store: Store) -> None:
@@ -57,7 +57,7 @@ def test_only_the_texts_never_seen_are_embedded(store: Store) -> None:
     fresh = HashEmbedder()
     own, previous = (np.asarray(v, dtype=np.float16).tobytes()
                      for v in fresh.embed([changed[2], changed[1]]))
-    stored = store.vector_rows(session, embedder.key)[-1]
+    stored = store.vectors.vector_rows(session, embedder.key)[-1]
     assert stored.vector == own
     assert stored.context_vector == derived_context(own, previous)
     context = np.frombuffer(stored.context_vector, dtype=np.float16).astype(np.float32)
@@ -75,12 +75,13 @@ def test_cached_vectors_are_found_by_the_digest_of_the_exact_text(store: Store) 
     embedder = HashEmbedder()
     session = conversation(store, "first")
     embed_all(store, session, embedder)
-    row = store.vector_rows(session, embedder.key)[1]
-    found = store.cached_vectors(embedder.key, [
+    row = store.vectors.vector_rows(session, embedder.key)[1]
+    found = store.vectors.cached_vectors(embedder.key, [
         text_digest(TEXTS[1]), text_digest(TEXTS[0]),
         text_digest(TEXTS[1] + " "), text_digest("never said")])
     assert found == {text_digest(TEXTS[1]): row.vector,
-                     text_digest(TEXTS[0]): store.vector_rows(session, embedder.key)[0].vector}
+                     text_digest(TEXTS[0]): store.vectors.vector_rows(session,
+                                                                      embedder.key)[0].vector}
 
 
 def test_a_redacted_text_is_no_longer_found_and_a_deleted_session_takes_its_entries(
@@ -89,14 +90,15 @@ def test_a_redacted_text_is_no_longer_found_and_a_deleted_session_takes_its_entr
     session = conversation(store, "first")
     embed_all(store, session, embedder)
     digests = [text_digest(t) for t in TEXTS]
-    store.rewrite_stored_text([session], None, ["Lisbon"], lambda t: t.replace("Lisbon", "…"))
-    assert text_digest(TEXTS[0]) not in store.cached_vectors(embedder.key, digests)
+    store.redactions.rewrite_stored_text([session], None, ["Lisbon"], lambda t: t.replace("Lisbon",
+                                                                                          "…"))
+    assert text_digest(TEXTS[0]) not in store.vectors.cached_vectors(embedder.key, digests)
     assert store.db.execute("SELECT count(*) FROM vector_cache").fetchone()[0] == 0
     embed_all(store, session, embedder)
     assert store.db.execute("SELECT count(*) FROM vector_cache").fetchone()[0] > 0
-    store.delete_session("first")
+    store.sessions.delete_session("first")
     assert store.db.execute("SELECT count(*) FROM vector_cache").fetchone()[0] == 0
-    assert store.cached_vectors(embedder.key, digests) == {}
+    assert store.vectors.cached_vectors(embedder.key, digests) == {}
 
 
 def test_a_fork_copies_vectors_and_embeds_nothing(store: Store) -> None:
@@ -104,8 +106,8 @@ def test_a_fork_copies_vectors_and_embeds_nothing(store: Store) -> None:
     session = conversation(store, "first")
     embed_all(store, session, embedder)
     calls = embedder.calls
-    store.fork_session("first", "copy")
-    copy = store.session("copy").id
+    store.forks.fork_session("first", "copy")
+    copy = store.sessions.session("copy").id
     embed_all(store, copy, embedder)
     assert embedder.calls == calls
     assert vectors(store, copy, embedder.key) == vectors(store, session, embedder.key)

@@ -37,7 +37,7 @@ def raw_bytes(db: Path) -> bytes:
 
 def contents(db: Path, session: str) -> list[str]:
     with Store(db) as store:
-        return [m.content for m in store.messages(store.session(session).id)]
+        return [m.content for m in store.history.messages(store.sessions.session(session).id)]
 
 
 def test_a_purge_keeps_words_that_only_contain_the_value(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
     db, args = two_sessions
     with Store(db) as store:
         [model] = vector_models(store)
-        assert store.count_without_vectors(model) == 0
+        assert store.vectors.count_without_vectors(model) == 0
         summaries_before = store.db.execute("SELECT count(*) FROM summaries").fetchone()[0]
     assert summaries_before > 0
     done = invoke("facts", "forget", "s1", "name", "--purge", "--db", str(db), *args)
@@ -89,11 +89,11 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
     with Store(db) as store:
         # The changed sessions' vectors are gone; `chatmem index` makes them again.
         # Both sessions changed: all 4 + 10 messages (a context vector encodes neighbours).
-        assert store.count_without_vectors(model) == 14
+        assert store.vectors.count_without_vectors(model) == 14
     done = invoke("index", "--db", str(db), *args)
     assert done.exit_code == 0, done.stderr
     with Store(db) as store:
-        assert store.count_without_vectors(model) == 0
+        assert store.vectors.count_without_vectors(model) == 0
 
 
 def test_mentions_are_read_for_a_dry_run_and_not_when_the_purge_goes_ahead(
@@ -134,11 +134,11 @@ def test_a_chinese_value_is_erased_as_the_exact_string_everywhere(
         two_sessions: tuple[Path, list[str]]) -> None:
     db, args = two_sessions
     with Store(db) as store:
-        [fact] = [f for f in store.facts(session_id=store.session("s1").id)
+        [fact] = [f for f in store.facts.facts(session_id=store.sessions.session("s1").id)
                   if f.key == "city"]
         assert fact.value == "杭州西湖"
-        store.upsert_fact("place", "西湖", scope="session",
-                          session_id=store.session("s1").id)
+        store.facts.upsert_fact("place", "西湖", scope="session",
+                                session_id=store.sessions.session("s1").id)
     done = invoke("facts", "forget", "s1", "place", "--purge", "--db", str(db), *args)
     assert done.exit_code == 0, done.stderr
     assert "西湖".encode() not in raw_bytes(db)
@@ -151,7 +151,7 @@ def test_dry_run_marks_each_mention_and_changes_nothing(
     db, args = two_sessions
     with Store(db) as store:
         before = {name: contents(db, name) for name in ("s1", "s2")}
-        facts = len(store.facts())
+        facts = len(store.facts.facts())
     done = invoke("facts", "forget", "s1", "name", "--purge", "--dry-run", "--db",
                   str(db), *args)
     assert done.exit_code == 0, done.stderr
@@ -171,7 +171,7 @@ def test_dry_run_marks_each_mention_and_changes_nothing(
         ("s2", 1, "user", [[9, 19], [26, 36]]), ("s2", 1, "assistant", [[18, 28], [35, 45]])]
     assert {name: contents(db, name) for name in ("s1", "s2")} == before
     with Store(db) as store:
-        assert len(store.facts()) == facts
+        assert len(store.facts.facts()) == facts
 
 
 def test_dry_run_without_purge_is_a_usage_error(two_sessions: tuple[Path, list[str]]) -> None:
@@ -180,7 +180,7 @@ def test_dry_run_without_purge_is_a_usage_error(two_sessions: tuple[Path, list[s
     assert done.exit_code == 2
     assert "--dry-run goes with --purge" in done.stderr
     with Store(db) as store:
-        assert [f.key for f in store.facts(session_id=store.session("s1").id)] == \
+        assert [f.key for f in store.facts.facts(session_id=store.sessions.session("s1").id)] == \
             ["name", "city"]
 
 
@@ -256,16 +256,17 @@ def test_a_stored_purge_changes_nothing_outside_a_mention_and_leaves_no_byte(
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "h.db"
         with Store(db) as store:
-            sessions = [store.create_session(f"s{i}", "buffer", user="me").id for i in (1, 2)]
+            sessions = [store.sessions.create_session(f"s{i}", "buffer", user="me").id for i in (1,
+                                                                                                 2)]
             for i, text in enumerate(texts):
                 role = "user" if i % 2 == 0 else "assistant"
-                store.import_messages(sessions[i % 2], [{"role": role, "content": text}])
-            fact = store.upsert_fact("name", value, scope="user", user="me")
+                store.history.import_messages(sessions[i % 2], [{"role": role, "content": text}])
+            fact = store.facts.upsert_fact("name", value, scope="user", user="me")
         done = invoke("facts", "forget", str(fact.id), "--purge", "--db", str(db),
                       "--yes")
         assert done.exit_code == 0, done.stderr
         with Store(db) as store:
-            stored = [m.content for sid in sessions for m in store.messages(sid)]
+            stored = [m.content for sid in sessions for m in store.history.messages(sid)]
         want = [e for i in (0, 1) for j, e in enumerate(expected) if j % 2 == i]
         assert stored == want
         data = raw_bytes(db)
@@ -277,11 +278,11 @@ def test_a_stored_purge_changes_nothing_outside_a_mention_and_leaves_no_byte(
 
 def test_the_store_counts_each_changed_row_once_by_place(tmp_path: Path) -> None:
     with Store(tmp_path / "h.db") as store:
-        sid = store.create_session("s", "buffer", user="me").id
-        store.import_messages(sid, [{"role": "user", "content": "Ada and Ada"},
-                                    {"role": "assistant", "content": "adaptive"}])
-        done = store.rewrite_stored_text([sid], "me", ["ada"],
-                                         lambda t: re.sub(r"\bAda\b", MARKER, t))
+        sid = store.sessions.create_session("s", "buffer", user="me").id
+        store.history.import_messages(sid, [{"role": "user", "content": "Ada and Ada"},
+                                            {"role": "assistant", "content": "adaptive"}])
+        done = store.redactions.rewrite_stored_text([sid], "me", ["ada"],
+                                                    lambda t: re.sub(r"\bAda\b", MARKER, t))
         assert done.counts == {Place.MESSAGES: 1}
         assert done.sessions == {sid}
 
@@ -295,8 +296,9 @@ def dry_run_spans(db: Path, key: str) -> dict[tuple[str, int], list[list[int]]]:
 
 def all_messages(db: Path) -> dict[tuple[str, int], str]:
     with Store(db) as store:
-        sessions = [store.session(row["name"]) for row in store.list_sessions()]
-        return {(s.name, m.position): m.content for s in sessions for m in store.messages(s.id)}
+        sessions = [store.sessions.session(row["name"]) for row in store.sessions.list_sessions()]
+        return {(s.name,
+                 m.position): m.content for s in sessions for m in store.history.messages(s.id)}
 
 
 F = MARKER
@@ -354,7 +356,7 @@ def test_a_purge_the_database_refuses_part_way_changes_nothing_and_says_why(
     db = tmp_path / "h.db"
     chat(db, "s1", "/remember --user k: Дима\nДима said hi\nи ДИМА ещё раз\n", code=0)
     with Store(db) as store:
-        last = max(m.id for m in store.messages(store.session("s1").id))
+        last = max(m.id for m in store.history.messages(store.sessions.session("s1").id))
         refuse_change(store, "messages", last, "disk says no", persistent=True)
         before = every_row(store)
     done = invoke("facts", "forget", "k", "--purge", "--yes", "--db", str(db))
@@ -380,9 +382,9 @@ def test_forgetting_without_purge_takes_a_non_ascii_value_out_of_every_context(
     else:
         chat(db, "s1", "/forget k\n", code=0)
     with Store(db) as store:
-        [fact] = store.facts(include_deleted=True)
+        [fact] = store.facts.facts(include_deleted=True)
         assert fact.value == "İstanbul" and fact.deleted_at is not None
-        assert store.facts() == []
+        assert store.facts.facts() == []
 
 
 def test_forget_me_the_database_refuses_part_way_changes_nothing(tmp_path: Path) -> None:
@@ -392,7 +394,7 @@ def test_forget_me_the_database_refuses_part_way_changes_nothing(tmp_path: Path)
     with Store(db) as store:
         # Sessions go first, then the profile's facts: refusing one fails the erasure after
         # the sessions are gone (a fact stated in a session would go with it).
-        fact = store.upsert_fact("k", "Straße", scope="user", user="default")
+        fact = store.facts.upsert_fact("k", "Straße", scope="user", user="default")
         refuse_change(store, "facts", fact.id, "disk says no", persistent=True)
         before = every_row(store)
     done = invoke("forget-me", "--yes", "--db", str(db))

@@ -154,20 +154,22 @@ def test_dry_run_and_purge_agree_and_a_failed_purge_changes_nothing(
                for m in said for t in m))
     n = next(_profiles)
     user = f"user{n}"
-    mine = [store.create_session(f"p{n}{side}", "buffer", user=user,
-                                 system=f"Call me {forms(value)[1]}.").id for side in "ab"]
-    theirs = store.create_session(f"q{n}", "buffer", user=f"other{n}").id
+    mine = [store.sessions.create_session(f"p{n}{side}", "buffer", user=user,
+                                          system=f"Call me {forms(value)[1]}.").id for side in "ab"]
+    theirs = store.sessions.create_session(f"q{n}", "buffer", user=f"other{n}").id
     ids = []
     for i, message in enumerate(said):
         role = "user" if i % 2 == 0 else "assistant"
-        ids += store.import_messages(mine[i % 2], [{"role": role, "content": written(message)}])
-    store.import_messages(theirs, [{"role": "user", "content": written(said[0])}])
-    summary = store.add_summary(mine[1], "summary", f"About {forms(value)[1]}.",
-                                covered_ids=ids[:1], anchors=[value])
-    store.set_strategy_state(mine[0], "entity", {"notes": [f"{value} said hi"]})
-    fact = store.upsert_fact("name", value, scope="user", user=user)
-    other = store.upsert_fact("friend", f"{forms(value)[2]} and more", scope="user", user=user)
-    stored = {m.id: m.content for sid in (*mine, theirs) for m in store.messages(sid)}
+        ids += store.history.import_messages(mine[i % 2], [{"role": role,
+                                                            "content": written(message)}])
+    store.history.import_messages(theirs, [{"role": "user", "content": written(said[0])}])
+    summary = store.memory.add_summary(mine[1], "summary", f"About {forms(value)[1]}.",
+                                       covered_ids=ids[:1], anchors=[value])
+    store.memory.set_strategy_state(mine[0], "entity", {"notes": [f"{value} said hi"]})
+    fact = store.facts.upsert_fact("name", value, scope="user", user=user)
+    other = store.facts.upsert_fact("friend", f"{forms(value)[2]} and more", scope="user",
+                                    user=user)
+    stored = {m.id: m.content for sid in (*mine, theirs) for m in store.history.messages(sid)}
     want = dict(stored)
     for i, message in enumerate(said):
         want[ids[i]] = expected(message)
@@ -189,11 +191,11 @@ def test_dry_run_and_purge_agree_and_a_failed_purge_changes_nothing(
         assert "nothing was changed" in str(refused.value)
         allow_change(store, table)
         assert every_row(store) == before
-        assert store.fact(fact.id).value == value  # and the purge can be run again
+        assert store.facts.fact(fact.id).value == value  # and the purge can be run again
     purge_fact(store, fact.id)
-    now = {m.id: m.content for sid in (*mine, theirs) for m in store.messages(sid)}
+    now = {m.id: m.content for sid in (*mine, theirs) for m in store.history.messages(sid)}
     assert now == want
-    assert [f.id for f in store.facts(user=user, include_deleted=True)] == [other.id]
-    assert store.fact(other.id).value.startswith(MARKER)
-    assert MARKER in store.summaries(mine[1])[0].text
-    assert store.summaries(mine[1])[0].anchors == [MARKER]
+    assert [f.id for f in store.facts.facts(user=user, include_deleted=True)] == [other.id]
+    assert store.facts.fact(other.id).value.startswith(MARKER)
+    assert MARKER in store.memory.summaries(mine[1])[0].text
+    assert store.memory.summaries(mine[1])[0].anchors == [MARKER]

@@ -16,6 +16,7 @@ from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, VectorRow
+from chatmem.store.connection import fetch_value
 from chatmem.timestamps import stamp
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -78,31 +79,31 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     timed: Store, clock: Clock, history: History
 ) -> None:
     old = chat(timed, "old", ["My order is ZX-1001 for the teal sofa.", "我们去杭州琉璃客栈。"])
-    timed.save_vectors("test-model", 2, [VectorRow(m.id, b"\x01" * 8, b"\x02" * 8)
-                                          for m in timed.messages(old.session.id)])
+    timed.vectors.save_vectors("test-model", 2, [VectorRow(m.id, b"\x01" * 8, b"\x02" * 8)
+                                          for m in timed.history.messages(old.session.id)])
     # A minute apart: the order they are listed in is their time's, not their ids' (random
     # on PostgreSQL).
     clock.days(10)
     kept = chat(timed, "kept", ["The delivery is at the blue gate."])
     clock.days(10 + 1 / 1440)
     forever = chat(timed, "forever", ["Keep this one."])
-    timed.set_retention(forever.session.id, 0)
+    timed.retention.set_retention(forever.session.id, 0)
     clock.days(10 + 2 / 1440)
     own = chat(timed, "own", ["My own retention is long."])
-    timed.set_retention(own.session.id, 100)
-    assert timed.facts(session_id=old.session.id)  # the extractor kept the order
+    timed.retention.set_retention(own.session.id, 100)
+    assert timed.facts.facts(session_id=old.session.id)  # the extractor kept the order
 
     clock.days(41)  # old idle 41 days; the others 31
     dry = prune(timed, clock.now, retention_days=30, fact_idle_days=None, dry_run=True)
     assert sorted(s.name for s in dry.sessions) == ["kept", "old"]
-    assert timed.find_session("old") is not None
+    assert timed.sessions.find_session("old") is not None
     assert prune(timed, clock.now, retention_days=40, fact_idle_days=None).summary() == (
         "erased 1 session (4 messages)")
-    assert [row["name"] for row in timed.list_sessions()] == ["own", "forever", "kept"]
-    counts = {table: timed._value(f"SELECT count(*) FROM {table}") for table in
+    assert [row["name"] for row in timed.sessions.list_sessions()] == ["own", "forever", "kept"]
+    counts = {table: fetch_value(timed.db, f"SELECT count(*) FROM {table}") for table in
               ("messages", "turns", "message_vectors", "summaries", "strategy_state")}
     assert counts["message_vectors"] == 0 and counts["messages"] == 6 and counts["turns"] == 3
-    assert timed._value("SELECT count(*) FROM facts WHERE session_id = ?",
+    assert fetch_value(timed.db, "SELECT count(*) FROM facts WHERE session_id = ?",
                         [old.session.id]) == 0
     assert list(matches(timed, kept.session.id, "teal sofa")) == []
     if history.kind == "plain":
@@ -126,36 +127,36 @@ def test_activity_keeps_a_session(timed: Store, clock: Clock) -> None:
 
 def test_a_fact_with_its_own_end_is_gone_at_that_end(timed: Store, clock: Clock) -> None:
     engine = chat(timed, "s", ["hi"])
-    fact = timed.upsert_fact("door code", "blue 7", scope="session",
-                             session_id=engine.session.id)
-    timed.set_fact_expiry(fact.id, stamp(T0 + timedelta(days=7)))
+    fact = timed.facts.upsert_fact("door code", "blue 7", scope="session",
+                                   session_id=engine.session.id)
+    timed.retention.set_fact_expiry(fact.id, stamp(T0 + timedelta(days=7)))
     engine.run_turn("what is the door code?")
-    assert "blue 7" in str(timed.turn(engine.session.id).context)
+    assert "blue 7" in str(timed.turns.turn(engine.session.id).context)
     clock.days(6)
     assert [f.key for f in engine.state.live_facts()] == ["door code"]
-    assert expiry_of(timed.fact(fact.id), None) == "2026-01-08T12:00:00+00:00"
+    assert expiry_of(timed.facts.fact(fact.id), None) == "2026-01-08T12:00:00+00:00"
     clock.days(8)
     # Past its end it never reaches a context again, even before it is pruned.
     assert engine.state.live_facts() == []
     assert "blue 7" not in str(engine.build_context("the code?").to_json())
     erased = prune(timed, clock.now, retention_days=None, fact_idle_days=None)
     assert [(e.fact.key, e.why) for e in erased.facts] == [("door code", "its end was 2026-01-08")]
-    assert timed.facts(include_deleted=True) == []
+    assert timed.facts.facts(include_deleted=True) == []
     # The turn that sent it keeps a marker where its value was.
-    assert "blue 7" not in str(timed.turn(engine.session.id, 2).context)
+    assert "blue 7" not in str(timed.turns.turn(engine.session.id, 2).context)
 
 
 def test_reading_a_fact_extends_its_life(timed: Store, clock: Clock) -> None:
     engine = chat(timed, "s", ["My order number is ORD-7731.", "I live in Porto."])
-    remembered = timed.upsert_fact("budget", "5000 EUR", scope="session",
-                                   session_id=engine.session.id)
+    remembered = timed.facts.upsert_fact("budget", "5000 EUR", scope="session",
+                                         session_id=engine.session.id)
     order, city = sorted(engine.state.live_facts(), key=lambda f: f.id)[:2]
     assert (order.key, city.key) == ("order number", "city")
-    assert expiry_of(timed.fact(order.id), 30) == "2026-01-31T12:00:00+00:00"
+    assert expiry_of(timed.facts.fact(order.id), 30) == "2026-01-31T12:00:00+00:00"
     clock.days(20)
     engine.run_turn("a turn that sends every fact")  # entity sends all while they fit
-    assert timed.fact(order.id).used_at == "2026-01-21T12:00:00.000+00:00"
-    assert expiry_of(timed.fact(order.id), 30) == "2026-02-20T12:00:00+00:00"
+    assert timed.facts.fact(order.id).used_at == "2026-01-21T12:00:00.000+00:00"
+    assert expiry_of(timed.facts.fact(order.id), 30) == "2026-02-20T12:00:00+00:00"
     # Only this session's facts were sent; a fact no context sends ages.
     clock.days(45)
     assert prune(timed, clock.now, retention_days=None, fact_idle_days=30).empty
@@ -164,8 +165,8 @@ def test_reading_a_fact_extends_its_life(timed: Store, clock: Clock) -> None:
     assert sorted(e.fact.key for e in erased.facts) == ["city", "order number"]
     assert erased.facts[0].why == "unused for 31 days"
     # /remember facts have no idle end: the user gave them none.
-    assert [f.id for f in timed.facts(include_deleted=True)] == [remembered.id]
-    assert expiry_of(timed.fact(remembered.id), 30) is None
+    assert [f.id for f in timed.facts.facts(include_deleted=True)] == [remembered.id]
+    assert expiry_of(timed.facts.fact(remembered.id), 30) is None
 
 
 def test_forget_user_erases_the_profile_and_nothing_else(
@@ -174,12 +175,12 @@ def test_forget_user_erases_the_profile_and_nothing_else(
     chat(timed, "ana-trip", ["My name is Anastazja Wolny.", "We go to 琉璃客栈 in May."])
     chat(timed, "ana-work", ["The project code is QX-48213."])
     bob = chat(timed, "bob-trip", ["My name is Bartholomew Quince."], user="bob")
-    assert {f.user for f in timed.facts() if f.scope == "user"} == {"ana", "bob"}
+    assert {f.user for f in timed.facts.facts() if f.scope == "user"} == {"ana", "bob"}
     with history.open() as reader:  # an idle reader keeps WAL and shm
         erased = forget_user(timed, "ana")
         assert erased.summary() == "erased 2 sessions (6 messages) and 1 fact"
-        assert [r["name"] for r in reader.list_sessions()] == ["bob-trip"]
-        assert [f.value for f in reader.facts()] == ["Bartholomew Quince"]
+        assert [r["name"] for r in reader.sessions.list_sessions()] == ["bob-trip"]
+        assert [f.value for f in reader.facts.facts()] == ["Bartholomew Quince"]
         if history.kind == "plain":
             data = raw(history.location)
             assert b"Bartholomew" in data

@@ -134,9 +134,9 @@ MIXED = [
 
 def _memory_text(store: Store, engine: Engine) -> str:
     """Everything derived memory holds for the session: facts, pins with quotes, summaries."""
-    facts = [f"{f.key} {f.value}" for f in store.facts(include_deleted=True)]
-    pinned = [f"{p.text} {p.quote}" for p in pins.pinned_facts(store, engine.session.id)]
-    summaries = [s.text for s in store.summaries(engine.session.id)]
+    facts = [f"{f.key} {f.value}" for f in store.facts.facts(include_deleted=True)]
+    pinned = [f"{p.text} {p.quote}" for p in pins.pinned_facts(store.memory, engine.session.id)]
+    summaries = [s.text for s in store.memory.summaries(engine.session.id)]
     return "\n".join(facts + pinned + summaries)
 
 
@@ -157,8 +157,8 @@ def test_the_fact_extractor_keeps_no_sensitive_detail(make_engine, store: Store)
 
 def test_a_remembered_detail_is_kept_because_the_user_asked(make_engine, store: Store) -> None:
     engine = make_engine("entity")
-    store.upsert_fact("card number", "4111 1111 1111 1111", scope="session",
-                      session_id=engine.session.id)
+    store.facts.upsert_fact("card number", "4111 1111 1111 1111", scope="session",
+                            session_id=engine.session.id)
     engine.run_turn("My phone number is +44 20 7946 0958.")
     assert [(f.key, f.value) for f in engine.state.live_facts()] == [
         ("card number", "4111 1111 1111 1111")]
@@ -174,7 +174,7 @@ def test_summaries_and_pins_keep_ordinary_details_and_no_sensitive_ones(
     held = _memory_text(store, engine)
     for _, detail, _ in SENSITIVE:
         assert detail not in held
-    pinned = {p.text for p in pins.pinned_facts(store, engine.session.id)}
+    pinned = {p.text for p in pins.pinned_facts(store.memory, engine.session.id)}
     assert {"ORD-7731", "五千元", "2026-03-15"} <= pinned
     assert any(isinstance(n, SummaryUpdated) and "card number" in n.sensitive for n in notices)
     # The next context holds the ordinary details and none of the sensitive ones.
@@ -234,7 +234,7 @@ def test_the_summary_prompt_forbids_them_and_the_request_never_holds_them(
     prompt = request["messages"][0]["content"]
     assert "never write passwords" in prompt
     assert "user: Order ORD-7731; call me on ⟦phone number⟧, id ⟦national id⟧." in prompt
-    [summary] = store.summaries(engine.session.id)
+    [summary] = store.memory.summaries(engine.session.id)
     assert summary.text == "User (⟦phone number⟧, 身份证⟦national id⟧) ordered ORD-7731."
     model.close()
 

@@ -45,7 +45,7 @@ def test_two_turns_report_exactly_the_tokens_chatmem_counted(local, store: Store
         assert result.context.tokens == result.record.estimated_tokens
         assert result.record.completion_tokens is not None
         assert 0 < result.record.completion_tokens <= 12
-    stored = store.turns(engine.session.id)
+    stored = store.turns.turns(engine.session.id)
     assert [t.status for t in stored] == ["ok", "ok"]
     # The exact text the model read is kept with the turn, template markup included,
     # byte for byte as the model rendered it, though the second turn's history is stored
@@ -61,7 +61,7 @@ def test_two_turns_report_exactly_the_tokens_chatmem_counted(local, store: Store
     assert "<|im_start|>system\nAnswer in one short sentence.<|im_end|>" in prompt
     assert "My order is ORD-7731." in prompt and "我的订单号是什么？" in prompt
     assert stored[1].prompt_tokens == local.token_counter().count_text(prompt)
-    assert len(store.messages(engine.session.id)) == 4
+    assert len(store.history.messages(engine.session.id)) == 4
 
 
 def test_without_a_system_prompt_the_hidden_default_is_shown_and_counted(local, store) -> None:
@@ -97,8 +97,8 @@ def test_quick_start_chat_resolves_to_the_local_model(tmp_path) -> None:
     assert "session default" not in done.stdout and done.stdout.strip()
     # The history file is in the platform's data directory.
     with Store(tmp_path / ".local" / "share" / "chatmem" / "chatmem.db") as store:
-        session = store.session("default")
-        (turn,) = store.turns(session.id)
+        session = store.sessions.session("default")
+        (turn,) = store.turns.turns(session.id)
         assert turn.status == "ok" and turn.prompt_tokens == turn.estimated_tokens
         assert (session.strategy, session.params) == ("window", {"k": 5})
         assert (turn.provider, turn.model) == ("local", "SmolLM2-135M-Instruct.Q4_1")

@@ -46,7 +46,7 @@ def test_server_receives_exactly_the_context_chatmem_reports(store, chat_server)
         result = engine.run_turn(text)
         assert result.status == "ok"
         assert result.reply == "Hello from the test server."
-    turns = store.turns(engine.session.id)
+    turns = store.turns.turns(engine.session.id)
     assert len(chat_server.requests) == len(turns) == 3
     for request, turn in zip(chat_server.requests, turns, strict=True):
         assert request["messages"] == Context.from_json(turn.context).messages()
@@ -83,7 +83,7 @@ def test_an_error_quoting_the_key_back_never_shows_it(store, chat_server) -> Non
         engine.run_turn("hello")
     assert SECRET not in str(caught.value)
     assert "rejected header Bearer [api key]" in str(caught.value)
-    assert SECRET not in repr(store.turns(engine.session.id))
+    assert SECRET not in repr(store.turns.turns(engine.session.id))
 
 
 def test_429_then_success_is_retried(store, chat_server) -> None:
@@ -93,7 +93,7 @@ def test_429_then_success_is_retried(store, chat_server) -> None:
     assert result.status == "ok"
     assert len(chat_server.requests) == 2
     assert chat_server.requests[0] == chat_server.requests[1]
-    assert [t.status for t in store.turns(engine.session.id)] == ["ok"]
+    assert [t.status for t in store.turns.turns(engine.session.id)] == ["ok"]
 
 
 def test_429_after_all_retries_is_a_rate_limit_error(store, chat_server) -> None:
@@ -127,10 +127,10 @@ def test_stream_cut_midway_stores_no_partial_message(store, chat_server) -> None
         f"the reply stream from {chat_server.base_url} broke off before the reply was complete"
     )
     # ...but memory holds only the first, complete turn.
-    assert [m.content for m in store.messages(engine.session.id)] == [
+    assert [m.content for m in store.history.messages(engine.session.id)] == [
         "first, complete", "Hello from the test server.",
     ]
-    turns = store.turns(engine.session.id)
+    turns = store.turns.turns(engine.session.id)
     assert [t.status for t in turns] == ["ok", "failed"]
     assert turns[1].error == str(caught.value)
     # The next turn goes on as if the cut turn never happened.
@@ -148,8 +148,8 @@ def test_unreachable_endpoint_is_a_connection_error(store) -> None:
 
 
 def assert_failed_turn_only(store: Store, engine: Engine, error: str | None = None) -> None:
-    assert store.messages(engine.session.id) == []
-    (turn,) = store.turns(engine.session.id)
+    assert store.history.messages(engine.session.id) == []
+    (turn,) = store.turns.turns(engine.session.id)
     assert turn.status == "failed"
     assert turn.reply is None and turn.user_message_id is None
     assert turn.context["parts"][-1]["messages"][0]["content"] == "hello"

@@ -57,7 +57,8 @@ def test_a_reply_cut_by_the_cap_is_stored_and_flagged(chat_server, store) -> Non
         provider.close()
     assert result.status == "ok" and result.reply == "one two "
     assert result.notices == [ReplyCut()]
-    assert [m.content for m in store.messages(engine.session.id)] == ["count to five", "one two "]
+    assert [m.content for m in store.history.messages(engine.session.id)] == ["count to five",
+                                                                              "one two "]
 
 
 def test_openai_without_a_key_or_a_server_says_which_variable_to_set() -> None:

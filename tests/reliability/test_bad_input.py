@@ -70,7 +70,8 @@ def test_a_lone_surrogate_and_a_nul_byte_are_imported_as_text(tmp_path: Path) ->
     result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        assert store.messages(store.session("t").id)[0].content == "a \ufffd b \x00 c"
+        session_id = store.sessions.session("t").id
+        assert store.history.messages(session_id)[0].content == "a \ufffd b \x00 c"
 
 
 def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
@@ -94,7 +95,7 @@ def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
     assert result.exit_code != 0 and result.stderr.count("\n") == 1, result.stderr
     monkeypatch.undo()
     with Store(db) as store:
-        assert store.find_session("t") is None
+        assert store.sessions.find_session("t") is None
     result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 0, result.stderr  # the retry is not blocked
 
@@ -135,10 +136,11 @@ def test_any_session_name_is_accepted_or_refused_in_one_line(name: str) -> None:
 @JUNK
 @given(st.text(max_size=60))
 def test_any_search_query_is_answered(store: Store, query: str) -> None:
-    session = store.find_session("s") or store.create_session("s", "retrieval")
-    if not store.messages(session.id):
-        store.import_messages(session.id, [{"role": "user", "content": "我们五月去杭州 AND x"},
-                                           {"role": "assistant", "content": "NEAR(a b) \"q"}])
+    session = store.sessions.find_session("s") or store.sessions.create_session("s", "retrieval")
+    if not store.history.messages(session.id):
+        store.history.import_messages(session.id, [
+            {"role": "user", "content": "我们五月去杭州 AND x"},
+            {"role": "assistant", "content": "NEAR(a b) \"q"}])
     list(matches(store, session.id, query))
 
 
@@ -232,7 +234,7 @@ def test_an_empty_transcript_or_an_unreadable_timestamp_is_refused_naming_the_fi
     assert result.stderr == f"error: {tmp_path}/{error}\n"
     if db.exists():
         with Store(db) as store:
-            assert store.find_session("t") is None
+            assert store.sessions.find_session("t") is None
 
 
 def test_an_iso_timestamp_is_imported_as_it_was(tmp_path: Path) -> None:
@@ -243,5 +245,5 @@ def test_an_iso_timestamp_is_imported_as_it_was(tmp_path: Path) -> None:
     result = invoke("sessions", "import", str(path), "--name", "t", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        assert [m.created_at for m in store.messages(store.session("t").id)] == [
+        assert [m.created_at for m in store.history.messages(store.sessions.session("t").id)] == [
             "2024-05-01T09:30:00+02:00"]

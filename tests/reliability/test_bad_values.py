@@ -29,7 +29,7 @@ def chatmem(args: list[bytes | str], home: Path, stdin: bytes = b"",
 
 def contents(db: Path, session: str = "s") -> list[str]:
     with Store(db) as store:
-        return [m.content for m in store.messages(store.session(session).id)]
+        return [m.content for m in store.history.messages(store.sessions.session(session).id)]
 
 
 def test_a_byte_that_is_not_utf8_in_a_piped_chat_is_replaced_and_the_script_goes_on(
@@ -179,7 +179,7 @@ def test_a_session_stored_with_a_nan_parameter_says_so_in_one_line(tmp_path: Pat
     """A file written before values were checked: the session fails clearly, not for good."""
     db = tmp_path / "h.db"
     with Store(db) as store:
-        store.create_session("s", "summary-buffer", {"max_tokens": 200, "prune_to": "nan"})
+        store.sessions.create_session("s", "summary-buffer", {"max_tokens": 200, "prune_to": "nan"})
     args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
     result = invoke(*args, input="hi\n")
     assert result.exit_code == 2
@@ -216,7 +216,7 @@ def test_an_unstorable_reply_or_transcript_text_is_stored_with_replacement_chara
 ) -> None:
     engine = make_engine("buffer")
     engine.replay_turn("lone \ud800 surrogate", "reply \udcff")
-    assert [m.content for m in store.messages(engine.session.id)] == [
+    assert [m.content for m in store.history.messages(engine.session.id)] == [
         "lone \ufffd surrogate", "reply \ufffd"]
     assert intact(store)
 
@@ -228,7 +228,7 @@ def test_a_refused_turn_in_a_new_session_leaves_no_session(tmp_path: Path) -> No
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].startswith("error: not sent:")
     with Store(db) as store:
-        assert store.find_session("r") is None
+        assert store.sessions.find_session("r") is None
 
 
 def test_a_refused_turn_keeps_the_sessions_strategy_and_system_prompt(tmp_path: Path) -> None:
@@ -240,13 +240,13 @@ def test_a_refused_turn_keeps_the_sessions_strategy_and_system_prompt(tmp_path: 
                     input="hi\n")
     assert result.exit_code == 2
     with Store(db) as store:
-        session = store.session("r")
+        session = store.sessions.session("r")
         assert (session.strategy, session.params, session.system) == (
             "window", {"k": 3}, "简短回答")
-        assert [t.status for t in store.turns(session.id)] == ["ok"]
+        assert [t.status for t in store.turns.turns(session.id)] == ["ok"]
     # A change whose turn is sent is kept, with that turn.
     result = invoke(*args, "-s", "tokens:max_tokens=100", input="hi\n")
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        session = store.session("r")
+        session = store.sessions.session("r")
         assert (session.strategy, session.params) == ("tokens", {"max_tokens": 100})

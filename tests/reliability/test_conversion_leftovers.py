@@ -40,10 +40,10 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("bases")
     plain = folder / "plain.db"
     with Store(plain) as store:
-        sid = store.create_session("big", "buffer").id
+        sid = store.sessions.create_session("big", "buffer").id
         line = "The courier Tobiasz Wrenfield brings the velvet armchair. 我们住在西湖边。 "
-        store.import_messages(sid, [{"role": "user" if i % 2 == 0 else "assistant",
-                                     "content": f"{i} {line * 4}"} for i in range(4000)])
+        store.history.import_messages(sid, [{"role": "user" if i % 2 == 0 else "assistant",
+                                             "content": f"{i} {line * 4}"} for i in range(4000)])
     encrypted = folder / "encrypted.db"
     shutil.copy(plain, encrypted)
     cipher.convert(encrypted, None, KEY)

@@ -155,7 +155,7 @@ def test_a_file_left_with_only_the_migrations_table_by_an_older_crash_is_recover
     conn.commit()
     conn.close()
     with Store(db) as store:
-        store.create_session("s", "buffer")
+        store.sessions.create_session("s", "buffer")
     assert_file_consistent(db)
 
 

@@ -74,7 +74,7 @@ def test_profile_facts_outlive_the_session_and_purge_erases_them(tmp_path: Path)
 
 def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> None:
     with Store(history) as store:
-        [fact] = [f for f in store.facts(session_id=store.session("gone").id)
+        [fact] = [f for f in store.facts.facts(session_id=store.sessions.session("gone").id)
                   if f.value == SECRET_NAME]
     result = invoke("facts", "forget", str(fact.id), "--purge",
                     "--db", str(history))
@@ -83,8 +83,8 @@ def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> N
     assert SECRET_NAME.encode() not in data
     assert SECRET_NAME.lower().encode() not in data
     with Store(history) as store:
-        session = store.session("gone")
-        contents = [m.content for m in store.messages(session.id)]
+        session = store.sessions.session("gone")
+        contents = [m.content for m in store.history.messages(session.id)]
         assert contents[0] == "my name is [forgotten]"
         assert list(matches(store, session.id, "Zebulon")) == []
         # The rest of the conversation is kept, and the session goes on.

@@ -40,7 +40,7 @@ def test_a_reply_with_escape_sequences_reaches_the_terminal_inert(tmp_path: Path
         assert not any(raw in stream for raw in RAW)
     assert done.stdout == f"echo #1: {SHOWN}\n"
     with Store(db) as store:  # stored as it was said
-        assert store.messages(store.session("s").id)[0].content == ATTACK
+        assert store.history.messages(store.sessions.session("s").id)[0].content == ATTACK
 
 
 def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: Path) -> None:
@@ -87,4 +87,4 @@ def test_exports_write_control_characters_escaped(tmp_path: Path) -> None:
     assert invoke("sessions", "import", str(tmp_path / "x.jsonl"), "--name",
                   "back", "--db", str(db)).exit_code == 0
     with Store(db) as store:
-        assert store.messages(store.session("back").id)[0].content == ATTACK
+        assert store.history.messages(store.sessions.session("back").id)[0].content == ATTACK

@@ -148,7 +148,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "t.jsonl").write_text(TRANSCRIPT, encoding="utf-8")
     (folder / "good.toml").write_text('strategy = "window"\n', encoding="utf-8")
     with Store(folder / "h.db") as store:
-        store.create_session("s", "window")
+        store.sessions.create_session("s", "window")
     return folder
 
 

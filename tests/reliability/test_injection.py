@@ -88,7 +88,7 @@ def test_an_imported_system_message_in_mid_history_is_sent_as_a_quotation(
                   "scripted", input="go on\n")
     assert done.exit_code == 0, done.stderr
     with Store(db) as store:
-        turn = store.turn(store.session("t").id)
+        turn = store.turns.turn(store.sessions.session("t").id)
     sent = Context.from_json(turn.context).messages()
     systems = [m["content"] for m in sent if m["role"] == "system"]
     assert len(systems) == 1  # an imported session has no system prompt of its own

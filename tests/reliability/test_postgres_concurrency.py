@@ -23,6 +23,7 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 
 PROCESSES, TURNS = 4, 25
 """The default run: 4 processes × 25 turns on one session."""
@@ -82,17 +83,17 @@ def run_clients(url: str, processes: int, turns: int) -> None:
 
 def assert_every_turn_kept_once(url: str, processes: int, turns: int) -> None:
     with Store(url) as store:
-        session = store.session("s")
-        messages = store.messages(session.id)
+        session = store.sessions.session("s")
+        messages = store.history.messages(session.id)
         assert [m.position for m in messages] == list(range(1, 2 * processes * turns + 1))
         assert [m.role for m in messages] == ["user", "assistant"] * (processes * turns)
         assert [m.turn for m in messages] == [i // 2 + 1 for i in range(len(messages))]
         assert sorted(m.content for m in messages if m.role == "user") == sorted(
             line(f"p{p}", i) for p in range(processes) for i in range(turns))
-        numbers = [(t.number, t.history_turn, t.status) for t in store.turns(session.id)]
+        numbers = [(t.number, t.history_turn, t.status) for t in store.turns.turns(session.id)]
         count = processes * turns
         assert numbers == [(n, n, "ok") for n in range(1, count + 1)]
-        covered = [message_id for version in store.summaries(session.id, "summary-buffer")
+        covered = [message_id for version in store.memory.summaries(session.id, "summary-buffer")
                    for message_id in version.covered_ids]
         assert covered, "summary-buffer never folded: the test would prove nothing"
         assert len(covered) == len(set(covered)), "a message was folded twice"
@@ -118,7 +119,7 @@ def test_a_client_killed_inside_its_turn_leaves_no_partial_turn(
     with Store(pg_url) as store:
         engine = open_session(store, SETTINGS, ScriptedProvider(), "s", strategy="window")
         engine.run_turn("kept before ORD-1")
-        before = [(m.position, m.content) for m in store.messages(engine.session.id)]
+        before = [(m.position, m.content) for m in store.history.messages(engine.session.id)]
     inside_write = tmp_path / "inside-write"
     client = _spawn.Process(target=chat_until_killed, args=(pg_url, str(inside_write)))
     client.start()
@@ -134,12 +135,12 @@ def test_a_client_killed_inside_its_turn_leaves_no_partial_turn(
         client.join(30)
     assert client.exitcode == -signal.SIGKILL
     with Store(pg_url) as store:
-        session = store.session("s")
-        assert [(m.position, m.content) for m in store.messages(session.id)] == before
-        assert [t.number for t in store.turns(session.id)] == [1]
-        assert store._value("SELECT count(*) FROM message_words") == len(before)
+        session = store.sessions.session("s")
+        assert [(m.position, m.content) for m in store.history.messages(session.id)] == before
+        assert [t.number for t in store.turns.turns(session.id)] == [1]
+        assert fetch_value(store.db, "SELECT count(*) FROM message_words") == len(before)
         # The dead client's write lock went with its connection: the next turn is stored.
         engine = open_session(store, SETTINGS, ScriptedProvider(), "s", strategy="window")
         engine.run_turn("after the kill ORD-2")
-        assert [m.position for m in store.messages(session.id)] == [1, 2, 3, 4]
-        assert [t.number for t in store.turns(session.id)] == [1, 2]
+        assert [m.position for m in store.history.messages(session.id)] == [1, 2, 3, 4]
+        assert [t.number for t in store.turns.turns(session.id)] == [1, 2]

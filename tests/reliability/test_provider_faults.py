@@ -50,9 +50,9 @@ def error_lines(stderr: str) -> list[str]:
 def stored(tmp_path: Path) -> tuple[list[str], list[str]]:
     """(message contents, turn statuses) of session s."""
     with Store(tmp_path / "h.db") as store:
-        session = store.session("s")
-        return ([m.content for m in store.messages(session.id)],
-                [t.status for t in store.turns(session.id)])
+        session = store.sessions.session("s")
+        return ([m.content for m in store.history.messages(session.id)],
+                [t.status for t in store.turns.turns(session.id)])
 
 
 FAULTS = [
@@ -171,14 +171,14 @@ def test_a_failing_summarizer_keeps_the_turn_tells_the_user_and_catches_up(
     assert len(behind) == 1
     assert stored(tmp_path) == (["hello", "Hello from the test server."], ["ok"])
     with Store(tmp_path / "h.db") as store:
-        assert store.summaries(store.session("s").id) == []
+        assert store.memory.summaries(store.sessions.session("s").id) == []
     # The server recovers: the next run catches up on turn 1, then folds turn 2.
     result = chat_with_server(tmp_path, chat_server.base_url, text="again\n", strategy="summary")
     assert result.exit_code == 0, result.stderr
     with Store(tmp_path / "h.db") as store:
-        session = store.session("s")
-        covered = [i for s in store.summaries(session.id) for i in s.covered_ids]
-        assert covered == [m.id for m in store.messages(session.id)]  # each once, in order
+        session = store.sessions.session("s")
+        covered = [i for s in store.memory.summaries(session.id) for i in s.covered_ids]
+        assert covered == [m.id for m in store.history.messages(session.id)]  # each once, in order
 
 
 def test_a_fact_extractor_answering_junk_keeps_the_turn_and_says_so_once(

@@ -80,7 +80,7 @@ def test_the_key_reaches_no_file_and_no_output(tmp_path: Path, chat_server) -> N
         assert outputs[-1][0] == 0, outputs[-1][1]
     everything = "\n".join(text for _, text in outputs)
     with Store(db) as store:  # the faults did happen: a refused key, an echoed one
-        failed = [t for t in store.turns(store.session("s").id) if t.status != "ok"]
+        failed = [t for t in store.turns.turns(store.sessions.session("s").id) if t.status != "ok"]
     assert [(t.input, t.status) for t in failed] == [("this one fails", "failed"),
                                                    ("echo it", "failed")]
     # Every file chatmem wrote (the config holding the URL key is the test's own).
@@ -100,7 +100,7 @@ def test_the_history_file_and_its_wal_and_shm_are_private(tmp_path: Path) -> Non
     os.umask(0o022)
     db = tmp_path / "h.db"
     with Store(db) as store:
-        store.create_session("s", "buffer")
+        store.sessions.create_session("s", "buffer")
         assert {p.name: mode(p) for p in tmp_path.iterdir()} == {
             "h.db": 0o600, "h.db-wal": 0o600, "h.db-shm": 0o600}
 
@@ -175,10 +175,10 @@ def test_a_reply_that_quotes_the_api_key_is_masked_wherever_it_goes(
     assert KEY not in result.output
     assert "Your header was Bearer [api key]; once more: [api key]." in result.stdout
     with Store(db) as store:
-        sid = store.session("s").id
-        assert store.messages(sid)[1].content == \
+        sid = store.sessions.session("s").id
+        assert store.history.messages(sid)[1].content == \
             "Your header was Bearer [api key]; once more: [api key]."
-        assert store.turns(sid)[0].reply == store.messages(sid)[1].content
+        assert store.turns.turns(sid)[0].reply == store.history.messages(sid)[1].content
     everything = _texts_of_every_output(db, tmp_path, env)
     assert "[api key]" in everything
     assert KEY not in everything
@@ -201,7 +201,7 @@ def test_a_reply_that_says_chatmem_key_is_masked(tmp_path: Path, chat_server) ->
     assert result.exit_code == 0, result.output
     assert "I know it: [history key] indeed" in result.stdout
     with Store(db, key=history_key) as store:
-        sid = store.session("s").id
-        assert store.messages(sid)[1].content == "I know it: [history key] indeed"
+        sid = store.sessions.session("s").id
+        assert store.history.messages(sid)[1].content == "I know it: [history key] indeed"
     everything = _texts_of_every_output(db, tmp_path, env)
     assert history_key not in everything and "[history key]" in everything

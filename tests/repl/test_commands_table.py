@@ -111,9 +111,9 @@ def test_system_takes_the_text_as_typed_and_empty_quotes_clear_it(
     result = chat(db, "t", [typed, "hello"])
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        session = store.session("t")
+        session = store.sessions.session("t")
         assert session.system == stored
-        sent = store.turn(session.id).context["parts"]
+        sent = store.turns.turn(session.id).context["parts"]
     if stored is None:
         assert [p["kind"] for p in sent] == ["input"]  # no system message at all
     else:
@@ -143,4 +143,5 @@ def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     with Store(tmp_path / "e.db") as store:
-        assert store.turns(store.session("t").id) == []  # nothing sent, nothing stored
+        # nothing sent, nothing stored
+        assert store.turns.turns(store.sessions.session("t").id) == []

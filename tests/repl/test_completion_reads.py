@@ -60,9 +60,9 @@ def test_summary_completion_reads_recent_versions_of_the_summary_in_use(
     with store:
         session = repl.engine.session.id
         for n in range(60):
-            store.add_summary(session, "summary", f"v{n} 摘要", covered_ids=[1])
-        store.add_summary(session, "summary-buffer", "another strategy's", covered_ids=[1])
-        latest = store.latest_summary(session, "summary")
+            store.memory.add_summary(session, "summary", f"v{n} 摘要", covered_ids=[1])
+        store.memory.add_summary(session, "summary-buffer", "another strategy's", covered_ids=[1])
+        latest = store.memory.latest_summary(session, "summary")
         assert latest is not None
         completer = SlashCompleter(repl)
         found, first = completing(store, completer, "/summary ")

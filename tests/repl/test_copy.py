@@ -133,4 +133,4 @@ def test_copy_errors_say_why_in_one_line_and_the_chat_goes_on(
     errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and error in errors[0], result.stderr
     with Store(tmp_path / "t.db") as store:  # the message after it was sent
-        assert store.messages(store.session("t").id)[-2].content == "after"
+        assert store.history.messages(store.sessions.session("t").id)[-2].content == "after"

@@ -26,11 +26,11 @@ def test_a_slash_command_typed_over_the_edit_runs_and_the_last_turn_stays(
         assert "strategy: window k=2" in capsys.readouterr().err
         # …and nothing went to the model: the last turn is as it was, not replaced.
         session_id = repl.engine.session.id
-        assert [(t.input, t.status, t.superseded_by) for t in store.turns(session_id)] == [
+        assert [(t.input, t.status, t.superseded_by) for t in store.turns.turns(session_id)] == [
             ("我们五月去杭州", "ok", None)]
         with typing(repl, "/edit-last\r", shows("我们五月去杭州"), KILL_LINE, shows(""),
                     "/nosuch\r") as lines:
             assert next(lines) == "/edit-last"
             with pytest.raises(Exception, match="unknown command /nosuch"):
                 repl.command("/edit-last")
-        assert len(store.turns(session_id)) == 1
+        assert len(store.turns.turns(session_id)) == 1

@@ -112,7 +112,7 @@ def test_tab_completes_a_slash_command(tmp_path: Path, tty: None) -> None:
 
 def test_tab_completes_strategy_names_parameters_and_sessions(tmp_path: Path, tty: None) -> None:
     store, repl = make_repl(tmp_path / "c.db")
-    store.create_session("trip-b", "window")
+    store.sessions.create_session("trip-b", "window")
     with store, typing(repl, "/strategy summary-b", menu("/strategy summary-b"), TAB,
                        shows("/strategy summary-buffer"), "\r",
                        "/strategy window ", menu("/strategy window "), TAB,
@@ -132,8 +132,8 @@ def test_completion_menu_entries_carry_one_line_of_help(tmp_path: Path) -> None:
 
     store, repl = make_repl(tmp_path / "c.db")
     with store:
-        repl.engine.state.store.upsert_fact("order id", "ORD-7731", scope="session",
-                                            user=None, session_id=repl.engine.session.id)
+        repl.engine.state.store.facts.upsert_fact("order id", "ORD-7731", scope="session",
+                                                  user=None, session_id=repl.engine.session.id)
         completer = SlashCompleter(repl)
 
         def menu(text: str) -> list[tuple[str, str]]:
@@ -202,7 +202,7 @@ def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
     store, repl = make_repl(db)
     with store:
         repl.turn("only in t")
-        store.create_session("u", "window")
+        store.sessions.create_session("u", "window")
         u = open_session(store, Settings(), ScriptedProvider(), "u")
         u.run_turn("only in u")
         with typing(repl, "/switch u\r", fresh_prompt, UP, shows("only in u"),
@@ -210,7 +210,7 @@ def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
             assert next(lines) == "/switch u"
             repl.command("/switch u")
             assert next(lines) == "only in u"
-        store.delete_session("u")
+        store.sessions.delete_session("u")
         repl.open("t")
         with typing(repl, fresh_prompt, UP, shows("only in t"), "\r") as lines:
             assert next(lines) == "only in t"
@@ -282,7 +282,7 @@ def test_the_toolbar_says_how_many_messages_are_still_to_embed(tmp_path: Path) -
     store = Store(tmp_path / "t.db")
     engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
                           strategy="retrieval", embedder=embedder)
-    store.import_messages(engine.session.id, [
+    store.history.import_messages(engine.session.id, [
         {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
         for n in range(300) for role in ("user", "assistant")])
     repl = Repl(engine, make_console(), make_console(stderr=True))
@@ -330,7 +330,7 @@ def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Pa
     store = Store(tmp_path / "t.db")
     engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
                           strategy="retrieval", embedder=embedder)
-    store.import_messages(engine.session.id, [
+    store.history.import_messages(engine.session.id, [
         {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
         for n in range(300) for role in ("user", "assistant")])
     repl = Repl(engine, make_console(), make_console(stderr=True))
@@ -345,7 +345,7 @@ def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Pa
             time.sleep(0.01)
         assert toolbar_text(repl).endswith(f" · indexing, {602 - 2 * BATCH} left "
                                            f"({2 * BATCH} embedded) ")
-        assert store.count_without_vectors(embedder.key, engine.session.id) == 602
+        assert store.vectors.count_without_vectors(embedder.key, engine.session.id) == 602
         for _ in range(1000):
             allowed.release()
         engine.indexing.close()
@@ -398,10 +398,10 @@ def test_edit_last_opens_the_prompt_on_the_last_input_and_sends_the_edit(
             assert next(lines) == "/edit-last"
             repl.command("/edit-last")  # reads the edit at the prompt, then sends it
         session_id = repl.engine.session.id
-        assert [m.content for m in store.messages(session_id)] == [
+        assert [m.content for m in store.history.messages(session_id)] == [
             "my order is ORD-7731", "echo #1: my order is ORD-7731",
             "我们五月去苏州", "echo #3: 我们五月去苏州"]
-        assert [(t.input, t.superseded_by) for t in store.turns(session_id)] == [
+        assert [(t.input, t.superseded_by) for t in store.turns.turns(session_id)] == [
             ("my order is ORD-7731", None), ("我们五月去杭州", 3), ("我们五月去苏州", None)]
         # Up recalls what history holds: the edit, not the replaced input.
         with typing(repl, fresh_prompt, UP, shows("我们五月去苏州"), "\r") as lines:

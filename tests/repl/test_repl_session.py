@@ -22,7 +22,8 @@ def status_lines(stderr: str) -> list[str]:
 
 def messages(db: Path, session: str) -> list[tuple[int, str, str]]:
     with Store(db) as store:
-        return [(m.turn, m.role, m.content) for m in store.messages(store.session(session).id)]
+        return [(m.turn, m.role,
+                 m.content) for m in store.history.messages(store.sessions.session(session).id)]
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def test_new_starts_a_session_with_the_current_strategy_and_system(db: Path) -> 
     assert status_lines(result.stderr) == ["new session side · window k=2 · 0 turns"]
     assert "echo #1: hello side" in result.stdout
     with Store(db) as store:
-        side = store.session("side")
+        side = store.sessions.session("side")
         assert (side.strategy, side.params, side.system) == ("window", {"k": 2},
                                                               "Answer briefly.")
     assert messages(db, "side") == [(1, "user", "hello side"),
@@ -82,13 +83,13 @@ def test_switch_resumes_another_session_with_its_own_strategy(db: Path) -> None:
     ]
     assert result.stdout.splitlines() == ["echo #1: hi", "echo #2: and now?"]
     with Store(db) as store:
-        trip = store.session("trip")
-        last = store.turn(trip.id)
+        trip = store.sessions.session("trip")
+        last = store.turns.turn(trip.id)
         assert (last.input, last.strategy, last.params) == ("and now?", "window", {"k": 2})
         # window k=2 sent turns 2–3 and the system prompt of trip, not of other.
         sent = [m["content"] for p in last.context["parts"] for m in p["messages"]]
         assert sent[0] == "Answer briefly." and "my order is ORD-7731" not in sent
-        assert store.session("other").strategy == "buffer"
+        assert store.sessions.session("other").strategy == "buffer"
     assert len(messages(db, "other")) == 2
 
 
@@ -126,7 +127,7 @@ def test_fork_errors(db: Path, line: str, error: str) -> None:
     assert result.exit_code == 2
     assert status_lines(result.stderr) == [error]
     with Store(db) as store:
-        assert [s["name"] for s in store.list_sessions()] == ["trip"]
+        assert [s["name"] for s in store.sessions.list_sessions()] == ["trip"]
 
 
 def test_undo_explains_and_forks_before_the_last_turn(db: Path) -> None:
@@ -167,8 +168,8 @@ def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
     # The regeneration's request holds no earlier answer: the replaced turn left memory.
     assert [m["role"] for m in chat_server.requests[-1]["messages"]] == ["system", "user"]
     with Store(db) as store:
-        session = store.session("r")
-        assert [(t.status, t.superseded_by) for t in store.turns(session.id)] == [
+        session = store.sessions.session("r")
+        assert [(t.status, t.superseded_by) for t in store.turns.turns(session.id)] == [
             ("failed", None), ("ok", 3), ("ok", None)]
     # History turn 2 (turn 1 failed, so history turn 1 is the replaced one).
     assert messages(db, "r") == [(2, "user", "我们五月去杭州"),
@@ -204,7 +205,7 @@ def test_edit_last_with_text_sends_it_in_place_of_the_last_turn(db: Path) -> Non
     assert [c for _, r, c in messages(db, "trip") if r == "user"] == [
         "my order is ORD-7731", "我们五月去杭州", "我们七月去苏州"]
     with Store(db) as store:
-        turns = store.turns(store.session("trip").id)
+        turns = store.turns.turns(store.sessions.session("trip").id)
         assert [(t.input, t.superseded_by) for t in turns[2:]] == [
             ("what did I order?", 4), ("我们六月去苏州", 5), ("我们七月去苏州", None)]
 
@@ -227,9 +228,9 @@ def test_system_shows_and_sets_the_prompt_for_the_next_turns(db: Path) -> None:
         "earlier turns stay as they were sent",
         f"system prompt  {new}"]
     with Store(db) as store:
-        trip = store.session("trip")
+        trip = store.sessions.session("trip")
         assert trip.system == new
-        turns = store.turns(trip.id)
+        turns = store.turns.turns(trip.id)
         first = turns[0].context["parts"][0]["messages"][0]["content"]
         last = turns[-1].context["parts"][0]["messages"][0]["content"]
         assert (first, last) == ("Answer briefly.", new)
@@ -298,7 +299,7 @@ def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
     assert ("error: /budget: N must be a whole number of tokens, at least 1; got '0'; "
             "usage: /budget [N], e.g. /budget 8000") in result.stderr
     with Store(db) as store:
-        last = store.turn(store.session("trip").id)
+        last = store.turns.turn(store.sessions.session("trip").id)
         assert last.context["budget"] == 20
         assert [(w["kind"], w["budget"]) for w in last.context["warnings"]] == [
             ("over_budget", 20)]
@@ -332,8 +333,8 @@ def test_model_switches_the_model_for_the_next_turns(db: Path, chat_server) -> N
     assert ("model: openai:m1 → openai:m2 for the next turns; the history is untouched"
             in status_lines(result.stderr))
     with Store(db) as store:
-        session = store.session("trip")
-        assert [t.model for t in store.turns(session.id)][-2:] == ["m1", "m2"]
+        session = store.sessions.session("trip")
+        assert [t.model for t in store.turns.turns(session.id)][-2:] == ["m1", "m2"]
         assert session.model == "m2"
     # The second turn still carried the whole history: switching a model keeps memory.
     assert chat_server.requests[1]["messages"][-3]["content"] == "first question"
@@ -354,7 +355,7 @@ def test_model_with_a_missing_local_file_is_one_line_and_the_chat_goes_on(db: Pa
         "error: model '/nowhere/x.gguf' (/model): the local provider runs a GGUF file, and "
         "there is none at that path"]
     with Store(db) as store:  # and the next turn ran on the model it had
-        turn = store.turn(store.session("trip").id)
+        turn = store.turns.turn(store.sessions.session("trip").id)
         assert (turn.input, turn.status) == ("hi", "ok")
         assert turn.model == "SmolLM2-135M-Instruct.Q4_1"
 
@@ -376,8 +377,8 @@ def test_a_strategy_switch_keeps_the_parameters_the_new_strategy_shares(tmp_path
         "strategy: summary-buffer max_tokens=2000 summary_max_tokens=256 prune_to=0.5",
     ]
     with Store(db) as store:
-        assert store.session("s").params == {"max_tokens": 2000, "summary_max_tokens": 256,
-                                             "prune_to": 0.5}
+        assert store.sessions.session("s").params == {"max_tokens": 2000, "summary_max_tokens": 256,
+                                                      "prune_to": 0.5}
 
 
 def test_kept_parameters_follow_the_part_they_belong_to() -> None:

@@ -27,9 +27,9 @@ def test_summary_shows_the_latest_version_diffed_against_the_previous(tmp_path: 
     ], "--strategy", "summary", width=160)
     assert done.exit_code == 0 and errors(done.stderr) == []
     with Store(db) as store:
-        session = store.session("demo")
-        ids = [m.id for m in store.messages(session.id)]
-        assert [(s.version, s.covered_ids) for s in store.summaries(session.id)] == [
+        session = store.sessions.session("demo")
+        ids = [m.id for m in store.history.messages(session.id)]
+        assert [(s.version, s.covered_ids) for s in store.memory.summaries(session.id)] == [
             (1, ids[:2]), (2, ids[2:4])]
     panel = done.stderr.split("summary v1 → v2 (summary)", 1)[1]
     # A pipe has no colour: the diff is marked, so an added "- …" line cannot read as removed.
@@ -98,7 +98,7 @@ def test_bad_versions_are_one_line_errors_and_the_chat_goes_on(
     assert done.exit_code == exit_code
     assert errors(done.stderr) == [message]
     with Store(db) as store:
-        summary = store.summaries(store.session("demo").id)[-1].text
+        summary = store.memory.summaries(store.sessions.session("demo").id)[-1].text
     # The next command still ran and showed it.
     assert summary in done.stderr.split(message, 1)[1]
     assert done.stdout == "echo #1: hello\n"

@@ -52,7 +52,8 @@ def ask_and_hold(terminal: Terminal, server: ChatServer, text: str,  # noqa: F81
 
 def turns(db: Path) -> list[tuple[str, str, str | None]]:
     with Store(db) as store:
-        return [(t.status, t.input, t.reply) for t in store.turns(store.session("t").id)]
+        return [(t.status, t.input,
+                 t.reply) for t in store.turns.turns(store.sessions.session("t").id)]
 
 
 def wait_until(done: Callable[[], bool], terminal: Terminal) -> None:  # noqa: F811
@@ -75,7 +76,7 @@ def test_ctrl_d_while_a_reply_streams_cancels_it_and_leaves(
     # Stored as cancelled, with what had arrived; nothing of it entered memory.
     assert turns(db) == [("cancelled", "hello there", "Hello")]
     with Store(db) as store:
-        assert store.messages(store.session("t").id) == []
+        assert store.history.messages(store.sessions.session("t").id) == []
     # The terminal is left as it was found: echo and line editing back on.
     assert (tmp_path / "stty.after").read_text() == (tmp_path / "stty.before").read_text()
 
@@ -153,7 +154,7 @@ def test_ctrl_d_after_the_reply_lets_memory_finish_its_update_then_leaves(
     # Ctrl-D cancelled nothing: the turn and the summary it led to are both stored.
     assert turns(db) == [("ok", "hello there", "Hello from the test server.")]
     with Store(db) as store:
-        session_id = store.session("t").id
-        assert [m.role for m in store.messages(session_id)] == ["user", "assistant"]
-        summary = store.latest_summary(session_id, "summary")
+        session_id = store.sessions.session("t").id
+        assert [m.role for m in store.history.messages(session_id)] == ["user", "assistant"]
+        summary = store.memory.latest_summary(session_id, "summary")
         assert summary is not None and summary.text == "Hello from the test server."

@@ -40,7 +40,7 @@ def test_the_toolbar_fits_every_width_from_40_to_200_leaving_out_whole_fields(
                                                                 "output": 2.0}})
     engine = open_session(store, settings, ScriptedProvider(), "杭州之旅-planning",
                           strategy="retrieval", params={"recent": "3"}, embedder=embedder)
-    store.import_messages(engine.session.id, [
+    store.history.import_messages(engine.session.id, [
         {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
         for n in range(300) for role in ("user", "assistant")])
     repl = Repl(engine, make_console(), make_console(stderr=True))

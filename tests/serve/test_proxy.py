@@ -101,8 +101,8 @@ def test_three_requests_are_three_turns_that_inspect_and_the_api_agree_on(
         messages.append({"role": "assistant", "content": reply})
     assert turn_ids == ["trip@1", "trip@2", "trip@3"]
     with Store(db_path) as store:
-        session = store.session("trip")
-        assert store.turn_count(session.id) == 3
+        session = store.sessions.session("trip")
+        assert store.history.turn_count(session.id) == 3
     for turn_id in turn_ids:
         number = turn_id.split("@")[1]
         served = httpx.get(f"{proxy.base_url}/chatmem/turns/{turn_id}", timeout=HANG).json()
@@ -125,7 +125,7 @@ def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
              {"role": "user", "content": "And the budget?"}]
     openai.chat.completions.create(model="test-small", messages=again)
     with Store(db_path) as store:
-        names = {row["name"]: row["turns"] for row in store.list_sessions()}
+        names = {row["name"]: row["turns"] for row in store.sessions.list_sessions()}
     assert names.pop("ann-42") == 1
     [(fingerprint, turns)] = names.items()
     assert fingerprint.startswith("chat-") and turns == 2
@@ -146,7 +146,7 @@ def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
         {"role": "assistant", "content": "Hello from the test server."},
         {"role": "user", "content": "Thanks."}])
     with Store(db_path) as store:
-        contents = [m.content for m in store.messages(store.session("moved").id)]
+        contents = [m.content for m in store.history.messages(store.sessions.session("moved").id)]
     assert contents == ["I live in Hangzhou.", "Noted.", "Where do I live?",
                         "Hello from the test server.", "Thanks.",
                         "Hello from the test server."]
@@ -163,8 +163,8 @@ def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again
 
     then = datetime.now(UTC) - timedelta(days=45)
     with Store(db_path, clock=lambda: then) as store:
-        old = store.create_session("old", "window")
-        store.import_messages(old.id, [{"role": "user", "content": "ZX-1001"}])
+        old = store.sessions.create_session("old", "window")
+        store.history.import_messages(old.id, [{"role": "user", "content": "ZX-1001"}])
     calls: list[bool] = []
     prune = retention.prune
 
@@ -179,7 +179,7 @@ def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again
 
     def sessions() -> set[str]:
         with Store(db_path) as store:
-            return {row["name"] for row in store.list_sessions()}
+            return {row["name"] for row in store.sessions.list_sessions()}
 
     with RunningProxy(settings, strategy="window") as running:
         openai = client(running)
@@ -200,7 +200,7 @@ def test_model_at_strategy_picks_the_strategy(proxy: RunningProxy, db_path: Path
                                    extra_headers={"X-Chatmem-Conversation": "w"},
                                    messages=[{"role": "user", "content": "hi"}])
     with Store(db_path) as store:
-        session = store.session("w")
+        session = store.sessions.session("w")
     assert (session.strategy, session.params["k"]) == ("window", 1)
 
 
@@ -220,9 +220,9 @@ def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatSe
                                        messages=[{"role": "user", "content": "hi"}])
     assert "sk-test" not in str(refused.value.body)
     with Store(db_path) as store:  # a failed turn: its row only, nothing in memory
-        session = store.session("e")
-        assert [t.status for t in store.turns(session.id)] == ["failed"]
-        assert store.messages(session.id) == []
+        session = store.sessions.session("e")
+        assert [t.status for t in store.turns.turns(session.id)] == ["failed"]
+        assert store.history.messages(session.id) == []
 
 
 def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
@@ -239,13 +239,13 @@ def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
 
     def cancelled() -> bool:
         with Store(db_path) as store:
-            session = store.find_session("gone")
-            return session is not None and [t.status for t in store.turns(session.id)] == [
+            session = store.sessions.find_session("gone")
+            return session is not None and [t.status for t in store.turns.turns(session.id)] == [
                 "cancelled"]
 
     wait_until(cancelled, "the turn is stored as cancelled")
     with Store(db_path) as store:
-        assert store.messages(store.session("gone").id) == []  # out of memory
+        assert store.history.messages(store.sessions.session("gone").id) == []  # out of memory
 
 
 def test_a_token_is_required_when_given(upstream_settings: Settings) -> None:
@@ -317,5 +317,6 @@ def test_each_token_is_its_own_role_on_postgresql(chat_server: ChatServer, pg_ur
     for url, own, other in ((ann, "ann's secret plan", "bob's lunch"),
                             (bob, "bob's lunch", "ann's secret plan")):
         with Store(url) as store:
-            contents = [m.content for m in store.messages(store.session("trip").id)]
+            trip = store.sessions.session("trip")
+            contents = [m.content for m in store.history.messages(trip.id)]
         assert own in contents and other not in contents

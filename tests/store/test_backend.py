@@ -41,8 +41,8 @@ def test_a_path_opens_sqlite(tmp_path: Path) -> None:
 
 def test_index_words_replaces_an_entry_and_scores_rank_the_better_match(tmp_path: Path) -> None:
     with Store(tmp_path / "h.db") as store:
-        session = store.create_session("s", "window")
-        first, second = store.import_messages(session.id, [
+        session = store.sessions.create_session("s", "window")
+        first, second = store.history.import_messages(session.id, [
             {"role": "user", "content": "walnut walnut tea"},
             {"role": "assistant", "content": "我们去杭州 walnut"}])
         with store.write():

@@ -32,13 +32,13 @@ def replayed(db: Path, sample: str) -> list[str]:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        return [s["name"] for s in store.list_sessions()]
+        return [s["name"] for s in store.sessions.list_sessions()]
 
 
 def inspect_all(db: Path, names: list[str], step: int) -> dict[tuple[str, int], object]:
     shown: dict[tuple[str, int], object] = {}
     with Store(db) as store:
-        counts = {n: len(store.turns(store.session(n).id)) for n in names}
+        counts = {n: len(store.turns.turns(store.sessions.session(n).id)) for n in names}
     for name in names:
         for number in [*range(1, counts[name] + 1, step), counts[name]]:
             result = runner.invoke(app, ["inspect", name, "--turn", str(number), "--json",
@@ -110,7 +110,7 @@ def test_a_buffer_turns_stored_context_does_not_grow_with_the_history(make_engin
     history = [p for p in raw[-1]["parts"] if p["kind"] == "history"]
     assert history[0]["messages"] == [{"from": 1, "to": 78}]
     # …and reads back as every message it sent, with its cached count.
-    last = engine.store.turn(engine.session.id)
+    last = engine.store.turns.turn(engine.session.id)
     sent = Context.from_json(last.context).part("history")
     assert sent is not None and len(sent.messages) == 78
     assert [m.content for m in sent.messages][:2] == ["message 0 about ORD-0",
@@ -119,8 +119,8 @@ def test_a_buffer_turns_stored_context_does_not_grow_with_the_history(make_engin
 
 
 def test_a_message_that_differs_from_the_stored_row_stays_inline(store: Store) -> None:
-    session = store.create_session("s", "window")
-    [first] = store.import_messages(session.id, [{"role": "user", "content": "hello"}])
+    session = store.sessions.create_session("s", "window")
+    [first] = store.history.import_messages(session.id, [{"role": "user", "content": "hello"}])
     context = {"tokens": 20, "parts": [{"kind": "history", "reason": "r", "tokens": 20,
                                          "messages": [
         {"role": "user", "content": "hello", "tokens": 8, "id": first, "turn": 1},
@@ -131,7 +131,7 @@ def test_a_message_that_differs_from_the_stored_row_stays_inline(store: Store) -
         stored = contexts.compact(store.db, session.id, "cl100k_base", context)
     assert stored["parts"][0]["messages"][0] == {"from": 1, "to": 1}
     assert stored["parts"][0]["messages"][1]["content"] == "edited"
-    assert store.cached_token_counts([first], "cl100k_base") == {first: 8}
+    assert store.history.cached_token_counts([first], "cl100k_base") == {first: 8}
     assert contexts.expand(store.db, session.id, "cl100k_base", stored) == context
     # Without a tokenizer, counts cannot be looked up later: everything stays inline.
     assert contexts.compact(store.db, session.id, None, context) == context

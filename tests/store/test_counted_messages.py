@@ -22,22 +22,22 @@ def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> 
             engine.run_turn(line)
         sid = engine.session.id
         # Imported messages have no stored count: they come back with None.
-        store.import_messages(sid, [{"role": "user", "content": "导入的问题"},
-                                    {"role": "assistant", "content": "an imported reply"}])
+        store.history.import_messages(sid, [{"role": "user", "content": "导入的问题"},
+                                            {"role": "assistant", "content": "an imported reply"}])
         key = engine.counter.key
-        positions = [m.position for m in store.messages(sid)]
+        positions = [m.position for m in store.history.messages(sid)]
         with metered(store) as meter:
-            found = store.counted_messages_at(sid, [*positions, 99], key)
+            found = store.recall.counted_messages_at(sid, [*positions, 99], key)
         assert meter.statements == 1
-        records = store.messages_at(sid, positions)
-        counts = store.cached_token_counts([r.id for r in records.values()], key)
+        records = store.recall.messages_at(sid, positions)
+        counts = store.history.cached_token_counts([r.id for r in records.values()], key)
         assert {p: r for p, (r, _) in found.items()} == records
         assert {r.id: n for r, n in found.values() if n is not None} == counts
         assert len(counts) == 4  # the turns' messages, counted at commit
         assert [n for r, n in found.values() if r.position > 4] == [None, None]
         # Another tokenizer's counts are not these.
-        assert all(n is None for _, n in store.counted_messages_at(sid, positions,
-                                                                   "other").values())
+        assert all(n is None for _, n in store.recall.counted_messages_at(sid, positions,
+                                                                          "other").values())
 
 
 def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -> None:
@@ -48,15 +48,15 @@ def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -
             engine.run_turn(line)
         resend_last(engine)  # the last turn's messages stay stored, superseded
         sid = engine.session.id
-        store.import_messages(sid, [{"role": "system", "content": "导入的系统消息"}])
+        store.history.import_messages(sid, [{"role": "system", "content": "导入的系统消息"}])
         key = engine.counter.key
-        positions = range(1, store.last_position(sid) + 3)
+        positions = range(1, store.recall.last_position(sid) + 3)
         with metered(store) as meter:
-            rows = store.candidate_rows(sid, positions, key)
+            rows = store.recall.candidate_rows(sid, positions, key)
         assert meter.statements == 1
-        counted = store.counted_messages_at(sid, positions, key)
+        counted = store.recall.counted_messages_at(sid, positions, key)
         # The replaced turn's messages are not candidates; nor are positions past the end.
-        assert len(counted) < store.last_position(sid)
+        assert len(counted) < store.recall.last_position(sid)
         assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content, n)
                                       for r, n in counted.values())
         assert [n for p, *_, n in sorted(rows)][-1] is None  # imported: not counted

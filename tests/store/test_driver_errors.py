@@ -18,8 +18,8 @@ from chatmem.store import Store
 
 def _session_with_messages(path: Path, count: int = 200) -> None:
     with Store(path) as store:
-        session = store.create_session("s", "window")
-        store.import_messages(session.id, [
+        session = store.sessions.create_session("s", "window")
+        store.history.import_messages(session.id, [
             {"role": "user", "content": f"message {i} 消息 " * 100} for i in range(count)])
         store.db.fold_log()  # the whole history in the file itself, not in its log
 
@@ -35,14 +35,14 @@ def test_a_statement_sqlite_refuses_is_a_database_error(tmp_path: Path) -> None:
 
 def test_a_broken_constraint_is_a_conflict(tmp_path: Path) -> None:
     with Store(tmp_path / "h.db") as store:
-        store.create_session("s", "window")
+        store.sessions.create_session("s", "window")
         with pytest.raises(StoreConflict) as caught, store.write():
             store.db.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
                              " VALUES ('s', 'window', '', '')")
         assert caught.value.kind is StoreFailure.CONFLICT
         # What the store expects of a conflict it still says in its own words.
         with pytest.raises(StoreError, match="a session named 's' already exists"):
-            store.create_session("s", "window")
+            store.sessions.create_session("s", "window")
 
 
 def test_a_corrupted_page_read_is_a_damaged_store(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_a_corrupted_page_read_is_a_damaged_store(tmp_path: Path) -> None:
     data[at : at + page] = b"\xff" * page
     path.write_bytes(bytes(data))
     with Store(path) as store, pytest.raises(DatabaseError) as caught:
-        store.messages(1)
+        store.history.messages(1)
     assert (caught.value.kind, caught.value.location) == (StoreFailure.DAMAGED, str(path))
     assert not isinstance(caught.value, sqlite3.Error)
 
@@ -66,7 +66,8 @@ def test_text_that_is_not_utf8_is_a_store_error_and_one_line(tmp_path: Path) -> 
         raw.execute("UPDATE messages SET content = CAST(x'ff00fe' AS TEXT) WHERE position = 1")
     raw.close()
     with Store(path) as store, pytest.raises(DatabaseError) as caught:
-        store.messages(1)  # sqlite3 raises it as the row is read (UnicodeDecodeError < 3.12)
+        # sqlite3 raises it as the row is read (UnicodeDecodeError < 3.12)
+        store.history.messages(1)
     assert caught.value.location == str(path)
     result = invoke("sessions", "export", "s", "-o", str(tmp_path / "s.jsonl"), "--db",
                     str(path), code=1)
@@ -83,9 +84,9 @@ def test_a_file_another_process_holds_is_busy(tmp_path: Path) -> None:
         with Store(path) as store:
             store.db.conn.execute("PRAGMA busy_timeout = 20")  # not the 5 s a person waits
             with pytest.raises(StoreError) as caught:
-                store.create_session("s", "window")
+                store.sessions.create_session("s", "window")
             assert (caught.value.kind, caught.value.location) == (StoreFailure.BUSY, str(path))
-            assert store.find_session("s") is None
+            assert store.sessions.find_session("s") is None
     finally:
         holder.close()
 
@@ -96,16 +97,16 @@ def test_a_file_another_process_holds_is_busy(tmp_path: Path) -> None:
 def test_a_dropped_connection_is_a_store_error_naming_the_masked_url(
         pg_url: str, pg_server: PostgresServer) -> None:
     with Store(pg_url) as store:
-        session = store.create_session("s", "window")
+        session = store.sessions.create_session("s", "window")
         pid = store.db.execute("SELECT pg_backend_pid()").fetchone()[0]
         with pg_server.admin() as conn:
             conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(StoreError) as caught:
-            store.messages(session.id)  # a read, outside any write
+            store.history.messages(session.id)  # a read, outside any write
         assert caught.value.kind is StoreFailure.CONNECTION_LOST
         assert caught.value.location == store.location
         with pytest.raises(StoreError) as caught:
-            store.create_session("t", "window")  # a write, on the lost connection
+            store.sessions.create_session("t", "window")  # a write, on the lost connection
         assert caught.value.kind is StoreFailure.CONNECTION_LOST
 
 
@@ -135,8 +136,8 @@ def test_a_statement_postgresql_refuses_is_a_database_error_and_one_line(
 
 def test_a_broken_constraint_on_postgresql_is_a_conflict(pg_url: str) -> None:
     with Store(pg_url) as store:
-        store.create_session("s", "window")
+        store.sessions.create_session("s", "window")
         with pytest.raises(StoreConflict), store.write():
             store.db.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
                              " VALUES ('s', 'window', '', '')")
-        assert [s["name"] for s in store.list_sessions()] == ["s"]
+        assert [s["name"] for s in store.sessions.list_sessions()] == ["s"]

@@ -53,14 +53,15 @@ def test_chats_leave_no_plaintext_in_the_file_wal_or_shm(tmp_path: Path, strateg
                               if strategy == "summary-buffer" else {})
         for line in TALK * 3:
             engine.run_turn(line)
-        assert store.summaries(engine.session.id) or strategy != "summary-buffer"
-        assert store.facts() or strategy != "entity"
+        assert store.memory.summaries(engine.session.id) or strategy != "summary-buffer"
+        assert store.facts.facts() or strategy != "entity"
         live = raw_bytes(db)
         assert {"h.db-wal", "h.db-shm"} <= set(live) and len(live["h.db-wal"]) > 0
         assert plaintext_in(db) == []
     assert plaintext_in(db) == []
     with Store(db, key=PASSPHRASE) as store:
-        assert [m.content for m in store.messages(store.session("trip").id)][:1] == TALK[:1]
+        trip = store.sessions.session("trip")
+        assert [m.content for m in store.history.messages(trip.id)][:1] == TALK[:1]
 
 
 @pytest.mark.parametrize("key", [None, "wrong key", HISTORY_KEY])
@@ -68,7 +69,7 @@ def test_without_the_right_key_nothing_is_opened_created_or_changed(tmp_path: Pa
                                                                     key: str | None) -> None:
     db = tmp_path / "h.db"
     with Store(db, key=PASSPHRASE) as store:
-        store.create_session("s", "buffer")
+        store.sessions.create_session("s", "buffer")
     before = raw_bytes(db)
     with pytest.raises(HistoryLocked) as caught:
         Store(db, key=key)
@@ -95,9 +96,9 @@ def test_sqlcipher_logs_nothing_on_a_wrong_key(tmp_path: Path,
 def test_passphrases_and_raw_keys_open_what_they_created(tmp_path: Path) -> None:
     for name, key in (("a.db", PASSPHRASE), ("b.db", HISTORY_KEY), ("c.db", "x")):
         with Store(tmp_path / name, key=key) as store:
-            store.create_session("s", "buffer")
+            store.sessions.create_session("s", "buffer")
         with Store(tmp_path / name, key=key) as store:
-            assert store.encrypted and store.find_session("s") is not None
+            assert store.encrypted and store.sessions.find_session("s") is not None
         assert cipher.file_kind(tmp_path / name) == "encrypted"
     # The raw key is a key of its own, not the passphrase "x'5a5a…'".
     with pytest.raises(HistoryLocked):
@@ -168,10 +169,10 @@ def _fill(store: Store) -> None:
 
 
 def _contents(store: Store) -> tuple[object, ...]:
-    session = store.session("trip")
-    return ([m.content for m in store.messages(session.id)],
-            [s.text for s in store.summaries(session.id)],
-            [t.context for t in store.turns(session.id)],
+    session = store.sessions.session("trip")
+    return ([m.content for m in store.history.messages(session.id)],
+            [s.text for s in store.memory.summaries(session.id)],
+            [t.context for t in store.turns.turns(session.id)],
             [m.id for m, _ in matches(store, session.id, "杭州")])
 
 
@@ -213,20 +214,20 @@ def test_a_failed_conversion_leaves_the_file_as_it_was(tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]
     monkeypatch.undo()
     with Store(db) as store:
-        assert len(store.messages(store.session("trip").id)) == 2 * len(TALK) * 2
+        assert len(store.history.messages(store.sessions.session("trip").id)) == 2 * len(TALK) * 2
     assert raw_bytes(db).keys() == before.keys()
 
 
 def test_a_file_open_elsewhere_is_not_converted(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with Store(db, key=PASSPHRASE) as other:
-        other.create_session("s", "buffer")
+        other.sessions.create_session("s", "buffer")
         before = db.read_bytes()
         with pytest.raises(StoreError) as refused:  # chatmem's error, not SQLite's "locked"
             cipher.convert(db, PASSPHRASE, None)
         assert refused.value.kind is StoreFailure.BUSY
         assert db.read_bytes() == before
-        assert other.find_session("s") is not None
+        assert other.sessions.find_session("s") is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]
 
 

@@ -1,4 +1,4 @@
-"""Store.fork_session and rename_session: messages copied verbatim, derived state only when true."""
+"""Forking (store.forks) and renaming: messages copied verbatim, derived state only when true."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from vectors import vector_models
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import Store
+from chatmem.store.connection import fetch_value
 
 TURNS = [
     "my name is Ana",
@@ -34,27 +35,27 @@ def talk(engine: Engine, lines: list[str] = TURNS) -> Engine:
 def table_counts(history: History) -> dict[str, int]:
     """Row counts as another connection sees them."""
     with history.open() as other:
-        return {t: other._value(f"SELECT count(*) FROM {t}")
+        return {t: fetch_value(other.db, f"SELECT count(*) FROM {t}")
                 for t in ("sessions", "messages", "summaries", "facts", "strategy_state",
                           "token_counts", "turns")}
 
 
 def shape(store: Store, session: str, upto: int | None = None) -> list[tuple]:
-    record = store.session(session)
+    record = store.sessions.session(session)
     return [(m.position, m.turn, m.role, m.content, m.external_id, m.created_at)
-            for m in store.messages(record.id, 1, upto)]
+            for m in store.history.messages(record.id, 1, upto)]
 
 
 def test_full_fork_copies_settings_messages_and_all_derived_state(
     store: Store, make_engine: Callable[..., Engine],
 ) -> None:
     engine = talk(make_engine("summary+entity", name="trip", system="Answer in one line."))
-    source = store.session("trip")
-    store.upsert_fact("budget", "5000 EUR", scope="session", session_id=source.id)
+    source = store.sessions.session("trip")
+    store.facts.upsert_fact("budget", "5000 EUR", scope="session", session_id=source.id)
 
-    report = store.fork_session("trip", "trip-b")
+    report = store.forks.fork_session("trip", "trip-b")
 
-    fork = store.session("trip-b")
+    fork = store.sessions.session("trip-b")
     assert (fork.strategy, fork.params, fork.system, fork.provider, fork.model, fork.user) == (
         source.strategy, source.params, source.system, source.provider, source.model,
         source.user)
@@ -64,19 +65,21 @@ def test_full_fork_copies_settings_messages_and_all_derived_state(
     assert [g.owner for g in report.copied] == ["facts", "summary"]
     assert report.rebuilt == [] and report.stated_facts == 1
     # Summaries point at the fork's own messages, never at the original's.
-    new_ids = {m.id for m in store.messages(fork.id)}
-    old = store.summaries(source.id, "summary")
-    new = store.summaries(fork.id, "summary")
+    new_ids = {m.id for m in store.history.messages(fork.id)}
+    old = store.memory.summaries(source.id, "summary")
+    new = store.memory.summaries(fork.id, "summary")
     assert [(s.version, s.text, s.anchors) for s in new] == [
         (s.version, s.text, s.anchors) for s in old]
     assert all(set(s.covered_ids) <= new_ids and s.last_message_id in new_ids for s in new)
-    assert store.strategy_state(fork.id, "summary") == store.strategy_state(source.id, "summary")
-    assert store.strategy_state(fork.id, "facts") == store.strategy_state(source.id, "facts")
-    facts = {f.key: f for f in store.facts(session_id=fork.id)}
+    assert store.memory.strategy_state(fork.id, "summary") == store.memory.strategy_state(source.id,
+                                                                                          "summary")
+    assert store.memory.strategy_state(fork.id, "facts") == store.memory.strategy_state(source.id,
+                                                                                        "facts")
+    facts = {f.key: f for f in store.facts.facts(session_id=fork.id)}
     assert {k: f.value for k, f in facts.items()} == {
-        f.key: f.value for f in store.facts(session_id=source.id)}
+        f.key: f.value for f in store.facts.facts(session_id=source.id)}
     assert facts["order"].source_turn == 3
-    order_message = next(m for m in store.messages(fork.id) if m.id == facts["order"].
+    order_message = next(m for m in store.history.messages(fork.id) if m.id == facts["order"].
                          source_message_id)
     assert order_message.content == "my order is ORD-7731"
     assert facts["budget"].source_message_id is None
@@ -86,31 +89,32 @@ def test_full_fork_copies_settings_messages_and_all_derived_state(
     assert sorted(m.content for m, _ in hits) == sorted(
         m.content for m, _ in matches(store, source.id, "杭州")) != []
     tokenizer = engine.counter.key
-    assert sorted(store.cached_token_counts(new_ids, tokenizer).values()) == sorted(
-        store.cached_token_counts([m.id for m in store.messages(source.id)], tokenizer).values())
+    assert sorted(store.history.cached_token_counts(new_ids, tokenizer).values()) == sorted(
+        store.history.cached_token_counts([m.id for m in store.history.messages(source.id)],
+                                          tokenizer).values())
     # Turn records stay with the original.
-    assert store.turns(fork.id) == [] and len(store.turns(source.id)) == 5
+    assert store.turns.turns(fork.id) == [] and len(store.turns.turns(source.id)) == 5
 
 
 def test_partial_fork_leaves_state_that_covers_later_turns_to_be_rebuilt(
     store: Store, make_engine: Callable[..., Engine], scripted,
 ) -> None:
     talk(make_engine("summary+entity", name="trip"))
-    source = store.session("trip")
-    store.upsert_fact("locker", "B12", scope="session", session_id=source.id)
+    source = store.sessions.session("trip")
+    store.facts.upsert_fact("locker", "B12", scope="session", session_id=source.id)
 
-    report = store.fork_session("trip", "early", at_turn=2)
+    report = store.forks.fork_session("trip", "early", at_turn=2)
 
-    fork = store.session("early")
+    fork = store.sessions.session("early")
     assert shape(store, "early") == shape(store, "trip", 2)
     assert [(g.owner, g.covers_turn, g.summaries, g.facts) for g in report.rebuilt] == [
         ("facts", 5, 0, 4), ("summary", 5, 5, 0)]
     assert report.copied == []
-    assert store.summaries(fork.id) == []
-    assert store.strategy_state(fork.id, "summary") == {}
-    assert store.strategy_state(fork.id, "facts") == {}
+    assert store.memory.summaries(fork.id) == []
+    assert store.memory.strategy_state(fork.id, "summary") == {}
+    assert store.memory.strategy_state(fork.id, "facts") == {}
     # The stated fact is the user's, not derived from a later message: it comes along.
-    assert [(f.key, f.value) for f in store.facts(session_id=fork.id)] == [("locker", "B12")]
+    assert [(f.key, f.value) for f in store.facts.facts(session_id=fork.id)] == [("locker", "B12")]
     # The strategies rebuild from the copied messages before the fork's next turn.
     from registered import open_session
 
@@ -118,12 +122,12 @@ def test_partial_fork_leaves_state_that_covers_later_turns_to_be_rebuilt(
 
     engine = open_session(store, Settings(), scripted, "early")
     result = engine.run_turn("anything else?")
-    first = store.summaries(fork.id, "summary")[0]
-    assert set(first.covered_ids) == {m.id for m in store.messages(fork.id) if m.turn <= 2}
+    first = store.memory.summaries(fork.id, "summary")[0]
+    assert set(first.covered_ids) == {m.id for m in store.history.messages(fork.id) if m.turn <= 2}
     assert result.context.part("summary") is not None
     # Session facts from turns 1–2 only (facts stay in their session unless the user opts
     # in to a profile, so the name is one of them).
-    assert {f.key: f.source_turn for f in store.facts(session_id=fork.id)} == {
+    assert {f.key: f.source_turn for f in store.facts.facts(session_id=fork.id)} == {
         "locker": None, "name": 1, "预算": 2}
     assert "ORD-7731" not in first.text and "Lisbon" not in first.text
 
@@ -132,23 +136,23 @@ def test_fork_copies_state_that_ends_at_the_fork_turn(
     store: Store, make_engine: Callable[..., Engine],
 ) -> None:
     engine = talk(make_engine("entity", name="trip"), TURNS[:3])
-    source = store.session("trip")
-    report = store.fork_session("trip", "copy", at_turn=3)
+    source = store.sessions.session("trip")
+    report = store.forks.fork_session("trip", "copy", at_turn=3)
     assert [(g.owner, g.covers_turn, g.facts) for g in report.copied] == [("facts", 3, 3)]
     talk(engine, TURNS[3:])
-    later = store.fork_session("trip", "copy2", at_turn=3)
+    later = store.forks.fork_session("trip", "copy2", at_turn=3)
     assert [g.owner for g in later.rebuilt] == ["facts"]
-    assert len(store.facts(session_id=store.session("copy").id)) == 3
-    assert store.facts(session_id=store.session("copy2").id) == []
-    assert len(store.facts(session_id=source.id)) == 4
+    assert len(store.facts.facts(session_id=store.sessions.session("copy").id)) == 3
+    assert store.facts.facts(session_id=store.sessions.session("copy2").id) == []
+    assert len(store.facts.facts(session_id=source.id)) == 4
 
 
 def test_user_facts_are_shared_not_copied(store: Store, make_engine) -> None:
     talk(make_engine("window", name="trip"), TURNS[:1])
-    store.upsert_fact("language", "Portuguese", scope="user", user="ana")
-    before = len(store.facts(user="ana"))
-    store.fork_session("trip", "b")
-    assert len(store.facts(user="ana")) == before == 1
+    store.facts.upsert_fact("language", "Portuguese", scope="user", user="ana")
+    before = len(store.facts.facts(user="ana"))
+    store.forks.fork_session("trip", "b")
+    assert len(store.facts.facts(user="ana")) == before == 1
 
 
 def test_fork_errors_write_nothing(store: Store, make_engine, history: History) -> None:
@@ -156,31 +160,31 @@ def test_fork_errors_write_nothing(store: Store, make_engine, history: History) 
     make_engine("window", name="taken")
     before = table_counts(history)
     with pytest.raises(NotFound, match=r"^no session named 'nope' in "):
-        store.fork_session("nope", "x")
+        store.forks.fork_session("nope", "x")
     with pytest.raises(StoreError, match=r"^a session named 'taken' already exists$"):
-        store.fork_session("trip", "taken")
+        store.forks.fork_session("trip", "taken")
     with pytest.raises(UsageError, match=r"^a session name cannot be empty$"):
-        store.fork_session("trip", "  ")
+        store.forks.fork_session("trip", "  ")
     with pytest.raises(UsageError, match=r"^session 'trip' has 2 turns; it can be forked at "
                                          r"turns 0–2, not at turn 3$"):
-        store.fork_session("trip", "x", at_turn=3)
+        store.forks.fork_session("trip", "x", at_turn=3)
     with pytest.raises(UsageError, match=r"not at turn -1$"):
-        store.fork_session("trip", "x", at_turn=-1)
+        store.forks.fork_session("trip", "x", at_turn=-1)
     assert table_counts(history) == before
 
 
 def test_fork_at_turn_zero_keeps_settings_only(store: Store, make_engine) -> None:
     talk(make_engine("window", k=2, name="trip", system="Be kind."), TURNS[:2])
-    report = store.fork_session("trip", "fresh", at_turn=0)
-    fork = store.session("fresh")
+    report = store.forks.fork_session("trip", "fresh", at_turn=0)
+    fork = store.sessions.session("fresh")
     assert (fork.strategy, fork.params, fork.system) == ("window", {"k": 2}, "Be kind.")
-    assert store.messages(fork.id) == [] and report.messages == 0
+    assert store.history.messages(fork.id) == [] and report.messages == 0
 
 
 def test_a_fork_is_independent_of_its_source(store: Store, make_engine, scripted) -> None:
     talk(make_engine("buffer", name="trip"), TURNS[:2])
-    store.fork_session("trip", "b")
-    store.delete_session("trip")
+    store.forks.fork_session("trip", "b")
+    store.sessions.delete_session("trip")
     from registered import open_session
 
     from chatmem.config.settings import Settings
@@ -188,7 +192,7 @@ def test_a_fork_is_independent_of_its_source(store: Store, make_engine, scripted
     engine = open_session(store, Settings(), scripted, "b")
     result = engine.run_turn("still there?")
     assert [m.turn for m in result.context.part("history").messages] == [1, 1, 2, 2]
-    assert store.turn_count(store.session("b").id) == 3
+    assert store.history.turn_count(store.sessions.session("b").id) == 3
 
 
 @settings(max_examples=25, deadline=None,
@@ -197,19 +201,19 @@ def test_a_fork_is_independent_of_its_source(store: Store, make_engine, scripted
 def test_fork_at_any_turn_copies_exactly_the_messages_up_to_it(
     store: Store, make_engine, data: st.DataObject,
 ) -> None:
-    if store.find_session("src") is None:
+    if store.sessions.find_session("src") is None:
         # A leading system message and a failed-free mix of roles, as import can make them.
-        record = store.create_session("src", "buffer")
-        store.import_messages(record.id, [
+        record = store.sessions.create_session("src", "buffer")
+        store.history.import_messages(record.id, [
             {"role": "system", "content": "briefing"},
             *({"role": r, "content": f"{r} {i} 你好"} for i in range(6)
               for r in ("user", "assistant")),
             {"role": "user", "content": "dangling question"},
         ])
-    last = store.turn_count(store.session("src").id)
+    last = store.history.turn_count(store.sessions.session("src").id)
     upto = data.draw(st.integers(min_value=0, max_value=last))
     name = f"f{next(_names)}"
-    report = store.fork_session("src", name, at_turn=upto)
+    report = store.forks.fork_session("src", name, at_turn=upto)
     assert shape(store, name) == shape(store, "src", upto)
     assert report.messages == len(shape(store, "src", upto))
 
@@ -221,30 +225,31 @@ def test_rename_moves_everything_and_refuses_taken_names(
     store: Store, make_engine, history: History,
 ) -> None:
     talk(make_engine("summary", name="trip"), TURNS[:2])
-    old = store.session("trip")
-    renamed = store.rename_session("trip", "旅行")
+    old = store.sessions.session("trip")
+    renamed = store.sessions.rename_session("trip", "旅行")
     assert (renamed.id, renamed.name) == (old.id, "旅行")
-    assert store.find_session("trip") is None
-    assert len(store.messages(renamed.id)) == 4 and len(store.summaries(renamed.id)) == 2
+    assert store.sessions.find_session("trip") is None
+    assert len(store.history.messages(renamed.id)) == 4
+    assert len(store.memory.summaries(renamed.id)) == 2
     make_engine("window", name="other")
     before = table_counts(history)
     with pytest.raises(StoreError, match=r"^a session named 'other' already exists$"):
-        store.rename_session("旅行", "other")
+        store.sessions.rename_session("旅行", "other")
     with pytest.raises(NotFound, match=r"^no session named 'trip' in "):
-        store.rename_session("trip", "x")
+        store.sessions.rename_session("trip", "x")
     with pytest.raises(UsageError, match=r"^a session name cannot be empty$"):
-        store.rename_session("旅行", "")
+        store.sessions.rename_session("旅行", "")
     assert table_counts(history) == before
-    assert store.session("旅行").id == old.id
+    assert store.sessions.session("旅行").id == old.id
 
 
 def test_bookkeeping_state_is_copied_but_not_reported(store: Store, make_engine) -> None:
     talk(make_engine("window", name="trip"), TURNS[:2])
-    source = store.session("trip")
-    store.set_strategy_state(source.id, "counter", {"last": 7})
-    report = store.fork_session("trip", "b", at_turn=1)
+    source = store.sessions.session("trip")
+    store.memory.set_strategy_state(source.id, "counter", {"last": 7})
+    report = store.forks.fork_session("trip", "b", at_turn=1)
     assert report.copied == [] and report.rebuilt == []
-    assert store.strategy_state(store.session("b").id, "counter") == {"last": 7}
+    assert store.memory.strategy_state(store.sessions.session("b").id, "counter") == {"last": 7}
 
 
 def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
@@ -262,15 +267,18 @@ def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
     vectors = vector_models(store)
     assert vectors == {embedder.key: 10, other.key: 10}
 
-    store.fork_session("trip", "whole")
-    store.fork_session("trip", "part", at_turn=2)
+    store.forks.fork_session("trip", "whole")
+    store.forks.fork_session("trip", "part", at_turn=2)
     assert vector_models(store) == {embedder.key: 10 + 10 + 4, other.key: 10 + 10 + 4}
     originals = {(row.message_id, row.vector, row.context_vector)
-                 for row in store.vector_rows(store.session("trip").id, embedder.key)}
-    by_position = {m.id: m.position for m in store.messages(store.session("trip").id)}
-    copies = {m.id: m.position for m in store.messages(store.session("whole").id)}
+                 for row in store.vectors.vector_rows(store.sessions.session("trip").id,
+                                                      embedder.key)}
+    trip, whole = store.sessions.session("trip"), store.sessions.session("whole")
+    by_position = {m.id: m.position for m in store.history.messages(trip.id)}
+    copies = {m.id: m.position for m in store.history.messages(whole.id)}
     assert {(copies[r.message_id], r.vector, r.context_vector)
-            for r in store.vector_rows(store.session("whole").id, embedder.key)} == {
+            for r in store.vectors.vector_rows(store.sessions.session("whole").id,
+                                               embedder.key)} == {
         (by_position[i], vector, context) for i, vector, context in originals}
 
     calls = embedder.calls
@@ -279,5 +287,5 @@ def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
         fork.request("where do I live?"))
     assert embedder.calls == calls  # nothing re-embedded: only the question was
     assert "I live in Lisbon" in [m.content for m in context.part("recalled").messages]
-    store.delete_session("trip")
+    store.sessions.delete_session("trip")
     assert vector_models(store) == {embedder.key: 14, other.key: 14}

@@ -25,67 +25,67 @@ def ended_process() -> LeaseHolder:
 
 
 def test_one_holder_at_a_time_and_the_other_sees_who(store: Store, history: History) -> None:
-    session = store.create_session("s", "retrieval").id
+    session = store.sessions.create_session("s", "retrieval").id
     me = LeaseHolder.this_process()
-    assert store.index_lease(session, MODEL) is None
-    assert store.take_index_lease(session, MODEL, ELSEWHERE) is None
+    assert store.leases.index_lease(session, MODEL) is None
+    assert store.leases.take_index_lease(session, MODEL, ELSEWHERE) is None
     with history.open() as other:  # another process's connection
-        kept = other.take_index_lease(session, MODEL, me)
+        kept = other.leases.take_index_lease(session, MODEL, me)
         assert kept is not None and kept.holder == ELSEWHERE
-        lease = other.index_lease(session, MODEL)
+        lease = other.leases.index_lease(session, MODEL)
         assert lease is not None and lease.holder == ELSEWHERE
         # The lease is per model: another model's backlog is free.
-        assert other.take_index_lease(session, "other:8", me) is None
-    assert store.index_lease(session, "other:8") is not None
+        assert other.leases.take_index_lease(session, "other:8", me) is None
+    assert store.leases.index_lease(session, "other:8") is not None
 
 
 def test_renewing_moves_the_expiry_and_giving_back_frees_it(store: Store,
                                                             history: History) -> None:
-    session = store.create_session("s", "retrieval").id
-    assert store.take_index_lease(session, MODEL, ELSEWHERE, seconds=30) is None
-    first = store.index_lease(session, MODEL)
+    session = store.sessions.create_session("s", "retrieval").id
+    assert store.leases.take_index_lease(session, MODEL, ELSEWHERE, seconds=30) is None
+    first = store.leases.index_lease(session, MODEL)
     assert first is not None
     later = utc_now() + timedelta(seconds=20)
     with history.open(clock=lambda: later) as renewing:
-        assert renewing.take_index_lease(session, MODEL, ELSEWHERE, seconds=30) is None
-        renewed = renewing.index_lease(session, MODEL)
+        assert renewing.leases.take_index_lease(session, MODEL, ELSEWHERE, seconds=30) is None
+        renewed = renewing.leases.index_lease(session, MODEL)
     assert renewed is not None
     assert parse_time(renewed.expires_at) - parse_time(first.expires_at) >= timedelta(seconds=19)
-    store.release_index_lease(session, MODEL, LeaseHolder(1, "another-host.invalid"))
-    assert store.index_lease(session, MODEL) is not None  # not the holder's: kept
-    store.release_index_lease(session, MODEL, ELSEWHERE)
-    assert store.index_lease(session, MODEL) is None
+    store.leases.release_index_lease(session, MODEL, LeaseHolder(1, "another-host.invalid"))
+    assert store.leases.index_lease(session, MODEL) is not None  # not the holder's: kept
+    store.leases.release_index_lease(session, MODEL, ELSEWHERE)
+    assert store.leases.index_lease(session, MODEL) is None
 
 
 def test_an_expired_lease_is_taken_over(store: Store, history: History) -> None:
-    session = store.create_session("s", "retrieval").id
-    assert store.take_index_lease(session, MODEL, ELSEWHERE, seconds=60) is None
+    session = store.sessions.create_session("s", "retrieval").id
+    assert store.leases.take_index_lease(session, MODEL, ELSEWHERE, seconds=60) is None
     me = LeaseHolder.this_process()
-    assert store.take_index_lease(session, MODEL, me) is not None
+    assert store.leases.take_index_lease(session, MODEL, me) is not None
     later = utc_now() + timedelta(seconds=61)
     with history.open(clock=lambda: later) as after_expiry:
-        assert after_expiry.index_lease(session, MODEL) is None
-        assert after_expiry.take_index_lease(session, MODEL, me) is None
-        lease = after_expiry.index_lease(session, MODEL)
+        assert after_expiry.leases.index_lease(session, MODEL) is None
+        assert after_expiry.leases.take_index_lease(session, MODEL, me) is None
+        lease = after_expiry.leases.index_lease(session, MODEL)
         assert lease is not None and lease.holder == me
         # The old holder, back too late, gives back nothing that is not its own.
-        after_expiry.release_index_lease(session, MODEL, ELSEWHERE)
-        assert after_expiry.index_lease(session, MODEL) is not None
+        after_expiry.leases.release_index_lease(session, MODEL, ELSEWHERE)
+        assert after_expiry.leases.index_lease(session, MODEL) is not None
 
 
 def test_a_holder_that_ended_on_this_host_holds_nothing(store: Store) -> None:
-    session = store.create_session("s", "retrieval").id
+    session = store.sessions.create_session("s", "retrieval").id
     gone = ended_process()
-    assert store.take_index_lease(session, MODEL, gone) is None
-    assert store.index_lease(session, MODEL) is None
+    assert store.leases.take_index_lease(session, MODEL, gone) is None
+    assert store.leases.index_lease(session, MODEL) is None
     me = LeaseHolder.this_process()
-    assert store.take_index_lease(session, MODEL, me) is None
-    lease = store.index_lease(session, MODEL)
+    assert store.leases.take_index_lease(session, MODEL, me) is None
+    lease = store.leases.index_lease(session, MODEL)
     assert lease is not None and lease.holder == me
 
 
 def test_a_deleted_session_takes_its_leases_along(store: Store) -> None:
-    session = store.create_session("s", "retrieval").id
-    assert store.take_index_lease(session, MODEL, ELSEWHERE) is None
-    store.delete_session("s")
+    session = store.sessions.create_session("s", "retrieval").id
+    assert store.leases.take_index_lease(session, MODEL, ELSEWHERE) is None
+    store.sessions.delete_session("s")
     assert store.db.execute("SELECT count(*) FROM index_leases").fetchone()[0] == 0

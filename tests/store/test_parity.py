@@ -66,31 +66,31 @@ def everything(location: str | Path) -> dict[str, Any]:
                                   strategy=name, params={key: value} if key else {})
             for line in LINES:
                 engine.run_turn(line)
-        session = store.session("retrieval")
-        store.save_vectors("stub", 2, [VectorRow(m.id, b"\x00\x01" * 4, b"\x02\x03" * 4)
-                                       for m in store.messages(session.id)[:3]])
-        seen: dict[str, Any] = {"sessions": store.list_sessions()}
+        session = store.sessions.session("retrieval")
+        store.vectors.save_vectors("stub", 2, [VectorRow(m.id, b"\x00\x01" * 4, b"\x02\x03" * 4)
+                                               for m in store.history.messages(session.id)[:3]])
+        seen: dict[str, Any] = {"sessions": store.sessions.list_sessions()}
         for strategy in STRATEGIES:
             name = strategy.partition(":")[0]
-            sid = store.session(name.replace("-", "_")).id
-            facts = store.facts(session_id=sid, include_deleted=True)
+            sid = store.sessions.session(name.replace("-", "_")).id
+            facts = store.facts.facts(session_id=sid, include_deleted=True)
             seen[name] = {
-                "session": store.session_by_id(sid),
-                "messages": store.messages(sid),
-                "turns": store.turns(sid),
-                "summaries": store.summaries(sid),
+                "session": store.sessions.session_by_id(sid),
+                "messages": store.history.messages(sid),
+                "turns": store.turns.turns(sid),
+                "summaries": store.memory.summaries(sid),
                 "facts": facts,
-                "fact_history": store.fact_history([f.id for f in facts]),
-                "state": store.strategy_state(sid, name),
-                "counts": store.cached_token_counts(
-                    [m.id for m in store.messages(sid)], "cl100k_base"),
-                "words": store.match_scores(sid, "ORD-7731 杭州", before_turn=99, limit=5),
-                "counted": store.counted_messages_at(sid, range(1, 20), "cl100k_base"),
-                "candidates": sorted(store.candidate_rows(sid, range(1, 20), "cl100k_base")),
+                "fact_history": store.facts.fact_history([f.id for f in facts]),
+                "state": store.memory.strategy_state(sid, name),
+                "counts": store.history.cached_token_counts(
+                    [m.id for m in store.history.messages(sid)], "cl100k_base"),
+                "words": store.recall.match_scores(sid, "ORD-7731 杭州", before_turn=99, limit=5),
+                "counted": store.recall.counted_messages_at(sid, range(1, 20), "cl100k_base"),
+                "candidates": sorted(store.recall.candidate_rows(sid, range(1, 20), "cl100k_base")),
             }
-        seen["user facts"] = store.facts(user="ana", include_deleted=True)
-        seen["vectors"] = store.vector_rows(session.id, "stub")
-        names = {store.session(name).id: name for name in (
+        seen["user facts"] = store.facts.facts(user="ana", include_deleted=True)
+        seen["vectors"] = store.vectors.vector_rows(session.id, "stub")
+        names = {store.sessions.session(name).id: name for name in (
             s.partition(":")[0].replace("-", "_") for s in STRATEGIES)}
         return by_name(typed(seen), names)
 

@@ -129,18 +129,19 @@ def fill(url: str, name: str) -> int:
         engine.set_strategy(create_strategy("summary", {}))
         engine.run_turn("Summing up: ORD-7732, 杭州, 三月十五日.")
         session_id = engine.session.id
-        messages = store.messages(session_id)
+        messages = store.history.messages(session_id)
         for value in ("Paris", "杭州"):  # the second keeps the first in fact_history
-            store.upsert_fact("city", value, scope="session", session_id=session_id,
-                              source_message_id=messages[1].id, source_turn=2)
-        store.upsert_fact("name", name, scope="user", user="team",
-                          source_session_id=session_id)
-        store.add_probes(session_id, [{"after_position": 2, "question": "where?",
-                                       "expect_ids": [], "expect_text": ["杭州"]}])
-        store.save_vectors("stub", 2, [VectorRow(m.id, b"\x00\x3c\x00\x3c", b"\x00\x3c\x00\x00",
-                                                 f"{name}-{m.id}") for m in messages[:2]])
-        store.take_index_lease(session_id, "stub", LeaseHolder.this_process())
-        store.keep_images(session_id, [ImageData("image/png", 1, 1, name.encode())])
+            store.facts.upsert_fact("city", value, scope="session", session_id=session_id,
+                                    source_message_id=messages[1].id, source_turn=2)
+        store.facts.upsert_fact("name", name, scope="user", user="team",
+                                source_session_id=session_id)
+        store.sessions.add_probes(session_id, [{"after_position": 2, "question": "where?",
+                                                "expect_ids": [], "expect_text": ["杭州"]}])
+        store.vectors.save_vectors("stub", 2, [VectorRow(m.id, b"\x00\x3c\x00\x3c",
+                                                         b"\x00\x3c\x00\x00",
+                                                         f"{name}-{m.id}") for m in messages[:2]])
+        store.leases.take_index_lease(session_id, "stub", LeaseHolder.this_process())
+        store.images.keep_images(session_id, [ImageData("image/png", 1, 1, name.encode())])
         with store.write():  # shared with a third role: a share row the others must not see
             store.db.execute("INSERT INTO session_shares (session_id, grantee, mode)"
                              " VALUES (?, 'carol', 'read')", [session_id])
@@ -422,17 +423,18 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         engine.run_turn("ann was here: 我们五月去杭州旅行")
         engine.set_system("ann's prompt")
         engine.run_turn("ann again")
-        mine = [m for m in store.messages(shared) if m.content.startswith("ann")]
+        mine = [m for m in store.history.messages(shared) if m.content.startswith("ann")]
         for value in ("Lyon", "Nice"):
-            store.upsert_fact("ann-city", value, scope="session", session_id=shared,
-                              source_message_id=mine[0].id, source_turn=mine[0].turn)
-        store.set_strategy_state(shared, "ann", {"k": 1})
-        store.add_probes(shared, [{"after_position": 1, "question": "ann?", "expect_ids": [],
-                                   "expect_text": []}])
-        store.save_vectors("ann-model", 2, [VectorRow(mine[0].id, b"\x00\x3c\x00\x3c",
-                                                      b"\x00\x3c\x00\x00", "ann-digest")])
-        store.take_index_lease(shared, "ann-model", LeaseHolder.this_process())
-        store.keep_images(shared, [ImageData("image/png", 1, 1, b"ann's image")])
+            store.facts.upsert_fact("ann-city", value, scope="session", session_id=shared,
+                                    source_message_id=mine[0].id, source_turn=mine[0].turn)
+        store.memory.set_strategy_state(shared, "ann", {"k": 1})
+        store.sessions.add_probes(shared, [{"after_position": 1, "question": "ann?",
+                                            "expect_ids": [],
+                                            "expect_text": []}])
+        store.vectors.save_vectors("ann-model", 2, [VectorRow(mine[0].id, b"\x00\x3c\x00\x3c",
+                                                              b"\x00\x3c\x00\x00", "ann-digest")])
+        store.leases.take_index_lease(shared, "ann-model", LeaseHolder.this_process())
+        store.images.keep_images(shared, [ImageData("image/png", 1, 1, b"ann's image")])
     with psycopg.connect(ann, autocommit=True) as conn:
         moves = Moves(conn)
         # A write share is not ownership: the name, the retention and the session are bob's.

@@ -46,7 +46,7 @@ def store_session(backend: PostgresBackend, store: Store, embedder: HashEmbedder
     ids = [add_message(backend, session_id, position, text)
            for position, text in enumerate(texts, 1)]
     own, context = halves(embedder, texts)
-    store.save_vectors(embedder.key, embedder.dimensions, [
+    store.vectors.save_vectors(embedder.key, embedder.dimensions, [
         VectorRow(i, o.tobytes(), c.tobytes()) for i, o, c in zip(ids, own, context,
                                                                   strict=True)])
     return session_id, own, context
@@ -103,8 +103,8 @@ def test_the_copies_hold_the_stored_float16_values_exactly(pg_url: str) -> None:
     with PostgresBackend(pg_url) as backend, Store(pg_url) as store:
         session_id = add_session(backend)
         message_id = add_message(backend, session_id, 1, "hello")
-        store.save_vectors(embedder.key, 8, [VectorRow(message_id, values.tobytes(),
-                                                       values[::-1].tobytes())])
+        store.vectors.save_vectors(embedder.key, 8, [VectorRow(message_id, values.tobytes(),
+                                                               values[::-1].tobytes())])
         own, context = backend.execute(
             "SELECT embedding::real[], context_embedding::real[] FROM message_vectors"
             ).fetchone()
@@ -113,8 +113,8 @@ def test_the_copies_hold_the_stored_float16_values_exactly(pg_url: str) -> None:
         assert (np.array(context, np.float32).tobytes()
                 == values[::-1].astype(np.float32).tobytes())
         # A rewrite (a redaction re-embeds) replaces the copies too.
-        store.save_vectors(embedder.key, 8, [VectorRow(message_id, values[::-1].tobytes(),
-                                                       values.tobytes())])
+        store.vectors.save_vectors(embedder.key, 8, [VectorRow(message_id, values[::-1].tobytes(),
+                                                               values.tobytes())])
         assert backend.execute("SELECT embedding::real[] FROM message_vectors"
                                ).fetchone()[0] == context
 

@@ -1,5 +1,6 @@
-"""Store implements every repository Protocol that history, memory, the engine and
-evaluation are typed with; above the store, those Protocols are the only store types."""
+"""Each of the Store's repositories implements its Protocol, and the Store holds the
+repositories that a strategy, an engine and the privacy policy are typed with; above the
+store, those Protocols are the only store types."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from chatmem.store import Store, TurnRecord
 from chatmem.store.protocols import (
     FactRepository,
     HistoryRepository,
+    ImageRepository,
+    LeaseRepository,
     MemoryStateRepository,
     MemoryStore,
     PrivacyStore,
@@ -25,37 +28,68 @@ from chatmem.store.protocols import (
 PACKAGE = Path(__file__).resolve().parents[2] / "chatmem"
 
 
-def test_store_is_every_repository(tmp_path: Path) -> None:
+def test_each_repository_is_its_protocol(tmp_path: Path) -> None:
     with Store(tmp_path / "h.db") as store:
         # mypy checks these assignments (chatmem/store/__init__.py does so in `mypy chatmem`);
-        # at run time, each Protocol's methods are the store's.
-        history: HistoryRepository = store
-        state: MemoryStateRepository = store
-        facts: FactRepository = store
-        vectors: VectorRepository = store
-        recall: RecallRepository = store
-        sessions: SessionRepository = store
-        turns: TurnRepository = store
-        memory: MemoryStore = store
-        engine: TurnStore = store
-        retention: RetentionRepository = store
-        redaction: RedactionRepository = store
-        privacy: PrivacyStore = store
+        # at run time, each Protocol's methods are its repository's.
+        history: HistoryRepository = store.history
+        state: MemoryStateRepository = store.memory
+        facts: FactRepository = store.facts
+        vectors: VectorRepository = store.vectors
+        leases: LeaseRepository = store.leases
+        recall: RecallRepository = store.recall
+        sessions: SessionRepository = store.sessions
+        turns: TurnRepository = store.turns
+        images: ImageRepository = store.images
+        retention: RetentionRepository = store.retention
+        redaction: RedactionRepository = store.redactions
         session = sessions.create_session("s", "window")
         assert history.turn_count(session.id) == 0
         assert state.strategy_state(session.id, "window") == {}
-        assert facts.session_names([session.id]) == {session.id: "s"}
+        assert facts.facts(session_id=session.id) == []
+        assert sessions.session_names([session.id]) == {session.id: "s"}
         assert vectors.count_without_vectors("hash:8", session.id) == 0
+        assert leases.index_lease(session.id, "hash:8") is None
         assert recall.count_before(session.id, 1) == 0
-        assert memory.latest_summary(session.id, "summary") is None
-        assert engine.find_session("s") == session
+        assert state.latest_summary(session.id, "summary") is None
         recorded = turns.record_turn(TurnRecord(
             session_id=session.id, status="failed", input="hi", context={},
-            strategy="window", created_at=turns.now()))
+            strategy="window", created_at=store.now()))
         assert (recorded.number, recorded.status) == (1, "failed")
+        images.keep_images(session.id, [])
+        assert store.images.images(session.id) == []
         assert [s.name for s in retention.user_sessions("nobody")] == []
         assert redaction.messages_containing([session.id], ["hi"]) == []
-        assert privacy.session_by_id(session.id) == session
+
+
+def test_the_store_is_what_each_consumer_reaches(tmp_path: Path) -> None:
+    with Store(tmp_path / "h.db") as store:
+        memory: MemoryStore = store
+        engine: TurnStore = store
+        privacy: PrivacyStore = store
+        session = engine.sessions.create_session("s", "window")
+        # One repository object per aggregate, built once: every consumer sees the same one.
+        assert memory.history is engine.history is privacy.history is store.history
+        assert memory.facts is privacy.facts is store.facts
+        assert engine.turns is store.turns and engine.retention is privacy.retention
+        assert memory.sessions.find_session("s") == session
+        assert privacy.sessions.session_by_id(session.id) == session
+
+
+def test_the_store_is_a_small_facade() -> None:
+    # The repositories and the Store's own few members (connection, transaction, time,
+    # where it is): the methods live on the repositories, not on the Store.
+    members = {name for name in dir(Store) if not name.startswith("_")}
+    assert members == {"check_writable", "clock", "close", "encrypted", "location", "now",
+                       "path", "vacuum", "write"}
+    with Store(":memory:") as store:
+        repositories = {name for name, value in vars(store).items()
+                        if not name.startswith("_") and name not in ("connection", "db")}
+        assert repositories == {"history", "sessions", "turns", "memory", "facts", "recall",
+                                "vectors", "forks", "retention", "redactions", "logs",
+                                "leases", "images"}
+        assert not any(hasattr(store, name) for name in ("messages", "commit_turn",
+                                                           "upsert_fact", "fork_session"))
 
 
 def _store_names(path: Path) -> list[tuple[int, bool]]:

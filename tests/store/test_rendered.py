@@ -103,7 +103,7 @@ def test_a_buffer_turns_rendered_prompt_is_stored_by_reference_and_read_back_exa
     sizes = [len(pieces or "") for _, pieces in rows]
     # One run of history, the system prompt and the input around it: the same size.
     assert max(sizes[3:]) - min(sizes[3:]) < 40
-    for number, turn in enumerate(store.turns(engine.session.id), 1):
+    for number, turn in enumerate(store.turns.turns(engine.session.id), 1):
         messages = [m.as_chat() for p in _context(turn.context) for m in p]
         assert turn.rendered_prompt == chatml(messages), number
 
@@ -119,7 +119,7 @@ def test_files_from_before_m008_are_converted_and_inspect_reads_the_same(
     db = str(tmp_path / "x.db")
     with Store(db) as store:
         engine = chatted(store, 6)
-        expanded = [t.rendered_prompt for t in store.turns(engine.session.id)]
+        expanded = [t.rendered_prompt for t in store.turns.turns(engine.session.id)]
     before = [json.loads(runner.invoke(app, ["inspect", "loc", "--turn", str(n), "--json",
                                              "--db", db]).stdout) for n in range(1, 7)]
     with Store(db) as store, store.write():  # the file as chatmem wrote it before m008
@@ -139,9 +139,9 @@ def test_files_from_before_m008_are_converted_and_inspect_reads_the_same(
 
 def test_a_purge_reaches_the_rendered_prompt_through_its_references(store: Store) -> None:
     engine = chatted(store, 3)
-    store.rewrite_stored_text([engine.session.id], None, ["ORD-1"],
-                              lambda text: erase_mentions(text, ["ORD-1"]))
-    prompts = [t.rendered_prompt or "" for t in store.turns(engine.session.id)]
+    store.redactions.rewrite_stored_text([engine.session.id], None, ["ORD-1"],
+                                         lambda text: erase_mentions(text, ["ORD-1"]))
+    prompts = [t.rendered_prompt or "" for t in store.turns.turns(engine.session.id)]
     assert not any("ORD-1" in p for p in prompts)
     assert "message 1 about [forgotten], 第1天" in prompts[2]  # a referenced message
     assert "message 1 about [forgotten], 第1天<|im_end|>\n<|im_start|>assistant\n" in prompts[1]

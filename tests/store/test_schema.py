@@ -41,8 +41,8 @@ def test_a_file_migrated_by_sqlite_utils_opens_and_upgrades(tmp_path: Path) -> N
     before = applied(path)
     assert len(before) == len(MIGRATIONS) - 1
     with Store(path) as store:
-        assert store.session("kept").strategy == "window"
-        store.create_session("new", "buffer")
+        assert store.sessions.session("kept").strategy == "window"
+        store.sessions.create_session("new", "buffer")
     after = applied(path)
     assert after[: len(before)] == before  # its rows are kept as they were
     assert [name for _, _, name in after] == [fn.__name__ for fn in MIGRATIONS]

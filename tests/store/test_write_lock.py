@@ -47,10 +47,10 @@ def test_two_chats_writing_one_file_at_once_both_keep_every_turn(tmp_path: Path)
         assert errors == []
     with Store(db) as store:
         for name in ("one", "two"):
-            session = store.session(name)
-            assert len(store.messages(session.id)) == 120
-            assert len(store.turns(session.id, status="ok")) == 60
-            assert store.summaries(session.id)  # the summarizer's writes got through too
+            session = store.sessions.session(name)
+            assert len(store.history.messages(session.id)) == 120
+            assert len(store.turns.turns(session.id, status="ok")) == 60
+            assert store.memory.summaries(session.id)  # the summarizer's writes got through too
 
 
 def test_a_file_that_cannot_be_written_fails_before_the_model_is_called(
@@ -74,4 +74,4 @@ def test_a_file_that_cannot_be_written_fails_before_the_model_is_called(
     # Neither the reply nor a summary catch-up reached the model: no call is wasted.
     assert scripted.calls_by_purpose == calls
     set_read_only(store, False)
-    assert len(store.messages(engine.session.id)) == 8
+    assert len(store.history.messages(engine.session.id)) == 8
