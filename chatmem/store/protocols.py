@@ -249,8 +249,8 @@ class RedactionRepository(Protocol):
                             needles: Sequence[str], rewrite: Rewrite) -> Redaction: ...
 
 
-class MemoryStore(Protocol):
-    """Everything a strategy reaches through its session's state."""
+class SessionStore(Protocol):
+    """A session's messages, its strategies' state and its facts, written in transactions."""
 
     def write(self) -> AbstractContextManager[None]: ...
 
@@ -265,6 +265,10 @@ class MemoryStore(Protocol):
 
     @property
     def facts(self) -> FactRepository: ...
+
+
+class MemoryStore(SessionStore, Protocol):
+    """Everything a strategy reaches through its session's state."""
 
     @property
     def recall(self) -> RecallRepository: ...
@@ -293,24 +297,10 @@ class TurnStore(MemoryStore, Protocol):
     def images(self) -> ImageRepository: ...
 
 
-class PrivacyStore(Protocol):
+class PrivacyStore(SessionStore, Protocol):
     """What retention, a purge and the export archive read and erase."""
 
-    def write(self) -> AbstractContextManager[None]: ...
-
     def vacuum(self) -> None: ...
-
-    @property
-    def history(self) -> HistoryRepository: ...
-
-    @property
-    def sessions(self) -> SessionRepository: ...
-
-    @property
-    def memory(self) -> MemoryStateRepository: ...
-
-    @property
-    def facts(self) -> FactRepository: ...
 
     @property
     def retention(self) -> RetentionRepository: ...
