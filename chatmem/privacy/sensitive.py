@@ -300,24 +300,20 @@ _NAMES_A_KEY = re.compile(r"(?:api|access|secret|private|client|ssh)[ _-]?key(?!
                           r"|token(?![A-Za-z])", re.IGNORECASE)
 
 
-# Each pattern that names its detail with the words it needs one of (see WordGate).
-_NAMED_KINDS = {_NAMED_SECRET: PASSWORD, _NAMED_CODE: CODE, _NAMED_PHRASE: PASSWORD,
-                _LOGIN_PAIR: PASSWORD, _NAMED_PASSPORT: NATIONAL_ID}
-_NAMED_GATES = (
-    (_NAMED_SECRET, WordGate(f"{SECRET_WORDS}|{SECRET_WORDS_ZH}")),
-    (_NAMED_CODE, WordGate(f"{CODE_WORDS}|{CODE_WORDS_ZH}")),
-    (_NAMED_PHRASE, WordGate(PHRASE_WORDS)),
-    (_LOGIN_PAIR, WordGate(f"{_LOGIN_NAMES}|{_LOGGING_IN}")),
-    (_NAMED_PASSPORT, WordGate(f"{_PASSPORT}|{_PASSPORT_ZH}")),
+# Each pattern that names its detail, the words it needs one of (see WordGate), and its kind.
+_NAMED = (
+    (_NAMED_SECRET, WordGate(f"{SECRET_WORDS}|{SECRET_WORDS_ZH}"), PASSWORD),
+    (_NAMED_CODE, WordGate(f"{CODE_WORDS}|{CODE_WORDS_ZH}"), CODE),
+    (_NAMED_PHRASE, WordGate(PHRASE_WORDS), PASSWORD),
+    (_LOGIN_PAIR, WordGate(f"{_LOGIN_NAMES}|{_LOGGING_IN}"), PASSWORD),
+    (_NAMED_PASSPORT, WordGate(f"{_PASSPORT}|{_PASSPORT_ZH}"), NATIONAL_ID),
 )
-_NUMBER_GATES = tuple((pattern, WordGate(_NUMBER_WORDS[kind]))
-                      for kind, pattern in _NAMED_NUMBER.items())
-_NUMBER_KINDS = {pattern: kind for kind, pattern in _NAMED_NUMBER.items()}
+_NUMBERS = tuple((pattern, WordGate(_NUMBER_WORDS[kind]), kind)
+                 for kind, pattern in _NAMED_NUMBER.items())
 
 
 def _named(text: str) -> Iterable[Finding]:
-    for pattern, matches in gated(_NAMED_GATES, text):
-        kind = _NAMED_KINDS[pattern]
+    for pattern, kind, matches in gated(_NAMED, text):
         for match in matches:
             picked = value_of(match)
             if picked is None:
@@ -336,8 +332,7 @@ def _named(text: str) -> Iterable[Finding]:
             named = text[match.start():match.start(group)]
             yield Finding(API_KEY if _NAMES_A_KEY.search(named) else kind,
                           match.start(group), match.end(group), value)
-    for pattern, matches in gated(_NUMBER_GATES, text):
-        kind = _NUMBER_KINDS[pattern]
+    for _, kind, matches in gated(_NUMBERS, text):
         for match in matches:
             value = match.group("value").strip()
             if len(digits_of(value)) >= _MIN_NAMED_DIGITS[kind] and not _DATE.fullmatch(value):

@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
+from typing import TypeVar
+
+T = TypeVar("T")
 
 READ_AS_ASCII = frozenset("\u0130\u0131\u017f\u212a")
 """The letters IGNORECASE matches to ASCII ones (İ, ı, ſ, the Kelvin sign)."""
@@ -129,10 +132,11 @@ def lowered_text(text: str) -> str | None:
     return text.lower()
 
 
-def gated(patterns: Iterable[tuple[re.Pattern[str], WordGate]],
-          text: str) -> Iterator[tuple[re.Pattern[str], Iterator[re.Match[str]]]]:
-    """Each pattern's finditer over `text`, for the patterns their gates admit."""
+def gated(patterns: Iterable[tuple[re.Pattern[str], WordGate, T]],
+          text: str) -> Iterator[tuple[re.Pattern[str], T, Iterator[re.Match[str]]]]:
+    """Each pattern's own value and its finditer over `text`, for the patterns their gates
+    admit."""
     lowered, held = lowered_text(text), dict[tuple[str, ...], bool]()
-    for pattern, gate in patterns:
+    for pattern, gate, value in patterns:
         if gate.admits(lowered, held):
-            yield pattern, pattern.finditer(text)
+            yield pattern, value, pattern.finditer(text)

@@ -19,8 +19,7 @@ from chatmem.privacy.word_lists import WordGate, lowered_text, needed_words, spe
 
 _GATED = [
     *((pattern, credentials._GATES[name]) for name, pattern in credentials._OTHERWISE.items()),
-    *sensitive._NAMED_GATES,
-    *sensitive._NUMBER_GATES,
+    *((pattern, gate) for pattern, gate, _ in (*sensitive._NAMED, *sensitive._NUMBERS)),
     *((pattern, gate) for pattern, gate, _ in secret_guard._LABELS),
 ]
 
