@@ -1,10 +1,13 @@
-"""Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`.
+"""Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`,
+`8 May 2023`, `May 8, 2023`, `2023-05-08`, `early June`, `2023年5月`.
 
 A question that names a time ("Where did we eat last month?", "去年我看了哪个展？")
 asks about what was said then; retrieval prefers messages dated within the
 span. Read relative to `now` (the time of the newest earlier message: in a
 replay the clock of the conversation, not of the machine). English and
-Chinese; numbers as digits or words. What is not understood names no span:
+Chinese; numbers as digits or words; a day first or the month first, and a
+year when one is given (else the latest such day or month not after `now`).
+What is not understood names no span:
 a question without time words is ranked as before.
 """
 
@@ -79,8 +82,12 @@ def _near(day: datetime) -> TimeSpan:
     return TimeSpan(_day(day) - timedelta(days=3), _day(day) + timedelta(days=4))
 
 
-def _dated(month: int, day: int, now: datetime, *, around: bool) -> TimeSpan | None:
-    year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
+def _dated(month: int, day: int, now: datetime, *, around: bool,
+           year: int | None = None) -> TimeSpan | None:
+    """A day (`around`: give or take three days); without a `year`, the latest such day
+    not after now."""
+    if year is None:
+        year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
     try:
         moment = now.replace(year=year, month=month, day=day)
     except ValueError:
@@ -89,17 +96,48 @@ def _dated(month: int, day: int, now: datetime, *, around: bool) -> TimeSpan | N
                                                  _day(moment) + timedelta(days=1))
 
 
+def _named_month(month: int, year: int | None, now: datetime) -> TimeSpan:
+    """`May 2023`, or without a year the latest May not after now."""
+    return _month(year, month, now) if year else _last_month_named(month, now, before=False)
+
+
+def _part_of(span: TimeSpan, part: str) -> TimeSpan:
+    """The early (1st–10th), mid (11th–20th) or late (21st–end) days of a month."""
+    tenth = timedelta(days=10)
+    if part == "early":
+        return TimeSpan(span.start, span.start + tenth)
+    if part == "mid":
+        return TimeSpan(span.start + tenth, span.start + 2 * tenth)
+    return TimeSpan(span.start + 2 * tenth, span.end)
+
+
+def _year(year: int, now: datetime) -> TimeSpan:
+    return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
+                                microsecond=0),
+                    now.replace(year=year + 1, month=1, day=1, hour=0, minute=0, second=0,
+                                microsecond=0))
+
+
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
+_YEAR = r"(?:19|20)\d\d"
 _EN = re.compile(
     rf"\b(?:(?P<ago_n>\d+|{_EN_COUNT})\s+(?P<ago_unit>day|week|month)s?\s+ago"
     rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})"
     rf"|(?P<yesterday>yesterday)"
+    # 8 May 2023, on the 1st of February, 2023 (a day first, as most of the world writes it)
+    rf"|(?:(?P<d_around>around|about|on)\s+)?(?:the\s+)?(?P<d_day>\d{{1,2}})(?:st|nd|rd|th)?"
+    rf"\s+(?:of\s+)?(?P<d_month>{_MONTH_NAMES})\b\.?(?:,?\s+(?P<d_year>{_YEAR})\b)?"
     rf"|(?P<around>around|about|on)?\s*(?P<m_day_month>{_MONTH_NAMES})\.?\s+(?P<m_day>\d{{1,2}})"
-    rf"(?:st|nd|rd|th)?\b"
-    rf"|(?:in|during|back in)\s+(?P<in_month>{_MONTH_NAMES})\b"
-    rf"|(?:in|during)\s+(?P<in_year>(?:19|20)\d\d)\b)",
+    rf"(?:st|nd|rd|th)?\b(?:,?\s+(?P<m_year>{_YEAR})\b)?"
+    rf"|(?:(?:in|during|back\s+in)\s+)?(?P<part>early|mid|late)[-\s]+(?P<part_month>{_MONTH_NAMES})"
+    rf"\b\.?(?:,?\s+(?P<part_year>{_YEAR})\b)?"
+    rf"|(?:(?:in|during|back\s+in)\s+)?(?P<y_month>{_MONTH_NAMES})\.?,?\s+(?P<y_year>{_YEAR})\b"
+    rf"|(?:in|during|back\s+in)\s+(?P<in_month>{_MONTH_NAMES})\b"
+    rf"|(?:in|during)\s+(?P<in_year>{_YEAR})\b)",
     re.IGNORECASE)
+# 2023-05-08, 2023/5/8: no word boundary before it, as Chinese runs into digits.
+_ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 _ZH_NUM = r"[0-9一二两三四五六七八九十]+"
 _ZH = re.compile(
     rf"(?P<ago_n>{_ZH_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
@@ -107,12 +145,14 @@ _ZH = re.compile(
     rf"|(?P<rel_month>上个月|上月|这个月|本月)"
     rf"|(?P<rel_week>上周|上个星期|上星期|上个礼拜|这周|本周)"
     rf"|(?P<rel_day>昨天|前天)"
-    rf"|(?P<month>{_ZH_NUM})月(?:份)?(?:(?P<day>{_ZH_NUM})[日号])?(?P<around>左右|前后)?")
+    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_ZH_NUM})月(?:份)?(?:(?P<day>{_ZH_NUM})[日号])?"
+    rf"(?P<around>左右|前后)?"
+    rf"|(?P<only_year>{_YEAR})\s*年")
 
 
 def may_name_time(text: str) -> bool:
     """Whether `text` holds words that could name a time (before reading any message's)."""
-    return _EN.search(text) is not None or _ZH.search(text) is not None
+    return any(pattern.search(text) is not None for pattern in (_EN, _ZH, _ISO))
 
 
 def spans(text: str, now: datetime) -> list[TimeSpan]:
@@ -124,6 +164,10 @@ def spans(text: str, now: datetime) -> list[TimeSpan]:
             found.append(span)
     for m in _ZH.finditer(text):
         span = _chinese(m, now)
+        if span is not None:
+            found.append(span)
+    for m in _ISO.finditer(text):
+        span = _dated(int(m["month"]), int(m["day"]), now, around=False, year=int(m["year"]))
         if span is not None:
             found.append(span)
     return found
@@ -141,11 +185,7 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["last"]:
         this, what = groups["last"] == "this", groups["what"]
         if what == "year":
-            year = now.year if this else now.year - 1
-            return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
-                                        microsecond=0),
-                            now.replace(year=year + 1, month=1, day=1, hour=0, minute=0,
-                                        second=0, microsecond=0))
+            return _year(now.year if this else now.year - 1, now)
         if what == "month":
             back = (now.year * 12 + now.month - 1) - (0 if this else 1)
             return _month(back // 12, back % 12 + 1, now)
@@ -155,18 +195,28 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return _last_month_named(MONTHS[what], now, before=not this)
     if groups["yesterday"]:
         return TimeSpan(_day(now) - timedelta(days=1), _day(now))
+    if groups["d_month"]:
+        return _dated(MONTHS[groups["d_month"]], int(groups["d_day"]), now,
+                      around=groups["d_around"] in ("around", "about"),
+                      year=_year_of(groups["d_year"]))
     if groups["m_day_month"]:
         return _dated(MONTHS[groups["m_day_month"]], int(groups["m_day"]), now,
-                      around=groups["around"] in ("around", "about"))
+                      around=groups["around"] in ("around", "about"),
+                      year=_year_of(groups["m_year"]))
+    if groups["part"]:
+        month = _named_month(MONTHS[groups["part_month"]], _year_of(groups["part_year"]), now)
+        return _part_of(month, groups["part"])
+    if groups["y_month"]:
+        return _named_month(MONTHS[groups["y_month"]], int(groups["y_year"]), now)
     if groups["in_month"]:
         return _last_month_named(MONTHS[groups["in_month"]], now, before=False)
     if groups["in_year"]:
-        year = int(groups["in_year"])
-        return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
-                                    microsecond=0),
-                        now.replace(year=year + 1, month=1, day=1, hour=0, minute=0, second=0,
-                                    microsecond=0))
+        return _year(int(groups["in_year"]), now)
     return None
+
+
+def _year_of(text: str | None) -> int | None:
+    return int(text) if text else None
 
 
 def _chinese(m: re.Match[str], now: datetime) -> TimeSpan | None:
@@ -184,10 +234,7 @@ def _chinese(m: re.Match[str], now: datetime) -> TimeSpan | None:
         if g["rel_year_month"]:
             month = zh_number(g["rel_year_month"])
             return _month(year, month, now) if month and 1 <= month <= 12 else None
-        return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
-                                    microsecond=0),
-                        now.replace(year=year + 1, month=1, day=1, hour=0, minute=0, second=0,
-                                    microsecond=0))
+        return _year(year, now)
     if g["rel_month"]:
         back = (now.year * 12 + now.month - 1) - (1 if g["rel_month"].startswith("上") else 0)
         return _month(back // 12, back % 12 + 1, now)
@@ -204,6 +251,9 @@ def _chinese(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return None
         if g["day"]:
             day = zh_number(g["day"])
-            return None if day is None else _dated(month, day, now, around=bool(g["around"]))
-        return _last_month_named(month, now, before=False)
+            return None if day is None else _dated(month, day, now, around=bool(g["around"]),
+                                                   year=_year_of(g["year"]))
+        return _named_month(month, _year_of(g["year"]), now)
+    if g["only_year"]:
+        return _year(int(g["only_year"]), now)
     return None

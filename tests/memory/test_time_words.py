@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from fact_conversations import context_with
@@ -35,6 +35,21 @@ def day(text: str) -> datetime:
     ("三个星期前我做了什么？", "2026-05-07", "2026-05-15"),
     ("两周前我见了谁？", "2026-05-14", "2026-05-22"),
     ("昨天吃了什么？", "2026-05-31", "2026-06-01"),
+    # A day first, as most of the world writes it; a year, when given, is that year.
+    ("What did we eat on 8 February 2026?", "2026-02-08", "2026-02-09"),
+    ("Where was I on the 1st of February, 2025?", "2025-02-01", "2025-02-02"),
+    ("What did I buy on 3 May?", "2026-05-03", "2026-05-04"),
+    ("What did I read on March 3, 2024?", "2024-03-03", "2024-03-04"),
+    ("What happened in May 2021?", "2021-05-01", "2021-06-01"),
+    ("Where did we go June 2025?", "2025-06-01", "2025-07-01"),
+    ("Who did I see in early April?", "2026-04-01", "2026-04-11"),
+    ("What did I do in mid-March 2025?", "2025-03-11", "2025-03-21"),
+    ("What broke in late February 2024?", "2024-02-21", "2024-03-01"),
+    ("What happened on 2025-12-24?", "2025-12-24", "2025-12-25"),
+    ("我2024/7/5做了什么？", "2024-07-05", "2024-07-06"),
+    ("2024年5月我在哪？", "2024-05-01", "2024-06-01"),
+    ("2023年5月8日发生了什么？", "2023-05-08", "2023-05-09"),
+    ("2022年我去了哪里？", "2022-01-01", "2023-01-01"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -44,6 +59,7 @@ def test_time_words_name_the_span_they_mean(question: str, start: str, end: str)
 @pytest.mark.parametrize("question", [
     "May I ask what my sister does?", "What is my phone number now?", "我在准备哪项资格认证？",
     "Which book had me hooked most recently?", "我最近迷上了什么？",
+    "What happened on February 30, 2023?", "Top 5 things to pack?", "Is 2.1.3 the version?",
 ])
 def test_a_question_without_a_time_names_no_span(question: str) -> None:
     assert spans(question, NOW) == []
@@ -70,6 +86,22 @@ def test_a_named_month_is_the_latest_one_not_after_now(month: int, now: datetime
         assert span.start.month == month and span.start <= now
         assert span.start.year in (now.year, now.year - 1)
         assert (span.start.year == now.year) == (month <= now.month)
+
+
+@given(st.dates(min_value=date(1990, 1, 1), max_value=date(2089, 12, 31)),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_a_date_written_with_its_year_names_that_day_at_any_time(
+        day_named: date, now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    month = f"{day_named:%B}"
+    for text in (f"What did I do on {day_named.day} {month} {day_named.year}?",
+                 f"on the {day_named.day}th of {month}, {day_named.year}",
+                 f"What happened {month} {day_named.day}, {day_named.year}?",
+                 f"on {day_named.isoformat()}",
+                 f"{day_named.year}年{day_named.month}月{day_named.day}日我做了什么？"):
+        [span] = spans(text, now)
+        assert (span.start.date(), span.end.date()) == (day_named,
+                                                        day_named + timedelta(days=1)), text
 
 
 def test_chinese_numbers_read_as_numbers() -> None:
@@ -105,6 +137,8 @@ def dated_dinners(engine, places: list[str], said: str, filler: str) -> None:
      "潮汕牛肉"),
     ("We had dinner at {place}.", "Note {n}: nothing much happened.",
      "Where did we eat out two months ago?", PLACES, "Chilli Garden"),
+    ("We had dinner at {place}.", "Note {n}: nothing much happened.",
+     "Where did we eat out on 12 February 2026?", PLACES, "Ichiran"),
 ])
 def test_recall_prefers_messages_from_the_time_the_question_names(
         make_engine, said: str, filler: str, question: str, places: list[str],
