@@ -1,5 +1,5 @@
 """Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`,
-`8 May 2023`, `May 8, 2023`, `2023-05-08`, `early June`, `2023年5月`.
+`8 May 2023`, `May 8, 2023`, `2023-05-08`, `early June`, `2023年5月`, `last Friday`, `上周五`.
 
 A question that names a time ("Where did we eat last month?", "去年我看了哪个展？")
 asks about what was said then; retrieval prefers messages dated within the
@@ -27,6 +27,8 @@ EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five"
               "twelve": 12, "couple of": 2, "few": 3}
 ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
              "九": 9, "十": 10}
+WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 UNIT_DAYS = {"day": 1, "week": 7, "天": 1, "日": 1, "周": 7, "星期": 7, "礼拜": 7}
 
 
@@ -111,6 +113,20 @@ def _part_of(span: TimeSpan, part: str) -> TimeSpan:
     return TimeSpan(span.start + 2 * tenth, span.end)
 
 
+def _weekday(weekday: int, now: datetime, *, before_today: bool = False,
+             weeks_back: int | None = None) -> TimeSpan:
+    """The latest `weekday` (0: Monday) on or before today (`before_today`: before it), or
+    that day of the week `weeks_back` weeks before this one (weeks start on Monday)."""
+    today = _day(now)
+    if weeks_back is not None:
+        day = today - timedelta(days=today.weekday() + 7 * weeks_back - weekday)
+    else:
+        day = today - timedelta(days=(today.weekday() - weekday) % 7)
+        if before_today and day == today:
+            day -= timedelta(days=7)
+    return TimeSpan(day, day + timedelta(days=1))
+
+
 def _year(year: int, now: datetime) -> TimeSpan:
     return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
                                 microsecond=0),
@@ -121,8 +137,10 @@ def _year(year: int, now: datetime) -> TimeSpan:
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
+_WEEKDAY_NAMES = "|".join(WEEKDAYS)
 _EN = re.compile(
     rf"\b(?:(?P<ago_n>\d+|{_EN_COUNT})\s+(?P<ago_unit>day|week|month)s?\s+ago"
+    rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
     rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})"
     rf"|(?P<yesterday>yesterday)"
     # 8 May 2023, on the 1st of February, 2023 (a day first, as most of the world writes it)
@@ -140,7 +158,9 @@ _EN = re.compile(
 _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 _ZH_NUM = r"[0-9一二两三四五六七八九十]+"
 _ZH = re.compile(
-    rf"(?P<ago_n>{_ZH_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
+    # 星期五, 上周五; 周一 only where it is not 周 + 一起/一直 (all week, together)
+    rf"(?P<zh_wd_last>上个?)?(?:星期|礼拜|周(?!一[起直样下些点切定般共]))(?P<zh_wd>[一二三四五六日天])"
+    rf"|(?P<ago_n>{_ZH_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     rf"|(?P<rel_year>去年|今年|前年)(?:(?P<rel_year_month>{_ZH_NUM})月)?"
     rf"|(?P<rel_month>上个月|上月|这个月|本月)"
     rf"|(?P<rel_week>上周|上个星期|上星期|上个礼拜|这周|本周)"
@@ -182,6 +202,9 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
             back = (now.year * 12 + now.month - 1) - count
             return _month(back // 12, back % 12 + 1, now)
         return _ago(count, UNIT_DAYS[groups["ago_unit"]], now)
+    if groups["weekday"]:
+        return _weekday(WEEKDAYS[groups["weekday"]], now,
+                        before_today=groups["wd_when"] == "last")
     if groups["last"]:
         this, what = groups["last"] == "this", groups["what"]
         if what == "year":
@@ -221,6 +244,8 @@ def _year_of(text: str | None) -> int | None:
 
 def _chinese(m: re.Match[str], now: datetime) -> TimeSpan | None:
     g = m.groupdict()
+    if g["zh_wd"]:
+        return _weekday(ZH_WEEKDAYS[g["zh_wd"]], now, weeks_back=1 if g["zh_wd_last"] else None)
     if g["ago_n"]:
         count = 3 if g["ago_n"] == "几" else zh_number(g["ago_n"])
         if count is None:

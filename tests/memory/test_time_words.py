@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -50,6 +51,13 @@ def day(text: str) -> datetime:
     ("2024年5月我在哪？", "2024-05-01", "2024-06-01"),
     ("2023年5月8日发生了什么？", "2023-05-08", "2023-05-09"),
     ("2022年我去了哪里？", "2022-01-01", "2023-01-01"),
+    # NOW is a Monday: "last Monday" is a week ago, "on Sunday" yesterday.
+    ("What did I eat last Friday?", "2026-05-29", "2026-05-30"),
+    ("What did I do last Monday?", "2026-05-25", "2026-05-26"),
+    ("Who called on Sunday?", "2026-05-31", "2026-06-01"),
+    ("上周五我们吃了什么？", "2026-05-29", "2026-05-30"),
+    ("星期三我做了什么？", "2026-05-27", "2026-05-28"),
+    ("周日去哪了？", "2026-05-31", "2026-06-01"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -102,6 +110,22 @@ def test_a_date_written_with_its_year_names_that_day_at_any_time(
         [span] = spans(text, now)
         assert (span.start.date(), span.end.date()) == (day_named,
                                                         day_named + timedelta(days=1)), text
+
+
+@given(st.sampled_from(list(calendar.day_name)),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_last_weekday_is_that_day_in_the_week_before_today(name: str, now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    [span] = spans(f"What did I do last {name}?", now)
+    assert span.end - span.start == timedelta(days=1)
+    assert f"{span.start:%A}" == name
+    assert now.date() - timedelta(days=7) <= span.start.date() < now.date()
+
+
+def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
+    # 上周一起 is "last week, together": the week, not last week's Monday.
+    assert spans("上周一起吃饭了吗？", NOW) == spans("上周", NOW)
+    assert spans("这周一直很忙", NOW) == spans("这周", NOW)
 
 
 def test_chinese_numbers_read_as_numbers() -> None:
