@@ -62,6 +62,11 @@ def transcript_files(directory: Path) -> list[Path]:
     return files
 
 
+def largest_first(files: Sequence[Path]) -> list[Path]:
+    """`files`, the largest first (the totals and JSON keep the folder's order)."""
+    return sorted(files, key=lambda f: f.stat().st_size, reverse=True)
+
+
 def _ignore_interrupt() -> None:
     # The parent handles Ctrl-C and ends the workers: no traceback from each of them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -118,7 +123,9 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     from chatmem.render.corpus import corpus_table, transcript_lines
 
     files = transcript_files(directory)
-    jobs = [replace(job, path=str(f)) for f in files]
+    # In parallel the longest go first, so the last to finish is a short one rather than
+    # a long one left alone on one core; one worker keeps the folder's order.
+    jobs = [replace(job, path=str(f)) for f in (largest_first(files) if workers > 1 else files)]
     out, err = consoles()
     finished: dict[str, TranscriptResult] = {}
     interrupted = False

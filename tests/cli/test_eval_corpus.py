@@ -15,6 +15,8 @@ import pytest
 from cli_runner import invoke
 from waiting import ctrl_c_reaches_it
 
+from chatmem.cli.corpus import largest_first, transcript_files
+
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "sessions"
 SAMPLES = ("long-chat", "support", "travel-zh")
@@ -141,3 +143,12 @@ def test_ctrl_c_keeps_what_was_printed(folder: Path, tmp_path: Path) -> None:
     names = [line.split()[0] for line in stdout.splitlines() if line.startswith("c")]
     assert len(names) == done
     assert f"eval of {done} transcripts" in stdout
+
+
+
+def test_parallel_workers_get_the_largest_transcripts_first(folder: Path) -> None:
+    files = transcript_files(folder)
+    by_size = largest_first(files)
+    assert [f.stat().st_size for f in by_size] == sorted(
+        (f.stat().st_size for f in files), reverse=True)
+    assert by_size != files  # else this test could not tell the orders apart
