@@ -148,6 +148,8 @@ class Recalled:
     by_meaning: int = 0
     by_neighbour: int = 0
     by_time: int = 0
+    times_named: tuple[tuple[str, str], ...] = ()
+    """The times the input named (first and last day, ISO), whose messages gained."""
 
 
 @dataclass(frozen=True)

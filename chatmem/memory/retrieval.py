@@ -166,7 +166,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                                       sitting=weights.sitting, ceiling=matches.ceiling)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
-        dated = self._prefer_named_time(source, query, count, words)
+        dated, times_named = self._prefer_named_time(source, query, count, words)
         dense = rows = fused = present = None
         embedded = count
         if embedder is not None:
@@ -243,18 +243,19 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_words=routes[RecallRoute.WORDS],
                           by_meaning=routes[RecallRoute.MEANING],
                           by_neighbour=routes[RecallRoute.NEIGHBOUR],
-                          by_time=routes[RecallRoute.TIME])
+                          by_time=routes[RecallRoute.TIME], times_named=times_named)
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown, self.options.top_k)
 
     def _prefer_named_time(self, source: StoredRecall, query: str, count: int,
-                           words: WordScores) -> set[int]:
+                           words: WordScores) -> tuple[set[int], tuple[tuple[str, str], ...]]:
         """Messages dated within a time the input names gain `time_weight` in `words`
-        (the latest POOL of them); their positions. `now` is the newest message's time:
-        a replayed conversation is read on its own clock."""
+        (the latest POOL of them): their positions, and the days named (first and last,
+        ISO) for the recall reason. `now` is the newest message's time: a replayed
+        conversation is read on its own clock."""
         weight = self.options.time_weight
         if not weight or not time_words.may_name_time(query):
-            return set()
+            return set(), ()
         now = source.newest_time()
         named = time_words.spans(query, now) if now is not None else []
         within: set[int] = set()
@@ -263,7 +264,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             end = source.first_at_or_after(span.end, count)
             within.update(range(max(first, end - POOL), end))
         words.raise_by(within, weight)
-        return within
+        return within, tuple(span.days for span in named)
 
     @staticmethod
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],

@@ -42,6 +42,11 @@ class TimeSpan:
     def holds(self, moment: datetime) -> bool:
         return self.start <= moment < self.end
 
+    @property
+    def days(self) -> tuple[str, str]:
+        """Its first and last day, ISO (`2023-05-08`), as a recall reason keeps them."""
+        return self.start.date().isoformat(), (self.end - timedelta(days=1)).date().isoformat()
+
 
 def zh_number(text: str) -> int | None:
     """十二, 两, 3, 二十: a small number in Chinese numerals or digits."""

@@ -7,6 +7,7 @@ all word them here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import date
 from functools import singledispatch
 from typing import Any
 
@@ -165,7 +166,21 @@ def _(r: Recalled) -> str:
         (RecallRoute.NEIGHBOUR, r.by_neighbour), (RecallRoute.TIME, r.by_time)) if count]
     if routes:
         text += "; " + ", ".join(routes)
+    if r.times_named:
+        text += "; the input names " + ", ".join(days_text(*days) for days in r.times_named)
     return text
+
+
+def days_text(first: str, last: str) -> str:
+    """`8 May 2023`, `1–10 Jun 2023`, `29 May–4 Jun 2023`, `1 Dec 2025–31 Jan 2026`."""
+    a, b = date.fromisoformat(first), date.fromisoformat(last)
+    if a == b:
+        return f"{a.day} {a:%b %Y}"
+    if a.year != b.year:
+        return f"{a.day} {a:%b %Y}–{b.day} {b:%b %Y}"
+    if a.month != b.month:
+        return f"{a.day} {a:%b}–{b.day} {b:%b %Y}"
+    return f"{a.day}–{b.day} {b:%b %Y}"
 
 
 @_worded.register

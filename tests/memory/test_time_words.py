@@ -174,6 +174,13 @@ def test_recall_prefers_messages_from_the_time_the_question_names(
         m.content for m in context.part("recalled").messages]
     assert any(expected in text for text in recalled)
     assert not any(p in text for text in recalled for p in places if p != expected)
+    # The recall reason names the days it read in the question (inspect shows them).
+    reason = context.part("recalled").reason
+    [(first, last)] = reason.times_named
+    [span] = spans(question, datetime(2026, 6, 1, 9, 2, tzinfo=UTC))
+    assert (first, last) == (span.start.date().isoformat(),
+                             (span.end - timedelta(days=1)).date().isoformat())
+    assert reason.by_time >= 1
     # With no weight for time words, nothing in the question matches any message.
     plain = context_with(engine, "retrieval", question, mode="bm25", max_tokens=400,
                          time_weight=0)

@@ -76,6 +76,12 @@ WORDS = RecallMethod("bm25", 0.5, 0.5, 0.3, 0.7)
               1, 1, 1),
      "retrieval bm25 (smooth 0.5, sitting 0.3); embedding failed (timed out), ranked by words"
      " only max_tokens=8: 1 of 2 earlier messages, from 1 turn, fused 1.00–1.00"),
+    (Recalled(WORDS, 800, 3, 40, 1, 0.25, 0.5, by_time=2,
+              times_named=(("2023-05-08", "2023-05-08"), ("2023-06-01", "2023-06-10"),
+                           ("2026-05-25", "2026-06-04"), ("2025-12-01", "2026-01-31"))),
+     "retrieval bm25 (smooth 0.5, sitting 0.3) max_tokens=800: 3 of 40 earlier messages,"
+     " from 1 turn, fused 0.25–0.50; 2 dated when asked; the input names 8 May 2023,"
+     " 1–10 Jun 2023, 25 May–4 Jun 2026, 1 Dec 2025–31 Jan 2026"),
     (Merged((NewestTurns("window", "k", 1, (3, 3)), StoredReason("x"))),
      "window k=1: turn 3 | x"),
     (StoredReason("as an older version wrote it"), "as an older version wrote it"),
