@@ -64,9 +64,14 @@ UNSCORED_WORDS = frozenset(_UNSCORED.split())
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct index terms of a query, without stop terms unless that leaves none."""
+    """The distinct index terms of a query, without stop terms and the words PostgreSQL
+    never indexes (UNSCORED_WORDS: "s" of a possessive, pronouns), unless that leaves none.
+
+    Those words only ever added noise on SQLite (a match of "her" is no evidence), and
+    leaving them out ranks alike on both backends (benchmarks/recall.py --dev, id recall
+    at 1,000 / 2,000 / 4,000 tokens: 0.738 / 0.845 / 0.900 → 0.748 / 0.848 / 0.909)."""
     terms = list(dict.fromkeys(index_terms(text)))
-    kept = [t for t in terms if t not in STOP_TERMS]
+    kept = [t for t in terms if t not in STOP_TERMS and t not in UNSCORED_WORDS]
     return kept or terms
 
 
