@@ -35,9 +35,11 @@ class StoredHistory:
     def turn_count(self) -> int:
         return self._count
 
-    def newest_first(self) -> Iterator[HistoryTurn]:
+    def newest_first(self, wanted: int | None = None) -> Iterator[HistoryTurn]:
         last = self._count
-        page = PAGE_TURNS
+        # `recent=1` or `k=5` need one or five turns: a first page of PAGE_TURNS would read
+        # and count three to sixteen times the messages they send.
+        page = max(wanted, 1) if wanted is not None else PAGE_TURNS
         while last >= 1:
             first = max(1, last - page + 1)
             yield from reversed(self.turns(first, last))

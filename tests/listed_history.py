@@ -23,7 +23,7 @@ class ListHistory:
     def turn_count(self) -> int:
         return len(self._turns)
 
-    def newest_first(self) -> Iterator[HistoryTurn]:
+    def newest_first(self, wanted: int | None = None) -> Iterator[HistoryTurn]:
         return reversed(self._turns)
 
     def turns(self, first: int, last: int) -> list[HistoryTurn]:

@@ -91,13 +91,16 @@ def fit_newest_turns(
     """The newest whole turns (oldest first) that fit in `room` tokens, at most `limit`."""
     kept: list[HistoryTurn] = []
     used = 0
+    if limit is not None and limit <= 0:
+        return kept
     for turn in turns:
-        if limit is not None and len(kept) >= limit:
-            break
         if room is not None and used + turn.tokens > room:
             break
         kept.append(turn)
         used += turn.tokens
+        # Stopping here, not at the next turn, leaves a lazy history's next page unread.
+        if limit is not None and len(kept) >= limit:
+            break
     kept.reverse()
     return drop_leading_assistant(kept)
 
@@ -118,7 +121,7 @@ def newest_turns_part(
 ) -> tuple[Part | None, list[DroppedNote]]:
     """The newest whole turns as a history part, and the note on what was dropped
     (`room` bounding them means the budget is why)."""
-    turns = fit_newest_turns(request.history.newest_first(), room=room, limit=limit)
+    turns = fit_newest_turns(request.history.newest_first(limit), room=room, limit=limit)
     dropped = dropped_turns(request.history.turn_count(), turns)
     reason = NewestTurns(strategy, setting, value, turn_run([t.number for t in turns]),
                          dropped, to_fit=room is not None)

@@ -26,8 +26,10 @@ class HistoryView(Protocol):
 
     def turn_count(self) -> int: ...
 
-    def newest_first(self) -> Iterator[HistoryTurn]:
-        """Turns from the newest back; lazy so a strategy reads only what it uses."""
+    def newest_first(self, wanted: int | None = None) -> Iterator[HistoryTurn]:
+        """Turns from the newest back; lazy so a strategy reads only what it uses.
+        `wanted`: how many the caller means to take at most, so a first read can hold
+        just those (more are still given, read on demand)."""
         ...
 
     def turns(self, first: int, last: int) -> list[HistoryTurn]:

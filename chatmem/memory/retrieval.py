@@ -126,7 +126,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         if request.cap is not None:
             budget = min(budget, request.cap)
         room = max(budget - fixed_tokens(request), 0)
-        turns = fit_newest_turns(request.history.newest_first(), room=room, limit=recent)
+        turns = fit_newest_turns(request.history.newest_first(recent), room=room,
+                                 limit=recent)
         total = request.history.turn_count()
         first_recent = turns[0].number if turns else total + 1
         room -= sum(t.tokens for t in turns)
