@@ -226,11 +226,15 @@ class VectorBacklog:
         """Embed everything still missing now, on this thread (tests, inline runs)."""
         self._halt()
         self.collect()
-        while pending := self._read(READ):
+        pending = self._read(READ)
+        while pending:
             known = known_vectors(self.store, self.model, pending)
             save_rows(self.store, self.model,
                       embed_pending(self.embedder, pending, known=known))
             self._embedded += len(pending)
+            # A short read held all that was missing: another would find nothing, and an
+            # inline run (a turn's two messages) would pay a second read every turn.
+            pending = self._read(READ) if len(pending) == READ else []
         self._missing = 0 if self._error is None else self._missing
 
     def close(self) -> IndexingStatus:

@@ -278,6 +278,50 @@ def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
         assert meter.steps < MESSAGES // 20
 
 
+def spied_looks(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the backlog's reads of messages without vectors, as they happen."""
+    looks: list[int] = []
+    original = store.vectors.texts_without_vectors
+
+    def looked(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        looks.append(len(found))
+        return found
+
+    monkeypatch.setattr(store.vectors, "texts_without_vectors", looked)
+    return looks
+
+
+def test_an_inline_turn_looks_for_messages_without_vectors_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A turn's two new messages fit one read: a second look, which finds nothing, was a
+    # statement of every turn that benchmarks/run.py times.
+    embedder = HashEmbedder()
+    with Store(path) as store:
+        engine = inline_engine(store, embedder)
+        engine.update_memory()
+        looks = spied_looks(store, monkeypatch)
+        engine.run_turn("Where did my brother move?")
+        # The catch-up before the build finds nothing new; after the commit, the turn's two.
+        assert looks == [0, 2]
+        assert missing(store, engine, embedder) == 0
+
+
+def test_an_inline_run_reads_on_while_its_reads_come_back_full(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = HashEmbedder()
+    monkeypatch.setattr("chatmem.memory.vector_backlog.READ", 64)
+    with Store(path) as store:
+        engine = inline_engine(store, embedder)
+        looks = spied_looks(store, monkeypatch)
+        engine.update_memory()
+        # Six full reads, then a short one that ends it; nothing is left without a vector.
+        assert looks == [64] * (MESSAGES // 64) + [MESSAGES % 64]
+        assert missing(store, engine, embedder) == 0
+
+
 class ThreadEndsFirst:
     """A store whose second look-up of stored vectors (inside the engine's second commit)
     first lets the gated thread finish its batch and end: the moment, on a busy machine,
