@@ -302,6 +302,47 @@ def test_packing_never_exceeds_the_room(items: list[tuple[float, int]], room: in
     assert all(r.why for r in rows)
 
 
+def greedy_mmr(relevance: list[float], tokens: list[int], vectors: list[list[int]],
+               room: int, mmr: float) -> tuple[list[int], list[int]]:
+    """MMR as written in the papers, one candidate at a time: the best λ·relevance −
+    (1−λ)·(largest similarity to what is kept), the first of equals; what does not fit
+    is passed over. The positions kept and those passed over, in the order picked."""
+    open_, kept, passed, used = list(range(len(relevance))), [], [], 0
+    while open_ and room - used >= min(tokens):
+        def score(i: int) -> float:
+            closest = max((sum(a * b for a, b in zip(vectors[i], vectors[k], strict=True))
+                           for k in kept), default=0)
+            return mmr * relevance[i] - (1 - mmr) * closest
+        pick = max(open_, key=lambda i: (score(i), -i))
+        open_.remove(pick)
+        if used + tokens[pick] > room:
+            passed.append(pick)
+            continue
+        kept.append(pick)
+        used += tokens[pick]
+    return kept, passed
+
+
+# Dyadic relevance, λ and 0/1 vectors: every score is exact in float32 and in Python,
+# so the two can only differ in what they pick, never in a rounding.
+@given(st.lists(st.tuples(st.integers(1, 64), st.integers(1, 40),
+                          st.lists(st.integers(0, 1), min_size=6, max_size=6)),
+                min_size=1, max_size=30),
+       st.integers(0, 300), st.sampled_from([0.25, 0.5, 0.75]))
+def test_mmr_packing_picks_what_one_at_a_time_greedy_mmr_picks(
+    items: list[tuple[int, int, list[int]]], room: int, mmr: float
+) -> None:
+    relevance = sorted((r / 64 for r, _, _ in items), reverse=True)
+    tokens = [t for _, t, _ in items]
+    vectors = [v for _, _, v in items]
+    rows = ranked(relevance, tokens)
+    pack(rows, room, mmr=mmr, vectors=np.array(vectors, dtype=np.float32))
+    kept, passed = greedy_mmr(relevance, tokens, vectors, room, mmr)
+    assert [i for i, r in enumerate(rows) if r.kept] == sorted(kept)
+    assert [i for i, r in enumerate(rows)
+            if r.why is RecallVerdict.DOES_NOT_FIT] == sorted(passed)
+
+
 def test_the_pool_is_best_first_and_later_first_among_equals() -> None:
     assert pool(np.array([0.2, 0.9, 0.0, 0.9, 0.5], dtype=np.float32)) == [3, 1, 4, 0]
 
