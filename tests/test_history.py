@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from registered import create_strategy
@@ -57,6 +58,32 @@ def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
     assert reads == [(498, 500)]
     part = context.part("history")
     assert part is not None and [m.turn for m in part.messages][::2] == [498, 499, 500]
+
+
+def test_retrieval_reads_only_its_recent_turn_and_then_more_on_demand(
+    store: Store, monkeypatch: Any
+) -> None:
+    session_id = filled(store, 500)
+    reads: list[tuple[int, int | None]] = []
+    original = store.history.messages
+
+    def spy(session_id: int, first_turn: int = 1, last_turn: int | None = None):
+        reads.append((first_turn, last_turn))
+        return original(session_id, first_turn, last_turn)
+
+    monkeypatch.setattr(store.history, "messages", spy)
+    history = StoredHistory(store, session_id, COUNTER)
+    request = ContextRequest(history=history, input=Message("user", "q7?", 5), counter=COUNTER,
+                             state=SessionState(store, session_id))
+    context = create_strategy("retrieval", {"mode": "bm25", "recent": "1"}).build(request)
+    # One recent turn: one turn read (recall reads its candidates by position, not so).
+    assert reads == [(500, 500)]
+    part = context.part("history")
+    assert part is not None and [m.content for m in part.messages] == ["q500", "a500"]
+    # Wanting more than the first read held reads on, pages growing as before.
+    newest = [t.number for t in itertools.islice(history.newest_first(2), 5)]
+    assert newest == [500, 499, 498, 497, 496]
+    assert reads[1:] == [(499, 500), (495, 498)]
 
 
 class Tally:
