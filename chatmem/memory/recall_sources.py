@@ -284,13 +284,15 @@ class StoredRecall:
         assert self.embedder is not None
         store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
         if store.vectors.ranks_vectors and count >= DATABASE_RANKING_FROM:
-            if not store.vectors.count_vectors(session_id, model, count):
+            stored = store.vectors.vector_counts(session_id, model, count)
+            if not stored:
                 return Dense(None, None, 0)
             asked = self.embedder.embed([query], query=True)[0]
             nearest = store.vectors.nearest_positions(session_id, model, len(asked), count,
                                                       asked.tolist(), POOL)
             if nearest is not None:
-                return self._candidates(count, asked, [*nearest, *also()])
+                return self._candidates(count, asked, [*nearest, *also()],
+                                        stored.get(len(asked), 0))
         found = self.vectors(count)
         if not found.count:
             return Dense(None, None, 0)
@@ -302,12 +304,14 @@ class StoredRecall:
         return Dense(dense_scores(asked, found.own, present, found.links),
                      present, found.count, _rows_of(found.own))
 
-    def _candidates(self, count: int, asked: np.ndarray, positions: Sequence[int]) -> Dense:
+    def _candidates(self, count: int, asked: np.ndarray, positions: Sequence[int],
+                    embedded: int) -> Dense:
+        """Dense scores of `positions` alone; `embedded`: how many of the first `count`
+        messages have a vector of the query's size."""
         import numpy as np
 
         assert self.embedder is not None
         store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
-        embedded = store.vectors.count_vectors(session_id, model, count, len(asked))
         width = len(asked)
         wanted = sorted({p for p in positions if 1 <= p <= count})
         # Each candidate's context vectors are derived from its neighbours' vectors.

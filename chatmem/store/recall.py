@@ -316,17 +316,15 @@ class VectorTables:
                 [session_id, *chunk, model])]
         return found
 
-    def count_vectors(self, session_id: int, model: str, last_position: int,
-                      dimensions: int | None = None) -> int:
+    def vector_counts(self, session_id: int, model: str, last_position: int) -> dict[int, int]:
         """How many of the session's messages up to `last_position` have a vector for
-        `model` (of `dimensions`, when given)."""
-        sql = ("SELECT count(*) FROM messages m JOIN message_vectors v ON v.message_id = m.id"
-               " WHERE m.session_id = ? AND m.position <= ? AND v.model = ?")
-        params: list[object] = [session_id, last_position, model]
-        if dimensions is not None:
-            sql += " AND v.dimensions = ?"
-            params.append(dimensions)
-        return int(fetch_value(self._db, sql, params) or 0)
+        `model`, by the vectors' dimensions (one read: whether any is stored, and how
+        many a query of some size can rank, are both asked of it every build)."""
+        return {int(dimensions): int(found) for dimensions, found in self._db.execute(
+            "SELECT v.dimensions, count(*) FROM messages m"
+            " JOIN message_vectors v ON v.message_id = m.id"
+            " WHERE m.session_id = ? AND m.position <= ? AND v.model = ? GROUP BY v.dimensions",
+            [session_id, last_position, model])}
 
     def texts_without_vectors(
         self, model: str, session_id: int | None = None, *, limit: int | None = None,

@@ -78,3 +78,28 @@ def test_below_the_threshold_numpy_ranks_though_the_database_could(make_engine,
     rows = recall_rows(engine, QUERIES[0], mode="dense")
     assert read and any(r["dense"] is not None for r in rows)
     assert recall_sources.DATABASE_RANKING_FROM > 20
+
+
+def test_the_database_path_counts_the_stored_vectors_in_one_read(
+        make_engine, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whether any vector is stored, and how many of the query's size, were two counts of
+    # the session's vectors every build: each reads every stored row's (model, size).
+    embedder = HashEmbedder(64)
+    engine = make_engine("retrieval", embedder=embedder)
+    run_conversation(engine, [mixed_line(i) for i in range(1, 11)])
+    engine.indexing.finish(embedder)
+    monkeypatch.setattr(recall_sources, "DATABASE_RANKING_FROM", 0)
+    counts: list[str] = []
+    original = store.db.execute
+
+    def execute(sql: str, *args: object, **kwargs: object) -> object:
+        if "count(*)" in sql and "message_vectors" in sql:
+            counts.append(sql)
+        return original(sql, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.db, "execute", execute)
+    part = engine.build_context(QUERIES[0]).part("recalled")
+    assert len(counts) == 1
+    # All twenty messages before the recent turn hold a vector of the query's size.
+    assert part is not None and part.reason.embedded is None  # None: every one embedded
+    assert any(r["dense"] is not None for r in recall_rows(engine, QUERIES[0]))
