@@ -40,8 +40,8 @@ def test_newest_first_walks_every_turn_back_across_pages(store: Store) -> None:
     assert history.turns(total, total + 10)[0].number == total
 
 
-def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
-    session_id = filled(store, 500)
+def spied_reads(store: Store, monkeypatch: Any) -> list[tuple[int, int | None]]:
+    """The (first, last) turn of each history read from now on."""
     reads: list[tuple[int, int | None]] = []
     original = store.history.messages
 
@@ -50,6 +50,12 @@ def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
         return original(session_id, first_turn, last_turn)
 
     monkeypatch.setattr(store.history, "messages", spy)
+    return reads
+
+
+def test_window_reads_only_the_tail(store: Store, monkeypatch) -> None:
+    session_id = filled(store, 500)
+    reads = spied_reads(store, monkeypatch)
     history = StoredHistory(store, session_id, COUNTER)
     request = ContextRequest(history=history, input=Message("user", "x", 5), counter=COUNTER,
                              state=SessionState(store, session_id))
@@ -64,14 +70,7 @@ def test_retrieval_reads_only_its_recent_turn_and_then_more_on_demand(
     store: Store, monkeypatch: Any
 ) -> None:
     session_id = filled(store, 500)
-    reads: list[tuple[int, int | None]] = []
-    original = store.history.messages
-
-    def spy(session_id: int, first_turn: int = 1, last_turn: int | None = None):
-        reads.append((first_turn, last_turn))
-        return original(session_id, first_turn, last_turn)
-
-    monkeypatch.setattr(store.history, "messages", spy)
+    reads = spied_reads(store, monkeypatch)
     history = StoredHistory(store, session_id, COUNTER)
     request = ContextRequest(history=history, input=Message("user", "q7?", 5), counter=COUNTER,
                              state=SessionState(store, session_id))
