@@ -105,6 +105,12 @@ def fit_newest_turns(
     return drop_leading_assistant(kept)
 
 
+def newest_turns(request: ContextRequest, room: int | None,
+                 limit: int | None = None) -> list[HistoryTurn]:
+    """`fit_newest_turns` over the request's history, read no further than `limit` asks."""
+    return fit_newest_turns(request.history.newest_first(limit), room=room, limit=limit)
+
+
 def drop_leading_assistant(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
     """The turns from the first that opens with a user message."""
     # Turn 1 of an imported transcript can open with an assistant greeting:
@@ -121,7 +127,7 @@ def newest_turns_part(
 ) -> tuple[Part | None, list[DroppedNote]]:
     """The newest whole turns as a history part, and the note on what was dropped
     (`room` bounding them means the budget is why)."""
-    turns = fit_newest_turns(request.history.newest_first(limit), room=room, limit=limit)
+    turns = newest_turns(request, room, limit)
     dropped = dropped_turns(request.history.turn_count(), turns)
     reason = NewestTurns(strategy, setting, value, turn_run([t.number for t in turns]),
                          dropped, to_fit=room is not None)

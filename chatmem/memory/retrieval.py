@@ -26,9 +26,9 @@ from chatmem.memory import time_words
 from chatmem.memory.assembly import (
     assemble,
     dropped_turns,
-    fit_newest_turns,
     fixed_tokens,
     history_part,
+    newest_turns,
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context, Message, Part
@@ -126,8 +126,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         if request.cap is not None:
             budget = min(budget, request.cap)
         room = max(budget - fixed_tokens(request), 0)
-        turns = fit_newest_turns(request.history.newest_first(recent), room=room,
-                                 limit=recent)
+        turns = newest_turns(request, room, recent)
         total = request.history.turn_count()
         first_recent = turns[0].number if turns else total + 1
         room -= sum(t.tokens for t in turns)
