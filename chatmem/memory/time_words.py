@@ -182,20 +182,13 @@ def may_name_time(text: str) -> bool:
 
 def spans(text: str, now: datetime) -> list[TimeSpan]:
     """The spans of time `text` names, read at `now` (an aware datetime)."""
-    found: list[TimeSpan] = []
-    for m in _EN.finditer(text):
-        span = _english(m, now)
-        if span is not None:
-            found.append(span)
-    for m in _ZH.finditer(text):
-        span = _chinese(m, now)
-        if span is not None:
-            found.append(span)
-    for m in _ISO.finditer(text):
-        span = _dated(int(m["month"]), int(m["day"]), now, around=False, year=int(m["year"]))
-        if span is not None:
-            found.append(span)
-    return found
+    readers = ((_EN, _english), (_ZH, _chinese), (_ISO, _iso))
+    found = (read(m, now) for pattern, read in readers for m in pattern.finditer(text))
+    return [span for span in found if span is not None]
+
+
+def _iso(m: re.Match[str], now: datetime) -> TimeSpan | None:
+    return _dated(int(m["month"]), int(m["day"]), now, around=False, year=int(m["year"]))
 
 
 def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
