@@ -15,6 +15,7 @@ that name a time (`dated`).
     python benchmarks/recall.py --dev                          # this checkout
     python benchmarks/recall.py --dev --against main           # main beside it
     python benchmarks/recall.py --dev --against main --cold    # empty vector cache
+    python benchmarks/recall.py --dev --cold --probes-only     # a first eval, probes only
     python benchmarks/recall.py --dev /path/to/set --strategy retrieval:mode=bm25
 
 Vectors are cached between runs in the user's cache (as `chatmem eval`
@@ -107,7 +108,8 @@ def count_messages(folder: Path) -> int:
 
 
 def run_eval(checkout: Checkout, folder: Path, specs: Sequence[str], jobs: int,
-             cache: Path | None) -> tuple[dict[str, Any] | None, float, float, str]:
+             cache: Path | None, probes_only: bool = False,
+             ) -> tuple[dict[str, Any] | None, float, float, str]:
     """`chatmem eval folder` on `checkout`'s code: its JSON, wall and CPU seconds (the
     child and its workers), and the last line of stderr when it failed."""
     env = dict(os.environ)
@@ -118,6 +120,8 @@ def run_eval(checkout: Checkout, folder: Path, specs: Sequence[str], jobs: int,
                "--json", "--jobs", str(jobs)]
     for spec in specs:
         command += ["-s", spec]
+    if probes_only:
+        command.append("--probes-only")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False,
@@ -165,7 +169,8 @@ def evaluate(sets: Sequence[tuple[str, Path, tuple[str, ...]]], checkouts: Seque
                 with contextlib.ExitStack() as stack:
                     cache = (Path(stack.enter_context(tempfile.TemporaryDirectory(
                         prefix="chatmem-cold-"))) if args.cold else None)
-                    data, wall, cpu, error = run_eval(checkout, folder, specs, args.jobs, cache)
+                    data, wall, cpu, error = run_eval(checkout, folder, specs, args.jobs, cache,
+                                                     args.probes_only)
                 result.wall_s.append(wall)
                 result.cpu_s.append(cpu)
                 if data is None:
@@ -238,6 +243,9 @@ def main(argv: Sequence[str]) -> None:
                         help="evaluations per checkout, alternating (times: the median)")
     parser.add_argument("--cold", action="store_true",
                         help="each eval starts from an empty vector cache")
+    parser.add_argument("--probes-only", action="store_true",
+                        help="pass --probes-only to chatmem eval: contexts at the probes only "
+                             "(the same recall; needs a checkout that has the option)")
     parser.add_argument("--no-synthetic", action="store_true",
                         help="leave out the synthetic set (Chinese, dated questions)")
     parser.add_argument("--seed", type=int, default=7, help="of the synthetic set")

@@ -86,6 +86,13 @@ def test_replay_and_eval_share_one_shape(db: str, command: str) -> None:
     check("outcome", stored)
 
 
+def test_eval_probes_only_has_the_same_shape() -> None:
+    data = output("eval", str(SESSIONS / "travel-zh.jsonl"), "-s", "retrieval",
+                  "--probes-only")
+    check("outcome", data)
+    assert data["strategies"][0]["probes_only"] is True
+
+
 def test_eval_of_a_folder(tmp_path: Path) -> None:
     for sample in ("support", "travel-zh"):
         (tmp_path / f"{sample}.jsonl").write_bytes((SESSIONS / f"{sample}.jsonl").read_bytes())

@@ -59,11 +59,13 @@ def compare_strategies(
     with_user_facts: bool = False,
     save_as: str | None = None,
     answer: bool = False,
+    probes_only: bool = False,
     progress: Progress | None = None,
 ) -> Comparison:
     """Replay `transcript` under each strategy (in memory unless `save_as` names sessions to
     keep) with the provider and tokenizer it was recorded with unless `explicit`; recorded
-    replies are reused unless `keep` is False. With `answer`, each probe is also asked.
+    replies are reused unless `keep` is False. With `answer`, each probe is also asked;
+    with `probes_only`, only the probes' contexts are built.
     `source` names the conversation in errors (default: the transcript's own source)."""
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.replay import replay
@@ -82,6 +84,7 @@ def compare_strategies(
                   save_as=save_as, keep_replies=keep_replies,
                   budget=workspace.settings.context_budget, user=user,
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
+                  probes_only=probes_only,
                   embedder=workspace.recall_embedder([strategies.create(s) for s in specs]))
     return Comparison(transcript, runs, keep_replies, tokenizer)
 

@@ -42,6 +42,7 @@ class CorpusJob:
     model: str | None
     answer: bool
     with_user_facts: bool
+    probes_only: bool = False
 
 
 @dataclass

@@ -83,6 +83,7 @@ def _run(
     source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: "Settings",
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
+    probes_only: bool = False,
 ) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
 
@@ -94,7 +95,8 @@ def _run(
         with progress_bar(steps) as progress:
             return compare_strategies(ws, transcript, specs, source=source, keep=keep,
                                       explicit=explicit, with_user_facts=with_user_facts,
-                                      save_as=save_as, answer=answer, progress=progress)
+                                      save_as=save_as, answer=answer, probes_only=probes_only,
+                                      progress=progress)
 
 
 @handles_errors
@@ -202,6 +204,12 @@ def eval_command(
     answer: Annotated[
         bool, typer.Option("--answer", help="Also ask the model each probe and check its answer.")
     ] = False,
+    probes_only: Annotated[
+        bool, typer.Option("--probes-only",
+                           help="Build a context only at the probes: a turn with a recorded "
+                                "reply is stored as it is, so a first run embeds far less; "
+                                "no prompt tokens per turn are reported.")
+    ] = False,
     min_recall: Annotated[
         float | None,
         typer.Option("--min-recall", show_default=False, min=0.0, max=1.0, metavar="X",
@@ -229,7 +237,7 @@ def eval_command(
 
     strategy = strategy or registries().strategies.default_eval()
     if Path(source).is_dir():
-        _eval_folder(Path(source), strategy, param, answer=answer,
+        _eval_folder(Path(source), strategy, param, answer=answer, probes_only=probes_only,
                      min_recall=min_recall, with_user_facts=with_user_facts, report=report,
                      jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
                      config=config)
@@ -245,7 +253,7 @@ def eval_command(
         )
     outcome = _run(source, strategy, param, settings, keep=None, answer=answer,
                    transcript=transcript, explicit=provider is not None or model is not None,
-                   with_user_facts=with_user_facts)
+                   with_user_facts=with_user_facts, probes_only=probes_only)
     data = outcome_json("eval", source, outcome)
     if report:
         _write_report(report, data)
@@ -266,7 +274,7 @@ def eval_command(
 
 
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,
-                 answer: bool, min_recall: float | None, with_user_facts: bool,
+                 answer: bool, probes_only: bool, min_recall: float | None, with_user_facts: bool,
                  report: Path | None, jobs: int | None, json_out: bool, provider: str | None,
                  model: str | None, db: str | None, config: Path | None) -> None:
     import os
@@ -281,7 +289,7 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     for spec in strategy:
         registries().strategies.parse(spec, shared)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
-                    answer, with_user_facts)
+                    answer, with_user_facts, probes_only)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
                 json_out=json_out, min_recall=min_recall, report=report)
 
@@ -300,7 +308,8 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
         outcome = _run(job.path, job.strategies, job.params, settings, keep=None,
                        answer=job.answer, transcript=transcript,
                        explicit=job.provider is not None or job.model is not None,
-                       with_user_facts=job.with_user_facts, show_progress=False)
+                       with_user_facts=job.with_user_facts, show_progress=False,
+                       probes_only=job.probes_only)
     except ChatmemError as e:
         return TranscriptResult(job.path, error=str(e))
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs)

@@ -6,7 +6,12 @@ needed; summaries and facts still go to the helper model, through a counting
 proxy, so the model calls a strategy makes are measured, not guessed.
 
 At each probe the context the strategy would send for the probe is built (not
-sent, not stored) and scored (see chatmem.evaluation.scoring).
+sent, not stored) and scored (see chatmem.evaluation.scoring). With `probes_only`,
+a turn with a recorded reply is stored as imported messages are and the memory
+updated after it as after a turn, so every probe scores the same while such a
+turn builds no context (for retrieval, no query embedding); a turn without one
+still goes to the model, as it must for a reply. No prompt tokens per turn are
+reported then.
 """
 
 from __future__ import annotations
@@ -144,6 +149,7 @@ def replay(
     progress: Progress | None = None,
     embedder: Embedder | None = None,
     strategies: StrategyRegistry | None = None,
+    probes_only: bool = False,
 ) -> list[StrategyRun]:
     """Run the transcript under each strategy; `store` and `save_as` keep the sessions.
 
@@ -166,7 +172,7 @@ def replay(
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
-                       strategies or load_registries().strategies, embedder)
+                       strategies or load_registries().strategies, embedder, probes_only)
     steps = plan(transcript, keep_replies)
     runs = []
     for spec, name in zip(specs, names, strict=True):
@@ -199,6 +205,7 @@ class _Options:
     answer: bool
     strategies: StrategyRegistry
     embedder: Embedder | None = None
+    probes_only: bool = False
 
 
 def _session_name(save_as: str, spec: StrategySpec, count: int) -> str:
@@ -236,7 +243,9 @@ def _start(
     )
     engine = engine_over(store, session, chat, strategy, budget=options.budget, helper=helper,
                          embedder=options.embedder)
-    return engine, StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name), {}
+    run = StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name,
+                      probes_only=options.probes_only)
+    return engine, run, {}
 
 
 def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
@@ -249,11 +258,21 @@ def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
                                                               system=step.system.system)
         return
     if step.kind is StepKind.TURN and step.message is not None:
-        _turn(engine, step, run, stored_ids, options.keep_replies)
+        if options.probes_only and step.reply is not None:
+            _store(engine, [step.message, step.reply], run, stored_ids)
+        else:
+            _turn(engine, step, run, stored_ids, options)
+        run.turn_count += 1
     if step.extra:
-        ids = engine.store.history.import_messages(engine.session.id, message_dicts(step.extra))
-        stored_ids.update({m.id: i for m, i in zip(step.extra, ids, strict=True) if m.id})
-        run.notices.extend(engine.update_memory())
+        _store(engine, step.extra, run, stored_ids)
+
+
+def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: StrategyRun,
+           stored_ids: dict[str, int]) -> None:
+    """Store `messages` as they are, then update the memory as after a turn."""
+    ids = engine.store.history.import_messages(engine.session.id, message_dicts(messages))
+    stored_ids.update({m.id: i for m, i in zip(messages, ids, strict=True) if m.id})
+    run.notices.extend(engine.update_memory())
 
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
@@ -281,14 +300,15 @@ def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> 
 
 
 def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
-          keep_replies: bool) -> None:
+          options: _Options) -> None:
     assert step.message is not None
-    if keep_replies and step.reply is not None:
+    if options.keep_replies and step.reply is not None:
         result = engine.replay_turn(step.message.content, step.reply.content,
                                     times=(step.message.ts, step.reply.ts))
     else:
         result = engine.run_turn(step.message.content)
-    run.prompt_tokens.append(result.context.tokens)
+    if not options.probes_only:
+        run.prompt_tokens.append(result.context.tokens)
     run.notices.extend(result.notices)
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id

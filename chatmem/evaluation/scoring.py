@@ -66,10 +66,14 @@ class StrategyRun:
     notices: list[Notice] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
     session: str | None = None
+    probes_only: bool = False
+    """Turns with a recorded reply were stored without building their context (eval
+    --probes-only): `prompt_tokens` stays empty and `turn_count` counts the turns."""
+    turn_count: int = 0
 
     @property
     def turns(self) -> int:
-        return len(self.prompt_tokens)
+        return self.turn_count if self.probes_only else len(self.prompt_tokens)
 
     @property
     def total_tokens(self) -> int:
@@ -100,6 +104,17 @@ class StrategyRun:
         tokens = [p.tokens for p in self.probes]
         return (statistics.fmean(tokens), max(tokens)) if tokens else (None, None)
 
+    def _prompt_tokens_json(self) -> dict[str, Any]:
+        if self.probes_only:
+            # Not measured, which is not the same as none sent.
+            return {"total": None, "mean": None, "max": None, "per_turn": None}
+        return {
+            "total": self.total_tokens,
+            "mean": round(statistics.fmean(self.prompt_tokens), 1) if self.turns else None,
+            "max": max(self.prompt_tokens, default=None),
+            "per_turn": self.prompt_tokens,
+        }
+
     def to_json(self, word: Callable[[Notice], str]) -> dict[str, Any]:
         """The run in replay's and eval's --json; `word` words each notice."""
         mean_probe, max_probe = self.probe_tokens()
@@ -107,12 +122,8 @@ class StrategyRun:
             "strategy": {"name": self.strategy, "params": self.params, "label": self.label},
             "session": self.session,
             "turns": self.turns,
-            "prompt_tokens": {
-                "total": self.total_tokens,
-                "mean": round(statistics.fmean(self.prompt_tokens), 1) if self.turns else None,
-                "max": max(self.prompt_tokens, default=None),
-                "per_turn": self.prompt_tokens,
-            },
+            "probes_only": self.probes_only,
+            "prompt_tokens": self._prompt_tokens_json(),
             "strategy_model_calls": self.model_calls,
             "strategy_model_calls_by_purpose": self.strategy_calls,
             "chat_model_calls": self.chat_calls,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_runner import invoke
+from cli_runner import invoke, output
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 LONG = str(SESSIONS / "long-chat.jsonl")
@@ -93,6 +93,25 @@ def test_eval_report_is_html(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     html = report.read_text(encoding="utf-8")
     assert "eval" in html and "0.20" in html and "<script" not in html
+
+
+def test_probes_only_scores_the_same_and_measures_no_turn(tmp_path: Path) -> None:
+    strategies = ("-s", "window:k=2", "-s", "summary-buffer", "--provider", "scripted")
+    full = json.loads(output("eval", LONG, *strategies, "--json"))
+    report = tmp_path / "quick.html"
+    quick = json.loads(output("eval", LONG, *strategies, "--json", "--probes-only",
+                              "--report", str(report)))
+    for whole, only in zip(full["strategies"], quick["strategies"], strict=True):
+        assert only["eval"] == whole["eval"]
+        assert only["turns"] == whole["turns"] == 200
+        assert (only["probes_only"], whole["probes_only"]) == (True, False)
+        assert only["prompt_tokens"] == {"total": None, "mean": None, "max": None,
+                                         "per_turn": None}
+        assert whole["prompt_tokens"]["total"] > 0
+    html = report.read_text(encoding="utf-8")
+    # The cost table says why it has no tokens, and no chart of them is drawn.
+    assert "no prompt tokens per turn measured" in html
+    assert "Prompt tokens per turn" not in html and "0.20" in html
 
 
 # -- a mode that fell back (issue 21, Build 9) ---------------------------------------------

@@ -152,3 +152,14 @@ def test_parallel_workers_get_the_largest_transcripts_first(folder: Path) -> Non
     assert [f.stat().st_size for f in by_size] == sorted(
         (f.stat().st_size for f in files), reverse=True)
     assert by_size != files  # else this test could not tell the orders apart
+
+
+def test_probes_only_reaches_every_worker(folder: Path) -> None:
+    strategies = ("-s", "window:k=2", "-s", "retrieval", "--jobs", "2")
+    full = evaluate(str(folder), *strategies)
+    quick = evaluate(str(folder), *strategies, "--probes-only")
+    drop = {"prompt_tokens_mean"}
+    assert [{k: v for k, v in row.items() if k not in drop} for row in quick["aggregate"]] == [
+        {k: v for k, v in row.items() if k not in drop} for row in full["aggregate"]]
+    assert [row["prompt_tokens_mean"] for row in quick["aggregate"]] == [None, None]
+    assert all(s["probes_only"] for t in quick["transcripts"] for s in t["strategies"])

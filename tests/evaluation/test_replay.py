@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from registered import STRATEGIES, parse_spec
 
+from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.replay import CountingProvider, StepKind, plan, replay
+from chatmem.evaluation.scoring import StrategyRun
 from chatmem.providers.base import Purpose
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -203,3 +205,55 @@ def test_id_recall_follows_the_window_exactly(turns: int, k: int, data: st.DataO
     assert buffer.id_recall() == 1.0
     kept = [n for n in asked if turns - n < k]
     assert window.probes[0].found_ids == [f"u{n}" for n in kept]
+
+
+def probe_outcomes(run: StrategyRun) -> list[tuple[object, ...]]:
+    return [(p.question, p.found_ids, p.found_text, p.tokens) for p in run.probes]
+
+
+# Paired turns, then what a real conversation also has: a user message with no reply (the
+# model is asked for one, with or without --probes-only) and a second assistant message.
+UNEVEN = parse_transcript(transcript(
+    {"role": "user", "content": "My order is KW-1.", "id": "u1"},
+    {"role": "assistant", "content": "Noted: KW-1.", "id": "a1"},
+    {"role": "user", "content": "我住在奥斯陆。", "id": "u2"},
+    {"role": "user", "content": "Also: my locker code is 4417.", "id": "u3"},
+    {"role": "assistant", "content": "Locker 4417, noted.", "id": "a3"},
+    {"role": "assistant", "content": "Anything else?", "id": "a3b"},
+    {"probe": "Order and locker?", "expect_ids": ["u1", "u3"], "expect_text": ["KW-1"]},
+    {"role": "user", "content": "Nice weather.", "id": "u4"},
+    {"role": "assistant", "content": "Indeed.", "id": "a4"},
+    {"probe": "我住在哪里？", "expect_ids": ["u2"], "expect_text": ["奥斯陆"]},
+), "uneven.jsonl")
+
+
+@pytest.mark.parametrize("name", STRATEGIES.contract_names())
+def test_probes_only_scores_every_probe_as_a_full_replay_does(name: str) -> None:
+    for conversation, turns in ((read_transcript(SESSIONS / "travel-zh.jsonl"), 60),
+                                (UNEVEN, 4)):
+        full, = replay(conversation, [parse_spec(name)], chat_provider=ScriptedProvider())
+        quick, = replay(conversation, [parse_spec(name)], chat_provider=ScriptedProvider(),
+                        probes_only=True)
+        assert probe_outcomes(quick) == probe_outcomes(full)
+        assert (quick.strategy_calls, quick.summary_versions, quick.facts,
+                quick.chat_calls) == (full.strategy_calls, full.summary_versions, full.facts,
+                                      full.chat_calls)
+        assert quick.turns == full.turns == turns and quick.prompt_tokens == []
+        assert quick.to_json(str)["prompt_tokens"] == {
+            "total": None, "mean": None, "max": None, "per_turn": None}
+    # The reply-less turn went to the model either way.
+    assert quick.chat_calls == 1
+
+
+def test_probes_only_embeds_the_probes_alone_and_recalls_the_same() -> None:
+    long_chat = read_transcript(SESSIONS / "long-chat.jsonl")
+    spec = parse_spec("retrieval:max_tokens=300")
+    embedders = HashEmbedder(), HashEmbedder()  # each counts the queries it embeds
+    full, quick = (replay(long_chat, [spec], chat_provider=ScriptedProvider(), embedder=e,
+                          probes_only=only)[0]
+                   for e, only in zip(embedders, (False, True), strict=True))
+    assert probe_outcomes(quick) == probe_outcomes(full)
+    assert quick.id_recall() == 1.0  # the probes recall their facts from 200 turns
+    # A full replay embeds each turn's input to rank what it recalls; --probes-only only
+    # the probes' questions.
+    assert embedders[1].queries == len(long_chat.probes) < embedders[0].queries
