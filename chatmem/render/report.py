@@ -99,8 +99,7 @@ def html_report(data: dict[str, Any]) -> str:
         blocks += [f"<h2>What each strategy remembered</h2>{_recall_table(runs)}",
                    recall_figure(runs)]
     blocks.append(f"<h2>What each strategy cost</h2>{_cost_table(runs)}")
-    if any(r["prompt_tokens"]["per_turn"] is not None for r in runs):
-        # eval --probes-only measures no turn's prompt: no chart of nothing.
+    if _prompts_measured(runs):  # eval --probes-only measures none: no chart of nothing
         blocks.append(_figure("Prompt tokens per turn", _token_chart, runs,
                               "prompt tokens per turn, one line per strategy"))
     if runs and runs[0]["eval"]["per_probe"]:
@@ -173,6 +172,10 @@ def strategy_table(runs: Sequence[dict[str, Any]], columns: Sequence[Column],
             "</tbody></table>")
 
 
+def _prompts_measured(runs: Sequence[dict[str, Any]]) -> bool:
+    return any(r["prompt_tokens"]["per_turn"] is not None for r in runs)
+
+
 def _cost_table(runs: Sequence[dict[str, Any]]) -> str:
     columns: list[Column] = [
         ("turns", lambda r: number(r["turns"])),
@@ -184,11 +187,11 @@ def _cost_table(runs: Sequence[dict[str, Any]]) -> str:
         ("facts", lambda r: number(r["facts"])),
         ("pinned", lambda r: number(r["pinned"])),
     ]
-    measured = any(r["prompt_tokens"]["per_turn"] is not None for r in runs)
-    return strategy_table(runs, columns,
-                          "prompt tokens sent per turn over the whole conversation" if measured
-                          else "turns stored with their recorded replies (--probes-only): "
-                               "no prompt tokens per turn measured")
+    caption = ("prompt tokens sent per turn over the whole conversation"
+               if _prompts_measured(runs) else
+               "turns stored with their recorded replies (--probes-only): no prompt tokens "
+               "per turn measured")
+    return strategy_table(runs, columns, caption)
 
 
 def _recall_table(runs: Sequence[dict[str, Any]]) -> str:
@@ -324,7 +327,7 @@ def _frame(width: int, x_label: str, y_label: str, x_ticks: Sequence[tuple[float
 
 
 def _token_chart(runs: Sequence[dict[str, Any]], width: int) -> str:
-    series = [r["prompt_tokens"]["per_turn"] or [] for r in runs]
+    series = [r["prompt_tokens"]["per_turn"] for r in runs]
     turns = max((len(s) for s in series), default=0)
     top, step = nice_top(max((max(s, default=0) for s in series), default=0))
     inner_w, inner_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
