@@ -136,6 +136,8 @@ def _header(data: dict[str, Any], title: str) -> str:
         counted += f": {escape(tokenizer['note'])}"
     facts = [f"{data['turns']:,} user turns", f"{data['probes']:,} probes",
              "recorded replies reused" if data["keep_replies"] else "replies regenerated"]
+    if not _prompts_measured(data["strategies"]):
+        facts.append("contexts built at the probes only")
     heading = escape(title)
     if data.get("title"):
         heading += f' <span class="muted">· {escape(str(data["title"]))}</span>'

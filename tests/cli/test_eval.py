@@ -111,6 +111,7 @@ def test_probes_only_scores_the_same_and_measures_no_turn(tmp_path: Path) -> Non
     html = report.read_text(encoding="utf-8")
     # The cost table says why it has no tokens, and no chart of them is drawn.
     assert "no prompt tokens per turn measured" in html
+    assert "contexts built at the probes only" in html
     assert "Prompt tokens per turn" not in html and "0.20" in html
 
 
