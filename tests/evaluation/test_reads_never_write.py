@@ -58,6 +58,7 @@ def test_inspect_replay_and_eval_leave_the_file_byte_identical(stored: Path,
         invoke("replay", session, "-s", strategy, "--db", db)
         assert checkpointed_hash(stored) == before, session
     invoke("eval", "zh", "-s", strategy, "--db", db)  # the imported session keeps its probes
+    invoke("eval", "zh", "-s", strategy, "--probes-only", "--db", db)
     assert checkpointed_hash(stored) == before
 
 
