@@ -107,9 +107,10 @@ def count_messages(folder: Path) -> int:
                if '"role"' in line)
 
 
-def run_eval(checkout: Checkout, folder: Path, specs: Sequence[str], jobs: int,
-             cache: Path | None, probes_only: bool = False,
-             ) -> tuple[dict[str, Any] | None, float, float, str]:
+def run_eval(
+    checkout: Checkout, folder: Path, specs: Sequence[str], jobs: int, cache: Path | None,
+    probes_only: bool,
+) -> tuple[dict[str, Any] | None, float, float, str]:
     """`chatmem eval folder` on `checkout`'s code: its JSON, wall and CPU seconds (the
     child and its workers), and the last line of stderr when it failed."""
     env = dict(os.environ)

@@ -68,8 +68,9 @@ class StrategyRun:
     session: str | None = None
     probes_only: bool = False
     """Turns with a recorded reply were stored without building their context (eval
-    --probes-only): `prompt_tokens` stays empty and `turn_count` counts the turns."""
+    --probes-only): `prompt_tokens` stays empty, so `turns` is `turn_count`."""
     turn_count: int = 0
+    """Turns replayed; otherwise `len(prompt_tokens)` says the same."""
 
     @property
     def turns(self) -> int:
