@@ -3,6 +3,8 @@
 - Up/Down walk the session's own stored user messages, so history survives a
   restart and no plaintext history file exists: deleting a session deletes its
   history. Slash commands typed in this run are recalled too, but not kept.
+  Keys typed before a prompt shows (while a reply streams, or after an Enter)
+  reach it once its history is in the line, so an Up typed ahead recalls.
 - Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
   goes on until a line ends with `\"\"\"`. Ctrl-X Ctrl-E edits the line in $EDITOR.
 - The prompt is drawn on the terminal even when stdout is redirected (stderr).
@@ -14,7 +16,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -51,6 +53,16 @@ class SessionHistory(History):
         super().__init__()
         self.workspace = workspace
         self.session = session
+        self.after_load: Callable[[], None] | None = None
+        """Called once, when the prompt's line next holds the whole history."""
+
+    async def load(self) -> AsyncGenerator[str, None]:
+        # The buffer takes each string as it is yielded: past the last one, it has them all.
+        async for string in super().load():
+            yield string
+        if self.after_load is not None:
+            after_load, self.after_load = self.after_load, None
+            after_load()
 
     def load_history_strings(self) -> Iterable[str]:
         from chatmem.app.sessions import last_messages
@@ -154,14 +166,16 @@ class Prompt:
         self.output = output if output is not None else terminal_output()
         self.session_id: int | None = None
         self.session: PromptSession[str] | None = None
+        self.history: SessionHistory | None = None
         self.typed_ahead: list[KeyPress] = []
         """Keys pressed while a turn ran (chatmem.repl.keys), for the next prompt."""
 
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
         self.session_id = engine.session.id
+        self.history = SessionHistory(self.chat.workspace, engine.session)
         return PromptSession(
-            history=SessionHistory(self.chat.workspace, engine.session),
+            history=self.history,
             completer=SlashCompleter(self.chat),
             complete_while_typing=True,
             key_bindings=key_bindings(),
@@ -178,15 +192,34 @@ class Prompt:
 
         return get_app().output.get_size().columns
 
+    def _replay_typed_ahead(self, session: PromptSession[str]) -> None:
+        """Hand the keys typed before this prompt to it once its history has loaded.
+
+        prompt-toolkit replays keys it read ahead before the history reaches the line,
+        and an Up typed ahead found nothing to recall. The keys the last prompt read past
+        its Enter come first, then those typed while the turn ran; any key still queued in
+        the terminal is read after them, so all stay in typed order.
+        """
+        from prompt_toolkit.input.typeahead import get_typeahead
+
+        keys = get_typeahead(session.input) + self.typed_ahead
+        self.typed_ahead = []
+        if keys and self.history is not None:
+            self.history.after_load = lambda: _press(keys)
+
     def ask(self, default: str = "") -> str:
         """The next message; `default` is the text the line starts with (/edit-last)."""
         if self.session is None or self.session_id != self.chat.engine.session.id:
             self.session = self._build()
-        if self.typed_ahead:
-            from prompt_toolkit.input.typeahead import store_typeahead
-
-            # Read before any key still queued in the terminal: they stay in typed order.
-            store_typeahead(self.session.input, self.typed_ahead)
-            self.typed_ahead = []
+        self._replay_typed_ahead(self.session)
         return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
                                            default=default))
+
+
+def _press(keys: list[KeyPress]) -> None:
+    """Press `keys` at the running prompt, as if typed now."""
+    from prompt_toolkit.application import get_app
+
+    processor = get_app().key_processor
+    processor.feed_multiple(keys)
+    processor.process_keys()

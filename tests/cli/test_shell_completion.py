@@ -115,10 +115,27 @@ class Terminal:
         self.tmux("send-keys", "-t", "t", "-l", command)
         self.tmux("send-keys", "-t", "t", "Enter")
 
-    def complete(self, typed: str, expected: str, *, tabs: int = 1) -> str:
-        """Type `typed`, press Tab `tabs` times; the screen once `expected` shows on it."""
+    def at_prompt(self) -> None:
+        """Wait until the last line is a bare `$ ` prompt: the shell has handled every key.
+
+        Keys typed sooner reach a shell still running the last command, or still handling
+        the Ctrl-C that ended the last completion, which can take the completion typed next.
+        """
         from waiting import wait_until
 
+        def bare() -> bool:
+            lines = [line for line in self.tmux("capture-pane", "-t", "t", "-p").splitlines()
+                     if line.strip()]
+            return bool(lines) and lines[-1].strip() == "$"
+
+        wait_until(bare, "a bare prompt", poll=0.1)
+
+    def complete(self, typed: str, expected: str, *, tabs: int = 1) -> str:
+        """Type `typed` at a bare prompt, press Tab `tabs` times; the screen once `expected`
+        shows on it."""
+        from waiting import wait_until
+
+        self.at_prompt()
         self.tmux("send-keys", "-t", "t", "C-u")
         self.tmux("send-keys", "-t", "t", "-l", typed)
         for _ in range(tabs):

@@ -53,7 +53,11 @@ def menu(text: str) -> Wait:
 
 
 def fresh_prompt(session: PromptSession[str]) -> bool:
-    """A new, empty prompt with the history loaded: what a person sees before pressing Up."""
+    """A new, empty prompt with the history loaded: what a person sees before pressing Up.
+
+    Only after a line that was not empty: the last prompt keeps its text once it has sent
+    it, and the first prompt reads empty before it has taken the keys typed into it.
+    """
     return session.default_buffer.text == "" and bool(session.history.get_strings())
 
 
@@ -205,8 +209,8 @@ def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
         store.sessions.create_session("u", "window")
         u = open_session(store, Settings(), ScriptedProvider(), "u")
         u.run_turn("only in u")
-        with typing(repl, "/switch u\r", fresh_prompt, UP, shows("only in u"),
-                    "\r") as lines:
+        # Up typed with the command, before the next prompt (and its history) exists.
+        with typing(repl, "/switch u\r" + UP, shows("only in u"), "\r") as lines:
             assert next(lines) == "/switch u"
             repl.command("/switch u")
             assert next(lines) == "only in u"

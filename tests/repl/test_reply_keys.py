@@ -116,6 +116,19 @@ def test_keys_typed_during_a_reply_wait_for_the_next_prompt_unechoed(
     assert turns(db)[-1][1] == "中文 second ahead"
 
 
+def test_up_pressed_during_a_reply_recalls_the_last_message_at_the_next_prompt(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    db = start_chat(terminal, tmp_path, chat_server, "--plain")
+    ask_and_hold(terminal, chat_server, "我们五月去杭州", "Hello")
+    terminal.keys("Up")
+    chat_server.release.set()
+    terminal.wait_for("t> 我们五月去杭州", times=2)  # typed once, recalled once
+    terminal.keys("Enter")
+    wait_until(lambda: len(turns(db)) == 2, terminal)
+    assert [text for _, text, _ in turns(db)] == ["我们五月去杭州"] * 2
+
+
 def test_ctrl_c_while_a_reply_streams_shows_the_partial_reply_once(
     terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
 ) -> None:
