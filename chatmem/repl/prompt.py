@@ -166,16 +166,14 @@ class Prompt:
         self.output = output if output is not None else terminal_output()
         self.session_id: int | None = None
         self.session: PromptSession[str] | None = None
-        self.history: SessionHistory | None = None
         self.typed_ahead: list[KeyPress] = []
         """Keys pressed while a turn ran (chatmem.repl.keys), for the next prompt."""
 
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
         self.session_id = engine.session.id
-        self.history = SessionHistory(self.chat.workspace, engine.session)
         return PromptSession(
-            history=self.history,
+            history=SessionHistory(self.chat.workspace, engine.session),
             completer=SlashCompleter(self.chat),
             complete_while_typing=True,
             key_bindings=key_bindings(),
@@ -204,8 +202,9 @@ class Prompt:
 
         keys = get_typeahead(session.input) + self.typed_ahead
         self.typed_ahead = []
-        if keys and self.history is not None:
-            self.history.after_load = lambda: _press(keys)
+        history = session.history
+        if keys and isinstance(history, SessionHistory):  # always: _build's
+            history.after_load = lambda: _press(keys)
 
     def ask(self, default: str = "") -> str:
         """The next message; `default` is the text the line starts with (/edit-last)."""
