@@ -49,20 +49,19 @@ HISTORY_TURNS = 500
 class SessionHistory(History):
     """Up/Down history drawn from a session's stored user messages, newest first."""
 
-    def __init__(self, workspace: Workspace, session: SessionRecord) -> None:
+    def __init__(self, workspace: Workspace, session: SessionRecord,
+                 loaded: Callable[[], None]) -> None:
         super().__init__()
         self.workspace = workspace
         self.session = session
-        self.after_load: Callable[[], None] | None = None
-        """Called once, when the prompt's line next holds the whole history."""
+        self.loaded = loaded
+        """Called each time a prompt's line has taken the whole history."""
 
     async def load(self) -> AsyncGenerator[str, None]:
         # The buffer takes each string as it is yielded: past the last one, it has them all.
         async for string in super().load():
             yield string
-        if self.after_load is not None:
-            after_load, self.after_load = self.after_load, None
-            after_load()
+        self.loaded()
 
     def load_history_strings(self) -> Iterable[str]:
         from chatmem.app.sessions import last_messages
@@ -167,13 +166,15 @@ class Prompt:
         self.session_id: int | None = None
         self.session: PromptSession[str] | None = None
         self.typed_ahead: list[KeyPress] = []
-        """Keys pressed while a turn ran (chatmem.repl.keys), for the next prompt."""
+        """Keys pressed before the next prompt (while a turn ran: chatmem.repl.keys), which
+        it takes once its history has loaded."""
 
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
         self.session_id = engine.session.id
         return PromptSession(
-            history=SessionHistory(self.chat.workspace, engine.session),
+            history=SessionHistory(self.chat.workspace, engine.session,
+                                   self._press_typed_ahead),
             completer=SlashCompleter(self.chat),
             complete_while_typing=True,
             key_bindings=key_bindings(),
@@ -190,35 +191,29 @@ class Prompt:
 
         return get_app().output.get_size().columns
 
-    def _replay_typed_ahead(self, session: PromptSession[str]) -> None:
-        """Hand the keys typed before this prompt to it once its history has loaded.
+    def _press_typed_ahead(self) -> None:
+        """Press the keys typed before this prompt, now that its history is in the line.
 
-        prompt-toolkit replays keys it read ahead before the history reaches the line,
-        and an Up typed ahead found nothing to recall. The keys the last prompt read past
-        its Enter come first, then those typed while the turn ran; any key still queued in
-        the terminal is read after them, so all stay in typed order.
+        prompt-toolkit replays keys it read ahead before the history loads, and an Up
+        typed ahead found nothing to recall. Any key still queued in the terminal is read
+        after these, so all stay in typed order.
         """
-        from prompt_toolkit.input.typeahead import get_typeahead
+        from prompt_toolkit.application import get_app
 
-        keys = get_typeahead(session.input) + self.typed_ahead
-        self.typed_ahead = []
-        history = session.history
-        if keys and isinstance(history, SessionHistory):  # always: _build's
-            history.after_load = lambda: _press(keys)
+        keys, self.typed_ahead = self.typed_ahead, []
+        if keys:
+            processor = get_app().key_processor
+            processor.feed_multiple(keys)
+            processor.process_keys()
 
     def ask(self, default: str = "") -> str:
         """The next message; `default` is the text the line starts with (/edit-last)."""
         if self.session is None or self.session_id != self.chat.engine.session.id:
             self.session = self._build()
-        self._replay_typed_ahead(self.session)
+        from prompt_toolkit.input.typeahead import get_typeahead
+
+        # The keys the last prompt read past its Enter were typed before those of the turn.
+        self.typed_ahead[:0] = get_typeahead(self.session.input)
         return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
                                            default=default))
 
-
-def _press(keys: list[KeyPress]) -> None:
-    """Press `keys` at the running prompt, as if typed now."""
-    from prompt_toolkit.application import get_app
-
-    processor = get_app().key_processor
-    processor.feed_multiple(keys)
-    processor.process_keys()

@@ -136,7 +136,6 @@ class Terminal:
         from waiting import wait_until
 
         self.at_prompt()
-        self.tmux("send-keys", "-t", "t", "C-u")
         self.tmux("send-keys", "-t", "t", "-l", typed)
         for _ in range(tabs):
             self.tmux("send-keys", "-t", "t", "Tab")
