@@ -79,10 +79,11 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
             line += f"{last['turn']['median_ms'] / first['turn']['median_ms']:>11.2f}×"
         print(line)
 
-    print("\nAt each size: build ms (context alone), first catch-up s; per turn: strategy model"
-          " calls, bytes stored, SQL statements, rows read")
-    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'calls':>7}{'bytes':>11}"
-              f"{'queries':>9}{'rows':>9}")
+    print("\nAt each size: build ms (context alone), first catch-up s; per turn: upkeep ms"
+          " between turns (the chat's, while a reply is read: the log folded every 8 turns;"
+          " mean), strategy model calls, bytes stored, SQL statements, rows read")
+    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'between':>9}"
+              f"{'calls':>7}{'bytes':>11}{'queries':>9}{'rows':>9}")
     print(header)
     print("-" * len(header))
     for name in names:
@@ -93,8 +94,10 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
                 print(f"{name:<30}{n:>8,}  {why}")
                 continue
             calls = sum(v for k, v in r["model_calls_per_turn"].items() if k != "chat")
+            between = r.get("between_turns_ms")
+            upkeep = "—" if between is None else _ms(between)
             print(f"{name:<30}{n:>8,}{_ms(r['build']['median_ms']):>9}{r['catch_up_s']:>10.2f}"
-                  f"{calls:>7.2f}{r['bytes_per_turn']:>11,.0f}"
+                  f"{upkeep:>9}{calls:>7.2f}{r['bytes_per_turn']:>11,.0f}"
                   f"{r.get('statements_per_turn', 0):>9,.0f}{r.get('rows_per_turn', 0):>9,.0f}")
 
     peers = [r for r in rows if r["memory"] == "langchain"]

@@ -57,6 +57,11 @@ StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
 the store it passed in (`Engine[Store]`); any engine is an `Engine[TurnStore]`."""
 
 
+FOLD_EVERY = 8
+"""Turns between two folds of the store's log (`Engine.between_turns`): about 300 pages
+written, well short of the 1,000 at which SQLite would fold it inside a turn's commit."""
+
+
 class Engine(Generic[StoreT]):
     """Runs turns of one session with one strategy and one provider."""
 
@@ -116,6 +121,7 @@ class Engine(Generic[StoreT]):
         eval, what-if: results that do not depend on timing)."""
         self.indexing = Indexing(store, session.id, background=background_indexing)
         """The session's messages without vectors, one backlog per embedding model."""
+        self._turns_unfolded = 0
 
     @property
     def embedder(self) -> Embedder | None:
@@ -295,6 +301,15 @@ class Engine(Generic[StoreT]):
         if self.keeps_memory:
             notices += self.update_memory()
         return TurnResult(record, context, reply, notices)
+
+    def between_turns(self) -> None:
+        """Upkeep nobody waits for, for a front end to call once a turn is shown and
+        before it reads the next input: every FOLD_EVERY turns, the store's log is
+        folded into the history file, so no turn's own commit has to."""
+        self._turns_unfolded += 1
+        if self._turns_unfolded >= FOLD_EVERY:
+            self._turns_unfolded = 0
+            self.store.fold_log()
 
     def check_writable(self) -> None:
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""

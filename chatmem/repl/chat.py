@@ -187,12 +187,14 @@ class Chat:
                 result.record.model))
         if result.status == TurnStatus.CANCELLED:
             self.notice("(reply cancelled; it stays out of memory)")
-            return
-        if self.show_prompt:
-            self.status.print(self.prompt_panel(result.context, result.record.estimated_tokens))
-        self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
-        for notice in result.notices:
-            self.notice(notice_text(notice))
+        else:
+            if self.show_prompt:
+                self.status.print(self.prompt_panel(result.context,
+                                                    result.record.estimated_tokens))
+            self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
+            for notice in result.notices:
+                self.notice(notice_text(notice))
+        self.engine.between_turns()
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
         """The terminal as the chat found it, for a program run in it ($EDITOR)."""

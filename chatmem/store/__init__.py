@@ -109,6 +109,11 @@ class Store:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
         self.db.check_writable()
 
+    def fold_log(self) -> None:
+        """Fold the write-ahead log into the file (SQLite) as far as no reader holds it;
+        Connection.fold_log says when."""
+        self.connection.fold_log()
+
     def vacuum(self) -> None:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
         self.connection.vacuum()

@@ -109,8 +109,10 @@ class Backend(Protocol):
         by an index; None when the database has none (recall ranks in numpy)."""
         ...
 
-    def fold_log(self) -> None:
-        """Fold the write-ahead log into the database (SQLite); nothing elsewhere."""
+    def fold_log(self, *, wait: bool = True) -> None:
+        """Fold the write-ahead log into the database (SQLite); nothing elsewhere.
+        Without `wait`, fold what no reader or writer holds, and leave the log's file as
+        it is: the cheap fold for between turns."""
         ...
 
     def has_column(self, table: str, column: str) -> bool: ...

@@ -489,7 +489,7 @@ class PostgresBackend:
         if present == len(names):
             self._indexed.add(dimensions)
 
-    def fold_log(self) -> None:
+    def fold_log(self, *, wait: bool = True) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
 
     def session_access(self, session_id: int) -> SessionAccess | None:

@@ -507,8 +507,8 @@ class SqliteBackend:
         """None: SQLite has no vector index, recall ranks the stored arrays itself."""
         return None
 
-    def fold_log(self) -> None:
-        self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    def fold_log(self, *, wait: bool = True) -> None:
+        self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))
