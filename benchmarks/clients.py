@@ -9,6 +9,10 @@ latency per request, and `chatmem mcp`'s tool latency, on histories of N turns.
           request, building the context, storing the turn)
   mcp     `get_context` and `search_memory` called through the mcp SDK's client on a
           `chatmem mcp` subprocess (stdio), median and p95
+  request time to the first piece of a streamed reply from the same upstream for a
+          context of 2 / 36 / 72 messages, sent by chatmem's openai provider and by the
+          openai client's `chat.completions.create` (what an app, or LangChain's
+          ChatOpenAI, calls), alternated: what building a request costs per message
 
 Run from the repository root (needs chatmem[serve]):
 
@@ -184,6 +188,55 @@ def measure_mcp(turns: int, requests: int) -> dict[str, Any]:
     return {"turns": turns, **{tool: stats(values) for tool, values in times.items()}}
 
 
+def context_of(size: int) -> list[dict[str, str]]:
+    """A context of `size` messages: the system prompt, then turns of a long chat."""
+    turns = [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"(8 May 2023) Caroline: turn {i}, my locker {i % 97} is near the"
+                         f" window, order ORD-{i}. 我们五月去杭州旅行，预算五千元。"}
+             for i in range(size - 1)]
+    return [{"role": "system", "content": "Be brief."}, *turns]
+
+
+def measure_request(upstream: Upstream, sizes: list[int], requests: int) -> list[dict[str, Any]]:
+    from openai import OpenAI
+
+    from chatmem.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider("bench", base_url=upstream.base_url, api_key="x", max_retries=0)
+    client = OpenAI(base_url=upstream.base_url, api_key="x", max_retries=0)
+
+    def first_piece(messages: list[dict[str, str]], by: str) -> float:
+        started = time.perf_counter()
+        if by == "chatmem":
+            reply = iter(provider.stream(messages))
+            next(reply)
+            first = time.perf_counter()
+            list(reply)  # read to the end, as the client below does
+            return (first - started) * 1000
+        stream = client.chat.completions.create(model="bench", messages=messages,  # type: ignore[arg-type]
+                                                stream=True,
+                                                stream_options={"include_usage": True})
+        first = None
+        for chunk in stream:
+            if first is None and chunk.choices and chunk.choices[0].delta.content:
+                first = time.perf_counter()
+        return ((first or time.perf_counter()) - started) * 1000
+
+    rows = []
+    for size in sizes:
+        messages = context_of(size)
+        times: dict[str, list[float]] = {"chatmem": [], "openai": []}
+        for by in times:
+            first_piece(messages, by)  # warm: a connection open, types imported
+        for _ in range(requests):
+            for by, values in times.items():
+                values.append(first_piece(messages, by))
+        rows.append({"messages": size, **{by: stats(values) for by, values in times.items()}})
+    provider.close()
+    client.close()
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 10_000])
@@ -193,6 +246,7 @@ def main() -> None:
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     proxy_rows = [measure_proxy(n, args.requests, upstream) for n in args.turns]
     mcp_rows = [measure_mcp(n, args.requests) for n in args.turns]
+    request_rows = measure_request(upstream, [2, 36, 72], args.requests)
     upstream.shutdown()
     print("proxy: one streamed request, ms (median / p95)")
     print(f"{'turns':>7} | {'direct first':>14} | {'proxy first':>14} | {'added first':>11} |"
@@ -210,6 +264,13 @@ def main() -> None:
     for row in mcp_rows:
         print(f"{row['turns']:>7,} | {row['get_context'][0]:>6.1f} / {row['get_context'][1]:>6.1f}"
               f" | {row['search_memory'][0]:>6.1f} / {row['search_memory'][1]:>6.1f}")
+
+    print("\nrequest: time to the first piece of a streamed reply, ms (median / p95)")
+    print(f"{'messages':>8} | {'chatmem openai':>15} | {'openai create':>15} | {'ratio':>5}")
+    for row in request_rows:
+        ours, theirs = row["chatmem"], row["openai"]
+        print(f"{row['messages']:>8} | {ours[0]:>6.2f} / {ours[1]:>6.2f} |"
+              f" {theirs[0]:>6.2f} / {theirs[1]:>6.2f} | {theirs[0] / ours[0]:>4.1f}×")
 
 
 if __name__ == "__main__":
