@@ -11,6 +11,7 @@ QUERY PLAN: no full scan of a table that grows.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shutil
@@ -245,6 +246,44 @@ def test_a_hybrid_turn_that_embeds_its_own_messages_does_the_same_work_at_any_si
                                                               engine.session.id) == last == 0
         finally:
             engine.store.close()
+    assert_flat(work)
+
+
+def test_a_client_s_request_does_the_same_work_at_any_size(
+    stored: dict[int, Path], tmp_path: Path
+) -> None:
+    # `chatmem serve` and the MCP tools take a turn per request: the client's history is
+    # adopted (a client that sends its own window stores nothing), the last turn read,
+    # the turn run. Counting the session's whole history per request grew with it.
+    from chatmem.app import Workspace
+    from chatmem.app.conversations import ClientMessage, adopt_history, start_conversation
+    from chatmem.app.sessions import last_turn
+
+    window = [ClientMessage("user", "My order is ORD-7731."),
+              ClientMessage("assistant", "好的，已记下。"), ClientMessage("user", "还有吗？")]
+    work = {}
+    for turns in (SMALL, MEDIUM, LARGE):
+        path = tmp_path / f"client-{turns}.db"
+        shutil.copyfile(stored[turns], path)
+        settings = dataclasses.replace(SETTINGS, provider="scripted", db=str(path))
+        with Workspace(settings) as ws:
+            engine = start_conversation(ws, "long", settings=settings)
+            try:
+                engine.settle()
+                engine.run_turn("warm up: the reply of the last imported turn gets counted")
+                counted = []
+                for i in range(TURNS):
+                    with metered(ws.store) as meter:
+                        adopt_history(ws, "long", window)
+                        last_turn(ws, engine.session)
+                        engine.run_turn(question(i))
+                    counted.append(Work(meter.statements, meter.rows, meter.index_reads,
+                                        meter.steps, 0))
+                held = ws.store.history.message_count(engine.session.id, at_most=10**9)
+            finally:
+                engine.finish()
+        assert held == 2 * (turns + 1 + TURNS)  # the client's window stored nothing
+        work[turns] = Work(*(max(getattr(w, f) for w in counted) for f in KINDS))
     assert_flat(work)
 
 

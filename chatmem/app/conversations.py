@@ -183,12 +183,13 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     the client's history is authoritative, so the messages it has past the session's
     length (its new suffix) are stored; a client that sends less (its own window) stores
     nothing, and one that edited what is stored has its new messages stored after the
-    session's, nothing stored changed. Only the session's length is read, whatever it is."""
+    session's, nothing stored changed. The session's length is counted only as far as the
+    client's history reaches: a request costs what it carries, whatever the session holds."""
     store = workspace.store
     session = store.sessions.find_session(name)
     if session is None:
         return
-    total, _ = store.history.history_tail(session.id, 0)
+    total = store.history.message_count(session.id, at_most=len(prior))
     if new := prior[total:]:
         store.history.import_messages(session.id, [{"role": m.role, "content": m.content}
                                                    for m in new])

@@ -36,15 +36,13 @@ class MessageTables:
         return [MessageRecord(*row) for row in self._db.execute(sql + " ORDER BY position",
                                                                params)]
 
-    def history_tail(self, session_id: int, count: int) -> tuple[int, list[MessageRecord]]:
-        """How many messages the session's history holds, and its last `count`, oldest
-        first (read from the end of the session's index, whatever its length)."""
-        total = int(fetch_value(self._db, "SELECT count(*) FROM messages WHERE session_id = ?"
-                                " AND superseded = 0", [session_id]) or 0)
-        rows = self._db.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND superseded = 0"
-            " ORDER BY position DESC LIMIT ?", [session_id, count])
-        return total, [MessageRecord(*row) for row in reversed(list(rows))]
+    def message_count(self, session_id: int, *, at_most: int) -> int:
+        """How many messages the session's history holds, counted no further than
+        `at_most`: a caller comparing it with a list that long reads no more of the
+        history than the list holds, however long the history is."""
+        return int(fetch_value(
+            self._db, "SELECT count(*) FROM (SELECT 1 FROM messages WHERE session_id = ?"
+            " AND superseded = 0 LIMIT ?) AS held", [session_id, max(at_most, 0)]) or 0)
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self._db.write():

@@ -60,3 +60,21 @@ def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -
         assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content, n)
                                       for r, n in counted.values())
         assert [n for p, *_, n in sorted(rows)][-1] is None  # imported: not counted
+
+
+def test_message_count_counts_the_history_no_further_than_asked(store: Store) -> None:
+    """Every backend: a replaced turn's messages are not history, and the count stops at
+    `at_most` (a client's request compares it with the history it sent)."""
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    engine = open_session(store, settings, ScriptedProvider(), "计数", strategy="window")
+    for line in ["My order is ORD-7731.", "我们五月去杭州旅行，预算五千元。", "again"]:
+        engine.run_turn(line)
+    resend_last(engine)  # the last turn's two messages stay stored, superseded
+    sid = engine.session.id
+    held = len(store.history.messages(sid))
+    assert held == 6
+    assert [store.history.message_count(sid, at_most=n) for n in (0, 2, 5, 6, 7, 100)] == [
+        0, 2, 5, 6, 6, 6]
+    with metered(store) as meter:
+        store.history.message_count(sid, at_most=3)
+    assert meter.statements == 1
