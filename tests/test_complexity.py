@@ -287,6 +287,24 @@ def test_a_client_s_request_does_the_same_work_at_any_size(
     assert_flat(work)
 
 
+def test_a_search_across_sessions_reads_as_much_of_a_long_history_as_of_a_short_one(
+    stored: dict[int, Path]
+) -> None:
+    # The MCP tool `search_memory` without a conversation first finds the sessions to
+    # rank. Scoring "order" (in a third of all messages) read all its entries; a query
+    # of such words alone still finds the session that said them last.
+    reads = {}
+    for turns in (SMALL, LARGE):
+        with Store(stored[turns]) as store:
+            for query in ("ORD-42 order", "order"):
+                store.logs.sessions_matching(query, limit=5)  # FTS5 reads its configuration
+                with metered(store) as meter:
+                    assert store.logs.sessions_matching(query, limit=5) == ["long"]
+                reads[turns, query] = meter.index_reads + meter.steps
+    for query in ("ORD-42 order", "order"):
+        assert reads[LARGE, query] <= reads[SMALL, query] * 1.25 + 20, reads
+
+
 def test_a_question_s_terms_are_counted_in_one_statement_however_many_there_are(
     stored: dict[int, Path]
 ) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.recall import POSTINGS, rare_counts
 from chatmem.store.records import TurnStatus, stored_enum
 
 _COLUMNS = (
@@ -107,11 +108,20 @@ class LogTables:
 
     def sessions_matching(self, query: str, *, limit: int) -> list[str]:
         """The names of the sessions whose messages best match `query` in the full-text
-        index (by each session's best message), best first."""
-        hits = self._db.word_scores(fts.query_terms(query), None, None, 20 * limit)
-        if not hits:
+        index (by each session's best message), best first.
+
+        Only the query's rarer terms are scored, as recall scores them (`rare_counts`):
+        scoring a word every message holds reads all its entries, in every session. A
+        query of such words alone finds the sessions that said them last."""
+        terms = fts.query_terms(query)
+        rare = [term for _, term in rare_counts(self._db, terms, POSTINGS)]
+        if rare:
+            ids = [message_id for message_id, _, _ in
+                   self._db.word_scores(rare, None, None, 20 * limit)]
+        else:
+            ids = self._db.newest_word_matches(terms, 20 * limit)
+        if not ids:
             return []
-        ids = [message_id for message_id, _, _ in hits]
         marks = ", ".join("?" for _ in ids)
         names = {row["id"]: row["name"] for row in fetch_rows(self._db,
             "SELECT m.id, s.name FROM messages m JOIN sessions s ON s.id = m.session_id"

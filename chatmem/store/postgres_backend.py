@@ -413,6 +413,17 @@ class PostgresBackend:
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
         return [(message_id, position, score) for (message_id, position), score in best]
 
+    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
+        lexemes = self._lexemes(terms)
+        if not lexemes:
+            return []
+        query = " || ".join("?::tsquery" for _ in lexemes)
+        rows = self.execute(
+            "SELECT m.id FROM message_words w JOIN messages m ON m.id = w.message_id"
+            f" WHERE w.terms @@ ({query}) AND m.superseded = 0"
+            " ORDER BY w.message_id DESC LIMIT ?", [*map(_tsquery, lexemes), limit])
+        return [int(message_id) for (message_id,) in rows]
+
     def _lexemes(self, terms: Sequence[str]) -> list[str]:
         """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""
         rows = self.execute(

@@ -17,12 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 from chatmem.timestamps import has_zone, parse_time
+
+if TYPE_CHECKING:
+    from chatmem.store.backend import Backend
 
 _MESSAGE_COLUMNS_OF_M = ", ".join(f"m.{column}" for column in MESSAGE_COLUMNS.split(", "))
 
@@ -43,6 +46,27 @@ def pause(before: str | None, at: str | None) -> float:
     if not (before and at and has_zone(before) and has_zone(at)):
         return UNKNOWN_PAUSE
     return (parse_time(at) - parse_time(before)).total_seconds()
+
+
+def rare_counts(db: Backend, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
+    """The rarest of `terms` whose index entries add up to at most `postings`, each with
+    its count of entries, rarest first (`RecallTables.rare_terms`)."""
+    most = postings // 2
+    terms = list(terms)
+    unique = list(dict.fromkeys(terms))
+    # One statement counts COUNTED_TOGETHER terms (a question has a dozen or more).
+    counts: dict[str, int] = {}
+    for start in range(0, len(unique), COUNTED_TOGETHER):
+        chunk = unique[start : start + COUNTED_TOGETHER]
+        counts.update(zip(chunk, db.count_words_matches(chunk, most), strict=True))
+    counted = [(counts[term], term) for term in terms if 0 < counts[term] <= most]
+    kept, used = [], 0
+    for found, term in sorted(counted):
+        if used + found > postings:
+            break
+        kept.append((found, term))
+        used += found
+    return kept
 
 
 @dataclass(frozen=True)
@@ -212,22 +236,7 @@ class RecallTables:
 
     def _rare_counts(self, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
         """`rare_terms`, each with its count of index entries."""
-        most = postings // 2
-        terms = list(terms)
-        unique = list(dict.fromkeys(terms))
-        # One statement counts COUNTED_TOGETHER terms (a question has a dozen or more).
-        counts: dict[str, int] = {}
-        for start in range(0, len(unique), COUNTED_TOGETHER):
-            chunk = unique[start : start + COUNTED_TOGETHER]
-            counts.update(zip(chunk, self._db.count_words_matches(chunk, most), strict=True))
-        counted = [(counts[term], term) for term in terms if 0 < counts[term] <= most]
-        kept, used = [], 0
-        for found, term in sorted(counted):
-            if used + found > postings:
-                break
-            kept.append((found, term))
-            used += found
-        return kept
+        return rare_counts(self._db, terms, postings)
 
     # -- sittings: runs of messages without a long pause -----------------------------
 

@@ -501,6 +501,17 @@ class SqliteBackend:
         # bm25() is lower for better matches.
         return [(message_id, position, -score) for message_id, position, score in rows]
 
+    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
+        expression = fts.match_terms(list(terms))
+        if expression is None:
+            return []
+        # FTS5 walks its entries from the highest rowid down and stops at the limit.
+        rows = self.execute(
+            "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+            " WHERE messages_fts MATCH ? AND m.superseded = 0"
+            " ORDER BY messages_fts.rowid DESC LIMIT ?", [expression, limit])
+        return [message_id for (message_id,) in rows]
+
     def nearest_vectors(self, model: str, dimensions: int, session_id: int,
                         last_position: int, query: Sequence[float],
                         limit: int) -> list[int] | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from meter import metered
 from registered import open_session
 
+from chatmem import fts
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
@@ -78,3 +79,30 @@ def test_message_count_counts_the_history_no_further_than_asked(store: Store) ->
     with metered(store) as meter:
         store.history.message_count(sid, at_most=3)
     assert meter.statements == 1
+
+
+def test_newest_word_matches_come_newest_first_and_stop_at_the_limit(store: Store) -> None:
+    """Every backend: the newest messages holding any of the words, in any session, a
+    replaced turn's left out; Chinese words as English ones."""
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    first = open_session(store, settings, ScriptedProvider(), "甲", strategy="window")
+    second = open_session(store, settings, ScriptedProvider(), "乙", strategy="window")
+    for n in range(3):
+        first.run_turn(f"The locker {n} is near the window, 预算五千元。")
+        second.run_turn(f"Another cabinet {n}, 预算五千元。")
+    second.run_turn("My locker moved, 预算五千元。")
+    resend_last(second)  # its two messages stay stored, superseded, and still match
+    held = sorted(((m.id, m.content) for e in (first, second)
+                   for m in store.history.messages(e.session.id)), reverse=True)
+
+    def newest_holding(word: str, limit: int) -> list[int]:
+        return [i for i, content in held if word in content][:limit]
+
+    assert len(held) == 14
+    assert store.db.newest_word_matches(["locker"], 3) == newest_holding("locker", 3)
+    assert store.db.newest_word_matches(fts.query_terms("预算"), 100) == newest_holding(
+        "预算", 100)
+    assert len(newest_holding("预算", 100)) == 14
+    assert store.db.newest_word_matches(["cabinet", "window"], 4) == [
+        i for i, c in held if "cabinet" in c or "window" in c][:4]
+    assert store.db.newest_word_matches(fts.query_terms("nowhere"), 5) == []
