@@ -4,7 +4,9 @@ on a machine that happens to have one cached."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +24,8 @@ hypothesis_settings.register_profile("chatmem", deadline=None,
 hypothesis_settings.load_profile("chatmem")
 
 os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="chatmem-tiktoken-")
+# One per test process (each xdist worker too): gone when it ends, not left in /tmp.
+atexit.register(shutil.rmtree, os.environ["TIKTOKEN_CACHE_DIR"], ignore_errors=True)
 for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CONFIG",
                  "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY", "CHATMEM_KEY",
                  "CHATMEM_NEW_KEY"):
