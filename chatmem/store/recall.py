@@ -213,7 +213,7 @@ class RecallTables:
         The ceiling's IDFs count entries as FTS5 does, over the whole index; the
         number of entries is taken as the highest message id, one read of the
         primary key (deleted messages make it a little high: IDF is a logarithm)."""
-        counted = self._rare_counts(fts.query_terms(query), POSTINGS)
+        counted = rare_counts(self._db, fts.query_terms(query), POSTINGS)
         if not counted:
             return WordMatches()
         terms = [term for _, term in counted]
@@ -232,11 +232,7 @@ class RecallTables:
         crowd out the rest), is left out. Each count stops there, so the check
         itself reads at most half the budget per term.
         """
-        return [term for _, term in self._rare_counts(terms, postings)]
-
-    def _rare_counts(self, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
-        """`rare_terms`, each with its count of index entries."""
-        return rare_counts(self._db, terms, postings)
+        return [term for _, term in rare_counts(self._db, terms, postings)]
 
     # -- sittings: runs of messages without a long pause -----------------------------
 
