@@ -111,6 +111,9 @@ def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> Non
     assert all(f.fused is not None for f in inside)
     across = search_memory(ws, "Lisbon flight")
     assert across and across[0].session == "trip"
+    record_turn(ws, "旅行", "我们五月去杭州旅行，预算五千元。", "好的，杭州五月。")
+    chinese = search_memory(ws, "杭州的预算")
+    assert chinese and {f.session for f in chinese} == {"旅行"}
     with pytest.raises(UsageError):
         search_memory(ws, "   ")
 
