@@ -42,6 +42,7 @@ from chatmem.memory.ranking import (
     fuse,
     pack,
     pool,
+    pool_size,
     route_of,
     words_scores,
 )
@@ -188,12 +189,13 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 # raised as above (the fresh scores would otherwise lose it).
                 bm25, words = ranked_by_words()
                 words.raise_by(dated, self.options.time_weight)
+        size = pool_size(room)
         if dense is None:
             # Words alone: the best candidates straight from the sparse scores.
-            best = words.best()
+            best = words.best(size)
         else:
             fused = fuse(words.array(), dense, weights, present)
-            best = [i + 1 for i in pool(fused)]
+            best = [i + 1 for i in pool(fused, size)]
         candidates = source.candidates(best)
         # A position with no message is a replaced turn's (/retry): smoothing and fusion
         # score positions, and its messages are out of memory.

@@ -332,3 +332,26 @@ def test_vectors_are_stored_as_turns_go_by_and_a_build_only_reads_them(
     before = vector_models(store)
     create_strategy("retrieval", {"recent": "0"}).build(engine.request("anything"))
     assert vector_models(store) == before
+
+
+def test_the_candidates_packing_considers_grow_with_the_room_up_to_the_pool(
+    make_engine,
+) -> None:
+    """About four candidates per message that fits (`pool_size`): reading, ranking and packing
+    hundreds more than a 2,000-token room can hold was most of a build's work."""
+    from chatmem.memory.ranking import POOL, pool_size
+
+    engine = make_engine("retrieval", mode="bm25")
+    engine.store.history.import_messages(engine.session.id, [
+        {"role": role, "content": f"Order ORD-{n}: 杭州 trip, {role} note {n}."}
+        for n in range(300) for role in ("user", "assistant")])
+    considered = {}
+    for budget in (2000, 8000):
+        context = context_with(engine, "retrieval", "which 杭州 order?", mode="bm25",
+                               max_tokens=budget)
+        part = context.part("recalled")
+        assert part is not None
+        # A recalled reply may bring its question along from outside the pool (+1).
+        considered[budget] = part.reason.sent + part.reason.left
+    assert pool_size(2000) < considered[8000] - 1 and considered[2000] <= pool_size(2000) + 1
+    assert considered[8000] in (POOL, POOL + 1)
