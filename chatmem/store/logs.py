@@ -12,7 +12,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
-from chatmem.store.recall import POSTINGS, rare_counts
+from chatmem.store.recall import POSTINGS, rare_terms
 from chatmem.store.records import TurnStatus, stored_enum
 
 _COLUMNS = (
@@ -110,11 +110,11 @@ class LogTables:
         """The names of the sessions whose messages best match `query` in the full-text
         index (by each session's best message), best first.
 
-        Only the query's rarer terms are scored, as recall scores them (`rare_counts`):
+        Only the query's rarer terms are scored, as recall scores them (`rare_terms`):
         scoring a word every message holds reads all its entries, in every session. A
         query of such words alone finds the sessions that said them last."""
         terms = fts.query_terms(query)
-        rare = [term for _, term in rare_counts(self._db, terms, POSTINGS)]
+        rare = rare_terms(self._db, terms, POSTINGS)
         if rare:
             ids = [message_id for message_id, _, _ in
                    self._db.word_scores(rare, None, None, 20 * limit)]

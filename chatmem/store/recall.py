@@ -48,9 +48,19 @@ def pause(before: str | None, at: str | None) -> float:
     return (parse_time(at) - parse_time(before)).total_seconds()
 
 
+def rare_terms(db: Backend, terms: Iterable[str], postings: int) -> list[str]:
+    """The rarest of `terms` whose index entries add up to at most `postings`.
+
+    The rarer terms, which weigh most in BM25, are kept first; a term that appears
+    nowhere, or in more than half the budget's entries (it would crowd out the rest), is
+    left out. Each count stops there, so the check itself reads at most half the budget
+    per term.
+    """
+    return [term for _, term in rare_counts(db, terms, postings)]
+
+
 def rare_counts(db: Backend, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
-    """The rarest of `terms` whose index entries add up to at most `postings`, each with
-    its count of entries, rarest first (`RecallTables.rare_terms`)."""
+    """`rare_terms`, each with its count of index entries, rarest first."""
     most = postings // 2
     terms = list(terms)
     unique = list(dict.fromkeys(terms))
@@ -225,14 +235,8 @@ class RecallTables:
         return WordMatches(scores, ceiling)
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
-        """The rarest of `terms` whose index entries add up to at most `postings`.
-
-        The rarer terms, which weigh most in BM25, are kept first; a term that
-        appears nowhere, or in more than half the budget's entries (it would
-        crowd out the rest), is left out. Each count stops there, so the check
-        itself reads at most half the budget per term.
-        """
-        return [term for _, term in rare_counts(self._db, terms, postings)]
+        """`rare_terms` of this store's index."""
+        return rare_terms(self._db, terms, postings)
 
     # -- sittings: runs of messages without a long pause -----------------------------
 
