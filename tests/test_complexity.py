@@ -534,3 +534,33 @@ def test_on_postgres_no_query_a_turn_runs_scans_a_growing_table(
             assert not scans, f"{sql}\n  plan:\n{plan}"
     finally:
         pg_closed(pg_server, engine)
+
+
+def test_a_word_another_conversation_says_thousands_of_times_costs_this_one_a_bounded_read(
+    tmp_path: Path,
+) -> None:
+    # A word too common in the whole index to score is looked for in this conversation
+    # alone: among its newest entries in the conversation's span of the index, however
+    # many the other conversation has.
+    reads = {}
+    for other_says in (2 * POSTINGS, 6 * POSTINGS):
+        with Store(tmp_path / f"h{other_says}.db") as store:
+            mine = store.sessions.create_session("mine", "retrieval", {})
+            other = store.sessions.create_session("other", "retrieval", {})
+            store.history.import_messages(mine.id, [
+                {"role": "user", "content": f"Trip day {n}: museums and a concert."}
+                for n in range(200)])
+            store.history.import_messages(other.id, [
+                {"role": "user", "content": f"Alice and I planned garden bed {n}."}
+                for n in range(other_says)])
+            store.history.import_messages(mine.id, [
+                {"role": "user", "content": "Alice said her flat is on Rue Oberkampf."},
+                {"role": "assistant", "content": "Noted."}])
+            store.recall.word_matches(mine.id, "Where does Alice live?", before_turn=999,
+                                      limit=300)  # FTS5 reads its configuration
+            with metered(store) as meter:
+                found = store.recall.word_matches(mine.id, "Where does Alice live?",
+                                                  before_turn=999, limit=300)
+            assert list(found.scores) == [201]
+            reads[other_says] = meter.index_reads + meter.steps
+    assert reads[6 * POSTINGS] <= reads[2 * POSTINGS] * 1.25 + 20, reads

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from chatmem.store.records import SessionAccess
+from chatmem.store.records import SessionAccess, SessionWords
 
 
 class Cursor(Protocol):
@@ -92,6 +92,15 @@ class Backend(Protocol):
 
     def count_word_matches(self, term: str, most: int) -> int:
         """Index entries matching one query term, counted up to `most` + 1."""
+        ...
+
+    def session_word_positions(self, terms: Sequence[str], session_id: int,
+                               before_turn: int, most: int) -> SessionWords | None:
+        """Per term, how many of the conversation's index entries match it (counted up
+        to `most` + 1) and, where that is at most `most`, the positions of its messages
+        before `before_turn` that do: each term's read is bounded by `most`, however
+        often other conversations say it. None when the conversation holds the whole
+        index (the index's counts are its own)."""
         ...
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,

@@ -31,7 +31,7 @@ from chatmem.errors import (
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
-from chatmem.store.records import AccessLevel, SessionAccess
+from chatmem.store.records import AccessLevel, SessionAccess, SessionWords
 from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
@@ -366,6 +366,30 @@ class PostgresBackend:
         row = self.execute(f"SELECT {counts}",
                            [v for t in terms for v in (t, most + 1)]).fetchone()
         return [int(n) for n in row]
+
+    def session_word_positions(self, terms: Sequence[str], session_id: int,
+                               before_turn: int, most: int) -> SessionWords | None:
+        own, readable = self.execute(
+            "SELECT (SELECT entries FROM word_statistics WHERE session_id = ?),"
+            " (SELECT coalesce(sum(entries), 0)::bigint FROM word_statistics"
+            " WHERE session_id IN (SELECT id FROM sessions))", [session_id]).fetchone()
+        if not own:
+            return SessionWords((0,) * len(terms), ((),) * len(terms), 0)
+        if own >= readable:
+            return None
+        matching = f"w.session_id = ? AND w.terms @@ plainto_tsquery('{TEXT_SEARCH}', ?)"
+        counts, positions = [], []
+        for term in terms:
+            found = int(self._value(f"SELECT count(*) FROM (SELECT 1 FROM message_words w"
+                                    f" WHERE {matching} LIMIT ?) AS found",
+                                    [session_id, term, most + 1]))
+            counts.append(found)
+            positions.append(() if not found or found > most else tuple(
+                int(position) for (position,) in self.execute(
+                    "SELECT m.position FROM message_words w JOIN messages m"
+                    f" ON m.id = w.message_id WHERE {matching} AND m.superseded = 0"
+                    " AND m.turn < ?", [session_id, term, before_turn])))
+        return SessionWords(tuple(counts), tuple(positions), int(own))
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:

@@ -61,17 +61,27 @@ def rare_terms(db: Backend, terms: Iterable[str], postings: int) -> list[str]:
 
 def rare_counts(db: Backend, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
     """`rare_terms`, each with its count of index entries, rarest first."""
-    most = postings // 2
     terms = list(terms)
+    counts = term_counts(db, terms, postings // 2)
+    return within_budget([(counts[term], term) for term in terms], postings)
+
+
+def term_counts(db: Backend, terms: Sequence[str], most: int) -> dict[str, int]:
+    """Each distinct term's index entries, counted up to `most` + 1."""
     unique = list(dict.fromkeys(terms))
     # One statement counts COUNTED_TOGETHER terms (a question has a dozen or more).
     counts: dict[str, int] = {}
     for start in range(0, len(unique), COUNTED_TOGETHER):
         chunk = unique[start : start + COUNTED_TOGETHER]
         counts.update(zip(chunk, db.count_words_matches(chunk, most), strict=True))
-    counted = [(counts[term], term) for term in terms if 0 < counts[term] <= most]
+    return counts
+
+
+def within_budget(counted: Iterable[tuple[int, str]], postings: int) -> list[tuple[int, str]]:
+    """The rarest of (entries, term) whose entries add up to at most `postings`, rarest
+    first; a term found nowhere, or in more than half the budget, is left out."""
     kept, used = [], 0
-    for found, term in sorted(counted):
+    for found, term in sorted((n, t) for n, t in counted if 0 < n <= postings // 2):
         if used + found > postings:
             break
         kept.append((found, term))
@@ -223,16 +233,49 @@ class RecallTables:
         The ceiling's IDFs count entries as FTS5 does, over the whole index; the
         number of entries is taken as the highest message id, one read of the
         primary key (deleted messages make it a little high: IDF is a logarithm)."""
-        counted = rare_counts(self._db, fts.query_terms(query), POSTINGS)
-        if not counted:
-            return WordMatches()
-        terms = [term for _, term in counted]
-        scores = {position: score for _, position, score in self._db.word_scores(
-            terms, session_id, before_turn, limit)}
-        entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
-        ceiling = sum(idf(max(entries, found), found) for found, term in counted
-                      if term not in fts.UNSCORED_WORDS)
+        terms = fts.query_terms(query)
+        most = POSTINGS // 2
+        counts = term_counts(self._db, terms, most)
+        counted = within_budget([(counts[term], term) for term in terms], POSTINGS)
+        scores: dict[int, float] = {}
+        ceiling = 0.0
+        if counted:
+            scores = {position: score for _, position, score in self._db.word_scores(
+                [term for _, term in counted], session_id, before_turn, limit)}
+            entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
+            ceiling = sum(idf(max(entries, found), found) for found, term in counted
+                          if term not in fts.UNSCORED_WORDS)
+        common = [term for term in terms if counts[term] > most]
+        if common:
+            used = sum(found for found, _ in counted)
+            ceiling += self._add_said_here(scores, session_id, common, before_turn,
+                                           POSTINGS - used)
+            if len(scores) > limit:
+                best = sorted(scores.items(), key=lambda item: -item[1])[:limit]
+                scores = dict(best)
         return WordMatches(scores, ceiling)
+
+    def _add_said_here(self, scores: dict[int, float], session_id: int, terms: list[str],
+                       before_turn: int, postings: int) -> float:
+        """Add to `scores` the matches of `terms`, too common in the whole index to
+        score, that are rare in this conversation: another conversation's history does
+        not decide what this one can recall. BM25 would read every entry of such a term
+        for its IDF, so each match adds the term's IDF within the conversation, as a
+        message of average length saying it once scores. Returns the IDFs added."""
+        if postings < 2:
+            return 0.0
+        said = self._db.session_word_positions(terms, session_id, before_turn, postings // 2)
+        if said is None:
+            return 0.0  # one conversation: what is common in the index is common in it
+        added = 0.0
+        found = dict(zip(terms, said.positions, strict=True))
+        for count, term in within_budget(zip(said.counts, terms, strict=True), postings):
+            weight = idf(max(said.entries, count), count)
+            for position in found[term]:
+                scores[position] = scores.get(position, 0.0) + weight
+            if term not in fts.UNSCORED_WORDS:
+                added += weight
+        return added
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
         """`rare_terms` of this store's index."""

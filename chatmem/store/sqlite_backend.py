@@ -26,9 +26,10 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store.permissions import missing_permission
-from chatmem.store.records import OWNED, SessionAccess
+from chatmem.store.records import OWNED, SessionAccess, SessionWords
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
+from chatmem.store.session_runs import SessionRuns
 
 BUSY_TIMEOUT_MS = 5000
 _CHUNK = 500
@@ -228,6 +229,7 @@ class SqliteBackend:
         self._opening = True
         """Until the file is checked and migrated, a failing statement is an opening error."""
         self._writing = 0
+        self._session_runs = SessionRuns()
         """How deep in write(): a statement failing there fails the write (write_error)."""
         try:
             self.conn = connect(path, key)
@@ -479,6 +481,34 @@ class SqliteBackend:
         row = self.execute(f"SELECT {counts}",
                            [v for t in terms for v in (fts.quote_term(t), most + 1)]).fetchone()
         return [int(n) for n in row]
+
+    def session_word_positions(self, terms: Sequence[str], session_id: int,
+                               before_turn: int, most: int) -> SessionWords | None:
+        # Two seeks in the (session, turn) index: is any other conversation stored?
+        others = self.execute("SELECT EXISTS (SELECT 1 FROM messages WHERE session_id < ?)"
+                              " OR EXISTS (SELECT 1 FROM messages WHERE session_id > ?)",
+                              [session_id, session_id]).fetchone()[0]
+        if not others:
+            return None
+        ranges, last = self._session_runs.ranges(self, session_id)
+        if not ranges:
+            return SessionWords((0,) * len(terms), ((),) * len(terms), 0)
+        # FTS5 seeks to each run's first entry; the limit stops the read.
+        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts"
+                                   " MATCH ? AND rowid BETWEEN ? AND ?"] * len(ranges))
+        entries = f"SELECT rowid FROM ({arms} LIMIT ?)"
+        counts, positions = [], []
+        for term in terms:
+            bounds = [v for lo, hi in ranges for v in (fts.quote_term(term), lo, hi)]
+            (found,) = self.execute(f"SELECT count(*) FROM ({entries})",
+                                    [*bounds, most + 1]).fetchone()
+            counts.append(int(found))
+            positions.append(() if not found or found > most else tuple(
+                position for (position,) in self.execute(
+                    f"SELECT m.position FROM ({entries}) AS f JOIN messages m"
+                    " ON m.id = f.rowid WHERE m.session_id = ? AND m.superseded = 0"
+                    " AND m.turn < ?", [*bounds, most + 1, session_id, before_turn])))
+        return SessionWords(tuple(counts), tuple(positions), last)
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:

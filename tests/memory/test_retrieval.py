@@ -355,3 +355,35 @@ def test_the_candidates_packing_considers_grow_with_the_room_up_to_the_pool(
         considered[budget] = part.reason.sent + part.reason.left
     assert pool_size(2000) < considered[8000] - 1 and considered[2000] <= pool_size(2000) + 1
     assert considered[8000] in (POOL, POOL + 1)
+
+
+def test_a_word_another_conversation_says_all_the_time_is_still_found_where_this_one_said_it(
+    make_engine,
+) -> None:
+    """Recall scores only the words rare in the whole index (their BM25 reads every entry
+    they have). A name another conversation says in hundreds of messages was left out
+    of this one's search too, so what this one said about it was never recalled."""
+    from chatmem.store.recall import POSTINGS
+
+    engine = make_engine("retrieval", mode="bm25")
+    history = engine.store.history
+    history.import_messages(engine.session.id, [
+        {"role": "user", "content": "Alice said her flat is on Rue Oberkampf. 阿丽丝住在杭州。"},
+        {"role": "assistant", "content": "Noted."},
+        *({"role": role, "content": f"Trip day {n}: museums, food markets and a concert."}
+          for n in range(150) for role in ("user", "assistant"))])
+    other = make_engine("retrieval", mode="bm25")
+    history.import_messages(other.session.id, [
+        {"role": "user", "content": f"Alice and I planned garden bed {n}. 阿丽丝也来了。"}
+        for n in range(POSTINGS // 2 + 50)])
+    # This conversation goes on after the other: its messages come before and after it.
+    history.import_messages(engine.session.id, [
+        {"role": "user", "content": "And the last day: the Louvre."},
+        {"role": "assistant", "content": "Booked."}])
+    for question in ("Where does Alice live?", "阿丽丝住在哪里？"):
+        context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300)
+        assert recalled_turns(context)[:1] == [1], question
+    # Where the conversation says it as often as the other, it is as common there.
+    context = context_with(other, "retrieval", "Where does Alice live?", mode="bm25",
+                           max_tokens=300)
+    assert context.part("recalled") is None

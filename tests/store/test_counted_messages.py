@@ -106,3 +106,35 @@ def test_newest_word_matches_come_newest_first_and_stop_at_the_limit(store: Stor
     assert store.db.newest_word_matches(["cabinet", "window"], 4) == [
         i for i, c in held if "cabinet" in c or "window" in c][:4]
     assert store.db.newest_word_matches(fts.query_terms("nowhere"), 5) == []
+
+
+def test_where_a_conversation_says_a_word_is_read_in_it_alone(store: Store) -> None:
+    """Every backend: the positions of the conversation's messages holding each word,
+    before a turn, a replaced turn's left out, stopping past `most`; None while the
+    conversation is the whole history (the index's counts are its own)."""
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    mine = open_session(store, settings, ScriptedProvider(), "甲", strategy="window")
+    for line in ("Alice lives on Rue Oberkampf.", "阿丽丝住在杭州。", "Trip day one."):
+        mine.run_turn(line)
+    assert store.db.session_word_positions(["alice"], mine.session.id, 99, 10) is None
+    other = open_session(store, settings, ScriptedProvider(), "乙", strategy="window")
+    for n in range(4):
+        other.run_turn(f"Alice and I planned garden bed {n}, 阿丽丝也来了。")
+    mine.run_turn("Alice moved, 阿丽丝搬家了。")
+    resend_last(mine)  # its messages stay stored, superseded, and still match
+    mine.run_turn("Alice again.")
+    said = store.db.session_word_positions(["alice", *fts.query_terms("阿丽丝")],
+                                           mine.session.id, 99, 10)
+    held = store.history.messages(mine.session.id)
+
+    def holding(word: str, before_turn: int = 99) -> list[int]:
+        return [m.position for m in held if word in m.content and m.turn < before_turn]
+
+    assert said is not None and said.counts == (8, 6, 6)  # the replaced turn counted
+    assert said.entries == 12  # six turns, the replaced one's two messages included
+    assert [sorted(p) for p in said.positions] == [holding("Alice"), *[holding("阿丽丝")] * 2]
+    assert len(holding("Alice")) == 6 and len(holding("阿丽丝")) == 4
+    before = store.db.session_word_positions(["alice"], mine.session.id, 2, 10)
+    assert before is not None and sorted(before.positions[0]) == holding("Alice", 2)
+    capped = store.db.session_word_positions(["alice"], other.session.id, 99, 2)
+    assert capped is not None and capped.counts == (3,) and capped.positions == ((),)

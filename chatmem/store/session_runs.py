@@ -1,0 +1,69 @@
+"""Where one conversation's messages lie in a SQLite history's index: runs of ids.
+
+A conversation's message ids grow with its positions, but another conversation
+had at the same time takes the ids between, so its messages are runs of
+consecutive ids (a gap no other conversation's message fills does not
+end a run). FTS5 seeks to an id, so a word can be looked for in one
+conversation by reading its entries in those runs alone, however often the
+others say it. The runs are kept per process and extended by the messages added
+since (messages are only ever appended; one deleted later leaves its run too
+wide, which only costs a read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatmem.store.backend import Statements
+
+MOST_RUNS = 16
+"""Runs a word is looked for in: the newest, and the older ones as one range."""
+
+
+@dataclass
+class _Known:
+    first_id: int
+    last_position: int = 0
+    runs: list[list[int]] = field(default_factory=list)
+    """[first id, last id] of each run, oldest first."""
+
+
+class SessionRuns:
+    def __init__(self) -> None:
+        self._known: dict[int, _Known] = {}
+
+    def ranges(self, db: Statements, session_id: int) -> tuple[list[tuple[int, int]], int]:
+        """The id ranges holding the session's messages (at most MOST_RUNS, newest
+        first; the oldest may hold other conversations' messages too) and its last
+        position; ([], 0) when it has none."""
+        first = db.execute("SELECT id FROM messages WHERE session_id = ?"
+                           " ORDER BY position LIMIT 1", [session_id]).fetchone()
+        if first is None:
+            self._known.pop(session_id, None)
+            return [], 0
+        known = self._known.get(session_id)
+        if known is None or known.first_id != first[0]:
+            known = self._known[session_id] = _Known(first[0])
+        for position, message_id in db.execute(
+                "SELECT position, id FROM messages WHERE session_id = ? AND position > ?"
+                " ORDER BY position", [session_id, known.last_position]):
+            if known.runs and not _others_between(db, known.runs[-1][1], message_id):
+                known.runs[-1][1] = message_id
+            else:
+                known.runs.append([message_id, message_id])
+            known.last_position = position
+        runs = [(lo, hi) for lo, hi in reversed(known.runs)]
+        if len(runs) > MOST_RUNS:
+            runs[MOST_RUNS - 1:] = [(runs[-1][0], runs[MOST_RUNS - 1][1])]
+        return runs, known.last_position
+
+
+def _others_between(db: Statements, low: int, high: int) -> bool:
+    """Whether a message lies between two ids (another conversation's: its own are read
+    in order)."""
+    if high <= low + 1:
+        return False
+    found = db.execute("SELECT 1 FROM messages WHERE id > ? AND id < ? LIMIT 1", [low, high])
+    return found.fetchone() is not None
