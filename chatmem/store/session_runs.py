@@ -27,7 +27,7 @@ class _Known:
     first_id: int
     last_position: int = 0
     runs: list[list[int]] = field(default_factory=list)
-    """[first id, last id] of each run, oldest first."""
+    """[first id, last id] of each run, oldest first (the oldest may span older ones)."""
 
 
 class SessionRuns:
@@ -53,11 +53,12 @@ class SessionRuns:
                 known.runs[-1][1] = message_id
             else:
                 known.runs.append([message_id, message_id])
+                if len(known.runs) > MOST_RUNS:
+                    # The two oldest become one: a conversation had between others
+                    # keeps MOST_RUNS ranges, not one per sitting.
+                    known.runs[:2] = [[known.runs[0][0], known.runs[1][1]]]
             known.last_position = position
-        runs = [(lo, hi) for lo, hi in reversed(known.runs)]
-        if len(runs) > MOST_RUNS:
-            runs[MOST_RUNS - 1:] = [(runs[-1][0], runs[MOST_RUNS - 1][1])]
-        return runs, known.last_position
+        return [(lo, hi) for lo, hi in reversed(known.runs)], known.last_position
 
 
 def _others_between(db: Statements, low: int, high: int) -> bool:
