@@ -556,11 +556,11 @@ def test_a_word_another_conversation_says_thousands_of_times_costs_this_one_a_bo
             store.history.import_messages(mine.id, [
                 {"role": "user", "content": "Alice said her flat is on Rue Oberkampf."},
                 {"role": "assistant", "content": "Noted."}])
-            store.recall.word_matches(mine.id, "Where does Alice live?", before_turn=999,
+            query = "Does Alice live on Oberkampf?"
+            store.recall.word_matches(mine.id, query, before_turn=999,
                                       limit=300)  # FTS5 reads its configuration
             with metered(store) as meter:
-                found = store.recall.word_matches(mine.id, "Where does Alice live?",
-                                                  before_turn=999, limit=300)
+                found = store.recall.word_matches(mine.id, query, before_turn=999, limit=300)
             assert list(found.scores) == [201]
             reads[other_says] = meter.index_reads + meter.steps
     assert reads[6 * POSTINGS] <= reads[2 * POSTINGS] * 1.25 + 20, reads

@@ -94,13 +94,22 @@ class Backend(Protocol):
         """Index entries matching one query term, counted up to `most` + 1."""
         ...
 
-    def session_word_positions(self, terms: Sequence[str], session_id: int,
-                               before_turn: int, most: int) -> SessionWords | None:
-        """Per term, how many of the conversation's index entries match it (counted up
-        to `most` + 1) and, where that is at most `most`, the positions of its messages
-        before `before_turn` that do: each term's read is bounded by `most`, however
-        often other conversations say it. None when the conversation holds the whole
-        index (the index's counts are its own)."""
+    def session_word_counts(self, terms: Sequence[str], session_id: int,
+                            most: int) -> SessionWords | None:
+        """Per term, how many of the conversation's index entries match it, counted up
+        to `most` + 1, each count reading at most that many however often other
+        conversations say it; None when the conversation holds the whole index (the
+        index's counts are its own)."""
+        ...
+
+    def session_word_weights(self, term: str, session_id: int, before_turn: int, *,
+                             index_count: int | None) -> list[tuple[int, float]]:
+        """(position, weight) of the conversation's messages before `before_turn` that say
+        `term`, a replaced turn's left out. With `index_count` (the term's entries in the
+        whole index, as `count_words_matches` counted them): the term's BM25 in the
+        message without its IDF (how often the message says it, for its length), as
+        `word_scores` weighs it; it reads every entry of the term, so only for a term
+        rare in the whole index. None: 1 each, reading only the conversation's."""
         ...
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,

@@ -110,6 +110,11 @@ def _reason(error: BaseException, secrets: Sequence[str]) -> str:
     return text
 
 
+
+def bm25_weight(found: int, length: int, average: float) -> float:
+    """A term's BM25 in a message without its IDF: said `found` times in `length` tokens."""
+    return found * (K1 + 1) / (found + K1 * (1 - B + B * length / average))
+
 class PostgresBackend:
     """A chatmem database on a PostgreSQL server. Use as a context manager or call close().
 
@@ -367,29 +372,45 @@ class PostgresBackend:
                            [v for t in terms for v in (t, most + 1)]).fetchone()
         return [int(n) for n in row]
 
-    def session_word_positions(self, terms: Sequence[str], session_id: int,
-                               before_turn: int, most: int) -> SessionWords | None:
+    def session_word_counts(self, terms: Sequence[str], session_id: int,
+                            most: int) -> SessionWords | None:
         own, readable = self.execute(
             "SELECT (SELECT entries FROM word_statistics WHERE session_id = ?),"
             " (SELECT coalesce(sum(entries), 0)::bigint FROM word_statistics"
             " WHERE session_id IN (SELECT id FROM sessions))", [session_id]).fetchone()
-        if not own:
-            return SessionWords((0,) * len(terms), ((),) * len(terms), 0)
-        if own >= readable:
+        if own is not None and own >= readable:
             return None
-        matching = f"w.session_id = ? AND w.terms @@ plainto_tsquery('{TEXT_SEARCH}', ?)"
-        counts, positions = [], []
-        for term in terms:
-            found = int(self._value(f"SELECT count(*) FROM (SELECT 1 FROM message_words w"
-                                    f" WHERE {matching} LIMIT ?) AS found",
-                                    [session_id, term, most + 1]))
-            counts.append(found)
-            positions.append(() if not found or found > most else tuple(
-                int(position) for (position,) in self.execute(
-                    "SELECT m.position FROM message_words w JOIN messages m"
-                    f" ON m.id = w.message_id WHERE {matching} AND m.superseded = 0"
-                    " AND m.turn < ?", [session_id, term, before_turn])))
-        return SessionWords(tuple(counts), tuple(positions), int(own))
+        if not own:
+            return SessionWords((0,) * len(terms), 0)
+        counts = [int(self._value(
+            "SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
+            f" AND terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found",
+            [session_id, term, most + 1])) for term in terms]
+        return SessionWords(tuple(counts), int(own))
+
+    def session_word_weights(self, term: str, session_id: int, before_turn: int, *,
+                             index_count: int | None) -> list[tuple[int, float]]:
+        lexemes = self._lexemes([term])
+        if not lexemes:
+            return []
+        average, scored = 1.0, index_count is not None
+        if scored:
+            entries, tokens = self.execute(
+                "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+                " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
+            average = tokens / entries if entries else 1.0
+        query = " || ".join("?::tsquery" for _ in lexemes)
+        rows = self.execute(
+            "SELECT m.position, w.tokens, sum(cardinality(u.positions))"
+            f" FROM (SELECT {query} AS query) AS q, message_words w"
+            " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
+            " WHERE w.terms @@ q.query AND w.session_id = ? AND m.superseded = 0"
+            " AND m.turn < ? AND u.lexeme = ANY(?) GROUP BY m.position, w.tokens",
+            [*map(_tsquery, lexemes), session_id, before_turn, list(lexemes)])
+        if not scored:
+            return [(int(position), 1.0) for position, _, _ in rows]
+        return [(int(position), bm25_weight(int(found), int(length), average))
+                for position, length, found in rows]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
@@ -431,9 +452,9 @@ class PostgresBackend:
             f" WHERE {where} AND u.lexeme = ANY(?)", [*params, list(lexemes)])
         scores: dict[tuple[int, int], float] = {}
         for message_id, position, length, lexeme, found in rows:
-            weight = found * (K1 + 1) / (found + K1 * (1 - B + B * length / average))
             key = (int(message_id), int(position))
-            scores[key] = scores.get(key, 0.0) + idf[lexeme] * weight
+            scores[key] = scores.get(key, 0.0) + idf[lexeme] * bm25_weight(found, length,
+                                                                          average)
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
         return [(message_id, position, score) for (message_id, position), score in best]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord, SessionWords
 from chatmem.timestamps import has_zone, parse_time
 
 if TYPE_CHECKING:
@@ -236,46 +236,44 @@ class RecallTables:
         terms = fts.query_terms(query)
         most = POSTINGS // 2
         counts = term_counts(self._db, terms, most)
+        here = self._db.session_word_counts(terms, session_id, most) if terms else None
+        if here is not None:
+            return self._conversation_matches(session_id, terms, counts, here, before_turn,
+                                              limit)
         counted = within_budget([(counts[term], term) for term in terms], POSTINGS)
-        scores: dict[int, float] = {}
-        ceiling = 0.0
-        if counted:
-            scores = {position: score for _, position, score in self._db.word_scores(
-                [term for _, term in counted], session_id, before_turn, limit)}
-            entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
-            ceiling = sum(idf(max(entries, found), found) for found, term in counted
-                          if term not in fts.UNSCORED_WORDS)
-        common = [term for term in terms if counts[term] > most]
-        if common:
-            used = sum(found for found, _ in counted)
-            ceiling += self._add_said_here(scores, session_id, common, before_turn,
-                                           POSTINGS - used)
-            if len(scores) > limit:
-                best = sorted(scores.items(), key=lambda item: -item[1])[:limit]
-                scores = dict(best)
+        if not counted:
+            return WordMatches()
+        scores = {position: score for _, position, score in self._db.word_scores(
+            [term for _, term in counted], session_id, before_turn, limit)}
+        entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
+        ceiling = sum(idf(max(entries, found), found) for found, term in counted
+                      if term not in fts.UNSCORED_WORDS)
         return WordMatches(scores, ceiling)
 
-    def _add_said_here(self, scores: dict[int, float], session_id: int, terms: list[str],
-                       before_turn: int, postings: int) -> float:
-        """Add to `scores` the matches of `terms`, too common in the whole index to
-        score, that are rare in this conversation: another conversation's history does
-        not decide what this one can recall. BM25 would read every entry of such a term
-        for its IDF, so each match adds the term's IDF within the conversation, as a
-        message of average length saying it once scores. Returns the IDFs added."""
-        if postings < 2:
-            return 0.0
-        said = self._db.session_word_positions(terms, session_id, before_turn, postings // 2)
-        if said is None:
-            return 0.0  # one conversation: what is common in the index is common in it
-        added = 0.0
-        found = dict(zip(terms, said.positions, strict=True))
-        for count, term in within_budget(zip(said.counts, terms, strict=True), postings):
-            weight = idf(max(said.entries, count), count)
-            for position in found[term]:
-                scores[position] = scores.get(position, 0.0) + weight
+    def _conversation_matches(self, session_id: int, terms: list[str],
+                              counts: dict[str, int], here: SessionWords, before_turn: int,
+                              limit: int) -> WordMatches:
+        """`word_matches` in a history of several conversations, by this one's own
+        counts: the words rare in it are searched, each weighed by its IDF in it, so
+        another conversation's history does not decide what this one recalls (a name it
+        says all the time, or never). A term rare in the whole index keeps BM25's weight
+        of how often a message says it; one common there (BM25 would read all its
+        entries) counts a match as a message of average length saying it once."""
+        scores: dict[int, float] = {}
+        ceiling = 0.0
+        for found, term in within_budget(zip(here.counts, terms, strict=True), POSTINGS):
+            weight = idf(max(here.entries, found), found)
+            rare = counts[term] <= POSTINGS // 2
+            for position, share in self._db.session_word_weights(
+                    term, session_id, before_turn, index_count=counts[term] if rare else None):
+                # SQLite works the share out of FTS5's BM25, PostgreSQL from the counts:
+                # rounded, both give the same value to the last digit.
+                scores[position] = scores.get(position, 0.0) + weight * round(share, 9)
             if term not in fts.UNSCORED_WORDS:
-                added += weight
-        return added
+                ceiling += weight
+        if len(scores) > limit:
+            scores = dict(sorted(scores.items(), key=lambda item: -item[1])[:limit])
+        return WordMatches(scores, ceiling)
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
         """`rare_terms` of this store's index."""

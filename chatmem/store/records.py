@@ -141,14 +141,11 @@ OWNED = SessionAccess(AccessLevel.OWN)
 
 @dataclass(frozen=True)
 class SessionWords:
-    """Where one conversation says each of some words (`Backend.session_word_positions`)."""
+    """How often one conversation says each of some words (`Backend.session_word_counts`)."""
 
     counts: tuple[int, ...]
     """Per term, the conversation's index entries that match it, counted up to the
     caller's `most` + 1."""
-    positions: tuple[tuple[int, ...], ...]
-    """Per term counted up to `most`, the positions of the messages that say it (a
-    replaced turn's and those from the turn asked about on left out); none past it."""
     entries: int
     """How many messages the conversation holds."""
 

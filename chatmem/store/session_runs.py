@@ -12,6 +12,7 @@ wide, which only costs a read).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,11 +34,17 @@ class _Known:
 class SessionRuns:
     def __init__(self) -> None:
         self._known: dict[int, _Known] = {}
+        # A server's requests may search from threads sharing the connection.
+        self._extending = threading.Lock()
 
     def ranges(self, db: Statements, session_id: int) -> tuple[list[tuple[int, int]], int]:
         """The id ranges holding the session's messages (at most MOST_RUNS, newest
         first; the oldest may hold other conversations' messages too) and its last
         position; ([], 0) when it has none."""
+        with self._extending:
+            return self._ranges(db, session_id)
+
+    def _ranges(self, db: Statements, session_id: int) -> tuple[list[tuple[int, int]], int]:
         first = db.execute("SELECT id FROM messages WHERE session_id = ?"
                            " ORDER BY position LIMIT 1", [session_id]).fetchone()
         if first is None:

@@ -6,6 +6,7 @@ SQLite's result code: the rest of chatmem never sees the driver.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import time
@@ -482,33 +483,62 @@ class SqliteBackend:
                            [v for t in terms for v in (fts.quote_term(t), most + 1)]).fetchone()
         return [int(n) for n in row]
 
-    def session_word_positions(self, terms: Sequence[str], session_id: int,
-                               before_turn: int, most: int) -> SessionWords | None:
+    def session_word_counts(self, terms: Sequence[str], session_id: int,
+                            most: int) -> SessionWords | None:
+        ranges, last = self._session_ranges(session_id)
+        if ranges is None:
+            return None
+        if not ranges:
+            return SessionWords((0,) * len(terms), 0)
+        # One statement counts every term (a Chinese question has a dozen or more).
+        counted = [self._entries_in(ranges, term) for term in terms]
+        row = self.execute(
+            "SELECT " + ", ".join(f"(SELECT count(*) FROM ({entries} LIMIT ?))"
+                                  for entries, _ in counted),
+            [v for _, bounds in counted for v in (*bounds, most + 1)]).fetchone()
+        return SessionWords(tuple(int(n) for n in row), last)
+
+    def session_word_weights(self, term: str, session_id: int, before_turn: int, *,
+                             index_count: int | None) -> list[tuple[int, float]]:
+        ranges, _ = self._session_ranges(session_id)
+        if ranges is None:
+            ranges = [(0, 2**62)]
+        elif not ranges:
+            return []
+        entries, bounds = self._entries_in(ranges, term, scored=index_count is not None)
+        # With the index's size: the highest id stands for the number of entries, a read
+        # of the primary key's end (deleted messages make it a little high: a logarithm).
+        rows = self.execute(
+            f"SELECT m.position, f.score, (SELECT max(id) FROM messages) FROM ({entries}) AS f"
+            " CROSS JOIN messages m ON m.id = f.rowid WHERE m.session_id = ?"
+            " AND m.superseded = 0 AND m.turn < ?", [*bounds, session_id, before_turn]).fetchall()
+        if index_count is None or not rows:
+            return [(position, 1.0) for position, _, _ in rows]
+        # bm25() is the term's IDF over the whole index times its weight, negated.
+        total = rows[0][2]
+        weight = max(math.log((total - index_count + 0.5) / (index_count + 0.5)), 1e-6)
+        return [(position, -score / weight) for position, score, _ in rows]
+
+    def _session_ranges(self, session_id: int) -> tuple[list[tuple[int, int]] | None, int]:
+        """The id ranges of the session's messages and its last position; None (and 0)
+        when no other conversation is stored."""
         # Two seeks in the (session, turn) index: is any other conversation stored?
         others = self.execute("SELECT EXISTS (SELECT 1 FROM messages WHERE session_id < ?)"
                               " OR EXISTS (SELECT 1 FROM messages WHERE session_id > ?)",
                               [session_id, session_id]).fetchone()[0]
         if not others:
-            return None
-        ranges, last = self._session_runs.ranges(self, session_id)
-        if not ranges:
-            return SessionWords((0,) * len(terms), ((),) * len(terms), 0)
-        # FTS5 seeks to each run's first entry; the limit stops the read.
-        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts"
-                                   " MATCH ? AND rowid BETWEEN ? AND ?"] * len(ranges))
-        entries = f"SELECT rowid FROM ({arms} LIMIT ?)"
-        counts, positions = [], []
-        for term in terms:
-            bounds = [v for lo, hi in ranges for v in (fts.quote_term(term), lo, hi)]
-            (found,) = self.execute(f"SELECT count(*) FROM ({entries})",
-                                    [*bounds, most + 1]).fetchone()
-            counts.append(int(found))
-            positions.append(() if not found or found > most else tuple(
-                position for (position,) in self.execute(
-                    f"SELECT m.position FROM ({entries}) AS f JOIN messages m"
-                    " ON m.id = f.rowid WHERE m.session_id = ? AND m.superseded = 0"
-                    " AND m.turn < ?", [*bounds, most + 1, session_id, before_turn])))
-        return SessionWords(tuple(counts), tuple(positions), last)
+            return None, 0
+        return self._session_runs.ranges(self, session_id)
+
+    @staticmethod
+    def _entries_in(ranges: Sequence[tuple[int, int]], term: str, *,
+                    scored: bool = False) -> tuple[str, list[Any]]:
+        """A statement reading `term`'s index entries in `ranges` (rowid, and its bm25()
+        when `scored`), and its parameters. FTS5 seeks to each range's first entry."""
+        score = "bm25(messages_fts)" if scored else "0"
+        arms = " UNION ALL ".join([f"SELECT rowid, {score} AS score FROM messages_fts WHERE"
+                                   " messages_fts MATCH ? AND rowid BETWEEN ? AND ?"] * len(ranges))
+        return arms, [v for lo, hi in ranges for v in (fts.quote_term(term), lo, hi)]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:

@@ -108,33 +108,68 @@ def test_newest_word_matches_come_newest_first_and_stop_at_the_limit(store: Stor
     assert store.db.newest_word_matches(fts.query_terms("nowhere"), 5) == []
 
 
-def test_where_a_conversation_says_a_word_is_read_in_it_alone(store: Store) -> None:
-    """Every backend: the positions of the conversation's messages holding each word,
-    before a turn, a replaced turn's left out, stopping past `most`; None while the
+def test_how_often_a_conversation_says_a_word_is_read_in_it_alone(store: Store) -> None:
+    """Every backend: a conversation's own counts of each word, stopping past `most`, and
+    where it says it, before a turn, a replaced turn's left out; None while the
     conversation is the whole history (the index's counts are its own)."""
     settings = Settings(embeddings=EmbeddingsSection(provider="none"))
     mine = open_session(store, settings, ScriptedProvider(), "甲", strategy="window")
     for line in ("Alice lives on Rue Oberkampf.", "阿丽丝住在杭州。", "Trip day one."):
         mine.run_turn(line)
-    assert store.db.session_word_positions(["alice"], mine.session.id, 99, 10) is None
+    assert store.db.session_word_counts(["alice"], mine.session.id, 10) is None
     other = open_session(store, settings, ScriptedProvider(), "乙", strategy="window")
     for n in range(4):
         other.run_turn(f"Alice and I planned garden bed {n}, 阿丽丝也来了。")
     mine.run_turn("Alice moved, 阿丽丝搬家了。")
     resend_last(mine)  # its messages stay stored, superseded, and still match
-    mine.run_turn("Alice again.")
-    said = store.db.session_word_positions(["alice", *fts.query_terms("阿丽丝")],
-                                           mine.session.id, 99, 10)
+    mine.run_turn("Alice again, Alice.")
+    chinese = fts.query_terms("阿丽丝")
+    said = store.db.session_word_counts(["alice", *chinese, "nowhere"], mine.session.id, 10)
+    assert said is not None
+    assert said.counts == (8, 6, 6, 0)  # the replaced turn's messages counted
+    assert said.entries == 12  # six turns, the replaced one's two messages included
     held = store.history.messages(mine.session.id)
 
     def holding(word: str, before_turn: int = 99) -> list[int]:
         return [m.position for m in held if word in m.content and m.turn < before_turn]
 
-    assert said is not None and said.counts == (8, 6, 6)  # the replaced turn counted
-    assert said.entries == 12  # six turns, the replaced one's two messages included
-    assert [sorted(p) for p in said.positions] == [holding("Alice"), *[holding("阿丽丝")] * 2]
-    assert len(holding("Alice")) == 6 and len(holding("阿丽丝")) == 4
-    before = store.db.session_word_positions(["alice"], mine.session.id, 2, 10)
-    assert before is not None and sorted(before.positions[0]) == holding("Alice", 2)
-    capped = store.db.session_word_positions(["alice"], other.session.id, 99, 2)
-    assert capped is not None and capped.counts == (3,) and capped.positions == ((),)
+    def weights(term: str, before_turn: int = 99, scored: bool = True) -> dict[int, float]:
+        count = store.db.count_word_matches(term, 100) if scored else None
+        return dict(store.db.session_word_weights(term, mine.session.id, before_turn,
+                                                  index_count=count))
+
+    assert sorted(weights("alice")) == holding("Alice") and len(holding("Alice")) == 6
+    assert sorted(weights(chinese[0])) == holding("阿丽丝") and len(holding("阿丽丝")) == 4
+    assert sorted(weights("alice", 2)) == holding("Alice", 2)
+    assert set(weights("alice", scored=False).values()) == {1.0}
+    # BM25's weight without the IDF: saying it twice in a message weighs more than once.
+    twice = next(m.position for m in held if m.content == "Alice again, Alice.")
+    once = next(m.position for m in held if m.content == "Alice lives on Rue Oberkampf.")
+    assert weights("alice")[twice] > weights("alice")[once] > 0
+    capped = store.db.session_word_counts(["alice"], other.session.id, 2)
+    assert capped is not None and capped.counts == (3,)
+
+
+def test_a_conversation_ranks_its_words_beside_others_as_it_does_alone(store: Store) -> None:
+    """Every backend: a conversation's word search, by its own counts, finds and orders
+    what it found while it was the whole history, whether the others say its words all
+    the time ("garden") or never (a name)."""
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    mine = open_session(store, settings, ScriptedProvider(), "mine", strategy="window")
+    lines = ["Alice planted the garden near the river.", "The river trip with Bob.",
+             "Garden plans: tomatoes, then a garden shed for Alice.", "Alice 在杭州。",
+             "Bob fixed the shed.", "Nothing about it.", "Alice, Alice and the garden."]
+    for line in lines:
+        mine.run_turn(line)
+    query = "garden plans with Alice near the river 杭州"
+
+    def ranked() -> list[int]:
+        found = store.recall.match_scores(mine.session.id, query, before_turn=99, limit=50)
+        return [p for p, _ in sorted(found.items(), key=lambda item: (-item[1], item[0]))]
+
+    alone = ranked()
+    other = open_session(store, settings, ScriptedProvider(), "other", strategy="window")
+    store.history.import_messages(other.session.id, [
+        {"role": "user", "content": f"The garden bed {n} by the river."} for n in range(800)])
+    assert store.db.session_word_counts(["garden"], mine.session.id, 750) is not None
+    assert ranked() == alone and len(alone) > 8
