@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from chatmem.store.records import SessionAccess, SessionWords
+from chatmem.store.records import SessionAccess, SessionWords, WeightedTerm
 
 
 class Cursor(Protocol):
@@ -102,14 +102,13 @@ class Backend(Protocol):
         index's counts are its own)."""
         ...
 
-    def session_word_weights(self, term: str, session_id: int, before_turn: int, *,
-                             index_count: int | None) -> list[tuple[int, float]]:
-        """(position, weight) of the conversation's messages before `before_turn` that say
-        `term`, a replaced turn's left out. With `index_count` (the term's entries in the
-        whole index, as `count_words_matches` counted them): the term's BM25 in the
-        message without its IDF (how often the message says it, for its length), as
-        `word_scores` weighs it; it reads every entry of the term, so only for a term
-        rare in the whole index. None: 1 each, reading only the conversation's."""
+    def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
+                            before_turn: int, limit: int) -> list[tuple[int, float]]:
+        """(position, score) of the conversation's best `limit` messages before
+        `before_turn` saying any of `terms` (a replaced turn's left out), best first:
+        each term's score summed, rounded to 9 decimals, so both backends give the same
+        values. Reads the terms' entries in the conversation, and every entry of a term
+        with an `index_count` (BM25 reads them for its IDF)."""
         ...
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,

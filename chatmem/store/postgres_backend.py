@@ -31,7 +31,7 @@ from chatmem.errors import (
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
-from chatmem.store.records import AccessLevel, SessionAccess, SessionWords
+from chatmem.store.records import AccessLevel, SessionAccess, SessionWords, WeightedTerm
 from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
@@ -388,29 +388,31 @@ class PostgresBackend:
             [session_id, term, most + 1])) for term in terms]
         return SessionWords(tuple(counts), int(own))
 
-    def session_word_weights(self, term: str, session_id: int, before_turn: int, *,
-                             index_count: int | None) -> list[tuple[int, float]]:
-        lexemes = self._lexemes([term])
-        if not lexemes:
-            return []
-        average, scored = 1.0, index_count is not None
-        if scored:
-            entries, tokens = self.execute(
-                "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
-                " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
-            average = tokens / entries if entries else 1.0
-        query = " || ".join("?::tsquery" for _ in lexemes)
-        rows = self.execute(
-            "SELECT m.position, w.tokens, sum(cardinality(u.positions))"
-            f" FROM (SELECT {query} AS query) AS q, message_words w"
-            " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
-            " WHERE w.terms @@ q.query AND w.session_id = ? AND m.superseded = 0"
-            " AND m.turn < ? AND u.lexeme = ANY(?) GROUP BY m.position, w.tokens",
-            [*map(_tsquery, lexemes), session_id, before_turn, list(lexemes)])
-        if not scored:
-            return [(int(position), 1.0) for position, _, _ in rows]
-        return [(int(position), bm25_weight(int(found), int(length), average))
-                for position, length, found in rows]
+    def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
+                            before_turn: int, limit: int) -> list[tuple[int, float]]:
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
+        average = tokens / entries if entries else 1.0
+        scores: dict[int, float] = {}
+        for weighted in terms:
+            lexemes = self._lexemes([weighted.term])
+            if not lexemes:
+                continue
+            query = " || ".join("?::tsquery" for _ in lexemes)
+            for position, length, found in self.execute(
+                    "SELECT m.position, w.tokens, sum(cardinality(u.positions))"
+                    f" FROM (SELECT {query} AS query) AS q, message_words w"
+                    " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
+                    " WHERE w.terms @@ q.query AND w.session_id = ? AND m.superseded = 0"
+                    " AND m.turn < ? AND u.lexeme = ANY(?) GROUP BY m.position, w.tokens",
+                    [*map(_tsquery, lexemes), session_id, before_turn, list(lexemes)]):
+                share = 1.0 if weighted.index_count is None else bm25_weight(
+                    int(found), int(length), average)
+                scores[int(position)] = scores.get(int(position), 0.0) + weighted.weight * share
+        best = sorted(((p, round(s, 9)) for p, s in scores.items()),
+                      key=lambda item: (-item[1], -item[0]))
+        return best[:limit]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:

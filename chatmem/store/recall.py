@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord, SessionWords
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord, SessionWords, WeightedTerm
 from chatmem.timestamps import has_zone, parse_time
 
 if TYPE_CHECKING:
@@ -235,11 +235,10 @@ class RecallTables:
         primary key (deleted messages make it a little high: IDF is a logarithm)."""
         terms = fts.query_terms(query)
         most = POSTINGS // 2
-        counts = term_counts(self._db, terms, most)
         here = self._db.session_word_counts(terms, session_id, most) if terms else None
         if here is not None:
-            return self._conversation_matches(session_id, terms, counts, here, before_turn,
-                                              limit)
+            return self._conversation_matches(session_id, terms, here, before_turn, limit)
+        counts = term_counts(self._db, terms, most)
         counted = within_budget([(counts[term], term) for term in terms], POSTINGS)
         if not counted:
             return WordMatches()
@@ -250,30 +249,23 @@ class RecallTables:
                       if term not in fts.UNSCORED_WORDS)
         return WordMatches(scores, ceiling)
 
-    def _conversation_matches(self, session_id: int, terms: list[str],
-                              counts: dict[str, int], here: SessionWords, before_turn: int,
-                              limit: int) -> WordMatches:
+    def _conversation_matches(self, session_id: int, terms: list[str], here: SessionWords,
+                              before_turn: int, limit: int) -> WordMatches:
         """`word_matches` in a history of several conversations, by this one's own
         counts: the words rare in it are searched, each weighed by its IDF in it, so
         another conversation's history does not decide what this one recalls (a name it
         says all the time, or never). A term rare in the whole index keeps BM25's weight
         of how often a message says it; one common there (BM25 would read all its
         entries) counts a match as a message of average length saying it once."""
-        scores: dict[int, float] = {}
-        ceiling = 0.0
-        for found, term in within_budget(zip(here.counts, terms, strict=True), POSTINGS):
-            weight = idf(max(here.entries, found), found)
-            rare = counts[term] <= POSTINGS // 2
-            for position, share in self._db.session_word_weights(
-                    term, session_id, before_turn, index_count=counts[term] if rare else None):
-                # SQLite works the share out of FTS5's BM25, PostgreSQL from the counts:
-                # rounded, both give the same value to the last digit.
-                scores[position] = scores.get(position, 0.0) + weight * round(share, 9)
-            if term not in fts.UNSCORED_WORDS:
-                ceiling += weight
-        if len(scores) > limit:
-            scores = dict(sorted(scores.items(), key=lambda item: -item[1])[:limit])
-        return WordMatches(scores, ceiling)
+        kept = within_budget(zip(here.counts, terms, strict=True), POSTINGS)
+        # Counted in the whole index only for the terms kept.
+        counts = term_counts(self._db, [term for _, term in kept], POSTINGS // 2)
+        weighted = [WeightedTerm(term, idf(max(here.entries, found), found),
+                                 counts[term] if counts[term] <= POSTINGS // 2 else None)
+                    for found, term in kept]
+        scores = dict(self._db.session_word_scores(weighted, session_id, before_turn, limit))
+        return WordMatches(scores, sum(w.weight for w in weighted
+                                       if w.term not in fts.UNSCORED_WORDS))
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
         """`rare_terms` of this store's index."""

@@ -151,6 +151,21 @@ class SessionWords:
 
 
 @dataclass(frozen=True)
+class WeightedTerm:
+    """A word a conversation's search scores (`Backend.session_word_scores`)."""
+
+    term: str
+    weight: float
+    """What a message saying it once, of average length, scores: its IDF in the
+    conversation."""
+    index_count: int | None
+    """Its entries in the whole index, as `count_words_matches` counted them: a term
+    rare there scores by how often a message says it, for its length (its BM25
+    without the index's IDF). None: too common to read all its entries: each
+    message saying it scores `weight`."""
+
+
+@dataclass(frozen=True)
 class SessionRecord:
     id: int
     name: str

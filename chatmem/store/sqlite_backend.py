@@ -27,7 +27,7 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store.permissions import missing_permission
-from chatmem.store.records import OWNED, SessionAccess, SessionWords
+from chatmem.store.records import OWNED, SessionAccess, SessionWords, WeightedTerm
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
@@ -498,26 +498,39 @@ class SqliteBackend:
             [v for _, bounds in counted for v in (*bounds, most + 1)]).fetchone()
         return SessionWords(tuple(int(n) for n in row), last)
 
-    def session_word_weights(self, term: str, session_id: int, before_turn: int, *,
-                             index_count: int | None) -> list[tuple[int, float]]:
+    def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
+                            before_turn: int, limit: int) -> list[tuple[int, float]]:
         ranges, _ = self._session_ranges(session_id)
         if ranges is None:
             ranges = [(0, 2**62)]
-        elif not ranges:
+        if not ranges or not terms:
             return []
-        entries, bounds = self._entries_in(ranges, term, scored=index_count is not None)
-        # With the index's size: the highest id stands for the number of entries, a read
-        # of the primary key's end (deleted messages make it a little high: a logarithm).
+        # The highest id stands for the number of entries, a read of the primary key's
+        # end (deleted messages make it a little high: IDF is a logarithm).
+        total = int(self.execute("SELECT max(id) FROM messages").fetchone()[0] or 0)
+        arms, params = [], []
+        for weighted in terms:
+            if weighted.index_count is None:
+                share, factor = "?", weighted.weight
+            else:
+                # bm25() is the term's IDF over the whole index times its weight, negated.
+                found = weighted.index_count
+                share = "? * bm25(messages_fts)"
+                factor = -weighted.weight / max(
+                    math.log((total - found + 0.5) / (found + 0.5)), 1e-6)
+            for lo, hi in ranges:
+                arms.append(f"SELECT rowid, {share} AS share FROM messages_fts"
+                            " WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?")
+                params += [factor, fts.quote_term(weighted.term), lo, hi]
+        # Materialized: flattened into the grouping, bm25() would be out of its context.
         rows = self.execute(
-            f"SELECT m.position, f.score, (SELECT max(id) FROM messages) FROM ({entries}) AS f"
-            " CROSS JOIN messages m ON m.id = f.rowid WHERE m.session_id = ?"
-            " AND m.superseded = 0 AND m.turn < ?", [*bounds, session_id, before_turn]).fetchall()
-        if index_count is None or not rows:
-            return [(position, 1.0) for position, _, _ in rows]
-        # bm25() is the term's IDF over the whole index times its weight, negated.
-        total = rows[0][2]
-        weight = max(math.log((total - index_count + 0.5) / (index_count + 0.5)), 1e-6)
-        return [(position, -score / weight) for position, score, _ in rows]
+            f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms)})"
+            " SELECT m.position, round(sum(f.share), 9) AS score"
+            " FROM f CROSS JOIN messages m ON m.id = f.rowid WHERE m.session_id = ?"
+            " AND m.superseded = 0 AND m.turn < ? GROUP BY m.position"
+            " ORDER BY score DESC, m.position DESC LIMIT ?",
+            [*params, session_id, before_turn, limit])
+        return [(position, score) for position, score in rows]
 
     def _session_ranges(self, session_id: int) -> tuple[list[tuple[int, int]] | None, int]:
         """The id ranges of the session's messages and its last position; None (and 0)
@@ -531,13 +544,11 @@ class SqliteBackend:
         return self._session_runs.ranges(self, session_id)
 
     @staticmethod
-    def _entries_in(ranges: Sequence[tuple[int, int]], term: str, *,
-                    scored: bool = False) -> tuple[str, list[Any]]:
-        """A statement reading `term`'s index entries in `ranges` (rowid, and its bm25()
-        when `scored`), and its parameters. FTS5 seeks to each range's first entry."""
-        score = "bm25(messages_fts)" if scored else "0"
-        arms = " UNION ALL ".join([f"SELECT rowid, {score} AS score FROM messages_fts WHERE"
-                                   " messages_fts MATCH ? AND rowid BETWEEN ? AND ?"] * len(ranges))
+    def _entries_in(ranges: Sequence[tuple[int, int]], term: str) -> tuple[str, list[Any]]:
+        """A statement reading `term`'s index entries in `ranges`, and its parameters.
+        FTS5 seeks to each range's first entry."""
+        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+                                   " AND rowid BETWEEN ? AND ?"] * len(ranges))
         return arms, [v for lo, hi in ranges for v in (fts.quote_term(term), lo, hi)]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,

@@ -13,6 +13,7 @@ from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
+from chatmem.store.records import WeightedTerm
 
 
 def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> None:
@@ -133,19 +134,25 @@ def test_how_often_a_conversation_says_a_word_is_read_in_it_alone(store: Store) 
     def holding(word: str, before_turn: int = 99) -> list[int]:
         return [m.position for m in held if word in m.content and m.turn < before_turn]
 
-    def weights(term: str, before_turn: int = 99, scored: bool = True) -> dict[int, float]:
+    def scores(term: str, before_turn: int = 99, scored: bool = True) -> dict[int, float]:
         count = store.db.count_word_matches(term, 100) if scored else None
-        return dict(store.db.session_word_weights(term, mine.session.id, before_turn,
-                                                  index_count=count))
+        return dict(store.db.session_word_scores([WeightedTerm(term, 2.0, count)],
+                                                 mine.session.id, before_turn, 50))
 
-    assert sorted(weights("alice")) == holding("Alice") and len(holding("Alice")) == 6
-    assert sorted(weights(chinese[0])) == holding("阿丽丝") and len(holding("阿丽丝")) == 4
-    assert sorted(weights("alice", 2)) == holding("Alice", 2)
-    assert set(weights("alice", scored=False).values()) == {1.0}
-    # BM25's weight without the IDF: saying it twice in a message weighs more than once.
+    assert sorted(scores("alice")) == holding("Alice") and len(holding("Alice")) == 6
+    assert sorted(scores(chinese[0])) == holding("阿丽丝") and len(holding("阿丽丝")) == 4
+    assert sorted(scores("alice", 2)) == holding("Alice", 2)
+    assert set(scores("alice", scored=False).values()) == {2.0}
+    # BM25 without the index's IDF: saying it twice in a message weighs more than once.
     twice = next(m.position for m in held if m.content == "Alice again, Alice.")
     once = next(m.position for m in held if m.content == "Alice lives on Rue Oberkampf.")
-    assert weights("alice")[twice] > weights("alice")[once] > 0
+    assert scores("alice")[twice] > scores("alice")[once] > 0
+    # Each term's score is summed; best first, the limit kept.
+    both = store.db.session_word_scores(
+        [WeightedTerm("alice", 2.0, None), WeightedTerm(chinese[0], 1.0, None)],
+        mine.session.id, 99, 3)
+    assert [score for _, score in both] == [3.0, 3.0, 2.0]
+    assert {p for p, _ in both[:2]} == set(holding("Alice")) & set(holding("阿丽丝"))
     capped = store.db.session_word_counts(["alice"], other.session.id, 2)
     assert capped is not None and capped.counts == (3,)
 
