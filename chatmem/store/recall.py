@@ -230,9 +230,11 @@ class RecallTables:
                      limit: int) -> WordMatches:
         """`match_scores`, with what the query could score (WordMatches.ceiling).
 
-        The ceiling's IDFs count entries as FTS5 does, over the whole index; the
-        number of entries is taken as the highest message id, one read of the
-        primary key (deleted messages make it a little high: IDF is a logarithm)."""
+        In a file of one conversation, the ceiling's IDFs count entries as FTS5 does,
+        over the whole index; the number of entries is taken as the highest message
+        id, one read of the primary key (deleted messages make it a little high: IDF
+        is a logarithm). Where others are stored, terms are chosen, weighed and
+        bounded by this conversation's own counts (`_conversation_matches`)."""
         terms = fts.query_terms(query)
         most = POSTINGS // 2
         here = self._db.session_word_counts(terms, session_id, most) if terms else None
