@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,22 @@ from chatmem.transcripts.format import Transcript, message_dicts  # noqa: E402
 from chatmem.transcripts.reader import read_transcript  # noqa: E402
 
 
+@dataclass
+class Scored:
+    found: int
+    expected: int
+    tokens: float
+    build_ms: float
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.expected if self.expected else 0.0
+
+
 def evaluate(transcript: Transcript, budget: int, embedder: Any,
-             store: Store | None = None) -> tuple[float, float, float]:
-    """Id recall, mean probe tokens and mean build ms of `retrieval` at `budget`."""
+             store: Store | None = None) -> Scored:
+    """Evidence ids found and expected, mean probe tokens and mean build ms of
+    `retrieval` at `budget`."""
     spec = StrategySpec.single("retrieval", {"max_tokens": str(budget)})
     builds: list[float] = []
     from chatmem.memory.retrieval import RetrievalStrategy
@@ -64,8 +78,9 @@ def evaluate(transcript: Transcript, budget: int, embedder: Any,
                        probes_only=True)
     finally:
         RetrievalStrategy.build = original  # type: ignore[method-assign]
-    tokens = statistics.mean(p.tokens for p in run.probes)
-    return run.id_recall() or 0.0, tokens, statistics.mean(builds)
+    return Scored(sum(len(p.found_ids) for p in run.probes),
+                  sum(len(p.expect_ids) for p in run.probes),
+                  statistics.mean(p.tokens for p in run.probes), statistics.mean(builds))
 
 
 def shared_history(path: Path, others: Sequence[Transcript], copies: int) -> Store:
@@ -100,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{'conversation':16} {'budget':>6} {'alone':>7} {'shared':>7} {'tokens':>15}"
           f" {'build ms':>15} {'messages':>9}")
     print("-" * 80)
+    totals: dict[int, list[Scored]] = {}
     for i, (file, transcript) in enumerate(zip(files, transcripts, strict=True)):
         others = transcripts[:i] + transcripts[i + 1:]
         held = len(transcript.messages) + args.copies * sum(len(o.messages) for o in others)
@@ -111,9 +127,21 @@ def main(argv: Sequence[str] | None = None) -> None:
                     shared = evaluate(transcript, budget, embedder, store)
                 finally:
                     store.close()
-            print(f"{file.stem:16} {budget:>6,} {alone[0]:>7.3f} {shared[0]:>7.3f}"
-                  f" {alone[1]:>7,.0f}/{shared[1]:<7,.0f} {alone[2]:>7.2f}/{shared[2]:<7.2f}"
-                  f" {held:>9,}")
+            totals.setdefault(budget, []).extend([alone, shared])
+            print_row(file.stem, budget, alone, shared, held)
+    for budget, scored in totals.items():
+        alone, shared = (Scored(sum(s.found for s in part), sum(s.expected for s in part),
+                                statistics.mean(s.tokens for s in part),
+                                statistics.mean(s.build_ms for s in part))
+                         for part in (scored[0::2], scored[1::2]))
+        print_row("all", budget, alone, shared, None)
+
+
+def print_row(name: str, budget: int, alone: Scored, shared: Scored, held: int | None) -> None:
+    print(f"{name:16} {budget:>6,} {alone.recall:>7.3f} {shared.recall:>7.3f}"
+          f" {alone.tokens:>7,.0f}/{shared.tokens:<7,.0f}"
+          f" {alone.build_ms:>7.2f}/{shared.build_ms:<7.2f}"
+          f" {'' if held is None else f'{held:,}':>9}")
 
 if __name__ == "__main__":
     main()
