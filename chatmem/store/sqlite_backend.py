@@ -508,17 +508,20 @@ class SqliteBackend:
         # The highest id stands for the number of entries, a read of the primary key's
         # end (deleted messages make it a little high: IDF is a logarithm).
         total = int(self.execute("SELECT max(id) FROM messages").fetchone()[0] or 0)
+        span = [(min(lo for lo, _ in ranges), max(hi for _, hi in ranges))]
         arms, params = [], []
         for weighted in terms:
             if weighted.index_count is None:
-                share, factor = "?", weighted.weight
+                share, factor, read = "?", weighted.weight, ranges
             else:
                 # bm25() is the term's IDF over the whole index times its weight, negated.
+                # A term that rare is read in one pass over the conversation's span: each
+                # range would read all its entries again for the IDF.
                 found = weighted.index_count
-                share = "? * bm25(messages_fts)"
+                share, read = "? * bm25(messages_fts)", span
                 factor = -weighted.weight / max(
                     math.log((total - found + 0.5) / (found + 0.5)), 1e-6)
-            for lo, hi in ranges:
+            for lo, hi in read:
                 arms.append(f"SELECT rowid, {share} AS share FROM messages_fts"
                             " WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?")
                 params += [factor, fts.quote_term(weighted.term), lo, hi]
