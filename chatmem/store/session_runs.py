@@ -7,7 +7,7 @@ end a run). FTS5 seeks to an id, so a word can be looked for in one
 conversation by reading its entries in those runs alone, however often the
 others say it. The runs are kept per process and extended by the messages added
 since (messages are only ever appended; one deleted later leaves its run too
-wide, which only costs a read).
+wide, which only costs a read), for the process, whichever connection asks.
 """
 
 from __future__ import annotations
@@ -37,6 +37,17 @@ class SessionRuns:
         # A server's requests may search from threads sharing the connection.
         self._extending = threading.Lock()
 
+    @classmethod
+    def of(cls, location: str) -> SessionRuns:
+        """The runs this process knows of the history file at `location`: a server opens
+        the file again for each request, and reading a long conversation's runs anew
+        each time (13 ms at 10,000 turns) would be most of a request's search. An
+        in-memory database is its own."""
+        if location == ":memory:" or location.startswith("file::memory:"):
+            return cls()
+        with _OPENED:
+            return _BY_LOCATION.setdefault(location, cls())
+
     def ranges(self, db: Statements, session_id: int) -> tuple[list[tuple[int, int]], int]:
         """The id ranges holding the session's messages (at most MOST_RUNS, newest
         first; the oldest may hold other conversations' messages too) and its last
@@ -45,14 +56,19 @@ class SessionRuns:
             return self._ranges(db, session_id)
 
     def _ranges(self, db: Statements, session_id: int) -> tuple[list[tuple[int, int]], int]:
-        first = db.execute("SELECT id FROM messages WHERE session_id = ?"
-                           " ORDER BY position LIMIT 1", [session_id]).fetchone()
+        known = self._known.get(session_id)
+        # Still the conversation it knows (another file may have taken its place): the
+        # same first message, and the same message where it last read.
+        first, last = db.execute(
+            "SELECT (SELECT id FROM messages WHERE session_id = ? ORDER BY position LIMIT 1),"
+            " (SELECT id FROM messages WHERE session_id = ? AND position = ?)",
+            [session_id, session_id, known.last_position if known else 0]).fetchone()
         if first is None:
             self._known.pop(session_id, None)
             return [], 0
-        known = self._known.get(session_id)
-        if known is None or known.first_id != first[0]:
-            known = self._known[session_id] = _Known(first[0])
+        if known is None or known.first_id != first or (
+                known.runs and known.runs[-1][1] != last):
+            known = self._known[session_id] = _Known(first)
         for position, message_id in db.execute(
                 "SELECT position, id FROM messages WHERE session_id = ? AND position > ?"
                 " ORDER BY position", [session_id, known.last_position]):
@@ -66,6 +82,10 @@ class SessionRuns:
                     known.runs[:2] = [[known.runs[0][0], known.runs[1][1]]]
             known.last_position = position
         return [(lo, hi) for lo, hi in reversed(known.runs)], known.last_position
+
+
+_BY_LOCATION: dict[str, SessionRuns] = {}
+_OPENED = threading.Lock()
 
 
 def _others_between(db: Statements, low: int, high: int) -> bool:

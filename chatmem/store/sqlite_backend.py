@@ -230,7 +230,7 @@ class SqliteBackend:
         self._opening = True
         """Until the file is checked and migrated, a failing statement is an opening error."""
         self._writing = 0
-        self._session_runs = SessionRuns()
+        self._session_runs = SessionRuns.of(self.location)
         """How deep in write(): a statement failing there fails the write (write_error)."""
         try:
             self.conn = connect(path, key)

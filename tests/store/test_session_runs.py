@@ -33,3 +33,37 @@ def test_runs_cover_every_message_newest_first_and_older_ones_merge(tmp_path: Pa
         assert ranges[-1][0] == ids[0] and ranges[0][1] == ids[-1]
         assert all(any(lo <= i <= hi for lo, hi in ranges) for i in ids)
         assert ranges == sorted(ranges, reverse=True)
+
+
+def test_a_file_opened_again_reuses_what_the_process_read_and_a_new_file_is_read_anew(
+    tmp_path: Path,
+) -> None:
+    """A server opens the history for each request: a long conversation's runs are read
+    once per process, not per request; another file at the same path is not taken for it."""
+    from meter import metered
+
+    path = tmp_path / "h.db"
+
+    def fill(lines: int) -> list[int]:
+        with Store(path) as store:
+            mine = store.sessions.create_session("mine", "window", {})
+            other = store.sessions.create_session("other", "window", {})
+            store.history.import_messages(mine.id, [{"role": "user", "content": "a"}] * lines)
+            store.history.import_messages(other.id, [{"role": "user", "content": "b"}])
+            store.history.import_messages(mine.id, [{"role": "user", "content": "c"}])
+            assert store.db.session_word_counts(["a"], mine.id, 10**6) is not None
+            return [m.id for m in store.history.messages(mine.id)]
+
+    ids = fill(500)
+    with Store(path) as store:
+        mine = store.sessions.find_session("mine").id
+        with metered(store) as meter:
+            ranges, last = SessionRuns.of(str(path)).ranges(store.db, mine)
+        assert ranges == [(ids[-1], ids[-1]), (ids[0], ids[-2])] and last == 501
+        assert meter.rows < 10
+    path.unlink()
+    ids = fill(3)
+    with Store(path) as store:
+        ranges, last = SessionRuns.of(str(path)).ranges(
+            store.db, store.sessions.find_session("mine").id)
+        assert ranges == [(ids[-1], ids[-1]), (ids[0], ids[-2])] and last == 4
