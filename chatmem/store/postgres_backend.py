@@ -39,6 +39,8 @@ CONNECT_TIMEOUT_S = 10
 WRITE_LOCK = int.from_bytes(b"chatmem", "big")
 """The advisory lock every writer takes (pg_advisory_xact_lock): one writer at a time."""
 K1, B = 1.2, 0.75
+COUNTED_TOGETHER = 200
+"""Terms one statement counts (a select list holds at most 1,664 columns)."""
 """BM25's parameters, FTS5's defaults."""
 _TOKEN = re.compile(r"[^\W_]+")
 """What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
@@ -382,14 +384,17 @@ class PostgresBackend:
             return None
         if not own:
             return SessionWords((0,) * len(terms), 0)
-        if not terms:
-            return SessionWords((), int(own))
-        # One statement counts every term (a Chinese question has a dozen or more).
-        row = self.execute("SELECT " + ", ".join(
-            ["(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
-             f" AND terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found)"]
-            * len(terms)), [v for t in terms for v in (session_id, t, most + 1)]).fetchone()
-        return SessionWords(tuple(int(n) for n in row), int(own))
+        # One statement counts up to COUNTED_TOGETHER terms (a Chinese question has a
+        # dozen or more; PostgreSQL's select list holds at most 1,664).
+        counts: list[int] = []
+        for start in range(0, len(terms), COUNTED_TOGETHER):
+            chunk = terms[start:start + COUNTED_TOGETHER]
+            row = self.execute("SELECT " + ", ".join(
+                ["(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
+                 f" AND terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found)"]
+                * len(chunk)), [v for t in chunk for v in (session_id, t, most + 1)]).fetchone()
+            counts += [int(n) for n in row]
+        return SessionWords(tuple(counts), int(own))
 
     def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
                             before_turn: int, limit: int) -> list[tuple[int, float]]:

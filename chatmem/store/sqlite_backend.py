@@ -34,6 +34,8 @@ from chatmem.store.session_runs import SessionRuns
 
 BUSY_TIMEOUT_MS = 5000
 _CHUNK = 500
+MOST_ARMS = 400
+"""Index reads (FTS5 queries) one statement of a conversation's word search holds."""
 """Ids per `IN (...)` list, well under SQLite's bound-parameter limit."""
 
 # Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
@@ -490,13 +492,18 @@ class SqliteBackend:
             return None
         if not ranges:
             return SessionWords((0,) * len(terms), 0)
-        # One statement counts every term (a Chinese question has a dozen or more).
-        counted = [self._entries_in(ranges, term) for term in terms]
-        row = self.execute(
-            "SELECT " + ", ".join(f"(SELECT count(*) FROM ({entries} LIMIT ?))"
-                                  for entries, _ in counted),
-            [v for _, bounds in counted for v in (*bounds, most + 1)]).fetchone()
-        return SessionWords(tuple(int(n) for n in row), last)
+        # One statement counts many terms (a Chinese question has a dozen or more), up to
+        # MOST_ARMS reads of the index (SQLite's limit on a compound is 500).
+        counts: list[int] = []
+        together = max(1, MOST_ARMS // len(ranges))
+        for start in range(0, len(terms), together):
+            counted = [self._entries_in(ranges, t) for t in terms[start:start + together]]
+            row = self.execute(
+                "SELECT " + ", ".join(f"(SELECT count(*) FROM ({entries} LIMIT ?))"
+                                      for entries, _ in counted),
+                [v for _, bounds in counted for v in (*bounds, most + 1)]).fetchone()
+            counts += [int(n) for n in row]
+        return SessionWords(tuple(counts), last)
 
     def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
                             before_turn: int, limit: int) -> list[tuple[int, float]]:
@@ -526,14 +533,26 @@ class SqliteBackend:
                             " WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?")
                 params += [factor, fts.quote_term(weighted.term), lo, hi]
         # Materialized: flattened into the grouping, bm25() would be out of its context.
-        rows = self.execute(
-            f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms)})"
-            " SELECT m.position, round(sum(f.share), 9) AS score"
-            " FROM f CROSS JOIN messages m ON m.id = f.rowid WHERE m.session_id = ?"
-            " AND m.superseded = 0 AND m.turn < ? GROUP BY m.position"
-            " ORDER BY score DESC, m.position DESC LIMIT ?",
-            [*params, session_id, before_turn, limit])
-        return [(position, score) for position, score in rows]
+        scored = ("SELECT m.position, sum(f.share) AS score FROM f CROSS JOIN messages m"
+                  " ON m.id = f.rowid WHERE m.session_id = ? AND m.superseded = 0"
+                  " AND m.turn < ? GROUP BY m.position")
+        if len(arms) <= MOST_ARMS:  # the usual case: SQLite sums, orders and limits
+            rows = self.execute(
+                f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms)})"
+                f" SELECT position, round(score, 9) AS score FROM ({scored})"
+                " ORDER BY score DESC, position DESC LIMIT ?",
+                [*params, session_id, before_turn, limit])
+            return [(position, score) for position, score in rows]
+        sums: dict[int, float] = {}
+        for start in range(0, len(arms), MOST_ARMS):
+            for position, score in self.execute(
+                    f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms[start:start + MOST_ARMS])})"
+                    f" {scored}", [*params[4 * start:4 * (start + MOST_ARMS)], session_id,
+                                   before_turn]):
+                sums[position] = sums.get(position, 0.0) + score
+        best = sorted(((p, round(score, 9)) for p, score in sums.items()),
+                      key=lambda item: (-item[1], -item[0]))
+        return best[:limit]
 
     def _session_ranges(self, session_id: int) -> tuple[list[tuple[int, int]] | None, int]:
         """The id ranges of the session's messages and its last position; None (and 0)

@@ -180,3 +180,20 @@ def test_a_conversation_ranks_its_words_beside_others_as_it_does_alone(store: St
         {"role": "user", "content": f"The garden bed {n} by the river."} for n in range(800)])
     assert store.db.session_word_counts(["garden"], mine.session.id, 750) is not None
     assert ranked() == alone and len(alone) > 8
+
+
+def test_a_long_input_searches_a_conversation_among_others(store: Store) -> None:
+    """Every backend: thousands of distinct words (a pasted document), each read in the
+    conversation's ranges, fit the statements the database takes; the match is found."""
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    other = open_session(store, settings, ScriptedProvider(), "other", strategy="window")
+    mine = open_session(store, settings, ScriptedProvider(), "mine", strategy="window")
+    for n in range(20):  # turns taken in turn: the conversation lies in twenty runs
+        other.run_turn(f"Garden bed {n}.")
+        mine.run_turn(f"Word w{n}x and 杭州{n}。")
+    pasted = " ".join(f"w{n}x" for n in range(3000)) + "".join(
+        chr(0x4E00 + n) for n in range(1500))
+    assert len(fts.query_terms(pasted)) > 4000
+    found = store.recall.match_scores(mine.session.id, pasted, before_turn=99, limit=500)
+    held = {m.position for m in store.history.messages(mine.session.id) if "x and" in m.content}
+    assert held and held <= set(found)
