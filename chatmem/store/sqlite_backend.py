@@ -6,7 +6,6 @@ SQLite's result code: the rest of chatmem never sees the driver.
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 import time
@@ -17,7 +16,6 @@ from typing import Any, cast
 
 import sqlite_utils
 
-from chatmem import fts
 from chatmem.errors import (
     DatabaseError,
     HistoryLocked,
@@ -27,15 +25,13 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store.permissions import missing_permission
-from chatmem.store.records import OWNED, SessionAccess, SessionWords, WeightedTerm
+from chatmem.store.records import OWNED, SessionAccess
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
+from chatmem.store.sqlite_words import SqliteWords
 
 BUSY_TIMEOUT_MS = 5000
-_CHUNK = 500
-MOST_ARMS = 400
-"""Index reads (FTS5 queries) one statement of a conversation's word search holds."""
 """Ids per `IN (...)` list, well under SQLite's bound-parameter limit."""
 
 # Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
@@ -195,7 +191,7 @@ def check_key(path: Path, key: str | None) -> str | None:
     return key
 
 
-class SqliteBackend:
+class SqliteBackend(SqliteWords):
     """A history file, opened, checked and migrated.
 
     Opening a new or older file creates or upgrades its schema in one write
@@ -449,161 +445,6 @@ class SqliteBackend:
         return StoreError(message, kind=kind, location=self.location)
 
     # -- the dialect ----------------------------------------------------------------------
-
-    def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
-        insert = "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)"
-        for message_id, text in entries:
-            try:
-                self.execute(insert, [message_id, text])
-            except StoreConflict:
-                # A replaced text (redaction): its old entry goes first. Appends, the common
-                # case, never pay for that delete.
-                self.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])
-                self.execute(insert, [message_id, text])
-
-    def unindex_words(self, message_ids: Sequence[int]) -> None:
-        ids = list(message_ids)
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ", ".join("?" for _ in chunk)
-            self.execute(f"DELETE FROM messages_fts WHERE rowid IN ({marks})", chunk)
-
-    def forget_erased_words(self) -> None:
-        # FTS5 only marks index entries deleted; merging the segments drops
-        # the erased terms for real (secure_delete then zeroes the freed pages).
-        self.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
-
-    def count_word_matches(self, term: str, most: int) -> int:
-        return self.count_words_matches([term], most)[0]
-
-    def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
-        if not terms:
-            return []
-        counts = ", ".join(["(SELECT count(*) FROM (SELECT rowid FROM messages_fts"
-                            " WHERE messages_fts MATCH ? LIMIT ?))"] * len(terms))
-        row = self.execute(f"SELECT {counts}",
-                           [v for t in terms for v in (fts.quote_term(t), most + 1)]).fetchone()
-        return [int(n) for n in row]
-
-    def session_word_counts(self, terms: Sequence[str], session_id: int,
-                            most: int) -> SessionWords | None:
-        ranges, last = self._session_ranges(session_id)
-        if ranges is None:
-            return None
-        if not ranges:
-            return SessionWords((0,) * len(terms), 0)
-        # One statement counts many terms (a Chinese question has a dozen or more), up to
-        # MOST_ARMS reads of the index (SQLite's limit on a compound is 500).
-        counts: list[int] = []
-        together = max(1, MOST_ARMS // len(ranges))
-        for start in range(0, len(terms), together):
-            counted = [self._entries_in(ranges, t) for t in terms[start:start + together]]
-            row = self.execute(
-                "SELECT " + ", ".join(f"(SELECT count(*) FROM ({entries} LIMIT ?))"
-                                      for entries, _ in counted),
-                [v for _, bounds in counted for v in (*bounds, most + 1)]).fetchone()
-            counts += [int(n) for n in row]
-        return SessionWords(tuple(counts), last)
-
-    def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
-                            before_turn: int, limit: int) -> list[tuple[int, float]]:
-        ranges, _ = self._session_ranges(session_id)
-        if ranges is None:
-            ranges = [(0, 2**62)]
-        if not ranges or not terms:
-            return []
-        # The highest id stands for the number of entries, a read of the primary key's
-        # end (deleted messages make it a little high: IDF is a logarithm).
-        total = int(self.execute("SELECT max(id) FROM messages").fetchone()[0] or 0)
-        span = [(min(lo for lo, _ in ranges), max(hi for _, hi in ranges))]
-        arms, params = [], []
-        for weighted in terms:
-            if weighted.index_count is None:
-                share, factor, read = "?", weighted.weight, ranges
-            else:
-                # bm25() is the term's IDF over the whole index times its weight, negated.
-                # A term that rare is read in one pass over the conversation's span: each
-                # range would read all its entries again for the IDF.
-                found = weighted.index_count
-                share, read = "? * bm25(messages_fts)", span
-                factor = -weighted.weight / max(
-                    math.log((total - found + 0.5) / (found + 0.5)), 1e-6)
-            for lo, hi in read:
-                arms.append(f"SELECT rowid, {share} AS share FROM messages_fts"
-                            " WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?")
-                params += [factor, fts.quote_term(weighted.term), lo, hi]
-        # Materialized: flattened into the grouping, bm25() would be out of its context.
-        scored = ("SELECT m.position, sum(f.share) AS score FROM f CROSS JOIN messages m"
-                  " ON m.id = f.rowid WHERE m.session_id = ? AND m.superseded = 0"
-                  " AND m.turn < ? GROUP BY m.position")
-        if len(arms) <= MOST_ARMS:  # the usual case: SQLite sums, orders and limits
-            rows = self.execute(
-                f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms)})"
-                f" SELECT position, round(score, 9) AS score FROM ({scored})"
-                " ORDER BY score DESC, position DESC LIMIT ?",
-                [*params, session_id, before_turn, limit])
-            return [(position, score) for position, score in rows]
-        sums: dict[int, float] = {}
-        for start in range(0, len(arms), MOST_ARMS):
-            for position, score in self.execute(
-                    f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms[start:start + MOST_ARMS])})"
-                    f" {scored}", [*params[4 * start:4 * (start + MOST_ARMS)], session_id,
-                                   before_turn]):
-                sums[position] = sums.get(position, 0.0) + score
-        best = sorted(((p, round(score, 9)) for p, score in sums.items()),
-                      key=lambda item: (-item[1], -item[0]))
-        return best[:limit]
-
-    def _session_ranges(self, session_id: int) -> tuple[list[tuple[int, int]] | None, int]:
-        """The id ranges of the session's messages and its last position; None (and 0)
-        when no other conversation is stored."""
-        # Two seeks in the (session, turn) index: is any other conversation stored?
-        others = self.execute("SELECT EXISTS (SELECT 1 FROM messages WHERE session_id < ?)"
-                              " OR EXISTS (SELECT 1 FROM messages WHERE session_id > ?)",
-                              [session_id, session_id]).fetchone()[0]
-        if not others:
-            return None, 0
-        return self._session_runs.ranges(self, session_id)
-
-    @staticmethod
-    def _entries_in(ranges: Sequence[tuple[int, int]], term: str) -> tuple[str, list[Any]]:
-        """A statement reading `term`'s index entries in `ranges`, and its parameters.
-        FTS5 seeks to each range's first entry."""
-        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-                                   " AND rowid BETWEEN ? AND ?"] * len(ranges))
-        return arms, [v for lo, hi in ranges for v in (fts.quote_term(term), lo, hi)]
-
-    def word_scores(self, terms: Sequence[str], session_id: int | None,
-                    before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
-        expression = fts.match_terms(list(terms))
-        if expression is None:
-            return []
-        # A replaced turn's messages keep their entries (redaction rewrites them) but match nothing.
-        where = "messages_fts MATCH ? AND m.superseded = 0"
-        params: list[Any] = [expression]
-        if session_id is not None:
-            where += " AND m.session_id = ?"
-            params.append(session_id)
-        if before_turn is not None:
-            where += " AND m.turn < ?"
-            params.append(before_turn)
-        rows = self.execute(
-            "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
-            f" JOIN messages m ON m.id = messages_fts.rowid WHERE {where}"
-            " ORDER BY score LIMIT ?", [*params, limit])
-        # bm25() is lower for better matches.
-        return [(message_id, position, -score) for message_id, position, score in rows]
-
-    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
-        expression = fts.match_terms(list(terms))
-        if expression is None:
-            return []
-        # FTS5 walks its entries from the highest rowid down and stops at the limit.
-        rows = self.execute(
-            "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " WHERE messages_fts MATCH ? AND m.superseded = 0"
-            " ORDER BY messages_fts.rowid DESC LIMIT ?", [expression, limit])
-        return [message_id for (message_id,) in rows]
 
     def nearest_vectors(self, model: str, dimensions: int, session_id: int,
                         last_position: int, query: Sequence[float],

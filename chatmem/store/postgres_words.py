@@ -1,0 +1,205 @@
+"""The PostgreSQL backend's word index: `message_words` (a tsvector per message) and the
+word searches recall and the logs make of it, ranked by BM25 exactly as SQLite's FTS5
+ranks them (`PostgresWords`, part of `PostgresBackend`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from chatmem.store.records import SessionWords, WeightedTerm
+
+K1, B = 1.2, 0.75
+"""BM25's parameters, FTS5's defaults."""
+COUNTED_TOGETHER = 200
+"""Terms one statement counts (a select list holds at most 1,664 columns)."""
+_TOKEN = re.compile(r"[^\W_]+")
+"""What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
+TEXT_SEARCH = "english"
+
+
+def bm25_weight(found: int, length: int, average: float) -> float:
+    """A term's BM25 in a message without its IDF: said `found` times in `length` tokens."""
+    return found * (K1 + 1) / (found + K1 * (1 - B + B * length / average))
+
+
+class PostgresWords:
+    """The word-index methods of `Backend`, for PostgreSQL."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        raise NotImplementedError
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        raise NotImplementedError
+
+    @property
+    def in_transaction(self) -> bool:
+        raise NotImplementedError
+
+    def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
+        if not entries:
+            return
+        # One statement for the batch: its trigger updates the statistics row once (each
+        # update of one row in a transaction leaves a version the next one walks past).
+        self.execute(
+            "INSERT INTO message_words (message_id, session_id, terms, tokens)"
+            f" SELECT m.id, m.session_id, to_tsvector('{TEXT_SEARCH}', e.terms), e.tokens"
+            " FROM unnest(?::bigint[], ?::text[], ?::bigint[]) AS e(id, terms, tokens)"
+            " JOIN messages m ON m.id = e.id"
+            " ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms,"
+            " tokens = excluded.tokens",
+            [[message_id for message_id, _ in entries], [text for _, text in entries],
+             [len(_TOKEN.findall(text)) for _, text in entries]])
+
+    def unindex_words(self, message_ids: Sequence[int]) -> None:
+        self.execute("DELETE FROM message_words WHERE message_id = ANY(?)", [list(message_ids)])
+
+    def forget_erased_words(self) -> None:
+        """Reclaim erased entries' space, so their terms leave the table's pages.
+
+        VACUUM cannot run inside a transaction; within one the autovacuum does it later.
+        """
+        if not self.in_transaction:
+            self.execute("VACUUM message_words")
+
+    def count_word_matches(self, term: str, most: int) -> int:
+        return self.count_words_matches([term], most)[0]
+
+    def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
+        if not terms:
+            return []
+        counts = ", ".join(["(SELECT count(*) FROM (SELECT 1 FROM message_words"
+                            f" WHERE terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?)"
+                            " AS found)"] * len(terms))
+        row = self.execute(f"SELECT {counts}",
+                           [v for t in terms for v in (t, most + 1)]).fetchone()
+        return [int(n) for n in row]
+
+    def session_word_counts(self, terms: Sequence[str], session_id: int,
+                            most: int) -> SessionWords | None:
+        own, readable = self.execute(
+            "SELECT (SELECT entries FROM word_statistics WHERE session_id = ?),"
+            " (SELECT coalesce(sum(entries), 0)::bigint FROM word_statistics"
+            " WHERE session_id IN (SELECT id FROM sessions))", [session_id]).fetchone()
+        if own is not None and own >= readable:
+            return None
+        if not own:
+            return SessionWords((0,) * len(terms), 0)
+        # One statement counts up to COUNTED_TOGETHER terms (a Chinese question has a
+        # dozen or more; PostgreSQL's select list holds at most 1,664).
+        counts: list[int] = []
+        for start in range(0, len(terms), COUNTED_TOGETHER):
+            chunk = terms[start:start + COUNTED_TOGETHER]
+            row = self.execute("SELECT " + ", ".join(
+                ["(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
+                 f" AND terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found)"]
+                * len(chunk)), [v for t in chunk for v in (session_id, t, most + 1)]).fetchone()
+            counts += [int(n) for n in row]
+        return SessionWords(tuple(counts), int(own))
+
+    def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
+                            before_turn: int, limit: int) -> list[tuple[int, float]]:
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
+        average = tokens / entries if entries else 1.0
+        scores: dict[int, float] = {}
+        for weighted in terms:
+            lexemes = self._lexemes([weighted.term])
+            if not lexemes:
+                continue
+            query = " || ".join("?::tsquery" for _ in lexemes)
+            for position, length, found in self.execute(
+                    "SELECT m.position, w.tokens, sum(cardinality(u.positions))"
+                    f" FROM (SELECT {query} AS query) AS q, message_words w"
+                    " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
+                    " WHERE w.terms @@ q.query AND w.session_id = ? AND m.superseded = 0"
+                    " AND m.turn < ? AND u.lexeme = ANY(?) GROUP BY m.position, w.tokens",
+                    [*map(_tsquery, lexemes), session_id, before_turn, list(lexemes)]):
+                share = 1.0 if weighted.index_count is None else bm25_weight(
+                    int(found), int(length), average)
+                scores[int(position)] = scores.get(int(position), 0.0) + weighted.weight * share
+        best = sorted(((p, round(s, 9)) for p, s in scores.items()),
+                      key=lambda item: (-item[1], -item[0]))
+        return best[:limit]
+
+    def word_scores(self, terms: Sequence[str], session_id: int | None,
+                    before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
+        """BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, the same IDF floor),
+        over every entry this role reads (one role: every entry), so both backends rank alike.
+
+        Each matching entry is read once, as FTS5's BM25 ranking does: the caller keeps
+        the search to rare terms (fts.rare_terms), which bounds how many there are.
+        """
+        lexemes = self._lexemes(terms)
+        if not lexemes:
+            return []
+        # Per session (p007): the totals of the sessions this role reads, no one else's.
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics"
+            " WHERE session_id IN (SELECT id FROM sessions)").fetchone()
+        if not entries:
+            return []
+        average = tokens / entries
+        idf = {}
+        for lexeme in lexemes:
+            hits = self.count_lexeme(lexeme)
+            idf[lexeme] = max(math.log((entries - hits + 0.5) / (hits + 0.5)), 1e-6)
+        query = " || ".join("?::tsquery" for _ in lexemes)
+        # A replaced turn's messages keep their entries (redaction rewrites them) but match nothing.
+        where, params = ("w.terms @@ q.query AND m.superseded = 0",
+                         [*map(_tsquery, lexemes)])  # type: str, list[Any]
+        if session_id is not None:
+            where += " AND w.session_id = ?"
+            params.append(session_id)
+        if before_turn is not None:
+            where += " AND m.turn < ?"
+            params.append(before_turn)
+        rows = self.execute(
+            "SELECT m.id, m.position, w.tokens, u.lexeme, cardinality(u.positions)"
+            f" FROM (SELECT {query} AS query) AS q, message_words w"
+            " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
+            f" WHERE {where} AND u.lexeme = ANY(?)", [*params, list(lexemes)])
+        scores: dict[tuple[int, int], float] = {}
+        for message_id, position, length, lexeme, found in rows:
+            key = (int(message_id), int(position))
+            scores[key] = scores.get(key, 0.0) + idf[lexeme] * bm25_weight(found, length,
+                                                                          average)
+        best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
+        return [(message_id, position, score) for (message_id, position), score in best]
+
+    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
+        lexemes = self._lexemes(terms)
+        if not lexemes:
+            return []
+        query = " || ".join("?::tsquery" for _ in lexemes)
+        rows = self.execute(
+            "SELECT m.id FROM message_words w JOIN messages m ON m.id = w.message_id"
+            f" WHERE w.terms @@ ({query}) AND m.superseded = 0"
+            " ORDER BY w.message_id DESC LIMIT ?", [*map(_tsquery, lexemes), limit])
+        return [int(message_id) for (message_id,) in rows]
+
+    def _lexemes(self, terms: Sequence[str]) -> list[str]:
+        """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""
+        rows = self.execute(
+            f"SELECT tsvector_to_array(to_tsvector('{TEXT_SEARCH}', t)) FROM unnest(?::text[])"
+            " WITH ORDINALITY AS x(t, i) ORDER BY i", [list(terms)])
+        return list(dict.fromkeys(lexeme for (found,) in rows for lexeme in found))
+
+    def count_lexeme(self, lexeme: str) -> int:
+        return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
+                               [_tsquery(lexeme)]))
+
+    # -- vectors ------------------------------------------------------------------------------
+
+
+
+def _tsquery(lexeme: str) -> str:
+    """A one-lexeme tsquery, quoted so that no character in it is an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
