@@ -115,8 +115,9 @@ def worker(spec_text: str) -> None:
     elif kind == "base":
         builder = (workloads.build_chatmem_base if spec["memory"] == "chatmem"
                    else workloads.build_langchain_base)
-        result = builder(spec["db"] if workloads.is_url(spec["db"]) else Path(spec["db"]),
-                         spec["turns"])
+        location = spec["db"] if workloads.is_url(spec["db"]) else Path(spec["db"])
+        result = (builder(location, spec["turns"], spec.get("beside", 0))
+                  if spec["memory"] == "chatmem" else builder(location, spec["turns"]))
     else:
         result = workloads.CELLS[kind](spec)
     print(json.dumps(result), flush=True)
@@ -160,13 +161,15 @@ def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
     for turns in args.turns:
         bases: dict[str, str] = {}
         for backend in args.backends:
+            beside = f"-beside{args.beside}" if args.beside else ""
             if backend == "sqlite":
-                base = str(sqlite_base(args, folder, f"chatmem-{turns}.db",
-                                       {"memory": "chatmem", "turns": turns}))
+                base = str(sqlite_base(args, folder, f"chatmem-{turns}{beside}.db",
+                                       {"memory": "chatmem", "turns": turns,
+                                        "beside": args.beside}))
             else:
                 base = server.create() if server else ""
-                built = run_cell("base", {"memory": "chatmem", "db": base, "turns": turns},
-                                 args.timeout)
+                built = run_cell("base", {"memory": "chatmem", "db": base, "turns": turns,
+                                          "beside": args.beside}, args.timeout)
                 note(f"{turns:,} turns: chatmem {backend} history built in "
                      f"{built.get('seconds', 0):.1f} s ({built.get('error', 'ok')})")
             bases[backend] = base
@@ -183,7 +186,8 @@ def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
                         "repeat": args.repeat, "seconds": args.seconds}
                 if name == HYBRID:
                     spec.update(strategy="retrieval", embedder=args.embedder, base=str(
-                        sqlite_base(args, folder, f"chatmem-{turns}-{args.embedder}.db",
+                        sqlite_base(args, folder,
+                                    f"chatmem-{turns}{beside}-{args.embedder}.db",
                                     {"vectors": args.embedder, "from": base})))
                 result = run_cell("chatmem", spec, args.timeout)
                 rows.append({"memory": "chatmem", "backend": backend, "strategy": name,
@@ -323,6 +327,10 @@ def main() -> None:
     parser.add_argument("--embedder", default="hash", choices=("hash", "none"),
                         help=f"the embedder of the hybrid cell ({HYBRID}), run with "
                         "`retrieval`; none: no hybrid cell (default: %(default)s)")
+    parser.add_argument("--beside", type=int, default=0, metavar="N",
+                        help="chatmem's histories also hold another conversation of N turns,"
+                             " stored after the measured one, whose turns then follow it (a"
+                             " history of several conversations; the peers' stores hold one)")
     parser.add_argument("--bases", type=Path, metavar="DIR",
                         help="keep the built history files here and reuse them in the next "
                              "run (50,000 turns take minutes to build)")

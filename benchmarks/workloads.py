@@ -97,22 +97,27 @@ def is_url(location: str | Path) -> bool:
     return str(location).startswith(("postgresql://", "postgres://"))
 
 
-def build_chatmem_base(location: str | Path, turns: int) -> dict[str, Any]:
-    """A history (file or PostgreSQL database) with one session of `turns` imported turns."""
+def build_chatmem_base(location: str | Path, turns: int, beside: int = 0) -> dict[str, Any]:
+    """A history (file or PostgreSQL database) with one session of `turns` imported turns,
+    and with `beside`, another of that many stored after it (the measured session's turns
+    then come after the other's: a history of several conversations)."""
     from chatmem.store import Store
 
     started = time.perf_counter()
     with Store(location) as store:
-        session = store.sessions.create_session("bench", "window", {}, provider="scripted",
-                                                model="scripted", system=SYSTEM)
-        batch: list[dict[str, str]] = []
-        for message in conversation(turns):
-            batch.append(message)
-            if len(batch) == 20_000:
+        for name, count, start in (("bench", turns, 1), ("beside", beside, turns + 1)):
+            if not count:
+                continue
+            session = store.sessions.create_session(name, "window", {}, provider="scripted",
+                                                    model="scripted", system=SYSTEM)
+            batch: list[dict[str, str]] = []
+            for message in conversation(count, start):
+                batch.append(message)
+                if len(batch) == 20_000:
+                    store.history.import_messages(session.id, batch)
+                    batch = []
+            if batch:
                 store.history.import_messages(session.id, batch)
-                batch = []
-        if batch:
-            store.history.import_messages(session.id, batch)
         seconds = time.perf_counter() - started
         size = stored_bytes(store)
     return {"seconds": seconds, "bytes": size}
