@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from chatmem.store.records import SessionWords, WeightedTerm
+from chatmem.store.records import SessionWords, WeightedTerm, best_first
 
 K1, B = 1.2, 0.75
 """BM25's parameters, FTS5's defaults."""
@@ -104,10 +104,7 @@ class PostgresWords:
 
     def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
                             before_turn: int, limit: int) -> list[tuple[int, float]]:
-        entries, tokens = self.execute(
-            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
-            " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
-        average = tokens / entries if entries else 1.0
+        _, average = self._word_totals()
         scores: dict[int, float] = {}
         for weighted in terms:
             lexemes = self._lexemes([weighted.term])
@@ -124,9 +121,7 @@ class PostgresWords:
                 share = 1.0 if weighted.index_count is None else bm25_weight(
                     int(found), int(length), average)
                 scores[int(position)] = scores.get(int(position), 0.0) + weighted.weight * share
-        best = sorted(((p, round(s, 9)) for p, s in scores.items()),
-                      key=lambda item: (-item[1], -item[0]))
-        return best[:limit]
+        return best_first(scores, limit)
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
@@ -139,14 +134,9 @@ class PostgresWords:
         lexemes = self._lexemes(terms)
         if not lexemes:
             return []
-        # Per session (p007): the totals of the sessions this role reads, no one else's.
-        entries, tokens = self.execute(
-            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
-            " FROM word_statistics"
-            " WHERE session_id IN (SELECT id FROM sessions)").fetchone()
+        entries, average = self._word_totals()
         if not entries:
             return []
-        average = tokens / entries
         idf = {}
         for lexeme in lexemes:
             hits = self.count_lexeme(lexeme)
@@ -184,6 +174,14 @@ class PostgresWords:
             f" WHERE w.terms @@ ({query}) AND m.superseded = 0"
             " ORDER BY w.message_id DESC LIMIT ?", [*map(_tsquery, lexemes), limit])
         return [int(message_id) for (message_id,) in rows]
+
+    def _word_totals(self) -> tuple[int, float]:
+        """The entries BM25 counts and their average length in tokens: per session (p007),
+        the totals of the sessions this role reads, no one else's."""
+        entries, tokens = self.execute(
+            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
+            " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
+        return int(entries), (tokens / entries if entries else 1.0)
 
     def _lexemes(self, terms: Sequence[str]) -> list[str]:
         """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""

@@ -236,12 +236,10 @@ class RecallTables:
         is a logarithm). Where others are stored, terms are chosen, weighed and
         bounded by this conversation's own counts (`_conversation_matches`)."""
         terms = fts.query_terms(query)
-        most = POSTINGS // 2
-        here = self._db.session_word_counts(terms, session_id, most) if terms else None
+        here = self._db.session_word_counts(terms, session_id, POSTINGS // 2) if terms else None
         if here is not None:
             return self._conversation_matches(session_id, terms, here, before_turn, limit)
-        counts = term_counts(self._db, terms, most)
-        counted = within_budget([(counts[term], term) for term in terms], POSTINGS)
+        counted = rare_counts(self._db, terms, POSTINGS)
         if not counted:
             return WordMatches()
         scores = {position: score for _, position, score in self._db.word_scores(

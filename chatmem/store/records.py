@@ -165,6 +165,14 @@ class WeightedTerm:
     message saying it scores `weight`."""
 
 
+def best_first(sums: Mapping[int, float], limit: int) -> list[tuple[int, float]]:
+    """A conversation's word scores (position → summed score) as
+    `Backend.session_word_scores` gives them: rounded to 9 decimals, so both backends give
+    the same values, best first (the later message first among equals), `limit` of them."""
+    scored = ((position, round(score, 9)) for position, score in sums.items())
+    return sorted(scored, key=lambda item: (-item[1], -item[0]))[:limit]
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int

@@ -14,7 +14,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import StoreConflict
-from chatmem.store.records import SessionWords, WeightedTerm
+from chatmem.store.records import SessionWords, WeightedTerm, best_first
 from chatmem.store.session_runs import SessionRuns
 
 _CHUNK = 500
@@ -116,26 +116,17 @@ class SqliteWords:
                             " WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?")
                 params += [factor, fts.quote_term(weighted.term), lo, hi]
         # Materialized: flattened into the grouping, bm25() would be out of its context.
-        scored = ("SELECT m.position, sum(f.share) AS score FROM f CROSS JOIN messages m"
-                  " ON m.id = f.rowid WHERE m.session_id = ? AND m.superseded = 0"
-                  " AND m.turn < ? GROUP BY m.position")
-        if len(arms) <= MOST_ARMS:  # the usual case: SQLite sums, orders and limits
-            rows = self.execute(
-                f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms)})"
-                f" SELECT position, round(score, 9) AS score FROM ({scored})"
-                " ORDER BY score DESC, position DESC LIMIT ?",
-                [*params, session_id, before_turn, limit])
-            return [(position, score) for position, score in rows]
+        # At most MOST_ARMS index reads a statement (a long input has thousands).
         sums: dict[int, float] = {}
         for start in range(0, len(arms), MOST_ARMS):
             for position, score in self.execute(
                     f"WITH f AS MATERIALIZED ({' UNION ALL '.join(arms[start:start + MOST_ARMS])})"
-                    f" {scored}", [*params[4 * start:4 * (start + MOST_ARMS)], session_id,
-                                   before_turn]):
+                    " SELECT m.position, sum(f.share) FROM f CROSS JOIN messages m"
+                    " ON m.id = f.rowid WHERE m.session_id = ? AND m.superseded = 0"
+                    " AND m.turn < ? GROUP BY m.position",
+                    [*params[4 * start:4 * (start + MOST_ARMS)], session_id, before_turn]):
                 sums[position] = sums.get(position, 0.0) + score
-        best = sorted(((p, round(score, 9)) for p, score in sums.items()),
-                      key=lambda item: (-item[1], -item[0]))
-        return best[:limit]
+        return best_first(sums, limit)
 
     def _session_ranges(self, session_id: int) -> tuple[list[tuple[int, int]] | None, int]:
         """The id ranges of the session's messages and its last position; None (and 0)
