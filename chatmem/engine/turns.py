@@ -304,12 +304,14 @@ class Engine(Generic[StoreT]):
 
     def between_turns(self) -> None:
         """Upkeep nobody waits for, for a front end to call once a turn is shown and
-        before it reads the next input: every FOLD_EVERY turns, the store's log is
-        folded into the history file, so no turn's own commit has to."""
+        before it reads the next input: the word index merges a little, and every
+        FOLD_EVERY turns the store's log is folded into the history file, so no turn's
+        own commit has to do either."""
         self._turns_unfolded += 1
-        if self._turns_unfolded >= FOLD_EVERY:
+        fold_log = self._turns_unfolded >= FOLD_EVERY
+        if fold_log:
             self._turns_unfolded = 0
-            self.store.fold_log()
+        self.store.tidy(fold_log=fold_log)
 
     def check_writable(self) -> None:
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""

@@ -109,10 +109,13 @@ class Store:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
         self.db.check_writable()
 
-    def fold_log(self) -> None:
-        """Fold the write-ahead log into the file (SQLite) as far as no reader holds it;
-        Connection.fold_log says when."""
-        self.connection.fold_log()
+    def tidy(self, *, fold_log: bool) -> None:
+        """Upkeep for between turns (SQLite): merge a little of the word index and, with
+        `fold_log`, fold the write-ahead log into the file as far as no reader holds it.
+        Connection.merge_word_segments and Connection.fold_log say why."""
+        self.connection.merge_word_segments()
+        if fold_log:
+            self.connection.fold_log()
 
     def vacuum(self) -> None:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""

@@ -138,6 +138,13 @@ class Backend(Protocol):
         it is: the cheap fold for between turns."""
         ...
 
+    def merge_word_segments(self, pages: int) -> None:
+        """Merge up to `pages` pages of the word index's segments (SQLite's FTS5 writes one
+        per commit and merges them inside some later commit); nothing elsewhere. For
+        between turns, so no turn's commit has to. Skipped, not waited for, while another
+        process holds the write lock or the file is read-only: a later commit merges."""
+        ...
+
     def has_column(self, table: str, column: str) -> bool: ...
 
     def session_access(self, session_id: int) -> SessionAccess | None:

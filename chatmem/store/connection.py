@@ -44,6 +44,11 @@ def fetch_value(db: Backend, sql: str, params: Iterable[Any] = ()) -> Any:
     return row[0] if row else None
 
 
+MERGE_PAGES = 50
+"""Pages of the word index merged between two turns: more than a turn writes (a segment
+of a few pages), so the merging keeps up."""
+
+
 class Connection:
     """A chatmem database. Use as a context manager or call close()."""
 
@@ -91,6 +96,15 @@ class Connection:
         1,000 pages long, one turn in thirty or so, and that turn takes several
         milliseconds more (an fsync, and the pages copied)."""
         self.db.fold_log(wait=False)
+
+    def merge_word_segments(self) -> None:
+        """Merge a little of the word index (SQLite), between turns.
+
+        FTS5 writes a segment per commit and merges them inside whichever commit
+        finds four on one level: at 10,000 turns, one turn in about sixty took
+        10–30 ms more. A few dozen pages merged after every turn keep each level
+        below that (measured in docs/performance.md)."""
+        self.db.merge_word_segments(MERGE_PAGES)
 
     def vacuum(self) -> None:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""

@@ -389,6 +389,9 @@ class PostgresBackend(PostgresWords):
     def fold_log(self, *, wait: bool = True) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
 
+    def merge_word_segments(self, pages: int) -> None:
+        """Nothing to merge: the server's indexes take each row as it comes."""
+
     def session_access(self, session_id: int) -> SessionAccess | None:
         """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
         holds the same rule as row-level security)."""

@@ -455,5 +455,21 @@ class SqliteBackend(SqliteWords):
     def fold_log(self, *, wait: bool = True) -> None:
         self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
 
+    def merge_word_segments(self, pages: int) -> None:
+        # The merge starts once a level holds `usermerge` segments: m013 set it to 2, below
+        # the 4 at which a commit merges, so a commit finds nothing left to merge.
+        if self.conn.in_transaction:
+            return
+        self.execute("PRAGMA busy_timeout = 0")
+        try:
+            with self.write():
+                self.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)",
+                             [pages])
+        except StoreError as e:
+            if e.kind not in (StoreFailure.BUSY, StoreFailure.READ_ONLY):
+                raise
+        finally:
+            self.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))

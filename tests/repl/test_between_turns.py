@@ -1,6 +1,7 @@
-"""Upkeep between turns: the chat folds the history file's write-ahead log every few
-turns, once a turn is shown, so that no turn's own commit has to (SQLite would, in
-whichever commit found the log 1,000 pages long)."""
+"""Upkeep between turns: once a turn is shown, the chat merges a little of the word index
+and folds the history file's write-ahead log every few turns, so that no turn's own
+commit has to (SQLite would merge in whichever commit found four segments on a level,
+and fold in whichever found the log 1,000 pages long)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from meter import metered
 from registered import open_session
 from rich.console import Console
 
@@ -18,6 +20,7 @@ from chatmem.engine.turns import FOLD_EVERY
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.repl.loop import Repl
 from chatmem.store import Store
+from chatmem.store.sqlite_backend import BUSY_TIMEOUT_MS
 
 
 def messages_in_the_file_alone(path: Path) -> int:
@@ -70,3 +73,59 @@ def test_a_turn_alone_leaves_the_log_as_sqlite_keeps_it(tmp_path: Path) -> None:
         assert messages_in_the_file_alone(path) == 0
         engine.between_turns()
         assert messages_in_the_file_alone(path) == 2 * (FOLD_EVERY + 1)
+
+
+def index_writes_per_turn(store: Store, turns: int, *, between: bool) -> tuple[list[int], int]:
+    """The full-text index's own writes inside each turn (FTS5 statements run by chatmem's),
+    and the session."""
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "trip",
+                          strategy="buffer")
+    writes = []
+    for i in range(turns):
+        with metered(store.connection) as meter:
+            engine.run_turn("我们五月去杭州看西湖" if i % 2 else f"order ORD-{i} ships to Porto")
+        writes.append(meter.index_statements)
+        if between:
+            engine.between_turns()
+    return writes, engine.session.id
+
+
+def test_no_turn_merges_the_word_index_when_the_chat_merges_it_between_turns(
+        tmp_path: Path) -> None:
+    with Store(history_file(tmp_path)) as store:
+        writes, session = index_writes_per_turn(store, 60, between=True)
+        # Every turn writes its own two messages' entries, and nothing more.
+        assert max(writes) == min(writes)
+        store.connection.db.execute(
+            "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        found = store.recall.word_matches(session, "杭州 Porto", before_turn=61, limit=200)
+        assert set(range(1, 120, 2)) <= set(found.scores)  # every input said one of them
+
+
+def test_without_the_upkeep_some_turns_merge_the_index_in_their_commit(
+        tmp_path: Path) -> None:
+    with Store(history_file(tmp_path)) as store:
+        writes, _ = index_writes_per_turn(store, 60, between=False)
+    assert max(writes) > 2 * min(writes)
+
+
+def test_the_merge_between_turns_skips_a_file_another_process_is_writing(
+        tmp_path: Path) -> None:
+    path = history_file(tmp_path)
+    with Store(path) as store:
+        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "trip",
+                              strategy="buffer")
+        engine.run_turn("我们五月去杭州")
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another chat's commit, in progress
+            engine.between_turns()  # neither waits for it nor fails
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        # The history's own writes still wait for a busy file as before.
+        waits = store.connection.db.execute("PRAGMA busy_timeout").fetchone()[0]
+        assert waits == BUSY_TIMEOUT_MS
+        engine.run_turn("order ORD-2 ships to Porto")
+        engine.between_turns()
+        assert store.history.turn_count(engine.session.id) == 2
