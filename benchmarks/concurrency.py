@@ -66,6 +66,7 @@ def client(location: str, session: str, tag: str, turns: int, strategy: str,
                 started = time.perf_counter()
                 engine.run_turn(line(tag, i))
                 latencies.append((time.perf_counter() - started) * 1000)
+                engine.between_turns()  # the chat's upkeep, once a reply is shown
     except Exception as e:  # a benchmark reports a failed client; it does not stop the run
         error = f"{type(e).__name__}: {e}"
         if waiting:  # run() waits for every client to be ready, failed ones included
