@@ -80,8 +80,9 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
         print(line)
 
     print("\nAt each size: build ms (context alone), first catch-up s; per turn: upkeep ms"
-          " between turns (the chat's, while a reply is read: the log folded every 8 turns;"
-          " mean), strategy model calls, bytes stored, SQL statements, rows read")
+          " between turns (the chat's, while a reply is read: a little of the word index"
+          " merged, the log folded every 8 turns; mean), strategy model calls, bytes stored,"
+          " SQL statements (the upkeep's included), rows read")
     header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'between':>9}"
               f"{'calls':>7}{'bytes':>11}{'queries':>9}{'rows':>9}")
     print(header)
