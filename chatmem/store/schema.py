@@ -426,10 +426,3 @@ def m012_images(db: sqlite_utils.Database) -> None:
         """
     )
 
-
-@migration
-def m013_word_index_merged_between_turns(db: sqlite_utils.Database) -> None:
-    """The word index merges a level once it holds two segments when asked to ('merge',
-    which the chat runs between turns), rather than four: below the four at which a
-    commit merges by itself, so no turn waits on a merge."""
-    db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('usermerge', 2)")

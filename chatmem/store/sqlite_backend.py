@@ -228,8 +228,10 @@ class SqliteBackend(SqliteWords):
         self._opening = True
         """Until the file is checked and migrated, a failing statement is an opening error."""
         self._writing = 0
-        self._session_runs = SessionRuns.of(self.location)
         """How deep in write(): a statement failing there fails the write (write_error)."""
+        self._merges_from_two = False
+        """Whether this connection has set the word index's `usermerge` (merge_word_segments)."""
+        self._session_runs = SessionRuns.of(self.location)
         try:
             self.conn = connect(path, key)
         except sqlite3.Error as e:
@@ -456,15 +458,21 @@ class SqliteBackend(SqliteWords):
         self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
 
     def merge_word_segments(self, pages: int) -> None:
-        # The merge starts once a level holds `usermerge` segments: m013 set it to 2, below
-        # the 4 at which a commit merges, so a commit finds nothing left to merge.
         if self.conn.in_transaction:
             return
         self.execute("PRAGMA busy_timeout = 0")
         try:
             with self.write():
+                if not self._merges_from_two:
+                    # 'merge' starts on a level holding `usermerge` segments: 2, below the 4
+                    # at which a commit merges, so commits find nothing left to merge. FTS5
+                    # keeps it in the index's own config; set here rather than by a migration,
+                    # which would lock older chatmem versions out of the file.
+                    self.execute("INSERT INTO messages_fts (messages_fts, rank)"
+                                 " VALUES ('usermerge', 2)")
                 self.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)",
                              [pages])
+            self._merges_from_two = True
         except StoreError as e:
             if e.kind not in (StoreFailure.BUSY, StoreFailure.READ_ONLY):
                 raise

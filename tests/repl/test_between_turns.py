@@ -93,13 +93,15 @@ def index_writes_per_turn(store: Store, turns: int, *, between: bool) -> tuple[l
 def test_no_turn_merges_the_word_index_when_the_chat_merges_it_between_turns(
         tmp_path: Path) -> None:
     with Store(history_file(tmp_path)) as store:
-        writes, session = index_writes_per_turn(store, 60, between=True)
+        # Long enough for the merging to reach the third level: with FTS5's default
+        # `usermerge` (4) a commit near turn 380 merged.
+        writes, session = index_writes_per_turn(store, 400, between=True)
         # Every turn writes its own two messages' entries, and nothing more.
         assert max(writes) == min(writes)
         store.connection.db.execute(
             "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
-        found = store.recall.word_matches(session, "杭州 Porto", before_turn=61, limit=200)
-        assert set(range(1, 120, 2)) <= set(found.scores)  # every input said one of them
+        found = store.recall.word_matches(session, "杭州 Porto", before_turn=401, limit=800)
+        assert set(range(1, 800, 2)) <= set(found.scores)  # every input said one of them
 
 
 def test_without_the_upkeep_some_turns_merge_the_index_in_their_commit(
