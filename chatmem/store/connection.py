@@ -101,9 +101,9 @@ class Connection:
         """Merge a little of the word index (SQLite), between turns.
 
         FTS5 writes a segment per commit and merges them inside whichever commit
-        finds four on one level: at 10,000 turns, one turn in about sixty took
-        10–30 ms more. A few dozen pages merged after every turn keep each level
-        below that (measured in docs/performance.md)."""
+        finds four on one level: one commit in about fifteen, and at 10,000 turns
+        one in about sixty took 8–30 ms more. A few dozen pages merged after every
+        turn keep each level below that (measured in docs/performance.md)."""
         self.db.merge_word_segments(MERGE_PAGES)
 
     def vacuum(self) -> None:

@@ -425,4 +425,3 @@ def m012_images(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
-
