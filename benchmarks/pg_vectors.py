@@ -72,17 +72,18 @@ def first_and_next(store: Store, session_id: int, count: int) -> tuple[float, fl
     state = SessionState(store, session_id)
     recall = StoredRecall(state, None, 3.0, StubEmbedder())  # type: ignore[arg-type]
     read = 0
-    vectors_at, vector_rows = store.vectors.vectors_at, store.vectors.vector_rows
+    vectors_at, vector_batch = store.vectors.vectors_at, store.vectors.vector_batch
 
     def counted(method: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
             nonlocal read
             rows = method(*args, **kwargs)
-            read += len(rows)
+            read += len(getattr(rows, "positions", rows))  # a VectorBatch, or a list
             return rows
         return call
 
-    store.vectors.vectors_at, store.vectors.vector_rows = counted(vectors_at), counted(vector_rows)  # type: ignore[method-assign]
+    store.vectors.vectors_at = counted(vectors_at)  # type: ignore[method-assign]
+    store.vectors.vector_batch = counted(vector_batch)  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
         recall.dense(count, "what did we say", [])
@@ -91,7 +92,7 @@ def first_and_next(store: Store, session_id: int, count: int) -> tuple[float, fl
         recall.dense(count, "what did we say", [])
         again = time.perf_counter() - started
     finally:
-        store.vectors.vectors_at, store.vectors.vector_rows = vectors_at, vector_rows  # type: ignore[method-assign]
+        store.vectors.vectors_at, store.vectors.vector_batch = vectors_at, vector_batch  # type: ignore[method-assign]
     return first, again, read
 
 

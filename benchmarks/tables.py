@@ -79,11 +79,13 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
             line += f"{last['turn']['median_ms'] / first['turn']['median_ms']:>11.2f}×"
         print(line)
 
-    print("\nAt each size: build ms (context alone), first catch-up s; per turn: upkeep ms"
+    print("\nAt each size: build ms (context alone), first catch-up s, the first turn's ms"
+          " after opening (left out of the medians); per turn: upkeep ms"
           " between turns (the chat's, while a reply is read: a little of the word index"
           " merged, the log folded every 8 turns; mean), strategy model calls, bytes stored,"
           " SQL statements (the upkeep's included), rows read")
-    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'between':>9}"
+    header = (f"{'strategy':<30}{'turns':>8}{'build':>9}{'catch-up':>10}{'first':>8}"
+              f"{'between':>9}"
               f"{'calls':>7}{'bytes':>11}{'queries':>9}{'rows':>9}")
     print(header)
     print("-" * len(header))
@@ -97,8 +99,9 @@ def print_tables(data: dict[str, Any], backend: str) -> None:
             calls = sum(v for k, v in r["model_calls_per_turn"].items() if k != "chat")
             between = r.get("between_turns_ms")
             upkeep = "—" if between is None else _ms(between)
+            first = "—" if r.get("first_turn_ms") is None else _ms(r["first_turn_ms"])
             print(f"{name:<30}{n:>8,}{_ms(r['build']['median_ms']):>9}{r['catch_up_s']:>10.2f}"
-                  f"{upkeep:>9}{calls:>7.2f}{r['bytes_per_turn']:>11,.0f}"
+                  f"{first:>8}{upkeep:>9}{calls:>7.2f}{r['bytes_per_turn']:>11,.0f}"
                   f"{r.get('statements_per_turn', 0):>9,.0f}{r.get('rows_per_turn', 0):>9,.0f}")
 
     peers = [r for r in rows if r["memory"] == "langchain"]

@@ -230,20 +230,20 @@ class StoredRecall:
         assert self.embedder is not None
         caches: dict[str, _VectorCache] = self.state.caches.setdefault("vectors", {})
         cache = caches.setdefault(self.embedder.key, _VectorCache())
-        rows = self.state.store.vectors.vector_rows(self.state.session_id, self.embedder.key,
-                                                    after_id=cache.last_id)
+        batch = self.state.store.vectors.vector_batch(self.state.session_id, self.embedder.key,
+                                                      after_id=cache.last_id)
         if cache.vectors is None:
             # The size of a vector is the stored one's (an endpoint's is known late).
-            width = len(rows[0].vector) // 2 if rows else 0
+            width = len(batch.vectors) // 2 // len(batch.positions) if batch.positions else 0
             cache.vectors = np.zeros((0, width), np.float32)
             cache.links = np.zeros(0, np.float32)
             cache.present = np.zeros(0, dtype=bool)
-            if not rows:
+            if not batch.positions:
                 cache.vectors = None
                 return Vectors(np.zeros((count, 0), np.float32), np.zeros(count, np.float32),
                                np.zeros(count, bool), 0)
         width = cache.vectors.shape[1]
-        size = max([count, cache.filled, *(r.position for r in rows)])
+        size = max(count, cache.filled, max(batch.positions, default=0))
         if size > len(cache.vectors):
             # Room beyond `size` from the first read on: otherwise the next turn's vectors
             # copy the whole array (3 ms at 20,000 messages). Unwritten zeros take no memory.
@@ -255,18 +255,17 @@ class StoredRecall:
                 longer = np.zeros(room, dtype=kind)
                 longer[: cache.filled] = getattr(cache, name)[: cache.filled]
                 setattr(cache, name, longer)
-        for row in rows:
-            cache.vectors[row.position - 1] = np.frombuffer(row.vector, dtype=np.float16)
-            cache.present[row.position - 1] = True
-        # A new vector changes its own link and the next row's.
-        touched = sorted({i for row in rows for i in (row.position - 1, row.position)
-                          if 0 < i < size})
-        if touched:
-            at = np.array(touched)
+        if batch.positions:
+            # One assignment for the whole batch: a session opening reads 20,000 of them.
+            rows = np.asarray(batch.positions) - 1
+            cache.vectors[rows] = np.frombuffer(batch.vectors, np.float16).reshape(-1, width)
+            cache.present[rows] = True
+            # A new vector changes its own link and the next row's.
+            at = np.unique(np.concatenate([rows, rows + 1]))
+            at = at[(at > 0) & (at < size)]
             cache.links[at] = np.einsum("ij,ij->i", cache.vectors[at], cache.vectors[at - 1])
+            cache.last_id = batch.last_id
         cache.filled = size
-        if rows:
-            cache.last_id = rows[-1].message_id
         present = cache.present[:count]
         return Vectors(cache.vectors[:count], cache.links[:count], present,
                        int(present.sum()))

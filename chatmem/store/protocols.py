@@ -22,6 +22,7 @@ from chatmem.store.recall import (
     CandidateRow,
     PendingText,
     PositionedVector,
+    VectorBatch,
     VectorRow,
     WordMatches,
 )
@@ -124,6 +125,9 @@ class VectorRepository(Protocol):
 
     def vector_rows(self, session_id: int, model: str, *,
                     after_id: int = 0) -> list[PositionedVector]: ...
+
+    def vector_batch(self, session_id: int, model: str, *,
+                     after_id: int = 0) -> VectorBatch: ...
 
     def nearest_positions(self, session_id: int, model: str, dimensions: int,
                           last_position: int, query: Sequence[float],

@@ -123,6 +123,18 @@ class PositionedVector:
     context_vector: bytes
 
 
+@dataclass(frozen=True)
+class VectorBatch:
+    """A session's message vectors for one model, read in bulk (VectorTables.vector_batch):
+    recall's cache fills an array from them without a Python object per message."""
+
+    positions: list[int]
+    vectors: bytes
+    """The message vectors (float16), in the order of `positions`, one after another."""
+    last_id: int
+    """The highest message id read (0: none)."""
+
+
 CandidateRow = tuple[int, int, int, str, str, int | None]
 """position, id, turn, role, content, stored token count (RecallTables.candidate_rows)."""
 
@@ -326,6 +338,20 @@ class VectorTables:
                 [model, session_id, after_id],
             )
         ]
+
+    def vector_batch(self, session_id: int, model: str, *, after_id: int = 0) -> VectorBatch:
+        """`vector_rows` without the context vectors, as one buffer: what recall's cache
+        reads when a session opens (20,000 vectors) and after each turn (two)."""
+        rows = self._db.execute(
+            "SELECT v.message_id, m.position, v.vector FROM message_vectors v"
+            " JOIN messages m ON m.id = v.message_id"
+            " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ?"
+            " AND m.superseded = 0 ORDER BY v.message_id",
+            [model, session_id, after_id]).fetchall()
+        if not rows:
+            return VectorBatch([], b"", 0)
+        ids, positions, vectors = zip(*rows, strict=True)
+        return VectorBatch([int(p) for p in positions], b"".join(vectors), int(ids[-1]))
 
     @property
     def ranks_vectors(self) -> bool:

@@ -34,6 +34,10 @@ def test_a_turns_new_vectors_do_not_copy_the_ones_already_held(store: Store) -> 
                           embedder)
     first = recall.vectors(HELD)
     assert first.count == HELD
+    stored = store.vectors.vector_rows(session.id, embedder.key)
+    assert [row.position for row in stored] == list(range(1, HELD + 1))
+    assert np.array_equal(first.own, np.stack(
+        [np.frombuffer(row.vector, np.float16) for row in stored]).astype(np.float32))
     held = first.own.copy()
 
     store.history.import_messages(session.id, said(HELD, 2))  # one more turn

@@ -49,7 +49,7 @@ def test_pgvector_recall_equals_the_numpy_ranking(make_engine, store: Store,
     with monkeypatch.context() as patch:
         # The database path (taken here from the first message) never reads every vector.
         patch.setattr(recall_sources, "DATABASE_RANKING_FROM", 0)
-        patch.setattr(store.vectors, "vector_rows", lambda *a,
+        patch.setattr(store.vectors, "vector_batch", lambda *a,
                       **k: pytest.fail("read every vector"))
         for query in QUERIES:
             by_database[query] = recall_rows(engine, query, mode=mode)
@@ -68,13 +68,13 @@ def test_below_the_threshold_numpy_ranks_though_the_database_could(make_engine,
     run_conversation(engine, [mixed_line(i) for i in range(1, 11)])
     engine.indexing.finish(embedder)
     read: list[object] = []
-    original = store.vectors.vector_rows
+    original = store.vectors.vector_batch
 
     def counted(*args: object, **kwargs: object) -> object:
         read.append(args)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    store.vectors.vector_rows = counted  # type: ignore[method-assign]
+    store.vectors.vector_batch = counted  # type: ignore[method-assign]
     rows = recall_rows(engine, QUERIES[0], mode="dense")
     assert read and any(r["dense"] is not None for r in rows)
     assert recall_sources.DATABASE_RANKING_FROM > 20
