@@ -305,8 +305,9 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
             cpu.append((time.process_time() - cpu_started - provider.cpu_seconds) * 1000)
             took = (time.perf_counter() - started - provider.seconds) * 1000
             took_ms.append(took)
-            # What the chat does once a turn is shown, while the user reads (folding the
-            # log every few turns): timed apart, and reported beside the turn.
+            # What the chat does once a turn is shown, while the user reads (merging a
+            # little of the word index, folding the log every few turns): timed apart,
+            # and reported beside the turn.
             started = time.perf_counter()
             engine.between_turns()
             upkeep.append((time.perf_counter() - started) * 1000)

@@ -316,6 +316,14 @@ class RecallTables:
         return sorted(starts), self.last_position(session_id)
 
 
+_SESSION_VECTORS = (
+    " FROM message_vectors v JOIN messages m ON m.id = v.message_id"
+    " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ? AND m.superseded = 0"
+    " ORDER BY v.message_id")
+"""A session's vectors for one model past a message id, as history has them (a replaced
+turn's are not): vector_rows and vector_batch read it."""
+
+
 class VectorTables:
     """Message vectors per embedding model, and the messages still without them
     (`store.vectors`)."""
@@ -327,27 +335,15 @@ class VectorTables:
     def vector_rows(self, session_id: int, model: str, *,
                     after_id: int = 0) -> list[PositionedVector]:
         """The session's vectors for `model` of messages with an id above `after_id`."""
-        return [
-            PositionedVector(*row) for row in self._db.execute(
-                "SELECT v.message_id, m.position, v.vector, v.context_vector"
-                " FROM message_vectors v"
-                " JOIN messages m ON m.id = v.message_id"
-                " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ?"
-                " AND m.superseded = 0"
-                " ORDER BY v.message_id",
-                [model, session_id, after_id],
-            )
-        ]
+        return [PositionedVector(*row) for row in self._db.execute(
+            "SELECT v.message_id, m.position, v.vector, v.context_vector" + _SESSION_VECTORS,
+            [model, session_id, after_id])]
 
     def vector_batch(self, session_id: int, model: str, *, after_id: int = 0) -> VectorBatch:
         """`vector_rows` without the context vectors, as one buffer: what recall's cache
         reads when a session opens (20,000 vectors) and after each turn (two)."""
-        rows = self._db.execute(
-            "SELECT v.message_id, m.position, v.vector FROM message_vectors v"
-            " JOIN messages m ON m.id = v.message_id"
-            " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ?"
-            " AND m.superseded = 0 ORDER BY v.message_id",
-            [model, session_id, after_id]).fetchall()
+        rows = self._db.execute("SELECT v.message_id, m.position, v.vector" + _SESSION_VECTORS,
+                                [model, session_id, after_id]).fetchall()
         if not rows:
             return VectorBatch([], b"", 0)
         ids, positions, vectors = zip(*rows, strict=True)
