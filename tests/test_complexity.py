@@ -320,7 +320,7 @@ def test_a_question_s_terms_are_counted_in_one_statement_however_many_there_are(
             kept = store.recall.rare_terms(terms, POSTINGS)
         assert meter.statements == 1
         # The same terms as counting them one by one keeps.
-        one_by_one = sorted((store.db.count_word_matches(t, POSTINGS // 2), t) for t in terms)
+        one_by_one = sorted((store.db.count_words_matches([t], POSTINGS // 2)[0], t) for t in terms)
         expected, used = [], 0
         for found, term in one_by_one:
             if not 0 < found <= POSTINGS // 2:

@@ -90,10 +90,6 @@ class Backend(Protocol):
         `most` + 1 (a count above `most` means "too many"): all in one statement."""
         ...
 
-    def count_word_matches(self, term: str, most: int) -> int:
-        """Index entries matching one query term, counted up to `most` + 1."""
-        ...
-
     def session_word_counts(self, terms: Sequence[str], session_id: int,
                             most: int) -> SessionWords | None:
         """Per term, how many of the conversation's index entries match it, counted up

@@ -67,9 +67,6 @@ class PostgresWords:
         if not self.in_transaction:
             self.execute("VACUUM message_words")
 
-    def count_word_matches(self, term: str, most: int) -> int:
-        return self.count_words_matches([term], most)[0]
-
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
         if not terms:
             return []
@@ -193,9 +190,6 @@ class PostgresWords:
     def count_lexeme(self, lexeme: str) -> int:
         return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
                                [_tsquery(lexeme)]))
-
-    # -- vectors ------------------------------------------------------------------------------
-
 
 
 def _tsquery(lexeme: str) -> str:

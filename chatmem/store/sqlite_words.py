@@ -56,9 +56,6 @@ class SqliteWords:
         # the erased terms for real (secure_delete then zeroes the freed pages).
         self.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
-    def count_word_matches(self, term: str, most: int) -> int:
-        return self.count_words_matches([term], most)[0]
-
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
         if not terms:
             return []

@@ -47,8 +47,8 @@ def test_index_words_replaces_an_entry_and_scores_rank_the_better_match(tmp_path
             {"role": "assistant", "content": "我们去杭州 walnut"}])
         with store.write():
             store.db.index_words([(first, fts.index_text("only oolong now"))])
-        assert store.db.count_word_matches("walnut", 10) == 1
-        assert store.db.count_word_matches("oolong", 10) == 1
+        assert store.db.count_words_matches(["walnut"], 10)[0] == 1
+        assert store.db.count_words_matches(["oolong"], 10)[0] == 1
         scores = store.db.word_scores(["杭州", "oolong"], session.id, None, 10)
         assert {(i, p) for i, p, _ in scores} == {(first, 1), (second, 2)}
         assert store.db.word_scores(["oolong"], session.id, 1, 10) == []  # before turn 1

@@ -135,7 +135,7 @@ def test_how_often_a_conversation_says_a_word_is_read_in_it_alone(store: Store) 
         return [m.position for m in held if word in m.content and m.turn < before_turn]
 
     def scores(term: str, before_turn: int = 99, scored: bool = True) -> dict[int, float]:
-        count = store.db.count_word_matches(term, 100) if scored else None
+        count = store.db.count_words_matches([term], 100)[0] if scored else None
         return dict(store.db.session_word_scores([WeightedTerm(term, 2.0, count)],
                                                  mine.session.id, before_turn, 50))
 

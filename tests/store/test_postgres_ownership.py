@@ -64,7 +64,7 @@ def test_a_role_sees_and_touches_none_of_anothers_rows(
     assert all(own[t] >= 1 for t in USER_TABLES if t != "session_shares")
     assert visible(bob) == dict.fromkeys(USER_TABLES, 0)
     assert bob.word_scores(["杭州"], None, None, 10) == []
-    assert bob.count_word_matches("杭州", 10) == 0
+    assert bob.count_words_matches(["杭州"], 10)[0] == 0
     with bob.write():
         for table in USER_TABLES:
             # The first column a role may update (ids, owners and sessions none may: p007).
@@ -113,7 +113,7 @@ def test_a_shared_session_is_the_one_exception(
     with ann.write():
         ann.execute("UPDATE session_shares SET mode = 'write' WHERE session_id = ?", [shared])
     add_message(bob, shared, 5, "bob was here")
-    assert ann.count_word_matches("bob", 10) == 1
+    assert ann.count_words_matches(["bob"], 10)[0] == 1
     with bob.write():
         assert bob.execute("DELETE FROM sessions").rowcount == 0
     # Nor take it over: the owner column is not his to change, in any table.

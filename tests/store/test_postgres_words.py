@@ -41,9 +41,9 @@ def test_counting_matches_stops_after_most_plus_one(pg_backend: PostgresBackend)
     session_id = add_session(pg_backend)
     for i in range(6):
         add_message(pg_backend, session_id, i, f"rain number {i}")
-    assert pg_backend.count_word_matches("rain", 2) == 3
-    assert pg_backend.count_word_matches("rain", 10) == 6
-    assert pg_backend.count_word_matches("snow", 10) == 0
+    assert pg_backend.count_words_matches(["rain"], 2)[0] == 3
+    assert pg_backend.count_words_matches(["rain"], 10)[0] == 6
+    assert pg_backend.count_words_matches(["snow"], 10)[0] == 0
 
 
 def test_reindexing_replaces_and_unindexing_removes_entries(pg_backend: PostgresBackend) -> None:
@@ -51,8 +51,8 @@ def test_reindexing_replaces_and_unindexing_removes_entries(pg_backend: Postgres
     message_id = add_message(pg_backend, session_id, 0, "my card is 4111 secret")
     with pg_backend.write():
         pg_backend.index_words([(message_id, fts.index_text("my card is [redacted]"))])
-    assert pg_backend.count_word_matches("secret", 5) == 0
-    assert pg_backend.count_word_matches("redacted", 5) == 1
+    assert pg_backend.count_words_matches(["secret"], 5)[0] == 0
+    assert pg_backend.count_words_matches(["redacted"], 5)[0] == 1
     with pg_backend.write():
         pg_backend.unindex_words([message_id])
     pg_backend.forget_erased_words()
