@@ -203,6 +203,7 @@ class SqliteBackend(SqliteWords):
     ranks_vectors = False
     """No vector index: recall ranks the stored arrays in numpy."""
     own_rows_first = ""
+    busy_timeout_ms = BUSY_TIMEOUT_MS
 
     def __init__(self, path: str | Path, *, key: str | None = None) -> None:
         self.path = Path(path)
@@ -456,28 +457,6 @@ class SqliteBackend(SqliteWords):
 
     def fold_log(self, *, wait: bool = True) -> None:
         self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
-
-    def merge_word_segments(self, pages: int) -> None:
-        if self.conn.in_transaction:
-            return
-        self.execute("PRAGMA busy_timeout = 0")
-        try:
-            with self.write():
-                if not self._merges_from_two:
-                    # 'merge' starts on a level holding `usermerge` segments: 2, below the 4
-                    # at which a commit merges, so commits find nothing left to merge. FTS5
-                    # keeps it in the index's own config; set here rather than by a migration,
-                    # which would lock older chatmem versions out of the file.
-                    self.execute("INSERT INTO messages_fts (messages_fts, rank)"
-                                 " VALUES ('usermerge', 2)")
-                self.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)",
-                             [pages])
-            self._merges_from_two = True
-        except StoreError as e:
-            if e.kind not in (StoreFailure.BUSY, StoreFailure.READ_ONLY):
-                raise
-        finally:
-            self.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from chatmem import fts
-from chatmem.errors import StoreConflict
+from chatmem.errors import StoreConflict, StoreError, StoreFailure
 from chatmem.store.records import SessionWords, WeightedTerm, best_first
 from chatmem.store.session_runs import SessionRuns
 
@@ -26,8 +27,14 @@ class SqliteWords:
     """The word-index methods of `Backend`, for SQLite."""
 
     _session_runs: SessionRuns
+    _merges_from_two: bool
+    conn: Any
+    busy_timeout_ms: int
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        raise NotImplementedError
+
+    def write(self) -> AbstractContextManager[None]:
         raise NotImplementedError
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
@@ -55,6 +62,28 @@ class SqliteWords:
         # FTS5 only marks index entries deleted; merging the segments drops
         # the erased terms for real (secure_delete then zeroes the freed pages).
         self.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+
+    def merge_word_segments(self, pages: int) -> None:
+        if self.conn.in_transaction:
+            return
+        self.execute("PRAGMA busy_timeout = 0")
+        try:
+            with self.write():
+                if not self._merges_from_two:
+                    # 'merge' starts on a level holding `usermerge` segments: 2, below the 4
+                    # at which a commit merges, so commits find nothing left to merge. FTS5
+                    # keeps it in the index's own config; set here rather than by a migration,
+                    # which would lock older chatmem versions out of the file.
+                    self.execute("INSERT INTO messages_fts (messages_fts, rank)"
+                                 " VALUES ('usermerge', 2)")
+                self.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)",
+                             [pages])
+            self._merges_from_two = True
+        except StoreError as e:
+            if e.kind not in (StoreFailure.BUSY, StoreFailure.READ_ONLY):
+                raise
+        finally:
+            self.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
 
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
         if not terms:
