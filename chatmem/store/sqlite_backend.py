@@ -30,6 +30,7 @@ from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primar
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.sqlite_words import SqliteWords
+from chatmem.store.word_counts import WordCounts
 
 BUSY_TIMEOUT_MS = 5000
 """Ids per `IN (...)` list, well under SQLite's bound-parameter limit."""
@@ -233,6 +234,8 @@ class SqliteBackend(SqliteWords):
         self._merges_from_two = False
         """Whether this connection has set the word index's `usermerge` (merge_word_segments)."""
         self._session_runs = SessionRuns.of(self.location)
+        self._word_counts = WordCounts()
+        """Word counts this connection made (`_count_entries`), kept while it is open."""
         try:
             self.conn = connect(path, key)
         except sqlite3.Error as e:

@@ -17,6 +17,7 @@ from chatmem import fts
 from chatmem.errors import StoreConflict, StoreError, StoreFailure
 from chatmem.store.records import SessionWords, WeightedTerm, best_first
 from chatmem.store.session_runs import SessionRuns
+from chatmem.store.word_counts import Ranges, Reading, WordCounts
 
 _CHUNK = 500
 MOST_ARMS = 400
@@ -27,6 +28,7 @@ class SqliteWords:
     """The word-index methods of `Backend`, for SQLite."""
 
     _session_runs: SessionRuns
+    _word_counts: WordCounts
     _merges_from_two: bool
     conn: Any
     busy_timeout_ms: int
@@ -50,9 +52,11 @@ class SqliteWords:
                 # case, never pay for that delete.
                 self.execute("DELETE FROM messages_fts WHERE rowid = ?", [message_id])
                 self.execute(insert, [message_id, text])
+                self._word_counts.forget()
 
     def unindex_words(self, message_ids: Sequence[int]) -> None:
         ids = list(message_ids)
+        self._word_counts.forget()
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             marks = ", ".join("?" for _ in chunk)
@@ -86,13 +90,7 @@ class SqliteWords:
             self.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
 
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
-        if not terms:
-            return []
-        counts = ", ".join(["(SELECT count(*) FROM (SELECT rowid FROM messages_fts"
-                            " WHERE messages_fts MATCH ? LIMIT ?))"] * len(terms))
-        row = self.execute(f"SELECT {counts}",
-                           [v for t in terms for v in (fts.quote_term(t), most + 1)]).fetchone()
-        return [int(n) for n in row]
+        return self._count_entries(terms, most, None, None)
 
     def session_word_counts(self, terms: Sequence[str], session_id: int,
                             most: int) -> SessionWords | None:
@@ -101,18 +99,83 @@ class SqliteWords:
             return None
         if not ranges:
             return SessionWords((0,) * len(terms), 0)
+        return SessionWords(tuple(self._count_entries(terms, most, session_id, tuple(ranges))),
+                            last)
+
+    def _count_entries(self, terms: Sequence[str], most: int, scope: int | None,
+                       ranges: Ranges | None) -> list[int]:
+        """Each term's index entries (in `ranges`, a conversation's; None: all), up to
+        `most` + 1: what this connection counted before, and the entries added since
+        (chatmem.store.word_counts). Inside a transaction, whose writes may yet be rolled
+        back, everything is counted and nothing kept."""
+        if not terms:
+            return []
+        unique = list(dict.fromkeys(terms))
+        reuse = not self.conn.in_transaction
+        counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse)
+        if counts is None:  # another connection committed since: count again, in full
+            counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse)
+        assert counts is not None
+        return [counts[t] for t in terms]
+
+    def _entries_counted(self, terms: list[str], most: int, scope: int | None,
+                         ranges: Ranges | None, *, reuse: bool) -> dict[str, int] | None:
+        """`_count_entries`; None if counts it built on no longer hold."""
+        known = self._word_counts
+        if reuse:
+            counted, reads, basis = known.readings(terms, most, scope, ranges)
+        else:
+            counted, reads, basis = {}, [Reading(t, 0, 0, ranges) for t in terms], None
+        relied = bool(counted) or any(r.after for r in reads)
+        counted = dict(counted)
         # One statement counts many terms (a Chinese question has a dozen or more), up to
         # MOST_ARMS reads of the index (SQLite's limit on a compound is 500).
-        counts: list[int] = []
-        together = max(1, MOST_ARMS // len(ranges))
-        for start in range(0, len(terms), together):
-            counted = [self._entries_in(ranges, t) for t in terms[start:start + together]]
-            row = self.execute(
-                "SELECT " + ", ".join(f"(SELECT count(*) FROM ({entries} LIMIT ?))"
-                                      for entries, _ in counted),
-                [v for _, bounds in counted for v in (*bounds, most + 1)]).fetchone()
-            counts += [int(n) for n in row]
-        return SessionWords(tuple(counts), last)
+        chunks: list[list[Reading]] = [[]]
+        arms = 0
+        for reading in reads:
+            if reading.ranges == ():
+                counted[reading.term] = reading.entries  # nothing stored past its count
+                continue
+            width = 1 if reading.ranges is None else len(reading.ranges)
+            if chunks[-1] and arms + width > MOST_ARMS:
+                chunks.append([])
+                arms = 0
+            chunks[-1].append(reading)
+            arms += width
+        version: int | None = None
+        for chunk in chunks:
+            if not chunk and version is not None:
+                continue
+            columns, params = ["(SELECT data_version FROM pragma_data_version)",
+                               "(SELECT max(id) FROM messages)"], []
+            for reading in chunk:
+                entries, bounds = self._entries_after(reading)
+                columns.append(f"(SELECT count(*) FROM ({entries} LIMIT ?))")
+                params += [*bounds, most + 1 - reading.entries]
+            version, newest, *found = self.execute("SELECT " + ", ".join(columns),
+                                                   params).fetchone()
+            fresh = {r.term: r.entries + int(n) for r, n in zip(chunk, found, strict=True)}
+            counted.update(fresh)
+            if basis is None:
+                continue
+            if known.holds(basis, version):
+                through = int(newest or 0) if ranges is None else max(hi for _, hi in ranges)
+                known.keep(fresh, most, scope, ranges, through, basis)
+            elif relied:
+                return None
+        return counted
+
+    @staticmethod
+    def _entries_after(reading: Reading) -> tuple[str, list[Any]]:
+        """A statement reading a term's index entries past `reading.after` (in its
+        ranges, if any), and its parameters. FTS5 seeks to each range's first entry."""
+        term = fts.quote_term(reading.term)
+        if reading.ranges is None:
+            return ("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ?",
+                    [term, reading.after])
+        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+                                   " AND rowid BETWEEN ? AND ?"] * len(reading.ranges))
+        return arms, [v for lo, hi in reading.ranges for v in (term, lo, hi)]
 
     def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
                             before_turn: int, limit: int) -> list[tuple[int, float]]:
@@ -164,14 +227,6 @@ class SqliteWords:
         if not others:
             return None, 0
         return self._session_runs.ranges(self, session_id)
-
-    @staticmethod
-    def _entries_in(ranges: Sequence[tuple[int, int]], term: str) -> tuple[str, list[Any]]:
-        """A statement reading `term`'s index entries in `ranges`, and its parameters.
-        FTS5 seeks to each range's first entry."""
-        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-                                   " AND rowid BETWEEN ? AND ?"] * len(ranges))
-        return arms, [v for lo, hi in ranges for v in (fts.quote_term(term), lo, hi)]
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
