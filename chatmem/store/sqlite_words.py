@@ -149,12 +149,13 @@ class SqliteWords:
             columns, params = ["(SELECT data_version FROM pragma_data_version)",
                                "(SELECT max(id) FROM messages)"], []
             for reading in chunk:
-                entries, bounds = self._entries_after(reading)
-                columns.append(f"(SELECT count(*) FROM ({entries} LIMIT ?))")
-                params += [*bounds, most + 1 - reading.entries]
+                count, bounds = self._entries_after(reading, most + 1 - reading.entries)
+                columns.append(count)
+                params += bounds
             version, newest, *found = self.execute("SELECT " + ", ".join(columns),
                                                    params).fetchone()
-            fresh = {r.term: r.entries + int(n) for r, n in zip(chunk, found, strict=True)}
+            fresh = {r.term: min(r.entries + int(n), most + 1)
+                     for r, n in zip(chunk, found, strict=True)}
             counted.update(fresh)
             if basis is None:
                 continue
@@ -166,16 +167,26 @@ class SqliteWords:
         return counted
 
     @staticmethod
-    def _entries_after(reading: Reading) -> tuple[str, list[Any]]:
-        """A statement reading a term's index entries past `reading.after` (in its
-        ranges, if any), and its parameters. FTS5 seeks to each range's first entry."""
+    def _entries_after(reading: Reading, most: int) -> tuple[str, list[Any]]:
+        """An expression counting a term's index entries past `reading.after` (in its
+        ranges, if any), up to `most`, and its parameters. FTS5 seeks to each range's
+        first entry. Entries past a count are read newest first: in a segment that
+        holds none of them, that stops at its first entry rather than reading it all
+        (61 against 20 µs a word at 10,000 turns)."""
         term = fts.quote_term(reading.term)
-        if reading.ranges is None:
-            return ("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ?",
-                    [term, reading.after])
-        arms = " UNION ALL ".join(["SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-                                   " AND rowid BETWEEN ? AND ?"] * len(reading.ranges))
-        return arms, [v for lo, hi in reading.ranges for v in (term, lo, hi)]
+        match = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+        if not reading.after:
+            if reading.ranges is None:
+                return f"(SELECT count(*) FROM ({match} LIMIT ?))", [term, most]
+            arms = " UNION ALL ".join([f"{match} AND rowid BETWEEN ? AND ?"]
+                                      * len(reading.ranges))
+            return (f"(SELECT count(*) FROM ({arms} LIMIT ?))",
+                    [*(v for lo, hi in reading.ranges for v in (term, lo, hi)), most])
+        ranges = reading.ranges or ((reading.after + 1, 2**62),)
+        newest_first = (f"(SELECT count(*) FROM ({match} AND rowid BETWEEN ? AND ?"
+                        " ORDER BY rowid DESC LIMIT ?))")
+        return (" + ".join([newest_first] * len(ranges)),
+                [v for lo, hi in ranges for v in (term, lo, hi, most)])
 
     def session_word_scores(self, terms: Sequence[WeightedTerm], session_id: int,
                             before_turn: int, limit: int) -> list[tuple[int, float]]:
