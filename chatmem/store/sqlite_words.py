@@ -4,6 +4,8 @@ recall and the logs make of it (`SqliteWords`, part of `SqliteBackend`).
 A search across the history ranks with FTS5's own `bm25()`. A conversation's search,
 where other conversations are stored, reads the index only in that conversation's runs
 of message ids (chatmem.store.session_runs) and weighs its words by its own counts.
+A connection keeps the words' counts it made and later reads only the entries added
+since (chatmem.store.word_counts).
 """
 
 from __future__ import annotations
@@ -142,10 +144,9 @@ class SqliteWords:
                 arms = 0
             chunks[-1].append(reading)
             arms += width
-        version: int | None = None
         for chunk in chunks:
-            if not chunk and version is not None:
-                continue
+            # The first statement runs even with nothing to read: it checks what the known
+            # counts rest on.
             columns, params = ["(SELECT data_version FROM pragma_data_version)",
                                "(SELECT max(id) FROM messages)"], []
             for reading in chunk:
