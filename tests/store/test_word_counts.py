@@ -86,8 +86,9 @@ def test_kept_counts_equal_fresh_ones_whatever_either_connection_does(
                 store = stores[bool(by_other)]
                 ids = [s.id for n in ("mine", "other")
                        if (s := store.sessions.find_session(n)) is not None]
-                store.redactions.rewrite_stored_text(ids, None, [str(word)],
-                                                     lambda text: text.replace(str(word), "x"))
+                needle = str(word)
+                store.redactions.rewrite_stored_text(
+                    ids, None, [needle], lambda text, needle=needle: text.replace(needle, "x"))
             elif kind == "drop":
                 store = stores[bool(step[1])]
                 if store.sessions.find_session("other") is not None:
