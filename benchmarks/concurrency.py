@@ -127,9 +127,8 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
-    print("\nConcurrent clients (summary-buffer, scripted provider): every turn through the "
-          "engine")
+def print_table(rows: list[dict[str, Any]], strategy: str) -> None:
+    print(f"\nConcurrent clients ({strategy}, scripted provider): every turn through the engine")
     header = (f"{'backend':<12}{'layout':<16}{'clients×turns':>15}{'turns/s':>10}{'median ms':>11}"
               f"{'p95 ms':>9}{'lost':>6}{'folds':>7}{'folded twice':>14}{'errors':>8}")
     print(header)
@@ -189,7 +188,7 @@ def main() -> None:
                     server.drop(url)
                 print(f"postgresql {'one session' if shared else 'N sessions'}: "
                       f"{rows[-1]['turns_per_s']:.1f} turns/s", file=sys.stderr, flush=True)
-    print_table(rows)
+    print_table(rows, args.strategy)
     command = shown_command("benchmarks/concurrency.py", sys.argv[1:])
     print(f"\n{command}: {time.perf_counter() - began:.0f} s; load average at start "
           f"{load[0]:.1f} on {os.cpu_count()} cores")

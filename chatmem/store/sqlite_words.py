@@ -116,16 +116,17 @@ class SqliteWords:
         reuse = not self.conn.in_transaction
         counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse)
         if counts is None:  # another connection committed since: count again, in full
-            counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse)
+            counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse, again=True)
         assert counts is not None
         return [counts[t] for t in terms]
 
     def _entries_counted(self, terms: list[str], most: int, scope: int | None,
-                         ranges: Ranges | None, *, reuse: bool) -> dict[str, int] | None:
+                         ranges: Ranges | None, *, reuse: bool,
+                         again: bool = False) -> dict[str, int] | None:
         """`_count_entries`; None if counts it built on no longer hold."""
         known = self._word_counts
         if reuse:
-            counted, reads, basis = known.readings(terms, most, scope, ranges)
+            counted, reads, basis = known.readings(terms, most, scope, ranges, again=again)
         else:
             counted, reads, basis = {}, [Reading(t, 0, 0, ranges) for t in terms], None
         relied = bool(counted) or any(r.after for r in reads)

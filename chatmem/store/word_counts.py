@@ -64,6 +64,8 @@ class Basis:
     generation: int
     empty: bool
     """Nothing was known: counts on this basis rest on no other commit."""
+    again: bool = False
+    """Looked up for a count read again in the same call (after another's commit)."""
 
 
 class WordCounts:
@@ -73,6 +75,10 @@ class WordCounts:
         self._known: dict[tuple[int | None, str, int], Count] = {}
         self._version: int | None = None
         self._generation = 0
+        self._others_writing = False
+        """The last check found another connection's commit: while others write between
+        counts, known counts would be forgotten each time, so none are relied on (a count
+        read against them would then be read twice)."""
         # A server's requests may search from threads sharing the connection.
         self._lock = threading.Lock()
 
@@ -82,15 +88,18 @@ class WordCounts:
             self._forget()
 
     def readings(self, terms: Sequence[str], most: int, scope: int | None,
-                 ranges: Ranges | None) -> tuple[dict[str, int], list[Reading], Basis]:
+                 ranges: Ranges | None, *,
+                 again: bool = False) -> tuple[dict[str, int], list[Reading], Basis]:
         """The counts known in full (past the cap: no entry added changes them), what
         each other term still has to read, and what both rest on. `ranges`: where the
-        conversation `scope` lies (None: the whole index)."""
+        conversation `scope` lies (None: the whole index); `again`: the same call's
+        second look, after its first found another connection's commit."""
         done: dict[str, int] = {}
         reads: list[Reading] = []
         with self._lock:
+            relied_on = not self._others_writing
             for term in terms:
-                known = self._known.get((scope, term, most))
+                known = self._known.get((scope, term, most)) if relied_on else None
                 if known is not None and ranges is not None and (
                         known.within != below(ranges, known.through)):
                     known = None  # the conversation's runs were joined since: count anew
@@ -101,13 +110,18 @@ class WordCounts:
                 else:
                     reads.append(Reading(term, known.entries, known.through,
                                          None if ranges is None else above(ranges, known.through)))
-            return done, reads, Basis(self._version, self._generation, not self._known)
+            return done, reads, Basis(self._version, self._generation,
+                                      not (relied_on and self._known), again)
 
     def holds(self, basis: Basis, version: int) -> bool:
         """Whether counts built on those known at `basis` are right at `version` (the
         data_version the reading saw): no other connection committed, and this one
         forgot nothing, in between. If another committed, all are forgotten."""
         with self._lock:
+            if not basis.again:
+                # Whether another connection committed since this one's last call (its
+                # first check has nothing to compare with).
+                self._others_writing = self._version is not None and version != self._version
             if version != self._version:
                 if self._known:
                     self._forget()

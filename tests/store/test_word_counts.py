@@ -182,3 +182,27 @@ def test_a_word_counted_again_reads_only_what_was_added_since(tmp_path: Path) ->
         with metered(store) as capped:
             assert store.db.count_words_matches(terms, 100) == [101, 101]
         assert capped.steps <= 1 and capped.statements == 1
+
+
+def test_while_another_connection_writes_each_count_is_one_statement(tmp_path: Path) -> None:
+    """Another writer's commit between counts makes the known ones useless: once seen, the
+    counts are read in full in one statement rather than read against the known ones and
+    then again; when the other stops writing, they are reused again."""
+    path = tmp_path / "h.db"
+    with Store(path) as this, Store(path) as another:
+        mine = this.sessions.create_session("mine", "retrieval", {})
+        this.history.import_messages(
+            mine.id, [{"role": "user", "content": f"tea 茶水 {n}"} for n in range(300)])
+        terms = fts.query_terms("tea 茶水")
+        this.db.count_words_matches(terms, 10**6)
+        for round_, added in enumerate(range(1, 5)):
+            another.history.import_messages(mine.id, [{"role": "user", "content": "tea"}])
+            with metered(this) as meter:
+                assert this.db.count_words_matches(terms, 10**6) == [300 + added, 300]
+            # The first commit seen costs the counts read against the known ones once more.
+            assert meter.statements == (2 if round_ == 0 else 1), round_
+        with metered(this) as full:
+            this.db.count_words_matches(terms, 10**6)
+        with metered(this) as reused:
+            assert this.db.count_words_matches(terms, 10**6) == [304, 300]
+        assert reused.statements == 1 and full.steps > 10 * max(reused.steps, 1)
