@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from chatmem import fts
@@ -166,6 +167,8 @@ class SqliteWords:
                 known.keep(fresh, most, scope, ranges, through, basis)
             elif relied:
                 return None
+            # The call's later statements tell nothing of other writers between calls.
+            basis = replace(basis, again=True)
         return counted
 
     @staticmethod
