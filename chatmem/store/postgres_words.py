@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from chatmem.store.records import SessionWords, WeightedTerm, best_first
+from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
 
 K1, B = 1.2, 0.75
 """BM25's parameters, FTS5's defaults."""
@@ -139,20 +139,13 @@ class PostgresWords:
             hits = self.count_lexeme(lexeme)
             idf[lexeme] = max(math.log((entries - hits + 0.5) / (hits + 0.5)), 1e-6)
         query = " || ".join("?::tsquery" for _ in lexemes)
-        # A replaced turn's messages keep their entries (redaction rewrites them) but match nothing.
-        where, params = ("w.terms @@ q.query AND m.superseded = 0",
-                         [*map(_tsquery, lexemes)])  # type: str, list[Any]
-        if session_id is not None:
-            where += " AND w.session_id = ?"
-            params.append(session_id)
-        if before_turn is not None:
-            where += " AND m.turn < ?"
-            params.append(before_turn)
+        where, params = match_conditions("w.session_id", session_id, before_turn)
         rows = self.execute(
             "SELECT m.id, m.position, w.tokens, u.lexeme, cardinality(u.positions)"
             f" FROM (SELECT {query} AS query) AS q, message_words w"
             " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
-            f" WHERE {where} AND u.lexeme = ANY(?)", [*params, list(lexemes)])
+            f" WHERE w.terms @@ q.query AND {where} AND u.lexeme = ANY(?)",
+            [*map(_tsquery, lexemes), *params, list(lexemes)])
         scores: dict[tuple[int, int], float] = {}
         for message_id, position, length, lexeme, found in rows:
             key = (int(message_id), int(position))

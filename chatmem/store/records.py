@@ -173,6 +173,22 @@ def best_first(sums: Mapping[int, float], limit: int) -> list[tuple[int, float]]
     return sorted(scored, key=lambda item: (-item[1], -item[0]))[:limit]
 
 
+def match_conditions(session_column: str, session_id: int | None,
+                     before_turn: int | None) -> tuple[str, list[Any]]:
+    """What `Backend.word_scores` adds to its match, as SQL and its parameters, in both
+    dialects: a replaced turn's messages (`m`) are left out, as redaction rewrites their
+    entries but they match nothing; `session_id` (in `session_column`) and `before_turn`
+    narrow the search when given."""
+    where, params = "m.superseded = 0", []
+    if session_id is not None:
+        where += f" AND {session_column} = ?"
+        params.append(session_id)
+    if before_turn is not None:
+        where += " AND m.turn < ?"
+        params.append(before_turn)
+    return where, params
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int

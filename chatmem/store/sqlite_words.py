@@ -18,7 +18,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import StoreConflict, StoreError, StoreFailure
-from chatmem.store.records import SessionWords, WeightedTerm, best_first
+from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.word_counts import Ranges, Reading, WordCounts
 
@@ -249,19 +249,12 @@ class SqliteWords:
         expression = fts.match_terms(list(terms))
         if expression is None:
             return []
-        # A replaced turn's messages keep their entries (redaction rewrites them) but match nothing.
-        where = "messages_fts MATCH ? AND m.superseded = 0"
-        params: list[Any] = [expression]
-        if session_id is not None:
-            where += " AND m.session_id = ?"
-            params.append(session_id)
-        if before_turn is not None:
-            where += " AND m.turn < ?"
-            params.append(before_turn)
+        where, params = match_conditions("m.session_id", session_id, before_turn)
         rows = self.execute(
             "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
-            f" JOIN messages m ON m.id = messages_fts.rowid WHERE {where}"
-            " ORDER BY score LIMIT ?", [*params, limit])
+            " JOIN messages m ON m.id = messages_fts.rowid"
+            f" WHERE messages_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
+            [expression, *params, limit])
         # bm25() is lower for better matches.
         return [(message_id, position, -score) for message_id, position, score in rows]
 
