@@ -130,7 +130,6 @@ class SqliteWords:
             counted, reads, basis = known.readings(terms, most, scope, ranges, again=again)
         else:
             counted, reads, basis = {}, [Reading(t, 0, 0, ranges) for t in terms], None
-        relied = bool(counted) or any(r.after for r in reads)
         counted = dict(counted)
         # One statement counts many terms (a Chinese question has a dozen or more), up to
         # MOST_ARMS reads of the index (SQLite's limit on a compound is 500).
@@ -165,7 +164,7 @@ class SqliteWords:
             if known.holds(basis, version):
                 through = int(newest or 0) if ranges is None else max(hi for _, hi in ranges)
                 known.keep(fresh, most, scope, ranges, through, basis)
-            elif relied:
+            elif basis.relies:
                 return None
             # The call's later statements tell nothing of other writers between calls.
             basis = replace(basis, again=True)

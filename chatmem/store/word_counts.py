@@ -57,13 +57,14 @@ def above(ranges: Ranges, after: int) -> Ranges:
 
 @dataclass(frozen=True)
 class Basis:
-    """What counts read against known ones rest on: the other connections' commits
-    seen (SQLite's data_version) and the `forget`s, when they were looked up."""
+    """What counts read against known ones rest on: the connection's counts as they were
+    when looked up (each `forget`, or another connection's commit, starts a new
+    generation)."""
 
-    version: int | None
     generation: int
-    empty: bool
-    """Nothing was known: counts on this basis rest on no other commit."""
+    relies: bool
+    """Some count was read against a known one (or was known in full): without that,
+    counts on this basis are fresh whatever others committed."""
     again: bool = False
     """Looked up for a count read again in the same call (after another's commit)."""
 
@@ -110,8 +111,8 @@ class WordCounts:
                 else:
                     reads.append(Reading(term, known.entries, known.through,
                                          None if ranges is None else above(ranges, known.through)))
-            return done, reads, Basis(self._version, self._generation,
-                                      not (relied_on and self._known), again)
+            relies = bool(done) or any(r.after for r in reads)
+            return done, reads, Basis(self._generation, relies, again)
 
     def holds(self, basis: Basis, version: int) -> bool:
         """Whether counts built on those known at `basis` are right at `version` (the
@@ -136,14 +137,13 @@ class WordCounts:
             if not self._rests_on(basis):
                 return
             if len(self._known) + len(counted) > MOST_KNOWN:
-                self._known.clear()
+                self._forget()
             within = None if ranges is None else below(ranges, through)
             for term, entries in counted.items():
                 self._known[(scope, term, most)] = Count(entries, through, within)
 
     def _rests_on(self, basis: Basis) -> bool:
-        return basis.generation == self._generation and (
-            basis.empty or basis.version == self._version)
+        return basis.generation == self._generation
 
     def _forget(self) -> None:
         self._known.clear()
