@@ -46,6 +46,11 @@ def file_kind(path: Path) -> FileKind:
     A SQLCipher file starts with a random 16-byte salt and is whole pages long;
     a text file or a truncated database is "other".
     """
+    from chatmem.store import open_files
+
+    held = open_files.held_kind(path)
+    if held is not None:
+        return held  # type: ignore[return-value]  # what it said; reading would free locks
     try:
         size = path.stat().st_size
         with path.open("rb") as f:

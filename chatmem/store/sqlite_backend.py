@@ -24,6 +24,7 @@ from chatmem.errors import (
     StoreError,
     StoreFailure,
 )
+from chatmem.store import open_files
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess
 from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
@@ -210,6 +211,8 @@ class SqliteBackend(SqliteWords):
         self.path = Path(path)
         self.location = str(path)
         in_memory = str(path) == ":memory:"
+        self._release: Callable[[], None] = lambda: None
+        """Uncounts this connection from the files the process holds (open_files)."""
         if in_memory:
             key = None
         else:
@@ -224,8 +227,18 @@ class SqliteBackend(SqliteWords):
 
             # A copy left by a killed encrypt/decrypt/rekey holds the whole history.
             cipher.remove_abandoned_conversions(self.path)
-            key = check_key(self.path, key)
-            create_private_file(self.path)
+            with open_files.OPENING:  # no connection of this process opens meanwhile
+                key = check_key(self.path, key)
+                create_private_file(self.path)
+                self._release = open_files.hold(self.path,
+                                                "plain" if key is None else "encrypted")
+        try:
+            self._open(path, key, in_memory)
+        except BaseException:
+            self._release()
+            raise
+
+    def _open(self, path: str | Path, key: str | None, in_memory: bool) -> None:
         self.encrypted = key is not None
         self._opening = True
         """Until the file is checked and migrated, a failing statement is an opening error."""
@@ -283,6 +296,7 @@ class SqliteBackend(SqliteWords):
 
     def close(self) -> None:
         self.conn.close()
+        self._release()
 
     def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self.execute(sql, params).fetchone()
