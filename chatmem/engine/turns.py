@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
-from chatmem.errors import ChatmemError, OverBudget, ProviderError, StoreError, UsageError
+from chatmem.errors import (
+    ChatmemError,
+    NotFound,
+    OverBudget,
+    ProviderError,
+    StoreError,
+    UsageError,
+)
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
 from chatmem.memory.state import SessionState
@@ -122,6 +129,8 @@ class Engine(Generic[StoreT]):
         self.indexing = Indexing(store, session.id, background=background_indexing)
         """The session's messages without vectors, one backlog per embedding model."""
         self._turns_unfolded = 0
+        self._erasures = store.sessions.erasures(session.id)
+        """`sessions.erasures` when this engine last looked (follow_erasures)."""
 
     @property
     def embedder(self) -> Embedder | None:
@@ -155,7 +164,24 @@ class Engine(Generic[StoreT]):
     def build_context(self, text: str, attachments: Sequence[Attachment] = ()) -> Context:
         """What would be sent for `text` (and files attached to it) now, without calling
         the model."""
+        self.follow_erasures()
         return self.strategy.build(self.request(text, attachments))
+
+    def follow_erasures(self) -> None:
+        """Forget what this engine derived from text that has left the session's memory
+        since it last looked (a purge, a replaced turn; here or by another process): recall's
+        caches, and the vectors its backlogs computed and have not stored. An engine kept
+        open across turns (a chat, a server's) would otherwise go on ranking by them.
+
+        Raises NotFound when the session itself is gone (deleted, erased by retention)."""
+        erasures = self.store.sessions.erasures(self.session.id)
+        if erasures is None:
+            raise NotFound(f"session {self.session.name!r} was deleted meanwhile: nothing"
+                           " was sent")
+        if erasures != self._erasures:
+            self._erasures = erasures
+            self.state.caches.clear()
+            self.indexing.abandon()
 
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy
@@ -233,9 +259,11 @@ class Engine(Generic[StoreT]):
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
+            # Before the backlogs store what they computed: it may be of text gone since.
+            self.follow_erasures()
             self.check_writable()
             refuse_unseen_images(attachments, self.provider)
-        except (StoreError, UsageError):
+        except (StoreError, UsageError, NotFound):
             self._refused = True  # not sent: nothing of it is to be stored
             raise
         notices = self.catch_up()
@@ -244,7 +272,7 @@ class Engine(Generic[StoreT]):
             notices.append(InputNotUtf8(REPLACEMENT))
         # a build itself never writes
         notices += self.indexing.pause()
-        context = self.build_context(text, attachments)
+        context = self.strategy.build(self.request(text, attachments))
         try:
             self.check_budget(context)
         except OverBudget:
@@ -387,6 +415,9 @@ class Engine(Generic[StoreT]):
         notices = self._update_strategy(catch_up)
         if catch_up and self.background_indexing:
             return notices  # the backlog waits until the turn has committed
+        if self.embedder is not None:
+            # The reply took a while: a purge meanwhile makes what the backlog holds stale.
+            self.follow_erasures()
         return notices + self.indexing.after_commit(self.embedder)
 
     def _update_strategy(self, catch_up: bool) -> list[Notice]:

@@ -237,6 +237,12 @@ class VectorBacklog:
             pending = self._read(READ) if len(pending) == READ else []
         self._missing = 0 if self._error is None else self._missing
 
+    def abandon(self) -> None:
+        """Stop the thread after its batch; what it computed is dropped, not stored."""
+        self._halt()
+        with self._cond:
+            self._done, self._carried = [], {}
+
     def close(self) -> IndexingStatus:
         """Stop the thread after its batch, store what it did, and say what is left."""
         self._halt()
@@ -368,6 +374,13 @@ class Indexing:
         """Embed every message still without a vector now, on this thread."""
         if embedder is not None:
             self._backlog(embedder).finish()
+
+    def abandon(self) -> None:
+        """Stop every thread after its batch and drop what it did unstored: the texts it
+        embedded may have changed since (a purge). The backlogs are read anew."""
+        for backlog in self._backlogs.values():
+            backlog.abandon()
+        self._backlogs.clear()
 
     def close(self) -> list[IndexingStatus]:
         """Stop every thread after its batch and store what it did; what is left."""

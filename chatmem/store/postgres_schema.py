@@ -549,3 +549,11 @@ def p007_sealed_writes(execute: Execute) -> None:
     statements are in postgres_access, which says what each rule is for.
     """
     postgres_access.seal(execute)
+
+
+@migration
+def p008_session_erasures(execute: Execute) -> None:
+    """SQLite's m013: how many times text left a session's memory, for engines kept open."""
+    execute("ALTER TABLE sessions ADD COLUMN erasures bigint NOT NULL DEFAULT 0")
+    # p001 granted UPDATE column by column; new columns need their own grant.
+    execute("GRANT UPDATE (erasures) ON sessions TO PUBLIC")

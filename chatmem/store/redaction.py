@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from chatmem import fts
-from chatmem.store import sharing
+from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.records import MessageRecord, json_text
 
@@ -158,6 +158,7 @@ class RedactionTables:
         done.sessions |= changed_sessions
         if not changed_sessions:
             return
+        steps.count_erasure(self._db, changed_sessions)
         if self._table_exists("message_vectors"):
             # A message's context vector encodes its neighbours: drop the sessions' vectors.
             changed = _ids(sorted(changed_sessions))

@@ -425,3 +425,11 @@ def m012_images(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+@migration
+def m013_session_erasures(db: sqlite_utils.Database) -> None:
+    """`sessions.erasures` counts the changes that took text out of a session's memory (a
+    purge rewriting its messages, a turn replaced or put back), so an engine kept open,
+    in this process or another, knows its caches may hold what is gone."""
+    db.execute("ALTER TABLE sessions ADD COLUMN erasures INTEGER NOT NULL DEFAULT 0")

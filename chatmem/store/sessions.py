@@ -8,7 +8,7 @@ from typing import Any
 from chatmem.errors import Listed, NotFound, StoreConflict, StoreError, UsageError
 from chatmem.names import did_you_mean
 from chatmem.store import sharing, steps
-from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.messages import MessageTables
 from chatmem.store.records import (
     AccessLevel,
@@ -105,6 +105,12 @@ class SessionTables:
         if not rows:
             raise NotFound(f"no session with id {session_id}")
         return SessionRecord.from_row(rows[0])
+
+    def erasures(self, session_id: int) -> int | None:
+        """How many times text left the session's memory (`count_erasure`); None when the
+        session is gone (deleted, erased by retention, or no longer readable)."""
+        value = fetch_value(self._db, "SELECT erasures FROM sessions WHERE id = ?", [session_id])
+        return None if value is None else int(value)
 
     def session_access(self, session_id: int) -> SessionAccess:
         """Whether the connecting role owns the session, may write it, or only read it."""

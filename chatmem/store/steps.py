@@ -104,6 +104,15 @@ def set_prompt(db: Backend, session_id: int, from_turn: int, system: str | None)
     )
 
 
+def count_erasure(db: Backend, session_ids: Iterable[int]) -> None:
+    """Say that text left these sessions' memory (`sessions.erasures`), so an engine kept
+    open on one of them, here or in another process, drops what it derived from it."""
+    ids = sorted(set(session_ids))
+    if ids:
+        db.execute(f"UPDATE sessions SET erasures = erasures + 1"
+                   f" WHERE id IN ({', '.join('?' * len(ids))})", ids)
+
+
 def erase_session_rows(db: Backend, session_id: int) -> None:
     """Delete a session; its rows cascade (messages, turns, summaries, session facts,
     vectors, probes, state), its index entries and earlier fact values do not."""

@@ -131,6 +131,7 @@ class TurnTables:
         self._db.execute("UPDATE messages SET superseded = ? WHERE session_id = ? AND id IN (?, ?)",
                         [superseded, turn.session_id, turn.user_message_id,
                          turn.assistant_message_id])
+        steps.count_erasure(self._db, [turn.session_id])
 
     def _derived_from(self, turn: TurnRecord) -> tuple[ReplaceRefusal, str] | None:
         """What memory holds from `turn` (a summary covering it, facts stated or changed

@@ -1,0 +1,117 @@
+"""An engine kept open (a chat, a server's conversation) follows what another connection takes
+out of its session's memory (`sessions.erasures`, Engine.follow_erasures), on every backend
+of the `history` fixture: after a purge it ranks as an engine opened afresh would, its
+backlog embeds again what the purge left without vectors, and a session deleted meanwhile
+is said, not written into."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import History
+from registered import open_session
+
+from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.settings import Settings
+from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.engine import Engine
+from chatmem.errors import NotFound
+from chatmem.memory.vector_backlog import Indexing
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+
+SAID = ["My friend José lives in Porto near the river.", "We sailed to the islands in May.",
+        "José 住在波尔图，靠近河边。", "The blue boat was rented for 300 euros.",
+        "我们五月去杭州，订了西湖边的酒店。", "José cooks bacalhau every Sunday."]
+QUESTION = "Where does José live, and what does he cook?"
+
+
+def erase_jose(text: str) -> str:
+    return text.replace("José", "[erased]")
+
+
+def kept_engine(store: Store, name: str = "kept") -> Engine[Store]:
+    settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
+    engine = open_session(store, settings, ScriptedProvider(), name, strategy="retrieval",
+                          params={"recent": "1", "max_tokens": "400"},
+                          embedder=HashEmbedder())
+    # Inline, so what is embedded does not depend on a thread's timing.
+    engine.background_indexing = False
+    engine.indexing = Indexing(store, engine.session.id, background=False)
+    return engine
+
+
+def chat(engine: Engine[Store]) -> None:
+    for text in SAID:
+        engine.run_turn(text)
+
+
+def recall_rows(engine: Engine[Store]) -> list[tuple[Any, ...]]:
+    context = engine.build_context(QUESTION)
+    return [(r["id"], r["dense"], r["fused"], r["kept"]) for r in context.recall]
+
+
+def test_the_counter_counts_what_left_a_sessions_memory(store: Store, history: History) -> None:
+    engine = kept_engine(store)
+    chat(engine)
+    sid = engine.session.id
+    assert store.sessions.erasures(sid) == 0
+    with history.open() as other:
+        other.redactions.rewrite_stored_text([sid], None, ["nobody said this"], erase_jose)
+        assert other.sessions.erasures(sid) == 0  # nothing changed, nothing counted
+        other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+        assert other.sessions.erasures(sid) == 1
+        hidden = other.turns.hide_turn(sid)
+        assert other.sessions.erasures(sid) == 2
+        other.turns.show_turn(hidden)
+        assert other.sessions.erasures(sid) == 3
+    assert store.sessions.erasures(sid) == 3
+    store.sessions.delete_session(engine.session.name)
+    assert store.sessions.erasures(sid) is None
+
+
+def test_after_another_connections_purge_a_kept_engine_ranks_as_a_fresh_one(
+        store: Store, history: History) -> None:
+    engine = kept_engine(store)
+    chat(engine)
+    before = recall_rows(engine)  # recall's caches hold every vector now
+    sid = engine.session.id
+    with history.open() as other:
+        other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+        # Another process embeds the session again (`chatmem index`), from the new text.
+        Indexing(other, sid, background=False).finish(HashEmbedder())
+    kept = recall_rows(engine)
+    fresh = recall_rows(kept_engine(store, name="kept"))
+    assert kept == fresh
+    assert kept != before  # the purge changed the ranking: the test can tell stale from fresh
+    sent = engine.build_context(QUESTION).messages()[:-1]  # the input names him itself
+    assert not any("José" in m["content"] for m in sent)
+
+
+def test_a_kept_engines_backlog_embeds_again_what_a_purge_left_without_vectors(
+        store: Store, history: History) -> None:
+    engine = kept_engine(store)
+    chat(engine)
+    sid, model = engine.session.id, HashEmbedder().key
+    assert store.vectors.count_without_vectors(model, sid) == 0
+    with history.open() as other:
+        other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+        assert other.vectors.count_without_vectors(model, sid) == 2 * len(SAID)
+    engine.run_turn("And the boat?")
+    assert store.vectors.count_without_vectors(model, sid) == 0
+
+
+def test_a_session_deleted_meanwhile_is_said_and_nothing_is_written(
+        store: Store, history: History, make_engine: Callable[..., Engine[Store]]) -> None:
+    engine = kept_engine(store)
+    chat(engine)
+    with history.open() as other:
+        other.sessions.delete_session("kept")
+    with pytest.raises(NotFound, match="'kept' was deleted meanwhile"):
+        engine.run_turn("Are you still there?")
+    with pytest.raises(NotFound, match="'kept' was deleted meanwhile"):
+        engine.build_context(QUESTION)
+    assert store.sessions.find_session("kept") is None
+    assert store.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
