@@ -9,10 +9,11 @@ the configured model answers, the reply streams through while it is recorded, an
 is stored. Every response carries `X-Chatmem-Turn`; `GET /v1/chatmem/turns/{id}` returns
 what `chatmem inspect --json` shows for it.
 
-Each request runs on a worker thread of its own, with a workspace of its own (SQLite
-connections stay on the thread that opened them); the chat models are shared through a
-`ModelPool`. A client that goes away mid-reply leaves the turn stored as cancelled, as
-Ctrl-C does in the REPL.
+A conversation's requests run on a thread of its own, where its workspace and engine stay
+open between requests (chatmem.app.kept: SQLite connections stay on the thread that opened
+them), so a request costs a turn of a chat, not the opening of the history; the chat models
+are shared through a `ModelPool`. A client that goes away mid-reply leaves the turn stored
+as cancelled, as Ctrl-C does in the REPL.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ from chatmem.serve.listening import HISTORY_SCOPE_KEY
 from chatmem.serve.requests import ClientError, TurnAsked, read_request
 
 if TYPE_CHECKING:
-    from chatmem.app.workspace import ModelPool
+    from chatmem.app.workspace import ModelPool, Workspace
     from chatmem.config.settings import Settings
-    from chatmem.engine import TurnResult
+    from chatmem.engine import Engine, TurnResult
+    from chatmem.store import Store
 
 TURN_HEADER = "X-Chatmem-Turn"
 DONE = object()
@@ -67,6 +69,7 @@ def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
             try:
                 yield
             finally:
+                proxy.kept.close()  # each kept conversation's engine, then its history
                 proxy.pool.close()  # the models the requests shared, closed once
 
     return Starlette(routes=[
@@ -78,6 +81,7 @@ def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
 
 class Proxy:
     def __init__(self, settings: Settings, pool: ModelPool, strategy: str | None) -> None:
+        from chatmem.app.kept import KeptConversations
         from chatmem.plugins import load_registries
 
         self.settings = settings
@@ -85,6 +89,8 @@ class Proxy:
         self.strategy = strategy
         self.registries = load_registries()
         """One for every request's workspace: the strategies, providers and embedders."""
+        self.kept = KeptConversations()
+        """The conversations requests have used, open between requests."""
 
     # -- /v1/chat/completions ----------------------------------------------------------
 
@@ -211,7 +217,8 @@ class Turn:
         import dataclasses
 
         from chatmem.app import Workspace
-        from chatmem.app.conversations import adopt_history, start_conversation
+        from chatmem.app.conversations import adopt_history, apply_retention, start_conversation
+        from chatmem.app.kept import options_key
         from chatmem.app.sessions import last_turn
 
         asked = self.asked
@@ -220,24 +227,40 @@ class Turn:
             settings = dataclasses.replace(
                 settings, model=asked.model or settings.model,
                 options={**settings.options, **asked.options})
-        with Workspace(self.settings, models=self.proxy.pool,
-                       registries=self.proxy.registries) as ws:
-            spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
-            engine = start_conversation(ws, asked.conversation, strategy=spec,
-                                        system=asked.system, settings=settings)
+        proxy = self.proxy
+        opened: list[Workspace] = []
+
+        def open_engine() -> tuple[Workspace, Engine[Store]]:
+            ws = Workspace(self.settings, models=proxy.pool, registries=proxy.registries)
             try:
-                engine.settle()  # a new session exists before the client's history goes in
-                adopt_history(ws, asked.conversation, asked.prior)
-                previous = last_turn(ws, engine.session)
-                # The number the turn will take unless another writer of this very
-                # conversation commits first; the stream's last piece says the real one.
-                self.turn_id = f"{asked.conversation}@{(previous.number if previous else 0) + 1}"
-                self.events.put(("started", self.turn_id))
-                result = engine.run_turn(asked.text, on_delta=self._delta)
-                self.turn_id = f"{asked.conversation}@{result.record.number}"
-                return result
-            finally:
-                engine.finish()
+                spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
+                opened.append(ws)  # opening applies retention (start_conversation)
+                return ws, start_conversation(ws, asked.conversation, strategy=spec,
+                                              system=asked.system, settings=settings)
+            except BaseException:
+                ws.close()
+                raise
+
+        def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:
+            if not opened:
+                # Once per server: a conversation kept open tries again until it ran.
+                apply_retention(ws)
+            engine.settle()  # a new session exists before the client's history goes in
+            adopt_history(ws, asked.conversation, asked.prior)
+            previous = last_turn(ws, engine.session)
+            # The number the turn will take unless another writer of this very
+            # conversation commits first; the stream's last piece says the real one.
+            self.turn_id = f"{asked.conversation}@{(previous.number if previous else 0) + 1}"
+            self.events.put(("started", self.turn_id))
+            result = engine.run_turn(asked.text, on_delta=self._delta)
+            self.turn_id = f"{asked.conversation}@{result.record.number}"
+            engine.between_turns()
+            return result
+
+        # Whatever chooses the engine is in the key: a request that differs gets its own.
+        key = (self.settings.location, asked.conversation, asked.strategy, asked.system,
+               settings.model, options_key(settings.options))
+        return proxy.kept.run(key, open_engine, take)
 
     def _delta(self, text: str) -> None:
         if self.gone.is_set():

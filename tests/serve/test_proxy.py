@@ -114,6 +114,54 @@ def test_three_requests_are_three_turns_that_inspect_and_the_api_agree_on(
         "It arrived broken."]
 
 
+def test_a_conversation_stays_open_between_requests_and_follows_other_processes(
+        upstream_settings: Settings, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation's engine is opened once, not per request (recall's caches then live
+    between requests); a purge by another process reaches the next request's context, and
+    a session deleted meanwhile is started anew from the client's history."""
+    import dataclasses
+
+    from chatmem.app import conversations
+    from chatmem.config.sections import EmbeddingsSection
+
+    opened: list[str | None] = []
+    start = conversations.start_conversation
+
+    def counted(ws: Any, name: str | None, **options: Any) -> Any:
+        opened.append(name)
+        return start(ws, name, **options)
+
+    monkeypatch.setattr(conversations, "start_conversation", counted)
+    settings = dataclasses.replace(upstream_settings,
+                                   embeddings=EmbeddingsSection(provider="hash"))
+    header = {"X-Chatmem-Conversation": "trip"}
+    said = ["My friend José lives in Porto.", "我们五月去杭州，订了西湖边的酒店。",
+            "The boat cost 300 euros.", "Where does my friend live?"]
+    with RunningProxy(settings, strategy="retrieval:recent=1") as running:
+        openai = client(running)
+
+        def ask(text: str) -> str:
+            raw = openai.chat.completions.with_raw_response.create(
+                model="test-small", messages=[{"role": "user", "content": text}],
+                extra_headers=header)
+            return raw.headers["x-chatmem-turn"]
+
+        assert [ask(text) for text in said] == ["trip@1", "trip@2", "trip@3", "trip@4"]
+        assert opened == ["trip"]
+        with Store(db_path) as other:
+            sid = other.sessions.session("trip").id
+            other.redactions.rewrite_stored_text([sid], None, ["José"],
+                                                 lambda t: t.replace("José", "[erased]"))
+        ask("Who lives in Porto?")
+        recalled = inspect_json(db_path, "trip", "5")["context"]["parts"]
+        assert "[erased] lives in Porto" in json.dumps(recalled, ensure_ascii=False)
+        assert "José" not in json.dumps(recalled, ensure_ascii=False)
+        with Store(db_path) as other:
+            other.sessions.delete_session("trip")
+        assert ask("Are you there?") == "trip@1"
+    assert opened == ["trip", "trip"]
+
+
 def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
         proxy: RunningProxy, db_path: Path) -> None:
     openai = client(proxy)

@@ -1,0 +1,143 @@
+"""Conversations a server keeps open between requests.
+
+A request that opened the history and the session anew paid, every time, what a chat pays
+once: opening the file, the engine, and recall's first reads (every vector, the backlog's
+first look, the token counts). A kept conversation is a workspace and an engine on a thread
+of its own (a SQLite connection stays on the thread that opened it): its requests run there,
+one at a time, as the turns of a chat do. The engine notices what other processes take out
+of the session's memory (`Engine.follow_erasures`); a session deleted meanwhile is opened
+anew, as a fresh request would.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from chatmem.errors import NotFound
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.engine import Engine
+    from chatmem.store import Store
+
+T = TypeVar("T")
+Opened = tuple["Workspace", "Engine[Store]"]
+Job = Callable[["Workspace", "Engine[Store]"], T]
+
+KEPT = 16
+"""Conversations kept open at most; the one used least recently is closed first."""
+
+
+class _Closed(Exception):
+    """The conversation was closed (evicted, or the server stops) before the job got in."""
+
+
+class KeptConversation:
+    """One conversation's workspace and engine, opened on first use on a thread of its own."""
+
+    def __init__(self, open_engine: Callable[[], Opened]) -> None:
+        self._open = open_engine
+        self._thread = ThreadPoolExecutor(max_workers=1,
+                                          thread_name_prefix="chatmem-conversation")
+        self._lock = threading.Lock()
+        self._closed = False
+        self._opened: Opened | None = None
+
+    def submit(self, job: Job[T]) -> Future[T]:
+        with self._lock:
+            if self._closed:
+                raise _Closed
+            return self._thread.submit(self._run, job)
+
+    def close(self, *, wait: bool = True) -> None:
+        """Close the engine and the workspace after the jobs already given, on its thread;
+        `wait` False: return at once (another conversation's request evicts this one)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._thread.submit(self._close)
+        self._thread.shutdown(wait=wait)
+
+    def _run(self, job: Job[T]) -> T:
+        workspace, engine = self._current()
+        try:
+            return job(workspace, engine)
+        except BaseException:
+            # What the failure left (a refused turn in a session just created, a model
+            # that broke off) is settled as a request of its own would settle it.
+            self._close()
+            raise
+
+    def _current(self) -> Opened:
+        if self._opened is not None:
+            try:
+                self._opened[1].follow_erasures()
+            except NotFound:
+                self._close()  # deleted by another process: opened anew, as new
+        if self._opened is None:
+            self._opened = self._open()
+        return self._opened
+
+    def _close(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is None:
+            return
+        workspace, engine = opened
+        try:
+            engine.indexing.close()
+            engine.finish()
+        except NotFound:
+            pass  # its session is gone: nothing of it to settle
+        finally:
+            workspace.close()
+
+
+class KeptConversations:
+    """The conversations a server keeps open, by key (the history, the conversation, and
+    whatever else chooses its engine), at most `size` of them."""
+
+    def __init__(self, size: int = KEPT) -> None:
+        self.size = size
+        self._kept: OrderedDict[Hashable, KeptConversation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def run(self, key: Hashable, open_engine: Callable[[], Opened], job: Job[T]) -> T:
+        """Run `job` on the kept conversation `key` (opened with `open_engine` when it is
+        not open), after any job of that conversation running now; returns what it
+        returns."""
+        while True:
+            evicted: list[KeptConversation] = []
+            with self._lock:
+                kept = self._kept.pop(key, None) or KeptConversation(open_engine)
+                self._kept[key] = kept
+                while len(self._kept) > self.size:
+                    evicted.append(self._kept.popitem(last=False)[1])
+            for old in evicted:
+                old.close(wait=False)
+            try:
+                future = kept.submit(job)
+            except _Closed:
+                continue  # closed by another request between the two steps: open anew
+            return future.result()
+
+    def close(self) -> None:
+        """Close every kept conversation (the server stops)."""
+        with self._lock:
+            kept, self._kept = list(self._kept.values()), OrderedDict()
+        for conversation in kept:
+            conversation.close()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+def options_key(options: dict[str, Any]) -> str:
+    """Request options as part of a key: the same options, the same key."""
+    import json
+
+    return json.dumps(options, sort_keys=True, default=str)

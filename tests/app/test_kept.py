@@ -1,0 +1,139 @@
+"""Conversations a server keeps open between requests (chatmem.app.kept), over a real
+history file: one thread and one engine per conversation, opened once, its jobs one at a
+time; others run beside it; the least recently used is closed past the limit; a failure or
+a session deleted by another connection opens it anew."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from waiting import HANG
+
+from chatmem.app import Workspace
+from chatmem.app.conversations import start_conversation
+from chatmem.app.kept import KeptConversations
+from chatmem.app.workspace import ModelPool
+from chatmem.config.settings import Settings
+from chatmem.engine import Engine
+from chatmem.store import Store
+
+
+@pytest.fixture
+def settings(db_path: Path) -> Settings:
+    return Settings(provider="scripted", db=str(db_path))
+
+
+class Opener:
+    """Opens a conversation's workspace and engine as the proxy does, counting each."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.pool = ModelPool()
+        self.opened: Counter[str] = Counter()
+        self.closed: list[Workspace] = []
+
+    def __call__(self, name: str):  # type: ignore[no-untyped-def]
+        def open_engine() -> tuple[Workspace, Engine[Store]]:
+            self.opened[name] += 1
+            ws = Workspace(self.settings, models=self.pool)
+            ws.owns(lambda: self.closed.append(ws))
+            return ws, start_conversation(ws, name)
+        return open_engine
+
+
+def turn(text: str):  # type: ignore[no-untyped-def]
+    def job(ws: Workspace, engine: Engine[Store]) -> tuple[int, int]:
+        result = engine.run_turn(text)
+        return result.record.number, threading.get_ident()
+    return job
+
+
+def test_a_conversations_jobs_share_one_engine_on_one_thread(settings: Settings) -> None:
+    opener, kept = Opener(settings), KeptConversations()
+    try:
+        done = [kept.run("a", opener("a"), turn(f"turn {n}: 我们去杭州")) for n in range(3)]
+    finally:
+        kept.close()
+    assert [number for number, _ in done] == [1, 2, 3]
+    assert len({thread for _, thread in done}) == 1
+    assert threading.get_ident() not in {thread for _, thread in done}
+    assert opener.opened == {"a": 1}
+    assert len(opener.closed) == 1  # closed once, when the server stops
+
+
+def test_another_conversation_runs_while_one_waits(settings: Settings) -> None:
+    opener, kept = Opener(settings), KeptConversations()
+    release, waiting = threading.Event(), threading.Event()
+
+    def slow(ws: Workspace, engine: Engine[Store]) -> str:
+        waiting.set()
+        assert release.wait(HANG)
+        return "slow done"
+
+    results: list[str] = []
+    runner = threading.Thread(target=lambda: results.append(kept.run("a", opener("a"), slow)))
+    runner.start()
+    try:
+        assert waiting.wait(HANG)
+        # "a" holds its thread; "b" has a thread of its own and is not held up.
+        assert kept.run("b", opener("b"), turn("hello"))[0] == 1
+        assert results == []
+    finally:
+        release.set()
+        runner.join(HANG)
+        kept.close()
+    assert results == ["slow done"]
+
+
+def test_past_the_limit_the_least_recently_used_is_closed_and_opened_again_later(
+        settings: Settings) -> None:
+    opener, kept = Opener(settings), KeptConversations(size=2)
+    try:
+        for name in ["a", "b", "a", "c"]:  # "b" is the least recently used when "c" opens
+            kept.run(name, opener(name), turn(f"to {name}"))
+        assert len(kept) == 2
+        assert kept.run("a", opener("a"), turn("again"))[0] == 3
+        assert kept.run("b", opener("b"), turn("again"))[0] == 2  # its turns were kept
+    finally:
+        kept.close()
+    assert opener.opened == {"a": 1, "b": 2, "c": 1}
+    assert len(opener.closed) == 4
+
+
+def test_a_failed_job_closes_the_conversation_and_the_next_opens_it_anew(
+        settings: Settings) -> None:
+    opener, kept = Opener(settings), KeptConversations()
+
+    def broken(ws: Workspace, engine: Engine[Store]) -> None:
+        raise RuntimeError("the job broke")
+
+    try:
+        kept.run("a", opener("a"), turn("first"))
+        with pytest.raises(RuntimeError, match="the job broke"):
+            kept.run("a", opener("a"), broken)
+        assert len(opener.closed) == 1
+        assert kept.run("a", opener("a"), turn("second"))[0] == 2
+    finally:
+        kept.close()
+    assert opener.opened == {"a": 2}
+
+
+def test_a_session_deleted_by_another_connection_is_opened_anew(
+        settings: Settings, db_path: Path) -> None:
+    opener, kept = Opener(settings), KeptConversations()
+    try:
+        kept.run("a", opener("a"), turn("first"))
+        with Store(db_path) as other:
+            other.sessions.delete_session("a")
+        # A new session of that name, as a request that opened it afresh would start.
+        assert kept.run("a", opener("a"), turn("after the delete"))[0] == 1
+    finally:
+        kept.close()
+    assert opener.opened == {"a": 2}
+    with Store(db_path) as store:
+        session = store.sessions.session("a")
+        first = store.history.messages(session.id)[0]
+        assert first.content == "after the delete"
