@@ -15,10 +15,15 @@ latency per request, and `chatmem mcp`'s tool latency, on histories of N turns.
           openai client's `chat.completions.create` (what an app, or LangChain's
           ChatOpenAI, calls), alternated: what building a request costs per message
 
+The conversation's strategy is `window` unless `--strategy` names another (`retrieval`
+recalls with the deterministic `hash` embedder, every message embedded beforehand, as
+`chatmem index` leaves a history).
+
 Run from the repository root (needs chatmem[serve]):
 
     python benchmarks/clients.py                 # 100 and 10,000 turns, 30 requests each
     python benchmarks/clients.py --turns 100 --requests 10
+    python benchmarks/clients.py --strategy retrieval --turns 1000 10000
 """
 
 from __future__ import annotations
@@ -88,11 +93,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def build_history(db: Path, turns: int) -> None:
+def build_history(db: Path, turns: int, strategy: str = "window") -> None:
+    from chatmem.embeddings.hashed import HashEmbedder
+    from chatmem.memory.vector_backlog import Indexing
     from chatmem.store import Store
 
     with Store(db) as store:
-        session = store.sessions.create_session("bench", "window", {}, provider="openai",
+        session = store.sessions.create_session("bench", strategy, {}, provider="openai",
                                                 model="bench", system="Be brief.", user="default")
         messages = []
         for n in range(turns):
@@ -101,6 +108,11 @@ def build_history(db: Path, turns: int) -> None:
             messages.append({"role": "assistant", "content": f"Noted, locker {n % 97}."})
         for start in range(0, len(messages), 2000):
             store.history.import_messages(session.id, messages[start:start + 2000])
+        Indexing(store, session.id, background=False).finish(HashEmbedder())
+
+
+HASH_CONFIG = '[embeddings]\nprovider = "hash"\n'
+"""The embedder every measured process recalls with (the `hash` one: no model to load)."""
 
 
 def timed_stream(client: Any, headers: dict[str, str]) -> tuple[float, float]:
@@ -121,18 +133,20 @@ def stats(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), percentile(values, 0.95)
 
 
-def measure_proxy(turns: int, requests: int, upstream: Upstream) -> dict[str, Any]:
+def measure_proxy(turns: int, requests: int, upstream: Upstream,
+                  strategy: str = "window") -> dict[str, Any]:
     import uvicorn
     from openai import OpenAI
 
+    from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.serve.proxy import build_app
 
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "h.db"
-        build_history(db, turns)
+        build_history(db, turns, strategy)
         settings = Settings(provider="openai", base_url=upstream.base_url, model="bench",
-                            db=str(db))
+                            db=str(db), embeddings=EmbeddingsSection(provider="hash"))
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         server = uvicorn.Server(uvicorn.Config(build_app(settings), log_level="warning"))
@@ -172,16 +186,18 @@ MCP_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 """Each MCP tool call timed: (tool, arguments), by the column it is shown in."""
 
 
-def measure_mcp(turns: int, requests: int) -> dict[str, Any]:
+def measure_mcp(turns: int, requests: int, strategy: str = "window") -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     async def run(db: Path) -> dict[str, list[float]]:
         # The whole environment, from the history's folder: code on PYTHONPATH (another
         # checkout) is what serves, not a chatmem/ in the folder the benchmark runs from.
+        config = db.parent / "config.toml"
+        config.write_text(HASH_CONFIG, encoding="utf-8")
         params = StdioServerParameters(command=sys.executable, args=[
             "-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
-            env=dict(os.environ), cwd=db.parent)
+            env={**os.environ, "CHATMEM_CONFIG": str(config)}, cwd=db.parent)
         times: dict[str, list[float]] = {label: [] for label in MCP_CALLS}
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
@@ -200,7 +216,7 @@ def measure_mcp(turns: int, requests: int) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "h.db"
-        build_history(db, turns)
+        build_history(db, turns, strategy)
         times = asyncio.run(run(db))
     return {"turns": turns, **{tool: stats(values) for tool, values in times.items()}}
 
@@ -258,13 +274,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 10_000])
     parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--strategy", default="window",
+                        help="the conversation's memory strategy (default: window)")
     args = parser.parse_args()
     upstream = Upstream()
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    proxy_rows = [measure_proxy(n, args.requests, upstream) for n in args.turns]
-    mcp_rows = [measure_mcp(n, args.requests) for n in args.turns]
+    proxy_rows = [measure_proxy(n, args.requests, upstream, args.strategy) for n in args.turns]
+    mcp_rows = [measure_mcp(n, args.requests, args.strategy) for n in args.turns]
     request_rows = measure_request(upstream, [2, 36, 72], args.requests)
     upstream.shutdown()
+    print(f"strategy: {args.strategy}")
     print("proxy: one streamed request, ms (median / p95)")
     print(f"{'turns':>7} | {'direct first':>14} | {'proxy first':>14} | {'added first':>11} |"
           f" {'direct total':>14} | {'proxy total':>14} | {'added total':>11}")
