@@ -162,12 +162,24 @@ def record_turn(workspace: Workspace, name: str, user: str, assistant: str) -> T
     """Append a turn another program had (its user message and the reply its model gave) to
     session `name`, created if new, and update the session's memory as after a chat turn.
     No model is asked for the reply; a strategy's own calls go to the configured model."""
-    engine = start_conversation(workspace, name, chat=lazy_chat_model(workspace))
+    engine = recording_engine(workspace, name)
     try:
-        engine.check_writable()
-        return engine.replay_turn(user, assistant)
+        return record_on(engine, user, assistant)
     finally:
         engine.finish()
+
+
+def recording_engine(workspace: Workspace, name: str) -> Engine[Store]:
+    """The engine `record_turn` records with (session `name`, created if new): its chat model
+    is opened only if a strategy calls it."""
+    return start_conversation(workspace, name, chat=lazy_chat_model(workspace))
+
+
+def record_on(engine: Engine[Store], user: str, assistant: str) -> TurnResult:
+    """Record one exchange another program had with `engine` (recording_engine's, perhaps
+    kept open by a server)."""
+    engine.check_writable()
+    return engine.replay_turn(user, assistant)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from chatmem.store.records import FactScope, TurnStatus
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
+    from chatmem.engine import Engine
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.memory.base import Strategy
     from chatmem.memory.context import Context
@@ -80,20 +81,33 @@ def inspect_next(workspace: Workspace, session: str, text: str, *,
                  explicit: bool = False) -> Inspection:
     """What the session's strategy would send for `text` now, counted with the tokenizer the
     session was recorded with unless `explicit` (a provider or model named on purpose)."""
+    return inspect_on(next_engine(workspace, session, explicit=explicit), text)
+
+
+def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -> Engine[Store]:
+    """An engine over the session as `inspect_next` sees it: its strategy, and the model
+    (tokenizer) it was recorded with unless `explicit`; it only builds, never sends."""
     from chatmem.engine import resolve_strategy
     from chatmem.engine.opening import engine_over
-    from chatmem.evaluation.recording import describe_counter
 
     store = workspace.store
     record = store.sessions.session(session)
     chosen = resolve_strategy(workspace.settings, None, {}, record,
                               workspace.registries.strategies)
     llm = workspace.reproducing(record, explicit=explicit)
-    engine = engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
-                         embedder=workspace.recall_embedder([chosen]))
+    return engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
+                       embedder=workspace.recall_embedder([chosen]))
+
+
+def inspect_on(engine: Engine[Store], text: str) -> Inspection:
+    """What `engine` (next_engine's, perhaps kept open by a server) would send for `text`."""
+    from chatmem.evaluation.recording import describe_counter
+
     context = engine.build_context(text)
-    return Inspection(record, InspectMode.NEXT, context, text, chosen.name,
-                      dict(chosen.params), describe_counter(engine.counter, record.tokenizer))
+    record = engine.store.sessions.session_by_id(engine.session.id)  # as stored now
+    strategy = engine.strategy
+    return Inspection(record, InspectMode.NEXT, context, text, strategy.name,
+                      dict(strategy.params), describe_counter(engine.counter, record.tokenizer))
 
 
 def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec | None,

@@ -1,17 +1,19 @@
 """`chatmem mcp`: chatmem's memory as an MCP server, for any client that speaks MCP.
 
-A third front end over the same use cases as the CLI and the REPL (chatmem.app): every tool
-opens a workspace of its own for its call, so several server processes (one per client
-window) share one history the way several chats do, and nothing lives between calls but
-the embedder. A conversation is named by the handle `start_conversation` returns (the
-session's exact name, never matched loosely); every result is capped in tokens and pages.
+A third front end over the same use cases as the CLI and the REPL (chatmem.app): several
+server processes (one per client window) share one history the way several chats do. The
+engines that record a conversation's turns and build its context stay open between calls
+(chatmem.app.kept), as a chat's does between turns, so recall's caches live on; every
+other tool opens a workspace of its own for its call. A conversation is named by the handle
+`start_conversation` returns (the session's exact name, never matched loosely); every
+result is capped in tokens and pages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -44,7 +46,10 @@ if TYPE_CHECKING:
 
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
-    from chatmem.store import FactRecord
+    from chatmem.engine import Engine, TurnResult
+    from chatmem.store import FactRecord, Store
+
+T = TypeVar("T")
 
 # -- the server -------------------------------------------------------------------------------
 
@@ -54,12 +59,15 @@ class Memory:
     (a ModelPool: each opened once, on first use)."""
 
     def __init__(self, settings: Settings) -> None:
+        from chatmem.app.kept import KeptConversations
         from chatmem.app.workspace import ModelPool
         from chatmem.plugins import load_registries
 
         self.settings = settings
         self.registries = load_registries()
         self.models = ModelPool()
+        self.kept = KeptConversations()
+        """The engines of the conversations recorded and read, open between calls."""
 
     def settings_for(self, ctx: Context | None) -> Settings:
         """The history of the caller: the one BearerGuard found for its token (a tokens
@@ -81,6 +89,33 @@ class Memory:
             with Workspace(self.settings_for(ctx), create=create, models=self.models,
                            registries=self.registries) as ws:
                 yield ws
+        except ChatmemError as e:
+            raise ToolError(error_text(e)) from None
+
+    def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
+                        open_engine: Callable[[Workspace], Engine[Store]],
+                        job: Callable[[Engine[Store]], T]) -> T:
+        """Run `job` on the conversation's engine for `purpose` ("record", "read"), kept open
+        between calls (chatmem.app.kept) so a call costs what a chat's turn costs; chatmem
+        errors become one line for the model."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        from chatmem.app import Workspace
+        from chatmem.render.errors import error_text
+
+        settings = self.settings_for(ctx)
+
+        def opened() -> tuple[Workspace, Engine[Store]]:
+            ws = Workspace(settings, models=self.models, registries=self.registries)
+            try:
+                return ws, open_engine(ws)
+            except BaseException:
+                ws.close()
+                raise
+
+        try:
+            return self.kept.run((settings.location, conversation_id, purpose), opened,
+                                 lambda ws, engine: job(engine))
         except ChatmemError as e:
             raise ToolError(error_text(e)) from None
 
@@ -106,8 +141,15 @@ def build_server(settings: Settings) -> MCPServer[Any]:
 
     memory = Memory(settings)
 
+    @asynccontextmanager
+    async def closing_kept(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            memory.kept.close()  # each kept engine settles (its pending vectors stored)
+
     server: MCPServer[Any] = MCPServer(
-        name="chatmem", version=_version(), log_level="WARNING",
+        name="chatmem", version=_version(), log_level="WARNING", lifespan=closing_kept,
         instructions=(
             "chatmem keeps this conversation's memory and shows exactly what it would send. "
             "Call start_conversation once, then record_turn after each exchange; call "
@@ -164,12 +206,19 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         turn, then update its memory (summary, facts) as chatmem does after each turn."""
         from chatmem.render.notices import notice_text
 
-        with memory.workspace(ctx) as ws:
+        def open_recording(ws: Workspace) -> Engine[Store]:
             sessions.session_named(ws, conversation_id)  # a handle, never created here
-            result = conversations.record_turn(ws, conversation_id, user, assistant)
-            return Recorded(conversation_id=conversation_id, turn=result.record.number,
-                            context_tokens=result.context.tokens,
-                            notices=[notice_text(n, repl_hints=False) for n in result.notices])
+            return conversations.recording_engine(ws, conversation_id)
+
+        def record(engine: Engine[Store]) -> TurnResult:
+            result = conversations.record_on(engine, user, assistant)
+            engine.between_turns()
+            return result
+
+        result = memory.in_conversation(ctx, conversation_id, "record", open_recording, record)
+        return Recorded(conversation_id=conversation_id, turn=result.record.number,
+                        context_tokens=result.context.tokens,
+                        notices=[notice_text(n, repl_hints=False) for n in result.notices])
 
     @server.tool()
     def get_context(
@@ -186,12 +235,15 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         tokens (system prompt, summary, facts, recalled messages, recent turns, input)."""
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace(ctx) as ws:
-            if strategy:
+        if strategy:
+            with memory.workspace(ctx) as ws:
                 seen = inspection.inspect_what_if(
                     ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
-            else:
-                seen = inspection.inspect_next(ws, conversation_id, input)
+        else:
+            seen = memory.in_conversation(
+                ctx, conversation_id, "read",
+                lambda ws: inspection.next_engine(ws, conversation_id),
+                lambda engine: inspection.inspect_on(engine, input))
         data = inspection_json(seen)
         parts, next_page = paged_parts(data["context"]["parts"], page)
         return ContextView(conversation_id=conversation_id, strategy=data["strategy"]["label"],

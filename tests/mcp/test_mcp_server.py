@@ -139,6 +139,57 @@ def test_an_unknown_conversation_or_fact_is_one_line_for_the_model(tmp_path: Pat
     assert all("\n" not in line and "Traceback" not in line for line in said)
 
 
+def test_kept_engines_follow_what_another_process_erases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """record_turn and get_context keep their engines between calls; a purge by another
+    process reaches the next context, and a conversation deleted meanwhile is one line."""
+    import json
+
+    from chatmem.store import Store
+
+    config = tmp_path / "hash.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    monkeypatch.setenv("CHATMEM_CONFIG", str(config))
+    db = tmp_path / "h.db"
+    said = [("My friend José lives in Porto.", "Noted."),
+            ("我们五月去杭州，订了西湖边的酒店。", "好的。"),
+            ("The boat cost 300 euros.", "Noted, 300 euros.")]
+
+    async def work(session: ClientSession) -> list[str]:
+        await call(session, "start_conversation", name="trip", strategy="retrieval:recent=1")
+        for user, assistant in said:
+            await call(session, "record_turn", conversation_id="trip", user=user,
+                       assistant=assistant)
+        seen = []
+        for _ in range(2):
+            context = await call(session, "get_context", conversation_id="trip",
+                                 input="Where does my friend live?")
+            seen.append(json.dumps(context["parts"], ensure_ascii=False))
+        with Store(db) as other:
+            sid = other.sessions.session("trip").id
+            other.redactions.rewrite_stored_text([sid], None, ["José"],
+                                                 lambda t: t.replace("José", "[erased]"))
+        context = await call(session, "get_context", conversation_id="trip",
+                             input="Where does my friend live?")
+        seen.append(json.dumps(context["parts"], ensure_ascii=False))
+        with Store(db) as other:
+            other.sessions.delete_session("trip")
+        for tool, arguments in (("get_context", {"conversation_id": "trip"}),
+                                ("record_turn", {"conversation_id": "trip", "user": "a",
+                                                 "assistant": "b"})):
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error
+            seen.append(result.content[0].text)  # type: ignore[union-attr]
+        return seen
+
+    before, again, purged, *deleted = with_client(db, work)
+    assert "José lives in Porto" in before and again == before
+    assert "José" not in purged and "[erased] lives in Porto" in purged
+    assert all("trip" in line and "\n" not in line for line in deleted)
+    with Store(db) as store:
+        assert store.sessions.find_session("trip") is None  # record_turn created nothing
+
+
 def test_long_results_are_paged_by_tokens(tmp_path: Path) -> None:
     long = "word " * 600
 
