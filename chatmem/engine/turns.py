@@ -176,8 +176,8 @@ class Engine(Generic[StoreT]):
         Raises NotFound when the session itself is gone (deleted, erased by retention)."""
         erasures = self.store.sessions.erasures(self.session.id)
         if erasures is None:
-            raise NotFound(f"session {self.session.name!r} was deleted meanwhile: nothing"
-                           " was sent")
+            raise NotFound(f"session {self.session.name!r} was deleted meanwhile (or is no"
+                           " longer shared with you): nothing was sent")
         if erasures != self._erasures:
             self._erasures = erasures
             self.state.caches.clear()
