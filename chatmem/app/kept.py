@@ -15,9 +15,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chatmem.errors import NotFound
+from chatmem.errors import ChatmemError, NotFound
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -69,8 +70,10 @@ class KeptConversation:
             return job(workspace, engine)
         except BaseException:
             # What the failure left (a refused turn in a session just created, a model
-            # that broke off) is settled as a request of its own would settle it.
-            self._close()
+            # that broke off) is settled as a request of its own would settle it; the
+            # failure is what the caller hears, not a second one while closing.
+            with suppress(ChatmemError):
+                self._close()
             raise
 
     def _current(self) -> Opened:
@@ -89,10 +92,14 @@ class KeptConversation:
             return
         workspace, engine = opened
         try:
+            try:
+                # What a purge meanwhile made stale is dropped before anything is stored.
+                engine.follow_erasures()
+            except NotFound:
+                engine.indexing.abandon()  # its session is gone: nothing of it to store
+                return
             engine.indexing.close()
             engine.finish()
-        except NotFound:
-            pass  # its session is gone: nothing of it to settle
         finally:
             workspace.close()
 

@@ -137,3 +137,30 @@ def test_a_session_deleted_by_another_connection_is_opened_anew(
         session = store.sessions.session("a")
         first = store.history.messages(session.id)[0]
         assert first.content == "after the delete"
+
+
+def test_closing_after_another_connections_purge_stores_no_vector_of_the_erased_text(
+        settings: Settings, db_path: Path) -> None:
+    import dataclasses
+
+    from chatmem.config.sections import EmbeddingsSection
+    from chatmem.embeddings.hashed import HashEmbedder
+
+    settings = dataclasses.replace(settings, strategy="retrieval",
+                                   embeddings=EmbeddingsSection(provider="hash"))
+    opener, kept = Opener(settings), KeptConversations()
+    try:
+        for text in ["José lives in Porto.", "José 住在波尔图。"]:
+            # After each turn the backlog embeds its messages on a thread of its own; they
+            # are stored at the next turn, or when the conversation closes.
+            kept.run("a", opener("a"), turn(text))
+        with Store(db_path) as other:
+            sid = other.sessions.session("a").id
+            other.redactions.rewrite_stored_text([sid], None, ["José"],
+                                                 lambda t: t.replace("José", "[erased]"))
+    finally:
+        kept.close()
+    with Store(db_path) as store:
+        # The purge dropped the session's vectors; what the backlog had computed from the
+        # text before it is not stored at close.
+        assert store.vectors.count_without_vectors(HashEmbedder().key, sid) == 4
