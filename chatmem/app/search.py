@@ -11,6 +11,8 @@ from chatmem.errors import UsageError
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
+    from chatmem.engine import Engine
+    from chatmem.store import Store
 
 SESSIONS_SEARCHED = 5
 """Across sessions: the sessions whose words match best are ranked, this many at most."""
@@ -42,30 +44,54 @@ def search_memory(workspace: Workspace, query: str, session: str | None = None, 
                   limit: int = 10) -> list[Found]:
     """The best `limit` messages for `query`: in `session`, else in the sessions where its
     words are found (at most SESSIONS_SEARCHED), best first. Reading only."""
+    names = sessions_to_search(workspace, query, session)
+    return best_found([hit for name in names
+                       for hit in found_in(search_engine(workspace, name), query)], limit)
+
+
+def check_query(query: str) -> None:
     if not query.strip():
         raise UsageError("nothing to search for (empty query)")
+
+
+def sessions_to_search(workspace: Workspace, query: str, session: str | None) -> list[str]:
+    """`session`, else the sessions whose words match `query` best (SESSIONS_SEARCHED)."""
+    check_query(query)
     if session is not None:
-        names = [session]
-    else:
-        names = workspace.store.logs.sessions_matching(query, limit=SESSIONS_SEARCHED)
-    found = [hit for name in names for hit in _ranked(workspace, name, query)]
-    found.sort(key=lambda f: -(f.fused or 0.0))
-    return found[:limit]
+        return [session]
+    return workspace.store.logs.sessions_matching(query, limit=SESSIONS_SEARCHED)
 
 
-def _ranked(workspace: Workspace, session: str, query: str) -> list[Found]:
-    from chatmem.app.inspection import inspect_what_if
+def search_engine(workspace: Workspace, session: str) -> Engine[Store]:
+    """An engine that ranks the session as recall would for a query after its last turn
+    (retrieval with recent=0: every turn is a candidate, none held back as the recent
+    window); it only builds, never sends."""
+    from chatmem.engine.opening import engine_over
 
-    # recent=0: every turn is a candidate, none held back as the recent window.
-    recall = workspace.registries.strategies.parse("retrieval", {"recent": "0"})
-    seen = inspect_what_if(workspace, session, recall, text=query)
-    recalled = {m.id: m for p in seen.context.parts if p.kind == "recalled" for m in p.messages}
+    store = workspace.store
+    record = store.sessions.session(session)
+    recall = workspace.registries.strategies.create(
+        workspace.registries.strategies.parse("retrieval", {"recent": "0"}))
+    return engine_over(store, record, workspace.reproducing(record, explicit=False), recall,
+                       budget=workspace.settings.context_budget,
+                       embedder=workspace.recall_embedder([recall]))
+
+
+def found_in(engine: Engine[Store], query: str) -> list[Found]:
+    """What `engine` (search_engine's, perhaps kept open by a server) recalls for `query`."""
+    context = engine.build_context(query)
+    recalled = {m.id: m for p in context.parts if p.kind == "recalled" for m in p.messages}
     found = []
-    for row in seen.context.recall:
+    for row in context.recall:
         message = recalled.get(row.get("id"))
         if message is None or not row.get("kept"):
             continue
-        found.append(Found(session, message.turn, message.role, message.content, message.id,
-                           row.get("bm25"), row.get("words"), row.get("dense"),
+        found.append(Found(engine.session.name, message.turn, message.role, message.content,
+                           message.id, row.get("bm25"), row.get("words"), row.get("dense"),
                            row.get("fused"), row.get("route")))
     return found
+
+
+def best_found(found: list[Found], limit: int) -> list[Found]:
+    """The best `limit` of what several sessions found, best first."""
+    return sorted(found, key=lambda f: -(f.fused or 0.0))[:limit]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context
@@ -80,28 +81,20 @@ class Memory:
     @contextmanager
     def workspace(self, ctx: Context | None, *, create: bool = False) -> Iterator[Workspace]:
         """A workspace for one tool call; chatmem errors become one line for the model."""
-        from mcp.server.mcpserver.exceptions import ToolError
-
         from chatmem.app import Workspace
-        from chatmem.render.errors import error_text
 
-        try:
-            with Workspace(self.settings_for(ctx), create=create, models=self.models,
-                           registries=self.registries) as ws:
-                yield ws
-        except ChatmemError as e:
-            raise ToolError(error_text(e)) from None
+        with told_to_the_model(), Workspace(self.settings_for(ctx), create=create,
+                                            models=self.models,
+                                            registries=self.registries) as ws:
+            yield ws
 
     def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
                         open_engine: Callable[[Workspace], Engine[Store]],
                         job: Callable[[Engine[Store]], T]) -> T:
-        """Run `job` on the conversation's engine for `purpose` ("record", "read"), kept open
-        between calls (chatmem.app.kept) so a call costs what a chat's turn costs; chatmem
-        errors become one line for the model."""
-        from mcp.server.mcpserver.exceptions import ToolError
-
+        """Run `job` on the conversation's engine for `purpose` ("record", "read",
+        "search"), kept open between calls (chatmem.app.kept) so a call costs what a chat's
+        turn costs; chatmem errors become one line for the model."""
         from chatmem.app import Workspace
-        from chatmem.render.errors import error_text
 
         settings = self.settings_for(ctx)
 
@@ -113,11 +106,22 @@ class Memory:
                 ws.close()
                 raise
 
-        try:
+        with told_to_the_model():
             return self.kept.run((settings.location, conversation_id, purpose), opened,
                                  lambda ws, engine: job(engine))
-        except ChatmemError as e:
-            raise ToolError(error_text(e)) from None
+
+
+@contextmanager
+def told_to_the_model() -> Iterator[None]:
+    """A chatmem error raised inside becomes one line for the model (a ToolError)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from chatmem.render.errors import error_text
+
+    try:
+        yield
+    except ChatmemError as e:
+        raise ToolError(error_text(e)) from None
 
 
 
@@ -263,8 +267,17 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> SearchResult:
         """Find what was said: stored messages ranked by words and by meaning, each with its
         score parts, best first."""
-        with memory.workspace(ctx) as ws:
-            found = search.search_memory(ws, query, conversation_id, limit=50)
+        if conversation_id is None:
+            with memory.workspace(ctx) as ws:
+                names = search.sessions_to_search(ws, query, None)
+        else:
+            with told_to_the_model():
+                search.check_query(query)
+            names = [conversation_id]
+        found = search.best_found([
+            hit for name in names for hit in memory.in_conversation(
+                ctx, name, "search", partial(search.search_engine, session=name),
+                partial(search.found_in, query=query))], 50)
         hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role, content=f.content,
                     words=f.words, meaning=f.dense, fused=f.fused, bm25=f.bm25) for f in found]
         chosen, next_page = paged(hits, page)

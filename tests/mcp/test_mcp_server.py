@@ -164,17 +164,20 @@ def test_kept_engines_follow_what_another_process_erases(
         for _ in range(2):
             context = await call(session, "get_context", conversation_id="trip",
                                  input="Where does my friend live?")
-            seen.append(json.dumps(context["parts"], ensure_ascii=False))
+            found = await call(session, "search_memory", query="Porto", conversation_id="trip")
+            seen.append(json.dumps([context["parts"], found["hits"]], ensure_ascii=False))
         with Store(db) as other:
             sid = other.sessions.session("trip").id
             other.redactions.rewrite_stored_text([sid], None, ["José"],
                                                  lambda t: t.replace("José", "[erased]"))
         context = await call(session, "get_context", conversation_id="trip",
                              input="Where does my friend live?")
-        seen.append(json.dumps(context["parts"], ensure_ascii=False))
+        found = await call(session, "search_memory", query="Porto", conversation_id="trip")
+        seen.append(json.dumps([context["parts"], found["hits"]], ensure_ascii=False))
         with Store(db) as other:
             other.sessions.delete_session("trip")
         for tool, arguments in (("get_context", {"conversation_id": "trip"}),
+                                ("search_memory", {"query": "Porto", "conversation_id": "trip"}),
                                 ("record_turn", {"conversation_id": "trip", "user": "a",
                                                  "assistant": "b"})):
             result = await session.call_tool(tool, arguments)
@@ -183,7 +186,8 @@ def test_kept_engines_follow_what_another_process_erases(
         return seen
 
     before, again, purged, *deleted = with_client(db, work)
-    assert "José lives in Porto" in before and again == before
+    assert before.count("José lives in Porto") == 2  # in the context, and found
+    assert again == before
     assert "José" not in purged and "[erased] lives in Porto" in purged
     assert all("trip" in line and "\n" not in line for line in deleted)
     with Store(db) as store:
