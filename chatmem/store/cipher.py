@@ -50,7 +50,7 @@ def file_kind(path: Path) -> FileKind:
 
     held = open_files.held_kind(path)
     if held is not None:
-        return held  # type: ignore[return-value]  # what it said; reading would free locks
+        return held  # what it said then: reading it now would free the process's locks
     try:
         size = path.stat().st_size
         with path.open("rb") as f:

@@ -17,13 +17,26 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatmem.store.cipher import FileKind
 
 OPENING = threading.RLock()
 """Held while a file is checked and registered, so no connection opens in between."""
 
-_held: dict[tuple[int, int], list[object]] = {}
-"""(device, inode) → [connections open, the kind its header said]."""
+
+@dataclass
+class _Held:
+    connections: int
+    kind: FileKind
+    """What the file's header said when the first of them opened it."""
+
+
+_held: dict[tuple[int, int], _Held] = {}
+"""By (device, inode): the files this process holds open."""
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -34,23 +47,23 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return status.st_dev, status.st_ino
 
 
-def held_kind(path: Path) -> str | None:
+def held_kind(path: Path) -> FileKind | None:
     """What the header of `path` said when this process opened it, while a connection of
     this process holds it open; None otherwise (the header may then be read)."""
     identity = _identity(path)
     with OPENING:
         held = _held.get(identity) if identity is not None else None
-        return None if held is None else str(held[1])
+        return None if held is None else held.kind
 
 
-def hold(path: Path, kind: str) -> Callable[[], None]:
+def hold(path: Path, kind: FileKind) -> Callable[[], None]:
     """Count one more connection to `path` (a file of `kind`); returns what uncounts it."""
     identity = _identity(path)
     if identity is None:
         return lambda: None
     with OPENING:
-        held = _held.setdefault(identity, [0, kind])
-        held[0] = int(held[0]) + 1  # type: ignore[call-overload]
+        held = _held.setdefault(identity, _Held(0, kind))
+        held.connections += 1
     released = False
 
     def release() -> None:
@@ -59,8 +72,8 @@ def hold(path: Path, kind: str) -> Callable[[], None]:
             if released:
                 return
             released = True
-            held[0] = int(held[0]) - 1  # type: ignore[call-overload]
-            if not held[0] and _held.get(identity) is held:
+            held.connections -= 1
+            if not held.connections and _held.get(identity) is held:
                 del _held[identity]
 
     return release
