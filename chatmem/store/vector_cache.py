@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 
 from chatmem.errors import StoreError
@@ -50,7 +50,10 @@ class VectorCacheFile:
         self.path, self.most = path, most
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            # Created when missing only: closing a descriptor of a file SQLite holds open in
+            # this process would free its locks (store/open_files.py).
+            with suppress(FileExistsError):
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
             os.chmod(path, 0o600)
             with self._opened() as conn:
                 conn.execute("PRAGMA journal_mode = WAL")

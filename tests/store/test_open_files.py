@@ -41,3 +41,25 @@ def test_the_kind_is_read_again_once_the_last_connection_closed(db_path: Path) -
     # written over in place).
     db_path.write_text("not a database, but text long enough to read", encoding="utf-8")
     assert cipher.file_kind(db_path) == "other"
+
+
+def test_the_vector_cache_opened_again_keeps_the_locks_of_a_connection_to_it(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from chatmem.store.vector_cache import VectorCacheFile
+
+    path = tmp_path / "vectors.db"
+    VectorCacheFile(path)
+    held = sqlite3.connect(path)  # a lookup of another thread, under way
+    try:
+        held.execute("CREATE TABLE IF NOT EXISTS probe (x)")
+        held.execute("INSERT INTO probe VALUES (1)")
+        held.commit()
+        VectorCacheFile(path)  # opened again in this process
+        subprocess.run([sys.executable, "-c", OPEN_AND_CLOSE.replace("sessions", "probe"),
+                        str(path)], check=True)
+        assert path.with_name(path.name + "-wal").exists()
+        assert held.execute("SELECT x FROM probe").fetchall() == [(1,)]
+    finally:
+        held.close()
