@@ -26,10 +26,12 @@ from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 from chatmem import install_hint
 from chatmem.errors import HistoryLocked, StoreError, StoreFailure
+from chatmem.store import open_files
+from chatmem.store.open_files import FileKind
 from chatmem.store.result_codes import BUSY, primary_code
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -37,7 +39,6 @@ INSTALL_HINT = install_hint("encrypt")
 KEY_HINT = "set CHATMEM_KEY, or key_command in the config"
 _RAW_KEY = re.compile(r"x'[0-9A-Fa-f]{64}'")
 
-FileKind = Literal["missing", "plain", "encrypted", "other"]
 
 
 def file_kind(path: Path) -> FileKind:
@@ -46,8 +47,6 @@ def file_kind(path: Path) -> FileKind:
     A SQLCipher file starts with a random 16-byte salt and is whole pages long;
     a text file or a truncated database is "other".
     """
-    from chatmem.store import open_files
-
     held = open_files.held_kind(path)
     if held is not None:
         return held  # what it said then: reading it now would free the process's locks

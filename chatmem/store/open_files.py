@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Literal
 
-if TYPE_CHECKING:
-    from chatmem.store.cipher import FileKind
+FileKind = Literal["missing", "plain", "encrypted", "other"]
+"""What a file's first bytes say (chatmem.store.cipher.file_kind)."""
 
 OPENING = threading.RLock()
 """Held while a file is checked and registered, so no connection opens in between."""
