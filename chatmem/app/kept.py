@@ -40,8 +40,9 @@ class _Closed(Exception):
 class KeptConversation:
     """One conversation's workspace and engine, opened on first use on a thread of its own."""
 
-    def __init__(self, open_engine: Callable[[], Opened]) -> None:
-        self._open = open_engine
+    def __init__(self, open_workspace: Callable[[], Workspace],
+                 open_engine: Callable[[Workspace], Engine[Store]]) -> None:
+        self._open_workspace, self._open_engine = open_workspace, open_engine
         self._thread = ThreadPoolExecutor(max_workers=1,
                                           thread_name_prefix="chatmem-conversation")
         self._lock = threading.Lock()
@@ -83,7 +84,12 @@ class KeptConversation:
             except NotFound:
                 self._close()  # deleted by another process: opened anew, as new
         if self._opened is None:
-            self._opened = self._open()
+            workspace = self._open_workspace()
+            try:
+                self._opened = workspace, self._open_engine(workspace)
+            except BaseException:
+                workspace.close()
+                raise
         return self._opened
 
     def _close(self) -> None:
@@ -113,14 +119,16 @@ class KeptConversations:
         self._kept: OrderedDict[Hashable, KeptConversation] = OrderedDict()
         self._lock = threading.Lock()
 
-    def run(self, key: Hashable, open_engine: Callable[[], Opened], job: Job[T]) -> T:
-        """Run `job` on the kept conversation `key` (opened with `open_engine` when it is
-        not open), after any job of that conversation running now; returns what it
-        returns."""
+    def run(self, key: Hashable, open_workspace: Callable[[], Workspace],
+            open_engine: Callable[[Workspace], Engine[Store]], job: Job[T]) -> T:
+        """Run `job` on the kept conversation `key` (when it is not open: `open_workspace`,
+        then `open_engine` in it), after any job of that conversation running now; returns
+        what it returns."""
         while True:
             evicted: list[KeptConversation] = []
             with self._lock:
-                kept = self._kept.pop(key, None) or KeptConversation(open_engine)
+                kept = (self._kept.pop(key, None)
+                        or KeptConversation(open_workspace, open_engine))
                 self._kept[key] = kept
                 while len(self._kept) > self.size:
                     evicted.append(self._kept.popitem(last=False)[1])

@@ -97,19 +97,11 @@ class Memory:
         from chatmem.app import Workspace
 
         settings = self.settings_for(ctx)
-
-        def opened() -> tuple[Workspace, Engine[Store]]:
-            ws = Workspace(settings, models=self.models, registries=self.registries)
-            try:
-                return ws, open_engine(ws)
-            except BaseException:
-                ws.close()
-                raise
-
         with told_to_the_model():
-            return self.kept.run((settings.location, conversation_id, purpose), opened,
-                                 lambda ws, engine: job(engine))
-
+            return self.kept.run(
+                (settings.location, conversation_id, purpose),
+                partial(Workspace, settings, models=self.models, registries=self.registries),
+                open_engine, lambda ws, engine: job(engine))
 
 @contextmanager
 def told_to_the_model() -> Iterator[None]:

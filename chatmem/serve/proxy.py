@@ -215,6 +215,7 @@ class Turn:
 
     def _take_turn(self) -> TurnResult:
         import dataclasses
+        from functools import partial
 
         from chatmem.app import Workspace
         from chatmem.app.conversations import adopt_history, apply_retention, start_conversation
@@ -230,16 +231,11 @@ class Turn:
         proxy = self.proxy
         opened: list[Workspace] = []
 
-        def open_engine() -> tuple[Workspace, Engine[Store]]:
-            ws = Workspace(self.settings, models=proxy.pool, registries=proxy.registries)
-            try:
-                spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
-                opened.append(ws)  # opening applies retention (start_conversation)
-                return ws, start_conversation(ws, asked.conversation, strategy=spec,
-                                              system=asked.system, settings=settings)
-            except BaseException:
-                ws.close()
-                raise
+        def open_engine(ws: Workspace) -> Engine[Store]:
+            spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
+            opened.append(ws)  # opening applies retention (start_conversation)
+            return start_conversation(ws, asked.conversation, strategy=spec,
+                                      system=asked.system, settings=settings)
 
         def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:
             if not opened:
@@ -260,7 +256,9 @@ class Turn:
         # Whatever chooses the engine is in the key: a request that differs gets its own.
         key = (self.settings.location, asked.conversation, asked.strategy, asked.system,
                settings.model, options_key(settings.options))
-        return proxy.kept.run(key, open_engine, take)
+        return proxy.kept.run(
+            key, partial(Workspace, self.settings, models=proxy.pool,
+                         registries=proxy.registries), open_engine, take)
 
     def _delta(self, text: str) -> None:
         if self.gone.is_set():

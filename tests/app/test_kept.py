@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from waiting import HANG
@@ -35,13 +36,17 @@ class Opener:
         self.opened: Counter[str] = Counter()
         self.closed: list[Workspace] = []
 
-    def __call__(self, name: str):  # type: ignore[no-untyped-def]
-        def open_engine() -> tuple[Workspace, Engine[Store]]:
+    def workspace(self) -> Workspace:
+        ws = Workspace(self.settings, models=self.pool)
+        ws.owns(lambda: self.closed.append(ws))
+        return ws
+
+    def run(self, kept: KeptConversations, name: str, job: Any) -> Any:
+        """`job` on conversation `name` as the proxy runs one (the key is the name)."""
+        def open_engine(ws: Workspace) -> Engine[Store]:
             self.opened[name] += 1
-            ws = Workspace(self.settings, models=self.pool)
-            ws.owns(lambda: self.closed.append(ws))
-            return ws, start_conversation(ws, name)
-        return open_engine
+            return start_conversation(ws, name)
+        return kept.run(name, self.workspace, open_engine, job)
 
 
 def turn(text: str):  # type: ignore[no-untyped-def]
@@ -54,7 +59,7 @@ def turn(text: str):  # type: ignore[no-untyped-def]
 def test_a_conversations_jobs_share_one_engine_on_one_thread(settings: Settings) -> None:
     opener, kept = Opener(settings), KeptConversations()
     try:
-        done = [kept.run("a", opener("a"), turn(f"turn {n}: 我们去杭州")) for n in range(3)]
+        done = [opener.run(kept, "a", turn(f"turn {n}: 我们去杭州")) for n in range(3)]
     finally:
         kept.close()
     assert [number for number, _ in done] == [1, 2, 3]
@@ -74,12 +79,12 @@ def test_another_conversation_runs_while_one_waits(settings: Settings) -> None:
         return "slow done"
 
     results: list[str] = []
-    runner = threading.Thread(target=lambda: results.append(kept.run("a", opener("a"), slow)))
+    runner = threading.Thread(target=lambda: results.append(opener.run(kept, "a", slow)))
     runner.start()
     try:
         assert waiting.wait(HANG)
         # "a" holds its thread; "b" has a thread of its own and is not held up.
-        assert kept.run("b", opener("b"), turn("hello"))[0] == 1
+        assert opener.run(kept, "b", turn("hello"))[0] == 1
         assert results == []
     finally:
         release.set()
@@ -93,10 +98,10 @@ def test_past_the_limit_the_least_recently_used_is_closed_and_opened_again_later
     opener, kept = Opener(settings), KeptConversations(size=2)
     try:
         for name in ["a", "b", "a", "c"]:  # "b" is the least recently used when "c" opens
-            kept.run(name, opener(name), turn(f"to {name}"))
+            opener.run(kept, name, turn(f"to {name}"))
         assert len(kept) == 2
-        assert kept.run("a", opener("a"), turn("again"))[0] == 3
-        assert kept.run("b", opener("b"), turn("again"))[0] == 2  # its turns were kept
+        assert opener.run(kept, "a", turn("again"))[0] == 3
+        assert opener.run(kept, "b", turn("again"))[0] == 2  # its turns were kept
     finally:
         kept.close()
     assert opener.opened == {"a": 1, "b": 2, "c": 1}
@@ -111,11 +116,11 @@ def test_a_failed_job_closes_the_conversation_and_the_next_opens_it_anew(
         raise RuntimeError("the job broke")
 
     try:
-        kept.run("a", opener("a"), turn("first"))
+        opener.run(kept, "a", turn("first"))
         with pytest.raises(RuntimeError, match="the job broke"):
-            kept.run("a", opener("a"), broken)
+            opener.run(kept, "a", broken)
         assert len(opener.closed) == 1
-        assert kept.run("a", opener("a"), turn("second"))[0] == 2
+        assert opener.run(kept, "a", turn("second"))[0] == 2
     finally:
         kept.close()
     assert opener.opened == {"a": 2}
@@ -125,11 +130,11 @@ def test_a_session_deleted_by_another_connection_is_opened_anew(
         settings: Settings, db_path: Path) -> None:
     opener, kept = Opener(settings), KeptConversations()
     try:
-        kept.run("a", opener("a"), turn("first"))
+        opener.run(kept, "a", turn("first"))
         with Store(db_path) as other:
             other.sessions.delete_session("a")
         # A new session of that name, as a request that opened it afresh would start.
-        assert kept.run("a", opener("a"), turn("after the delete"))[0] == 1
+        assert opener.run(kept, "a", turn("after the delete"))[0] == 1
     finally:
         kept.close()
     assert opener.opened == {"a": 2}
@@ -153,7 +158,7 @@ def test_closing_after_another_connections_purge_stores_no_vector_of_the_erased_
         for text in ["José lives in Porto.", "José 住在波尔图。"]:
             # After each turn the backlog embeds its messages on a thread of its own; they
             # are stored at the next turn, or when the conversation closes.
-            kept.run("a", opener("a"), turn(text))
+            opener.run(kept, "a", turn(text))
         with Store(db_path) as other:
             sid = other.sessions.session("a").id
             other.redactions.rewrite_stored_text([sid], None, ["José"],
