@@ -135,3 +135,25 @@ def test_a_shared_session_is_the_one_exception(
         assert bob.execute("UPDATE messages SET content = 'x'").rowcount == 0
     assert ann.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY position",
                        [shared]).fetchall() == [("shared: 我们五月去杭州旅行",), ("bob was here",)]
+
+
+def test_a_writer_of_a_shared_session_counts_what_left_its_memory(
+        ann_and_bob: tuple[PostgresBackend, PostgresBackend]) -> None:
+    """sessions.erasures (p008): a role that may write a session shared with it counts its
+    purge or replaced turn there, for engines others keep open; one that only reads may not."""
+    from chatmem.store import steps
+
+    ann, bob = ann_and_bob
+    shared = fill(ann, "shared")
+    with ann.write():
+        ann.execute("INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, 'bob',"
+                    " 'write')", [shared])
+    with bob.write():
+        steps.count_erasure(bob, [shared])
+    assert ann.execute("SELECT erasures FROM sessions WHERE id = ?", [shared]).fetchone() == (1,)
+    with ann.write():
+        ann.execute("UPDATE session_shares SET mode = 'read' WHERE session_id = ?", [shared])
+    with pytest.raises(StoreError) as e, bob.write():
+        steps.count_erasure(bob, [shared])
+    assert e.value.kind is StoreFailure.NOT_PERMITTED
+    assert ann.execute("SELECT erasures FROM sessions WHERE id = ?", [shared]).fetchone() == (1,)
