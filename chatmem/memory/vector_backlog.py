@@ -187,10 +187,13 @@ class VectorBacklog:
             notices += self.collect()
             self._missing = None
             return notices
-        self._count_new()
         with self._cond:
             room = len(self._queue) < READ // 2
+        start = self._read_upto
         pending = self._read(READ) if room else []
+        # A first read from the start that found less than it may hold found all of the
+        # backlog: its length is the count, and the file is not read twice.
+        self._count_new(len(pending) if room and start == 0 and len(pending) < READ else None)
         known = known_vectors(self.store, self.model, pending) if pending else {}
         with self._cond:
             self._known = {**self._known, **known} if self._queue else known
@@ -266,12 +269,13 @@ class VectorBacklog:
         return IndexingStatus(self.session_id, self.model, missing, running=running,
                               error=error, embedded=embedded, elsewhere=self._elsewhere)
 
-    def _count_new(self) -> None:
+    def _count_new(self, whole: int | None = None) -> None:
         """Messages committed since the last look are missing too (the first look counts
-        the session's whole backlog, once)."""
+        the session's whole backlog, once; `whole`: the backlog, as a read just found it)."""
         last = self.store.recall.last_position(self.session_id)
         if self._missing is None:
-            self._missing = self.store.vectors.count_without_vectors(self.model, self.session_id)
+            self._missing = whole if whole is not None else (
+                self.store.vectors.count_without_vectors(self.model, self.session_id))
         else:
             self._missing += max(last - self._last_position, 0)
         self._last_position = last

@@ -386,3 +386,31 @@ def test_a_message_is_embedded_once_when_its_batch_s_thread_ends_before_the_next
         assert status.missing == 0
         assert embedder.calls == 4  # each message's own text, once
         assert store.vectors.count_without_vectors(embedder.key, session.id) == 0
+
+
+@pytest.mark.parametrize("read", [4096, 64])
+def test_the_first_look_counts_the_backlog_from_its_read_when_that_held_all_of_it(
+        path: Path, monkeypatch: pytest.MonkeyPatch, read: int) -> None:
+    """The first look after opening reads up to READ messages without vectors; when it
+    found fewer, that is the whole backlog and the file is not read again to count it."""
+    from chatmem.memory import vector_backlog
+
+    monkeypatch.setattr(vector_backlog, "READ", read)
+    gate = GatedEmbedder()  # nothing is embedded until the test has looked
+    with Store(path) as store:
+        counted: list[int] = []
+        count = store.vectors.count_without_vectors
+
+        def counting(model: str, session_id: int | None = None) -> int:
+            counted.append(session_id or 0)
+            return count(model, session_id)
+
+        monkeypatch.setattr(store.vectors, "count_without_vectors", counting)
+        engine = chat_engine(store, gate)
+        engine.run_turn("Where did my brother move?")
+        status = engine.indexing.status(gate)
+        assert status is not None and status.missing == MESSAGES + 2
+        # 402 messages without vectors: one read holds them all at READ 4,096, not at 64.
+        assert counted == ([] if read > MESSAGES + 2 else [engine.session.id])
+        gate.allow(10_000)
+        engine.indexing.close()
