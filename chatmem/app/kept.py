@@ -50,6 +50,11 @@ class KeptConversation:
         self._closed = False
         self._opened: Opened | None = None
 
+    @property
+    def is_open(self) -> bool:
+        """Its workspace and engine are open (a failure, or not opened yet: not)."""
+        return self._opened is not None
+
     def submit(self, job: Job[T]) -> Future[T]:
         with self._lock:
             if self._closed:
@@ -139,7 +144,18 @@ class KeptConversations:
                 future = kept.submit(job)
             except _Closed:
                 continue  # closed by another request between the two steps: open anew
-            return future.result()
+            try:
+                return future.result()
+            except BaseException:
+                if not kept.is_open:
+                    self._forget(key, kept)  # a conversation that could not open keeps no place
+                raise
+
+    def _forget(self, key: Hashable, kept: KeptConversation) -> None:
+        with self._lock:
+            if self._kept.get(key) is kept:
+                del self._kept[key]
+        kept.close(wait=False)
 
     def close(self) -> None:
         """Close every kept conversation (the server stops)."""

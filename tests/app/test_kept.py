@@ -169,3 +169,19 @@ def test_closing_after_another_connections_purge_stores_no_vector_of_the_erased_
         # The purge dropped the session's vectors; what the backlog had computed from the
         # text before it is not stored at close.
         assert store.vectors.count_without_vectors(HashEmbedder().key, sid) == 4
+
+
+def test_a_conversation_that_cannot_open_keeps_no_place(settings: Settings) -> None:
+    from chatmem.errors import UsageError
+
+    opener, kept = Opener(settings), KeptConversations(size=2)
+    try:
+        opener.run(kept, "a", turn("first"))
+        for _ in range(3):
+            with pytest.raises(UsageError):
+                opener.run(kept, "bad name\x00", turn("never sent"))
+        assert len(kept) == 1
+        assert opener.run(kept, "a", turn("second"))[0] == 2
+    finally:
+        kept.close()
+    assert opener.opened["a"] == 1  # never pushed out by the names that failed
