@@ -40,7 +40,6 @@ KEY_HINT = "set CHATMEM_KEY, or key_command in the config"
 _RAW_KEY = re.compile(r"x'[0-9A-Fa-f]{64}'")
 
 
-
 def file_kind(path: Path) -> FileKind:
     """What the first bytes say: no file yet, plain SQLite, SQLCipher, or something else.
 

@@ -1,0 +1,96 @@
+"""What the MCP server's tools share: the settings, the registries, the models, and the
+conversations kept open between calls; and how a chatmem error reaches the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
+
+from mcp.server.mcpserver import Context
+
+from chatmem.errors import ChatmemError
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.config.settings import Settings
+    from chatmem.engine import Engine
+    from chatmem.store import Store
+
+T = TypeVar("T")
+
+
+class Memory:
+    """What the tools share: the settings, the registries, and the models and embedder
+    (a ModelPool: each opened once, on first use)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from chatmem.app.kept import KeptConversations
+        from chatmem.app.workspace import ModelPool
+        from chatmem.plugins import load_registries
+
+        self.settings = settings
+        self.registries = load_registries()
+        self.models = ModelPool()
+        self.kept = KeptConversations()
+        """The engines of the conversations recorded and read, open between calls."""
+
+    def settings_for(self, ctx: Context | None) -> Settings:
+        """The history of the caller: the one BearerGuard found for its token (a tokens
+        file, over HTTP), else the server's."""
+        import dataclasses
+
+        history = _history_in_scope(ctx)
+        return dataclasses.replace(self.settings, db=history) if history else self.settings
+
+    @contextmanager
+    def workspace(self, ctx: Context | None, *, create: bool = False) -> Iterator[Workspace]:
+        """A workspace for one tool call; chatmem errors become one line for the model."""
+        from chatmem.app import Workspace
+
+        with told_to_the_model(), Workspace(self.settings_for(ctx), create=create,
+                                            models=self.models,
+                                            registries=self.registries) as ws:
+            yield ws
+
+    def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
+                        open_engine: Callable[[Workspace], Engine[Store]],
+                        job: Callable[[Engine[Store]], T]) -> T:
+        """Run `job` on the conversation's engine for `purpose` ("record", "read",
+        "search"), kept open between calls (chatmem.app.kept) so a call costs what a chat's
+        turn costs; chatmem errors become one line for the model."""
+        from chatmem.app import Workspace
+
+        settings = self.settings_for(ctx)
+        with told_to_the_model():
+            return self.kept.run(
+                (settings.location, conversation_id, purpose),
+                partial(Workspace, settings, models=self.models, registries=self.registries),
+                open_engine, lambda ws, engine: job(engine))
+
+
+@contextmanager
+def told_to_the_model() -> Iterator[None]:
+    """A chatmem error raised inside becomes one line for the model (a ToolError)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from chatmem.render.errors import error_text
+
+    try:
+        yield
+    except ChatmemError as e:
+        raise ToolError(error_text(e)) from None
+
+
+def _history_in_scope(ctx: Context | None) -> str | None:
+    """What BearerGuard left in the HTTP request's ASGI scope: the token was checked there,
+    once, and is not read again here (a header is the client's word, the scope the guard's)."""
+    from chatmem.serve.listening import HISTORY_SCOPE_KEY
+
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # outside a request
+        return None
+    scope = getattr(request, "scope", None)  # a Starlette Request over HTTP; None on stdio
+    return scope.get(HISTORY_SCOPE_KEY) if isinstance(scope, Mapping) else None
