@@ -167,7 +167,7 @@ def policy_statements() -> Iterator[str]:
 
 EXEMPT_FUNCTION = f"""
 CREATE FUNCTION {EXEMPT} RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT coalesce((SELECT rolsuper OR rolbypassrls FROM pg_roles
+    SELECT coalesce((SELECT rolsuper OR rolbypassrls FROM pg_catalog.pg_roles
                      WHERE rolname = current_user), false)
 $$
 """
@@ -339,6 +339,28 @@ def session_id_statements() -> Iterator[str]:
     yield SESSION_ID_FUNCTION
     yield "ALTER TABLE sessions ALTER COLUMN id DROP IDENTITY IF EXISTS"
     yield "ALTER TABLE sessions ALTER COLUMN id SET DEFAULT chatmem_session_id()"
+
+
+def pin_search_paths(execute: Execute) -> None:
+    """p009: every chatmem function finds its tables in chatmem's schema, whoever calls it.
+
+    A function body names its tables without a schema, and PostgreSQL resolves them at each
+    call on the caller's search path, where a role's own temporary tables come first (every
+    role may create them). A table `sessions` of one's own then decided whose a new row
+    was (`chatmem_<table>_owner`), and a `pg_roles` of one's own made one exempt from the
+    owner's rights. Pinned, the catalogue comes first, then chatmem's schema (and pgvector's,
+    for the vector copies' `halfvec`), and the temporary schema last."""
+    schema, vectors = execute(
+        "SELECT quote_ident(current_schema()), (SELECT quote_ident(n.nspname) FROM"
+        " pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'vector')").fetchone()
+    path = ", ".join(dict.fromkeys(["pg_catalog", schema, *([vectors] if vectors else []),
+                                    "pg_temp"]))
+    for (function,) in execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace ="
+            " current_schema()::regnamespace AND p.proname LIKE 'chatmem\\_%'"
+            " ORDER BY 1").fetchall():
+        execute(f"ALTER FUNCTION {function} SET search_path = {path}")
 
 
 def seal(execute: Execute) -> None:

@@ -557,3 +557,10 @@ def p008_session_erasures(execute: Execute) -> None:
     execute("ALTER TABLE sessions ADD COLUMN erasures bigint NOT NULL DEFAULT 0")
     # p001 granted UPDATE column by column; new columns need their own grant.
     execute("GRANT UPDATE (erasures) ON sessions TO PUBLIC")
+
+
+@migration
+def p009_pinned_search_paths(execute: Execute) -> None:
+    """No role's temporary table stands in for chatmem's in its functions: each function's
+    search path is pinned (postgres_access.pin_search_paths says why)."""
+    postgres_access.pin_search_paths(execute)
