@@ -66,6 +66,7 @@ def read_request(body: Any, headers: Mapping[str, str], *,
     read = [_message(m, i) for i, m in enumerate(messages)]
     if read[-1].role != "user":
         raise ClientError("the last message must be the user's", "messages")
+    conversation = conversation_of(body, headers, read)
     system_parts = []
     while read and read[0].role == "system":
         system_parts.append(read.pop(0).content)
@@ -83,10 +84,28 @@ def read_request(body: Any, headers: Mapping[str, str], *,
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
             raise ClientError("max_tokens must be a whole number of 1 or more", "max_tokens")
         options["max_reply_tokens"] = cap
-    return TurnAsked(conversation=conversation_of(body, headers, read), strategy=strategy
+    return TurnAsked(conversation=conversation, strategy=strategy
                      or default_strategy, model=model, system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options)
+
+
+def header_text(value: str) -> str:
+    """A header's text as the client wrote it: HTTP servers read header bytes as Latin-1, so
+    UTF-8 (`旅行` sent as is) is read back as UTF-8; a percent-encoded value (as chatmem's own
+    response headers carry a name) is decoded."""
+    from urllib.parse import unquote
+
+    try:
+        text = value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        text = value
+    if "%" in text:
+        try:
+            return unquote(text, errors="strict")
+        except UnicodeDecodeError:
+            return text
+    return text
 
 
 @dataclass(frozen=True)
@@ -138,10 +157,12 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
                     read: Sequence[_Read]) -> str:
     """The session a request belongs to: the header, the request's `user`, a conversation id
     in its metadata, else a fingerprint of how the conversation began (its system prompt and
-    first user message), which every later request of it repeats."""
-    from chatmem.app.sessions import session_name_from
+    first user message), which every later request of it repeats. Two ids never share a
+    session (`session_name_of`)."""
+    from chatmem.app.sessions import session_name_of
 
-    named = next((headers[h] for h in CONVERSATION_HEADERS if headers.get(h)), None)
+    named = next((header_text(headers[h]) for h in CONVERSATION_HEADERS if headers.get(h)),
+                 None)
     if not named:
         metadata = body.get("metadata")
         if isinstance(metadata, dict):
@@ -149,7 +170,7 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     if not named and isinstance(body.get("user"), str) and body["user"].strip():
         named = body["user"]
     if named:
-        return session_name_from(named)
+        return session_name_of(named)
     opening = [m for m in read if m.role == "system"][:1] + [
         m for m in read if m.role == "user"][:1]
     digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],

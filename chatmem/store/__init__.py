@@ -45,6 +45,7 @@ from chatmem.store.records import (
     TurnStatus,
     check_session_name,
     session_name_from,
+    session_name_of,
 )
 from chatmem.store.redaction import Place, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
@@ -175,4 +176,5 @@ __all__ = [
     "check_session_name",
     "pause",
     "session_name_from",
+    "session_name_of",
 ]

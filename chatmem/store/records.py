@@ -119,6 +119,20 @@ def session_name_from(text: str) -> str:
     return name or "session"
 
 
+def session_name_of(identifier: str) -> str:
+    """The session of a conversation id a client gives (a server's request): the id itself
+    when it is a valid session name, else one made from it and ending in a digest of the
+    exact id, so two ids never share a session (`session_name_from` alone would merge
+    `旅行` with `日记`, or two long ids with the same first 64 characters)."""
+    import hashlib
+
+    if SESSION_NAME.fullmatch(identifier):
+        return identifier
+    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    stem = session_name_from(identifier)[:64 - len(digest) - 1].rstrip("-._+")
+    return f"{stem or 'session'}-{digest}"
+
+
 class AccessLevel(StrEnum):
     """What the connecting role may do with a session (a file's are all its user's own)."""
 

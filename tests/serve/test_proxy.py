@@ -179,6 +179,46 @@ def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
     assert fingerprint.startswith("chat-") and turns == 2
 
 
+def test_each_conversation_id_is_its_own_session_in_any_script(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """Ids that a name made by replacing what a name cannot hold would merge (Chinese sent
+    as UTF-8, read by the server as Latin-1; punctuation; a long common start) each get a
+    session of their own, and the percent-encoded name a response carries finds it again."""
+
+    def ask(conversation: bytes, text: str) -> httpx.Response:
+        reply = httpx.post(f"{proxy.base_url}/chat/completions", timeout=HANG, json={
+            "model": "test-small", "messages": [{"role": "user", "content": text}]},
+            headers={"X-Chatmem-Conversation": conversation})
+        assert reply.status_code == 200, reply.text
+        return reply
+
+    first = ask("旅行".encode(), "我的护照号是 E12345678。")
+    assert first.headers["X-Chatmem-Conversation"] == "%E6%97%85%E8%A1%8C"
+    ask("日记".encode(), "今天写什么？")
+    assert "E12345678" not in json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    again = ask(first.headers["X-Chatmem-Conversation"].encode(), "护照号是多少？")
+    assert again.headers["X-Chatmem-Turn"].endswith("@2")
+    assert "E12345678" in json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    for conversation in (b"!!!", b"???", b"x" * 64 + b"-alice", b"x" * 64 + b"-bob"):
+        ask(conversation, "hello")
+    with Store(db_path) as store:
+        sessions = {row["name"]: row["turns"] for row in store.sessions.list_sessions()}
+    assert sessions.pop("旅行") == 2 and sessions.pop("日记") == 1
+    assert len(sessions) == 4 and set(sessions.values()) == {1}
+
+
+def test_a_fingerprint_tells_two_system_prompts_apart(proxy: RunningProxy,
+                                                      db_path: Path) -> None:
+    openai = client(proxy)
+    for system in ("You are a pirate.", "你是律师。"):
+        openai.chat.completions.create(model="test-small", messages=[
+            {"role": "system", "content": system}, {"role": "user", "content": "hi"}])
+    with Store(db_path) as store:
+        rows = store.sessions.list_sessions()
+    assert len(rows) == 2 and all(r["name"].startswith("chat-") and r["turns"] == 1
+                                  for r in rows)
+
+
 def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
         proxy: RunningProxy, db_path: Path) -> None:
     # A client that had a conversation elsewhere first: its earlier messages are stored
