@@ -52,7 +52,9 @@ def cost_text(cost: Cost) -> str:
 
 def make_console(stderr: bool = False) -> Console:
     # Session names, messages and replies are data: their escape sequences are shown, inert.
-    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=False)
+    # Markup off: names, prompts and parameter values are data, and `[/]` in one is text, not
+    # a closing tag (Rich would raise, or take `[bold red]X` for a style). Styles are Text.
+    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=False, markup=False)
 
 
 def error_line(message: str) -> Text:

@@ -67,6 +67,23 @@ def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: 
     assert "␛]0;PWNED" in shown  # (Rich drops the BEL itself)
 
 
+def test_square_brackets_in_data_are_text_not_rich_markup(tmp_path: Path) -> None:
+    """A system prompt or a message with `[/]` (a closing tag with nothing to
+    close, which Rich raises on) or `[bold red]` (which Rich would apply and hide) is shown as
+    written, in every table and panel that shows it."""
+    db = tmp_path / "h.db"
+    system = "Be [/] brief [bold red]now 简短[/red]"
+    invoke("chat", "s1", "--system", system, "-s", "window:k=2", "--db", str(db),
+           "--provider", "scripted", input="hi [/] 你好 [link=x]y\n", code=0)
+    for args in (["sessions", "show", "s1"], ["inspect", "s1"], ["sessions", "list"]):
+        result = invoke(*args, "--db", str(db))
+        assert result.exit_code == 0, (args, result.stderr)
+        assert "s1" in result.output, args
+    for args in (["inspect", "s1"], ["sessions", "show", "s1"]):
+        shown = invoke(*args, "--db", str(db), width=200).output
+        assert "[bold red]now 简短[/red]" in shown and "hi [/] 你好 [link=x]y" in shown, shown
+
+
 def test_exports_write_control_characters_escaped(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({"role": "user", "content": ATTACK}) + "\n"
