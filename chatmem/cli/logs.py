@@ -43,6 +43,7 @@ def logs(
     from chatmem.app.sessions import recent_turns
     from chatmem.config.options import price_of
     from chatmem.errors import NotFound, UsageError
+    from chatmem.render import printable
     from chatmem.render.logs import full_turns, logs_table
 
     if query is not None and not query.strip():
@@ -68,7 +69,9 @@ def logs(
     out = consoles()[0]
     if response:
         # The reply alone, as sent: `chatmem logs -r | pbcopy` copies what the model wrote.
-        sys.stdout.write((entries[0].reply or "") + "\n")
+        # On a terminal its escape sequences are shown, never obeyed, as everywhere else.
+        reply = entries[0].reply or ""
+        sys.stdout.write((printable(reply) if sys.stdout.isatty() else reply) + "\n")
         return
     out.print(full_turns(entries, costs) if full else logs_table(entries, costs))
 

@@ -67,6 +67,40 @@ def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: 
     assert "␛]0;PWNED" in shown  # (Rich drops the BEL itself)
 
 
+def test_logs_r_shows_a_replys_escapes_on_a_terminal_and_passes_them_to_a_pipe(
+        tmp_path: Path) -> None:
+    """`logs -r` prints the reply alone: on a terminal inert, as every human output; into a
+    pipe as stored (`chatmem logs -r | pbcopy` copies what the model wrote)."""
+    import pty
+
+    db = tmp_path / "h.db"
+    invoke("chat", "s", "--db", str(db), "--provider", "scripted", input=ATTACK + "\n", code=0)
+    command = [sys.executable, "-m", "chatmem", "logs", "-r", "--db", str(db)]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    piped = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert piped.returncode == 0 and piped.stdout == f"echo #1: {ATTACK}\n"
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(command, stdout=follower, stderr=subprocess.PIPE, env=env,
+                              timeout=60)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    text = shown.decode()
+    assert not any(raw in text for raw in RAW)
+    assert text.replace("\r\n", "\n") == f"echo #1: {SHOWN}\n"
+
+
 def test_square_brackets_in_data_are_text_not_rich_markup(tmp_path: Path) -> None:
     """A system prompt or a message with `[/]` (a closing tag with nothing to
     close, which Rich raises on) or `[bold red]` (which Rich would apply and hide) is shown as
