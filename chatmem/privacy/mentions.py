@@ -8,8 +8,10 @@ counted with them because particles are written onto the word), and a number
 only where it is not part of a longer one (4471 not in 144712, 3.4471 or
 1,4471). Letters match in any case by Unicode's rules (`fold`: José/JOSÉ,
 Straße/STRASSE, Дима/ДИМА, Σίσυφος/ΣΊΣΥΦΟΣ, é written as one character or
-two), and a run of spaces in the value matches any run of whitespace, so a
-value broken over two lines is still found.
+two), in the full-width forms Chinese and Japanese input methods type
+(Ｂｅｉｊｉｎｇ, １３８００１３８０００), with any apostrophe a keyboard or a
+phone puts in (O'Brien/O’Brien), and a run of spaces in the value matches any
+run of whitespace, so a value broken over two lines is still found.
 """
 
 from __future__ import annotations
@@ -28,9 +30,15 @@ MIN_CHARACTERS = 2
 # Scripts written without spaces between words: a mention there is the exact string.
 _UNSPACED = re.compile(rf"[{fts.CJK}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _NUMBER_GLUE = ".,"
-_FOLDED_FROM_OTHERS = frozenset("fiklstFIKLST;`")
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+"""Full-width ASCII (U+FF01–FF5E) as the ASCII it stands for."""
+_APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
+"""Apostrophes a phone or a word processor types for `'`."""
+_COMPATIBLE = {**_FULL_WIDTH, **_APOSTROPHES}
+_FOLDED_FROM_OTHERS = frozenset("fiklstFIKLST;`'")
 """The ASCII characters another character folds to on its own (ß→ss, ﬁ→fi, K→k, ſ→s,
-İ→i, the Greek question mark→;); tests/privacy/test_mentions.py checks the list against
+İ→i, the Greek question mark→;, ’→'), full-width forms aside (a needle is searched in its
+full-width form too: `needles`); tests/privacy/test_mentions.py checks the list against
 all of Unicode."""
 
 
@@ -52,6 +60,7 @@ def fold(text: str) -> str:
     canonically decomposed, so ß is ss and é one character or two), with Turkish dotted
     and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul: people type the name on
     whatever keyboard they have)."""
+    text = text.translate(_COMPATIBLE)
     folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", text).casefold())
     return folded.replace("\u0131", "i").replace("i\u0307", "i")
 
@@ -74,6 +83,21 @@ def needle(value: str) -> str:
         else:
             run = ""
     return best
+
+
+def needles(value: str) -> list[str]:
+    """What every row mentioning `value` holds, in some ASCII case: its `needle`, or that
+    needle in full-width forms (as written, lower, upper or title case: a database folds
+    the case of ASCII only). Empty when the needle is (every row may mention it)."""
+    found = needle(value)
+    if not found:
+        return []
+    wide = [form.translate(_WIDENED) for form in (found, found.lower(), found.upper(),
+                                                  found.title())]
+    return list(dict.fromkeys([found, *(w for w in wide if w != found)]))
+
+
+_WIDENED = {ascii_code: wide for wide, ascii_code in _FULL_WIDTH.items()}
 
 
 def mention_spans(text: str, value: str) -> list[Span]:

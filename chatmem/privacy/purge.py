@@ -16,7 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.errors import StoreError
-from chatmem.privacy.mentions import Span, all_spans, erase_mentions, needle, searchable
+from chatmem.privacy.mentions import Span, all_spans, erase_mentions, needles, searchable
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ class Purge:
 
     @property
     def needles(self) -> list[str]:
-        """What every row mentioning a value holds (mentions.needle): the store's cheap
-        prefilter."""
-        return [needle(value) for value in self.values]
+        """What every row mentioning a value holds (mentions.needles): the store's cheap
+        prefilter; "" (every row) for a value without one."""
+        return [found for value in self.values for found in needles(value) or [""]]
 
 
 def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:

@@ -207,16 +207,20 @@ def _ids(ids: Iterable[int]) -> str:
 
 def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tuple[str, list[str]]:
     """SQL true for a row whose `column` holds any needle in any ASCII case, with its
-    parameters; "" is held by every text (NULL holds nothing). The needles are ASCII
-    (chatmem.privacy.mentions.needle), as SQLite's lower() folds ASCII only."""
+    parameters; "" is held by every text (NULL holds nothing). Only ASCII is folded, as
+    SQLite's lower() folds only ASCII (chatmem.privacy.mentions.needles gives the other
+    cases of a full-width needle)."""
     forms: list[str] = []
     for needle in needles:
-        forms.append(needle.lower())
+        forms.append(needle.translate(_ASCII_LOWER))
         if json_column:
-            forms.append(json_text(needle)[1:-1].lower())
+            forms.append(json_text(needle)[1:-1].translate(_ASCII_LOWER))
     patterns = ["%" + _escape_like(form) + "%" for form in dict.fromkeys(forms)]
     return ("(" + " OR ".join(f"lower({column}) LIKE ? ESCAPE '!'" for _ in patterns) + ")",
             patterns)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _escape_like(text: str) -> str:
