@@ -34,7 +34,7 @@ _FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 """Full-width ASCII (U+FF01–FF5E) as the ASCII it stands for."""
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
-_COMPATIBLE = {**_FULL_WIDTH, **_APOSTROPHES}
+_COMPATIBLE: dict[int, int | str] = {**_FULL_WIDTH, **_APOSTROPHES}
 _FOLDED_FROM_OTHERS = frozenset("fiklstFIKLST;`'")
 """The ASCII characters another character folds to on its own (ß→ss, ﬁ→fi, K→k, ſ→s,
 İ→i, the Greek question mark→;, ’→'), full-width forms aside (a needle is searched in its
