@@ -221,6 +221,33 @@ class NotFound(ChatmemError):
     pass
 
 
+class ExtensionFailed(ChatmemError):
+    """Code a strategy, a provider or an embedder runs raised an exception chatmem does not
+    know (a plugin's, most likely): one line naming it and the exception, never a traceback.
+    A front end adds which plugin registered it (`chatmem.plugins.Registries.origin`)."""
+
+    kind = "strategy"
+
+    def __init__(self, name: str, error: BaseException, doing: str = "failed") -> None:
+        self.name = name
+        self.cause = one_line(error)
+        super().__init__(f"{self.kind} {name!r} {doing}: {self.cause}")
+
+
+class StrategyFailed(ExtensionFailed):
+    kind = "strategy"
+
+
+class EmbedderFailed(ExtensionFailed):
+    kind = "embedder"
+
+
+def one_line(error: BaseException) -> str:
+    """`KeyError: 'boom'`: an exception's type and its message, on one line."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 class ProviderError(ChatmemError):
     pass
 
@@ -255,3 +282,10 @@ class ProviderTimeout(ProviderError):
 
 class ProviderResponseError(ProviderError):
     pass
+
+
+class ProviderFailed(ExtensionFailed, ProviderError):
+    """A provider raised an exception other than a ProviderError: the turn is recorded as
+    failed, as for any model error."""
+
+    kind = "provider"

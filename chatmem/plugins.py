@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ConfigError
+from chatmem.errors import ConfigError, one_line
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -45,6 +46,10 @@ PROVIDER_WORDS = ("auto",)
 """Names `provider` takes that are no registered provider (auto: see providers/__init__)."""
 EMBEDDER_WORDS = ("auto", "none")
 """Names `[embeddings] provider` takes that are no registered embedder."""
+
+ENTRY_POINT_VALUE = re.compile(r"[\w.]+(?:\s*:\s*[\w.]+)?(?:\s*\[[^\]]*\])?")
+"""`module` or `module:function` (extras in brackets allowed), as the packaging spec has it:
+another value would fail inside importlib with a message that names nothing."""
 
 
 class ProblemKind(Enum):
@@ -185,10 +190,15 @@ class Registries:
     def _load(self, source: PluginSource, load: Callable[[], Any]) -> None:
         contents = self._contents
         assert contents is not None
+        if not ENTRY_POINT_VALUE.fullmatch(source.value):
+            contents.problems.append(PluginProblem(
+                source, ProblemKind.IMPORT_FAILED,
+                f"entry point value {source.value!r} is not module or module:function"))
+            return
         try:
             loaded = load()
-        except Exception as e:  # a plugin's import may raise anything
-            contents.problems.append(PluginProblem(source, ProblemKind.IMPORT_FAILED, _one_line(e)))
+        except (Exception, SystemExit) as e:  # a plugin's import may raise anything
+            contents.problems.append(PluginProblem(source, ProblemKind.IMPORT_FAILED, one_line(e)))
             return
         hook = loaded if callable(loaded) and not isinstance(loaded, type) else getattr(
             loaded, HOOK, None)
@@ -200,14 +210,15 @@ class Registries:
         staged = Plugins()
         try:
             hook(staged)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             contents.problems.append(PluginProblem(source, ProblemKind.REGISTER_FAILED,
-                                                   _one_line(e)))
+                                                   one_line(e)))
             return
         try:
             self._admit(source, staged)
-        except Exception as e:  # checks call the plugin's classes, which may raise anything
-            contents.problems.append(PluginProblem(source, ProblemKind.REJECTED, str(e)))
+        except (Exception, SystemExit) as e:  # checks call the plugin's classes: anything
+            contents.problems.append(PluginProblem(source, ProblemKind.REJECTED,
+                                                   " ".join(str(e).split()) or one_line(e)))
 
     def _admit(self, source: PluginSource, staged: Plugins) -> None:
         """Check everything `staged` holds, then add it all (or raise and add nothing)."""
@@ -297,23 +308,47 @@ class Registries:
         return entry
 
     def create_provider(self, settings: Settings) -> Provider:
-        return self.provider_entry(settings).create(settings)
+        """The provider `settings` choose; a plugin's is guarded (chatmem.providers.guarded):
+        whatever it raises reaches the front end as a ProviderError naming it."""
+        from chatmem.errors import ProviderFailed
+        from chatmem.providers.guarded import GuardedProvider, guarded
+
+        entry = self.provider_entry(settings)
+        if entry.plugin.builtin:
+            return entry.create(settings)
+        provider = guarded(lambda e: ProviderFailed(entry.name, e, "could not start"),
+                           lambda: entry.create(settings))
+        return GuardedProvider(provider)
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
+        from chatmem.errors import ProviderFailed
+        from chatmem.providers.guarded import guarded
+
         entry = self.provider_entry(settings)
-        if entry.models is None:
+        models = entry.models
+        if models is None:
             return entry.name, [settings.model or entry.name]
-        return entry.name, entry.models(settings)
+        if entry.plugin.builtin:
+            return entry.name, models(settings)
+        return entry.name, guarded(
+            lambda e: ProviderFailed(entry.name, e, "could not list its models"),
+            lambda: list(models(settings)))
 
     def create_embedder(self, name: str, settings: Settings | None = None) -> Embedder:
         from chatmem.config.settings import Settings
+        from chatmem.errors import EmbedderFailed
+        from chatmem.providers.guarded import GuardedEmbedder, guarded
 
         entry = self.embedders.get(name)
         if entry is None:
             raise ConfigError(f"unknown embedder {name!r} (valid: "
                               f"{', '.join(self.embedder_names())})")
-        return entry.create(settings or Settings())
+        if entry.plugin.builtin:
+            return entry.create(settings or Settings())
+        embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
+                           lambda: entry.create(settings or Settings()))
+        return GuardedEmbedder(embedder, name)
 
     def resolve_embedder(self, settings: Settings) -> Embedder | None:
         """The configured embedder; None for `none`, or for `auto` when the local one is not
@@ -342,7 +377,7 @@ def _check_entries(kind: str, entries: Sequence[ProviderEntry] | Sequence[Embedd
             raise ValueError(f"{kind} name {entry.name!r} is reserved")
         if entry.name in taken or entry.name in names:
             owner = origins.get((kind, entry.name))
-            by = f" by {_who(owner)}" if owner else ""
+            by = f" by {registered_by(owner)}" if owner else ""
             raise ValueError(f"{kind} {entry.name!r} is already registered{by}")
         if not callable(entry.create):
             raise TypeError(f"{kind} {entry.name!r}: create must be callable, "
@@ -350,17 +385,12 @@ def _check_entries(kind: str, entries: Sequence[ProviderEntry] | Sequence[Embedd
         names.add(entry.name)
 
 
-def _who(source: PluginSource) -> str:
+def registered_by(source: PluginSource) -> str:
     """`chatmem itself`, or `plugin echo (chatmem-echo 0.1.0)`, for a refusal's detail."""
     if source.builtin:
         return "chatmem itself"
     dist = " ".join(filter(None, (source.dist, source.version)))
     return f"plugin {source.name}" + (f" ({dist})" if dist else "")
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _dist_name(point: EntryPoint) -> str | None:

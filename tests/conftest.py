@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,12 +34,14 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 from pg import pg_backend, pg_empty_url, pg_server, pg_template, pg_url  # noqa: E402, F401
+from plugin_site import Install, install  # noqa: E402
 from registered import open_session  # noqa: E402
 
 from chatmem.config.sections import EmbeddingsSection  # noqa: E402
 from chatmem.config.settings import Settings  # noqa: E402
 from chatmem.embeddings import Embedder  # noqa: E402
 from chatmem.engine import Engine  # noqa: E402
+from chatmem.plugins import load_registries  # noqa: E402
 from chatmem.providers.scripted import ScriptedProvider  # noqa: E402
 from chatmem.store import Store, cipher  # noqa: E402
 
@@ -247,3 +250,22 @@ def chat_server() -> Iterator[ChatServer]:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 (see tests/chat_server.py)."""
     with running_chat_server() as server:
         yield server
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
+    """Install plugins for this test: the process's registries load afresh, with them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    modules: list[str] = []
+    monkeypatch.syspath_prepend(str(site))
+    load_registries.cache_clear()
+
+    def add(dist: str, module: str, code: str, **options: Any) -> None:
+        modules.append(module)
+        install(site, dist, module, code, **options)
+
+    yield add
+    load_registries.cache_clear()
+    for module in modules:
+        sys.modules.pop(module, None)

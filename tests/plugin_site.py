@@ -4,8 +4,11 @@ written as pip writes them, so importlib.metadata finds them like any installed 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+Install = Callable[..., None]
+"""What the `installed` fixture (tests/cli/conftest.py) gives: install(dist, module, code, ...)."""
 README = Path(__file__).resolve().parent.parent / "README.md"
 BUILT_IN = ["buffer", "window", "tokens", "summary", "summary-buffer", "entity", "retrieval"]
 """chatmem's own strategies, in the order they are registered (and listed)."""

@@ -21,10 +21,19 @@ from chatmem.errors import (
     OverBudget,
     ProviderError,
     StoreError,
+    StrategyFailed,
     UsageError,
 )
 from chatmem.history import StoredHistory
-from chatmem.memory.base import Context, ContextRequest, MemoryEnv, Message, Strategy
+from chatmem.memory.base import (
+    Context,
+    ContextRequest,
+    MemoryEnv,
+    Message,
+    Strategy,
+    build_guarded,
+    update_guarded,
+)
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import (
@@ -165,7 +174,7 @@ class Engine(Generic[StoreT]):
         """What would be sent for `text` (and files attached to it) now, without calling
         the model."""
         self.follow_erasures()
-        return self.strategy.build(self.request(text, attachments))
+        return build_guarded(self.strategy, self.request(text, attachments))
 
     def follow_erasures(self) -> None:
         """Forget what this engine derived from text that has left the session's memory
@@ -272,10 +281,10 @@ class Engine(Generic[StoreT]):
             notices.append(InputNotUtf8(REPLACEMENT))
         # a build itself never writes
         notices += self.indexing.pause()
-        context = self.strategy.build(self.request(text, attachments))
         try:
+            context = build_guarded(self.strategy, self.request(text, attachments))
             self.check_budget(context)
-        except OverBudget:
+        except (OverBudget, StrategyFailed):
             self._refused = True
             raise
         self._keep_changes()
@@ -434,7 +443,7 @@ class Engine(Generic[StoreT]):
             self._said_helper_too_small = True
             said.append(HelperTooSmall(self.strategy.name, helper.model))
         try:
-            return said + self.strategy.update(env)
+            return said + update_guarded(self.strategy, env)
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
             return [*said, MemoryUpdateFailed(str(e))]

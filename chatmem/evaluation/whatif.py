@@ -21,7 +21,7 @@ from chatmem.activity import QUIET, Activity, ActivityStep, Work
 from chatmem.engine.opening import engine_over
 from chatmem.evaluation.replay import CountingProvider, seed_user_facts
 from chatmem.history import StoredHistory
-from chatmem.memory.base import ContextRequest, Strategy
+from chatmem.memory.base import ContextRequest, Strategy, build_guarded
 from chatmem.memory.context import Context, Message
 from chatmem.memory.state import SessionState
 from chatmem.store import SessionRecord, Store
@@ -73,7 +73,7 @@ def what_if(
             budget=budget,
             embedder=embedder if strategy.needs_embedder else None,
         )
-        return WhatIf(strategy.build(request), 0, 0)
+        return WhatIf(build_guarded(strategy, request), 0, 0)
     with Store(":memory:") as scratch:
         seed_user_facts(scratch, user, user_facts)
         copy = scratch.sessions.create_session(

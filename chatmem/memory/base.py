@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import StrategyError
+from chatmem.errors import ChatmemError, StrategyError, StrategyFailed
 from chatmem.memory.context import Context, Message
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
@@ -116,6 +116,27 @@ class Strategy(Protocol):
     def changed_params(self) -> dict[str, Any]:
         """The parameters that differ from their defaults."""
         ...
+
+
+def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
+    """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
+    raise anything) is StrategyFailed naming the strategy, one line for the front end."""
+    try:
+        return strategy.build(request)
+    except (ChatmemError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        raise StrategyFailed(strategy.name, e) from e
+
+
+def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
+    """`strategy.update(env)`, guarded as `build_guarded` is."""
+    try:
+        return strategy.update(env)
+    except (ChatmemError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        raise StrategyFailed(strategy.name, e, "could not update its memory") from e
 
 
 @dataclass

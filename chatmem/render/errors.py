@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from chatmem.errors import ChatmemError, OverBudget
+from chatmem.errors import ChatmemError, ExtensionFailed, OverBudget
 
 
 @singledispatch
@@ -21,3 +21,12 @@ def _(error: OverBudget) -> str:
             f"the context budget of {error.budget:,}, before any history; shorten the input or "
             "the system prompt, raise the budget (/budget N, context_budget, the strategy's "
             "max_tokens), or send it anyway with --allow-over-budget")
+
+
+@error_text.register
+def _(error: ExtensionFailed) -> str:
+    # Which plugin registered it: that is whom to tell.
+    from chatmem.plugins import load_registries, registered_by
+
+    source = load_registries().origin(error.kind, error.name)
+    return str(error) if source is None or source.builtin else f"{error} ({registered_by(source)})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich import box
@@ -34,6 +35,15 @@ def strategy_help(name: str, description: str, params: Sequence[Param],
 
 
 def sentence(text: str) -> str:
-    """`how many turns to keep` → `How many turns to keep.`"""
+    """`how many turns to keep` → `How many turns to keep.`; `保留最近几轮` → `保留最近几轮。`
+    (a text that ends in a stop of its own keeps it)."""
     text = text.strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+    if not text or text[-1] in ".。！？!?":
+        return text[:1].upper() + text[1:]
+    stop = "。" if _CJK_LAST.match(text[-1]) else "."
+    return text[:1].upper() + text[1:] + stop
+
+
+_CJK_LAST = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                       "\U00020000-\U0002fa1f]")
+"""Chinese and Japanese, which end a sentence with 。 (Korean takes a full stop)."""

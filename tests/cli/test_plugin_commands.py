@@ -10,38 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cli_runner import invoke
-from plugin_site import BUILT_IN, CLASH, install, readme_files
+from plugin_site import BUILT_IN, CLASH, Install, readme_files
 
 from chatmem.plugins import load_registries
 from chatmem.store import Store
 
-Install = Callable[..., None]
 SUPPORT = Path(__file__).resolve().parents[2] / "sessions" / "support.jsonl"
-
-
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Install plugins for this test: the process's registries load afresh, with them."""
-    site = tmp_path / "site"
-    site.mkdir()
-    modules: list[str] = []
-    monkeypatch.syspath_prepend(str(site))
-    load_registries.cache_clear()
-
-    def add(dist: str, module: str, code: str, **options: Any) -> None:
-        modules.append(module)
-        install(site, dist, module, code, **options)
-
-    yield add
-    load_registries.cache_clear()
-    for module in modules:
-        sys.modules.pop(module, None)
 
 
 @pytest.fixture

@@ -1,0 +1,182 @@
+"""A plugin that fails while it runs: one line naming it and its plugin, never a traceback;
+the chat goes on, a failed reply is recorded as failed, and nothing stored is lost.
+
+A plugin's strategy, provider or embedder may raise whatever its code or its client library
+raises (KeyError, ConnectionError, RuntimeError); chatmem's own raise its errors. Each test
+installs a real plugin (a module and its .dist-info on sys.path, as pip leaves one).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_runner import invoke
+from plugin_site import Install
+
+from chatmem.store import Store
+
+CRASHER = '''
+from chatmem.memory.window import WindowStrategy
+
+class Crasher(WindowStrategy):
+    name = "crasher"
+    description = "breaks once two turns are stored"
+
+    def build(self, request):
+        if request.history.turn_count() >= 2:
+            raise KeyError("boom 爆炸")
+        return super().build(request)
+
+class Forgetful(WindowStrategy):
+    name = "forgetful"
+    description = "cannot update its memory"
+
+    def update(self, env):
+        raise RuntimeError("state store unreachable\\nsecond line")
+
+def register(plugins):
+    plugins.add_strategy(Crasher)
+    plugins.add_strategy(Forgetful)
+'''
+
+FLAKY = '''
+from chatmem.providers.scripted import ScriptedProvider
+
+class Flaky(ScriptedProvider):
+    name = "flaky"
+
+    def __init__(self):
+        super().__init__()
+        self.streams = 0
+
+    def stream(self, messages):
+        self.streams += 1
+        if self.streams == 2:
+            def broken():
+                yield "partial 部分"
+                raise ConnectionError("connection reset by peer 连接被重置")
+            return _Stream(broken())
+        return super().stream(messages)
+
+class _Stream:
+    def __init__(self, deltas):
+        self.deltas, self.usage, self.rendered_prompt = deltas, None, None
+    def __iter__(self):
+        return self.deltas
+    def close(self):
+        pass
+
+def refuse(settings):
+    raise ValueError("flaky2 needs FLAKY_TOKEN set")
+
+def no_models(settings):
+    raise ConnectionError("cannot list models: 服务不可用")
+
+class Down:
+    key = "down:1"
+    dimensions = 4
+
+    def embed(self, texts, *, query=False):
+        raise RuntimeError("embedding service down")
+
+def register(plugins):
+    plugins.add_provider("flaky", lambda settings: Flaky(), models=no_models)
+    plugins.add_provider("flaky2", refuse)
+    plugins.add_embedder("down", lambda settings: Down())
+'''
+
+
+def test_a_strategy_that_raises_fails_its_turn_in_one_line_and_the_chat_goes_on(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-crasher", "chatmem_crasher", CRASHER, name="crasher")
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "c", "-s", "crasher", "--provider", "scripted", "--db", db,
+                     input="one 一\ntwo 二\nthree 三\n/strategy window\nfour 四\n")
+    assert "Traceback" not in chatted.output
+    errors = [line for line in chatted.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: strategy 'crasher' failed: KeyError: 'boom 爆炸' "
+                      "(plugin crasher (chatmem-crasher 0.1.0))"]
+    assert chatted.stdout.splitlines()[-1] == "echo #3: four 四"  # the chat went on
+    with Store(db) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("c").id)]
+    assert said == ["one 一", "echo #1: one 一", "two 二", "echo #2: two 二",
+                    "four 四", "echo #3: four 四"]
+    asked = invoke("ask", "hi", "-s", "crasher", "--provider", "scripted", "--db", db)
+    assert asked.exit_code == 0  # no history in a one-off question: it builds
+    for command in (("inspect", "c", "--next", "x", "-s", "crasher"),
+                    ("replay", "c", "-s", "crasher")):
+        result = invoke(*command, "--provider", "scripted", "--db", db)
+        assert result.exit_code != 0 and "Traceback" not in result.output, command
+        assert result.stderr.splitlines() == [
+            "error: strategy 'crasher' failed: KeyError: 'boom 爆炸' "
+            "(plugin crasher (chatmem-crasher 0.1.0))"], command
+
+
+def test_a_strategy_whose_update_raises_keeps_every_turn_and_says_so(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-crasher", "chatmem_crasher", CRASHER, name="crasher")
+    db = str(tmp_path / "h.db")
+    for _ in range(2):  # a later chat catches up, fails the same way, and goes on
+        chatted = invoke("chat", "f", "-s", "forgetful", "--provider", "scripted", "--db", db,
+                         input="one\ntwo 二\n", code=0)
+        assert "Traceback" not in chatted.output
+        assert "state store unreachable second line" in chatted.stderr
+    with Store(db) as store:
+        assert store.history.turn_count(store.sessions.session("f").id) == 4
+
+
+def test_a_provider_that_raises_records_a_failed_turn_and_the_chat_goes_on(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "p", "--provider", "flaky", "--db", db,
+                     input="one\ntwo 二\nthree\n")
+    assert chatted.exit_code == 1 and "Traceback" not in chatted.output
+    assert [line for line in chatted.stderr.splitlines() if line.startswith("error:")] == [
+        "error: provider 'flaky' failed: ConnectionError: connection reset by peer 连接被重置"
+        " (plugin flaky (chatmem-flaky 0.1.0))"]
+    assert "three" in chatted.stdout.splitlines()[-1]
+    shown = json.loads(invoke("inspect", "p", "--turn", "2", "--json", "--db", db,
+                              code=0).stdout)
+    assert shown["turn"]["status"] == "failed" and "连接被重置" in shown["turn"]["error"]
+    started = invoke("ask", "hi", "--provider", "flaky2", "--db", db, code=1)
+    assert started.stderr == ("error: provider 'flaky2' could not start: ValueError: flaky2 "
+                              "needs FLAKY_TOKEN set (plugin flaky (chatmem-flaky 0.1.0))\n")
+    listed = invoke("models", "--provider", "flaky", code=1)
+    assert listed.stderr == ("error: provider 'flaky' could not list its models: "
+                             "ConnectionError: cannot list models: 服务不可用 "
+                             "(plugin flaky (chatmem-flaky 0.1.0))\n")
+
+
+def test_an_embedder_that_raises_is_one_line_from_chatmem_index(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    db = str(tmp_path / "h.db")
+    config = tmp_path / "config.toml"
+    config.write_text('[embeddings]\nprovider = "down"\n', encoding="utf-8")
+    chatted = invoke("chat", "d", "-s", "retrieval", "--provider", "scripted", "--db", db,
+                     "--config", str(config), input="alpha beta\ngamma 中文\n", code=0)
+    assert "Traceback" not in chatted.output
+    indexed = invoke("index", "d", "--db", db, "--config", str(config))
+    assert indexed.exit_code == 1 and "Traceback" not in indexed.output
+    assert indexed.stderr.splitlines()[-1] == (
+        "error: embedder 'down' failed: RuntimeError: embedding service down "
+        "(plugin flaky (chatmem-flaky 0.1.0))")
+
+
+def test_a_plugin_that_exits_or_names_no_module_is_one_warning(installed: Install) -> None:
+    installed("chatmem-exit", "chatmem_exit",
+              "import sys\n\ndef register(plugins):\n    sys.exit('plugin wants to quit')\n",
+              name="exit")
+    installed("chatmem-badvalue", "chatmem_badvalue", "def register(plugins):\n    pass\n",
+              name="badvalue", entry="chatmem_badvalue:reg ister")
+    listed = invoke("strategies", code=0)
+    assert listed.stderr.splitlines() == [
+        "warning: plugin badvalue (chatmem-badvalue 0.1.0, entry point badvalue = "
+        "chatmem_badvalue:reg ister) skipped: could not be imported: entry point value "
+        "'chatmem_badvalue:reg ister' is not module or module:function",
+        "warning: plugin exit (chatmem-exit 0.1.0, entry point exit = chatmem_exit) skipped: "
+        "its register(plugins) raised: SystemExit: plugin wants to quit",
+    ]
+    assert "buffer" in listed.stdout
