@@ -56,3 +56,13 @@ def test_an_unknown_strategy_name_is_one_line_exit_2() -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith("error: unknown strategy 'windw' (valid: buffer, window")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_parameters_help_ends_as_its_own_language_ends_a_sentence() -> None:
+    from chatmem.render.strategies import sentence
+
+    assert sentence("how many turns to keep") == "How many turns to keep."
+    assert sentence("保留最近几轮对话") == "保留最近几轮对话。"
+    assert sentence("which mode?") == "Which mode?"
+    assert sentence("最近のターン") == "最近のターン。"
+    assert sentence("한국어 도움말") == "한국어 도움말."
