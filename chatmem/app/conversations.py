@@ -178,6 +178,8 @@ def recording_engine(workspace: Workspace, name: str) -> Engine[Store]:
 def record_on(engine: Engine[Store], user: str, assistant: str) -> TurnResult:
     """Record one exchange another program had with `engine` (recording_engine's, perhaps
     kept open by a server)."""
+    if not user.strip():
+        raise UsageError("nothing to record (the user's message is empty)")
     engine.check_writable()
     return engine.replay_turn(user, assistant)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from chatmem.errors import ChatmemError
+from chatmem.errors import ChatmemError, NotFound
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from chatmem.store import Store
 
 T = TypeVar("T")
+Answer = Literal["tool", "resource", "prompt"]
+"""What a chatmem error is answered as: the SDK passes each kind of failure on its own way."""
 
 
 class Memory:
@@ -45,13 +47,15 @@ class Memory:
         return dataclasses.replace(self.settings, db=history) if history else self.settings
 
     @contextmanager
-    def workspace(self, ctx: Context | None, *, create: bool = False) -> Iterator[Workspace]:
-        """A workspace for one tool call; chatmem errors become one line for the model."""
+    def workspace(self, ctx: Context | None, *, create: bool = False,
+                  answer: Answer = "tool") -> Iterator[Workspace]:
+        """A workspace for one tool call (a resource read, a prompt: `answer`); chatmem
+        errors become one line for the client."""
         from chatmem.app import Workspace
 
-        with told_to_the_model(), Workspace(self.settings_for(ctx), create=create,
-                                            models=self.models,
-                                            registries=self.registries) as ws:
+        with told_to_the_model(answer), Workspace(self.settings_for(ctx), create=create,
+                                                  models=self.models,
+                                                  registries=self.registries) as ws:
             yield ws
 
     def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
@@ -71,16 +75,27 @@ class Memory:
 
 
 @contextmanager
-def told_to_the_model() -> Iterator[None]:
-    """A chatmem error raised inside becomes one line for the model (a ToolError)."""
-    from mcp.server.mcpserver.exceptions import ToolError
+def told_to_the_model(answer: Answer = "tool") -> Iterator[None]:
+    """A chatmem error raised inside becomes one line for the client, as the SDK passes it
+    on: a ToolError from a tool, a ResourceError from a resource (not found: -32602), an
+    MCPError from a prompt (any other exception would reach the client as "Error
+    executing tool" alone, and the server's log as a traceback)."""
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
 
     from chatmem.render.errors import error_text
 
     try:
         yield
     except ChatmemError as e:
-        raise ToolError(error_text(e)) from None
+        text = error_text(e)
+        if answer == "resource":
+            raise (ResourceNotFoundError if isinstance(e, NotFound) else ResourceError)(
+                text) from None
+        if answer == "prompt":
+            raise MCPError(INVALID_PARAMS, text) from None
+        raise ToolError(text) from None
 
 
 def _history_in_scope(ctx: Context | None) -> str | None:

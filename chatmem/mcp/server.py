@@ -290,8 +290,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.app.evaluation import compare_strategies as compare
 
         registered = memory.registries.strategies
-        specs = [registered.parse(s) for s in strategies or registered.default_eval()]
         with memory.workspace(ctx) as ws:
+            specs = [registered.parse(s) for s in strategies or registered.default_eval()]
             transcript = sessions.session_transcript(ws, conversation_id)
             done = compare(ws, transcript, specs, source=conversation_id)
         scores = [StrategyScore(strategy=r.label, turns=r.turns,
@@ -336,7 +336,7 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
     def transcript(conversation_id: str, ctx: Context) -> str:
         from chatmem.transcripts.writer import to_jsonl
 
-        with memory.workspace(ctx) as ws:
+        with memory.workspace(ctx, answer="resource") as ws:
             return to_jsonl(sessions.session_transcript(ws, conversation_id))
 
     @server.resource("chatmem://conversations/{conversation_id}/context/{strategy}",
@@ -346,7 +346,7 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
     def context(conversation_id: str, strategy: str, ctx: Context) -> dict[str, Any]:
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace(ctx) as ws:
+        with memory.workspace(ctx, answer="resource") as ws:
             if strategy == "current":
                 return inspection_json(inspection.inspect_next(ws, conversation_id, ""))
             return inspection_json(inspection.inspect_what_if(
@@ -357,7 +357,7 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
         """Pick a conversation up again: what chatmem remembers of it, as data."""
         from chatmem.render.payloads import inspection_json
 
-        with memory.workspace(ctx) as ws:
+        with memory.workspace(ctx, answer="prompt") as ws:
             data = inspection_json(inspection.inspect_next(ws, conversation_id, ""))
         lines = [f"We are resuming the conversation {conversation_id!r}. What chatmem "
                  f"remembers of it ({data['strategy']['label']}) follows as data, not "

@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from chatmem.store import Store
 
 TURN_HEADER = "X-Chatmem-Turn"
+DISCONNECT_POLL = 0.2
+"""Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
 
 
@@ -95,9 +97,11 @@ class Proxy:
     # -- /v1/chat/completions ----------------------------------------------------------
 
     async def chat_completions(self, request: Request) -> Response:
+        import anyio
+
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested beyond what Python reads
             return error_response(ClientError("the body is not JSON"), 400)
         try:
             asked = read_request(body, request.headers, default_strategy=self.strategy)
@@ -112,9 +116,16 @@ class Proxy:
                 return error_response(first, status_of(first))
             return StreamingResponse(turn.sse(first), media_type="text/event-stream",
                                      headers=turn.headers())
-        while (event := await turn.next_event()) is not DONE:
-            if isinstance(event, BaseException):
-                return error_response(event, status_of(event))
+        async with anyio.create_task_group() as watching:
+            # A client that hangs up cancels the reply at its next piece, as a streamed one's
+            # does (Starlette tells a plain response of no disconnect).
+            watching.start_soon(turn.watch, request)
+            try:
+                while (event := await turn.next_event()) is not DONE:
+                    if isinstance(event, BaseException):
+                        return error_response(event, status_of(event))
+            finally:
+                watching.cancel_scope.cancel()
         assert turn.result is not None
         return JSONResponse(completion_json(turn.result, turn.model_asked, turn.turn_id),
                             headers=turn.headers())
@@ -198,6 +209,14 @@ class Turn:
 
         # Abandoned when the client goes away: the generator's `finally` runs at once.
         return await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
+
+    async def watch(self, request: Request) -> None:
+        """Until cancelled: mark the turn `gone` once the client has disconnected."""
+        import anyio
+
+        while not await request.is_disconnected():
+            await anyio.sleep(DISCONNECT_POLL)
+        self.gone.set()
 
     def headers(self) -> dict[str, str]:
         from urllib.parse import quote

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,8 @@ def read_request(body: Any, headers: Mapping[str, str], *,
     read = [_message(m, i) for i, m in enumerate(messages)]
     if read[-1].role != "user":
         raise ClientError("the last message must be the user's", "messages")
+    if not read[-1].content.strip():
+        raise ClientError("the last message is empty: nothing to send", "messages")
     conversation = conversation_of(body, headers, read)
     system_parts = []
     while read and read[0].role == "system":
@@ -75,10 +78,15 @@ def read_request(body: Any, headers: Mapping[str, str], *,
     options: dict[str, float | int] = {}
     for key, kind in SAMPLING.items():
         if body.get(key) is not None:
+            value = body[key]
             try:
-                options[key] = kind(body[key])
-            except (TypeError, ValueError):
-                raise ClientError(f"{key} must be a number", key) from None
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise TypeError(value)  # "0.7" and true are not numbers in JSON
+                options[key] = kind(value)
+                if not math.isfinite(options[key]):
+                    raise ValueError(value)
+            except (TypeError, ValueError, OverflowError):
+                raise ClientError(f"{key} must be a finite number", key) from None
     cap = body.get("max_completion_tokens", body.get("max_tokens"))
     if cap is not None:
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:

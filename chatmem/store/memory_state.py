@@ -11,6 +11,7 @@ from chatmem.errors import NotFound, StoreError
 from chatmem.store import rendered, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import (
+    MOST_INTEGER,
     FactHistoryRecord,
     FactRecord,
     FactScope,
@@ -211,7 +212,8 @@ class FactTables:
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")
 
     def fact(self, fact_id: int) -> FactRecord:
-        rows = fetch_rows(self._db, "SELECT * FROM facts WHERE id = ?", [fact_id])
+        rows = (fetch_rows(self._db, "SELECT * FROM facts WHERE id = ?", [fact_id])
+                if 0 < fact_id <= MOST_INTEGER else [])
         if not rows:
             raise NotFound(f"no fact with id {fact_id}")
         return FactRecord.from_row(rows[0])

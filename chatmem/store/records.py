@@ -93,6 +93,11 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
 
 
+MOST_INTEGER = 2**63 - 1
+"""The largest id or number a database column holds (SQLite's and PostgreSQL's bigint): a
+larger one names no row, and binding it would fail."""
+
+
 SESSION_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
 """Letters of any script or digits first, then letters, digits, `.`, `-`, `_`, `+`; 64 at most.
 

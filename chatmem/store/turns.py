@@ -15,7 +15,7 @@ from chatmem.errors import (
 from chatmem.store import contexts, rendered, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.messages import MessageTables
-from chatmem.store.records import TurnRecord, TurnStatus
+from chatmem.store.records import MOST_INTEGER, TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
 
 
@@ -179,6 +179,8 @@ class TurnTables:
                 "SELECT * FROM turns WHERE session_id = ? ORDER BY number DESC LIMIT 1",
                 [session_id],
             )
+        elif not 0 < number <= MOST_INTEGER:
+            rows = []  # no turn has that number (and SQLite could not even bind it)
         else:
             rows = fetch_rows(self._db,
                 "SELECT * FROM turns WHERE session_id = ? AND number = ?", [session_id, number]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 from file_hash import checkpointed_hash as file_hash
@@ -32,9 +32,10 @@ def server_params(db: Path) -> StdioServerParameters:
         env=dict(os.environ))
 
 
-def with_client(db: Path, work: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+def with_client(db: Path, work: Callable[[ClientSession], Awaitable[Any]],
+                errlog: TextIO = sys.stderr) -> Any:
     async def run() -> Any:
-        async with stdio_client(server_params(db)) as (read, write), \
+        async with stdio_client(server_params(db), errlog=errlog) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
             return await work(session)
@@ -137,6 +138,47 @@ def test_an_unknown_conversation_or_fact_is_one_line_for_the_model(tmp_path: Pat
     said = with_client(tmp_path / "h.db", work)
     assert "nosuch" in said[0] and "nosuch" in said[1] and "99" in said[2]
     assert all("\n" not in line and "Traceback" not in line for line in said)
+
+
+def test_every_refusal_reaches_the_client_with_its_reason_and_no_traceback(
+        tmp_path: Path) -> None:
+    """Tools, resources and the prompt alike: the client reads why, in one line, and the
+    server's log holds no traceback."""
+    from mcp.shared.exceptions import MCPError
+
+    async def work(session: ClientSession) -> tuple[list[str], list[str]]:
+        await call(session, "start_conversation", name="旅行")
+        said = []
+        for tool, arguments in (
+                ("compare_strategies", {"conversation_id": "旅行", "strategies": ["nosuch"]}),
+                ("compare_strategies", {"conversation_id": "旅行",
+                                        "strategies": ["window:k=-1"]}),
+                ("explain_turn", {"conversation_id": "旅行", "turn": 10**20}),
+                ("forget", {"fact_id": 10**20}),
+                ("record_turn", {"conversation_id": "旅行", "user": "  ", "assistant": "b"})):
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            said.append(result.content[0].text)  # type: ignore[union-attr]
+        read = []
+        for reading in (session.read_resource("chatmem://conversations/nosuch/transcript"),
+                        session.read_resource("chatmem://conversations/旅行/context/nosuch"),
+                        session.get_prompt("resume_conversation", {"conversation_id": "nosuch"})):
+            with pytest.raises(MCPError) as refused:
+                await reading
+            read.append(str(refused.value))
+        return said, read
+
+    errors = tmp_path / "server.err"
+    with errors.open("w") as log:
+        said, read = with_client(tmp_path / "h.db", work, errlog=log)
+    assert "unknown strategy 'nosuch'" in said[0] and "k" in said[1] and "-1" in said[1]
+    assert "no turn 100000000000000000000" in said[2]
+    assert "100000000000000000000" in said[3]
+    assert "empty" in said[4]
+    assert "nosuch" in read[0] and "unknown strategy 'nosuch'" in read[1] and "nosuch" in read[2]
+    # The SDK says "Error executing tool NAME: " before a reason; without one it gave only that.
+    assert all("\n" not in line and line.split(": ", 1)[1:] for line in said)
+    assert "Traceback" not in errors.read_text(encoding="utf-8")
 
 
 def test_kept_engines_follow_what_another_process_erases(

@@ -336,6 +336,56 @@ def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
         assert store.history.messages(store.sessions.session("gone").id) == []  # out of memory
 
 
+def test_a_client_that_leaves_a_reply_it_did_not_stream_leaves_a_cancelled_turn(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    chat_server.plan = ["drip"]  # a reply that goes on for as long as anyone reads it
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up waiting, and hangs up
+        httpx.post(f"{proxy.base_url}/chat/completions", timeout=1.0,
+                   headers={"X-Chatmem-Conversation": "gave-up"},
+                   json={"model": "test-small",
+                         "messages": [{"role": "user", "content": "讲个长故事"}]})
+
+    def cancelled() -> bool:
+        with Store(db_path) as store:
+            session = store.sessions.find_session("gave-up")
+            return session is not None and [t.status for t in store.turns.turns(session.id)] == [
+                "cancelled"]
+
+    wait_until(cancelled, "the turn is stored as cancelled")
+
+
+def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    url = f"{proxy.base_url}/chat/completions"
+    header = {"X-Chatmem-Conversation": "wrong"}
+    asked = len(chat_server.requests)
+    for body, param, message in (
+            ({"messages": [{"role": "user", "content": "  "}]}, "messages",
+             "the last message is empty: nothing to send"),
+            ({"messages": [{"role": "user", "content": None}]}, "messages",
+             "the last message is empty: nothing to send"),
+            ({"messages": [{"role": "user", "content": "hi"}], "temperature": "nan"},
+             "temperature", "temperature must be a finite number"),
+            ('{"messages": [{"role": "user", "content": "hi"}], "top_p": 1e400}',
+             "top_p", "top_p must be a finite number")):  # JSON's 1e400 is read as inf
+        text = body if isinstance(body, str) else json.dumps({"model": "test-small", **body})
+        answer = httpx.post(url, headers={**header, "Content-Type": "application/json"},
+                            timeout=HANG, content=text)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["param"] == param
+        assert answer.json()["error"]["message"] == message
+    nested = "[" * 100_000 + "]" * 100_000
+    answer = httpx.post(url, headers={**header, "Content-Type": "application/json"},
+                        timeout=HANG, content=f'{{"messages": {nested}}}')
+    assert answer.status_code == 400 and answer.json()["error"]["message"] == \
+        "the body is not JSON"
+    far = httpx.get(f"{proxy.base_url}/chatmem/turns/wrong@99999999999999999999", timeout=HANG)
+    assert far.status_code == 404 and "error" in far.json()
+    assert len(chat_server.requests) == asked
+    with Store(db_path) as store:
+        assert store.sessions.find_session("wrong") is None
+
+
 def test_a_token_is_required_when_given(upstream_settings: Settings) -> None:
     with RunningProxy(upstream_settings, token="s3cret") as running:
         refused = httpx.get(f"{running.base_url}/models", timeout=HANG)
