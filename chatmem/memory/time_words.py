@@ -183,8 +183,18 @@ def may_name_time(text: str) -> bool:
 def spans(text: str, now: datetime) -> list[TimeSpan]:
     """The spans of time `text` names, read at `now` (an aware datetime)."""
     readers = ((_EN, _english), (_ZH, _chinese), (_ISO, _iso))
-    found = (read(m, now) for pattern, read in readers for m in pattern.finditer(text))
-    return [span for span in found if span is not None]
+    found = []
+    for pattern, read in readers:
+        for m in pattern.finditer(text):
+            try:
+                span = read(m, now)
+            except (ValueError, OverflowError):
+                # Beyond the calendar's years 1–9999 (a conversation dated at year 1, an
+                # exporter's zero time, asked about "last May"): no time is named.
+                continue
+            if span is not None:
+                found.append(span)
+    return found
 
 
 def _iso(m: re.Match[str], now: datetime) -> TimeSpan | None:

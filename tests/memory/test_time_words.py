@@ -185,3 +185,21 @@ def test_recall_prefers_messages_from_the_time_the_question_names(
     plain = context_with(engine, "retrieval", question, mode="bm25", max_tokens=400,
                          time_weight=0)
     assert plain.part("recalled") is None
+
+
+EDGE_QUESTIONS = ["what did I say last May?", "去年说了什么", "上个月", "in March",
+                  "three weeks ago", "last Friday", "early June", "this year", "今年", "下周五",
+                  "next year",
+                  "two months ago", "on 2024-05-08", "last week", "yesterday", "三天前"]
+
+
+@given(question=st.sampled_from(EDGE_QUESTIONS),
+       now=st.sampled_from([datetime(1, 1, 1, tzinfo=UTC), datetime(1, 3, 2, tzinfo=UTC),
+                            datetime(9999, 12, 31, 23, tzinfo=UTC),
+                            datetime(9999, 12, 1, tzinfo=UTC)]))
+def test_a_time_beyond_the_calendar_names_no_span_and_raises_nothing(
+        question: str, now: datetime) -> None:
+    # A conversation dated at an exporter's zero time (0001-01-01) or at 9999: the spans that
+    # would fall outside years 1–9999 are left out; those inside are kept.
+    for span in spans(question, now):
+        assert span.start <= span.end
