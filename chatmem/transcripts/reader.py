@@ -55,8 +55,11 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
         try:
             whole = json.loads(text)
         except json.JSONDecodeError as e:
-            if stripped.startswith("["):
-                raise TranscriptError(f"{source}:{e.lineno}: not valid JSON ({e.msg})") from None
+            if stripped.startswith("[") or not _first_line_is_an_object(text):
+                # One document (an array, or {"messages": [...]} over many lines): its parse
+                # names the line; JSON Lines would blame the first line, `{"messages": [`.
+                raise TranscriptError(
+                    f"{source}:{e.lineno}: not valid JSON ({_json_error(e)})") from None
             whole = None  # JSON Lines: more than one object
         except (RecursionError, ValueError) as e:
             if stripped.startswith("["):
@@ -65,6 +68,21 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
         if isinstance(whole, list) or (isinstance(whole, dict) and "messages" in whole):
             return _parse_json_document(text, whole, source)
     return _parse_jsonl(text, source)
+
+
+def _first_line_is_an_object(text: str) -> bool:
+    """Whether the first line that is not blank is a JSON object alone (JSON Lines)."""
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    try:
+        return isinstance(json.loads(first), dict)
+    except (RecursionError, ValueError):
+        return False
+
+
+def _json_error(e: json.JSONDecodeError) -> str:
+    """`Invalid control character at column 10`: json's message ("… at") and where."""
+    return f"{e.msg} column {e.colno}" if e.msg.endswith(" at") else \
+        f"{e.msg} at column {e.colno}"
 
 
 def _parse_jsonl(text: str, source: str) -> Transcript:
@@ -82,7 +100,7 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as e:
-            raise TranscriptError(f"{where}: not valid JSON ({e.msg})") from None
+            raise TranscriptError(f"{where}: not valid JSON ({_json_error(e)})") from None
         except (RecursionError, ValueError) as e:
             raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
         if not isinstance(data, dict):

@@ -71,7 +71,7 @@ def test_report_writes_self_contained_html(tmp_path: Path) -> None:
      "{path}:7: role must be user, assistant or system (got 'robot')"),
     ('{"role": "user"}', "{path}:7: message has no content"),
     ('{"role": "user", "content": "unterminated', "{path}:7: not valid JSON "
-                                                  "(Unterminated string starting at)"),
+                                                  "(Unterminated string starting at column 29)"),
 ])
 def test_bad_transcript_gives_one_line_exit_2_and_writes_nothing(
     tmp_path: Path, line: str, message: str

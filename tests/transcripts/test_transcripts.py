@@ -91,6 +91,23 @@ def test_broken_json_on_line_7() -> None:
     assert str(e.value).startswith("sessions/x.jsonl:7: not valid JSON (")
 
 
+def test_a_messages_document_broken_on_line_57_is_said_to_be_broken_there() -> None:
+    """{"messages": [...]} over many lines, as OpenAI's format is often written: the whole
+    document's parse names the line (JSON Lines would blame `{"messages": [` on line 1)."""
+    lines = ['{"messages": [']
+    lines += [json.dumps({"role": "user" if i % 2 else "assistant", "content": f"第{i}条"})
+              + "," for i in range(1, 80)]
+    lines[56] = '{"role": "user", "content": "broken\there"},'
+    lines.append('{"role": "user", "content": "last"}]}')
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript("\n".join(lines), "doc.json")
+    assert str(e.value) == "doc.json:57: not valid JSON (Invalid control character at column 36)"
+    jsonl = "\n".join(lines[1:-1]).replace("},", "}")
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(jsonl, "doc.jsonl")
+    assert str(e.value) == "doc.jsonl:56: not valid JSON (Invalid control character at column 36)"
+
+
 def test_unsupported_version_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError, match=r"^h.jsonl:1: transcript format 2 is not supported"):
         parse_transcript(jsonl({"chatmem": 2}), "h.jsonl")
