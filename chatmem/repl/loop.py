@@ -47,7 +47,11 @@ class Repl(Chat):
         from chatmem.repl.blocks import join_blocks
 
         if not sys.stdin.isatty():
-            yield from join_blocks(line.rstrip("\n") for line in sys.stdin)
+            # A file saved with a byte-order mark (Windows' Notepad) is piped with it: it is
+            # not part of the first line, as it is not part of an imported or attached file.
+            piped = (line.removeprefix("\ufeff") if number == 0 else line
+                     for number, line in enumerate(sys.stdin))
+            yield from join_blocks(line.rstrip("\n") for line in piped)
             return
         from chatmem.repl.prompt import Prompt
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
 from chatmem.memory.context import Context
@@ -532,3 +532,12 @@ def test_tokens_shows_what_memory_costs_and_what_a_given_input_adds(tmp_path: Pa
         "system 10 · history 16 · input 4 · priming 3 = 33 tokens of 4,000 · window",
         "system 10 · history 16 · input 8 · priming 3 = 37 tokens of 4,000 · window",
     ]
+
+
+def test_a_piped_file_s_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    chat(db, "bom", "\ufeff你好，我叫李雷\n\ufeffsecond\n", code=0)
+    with Store(db) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("bom").id)
+                if m.role == "user"]
+    assert said == ["你好，我叫李雷", "\ufeffsecond"]  # only the file's first character is one
