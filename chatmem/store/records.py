@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -107,12 +108,27 @@ an export's file name, so no spaces, no slashes, no leading dash or dot.
 """
 
 
+def is_session_name(name: str) -> bool:
+    """Whether `name` follows SESSION_NAME, a letter's combining marks counted with it (the
+    vowel signs of हिंदी, the accent of an é typed as e and U+0301)."""
+    if not name or unicodedata.category(name[0]).startswith("M"):
+        return False
+    letters = "".join("a" if unicodedata.category(c).startswith("M") else c for c in name)
+    return SESSION_NAME.fullmatch(letters) is not None
+
+
+def normal_name(name: str) -> str:
+    """A session name as it is stored and looked up: NFC, so `José` is one session however
+    the keyboard composed its é."""
+    return unicodedata.normalize("NFC", name)
+
+
 def check_session_name(name: str) -> None:
     from chatmem.errors import UsageError
 
     if not name.strip():
         raise UsageError("a session name cannot be empty")
-    if not SESSION_NAME.fullmatch(name):
+    if not is_session_name(name):
         raise UsageError(
             f"invalid session name {name!r}: use letters, digits, '-', '_', '.' or '+', starting "
             "with a letter or digit, no spaces or '/', up to 64 characters (e.g. trip-b)")
@@ -131,7 +147,8 @@ def session_name_of(identifier: str) -> str:
     `旅行` with `日记`, or two long ids with the same first 64 characters)."""
     import hashlib
 
-    if SESSION_NAME.fullmatch(identifier):
+    identifier = normal_name(identifier)
+    if is_session_name(identifier):
         return identifier
     digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     stem = session_name_from(identifier)[:64 - len(digest) - 1].rstrip("-._+")

@@ -16,6 +16,7 @@ from chatmem.store.records import (
     SessionRecord,
     check_session_name,
     json_text,
+    normal_name,
     stored_json,
 )
 from chatmem.text import is_valid
@@ -83,7 +84,8 @@ class SessionTables:
         if not is_valid(name):
             raise UsageError(f"session name {name!r} is not valid UTF-8")
         rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ?"
-                          f" ORDER BY {self._db.own_rows_first}created_at, id LIMIT 1", [name])
+                          f" ORDER BY {self._db.own_rows_first}created_at, id LIMIT 1",
+                          [normal_name(name)])
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:
@@ -180,7 +182,7 @@ class SessionTables:
         record = self.session(name)
         self.check_session_writable(record.id, owners_only="rename")
         steps.check_new_name(self._db, new_name)
-        return self.update_session(record.id, name=new_name)
+        return self.update_session(record.id, name=normal_name(new_name))
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """Every session with its counts, most recently used first.

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.records import AccessLevel, SessionAccess
+from chatmem.store.records import AccessLevel, SessionAccess, normal_name
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
@@ -153,7 +153,7 @@ def owned(store: Connection, session_ids: Iterable[int]) -> set[int]:
 def _own_session(store: Connection, name: str) -> int:
     session_id = fetch_value(
         store.db,
-        "SELECT id FROM sessions WHERE name = ? AND owner = current_user", [name])
+        "SELECT id FROM sessions WHERE name = ? AND owner = current_user", [normal_name(name)])
     if session_id is None:
         raise NotFound(f"no session {name!r} of yours in {store.location} "
                        "(only its owner shares a session)")

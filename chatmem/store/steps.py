@@ -15,7 +15,7 @@ from chatmem import fts
 from chatmem.errors import StoreConflict, StoreError, UsageError
 from chatmem.store.backend import Backend
 from chatmem.store.recall import pause
-from chatmem.store.records import check_session_name, json_text
+from chatmem.store.records import check_session_name, json_text, normal_name
 from chatmem.text import is_valid
 
 
@@ -70,7 +70,7 @@ def check_new_name(db: Backend, name: str) -> None:
     check_session_name(name)
     if not is_valid(name):
         raise UsageError(f"session name {name!r} is not valid UTF-8")
-    if db.execute("SELECT 1 FROM sessions WHERE name = ?", [name]).fetchone():
+    if db.execute("SELECT 1 FROM sessions WHERE name = ?", [normal_name(name)]).fetchone():
         raise StoreError(f"a session named {name!r} already exists")
 
 
@@ -80,6 +80,7 @@ def insert_session(
     tokenizer: str | None = None,
 ) -> int:
     """Insert a session row and its first prompt; returns its id."""
+    name = normal_name(name)
     try:
         session_id = insert_id(
             db,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.store.records import SESSION_NAME, session_name_of
+from chatmem.store.records import SESSION_NAME, is_session_name, normal_name, session_name_of
 
 ids = st.one_of(st.text(min_size=1, max_size=120),
                 st.from_regex(SESSION_NAME, fullmatch=True),
@@ -16,13 +19,14 @@ ids = st.one_of(st.text(min_size=1, max_size=120),
 @given(ids, ids)
 def test_two_ids_never_share_a_session_and_each_name_is_valid(first: str, second: str) -> None:
     a, b = session_name_of(first), session_name_of(second)
-    assert SESSION_NAME.fullmatch(a) and SESSION_NAME.fullmatch(b)
-    assert (a == b) == (first == second)
+    assert is_session_name(a) and is_session_name(b)
+    # One id however its letters were composed (NFC): José typed either way.
+    assert (a == b) == (normal_name(first) == normal_name(second))
 
 
 @given(st.from_regex(SESSION_NAME, fullmatch=True))
 def test_an_id_that_is_a_valid_name_is_the_name(name: str) -> None:
-    assert session_name_of(name) == name
+    assert session_name_of(name) == normal_name(name)
 
 
 def test_a_name_made_from_an_id_shows_where_it_came_from() -> None:
@@ -30,3 +34,24 @@ def test_a_name_made_from_an_id_shows_where_it_came_from() -> None:
     assert session_name_of("!!!").startswith("session-")
     long = session_name_of("x" * 100)
     assert len(long) == 64 and long.startswith("x" * 51 + "-")
+
+
+def test_a_name_in_any_script_is_one_session_however_its_letters_were_composed(
+        tmp_path: Path) -> None:
+    from cli_runner import invoke
+
+    from chatmem.store import Store
+
+    db = str(tmp_path / "h.db")
+    decomposed, composed = unicodedata.normalize("NFD", "José"), "José"
+    assert decomposed != composed
+    for name in ("हिंदी", "नमस्ते", decomposed, "Zoë-日记"):
+        invoke("chat", name, "--provider", "scripted", "--db", db, input="hi\n", code=0)
+    invoke("chat", composed, "--provider", "scripted", "--db", db, input="again\n", code=0)
+    with Store(db) as store:
+        turns = {row["name"]: row["turns"] for row in store.sessions.list_sessions()}
+        assert store.sessions.session(decomposed).name == composed
+    assert turns == {"हिंदी": 1, "नमस्ते": 1, composed: 2, "Zoë-日记": 1}
+    for refused in ("\u0301abc", "-x", "a b", "a/b"):
+        assert invoke("chat", refused, "--provider", "scripted", "--db", db,
+                      input="hi\n").exit_code == 2, refused
