@@ -9,6 +9,7 @@ any other path than these two is a 404, as a real server's would be.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -98,6 +99,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "echo-key":
             # Some servers quote the request back in their error message.
             self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")
+        elif mode == "echo-key-base64":
+            # ... or quote the key base64-encoded, as some gateways log a header.
+            key = self.headers["Authorization"].split()[-1]
+            self._error(400, "bad_request",
+                        f"bad credential {base64.b64encode(key.encode()).decode()}")
         elif mode == "echo-key-reply":
             # A 200 reply quoting the Authorization header, split over several deltas.
             header = self.headers["Authorization"]

@@ -54,6 +54,9 @@ def credentials_of(api_key: str | None, base_url: str | None,
             found[secret] = "[api key]"
     if api_key:
         found[api_key] = "[api key]"
+        if len(api_key) >= MIN_SECRET_CHARACTERS:  # a placeholder's base64 is no secret either
+            # As a server may quote it back in an error: the key's bytes, base64-encoded.
+            found[base64.b64encode(api_key.encode()).decode()] = "[api key]"
     if history_key:
         found[history_key] = "[history key]"
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}

@@ -13,7 +13,7 @@ from pathlib import Path
 from chatmem.config.options import sampling
 from chatmem.config.settings import KEY_ENV, LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
-from chatmem.privacy.secrets import credentials_of, redacted_url
+from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
 from chatmem.providers.base import Provider
 from chatmem.providers.masking import MaskedProvider
 
@@ -121,9 +121,13 @@ def openai_models(settings: Settings) -> list[str]:
                               api_key=settings.api_key(), api_key_env=settings.api_key_env,
                               timeout=settings.timeout, max_retries=settings.max_retries)
     try:
-        return provider.list_models()
+        served = provider.list_models()
     finally:
         provider.close()
+    # A server may quote the key back in what it lists, as in a reply.
+    mask = SecretMask(credentials_of(settings.api_key(), settings.base_url,
+                                     os.environ.get(KEY_ENV)))
+    return [mask.mask(name) for name in served]
 
 
 def _local_model_path(settings: Settings) -> str | None:

@@ -24,7 +24,7 @@ from chatmem.errors import (
     ProviderTimeout,
 )
 from chatmem.images import ImageRule
-from chatmem.privacy.secrets import url_secrets
+from chatmem.privacy.secrets import SecretMask, credentials_of
 from chatmem.providers.base import ChatMessages, Purpose, Usage
 from chatmem.tokens import TokenCounter, counter_for_model
 
@@ -297,9 +297,8 @@ class OpenAIProvider:
     def _short(self, error: Exception) -> str:
         # The message quotes the server's answer, and a server may echo the key back.
         text = " ".join(str(error).split())
-        for secret in (self.client.api_key, *url_secrets(self.base_url)):
-            if len(secret) >= 4:
-                text = text.replace(secret, "[api key]")
+        # The key as sent, in the base URL, and base64-encoded as some gateways log it.
+        text = SecretMask(credentials_of(self.client.api_key, self.base_url, None)).mask(text)
         # The same credentials as the server may quote them: an Authorization header.
         text = _CREDENTIALS.sub(r"\1 [api key]", text)
         return text[:160] + ("…" if len(text) > 160 else "")

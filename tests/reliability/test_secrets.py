@@ -8,6 +8,7 @@ history file, WAL, shm, exports and reports were created 0644.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import stat
 import subprocess
@@ -185,6 +186,28 @@ def test_a_reply_that_quotes_the_api_key_is_masked_wherever_it_goes(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_key_quoted_back_base64_encoded_or_as_a_model_name_is_masked(
+        tmp_path: Path, chat_server) -> None:
+    """A server that quotes the key base64-encoded in an error, or lists a model named
+    after it: neither reaches an output or the history file."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    encoded = base64.b64encode(KEY.encode()).decode()
+    chat_server.plan = ["echo-key-base64"]
+    failed = invoke("chat", "s", "--db", str(db), "--provider", "openai", "--model", "m",
+                    input="hi\n", env=env)
+    assert "bad credential [api key]" in failed.stderr
+    chat_server.models = ["gpt-small", f"model-{KEY}"]
+    listed = invoke("models", "--provider", "openai", "--json", env=env, code=0)
+    assert json.loads(listed.stdout)["models"] == ["gpt-small", "model-[api key]"]
+    for secret in (KEY, encoded):
+        assert secret not in failed.output + listed.output
+        for path in tmp_path.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
 
 
 @needs_sqlcipher
