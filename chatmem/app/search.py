@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.errors import UsageError
+from chatmem.memory.reasons import RecallRoute
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
 
 SESSIONS_SEARCHED = 5
 """Across sessions: the sessions whose words match best are ranked, this many at most."""
+SEARCH_HITS = 50
+"""The most messages one session's search returns (a server pages them)."""
+SEARCH_ROOM = 200_000
+"""Tokens a search may return: what was said is found whatever its length (a pasted contract
+of 7,000 tokens), not only what a context's budget would hold; callers page it."""
 
 
 @dataclass(frozen=True)
@@ -65,16 +71,15 @@ def sessions_to_search(workspace: Workspace, query: str, session: str | None) ->
 def search_engine(workspace: Workspace, session: str) -> Engine[Store]:
     """An engine that ranks the session as recall would for a query after its last turn
     (retrieval with recent=0: every turn is a candidate, none held back as the recent
-    window); it only builds, never sends."""
+    window), in SEARCH_ROOM rather than a context's budget; it only builds, never sends."""
     from chatmem.engine.opening import engine_over
 
     store = workspace.store
     record = store.sessions.session(session)
-    recall = workspace.registries.strategies.create(
-        workspace.registries.strategies.parse("retrieval", {"recent": "0"}))
+    recall = workspace.registries.strategies.create(workspace.registries.strategies.parse(
+        "retrieval", {"recent": "0", "max_tokens": str(SEARCH_ROOM), "top_k": str(SEARCH_HITS)}))
     return engine_over(store, record, workspace.reproducing(record, explicit=False), recall,
-                       budget=workspace.settings.context_budget,
-                       embedder=workspace.recall_embedder([recall]))
+                       budget=SEARCH_ROOM, embedder=workspace.recall_embedder([recall]))
 
 
 def found_in(engine: Engine[Store], query: str) -> list[Found]:
@@ -86,6 +91,8 @@ def found_in(engine: Engine[Store], query: str) -> list[Found]:
         message = recalled.get(row.get("id"))
         if message is None or not row.get("kept"):
             continue
+        if row.get("route") == RecallRoute.NEIGHBOUR.value and row.get("dense") is None:
+            continue  # kept only beside a match: it does not hold what was asked for
         found.append(Found(engine.session.name, message.turn, message.role, message.content,
                            message.id, row.get("bm25"), row.get("words"), row.get("dense"),
                            row.get("fused"), row.get("route")))

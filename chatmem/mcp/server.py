@@ -193,7 +193,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         found = search.best_found([
             hit for name in names for hit in memory.in_conversation(
                 ctx, name, "search", partial(search.search_engine, session=name),
-                partial(search.found_in, query=query))], 50)
+                partial(search.found_in, query=query))], search.SEARCH_HITS)
         hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role, content=f.content,
                     words=f.words, meaning=f.dense, fused=f.fused, bm25=f.bm25) for f in found]
         chosen, next_page = paged(hits, page)

@@ -118,6 +118,18 @@ def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> Non
         search_memory(ws, "   ")
 
 
+def test_search_finds_a_message_longer_than_any_context_budget(ws: Workspace) -> None:
+    """A pasted contract of ~7,000 tokens holds the words: it is found (first), though no
+    context of the default budget could send it; messages without the words are not."""
+    contract = "合同条款 contract clause. " * 1000
+    record_turn(ws, "legal", contract, "收到")
+    record_turn(ws, "legal", "天气怎么样？", "晴天")
+    for query in ("合同条款", "contract clause"):
+        found = search_memory(ws, query, "legal")
+        assert found and found[0].content == contract, query
+        assert all(f.bm25 for f in found), query  # nothing that does not hold the words
+
+
 def test_a_page_of_a_session_and_the_turn_range(ws: Workspace) -> None:
     for n in range(1, 8):
         record_turn(ws, "long", f"q{n}", f"a{n}")
