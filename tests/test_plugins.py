@@ -222,6 +222,41 @@ def test_a_registry_refuses_what_it_cannot_build() -> None:
     assert registry.names() == ["window"]
 
 
+def test_a_registry_refuses_a_parameter_its_own_rule_or_type_refuses() -> None:
+    """A default outside its own range (a session started with it could not be opened
+    again), or a parameter of a type `--param` cannot give, is refused when it is added."""
+    from dataclasses import dataclass
+
+    from chatmem.memory.buffer import BufferStrategy
+    from chatmem.memory.params import param
+
+    @dataclass(frozen=True)
+    class OddOptions:
+        n: int = param(0, "how many, 至少一个", minimum=1)
+
+    class Odd(BufferStrategy):
+        name = "odd"
+        description = "a default below its minimum"
+        OPTIONS = OddOptions
+
+    @dataclass(frozen=True)
+    class ListOptions:
+        tags: list = param((), "tags")  # type: ignore[type-arg]  # noqa: RUF009
+
+    class Tags(BufferStrategy):
+        name = "tags"
+        description = "a list parameter"
+        OPTIONS = ListOptions
+
+    registry = StrategyRegistry()
+    with pytest.raises(ValueError, match=r"^default parameter n=0 of strategy 'odd' must be "
+                                         r"at least 1$"):
+        registry.add(Odd)
+    with pytest.raises(TypeError, match=r"parameter tags is a list; parameters are int"):
+        registry.add(Tags)
+    assert registry.names() == []
+
+
 def test_threads_using_the_registries_first_at_once_load_them_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -51,6 +51,17 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
         except Exception as e:  # a plugin's class may raise anything
             raise TypeError(f"{cls.__name__}() fails with its default parameters: "
                             f"{type(e).__name__}: {e}") from None
+        for declared in cls.PARAMS:
+            # A default its own rule refuses would make every session started with it fail
+            # to open again (its stored parameters are checked then).
+            if declared.type not in (int, float, bool, str):
+                raise TypeError(f"strategy {name!r}: parameter {declared.name} is a "
+                                f"{declared.type.__name__}; parameters are int, float, bool "
+                                "or str")
+            try:
+                declared.parse(name, declared.default)
+            except StrategyError as e:
+                raise ValueError(f"default {e}") from None
 
     def add(self, *classes: type[BaseStrategy]) -> None:
         """Register each class under its `name`, all or none: each is checked once (see
