@@ -147,7 +147,13 @@ def test_without_the_plugin_its_sessions_still_list_and_a_clear_error_says_why(
     listed = invoke("sessions", "list", "--db", db, width=120, code=0).stdout
     assert "anchor" in listed and "k=2" in listed
     refused = invoke("chat", "g", "--provider", "scripted", "--db", db, input="hi\n", code=2)
-    assert refused.stderr.startswith("error: unknown strategy 'anchor' (valid: buffer,")
+    assert refused.stderr == (
+        "error: session 'g' keeps its memory with strategy 'anchor', which no installed plugin "
+        "provides now; install it again, or go on with another (-s NAME) (`chatmem strategies`"
+        " lists them)\n")
+    # ... and it goes on with another, keeping every turn.
+    invoke("chat", "g", "-s", "window", "--provider", "scripted", "--db", db, input="hi\n",
+           code=0)
 
 
 # -- providers and embedders ------------------------------------------------------------
