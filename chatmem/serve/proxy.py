@@ -111,7 +111,10 @@ class Proxy:
                     self.settings_for(request.scope.get(HISTORY_SCOPE_KEY)))
         turn.start()
         if asked.stream:
-            first = await turn.next_event()  # ("started", id), or why it could not start
+            # The reply's first piece (or its end), or why there is none: a turn refused
+            # before it was sent (over the budget) or by the model (401, 429) is answered with
+            # its own status, as a request not streamed is, not as an error inside a 200.
+            first = await turn.next_event()
             if isinstance(first, BaseException):
                 return error_response(first, status_of(first))
             return StreamingResponse(turn.sse(first), media_type="text/event-stream",
@@ -266,7 +269,6 @@ class Turn:
             # The number the turn will take unless another writer of this very
             # conversation commits first; the stream's last piece says the real one.
             self.turn_id = f"{asked.conversation}@{(previous.number if previous else 0) + 1}"
-            self.events.put(("started", self.turn_id))
             result = engine.run_turn(asked.text, on_delta=self._delta)
             self.turn_id = f"{asked.conversation}@{result.record.number}"
             engine.between_turns()

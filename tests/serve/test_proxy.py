@@ -313,6 +313,29 @@ def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatSe
         assert store.history.messages(session.id) == []
 
 
+def test_a_streamed_request_refused_before_its_reply_gets_the_status_of_why(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """Refused by the model (401) or by the budget before a piece of the reply was sent:
+    the status an unstreamed request gets, so a client can tell and retry, not a 200."""
+    import openai as sdk
+
+    openai = client(proxy)
+    chat_server.plan = ["401"]
+    with pytest.raises(sdk.AuthenticationError):
+        list(openai.chat.completions.create(
+            model="test-small", stream=True, extra_headers={"X-Chatmem-Conversation": "s1"},
+            messages=[{"role": "user", "content": "hi"}]))
+    with pytest.raises(sdk.BadRequestError):
+        list(openai.chat.completions.create(
+            model="test-small", stream=True, extra_headers={"X-Chatmem-Conversation": "s3"},
+            messages=[{"role": "user", "content": "长 " * 20_000}]))
+    pieces = list(openai.chat.completions.create(
+        model="test-small", stream=True, extra_headers={"X-Chatmem-Conversation": "s4"},
+        messages=[{"role": "user", "content": "hi"}]))
+    assert "".join(p.choices[0].delta.content or "" for p in pieces if p.choices) == \
+        "Hello from the test server."
+
+
 def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
         proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
     chat_server.plan = ["drip"]  # a reply that goes on for as long as anyone reads it
