@@ -93,6 +93,15 @@ class Proxy:
         """One for every request's workspace: the strategies, providers and embedders."""
         self.kept = KeptConversations()
         """The conversations requests have used, open between requests."""
+        self._turns: dict[tuple[str, str], threading.Lock] = {}
+        self._turns_guard = threading.Lock()
+
+    def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
+        """The lock a conversation's turns take: requests of one conversation that differ in
+        model, strategy or options have engines of their own, and would otherwise run at
+        once (their turns interleaved, the number a response names another's)."""
+        with self._turns_guard:
+            return self._turns.setdefault((location, conversation), threading.Lock())
 
     # -- /v1/chat/completions ----------------------------------------------------------
 
@@ -263,14 +272,16 @@ class Turn:
             if not opened:
                 # Once per server: a conversation kept open tries again until it ran.
                 apply_retention(ws)
-            engine.settle()  # a new session exists before the client's history goes in
-            adopt_history(ws, asked.conversation, asked.prior)
-            previous = last_turn(ws, engine.session)
-            # The number the turn will take unless another writer of this very
-            # conversation commits first; the stream's last piece says the real one.
-            self.turn_id = f"{asked.conversation}@{(previous.number if previous else 0) + 1}"
-            result = engine.run_turn(asked.text, on_delta=self._delta)
-            self.turn_id = f"{asked.conversation}@{result.record.number}"
+            with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
+                engine.settle()  # a new session exists before the client's history goes in
+                adopt_history(ws, asked.conversation, asked.prior)
+                previous = last_turn(ws, engine.session)
+                # The number the turn will take unless another process writing this very
+                # conversation commits first; the stream's last piece says the real one.
+                self.turn_id = (f"{asked.conversation}@"
+                                f"{(previous.number if previous else 0) + 1}")
+                result = engine.run_turn(asked.text, on_delta=self._delta)
+                self.turn_id = f"{asked.conversation}@{result.record.number}"
             engine.between_turns()
             return result
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from chat_server import ChatServer
@@ -334,6 +335,39 @@ def test_a_streamed_request_refused_before_its_reply_gets_the_status_of_why(
         messages=[{"role": "user", "content": "hi"}]))
     assert "".join(p.choices[0].delta.content or "" for p in pieces if p.choices) == \
         "Hello from the test server."
+
+
+def test_a_conversations_requests_take_turns_even_with_other_models(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """Two models on one conversation have engines of their own; their turns still run one
+    at a time, and the turn each response names is its own."""
+    chat_server.plan = ["slow", "ok"]  # the first reply holds after its first piece
+    seen: dict[str, tuple[str, str]] = {}
+
+    def ask(model: str) -> None:
+        with httpx.stream("POST", f"{proxy.base_url}/chat/completions", timeout=HANG,
+                          headers={"X-Chatmem-Conversation": "两个模型".encode()},
+                          json={"model": model, "stream": True,
+                                "messages": [{"role": "user", "content": f"from {model}"}]}
+                          ) as response:
+            header = response.headers["X-Chatmem-Turn"]
+            last = [json.loads(line[6:]) for line in response.iter_lines()
+                    if line.startswith("data: {")][-1]
+        seen[model] = (header, quote(last["chatmem"]["turn"], safe="@"))
+
+    first = threading.Thread(target=ask, args=("test-small",))
+    first.start()
+    wait_until(lambda: chat_server.first_delta_sent.is_set() or not first.is_alive(),
+               "the first reply has begun")
+    assert first.is_alive(), seen  # (a request that failed has ended)
+    second = threading.Thread(target=ask, args=("other-model",))
+    second.start()
+    chat_server.release.set()
+    first.join(HANG)
+    second.join(HANG)
+    assert all(header == final for header, final in seen.values()), seen
+    assert {final for _, final in seen.values()} == {
+        f"{quote('两个模型')}@1", f"{quote('两个模型')}@2"}
 
 
 def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
