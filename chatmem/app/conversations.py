@@ -192,6 +192,26 @@ class ClientMessage:
     content: str
 
 
+def replaces_last_turn(workspace: Workspace, name: str,
+                       prior: Sequence[ClientMessage]) -> bool:
+    """Whether a client's request asks the session's last exchange again (a regenerate, or
+    an edit of its last message): the history it sends (not none) is the session's but for
+    that exchange. The client's history is authoritative: the reply it dropped leaves memory, as
+    /retry's does. Reads no more of the session than the request carries."""
+    store = workspace.store
+    session = store.sessions.find_session(name) if prior else None
+    if session is None:
+        # A client that sends only its new message leaves the history to chatmem: asking
+        # again is then a turn of its own.
+        return False
+    if store.history.message_count(session.id, at_most=len(prior) + 3) != len(prior) + 2:
+        return False
+    stored = store.history.messages(session.id)
+    said = [(m.role, m.content) for m in stored]
+    return (said[:len(prior)] == [(m.role, m.content) for m in prior]
+            and [m.role for m in stored[len(prior):]] == ["user", "assistant"])
+
+
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:
     """Make session `name`'s history hold what a client says came before its new message:
     the client's history is authoritative, so the messages it has past the session's

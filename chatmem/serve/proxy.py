@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -42,6 +42,7 @@ from chatmem.errors import (
     ProviderNotFound,
     ProviderRateLimited,
     ProviderTimeout,
+    TurnNotReplaceable,
     UsageError,
 )
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
@@ -249,9 +250,15 @@ class Turn:
         from functools import partial
 
         from chatmem.app import Workspace
-        from chatmem.app.conversations import adopt_history, apply_retention, start_conversation
+        from chatmem.app.conversations import (
+            adopt_history,
+            apply_retention,
+            replaces_last_turn,
+            start_conversation,
+        )
         from chatmem.app.kept import options_key
         from chatmem.app.sessions import last_turn
+        from chatmem.engine.resend import resend_last
 
         asked = self.asked
         settings = self.settings
@@ -280,7 +287,12 @@ class Turn:
                 # conversation commits first; the stream's last piece says the real one.
                 self.turn_id = (f"{asked.conversation}@"
                                 f"{(previous.number if previous else 0) + 1}")
-                result = engine.run_turn(asked.text, on_delta=self._delta)
+                result = None
+                if replaces_last_turn(ws, asked.conversation, asked.prior):
+                    with suppress(TurnNotReplaceable):  # then it is a turn of its own
+                        result = resend_last(engine, asked.text, on_delta=self._delta)
+                if result is None:
+                    result = engine.run_turn(asked.text, on_delta=self._delta)
                 self.turn_id = f"{asked.conversation}@{result.record.number}"
             engine.between_turns()
             return result

@@ -241,6 +241,36 @@ def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
                         "Hello from the test server."]
 
 
+def test_a_regenerate_or_an_edit_of_the_last_message_replaces_that_turn(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """The client's history is authoritative: asking its last exchange again (Open WebUI's
+    regenerate, an edit of the last message) replaces that turn, as /retry does; the reply
+    it dropped is sent to the model no more."""
+    openai = client(proxy)
+    header = {"X-Chatmem-Conversation": "again"}
+    first = [{"role": "user", "content": "法国首都？"}]
+    chat_server.reply_words = ["答案一：巴黎"]
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=first)
+    opened = [*first, {"role": "assistant", "content": "答案一：巴黎"},
+              {"role": "user", "content": "人口多少？"}]
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=opened)
+    chat_server.reply_words = ["答案二：很多"]
+    openai.chat.completions.create(model="test-small", extra_headers=header,
+                                   messages=opened)  # regenerate
+    assert "答案一：巴黎" in json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    assert json.dumps(chat_server.requests[-1], ensure_ascii=False).count("人口多少？") == 1
+    edited = [*opened[:2], {"role": "user", "content": "巴黎人口多少？"}]
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=edited)
+    sent = json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    assert "人口多少？\"" not in sent.replace("巴黎人口多少？", "") and "答案二" not in sent
+    with Store(db_path) as store:
+        session = store.sessions.session("again")
+        said = [m.content for m in store.history.messages(session.id)]
+        statuses = [(t.number, t.superseded_by) for t in store.turns.turns(session.id)]
+    assert said == ["法国首都？", "答案一：巴黎", "巴黎人口多少？", "答案二：很多"]
+    assert statuses == [(1, None), (2, 3), (3, 4), (4, None)]
+
+
 def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again(
         chat_server: ChatServer, upstream_settings: Settings, db_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
