@@ -9,7 +9,8 @@ from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
-app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.",
+app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.\n\n"
+                        "Example: chatmem admin add-user ann --db postgresql://admin@db/team",
                    no_args_is_help=True)
 
 RoleArgument = Annotated[str, typer.Argument(metavar="ROLE", help="A PostgreSQL login role.")]

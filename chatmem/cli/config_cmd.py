@@ -12,7 +12,8 @@ from chatmem.cli.output import consoles, fail, handles_errors, print_json, write
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
 
-app = ChatmemTyper(help="See and create the config file.", no_args_is_help=True)
+app = ChatmemTyper(help="See and create the config file.\n\nExample: chatmem config show",
+                   no_args_is_help=True)
 
 
 @app.command("show")

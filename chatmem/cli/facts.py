@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from chatmem.privacy.purge import Mentioned
     from chatmem.store import FactRecord
 
-app = ChatmemTyper(help="List and forget the facts chatmem remembers.", no_args_is_help=True)
+app = ChatmemTyper(help="List and forget the facts chatmem remembers.\n\n"
+                        "Example: chatmem facts list trip", no_args_is_help=True)
 UserOption = Annotated[
     str | None, typer.Option("--user", "-u", help="Only this user profile's facts.",
                              show_default=False)

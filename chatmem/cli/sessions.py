@@ -13,7 +13,8 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
 
-app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.",
+app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.\n\n"
+                         "Example: chatmem sessions show trip --turns 1-10",
                  no_args_is_help=True)
 SHOW_LAST = 50
 """Turns `sessions show` prints when none are asked for: the newest page, read alone."""

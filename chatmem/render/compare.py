@@ -279,9 +279,10 @@ def token_chart(
                 out.append(cell[0], style=cell[1])
         out.append("\n")
     out.append(" " * label_width + " └" + "─" * columns + "\n", style="dim")
-    right = f"turn {turns}"
-    out.append(" " * (label_width + 2) + "turn 1" + right.rjust(max(columns - 6, len(right)))
-               + "\n", style="dim")
+    # One turn is one label; a chart narrower than both labels still spaces them.
+    axis = "turn 1" if turns <= 1 else \
+        "turn 1" + f"turn {turns}".rjust(max(columns - 6, len(f"turn {turns}") + 1))
+    out.append(" " * (label_width + 2) + axis + "\n", style="dim")
     # The legend breaks between entries, never between a marker and its name.
     entries = [(f"{marker(index)} {label}", series_style(index))
                for index, label in enumerate(series)] + [(f"{OVERLAP[0]} several", OVERLAP[1])]

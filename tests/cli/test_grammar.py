@@ -46,6 +46,12 @@ def test_help_follows_the_click_convention(path: list[str]) -> None:
     assert "Example: " in result.stdout  # a command's docstring is its --help
 
 
+@pytest.mark.parametrize("group", ["sessions", "config", "facts", "admin"])
+def test_a_command_groups_help_has_an_example_too(group: str) -> None:
+    result = run(group, "--help")
+    assert result.exit_code == 0 and f"Example: chatmem {group} " in result.stdout
+
+
 def test_ask_usage_names_the_optional_session() -> None:
     assert run("ask", "--help").stdout.splitlines()[0] == (
         "Usage: chatmem ask [OPTIONS] [SESSION] TEXT")

@@ -330,3 +330,9 @@ def test_tables_fit_any_width_and_keep_every_strategy_name(width: int, count: in
             assert label in out or all(
                 re.search(rf"(^|[ │┃]){re.escape(line.strip())}( |$)", out, re.M)
                 for line in Label(label, width=Label.narrowest(label)).lines), label
+
+
+def test_a_short_charts_turn_labels_are_apart() -> None:
+    for turns, axis in ((1, "turn 1"), (2, "turn 1 turn 2"), (3, "turn 1 turn 3")):
+        chart = token_chart({"buffer": list(range(10, 10 * turns + 1, 10))}).plain
+        assert chart.splitlines()[-2].strip() == axis, chart
