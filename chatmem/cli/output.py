@@ -55,6 +55,11 @@ def handles_errors(func: F) -> F:
 
             raise fail(error_text(e) + listing_hint(e), e.exit_code) from None
         except KeyboardInterrupt:
+            # Said, so an interrupt is told from a silent exit (a chat's cancelled reply has
+            # said so already and never gets here).
+            from chatmem.render import notice_line
+
+            consoles()[1].print(notice_line("interrupted"), soft_wrap=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
 
     return wrapper  # type: ignore[return-value]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_runner import invoke, output
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
@@ -160,3 +161,19 @@ def test_nothing_is_marked_when_the_embedder_is_there(tmp_path: Path) -> None:
                     str(config), width=120)
     assert result.exit_code == 0, result.stderr
     assert "→ words only" not in result.stdout and "no embedder" not in result.stderr
+
+
+def test_ctrl_c_during_the_eval_of_one_file_says_interrupted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt reaches the command's handler mid-run: one line says so, exit 130 (it
+    was a silent exit, told from nothing by nothing)."""
+    import chatmem.app.evaluation as evaluation
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluation, "compare_strategies", interrupted)
+    result = invoke("eval", LONG, "-s", "window", "--provider", "scripted")
+    assert result.exit_code == 130
+    assert result.stderr.splitlines()[-1] == "interrupted"
+    assert result.stdout == ""
