@@ -22,6 +22,8 @@ from chatmem.cli.output import consoles, print_json
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from chatmem.evaluation.corpus import StrategyTotals
     from chatmem.evaluation.scoring import StrategyRun
 
@@ -92,25 +94,38 @@ def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate,
         pool.join()
 
 
+@dataclass
+class _Shown:
+    """Where a corpus run's lines go while its progress shows: `out` and `err`, or, with
+    both on the terminal the bar is drawn on, the bar's console (a line printed past a
+    live bar would be glued onto it)."""
+
+    out: Console
+    err: Console
+    advance: Callable[[TranscriptResult, float], None]
+
+
 @contextmanager
-def _progress(total: int) -> Iterator[Callable[[TranscriptResult, float], None]]:
+def _progress(total: int) -> Iterator[_Shown]:
     """A bar on a terminal's stderr, else a line per finished transcript."""
-    err = consoles()[1]
+    out, err = consoles()
     done = 0
     if not err.is_terminal:
         def line(result: TranscriptResult, seconds: float) -> None:
             nonlocal done
             done += 1
-            err.print(f"evaluated {done}/{total}: {Path(result.path).name} ({seconds:.1f} s)",
+            what = "failed" if result.error is not None else "evaluated"
+            err.print(f"{what} {done}/{total}: {Path(result.path).name} ({seconds:.1f} s)",
                       style="dim", markup=False, soft_wrap=True)
 
-        yield line
+        yield _Shown(out, err, line)
         return
     from rich.progress import Progress
 
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("evaluating transcripts", total=total)
-        yield lambda result, seconds: bar.advance(task)
+        yield _Shown(bar.console if out.is_terminal else out, bar.console,
+                     lambda result, seconds: bar.advance(task))
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
@@ -133,20 +148,20 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     started = time.monotonic()
     shown: set[str] = set()
 
-    def show(result: TranscriptResult) -> None:
+    def show(result: TranscriptResult, to: tuple[Console, Console] = (out, err)) -> None:
         shown.add(result.path)
         if result.error is not None:
-            err.print(f"error: {result.error}", markup=False, soft_wrap=True)
+            to[1].print(f"error: {result.error}", markup=False, soft_wrap=True)
         elif not json_out and result.runs is not None:
             for line in transcript_lines(Path(result.path).name, result.runs):
-                out.print(line, soft_wrap=True)
+                to[0].print(line, soft_wrap=True)
 
     try:
-        with _progress(len(jobs)) as advance, _results(jobs, evaluate, workers) as results:
+        with _progress(len(jobs)) as shown_on, _results(jobs, evaluate, workers) as results:
             for result in results:
                 finished[result.path] = result
-                show(result)
-                advance(result, time.monotonic() - started)
+                show(result, (shown_on.out, shown_on.err))
+                shown_on.advance(result, time.monotonic() - started)
     except KeyboardInterrupt:
         interrupted = True
         # A result that arrived as Ctrl-C did is in the totals: its lines come first.

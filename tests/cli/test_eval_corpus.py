@@ -98,6 +98,11 @@ def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
     assert [Path(e["path"]).name for e in data["errors"]] == ["b.jsonl"]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "b.jsonl" in errors[0]
+    # The progress lines say which was evaluated and which failed, in the order they ended.
+    progress = sorted(line.split(" (")[0] for line in result.stderr.splitlines()
+                      if line.startswith(("evaluated", "failed")))
+    assert [line.split()[0] + " " + line.split()[-1] for line in progress] == [
+        "evaluated a.jsonl", "failed b.jsonl"]
 
 
 @pytest.mark.parametrize(("args", "named"), [
