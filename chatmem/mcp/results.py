@@ -148,6 +148,19 @@ class TurnExplanation(BaseModel):
     next_page: int | None
 
 
+PREVIEW_CHARACTERS = 1_000
+"""A turn's input and reply in explain_turn, beside the paged parts: at most this much of
+each, so every page stays within PAGE_TOKENS whatever was pasted."""
+
+
+def preview(text: str | None, whole_in: str) -> str | None:
+    """`text`, or its first PREVIEW_CHARACTERS and where the whole of it is."""
+    if text is None or len(text) <= PREVIEW_CHARACTERS:
+        return text
+    return (f"{text[:PREVIEW_CHARACTERS]}… [{len(text) - PREVIEW_CHARACTERS:,} more "
+            f"characters: {whole_in}]")
+
+
 def fact_result(fact: Any, owner: str) -> Fact:
     return Fact(id=fact.id, key=fact.key, value=fact.value, scope=str(fact.scope), owner=owner,
                 expires_at=fact.expires_at)

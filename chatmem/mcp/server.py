@@ -40,6 +40,7 @@ from chatmem.mcp.results import (
     fact_result,
     paged,
     paged_parts,
+    preview,
 )
 from chatmem.memory.params import strategy_label
 
@@ -318,9 +319,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             data = inspection_json(inspection.inspect_turn(ws, conversation_id, turn))
         parts, next_page = paged_parts(data["context"]["parts"], page)
         recorded = data["turn"]
+        # The input and the reply only in part beside the parts: the input part holds the
+        # input whole, and the transcript the reply, each read a page at a time.
+        transcript = f"chatmem://conversations/{conversation_id}/transcript"
         return TurnExplanation(conversation_id=conversation_id, turn=recorded["number"],
-                               status=recorded["status"], input=recorded["input"],
-                               reply=recorded["reply"], strategy=data["strategy"]["label"],
+                               status=recorded["status"],
+                               input=preview(recorded["input"], "the input part") or "",
+                               reply=preview(recorded["reply"], transcript),
+                               strategy=data["strategy"]["label"],
                                tokens=data["context"]["tokens"],
                                budget=data["context"]["budget"],
                                dropped=data["context"]["dropped"], parts=parts, page=page,

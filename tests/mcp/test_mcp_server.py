@@ -261,6 +261,33 @@ def test_long_results_are_paged_by_tokens(tmp_path: Path) -> None:
             or sum(m["tokens"] for part in page["parts"] for m in part["messages"]) <= 4000 + 700
 
 
+def test_a_long_turn_is_explained_within_the_cap_on_every_page(tmp_path: Path) -> None:
+    """A pasted text of ~21,000 characters: explain_turn shows a preview of the input and the
+    reply beside the parts (not the whole input on every page, twice on the page holding
+    its part), and the input part holds it whole."""
+    pasted = "合同条款 contract clause. " * 1000
+
+    async def work(session: ClientSession) -> list[dict[str, Any]]:
+        await call(session, "start_conversation", name="paste", strategy="buffer")
+        await call(session, "record_turn", conversation_id="paste", user=pasted,
+                   assistant="收到 " * 3000)
+        pages, page = [], 1
+        while page is not None:
+            got = await call(session, "explain_turn", conversation_id="paste", page=page)
+            pages.append(got)
+            page = got["next_page"]
+        return pages
+
+    pages = with_client(tmp_path / "h.db", work)
+    for page in pages:
+        assert len(page["input"]) < 1_200 and page["input"].startswith("合同条款")
+        assert "more characters: the input part" in page["input"]
+        assert "chatmem://conversations/paste/transcript" in page["reply"]
+    parts = [m["content"] for p in pages for part in p["parts"] if part["kind"] == "input"
+             for m in part["messages"]]
+    assert parts == [pasted]
+
+
 def test_four_server_processes_on_one_conversation_keep_every_turn(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with_client(db, lambda s: call(s, "start_conversation", name="shared"))
