@@ -179,7 +179,7 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
     """A new session `name` from `transcript`: messages, system prompts, probes and what it
     was recorded with, under its own strategy (else the configured one). One transaction:
     an import that fails leaves no empty session blocking the next try."""
-    from chatmem.transcripts.format import message_dicts
+    from chatmem.transcripts.format import TranscriptMessage, message_dicts
 
     settings = workspace.settings
     chosen = workspace.registries.strategies.strategy(
@@ -194,7 +194,8 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
             tokenizer=transcript.tokenizer,
         )
         store.sessions.set_system_prompts(session.id, prompts)
-        store.history.import_messages(session.id, message_dicts(transcript.messages))
+        store.history.import_messages(session.id, message_dicts(
+            [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
         store.sessions.add_probes(session.id, [
             {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
              "expect_text": p.expect_text}

@@ -114,7 +114,7 @@ def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
     assistant messages.
     """
     steps: list[Step] = []
-    for item in transcript.items:
+    for item in transcript.on_its_clock():
         if isinstance(item, Probe):
             steps.append(Step(StepKind.PROBE, probe=item))
         elif isinstance(item, SystemPrompt):

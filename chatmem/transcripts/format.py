@@ -14,6 +14,7 @@ the line); chatmem.transcripts.writer writes JSON Lines, one JSON document or Ma
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,25 @@ class Transcript:
     @property
     def messages(self) -> list[TranscriptMessage]:
         return [i for i in self.items if isinstance(i, TranscriptMessage)]
+
+    def on_its_clock(self) -> list[Item]:
+        """The items as they are stored or replayed: in a transcript that dates its messages,
+        one without `ts` takes the time of the message before it (the first ones: of the
+        first dated one), so the conversation keeps its own clock. Stamped when stored
+        instead, a 2024 conversation's undated last reply would be dated today, and "last
+        May" read in today's year. A transcript that dates none is stamped when stored."""
+        times = [m.ts for m in self.messages]
+        last = next((t for t in times if t is not None), None)
+        if last is None:
+            return list(self.items)
+        items: list[Item] = []
+        for item in self.items:
+            if isinstance(item, TranscriptMessage):
+                if item.ts is None:
+                    item = dataclasses.replace(item, ts=last)
+                last = item.ts
+            items.append(item)
+        return items
 
     @property
     def probes(self) -> list[Probe]:

@@ -115,3 +115,36 @@ def test_markdown_export(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout.startswith("# travel-zh\n")
     assert "### user · `t3u` · 2026-03-09T09:06:00+00:00\n\n总预算是两万元人民币" in result.stdout
+
+
+def test_an_undated_message_keeps_the_conversations_clock(tmp_path: Path) -> None:
+    """A 2024 conversation whose last reply has no `ts`: the reply is dated as the message
+    before it, not when it was imported, so "last May" is May 2024; a transcript that dates
+    nothing is stamped when stored."""
+    lines = [
+        {"role": "user", "content": "We had dinner at the Golden Dragon. 金龙餐厅", "ts":
+         "2024-05-12T19:00:00Z"},
+        {"role": "assistant", "content": "Sounds lovely.", "ts": "2024-05-12T19:01:00Z"},
+        {"role": "user", "content": "And Chez Marie in September.", "ts": "2024-09-20T19:00:00Z"},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    source = tmp_path / "t.jsonl"
+    source.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in lines) + "\n",
+                      encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    invoke("sessions", "import", str(source), "dinners", "--db", db, code=0)
+    with Store(db) as store:
+        times = [m.created_at for m in
+                 store.history.messages(store.sessions.session("dinners").id)]
+    assert times[-1].startswith("2024-09-20T19:00:00")
+    shown = json.loads(invoke("inspect", "dinners", "--next", "Where did we eat last May?",
+                              "-s", "retrieval", "--json", "--db", db, code=0).stdout)
+    recalled = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "recalled"
+                for m in p["messages"]]
+    assert recalled and recalled[0].startswith("We had dinner at the Golden Dragon")
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
+    invoke("sessions", "import", str(plain), "plain", "--db", db, code=0)
+    with Store(db) as store:
+        [stamped] = store.history.messages(store.sessions.session("plain").id)
+    assert not stamped.created_at.startswith("2024")

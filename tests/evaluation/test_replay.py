@@ -39,6 +39,21 @@ SMALL = parse_transcript(transcript(
 ), "small.jsonl")
 
 
+def test_a_replays_undated_messages_keep_the_conversations_clock() -> None:
+    t = parse_transcript(transcript(
+        {"role": "user", "content": "q0"},
+        {"role": "user", "content": "q1", "ts": "2024-05-12T19:00:00Z"},
+        {"role": "assistant", "content": "r1"},
+        {"role": "user", "content": "q2", "ts": "2024-09-20T19:00:00Z"},
+        {"role": "assistant", "content": "r2"},
+    ))
+    steps = plan(t, keep_replies=True)
+    assert [(s.message and s.message.ts, s.reply and s.reply.ts) for s in steps] == [
+        ("2024-05-12T19:00:00Z", None), ("2024-05-12T19:00:00Z", "2024-05-12T19:00:00Z"),
+        ("2024-09-20T19:00:00Z", "2024-09-20T19:00:00Z")]
+    assert t.messages[0].ts is None  # the transcript itself is as written
+
+
 def test_plan_pairs_turns_and_keeps_stray_messages() -> None:
     t = parse_transcript(transcript(
         {"role": "assistant", "content": "Welcome!"},
