@@ -73,6 +73,13 @@ def client(proxy: RunningProxy) -> OpenAI:
     return OpenAI(base_url=proxy.base_url, api_key="unused", max_retries=0, timeout=HANG)
 
 
+def statuses(db: Path, conversation: str) -> list[str] | None:
+    """The statuses of the conversation's turns, oldest first; None before it exists."""
+    with Store(db) as store:
+        session = store.sessions.find_session(conversation)
+        return None if session is None else [t.status for t in store.turns.turns(session.id)]
+
+
 def inspect_json(db: Path, *args: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "chatmem", "inspect", *args, "--json",
                            "--db", str(db)], capture_output=True, text=True, check=True)
@@ -412,13 +419,8 @@ def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
             if '"abc"' in line:
                 break  # the client hangs up with the reply half sent
 
-    def cancelled() -> bool:
-        with Store(db_path) as store:
-            session = store.sessions.find_session("gone")
-            return session is not None and [t.status for t in store.turns.turns(session.id)] == [
-                "cancelled"]
-
-    wait_until(cancelled, "the turn is stored as cancelled")
+    wait_until(lambda: statuses(db_path, "gone") == ["cancelled"],
+               "the turn is stored as cancelled")
     with Store(db_path) as store:
         assert store.history.messages(store.sessions.session("gone").id) == []  # out of memory
 
@@ -432,13 +434,8 @@ def test_a_client_that_leaves_a_reply_it_did_not_stream_leaves_a_cancelled_turn(
                    json={"model": "test-small",
                          "messages": [{"role": "user", "content": "讲个长故事"}]})
 
-    def cancelled() -> bool:
-        with Store(db_path) as store:
-            session = store.sessions.find_session("gave-up")
-            return session is not None and [t.status for t in store.turns.turns(session.id)] == [
-                "cancelled"]
-
-    wait_until(cancelled, "the turn is stored as cancelled")
+    wait_until(lambda: statuses(db_path, "gave-up") == ["cancelled"],
+               "the turn is stored as cancelled")
 
 
 def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
