@@ -289,7 +289,9 @@ class Turn:
                                 f"{(previous.number if previous else 0) + 1}")
                 result = None
                 if replaces_last_turn(ws, asked.conversation, asked.prior):
-                    with suppress(TurnNotReplaceable):  # then it is a turn of its own
+                    # Not a turn it may replace (one a summary was made from, or messages
+                    # imported without a turn): then it is a turn of its own.
+                    with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta)
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta)

@@ -273,9 +273,20 @@ def test_a_regenerate_or_an_edit_of_the_last_message_replaces_that_turn(
     with Store(db_path) as store:
         session = store.sessions.session("again")
         said = [m.content for m in store.history.messages(session.id)]
-        statuses = [(t.number, t.superseded_by) for t in store.turns.turns(session.id)]
+        replaced = [(t.number, t.superseded_by) for t in store.turns.turns(session.id)]
     assert said == ["法国首都？", "答案一：巴黎", "巴黎人口多少？", "答案二：很多"]
-    assert statuses == [(1, None), (2, 3), (3, 4), (4, None)]
+    assert replaced == [(1, None), (2, 3), (3, 4), (4, None)]
+    # A session of messages imported without a turn (nothing of chatmem's to replace): the
+    # request is a turn of its own, not a failed one.
+    with Store(db_path) as store:
+        imported = store.sessions.create_session("imported", "window")
+        store.history.import_messages(imported.id, [
+            {"role": "user", "content": "早"}, {"role": "user", "content": "吃了吗"},
+            {"role": "assistant", "content": "吃了"}])
+    openai.chat.completions.create(
+        model="test-small", extra_headers={"X-Chatmem-Conversation": "imported"},
+        messages=[{"role": "user", "content": "早"}, {"role": "user", "content": "吃了吗？"}])
+    assert statuses(db_path, "imported") == ["ok"]
 
 
 def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again(
