@@ -9,11 +9,13 @@ installs a real plugin (a module and its .dist-info on sys.path, as pip leaves o
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from cli_runner import invoke
 from plugin_site import Install
 
+from chatmem.plugins import load_registries
 from chatmem.store import Store
 
 CRASHER = '''
@@ -180,3 +182,30 @@ def test_a_plugin_that_exits_or_names_no_module_is_one_warning(installed: Instal
         "its register(plugins) raised: SystemExit: plugin wants to quit",
     ]
     assert "buffer" in listed.stdout
+
+
+def test_a_config_table_for_the_strategy_of_a_plugin_that_fails_to_load_stops_nothing(
+        installed: Install, tmp_path: Path) -> None:
+    """`[strategies.notebook]` while the plugin that has notebook fails to import: the
+    warning says why; commands that build no notebook work; choosing it says it is unknown.
+    Without a failed plugin, the same table for an unknown name is still refused (a typo)."""
+    installed("chatmem-notebook", "chatmem_notebook", "import chatmem_not_installed\n",
+              name="notebook")
+    config = tmp_path / "config.toml"
+    config.write_text("[strategies.notebook]\nk = 2\n", encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "s", "--provider", "scripted", "--db", db, "--config",
+                     str(config), input="hi\n", code=0)
+    assert "warning: plugin notebook" in chatted.stderr  # (once a process)
+    for command in (("sessions", "list", "--db", db), ("config", "show"),
+                    ("facts", "list", "--db", db)):
+        done = invoke(*command, "--config", str(config))
+        assert done.exit_code == 0, (command, done.stderr)
+    chosen = invoke("chat", "-s", "notebook", "--provider", "scripted", "--db", db,
+                    "--config", str(config), input="hi\n")
+    assert chosen.exit_code == 2 and "unknown strategy 'notebook'" in chosen.stderr
+    sys.path.remove(str(tmp_path / "site"))  # the broken plugin uninstalled
+    load_registries.cache_clear()
+    config.write_text("[strategies.windw]\nk = 2\n", encoding="utf-8")
+    typo = invoke("sessions", "list", "--db", db, "--config", str(config))
+    assert typo.exit_code == 2 and "unknown strategy 'windw'" in typo.stderr
