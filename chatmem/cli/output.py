@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chatmem.plugins import PluginProblem
+    from chatmem.transcripts.format import Transcript
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -106,3 +107,14 @@ def print_json(data: Any) -> None:
 
     sys.stdout.write(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str))
                      + "\n")
+
+
+def warn_if_dated_back(transcript: Transcript) -> None:
+    """One warning line when a transcript's times go back (Transcript.dated_back)."""
+    message = transcript.dated_back()
+    if message is not None:
+        where = f"{transcript.source}:{message.line}" if message.line else transcript.source
+        consoles()[1].print(
+            f"warning: {where}: a message dated before one above it;"
+            " recall by a named time (\"last May\") reads a conversation in time order",
+            style="yellow", soft_wrap=True)

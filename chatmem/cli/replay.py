@@ -18,7 +18,7 @@ from chatmem.cli.options import (
     ProviderOption,
     parse_params,
 )
-from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.cli.output import consoles, handles_errors, print_json, warn_if_dated_back
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ def _run(
     specs = [registries().strategies.parse(s, shared) for s in strategy]
     with open_workspace(settings, create=bool(save_as)) as ws:
         transcript = transcript or load_source(ws, source)
+        warn_if_dated_back(transcript)
         steps = len(transcript.items) * len(specs) if show_progress else 0
         with progress_bar(steps) as progress:
             return compare_strategies(ws, transcript, specs, source=source, keep=keep,

@@ -8,7 +8,7 @@ from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
-from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.cli.output import consoles, handles_errors, print_json, warn_if_dated_back
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -244,6 +244,7 @@ def import_(
         check_session_name(chosen_name)  # before the file is read
     path = Path(file)
     transcript = read_transcript(path)
+    warn_if_dated_back(transcript)
     settings = settings_from(config, db)
     origin = transcript.title or path.stem
     session_name = chosen_name or session_name_from(origin)

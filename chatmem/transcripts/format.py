@@ -88,6 +88,25 @@ class Transcript:
     def messages(self) -> list[TranscriptMessage]:
         return [i for i in self.items if isinstance(i, TranscriptMessage)]
 
+    def dated_back(self) -> TranscriptMessage | None:
+        """The first message dated before one above it (a file of chats pasted one after
+        another, not in time order), or None. Recall by a named time ("last May") reads a
+        conversation as told in time order, so such a file is worth a warning."""
+        from chatmem.timestamps import parse_time
+
+        latest = None
+        for message in self.messages:
+            try:
+                moment = parse_time(message.ts) if message.ts else None
+            except ValueError:
+                continue
+            if moment is None:
+                continue
+            if latest is not None and moment < latest:
+                return message
+            latest = moment
+        return None
+
     def on_its_clock(self) -> list[Item]:
         """The items as they are stored or replayed: in a transcript that dates its messages,
         one without `ts` takes the time of the message before it (the first ones: of the

@@ -148,3 +148,24 @@ def test_an_undated_message_keeps_the_conversations_clock(tmp_path: Path) -> Non
     with Store(db) as store:
         [stamped] = store.history.messages(store.sessions.session("plain").id)
     assert not stamped.created_at.startswith("2024")
+
+
+def test_a_transcript_whose_times_go_back_is_imported_with_a_warning_naming_the_line(
+        tmp_path: Path) -> None:
+    lines = [{"role": "user", "content": "九月的晚饭", "ts": "2024-09-20T19:00:00Z"},
+             {"role": "assistant", "content": "好", "ts": "2024-09-20T19:01:00Z"},
+             {"role": "user", "content": "Dinner in May", "ts": "2024-05-12T19:00:00Z"},
+             {"role": "assistant", "content": "Noted."}]
+    source = tmp_path / "pasted.jsonl"
+    source.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in lines) + "\n",
+                      encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    done = invoke("sessions", "import", str(source), "pasted", "--db", db, code=0)
+    assert done.stderr.splitlines()[0] == (
+        f"warning: {source}:3: a message dated before one above it; recall by a named time "
+        "(\"last May\") reads a conversation in time order")
+    in_order = tmp_path / "in-order.jsonl"
+    in_order.write_text("\n".join(json.dumps(m, ensure_ascii=False)
+                                  for m in [lines[2], lines[0]]) + "\n", encoding="utf-8")
+    quiet = invoke("sessions", "import", str(in_order), "in-order", "--db", db, code=0)
+    assert "warning" not in quiet.stderr
