@@ -18,6 +18,10 @@ and an exit code::
     │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
+    ├── ExtensionFailed               a plugin's code raised what chatmem does not know
+    │   ├── StrategyFailed            … a strategy's build or update
+    │   ├── EmbedderFailed            … an embedder
+    │   └── ProviderFailed            … a provider (a ProviderError too: a failed turn)
     └── ProviderError                 the model could not answer
         ├── NoModelAvailable          the model chosen cannot be opened (no file, no name)
         │   └── NoModelAtAll          nothing chosen and nothing installed: the ways to get one
@@ -33,8 +37,11 @@ Messages are one line and say what to check. They never contain secrets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class ExitCode(IntEnum):
@@ -240,6 +247,17 @@ class StrategyFailed(ExtensionFailed):
 
 class EmbedderFailed(ExtensionFailed):
     kind = "embedder"
+
+
+def guarded(make: Callable[[BaseException], ChatmemError], call: Callable[[], T]) -> T:
+    """`call()`; an exception other than chatmem's (or Ctrl-C) raised as `make(it)`: where
+    chatmem calls code it does not own (a plugin's), whatever that raises is one line."""
+    try:
+        return call()
+    except (ChatmemError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # a plugin's code may raise anything
+        raise make(e) from e
 
 
 def one_line(error: BaseException) -> str:

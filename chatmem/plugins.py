@@ -317,8 +317,8 @@ class Registries:
     def create_provider(self, settings: Settings) -> Provider:
         """The provider `settings` choose; a plugin's is guarded (chatmem.providers.guarded):
         whatever it raises reaches the front end as a ProviderError naming it."""
-        from chatmem.errors import ProviderFailed
-        from chatmem.providers.guarded import GuardedProvider, guarded
+        from chatmem.errors import ProviderFailed, guarded
+        from chatmem.providers.guarded import GuardedProvider
 
         entry = self.provider_entry(settings)
         if entry.plugin.builtin:
@@ -329,8 +329,7 @@ class Registries:
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
-        from chatmem.errors import ProviderFailed
-        from chatmem.providers.guarded import guarded
+        from chatmem.errors import ProviderFailed, guarded
 
         entry = self.provider_entry(settings)
         models = entry.models
@@ -344,8 +343,8 @@ class Registries:
 
     def create_embedder(self, name: str, settings: Settings | None = None) -> Embedder:
         from chatmem.config.settings import Settings
-        from chatmem.errors import EmbedderFailed
-        from chatmem.providers.guarded import GuardedEmbedder, guarded
+        from chatmem.embeddings.guarded import GuardedEmbedder
+        from chatmem.errors import EmbedderFailed, guarded
 
         entry = self.embedders.get(name)
         if entry is None:

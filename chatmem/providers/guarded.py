@@ -1,36 +1,22 @@
-"""A plugin's provider or embedder, its unknown exceptions made chatmem's.
+"""A plugin's provider, its unknown exceptions made chatmem's.
 
 chatmem's own providers raise ProviderError (or a subclass) for every failure it knows how
 to word; a plugin's may raise anything its client library does (ConnectionError, an HTTP
 library's error, ValueError for a missing key). Wrapped, such an exception becomes
-ProviderFailed (EmbedderFailed): the turn is recorded as failed, the chat goes on, a
-command says one line naming the provider, as for a model error of chatmem's own.
+ProviderFailed: the turn is recorded as failed, the chat goes on, a command says one line
+naming the provider, as for a model error of chatmem's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, EmbedderFailed, ProviderFailed
+from chatmem.errors import ChatmemError, ProviderFailed, guarded
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
 if TYPE_CHECKING:
-    import numpy as np
-
-    from chatmem.embeddings.base import Embedder
     from chatmem.tokens import TokenCounter
-
-T = TypeVar("T")
-
-
-def guarded(make: Callable[[BaseException], ChatmemError], call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except (ChatmemError, KeyboardInterrupt):
-        raise
-    except Exception as e:  # a plugin's code may raise anything
-        raise make(e) from e
 
 
 class GuardedProvider:
@@ -114,26 +100,3 @@ class GuardedStream:
 
     def close(self) -> None:
         guarded(self._failed, self.inner.close)
-
-
-class GuardedEmbedder:
-    """`inner`, whose exceptions other than chatmem's are EmbedderFailed."""
-
-    def __init__(self, inner: Embedder, name: str) -> None:
-        self.inner = inner
-        self._name = name
-
-    @property
-    def key(self) -> str:
-        return self.inner.key
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        return guarded(lambda e: EmbedderFailed(self._name, e),
-                        lambda: self.inner.embed(texts, query=query))
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self.inner, attribute)
