@@ -86,6 +86,14 @@ def compare_strategies(
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
                   probes_only=probes_only,
                   embedder=workspace.recall_embedder([strategies.create(s) for s in specs]))
+    if save_as:
+        # A saved replay is the user's like any session they made: forget-me and retention
+        # reach it. Given after the replay, so that it read no profile's facts unasked.
+        store = workspace.store
+        for run in runs:
+            saved = store.sessions.find_session(run.session) if run.session else None
+            if saved is not None and saved.user != workspace.settings.user:
+                store.sessions.update_session(saved.id, user=workspace.settings.user)
     return Comparison(transcript, runs, keep_replies, tokenizer)
 
 

@@ -267,3 +267,17 @@ def test_a_retention_that_cannot_be_applied_does_not_stop_the_chat(
     assert (f"retention not applied this time: {aged} is busy: another process held it for "
             "over 5 s; try again") in started.stderr
     assert started.stdout == "echo #1: hello\n"
+
+
+def test_forget_me_reaches_a_replay_saved_from_the_users_own_session(tmp_path: Path) -> None:
+    """`replay SESSION --save-as COPY` keeps a copy of the user's conversation: it is theirs,
+    so forget-me erases it with the rest."""
+    db = str(tmp_path / "h.db")
+    invoke("chat", "私人", "--provider", "scripted", "--db", db,
+           input="我的名字是李雷，住在杭州西湖区\nmy passport is E12345678\n", code=0)
+    invoke("replay", "私人", "-s", "window", "--save-as", "私人副本", "--db", db, code=0)
+    with history(Path(db)) as store:
+        assert store.sessions.session("私人副本").user == store.sessions.session("私人").user
+    done = invoke("forget-me", "--yes", "--db", db, code=0)
+    assert "erased 2 sessions" in done.stderr
+    assert b"E12345678" not in raw(Path(db))
