@@ -55,7 +55,7 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
 
 def _effective_reply_cap(settings: "Settings") -> str:
     """What caps a reply when max_reply_tokens is unset: it depends on the provider."""
-    from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS
+    from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, OPENAI_MAX_REPLY_TOKENS
     from chatmem.errors import NoModelAvailable
     from chatmem.providers import resolve_provider_name
 
@@ -65,6 +65,8 @@ def _effective_reply_cap(settings: "Settings") -> str:
         return "—"
     if provider == "local":
         return f"{LOCAL_MAX_REPLY_TOKENS} (the local model's default)"
+    if provider == "openai":
+        return f"{OPENAI_MAX_REPLY_TOKENS} (an endpoint's default)"
     return "none (no cap)"
 
 

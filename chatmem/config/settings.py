@@ -35,6 +35,9 @@ from chatmem.text import is_valid
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
 """The local model's reply cap unless max_reply_tokens says otherwise: small models loop."""
+OPENAI_MAX_REPLY_TOKENS = 4096
+"""An endpoint's reply cap unless max_reply_tokens says otherwise: a chat reply, not a
+runaway (issue 13: a 5 MB reply was stored)."""
 
 KEY_ENV = "CHATMEM_KEY"
 """The history file's key; read when a file is opened, never copied into the settings."""

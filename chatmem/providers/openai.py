@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.endpoint import parse_endpoint
+from chatmem.config.settings import OPENAI_MAX_REPLY_TOKENS
 from chatmem.errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     from chatmem.providers.deadline import ReplyDeadline
 
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
-DEFAULT_MAX_REPLY_TOKENS = 4096
-"""The reply cap when max_reply_tokens is unset: a chat reply, not a runaway."""
+DEFAULT_MAX_REPLY_TOKENS = OPENAI_MAX_REPLY_TOKENS
+"""The reply cap when max_reply_tokens is unset (config.settings says why)."""
 CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
 

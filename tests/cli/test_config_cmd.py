@@ -130,3 +130,16 @@ def test_show_rejects_a_negative_budget(tmp_path: Path) -> None:
     result = invoke("config", "show", "--config", str(config))
     assert result.exit_code == 2
     assert result.stderr == f"error: {config}: key 'context_budget' must be at least 1, got -5\n"
+
+
+def test_show_says_the_reply_cap_each_provider_applies(chat_server) -> None:  # type: ignore[no-untyped-def]
+    """config show's reply cap is the one a request carries (an endpoint's is 4096, not
+    "no cap"), checked against what the test server receives."""
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    shown = invoke("config", "show", env=env, code=0).stdout
+    cap = next(line for line in shown.splitlines() if line.startswith("max_reply_tokens"))
+    invoke("ask", "hi", "--provider", "openai", "--model", "m", env=env, code=0)
+    sent = chat_server.requests[-1]["max_tokens"]
+    assert cap.split()[1] == str(sent) == "4096"
+    scripted = invoke("config", "show", env={"CHATMEM_PROVIDER": "scripted"}, code=0).stdout
+    assert "none (no cap)" in scripted
