@@ -66,6 +66,11 @@ ReportOption = Annotated[
 PROGRESS_AFTER_STEPS = 50
 
 
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v",
+                       help="Print every memory notice (each summary version), not a count.")]
+
+
 @contextmanager
 def progress_bar(steps: int) -> "Iterator[Progress | None]":
     """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
@@ -118,10 +123,7 @@ def replay_command(
     ] = None,
     with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v",
-                           help="Print every memory notice (each summary version), not a count.")
-    ] = False,
+    verbose: VerboseOption = False,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
     model: ModelOption = None,
@@ -218,6 +220,7 @@ def eval_command(
     ] = None,
     with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
+    verbose: VerboseOption = False,
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, show_default=False, metavar="N",
@@ -263,7 +266,7 @@ def eval_command(
     else:
         out, err = consoles()
         out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe()))
-        for line in compare.replay_notices(outcome.runs):
+        for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False)
     runs = outcome.runs
     if min_recall is not None:

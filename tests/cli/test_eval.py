@@ -177,3 +177,14 @@ def test_ctrl_c_during_the_eval_of_one_file_says_interrupted(
     assert result.exit_code == 130
     assert result.stderr.splitlines()[-1] == "interrupted"
     assert result.stdout == ""
+
+
+def test_eval_verbose_lists_what_its_hint_says_it_lists() -> None:
+    """eval's notice ends "(--verbose lists each version)": eval takes --verbose."""
+    counted = invoke("eval", LONG, "-s", "summary-buffer", "--provider", "scripted")
+    assert counted.exit_code == 0 and "(--verbose lists each version)" in counted.stderr
+    listed = invoke("eval", LONG, "-s", "summary-buffer", "--provider", "scripted",
+                    "--verbose")
+    assert listed.exit_code == 0, listed.stderr
+    assert "(--verbose lists each version)" not in listed.stderr
+    assert len(listed.stderr.splitlines()) > len(counted.stderr.splitlines())
