@@ -1,6 +1,5 @@
 """Privacy commands: `chatmem encrypt|decrypt|rekey|forget-me`, `sessions prune|retention`."""
 
-import os
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -35,9 +34,10 @@ def _current_key(settings: "Settings", path: Path) -> str:
 
 def _new_key(settings: "Settings | None", what: str) -> str:
     """A key to encrypt with: configured (or $CHATMEM_NEW_KEY for rekey), else typed twice."""
+    from chatmem.config.settings import key_from
     from chatmem.errors import UsageError
 
-    key = os.environ.get(NEW_KEY_ENV) if settings is None else settings.history_key()
+    key = key_from(NEW_KEY_ENV) if settings is None else settings.history_key()
     if key:
         return key
     if sys.stdin.isatty():

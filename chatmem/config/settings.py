@@ -199,7 +199,7 @@ class Settings:
         one line (KeyUnavailable, exit 3) that quotes neither its output nor the command.
         """
         if os.environ.get(KEY_ENV):
-            return os.environ[KEY_ENV]
+            return key_from(KEY_ENV)
         if not self.key_command:
             return None
         return run_key_command(self.key_command, self.key_command_timeout)
@@ -249,6 +249,18 @@ class Settings:
 
 DEFAULTS = Settings()
 """The settings nothing sets (each section's defaults come from here)."""
+
+
+def key_from(variable: str) -> str | None:
+    """A history key from environment variable `variable`, None if unset; ConfigError naming
+    the variable (never repeating the key) when it is not UTF-8 text, which SQLCipher's
+    key cannot be made from (it was a traceback, and a new history file left empty)."""
+    key = os.environ.get(variable)
+    if not key:
+        return None
+    if not is_valid(key):
+        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
+    return key
 
 
 def api_key_from(variable: str) -> str | None:
@@ -434,4 +446,6 @@ def run_key_command(command: str, timeout: float) -> str:
                              "opened") from None
     if not key:
         raise KeyUnavailable("key_command printed no key; nothing opened")
+    if "\x00" in key:  # SQLCipher takes a key as a C string: it would end there
+        raise KeyUnavailable("key_command printed a NUL byte; nothing opened")
     return key

@@ -35,6 +35,10 @@ _UNITS = {
 }
 
 
+LONGEST_DURATION = timedelta(days=365_000)
+"""A thousand years: any time chatmem stores, plus this, stays within the calendar."""
+
+
 def parse_duration(text: str, what: str = "a duration") -> timedelta:
     """'30d', '12h', '2w', '1y', '45min' or a bare number of days; UsageError otherwise."""
     match = _DURATION.match(text)
@@ -42,7 +46,12 @@ def parse_duration(text: str, what: str = "a duration") -> timedelta:
     if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
         raise UsageError(f"{what} must be a length of time like 30d, 12h, 2w or 1y, "
                          f"got {text!r}")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[unit])
+    seconds = float(match.group(1)) * _UNITS[unit]
+    if seconds > LONGEST_DURATION.total_seconds():
+        # Today plus more than that is past the calendar's year 9999.
+        raise UsageError(f"{what} must be at most 1000y, "
+                         f"got {text!r}")
+    return timedelta(seconds=seconds)
 
 
 def days_text(days: float) -> str:

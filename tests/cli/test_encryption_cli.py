@@ -219,7 +219,9 @@ SECRET = "Kc-7731 秘钥 leaked"
      r"key_command gave no key within 0\.2 s \(key_command_timeout\); nothing opened"),
     ("printf '\\377\\376'", 120,
      r"key_command printed bytes that are not UTF-8; nothing opened"),
-], ids=["not-found", "exits-non-zero", "stderr-holds-a-secret", "times-out", "not-utf-8"])
+    ("printf 'key\\000more'", 120, r"key_command printed a NUL byte; nothing opened"),
+], ids=["not-found", "exits-non-zero", "stderr-holds-a-secret", "times-out", "not-utf-8",
+        "nul"])
 def test_a_key_command_that_gives_no_key_is_one_line_with_exit_3(
     tmp_path: Path, command: str, timeout: float, message: str
 ) -> None:

@@ -281,3 +281,25 @@ def test_forget_me_reaches_a_replay_saved_from_the_users_own_session(tmp_path: P
     done = invoke("forget-me", "--yes", "--db", db, code=0)
     assert "erased 2 sessions" in done.stderr
     assert b"E12345678" not in raw(Path(db))
+
+
+@pytest.mark.parametrize("args", [
+    ["sessions", "retention", "s", "9999999999d"],
+    ["sessions", "prune", "--older-than", "9000y"],
+])
+def test_a_duration_past_the_calendar_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    db = str(tmp_path / "h.db")
+    invoke("chat", "s", "--provider", "scripted", "--db", db, input="hi\n", code=0)
+    done = invoke(*args, "--db", db)
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert done.stderr.strip().endswith(f"must be at most 1000y, got '{args[-1]}'")
+
+
+def test_remember_for_longer_than_the_calendar_holds_is_refused_and_the_chat_goes_on(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    done = invoke("chat", "s", "--provider", "scripted", "--db", db,
+                  input="/remember --for 9000y city: 杭州\nnext\n")
+    assert "Traceback" not in done.output
+    assert "--for must be at most 1000y, got '9000y'" in done.stderr
+    assert "echo #1: next" in done.stdout

@@ -75,6 +75,7 @@ def test_a_session_name_that_is_not_utf8_is_one_line_and_exit_2(
     ("--helper-model", [b"--helper-model", b"\xc3("], {}),
     ("CHATMEM_MODEL", [], {b"CHATMEM_MODEL": b"m\xff"}),
     ("CHATMEM_SYSTEM", [], {b"CHATMEM_SYSTEM": "说中文".encode("gbk")}),
+    ("CHATMEM_KEY", [], {b"CHATMEM_KEY": "café".encode("latin-1")}),
 ])
 def test_an_option_or_variable_that_is_not_utf8_is_one_line_and_exit_2(
     tmp_path: Path, where: str, args: list[bytes], env: dict[bytes, bytes]
