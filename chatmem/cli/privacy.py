@@ -188,8 +188,10 @@ def prune(
     for line in _erasure_lines(erased, now):
         err.print(line, markup=False, soft_wrap=True)
     if erased.empty and days is None:
-        err.print("nothing to prune: no session has a retention; give --older-than or set "
-                  "retention_days in the config", markup=False, soft_wrap=True)
+        # Sessions may keep a retention of their own: none of them is past it.
+        err.print("nothing to prune: no session is past a retention; give --older-than, or "
+                  "set retention_days in the config (or `sessions retention` on one)",
+                  markup=False, soft_wrap=True)
         return
     done = "" if dry_run or erased.empty else f"; {done}"
     err.print(f"{erased.summary()}{done}", markup=False, soft_wrap=True)

@@ -76,8 +76,12 @@ def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
 def test_prune_without_a_retention_says_what_to_do(aged: Path) -> None:
     result = invoke("sessions", "prune", "--db", str(aged))
     assert result.exit_code == 0
-    assert result.stderr == ("nothing to prune: no session has a retention; give --older-than "
-                             "or set retention_days in the config\n")
+    said = ("nothing to prune: no session is past a retention; give --older-than, or set "
+            "retention_days in the config (or `sessions retention` on one)\n")
+    assert result.stderr == said
+    # A session with a retention of its own, not past it: the same words are true of it.
+    invoke("sessions", "retention", "recent", "30d", "--db", str(aged), code=0)
+    assert invoke("sessions", "prune", "--dry-run", "--db", str(aged)).stderr == said
 
 
 def test_a_bad_older_than_is_one_line(aged: Path) -> None:
