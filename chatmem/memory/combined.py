@@ -3,9 +3,11 @@
 Each member builds its own context; the parts are merged in the fixed order
 (system, summary, facts, recalled, history, input), every stored message is
 sent at most once (history wins over recall), and one budget is shared: if
-the merged context is over it, the oldest history turns go first (the newest
-history turn always stays), then recalled turns, least relevant first. A
-recalled turn answers the question in hand; an old recent turn may not.
+the merged context is over it, the oldest history turns go first, then recalled
+turns, least relevant first, and last the newest history turn (a member with a
+budget of its own larger than the shared one may have kept a turn that alone
+exceeds it). A recalled turn answers the question in hand; an old recent turn
+may not.
 Parameters are addressed as `window.k=3`.
 """
 
@@ -147,8 +149,8 @@ def merged_dropped(total: int, parts: Sequence[Part]) -> list[DroppedNote]:
 def fit_budget(
     request: ContextRequest, parts: list[Part], budget: int | None
 ) -> tuple[list[Part], list[int], list[tuple[int, float]]]:
-    """Drop whole turns until the context fits: the oldest history turns (never the
-    newest), then recalled turns, lowest score first (the older among equals).
+    """Drop whole turns until the context fits: the oldest history turns but the newest,
+    then recalled turns, lowest score first (the older among equals), then the newest.
 
     Returns the parts, the history turns dropped and the recalled (turn, score)s dropped.
     """
@@ -204,4 +206,11 @@ def fit_budget(
             turn = recalled.messages[0].turn or 0
             recalled_cut.append((turn, dict(recalled.scores).get(turn, 0.0)))
             without("recalled", turn)
-    return parts, history_cut, sorted(recalled_cut)
+    # Last, the newest turn: the budget is a promise whenever the system prompt and the
+    # input fit, and a member with a budget of its own larger than the shared one (tokens,
+    # summary-buffer) may have kept a turn that alone exceeds it.
+    while over() and (newest := next((p for p in parts if p.kind == "history"), None)):
+        turn = max(m.turn or 0 for m in newest.messages)
+        history_cut.append(turn)
+        without("history", turn)
+    return parts, sorted(history_cut), sorted(recalled_cut)
