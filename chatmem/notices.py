@@ -210,10 +210,21 @@ class RetentionSkipped:
 OpeningNotice = HistoryMoved | RetentionApplied | RetentionSkipped
 """What opening a workspace did that the user should know."""
 
+@dataclass(frozen=True)
+class ContextsOverBudget:
+    """Of the `built` contexts a replay or an eval built, `over` went over their `budget`,
+    the largest taking `most` tokens (each one's warning, as `inspect` shows it, folded)."""
+
+    over: int
+    built: int
+    budget: int
+    most: int
+
+
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
           | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall
-          | HistoryMoved | RetentionApplied | RetentionSkipped)
+          | HistoryMoved | RetentionApplied | RetentionSkipped | ContextsOverBudget)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

@@ -251,7 +251,7 @@ def _start(
 def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
           options: _Options) -> None:
     if step.kind is StepKind.PROBE and step.probe is not None:
-        run.probes.append(_probe(engine, step.probe, stored_ids, options))
+        run.probes.append(_probe(engine, step.probe, stored_ids, options, run))
         return
     if step.kind is StepKind.SYSTEM and step.system is not None:
         engine.session = engine.store.sessions.update_session(engine.session.id,
@@ -276,6 +276,8 @@ def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: St
 
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
+    if (over := run.over_budget()) is not None:
+        run.notices.append(over)  # what inspect warns of at each, said once
     store, session_id = engine.store, engine.session.id
     assert isinstance(engine.helper, CountingProvider)
     assert isinstance(engine.provider, CountingProvider)
@@ -309,6 +311,7 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
         result = engine.run_turn(step.message.content)
     if not options.probes_only:
         run.prompt_tokens.append(result.context.tokens)
+        run.contexts.append((result.context.tokens, result.context.budget))
     run.notices.extend(result.notices)
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id
@@ -317,8 +320,9 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
 
 
 def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
-           options: _Options) -> ProbeResult:
+           options: _Options, run: StrategyRun) -> ProbeResult:
     context = engine.build_context(probe.question)
+    run.contexts.append((context.tokens, context.budget))
     result = score_probe(probe, context, stored_ids, engine.history().turn_count())
     if options.answer:
         # Straight to the model, not through the counting proxy: probe answers

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.memory.context import Context
-from chatmem.notices import Notice
+from chatmem.notices import ContextsOverBudget, Notice
 from chatmem.providers.base import Purpose
 from chatmem.transcripts.format import Probe
 
@@ -71,6 +71,18 @@ class StrategyRun:
     --probes-only): `prompt_tokens` stays empty, so `turns` is `turn_count`."""
     turn_count: int = 0
     """Turns replayed; otherwise `len(prompt_tokens)` says the same."""
+    contexts: list[tuple[int, int | None]] = field(default_factory=list)
+    """(tokens, budget) of each context built, at turns and probes: those over their budget
+    become one notice (`over_budget`)."""
+
+    def over_budget(self) -> ContextsOverBudget | None:
+        """One notice for the contexts that went over their budget, None if none did."""
+        over = [(tokens, budget) for tokens, budget in self.contexts
+                if budget is not None and tokens > budget]
+        if not over:
+            return None
+        return ContextsOverBudget(len(over), len(self.contexts), min(b for _, b in over),
+                                  max(t for t, _ in over))
 
     @property
     def turns(self) -> int:

@@ -13,6 +13,7 @@ from functools import singledispatch
 from chatmem import install_hint
 from chatmem.memory.assembly import span
 from chatmem.notices import (
+    ContextsOverBudget,
     ContextWarning,
     EmbeddingFailed,
     FactsBehind,
@@ -184,6 +185,12 @@ def _(n: RetentionApplied, repl_hints: bool) -> str:
 @_worded.register
 def _(n: RetentionSkipped, repl_hints: bool) -> str:
     return f"retention not applied this time: {n.reason}"
+
+
+@_worded.register
+def _(n: ContextsOverBudget, repl_hints: bool) -> str:
+    return (f"{counted(n.over, 'context')} of {n.built:,} over the budget of {n.budget:,}"
+            f" (the largest {n.most:,} tokens)")
 
 
 def counted(n: int, noun: str) -> str:

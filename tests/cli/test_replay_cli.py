@@ -191,3 +191,19 @@ def test_replay_without_a_strategy_compares_the_default_set_as_eval_does(
     names = [s["strategy"]["name"] for s in data["strategies"]]
     assert names == ["buffer", "window", "tokens", "summary-buffer", "entity", "retrieval"]
     assert all(s["prompt_tokens"]["total"] > 0 for s in data["strategies"])
+
+
+def test_contexts_over_their_budget_are_said_once_per_strategy(tmp_path: Path) -> None:
+    """What `inspect` warns of at each turn, a replay says once: how many of its contexts
+    went over, and the largest; a strategy that kept within says nothing of it."""
+    db = str(tmp_path / "h.db")
+    invoke("chat", "s", "--provider", "scripted", "--db", db, input=(
+        "My name is Ada and I live in Paris.\n我叫李雷，住在北京，订单号是 A12345。\n"
+        "I am allergic to peanuts.\n我下个月三月十五日去上海。\n"), code=0)
+    data = json.loads(output("replay", "s", "-s", "tokens:max_tokens=25", "-s", "window",
+                             "--json", "--db", db))
+    tight, roomy = data["strategies"]
+    over = [t for t in tight["prompt_tokens"]["per_turn"] if t > 25]
+    assert over and tight["notices"] == [
+        f"{len(over)} contexts of 4 over the budget of 25 (the largest {max(over)} tokens)"]
+    assert not any("over the budget" in n for n in roomy["notices"])
