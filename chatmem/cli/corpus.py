@@ -148,19 +148,19 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     started = time.monotonic()
     shown: set[str] = set()
 
-    def show(result: TranscriptResult, to: tuple[Console, Console] = (out, err)) -> None:
+    def show(result: TranscriptResult, lines_to: Console = out, errors_to: Console = err) -> None:
         shown.add(result.path)
         if result.error is not None:
-            to[1].print(f"error: {result.error}", markup=False, soft_wrap=True)
+            errors_to.print(f"error: {result.error}", markup=False, soft_wrap=True)
         elif not json_out and result.runs is not None:
             for line in transcript_lines(Path(result.path).name, result.runs):
-                to[0].print(line, soft_wrap=True)
+                lines_to.print(line, soft_wrap=True)
 
     try:
         with _progress(len(jobs)) as shown_on, _results(jobs, evaluate, workers) as results:
             for result in results:
                 finished[result.path] = result
-                show(result, (shown_on.out, shown_on.err))
+                show(result, shown_on.out, shown_on.err)
                 shown_on.advance(result, time.monotonic() - started)
     except KeyboardInterrupt:
         interrupted = True

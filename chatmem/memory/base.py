@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import ChatmemError, StrategyError, StrategyFailed
+from chatmem.errors import StrategyError, StrategyFailed, guarded
 from chatmem.memory.context import Context, Message
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
@@ -121,22 +121,13 @@ class Strategy(Protocol):
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
     raise anything) is StrategyFailed naming the strategy, one line for the front end."""
-    try:
-        return strategy.build(request)
-    except (ChatmemError, KeyboardInterrupt):
-        raise
-    except Exception as e:
-        raise StrategyFailed(strategy.name, e) from e
+    return guarded(lambda e: StrategyFailed(strategy.name, e), lambda: strategy.build(request))
 
 
 def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
     """`strategy.update(env)`, guarded as `build_guarded` is."""
-    try:
-        return strategy.update(env)
-    except (ChatmemError, KeyboardInterrupt):
-        raise
-    except Exception as e:
-        raise StrategyFailed(strategy.name, e, "could not update its memory") from e
+    return guarded(lambda e: StrategyFailed(strategy.name, e, "could not update its memory"),
+                   lambda: strategy.update(env))
 
 
 @dataclass

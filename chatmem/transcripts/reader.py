@@ -72,7 +72,7 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
 
 def _first_line_is_an_object(text: str) -> bool:
     """Whether the first line that is not blank is a JSON object alone (JSON Lines)."""
-    first = next((line for line in text.split("\n") if line.strip()), "")
+    first = text.lstrip().split("\n", 1)[0]  # (not the whole file split into lines)
     try:
         return isinstance(json.loads(first), dict)
     except (RecursionError, ValueError):
