@@ -4,7 +4,7 @@ strategy would have sent (a what-if). Reading only: the history is left byte-ide
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -55,15 +55,24 @@ class Inspection:
     turn: TurnRecord | None = None
     """The recorded turn (TURN), or the turn a what-if is asked at."""
     replayed: Replayed | None = None
+    left_out: Mapping[int, str] = field(default_factory=dict)
+    """What recall's candidates left out of the context said, by message id."""
 
     @property
     def approximate(self) -> bool:
         return not self.tokenizer.exact
 
+    @property
+    def recall_texts(self) -> dict[int, str]:
+        """What each of recall's candidates said, by message id: sent or left out."""
+        return {**self.left_out, **{m.id: m.content for p in self.context.parts
+                                    for m in p.messages if m.id is not None}}
+
 
 def inspect_turn(workspace: Workspace, session: str, number: int | None = None) -> Inspection:
     """Turn `number` of `session` (default: the last) as it was sent."""
     from chatmem.evaluation.recording import Tokenizer
+    from chatmem.evaluation.whatif import left_out_texts
     from chatmem.memory.context import Context
 
     store = workspace.store
@@ -74,7 +83,7 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None) 
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
                       turn.params,
                       Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer),
-                      turn=turn)
+                      turn=turn, left_out=left_out_texts(store.history, record.id, context))
 
 
 def inspect_next(workspace: Workspace, session: str, text: str, *,
@@ -102,12 +111,14 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
 def inspect_on(engine: Engine[Store], text: str) -> Inspection:
     """What `engine` (next_engine's, perhaps kept open by a server) would send for `text`."""
     from chatmem.evaluation.recording import describe_counter
+    from chatmem.evaluation.whatif import left_out_texts
 
     context = engine.build_context(text)
     record = engine.store.sessions.session_by_id(engine.session.id)  # as stored now
     strategy = engine.strategy
     return Inspection(record, InspectMode.NEXT, context, text, strategy.name,
-                      dict(strategy.params), describe_counter(engine.counter, record.tokenizer))
+                      dict(strategy.params), describe_counter(engine.counter, record.tokenizer),
+                      left_out=left_out_texts(engine.store.history, record.id, context))
 
 
 def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec | None,
@@ -121,7 +132,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     `with_user_facts`."""
     from chatmem.engine.opening import engine_over
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import what_if
+    from chatmem.evaluation.whatif import left_out_texts, what_if
 
     store = workspace.store
     record = store.sessions.session(session)
@@ -147,6 +158,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
         engine = engine_over(store, record, llm, chosen,
                              budget=workspace.settings.context_budget, embedder=embedder)
         context = engine.build_context(text)
+        left_out = left_out_texts(store.history, record.id, context)
     else:
         facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
                  if user else [])
@@ -154,12 +166,12 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity)
-        context = result.context
+        context, left_out = result.context, result.left_out
         replayed = Replayed(result.replayed, result.model_calls)
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
                       dict(chosen.params), describe_counter(llm.token_counter(),
                                                             record.tokenizer),
-                      turn=turn, replayed=replayed)
+                      turn=turn, replayed=replayed, left_out=left_out)
 
 
 def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:

@@ -27,6 +27,7 @@ anchors, dropped_anchors, model, text]};
 covered_turn is the last turn the version covers (it covers turns 1 to it).
 """
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -131,7 +132,7 @@ def inspect(
     if json_out:
         print_json(data)
         return
-    _show(data, seen.context, seen.approximate)
+    _show(data, seen.context, seen.approximate, seen.recall_texts)
 
 
 def _summaries(session: "SessionRecord", versions: "list[SummaryVersion]", json_out: bool) -> None:
@@ -148,7 +149,8 @@ def _summaries(session: "SessionRecord", versions: "list[SummaryVersion]", json_
     out.print(summaries_view([summary_row(v) for v in versions]))
 
 
-def _show(data: dict[str, Any], context: "Context", approximate: bool) -> None:
+def _show(data: dict[str, Any], context: "Context", approximate: bool,
+          recall_texts: Mapping[int, str]) -> None:
     from chatmem.render.inspect import inspect_view
 
     turn = data["turn"] or {}
@@ -186,6 +188,7 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool) -> None:
     consoles()[0].print(inspect_view(
         info, context, approximate=approximate, estimated=estimated, reported=reported,
         rendered_prompt=rendered, title=title, estimate_label=label,
+        recall_texts=recall_texts,
     ))
 
 

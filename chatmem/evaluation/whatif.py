@@ -43,6 +43,8 @@ class WhatIf:
     """Turns whose derived state was rebuilt (0: built from the stored history)."""
     model_calls: int
     """Calls the strategy made to rebuild it (summaries, fact extraction)."""
+    left_out: dict[int, str]
+    """What recall's candidates left out of the context said, by their id in `context`."""
 
 
 def what_if(
@@ -73,7 +75,8 @@ def what_if(
             budget=budget,
             embedder=embedder if strategy.needs_embedder else None,
         )
-        return WhatIf(build_guarded(strategy, request), 0, 0)
+        context = build_guarded(strategy, request)
+        return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context))
     with Store(":memory:") as scratch:
         seed_user_facts(scratch, user, user_facts)
         copy = scratch.sessions.create_session(
@@ -86,7 +89,19 @@ def what_if(
         engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
                              budget=budget, helper=helper, embedder=embedder, activity=activity)
         engine.catch_up()
-        return WhatIf(engine.build_context(text), history_turns, sum(helper.calls.values()))
+        context = engine.build_context(text)
+        # The candidates' ids are the scratch store's: read their texts before it closes.
+        return WhatIf(context, history_turns, sum(helper.calls.values()),
+                      left_out_texts(scratch.history, copy.id, context))
+
+
+def left_out_texts(history: HistoryRepository, session_id: int,
+                   context: Context) -> dict[int, str]:
+    """What the recall candidates `context` did not send said (id → text), read from the
+    history the context was built from: `inspect` shows them beside their scores."""
+    sent = {m.id for p in context.parts for m in p.messages if m.id is not None}
+    wanted = [row["id"] for row in context.recall if row["id"] not in sent]
+    return history.contents(session_id, wanted) if wanted else {}
 
 
 def copy_history(source: HistoryRepository, session_id: int, target: HistoryRepository,

@@ -124,6 +124,7 @@ def inspect_view(
     rendered_prompt: str | None = None,
     title: str = "context",
     estimate_label: str = "estimated",
+    recall_texts: Mapping[int, str] | None = None,
 ) -> Group:
     """Header facts, the parts table, the budget bar, the exact messages, the rendered prompt."""
     blocks: list[RenderableType] = [
@@ -141,7 +142,7 @@ def inspect_view(
     note = ("tokens the chat template adds around the messages (e.g. a default system"
             " prompt); the rendered prompt below shows them") if rendered_prompt else TEMPLATE_NOTE
     if context.recall:
-        blocks.append(recall_table(context))
+        blocks.append(recall_table(context, recall_texts or {}))
     blocks.append(context_panel(context, approximate=approximate, title="messages sent",
                                 estimated=estimated, template_note=note))
     if rendered_prompt:
@@ -150,13 +151,13 @@ def inspect_view(
     return Group(*blocks)
 
 
-def recall_table(context: Context) -> Table:
-    """How recall ranked what it kept and the best of what it left out, and why.
+def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
+    """How recall ranked what it kept and the best of what it left out, and why (`texts`:
+    what each candidate said, by id).
 
     Made to fit 80 columns: no vertical rules, the role inside the message cell, numbers
     never cut, and the message (one line, cut with …) giving way first when room is short.
     """
-    contents = {m.id: m.content for p in context.parts for m in p.messages if m.id is not None}
     out = Table(header_style="bold", title="recall: candidates ranked (scores 0–1, bm25 raw)",
                 box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
     for column in ("turn", "bm25", "words", "dense", "fused", "tokens"):
@@ -167,7 +168,7 @@ def recall_table(context: Context) -> Table:
         dense = "–" if row.get("dense") is None else f"{row['dense']:.2f}"
         # A recalled row says what brought it up: `kept, meaning`.
         why = Text(kept_text(row), style="green" if row["kept"] else "dim")
-        message = Text(f"{row['role']}: {contents.get(row['id'], '')}", no_wrap=True,
+        message = Text(f"{row['role']}: {texts.get(row['id'], '')}", no_wrap=True,
                        overflow="ellipsis")
         message.stylize("dim", 0, len(row["role"]) + 1)
         out.add_row(str(row["turn"]), f"{row['bm25']:.2f}", f"{row['words']:.2f}",

@@ -35,6 +35,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
 
     context, turn = inspection.context, inspection.turn
     stored = context.to_json()
+    texts = inspection.recall_texts
     replayed = inspection.replayed
     return {
         "command": "inspect",
@@ -49,7 +50,8 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
                     "warnings": [notice_text(w) for w in context.warnings],
                     "parts": [{**part, "reason": reason_text(p.reason)}
                               for part, p in zip(stored["parts"], context.parts, strict=True)],
-                    **({"recall": [{**row, "why": verdict_text(row)} for row in context.recall]}
+                    **({"recall": [{**row, "why": verdict_text(row), "text": texts.get(row["id"])}
+                                   for row in context.recall]}
                        if context.recall else {})},
         "messages": context.messages(),
         "rendered_prompt": turn.rendered_prompt if turn else None,

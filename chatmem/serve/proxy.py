@@ -23,6 +23,7 @@ import queue
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -94,7 +95,10 @@ class Proxy:
         """One for every request's workspace: the strategies, providers and embedders."""
         self.kept = KeptConversations()
         """The conversations requests have used, open between requests."""
-        self._turns: dict[tuple[str, str], threading.Lock] = {}
+        # Weak: a conversation's lock lives while a request holds or waits on it, so a
+        # long-running server does not keep one for every conversation it ever served.
+        self._turns: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = (
+            weakref.WeakValueDictionary())
         self._turns_guard = threading.Lock()
 
     def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
@@ -102,7 +106,10 @@ class Proxy:
         model, strategy or options have engines of their own, and would otherwise run at
         once (their turns interleaved, the number a response names another's)."""
         with self._turns_guard:
-            return self._turns.setdefault((location, conversation), threading.Lock())
+            lock = self._turns.get((location, conversation))
+            if lock is None:
+                lock = self._turns[(location, conversation)] = threading.Lock()
+            return lock
 
     # -- /v1/chat/completions ----------------------------------------------------------
 

@@ -44,6 +44,20 @@ class MessageTables:
             self._db, "SELECT count(*) FROM (SELECT 1 FROM messages WHERE session_id = ?"
             " AND superseded = 0 LIMIT ?) AS held", [session_id, max(at_most, 0)]) or 0)
 
+    def contents(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
+        """The text of the session's messages with `message_ids` (id → content), a replaced
+        turn's included: what a recorded context's recall candidates said."""
+        ids = sorted(set(message_ids))
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for message_id, content in self._db.execute(
+                    f"SELECT id, content FROM messages WHERE session_id = ? AND id IN ({marks})",
+                    [session_id, *chunk]):
+                found[message_id] = content
+        return found
+
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self._db.write():
             return steps.append_messages(self._db, session_id, messages, self._connection.now)

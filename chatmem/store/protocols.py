@@ -55,6 +55,8 @@ class HistoryRepository(Protocol):
     def import_messages(self, session_id: int,
                         messages: Iterable[Mapping[str, Any]]) -> list[int]: ...
 
+    def contents(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
+
 
 class MemoryStateRepository(Protocol):
     """A strategy's own state and summaries (`store.memory`)."""

@@ -315,3 +315,38 @@ def test_recall_rows_are_stored_by_value_and_worded_in_json(tmp_path: Path) -> N
     assert [row["id"] for row in shown] == [row["id"] for row in stored]
     assert {row["why"] for row in stored} >= {"kept", "no_room"}
     assert {row["why"] for row in shown} >= {"kept", "budget: no room left"}
+
+
+@pytest.mark.parametrize("how", [
+    pytest.param([], id="recorded turn"),
+    pytest.param(["--next", "when does the fossil museum open? 化石"], id="next"),
+    pytest.param(["--turn", "9", "--strategy", "summary-buffer+retrieval:retrieval.mode=bm25,"
+                  "retrieval.recent=1,retrieval.max_tokens=120"], id="what-if rebuilt"),
+])
+def test_every_recall_candidate_shows_what_it_said_kept_or_left_out(
+        tmp_path: Path, how: list[str]) -> None:
+    """The recall table's point is the best left out beside the kept: each row says its
+    message's text, also where a what-if ranked copies in a scratch history (other ids)."""
+    db = str(tmp_path / "r.db")
+    other = invoke("chat", "other", "--provider", "scripted", "--db", db,
+                   input="an unrelated chat\nabout nothing\n")
+    assert other.exit_code == 0, other.stderr
+    said = [f"note {n}: the fossil museum 化石馆 opens at {n} am" for n in range(1, 9)]
+    chatted = invoke("chat", "r", "-s", "retrieval:mode=bm25,recent=1,max_tokens=120",
+                     "--provider", "scripted", "--db", db,
+                     input="\n".join(said) + "\nwhen does the fossil museum open?\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    result = invoke("inspect", "r", "--db", db, "--provider", "scripted", "--json", *how)
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["context"]["recall"]
+    left_out = [row for row in rows if not row["kept"]]
+    assert left_out and any(row["kept"] for row in rows)
+    for row in rows:
+        assert row["text"] in said or row["text"].removeprefix(
+            f"echo #{row['turn']}: ") in said, row
+    table = invoke("inspect", "r", "--db", db, "--provider", "scripted", *how,
+                   env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.stderr
+    shown = [line for line in table.stdout.splitlines() if "budget:" in line]
+    assert len(shown) == len([row for row in left_out if row["why"].startswith("budget")])
+    assert all("fossil museum 化石馆" in line for line in shown), shown

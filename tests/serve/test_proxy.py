@@ -4,6 +4,7 @@ its own, the upstream a small OpenAI-compatible server started by the test)."""
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import os
 import socket
@@ -25,9 +26,10 @@ import httpx2 as httpx
 import uvicorn
 from openai import OpenAI
 
+from chatmem.app.workspace import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.serve.listening import BearerGuard, listening
-from chatmem.serve.proxy import build_app
+from chatmem.serve.proxy import Proxy, build_app
 from chatmem.store import Store
 
 
@@ -416,6 +418,24 @@ def test_a_conversations_requests_take_turns_even_with_other_models(
     assert all(header == final for header, final in seen.values()), seen
     assert {final for _, final in seen.values()} == {
         f"{quote('两个模型')}@1", f"{quote('两个模型')}@2"}
+
+
+def test_a_conversations_lock_is_not_kept_once_no_request_holds_it(
+        upstream_settings: Settings) -> None:
+    """A server that runs for months serves many conversations: it keeps the lock of those
+    a request holds or waits on, not one for every conversation it ever served."""
+    keeper = Proxy(upstream_settings, ModelPool(), strategy=None)
+    held = keeper.one_turn_at_a_time("h.db", "旅行")
+    assert keeper.one_turn_at_a_time("h.db", "旅行") is held
+    assert keeper.one_turn_at_a_time("h.db", "日记") is not held
+    for n in range(1000):
+        with keeper.one_turn_at_a_time("h.db", f"conversation {n}"):
+            pass
+    gc.collect()
+    assert list(keeper._turns) == [("h.db", "旅行")]
+    del held
+    gc.collect()
+    assert not keeper._turns
 
 
 def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
