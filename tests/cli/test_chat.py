@@ -541,3 +541,19 @@ def test_a_piped_file_s_byte_order_mark_is_not_part_of_the_first_line(tmp_path: 
         said = [m.content for m in store.history.messages(store.sessions.session("bom").id)
                 if m.role == "user"]
     assert said == ["你好，我叫李雷", "\ufeffsecond"]  # only the file's first character is one
+
+
+def test_tokens_after_switching_to_a_strategy_with_facts_counts_the_facts_the_turn_sends(
+        tmp_path: Path) -> None:
+    """A strategy switched to mid-chat catches up before the next turn builds; /tokens says
+    what that turn will cost, so it counts the facts too."""
+    db = tmp_path / "t.db"
+    result = invoke("chat", "t", "--db", str(db), "--provider", "scripted",
+                    "--strategy", "buffer",
+                    input="My name is Ada. 我叫李雷，订单号 A12345。\n/strategy window+entity\n"
+                          "/tokens where?\nwhere?\n")
+    assert result.exit_code == 0, result.stderr
+    counted, sent = [line for line in result.stderr.splitlines()
+                     if line.startswith("system ")][-2:]
+    assert "facts " in counted
+    assert counted.split(" = ")[0] == sent.split(" = ")[0]
