@@ -28,11 +28,13 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     return _span(((now or utc_now()) - parse_time(stamp)).total_seconds())
 
 
-def _span(seconds: float) -> str:
+def _span(seconds: float, *, nearest: bool = False) -> str:
+    """`seconds` in its largest whole unit, rounded down (an age), or to the nearest
+    (`nearest`: time left, so a fact kept 7 days reads "7 d" the second after, not "6 d")."""
     whole = max(0, int(seconds))
     for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
         if whole >= size:
-            return f"{whole // size} {unit}"
+            return f"{round(seconds / size) if nearest else whole // size} {unit}"
     return f"{whole} s"
 
 
@@ -104,7 +106,7 @@ def until(stamp: str | None, now: datetime | None = None) -> str:
     if not stamp:
         return ""
     left = (parse_time(stamp) - (now or utc_now())).total_seconds()
-    return "in " + _span(left) if left > 0 else "now"
+    return "in " + _span(left, nearest=True) if left > 0 else "now"
 
 
 def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") -> RenderableType:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from rich.cells import cell_len
 from rich.console import Console
 
-from chatmem.render.facts import age, facts_table
+from chatmem.render.facts import age, facts_table, until
 
 
 def test_age_counts_up_in_natural_units() -> None:
@@ -17,6 +17,17 @@ def test_age_counts_up_in_natural_units() -> None:
     assert age("2026-05-03T07:00:00+00:00", now) == "5 h"
     assert age("2026-04-30T12:00:00+00:00", now) == "3 d"
     assert age(None, now) == ""
+
+
+def test_time_left_reads_the_span_given_not_one_unit_less() -> None:
+    """A fact kept 7 days, listed a moment later, expires "in 7 d" (it said 6 d)."""
+    now = datetime(2026, 5, 3, 12, 0, 5, tzinfo=UTC)
+    assert until("2026-05-10T12:00:00+00:00", now) == "in 7 d"
+    assert until("2026-05-03T15:00:00+00:00", now) == "in 3 h"
+    assert until("2026-05-04T00:00:00+00:00", now) == "in 12 h"
+    assert until("2026-05-03T12:00:30+00:00", now) == "in 25 s"
+    assert until("2026-05-03T12:00:00+00:00", now) == "now"
+    assert until(None, now) == ""
 
 
 def test_chinese_values_keep_the_table_aligned() -> None:
