@@ -147,6 +147,8 @@ class StoreFailure(Enum):
     BUSY = "busy"
     """Another process held the write lock past the wait."""
     READ_ONLY = "read-only"
+    REPLACED = "replaced"
+    """The file was replaced while open: an encrypt, decrypt or new key finished meanwhile."""
     DISK = "disk"
     """The disk is full or failing."""
     CANNOT_OPEN = "cannot-open"

@@ -27,7 +27,14 @@ from chatmem.errors import (
 from chatmem.store import open_files
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess
-from chatmem.store.result_codes import BUSY, DISK_FAILED, NOT_A_DATABASE, primary_code
+from chatmem.store.result_codes import (
+    BUSY,
+    DISK_FAILED,
+    FILE_REPLACED,
+    NOT_A_DATABASE,
+    extended_code,
+    primary_code,
+)
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.sqlite_words import SqliteWords
@@ -101,6 +108,8 @@ def failure_of(error: BaseException) -> StoreFailure:
     if isinstance(error, sqlite3.IntegrityError):
         return StoreFailure.CONFLICT
     code = primary_code(error)
+    if extended_code(error) == FILE_REPLACED:
+        return StoreFailure.REPLACED
     if code == sqlite3.SQLITE_READONLY:
         return StoreFailure.READ_ONLY
     if code in DISK_FAILED:
@@ -454,6 +463,10 @@ class SqliteBackend(SqliteWords):
             missing = missing_permission(self.path, write=True)
             message = f"{self.path} is read-only: nothing can be stored" + (
                 f"; {missing}" if missing else " (check the file's and its folder's permissions)")
+        elif kind is StoreFailure.REPLACED:
+            message = (f"{self.path} was replaced while this command had it open (an encrypt,"
+                       " decrypt or new key finished meanwhile); nothing was stored: run the"
+                       " command again")
         elif kind is StoreFailure.DISK:
             message = (f"{self.path}: the disk is full or failing; nothing was stored"
                        " (free some space and try again)")

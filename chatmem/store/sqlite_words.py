@@ -87,7 +87,7 @@ class SqliteWords:
                              [pages])
             self._merges_from_two = True
         except StoreError as e:
-            if e.kind not in (StoreFailure.BUSY, StoreFailure.READ_ONLY):
+            if e.kind not in (StoreFailure.BUSY, StoreFailure.READ_ONLY, StoreFailure.REPLACED):
                 raise
         finally:
             self.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")

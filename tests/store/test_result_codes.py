@@ -83,3 +83,28 @@ def test_sqlcipher_errors_keep_their_code_through_translation(tmp_path: Path) ->
     translated = cipher.translate(caught.value)
     assert isinstance(translated, sqlite3.DatabaseError)
     assert primary_code(translated) == sqlite3.SQLITE_NOTADB
+
+
+def test_a_file_replaced_while_open_says_so_not_to_check_permissions(tmp_path: Path) -> None:
+    """While `encrypt` converts a history (its journal in memory), a command waiting on it
+    then writes to a file renamed over: SQLite says read-only (DBMOVED), the permissions
+    are fine, and running the command again is what helps."""
+    path, other = tmp_path / "历史.db", tmp_path / "converted.db"
+    for made in (path, other):
+        conn = sqlite3.connect(made)
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+        conn.close()
+    waiting = sqlite3.connect(path)
+    try:
+        waiting.execute("SELECT * FROM t").fetchall()
+        other.replace(path)
+        error = error_of(waiting, "INSERT INTO t VALUES ('写')")
+    finally:
+        waiting.close()
+    assert primary_code(error) == sqlite3.SQLITE_READONLY
+    with Store(tmp_path / "h.db") as store:
+        said = store.db.write_error(error)
+    assert said.kind is StoreFailure.REPLACED
+    assert "was replaced while this command had it open" in str(said)
+    assert "permissions" not in str(said)
