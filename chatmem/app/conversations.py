@@ -4,9 +4,10 @@ refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
     from chatmem.providers.base import Provider
     from chatmem.store import Store
+    from chatmem.store.protocols import HistoryRepository
 
 
 @contextmanager
@@ -210,6 +212,38 @@ def replaces_last_turn(workspace: Workspace, name: str,
     said = [(m.role, m.content) for m in stored]
     return (said[:len(prior)] == [(m.role, m.content) for m in prior]
             and [m.role for m in stored[len(prior):]] == ["user", "assistant"])
+
+
+def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientMessage],
+                       text: str, *, taken: Collection[str] = ()) -> str:
+    """The session of a conversation no id names, known by how it began (`first`, the name
+    its opening gives): of `first`, `first-2`, `first-3`…, the one whose history is the
+    client's `prior` (or `prior` and then `text` asked again: a regenerate), else the
+    first free name not `taken`. Such a client sends its whole history every time, so a
+    chat that merely began alike (two chats opened with 你好) is a session of its own, and
+    one never sees another's messages; an edit of an earlier message is a new one too."""
+    store = workspace.store
+    for n in count(1):
+        name = first if n == 1 else f"{first}-{n}"
+        if name in taken:
+            continue
+        session = store.sessions.find_session(name)
+        if session is None:
+            return name
+        if prior and _continues(store.history, session.id, prior, text):
+            return name
+    raise AssertionError("unreachable")  # count() never ends
+
+
+def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
+               text: str) -> bool:
+    """Whether a session's history is `prior`, or `prior` then `text` and a reply."""
+    held = history.message_count(session_id, at_most=len(prior) + 3)
+    if held not in (len(prior), len(prior) + 2):
+        return False
+    said = [(m.role, m.content) for m in history.messages(session_id)]
+    return said[:len(prior)] == [(m.role, m.content) for m in prior] and (
+        held == len(prior) or said[len(prior)] == ("user", text))
 
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:

@@ -24,8 +24,9 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -100,6 +101,9 @@ class Proxy:
         self._turns: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = (
             weakref.WeakValueDictionary())
         self._turns_guard = threading.Lock()
+        self._openings: set[tuple[str, str]] = set()
+        """Sessions chosen for chats no id names that have no turn yet (location, name)."""
+        self._openings_guard = threading.Lock()
 
     def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
         """The lock a conversation's turns take: requests of one conversation that differ in
@@ -110,6 +114,29 @@ class Proxy:
             if lock is None:
                 lock = self._turns[(location, conversation)] = threading.Lock()
             return lock
+
+    @contextmanager
+    def session_of_opening(self, asked: TurnAsked, settings: Settings) -> Iterator[str]:
+        """The session of a chat no id names (`conversations.session_of_opening`), kept from
+        other requests until the turn is over: two chats that began alike at once get a
+        session each."""
+        from chatmem.app import Workspace
+        from chatmem.app.conversations import session_of_opening
+
+        where = str(settings.location)
+        with Workspace(settings, models=self.pool, registries=self.registries) as ws, \
+                self._openings_guard:
+            name = session_of_opening(ws, asked.conversation, asked.prior, asked.text,
+                                      taken={n for at, n in self._openings if at == where})
+            new = ws.store.sessions.find_session(name) is None
+            if new:
+                self._openings.add((where, name))
+        try:
+            yield name
+        finally:
+            if new:
+                with self._openings_guard:
+                    self._openings.discard((where, name))
 
     # -- /v1/chat/completions ----------------------------------------------------------
 
@@ -246,7 +273,12 @@ class Turn:
 
     def _run(self) -> None:
         try:
-            self.result = self._take_turn()
+            if self.asked.fingerprinted:
+                with self.proxy.session_of_opening(self.asked, self.settings) as name:
+                    self.asked = replace(self.asked, conversation=name)
+                    self.result = self._take_turn()
+            else:
+                self.result = self._take_turn()
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
             self.events.put(e)
             return

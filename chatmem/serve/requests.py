@@ -26,6 +26,8 @@ class TurnAsked:
     system prompt, its history before the new message, and the new message."""
 
     conversation: str
+    """The session: the one an id names, or for a conversation without one (`fingerprinted`)
+    the first name of those its opening gives (`session_of_opening` picks among them)."""
     strategy: str | None
     model: str | None
     system: str | None
@@ -33,6 +35,8 @@ class TurnAsked:
     text: str
     stream: bool
     options: dict[str, float | int]
+    fingerprinted: bool = False
+    """No id named the conversation: it is known by how it began, and by its history."""
 
 
 class ClientError(ChatmemError):
@@ -69,7 +73,7 @@ def read_request(body: Any, headers: Mapping[str, str], *,
         raise ClientError("the last message must be the user's", "messages")
     if not read[-1].content.strip():
         raise ClientError("the last message is empty: nothing to send", "messages")
-    conversation = conversation_of(body, headers, read)
+    conversation, fingerprinted = conversation_of(body, headers, read)
     system_parts = []
     while read and read[0].role == "system":
         system_parts.append(read.pop(0).content)
@@ -95,7 +99,8 @@ def read_request(body: Any, headers: Mapping[str, str], *,
     return TurnAsked(conversation=conversation, strategy=strategy
                      or default_strategy, model=model, system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
-                     stream=bool(body.get("stream")), options=options)
+                     stream=bool(body.get("stream")), options=options,
+                     fingerprinted=fingerprinted)
 
 
 def header_text(value: str) -> str:
@@ -162,11 +167,12 @@ def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
 
 
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
-                    read: Sequence[_Read]) -> str:
-    """The session a request belongs to: the header, the request's `user`, a conversation id
-    in its metadata, else a fingerprint of how the conversation began (its system prompt and
-    first user message), which every later request of it repeats. Two ids never share a
-    session (`session_name_of`)."""
+                    read: Sequence[_Read]) -> tuple[str, bool]:
+    """The session a request belongs to, and whether no id named it: the header, the
+    request's `user`, a conversation id in its metadata, else a fingerprint of how the
+    conversation began (its system prompt and first user message), which every later
+    request of it repeats. Two ids never share a session (`session_name_of`); chats that
+    began alike are told apart by their history (`session_of_opening`)."""
     from chatmem.app.sessions import session_name_of
 
     named = next((header_text(headers[h]) for h in CONVERSATION_HEADERS if headers.get(h)),
@@ -178,9 +184,9 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     if not named and isinstance(body.get("user"), str) and body["user"].strip():
         named = body["user"]
     if named:
-        return session_name_of(named)
+        return session_name_of(named), False
     opening = [m for m in read if m.role == "system"][:1] + [
         m for m in read if m.role == "user"][:1]
     digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
                                        ensure_ascii=False).encode()).hexdigest()
-    return f"chat-{digest[:12]}"
+    return f"chat-{digest[:12]}", True

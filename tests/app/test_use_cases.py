@@ -10,7 +10,12 @@ import pytest
 from file_hash import checkpointed_hash
 
 from chatmem.app import Workspace, facts, sessions
-from chatmem.app.conversations import ClientMessage, adopt_history, record_turn
+from chatmem.app.conversations import (
+    ClientMessage,
+    adopt_history,
+    record_turn,
+    session_of_opening,
+)
 from chatmem.app.inspection import InspectMode, inspect_next, inspect_turn, inspect_what_if
 from chatmem.app.search import search_memory
 from chatmem.config.settings import Settings
@@ -100,6 +105,28 @@ def test_a_clients_history_is_adopted_past_what_is_stored(ws: Workspace) -> None
     assert stored() == ["one", "uno", "two", "dos", "three"]  # nothing stored was changed
     adopt_history(ws, "nosuch", said)
     assert ws.store.sessions.find_session("nosuch") is None
+
+
+def test_a_chat_no_id_names_is_the_session_whose_history_it_sends(ws: Workspace) -> None:
+    record_turn(ws, "chat-1", "你好", "您好")
+    record_turn(ws, "chat-1", "secret 旺财", "ok")
+    record_turn(ws, "chat-1-2", "你好", "您好")
+
+    def said(*texts: str) -> list[ClientMessage]:
+        return [ClientMessage("user" if i % 2 == 0 else "assistant", t)
+                for i, t in enumerate(texts)]
+
+    def session(prior: list[ClientMessage], text: str, taken: frozenset[str] = frozenset()
+                ) -> str:
+        return session_of_opening(ws, "chat-1", prior, text, taken=taken)
+
+    assert session([], "你好") == "chat-1-3"  # a new chat: a session of its own
+    # a name another request has chosen is skipped
+    assert session([], "你好", frozenset({"chat-1-3"})) == "chat-1-4"
+    assert session(said("你好", "您好"), "weather?") == "chat-1-2"
+    assert session(said("你好", "您好", "secret 旺财", "ok"), "and?") == "chat-1"
+    assert session(said("你好", "您好"), "secret 旺财") == "chat-1"  # asked again
+    assert session(said("你好", "EDITED"), "x") == "chat-1-3"  # an edit: a chat of its own
 
 
 def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> None:

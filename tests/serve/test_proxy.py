@@ -229,6 +229,42 @@ def test_a_fingerprint_tells_two_system_prompts_apart(proxy: RunningProxy,
                                   for r in rows)
 
 
+def test_chats_without_an_id_that_began_alike_never_see_each_others_messages(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """A client with no id sends its whole history each time; two chats that open with the
+    same words are told apart by it, and each goes on in its own session."""
+    openai = client(proxy)
+    system = {"role": "system", "content": "You are a helpful assistant."}
+
+    def ask(messages: list[dict[str, str]]) -> tuple[list[dict[str, str]], str]:
+        reply = openai.chat.completions.with_raw_response.create(model="test-small",
+                                                                 messages=messages)
+        said = reply.parse().choices[0].message.content or ""
+        return [*messages, {"role": "assistant", "content": said}], reply.headers[
+            "X-Chatmem-Turn"]
+
+    a, _ = ask([system, {"role": "user", "content": "你好"}])
+    a, a_turn = ask([*a, {"role": "user", "content": "我的银行卡密码提示是：小狗叫旺财"}])
+    b, b_turn = ask([system, {"role": "user", "content": "你好"}])
+    assert "旺财" not in json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    assert b_turn.endswith("@1") and a_turn.endswith("@2")
+    assert b_turn.split("@")[0] != a_turn.split("@")[0]
+    b, b_turn = ask([*b, {"role": "user", "content": "今天天气如何？"}])
+    assert "旺财" not in json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    assert b_turn.endswith("@2")
+    a, a_turn = ask([*a, {"role": "user", "content": "提示是什么？"}])
+    assert "旺财" in json.dumps(chat_server.requests[-1], ensure_ascii=False)
+    assert a_turn.endswith("@3")
+    # Asked again (a regenerate) it stays in its session and replaces that turn.
+    _, again = ask(a[:-1])
+    assert again == f"{quote(a_turn.split('@')[0])}@4"
+    with Store(db_path) as store:
+        turns = sorted(row["turns"] for row in store.sessions.list_sessions())
+        replaced = [t.superseded_by for t in store.turns.turns(
+            store.sessions.session(a_turn.split("@")[0]).id)]
+    assert turns == [2, 4] and replaced == [None, None, 4, None]
+
+
 def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
         proxy: RunningProxy, db_path: Path) -> None:
     # A client that had a conversation elsewhere first: its earlier messages are stored
