@@ -4,16 +4,16 @@ PostgreSQL, with its key), providers, embedders and the engine."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chatmem.cli.output import consoles
 
 if TYPE_CHECKING:
     from chatmem.app import Workspace
-    from chatmem.config.settings import Settings, Source
+    from chatmem.config.settings import Settings
     from chatmem.notices import Notice
     from chatmem.plugins import Registries
 
@@ -39,7 +39,7 @@ def settings_from(
     """The settings under the flags; `db_flag` is the flag that gave `db` (`--from`, `--to`),
     so a message about the location names it."""
     from chatmem.config.options import parse_options
-    from chatmem.config.settings import OPTION_FLAG, load_settings
+    from chatmem.config.settings import OPTION_FLAG, load_settings, with_options
 
     chosen = parse_options(options)  # a bad option fails before the config is read
     settings = load_settings(config, registered=registries(), overrides={
@@ -47,20 +47,6 @@ def settings_from(
         "helper_model": helper_model,
     }, flags={"db": db_flag})
     return with_options(settings, chosen, OPTION_FLAG)
-
-
-def with_options(settings: Settings, options: Mapping[str, Any], source: Source) -> Settings:
-    """`settings` with per-call model options added (over those already there);
-    max_reply_tokens is a setting."""
-    import dataclasses
-
-    sources = {**settings.sources, **{f"options.{key}": source for key in options}}
-    changed: dict[str, Any] = {}
-    if "max_reply_tokens" in options:
-        changed["max_reply_tokens"] = int(options["max_reply_tokens"])
-        sources["max_reply_tokens"] = source
-    return dataclasses.replace(settings, options={**settings.options, **options},
-                               sources=sources, **changed)
 
 
 def apply_template(settings: Settings, name: str | None, *, strategy: str | None,
@@ -72,7 +58,7 @@ def apply_template(settings: Settings, name: str | None, *, strategy: str | None
         return settings, strategy, system
     import dataclasses
 
-    from chatmem.config.settings import OPTION_FLAG, Source, SourceKind
+    from chatmem.config.settings import OPTION_FLAG, Source, SourceKind, with_options
     from chatmem.config.templates import find_template
 
     template = find_template(settings, name)

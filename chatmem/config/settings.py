@@ -449,3 +449,15 @@ def run_key_command(command: str, timeout: float) -> str:
     if "\x00" in key:  # SQLCipher takes a key as a C string: it would end there
         raise KeyUnavailable("key_command printed a NUL byte; nothing opened")
     return key
+
+
+def with_options(settings: Settings, options: Mapping[str, Any], source: Source) -> Settings:
+    """`settings` with per-call model options added (over those already there);
+    max_reply_tokens is a setting."""
+    sources = {**settings.sources, **{f"options.{key}": source for key in options}}
+    changed: dict[str, Any] = {}
+    if "max_reply_tokens" in options:
+        changed["max_reply_tokens"] = int(options["max_reply_tokens"])
+        sources["max_reply_tokens"] = source
+    return dataclasses.replace(settings, options={**settings.options, **options},
+                               sources=sources, **changed)

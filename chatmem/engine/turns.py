@@ -67,6 +67,11 @@ class TurnResult:
     def status(self) -> str:
         return self.record.status
 
+    @property
+    def cut_at_limit(self) -> bool:
+        """The model stopped at the reply cap (max_reply_tokens), not at its own end."""
+        return any(isinstance(n, ReplyCut) for n in self.notices)
+
 
 StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
 """The engine's store: it uses only `TurnStore`; its owner (the REPL) may use the rest of

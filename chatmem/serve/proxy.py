@@ -297,14 +297,16 @@ class Turn:
         )
         from chatmem.app.kept import options_key
         from chatmem.app.sessions import last_turn
+        from chatmem.config.settings import Source, SourceKind, with_options
         from chatmem.engine.resend import resend_last
 
         asked = self.asked
         settings = self.settings
-        if asked.model or asked.options:
-            settings = dataclasses.replace(
-                settings, model=asked.model or settings.model,
-                options={**settings.options, **asked.options})
+        if asked.model:
+            settings = dataclasses.replace(settings, model=asked.model)
+        if asked.options:
+            # max_tokens caps the reply: a setting, as -o max_reply_tokens is for the CLI.
+            settings = with_options(settings, asked.options, Source(SourceKind.FLAG, "request"))
         proxy = self.proxy
         opened: list[Workspace] = []
 
@@ -367,7 +369,7 @@ class Turn:
                 event = await self.next_event()
             result = self.result
             assert result is not None
-            end = self._chunk({}, finish="stop")
+            end = self._chunk({}, finish=finish_reason(result))
             end["usage"] = usage_json(result)
             end["chatmem"] = {"turn": self.turn_id, "status": str(result.status)}
             yield _sse(end)
@@ -396,14 +398,21 @@ def usage_json(result: TurnResult) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": reply, "total_tokens": prompt + reply}
 
 
-def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
+def finish_reason(result: TurnResult) -> str:
+    """OpenAI's word for why the reply ended: `length` at the reply cap (a client may offer
+    to continue), `cancelled` when the client went away, else `stop`."""
     from chatmem.store.records import TurnStatus
 
-    finish = "stop" if result.status == TurnStatus.OK else "cancelled"
+    if result.status != TurnStatus.OK:
+        return "cancelled"
+    return "length" if result.cut_at_limit else "stop"
+
+
+def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": result.reply},
-                         "finish_reason": finish}],
+                         "finish_reason": finish_reason(result)}],
             "usage": usage_json(result),
             "chatmem": {"turn": turn_id, "status": str(result.status)}}
 

@@ -265,6 +265,35 @@ def test_chats_without_an_id_that_began_alike_never_see_each_others_messages(
     assert turns == [2, 4] and replaced == [None, None, 4, None]
 
 
+@pytest.mark.parametrize("field", ["max_tokens", "max_completion_tokens"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_clients_reply_cap_reaches_the_model_and_a_reply_cut_there_says_length(
+        proxy: RunningProxy, chat_server: ChatServer, field: str, stream: bool) -> None:
+    chat_server.reply_words = ["一", "二", "三", "四", "五"]
+    body = {"model": "test-small", "stream": stream, field: 2,
+            "messages": [{"role": "user", "content": "数到五"}]}
+    reply = httpx.post(f"{proxy.base_url}/chat/completions", json=body, timeout=HANG,
+                       headers={"X-Chatmem-Conversation": f"cap-{field}-{stream}"})
+    assert reply.status_code == 200, reply.text
+    assert chat_server.requests[-1]["max_tokens"] == 2
+    if stream:
+        chunks = [json.loads(line[6:]) for line in reply.text.splitlines()
+                  if line.startswith("data: {")]
+        said = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks
+                       if c.get("choices"))
+        finishes = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
+        assert finishes[-1] == "length"
+    else:
+        said = reply.json()["choices"][0]["message"]["content"]
+        assert reply.json()["choices"][0]["finish_reason"] == "length"
+    assert said == "一二"
+    # A reply that ends on its own says stop, under the same cap.
+    chat_server.reply_words = ["好"]
+    again = httpx.post(f"{proxy.base_url}/chat/completions", json={**body, "stream": False},
+                       timeout=HANG, headers={"X-Chatmem-Conversation": f"cap-{field}-{stream}"})
+    assert again.json()["choices"][0]["finish_reason"] == "stop"
+
+
 def test_the_clients_history_is_authoritative_and_only_its_new_suffix_is_stored(
         proxy: RunningProxy, db_path: Path) -> None:
     # A client that had a conversation elsewhere first: its earlier messages are stored
