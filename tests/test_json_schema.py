@@ -176,3 +176,121 @@ def test_the_schema_rejects_the_old_shapes() -> None:
     with pytest.raises(jsonschema.ValidationError):
         validator("tokenizer").validate({"name": "cl100k_base", "exact": "yes",
                                          "recorded": None, "note": None})
+
+
+def rejects(data: Any) -> bool:
+    """True when the whole schema refuses `data`: it is not any documented output."""
+    return not jsonschema.validators.validator_for(SCHEMA)(SCHEMA).is_valid(data)
+
+
+@pytest.fixture
+def chatted(tmp_path: Path) -> str:
+    """A history file with one session `旅行` of three turns, chatted in Chinese (scripted)."""
+    path = str(tmp_path / "h.db")
+    result = invoke("chat", "旅行", "-s", "window+entity", "--provider", "scripted",
+                    "--db", path,
+                    input="我叫林。\n/remember city: 杭州\n我住在杭州。\n我喜欢喝龙井茶。\n")
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def test_sessions_copy(chatted: str, tmp_path: Path) -> None:
+    """`sessions copy --json` between two history files is one of the schema's outputs."""
+    target = str(tmp_path / "copy.db")
+    copied = output("sessions", "copy", "--from", chatted, "--to", target)
+    check("sessions_copy", copied)
+    assert copied["sessions"] == ["旅行"] and copied["from"] == chatted
+    assert copied["rows"]["messages"] == 6 and copied["rows"]["turns"] == 3
+    shown = output("sessions", "show", "旅行", "--db", target)
+    assert shown["messages"][-2]["content"] == "我喜欢喝龙井茶。"
+
+
+def test_sessions_fork(chatted: str) -> None:
+    """`sessions fork --json`, at a turn (derived state rebuilt) and whole (copied)."""
+    early = output("sessions", "fork", "旅行", "旅行-早", "--at-turn", "1", "--db", chatted)
+    check("sessions_fork", early)
+    assert (early["source"], early["name"], early["at_turn"], early["source_turns"],
+            early["messages"]) == ("旅行", "旅行-早", 1, 3, 2)
+    assert [g["owner"] for g in early["rebuilt"]] == ["facts"] and early["stated_facts"] == 1
+    whole = output("sessions", "fork", "旅行", "旅行-全", "--db", chatted)
+    check("sessions_fork", whole)
+    assert whole["at_turn"] == 3 and whole["rebuilt"] == []
+    assert any(g["owner"] == "facts" and g["facts"] > 0 for g in whole["copied"])
+
+
+def test_strategies(chatted: str) -> None:
+    """`strategies --json` lists every strategy; `strategies A+B --json` explains each."""
+    listed = output("strategies")
+    check("strategies", listed)
+    assert {"buffer", "window", "entity", "retrieval"} <= {s["name"] for s in listed}
+    assert next(s for s in listed if s["name"] == "window")["parameters"] == {"k": 5}
+    explained = output("strategies", "window+entity")
+    check("strategy_help", explained)
+    assert [s["name"] for s in explained] == ["window", "entity"]
+    assert explained[0]["parameters"][0]["name"] == "window.k"
+    assert explained[0]["parameters"][0]["takes"] == "a whole number, 0 or more"
+
+
+def test_config_show(tmp_path: Path) -> None:
+    """`config show --json`: every setting, its tables, where each came from; no secret."""
+    config = tmp_path / "c.toml"
+    config.write_text(
+        'strategy = "window"\nretention_days = 30\nsystem = "请简短回答。"\n'
+        '[local]\nthreads = 4\n[summary]\nprompt = "总结：{summary} 新的：{new_lines}"\n'
+        '[strategies.window]\nk = 3\n[aliases]\n"快" = "scripted"\n'
+        '[prices."scripted"]\ninput = 1\noutput = 2.5\ncurrency = "¥"\n'
+        '[templates."旅行"]\nsystem = "你是导游。"\nmodel = "快"\n'
+        '[templates."旅行".options]\ntemperature = 0.2\n', encoding="utf-8")
+    env = {"OPENAI_BASE_URL": "http://ann:hunter2@llm.example/v1", "CHATMEM_KEY": "k"}
+    result = invoke("config", "show", "--config", str(config), "--json", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert "hunter2" not in result.stdout
+    shown = json.loads(result.stdout)
+    check("config_show", shown)
+    assert shown["config_file"] == str(config) and shown["system"] == "请简短回答。"
+    assert shown["aliases"] == {"快": "scripted"}
+    assert shown["templates"]["旅行"]["options"] == {"temperature": 0.2}
+    assert shown["history_key"] == "from $CHATMEM_KEY"
+    assert shown["sources"]["base_url"] == "env OPENAI_BASE_URL"
+    assert shown["sources"]["strategies.window.k"] == str(config)
+    bare = invoke("config", "show", "--json", env={"CHATMEM_CONFIG": None})  # no file
+    assert bare.exit_code == 0, bare.stderr
+    defaults = json.loads(bare.stdout)
+    check("config_show", defaults)
+    assert defaults["config_file"] is None and defaults["templates"] == {}
+
+
+def test_session_show_pages(chatted: str) -> None:
+    """`sessions show --json` says which turns it shows and the session's retention."""
+    shown = output("sessions", "show", "旅行", "--turns", "2-", "--db", chatted)
+    check("session_show", shown)
+    assert shown["turns"] == {"first": 2, "last": 3, "total": 3}
+    assert shown["retention_days"] is None
+    assert {m["turn"] for m in shown["messages"]} == {2, 3}
+    assert shown["messages"][0]["content"] == "我住在杭州。"
+    # the schema describes both fields: a page without them, or turns of another
+    # shape, is no documented output
+    for field in ("turns", "retention_days"):
+        assert rejects({k: v for k, v in shown.items() if k != field}), field
+    assert rejects({**shown, "turns": {"first": "2", "last": 3, "total": 3}})
+    assert rejects({**shown, "turns": [2, 3]})
+
+
+def test_inspect_replayed_is_null_outside_a_replay(chatted: str) -> None:
+    """`replayed` is null for a recorded turn, for --next, and for a what-if built from
+    the session's own kept state; an object only when a what-if replayed."""
+    recorded = output("inspect", "旅行", "--turn", "2", "--db", chatted)
+    check("inspect", recorded)
+    assert recorded["mode"] == "turn" and recorded["replayed"] is None
+    assert rejects({**recorded, "replayed": {"turns": 2, "strategy_model_calls": 0}})
+    upcoming = output("inspect", "旅行", "--next", "我住在哪里？", "--db", chatted)
+    check("inspect", upcoming)
+    assert upcoming["mode"] == "next" and upcoming["replayed"] is None
+    assert rejects({**upcoming, "replayed": {"turns": 3, "strategy_model_calls": 0}})
+    own = output("inspect", "旅行", "--next", "我住在哪里？", "--param", "window.k=1",
+                 "--db", chatted)
+    check("inspect", own)
+    assert own["mode"] == "what-if" and own["replayed"] is None
+    replayed = output("inspect", "旅行", "--turn", "3", "-s", "entity", "--db", chatted)
+    check("inspect", replayed)
+    assert replayed["mode"] == "what-if" and replayed["replayed"]["turns"] >= 2
