@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ class TurnAsked:
     prior: tuple[Any, ...]
     text: str
     stream: bool
-    options: dict[str, float | int]
+    options: dict[str, Any]
     fingerprinted: bool = False
     """No id named the conversation: it is known by how it began, and by its history."""
 
@@ -50,6 +50,29 @@ class ClientError(ChatmemError):
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
             "frequency_penalty": float, "seed": int}
 """Request fields passed on to the model as options (max_tokens caps the reply)."""
+
+
+def _stop_words(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and 0 < len(value) <= 4
+                                      and all(isinstance(v, str) for v in value))
+
+
+def _bias(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and -100 <= v <= 100
+        for v in value.values())
+
+
+PASSED_ON: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "stop": (_stop_words, "a string or a list of up to 4 strings"),
+    "response_format": (lambda v: isinstance(v, dict) and isinstance(v.get("type"), str),
+                        'an object with a "type", e.g. {"type": "json_object"}'),
+    "logit_bias": (_bias, "an object of token ids to numbers from -100 to 100"),
+}
+"""Request fields the model is given as they are (checked for their shape): what it says
+is stored as the reply whatever they asked of it."""
+NOT_RETURNED = ("logprobs", "top_logprobs")
+"""Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
 
 
 def read_request(body: Any, headers: Mapping[str, str], *,
@@ -78,19 +101,34 @@ def read_request(body: Any, headers: Mapping[str, str], *,
     while read and read[0].role == "system":
         system_parts.append(read.pop(0).content)
     prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1])
-    model, strategy = _model_and_strategy(str(body.get("model") or ""))
-    options: dict[str, float | int] = {}
+    if not isinstance(body.get("model", ""), str):
+        raise ClientError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
+    if not isinstance(body.get("stream", False), bool | None):
+        raise ClientError("stream must be true or false", "stream")
+    model, strategy = _model_and_strategy(body.get("model") or "")
+    options: dict[str, Any] = {}
     for key, kind in SAMPLING.items():
         if body.get(key) is not None:
             value = body[key]
             try:
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise TypeError(value)  # "0.7" and true are not numbers in JSON
+                if kind is int and value != int(value):
+                    raise ClientError(f"{key} must be a whole number", key)  # 1.5 is not 1
                 options[key] = kind(value)
                 if not math.isfinite(options[key]):
                     raise ValueError(value)
             except (TypeError, ValueError, OverflowError):
                 raise ClientError(f"{key} must be a finite number", key) from None
+    for key, (fits, shape) in PASSED_ON.items():
+        if body.get(key) is not None:
+            if not fits(body[key]):
+                raise ClientError(f"{key} must be {shape}", key)
+            options[key] = body[key]
+    for key in NOT_RETURNED:
+        if body.get(key):
+            raise ClientError(f"{key} is not returned through chatmem; ask the model directly",
+                              key)
     cap = body.get("max_completion_tokens", body.get("max_tokens"))
     if cap is not None:
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
@@ -149,11 +187,17 @@ def _text(content: Any, where: str) -> str:
         return ""
     if isinstance(content, list):
         texts = []
-        for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text":
-                raise ClientError(f"{where}: only text parts are taken (an image goes with "
-                                  "`chatmem ask -a`)", "messages")
-            texts.append(str(part.get("text", "")))
+        for i, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            # A refusal is the text of the assistant message the SDK hands back.
+            field = {"text": "text", "refusal": "refusal"}.get(kind) if kind else None
+            if field is None or not isinstance(part, dict):
+                raise ClientError(f"{where}.content[{i}]: only text parts are taken, not "
+                                  f"{kind or 'this'} (an image goes with `chatmem ask -a`)",
+                                  "messages")
+            if not isinstance(part.get(field), str):
+                raise ClientError(f"{where}.content[{i}].{field} must be text", "messages")
+            texts.append(part[field])
         return "".join(texts)
     raise ClientError(f"{where}: content must be text", "messages")
 

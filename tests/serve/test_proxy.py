@@ -547,7 +547,22 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
             ({"messages": [{"role": "user", "content": "hi"}], "temperature": "nan"},
              "temperature", "temperature must be a finite number"),
             ('{"messages": [{"role": "user", "content": "hi"}], "top_p": 1e400}',
-             "top_p", "top_p must be a finite number")):  # JSON's 1e400 is read as inf
+             "top_p", "top_p must be a finite number"),  # JSON's 1e400 is read as inf
+            ({"messages": [{"role": "user", "content": [{"type": "text", "text": None}]}]},
+             "messages", "messages[0].content[0].text must be text"),
+            ({"messages": [{"role": "user", "content": "hi"}], "model": {"name": "gpt"}},
+             "model", 'model must be a string, e.g. "gpt-4o-mini@window"'),
+            ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"},
+             "stream", "stream must be true or false"),
+            ({"messages": [{"role": "user", "content": "hi"}], "seed": 1.5},
+             "seed", "seed must be a whole number"),
+            ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", 1]},
+             "stop", "stop must be a string or a list of up to 4 strings"),
+            ({"messages": [{"role": "user", "content": "hi"}], "response_format": "json"},
+             "response_format",
+             'response_format must be an object with a "type", e.g. {"type": "json_object"}'),
+            ({"messages": [{"role": "user", "content": "hi"}], "logprobs": True},
+             "logprobs", "logprobs is not returned through chatmem; ask the model directly")):
         text = body if isinstance(body, str) else json.dumps({"model": "test-small", **body})
         answer = httpx.post(url, headers={**header, "Content-Type": "application/json"},
                             timeout=HANG, content=text)
@@ -564,6 +579,25 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
     assert len(chat_server.requests) == asked
     with Store(db_path) as store:
         assert store.sessions.find_session("wrong") is None
+
+
+def test_what_a_request_asks_of_the_model_reaches_it_and_a_refusal_is_read_as_text(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    asked = {"stop": ["\n\n", "。"], "response_format": {"type": "json_object"},
+             "logit_bias": {"50256": -100}, "seed": 7, "logprobs": False}
+    refused = {"role": "assistant", "content": [{"type": "refusal", "refusal": "我不能说。"}]}
+    answer = httpx.post(f"{proxy.base_url}/chat/completions", timeout=HANG, json={
+        "model": "test-small", **asked, "messages": [
+            {"role": "user", "content": "说吧"}, refused, {"role": "user", "content": "为什么？"}]},
+        headers={"X-Chatmem-Conversation": "passed"})
+    assert answer.status_code == 200, answer.text
+    sent = chat_server.requests[-1]
+    assert {key: sent.get(key) for key in ("stop", "response_format", "logit_bias", "seed")} \
+        == {key: asked[key] for key in ("stop", "response_format", "logit_bias", "seed")}
+    assert "logprobs" not in sent
+    with Store(db_path) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("passed").id)]
+    assert said[:3] == ["说吧", "我不能说。", "为什么？"]
 
 
 def test_a_token_is_required_when_given(upstream_settings: Settings) -> None:
