@@ -140,9 +140,10 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
              in_profile: bool = False, lasting: timedelta | None = None) -> list[FactRecord]:
     """Store what `text` states, now: `KEY: VALUE`, or statements like "my name is Ana"
     (else the whole text as a note), in the session or, `in_profile`, in its user's profile;
-    `lasting` makes them expire. A key already known is updated in its own scope, and a
-    session fact remembered into the profile moves there (one fact, one key). All in one
-    transaction."""
+    `lasting` makes them expire. A key already known is updated; a session fact remembered
+    into the profile moves there (one fact, one key), and a profile fact remembered for the
+    session alone gets the session's own value beside it, which this session uses instead.
+    All in one transaction."""
     from chatmem.memory.facts import find_facts, split_key_value
     from chatmem.providers.scripted_facts import extract
     from chatmem.timestamps import stamp
@@ -164,12 +165,13 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
         for key, value in pairs:
             # Read afresh: an earlier pair of this very text may have stored the key.
             existing = find_facts(store.facts.facts(user=session.user, session_id=session.id), key)
-            if existing and scope is FactScope.USER and existing[0].scope == FactScope.SESSION:
-                store.facts.forget_fact(existing[0].id)  # promoted: one fact, one key
-                existing = []
+            if scope is FactScope.USER:
+                for moved in (f for f in existing if f.scope == FactScope.SESSION):
+                    store.facts.forget_fact(moved.id)  # promoted: one fact, one key
+            # A profile fact remembered for this session only is not changed: the session's
+            # own value stands in for it here (SessionState.live_facts), nowhere else.
             fact = store.facts.upsert_fact(
-                existing[0].key if existing else key, value,
-                scope=existing[0].scope if existing else scope,
+                existing[0].key if existing else key, value, scope=scope,
                 user=session.user, session_id=session.id, source_session_id=session.id,
             )
             # Stated again without an end, a fact is kept until forgotten.
@@ -244,8 +246,11 @@ def session_name_of(workspace: Workspace, session_id: int) -> str:
 
 
 def live_facts(workspace: Workspace, session: SessionRecord) -> list[FactRecord]:
-    """The facts a session may use: its own, and its user's profile facts."""
-    return workspace.store.facts.facts(user=session.user, session_id=session.id)
+    """The facts a session may use: its own, and its user's profile facts (but those it has
+    its own value for)."""
+    from chatmem.memory.state import SessionState
+
+    return SessionState(workspace.store, session.id, session.user).live_facts()
 
 
 def session_pins(workspace: Workspace, session: SessionRecord) -> list[PinnedFact]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from chatmem.memory.message_counts import MessageCounts
-from chatmem.store import FactRecord
+from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
 from chatmem.tokens import TokenCounter
 
@@ -37,8 +37,14 @@ class SessionState:
     # -- facts (entity) -------------------------------------------------------------
 
     def live_facts(self) -> list[FactRecord]:
-        """Facts this session may use: its own, and its user's profile facts."""
-        return self.store.facts.facts(user=self.user, session_id=self.session_id)
+        """Facts this session may use: its own, and its user's profile facts but those of a
+        key the session has its own value for (remembered for this conversation only)."""
+        from chatmem.memory.facts import normalize_key
+
+        facts = self.store.facts.facts(user=self.user, session_id=self.session_id)
+        own = {normalize_key(f.key) for f in facts if f.scope == FactScope.SESSION}
+        return [f for f in facts
+                if f.scope == FactScope.SESSION or normalize_key(f.key) not in own]
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
         """Fact id → the other session it was stated in (user facts travel)."""

@@ -20,7 +20,7 @@ from chatmem.app.inspection import InspectMode, inspect_next, inspect_turn, insp
 from chatmem.app.search import search_memory
 from chatmem.config.settings import Settings
 from chatmem.errors import NotFound, UsageError
-from chatmem.store import FactScope
+from chatmem.store import FactScope, SessionRecord
 
 
 @pytest.fixture
@@ -70,6 +70,31 @@ def test_remembering_into_the_profile_moves_a_session_fact(ws: Workspace) -> Non
     assert moved.scope is FactScope.USER and moved.value == "杭州"
     live = facts.live_facts(ws, session)
     assert [(f.key, f.scope) for f in live] == [("city", FactScope.USER)]  # one fact, one key
+
+
+def test_a_profile_fact_remembered_for_one_session_changes_that_session_alone(
+        ws: Workspace) -> None:
+    """`remember` without the profile is this conversation's only: a key the profile knows
+    gets the session's own value here, and every other session keeps the profile's."""
+    from chatmem.memory.state import SessionState
+
+    record_turn(ws, "甲", "hi", "hello")
+    record_turn(ws, "乙", "hi", "hello")
+    first, second = sessions.session_named(ws, "甲"), sessions.session_named(ws, "乙")
+    [profile] = facts.remember(ws, first, "城市: 北京", in_profile=True)
+    [own] = facts.remember(ws, second, "城市: 上海")
+    assert own.scope is FactScope.SESSION and own.id != profile.id
+
+    def used(session: SessionRecord) -> list[tuple[str, str]]:
+        state = SessionState(ws.store, session.id, session.user)
+        return [(f.key, f.value) for f in state.live_facts()]
+
+    assert used(first) == [("城市", "北京")]
+    assert used(second) == [("城市", "上海")]
+    [again] = facts.remember(ws, second, "城市: 广州")
+    assert again.id == own.id  # the session's own value is the one updated
+    assert ws.store.facts.fact(profile.id).value == "北京"
+    assert used(first) == [("城市", "北京")]
 
 
 def test_forgetting_names_exactly_one_fact(ws: Workspace) -> None:
