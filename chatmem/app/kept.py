@@ -84,6 +84,9 @@ class KeptConversation:
             raise
 
     def _current(self) -> Opened:
+        if self._opened is not None and self._opened[0].store.moved():
+            # The history file was deleted or replaced: read and write the one there now.
+            self._close()
         if self._opened is not None:
             try:
                 self._opened[1].follow_erasures()

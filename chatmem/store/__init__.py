@@ -110,6 +110,11 @@ class Store:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
         self.db.check_writable()
 
+    def moved(self) -> bool:
+        """Whether the history file this store opened is no longer at its path (deleted, or
+        another renamed over it): what it reads is then no one's history."""
+        return self.db.moved()
+
     def tidy(self, *, fold_log: bool) -> None:
         """Upkeep for between turns (SQLite): merge a little of the word index and, with
         `fold_log`, fold the write-ahead log into the file as far as no reader holds it.

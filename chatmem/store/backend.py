@@ -69,6 +69,11 @@ class Backend(Protocol):
 
     def check_writable(self) -> None: ...
 
+    def moved(self) -> bool:
+        """Whether what this connection opened is no longer where it was opened (a file
+        deleted or renamed over; never a server's database)."""
+        ...
+
     def close(self) -> None: ...
 
     # -- the dialect: every statement that differs between SQLite and PostgreSQL --------

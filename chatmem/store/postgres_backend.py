@@ -224,6 +224,9 @@ class PostgresBackend(PostgresWords):
         finally:
             self._writing -= 1
 
+    def moved(self) -> bool:
+        return False  # a server's database has no path another file could take
+
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
         if self.in_transaction:

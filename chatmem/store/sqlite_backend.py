@@ -264,6 +264,8 @@ class SqliteBackend(SqliteWords):
             why = missing_permission(self.path, write=False) or str(e)
             raise StoreError(f"{path}: cannot open database: {why}", kind=failure_of(e),
                              location=self.location, reason=str(e)) from None
+        self._identity = None if in_memory else file_identity(self.path)
+        """The file this connection opened, to tell when another has taken its path."""
         # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
         self.sqlite = _Database(self.conn)
         try:
@@ -440,6 +442,11 @@ class SqliteBackend(SqliteWords):
         """Every session of a file is its user's own."""
         return OWNED
 
+    def moved(self) -> bool:
+        """Whether the file this connection opened is no longer at its path (deleted, or
+        another renamed over it: an encrypt, decrypt or new key, a restore)."""
+        return self._identity is not None and file_identity(self.path) != self._identity
+
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent.
 
@@ -447,6 +454,11 @@ class SqliteBackend(SqliteWords):
         """
         if self.conn.in_transaction:
             return
+        if self.moved():
+            # Writes would go to a file no longer at its path: stored, then lost unseen.
+            raise StoreError(f"{self.path} was deleted or replaced while this command had it"
+                             " open; nothing was stored: run the command again",
+                             kind=StoreFailure.REPLACED, location=self.location)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -490,3 +502,12 @@ class SqliteBackend(SqliteWords):
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` (device and inode), None when there is none."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino

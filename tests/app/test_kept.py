@@ -147,6 +147,28 @@ def test_a_session_deleted_by_another_connection_is_opened_anew(
         assert first.content == "after the delete"
 
 
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_history_file_deleted_or_replaced_is_opened_anew_not_written_unseen(
+        settings: Settings, db_path: Path, how: str) -> None:
+    """A kept conversation's connection still holds the file it opened: a turn stored there
+    after the file left its path would be reported stored and lost."""
+    opener, kept = Opener(settings), KeptConversations()
+    try:
+        opener.run(kept, "删除", turn("第一条"))
+        for leftover in db_path.parent.glob(db_path.name + "*"):
+            leftover.unlink()
+        if how == "replaced":
+            with Store(db_path) as other:
+                other.sessions.create_session("别的", "window")
+        assert opener.run(kept, "删除", turn("第二条"))[0] == 1
+    finally:
+        kept.close()
+    assert opener.opened == {"删除": 2}
+    with Store(db_path) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("删除").id)]
+    assert said[0] == "第二条"
+
+
 def test_closing_after_another_connections_purge_stores_no_vector_of_the_erased_text(
         settings: Settings, db_path: Path) -> None:
     import dataclasses

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatmem.errors import NotChatmemDatabase, StoreFailure
+from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import Store, cipher
 from chatmem.store.result_codes import BUSY, NOT_A_DATABASE, primary_code
 
@@ -108,3 +108,17 @@ def test_a_file_replaced_while_open_says_so_not_to_check_permissions(tmp_path: P
     assert said.kind is StoreFailure.REPLACED
     assert "was replaced while this command had it open" in str(said)
     assert "permissions" not in str(said)
+
+
+def test_a_turn_on_a_history_file_that_left_its_path_is_refused_in_one_line(
+        tmp_path: Path) -> None:
+    db_path = tmp_path / "历史.db"
+    with Store(db_path) as store:
+        store.sessions.create_session("s", "window")
+        store.check_writable()
+        db_path.rename(db_path.with_name("moved.db"))
+        assert store.moved()
+        with pytest.raises(StoreError) as refused:
+            store.check_writable()
+    assert refused.value.kind is StoreFailure.REPLACED
+    assert "was deleted or replaced while this command had it open" in str(refused.value)
