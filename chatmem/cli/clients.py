@@ -87,10 +87,10 @@ def mcp(
     if http is None:
         server.run("stdio")
         return
-    from chatmem.serve.listening import BearerGuard, listening, serve_http
+    from chatmem.serve.listening import guarded, listening, serve_http
 
     where = listening(http, token, tokens_given=bool(people))
-    app = BearerGuard(server.streamable_http_app(host=where.host), where.token, people)
+    app = guarded(server.streamable_http_app(host=where.host), where, people)
     serve_http(app, where, _announcer("/mcp"))
 
 
@@ -116,7 +116,7 @@ def serve(
     Example: chatmem serve --port 8765 -s summary-buffer   (base_url http://127.0.0.1:8765/v1)
     """
     _needs("serve", "uvicorn")
-    from chatmem.serve.listening import BearerGuard, listening, serve_http
+    from chatmem.serve.listening import guarded, listening, serve_http
     from chatmem.serve.proxy import build_app
 
     settings = settings_from(config, db, provider, model)
@@ -124,5 +124,5 @@ def serve(
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
     where = listening(f"{host}:{port}", token, what="--host/--port", tokens_given=bool(people))
-    app = BearerGuard(build_app(settings, strategy=strategy), where.token, people)
+    app = guarded(build_app(settings, strategy=strategy), where, people)
     serve_http(app, where, _announcer("/v1"))

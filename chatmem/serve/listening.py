@@ -157,6 +157,63 @@ class BearerGuard:
         await send({"type": "http.response.body", "body": body})
 
 
+class ThisMachineOnly:
+    """ASGI middleware for a server on this machine's loopback without a token: only this
+    machine's programs may talk to it, not the web pages its browser shows. A page may send a
+    cross-site POST without asking (a "simple request"), and a page whose name was made to
+    point here (DNS rebinding) may read the answers; the first carries the page's Origin, the
+    second its own name as Host. So a Host that is not a loopback name, or an Origin that
+    is not this machine's, gets 403 and never reaches the app."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin")
+        if not _names_this_machine(host):
+            why = f"this server answers this machine only, not the host name {host!r}"
+        elif origin is not None and not _is_local_origin(origin.decode("latin-1")):
+            why = "this server answers this machine's programs, not web pages of other sites"
+        else:
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": {"message": why, "type": "invalid_request_error",
+                                     "param": None, "code": "forbidden"}}).encode()
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _names_this_machine(host: str) -> bool:
+    """Whether a Host header (`name[:port]`) names this machine's loopback."""
+    name = host[1:host.index("]")] if host.startswith("[") and "]" in host else (
+        host.rpartition(":")[0] if host.count(":") == 1 else host)
+    return bool(name) and is_loopback(name.lower())
+
+
+def _is_local_origin(origin: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+    except ValueError:
+        return False  # "null" (a sandboxed page or a file), a malformed port
+
+
+def guarded(app: App, where: Listening, tokens: Mapping[str, str] | None = None) -> App:
+    """`app` as a server listening at `where` runs it: behind the bearer token when there is
+    one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly."""
+    if where.token is None and not tokens:
+        return ThisMachineOnly(app)
+    return BearerGuard(app, where.token, tokens)
+
+
 def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]) -> None:
     """Serve `app` on `where` until interrupted; port 0 takes a free port, and `announce`
     hears the address really bound (and the token) before the first request is taken."""
