@@ -146,15 +146,9 @@ class PostgresBackend(PostgresWords):
         self.observe: Callable[[str, Sequence[Any], Any], None] | None = None
         """Called after each statement with its SQL, parameters and cursor (store/meter.py
         counts the work with it)."""
+        self._target = where.target
+        self._conn = self._connect()
         try:
-            self._conn = psycopg.connect(where.target, autocommit=True,
-                                         connect_timeout=CONNECT_TIMEOUT_S)
-        except psycopg.Error as e:
-            raise StoreError(f"{self.location}: cannot connect: "
-                             f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
-                             location=self.location) from None
-        try:
-            self._conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
             self._migrate()
             self.ranks_vectors = self._has_vector_copies()
             self._indexed: set[int] = set()
@@ -165,9 +159,32 @@ class PostgresBackend(PostgresWords):
             self._conn.close()
             raise
 
+    def _connect(self) -> Any:
+        psycopg = self._errors
+        try:
+            conn = psycopg.connect(self._target, autocommit=True,
+                                   connect_timeout=CONNECT_TIMEOUT_S)
+            conn.execute(f"SET lock_timeout = {int(self.busy_timeout_ms)}")
+        except psycopg.Error as e:
+            raise StoreError(f"{self.location}: cannot connect: "
+                             f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
+                             location=self.location) from None
+        return conn
+
+    def _reconnect_if_lost(self) -> None:
+        """A connection the server dropped (a restart) is opened anew before the next
+        statement outside a write: the statement that met the loss failed and said so (its
+        transaction rolled back with it), and is never run twice. A chat or a server then
+        goes on once the database is back, as its error said it would."""
+        if self._conn.closed and not self._writing:
+            self._conn = self._connect()
+            if self.ranks_vectors:
+                self._tune_vector_search()
+
     # -- statements -----------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        self._reconnect_if_lost()
         # psycopg reads a statement's rows as it runs it: fetching them raises nothing.
         try:
             cursor = self._conn.execute(translate(sql), tuple(params))
@@ -178,6 +195,7 @@ class PostgresBackend(PostgresWords):
         return cursor
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._reconnect_if_lost()
         try:
             with self._conn.cursor() as cursor:
                 cursor.executemany(translate(sql), [tuple(r) for r in rows])
@@ -212,6 +230,7 @@ class PostgresBackend(PostgresWords):
 
         Nested use is a savepoint inside the outer transaction.
         """
+        self._reconnect_if_lost()
         nested = self.in_transaction  # then a savepoint; the outer transaction holds the lock
         self._writing += 1
         try:
@@ -229,6 +248,7 @@ class PostgresBackend(PostgresWords):
 
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
+        self._reconnect_if_lost()
         if self.in_transaction:
             return
         try:
@@ -329,11 +349,14 @@ class PostgresBackend(PostgresWords):
     def _has_vector_copies(self) -> bool:
         if not self.has_column("message_vectors", "embedding"):
             return False
+        self._tune_vector_search()
+        return True
+
+    def _tune_vector_search(self) -> None:
         # Exact enough for recall at the sizes one session reaches; iterative scans keep a
         # session filter from starving the search (pgvector 0.8).
         self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
         self._conn.execute("SET hnsw.iterative_scan = relaxed_order")
-        return True
 
     def nearest_vectors(self, model: str, dimensions: int, session_id: int,
                         last_position: int, query: Sequence[float],

@@ -105,9 +105,13 @@ def test_a_dropped_connection_is_a_store_error_naming_the_masked_url(
             store.history.messages(session.id)  # a read, outside any write
         assert caught.value.kind is StoreFailure.CONNECTION_LOST
         assert caught.value.location == store.location
+        pid = store.db.execute("SELECT pg_backend_pid()").fetchone()[0]  # connected anew
+        with pg_server.admin() as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(StoreError) as caught:
             store.sessions.create_session("t", "window")  # a write, on the lost connection
         assert caught.value.kind is StoreFailure.CONNECTION_LOST
+        assert store.sessions.find_session("t") is None
 
 
 def test_a_statement_postgresql_refuses_is_a_database_error_and_one_line(

@@ -226,6 +226,28 @@ def test_a_connection_dropped_mid_write_stores_nothing_and_says_so(
         assert count(fresh, "messages") == 0
 
 
+def test_after_a_lost_connection_the_next_statement_connects_anew(
+        pg_url: str, pg_server: PostgresServer, pg_backend: PostgresBackend) -> None:
+    """A server restart drops every connection: the statement that met it fails and says
+    "try again", and trying again works, in this process (a chat, a server), not only in a
+    new one. The failed statement is never run twice."""
+    session_id = add_session(pg_backend)
+    for attempt in range(2):
+        pid = pg_backend.execute("SELECT pg_backend_pid()").fetchone()[0]
+        with pg_server.admin() as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StoreError) as lost:
+            add_message(pg_backend, session_id, attempt, "丢失的")
+        assert lost.value.kind is StoreFailure.CONNECTION_LOST
+        pg_backend.check_writable()
+        add_message(pg_backend, session_id, attempt, f"第{attempt}条")
+        assert pg_backend.execute("SELECT pg_backend_pid()").fetchone()[0] != pid
+    assert [r[0] for r in pg_backend.execute(
+        "SELECT content FROM messages ORDER BY position").fetchall()] == ["第0条", "第1条"]
+    if pg_backend.ranks_vectors:  # the search settings of the connection are set again
+        assert pg_backend.execute("SHOW hnsw.ef_search").fetchone()[0] == "400"
+
+
 # -- errors name the database, never its password ------------------------------------------
 
 
