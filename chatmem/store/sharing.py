@@ -63,10 +63,27 @@ def add_user(store: Connection, name: str) -> None:
     check_role_name(name)
     if _role_exists(store, name):
         raise UsageError(f"role {name} already exists on {store.location}")
+    _check_tables_owner(store)
     database = str(fetch_value(store.db, "SELECT current_database()"))
     with store.write():
         for statement in role_sql(name, database):
             store.db.execute(statement)
+
+
+def _check_tables_owner(store: Connection) -> None:
+    """Row security binds every role but the tables' owner, who may switch it off (ALTER
+    TABLE): chatmem's tables must be owned by whoever administers them (the role adding
+    people, or a superuser), never by a person who chats. A person who opened the empty
+    database first made them theirs."""
+    owner, me, owner_is_superuser = store.db.execute(
+        "SELECT t.tableowner, current_user, r.rolsuper FROM pg_catalog.pg_tables t"
+        " JOIN pg_catalog.pg_roles r ON r.rolname = t.tableowner"
+        " WHERE t.schemaname = current_schema() AND t.tablename = 'messages'").fetchone()
+    if owner != me and not owner_is_superuser:
+        raise UsageError(
+            f"chatmem's tables on {store.location} are owned by {owner}, who could turn row "
+            "security off and read everyone's sessions: as a superuser, first run "
+            f"REASSIGN OWNED BY {owner} TO {me}, and let {owner} chat as a person")
 
 
 def share_session(store: Connection, session: str, grantee: str, mode: ShareMode) -> Share:

@@ -125,6 +125,32 @@ def test_add_user_creates_a_role_that_sees_only_its_own(
     run(pg_server.url(database), "admin", "add-user", role, code=int(UsageError.exit_code))
 
 
+def test_a_team_is_refused_while_a_person_who_chats_owns_the_tables(
+        pg_server: PostgresServer) -> None:
+    """ann opened the empty database first, so chatmem's tables are hers: as their owner she
+    could switch row security off and read everyone's messages. Adding people is refused,
+    saying how to give the tables to the administrator; after that it works."""
+    database = pg_server.create_database()
+    try:
+        with pg_server.admin(database) as conn:
+            conn.execute("GRANT CREATE ON SCHEMA public TO ann")
+        chat(pg_server.url(database, "ann"), "安的会话", "你好")
+        admin = pg_server.url(database)
+        role = f"dave_{database}"
+        refused = run(admin, "admin", "add-user", role, code=int(UsageError.exit_code))
+        assert refused.count("\n") == 1
+        assert "are owned by ann, who could turn row security off" in refused
+        assert "REASSIGN OWNED BY ann TO postgres" in refused
+        with pg_server.admin(database) as conn:
+            assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                (role,)).fetchone() is None
+            conn.execute("REASSIGN OWNED BY ann TO postgres")
+        run(admin, "admin", "add-user", role)
+        assert "安的会话" in names(pg_server.url(database, "ann"))
+    finally:
+        pg_server.drop_database(database)
+
+
 def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
     result = invoke("admin", "add-user", "dave", "--sql", "--database", "team")
     assert result.exit_code == 0
