@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from chatmem import fts
 from chatmem.memory.context import Message, Part
+from chatmem.memory.fact_keys import normalize_key
 from chatmem.memory.reasons import FactsSelected
 from chatmem.tokens import TokenCounter
 
@@ -31,11 +32,6 @@ BLOCK_INSTRUCTION = (
 )
 BLOCK_OPEN = "<user-facts>"
 BLOCK_CLOSE = "</user-facts>"
-
-
-def normalize_key(key: str) -> str:
-    """Keys compare case- and space-insensitively: 'Order  ID' is 'order id'."""
-    return " ".join(key.split()).lower()
 
 
 # -- selection and rendering ---------------------------------------------------

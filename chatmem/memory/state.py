@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatmem.memory.fact_keys import normalize_key
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
@@ -39,8 +40,6 @@ class SessionState:
     def live_facts(self) -> list[FactRecord]:
         """Facts this session may use: its own, and its user's profile facts but those of a
         key the session has its own value for (remembered for this conversation only)."""
-        from chatmem.memory.facts import normalize_key
-
         facts = self.store.facts.facts(user=self.user, session_id=self.session_id)
         own = {normalize_key(f.key) for f in facts if f.scope == FactScope.SESSION}
         return [f for f in facts

@@ -15,8 +15,9 @@ read or write); its rows follow it. The policies are FORCEd, so they hold
 for the tables' owner's statements too (superusers and BYPASSRLS roles are not
 subject to them: PostgreSQL's rule), but the owner may switch them off with
 ALTER TABLE: the tables of a team belong to whoever administers it, never to a
-person who chats (`admin add-user` refuses otherwise: store/sharing.py). p007 seals writes as p001 sealed reads: every right
-over a row is its session's (chatmem/store/postgres_access.py).
+person who chats (`admin add-user` refuses otherwise: store/sharing.py).
+p007 seals writes as p001 sealed reads: every right over a row is its session's
+(chatmem/store/postgres_access.py).
 
 A released migration is never edited: a schema change is a new function.
 """
