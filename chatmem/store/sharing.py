@@ -75,10 +75,11 @@ def _check_tables_owner(store: Connection) -> None:
     TABLE): chatmem's tables must be owned by whoever administers them (the role adding
     people, or a superuser), never by a person who chats. A person who opened the empty
     database first made them theirs."""
-    owner, me, owner_is_superuser = store.db.execute(
+    row = store.db.execute(
         "SELECT t.tableowner, current_user, r.rolsuper FROM pg_catalog.pg_tables t"
         " JOIN pg_catalog.pg_roles r ON r.rolname = t.tableowner"
         " WHERE t.schemaname = current_schema() AND t.tablename = 'messages'").fetchone()
+    owner, me, owner_is_superuser = row if row else (None, None, True)
     if owner != me and not owner_is_superuser:
         raise UsageError(
             f"chatmem's tables on {store.location} are owned by {owner}, who could turn row "
