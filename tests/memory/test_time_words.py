@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import calendar
+import json
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from fact_conversations import context_with
 from hypothesis import given
 from hypothesis import strategies as st
@@ -58,6 +61,34 @@ def day(text: str) -> datetime:
     ("上周五我们吃了什么？", "2026-05-29", "2026-05-30"),
     ("星期三我做了什么？", "2026-05-27", "2026-05-28"),
     ("周日去哪了？", "2026-05-31", "2026-06-01"),
+    # One 上 more is one week or month further back; 大前天 is a day before 前天.
+    ("上上周五我们吃了什么？", "2026-05-22", "2026-05-23"),
+    ("上上个星期六去哪了？", "2026-05-23", "2026-05-24"),
+    ("上上周我见了谁？", "2026-05-11", "2026-05-20"),
+    ("上上个月我看了什么剧？", "2026-04-01", "2026-05-01"),
+    ("上上上个月我在忙什么？", "2026-03-01", "2026-04-01"),
+    ("大前天吃了什么？", "2026-05-29", "2026-05-30"),
+    ("大前年我去了哪里？", "2023-01-01", "2024-01-01"),
+    ("What did I cook the day before yesterday?", "2026-05-30", "2026-05-31"),
+    # A year in Chinese numerals, digit by digit.
+    ("二〇二二年五月我在哪？", "2022-05-01", "2022-06-01"),
+    ("二零二二年我去了哪里？", "2022-01-01", "2023-01-01"),
+    ("一九九九年十二月发生了什么？", "1999-12-01", "2000-01-01"),
+    # The part of a month, as early/mid/late: days 1–10, 11–20, 21 to the end.
+    ("五月初我见了谁？", "2026-05-01", "2026-05-11"),
+    ("四月上旬我在哪？", "2026-04-01", "2026-04-11"),
+    ("三月中旬我做了什么？", "2026-03-11", "2026-03-21"),
+    ("三月下旬我做了什么？", "2026-03-21", "2026-04-01"),
+    ("二月底我买了什么？", "2026-02-21", "2026-03-01"),
+    ("2025年12月末我在哪？", "2025-12-21", "2026-01-01"),
+    ("上个月底我们去了哪？", "2026-05-21", "2026-06-01"),
+    ("去年五月初我在哪？", "2025-05-01", "2025-05-11"),
+    ("月初我说过什么？", "2026-06-01", "2026-06-11"),
+    ("到月底还要交什么？", "2026-06-21", "2026-07-01"),
+    # Full-width digits and letters, as input methods type them.
+    ("３月４号我去了哪？", "2026-03-04", "2026-03-05"),
+    ("２０２３年我去了哪里？", "2023-01-01", "2024-01-01"),
+    ("What did I read in Ｍａｒｃｈ ２０２５?", "2025-03-01", "2025-04-01"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -120,6 +151,56 @@ def test_last_weekday_is_that_day_in_the_week_before_today(name: str, now: datet
     assert span.end - span.start == timedelta(days=1)
     assert f"{span.start:%A}" == name
     assert now.date() - timedelta(days=7) <= span.start.date() < now.date()
+
+
+@pytest.mark.parametrize("time_word, span, look_alike, look_alike_span", [
+    ("上上周五", ("2026-05-22", "2026-05-23"), "上上下下都找遍了", None),
+    # 楼上 (upstairs) + 上个月; 爱上 (fell for) + 上个月.
+    ("上上个月", ("2026-04-01", "2026-05-01"), "楼上上个月搬走了", ("2026-05-01", "2026-06-01")),
+    ("上上个月", ("2026-04-01", "2026-05-01"), "我爱上上个月认识的人",
+     ("2026-05-01", "2026-06-01")),
+    # 老大 (the eldest) + 前天.
+    ("大前天", ("2026-05-29", "2026-05-30"), "老大前天来过", ("2026-05-30", "2026-05-31")),
+    # 初中 is junior high school, not early in a month; 初五 a day of the lunar calendar.
+    ("五月初", ("2026-05-01", "2026-05-11"), "我初中的时候喜欢谁？", None),
+    ("上个月初", ("2026-05-01", "2026-05-11"), "上个月初中同学聚会了",
+     ("2026-05-01", "2026-06-01")),
+    ("五月初", ("2026-05-01", "2026-05-11"), "五月初五吃粽子", None),
+    # 底薪 is base pay, not the end of a month.
+    ("上个月底", ("2026-05-21", "2026-06-01"), "上个月底薪涨了", ("2026-05-01", "2026-06-01")),
+    # 月底 alone is this month's; next month's, every month's or a lunar month's is not.
+    ("月底", ("2026-06-21", "2026-07-01"), "下个月底有什么安排？", None),
+    ("月底", ("2026-06-21", "2026-07-01"), "每月底要交房租", None),
+    ("月初", ("2026-06-01", "2026-06-11"), "正月初一去哪拜年？", None),
+])
+def test_words_that_only_look_like_time_words_name_their_own_span_or_none(
+        time_word: str, span: tuple[str, str], look_alike: str,
+        look_alike_span: tuple[str, str] | None) -> None:
+    assert [(s.start.date().isoformat(), s.end.date().isoformat())
+            for s in spans(time_word, NOW)] == [span]
+    assert [(s.start.date().isoformat(), s.end.date().isoformat())
+            for s in spans(look_alike, NOW)] == ([look_alike_span] if look_alike_span else [])
+
+
+@given(st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_each_shang_goes_one_week_or_month_further_back(now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    [friday], [before_last] = spans("上周五", now), spans("上上周五", now)
+    assert before_last.start == friday.start - timedelta(days=7) and f"{before_last.start:%A}" \
+        == "Friday"
+    [last_month], [month_before] = spans("上个月", now), spans("上上个月", now)
+    assert month_before.end == last_month.start and month_before.start.day == 1
+    [day_before], [three_back] = spans("前天", now), spans("大前天", now)
+    assert three_back.end == day_before.start
+
+
+@given(st.dates(min_value=date(1990, 1, 1), max_value=date(2089, 12, 31)),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_full_width_digits_name_the_day_ascii_ones_do(day_named: date, now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    written = f"{day_named.year}年{day_named.month}月{day_named.day}号我做了什么？"
+    full_width = written.translate({ord(d): ord(d) + 0xFEE0 for d in "0123456789"})
+    assert full_width != written and spans(full_width, now) == spans(written, now) != []
 
 
 def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
@@ -203,3 +284,29 @@ def test_a_time_beyond_the_calendar_names_no_span_and_raises_nothing(
     # would fall outside years 1–9999 are left out; those inside are kept.
     for span in spans(question, now):
         assert span.start <= span.end
+
+
+def test_recall_of_the_friday_before_last_brings_that_fridays_message_first(
+        tmp_path: Path) -> None:
+    """As `chatmem inspect --next` shows it: 广州 was said on the Friday before last (12 April),
+    深圳 last Friday (19 April), asked on Friday 26 April."""
+    transcript = tmp_path / "时间.jsonl"
+    said = [("那天我在广州。", "2024-04-12"), ("那天我在深圳。", "2024-04-19"),
+            ("今天在家。", "2024-04-26")]
+    lines = [{"chatmem": 1}]
+    for n, (text, on) in enumerate(said, 1):
+        lines += [{"role": "user", "content": text, "id": f"u{n}", "ts": f"{on}T10:00:00+08:00"},
+                  {"role": "assistant", "content": "好的。", "id": f"a{n}",
+                   "ts": f"{on}T10:00:05+08:00"}]
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                          encoding="utf-8")
+    db = str(tmp_path / "t.db")
+    invoke("sessions", "import", str(transcript), "时间", "--no-index", "--db", db, code=0)
+    shown = invoke("inspect", "时间", "--next", "上上周五我在哪？", "--strategy",
+                   "retrieval:mode=bm25,max_tokens=30,recent=0", "--provider", "scripted",
+                   "--json", "--db", db, code=0)
+    context = json.loads(shown.stdout)["context"]
+    recall = sorted(context["recall"], key=lambda row: -row["fused"])
+    assert recall[0]["text"] == "那天我在广州。" and recall[0]["kept"]
+    assert [row["text"] for row in recall if row["kept"]] == ["那天我在广州。"]
+    assert any("the input names 12 Apr 2024" in part["reason"] for part in context["parts"])

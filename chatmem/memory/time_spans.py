@@ -1,0 +1,123 @@
+"""Spans of calendar time, as the time words of a question name them (see `time_words`):
+a day, a week, a month or part of one, a year, or a moment give or take some days."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """From `start` (included) to `end` (excluded)."""
+
+    start: datetime
+    end: datetime
+
+    def holds(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+    @property
+    def days(self) -> tuple[str, str]:
+        """Its first and last day, ISO (`2023-05-08`), as a recall reason keeps them."""
+        return self.start.date().isoformat(), (self.end - timedelta(days=1)).date().isoformat()
+
+
+def day_start(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def days_back(count: int, now: datetime) -> TimeSpan:
+    """The whole day `count` days before today."""
+    start = day_start(now) - timedelta(days=count)
+    return TimeSpan(start, start + timedelta(days=1))
+
+
+def month_span(year: int, month: int, now: datetime) -> TimeSpan:
+    start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0,
+                        microsecond=0)
+    end = start.replace(year=year + (month == 12), month=month % 12 + 1)
+    return TimeSpan(start, end)
+
+
+def months_back(count: int, now: datetime) -> TimeSpan:
+    """The calendar month `count` months before this one (0: this month)."""
+    back = (now.year * 12 + now.month - 1) - count
+    return month_span(back // 12, back % 12 + 1, now)
+
+
+def last_month_named(month: int, now: datetime, *, before: bool) -> TimeSpan:
+    """The latest `month` not after now (`before`: strictly before the current one)."""
+    year = now.year if month < now.month or (month == now.month and not before) \
+        else now.year - 1
+    return month_span(year, month, now)
+
+
+def named_month(month: int, year: int | None, now: datetime) -> TimeSpan:
+    """`May 2023`, or without a year the latest May not after now."""
+    return month_span(year, month, now) if year else last_month_named(month, now, before=False)
+
+
+def part_of_month(span: TimeSpan, part: str) -> TimeSpan:
+    """The early (1st–10th), mid (11th–20th) or late (21st–end) days of a month."""
+    tenth = timedelta(days=10)
+    if part == "early":
+        return TimeSpan(span.start, span.start + tenth)
+    if part == "mid":
+        return TimeSpan(span.start + tenth, span.start + 2 * tenth)
+    return TimeSpan(span.start + 2 * tenth, span.end)
+
+
+def ago(count: int, unit_days: int, now: datetime) -> TimeSpan:
+    """`count` units before now, give or take half a unit (a day at least)."""
+    centre = now - timedelta(days=count * unit_days)
+    slack = timedelta(days=max(1.0, unit_days / 2 + 0.5))
+    return TimeSpan(centre - slack, centre + slack)
+
+
+def weeks_back(count: int, now: datetime) -> TimeSpan:
+    """`last week` (1), `the week before last` (2): 7 to 14 days back per week counted, the
+    few days either side kept, since people say "last week" of a day 5 or 15 days ago."""
+    today = day_start(now)
+    return TimeSpan(today - timedelta(days=7 * count + 7), today - timedelta(days=7 * count - 2))
+
+
+def this_week(now: datetime) -> TimeSpan:
+    return TimeSpan(day_start(now) - timedelta(days=7), now)
+
+
+def dated(month: int, day: int, now: datetime, *, around: bool,
+          year: int | None = None) -> TimeSpan | None:
+    """A day (`around`: give or take three days); without a `year`, the latest such day
+    not after now."""
+    if year is None:
+        year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
+    try:
+        moment = now.replace(year=year, month=month, day=day)
+    except ValueError:
+        return None
+    if around:
+        return TimeSpan(day_start(moment) - timedelta(days=3),
+                        day_start(moment) + timedelta(days=4))
+    return TimeSpan(day_start(moment), day_start(moment) + timedelta(days=1))
+
+
+def weekday_span(weekday: int, now: datetime, *, before_today: bool = False,
+                 weeks_before: int | None = None) -> TimeSpan:
+    """The latest `weekday` (0: Monday) on or before today (`before_today`: before it), or
+    that day of the week `weeks_before` weeks before this one (weeks start on Monday)."""
+    today = day_start(now)
+    if weeks_before is not None:
+        day = today - timedelta(days=today.weekday() + 7 * weeks_before - weekday)
+    else:
+        day = today - timedelta(days=(today.weekday() - weekday) % 7)
+        if before_today and day == today:
+            day -= timedelta(days=7)
+    return TimeSpan(day, day + timedelta(days=1))
+
+
+def year_span(year: int, now: datetime) -> TimeSpan:
+    return TimeSpan(now.replace(year=year, month=1, day=1, hour=0, minute=0, second=0,
+                                microsecond=0),
+                    now.replace(year=year + 1, month=1, day=1, hour=0, minute=0, second=0,
+                                microsecond=0))

@@ -1,0 +1,153 @@
+"""Chinese time words (`上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`) as the spans
+of time they name; `time_words` reads them alongside the English ones."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from chatmem.memory.time_spans import (
+    TimeSpan,
+    ago,
+    dated,
+    days_back,
+    month_span,
+    months_back,
+    named_month,
+    part_of_month,
+    this_week,
+    weekday_span,
+    weeks_back,
+    year_span,
+)
+
+ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+             "九": 9, "十": 10}
+# A year is read digit by digit (二〇二二), not as a number (两千零二十二).
+ZH_YEAR_DIGITS = {"〇": 0, "○": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5,
+                  "六": 6, "七": 7, "八": 8, "九": 9}
+ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+UNIT_DAYS = {"天": 1, "日": 1, "周": 7, "星期": 7, "礼拜": 7}
+MONTH_PARTS = {"初": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late",
+               "末": "late"}
+# Words ending in 上 (楼上 upstairs, 爱上 fall for, 会上 at the meeting): in 楼上上个月 the
+# first 上 belongs to 楼上 and the time is 上个月, not 上上个月.
+_WORDS_ENDING_IN_SHANG = set("楼马早晚路网身手以加线桌班北爱迷看赶跟碰遇考当向往世地床墙街车头脸"
+                             "心嘴会台面穿戴关锁配算比山岸场")
+# Likewise words ending in 大: 老大前天 is the eldest, the day before yesterday.
+_WORDS_ENDING_IN_DA = set("老伟强远重长广巨最很好太放扩胆高庞")
+
+_NUM = r"[0-9一二两三四五六七八九十]+"
+_YEAR = r"(?:19|20)\d\d|(?:一九|二[〇○零])[〇○零一二三四五六七八九]{2}"
+# 初, 底 and 末 also begin words (初中 junior high, 初次 first time, 初五 a lunar day,
+# 底薪 base pay, 末班 last bus): there they say nothing of a part of the month.
+_EARLY = r"初(?![中次恋步学期心见衷稿始级赛审试夏春秋冬雪版识〇零一二三四五六七八九十])"
+_LATE = r"底(?![下线层气子薪价部盘牌稿色片])|末(?![班尾日期梢端位])"
+_PART = rf"{_EARLY}|上旬|中旬|下旬|{_LATE}"
+# 月底 alone is this month's end, unless another word names the month (下个月底, 正月初,
+# 每月底): read only after a word that cannot.
+_ALONE = r"(?:(?<![\u3400-\u9fff])|(?<=[到在等于至从是就再快了说和也都还要这]))"
+PATTERN = re.compile(
+    # 星期五, 上周五, 上上周五; 周一 only where it is not 周 + 一起/一直 (all week, together)
+    rf"(?P<wd_last>上+个?)?(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
+    rf"(?P<wd>[一二三四五六日天])"
+    rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
+    rf"|(?P<rel_year>去年|今年|大*前年)(?:(?P<rel_year_month>{_NUM})月"
+    rf"(?P<rel_year_part>{_PART})?)?"
+    rf"|(?P<rel_month>上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
+    rf"|(?P<rel_week>上+个?(?:周|星期|礼拜)|这周|本周)"
+    rf"|(?P<rel_day>昨天|大*前天)"
+    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
+    rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART}))?"
+    rf"(?P<around>左右|前后)?"
+    rf"|(?P<only_year>{_YEAR})\s*年"
+    rf"|{_ALONE}月(?P<this_month_part>{_EARLY}|{_LATE})")
+
+
+def zh_number(text: str) -> int | None:
+    """十二, 两, 3, 二十: a small number in Chinese numerals or digits."""
+    if text.isdigit():
+        return int(text)
+    if not text or any(c not in ZH_DIGITS for c in text):
+        return None
+    if "十" not in text:
+        return ZH_DIGITS[text] if len(text) == 1 else None
+    tens, _, ones = text.partition("十")
+    return (ZH_DIGITS.get(tens, 0) if tens else 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
+
+
+def zh_year(text: str) -> int:
+    """2022 or 二〇二二 (二零二二)."""
+    if text.isdigit():
+        return int(text)
+    return int("".join(str(ZH_YEAR_DIGITS[c]) for c in text))
+
+
+def _repeats(m: re.Match[str], group: str, char: str, word_endings: set[str],
+             least: int) -> int:
+    """How many times `char` opens the group (上上周: 2, 上上上周: 3), less one where the
+    first belongs to the word before it (楼上上个月: 1), though never fewer than `least`."""
+    said = m[group]
+    count = len(said) - len(said.lstrip(char))
+    start = m.start(group)
+    if count > least and start > 0 and m.string[start - 1] in word_endings:
+        count -= 1
+    return count
+
+
+def _part(span: TimeSpan, part: str | None) -> TimeSpan:
+    return part_of_month(span, MONTH_PARTS[part]) if part else span
+
+
+def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
+    g = m.groupdict()
+    if g["wd"]:
+        weeks = _repeats(m, "wd_last", "上", _WORDS_ENDING_IN_SHANG, 1) if g["wd_last"] else None
+        return weekday_span(ZH_WEEKDAYS[g["wd"]], now, weeks_before=weeks)
+    if g["ago_n"]:
+        count = 3 if g["ago_n"] == "几" else zh_number(g["ago_n"])
+        if count is None:
+            return None
+        if g["ago_unit"] == "月":
+            return months_back(count, now)
+        return ago(count, UNIT_DAYS[g["ago_unit"]], now)
+    if g["rel_year"]:
+        said = g["rel_year"]
+        back = {"去年": 1, "今年": 0}[said] if said in ("去年", "今年") else \
+            2 + _repeats(m, "rel_year", "大", _WORDS_ENDING_IN_DA, 0)
+        year = now.year - back
+        if g["rel_year_month"]:
+            month = zh_number(g["rel_year_month"])
+            if not month or not 1 <= month <= 12:
+                return None
+            return _part(month_span(year, month, now), g["rel_year_part"])
+        return year_span(year, now)
+    if g["rel_month"]:
+        back = _repeats(m, "rel_month", "上", _WORDS_ENDING_IN_SHANG, 1)
+        return _part(months_back(back, now), g["rel_month_part"])
+    if g["rel_week"]:
+        if g["rel_week"].startswith("上"):
+            return weeks_back(_repeats(m, "rel_week", "上", _WORDS_ENDING_IN_SHANG, 1), now)
+        return this_week(now)
+    if g["rel_day"]:
+        back = 1 if g["rel_day"] == "昨天" else \
+            2 + _repeats(m, "rel_day", "大", _WORDS_ENDING_IN_DA, 0)
+        return days_back(back, now)
+    if g["month"]:
+        month = zh_number(g["month"])
+        if month is None or not 1 <= month <= 12:
+            return None
+        if g["lunar_day"]:
+            # 五月初五 is a day of the lunar calendar, weeks from May 5th: no day we can name.
+            return None
+        written_year = zh_year(g["year"]) if g["year"] else None
+        if g["day"]:
+            day = zh_number(g["day"])
+            return None if day is None else dated(month, day, now, around=bool(g["around"]),
+                                                  year=written_year)
+        return _part(named_month(month, written_year, now), g["month_part"])
+    if g["only_year"]:
+        return year_span(zh_year(g["only_year"]), now)
+    if g["this_month_part"]:
+        return _part(months_back(0, now), g["this_month_part"])
+    return None
