@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from chatmem.errors import ConfigError, StoreError
+from chatmem.errors import ConfigError, StoreError, StoreFailure
 
 APP_NAME = "chatmem"
 
@@ -76,6 +76,11 @@ def move_legacy_db(fold_wal: Callable[[Path], object]) -> tuple[Path, Path] | No
     except OSError as e:
         raise ConfigError(f"{old}: cannot move the history file to {new}: {e}") from None
     except StoreError as e:
+        if e.kind is StoreFailure.BUSY:
+            # An older chatmem still writes there: moved now, its next turns would be lost.
+            raise ConfigError(f"{old} is open in another chatmem process (an older version "
+                              f"keeps it there); close it, and chatmem moves it to {new}"
+                              ) from None
         raise ConfigError(f"{old}: cannot move the history file to {new}: {e.reason}") from None
     return old, new
 

@@ -84,13 +84,25 @@ DAMAGED_TEXT = ("the history file is damaged (it holds text that is not UTF-8); 
 
 
 def fold_wal(path: Path) -> None:
-    """Fold a plain file's write-ahead log into the file, so that the file alone is whole.
+    """Fold a plain file's write-ahead log into the file, so that the file alone is whole,
+    holding it alone: StoreError (BUSY) when another process has it open, which would go on
+    writing to it (a move would lose what it writes).
 
     An encrypted file cannot be read without its key and is left as it is.
     """
     try:
-        connection = sqlite3.connect(path)
+        connection = sqlite3.connect(path, timeout=0)
         try:
+            connection.execute("PRAGMA locking_mode = EXCLUSIVE")
+            try:
+                connection.execute("BEGIN EXCLUSIVE")
+            except sqlite3.OperationalError as e:
+                if primary_code(e) in BUSY:
+                    raise StoreError(f"{path} is open in another chatmem process",
+                                     kind=StoreFailure.BUSY, location=str(path),
+                                     reason="open in another chatmem process") from None
+                raise
+            connection.execute("COMMIT")
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             connection.close()

@@ -63,8 +63,9 @@ def test_an_old_history_file_moves_to_the_data_directory_once(isolated_home: Pat
     old = isolated_home / ".config" / "chatmem" / "chatmem.db"
     with Store(old) as store:  # as an earlier chatmem left it, with a pending WAL
         store.sessions.create_session("trip", "window")
-    with sqlite3.connect(old) as raw:
-        raw.execute("PRAGMA journal_mode = WAL")
+    raw = sqlite3.connect(old)
+    raw.execute("PRAGMA journal_mode = WAL")
+    raw.close()  # (a connection still open is another chatmem's: the move would wait)
     result = run("sessions", "list", "--json")
     new = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
     assert result.exit_code == 0
@@ -75,6 +76,37 @@ def test_an_old_history_file_moves_to_the_data_directory_once(isolated_home: Pat
     assert not list(old.parent.glob("chatmem.db*"))
     again = run("sessions", "list", "--json")
     assert again.stderr == "" and [s["name"] for s in json.loads(again.stdout)] == ["trip"]
+
+
+def test_an_old_history_file_another_process_holds_open_is_not_moved(
+        isolated_home: Path) -> None:
+    """An older chatmem chatting there keeps writing to the file it opened: moved under
+    it, every turn it stored after the move was lost. The move waits until it is closed."""
+    import subprocess
+    import sys
+
+    old = isolated_home / ".config" / "chatmem" / "chatmem.db"
+    with Store(old) as store:
+        store.sessions.create_session("旧的", "window")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         f"c = sqlite3.connect({str(old)!r})\n"
+         "c.execute('PRAGMA journal_mode = WAL'); c.execute('SELECT * FROM sessions').fetchall()\n"
+         "print('open', flush=True); sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        refused = run("sessions", "list", "--json")
+        new = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
+        assert refused.exit_code != 0 and refused.stdout == ""
+        assert refused.stderr == (f"error: {old} is open in another chatmem process (an older "
+                                  f"version keeps it there); close it, and chatmem moves it "
+                                  f"to {new}\n")
+        assert old.exists() and not new.exists()
+    finally:
+        holder.communicate("\n", timeout=60)
+    moved = run("sessions", "list", "--json")
+    assert [s["name"] for s in json.loads(moved.stdout)] == ["旧的"] and new.is_file()
 
 
 def test_an_old_file_never_overwrites_a_new_one(isolated_home: Path) -> None:
