@@ -9,12 +9,22 @@ from typing import IO, Any
 
 
 def open_private(path: Path, *, binary: bool = False, replace: bool = True) -> IO[Any]:
-    """`path` opened for writing, created readable by its owner only (0600).
+    """`path` opened for writing, readable by its owner only (0600), also when it replaces a
+    file another made readable by all (the mode of a file kept is its own otherwise).
 
-    `replace=False` refuses an existing file (FileExistsError) instead of emptying it.
+    `replace=False` refuses an existing file (FileExistsError) instead of emptying it. A
+    symbolic link at `path` is replaced by the file, never written through: the file it
+    points at (notes, a config) is someone else's to lose.
     """
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if replace else os.O_EXCL)
+    if replace and path.is_symlink():
+        path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if replace else os.O_EXCL)
     fd = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
     if binary:
         return os.fdopen(fd, "wb")
     return os.fdopen(fd, "w", encoding="utf-8")

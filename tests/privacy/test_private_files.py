@@ -34,3 +34,29 @@ def test_replace_false_keeps_an_existing_file(tmp_path: Path) -> None:
     with open_private(target) as f:
         f.write("new\n")
     assert target.read_text(encoding="utf-8") == "new\n"
+
+
+def test_a_replaced_file_is_0600_even_if_it_was_readable_by_all(tmp_path: Path) -> None:
+    """An export over an earlier one (or a file `touch` made 0644) held the conversation
+    readable by every user of the machine."""
+    target = tmp_path / "trip.jsonl"
+    target.write_text("old\n", encoding="utf-8")
+    target.chmod(0o644)
+    with open_private(target) as f:
+        f.write("我的护照号是 E12345678\n")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_symbolic_link_is_replaced_never_written_through(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes 笔记\n", encoding="utf-8")
+    notes.chmod(0o644)
+    link = tmp_path / "report.html"
+    link.symlink_to(notes)
+    with pytest.raises(FileExistsError):
+        open_private(link, replace=False)
+    with open_private(link) as f:
+        f.write("<html>旅行</html>\n")
+    assert notes.read_text(encoding="utf-8") == "my notes 笔记\n"
+    assert not link.is_symlink() and link.read_text(encoding="utf-8") == "<html>旅行</html>\n"
+    assert stat.S_IMODE(link.stat().st_mode) == 0o600
