@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import StrategyError, StrategyFailed, guarded
+from chatmem.errors import StrategyError, StrategyFailed, guarded, kind_of
 from chatmem.memory.context import Context, Message
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
@@ -125,9 +125,19 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
 
 
 def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
-    """`strategy.update(env)`, guarded as `build_guarded` is."""
-    return guarded(lambda e: StrategyFailed(strategy.name, e, "could not update its memory"),
-                   lambda: strategy.update(env))
+    """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
+    Notices fails as an exception would (the turn stands; the front end says one line)."""
+    doing = "could not update its memory"
+    notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
+                      lambda: strategy.update(env))
+    if not isinstance(notices, list):
+        raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
+                             "list of chatmem.notices Notice values", doing)
+    for notice in notices:
+        if not isinstance(notice, Notice):
+            raise StrategyFailed(strategy.name, f"its update returned a list holding "
+                                 f"{kind_of(notice)}, not a chatmem.notices Notice", doing)
+    return notices
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.memory.assembly import assemble, fixed_tokens
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, update_guarded
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
 from chatmem.memory.reasons import (
     DroppedNote,
@@ -94,7 +94,7 @@ class CombinedStrategy:
                         recall=recall_rows(contexts, {n for n, _ in recalled_cut}))
 
     def update(self, env: MemoryEnv) -> list[Notice]:
-        return [notice for m in self.members for notice in m.update(env)]
+        return [notice for m in self.members for notice in update_guarded(m, env)]
 
 
 def _identity(message: Message) -> tuple[Any, ...]:

@@ -1,0 +1,214 @@
+"""A plugin whose code returns what its contract does not allow, without raising: treated
+as if it had raised (one line naming it and its plugin, the same outcome), never a
+traceback, never sent to the model, never stored.
+
+Companion of test_plugin_failures.py (plugins that raise). Each test installs a real
+plugin (a module and its .dist-info on sys.path, as pip leaves one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_runner import invoke
+from plugin_site import Install
+
+from chatmem.store import Store
+
+RETURNS = '''
+import numpy as np
+
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy
+from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.reasons import TextReason
+from chatmem.memory.window import WindowStrategy
+from chatmem.providers.base import Purpose, Usage
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class NoNotices(WindowStrategy):
+    name = "no-notices"
+    description = "update returns None"
+
+    def update(self, env):
+        return None
+
+
+class SaidText(WindowStrategy):
+    name = "said-text"
+    description = "update returns strings"
+
+    def update(self, env):
+        return ["注意 something happened"]
+
+
+class Nothing(BaseStrategy):
+    name = "nothing"
+    description = "build returns None"
+
+    def build(self, request):
+        return None
+
+
+def summary_of(message):
+    class Summarized(BaseStrategy):
+        name = "bad-" + message[0]
+        description = "a summary part holding " + message[0]
+
+        def build(self, request):
+            made = Message(*message[1:])
+            return assemble(request, [Part("summary", (made,), TextReason("摘要"))])
+    return Summarized
+
+
+class NoInput(BaseStrategy):
+    name = "no-input"
+    description = "sends no messages at all"
+
+    def build(self, request):
+        return Context((), request.budget)
+
+
+KEPT = {}
+
+
+class Stale(BaseStrategy):
+    name = "stale"
+    description = "returns its first context every time"
+
+    def build(self, request):
+        return KEPT.setdefault("context", assemble(request, []))
+
+
+class AlteredInput(BaseStrategy):
+    name = "altered"
+    description = "sends another input than the user's"
+
+    def build(self, request):
+        other = Message.counted("user", "改过 ALTERED", request.counter)
+        context = assemble(request, [])
+        parts = tuple(Part("input", (other,), p.reason) if p.kind == "input" else p
+                      for p in context.parts)
+        return Context(parts, context.budget, priming=context.priming)
+
+
+class TwoHistories(WindowStrategy):
+    name = "two-histories"
+    description = "two history parts"
+
+    def build(self, request):
+        context = super().build(request)
+        history = context.part("history")
+        if history is None:
+            return context
+        parts = tuple(q for p in context.parts for q in ((p, p) if p is history else (p,)))
+        return Context(parts, context.budget, priming=context.priming)
+
+
+class Pieces:
+    def __init__(self, pieces):
+        self.pieces, self.usage, self.rendered_prompt = pieces, Usage(), None
+
+    def __iter__(self):
+        return iter(self.pieces)
+
+    def close(self):
+        pass
+
+
+class Odd(ScriptedProvider):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def stream(self, messages):
+        if self.name == "numbers":
+            return Pieces(["一 ", 2, 3])
+        if self.name == "bare":
+            return (piece for piece in ["裸 bare ", "reply"])
+        return super().stream(messages)
+
+    def complete(self, messages, *, purpose=Purpose.CHAT):
+        return 42
+
+
+def rows(texts, width=8):
+    made = np.zeros((len(texts), width), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for char in text:
+            made[row, ord(char) % width] += 1
+    return made / np.maximum(np.linalg.norm(made, axis=1, keepdims=True), 1e-9)
+
+
+class Embedder:
+    dimensions = 8
+
+    def __init__(self, name):
+        self.key, self.name, self.calls = f"odd:{name}", name, 0
+
+    def embed(self, texts, *, query=False):
+        self.calls += 1
+        texts = list(texts)
+        if self.name == "short":
+            return rows(texts[:-1]) if len(texts) > 1 else rows(texts)
+        if self.name == "widening":
+            return rows(texts, 8 if self.calls == 1 else 16)
+        if self.name == "nan":
+            return np.full((len(texts), 8), np.nan, dtype=np.float32)
+        if self.name == "gen":
+            return (row for row in rows(texts))
+        return rows(texts)
+
+
+def register(plugins):
+    for strategy in (NoNotices, SaidText, Nothing, NoInput, Stale, AlteredInput, TwoHistories):
+        plugins.add_strategy(strategy)
+    for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
+                    ("negative", "system", "摘要 summary", -500)):
+        plugins.add_strategy(summary_of(message))
+    for name in ("numbers", "bare", "fortytwo"):
+        plugins.add_provider(name, (lambda name: lambda settings: Odd(name))(name))
+    for name in ("short", "widening", "nan", "gen", "fine"):
+        plugins.add_embedder(name, (lambda name: lambda settings: Embedder(name))(name))
+'''
+
+BY = "(plugin returns (chatmem-returns 0.1.0))"
+
+
+def install(installed: Install) -> None:
+    installed("chatmem-returns", "chatmem_returns", RETURNS, name="returns")
+
+
+def turns_stored(db: str, session: str) -> int:
+    with Store(db) as store:
+        found = store.sessions.find_session(session)
+        return 0 if found is None else store.history.turn_count(found.id)
+
+
+def embedder_config(tmp_path: Path, name: str) -> str:
+    config = tmp_path / f"{name}.toml"
+    config.write_text(f'[embeddings]\nprovider = "{name}"\n', encoding="utf-8")
+    return str(config)
+
+
+def test_an_update_that_returns_no_notices_keeps_every_turn_and_says_so_in_one_line(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 1: it was a traceback after the first turn was stored, the rest of the chat
+    lost; a server reported failure for a stored turn."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    for strategy, wrong in (("no-notices", "None, not a list of chatmem.notices Notice values"),
+                            ("said-text", "a list holding str, not a chatmem.notices Notice")):
+        chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted", "--db", db,
+                         input="你好 hello\n第二 second\n第三 third\n", code=0)
+        assert "Traceback" not in chatted.output
+        assert chatted.stdout.splitlines()[-1] == "echo #3: 第三 third"
+        said = [line for line in chatted.stderr.splitlines() if "memory update" in line]
+        assert said == [f"memory update failed, will retry next turn: strategy {strategy!r} "
+                        f"could not update its memory: its update returned {wrong} {BY}"] * 3
+        assert turns_stored(db, strategy) == 3
+    replayed = invoke("replay", "no-notices", "-s", "said-text", "--db", db, code=0)
+    assert "Traceback" not in replayed.output
+    assert f"its update returned a list holding str, not a chatmem.notices Notice {BY}" in " ".join(
+        replayed.stderr.split())
