@@ -17,7 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.memory.assembly import assemble, fixed_tokens
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, update_guarded
+from chatmem.memory.base import (
+    BaseStrategy,
+    ContextRequest,
+    MemoryEnv,
+    build_guarded,
+    update_guarded,
+)
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
 from chatmem.memory.reasons import (
     DroppedNote,
@@ -82,7 +88,8 @@ class CombinedStrategy:
     def build(self, request: ContextRequest) -> Context:
         budget = self.budget(request)
         shared = request.capped(budget)
-        contexts = [m.build(shared) for m in self.members]
+        # Each member guarded on its own: a plugin's failure names it, not the combination.
+        contexts = [build_guarded(m, shared) for m in self.members]
         parts = merge_parts(contexts)
         parts, history_cut, recalled_cut = fit_budget(request, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)

@@ -8,6 +8,7 @@ plugin (a module and its .dist-info on sys.path, as pip leaves one).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_runner import invoke
@@ -212,3 +213,58 @@ def test_an_update_that_returns_no_notices_keeps_every_turn_and_says_so_in_one_l
     assert "Traceback" not in replayed.output
     assert f"its update returned a list holding str, not a chatmem.notices Notice {BY}" in " ".join(
         replayed.stderr.split())
+
+
+def test_a_build_that_returns_no_context_or_text_that_is_not_text_is_one_line(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 2: a traceback in chat, replay and inspect (AttributeError, TypeError)."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    invoke("chat", "c", "-s", "window", "--provider", "scripted", "--db", db,
+           input="我的订单号是 ORD-7731\n", code=0)
+    wrong = {"nothing": "None, not a Context",
+             "bad-number": "a 'summary' part holding a message whose content is int, not text"}
+    for strategy, returned in wrong.items():
+        line = f"error: strategy {strategy!r} failed: its build returned {returned} {BY}"
+        chatted = invoke("chat", "c", "-s", strategy, "--provider", "scripted", "--db", db,
+                         input="订单号? order?\n/strategy window\n还在吗? still there?\n")
+        assert "Traceback" not in chatted.output
+        assert [s for s in chatted.stderr.splitlines() if s.startswith("error:")] == [line]
+        assert chatted.stdout.splitlines()[-1].endswith(": 还在吗? still there?")
+        for command in (("inspect", "c", "--next", "订单号?", "-s", strategy),
+                        ("replay", "c", "-s", strategy), ("ask", "你好", "-s", strategy)):
+            done = invoke(*command, "--provider", "scripted", "--db", db)
+            assert done.exit_code != 0 and "Traceback" not in done.output, command
+            assert done.stderr.splitlines() == [line], command
+    assert turns_stored(db, "c") == 3  # nothing the failed builds were for was stored
+
+
+def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 10: a role no model takes, negative tokens, no input or another input, a
+    kind twice: sent to the model and stored as they were."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    wrong = {
+        "bad-robot": "a 'summary' part holding a message of role 'robot' (roles: assistant, "
+                     "system, user)",
+        "bad-negative": "a 'summary' part holding a message of -500 tokens, not a count of 0 "
+                        "or more",
+        "no-input": "a Context without the input as its last part (assemble() adds it)",
+        "stale": "an input part that is not this request's input",
+        "altered": "an input part that is not this request's input",
+        "two-histories": "a 'history' part out of place (at most one part of a kind, in the "
+                         "order system, summary, facts, recalled, history, files, input)",
+    }
+    for strategy, returned in wrong.items():
+        chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted",
+                         "--db", db, input="我叫李雷 my name is Ada\n我叫什么? my name?\n")
+        assert "Traceback" not in chatted.output
+        errors = [s for s in chatted.stderr.splitlines() if s.startswith("error:")]
+        assert errors[-1] == (f"error: strategy {strategy!r} failed: its build returned "
+                              f"{returned} {BY}"), strategy
+        # The first turn of `stale` and `two-histories` is a right context: sent and stored.
+        assert turns_stored(db, strategy) == (1 if strategy in ("stale", "two-histories")
+                                              else 0), strategy
+    shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
+    assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
