@@ -268,3 +268,25 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
                                               else 0), strategy
     shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
     assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
+
+
+def test_a_reply_piece_that_is_not_text_is_a_failed_turn_and_a_reply_without_usage_is_fine(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 3: a traceback, no failed turn recorded (p-int: after "一 " was shown); a
+    stream without `usage` crashed once it ended."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "n", "--provider", "numbers", "--db", db,
+                     input="你好 hello\n再来 again\n")
+    assert chatted.exit_code == 1 and "Traceback" not in chatted.output
+    line = f"error: provider 'numbers' failed: a piece of its reply is int, not text {BY}"
+    assert [s for s in chatted.stderr.splitlines() if s.startswith("error:")] == [line] * 2
+    for turn in ("1", "2"):
+        shown = json.loads(invoke("inspect", "n", "--turn", turn, "--json", "--db", db,
+                                  code=0).stdout)
+        assert shown["turn"]["status"] == "failed"
+        assert "a piece of its reply is int" in shown["turn"]["error"]
+    asked = invoke("ask", "你好?", "--provider", "numbers", "--db", db, code=1)
+    assert asked.stderr == line + "\n"
+    bare = invoke("ask", "你好?", "--provider", "bare", "--db", db, code=0)
+    assert bare.stdout.startswith("裸 bare reply")
