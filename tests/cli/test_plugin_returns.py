@@ -290,3 +290,70 @@ def test_a_reply_piece_that_is_not_text_is_a_failed_turn_and_a_reply_without_usa
     assert asked.stderr == line + "\n"
     bare = invoke("ask", "你好?", "--provider", "bare", "--db", db, code=0)
     assert bare.stdout.startswith("裸 bare reply")
+
+
+def test_an_embedder_that_returns_too_few_or_changing_rows_is_one_line_naming_it(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 4: a traceback in eval, replay and index (zip() shorter, shapes that do not
+    broadcast)."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    short = embedder_config(tmp_path, "short")
+    chatted = invoke("chat", "e", "-s", "retrieval", "--provider", "scripted", "--db", db,
+                     "--config", short, input="我住在北京 I live in Beijing\n订单 order\n",
+                     code=0)
+    assert "Traceback" not in chatted.output
+    indexed = invoke("index", "e", "--db", db, "--config", short, code=1)
+    assert "Traceback" not in indexed.output
+    assert indexed.stderr.splitlines()[-1] == (
+        "error: embedder 'short' failed: its embed returned an array of shape (3, 8) for 4 "
+        f"texts; it should be (4, 8): one row per text, as wide as its dimensions {BY}")
+    for name in ("short", "widening"):  # as for an embedder that raises: each turn says so
+        replayed = invoke("replay", "e", "-s", "retrieval:mode=dense", "--db", db,
+                          "--config", embedder_config(tmp_path, name), code=0)
+        assert "Traceback" not in replayed.output
+        said = " ".join(replayed.stderr.split())
+        assert f"indexing failed, will retry next turn: embedder {name!r} failed: its embed " \
+               "returned an array of shape" in said, name
+
+
+def test_an_embedder_that_returns_nan_is_refused_and_recall_still_finds_the_words(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 5: NaN vectors were stored, and hybrid recall then recalled nothing, not even
+    the message holding the very words asked about."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    nan = embedder_config(tmp_path, "nan")
+    invoke("chat", "n", "-s", "retrieval", "--provider", "scripted", "--db", db, "--config", nan,
+           input="我的订单号是 ORD-7731\n我住在北京\n别的事 anything else\n", code=0)
+    indexed = invoke("index", "n", "--db", db, "--config", nan, code=1)
+    assert indexed.stderr.splitlines()[-1] == (
+        f"error: embedder 'nan' failed: its embed returned a vector holding NaN or infinity "
+        f"{BY}")
+    shown = json.loads(invoke("inspect", "n", "--next", "ORD-7731 订单号", "-s",
+                              "retrieval:recent=1", "--json", "--db", db, "--config", nan,
+                              code=0).stdout)
+    recalled = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "recalled"
+                for m in p["messages"]]
+    assert "我的订单号是 ORD-7731" in recalled
+
+
+def test_a_wrong_value_from_a_plugins_embedder_or_helper_is_blamed_on_it_not_on_chatmem(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 6: "strategy 'retrieval' failed: TypeError: 'generator' object is not
+    subscriptable", "strategy 'entity' could not update its memory: AttributeError: 'int'
+    object has no attribute ...": chatmem's strategies were blamed."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "g", "-s", "retrieval:mode=dense", "--provider", "scripted",
+                     "--db", db, "--config", embedder_config(tmp_path, "gen"),
+                     input="一 one\n二 two\n三 three\n", code=0)
+    assert "strategy 'retrieval'" not in chatted.stderr and "Traceback" not in chatted.output
+    assert "embedder 'gen' failed: its embed returned generator, not an array of numbers" \
+        in chatted.stderr
+    for strategy in ("summary", "entity"):
+        helped = invoke("chat", f"h-{strategy}", "-s", strategy, "--provider", "scripted",
+                        "--db", db, input="我叫李雷 my name is Ada\n二 two\n", code=0,
+                        env={"CHATMEM_HELPER_PROVIDER": "fortytwo"})
+        assert f"strategy {strategy!r}" not in helped.stderr, helped.stderr
+        assert "provider 'fortytwo' failed: its reply is int, not text" in helped.stderr
