@@ -232,14 +232,16 @@ class NotFound(ChatmemError):
 
 class ExtensionFailed(ChatmemError):
     """Code a strategy, a provider or an embedder runs raised an exception chatmem does not
-    know (a plugin's, most likely): one line naming it and the exception, never a traceback.
+    know (a plugin's, most likely), or returned what its contract does not allow: one line
+    naming it and the exception (or the wrong value), never a traceback.
     A front end adds which plugin registered it (`chatmem.plugins.Registries.origin`)."""
 
     kind = "strategy"
 
-    def __init__(self, name: str, error: BaseException, doing: str = "failed") -> None:
+    def __init__(self, name: str, error: BaseException | str, doing: str = "failed") -> None:
         self.name = name
-        self.cause = one_line(error)
+        self.cause = error if isinstance(error, str) else one_line(error)
+        """The exception as one line, or what was wrong with a value it returned."""
         super().__init__(f"{self.kind} {name!r} {doing}: {self.cause}")
 
 
@@ -260,6 +262,11 @@ def guarded(make: Callable[[BaseException], ChatmemError], call: Callable[[], T]
         raise
     except Exception as e:  # a plugin's code may raise anything
         raise make(e) from e
+
+
+def kind_of(value: object) -> str:
+    """`None`, `int`, `generator`: what a plugin returned instead, for one line saying so."""
+    return "None" if value is None else type(value).__name__
 
 
 def one_line(error: BaseException) -> str:

@@ -107,6 +107,9 @@ class MemoryUpdateFailed:
     """The strategy's update failed after the turn committed; it is retried next turn."""
 
     error: str
+    culprit: tuple[str, str] | None = None
+    """(kind, name) of the strategy, provider or embedder whose code failed, when chatmem
+    does not own it (ExtensionFailed): the wording names the plugin that registered it."""
 
 
 @dataclass(frozen=True)

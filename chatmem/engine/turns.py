@@ -17,6 +17,7 @@ from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
 from chatmem.errors import (
     ChatmemError,
+    ExtensionFailed,
     NotFound,
     OverBudget,
     ProviderError,
@@ -451,7 +452,8 @@ class Engine(Generic[StoreT]):
             return said + update_guarded(self.strategy, env)
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
-            return [*said, MemoryUpdateFailed(str(e))]
+            culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
+            return [*said, MemoryUpdateFailed(str(e), culprit)]
         except KeyboardInterrupt:
             # Derived state is written only after a helper call succeeds, so nothing
             # half-done is kept; the committed turn stands.

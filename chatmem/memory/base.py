@@ -17,8 +17,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import StrategyError, StrategyFailed, guarded
-from chatmem.memory.context import Context, Message
+from chatmem.errors import StrategyError, StrategyFailed, guarded, kind_of
+from chatmem.memory.context import PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice
@@ -120,14 +120,90 @@ class Strategy(Protocol):
 
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
-    raise anything) is StrategyFailed naming the strategy, one line for the front end."""
-    return guarded(lambda e: StrategyFailed(strategy.name, e), lambda: strategy.build(request))
+    raise anything), or a context chatmem must not send (see `wrong_context`), is
+    StrategyFailed naming the strategy, one line for the front end; nothing is sent."""
+    context = guarded(lambda e: StrategyFailed(strategy.name, e),
+                      lambda: strategy.build(request))
+    wrong = wrong_context(context, request)
+    if wrong is not None:
+        raise StrategyFailed(strategy.name, f"its build returned {wrong}")
+    return context
 
 
 def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
-    """`strategy.update(env)`, guarded as `build_guarded` is."""
-    return guarded(lambda e: StrategyFailed(strategy.name, e, "could not update its memory"),
-                   lambda: strategy.update(env))
+    """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
+    Notices fails as an exception would (the turn stands; the front end says one line)."""
+    doing = "could not update its memory"
+    notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
+                      lambda: strategy.update(env))
+    if not isinstance(notices, list):
+        raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
+                             "list of chatmem.notices Notice values", doing)
+    for notice in notices:
+        if not isinstance(notice, Notice):
+            raise StrategyFailed(strategy.name, f"its update returned a list holding "
+                                 f"{kind_of(notice)}, not a chatmem.notices Notice", doing)
+    return notices
+
+
+CHAT_ROLES = frozenset({"system", "user", "assistant"})
+"""The roles every chat model takes (and docs/chatmem.schema.json allows)."""
+
+
+def wrong_context(context: object, request: ContextRequest) -> str | None:
+    """What makes `context` one chatmem must not send or record for `request`, or None.
+
+    A plugin's build runs code the contract test never saw; what it returns reaches the
+    model, the stored record and `inspect --json`. One pass over the messages sent: the
+    tokens are the strategy's counts, checked for their type and sign, never recounted.
+    """
+    if not isinstance(context, Context):
+        return f"{kind_of(context)}, not a Context"
+    if not isinstance(context.parts, tuple):
+        return f"a Context whose parts are {kind_of(context.parts)}, not a tuple"
+    if not _is_count(context.priming):
+        return f"a Context whose priming is {context.priming!r}, not a token count"
+    order = -1
+    for part in context.parts:
+        if not isinstance(part, Part):
+            return f"a Context holding {kind_of(part)}, not a Part"
+        if part.kind not in PART_ORDER:
+            return f"a part of kind {part.kind!r} (kinds: {', '.join(PART_ORDER)})"
+        place = PART_ORDER.index(part.kind)
+        if place <= order:
+            return (f"a {part.kind!r} part out of place (at most one part of a kind, in the "
+                    f"order {', '.join(PART_ORDER)})")
+        order = place
+        if not isinstance(part.messages, tuple):
+            return f"a {part.kind!r} part whose messages are {kind_of(part.messages)}"
+        for message in part.messages:
+            wrong = _wrong_message(message)
+            if wrong is not None:
+                return f"a {part.kind!r} part holding {wrong}"
+    last = context.parts[-1] if context.parts else None
+    if last is None or last.kind != "input":
+        return "a Context without the input as its last part (assemble() adds it)"
+    if len(last.messages) != 1 or not (last.messages[0] is request.input
+                                       or last.messages[0] == request.input):
+        return "an input part that is not this request's input"
+    return None
+
+
+def _wrong_message(message: object) -> str | None:
+    if not isinstance(message, Message):
+        return f"{kind_of(message)}, not a Message"
+    if not isinstance(message.role, str) or message.role not in CHAT_ROLES:
+        return (f"a message of role {message.role!r} (roles: "
+                f"{', '.join(sorted(CHAT_ROLES))})")
+    if not isinstance(message.content, str):
+        return f"a message whose content is {kind_of(message.content)}, not text"
+    if not _is_count(message.tokens):
+        return f"a message of {message.tokens!r} tokens, not a count of 0 or more"
+    return None
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass

@@ -17,7 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.memory.assembly import assemble, fixed_tokens
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
+from chatmem.memory.base import (
+    BaseStrategy,
+    ContextRequest,
+    MemoryEnv,
+    build_guarded,
+    update_guarded,
+)
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
 from chatmem.memory.reasons import (
     DroppedNote,
@@ -82,7 +88,8 @@ class CombinedStrategy:
     def build(self, request: ContextRequest) -> Context:
         budget = self.budget(request)
         shared = request.capped(budget)
-        contexts = [m.build(shared) for m in self.members]
+        # Each member guarded on its own: a plugin's failure names it, not the combination.
+        contexts = [build_guarded(m, shared) for m in self.members]
         parts = merge_parts(contexts)
         parts, history_cut, recalled_cut = fit_budget(request, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
@@ -94,7 +101,7 @@ class CombinedStrategy:
                         recall=recall_rows(contexts, {n for n, _ in recalled_cut}))
 
     def update(self, env: MemoryEnv) -> list[Notice]:
-        return [notice for m in self.members for notice in m.update(env)]
+        return [notice for m in self.members for notice in update_guarded(m, env)]
 
 
 def _identity(message: Message) -> tuple[Any, ...]:

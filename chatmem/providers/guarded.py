@@ -9,10 +9,11 @@ naming the provider, as for a model error of chatmem's own.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ProviderFailed, guarded
+from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class GuardedProvider:
     def model(self, value: str) -> None:
         self.inner.model = value
 
-    def _failed(self, error: BaseException) -> ProviderFailed:
+    def _failed(self, error: BaseException | str) -> ProviderFailed:
         return ProviderFailed(self.inner.name, error)
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
@@ -49,13 +50,17 @@ class GuardedProvider:
         return GuardedStream(stream, self._failed)
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
-        return guarded(self._failed, lambda: self.inner.complete(messages, purpose=purpose))
+        reply = guarded(self._failed, lambda: self.inner.complete(messages, purpose=purpose))
+        if not isinstance(reply, str):
+            # Else a summary or fact extraction fails on it, blamed on chatmem's strategy.
+            raise ProviderFailed(self.inner.name, f"its reply is {kind_of(reply)}, not text")
+        return reply
 
     def token_counter(self) -> TokenCounter:
         return guarded(self._failed, self.inner.token_counter)
 
     def close(self) -> None:
-        guarded(self._failed, self.inner.close)
+        guarded(self._failed, lambda: self.inner.close())
 
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's provider offers (its `images` rule, say), as it is.
@@ -65,21 +70,31 @@ class GuardedProvider:
 class GuardedStream:
     """A reply stream whose iteration and close raise only chatmem's errors."""
 
-    def __init__(self, inner: ReplyStream, failed: Callable[[BaseException], ChatmemError]):
+    def __init__(self, inner: ReplyStream, failed: Callable[[BaseException | str], ChatmemError]):
         self.inner = inner
         self._failed = failed
+        self._usage = Usage()
 
     @property
     def usage(self) -> Usage:
-        return self.inner.usage
+        # A plugin's stream may have no usage (a bare generator): the provider then
+        # reported no counts, as a server that sends none.
+        try:
+            usage = self.inner.usage
+        except Exception:  # a plugin's attribute may raise anything
+            return self._usage
+        return usage if isinstance(usage, Usage) else self._usage
 
     @usage.setter
     def usage(self, value: Usage) -> None:
-        self.inner.usage = value
+        self._usage = value
+        with contextlib.suppress(Exception):  # a stream that takes no attributes: kept here
+            self.inner.usage = value
 
     @property
     def rendered_prompt(self) -> str | None:
-        return getattr(self.inner, "rendered_prompt", None)
+        rendered = getattr(self.inner, "rendered_prompt", None)
+        return rendered if isinstance(rendered, str) else None
 
     @rendered_prompt.setter
     def rendered_prompt(self, value: str | None) -> None:
@@ -96,7 +111,10 @@ class GuardedStream:
                 raise
             except Exception as e:  # a plugin's stream may raise anything
                 raise self._failed(e) from e
+            if not isinstance(delta, str):
+                # Before anyone shows, stores or forwards it: the turn fails as on a raise.
+                raise self._failed(f"a piece of its reply is {kind_of(delta)}, not text")
             yield delta
 
     def close(self) -> None:
-        guarded(self._failed, self.inner.close)
+        guarded(self._failed, lambda: self.inner.close())

@@ -25,8 +25,13 @@ def _(error: OverBudget) -> str:
 
 @error_text.register
 def _(error: ExtensionFailed) -> str:
-    # Which plugin registered it: that is whom to tell.
+    return f"{error}{by_plugin(error.kind, error.name)}"
+
+
+def by_plugin(kind: str, name: str) -> str:
+    """` (plugin echo (chatmem-echo 0.1.0))` for what a plugin registered, else nothing:
+    when its code fails, that is whom to tell."""
     from chatmem.plugins import load_registries, registered_by
 
-    source = load_registries().origin(error.kind, error.name)
-    return str(error) if source is None or source.builtin else f"{error} ({registered_by(source)})"
+    source = load_registries().origin(kind, name)
+    return "" if source is None or source.builtin else f" ({registered_by(source)})"

@@ -41,6 +41,7 @@ from chatmem.notices import (
     SystemPromptReplaced,
 )
 from chatmem.privacy.sensitive import describe
+from chatmem.render.errors import by_plugin
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
@@ -145,7 +146,8 @@ def _(n: ReplyCut, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: MemoryUpdateFailed, repl_hints: bool) -> str:
-    return f"memory update failed, will retry next turn: {n.error}"
+    by = by_plugin(*n.culprit) if n.culprit else ""
+    return f"memory update failed, will retry next turn: {n.error}{by}"
 
 
 @_worded.register

@@ -1,0 +1,359 @@
+"""A plugin whose code returns what its contract does not allow, without raising: treated
+as if it had raised (one line naming it and its plugin, the same outcome), never a
+traceback, never sent to the model, never stored.
+
+Companion of test_plugin_failures.py (plugins that raise). Each test installs a real
+plugin (a module and its .dist-info on sys.path, as pip leaves one).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_runner import invoke
+from plugin_site import Install
+
+from chatmem.store import Store
+
+RETURNS = '''
+import numpy as np
+
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy
+from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.reasons import TextReason
+from chatmem.memory.window import WindowStrategy
+from chatmem.providers.base import Purpose, Usage
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class NoNotices(WindowStrategy):
+    name = "no-notices"
+    description = "update returns None"
+
+    def update(self, env):
+        return None
+
+
+class SaidText(WindowStrategy):
+    name = "said-text"
+    description = "update returns strings"
+
+    def update(self, env):
+        return ["注意 something happened"]
+
+
+class Nothing(BaseStrategy):
+    name = "nothing"
+    description = "build returns None"
+
+    def build(self, request):
+        return None
+
+
+def summary_of(message):
+    class Summarized(BaseStrategy):
+        name = "bad-" + message[0]
+        description = "a summary part holding " + message[0]
+
+        def build(self, request):
+            made = Message(*message[1:])
+            return assemble(request, [Part("summary", (made,), TextReason("摘要"))])
+    return Summarized
+
+
+class NoInput(BaseStrategy):
+    name = "no-input"
+    description = "sends no messages at all"
+
+    def build(self, request):
+        return Context((), request.budget)
+
+
+KEPT = {}
+
+
+class Stale(BaseStrategy):
+    name = "stale"
+    description = "returns its first context every time"
+
+    def build(self, request):
+        return KEPT.setdefault("context", assemble(request, []))
+
+
+class AlteredInput(BaseStrategy):
+    name = "altered"
+    description = "sends another input than the user's"
+
+    def build(self, request):
+        other = Message.counted("user", "改过 ALTERED", request.counter)
+        context = assemble(request, [])
+        parts = tuple(Part("input", (other,), p.reason) if p.kind == "input" else p
+                      for p in context.parts)
+        return Context(parts, context.budget, priming=context.priming)
+
+
+class TwoHistories(WindowStrategy):
+    name = "two-histories"
+    description = "two history parts"
+
+    def build(self, request):
+        context = super().build(request)
+        history = context.part("history")
+        if history is None:
+            return context
+        parts = tuple(q for p in context.parts for q in ((p, p) if p is history else (p,)))
+        return Context(parts, context.budget, priming=context.priming)
+
+
+class Pieces:
+    def __init__(self, pieces):
+        self.pieces, self.usage, self.rendered_prompt = pieces, Usage(), None
+
+    def __iter__(self):
+        return iter(self.pieces)
+
+    def close(self):
+        pass
+
+
+class Odd(ScriptedProvider):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def stream(self, messages):
+        if self.name == "numbers":
+            return Pieces(["一 ", 2, 3])
+        if self.name == "bare":
+            return (piece for piece in ["裸 bare ", "reply"])
+        return super().stream(messages)
+
+    def complete(self, messages, *, purpose=Purpose.CHAT):
+        return 42
+
+
+def rows(texts, width=8):
+    made = np.zeros((len(texts), width), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for char in text:
+            made[row, ord(char) % width] += 1
+    return made / np.maximum(np.linalg.norm(made, axis=1, keepdims=True), 1e-9)
+
+
+class Embedder:
+    dimensions = 8
+
+    def __init__(self, name):
+        self.key, self.name, self.calls = f"odd:{name}", name, 0
+
+    def embed(self, texts, *, query=False):
+        self.calls += 1
+        texts = list(texts)
+        if self.name == "short":
+            return rows(texts[:-1]) if len(texts) > 1 else rows(texts)
+        if self.name == "widening":
+            return rows(texts, 8 if self.calls == 1 else 16)
+        if self.name == "nan":
+            return np.full((len(texts), 8), np.nan, dtype=np.float32)
+        if self.name == "gen":
+            return (row for row in rows(texts))
+        return rows(texts)
+
+
+def register(plugins):
+    for strategy in (NoNotices, SaidText, Nothing, NoInput, Stale, AlteredInput, TwoHistories):
+        plugins.add_strategy(strategy)
+    for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
+                    ("negative", "system", "摘要 summary", -500)):
+        plugins.add_strategy(summary_of(message))
+    for name in ("numbers", "bare", "fortytwo"):
+        plugins.add_provider(name, (lambda name: lambda settings: Odd(name))(name))
+    for name in ("short", "widening", "nan", "gen", "fine"):
+        plugins.add_embedder(name, (lambda name: lambda settings: Embedder(name))(name))
+'''
+
+BY = "(plugin returns (chatmem-returns 0.1.0))"
+
+
+def install(installed: Install) -> None:
+    installed("chatmem-returns", "chatmem_returns", RETURNS, name="returns")
+
+
+def turns_stored(db: str, session: str) -> int:
+    with Store(db) as store:
+        found = store.sessions.find_session(session)
+        return 0 if found is None else store.history.turn_count(found.id)
+
+
+def embedder_config(tmp_path: Path, name: str) -> str:
+    config = tmp_path / f"{name}.toml"
+    config.write_text(f'[embeddings]\nprovider = "{name}"\n', encoding="utf-8")
+    return str(config)
+
+
+def test_an_update_that_returns_no_notices_keeps_every_turn_and_says_so_in_one_line(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 1: it was a traceback after the first turn was stored, the rest of the chat
+    lost; a server reported failure for a stored turn."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    for strategy, wrong in (("no-notices", "None, not a list of chatmem.notices Notice values"),
+                            ("said-text", "a list holding str, not a chatmem.notices Notice")):
+        chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted", "--db", db,
+                         input="你好 hello\n第二 second\n第三 third\n", code=0)
+        assert "Traceback" not in chatted.output
+        assert chatted.stdout.splitlines()[-1] == "echo #3: 第三 third"
+        said = [line for line in chatted.stderr.splitlines() if "memory update" in line]
+        assert said == [f"memory update failed, will retry next turn: strategy {strategy!r} "
+                        f"could not update its memory: its update returned {wrong} {BY}"] * 3
+        assert turns_stored(db, strategy) == 3
+    replayed = invoke("replay", "no-notices", "-s", "said-text", "--db", db, code=0)
+    assert "Traceback" not in replayed.output
+    assert f"its update returned a list holding str, not a chatmem.notices Notice {BY}" in " ".join(
+        replayed.stderr.split())
+
+
+def test_a_build_that_returns_no_context_or_text_that_is_not_text_is_one_line(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 2: a traceback in chat, replay and inspect (AttributeError, TypeError)."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    invoke("chat", "c", "-s", "window", "--provider", "scripted", "--db", db,
+           input="我的订单号是 ORD-7731\n", code=0)
+    wrong = {"nothing": "None, not a Context",
+             "bad-number": "a 'summary' part holding a message whose content is int, not text"}
+    for strategy, returned in wrong.items():
+        line = f"error: strategy {strategy!r} failed: its build returned {returned} {BY}"
+        chatted = invoke("chat", "c", "-s", strategy, "--provider", "scripted", "--db", db,
+                         input="订单号? order?\n/strategy window\n还在吗? still there?\n")
+        assert "Traceback" not in chatted.output
+        assert [s for s in chatted.stderr.splitlines() if s.startswith("error:")] == [line]
+        assert chatted.stdout.splitlines()[-1].endswith(": 还在吗? still there?")
+        for command in (("inspect", "c", "--next", "订单号?", "-s", strategy),
+                        ("replay", "c", "-s", strategy), ("ask", "你好", "-s", strategy)):
+            done = invoke(*command, "--provider", "scripted", "--db", db)
+            assert done.exit_code != 0 and "Traceback" not in done.output, command
+            assert done.stderr.splitlines() == [line], command
+    assert turns_stored(db, "c") == 3  # nothing the failed builds were for was stored
+
+
+def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 10: a role no model takes, negative tokens, no input or another input, a
+    kind twice: sent to the model and stored as they were."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    wrong = {
+        "bad-robot": "a 'summary' part holding a message of role 'robot' (roles: assistant, "
+                     "system, user)",
+        "bad-negative": "a 'summary' part holding a message of -500 tokens, not a count of 0 "
+                        "or more",
+        "no-input": "a Context without the input as its last part (assemble() adds it)",
+        "stale": "an input part that is not this request's input",
+        "altered": "an input part that is not this request's input",
+        "two-histories": "a 'history' part out of place (at most one part of a kind, in the "
+                         "order system, summary, facts, recalled, history, files, input)",
+    }
+    for strategy, returned in wrong.items():
+        chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted",
+                         "--db", db, input="我叫李雷 my name is Ada\n我叫什么? my name?\n")
+        assert "Traceback" not in chatted.output
+        errors = [s for s in chatted.stderr.splitlines() if s.startswith("error:")]
+        assert errors[-1] == (f"error: strategy {strategy!r} failed: its build returned "
+                              f"{returned} {BY}"), strategy
+        # The first turn of `stale` and `two-histories` is a right context: sent and stored.
+        assert turns_stored(db, strategy) == (1 if strategy in ("stale", "two-histories")
+                                              else 0), strategy
+    shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
+    assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
+
+
+def test_a_reply_piece_that_is_not_text_is_a_failed_turn_and_a_reply_without_usage_is_fine(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 3: a traceback, no failed turn recorded (p-int: after "一 " was shown); a
+    stream without `usage` crashed once it ended."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "n", "--provider", "numbers", "--db", db,
+                     input="你好 hello\n再来 again\n")
+    assert chatted.exit_code == 1 and "Traceback" not in chatted.output
+    line = f"error: provider 'numbers' failed: a piece of its reply is int, not text {BY}"
+    assert [s for s in chatted.stderr.splitlines() if s.startswith("error:")] == [line] * 2
+    for turn in ("1", "2"):
+        shown = json.loads(invoke("inspect", "n", "--turn", turn, "--json", "--db", db,
+                                  code=0).stdout)
+        assert shown["turn"]["status"] == "failed"
+        assert "a piece of its reply is int" in shown["turn"]["error"]
+    asked = invoke("ask", "你好?", "--provider", "numbers", "--db", db, code=1)
+    assert asked.stderr == line + "\n"
+    bare = invoke("ask", "你好?", "--provider", "bare", "--db", db, code=0)
+    assert bare.stdout.startswith("裸 bare reply")
+
+
+def test_an_embedder_that_returns_too_few_or_changing_rows_is_one_line_naming_it(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 4: a traceback in eval, replay and index (zip() shorter, shapes that do not
+    broadcast)."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    short = embedder_config(tmp_path, "short")
+    chatted = invoke("chat", "e", "-s", "retrieval", "--provider", "scripted", "--db", db,
+                     "--config", short, input="我住在北京 I live in Beijing\n订单 order\n",
+                     code=0)
+    assert "Traceback" not in chatted.output
+    indexed = invoke("index", "e", "--db", db, "--config", short, code=1)
+    assert "Traceback" not in indexed.output
+    assert indexed.stderr.splitlines()[-1] == (
+        "error: embedder 'short' failed: its embed returned an array of shape (3, 8) for 4 "
+        f"texts; it should be (4, 8): one row per text, as wide as its dimensions {BY}")
+    for name in ("short", "widening"):  # as for an embedder that raises: each turn says so
+        replayed = invoke("replay", "e", "-s", "retrieval:mode=dense", "--db", db,
+                          "--config", embedder_config(tmp_path, name), code=0)
+        assert "Traceback" not in replayed.output
+        said = " ".join(replayed.stderr.split())
+        assert f"indexing failed, will retry next turn: embedder {name!r} failed: its embed " \
+               "returned an array of shape" in said, name
+
+
+def test_an_embedder_that_returns_nan_is_refused_and_recall_still_finds_the_words(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 5: NaN vectors were stored, and hybrid recall then recalled nothing, not even
+    the message holding the very words asked about."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    nan = embedder_config(tmp_path, "nan")
+    invoke("chat", "n", "-s", "retrieval", "--provider", "scripted", "--db", db, "--config", nan,
+           input="我的订单号是 ORD-7731\n我住在北京\n别的事 anything else\n", code=0)
+    indexed = invoke("index", "n", "--db", db, "--config", nan, code=1)
+    assert indexed.stderr.splitlines()[-1] == (
+        f"error: embedder 'nan' failed: its embed returned a vector holding NaN or infinity "
+        f"{BY}")
+    shown = json.loads(invoke("inspect", "n", "--next", "ORD-7731 订单号", "-s",
+                              "retrieval:recent=1", "--json", "--db", db, "--config", nan,
+                              code=0).stdout)
+    recalled = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "recalled"
+                for m in p["messages"]]
+    assert "我的订单号是 ORD-7731" in recalled
+
+
+def test_a_wrong_value_from_a_plugins_embedder_or_helper_is_blamed_on_it_not_on_chatmem(
+        installed: Install, tmp_path: Path) -> None:
+    """Finding 6: "strategy 'retrieval' failed: TypeError: 'generator' object is not
+    subscriptable", "strategy 'entity' could not update its memory: AttributeError: 'int'
+    object has no attribute ...": chatmem's strategies were blamed."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "g", "-s", "retrieval:mode=dense", "--provider", "scripted",
+                     "--db", db, "--config", embedder_config(tmp_path, "gen"),
+                     input="一 one\n二 two\n三 three\n", code=0)
+    assert "strategy 'retrieval'" not in chatted.stderr and "Traceback" not in chatted.output
+    assert "embedder 'gen' failed: its embed returned generator, not an array of numbers" \
+        in chatted.stderr
+    for strategy in ("summary", "entity"):
+        helped = invoke("chat", f"h-{strategy}", "-s", strategy, "--provider", "scripted",
+                        "--db", db, input="我叫李雷 my name is Ada\n二 two\n", code=0,
+                        env={"CHATMEM_HELPER_PROVIDER": "fortytwo"})
+        assert f"strategy {strategy!r}" not in helped.stderr, helped.stderr
+        assert "provider 'fortytwo' failed: its reply is int, not text" in helped.stderr

@@ -1,0 +1,51 @@
+"""The proxy over a plugin strategy whose update returns what its contract does not allow:
+the turn is stored, so the request succeeds (a client that retried a failure would store
+it twice). See tests/cli/test_plugin_returns.py for the other front ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from plugin_site import Install
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+from starlette.testclient import TestClient
+
+from chatmem.config.settings import Settings
+from chatmem.serve.proxy import build_app
+from chatmem.store import Store
+
+NO_NOTICES = '''
+from chatmem.memory.window import WindowStrategy
+
+class NoNotices(WindowStrategy):
+    name = "no-notices"
+    description = "update returns None"
+
+    def update(self, env):
+        return None
+
+def register(plugins):
+    plugins.add_strategy(NoNotices)
+'''
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stored_turn_whose_update_returned_no_notices_is_a_success(
+        installed: Install, tmp_path: Path, stream: bool) -> None:
+    installed("chatmem-no-notices", "chatmem_no_notices", NO_NOTICES, name="no-notices")
+    db = tmp_path / "h.db"
+    app = build_app(Settings(provider="scripted", db=str(db)), strategy="no-notices")
+    with TestClient(app) as http:
+        for sent in ("我叫李雷", "我叫什么?"):
+            answered = http.post("/v1/chat/completions",
+                                 headers={"X-Chatmem-Conversation": "trip"},
+                                 json={"model": "scripted", "stream": stream,
+                                       "messages": [{"role": "user", "content": sent}]})
+            assert answered.status_code == 200, answered.text
+            assert '"error"' not in answered.text
+    with Store(db) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("trip").id)]
+    assert said == ["我叫李雷", "echo #1: 我叫李雷", "我叫什么?", "echo #2: 我叫什么?"]
