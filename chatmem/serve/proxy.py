@@ -80,8 +80,22 @@ def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
     return Starlette(routes=[
         Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
         Route("/v1/models", proxy.models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", proxy.model, methods=["GET"]),
         Route("/v1/chatmem/turns/{turn_id:path}", proxy.turn, methods=["GET"]),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, exception_handlers={404: not_served, 405: not_served})
+
+
+SERVED = ("POST /v1/chat/completions, GET /v1/models[/ID] and "
+          "GET /v1/chatmem/turns/CONVERSATION@N")
+
+
+async def not_served(request: Request, error: Exception) -> Response:
+    """An OpenAI-shaped error for a path or method chatmem does not serve (a client's SDK
+    shows its message; Starlette's own is a bare "Not Found")."""
+    status = getattr(error, "status_code", 404)
+    what = f"{request.method} {request.url.path}"
+    return error_response(ClientError(f"{what} is not served here: chatmem serves {SERVED}"),
+                          status)
 
 
 class Proxy:
@@ -204,6 +218,17 @@ class Proxy:
                   for name in [model, *(f"{model}@{s}" for s in self.registries.strategies)]]
         return {"object": "list", "data": listed}
 
+    async def model(self, request: Request) -> Response:
+        import anyio
+
+        wanted = request.path_params["model_id"]
+        listed = (await anyio.to_thread.run_sync(self._models))["data"]
+        found = next((m for m in listed if m["id"] == wanted), None)
+        if found is None:
+            return error_response(ClientError(f"no model {wanted!r} here (GET /v1/models lists"
+                                              " them)", "model"), 404)
+        return JSONResponse(found)
+
     # -- /v1/chatmem/turns/{id} --------------------------------------------------------
 
     async def turn(self, request: Request) -> Response:
@@ -211,7 +236,7 @@ class Proxy:
 
         turn_id = request.path_params["turn_id"]
         conversation, at, number = turn_id.rpartition("@")
-        if not at or not number.isdigit():
+        if not at or not (number.isascii() and number.isdigit()):  # "²" is a digit too
             return error_response(ClientError(f"turn id {turn_id!r} is not CONVERSATION@N",
                                               "turn_id"), 404)
         settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))

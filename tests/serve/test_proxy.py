@@ -631,6 +631,28 @@ def test_without_a_token_only_this_machines_programs_are_answered_not_web_pages(
         assert answered.status_code == 200, (headers, answered.text)
 
 
+def test_what_is_not_served_is_an_openai_shaped_error_and_a_listed_model_is_found(
+        proxy: RunningProxy) -> None:
+    openai = client(proxy)
+    for call in (lambda: openai.completions.create(model="test-small", prompt="你好"),
+                 lambda: openai.embeddings.create(model="test-small", input="你好")):
+        with pytest.raises(Exception) as refused:
+            call()
+        assert getattr(refused.value, "status_code", None) == 404
+        assert "is not served here: chatmem serves POST /v1/chat/completions" in str(
+            refused.value)
+    wrong_method = httpx.get(f"{proxy.base_url}/chat/completions", timeout=HANG)
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"]["message"].startswith("GET /v1/chat/completions is not")
+    assert openai.models.retrieve("test-small@window").id == "test-small@window"
+    missing = httpx.get(f"{proxy.base_url}/models/nope", timeout=HANG)
+    assert missing.status_code == 404 and missing.json()["error"]["param"] == "model"
+    for turn in ("trip@²", "trip@٣", "trip@x"):
+        odd = httpx.get(f"{proxy.base_url}/chatmem/turns/{quote(turn)}", timeout=HANG)
+        assert odd.status_code == 404, odd.text
+        assert odd.json()["error"]["message"] == f"turn id {turn!r} is not CONVERSATION@N"
+
+
 def test_a_token_is_required_when_given(upstream_settings: Settings) -> None:
     with RunningProxy(upstream_settings, token="s3cret") as running:
         refused = httpx.get(f"{running.base_url}/models", timeout=HANG)
