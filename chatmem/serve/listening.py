@@ -99,6 +99,11 @@ def load_tokens(path: Path) -> dict[str, str]:
     from chatmem.errors import ConfigError
 
     try:
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            # Every person's token: as libpq refuses a ~/.pgpass others can read.
+            raise ConfigError(f"{path}: other users can read this tokens file (mode "
+                              f"{mode & 0o777:04o}); make it yours alone: chmod 600 {path}")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the tokens file: {e.strerror or e}") from None

@@ -325,6 +325,7 @@ def test_over_http_a_token_is_required_and_the_tools_answer(tmp_path: Path) -> N
     db, own = tmp_path / "h.db", tmp_path / "ann.db"
     tokens = tmp_path / "tokens.toml"
     tokens.write_text(f'[tokens]\n"{"t" * 20}" = "{own}"\n')  # ann's token: her history
+    tokens.chmod(0o600)
     server = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--token", "s3cret",
          "--tokens", str(tokens), "--db", str(db), "--provider", "scripted"],

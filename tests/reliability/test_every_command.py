@@ -362,11 +362,28 @@ def test_a_tokens_file_naming_a_history_that_cannot_be_used_is_one_line(work: Pa
     tokens = work / "tokens.toml"
     tokens.write_text(f'[tokens]\n"{token}" = "postgresql://ann:pw@[::1/team"\n',
                       encoding="utf-8")
+    tokens.chmod(0o600)
     try:
         line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
     finally:
         tokens.unlink()
     assert line.startswith(f"error: {tokens}: tokens: postgresql://ann:***@[::1/team: not a")
+    assert token not in line
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_a_tokens_file_others_can_read_is_refused_in_one_line(work: Path, command: str) -> None:
+    """It holds every person's token: as libpq refuses a ~/.pgpass others can read."""
+    token = "tok-5f0c2a9e7b1d4c3a"
+    tokens = work / "令牌.toml"
+    tokens.write_text(f'[tokens]\n"{token}" = "h.db"\n', encoding="utf-8")
+    tokens.chmod(0o644)
+    try:
+        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
+    finally:
+        tokens.unlink()
+    assert line == (f"error: {tokens}: other users can read this tokens file (mode 0644); "
+                    f"make it yours alone: chmod 600 {tokens}\n")
     assert token not in line
 
 

@@ -708,6 +708,7 @@ def test_each_token_is_its_own_role_on_postgresql(chat_server: ChatServer, pg_ur
 
     tokens_file = tmp_path / "tokens.toml"
     tokens_file.write_text(f'[tokens]\n"{"a" * 20}" = "{ann}"\n"{"b" * 20}" = "{bob}"\n')
+    tokens_file.chmod(0o600)
     tokens = load_tokens(tokens_file)
     settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small")
     with RunningProxy(settings, tokens=tokens) as running:
