@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -127,6 +127,14 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     wrong = wrong_context(context, request)
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")
+    if context.budget is None:
+        # A strategy that left the budget out of its context is still held to its own: the
+        # refusal before sending and the over-budget warnings read it from the context.
+        own = getattr(strategy, "budget", None)  # (a plugin's may lack BaseStrategy's)
+        budget = guarded(lambda e: StrategyFailed(strategy.name, e),
+                         lambda: own(request)) if callable(own) else request.budget
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            context = replace(context, budget=budget)
     return context
 
 

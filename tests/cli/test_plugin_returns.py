@@ -71,6 +71,14 @@ class NoInput(BaseStrategy):
         return Context((), request.budget)
 
 
+class Quiet(BaseStrategy):
+    name = "quiet"
+    description = "assembles its context without saying its budget"
+
+    def build(self, request):
+        return assemble(request, [])
+
+
 KEPT = {}
 
 
@@ -163,7 +171,8 @@ class Embedder:
 
 
 def register(plugins):
-    for strategy in (NoNotices, SaidText, Nothing, NoInput, Stale, AlteredInput, TwoHistories):
+    for strategy in (NoNotices, SaidText, Nothing, NoInput, Stale, AlteredInput, TwoHistories,
+                     Quiet):
         plugins.add_strategy(strategy)
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
                     ("negative", "system", "摘要 summary", -500)):
@@ -357,3 +366,21 @@ def test_a_wrong_value_from_a_plugins_embedder_or_helper_is_blamed_on_it_not_on_
                         env={"CHATMEM_HELPER_PROVIDER": "fortytwo"})
         assert f"strategy {strategy!r}" not in helped.stderr, helped.stderr
         assert "provider 'fortytwo' failed: its reply is int, not text" in helped.stderr
+
+
+def test_a_context_that_leaves_its_budget_out_is_still_held_to_it(
+        installed: Install, tmp_path: Path) -> None:
+    """Plugins finding 8: an input over the context budget was sent, and eval counted no
+    context over it, when the strategy's assemble() was not told the budget."""
+    install(installed)
+    config = tmp_path / "small.toml"
+    config.write_text("context_budget = 40\n", encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    long = "这是一个很长的问题 this is a very long question " * 8
+    refused = invoke("ask", "q", long, "-s", "quiet", "--provider", "scripted", "--db", db,
+                     "--config", str(config), code=2)
+    assert "over the context budget of 40" in refused.stderr
+    assert refused.stdout == "" and turns_stored(db, "q") == 0
+    fits = invoke("ask", "q", "你好", "-s", "quiet", "--provider", "scripted", "--db", db,
+                  "--config", str(config), code=0)
+    assert "tokens of 40" in fits.stderr
