@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import NotFound, UsageError
 from chatmem.store.records import check_session_name as check_session_name
+from chatmem.store.records import normal_name as normal_name
 from chatmem.store.records import session_name_from as session_name_from
 from chatmem.store.records import session_name_of as session_name_of
 

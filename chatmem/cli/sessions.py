@@ -232,7 +232,12 @@ def import_(
     from pathlib import Path
 
     from chatmem.app.indexing import start_backlogs
-    from chatmem.app.sessions import check_session_name, import_transcript, session_name_from
+    from chatmem.app.sessions import (
+        check_session_name,
+        import_transcript,
+        normal_name,
+        session_name_from,
+    )
     from chatmem.errors import UsageError
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
@@ -252,10 +257,11 @@ def import_(
         imported = import_transcript(ws, transcript, session_name)
         probes = imported.probes
         note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
-        named = (f" (named from {origin!r})" if chosen_name is None and session_name != origin
-                 else "")
+        named = (f" (named from {origin!r})"
+                 if chosen_name is None and session_name != normal_name(origin) else "")
         consoles()[1].print(
-            f"imported {imported.messages} messages{note} into session {session_name}{named}",
+            f"imported {imported.messages} message{'' if imported.messages == 1 else 's'}{note}"
+            f" into session {session_name}{named}",
             markup=False, soft_wrap=True,
         )
         for backlog in start_backlogs(ws, config, [session_name], [imported.strategy],

@@ -135,8 +135,30 @@ def check_session_name(name: str) -> None:
 
 
 def session_name_from(text: str) -> str:
-    """A valid session name made from free text (a transcript's title, a file name)."""
-    name = re.sub(r"[^\w.+-]+", "-", text.strip()).strip("-._+")[:64].rstrip("-._+")
+    """A valid session name made from free text (a transcript's title, a file name): the
+    text itself when it is one, else its letters with their combining marks (हिन्दी, not
+    ह-न-द), every other run of characters a `-`."""
+    text = normal_name(text.strip())
+    if is_session_name(text):
+        return text
+    kept: list[str] = []
+    after_letter = False
+    for char in text:
+        if unicodedata.category(char).startswith("M"):
+            keep = after_letter
+        else:
+            after_letter = char.isalnum() or char == "_"
+            keep = after_letter or char in ".+-"
+        if keep:
+            kept.append(char)
+        elif kept[-1:] != ["-"]:
+            kept.append("-")
+    name = "".join(kept).strip("-._+")
+    end = 64
+    # Never cut between a letter and its marks: the name would show another letter.
+    while end < len(name) and unicodedata.category(name[end]).startswith("M"):
+        end -= 1
+    name = name[:end].rstrip("-._+")
     return name or "session"
 
 

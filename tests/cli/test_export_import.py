@@ -169,3 +169,36 @@ def test_a_transcript_whose_times_go_back_is_imported_with_a_warning_naming_the_
                                   for m in [lines[2], lines[0]]) + "\n", encoding="utf-8")
     quiet = invoke("sessions", "import", str(in_order), "in-order", "--db", db, code=0)
     assert "warning" not in quiet.stderr
+
+
+def test_an_archive_restores_names_whose_letters_carry_combining_marks(tmp_path: Path) -> None:
+    import unicodedata
+    import zipfile
+
+    first, second = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    names = ["हिन्दी", "ไม้", "ab\u0300", "ab", "Tiếng-Việt", "中文"]
+    # Typed decomposed, as a macOS file name would be: stored and restored composed.
+    typed = [*names[:4], unicodedata.normalize("NFD", "Tiếng-Việt"), "中文"]
+    for name in typed:
+        invoke("chat", name, "--provider", "scripted", "--db", first, input="你好\n", code=0)
+    archive = tmp_path / "all.zip"
+    invoke("sessions", "export", "--all", "-o", str(archive), "--db", first, code=0)
+    with zipfile.ZipFile(archive) as zf:
+        members = sorted(n for n in zf.namelist() if n.startswith("sessions/"))
+        zf.extractall(tmp_path / "out")
+    assert members == sorted(f"sessions/{name}.jsonl" for name in names)
+    said = [invoke("sessions", "import", str(tmp_path / "out" / member), "--db", second,
+                   code=0).stderr for member in members]
+    assert said == [f"imported 2 messages into session {member[9:-6]}\n" for member in members]
+    with Store(second) as store:
+        assert sorted(s["name"] for s in store.sessions.list_sessions()) == sorted(names)
+
+
+def test_a_name_made_from_a_decomposed_file_name_keeps_its_accents(tmp_path: Path) -> None:
+    import unicodedata
+
+    db = str(tmp_path / "h.db")
+    file = tmp_path / f"{unicodedata.normalize('NFD', 'café')}.jsonl"
+    file.write_text('{"role": "user", "content": "咖啡"}\n', encoding="utf-8")
+    done = invoke("sessions", "import", str(file), "--db", db, code=0)
+    assert done.stderr == "imported 1 message into session café\n"

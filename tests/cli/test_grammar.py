@@ -150,10 +150,10 @@ def test_import_names_a_session_from_a_free_text_title(tmp_path: Path) -> None:
     db = str(tmp_path / "i.db")
     result = run("sessions", "import", str(transcript), "--db", db)
     assert result.exit_code == 0, result.stderr
-    assert result.stderr == ("imported 1 messages into session my-long-chat-2 "
+    assert result.stderr == ("imported 1 message into session my-long-chat-2 "
                              "(named from 'my long chat / 2')\n")
     positional = run("sessions", "import", str(transcript), "mine", "--db", db)
-    assert positional.stderr == "imported 1 messages into session mine\n"
+    assert positional.stderr == "imported 1 message into session mine\n"
 
 
 def test_export_never_overwrites_without_force_and_writes_what_the_extension_names(

@@ -55,3 +55,16 @@ def test_a_name_in_any_script_is_one_session_however_its_letters_were_composed(
     for refused in ("\u0301abc", "-x", "a b", "a/b"):
         assert invoke("chat", refused, "--provider", "scripted", "--db", db,
                       input="hi\n").exit_code == 2, refused
+
+
+def test_a_name_made_from_free_text_keeps_each_letters_combining_marks() -> None:
+    from chatmem.store.records import session_name_from
+
+    decomposed = unicodedata.normalize("NFD", "Tiếng Việt")
+    assert session_name_from(decomposed) == "Tiếng-Việt"
+    assert session_name_from("हिन्दी और தமிழ் 日记") == "हिन्दी-और-தமிழ்-日记"
+    assert session_name_from("مَرْحَبًا!") == "مَرْحَبًا"
+    assert session_name_from("\u0301 ไม้ ") == "ไม้"
+    # Cut at 64 before a letter whose mark would fall past the end, not between them.
+    assert session_name_from("x" * 62 + " हि") == "x" * 62
+    assert session_name_from("x" * 61 + " हि") == "x" * 61 + "-हि"
