@@ -11,7 +11,6 @@ strategy's recall and mean context, ending in the row of the whole folder.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 from pathlib import PurePath
 from typing import Any
 
@@ -19,6 +18,7 @@ from chatmem.evaluation.scoring import lower_recall
 from chatmem.render.cells import number
 from chatmem.render.report import (
     Column,
+    escape,
     page,
     recall_figure,
     recall_html,

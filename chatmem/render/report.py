@@ -10,13 +10,21 @@ setting, and it prints on white.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Sequence
-from html import escape
 from typing import Any
 
 from chatmem.evaluation.scoring import lower_recall
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
+from chatmem.render.terminal import printable
+
+
+def escape(text: str) -> str:
+    """Data as HTML text, its control characters shown as a terminal shows them: a browser
+    obeys a raw U+202E, and a probe or a file name would read reversed."""
+    return html.escape(printable(text))
+
 
 PALETTE = 8
 """Series colours (--s0 … --s7, chosen for colour-blind readers); dashes tell them apart too."""

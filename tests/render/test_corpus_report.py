@@ -170,3 +170,26 @@ def test_the_folder_report_reads_at_a_phone_and_a_desktop_width(
     for caption in measured["captions"]:
         assert caption["lines"] * 3 <= max(caption["words"], 3), caption
         assert caption["left"] >= 0 and caption["right"] <= width, caption
+
+
+def test_a_bidi_override_in_a_title_a_probe_or_a_file_name_is_shown_not_obeyed(
+        tmp_path: Path, hash_embedder: Path) -> None:
+    # U+202E would make the browser draw what follows it reversed: "lmth.jsonl" as
+    # "lnosj.html". Every human output shows it as the terminal does, \u202e.
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    lines = [{"chatmem": 1, "title": "标题 \u202eRLO"},
+             {"role": "user", "content": "我的会员号是VIP-1001。", "id": "u1"},
+             {"role": "assistant", "content": "记下了。", "id": "a1"},
+             {"probe": "会员号是多少？\u202e<i>反</i>", "expect_text": ["VIP-1001"]}]
+    transcript = folder / "\u202elmth.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                          encoding="utf-8")
+    one, every = tmp_path / "one.html", tmp_path / "every.html"
+    invoke("eval", str(transcript), "-s", "buffer", "--report", str(one), code=0)
+    invoke("eval", str(folder), "-s", "buffer", "--jobs", "1", "--report", str(every), code=0)
+    for page in (one.read_text(encoding="utf-8"), every.read_text(encoding="utf-8")):
+        assert "\u202e" not in page
+        assert "标题 \\u202eRLO" in page
+    assert "会员号是多少？\\u202e&lt;i&gt;反&lt;/i&gt;" in one.read_text(encoding="utf-8")
+    assert "\\u202elmth.jsonl" in every.read_text(encoding="utf-8")
