@@ -14,6 +14,12 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
+INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
+"""Characters that draw nothing between two letters (soft hyphen, zero-width space, non-joiner
+and joiner, word joiner, invisible operators, byte order mark). Text pasted from web pages and
+chat apps carries them inside words: 李\u200b雷 still reads as 李雷."""
+
+
 def is_valid(text: str) -> bool:
     """Whether `text` encodes as UTF-8 (holds no lone surrogate)."""
     return _SURROGATES.search(text) is None

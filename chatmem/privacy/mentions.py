@@ -10,8 +10,10 @@ only where it is not part of a longer one (4471 not in 144712, 3.4471 or
 Straße/STRASSE, Дима/ДИМА, Σίσυφος/ΣΊΣΥΦΟΣ, é written as one character or
 two), in the full-width forms Chinese and Japanese input methods type
 (Ｂｅｉｊｉｎｇ, １３８００１３８０００), with any apostrophe a keyboard or a
-phone puts in (O'Brien/O’Brien), and a run of spaces in the value matches any
-run of whitespace, so a value broken over two lines is still found.
+phone puts in (O'Brien/O’Brien), with characters that draw nothing inside it
+(李\u200b雷, a zero-width space pasted from a web page, reads as 李雷), and a run of
+spaces in the value matches any run of whitespace, so a value broken over two lines is
+still found.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chatmem import fts
+from chatmem.text import INVISIBLE
 
 MARKER = "[forgotten]"
 MIN_CHARACTERS = 2
@@ -34,7 +37,8 @@ _FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 """Full-width ASCII (U+FF01–FF5E) as the ASCII it stands for."""
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
-_COMPATIBLE: dict[int, int | str] = {**_FULL_WIDTH, **_APOSTROPHES}
+_DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
+_COMPATIBLE: dict[int, int | str | None] = {**_FULL_WIDTH, **_APOSTROPHES, **_DRAWN_NOTHING}
 _FOLDED_FROM_OTHERS = frozenset("fiklstFIKLST;`'")
 """The ASCII characters another character folds to on its own (ß→ss, ﬁ→fi, K→k, ſ→s,
 İ→i, the Greek question mark→;, ’→'), full-width forms aside (a needle is searched in its
@@ -52,14 +56,15 @@ class Span:
 
 def searchable(value: str) -> bool:
     """Whether a purge looks for `value` at all (see MIN_CHARACTERS)."""
-    return len(unicodedata.normalize("NFC", value.strip())) >= MIN_CHARACTERS
+    shown = value.translate(_DRAWN_NOTHING).strip()
+    return len(unicodedata.normalize("NFC", shown)) >= MIN_CHARACTERS
 
 
 def fold(text: str) -> str:
     """`text` as a purge compares it: Unicode's default caseless matching (case folded,
     canonically decomposed, so ß is ss and é one character or two), with Turkish dotted
     and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul: people type the name on
-    whatever keyboard they have)."""
+    whatever keyboard they have), without the characters that draw nothing."""
     text = text.translate(_COMPATIBLE)
     folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", text).casefold())
     return folded.replace("\u0131", "i").replace("i\u0307", "i")
@@ -73,7 +78,7 @@ def needle(value: str) -> str:
     `_FOLDED_FROM_OTHERS` (Straße mentions STRASSE), and an ASCII letter next to
     a mark or another letter may be one character in the text (é, ŉ).
     """
-    value = unicodedata.normalize("NFC", value.strip())
+    value = unicodedata.normalize("NFC", value.translate(_DRAWN_NOTHING).strip())
     best, run = "", ""
     for at, ch in enumerate(value):
         around = value[max(at - 1, 0):at + 2]
@@ -86,9 +91,10 @@ def needle(value: str) -> str:
 
 
 def needles(value: str) -> list[str]:
-    """What every row mentioning `value` holds, in some ASCII case: its `needle`, or that
-    needle in full-width forms (as written, lower, upper or title case: a database folds
-    the case of ASCII only). Empty when the needle is (every row may mention it)."""
+    """What every row mentioning `value` holds, in some ASCII case, once the characters
+    that draw nothing (text.INVISIBLE: A\u200bda mentions Ada) are taken out: its `needle`,
+    or that needle in full-width forms (as written, lower, upper or title case: a database
+    folds the case of ASCII only). Empty when the needle is (every row may mention it)."""
     found = needle(value)
     if not found:
         return []
@@ -109,7 +115,7 @@ def mention_spans(text: str, value: str) -> list[Span]:
         pattern = re.compile(r"\s+".join(re.escape(part) for part in value.split()),
                              re.IGNORECASE)
         return _alone(text, pattern, text, None)
-    parts = [fold(part) for part in value.split()]
+    parts = [folded for part in value.split() if (folded := fold(part))]
     folded = fold(text)
     if max(parts, key=len) not in folded:
         return []
@@ -151,7 +157,9 @@ def _folded_offsets(text: str) -> tuple[dict[int, int], dict[int, int]]:
             after += 1
         starts[offset] = at
         offset += len(fold(text[at:after]))
-        ends[offset] = after
+        # A character that folds to nothing (a zero-width space) shares its offset with
+        # its neighbours: a mention starts at the letter after it and ends before it.
+        ends.setdefault(offset, after)
         at = after
     return starts, ends
 

@@ -22,6 +22,7 @@ from chatmem import fts
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.records import MessageRecord, json_text
+from chatmem.text import INVISIBLE
 
 _KEYS = {"strategy_state": ("session_id", "strategy", "key"),
          "session_prompts": ("session_id", "from_turn")}
@@ -206,7 +207,8 @@ def _ids(ids: Iterable[int]) -> str:
 
 
 def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tuple[str, list[str]]:
-    """SQL true for a row whose `column` holds any needle in any ASCII case, with its
+    """SQL true for a row whose `column` holds any needle in any ASCII case once the
+    characters that draw nothing are taken out of it (A\u200bda holds `ada`), with its
     parameters; "" is held by every text (NULL holds nothing). Only ASCII is folded, as
     SQLite's lower() folds only ASCII (chatmem.privacy.mentions.needles gives the other
     cases of a full-width needle)."""
@@ -216,8 +218,11 @@ def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tu
         if json_column:
             forms.append(json_text(needle)[1:-1].translate(_ASCII_LOWER))
     patterns = ["%" + _escape_like(form) + "%" for form in dict.fromkeys(forms)]
-    return ("(" + " OR ".join(f"lower({column}) LIKE ? ESCAPE '!'" for _ in patterns) + ")",
-            patterns)
+    shown = column
+    for _ in INVISIBLE:
+        shown = f"replace({shown}, ?, '')"
+    return ("(" + " OR ".join(f"lower({shown}) LIKE ? ESCAPE '!'" for _ in patterns) + ")",
+            [param for pattern in patterns for param in (*INVISIBLE, pattern)])
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")

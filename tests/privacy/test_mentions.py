@@ -45,6 +45,14 @@ def test_spans_point_at_the_mentions_and_a_rejected_match_does_not_hide_the_next
     assert mention_spans("西湖西湖", "西湖") == [Span(0, 2), Span(2, 4)]
 
 
+def test_a_mention_with_characters_that_draw_nothing_inside_spans_them_and_no_more() -> None:
+    # 李\u200b雷 reads as 李雷; a zero-width space before or after it is not the mention's.
+    assert mention_spans("我叫\u200b李\u200b雷\u2060。", "李雷") == [Span(3, 6)]
+    assert mention_spans("I am A\ufeffd\u00ada Lovelace", "Ada Lovelace") == [Span(5, 19)]
+    assert mention_spans("李雷", "李\u200b雷") == [Span(0, 2)]
+    assert not mention_spans("李\u200b", "李\u200b")  # one character: never searched
+
+
 def test_two_values_that_overlap_are_erased_as_one() -> None:
     assert erase_mentions("Ada Lovelace wrote", ["Ada Lovelace", "Lovelace"]) == \
         f"{MARKER} wrote"

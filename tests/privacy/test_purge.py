@@ -35,7 +35,7 @@ def raw_bytes(db: Path) -> bytes:
     return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
-def contents(db: Path, session: str) -> list[str]:
+def contents(db: Path | str, session: str) -> list[str]:
     with Store(db) as store:
         return [m.content for m in store.history.messages(store.sessions.session(session).id)]
 
@@ -161,6 +161,33 @@ def test_a_chinese_value_is_erased_as_the_exact_string_everywhere(
     assert "西湖".encode() not in raw_bytes(db)
     assert f"我们去{MARKER}了，{MARKER}区很美" in contents(db, "s2")
     assert f"I live in 杭州{MARKER}" in contents(db, "s1")
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",
+                                       "\u00ad"])
+def test_a_value_split_by_a_character_that_draws_nothing_is_erased_and_leaves_no_byte(
+        tmp_path: Path, invisible: str) -> None:
+    """Text pasted from a web page or a chat app carries zero-width characters inside
+    words: 李\u200b雷 reads as 李雷 on screen, in exports and in inspect."""
+    db = tmp_path / "h.db"
+    chat(db, "zw", [f"我叫李雷。朋友叫我李{invisible}雷，英文名A{invisible}da。",
+                    "/remember 名字: 李雷", "/remember english: Ada"], code=0)
+    for key in ("名字", "english"):
+        invoke("facts", "forget", "zw", key, "--purge", "--yes", "--db", str(db), code=0)
+    assert contents(db, "zw")[0] == f"我叫{MARKER}。朋友叫我{MARKER}，英文名{MARKER}。"
+    left = raw_bytes(db)
+    for form in ("雷", f"A{invisible}da", invisible):
+        assert form.encode() not in left, form
+
+
+def test_on_postgresql_a_value_split_by_a_zero_width_space_is_found_and_erased(
+        pg_url: str) -> None:
+    # The store narrows rows by SQL there too: it takes such characters out before LIKE.
+    chat(pg_url, "zw", ["My name is A\u200bda, 我叫李\u200b雷。", "/remember english: Ada",
+                        "/remember 名字: 李雷"], code=0)
+    for key in ("english", "名字"):
+        invoke("facts", "forget", "zw", key, "--purge", "--yes", "--db", pg_url, code=0)
+    assert contents(pg_url, "zw")[0] == f"My name is {MARKER}, 我叫{MARKER}。"
 
 
 def test_dry_run_marks_each_mention_and_changes_nothing(
