@@ -106,11 +106,13 @@ the shell would read as a value of its own."""
 
 
 def _menu(candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    from chatmem.graphemes import grapheme_prefix
+
     rows = []
     for value, help_text in candidates:
         line = " ".join(help_text.split())
         rows.append((value, line if len(line) <= HELP_CHARS else
-                     line[: HELP_CHARS - 1].rstrip() + "…"))
+                     grapheme_prefix(line, HELP_CHARS - 1).rstrip() + "…"))
     return rows
 
 

@@ -22,6 +22,7 @@ from chatmem.app import facts as remembered
 from chatmem.app import sessions
 from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
+from chatmem.graphemes import grapheme_prefix
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.repl.table import SLASH
@@ -43,7 +44,7 @@ only when the newest one changed, so a keystroke's reads do not grow with the se
 
 def one_line(text: str, width: int = MENU_WIDTH) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+    return text if len(text) <= width else grapheme_prefix(text, width - 1).rstrip() + "…"
 
 
 class SlashCompleter(Completer):

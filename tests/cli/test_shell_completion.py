@@ -268,3 +268,11 @@ def test_show_completion_of_a_shell_without_one_is_one_line(on_path: dict[str, s
     done = bash("chatmem --show-completion tcsh\nexit $?", on_path)
     assert done.returncode == 2
     assert done.stderr == "error: no completion for 'tcsh': name bash, zsh or fish\n"
+
+
+def test_a_values_help_is_cut_between_the_characters_a_reader_sees() -> None:
+    from chatmem.cli.completion import _menu
+
+    family = "👨\u200d👩\u200d👧\u200d👦"
+    assert _menu([("旅行", "a" * 57 + family + " 全家"), ("日记", "b" * 58 + "e\u0301 café")]) == [
+        ("旅行", "a" * 57 + "…"), ("日记", "b" * 58 + "…")]
