@@ -209,7 +209,14 @@ class Settings:
         return self.aliases.get(name, name) if name is not None else None
 
     def params_for(self, strategy: str) -> dict[str, Any]:
-        return dict(self.strategies.get(strategy, {}))
+        """The `[strategies.NAME]` parameters for `strategy`; in a combination, each member's
+        table applies to it there (`window+entity` takes `[strategies.window] k` as
+        window.k), as it does alone."""
+        members = strategy.split("+")
+        if len(members) == 1:
+            return dict(self.strategies.get(strategy, {}))
+        return {f"{member}.{key}": value for member in members
+                for key, value in self.strategies.get(member, {}).items()}
 
     def public(self) -> dict[str, Any]:
         """The settings as shown by `config show`: no secret ever, only where it comes from."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,24 @@ def test_every_setting_says_where_it_comes_from(tmp_path: Path) -> None:
     assert rows["api_key"] == ("not set", "")
     assert "local" not in rows  # tables are flattened, never shown as a dict
     assert settings.public()["sources"]["local.threads"] == str(path)
+
+
+def test_a_strategys_table_applies_to_it_in_a_combination_too(tmp_path: Path) -> None:
+    """`[strategies.window] k = 2` held for `-s window` only: `window+entity` ran k=5."""
+    from cli_runner import invoke
+
+    config = write(tmp_path, "[strategies.window]\nk = 2\n[strategies.entity]\nmax_facts = 7\n")
+    settings = load_settings(config, env={})
+    assert settings.params_for("window") == {"k": 2}
+    assert settings.params_for("window+entity") == {"window.k": 2, "entity.max_facts": 7}
+    assert settings.params_for("buffer+tokens") == {}
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "组合", "-s", "window+entity", "--provider", "scripted",
+                     "--db", db, "--config", str(config), input="你好\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    shown = invoke("inspect", "组合", "--json", "--db", db, "--config", str(config))
+    assert json.loads(shown.stdout)["strategy"]["params"] == {
+        "window.k": 2, "entity.k": 3, "entity.max_facts": 7}
 
 
 def test_config_path_follows_flag_then_environment(tmp_path: Path, isolated_home: Path) -> None:
