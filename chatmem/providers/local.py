@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import secrets
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
@@ -43,10 +44,13 @@ def xllamacpp_installed() -> bool:
 
 
 @lru_cache(maxsize=2)
-def _server(model_path: str, n_ctx: int, threads: int) -> Any:
+def _server(model_path: str, n_ctx: int, threads: int, key: str) -> Any:
     import xllamacpp
 
     params = xllamacpp.CommonParams()
+    # Only chatmem, which knows the key, may use it: not another user of the machine, nor a
+    # web page that finds the port (the server would run its generations and answer it).
+    params.api_keys = [key]
     params.model.path = model_path
     params.n_ctx = n_ctx
     params.port = 0  # any free port; the server binds 127.0.0.1
@@ -120,11 +124,12 @@ class LocalProvider(OpenAIProvider):
         if not path.is_file():
             raise NoModelAvailable(f"local model file not found: {path}")
         self.model_path = str(path)
-        server = _server(self.model_path, n_ctx, threads)
+        self._key = secrets.token_urlsafe(24)
+        server = _server(self.model_path, n_ctx, threads, self._key)
         self.address = str(server.listening_address).rstrip("/")
         if not self.address.startswith("http"):
             self.address = "http://" + self.address
-        super().__init__(path.stem, base_url=f"{self.address}/v1", api_key="local",
+        super().__init__(path.stem, base_url=f"{self.address}/v1", api_key=self._key,
                          timeout=timeout, max_retries=0, max_tokens=max_tokens,
                          sampling=sampling)
         self._counter: LocalTokenCounter | None = None
@@ -133,7 +138,7 @@ class LocalProvider(OpenAIProvider):
         request = urllib.request.Request(
             self.address + path,
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._key}"},
         )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:

@@ -124,3 +124,23 @@ def test_a_what_if_counts_with_the_recorded_local_tokenizer(local, tmp_path, mon
                                  "recorded": sent.tokenizer, "note": None}
     assert sent.tokenizer.startswith("llama:")
     assert data["context"]["tokens"] == sent.estimated_tokens == sent.prompt_tokens
+
+
+def test_only_chatmem_may_use_its_local_model_server(local) -> None:
+    """The server binds 127.0.0.1, which every user of the machine (and a web page that
+    finds the port) reaches: without the key chatmem made for it, it answers nothing."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    for path, body in (("/v1/chat/completions",
+                        {"messages": [{"role": "user", "content": "你好"}], "max_tokens": 4}),
+                       ("/tokenize", {"content": "你好"}),
+                       ("/completion", {"prompt": "hi", "n_predict": 2})):
+        request = urllib.request.Request(local.address + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "text/plain",
+                                                  "Origin": "https://evil.example"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        assert refused.value.code == 401, path
+    assert local.token_counter().count_text("你好") > 0  # chatmem's own requests still work
