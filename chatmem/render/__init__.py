@@ -162,7 +162,7 @@ def context_panel(
             # Indented as a block, so every line of a multi-line message sits under its part.
             blocks.append(Padding(Text.assemble(
                 (f"{label}{message.role}: ", style),
-                (message.content, ""),
+                (printable(message.content), ""),
                 (f"  [{format_count(message.tokens, approximate)}]", "dim"),
             ), (0, 0, 0, 2)))
     blocks.append(Text.assemble(("reply priming", "bold dim"),
@@ -242,7 +242,7 @@ def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
     out.add_column(style="bold")
     out.add_column(overflow="fold")
     for key, value in data.items():
-        out.add_row(key, "" if value is None else str(value))
+        out.add_row(key, "" if value is None else printable(str(value)))
     return out
 
 
@@ -250,7 +250,8 @@ def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:
     lines = []
     for m in messages:
         style = {"user": "bold green", "assistant": "cyan", "system": "magenta"}.get(m["role"], "")
-        lines.append(Text.assemble((f"[{m['turn']}] {m['role']}: ", style), m["content"]))
+        lines.append(Text.assemble((f"[{m['turn']}] {m['role']}: ", style),
+                                   printable(m["content"])))
     return Group(*lines)
 
 

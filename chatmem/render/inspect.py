@@ -18,6 +18,7 @@ from chatmem.render import (
     TEMPLATE_NOTE,
     context_panel,
     key_values,
+    printable,
     template_extra,
     when,
 )
@@ -168,7 +169,7 @@ def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
         dense = "–" if row.get("dense") is None else f"{row['dense']:.2f}"
         # A recalled row says what brought it up: `kept, meaning`.
         why = Text(kept_text(row), style="green" if row["kept"] else "dim")
-        message = Text(f"{row['role']}: {texts.get(row['id'], '')}", no_wrap=True,
+        message = Text(f"{row['role']}: {printable(texts.get(row['id'], ''))}", no_wrap=True,
                        overflow="ellipsis")
         message.stylize("dim", 0, len(row["role"]) + 1)
         out.add_row(str(row["turn"]), f"{row['bm25']:.2f}", f"{row['words']:.2f}",

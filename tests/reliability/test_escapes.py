@@ -64,7 +64,26 @@ def test_imported_messages_with_escapes_are_inert_in_show_and_inspect(tmp_path: 
     assert "\\u009b31m 看 \\u202egnp" in shown_json
     assert json.loads(shown_json)["messages"][0]["content"] == ATTACK
     shown = invoke("sessions", "show", "t", "--db", str(db)).output
-    assert "␛]0;PWNED" in shown  # (Rich drops the BEL itself)
+    assert "␛]0;PWNED␇" in shown
+
+
+def test_bell_backspace_and_line_controls_show_as_symbols_not_vanish(tmp_path: Path) -> None:
+    """Rich drops BEL, BS, VT, FF and CR when it makes a Text: the message shown was not the
+    one stored, and a CR or a backspace could hide what came before it."""
+    db = str(tmp_path / "h.db")
+    said = "响\x07铃 b\x08s v\x0bt f\x0cf c\rr end"
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(m) for m in [
+        {"role": "user", "content": said}, {"role": "assistant", "content": "ok"}]) + "\n",
+        encoding="utf-8")
+    assert invoke("sessions", "import", str(transcript), "--name", "控制",
+                  "--db", db).exit_code == 0
+    seen = "响␇铃 b␈s v␋t f␌f c␍r end"
+    for args in (["sessions", "show", "控制"], ["inspect", "控制", "--next", "继续"]):
+        result = invoke(*args, "--db", db, env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.stderr
+        assert seen in result.stdout, args
+        assert not any(c in result.stdout for c in "\x07\x08\x0b\x0c\r"), args
 
 
 def test_logs_r_shows_a_replys_escapes_on_a_terminal_and_passes_them_to_a_pipe(
