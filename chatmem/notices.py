@@ -193,6 +193,15 @@ class HistoryMoved:
 
 
 @dataclass(frozen=True)
+class OldHistoryLeft:
+    """An older chatmem's history file is still in the config directory, not moved since
+    one is in the data directory already: its sessions are not read."""
+
+    old: Path
+    new: Path
+
+
+@dataclass(frozen=True)
 class RetentionApplied:
     """Retention erased idle sessions and expired facts when the history opened."""
 
@@ -210,7 +219,7 @@ class RetentionSkipped:
     reason: str
 
 
-OpeningNotice = HistoryMoved | RetentionApplied | RetentionSkipped
+OpeningNotice = HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
 """What opening a workspace did that the user should know."""
 
 @dataclass(frozen=True)
@@ -227,7 +236,8 @@ class ContextsOverBudget:
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
           | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall
-          | HistoryMoved | RetentionApplied | RetentionSkipped | ContextsOverBudget)
+          | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
+          | ContextsOverBudget)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

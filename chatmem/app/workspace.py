@@ -220,13 +220,15 @@ class Workspace:
             return Store(where, key=self.ask_key(f"key for {path}: "))
 
     def _move_legacy_file(self) -> None:
-        from chatmem.config.paths import move_legacy_db
-        from chatmem.notices import HistoryMoved
+        from chatmem.config.paths import legacy_db_left, move_legacy_db
+        from chatmem.notices import HistoryMoved, OldHistoryLeft
         from chatmem.store.sqlite_backend import fold_wal
 
         moved = move_legacy_db(fold_wal)
         if moved is not None:
             self.tell(HistoryMoved(*moved))
+        elif (left := legacy_db_left()) is not None:
+            self.tell(OldHistoryLeft(*left))
 
     # -- models ------------------------------------------------------------------------
 

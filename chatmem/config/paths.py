@@ -85,6 +85,13 @@ def move_legacy_db(fold_wal: Callable[[Path], object]) -> tuple[Path, Path] | No
     return old, new
 
 
+def legacy_db_left() -> tuple[Path, Path] | None:
+    """(old, new) when an older chatmem's history file is in the config directory while one
+    is in the data directory already (so it was never moved, and is not read)."""
+    old, new = legacy_db_path(), default_db_path()
+    return (old, new) if old.is_file() and new.exists() else None
+
+
 def config_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """The config file chatmem reads: --config, else CHATMEM_CONFIG, else the app directory."""
     return chosen_config(config_path, os.environ if env is None else env) or default_config_path()

@@ -28,6 +28,7 @@ from chatmem.notices import (
     MemoryUpdateFailed,
     NoEmbedder,
     Notice,
+    OldHistoryLeft,
     OverBudget,
     ReplyCut,
     RetentionApplied,
@@ -169,6 +170,13 @@ def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
 @_worded.register
 def _(n: HistoryMoved, repl_hints: bool) -> str:
     return f"moved the history file from {n.old} to {n.new} (the platform's data directory)"
+
+
+@_worded.register
+def _(n: OldHistoryLeft, repl_hints: bool) -> str:
+    return (f"an older chatmem's history is still at {n.old} and is not read (this one is "
+            f"{n.new}): `chatmem sessions copy --from {n.old} --to {n.new}` brings its "
+            "sessions here; then remove it")
 
 
 @_worded.register

@@ -117,8 +117,18 @@ def test_an_old_file_never_overwrites_a_new_one(isolated_home: Path) -> None:
     with Store(new) as store:
         store.sessions.create_session("new", "window")
     result = run("sessions", "list", "--json")
-    assert [s["name"] for s in json.loads(result.stdout)] == ["new"] and result.stderr == ""
+    assert [s["name"] for s in json.loads(result.stdout)] == ["new"]
+    # Its sessions are not read: the user is told where they are and how to bring them.
+    assert result.stderr == (f"an older chatmem's history is still at {old} and is not read "
+                             f"(this one is {new}): `chatmem sessions copy --from {old} --to "
+                             f"{new}` brings its sessions here; then remove it\n")
     assert old.exists()
+    copied = run("sessions", "copy", "--from", str(old), "--to", str(new))
+    assert copied.exit_code == 0, copied.stderr
+    old.unlink()
+    again = run("sessions", "list", "--json")
+    assert sorted(s["name"] for s in json.loads(again.stdout)) == ["new", "old"]
+    assert again.stderr == ""
 
 
 def test_an_explicit_db_is_never_moved(isolated_home: Path, tmp_path: Path) -> None:
