@@ -6,10 +6,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from chatmem.render.layout import Fitted
 from chatmem.store import Place
 from chatmem.timestamps import parse_time, utc_now
 
@@ -119,15 +121,24 @@ def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") 
     out = Table(title=title, header_style="bold")
     columns = FACT_COLUMNS + (("expires",) if any(r.get("expires_at") for r in rows) else ())
     for column in columns:
-        out.add_column(column, overflow="fold", style="cyan" if column == "key" else None)
+        # Headers whole and a value's words readable, or the stacked layout below: on a
+        # narrow terminal Rich would fold every cell to a character or two per line.
+        out.add_column(column, overflow="fold", style="cyan" if column == "key" else None,
+                       min_width=max(len(column), 6 if column in ("key", "value") else 0))
+    stacked: list[RenderableType] = []
     for row in rows:
         cells = {**row, "age": age(row.get("updated_at")), "expires": until(row.get("expires_at"))}
         if row.get("history"):
             # The newest value first, then what it replaced.
             cells["value"] = " ← ".join([row["value"], *(h["value"]
                                                          for h in reversed(row["history"]))])
-        out.add_row(*("" if cells.get(c) is None else str(cells[c]) for c in columns))
-    return out
+        shown = {c: "" if cells.get(c) is None else str(cells[c]) for c in columns}
+        out.add_row(*shown.values())
+        stacked.append(Text.assemble((f"{shown['id']} ", "bold"), (shown["key"], "cyan"),
+                                     " = ", shown["value"]))
+        stacked.append(Padding(Text(" · ".join(f"{c} {shown[c]}" for c in columns[3:]
+                                               if shown[c]), style="dim"), (0, 0, 0, 2)))
+    return Fitted(out, Group(*([Text(title, style="bold")] if title else []), *stacked))
 
 
 MENTION_OPEN, MENTION_CLOSE = "[[", "]]"

@@ -64,3 +64,20 @@ def test_a_pinned_detail_reads_like_a_fact_with_its_summary_version() -> None:
     line = next(x for x in console.export_text().splitlines() if "五千元" in x)
     assert [c.strip() for c in line.strip("│ ").split("│")][:6] == [
         "p3", "(pinned)", "五千元", "session", "session 旅行", "summary-buffer v2 (pinned)"]
+
+
+def test_a_narrow_terminal_gets_each_fact_stacked_not_a_table_folded_to_letters() -> None:
+    rows = [{"id": 1, "key": "地址", "value": "北京市海淀区中关村大街一号", "scope": "session",
+             "owner": "session 旅行", "source": "turn 1", "updated_at": None},
+            {"id": 2, "key": "order id", "value": "ORD-7731", "scope": "user",
+             "owner": "user ann", "source": "/remember", "updated_at": None}]
+    narrow = Console(width=40, record=True)
+    narrow.print(facts_table(rows))
+    lines = narrow.export_text().splitlines()
+    assert all(cell_len(line) <= 40 for line in lines)
+    assert "1 地址 = 北京市海淀区中关村大街一号" in [line.rstrip() for line in lines]
+    assert "2 order id = ORD-7731" in [line.rstrip() for line in lines]
+    wide = Console(width=120, record=True)
+    wide.print(facts_table(rows))
+    header = next(line for line in wide.export_text().splitlines() if "scope" in line)
+    assert all(word in header for word in ("id", "key", "value", "scope", "owner", "source"))
