@@ -59,7 +59,10 @@ table { border-collapse: collapse; width: 100%; margin: 0.5rem 0; }
 caption { caption-side: bottom; text-align: left; font-size: 0.85rem; padding-top: 0.4rem; }
 th, td { border-bottom: 1px solid var(--line); padding: 0.35rem 0.5rem; vertical-align: top; }
 thead th { background: var(--head); font-weight: 600; text-align: right; }
-td.text, th[scope="row"], th.strategy { overflow-wrap: anywhere; }
+td.text { overflow-wrap: anywhere; }
+/* A strategy's name breaks between its words and parameters, never inside one
+   (a long unspaced probe beside it squeezed "buffer" into "buffe|r"). */
+th[scope="row"], th.strategy { overflow-wrap: break-word; }
 abbr { text-decoration: none; }
 th:first-child, td:first-child, td.text { text-align: left; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
