@@ -153,6 +153,9 @@ class StoreFailure(Enum):
     """The disk is full or failing."""
     CANNOT_OPEN = "cannot-open"
     CONNECTION_LOST = "connection-lost"
+    TIMED_OUT = "timed-out"
+    """The server cancelled a statement that ran past its statement_timeout (PostgreSQL):
+    trying again meets the same limit."""
     NOT_PERMITTED = "not-permitted"
     """The database role may not do that (PostgreSQL)."""
     NOT_A_DATABASE = "not-a-database"

@@ -147,14 +147,16 @@ class PostgresBackend(PostgresWords):
         """Called after each statement with its SQL, parameters and cursor (store/meter.py
         counts the work with it)."""
         self._target = where.target
+        self._statement_timeout = "0"
         self._conn = self._connect()
         try:
             self._migrate()
             self.ranks_vectors = self._has_vector_copies()
             self._indexed: set[int] = set()
         except psycopg.Error as e:
+            failure = self.error(e)  # before closing: a closed connection reads as lost
             self._conn.close()
-            raise self.error(e) from None
+            raise failure from None
         except BaseException:
             self._conn.close()
             raise
@@ -164,11 +166,23 @@ class PostgresBackend(PostgresWords):
         try:
             conn = psycopg.connect(self._target, autocommit=True,
                                    connect_timeout=CONNECT_TIMEOUT_S)
-            conn.execute(f"SET lock_timeout = {int(self.busy_timeout_ms)}")
         except psycopg.Error as e:
             raise StoreError(f"{self.location}: cannot connect: "
                              f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
                              location=self.location) from None
+        try:
+            # The statement_timeout a role or the URL sets is kept to name it when it fires.
+            self._statement_timeout = str(conn.execute(
+                "SELECT set_config('lock_timeout', %s, false),"
+                " current_setting('statement_timeout')",
+                (str(int(self.busy_timeout_ms)),)).fetchone()[1])
+        except psycopg.Error as e:
+            failure = (self._cancelled(e) if isinstance(e, psycopg.errors.QueryCanceled) else
+                       StoreError(f"{self.location}: cannot connect: "
+                                  f"{_reason(e, self._secret)}",
+                                  kind=StoreFailure.CANNOT_OPEN, location=self.location))
+            conn.close()
+            raise failure from None
         return conn
 
     def _reconnect_if_lost(self) -> None:
@@ -280,6 +294,8 @@ class PostgresBackend(PostgresWords):
         """A driver error as one line naming the database (its password masked)."""
         errors = self._errors.errors
         where = self.location
+        if isinstance(error, errors.QueryCanceled):
+            return self._cancelled(error)
         if self._conn.closed or isinstance(error, errors.AdminShutdown):
             kind = StoreFailure.CONNECTION_LOST
             message = (f"{where}: the connection was lost; memory untouched "
@@ -290,7 +306,7 @@ class PostgresBackend(PostgresWords):
             kind = StoreFailure.NOT_PERMITTED
             message = (f"{where}: this role may not change that, nothing was stored "
                        f"({_reason(error, self._secret)})")
-        elif isinstance(error, errors.LockNotAvailable | errors.QueryCanceled):
+        elif isinstance(error, errors.LockNotAvailable):
             kind = StoreFailure.BUSY
             message = (f"{where} is busy: another process held it for over "
                        f"{self.busy_timeout_ms / 1000:g} s; try again")
@@ -300,6 +316,23 @@ class PostgresBackend(PostgresWords):
         else:
             kind, message = StoreFailure.OTHER, f"{where}: {_reason(error, self._secret)}"
         return StoreError(message, kind=kind, location=where)
+
+    def _cancelled(self, error: BaseException) -> StoreError:
+        """A statement the server cancelled: past the statement_timeout a role or the URL
+        sets (chatmem's own waits for a lock end as LockNotAvailable), or by another
+        session (pg_cancel_backend)."""
+        where, reason = self.location, _reason(error, self._secret)
+        limit = self._statement_timeout
+        if limit in ("0", ""):
+            return StoreError(f"{where}: the server cancelled a statement ({reason});"
+                              " nothing of this change was stored", location=where,
+                              reason=reason)
+        return StoreError(
+            f"{where}: the server cancelled a statement after its statement_timeout"
+            f" ({limit}); nothing of this change was stored, and trying again meets the same"
+            " limit: raise it (ALTER ROLE ... SET statement_timeout, or -c statement_timeout"
+            " in the URL's options) or reset it", kind=StoreFailure.TIMED_OUT, location=where,
+            reason=reason)
 
     # -- schema ---------------------------------------------------------------------------
 
