@@ -30,6 +30,7 @@ from chatmem.errors import (
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
+from chatmem.store.postgres_text import keep_nul_characters
 from chatmem.store.postgres_words import PostgresWords
 from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
@@ -170,6 +171,7 @@ class PostgresBackend(PostgresWords):
             raise StoreError(f"{self.location}: cannot connect: "
                              f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
                              location=self.location) from None
+        keep_nul_characters(conn)
         try:
             # The statement_timeout a role or the URL sets is kept to name it when it fires.
             self._statement_timeout = str(conn.execute(

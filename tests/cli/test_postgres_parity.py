@@ -82,3 +82,34 @@ def test_a_copy_the_target_refuses_names_the_session(pg_server: PostgresServer, 
     assert "session '乙会话' could not be copied (no session was)" in refused.stderr
     assert refused.stderr.count("\n") == 1
     assert invoke("sessions", "list", "--db", url, "--json", code=0).stdout.strip() == "[]"
+
+
+def test_a_nul_character_is_stored_and_read_back_on_postgresql(url: str,
+                                                               tmp_path: Path) -> None:
+    """PostgreSQL's text cannot hold U+0000: it is stored escaped and read back as it was,
+    through a chat, an import, an export and a copy either way, as on SQLite (and U+FDD0, the
+    escape, comes back as itself)."""
+    said = "空字符\x00在这里 \ufdd0\ufdd1 又一个\x00"
+    transcript = tmp_path / "空.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": said}) + "\n"
+                          + json.dumps({"role": "assistant", "content": "好的\x00"}) + "\n",
+                          encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "空字符", "--db", url, "--no-index", code=0)
+    invoke("chat", "聊天", "--db", url, "--provider", "scripted",
+           input="你好\x00世界\n第二句\n", code=0)
+
+    def messages(db: str, name: str) -> list[str]:
+        exported = tmp_path / f"{name}.jsonl"
+        invoke("sessions", "export", name, "--db", db, "-o", str(exported), "--force", code=0)
+        return [json.loads(line)["content"]
+                for line in exported.read_text(encoding="utf-8").splitlines()
+                if line.strip() and "content" in json.loads(line)]
+
+    assert messages(url, "空字符") == [said, "好的\x00"]
+    assert messages(url, "聊天")[:2] == ["你好\x00世界", "echo #1: 你好\x00世界"]
+    sqlite = str(tmp_path / "h.db")
+    invoke("sessions", "copy", "--from", url, "--to", sqlite, code=0)
+    assert messages(sqlite, "空字符") == [said, "好的\x00"]
+    invoke("sessions", "rename", "空字符", "回来", "--db", sqlite, code=0)
+    invoke("sessions", "copy", "回来", "--from", sqlite, "--to", url, code=0)
+    assert messages(url, "回来") == [said, "好的\x00"]
