@@ -368,6 +368,22 @@ class PostgresBackend(PostgresWords):
     def _migrate(self) -> None:
         if not self._pending_migrations():
             return
+        if not self._tables() - {schema.BOOKKEEPING} and not self._conn.execute(
+                "SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
+                ).fetchone()[0]:
+            raise self._no_tables()
+        self._run_migrations()
+
+    def _no_tables(self) -> StoreError:
+        """An empty database this role may not create chatmem's tables in: whoever is to own
+        them (README: the administrator, not a person who chats) opens it first."""
+        return StoreError(
+            f"{self.location} has no chatmem tables yet, and this role may not create them"
+            " (no CREATE on its schema): an administrator opens it with chatmem"
+            " first (chatmem admin add-user ROLE --db URL-AS-ADMIN), then this role can use it",
+            kind=StoreFailure.NO_TABLES, location=self.location)
+
+    def _run_migrations(self) -> None:
         with self.write():
             # Under the write lock: another process may have migrated meanwhile.
             pending = self._pending_migrations()
