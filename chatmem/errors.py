@@ -153,8 +153,14 @@ class StoreFailure(Enum):
     """The disk is full or failing."""
     CANNOT_OPEN = "cannot-open"
     CONNECTION_LOST = "connection-lost"
+    TIMED_OUT = "timed-out"
+    """The server cancelled a statement that ran past its statement_timeout (PostgreSQL):
+    trying again meets the same limit."""
     NOT_PERMITTED = "not-permitted"
     """The database role may not do that (PostgreSQL)."""
+    NO_TABLES = "no-tables"
+    """The database has no chatmem tables yet and this role may not create them
+    (PostgreSQL): a reading command shows an empty history."""
     NOT_A_DATABASE = "not-a-database"
     DAMAGED = "damaged"
     """The file is corrupt, or holds text that is not UTF-8."""

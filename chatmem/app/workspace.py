@@ -19,7 +19,7 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.location import HistoryLocation, LocationKind
-from chatmem.errors import HistoryLocked, NotFound
+from chatmem.errors import HistoryLocked, NotFound, StoreError, StoreFailure
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -201,7 +201,14 @@ class Workspace:
         settings = self.settings
         where = settings.location  # parsed once here; the store is given it, typed
         if where.kind is LocationKind.POSTGRESQL:
-            return Store(where)  # the server protects it: no history key
+            try:
+                return Store(where)  # the server protects it: no history key
+            except StoreError as e:
+                # A reading command on a database no one has opened yet shows it empty, as
+                # on a fresh file; a writing command says who must open it first.
+                if self.create or e.kind is not StoreFailure.NO_TABLES:
+                    raise
+                return Store.empty_standing_in(where.shown)
         if settings.db is None:
             self._move_legacy_file()
         path = where.path

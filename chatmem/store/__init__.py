@@ -90,6 +90,14 @@ class Store:
     def path(self, path: Path) -> None:
         self.connection.path = path
 
+    @classmethod
+    def empty_standing_in(cls, location: str) -> Store:
+        """An empty history in memory that names `location`: what a reading command shows of
+        a database that has no chatmem tables yet (nothing is stored there to read)."""
+        store = cls(":memory:")
+        store.connection.shown_as = location
+        return store
+
     @property
     def encrypted(self) -> bool:
         return self.connection.encrypted

@@ -62,11 +62,15 @@ class Connection:
         self.db: Backend = open_backend(where, key)
         self.path = where.path if where.kind is LocationKind.SQLITE else Path()
         """The history file (SQLite); a command may name another while showing an empty one."""
+        self.shown_as: str | None = None
+        """The database an empty stand-in shows (a URL without chatmem's tables yet)."""
         self.encrypted = self.db.encrypted
 
     @property
     def location(self) -> str:
         """What messages name: the file's path, or the database URL without its password."""
+        if self.shown_as is not None:
+            return self.shown_as
         return str(self.path) if self.db.kind == "sqlite" else self.db.location
 
     def now(self) -> str:

@@ -16,7 +16,7 @@ from json import loads
 from typing import TYPE_CHECKING, Any
 
 from chatmem import fts
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows
 from chatmem.store.records import json_text
 
@@ -92,6 +92,7 @@ def copy_sessions(source: Store, target: Store,
             raise UsageError(f"{target.location} has a session {name!r} already; "
                              "rename one (chatmem sessions rename) and copy again")
     marks = ", ".join("?" for _ in ids)
+    origin = _Origin(dict(zip(ids, chosen, strict=True)))
     new_ids: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     with target.write():
@@ -100,7 +101,7 @@ def copy_sessions(source: Store, target: Store,
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
             counts[table.name] = len(rows)
-            new_ids[table.name] = _insert(target, table, rows, new_ids)
+            new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
     return CopyReport(source.location, target.location, chosen, counts)
 
 
@@ -115,8 +116,35 @@ def _rows_of(table: _Table, marks: str, ids: list[int],
     return table.where.format(chosen=chosen), list(ids) * table.where.count("{chosen}")
 
 
+@dataclass
+class _Origin:
+    """Which source session a row comes from, so a row the target refuses names it."""
+
+    names: dict[int, str]
+    """Source session id → its name."""
+    message_sessions: dict[int, int] = field(default_factory=dict)
+    """Source message id → its session's id (filled as messages are copied)."""
+
+    def session_of(self, table: _Table, row: dict[str, Any]) -> int | None:
+        if table.name == "sessions":
+            return int(row["id"])
+        for column in ("session_id", "source_session_id"):
+            if row.get(column) is not None:
+                return int(row[column])
+        if row.get("message_id") is not None:
+            return self.message_sessions.get(int(row["message_id"]))
+        return None
+
+    def refused(self, error: StoreError, session_id: int | None) -> StoreError:
+        """`error`, saying which session's rows the target refused (none was copied)."""
+        name = self.names.get(session_id) if session_id is not None else None
+        if name is not None:
+            error.message = f"session {name!r} could not be copied (no session was): {error}"
+        return error
+
+
 def _insert(target: Store, table: _Table, rows: list[dict[str, Any]],
-            new_ids: dict[str, dict[int, int]]) -> dict[int, int]:
+            new_ids: dict[str, dict[int, int]], origin: _Origin) -> dict[int, int]:
     """Insert `rows` into `target` with their references remapped; old id → new id."""
     if not rows:
         return {}
@@ -125,17 +153,28 @@ def _insert(target: Store, table: _Table, rows: list[dict[str, Any]],
     names = ", ".join(f'"{c}"' for c in columns)
     sql = (f"INSERT INTO {table.name} ({names}) VALUES ({', '.join('?' for _ in columns)})")
     mapped: dict[int, int] = {}
-    words: list[tuple[int, str]] = []
+    words: dict[int, list[tuple[int, str]]] = {}
     for row in rows:
         values = [_value(row, column, table, new_ids) for column in columns]
-        if table.keyed:
-            mapped[int(row["id"])] = int(
-                target.db.execute(sql + " RETURNING id", values).fetchall()[0][0])
-        else:
-            target.db.execute(sql, values)
-        if table.name == "messages":
-            words.append((mapped[int(row["id"])], fts.index_text(row["content"])))
-    target.db.index_words(words)
+        session_id = origin.session_of(table, row)
+        try:
+            if table.keyed:
+                mapped[int(row["id"])] = int(
+                    target.db.execute(sql + " RETURNING id", values).fetchall()[0][0])
+            else:
+                target.db.execute(sql, values)
+        except StoreError as e:
+            raise origin.refused(e, session_id) from None
+        if table.name == "messages" and session_id is not None:
+            origin.message_sessions[int(row["id"])] = session_id
+            words.setdefault(session_id, []).append(
+                (mapped[int(row["id"])], fts.index_text(row["content"])))
+    # One statement a session: the target's word index refusing one names it.
+    for session_id, entries in words.items():
+        try:
+            target.db.index_words(entries)
+        except StoreError as e:
+            raise origin.refused(e, session_id) from None
     return mapped
 
 

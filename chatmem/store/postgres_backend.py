@@ -30,6 +30,7 @@ from chatmem.errors import (
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
+from chatmem.store.postgres_text import keep_nul_characters
 from chatmem.store.postgres_words import PostgresWords
 from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
@@ -147,14 +148,16 @@ class PostgresBackend(PostgresWords):
         """Called after each statement with its SQL, parameters and cursor (store/meter.py
         counts the work with it)."""
         self._target = where.target
+        self._statement_timeout = "0"
         self._conn = self._connect()
         try:
             self._migrate()
             self.ranks_vectors = self._has_vector_copies()
             self._indexed: set[int] = set()
         except psycopg.Error as e:
+            failure = self.error(e)  # before closing: a closed connection reads as lost
             self._conn.close()
-            raise self.error(e) from None
+            raise failure from None
         except BaseException:
             self._conn.close()
             raise
@@ -164,11 +167,24 @@ class PostgresBackend(PostgresWords):
         try:
             conn = psycopg.connect(self._target, autocommit=True,
                                    connect_timeout=CONNECT_TIMEOUT_S)
-            conn.execute(f"SET lock_timeout = {int(self.busy_timeout_ms)}")
         except psycopg.Error as e:
             raise StoreError(f"{self.location}: cannot connect: "
                              f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
                              location=self.location) from None
+        keep_nul_characters(conn)
+        try:
+            # The statement_timeout a role or the URL sets is kept to name it when it fires.
+            self._statement_timeout = str(conn.execute(
+                "SELECT set_config('lock_timeout', %s, false),"
+                " current_setting('statement_timeout')",
+                (str(int(self.busy_timeout_ms)),)).fetchone()[1])
+        except psycopg.Error as e:
+            failure = (self._cancelled(e) if isinstance(e, psycopg.errors.QueryCanceled) else
+                       StoreError(f"{self.location}: cannot connect: "
+                                  f"{_reason(e, self._secret)}",
+                                  kind=StoreFailure.CANNOT_OPEN, location=self.location))
+            conn.close()
+            raise failure from None
         return conn
 
     def _reconnect_if_lost(self) -> None:
@@ -280,6 +296,8 @@ class PostgresBackend(PostgresWords):
         """A driver error as one line naming the database (its password masked)."""
         errors = self._errors.errors
         where = self.location
+        if isinstance(error, errors.QueryCanceled):
+            return self._cancelled(error)
         if self._conn.closed or isinstance(error, errors.AdminShutdown):
             kind = StoreFailure.CONNECTION_LOST
             message = (f"{where}: the connection was lost; memory untouched "
@@ -290,7 +308,7 @@ class PostgresBackend(PostgresWords):
             kind = StoreFailure.NOT_PERMITTED
             message = (f"{where}: this role may not change that, nothing was stored "
                        f"({_reason(error, self._secret)})")
-        elif isinstance(error, errors.LockNotAvailable | errors.QueryCanceled):
+        elif isinstance(error, errors.LockNotAvailable):
             kind = StoreFailure.BUSY
             message = (f"{where} is busy: another process held it for over "
                        f"{self.busy_timeout_ms / 1000:g} s; try again")
@@ -300,6 +318,23 @@ class PostgresBackend(PostgresWords):
         else:
             kind, message = StoreFailure.OTHER, f"{where}: {_reason(error, self._secret)}"
         return StoreError(message, kind=kind, location=where)
+
+    def _cancelled(self, error: BaseException) -> StoreError:
+        """A statement the server cancelled: past the statement_timeout a role or the URL
+        sets (chatmem's own waits for a lock end as LockNotAvailable), or by another
+        session (pg_cancel_backend)."""
+        where, reason = self.location, _reason(error, self._secret)
+        limit = self._statement_timeout
+        if limit in ("0", ""):
+            return StoreError(f"{where}: the server cancelled a statement ({reason});"
+                              " nothing of this change was stored", location=where,
+                              reason=reason)
+        return StoreError(
+            f"{where}: the server cancelled a statement after its statement_timeout"
+            f" ({limit}); nothing of this change was stored, and trying again meets the same"
+            " limit: raise it (ALTER ROLE ... SET statement_timeout, or -c statement_timeout"
+            " in the URL's options) or reset it", kind=StoreFailure.TIMED_OUT, location=where,
+            reason=reason)
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -333,6 +368,22 @@ class PostgresBackend(PostgresWords):
     def _migrate(self) -> None:
         if not self._pending_migrations():
             return
+        if not self._tables() - {schema.BOOKKEEPING} and not self._conn.execute(
+                "SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
+                ).fetchone()[0]:
+            raise self._no_tables()
+        self._run_migrations()
+
+    def _no_tables(self) -> StoreError:
+        """An empty database this role may not create chatmem's tables in: whoever is to own
+        them (README: the administrator, not a person who chats) opens it first."""
+        return StoreError(
+            f"{self.location} has no chatmem tables yet, and this role may not create them"
+            " (no CREATE on its schema): an administrator opens it with chatmem"
+            " first (chatmem admin add-user ROLE --db URL-AS-ADMIN), then this role can use it",
+            kind=StoreFailure.NO_TABLES, location=self.location)
+
+    def _run_migrations(self) -> None:
         with self.write():
             # Under the write lock: another process may have migrated meanwhile.
             pending = self._pending_migrations()

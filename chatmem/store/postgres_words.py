@@ -18,6 +18,14 @@ COUNTED_TOGETHER = 200
 _TOKEN = re.compile(r"[^\W_]+")
 """What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
 TEXT_SEARCH = "english"
+INDEXED_BYTES = 900_000
+"""What `fitting_terms` keeps of one message's lexemes and positions: below the 1,048,575
+bytes a tsvector holds (MAXSTRPOS), as the server's parser may lower a term into a few more
+bytes than counted here."""
+LONGEST_LEXEME = 2047
+"""Bytes in the longest lexeme a tsvector holds (the server skips longer words)."""
+POSITIONS_KEPT = 256
+"""Positions a tsvector keeps per lexeme (the server drops the rest)."""
 
 
 def bm25_weight(found: int, length: int, average: float) -> float:
@@ -53,7 +61,8 @@ class PostgresWords:
             " JOIN messages m ON m.id = e.id"
             " ON CONFLICT (message_id) DO UPDATE SET terms = excluded.terms,"
             " tokens = excluded.tokens",
-            [[message_id for message_id, _ in entries], [text for _, text in entries],
+            [[message_id for message_id, _ in entries],
+             [fitting_terms(text) for _, text in entries],
              [len(_TOKEN.findall(text)) for _, text in entries]])
 
     def unindex_words(self, message_ids: Sequence[int]) -> None:
@@ -183,6 +192,36 @@ class PostgresWords:
     def count_lexeme(self, lexeme: str) -> int:
         return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
                                [_tsquery(lexeme)]))
+
+
+def fitting_terms(text: str) -> str:
+    """The index terms of `text` (fts.index_text) that fit one tsvector, so a message of any
+    length is stored and found by its words: every occurrence of each distinct term, in
+    order of first use, while they fit; a message too long (150,000 Chinese characters, or
+    100,000 distinct words) is indexed by its first terms only, and a term too long for a
+    lexeme is left out (SQLite's FTS5 has neither limit)."""
+    if len(text) * 9 <= INDEXED_BYTES:  # a character costs at most 9 bytes (see below)
+        return text
+    terms = text.split()
+    occurrences: dict[str, int] = {}
+    for term in terms:
+        occurrences[term] = occurrences.get(term, 0) + 1
+    used = 0
+    kept: set[str] = set()
+    for term, count in occurrences.items():
+        # Each lexeme its bytes (aligned to 2), a count of positions and 2 bytes a position;
+        # a term the parser splits at `_` costs that for each part.
+        parts = [len(part.encode()) for part in term.split("_") if part]
+        if any(size > LONGEST_LEXEME for size in parts):
+            continue
+        cost = sum(size + 1 + 2 + 2 * min(count, POSITIONS_KEPT) for size in parts)
+        if used + cost > INDEXED_BYTES:
+            continue
+        used += cost
+        kept.add(term)
+    if len(kept) == len(occurrences):
+        return text
+    return " ".join(term for term in terms if term in kept)
 
 
 def _tsquery(lexeme: str) -> str:
