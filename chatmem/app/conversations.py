@@ -237,13 +237,20 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
 
 def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
                text: str) -> bool:
-    """Whether a session's history is `prior`, or `prior` then `text` and a reply."""
+    """Whether a session's history is `prior`, or `prior` then `text` and a reply: its
+    length, and its last two turns, which the client's history must end with (the opening
+    they share already, by its name). Reads two turns, not the whole history."""
     held = history.message_count(session_id, at_most=len(prior) + 3)
     if held not in (len(prior), len(prior) + 2):
         return False
-    said = [(m.role, m.content) for m in history.messages(session_id)]
-    return said[:len(prior)] == [(m.role, m.content) for m in prior] and (
-        held == len(prior) or said[len(prior)] == ("user", text))
+    last = history.turn_count(session_id)
+    tail = [(m.role, m.content) for m in history.messages(session_id, max(1, last - 1))]
+    if held == len(prior) + 2:
+        if tail[-2:-1] != [("user", text)]:
+            return False
+        tail = tail[:-2]
+    said = [(m.role, m.content) for m in prior]
+    return not tail or said[len(said) - len(tail):] == tail
 
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:
