@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 def build_server(settings: Settings) -> MCPServer[Any]:
     """The MCP server over the history `settings` name (or, per caller over HTTP, the one
     BearerGuard found for its token)."""
-    from mcp.server.mcpserver import MCPServer
+    from chatmem.mcp.arguments import ToolServer
 
     memory = Memory(settings)
 
@@ -73,7 +73,7 @@ def build_server(settings: Settings) -> MCPServer[Any]:
         finally:
             memory.kept.close()  # each kept engine settles (its pending vectors stored)
 
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = ToolServer(
         name="chatmem", version=_version(), log_level="WARNING", lifespan=closing_kept,
         instructions=(
             "chatmem keeps this conversation's memory and shows exactly what it would send. "
