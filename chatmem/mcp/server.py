@@ -368,7 +368,9 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
         with memory.workspace(ctx, answer="resource") as ws:
             return to_jsonl(sessions.session_transcript(ws, conversation_id))
 
-    @server.resource("chatmem://conversations/{conversation_id}/context/{strategy}",
+    # {+strategy}: RFC 6570's reserved expansion, so a spec reads with its commas, colons
+    # and equals signs as typed (a plain {strategy} stops at a comma).
+    @server.resource("chatmem://conversations/{conversation_id}/context/{+strategy}",
                      mime_type="application/json",
                      description="The context a strategy would send now (what inspect --json "
                                  "shows); 'current' for the conversation's own strategy.")
