@@ -85,7 +85,9 @@ def mcp(
     people = _tokens(tokens)
     server = build_server(settings)
     if http is None:
-        server.run("stdio")
+        from chatmem.mcp.stdio import run_stdio
+
+        run_stdio(server)
         return
     from chatmem.serve.listening import guarded, listening, serve_http
 

@@ -10,6 +10,15 @@ from pydantic import BaseModel, Field
 
 PAGE_TOKENS = 4000
 """The most tokens one tool result holds; the rest is on the next page."""
+ITEM_TOKENS = 3000
+"""The most tokens the items of one page (messages, hits, facts) hold together: the rest of
+the page is for the result's own fields (ids, labels, the parts' reasons, previews)."""
+PREVIEW_TOKENS = 200
+"""A text shown beside a page's items (a turn's input and reply, the input asked about):
+at most this much of it, so every page stays within PAGE_TOKENS whatever was pasted."""
+CUT_TOKENS = ITEM_TOKENS - 200
+"""The most tokens of text one item shows: an item larger than a page is cut (its fields
+and the note saying where the whole is take the rest)."""
 
 T = TypeVar("T")
 
@@ -148,35 +157,66 @@ class TurnExplanation(BaseModel):
     next_page: int | None
 
 
-PREVIEW_CHARACTERS = 1_000
-"""A turn's input and reply in explain_turn, beside the paged parts: at most this much of
-each, so every page stays within PAGE_TOKENS whatever was pasted."""
+def cut(text: str, whole_in: str, tokens: int = CUT_TOKENS) -> str:
+    """`text`, or as much of its start as `tokens` tokens hold (counted as its JSON, as a
+    result is), how many characters follow and where the whole of it is."""
+    if _json_tokens(text) <= tokens:
+        return text
+    note = f"… [{len(text):,} more characters: {whole_in}]"
+    room = max(tokens - _json_tokens(note), 0)
+    keep = min(len(text), room)
+    while keep and (spent := _json_tokens(text[:keep])) > room:
+        # A character is a token or more, but some scripts take several: shrink in step.
+        keep = min(keep - 1, keep * room // spent)
+    return f"{text[:keep]}… [{len(text) - keep:,} more characters: {whole_in}]"
 
 
 def preview(text: str | None, whole_in: str) -> str | None:
-    """`text`, or its first PREVIEW_CHARACTERS and where the whole of it is."""
-    if text is None or len(text) <= PREVIEW_CHARACTERS:
-        return text
-    return (f"{text[:PREVIEW_CHARACTERS]}… [{len(text) - PREVIEW_CHARACTERS:,} more "
-            f"characters: {whole_in}]")
+    """`text`, or its start within PREVIEW_TOKENS and where the whole of it is."""
+    return None if text is None else cut(text, whole_in, PREVIEW_TOKENS)
+
+
+def transcript_of(conversation_id: str, turn: int | None = None) -> str:
+    """Where a stored message is read whole: the conversation's transcript resource."""
+    at = "" if turn is None else f" (turn {turn})"
+    return f"chatmem://conversations/{conversation_id}/transcript{at}"
+
+
+def context_resource(conversation_id: str, strategy: str | None) -> str:
+    """The resource holding a context whole, for `strategy` (None: the conversation's own)."""
+    return f"chatmem://conversations/{conversation_id}/context/{strategy or 'current'}"
+
+
+FACTS_WHOLE = "chatmem facts list --json"
+"""Where a fact's value is read whole."""
 
 
 def fact_result(fact: Any, owner: str) -> Fact:
-    return Fact(id=fact.id, key=fact.key, value=fact.value, scope=str(fact.scope), owner=owner,
-                expires_at=fact.expires_at)
+    return Fact(id=fact.id, key=fact.key, value=cut(fact.value, FACTS_WHOLE),
+                scope=str(fact.scope), owner=owner, expires_at=fact.expires_at)
 
 
 def tokens_of(item: BaseModel) -> int:
+    return _count(item.model_dump_json())
+
+
+def _json_tokens(text: str) -> int:
+    import json
+
+    return _count(json.dumps(text, ensure_ascii=False))
+
+
+def _count(text: str) -> int:
     from chatmem.tokens import counter_for_model
 
-    return counter_for_model(None).count_text(item.model_dump_json())
+    return counter_for_model(None).count_text(text)
 
 
 def paged(items: Sequence[T], page: int, cost: Callable[[T], int] = tokens_of,  # type: ignore[assignment]
-          cap: int = PAGE_TOKENS) -> tuple[list[T], int | None]:
-    """Page `page` of `items` cut at `cap` tokens a page (an item larger than a page is a
-    page of its own), and the next page's number or None; `cost` counts an item (default:
-    the tokens of its JSON)."""
+          cap: int = ITEM_TOKENS) -> tuple[list[T], int | None]:
+    """Page `page` of `items` cut at `cap` tokens a page (an item larger than a page, if
+    one was not cut, is a page of its own), and the next page's number or None; `cost`
+    counts an item (default: the tokens of its JSON)."""
     pages: list[list[T]] = [[]]
     used = 0
     for item in items:
@@ -190,18 +230,25 @@ def paged(items: Sequence[T], page: int, cost: Callable[[T], int] = tokens_of,  
     return chosen, page + 1 if page < len(pages) else None
 
 
-def paged_parts(parts: list[dict[str, Any]], page: int) -> tuple[list[ContextPart], int | None]:
-    """A context's parts, its messages paged by tokens (a long history spans pages)."""
-    rows = [(part, message) for part in parts for message in part["messages"]]
-    chosen, next_page = paged(rows, page, cost=lambda row: int(row[1]["tokens"]) + 8)
+def paged_parts(parts: list[dict[str, Any]], page: int,
+                whole_in: Callable[[dict[str, Any], dict[str, Any]], str]
+                ) -> tuple[list[ContextPart], int | None]:
+    """A context's parts, its messages paged by tokens (a long history spans pages); a
+    message larger than a page is cut, saying where it is whole (`whole_in(part,
+    message)`)."""
+    rows = [(part, _cut_message(message, whole_in(part, message)))
+            for part in parts for message in part["messages"]]
+    chosen, next_page = paged(rows, page, cost=lambda row: tokens_of(row[1]))
     shown: dict[int, ContextPart] = {}
     for part, message in chosen:
         at = id(part)
         if at not in shown:
             shown[at] = ContextPart(kind=part["kind"], reason=part["reason"],
                                     tokens=part["tokens"], messages=[])
-        shown[at].messages.append(ContextMessage(role=message["role"],
-                                                 content=message["content"],
-                                                 tokens=message["tokens"],
-                                                 turn=message.get("turn")))
+        shown[at].messages.append(message)
     return list(shown.values()), next_page
+
+
+def _cut_message(message: dict[str, Any], whole_in: str) -> ContextMessage:
+    return ContextMessage(role=message["role"], content=cut(message["content"], whole_in),
+                          tokens=message["tokens"], turn=message.get("turn"))

@@ -22,6 +22,7 @@ from pydantic import Field
 from chatmem.errors import NotFound
 from chatmem.mcp.memory import Memory, told_to_the_model
 from chatmem.mcp.results import (
+    FACTS_WHOLE,
     Comparison,
     ContextView,
     Conversation,
@@ -37,10 +38,13 @@ from chatmem.mcp.results import (
     Started,
     StrategyScore,
     TurnExplanation,
+    context_resource,
+    cut,
     fact_result,
     paged,
     paged_parts,
     preview,
+    transcript_of,
 )
 from chatmem.memory.params import strategy_label
 
@@ -58,7 +62,7 @@ if TYPE_CHECKING:
 def build_server(settings: Settings) -> MCPServer[Any]:
     """The MCP server over the history `settings` name (or, per caller over HTTP, the one
     BearerGuard found for its token)."""
-    from mcp.server.mcpserver import MCPServer
+    from chatmem.mcp.arguments import ToolServer
 
     memory = Memory(settings)
 
@@ -69,7 +73,7 @@ def build_server(settings: Settings) -> MCPServer[Any]:
         finally:
             memory.kept.close()  # each kept engine settles (its pending vectors stored)
 
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = ToolServer(
         name="chatmem", version=_version(), log_level="WARNING", lifespan=closing_kept,
         instructions=(
             "chatmem keeps this conversation's memory and shows exactly what it would send. "
@@ -166,9 +170,18 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                 lambda ws: inspection.next_engine(ws, conversation_id),
                 lambda engine: inspection.inspect_on(engine, input))
         data = inspection_json(seen)
-        parts, next_page = paged_parts(data["context"]["parts"], page)
+        whole = context_resource(conversation_id, strategy)
+
+        def whole_in(part: dict[str, Any], message: dict[str, Any]) -> str:
+            if part["kind"] == "input":
+                return "the input given"
+            turn = message.get("turn")
+            return whole if turn is None else transcript_of(conversation_id, turn)
+
+        parts, next_page = paged_parts(data["context"]["parts"], page, whole_in)
         return ContextView(conversation_id=conversation_id, strategy=data["strategy"]["label"],
-                           input=input, tokens=data["context"]["tokens"],
+                           input=preview(input, "the input given") or "",
+                           tokens=data["context"]["tokens"],
                            budget=data["context"]["budget"],
                            dropped=data["context"]["dropped"], parts=parts, page=page,
                            next_page=next_page)
@@ -195,7 +208,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             hit for name in names for hit in memory.in_conversation(
                 ctx, name, "search", partial(search.search_engine, session=name),
                 partial(search.found_in, query=query))], search.SEARCH_HITS)
-        hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role, content=f.content,
+        hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role,
+                    content=cut(f.content, transcript_of(f.session, f.turn)),
                     words=f.words, meaning=f.dense, fused=f.fused, bm25=f.bm25) for f in found]
         chosen, next_page = paged(hits, page)
         return SearchResult(hits=chosen, page=page, next_page=next_page)
@@ -242,8 +256,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         """The facts chatmem keeps, with their exact ids, scope and end."""
         with memory.workspace(ctx) as ws:
             listing = facts.list_facts(ws, session=conversation_id) if ws.has_history else None
-        shown = [Fact(id=f.fact.id, key=f.fact.key, value=f.fact.value, scope=str(f.fact.scope),
-                      owner=f.owner.name if f.owner else "", expires_at=f.expires_at)
+        shown = [Fact(id=f.fact.id, key=f.fact.key, value=cut(f.fact.value, FACTS_WHOLE),
+                      scope=str(f.fact.scope), owner=f.owner.name if f.owner else "",
+                      expires_at=f.expires_at)
                  for f in (listing.facts if listing else [])]
         chosen, next_page = paged(shown, page)
         return FactList(facts=chosen, page=page, next_page=next_page)
@@ -317,14 +332,22 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         with memory.workspace(ctx) as ws:
             data = inspection_json(inspection.inspect_turn(ws, conversation_id, turn))
-        parts, next_page = paged_parts(data["context"]["parts"], page)
         recorded = data["turn"]
+        transcript = transcript_of(conversation_id, recorded["number"])
+
+        def whole_in(part: dict[str, Any], message: dict[str, Any]) -> str:
+            if part["kind"] == "input":
+                return transcript
+            if message.get("turn") is not None:
+                return transcript_of(conversation_id, message["turn"])
+            return f"chatmem inspect {conversation_id} {recorded['number']} --json"
+
+        parts, next_page = paged_parts(data["context"]["parts"], page, whole_in)
         # The input and the reply only in part beside the parts: the input part holds the
-        # input whole, and the transcript the reply, each read a page at a time.
-        transcript = f"chatmem://conversations/{conversation_id}/transcript"
+        # input (whole unless larger than a page), and the transcript both.
         return TurnExplanation(conversation_id=conversation_id, turn=recorded["number"],
                                status=recorded["status"],
-                               input=preview(recorded["input"], "the input part") or "",
+                               input=preview(recorded["input"], transcript) or "",
                                reply=preview(recorded["reply"], transcript),
                                strategy=data["strategy"]["label"],
                                tokens=data["context"]["tokens"],
@@ -345,7 +368,9 @@ def _add_resources(server: MCPServer[Any], memory: Memory) -> None:
         with memory.workspace(ctx, answer="resource") as ws:
             return to_jsonl(sessions.session_transcript(ws, conversation_id))
 
-    @server.resource("chatmem://conversations/{conversation_id}/context/{strategy}",
+    # {+strategy}: RFC 6570's reserved expansion, so a spec reads with its commas, colons
+    # and equals signs as typed (a plain {strategy} stops at a comma).
+    @server.resource("chatmem://conversations/{conversation_id}/context/{+strategy}",
                      mime_type="application/json",
                      description="The context a strategy would send now (what inspect --json "
                                  "shows); 'current' for the conversation's own strategy.")

@@ -281,11 +281,65 @@ def test_a_long_turn_is_explained_within_the_cap_on_every_page(tmp_path: Path) -
     pages = with_client(tmp_path / "h.db", work)
     for page in pages:
         assert len(page["input"]) < 1_200 and page["input"].startswith("合同条款")
-        assert "more characters: the input part" in page["input"]
-        assert "chatmem://conversations/paste/transcript" in page["reply"]
+        assert "more characters: chatmem://conversations/paste/transcript (turn 1)" \
+            in page["input"]
+        assert "chatmem://conversations/paste/transcript (turn 1)" in page["reply"]
     parts = [m["content"] for p in pages for part in p["parts"] if part["kind"] == "input"
              for m in part["messages"]]
-    assert parts == [pasted]
+    # Larger than a page, the input part holds its start and says where the rest is.
+    assert len(parts) == 1 and pasted.startswith(parts[0].split("… [")[0])
+    assert parts[0].endswith("more characters: chatmem://conversations/paste/transcript "
+                             "(turn 1)]")
+
+
+def test_one_message_or_fact_larger_than_a_page_is_cut_and_no_result_passes_the_cap(
+        tmp_path: Path) -> None:
+    """A Chinese message of 60,000 characters (and a fact as long): every tool's result,
+    counted as chatmem counts a page, stays within 4,000 tokens; what is cut says where
+    the whole is, and the stored message is whole."""
+    from chatmem.mcp.results import PAGE_TOKENS
+    from chatmem.tokens import counter_for_model
+
+    big = ("这是一个很长的消息，包含订单号 ORD-1234。" * 3000)[:60_000]
+    results: list[tuple[str, dict[str, Any]]] = []
+
+    async def keep(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await call(session, tool, **arguments)
+        results.append((tool, result))
+        return result
+
+    async def pages(session: ClientSession, tool: str, **arguments: Any) -> None:
+        page: int | None = 1
+        while page is not None:
+            page = (await keep(session, tool, page=page, **arguments))["next_page"]
+
+    async def work(session: ClientSession) -> str:
+        await keep(session, "start_conversation", name="大文本", strategy="buffer")
+        await keep(session, "record_turn", conversation_id="大文本", user=big, assistant=big)
+        await pages(session, "get_context", conversation_id="大文本", input=big)
+        await pages(session, "get_context", conversation_id="大文本", strategy="window:k=1")
+        await pages(session, "search_memory", query="订单号 ORD-1234", conversation_id="大文本")
+        await pages(session, "search_memory", query="订单号")
+        fact = await keep(session, "remember", conversation_id="大文本", fact="备注: " + big)
+        await pages(session, "list_facts")
+        await keep(session, "forget", fact_id=fact["facts"][0]["id"])
+        await pages(session, "explain_turn", conversation_id="大文本")
+        await pages(session, "list_conversations")
+        read = await session.read_resource("chatmem://conversations/大文本/transcript")
+        return read.contents[0].text  # type: ignore[union-attr]
+
+    transcript = with_client(tmp_path / "h.db", work)
+    count = counter_for_model(None).count_text
+    import json
+
+    sizes = {(tool, n): count(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
+             for n, (tool, result) in enumerate(results)}
+    assert max(sizes.values()) <= PAGE_TOKENS, sizes
+    shown = json.dumps(results, ensure_ascii=False)
+    assert big not in shown  # never whole in a result...
+    assert f"{big[:100]}" in shown and "more characters: chatmem://conversations/大文本/" \
+        "transcript (turn 1)" in shown and "more characters: chatmem facts list --json" in shown
+    assert transcript.count(json.dumps(big, ensure_ascii=False)[1:-1]) == 2  # ...but kept
 
 
 def test_four_server_processes_on_one_conversation_keep_every_turn(tmp_path: Path) -> None:

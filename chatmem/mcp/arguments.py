@@ -1,0 +1,72 @@
+"""A tool's arguments that do not fit its input schema, told to the model in one line.
+
+The SDK checks the arguments against each tool's signature before the tool runs, and says
+what failed as pydantic's multi-line dump, with a documentation URL (`1 validation error
+for list_conversationsArguments\\npage\\n  Input should be…`). chatmem's server says it as
+every other refusal: `page must be 1 or more, not 0`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
+
+_MUST = {
+    "missing": "is required",
+    "int_parsing": "must be a whole number", "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "string_type": "must be text", "list_type": "must be a list",
+    "bool_parsing": "must be true or false", "bool_type": "must be true or false",
+}
+_BOUNDS = {"greater_than_equal": ("ge", "must be {} or more"),
+           "less_than_equal": ("le", "must be {} or less"),
+           "greater_than": ("gt", "must be more than {}"),
+           "less_than": ("lt", "must be less than {}")}
+_SHOWN_CHARACTERS = 40
+"""How much of a refused value the line repeats: enough to recognise it."""
+
+
+class ToolServer(MCPServer[Any]):
+    """The SDK's server, whose refused tool arguments read as one line."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            # A ToolError caused by a ValidationError is the SDK's own refusal of the
+            # arguments; anything the tools raise reaches here already worded.
+            refused = e.__cause__
+            if isinstance(e, UnexpectedToolError) or not isinstance(refused, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {refusal(refused)}") from refused
+
+
+def refusal(error: ValidationError) -> str:
+    """Every argument `error` refuses, what it must be and what it was, in one line."""
+    return "; ".join(_one(detail) for detail in error.errors())
+
+
+def _one(detail: Any) -> str:
+    location = detail["loc"]
+    argument = str(location[0]) if location else "arguments"
+    argument += "".join(f"[{part}]" for part in location[1:] if isinstance(part, int))
+    kind = detail["type"]
+    if kind in _BOUNDS:
+        key, wording = _BOUNDS[kind]
+        must = wording.format(detail.get("ctx", {}).get(key))
+    else:
+        message = str(detail["msg"]).replace("Input should", "must")
+        must = _MUST.get(kind, message[:1].lower() + message[1:])
+    if kind == "missing":
+        return f"{argument} {must}"
+    given = json.dumps(detail.get("input"), ensure_ascii=False)
+    if len(given) > _SHOWN_CHARACTERS:
+        given = given[:_SHOWN_CHARACTERS] + "…"
+    return f"{argument} {must}, not {given}"

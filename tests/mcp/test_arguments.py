@@ -1,0 +1,45 @@
+"""Arguments that do not fit a tool's schema are refused in one line naming the argument
+and what it must be, through the real stdio server and the mcp client library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from mcp import ClientSession
+from test_mcp_server import call, with_client
+
+
+def test_a_wrong_argument_is_one_line_naming_it_and_what_it_must_be(tmp_path: Path) -> None:
+    refused: list[tuple[str, dict[str, Any]]] = [
+        ("list_conversations", {"page": 0}),
+        ("forget", {"fact_id": "第一"}),
+        ("explain_turn", {"conversation_id": "旅行", "turn": 1.5}),
+        ("record_turn", {"conversation_id": "旅行", "user": 5}),
+        ("compare_strategies", {"conversation_id": "旅行", "strategies": "window"}),
+        ("remember", {"conversation_id": "旅行", "fact": "城市: 杭州", "everywhere": "也许"}),
+    ]
+
+    async def work(session: ClientSession) -> list[str]:
+        await call(session, "start_conversation", name="旅行")
+        said = []
+        for tool, arguments in refused:
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            said.append(result.content[0].text)  # type: ignore[union-attr]
+        return said
+
+    said = with_client(tmp_path / "h.db", work)
+    assert [line.split(": ", 1)[1] for line in said] == [
+        "page must be 1 or more, not 0",
+        'fact_id must be a whole number, not "第一"',
+        "turn must be a whole number, not 1.5",
+        "user must be text, not 5; assistant is required",
+        'strategies must be a list, not "window"',
+        'everywhere must be true or false, not "也许"',
+    ]
+    assert all("\n" not in line and "pydantic" not in line for line in said)
