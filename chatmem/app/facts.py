@@ -232,9 +232,12 @@ def purge(workspace: Workspace, fact: FactRecord) -> Redaction:
     """Erase `fact` and replace its values by [forgotten] wherever they are mentioned, all or
     nothing (privacy.purge.purge_fact: the plan is made again under the write lock), then
     rewrite the history so no old page keeps them."""
+    from chatmem.app.privacy import drop_vector_cache
     from chatmem.privacy.purge import purge_fact
 
-    return purge_fact(workspace.store, fact.id)
+    redaction = purge_fact(workspace.store, fact.id)
+    drop_vector_cache()
+    return redaction
 
 
 def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:

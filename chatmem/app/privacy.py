@@ -24,8 +24,11 @@ def prune_history(workspace: Workspace, now: datetime, *, retention_days: float 
     `retention_days`) and facts past their end, then vacuum; `dry_run` changes nothing."""
     from chatmem.privacy.retention import prune
 
-    return prune(workspace.store, now, retention_days=retention_days,
-                 fact_idle_days=workspace.settings.fact_idle_days, dry_run=dry_run)
+    erased = prune(workspace.store, now, retention_days=retention_days,
+                   fact_idle_days=workspace.settings.fact_idle_days, dry_run=dry_run)
+    if not dry_run:
+        drop_vector_cache()
+    return erased
 
 
 def set_retention(workspace: Workspace, name: str, days: int | None) -> SessionRecord:
@@ -42,7 +45,10 @@ def forget_profile(workspace: Workspace, profile: str, *, dry_run: bool = False)
     would go)."""
     from chatmem.privacy.retention import forget_user
 
-    return forget_user(workspace.store, profile, dry_run=dry_run)
+    erased = forget_user(workspace.store, profile, dry_run=dry_run)
+    if not dry_run:
+        drop_vector_cache()
+    return erased
 
 
 def vacuums(workspace: Workspace) -> bool:
@@ -115,3 +121,11 @@ def key_hint() -> str:
     from chatmem.store import cipher
 
     return cipher.KEY_HINT
+
+
+def drop_vector_cache() -> None:
+    """After an erasure: the user's vector cache (evals and replays keep vectors and digests
+    of the texts they embedded there) may hold some of what was erased, so it goes too."""
+    from chatmem.config.paths import drop_vector_cache as drop
+
+    drop()

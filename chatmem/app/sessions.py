@@ -124,13 +124,17 @@ class Deleted:
 
 
 def delete_session(workspace: Workspace, name: str) -> Deleted:
-    """Erase a session for good: messages, turns, summaries, session facts, index rows."""
+    """Erase a session for good: messages, turns, summaries, session facts, index rows (and
+    the vector cache, which may hold vectors of its text)."""
+    from chatmem.app.privacy import drop_vector_cache
+
     store = workspace.store
     session = store.sessions.session(name)
     learned = store.redactions.user_facts_from(session.id)
     store.sessions.delete_session(name)
     # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
     store.vacuum()
+    drop_vector_cache()
     return Deleted(session, learned, vacuumed=store.db.kind == "sqlite")
 
 

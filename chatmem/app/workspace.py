@@ -315,6 +315,10 @@ class Workspace:
         from chatmem.embeddings import Remembering
         from chatmem.store.vector_cache import VectorCacheFile
 
+        if self.settings.key_source() is not None:
+            # An encrypted history keeps nothing of its text outside it: the cache file is
+            # plain (vectors, and digests of the texts), so each run embeds anew.
+            return Remembering(embedder)
         # A second eval or replay of the same text embeds nothing (the history has its own).
         return Remembering(embedder, VectorCacheFile(vector_cache_path()))
 

@@ -38,6 +38,14 @@ def vector_cache_path() -> Path:
     return cache_dir() / "vectors.sqlite"
 
 
+def drop_vector_cache() -> None:
+    """Delete the vector cache (its entries are vectors and digests of texts: after an
+    erasure some may be of what was erased; the next run that needs one embeds anew)."""
+    path = vector_cache_path()
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        part.unlink(missing_ok=True)
+
+
 def default_config_path() -> Path:
     return config_dir() / "config.toml"
 

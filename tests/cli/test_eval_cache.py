@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cli_runner import invoke
+from conftest import needs_sqlcipher
 
 from chatmem.config.paths import vector_cache_path
 from chatmem.embeddings.base import Remembering, text_digest
@@ -148,3 +149,35 @@ def test_two_processes_write_the_cache_at_once_and_nothing_is_lost(tmp_path: Pat
     assert len(found) == len(wanted)
     assert found[text_digest("1059-3")] == (1059).to_bytes(4, "little")
     assert os.stat(path).st_mode & 0o077 == 0
+
+
+def test_an_erasure_empties_the_cache_that_may_hold_what_it_erased(tmp_path: Path) -> None:
+    """The cache keeps vectors and sha256 digests of what evals and replays embedded: after
+    forget-me, a locker code was recovered from a digest left there."""
+    db = str(tmp_path / "h.db")
+    said = "我的储物柜密码是 8812，别告诉别人\nhello there\n"
+    for session in ("甲", "乙"):
+        chatted = invoke("chat", session, "-s", "retrieval", "--provider", "scripted",
+                         "--db", db, input=said)
+        assert chatted.exit_code == 0, chatted.stderr
+    for erase in (["sessions", "delete", "甲", "--yes"], ["forget-me", "--yes"]):
+        replayed = invoke("replay", "乙", "-s", "retrieval",
+                          "--provider", "scripted", "--db", db)
+        assert replayed.exit_code == 0, replayed.stderr
+        assert VectorCacheFile(vector_cache_path()).count() > 0
+        erased = invoke(*erase, "--db", db)
+        assert erased.exit_code == 0, erased.stderr
+        assert not vector_cache_path().exists(), erase
+
+
+@needs_sqlcipher
+def test_an_encrypted_history_keeps_no_vector_outside_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    env = {"CHATMEM_KEY": "a long enough passphrase 口令"}
+    chatted = invoke("chat", "密", "-s", "retrieval", "--provider", "scripted", "--db", db,
+                     input="我的储物柜密码是 8812\n", env=env)
+    assert chatted.exit_code == 0, chatted.stderr
+    replayed = invoke("replay", "密", "-s", "retrieval", "--provider", "scripted", "--db", db,
+                      env=env)
+    assert replayed.exit_code == 0, replayed.stderr
+    assert not vector_cache_path().exists()
