@@ -2,39 +2,107 @@
 
 SQLite FTS5's `unicode61` tokenizer sees an unspaced run of Chinese as one
 token, so 杭州 never matches 我们五月去杭州旅行. Like Lucene's CJKAnalyzer,
-CJK runs are indexed and queried as overlapping character bigrams; other
-text keeps its words. The index stores these terms, not the raw text.
+CJK runs are indexed and queried as overlapping character bigrams; so are runs
+of Thai, Lao, Khmer and Myanmar, written without spaces between words too.
+Other text keeps its words. The index stores these terms, not the raw text.
+
+Both FTS5's unicode61 and this module's word pattern end a word at a combining
+mark (a Hindi vowel sign, a Thai tone mark, Arabic harakat), which shreds राहुल
+into letters that match any message holding them. So marks left after NFC are
+folded out of terms, as unicode61's remove_diacritics folds Latin accents: a
+word is one term on both backends, and the plain Arabic or Hebrew spelling
+finds the pointed one. Full-width ASCII, what CJK input methods type, is folded
+to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import cache
 
 # Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks, as regex class ranges.
 CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
     "\U00020000-\U0002fa1f"
 )
-_TOKEN = re.compile(rf"[{CJK}]+|[^\W{CJK}]+", re.UNICODE)
-_CJK_RUN = re.compile(rf"[{CJK}]+")
+UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
+"""Thai, Lao, Myanmar and Khmer (with their extensions): words are not spaced apart."""
+RUNS = CJK + UNSPACED_SCRIPTS
+_TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
+_RUN = re.compile(rf"[{RUNS}]+")
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 
 
-def index_terms(text: str) -> list[str]:
-    """Words of Latin text (lowercased), bigrams of CJK runs, in order."""
+@cache
+def _marks() -> re.Pattern[str]:
+    """Every combining mark outside the CJK blocks (a kana's voicing mark stays its own)."""
+    marks = [chr(code) for code in [*range(0x30000), *range(0xE0000, 0xE01F0)]
+             if unicodedata.category(chr(code))[0] == "M" and not 0x3040 <= code <= 0x30FF]
+    return re.compile("[" + "".join(re.escape(mark) for mark in marks) + "]+")
+
+
+def folded(text: str) -> str:
+    """`text` as the index reads it: full-width ASCII as ASCII, NFC, combining marks out."""
+    if text.isascii():
+        return text
+    return _marks().sub("", unicodedata.normalize("NFC", text.translate(_FULL_WIDTH)))
+
+
+def _terms(text: str, *, run_ends: bool = False, prefixes: bool = False) -> list[str]:
     terms: list[str] = []
-    for token in _TOKEN.findall(text):
-        if _CJK_RUN.fullmatch(token):
-            if len(token) == 1:
-                terms.append(token)
-            else:
-                terms.extend(token[i : i + 2] for i in range(len(token) - 1))
-        else:
+    folded_text = folded(text)
+    for found in _TOKEN.finditer(folded_text):
+        token = found.group()
+        if not _RUN.fullmatch(token):
             terms.append(token.lower())
+        elif len(token) > 1:
+            terms.extend(token[i : i + 2] for i in range(len(token) - 1))
+            if run_ends:
+                terms.append(token[-1])
+        elif prefixes and not _beside_word(folded_text, found.start(), found.end()):
+            terms.append(token + PREFIX)
+        else:
+            terms.append(token)
     return terms
 
 
+def _beside_word(text: str, start: int, end: int) -> bool:
+    """Whether a letter or digit touches text[start:end] (the 月 of 3月, the 的 of Ada的)."""
+    return (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum())
+
+
+def index_terms(text: str) -> list[str]:
+    """Words of Latin text (lowercased), bigrams of CJK and Thai-like runs, in order."""
+    return _terms(text)
+
+
 def index_text(text: str) -> str:
-    return " ".join(index_terms(text))
+    """What the index stores for `text`: its terms, and each run's last character alone.
+
+    A one-character word (猫, 茶) is searched as a prefix (`search_terms`): the bigrams
+    starting with it hold every place it has in a run but the last one, which the
+    run's last character, indexed alone, holds."""
+    return " ".join(_terms(text, run_ends=True))
+
+
+PREFIX = "*"
+"""Marks a search term matching every indexed term it starts (never in a term: `\\w`)."""
+
+
+def is_prefix_term(term: str) -> bool:
+    """Whether a search term is one character of a run standing alone, a prefix."""
+    return len(term) == 2 and term[1] == PREFIX and _RUN.fullmatch(term[0]) is not None
+
+
+def indexed_differently(text: str) -> bool:
+    """Whether `text`'s index entry from before folding and run ends (migrations m014,
+    p010) differs from today's: it holds a mark, a run or full-width ASCII."""
+    if text.isascii():
+        return False
+    return bool(_RUN.search(text) or _marks().search(text)
+                or text.translate(_FULL_WIDTH) != text
+                or not unicodedata.is_normalized("NFC", text))
 
 
 # Words and bigrams so common they match nearly every turn: a query made of
@@ -70,7 +138,19 @@ def query_terms(text: str) -> list[str]:
     Those words only ever added noise on SQLite (a match of "her" is no evidence), and
     leaving them out ranks alike on both backends (benchmarks/recall.py --dev, id recall
     at 1,000 / 2,000 / 4,000 tokens: 0.738 / 0.845 / 0.900 → 0.748 / 0.848 / 0.909)."""
-    terms = list(dict.fromkeys(index_terms(text)))
+    return _kept(_terms(text))
+
+
+def search_terms(text: str) -> list[str]:
+    """`query_terms` as the index is searched: a one-character word standing alone (猫,
+    茶) is a prefix (`is_prefix_term`), as it is indexed only inside bigrams and at a
+    run's end. One touching a letter or digit (the 月 of 3月) stays exact: as a prefix
+    it would match every 月… bigram and outvote the date (benchmarks/recall.py)."""
+    return _kept(_terms(text, prefixes=True))
+
+
+def _kept(terms: list[str]) -> list[str]:
+    terms = list(dict.fromkeys(terms))
     kept = [t for t in terms if t not in STOP_TERMS and t not in UNSCORED_WORDS]
     return kept or terms
 
@@ -87,4 +167,7 @@ def match_terms(terms: list[str]) -> str | None:
 
 
 def quote_term(term: str) -> str:
+    """`term` as an FTS5 phrase (a prefix term as a prefix query: `is_prefix_term`)."""
+    if is_prefix_term(term):
+        return quote_term(term[0]) + "*"
     return '"' + term.replace('"', '""') + '"'

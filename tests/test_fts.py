@@ -22,6 +22,33 @@ def test_cjk_runs_become_overlapping_bigrams_and_latin_words_stay_words() -> Non
     assert fts.index_terms("Café 東 x") == ["café", "東", "x"]
 
 
+def test_a_word_with_combining_marks_is_one_term_with_its_marks_folded_out() -> None:
+    assert fts.index_terms("मेरा नाम राहुल है") == ["मर", "नम", "रहल", "ह"]
+    assert fts.index_terms("தமிழ்") == ["தமழ"]
+    # Arabic harakat and Hebrew points fold out: the plain spelling is the same term.
+    assert fts.index_terms("مَرْحَبًا") == fts.index_terms("مرحبا") == ["مرحبا"]
+    assert fts.index_terms("שָׁלוֹם") == fts.index_terms("שלום") == ["שלום"]
+    # A decomposed accent (as macOS writes it) is the composed letter; kana keep their marks.
+    assert fts.index_terms("cafe\u0301") == ["café"]
+    assert fts.index_terms("か\u3099っこう") == fts.index_terms("がっこう") == [
+        "がっ", "っこ", "こう"]
+
+
+def test_thai_like_runs_become_bigrams_and_full_width_ascii_is_ascii() -> None:
+    assert fts.index_terms("ผมชื่อสมชาย") == ["ผม", "มช", "ชอ", "อส", "สม", "มช", "ชา", "าย"]
+    assert fts.index_terms("我去Ｂｅｉｊｉｎｇ，ＯＲＤ－７７３１") == [
+        "我去", "beijing", "ord", "7731"]
+
+
+def test_the_index_holds_each_runs_last_character_and_a_lone_character_is_a_prefix() -> None:
+    assert fts.index_text("我家的猫，喝茶") == "我家 家的 的猫 猫 喝茶 茶"
+    assert fts.match_terms(fts.search_terms("猫")) == '"猫"*'
+    assert fts.match_terms(fts.search_terms("猫，cat")) == '"猫"* OR "cat"'
+    assert fts.match_terms(fts.search_terms('"猫"*')) == '"猫"*'
+    # One touching a digit or letter is exact: 月* would match every 月… bigram.
+    assert fts.match_terms(fts.search_terms("3月11号")) == '"3" OR "月" OR "11" OR "号"'
+
+
 def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> None:
     assert fts.query_terms("What is my order?") == ["order"]
     assert fts.query_terms("what is it") == ["what", "is", "it"]
@@ -63,6 +90,43 @@ def found(store: Store, session_id: int, query: str, limit: int = 20) -> list[st
 def test_cjk_words_and_mixed_ids_are_found(indexed, query: str, expected: str) -> None:
     store, session_id = indexed
     assert found(store, session_id, query)[0] == expected
+
+
+@pytest.fixture
+def many_scripts(store: Store) -> tuple[Store, int]:
+    # Another conversation, so a conversation's search reads its own counts (recall's
+    # other path) as well as the whole index's.
+    other = store.sessions.create_session("other", "retrieval")
+    store.history.import_messages(other.id, [{"role": "user", "content": "我家的狗叫大黄"}])
+    session = store.sessions.create_session("many", "retrieval")
+    store.history.import_messages(session.id, [{"role": "user", "content": text} for text in [
+        "我家的猫叫小白，我每天喝茶。", "ผมชื่อสมชาย", "मेरा नाम राहुल है",
+        "हम कल रविवार को मिलेंगे", "مَرْحَبًا يا أحمد",
+        "我下周去Ｂｅｉｊｉｎｇ出差，订单号ＯＲＤ－７７３１。"]])
+    return store, session.id
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("猫", ["我家的猫叫小白，我每天喝茶。"]),
+    ("茶", ["我家的猫叫小白，我每天喝茶。"]),  # the last character of its run
+    ("สมชาย", ["ผมชื่อสมชาย"]),
+    # Only the message that says the name: the other holds its letters, not the word.
+    ("राहुल", ["मेरा नाम राहुल है"]),
+    ("مرحبا", ["مَرْحَبًا يا أحمد"]),
+    ("Beijing", ["我下周去Ｂｅｉｊｉｎｇ出差，订单号ＯＲＤ－７７３１。"]),
+    ("ORD-7731", ["我下周去Ｂｅｉｊｉｎｇ出差，订单号ＯＲＤ－７７３１。"]),
+])
+def test_words_of_every_script_are_found_on_both_backends(many_scripts, query: str,
+                                                          expected: list[str]) -> None:
+    store, session_id = many_scripts
+    assert found(store, session_id, query) == expected
+
+
+def test_a_one_character_word_is_found_across_conversations(many_scripts) -> None:
+    store, _ = many_scripts
+    assert store.logs.sessions_matching("猫", limit=5) == ["many"]
+    assert store.logs.sessions_matching("狗", limit=5) == ["other"]
+    assert sorted(store.logs.sessions_matching("家", limit=5)) == ["many", "other"]
 
 
 @pytest.mark.sqlite_only(reason="about SQLite FTS5's own tokenizer")

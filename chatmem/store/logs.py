@@ -90,7 +90,7 @@ class LogTables:
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
         scores = {message_id: score for message_id, _, score
-                  in self._db.word_scores(fts.query_terms(query), session_id, None, 2 * limit)}
+                  in self._db.word_scores(fts.search_terms(query), session_id, None, 2 * limit)}
         if not scores:
             return []
         marks = ", ".join("?" for _ in scores)
@@ -113,7 +113,7 @@ class LogTables:
         Only the query's rarer terms are scored, as recall scores them (`rare_terms`):
         scoring a word every message holds reads all its entries, in every session. A
         query of such words alone finds the sessions that said them last."""
-        terms = fts.query_terms(query)
+        terms = fts.search_terms(query)
         rare = rare_terms(self._db, terms, POSTINGS)
         if rare:
             ids = [message_id for message_id, _, _ in

@@ -30,8 +30,9 @@ from typing import Any
 from chatmem.store import postgres_access
 from chatmem.store.migrations import MigrationList
 
-Execute = Callable[[str], Any]
-"""Runs one statement and returns its cursor (psycopg's Connection.execute)."""
+Execute = Callable[..., Any]
+"""Runs one statement, with its parameters (%s) if any, and returns its cursor (psycopg's
+Connection.execute)."""
 Migration = Callable[[Execute], None]
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 MIGRATIONS = MIGRATION_LIST.functions
@@ -567,3 +568,34 @@ def p009_pinned_search_paths(execute: Execute) -> None:
     """No role's temporary table stands in for chatmem's in its functions: each function's
     search path is pinned (postgres_access.pin_search_paths says why)."""
     postgres_access.pin_search_paths(execute)
+
+
+REINDEXED_AT_ONCE = 500
+"""Messages one step of p010 reads: an upgrade's memory stays bounded however long the
+history."""
+
+
+@migration
+def p010_folded_words(execute: Execute) -> None:
+    """SQLite's m014: index entries as fts.index_text makes them now (marks folded,
+    full-width ASCII as ASCII, Thai-like runs as bigrams, each run's last character
+    alone), written only for the messages whose terms change. ASCII text is passed over
+    in the database (its terms are as they were)."""
+    from chatmem import fts
+    from chatmem.store.postgres_words import TEXT_SEARCH, token_count
+
+    last = 0
+    while True:
+        rows = execute("SELECT id, content FROM messages WHERE id > %s"
+                       " AND content ~ '[^\\x01-\\x7f]' ORDER BY id LIMIT %s",
+                       (last, REINDEXED_AT_ONCE)).fetchall()
+        if not rows:
+            return
+        changed = [(int(i), fts.index_text(c)) for i, c in rows if fts.indexed_differently(c)]
+        # One statement a step: its trigger updates the word statistics once.
+        execute("UPDATE message_words w SET terms = to_tsvector("
+                f"'{TEXT_SEARCH}', e.terms), tokens = e.tokens FROM unnest(%s::bigint[],"
+                " %s::text[], %s::bigint[]) AS e(id, terms, tokens) WHERE w.message_id = e.id",
+                ([i for i, _ in changed], [t for _, t in changed],
+                 [token_count(t) for _, t in changed]))
+        last = int(rows[-1][0])

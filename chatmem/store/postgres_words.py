@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from chatmem import fts
 from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
 
 K1, B = 1.2, 0.75
@@ -26,6 +27,11 @@ LONGEST_LEXEME = 2047
 """Bytes in the longest lexeme a tsvector holds (the server skips longer words)."""
 POSITIONS_KEPT = 256
 """Positions a tsvector keeps per lexeme (the server drops the rest)."""
+
+
+def token_count(terms: str) -> int:
+    """The tokens FTS5 counts in an index entry: BM25's length of a message."""
+    return len(_TOKEN.findall(terms))
 
 
 def bm25_weight(found: int, length: int, average: float) -> float:
@@ -63,7 +69,7 @@ class PostgresWords:
             " tokens = excluded.tokens",
             [[message_id for message_id, _ in entries],
              [fitting_terms(text) for _, text in entries],
-             [len(_TOKEN.findall(text)) for _, text in entries]])
+             [token_count(text) for _, text in entries]])
 
     def unindex_words(self, message_ids: Sequence[int]) -> None:
         self.execute("DELETE FROM message_words WHERE message_id = ANY(?)", [list(message_ids)])
@@ -79,11 +85,10 @@ class PostgresWords:
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
         if not terms:
             return []
-        counts = ", ".join(["(SELECT count(*) FROM (SELECT 1 FROM message_words"
-                            f" WHERE terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?)"
-                            " AS found)"] * len(terms))
+        counts = ", ".join("(SELECT count(*) FROM (SELECT 1 FROM message_words"
+                           f" WHERE terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in terms)
         row = self.execute(f"SELECT {counts}",
-                           [v for t in terms for v in (t, most + 1)]).fetchone()
+                           [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
         return [int(n) for n in row]
 
     def session_word_counts(self, terms: Sequence[str], session_id: int,
@@ -102,9 +107,9 @@ class PostgresWords:
         for start in range(0, len(terms), COUNTED_TOGETHER):
             chunk = terms[start:start + COUNTED_TOGETHER]
             row = self.execute("SELECT " + ", ".join(
-                ["(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
-                 f" AND terms @@ plainto_tsquery('{TEXT_SEARCH}', ?) LIMIT ?) AS found)"]
-                * len(chunk)), [v for t in chunk for v in (session_id, t, most + 1)]).fetchone()
+                "(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
+                f" AND terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in chunk),
+                [v for t in chunk for v in (session_id, _term_value(t), most + 1)]).fetchone()
             counts += [int(n) for n in row]
         return SessionWords(tuple(counts), int(own))
 
@@ -122,8 +127,8 @@ class PostgresWords:
                     f" FROM (SELECT {query} AS query) AS q, message_words w"
                     " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
                     " WHERE w.terms @@ q.query AND w.session_id = ? AND m.superseded = 0"
-                    " AND m.turn < ? AND u.lexeme = ANY(?) GROUP BY m.position, w.tokens",
-                    [*map(_tsquery, lexemes), session_id, before_turn, list(lexemes)]):
+                    f" AND m.turn < ? AND {_LEXEME_MATCHES} GROUP BY m.position, w.tokens",
+                    [*map(_tsquery, lexemes), session_id, before_turn, *_wanted(lexemes)]):
                 share = 1.0 if weighted.index_count is None else bm25_weight(
                     int(found), int(length), average)
                 scores[int(position)] = scores.get(int(position), 0.0) + weighted.weight * share
@@ -153,13 +158,18 @@ class PostgresWords:
             "SELECT m.id, m.position, w.tokens, u.lexeme, cardinality(u.positions)"
             f" FROM (SELECT {query} AS query) AS q, message_words w"
             " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
-            f" WHERE w.terms @@ q.query AND {where} AND u.lexeme = ANY(?)",
-            [*map(_tsquery, lexemes), *params, list(lexemes)])
-        scores: dict[tuple[int, int], float] = {}
+            f" WHERE w.terms @@ q.query AND {where} AND {_LEXEME_MATCHES}",
+            [*map(_tsquery, lexemes), *params, *_wanted(lexemes)])
+        # A prefix's hits are those of every lexeme it starts, counted as one term (FTS5).
+        said: dict[tuple[int, int, str], tuple[int, int]] = {}
         for message_id, position, length, lexeme, found in rows:
-            key = (int(message_id), int(position))
-            scores[key] = scores.get(key, 0.0) + idf[lexeme] * bm25_weight(found, length,
-                                                                          average)
+            for wanted in _served(lexeme, lexemes):
+                key = (int(message_id), int(position), wanted)
+                said[key] = (int(length), said.get(key, (0, 0))[1] + int(found))
+        scores: dict[tuple[int, int], float] = {}
+        for (message_id, position, wanted), (length, found) in said.items():
+            scores[message_id, position] = scores.get((message_id, position), 0.0) + idf[
+                wanted] * bm25_weight(found, length, average)
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
         return [(message_id, position, score) for (message_id, position), score in best]
 
@@ -186,8 +196,11 @@ class PostgresWords:
         """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""
         rows = self.execute(
             f"SELECT tsvector_to_array(to_tsvector('{TEXT_SEARCH}', t)) FROM unnest(?::text[])"
-            " WITH ORDINALITY AS x(t, i) ORDER BY i", [list(terms)])
-        return list(dict.fromkeys(lexeme for (found,) in rows for lexeme in found))
+            " WITH ORDINALITY AS x(t, i) ORDER BY i", [list(terms)]).fetchall()
+        # A prefix term (fts.is_prefix_term) stays itself: _tsquery makes it a prefix.
+        return list(dict.fromkeys(
+            lexeme for term, (found,) in zip(terms, rows, strict=True)
+            for lexeme in ([term] if fts.is_prefix_term(term) else found)))
 
     def count_lexeme(self, lexeme: str) -> int:
         return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
@@ -225,5 +238,34 @@ def fitting_terms(text: str) -> str:
 
 
 def _tsquery(lexeme: str) -> str:
-    """A one-lexeme tsquery, quoted so that no character in it is an operator."""
+    """A one-lexeme tsquery, quoted so that no character in it is an operator; a prefix
+    term (fts.is_prefix_term) as a prefix query, as on SQLite."""
+    if fts.is_prefix_term(lexeme):
+        return _tsquery(lexeme[0]) + ":*"
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _term_query(term: str) -> str:
+    """The tsquery matching a search term, with one parameter: `_term_value(term)`."""
+    return "?::tsquery" if fts.is_prefix_term(term) else f"plainto_tsquery('{TEXT_SEARCH}', ?)"
+
+
+def _term_value(term: str) -> str:
+    return _tsquery(term) if fts.is_prefix_term(term) else term
+
+
+_LEXEME_MATCHES = "(u.lexeme = ANY(?) OR left(u.lexeme, 1) = ANY(?))"
+"""An indexed lexeme that is one of the query's, or starts with one of its prefixes."""
+
+
+def _wanted(lexemes: Sequence[str]) -> list[list[str]]:
+    """The parameters of `_LEXEME_MATCHES`: the lexemes, and the prefixes' characters."""
+    return [list(lexemes), [lexeme[0] for lexeme in lexemes if fts.is_prefix_term(lexeme)]]
+
+
+def _served(lexeme: str, wanted: Sequence[str]) -> list[str]:
+    """The query lexemes an indexed `lexeme` counts for: itself, and the prefix it starts."""
+    served = [lexeme] if lexeme in wanted else []
+    if lexeme[:1] + fts.PREFIX in wanted:
+        served.append(lexeme[:1] + fts.PREFIX)
+    return served

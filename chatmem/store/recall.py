@@ -247,7 +247,7 @@ class RecallTables:
         id, one read of the primary key (deleted messages make it a little high: IDF
         is a logarithm). Where others are stored, terms are chosen, weighed and
         bounded by this conversation's own counts (`_conversation_matches`)."""
-        terms = fts.query_terms(query)
+        terms = fts.search_terms(query)
         here = self._db.session_word_counts(terms, session_id, POSTINGS // 2) if terms else None
         if here is not None:
             return self._conversation_matches(session_id, terms, here, before_turn, limit)

@@ -433,3 +433,29 @@ def m013_session_erasures(db: sqlite_utils.Database) -> None:
     purge rewriting its messages, a turn replaced or put back), so an engine kept open,
     in this process or another, knows its caches may hold what is gone."""
     db.execute("ALTER TABLE sessions ADD COLUMN erasures INTEGER NOT NULL DEFAULT 0")
+
+
+REINDEXED_AT_ONCE = 500
+"""Messages one step of m014 reads: an upgrade's memory stays bounded however long the
+history."""
+
+
+@migration
+def m014_folded_words(db: sqlite_utils.Database) -> None:
+    """Index entries as fts.index_text makes them now: words with combining marks (Hindi,
+    Thai, Arabic harakat) one term, full-width ASCII as ASCII, Thai-like runs as bigrams,
+    and each run's last character alone, so a one-character word (猫) is found.
+
+    Only the messages whose terms change are written (fts.indexed_differently)."""
+    from chatmem import fts
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                          [last, REINDEXED_AT_ONCE]).fetchall()
+        if not rows:
+            return
+        db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
+                            [(fts.index_text(content), message_id) for message_id, content
+                             in rows if content and fts.indexed_differently(content)])
+        last = rows[-1][0]

@@ -6,6 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import sqlite_utils
+from conftest import History
+from matches import matches
 from sqlite_utils.migrations import Migrations
 
 from chatmem.store import Store
@@ -65,3 +67,41 @@ def test_a_new_file_gets_the_table_sqlite_utils_would_create(tmp_path: Path) -> 
     assert made == sorted(sql for (sql,) in reference.execute(
         "SELECT sql FROM sqlite_master WHERE tbl_name = '_sqlite_migrations'"))
     assert pending_migrations({name for _, _, name in applied(path)}) == []
+
+
+# Entries as chatmem wrote them before m014/p010: marks split words into letters, no run's
+# last character alone, full-width as it was typed.
+OLD_ENTRIES = {
+    "我家的猫叫小白，我每天喝茶。": "我家 家的 的猫 猫叫 叫小 小白 我每 每天 天喝 喝茶",
+    "मेरा नाम राहुल है": "म र न म र ह ल ह",
+    "ผมชื่อสมชาย": "ผมช อสมชาย",
+    "订单ＯＲＤ７７３１": "订单 ｏｒｄ７７３１",
+    "plain words": "kept as it was",
+}
+
+
+def test_an_old_historys_messages_are_found_after_the_upgrade(history: History) -> None:
+    with history.open() as store:
+        session = store.sessions.create_session("旧的", "retrieval")
+        store.history.import_messages(session.id, [{"role": "user", "content": text}
+                                                   for text in OLD_ENTRIES])
+        ids = {text: message_id for message_id, text in store.db.execute(
+            "SELECT id, content FROM messages ORDER BY id").fetchall()}
+        with store.db.write():
+            store.db.unindex_words(list(ids.values()))
+            store.db.index_words([(ids[text], old) for text, old in OLD_ENTRIES.items()])
+            bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
+            store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN"
+                             " ('m014_folded_words', 'p010_folded_words')")
+        # 猫 is a bigram's prefix there; 茶 ends its run, which the old entry does not hold.
+        assert [m.content for m, _ in matches(store, session.id, "茶")] == []
+    with history.open() as store:
+        def found(query: str) -> list[str]:
+            return [m.content for m, _ in matches(store, session.id, query)]
+
+        assert found("猫") == found("茶") == ["我家的猫叫小白，我每天喝茶。"]
+        assert found("राहुल") == ["मेरा नाम राहुल है"]
+        assert found("สมชาย") == ["ผมชื่อสมชาย"]
+        assert found("ORD7731") == ["订单ＯＲＤ７７３１"]
+        # A message whose terms did not change is not written again.
+        assert found("kept") == ["plain words"]
