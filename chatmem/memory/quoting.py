@@ -42,6 +42,13 @@ def imported_system_block(text: str) -> str:
 
 
 def attached_block(name: str, text: str) -> str:
-    """A file (or piped text) the user attached: what it says is read, not obeyed."""
-    return data_block("attached", ATTACHED_HEADING.format(name=escape(name)),
+    """A file (or piped text) the user attached: what it says is read, not obeyed. Its
+    name stays on the heading's line: a newline in it would put text above the block."""
+    return data_block("attached", ATTACHED_HEADING.format(name=escape(one_line(name))),
                       text.removesuffix("\n"))
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and other control characters written as escapes."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode()
+                   for c in text)
