@@ -239,6 +239,7 @@ def import_(
         session_name_from,
     )
     from chatmem.errors import UsageError
+    from chatmem.render.logs import question_start
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
 
@@ -264,6 +265,13 @@ def import_(
             f" into session {session_name}{named}",
             markup=False, soft_wrap=True,
         )
+        if imported.session.system:
+            # It is an instruction from then on, not data: a transcript someone shared says
+            # what the model will obey, so the user is told, where a system message is quoted.
+            consoles()[1].print(
+                f"the transcript sets the session's system prompt, which the model follows: "
+                f"{question_start(imported.session.system, 80)!r} (/system in the chat changes it)",
+                markup=False, soft_wrap=True)
         for backlog in start_backlogs(ws, config, [session_name], [imported.strategy],
                                       background=index):
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)

@@ -50,7 +50,11 @@ def test_import_reports_what_it_did_and_keeps_probes(tmp_path: Path) -> None:
     result = invoke("sessions", "import", str(SESSIONS / "support.jsonl"),
                     "--name", "desk", "--db", db)
     assert result.exit_code == 0
-    assert result.stderr == "imported 60 messages and 6 probes into session desk\n"
+    assert result.stderr.splitlines() == [
+        "imported 60 messages and 6 probes into session desk",
+        "the transcript sets the session's system prompt, which the model follows: 'You are "
+        "Ava, a support agent for Kettleworks, a kitchen appliance shop. Be conc…' (/system "
+        "in the chat changes it)"]
     with Store(db) as store:
         session = store.sessions.session("desk")
         assert store.history.turn_count(session.id) == 30
@@ -188,8 +192,8 @@ def test_an_archive_restores_names_whose_letters_carry_combining_marks(tmp_path:
         zf.extractall(tmp_path / "out")
     assert members == sorted(f"sessions/{name}.jsonl" for name in names)
     said = [invoke("sessions", "import", str(tmp_path / "out" / member), "--db", second,
-                   code=0).stderr for member in members]
-    assert said == [f"imported 2 messages into session {member[9:-6]}\n" for member in members]
+                   code=0).stderr.splitlines()[0] for member in members]
+    assert said == [f"imported 2 messages into session {member[9:-6]}" for member in members]
     with Store(second) as store:
         assert sorted(s["name"] for s in store.sessions.list_sessions()) == sorted(names)
 
