@@ -228,6 +228,16 @@ def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
     return purging.mentioned_messages(store, purging.plan(store, fact, earlier))
 
 
+def sessions_named_with(workspace: Workspace, fact: FactRecord) -> list[str]:
+    """The sessions a purge of `fact` searches whose name holds one of its values (the purge
+    leaves names as they are: `sessions rename` changes them)."""
+    from chatmem.privacy import purge as purging
+
+    store = workspace.store
+    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
+    return purging.sessions_named_with(store, purging.plan(store, fact, earlier))
+
+
 def purge(workspace: Workspace, fact: FactRecord) -> Redaction:
     """Erase `fact` and replace its values by [forgotten] wherever they are mentioned, all or
     nothing (privacy.purge.purge_fact: the plan is made again under the write lock), then

@@ -139,6 +139,7 @@ def forget(
             return
         fact = chosen
         redacted = ""
+        named: list[str] = []
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
@@ -151,12 +152,18 @@ def forget(
                     f"{mentions_text(remembered.purge_mentions(ws, fact))} for good?"):
                 consoles()[1].print("nothing was changed", markup=False)
                 raise typer.Exit(1)
+            named = remembered.sessions_named_with(ws, fact)
             redacted = redacted_text(remembered.purge(ws, fact))
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
     consoles()[1].print(f"{verb} fact {fact.id}: {fact.key} ({_scope_word(fact)}){redacted}",
                         soft_wrap=True, markup=False)
+    if purge and named:
+        consoles()[1].print(
+            f"still in the name of {'session' if len(named) == 1 else 'sessions'} "
+            f"{', '.join(named)}: a purge leaves names as they are; `chatmem sessions rename "
+            f"{named[0]} NEW` renames it", soft_wrap=True, markup=False)
 
 
 def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",

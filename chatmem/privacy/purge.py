@@ -66,6 +66,13 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
     return found
 
 
+def sessions_named_with(store: PrivacyStore, purge: Purge) -> list[str]:
+    """The names of the purge's sessions that mention one of its values: a purge changes
+    what was said, not what a session is called (`sessions rename` does)."""
+    names = store.sessions.session_names(purge.session_ids)
+    return sorted(name for name in names.values() if all_spans(name, purge.values))
+
+
 def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
     return store.redactions.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,

@@ -147,6 +147,20 @@ def test_a_purge_says_what_it_changed_in_words(two_sessions: tuple[Path, list[st
         assert internal not in done.stderr
 
 
+def test_a_purge_says_which_session_names_still_hold_the_value(tmp_path: Path) -> None:
+    """A purge changes what was said, not what a session is called: a session named after
+    the value kept it without a word."""
+    db = tmp_path / "h.db"
+    chat(db, "长颈鹿镇-trip", ["/remember --user 城市: 长颈鹿镇", "我们去长颈鹿镇玩"], code=0)
+    chat(db, "other", ["你好"], code=0)
+    done = invoke("facts", "forget", "城市", "--purge", "--yes", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "still in the name of session 长颈鹿镇-trip: a purge leaves names as they are; "
+        "`chatmem sessions rename 长颈鹿镇-trip NEW` renames it")
+    assert not any("长颈鹿镇" in said for said in contents(db, "长颈鹿镇-trip"))
+
+
 def test_a_chinese_value_is_erased_as_the_exact_string_everywhere(
         two_sessions: tuple[Path, list[str]]) -> None:
     db, args = two_sessions
