@@ -117,7 +117,9 @@ def reproducing(settings: Settings, recording: Recording, *, explicit: bool,
     if explicit:
         name = resolve_provider_name(chosen)
         return LazyProvider(lambda: create_provider(chosen), name, chosen.model or name)
-    name = recording.provider or "auto"
+    # With nothing recorded, the configured provider answers: it is what a saved replay
+    # records ("auto" made a later replay of it ignore the config and look for a GGUF file).
+    name = recording.provider or resolve_provider_name(chosen)
     lazy = LazyProvider(lambda: create_provider(chosen), name,
                         recording.model or chosen.model or name)
     lazy._counter = _recorded_counter(chosen, recording, lazy)

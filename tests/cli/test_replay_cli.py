@@ -207,3 +207,27 @@ def test_contexts_over_their_budget_are_said_once_per_strategy(tmp_path: Path) -
     assert over and tight["notices"] == [
         f"{len(over)} contexts of 4 over the budget of 25 (the largest {max(over)} tokens)"]
     assert not any("over the budget" in n for n in roomy["notices"])
+
+
+def test_a_saved_replay_of_a_transcript_without_a_provider_records_the_one_that_answered(
+        tmp_path: Path) -> None:
+    """It recorded provider "auto", model "auto": a later replay of the saved session
+    ignored the configured provider and looked for a local model file named auto."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        '{"chatmem": 1, "title": "导游", "system": "你是导游"}\n'
+        '{"role": "user", "content": "我想去西湖"}\n'
+        '{"role": "user", "content": "有什么推荐？"}\n', encoding="utf-8")
+    config = tmp_path / "c.toml"
+    config.write_text('provider = "scripted"\n', encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    saved = invoke("replay", str(transcript), "-s", "summary", "--save-as", "导游",
+                   "--db", db, "--config", str(config))
+    assert saved.exit_code == 0, saved.stderr
+    with Store(db) as store:
+        session = store.sessions.session("导游")
+    assert (session.provider, session.model) == ("scripted", "scripted")
+    again = invoke("replay", "导游", "-s", "summary", "--db", db, "--config", str(config),
+                   "--json")
+    assert again.exit_code == 0, again.stderr
+    assert "GGUF" not in again.stderr and "summary is behind" not in again.stderr
