@@ -42,11 +42,21 @@ def _marks() -> re.Pattern[str]:
     return re.compile("[" + "".join(re.escape(mark) for mark in marks) + "]+")
 
 
+_LATIN_ACCENTED = re.compile("[\u00c0-\u024f]")
+"""Latin letters with accents (Latin-1 Supplement to Latin Extended-B): FTS5's
+remove_diacritics folds them on SQLite; PostgreSQL's english config keeps them, so
+`cafe` found Café on one backend and not the other. Folded here, for both."""
+
+
 def folded(text: str) -> str:
-    """`text` as the index reads it: full-width ASCII as ASCII, NFC, combining marks out."""
+    """`text` as the index reads it: full-width ASCII as ASCII, NFC, combining marks out,
+    Latin letters without their accents."""
     if text.isascii():
         return text
-    return _marks().sub("", unicodedata.normalize("NFC", text.translate(_FULL_WIDTH)))
+    text = unicodedata.normalize("NFC", text.translate(_FULL_WIDTH))
+    text = _LATIN_ACCENTED.sub(lambda letter: _marks().sub(
+        "", unicodedata.normalize("NFD", letter.group())), text)
+    return _marks().sub("", text)
 
 
 def _terms(text: str, *, run_ends: bool = False, prefixes: bool = False) -> list[str]:
@@ -100,7 +110,7 @@ def indexed_differently(text: str) -> bool:
     p010) differs from today's: it holds a mark, a run or full-width ASCII."""
     if text.isascii():
         return False
-    return bool(_RUN.search(text) or _marks().search(text)
+    return bool(_RUN.search(text) or _marks().search(text) or _LATIN_ACCENTED.search(text)
                 or text.translate(_FULL_WIDTH) != text
                 or not unicodedata.is_normalized("NFC", text))
 

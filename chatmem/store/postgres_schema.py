@@ -582,7 +582,7 @@ def p010_folded_words(execute: Execute) -> None:
     alone), written only for the messages whose terms change. ASCII text is passed over
     in the database (its terms are as they were)."""
     from chatmem import fts
-    from chatmem.store.postgres_words import TEXT_SEARCH, token_count
+    from chatmem.store.postgres_words import TEXT_SEARCH, fitting_terms, token_count
 
     last = 0
     while True:
@@ -596,6 +596,6 @@ def p010_folded_words(execute: Execute) -> None:
         execute("UPDATE message_words w SET terms = to_tsvector("
                 f"'{TEXT_SEARCH}', e.terms), tokens = e.tokens FROM unnest(%s::bigint[],"
                 " %s::text[], %s::bigint[]) AS e(id, terms, tokens) WHERE w.message_id = e.id",
-                ([i for i, _ in changed], [t for _, t in changed],
+                ([i for i, _ in changed], [fitting_terms(t) for _, t in changed],
                  [token_count(t) for _, t in changed]))
         last = int(rows[-1][0])
