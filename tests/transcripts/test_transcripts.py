@@ -162,3 +162,28 @@ def test_sample_sessions_read_cleanly(name: str, turns: int, probes: int) -> Non
         # Every expected text is in one of the expected messages: the probe is answerable.
         for text in probe.expect_text:
             assert any(text.casefold() in by_id[i].content.casefold() for i in probe.expect_ids)
+
+
+NESTED = """{"metadata": {"messages": [], "source": "export"}, "title": "旅行计划", "messages": [
+  {"role": "user", "content": "我们三月十五日出发，预算两万元"},
+  {"role": "assistant", "content": "好的，记下了"}
+]}
+"""
+
+
+def test_a_messages_key_nested_before_the_top_level_one_is_not_taken_for_it() -> None:
+    t = parse_transcript(NESTED, "nested.json")
+    assert t.title == "旅行计划"
+    assert [(m.content, m.line) for m in t.messages] == [
+        ("我们三月十五日出发，预算两万元", 2), ("好的，记下了", 3)]
+
+
+def test_an_error_after_a_decodable_nested_messages_key_names_its_own_line() -> None:
+    text = ('{"meta": {"messages": [{"role": "user", "content": "旧"},\n'
+            '                       {"role": "assistant", "content": "旧"}]},\n'
+            ' "messages": [\n'
+            '  {"role": "user", "content": "你好"},\n\n\n\n'
+            '  {"role": "robot", "content": "嗨"}\n]}\n')
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "nested3.json")
+    assert str(e.value) == "nested3.json:8: role must be user, assistant or system (got 'robot')"
