@@ -194,13 +194,19 @@ def _top_level_value(text: str, wanted: str) -> int:
 
 
 def _element_lines(text: str, array_start: int, count: int) -> list[int]:
-    """The line each element of the JSON array at `array_start` begins on."""
+    """The line each element of the JSON array at `array_start` begins on.
+
+    Newlines are counted from the element before, not from the start: counting from
+    the start made a 20,000-message document take seconds per thousand messages.
+    """
     lines = []
-    index = array_start + 1
+    index, line, counted_to = array_start + 1, 1 + text.count("\n", 0, array_start), array_start
     for _ in range(count):
         while text[index] in " \t\r\n,":
             index += 1
-        lines.append(text.count("\n", 0, index) + 1)
+        line += text.count("\n", counted_to, index)
+        counted_to = index
+        lines.append(line)
         _, index = _DECODER.raw_decode(text, index)
     return lines
 

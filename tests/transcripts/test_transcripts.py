@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -187,3 +188,31 @@ def test_an_error_after_a_decodable_nested_messages_key_names_its_own_line() -> 
     with pytest.raises(TranscriptError) as e:
         parse_transcript(text, "nested3.json")
     assert str(e.value) == "nested3.json:8: role must be user, assistant or system (got 'robot')"
+
+
+class CountingText(str):
+    """Text that adds up how many characters its newline counts scan."""
+
+    scanned = 0
+
+    def count(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        begin = 0 if start is None else start
+        stop = len(self) if end is None else end
+        CountingText.scanned += max(0, stop - begin)
+        return super().count(sub, begin, stop)
+
+
+@pytest.mark.parametrize("shape", ["object", "list"])
+def test_reading_a_json_document_scans_its_text_for_line_numbers_once(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatmem.transcripts import reader
+
+    messages = [{"role": "user" if i % 2 else "assistant", "content": f"第{i}条消息"}
+                for i in range(2000)]
+    whole: Any = {"title": "长对话", "messages": messages} if shape == "object" else messages
+    text = CountingText(json.dumps(whole, ensure_ascii=False, indent=1))
+    monkeypatch.setattr(CountingText, "scanned", 0)
+    transcript = reader._parse_json_document(text, whole, "big.json")
+    assert len(transcript.messages) == 2000
+    # Counting from the start for each element scanned about 2000/2 times the text.
+    assert CountingText.scanned <= len(text)
