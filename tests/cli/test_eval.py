@@ -190,3 +190,31 @@ def test_eval_verbose_lists_what_its_hint_says_it_lists() -> None:
     assert listed.exit_code == 0, listed.stderr
     assert "(--verbose lists each version)" not in listed.stderr
     assert len(listed.stderr.splitlines()) > len(counted.stderr.splitlines())
+
+
+def test_eval_of_a_file_and_of_its_import_agree_when_a_prompt_change_splits_a_turn(
+        tmp_path: Path, db_path: Path) -> None:
+    lines = [
+        {"chatmem": 1, "title": "mid", "system": "你是导游"},
+        {"role": "user", "content": "我想去西湖，预算五千元", "id": "y1",
+         "ts": "2024-05-01T09:00:00+08:00"},
+        {"system_prompt": "Answer in English only."},
+        {"role": "assistant", "content": "好的，五千元够了", "id": "y2",
+         "ts": "2024-05-01T09:00:05+08:00"},
+        {"role": "user", "content": "住哪里？", "id": "y3", "ts": "2024-05-01T09:01:00+08:00"},
+        {"role": "assistant", "content": "湖边酒店", "id": "y4", "ts": "2024-05-01T09:01:05+08:00"},
+        {"probe": "预算多少？", "expect_ids": ["y1", "y2"], "expect_text": ["五千元"]},
+    ]
+    source = tmp_path / "spmid.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                      encoding="utf-8")
+    invoke("sessions", "import", str(source), "西湖", "--db", str(db_path), code=0)
+    results = []
+    for target in (str(source), "西湖"):
+        result = invoke("eval", target, "-s", "buffer", "--db", str(db_path),
+                        "--provider", "scripted", "--json", code=0)
+        run = json.loads(result.stdout)["strategies"][0]
+        results.append((run["chat_model_calls"], run["turns"], run["prompt_tokens"],
+                        run["eval"]["context_tokens"]))
+    assert results[0] == results[1]
+    assert results[0][:2] == (0, 2)
