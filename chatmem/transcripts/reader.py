@@ -104,6 +104,13 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
         if not isinstance(data, dict):
             raise TranscriptError(f"{where}: expected a JSON object")
+        if "messages" in data and "role" not in data:
+            # OpenAI fine-tuning files hold one conversation per line; only a file that is
+            # one such object is read, so this is said, not "role missing".
+            raise TranscriptError(
+                f"{where}: a whole {{\"messages\": [...]}} conversation on one line (OpenAI"
+                " fine-tuning JSON Lines); chatmem reads one conversation per file: one"
+                " message per line, or a single {\"messages\": [...]} document")
         if "chatmem" in data:
             if not first:
                 raise TranscriptError(f"{where}: the chatmem header must be the first line")

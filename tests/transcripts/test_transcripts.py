@@ -216,3 +216,19 @@ def test_reading_a_json_document_scans_its_text_for_line_numbers_once(
     assert len(transcript.messages) == 2000
     # Counting from the start for each element scanned about 2000/2 times the text.
     assert CountingText.scanned <= len(text)
+
+
+def test_fine_tuning_json_lines_say_what_they_are_and_what_is_read() -> None:
+    text = jsonl({"messages": [{"role": "system", "content": "你是助手"},
+                               {"role": "user", "content": "你好"},
+                               {"role": "assistant", "content": "你好！"}]},
+                 {"messages": [{"role": "user", "content": "在吗"},
+                               {"role": "assistant", "content": "在"}]})
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "ft.jsonl")
+    assert str(e.value) == (
+        'ft.jsonl:1: a whole {"messages": [...]} conversation on one line (OpenAI fine-tuning'
+        ' JSON Lines); chatmem reads one conversation per file: one message per line, or a'
+        ' single {"messages": [...]} document')
+    # One such line alone is one document, and read.
+    assert len(parse_transcript(text.split("\n")[0], "ft1.jsonl").messages) == 2
