@@ -223,6 +223,7 @@ def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) ->
         raise TranscriptError(
             f"{where}: transcript format {data['chatmem']!r} is not supported (expected 1)"
         )
+    transcript.header_at = where
     for key in HEADER_KEYS:
         value = data.get(key)
         if value is None:

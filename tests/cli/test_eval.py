@@ -218,3 +218,16 @@ def test_eval_of_a_file_and_of_its_import_agree_when_a_prompt_change_splits_a_tu
                         run["eval"]["context_tokens"]))
     assert results[0] == results[1]
     assert results[0][:2] == (0, 2)
+
+
+def test_an_unknown_provider_in_the_header_names_the_file_and_line(tmp_path: Path) -> None:
+    source = tmp_path / "hs4.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"chatmem": 1, "title": "旅行", "provider": "nosuchprov"},
+        {"role": "user", "content": "你好"},
+        {"probe": "你好吗？", "expect_text": ["你好"]}]), encoding="utf-8")
+    result = invoke("eval", str(source), "-s", "buffer", "--db", str(tmp_path / "h.db"))
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {source}:1: in the header: unknown provider 'nosuchprov'"
+                             " (valid: auto, local, openai, scripted); --provider chooses"
+                             " another\n")
