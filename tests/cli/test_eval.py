@@ -231,3 +231,17 @@ def test_an_unknown_provider_in_the_header_names_the_file_and_line(tmp_path: Pat
     assert result.stderr == (f"error: {source}:1: in the header: unknown provider 'nosuchprov'"
                              " (valid: auto, local, openai, scripted); --provider chooses"
                              " another\n")
+
+
+def test_a_session_named_like_a_json_file_is_evaluated_and_replayed_by_name(
+        tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "客服.json",
+           "--db", str(db_path), code=0)
+    for command in ("eval", "replay"):
+        result = invoke(command, "客服.json", "-s", "buffer", "--db", str(db_path),
+                        "--provider", "scripted", "--json", code=0)
+        assert json.loads(result.stdout)["strategies"][0]["turns"] > 0
+    # Neither a file nor a session: the file is what was meant.
+    result = invoke("eval", "无此.jsonl", "-s", "buffer", "--db", str(db_path))
+    assert result.exit_code == 2 and result.stderr == "error: 无此.jsonl: no such transcript file\n"

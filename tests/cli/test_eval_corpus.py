@@ -183,3 +183,11 @@ def test_a_document_with_a_nested_messages_key_is_evaluated_with_the_others(
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert sorted(Path(t["source"]).name for t in data["transcripts"]) == ["a.jsonl", "b.json"]
+
+
+def test_upper_case_extensions_are_transcripts_of_the_folder(tmp_path: Path) -> None:
+    shutil.copy(SESSIONS / "travel-zh.jsonl", tmp_path / "旅行.JSONL")
+    (tmp_path / "notes.txt").write_text("不是对话", encoding="utf-8")
+    assert [p.name for p in transcript_files(tmp_path)] == ["旅行.JSONL"]
+    data = evaluate(str(tmp_path), "-s", "window")
+    assert [Path(t["source"]).name for t in data["transcripts"]] == ["旅行.JSONL"]
