@@ -37,15 +37,15 @@ def load_source(workspace: Workspace, source: str) -> Transcript:
     from chatmem.transcripts.reader import read_transcript
 
     path = Path(source)
-    if path.is_file() or path.suffix in (".jsonl", ".json"):
+    if path.is_file():
         return read_transcript(path)
-    if not workspace.has_history:
-        raise TranscriptError(f"{source}: no such transcript file or session")
-    store = workspace.store
-    session = store.sessions.find_session(source)
-    if session is None:
-        raise TranscriptError(f"{source}: no such transcript file or session")
-    return stored_transcript(store, session)
+    # A session may be named `客服.json`: with no such file, that name is the session's.
+    session = workspace.store.sessions.find_session(source) if workspace.has_history else None
+    if session is not None:
+        return stored_transcript(workspace.store, session)
+    if path.suffix.lower() in (".jsonl", ".json"):
+        return read_transcript(path)  # "no such transcript file", the likelier meaning
+    raise TranscriptError(f"{source}: no such transcript file or session")
 
 
 def compare_strategies(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, StrategyError, TranscriptError, UsageError
 from chatmem.store.records import check_session_name as check_session_name
 from chatmem.store.records import normal_name as normal_name
 from chatmem.store.records import session_name_from as session_name_from
@@ -187,9 +187,16 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
     from chatmem.transcripts.format import TranscriptMessage, message_dicts
 
     settings = workspace.settings
-    chosen = workspace.registries.strategies.strategy(
-        transcript.strategy or settings.strategy,
-        transcript.params if transcript.strategy else settings.params_for(settings.strategy))
+    try:
+        chosen = workspace.registries.strategies.strategy(
+            transcript.strategy or settings.strategy,
+            transcript.params if transcript.strategy else settings.params_for(settings.strategy))
+    except StrategyError as e:
+        if not transcript.strategy:
+            raise
+        # The user gave no strategy: without the file and line they would look in the config.
+        raise TranscriptError(f"{transcript.header_at or transcript.source}: in the header:"
+                              f" {e}", listed=e.listed) from None
     prompts = transcript.system_prompts()
     store = workspace.store
     with store.write():

@@ -19,7 +19,14 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.location import HistoryLocation, LocationKind
-from chatmem.errors import HistoryLocked, NotFound, StoreError, StoreFailure
+from chatmem.errors import (
+    ConfigError,
+    HistoryLocked,
+    NotFound,
+    StoreError,
+    StoreFailure,
+    TranscriptError,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -276,10 +283,23 @@ class Workspace:
         """The provider and tokenizer a transcript or session was recorded with
         (chatmem.evaluation.recording), closed with the workspace."""
         from chatmem.evaluation.recording import Recording, reproducing
+        from chatmem.transcripts.format import Transcript
+
+        create_provider = self.registries.create_provider
+        if isinstance(recorded, Transcript) and recorded.provider and not explicit:
+            where = recorded.header_at or recorded.source
+
+            def create_provider(settings: Settings) -> Provider:
+                try:
+                    return self.registries.create_provider(settings)
+                except ConfigError as e:
+                    # Chosen by the file's header, not by --provider or the config.
+                    raise TranscriptError(f"{where}: in the header: {e}; --provider chooses"
+                                          " another") from None
 
         provider = reproducing(self.settings, Recording(recorded.provider, recorded.model,
                                                         recorded.tokenizer),
-                               explicit=explicit, create_provider=self.registries.create_provider)
+                               explicit=explicit, create_provider=create_provider)
         self.owns(provider.close)
         return provider
 

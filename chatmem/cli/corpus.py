@@ -59,7 +59,8 @@ class TranscriptResult:
 
 def transcript_files(directory: Path) -> list[Path]:
     """The transcripts of a folder, in file-name order (not recursive)."""
-    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+    files = sorted(p for p in directory.iterdir() if p.is_file()
+                   and p.suffix.lower() in SUFFIXES)  # SUP.JSONL too, as eval FILE reads it
     if not files:
         raise TranscriptError(f"{directory}: no transcript files (.jsonl, .json) in the folder")
     return files

@@ -34,6 +34,7 @@ from chatmem.store import FactScope, Store, check_session_name, session_name_fro
 from chatmem.store.protocols import MemoryStore, TurnStore
 from chatmem.tokens import TokenCounter
 from chatmem.transcripts.format import (
+    Item,
     Probe,
     SystemPrompt,
     Transcript,
@@ -102,35 +103,70 @@ class Step:
     extra: list[TranscriptMessage] = field(default_factory=list)
     probe: Probe | None = None
     system: SystemPrompt | None = None
+    between: list[Item] = field(default_factory=list)
+    """What the transcript holds between a user message and its recorded reply."""
 
 
 def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
     """Group a transcript into replay steps.
 
-    A user message and the assistant message after it are one turn. Messages
-    that are not part of such a pair (an opening greeting, a mid-conversation
-    system message, a second assistant message) are stored as they are, so
-    every strategy sees the same history. Regenerating ignores recorded
-    assistant messages.
+    A user message and its recorded reply are one turn, whatever comes between them:
+    a system message or a probe is played in its place between the two, a system
+    prompt change takes effect after the reply (from the next turn, as `sessions
+    import` stores it). A user message followed by another user message has no reply
+    of its own and is stored as it is, as are messages that are not part of a turn (an
+    opening greeting, a second assistant message), so every strategy sees the recorded
+    history and no reply is invented for it. Regenerating ignores recorded assistant
+    messages.
     """
+    items = transcript.on_its_clock()
     steps: list[Step] = []
-    for item in transcript.on_its_clock():
+    taken: set[int] = set()
+    for index, item in enumerate(items):
+        if index in taken:
+            continue
         if isinstance(item, Probe):
             steps.append(Step(StepKind.PROBE, probe=item))
         elif isinstance(item, SystemPrompt):
             steps.append(Step(StepKind.SYSTEM, system=item))
-        elif item.role == "user":
-            steps.append(Step(StepKind.TURN, message=item))
         elif item.role == "assistant" and not keep_replies:
             continue
-        elif (item.role == "assistant" and steps and steps[-1].kind is StepKind.TURN
-              and steps[-1].reply is None and not steps[-1].extra):
-            steps[-1].reply = item
+        elif item.role == "user" and not keep_replies:
+            steps.append(Step(StepKind.TURN, message=item))
+        elif item.role == "user":
+            _plan_turn(items, index, steps, taken)
         elif steps and steps[-1].kind in (StepKind.TURN, StepKind.IMPORT):
             steps[-1].extra.append(item)
         else:
             steps.append(Step(StepKind.IMPORT, extra=[item]))
     return steps
+
+
+def _plan_turn(items: list[Item], index: int, steps: list[Step], taken: set[int]) -> None:
+    """The user message at `index`, with recorded replies kept: see `plan`."""
+    question = items[index]
+    assert isinstance(question, TranscriptMessage)
+    between: list[Item] = []
+    for later in range(index + 1, len(items)):
+        item = items[later]
+        if isinstance(item, TranscriptMessage) and item.role in ("user", "assistant"):
+            if item.role == "user":
+                break  # no reply of its own: stored as recorded
+            taken.update(range(index + 1, later + 1))
+            prompts = [i for i in between if isinstance(i, SystemPrompt)]
+            steps.append(Step(StepKind.TURN, message=question, reply=item,
+                              between=[i for i in between if not isinstance(i, SystemPrompt)]))
+            steps.extend(Step(StepKind.SYSTEM, system=p) for p in prompts)
+            return
+        between.append(item)
+    else:
+        # The transcript ends waiting for this reply: the model gives it.
+        steps.append(Step(StepKind.TURN, message=question))
+        return
+    if steps and steps[-1].kind in (StepKind.TURN, StepKind.IMPORT):
+        steps[-1].extra.append(question)
+    else:
+        steps.append(Step(StepKind.IMPORT, extra=[question]))
 
 
 def replay(
@@ -258,7 +294,9 @@ def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
                                                               system=step.system.system)
         return
     if step.kind is StepKind.TURN and step.message is not None:
-        if options.probes_only and step.reply is not None:
+        if step.between:
+            _turn_apart(engine, step, run, stored_ids, options)
+        elif options.probes_only and step.reply is not None:
             _store(engine, [step.message, step.reply], run, stored_ids)
         else:
             _turn(engine, step, run, stored_ids, options)
@@ -317,6 +355,28 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
         stored_ids[step.message.id] = result.record.user_message_id
     if step.reply is not None and step.reply.id and result.record.assistant_message_id:
         stored_ids[step.reply.id] = result.record.assistant_message_id
+
+
+def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
+                stored_ids: dict[str, int], options: _Options) -> None:
+    """A user message whose recorded reply comes after a system message or a probe: each
+    stored in its place, as `sessions import` stores them, and the context the user
+    message would have been sent with measured as a turn's."""
+    assert step.message is not None and step.reply is not None
+    if not options.probes_only:
+        context = engine.build_context(step.message.content)
+        run.prompt_tokens.append(context.tokens)
+        run.contexts.append((context.tokens, context.budget))
+    waiting = [step.message]
+    for item in step.between:
+        if isinstance(item, Probe):
+            if waiting:
+                _store(engine, waiting, run, stored_ids)
+                waiting = []
+            run.probes.append(_probe(engine, item, stored_ids, options, run))
+        elif isinstance(item, TranscriptMessage):
+            waiting.append(item)
+    _store(engine, [*waiting, step.reply], run, stored_ids)
 
 
 def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],

@@ -83,6 +83,8 @@ class Transcript:
     source: str = "<transcript>"
     provider: str | None = None
     tokenizer: str | None = None
+    header_at: str | None = None
+    """Where the header was read (`file:1`): errors about its values name it."""
 
     @property
     def messages(self) -> list[TranscriptMessage]:

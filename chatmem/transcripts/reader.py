@@ -4,7 +4,6 @@ JSON list of messages; every error names the file and the line."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -105,6 +104,13 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
         if not isinstance(data, dict):
             raise TranscriptError(f"{where}: expected a JSON object")
+        if "messages" in data and "role" not in data:
+            # OpenAI fine-tuning files hold one conversation per line; only a file that is
+            # one such object is read, so this is said, not "role missing".
+            raise TranscriptError(
+                f"{where}: a whole {{\"messages\": [...]}} conversation on one line (OpenAI"
+                " fine-tuning JSON Lines); chatmem reads one conversation per file: one"
+                " message per line, or a single {\"messages\": [...]} document")
         if "chatmem" in data:
             if not first:
                 raise TranscriptError(f"{where}: the chatmem header must be the first line")
@@ -117,22 +123,27 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
 
 def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: str) -> Transcript:
     transcript = Transcript(source=source)
-    if isinstance(whole, dict):
-        messages = whole["messages"]
-        if not isinstance(messages, list):
-            raise TranscriptError(f"{source}: \"messages\" must be a list")
-        start = re.search(r'"messages"\s*:\s*\[', text)
-        offset = start.end() - 1 if start else 0
-        if "chatmem" in whole:
-            # chatmem's own .json export: the JSON Lines header's keys, beside the messages.
-            _read_header(transcript, whole, source)
+    try:
+        if isinstance(whole, dict):
+            messages = whole["messages"]
+            if not isinstance(messages, list):
+                raise TranscriptError(f"{source}: \"messages\" must be a list")
+            offset = _top_level_value(text, "messages")
+            if "chatmem" in whole:
+                # chatmem's own .json export: the JSON Lines header's keys, beside the messages.
+                _read_header(transcript, whole, source)
+            else:
+                for key in ("title", "system"):
+                    if isinstance(whole.get(key), str):
+                        setattr(transcript, key, whole[key])
         else:
-            for key in ("title", "system"):
-                if isinstance(whole.get(key), str):
-                    setattr(transcript, key, whole[key])
-    else:
-        messages, offset = whole, text.index("[")
-    lines = _element_lines(text, offset, len(messages))
+            messages, offset = whole, text.index("[")
+        lines = _element_lines(text, offset, len(messages))
+    except (IndexError, ValueError, RecursionError) as e:
+        # json.loads read the document already: a scan that disagrees is a bug of the scan,
+        # still said in one line naming the file, never a traceback.
+        raise TranscriptError(f"{source}: cannot locate the messages in the JSON document"
+                              f" ({_why(e)})") from None
     seen_ids: set[str] = set()
     for element, number in zip(messages, lines, strict=True):
         where = f"{source}:{number}"
@@ -148,16 +159,62 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
     return transcript
 
 
+_DECODER = json.JSONDecoder()
+_BLANK = " \t\r\n"
+
+
+def _skip_blank(text: str, index: int) -> int:
+    while text[index] in _BLANK:
+        index += 1
+    return index
+
+
+def _top_level_value(text: str, wanted: str) -> int:
+    """Where the value of the top-level object's key `wanted` begins.
+
+    Key by key, each value skipped whole: a "messages" key nested in another value
+    (an export's "metadata") is never taken for it. The last one wins, as in json.loads.
+    """
+    index = _skip_blank(text, 0)
+    if text[index] != "{":
+        raise ValueError("not an object")
+    index += 1
+    found = None
+    while True:
+        index = _skip_blank(text, index)
+        if text[index] == "}":
+            break
+        key, index = _DECODER.raw_decode(text, index)
+        index = _skip_blank(text, index)
+        if text[index] != ":":
+            raise ValueError("expected ':'")
+        index = _skip_blank(text, index + 1)
+        if key == wanted:
+            found = index
+        _, index = _DECODER.raw_decode(text, index)
+        index = _skip_blank(text, index)
+        if text[index] == ",":
+            index += 1
+    if found is None:
+        raise ValueError(f"no top-level {wanted!r}")
+    return found
+
+
 def _element_lines(text: str, array_start: int, count: int) -> list[int]:
-    """The line each element of the JSON array at `array_start` begins on."""
-    decoder = json.JSONDecoder()
+    """The line each element of the JSON array at `array_start` begins on.
+
+    Newlines are counted from the element before, not from the start: counting from
+    the start made a 20,000-message document take seconds per thousand messages.
+    """
     lines = []
-    index = array_start + 1
+    index, line, counted_to = array_start + 1, 1 + text.count("\n", 0, array_start), array_start
     for _ in range(count):
         while text[index] in " \t\r\n,":
             index += 1
-        lines.append(text.count("\n", 0, index) + 1)
-        _, index = decoder.raw_decode(text, index)
+        line += text.count("\n", counted_to, index)
+        counted_to = index
+        lines.append(line)
+        _, index = _DECODER.raw_decode(text, index)
     return lines
 
 
@@ -166,6 +223,7 @@ def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) ->
         raise TranscriptError(
             f"{where}: transcript format {data['chatmem']!r} is not supported (expected 1)"
         )
+    transcript.header_at = where
     for key in HEADER_KEYS:
         value = data.get(key)
         if value is None:

@@ -190,3 +190,58 @@ def test_eval_verbose_lists_what_its_hint_says_it_lists() -> None:
     assert listed.exit_code == 0, listed.stderr
     assert "(--verbose lists each version)" not in listed.stderr
     assert len(listed.stderr.splitlines()) > len(counted.stderr.splitlines())
+
+
+def test_eval_of_a_file_and_of_its_import_agree_when_a_prompt_change_splits_a_turn(
+        tmp_path: Path, db_path: Path) -> None:
+    lines = [
+        {"chatmem": 1, "title": "mid", "system": "你是导游"},
+        {"role": "user", "content": "我想去西湖，预算五千元", "id": "y1",
+         "ts": "2024-05-01T09:00:00+08:00"},
+        {"system_prompt": "Answer in English only."},
+        {"role": "assistant", "content": "好的，五千元够了", "id": "y2",
+         "ts": "2024-05-01T09:00:05+08:00"},
+        {"role": "user", "content": "住哪里？", "id": "y3", "ts": "2024-05-01T09:01:00+08:00"},
+        {"role": "assistant", "content": "湖边酒店", "id": "y4", "ts": "2024-05-01T09:01:05+08:00"},
+        {"probe": "预算多少？", "expect_ids": ["y1", "y2"], "expect_text": ["五千元"]},
+    ]
+    source = tmp_path / "spmid.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                      encoding="utf-8")
+    invoke("sessions", "import", str(source), "西湖", "--db", str(db_path), code=0)
+    results = []
+    for target in (str(source), "西湖"):
+        result = invoke("eval", target, "-s", "buffer", "--db", str(db_path),
+                        "--provider", "scripted", "--json", code=0)
+        run = json.loads(result.stdout)["strategies"][0]
+        results.append((run["chat_model_calls"], run["turns"], run["prompt_tokens"],
+                        run["eval"]["context_tokens"]))
+    assert results[0] == results[1]
+    assert results[0][:2] == (0, 2)
+
+
+def test_an_unknown_provider_in_the_header_names_the_file_and_line(tmp_path: Path) -> None:
+    source = tmp_path / "hs4.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"chatmem": 1, "title": "旅行", "provider": "nosuchprov"},
+        {"role": "user", "content": "你好"},
+        {"probe": "你好吗？", "expect_text": ["你好"]}]), encoding="utf-8")
+    result = invoke("eval", str(source), "-s", "buffer", "--db", str(tmp_path / "h.db"))
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {source}:1: in the header: unknown provider 'nosuchprov'"
+                             " (valid: auto, local, openai, scripted); --provider chooses"
+                             " another\n")
+
+
+def test_a_session_named_like_a_json_file_is_evaluated_and_replayed_by_name(
+        tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "客服.json",
+           "--db", str(db_path), code=0)
+    for command in ("eval", "replay"):
+        result = invoke(command, "客服.json", "-s", "buffer", "--db", str(db_path),
+                        "--provider", "scripted", "--json", code=0)
+        assert json.loads(result.stdout)["strategies"][0]["turns"] > 0
+    # Neither a file nor a session: the file is what was meant.
+    result = invoke("eval", "无此.jsonl", "-s", "buffer", "--db", str(db_path))
+    assert result.exit_code == 2 and result.stderr == "error: 无此.jsonl: no such transcript file\n"

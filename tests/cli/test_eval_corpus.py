@@ -168,3 +168,26 @@ def test_probes_only_reaches_every_worker(folder: Path) -> None:
         {k: v for k, v in row.items() if k not in drop} for row in full["aggregate"]]
     assert [row["prompt_tokens_mean"] for row in quick["aggregate"]] == [None, None]
     assert all(s["probes_only"] for t in quick["transcripts"] for s in t["strategies"])
+
+
+def test_a_document_with_a_nested_messages_key_is_evaluated_with_the_others(
+        folder: Path, tmp_path: Path) -> None:
+    shutil.copy(folder / "support.jsonl", tmp_path / "a.jsonl")
+    (tmp_path / "b.json").write_text(json.dumps({
+        "metadata": {"messages": [], "source": "export"}, "title": "旅行计划",
+        "messages": [{"role": "user", "content": "预算两万元", "id": "u1"},
+                     {"role": "assistant", "content": "好的"},
+                     {"probe": "预算多少？", "expect_ids": ["u1"]}]},
+        ensure_ascii=False, indent=1), encoding="utf-8")
+    result = invoke("eval", str(tmp_path), "-s", "window", "--provider", "scripted", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert sorted(Path(t["source"]).name for t in data["transcripts"]) == ["a.jsonl", "b.json"]
+
+
+def test_upper_case_extensions_are_transcripts_of_the_folder(tmp_path: Path) -> None:
+    shutil.copy(SESSIONS / "travel-zh.jsonl", tmp_path / "旅行.JSONL")
+    (tmp_path / "notes.txt").write_text("不是对话", encoding="utf-8")
+    assert [p.name for p in transcript_files(tmp_path)] == ["旅行.JSONL"]
+    data = evaluate(str(tmp_path), "-s", "window")
+    assert [Path(t["source"]).name for t in data["transcripts"]] == ["旅行.JSONL"]

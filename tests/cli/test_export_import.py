@@ -206,3 +206,20 @@ def test_a_name_made_from_a_decomposed_file_name_keeps_its_accents(tmp_path: Pat
     file.write_text('{"role": "user", "content": "咖啡"}\n', encoding="utf-8")
     done = invoke("sessions", "import", str(file), "--db", db, code=0)
     assert done.stderr == "imported 1 message into session café\n"
+
+
+@pytest.mark.parametrize(("header", "said"), [
+    ({"strategy": "nosuch"}, "h.jsonl:1: in the header: unknown strategy 'nosuch' (valid: "),
+    ({"strategy": "window", "params": {"k": -3}},
+     "h.jsonl:1: in the header: parameter k=-3 of strategy 'window' must be at least 0"),
+])
+def test_a_bad_header_strategy_is_one_line_naming_the_file_and_line(
+        tmp_path: Path, header: dict[str, object], said: str) -> None:
+    source = tmp_path / "h.jsonl"
+    source.write_text(json.dumps({"chatmem": 1, "title": "旅行", **header}) + "\n"
+                      + json.dumps({"role": "user", "content": "你好"}, ensure_ascii=False)
+                      + "\n", encoding="utf-8")
+    result = invoke("sessions", "import", str(source), "--db", str(tmp_path / "h.db"))
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / said}")

@@ -48,8 +48,9 @@ def test_a_replays_undated_messages_keep_the_conversations_clock() -> None:
         {"role": "assistant", "content": "r2"},
     ))
     steps = plan(t, keep_replies=True)
-    assert [(s.message and s.message.ts, s.reply and s.reply.ts) for s in steps] == [
-        ("2024-05-12T19:00:00Z", None), ("2024-05-12T19:00:00Z", "2024-05-12T19:00:00Z"),
+    assert [m.ts for m in steps[0].extra] == ["2024-05-12T19:00:00Z"]
+    assert [(s.message and s.message.ts, s.reply and s.reply.ts) for s in steps[1:]] == [
+        ("2024-05-12T19:00:00Z", "2024-05-12T19:00:00Z"),
         ("2024-09-20T19:00:00Z", "2024-09-20T19:00:00Z")]
     assert t.messages[0].ts is None  # the transcript itself is as written
 
@@ -68,8 +69,8 @@ def test_plan_pairs_turns_and_keeps_stray_messages() -> None:
     assert [(s.kind, s.message and s.message.content, s.reply and s.reply.content,
              [m.content for m in s.extra]) for s in steps] == [
         (StepKind.IMPORT, None, None, ["Welcome!"]),
-        (StepKind.TURN, "q1", "r1", ["note"]),
-        (StepKind.TURN, "q2", None, []),
+        # q2 has no reply of its own: stored as recorded, not sent for an invented one.
+        (StepKind.TURN, "q1", "r1", ["note", "q2"]),
         (StepKind.TURN, "q3", "r3", []),
     ]
     # Regenerating drops every recorded assistant message, the greeting included.
@@ -226,8 +227,9 @@ def probe_outcomes(run: StrategyRun) -> list[tuple[object, ...]]:
     return [(p.question, p.found_ids, p.found_text, p.tokens) for p in run.probes]
 
 
-# Paired turns, then what a real conversation also has: a user message with no reply (the
-# model is asked for one, with or without --probes-only) and a second assistant message.
+# Paired turns, then what a real conversation also has: a user message followed by another
+# (stored as recorded), a second assistant message and a last user message with no reply
+# (the model is asked for one, with or without --probes-only).
 UNEVEN = parse_transcript(transcript(
     {"role": "user", "content": "My order is KW-1.", "id": "u1"},
     {"role": "assistant", "content": "Noted: KW-1.", "id": "a1"},
@@ -238,6 +240,7 @@ UNEVEN = parse_transcript(transcript(
     {"probe": "Order and locker?", "expect_ids": ["u1", "u3"], "expect_text": ["KW-1"]},
     {"role": "user", "content": "Nice weather.", "id": "u4"},
     {"role": "assistant", "content": "Indeed.", "id": "a4"},
+    {"role": "user", "content": "还有别的吗？", "id": "u5"},
     {"probe": "我住在哪里？", "expect_ids": ["u2"], "expect_text": ["奥斯陆"]},
 ), "uneven.jsonl")
 
@@ -272,3 +275,39 @@ def test_probes_only_embeds_the_probes_alone_and_recalls_the_same() -> None:
     # A full replay embeds each turn's input to rank what it recalls; --probes-only only
     # the probes' questions.
     assert embedders[1].queries == len(long_chat.probes) < embedders[0].queries
+
+
+def test_a_recorded_reply_is_used_whatever_comes_between_it_and_its_question(
+        store: Store) -> None:
+    t = parse_transcript(transcript(
+        {"chatmem": 1, "title": "隔开", "system": "你是导游"},
+        {"role": "user", "content": "我去年五月在里斯本丢了护照", "id": "w1",
+         "ts": "2023-05-10T08:00:00+08:00"},
+        {"role": "user", "content": "后来补办花了三百欧元", "id": "w2",
+         "ts": "2023-05-10T08:00:30+08:00"},
+        {"role": "assistant", "content": "真不容易", "id": "w3", "ts": "2023-05-10T08:01:00+08:00"},
+        {"role": "user", "content": "帮我看看这个文件", "id": "s1",
+         "ts": "2024-05-01T09:00:00+08:00"},
+        {"role": "system", "content": "用户上传了报价单.pdf", "id": "s2",
+         "ts": "2024-05-01T09:00:01+08:00"},
+        {"probe": "上传了什么？", "expect_ids": ["s2"], "expect_text": ["报价单"]},
+        {"role": "assistant", "content": "报价单总价是八千元", "id": "s3",
+         "ts": "2024-05-01T09:00:05+08:00"},
+        {"role": "user", "content": "预算五千元", "id": "y1", "ts": "2024-05-01T09:01:00+08:00"},
+        {"system_prompt": "只用英文回答"},
+        {"role": "assistant", "content": "好的，五千元", "id": "y2",
+         "ts": "2024-05-01T09:01:05+08:00"},
+        {"role": "user", "content": "住哪里？", "id": "y3", "ts": "2024-05-01T09:02:00+08:00"},
+        {"role": "assistant", "content": "湖边酒店", "id": "y4", "ts": "2024-05-01T09:02:05+08:00"},
+        {"probe": "总价多少？", "expect_ids": ["s3"], "expect_text": ["八千元"]},
+    ), "apart.jsonl")
+    model = ScriptedProvider()
+    run, = replay(t, [parse_spec("buffer")], chat_provider=model, store=store, save_as="apart")
+    assert run.chat_calls == 0 and model.calls_by_purpose == {}
+    assert run.turns == 4 and len(run.prompt_tokens) == 4
+    assert [p.found_ids for p in run.probes] == [["s2"], ["s3"]]
+    session = store.sessions.session("apart")
+    assert [(m.role, m.content, m.created_at) for m in store.history.messages(session.id)] == [
+        (m.role, m.content, m.ts) for m in t.messages]
+    # The prompt changes from the turn after the one it was set in, as an import stores it.
+    assert store.sessions.system_prompts(session.id) == [(1, "你是导游"), (5, "只用英文回答")]

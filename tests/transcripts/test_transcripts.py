@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -162,3 +163,72 @@ def test_sample_sessions_read_cleanly(name: str, turns: int, probes: int) -> Non
         # Every expected text is in one of the expected messages: the probe is answerable.
         for text in probe.expect_text:
             assert any(text.casefold() in by_id[i].content.casefold() for i in probe.expect_ids)
+
+
+NESTED = """{"metadata": {"messages": [], "source": "export"}, "title": "旅行计划", "messages": [
+  {"role": "user", "content": "我们三月十五日出发，预算两万元"},
+  {"role": "assistant", "content": "好的，记下了"}
+]}
+"""
+
+
+def test_a_messages_key_nested_before_the_top_level_one_is_not_taken_for_it() -> None:
+    t = parse_transcript(NESTED, "nested.json")
+    assert t.title == "旅行计划"
+    assert [(m.content, m.line) for m in t.messages] == [
+        ("我们三月十五日出发，预算两万元", 2), ("好的，记下了", 3)]
+
+
+def test_an_error_after_a_decodable_nested_messages_key_names_its_own_line() -> None:
+    text = ('{"meta": {"messages": [{"role": "user", "content": "旧"},\n'
+            '                       {"role": "assistant", "content": "旧"}]},\n'
+            ' "messages": [\n'
+            '  {"role": "user", "content": "你好"},\n\n\n\n'
+            '  {"role": "robot", "content": "嗨"}\n]}\n')
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "nested3.json")
+    assert str(e.value) == "nested3.json:8: role must be user, assistant or system (got 'robot')"
+
+
+class CountingText(str):
+    """Text that adds up how many characters its newline counts scan."""
+
+    scanned = 0
+
+    def count(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        begin = 0 if start is None else start
+        stop = len(self) if end is None else end
+        CountingText.scanned += max(0, stop - begin)
+        return super().count(sub, begin, stop)
+
+
+@pytest.mark.parametrize("shape", ["object", "list"])
+def test_reading_a_json_document_scans_its_text_for_line_numbers_once(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatmem.transcripts import reader
+
+    messages = [{"role": "user" if i % 2 else "assistant", "content": f"第{i}条消息"}
+                for i in range(2000)]
+    whole: Any = {"title": "长对话", "messages": messages} if shape == "object" else messages
+    text = CountingText(json.dumps(whole, ensure_ascii=False, indent=1))
+    monkeypatch.setattr(CountingText, "scanned", 0)
+    transcript = reader._parse_json_document(text, whole, "big.json")
+    assert len(transcript.messages) == 2000
+    # Counting from the start for each element scanned about 2000/2 times the text.
+    assert CountingText.scanned <= len(text)
+
+
+def test_fine_tuning_json_lines_say_what_they_are_and_what_is_read() -> None:
+    text = jsonl({"messages": [{"role": "system", "content": "你是助手"},
+                               {"role": "user", "content": "你好"},
+                               {"role": "assistant", "content": "你好！"}]},
+                 {"messages": [{"role": "user", "content": "在吗"},
+                               {"role": "assistant", "content": "在"}]})
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "ft.jsonl")
+    assert str(e.value) == (
+        'ft.jsonl:1: a whole {"messages": [...]} conversation on one line (OpenAI fine-tuning'
+        ' JSON Lines); chatmem reads one conversation per file: one message per line, or a'
+        ' single {"messages": [...]} document')
+    # One such line alone is one document, and read.
+    assert len(parse_transcript(text.split("\n")[0], "ft1.jsonl").messages) == 2
