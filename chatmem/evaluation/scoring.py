@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatmem import fts
 from chatmem.memory.context import Context
 from chatmem.notices import ContextsOverBudget, Notice
 from chatmem.providers.base import Purpose
@@ -179,9 +180,11 @@ def score_probe(
         if m.id is not None
     }
     found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
-    memory_text = "\n".join(
+    # Compared as the word index compares (full-width forms as ASCII, accents and marks
+    # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected.
+    memory_text = fts.folded("\n".join(
         m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
-    ).casefold()
-    found_text = [t for t in probe.expect_text if t.casefold() in memory_text]
+    )).casefold()
+    found_text = [t for t in probe.expect_text if fts.folded(t).casefold() in memory_text]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
                        list(probe.expect_text), found_text, context.tokens)

@@ -316,6 +316,13 @@ def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]
         if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
             raise TranscriptError(f"{where}: {key} must be a list of strings")
         lists[key] = tuple(str(v) for v in value)
+        blank = next((v for v in lists[key] if not v.strip()), None)
+        if blank is not None:
+            # "" is in every context: it would count as recalled with nothing remembered.
+            raise TranscriptError(f"{where}: {key} holds an empty string {blank!r}")
+        twice = next((v for i, v in enumerate(lists[key]) if v in lists[key][:i]), None)
+        if twice is not None:
+            raise TranscriptError(f"{where}: {key} names {twice!r} twice (it would count twice)")
     for expected in lists["expect_ids"]:
         if expected not in seen:
             raise TranscriptError(

@@ -311,3 +311,21 @@ def test_a_recorded_reply_is_used_whatever_comes_between_it_and_its_question(
         (m.role, m.content, m.ts) for m in t.messages]
     # The prompt changes from the turn after the one it was set in, as an import stores it.
     assert store.sessions.system_prompts(session.id) == [(1, "你是导游"), (5, "只用英文回答")]
+
+
+def test_expected_text_is_found_as_the_word_index_reads_it(tmp_path: Path) -> None:
+    """What a Chinese input method types (full-width ＯＲＤ７７３１) is the ORD7731 a probe
+    expects: it was scored as not recalled while the context held it."""
+    from chatmem.evaluation.scoring import score_probe
+    from chatmem.memory.context import Context, Message, Part
+    from chatmem.memory.reasons import TextReason
+    from chatmem.tokens import counter_for_model
+    from chatmem.transcripts.format import Probe
+
+    counter = counter_for_model(None)
+    said = Message.counted("user", "订单号ＯＲＤ７７３１，Café Zürich", counter)
+    context = Context((Part("history", (said,), TextReason("历史")),
+                       Part("input", (Message.counted("user", "订单号？", counter),),
+                            TextReason("输入"))))
+    probe = Probe("订单号？", (), ("ord7731", "cafe zurich", "ORD-9999"), 1)
+    assert score_probe(probe, context, {}, 1).found_text == ["ord7731", "cafe zurich"]

@@ -72,6 +72,14 @@ def test_plain_json_list_and_its_error_lines() -> None:
      "x.jsonl:3: expect_ids 'nope' names no message before this probe"),
     ({"probe": "q"}, "x.jsonl:3: probe needs expect_ids or expect_text"),
     ({"probe": "q", "expect_text": "x"}, "x.jsonl:3: expect_text must be a list of strings"),
+    # "" is in every context and a repeat counts twice: either would be recall never had.
+    ({"probe": "q", "expect_text": ["", "李雷"]},
+     "x.jsonl:3: expect_text holds an empty string ''"),
+    ({"probe": "q", "expect_text": [" "]}, "x.jsonl:3: expect_text holds an empty string ' '"),
+    ({"probe": "q", "expect_text": ["你好", "你好"]},
+     "x.jsonl:3: expect_text names '你好' twice (it would count twice)"),
+    ({"probe": "q", "expect_ids": ["u1", "u1"]},
+     "x.jsonl:3: expect_ids names 'u1' twice (it would count twice)"),
     ({"chatmem": 1}, "x.jsonl:3: the chatmem header must be the first line"),
     ([1, 2], "x.jsonl:3: expected a JSON object"),
 ])
