@@ -150,10 +150,11 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
         if not isinstance(element, dict):
             raise TranscriptError(f"{where}: expected a message object")
         transcript.items.append(_read_item(element, where, number, seen_ids))
-    # OpenAI style puts the system prompt first, as a message.
+    # OpenAI style puts the system prompt first, as a message; chatmem's own export says its
+    # prompt in the header, and a first system message there is a message (quoted as data).
     first = transcript.items[0] if transcript.items else None
     if (transcript.system is None and isinstance(first, TranscriptMessage)
-            and first.role == "system"):
+            and first.role == "system" and not (isinstance(whole, dict) and "chatmem" in whole)):
         transcript.system = first.content
         transcript.items.pop(0)
     return transcript

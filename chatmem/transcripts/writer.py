@@ -27,8 +27,9 @@ def to_jsonl(transcript: Transcript) -> str:
 
 
 def to_json_document(transcript: Transcript) -> str:
-    """One JSON object, the header's keys beside "messages" (OpenAI style); it imports back."""
-    document = {**_header(transcript), "messages": [m.to_json() for m in transcript.messages]}
+    """One JSON object, the header's keys beside "messages" (OpenAI style); it imports back
+    whole: probes and system prompt changes go in "messages" as they go in JSON Lines."""
+    document = {**_header(transcript), "messages": [item.to_json() for item in transcript.items]}
     return json_safe(json.dumps(document, ensure_ascii=False, indent=2)) + "\n"
 
 

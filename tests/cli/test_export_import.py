@@ -223,3 +223,34 @@ def test_a_bad_header_strategy_is_one_line_naming_the_file_and_line(
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / said}")
+
+
+def test_a_json_export_imports_back_as_the_session_it_came_from(tmp_path: Path) -> None:
+    """The .json export dropped probes and system prompt changes, and its first system
+    message (data) came back as the session's system prompt (an instruction)."""
+    source = tmp_path / "sp.jsonl"
+    source.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        {"chatmem": 1, "title": "系统"},
+        {"role": "system", "content": "系统通知：会话开始", "id": "z0"},
+        {"role": "user", "content": "我想去西湖", "id": "x1"},
+        {"role": "assistant", "content": "好", "id": "x2"},
+        {"system_prompt": "Answer in English only."},
+        {"role": "user", "content": "预算五千元", "id": "x3"},
+        {"role": "assistant", "content": "OK", "id": "x4"},
+        {"probe": "预算多少？", "expect_ids": ["x3"], "expect_text": ["五千元"]}]) + "\n",
+        encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    invoke("sessions", "import", str(source), "sp", "--db", db, "--no-index", code=0)
+    exported = tmp_path / "sp.json"
+    invoke("sessions", "export", "sp", "-o", str(exported), "--db", db, code=0)
+    invoke("sessions", "import", str(exported), "sp2", "--db", db, "--no-index", code=0)
+    again = tmp_path / "sp2.jsonl"
+    invoke("sessions", "export", "sp2", "-o", str(again), "--db", db, code=0)
+    first = tmp_path / "sp1.jsonl"
+    invoke("sessions", "export", "sp", "-o", str(first), "--db", db, code=0)
+    # Everything after the header is the same: messages, the prompt change, the probe.
+    assert again.read_text(encoding="utf-8").splitlines()[1:] == \
+        first.read_text(encoding="utf-8").splitlines()[1:]
+    with Store(db) as store:
+        assert store.sessions.session("sp2").system == "Answer in English only."
+        assert len(store.sessions.probes(store.sessions.session("sp2").id)) == 1
