@@ -114,13 +114,21 @@ def _names(text: str) -> list[str]:
     return found
 
 
+_MARK_OPEN = "⟦"
+"""Where chatmem.privacy.sensitive masked a detail: an anchor holding one would pin a
+marker for what memory must not keep."""
+# scheme://user:PASSWORD@host: "PASSWORD@host" is no e-mail address, nor "PASSWORD" an
+# id. A password may hold '@' ("p@ss@host"): the last one before the host ends it.
+_USERINFO = re.compile(r"://[^\s/?#]{1,128}@")
+
+
 def extract_anchors(text: str) -> list[str]:
     """The anchors in `text`, in order of first appearance, without repeats or overlaps."""
     spans: list[tuple[int, int, str]] = []
     for pattern in _PATTERNS:
         for match in pattern.finditer(text):
             value = match.group().strip(_CJK_STOP)
-            if value:
+            if value and _MARK_OPEN not in value:
                 spans.append((match.start(), match.end(), value))
     for match in _CN_AMOUNT.finditer(text):
         if _cn_amount_matters(match.group("number"), match.group("unit")):
@@ -133,6 +141,9 @@ def extract_anchors(text: str) -> list[str]:
     # Each pattern's matches do not overlap, so the spans cover the text a few times over
     # at most: checking a span against what is taken costs its length, not the count taken.
     taken = bytearray(len(text))
+    # Nothing in a URL's user:password is an anchor, nor the URL holding it.
+    for match in _USERINFO.finditer(text):
+        taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
     kept: list[tuple[int, str]] = []
     for start, end, value in spans:
         if any(taken[start:end]):

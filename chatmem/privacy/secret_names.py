@@ -148,3 +148,12 @@ NOT_A_PHRASE = {
     "could", "manager", "generator", "for", "of", "on", "in", "to", "with", "that", "which",
     "you", "i", "we", "it", "and", "or", "but", "too", "again", "please",
 }
+
+CHANGED_TO_ZH = r"(?:修改|更改|重置|设置|改|设|换|变)(?:为|為|成)了?"
+"""How a password is changed to its value: 密码改为X, 改成了X, 把密码设成X, 换成X."""
+OWNERS_ZH = r"我|我们|你|您|他|她|咱们|咱家|家里|公司"
+"""Whose secret a value-first sentence names: "X是我的密码"."""
+NOT_IN_A_PHRASE_ZH = frozenset("的了吗呢么啊吧呀哦嘛位个字数不没无空错对忘很太要该会能可"
+                               "什多少几和与跟同样新旧长短码号")
+"""Characters a spoken password in Chinese never holds and a sentence about one does:
+"密码是6位数字", "密码是对的", "密码改成什么好", "密码为空"."""

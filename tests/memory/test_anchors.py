@@ -119,3 +119,15 @@ def test_anchors_are_found_in_time_that_grows_with_the_length_not_its_square() -
     for unit in ("11", "a1", "三三", "一万", "$1 ", "1-"):
         small, large = _best_time(unit * 3_000), _best_time(unit * 12_000)
         assert large < 8 * max(small, 1e-4), (unit, small, large)
+
+
+def test_nothing_in_a_url_s_user_and_password_is_an_anchor() -> None:
+    """"Sup3rS3cret@db.example.com" read as an e-mail was pinned and sent every turn."""
+    assert extract_anchors("our db is postgresql://ann:Sup3rS3cret@db.example.com/team, "
+                           "due 2026-05-01") == ["2026-05-01"]
+    assert extract_anchors("git clone https://ann:p@ss9Word@github.com/acme/app.git") == []
+    # Masked first, the URL holds a marker: no anchor either.
+    assert extract_anchors("clone https://ann:⟦password⟧@github.com/acme/app.git") == []
+    # An e-mail after a colon and a URL without a password still are.
+    assert extract_anchors("email:bob@example.org, see https://example.org/a1") == [
+        "bob@example.org", "https://example.org/a1"]

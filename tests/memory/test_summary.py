@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from listed_history import ListHistory, scratch_state
@@ -11,6 +13,7 @@ from registered import create_strategy, open_session
 from chatmem.config.sections import SummarySection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
+from chatmem.memory import pins
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryVersion, Unsummarized
@@ -227,3 +230,27 @@ def test_summary_pins_keep_within_summary_max_tokens_releasing_the_oldest(
     assert any(n.released[0] == "ORD-7701" for n in released)
     assert {n.pin_limit for n in released} == {60}
     assert [n.limit for n in context.dropped if isinstance(n, PinsReleased)] == [60]
+
+
+def test_a_url_with_a_password_is_never_summarized_pinned_or_sent_to_the_summarizer(
+    make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch, store: Store,
+    tmp_path: Path,
+) -> None:
+    """A summarizer that leaves the credentials out made the drift guard pin
+    "Sup3rS3cret@db.example.com" as a dropped e-mail, sent with every later turn."""
+    monkeypatch.setitem(RULES, "summary", lambda m: "- The user shared the staging database "
+                        "connection string (credentials omitted).")
+    log = tmp_path / "calls.jsonl"
+    engine = make_engine("summary", provider=ScriptedProvider(log_path=log))
+    result = engine.run_turn("our staging db is postgresql://ann:Sup3rS3cret@db.example.com/team")
+    engine.run_turn("我们的数据库是 postgres://ann:Sup3rS3cret@db.example.com:5432/team，部署在上海")
+    assert isinstance(notice := result.notices[0], SummaryUpdated)
+    assert notice.pinned == () and "password" in notice.sensitive
+    assert pins.pinned_facts(store.memory, engine.session.id) == []
+    summaries = store.memory.summaries(engine.session.id)
+    assert not any("Sup3rS3cret" in f"{s.text} {s.anchors} {s.dropped_anchors}"
+                   for s in summaries)
+    helper_requests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert not any("Sup3rS3cret" in m["content"] for call in helper_requests
+                   if call["purpose"] != "chat" for m in call["messages"])
+    assert engine.build_context("what next?").part("facts") is None

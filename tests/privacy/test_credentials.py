@@ -201,3 +201,63 @@ def test_the_scan_finds_what_every_pattern_finds_alone(phrases: list[str], prefi
 ])
 def test_the_scan_finds_each_match_where_they_begin_close_together(text: str) -> None:
     assert _scanned(text) == _every_match(text) != []
+
+
+# -- credentials pasted as commands and config lines (memory attacks, finding 4) ---------
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("PGPASSWORD=Sup3rS3cret9 psql -h db team", "PGPASSWORD=⟦password⟧ psql -h db team"),
+    ('SECRET_KEY = "Sup3rS3cret9"', 'SECRET_KEY = "⟦password⟧"'),
+    ("export MYSQL_PWD='Sup3rS3cret9'", "export MYSQL_PWD='⟦password⟧'"),
+    ('{"client_secret": "Sup3rS3cret9"}', '{"client_secret": "⟦password⟧"}'),
+    ("GITHUB_TOKEN=Sup3rS3cret9 make release", "GITHUB_TOKEN=⟦password⟧ make release"),
+    ("curl -u ann:Sup3rS3cret9 https://api.example.com/v1/items",
+     "curl -u ann:⟦password⟧ https://api.example.com/v1/items"),
+    ("mysql -h db -u root -pSup3rS3cret9 prod", "mysql -h db -u root -p⟦password⟧ prod"),
+    ("WIFI:S:HomeNet;T:WPA;P:Sup3rS3cret9;;", "WIFI:S:HomeNet;T:WPA;P:⟦password⟧;;"),
+    ("Authorization: Basic YW5uOlN1cDNyUzNjcmV0OQ==", "Authorization: Basic ⟦password⟧"),
+    ("这条命令报错：PGPASSWORD=天王盖地虎9527 psql -h db",
+     "这条命令报错：PGPASSWORD=⟦password⟧ psql -h db"),
+    ("扫码连网：WIFI:T:WPA;S:家里;P:芝麻开门88;;", "扫码连网：WIFI:T:WPA;S:家里;P:⟦password⟧;;"),
+    # Commands and settings that hold no password.
+    ("git push -u origin main", "git push -u origin main"),
+    ("docker run -u 1000:1000 app", "docker run -u 1000:1000 app"),
+    ("ssh -p2222 ann@host", "ssh -p2222 ann@host"),
+    ("mysql -h db -u root -p prod", "mysql -h db -u root -p prod"),
+    ("PGPASSWORD=$DB_PASS psql -h db", "PGPASSWORD=$DB_PASS psql -h db"),
+    ("max_tokens=200, bypass=true, token: 5", "max_tokens=200, bypass=true, token: 5"),
+    ("the primary_key = id", "the primary_key = id"),
+    ("Basic English has 850 words", "Basic English has 850 words"),
+    ("WIFI:S:HomeNet;T:nopass;;", "WIFI:S:HomeNet;T:nopass;;"),
+    ("配置里写 password_min_length=12", "配置里写 password_min_length=12"),
+])
+def test_a_password_pasted_as_a_command_or_a_config_line_is_masked(text: str, shown: str) -> None:
+    assert sensitive.redact(text) == shown
+    assert SecretGuard().read([text]) == [shown]
+
+
+def _redact_time(text: str) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        sensitive.redact(text)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize("unit", [
+    "://a:", "a:b@", "PASSWORD" * 3 + "=", "a" * 60 + "token=", "-u a:", "mysql -pa ",
+    "WIFI:S:a;", "Basic YWFh", "密码是", "密码改为", "a是我的密码", "口令：天王",
+])
+def test_the_pasted_and_chinese_shapes_cost_time_linear_in_the_text(unit: str) -> None:
+    """Each shape is tried only where its literal lead is: a long run of leads (a pasted
+    log) costs 4× at 4× the length, not 16×; and a password after it is still found."""
+    tail = " PGPASSWORD=Sup3rS3cret9"
+    small = _redact_time(unit * (60_000 // len(unit)) + tail)
+    large_text = unit * (240_000 // len(unit)) + tail
+    large = _redact_time(large_text)
+    assert large < 8 * max(small, 1e-3), (unit, small, large)
+    assert "Sup3rS3cret9" not in sensitive.redact(large_text)[-40:]

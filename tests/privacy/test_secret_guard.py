@@ -143,3 +143,34 @@ def test_a_batch_works_out_each_label_once_and_none_before_a_long_message(
     assert "1847" not in said[1]
     # "Thanks." reads the two before it; no message reads the first long one.
     assert sorted(looked_at) == sorted(["What is the door code?", "It's 1847.", second, third])
+
+
+# -- Chinese phrasings whose English twins were caught (memory attacks, finding 3) -------
+
+
+@pytest.mark.parametrize(("message", "shown"), [
+    ("密码改为Hunter2024x", "密码改为⟦password⟧"),
+    ("我的邮箱密码改成了Hunter2024x", "我的邮箱密码改成了⟦password⟧"),
+    ("把密码设成Hunter2024x了", "把密码设成⟦password⟧了"),
+    ("路由器密码换成Hunter2024x，记一下", "路由器密码换成⟦password⟧，记一下"),
+    ("Hunter2024x是我的密码", "⟦password⟧是我的密码"),
+    ("我的密码是 天王盖地虎", "我的密码是 ⟦password⟧"),
+    ("暗号是天王盖地虎。", "暗号是⟦password⟧。"),
+    ("口令：芝麻开门", "口令：⟦password⟧"),
+    ("口令：天王盖地虎9527", "口令：⟦password⟧"),
+    ("新口令改成宝塔镇河妖，别告诉别人", "新口令改成⟦password⟧，别告诉别人"),
+    # Sentences about a password name none.
+    ("公司要求密码每90天换一次。", "公司要求密码每90天换一次。"),
+    ("我忘了密码", "我忘了密码"),
+    ("支付密码是6位数字。", "支付密码是6位数字。"),
+    ("密码是什么？", "密码是什么？"),
+    ("密码改成什么好？", "密码改成什么好？"),
+    ("密码是对的，但是登不上", "密码是对的，但是登不上"),
+    ("密码为空", "密码为空"),
+    ("这是我的密码本", "这是我的密码本"),
+    ("WiFi是我们家的密码问题", "WiFi是我们家的密码问题"),
+])
+def test_a_chinese_password_is_masked_as_its_english_twin_is(message: str, shown: str) -> None:
+    guard = SecretGuard()
+    assert guard.read([message]) == [shown]
+    assert guard.mask(message) == shown

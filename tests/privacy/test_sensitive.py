@@ -283,3 +283,39 @@ def test_a_locker_code_is_never_a_fact() -> None:
     assert sensitive.fact_kind("locker code", "5512") == "PIN or security code"
     assert sensitive.fact_kind("passphrase", "correct horse battery staple") == "password"
     assert sensitive.fact_kind("promo code", "SPRING25") is None
+
+
+# -- a password inside a URL's user:password (memory attacks, finding 1) ----------------
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("our staging db is postgresql://ann:Sup3rS3cret@db.example.com/team",
+     "our staging db is postgresql://ann:⟦password⟧@db.example.com/team"),
+    ("DATABASE_URL=postgres://ann:Sup3rS3cret@db.example.com:5432/team",
+     "DATABASE_URL=postgres://ann:⟦password⟧@db.example.com:5432/team"),
+    ("git clone https://ann:Sup3rS3cret@github.com/acme/app.git",
+     "git clone https://ann:⟦password⟧@github.com/acme/app.git"),
+    ("连接串是 postgresql://ann:Sup3rS3cret@db.example.com/team，别外传。",
+     "连接串是 postgresql://ann:⟦password⟧@db.example.com/team，别外传。"),
+    ("缓存用 redis://:p@ss-W0rd@cache.internal:6379/0",
+     "缓存用 redis://:⟦password⟧@cache.internal:6379/0"),
+    # No password, or a placeholder for one: nothing to mask.
+    ("see https://docs.python.org/3/library/re.html and ann@example.com",
+     "see https://docs.python.org/3/library/re.html and ann@example.com"),
+    ("the template is postgres://user:password@localhost/db",
+     "the template is postgres://user:password@localhost/db"),
+    ("用 postgresql://ann@db.example.com/team 连接",
+     "用 postgresql://ann@db.example.com/team 连接"),
+    ("export DATABASE_URL=postgres://app:${DB_PASS}@db/app",
+     "export DATABASE_URL=postgres://app:${DB_PASS}@db/app"),
+])
+def test_a_password_in_a_url_is_masked_and_its_user_name_stays(text: str, shown: str) -> None:
+    assert sensitive.redact(text) == shown
+
+
+def test_a_fact_holding_a_url_with_a_password_is_refused() -> None:
+    assert sensitive.fact_kind(
+        "database url", "postgresql://ann:Sup3rS3cret@db.example.com/team") == "password"
+    assert sensitive.fact_kind("数据库", "postgresql://ann:Sup3rS3cret@db.example.com/team") \
+        == "password"
+    assert sensitive.fact_kind("database url", "postgresql://db.example.com/team") is None
