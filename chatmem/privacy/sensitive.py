@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from chatmem.privacy import credentials, pasted, secrets_zh
+from chatmem.privacy import credentials, pasted, secrets_en, secrets_zh
 from chatmem.privacy.credentials import clause_before, digits_of, value_of
 from chatmem.privacy.secret_names import (
     ASIDE,
@@ -350,7 +350,8 @@ def _found(text: str) -> tuple[Finding, ...]:
                  for code, start, end, value in credentials.named_otherwise(text)
                  if MARK_OPEN not in value]
     said = [Finding(PASSWORD, start, end, value) for start, end, value in
-            (*pasted.pasted_passwords(text), *secrets_zh.passwords_zh(text))
+            (*pasted.pasted_passwords(text), *secrets_en.passwords_en(text),
+             *secrets_zh.passwords_zh(text))
             if MARK_OPEN not in value]
     return tuple(merged(text, [*_unnamed(text), *_named(text), *otherwise, *said]))
 

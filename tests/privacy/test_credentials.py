@@ -241,6 +241,7 @@ def test_a_password_pasted_as_a_command_or_a_config_line_is_masked(text: str, sh
 @pytest.mark.parametrize("unit", [
     "://a:", "a:b@", "PASSWORD" * 3 + "=", "a" * 60 + "token=", "-u a:", "mysql -pa ",
     "WIFI:S:a;", "Basic YWFh", "密码是", "密码改为", "a是我的密码", "口令：天王",
+    "set my password to ", "changed the pin to a ", "x1x1x1 is my password ", "a1",
 ])
 def test_the_pasted_and_chinese_shapes_cost_time_linear_in_the_text(unit: str) -> None:
     """Each shape is tried only where its literal lead is: a long run of leads (a pasted

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.privacy import secret_guard
+from chatmem.privacy import secret_guard, sensitive
 from chatmem.privacy.secret_guard import SecretGuard
 from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, masked
 
@@ -174,3 +174,24 @@ def test_a_chinese_password_is_masked_as_its_english_twin_is(message: str, shown
     guard = SecretGuard()
     assert guard.read([message]) == [shown]
     assert guard.mask(message) == shown
+
+
+@pytest.mark.parametrize(("message", "shown"), [
+    ("I changed my password to Hunter2024x", "I changed my password to ⟦password⟧"),
+    ("I set the wifi password to Hunter2024x.", "I set the wifi password to ⟦password⟧."),
+    ('Updated our vpn password to "correct horse battery"',
+     'Updated our vpn password to "⟦password⟧"'),
+    ("Hunter2024x is my password", "⟦password⟧ is my password"),
+    ("ok so 'Tr0ub4dor&3' was my old password", "ok so '⟦password⟧' was my old password"),
+    # Sentences about a password name none.
+    ("I changed my password to something stronger", "I changed my password to something "
+                                                     "stronger"),
+    ("1Password is my password manager", "1Password is my password manager"),
+    ("version 2.4.1 is my pin", "version 2.4.1 is my pin"),
+    ("Set the password to expire every 90 days", "Set the password to expire every 90 days"),
+])
+def test_an_english_password_changed_or_named_after_its_value_is_masked(message: str,
+                                                                       shown: str) -> None:
+    """The twins of the Chinese cases above: neither shape was caught in English either."""
+    assert SecretGuard().read([message]) == [shown]
+    assert sensitive.redact(message) == shown
