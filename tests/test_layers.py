@@ -58,7 +58,8 @@ LAYERS: dict[str, int] = {
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
     "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
-    "chatmem.privacy.word_lists": 0,
+    "chatmem.privacy.word_lists": 0, "chatmem.privacy.pasted": 0,
+    "chatmem.privacy.secrets_zh": 0, "chatmem.privacy.secrets_en": 0,
     "chatmem.privacy.files": 0, "chatmem.names": 0, "chatmem.images": 0,
 }
 

@@ -176,7 +176,10 @@ def test_export_never_overwrites_without_force_and_writes_what_the_extension_nam
     assert markdown.read_text(encoding="utf-8").startswith("# support\n")
     document = tmp_path / "s.json"
     assert run("sessions", "export", "support", "-o", str(document), "--db", db).exit_code == 0
-    assert len(json.loads(document.read_text(encoding="utf-8"))["messages"]) == 60
+    items = json.loads(document.read_text(encoding="utf-8"))["messages"]
+    # Its probes go in "messages" as in JSON Lines, so it imports back whole.
+    assert sum("role" in item for item in items) == 60 and sum(
+        "probe" in item for item in items) == 6
     mismatch = run("sessions", "export", "support", "-o", str(tmp_path / "x.md"), "--format",
                    "jsonl", "--db", db)
     assert mismatch.exit_code == 2
