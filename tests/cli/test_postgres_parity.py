@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cli_runner import invoke
 from pg import PostgresServer
 
 from chatmem.store.postgres_backend import PostgresBackend
-
-
-@pytest.fixture
-def url(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
-    name = pg_server.create_database(pg_template)
-    yield pg_server.url(name)
-    pg_server.drop_database(name)
 
 
 def _chinese(count: int, seed: int) -> str:
@@ -42,18 +33,18 @@ def _found(url: str, query: str) -> list[str]:
             " WHERE m.id = ANY(?) ORDER BY s.name", [ids])]
 
 
-def test_a_chat_message_of_150000_chinese_characters_is_stored_and_found(url: str) -> None:
+def test_a_chat_message_of_150000_chinese_characters_is_stored_and_found(pg_url: str) -> None:
     long = _chinese(150_000, seed=3)
-    invoke("chat", "长消息", "--db", url, "--provider", "scripted", "--allow-over-budget",
+    invoke("chat", "长消息", "--db", pg_url, "--provider", "scripted", "--allow-over-budget",
            input=long + "\n", code=0)
-    listed = json.loads(invoke("sessions", "list", "--db", url, "--json", code=0).stdout)
+    listed = json.loads(invoke("sessions", "list", "--db", pg_url, "--json", code=0).stdout)
     assert [(s["name"], s["turns"]) for s in listed] == [("长消息", 1)]
-    assert _found(url, long[:2]) == ["长消息", "长消息"]  # the message and its echo
-    shown = invoke("logs", "--db", url, "-q", long[:2], "--json", code=0).stdout
+    assert _found(pg_url, long[:2]) == ["长消息", "长消息"]  # the message and its echo
+    shown = invoke("logs", "--db", pg_url, "-q", long[:2], "--json", code=0).stdout
     assert [turn["session"] for turn in json.loads(shown)] == ["长消息"]
 
 
-def test_a_transcript_of_100000_distinct_words_imports_and_copies(url: str,
+def test_a_transcript_of_100000_distinct_words_imports_and_copies(pg_url: str,
                                                                    tmp_path: Path) -> None:
     words = _english_words(100_000, seed=7)
     transcript = tmp_path / "词.jsonl"
@@ -61,30 +52,30 @@ def test_a_transcript_of_100000_distinct_words_imports_and_copies(url: str,
                                                ensure_ascii=False) for role, content in (
         ("user", " ".join(words) + " 长长的英文"), ("assistant", "收到"))) + "\n",
         encoding="utf-8")
-    invoke("sessions", "import", str(transcript), "词表", "--db", url, "--no-index", code=0)
-    assert _found(url, words[0]) == ["词表"]
+    invoke("sessions", "import", str(transcript), "词表", "--db", pg_url, "--no-index", code=0)
+    assert _found(pg_url, words[0]) == ["词表"]
     sqlite = str(tmp_path / "h.db")
     invoke("sessions", "import", str(transcript), "复制", "--db", sqlite, "--no-index", code=0)
-    invoke("sessions", "copy", "--from", sqlite, "--to", url, code=0)
-    assert _found(url, words[0]) == ["复制", "词表"]
+    invoke("sessions", "copy", "--from", sqlite, "--to", pg_url, code=0)
+    assert _found(pg_url, words[0]) == ["复制", "词表"]
 
 
-def test_a_copy_the_target_refuses_names_the_session(pg_server: PostgresServer, url: str,
+def test_a_copy_the_target_refuses_names_the_session(pg_server: PostgresServer, pg_url: str,
                                                      tmp_path: Path) -> None:
     sqlite = str(tmp_path / "h.db")
     for name, said in (("甲会话", "我们去杭州"), ("乙会话", "这句话被禁止")):
         invoke("chat", name, "--db", sqlite, "--provider", "scripted", input=said + "\n",
                code=0)
-    with pg_server.admin(url.split("/")[3].split("?")[0]) as conn:
+    with pg_server.admin(pg_url.split("/")[3].split("?")[0]) as conn:
         conn.execute("ALTER TABLE messages ADD CONSTRAINT 不许 CHECK (content NOT LIKE '%禁止%')")
-    refused = invoke("sessions", "copy", "--from", sqlite, "--to", url)
+    refused = invoke("sessions", "copy", "--from", sqlite, "--to", pg_url)
     assert refused.exit_code != 0
     assert "session '乙会话' could not be copied (no session was)" in refused.stderr
     assert refused.stderr.count("\n") == 1
-    assert invoke("sessions", "list", "--db", url, "--json", code=0).stdout.strip() == "[]"
+    assert invoke("sessions", "list", "--db", pg_url, "--json", code=0).stdout.strip() == "[]"
 
 
-def test_a_nul_character_is_stored_and_read_back_on_postgresql(url: str,
+def test_a_nul_character_is_stored_and_read_back_on_postgresql(pg_url: str,
                                                                tmp_path: Path) -> None:
     """PostgreSQL's text cannot hold U+0000: it is stored escaped and read back as it was,
     through a chat, an import, an export and a copy either way, as on SQLite (and U+FDD0, the
@@ -94,8 +85,8 @@ def test_a_nul_character_is_stored_and_read_back_on_postgresql(url: str,
     transcript.write_text(json.dumps({"role": "user", "content": said}) + "\n"
                           + json.dumps({"role": "assistant", "content": "好的\x00"}) + "\n",
                           encoding="utf-8")
-    invoke("sessions", "import", str(transcript), "空字符", "--db", url, "--no-index", code=0)
-    invoke("chat", "聊天", "--db", url, "--provider", "scripted",
+    invoke("sessions", "import", str(transcript), "空字符", "--db", pg_url, "--no-index", code=0)
+    invoke("chat", "聊天", "--db", pg_url, "--provider", "scripted",
            input="你好\x00世界\n第二句\n", code=0)
 
     def messages(db: str, name: str) -> list[str]:
@@ -105,11 +96,11 @@ def test_a_nul_character_is_stored_and_read_back_on_postgresql(url: str,
                 for line in exported.read_text(encoding="utf-8").splitlines()
                 if line.strip() and "content" in json.loads(line)]
 
-    assert messages(url, "空字符") == [said, "好的\x00"]
-    assert messages(url, "聊天")[:2] == ["你好\x00世界", "echo #1: 你好\x00世界"]
+    assert messages(pg_url, "空字符") == [said, "好的\x00"]
+    assert messages(pg_url, "聊天")[:2] == ["你好\x00世界", "echo #1: 你好\x00世界"]
     sqlite = str(tmp_path / "h.db")
-    invoke("sessions", "copy", "--from", url, "--to", sqlite, code=0)
+    invoke("sessions", "copy", "--from", pg_url, "--to", sqlite, code=0)
     assert messages(sqlite, "空字符") == [said, "好的\x00"]
     invoke("sessions", "rename", "空字符", "回来", "--db", sqlite, code=0)
-    invoke("sessions", "copy", "回来", "--from", sqlite, "--to", url, code=0)
-    assert messages(url, "回来") == [said, "好的\x00"]
+    invoke("sessions", "copy", "回来", "--from", sqlite, "--to", pg_url, code=0)
+    assert messages(pg_url, "回来") == [said, "好的\x00"]
