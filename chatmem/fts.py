@@ -21,6 +21,8 @@ import re
 import unicodedata
 from functools import cache
 
+from chatmem.text import FULL_WIDTH
+
 # Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks, as regex class ranges.
 CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -31,7 +33,7 @@ UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\
 RUNS = CJK + UNSPACED_SCRIPTS
 _TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
 _RUN = re.compile(rf"[{RUNS}]+")
-_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+_FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
 
 
 @cache

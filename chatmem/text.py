@@ -19,6 +19,10 @@ INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 and joiner, word joiner, invisible operators, byte order mark). Text pasted from web pages and
 chat apps carries them inside words: 李\u200b雷 still reads as 李雷."""
 
+FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+"""Full-width ASCII (U+FF01–FF5E), what CJK input methods type (ＯＲＤ７７３１, ３月４号), as
+the ASCII it stands for, one character for one (`str.translate`)."""
+
 
 def is_valid(text: str) -> bool:
     """Whether `text` encodes as UTF-8 (holds no lone surrogate)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import calendar
 import re
-import unicodedata
 from datetime import datetime
 
 from chatmem.memory import time_words_zh
@@ -36,6 +35,7 @@ from chatmem.memory.time_spans import (
     year_span,
 )
 from chatmem.memory.time_words_zh import zh_number
+from chatmem.text import FULL_WIDTH
 
 __all__ = ["TimeSpan", "may_name_time", "spans", "zh_number"]
 
@@ -48,11 +48,6 @@ EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five"
               "twelve": 12, "couple of": 2, "few": 3}
 WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 UNIT_DAYS = {"day": 1, "week": 7}
-# What Chinese and Japanese input methods type (３月４号, ２０２３年): NFKC of the full-width
-# digits and letters, one character for one, so positions in the text stay where they were.
-_FULL_WIDTH_TO_ASCII = {
-    code: unicodedata.normalize("NFKC", chr(code))
-    for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B))}
 
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
@@ -80,7 +75,7 @@ _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day
 
 
 def _folded(text: str) -> str:
-    return text.translate(_FULL_WIDTH_TO_ASCII)
+    return text.translate(FULL_WIDTH)  # one character for one: positions stay
 
 
 def may_name_time(text: str) -> bool:

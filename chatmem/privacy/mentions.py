@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chatmem import fts
-from chatmem.text import INVISIBLE
+from chatmem.text import FULL_WIDTH, INVISIBLE
 
 MARKER = "[forgotten]"
 MIN_CHARACTERS = 2
@@ -33,8 +33,7 @@ MIN_CHARACTERS = 2
 # Scripts written without spaces between words: a mention there is the exact string.
 _UNSPACED = re.compile(rf"[{fts.CJK}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _NUMBER_GLUE = ".,"
-_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
-"""Full-width ASCII (U+FF01–FF5E) as the ASCII it stands for."""
+_FULL_WIDTH = FULL_WIDTH
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
