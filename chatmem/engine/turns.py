@@ -411,6 +411,13 @@ class Engine(Generic[StoreT]):
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())
 
+    @property
+    def memory_behind(self) -> bool:
+        """Whether the next turn first brings the strategy's derived memory up to date (a
+        strategy switched to mid-chat, an imported history): what it has not made yet."""
+        return (not self._caught_up and self.strategy.keeps_state
+                and self.history().turn_count() > 0)
+
     def catch_up(self) -> list[Notice]:
         """Bring the strategy's state up to date before this engine's first turn.
 

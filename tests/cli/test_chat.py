@@ -543,17 +543,23 @@ def test_a_piped_file_s_byte_order_mark_is_not_part_of_the_first_line(tmp_path: 
     assert said == ["你好，我叫李雷", "\ufeffsecond"]  # only the file's first character is one
 
 
-def test_tokens_after_switching_to_a_strategy_with_facts_counts_the_facts_the_turn_sends(
+def test_tokens_after_switching_to_a_strategy_with_facts_says_the_turn_catches_up_first(
         tmp_path: Path) -> None:
-    """A strategy switched to mid-chat catches up before the next turn builds; /tokens says
-    what that turn will cost, so it counts the facts too."""
+    """A strategy switched to mid-chat catches up before the next turn builds. /tokens is a
+    preview: it stores nothing (catching up there wrote a summary under a budget only being
+    tried), and says the turn's facts or summary are not counted yet."""
     db = tmp_path / "t.db"
     result = invoke("chat", "t", "--db", str(db), "--provider", "scripted",
                     "--strategy", "buffer",
                     input="My name is Ada. 我叫李雷，订单号 A12345。\n/strategy window+entity\n"
-                          "/tokens where?\nwhere?\n")
+                          "/tokens where?\n")
     assert result.exit_code == 0, result.stderr
-    counted, sent = [line for line in result.stderr.splitlines()
-                     if line.startswith("system ")][-2:]
-    assert "facts " in counted
-    assert counted.split(" = ")[0] == sent.split(" = ")[0]
+    assert result.stderr.splitlines()[-1] == (
+        "the next turn first brings window+entity's memory up to date: the summary or facts "
+        "it makes are not counted here")
+    with Store(db) as store:
+        assert store.facts.facts(session_id=store.sessions.session("t").id) == []
+    sent = invoke("chat", "t", "--db", str(db), "--provider", "scripted",
+                  input="/tokens where?\nwhere?\n/tokens\n")
+    assert sent.exit_code == 0, sent.stderr
+    assert "facts " in sent.stderr.splitlines()[-1]  # caught up by the turn, counted after

@@ -9,7 +9,6 @@ from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
 from chatmem.memory.context import Context
-from chatmem.render.notices import notice_text
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
 
@@ -75,17 +74,16 @@ def _inspect(repl: Chat, args: list[str]) -> None:
        "show what the next turn would cost, by part (with TEXT as its input)",
        example="/tokens what did I order?", args=(0, None))
 def _tokens(repl: Chat, args: list[str]) -> None:
-    # A strategy switched to mid-chat has turns its summary or facts do not cover yet; the
-    # next turn catches up before it builds, so the count does too (once: the turn then
-    # finds its state current).
-    for notice in repl.engine.catch_up():
-        repl.notice(notice_text(notice))
     # Without TEXT the input part is empty: the line shows what memory alone costs.
     context = repl.engine.build_context(" ".join(args))
     repl.show(render.token_line(
         context, approximate=repl.engine.counter.approximate,
         strategy=strategy_label(repl.engine, changed_only=True), flow=True,
     ))
+    if repl.engine.memory_behind:
+        # A preview changes nothing stored: catching up (a summary, facts) is the turn's.
+        repl.notice(f"the next turn first brings {repl.engine.strategy.name}'s memory up to "
+                    "date: the summary or facts it makes are not counted here")
 
 
 @slash("/copy", "/copy [N]",
