@@ -9,6 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 FENCE = '"""'
+ESCAPE = "//"
+"""A line that opens with it is a message that opens with "/" (`//etc/hosts?` asks about
+/etc/hosts), not a command; a block's message that opens with "/" is given it here."""
+
+
+def as_message(text: str) -> str:
+    """A block's text as the line the chat reads: a message, even when it opens with "/"."""
+    return "/" + text if text.startswith("/") else text
 
 
 def _whole_block(stripped: str) -> bool:
@@ -20,7 +28,7 @@ def unfence(text: str) -> str:
     """The message inside a `\"\"\"` block typed at the prompt; other text as it is."""
     stripped = text.strip()
     if _whole_block(stripped):
-        return stripped[3:-3].strip("\n")
+        return as_message(stripped[3:-3].strip("\n"))
     return text
 
 
@@ -33,18 +41,19 @@ def join_blocks(lines: Iterable[str]) -> Iterator[str]:
             if not stripped.startswith(FENCE):
                 yield line
             elif _whole_block(stripped):
-                yield stripped[3:-3]
+                yield as_message(stripped[3:-3])
             else:
                 block = [stripped[3:]] if stripped[3:] else []
             continue
         if line.rstrip().endswith(FENCE):
             block.append(line.rstrip()[:-3])
-            yield "\n".join(block).strip("\n")
+            yield as_message("\n".join(block).strip("\n"))
             block = None
         else:
             block.append(line)
     if block is not None:
-        yield "\n".join(block).strip("\n")  # the input ended inside a block: send what came
+        # The input ended inside a block: send what came.
+        yield as_message("\n".join(block).strip("\n"))
 
 
 def open_block(text: str) -> bool:

@@ -21,6 +21,7 @@ from chatmem import render
 from chatmem.errors import ChatmemError, ExitCode, NotFound
 from chatmem.names import nearest
 from chatmem.render.errors import error_text
+from chatmem.repl.blocks import ESCAPE
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.keys import KeyWatch, QuietTerminal, key_presses
 from chatmem.repl.table import SLASH, QuitRepl
@@ -116,11 +117,15 @@ class Repl(Chat):
             text = line.strip()
             if not text:
                 continue
+            # Sent as typed: a pasted block of code keeps its first line's indentation.
+            message = line.strip("\r\n").rstrip()
             try:
-                if text.startswith("/"):
+                if text.startswith(ESCAPE):
+                    self.turn(message.lstrip()[1:])
+                elif text.startswith("/"):
                     self.command(text)
                 else:
-                    self.turn(text)
+                    self.turn(message)
                     if self.last is not None and self.last.status == TurnStatus.CANCELLED \
                             and not sys.stdin.isatty():
                         # Ctrl-C stops a script (as in any pipeline): the lines after

@@ -563,3 +563,34 @@ def test_tokens_after_switching_to_a_strategy_with_facts_says_the_turn_catches_u
                   input="/tokens where?\nwhere?\n/tokens\n")
     assert sent.exit_code == 0, sent.stderr
     assert "facts " in sent.stderr.splitlines()[-1]  # caught up by the turn, counted after
+
+
+def test_a_message_may_open_with_a_slash_and_keeps_its_indentation(tmp_path: Path) -> None:
+    """A question about a path could not be sent (`/etc/passwd …` was an unknown command, in
+    a \"\"\" block too), and a pasted block lost its first line's indentation."""
+    db = tmp_path / "h.db"
+    result = invoke("chat", "斜杠", "--db", str(db), "--provider", "scripted",
+                    input='//etc/passwd 这个文件是做什么的\n"""/usr/bin/python 是什么"""\n'
+                          '"""\n    def f():\n        return "缩进"\n"""\n')
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("斜杠").id)
+                if m.role == "user"]
+    assert said == ["/etc/passwd 这个文件是做什么的", "/usr/bin/python 是什么",
+                    '    def f():\n        return "缩进"']
+
+
+def test_an_editor_that_cannot_run_or_saves_other_than_utf8_is_one_line(tmp_path: Path) -> None:
+    """/edit ended the chat with a traceback, the message lost."""
+    gbk = tmp_path / "ed_gbk.sh"
+    gbk.write_text("#!/bin/sh\nprintf '\\304\\343\\272\\303' > \"$1\"\n", encoding="utf-8")
+    gbk.chmod(0o755)
+    for editor, said in ((str(gbk), "error: /edit: the editor saved text that is not UTF-8 "
+                                     "(byte 0 is 0xc4); nothing sent"),
+                         ("'unclosed", "error: /edit: the editor \"'unclosed\" cannot be read: "
+                                       "No closing quotation")):
+        result = invoke("chat", "编码", "--db", str(tmp_path / "h.db"), "--provider", "scripted",
+                        input="/edit 你好\n还在吗\n", env={"EDITOR": editor, "VISUAL": None})
+        assert said in result.stderr.splitlines(), result.stderr
+        assert "Traceback" not in result.output
+        assert result.stdout.splitlines()[-1] == "echo #1: 还在吗"

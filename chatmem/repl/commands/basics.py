@@ -189,12 +189,18 @@ def edit_in_editor(initial: str) -> str:
             file.write(initial)
         try:
             done = subprocess.run([*shlex.split(editor), name], check=False)
+        except ValueError as e:  # an unbalanced quote
+            raise UsageError(f"/edit: the editor {editor!r} cannot be read: {e}") from None
         except OSError as e:
             raise UsageError(f"/edit: cannot run the editor {editor!r}: {e.strerror}") from None
         if done.returncode != 0:
             raise UsageError(f"/edit: the editor {editor!r} exited with {done.returncode}; "
                              "nothing sent")
-        with open(name, encoding="utf-8") as file:
-            return file.read()
+        try:
+            with open(name, encoding="utf-8") as file:
+                return file.read()
+        except UnicodeDecodeError as e:
+            raise UsageError(f"/edit: the editor saved text that is not UTF-8 (byte {e.start} is "
+                             f"0x{e.object[e.start]:02x}); nothing sent") from None
     finally:
         os.unlink(name)
