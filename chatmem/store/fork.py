@@ -86,7 +86,8 @@ class ForkTables:
         upto = last if at_turn is None else at_turn
         if not 0 <= upto <= last:
             raise UsageError(
-                f"session {name!r} has {last} turns; it can be forked at turns 0–{last},"
+                f"session {name!r} has {last} turn{'' if last == 1 else 's'}; it can be forked"
+                f" at turns 0–{last},"
                 f" not at turn {at_turn}"
             )
         with self._db.write():

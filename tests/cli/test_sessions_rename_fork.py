@@ -185,3 +185,13 @@ def test_fork_reports_facts_and_stated_facts(tmp_path: Path) -> None:
 
         assert facts("f2") == facts("facts") and len(facts("f2")) == 4
         assert facts("f1") == {"locker": "B12"}
+
+
+def test_a_session_of_one_turn_is_said_in_the_singular(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    assert run("chat", "分支", "--db", str(db), "--provider", "scripted",
+               input="你好\n").exit_code == 0
+    result = run("sessions", "fork", "分支", "分支2", "--at-turn", "99", "--db", str(db))
+    assert result.exit_code == 2
+    assert result.stderr == ("error: session '分支' has 1 turn; it can be forked at turns 0–1, "
+                             "not at turn 99\n")
