@@ -142,6 +142,9 @@ def apply_retention(workspace: Workspace) -> None:
     workspace.mark_retention_checked()
     if erased.empty:
         return
+    from chatmem.app.privacy import drop_vector_cache
+
+    drop_vector_cache()  # it may hold vectors of what was erased, as after any erasure
     workspace.tell(RetentionApplied(
         tuple(s.name for s in erased.sessions), sum(s.messages for s in erased.sessions),
         len(erased.facts), vacuumed=store.db.kind == "sqlite"))

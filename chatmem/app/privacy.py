@@ -124,8 +124,9 @@ def key_hint() -> str:
 
 
 def drop_vector_cache() -> None:
-    """After an erasure: the user's vector cache (evals and replays keep vectors and digests
-    of the texts they embedded there) may hold some of what was erased, so it goes too."""
+    """After an erasure (a command's, or retention's at start-up): the user's vector cache
+    (evals and replays keep vectors and digests of the texts they embedded there) may hold
+    some of what was erased, so it goes too."""
     from chatmem.config.paths import drop_vector_cache as drop
 
     drop()

@@ -335,9 +335,12 @@ class Workspace:
         from chatmem.embeddings import Remembering
         from chatmem.store.vector_cache import VectorCacheFile
 
-        if self.settings.key_source() is not None:
+        encrypted = (self._store.encrypted if self._store is not None
+                     else self.settings.key_source() is not None)
+        if encrypted:
             # An encrypted history keeps nothing of its text outside it: the cache file is
-            # plain (vectors, and digests of the texts), so each run embeds anew.
+            # plain (vectors, and digests of the texts), so each run embeds anew. (Not opened
+            # yet, as for an eval of transcript files: a key configured says it would be.)
             return Remembering(embedder)
         # A second eval or replay of the same text embeds nothing (the history has its own).
         return Remembering(embedder, VectorCacheFile(vector_cache_path()))

@@ -213,10 +213,11 @@ class Settings:
         table applies to it there (`window+entity` takes `[strategies.window] k` as
         window.k), as it does alone."""
         members = strategy.split("+")
+        own = dict(self.strategies.get(strategy, {}))  # (`strategy = "A+B:a.k=3"`'s own)
         if len(members) == 1:
-            return dict(self.strategies.get(strategy, {}))
-        return {f"{member}.{key}": value for member in members
-                for key, value in self.strategies.get(member, {}).items()}
+            return own
+        return {**{f"{member}.{key}": value for member in members
+                   for key, value in self.strategies.get(member, {}).items()}, **own}
 
     def public(self) -> dict[str, Any]:
         """The settings as shown by `config show`: no secret ever, only where it comes from."""

@@ -184,6 +184,11 @@ def test_a_strategys_table_applies_to_it_in_a_combination_too(tmp_path: Path) ->
     assert settings.params_for("window") == {"k": 2}
     assert settings.params_for("window+entity") == {"window.k": 2, "entity.max_facts": 7}
     assert settings.params_for("buffer+tokens") == {}
+    other = tmp_path / "inline.toml"
+    other.write_text('strategy = "window+entity:window.k=3"\n[strategies.entity]\nmax_facts = 7\n',
+                     encoding="utf-8")
+    inline = load_settings(other, env={})
+    assert inline.params_for("window+entity") == {"window.k": "3", "entity.max_facts": 7}
     db = str(tmp_path / "h.db")
     chatted = invoke("chat", "组合", "-s", "window+entity", "--provider", "scripted",
                      "--db", db, "--config", str(config), input="你好\n")
