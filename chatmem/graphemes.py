@@ -116,3 +116,10 @@ def grapheme_prefix(text: str, most: int) -> str:
     while not grapheme_start(text, end):
         end -= 1
     return text[:end]
+
+
+def one_line(text: str, most: int) -> str:
+    """`text` on one line (its runs of spaces and line breaks as one space), cut to `most`
+    characters with … where it is longer, never inside a character a reader sees."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else grapheme_prefix(flat, most - 1).rstrip() + "…"

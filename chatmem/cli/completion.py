@@ -106,14 +106,9 @@ the shell would read as a value of its own."""
 
 
 def _menu(candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    from chatmem.graphemes import grapheme_prefix
+    from chatmem.graphemes import one_line
 
-    rows = []
-    for value, help_text in candidates:
-        line = " ".join(help_text.split())
-        rows.append((value, line if len(line) <= HELP_CHARS else
-                     grapheme_prefix(line, HELP_CHARS - 1).rstrip() + "…"))
-    return rows
+    return [(value, one_line(help_text, HELP_CHARS)) for value, help_text in candidates]
 
 
 def _settings(ctx: typer.Context) -> Any:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.config.options import Cost, Spent
-from chatmem.graphemes import grapheme_prefix
+from chatmem.graphemes import one_line
 from chatmem.render import cost_text, when
 from chatmem.store import LogEntry, TurnStatus
 
@@ -32,8 +32,7 @@ def spent_parts(spent: Spent) -> tuple[str, str | None]:
 
 
 def question_start(text: str, chars: int = QUESTION_CHARS) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= chars else grapheme_prefix(one_line, chars - 1) + "…"
+    return one_line(text, chars)
 
 
 def tokens_text(entry: LogEntry) -> str:

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
+from chatmem import graphemes
 from chatmem.app import facts as remembered
 from chatmem.app import sessions
 from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
-from chatmem.graphemes import grapheme_prefix
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.repl.table import SLASH
@@ -43,8 +43,7 @@ only when the newest one changed, so a keystroke's reads do not grow with the se
 
 
 def one_line(text: str, width: int = MENU_WIDTH) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else grapheme_prefix(text, width - 1).rstrip() + "…"
+    return graphemes.one_line(text, width)
 
 
 class SlashCompleter(Completer):
