@@ -130,6 +130,16 @@ def token_in(headers: Mapping[str, str] | None) -> str | None:
     return token.strip() if kind.lower() == "bearer" and token.strip() else None
 
 
+async def refuse(send: Send, status: int, message: str, code: str,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """An OpenAI-shaped error answered before the app (the guards' refusals)."""
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error",
+                                 "param": None, "code": code}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BearerGuard:
     """ASGI middleware: a request without `Authorization: Bearer TOKEN` for one of the known
     tokens gets 401, an OpenAI-shaped error, and never reaches the app (tokens compared in
@@ -153,13 +163,8 @@ class BearerGuard:
             scope[HISTORY_SCOPE_KEY] = matched[0]
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"error": {"message": "missing or wrong bearer token",
-                                     "type": "invalid_request_error", "param": None,
-                                     "code": "invalid_api_key"}}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"www-authenticate", b"Bearer")]})
-        await send({"type": "http.response.body", "body": body})
+        await refuse(send, 401, "missing or wrong bearer token", "invalid_api_key",
+                     [(b"www-authenticate", b"Bearer")])
 
 
 class ThisMachineOnly:
@@ -187,11 +192,7 @@ class ThisMachineOnly:
         else:
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"error": {"message": why, "type": "invalid_request_error",
-                                     "param": None, "code": "forbidden"}}).encode()
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
+        await refuse(send, 403, why, "forbidden")
 
 
 def _names_this_machine(host: str) -> bool:
