@@ -92,7 +92,15 @@ def mcp(
     from chatmem.serve.listening import guarded, listening, serve_http
 
     where = listening(http, token, tokens_given=bool(people))
-    app = guarded(server.streamable_http_app(host=where.host), where, people)
+    security = None
+    if where.token is None and not people:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        # chatmem's own check (ThisMachineOnly) answers this machine's programs: the SDK's
+        # refused a loopback Host without its port (421 to curl on port 80).
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
+                  where, people)
     serve_http(app, where, _announcer("/mcp"))
 
 

@@ -443,3 +443,32 @@ def test_a_resumed_conversation_is_data_no_remembered_text_can_forge_a_line_of(
     assert [(m["role"], m["content"]) for m in remembered] == [
         ("user", "我想订去杭州的机票"), ("assistant", forged)]
     assert not any(line.startswith(("system:", "[facts", "End of")) for line in text.split("\n"))
+
+
+def test_over_http_without_a_token_this_machine_is_answered_by_any_loopback_name(
+        tmp_path: Path) -> None:
+    """The MCP library refused a loopback Host without its port (421 to curl on port 80);
+    chatmem's own check answers this machine's programs and refuses other sites."""
+    import httpx2 as httpx
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--db",
+         str(tmp_path / "h.db"), "--provider", "scripted"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        text = said.wait_for(lambda t: "listening on" in t, "the server listens")
+        url = text.split("listening on ", 1)[1].split()[0]
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "测试", "version": "1"}}}
+        accept = {"Accept": "application/json, text/event-stream"}
+        for host in ("localhost", "127.0.0.1", url.split("/")[2]):
+            answered = httpx.post(url, json=hello, timeout=HANG, headers={**accept, "Host": host})
+            assert answered.status_code == 200, (host, answered.text)
+        for headers in ({"Host": "rebind.evil.example"}, {"Origin": "https://evil.example"}):
+            refused = httpx.post(url, json=hello, timeout=HANG, headers={**accept, **headers})
+            assert refused.status_code == 403, (headers, refused.text)
+    finally:
+        server.terminate()
+        server.wait(HANG)
