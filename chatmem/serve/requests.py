@@ -192,9 +192,9 @@ def _text(content: Any, where: str) -> str:
             # A refusal is the text of the assistant message the SDK hands back.
             field = {"text": "text", "refusal": "refusal"}.get(kind) if kind else None
             if field is None or not isinstance(part, dict):
+                hint = " (an image goes with `chatmem ask -a`)" if kind == "image_url" else ""
                 raise ClientError(f"{where}.content[{i}]: only text parts are taken, not "
-                                  f"{kind or 'this'} (an image goes with `chatmem ask -a`)",
-                                  "messages")
+                                  f"{kind or 'this'}{hint}", "messages")
             if not isinstance(part.get(field), str):
                 raise ClientError(f"{where}.content[{i}].{field} must be text", "messages")
             texts.append(part[field])

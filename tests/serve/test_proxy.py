@@ -552,6 +552,9 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
              "top_p", "top_p must be a finite number"),  # JSON's 1e400 is read as inf
             ({"messages": [{"role": "user", "content": [{"type": "text", "text": None}]}]},
              "messages", "messages[0].content[0].text must be text"),
+            ({"messages": [{"role": "user", "content": [
+                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}]},
+             "messages", "messages[0].content[0]: only text parts are taken, not input_audio"),
             ({"messages": [{"role": "user", "content": "hi"}], "model": {"name": "gpt"}},
              "model", 'model must be a string, e.g. "gpt-4o-mini@window"'),
             ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"},
