@@ -358,8 +358,12 @@ def test_a_wrong_value_from_a_plugins_embedder_or_helper_is_blamed_on_it_not_on_
                      "--db", db, "--config", embedder_config(tmp_path, "gen"),
                      input="一 one\n二 two\n三 three\n", code=0)
     assert "strategy 'retrieval'" not in chatted.stderr and "Traceback" not in chatted.output
+    # Whether the chat's own background indexing met it before the chat ended is timing;
+    # `index` embeds in the foreground, every time.
+    indexed = invoke("index", "g", "--db", db, "--config", embedder_config(tmp_path, "gen"))
     assert "embedder 'gen' failed: its embed returned generator, not an array of numbers" \
-        in chatted.stderr
+        in chatted.stderr + indexed.stderr
+    assert "strategy 'retrieval'" not in indexed.stderr and "Traceback" not in indexed.output
     for strategy in ("summary", "entity"):
         helped = invoke("chat", f"h-{strategy}", "-s", strategy, "--provider", "scripted",
                         "--db", db, input="我叫李雷 my name is Ada\n二 two\n", code=0,
