@@ -102,10 +102,14 @@ class GuardedStream:
 
     def __iter__(self) -> Iterator[str]:
         deltas = guarded(self._failed, lambda: iter(self.inner))
+        said = False
         while True:
             try:
                 delta = next(deltas)
             except StopIteration:
+                if not said:
+                    # As chatmem's own providers do: an empty reply is a fault, not an answer.
+                    raise self._failed("its reply was empty") from None
                 return
             except (ChatmemError, KeyboardInterrupt):
                 raise
@@ -114,6 +118,7 @@ class GuardedStream:
             if not isinstance(delta, str):
                 # Before anyone shows, stores or forwards it: the turn fails as on a raise.
                 raise self._failed(f"a piece of its reply is {kind_of(delta)}, not text")
+            said = said or bool(delta)
             yield delta
 
     def close(self) -> None:

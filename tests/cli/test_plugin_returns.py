@@ -136,6 +136,8 @@ class Odd(ScriptedProvider):
             return Pieces(["一 ", 2, 3])
         if self.name == "bare":
             return (piece for piece in ["裸 bare ", "reply"])
+        if self.name == "silent":
+            return (piece for piece in ["", ""])
         return super().stream(messages)
 
     def complete(self, messages, *, purpose=Purpose.CHAT):
@@ -177,7 +179,7 @@ def register(plugins):
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
                     ("negative", "system", "摘要 summary", -500)):
         plugins.add_strategy(summary_of(message))
-    for name in ("numbers", "bare", "fortytwo"):
+    for name in ("numbers", "bare", "fortytwo", "silent"):
         plugins.add_provider(name, (lambda name: lambda settings: Odd(name))(name))
     for name in ("short", "widening", "nan", "gen", "fine"):
         plugins.add_embedder(name, (lambda name: lambda settings: Embedder(name))(name))
@@ -299,6 +301,12 @@ def test_a_reply_piece_that_is_not_text_is_a_failed_turn_and_a_reply_without_usa
     assert asked.stderr == line + "\n"
     bare = invoke("ask", "你好?", "--provider", "bare", "--db", db, code=0)
     assert bare.stdout.startswith("裸 bare reply")
+    # A reply of nothing is a fault, as chatmem's own providers say of an empty reply: it
+    # was stored as an answer.
+    silent = invoke("ask", "空", "你好?", "--provider", "silent", "--db", db, code=1)
+    assert silent.stderr == f"error: provider 'silent' failed: its reply was empty {BY}\n"
+    shown = json.loads(invoke("inspect", "空", "--json", "--db", db, code=0).stdout)
+    assert shown["turn"]["status"] == "failed"
 
 
 def test_an_embedder_that_returns_too_few_or_changing_rows_is_one_line_naming_it(
