@@ -144,3 +144,17 @@ def test_only_chatmem_may_use_its_local_model_server(local) -> None:
             urllib.request.urlopen(request, timeout=60)
         assert refused.value.code == 401, path
     assert local.token_counter().count_text("你好") > 0  # chatmem's own requests still work
+
+
+def test_tokens_counts_what_the_local_models_template_adds_as_the_turn_does(tmp_path) -> None:
+    """/tokens said 10 where the turn then cost 31: it left out the chat template's tokens."""
+    result = invoke("chat", "模板", "--provider", "local", "--db", str(tmp_path / "h.db"),
+                    "-o", "max_reply_tokens=4", input='/system ""\n/tokens 你好\n你好\n',
+                    env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.stderr
+    # Without a system prompt the template adds its own default (hidden: it is counted).
+    lines = [line for line in result.stderr.splitlines() if line.startswith("input ")]
+    previewed, turned = lines[-2], lines[-1]
+    assert "chat template +" in previewed
+    total = previewed.split(" = ")[1].split(" tokens")[0]
+    assert turned.split(" = ")[1].startswith(f"{total} tokens")

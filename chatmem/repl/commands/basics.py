@@ -77,7 +77,9 @@ def _tokens(repl: Chat, args: list[str]) -> None:
     # Without TEXT the input part is empty: the line shows what memory alone costs.
     context = repl.engine.build_context(" ".join(args))
     repl.show(render.token_line(
+        # Counted as the turn counts it: a local model's chat template adds tokens of its own.
         context, approximate=repl.engine.counter.approximate,
+        estimated=repl.engine.estimate(context),
         strategy=strategy_label(repl.engine, changed_only=True), flow=True,
     ))
     if repl.engine.memory_behind:
