@@ -218,13 +218,14 @@ def replaces_last_turn(workspace: Workspace, name: str,
 
 
 def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientMessage],
-                       text: str, *, taken: Collection[str] = ()) -> str:
+                       text: str, *, taken: Collection[str] = ()) -> tuple[str, bool]:
     """The session of a conversation no id names, known by how it began (`first`, the name
     its opening gives): of `first`, `first-2`, `first-3`…, the one whose history is the
     client's `prior` (or `prior` and then `text` asked again: a regenerate), else the
-    first free name not `taken`. Such a client sends its whole history every time, so a
-    chat that merely began alike (two chats opened with 你好) is a session of its own, and
-    one never sees another's messages; an edit of an earlier message is a new one too."""
+    first free name not `taken`; and whether it is that new one. Such a client sends its
+    whole history every time, so a chat that merely began alike (two chats opened with
+    你好) is a session of its own, and one never sees another's messages; an edit of an
+    earlier message is a new one too."""
     store = workspace.store
     for n in count(1):
         name = first if n == 1 else f"{first}-{n}"
@@ -232,9 +233,9 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
             continue
         session = store.sessions.find_session(name)
         if session is None:
-            return name
+            return name, True
         if prior and _continues(store.history, session.id, prior, text):
-            return name
+            return name, False
     raise AssertionError("unreachable")  # count() never ends
 
 

@@ -138,13 +138,15 @@ class Proxy:
         from chatmem.app.conversations import session_of_opening
 
         where = str(settings.location)
-        with Workspace(settings, models=self.pool, registries=self.registries) as ws, \
-                self._openings_guard:
-            name = session_of_opening(ws, asked.conversation, asked.prior, asked.text,
-                                      taken={n for at, n in self._openings if at == where})
-            new = ws.store.sessions.find_session(name) is None
-            if new:
-                self._openings.add((where, name))
+        with Workspace(settings, models=self.pool, registries=self.registries) as ws:
+            # Opened (a key derived) before, not while, other chats wait on the guard.
+            _ = ws.store
+            with self._openings_guard:
+                name, new = session_of_opening(
+                    ws, asked.conversation, asked.prior, asked.text,
+                    taken={n for at, n in self._openings if at == where})
+                if new:
+                    self._openings.add((where, name))
         try:
             yield name
         finally:

@@ -143,7 +143,9 @@ def test_a_chat_no_id_names_is_the_session_whose_history_it_sends(ws: Workspace)
 
     def session(prior: list[ClientMessage], text: str, taken: frozenset[str] = frozenset()
                 ) -> str:
-        return session_of_opening(ws, "chat-1", prior, text, taken=taken)
+        name, new = session_of_opening(ws, "chat-1", prior, text, taken=taken)
+        assert new == (ws.store.sessions.find_session(name) is None)
+        return name
 
     assert session([], "你好") == "chat-1-3"  # a new chat: a session of its own
     # a name another request has chosen is skipped
