@@ -402,9 +402,10 @@ def pack(
     # candidate is kept, so a pick that does not fit costs one argmax, not a new score.
     wanted = mmr * relevance
     score = wanted.copy() if diverse else -np.arange(len(ranked), dtype=np.float32)
-    # Kept in place (the same float32 operations as mmr·relevance − (1−mmr)·similarity).
-    similarity = np.zeros(len(ranked), dtype=np.float32)
-    penalty = np.empty(len(ranked), dtype=np.float32)
+    # (1−mmr)·similarity to the closest kept, kept in place: the rows scaled once, so a
+    # kept pick costs a product, a maximum and a difference.
+    scaled = None if vectors is None or not diverse else vectors * np.float32(1 - mmr)
+    penalty = np.zeros(len(ranked), dtype=np.float32)
     used = kept = 0
     left = len(ranked)
     smallest = min((r.tokens for r in ranked), default=0)
@@ -420,11 +421,10 @@ def pack(
         candidate.kept, candidate.why = True, RecallVerdict.KEPT
         used += candidate.tokens
         kept += 1
-        if diverse:
+        if scaled is not None:
             assert vectors is not None
             # BLAS, not `similarities`: the pool holds at most POOL rows (see there).
-            np.maximum(similarity, vectors @ vectors[pick], out=similarity)
-            np.multiply(similarity, 1 - mmr, out=penalty)
+            np.maximum(penalty, scaled @ vectors[pick], out=penalty)
             np.subtract(wanted, penalty, out=score)
         if limit and kept >= limit:
             break
