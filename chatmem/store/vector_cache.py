@@ -48,24 +48,32 @@ class VectorCacheFile:
 
     def __init__(self, path: Path, most: int = MOST) -> None:
         self.path, self.most = path, most
+        with self._opened():
+            pass
+
+    def _create(self) -> None:
+        """The file, 0600, when missing. Created when missing only: closing a descriptor of
+        a file SQLite holds open in this process would free its locks
+        (store/open_files.py)."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            # Created when missing only: closing a descriptor of a file SQLite holds open in
-            # this process would free its locks (store/open_files.py).
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             with suppress(FileExistsError):
-                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
-            os.chmod(path, 0o600)
-            with self._opened() as conn:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute(SCHEMA)
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            os.chmod(self.path, 0o600)
         except OSError as e:
             raise self._error(e) from None
 
     @contextmanager
     def _opened(self) -> Iterator[sqlite3.Connection]:
+        # An erasure in any chatmem process deletes the file (config.paths.drop_vector_cache),
+        # also while an eval runs here: each opening makes it again, 0600 and with its
+        # table, where SQLite would have made an empty file the umask's way.
+        self._create()
         try:
-            with closing(sqlite3.connect(self.path, timeout=WAIT_S,
-                                         isolation_level=None)) as conn:
+            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True,
+                                         timeout=WAIT_S, isolation_level=None)) as conn:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(SCHEMA)
                 yield conn
         except sqlite3.Error as e:
             raise self._error(e) from None

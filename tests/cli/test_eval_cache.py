@@ -181,3 +181,19 @@ def test_an_encrypted_history_keeps_no_vector_outside_it(tmp_path: Path) -> None
                       env=env)
     assert replayed.exit_code == 0, replayed.stderr
     assert not vector_cache_path().exists()
+
+
+def test_a_cache_another_process_erased_meanwhile_is_made_again_private(
+        tmp_path: Path) -> None:
+    """An erasure in another chatmem deletes the cache while an eval holds it: the eval's
+    next write made a new file with the umask's mode and no table, and every later lookup
+    failed, so the rest of the eval ranked by words alone."""
+    path = tmp_path / "v.sqlite"
+    cache = VectorCacheFile(path)
+    cache.keep("m", False, [(text_digest("甲"), b"\x01\x00\x00\x00")])
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        part.unlink(missing_ok=True)
+    assert cache.cached("m", False, [text_digest("甲")]) == {}
+    cache.keep("m", False, [(text_digest("乙"), b"\x02\x00\x00\x00")])
+    assert cache.cached("m", False, [text_digest("乙")]) == {text_digest("乙"): b"\x02\x00\x00\x00"}
+    assert os.stat(path).st_mode & 0o077 == 0
