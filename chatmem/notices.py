@@ -233,11 +233,21 @@ class ContextsOverBudget:
     most: int
 
 
+@dataclass(frozen=True)
+class ContextsByWordsAlone:
+    """Of the `built` contexts a replay or an eval built, `failed` ranked by words alone:
+    embedding the input failed (`error`, the first failure's)."""
+
+    failed: int
+    built: int
+    error: str
+
+
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
           | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
-          | ContextsOverBudget)
+          | ContextsOverBudget | ContextsByWordsAlone)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

@@ -26,8 +26,10 @@ from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
 from chatmem.errors import StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
+from chatmem.memory.context import Context
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
+from chatmem.notices import EmbeddingFailed
 from chatmem.plugins import load_registries
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
 from chatmem.store import FactScope, Store, check_session_name, session_name_from
@@ -314,8 +316,9 @@ def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: St
 
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
-    if (over := run.over_budget()) is not None:
-        run.notices.append(over)  # what inspect warns of at each, said once
+    for folded in (run.over_budget(), run.by_words_alone()):
+        if folded is not None:
+            run.notices.append(folded)  # what inspect warns of at each, said once
     store, session_id = engine.store, engine.session.id
     assert isinstance(engine.helper, CountingProvider)
     assert isinstance(engine.provider, CountingProvider)
@@ -350,6 +353,7 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
     if not options.probes_only:
         run.prompt_tokens.append(result.context.tokens)
         run.contexts.append((result.context.tokens, result.context.budget))
+        _note_failed_embedding(run, result.context)
     run.notices.extend(result.notices)
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id
@@ -367,6 +371,7 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
         context = engine.build_context(step.message.content)
         run.prompt_tokens.append(context.tokens)
         run.contexts.append((context.tokens, context.budget))
+        _note_failed_embedding(run, context)
     waiting = [step.message]
     for item in step.between:
         if isinstance(item, Probe):
@@ -383,6 +388,7 @@ def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
            options: _Options, run: StrategyRun) -> ProbeResult:
     context = engine.build_context(probe.question)
     run.contexts.append((context.tokens, context.budget))
+    _note_failed_embedding(run, context)
     result = score_probe(probe, context, stored_ids, engine.history().turn_count())
     if options.answer:
         # Straight to the model, not through the counting proxy: probe answers
@@ -390,3 +396,8 @@ def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
         answer = options.chat_provider.complete(context.messages(), purpose=Purpose.CHAT)
         result.score_answer(answer)
     return result
+
+
+def _note_failed_embedding(run: StrategyRun, context: Context) -> None:
+    run.embedding_failures.extend(w.error for w in context.warnings
+                                  if isinstance(w, EmbeddingFailed))

@@ -18,7 +18,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.memory.context import Context
-from chatmem.notices import ContextsOverBudget, Notice
+from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, Notice
 from chatmem.providers.base import Purpose
 from chatmem.transcripts.format import Probe
 
@@ -75,6 +75,9 @@ class StrategyRun:
     contexts: list[tuple[int, int | None]] = field(default_factory=list)
     """(tokens, budget) of each context built, at turns and probes: those over their budget
     become one notice (`over_budget`)."""
+    embedding_failures: list[str] = field(default_factory=list)
+    """The error of each context built by words alone because embedding its input failed:
+    one notice (`by_words_alone`), else the figures read as those of words and meaning."""
 
     def over_budget(self) -> ContextsOverBudget | None:
         """One notice for the contexts that went over their budget, None if none did."""
@@ -84,6 +87,12 @@ class StrategyRun:
             return None
         return ContextsOverBudget(len(over), len(self.contexts), min(b for _, b in over),
                                   max(t for t, _ in over))
+
+    def by_words_alone(self) -> ContextsByWordsAlone | None:
+        if not self.embedding_failures:
+            return None
+        return ContextsByWordsAlone(len(self.embedding_failures), len(self.contexts),
+                                    self.embedding_failures[0])
 
     @property
     def turns(self) -> int:

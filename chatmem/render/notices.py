@@ -13,6 +13,7 @@ from functools import singledispatch
 from chatmem import install_hint
 from chatmem.memory.assembly import span
 from chatmem.notices import (
+    ContextsByWordsAlone,
     ContextsOverBudget,
     ContextWarning,
     EmbeddingFailed,
@@ -201,6 +202,12 @@ def _(n: RetentionSkipped, repl_hints: bool) -> str:
 def _(n: ContextsOverBudget, repl_hints: bool) -> str:
     return (f"{counted(n.over, 'context')} of {n.built:,} over the budget of {n.budget:,}"
             f" (the largest {n.most:,} tokens)")
+
+
+@_worded.register
+def _(n: ContextsByWordsAlone, repl_hints: bool) -> str:
+    return (f"{counted(n.failed, 'context')} of {n.built:,} ranked by words alone: embedding "
+            f"the input failed ({n.error})")
 
 
 def counted(n: int, noun: str) -> str:

@@ -82,10 +82,22 @@ class Down:
     def embed(self, texts, *, query=False):
         raise RuntimeError("embedding service down")
 
+class AsksDown:
+    """Embeds what is stored; asking (a query) finds the service down."""
+    key = "asksdown:1"
+    dimensions = 4
+
+    def embed(self, texts, *, query=False):
+        if query:
+            raise RuntimeError("query endpoint down 查询服务不可用")
+        import numpy as np
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
 def register(plugins):
     plugins.add_provider("flaky", lambda settings: Flaky(), models=no_models)
     plugins.add_provider("flaky2", refuse)
     plugins.add_embedder("down", lambda settings: Down())
+    plugins.add_embedder("asksdown", lambda settings: AsksDown())
 '''
 
 
@@ -165,6 +177,29 @@ def test_an_embedder_that_raises_is_one_line_from_chatmem_index(
     assert indexed.stderr.splitlines()[-1] == (
         "error: embedder 'down' failed: RuntimeError: embedding service down "
         "(plugin flaky (chatmem-flaky 0.1.0))")
+
+
+def test_an_eval_whose_embedder_fails_says_its_figures_are_of_words_alone(
+        installed: Install, tmp_path: Path) -> None:
+    """Every probe was ranked by words alone and the eval said nothing: its recall read as
+    that of words and meaning."""
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    config = tmp_path / "config.toml"
+    config.write_text('[embeddings]\nprovider = "asksdown"\n', encoding="utf-8")
+    transcript = tmp_path / "会话.jsonl"
+    transcript.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        {"role": "user", "content": "我的猫叫小黑"}, {"role": "assistant", "content": "好的"},
+        {"role": "user", "content": "weather today"}, {"role": "assistant", "content": "sunny"},
+        {"probe": "猫叫什么?", "expect_text": ["小黑"]}]) + "\n", encoding="utf-8")
+    for probes_only, failed in (([], "2 contexts of 3"), (["--probes-only"], "1 context of 1")):
+        evaluated = invoke("eval", str(transcript), "-s", "retrieval:recent=0", "--provider",
+                           "scripted", "--config", str(config), "--json", *probes_only,
+                           code=0)
+        notices = json.loads(evaluated.stdout)["strategies"][0]["notices"]
+        said = [n for n in notices if "ranked by words alone" in n]
+        assert said == [f"{failed} ranked by words alone: embedding the input failed "
+                        "(embedder 'asksdown' failed: RuntimeError: query endpoint down "
+                        "查询服务不可用)"], notices
 
 
 def test_a_plugin_that_exits_or_names_no_module_is_one_warning(installed: Install) -> None:
