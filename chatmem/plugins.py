@@ -317,19 +317,26 @@ class Registries:
     def create_provider(self, settings: Settings) -> Provider:
         """The provider `settings` choose; a plugin's is guarded (chatmem.providers.guarded):
         whatever it raises reaches the front end as a ProviderError naming it."""
-        from chatmem.errors import ProviderFailed, guarded
-        from chatmem.providers.guarded import GuardedProvider
+        from chatmem.errors import guarded
+        from chatmem.privacy.secrets import SecretMask
+        from chatmem.providers import masked, secrets_of
+        from chatmem.providers.guarded import GuardedProvider, failure
 
         entry = self.provider_entry(settings)
         if entry.plugin.builtin:
             return entry.create(settings)
-        provider = guarded(lambda e: ProviderFailed(entry.name, e, "could not start"),
+        # A plugin's replies, errors and model names are masked as chatmem's own are.
+        mask = SecretMask(secrets_of(settings))
+        provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
                            lambda: entry.create(settings))
-        return GuardedProvider(provider)
+        return masked(GuardedProvider(provider, mask), settings)
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
-        from chatmem.errors import ProviderFailed, guarded
+        from chatmem.errors import guarded
+        from chatmem.privacy.secrets import SecretMask
+        from chatmem.providers import secrets_of
+        from chatmem.providers.guarded import failure
 
         entry = self.provider_entry(settings)
         models = entry.models
@@ -337,9 +344,10 @@ class Registries:
             return entry.name, [settings.model or entry.name]
         if entry.plugin.builtin:
             return entry.name, models(settings)
-        return entry.name, guarded(
-            lambda e: ProviderFailed(entry.name, e, "could not list its models"),
-            lambda: list(models(settings)))
+        mask = SecretMask(secrets_of(settings))
+        return entry.name, [mask.mask(name) if isinstance(name, str) else name for name in guarded(
+            lambda e: failure(entry.name, e, mask, "could not list its models"),
+            lambda: list(models(settings)))]
 
     def create_embedder(self, name: str, settings: Settings | None = None) -> Embedder:
         from chatmem.config.settings import Settings

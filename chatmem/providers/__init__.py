@@ -89,8 +89,18 @@ def openai_provider(settings: Settings) -> Provider:
         idle_timeout=settings.idle_timeout,
         sampling=sampling(settings.options),
     )
-    # A server may quote the Authorization header back in a reply (issue 19, finding 5).
-    secrets = credentials_of(settings.api_key(), settings.base_url, os.environ.get(KEY_ENV))
+    return masked(provider, settings)
+
+
+def secrets_of(settings: Settings) -> dict[str, str]:
+    """What no reply, model name or error text may repeat (see privacy.secrets)."""
+    return credentials_of(settings.api_key(), settings.base_url, os.environ.get(KEY_ENV))
+
+
+def masked(provider: Provider, settings: Settings) -> Provider:
+    """`provider` whose replies never repeat `settings`' secrets: a server may quote the
+    Authorization header back in a reply (issue 19, finding 5), a plugin's as chatmem's."""
+    secrets = secrets_of(settings)
     return MaskedProvider(provider, secrets) if secrets else provider
 
 
@@ -125,8 +135,7 @@ def openai_models(settings: Settings) -> list[str]:
     finally:
         provider.close()
     # A server may quote the key back in what it lists, as in a reply.
-    mask = SecretMask(credentials_of(settings.api_key(), settings.base_url,
-                                     os.environ.get(KEY_ENV)))
+    mask = SecretMask(secrets_of(settings))
     return [mask.mask(name) for name in served]
 
 

@@ -13,18 +13,21 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of
+from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of, one_line
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
 if TYPE_CHECKING:
+    from chatmem.privacy.secrets import SecretMask
     from chatmem.tokens import TokenCounter
 
 
 class GuardedProvider:
-    """`inner`, whose exceptions other than chatmem's are ProviderFailed."""
+    """`inner`, whose exceptions other than chatmem's are ProviderFailed, their text with
+    `mask`'s secrets masked (an HTTP library's error may quote the Authorization header)."""
 
-    def __init__(self, inner: Provider) -> None:
+    def __init__(self, inner: Provider, mask: SecretMask | None = None) -> None:
         self.inner = inner
+        self.mask = mask
 
     @property
     def name(self) -> str:
@@ -43,7 +46,7 @@ class GuardedProvider:
         self.inner.model = value
 
     def _failed(self, error: BaseException | str) -> ProviderFailed:
-        return ProviderFailed(self.inner.name, error)
+        return failure(self.inner.name, error, self.mask)
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
         stream = guarded(self._failed, lambda: self.inner.stream(messages))
@@ -65,6 +68,15 @@ class GuardedProvider:
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's provider offers (its `images` rule, say), as it is.
         return getattr(self.inner, attribute)
+
+
+def failure(name: str, error: BaseException | str, mask: SecretMask | None,
+            doing: str = "failed") -> ProviderFailed:
+    """ProviderFailed for `error`, what it says with `mask`'s secrets masked."""
+    if mask is None:
+        return ProviderFailed(name, error, doing)
+    return ProviderFailed(name, mask.mask(error if isinstance(error, str) else one_line(error)),
+                          doing)
 
 
 class GuardedStream:

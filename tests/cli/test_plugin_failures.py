@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from cli_runner import invoke
 from plugin_site import Install
 
@@ -200,6 +201,57 @@ def test_an_eval_whose_embedder_fails_says_its_figures_are_of_words_alone(
         assert said == [f"{failed} ranked by words alone: embedding the input failed "
                         "(embedder 'asksdown' failed: RuntimeError: query endpoint down "
                         "查询服务不可用)"], notices
+
+
+KEYED = '''
+import os
+from chatmem.providers.scripted import ScriptedProvider
+
+class Keyed(ScriptedProvider):
+    """Quotes the key back, as a server echoing the Authorization header would."""
+    name = "keyed"
+
+    def __init__(self, settings):
+        super().__init__()
+        self.key = settings.api_key() or ""
+
+    def stream(self, messages):
+        if os.environ.get("KEYED_FAILS"):
+            raise ConnectionError("401 from https://api.example/v1, Authorization: Bearer "
+                                  + self.key)
+        return super().stream([{"role": "user", "content": "回显 Bearer " + self.key}])
+
+    def complete(self, messages, *, purpose=None):
+        return "摘要 " + self.key
+
+def models(settings):
+    return ["keyed-" + (settings.api_key() or "")]
+
+def register(plugins):
+    plugins.add_provider("keyed", Keyed, models=models)
+'''
+
+
+def test_a_plugin_provider_never_shows_or_stores_the_api_key(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only chatmem's own openai provider was masked: a plugin's reply, error text and model
+    list put the key on the screen and into the history file."""
+    installed("chatmem-keyed", "chatmem_keyed", KEYED, name="keyed")
+    key = "sk-proj-SECRETabcdefghijklmnop0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    db = str(tmp_path / "h.db")
+    replied = invoke("ask", "k", "你好", "--provider", "keyed", "--db", db, code=0)
+    assert "回显 Bearer [api key]" in replied.stdout and key not in replied.output
+    monkeypatch.setenv("KEYED_FAILS", "1")
+    failed = invoke("ask", "k", "再见", "--provider", "keyed", "--db", db, code=1)
+    assert failed.stderr.startswith("error: provider 'keyed' failed: ConnectionError: 401 from "
+                                    "https://api.example/v1, Authorization: Bearer [api key]")
+    listed = invoke("models", "--provider", "keyed", "--json", code=0)
+    assert key not in listed.output and "[api key]" in listed.stdout
+    shown = invoke("sessions", "show", "k", "--db", db, code=0).output
+    assert "[api key]" in shown and key not in shown
+    for path in tmp_path.glob("h.db*"):
+        assert key.encode() not in path.read_bytes(), path.name
 
 
 def test_a_plugin_that_exits_or_names_no_module_is_one_warning(installed: Install) -> None:
