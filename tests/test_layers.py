@@ -249,3 +249,66 @@ def test_the_driver_check_sees_imports_and_module_names(tmp_path: Path) -> None:
                       "HELP = 'sqlite3 FILE shows where'\n", encoding="utf-8")
     assert sorted(drivers_named(module)) == ["psycopg", "psycopg", "sqlcipher3.dbapi2",
                                              "sqlite3"]
+
+
+def third_party_imports(path: Path, package: str) -> list[tuple[str, str]]:
+    """(module, name) of every import from `package` in a module, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, "") for a in node.names if a.name.split(".")[0] == package]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.split(".")[0] == package:
+            found += [(node.module, a.name) for a in node.names]
+    return found
+
+
+CONSOLES = {("rich.console", "Console"), ("rich.console", "RenderableType")}
+"""What a front end may name of Rich: the console it prints on, and the type of what
+render gives it to print."""
+
+
+def test_only_render_builds_rich_renderables() -> None:
+    outside = {m: [i for i in third_party_imports(p, "rich") if i not in CONSOLES]
+               for m, p in PATHS.items() if unit(m) != "chatmem.render"}
+    assert {m: i for m, i in outside.items() if i} == {}
+
+
+def test_only_tokens_imports_tiktoken() -> None:
+    assert sorted(m for m, p in PATHS.items() if third_party_imports(p, "tiktoken")) == [
+        "chatmem.tokens"]
+
+
+def printers(path: Path) -> list[str]:
+    """print() calls and writes to sys.stdout or sys.stderr in a module (asking whether
+    one is a terminal is not writing)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "print":
+            found.append(f"print() at line {node.lineno}")
+        elif isinstance(node, ast.Attribute) and node.attr in ("write", "writelines") \
+                and isinstance(node.value, ast.Attribute) \
+                and node.value.attr in ("stdout", "stderr") \
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == "sys":
+            found.append(f"sys.{node.value.attr}.{node.attr} at line {node.lineno}")
+    return found
+
+
+def test_core_code_never_prints() -> None:
+    """Below the front ends (layer 3 and lower), nothing writes to the terminal: what a
+    command shows is render's, printed by the CLI or the REPL."""
+    core = {m: printers(p) for m, p in PATHS.items() if LAYERS[unit(m)] <= 3}
+    assert {m: found for m, found in core.items() if found} == {}
+
+
+def test_the_print_and_rich_checks_see_what_they_forbid(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import sys\nfrom rich.table import Table\nfrom rich.console import "
+                      "Console\ndef f():\n    import tiktoken\n    print('x')\n"
+                      "    sys.stderr.write('y')\n    return sys.stdout.isatty()\n",
+                      encoding="utf-8")
+    assert [i for i in third_party_imports(module, "rich") if i not in CONSOLES] == [
+        ("rich.table", "Table")]
+    assert third_party_imports(module, "tiktoken") == [("tiktoken", "")]
+    assert printers(module) == ["print() at line 6", "sys.stderr.write at line 7"]

@@ -121,12 +121,11 @@ def _progress(total: int) -> Iterator[_Shown]:
 
         yield _Shown(out, err, line)
         return
-    from rich.progress import Progress
+    from chatmem.render.progress import task_progress
 
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("evaluating transcripts", total=total)
+    with task_progress(err, "evaluating transcripts", total) as bar:
         yield _Shown(bar.console if out.is_terminal else out, bar.console,
-                     lambda result, seconds: bar.advance(task))
+                     lambda result, seconds: bar.advance())
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,

@@ -24,19 +24,17 @@ def index(
 
     Example: chatmem index support
     """
-    from rich.progress import Progress
-
     from chatmem.app.indexing import index_sessions, pending_vectors
+    from chatmem.render.progress import task_progress
 
     settings = settings_from(config, db, None, None)
     out, err = consoles()
     with open_workspace(settings, create=False) as ws:
         pending = pending_vectors(ws, session)
         model = pending.model
-        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task(f"embedding with {model}", total=pending.total)
-            report = index_sessions(
-                ws, pending, progress=lambda done: bar.update(task, completed=done))
+        with task_progress(err, f"embedding with {model}", pending.total,
+                           disable=not err.is_terminal) as bar:
+            report = index_sessions(ws, pending, progress=bar.update)
     done, seconds, rate, held_elsewhere = (report.embedded, report.seconds, report.per_second,
                                            report.elsewhere)
     if json_out:

@@ -28,6 +28,28 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
         yield advance
 
 
+class TaskBar:
+    """One task's bar: `console` prints above it while it runs."""
+
+    def __init__(self, bar: Progress, label: str, total: int) -> None:
+        self.console = bar.console
+        self._bar, self._task = bar, bar.add_task(label, total=total)
+
+    def update(self, done: int) -> None:
+        self._bar.update(self._task, completed=done)
+
+    def advance(self) -> None:
+        self._bar.advance(self._task)
+
+
+@contextmanager
+def task_progress(console: Console, label: str, total: int, *,
+                  disable: bool = False) -> Iterator[TaskBar]:
+    """A bar for one long task (embedding, evaluating a folder); gone when it ends."""
+    with Progress(console=console, transient=True, disable=disable) as bar:
+        yield TaskBar(bar, label, total)
+
+
 def step_text(step: ActivityStep) -> str:
     """"summarizing turns 12–20", "… of 5,000 (catching up)" in a series."""
     if step.work is Work.COPYING_TURNS:

@@ -23,10 +23,8 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from rich.text import Text
 
-from chatmem.render.fields import Field, fitted, joined
-from chatmem.render.logs import spent_parts
+from chatmem.render.toolbar import ToolbarState, toolbar_line
 from chatmem.repl.blocks import open_block, unfence
 from chatmem.repl.chat import strategy_label
 from chatmem.repl.completion import SlashCompleter
@@ -36,7 +34,6 @@ if TYPE_CHECKING:
     from prompt_toolkit.output import Output
 
     from chatmem.app.workspace import Workspace
-    from chatmem.memory.vector_backlog import IndexingStatus
     from chatmem.repl.chat import Chat
     from chatmem.store import SessionRecord
 
@@ -97,49 +94,14 @@ def _in_open_block() -> bool:
     return open_block(get_app().current_buffer.text)
 
 
-TOOLBAR_RANKS = {"context": 9, "cost": 8, "strategy": 7, "indexing": 6, "model": 5,
-                 "total": 4, "session": 3}
-"""What a narrow terminal keeps of the toolbar, most important first: how full the
-context was and what the chat cost. The prompt itself names the session."""
-
-
 def toolbar_text(chat: Chat, width: int | None = None) -> str:
     """` session t · window · openai:gpt-4o · last context 364 / 4,000 tokens · …`, with
     the fields that fit `width` columns whole (None: all of them)."""
-    engine, ranks = chat.engine, TOOLBAR_RANKS
-    fields = [(f"session {engine.session.name}", ranks["session"]),
-              (strategy_label(engine, changed_only=True), ranks["strategy"]),
-              (f"{engine.provider.name}:{engine.provider.model}", ranks["model"])]
-    if chat.usage is not None:
-        tokens, budget = chat.usage
-        fields.append((f"last context {tokens:,}" + (f" / {budget:,} tokens" if budget
-                                                     else " tokens"), ranks["context"]))
-    else:
-        fields.append(("no turn yet", ranks["context"]))
-    if chat.spent.tokens:
-        total, cost = spent_parts(chat.spent)
-        fields.append((total, ranks["total"]))
-        if cost is not None:
-            fields.append((cost, ranks["cost"]))
-    indexing = indexing_text(engine.indexing.status(engine.embedder))
-    if indexing is not None:
-        fields.append((indexing, ranks["indexing"]))
-    # One column of padding at each end, as the toolbar has always had.
-    shown = fitted([Field(Text(text), rank) for text, rank in fields],
-                   None if width is None else width - 2)
-    return f" {joined(shown).plain} "
-
-
-def indexing_text(status: IndexingStatus | None) -> str | None:
-    """The toolbar's part for the vector backlog; None when nothing waits."""
-    if status is not None and status.elsewhere is not None:
-        return f"indexing in process {status.elsewhere.pid}"
-    if status is None or not status.missing:
-        return None
-    if not status.running:
-        return f"{status.missing:,} not indexed"
-    done = f" ({status.embedded:,} embedded)" if status.embedded else ""
-    return f"indexing, {status.missing:,} left{done}"
+    engine = chat.engine
+    return toolbar_line(ToolbarState(
+        engine.session.name, strategy_label(engine, changed_only=True),
+        f"{engine.provider.name}:{engine.provider.model}", chat.usage, chat.spent,
+        engine.indexing.status(engine.embedder)), width)
 
 
 def terminal_output() -> Output | None:

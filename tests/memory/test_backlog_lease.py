@@ -14,7 +14,7 @@ from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
 from chatmem.memory.vector_backlog import embed_pending, save_rows
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.repl.prompt import indexing_text
+from chatmem.render.toolbar import indexing_text
 from chatmem.store import LeaseHolder, Store
 
 SETTINGS = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))

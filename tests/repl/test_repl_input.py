@@ -25,9 +25,10 @@ from chatmem.config.settings import Settings
 from chatmem.memory.vector_backlog import IndexingStatus
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
+from chatmem.render.toolbar import indexing_text
 from chatmem.repl.blocks import join_blocks
 from chatmem.repl.loop import Repl
-from chatmem.repl.prompt import TOOLBAR_REFRESH_SECONDS, Prompt, indexing_text, toolbar_text
+from chatmem.repl.prompt import TOOLBAR_REFRESH_SECONDS, Prompt, toolbar_text
 from chatmem.store import Store
 
 UP, TAB, ESC_ENTER = "\x1b[A", "\t", "\x1b\r"
