@@ -166,6 +166,9 @@ class StoreFailure(Enum):
     """The file is corrupt, or holds text that is not UTF-8."""
     CONFLICT = "conflict"
     """A row breaks a constraint."""
+    ERASED_MEANWHILE = "erased-meanwhile"
+    """Text left the session's memory (a purge, a turn replaced) while a turn was answered:
+    what that turn was sent may hold it, so it is not stored; sending it again works."""
     DRIVER = "driver"
     """Anything else the driver raised (a statement it refused)."""
 

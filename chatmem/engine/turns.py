@@ -320,13 +320,13 @@ class Engine(Generic[StoreT]):
                 text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=stream.rendered_prompt,
-            ))
+            ), erasures=self._erasures)
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
             self.store.turns.record_turn(self._record(
                 text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=stream.rendered_prompt,
-            ))
+            ), erasures=self._erasures)
             raise
         reply = valid_text("".join(chunks))
         record = self.store.turns.commit_turn(self._record(
@@ -335,7 +335,7 @@ class Engine(Generic[StoreT]):
             completion_tokens=stream.usage.completion_tokens,
             rendered_prompt=stream.rendered_prompt,
         ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
-            supersedes=supersedes)
+            supersedes=supersedes, erasures=self._erasures)
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()

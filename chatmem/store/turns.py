@@ -9,6 +9,7 @@ from chatmem.errors import (
     NotFound,
     ReplaceRefusal,
     StoreError,
+    StoreFailure,
     TurnNotCommittable,
     TurnNotReplaceable,
 )
@@ -38,7 +39,8 @@ class TurnTables:
     def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
                     replied_at: str | None = None,
                     message_tokens: tuple[int, int] | None = None,
-                    supersedes: int | None = None) -> TurnRecord:
+                    supersedes: int | None = None,
+                    erasures: int | None = None) -> TurnRecord:
         """Store a completed turn: user message, reply and turn row, all or nothing.
 
         The user message is stamped when it was sent (`sent_at`), the reply when it ended
@@ -47,12 +49,15 @@ class TurnTables:
         `turn.tokenizer`, stored with them so that no later read has to write them.
         `supersedes`: the number of the turn this one replaces (`hide_turn` took its
         messages out of memory); it is marked replaced by this one in the same write.
+        `erasures`: the session's count of erasures the context was built after (see
+        `_check_not_erased`).
         """
         if turn.status != "ok" or turn.reply is None:
             raise TurnNotCommittable("only a completed turn with a reply can be committed",
                                      status=turn.status)
         try:
             with self._db.write():
+                self._check_not_erased(turn.session_id, erasures)
                 user_id, assistant_id = steps.append_messages(
                     self._db, turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at},
@@ -74,15 +79,31 @@ class TurnTables:
                              location=e.location) from None
         return turn
 
-    def record_turn(self, turn: TurnRecord) -> TurnRecord:
+    def record_turn(self, turn: TurnRecord, *, erasures: int | None = None) -> TurnRecord:
         """Store a failed or cancelled turn: the turn row only, nothing enters memory."""
         try:
             with self._db.write():
+                self._check_not_erased(turn.session_id, erasures)
                 self._insert_turn(turn)
         except StoreError as e:
             raise StoreError(f"the turn was not recorded: {e.reason}", kind=e.kind,
                              location=e.location) from None
         return turn
+
+    def _check_not_erased(self, session_id: int, erasures: int | None) -> None:
+        """Under the write lock: a purge (or a replaced turn) that left its mark on the
+        session after the turn's context was built (`erasures` then) may have erased what
+        that context, its reply and its rendered prompt hold; storing them would bring
+        back what the purge said was gone. PostgreSQL's purge waits for the turn; on SQLite
+        the turn runs outside any transaction, so it is refused here."""
+        if erasures is None:
+            return
+        now = self._sessions.erasures(session_id)
+        if now is not None and now != erasures:
+            raise StoreError("text left this session's memory while the reply came (a purge,"
+                             " or a turn replaced by another chat), and what this turn was"
+                             " sent may hold it; send it again",
+                             kind=StoreFailure.ERASED_MEANWHILE)
 
     # -- replacing the last turn (/retry, /edit-last) -----------------------------
 

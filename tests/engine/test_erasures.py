@@ -6,6 +6,7 @@ is said, not written into."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
-from chatmem.errors import NotFound
+from chatmem.errors import NotFound, StoreError, StoreFailure
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -115,3 +116,46 @@ def test_a_session_deleted_meanwhile_is_said_and_nothing_is_written(
         engine.build_context(QUESTION)
     assert store.sessions.find_session("kept") is None
     assert store.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+
+
+class PurgedWhileReplying(ScriptedProvider):
+    """Another connection purges José while the reply streams (as `facts forget --purge`
+    in a second shell does while a chat's reply comes)."""
+
+    def __init__(self, purge: Callable[[], None]) -> None:
+        super().__init__()
+        self.purge = purge
+
+    def stream(self, messages: Any) -> Any:
+        reply = super().stream(messages)
+        self.purge()
+        return reply
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_turn_answered_across_a_purge_is_not_stored_and_the_purge_holds(
+        store: Store, history: History, cancelled: bool) -> None:
+    """The turn stored after the purge held the purged name in its context (the messages
+    it was sent, as they were before the purge): inspect showed it again."""
+    engine = kept_engine(store)
+    chat(engine)
+    sid = engine.session.id
+
+    def purge() -> None:
+        with history.open() as other:
+            other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+
+    engine.provider = PurgedWhileReplying(purge)
+    with pytest.raises(StoreError) as refused:
+        if cancelled:
+            def interrupt(delta: str) -> None:
+                raise KeyboardInterrupt
+            engine.run_turn("Who cooks on Sundays? 谁在周日做饭？", on_delta=interrupt)
+        else:
+            engine.run_turn("Who cooks on Sundays? 谁在周日做饭？")
+    assert refused.value.kind is StoreFailure.ERASED_MEANWHILE
+    assert [t.number for t in store.turns.turns(sid)] == list(range(1, len(SAID) + 1))
+    engine.provider = ScriptedProvider()
+    again = engine.run_turn("Who cooks on Sundays? 谁在周日做饭？")
+    assert "José" not in json.dumps(again.record.context, ensure_ascii=False)
+    assert again.record.number == len(SAID) + 1
