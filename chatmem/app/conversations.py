@@ -197,12 +197,16 @@ class ClientMessage:
     content: str
 
 
-def replaces_last_turn(workspace: Workspace, name: str,
-                       prior: Sequence[ClientMessage]) -> bool:
+def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
+                       text: str, *, last_was_ours: bool) -> bool:
     """Whether a client's request asks the session's last exchange again (a regenerate, or
     an edit of its last message): the history it sends (not none) is the session's but for
-    that exchange. The client's history is authoritative: the reply it dropped leaves memory, as
-    /retry's does. Reads no more of the session than the request carries."""
+    that exchange, and that exchange is the client's: this server answered it
+    (`last_was_ours`), or it asked what the client asks now (a regenerate after a restart).
+    An exchange another front end added meanwhile (the REPL, MCP's record_turn) is not the
+    client's to replace, and stays. The client's history is authoritative: the reply it
+    dropped leaves memory, as /retry's does. Reads no more of the session than the request
+    carries."""
     store = workspace.store
     session = store.sessions.find_session(name) if prior else None
     if session is None:
@@ -214,7 +218,8 @@ def replaces_last_turn(workspace: Workspace, name: str,
     stored = store.history.messages(session.id)
     said = [(m.role, m.content) for m in stored]
     return (said[:len(prior)] == [(m.role, m.content) for m in prior]
-            and [m.role for m in stored[len(prior):]] == ["user", "assistant"])
+            and [m.role for m in stored[len(prior):]] == ["user", "assistant"]
+            and (last_was_ours or stored[len(prior)].content == text))
 
 
 def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientMessage],

@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import replace
@@ -58,6 +59,9 @@ if TYPE_CHECKING:
 
 TURN_HEADER = "X-Chatmem-Turn"
 DISCONNECT_POLL = 0.2
+ANSWERED_KEPT = 4096
+"""Conversations whose last answered turn the server remembers (for a regenerate or an
+edit of it); one beyond is regenerated only by asking its last question again."""
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
 
@@ -118,6 +122,20 @@ class Proxy:
         self._openings: set[tuple[str, str]] = set()
         """Sessions chosen for chats no id names that have no turn yet (location, name)."""
         self._openings_guard = threading.Lock()
+        self._answered: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """The stored turn (its row id) this server last answered in a conversation: the one
+        a client may regenerate or edit (at most ANSWERED_KEPT conversations)."""
+
+    def answered(self, location: str, conversation: str) -> int | None:
+        with self._turns_guard:
+            return self._answered.get((location, conversation))
+
+    def note_answered(self, location: str, conversation: str, turn_id: int) -> None:
+        with self._turns_guard:
+            self._answered[(location, conversation)] = turn_id
+            self._answered.move_to_end((location, conversation))
+            while len(self._answered) > ANSWERED_KEPT:
+                self._answered.popitem(last=False)
 
     def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
         """The lock a conversation's turns take: requests of one conversation that differ in
@@ -356,7 +374,11 @@ class Turn:
                 self.turn_id = (f"{asked.conversation}@"
                                 f"{(previous.number if previous else 0) + 1}")
                 result = None
-                if replaces_last_turn(ws, asked.conversation, asked.prior):
+                where = str(self.settings.location)
+                ours = previous is not None and previous.id is not None \
+                    and previous.id == proxy.answered(where, asked.conversation)
+                if replaces_last_turn(ws, asked.conversation, asked.prior, asked.text,
+                                      last_was_ours=ours):
                     # Not a turn it may replace (one a summary was made from, or messages
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
@@ -364,6 +386,8 @@ class Turn:
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta)
                 self.turn_id = f"{asked.conversation}@{result.record.number}"
+                if result.record.id is not None:
+                    proxy.note_answered(where, asked.conversation, result.record.id)
             engine.between_turns()
             return result
 

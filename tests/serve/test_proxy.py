@@ -358,6 +358,34 @@ def test_a_regenerate_or_an_edit_of_the_last_message_replaces_that_turn(
     assert statuses(db_path, "imported") == ["ok"]
 
 
+def test_an_exchange_another_front_end_added_is_not_replaced_by_the_clients_next_message(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """One exchange added by the CLI (or the REPL, or MCP) between two of a client's requests
+    made the client's next message look like an edit of it: that exchange was marked replaced
+    and left memory. The client never saw it; it is not the client's to replace."""
+    from cli_runner import invoke
+
+    openai = client(proxy)
+    header = {"X-Chatmem-Conversation": quote("共享")}
+    history = [{"role": "user", "content": "第一句：我要去云南"}]
+    for said in ("第二句：预算三千", "第三句：住哪里好"):
+        reply = openai.chat.completions.create(model="test-small", extra_headers=header,
+                                               messages=history)
+        history += [{"role": "assistant", "content": reply.choices[0].message.content or ""},
+                    {"role": "user", "content": said}]
+        if said.startswith("第二"):
+            invoke("ask", "共享", "CLI插一句：顺便去大理", "--provider", "scripted",
+                   "--db", str(db_path), code=0)
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=history)
+    with Store(db_path) as store:
+        session = store.sessions.session("共享")
+        said = [m.content for m in store.history.messages(session.id) if m.role == "user"]
+        replaced = [t.superseded_by for t in store.turns.turns(session.id)]
+    assert said == ["第一句：我要去云南", "CLI插一句：顺便去大理", "第二句：预算三千",
+                    "第三句：住哪里好"]
+    assert replaced == [None, None, None, None]
+
+
 def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again(
         chat_server: ChatServer, upstream_settings: Settings, db_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
