@@ -39,9 +39,11 @@ _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a spac
 @cache
 def _marks() -> re.Pattern[str]:
     """Every combining mark outside the CJK blocks (a kana's voicing mark stays its own)."""
-    marks = [chr(code) for code in [*range(0x30000), *range(0xE0000, 0xE01F0)]
-             if unicodedata.category(chr(code))[0] == "M" and not 0x3040 <= code <= 0x30FF]
-    return re.compile("[" + "".join(re.escape(mark) for mark in marks) + "]+")
+    from chatmem.combining_marks import MARK_RANGES
+
+    return re.compile("[" + "".join(
+        re.escape(chr(first)) + ("" if last == first else "-" + re.escape(chr(last)))
+        for first, last in MARK_RANGES) + "]+")
 
 
 _LATIN_ACCENTED = re.compile("[\u00c0-\u024f]")

@@ -27,7 +27,8 @@ or closes a cycle is caught too.
        attachments, privacy.secrets, privacy.sensitive, privacy.secret_names,
        privacy.credentials, privacy.word_lists, privacy.mentions, privacy.files,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
-       nearest known name to one typed wrong), images (type, size and token cost)
+       nearest known name to one typed wrong), images (type, size and token cost),
+       combining_marks (the marks fts folds out, a generated table)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -53,7 +54,7 @@ LAYERS: dict[str, int] = {
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
-    "chatmem.graphemes": 0,
+    "chatmem.graphemes": 0, "chatmem.combining_marks": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,

@@ -215,7 +215,7 @@ class Workspace:
                 # on a fresh file; a writing command says who must open it first.
                 if self.create or e.kind is not StoreFailure.NO_TABLES:
                     raise
-                return Store.empty_standing_in(where.shown)
+                return Store.empty_standing_in(where)
         if settings.db is None:
             self._move_legacy_file()
         path = where.path
@@ -223,9 +223,7 @@ class Workspace:
             if settings.db is not None:
                 raise NotFound(f"no history file at {path} (chat, ask and sessions import "
                                "create it)")
-            store = Store(":memory:")  # nothing stored yet: an empty history, nothing on disk
-            store.path = path
-            return store
+            return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
             return Store(where, key=settings.history_key())
         except HistoryLocked as e:

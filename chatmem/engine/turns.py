@@ -370,9 +370,15 @@ class Engine(Generic[StoreT]):
 
         With allow_over_budget it is sent, after a warning the user sees first.
         """
-        if not context.fixed_over_budget or context.budget is None:
+        if not context.budget:
             return
-        fixed = tuple(context.fixed.items())
+        fixed: tuple[tuple[str, int], ...] = tuple(context.fixed.items())
+        # A local model's chat template adds tokens no strategy can drop (its default system
+        # prompt when the session has none): counted as /tokens and the turn's line count them.
+        if (template := self.estimate(context) - context.tokens) > 0:
+            fixed += (("chat template", template),)
+        if sum(tokens for _, tokens in fixed) + context.priming <= context.budget:
+            return
         if self.allow_over_budget:
             self.activity.warn(SendingOverBudget(fixed, context.priming, context.budget))
             return

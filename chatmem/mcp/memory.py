@@ -53,9 +53,9 @@ class Memory:
         errors become one line for the client."""
         from chatmem.app import Workspace
 
-        with told_to_the_model(answer), Workspace(self.settings_for(ctx), create=create,
-                                                  models=self.models,
-                                                  registries=self.registries) as ws:
+        settings = self.settings_for(ctx)
+        with told_to_the_model(answer, settings), Workspace(
+                settings, create=create, models=self.models, registries=self.registries) as ws:
             yield ws
 
     def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
@@ -67,7 +67,7 @@ class Memory:
         from chatmem.app import Workspace
 
         settings = self.settings_for(ctx)
-        with told_to_the_model():
+        with told_to_the_model(settings=settings):
             return self.kept.run(
                 (settings.location, conversation_id, purpose),
                 partial(Workspace, settings, models=self.models, registries=self.registries),
@@ -75,21 +75,23 @@ class Memory:
 
 
 @contextmanager
-def told_to_the_model(answer: Answer = "tool") -> Iterator[None]:
+def told_to_the_model(answer: Answer = "tool",
+                      settings: Settings | None = None) -> Iterator[None]:
     """A chatmem error raised inside becomes one line for the client, as the SDK passes it
     on: a ToolError from a tool, a ResourceError from a resource (not found: -32602), an
     MCPError from a prompt (any other exception would reach the client as "Error
-    executing tool" alone, and the server's log as a traceback)."""
+    executing tool" alone, and the server's log as a traceback). The line names the
+    history (`settings`: the caller's) without its path on the server."""
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
 
-    from chatmem.render.errors import error_text
+    from chatmem.render.errors import client_error_text
 
     try:
         yield
     except ChatmemError as e:
-        text = error_text(e)
+        text = client_error_text(e, settings)
         if answer == "resource":
             raise (ResourceNotFoundError if isinstance(e, NotFound) else ResourceError)(
                 text) from None

@@ -4,6 +4,8 @@ schemas) and the paging that caps each result in tokens."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field
@@ -21,6 +23,7 @@ CUT_TOKENS = ITEM_TOKENS - 200
 and the note saying where the whole is take the rest)."""
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 ConversationId = Annotated[str, Field(
     description="The conversation handle start_conversation returned (a session's exact name).")]
@@ -157,18 +160,32 @@ class TurnExplanation(BaseModel):
     next_page: int | None
 
 
-def cut(text: str, whole_in: str, tokens: int = CUT_TOKENS) -> str:
+@dataclass(frozen=True)
+class Shown:
+    """A text as a result shows it, and the tokens of its JSON string."""
+    text: str
+    tokens: int
+
+
+def shown(text: str, whole_in: str, tokens: int = CUT_TOKENS) -> Shown:
     """`text`, or as much of its start as `tokens` tokens hold (counted as its JSON, as a
     result is), how many characters follow and where the whole of it is."""
-    if _json_tokens(text) <= tokens:
-        return text
+    if (whole := _json_tokens(text)) <= tokens:
+        return Shown(text, whole)
     note = f"… [{len(text):,} more characters: {whole_in}]"
     room = max(tokens - _json_tokens(note), 0)
     keep = min(len(text), room)
+    spent = 0
     while keep and (spent := _json_tokens(text[:keep])) > room:
         # A character is a token or more, but some scripts take several: shrink in step.
         keep = min(keep - 1, keep * room // spent)
-    return f"{text[:keep]}… [{len(text) - keep:,} more characters: {whole_in}]"
+    note = f"… [{len(text) - keep:,} more characters: {whole_in}]"
+    # The start and the note counted apart: at least what they take together.
+    return Shown(text[:keep] + note, (spent if keep else 0) + _json_tokens(note))
+
+
+def cut(text: str, whole_in: str, tokens: int = CUT_TOKENS) -> str:
+    return shown(text, whole_in, tokens).text
 
 
 def preview(text: str | None, whole_in: str) -> str | None:
@@ -194,6 +211,20 @@ FACTS_WHOLE = "chatmem facts list --json"
 def fact_result(fact: Any, owner: str) -> Fact:
     return Fact(id=fact.id, key=fact.key, value=cut(fact.value, FACTS_WHOLE),
                 scope=str(fact.scope), owner=owner, expires_at=fact.expires_at)
+
+
+def listed_fact(listed: Any, value: str) -> Fact:
+    """list_facts' item for an app.facts.ListedFact, showing `value` of its fact's value."""
+    return Fact(id=listed.fact.id, key=listed.fact.key, value=value,
+                scope=str(listed.fact.scope), owner=listed.owner.name if listed.owner else "",
+                expires_at=listed.expires_at)
+
+
+def hit(found: Any, content: str) -> Hit:
+    """search_memory's item for an app.search hit, showing `content` of its message."""
+    return Hit(conversation_id=found.session, turn=found.turn, role=found.role,
+               content=content, words=found.words, meaning=found.dense, fused=found.fused,
+               bm25=found.bm25)
 
 
 def tokens_of(item: BaseModel) -> int:
@@ -230,25 +261,43 @@ def paged(items: Sequence[T], page: int, cost: Callable[[T], int] = tokens_of,  
     return chosen, page + 1 if page < len(pages) else None
 
 
+def with_text(make: Callable[[str], M], text: str, whole_in: str) -> tuple[M, int]:
+    """The item `make` builds around `text` (cut when larger than a page), and its tokens:
+    the text is counted once, as it is shown, and only the item's other fields besides
+    (the whole item's JSON counted again would tokenize every message twice)."""
+    seen = shown(text, whole_in)
+    return make(seen.text), tokens_of(make("")) + seen.tokens
+
+
+def paged_priced(priced: Sequence[tuple[T, int]], page: int) -> tuple[list[T], int | None]:
+    """`paged` over items whose tokens `with_text` counted already."""
+    chosen, next_page = paged(priced, page, cost=lambda item: item[1])
+    return [item for item, _ in chosen], next_page
+
+
 def paged_parts(parts: list[dict[str, Any]], page: int,
                 whole_in: Callable[[dict[str, Any], dict[str, Any]], str]
                 ) -> tuple[list[ContextPart], int | None]:
     """A context's parts, its messages paged by tokens (a long history spans pages); a
     message larger than a page is cut, saying where it is whole (`whole_in(part,
     message)`)."""
-    rows = [(part, _cut_message(message, whole_in(part, message)))
-            for part in parts for message in part["messages"]]
-    chosen, next_page = paged(rows, page, cost=lambda row: tokens_of(row[1]))
-    shown: dict[int, ContextPart] = {}
+    rows: list[tuple[tuple[dict[str, Any], ContextMessage], int]] = []
+    for part in parts:
+        for message in part["messages"]:
+            shown_message, cost = with_text(partial(_context_message, message),
+                                            message["content"], whole_in(part, message))
+            rows.append(((part, shown_message), cost))
+    chosen, next_page = paged_priced(rows, page)
+    by_part: dict[int, ContextPart] = {}
     for part, message in chosen:
         at = id(part)
-        if at not in shown:
-            shown[at] = ContextPart(kind=part["kind"], reason=part["reason"],
-                                    tokens=part["tokens"], messages=[])
-        shown[at].messages.append(message)
-    return list(shown.values()), next_page
+        if at not in by_part:
+            by_part[at] = ContextPart(kind=part["kind"], reason=part["reason"],
+                                      tokens=part["tokens"], messages=[])
+        by_part[at].messages.append(message)
+    return list(by_part.values()), next_page
 
 
-def _cut_message(message: dict[str, Any], whole_in: str) -> ContextMessage:
-    return ContextMessage(role=message["role"], content=cut(message["content"], whole_in),
-                          tokens=message["tokens"], turn=message.get("turn"))
+def _context_message(message: dict[str, Any], content: str) -> ContextMessage:
+    return ContextMessage(role=message["role"], content=content, tokens=message["tokens"],
+                          turn=message.get("turn"))

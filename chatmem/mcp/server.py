@@ -29,10 +29,8 @@ from chatmem.mcp.results import (
     Conversation,
     ConversationId,
     ConversationList,
-    Fact,
     FactList,
     Forgotten,
-    Hit,
     Page,
     Recorded,
     SearchResult,
@@ -40,12 +38,15 @@ from chatmem.mcp.results import (
     StrategyScore,
     TurnExplanation,
     context_resource,
-    cut,
     fact_result,
+    hit,
+    listed_fact,
     paged,
     paged_parts,
+    paged_priced,
     preview,
     transcript_of,
+    with_text,
 )
 from chatmem.memory.params import strategy_label
 from chatmem.memory.quoting import data_block
@@ -210,10 +211,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             hit for name in names for hit in memory.in_conversation(
                 ctx, name, "search", partial(search.search_engine, session=name),
                 partial(search.found_in, query=query))], search.SEARCH_HITS)
-        hits = [Hit(conversation_id=f.session, turn=f.turn, role=f.role,
-                    content=cut(f.content, transcript_of(f.session, f.turn)),
-                    words=f.words, meaning=f.dense, fused=f.fused, bm25=f.bm25) for f in found]
-        chosen, next_page = paged(hits, page)
+        hits = [with_text(partial(hit, f), f.content, transcript_of(f.session, f.turn))
+                for f in found]
+        chosen, next_page = paged_priced(hits, page)
         return SearchResult(hits=chosen, page=page, next_page=next_page)
 
     @server.tool()
@@ -258,11 +258,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         """The facts chatmem keeps, with their exact ids, scope and end."""
         with memory.workspace(ctx) as ws:
             listing = facts.list_facts(ws, session=conversation_id) if ws.has_history else None
-        shown = [Fact(id=f.fact.id, key=f.fact.key, value=cut(f.fact.value, FACTS_WHOLE),
-                      scope=str(f.fact.scope), owner=f.owner.name if f.owner else "",
-                      expires_at=f.expires_at)
+        shown = [with_text(partial(listed_fact, f), f.fact.value, FACTS_WHOLE)
                  for f in (listing.facts if listing else [])]
-        chosen, next_page = paged(shown, page)
+        chosen, next_page = paged_priced(shown, page)
         return FactList(facts=chosen, page=page, next_page=next_page)
 
     @server.tool()

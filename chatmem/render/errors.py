@@ -3,9 +3,15 @@ that carry values (the numbers of an input over the budget) are worded here."""
 
 from __future__ import annotations
 
+import os
+import re
 from functools import singledispatch
+from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError, ExtensionFailed, OverBudget
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
 
 
 @singledispatch
@@ -35,3 +41,42 @@ def by_plugin(kind: str, name: str) -> str:
 
     source = load_registries().origin(kind, name)
     return "" if source is None or source.builtin else f" ({registered_by(source)})"
+
+
+def client_error_text(error: ChatmemError, settings: Settings | None = None) -> str:
+    """The one line a client of `chatmem serve` or `chatmem mcp` is shown: `error_text`
+    with the history named for what it is, not by its path (or URL) on the server, which
+    is not the client's business; `settings`: the history the request used."""
+    text = error_text(error)
+    location = getattr(error, "location", None)
+    names = {*_history_names(settings), *([location] if isinstance(location, str) else [])}
+    # The longest first: a path that holds another (a folder's) is replaced whole.
+    for name in sorted(names - {"", ":memory:"}, key=len, reverse=True):
+        text = _unnamed(text, name)
+    return text
+
+
+def _history_names(settings: Settings | None) -> list[str]:
+    from chatmem.config.location import LocationKind
+
+    if settings is None:
+        return []
+    try:
+        where = settings.location
+    except ChatmemError:  # the location itself was wrong: its error names only the setting
+        return []
+    return [where.shown, str(where.path)] if where.kind is LocationKind.SQLITE \
+        else [where.shown]
+
+
+def _unnamed(text: str, name: str) -> str:
+    text = re.sub(re.escape(name) + r"-(wal|shm)\b", r"the history's \1 file", text)
+    text = text.replace(f" at {name}", "")  # "no history file at PATH"
+    text = text.replace(name, "the history")
+    folder = os.path.dirname(name)
+    # A relative path's folder is the server's working folder: "." or a word, too short
+    # to replace wherever it occurs.
+    if os.path.isabs(name) and folder.rstrip(os.sep):
+        text = text.replace(f"its folder {folder}", "its folder").replace(
+            folder, "the history's folder")
+    return text

@@ -194,7 +194,7 @@ class Proxy:
             # its own status, as a request not streamed is, not as an error inside a 200.
             first = await turn.next_event()
             if isinstance(first, BaseException):
-                return error_response(first, status_of(first))
+                return error_response(first, status_of(first), turn.settings)
             return StreamingResponse(turn.sse(first), media_type="text/event-stream",
                                      headers=turn.headers())
         async with anyio.create_task_group() as watching:
@@ -204,7 +204,7 @@ class Proxy:
             try:
                 while (event := await turn.next_event()) is not DONE:
                     if isinstance(event, BaseException):
-                        return error_response(event, status_of(event))
+                        return error_response(event, status_of(event), turn.settings)
             finally:
                 watching.cancel_scope.cancel()
         assert turn.result is not None
@@ -264,7 +264,7 @@ class Proxy:
             return JSONResponse(await anyio.to_thread.run_sync(
                 self._inspect, settings, conversation, int(number)))
         except ChatmemError as e:
-            return error_response(e, status_of(e))
+            return error_response(e, status_of(e), settings)
 
     def _inspect(self, settings: Settings, conversation: str, number: int) -> dict[str, Any]:
         from chatmem.app import Workspace
@@ -412,7 +412,7 @@ class Turn:
                 if event is DONE:
                     break
                 if isinstance(event, BaseException):
-                    yield _sse(error_json(event))
+                    yield _sse(error_json(event, self.settings))
                     yield "data: [DONE]\n\n"
                     return
                 if isinstance(event, tuple) and event[0] == "delta":
@@ -486,12 +486,13 @@ def status_of(error: BaseException) -> int:
     return 500
 
 
-def error_json(error: BaseException) -> dict[str, Any]:
-    """An OpenAI-shaped error: one line, never a secret nor a traceback."""
-    from chatmem.render.errors import error_text
+def error_json(error: BaseException, settings: Settings | None = None) -> dict[str, Any]:
+    """An OpenAI-shaped error: one line, never a secret, a traceback nor the path of the
+    history (`settings`: the request's) on the server."""
+    from chatmem.render.errors import client_error_text
 
     if isinstance(error, ChatmemError):
-        message = error_text(error)
+        message = client_error_text(error, settings)
     else:
         message = f"chatmem could not take this turn ({type(error).__name__})"
     kind = "invalid_request_error" if status_of(error) < 500 else "api_error"
@@ -499,5 +500,6 @@ def error_json(error: BaseException) -> dict[str, Any]:
                       "param": getattr(error, "param", None), "code": None}}
 
 
-def error_response(error: BaseException, status: int) -> JSONResponse:
-    return JSONResponse(error_json(error), status_code=status)
+def error_response(error: BaseException, status: int,
+                   settings: Settings | None = None) -> JSONResponse:
+    return JSONResponse(error_json(error, settings), status_code=status)

@@ -22,7 +22,7 @@ from chatmem.store.connection import Connection
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.images import ImageTables, StoredImage
 from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
-from chatmem.store.location import HistoryLocation
+from chatmem.store.location import HistoryLocation, LocationKind
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
 from chatmem.store.memory_state import FactTables, MemoryTables
 from chatmem.store.messages import MessageTables
@@ -86,16 +86,16 @@ class Store:
         """The history file (SQLite); a command may name another while showing an empty one."""
         return self.connection.path
 
-    @path.setter
-    def path(self, path: Path) -> None:
-        self.connection.path = path
-
     @classmethod
-    def empty_standing_in(cls, location: str) -> Store:
-        """An empty history in memory that names `location`: what a reading command shows of
-        a database that has no chatmem tables yet (nothing is stored there to read)."""
+    def empty_standing_in(cls, where: HistoryLocation) -> Store:
+        """An empty history in memory that names `where`: what a reading command shows of a
+        history with nothing stored yet (a file not created, a database without chatmem's
+        tables), writing nothing there."""
         store = cls(":memory:")
-        store.connection.shown_as = location
+        if where.kind is LocationKind.SQLITE:
+            store.connection.path = where.path  # what it names, and where a write would go
+        else:
+            store.connection.shown_as = where.shown
         return store
 
     @property

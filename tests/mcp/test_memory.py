@@ -1,0 +1,42 @@
+"""A chatmem error as the MCP client reads it: one line saying what happened, and not
+where the history lives on the server."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+from test_mcp_server import with_client
+
+
+def test_a_history_that_is_not_chatmems_is_named_without_its_path(tmp_path: Path) -> None:
+    folder = tmp_path / "服务器的历史"
+    folder.mkdir()
+    db = folder / "记录.db"
+    with sqlite3.connect(db) as other:
+        other.execute("CREATE TABLE 订单 (编号 TEXT)")
+    other.close()
+
+    async def work(session: ClientSession) -> list[str]:
+        said = []
+        for tool, arguments in (("list_conversations", {}),
+                                ("get_context", {"conversation_id": "旅行"}),
+                                ("start_conversation", {"name": "旅行"})):
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error, (tool, result)
+            said.append(result.content[0].text)  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as refused:
+            await session.read_resource("chatmem://conversations/旅行/transcript")
+        return [*said, str(refused.value)]
+
+    said = with_client(db, work)
+    for line in said:
+        assert line.endswith("the history is not a chatmem database (it has other tables)"), \
+            line
+        assert str(tmp_path) not in line and "记录.db" not in line

@@ -1,0 +1,64 @@
+"""A history the proxy cannot use (the one a client's token names): the client reads what
+happened, in one line, and not where the history lives on the server."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+
+TOKEN = "t" * 24
+ASKED = {"model": "test-small", "messages": [{"role": "user", "content": "你好"}]}
+
+
+def serving(chat_server: ChatServer, tmp_path: Path, history: Path) -> RunningProxy:
+    """The proxy over a history of its own, a client's token naming `history`."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(tmp_path / "own.db"))
+    return RunningProxy(settings, tokens={TOKEN: str(history)})
+
+
+def test_a_history_that_is_not_chatmems_is_named_without_its_path(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    folder = tmp_path / "服务器的历史"
+    folder.mkdir()
+    db = folder / "记录.db"
+    with sqlite3.connect(db) as other:
+        other.execute("CREATE TABLE 订单 (编号 TEXT)")
+    other.close()
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with serving(chat_server, tmp_path, db) as running:
+        answers = [
+            httpx.post(f"{running.base_url}/chat/completions", json=ASKED, headers=auth,
+                       timeout=HANG),
+            httpx.post(f"{running.base_url}/chat/completions", json={**ASKED, "stream": True},
+                       headers=auth, timeout=HANG),
+            httpx.get(f"{running.base_url}/chatmem/turns/旅行@1", headers=auth, timeout=HANG)]
+    for answer in answers:
+        assert answer.status_code == 500, answer.text
+        error = answer.json()["error"]
+        assert error["message"] == \
+            "the history is not a chatmem database (it has other tables)", error
+        assert error["type"] == "api_error"
+        assert str(tmp_path) not in answer.text and "记录.db" not in answer.text
+
+
+def test_a_missing_history_is_named_without_its_path(chat_server: ChatServer,
+                                                      tmp_path: Path) -> None:
+    with serving(chat_server, tmp_path, tmp_path / "服务器" / "记录.db") as running:
+        answer = httpx.get(f"{running.base_url}/chatmem/turns/旅行@1", timeout=HANG,
+                           headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 404, answer.text
+    assert answer.json()["error"]["message"] == \
+        "no history file (chat, ask and sessions import create it)"
+    assert str(tmp_path) not in answer.text
