@@ -115,6 +115,15 @@ class StrategyError(UsageError):
     pass
 
 
+class RepeatedStrategy(StrategyError):
+    """A replay, an eval or a comparison was given the same strategy (name and parameters)
+    twice; each front end names how strategies are given to it."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        super().__init__(f"each strategy must differ: {label} is given twice")
+
+
 class TranscriptError(UsageError):
     pass
 

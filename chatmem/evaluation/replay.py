@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
-from chatmem.errors import StoreError, StrategyError
+from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory.context import Context
 from chatmem.memory.registry import StrategyRegistry
@@ -196,8 +196,9 @@ def replay(
     in-memory one gets `user_facts` copied in, so both see the same facts.
     """
     labels = [s.label for s in specs]
-    if len(set(labels)) != len(labels):
-        raise StrategyError("each --strategy must differ (same name and parameters given twice)")
+    repeated = [label for n, label in enumerate(labels) if label in labels[:n]]
+    if repeated:
+        raise RepeatedStrategy(repeated[0])
     if not specs:
         raise StrategyError("give at least one --strategy")
     if save_as and store is None:

@@ -8,7 +8,7 @@ import re
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ExtensionFailed, OverBudget
+from chatmem.errors import ChatmemError, ExtensionFailed, OverBudget, RepeatedStrategy
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -22,11 +22,37 @@ def error_text(error: ChatmemError) -> str:
 
 @error_text.register
 def _(error: OverBudget) -> str:
+    return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
+            "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
+            "--allow-over-budget")
+
+
+@error_text.register
+def _(error: RepeatedStrategy) -> str:
+    return f"each --strategy must differ ({error.label} given twice)"
+
+
+def _over_budget(error: OverBudget) -> str:
     parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in error.fixed)
     return (f"not sent: {parts} + chat format {error.priming:,} = {error.total:,} tokens, over "
-            f"the context budget of {error.budget:,}, before any history; shorten the input or "
-            "the system prompt, raise the budget (/budget N, context_budget, the strategy's "
-            "max_tokens), or send it anyway with --allow-over-budget")
+            f"the context budget of {error.budget:,}, before any history")
+
+
+@singledispatch
+def _for_a_client(error: ChatmemError) -> str:
+    """`error_text` without the advice a client cannot take (a REPL command, a CLI flag)."""
+    return error_text(error)
+
+
+@_for_a_client.register
+def _(error: OverBudget) -> str:
+    return (f"{_over_budget(error)}; shorten the input or the system prompt, or raise the "
+            "budget (context_budget, the strategy's max_tokens)")
+
+
+@_for_a_client.register
+def _(error: RepeatedStrategy) -> str:
+    return str(error)
 
 
 @error_text.register
@@ -46,8 +72,9 @@ def by_plugin(kind: str, name: str) -> str:
 def client_error_text(error: ChatmemError, settings: Settings | None = None) -> str:
     """The one line a client of `chatmem serve` or `chatmem mcp` is shown: `error_text`
     with the history named for what it is, not by its path (or URL) on the server, which
-    is not the client's business; `settings`: the history the request used."""
-    text = error_text(error)
+    is not the client's business, and no advice it cannot take (a REPL command, a CLI
+    flag); `settings`: the history the request used."""
+    text = _for_a_client(error)
     location = getattr(error, "location", None)
     names = {*_history_names(settings), *([location] if isinstance(location, str) else [])}
     # The longest first: a path that holds another (a folder's) is replaced whole.

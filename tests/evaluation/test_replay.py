@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from registered import STRATEGIES, parse_spec
 
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.errors import StoreError, StrategyError
+from chatmem.errors import RepeatedStrategy, StoreError
 from chatmem.evaluation.replay import CountingProvider, StepKind, plan, replay
 from chatmem.evaluation.scoring import StrategyRun
 from chatmem.providers.base import Purpose
@@ -191,7 +191,7 @@ def test_save_as_names_one_session_per_strategy_and_refuses_taken_names(store: S
 
 
 def test_the_same_strategy_twice_is_refused() -> None:
-    with pytest.raises(StrategyError, match="each --strategy must differ"):
+    with pytest.raises(RepeatedStrategy, match="each strategy must differ: buffer is given twice"):
         replay(SMALL, [parse_spec("buffer"), parse_spec("buffer")],
                chat_provider=ScriptedProvider())
 

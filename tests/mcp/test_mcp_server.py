@@ -149,6 +149,7 @@ def test_every_refusal_reaches_the_client_with_its_reason_and_no_traceback(
 
     async def work(session: ClientSession) -> tuple[list[str], list[str]]:
         await call(session, "start_conversation", name="旅行")
+        await call(session, "record_turn", conversation_id="旅行", user="去北京", assistant="好")
         said = []
         for tool, arguments in (
                 ("compare_strategies", {"conversation_id": "旅行", "strategies": ["nosuch"]}),
@@ -156,7 +157,9 @@ def test_every_refusal_reaches_the_client_with_its_reason_and_no_traceback(
                                         "strategies": ["window:k=-1"]}),
                 ("explain_turn", {"conversation_id": "旅行", "turn": 10**20}),
                 ("forget", {"fact_id": 10**20}),
-                ("record_turn", {"conversation_id": "旅行", "user": "  ", "assistant": "b"})):
+                ("record_turn", {"conversation_id": "旅行", "user": "  ", "assistant": "b"}),
+                ("compare_strategies", {"conversation_id": "旅行",
+                                        "strategies": ["window", "window"]})):
             result = await session.call_tool(tool, arguments)
             assert result.is_error, (tool, arguments)
             said.append(result.content[0].text)  # type: ignore[union-attr]
@@ -176,6 +179,8 @@ def test_every_refusal_reaches_the_client_with_its_reason_and_no_traceback(
     assert "no turn 100000000000000000000" in said[2]
     assert "100000000000000000000" in said[3]
     assert "empty" in said[4]
+    # The CLI's wording named its flag (--strategy), which a tool has not.
+    assert said[5].endswith(": each strategy must differ: window is given twice")
     assert "nosuch" in read[0] and "unknown strategy 'nosuch'" in read[1] and "nosuch" in read[2]
     # The SDK says "Error executing tool NAME: " before a reason; without one it gave only that.
     assert all("\n" not in line and line.split(": ", 1)[1:] for line in said)

@@ -438,6 +438,25 @@ def test_model_at_strategy_picks_the_strategy(proxy: RunningProxy, db_path: Path
     assert (session.strategy, session.params["k"]) == ("window", 1)
 
 
+def test_an_input_over_the_budget_is_refused_with_advice_a_client_can_take(
+        chat_server: ChatServer, upstream_settings: Settings) -> None:
+    """The refusal told an HTTP client to type /budget N or pass --allow-over-budget."""
+    import dataclasses
+
+    import openai as sdk
+
+    settings = dataclasses.replace(upstream_settings, context_budget=60)
+    with RunningProxy(settings, strategy="window") as small, \
+            pytest.raises(sdk.BadRequestError) as refused:
+        client(small).chat.completions.create(
+            model="test-small", extra_headers={"X-Chatmem-Conversation": "budget"},
+            messages=[{"role": "user", "content": "请把这段话记下来。" * 40}])
+    message = refused.value.body["message"]  # type: ignore[index]
+    assert "over the context budget of 60" in message and "context_budget" in message
+    assert "/budget" not in message and "--allow-over-budget" not in message
+    assert chat_server.requests == []
+
+
 def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatServer,
                                         db_path: Path) -> None:
     import openai as sdk
