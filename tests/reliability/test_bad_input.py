@@ -148,7 +148,7 @@ def test_any_search_query_is_answered(store: Store, query: str) -> None:
 def good_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("good") / "h.db"
     invoke("chat", "s", "--db", str(db), "--provider", "scripted", "-s", "entity",
-           input="my name is Ada\nwe fly to Rome on 2026-05-01\n")
+           input="my name is Ada\nwe fly to Rome on 2026-05-01\n", code=0)
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return db
