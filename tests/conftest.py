@@ -27,6 +27,23 @@ hypothesis_settings.load_profile("chatmem")
 os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="chatmem-tiktoken-")
 # One per test process (each xdist worker too): gone when it ends, not left in /tmp.
 atexit.register(shutil.rmtree, os.environ["TIKTOKEN_CACHE_DIR"], ignore_errors=True)
+
+
+def point_home_at(home: Path, setenv: Callable[[str, str], object]) -> None:
+    """HOME and the XDG directories chatmem, pip and platformdirs read, all under `home`."""
+    setenv("HOME", str(home))
+    setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+
+
+# pytest sets up module- and session-scoped fixtures before the function-scoped
+# `isolated_home`, so without this they would read the user's real config and write into
+# the real caches. One home per test process (each xdist worker too), gone when it ends.
+PROCESS_HOME = Path(tempfile.mkdtemp(prefix="chatmem-home-"))
+atexit.register(shutil.rmtree, PROCESS_HOME, ignore_errors=True)
+point_home_at(PROCESS_HOME, os.environ.__setitem__)
 for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CONFIG",
                  "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY", "CHATMEM_KEY",
                  "CHATMEM_NEW_KEY"):
@@ -106,12 +123,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    """Keep the user's real config and database out of every test."""
+    """Each test a fresh home of its own (the process's, PROCESS_HOME, is shared by the
+    module- and session-scoped fixtures set up before this one)."""
     home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    point_home_at(home, monkeypatch.setenv)
     return home
 
 

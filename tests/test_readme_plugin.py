@@ -50,7 +50,8 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (Path(site.stdout.strip()) / "outer-environment.pth").write_text(
         f"import site; site.addsitedir({ours!r})\n", encoding="utf-8")
     installed = run(python, "-m", "pip", "install", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--disable-pip-version-check", package)
+                    "--no-build-isolation", "--disable-pip-version-check",
+                    "--cache-dir", folder / "pip-cache", package)
     assert installed.returncode == 0, installed.stderr[-3000:]
     return python
 

@@ -124,6 +124,27 @@ def test_a_session_keeps_its_own_retention(aged: Path, tmp_path: Path) -> None:
         2, "error: DURATION must be a length of time like 30d, 12h, 2w or 1y, got 'never'\n")
 
 
+def test_a_day_is_singular_and_under_a_day_is_hours(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    for name, days_ago in (("杭州", 1.5), ("西湖", 1), ("早上", 0.5)):
+        chat(db, name, ["我们五月去杭州旅行。"], days_ago=days_ago)
+    dry = invoke("sessions", "prune", "--older-than", "3h", "--dry-run", "--db", str(db))
+    assert dry.exit_code == 0, dry.stderr
+    assert dry.stderr.splitlines()[:3] == [
+        "session 杭州: idle 1.5 days, retention 3 hours (1 turn, 2 messages)",
+        "session 西湖: idle 1 day, retention 3 hours (1 turn, 2 messages)",
+        "session 早上: idle 12 hours, retention 3 hours (1 turn, 2 messages)"]
+    # A session's own retention is kept in whole days.
+    for duration in ("1d", "12h"):
+        assert invoke("sessions", "retention", "西湖", duration, "--db", str(db)).stderr == (
+            "session 西湖 is erased after 1 day idle\n")
+    config = tmp_path / "config.toml"
+    config.write_text("retention_days = 1\n")
+    assert invoke("sessions", "retention", "杭州", "--db", str(db), "--config",
+                  str(config)).stderr == (
+        "session 杭州 follows the default (retention_days: 1 day idle)\n")
+
+
 def test_remember_for_a_while_then_it_expires(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     err = chat(db, "s", ["/remember --for 7d door code: blue 7", "/remember budget: 5000 EUR"],

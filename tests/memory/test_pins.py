@@ -10,6 +10,7 @@ import pytest
 from conftest import History
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from waiting import HANG, wait_until
 
 from chatmem.engine import Engine
 from chatmem.memory import pins
@@ -238,12 +239,19 @@ def test_an_unpin_while_the_summarizer_is_busy_is_not_undone_by_its_fold(
 
 def test_unpin_reads_and_writes_under_the_write_lock(
     store: Store, make_engine: Callable[..., Engine], lossy_summaries: None,
-    history: History,
+    history: History, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine = make_engine("summary")
     engine.run_turn("我们的预算是五千元，订单 ORD-7731。")
     [budget] = pins.find_pins(pins.pinned_facts(store.memory, engine.session.id), "五千元")
-    holding, done = threading.Event(), threading.Event()
+    holding, unpin_takes_the_lock = threading.Event(), threading.Event()
+    take_the_lock = store.write
+
+    def announced_write() -> Any:
+        unpin_takes_the_lock.set()
+        return take_the_lock()
+
+    monkeypatch.setattr(store, "write", announced_write)
 
     def fold_in_another_process() -> None:
         with history.open() as other, other.write():
@@ -251,12 +259,16 @@ def test_unpin_reads_and_writes_under_the_write_lock(
             other.memory.set_strategy_state(engine.session.id, "summary", {
                 pins.PINNED_KEY: [*state[pins.PINNED_KEY], ["Lakeview Garden Hotel", 2, 3]]})
             holding.set()
-            done.wait(0.3)  # unpin waits for the lock meanwhile (busy timeout: 5 s)
-        done.set()
+            # Committed only once unpin asks for the lock, however late that is: whatever
+            # unpin read before asking misses this fold.
+            unpin_takes_the_lock.wait(HANG)
 
     folding = threading.Thread(target=fold_in_another_process)
     folding.start()
-    assert holding.wait(5)
+    wait_until(lambda: holding.is_set() or not folding.is_alive(),
+               "the other process holds the write lock")
+    assert holding.is_set()
     pins.unpin(store, budget)
     folding.join()
+    assert unpin_takes_the_lock.is_set()
     assert [p[1] for p in pinned(store, engine)] == ["ORD-7731", "Lakeview Garden Hotel"]

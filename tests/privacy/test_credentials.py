@@ -120,21 +120,6 @@ def test_a_harmless_word_before_code_keeps_it_harmless_wherever_the_code_is_said
     assert guard.read(said) == said
 
 
-@pytest.mark.parametrize(("messages", "value", "kind"), [
-    (["I'll send you the wifi key next.", "OK.", "Mesa!Verde8"], "Mesa!Verde8", PASSWORD),
-    (["Here's the combo for the shed padlock:", "Go ahead.", "2-8-1-9"], "2-8-1-9", CODE),
-    (["What's my tablet's unlock code again?", "Tell me.", "551902"], "551902", CODE),
-    (["下一条是保险柜的开柜码。", "好的。", "778899"], "778899", CODE),
-    (["无线网的钥匙发你。", "好。", "Lm84xQ2z"], "Lm84xQ2z", PASSWORD),
-])
-def test_a_value_after_a_label_naming_a_credential_otherwise_is_the_secret(
-        messages: list[str], value: str, kind: str) -> None:
-    guard = SecretGuard()
-    said = guard.read(messages)
-    assert all(value not in text for text in said)
-    assert guard.known[value] == kind
-
-
 @pytest.mark.parametrize("messages", [
     ["The network name is next.", "OK.", "Riverside_5G"],
     ["WiFi的名字发你。", "好的。", "CMCC-8F2A"],

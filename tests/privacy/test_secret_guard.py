@@ -38,6 +38,12 @@ def test_a_followed_number_is_found_with_any_spacing_and_never_inside_a_longer_o
     (["Can you suggest a new PIN?", "How about 8812? It's not a date."], "8812", CODE),
     (["验证码刚收到。", "是多少？", "624051"], "624051", CODE),
     (["帮我想一个新的取款密码。", "可以用9630，不是生日也不是连号。"], "9630", PASSWORD),
+    # The label names the credential otherwise: a wifi key, a combo, an unlock code.
+    (["I'll send you the wifi key next.", "OK.", "Mesa!Verde8"], "Mesa!Verde8", PASSWORD),
+    (["Here's the combo for the shed padlock:", "Go ahead.", "2-8-1-9"], "2-8-1-9", CODE),
+    (["What's my tablet's unlock code again?", "Tell me.", "551902"], "551902", CODE),
+    (["下一条是保险柜的开柜码。", "好的。", "778899"], "778899", CODE),
+    (["无线网的钥匙发你。", "好。", "Lm84xQ2z"], "Lm84xQ2z", PASSWORD),
 ])
 def test_a_value_answering_a_label_in_the_message_before_is_the_secret(
         messages: list[str], value: str, kind: str) -> None:

@@ -133,22 +133,38 @@ def test_any_session_name_is_accepted_or_refused_in_one_line(name: str) -> None:
         assert not any(c.isspace() or c in "/\\" for c in name), name
 
 
+SEARCHED = {"我们五月去杭州 AND x": ["杭州", "五月"], "NEAR(a b) \"q": ["near", "NEAR"]}
+"""The messages the search tests index, and words each is found by."""
+query_junk = st.lists(st.one_of(
+    st.sampled_from(['"', "*", "-", ":", "(", ")", "^", "+", "{", "}", "'", "AND", "OR",
+                     "NOT", "NEAR", "。", "，", " "]),
+    st.text(max_size=8)), max_size=6).map("".join)
+
+
 @JUNK
-@given(st.text(max_size=60))
-def test_any_search_query_is_answered(store: Store, query: str) -> None:
+@given(query_junk, st.sampled_from(["", "-", '"', "(", "^", "+"]),
+       st.sampled_from([(word, message) for message, words in SEARCHED.items()
+                        for word in words]), query_junk)
+def test_any_search_query_is_answered(store: Store, before: str, operator: str,
+                                      searched: tuple[str, str], after: str) -> None:
+    """FTS5's syntax (a leading - is its NOT) is plain text: a word of a message is found
+    whatever else the query holds."""
     session = store.sessions.find_session("s") or store.sessions.create_session("s", "retrieval")
     if not store.history.messages(session.id):
         store.history.import_messages(session.id, [
-            {"role": "user", "content": "我们五月去杭州 AND x"},
-            {"role": "assistant", "content": "NEAR(a b) \"q"}])
-    list(matches(store, session.id, query))
+            {"role": role, "content": content}
+            for role, content in zip(("user", "assistant"), SEARCHED, strict=True)])
+    word, message = searched
+    found = [record.content for record, _ in matches(store, session.id,
+                                                         f"{before} {operator}{word} {after}")]
+    assert message in found
 
 
 @pytest.fixture(scope="module")
 def good_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("good") / "h.db"
     invoke("chat", "s", "--db", str(db), "--provider", "scripted", "-s", "entity",
-           input="my name is Ada\nwe fly to Rome on 2026-05-01\n")
+           input="my name is Ada\nwe fly to Rome on 2026-05-01\n", code=0)
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return db

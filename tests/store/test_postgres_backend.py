@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pg import NOW, PostgresServer, add_message, add_session, count
+from waiting import wait_until
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
@@ -174,11 +175,21 @@ def test_writers_take_turns(pg_url: str, pg_backend: PostgresBackend) -> None:
             entered.set()
             other.execute("UPDATE sessions SET model = 'second' WHERE id = ?", [session_id])
 
+    def a_writer_waits_for_the_lock() -> bool:
+        return pg_backend.execute(
+            "SELECT count(*) FROM pg_locks JOIN pg_database d ON d.oid = pg_locks.database"
+            " WHERE locktype = 'advisory' AND NOT granted AND d.datname = current_database()"
+        ).fetchone()[0] > 0
+
     with pg_backend.write():
         pg_backend.execute("UPDATE sessions SET model = 'first' WHERE id = ?", [session_id])
         thread = threading.Thread(target=second_writer)
         thread.start()
-        assert not entered.wait(0.5)  # held off while the first write is open
+        # However long the second writer takes to connect: it either gets in (no turns
+        # taken) or is seen queued for the write lock.
+        wait_until(lambda: entered.is_set() or a_writer_waits_for_the_lock()
+                   or not thread.is_alive(), "the second writer queues for the lock")
+        assert not entered.is_set() and thread.is_alive()
     thread.join()
     assert entered.is_set()
     assert pg_backend.execute("SELECT model FROM sessions").fetchone()[0] == "second"
