@@ -167,21 +167,3 @@ def _kept(terms: list[str]) -> list[str]:
     terms = list(dict.fromkeys(terms))
     kept = [t for t in terms if t not in STOP_TERMS and t not in UNSCORED_WORDS]
     return kept or terms
-
-
-def match_terms(terms: list[str]) -> str | None:
-    """An FTS5 MATCH expression for any of `terms`, or None when there are none.
-
-    Quoting every term makes FTS5 syntax in user text (", *, NEAR, -, :)
-    plain words, so a query can never be a syntax error.
-    """
-    if not terms:
-        return None
-    return " OR ".join(quote_term(t) for t in terms)
-
-
-def quote_term(term: str) -> str:
-    """`term` as an FTS5 phrase (a prefix term as a prefix query: `is_prefix_term`)."""
-    if is_prefix_term(term):
-        return quote_term(term[0]) + "*"
-    return '"' + term.replace('"', '""') + '"'

@@ -9,6 +9,7 @@ from matches import matches
 
 from chatmem import fts
 from chatmem.store import Store
+from chatmem.store.sqlite_words import match_terms
 
 SYNTAX = ['"', "*", "NEAR", "-", ":", "(", ")", "^", "+", "AND", "OR", "NOT", "{", "}", "'"]
 CJK_PUNCTUATION = list("。，、；：？！“”‘’（）【】《》「」『』…—～·￥％＃＠＆＊")
@@ -44,11 +45,11 @@ def test_thai_like_runs_become_bigrams_and_full_width_ascii_is_ascii() -> None:
 
 def test_the_index_holds_each_runs_last_character_and_a_lone_character_is_a_prefix() -> None:
     assert fts.index_text("我家的猫，喝茶") == "我家 家的 的猫 猫 喝茶 茶"
-    assert fts.match_terms(fts.search_terms("猫")) == '"猫"*'
-    assert fts.match_terms(fts.search_terms("猫，cat")) == '"猫"* OR "cat"'
-    assert fts.match_terms(fts.search_terms('"猫"*')) == '"猫"*'
+    assert match_terms(fts.search_terms("猫")) == '"猫"*'
+    assert match_terms(fts.search_terms("猫，cat")) == '"猫"* OR "cat"'
+    assert match_terms(fts.search_terms('"猫"*')) == '"猫"*'
     # One touching a digit or letter is exact: 月* would match every 月… bigram.
-    assert fts.match_terms(fts.search_terms("3月11号")) == '"3" OR "月" OR "11" OR "号"'
+    assert match_terms(fts.search_terms("3月11号")) == '"3" OR "月" OR "11" OR "号"'
 
 
 def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> None:

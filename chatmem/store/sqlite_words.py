@@ -177,7 +177,7 @@ class SqliteWords:
         first entry. Entries past a count are read newest first: in a segment that
         holds none of them, that stops at its first entry rather than reading it all
         (61 against 20 µs a word at 10,000 turns)."""
-        term = fts.quote_term(reading.term)
+        term = quote_term(reading.term)
         match = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
         if not reading.after:
             if reading.ranges is None:
@@ -218,7 +218,7 @@ class SqliteWords:
             for lo, hi in read:
                 arms.append(f"SELECT rowid, {share} AS share FROM messages_fts"
                             " WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?")
-                params += [factor, fts.quote_term(weighted.term), lo, hi]
+                params += [factor, quote_term(weighted.term), lo, hi]
         # Materialized: flattened into the grouping, bm25() would be out of its context.
         # At most MOST_ARMS index reads a statement (a long input has thousands).
         sums: dict[int, float] = {}
@@ -245,7 +245,7 @@ class SqliteWords:
 
     def word_scores(self, terms: Sequence[str], session_id: int | None,
                     before_turn: int | None, limit: int) -> list[tuple[int, int, float]]:
-        expression = fts.match_terms(list(terms))
+        expression = match_terms(list(terms))
         if expression is None:
             return []
         where, params = match_conditions("m.session_id", session_id, before_turn)
@@ -258,7 +258,7 @@ class SqliteWords:
         return [(message_id, position, -score) for message_id, position, score in rows]
 
     def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
-        expression = fts.match_terms(list(terms))
+        expression = match_terms(list(terms))
         if expression is None:
             return []
         # FTS5 walks its entries from the highest rowid down and stops at the limit.
@@ -268,3 +268,23 @@ class SqliteWords:
             " ORDER BY messages_fts.rowid DESC LIMIT ?", [expression, limit])
         return [message_id for (message_id,) in rows]
 
+
+# -- FTS5 query syntax: quoted, so a user's text is never an operator ------------------
+
+
+def match_terms(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression for any of `terms`, or None when there are none.
+
+    Quoting every term makes FTS5 syntax in user text (", *, NEAR, -, :)
+    plain words, so a query can never be a syntax error.
+    """
+    if not terms:
+        return None
+    return " OR ".join(quote_term(t) for t in terms)
+
+
+def quote_term(term: str) -> str:
+    """`term` as an FTS5 phrase (a prefix term as a prefix query: `fts.is_prefix_term`)."""
+    if fts.is_prefix_term(term):
+        return quote_term(term[0]) + "*"
+    return '"' + term.replace('"', '""') + '"'

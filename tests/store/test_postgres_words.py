@@ -9,6 +9,7 @@ from pg import add_message, add_session, count
 
 from chatmem import fts
 from chatmem.store.postgres_backend import PostgresBackend
+from chatmem.store.sqlite_words import match_terms
 
 # -- words -------------------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ def test_word_scores_rank_as_sqlite_fts5_bm25_does(pg_backend: PostgresBackend) 
             expected = sorted(
                 ((-score, rowid) for rowid, score in sqlite.execute(
                     "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts"
-                    " MATCH ?", [fts.match_terms(terms)])
+                    " MATCH ?", [match_terms(terms)])
                  if scope in (None, where[rowid][0]) and where[rowid][1] < 15),
                 key=lambda item: (-item[0], item[1]))[:10]
             found = pg_backend.word_scores(terms, scope, 15, 10)
