@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
+from chatmem.app.sessions import last_turn
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind
@@ -75,6 +76,9 @@ class Chat:
         self.spent = Spent()
         """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
         self.streaming = False
+        self.seen_last_turn: int | None = None
+        """The session's last turn as this chat last saw it (its own, or the one it
+        resumed after): the only one /retry and /edit-last may replace."""
         """True from a turn's request until its reply is complete or cut."""
         self.note_usage()
 
@@ -139,7 +143,7 @@ class Chat:
 
     def note_usage(self) -> None:
         """The session's last recorded context: what the toolbar shows before a new turn."""
-        from chatmem.app.sessions import last_turn, usage_by_model
+        from chatmem.app.sessions import usage_by_model
 
         session = self.engine.session
         self.spent = Spent()
@@ -149,6 +153,7 @@ class Chat:
         record = last_turn(self.workspace, session)
         self.usage = None if record is None else (record.estimated_tokens or 0,
                                                    record.context.get("budget"))
+        self.seen_last_turn = None if record is None else record.id
 
     def turn(self, text: str | None, attachments: Sequence[Attachment] = (), *,
              replace_last: bool = False) -> None:
@@ -177,9 +182,15 @@ class Chat:
                 assert text is not None
                 result = self.engine.run_turn(text, on_delta=reply.write,
                                               on_reply_end=reply_end, attachments=attachments)
+        except ChatmemError:
+            # A failed turn is recorded before its error is raised: it is this chat's last.
+            last = last_turn(self.workspace, self.engine.session)
+            self.seen_last_turn = None if last is None else last.id
+            raise
         finally:
             reply_end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
+        self.seen_last_turn = result.record.id
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
         if result.status != TurnStatus.FAILED:

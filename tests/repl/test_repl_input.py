@@ -22,6 +22,7 @@ from registered import open_session
 from waiting import HANG
 
 from chatmem.config.settings import Settings
+from chatmem.errors import UsageError
 from chatmem.memory.vector_backlog import IndexingStatus
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
@@ -232,6 +233,27 @@ def test_typed_lines_are_not_written_to_a_history_file(
     # `sessions delete` erases a conversation for good only if no copy lives elsewhere.
     leftovers = [p for p in isolated_home.rglob("*") if p.is_file()]
     assert not [p for p in leftovers if b"ZEBRA-42" in p.read_bytes()]
+
+
+def test_retry_and_edit_last_replace_only_this_chats_own_last_turn(tmp_path: Path) -> None:
+    """After MCP's record_turn (or another REPL, or serve) added a turn, /retry regenerated
+    that turn: the recorded reply left memory for a reply this chat's model made up."""
+    db = tmp_path / "t.db"
+    store, repl = make_repl(db)
+    with store:
+        repl.turn("我想去西安")
+        with Store(db) as other:  # what MCP's record_turn does, in another process
+            session = other.sessions.session("t")
+            other_engine = open_session(other, Settings(), ScriptedProvider(), "t")
+            other_engine.replay_turn("帮我订酒店", "已订好如家酒店")
+        for command in ("/retry", "/edit-last 我想去成都"):
+            with pytest.raises(UsageError) as refused:
+                repl.command(command)
+            assert "turn 2 was added by another chat since your last turn" in str(refused.value)
+        assert [t.superseded_by for t in store.turns.turns(session.id)] == [None, None]
+        repl.turn("那成都呢？")
+        repl.command("/retry")  # its own last turn, as before
+        assert [t.superseded_by for t in store.turns.turns(session.id)] == [None, None, 4, None]
 
 
 def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path: Path) -> None:

@@ -131,6 +131,11 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     record = sessions.last_turn(repl.workspace, session)
     if record is None:
         raise UsageError(f"nothing to {doing}: session {session.name} has no turns")
+    if record.id != repl.seen_last_turn:
+        # Another chat's turn (a REPL, serve, MCP's record_turn) is not this one's to replace.
+        raise UsageError(f"nothing to {doing}: turn {record.number} was added by another chat"
+                         " since your last turn, and only your own last turn is replaced; send"
+                         " your input again instead")
     return record
 
 
