@@ -33,6 +33,7 @@ def _quit(repl: Chat, args: list[str]) -> None:
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.config.pairs import parse_pairs
+    from chatmem.engine.opening import with_config_table
     from chatmem.errors import StrategyError
     from chatmem.memory.params import format_params
     from chatmem.memory.spec import StrategySpec
@@ -46,6 +47,9 @@ def _strategy(repl: Chat, args: list[str]) -> None:
         # What the previous strategy changed, for the parts of the same name: kept.
         chosen = spec.keeping(StrategySpec.of(repl.engine.strategy, changed_only=True))
         kept = {k: v for k, v in chosen.params.items() if k not in spec.params}
+        if repl.engine.settings is not None:
+            # Under what this chat chose: the config is the default a switch starts from.
+            chosen = with_config_table(chosen, repl.engine.settings, strategies)
         repl.engine.set_strategy(strategies.create(chosen))
     line = f"strategy: {strategy_label(repl.engine)}"
     if kept:
