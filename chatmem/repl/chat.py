@@ -226,9 +226,12 @@ class Chat:
             cost=price.cost(*billed_tokens(result)) if price is not None else None,
         )
 
-    def prompt_panel(self, context: Context, estimated: int | None = None) -> RenderableType:
-        return render.context_panel(context, approximate=self.engine.counter.approximate,
-                                    estimated=estimated)
+    def prompt_panel(self, context: Context, estimated: int | None = None, *,
+                     approximate: bool | None = None) -> RenderableType:
+        """`approximate`: how the context was counted (default: as this chat's model counts)."""
+        if approximate is None:
+            approximate = self.engine.counter.approximate
+        return render.context_panel(context, approximate=approximate, estimated=estimated)
 
 
 def billed_tokens(result: TurnResult) -> tuple[int, int]:
