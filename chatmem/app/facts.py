@@ -15,7 +15,7 @@ from chatmem.store.records import FactScope
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.pins import PinnedFact
-    from chatmem.privacy.purge import Mentioned
+    from chatmem.privacy.purge import Mentioned, Purge
     from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
 
 
@@ -223,31 +223,41 @@ def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
     sessions that mentions its value or an earlier one, with where."""
     from chatmem.privacy import purge as purging
 
-    store = workspace.store
-    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
-    return purging.mentioned_messages(store, purging.plan(store, fact, earlier))
+    return purging.mentioned_messages(workspace.store, _purge_plan(workspace, fact))
 
 
-def sessions_named_with(workspace: Workspace, fact: FactRecord) -> list[str]:
-    """The sessions a purge of `fact` searches whose name holds one of its values (the purge
-    leaves names as they are: `sessions rename` changes them)."""
-    from chatmem.privacy import purge as purging
+@dataclass(frozen=True)
+class Purged:
+    """What a purge did: the fact erased, where its values were replaced by [forgotten], and
+    the sessions whose name still holds one (a purge changes what was said, not what a
+    session is called: `sessions rename` does), which every front end must tell."""
 
-    store = workspace.store
-    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
-    return purging.sessions_named_with(store, purging.plan(store, fact, earlier))
+    fact: FactRecord
+    redaction: Redaction
+    still_named: tuple[str, ...]
 
 
-def purge(workspace: Workspace, fact: FactRecord) -> Redaction:
+def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     """Erase `fact` and replace its values by [forgotten] wherever they are mentioned, all or
     nothing (privacy.purge.purge_fact: the plan is made again under the write lock), then
     rewrite the history so no old page keeps them."""
     from chatmem.app.privacy import drop_vector_cache
-    from chatmem.privacy.purge import purge_fact
+    from chatmem.privacy import purge as purging
 
-    redaction = purge_fact(workspace.store, fact.id)
+    # Read first: once erased, the fact's values are nowhere to look them up by.
+    named = purging.sessions_named_with(workspace.store, _purge_plan(workspace, fact))
+    redaction = purging.purge_fact(workspace.store, fact.id)
     drop_vector_cache()
-    return redaction
+    return Purged(fact, redaction, tuple(named))
+
+
+def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:
+    """What purging `fact` searches: its profile's sessions, for its value and earlier ones."""
+    from chatmem.privacy import purge as purging
+
+    store = workspace.store
+    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
+    return purging.plan(store, fact, earlier)
 
 
 def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:

@@ -139,7 +139,7 @@ def forget(
             return
         fact = chosen
         redacted = ""
-        named: list[str] = []
+        named: tuple[str, ...] = ()
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
@@ -152,8 +152,8 @@ def forget(
                     f"{mentions_text(remembered.purge_mentions(ws, fact))} for good?"):
                 consoles()[1].print("nothing was changed", markup=False)
                 raise typer.Exit(1)
-            named = remembered.sessions_named_with(ws, fact)
-            redacted = redacted_text(remembered.purge(ws, fact))
+            purged = remembered.purge(ws, fact)
+            named, redacted = purged.still_named, redacted_text(purged.redaction)
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"

@@ -56,16 +56,19 @@ def apply_template(settings: Settings, name: str | None, *, strategy: str | None
     prompt to open the session with."""
     if name is None:
         return settings, strategy, system
-    import dataclasses
-
-    from chatmem.config.settings import OPTION_FLAG, Source, SourceKind, with_options
+    from chatmem.config.settings import (
+        OPTION_FLAG,
+        Source,
+        SourceKind,
+        for_model,
+        with_options,
+    )
     from chatmem.config.templates import find_template
 
     template = find_template(settings, name)
     by_template = Source(SourceKind.TEMPLATE, name)
     if template.model and settings.source_of("model").kind is not SourceKind.FLAG:
-        settings = dataclasses.replace(settings, model=settings.model_named(template.model),
-                                       sources={**settings.sources, "model": by_template})
+        settings = for_model(settings, template.model, by_template)
     given = {key: value for key, value in settings.options.items()
              if settings.source_of(f"options.{key}") == OPTION_FLAG}
     settings = with_options(settings, template.options, by_template)

@@ -378,7 +378,9 @@ def load_settings(
             values[key] = value
             sources[key] = Source(SourceKind.FLAG, flag)
     settings = Settings(**values, sources=sources)
-    settings = dataclasses.replace(settings, model=settings.model_named(settings.model),
+    if settings.model is not None:
+        settings = for_model(settings, settings.model, settings.source_of("model"))
+    settings = dataclasses.replace(settings,
                                    helper_model=settings.model_named(settings.helper_model))
     if ":" in settings.strategy:
         # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
@@ -469,3 +471,12 @@ def with_options(settings: Settings, options: Mapping[str, Any], source: Source)
         sources["max_reply_tokens"] = source
     return dataclasses.replace(settings, options={**settings.options, **options},
                                sources=sources, **changed)
+
+
+def for_model(settings: Settings, name: str, source: Source) -> Settings:
+    """`settings` for turns that run on model `name`, chosen by `source`: an alias
+    ([aliases]) names its model. Every way of naming a model (the flags and the config, a
+    template, /model, a request to `chatmem serve`) comes through here, so none of them
+    forgets a rule the others keep."""
+    return dataclasses.replace(settings, model=settings.model_named(name),
+                               sources={**settings.sources, "model": source})

@@ -52,10 +52,18 @@ def resolve_strategy(
         return strategies.strategy(name, {**settings.params_for(name), **params})
     if params:
         raise ValueError("a StrategySpec holds its parameters: parse them with its text")
-    configured = settings.params_for(strategy.name)
-    if configured:
-        strategy = strategy.keeping(strategies.parse(strategy.name, configured))
-    return strategies.create(strategy)
+    return strategies.create(with_config_table(strategy, settings, strategies))
+
+
+def with_config_table(spec: StrategySpec, settings: Settings,
+                      strategies: StrategyRegistry) -> StrategySpec:
+    """`spec` with what the config's [strategies.NAME] gives that it leaves out (a value
+    given in the spec wins). Every way of naming a strategy (-s, a template, /strategy,
+    /template) comes through here, so the same name builds the same strategy."""
+    configured = settings.params_for(spec.name)
+    if not configured:
+        return spec
+    return spec.keeping(strategies.parse(spec.name, configured))
 
 
 def open_session(

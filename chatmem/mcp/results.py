@@ -126,6 +126,9 @@ class Forgotten(BaseModel):
     purge: bool
     mentions: int = Field(description="With purge: mentions of its value in stored messages, "
                                       "replaced by [forgotten] when done.")
+    still_named: list[str] = Field(default_factory=list, description=(
+        "After a purge (confirm=true): the conversations whose name still holds the erased "
+        "value; a purge leaves names as they are (`chatmem sessions rename` changes one)."))
 
 
 class StrategyScore(BaseModel):

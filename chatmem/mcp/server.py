@@ -284,14 +284,15 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                 raise ToolError(f"no fact {fact_id}; list_facts gives the ids") from None
             owner = _owner_name(ws, chosen)
             mentions = 0
+            still_named: list[str] = []
             if purge:
                 mentions = sum(len(m.spans) for m in facts.purge_mentions(ws, chosen))
                 if confirm:
-                    facts.purge(ws, chosen)
+                    still_named = list(facts.purge(ws, chosen).still_named)
             elif confirm:
                 facts.forget(ws, chosen)
             return Forgotten(done=confirm, fact=fact_result(chosen, owner), purge=purge,
-                             mentions=mentions)
+                             mentions=mentions, still_named=still_named)
 
     @server.tool()
     def compare_strategies(

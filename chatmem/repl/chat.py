@@ -17,7 +17,7 @@ from chatmem import render
 from chatmem.app.sessions import last_turn
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
-from chatmem.config.settings import Settings, Source, SourceKind
+from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
 from chatmem.engine import Engine, TurnResult
 from chatmem.engine.resend import resend_last
 from chatmem.errors import ChatmemError, UsageError
@@ -114,18 +114,14 @@ class Chat:
         if old.settings is None:
             raise ChatmemError("this chat was started without settings; restart it with "
                                "chatmem chat")
-        settings, provider = old.settings, old.provider
+        settings = old.settings
         if model is not None:
-            model = settings.model_named(model)  # an alias ([aliases]) names its model
-            settings = dataclasses.replace(settings, provider=provider.name, model=model,
-                                           sources={**settings.sources,
-                                                    "model": Source(SourceKind.COMMAND, "/model")})
+            settings = for_model(settings, model, Source(SourceKind.COMMAND, "/model"))
         if options:
-            chosen = {**settings.options, **options}
-            settings = dataclasses.replace(settings, provider=provider.name, options=chosen,
-                                           max_reply_tokens=int(
-                chosen.get("max_reply_tokens") or settings.max_reply_tokens or 0) or None)
+            settings = with_options(settings, options, Source(SourceKind.COMMAND, "/template"))
         if model is not None or options:
+            # The provider in use, not `auto` again: /model names a model of this provider.
+            settings = dataclasses.replace(settings, provider=old.provider.name)
             self.workspace.provider_for(settings)  # a bad name fails here; the chat goes on
         old.settle()  # what opening it changed is kept (or not) before it is reopened
         new = start_conversation(self.workspace, name, strategy=strategy, system=system,
@@ -241,9 +237,12 @@ class Chat:
             cost=price.cost(*billed_tokens(result)) if price is not None else None,
         )
 
-    def prompt_panel(self, context: Context, estimated: int | None = None) -> RenderableType:
-        return render.context_panel(context, approximate=self.engine.counter.approximate,
-                                    estimated=estimated)
+    def prompt_panel(self, context: Context, estimated: int | None = None, *,
+                     approximate: bool | None = None) -> RenderableType:
+        """`approximate`: how the context was counted (default: as this chat's model counts)."""
+        if approximate is None:
+            approximate = self.engine.counter.approximate
+        return render.context_panel(context, approximate=approximate, estimated=estimated)
 
 
 def billed_tokens(result: TurnResult) -> tuple[int, int]:

@@ -232,6 +232,12 @@ class Proxy:
             _, names = self.registries.available_models(self.settings)
         except ChatmemError:
             names = [self.settings.model] if self.settings.model else []
+        # Each alias ([aliases]) beside the model it names, as `chatmem models` shows them: a
+        # request may name either.
+        aliases = self.settings.aliases
+        names = list(dict.fromkeys(
+            name for model in names
+            for name in [model, *sorted(a for a, target in aliases.items() if target == model)]))
         created = int(time.time())
         listed = [{"id": name, "object": "model", "created": created, "owned_by": "chatmem"}
                   for model in names
@@ -330,7 +336,6 @@ class Turn:
         self.events.put(DONE)
 
     def _take_turn(self) -> TurnResult:
-        import dataclasses
         from functools import partial
 
         from chatmem.app import Workspace
@@ -342,16 +347,17 @@ class Turn:
         )
         from chatmem.app.kept import options_key
         from chatmem.app.sessions import last_turn
-        from chatmem.config.settings import Source, SourceKind, with_options
+        from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
 
         asked = self.asked
         settings = self.settings
+        by_request = Source(SourceKind.FLAG, "request")
         if asked.model:
-            settings = dataclasses.replace(settings, model=asked.model)
+            settings = for_model(settings, asked.model, by_request)
         if asked.options:
             # max_tokens caps the reply: a setting, as -o max_reply_tokens is for the CLI.
-            settings = with_options(settings, asked.options, Source(SourceKind.FLAG, "request"))
+            settings = with_options(settings, asked.options, by_request)
         proxy = self.proxy
         opened: list[Workspace] = []
 

@@ -8,7 +8,6 @@ from typing import Any
 from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
-from chatmem.memory.context import Context
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
 
@@ -33,6 +32,7 @@ def _quit(repl: Chat, args: list[str]) -> None:
        example="/strategy window k=3", args=(0, None), completes="strategy")
 def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.config.pairs import parse_pairs
+    from chatmem.engine.opening import with_config_table
     from chatmem.errors import StrategyError
     from chatmem.memory.params import format_params
     from chatmem.memory.spec import StrategySpec
@@ -46,6 +46,9 @@ def _strategy(repl: Chat, args: list[str]) -> None:
         # What the previous strategy changed, for the parts of the same name: kept.
         chosen = spec.keeping(StrategySpec.of(repl.engine.strategy, changed_only=True))
         kept = {k: v for k, v in chosen.params.items() if k not in spec.params}
+        if repl.engine.settings is not None:
+            # Under what this chat chose: the config is the default a switch starts from.
+            chosen = with_config_table(chosen, repl.engine.settings, strategies)
         repl.engine.set_strategy(strategies.create(chosen))
     line = f"strategy: {strategy_label(repl.engine)}"
     if kept:
@@ -57,17 +60,28 @@ def _strategy(repl: Chat, args: list[str]) -> None:
        "show the exact context of turn N (default: the last), part by part",
        example="/inspect 3", args=(0, 1), completes="turn")
 def _inspect(repl: Chat, args: list[str]) -> None:
+    from chatmem.app.inspection import inspect_turn
+
     if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
         raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
-    record = sessions.recorded_turn(repl.workspace, repl.engine.session,
-                                    int(args[0]) if args else None)
+    # As `chatmem inspect` sees it: counted with the tokenizer the turn recorded, not this
+    # chat's model (which /model may have changed since).
+    seen = inspect_turn(repl.workspace, repl.engine.session.name,
+                        int(args[0]) if args else None)
+    record = seen.turn
+    assert record is not None  # a recorded turn's inspection always has it
+    model = " / ".join(v for v in (record.provider, record.model) if v)
     # The turn's outcome first, as `chatmem inspect` shows it: a failed or cancelled turn's
     # context was built but its reply never entered memory.
     repl.show(render.key_values({"turn": record.number, "status": record.status,
                                  **({"error": record.error} if record.error else {}),
                                  **({"superseded by": f"turn {record.superseded_by}"}
-                                    if record.superseded_by else {})}))
-    repl.show(repl.prompt_panel(Context.from_json(record.context), record.estimated_tokens))
+                                    if record.superseded_by else {}),
+                                 **({"model": model} if model else {}),
+                                 "tokenizer": f"{seen.tokenizer.name} ("
+                                 f"{'approximate' if seen.approximate else 'exact'})"}))
+    repl.show(repl.prompt_panel(seen.context, record.estimated_tokens,
+                                approximate=seen.approximate))
 
 
 @slash("/tokens", "/tokens [TEXT]",

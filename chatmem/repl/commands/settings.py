@@ -72,6 +72,7 @@ def _model(repl: Chat, args: list[str]) -> None:
        "to the next turns", example="/template translate", args=(0, 1), completes="template")
 def _template(repl: Chat, args: list[str]) -> None:
     from chatmem.config.templates import find_template, known_templates
+    from chatmem.engine.opening import with_config_table
     from chatmem.errors import ChatmemError
 
     engine = repl.engine
@@ -84,7 +85,10 @@ def _template(repl: Chat, args: list[str]) -> None:
                     "no templates yet: add [templates.NAME] to the config")
         return
     template = find_template(engine.settings, args[0])
-    strategy = (repl.workspace.registries.strategies.strategy(template.strategy)
+    strategies = repl.workspace.registries.strategies
+    # As `chat -t` does: the template's strategy text, then the config's table for it.
+    strategy = (strategies.create(with_config_table(strategies.parse(template.strategy),
+                                                    engine.settings, strategies))
                 if template.strategy else None)
     if template.model is not None or template.options:
         repl.open(engine.session.name, model=template.model, options=template.options)
