@@ -8,9 +8,11 @@ from pathlib import Path
 import chatmem
 
 PACKAGE = Path(chatmem.__file__).parent
-SQLITE_SIDE = {"store/sqlite_backend.py", "store/sqlite_words.py", "store/cipher.py",
-               "store/schema.py", "store/vector_cache.py"}
-"""The SQLite backend (its full-text index in sqlite_words.py), SQLCipher's file
+SQLITE_SIDE = {"store/sqlite_backend.py", "store/sqlite_words.py", "store/sqlite_files.py",
+               "store/sqlite_failures.py", "store/cipher.py", "store/schema.py",
+               "store/vector_cache.py"}
+"""The SQLite backend (its full-text index in sqlite_words.py, its file on disk in
+sqlite_files.py, its errors in sqlite_failures.py), SQLCipher's file
 conversions, SQLite's migration history, and the eval's vector cache file (a local SQLite
 file whatever backend the history uses)."""
 ALLOWED = {
