@@ -13,7 +13,8 @@ from pg import NOW, PostgresServer, add_message, add_session, count
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
-from chatmem.store.postgres_backend import PostgresBackend, translate
+from chatmem.store.postgres_backend import PostgresBackend
+from chatmem.store.postgres_placeholders import translate
 
 # -- placeholders ------------------------------------------------------------------------
 
