@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from matches import matches
 from registered import parse_spec
 
-from chatmem.config.settings import read_config_file
+from chatmem.config.loader import read_config_file
 from chatmem.errors import ChatmemError, ExitCode
 from chatmem.store import Store
 from chatmem.store.records import SESSION_NAME, check_session_name
