@@ -24,7 +24,8 @@ or closes a cycle is caught too.
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
-       attachments, privacy.secrets, privacy.sensitive, privacy.secret_names,
+       attachments, privacy.secrets, privacy.sensitive (privacy.findings,
+       privacy.named_details, privacy.unnamed_details), privacy.secret_names,
        privacy.credentials, privacy.word_lists, privacy.mentions, privacy.files,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost),
@@ -58,6 +59,8 @@ LAYERS: dict[str, int] = {
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
+    "chatmem.privacy.findings": 0, "chatmem.privacy.named_details": 0,
+    "chatmem.privacy.unnamed_details": 0,
     "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
     "chatmem.privacy.word_lists": 0, "chatmem.privacy.pasted": 0,
     "chatmem.privacy.secrets_zh": 0, "chatmem.privacy.secrets_en": 0,
