@@ -17,6 +17,7 @@ or closes a cycle is caught too.
        privacy.archive,     the registries filled by plugins and chatmem's own plugin, above
        privacy.purge,       what they register (memory never imports them: it is handed
        plugins,             the strategy registry)
+       plugin_entries,
        builtin_plugin
     1  memory, providers,   strategies, models, embedders, the store, transcript formats;
        embeddings, store,   history is memory's view of the stored messages
@@ -51,7 +52,7 @@ LAYERS: dict[str, int] = {
     "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
     "chatmem.privacy.archive": 2, "chatmem.privacy.purge": 2,
-    "chatmem.plugins": 2, "chatmem.builtin_plugin": 2,
+    "chatmem.plugins": 2, "chatmem.plugin_entries": 2, "chatmem.builtin_plugin": 2,
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
@@ -195,8 +196,9 @@ def test_the_checks_catch_what_they_forbid() -> None:
 def test_strategies_are_handed_their_registry() -> None:
     # Memory builds combinations from a registry it is given; the plugins fill it from above.
     assert LAYERS[unit("chatmem.plugins")] > LAYERS[unit("chatmem.memory.registry")]
+    plugin_side = ("chatmem.plugins", "chatmem.plugin_entries", "chatmem.builtin_plugin")
     assert [m for m, t in GRAPH.items() if m.startswith("chatmem.memory")
-            and any(i.startswith(("chatmem.plugins", "chatmem.builtin_plugin")) for i in t)] == []
+            and any(i.startswith(plugin_side) for i in t)] == []
 
 
 def test_repl_commands_never_import_the_loop() -> None:
