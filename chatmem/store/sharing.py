@@ -15,7 +15,8 @@ from enum import StrEnum
 
 from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.records import AccessLevel, SessionAccess, normal_name
+from chatmem.store.records import AccessLevel, SessionAccess
+from chatmem.store.session_names import normal_name
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
