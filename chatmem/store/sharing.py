@@ -1,6 +1,6 @@
 """A team on one PostgreSQL history: one login role per person, sessions shared on purpose.
 
-Row-level security (postgres_schema) keeps every role to its own rows; a share in
+Row-level security (postgres_policies) keeps every role to its own rows; a share in
 `session_shares` (read or write) is the one exception. The grants chatmem's tables
 need are given to PUBLIC by the schema, so a new person needs only a login role
 that can connect: `role_sql` is that SQL, printed by `admin add-user --sql` too.
