@@ -15,7 +15,7 @@ from chatmem.memory.token_budget import TokenBudgetStrategy
 from chatmem.memory.window import WindowStrategy
 
 if TYPE_CHECKING:
-    from chatmem.plugins import Plugins
+    from chatmem.plugin_entries import Plugins
 
 
 def register(plugins: Plugins) -> None:

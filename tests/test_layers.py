@@ -17,6 +17,7 @@ or closes a cycle is caught too.
        privacy.archive,     the registries filled by plugins and chatmem's own plugin, above
        privacy.purge,       what they register (memory never imports them: it is handed
        plugins,             the strategy registry)
+       plugin_entries,
        builtin_plugin
     1  memory, providers,   strategies, models, embedders, the store, transcript formats;
        embeddings, store,   history is memory's view of the stored messages
@@ -24,7 +25,8 @@ or closes a cycle is caught too.
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
        text, fts, errors,   activity log, files attached to an input, and the privacy
        activity,            checks that are pure functions
-       attachments, privacy.secrets, privacy.sensitive, privacy.secret_names,
+       attachments, privacy.secrets, privacy.sensitive (privacy.findings,
+       privacy.named_details, privacy.unnamed_details), privacy.secret_names,
        privacy.credentials, privacy.word_lists, privacy.mentions, privacy.files,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost),
@@ -50,7 +52,7 @@ LAYERS: dict[str, int] = {
     "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
     "chatmem.privacy.archive": 2, "chatmem.privacy.purge": 2,
-    "chatmem.plugins": 2, "chatmem.builtin_plugin": 2,
+    "chatmem.plugins": 2, "chatmem.plugin_entries": 2, "chatmem.builtin_plugin": 2,
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
@@ -58,6 +60,8 @@ LAYERS: dict[str, int] = {
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
+    "chatmem.privacy.findings": 0, "chatmem.privacy.named_details": 0,
+    "chatmem.privacy.unnamed_details": 0,
     "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
     "chatmem.privacy.word_lists": 0, "chatmem.privacy.pasted": 0,
     "chatmem.privacy.secrets_zh": 0, "chatmem.privacy.secrets_en": 0,
@@ -192,8 +196,9 @@ def test_the_checks_catch_what_they_forbid() -> None:
 def test_strategies_are_handed_their_registry() -> None:
     # Memory builds combinations from a registry it is given; the plugins fill it from above.
     assert LAYERS[unit("chatmem.plugins")] > LAYERS[unit("chatmem.memory.registry")]
+    plugin_side = ("chatmem.plugins", "chatmem.plugin_entries", "chatmem.builtin_plugin")
     assert [m for m, t in GRAPH.items() if m.startswith("chatmem.memory")
-            and any(i.startswith(("chatmem.plugins", "chatmem.builtin_plugin")) for i in t)] == []
+            and any(i.startswith(plugin_side) for i in t)] == []
 
 
 def test_repl_commands_never_import_the_loop() -> None:

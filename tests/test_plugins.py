@@ -19,13 +19,8 @@ from plugin_site import BUILT_IN, CLASH
 from chatmem import builtin_plugin
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
-from chatmem.plugins import (
-    ENTRY_POINT_GROUP,
-    Plugins,
-    ProblemKind,
-    Registries,
-    load_registries,
-)
+from chatmem.plugin_entries import Plugins, ProblemKind
+from chatmem.plugins import ENTRY_POINT_GROUP, Registries, load_registries
 
 # -- the registries ---------------------------------------------------------------------
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import NotFound, StrategyError, TranscriptError, UsageError
-from chatmem.store.records import check_session_name as check_session_name
-from chatmem.store.records import normal_name as normal_name
-from chatmem.store.records import session_name_from as session_name_from
-from chatmem.store.records import session_name_of as session_name_of
+from chatmem.store.session_names import check_session_name as check_session_name
+from chatmem.store.session_names import normal_name as normal_name
+from chatmem.store.session_names import session_name_from as session_name_from
+from chatmem.store.session_names import session_name_of as session_name_of
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace

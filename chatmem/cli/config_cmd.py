@@ -25,8 +25,8 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     """
     from chatmem import render
     from chatmem.cli.opening import registries
+    from chatmem.config.loader import load_settings
     from chatmem.config.paths import config_path
-    from chatmem.config.settings import load_settings
 
     settings = load_settings(config, registered=registries())
     if json_out:

@@ -38,8 +38,9 @@ def settings_from(
 ) -> Settings:
     """The settings under the flags; `db_flag` is the flag that gave `db` (`--from`, `--to`),
     so a message about the location names it."""
+    from chatmem.config.loader import load_settings
     from chatmem.config.options import parse_options
-    from chatmem.config.settings import OPTION_FLAG, load_settings, with_options
+    from chatmem.config.settings import OPTION_FLAG, with_options
 
     chosen = parse_options(options)  # a bad option fails before the config is read
     settings = load_settings(config, registered=registries(), overrides={

@@ -16,7 +16,7 @@ from chatmem.errors import ChatmemError, ExitCode, NoModelAtAll
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from chatmem.plugins import PluginProblem
+    from chatmem.plugin_entries import PluginProblem
     from chatmem.transcripts.format import Transcript
 
 

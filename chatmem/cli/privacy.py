@@ -34,7 +34,7 @@ def _current_key(settings: "Settings", path: Path) -> str:
 
 def _new_key(settings: "Settings | None", what: str) -> str:
     """A key to encrypt with: configured (or $CHATMEM_NEW_KEY for rekey), else typed twice."""
-    from chatmem.config.settings import key_from
+    from chatmem.config.keys import key_from
     from chatmem.errors import UsageError
 
     key = key_from(NEW_KEY_ENV) if settings is None else settings.history_key()

@@ -1,26 +1,20 @@
-"""Settings: defaults < config file < environment < flags.
-
-The config file is TOML (see config.example.toml for every key). Unknown
-keys, wrong types and unknown strategies are errors naming the key and file
-(chatmem.config.schema): a typo must never be silently ignored.
-"""
+"""Settings: every value chatmem runs with, and where each came from (chatmem.config.loader
+reads them: defaults < config file < environment < flags)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from chatmem.config.endpoint import parse_endpoint
+from chatmem.config.keys import KEY_ENV, api_key_from, key_from, run_key_command
 from chatmem.config.location import HistoryLocation, LocationKind, parse_location
-from chatmem.config.paths import chosen_config, default_config_path, default_db_path
-from chatmem.config.schema import Registered, check_provider_name, strategy_spec, validate
+from chatmem.config.paths import default_db_path
 from chatmem.config.sections import (
     SECTIONS,
     EmbeddingsSection,
@@ -29,8 +23,6 @@ from chatmem.config.sections import (
     SummarySection,
     section_table,
 )
-from chatmem.errors import ConfigError
-from chatmem.text import is_valid
 
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
@@ -38,24 +30,6 @@ LOCAL_MAX_REPLY_TOKENS = 256
 OPENAI_MAX_REPLY_TOKENS = 4096
 """An endpoint's reply cap unless max_reply_tokens says otherwise: a chat reply, not a
 runaway (issue 13: a 5 MB reply was stored)."""
-
-KEY_ENV = "CHATMEM_KEY"
-"""The history file's key; read when a file is opened, never copied into the settings."""
-ENV_KEYS = {
-    "OPENAI_BASE_URL": "base_url",  # first, so CHATMEM_BASE_URL overrides it
-    "CHATMEM_PROVIDER": "provider",
-    "CHATMEM_MODEL": "model",
-    "CHATMEM_BASE_URL": "base_url",
-    "CHATMEM_STRATEGY": "strategy",
-    "CHATMEM_SYSTEM": "system",
-    "CHATMEM_DB": "db",
-    "CHATMEM_USER": "user",
-    "CHATMEM_HELPER_PROVIDER": "helper_provider",
-    "CHATMEM_HELPER_MODEL": "helper_model",
-}
-HELPER_ALIASES = {"summary.provider": "helper_provider", "summary.model": "helper_model"}
-"""Old spellings: [summary] provider/model chose the summarizer before helper_* chose the
-model for every strategy call (summaries and fact extraction)."""
 
 
 class SourceKind(StrEnum):
@@ -234,7 +208,7 @@ class Settings:
             data["base_url"] = redacted_url(self.base_url)
         data["db"] = self.location.shown
         data["config_file"] = str(self.source) if self.source else None
-        data["sources"] = {key: str(self.source_of(key)) for key in _flat(data)
+        data["sources"] = {key: str(self.source_of(key)) for key in flat_keys(data)
                            if key not in ("api_key", "history_key", "config_file")}
         return data
 
@@ -247,7 +221,7 @@ class Settings:
         data = self.public()
         data.pop("sources")
         shown = []
-        for key, value in _flat(data).items():
+        for key, value in flat_keys(data).items():
             source = ("" if key in ("api_key", "history_key", "config_file")
                       else str(self.source_of(key)))
             text = "" if value is None or value == {} else str(value)
@@ -259,206 +233,15 @@ DEFAULTS = Settings()
 """The settings nothing sets (each section's defaults come from here)."""
 
 
-def key_from(variable: str) -> str | None:
-    """A history key from environment variable `variable`, None if unset; ConfigError naming
-    the variable (never repeating the key) when it is not UTF-8 text, which SQLCipher's
-    key cannot be made from (it was a traceback, and a new history file left empty)."""
-    key = os.environ.get(variable)
-    if not key:
-        return None
-    if not is_valid(key):
-        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
-    return key
-
-
-def api_key_from(variable: str) -> str | None:
-    """The API key in environment variable `variable` (spaces around it dropped), None if
-    unset; ConfigError naming the variable, never repeating the key, when it cannot go in
-    an HTTP header (sent, it would fail as a garbled request, not as a bad key)."""
-    key = os.environ.get(variable, "").strip()
-    if not key:
-        return None
-    if not is_valid(key):
-        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
-    if not (key.isascii() and key.isprintable()):
-        raise ConfigError(f"{variable} holds a character no API key has (a key is printable "
-                          "ASCII): set it again, copied whole")
-    return key
-
-
-def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_keys(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables' values by dotted key (`local.threads`), as sources name them."""
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, Mapping) and value:
-            flat.update(_flat(value, f"{prefix}{key}."))
+            flat.update(flat_keys(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def read_config_file(path: Path, registered: Registered | None = None) -> dict[str, Any]:
-    data = read_toml(path, "config")
-    validate(path, data, registered)
-    return data
-
-
-def read_toml(path: Path, what: str) -> dict[str, Any]:
-    """A TOML file's tables; ConfigError naming the file for anything that is not TOML text.
-
-    TOML is UTF-8 by definition; a table nested thousands deep exhausts the parser's
-    recursion (tomllib reads nesting recursively), which says nothing to a person.
-    """
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    except UnicodeDecodeError as e:
-        line = e.object[:e.start].count(b"\n") + 1
-        raise ConfigError(f"{path}: line {line} is not UTF-8 text (TOML is UTF-8: save the "
-                          "file as UTF-8)") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply"
-                          ) from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read {what}: {e.strerror}") from None
-
-
-def load_settings(
-    config_path: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    registered: Registered | None = None,
-    flags: Mapping[str, str] | None = None,
-) -> Settings:
-    """Defaults, then the config file, then CHATMEM_* variables, then flags.
-
-    `registered` (see Registered) checks the names the file and the environment give;
-    the CLI passes the plugin registries. `flags` names the flag an override came from
-    where it is not `--KEY` (`{"db": "--from"}`). The history location and the endpoints
-    are parsed here, so a malformed one is an error naming where it came from before
-    anything opens."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    sources: dict[str, Source] = {}
-    explicit = chosen_config(config_path, env)
-    path = explicit or default_config_path()
-    if explicit is not None and not path.exists():
-        raise ConfigError(f"{path}: config file not found")
-    if path.exists():
-        data = read_config_file(path, registered)
-        data = _with_helper_aliases(path, data)
-        for key, value in data.items():
-            if key in SECTIONS:
-                values[key] = dataclasses.replace(getattr(DEFAULTS, key), **value)
-            elif key in ("strategies", "prices", "templates"):
-                values[key] = {k: dict(v) for k, v in value.items()}
-            elif key == "aliases":
-                values[key] = dict(value)
-            else:
-                values[key] = value
-        values["source"] = path
-        sources.update(dict.fromkeys(_flat(data), Source(SourceKind.FILE, str(path))))
-        for key, value in _flat(data).items():
-            _check_url(key, value, f"{path}: key {key!r}")
-    for variable, key in ENV_KEYS.items():
-        if env.get(variable) and not is_valid(env[variable]):
-            raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
-        if env.get(variable):
-            _check_url(key, env[variable], variable)
-            values[key] = env[variable]
-            sources[key] = Source(SourceKind.ENV, variable)
-    for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
-        if registered is not None and env.get(variable):
-            check_provider_name(env[variable], registered, variable)
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")
-            _check_url(key, value, flag)
-            values[key] = value
-            sources[key] = Source(SourceKind.FLAG, flag)
-    settings = Settings(**values, sources=sources)
-    if settings.model is not None:
-        settings = for_model(settings, settings.model, settings.source_of("model"))
-    settings = dataclasses.replace(settings,
-                                   helper_model=settings.model_named(settings.helper_model))
-    if ":" in settings.strategy:
-        # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
-        where = f"{settings.source_of('strategy')}: key 'strategy'"
-        name, own = strategy_spec(settings.strategy, where)
-        settings = dataclasses.replace(settings, strategy=name, strategies={
-            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}})
-    return settings
-
-
-URL_KEYS = {"db": parse_location, "base_url": parse_endpoint,
-            "embeddings.base_url": parse_endpoint}
-"""Settings that name a place (the history, a model's server): each value is parsed where it
-is read, so a malformed one is refused naming its file and key, variable or flag, even
-when a later source overrides it (a typo must never lie in wait)."""
-
-
-def _check_url(key: str, value: Any, origin: str) -> None:
-    if key in URL_KEYS and isinstance(value, str) and value:
-        URL_KEYS[key](value, origin)
-
-
-def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """[summary] provider/model read as helper_provider/helper_model, their one home now."""
-    summary = dict(data.get("summary", {}))
-    moved = {new: summary.pop(old.split(".")[1]) for old, new in HELPER_ALIASES.items()
-             if old.split(".")[1] in summary}
-    if not moved:
-        return data
-    for key, value in moved.items():
-        if key in data and data[key] != value:
-            old = next(o for o, n in HELPER_ALIASES.items() if n == key)
-            raise ConfigError(f"{path}: keys {old!r} and {key!r} disagree; {old!r} is the old "
-                              f"name of {key!r}: keep {key!r} only")
-    return {**data, **moved, "summary": summary}
-
-
-def run_key_command(command: str, timeout: float) -> str:
-    """What `command` prints on stdout, its line ending removed; KeyUnavailable otherwise.
-
-    stdin stays the terminal's, and stderr too when it is one: a password manager may
-    ask there. Elsewhere (a script, a pipe) its stderr is discarded, never quoted: a
-    failing command may print the key or a secret of its own there. The error says
-    the exit status and how to see why.
-    """
-    import subprocess
-    import sys
-
-    from chatmem.errors import KeyUnavailable
-
-    stderr = None if sys.stderr.isatty() else subprocess.DEVNULL
-    try:
-        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise KeyUnavailable(f"key_command gave no key within {timeout:g} s "
-                             "(key_command_timeout); nothing opened") from None
-    except OSError as e:
-        # The cause in words ("Permission denied"), never a Python exception name.
-        why = e.strerror or "the system could not start it"
-        raise KeyUnavailable(f"key_command could not run ({why}); no key, nothing opened"
-                             ) from None
-    if done.returncode != 0:
-        why = {127: "command not found, ", 126: "command not executable, "}.get(
-            done.returncode, "")
-        raise KeyUnavailable(f"key_command failed ({why}exit {done.returncode}); no key, "
-                             "nothing opened (its output is never shown: run the command in "
-                             "a terminal to see why)")
-    try:
-        key = done.stdout.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise KeyUnavailable("key_command printed bytes that are not UTF-8; nothing "
-                             "opened") from None
-    if not key:
-        raise KeyUnavailable("key_command printed no key; nothing opened")
-    if "\x00" in key:  # SQLCipher takes a key as a C string: it would end there
-        raise KeyUnavailable("key_command printed a NUL byte; nothing opened")
-    return key
 
 
 def with_options(settings: Settings, options: Mapping[str, Any], source: Source) -> Settings:

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chatmem.config.loader import read_toml
 from chatmem.config.options import check_options
 from chatmem.config.paths import config_dir
 from chatmem.config.schema import check_template
-from chatmem.config.settings import Settings, read_toml
+from chatmem.config.settings import Settings
 from chatmem.errors import UsageError
 from chatmem.names import did_you_mean
 

@@ -24,7 +24,7 @@ def local_embedder(settings: Settings) -> Embedder:
 
 
 def openai_embedder(settings: Settings) -> Embedder:
-    from chatmem.config.settings import api_key_from
+    from chatmem.config.keys import api_key_from
     from chatmem.embeddings.openai import OpenAIEmbedder
 
     table = settings.embeddings

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from chatmem.privacy import secret_names, sensitive
-from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, PHONE, Finding
+from chatmem.privacy.findings import CARD, CODE, MARK_OPEN, PASSWORD, PHONE, Finding, masked, merged
+from chatmem.privacy.unnamed_details import private_label_before
 from chatmem.privacy.word_lists import WordGate, lowered_text
 
 ANSWER_CHARS = 80
@@ -133,14 +134,14 @@ class SecretGuard:
             for text, own in zip(texts, owns, strict=True):
                 found = self._judged(text, own, _label_before(text, context, label_of))
                 self.learn(found)
-                out.append(sensitive.masked(text, found))
+                out.append(masked(text, found))
                 context = [*context[-1:], text]
         return out
 
     def learn(self, found: Iterable[Finding]) -> None:
         for finding in found:
             value = finding.text.strip()
-            if len(value) >= MIN_FOLLOWED and sensitive.MARK_OPEN not in value:
+            if len(value) >= MIN_FOLLOWED and MARK_OPEN not in value:
                 self.known.setdefault(value, finding.kind)
 
     def holds(self, text: str) -> bool:
@@ -149,7 +150,7 @@ class SecretGuard:
 
     def mask(self, text: str) -> str:
         """`text` with what it says and every followed value replaced by markers."""
-        return sensitive.masked(text, self.findings(text))
+        return masked(text, self.findings(text))
 
     def findings(self, text: str, before: Sequence[str] = ()) -> list[Finding]:
         """The sensitive details of `text`, read after the messages `before` it."""
@@ -161,9 +162,9 @@ class SecretGuard:
         if label == "harmless" and _is_bare(text):
             self.cleared.update(f.text for f in own if f.kind in (CARD, PHONE))
         own = [f for f in own if not (f.kind in (CARD, PHONE) and f.text in self.cleared
-                                      and not sensitive.private_label_before(text, f.start))]
+                                      and not private_label_before(text, f.start))]
         answer = _answer(text, label) if label not in (None, "harmless") else []
-        return sensitive.merged(text, [*own, *answer, *self._followed(text)])
+        return merged(text, [*own, *answer, *self._followed(text)])
 
     def _followed(self, text: str) -> Iterable[Finding]:
         for value, kind in self.known.items():
@@ -240,7 +241,7 @@ def _answer(text: str, label: str) -> list[Finding]:
 
 def _answers(value: str, label: str) -> bool:
     """Whether a message that is only `value` is the detail `label` asked for."""
-    if not value or "?" in value or "？" in value or sensitive.MARK_OPEN in value:
+    if not value or "?" in value or "？" in value or MARK_OPEN in value:
         return False
     if _DATE_OR_AMOUNT.fullmatch(value):
         return False

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from chatmem.config.keys import KEY_ENV
 from chatmem.config.options import sampling
-from chatmem.config.settings import KEY_ENV, LOCAL_MAX_REPLY_TOKENS, Settings
+from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
 from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
 from chatmem.providers.base import Provider

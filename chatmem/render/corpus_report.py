@@ -16,15 +16,9 @@ from typing import Any
 
 from chatmem.evaluation.scoring import lower_recall
 from chatmem.render.cells import number
-from chatmem.render.report import (
-    Column,
-    escape,
-    page,
-    recall_figure,
-    recall_html,
-    strategy_columns,
-    strategy_table,
-)
+from chatmem.render.report import Column, recall_html, strategy_columns, strategy_table
+from chatmem.render.report_charts import recall_figure
+from chatmem.render.report_page import escape, page
 
 
 def corpus_report(data: dict[str, Any]) -> str:

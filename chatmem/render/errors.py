@@ -63,7 +63,8 @@ def _(error: ExtensionFailed) -> str:
 def by_plugin(kind: str, name: str) -> str:
     """` (plugin echo (chatmem-echo 0.1.0))` for what a plugin registered, else nothing:
     when its code fails, that is whom to tell."""
-    from chatmem.plugins import load_registries, registered_by
+    from chatmem.plugin_entries import registered_by
+    from chatmem.plugins import load_registries
 
     source = load_registries().origin(kind, name)
     return "" if source is None or source.builtin else f" ({registered_by(source)})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from chatmem.plugins import PluginProblem, PluginSource, ProblemKind
+from chatmem.plugin_entries import PluginProblem, PluginSource, ProblemKind
 
 WHAT_WENT_WRONG = {
     ProblemKind.IMPORT_FAILED: "could not be imported",

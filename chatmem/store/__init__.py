@@ -43,12 +43,10 @@ from chatmem.store.records import (
     SummaryRecord,
     TurnRecord,
     TurnStatus,
-    check_session_name,
-    session_name_from,
-    session_name_of,
 )
 from chatmem.store.redaction import Place, Redaction, RedactionTables
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
+from chatmem.store.session_names import check_session_name, session_name_from, session_name_of
 from chatmem.store.sessions import SessionTables
 from chatmem.store.turns import TurnTables
 from chatmem.timestamps import utc_now

@@ -12,7 +12,6 @@ the driver.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,7 +29,9 @@ from chatmem.errors import (
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
+from chatmem.store.postgres_placeholders import translate
 from chatmem.store.postgres_text import keep_nul_characters
+from chatmem.store.postgres_vectors import PostgresVectors
 from chatmem.store.postgres_words import PostgresWords
 from chatmem.store.records import AccessLevel, SessionAccess
 from chatmem.timestamps import utc_now
@@ -39,49 +40,6 @@ BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
 WRITE_LOCK = int.from_bytes(b"chatmem", "big")
 """The advisory lock every writer takes (pg_advisory_xact_lock): one writer at a time."""
-EF_SEARCH = 400
-"""HNSW candidates kept per search: above recall's pool (300), so one pass finds a pool's
-worth; pgvector's largest (1000) cost 3x the time for no candidate more in the benchmark."""
-"""Stemming as SQLite's porter tokenizer does; CJK bigrams pass through unchanged."""
-
-
-@functools.lru_cache(maxsize=1024)
-def translate(sql: str) -> str:
-    """`sql` with `?` placeholders as psycopg's `%s`, and every `%` doubled.
-
-    A `?` inside a quoted literal, a quoted identifier or a comment stays; a
-    `%` is doubled everywhere, as psycopg reads placeholders in literals too.
-    """
-    out: list[str] = []
-    i, n = 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c in "'\"":
-            end = i + 1
-            while end < n:
-                if sql[end] == c:
-                    if end + 1 < n and sql[end + 1] == c:  # '' or "" escapes the quote
-                        end += 2
-                        continue
-                    break
-                end += 1
-            out.append(sql[i : end + 1].replace("%", "%%"))
-            i = end + 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif c == "?":
-            out.append("%s")
-            i += 1
-        elif c == "%":
-            out.append("%%")
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def _driver() -> Any:
@@ -106,7 +64,7 @@ def _reason(error: BaseException, secrets: Sequence[str]) -> str:
     return text
 
 
-class PostgresBackend(PostgresWords):
+class PostgresBackend(PostgresVectors, PostgresWords):
     """A chatmem database on a PostgreSQL server. Use as a context manager or call close().
 
     Opening a new database creates its schema in one transaction under the
@@ -397,72 +355,6 @@ class PostgresBackend(PostgresWords):
 
     # -- the dialect ----------------------------------------------------------------------
 
-    def _has_vector_copies(self) -> bool:
-        if not self.has_column("message_vectors", "embedding"):
-            return False
-        self._tune_vector_search()
-        return True
-
-    def _tune_vector_search(self) -> None:
-        # Exact enough for recall at the sizes one session reaches; iterative scans keep a
-        # session filter from starving the search (pgvector 0.8).
-        self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-        self._conn.execute("SET hnsw.iterative_scan = relaxed_order")
-
-    def nearest_vectors(self, model: str, dimensions: int, session_id: int,
-                        last_position: int, query: Sequence[float],
-                        limit: int) -> list[int] | None:
-        """Positions (up to `last_position`) of the session's `limit` messages nearest to
-        `query` by their own vector, then those nearest by their context vector (each by
-        cosine, through an HNSW index); None when pgvector is not here.
-
-        They are candidates: recall scores each exactly from its vector and its
-        neighbours' (chatmem.memory.ranking.dense_scores), so the best by that score are
-        nearly all among them (a message outside both lists has `limit` others closer on
-        each of the two vectors searched).
-        """
-        if not self.ranks_vectors or not 0 < dimensions <= schema.MOST_DIMENSIONS:
-            return None
-        self._index_dimensions(int(dimensions))
-        wanted = "[" + ",".join(repr(float(x)) for x in query) + "]"
-        found: dict[int, None] = {}
-        for column in ("embedding", "context_embedding"):
-            for (position,) in self.execute(
-                    "SELECT m.position FROM message_vectors v JOIN messages m"
-                    " ON m.id = v.message_id WHERE v.model = ? AND v.dimensions ="
-                    f" {int(dimensions)} AND v.{column} IS NOT NULL"
-                    " AND m.session_id = ? AND m.position <= ?"
-                    f" ORDER BY v.{column}::halfvec({int(dimensions)})"
-                    f" <=> ?::halfvec({int(dimensions)}) LIMIT ?",
-                    [model, session_id, last_position, wanted, limit]):
-                found[int(position)] = None
-        return list(found)
-
-    def _index_dimensions(self, dimensions: int) -> None:
-        """The HNSW indexes (cosine) for vectors of `dimensions`, made once if this role owns
-        the table (another role ranks without them until the owner's first search)."""
-        if dimensions in self._indexed:
-            return
-        names = [f"message_vectors_{column}_{dimensions}"
-                 for column in ("embedding", "context_embedding")]
-        present = int(self._value("SELECT count(*) FROM pg_indexes WHERE schemaname ="
-                                  " current_schema() AND indexname = ANY(?)", [names]))
-        if present < len(names) and self._value(
-                "SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class"
-                " WHERE oid = 'message_vectors'::regclass"):
-            with self.write():
-                for name, column in zip(names, ("embedding", "context_embedding"),
-                                        strict=True):
-                    self.execute(
-                        f"CREATE INDEX IF NOT EXISTS {name} ON message_vectors USING hnsw"
-                        f" (({column}::halfvec({dimensions})) halfvec_cosine_ops)"
-                        f" WHERE dimensions = {dimensions}")
-                # Fresh statistics, or the planner cannot tell that the index pays.
-                self.execute("ANALYZE message_vectors")
-            present = len(names)
-        if present == len(names):
-            self._indexed.add(dimensions)
-
     def fold_log(self, *, wait: bool = True) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
 
@@ -485,4 +377,3 @@ class PostgresBackend(PostgresWords):
         return bool(self._value(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema ="
             " current_schema() AND table_name = ? AND column_name = ?", [table, column]))
-

@@ -19,6 +19,7 @@ COUNTED_TOGETHER = 200
 _TOKEN = re.compile(r"[^\W_]+")
 """What FTS5's unicode61 tokenizer counts as a token (letters and digits) in indexed terms."""
 TEXT_SEARCH = "english"
+"""Stemming as SQLite's porter tokenizer does; CJK bigrams pass through unchanged."""
 INDEXED_BYTES = 900_000
 """What `fitting_terms` keeps of one message's lexemes and positions: below the 1,048,575
 bytes a tsvector holds (MAXSTRPOS), as the server's parser may lower a term into a few more

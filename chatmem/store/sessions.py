@@ -14,11 +14,10 @@ from chatmem.store.records import (
     AccessLevel,
     SessionAccess,
     SessionRecord,
-    check_session_name,
     json_text,
-    normal_name,
     stored_json,
 )
+from chatmem.store.session_names import check_session_name, normal_name
 from chatmem.text import is_valid
 
 

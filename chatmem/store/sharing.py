@@ -1,6 +1,6 @@
 """A team on one PostgreSQL history: one login role per person, sessions shared on purpose.
 
-Row-level security (postgres_schema) keeps every role to its own rows; a share in
+Row-level security (postgres_policies) keeps every role to its own rows; a share in
 `session_shares` (read or write) is the one exception. The grants chatmem's tables
 need are given to PUBLIC by the schema, so a new person needs only a login role
 that can connect: `role_sql` is that SQL, printed by `admin add-user --sql` too.
@@ -15,7 +15,8 @@ from enum import StrEnum
 
 from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.records import AccessLevel, SessionAccess, normal_name
+from chatmem.store.records import AccessLevel, SessionAccess
+from chatmem.store.session_names import normal_name
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name

@@ -6,19 +6,17 @@ SQLite's result code: the rest of chatmem never sees the driver.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import sqlite_utils
 
 from chatmem.errors import (
     DatabaseError,
-    HistoryLocked,
     NotChatmemDatabase,
     StoreConflict,
     StoreError,
@@ -27,21 +25,19 @@ from chatmem.errors import (
 from chatmem.store import open_files
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess
-from chatmem.store.result_codes import (
-    BUSY,
-    DISK_FAILED,
-    FILE_REPLACED,
-    NOT_A_DATABASE,
-    extended_code,
-    primary_code,
-)
+from chatmem.store.result_codes import BUSY, NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
+from chatmem.store.sqlite_failures import DAMAGED_TEXT, SqliteCursor, failure_of
+from chatmem.store.sqlite_files import (
+    BUSY_TIMEOUT_MS,
+    check_key,
+    connect,
+    create_private_file,
+    file_identity,
+)
 from chatmem.store.sqlite_words import SqliteWords
 from chatmem.store.word_counts import WordCounts
-
-BUSY_TIMEOUT_MS = 5000
-"""Ids per `IN (...)` list, well under SQLite's bound-parameter limit."""
 
 # Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
 # existed (sqlite-utils created the migrations table outside the transaction).
@@ -64,154 +60,6 @@ class _Database(sqlite_utils.Database):
                     cursor.execute(statement)
                 statement = ""
         return cursor
-
-
-def create_private_file(path: Path) -> None:
-    """Create `path` readable by its owner only (0600), unless it exists.
-
-    SQLite gives the -wal and -shm files the mode of the database file.
-    """
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
-    except OSError as e:
-        raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
-
-
-DAMAGED_TEXT = ("the history file is damaged (it holds text that is not UTF-8); "
-                "`sqlite3 FILE 'PRAGMA integrity_check'` shows where")
-
-
-def fold_wal(path: Path) -> None:
-    """Fold a plain file's write-ahead log into the file, so that the file alone is whole,
-    holding it alone: StoreError (BUSY) when another process has it open, which would go on
-    writing to it (a move would lose what it writes).
-
-    An encrypted file cannot be read without its key and is left as it is.
-    """
-    try:
-        connection = sqlite3.connect(path, timeout=0)
-        try:
-            connection.execute("PRAGMA locking_mode = EXCLUSIVE")
-            try:
-                connection.execute("BEGIN EXCLUSIVE")
-            except sqlite3.OperationalError as e:
-                if primary_code(e) in BUSY:
-                    raise StoreError(f"{path} is open in another chatmem process",
-                                     kind=StoreFailure.BUSY, location=str(path),
-                                     reason="open in another chatmem process") from None
-                raise
-            connection.execute("COMMIT")
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError:
-        pass
-    except sqlite3.Error as e:
-        raise StoreError(f"{path}: {e}", kind=StoreFailure.CANNOT_OPEN, location=str(path),
-                         reason=str(e)) from None
-
-
-def failure_of(error: BaseException) -> StoreFailure:
-    """The kind of a SQLite error, by its result code (sqlite3 and sqlcipher3 alike)."""
-    if isinstance(error, UnicodeDecodeError):
-        return StoreFailure.DAMAGED  # SQLite hands back bytes that are not UTF-8 only then
-    if isinstance(error, sqlite3.IntegrityError):
-        return StoreFailure.CONFLICT
-    code = primary_code(error)
-    if extended_code(error) == FILE_REPLACED:
-        return StoreFailure.REPLACED
-    if code == sqlite3.SQLITE_READONLY:
-        return StoreFailure.READ_ONLY
-    if code in DISK_FAILED:
-        return StoreFailure.DISK
-    if code in BUSY:
-        return StoreFailure.BUSY
-    if code == sqlite3.SQLITE_CANTOPEN:
-        return StoreFailure.CANNOT_OPEN
-    if code in NOT_A_DATABASE:
-        return StoreFailure.DAMAGED
-    return StoreFailure.DRIVER
-
-
-class _Cursor:
-    """sqlite3's cursor, whose reads raise the store's errors too: a damaged page, or text
-    that is not UTF-8, shows only when its row is read."""
-
-    __slots__ = ("_backend", "_cursor")
-
-    def __init__(self, cursor: sqlite3.Cursor, backend: SqliteBackend) -> None:
-        self._cursor, self._backend = cursor, backend
-
-    @property
-    def description(self) -> Any:
-        return self._cursor.description
-
-    @property
-    def rowcount(self) -> int:
-        return self._cursor.rowcount
-
-    def fetchone(self) -> Any:
-        try:
-            return self._cursor.fetchone()
-        except (sqlite3.Error, UnicodeDecodeError) as e:
-            raise self._backend.statement_error(e) from None
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return self._cursor.fetchall()
-        except (sqlite3.Error, UnicodeDecodeError) as e:
-            raise self._backend.statement_error(e) from None
-
-    def __iter__(self) -> Iterator[Any]:
-        rows = iter(self._cursor)
-        while True:
-            try:
-                row = next(rows)
-            except StopIteration:
-                return
-            except (sqlite3.Error, UnicodeDecodeError) as e:
-                raise self._backend.statement_error(e) from None
-            yield row
-
-
-def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
-    """The raw SQLite connection to a history file (the one place a file is opened).
-
-    With a key it is a SQLCipher connection (chatmem.store.cipher), the key
-    already checked, that behaves and fails exactly as a sqlite3 one.
-    """
-    if key is None:
-        return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
-    from chatmem.store import cipher
-
-    conn: Any = cipher.open_encrypted(Path(path), key, BUSY_TIMEOUT_MS / 1000)
-    return cast(sqlite3.Connection, conn)
-
-
-def check_key(path: Path, key: str | None) -> str | None:
-    """The key to open `path` with (None: plaintext), or an error before anything is written.
-
-    An encrypted file needs the key; a plaintext one refuses a key rather than
-    be used unencrypted by someone who believes it is not. A new file is
-    created encrypted when a key is given.
-    """
-    from chatmem.store import cipher
-
-    kind = cipher.file_kind(path)
-    if kind == "encrypted" and key is None:
-        if not cipher.available():
-            raise HistoryLocked(f"{path} is encrypted: install SQLCipher support "
-                                f"({cipher.INSTALL_HINT}) and {cipher.KEY_HINT}", missing=True)
-        raise HistoryLocked(f"{path} is encrypted: {cipher.KEY_HINT}", missing=True)
-    if key is None or kind == "other":
-        return None  # "other" is refused by SQLite as "not a database"
-    if kind == "plain":
-        raise StoreError(f"{path} is not encrypted, but a key is set: `chatmem encrypt` "
-                         "encrypts it with that key (or unset CHATMEM_KEY and key_command)")
-    cipher.driver()  # the extra must be there before a new file is created
-    return key
 
 
 class SqliteBackend(SqliteWords):
@@ -301,9 +149,9 @@ class SqliteBackend(SqliteWords):
             raise
         self._opening = False
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> SqliteCursor:
         try:
-            return _Cursor(self.conn.execute(sql, params), self)
+            return SqliteCursor(self.conn.execute(sql, params), self)
         except (sqlite3.Error, UnicodeDecodeError) as e:
             raise self.statement_error(e) from None
 
@@ -514,12 +362,3 @@ class SqliteBackend(SqliteWords):
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))
-
-
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """Which file is at `path` (device and inode), None when there is none."""
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino

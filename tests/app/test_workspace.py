@@ -13,7 +13,8 @@ from chatmem.app.conversations import open_conversation, start_conversation
 from chatmem.app.workspace import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.errors import NotFound
-from chatmem.plugins import ENTRY_POINT_GROUP, Plugins, Registries
+from chatmem.plugin_entries import Plugins
+from chatmem.plugins import ENTRY_POINT_GROUP, Registries
 from chatmem.providers.scripted import ScriptedProvider
 
 

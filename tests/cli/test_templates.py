@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cli_runner import invoke
 
-from chatmem.config.settings import load_settings
+from chatmem.config.loader import load_settings
 from chatmem.config.templates import Template, find_template, known_templates
 from chatmem.errors import UsageError
 from chatmem.store import Store

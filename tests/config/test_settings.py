@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from registered import REGISTRIES
 
+from chatmem.config.loader import load_settings, read_config_file
 from chatmem.config.paths import example_config
 from chatmem.config.sections import EmbeddingsSection, LocalSection
-from chatmem.config.settings import Settings, load_settings, read_config_file
+from chatmem.config.settings import Settings
 from chatmem.errors import ConfigError
 
 

@@ -9,9 +9,9 @@ from cli_runner import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chatmem.config.loader import load_settings
 from chatmem.config.schema import check_prompt
 from chatmem.config.sections import SummarySection
-from chatmem.config.settings import load_settings
 from chatmem.errors import ConfigError, ProviderResponseError
 from chatmem.memory.context import Message
 from chatmem.memory.summarizer import (

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatmem.privacy import credentials, secret_names, sensitive, word_lists
+from chatmem.privacy.findings import CODE, PASSWORD
 from chatmem.privacy.secret_guard import SecretGuard
-from chatmem.privacy.sensitive import CODE, PASSWORD
 
 
 @pytest.mark.parametrize(("text", "detail", "kind"), [

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.privacy import secret_guard, sensitive
+from chatmem.privacy.findings import CARD, CODE, PASSWORD, masked
 from chatmem.privacy.secret_guard import SecretGuard
-from chatmem.privacy.sensitive import CARD, CODE, PASSWORD, masked
 
 
 def test_a_secret_the_assistant_repeats_is_masked_in_its_reply() -> None:

@@ -16,6 +16,8 @@ from chatmem.memory.extraction import EXTRACTION_PROMPT
 from chatmem.memory.summarizer import DEFAULT_PROMPT
 from chatmem.notices import SensitiveNotRemembered, SummaryUpdated
 from chatmem.privacy import sensitive
+from chatmem.privacy.findings import REDACTED
+from chatmem.privacy.unnamed_details import cn_id_ok, iban_ok, luhn_ok
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -72,12 +74,12 @@ def test_ids_dates_and_amounts_are_not_sensitive(text: str) -> None:
 
 
 def test_the_checks_reject_a_wrong_check_digit() -> None:
-    assert sensitive.luhn_ok("4111111111111111") and not sensitive.luhn_ok("4111111111111112")
-    assert sensitive.iban_ok("DE89 3704 0044 0532 0130 00")
-    assert not sensitive.iban_ok("DE88 3704 0044 0532 0130 00")
-    assert sensitive.cn_id_ok("11010519491231002X") and not sensitive.cn_id_ok("110105194912310021")
+    assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
+    assert iban_ok("DE89 3704 0044 0532 0130 00")
+    assert not iban_ok("DE88 3704 0044 0532 0130 00")
+    assert cn_id_ok("11010519491231002X") and not cn_id_ok("110105194912310021")
     # A right check digit but no such birth date (month 13).
-    assert not sensitive.cn_id_ok("110105194913310028")
+    assert not cn_id_ok("110105194913310028")
     assert sensitive.findings("ref 4111 1111 1111 1112") == []
     # Named as a card, a number is one even when its check digit is off.
     assert sensitive.kinds("card 4111 1111 1111 1112") == ["card number"]
@@ -85,7 +87,7 @@ def test_the_checks_reject_a_wrong_check_digit() -> None:
 
 def _luhn_complete(prefix: str) -> str:
     for last in "0123456789":
-        if sensitive.luhn_ok(prefix + last):
+        if luhn_ok(prefix + last):
             return prefix + last
     raise AssertionError(prefix)
 
@@ -112,7 +114,7 @@ def test_ids_dates_and_amounts_survive_redaction(id_: str, date: str, amount: st
 @pytest.mark.parametrize(("key", "value", "kind"), [
     ("wifi password", "Tr0ub4dor&3x", "password"), ("密码", "Hua8mei2024", "password"),
     ("phone", "+44 20 7946 0958", "phone number"), ("card number", "⟦card number⟧",
-                                                     sensitive.REDACTED),
+                                                     REDACTED),
     ("pin", "4321", "PIN or security code"),
     ("phone", "iPhone 15", None), ("token budget", "2000", None),
     ("order number", "ORD-7731", None), ("预算", "五千元", None),

@@ -14,12 +14,12 @@ from bench_modules import load
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatmem.privacy import credentials, secret_guard, secret_names, sensitive
+from chatmem.privacy import credentials, named_details, secret_guard, secret_names
 from chatmem.privacy.word_lists import WordGate, lowered_text, needed_words, spelled
 
 _GATED = [
     *((pattern, credentials._GATES[name]) for name, pattern in credentials._OTHERWISE.items()),
-    *((pattern, gate) for pattern, gate, _ in (*sensitive._NAMED, *sensitive._NUMBERS)),
+    *((pattern, gate) for pattern, gate, _ in (*named_details._NAMED, *named_details._NUMBERS)),
     *((pattern, gate) for pattern, gate, _ in secret_guard._LABELS),
 ]
 
@@ -70,7 +70,7 @@ def test_a_text_without_the_words_is_ruled_out_and_one_with_them_is_not() -> Non
 
 @pytest.mark.parametrize("words", [secret_names.THINGS, secret_names.CODE_WORDS,
                                    secret_names.THINGS_ZH, secret_names.USES,
-                                   sensitive._LOGIN_NAMES, sensitive._PASSPORT])
+                                   named_details._LOGIN_NAMES, named_details._PASSPORT])
 def test_each_text_a_list_spells_holds_one_of_its_needed_words(words: str) -> None:
     needed = needed_words(words)
     for text in spelled(words):

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from matches import matches
 from registered import parse_spec
 
-from chatmem.config.settings import read_config_file
+from chatmem.config.loader import read_config_file
 from chatmem.errors import ChatmemError, ExitCode
 from chatmem.store import Store
-from chatmem.store.records import SESSION_NAME, check_session_name
+from chatmem.store.session_names import SESSION_NAME, check_session_name
 from chatmem.transcripts.reader import MAX_MESSAGE_CHARACTERS, parse_transcript
 
 JUNK = settings(max_examples=300, deadline=None,

@@ -36,8 +36,8 @@ from typer.core import TyperArgument, TyperOption
 
 from chatmem.cli import app
 from chatmem.cli.grammar import raw_text
+from chatmem.config.loader import ENV_KEYS
 from chatmem.config.schema import SCHEMA
-from chatmem.config.settings import ENV_KEYS
 from chatmem.store import Store
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from cli_runner import invoke
 
-from chatmem.render.report import html_report, nice_top
+from chatmem.render.report import html_report
+from chatmem.render.report_charts import nice_top
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAVEL = str(ROOT / "sessions" / "travel-zh.jsonl")

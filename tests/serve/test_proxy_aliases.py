@@ -14,7 +14,7 @@ pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
 from starlette.testclient import TestClient
 
-from chatmem.config.settings import load_settings
+from chatmem.config.loader import load_settings
 from chatmem.serve.proxy import build_app
 from chatmem.store import Store
 

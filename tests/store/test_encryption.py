@@ -19,7 +19,7 @@ from chatmem.config.settings import Settings
 from chatmem.errors import ExitCode, HistoryLocked, NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, cipher
-from chatmem.store.sqlite_backend import connect
+from chatmem.store.sqlite_files import connect
 
 pytestmark = needs_sqlcipher
 

@@ -14,7 +14,8 @@ from waiting import wait_until
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
-from chatmem.store.postgres_backend import PostgresBackend, translate
+from chatmem.store.postgres_backend import PostgresBackend
+from chatmem.store.postgres_placeholders import translate
 
 # -- placeholders ------------------------------------------------------------------------
 

@@ -8,12 +8,10 @@ import pytest
 from pg import NOW, PostgresServer, add_message, add_session, count
 
 from chatmem.errors import StoreError, StoreFailure
-from chatmem.store import postgres_schema
 from chatmem.store.postgres_backend import PostgresBackend
+from chatmem.store.postgres_policies import USER_TABLES
 
 # -- row ownership -----------------------------------------------------------------------
-
-USER_TABLES = postgres_schema.USER_TABLES
 
 
 def fill(b: PostgresBackend, name: str) -> int:

@@ -8,7 +8,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.store.records import SESSION_NAME, is_session_name, normal_name, session_name_of
+from chatmem.store.session_names import (
+    SESSION_NAME,
+    is_session_name,
+    normal_name,
+    session_name_of,
+)
 
 ids = st.one_of(st.text(min_size=1, max_size=120),
                 st.from_regex(SESSION_NAME, fullmatch=True),
@@ -58,7 +63,7 @@ def test_a_name_in_any_script_is_one_session_however_its_letters_were_composed(
 
 
 def test_a_name_made_from_free_text_keeps_each_letters_combining_marks() -> None:
-    from chatmem.store.records import session_name_from
+    from chatmem.store.session_names import session_name_from
 
     decomposed = unicodedata.normalize("NFD", "Tiếng Việt")
     assert session_name_from(decomposed) == "Tiếng-Việt"

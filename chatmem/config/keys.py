@@ -1,0 +1,82 @@
+"""The secrets settings point to, read when needed and never kept in the settings: the
+history file's key (CHATMEM_KEY or key_command's output) and an endpoint's API key."""
+
+from __future__ import annotations
+
+import os
+
+from chatmem.errors import ConfigError
+from chatmem.text import is_valid
+
+KEY_ENV = "CHATMEM_KEY"
+"""The history file's key; read when a file is opened, never copied into the settings."""
+
+
+def key_from(variable: str) -> str | None:
+    """A history key from environment variable `variable`, None if unset; ConfigError naming
+    the variable (never repeating the key) when it is not UTF-8 text, which SQLCipher's
+    key cannot be made from (it was a traceback, and a new history file left empty)."""
+    key = os.environ.get(variable)
+    if not key:
+        return None
+    if not is_valid(key):
+        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
+    return key
+
+
+def api_key_from(variable: str) -> str | None:
+    """The API key in environment variable `variable` (spaces around it dropped), None if
+    unset; ConfigError naming the variable, never repeating the key, when it cannot go in
+    an HTTP header (sent, it would fail as a garbled request, not as a bad key)."""
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        return None
+    if not is_valid(key):
+        raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
+    if not (key.isascii() and key.isprintable()):
+        raise ConfigError(f"{variable} holds a character no API key has (a key is printable "
+                          "ASCII): set it again, copied whole")
+    return key
+
+
+def run_key_command(command: str, timeout: float) -> str:
+    """What `command` prints on stdout, its line ending removed; KeyUnavailable otherwise.
+
+    stdin stays the terminal's, and stderr too when it is one: a password manager may
+    ask there. Elsewhere (a script, a pipe) its stderr is discarded, never quoted: a
+    failing command may print the key or a secret of its own there. The error says
+    the exit status and how to see why.
+    """
+    import subprocess
+    import sys
+
+    from chatmem.errors import KeyUnavailable
+
+    stderr = None if sys.stderr.isatty() else subprocess.DEVNULL
+    try:
+        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise KeyUnavailable(f"key_command gave no key within {timeout:g} s "
+                             "(key_command_timeout); nothing opened") from None
+    except OSError as e:
+        # The cause in words ("Permission denied"), never a Python exception name.
+        why = e.strerror or "the system could not start it"
+        raise KeyUnavailable(f"key_command could not run ({why}); no key, nothing opened"
+                             ) from None
+    if done.returncode != 0:
+        why = {127: "command not found, ", 126: "command not executable, "}.get(
+            done.returncode, "")
+        raise KeyUnavailable(f"key_command failed ({why}exit {done.returncode}); no key, "
+                             "nothing opened (its output is never shown: run the command in "
+                             "a terminal to see why)")
+    try:
+        key = done.stdout.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise KeyUnavailable("key_command printed bytes that are not UTF-8; nothing "
+                             "opened") from None
+    if not key:
+        raise KeyUnavailable("key_command printed no key; nothing opened")
+    if "\x00" in key:  # SQLCipher takes a key as a C string: it would end there
+        raise KeyUnavailable("key_command printed a NUL byte; nothing opened")
+    return key

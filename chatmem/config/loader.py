@@ -1,0 +1,169 @@
+"""Loading the settings: defaults < config file < environment < flags.
+
+The config file is TOML (see config.example.toml for every key). Unknown
+keys, wrong types and unknown strategies are errors naming the key and file
+(chatmem.config.schema): a typo must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chatmem.config.endpoint import parse_endpoint
+from chatmem.config.location import parse_location
+from chatmem.config.paths import chosen_config, default_config_path
+from chatmem.config.schema import Registered, check_provider_name, strategy_spec, validate
+from chatmem.config.sections import SECTIONS
+from chatmem.config.settings import (
+    DEFAULTS,
+    Settings,
+    Source,
+    SourceKind,
+    flat_keys,
+    for_model,
+)
+from chatmem.errors import ConfigError
+from chatmem.text import is_valid
+
+ENV_KEYS = {
+    "OPENAI_BASE_URL": "base_url",  # first, so CHATMEM_BASE_URL overrides it
+    "CHATMEM_PROVIDER": "provider",
+    "CHATMEM_MODEL": "model",
+    "CHATMEM_BASE_URL": "base_url",
+    "CHATMEM_STRATEGY": "strategy",
+    "CHATMEM_SYSTEM": "system",
+    "CHATMEM_DB": "db",
+    "CHATMEM_USER": "user",
+    "CHATMEM_HELPER_PROVIDER": "helper_provider",
+    "CHATMEM_HELPER_MODEL": "helper_model",
+}
+HELPER_ALIASES = {"summary.provider": "helper_provider", "summary.model": "helper_model"}
+"""Old spellings: [summary] provider/model chose the summarizer before helper_* chose the
+model for every strategy call (summaries and fact extraction)."""
+
+
+def read_config_file(path: Path, registered: Registered | None = None) -> dict[str, Any]:
+    data = read_toml(path, "config")
+    validate(path, data, registered)
+    return data
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables; ConfigError naming the file for anything that is not TOML text.
+
+    TOML is UTF-8 by definition; a table nested thousands deep exhausts the parser's
+    recursion (tomllib reads nesting recursively), which says nothing to a person.
+    """
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line} is not UTF-8 text (TOML is UTF-8: save the "
+                          "file as UTF-8)") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply"
+                          ) from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read {what}: {e.strerror}") from None
+
+
+def load_settings(
+    config_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    registered: Registered | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults, then the config file, then CHATMEM_* variables, then flags.
+
+    `registered` (see Registered) checks the names the file and the environment give;
+    the CLI passes the plugin registries. `flags` names the flag an override came from
+    where it is not `--KEY` (`{"db": "--from"}`). The history location and the endpoints
+    are parsed here, so a malformed one is an error naming where it came from before
+    anything opens."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    explicit = chosen_config(config_path, env)
+    path = explicit or default_config_path()
+    if explicit is not None and not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    if path.exists():
+        data = read_config_file(path, registered)
+        data = _with_helper_aliases(path, data)
+        for key, value in data.items():
+            if key in SECTIONS:
+                values[key] = dataclasses.replace(getattr(DEFAULTS, key), **value)
+            elif key in ("strategies", "prices", "templates"):
+                values[key] = {k: dict(v) for k, v in value.items()}
+            elif key == "aliases":
+                values[key] = dict(value)
+            else:
+                values[key] = value
+        values["source"] = path
+        sources.update(dict.fromkeys(flat_keys(data), Source(SourceKind.FILE, str(path))))
+        for key, value in flat_keys(data).items():
+            _check_url(key, value, f"{path}: key {key!r}")
+    for variable, key in ENV_KEYS.items():
+        if env.get(variable) and not is_valid(env[variable]):
+            raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
+        if env.get(variable):
+            _check_url(key, env[variable], variable)
+            values[key] = env[variable]
+            sources[key] = Source(SourceKind.ENV, variable)
+    for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
+        if registered is not None and env.get(variable):
+            check_provider_name(env[variable], registered, variable)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")
+            _check_url(key, value, flag)
+            values[key] = value
+            sources[key] = Source(SourceKind.FLAG, flag)
+    settings = Settings(**values, sources=sources)
+    if settings.model is not None:
+        settings = for_model(settings, settings.model, settings.source_of("model"))
+    settings = dataclasses.replace(settings,
+                                   helper_model=settings.model_named(settings.helper_model))
+    if ":" in settings.strategy:
+        # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
+        where = f"{settings.source_of('strategy')}: key 'strategy'"
+        name, own = strategy_spec(settings.strategy, where)
+        settings = dataclasses.replace(settings, strategy=name, strategies={
+            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}})
+    return settings
+
+
+URL_KEYS = {"db": parse_location, "base_url": parse_endpoint,
+            "embeddings.base_url": parse_endpoint}
+"""Settings that name a place (the history, a model's server): each value is parsed where it
+is read, so a malformed one is refused naming its file and key, variable or flag, even
+when a later source overrides it (a typo must never lie in wait)."""
+
+
+def _check_url(key: str, value: Any, origin: str) -> None:
+    if key in URL_KEYS and isinstance(value, str) and value:
+        URL_KEYS[key](value, origin)
+
+
+def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """[summary] provider/model read as helper_provider/helper_model, their one home now."""
+    summary = dict(data.get("summary", {}))
+    moved = {new: summary.pop(old.split(".")[1]) for old, new in HELPER_ALIASES.items()
+             if old.split(".")[1] in summary}
+    if not moved:
+        return data
+    for key, value in moved.items():
+        if key in data and data[key] != value:
+            old = next(o for o, n in HELPER_ALIASES.items() if n == key)
+            raise ConfigError(f"{path}: keys {old!r} and {key!r} disagree; {old!r} is the old "
+                              f"name of {key!r}: keep {key!r} only")
+    return {**data, **moved, "summary": summary}

@@ -1,0 +1,84 @@
+"""Session names: the one rule every name a session gets follows, the form a name is stored
+and looked up in, and a valid name made from free text or a client's conversation id."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+SESSION_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
+"""Letters of any script or digits first, then letters, digits, `.`, `-`, `_`, `+`; 64 at most.
+
+One rule for every name a session gets (chat, ask, /new, rename, fork, import,
+replay --save-as): a name is typed as a shell word and a REPL word and becomes
+an export's file name, so no spaces, no slashes, no leading dash or dot.
+"""
+
+
+def is_session_name(name: str) -> bool:
+    """Whether `name` follows SESSION_NAME, a letter's combining marks counted with it (the
+    vowel signs of हिंदी, the accent of an é typed as e and U+0301)."""
+    if not name or unicodedata.category(name[0]).startswith("M"):
+        return False
+    letters = "".join("a" if unicodedata.category(c).startswith("M") else c for c in name)
+    return SESSION_NAME.fullmatch(letters) is not None
+
+
+def normal_name(name: str) -> str:
+    """A session name as it is stored and looked up: NFC, so `José` is one session however
+    the keyboard composed its é."""
+    return unicodedata.normalize("NFC", name)
+
+
+def check_session_name(name: str) -> None:
+    from chatmem.errors import UsageError
+
+    if not name.strip():
+        raise UsageError("a session name cannot be empty")
+    if not is_session_name(name):
+        raise UsageError(
+            f"invalid session name {name!r}: use letters, digits, '-', '_', '.' or '+', starting "
+            "with a letter or digit, no spaces or '/', up to 64 characters (e.g. trip-b)")
+
+
+def session_name_from(text: str) -> str:
+    """A valid session name made from free text (a transcript's title, a file name): the
+    text itself when it is one, else its letters with their combining marks (हिन्दी, not
+    ह-न-द), every other run of characters a `-`."""
+    text = normal_name(text.strip())
+    if is_session_name(text):
+        return text
+    kept: list[str] = []
+    after_letter = False
+    for char in text:
+        if unicodedata.category(char).startswith("M"):
+            keep = after_letter
+        else:
+            after_letter = char.isalnum() or char == "_"
+            keep = after_letter or char in ".+-"
+        if keep:
+            kept.append(char)
+        elif kept[-1:] != ["-"]:
+            kept.append("-")
+    name = "".join(kept).strip("-._+")
+    end = 64
+    # Never cut between a letter and its marks: the name would show another letter.
+    while end < len(name) and unicodedata.category(name[end]).startswith("M"):
+        end -= 1
+    name = name[:end].rstrip("-._+")
+    return name or "session"
+
+
+def session_name_of(identifier: str) -> str:
+    """The session of a conversation id a client gives (a server's request): the id itself
+    when it is a valid session name, else one made from it and ending in a digest of the
+    exact id, so two ids never share a session (`session_name_from` alone would merge
+    `旅行` with `日记`, or two long ids with the same first 64 characters)."""
+    import hashlib
+
+    identifier = normal_name(identifier)
+    if is_session_name(identifier):
+        return identifier
+    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    stem = session_name_from(identifier)[:64 - len(digest) - 1].rstrip("-._+")
+    return f"{stem or 'session'}-{digest}"

@@ -1,0 +1,105 @@
+"""A history file on disk: creating it private, opening it (plain or SQLCipher), checking
+its key, folding its write-ahead log, and telling when another file has taken its path."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, cast
+
+from chatmem.errors import HistoryLocked, StoreError, StoreFailure
+from chatmem.store.result_codes import BUSY, primary_code
+
+BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another process's lock before SQLite says it is busy."""
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` readable by its owner only (0600), unless it exists.
+
+    SQLite gives the -wal and -shm files the mode of the database file.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise StoreError(f"{path}: cannot create it: {e.strerror}") from None
+
+
+def fold_wal(path: Path) -> None:
+    """Fold a plain file's write-ahead log into the file, so that the file alone is whole,
+    holding it alone: StoreError (BUSY) when another process has it open, which would go on
+    writing to it (a move would lose what it writes).
+
+    An encrypted file cannot be read without its key and is left as it is.
+    """
+    try:
+        connection = sqlite3.connect(path, timeout=0)
+        try:
+            connection.execute("PRAGMA locking_mode = EXCLUSIVE")
+            try:
+                connection.execute("BEGIN EXCLUSIVE")
+            except sqlite3.OperationalError as e:
+                if primary_code(e) in BUSY:
+                    raise StoreError(f"{path} is open in another chatmem process",
+                                     kind=StoreFailure.BUSY, location=str(path),
+                                     reason="open in another chatmem process") from None
+                raise
+            connection.execute("COMMIT")
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError:
+        pass
+    except sqlite3.Error as e:
+        raise StoreError(f"{path}: {e}", kind=StoreFailure.CANNOT_OPEN, location=str(path),
+                         reason=str(e)) from None
+
+
+def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+    """The raw SQLite connection to a history file (the one place a file is opened).
+
+    With a key it is a SQLCipher connection (chatmem.store.cipher), the key
+    already checked, that behaves and fails exactly as a sqlite3 one.
+    """
+    if key is None:
+        return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    from chatmem.store import cipher
+
+    conn: Any = cipher.open_encrypted(Path(path), key, BUSY_TIMEOUT_MS / 1000)
+    return cast(sqlite3.Connection, conn)
+
+
+def check_key(path: Path, key: str | None) -> str | None:
+    """The key to open `path` with (None: plaintext), or an error before anything is written.
+
+    An encrypted file needs the key; a plaintext one refuses a key rather than
+    be used unencrypted by someone who believes it is not. A new file is
+    created encrypted when a key is given.
+    """
+    from chatmem.store import cipher
+
+    kind = cipher.file_kind(path)
+    if kind == "encrypted" and key is None:
+        if not cipher.available():
+            raise HistoryLocked(f"{path} is encrypted: install SQLCipher support "
+                                f"({cipher.INSTALL_HINT}) and {cipher.KEY_HINT}", missing=True)
+        raise HistoryLocked(f"{path} is encrypted: {cipher.KEY_HINT}", missing=True)
+    if key is None or kind == "other":
+        return None  # "other" is refused by SQLite as "not a database"
+    if kind == "plain":
+        raise StoreError(f"{path} is not encrypted, but a key is set: `chatmem encrypt` "
+                         "encrypts it with that key (or unset CHATMEM_KEY and key_command)")
+    cipher.driver()  # the extra must be there before a new file is created
+    return key
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` (device and inode), None when there is none."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino

@@ -1,0 +1,327 @@
+"""Every change to the history file's schema since its first tables (chatmem.store.sqlite_tables),
+one function each, in the order they run (chatmem.store.schema runs them). A released one
+is never edited: a schema change is a new function at the end."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import sqlite_utils
+
+from chatmem.store.migrations import MigrationList
+
+Migration = Callable[[sqlite_utils.Database], None]
+UPGRADES: MigrationList[Migration] = MigrationList()
+migration = UPGRADES.add
+
+
+@migration
+def m002_recordings(db: sqlite_utils.Database) -> None:
+    """What a session was recorded with: its tokenizer, each turn's system prompt, its probes.
+
+    `session_prompts` holds the system prompt in effect from a turn on (a
+    `/system` mid-session adds a row), so inspect, replay and export use the
+    prompt each turn was sent with. `probes` keeps a transcript's probe lines
+    through an import, at the message position they were asked after.
+    """
+    db.executescript(
+        """
+        ALTER TABLE sessions ADD COLUMN tokenizer TEXT;
+        CREATE TABLE session_prompts (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            from_turn INTEGER NOT NULL,
+            system TEXT,
+            PRIMARY KEY (session_id, from_turn)
+        );
+        INSERT INTO session_prompts (session_id, from_turn, system)
+            SELECT id, 1, system FROM sessions;
+        UPDATE sessions SET tokenizer = (
+            SELECT t.tokenizer FROM turns t WHERE t.session_id = sessions.id
+            AND t.tokenizer IS NOT NULL ORDER BY t.number DESC LIMIT 1);
+        CREATE TABLE probes (
+            id INTEGER PRIMARY KEY,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            after_position INTEGER NOT NULL,
+            question TEXT NOT NULL,
+            expect_ids TEXT NOT NULL DEFAULT '[]',
+            expect_text TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE INDEX probes_session ON probes (session_id, after_position);
+        """
+    )
+
+
+@migration
+def m003_stemmed_index_and_vectors(db: sqlite_utils.Database) -> None:
+    """English words stemmed in the full-text index; message vectors per embedding model.
+
+    The index keeps its precomputed terms (CJK bigrams pass through Porter
+    unchanged); only the tokenizer that reads them changes, so the rows are
+    copied, not recomputed. Vectors are keyed by message and model, so a
+    model change never mixes two models' vectors.
+    """
+    db.executescript(
+        """
+        CREATE VIRTUAL TABLE messages_fts_stemmed USING fts5(terms, tokenize='porter unicode61');
+        INSERT INTO messages_fts_stemmed (rowid, terms) SELECT rowid, terms FROM messages_fts;
+        DROP TABLE messages_fts;
+        ALTER TABLE messages_fts_stemmed RENAME TO messages_fts;
+        CREATE TABLE message_vectors (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            context_vector BLOB NOT NULL,
+            PRIMARY KEY (model, message_id)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@migration
+def m004_fact_provenance(db: sqlite_utils.Database) -> None:
+    """Where each fact was stated (session and turn), and the values it had before.
+
+    A newer value replaces a fact's value; the older one moves to `fact_history`
+    with where it was stated, so `facts list` can show what changed and a purge
+    of the fact erases its history too (ON DELETE CASCADE).
+    """
+    db.executescript(
+        """
+        ALTER TABLE facts ADD COLUMN source_session_id INTEGER
+            REFERENCES sessions(id) ON DELETE SET NULL;
+        UPDATE facts SET source_session_id = (
+            SELECT m.session_id FROM messages m WHERE m.id = facts.source_message_id)
+            WHERE source_message_id IS NOT NULL;
+        UPDATE facts SET source_session_id = session_id
+            WHERE source_session_id IS NULL AND scope = 'session';
+        CREATE TABLE fact_history (
+            id INTEGER PRIMARY KEY,
+            fact_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+            source_turn INTEGER,
+            stated_at TEXT NOT NULL,
+            replaced_at TEXT NOT NULL
+        );
+        CREATE INDEX fact_history_fact ON fact_history (fact_id);
+        """
+    )
+
+
+@migration
+def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
+    """Indexes for every query a turn runs, and turn contexts that refer to stored messages.
+
+    facts_session: a session's facts without reading every session's; the
+    others let deleting messages (a session) find the rows pointing at them.
+    Existing turns are rewritten in storage format 2 (chatmem.store.contexts),
+    which `inspect` reads back as exactly the same context.
+    """
+    from chatmem.store import contexts
+
+    for statement in (
+        "CREATE INDEX facts_session ON facts (session_id)",
+        "CREATE INDEX facts_source_message ON facts (source_message_id)",
+        "CREATE INDEX facts_source_session ON facts (source_session_id)",
+        "CREATE INDEX turns_user_message ON turns (user_message_id)",
+        "CREATE INDEX turns_assistant_message ON turns (assistant_message_id)",
+    ):
+        db.execute(statement)
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, session_id, tokenizer, context FROM turns WHERE id > ? ORDER BY id"
+            " LIMIT 200", [last],
+        ).fetchall()
+        if not rows:
+            break
+        for turn_id, session_id, tokenizer, context in rows:
+            stored = contexts.compact(db.conn, session_id, tokenizer, json.loads(context))
+            db.execute("UPDATE turns SET context = ? WHERE id = ?",
+                       [json.dumps(stored, ensure_ascii=False), turn_id])
+        last = rows[-1][0]
+
+
+@migration
+def m006_retention(db: sqlite_utils.Database) -> None:
+    """Retention: a session's own retention, a fact's own expiry and when a context last used it.
+
+    `sessions.retention_days`: NULL follows the config's retention_days, 0 keeps
+    the session for good, N deletes it once idle for N days. `facts.expires_at`
+    is the end a user gave a fact (/remember --for 7d); `facts.used_at` is when a
+    context last sent it, so a fact that is read lives on ("read extends life").
+    """
+    db.executescript(
+        """
+        ALTER TABLE sessions ADD COLUMN retention_days INTEGER;
+        ALTER TABLE facts ADD COLUMN expires_at TEXT;
+        ALTER TABLE facts ADD COLUMN used_at TEXT;
+        CREATE INDEX sessions_updated ON sessions (updated_at);
+        """
+    )
+
+
+@migration
+def m007_sitting_gaps(db: sqlite_utils.Database) -> None:
+    """The pause before each message, so recall finds where sittings start through an index.
+
+    `messages.gap_s` is the seconds since the session's previous message
+    (infinity for the first one, or where a time cannot be read); the
+    (session, gap) index lists a session's sitting starts without reading its
+    messages. Existing rows are filled in the first time recall reads the
+    session (as are a fork's copies), so upgrading a file costs nothing.
+    """
+    db.executescript(
+        """
+        ALTER TABLE messages ADD COLUMN gap_s REAL;
+        CREATE INDEX messages_sittings ON messages (session_id, gap_s);
+        """
+    )
+
+
+@migration
+def m008_rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
+    """A local model's rendered prompt stored as template text and references to messages.
+
+    `turns.rendered` holds the pieces (chatmem.store.rendered) and
+    `rendered_prompt` is then NULL; a prompt that cannot be referenced stays
+    whole in `rendered_prompt`. Existing turns are converted in batches; each
+    reads back byte for byte or is left as it was.
+    """
+    from chatmem.store import rendered
+    from chatmem.store.records import json_text
+
+    db.execute("ALTER TABLE turns ADD COLUMN rendered TEXT")
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, session_id, context, rendered_prompt FROM turns"
+            " WHERE id > ? AND rendered_prompt IS NOT NULL ORDER BY id LIMIT 200", [last],
+        ).fetchall()
+        if not rows:
+            break
+        for turn_id, session_id, context, text in rows:
+            try:
+                stored = json.loads(context)
+            except ValueError:
+                continue  # a damaged row stays as it is; reading it says so
+            pieces = rendered.compact_stored(db.conn, session_id, stored, text)
+            if pieces is not None:
+                db.execute("UPDATE turns SET rendered_prompt = NULL, rendered = ? WHERE id = ?",
+                           [json_text(pieces), turn_id])
+        last = rows[-1][0]
+
+
+@migration
+def m009_superseded_turns(db: sqlite_utils.Database) -> None:
+    """Turns replaced by /retry or /edit-last: kept, inspectable, out of memory.
+
+    `messages.superseded` (0/1) takes a replaced turn's messages out of every
+    history, recall and memory read while they stay stored; `turns.superseded_by`
+    is the number of the turn that replaced it, which `inspect` names.
+    """
+    db.executescript(
+        """
+        ALTER TABLE messages ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN superseded_by INTEGER;
+        """
+    )
+
+
+@migration
+def m010_vector_cache(db: sqlite_utils.Database) -> None:
+    """Stored vectors found by the text they embed, so a text is embedded once per model.
+
+    `digest` is the sha256 of the exact text (a message's own text, or its
+    context text when `context` is 1); the vector itself stays in
+    `message_vectors`, so the cache costs no second copy, and a message's
+    deletion (cascade) or erased vectors (redaction) take its entries along.
+    """
+    db.executescript(
+        """
+        CREATE TABLE vector_cache (
+            model TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            context INTEGER NOT NULL,
+            PRIMARY KEY (model, digest)
+        ) WITHOUT ROWID;
+        CREATE INDEX vector_cache_message ON vector_cache (message_id);
+        """
+    )
+
+
+@migration
+def m011_index_leases(db: sqlite_utils.Database) -> None:
+    """Who embeds a session's backlog (chatmem.store.leases): one lease per session and
+    model, so a chat leaves to a running `chatmem index` what it is embedding."""
+    db.executescript(
+        """
+        CREATE TABLE index_leases (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            heartbeat_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, model)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@migration
+def m012_images(db: sqlite_utils.Database) -> None:
+    """Images attached to messages (issue 30): kept once per session by the sha256 of their
+    bytes, which a turn's context names; erased with their session."""
+    db.executescript(
+        """
+        CREATE TABLE images (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            digest TEXT NOT NULL,
+            mime TEXT NOT NULL,
+            width INTEGER NOT NULL,
+            height INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, digest)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@migration
+def m013_session_erasures(db: sqlite_utils.Database) -> None:
+    """`sessions.erasures` counts the changes that took text out of a session's memory (a
+    purge rewriting its messages, a turn replaced or put back), so an engine kept open,
+    in this process or another, knows its caches may hold what is gone."""
+    db.execute("ALTER TABLE sessions ADD COLUMN erasures INTEGER NOT NULL DEFAULT 0")
+
+
+REINDEXED_AT_ONCE = 500
+"""Messages one step of m014 reads: an upgrade's memory stays bounded however long the
+history."""
+
+
+@migration
+def m014_folded_words(db: sqlite_utils.Database) -> None:
+    """Index entries as fts.index_text makes them now: words with combining marks (Hindi,
+    Thai, Arabic harakat) one term, full-width ASCII as ASCII, Thai-like runs as bigrams,
+    and each run's last character alone, so a one-character word (猫) is found.
+
+    Only the messages whose terms change are written (fts.indexed_differently)."""
+    from chatmem import fts
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                          [last, REINDEXED_AT_ONCE]).fetchall()
+        if not rows:
+            return
+        db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
+                            [(fts.index_text(content), message_id) for message_id, content
+                             in rows if content and fts.indexed_differently(content)])
+        last = rows[-1][0]
