@@ -325,3 +325,44 @@ def m014_folded_words(db: sqlite_utils.Database) -> None:
                             [(fts.index_text(content), message_id) for message_id, content
                              in rows if content and fts.indexed_differently(content)])
         last = rows[-1][0]
+
+
+@migration
+def m015_fact_ids_never_reused(db: sqlite_utils.Database) -> None:
+    """A fact's id names it for good: `facts` takes AUTOINCREMENT, so the id of a fact
+    erased (a purge, a deleted session, retention) is never given to the next one. A stale
+    id (`facts forget ID`, MCP's forget) then finds no fact rather than another session's.
+    PostgreSQL's sequence never reused one.
+
+    SQLite cannot add AUTOINCREMENT to a table: `facts` is made again from its own
+    definition, and `fact_history`, which refers to it, with it; ids and rows as they were.
+    Inside the upgrade's transaction, foreign keys stay on: each table is copied before
+    the one it refers to is dropped, so no ON DELETE CASCADE runs."""
+    import re
+
+    def definition(table: str) -> str:
+        return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                              [table]).fetchone()[0])
+
+    indexes = [sql for (sql,) in db.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        " AND tbl_name IN ('facts', 'fact_history')").fetchall()]
+    facts = re.sub(r"^CREATE TABLE \"?facts\"? \(", 'CREATE TABLE "facts_m015" (',
+                   definition("facts"))
+    facts = re.sub(r"\bid INTEGER PRIMARY KEY\b", "id INTEGER PRIMARY KEY AUTOINCREMENT",
+                   facts, count=1)
+    history = re.sub(r"^CREATE TABLE \"?fact_history\"? \(",
+                     'CREATE TABLE "fact_history_m015" (', definition("fact_history"))
+    history = re.sub(r"REFERENCES \"?facts\"?\s*\(id\)", 'REFERENCES "facts_m015"(id)',
+                     history)
+    db.execute(facts)
+    db.execute("INSERT INTO facts_m015 SELECT * FROM facts")
+    db.execute(history)
+    db.execute("INSERT INTO fact_history_m015 SELECT * FROM fact_history")
+    db.execute("DROP TABLE fact_history")
+    db.execute("DROP TABLE facts")
+    # Renamed, fact_history_m015's reference follows: it names facts.
+    db.execute('ALTER TABLE facts_m015 RENAME TO facts')
+    db.execute('ALTER TABLE fact_history_m015 RENAME TO fact_history')
+    for sql in indexes:
+        db.execute(sql)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 import sqlite_utils
 from conftest import History
 from matches import matches
 from sqlite_utils.migrations import Migrations
 
-from chatmem.store import Store
+from chatmem.errors import NotFound
+from chatmem.store import FactScope, Store
 from chatmem.store.schema import MIGRATIONS, pending_migrations
 
 
@@ -105,3 +107,50 @@ def test_an_old_historys_messages_are_found_after_the_upgrade(history: History) 
         assert found("ORD7731") == ["订单ＯＲＤ７７３１"]
         # A message whose terms did not change is not written again.
         assert found("kept") == ["plain words"]
+
+
+def test_an_erased_facts_id_is_never_given_to_another(history: History) -> None:
+    """A stale id (MCP's forget, `facts forget ID`) erased another session's fact: SQLite gave
+    the next fact the id of the one just erased."""
+    with history.open() as store:
+        甲 = store.sessions.create_session("甲", "entity")
+        乙 = store.sessions.create_session("乙", "entity")
+        first = store.facts.upsert_fact("电话备注", "找王经理", scope=FactScope.SESSION,
+                                        session_id=甲.id)
+        store.facts.forget_fact(first.id, purge=True)
+        second = store.facts.upsert_fact("航班号", "MU5137", scope=FactScope.SESSION,
+                                         session_id=乙.id)
+        assert second.id > first.id
+        with pytest.raises(NotFound):
+            store.facts.fact(first.id)
+
+
+def test_the_upgrade_keeps_every_fact_its_history_and_ids(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    made_by_sqlite_utils(path, len(MIGRATIONS) - 1)
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        INSERT INTO facts (id, scope, "user", key, value, created_at, updated_at)
+            VALUES (3, 'user', 'me', '城市', '杭州', '2026-01-05', '2026-01-06'),
+                   (7, 'user', 'me', 'pet', 'cat', '2026-01-05', '2026-01-05');
+        INSERT INTO fact_history (fact_id, key, value, stated_at, replaced_at)
+            VALUES (3, '城市', '上海', '2026-01-04', '2026-01-06');
+        DELETE FROM facts WHERE id = 7;""")
+    conn.commit()
+    before = conn.execute("SELECT * FROM facts").fetchall()
+    conn.close()
+    with Store(path) as store:
+        assert store.facts.fact(3).value == "杭州"
+        assert [h.value for h in store.facts.fact_history([3])[3]] == ["上海"]
+        fresh = store.facts.upsert_fact("language", "中文", scope=FactScope.USER, user="me")
+        assert fresh.id == 4  # the ids a file gave before the upgrade are not known to it
+        store.facts.forget_fact(fresh.id, purge=True)
+        assert store.facts.upsert_fact("tea", "绿茶", scope=FactScope.USER, user="me").id == 5
+        store.facts.forget_fact(3, purge=True)  # its history goes with it, as before
+        assert store.facts.fact_history([3]) == {}
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert before == [(3, "user", "me", None, "城市", "杭州", None, None, "2026-01-05",
+                       "2026-01-06", None, None, None, None)]
+    conn.close()
