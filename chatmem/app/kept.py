@@ -5,8 +5,8 @@ once: opening the file, the engine, and recall's first reads (every vector, the 
 first look, the token counts). A kept conversation is a workspace and an engine on a thread
 of its own (a SQLite connection stays on the thread that opened it): its requests run there,
 one at a time, as the turns of a chat do. The engine notices what other processes take out
-of the session's memory (`Engine.follow_erasures`); a session deleted meanwhile is opened
-anew, as a fresh request would.
+of the session's memory (`Engine.follow_erasures`); a session deleted, renamed or
+reconfigured meanwhile is opened anew, as a fresh request would.
 """
 
 from __future__ import annotations
@@ -90,6 +90,10 @@ class KeptConversation:
         if self._opened is not None:
             try:
                 self._opened[1].follow_erasures()
+                if self._opened[1].changed_elsewhere():
+                    # Renamed, or reconfigured (/strategy, /system in a chat): the request
+                    # goes where, and runs as, a request opening it afresh would.
+                    self._close()
             except NotFound:
                 self._close()  # deleted by another process: opened anew, as new
         if self._opened is None:

@@ -198,6 +198,14 @@ class Engine(Generic[StoreT]):
             self.state.caches.clear()
             self.indexing.abandon()
 
+    def changed_elsewhere(self) -> bool:
+        """Whether another process renamed the session or changed its strategy, parameters
+        or system prompt since this engine last read or wrote them: an engine kept open (a
+        server's) is then opened anew, as a request opening the session afresh would."""
+        now, mine = self.store.sessions.session_by_id(self.session.id), self.session
+        return (now.name, now.strategy, now.params, now.system) != (
+            mine.name, mine.strategy, mine.params, mine.system)
+
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy
         self._caught_up = False

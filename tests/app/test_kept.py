@@ -147,6 +147,36 @@ def test_a_session_deleted_by_another_connection_is_opened_anew(
         assert first.content == "after the delete"
 
 
+def test_a_session_renamed_or_reconfigured_by_another_connection_is_opened_anew(
+        settings: Settings, db_path: Path) -> None:
+    """A server kept writing conversation 改名 into the session renamed 旧名, and kept the
+    strategy and system prompt another front end had changed (/strategy, /system) for as
+    long as it ran."""
+    opener, kept = Opener(settings), KeptConversations()
+
+    def configured(ws: Workspace, engine: Engine[Store]) -> tuple[str, str, str | None]:
+        return engine.strategy.name, engine.session.name, engine.session.system
+
+    try:
+        opener.run(kept, "改名", turn("第一句"))
+        with Store(db_path) as other:
+            other.sessions.rename_session("改名", "旧名")
+        assert opener.run(kept, "改名", turn("改名以后"))[0] == 1  # a session of that name
+        with Store(db_path) as other:
+            session = other.sessions.session("改名")
+            other.sessions.update_session(session.id, strategy="summary-buffer",
+                                          params={}, system="你是一个导游。")
+        assert opener.run(kept, "改名", configured) == ("summary-buffer", "改名", "你是一个导游。")
+        assert opener.run(kept, "改名", configured) == ("summary-buffer", "改名", "你是一个导游。")
+    finally:
+        kept.close()
+    assert opener.opened == {"改名": 3}
+    with Store(db_path) as store:
+        said = {name: [m.content for m in store.history.messages(
+            store.sessions.session(name).id) if m.role == "user"] for name in ("旧名", "改名")}
+    assert said == {"旧名": ["第一句"], "改名": ["改名以后"]}
+
+
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 def test_a_history_file_deleted_or_replaced_is_opened_anew_not_written_unseen(
         settings: Settings, db_path: Path, how: str) -> None:
