@@ -11,7 +11,10 @@ is a SafeConsole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from chatmem.render.terminal import Printable, printable
@@ -77,12 +80,33 @@ class ReplyWriter:
 
     def end(self) -> None:
         """The reply is complete or cut: draw it whole, end its line. Once, and only after
-        something was written."""
+        something was written. A Ctrl-C meanwhile is held until the drawing has stopped
+        (then raised): one that broke into `stop` left the display redrawing the reply
+        for good, over the next turns (a long reply's last draw takes seconds)."""
         if self.ended or not self.written:
             return
         self.ended = True
-        for live in self.lives:
-            live.stop()  # the last draw shows the whole reply, however tall
+        with _interrupt_held():
+            for live in self.lives:
+                live.stop()  # the last draw shows the whole reply, however tall
         for console in self.plain:
             console.file.write("\n")
             console.file.flush()
+
+
+@contextmanager
+def _interrupt_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held until the block is done, then raised; as it is off the main
+    thread, where no signal arrives."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT,
+                      signal.default_int_handler if previous is None else previous)
+    if held:
+        raise KeyboardInterrupt

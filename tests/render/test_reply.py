@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import io
+import os
 import re
+import signal
+import threading
+import time
 
+import pytest
 from rich.console import Console
+from waiting import HANG, wait_until
 
 from chatmem.render.reply import ReplyWriter
 from chatmem.render.terminal import SafeConsole
@@ -64,3 +70,50 @@ def test_nothing_written_nothing_ended() -> None:
     out, screen = console(terminal=True)
     ReplyWriter([out], markdown=True).end()
     assert screen.getvalue() == ""
+
+
+def test_a_ctrl_c_while_a_long_reply_is_drawn_stops_the_drawing_then_cancels(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that broke into the display's stop (waiting while it drew a 1.8 M-character
+    reply) left it redrawing that reply for good, over the next turns, at 70 % CPU."""
+    import chatmem.render.reply as reply
+
+    drawing, drawn = threading.Event(), threading.Event()
+    real = reply.printable
+
+    def slow_off_the_main_thread(text: str) -> str:
+        if threading.current_thread() is not threading.main_thread() and not drawn.is_set():
+            drawing.set()
+            drawn.wait(HANG)  # the display's own redraw, holding its lock, takes a while
+        return real(text)
+
+    monkeypatch.setattr(reply, "printable", slow_off_the_main_thread)
+    screen, _ = console(terminal=True)
+    writer = ReplyWriter([screen], markdown=True)
+    writer.write("很长的回复 a long reply " * 50)
+    wait_until(drawing.is_set, "the display redraws the reply")
+    stopping = threading.Event()
+    live = writer.lives[0]
+    stop = live.stop
+
+    def stop_seen() -> None:
+        stopping.set()
+        stop()
+
+    monkeypatch.setattr(live, "stop", stop_seen)
+
+    def press_ctrl_c() -> None:
+        stopping.wait(HANG)
+        time.sleep(0.1)  # end() waits for the redraw now, or is about to
+        os.kill(os.getpid(), signal.SIGINT)
+        drawn.set()
+
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    with pytest.raises(KeyboardInterrupt):
+        writer.end()
+    presser.join(HANG)
+    assert not live.is_started
+    wait_until(lambda: not [t for t in threading.enumerate()
+                            if "Refresh" in type(t).__name__ and t.is_alive()],
+               "the display stops redrawing")
