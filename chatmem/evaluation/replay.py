@@ -17,6 +17,7 @@ reported then.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
-from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
+from chatmem.errors import ChatmemError, RepeatedStrategy, StoreError, StrategyError
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.memory.context import Context
 from chatmem.memory.registry import StrategyRegistry
@@ -214,14 +215,29 @@ def replay(
                        strategies or load_registries().strategies, embedder, probes_only)
     steps = plan(transcript, keep_replies)
     runs = []
+    saved: list[str] = []
     for spec, name in zip(specs, names, strict=True):
         if name and store is not None:
-            runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
+            saved.append(name)
+            try:
+                runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
+            except BaseException:
+                # Ctrl-C or an error: a session saved halfway looks finished in every listing,
+                # and keeps its name from the next run. What was saved is what was printed:
+                # nothing, so none of it stays.
+                _discard(store, saved)
+                raise
         else:
             with Store(":memory:") as scratch:
                 seed_user_facts(scratch, user, user_facts)
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     return runs
+
+
+def _discard(store: TurnStore, names: Sequence[str]) -> None:
+    for name in names:
+        with suppress(ChatmemError):
+            store.sessions.delete_session(name)
 
 
 def seed_user_facts(store: MemoryStore, user: str | None, facts: Sequence[FactRecord]) -> None:
@@ -261,8 +277,12 @@ def _run_one(
     progress: Progress | None,
 ) -> StrategyRun:
     engine, run, stored_ids = _start(transcript, spec, store, name, options)
-    for step in _with_progress(steps, spec.label, progress):
-        _play(engine, step, run, stored_ids, options)
+    try:
+        for step in _with_progress(steps, spec.label, progress):
+            _play(engine, step, run, stored_ids, options)
+    except BaseException:
+        engine.indexing.abandon()  # what it has not stored is of a run that does not stand
+        raise
     _finish(engine, run, options.user)
     return run
 

@@ -205,6 +205,8 @@ class SessionRepository(Protocol):
 
     def discard_empty_session(self, session_id: int) -> None: ...
 
+    def delete_session(self, name: str) -> None: ...
+
 
 class TurnRepository(Protocol):
     """A turn's row, from recorded to committed, or hidden by the turn that replaces it

@@ -329,3 +329,27 @@ def test_expected_text_is_found_as_the_word_index_reads_it(tmp_path: Path) -> No
                             TextReason("输入"))))
     probe = Probe("订单号？", (), ("ord7731", "cafe zurich", "ORD-9999"), 1)
     assert score_probe(probe, context, {}, 1).found_text == ["ord7731", "cafe zurich"]
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, StoreError])
+def test_a_save_as_stopped_halfway_keeps_no_session_and_the_name_is_free_again(
+        store: Store, stop: type[BaseException]) -> None:
+    """Ctrl-C (or an error) in `replay --save-as` left a session of 1,286 of 10,000 messages
+    that every listing showed as finished, and the name refused the next run."""
+    t = parse_transcript(transcript(*[{"role": role, "content": f"第{i}句 {role} {i}"}
+                                      for i in range(1, 9) for role in ("user", "assistant")]))
+
+    def stopped_at_the_second_strategys_fifth_step(label: str, done: int, total: int) -> None:
+        if label == "window k=2" and done == 5:
+            raise stop("stopped 中断") if stop is StoreError else stop()
+
+    with pytest.raises(stop):
+        replay(t, [parse_spec("buffer"), parse_spec("window:k=2")],
+               chat_provider=ScriptedProvider(), store=store, save_as="半途",
+               progress=stopped_at_the_second_strategys_fifth_step)
+    assert [s["name"] for s in store.sessions.list_sessions()] == []
+    runs = replay(t, [parse_spec("buffer"), parse_spec("window:k=2")],
+                  chat_provider=ScriptedProvider(), store=store, save_as="半途")
+    assert [r.session for r in runs] == ["半途-buffer", "半途-window-k-2"]
+    assert sorted(s["name"] for s in store.sessions.list_sessions()) == [
+        "半途-buffer", "半途-window-k-2"]
