@@ -19,6 +19,9 @@ def missing_permission(path: Path, *, write: bool) -> str | None:
     the file whenever it opens one in WAL mode, so the folder must be writable then too.
     """
     folder = path.parent if str(path.parent) else Path(".")
+    if (write or not path.exists()) and _read_only_file_system(folder):
+        # os.access says no write for a read-only mount too, whatever the mode allows.
+        return f"its folder {folder} is on a file system mounted read-only"
     if not os.access(folder, os.X_OK):
         return f"you lack search (x) permission on its folder {folder}{_mode(folder)}"
     if path.exists():
@@ -28,6 +31,9 @@ def missing_permission(path: Path, *, write: bool) -> str | None:
             return f"you lack write permission on the file{_mode(path)}"
         beside = [Path(f"{path}-{suffix}") for suffix in ("wal", "shm")]
         if not os.access(folder, os.W_OK) and not all(p.exists() for p in beside):
+            if _read_only_file_system(folder):
+                return (f"its folder {folder} is on a file system mounted read-only, where "
+                        f"SQLite must keep {path.name}-wal and {path.name}-shm")
             return (f"you lack write permission on its folder {folder}{_mode(folder)}, where "
                     f"SQLite keeps {path.name}-wal and {path.name}-shm")
         for other in beside:
@@ -46,3 +52,10 @@ def _mode(path: Path) -> str:
     except OSError:
         return ""
     return f" (mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid})"
+
+
+def _read_only_file_system(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False

@@ -93,3 +93,33 @@ def test_nothing_is_missing_for_a_file_the_user_may_use(tmp_path: Path) -> None:
     assert missing_permission(db, write=True) is None
     assert missing_permission(tmp_path / "new.db", write=True) is None
     assert stat.S_IMODE(tmp_path.stat().st_mode) & 0o700 == 0o700
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs of the test's own, which the test can make read-only (needs root)."""
+    where = tmp_path / "介质"
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)],
+            capture_output=True, check=False).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root and mount)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], capture_output=True, check=False)
+
+
+def test_a_history_on_a_read_only_file_system_says_so(mounted: Path) -> None:
+    """It said 'you lack write permission on its folder (mode drwxrwxrwt)', a mode that
+    grants write to everyone, as root: the mount was read-only."""
+    db = history(mounted)
+    before = db.read_bytes()
+    subprocess.run(["mount", "-o", "remount,ro", str(mounted)], check=True)
+    for args in (("sessions", "list"), ("ask", "s", "再问一次", "--provider", "scripted")):
+        done = invoke(*args, "--db", str(db))
+        assert done.exit_code != 0
+        assert done.stderr == (f"error: {db}: cannot open it: its folder {mounted} is on a file"
+                               " system mounted read-only, where SQLite must keep h.db-wal and"
+                               " h.db-shm\n")
+    assert db.read_bytes() == before
