@@ -4,7 +4,9 @@ errors as one line on stderr with their exit code."""
 from __future__ import annotations
 
 import functools
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,6 +45,7 @@ def handles_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         warn_about_plugins()
+        on_ctrl_c = signal.getsignal(signal.SIGINT) if _on_main_thread() else None
         try:
             return func(*args, **kwargs)
         except NoModelAtAll as e:
@@ -62,8 +65,24 @@ def handles_errors(func: F) -> F:
 
             consoles()[1].print(notice_line("interrupted"), soft_wrap=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        finally:
+            if on_ctrl_c is not None:
+                signal.signal(signal.SIGINT, on_ctrl_c)  # as `done_for_good` found it
 
     return wrapper  # type: ignore[return-value]
+
+
+def done_for_good() -> None:
+    """The command's work is committed and cannot be undone: from here on Ctrl-C is ignored
+    while it says what it did. Else a rekey, erasure or saved replay that was done printed
+    its line and exited 130, or said only "interrupted" (a script then retried a rekey with
+    the old key). `handles_errors` puts Ctrl-C back as it was when the command ends."""
+    if _on_main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 LISTING = {"sessions": "chatmem sessions list", "strategies": "chatmem strategies"}

@@ -10,7 +10,7 @@ import typer
 from chatmem.cli.completion import session_names
 from chatmem.cli.opening import ask_key, erasure_done, open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
-from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.cli.output import consoles, done_for_good, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -90,6 +90,7 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     path = _existing(settings)
     check_encryptable(path)  # before a key is asked for: nobody types a key for nothing
     encrypt_file(path, _new_key(settings, str(path)))
+    done_for_good()
     consoles()[1].print(f"encrypted {path} ({_size(path)}); keep the key safe: without it "
                         "the history cannot be read", markup=False, soft_wrap=True)
 
@@ -107,6 +108,7 @@ def decrypt(db: DbOption = None, config: ConfigOption = None) -> None:
 
     path, key = _encrypted(config, db)
     decrypt_file(path, key)
+    done_for_good()
     consoles()[1].print(f"decrypted {path}: it is a plain SQLite file now; unset "
                         "CHATMEM_KEY and key_command", markup=False, soft_wrap=True)
 
@@ -123,6 +125,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
     path, key = _encrypted(config, db, "; `chatmem encrypt` encrypts it")
     rekey_file(path, key, _new_key(None, str(path)))
+    done_for_good()
     consoles()[1].print(f"re-encrypted {path} under the new key; use it from now on "
                         "(CHATMEM_KEY or key_command)", markup=False, soft_wrap=True)
 
@@ -180,6 +183,7 @@ def prune(
     now = utc_now()
     with open_workspace(settings, create=False) as ws:
         erased = prune_history(ws, now, retention_days=days, dry_run=dry_run)
+        done_for_good()
         done = erasure_done(vacuums(ws))
     if json_out:
         print_json(erased.to_json(now))
@@ -279,5 +283,6 @@ def forget_me(
                 " for good?"):
             raise typer.Exit(1)
         erased = forget_profile(ws, profile)
+        done_for_good()
         done = erasure_done(vacuums(ws))
     err.print(f"{erased.summary()} of user {profile}; {done}", markup=False, soft_wrap=True)

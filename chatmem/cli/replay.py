@@ -18,7 +18,13 @@ from chatmem.cli.options import (
     ProviderOption,
     parse_params,
 )
-from chatmem.cli.output import consoles, handles_errors, print_json, warn_if_dated_back
+from chatmem.cli.output import (
+    consoles,
+    done_for_good,
+    handles_errors,
+    print_json,
+    warn_if_dated_back,
+)
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
@@ -99,10 +105,13 @@ def _run(
         warn_if_dated_back(transcript)
         steps = len(transcript.items) * len(specs) if show_progress else 0
         with progress_bar(steps) as progress:
-            return compare_strategies(ws, transcript, specs, source=source, keep=keep,
-                                      explicit=explicit, with_user_facts=with_user_facts,
-                                      save_as=save_as, answer=answer, probes_only=probes_only,
-                                      progress=progress)
+            compared = compare_strategies(ws, transcript, specs, source=source, keep=keep,
+                                          explicit=explicit, with_user_facts=with_user_facts,
+                                          save_as=save_as, answer=answer,
+                                          probes_only=probes_only, progress=progress)
+        if save_as:
+            done_for_good()  # the sessions are saved: what is left is saying so
+        return compared
 
 
 @handles_errors
