@@ -111,6 +111,15 @@ class ConfigError(UsageError):
     pass
 
 
+class RequestError(UsageError):
+    """A request to `chatmem serve` chatmem cannot take as a turn; `param` names the field
+    (OpenAI's error shape has one)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class StrategyError(UsageError):
     pass
 

@@ -318,3 +318,26 @@ def test_the_print_and_rich_checks_see_what_they_forbid(tmp_path: Path) -> None:
         ("rich.table", "Table")]
     assert third_party_imports(module, "tiktoken") == [("tiktoken", "")]
     assert printers(module) == ["print() at line 6", "sys.stderr.write at line 7"]
+
+
+def error_classes_outside(errors: Path, path: Path) -> list[str]:
+    """Classes a module derives from one of chatmem.errors' exceptions."""
+    ours = {node.name for node in ast.walk(ast.parse(errors.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef)}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef):
+            bases = {b.id if isinstance(b, ast.Name) else b.attr
+                     for b in node.bases if isinstance(b, ast.Name | ast.Attribute)}
+            if bases & ours:
+                found.append(node.name)
+    return found
+
+
+def test_every_chatmem_error_is_in_errors() -> None:
+    """One exception hierarchy, in one module: a front end words and maps (to an exit code,
+    an HTTP status) what it can see there."""
+    errors = PATHS["chatmem.errors"]
+    outside = {m: error_classes_outside(errors, p) for m, p in PATHS.items()
+               if m != "chatmem.errors"}
+    assert {m: found for m, found in outside.items() if found} == {}

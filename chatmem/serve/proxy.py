@@ -45,11 +45,12 @@ from chatmem.errors import (
     ProviderNotFound,
     ProviderRateLimited,
     ProviderTimeout,
+    RequestError,
     TurnNotReplaceable,
     UsageError,
 )
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
-from chatmem.serve.requests import ClientError, TurnAsked, read_request
+from chatmem.serve.requests import TurnAsked, read_request
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import ModelPool, Workspace
@@ -98,7 +99,7 @@ async def not_served(request: Request, error: Exception) -> Response:
     shows its message; Starlette's own is a bare "Not Found")."""
     status = getattr(error, "status_code", 404)
     what = f"{request.method} {request.url.path}"
-    return error_response(ClientError(f"{what} is not served here: chatmem serves {SERVED}"),
+    return error_response(RequestError(f"{what} is not served here: chatmem serves {SERVED}"),
                           status)
 
 
@@ -180,10 +181,10 @@ class Proxy:
         try:
             body = await request.json()
         except (ValueError, RecursionError):  # RecursionError: nested beyond what Python reads
-            return error_response(ClientError("the body is not JSON"), 400)
+            return error_response(RequestError("the body is not JSON"), 400)
         try:
             asked = read_request(body, request.headers, default_strategy=self.strategy)
-        except ClientError as e:
+        except RequestError as e:
             return error_response(e, 400)
         turn = Turn(self, asked, str(body.get("model") or ""),
                     self.settings_for(request.scope.get(HISTORY_SCOPE_KEY)))
@@ -251,7 +252,7 @@ class Proxy:
         listed = (await anyio.to_thread.run_sync(self._models))["data"]
         found = next((m for m in listed if m["id"] == wanted), None)
         if found is None:
-            return error_response(ClientError(f"no model {wanted!r} here (GET /v1/models lists"
+            return error_response(RequestError(f"no model {wanted!r} here (GET /v1/models lists"
                                               " them)", "model"), 404)
         return JSONResponse(found)
 
@@ -263,7 +264,7 @@ class Proxy:
         turn_id = request.path_params["turn_id"]
         conversation, at, number = turn_id.rpartition("@")
         if not at or not (number.isascii() and number.isdigit()):  # "²" is a digit too
-            return error_response(ClientError(f"turn id {turn_id!r} is not CONVERSATION@N",
+            return error_response(RequestError(f"turn id {turn_id!r} is not CONVERSATION@N",
                                               "turn_id"), 404)
         settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))
         try:
@@ -475,7 +476,7 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
 
 
 def status_of(error: BaseException) -> int:
-    if isinstance(error, ClientError | OverBudget):
+    if isinstance(error, RequestError | OverBudget):
         return 400
     if isinstance(error, ProviderAuthError):
         return 401

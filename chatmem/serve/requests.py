@@ -1,6 +1,6 @@
 """What a `/v1/chat/completions` request asks, read and checked: the conversation it
 belongs to, the strategy and model it names, the client's history and the new message. A
-request chatmem cannot take as a turn is a ClientError naming the field."""
+request chatmem cannot take as a turn is a RequestError naming the field."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chatmem.errors import ChatmemError
+from chatmem.errors import RequestError
 
 CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
 """Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
@@ -37,14 +37,6 @@ class TurnAsked:
     options: dict[str, Any]
     fingerprinted: bool = False
     """No id named the conversation: it is known by how it began, and by its history."""
-
-
-class ClientError(ChatmemError):
-    """A request chatmem cannot take as a turn; `param` names the field."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -77,34 +69,34 @@ NOT_RETURNED = ("logprobs", "top_logprobs")
 
 def read_request(body: Any, headers: Mapping[str, str], *,
                  default_strategy: str | None) -> TurnAsked:
-    """The turn a chat-completions request asks for; ClientError naming the field when it is
+    """The turn a chat-completions request asks for; RequestError naming the field when it is
     not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""
     from chatmem.app.conversations import ClientMessage
 
     if not isinstance(body, dict):
-        raise ClientError("the body must be a JSON object")
+        raise RequestError("the body must be a JSON object")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise ClientError("messages must be a non-empty list", "messages")
+        raise RequestError("messages must be a non-empty list", "messages")
     if body.get("n") not in (None, 1):
-        raise ClientError("n must be 1: chatmem stores one reply as one turn", "n")
+        raise RequestError("n must be 1: chatmem stores one reply as one turn", "n")
     if body.get("tools") or body.get("functions"):
-        raise ClientError("tool calls are not taken as chatmem turns; send them to the model "
+        raise RequestError("tool calls are not taken as chatmem turns; send them to the model "
                           "directly", "tools")
     read = [_message(m, i) for i, m in enumerate(messages)]
     if read[-1].role != "user":
-        raise ClientError("the last message must be the user's", "messages")
+        raise RequestError("the last message must be the user's", "messages")
     if not read[-1].content.strip():
-        raise ClientError("the last message is empty: nothing to send", "messages")
+        raise RequestError("the last message is empty: nothing to send", "messages")
     conversation, fingerprinted = conversation_of(body, headers, read)
     system_parts = []
     while read and read[0].role == "system":
         system_parts.append(read.pop(0).content)
     prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1])
     if not isinstance(body.get("model", ""), str):
-        raise ClientError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
+        raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):
-        raise ClientError("stream must be true or false", "stream")
+        raise RequestError("stream must be true or false", "stream")
     model, strategy = _model_and_strategy(body.get("model") or "")
     options: dict[str, Any] = {}
     for key, kind in SAMPLING.items():
@@ -114,25 +106,25 @@ def read_request(body: Any, headers: Mapping[str, str], *,
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise TypeError(value)  # "0.7" and true are not numbers in JSON
                 if kind is int and value != int(value):
-                    raise ClientError(f"{key} must be a whole number", key)  # 1.5 is not 1
+                    raise RequestError(f"{key} must be a whole number", key)  # 1.5 is not 1
                 options[key] = kind(value)
                 if not math.isfinite(options[key]):
                     raise ValueError(value)
             except (TypeError, ValueError, OverflowError):
-                raise ClientError(f"{key} must be a finite number", key) from None
+                raise RequestError(f"{key} must be a finite number", key) from None
     for key, (fits, shape) in PASSED_ON.items():
         if body.get(key) is not None:
             if not fits(body[key]):
-                raise ClientError(f"{key} must be {shape}", key)
+                raise RequestError(f"{key} must be {shape}", key)
             options[key] = body[key]
     for key in NOT_RETURNED:
         if body.get(key):
-            raise ClientError(f"{key} is not returned through chatmem; ask the model directly",
+            raise RequestError(f"{key} is not returned through chatmem; ask the model directly",
                               key)
     cap = body.get("max_completion_tokens", body.get("max_tokens"))
     if cap is not None:
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            raise ClientError("max_tokens must be a whole number of 1 or more", "max_tokens")
+            raise RequestError("max_tokens must be a whole number of 1 or more", "max_tokens")
         options["max_reply_tokens"] = cap
     return TurnAsked(conversation=conversation, strategy=strategy
                      or default_strategy, model=model, system="\n\n".join(system_parts)
@@ -168,15 +160,15 @@ class _Read:
 def _message(message: Any, index: int) -> _Read:
     where = f"messages[{index}]"
     if not isinstance(message, dict):
-        raise ClientError(f"{where} must be an object", "messages")
+        raise RequestError(f"{where} must be an object", "messages")
     role = message.get("role")
     if role in ("tool", "function") or message.get("tool_calls"):
-        raise ClientError(f"{where}: tool calls are not taken as chatmem turns; send them to "
+        raise RequestError(f"{where}: tool calls are not taken as chatmem turns; send them to "
                           "the model directly", "messages")
     if role == "developer":
         role = "system"
     if role not in ("system", "user", "assistant"):
-        raise ClientError(f"{where}: unknown role {role!r}", "messages")
+        raise RequestError(f"{where}: unknown role {role!r}", "messages")
     return _Read(role, _text(message.get("content"), where))
 
 
@@ -193,13 +185,13 @@ def _text(content: Any, where: str) -> str:
             field = {"text": "text", "refusal": "refusal"}.get(kind) if kind else None
             if field is None or not isinstance(part, dict):
                 hint = " (an image goes with `chatmem ask -a`)" if kind == "image_url" else ""
-                raise ClientError(f"{where}.content[{i}]: only text parts are taken, not "
+                raise RequestError(f"{where}.content[{i}]: only text parts are taken, not "
                                   f"{kind or 'this'}{hint}", "messages")
             if not isinstance(part.get(field), str):
-                raise ClientError(f"{where}.content[{i}].{field} must be text", "messages")
+                raise RequestError(f"{where}.content[{i}].{field} must be text", "messages")
             texts.append(part[field])
         return "".join(texts)
-    raise ClientError(f"{where}: content must be text", "messages")
+    raise RequestError(f"{where}: content must be text", "messages")
 
 
 def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
