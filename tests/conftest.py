@@ -135,6 +135,21 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "chatmem.db"
 
 
+@pytest.fixture
+def foreign_history(tmp_path: Path) -> Path:
+    """An SQLite file of another program's, under a Chinese folder name (a server's errors
+    about it must not name where it is)."""
+    import sqlite3
+
+    folder = tmp_path / "服务器的历史"
+    folder.mkdir()
+    db = folder / "记录.db"
+    with sqlite3.connect(db) as other:
+        other.execute("CREATE TABLE 订单 (编号 TEXT)")
+    other.close()
+    return db
+
+
 @pytest.fixture(params=["plain", pytest.param("encrypted", marks=needs_sqlcipher)])
 def history_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
     """Run the test on a plain history file, then on an encrypted one: every test of the

@@ -3,7 +3,6 @@ where the history lives on the server."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,9 @@ from mcp.shared.exceptions import MCPError
 from test_mcp_server import with_client
 
 
-def test_a_history_that_is_not_chatmems_is_named_without_its_path(tmp_path: Path) -> None:
-    folder = tmp_path / "服务器的历史"
-    folder.mkdir()
-    db = folder / "记录.db"
-    with sqlite3.connect(db) as other:
-        other.execute("CREATE TABLE 订单 (编号 TEXT)")
-    other.close()
+def test_a_history_that_is_not_chatmems_is_named_without_its_path(
+        tmp_path: Path, foreign_history: Path) -> None:
+    db = foreign_history
 
     async def work(session: ClientSession) -> list[str]:
         said = []

@@ -3,7 +3,6 @@ happened, in one line, and not where the history lives on the server."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -29,13 +28,8 @@ def serving(chat_server: ChatServer, tmp_path: Path, history: Path) -> RunningPr
 
 
 def test_a_history_that_is_not_chatmems_is_named_without_its_path(
-        chat_server: ChatServer, tmp_path: Path) -> None:
-    folder = tmp_path / "服务器的历史"
-    folder.mkdir()
-    db = folder / "记录.db"
-    with sqlite3.connect(db) as other:
-        other.execute("CREATE TABLE 订单 (编号 TEXT)")
-    other.close()
+        chat_server: ChatServer, tmp_path: Path, foreign_history: Path) -> None:
+    db = foreign_history
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with serving(chat_server, tmp_path, db) as running:
         answers = [
