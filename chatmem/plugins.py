@@ -18,9 +18,11 @@ recorded as a `PluginProblem`; the front end words it as one warning.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,8 +97,11 @@ class Registries:
                 from chatmem.memory.registry import StrategyRegistry
 
                 self._contents = _Contents(StrategyRegistry())
-                for source, load in self._plugins():
-                    self._load(source, load)
+                # What a plugin prints while it loads (a debug line) goes to stderr: stdout
+                # holds a command's --json, ask's reply, and MCP's protocol stream.
+                with contextlib.redirect_stdout(sys.stderr):
+                    for source, load in self._plugins():
+                        self._load(source, load)
                 self._ready = True
                 self._report()
             return self._contents
@@ -276,9 +281,16 @@ class Registries:
         if entry.plugin.builtin:
             return entry.name, models(settings)
         mask = SecretMask(secrets_of(settings))
-        return entry.name, [mask.mask(name) if isinstance(name, str) else name for name in guarded(
-            lambda e: failure(entry.name, e, mask, "could not list its models"),
-            lambda: list(models(settings)))]
+        given = guarded(lambda e: failure(entry.name, e, mask, "could not list its models"),
+                        lambda: models(settings))
+        names = guarded(lambda e: failure(entry.name, e, mask, "could not list its models"),
+                        lambda: list(given)) \
+            if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            # Names are keys and text everywhere they go (a listing, --json, /v1/models).
+            raise failure(entry.name, f"its models returned {_kinds(names)}, not a list of "
+                          "model names (text)", mask, "could not list its models")
+        return entry.name, [mask.mask(name) for name in names]
 
     def create_embedder(self, name: str, settings: Settings | None = None) -> Embedder:
         from chatmem.config.settings import Settings
@@ -323,3 +335,13 @@ def installed_entry_points() -> Iterable[EntryPoint]:
 def load_registries() -> Registries:
     """The registries of this process (loaded on first use, then kept)."""
     return Registries()
+
+
+def _kinds(value: object) -> str:
+    """`a list holding dict, int`: what a plugin returned instead of names."""
+    from chatmem.errors import kind_of
+
+    if isinstance(value, list):
+        wrong = sorted({kind_of(v) for v in value if not isinstance(v, str)})
+        return f"a list holding {', '.join(wrong)}"
+    return kind_of(value)

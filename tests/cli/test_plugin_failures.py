@@ -254,6 +254,49 @@ def test_a_plugin_provider_never_shows_or_stores_the_api_key(
         assert key.encode() not in path.read_bytes(), path.name
 
 
+CHATTY = '''
+print("loading chatmem-chatty 插件")
+from chatmem.providers.scripted import ScriptedProvider
+
+def models(settings):
+    import os
+    return {"dicts": [{"id": "gpt-x"}, {"id": "模型"}], "mixed": ["模型-a", 3, None],
+            "text": "abc"}[os.environ.get("MODS", "dicts")]
+
+def register(plugins):
+    print("registering chatty 注册")
+    plugins.add_provider("mods", lambda settings: ScriptedProvider(), models=models)
+'''
+
+
+def test_what_a_plugin_prints_while_it_loads_goes_to_stderr_not_into_json(
+        installed: Install) -> None:
+    """One print() in a plugin broke every --json output, ask's reply-only stdout and MCP's
+    protocol stream."""
+    installed("chatmem-chatty", "chatmem_chatty", CHATTY, name="chatty")
+    listed = invoke("strategies", "--json", code=0)
+    assert json.loads(listed.stdout)
+    assert "loading chatmem-chatty 插件" in listed.stderr
+    assert "registering chatty 注册" in listed.stderr
+
+
+@pytest.mark.parametrize(("kind", "returned"), [("dicts", "a list holding dict"),
+                                                 ("mixed", "a list holding None, int"),
+                                                 ("text", "str")])
+def test_model_names_that_are_not_text_are_one_line_naming_the_provider(
+        installed: Install, monkeypatch: pytest.MonkeyPatch, kind: str, returned: str) -> None:
+    """A traceback in `chatmem models`, ints and nulls in its --json, a 500 from /v1/models;
+    a plain string was listed as one model per character."""
+    installed("chatmem-chatty", "chatmem_chatty", CHATTY, name="chatty")
+    monkeypatch.setenv("MODS", kind)
+    for json_out in ([], ["--json"]):
+        listed = invoke("models", "--provider", "mods", *json_out, code=1)
+        assert listed.stdout == ""
+        assert listed.stderr.splitlines()[-1] == (
+            f"error: provider 'mods' could not list its models: its models returned {returned},"
+            " not a list of model names (text) (plugin chatty (chatmem-chatty 0.1.0))")
+
+
 def test_a_plugin_that_exits_or_names_no_module_is_one_warning(installed: Install) -> None:
     installed("chatmem-exit", "chatmem_exit",
               "import sys\n\ndef register(plugins):\n    sys.exit('plugin wants to quit')\n",
