@@ -183,7 +183,7 @@ class Proxy:
         except (ValueError, RecursionError):  # RecursionError: nested beyond what Python reads
             return error_response(RequestError("the body is not JSON"), 400)
         try:
-            asked = read_request(body, request.headers, default_strategy=self.strategy)
+            asked = read_request(body, request.headers)
         except RequestError as e:
             return error_response(e, 400)
         turn = Turn(self, asked, str(body.get("model") or ""),
@@ -363,7 +363,12 @@ class Turn:
         opened: list[Workspace] = []
 
         def open_engine(ws: Workspace) -> Engine[Store]:
-            spec = ws.registries.strategies.parse(asked.strategy) if asked.strategy else None
+            # `serve -s` is the strategy of conversations it starts: one another front end
+            # (or an earlier request) started keeps its own unless the request names one.
+            chosen = asked.strategy or (
+                proxy.strategy if ws.store.sessions.find_session(asked.conversation) is None
+                else None)
+            spec = ws.registries.strategies.parse(chosen) if chosen else None
             opened.append(ws)  # opening applies retention (start_conversation)
             return start_conversation(ws, asked.conversation, strategy=spec,
                                       system=asked.system, settings=settings)

@@ -29,6 +29,7 @@ class TurnAsked:
     """The session: the one an id names, or for a conversation without one (`fingerprinted`)
     the first name of those its opening gives (`session_of_opening` picks among them)."""
     strategy: str | None
+    """The strategy the request names (MODEL@STRATEGY); None: the session's own."""
     model: str | None
     system: str | None
     prior: tuple[Any, ...]
@@ -67,8 +68,7 @@ NOT_RETURNED = ("logprobs", "top_logprobs")
 """Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
 
 
-def read_request(body: Any, headers: Mapping[str, str], *,
-                 default_strategy: str | None) -> TurnAsked:
+def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     """The turn a chat-completions request asks for; RequestError naming the field when it is
     not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""
     from chatmem.app.conversations import ClientMessage
@@ -126,8 +126,8 @@ def read_request(body: Any, headers: Mapping[str, str], *,
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
             raise RequestError("max_tokens must be a whole number of 1 or more", "max_tokens")
         options["max_reply_tokens"] = cap
-    return TurnAsked(conversation=conversation, strategy=strategy
-                     or default_strategy, model=model, system="\n\n".join(system_parts)
+    return TurnAsked(conversation=conversation, strategy=strategy, model=model,
+                     system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options,
                      fingerprinted=fingerprinted)

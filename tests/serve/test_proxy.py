@@ -457,6 +457,26 @@ def test_an_input_over_the_budget_is_refused_with_advice_a_client_can_take(
     assert chat_server.requests == []
 
 
+def test_serve_s_is_the_strategy_of_conversations_it_starts_not_of_existing_ones(
+        proxy: RunningProxy, db_path: Path) -> None:
+    """`--help` says "Strategy for new conversations", but `serve -s window` switched every
+    conversation a request reached to window, its own strategy and parameters gone."""
+    with Store(db_path) as store:
+        store.sessions.create_session("旅行", "tokens", {"max_tokens": 900})
+    openai = client(proxy)
+    for conversation, model in (("旅行", "test-small"), ("新的", "test-small"),
+                                ("旅行", "test-small@window:k=3")):
+        openai.chat.completions.create(
+            model=model, extra_headers={"X-Chatmem-Conversation": quote(conversation)},
+            messages=[{"role": "user", "content": f"{conversation} 你好"}])
+        with Store(db_path) as store:
+            session = store.sessions.session(conversation)
+            kept = (session.strategy, session.params)
+        expected = {"test-small": ("tokens", {"max_tokens": 900}) if conversation == "旅行"
+                    else ("window", {"k": 5})}.get(model, ("window", {"k": 3}))
+        assert kept == expected, (conversation, model)
+
+
 def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatServer,
                                         db_path: Path) -> None:
     import openai as sdk
