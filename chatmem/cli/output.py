@@ -78,7 +78,15 @@ def done_for_good() -> None:
     its line and exited 130, or said only "interrupted" (a script then retried a rekey with
     the old key). `handles_errors` puts Ctrl-C back as it was when the command ends."""
     if _on_main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        said: list[bool] = []
+
+        def finishing(number: int, frame: object) -> None:
+            if not said:  # once: a long vacuum must not look hung, nor print per key
+                said.append(True)
+                sys.stderr.write("(done already: Ctrl-C cannot undo it; finishing)\n")
+                sys.stderr.flush()
+
+        signal.signal(signal.SIGINT, finishing)
 
 
 def _on_main_thread() -> bool:
