@@ -66,7 +66,10 @@ def compare_strategies(
     keep) with the provider and tokenizer it was recorded with unless `explicit`; recorded
     replies are reused unless `keep` is False. With `answer`, each probe is also asked;
     with `probes_only`, only the probes' contexts are built.
-    `source` names the conversation in errors (default: the transcript's own source)."""
+    `source` names the conversation in errors (default: the transcript's own source).
+    Each spec is as the user gave it: the config's [strategies.NAME] fills what it leaves
+    out, as for `chat -s`."""
+    from chatmem.engine.opening import with_config_table
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.replay import replay
 
@@ -78,6 +81,7 @@ def compare_strategies(
     chat_provider = workspace.reproducing(transcript, explicit=explicit)
     tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
     strategies = workspace.registries.strategies
+    specs = [with_config_table(s, workspace.settings, strategies) for s in specs]
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Only --save-as needs the history; otherwise every replay stays in memory.
                   store=workspace.store if save_as else None,

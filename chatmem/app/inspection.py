@@ -127,17 +127,20 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                     with_user_facts: bool = False, activity: Activity = QUIET) -> Inspection:
     """What `strategy` would have sent at turn `number` (default: the last), or for `text`
     after the whole session; without a strategy, the session's with `params` (and no
-    other parameters). Strategies that keep summaries or facts have them rebuilt in memory;
+    other parameters). `strategy` is as the user gave it: the config's [strategies.NAME]
+    fills what it leaves out, so the what-if shows what `chat -s` would send.
+    Strategies that keep summaries or facts have them rebuilt in memory;
     the session is never changed, and the user's profile facts are read only
     `with_user_facts`."""
-    from chatmem.engine.opening import engine_over
+    from chatmem.engine.opening import engine_over, with_config_table
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import left_out_texts, what_if
 
     store = workspace.store
     record = store.sessions.session(session)
     strategies = workspace.registries.strategies
-    spec = strategy or strategies.parse(record.strategy, params)
+    spec = (with_config_table(strategy, workspace.settings, strategies) if strategy
+            else strategies.parse(record.strategy, params))
     chosen = strategies.create(spec)  # bad names or params fail before any work
     name = spec.name
     turn = None

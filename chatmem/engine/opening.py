@@ -59,7 +59,8 @@ def with_config_table(spec: StrategySpec, settings: Settings,
                       strategies: StrategyRegistry) -> StrategySpec:
     """`spec` with what the config's [strategies.NAME] gives that it leaves out (a value
     given in the spec wins). Every way of naming a strategy (-s, a template, /strategy,
-    /template) comes through here, so the same name builds the same strategy."""
+    /template, the what-ifs of inspect and MCP, replay, eval, compare_strategies) comes
+    through here, so the same name builds the same strategy."""
     configured = settings.params_for(spec.name)
     if not configured:
         return spec

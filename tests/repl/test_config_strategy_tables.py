@@ -51,3 +51,20 @@ def test_strategy_and_template_in_the_repl_take_the_configs_table_as_the_flags_d
     with Store(db) as store:
         assert [(store.sessions.session(name).strategy, store.sessions.session(name).params)
                 for name in ("斜杠-t", "斜杠-s")] == [("window", {"k": 2})] * 2
+
+
+def test_a_value_this_chat_chose_comes_before_the_config_even_when_it_is_the_default(
+        tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    result = chat(tmp_path / "h.db", "默认值", ["我们五月去杭州", "/strategy window+entity",
+                                              "/strategy buffer", "/strategy window k=5",
+                                              "/strategy window"],
+                  "-s", "window:k=5", env={"CHATMEM_CONFIG": str(config)})
+    assert result.exit_code == 0, result.stderr
+    assert strategy_lines(result.stderr) == [
+        "strategy: window+entity window.k=5 entity.k=3 entity.max_facts=20 "
+        "(kept from the previous strategy: window.k=5)",
+        "strategy: buffer",
+        "strategy: window k=5",
+        "strategy: window k=5 (kept from the previous strategy: k=5)"]

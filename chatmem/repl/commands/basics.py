@@ -43,12 +43,18 @@ def _strategy(repl: Chat, args: list[str]) -> None:
         params = parse_pairs(args[1:], lambda pair: StrategyError(
             f"parameter {pair!r} must be key=value, e.g. k=3"))
         spec = strategies.parse(args[0], params)
-        # What the previous strategy changed, for the parts of the same name: kept.
-        chosen = spec.keeping(StrategySpec.of(repl.engine.strategy, changed_only=True))
-        kept = {k: v for k, v in chosen.params.items() if k not in spec.params}
-        if repl.engine.settings is not None:
-            # Under what this chat chose: the config is the default a switch starts from.
-            chosen = with_config_table(chosen, repl.engine.settings, strategies)
+        settings = repl.engine.settings
+        fresh = spec if settings is None else with_config_table(spec, settings, strategies)
+        # The previous strategy's values for the parts of the same name are kept, every one:
+        # a value this chat chose may equal the default, and must still come before the
+        # config (which already filled the rest when that strategy was built).
+        chosen = spec.keeping(StrategySpec.of(repl.engine.strategy))
+        if settings is not None:
+            chosen = with_config_table(chosen, settings, strategies)
+        # Said only where keeping made a difference to what the switch alone would build.
+        would_be = StrategySpec.of(strategies.create(fresh)).params
+        kept = {k: v for k, v in chosen.params.items()
+                if k not in spec.params and would_be.get(k) != v}
         repl.engine.set_strategy(strategies.create(chosen))
     line = f"strategy: {strategy_label(repl.engine)}"
     if kept:
