@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.turns import Engine
-from chatmem.errors import Listed, StrategyError
+from chatmem.errors import StrategyError, StrategyGone
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import format_params, strategy_label
 from chatmem.memory.registry import StrategyRegistry
@@ -45,10 +45,7 @@ def resolve_strategy(
             gone = [part for part in session.strategy.split("+") if part not in strategies]
             if gone:
                 # Its plugin was uninstalled, or fails to load: say whose strategy it is.
-                raise StrategyError(
-                    f"session {session.name!r} keeps its memory with strategy "
-                    f"{gone[0]!r}, which no installed plugin provides now; install it again, "
-                    "or go on with another (-s NAME)", listed=Listed.STRATEGIES)
+                raise StrategyGone(session.name, gone[0])
             return _resumed(session, params, strategies, tell)
         name = settings.strategy
         return strategies.strategy(name, {**settings.params_for(name), **params})
