@@ -133,6 +133,22 @@ class RepeatedStrategy(StrategyError):
         super().__init__(f"each strategy must differ: {label} is given twice")
 
 
+class StrategyGone(StrategyError):
+    """Session `session` keeps its memory with `strategy`, which no installed plugin provides
+    now; each front end names how another strategy is chosen there."""
+
+    def __init__(self, session: str, strategy: str) -> None:
+        self.session = session
+        self.strategy = strategy
+        super().__init__(f"{self.cause}; install it again, or go on with another (-s NAME)",
+                         listed=Listed.STRATEGIES)
+
+    @property
+    def cause(self) -> str:
+        return (f"session {self.session!r} keeps its memory with strategy {self.strategy!r}, "
+                "which no installed plugin provides now")
+
+
 class TranscriptError(UsageError):
     pass
 

@@ -129,6 +129,18 @@ class StrategyChanged:
 
 
 @dataclass(frozen=True)
+class SavedParamsDropped:
+    """Session `session` was saved with parameters (`name=value` labels) that the installed
+    version of its strategy `strategy` no longer declares (`unknown`) or now refuses
+    (`refused`: its default is used); this engine goes on without them."""
+
+    session: str
+    strategy: str
+    unknown: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SystemPromptReplaced:
     """Opening session `session` replaced its system prompt (lengths in characters);
     `kept`: stored with the session, else for this call only."""
@@ -245,7 +257,8 @@ class ContextsByWordsAlone:
 
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
-          | MemoryUpdateCancelled | StrategyChanged | SystemPromptReplaced | HelperTooSmall
+          | MemoryUpdateCancelled | StrategyChanged | SavedParamsDropped | SystemPromptReplaced
+          | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | ContextsOverBudget | ContextsByWordsAlone)
 

@@ -102,7 +102,7 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
     store = workspace.store
     record = store.sessions.session(session)
     chosen = resolve_strategy(workspace.settings, None, {}, record,
-                              workspace.registries.strategies)
+                              workspace.registries.strategies, tell=workspace.tell)
     llm = workspace.reproducing(record, explicit=explicit)
     return engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
                        embedder=workspace.recall_embedder([chosen]))

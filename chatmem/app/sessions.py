@@ -175,7 +175,8 @@ def export_everything(workspace: Workspace, path: Path, *, force: bool = False) 
 @dataclass(frozen=True)
 class Imported:
     session: SessionRecord
-    strategy: Strategy
+    strategy: Strategy | None
+    """None when its plugin is not installed here (the session keeps its name)."""
     messages: int
     probes: int
 
@@ -187,21 +188,19 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
     from chatmem.transcripts.format import TranscriptMessage, message_dicts
 
     settings = workspace.settings
-    try:
-        chosen = workspace.registries.strategies.strategy(
-            transcript.strategy or settings.strategy,
-            transcript.params if transcript.strategy else settings.params_for(settings.strategy))
-    except StrategyError as e:
-        if not transcript.strategy:
-            raise
-        # The user gave no strategy: without the file and line they would look in the config.
-        raise TranscriptError(f"{transcript.header_at or transcript.source}: in the header:"
-                              f" {e}", listed=e.listed) from None
+    chosen: Strategy | None = None
+    if transcript.strategy and _not_installed(workspace, transcript.strategy):
+        # Kept by name, as `sessions copy` keeps it: opening the session says whose it is
+        # and how to go on, and the exchange is not lost for want of a plugin here.
+        strategy, params = transcript.strategy, dict(transcript.params)
+    else:
+        chosen = _transcript_strategy(workspace, transcript)
+        strategy, params = chosen.name, dict(chosen.params)
     prompts = transcript.system_prompts()
     store = workspace.store
     with store.write():
         session = store.sessions.create_session(
-            name, chosen.name, dict(chosen.params), provider=transcript.provider,
+            name, strategy, params, provider=transcript.provider,
             model=transcript.model, system=prompts[-1][1], user=settings.user,
             tokenizer=transcript.tokenizer,
         )
@@ -213,6 +212,30 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
              "expect_text": p.expect_text}
             for position, p in transcript.probe_positions()])
     return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
+
+
+def _not_installed(workspace: Workspace, strategy: str) -> bool:
+    """Whether `strategy` (a transcript's) is well formed but names a part no installed
+    plugin provides here."""
+    from chatmem.memory.registry import VALID_NAME
+
+    parts = strategy.split("+")
+    return (all(VALID_NAME.fullmatch(part) for part in parts)
+            and any(part not in workspace.registries.strategies for part in parts))
+
+
+def _transcript_strategy(workspace: Workspace, transcript: Transcript) -> Strategy:
+    settings = workspace.settings
+    try:
+        return workspace.registries.strategies.strategy(
+            transcript.strategy or settings.strategy,
+            transcript.params if transcript.strategy else settings.params_for(settings.strategy))
+    except StrategyError as e:
+        if not transcript.strategy:
+            raise
+        # The user gave no strategy: without the file and line they would look in the config.
+        raise TranscriptError(f"{transcript.header_at or transcript.source}: in the header:"
+                              f" {e}", listed=e.listed) from None
 
 
 def last_messages(workspace: Workspace, session: SessionRecord,

@@ -272,8 +272,14 @@ def import_(
                 f"the transcript sets the session's system prompt, which the model follows: "
                 f"{question_start(imported.session.system, 80)!r} (/system in the chat changes it)",
                 markup=False, soft_wrap=True)
-        for backlog in start_backlogs(ws, config, [session_name], [imported.strategy],
-                                      background=index):
+        if imported.strategy is None:
+            consoles()[1].print(
+                f"session {session_name} keeps its memory with strategy "
+                f"{imported.session.strategy!r}, which no installed plugin provides here; "
+                f"install it, or go on with another (chatmem chat {session_name} -s NAME)",
+                markup=False, soft_wrap=True)
+        known = [imported.strategy] if imported.strategy else []
+        for backlog in start_backlogs(ws, config, [session_name], known, background=index):
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
 
 

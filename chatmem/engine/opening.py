@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.turns import Engine
-from chatmem.errors import Listed, StrategyError
+from chatmem.errors import StrategyError, StrategyGone
 from chatmem.memory.base import Strategy
-from chatmem.memory.params import strategy_label
+from chatmem.memory.params import format_params, strategy_label
 from chatmem.memory.registry import StrategyRegistry
-from chatmem.memory.spec import StrategySpec
-from chatmem.notices import Notice, StrategyChanged, SystemPromptReplaced
+from chatmem.memory.spec import StrategySpec, split_text
+from chatmem.notices import Notice, SavedParamsDropped, StrategyChanged, SystemPromptReplaced
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord
 from chatmem.store.protocols import TurnStore
@@ -31,28 +31,79 @@ S = TypeVar("S", bound=TurnStore)
 def resolve_strategy(
     settings: Settings, strategy: StrategySpec | None, params: Mapping[str, Any],
     session: SessionRecord | None, strategies: StrategyRegistry,
+    tell: Callable[[Notice], None] | None = None,
 ) -> Strategy:
     """Flags win; a resumed session keeps its strategy; else the configured default.
 
     `strategy` is the spec given, parsed by the caller; with none, `params` (--param) apply
     to the session's strategy or the configured one. The config's [strategies.NAME] fills
-    what the spec given leaves out. `strategies`: the registry to build from.
+    what the spec given leaves out. `strategies`: the registry to build from; `tell` hears
+    of saved parameters the installed strategy no longer takes (SavedParamsDropped).
     """
     if strategy is None:
         if session is not None:
             gone = [part for part in session.strategy.split("+") if part not in strategies]
             if gone:
                 # Its plugin was uninstalled, or fails to load: say whose strategy it is.
-                raise StrategyError(
-                    f"session {session.name!r} keeps its memory with strategy "
-                    f"{gone[0]!r}, which no installed plugin provides now; install it again, "
-                    "or go on with another (-s NAME)", listed=Listed.STRATEGIES)
-            return strategies.strategy(session.strategy, {**session.params, **params})
+                raise StrategyGone(session.name, gone[0])
+            return _resumed(session, params, strategies, tell)
         name = settings.strategy
         return strategies.strategy(name, {**settings.params_for(name), **params})
     if params:
         raise ValueError("a StrategySpec holds its parameters: parse them with its text")
     return strategies.create(with_config_table(strategy, settings, strategies))
+
+
+def _resumed(session: SessionRecord, params: Mapping[str, Any], strategies: StrategyRegistry,
+             tell: Callable[[Notice], None] | None) -> Strategy:
+    """The session's strategy with its saved parameters and `params`. A plugin upgrade may
+    drop a parameter or narrow its values: the saved ones it refuses are left out (they
+    stay stored, for the version that takes them), so the session still opens; `params`,
+    given now, are checked strictly."""
+    try:
+        return strategies.strategy(session.strategy, {**session.params, **params})
+    except StrategyError:
+        saved = {k: v for k, v in session.params.items() if k not in params}
+        kept, unknown, refused = _saved_params_taken(session.strategy, saved, strategies)
+        if not unknown and not refused:
+            raise  # the parameters given now are at fault
+    chosen = strategies.strategy(session.strategy, {**kept, **params})
+    if tell is not None:
+        tell(SavedParamsDropped(session.name, session.strategy, tuple(unknown),
+                                tuple(refused)))
+    return chosen
+
+
+def _saved_params_taken(
+    name: str, saved: Mapping[str, Any], strategies: StrategyRegistry,
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Of a session's `saved` parameters, those the installed strategy `name` takes, and
+    labels of those it no longer declares and of those whose value it now refuses."""
+    parts, _ = split_text(name)
+    kept: dict[str, Any] = {}
+    unknown: list[str] = []
+    refused: list[str] = []
+    for key, value in saved.items():
+        label = format_params({key: value})
+        if not _declares(strategies, parts, key):
+            unknown.append(label)
+            continue
+        try:
+            strategies.strategy(name, {**kept, key: value})
+        except StrategyError:
+            refused.append(label)
+            continue
+        kept[key] = value
+    return kept, unknown, refused
+
+
+def _declares(strategies: StrategyRegistry, parts: tuple[str, ...], key: str) -> bool:
+    """Whether exactly one of `parts` declares the parameter `key` (`part.key` in a
+    combination, as stored)."""
+    owner, dot, bare = key.partition(".")
+    if len(parts) > 1 and dot:
+        parts, key = tuple(p for p in parts if p == owner), bare
+    return sum(any(p.name == key for p in strategies[part].PARAMS) for part in parts) == 1
 
 
 def with_config_table(spec: StrategySpec, settings: Settings,
@@ -95,7 +146,9 @@ def open_session(
     parts of, and the session's strategy is built from.
     """
     session = store.sessions.find_session(name)
-    chosen = resolve_strategy(settings, strategy, params or {}, session, strategies)
+    notices: list[Notice] = []
+    chosen = resolve_strategy(settings, strategy, params or {}, session, strategies,
+                              tell=notices.append)
     created = False
     if session is None:
         session, created = store.sessions.find_or_create_session(
@@ -105,8 +158,8 @@ def open_session(
         )
         if not created:
             # Another process created it a moment ago: join it as if resuming.
-            chosen = resolve_strategy(settings, strategy, params or {}, session, strategies)
-    notices: list[Notice] = []
+            chosen = resolve_strategy(settings, strategy, params or {}, session, strategies,
+                                      tell=notices.append)
     changes: dict[str, Any] = {}
     if not created:
         if strategy is not None or params:

@@ -105,14 +105,17 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                                "script, digits, - _ . +); an existing "
                                                "conversation of that name is resumed.")],
         strategy: Annotated[str | None, Field(
-            description="Memory strategy for a new conversation, e.g. window, summary-buffer, "
-                        "retrieval, window+entity (default: the configured one).")] = None,
+            description="Memory strategy, e.g. window, summary-buffer, retrieval, "
+                        "window+entity: a new conversation's (default: the configured one), "
+                        "or one an existing conversation goes on with from now on (default: "
+                        "its own).")] = None,
     ) -> Started:
         """Start a conversation (or resume the one of that name) and get its handle."""
         with memory.workspace(ctx, create=True) as ws:
             existing = sessions.find_session(ws, name)
-            chosen = (ws.registries.strategies.parse(strategy)
-                      if strategy and existing is None else None)
+            # Given for an existing conversation, it switches it, as `chat NAME -s X` does:
+            # the only way on for an MCP client whose strategy's plugin is gone.
+            chosen = ws.registries.strategies.parse(strategy) if strategy else None
             engine = conversations.start_conversation(
                 ws, name, strategy=chosen, chat=conversations.lazy_chat_model(ws))
             try:

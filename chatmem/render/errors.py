@@ -8,7 +8,13 @@ import re
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ExtensionFailed, OverBudget, RepeatedStrategy
+from chatmem.errors import (
+    ChatmemError,
+    ExtensionFailed,
+    OverBudget,
+    RepeatedStrategy,
+    StrategyGone,
+)
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -53,6 +59,13 @@ def _(error: OverBudget) -> str:
 @_for_a_client.register
 def _(error: RepeatedStrategy) -> str:
     return str(error)
+
+
+@_for_a_client.register
+def _(error: StrategyGone) -> str:
+    return (f"{error.cause}; install it again, or go on with another strategy "
+            "(MCP: start_conversation with a strategy; the OpenAI API: the model "
+            "MODEL@STRATEGY)")
 
 
 @error_text.register

@@ -34,6 +34,7 @@ from chatmem.notices import (
     ReplyCut,
     RetentionApplied,
     RetentionSkipped,
+    SavedParamsDropped,
     SensitiveNotRemembered,
     StoredWarning,
     StrategyChanged,
@@ -160,6 +161,14 @@ def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
 @_worded.register
 def _(n: StrategyChanged, repl_hints: bool) -> str:
     return f"session {n.session}: strategy {n.before} → {n.after}{_for_this_call(n.kept)}"
+
+
+@_worded.register
+def _(n: SavedParamsDropped, repl_hints: bool) -> str:
+    left_out = [*(f"{p} (no longer a parameter of it)" for p in n.unknown),
+                *(f"{p} (refused now: the default is used)" for p in n.refused)]
+    return (f"session {n.session} was saved by another version of strategy {n.strategy}; "
+            f"left out {', '.join(left_out)}")
 
 
 @_worded.register

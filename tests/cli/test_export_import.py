@@ -209,7 +209,7 @@ def test_a_name_made_from_a_decomposed_file_name_keeps_its_accents(tmp_path: Pat
 
 
 @pytest.mark.parametrize(("header", "said"), [
-    ({"strategy": "nosuch"}, "h.jsonl:1: in the header: unknown strategy 'nosuch' (valid: "),
+    ({"strategy": "No such"}, "h.jsonl:1: in the header: unknown strategy 'No such' (valid: "),
     ({"strategy": "window", "params": {"k": -3}},
      "h.jsonl:1: in the header: parameter k=-3 of strategy 'window' must be at least 0"),
 ])

@@ -1,0 +1,93 @@
+"""Opening a session whose plugin strategy was upgraded since it was saved: the saved
+parameters the installed version no longer takes are left out, said once, and what the
+user gives now is still checked strictly."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from cli_runner import invoke
+from plugin_site import Install
+
+from chatmem.plugins import load_registries
+from chatmem.store import Store
+
+PINNED = """
+from dataclasses import dataclass
+
+from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.params import param
+
+
+@dataclass(frozen=True)
+class PinnedParams:
+    note: str = param("记住用户", "the pinned note")
+{fields}
+
+
+class Pinned(BufferStrategy):
+    name = "pinned"
+    description = "every turn, and a pinned note"
+    OPTIONS = PinnedParams
+
+
+def register(plugins):
+    plugins.add_strategy(Pinned)
+"""
+V1 = PINNED.format(fields='    loud: bool = param(False, "say it loudly")\n'
+                          '    n: int = param(3, "how many", minimum=0)')
+V2 = PINNED.format(fields='    n: int = param(6, "how many", minimum=5)')
+"""0.2.0 drops `loud` and takes no `n` under 5."""
+
+
+def upgrade(installed: Install, site: Path) -> None:
+    """chatmem-pinned 0.1.0 replaced by 0.2.0, as pip replaces it."""
+    shutil.rmtree(site / "chatmem_pinned-0.1.0.dist-info")
+    sys.modules.pop("chatmem_pinned", None)
+    installed("chatmem-pinned", "chatmem_pinned", V2, version="0.2.0")
+    importlib.invalidate_caches()
+    load_registries.cache_clear()
+
+
+def test_a_session_saved_by_an_older_plugin_version_opens_without_what_it_no_longer_takes(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-pinned", "chatmem_pinned", V1)
+    db = str(tmp_path / "h.db")
+    invoke("chat", "旅行", "-s", "pinned:note=带伞,loud=true,n=3", "--provider", "scripted",
+           "--db", db, input="我们去杭州\n", code=0)
+    upgrade(installed, tmp_path / "site")
+    said = ("session 旅行 was saved by another version of strategy pinned; left out "
+            "loud=True (no longer a parameter of it), n=3 (refused now: the default is used)")
+
+    chatted = invoke("chat", "旅行", "--provider", "scripted", "--db", db, input="带伞了吗\n",
+                     code=0)
+    assert chatted.stdout.splitlines()[-1].endswith(": 带伞了吗")
+    assert said in chatted.stderr and chatted.stderr.count("left out") == 1
+    asked = invoke("ask", "--session", "旅行", "--provider", "scripted", "--db", db, "还有呢",
+                   code=0)
+    assert asked.stdout.endswith(": 还有呢\n") and said in asked.stderr
+    inspected = invoke("inspect", "旅行", "--next", "下一句", "--json", "--db", db, code=0)
+    shown = json.loads(inspected.stdout)
+    assert said in inspected.stderr
+    assert shown["strategy"]["params"] == {"note": "带伞", "n": 6}
+    with Store(db) as store:
+        session = store.sessions.session("旅行")
+        assert len(store.history.messages(session.id)) == 6
+        # Kept as saved, for the version that takes them.
+        assert session.params == {"note": "带伞", "loud": True, "n": 3}
+
+    # What is given now is checked as strictly as ever ...
+    refused = invoke("chat", "旅行", "--param", "loud=true", "--provider", "scripted",
+                     "--db", db, input="x\n", code=2)
+    assert "unknown parameter 'loud' for strategy 'pinned'" in refused.stderr
+    # ... and a value given now replaces the saved one without a word about it.
+    given = invoke("chat", "旅行", "--param", "n=7", "--provider", "scripted", "--db", db,
+                   input="好的\n", code=0)
+    assert "loud=True (no longer a parameter of it)" in given.stderr
+    assert "n=3 (refused" not in given.stderr
+    with Store(db) as store:
+        assert store.sessions.session("旅行").params == {"note": "带伞", "n": 7}

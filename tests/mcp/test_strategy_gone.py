@@ -1,0 +1,75 @@
+"""An MCP client whose conversation's plugin strategy is no longer installed: told how to go
+on in MCP's own terms, and goes on by naming another strategy to start_conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_site import install, readme_files
+from waiting import HANG
+
+from chatmem.store import Store
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def run_server(db: Path, site: Path | None, calls: list[tuple[str, dict[str, Any]]]
+               ) -> list[tuple[bool, Any]]:
+    """Make `calls` in order with a client of `chatmem mcp` whose Python finds the plugins
+    in `site` (none: not installed); each (is_error, structured content or text)."""
+    path = [str(site)] if site else []
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([*path, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"], env=env)
+
+    async def work() -> list[tuple[bool, Any]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            answers = []
+            for tool, arguments in calls:
+                result = await session.call_tool(tool, arguments)
+                answers.append((result.is_error, result.structured_content
+                                if not result.is_error else result.content[0].text))  # type: ignore[union-attr]
+            return answers
+
+    return asyncio.run(asyncio.wait_for(work(), HANG))
+
+
+def test_a_conversation_whose_plugin_strategy_is_gone_goes_on_with_another_one_named(
+        tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "chatmem-anchor", "chatmem_anchor", readme_files()["chatmem_anchor.py"])
+    db = tmp_path / "h.db"
+    run_server(db, site, [
+        ("start_conversation", {"name": "日记", "strategy": "anchor:k=2"}),
+        ("record_turn", {"conversation_id": "日记", "user": "今天很好", "assistant": "记下了"})])
+
+    refused, started, recorded, again = run_server(db, None, [  # chatmem-anchor uninstalled
+        ("record_turn", {"conversation_id": "日记", "user": "卸载后的重要一句",
+                         "assistant": "好的"}),
+        ("start_conversation", {"name": "日记", "strategy": "window"}),
+        ("record_turn", {"conversation_id": "日记", "user": "卸载后的重要一句",
+                         "assistant": "好的"}),
+        ("start_conversation", {"name": "日记"})])
+
+    assert refused[0] is True
+    assert "no installed plugin provides now" in refused[1] and "-s NAME" not in refused[1]
+    assert "start_conversation with a strategy" in refused[1]
+    assert started == (False, {"conversation_id": "日记", "created": False, "turns": 1,
+                               "strategy": "window k=5"})
+    assert recorded[0] is False and recorded[1]["turn"] == 2
+    assert again[1]["strategy"] == "window k=5"  # kept: the conversation's own from now on
+    with Store(db) as store:
+        session = store.sessions.session("日记")
+        assert [m.content for m in store.history.messages(session.id)] == [
+            "今天很好", "记下了", "卸载后的重要一句", "好的"]
