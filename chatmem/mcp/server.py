@@ -222,10 +222,10 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         with memory.workspace(ctx) as ws:
             rows = sessions.list_sessions(ws) if ws.has_history else []
-        listed = [Conversation(conversation_id=r["name"],
-                               strategy=strategy_label(r["strategy"], r["params"] or {}),
-                               turns=r["turns"], messages=r["messages"],
-                               updated_at=r.get("updated_at")) for r in rows]
+        listed = [Conversation(conversation_id=r.name,
+                               strategy=strategy_label(r.strategy, r.params or {}),
+                               turns=r.turns, messages=r.messages, updated_at=r.updated_at)
+                  for r in rows]
         chosen, next_page = paged(listed, page)
         return ConversationList(conversations=chosen, page=page, next_page=next_page)
 
