@@ -46,8 +46,8 @@ def test_retry_regenerates_the_last_turn_and_keeps_the_old_one_out_of_memory(
     assert (replaced.status, replaced.reply, replaced.superseded_by) == (
         "ok", f"echo #2: {SECOND}", 3)
     assert store.turns.turn(sid, 3).superseded_by is None
-    listed = {s["name"]: s for s in store.sessions.list_sessions()}[engine.session.name]
-    assert (listed["messages"], listed["requests"]) == (4, 3)
+    listed = {s.name: s for s in store.sessions.list_sessions()}[engine.session.name]
+    assert (listed.messages, listed.requests) == (4, 3)
     # The next turn's history holds the new reply only.
     after = engine.run_turn("and then?")
     assert sent(after)[1:-1] == [FIRST, f"echo #1: {FIRST}", SECOND, f"echo #3: {SECOND}"]

@@ -150,7 +150,7 @@ def test_session_names_are_unique_and_not_empty(store: Store) -> None:
         store.sessions.create_session("s", "window")
     with pytest.raises(UsageError):  # blank: refused as a usage error, nothing stored
         store.sessions.create_session("  ", "window")
-    assert [s["name"] for s in store.sessions.list_sessions()] == ["s"]
+    assert [s.name for s in store.sessions.list_sessions()] == ["s"]
 
 
 def test_messages_are_found_by_chinese_words(store: Store) -> None:

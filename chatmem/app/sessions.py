@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chatmem.errors import NotFound, StrategyError, TranscriptError, UsageError
 from chatmem.store.session_names import check_session_name as check_session_name
@@ -24,11 +24,12 @@ if TYPE_CHECKING:
         MessageRecord,
         ModelUsage,
         SessionRecord,
+        SessionSummary,
         TurnRecord,
     )
     from chatmem.transcripts.format import Transcript
 
-def list_sessions(workspace: Workspace) -> list[dict[str, Any]]:
+def list_sessions(workspace: Workspace) -> list[SessionSummary]:
     """Every session, most recent first: name, strategy, params, counts, dates."""
     return workspace.store.sessions.list_sessions()
 

@@ -133,8 +133,8 @@ def session_names(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
             rows = list_sessions(workspace)
     except (ChatmemError, OSError):
         return []
-    return _menu([(row["name"], f"{row['strategy']} · {row['turns']} turns") for row in rows
-                  if str(row["name"]).startswith(incomplete)])
+    return _menu([(row.name, f"{row.strategy} · {row.turns} turns") for row in rows
+                  if row.name.startswith(incomplete)])
 
 
 def first_session(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:

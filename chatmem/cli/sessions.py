@@ -29,20 +29,21 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
 
     Example: chatmem sessions list --json
     """
+    from dataclasses import replace
+
     from chatmem import render
     from chatmem.app.sessions import list_sessions
-    from chatmem.render.payloads import strategy_json
+    from chatmem.render.payloads import session_summary_json
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         rows = list_sessions(ws)
     if json_out:
-        print_json([{**{k: v for k, v in row.items() if k != "params"},
-                     "strategy": strategy_json(row["strategy"], row["params"])} for row in rows])
+        print_json([session_summary_json(row) for row in rows])
         return
     # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
     changed_params = registries().strategies.changed_params
     consoles()[0].print(render.sessions_table(
-        [{**row, "params": changed_params(row["strategy"], row["params"] or {})} for row in rows]))
+        [replace(row, params=changed_params(row.strategy, row.params or {})) for row in rows]))
 
 
 @app.command("show")

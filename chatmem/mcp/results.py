@@ -3,12 +3,15 @@ schemas) and the paging that caps each result in tokens."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from chatmem.memory.context import Context
 
 PAGE_TOKENS = 4000
 """The most tokens one tool result holds; the rest is on the next page."""
@@ -278,29 +281,39 @@ def paged_priced(priced: Sequence[tuple[T, int]], page: int) -> tuple[list[T], i
     return [item for item, _ in chosen], next_page
 
 
-def paged_parts(parts: list[dict[str, Any]], page: int,
-                whole_in: Callable[[dict[str, Any], dict[str, Any]], str]
+def context_parts(context: Context) -> list[ContextPart]:
+    """A context's parts as the tools show them, each message whole: its reason worded as
+    `inspect` words it."""
+    from chatmem.render.reasons import reason_text
+
+    return [ContextPart(kind=part.kind, reason=reason_text(part.reason), tokens=part.tokens,
+                        messages=[ContextMessage(role=m.role, content=m.content,
+                                                 tokens=m.tokens, turn=m.turn)
+                                  for m in part.messages])
+            for part in context.parts]
+
+
+def paged_parts(parts: Iterable[ContextPart | Mapping[str, Any]], page: int,
+                whole_in: Callable[[ContextPart, ContextMessage], str]
                 ) -> tuple[list[ContextPart], int | None]:
-    """A context's parts, its messages paged by tokens (a long history spans pages); a
-    message larger than a page is cut, saying where it is whole (`whole_in(part,
-    message)`)."""
-    rows: list[tuple[tuple[dict[str, Any], ContextMessage], int]] = []
-    for part in parts:
-        for message in part["messages"]:
-            shown_message, cost = with_text(partial(_context_message, message),
-                                            message["content"], whole_in(part, message))
+    """A context's parts (`context_parts`, or their JSON), its messages paged by tokens (a
+    long history spans pages); a message larger than a page is cut, saying where it is
+    whole (`whole_in(part, message)`)."""
+    rows: list[tuple[tuple[ContextPart, ContextMessage], int]] = []
+    for part in map(ContextPart.model_validate, parts):
+        for message in part.messages:
+            shown_message, cost = with_text(partial(_with_content, message), message.content,
+                                            whole_in(part, message))
             rows.append(((part, shown_message), cost))
     chosen, next_page = paged_priced(rows, page)
     by_part: dict[int, ContextPart] = {}
     for part, message in chosen:
         at = id(part)
         if at not in by_part:
-            by_part[at] = ContextPart(kind=part["kind"], reason=part["reason"],
-                                      tokens=part["tokens"], messages=[])
+            by_part[at] = part.model_copy(update={"messages": []})
         by_part[at].messages.append(message)
     return list(by_part.values()), next_page
 
 
-def _context_message(message: dict[str, Any], content: str) -> ContextMessage:
-    return ContextMessage(role=message["role"], content=content, tokens=message["tokens"],
-                          turn=message.get("turn"))
+def _with_content(message: ContextMessage, content: str) -> ContextMessage:
+    return message.model_copy(update={"content": content})

@@ -119,7 +119,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     """
     if path.exists() and not force:
         raise UsageError(f"{path} already exists; add --force to overwrite it")
-    sessions = [store.sessions.session(row["name"]) for row in store.sessions.list_sessions()]
+    sessions = [store.sessions.session(row.name) for row in store.sessions.list_sessions()]
     files = _member_names(sessions)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     messages = summaries = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.cells import cell_len
@@ -24,6 +24,9 @@ from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
 from chatmem.tokens import format_count
+
+if TYPE_CHECKING:
+    from chatmem.store import SessionSummary
 
 PART_STYLES = {
     "system": "magenta",
@@ -194,7 +197,7 @@ def table(
     return out
 
 
-def sessions_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
+def sessions_table(rows: Sequence[SessionSummary]) -> RenderableType:
     """`sessions list`: names and strategies whole, counts right-aligned, times to the minute.
 
     No vertical rules and the parameters under the strategy: that is what lets
@@ -210,12 +213,12 @@ def sessions_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
     out.add_column("turns", justify="right", no_wrap=True)
     out.add_column("updated", no_wrap=True)
     for row in rows:
-        strategy = Text(str(row["strategy"]))
-        params = format_params(row.get("params") or {})
+        strategy = Text(row.strategy)
+        params = format_params(row.params or {})
         if params:
             strategy.append(f"\n{params}", style="dim")
-        out.add_row(str(row["name"]), strategy, f"{row['messages']:,}", f"{row['turns']:,}",
-                    when(row.get("updated_at")))
+        out.add_row(row.name, strategy, f"{row.messages:,}", f"{row.turns:,}",
+                    when(row.updated_at))
     return out
 
 

@@ -4,11 +4,12 @@ proxy): one shape per outcome, worded where a person reads it (docs/json.md)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chatmem.app.inspection import Inspection, SummaryVersion
-    from chatmem.store import SessionRecord, TurnRecord
+    from chatmem.store import SessionRecord, SessionSummary, TurnRecord
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
                "estimated_tokens", "prompt_tokens", "completion_tokens", "latency_ms",
@@ -20,6 +21,14 @@ def strategy_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     from chatmem.memory.params import strategy_label
 
     return {"name": name, "params": dict(params), "label": strategy_label(name, params)}
+
+
+def session_summary_json(session: SessionSummary) -> dict[str, Any]:
+    """`sessions list --json`: one session, its fields in the query's order, with its strategy
+    as everywhere (params inside it)."""
+    columns = {f.name: getattr(session, f.name) for f in dataclass_fields(session)}
+    del columns["params"]
+    return {**columns, "strategy": strategy_json(session.strategy, session.params)}
 
 
 def turn_json(turn: TurnRecord) -> dict[str, Any]:

@@ -102,8 +102,8 @@ class SlashCompleter(Completer):
         engine, workspace = self.chat.engine, self.chat.workspace
         session = engine.session
         if kind == "session":
-            return [(row["name"], f"{row['strategy']} · {row['turns']} turns")
-                    for row in sessions.list_sessions(workspace) if row["name"] != session.name]
+            return [(row.name, f"{row.strategy} · {row.turns} turns")
+                    for row in sessions.list_sessions(workspace) if row.name != session.name]
         if kind == "fact":
             facts = remembered.live_facts(workspace, session)
             pinned = remembered.session_pins(workspace, session)

@@ -32,6 +32,7 @@ from chatmem.store.records import (
     FactScope,
     MessageRecord,
     SessionRecord,
+    SessionSummary,
     SummaryRecord,
     TurnRecord,
 )
@@ -187,7 +188,7 @@ class SessionRepository(Protocol):
 
     def session_names(self, session_ids: Iterable[int]) -> dict[int, str]: ...
 
-    def list_sessions(self) -> list[dict[str, Any]]: ...
+    def list_sessions(self) -> list[SessionSummary]: ...
 
     def find_or_create_session(self, name: str, strategy: str,
                                params: Mapping[str, Any] | None = None,

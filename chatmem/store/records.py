@@ -196,6 +196,34 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
+class SessionSummary:
+    """One line of `list_sessions`: a session's settings and how much it holds.
+
+    The fields are in the query's column order, which `sessions list --json` keeps."""
+
+    name: str
+    strategy: str
+    params: dict[str, Any]
+    provider: str | None
+    model: str | None
+    tokenizer: str | None
+    created_at: str
+    updated_at: str
+    messages: int
+    """Its messages in the history (a replaced turn's left out)."""
+    turns: int
+    """The conversation's turns, forked and imported ones too."""
+    requests: int
+    """The requests recorded for it, failed and cancelled ones included."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SessionSummary:
+        data = known_columns(cls, row)
+        data["params"] = stored_json(data["params"], f"session {data['name']!r}: params", "{}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
 class MessageRecord:
     id: int
     session_id: int

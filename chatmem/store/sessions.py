@@ -14,6 +14,7 @@ from chatmem.store.records import (
     AccessLevel,
     SessionAccess,
     SessionRecord,
+    SessionSummary,
     json_text,
     stored_json,
 )
@@ -183,12 +184,8 @@ class SessionTables:
         steps.check_new_name(self._db, new_name)
         return self.update_session(record.id, name=normal_name(new_name))
 
-    def list_sessions(self) -> list[dict[str, Any]]:
-        """Every session with its counts, most recently used first.
-
-        `turns` counts the conversation's turns (forked and imported ones too);
-        `requests` counts the requests recorded for it, failed and cancelled included.
-        """
+    def list_sessions(self) -> list[SessionSummary]:
+        """Every session with its counts, most recently used first."""
         rows = fetch_rows(self._db,
             """
             SELECT s.name, s.strategy, s.params, s.provider, s.model, s.tokenizer, s.created_at,
@@ -201,8 +198,7 @@ class SessionTables:
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )
-        return [{**row, "params": stored_json(row["params"], f"session {row['name']!r}: params",
-                                              "{}")} for row in rows]
+        return [SessionSummary.from_row(row) for row in rows]
 
     def delete_session(self, name: str) -> None:
         """Erase a session physically: messages, turns, summaries, facts, index rows."""

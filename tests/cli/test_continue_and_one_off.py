@@ -52,7 +52,7 @@ def test_ask_without_a_session_reads_no_history_and_leaves_the_file_unchanged(db
                         ("user", "我的订单号是多少？")]
     assert digest(db) == before
     with Store(db) as store:
-        assert [s["name"] for s in store.sessions.list_sessions()] == ["trip"]
+        assert [s.name for s in store.sessions.list_sessions()] == ["trip"]
 
 
 def test_a_one_off_question_never_creates_the_history_file(db: Path) -> None:

@@ -195,7 +195,7 @@ def test_an_archive_restores_names_whose_letters_carry_combining_marks(tmp_path:
                    code=0).stderr.splitlines()[0] for member in members]
     assert said == [f"imported 2 messages into session {member[9:-6]}" for member in members]
     with Store(second) as store:
-        assert sorted(s["name"] for s in store.sessions.list_sessions()) == sorted(names)
+        assert sorted(s.name for s in store.sessions.list_sessions()) == sorted(names)
 
 
 def test_a_name_made_from_a_decomposed_file_name_keeps_its_accents(tmp_path: Path) -> None:

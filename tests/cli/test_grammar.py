@@ -89,7 +89,7 @@ def test_chat_and_inspect_take_the_session_first_or_as_an_option(tmp_path: Path)
     with Store(db) as store:
         assert [m.content for m in store.history.messages(store.sessions.session("trip").id)
                 if m.role == "user"] == ["first", "second", "third"]
-        assert [s["name"] for s in store.sessions.list_sessions()] == ["default", "trip"]
+        assert [s.name for s in store.sessions.list_sessions()] == ["default", "trip"]
     shown = run("inspect", "trip", "--json", *base)
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["input"] == "third"
@@ -134,7 +134,7 @@ def test_one_session_name_rule_for_every_command_that_names_one(
     assert result.exit_code == 2
     assert result.stderr == BAD_NAME
     with Store(db) as store:
-        assert [s["name"] for s in store.sessions.list_sessions()] == ["trip"]
+        assert [s.name for s in store.sessions.list_sessions()] == ["trip"]
 
 
 def test_the_rule_takes_any_script_and_the_usual_punctuation(tmp_path: Path) -> None:

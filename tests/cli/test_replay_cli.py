@@ -96,7 +96,7 @@ def test_save_as_stores_one_session_per_strategy(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     assert "cmp-window-k-2" in result.stdout  # type: ignore[attr-defined]
     with Store(db) as store:
-        assert {s["name"]: s["turns"] for s in store.sessions.list_sessions()} == {
+        assert {s.name: s.turns for s in store.sessions.list_sessions()} == {
             "cmp-buffer": 30, "cmp-window-k-2": 30}
     again = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window:k=2", "--provider",
                 "scripted", "--save-as", "cmp", "--db", str(db))

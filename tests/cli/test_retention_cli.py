@@ -269,7 +269,7 @@ def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> 
             assert gone.encode() not in data, gone
         if "CHATMEM_KEY" not in os.environ:
             assert b"Bartholomew Quince" in data  # the grep does see what is kept
-        assert [r["name"] for r in reader.sessions.list_sessions()] == ["bob"]
+        assert [r.name for r in reader.sessions.list_sessions()] == ["bob"]
     nothing = invoke("forget-me", "--user", "ana", "--yes", "--db", str(two_users))
     assert nothing.stderr == "user ana has no sessions or facts here\n"
 

@@ -181,7 +181,7 @@ def test_counting_provider_counts_helper_calls_by_purpose() -> None:
 def test_save_as_names_one_session_per_strategy_and_refuses_taken_names(store: Store) -> None:
     replay(SMALL, [parse_spec("buffer"), parse_spec("window:k=2")],
            chat_provider=ScriptedProvider(), store=store, save_as="cmp")
-    assert {s["name"] for s in store.sessions.list_sessions()} == {"cmp-buffer", "cmp-window-k-2"}
+    assert {s.name for s in store.sessions.list_sessions()} == {"cmp-buffer", "cmp-window-k-2"}
     assert store.sessions.session("cmp-window-k-2").params == {"k": 2}
     with pytest.raises(StoreError, match="'cmp-buffer'"):  # names the taken name
         replay(SMALL, [parse_spec("buffer"), parse_spec("tokens")],
@@ -347,9 +347,9 @@ def test_a_save_as_stopped_halfway_keeps_no_session_and_the_name_is_free_again(
         replay(t, [parse_spec("buffer"), parse_spec("window:k=2")],
                chat_provider=ScriptedProvider(), store=store, save_as="半途",
                progress=stopped_at_the_second_strategys_fifth_step)
-    assert [s["name"] for s in store.sessions.list_sessions()] == []
+    assert [s.name for s in store.sessions.list_sessions()] == []
     runs = replay(t, [parse_spec("buffer"), parse_spec("window:k=2")],
                   chat_provider=ScriptedProvider(), store=store, save_as="半途")
     assert [r.session for r in runs] == ["半途-buffer", "半途-window-k-2"]
-    assert sorted(s["name"] for s in store.sessions.list_sessions()) == [
+    assert sorted(s.name for s in store.sessions.list_sessions()) == [
         "半途-buffer", "半途-window-k-2"]

@@ -354,7 +354,7 @@ def dry_run_spans(db: Path, key: str) -> dict[tuple[str, int], list[list[int]]]:
 
 def all_messages(db: Path) -> dict[tuple[str, int], str]:
     with Store(db) as store:
-        sessions = [store.sessions.session(row["name"]) for row in store.sessions.list_sessions()]
+        sessions = [store.sessions.session(row.name) for row in store.sessions.list_sessions()]
         return {(s.name,
                  m.position): m.content for s in sessions for m in store.history.messages(s.id)}
 

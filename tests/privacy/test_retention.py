@@ -99,7 +99,7 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     assert timed.sessions.find_session("old") is not None
     assert prune(timed, clock.now, retention_days=40, fact_idle_days=None).summary() == (
         "erased 1 session (4 messages)")
-    assert [row["name"] for row in timed.sessions.list_sessions()] == ["own", "forever", "kept"]
+    assert [row.name for row in timed.sessions.list_sessions()] == ["own", "forever", "kept"]
     counts = {table: fetch_value(timed.db, f"SELECT count(*) FROM {table}") for table in
               ("messages", "turns", "message_vectors", "summaries", "strategy_state")}
     assert counts["message_vectors"] == 0 and counts["messages"] == 6 and counts["turns"] == 3
@@ -179,7 +179,7 @@ def test_forget_user_erases_the_profile_and_nothing_else(
     with history.open() as reader:  # an idle reader keeps WAL and shm
         erased = forget_user(timed, "ana")
         assert erased.summary() == "erased 2 sessions (6 messages) and 1 fact"
-        assert [r["name"] for r in reader.sessions.list_sessions()] == ["bob-trip"]
+        assert [r.name for r in reader.sessions.list_sessions()] == ["bob-trip"]
         assert [f.value for f in reader.facts.facts()] == ["Bartholomew Quince"]
         if history.kind == "plain":
             data = raw(history.location)

@@ -11,6 +11,7 @@ from rich.console import Console
 from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.reasons import DroppedNote, DroppedTurns, NewestTurns, NewInput, StoredNote
 from chatmem.render import context_panel, sessions_table, token_line
+from chatmem.store import SessionSummary
 
 
 def show(renderable: object, width: int = 100) -> str:
@@ -68,11 +69,14 @@ def test_dropped_turns_are_not_called_dropped_twice() -> None:
 
 
 SESSIONS = [
-    {"name": "tz-window+entity", "strategy": "summary-buffer+retrieval",
-     "params": {"max_tokens": 2000, "summary_max_tokens": 256}, "messages": 1204,
-     "turns": 602, "updated_at": "2026-11-29T15:09:41.123+00:00"},
-    {"name": "旅行计划", "strategy": "window", "params": {}, "messages": 4, "turns": 2,
-     "updated_at": "2026-11-28T09:01:02.000+00:00"},
+    SessionSummary(name="tz-window+entity", strategy="summary-buffer+retrieval",
+                   params={"max_tokens": 2000, "summary_max_tokens": 256}, provider=None,
+                   model=None, tokenizer=None, created_at="2026-11-01T08:00:00.000+00:00",
+                   updated_at="2026-11-29T15:09:41.123+00:00", messages=1204, turns=602,
+                   requests=602),
+    SessionSummary(name="旅行计划", strategy="window", params={}, provider=None, model=None,
+                   tokenizer=None, created_at="2026-11-28T09:00:00.000+00:00",
+                   updated_at="2026-11-28T09:01:02.000+00:00", messages=4, turns=2, requests=2),
 ]
 
 

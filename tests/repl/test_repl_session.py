@@ -127,7 +127,7 @@ def test_fork_errors(db: Path, line: str, error: str) -> None:
     assert result.exit_code == 2
     assert status_lines(result.stderr) == [error]
     with Store(db) as store:
-        assert [s["name"] for s in store.sessions.list_sessions()] == ["trip"]
+        assert [s.name for s in store.sessions.list_sessions()] == ["trip"]
 
 
 def test_undo_explains_and_forks_before_the_last_turn(db: Path) -> None:

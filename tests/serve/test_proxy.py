@@ -185,7 +185,7 @@ def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
              {"role": "user", "content": "And the budget?"}]
     openai.chat.completions.create(model="test-small", messages=again)
     with Store(db_path) as store:
-        names = {row["name"]: row["turns"] for row in store.sessions.list_sessions()}
+        names = {row.name: row.turns for row in store.sessions.list_sessions()}
     assert names.pop("ann-42") == 1
     [(fingerprint, turns)] = names.items()
     assert fingerprint.startswith("chat-") and turns == 2
@@ -214,7 +214,7 @@ def test_each_conversation_id_is_its_own_session_in_any_script(
     for conversation in (b"!!!", b"???", b"x" * 64 + b"-alice", b"x" * 64 + b"-bob"):
         ask(conversation, "hello")
     with Store(db_path) as store:
-        sessions = {row["name"]: row["turns"] for row in store.sessions.list_sessions()}
+        sessions = {row.name: row.turns for row in store.sessions.list_sessions()}
     assert sessions.pop("旅行") == 2 and sessions.pop("日记") == 1
     assert len(sessions) == 4 and set(sessions.values()) == {1}
 
@@ -227,7 +227,7 @@ def test_a_fingerprint_tells_two_system_prompts_apart(proxy: RunningProxy,
             {"role": "system", "content": system}, {"role": "user", "content": "hi"}])
     with Store(db_path) as store:
         rows = store.sessions.list_sessions()
-    assert len(rows) == 2 and all(r["name"].startswith("chat-") and r["turns"] == 1
+    assert len(rows) == 2 and all(r.name.startswith("chat-") and r.turns == 1
                                   for r in rows)
 
 
@@ -261,7 +261,7 @@ def test_chats_without_an_id_that_began_alike_never_see_each_others_messages(
     _, again = ask(a[:-1])
     assert again == f"{quote(a_turn.split('@')[0])}@4"
     with Store(db_path) as store:
-        turns = sorted(row["turns"] for row in store.sessions.list_sessions())
+        turns = sorted(row.turns for row in store.sessions.list_sessions())
         replaced = [t.superseded_by for t in store.turns.turns(
             store.sessions.session(a_turn.split("@")[0]).id)]
     assert turns == [2, 4] and replaced == [None, None, 4, None]
@@ -413,7 +413,7 @@ def test_retention_that_failed_is_tried_again_by_the_next_request_then_not_again
 
     def sessions() -> set[str]:
         with Store(db_path) as store:
-            return {row["name"] for row in store.sessions.list_sessions()}
+            return {row.name for row in store.sessions.list_sessions()}
 
     with RunningProxy(settings, strategy="window") as running:
         openai = client(running)

@@ -32,7 +32,7 @@ def replayed(db: Path, sample: str) -> list[str]:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
     with Store(db) as store:
-        return [s["name"] for s in store.sessions.list_sessions()]
+        return [s.name for s in store.sessions.list_sessions()]
 
 
 def inspect_all(db: Path, names: list[str], step: int) -> dict[tuple[str, int], object]:

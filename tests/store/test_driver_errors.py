@@ -144,4 +144,4 @@ def test_a_broken_constraint_on_postgresql_is_a_conflict(pg_url: str) -> None:
         with pytest.raises(StoreConflict), store.write():
             store.db.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
                              " VALUES ('s', 'window', '', '')")
-        assert [s["name"] for s in store.sessions.list_sessions()] == ["s"]
+        assert [s.name for s in store.sessions.list_sessions()] == ["s"]

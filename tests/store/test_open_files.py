@@ -28,7 +28,7 @@ def test_opening_the_file_again_keeps_the_locks_of_the_connection_held(db_path: 
         with Store(db_path) as other:
             other.sessions.delete_session("trip")
             other.sessions.create_session("next", "window")
-        assert [row["name"] for row in held.sessions.list_sessions()] == ["next"]
+        assert [row.name for row in held.sessions.list_sessions()] == ["next"]
         assert held.sessions.session("next").strategy == "window"
 
 

@@ -54,7 +54,7 @@ def test_a_name_in_any_script_is_one_session_however_its_letters_were_composed(
         invoke("chat", name, "--provider", "scripted", "--db", db, input="hi\n", code=0)
     invoke("chat", composed, "--provider", "scripted", "--db", db, input="again\n", code=0)
     with Store(db) as store:
-        turns = {row["name"]: row["turns"] for row in store.sessions.list_sessions()}
+        turns = {row.name: row.turns for row in store.sessions.list_sessions()}
         assert store.sessions.session(decomposed).name == composed
     assert turns == {"हिंदी": 1, "नमस्ते": 1, composed: 2, "Zoë-日记": 1}
     for refused in ("\u0301abc", "-x", "a b", "a/b"):

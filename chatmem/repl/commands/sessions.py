@@ -51,8 +51,9 @@ def _sessions(repl: Chat, args: list[str]) -> None:
     current = repl.engine.session.name
     changed_params = repl.workspace.registries.strategies.changed_params
     rows = [
-        {**r, "current": "*" if r["name"] == current else "",
-         "params": format_params(changed_params(r["strategy"], r["params"] or {}))}
+        {"current": "*" if r.name == current else "", "name": r.name, "strategy": r.strategy,
+         "params": format_params(changed_params(r.strategy, r.params or {})),
+         "messages": r.messages, "turns": r.turns}
         for r in sessions.list_sessions(repl.workspace)
     ]
     repl.show(render.table(rows, ["current", "name", "strategy", "params", "messages", "turns"]))
