@@ -177,18 +177,21 @@ def test_bad_strategy_values_are_refused_before_anything_is_stored(
 
 
 def test_a_session_stored_with_a_nan_parameter_says_so_in_one_line(tmp_path: Path) -> None:
-    """A file written before values were checked: the session fails clearly, not for good."""
+    """A file written before values were checked: the session opens with the default in its
+    place and says so in one line; giving the parameter again is still checked."""
     db = tmp_path / "h.db"
     with Store(db) as store:
         store.sessions.create_session("s", "summary-buffer", {"max_tokens": 200, "prune_to": "nan"})
     args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
-    result = invoke(*args, input="hi\n")
+    result = invoke(*args, "-p", "prune_to=nan", input="hi\n")
     assert result.exit_code == 2
     assert result.stderr == ("error: parameter prune_to='nan' of strategy 'summary-buffer'"
                              " must be a finite number\n")
-    # Giving the parameter again repairs the session.
-    result = invoke(*args, "-p", "prune_to=0.5", input="hi\n")
+    result = invoke(*args, input="hi\n")
     assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "session s was saved by another version of strategy summary-buffer; left out "
+        "prune_to=nan (refused now: the default is used)")
     assert contents(db) == ["hi", "echo #1: hi"]
 
 
