@@ -344,6 +344,20 @@ def m015_fact_ids_never_reused(db: sqlite_utils.Database) -> None:
         return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                               [table]).fetchone()[0])
 
+    # A row another tool left pointing nowhere (foreign keys are off by default in sqlite3's
+    # shell) would fail the copy, and every later opening with it: what the references'
+    # own actions would have done is done first.
+    for statement in (
+            "DELETE FROM facts WHERE session_id IS NOT NULL"
+            " AND session_id NOT IN (SELECT id FROM sessions)",
+            "UPDATE facts SET source_message_id = NULL WHERE source_message_id IS NOT NULL"
+            " AND source_message_id NOT IN (SELECT id FROM messages)",
+            "UPDATE facts SET source_session_id = NULL WHERE source_session_id IS NOT NULL"
+            " AND source_session_id NOT IN (SELECT id FROM sessions)",
+            "DELETE FROM fact_history WHERE fact_id NOT IN (SELECT id FROM facts)",
+            "UPDATE fact_history SET source_session_id = NULL WHERE source_session_id IS NOT"
+            " NULL AND source_session_id NOT IN (SELECT id FROM sessions)"):
+        db.execute(statement)
     indexes = [sql for (sql,) in db.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
         " AND tbl_name IN ('facts', 'fact_history')").fetchall()]

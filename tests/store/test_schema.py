@@ -154,3 +154,35 @@ def test_the_upgrade_keeps_every_fact_its_history_and_ids(tmp_path: Path) -> Non
     assert before == [(3, "user", "me", None, "城市", "杭州", None, None, "2026-01-05",
                        "2026-01-06", None, None, None, None)]
     conn.close()
+
+
+def test_the_upgrade_takes_a_file_with_references_another_tool_left_dangling(
+        tmp_path: Path) -> None:
+    """sqlite3's shell runs with foreign keys off: one fact pointing at a message gone made
+    m015's copy fail, and every command refused the file ("FOREIGN KEY constraint failed")."""
+    path = tmp_path / "old.db"
+    made_by_sqlite_utils(path, len(MIGRATIONS) - 1)
+    conn = sqlite3.connect(path)  # foreign keys off, as in the shell
+    conn.executescript("""
+        INSERT INTO facts (id, scope, "user", session_id, key, value, source_message_id,
+                           source_session_id, created_at, updated_at)
+            VALUES (1, 'user', 'me', NULL, '城市', '杭州', 999999, 888, '2026-01-05',
+                    '2026-01-05'),
+                   (2, 'session', NULL, 777, '航班', 'MU5137', NULL, NULL, '2026-01-05',
+                    '2026-01-05');
+        INSERT INTO fact_history (fact_id, key, value, source_session_id, stated_at,
+                                  replaced_at)
+            VALUES (1, '城市', '上海', 888, '2026-01-04', '2026-01-05'),
+                   (42, 'gone', 'x', NULL, '2026-01-04', '2026-01-05');""")
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        kept = store.facts.fact(1)
+        assert (kept.value, kept.source_message_id, kept.source_session_id) == ("杭州", None, None)
+        assert [h.value for h in store.facts.fact_history([1])[1]] == ["上海"]
+        with pytest.raises(NotFound):
+            store.facts.fact(2)  # of a session gone: what ON DELETE CASCADE does
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("SELECT fact_id FROM fact_history").fetchall() == [(1,)]
+    conn.close()
