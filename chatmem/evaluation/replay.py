@@ -215,12 +215,12 @@ def replay(
                        strategies or load_registries().strategies, embedder, probes_only)
     steps = plan(transcript, keep_replies)
     runs = []
-    saved: list[str] = []
+    saved: list[tuple[str, int]] = []
     for spec, name in zip(specs, names, strict=True):
         if name and store is not None:
-            saved.append(name)
             try:
-                runs.append(_run_one(transcript, spec, steps, store, name, options, progress))
+                runs.append(_run_one(transcript, spec, steps, store, name, options, progress,
+                                     saved))
             except BaseException:
                 # Ctrl-C or an error: a session saved halfway looks finished in every listing,
                 # and keeps its name from the next run. What was saved is what was printed:
@@ -234,10 +234,14 @@ def replay(
     return runs
 
 
-def _discard(store: TurnStore, names: Sequence[str]) -> None:
-    for name in names:
+def _discard(store: TurnStore, saved: Sequence[tuple[str, int]]) -> None:
+    """Delete the sessions this run made (name, id): by name, only while the name is still
+    theirs (another process may have taken a name this run never got to)."""
+    for name, session_id in saved:
         with suppress(ChatmemError):
-            store.sessions.delete_session(name)
+            found = store.sessions.find_session(name)
+            if found is not None and found.id == session_id:
+                store.sessions.delete_session(name)
 
 
 def seed_user_facts(store: MemoryStore, user: str | None, facts: Sequence[FactRecord]) -> None:
@@ -275,8 +279,12 @@ def _run_one(
     name: str | None,
     options: _Options,
     progress: Progress | None,
+    saved: list[tuple[str, int]] | None = None,
 ) -> StrategyRun:
+    """`saved`: where the session this run makes is noted (name, id), once it exists."""
     engine, run, stored_ids = _start(transcript, spec, store, name, options)
+    if saved is not None and name:
+        saved.append((name, engine.session.id))
     try:
         for step in _with_progress(steps, spec.label, progress):
             _play(engine, step, run, stored_ids, options)

@@ -7,6 +7,7 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
+from conftest import History
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from registered import STRATEGIES, parse_spec
@@ -353,3 +354,26 @@ def test_a_save_as_stopped_halfway_keeps_no_session_and_the_name_is_free_again(
     assert [r.session for r in runs] == ["半途-buffer", "半途-window-k-2"]
     assert sorted(s.name for s in store.sessions.list_sessions()) == [
         "半途-buffer", "半途-window-k-2"]
+
+
+def test_a_save_as_that_fails_leaves_another_processs_session_of_its_name(
+        store: Store, history: History) -> None:
+    """The name of a later strategy's session, taken by another chat while the first one ran,
+    failed the run, and the run then deleted that other session by name, its turn with it."""
+    t = parse_transcript(transcript(*[{"role": role, "content": f"第{i}句 {role}"}
+                                      for i in range(1, 5) for role in ("user", "assistant")]))
+
+    def another_chat_takes_the_name(label: str, done: int, total: int) -> None:
+        if label == "buffer" and done == 1:
+            with history.open() as other:
+                taken = other.sessions.create_session("半途-window-k-2", "window")
+                other.history.import_messages(taken.id, [{"role": "user",
+                                                          "content": "我的航班号是 MU5137"}])
+
+    with pytest.raises(StoreError):
+        replay(t, [parse_spec("buffer"), parse_spec("window:k=2")],
+               chat_provider=ScriptedProvider(), store=store, save_as="半途",
+               progress=another_chat_takes_the_name)
+    assert [s.name for s in store.sessions.list_sessions()] == ["半途-window-k-2"]
+    kept = store.sessions.session("半途-window-k-2")
+    assert [m.content for m in store.history.messages(kept.id)] == ["我的航班号是 MU5137"]
