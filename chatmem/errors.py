@@ -164,6 +164,8 @@ class ReplaceRefusal(Enum):
     """A summary covers it."""
     FACTS = "facts"
     """Facts were stated or changed in it or since: they may come from its reply."""
+    NOT_YOURS = "not yours"
+    """Another chat added it since the turn the caller meant (its own last)."""
 
 
 class TurnNotReplaceable(UsageError):

@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
                 on_delta: Callable[[str], None] | None = None,
                 on_reply_end: Callable[[], None] | None = None,
-                attachments: Sequence[Attachment] = ()) -> TurnResult:
+                attachments: Sequence[Attachment] = (),
+                expected: int | None = None) -> TurnResult:
     """Replace the session's last completed turn by a new one with `text` (None: the same
-    input); raises UsageError when that turn cannot be replaced (see store.turns.hide_turn)."""
-    old = engine.store.turns.hide_turn(engine.session.id)
+    input); raises UsageError when that turn cannot be replaced (see store.turns.hide_turn),
+    or is not `expected` (the id of the turn the caller means: its own last)."""
+    old = engine.store.turns.hide_turn(engine.session.id, expected)
     engine.state.caches.clear()  # recall's caches may hold the hidden messages
     try:
         result = engine.run_turn(old.input if text is None else text, on_delta, on_reply_end,

@@ -20,7 +20,7 @@ from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
 from chatmem.engine import Engine, TurnResult
 from chatmem.engine.resend import resend_last
-from chatmem.errors import ChatmemError, UsageError
+from chatmem.errors import ChatmemError, ProviderError, UsageError
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
@@ -76,11 +76,12 @@ class Chat:
         self.spent = Spent()
         """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
         self.streaming = False
+        """True from a turn's request until its reply is complete or cut."""
         self.seen_last_turn: int | None = None
         """The session's last turn as this chat last saw it (its own, or the one it
         resumed after): the only one /retry and /edit-last may replace."""
-        """True from a turn's request until its reply is complete or cut."""
         self.note_usage()
+        self.seen_last_turn = self._last_turn_id()
 
     # -- output ------------------------------------------------------------------
 
@@ -132,6 +133,10 @@ class Chat:
         self.engine = new
         self.last = None
         self.note_usage()
+        if new.session.id != old.session.id:
+            # The same session reopened (/model, /template) keeps what this chat saw: a turn
+            # another chat added meanwhile does not become its own.
+            self.seen_last_turn = self._last_turn_id()
         for notice in new.notices:
             self.notice(notice_text(notice))
 
@@ -149,7 +154,10 @@ class Chat:
         record = last_turn(self.workspace, session)
         self.usage = None if record is None else (record.estimated_tokens or 0,
                                                    record.context.get("budget"))
-        self.seen_last_turn = None if record is None else record.id
+
+    def _last_turn_id(self) -> int | None:
+        record = last_turn(self.workspace, self.engine.session)
+        return None if record is None else record.id
 
     def turn(self, text: str | None, attachments: Sequence[Attachment] = (), *,
              replace_last: bool = False) -> None:
@@ -173,15 +181,15 @@ class Chat:
         try:
             if replace_last:
                 result = resend_last(self.engine, text, on_delta=reply.write,
-                                     on_reply_end=reply_end, attachments=attachments)
+                                     on_reply_end=reply_end, attachments=attachments,
+                                     expected=self.seen_last_turn)
             else:
                 assert text is not None
                 result = self.engine.run_turn(text, on_delta=reply.write,
                                               on_reply_end=reply_end, attachments=attachments)
-        except ChatmemError:
+        except ProviderError:
             # A failed turn is recorded before its error is raised: it is this chat's last.
-            last = last_turn(self.workspace, self.engine.session)
-            self.seen_last_turn = None if last is None else last.id
+            self.seen_last_turn = self._last_turn_id()
             raise
         finally:
             reply_end()  # a reply cut by an error or Ctrl-C still ends its line

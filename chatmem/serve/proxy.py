@@ -394,7 +394,8 @@ class Turn:
                     # Not a turn it may replace (one a summary was made from, or messages
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
-                        result = resend_last(engine, asked.text, on_delta=self._delta)
+                        result = resend_last(engine, asked.text, on_delta=self._delta,
+                                             expected=previous.id if previous else None)
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta)
                 self.turn_id = f"{asked.conversation}@{result.record.number}"

@@ -107,7 +107,7 @@ class TurnTables:
 
     # -- replacing the last turn (/retry, /edit-last) -----------------------------
 
-    def hide_turn(self, session_id: int) -> TurnRecord:
+    def hide_turn(self, session_id: int, expected: int | None = None) -> TurnRecord:
         """Take the session's last turn out of memory so that it can be sent again.
 
         Its messages stay stored (append-only) but leave every history, recall
@@ -115,9 +115,16 @@ class TurnTables:
         new attempt is not stored, `commit_turn(supersedes=…)` makes it final.
         Only the last turn, a completed one, and only while no summary or fact
         was derived from it: memory built on a reply must not outlive the reply.
+        `expected`: the id of the turn the caller means (its own last); another chat's
+        turn added since is refused, checked under the write lock.
         """
         with self._db.write():
             turn = self.turn(session_id)
+            if expected is not None and turn.id != expected:
+                raise TurnNotReplaceable(
+                    f"turn {turn.number} was added by another chat since your last turn, and"
+                    " only your own last turn is replaced; send your input again instead",
+                    turn=turn.number, why=ReplaceRefusal.NOT_YOURS)
             if turn.status != "ok" or turn.user_message_id is None \
                     or turn.assistant_message_id is None or turn.superseded_by is not None:
                 raise TurnNotReplaceable(

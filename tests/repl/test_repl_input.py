@@ -256,6 +256,37 @@ def test_retry_and_edit_last_replace_only_this_chats_own_last_turn(tmp_path: Pat
         assert [t.superseded_by for t in store.turns.turns(session.id)] == [None, None, 4, None]
 
 
+def test_a_turn_another_chat_adds_while_the_edit_is_typed_or_after_model_is_not_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check ran before the edit window (seconds to minutes long), and /model or
+    /template reopened the session and made another chat's turn this chat's own: either way
+    MCP's recorded exchange left memory for a reply this chat's model made up."""
+    db = tmp_path / "t.db"
+    store, repl = make_repl(db)
+
+    def another_chat_records(text: str) -> None:
+        with Store(db) as other:
+            open_session(other, Settings(), ScriptedProvider(), "t").replay_turn(text, "已订好")
+
+    with store:
+        repl.turn("我想去西安")
+        session = store.sessions.session("t")
+
+        def edited(default: str) -> str:
+            another_chat_records("帮我订酒店")  # while the user types the edit
+            return "我想去成都"
+
+        monkeypatch.setattr(repl, "edit_line", edited)
+        with pytest.raises(UsageError, match="turn 2 was added by another chat"):
+            repl.command("/edit-last")
+        repl.command("/model scripted")
+        with pytest.raises(UsageError, match="turn 2 was added by another chat"):
+            repl.command("/retry")
+        assert [t.superseded_by for t in store.turns.turns(session.id)] == [None, None]
+        assert [m.content for m in store.history.messages(session.id)] == [
+            "我想去西安", "echo #1: 我想去西安", "帮我订酒店", "已订好"]
+
+
 def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     store, repl = make_repl(db)
