@@ -22,6 +22,7 @@ from chatmem.errors import (
     OverBudget,
     ProviderError,
     StoreError,
+    StoreFailure,
     StrategyFailed,
     UsageError,
 )
@@ -324,17 +325,17 @@ class Engine(Generic[StoreT]):
                 on_reply_end()
         except KeyboardInterrupt:
             stream.close()
-            record = self.store.turns.record_turn(self._record(
+            record = self._record_unless_erased(self._record(
                 text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=stream.rendered_prompt,
-            ), erasures=self._erasures)
+            ))
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
-            self.store.turns.record_turn(self._record(
+            self._record_unless_erased(self._record(
                 text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=stream.rendered_prompt,
-            ), erasures=self._erasures)
+            ))
             raise
         reply = valid_text("".join(chunks))
         record = self.store.turns.commit_turn(self._record(
@@ -352,6 +353,17 @@ class Engine(Generic[StoreT]):
         if self.keeps_memory:
             notices += self.update_memory()
         return TurnResult(record, context, reply, notices)
+
+    def _record_unless_erased(self, record: TurnRecord) -> TurnRecord:
+        """A cancelled or failed turn's row; not kept (the record as it is, unnumbered) when
+        text left the session's memory meanwhile, as its context may hold it: the Ctrl-C or
+        the provider's error is what the user is told, not the refusal."""
+        try:
+            return self.store.turns.record_turn(record, erasures=self._erasures)
+        except StoreError as e:
+            if e.kind is not StoreFailure.ERASED_MEANWHILE:
+                raise
+            return record
 
     def between_turns(self) -> None:
         """Upkeep nobody waits for, for a front end to call once a turn is shown and

@@ -194,7 +194,8 @@ class Chat:
         finally:
             reply_end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
-        self.seen_last_turn = result.record.id
+        if result.record.id is not None:  # a cancelled turn's row is not kept after a purge
+            self.seen_last_turn = result.record.id
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
         if result.status != TurnStatus.FAILED:
