@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ConfigError, one_line
+from chatmem.errors import ChatmemError, ConfigError, one_line
 from chatmem.plugin_entries import (
     EmbedderEntry,
     PluginProblem,
@@ -99,7 +99,7 @@ class Registries:
                 self._contents = _Contents(StrategyRegistry())
                 # What a plugin prints while it loads (a debug line) goes to stderr: stdout
                 # holds a command's --json, ask's reply, and MCP's protocol stream.
-                with contextlib.redirect_stdout(sys.stderr):
+                with _prints_to_stderr():
                     for source, load in self._plugins():
                         self._load(source, load)
                 self._ready = True
@@ -263,8 +263,9 @@ class Registries:
             return entry.create(settings)
         # A plugin's replies, errors and model names are masked as chatmem's own are.
         mask = SecretMask(secrets_of(settings))
-        provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
-                           lambda: entry.create(settings))
+        with _prints_to_stderr():
+            provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
+                               lambda: entry.create(settings))
         return masked(GuardedProvider(provider, mask), settings)
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
@@ -281,11 +282,14 @@ class Registries:
         if entry.plugin.builtin:
             return entry.name, models(settings)
         mask = SecretMask(secrets_of(settings))
-        given = guarded(lambda e: failure(entry.name, e, mask, "could not list its models"),
-                        lambda: models(settings))
-        names = guarded(lambda e: failure(entry.name, e, mask, "could not list its models"),
-                        lambda: list(given)) \
-            if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
+
+        def refused(error: BaseException) -> ChatmemError:
+            return failure(entry.name, error, mask, "could not list its models")
+
+        with _prints_to_stderr():
+            given = guarded(refused, lambda: models(settings))
+            names = guarded(refused, lambda: list(given)) \
+                if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             # Names are keys and text everywhere they go (a listing, --json, /v1/models).
             raise failure(entry.name, f"its models returned {_kinds(names)}, not a list of "
@@ -303,8 +307,9 @@ class Registries:
                               f"{', '.join(self.embedder_names())})")
         if entry.plugin.builtin:
             return entry.create(settings or Settings())
-        embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
-                           lambda: entry.create(settings or Settings()))
+        with _prints_to_stderr():
+            embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
+                               lambda: entry.create(settings or Settings()))
         return GuardedEmbedder(embedder, name)
 
     def resolve_embedder(self, settings: Settings) -> Embedder | None:
@@ -345,3 +350,11 @@ def _kinds(value: object) -> str:
         wrong = sorted({kind_of(v) for v in value if not isinstance(v, str)})
         return f"a list holding {', '.join(wrong)}"
     return kind_of(value)
+
+
+def _prints_to_stderr() -> contextlib.AbstractContextManager[object]:
+    """Where a plugin's print() goes while chatmem runs its code (loading it, creating its
+    provider or embedder, listing its models): stderr, as stdout holds a command's --json,
+    ask's reply and MCP's protocol stream. (Not around a reply's pieces, which are drawn on
+    stdout as they come.)"""
+    return contextlib.redirect_stdout(sys.stderr)

@@ -260,12 +260,18 @@ from chatmem.providers.scripted import ScriptedProvider
 
 def models(settings):
     import os
+    print("chatty: listing models 列出模型")
     return {"dicts": [{"id": "gpt-x"}, {"id": "模型"}], "mixed": ["模型-a", 3, None],
             "text": "abc"}[os.environ.get("MODS", "dicts")]
 
 def register(plugins):
     print("registering chatty 注册")
     plugins.add_provider("mods", lambda settings: ScriptedProvider(), models=models)
+    plugins.add_provider("talky", talky, models=lambda settings: [print("listing") or "t-1"][-1:])
+
+def talky(settings):
+    print("chatty: connecting to 127.0.0.1 连接")
+    return ScriptedProvider()
 '''
 
 
@@ -278,6 +284,12 @@ def test_what_a_plugin_prints_while_it_loads_goes_to_stderr_not_into_json(
     assert json.loads(listed.stdout)
     assert "loading chatmem-chatty 插件" in listed.stderr
     assert "registering chatty 注册" in listed.stderr
+    # Its provider's creation and model list too (they run later, in the command).
+    models = invoke("models", "--provider", "talky", "--json", code=0)
+    assert json.loads(models.stdout)["models"] == ["t-1"] and "listing" in models.stderr
+    asked = invoke("ask", "你好", "--provider", "talky", code=0)
+    assert asked.stdout == "echo #1: 你好\n"
+    assert "connecting to 127.0.0.1 连接" in asked.stderr
 
 
 @pytest.mark.parametrize(("kind", "returned"), [("dicts", "a list holding dict"),
