@@ -60,10 +60,10 @@ if TYPE_CHECKING:
 
 TURN_HEADER = "X-Chatmem-Turn"
 DISCONNECT_POLL = 0.2
+"""Seconds between looks at whether the client of a reply that is not streamed is there."""
 ANSWERED_KEPT = 4096
 """Conversations whose last answered turn the server remembers (for a regenerate or an
 edit of it); one beyond is regenerated only by asking its last question again."""
-"""Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
 
 
