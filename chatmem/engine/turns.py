@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
+from chatmem.engine.session_changes import SessionChanges
+from chatmem.engine.upkeep import MemoryUpkeep
 from chatmem.errors import (
-    ChatmemError,
-    ExtensionFailed,
     NotFound,
     OverBudget,
     ProviderError,
@@ -27,25 +27,10 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.history import StoredHistory
-from chatmem.memory.base import (
-    Context,
-    ContextRequest,
-    MemoryEnv,
-    Message,
-    Strategy,
-    build_guarded,
-    update_guarded,
-)
+from chatmem.memory.base import Context, ContextRequest, Message, Strategy, build_guarded
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
-from chatmem.notices import (
-    HelperTooSmall,
-    InputNotUtf8,
-    MemoryUpdateCancelled,
-    MemoryUpdateFailed,
-    Notice,
-    ReplyCut,
-)
+from chatmem.notices import InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
@@ -80,13 +65,10 @@ StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
 the store it passed in (`Engine[Store]`); any engine is an `Engine[TurnStore]`."""
 
 
-FOLD_EVERY = 8
-"""Turns between two folds of the store's log (`Engine.between_turns`): about 300 pages
-written, well short of the 1,000 at which SQLite would fold it inside a turn's commit."""
-
-
-class Engine(Generic[StoreT]):
+class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
     """Runs turns of one session with one strategy and one provider."""
+
+    store: StoreT
 
     def __init__(
         self,
@@ -198,49 +180,6 @@ class Engine(Generic[StoreT]):
             self._erasures = erasures
             self.state.caches.clear()
             self.indexing.abandon()
-
-    def changed_elsewhere(self) -> bool:
-        """Whether another process renamed the session or changed its strategy, parameters
-        or system prompt since this engine last read or wrote them: an engine kept open (a
-        server's) is then opened anew, as a request opening the session afresh would."""
-        now, mine = self.store.sessions.session_by_id(self.session.id), self.session
-        return (now.name, now.strategy, now.params, now.system) != (
-            mine.name, mine.strategy, mine.params, mine.system)
-
-    def set_strategy(self, strategy: Strategy) -> None:
-        self.strategy = strategy
-        self._caught_up = False
-        self.pending.pop("strategy", None)
-        self.pending.pop("params", None)
-        self.session = self.store.sessions.update_session(self.session.id, strategy=strategy.name,
-                                                          params=dict(strategy.params))
-
-    def set_system(self, system: str | None) -> None:
-        """The system prompt from the next turn on."""
-        self.pending.pop("system", None)
-        self.session = self.store.sessions.update_session(self.session.id, system=system)
-
-    def _keep_changes(self) -> None:
-        """A turn is about to be stored: so is what opening the session changed."""
-        self._stored = True
-        if self.pending:
-            changes, self.pending = self.pending, {}
-            self.session = self.store.sessions.update_session(self.session.id, **changes)
-
-    def settle(self) -> None:
-        """Store what opening the session changed, unless the only turns tried were refused."""
-        if self._refused and not self._stored:
-            self.pending = {}
-        elif self.pending:
-            self._keep_changes()
-
-    def finish(self) -> None:
-        """The command is done with the session: `settle`, and when the only turns tried
-        were refused, remove a session this command created if it holds nothing (another
-        process may have chatted in it meanwhile)."""
-        self.settle()
-        if self._refused and not self._stored and self.created:
-            self.store.sessions.discard_empty_session(self.session.id)
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""
@@ -365,17 +304,6 @@ class Engine(Generic[StoreT]):
                 raise
             return record
 
-    def between_turns(self) -> None:
-        """Upkeep nobody waits for, for a front end to call once a turn is shown and
-        before it reads the next input: the word index merges a little, and every
-        FOLD_EVERY turns the store's log is folded into the history file, so no turn's
-        own commit has to do either."""
-        self._turns_unfolded += 1
-        fold_log = self._turns_unfolded >= FOLD_EVERY
-        if fold_log:
-            self._turns_unfolded = 0
-        self.store.tidy(fold_log=fold_log)
-
     def check_writable(self) -> None:
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
         try:
@@ -404,13 +332,6 @@ class Engine(Generic[StoreT]):
             return
         raise OverBudget(fixed, context.priming, context.budget)
 
-    def _note_model(self) -> None:
-        # The session records the provider, model and tokenizer its latest turn really used.
-        used = (self.provider.name, self.provider.model, self.counter.key)
-        if (self.session.provider, self.session.model, self.session.tokenizer) != used:
-            self.session = self.store.sessions.update_session(self.session.id, provider=used[0],
-                                                              model=used[1], tokenizer=used[2])
-
     def _message_tokens(self, context: Context, text: str, reply: str) -> tuple[int, int]:
         """The new messages' token counts, stored with the turn so no later read writes.
 
@@ -436,66 +357,3 @@ class Engine(Generic[StoreT]):
             sent_at=times[0], replied_at=times[1],
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())
-
-    @property
-    def memory_behind(self) -> bool:
-        """Whether the next turn first brings the strategy's derived memory up to date (a
-        strategy switched to mid-chat, an imported history): what it has not made yet."""
-        return (not self._caught_up and self.strategy.keeps_state
-                and self.history().turn_count() > 0)
-
-    def catch_up(self) -> list[Notice]:
-        """Bring the strategy's state up to date before this engine's first turn.
-
-        A strategy switched to mid-session, a fork, an imported history or a
-        session written by another process may have turns its state does not
-        cover yet; without this the first context would miss their summary or
-        facts. The strategy works through them in bounded batches, one model
-        call each, each shown by the engine's activity ("summarizing turns
-        41–80 of 5,000"). A no-op when the state is current.
-        """
-        if self._caught_up:
-            return []
-        self._caught_up = True
-        return self.update_memory(catch_up=True) if self.history().turn_count() else []
-
-    def update_memory(self, *, catch_up: bool = False) -> list[Notice]:
-        notices = self._update_strategy(catch_up)
-        if catch_up and self.background_indexing:
-            return notices  # the backlog waits until the turn has committed
-        if self.embedder is not None:
-            # The reply took a while: a purge meanwhile makes what the backlog holds stale.
-            self.follow_erasures()
-        return notices + self.indexing.after_commit(self.embedder)
-
-    def _update_strategy(self, catch_up: bool) -> list[Notice]:
-        # The embedded model cannot summarize or extract: its summary or facts would be junk
-        # that later contexts send as memory. Nothing is asked of it, and the user is told
-        # once which model to name instead.
-        helper = self.helper
-        too_small = helper is not None and is_embedded_model(helper)
-        env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
-                        settings=self.settings, system=self.session.system,
-                        embedder=self.embedder, activity=self.activity, catch_up=catch_up)
-        said: list[Notice] = []
-        if too_small and self.strategy.calls_helper and not self._said_helper_too_small:
-            self._said_helper_too_small = True
-            said.append(HelperTooSmall(self.strategy.name, helper.model))
-        try:
-            return said + update_guarded(self.strategy, env)
-        except ChatmemError as e:
-            # The turn stands; the strategy catches up on a later turn.
-            culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
-            return [*said, MemoryUpdateFailed(str(e), culprit)]
-        except KeyboardInterrupt:
-            # Derived state is written only after a helper call succeeds, so nothing
-            # half-done is kept; the committed turn stands.
-            return [*said, MemoryUpdateCancelled()]
-
-
-def is_embedded_model(provider: Provider) -> bool:
-    """The SmolLM2-135M shipped for trying chatmem: it answers, but cannot summarize."""
-    from chatmem.providers.local import SMOLLM2_FILE
-
-    return provider.name == "local" and str(getattr(provider, "model_path", "")).endswith(
-        SMOLLM2_FILE)

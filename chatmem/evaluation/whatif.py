@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
 from chatmem.engine.opening import engine_over
-from chatmem.evaluation.replay import CountingProvider, seed_user_facts
+from chatmem.evaluation.counting_provider import CountingProvider
+from chatmem.evaluation.replay import seed_user_facts
 from chatmem.history import StoredHistory
 from chatmem.memory.base import ContextRequest, Strategy, build_guarded
 from chatmem.memory.context import Context, Message

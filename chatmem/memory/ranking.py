@@ -1,4 +1,4 @@
-"""How `retrieval` ranks earlier messages, and packs the best of them into its budget.
+"""How `retrieval` ranks earlier messages (chatmem.memory.packing packs the best of them).
 
 Scores, each scaled 0–1 over the candidates so weights mean the same in any
 conversation:
@@ -16,10 +16,6 @@ conversation:
           words alone in `bm25`, dense alone in `dense`. A message not embedded
           yet (its vector is computed between turns) is ranked by its words
           score alone, in the same ranking.
-
-Packing fills the room with the best-ranked messages; with vectors, MMR
-(`mmr` = λ) trades relevance for diversity so near-duplicates do not crowd
-out the rest. The kept messages are then sent in conversation order.
 """
 
 from __future__ import annotations
@@ -27,30 +23,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from chatmem.memory.reasons import RecallRoute, RecallVerdict
+from chatmem.memory.packing import POOL
+from chatmem.memory.reasons import RecallRoute
 
 if TYPE_CHECKING:
     import numpy as np
-
-POOL = 300
-"""Candidates considered for packing at most: the best-fused ones (MMR and budget work on
-these); `pool_size` gives how many for a room."""
-POOL_AT_LEAST = 150
-ROOM_PER_CANDIDATE = 12
-"""Tokens of room per candidate: about four candidates for each message that fits (LoCoMo's
-messages average about 50 tokens)."""
-
-
-def pool_size(room: int) -> int:
-    """How many of the best-fused candidates packing considers for `room` tokens: about four
-    for each message that fits, POOL_AT_LEAST to POOL. Reading, ranking and packing each
-    candidate is most of a build's work, and a pool many times larger than what fits only
-    costs: on the development set (benchmarks/recall.py --dev) id recall at 1,000 / 2,000 /
-    4,000 tokens is the same with 150 candidates as with 300 (0.748 / 0.848 / 0.909); 100
-    lose three ids at 4,000 tokens, where about 70 messages fit."""
-    return min(POOL, max(POOL_AT_LEAST, room // ROOM_PER_CANDIDATE))
 
 
 @dataclass(frozen=True)
@@ -81,24 +60,6 @@ class Weights:
     smooth: float = 0.5
     sitting: float = 0.3
     mmr: float = 0.6
-
-
-@dataclass
-class Ranked:
-    """One candidate's scores, and whether it was sent."""
-
-    key: int
-    position: int
-    turn: int
-    role: str
-    bm25: float
-    words: float
-    dense: float | None
-    fused: float
-    tokens: int = 0
-    kept: bool = False
-    why: RecallVerdict | None = None
-    route: RecallRoute | None = None
 
 
 class WordScores:
@@ -369,77 +330,6 @@ def fuse(lexical: np.ndarray, dense: np.ndarray | None, weights: Weights,
     return fused if present is None else np.where(present, fused, lexical)
 
 
-def pool(fused: np.ndarray, size: int = POOL) -> list[int]:
-    """Indexes of the best-fused candidates (score > 0), best first."""
-    import numpy as np
-
-    positive = np.flatnonzero(fused > 0)
-    if len(positive) > size:
-        # The size-th best score; of the candidates scoring just that, the latest.
-        cut = -np.partition(-fused[positive], size - 1)[size - 1]
-        above = positive[fused[positive] > cut]
-        level = positive[fused[positive] == cut]
-        positive = np.concatenate([above, level[len(level) - (size - len(above)):]])
-    # Best first; among equals the later message, as it is the fresher statement.
-    order = np.lexsort((-positive, -fused[positive]))
-    return [int(i) for i in positive[order]]
-
-
-def pack(
-    ranked: Sequence[Ranked], room: int, *, mmr: float, vectors: np.ndarray | None,
-    limit: int = 0,
-) -> None:
-    """Mark which of `ranked` (best first) are kept within `room` tokens, and why not.
-
-    With `vectors` (rows aligned with `ranked`) and `mmr` < 1, each pick is the
-    candidate with the best λ·relevance − (1−λ)·(similarity to what is kept).
-    """
-    import numpy as np
-
-    relevance = np.array([r.fused for r in ranked], dtype=np.float32)
-    diverse = vectors is not None and mmr < 1
-    # The MMR score of each open candidate, closed ones at -inf: it changes only when a
-    # candidate is kept, so a pick that does not fit costs one argmax, not a new score.
-    wanted = mmr * relevance
-    score = wanted.copy() if diverse else -np.arange(len(ranked), dtype=np.float32)
-    # (1−mmr)·similarity to the closest kept, kept in place: the rows scaled once, so a
-    # kept pick costs a product, a maximum and a difference.
-    scaled = None if vectors is None or not diverse else vectors * np.float32(1 - mmr)
-    penalty = np.zeros(len(ranked), dtype=np.float32)
-    used = kept = 0
-    left = len(ranked)
-    smallest = min((r.tokens for r in ranked), default=0)
-    while left and room - used >= smallest:
-        pick = int(score.argmax())
-        # Closed for good: -inf in what each new score is computed from, too.
-        score[pick] = wanted[pick] = -np.inf
-        left -= 1
-        candidate = ranked[pick]
-        if used + candidate.tokens > room:
-            candidate.why = RecallVerdict.DOES_NOT_FIT
-            continue
-        candidate.kept, candidate.why = True, RecallVerdict.KEPT
-        used += candidate.tokens
-        kept += 1
-        if scaled is not None:
-            assert vectors is not None
-            # BLAS, not `similarities`: the pool holds at most POOL rows (see there).
-            np.maximum(penalty, scaled @ vectors[pick], out=penalty)
-            np.subtract(wanted, penalty, out=score)
-        if limit and kept >= limit:
-            break
-    lowest_kept = max((i for i, r in enumerate(ranked) if r.kept), default=-1)
-    for i, candidate in enumerate(ranked):
-        if candidate.kept or candidate.why:
-            continue
-        if limit and kept >= limit:
-            candidate.why = RecallVerdict.TOP_K
-        elif i < lowest_kept:
-            candidate.why = RecallVerdict.TOO_SIMILAR
-        else:
-            candidate.why = RecallVerdict.NO_ROOM
-
-
 def route_of(bm25: float, words: float, dense: float | None, weights: Weights,
              dated: bool = False) -> RecallRoute:
     """What brought a candidate up: meaning when its share of the fused score is the
@@ -451,16 +341,3 @@ def route_of(bm25: float, words: float, dense: float | None, weights: Weights,
     if bm25 > 0:
         return RecallRoute.WORDS
     return RecallRoute.TIME if dated else RecallRoute.NEIGHBOUR
-
-
-def as_json(ranked: Sequence[Ranked], top_k: int = 0) -> list[dict[str, Any]]:
-    """The rows `inspect` shows and the turn stores; `why` by value (render words it)."""
-    return [
-        {"id": r.key, "turn": r.turn, "role": r.role, "bm25": round(r.bm25, 4),
-         "words": round(r.words, 4), "dense": None if r.dense is None else round(r.dense, 4),
-         "fused": round(r.fused, 4), "tokens": r.tokens, "kept": r.kept,
-         "why": None if r.why is None else r.why.value,
-         **({"route": r.route.value} if r.route is not None else {}),
-         **({"top_k": top_k} if r.why is RecallVerdict.TOP_K else {})}
-        for r in ranked
-    ]

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import sent_text
+from chatmem.memory.packing import POOL, Ranked
 from chatmem.memory.ranking import (
-    POOL,
-    Ranked,
     Sittings,
     WordScores,
     dense_scores,

@@ -32,20 +32,9 @@ from chatmem.memory.assembly import (
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.packing import POOL, Ranked, as_json, pack, pool, pool_size
 from chatmem.memory.params import param
-from chatmem.memory.ranking import (
-    POOL,
-    Ranked,
-    Weights,
-    WordScores,
-    as_json,
-    fuse,
-    pack,
-    pool,
-    pool_size,
-    route_of,
-    words_scores,
-)
+from chatmem.memory.ranking import Weights, WordScores, fuse, route_of, words_scores
 from chatmem.memory.reasons import (
     DroppedTurns,
     NewestTurns,

@@ -26,14 +26,7 @@ from chatmem.store.location import HistoryLocation, LocationKind
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
 from chatmem.store.memory_state import FactTables, MemoryTables
 from chatmem.store.messages import MessageTables
-from chatmem.store.recall import (
-    PendingText,
-    PositionedVector,
-    RecallTables,
-    VectorRow,
-    VectorTables,
-    pause,
-)
+from chatmem.store.recall import RecallTables, pause
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
@@ -50,6 +43,7 @@ from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
 from chatmem.store.session_names import check_session_name, session_name_from, session_name_of
 from chatmem.store.sessions import SessionTables
 from chatmem.store.turns import TurnTables
+from chatmem.store.vectors import PendingText, PositionedVector, VectorRow, VectorTables
 from chatmem.timestamps import utc_now
 
 

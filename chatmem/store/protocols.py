@@ -18,14 +18,7 @@ from typing import Any, Protocol
 
 from chatmem.images import ImageData
 from chatmem.store.leases import IndexLease, LeaseHolder
-from chatmem.store.recall import (
-    CandidateRow,
-    PendingText,
-    PositionedVector,
-    VectorBatch,
-    VectorRow,
-    WordMatches,
-)
+from chatmem.store.recall import CandidateRow, WordMatches
 from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
@@ -38,6 +31,7 @@ from chatmem.store.records import (
 )
 from chatmem.store.redaction import Redaction, Rewrite
 from chatmem.store.retention import ExpiredFact, SessionEntry
+from chatmem.store.vectors import PendingText, PositionedVector, VectorBatch, VectorRow
 
 
 class HistoryRepository(Protocol):

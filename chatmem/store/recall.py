@@ -1,15 +1,9 @@
-"""What recall reads and writes: BM25 matches, messages by position, sittings, vectors.
+"""What recall reads by words and positions: BM25 matches, messages by position, sittings
+(its vectors are chatmem.store.vectors).
 
 Every read is bounded by what the ranking needs: a search scores a bounded
 number of index entries, messages are read by position through the session's
-index, sitting starts through the (session, gap) index. Vectors are stored
-per (model, message) as float16 blobs: the message's own vector and its
-context vector (its vector and the previous message's, summed and normalized;
-files from before that hold the two texts embedded together). Their
-reads are incremental (`after_id`), so a session's vectors are loaded once per
-process and then extended by the messages committed since. `vector_cache` finds
-a stored vector by the sha256 of the text it embeds, so the same text (a fork,
-an import or a replay of a conversation seen before) is not embedded again.
+index, sitting starts through the (session, gap) index.
 """
 
 from __future__ import annotations
@@ -34,8 +28,6 @@ POSTINGS = 1500
 COUNTED_TOGETHER = 200
 """Query terms whose index entries one statement counts (SQLite returns at most 2,000
 columns by default)."""
-CACHE_LOOKUP = 400
-"""Digests looked up per statement (well under SQLite's limit of bound values)."""
 UNKNOWN_PAUSE = float("inf")
 """The pause stored before a session's first message, or where a time cannot be read."""
 
@@ -105,47 +97,8 @@ def idf(entries: int, found: int) -> float:
     return max(math.log((entries - found + 0.5) / (found + 0.5)), 1e-6)
 
 
-@dataclass(frozen=True)
-class VectorRow:
-    message_id: int
-    vector: bytes
-    context_vector: bytes
-    digest: str | None = None
-    """sha256 of the text `vector` embeds: set, the vector is found again by that text.
-    (A context vector is derived from two own vectors, never embedded from a text.)"""
-
-
-@dataclass(frozen=True)
-class PositionedVector:
-    message_id: int
-    position: int
-    vector: bytes
-    context_vector: bytes
-
-
-@dataclass(frozen=True)
-class VectorBatch:
-    """A session's message vectors for one model, read in bulk (VectorTables.vector_batch):
-    recall's cache fills an array from them without a Python object per message."""
-
-    positions: list[int]
-    vectors: bytes
-    """The message vectors (float16), in the order of `positions`, one after another."""
-    last_id: int
-    """The highest message id read (0: none)."""
-
-
 CandidateRow = tuple[int, int, int, str, str, int | None]
 """position, id, turn, role, content, stored token count (RecallTables.candidate_rows)."""
-
-
-@dataclass(frozen=True)
-class PendingText:
-    """A message without a vector for some model, with the message before it."""
-
-    message_id: int
-    content: str
-    previous: str | None
 
 
 class RecallTables:
@@ -314,155 +267,3 @@ class RecallTables:
         starts += [position for position, before, at in unrecorded
                    if pause(before, at) > gap_seconds]
         return sorted(starts), self.last_position(session_id)
-
-
-_SESSION_VECTORS = (
-    " FROM message_vectors v JOIN messages m ON m.id = v.message_id"
-    " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ? AND m.superseded = 0"
-    " ORDER BY v.message_id")
-"""A session's vectors for one model past a message id, as history has them (a replaced
-turn's are not): vector_rows and vector_batch read it."""
-
-
-class VectorTables:
-    """Message vectors per embedding model, and the messages still without them
-    (`store.vectors`)."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._db = connection.db
-
-    def vector_rows(self, session_id: int, model: str, *,
-                    after_id: int = 0) -> list[PositionedVector]:
-        """The session's vectors for `model` of messages with an id above `after_id`."""
-        return [PositionedVector(*row) for row in self._db.execute(
-            "SELECT v.message_id, m.position, v.vector, v.context_vector" + _SESSION_VECTORS,
-            [model, session_id, after_id])]
-
-    def vector_batch(self, session_id: int, model: str, *, after_id: int = 0) -> VectorBatch:
-        """`vector_rows` without the context vectors, as one buffer: what recall's cache
-        reads when a session opens (20,000 vectors) and after each turn (two)."""
-        rows = self._db.execute("SELECT v.message_id, m.position, v.vector" + _SESSION_VECTORS,
-                                [model, session_id, after_id]).fetchall()
-        if not rows:
-            return VectorBatch([], b"", 0)
-        ids, positions, vectors = zip(*rows, strict=True)
-        return VectorBatch([int(p) for p in positions], b"".join(vectors), int(ids[-1]))
-
-    @property
-    def ranks_vectors(self) -> bool:
-        """Whether the database finds the nearest vectors itself (nearest_positions)."""
-        return self._db.ranks_vectors
-
-    def nearest_positions(self, session_id: int, model: str, dimensions: int,
-                          last_position: int, query: Sequence[float],
-                          limit: int) -> list[int] | None:
-        """Positions (up to `last_position`) holding the session's `limit` best vectors for
-        `query` by the sum of the message's and its context's cosine, among a few more;
-        None when the database has no vector index (the caller ranks every vector)."""
-        return self._db.nearest_vectors(model, dimensions, session_id, last_position, query,
-                                       limit)
-
-    def vectors_at(self, session_id: int, model: str,
-                   positions: Iterable[int]) -> list[PositionedVector]:
-        """The session's vectors for `model` of the messages at `positions` that are in
-        memory (a replaced turn's are not, as in vector_rows)."""
-        wanted = sorted(set(positions))
-        found: list[PositionedVector] = []
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            found += [PositionedVector(*row) for row in self._db.execute(
-                "SELECT v.message_id, m.position, v.vector, v.context_vector"
-                " FROM messages m JOIN message_vectors v ON v.message_id = m.id"
-                f" WHERE m.session_id = ? AND m.position IN ({marks}) AND v.model = ?"
-                " AND m.superseded = 0",
-                [session_id, *chunk, model])]
-        return found
-
-    def vector_counts(self, session_id: int, model: str, last_position: int) -> dict[int, int]:
-        """How many of the session's messages up to `last_position` have a vector for
-        `model`, by the vectors' dimensions (one read: whether any is stored, and how
-        many a query of some size can rank, are both asked of it every build)."""
-        return {int(dimensions): int(found) for dimensions, found in self._db.execute(
-            "SELECT v.dimensions, count(*) FROM messages m"
-            " JOIN message_vectors v ON v.message_id = m.id"
-            " WHERE m.session_id = ? AND m.position <= ? AND v.model = ? GROUP BY v.dimensions",
-            [session_id, last_position, model])}
-
-    def texts_without_vectors(
-        self, model: str, session_id: int | None = None, *, limit: int | None = None,
-        after_id: int = 0,
-    ) -> list[PendingText]:
-        """Messages (of one session, or all) with no vector for `model` yet, oldest first;
-        `after_id` skips those already checked."""
-        sql = (
-            # The message before is the one history has: a replaced turn's are skipped.
-            "SELECT m.id, m.content, (SELECT p.content FROM messages p"
-            "  WHERE p.session_id = m.session_id AND p.position < m.position"
-            "  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1)"
-            " FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-            "  WHERE v.model = ? AND v.message_id = m.id) AND m.id > ? AND m.superseded = 0"
-        )
-        params: list[object] = [model, after_id]
-        if session_id is not None:
-            sql += " AND +m.session_id = ?" if after_id else " AND m.session_id = ?"
-            params.append(session_id)
-        sql += " ORDER BY m.id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [PendingText(*row) for row in self._db.execute(sql, params)]
-
-    def sessions_without_vectors(self, model: str) -> list[int]:
-        """Ids of the sessions with messages that have no vector for `model` yet."""
-        return [int(session_id) for session_id, in self._db.execute(
-            "SELECT DISTINCT m.session_id FROM messages m WHERE NOT EXISTS (SELECT 1"
-            " FROM message_vectors v WHERE v.model = ? AND v.message_id = m.id)"
-            " AND m.superseded = 0 ORDER BY m.session_id", [model])]
-
-    def count_without_vectors(self, model: str, session_id: int | None = None) -> int:
-        sql = ("SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-               " WHERE v.model = ? AND v.message_id = m.id) AND m.superseded = 0")
-        params: list[object] = [model]
-        if session_id is not None:
-            sql += " AND m.session_id = ?"
-            params.append(session_id)
-        return int(fetch_value(self._db, sql, params) or 0)
-
-    def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None:
-        """Store vectors; a message deleted meanwhile is skipped, not an error."""
-        with self._db.write():
-            self._db.executemany(
-                "INSERT INTO message_vectors"
-                " (message_id, model, dimensions, vector, context_vector)"
-                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
-                " ON CONFLICT (model, message_id) DO UPDATE SET dimensions = excluded.dimensions,"
-                " vector = excluded.vector, context_vector = excluded.context_vector",
-                [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
-                 for r in rows],
-            )
-            self._db.executemany(
-                "INSERT INTO vector_cache (model, digest, message_id, context)"
-                " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
-                " ON CONFLICT DO NOTHING",
-                [(model, r.digest, r.message_id, 0, r.message_id) for r in rows
-                 if r.digest is not None],
-            )
-
-    def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]:
-        """Stored vectors of `model` by the sha256 of the text they embed (a message's own
-        text, or its context text), for the digests found: a text embedded once, in any
-        session, is not embedded again. The vectors are read from `message_vectors`, so
-        what erases a message's vectors erases them here too."""
-        wanted = list(dict.fromkeys(digests))
-        found: dict[str, bytes] = {}
-        for start in range(0, len(wanted), CACHE_LOOKUP):
-            chunk = wanted[start : start + CACHE_LOOKUP]
-            found.update((str(digest), bytes(vector)) for digest, vector in self._db.execute(
-                "SELECT c.digest, CASE c.context WHEN 1 THEN v.context_vector ELSE v.vector END"
-                " FROM vector_cache c JOIN message_vectors v"
-                " ON v.model = c.model AND v.message_id = c.message_id"
-                f" WHERE c.model = ? AND c.digest IN ({', '.join('?' * len(chunk))})",
-                [model, *chunk]))
-        return found

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from chatmem.engine import Engine
-from chatmem.engine.turns import FOLD_EVERY
+from chatmem.engine.upkeep import FOLD_EVERY
 from chatmem.store import Store
 
 SAID = ["my order ORD-{i} ships to Porto", "我们第{i}天去杭州看西湖"]

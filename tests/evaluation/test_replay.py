@@ -14,8 +14,10 @@ from registered import STRATEGIES, parse_spec
 
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.errors import RepeatedStrategy, StoreError
-from chatmem.evaluation.replay import CountingProvider, StepKind, plan, replay
+from chatmem.evaluation.counting_provider import CountingProvider
+from chatmem.evaluation.replay import replay
 from chatmem.evaluation.scoring import StrategyRun
+from chatmem.evaluation.steps import StepKind, plan
 from chatmem.providers.base import Purpose
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store

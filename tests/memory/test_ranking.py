@@ -7,17 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.memory.ranking import (
-    POOL,
-    Ranked,
-    Sittings,
-    Weights,
-    dense_scores,
-    fuse,
-    pack,
-    pool,
-    words_scores,
-)
+from chatmem.memory.packing import POOL, Ranked, pack, pool
+from chatmem.memory.ranking import Sittings, Weights, dense_scores, fuse, words_scores
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.store import Store
 

@@ -339,7 +339,7 @@ def test_the_candidates_packing_considers_grow_with_the_room_up_to_the_pool(
 ) -> None:
     """About four candidates per message that fits (`pool_size`): reading, ranking and packing
     hundreds more than a 2,000-token room can hold was most of a build's work."""
-    from chatmem.memory.ranking import POOL, pool_size
+    from chatmem.memory.packing import POOL, pool_size
 
     engine = make_engine("retrieval", mode="bm25")
     engine.store.history.import_messages(engine.session.id, [

@@ -16,7 +16,7 @@ from registered import open_session
 from rich.console import Console
 
 from chatmem.config.settings import Settings
-from chatmem.engine.turns import FOLD_EVERY
+from chatmem.engine.upkeep import FOLD_EVERY
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.repl.loop import Repl
 from chatmem.store import Store

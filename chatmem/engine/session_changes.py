@@ -1,0 +1,80 @@
+"""An engine's bookkeeping of its session row: what opening the session changed (strategy,
+parameters, system prompt) is stored with the first turn stored, or dropped when every turn
+was refused; the session follows the model its latest turn used, and a session changed by
+another process is noticed. A base of `chatmem.engine.turns.Engine`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chatmem.memory.base import Strategy
+    from chatmem.providers.base import Provider
+    from chatmem.store import SessionRecord
+    from chatmem.store.protocols import TurnStore
+    from chatmem.tokens import TokenCounter
+
+
+class SessionChanges:
+    """The session-row half of an engine (the attributes are set by `Engine.__init__`)."""
+
+    store: TurnStore
+    session: SessionRecord
+    strategy: Strategy
+    provider: Provider
+    counter: TokenCounter
+    pending: dict[str, Any]
+    created: bool
+    _caught_up: bool
+    _refused: bool
+    _stored: bool
+
+    def changed_elsewhere(self) -> bool:
+        """Whether another process renamed the session or changed its strategy, parameters
+        or system prompt since this engine last read or wrote them: an engine kept open (a
+        server's) is then opened anew, as a request opening the session afresh would."""
+        now, mine = self.store.sessions.session_by_id(self.session.id), self.session
+        return (now.name, now.strategy, now.params, now.system) != (
+            mine.name, mine.strategy, mine.params, mine.system)
+
+    def set_strategy(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+        self._caught_up = False
+        self.pending.pop("strategy", None)
+        self.pending.pop("params", None)
+        self.session = self.store.sessions.update_session(self.session.id, strategy=strategy.name,
+                                                          params=dict(strategy.params))
+
+    def set_system(self, system: str | None) -> None:
+        """The system prompt from the next turn on."""
+        self.pending.pop("system", None)
+        self.session = self.store.sessions.update_session(self.session.id, system=system)
+
+    def _keep_changes(self) -> None:
+        """A turn is about to be stored: so is what opening the session changed."""
+        self._stored = True
+        if self.pending:
+            changes, self.pending = self.pending, {}
+            self.session = self.store.sessions.update_session(self.session.id, **changes)
+
+    def settle(self) -> None:
+        """Store what opening the session changed, unless the only turns tried were refused."""
+        if self._refused and not self._stored:
+            self.pending = {}
+        elif self.pending:
+            self._keep_changes()
+
+    def finish(self) -> None:
+        """The command is done with the session: `settle`, and when the only turns tried
+        were refused, remove a session this command created if it holds nothing (another
+        process may have chatted in it meanwhile)."""
+        self.settle()
+        if self._refused and not self._stored and self.created:
+            self.store.sessions.discard_empty_session(self.session.id)
+
+    def _note_model(self) -> None:
+        # The session records the provider, model and tokenizer its latest turn really used.
+        used = (self.provider.name, self.provider.model, self.counter.key)
+        if (self.session.provider, self.session.model, self.session.tokenizer) != used:
+            self.session = self.store.sessions.update_session(self.session.id, provider=used[0],
+                                                              model=used[1], tokenizer=used[2])

@@ -1,0 +1,128 @@
+"""An engine's memory upkeep: the strategy's derived memory (summaries, facts) brought up to
+date after each turn and before an engine's first, the vector backlog after commit, and the
+store's tidying between turns. A base of `chatmem.engine.turns.Engine`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chatmem.errors import ChatmemError, ExtensionFailed
+from chatmem.memory.base import MemoryEnv, update_guarded
+from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
+
+if TYPE_CHECKING:
+    from chatmem.activity import Activity
+    from chatmem.config.settings import Settings
+    from chatmem.embeddings import Embedder
+    from chatmem.history import StoredHistory
+    from chatmem.memory.base import Strategy
+    from chatmem.memory.state import SessionState
+    from chatmem.memory.vector_backlog import Indexing
+    from chatmem.providers.base import Provider
+    from chatmem.store import SessionRecord
+    from chatmem.store.protocols import TurnStore
+    from chatmem.tokens import TokenCounter
+
+FOLD_EVERY = 8
+"""Turns between two folds of the store's log (`Engine.between_turns`): about 300 pages
+written, well short of the 1,000 at which SQLite would fold it inside a turn's commit."""
+
+
+class MemoryUpkeep:
+    """The memory half of an engine (the attributes are set by `Engine.__init__`)."""
+
+    store: TurnStore
+    session: SessionRecord
+    strategy: Strategy
+    helper: Provider
+    settings: Settings | None
+    activity: Activity
+    counter: TokenCounter
+    state: SessionState
+    indexing: Indexing
+    background_indexing: bool
+    _caught_up: bool
+    _said_helper_too_small: bool
+    _turns_unfolded: int
+
+    if TYPE_CHECKING:
+        @property
+        def embedder(self) -> Embedder | None: ...
+
+        def history(self) -> StoredHistory: ...
+
+        def follow_erasures(self) -> None: ...
+
+    def between_turns(self) -> None:
+        """Upkeep nobody waits for, for a front end to call once a turn is shown and
+        before it reads the next input: the word index merges a little, and every
+        FOLD_EVERY turns the store's log is folded into the history file, so no turn's
+        own commit has to do either."""
+        self._turns_unfolded += 1
+        fold_log = self._turns_unfolded >= FOLD_EVERY
+        if fold_log:
+            self._turns_unfolded = 0
+        self.store.tidy(fold_log=fold_log)
+
+    @property
+    def memory_behind(self) -> bool:
+        """Whether the next turn first brings the strategy's derived memory up to date (a
+        strategy switched to mid-chat, an imported history): what it has not made yet."""
+        return (not self._caught_up and self.strategy.keeps_state
+                and self.history().turn_count() > 0)
+
+    def catch_up(self) -> list[Notice]:
+        """Bring the strategy's state up to date before this engine's first turn.
+
+        A strategy switched to mid-session, a fork, an imported history or a
+        session written by another process may have turns its state does not
+        cover yet; without this the first context would miss their summary or
+        facts. The strategy works through them in bounded batches, one model
+        call each, each shown by the engine's activity ("summarizing turns
+        41–80 of 5,000"). A no-op when the state is current.
+        """
+        if self._caught_up:
+            return []
+        self._caught_up = True
+        return self.update_memory(catch_up=True) if self.history().turn_count() else []
+
+    def update_memory(self, *, catch_up: bool = False) -> list[Notice]:
+        notices = self._update_strategy(catch_up)
+        if catch_up and self.background_indexing:
+            return notices  # the backlog waits until the turn has committed
+        if self.embedder is not None:
+            # The reply took a while: a purge meanwhile makes what the backlog holds stale.
+            self.follow_erasures()
+        return notices + self.indexing.after_commit(self.embedder)
+
+    def _update_strategy(self, catch_up: bool) -> list[Notice]:
+        # The embedded model cannot summarize or extract: its summary or facts would be junk
+        # that later contexts send as memory. Nothing is asked of it, and the user is told
+        # once which model to name instead.
+        helper = self.helper
+        too_small = helper is not None and is_embedded_model(helper)
+        env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
+                        settings=self.settings, system=self.session.system,
+                        embedder=self.embedder, activity=self.activity, catch_up=catch_up)
+        said: list[Notice] = []
+        if too_small and self.strategy.calls_helper and not self._said_helper_too_small:
+            self._said_helper_too_small = True
+            said.append(HelperTooSmall(self.strategy.name, helper.model))
+        try:
+            return said + update_guarded(self.strategy, env)
+        except ChatmemError as e:
+            # The turn stands; the strategy catches up on a later turn.
+            culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
+            return [*said, MemoryUpdateFailed(str(e), culprit)]
+        except KeyboardInterrupt:
+            # Derived state is written only after a helper call succeeds, so nothing
+            # half-done is kept; the committed turn stands.
+            return [*said, MemoryUpdateCancelled()]
+
+
+def is_embedded_model(provider: Provider) -> bool:
+    """The SmolLM2-135M shipped for trying chatmem: it answers, but cannot summarize."""
+    from chatmem.providers.local import SMOLLM2_FILE
+
+    return provider.name == "local" and str(getattr(provider, "model_path", "")).endswith(
+        SMOLLM2_FILE)

@@ -1,0 +1,92 @@
+"""The OpenAI-shaped answers of `chatmem serve`: a completion, its usage and finish reason,
+and an error as OpenAI words one, with the HTTP status it is answered with."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import JSONResponse
+
+from chatmem.errors import (
+    ChatmemError,
+    NotFound,
+    OverBudget,
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderNotFound,
+    ProviderRateLimited,
+    ProviderTimeout,
+    RequestError,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
+    from chatmem.engine import TurnResult
+
+
+def usage_json(result: TurnResult) -> dict[str, int]:
+    record = result.record
+    prompt = record.prompt_tokens if record.prompt_tokens is not None else (
+        record.estimated_tokens or 0)
+    reply = record.completion_tokens or 0
+    return {"prompt_tokens": prompt, "completion_tokens": reply, "total_tokens": prompt + reply}
+
+
+def finish_reason(result: TurnResult) -> str:
+    """OpenAI's word for why the reply ended: `length` at the reply cap (a client may offer
+    to continue), `cancelled` when the client went away, else `stop`."""
+    from chatmem.store.records import TurnStatus
+
+    if result.status != TurnStatus.OK:
+        return "cancelled"
+    return "length" if result.cut_at_limit else "stop"
+
+
+def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": result.reply},
+                         "finish_reason": finish_reason(result)}],
+            "usage": usage_json(result),
+            "chatmem": {"turn": turn_id, "status": str(result.status)}}
+
+
+def status_of(error: BaseException) -> int:
+    if isinstance(error, RequestError | OverBudget):
+        return 400
+    if isinstance(error, ProviderAuthError):
+        return 401
+    if isinstance(error, NotFound | ProviderNotFound):
+        return 404
+    if isinstance(error, ProviderRateLimited):
+        return 429
+    if isinstance(error, ProviderTimeout):
+        return 504
+    if isinstance(error, ProviderConnectionError | ProviderError):
+        return 502
+    if isinstance(error, UsageError):
+        return 400
+    return 500
+
+
+def error_json(error: BaseException, settings: Settings | None = None) -> dict[str, Any]:
+    """An OpenAI-shaped error: one line, never a secret, a traceback nor the path of the
+    history (`settings`: the request's) on the server."""
+    from chatmem.render.errors import client_error_text
+
+    if isinstance(error, ChatmemError):
+        message = client_error_text(error, settings)
+    else:
+        message = f"chatmem could not take this turn ({type(error).__name__})"
+    kind = "invalid_request_error" if status_of(error) < 500 else "api_error"
+    return {"error": {"message": message, "type": kind,
+                      "param": getattr(error, "param", None), "code": None}}
+
+
+def error_response(error: BaseException, status: int,
+                   settings: Settings | None = None) -> JSONResponse:
+    return JSONResponse(error_json(error, settings), status_code=status)

@@ -1,0 +1,92 @@
+"""The conversations `chatmem serve` keeps between requests: the models and registries every
+request shares, each conversation's one-turn-at-a-time lock, the sessions chosen for chats no
+id names, and the turn last answered in each (the one a client may regenerate or edit)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import ModelPool
+    from chatmem.config.settings import Settings
+    from chatmem.serve.requests import TurnAsked
+
+ANSWERED_KEPT = 4096
+"""Conversations whose last answered turn the server remembers (for a regenerate or an
+edit of it); one beyond is regenerated only by asking its last question again."""
+
+
+class ServedConversations:
+    def __init__(self, settings: Settings, pool: ModelPool, strategy: str | None) -> None:
+        from chatmem.app.kept import KeptConversations
+        from chatmem.plugins import load_registries
+
+        self.settings = settings
+        self.pool = pool
+        self.strategy = strategy
+        self.registries = load_registries()
+        """One for every request's workspace: the strategies, providers and embedders."""
+        self.kept = KeptConversations()
+        """The conversations requests have used, open between requests."""
+        # Weak: a conversation's lock lives while a request holds or waits on it, so a
+        # long-running server does not keep one for every conversation it ever served.
+        self._turns: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = (
+            weakref.WeakValueDictionary())
+        self._turns_guard = threading.Lock()
+        self._openings: set[tuple[str, str]] = set()
+        """Sessions chosen for chats no id names that have no turn yet (location, name)."""
+        self._openings_guard = threading.Lock()
+        self._answered: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """The stored turn (its row id) this server last answered in a conversation: the one
+        a client may regenerate or edit (at most ANSWERED_KEPT conversations)."""
+
+    def answered(self, location: str, conversation: str) -> int | None:
+        with self._turns_guard:
+            return self._answered.get((location, conversation))
+
+    def note_answered(self, location: str, conversation: str, turn_id: int) -> None:
+        with self._turns_guard:
+            self._answered[(location, conversation)] = turn_id
+            self._answered.move_to_end((location, conversation))
+            while len(self._answered) > ANSWERED_KEPT:
+                self._answered.popitem(last=False)
+
+    def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
+        """The lock a conversation's turns take: requests of one conversation that differ in
+        model, strategy or options have engines of their own, and would otherwise run at
+        once (their turns interleaved, the number a response names another's)."""
+        with self._turns_guard:
+            lock = self._turns.get((location, conversation))
+            if lock is None:
+                lock = self._turns[(location, conversation)] = threading.Lock()
+            return lock
+
+    @contextmanager
+    def session_of_opening(self, asked: TurnAsked, settings: Settings) -> Iterator[str]:
+        """The session of a chat no id names (`conversations.session_of_opening`), kept from
+        other requests until the turn is over: two chats that began alike at once get a
+        session each."""
+        from chatmem.app import Workspace
+        from chatmem.app.conversations import session_of_opening
+
+        where = str(settings.location)
+        with Workspace(settings, models=self.pool, registries=self.registries) as ws:
+            # Opened (a key derived) before, not while, other chats wait on the guard.
+            _ = ws.store
+            with self._openings_guard:
+                name, new = session_of_opening(
+                    ws, asked.conversation, asked.prior, asked.text,
+                    taken={n for at, n in self._openings if at == where})
+                if new:
+                    self._openings.add((where, name))
+        try:
+            yield name
+        finally:
+            if new:
+                with self._openings_guard:
+                    self._openings.discard((where, name))

@@ -1,0 +1,199 @@
+"""One request's turn of `chatmem serve`, run on a worker thread of its own; its reply
+pieces reach the event loop through a queue, as OpenAI's stream of chunks when streamed."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import suppress
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from chatmem.errors import NotFound, TurnNotReplaceable
+from chatmem.serve.answers import error_json, finish_reason, usage_json
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from chatmem.config.settings import Settings
+    from chatmem.engine import Engine, TurnResult
+    from chatmem.serve.conversations import ServedConversations
+    from chatmem.serve.requests import TurnAsked
+    from chatmem.store import Store
+
+TURN_HEADER = "X-Chatmem-Turn"
+DISCONNECT_POLL = 0.2
+"""Seconds between looks at whether the client of a reply that is not streamed is there."""
+DONE = object()
+
+
+class Turn:
+    """One request's turn, run on a worker thread; its events (reply pieces, the end, or an
+    error) reach the event loop through a queue."""
+
+    def __init__(self, proxy: ServedConversations, asked: TurnAsked, model_asked: str,
+                 settings: Settings) -> None:
+        self.proxy = proxy
+        self.asked = asked
+        self.settings = settings
+        self.model_asked = model_asked
+        self.events: queue.Queue[object] = queue.Queue()
+        self.gone = threading.Event()
+        """The client went away: the reply is cancelled at its next piece."""
+        self.result: TurnResult | None = None
+        self.turn_id = ""
+        self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, daemon=True, name="chatmem-turn").start()
+
+    async def next_event(self) -> object:
+        import anyio
+
+        # Abandoned when the client goes away: the generator's `finally` runs at once.
+        return await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
+
+    async def watch(self, request: Request) -> None:
+        """Until cancelled: mark the turn `gone` once the client has disconnected."""
+        import anyio
+
+        while not await request.is_disconnected():
+            await anyio.sleep(DISCONNECT_POLL)
+        self.gone.set()
+
+    def headers(self) -> dict[str, str]:
+        from urllib.parse import quote
+
+        return {TURN_HEADER: quote(self.turn_id, safe="@"),
+                "X-Chatmem-Conversation": quote(self.asked.conversation)}
+
+    def _run(self) -> None:
+        try:
+            if self.asked.fingerprinted:
+                with self.proxy.session_of_opening(self.asked, self.settings) as name:
+                    self.asked = replace(self.asked, conversation=name)
+                    self.result = self._take_turn()
+            else:
+                self.result = self._take_turn()
+        except BaseException as e:  # every failure reaches the client, as OpenAI words one
+            self.events.put(e)
+            return
+        self.events.put(DONE)
+
+    def _take_turn(self) -> TurnResult:
+        from functools import partial
+
+        from chatmem.app import Workspace
+        from chatmem.app.conversations import (
+            adopt_history,
+            apply_retention,
+            replaces_last_turn,
+            start_conversation,
+        )
+        from chatmem.app.kept import options_key
+        from chatmem.app.sessions import last_turn
+        from chatmem.config.settings import Source, SourceKind, for_model, with_options
+        from chatmem.engine.resend import resend_last
+
+        asked = self.asked
+        settings = self.settings
+        by_request = Source(SourceKind.FLAG, "request")
+        if asked.model:
+            settings = for_model(settings, asked.model, by_request)
+        if asked.options:
+            # max_tokens caps the reply: a setting, as -o max_reply_tokens is for the CLI.
+            settings = with_options(settings, asked.options, by_request)
+        proxy = self.proxy
+        opened: list[Workspace] = []
+
+        def open_engine(ws: Workspace) -> Engine[Store]:
+            # `serve -s` is the strategy of conversations it starts: one another front end
+            # (or an earlier request) started keeps its own unless the request names one.
+            chosen = asked.strategy or (
+                proxy.strategy if ws.store.sessions.find_session(asked.conversation) is None
+                else None)
+            spec = ws.registries.strategies.parse(chosen) if chosen else None
+            opened.append(ws)  # opening applies retention (start_conversation)
+            return start_conversation(ws, asked.conversation, strategy=spec,
+                                      system=asked.system, settings=settings)
+
+        def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:
+            if not opened:
+                # Once per server: a conversation kept open tries again until it ran.
+                apply_retention(ws)
+            with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
+                engine.settle()  # a new session exists before the client's history goes in
+                adopt_history(ws, asked.conversation, asked.prior)
+                previous = last_turn(ws, engine.session)
+                # The number the turn will take unless another process writing this very
+                # conversation commits first; the stream's last piece says the real one.
+                self.turn_id = (f"{asked.conversation}@"
+                                f"{(previous.number if previous else 0) + 1}")
+                result = None
+                where = str(self.settings.location)
+                ours = previous is not None and previous.id is not None \
+                    and previous.id == proxy.answered(where, asked.conversation)
+                if replaces_last_turn(ws, asked.conversation, asked.prior, asked.text,
+                                      last_was_ours=ours):
+                    # Not a turn it may replace (one a summary was made from, or messages
+                    # imported without a turn): then it is a turn of its own.
+                    with suppress(TurnNotReplaceable, NotFound):
+                        result = resend_last(engine, asked.text, on_delta=self._delta,
+                                             expected=previous.id if previous else None)
+                if result is None:
+                    result = engine.run_turn(asked.text, on_delta=self._delta)
+                self.turn_id = f"{asked.conversation}@{result.record.number}"
+                if result.record.id is not None:
+                    proxy.note_answered(where, asked.conversation, result.record.id)
+            engine.between_turns()
+            return result
+
+        # Whatever chooses the engine is in the key: a request that differs gets its own.
+        key = (self.settings.location, asked.conversation, asked.strategy, asked.system,
+               settings.model, options_key(settings.options))
+        return proxy.kept.run(
+            key, partial(Workspace, self.settings, models=proxy.pool,
+                         registries=proxy.registries), open_engine, take)
+
+    def _delta(self, text: str) -> None:
+        if self.gone.is_set():
+            raise KeyboardInterrupt  # the engine stores the turn as cancelled
+        self.events.put(("delta", text))
+
+    async def sse(self, first: object) -> AsyncIterator[str]:
+        """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]."""
+        event = first
+        try:
+            yield _sse(self._chunk({"role": "assistant", "content": ""}))
+            while True:
+                if event is DONE:
+                    break
+                if isinstance(event, BaseException):
+                    yield _sse(error_json(event, self.settings))
+                    yield "data: [DONE]\n\n"
+                    return
+                if isinstance(event, tuple) and event[0] == "delta":
+                    yield _sse(self._chunk({"content": event[1]}))
+                event = await self.next_event()
+            result = self.result
+            assert result is not None
+            end = self._chunk({}, finish=finish_reason(result))
+            end["usage"] = usage_json(result)
+            end["chatmem"] = {"turn": self.turn_id, "status": str(result.status)}
+            yield _sse(end)
+            yield "data: [DONE]\n\n"
+        finally:
+            self.gone.set()  # a client that left mid-reply cancels the rest
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": self.completion_id, "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": self.model_asked,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _sse(data: Mapping[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
