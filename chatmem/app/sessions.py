@@ -61,6 +61,12 @@ def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None
         return None
 
 
+def last_completed_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None:
+    """The session's last completed turn, when only failed or cancelled ones follow it: the
+    one a regenerate replaces (see store.turns.hide_turn)."""
+    return workspace.store.turns.last_completed(session.id)
+
+
 @dataclass(frozen=True)
 class TurnRange:
     """Turns `first`..`last` (inclusive); `last` None: to the end."""

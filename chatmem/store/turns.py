@@ -115,12 +115,18 @@ class TurnTables:
         new attempt is not stored, `commit_turn(supersedes=…)` makes it final.
         Only the last turn, a completed one, and only while no summary or fact
         was derived from it: memory built on a reply must not outlive the reply.
-        `expected`: the id of the turn the caller means (its own last); another chat's
-        turn added since is refused, checked under the write lock.
+        `expected`: the id of the turn the caller means (its own last completed one); a
+        turn another chat added since is refused, failed or cancelled attempts after it are
+        passed over; checked under the write lock.
         """
         with self._db.write():
             turn = self.turn(session_id)
-            if expected is not None and turn.id != expected:
+            done = self.last_completed(session_id) if expected is not None else None
+            if done is not None and done.id == expected:
+                # Only failed or cancelled attempts after it (a regenerate whose model call
+                # failed): they never entered memory, and asking again replaces it.
+                turn = done
+            elif expected is not None and turn.id != expected:
                 raise TurnNotReplaceable(
                     f"turn {turn.number} was added by another chat since your last turn, and"
                     " only your own last turn is replaced; send your input again instead",
@@ -149,6 +155,16 @@ class TurnTables:
                     turn=turn.number, why=why)
             self._set_superseded(turn, 1)
         return turn
+
+    def last_completed(self, session_id: int) -> TurnRecord | None:
+        """The session's last completed turn still in memory, if no completed turn is after
+        it (only failed or cancelled ones); None otherwise."""
+        rows = fetch_rows(self._db,
+            "SELECT * FROM turns WHERE session_id = ? AND status = 'ok'"
+            " ORDER BY number DESC LIMIT 1", [session_id])
+        if not rows or rows[0]["superseded_by"] is not None:
+            return None
+        return self._turn_record(rows[0])
 
     def show_turn(self, turn: TurnRecord) -> None:
         """Put a turn `hide_turn` took out of memory back (its replacement was not stored)."""

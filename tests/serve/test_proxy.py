@@ -358,6 +358,33 @@ def test_a_regenerate_or_an_edit_of_the_last_message_replaces_that_turn(
     assert statuses(db_path, "imported") == ["ok"]
 
 
+def test_a_regenerate_after_one_whose_model_call_failed_replaces_the_turn_once(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """The failed attempt's row became "the last turn", the next regenerate could not replace
+    it and was stored as a turn of its own: memory held the question twice."""
+    import openai as sdk
+
+    openai = client(proxy)
+    header = {"X-Chatmem-Conversation": quote("重来")}
+    first = [{"role": "user", "content": "我们去杭州"}]
+    reply = openai.chat.completions.create(model="test-small", extra_headers=header,
+                                           messages=first)
+    asked = [*first, {"role": "assistant", "content": reply.choices[0].message.content or ""},
+             {"role": "user", "content": "去杭州的火车几点？"}]
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=asked)
+    chat_server.plan = ["401"]
+    with pytest.raises(sdk.AuthenticationError):
+        openai.chat.completions.create(model="test-small", extra_headers=header, messages=asked)
+    openai.chat.completions.create(model="test-small", extra_headers=header, messages=asked)
+    with Store(db_path) as store:
+        session = store.sessions.session("重来")
+        said = [m.content for m in store.history.messages(session.id) if m.role == "user"]
+        turns = [(t.number, str(t.status), t.superseded_by)
+                 for t in store.turns.turns(session.id)]
+    assert said == ["我们去杭州", "去杭州的火车几点？"]
+    assert turns == [(1, "ok", None), (2, "ok", 4), (3, "failed", None), (4, "ok", None)]
+
+
 def test_an_exchange_another_front_end_added_is_not_replaced_by_the_clients_next_message(
         proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
     """One exchange added by the CLI (or the REPL, or MCP) between two of a client's requests
