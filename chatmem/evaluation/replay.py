@@ -31,7 +31,7 @@ from chatmem.evaluation.steps import Step, StepKind, plan
 from chatmem.memory.context import Context
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
-from chatmem.notices import EmbeddingFailed
+from chatmem.notices import EmbeddingFailed, IndexingNotice, Notice
 from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider, Purpose
 from chatmem.store import FactScope, Store, check_session_name, session_name_from
@@ -214,7 +214,7 @@ def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: St
     """Store `messages` as they are, then update the memory as after a turn."""
     ids = engine.store.history.import_messages(engine.session.id, message_dicts(messages))
     stored_ids.update({m.id: i for m, i in zip(messages, ids, strict=True) if m.id})
-    run.notices.extend(engine.update_memory())
+    _note(run, engine.update_memory())
 
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
@@ -256,7 +256,7 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: d
         run.prompt_tokens.append(result.context.tokens)
         run.contexts.append((result.context.tokens, result.context.budget))
         _note_failed_embedding(run, result.context)
-    run.notices.extend(result.notices)
+    _note(run, result.notices)
     if step.message.id and result.record.user_message_id:
         stored_ids[step.message.id] = result.record.user_message_id
     if step.reply is not None and step.reply.id and result.record.assistant_message_id:
@@ -303,3 +303,10 @@ def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
 def _note_failed_embedding(run: StrategyRun, context: Context) -> None:
     run.embedding_failures.extend(w.error for w in context.warnings
                                   if isinstance(w, EmbeddingFailed))
+
+
+def _note(run: StrategyRun, notices: Sequence[Notice]) -> None:
+    """A turn's notices; the vector backlog's failure said once per run, not once per turn
+    ("will retry next turn" at every one of a replay's turns while the embedder is down)."""
+    run.notices.extend(n for n in notices
+                       if not (isinstance(n, IndexingNotice) and n in run.notices))

@@ -275,6 +275,24 @@ def talky(settings):
 '''
 
 
+def test_an_eval_whose_embedder_is_down_says_so_once_not_per_turn(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    config = tmp_path / "config.toml"
+    config.write_text('[embeddings]\nprovider = "down"\n', encoding="utf-8")
+    transcript = tmp_path / "会话.jsonl"
+    transcript.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        *[{"role": role, "content": f"第{i}句 {role}"} for i in range(1, 5)
+          for role in ("user", "assistant")],
+        {"probe": "第一句?", "expect_text": ["第1句"]}]) + "\n", encoding="utf-8")
+    evaluated = invoke("eval", str(transcript), "-s", "retrieval", "--provider", "scripted",
+                       "--config", str(config), "--json", code=0)
+    notices = json.loads(evaluated.stdout)["strategies"][0]["notices"]
+    assert [n for n in notices if n.startswith("indexing failed")] == [
+        "indexing failed, will retry next turn: embedder 'down' failed: RuntimeError: "
+        "embedding service down"]
+
+
 def test_what_a_plugin_prints_while_it_loads_goes_to_stderr_not_into_json(
         installed: Install) -> None:
     """One print() in a plugin broke every --json output, ask's reply-only stdout and MCP's
