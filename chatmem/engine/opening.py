@@ -176,11 +176,15 @@ def open_session(
         # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
         # without `save`, never stored: they hold for this engine only.
         session = dataclasses.replace(session, **changes)
-    return Engine(store, session, provider, chosen,
-                  budget=settings.context_budget if budget is None else budget,
-                  helper=helper, settings=settings, embedder=embedder, activity=activity,
-                  allow_over_budget=allow_over_budget, keeps_memory=keeps_memory,
-                  notices=notices, pending=changes if save else {}, created=created)
+    engine = Engine(store, session, provider, chosen,
+                    budget=settings.context_budget if budget is None else budget,
+                    helper=helper, settings=settings, embedder=embedder, activity=activity,
+                    allow_over_budget=allow_over_budget, keeps_memory=keeps_memory,
+                    notices=notices, pending=changes if save else {}, created=created)
+    engine.chosen_here = frozenset(
+        [*(["strategy", "params"] if strategy is not None or params else []),
+         *(["system"] if system is not None else [])])
+    return engine
 
 
 def engine_over(

@@ -28,14 +28,19 @@ class SessionChanges:
     _caught_up: bool
     _refused: bool
     _stored: bool
+    chosen_here: frozenset[str] = frozenset()
+    """What whoever opened this engine chose (strategy and params, system): a change another
+    process makes to those is not followed (a server's request naming a strategy keeps it;
+    two engines choosing differently reopened each other on every request)."""
 
     def changed_elsewhere(self) -> bool:
         """Whether another process renamed the session or changed its strategy, parameters
         or system prompt since this engine last read or wrote them: an engine kept open (a
         server's) is then opened anew, as a request opening the session afresh would."""
         now, mine = self.store.sessions.session_by_id(self.session.id), self.session
-        return (now.name, now.strategy, now.params, now.system) != (
-            mine.name, mine.strategy, mine.params, mine.system)
+        followed = [f for f in ("name", "strategy", "params", "system")
+                    if f not in self.chosen_here]
+        return any(getattr(now, f) != getattr(mine, f) for f in followed)
 
     def set_strategy(self, strategy: Strategy) -> None:
         self.strategy = strategy

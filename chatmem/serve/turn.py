@@ -118,8 +118,12 @@ class Turn:
                 else None)
             spec = ws.registries.strategies.parse(chosen) if chosen else None
             opened.append(ws)  # opening applies retention (start_conversation)
-            return start_conversation(ws, asked.conversation, strategy=spec,
-                                      system=asked.system, settings=settings)
+            engine = start_conversation(ws, asked.conversation, strategy=spec,
+                                        system=asked.system, settings=settings)
+            if not asked.strategy:
+                # The server's default started it: a /strategy in a chat is followed.
+                engine.chosen_here -= {"strategy", "params"}
+            return engine
 
         def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:
             if not opened:

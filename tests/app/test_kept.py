@@ -177,6 +177,30 @@ def test_a_session_renamed_or_reconfigured_by_another_connection_is_opened_anew(
     assert said == {"旧名": ["第一句"], "改名": ["改名以后"]}
 
 
+def test_two_kept_engines_that_chose_different_strategies_do_not_reopen_each_other(
+        settings: Settings) -> None:
+    """serve's `model@window` and `model@buffer` for one conversation: each engine's write of
+    its strategy looked like another process's change to the other, so every request opened
+    its engine anew."""
+    from registered import parse_spec
+
+    opener, kept = Opener(settings), KeptConversations()
+
+    def run(strategy: str, text: str) -> Any:
+        def open_engine(ws: Workspace) -> Engine[Store]:
+            opener.opened[strategy] += 1
+            return start_conversation(ws, "同一个", strategy=parse_spec(strategy))
+        return kept.run(("同一个", strategy), opener.workspace, open_engine, turn(text))
+
+    try:
+        for i in range(3):
+            run("window", f"窗口 {i}")
+            run("buffer", f"缓冲 {i}")
+    finally:
+        kept.close()
+    assert opener.opened == {"window": 1, "buffer": 1}
+
+
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 def test_a_history_file_deleted_or_replaced_is_opened_anew_not_written_unseen(
         settings: Settings, db_path: Path, how: str) -> None:
