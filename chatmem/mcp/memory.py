@@ -86,12 +86,12 @@ def told_to_the_model(answer: Answer = "tool",
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
 
-    from chatmem.render.errors import client_error_text
+    from chatmem.render.errors import Client, client_error_text
 
     try:
         yield
     except ChatmemError as e:
-        text = client_error_text(e, settings)
+        text = client_error_text(e, settings, client=Client.MCP)
         if answer == "resource":
             raise (ResourceNotFoundError if isinstance(e, NotFound) else ResourceError)(
                 text) from None

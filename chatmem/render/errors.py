@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from enum import Enum
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
@@ -44,28 +45,36 @@ def _over_budget(error: OverBudget) -> str:
             f"the context budget of {error.budget:,}, before any history")
 
 
+class Client(Enum):
+    """Who reads an error over the wire: each is told the way on it has."""
+
+    MCP = "mcp"
+    API = "api"
+    """An OpenAI-compatible client of `chatmem serve`."""
+
+
 @singledispatch
-def _for_a_client(error: ChatmemError) -> str:
+def _for_a_client(error: ChatmemError, client: Client) -> str:
     """`error_text` without the advice a client cannot take (a REPL command, a CLI flag)."""
     return error_text(error)
 
 
 @_for_a_client.register
-def _(error: OverBudget) -> str:
+def _(error: OverBudget, client: Client) -> str:
     return (f"{_over_budget(error)}; shorten the input or the system prompt, or raise the "
             "budget (context_budget, the strategy's max_tokens)")
 
 
 @_for_a_client.register
-def _(error: RepeatedStrategy) -> str:
+def _(error: RepeatedStrategy, client: Client) -> str:
     return str(error)
 
 
 @_for_a_client.register
-def _(error: StrategyGone) -> str:
-    return (f"{error.cause}; install it again, or go on with another strategy "
-            "(MCP: start_conversation with a strategy; the OpenAI API: the model "
-            "MODEL@STRATEGY)")
+def _(error: StrategyGone, client: Client) -> str:
+    way_on = ("start_conversation with a strategy" if client is Client.MCP
+              else "the model MODEL@STRATEGY")
+    return f"{error.cause}; install it again, or go on with another strategy ({way_on})"
 
 
 @error_text.register
@@ -83,12 +92,13 @@ def by_plugin(kind: str, name: str) -> str:
     return "" if source is None or source.builtin else f" ({registered_by(source)})"
 
 
-def client_error_text(error: ChatmemError, settings: Settings | None = None) -> str:
+def client_error_text(error: ChatmemError, settings: Settings | None = None, *,
+                      client: Client) -> str:
     """The one line a client of `chatmem serve` or `chatmem mcp` is shown: `error_text`
     with the history named for what it is, not by its path (or URL) on the server, which
     is not the client's business, and no advice it cannot take (a REPL command, a CLI
-    flag); `settings`: the history the request used."""
-    text = _for_a_client(error)
+    flag, another client's way on); `settings`: the history the request used."""
+    text = _for_a_client(error, client)
     location = getattr(error, "location", None)
     names = {*_history_names(settings), *([location] if isinstance(location, str) else [])}
     # The longest first: a path that holds another (a folder's) is replaced whole.

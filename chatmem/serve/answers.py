@@ -76,10 +76,10 @@ def status_of(error: BaseException) -> int:
 def error_json(error: BaseException, settings: Settings | None = None) -> dict[str, Any]:
     """An OpenAI-shaped error: one line, never a secret, a traceback nor the path of the
     history (`settings`: the request's) on the server."""
-    from chatmem.render.errors import client_error_text
+    from chatmem.render.errors import Client, client_error_text
 
     if isinstance(error, ChatmemError):
-        message = client_error_text(error, settings)
+        message = client_error_text(error, settings, client=Client.API)
     else:
         message = f"chatmem could not take this turn ({type(error).__name__})"
     kind = "invalid_request_error" if status_of(error) < 500 else "api_error"

@@ -65,6 +65,7 @@ def test_a_conversation_whose_plugin_strategy_is_gone_goes_on_with_another_one_n
     assert refused[0] is True
     assert "no installed plugin provides now" in refused[1] and "-s NAME" not in refused[1]
     assert "start_conversation with a strategy" in refused[1]
+    assert "MODEL@STRATEGY" not in refused[1]  # the OpenAI API's way on, not an MCP client's
     assert started == (False, {"conversation_id": "日记", "created": False, "turns": 1,
                                "strategy": "window k=5"})
     assert recorded[0] is False and recorded[1]["turn"] == 2
