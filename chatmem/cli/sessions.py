@@ -18,6 +18,8 @@ app = ChatmemTyper(help="List, show, rename, fork, delete, export and import ses
                  no_args_is_help=True)
 SHOW_LAST = 50
 """Turns `sessions show` prints when none are asked for: the newest page, read alone."""
+PRINTED_AT_ONCE = 500
+"""Messages `sessions show` lays out per print."""
 NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",
                                              autocompletion=session_names)]
 
@@ -88,7 +90,10 @@ def show(
     info["retention"] = ("default (retention_days)" if own is None
                          else "kept for good" if own == 0 else f"{own} days idle")
     out.print(render.key_values(info, title=f"session {name}"))
-    out.print(render.transcript(messages))
+    # A few hundred messages at a time: Rich lays out what one print is given at once, and
+    # `--all` of 50,000 messages held them all laid out (197 MB).
+    for start in range(0, max(len(messages), 1), PRINTED_AT_ONCE):
+        out.print(render.transcript(messages[start:start + PRINTED_AT_ONCE]))
     if page.partial:
         consoles()[1].print(
             f"turns {page.first}–{page.last} of {page.total} shown; --turns FIRST-LAST or --all "
