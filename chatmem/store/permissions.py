@@ -7,6 +7,7 @@ the folder SQLite writes its -wal, -shm and -journal files in.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -28,6 +29,9 @@ def missing_permission(path: Path, *, write: bool) -> str | None:
         if not os.access(path, os.R_OK):
             return f"you lack read permission on the file{_mode(path)}"
         if write and not os.access(path, os.W_OK):
+            if _immutable(path):
+                return ("the file is immutable (chattr +i): nobody, its owner and root "
+                        f"included, may write it; `chattr -i {path}` lifts that")
             return f"you lack write permission on the file{_mode(path)}"
         beside = [Path(f"{path}-{suffix}") for suffix in ("wal", "shm")]
         if not os.access(folder, os.W_OK) and not all(p.exists() for p in beside):
@@ -59,3 +63,13 @@ def _read_only_file_system(folder: Path) -> bool:
         return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         return False
+
+
+def _immutable(path: Path) -> bool:
+    """Opening for writing (nothing is written) says EPERM, not EACCES, for a file marked
+    immutable, whatever its mode grants."""
+    try:
+        os.close(os.open(path, os.O_WRONLY))
+    except OSError as e:
+        return e.errno == errno.EPERM
+    return False

@@ -123,3 +123,23 @@ def test_a_history_on_a_read_only_file_system_says_so(mounted: Path) -> None:
                                " system mounted read-only, where SQLite must keep h.db-wal and"
                                " h.db-shm\n")
     assert db.read_bytes() == before
+
+
+def test_an_immutable_history_says_so_and_stays_as_it_was(tmp_path: Path) -> None:
+    """It said "you lack write permission on the file (mode -rw-------)", a mode that grants
+    it, as root: the file was marked immutable."""
+    db = history(tmp_path)
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", str(db)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr +i is not available here (needs root and a file system with it)")
+    try:
+        before = db.read_bytes()
+        done = invoke("ask", "s", "再问一次", "--provider", "scripted", "--db", str(db))
+        assert done.exit_code != 0
+        assert done.stderr.endswith(
+            "the file is immutable (chattr +i): nobody, its owner and root included, may "
+            f"write it; `chattr -i {db}` lifts that\n")
+        assert done.stderr.count("\n") == 1
+        assert db.read_bytes() == before
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=False)
