@@ -174,6 +174,13 @@ class TurnNotReplaceable(UsageError):
         self.turn = turn
         self.why = why
 
+    @classmethod
+    def not_yours(cls, turn: int) -> TurnNotReplaceable:
+        """Turn `turn` is another chat's, added since the caller's own last turn."""
+        return cls(f"turn {turn} was added by another chat since your last turn, and only"
+                   " your own last turn is replaced; send your input again instead",
+                   turn=turn, why=ReplaceRefusal.NOT_YOURS)
+
 
 class StoreFailure(Enum):
     """What went wrong in the database, whichever driver said it (SQLite's result code,

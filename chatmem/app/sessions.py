@@ -61,10 +61,10 @@ def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None
         return None
 
 
-def last_completed_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None:
-    """The session's last completed turn, when only failed or cancelled ones follow it: the
-    one a regenerate replaces (see store.turns.hide_turn)."""
-    return workspace.store.turns.last_completed(session.id)
+def last_completed_turn_id(workspace: Workspace, session: SessionRecord) -> int | None:
+    """The id of the session's last completed turn still in memory (failed or cancelled
+    attempts may follow it): the one a regenerate replaces (see store.turns.hide_turn)."""
+    return workspace.store.turns.last_completed_id(session.id)
 
 
 @dataclass(frozen=True)

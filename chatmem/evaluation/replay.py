@@ -308,5 +308,9 @@ def _note_failed_embedding(run: StrategyRun, context: Context) -> None:
 def _note(run: StrategyRun, notices: Sequence[Notice]) -> None:
     """A turn's notices; the vector backlog's failure said once per run, not once per turn
     ("will retry next turn" at every one of a replay's turns while the embedder is down)."""
-    run.notices.extend(n for n in notices
-                       if not (isinstance(n, IndexingNotice) and n in run.notices))
+    for notice in notices:
+        if isinstance(notice, IndexingNotice):
+            if notice in run.indexing_said:
+                continue
+            run.indexing_said.add(notice)
+        run.notices.append(notice)

@@ -18,7 +18,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.memory.context import Context
-from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, Notice
+from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, IndexingNotice, Notice
 from chatmem.providers.base import Purpose
 from chatmem.transcripts.format import Probe
 
@@ -75,6 +75,8 @@ class StrategyRun:
     contexts: list[tuple[int, int | None]] = field(default_factory=list)
     """(tokens, budget) of each context built, at turns and probes: those over their budget
     become one notice (`over_budget`)."""
+    indexing_said: set[IndexingNotice] = field(default_factory=set)
+    """The vector backlog's notices already among `notices` (each said once per run)."""
     embedding_failures: list[str] = field(default_factory=list)
     """The error of each context built by words alone because embedding its input failed:
     one notice (`by_words_alone`), else the figures read as those of words and meaning."""

@@ -95,7 +95,7 @@ class Turn:
             start_conversation,
         )
         from chatmem.app.kept import options_key
-        from chatmem.app.sessions import last_completed_turn, last_turn
+        from chatmem.app.sessions import last_completed_turn_id, last_turn
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
 
@@ -139,16 +139,15 @@ class Turn:
                                 f"{(previous.number if previous else 0) + 1}")
                 result = None
                 where = str(self.settings.location)
-                done = last_completed_turn(ws, engine.session)
-                ours = done is not None and done.id is not None \
-                    and done.id == proxy.answered(where, asked.conversation)
+                done = last_completed_turn_id(ws, engine.session)
+                ours = done is not None and done == proxy.answered(where, asked.conversation)
                 if replaces_last_turn(ws, asked.conversation, asked.prior, asked.text,
                                       last_was_ours=ours):
                     # Not a turn it may replace (one a summary was made from, or messages
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
-                                             expected=done.id if done else None)
+                                             expected=done)
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta)
                 self.turn_id = f"{asked.conversation}@{result.record.number}"

@@ -121,16 +121,14 @@ class TurnTables:
         """
         with self._db.write():
             turn = self.turn(session_id)
-            done = self.last_completed(session_id) if expected is not None else None
-            if done is not None and done.id == expected:
-                # Only failed or cancelled attempts after it (a regenerate whose model call
-                # failed): they never entered memory, and asking again replaces it.
-                turn = done
-            elif expected is not None and turn.id != expected:
-                raise TurnNotReplaceable(
-                    f"turn {turn.number} was added by another chat since your last turn, and"
-                    " only your own last turn is replaced; send your input again instead",
-                    turn=turn.number, why=ReplaceRefusal.NOT_YOURS)
+            if expected is not None and turn.id != expected:
+                if self.last_completed_id(session_id) == expected:
+                    # Only failed or cancelled attempts after it (a regenerate whose model
+                    # call failed): they never entered memory, and asking again replaces it.
+                    turn = self._turn_record(fetch_rows(
+                        self._db, "SELECT * FROM turns WHERE id = ?", [expected])[0])
+                else:
+                    raise TurnNotReplaceable.not_yours(turn.number)
             if turn.status != "ok" or turn.user_message_id is None \
                     or turn.assistant_message_id is None or turn.superseded_by is not None:
                 raise TurnNotReplaceable(
@@ -156,15 +154,16 @@ class TurnTables:
             self._set_superseded(turn, 1)
         return turn
 
-    def last_completed(self, session_id: int) -> TurnRecord | None:
-        """The session's last completed turn still in memory, if no completed turn is after
-        it (only failed or cancelled ones); None otherwise."""
+    def last_completed_id(self, session_id: int) -> int | None:
+        """The id of the session's last completed turn, when it is still in memory (failed
+        or cancelled attempts may follow it); None otherwise. One row's two columns: a
+        server asks this at every request."""
         rows = fetch_rows(self._db,
-            "SELECT * FROM turns WHERE session_id = ? AND status = 'ok'"
+            "SELECT id, superseded_by FROM turns WHERE session_id = ? AND status = 'ok'"
             " ORDER BY number DESC LIMIT 1", [session_id])
         if not rows or rows[0]["superseded_by"] is not None:
             return None
-        return self._turn_record(rows[0])
+        return int(rows[0]["id"])
 
     def show_turn(self, turn: TurnRecord) -> None:
         """Put a turn `hide_turn` took out of memory back (its replacement was not stored)."""

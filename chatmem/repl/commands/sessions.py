@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from chatmem import render
 from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.params import format_params
 from chatmem.memory.spec import StrategySpec
 from chatmem.repl.chat import Chat, strategy_label
@@ -134,9 +134,7 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
         raise UsageError(f"nothing to {doing}: session {session.name} has no turns")
     if record.id != repl.seen_last_turn:
         # Another chat's turn (a REPL, serve, MCP's record_turn) is not this one's to replace.
-        raise UsageError(f"nothing to {doing}: turn {record.number} was added by another chat"
-                         " since your last turn, and only your own last turn is replaced; send"
-                         " your input again instead")
+        raise TurnNotReplaceable.not_yours(record.number)
     return record
 
 
