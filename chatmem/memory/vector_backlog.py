@@ -162,6 +162,8 @@ class VectorBacklog:
         self._busy = False
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
+        self._failed_in_a_row = 0
+        self._commits_to_skip = 0
 
     @property
     def model(self) -> str:
@@ -173,7 +175,7 @@ class VectorBacklog:
         """Store what was done, then go on: inline, every new message now; in the
         background, the thread resumes. Returns a notice if the thread failed."""
         if not self.background:
-            self.finish()
+            self._finish_backing_off()
             return []
         notices = self.collect()
         if self._error is not None:
@@ -206,6 +208,23 @@ class VectorBacklog:
                 self._thread.start()
         return notices
 
+    def _finish_backing_off(self) -> None:
+        """`finish`; after it failed N times in a row, only at every 2^N-th commit: a
+        replay or an eval whose embedder is down would otherwise wait on it at every turn
+        (a refused connection is retried by the client, ~1.3 s a turn), and recall ranks
+        the messages without a vector by words meanwhile. Once it works again, the
+        messages missing are all embedded at once."""
+        if self._commits_to_skip:
+            self._commits_to_skip -= 1
+            return
+        try:
+            self.finish()
+        except ChatmemError:
+            self._failed_in_a_row += 1
+            self._commits_to_skip = 2 ** min(self._failed_in_a_row, 10) - 1
+            raise
+        self._failed_in_a_row = 0
+
     def pause(self) -> list[IndexingNotice]:
         """Before a turn: the thread stops after its batch; finished batches are stored."""
         with self._cond:
@@ -231,9 +250,14 @@ class VectorBacklog:
         self.collect()
         pending = self._read(READ)
         while pending:
-            known = known_vectors(self.store, self.model, pending)
-            save_rows(self.store, self.model,
-                      embed_pending(self.embedder, pending, known=known))
+            try:
+                known = known_vectors(self.store, self.model, pending)
+                save_rows(self.store, self.model,
+                          embed_pending(self.embedder, pending, known=known))
+            except BaseException:
+                # Read again next time: the run retries these too, not only newer ones.
+                self._read_upto = pending[0].message_id - 1
+                raise
             self._embedded += len(pending)
             # A short read held all that was missing: another would find nothing, and an
             # inline run (a turn's two messages) would pay a second read every turn.

@@ -17,6 +17,7 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
+from chatmem.errors import ProviderError
 from chatmem.memory.vector_backlog import BATCH, embed_pending, save_rows
 from chatmem.notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.providers.scripted import ScriptedProvider
@@ -414,3 +415,48 @@ def test_the_first_look_counts_the_backlog_from_its_read_when_that_held_all_of_i
         assert counted == ([] if read > MESSAGES + 2 else [engine.session.id])
         gate.allow(10_000)
         engine.indexing.close()
+
+
+class SwitchedEmbedder(HashEmbedder):
+    """Fails on stored texts while `down`, as an endpoint that refuses connections; counts
+    the attempts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+        self.attempts = 0
+
+    def embed(self, texts: Sequence[str], *, query: bool = False):  # type: ignore[no-untyped-def]
+        if not query:
+            self.attempts += 1
+            if self.down:
+                raise ProviderError("embeddings at http://127.0.0.1:9/v1 failed: 连接被拒绝")
+        return super().embed(texts, query=query)
+
+
+def test_an_inline_run_whose_embedder_is_down_backs_off_then_catches_up(path: Path) -> None:
+    """A replay or an eval asked a dead endpoint at every turn (~1.3 s each: its client
+    retries); after N failures in a row it asks at every 2^N-th commit, and embeds
+    everything once the endpoint answers."""
+    embedder = SwitchedEmbedder()
+    with Store(path) as store:
+        engine = inline_engine(store, embedder)
+        retried_at = []
+        for n in range(1, 31):
+            said = f"第{n}个问题: where did my brother move?"
+            notices = engine.replay_turn(said, "Porto.").notices
+            if any(isinstance(x, IndexingNotice) and x.event is IndexingEvent.RETRYING
+                   for x in notices):
+                retried_at.append(n)
+        assert retried_at == [1, 3, 7, 15]
+        assert embedder.attempts == 4
+        assert missing(store, engine, embedder) == MESSAGES + 60
+        context = engine.build_context("Where did my brother move?")
+        # Ranked meanwhile: the messages without a vector by their words, and it says so.
+        assert context.part("recalled").reason.embedded == 0
+        embedder.down = False
+        engine.replay_turn("第31个问题", "好的。")  # 16 commits after the last try
+        assert embedder.attempts > 4
+        assert missing(store, engine, embedder) == 0
+        context = engine.build_context("Where did my brother move?")
+        assert context.part("recalled").reason.embedded is None
