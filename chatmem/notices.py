@@ -255,12 +255,23 @@ class ContextsByWordsAlone:
     error: str
 
 
+@dataclass(frozen=True)
+class ContextsWithoutVectors:
+    """Of the `built` contexts a replay or an eval built, `partly` ranked some messages by
+    words alone: they had no vector, as indexing them failed (`failure`, the first one).
+    Without it an embedder down for a whole run gave words-alone figures as hybrid ones."""
+
+    partly: int
+    built: int
+    failure: Failure
+
+
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
           | MemoryUpdateCancelled | StrategyChanged | SavedParamsDropped | SystemPromptReplaced
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
-          | ContextsOverBudget | ContextsByWordsAlone)
+          | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

@@ -136,7 +136,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     `evaluate` runs in the worker processes: a module-level function, so they can import it.
     """
     from chatmem.evaluation.corpus import aggregate
-    from chatmem.render.corpus import corpus_table, transcript_lines
+    from chatmem.render.corpus import corpus_table, transcript_caveats, transcript_lines
 
     files = transcript_files(directory)
     # In parallel the longest go first, so the last to finish is a short one rather than
@@ -153,8 +153,11 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
         if result.error is not None:
             errors_to.print(f"error: {result.error}", markup=False, soft_wrap=True)
         elif not json_out and result.runs is not None:
-            for line in transcript_lines(Path(result.path).name, result.runs):
+            name = Path(result.path).name
+            for line in transcript_lines(name, result.runs):
                 lines_to.print(line, soft_wrap=True)
+            for caveat in transcript_caveats(name, result.runs):
+                errors_to.print(caveat, markup=False, soft_wrap=True, style="yellow")
 
     try:
         with _progress(len(jobs)) as shown_on, _results(jobs, evaluate, workers) as results:

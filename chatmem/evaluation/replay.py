@@ -29,6 +29,7 @@ from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.evaluation.steps import Step, StepKind, plan
 from chatmem.memory.context import Context
+from chatmem.memory.reasons import Merged, PartReason, Recalled
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
 from chatmem.notices import EmbeddingFailed, IndexingNotice, Notice
@@ -218,7 +219,7 @@ def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: St
 
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
-    for folded in (run.over_budget(), run.by_words_alone()):
+    for folded in (run.over_budget(), run.by_words_alone(), run.without_vectors()):
         if folded is not None:
             run.notices.append(folded)  # what inspect warns of at each, said once
     store, session_id = engine.store, engine.session.id
@@ -303,6 +304,17 @@ def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
 def _note_failed_embedding(run: StrategyRun, context: Context) -> None:
     run.embedding_failures.extend(w.error for w in context.warnings
                                   if isinstance(w, EmbeddingFailed))
+    if any(isinstance(r, Recalled) and r.embedded is not None for r in _reasons(context)):
+        run.partly_unembedded += 1
+
+
+def _reasons(context: Context) -> Iterator[PartReason]:
+    """The reasons of `context`'s parts, those of a combination's members one by one."""
+    for part in context.parts:
+        if isinstance(part.reason, Merged):
+            yield from part.reason.reasons
+        else:
+            yield part.reason
 
 
 def _note(run: StrategyRun, notices: Sequence[Notice]) -> None:

@@ -18,7 +18,13 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.memory.context import Context
-from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, IndexingNotice, Notice
+from chatmem.notices import (
+    ContextsByWordsAlone,
+    ContextsOverBudget,
+    ContextsWithoutVectors,
+    IndexingNotice,
+    Notice,
+)
 from chatmem.providers.base import Purpose
 from chatmem.transcripts.format import Probe
 
@@ -80,6 +86,9 @@ class StrategyRun:
     embedding_failures: list[str] = field(default_factory=list)
     """The error of each context built by words alone because embedding its input failed:
     one notice (`by_words_alone`), else the figures read as those of words and meaning."""
+    partly_unembedded: int = 0
+    """Contexts that ranked some messages by words alone, as they had no vector yet: with
+    the backlog's failure among `indexing_said`, one notice (`without_vectors`)."""
 
     def over_budget(self) -> ContextsOverBudget | None:
         """One notice for the contexts that went over their budget, None if none did."""
@@ -95,6 +104,12 @@ class StrategyRun:
             return None
         return ContextsByWordsAlone(len(self.embedding_failures), len(self.contexts),
                                     self.embedding_failures[0])
+
+    def without_vectors(self) -> ContextsWithoutVectors | None:
+        failure = next((n.failure for n in self.notices if isinstance(n, IndexingNotice)), None)
+        if not self.partly_unembedded or failure is None:
+            return None
+        return ContextsWithoutVectors(self.partly_unembedded, len(self.contexts), failure)
 
     @property
     def turns(self) -> int:

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from rich.text import Text
 
+from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, ContextsWithoutVectors
 from chatmem.render.cells import number
 from chatmem.render.compare import fitted_summary, recall_text, series_style
 from chatmem.render.layout import Fitted
+from chatmem.render.notices import replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.corpus import StrategyTotals
@@ -28,6 +30,15 @@ def transcript_lines(name: str, runs: Sequence[StrategyRun]) -> list[Text]:
             f"  context mean {number(mean, 1)}",
         ))
     return lines
+
+
+def transcript_caveats(name: str, runs: Sequence[StrategyRun]) -> list[str]:
+    """What qualifies a finished transcript's figures (contexts over their budget, ranked
+    by words alone where meaning was asked for), one line each: the folder's table alone
+    read as if every context was built as asked."""
+    caveats = (ContextsOverBudget, ContextsByWordsAlone, ContextsWithoutVectors)
+    return [f"{name} {run.label}: {replay_notice_text(n)}" for run in runs
+            for n in run.notices if isinstance(n, caveats)]
 
 
 def corpus_table(totals: Sequence[StrategyTotals], title: str) -> Fitted:

@@ -15,6 +15,7 @@ from chatmem.memory.assembly import span
 from chatmem.notices import (
     ContextsByWordsAlone,
     ContextsOverBudget,
+    ContextsWithoutVectors,
     ContextWarning,
     EmbeddingFailed,
     FactsBehind,
@@ -217,6 +218,12 @@ def _(n: ContextsOverBudget, repl_hints: bool) -> str:
 def _(n: ContextsByWordsAlone, repl_hints: bool) -> str:
     return (f"{counted(n.failed, 'context')} of {n.built:,} ranked by words alone: embedding "
             f"the input failed ({n.error})")
+
+
+@_worded.register
+def _(n: ContextsWithoutVectors, repl_hints: bool) -> str:
+    return (f"{counted(n.partly, 'context')} of {n.built:,} ranked messages without a vector by"
+            f" words alone: indexing them failed ({failure_text(n.failure)})")
 
 
 def counted(n: int, noun: str) -> str:

@@ -369,3 +369,32 @@ def test_a_config_table_for_the_strategy_of_a_plugin_that_fails_to_load_stops_no
     config.write_text("[strategies.windw]\nk = 2\n", encoding="utf-8")
     typo = invoke("sessions", "list", "--db", db, "--config", str(config))
     assert typo.exit_code == 2 and "unknown strategy 'windw'" in typo.stderr
+
+
+def test_an_eval_whose_embedder_is_down_throughout_says_which_figures_are_of_words_alone(
+        installed: Install, tmp_path: Path) -> None:
+    """The input's vector is not asked for while no message has one, so no context warned:
+    a folder's eval printed words-alone recall as that of words and meaning, silently."""
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    config = tmp_path / "config.toml"
+    config.write_text('[embeddings]\nprovider = "down"\n', encoding="utf-8")
+    folder = tmp_path / "对话"
+    folder.mkdir()
+    for name, said in (("猫.jsonl", "我的猫叫小黑"), ("dog.jsonl", "my dog is called Rex")):
+        (folder / name).write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+            {"role": "user", "content": said}, {"role": "assistant", "content": "好的 ok"},
+            {"role": "user", "content": "weather today"}, {"role": "assistant", "content": "晴"},
+            {"probe": "猫叫什么? what is the dog called?", "expect_text": ["小黑"]}]) + "\n",
+            encoding="utf-8")
+    # The probe's context recalled by words alone; the second turn's recalled nothing.
+    failure = ("1 context of 3 ranked messages without a vector by words alone: indexing them"
+               " failed (embedder 'down' failed: RuntimeError: embedding service down)")
+    shown = invoke("eval", str(folder), "-s", "retrieval:recent=0", "--provider", "scripted",
+                   "--config", str(config), "-j", "1", code=0)
+    assert sorted(line for line in shown.stderr.splitlines() if failure in line) == [
+        f"dog.jsonl retrieval recent=0: {failure}", f"猫.jsonl retrieval recent=0: {failure}"]
+    as_json = invoke("eval", str(folder), "-s", "retrieval:recent=0", "--provider", "scripted",
+                     "--config", str(config), "-j", "1", "--json", code=0)
+    for transcript in json.loads(as_json.stdout)["transcripts"]:
+        notices = transcript["strategies"][0]["notices"]
+        assert failure in notices, notices
