@@ -47,9 +47,10 @@ def read_script(path: Path) -> list[str]:
 
 
 class ScriptedReply:
-    def __init__(self, text: str, prompt_tokens: int) -> None:
+    def __init__(self, text: str, prompt_tokens: int, completion_tokens: int) -> None:
         self._text = text
         self.usage = Usage(prompt_tokens=prompt_tokens)
+        self._completion_tokens = completion_tokens
         self.rendered_prompt: str | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -57,7 +58,9 @@ class ScriptedReply:
         words = self._text.split(" ")
         for i, word in enumerate(words):
             yield word if i == len(words) - 1 else word + " "
-        self.usage.completion_tokens = len(words)
+        # Counted as the prompt is (exactly, cl100k_base), not as the deltas: a Chinese
+        # reply of 44 tokens was reported as 3 chunks, exact.
+        self.usage.completion_tokens = self._completion_tokens
 
     def close(self) -> None:
         pass
@@ -97,7 +100,8 @@ class ScriptedProvider:
     def stream(self, messages: ChatMessages) -> ScriptedReply:
         self._log(Purpose.CHAT, messages)
         text = self._chat_reply(messages)
-        return ScriptedReply(text, self._counter.count_messages(messages))
+        return ScriptedReply(text, self._counter.count_messages(messages),
+                             self._counter.count_text(text))
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         self._log(purpose, messages)

@@ -13,6 +13,7 @@ from file_hash import checkpointed_hash
 from rich.console import Console
 
 from chatmem.config.options import Cost
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render.logs import logs_table
 from chatmem.store import Store
 
@@ -48,8 +49,9 @@ def test_logs_lists_turns_across_sessions_newest_first(db: Path) -> None:
     assert newest["model"] == "scripted" and newest["provider"] == "scripted"
     assert newest["strategy"]["name"] == "window" and newest["status"] == "ok"
     assert isinstance(newest["tokens"]["prompt"], int) and newest["tokens"]["prompt"] > 0
-    # The scripted model's reply `echo #1: the database migration failed twice`: 7 words.
-    assert newest["tokens"]["reply"] == 7
+    # The scripted model's reply, counted as the prompt is (cl100k_base), not by its words.
+    assert newest["tokens"]["reply"] == ScriptedProvider().token_counter().count_text(
+        "echo #1: the database migration failed twice") == 9
     assert newest["cost"] is None
 
 

@@ -294,13 +294,13 @@ def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path:
         assert toolbar_text(repl) == " session t · window · scripted:scripted · no turn yet "
         repl.turn("hello there")
         assert toolbar_text(repl) == (" session t · window · scripted:scripted · last context "
-                                      "16 / 4,000 tokens · total 20 tokens ")
+                                      "16 / 4,000 tokens · total 22 tokens ")
         repl.command("/strategy window k=2")
         assert "window k=2" in toolbar_text(repl)
     store, restarted = make_repl(db)
     with store:  # a restart shows the last context stored, and the session's total
         assert toolbar_text(restarted).endswith("last context 16 / 4,000 tokens · "
-                                                "total 20 tokens ")
+                                                "total 22 tokens ")
 
 
 def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) -> None:
@@ -310,11 +310,11 @@ def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) ->
     engine = open_session(store, settings, ScriptedProvider(), "t", strategy="window")
     repl = Repl(engine, make_console(), make_console(stderr=True))
     with store:
-        repl.turn("hello there")  # 16 tokens sent, 4 received: (16k + 8k) / 10⁶
-        assert toolbar_text(repl).endswith(" · total 20 tokens · $0.02 ")
+        repl.turn("hello there")  # 16 tokens sent, 6 received: (16k + 12k) / 10⁶
+        assert toolbar_text(repl).endswith(" · total 22 tokens · $0.03 ")
         repl.turn("你好，再来一次")
         total = repl.spent
-        assert total.tokens > 20 and total.cost is not None and total.cost.amount > 0.02
+        assert total.tokens > 22 and total.cost is not None and total.cost.amount > 0.028
         restarted = Repl(open_session(store, settings, ScriptedProvider(), "t"),
                          make_console(), make_console(stderr=True))
         # Read back from the stored turns (summed per model, so rounding may differ).
