@@ -41,6 +41,12 @@ class SessionChanges:
         told, self.notices = self.notices, []
         return told
 
+    def follow_strategy_changes(self) -> None:
+        """The strategy this engine was opened with was a default (a server's `serve -s`),
+        not the caller's choice: a change another process makes to it (a /strategy in a
+        chat) is followed, as one to the session's own would be (`changed_elsewhere`)."""
+        self.chosen_here -= {"strategy", "params"}
+
     def changed_elsewhere(self) -> bool:
         """Whether another process renamed the session or changed its strategy, parameters
         or system prompt since this engine last read or wrote them: an engine kept open (a
