@@ -18,11 +18,9 @@ recorded as a `PluginProblem`; the front end words it as one warning.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +36,7 @@ from chatmem.plugin_entries import (
     ProviderEntry,
     check_entries,
 )
+from chatmem.plugin_output import plugin_prints_to_stderr
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -99,7 +98,7 @@ class Registries:
                 self._contents = _Contents(StrategyRegistry())
                 # What a plugin prints while it loads (a debug line) goes to stderr: stdout
                 # holds a command's --json, ask's reply, and MCP's protocol stream.
-                with _prints_to_stderr():
+                with plugin_prints_to_stderr():
                     for source, load in self._plugins():
                         self._load(source, load)
                 self._ready = True
@@ -263,7 +262,7 @@ class Registries:
             return entry.create(settings)
         # A plugin's replies, errors and model names are masked as chatmem's own are.
         mask = SecretMask(secrets_of(settings))
-        with _prints_to_stderr():
+        with plugin_prints_to_stderr():
             provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
                                lambda: entry.create(settings))
         return masked(GuardedProvider(provider, mask), settings)
@@ -286,7 +285,7 @@ class Registries:
         def refused(error: BaseException) -> ChatmemError:
             return failure(entry.name, error, mask, "could not list its models")
 
-        with _prints_to_stderr():
+        with plugin_prints_to_stderr():
             given = guarded(refused, lambda: models(settings))
             names = guarded(refused, lambda: list(given)) \
                 if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
@@ -307,7 +306,7 @@ class Registries:
                               f"{', '.join(self.embedder_names())})")
         if entry.plugin.builtin:
             return entry.create(settings or Settings())
-        with _prints_to_stderr():
+        with plugin_prints_to_stderr():
             embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
                                lambda: entry.create(settings or Settings()))
         return GuardedEmbedder(embedder, name)
@@ -351,10 +350,3 @@ def _kinds(value: object) -> str:
         return f"a list holding {', '.join(wrong)}"
     return kind_of(value)
 
-
-def _prints_to_stderr() -> contextlib.AbstractContextManager[object]:
-    """Where a plugin's print() goes while chatmem runs its code (loading it, creating its
-    provider or embedder, listing its models): stderr, as stdout holds a command's --json,
-    ask's reply and MCP's protocol stream. (Not around a reply's pieces, which are drawn on
-    stdout as they come.)"""
-    return contextlib.redirect_stdout(sys.stderr)

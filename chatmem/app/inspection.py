@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from chatmem.memory.base import Strategy
     from chatmem.memory.context import Context
     from chatmem.memory.spec import StrategySpec
+    from chatmem.notices import Notice
     from chatmem.store import SessionRecord, Store, SummaryRecord, TurnRecord
 
 
@@ -101,11 +102,15 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
 
     store = workspace.store
     record = store.sessions.session(session)
+    told: list[Notice] = []
     chosen = resolve_strategy(workspace.settings, None, {}, record,
-                              workspace.registries.strategies, tell=workspace.tell)
+                              workspace.registries.strategies, tell=told.append)
+    for notice in told:
+        workspace.tell(notice)  # a command's notices, shown when it ends
     llm = workspace.reproducing(record, explicit=explicit)
+    # The engine's too: a server keeps it open and tells the request that opened it.
     return engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
-                       embedder=workspace.recall_embedder([chosen]))
+                       embedder=workspace.recall_embedder([chosen]), notices=told)
 
 
 def inspect_on(engine: Engine[Store], text: str) -> Inspection:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import EmbedderFailed, guarded, kind_of
+from chatmem.plugin_output import plugin_prints_to_stderr
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,8 +31,9 @@ class GuardedEmbedder:
         return self.inner.dimensions
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        returned = guarded(lambda e: EmbedderFailed(self._name, e),
-                           lambda: self.inner.embed(texts, query=query))
+        with plugin_prints_to_stderr():  # not into a command's --json (plugin_output)
+            returned = guarded(lambda e: EmbedderFailed(self._name, e),
+                               lambda: self.inner.embed(texts, query=query))
         rows, wrong = self._rows(returned, len(texts))
         if wrong is not None:
             # Checked here, once: else a wrong shape fails later in chatmem's recall or

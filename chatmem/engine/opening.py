@@ -5,7 +5,7 @@ strategy calls and an embedder, as the engine that runs its turns
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
@@ -197,9 +197,12 @@ def engine_over(
     helper: Provider | None = None,
     embedder: Embedder | None = None,
     activity: Activity = QUIET,
+    notices: Sequence[Notice] = (),
 ) -> Engine[S]:
     """An engine over a session as it is stored, for building contexts and replaying turns
     (inspect --next, what-ifs, replay, eval): nothing about the session changes, and its
-    vectors are embedded before each build, so results never depend on timing."""
+    vectors are embedded before each build, so results never depend on timing. `notices`:
+    what resolving its strategy told."""
     return Engine(store, session, provider, strategy, budget=budget, helper=helper,
-                  embedder=embedder, activity=activity, background_indexing=False)
+                  embedder=embedder, activity=activity, background_indexing=False,
+                  notices=notices)

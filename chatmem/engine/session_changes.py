@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chatmem.memory.base import Strategy
+    from chatmem.notices import Notice
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord
     from chatmem.store.protocols import TurnStore
@@ -28,10 +29,23 @@ class SessionChanges:
     _caught_up: bool
     _refused: bool
     _stored: bool
+    notices: list[Notice]
     chosen_here: frozenset[str] = frozenset()
     """What whoever opened this engine chose (strategy and params, system): a change another
     process makes to those is not followed (a server's request naming a strategy keeps it;
     two engines choosing differently reopened each other on every request)."""
+
+    def take_opening_notices(self) -> list[Notice]:
+        """What opening the session told (`notices`), once: a server keeps an engine open
+        between requests, and only the request that opened it is told."""
+        told, self.notices = self.notices, []
+        return told
+
+    def follow_strategy_changes(self) -> None:
+        """The strategy this engine was opened with was a default (a server's `serve -s`),
+        not the caller's choice: a change another process makes to it (a /strategy in a
+        chat) is followed, as one to the session's own would be (`changed_elsewhere`)."""
+        self.chosen_here -= {"strategy", "params"}
 
     def changed_elsewhere(self) -> bool:
         """Whether another process renamed the session or changed its strategy, parameters

@@ -39,6 +39,8 @@ class Started(BaseModel):
     created: bool = Field(description="True when the conversation is new.")
     turns: int
     strategy: str = Field(description="The memory strategy building its contexts.")
+    notices: list[str] = Field(description="What opening the conversation changed or left "
+                                           "out, one line each.")
 
 
 class Recorded(BaseModel):
@@ -46,8 +48,9 @@ class Recorded(BaseModel):
     turn: int = Field(description="The number of the turn just stored.")
     context_tokens: int = Field(description="Tokens of the context the strategy would have "
                                             "sent for the user message.")
-    notices: list[str] = Field(description="What memory did after the turn (summaries, "
-                                           "facts), one line each.")
+    notices: list[str] = Field(description="What opening the conversation left out, if "
+                                           "this call opened it, and what memory did after "
+                                           "the turn (summaries, facts), one line each.")
 
 
 class ContextMessage(BaseModel):
@@ -74,6 +77,8 @@ class ContextView(BaseModel):
     parts: list[ContextPart]
     page: int
     next_page: int | None
+    notices: list[str] = Field(description="What opening the conversation left out, if "
+                                           "this call opened it, one line each.")
 
 
 class Hit(BaseModel):

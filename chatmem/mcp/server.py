@@ -121,7 +121,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                 engine.finish()  # a conversation asked for is kept, turns or not
             return Started(conversation_id=engine.session.name, created=existing is None,
                            turns=turns, strategy=strategy_label(engine.strategy.name,
-                                                                engine.strategy.params))
+                                                                engine.strategy.params),
+                           notices=_opening_notices(engine))
 
     @server.tool()
     def record_turn(
@@ -132,21 +133,25 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> Recorded:
         """Store one exchange (the user's message and the reply) as the conversation's next
         turn, then update its memory (summary, facts) as chatmem does after each turn."""
-        from chatmem.render.notices import notice_text
+        from chatmem.render.errors import Client
+        from chatmem.render.notices import client_notice_text
 
         def open_recording(ws: Workspace) -> Engine[Store]:
             sessions.session_named(ws, conversation_id)  # a handle, never created here
             return conversations.recording_engine(ws, conversation_id)
 
-        def record(engine: Engine[Store]) -> TurnResult:
+        def record(engine: Engine[Store]) -> tuple[list[str], TurnResult]:
+            opened = _opening_notices(engine)
             result = conversations.record_on(engine, user, assistant)
             engine.between_turns()
-            return result
+            return opened, result
 
-        result = memory.in_conversation(ctx, conversation_id, "record", open_recording, record)
+        opened, result = memory.in_conversation(ctx, conversation_id, "record", open_recording,
+                                                record)
         return Recorded(conversation_id=conversation_id, turn=result.record.number,
                         context_tokens=result.context.tokens,
-                        notices=[notice_text(n, repl_hints=False) for n in result.notices])
+                        notices=[*opened, *(client_notice_text(n, Client.MCP)
+                                            for n in result.notices)])
 
     @server.tool()
     def get_context(
@@ -163,15 +168,16 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         tokens (system prompt, summary, facts, recalled messages, recent turns, input)."""
         from chatmem.render.reasons import dropped_text
 
+        opened: list[str] = []
         if strategy:
             with memory.workspace(ctx) as ws:
                 seen = inspection.inspect_what_if(
                     ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
         else:
-            seen = memory.in_conversation(
+            opened, seen = memory.in_conversation(
                 ctx, conversation_id, "read",
                 lambda ws: inspection.next_engine(ws, conversation_id),
-                lambda engine: inspection.inspect_on(engine, input))
+                lambda engine: (_opening_notices(engine), inspection.inspect_on(engine, input)))
         whole = context_resource(conversation_id, strategy)
 
         def whole_in(part: ContextPart, message: ContextMessage) -> str:
@@ -185,7 +191,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                            input=preview(input, "the input given") or "",
                            tokens=seen.context.tokens, budget=seen.context.budget,
                            dropped=dropped_text(seen.context.dropped) or None, parts=parts,
-                           page=page, next_page=next_page)
+                           page=page, next_page=next_page, notices=opened)
 
     @server.tool()
     def search_memory(
@@ -291,6 +297,15 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                tokens=seen.context.tokens, budget=seen.context.budget,
                                dropped=dropped_text(seen.context.dropped) or None,
                                parts=parts, page=page, next_page=next_page)
+
+
+def _opening_notices(engine: Engine[Store]) -> list[str]:
+    """What opening the conversation's engine told (a saved parameter its strategy no longer
+    takes), for the call that opened it; a kept engine's later calls are not told again."""
+    from chatmem.render.errors import Client
+    from chatmem.render.notices import client_notice_text
+
+    return [client_notice_text(n, Client.MCP) for n in engine.take_opening_notices()]
 
 
 def _mean(values: Sequence[int]) -> float | None:

@@ -4,7 +4,8 @@ chatmem's own providers raise ProviderError (or a subclass) for every failure it
 to word; a plugin's may raise anything its client library does (ConnectionError, an HTTP
 library's error, ValueError for a missing key). Wrapped, such an exception becomes
 ProviderFailed: the turn is recorded as failed, the chat goes on, a command says one line
-naming the provider, as for a model error of chatmem's own.
+naming the provider, as for a model error of chatmem's own. What its code prints meanwhile
+goes to stderr (chatmem.plugin_output), as while it loads.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of, one_line
+from chatmem.plugin_output import plugin_prints_to_stderr
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
 if TYPE_CHECKING:
@@ -49,21 +51,26 @@ class GuardedProvider:
         return failure(self.inner.name, error, self.mask)
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
-        stream = guarded(self._failed, lambda: self.inner.stream(messages))
+        with plugin_prints_to_stderr():
+            stream = guarded(self._failed, lambda: self.inner.stream(messages))
         return GuardedStream(stream, self._failed)
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
-        reply = guarded(self._failed, lambda: self.inner.complete(messages, purpose=purpose))
+        with plugin_prints_to_stderr():
+            reply = guarded(self._failed,
+                            lambda: self.inner.complete(messages, purpose=purpose))
         if not isinstance(reply, str):
             # Else a summary or fact extraction fails on it, blamed on chatmem's strategy.
             raise ProviderFailed(self.inner.name, f"its reply is {kind_of(reply)}, not text")
         return reply
 
     def token_counter(self) -> TokenCounter:
-        return guarded(self._failed, self.inner.token_counter)
+        with plugin_prints_to_stderr():
+            return guarded(self._failed, self.inner.token_counter)
 
     def close(self) -> None:
-        guarded(self._failed, lambda: self.inner.close())
+        with plugin_prints_to_stderr():
+            guarded(self._failed, lambda: self.inner.close())
 
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's provider offers (its `images` rule, say), as it is.
@@ -113,11 +120,15 @@ class GuardedStream:
         self.inner.rendered_prompt = value
 
     def __iter__(self) -> Iterator[str]:
-        deltas = guarded(self._failed, lambda: iter(self.inner))
+        with plugin_prints_to_stderr():
+            deltas = guarded(self._failed, lambda: iter(self.inner))
         said = False
         while True:
             try:
-                delta = next(deltas)
+                # Only around the plugin's own step: between pieces chatmem draws the reply
+                # on stdout.
+                with plugin_prints_to_stderr():
+                    delta = next(deltas)
             except StopIteration:
                 if not said:
                     # As chatmem's own providers do: an empty reply is a fault, not an answer.
@@ -134,4 +145,5 @@ class GuardedStream:
             yield delta
 
     def close(self) -> None:
-        guarded(self._failed, lambda: self.inner.close())
+        with plugin_prints_to_stderr():
+            guarded(self._failed, lambda: self.inner.close())

@@ -45,7 +45,7 @@ from chatmem.notices import (
     SystemPromptReplaced,
 )
 from chatmem.privacy.sensitive import describe
-from chatmem.render.errors import by_plugin
+from chatmem.render.errors import Client, by_plugin
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
@@ -166,10 +166,35 @@ def _(n: StrategyChanged, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: SavedParamsDropped, repl_hints: bool) -> str:
+    return f"session {_saved_params_dropped(n)}"
+
+
+def _saved_params_dropped(n: SavedParamsDropped) -> str:
     left_out = [*(f"{p} (no longer a parameter of it)" for p in n.unknown),
                 *(f"{p} (refused now: the default is used)" for p in n.refused)]
-    return (f"session {n.session} was saved by another version of strategy {n.strategy}; "
+    return (f"{n.session} was saved by another version of strategy {n.strategy}; "
             f"left out {', '.join(left_out)}")
+
+
+def client_notice_text(notice: Notice, client: Client) -> str:
+    """One line for `notice` as a client of `chatmem mcp` or `chatmem serve` reads it: no
+    REPL advice, and a session called what the client calls it (a conversation)."""
+    return _for_a_client(notice, client)
+
+
+@singledispatch
+def _for_a_client(notice: Notice, client: Client) -> str:
+    return notice_text(notice, repl_hints=False)
+
+
+@_for_a_client.register
+def _(n: SavedParamsDropped, client: Client) -> str:
+    return f"conversation {_saved_params_dropped(n)}"
+
+
+@_for_a_client.register
+def _(n: StrategyChanged, client: Client) -> str:
+    return f"conversation {n.session}: strategy {n.before} → {n.after}{_for_this_call(n.kept)}"
 
 
 @_worded.register

@@ -80,6 +80,10 @@ class Chat:
         self.seen_last_turn: int | None = None
         """The session's last turn as this chat last saw it (its own, or the one it
         resumed after): the only one /retry and /edit-last may replace."""
+        self.replacing: int | None = None
+        """After a /retry or /edit-last whose attempt failed or was cancelled (it is the
+        last turn now): the completed turn it was to replace, which retrying or editing the
+        attempt still replaces, rather than adding a turn after it."""
         self.note_usage()
         self.seen_last_turn = self._last_turn_id()
 
@@ -137,6 +141,7 @@ class Chat:
             # The same session reopened (/model, /template) keeps what this chat saw: a turn
             # another chat added meanwhile does not become its own.
             self.seen_last_turn = self._last_turn_id()
+            self.replacing = None
         for notice in new.notices:
             self.notice(notice_text(notice))
 
@@ -177,12 +182,15 @@ class Chat:
             self.streaming = False
             reply.end()
 
+        # A failed attempt at replacing a turn is passed over: the turn it was to replace
+        # is the one replaced (store.turns.hide_turn).
+        replaces = (self.replacing or self.seen_last_turn) if replace_last else None
         self.streaming = True
         try:
             if replace_last:
                 result = resend_last(self.engine, text, on_delta=reply.write,
                                      on_reply_end=reply_end, attachments=attachments,
-                                     expected=self.seen_last_turn)
+                                     expected=replaces)
             else:
                 assert text is not None
                 result = self.engine.run_turn(text, on_delta=reply.write,
@@ -190,12 +198,14 @@ class Chat:
         except ProviderError:
             # A failed turn is recorded before its error is raised: it is this chat's last.
             self.seen_last_turn = self._last_turn_id()
+            self.replacing = replaces
             raise
         finally:
             reply_end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
         if result.record.id is not None:  # a cancelled turn's row is not kept after a purge
             self.seen_last_turn = result.record.id
+        self.replacing = replaces if result.status != TurnStatus.OK else None
         self.usage = (result.record.estimated_tokens or result.context.tokens,
                       result.context.budget)
         if result.status != TurnStatus.FAILED:

@@ -121,8 +121,7 @@ class Turn:
             engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         system=asked.system, settings=settings)
             if not asked.strategy:
-                # The server's default started it: a /strategy in a chat is followed.
-                engine.chosen_here -= {"strategy", "params"}
+                engine.follow_strategy_changes()  # the server's default started it
             return engine
 
         def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:

@@ -176,6 +176,40 @@ def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
                                  (2, "assistant", "Hello from the test server.")]
 
 
+def test_retry_after_a_failed_regenerate_replaces_the_turn_not_adds_one(
+        tmp_path: Path, chat_server) -> None:
+    """The second /retry retried the failed attempt as a turn of its own: the exchange
+    was in history twice."""
+    chat_server.plan = ["ok", "401"]
+    db = tmp_path / "r.db"
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    result = chat(db, "r", ["我们五月去杭州", "/retry", "/retry"], "--model", "m", env=env)
+    lines = status_lines(result.stderr)
+    assert lines[0] == "regenerating turn 1; it stays stored, out of memory"
+    assert lines[1].startswith("error: ") and "(401)" in lines[1]
+    assert lines[2].startswith("retrying turn 2 (failed: ")
+    with Store(db) as store:
+        session = store.sessions.session("r")
+        assert [(t.status, t.superseded_by) for t in store.turns.turns(session.id)] == [
+            ("ok", 3), ("failed", None), ("ok", None)]
+    shown = invoke("sessions", "show", "r", "--db", str(db), code=0).stdout
+    assert shown.count("user: 我们五月去杭州") == 1
+    # Its request held no earlier answer: the turn it replaces had left memory.
+    assert [m["role"] for m in chat_server.requests[-1]["messages"]] == ["system", "user"]
+
+
+def test_retry_after_a_failed_edit_sends_the_edit_in_place_of_the_turn(
+        tmp_path: Path, chat_server) -> None:
+    chat_server.plan = ["ok", "401"]
+    db = tmp_path / "r.db"
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    chat(db, "r", ["我们五月去杭州", "/edit-last 我们六月去苏州", "/retry"], "--model", "m",
+         env=env)
+    assert [r["messages"][-1]["content"] for r in chat_server.requests] == [
+        "我们五月去杭州", "我们六月去苏州", "我们六月去苏州"]
+    assert [c for _, r, c in messages(db, "r") if r == "user"] == ["我们六月去苏州"]
+
+
 def test_retry_regenerates_a_completed_turn_and_inspect_names_its_replacement(db: Path) -> None:
     result = chat(db, "trip", ["/retry", "/inspect 3", "/inspect 4"])
     assert result.exit_code == 0, result.stderr

@@ -150,7 +150,8 @@ def _retry(repl: Chat, args: list[str]) -> None:
         return
     why = f": {record.error}" if record.error else ""
     repl.notice(f"retrying turn {record.number} ({record.status}{why})")
-    repl.turn(record.input)
+    # A failed regenerate or edit is retried in place of the turn it was to replace.
+    repl.turn(record.input, replace_last=repl.replacing is not None)
 
 
 @slash("/edit-last", "/edit-last [TEXT]",
@@ -167,9 +168,10 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
         # and the last turn stays as it was.
         repl.command(text)
         return
-    if record.status != TurnStatus.OK:
+    if record.status != TurnStatus.OK and repl.replacing is None:
         repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
         return
+    # A completed turn, or the one a failed regenerate or edit was to replace.
     repl.turn(text, replace_last=True)
 
 

@@ -1,0 +1,65 @@
+"""Where a plugin's print() goes while chatmem runs its code: stderr.
+
+stdout holds a command's --json, ask's reply (and the REPL's replies) and MCP's protocol
+stream; a plugin's debug line there breaks them. `contextlib.redirect_stdout` swaps
+`sys.stdout` for every thread, so while a plugin's stream produced its next piece, a reply's
+live display (its own thread) or another request of a server would have written chatmem's
+own output to stderr. Here `sys.stdout` is swapped for a router instead, which sends to
+stderr only what the thread running plugin code writes; every other thread writes where it
+wrote before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+_plugin_code = threading.local()
+"""`depth`: how many plugin calls this thread is inside (a provider's stream may call its
+token counter)."""
+_installing = threading.Lock()
+_users = 0
+
+
+class _StdoutRouter:
+    """`sys.stdout` while any thread runs plugin code."""
+
+    def __init__(self, stdout: TextIO) -> None:
+        self.stdout = stdout
+
+    def _target(self) -> TextIO:
+        return sys.stderr if getattr(_plugin_code, "depth", 0) else self.stdout
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._target(), attribute)
+
+
+@contextlib.contextmanager
+def plugin_prints_to_stderr() -> Iterator[None]:
+    """Run plugin code in the block: what this thread prints goes to stderr."""
+    global _users
+    with _installing:
+        current = sys.stdout
+        router = current if isinstance(current, _StdoutRouter) else _StdoutRouter(current)
+        sys.stdout = router
+        _users += 1
+    depth = getattr(_plugin_code, "depth", 0)
+    _plugin_code.depth = depth + 1
+    try:
+        yield
+    finally:
+        _plugin_code.depth = depth
+        with _installing:
+            _users -= 1
+            # Whoever replaced sys.stdout meanwhile (a test's capture) keeps theirs.
+            if _users == 0 and sys.stdout is router:
+                sys.stdout = router.stdout

@@ -1,0 +1,124 @@
+"""What a plugin's code prints while chatmem runs it goes to stderr: stdout holds a command's
+--json, ask's reply and MCP's protocol stream, and chatmem's own output stays there."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TextIO
+
+import pytest
+from cli_runner import invoke
+from plugin_site import Install
+from waiting import HANG
+
+from chatmem.plugin_output import plugin_prints_to_stderr
+
+NOISY = '''
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class NoisyStream:
+    def __init__(self, inner):
+        self.inner = inner
+        self.usage = inner.usage
+        self.rendered_prompt = None
+
+    def __iter__(self):
+        for piece in self.inner:
+            print("noisy: 一段回复")
+            yield piece
+
+    def close(self):
+        print("noisy: 关闭")
+
+
+class Noisy(ScriptedProvider):
+    def stream(self, messages):
+        print("noisy: 开始回复")
+        return NoisyStream(super().stream(messages))
+
+    def complete(self, messages, **options):
+        print("noisy: 写摘要")
+        return super().complete(messages, **options)
+
+    def token_counter(self):
+        print("noisy: 计数")
+        return super().token_counter()
+
+
+def register(plugins):
+    plugins.add_provider("noisy", lambda settings: Noisy())
+'''
+
+
+def test_a_plugin_provider_printing_while_it_replies_leaves_json_replies_and_mcp_clean(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-noisy", "chatmem_noisy", NOISY, name="noisy")
+    db = str(tmp_path / "h.db")
+    asked = invoke("ask", "你好", "--provider", "noisy", "--json", "--db", db, code=0)
+    assert json.loads(asked.stdout)["reply"] == "echo #1: 你好"
+    assert "noisy: 开始回复" in asked.stderr and "noisy: 一段回复" in asked.stderr
+    plain = invoke("ask", "再说一次", "--provider", "noisy", "--db", db, code=0)
+    assert plain.stdout == "echo #1: 再说一次\n"  # chatmem's own reply: still on stdout
+    assert "noisy: 一段回复" in plain.stderr
+
+    errors = tmp_path / "mcp-stderr.txt"
+    with errors.open("w", encoding="utf-8") as errlog:
+        recorded = _record_over_mcp(tmp_path / "site", tmp_path / "m.db", errlog)
+    # A summary asks the provider for one: its prints went to stderr, not into the protocol.
+    assert recorded["turn"] == 1 and recorded["notices"][0].startswith("summary v1")
+    assert "noisy: 写摘要" in errors.read_text(encoding="utf-8")
+
+
+def _record_over_mcp(site: Path, db: Path, errlog: TextIO) -> dict[str, object]:
+    pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    params = StdioServerParameters(command=sys.executable, env=env, args=[
+        "-m", "chatmem", "mcp", "--db", str(db), "--provider", "noisy"])
+
+    async def work() -> dict[str, object]:
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("start_conversation", {"name": "日记",
+                                                           "strategy": "summary"})
+            result = await session.call_tool("record_turn", {
+                "conversation_id": "日记", "user": "今天去了杭州 " * 60,
+                "assistant": "记下了 " * 60})
+            assert not result.is_error and result.structured_content is not None
+            return result.structured_content
+
+    return asyncio.run(asyncio.wait_for(work(), HANG))
+
+
+def test_only_the_thread_running_plugin_code_prints_to_stderr(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A reply's live display draws from its own thread while the plugin makes the next
+    piece; a server answers other requests meanwhile: their output stays on stdout."""
+    stdout = sys.stdout
+    inside, drawn = threading.Event(), threading.Event()
+
+    def live_display() -> None:
+        inside.wait(HANG)
+        print("回复的一帧")
+        drawn.set()
+
+    other = threading.Thread(target=live_display)
+    other.start()
+    with plugin_prints_to_stderr():
+        print("插件的调试行")
+        inside.set()
+        drawn.wait(HANG)
+    other.join(HANG)
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("回复的一帧\n", "插件的调试行\n")
+    assert sys.stdout is stdout
