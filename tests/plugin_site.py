@@ -30,6 +30,31 @@ def register(plugins):
 """
 """A plugin registering a strategy of its own and one named as a built-in: refused whole."""
 
+PINNED = """
+from dataclasses import dataclass
+
+from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.params import param
+
+
+@dataclass(frozen=True)
+class PinnedParams:
+    note: str = param("记住用户", "the pinned note")
+{fields}
+
+
+class Pinned(BufferStrategy):
+    name = "pinned"
+    description = "every turn, and a pinned note"
+    OPTIONS = PinnedParams
+
+
+def register(plugins):
+    plugins.add_strategy(Pinned)
+"""
+"""A plugin strategy with a saved parameter; `{fields}` is where versions of it differ
+(one adds a parameter, a later one drops or narrows it)."""
+
 
 def readme_section() -> str:
     text = README.read_text(encoding="utf-8")

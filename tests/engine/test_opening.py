@@ -11,33 +11,11 @@ import sys
 from pathlib import Path
 
 from cli_runner import invoke
-from plugin_site import Install
+from plugin_site import PINNED, Install
 
 from chatmem.plugins import load_registries
 from chatmem.store import Store
 
-PINNED = """
-from dataclasses import dataclass
-
-from chatmem.memory.buffer import BufferStrategy
-from chatmem.memory.params import param
-
-
-@dataclass(frozen=True)
-class PinnedParams:
-    note: str = param("记住用户", "the pinned note")
-{fields}
-
-
-class Pinned(BufferStrategy):
-    name = "pinned"
-    description = "every turn, and a pinned note"
-    OPTIONS = PinnedParams
-
-
-def register(plugins):
-    plugins.add_strategy(Pinned)
-"""
 V1 = PINNED.format(fields='    loud: bool = param(False, "say it loudly")\n'
                           '    n: int = param(3, "how many", minimum=0)')
 V2 = PINNED.format(fields='    n: int = param(6, "how many", minimum=5)')

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_site import install, readme_files
+from plugin_site import PINNED, install, readme_files
 from waiting import HANG
 
 from chatmem.store import Store
@@ -75,30 +75,6 @@ def test_a_conversation_whose_plugin_strategy_is_gone_goes_on_with_another_one_n
         session = store.sessions.session("日记")
         assert [m.content for m in store.history.messages(session.id)] == [
             "今天很好", "记下了", "卸载后的重要一句", "好的"]
-
-
-PINNED = """
-from dataclasses import dataclass
-
-from chatmem.memory.buffer import BufferStrategy
-from chatmem.memory.params import param
-
-
-@dataclass(frozen=True)
-class PinnedParams:
-    note: str = param("记住用户", "the pinned note")
-{fields}
-
-
-class Pinned(BufferStrategy):
-    name = "pinned"
-    description = "every turn, and a pinned note"
-    OPTIONS = PinnedParams
-
-
-def register(plugins):
-    plugins.add_strategy(Pinned)
-"""
 
 
 def test_a_conversation_saved_by_an_older_plugin_version_tells_the_client_what_was_left_out(
