@@ -75,6 +75,41 @@ def test_a_plugin_provider_printing_while_it_replies_leaves_json_replies_and_mcp
     assert "noisy: 写摘要" in errors.read_text(encoding="utf-8")
 
 
+CHATTY = '''
+from chatmem.memory.buffer import BufferStrategy
+
+
+class Chatty(BufferStrategy):
+    name = "chatty"
+    description = "every turn, with a debug line"
+
+    def build(self, request):
+        print("chatty: 组装上下文")
+        return super().build(request)
+
+    def update(self, env):
+        print("chatty: 更新记忆")
+        return super().update(env)
+
+
+def register(plugins):
+    plugins.add_strategy(Chatty)
+'''
+
+
+def test_a_plugin_strategy_printing_while_it_builds_leaves_json_and_replies_clean(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-chatty", "chatmem_chatty", CHATTY, name="chatty")
+    db = str(tmp_path / "h.db")
+    asked = invoke("ask", "日记", "你好", "-s", "chatty", "--provider", "scripted", "--json",
+                   "--db", db, code=0)
+    assert json.loads(asked.stdout)["reply"] == "echo #1: 你好"
+    assert "chatty: 组装上下文" in asked.stderr and "chatty: 更新记忆" in asked.stderr
+    plain = invoke("ask", "日记", "再说一次", "--provider", "scripted", "--db", db, code=0)
+    assert plain.stdout == "echo #1: 再说一次\n"  # chatmem's own reply: still on stdout
+    assert "chatty: 更新记忆" in plain.stderr  # the catch-up on opening, and after the turn
+
+
 def _record_over_mcp(site: Path, db: Path, errlog: TextIO) -> dict[str, object]:
     pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
     from mcp import ClientSession, StdioServerParameters

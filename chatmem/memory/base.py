@@ -11,7 +11,7 @@ The helpers every build shares are in chatmem.memory.assembly.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
@@ -22,6 +22,7 @@ from chatmem.memory.context import PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice
+from chatmem.plugin_output import plugin_prints_to_stderr
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     raise anything), or a context chatmem must not send (see `wrong_context`), is
     StrategyFailed naming the strategy, one line for the front end; nothing is sent."""
     context = guarded(lambda e: StrategyFailed(strategy.name, e),
-                      lambda: strategy.build(request))
+                      lambda: _printing_to_stderr(lambda: strategy.build(request)))
     wrong = wrong_context(context, request)
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")
@@ -138,12 +139,22 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     return context
 
 
+Result = TypeVar("Result")
+
+
+def _printing_to_stderr(call: Callable[[], Result]) -> Result:
+    """`call()`, what it prints on stderr: a plugin strategy's debug line on stdout broke
+    `ask`'s reply-only output and every --json."""
+    with plugin_prints_to_stderr():
+        return call()
+
+
 def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
     """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
     Notices fails as an exception would (the turn stands; the front end says one line)."""
     doing = "could not update its memory"
     notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
-                      lambda: strategy.update(env))
+                      lambda: _printing_to_stderr(lambda: strategy.update(env)))
     if not isinstance(notices, list):
         raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
                              "list of chatmem.notices Notice values", doing)
