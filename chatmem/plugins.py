@@ -221,7 +221,8 @@ class Registries:
     # -- what configuration checks names against (chatmem.config.schema.Registered) -----
 
     def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
-        """Raise StrategyError unless `name` with `params` is a strategy chatmem can build.
+        """Raise StrategyError (StrategyFailed: a plugin's own check or bug) unless `name`
+        with `params` is a strategy chatmem can build.
         A name none registered is let be while a plugin failed to load: it may be that
         plugin's, and its warning says so already; refusing would stop every command, the
         ones that build no strategy included. Choosing it still fails, saying why."""

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from chatmem.config.pairs import split_params
 from chatmem.config.sections import SECTIONS, section_keys
-from chatmem.errors import ConfigError, StrategyError
+from chatmem.errors import ConfigError, StrategyError, StrategyFailed
 
 SUMMARY_SLOT = "{summary}"
 LINES_SLOT = "{new_lines}"
@@ -27,7 +27,8 @@ class Registered(Protocol):
     for shape only."""
 
     def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
-        """Raise StrategyError unless `name` with `params` builds."""
+        """Raise StrategyError unless `name` with `params` builds (StrategyFailed when a
+        plugin's strategy raised building itself)."""
         ...
 
     def provider_names(self) -> Sequence[str]: ...
@@ -275,3 +276,5 @@ def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],
         registered.check_strategy(name, params)
     except StrategyError as e:
         raise ConfigError(f"{path}: key {key!r}: {e}") from None
+    except StrategyFailed as e:
+        raise e.at(f"{path}: key {key!r}") from None
