@@ -256,7 +256,7 @@ class Registries:
         from chatmem.errors import guarded
         from chatmem.privacy.secrets import SecretMask
         from chatmem.providers import masked, secrets_of
-        from chatmem.providers.guarded import GuardedProvider, failure
+        from chatmem.providers.guarded import GuardedProvider, failure, not_a_provider
 
         entry = self.provider_entry(settings)
         if entry.plugin.builtin:
@@ -266,6 +266,9 @@ class Registries:
         with plugin_prints_to_stderr():
             provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
                                lambda: entry.create(settings))
+        wrong = not_a_provider(provider)
+        if wrong is not None:
+            raise failure(entry.name, wrong, mask, "could not start")
         return masked(GuardedProvider(provider, mask), settings)
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:

@@ -77,6 +77,21 @@ class GuardedProvider:
         return getattr(self.inner, attribute)
 
 
+PROVIDER_METHODS = ("stream", "complete", "token_counter", "close")
+"""What a provider does (README, Writing a plugin); chatmem calls each of them."""
+
+
+def not_a_provider(value: object) -> str | None:
+    """What makes `value`, what a plugin's create returned, no provider (said before a turn,
+    not as an AttributeError in the middle of one); None when it is one."""
+    missing = [method for method in PROVIDER_METHODS if not callable(getattr(value, method, None))]
+    if len(missing) == len(PROVIDER_METHODS):
+        return f"its create returned {kind_of(value)}, not a provider"
+    if missing:
+        return f"its provider ({kind_of(value)}) has no {', '.join(missing)} method"
+    return None
+
+
 def failure(name: str, error: BaseException | str, mask: SecretMask | None,
             doing: str = "failed") -> ProviderFailed:
     """ProviderFailed for `error`, what it says with `mask`'s secrets masked."""
