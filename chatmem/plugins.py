@@ -266,10 +266,11 @@ class Registries:
         with plugin_prints_to_stderr():
             provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
                                lambda: entry.create(settings))
-        wrong = not_a_provider(provider)
+        wrong = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
+                        lambda: not_a_provider(provider))  # its attributes may be properties
         if wrong is not None:
             raise failure(entry.name, wrong, mask, "could not start")
-        return masked(GuardedProvider(provider, mask), settings)
+        return masked(GuardedProvider(provider, mask, entry.name), settings)
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""

@@ -25,11 +25,16 @@ if TYPE_CHECKING:
 
 class GuardedProvider:
     """`inner`, whose exceptions other than chatmem's are ProviderFailed, their text with
-    `mask`'s secrets masked (an HTTP library's error may quote the Authorization header)."""
+    `mask`'s secrets masked (an HTTP library's error may quote the Authorization header);
+    `registered`: the name its plugin registered it under (default: its own `name`)."""
 
-    def __init__(self, inner: Provider, mask: SecretMask | None = None) -> None:
+    def __init__(self, inner: Provider, mask: SecretMask | None = None,
+                 registered: str | None = None) -> None:
         self.inner = inner
         self.mask = mask
+        # Failures are named as the user chose the provider, which is also how its plugin
+        # is found, whatever the object calls itself.
+        self.registered = inner.name if registered is None else registered
 
     @property
     def name(self) -> str:
@@ -48,7 +53,7 @@ class GuardedProvider:
         self.inner.model = value
 
     def _failed(self, error: BaseException | str) -> ProviderFailed:
-        return failure(self.inner.name, error, self.mask)
+        return failure(self.registered, error, self.mask)
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
         with plugin_prints_to_stderr():
@@ -61,7 +66,7 @@ class GuardedProvider:
                             lambda: self.inner.complete(messages, purpose=purpose))
         if not isinstance(reply, str):
             # Else a summary or fact extraction fails on it, blamed on chatmem's strategy.
-            raise ProviderFailed(self.inner.name, f"its reply is {kind_of(reply)}, not text")
+            raise self._failed(f"its reply is {kind_of(reply)}, not text")
         return reply
 
     def token_counter(self) -> TokenCounter:
@@ -89,6 +94,10 @@ def not_a_provider(value: object) -> str | None:
         return f"its create returned {kind_of(value)}, not a provider"
     if missing:
         return f"its provider ({kind_of(value)}) has no {', '.join(missing)} method"
+    unnamed = [attribute for attribute in ("name", "model")
+               if not isinstance(getattr(value, attribute, None), str)]
+    if unnamed:
+        return f"its provider ({kind_of(value)}) has no {' or '.join(unnamed)} attribute (text)"
     return None
 
 

@@ -18,7 +18,34 @@ def create(settings):
     if mistake == "no-return":
         ScriptedProvider()  # the `return` forgotten
         return None
+    if mistake == "no-name":
+        return Nameless()
+    if mistake == "borrowed-name":
+        return Cut()
     return ScriptedProvider()
+
+class Cut(ScriptedProvider):
+    """Calls itself `scripted` (its base class's name), registered as `careless`."""
+
+    def stream(self, messages):
+        raise ConnectionError("断线 line dropped")
+
+class Nameless:
+    """A provider's methods, without the `name` the README lists among its attributes."""
+    model = "无名"
+
+    def stream(self, messages):
+        raise RuntimeError("never reached 不会到达")
+
+    def complete(self, messages, *, purpose=None):
+        return "好"
+
+    def token_counter(self):
+        from chatmem.tokens import counter_for_model
+        return counter_for_model(self.model)
+
+    def close(self):
+        pass
 
 def register(plugins):
     plugins.add_provider("careless", create)
@@ -43,3 +70,18 @@ def test_a_create_that_returns_none_is_one_line_naming_the_plugin(tmp_path: Path
     assert ask(tmp_path, "no-return", code=1) == [
         "error: provider 'careless' could not start: its create returned None, not a provider"
         " (plugin careless (chatmem-careless 0.1.0))"]
+
+
+@pytest.mark.usefixtures("careless")
+def test_a_provider_without_a_name_is_one_line_naming_the_plugin(tmp_path: Path) -> None:
+    assert ask(tmp_path, "no-name", code=1) == [
+        "error: provider 'careless' could not start: its provider (Nameless) has no name "
+        "attribute (text) (plugin careless (chatmem-careless 0.1.0))"]
+
+
+@pytest.mark.usefixtures("careless")
+def test_a_provider_failing_is_named_as_registered_so_its_plugin_is_found(
+        tmp_path: Path) -> None:
+    assert ask(tmp_path, "borrowed-name", code=1)[-1] == (
+        "error: provider 'careless' failed: ConnectionError: 断线 line dropped "
+        "(plugin careless (chatmem-careless 0.1.0))")
