@@ -71,7 +71,15 @@ class GuardedProvider:
 
     def token_counter(self) -> TokenCounter:
         with plugin_prints_to_stderr():
-            return guarded(self._failed, self.inner.token_counter)
+            counter = guarded(self._failed, self.inner.token_counter)
+            missing = guarded(self._failed, lambda: lacks_counting(counter))
+        if missing:
+            # Else the engine fails on it much later, reading a None's `key`.
+            kind = kind_of(counter)
+            raise self._failed(f"its token_counter returned {kind}, not a TokenCounter"
+                               if counter is None else
+                               f"its token_counter returned {kind}, which has no {missing}")
+        return counter
 
     def close(self) -> None:
         with plugin_prints_to_stderr():
@@ -99,6 +107,15 @@ def not_a_provider(value: object) -> str | None:
     if unnamed:
         return f"its provider ({kind_of(value)}) has no {' or '.join(unnamed)} attribute (text)"
     return None
+
+
+def lacks_counting(counter: object) -> str:
+    """What a TokenCounter has that `counter` (a plugin's) lacks, or nothing: `key`, the
+    text its counts are cached under, and the three ways chatmem counts."""
+    missing = [] if isinstance(getattr(counter, "key", None), str) else ["key (text)"]
+    missing += [method for method in ("count_text", "count_message", "count_messages")
+                if not callable(getattr(counter, method, None))]
+    return ", ".join(missing)
 
 
 def failure(name: str, error: BaseException | str, mask: SecretMask | None,

@@ -22,6 +22,8 @@ def create(settings):
         return Nameless()
     if mistake == "borrowed-name":
         return Cut()
+    if mistake == "no-counter":
+        return Uncounted()
     return ScriptedProvider()
 
 class Cut(ScriptedProvider):
@@ -29,6 +31,10 @@ class Cut(ScriptedProvider):
 
     def stream(self, messages):
         raise ConnectionError("断线 line dropped")
+
+class Uncounted(ScriptedProvider):
+    def token_counter(self):
+        pass  # the `return` forgotten
 
 class Nameless:
     """A provider's methods, without the `name` the README lists among its attributes."""
@@ -85,3 +91,11 @@ def test_a_provider_failing_is_named_as_registered_so_its_plugin_is_found(
     assert ask(tmp_path, "borrowed-name", code=1)[-1] == (
         "error: provider 'careless' failed: ConnectionError: 断线 line dropped "
         "(plugin careless (chatmem-careless 0.1.0))")
+
+
+@pytest.mark.usefixtures("careless")
+def test_a_token_counter_that_returns_none_is_one_line_naming_the_plugin(
+        tmp_path: Path) -> None:
+    assert ask(tmp_path, "no-counter", code=1)[-1] == (
+        "error: provider 'careless' failed: its token_counter returned None, not a "
+        "TokenCounter (plugin careless (chatmem-careless 0.1.0))")
