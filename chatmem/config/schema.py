@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from chatmem.config.pairs import split_params
 from chatmem.config.sections import SECTIONS, section_keys
 from chatmem.errors import ConfigError, StrategyError, StrategyFailed
+from chatmem.names import did_you_mean
 
 SUMMARY_SLOT = "{summary}"
 LINES_SLOT = "{new_lines}"
@@ -134,7 +135,12 @@ def validate(path: Path, data: Mapping[str, Any], registered: Registered | None 
         elif key in SCHEMA[""]:
             _check_value(path, key, value, SCHEMA[""][key])
         else:
-            raise ConfigError(f"{path}: unknown key {key!r}")
+            keys = [*SCHEMA[""], *(table for table in SCHEMA if table), *NAMED_TABLES,
+                    "strategies"]
+            # Near a valid key, the fix alone; else all of them (a nested key lists its
+            # table's few).
+            hint = did_you_mean(key, keys) or f" (valid: {', '.join(keys)})"
+            raise ConfigError(f"{path}: unknown key {key!r}{hint}")
     if registered is not None:
         _check_names(path, data, registered)
     _check_summary(path, data.get("summary", {}))
