@@ -290,11 +290,19 @@ class ExtensionFailed(ChatmemError):
 
     kind = "strategy"
 
-    def __init__(self, name: str, error: BaseException | str, doing: str = "failed") -> None:
+    def __init__(self, name: str, error: BaseException | str, doing: str = "failed", *,
+                 where: str | None = None) -> None:
         self.name = name
         self.cause = error if isinstance(error, str) else one_line(error)
         """The exception as one line, or what was wrong with a value it returned."""
-        super().__init__(f"{self.kind} {name!r} {doing}: {self.cause}")
+        self.doing = doing
+        said = f"{self.kind} {name!r} {doing}: {self.cause}"
+        super().__init__(said if where is None else f"{where}: {said}")
+
+    def at(self, where: str) -> ExtensionFailed:
+        """The same failure said to come from `where` (a config file's key), which the
+        front end still follows with the plugin to tell."""
+        return type(self)(self.name, self.cause, self.doing, where=where)
 
 
 class StrategyFailed(ExtensionFailed):

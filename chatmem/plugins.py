@@ -221,7 +221,8 @@ class Registries:
     # -- what configuration checks names against (chatmem.config.schema.Registered) -----
 
     def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
-        """Raise StrategyError unless `name` with `params` is a strategy chatmem can build.
+        """Raise StrategyError (StrategyFailed: a plugin's own check or bug) unless `name`
+        with `params` is a strategy chatmem can build.
         A name none registered is let be while a plugin failed to load: it may be that
         plugin's, and its warning says so already; refusing would stop every command, the
         ones that build no strategy included. Choosing it still fails, saying why."""
@@ -255,7 +256,7 @@ class Registries:
         from chatmem.errors import guarded
         from chatmem.privacy.secrets import SecretMask
         from chatmem.providers import masked, secrets_of
-        from chatmem.providers.guarded import GuardedProvider, failure
+        from chatmem.providers.guarded import GuardedProvider, failure, not_a_provider
 
         entry = self.provider_entry(settings)
         if entry.plugin.builtin:
@@ -265,7 +266,11 @@ class Registries:
         with plugin_prints_to_stderr():
             provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
                                lambda: entry.create(settings))
-        return masked(GuardedProvider(provider, mask), settings)
+        wrong = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
+                        lambda: not_a_provider(provider))  # its attributes may be properties
+        if wrong is not None:
+            raise failure(entry.name, wrong, mask, "could not start")
+        return masked(GuardedProvider(provider, mask, entry.name), settings)
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""

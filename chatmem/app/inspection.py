@@ -58,6 +58,8 @@ class Inspection:
     replayed: Replayed | None = None
     left_out: Mapping[int, str] = field(default_factory=dict)
     """What recall's candidates left out of the context said, by message id."""
+    notices: tuple[Notice, ...] = ()
+    """What building it said besides the context (a what-if's failed memory update)."""
 
     @property
     def approximate(self) -> bool:
@@ -161,6 +163,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     llm = workspace.reproducing(record, explicit=explicit)
     embedder = workspace.recall_embedder([chosen])
     replayed = None
+    notices: tuple[Notice, ...] = ()
     if turn is None and name == record.strategy:
         # The session already keeps this strategy's state: use it as it is.
         engine = engine_over(store, record, llm, chosen,
@@ -174,12 +177,12 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity)
-        context, left_out = result.context, result.left_out
+        context, left_out, notices = result.context, result.left_out, result.notices
         replayed = Replayed(result.replayed, result.model_calls)
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
                       dict(chosen.params), describe_counter(llm.token_counter(),
                                                             record.tokenizer),
-                      turn=turn, replayed=replayed, left_out=left_out)
+                      turn=turn, replayed=replayed, left_out=left_out, notices=notices)
 
 
 def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names
-from chatmem.cli.opening import open_workspace, settings_from
+from chatmem.cli.opening import open_workspace, say_notice, settings_from
 from chatmem.cli.options import (
     ConfigOption,
     DbOption,
@@ -128,6 +128,8 @@ def inspect(
             seen = inspect_next(ws, session, next_text, explicit=explicit)
         else:
             seen = inspect_turn(ws, session, turn)
+    for notice in seen.notices:  # on stderr: --json stays one document
+        say_notice(notice)
     data = inspection_json(seen)
     if json_out:
         print_json(data)

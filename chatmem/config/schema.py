@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 from chatmem.config.pairs import split_params
 from chatmem.config.sections import SECTIONS, section_keys
-from chatmem.errors import ConfigError, StrategyError
+from chatmem.errors import ConfigError, StrategyError, StrategyFailed
+from chatmem.names import did_you_mean
 
 SUMMARY_SLOT = "{summary}"
 LINES_SLOT = "{new_lines}"
@@ -27,7 +28,8 @@ class Registered(Protocol):
     for shape only."""
 
     def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
-        """Raise StrategyError unless `name` with `params` builds."""
+        """Raise StrategyError unless `name` with `params` builds (StrategyFailed when a
+        plugin's strategy raised building itself)."""
         ...
 
     def provider_names(self) -> Sequence[str]: ...
@@ -133,7 +135,12 @@ def validate(path: Path, data: Mapping[str, Any], registered: Registered | None 
         elif key in SCHEMA[""]:
             _check_value(path, key, value, SCHEMA[""][key])
         else:
-            raise ConfigError(f"{path}: unknown key {key!r}")
+            keys = [*SCHEMA[""], *(table for table in SCHEMA if table), *NAMED_TABLES,
+                    "strategies"]
+            # Near a valid key, the fix alone; else all of them (a nested key lists its
+            # table's few).
+            hint = did_you_mean(key, keys) or f" (valid: {', '.join(keys)})"
+            raise ConfigError(f"{path}: unknown key {key!r}{hint}")
     if registered is not None:
         _check_names(path, data, registered)
     _check_summary(path, data.get("summary", {}))
@@ -275,3 +282,5 @@ def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],
         registered.check_strategy(name, params)
     except StrategyError as e:
         raise ConfigError(f"{path}: key {key!r}: {e}") from None
+    except StrategyFailed as e:
+        raise e.at(f"{path}: key {key!r}") from None

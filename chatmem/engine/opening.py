@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.turns import Engine
-from chatmem.errors import StrategyError, StrategyGone
+from chatmem.errors import StrategyError, StrategyFailed, StrategyGone
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import format_params, strategy_label
 from chatmem.memory.registry import StrategyRegistry
@@ -59,10 +59,11 @@ def _resumed(session: SessionRecord, params: Mapping[str, Any], strategies: Stra
     """The session's strategy with its saved parameters and `params`. A plugin upgrade may
     drop a parameter or narrow its values: the saved ones it refuses are left out (they
     stay stored, for the version that takes them), so the session still opens; `params`,
-    given now, are checked strictly."""
+    given now, are checked strictly. A plugin's __init__ that raises on a saved value
+    refuses it as well as its declared rule would."""
     try:
         return strategies.strategy(session.strategy, {**session.params, **params})
-    except StrategyError:
+    except (StrategyError, StrategyFailed):
         saved = {k: v for k, v in session.params.items() if k not in params}
         kept, unknown, refused = _saved_params_taken(session.strategy, saved, strategies)
         if not unknown and not refused:
@@ -90,7 +91,7 @@ def _saved_params_taken(
             continue
         try:
             strategies.strategy(name, {**kept, key: value})
-        except StrategyError:
+        except (StrategyError, StrategyFailed):
             refused.append(label)
             continue
         kept[key] = value

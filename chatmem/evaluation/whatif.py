@@ -25,6 +25,7 @@ from chatmem.history import StoredHistory
 from chatmem.memory.base import ContextRequest, Strategy, build_guarded
 from chatmem.memory.context import Context, Message
 from chatmem.memory.state import SessionState
+from chatmem.notices import Notice, SummaryUpdated
 from chatmem.store import SessionRecord, Store
 from chatmem.store.protocols import HistoryRepository, MemoryStore
 
@@ -46,6 +47,9 @@ class WhatIf:
     """Calls the strategy made to rebuild it (summaries, fact extraction)."""
     left_out: dict[int, str]
     """What recall's candidates left out of the context said, by their id in `context`."""
+    notices: tuple[Notice, ...] = ()
+    """What rebuilding the state said that the context alone does not show: an update
+    that failed (the context then rests on state never written), a helper too small."""
 
 
 def what_if(
@@ -89,11 +93,12 @@ def what_if(
         helper = CountingProvider(chat_provider)
         engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
                              budget=budget, helper=helper, embedder=embedder, activity=activity)
-        engine.catch_up()
+        # Each summary version of the rebuild is progress, which `replayed` already counts.
+        said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
         context = engine.build_context(text)
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),
-                      left_out_texts(scratch.history, copy.id, context))
+                      left_out_texts(scratch.history, copy.id, context), said)
 
 
 def left_out_texts(history: HistoryRepository, session_id: int,

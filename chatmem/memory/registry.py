@@ -10,9 +10,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from chatmem.errors import Listed, StrategyError
+from chatmem.errors import Listed, StrategyError, StrategyFailed, guarded
 from chatmem.memory.base import BaseStrategy, Strategy
 from chatmem.memory.combined import CombinedStrategy
+from chatmem.memory.params import format_params
 from chatmem.memory.spec import SpecPart, StrategySpec, split_text
 from chatmem.names import did_you_mean
 
@@ -159,7 +160,7 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
                                     f"(valid: {', '.join(self._classes)})"
                                     f"{did_you_mean(part.name, self._classes)}",
                                     listed=Listed.STRATEGIES)
-            members.append(cls(**part.params))
+            members.append(_built(cls, part))
         return CombinedStrategy(members) if len(members) > 1 else members[0]
 
     def strategy(self, text: str, params: Mapping[str, Any] | None = None) -> Strategy:
@@ -169,8 +170,17 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
 
     def changed_params(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """A stored strategy's parameters that differ from their defaults, as listings show
-        them; all of them when the strategy no longer builds (a plugin since removed)."""
+        them; all of them when the strategy no longer builds (a plugin since removed, or one
+        that now fails on them): a listing shows every session whatever its plugin does."""
         try:
             return self.strategy(name, params).changed_params()
-        except StrategyError:
+        except (StrategyError, StrategyFailed):
             return dict(params)
+
+
+def _built(cls: type[BaseStrategy], part: SpecPart) -> BaseStrategy:
+    """`cls(**part.params)`: a plugin's __init__ may refuse the user's parameters with any
+    exception (its own checks, a bug), which is then one line naming it, not a traceback."""
+    with_params = f" with {format_params(part.params)}" if part.params else ""
+    return guarded(lambda e: StrategyFailed(part.name, e, f"could not start{with_params}"),
+                   lambda: cls(**part.params))

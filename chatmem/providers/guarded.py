@@ -25,11 +25,16 @@ if TYPE_CHECKING:
 
 class GuardedProvider:
     """`inner`, whose exceptions other than chatmem's are ProviderFailed, their text with
-    `mask`'s secrets masked (an HTTP library's error may quote the Authorization header)."""
+    `mask`'s secrets masked (an HTTP library's error may quote the Authorization header);
+    `registered`: the name its plugin registered it under (default: its own `name`)."""
 
-    def __init__(self, inner: Provider, mask: SecretMask | None = None) -> None:
+    def __init__(self, inner: Provider, mask: SecretMask | None = None,
+                 registered: str | None = None) -> None:
         self.inner = inner
         self.mask = mask
+        # Failures are named as the user chose the provider, which is also how its plugin
+        # is found, whatever the object calls itself.
+        self.registered = inner.name if registered is None else registered
 
     @property
     def name(self) -> str:
@@ -48,7 +53,7 @@ class GuardedProvider:
         self.inner.model = value
 
     def _failed(self, error: BaseException | str) -> ProviderFailed:
-        return failure(self.inner.name, error, self.mask)
+        return failure(self.registered, error, self.mask)
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
         with plugin_prints_to_stderr():
@@ -61,12 +66,20 @@ class GuardedProvider:
                             lambda: self.inner.complete(messages, purpose=purpose))
         if not isinstance(reply, str):
             # Else a summary or fact extraction fails on it, blamed on chatmem's strategy.
-            raise ProviderFailed(self.inner.name, f"its reply is {kind_of(reply)}, not text")
+            raise self._failed(f"its reply is {kind_of(reply)}, not text")
         return reply
 
     def token_counter(self) -> TokenCounter:
         with plugin_prints_to_stderr():
-            return guarded(self._failed, self.inner.token_counter)
+            counter = guarded(self._failed, self.inner.token_counter)
+            missing = guarded(self._failed, lambda: lacks_counting(counter))
+        if missing:
+            # Else the engine fails on it much later, reading a None's `key`.
+            kind = kind_of(counter)
+            raise self._failed(f"its token_counter returned {kind}, not a TokenCounter"
+                               if counter is None else
+                               f"its token_counter returned {kind}, which has no {missing}")
+        return counter
 
     def close(self) -> None:
         with plugin_prints_to_stderr():
@@ -75,6 +88,34 @@ class GuardedProvider:
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's provider offers (its `images` rule, say), as it is.
         return getattr(self.inner, attribute)
+
+
+PROVIDER_METHODS = ("stream", "complete", "token_counter", "close")
+"""What a provider does (README, Writing a plugin); chatmem calls each of them."""
+
+
+def not_a_provider(value: object) -> str | None:
+    """What makes `value`, what a plugin's create returned, no provider (said before a turn,
+    not as an AttributeError in the middle of one); None when it is one."""
+    missing = [method for method in PROVIDER_METHODS if not callable(getattr(value, method, None))]
+    if len(missing) == len(PROVIDER_METHODS):
+        return f"its create returned {kind_of(value)}, not a provider"
+    if missing:
+        return f"its provider ({kind_of(value)}) has no {', '.join(missing)} method"
+    unnamed = [attribute for attribute in ("name", "model")
+               if not isinstance(getattr(value, attribute, None), str)]
+    if unnamed:
+        return f"its provider ({kind_of(value)}) has no {' or '.join(unnamed)} attribute (text)"
+    return None
+
+
+def lacks_counting(counter: object) -> str:
+    """What a TokenCounter has that `counter` (a plugin's) lacks, or nothing: `key`, the
+    text its counts are cached under, and the three ways chatmem counts."""
+    missing = [] if isinstance(getattr(counter, "key", None), str) else ["key (text)"]
+    missing += [method for method in ("count_text", "count_message", "count_messages")
+                if not callable(getattr(counter, method, None))]
+    return ", ".join(missing)
 
 
 def failure(name: str, error: BaseException | str, mask: SecretMask | None,

@@ -67,6 +67,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
         "replayed": {"turns": replayed.turns,
                      "strategy_model_calls": replayed.strategy_model_calls}
         if replayed else None,
+        "notices": [notice_text(n) for n in inspection.notices],
     }
 
 

@@ -54,8 +54,16 @@ def test_show_never_prints_the_key(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("config_text", "error"), [
-    ('strategy = "window"\nmodle = "x"\n', "unknown key 'modle'"),
-    ('"模型" = "杭州"\n', "unknown key '模型'"),
+    ('strategy = "window"\nmodle = "x"\n', "unknown key 'modle'; did you mean 'model'?"),
+    ('sytem = "你是旅行助手"\n', "unknown key 'sytem'; did you mean 'system'?"),
+    ('[stratgies.window]\nk = 2\n', "unknown key 'stratgies'; did you mean 'strategies'?"),
+    # Nothing near: every top-level key and table, as a nested key lists its table's.
+    ('"模型" = "杭州"\n', "unknown key '模型' (valid: provider, model, base_url, api_key_env, "
+     "timeout, reply_timeout, idle_timeout, max_retries, max_reply_tokens, strategy, "
+     "context_budget, system, db, user, helper_provider, helper_model, user_facts, "
+     "key_command, key_command_timeout, retention_days, fact_idle_days, plain, "
+     "clipboard_command, local, scripted, summary, embeddings, aliases, prices, templates, "
+     "strategies)"),
     ("context_budget = -5\n", "key 'context_budget' must be at least 1, got -5"),
 ])
 def test_a_bad_config_key_or_value_is_one_line_naming_it_and_the_file(

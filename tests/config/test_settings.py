@@ -58,7 +58,7 @@ def test_base_url_chatmem_variable_wins_over_openai(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('modle = "x"\n', "unknown key 'modle'"),
+        ('modle = "x"\n', "unknown key 'modle'; did you mean 'model'?"),
         ('timeout = "soon"\n', "key 'timeout' must be a whole number or a number, got 'soon'"),
         ("max_retries = 1.5\n", "key 'max_retries' must be a whole number, got 1.5"),
         ("max_retries = true\n", "key 'max_retries' must be a whole number, got True"),
