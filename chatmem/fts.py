@@ -12,7 +12,9 @@ into letters that match any message holding them. So marks left after NFC are
 folded out of terms, as unicode61's remove_diacritics folds Latin accents: a
 word is one term on both backends, and the plain Arabic or Hebrew spelling
 finds the pointed one. Full-width ASCII, what CJK input methods type, is folded
-to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731.
+to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731. Characters
+that draw nothing (text.INVISIBLE) fold out, as the purge's matcher takes them out:
+李\u200b雷 is the word 李雷, not 李 and 雷.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 import unicodedata
 from functools import cache
 
-from chatmem.text import FULL_WIDTH
+from chatmem.text import FULL_WIDTH, INVISIBLE
 
 # Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks, as regex class ranges.
 CJK = (
@@ -34,6 +36,9 @@ RUNS = CJK + UNSPACED_SCRIPTS
 _TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
 _RUN = re.compile(rf"[{RUNS}]+")
 _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
+_DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
+# One translate for both: a second pass over every non-ASCII text would cost as much again.
+_COMPATIBLE: dict[int, int | None] = {**_FULL_WIDTH, **_DRAWN_NOTHING}
 
 
 @cache
@@ -76,11 +81,12 @@ def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
 
 
 def folded(text: str) -> str:
-    """`text` as the index reads it: full-width ASCII as ASCII, NFC, combining marks out,
-    Latin and Greek letters without their accents."""
+    """`text` as the index reads it: full-width ASCII as ASCII, without the characters
+    that draw nothing, NFC, combining marks out, Latin and Greek letters without their
+    accents."""
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFC", text.translate(_FULL_WIDTH))
+    text = unicodedata.normalize("NFC", text.translate(_COMPATIBLE))
     accented, plain = _unaccented()
     text = accented.sub(lambda letter: plain[letter.group()], text)
     return _marks().sub("", text)
@@ -142,12 +148,13 @@ def indexed_differently(text: str) -> bool:
                 or not unicodedata.is_normalized("NFC", text))
 
 
-_FOLDED_SINCE_M016 = re.compile(f"[{_ACCENTED_SINCE_M016}]")
+_FOLDED_SINCE_M016 = re.compile(f"[{_ACCENTED_SINCE_M016}{INVISIBLE}]")
 
 
 def folded_differently_since_m016(text: str) -> bool:
     """Whether `text`'s index entry from before m016/p011 may differ from today's: it
-    holds, once composed, a Vietnamese or Greek letter (accents folded since)."""
+    holds, once composed, a Vietnamese or Greek letter (accents folded since) or a
+    character that draws nothing (folded out since)."""
     if text.isascii():
         return False
     return _FOLDED_SINCE_M016.search(unicodedata.normalize("NFC", text)) is not None

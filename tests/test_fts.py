@@ -51,6 +51,13 @@ def test_vietnamese_and_greek_accents_fold_out_as_latin_ones_do() -> None:
     assert fts.index_terms("αβγ Øre 李雷") == ["αβγ", "øre", "李雷"]
 
 
+def test_a_character_that_draws_nothing_does_not_split_a_word() -> None:
+    assert fts.index_text("我叫李\u200b雷，来自北京") == fts.index_text("我叫李雷，来自北京")
+    assert fts.index_terms("my friend A\u200bda, Ada\u00adline\ufeff") == [
+        "my", "friend", "ada", "adaline"]
+    assert fts.search_terms("李\u2060雷") == ["李雷"]
+
+
 def test_thai_like_runs_become_bigrams_and_full_width_ascii_is_ascii() -> None:
     assert fts.index_terms("ผมชื่อสมชาย") == ["ผม", "มช", "ชอ", "อส", "สม", "มช", "ชา", "าย"]
     assert fts.index_terms("我去Ｂｅｉｊｉｎｇ，ＯＲＤ－７７３１") == [
@@ -117,6 +124,8 @@ def test_cjk_words_and_mixed_ids_are_found(indexed, query: str, expected: str) -
 
 VIETNAMESE = "Nguyễn Văn An sống ở Hà Nội"
 GREEK = "Ο Σίσυφος ήταν βασιλιάς"
+LI_LEI = "我叫李\u200b雷，来自北京"
+ADA = "my friend A\u200bda called"
 
 
 @pytest.fixture
@@ -130,7 +139,7 @@ def many_scripts(store: Store) -> tuple[Store, int]:
         "我家的猫叫小白，我每天喝茶。", "ผมชื่อสมชาย", "मेरा नाम राहुल है",
         "हम कल रविवार को मिलेंगे", "مَرْحَبًا يا أحمد",
         "我下周去Ｂｅｉｊｉｎｇ出差，订单号ＯＲＤ－７７３１。",
-        "We had coffee at Café Müller in Zürich.", VIETNAMESE, GREEK]])
+        "We had coffee at Café Müller in Zürich.", VIETNAMESE, GREEK, LI_LEI, ADA]])
     return store, session.id
 
 
@@ -152,6 +161,9 @@ def many_scripts(store: Store) -> tuple[Store, int]:
     ("Noi song", [VIETNAMESE]),
     ("σισυφος", [GREEK]),
     ("ΣΙΣΥΦΟΣ", [GREEK]),
+    # A zero-width space pasted inside a name leaves it one word, as a purge reads it.
+    ("李雷", [LI_LEI]),
+    ("Ada", [ADA]),
 ])
 def test_words_of_every_script_are_found_on_both_backends(many_scripts, query: str,
                                                           expected: list[str]) -> None:
@@ -166,6 +178,7 @@ def test_a_one_character_word_is_found_across_conversations(many_scripts) -> Non
     assert sorted(store.logs.sessions_matching("家", limit=5)) == ["many", "other"]
     # logs -q reads the same terms as recall.
     assert store.logs.sessions_matching("nguyen", limit=5) == ["many"]
+    assert store.logs.sessions_matching("李雷", limit=5) == ["many"]
 
 
 @pytest.mark.sqlite_only(reason="about SQLite FTS5's own tokenizer")

@@ -320,8 +320,9 @@ def p010_folded_words(execute: Execute) -> None:
 @migration
 def p011_words_folded_again(execute: Execute) -> None:
     """SQLite's m016: index entries as fts.index_text makes them now (Vietnamese and Greek
-    letters without their accents), written only for the messages that may hold one;
-    ASCII text is passed over in the database."""
+    letters without their accents, no character that draws nothing inside a word),
+    written only for the messages that may hold one; ASCII text is passed over in the
+    database."""
     from chatmem import fts
     from chatmem.store.postgres_words import TEXT_SEARCH, fitting_terms, token_count
 

@@ -385,9 +385,9 @@ def m015_fact_ids_never_reused(db: sqlite_utils.Database) -> None:
 @migration
 def m016_words_folded_again(db: sqlite_utils.Database) -> None:
     """Index entries as fts.index_text makes them now: Vietnamese and Greek letters without
-    their accents (nguyen finds Nguyễn, σισυφος Σίσυφος). Only the messages that may hold
-    one are written again (fts.folded_differently_since_m016), in steps of
-    REINDEXED_AT_ONCE."""
+    their accents (nguyen finds Nguyễn, σισυφος Σίσυφος), and no character that draws
+    nothing inside a word (李\\u200b雷 is 李雷). Only the messages that may hold one are
+    written again (fts.folded_differently_since_m016), in steps of REINDEXED_AT_ONCE."""
     from chatmem import fts
 
     last = 0

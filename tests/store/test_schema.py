@@ -110,15 +110,18 @@ def test_an_old_historys_messages_are_found_after_the_upgrade(history: History) 
         assert found("kept") == ["plain words"]
 
 
-# Entries as chatmem wrote them before m016/p011: Vietnamese and Greek accents kept.
+# Entries as chatmem wrote them before m016/p011: Vietnamese and Greek accents kept, a word
+# split at a zero-width space.
 ENTRIES_BEFORE_M016 = {
     "Nguyễn Văn An sống ở Hà Nội": "nguyễn van an sống ở ha nội",
     unicodedata.normalize("NFD", "Ο Σίσυφος ἀγαθός"): "ο σίσυφος ἀγαθός",
+    "我叫李\u200b雷，来自北京": "我叫 叫李 李 雷 来自 自北 北京 京",
+    "my friend A\u200bda called": "my friend a da called",
     "Café au lait": "kept as it was",
 }
 
 
-def test_greek_and_vietnamese_words_of_an_old_history_are_found_after_the_upgrade(
+def test_greek_vietnamese_and_split_words_of_an_old_history_are_found_after_the_upgrade(
         history: History) -> None:
     with history.open() as store:
         session = store.sessions.create_session("旧的", "retrieval")
@@ -141,6 +144,8 @@ def test_greek_and_vietnamese_words_of_an_old_history_are_found_after_the_upgrad
         assert found("Nguyen Noi") == found("Nguyễn") == ["Nguyễn Văn An sống ở Hà Nội"]
         assert found("σισυφος") == found("Σίσυφος") == [
             unicodedata.normalize("NFD", "Ο Σίσυφος ἀγαθός")]
+        assert found("李雷") == ["我叫李\u200b雷，来自北京"]
+        assert found("Ada") == ["my friend A\u200bda called"]
         assert store.logs.sessions_matching("nguyen", limit=5) == ["旧的"]
         # A message whose terms did not change (accents folded since m014) is not written.
         assert found("kept") == ["Café au lait"]
