@@ -12,7 +12,9 @@ into letters that match any message holding them. So marks left after NFC are
 folded out of terms, as unicode61's remove_diacritics folds Latin accents: a
 word is one term on both backends, and the plain Arabic or Hebrew spelling
 finds the pointed one. Full-width ASCII, what CJK input methods type, is folded
-to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731.
+to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731. Characters
+that draw nothing (text.INVISIBLE) fold out, as the purge's matcher takes them out:
+李\u200b雷 is the word 李雷, not 李 and 雷.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 import unicodedata
 from functools import cache
 
-from chatmem.text import FULL_WIDTH
+from chatmem.text import FULL_WIDTH, INVISIBLE
 
 # Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks, as regex class ranges.
 CJK = (
@@ -34,6 +36,9 @@ RUNS = CJK + UNSPACED_SCRIPTS
 _TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
 _RUN = re.compile(rf"[{RUNS}]+")
 _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
+_DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
+# One translate for both: a second pass over every non-ASCII text would cost as much again.
+_COMPATIBLE: dict[int, int | None] = {**_FULL_WIDTH, **_DRAWN_NOTHING}
 
 
 @cache
@@ -50,16 +55,40 @@ _LATIN_ACCENTED = re.compile("[\u00c0-\u024f]")
 """Latin letters with accents (Latin-1 Supplement to Latin Extended-B): FTS5's
 remove_diacritics folds them on SQLite; PostgreSQL's english config keeps them, so
 `cafe` found Café on one backend and not the other. Folded here, for both."""
+_ACCENTED_SINCE_M016 = "\u0386-\u03ce\u1e00-\u1fff"
+"""Vietnamese (Latin Extended Additional: ễ, ộ, ố) and Greek with tonos or polytonic
+accents (ί, ἀ): accented letters as much as é is. FTS5's remove_diacritics=1 leaves a
+letter with two marks (ễ) and Greek alone, so nguyen never found Nguyễn on either
+backend. Folded from m016/p011 on."""
+_ACCENTED_RANGES = ((0x00C0, 0x024F), (0x0386, 0x03CE), (0x1E00, 0x1FFF))
+
+
+@cache
+def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
+    """The accented letters of _ACCENTED_RANGES and each without its marks, as NFD and
+    the marks' removal give it; a letter without marks (α, Ø) is not one of them, so
+    plain Greek text is not rewritten letter by letter."""
+    plain: dict[str, str] = {}
+    for first, last in _ACCENTED_RANGES:
+        for code in range(first, last + 1):
+            letter = chr(code)
+            if not unicodedata.category(letter).startswith("L"):
+                continue
+            bare = _marks().sub("", unicodedata.normalize("NFD", letter))
+            if bare and bare != letter:
+                plain[letter] = bare
+    return re.compile("[" + "".join(map(re.escape, plain)) + "]"), plain
 
 
 def folded(text: str) -> str:
-    """`text` as the index reads it: full-width ASCII as ASCII, NFC, combining marks out,
-    Latin letters without their accents."""
+    """`text` as the index reads it: full-width ASCII as ASCII, without the characters
+    that draw nothing, NFC, combining marks out, Latin and Greek letters without their
+    accents."""
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFC", text.translate(_FULL_WIDTH))
-    text = _LATIN_ACCENTED.sub(lambda letter: _marks().sub(
-        "", unicodedata.normalize("NFD", letter.group())), text)
+    text = unicodedata.normalize("NFC", text.translate(_COMPATIBLE))
+    accented, plain = _unaccented()
+    text = accented.sub(lambda letter: plain[letter.group()], text)
     return _marks().sub("", text)
 
 
@@ -117,6 +146,18 @@ def indexed_differently(text: str) -> bool:
     return bool(_RUN.search(text) or _marks().search(text) or _LATIN_ACCENTED.search(text)
                 or text.translate(_FULL_WIDTH) != text
                 or not unicodedata.is_normalized("NFC", text))
+
+
+_FOLDED_SINCE_M016 = re.compile(f"[{_ACCENTED_SINCE_M016}{INVISIBLE}]")
+
+
+def folded_differently_since_m016(text: str) -> bool:
+    """Whether `text`'s index entry from before m016/p011 may differ from today's: it
+    holds, once composed, a Vietnamese or Greek letter (accents folded since) or a
+    character that draws nothing (folded out since)."""
+    if text.isascii():
+        return False
+    return _FOLDED_SINCE_M016.search(unicodedata.normalize("NFC", text)) is not None
 
 
 # Words and bigrams so common they match nearly every turn: a query made of

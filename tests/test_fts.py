@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,6 +37,25 @@ def test_a_word_with_combining_marks_is_one_term_with_its_marks_folded_out() -> 
     assert fts.index_terms("cafe\u0301") == fts.index_terms("café") == ["cafe"]
     assert fts.index_terms("か\u3099っこう") == fts.index_terms("がっこう") == [
         "がっ", "っこ", "こう"]
+
+
+def test_vietnamese_and_greek_accents_fold_out_as_latin_ones_do() -> None:
+    # ễ, ộ, ố (Latin Extended Additional) as ă already was: one sentence folded throughout.
+    assert fts.index_terms("Nguyễn Văn An sống ở Hà Nội") == [
+        "nguyen", "van", "an", "song", "o", "ha", "noi"]
+    assert fts.index_terms("Σίσυφος ἀγαθός") == fts.index_terms("ΣΙΣΥΦΟΣ αγαθος") == [
+        "σισυφος", "αγαθος"]
+    # Typed decomposed, the same terms; plain letters (α, Ø, 李) are kept as they are.
+    assert fts.index_terms(unicodedata.normalize("NFD", "Nguyễn Σίσυφος")) == [
+        "nguyen", "σισυφος"]
+    assert fts.index_terms("αβγ Øre 李雷") == ["αβγ", "øre", "李雷"]
+
+
+def test_a_character_that_draws_nothing_does_not_split_a_word() -> None:
+    assert fts.index_text("我叫李\u200b雷，来自北京") == fts.index_text("我叫李雷，来自北京")
+    assert fts.index_terms("my friend A\u200bda, Ada\u00adline\ufeff") == [
+        "my", "friend", "ada", "adaline"]
+    assert fts.search_terms("李\u2060雷") == ["李雷"]
 
 
 def test_thai_like_runs_become_bigrams_and_full_width_ascii_is_ascii() -> None:
@@ -101,6 +122,12 @@ def test_cjk_words_and_mixed_ids_are_found(indexed, query: str, expected: str) -
     assert found(store, session_id, query)[0] == expected
 
 
+VIETNAMESE = "Nguyễn Văn An sống ở Hà Nội"
+GREEK = "Ο Σίσυφος ήταν βασιλιάς"
+LI_LEI = "我叫李\u200b雷，来自北京"
+ADA = "my friend A\u200bda called"
+
+
 @pytest.fixture
 def many_scripts(store: Store) -> tuple[Store, int]:
     # Another conversation, so a conversation's search reads its own counts (recall's
@@ -112,7 +139,7 @@ def many_scripts(store: Store) -> tuple[Store, int]:
         "我家的猫叫小白，我每天喝茶。", "ผมชื่อสมชาย", "मेरा नाम राहुल है",
         "हम कल रविवार को मिलेंगे", "مَرْحَبًا يا أحمد",
         "我下周去Ｂｅｉｊｉｎｇ出差，订单号ＯＲＤ－７７３１。",
-        "We had coffee at Café Müller in Zürich."]])
+        "We had coffee at Café Müller in Zürich.", VIETNAMESE, GREEK, LI_LEI, ADA]])
     return store, session.id
 
 
@@ -129,6 +156,14 @@ def many_scripts(store: Store) -> tuple[Store, int]:
     ("cafe muller", ["We had coffee at Café Müller in Zürich."]),
     ("zurich", ["We had coffee at Café Müller in Zürich."]),
     ("Zürich", ["We had coffee at Café Müller in Zürich."]),
+    # Vietnamese and Greek are often typed without their accents.
+    ("Nguyen", [VIETNAMESE]),
+    ("Noi song", [VIETNAMESE]),
+    ("σισυφος", [GREEK]),
+    ("ΣΙΣΥΦΟΣ", [GREEK]),
+    # A zero-width space pasted inside a name leaves it one word, as a purge reads it.
+    ("李雷", [LI_LEI]),
+    ("Ada", [ADA]),
 ])
 def test_words_of_every_script_are_found_on_both_backends(many_scripts, query: str,
                                                           expected: list[str]) -> None:
@@ -141,6 +176,9 @@ def test_a_one_character_word_is_found_across_conversations(many_scripts) -> Non
     assert store.logs.sessions_matching("猫", limit=5) == ["many"]
     assert store.logs.sessions_matching("狗", limit=5) == ["other"]
     assert sorted(store.logs.sessions_matching("家", limit=5)) == ["many", "other"]
+    # logs -q reads the same terms as recall.
+    assert store.logs.sessions_matching("nguyen", limit=5) == ["many"]
+    assert store.logs.sessions_matching("李雷", limit=5) == ["many"]
 
 
 @pytest.mark.sqlite_only(reason="about SQLite FTS5's own tokenizer")

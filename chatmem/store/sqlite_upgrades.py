@@ -380,3 +380,23 @@ def m015_fact_ids_never_reused(db: sqlite_utils.Database) -> None:
     db.execute('ALTER TABLE fact_history_m015 RENAME TO fact_history')
     for sql in indexes:
         db.execute(sql)
+
+
+@migration
+def m016_words_folded_again(db: sqlite_utils.Database) -> None:
+    """Index entries as fts.index_text makes them now: Vietnamese and Greek letters without
+    their accents (nguyen finds Nguyễn, σισυφος Σίσυφος), and no character that draws
+    nothing inside a word (李\\u200b雷 is 李雷). Only the messages that may hold one are
+    written again (fts.folded_differently_since_m016), in steps of REINDEXED_AT_ONCE."""
+    from chatmem import fts
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                          [last, REINDEXED_AT_ONCE]).fetchall()
+        if not rows:
+            return
+        db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
+                            [(fts.index_text(content), message_id) for message_id, content
+                             in rows if content and fts.folded_differently_since_m016(content)])
+        last = rows[-1][0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,47 @@ def test_an_old_historys_messages_are_found_after_the_upgrade(history: History) 
         assert found("kept") == ["plain words"]
 
 
+# Entries as chatmem wrote them before m016/p011: Vietnamese and Greek accents kept, a word
+# split at a zero-width space.
+ENTRIES_BEFORE_M016 = {
+    "Nguyễn Văn An sống ở Hà Nội": "nguyễn van an sống ở ha nội",
+    unicodedata.normalize("NFD", "Ο Σίσυφος ἀγαθός"): "ο σίσυφος ἀγαθός",
+    "我叫李\u200b雷，来自北京": "我叫 叫李 李 雷 来自 自北 北京 京",
+    "my friend A\u200bda called": "my friend a da called",
+    "Café au lait": "kept as it was",
+}
+
+
+def test_greek_vietnamese_and_split_words_of_an_old_history_are_found_after_the_upgrade(
+        history: History) -> None:
+    with history.open() as store:
+        session = store.sessions.create_session("旧的", "retrieval")
+        store.history.import_messages(session.id, [{"role": "user", "content": text}
+                                                   for text in ENTRIES_BEFORE_M016])
+        ids = {text: message_id for message_id, text in store.db.execute(
+            "SELECT id, content FROM messages ORDER BY id").fetchall()}
+        with store.db.write():
+            store.db.unindex_words(list(ids.values()))
+            store.db.index_words([(ids[text], old) for text, old in ENTRIES_BEFORE_M016.items()])
+            bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
+            store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN"
+                             " ('m016_words_folded_again',"
+                             " 'p011_words_folded_again')")
+        assert [m.content for m, _ in matches(store, session.id, "Nguyen")] == []
+    with history.open() as store:
+        def found(query: str) -> list[str]:
+            return [m.content for m, _ in matches(store, session.id, query)]
+
+        assert found("Nguyen Noi") == found("Nguyễn") == ["Nguyễn Văn An sống ở Hà Nội"]
+        assert found("σισυφος") == found("Σίσυφος") == [
+            unicodedata.normalize("NFD", "Ο Σίσυφος ἀγαθός")]
+        assert found("李雷") == ["我叫李\u200b雷，来自北京"]
+        assert found("Ada") == ["my friend A\u200bda called"]
+        assert store.logs.sessions_matching("nguyen", limit=5) == ["旧的"]
+        # A message whose terms did not change (accents folded since m014) is not written.
+        assert found("kept") == ["Café au lait"]
+
+
 def test_an_erased_facts_id_is_never_given_to_another(history: History) -> None:
     """A stale id (MCP's forget, `facts forget ID`) erased another session's fact: SQLite gave
     the next fact the id of the one just erased."""
@@ -125,9 +167,13 @@ def test_an_erased_facts_id_is_never_given_to_another(history: History) -> None:
             store.facts.fact(first.id)
 
 
+BEFORE_M015 = [fn.__name__ for fn in MIGRATIONS].index("m015_fact_ids_never_reused")
+"""How many migrations a file made before m015 has."""
+
+
 def test_the_upgrade_keeps_every_fact_its_history_and_ids(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    made_by_sqlite_utils(path, len(MIGRATIONS) - 1)
+    made_by_sqlite_utils(path, BEFORE_M015)
     conn = sqlite3.connect(path)
     conn.executescript("""
         INSERT INTO facts (id, scope, "user", key, value, created_at, updated_at)
@@ -161,7 +207,7 @@ def test_the_upgrade_takes_a_file_with_references_another_tool_left_dangling(
     """sqlite3's shell runs with foreign keys off: one fact pointing at a message gone made
     m015's copy fail, and every command refused the file ("FOREIGN KEY constraint failed")."""
     path = tmp_path / "old.db"
-    made_by_sqlite_utils(path, len(MIGRATIONS) - 1)
+    made_by_sqlite_utils(path, BEFORE_M015)
     conn = sqlite3.connect(path)  # foreign keys off, as in the shell
     conn.executescript("""
         INSERT INTO facts (id, scope, "user", session_id, key, value, source_message_id,
