@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.base import MemoryEnv, catching_up
-from chatmem.memory.facts import normalize_key
+from chatmem.memory.fact_keys import normalize_key, same_key
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.sensitive_turns import guard_for, remember
 from chatmem.notices import FactsBehind, FactsFailed, Notice, SensitiveNotRemembered
@@ -268,7 +268,7 @@ def apply_extraction(
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
         if isinstance(step, FactRetraction):
             for fact in state.live_facts():
-                if normalize_key(fact.key) == step.key:
+                if same_key(fact.key, step.key):
                     state.store.facts.forget_fact(fact.id)
         else:
             _apply_change(state, step, sources, user_scope)
@@ -279,9 +279,9 @@ def _apply_change(
     user_scope: bool,
 ) -> None:
     live = state.live_facts()
-    existing = next((f for f in live if normalize_key(f.key) == change.key), None)
+    existing = next((f for f in live if same_key(f.key, change.key)), None)
     if existing is None and change.same_as:
-        existing = next((f for f in live if normalize_key(f.key) == change.same_as), None)
+        existing = next((f for f in live if same_key(f.key, change.same_as)), None)
     if existing is not None and existing.value == change.value:
         return
     # An existing fact keeps its key and scope, so one fact never lives twice.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from chatmem import fts
 from chatmem.memory.context import Message, Part
-from chatmem.memory.fact_keys import normalize_key
+from chatmem.memory.fact_keys import key_identity, normalize_key
 from chatmem.memory.reasons import FactsSelected
 from chatmem.tokens import TokenCounter
 
@@ -121,12 +121,13 @@ def unused_facts_note(strategy: Strategy) -> str | None:
 
 
 def find_facts(facts: Sequence[FactRecord], ref: str) -> list[FactRecord]:
-    """The facts an ID or a KEY names (a key is compared like normalize_key)."""
+    """The facts an ID or a KEY names (a key is compared by key_identity: every form of it,
+    also one stored before keys were normalized)."""
     ref = ref.strip()
     if ref.isdigit():
         return [f for f in facts if f.id == int(ref)]
-    key = normalize_key(ref)
-    return [f for f in facts if normalize_key(f.key) == key]
+    key = key_identity(ref)
+    return [f for f in facts if key_identity(f.key) == key]
 
 
 _KEY_VALUE = re.compile(r"^\s*(?P<key>[^:=：]{1,80}?)\s*[:=：]\s*(?P<value>\S.*)$", re.DOTALL)

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from chatmem.fts import CJK
+from chatmem.graphemes import grapheme_start
 from chatmem.memory import quoting
 from chatmem.memory.anchors import present
 
@@ -91,8 +92,8 @@ def quote_around(content: str, anchors: Sequence[str], width: int = QUOTE_WIDTH)
     """A verbatim piece of `content` around `anchors`, about `width` columns, on one line.
 
     The piece stays within the sentences that hold the anchors and grows
-    evenly around them; cut ends are marked "…" and never split a Latin word
-    or an id. When the anchors lie too far apart, it is the first one's.
+    evenly around them; cut ends are marked "…" and never split a Latin word,
+    an id or a character (`_inside`). When the anchors lie too far apart, it is the first one's.
     """
     text = " ".join(content.split())
     folded = text.casefold()
@@ -128,13 +129,19 @@ def quote_around(content: str, anchors: Sequence[str], width: int = QUOTE_WIDTH)
             left -= 1
         else:
             right += 1
-    while start < left < at and _WORD_CHAR.match(text[left - 1]) and _WORD_CHAR.match(text[left]):
+    while start < left < at and _inside(text, left):
         left += 1
-    while end < right < stop and _WORD_CHAR.match(text[right - 1]) \
-            and _WORD_CHAR.match(text[right]):
+    while end < right < stop and _inside(text, right):
         right -= 1
     piece = text[left:right].strip()
     return ("…" if left > start else "") + piece + ("…" if right < stop else "")
+
+
+def _inside(text: str, at: int) -> bool:
+    """Whether a cut at `at` splits an id, a Latin word or what a reader sees as one
+    character (a flag, an emoji family, a letter and its accent)."""
+    return not grapheme_start(text, at) or bool(_WORD_CHAR.match(text[at - 1])
+                                                 and _WORD_CHAR.match(text[at]))
 
 
 def _columns(text: str) -> int:

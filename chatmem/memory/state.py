@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chatmem.memory.fact_keys import normalize_key
+from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
@@ -39,11 +39,16 @@ class SessionState:
 
     def live_facts(self) -> list[FactRecord]:
         """Facts this session may use: its own, and its user's profile facts but those of a
-        key the session has its own value for (remembered for this conversation only)."""
+        key the session has its own value for (remembered for this conversation only). One
+        key stored in two forms before keys were normalized (café composed and not) is one
+        fact: the newer value, as the store keeps it once either is written again."""
         facts = self.store.facts.facts(user=self.user, session_id=self.session_id)
-        own = {normalize_key(f.key) for f in facts if f.scope == FactScope.SESSION}
-        return [f for f in facts
-                if f.scope == FactScope.SESSION or normalize_key(f.key) not in own]
+        own = {key_identity(f.key) for f in facts if f.scope == FactScope.SESSION}
+        newest: dict[tuple[FactScope, str], FactRecord] = {}
+        for fact in sorted(facts, key=lambda f: (f.updated_at, f.id)):
+            newest[fact.scope, key_identity(fact.key)] = fact
+        return [f for f in facts if newest[f.scope, key_identity(f.key)] is f
+                and (f.scope == FactScope.SESSION or key_identity(f.key) not in own)]
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
         """Fact id → the other session it was stated in (user facts travel)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from chatmem.config.schema import LINES_SLOT, SUMMARY_SLOT
 from chatmem.errors import ProviderResponseError
 from chatmem.fts import CJK
+from chatmem.graphemes import grapheme_start
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
 from chatmem.providers.base import Purpose
@@ -120,13 +121,23 @@ def _newest_part(text: str, marker: str, max_tokens: int, counter: TokenCounter)
             high = mid
         else:
             low = mid + 1
-    # Never start inside a Latin word or id: a cut "D-7731" reads as a different id.
-    while 0 < low < len(last) and _ID_CHAR.match(last[low - 1]) and _ID_CHAR.match(last[low]):
-        low += 1
+    low = _cut_start(last, low)
     while low < len(last) and not fits("…" + last[low:].lstrip()):
-        low += 1
+        low = _cut_start(last, low + 1)
     tail = last[low:].lstrip()
     return "…" + tail if tail else None
+
+
+def _cut_start(line: str, at: int) -> int:
+    """The first place from `at` on where a clipped line may start: never inside a Latin
+    word or id (a cut "D-7731" reads as a different id), nor inside a character a reader
+    sees (half of 🇰🇷 and the next flag's first half read as another country; an accent
+    alone lands on the …)."""
+    while 0 < at < len(line) and (
+            not grapheme_start(line, at)
+            or (_ID_CHAR.match(line[at - 1]) and _ID_CHAR.match(line[at]))):
+        at += 1
+    return at
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ A purge must erase what was said about the user and nothing else. A value is
 mentioned where it stands as a whole word in scripts that put spaces between
 words (`Ada` in "I am Ada." or "Ada's", never inside "adaptive" or "Canada"),
 as the exact string in scripts that do not (西湖 in 我们去西湖了; Hangul is
-counted with them because particles are written onto the word), and a number
+counted with them because particles are written onto the word, in syllables or in the
+jamo NFD spells them with, never part of a syllable), and a number
 only where it is not part of a longer one (4471 not in 144712, 3.4471 or
 1,4471). Letters match in any case by Unicode's rules (`fold`: José/JOSÉ,
 Straße/STRASSE, Дима/ДИМА, Σίσυφος/ΣΊΣΥΦΟΣ, é written as one character or
@@ -24,14 +25,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chatmem import fts
+from chatmem.graphemes import grapheme_start
 from chatmem.text import FULL_WIDTH, INVISIBLE
 
 MARKER = "[forgotten]"
 MIN_CHARACTERS = 2
 """A shorter value (one letter, one character) stands alone too often to be searched out."""
 
+_HANGUL_JAMO = "\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff"
+"""The letters a Hangul syllable is written as in NFD (macOS file names, some input
+methods): `fold` decomposes every syllable into them."""
 # Scripts written without spaces between words: a mention there is the exact string.
-_UNSPACED = re.compile(rf"[{fts.CJK}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+_UNSPACED = re.compile(rf"[{fts.CJK}{_HANGUL_JAMO}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+_JAMO = re.compile(rf"[{_HANGUL_JAMO}]")
 _NUMBER_GLUE = ".,"
 _FULL_WIDTH = FULL_WIDTH
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
@@ -145,14 +151,15 @@ def _alone(text: str, pattern: re.Pattern[str], searched: str,
 
 
 def _folded_offsets(text: str) -> tuple[dict[int, int], dict[int, int]]:
-    """Where each character of `text` (with the marks on it) starts and ends in fold(text):
-    folded offset -> offset in `text`, for starts and for ends."""
+    """Where each character of `text` (with the marks on it; a Hangul syllable written as
+    jamo is one) starts and ends in fold(text): folded offset -> offset in `text`, for
+    starts and for ends."""
     starts: dict[int, int] = {}
     ends: dict[int, int] = {}
     offset = at = 0
     while at < len(text):
         after = at + 1
-        while after < len(text) and unicodedata.category(text[after])[0] == "M":
+        while after < len(text) and _continues_character(text, after):
             after += 1
         starts[offset] = at
         offset += len(fold(text[at:after]))
@@ -161,6 +168,14 @@ def _folded_offsets(text: str) -> tuple[dict[int, int], dict[int, int]]:
         ends.setdefault(offset, after)
         at = after
     return starts, ends
+
+
+def _continues_character(text: str, at: int) -> bool:
+    """Whether text[at] is part of the character before it: a mark on it, or a jamo of the
+    same syllable (서 is not mentioned in the jamo of 섰, as it is not in 섰)."""
+    if unicodedata.category(text[at])[0] == "M":
+        return True
+    return bool(_JAMO.match(text[at])) and not grapheme_start(text, at)
 
 
 def all_spans(text: str, values: Iterable[str]) -> list[Span]:

@@ -5,18 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from chatmem.config.options import Cost, Spent
-from chatmem.graphemes import one_line
+from chatmem.graphemes import grapheme_start, one_line
 from chatmem.render import cost_text, when
 from chatmem.store import LogEntry, TurnStatus
 
 QUESTION_CHARS = 60
 """How much of each question the table shows: its start, enough to recognise it."""
+QUESTION_FIRST = 30
+"""The question's room the session column may take back from, before it is cut."""
+SESSION_COLUMNS = 14
+"""The session column in 80 columns: the start of a name and its turn number."""
+SESSION_MOST = 40
 
 
 def spent_text(spent: Spent) -> str:
@@ -41,6 +47,21 @@ def tokens_text(entry: LogEntry) -> str:
     return sent + (f"+{entry.reply_tokens:,}" if entry.reply_tokens is not None else "")
 
 
+def session_cell(session: str, number: int, columns: int) -> str:
+    """`name #N` in `columns` terminal cells at most: a long name is cut (never inside a
+    character: a Chinese one is two cells, an accent stays on its letter), the turn number
+    `inspect SESSION --turn N` needs stays."""
+    whole = f"{session} #{number}"
+    tail = f"… #{number}"
+    room = columns - cell_len(tail)
+    if cell_len(whole) <= columns or room < 1:
+        return whole
+    end = len(session)
+    while end > 0 and (cell_len(session[:end]) > room or not grapheme_start(session, end)):
+        end -= 1
+    return session[:end] + tail
+
+
 def status_text(entry: LogEntry) -> str:
     """`failed`, `cancelled`, `replaced by #4`, or nothing for an ok turn still in history."""
     if entry.superseded_by is not None:
@@ -53,15 +74,18 @@ def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> Ren
     cost, and the start of the question, cut to the width the console leaves it."""
     if not entries:
         return Text("no turns found", style="dim")
-    return _QuestionFit(lambda width: _table(entries, costs, width))
+    longest = max(cell_len(f"{entry.session} #{entry.number}") for entry in entries)
+    return _QuestionFit(lambda question, session: _table(entries, costs, question, session),
+                        min(max(longest, SESSION_COLUMNS), SESSION_MOST))
 
 
-def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: int) -> Table:
+def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: int,
+           session: int) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
     out.add_column("time", no_wrap=True)
     # Names keep their start: enough to tell sessions and models apart in 80 columns.
-    for name, widest in (("session", 14), ("model", 12), ("strategy", 12)):
+    for name, widest in (("session", session), ("model", 12), ("strategy", 12)):
         out.add_column(name, no_wrap=True, overflow="ellipsis", max_width=widest)
     out.add_column("tokens", justify="right", no_wrap=True)
     priced = any(cost is not None for cost in costs)
@@ -74,7 +98,7 @@ def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: 
     out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
     for entry, cost in zip(entries, costs, strict=True):
         # Month, day and time: a log is read for what happened lately.
-        row = [when(entry.created_at)[5:], f"{entry.session} #{entry.number}",
+        row = [when(entry.created_at)[5:], session_cell(entry.session, entry.number, session),
                entry.model or "", entry.strategy, tokens_text(entry)]
         if priced:
             row.append(cost_text(cost) if cost is not None else "")
@@ -86,16 +110,27 @@ def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: 
 
 
 class _QuestionFit:
-    """The table with the widest question column that fits the console (Rich would
-    squeeze the other columns to nothing instead)."""
+    """The table with the widest question and session columns that fit the console (Rich
+    would squeeze the other columns to nothing instead): the question gives up room first,
+    down to QUESTION_FIRST, then the session names down to SESSION_COLUMNS, then the
+    question again, then the names to their first characters and the turn number."""
 
-    def __init__(self, build: Callable[[int], Table]) -> None:
+    def __init__(self, build: Callable[[int, int], Table], session: int) -> None:
         self.build = build
+        self.session = session
+
+    def _widths(self) -> list[tuple[int, int]]:
+        names = range(self.session, SESSION_COLUMNS - 1, -2)
+        return ([(question, self.session) for question in range(QUESTION_CHARS,
+                                                                QUESTION_FIRST - 1, -2)]
+                + [(QUESTION_FIRST, session) for session in names]
+                + [(question, names[-1]) for question in range(QUESTION_FIRST - 2, 5, -2)]
+                + [(6, session) for session in range(names[-1] - 1, 5, -1)])
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         roomy = options.update_width(10_000)
-        for width in range(QUESTION_CHARS, 5, -2):
-            table = self.build(width)
+        for question, session in self._widths():
+            table = self.build(question, session)
             if Measurement.get(console, roomy, table).maximum <= options.max_width:
                 break
         yield table

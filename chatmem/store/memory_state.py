@@ -10,6 +10,7 @@ from typing import Any
 from chatmem.errors import NotFound, StoreError
 from chatmem.store import rendered, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
+from chatmem.store.fact_keys import same_key
 from chatmem.store.records import (
     MOST_INTEGER,
     FactHistoryRecord,
@@ -160,12 +161,14 @@ class FactTables:
         stated_in = source_session_id if source_session_id is not None else session_id
         with self._db.write():
             rows = fetch_rows(self._db,
-                f"SELECT * FROM facts WHERE key = ? AND deleted_at IS NULL AND {owner_sql}"
-                " AND (expires_at IS NULL OR expires_at > ?)",
-                [key, *owner, stamp],
+                f"SELECT * FROM facts WHERE deleted_at IS NULL AND {owner_sql}"
+                " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
+                [*owner, stamp],
             )
-            if rows:
-                old = FactRecord.from_row(rows[0])
+            same = [f for f in map(FactRecord.from_row, rows) if same_key(f.key, key)]
+            if same:
+                old = same[0]
+                self._merge_forms(old, same[1:], stamp)
                 if old.value != value:
                     self._db.execute(
                         "INSERT INTO fact_history (fact_id, key, value, source_session_id,"
@@ -174,9 +177,9 @@ class FactTables:
                          old.updated_at, stamp],
                     )
                 self._db.execute(
-                    "UPDATE facts SET value = ?, source_message_id = ?, source_turn = ?,"
-                    " source_session_id = ?, updated_at = ? WHERE id = ?",
-                    [value, source_message_id, source_turn, stated_in, stamp, old.id],
+                    "UPDATE facts SET key = ?, value = ?, source_message_id = ?,"
+                    " source_turn = ?, source_session_id = ?, updated_at = ? WHERE id = ?",
+                    [key, value, source_message_id, source_turn, stated_in, stamp, old.id],
                 )
                 fact_id = old.id
             else:
@@ -190,6 +193,19 @@ class FactTables:
                      source_message_id, source_turn, stated_in, stamp, stamp],
                 )
         return self.fact(int(fact_id))
+
+    def _merge_forms(self, kept: FactRecord, others: list[FactRecord], stamp: str) -> None:
+        """Fold the live facts of one key stored in other forms (café composed and not,
+        written before keys were normalized) into `kept`: their values become its earlier
+        ones, oldest first, and they are forgotten, so one key has one live fact again."""
+        for other in sorted(others, key=lambda f: (f.updated_at, f.id)):
+            self._db.execute(
+                "INSERT INTO fact_history (fact_id, key, value, source_session_id,"
+                " source_turn, stated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [kept.id, other.key, other.value, other.source_session_id, other.source_turn,
+                 other.updated_at, stamp],
+            )
+            self._db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?", [stamp, other.id])
 
     def fact_history(self, fact_ids: list[int]) -> dict[int, list[FactHistoryRecord]]:
         """Fact id → the values it had before, oldest first."""

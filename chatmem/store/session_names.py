@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from chatmem.graphemes import grapheme_prefix
+
 SESSION_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
 """Letters of any script or digits first, then letters, digits, `.`, `-`, `_`, `+`; 64 at most.
 
@@ -16,8 +18,10 @@ an export's file name, so no spaces, no slashes, no leading dash or dot.
 
 
 def is_session_name(name: str) -> bool:
-    """Whether `name` follows SESSION_NAME, a letter's combining marks counted with it (the
-    vowel signs of हिंदी, the accent of an é typed as e and U+0301)."""
+    """Whether `name` follows SESSION_NAME as it is stored (`normal_name`: an é typed as e
+    and U+0301 is one character), a letter's combining marks counted with it (the vowel
+    signs of हिंदी)."""
+    name = normal_name(name)
     if not name or unicodedata.category(name[0]).startswith("M"):
         return False
     letters = "".join("a" if unicodedata.category(c).startswith("M") else c for c in name)
@@ -60,13 +64,15 @@ def session_name_from(text: str) -> str:
             kept.append(char)
         elif kept[-1:] != ["-"]:
             kept.append("-")
-    name = "".join(kept).strip("-._+")
-    end = 64
-    # Never cut between a letter and its marks: the name would show another letter.
-    while end < len(name) and unicodedata.category(name[end]).startswith("M"):
-        end -= 1
-    name = name[:end].rstrip("-._+")
+    name = _first_characters("".join(kept).strip("-._+"), 64)
     return name or "session"
+
+
+def _first_characters(name: str, most: int) -> str:
+    """The start of `name`, `most` code points at most, never cut between a letter and its
+    marks (the name would show another letter: न without its virama), without a trailing
+    separator."""
+    return grapheme_prefix(name, most).rstrip("-._+")
 
 
 def session_name_of(identifier: str) -> str:
@@ -80,5 +86,5 @@ def session_name_of(identifier: str) -> str:
     if is_session_name(identifier):
         return identifier
     digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    stem = session_name_from(identifier)[:64 - len(digest) - 1].rstrip("-._+")
+    stem = _first_characters(session_name_from(identifier), 64 - len(digest) - 1)
     return f"{stem or 'session'}-{digest}"

@@ -157,10 +157,20 @@ def test_find_facts_by_id_or_key(make_engine) -> None:
     assert find_facts([fact], "99") == [] and find_facts([fact], "name") == []
 
 
+def test_find_facts_by_a_key_in_any_form_or_case(store: Store) -> None:
+    session = store.sessions.create_session("s", "entity")
+    stored = [store.facts.upsert_fact(key, "北京", scope="session", session_id=session.id)
+              for key in ("café", "straße", "城市")]
+    assert find_facts(stored, "Cafe\u0301") == stored[:1]
+    assert find_facts(stored, "STRASSE") == stored[1:2]
+    assert find_facts(stored, "城市") == stored[2:]
+
+
 @pytest.mark.parametrize(("text", "pair"), [
     ("budget: 5000 EUR", ("budget", "5000 EUR")),
     ("Order ID=ORD-7731", ("order id", "ORD-7731")),
     ("预算：五千元", ("预算", "五千元")),
+    ("Cafe\u0301 : Flore", ("café", "Flore")),  # é typed as e and a combining accent
     ("I like tea", None),
 ])
 def test_split_key_value(text, pair) -> None:

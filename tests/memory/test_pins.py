@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from waiting import HANG, wait_until
 
 from chatmem.engine import Engine
+from chatmem.graphemes import grapheme_start
 from chatmem.memory import pins
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import RULES
@@ -198,6 +200,23 @@ def test_a_quote_is_a_verbatim_piece_holding_the_detail(before: str, anchor: str
     assert anchor in piece or " ".join(anchor.split()).casefold() in piece.casefold()
     assert piece in " ".join(content.split())
     assert "\n" not in quote
+    flat = " ".join(content.split())
+    at = flat.find(piece)
+    assert grapheme_start(flat, at) and grapheme_start(flat, at + len(piece))
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.mark.parametrize("width", range(18, 48))
+def test_a_quote_never_cuts_a_flag_an_emoji_or_an_accent_off(width: int) -> None:
+    around = _nfd("Hélène àéîõü ") + "🇯🇵🇰🇷👨\u200d👩\u200d👧\u200d👦👍🏽 我们 "
+    content = around * 3 + "order ORD-7731 " + around * 3
+    piece = pins.quote_around(content, ["ORD-7731"], width).strip("…")
+    at = content.find(piece)
+    assert "ORD-7731" in piece and at >= 0
+    assert grapheme_start(content, at) and grapheme_start(content, at + len(piece)), ascii(piece)
 
 
 @settings(max_examples=150, deadline=None)

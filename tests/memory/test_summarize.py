@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from chatmem.config.loader import load_settings
 from chatmem.config.schema import check_prompt
 from chatmem.config.sections import SummarySection
 from chatmem.errors import ConfigError, ProviderResponseError
+from chatmem.graphemes import grapheme_start
 from chatmem.memory.context import Message
 from chatmem.memory.summarizer import (
     DEFAULT_PROMPT,
@@ -131,7 +133,8 @@ def test_clipped_text_always_fits(text: str, limit: int) -> None:
 @given(st.lists(st.text(st.characters(blacklist_characters="\n[…"), min_size=1, max_size=40),
                 min_size=1, max_size=12),
        st.integers(min_value=16, max_value=60))
-def test_clipping_keeps_the_newest_text_and_one_marker(lines: list[str], limit: int) -> None:
+def test_clipping_keeps_the_newest_text_and_one_marker_from_a_character_start(
+        lines: list[str], limit: int) -> None:
     text = "\n".join(lines).strip()
     clipped, was = clip(text, limit, COUNTER)
     again, _ = clip(clipped + "\nnew", limit, COUNTER)
@@ -139,6 +142,22 @@ def test_clipping_keeps_the_newest_text_and_one_marker(lines: list[str], limit: 
     if was and clipped.count("\n"):
         kept = clipped.split("\n", 1)[1]
         assert text.endswith(kept.removeprefix("…"))
+        assert grapheme_start(text, len(text) - len(kept.removeprefix("…")))
+
+
+@pytest.mark.parametrize(("text", "limit"), [
+    ("我们的旅行国家顺序是 " + "🇯🇵🇨🇳🇺🇸🇫🇷🇩🇪🇮🇹🇪🇸🇰🇷" * 3, 13),  # no half of 🇰🇷 left
+    (unicodedata.normalize("NFD", "Renée Zoë àéüöñ") * 8, 8),  # no accent without its letter
+    ("👨\u200d👩\u200d👧\u200d👦 " * 4 + "去韩国", 20),
+    ("👍🏽" * 30, 12),
+    ("旅行 हिन्दी " * 30, 5),
+])
+def test_a_clipped_line_starts_where_a_character_a_reader_sees_starts(text: str,
+                                                                       limit: int) -> None:
+    clipped, was = clip(text, limit, COUNTER)
+    tail = clipped.split("\n")[-1].removeprefix("…")
+    assert was and text.endswith(tail) and COUNTER.count_text(clipped) <= limit
+    assert grapheme_start(text, len(text) - len(tail)), ascii(tail)
 
 
 def test_scripted_rule_keeps_user_first_sentences_verbatim_in_any_language() -> None:

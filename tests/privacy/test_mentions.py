@@ -53,6 +53,33 @@ def test_a_mention_with_characters_that_draw_nothing_inside_spans_them_and_no_mo
     assert not mention_spans("李\u200b", "李\u200b")  # one character: never searched
 
 
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.mark.parametrize(("text", "value", "expected"), [
+    # Hangul as macOS and some input methods store it: each syllable as its jamo.
+    (_nfd("저는 서울에 살아요"), "서울", f"{_nfd('저는 ')}{MARKER}{_nfd('에 살아요')}"),
+    (_nfd("김민준님 안녕, 김민준씨"), "김민준", f"{MARKER}{_nfd('님 안녕, ')}{MARKER}{_nfd('씨')}"),
+    ("我住在서울，서울很好", _nfd("서울"), f"我住在{MARKER}，{MARKER}很好"),
+    # 서우 is the first jamo of 서울, not a mention of it: only whole syllables match.
+    (_nfd("서울에 가요"), "서우", _nfd("서울에 가요")),
+    (_nfd("ガスとパンです"), "ガス", f"{MARKER}{_nfd('とパンです')}"),
+])
+def test_text_written_decomposed_is_searched_as_its_composed_form(text: str, value: str,
+                                                                  expected: str) -> None:
+    assert erase_mentions(text, [value]) == expected
+
+
+def test_every_unspaced_character_decomposes_into_unspaced_characters() -> None:
+    # fold() decomposes text before a mention is checked to stand alone; a syllable whose
+    # parts counted as a spaced script's letters would be a word never standing alone.
+    spaced_parts = {hex(code) for code in range(sys.maxunicode + 1)
+                    if not 0xD800 <= code <= 0xDFFF and mentions._UNSPACED.match(chr(code))
+                    for part in _nfd(chr(code)) if not mentions._UNSPACED.match(part)}
+    assert spaced_parts == set()
+
+
 def test_two_values_that_overlap_are_erased_as_one() -> None:
     assert erase_mentions("Ada Lovelace wrote", ["Ada Lovelace", "Lovelace"]) == \
         f"{MARKER} wrote"

@@ -1,5 +1,6 @@
-"""The question column of `chatmem logs`: a long question is cut where a reader's
-character ends, never inside a flag, an emoji family or an accented letter."""
+"""The question and session columns of `chatmem logs`: a long question is cut where a
+reader's character ends, never inside a flag, an emoji family or an accented letter; a
+long session name is cut before its turn number, which stays."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat, run
+from rich.cells import cell_len
 
-from chatmem.render.logs import question_start
+from chatmem.render.logs import question_start, session_cell
 from chatmem.repl.completion import one_line
 
 FAMILY = "👨\u200d👩\u200d👧\u200d👦"
@@ -39,3 +41,33 @@ def test_a_flag_after_flags_and_a_skin_tone_stay_whole() -> None:
     flags = "🇨🇳🇯🇵🇰🇷"
     assert question_start("中" * 56 + flags, 60) == "中" * 56 + "🇨🇳…"
     assert question_start("中" * 58 + "👍🏽 好", 60) == "中" * 58 + "…"
+
+
+@pytest.mark.parametrize(("session", "columns", "shown"), [
+    ("trip", 14, "trip #3"),
+    ("北京上海旅行计划二零二六", 14, "北京上海旅… #3"),  # two cells a character
+    ("北京上海旅行计划二零二六", 13, "北京上海… #3"),  # never half of one
+    ("Renée-Zoë-Ångström", 14, "Renée-Zoë-… #3"),
+    ("नमस्ते-हिन्दी-यात्रा", 10, "नमस्ते-हि… #3"),  # the vowel sign stays on its letter
+    ("नमस्ते-हिन्दी-यात्रा", 12, "नमस्ते-हिन्दी… #3"),  # the conjunct न्द stays whole
+])
+def test_a_long_session_name_is_cut_before_its_turn_number(session: str, columns: int,
+                                                           shown: str) -> None:
+    cell = session_cell(session, 3, columns)
+    assert cell == shown and cell_len(cell) <= columns
+
+
+def test_logs_shows_the_turn_number_of_long_names_and_grows_the_column(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    chat(db, "北京上海旅行计划二零二六", ["你好，我们下周去杭州旅行", "预算五千元"], code=0)
+    chat(db, "北京上海旅行计划二零二五", ["hello"], code=0)
+    chat(db, "Renée-Zoë-Ångström-Müller", ["안녕하세요"], code=0)
+    sessions = ["Renée-Zoë-Ångström-Müller #1", "北京上海旅行计划二零二五 #1",
+                "北京上海旅行计划二零二六 #2", "北京上海旅行计划二零二六 #1"]
+    roomy = run(db, "logs", width=120, code=0).stdout.splitlines()[2:]
+    assert [row[13:13 + len(name)] for row, name in zip(roomy, sessions, strict=True)] == \
+        sessions
+    for width in (80, 60):
+        rows = run(db, "logs", width=width, code=0).stdout.splitlines()[2:]
+        assert [row.split()[3] for row in rows] == ["#1", "#1", "#2", "#1"], rows
+        assert all(cell_len(row) <= width for row in rows)

@@ -73,3 +73,44 @@ def test_a_name_made_from_free_text_keeps_each_letters_combining_marks() -> None
     # Cut at 64 before a letter whose mark would fall past the end, not between them.
     assert session_name_from("x" * 62 + " हि") == "x" * 62
     assert session_name_from("x" * 61 + " हि") == "x" * 61 + "-हि"
+
+
+LONG = "Renée-Zoë-Ångström-Müller-Françoise-Hélène-Noël-Göteborg-Malmö"
+"""62 characters as stored (NFC); 73 code points typed decomposed."""
+
+
+def test_the_64_character_rule_counts_a_name_as_it_is_stored() -> None:
+    from chatmem.store.session_names import check_session_name
+
+    decomposed = unicodedata.normalize("NFD", LONG + "-旅")
+    assert len(decomposed) > 64 >= len(normal_name(decomposed))
+    assert is_session_name(decomposed)
+    check_session_name(decomposed)
+    assert not is_session_name(unicodedata.normalize("NFD", LONG + "-旅行")), "65 stored"
+
+
+def test_a_name_made_from_a_long_id_never_ends_between_a_letter_and_its_marks() -> None:
+    from chatmem.graphemes import grapheme_start
+
+    # The 51st character is a virama, then the consonant it joins to the one before (न्द).
+    for identifier in ("旅行 ab " + "हिन्दी" * 12, "旅行 a " + "हिन्दी" * 12):
+        name = session_name_of(identifier)
+        stem = name.rsplit("-", 1)[0]
+        source = normal_name(identifier).replace(" ", "-")
+        assert source.startswith(stem) and grapheme_start(source, len(stem)), ascii(stem)
+        assert is_session_name(name)
+
+
+def test_a_long_name_typed_decomposed_is_accepted_and_stored_composed(
+        tmp_path: Path) -> None:
+    from cli_runner import invoke
+
+    from chatmem.store import Store
+
+    db = str(tmp_path / "h.db")
+    typed = unicodedata.normalize("NFD", LONG)
+    invoke("chat", typed, "--provider", "scripted", "--db", db, input="你好\n", code=0)
+    renamed = unicodedata.normalize("NFD", LONG.replace("Malmö", "Malmö2"))
+    invoke("sessions", "rename", LONG, renamed, "--db", db, code=0)
+    with Store(db) as store:
+        assert [row.name for row in store.sessions.list_sessions()] == [normal_name(renamed)]

@@ -1,0 +1,41 @@
+"""`facts forget --purge` over text stored decomposed (NFD), as macOS file names and some
+input methods send it: Hangul as jamo, accents as combining marks.
+
+Review of text in every script, finding 1: 저는 서울에 살아요 typed in NFD kept 서울
+after the purge, and `logs -q 서울` still found it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+from cli_runner import chat, invoke
+
+from chatmem.privacy.mentions import MARKER
+from chatmem.store import Store
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+def test_a_purge_erases_korean_typed_as_jamo_and_search_no_longer_finds_it(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    chat(db, "korea", ["/remember 도시: 서울", _nfd("저는 서울에 살아요"), "我住在서울，서울很好",
+                       _nfd("김민준님, Renée는 서울사람")], code=0)
+    dry = invoke("facts", "forget", "korea", "도시", "--purge", "--dry-run", "--db", str(db),
+                 code=0)
+    assert "would erase fact 1 (도시) and 8 mentions in 6 messages of 1 session" in dry.stderr
+    invoke("facts", "forget", "korea", "도시", "--purge", "--yes", "--db", str(db), code=0)
+    with Store(db) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("korea").id)]
+    assert said[::2] == [f"{_nfd('저는 ')}{MARKER}{_nfd('에 살아요')}",
+                         f"我住在{MARKER}，{MARKER}很好",
+                         f"{_nfd('김민준님, Renée는 ')}{MARKER}{_nfd('사람')}"]
+    assert not any(form in text for text in said for form in ("서울", _nfd("서울")))
+    left = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+    for form in ("서울", _nfd("서울")):
+        assert form.encode() not in left, form
+    assert "no turns found" in invoke("logs", "-q", "서울", "--db", str(db), code=0).output

@@ -1,0 +1,29 @@
+"""The one rule fact keys compare by (store/fact_keys.py), for the store and the memory."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from chatmem.store.fact_keys import normalize_key, same_key
+
+
+@pytest.mark.parametrize(("typed", "other"), [
+    ("café", unicodedata.normalize("NFD", "CAFÉ")),
+    ("Straße", "STRASSE"),
+    ("도시", unicodedata.normalize("NFD", "도시")),
+    ("Order  ID", "order id"),
+    ("ΣΊΣΥΦΟΣ", "σίσυφος"),
+    ("预算", "预算"),
+])
+def test_every_form_and_case_of_a_key_is_the_same_key(typed: str, other: str) -> None:
+    assert same_key(typed, other)
+
+
+def test_different_keys_stay_different() -> None:
+    assert not same_key("cafe", "café") and not same_key("预算", "预算 2")
+
+
+def test_a_key_is_stored_composed_in_lower_case_as_typed() -> None:
+    assert normalize_key(unicodedata.normalize("NFD", " Café  Straße ")) == "café straße"
