@@ -65,7 +65,7 @@ class FlakyProvider(ScriptedProvider):
     def stream(self, messages: Any) -> ScriptedReply:
         self.requests += 1
         reply = super().stream(messages)
-        return BreakingReply("x", 0) if self.requests in self.fail_on else reply
+        return BreakingReply("x", 0, 1) if self.requests in self.fail_on else reply
 
 
 @pytest.mark.parametrize("strategy", ["buffer", "window", "tokens"])
@@ -126,7 +126,7 @@ class InterruptedReply(ScriptedReply):
 class InterruptedProvider(ScriptedProvider):
     def stream(self, messages: Any) -> ScriptedReply:
         super().stream(messages)
-        return InterruptedReply("x", 0)
+        return InterruptedReply("x", 0, 1)
 
 
 def test_cancelled_turn_is_recorded_and_nothing_enters_memory(make_engine) -> None:
