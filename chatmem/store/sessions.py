@@ -89,9 +89,11 @@ class SessionTables:
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:
-        """The session written to last (a turn, or a change to its settings); None: none yet."""
-        rows = fetch_rows(self._db,
-                          "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
+        """The connecting user's own session written to last (a turn, or a change to its
+        settings); None: none yet. Never one shared with them: its owner sets when it was
+        last written, and so would choose where their next `-c` message goes."""
+        rows = fetch_rows(self._db, f"SELECT * FROM sessions WHERE {self._db.own_rows}"
+                          " ORDER BY updated_at DESC, id DESC LIMIT 1")
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def session(self, name: str) -> SessionRecord:

@@ -94,6 +94,28 @@ def test_a_name_that_is_both_ones_own_and_shared_opens_ones_own(
         "the team meets on Friday")
 
 
+def test_continue_takes_ones_own_last_session_never_one_shared_later(
+        urls: tuple[str, str]) -> None:
+    """bob writes in a session he shared after ann's last turn: ann's -c still goes into her
+    own, and a newer read-only share does not make it fail."""
+    ann, bob = urls
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
+    run(bob, "sessions", "share", "bob-private", "--with", "ann")
+    chat(bob, "bob-shared", "bob writes after ann")
+    chat(bob, "bob-private", "bob's newest turn")
+    continued = invoke("ask", "-c", "我的银行密码提示是生日", "--provider", "scripted",
+                       "--db", ann)
+    assert continued.exit_code == 0, continued.stderr
+    assert continued.stderr.splitlines()[0] == "continuing session ann-notes"
+    assert json.loads(run(ann, "inspect", "ann-notes", "--json"))["turn"]["input"] == (
+        "我的银行密码提示是生日")
+    assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
+        "bob writes after ann")
+    piped = invoke("chat", "-c", "--provider", "scripted", "--db", ann, input="再说一次\n")
+    assert piped.exit_code == 0 and piped.stderr.startswith("session ann-notes ·")
+    assert json.loads(run(ann, "inspect", "ann-notes", "--json"))["turn"]["input"] == "再说一次"
+
+
 def test_only_the_owner_shares_and_only_with_a_role_that_exists(urls: tuple[str, str]) -> None:
     ann, bob = urls
     run(bob, "sessions", "share", "bob-shared", "--with", "ann")
