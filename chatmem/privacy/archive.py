@@ -119,7 +119,8 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     """
     if path.exists() and not force:
         raise UsageError(f"{path} already exists; add --force to overwrite it")
-    sessions = [store.sessions.session(row.name) for row in store.sessions.list_sessions()]
+    # By id: a session shared with the user may have the name of one of their own.
+    sessions = [store.sessions.session_by_id(row.id) for row in store.sessions.list_sessions()]
     files = _member_names(sessions)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     messages = summaries = 0

@@ -215,6 +215,8 @@ class SessionSummary:
     """The conversation's turns, forked and imported ones too."""
     requests: int
     """The requests recorded for it, failed and cancelled ones included."""
+    id: int
+    """What names it when another session has its name (one shared with the user)."""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionSummary:

@@ -196,7 +196,8 @@ class SessionTables:
                     AND m.superseded = 0) AS messages,
                    (SELECT coalesce(max(m.turn), 0) FROM messages m
                     WHERE m.session_id = s.id AND m.superseded = 0) AS turns,
-                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests
+                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests,
+                   s.id
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )
