@@ -45,3 +45,17 @@ def test_export_all_keeps_ones_own_and_a_shared_session_of_the_same_name(
                   for s in listed}
     assert [s["name"] for s in listed] == ["旅行", "旅行"]
     assert firsts == {"ann's own trip: 杭州 hotel", "bob's trip: Paris"}
+
+
+def test_a_shared_session_is_exported_as_owner_name_and_says_whose_it_is(
+        urls: tuple[str, str], tmp_path: Path) -> None:
+    ann, bob = urls
+    ask(bob, "旅行", "bob's trip: Paris")
+    ask(ann, "旅行", "ann's own trip: 杭州 hotel")
+    output("sessions", "share", "旅行", "--with", "ann", "--db", bob)
+    archive = tmp_path / "all.zip"
+    output("sessions", "export", "--all", "-o", str(archive), "--db", ann)
+    with zipfile.ZipFile(archive) as zf:
+        listed = json.loads(zf.read("manifest.json"))["sessions"]
+    assert sorted((s["transcript"], s["shared_by"] or "") for s in listed) == [
+        ("sessions/bob-旅行.jsonl", "bob"), ("sessions/旅行.jsonl", "")]
