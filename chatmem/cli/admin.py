@@ -1,6 +1,6 @@
 """A team on one PostgreSQL history: `admin add-user`, `sessions share` and `unshare`."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -8,6 +8,9 @@ from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
+
+if TYPE_CHECKING:
+    from chatmem.store.copying import SkippedSession
 
 app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.\n\n"
                         "Example: chatmem admin add-user ann --db postgresql://admin@db/team",
@@ -122,7 +125,24 @@ def copy(
     if json_out:
         print_json(report.to_json())
         return
-    consoles()[1].print(
+    err = consoles()[1]
+    for skipped in report.skipped:
+        err.print(skipped_line(skipped), markup=False, soft_wrap=True)
+    err.print(
         f"copied {len(report.sessions)} session(s) ({report.rows['messages']} messages, "
         f"{report.rows['turns']} turns) from {report.source} to {report.target}",
         markup=False, soft_wrap=True)
+
+
+def skipped_line(skipped: "SkippedSession") -> str:
+    """One line, whatever the name holds (a newline, an escape sequence, 5,000 characters)."""
+    from chatmem.store.copying import SkipReason
+
+    name = repr(skipped.name if len(skipped.name) <= 64 else skipped.name[:64] + "…")
+    whose = f" (shared with you by {skipped.shared_by})" if skipped.shared_by else ""
+    if skipped.reason is SkipReason.NAME_TAKEN:
+        why = "another session copied has that name (rename one and copy it by name)"
+    else:
+        why = ("its name is not one chatmem accepts (letters, digits, '-', '_', '.' or '+', "
+               "up to 64)")
+    return f"not copied: session {name}{whose}: {why}"

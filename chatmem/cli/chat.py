@@ -203,6 +203,9 @@ def ask(
               open_conversation(ws, ONE_OFF if one_off else named, strategy=spec,
                                 params=params, system=system, activity=ConsoleActivity(err),
                                 allow_over_budget=allow_over_budget, save=save) as engine):
+            if continue_last:  # chat names it in its banner; ask shows nothing else before
+                err.print(f"continuing session {engine.session.name}", markup=False,
+                          soft_wrap=True)
             _print_notices(engine, err)
             repl = Repl(engine, out, err, markdown=not (plain or settings.plain), workspace=ws)
             try:

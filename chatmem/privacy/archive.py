@@ -28,7 +28,7 @@ from chatmem.text import json_safe
 from chatmem.timestamps import stamp_seconds, utc_now
 
 if TYPE_CHECKING:
-    from chatmem.store import SessionRecord
+    from chatmem.store import SessionRecord, SessionSummary
     from chatmem.store.protocols import PrivacyStore
 
 README = """\
@@ -36,6 +36,7 @@ chatmem export — everything one history file held when it was exported.
 
 sessions/NAME.jsonl   each session as a JSON Lines transcript:
                       `chatmem sessions import sessions/NAME.jsonl` restores it
+                      (OWNER-NAME.jsonl: a session OWNER shared with you)
 summaries/NAME.json   each summary version of the session (text, turns covered,
                       details the drift guard pinned)
 facts.json            every fact: key, value, scope (user profile or session),
@@ -55,14 +56,15 @@ class ArchiveReport:
     facts: int
 
 
-def _member_names(sessions: list[SessionRecord]) -> dict[int, str]:
-    """A file name per session: its name when that is safe, else made safe and unique."""
+def _member_names(sessions: list[SessionSummary]) -> dict[int, str]:
+    """A file name per session: its name (OWNER-NAME when shared with the user) when that is
+    safe, else made safe and unique."""
     from chatmem.store import session_name_from
 
     taken: set[str] = set()
     names = {}
     for session in sessions:
-        base = session_name_from(session.name)
+        base = session_name_from(session.address)
         name, n = base, 1
         while name.lower() in taken:
             n += 1
@@ -119,8 +121,11 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     """
     if path.exists() and not force:
         raise UsageError(f"{path} already exists; add --force to overwrite it")
-    sessions = [store.sessions.session(row.name) for row in store.sessions.list_sessions()]
-    files = _member_names(sessions)
+    listed_rows = store.sessions.list_sessions()
+    files = _member_names(listed_rows)
+    shared_by = {row.id: row.shared_by for row in listed_rows}
+    # By id: a session shared with the user may have the name of one of their own.
+    sessions = [store.sessions.session_by_id(row.id) for row in listed_rows]
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     messages = summaries = 0
     try:
@@ -136,7 +141,8 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                 count = len(store.history.messages(session.id))
                 messages += count
                 summaries += len(kept["summaries"])
-                listed.append({"name": session.name, "user": session.user,
+                listed.append({"name": session.name, "shared_by": shared_by[session.id],
+                               "user": session.user,
                                "transcript": f"sessions/{name}.jsonl",
                                "summaries": f"summaries/{name}.json", "messages": count,
                                "updated_at": session.updated_at})

@@ -217,7 +217,7 @@ def sessions_table(rows: Sequence[SessionSummary]) -> RenderableType:
         params = format_params(row.params or {})
         if params:
             strategy.append(f"\n{params}", style="dim")
-        out.add_row(row.name, strategy, f"{row.messages:,}", f"{row.turns:,}",
+        out.add_row(row.address, strategy, f"{row.messages:,}", f"{row.turns:,}",
                     when(row.updated_at))
     return out
 

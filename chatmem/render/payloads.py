@@ -27,7 +27,7 @@ def session_summary_json(session: SessionSummary) -> dict[str, Any]:
     """`sessions list --json`: one session, its fields in the query's order, with its strategy
     as everywhere (params inside it)."""
     columns = {f.name: getattr(session, f.name) for f in dataclass_fields(session)}
-    del columns["params"]
+    del columns["params"], columns["id"]  # a PostgreSQL id is random, and names nothing
     return {**columns, "strategy": strategy_json(session.strategy, session.params)}
 
 

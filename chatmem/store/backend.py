@@ -50,6 +50,12 @@ class Backend(Protocol):
     own_rows_first: str
     """An ORDER BY prefix that puts the connecting user's own rows before rows shared with
     them ("" where every row is the user's own)."""
+    own_rows: str
+    """A condition true of the connecting user's own rows, not of rows shared with them
+    ("1 = 1" where every row is the user's own)."""
+    shared_by: str
+    """The owner of a row shared with the connecting user, NULL for their own (an SQL
+    expression: "NULL" where every row is the user's own)."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         """Run one statement. The driver's errors never leave a backend: each is a

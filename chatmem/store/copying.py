@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from json import loads
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows
 from chatmem.store.records import json_text
+from chatmem.store.session_names import is_session_name, normal_name
 
 if TYPE_CHECKING:
     from chatmem.store import Store
@@ -59,40 +61,73 @@ _SKIPPED = frozenset({"owner"})
 """The PostgreSQL row's owner is whoever copies it in (row-level security checks it)."""
 
 
+class SkipReason(StrEnum):
+    NAME_TAKEN = "name-taken"
+    """Another session of the copy has its name (one's own, and one shared with one)."""
+    INVALID_NAME = "invalid-name"
+    """A name chatmem refuses (written with plain SQL): no command could name it."""
+
+
+@dataclass(frozen=True)
+class SkippedSession:
+    name: str
+    reason: SkipReason
+    shared_by: str | None = None
+    """Its owner, when another role shared it with the user copying."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason.value, "shared_by": self.shared_by}
+
+
 @dataclass(frozen=True)
 class CopyReport:
     source: str
     target: str
     sessions: list[str]
+    """The sessions copied."""
     rows: dict[str, int]
+    skipped: list[SkippedSession] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"from": self.source, "to": self.target, "sessions": self.sessions,
-                "rows": self.rows}
+                "rows": self.rows, "skipped": [s.to_json() for s in self.skipped]}
+
+
+@dataclass(frozen=True)
+class _Listed:
+    id: int
+    name: str
+    shared_by: str | None
 
 
 def copy_sessions(source: Store, target: Store,
                   names: Sequence[str] = ()) -> CopyReport:
     """Copy the sessions `names` (default: every session `source` shows) into `target`,
-    all or nothing; a name `target` already has is refused before anything is written."""
-    # PostgreSQL's ids are random: sessions are listed by when they were made.
-    everyone = "SELECT name FROM sessions ORDER BY created_at, id"
-    chosen = list(dict.fromkeys(names)) or [str(r["name"])
-                                            for r in fetch_rows(source.db, everyone)]
-    if not chosen:
-        raise NotFound(f"no session to copy in {source.location}")
-    ids: list[int] = []
-    for name in chosen:
-        record = source.sessions.find_session(name)
-        if record is None:
-            raise NotFound(f"no session {name!r} in {source.location}")
-        ids.append(record.id)
+    all or nothing; a name `target` already has is refused before anything is written.
+    A session the target could not tell from another (the same name) or could not name
+    (a name chatmem refuses) is left out and listed in the report's `skipped`."""
+    listed = _listed(source, names)
+    chosen: dict[str, _Listed] = {}
+    skipped: list[SkippedSession] = []
+    for session in listed:
+        if not is_session_name(session.name):
+            skipped.append(SkippedSession(session.name, SkipReason.INVALID_NAME,
+                                          session.shared_by))
+        elif normal_name(session.name) in chosen:
+            skipped.append(SkippedSession(session.name, SkipReason.NAME_TAKEN,
+                                          session.shared_by))
+        else:
+            chosen[normal_name(session.name)] = session
     for name in chosen:
         if target.sessions.find_session(name) is not None:
             raise UsageError(f"{target.location} has a session {name!r} already; "
                              "rename one (chatmem sessions rename) and copy again")
+    ids = [session.id for session in chosen.values()]
+    if not ids:
+        return CopyReport(source.location, target.location, [],
+                          {table.name: 0 for table in TABLES}, skipped)
     marks = ", ".join("?" for _ in ids)
-    origin = _Origin(dict(zip(ids, chosen, strict=True)))
+    origin = _Origin({session.id: session.name for session in chosen.values()})
     new_ids: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     with target.write():
@@ -102,7 +137,27 @@ def copy_sessions(source: Store, target: Store,
                               f"{'id' if table.keyed else '1'}", params)
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
-    return CopyReport(source.location, target.location, chosen, counts)
+    return CopyReport(source.location, target.location, [s.name for s in chosen.values()],
+                      counts, skipped)
+
+
+def _listed(source: Store, names: Sequence[str]) -> list[_Listed]:
+    """The sessions to copy, each once, one's own before one shared under the same name."""
+    db = source.db
+    if names:
+        found: dict[int, _Listed] = {}
+        for name in dict.fromkeys(names):
+            record = source.sessions.find_session(name)
+            if record is None:
+                raise NotFound(f"no session {name!r} in {source.location}")
+            found.setdefault(record.id, _Listed(record.id, record.name, None))
+        return list(found.values())
+    # PostgreSQL's ids are random: sessions are listed by when they were made.
+    rows = fetch_rows(db, f"SELECT id, name, {db.shared_by} AS shared_by FROM sessions"
+                          f" ORDER BY {db.own_rows_first}created_at, id")
+    if not rows:
+        raise NotFound(f"no session to copy in {source.location}")
+    return [_Listed(int(r["id"]), str(r["name"]), r["shared_by"]) for r in rows]
 
 
 def _rows_of(table: _Table, marks: str, ids: list[int],

@@ -94,6 +94,8 @@ class PostgresBackend(PostgresVectors, PostgresWords):
         """How deep in write(): there a failure of the database fails the write."""
         # A name may be the user's own session and one another user shared with them.
         self.own_rows_first = "owner <> current_user, "
+        self.own_rows = "owner = current_user"
+        self.shared_by = "NULLIF(owner, current_user)"
         errors = psycopg.errors
         # What makes the database unusable for a write (not a bug, not a constraint).
         self._store_failures: tuple[type[BaseException], ...] = (

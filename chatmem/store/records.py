@@ -215,6 +215,16 @@ class SessionSummary:
     """The conversation's turns, forked and imported ones too."""
     requests: int
     """The requests recorded for it, failed and cancelled ones included."""
+    id: int
+    """What names it when another session has its name (one shared with the user)."""
+    shared_by: str | None = None
+    """Its owner, when another role shared it with the user (PostgreSQL); None for their own.
+    `address` names it in any command."""
+
+    @property
+    def address(self) -> str:
+        """What names it in a command: `OWNER/NAME` when shared, else its name."""
+        return f"{self.shared_by}/{self.name}" if self.shared_by else self.name
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionSummary:

@@ -81,17 +81,29 @@ class SessionTables:
             f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)}
 
     def find_session(self, name: str) -> SessionRecord | None:
+        """The session `name` (one's own before one shared with one under that name), or
+        `OWNER/NAME`: OWNER's, on PostgreSQL. A session name has no `/` and a role's name
+        none either (sharing.ROLE_NAME), so the two forms never name the same thing."""
         if not is_valid(name):
             raise UsageError(f"session name {name!r} is not valid UTF-8")
-        rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ?"
-                          f" ORDER BY {self._db.own_rows_first}created_at, id LIMIT 1",
-                          [normal_name(name)])
+        owner, slash, own_name = name.partition("/")
+        if slash:
+            if self._db.kind != "postgresql":
+                return None  # a file has one user, and no name holds a `/`
+            rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ? AND owner = ?",
+                              [normal_name(own_name), owner])
+        else:
+            rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ?"
+                              f" ORDER BY {self._db.own_rows_first}created_at, id LIMIT 1",
+                              [normal_name(name)])
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:
-        """The session written to last (a turn, or a change to its settings); None: none yet."""
-        rows = fetch_rows(self._db,
-                          "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1")
+        """The connecting user's own session written to last (a turn, or a change to its
+        settings); None: none yet. Never one shared with them: its owner sets when it was
+        last written, and so would choose where their next `-c` message goes."""
+        rows = fetch_rows(self._db, f"SELECT * FROM sessions WHERE {self._db.own_rows}"
+                          " ORDER BY updated_at DESC, id DESC LIMIT 1")
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def session(self, name: str) -> SessionRecord:
@@ -187,14 +199,15 @@ class SessionTables:
     def list_sessions(self) -> list[SessionSummary]:
         """Every session with its counts, most recently used first."""
         rows = fetch_rows(self._db,
-            """
+            f"""
             SELECT s.name, s.strategy, s.params, s.provider, s.model, s.tokenizer, s.created_at,
                    s.updated_at,
                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id
                     AND m.superseded = 0) AS messages,
                    (SELECT coalesce(max(m.turn), 0) FROM messages m
                     WHERE m.session_id = s.id AND m.superseded = 0) AS turns,
-                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests
+                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests,
+                   s.id, {self._db.shared_by} AS shared_by
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )

@@ -74,6 +74,8 @@ class SqliteBackend(SqliteWords):
     ranks_vectors = False
     """No vector index: recall ranks the stored arrays in numpy."""
     own_rows_first = ""
+    own_rows = "1 = 1"
+    shared_by = "NULL"
     busy_timeout_ms = BUSY_TIMEOUT_MS
 
     def __init__(self, path: str | Path, *, key: str | None = None) -> None:

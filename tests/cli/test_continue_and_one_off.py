@@ -66,6 +66,7 @@ def test_continue_picks_the_session_used_last(db: Path) -> None:
     assert run_logged(db, "ask", "trip", "and then Porto").exit_code == 0
     result = run_logged(db, "ask", "-c", "where do I fly?")
     assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[0] == "continuing session trip"
     assert ("user", "I fly to Lisbon") in sent(db)
     assert ("user", "the report is due Friday") not in sent(db)
     chat = run_logged(db, "chat", "-c", input="and after Porto?\n")

@@ -94,6 +94,61 @@ def test_a_name_that_is_both_ones_own_and_shared_opens_ones_own(
         "the team meets on Friday")
 
 
+def test_continue_takes_ones_own_last_session_never_one_shared_later(
+        urls: tuple[str, str]) -> None:
+    """bob writes in a session he shared after ann's last turn: ann's -c still goes into her
+    own, and a newer read-only share does not make it fail."""
+    ann, bob = urls
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
+    run(bob, "sessions", "share", "bob-private", "--with", "ann")
+    chat(bob, "bob-shared", "bob writes after ann")
+    chat(bob, "bob-private", "bob's newest turn")
+    continued = invoke("ask", "-c", "我的银行密码提示是生日", "--provider", "scripted",
+                       "--db", ann)
+    assert continued.exit_code == 0, continued.stderr
+    assert continued.stderr.splitlines()[0] == "continuing session ann-notes"
+    assert json.loads(run(ann, "inspect", "ann-notes", "--json"))["turn"]["input"] == (
+        "我的银行密码提示是生日")
+    assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
+        "bob writes after ann")
+    piped = invoke("chat", "-c", "--provider", "scripted", "--db", ann, input="再说一次\n")
+    assert piped.exit_code == 0 and piped.stderr.startswith("session ann-notes ·")
+    assert json.loads(run(ann, "inspect", "ann-notes", "--json"))["turn"]["input"] == "再说一次"
+
+
+def test_a_shared_namesake_is_listed_with_its_owner_and_reached_as_owner_slash_name(
+        urls: tuple[str, str], tmp_path: Path) -> None:
+    ann, bob = urls
+    chat(ann, "bob-shared", "ann's own 会议 notes")
+    run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
+    listed = json.loads(run(ann, "sessions", "list", "--json"))
+    assert sorted((s["name"], s["shared_by"] or "") for s in listed) == [
+        ("ann-notes", ""), ("bob-shared", ""), ("bob-shared", "bob")]
+    table = run(ann, "sessions", "list")
+    assert "bob/bob-shared " in table and table.count("bob-shared") == 2
+    shown = json.loads(run(ann, "inspect", "bob/bob-shared", "--json"))
+    assert shown["turn"]["input"] == "the team meets on Friday"
+    assert "the team meets on Friday" in run(ann, "sessions", "show", "bob/bob-shared")
+    exported = tmp_path / "bob.jsonl"
+    run(ann, "sessions", "export", "bob/bob-shared", "-o", str(exported))
+    assert "the team meets on Friday" in exported.read_text(encoding="utf-8")
+    run(ann, "ask", "bob/bob-shared", "周五几点？", "--provider", "scripted")
+    chat(ann, "bob/bob-shared", "我会带咖啡")
+    assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
+        "我会带咖啡")
+    assert json.loads(run(ann, "inspect", "ann/bob-shared", "--json"))["turn"]["input"] == (
+        "ann's own 会议 notes")
+    run(ann, "inspect", "bob/bob-private", code=int(NotFound.exit_code))
+
+
+def test_owner_slash_name_names_nothing_in_a_file(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    chat(db, "旅行", "你好")
+    assert [s["shared_by"] for s in json.loads(run(db, "sessions", "list", "--json"))] == [None]
+    error = run(db, "inspect", "ann/旅行", code=int(NotFound.exit_code))
+    assert error.count("\n") == 1 and "'ann/旅行'" in error
+
+
 def test_only_the_owner_shares_and_only_with_a_role_that_exists(urls: tuple[str, str]) -> None:
     ann, bob = urls
     run(bob, "sessions", "share", "bob-shared", "--with", "ann")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
-from cli_runner import output
+from cli_runner import invoke, output
 from pg import PostgresServer
 from test_json_schema import check
 
@@ -101,3 +102,38 @@ def test_copy_refuses_a_name_the_target_has_and_writes_nothing(
     error = output("sessions", "copy", "nope", "--from", first, "--to", url,
                 code=int(NotFound.exit_code))
     assert "nope" in error
+
+
+def test_copy_leaves_out_a_shared_namesake_and_a_name_chatmem_refuses_and_says_so(
+        tmp_path: Path, url: str, pg_server: PostgresServer) -> None:
+    """ann sees her own 旅行, bob's 旅行 shared with her, and a session bob renamed with
+    plain SQL to a name no command accepts: her own is copied, once and counted, and each
+    left out is named in one line saying why."""
+    database = urlsplit(url).path.lstrip("/")
+    ann, bob = pg_server.url(database, "ann"), pg_server.url(database, "bob")
+    output("ask", "旅行", "ann's own 杭州 trip", "--provider", "scripted", "--db", ann)
+    for name in ("旅行", "bad"):
+        output("ask", name, f"bob's {name}", "--provider", "scripted", "--db", bob)
+        output("sessions", "share", name, "--with", "ann", "--db", bob)
+    with pg_server.driver.connect(bob, autocommit=True) as conn:
+        conn.execute("UPDATE sessions SET name = %s WHERE name = 'bad'", ("a b\n\x1b[31mc",))
+    target = str(tmp_path / "copy.db")
+    copied = invoke("sessions", "copy", "--from", ann, "--to", target)
+    assert copied.exit_code == 0, copied.stderr
+    assert copied.stderr.splitlines() == [
+        "not copied: session '旅行' (shared with you by bob): another session copied has that"
+        " name (rename one and copy it by name)",
+        "not copied: session 'a b\\n\\x1b[31mc' (shared with you by bob): its name is not one"
+        " chatmem accepts (letters, digits, '-', '_', '.' or '+', up to 64)",
+        f"copied 1 session(s) (2 messages, 1 turns) from {ann} to {target}"]
+    listed = json.loads(output("sessions", "list", "--db", target, "--json"))
+    assert [s["name"] for s in listed] == ["旅行"]
+    shown = json.loads(output("inspect", "旅行", "--db", target, "--json"))
+    assert shown["turn"]["input"] == "ann's own 杭州 trip"
+    report = json.loads(output("sessions", "copy", "--from", ann, "--to",
+                               str(tmp_path / "again.db"), "--json"))
+    check("sessions_copy", report)
+    assert report["sessions"] == ["旅行"] and report["rows"]["messages"] == 2
+    assert report["skipped"] == [
+        {"name": "旅行", "reason": "name-taken", "shared_by": "bob"},
+        {"name": "a b\n\x1b[31mc", "reason": "invalid-name", "shared_by": "bob"}]

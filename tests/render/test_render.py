@@ -73,10 +73,11 @@ SESSIONS = [
                    params={"max_tokens": 2000, "summary_max_tokens": 256}, provider=None,
                    model=None, tokenizer=None, created_at="2026-11-01T08:00:00.000+00:00",
                    updated_at="2026-11-29T15:09:41.123+00:00", messages=1204, turns=602,
-                   requests=602),
+                   requests=602, id=1),
     SessionSummary(name="旅行计划", strategy="window", params={}, provider=None, model=None,
                    tokenizer=None, created_at="2026-11-28T09:00:00.000+00:00",
-                   updated_at="2026-11-28T09:01:02.000+00:00", messages=4, turns=2, requests=2),
+                   updated_at="2026-11-28T09:01:02.000+00:00", messages=4, turns=2, requests=2,
+                   id=2),
 ]
 
 

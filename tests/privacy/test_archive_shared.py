@@ -1,0 +1,61 @@
+"""`sessions export --all` on PostgreSQL: a session another role shares with the user under
+the name of one of the user's own is exported too, each once, under its own member name."""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke, output
+from pg import PostgresServer
+
+
+@pytest.fixture
+def urls(pg_server: PostgresServer, pg_template: str) -> Iterator[tuple[str, str]]:
+    database = pg_server.create_database(pg_template)
+    yield pg_server.url(database, "ann"), pg_server.url(database, "bob")
+    pg_server.drop_database(database)
+
+
+def ask(url: str, session: str, text: str) -> None:
+    output("ask", session, text, "--provider", "scripted", "--db", url)
+
+
+def test_export_all_keeps_ones_own_and_a_shared_session_of_the_same_name(
+        urls: tuple[str, str], tmp_path: Path) -> None:
+    ann, bob = urls
+    ask(ann, "旅行", "ann's own trip: 杭州 hotel")
+    ask(bob, "旅行", "bob's trip: Paris")
+    output("sessions", "share", "旅行", "--with", "ann", "--db", bob)
+    archive = tmp_path / "all.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # zipfile warns of a duplicate member name
+        result = invoke("sessions", "export", "--all", "-o", str(archive), "--db", ann)
+    assert result.exit_code == 0, result.stderr
+    assert "exported 2 sessions (4 messages)" in result.stderr
+    with zipfile.ZipFile(archive) as zf:
+        members = zf.namelist()
+        assert len(members) == len(set(members))
+        listed = json.loads(zf.read("manifest.json"))["sessions"]
+        firsts = {json.loads(zf.read(s["transcript"]).splitlines()[1])["content"]
+                  for s in listed}
+    assert [s["name"] for s in listed] == ["旅行", "旅行"]
+    assert firsts == {"ann's own trip: 杭州 hotel", "bob's trip: Paris"}
+
+
+def test_a_shared_session_is_exported_as_owner_name_and_says_whose_it_is(
+        urls: tuple[str, str], tmp_path: Path) -> None:
+    ann, bob = urls
+    ask(bob, "旅行", "bob's trip: Paris")
+    ask(ann, "旅行", "ann's own trip: 杭州 hotel")
+    output("sessions", "share", "旅行", "--with", "ann", "--db", bob)
+    archive = tmp_path / "all.zip"
+    output("sessions", "export", "--all", "-o", str(archive), "--db", ann)
+    with zipfile.ZipFile(archive) as zf:
+        listed = json.loads(zf.read("manifest.json"))["sessions"]
+    assert sorted((s["transcript"], s["shared_by"] or "") for s in listed) == [
+        ("sessions/bob-旅行.jsonl", "bob"), ("sessions/旅行.jsonl", "")]
