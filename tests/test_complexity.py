@@ -305,6 +305,63 @@ def test_a_search_across_sessions_reads_as_much_of_a_long_history_as_of_a_short_
         assert reads[LARGE, query] <= reads[SMALL, query] * 1.25 + 20, reads
 
 
+def test_a_search_for_a_word_said_thousands_of_times_reads_as_much_as_at_100_turns(
+    stored: dict[int, Path], tmp_path: Path
+) -> None:
+    # "order" and "预算" are said in two of every three turns: at 5,000 turns too often
+    # for recall to score, which left the MCP tool `search_memory` finding nothing. It
+    # finds the newest messages saying them, reading as many entries as it returns.
+    from chatmem.app import Workspace
+    from chatmem.app.search import SEARCH_HITS, found_in, search_engine
+
+    reads = {}
+    for turns in (SMALL, LARGE):
+        path = tmp_path / f"search-{turns}.db"
+        shutil.copyfile(stored[turns], path)
+        settings = dataclasses.replace(SETTINGS, provider="scripted", db=str(path))
+        with Workspace(settings) as ws:
+            engine = search_engine(ws, "long")
+            for query in ("order", "预算"):
+                found_in(engine, query)  # FTS5 reads its configuration
+                with metered(ws.store) as meter:
+                    found = found_in(engine, query)
+                assert len(found) >= SEARCH_HITS // 2 and all(
+                    query in f.content.lower() for f in found), (turns, query)
+                reads[turns, query] = (meter.statements, meter.index_reads + meter.steps)
+                if turns == LARGE:  # where it was said last, newest first
+                    said = [f.turn or 0 for f in found]
+                    assert said == sorted(said, reverse=True) and said[0] >= LARGE - 2
+    for query in ("order", "预算"):
+        (statements, read), (statements_l, read_l) = reads[SMALL, query], reads[LARGE, query]
+        assert statements_l <= statements + 2 and read_l <= read * 1.25 + 20, reads
+
+
+def test_a_conversation_s_newest_matches_skip_another_conversation_s_entries(
+    tmp_path: Path,
+) -> None:
+    # The newest messages of this conversation saying a word, however often another
+    # conversation had since then says it: its entries are never read.
+    reads = {}
+    for other_says in (2 * POSTINGS, 6 * POSTINGS):
+        with Store(tmp_path / f"h{other_says}.db") as store:
+            mine = store.sessions.create_session("mine", "retrieval", {})
+            other = store.sessions.create_session("other", "retrieval", {})
+            store.history.import_messages(mine.id, [
+                {"role": "user", "content": f"Alice and I went to museum {n}."}
+                for n in range(POSTINGS)])
+            store.history.import_messages(other.id, [
+                {"role": "user", "content": f"Alice and I planned garden bed {n}."}
+                for n in range(other_says)])
+            store.history.import_messages(mine.id, [
+                {"role": "user", "content": "Alice said her flat is on Rue Oberkampf."}])
+            store.recall.newest_matches(mine.id, "Alice", limit=50)  # FTS5's configuration
+            with metered(store) as meter:
+                found = store.recall.newest_matches(mine.id, "Alice", limit=50)
+            assert [m.position for m in found] == list(range(POSTINGS + 1, POSTINGS - 49, -1))
+            reads[other_says] = meter.index_reads + meter.steps
+    assert reads[6 * POSTINGS] <= reads[2 * POSTINGS] * 1.25 + 20, reads
+
+
 def test_a_question_s_terms_are_counted_in_one_statement_however_many_there_are(
     stored: dict[int, Path]
 ) -> None:

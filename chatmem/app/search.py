@@ -41,7 +41,8 @@ class Found:
     """Cosine of the query with the message (and its context) by meaning; None without
     an embedder."""
     fused: float | None
-    """The score recall ranks by: words and meaning fused."""
+    """The score recall ranks by: words and meaning fused; None (and no other score) for
+    a message found as one of the newest saying words too common to rank."""
     route: str | None = None
     """What brought it (words, meaning, neighbour, …) when the ranking says."""
 
@@ -83,7 +84,22 @@ def search_engine(workspace: Workspace, session: str) -> Engine[Store]:
 
 
 def found_in(engine: Engine[Store], query: str) -> list[Found]:
-    """What `engine` (search_engine's, perhaps kept open by a server) recalls for `query`."""
+    """What `engine` (search_engine's, perhaps kept open by a server) recalls for `query`;
+    when recall finds nothing by its words, the newest messages saying them."""
+    found = recalled_for(engine, query)
+    if any(f.bm25 is not None for f in found):
+        return found
+    # Recall scores only words rare enough to rank in a bounded read: a word said in
+    # hundreds of messages leaves it nothing to score, yet a search for it must find them.
+    seen = {f.message_id for f in found}
+    newest = engine.store.recall.newest_matches(engine.session.id, query, limit=SEARCH_HITS)
+    return found + [Found(engine.session.name, m.turn, m.role, m.content, m.id, None, None,
+                          None, None, RecallRoute.WORDS.value)
+                    for m in newest if m.id not in seen]
+
+
+def recalled_for(engine: Engine[Store], query: str) -> list[Found]:
+    """What `engine` recalls for `query`, as recall ranks it."""
     context = engine.build_context(query)
     recalled = {m.id: m for p in context.parts if p.kind == "recalled" for m in p.messages}
     found = []

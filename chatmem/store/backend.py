@@ -125,10 +125,12 @@ class Backend(Protocol):
         (None: all)."""
         ...
 
-    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
-        """Ids of the newest `limit` messages matching any of `terms`, newest first, read
-        from the newest end of the index: words too common to score (each ranking would
-        read every entry they have) still find where they were said last."""
+    def newest_word_matches(self, terms: Sequence[str], limit: int,
+                            session_id: int | None = None) -> list[int]:
+        """Ids of the newest `limit` messages matching any of `terms` (in one session;
+        None: all), newest first, read from the newest end of the index: words too common
+        to score (each ranking would read every entry they have) still find where they
+        were said last."""
         ...
 
     def nearest_vectors(self, model: str, dimensions: int, session_id: int,

@@ -2,7 +2,7 @@
 session's turns used per model (the REPL's running total).
 
 Portable SQL only (the seam's rules); full-text search is the backend's
-`word_scores`, so `logs -q` reads the same index on SQLite and PostgreSQL.
+`word_scores` and `newest_word_matches`, so `logs -q` reads the same index on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ class LogTables:
     def recent_turns(self, *, limit: int, session_id: int | None = None,
                      query: str | None = None, replied: bool = False) -> list[LogEntry]:
         """The newest `limit` turns (of one session, or all); with `query`, the turns whose
-        question or reply best match it in the full-text index, best first; `replied`: only
+        question or reply best match it in the full-text index, best first (`_matching_messages`:
+        words too common to score find the newest turns saying them); `replied`: only
         turns with a reply (`logs -r`)."""
         conditions = ["t.session_id = ?"] if session_id is not None else []
         if replied:
@@ -89,8 +90,7 @@ class LogTables:
                 f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
-        scores = {message_id: score for message_id, _, score
-                  in self._db.word_scores(fts.search_terms(query), session_id, None, 2 * limit)}
+        scores = self._matching_messages(query, session_id, 2 * limit)
         if not scores:
             return []
         marks = ", ".join("?" for _ in scores)
@@ -105,6 +105,23 @@ class LogTables:
                 for row in rows}
         rows.sort(key=lambda row: (-best[row["id"]], row["created_at"]))
         return [LogEntry.from_row(row) for row in rows[:limit]]
+
+    def _matching_messages(self, query: str, session_id: int | None,
+                           limit: int) -> dict[int, float]:
+        """Message id → score (higher is better) of the best `limit` matches of `query`.
+
+        Only its rarer terms are scored, as recall scores them (`rare_terms`): scoring a
+        word said in thousands of messages reads every entry it has. A query of such
+        words alone (or whose rarer words this session never says) finds the newest
+        messages saying them, ranked newest first."""
+        terms = fts.search_terms(query)
+        rare = rare_terms(self._db, terms, POSTINGS)
+        scores = {message_id: score for message_id, _, score
+                  in self._db.word_scores(rare, session_id, None, limit)} if rare else {}
+        if scores:
+            return scores
+        newest = self._db.newest_word_matches(terms, limit, session_id)
+        return {message_id: -float(rank) for rank, message_id in enumerate(newest)}
 
     def sessions_matching(self, query: str, *, limit: int) -> list[str]:
         """The names of the sessions whose messages best match `query` in the full-text

@@ -174,15 +174,26 @@ class PostgresWords:
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0][0]))[:limit]
         return [(message_id, position, score) for (message_id, position), score in best]
 
-    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
+    def newest_word_matches(self, terms: Sequence[str], limit: int,
+                            session_id: int | None = None) -> list[int]:
         lexemes = self._lexemes(terms)
         if not lexemes:
             return []
         query = " || ".join("?::tsquery" for _ in lexemes)
+        if session_id is None:
+            rows = self.execute(
+                "SELECT m.id FROM message_words w JOIN messages m ON m.id = w.message_id"
+                f" WHERE w.terms @@ ({query}) AND m.superseded = 0"
+                " ORDER BY w.message_id DESC LIMIT ?", [*map(_tsquery, lexemes), limit])
+            return [int(message_id) for (message_id,) in rows]
+        # The session's messages from its last turn back (its (session, turn) index), each
+        # looked up by key: words this common are met within the first few, where a read
+        # of the words' index would fetch every message holding them.
         rows = self.execute(
-            "SELECT m.id FROM message_words w JOIN messages m ON m.id = w.message_id"
-            f" WHERE w.terms @@ ({query}) AND m.superseded = 0"
-            " ORDER BY w.message_id DESC LIMIT ?", [*map(_tsquery, lexemes), limit])
+            "SELECT m.id FROM messages m JOIN message_words w ON w.message_id = m.id"
+            f" WHERE m.session_id = ? AND m.superseded = 0 AND w.terms @@ ({query})"
+            " ORDER BY m.turn DESC, m.id DESC LIMIT ?",
+            [session_id, *map(_tsquery, lexemes), limit])
         return [int(message_id) for (message_id,) in rows]
 
     def _word_totals(self) -> tuple[int, float]:

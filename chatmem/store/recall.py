@@ -232,6 +232,19 @@ class RecallTables:
         return WordMatches(scores, sum(w.weight for w in weighted
                                        if w.term not in fts.UNSCORED_WORDS))
 
+    def newest_matches(self, session_id: int, query: str, *,
+                       limit: int) -> list[MessageRecord]:
+        """The session's newest `limit` messages holding any of `query`'s words, newest
+        first: what a search finds of words too common for `word_matches` to score, read
+        from the newest end of the index (as many entries as it returns, about)."""
+        ids = self._db.newest_word_matches(fts.search_terms(query), limit, session_id)
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        found = {record.id: record for record in (MessageRecord(*row) for row in self._db.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({marks})", ids))}
+        return [found[i] for i in ids if i in found]
+
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
         """`rare_terms` of this store's index."""
         return rare_terms(self._db, terms, postings)

@@ -257,16 +257,35 @@ class SqliteWords:
         # bm25() is lower for better matches.
         return [(message_id, position, -score) for message_id, position, score in rows]
 
-    def newest_word_matches(self, terms: Sequence[str], limit: int) -> list[int]:
+    def newest_word_matches(self, terms: Sequence[str], limit: int,
+                            session_id: int | None = None) -> list[int]:
         expression = match_terms(list(terms))
         if expression is None:
             return []
-        # FTS5 walks its entries from the highest rowid down and stops at the limit.
-        rows = self.execute(
-            "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " WHERE messages_fts MATCH ? AND m.superseded = 0"
-            " ORDER BY messages_fts.rowid DESC LIMIT ?", [expression, limit])
-        return [message_id for (message_id,) in rows]
+        if session_id is None:
+            # FTS5 walks its entries from the highest rowid down and stops at the limit.
+            rows = self.execute(
+                "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+                " WHERE messages_fts MATCH ? AND m.superseded = 0"
+                " ORDER BY messages_fts.rowid DESC LIMIT ?", [expression, limit])
+            return [message_id for (message_id,) in rows]
+        ranges, _ = self._session_ranges(session_id)
+        if ranges is None:
+            ranges = [(0, 2**62)]
+        if not ranges:
+            return []
+        # The conversation's runs of ids, newest first, each walked from its newest entry
+        # (CROSS JOIN: the index leads, not the conversation's messages): the compound
+        # stops at the limit, so the other conversations' entries are never read, and
+        # the oldest run (which may hold theirs) only when the newer ones fall short.
+        arm = ("SELECT * FROM (SELECT m.id FROM messages_fts CROSS JOIN messages m"
+               " ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?"
+               " AND messages_fts.rowid BETWEEN ? AND ? AND m.session_id = ?"
+               " AND m.superseded = 0 ORDER BY messages_fts.rowid DESC LIMIT ?)")
+        rows = self.execute(" UNION ALL ".join([arm] * len(ranges)) + " LIMIT ?",
+                            [*(v for lo, hi in ranges
+                               for v in (expression, lo, hi, session_id, limit)), limit])
+        return sorted((message_id for (message_id,) in rows), reverse=True)
 
 
 # -- FTS5 query syntax: quoted, so a user's text is never an operator ------------------

@@ -247,3 +247,45 @@ def test_logs_r_on_an_empty_history_says_there_is_no_reply(isolated_home: Path) 
     result = invoke("logs", "-r")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: no reply in ") and result.stdout == ""
+
+
+def _turns_saying(store: Store, count: int) -> None:
+    """`count` turns whose questions all say 北京 and Paris (stored messages, each turn
+    written straight into the table, as `_many_turns`), before a session that never does."""
+    session = store.sessions.create_session("长对话", strategy="window")
+    ids = store.history.import_messages(session.id, [
+        message for n in range(count) for message in (
+            {"role": "user", "content": f"第{n}条消息 关于北京天气 and Paris weather"},
+            {"role": "assistant", "content": f"reply {n}"})])
+    store.db.conn.executemany(
+        "INSERT INTO turns (session_id, number, status, input, reply, context, strategy,"
+        " created_at, user_message_id, assistant_message_id)"
+        " VALUES (?, ?, 'ok', ?, ?, '{}', 'window', ?, ?, ?)",
+        [(session.id, n + 1, f"第{n}条消息 关于北京天气 and Paris weather", f"reply {n}",
+          f"2026-01-01T00:00:{n:06d}", ids[2 * n], ids[2 * n + 1]) for n in range(count)])
+    store.sessions.create_session("quiet", strategy="window")
+
+
+@pytest.mark.parametrize("session", [None, "长对话"])
+def test_a_search_for_a_word_every_turn_says_reads_the_same_at_100_and_4000(
+        tmp_path: Path, session: str | None) -> None:
+    """`logs -q 北京` at 4,000 turns lists the newest turns saying it, reading no more of
+    the index than at 100 (scoring the word read every entry it has)."""
+    from meter import metered
+
+    work = {}
+    for count in (100, 4000):
+        with Store(tmp_path / f"{count}.db") as store:
+            _turns_saying(store, count)
+            found = store.sessions.find_session(session) if session else None
+            for query in ("北京", "Paris"):
+                store.logs.recent_turns(limit=10, query=query)  # FTS5 reads its configuration
+                with metered(store) as meter:
+                    entries = store.logs.recent_turns(
+                        limit=10, session_id=found.id if found else None, query=query)
+                assert len(entries) == 10 and all(query in e.input for e in entries)
+                if count == 4000:
+                    assert [e.number for e in entries] == list(range(4000, 3990, -1))
+                work[count, query] = meter.index_reads + meter.steps
+    for query in ("北京", "Paris"):
+        assert work[4000, query] <= work[100, query] * 1.25 + 20, work

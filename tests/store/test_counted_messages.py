@@ -200,3 +200,27 @@ def test_a_long_input_searches_a_conversation_among_others(store: Store) -> None
     found = store.recall.match_scores(mine.session.id, pasted, before_turn=99, limit=500)
     held = {m.position for m in store.history.messages(mine.session.id) if "x and" in m.content}
     assert held and held <= set(found)
+
+
+def test_a_conversation_s_newest_matches_are_its_own_newest_first(store: Store) -> None:
+    """Every backend: a search in one conversation (recall.newest_matches) finds its own
+    newest messages saying the words, another conversation's between them left out,
+    Chinese words as English ones."""
+    mine = store.sessions.create_session("北京之旅", "window", {})
+    other = store.sessions.create_session("other", "window", {})
+    for start in (0, 3, 6):  # the two conversations' messages interleave
+        store.history.import_messages(mine.id, [
+            {"role": "user", "content": f"第{n}天 北京天气 and Paris weather"}
+            for n in range(start, start + 3)])
+        store.history.import_messages(other.id, [
+            {"role": "user", "content": f"Other {n}: 北京天气 in Paris"} for n in range(4)])
+    store.history.import_messages(mine.id, [{"role": "assistant", "content": "好的"}])
+
+    for query in ("北京", "Paris"):
+        found = store.recall.newest_matches(mine.id, query, limit=4)
+        assert [m.content for m in found] == [
+            f"第{n}天 北京天气 and Paris weather" for n in (8, 7, 6, 5)], query
+        everything = store.recall.newest_matches(mine.id, query, limit=100)
+        assert [m.content[:3] for m in everything] == [f"第{n}天" for n in range(8, -1, -1)]
+        assert {m.session_id for m in everything} == {mine.id}
+    assert store.recall.newest_matches(mine.id, "东京", limit=5) == []
