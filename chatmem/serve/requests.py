@@ -38,6 +38,9 @@ class TurnAsked:
     options: dict[str, Any]
     fingerprinted: bool = False
     """No id named the conversation: it is known by how it began, and by its history."""
+    include_usage: bool = False
+    """A streamed reply ends with a chunk of its own holding the usage (OpenAI's
+    `stream_options.include_usage`); without it, no usage is streamed."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -98,6 +101,12 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     if not isinstance(body.get("stream", False), bool | None):
         raise RequestError("stream must be true or false", "stream")
     model, strategy = _model_and_strategy(body.get("model") or "")
+    stream_options = body.get("stream_options")
+    if stream_options is not None and (not isinstance(stream_options, dict) or
+                                       stream_options.get("include_usage") not in
+                                       (None, True, False)):
+        raise RequestError('stream_options must be an object such as {"include_usage": true}',
+                           "stream_options")
     options: dict[str, Any] = {}
     for key, kind in SAMPLING.items():
         if body.get(key) is not None:
@@ -130,7 +139,8 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options,
-                     fingerprinted=fingerprinted)
+                     fingerprinted=fingerprinted,
+                     include_usage=bool(stream_options and stream_options.get("include_usage")))
 
 
 def header_text(value: str) -> str:
