@@ -205,9 +205,13 @@ def _text(content: Any, where: str) -> str:
 
 
 def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
-    """`MODEL@STRATEGY` (as /v1/models lists them), or a plain model name."""
+    """`MODEL@STRATEGY` (as /v1/models lists them), or a plain model name; RequestError for
+    an `@` with no strategy after it (no model's name ends so: it would reach the model)."""
     name, at, strategy = model.rpartition("@")
-    if at and strategy:
+    if at and not strategy:
+        raise RequestError(f"model {model!r} names no strategy after @: name one (e.g. "
+                           f"{name or 'MODEL'}@window) or leave the @ out", "model")
+    if at:
         return name or None, strategy
     return model or None, None
 

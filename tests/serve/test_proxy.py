@@ -651,6 +651,12 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
              "messages", "messages[0].content[0]: only text parts are taken, not input_audio"),
             ({"messages": [{"role": "user", "content": "hi"}], "model": {"name": "gpt"}},
              "model", 'model must be a string, e.g. "gpt-4o-mini@window"'),
+            ({"messages": [{"role": "user", "content": "你好"}], "model": "test-small@"},
+             "model", "model 'test-small@' names no strategy after @: name one (e.g. "
+                      "test-small@window) or leave the @ out"),
+            ({"messages": [{"role": "user", "content": "你好"}], "model": "@"},
+             "model", "model '@' names no strategy after @: name one (e.g. MODEL@window) or "
+                      "leave the @ out"),
             ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"},
              "stream", "stream must be true or false"),
             ({"messages": [{"role": "user", "content": "hi"}], "seed": 1.5},
