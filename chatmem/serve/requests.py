@@ -71,6 +71,25 @@ NOT_RETURNED = ("logprobs", "top_logprobs")
 """Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
 
 
+def parsed_body(raw: bytes) -> Any:
+    """A request's body read as JSON; RequestError when it is not JSON (bytes that are not
+    text, or nested beyond what Python reads)."""
+    try:
+        return json.loads(raw, parse_int=_integer)
+    except (ValueError, RecursionError):
+        raise RequestError("the body is not JSON") from None
+
+
+def _integer(digits: str) -> int | float:
+    """A JSON integer; one longer than Python reads as an int (4,300 digits) is taken as
+    the infinite float it rounds to, which the field holding it then refuses naming itself
+    (as JSON's 1e400), instead of the whole body being called not JSON."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
 def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     """The turn a chat-completions request asks for; RequestError naming the field when it is
     not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""

@@ -661,6 +661,10 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
              "stream", "stream must be true or false"),
             ({"messages": [{"role": "user", "content": "hi"}], "seed": 1.5},
              "seed", "seed must be a whole number"),
+            ('{"messages": [{"role": "user", "content": "你好"}], "seed": 1%s}' % ("0" * 5000),
+             "seed", "seed must be a finite number"),  # more digits than Python reads
+            ('{"messages": [{"role": "user", "content": "你好"}], "max_tokens": -%s}'
+             % ("9" * 5000), "max_tokens", "max_tokens must be a whole number of 1 or more"),
             ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", 1]},
              "stop", "stop must be a string or a list of up to 4 strings"),
             ({"messages": [{"role": "user", "content": "hi"}], "response_format": "json"},
