@@ -235,6 +235,16 @@ def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
     return model or None, None
 
 
+def _id_text(value: Any, field: str) -> str:
+    """A conversation id given as a string or a number, as text; RequestError naming `field`
+    for anything else (an object's Python spelling is no name a client chose)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    raise RequestError(f"{field} must be a string or a number", "metadata")
+
+
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
                     read: Sequence[_Read]) -> tuple[str, bool]:
     """The session a request belongs to, and whether no id named it: the header, the
@@ -249,7 +259,8 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     if not named:
         metadata = body.get("metadata")
         if isinstance(metadata, dict):
-            named = next((str(metadata[k]) for k in METADATA_KEYS if metadata.get(k)), None)
+            key = next((k for k in METADATA_KEYS if metadata.get(k)), None)
+            named = None if key is None else _id_text(metadata[key], f"metadata.{key}")
     if not named and isinstance(body.get("user"), str) and body["user"].strip():
         named = body["user"]
     if named:

@@ -191,6 +191,23 @@ def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
     assert fingerprint.startswith("chat-") and turns == 2
 
 
+def test_a_metadata_id_that_is_not_a_string_or_a_number_is_a_400_naming_it(
+        proxy: RunningProxy, db_path: Path) -> None:
+    url = f"{proxy.base_url}/chat/completions"
+    refused = httpx.post(url, timeout=HANG, json={
+        "model": "test-small", "metadata": {"chat_id": {"a": 1}},
+        "messages": [{"role": "user", "content": "去杭州"}]})
+    taken = httpx.post(url, timeout=HANG, json={
+        "model": "test-small", "metadata": {"chat_id": 20261205},
+        "messages": [{"role": "user", "content": "去杭州"}]})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == "metadata.chat_id must be a string or a number"
+    assert refused.json()["error"]["param"] == "metadata"
+    assert taken.status_code == 200
+    with Store(db_path) as store:
+        assert [row.name for row in store.sessions.list_sessions()] == ["20261205"]
+
+
 def test_each_conversation_id_is_its_own_session_in_any_script(
         proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
     """Ids that a name made by replacing what a name cannot hold would merge (Chinese sent
