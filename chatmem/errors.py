@@ -60,7 +60,8 @@ class ExitCode(IntEnum):
     BELOW_THRESHOLD = 1
     """`eval --min-recall`: a strategy scored below the threshold."""
     INTERRUPTED = 130
-    """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops)."""
+    """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops); `chatmem mcp`
+    abandoning a call whose client has gone."""
 
 
 class Listed(Enum):

@@ -87,7 +87,7 @@ def mcp(
     if http is None:
         from chatmem.mcp.stdio import run_stdio
 
-        run_stdio(server)
+        run_stdio(server, abandon=_client_gone)
         return
     from chatmem.serve.listening import guarded, listening, serve_http
 
@@ -102,6 +102,22 @@ def mcp(
     app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
                   where, people)
     serve_http(app, where, _announcer("/mcp"))
+
+
+def _client_gone() -> None:
+    """End `chatmem mcp` whose client has gone while a call still runs, as a Ctrl-C would
+    end a command: what it had not committed is not stored (each write is one transaction,
+    which a process that ends mid-way leaves undone), and no thread is waited for."""
+    import os
+    from contextlib import suppress
+
+    from chatmem.errors import ExitCode
+    from chatmem.render import notice_line
+
+    with suppress(OSError, ValueError):  # a client gone may have taken stderr with it
+        consoles()[1].print(notice_line("the client has gone: stopped without finishing "
+                                        "its last calls"), soft_wrap=True)
+    os._exit(int(ExitCode.INTERRUPTED))
 
 
 @handles_errors

@@ -1,4 +1,5 @@
-"""`chatmem mcp` over stdio, where every request a client sends gets an answer.
+"""`chatmem mcp` over stdio, where every request a client sends gets an answer, and a
+client that has gone leaves no server behind.
 
 JSON can spell a lone surrogate ("\\ud800", half of a pair, or bytes a client decoded
 with surrogateescape). The SDK's stdio reader refuses such a line and drops it without a
@@ -6,6 +7,11 @@ word, so the client waits forever for an answer. Each line therefore passes thro
 relay first that reads it as Python's json does (which keeps a lone surrogate) and writes
 every one as U+FFFD, as chatmem stores text from anywhere else; the SDK then reads, and
 answers, the mended line.
+
+The SDK stops when stdin ends, but only after the calls in flight return: a replay of a
+long conversation, or summaries queued behind each other, ran on for minutes for a client
+that had closed its window. The relay also watches stdout: once nobody reads it, no answer
+can ever arrive, so the server is given a moment to stop by itself, then abandoned.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from chatmem.text import is_valid, valid_text
 
@@ -24,33 +32,90 @@ if TYPE_CHECKING:
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 """A surrogate written as a JSON escape: a line without one needs no mending."""
 
+STOPPING_GRACE = 3.0
+"""Seconds a server whose client has gone gets to stop by itself (an idle one closes its
+conversations well within it) before what it still runs is abandoned."""
 
-def run_stdio(server: MCPServer[Any]) -> None:
-    """Serve `server` over this process's stdin and stdout until stdin ends."""
+_HUNG_UP = select.POLLERR | select.POLLHUP | select.POLLNVAL
+_READ = 65536
+
+
+def run_stdio(server: MCPServer[Any], abandon: Callable[[], None]) -> None:
+    """Serve `server` over this process's stdin and stdout until stdin ends; when nobody
+    reads stdout any more and the server has not stopped within STOPPING_GRACE, call
+    `abandon` (from another thread), which is to end the process without waiting for the
+    calls in flight."""
     wire, restored = os.dup(0), os.dup(0)
+    answers = os.dup(1)  # the SDK moves fd 1 aside while it serves; this is the client's
     relayed, relay_end = os.pipe()
     # The SDK reads fd 0 (and moves it aside while it serves): it reads the relay's side.
     os.dup2(relayed, 0)
     os.close(relayed)
-    threading.Thread(target=_relay, args=(os.fdopen(wire, "rb"), os.fdopen(relay_end, "wb")),
+    stopped = threading.Event()
+    threading.Thread(target=_relay, args=(wire, relay_end, answers, stopped, abandon),
                      name="chatmem-mcp-stdin", daemon=True).start()
     try:
         server.run("stdio")
     finally:
+        stopped.set()
         os.dup2(restored, 0)
         os.close(restored)
 
 
-def _relay(source: BinaryIO, sink: BinaryIO) -> None:
-    """Copy `source` to `sink` a line at a time, each mended; closing `sink` at the end is
-    how the SDK learns the client has gone."""
-    with source, sink:
-        for line in source:
-            try:
-                sink.write(mended(line))
-                sink.flush()
-            except BrokenPipeError:  # the server stopped reading: it is shutting down
-                return
+def _relay(source: int, sink: int, answers: int, stopped: threading.Event,
+           abandon: Callable[[], None]) -> None:
+    """Copy `source` to `sink` a line at a time, each mended, until `source` ends or
+    nobody reads `answers`; closing `sink` is how the SDK learns the client has gone."""
+    watch = select.poll()
+    watch.register(source, select.POLLIN)
+    watch.register(answers, 0)  # only a hang-up is reported
+    pending = b""
+    reading = True
+    while True:
+        ready = dict(watch.poll())
+        if ready.get(answers, 0) & _HUNG_UP:
+            break
+        if not reading or not ready.get(source):
+            continue
+        chunk = _read(source)
+        if not chunk:
+            reading = _finish_relay(sink, pending)
+            watch.unregister(source)  # the client may still read the answers in flight
+            continue
+        *lines, pending = (pending + chunk).split(b"\n")
+        if lines and not _write(sink, b"".join(mended(line + b"\n") for line in lines)):
+            reading = _finish_relay(sink, b"")
+            watch.unregister(source)
+    if reading:
+        _finish_relay(sink, b"")
+    if not stopped.wait(STOPPING_GRACE):
+        abandon()
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, _READ)
+    except OSError:
+        return b""
+
+
+def _write(fd: int, data: bytes) -> bool:
+    """Whether all of `data` went in (not: the server stopped reading, it is shutting down)."""
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:
+        return False
+    return True
+
+
+def _finish_relay(sink: int, last: bytes) -> bool:
+    """Hand on a last line without its newline, then close `sink`; returns False (no
+    longer reading) for the relay's loop."""
+    if last:
+        _write(sink, mended(last))
+    os.close(sink)
+    return False
 
 
 def mended(line: bytes) -> bytes:

@@ -32,7 +32,7 @@ from chatmem.errors import ChatmemError, RequestError
 from chatmem.serve.answers import completion_json, error_response, status_of
 from chatmem.serve.conversations import ServedConversations
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
-from chatmem.serve.requests import read_request
+from chatmem.serve.requests import parsed_body, read_request
 from chatmem.serve.turn import DONE, Turn
 
 if TYPE_CHECKING:
@@ -84,10 +84,7 @@ class Proxy(ServedConversations):
         import anyio
 
         try:
-            body = await request.json()
-        except (ValueError, RecursionError):  # RecursionError: nested beyond what Python reads
-            return error_response(RequestError("the body is not JSON"), 400)
-        try:
+            body = parsed_body(await request.body())
             asked = read_request(body, request.headers)
         except RequestError as e:
             return error_response(e, 400)

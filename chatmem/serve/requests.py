@@ -38,6 +38,9 @@ class TurnAsked:
     options: dict[str, Any]
     fingerprinted: bool = False
     """No id named the conversation: it is known by how it began, and by its history."""
+    include_usage: bool = False
+    """A streamed reply ends with a chunk of its own holding the usage (OpenAI's
+    `stream_options.include_usage`); without it, no usage is streamed."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -66,6 +69,25 @@ PASSED_ON: dict[str, tuple[Callable[[Any], bool], str]] = {
 is stored as the reply whatever they asked of it."""
 NOT_RETURNED = ("logprobs", "top_logprobs")
 """Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
+
+
+def parsed_body(raw: bytes) -> Any:
+    """A request's body read as JSON; RequestError when it is not JSON (bytes that are not
+    text, or nested beyond what Python reads)."""
+    try:
+        return json.loads(raw, parse_int=_integer)
+    except (ValueError, RecursionError):
+        raise RequestError("the body is not JSON") from None
+
+
+def _integer(digits: str) -> int | float:
+    """A JSON integer; one longer than Python reads as an int (4,300 digits) is taken as
+    the infinite float it rounds to, which the field holding it then refuses naming itself
+    (as JSON's 1e400), instead of the whole body being called not JSON."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
 
 
 def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
@@ -98,6 +120,12 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     if not isinstance(body.get("stream", False), bool | None):
         raise RequestError("stream must be true or false", "stream")
     model, strategy = _model_and_strategy(body.get("model") or "")
+    stream_options = body.get("stream_options")
+    if stream_options is not None and (not isinstance(stream_options, dict) or
+                                       stream_options.get("include_usage") not in
+                                       (None, True, False)):
+        raise RequestError('stream_options must be an object such as {"include_usage": true}',
+                           "stream_options")
     options: dict[str, Any] = {}
     for key, kind in SAMPLING.items():
         if body.get(key) is not None:
@@ -130,7 +158,8 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options,
-                     fingerprinted=fingerprinted)
+                     fingerprinted=fingerprinted,
+                     include_usage=bool(stream_options and stream_options.get("include_usage")))
 
 
 def header_text(value: str) -> str:
@@ -195,11 +224,25 @@ def _text(content: Any, where: str) -> str:
 
 
 def _model_and_strategy(model: str) -> tuple[str | None, str | None]:
-    """`MODEL@STRATEGY` (as /v1/models lists them), or a plain model name."""
+    """`MODEL@STRATEGY` (as /v1/models lists them), or a plain model name; RequestError for
+    an `@` with no strategy after it (no model's name ends so: it would reach the model)."""
     name, at, strategy = model.rpartition("@")
-    if at and strategy:
+    if at and not strategy:
+        raise RequestError(f"model {model!r} names no strategy after @: name one (e.g. "
+                           f"{name or 'MODEL'}@window) or leave the @ out", "model")
+    if at:
         return name or None, strategy
     return model or None, None
+
+
+def _id_text(value: Any, field: str) -> str:
+    """A conversation id given as a string or a number, as text; RequestError naming `field`
+    for anything else (an object's Python spelling is no name a client chose)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    raise RequestError(f"{field} must be a string or a number", "metadata")
 
 
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
@@ -216,7 +259,8 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     if not named:
         metadata = body.get("metadata")
         if isinstance(metadata, dict):
-            named = next((str(metadata[k]) for k in METADATA_KEYS if metadata.get(k)), None)
+            key = next((k for k in METADATA_KEYS if metadata.get(k)), None)
+            named = None if key is None else _id_text(metadata[key], f"metadata.{key}")
     if not named and isinstance(body.get("user"), str) and body["user"].strip():
         named = body["user"]
     if named:

@@ -185,17 +185,23 @@ class Turn:
             result = self.result
             assert result is not None
             end = self._chunk({}, finish=finish_reason(result))
-            end["usage"] = usage_json(result)
             end["chatmem"] = {"turn": self.turn_id, "status": str(result.status)}
             yield _sse(end)
+            if self.asked.include_usage:
+                # As OpenAI sends it: a chunk of its own, without choices, that clients
+                # look for by its empty `choices`.
+                yield _sse({**self._chunk({}), "choices": [], "usage": usage_json(result)})
             yield "data: [DONE]\n\n"
         finally:
             self.gone.set()  # a client that left mid-reply cancels the rest
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": self.completion_id, "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": self.model_asked,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        chunk = {"id": self.completion_id, "object": "chat.completion.chunk",
+                 "created": int(time.time()), "model": self.model_asked,
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if self.asked.include_usage:
+            chunk["usage"] = None  # OpenAI's every chunk but the last, when usage is asked
+        return chunk
 
 
 def _sse(data: Mapping[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""`chatmem mcp` over stdio answers every request, whatever text its JSON spells.
+"""`chatmem mcp` over stdio answers every request, whatever text its JSON spells, and ends
+when its client has gone.
 
 The mcp client library cannot send a lone surrogate (pydantic refuses to write one), but
 a client in another language can: these tests speak JSON-RPC lines to the real server
@@ -8,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from waiting import Watched
+from chat_server import running_chat_server
+from waiting import Watched, wait_until
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
@@ -94,3 +98,55 @@ def test_mending_leaves_every_other_line_as_it_came() -> None:
         assert mended(line) == line
     assert mended(b'{"a": ["\\ud800", {"\\udc00": 1}]}\r\n') == \
         '{"a": ["\ufffd", {"\ufffd": 1}]}\r\n'.encode()
+
+
+def test_a_server_whose_client_has_gone_mid_call_ends_and_its_history_is_intact(
+        tmp_path: Path) -> None:
+    db, config = tmp_path / "h.db", tmp_path / "config.toml"
+    with running_chat_server() as upstream:
+        upstream.plan = ["hang"] * 50  # every model call is held: the call never ends
+        config.write_text(f'provider = "openai"\nbase_url = "{upstream.base_url}"\n'
+                          f'model = "test-small"\n', encoding="utf-8")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "chatmem", "mcp", "--db", str(db)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "CHATMEM_CONFIG": str(config), "OPENAI_API_KEY": "sk-test"})
+        assert server.stdin is not None and server.stdout is not None
+
+        def ask(number: int, method: str, params: dict[str, Any]) -> None:
+            assert server.stdin is not None
+            server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method,
+                                           "params": params}).encode() + b"\n")
+            server.stdin.flush()
+
+        ask(1, "initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
+                              "clientInfo": {"name": "test", "version": "1"}})
+        server.stdout.readline()
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        ask(2, "tools/call", {"name": "start_conversation", "arguments": {
+            "name": "旅行", "strategy": "summary-buffer:max_tokens=80"}})
+        server.stdout.readline()
+        said = [(f"第{n}天我们去了北京的故宫和长城，天气很好。" * 4, f"好的，第{n}天记下了。")
+                for n in range(1, 9)]
+        for n, (user, assistant) in enumerate(said, 3):
+            ask(n, "tools/call", {"name": "record_turn", "arguments": {
+                "conversation_id": "旅行", "user": user, "assistant": assistant}})
+        wait_until(lambda: bool(upstream.requests), "a summary asked of the model")
+        server.stdin.close()  # the client's window is closed: both pipes go
+        server.stdout.close()
+        gone = time.monotonic()
+        try:
+            server.wait(timeout=30)
+        finally:
+            server.kill()
+        assert time.monotonic() - gone < 30
+    shown = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "show", "旅行", "--all",
+                            "--json", "--db", str(db)], capture_output=True, text=True,
+                           encoding="utf-8", env={**os.environ, "CHATMEM_CONFIG": str(config)})
+    assert shown.returncode == 0, shown.stderr
+    stored = [m["content"] for m in json.loads(shown.stdout)["messages"]]
+    # Each turn recorded before the client left is whole; none is half there.
+    assert stored and len(stored) % 2 == 0
+    assert stored == [text for turn in said[:len(stored) // 2] for text in turn]
+    with sqlite3.connect(db) as history:
+        assert history.execute("PRAGMA integrity_check").fetchone() == ("ok",)

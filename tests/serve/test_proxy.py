@@ -191,6 +191,23 @@ def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
     assert fingerprint.startswith("chat-") and turns == 2
 
 
+def test_a_metadata_id_that_is_not_a_string_or_a_number_is_a_400_naming_it(
+        proxy: RunningProxy, db_path: Path) -> None:
+    url = f"{proxy.base_url}/chat/completions"
+    refused = httpx.post(url, timeout=HANG, json={
+        "model": "test-small", "metadata": {"chat_id": {"a": 1}},
+        "messages": [{"role": "user", "content": "去杭州"}]})
+    taken = httpx.post(url, timeout=HANG, json={
+        "model": "test-small", "metadata": {"chat_id": 20261205},
+        "messages": [{"role": "user", "content": "去杭州"}]})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == "metadata.chat_id must be a string or a number"
+    assert refused.json()["error"]["param"] == "metadata"
+    assert taken.status_code == 200
+    with Store(db_path) as store:
+        assert [row.name for row in store.sessions.list_sessions()] == ["20261205"]
+
+
 def test_each_conversation_id_is_its_own_session_in_any_script(
         proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
     """Ids that a name made by replacing what a name cannot hold would merge (Chinese sent
@@ -651,10 +668,20 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
              "messages", "messages[0].content[0]: only text parts are taken, not input_audio"),
             ({"messages": [{"role": "user", "content": "hi"}], "model": {"name": "gpt"}},
              "model", 'model must be a string, e.g. "gpt-4o-mini@window"'),
+            ({"messages": [{"role": "user", "content": "你好"}], "model": "test-small@"},
+             "model", "model 'test-small@' names no strategy after @: name one (e.g. "
+                      "test-small@window) or leave the @ out"),
+            ({"messages": [{"role": "user", "content": "你好"}], "model": "@"},
+             "model", "model '@' names no strategy after @: name one (e.g. MODEL@window) or "
+                      "leave the @ out"),
             ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"},
              "stream", "stream must be true or false"),
             ({"messages": [{"role": "user", "content": "hi"}], "seed": 1.5},
              "seed", "seed must be a whole number"),
+            ('{"messages": [{"role": "user", "content": "你好"}], "seed": 1%s}' % ("0" * 5000),
+             "seed", "seed must be a finite number"),  # more digits than Python reads
+            ('{"messages": [{"role": "user", "content": "你好"}], "max_tokens": -%s}'
+             % ("9" * 5000), "max_tokens", "max_tokens must be a whole number of 1 or more"),
             ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", 1]},
              "stop", "stop must be a string or a list of up to 4 strings"),
             ({"messages": [{"role": "user", "content": "hi"}], "response_format": "json"},
