@@ -38,6 +38,8 @@ class Replayed:
 
     turns: int
     strategy_model_calls: int
+    notices: tuple[Notice, ...] = ()
+    """What rebuilding the strategy's state had to say, for the user to read once."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity)
         context, left_out = result.context, result.left_out
-        replayed = Replayed(result.replayed, result.model_calls)
+        replayed = Replayed(result.replayed, result.model_calls, result.notices)
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
                       dict(chosen.params), describe_counter(llm.token_counter(),
                                                             record.tokenizer),

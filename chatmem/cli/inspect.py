@@ -50,7 +50,7 @@ from chatmem.cli.options import (
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
-    from chatmem.app.inspection import SummaryVersion
+    from chatmem.app.inspection import Replayed, SummaryVersion
     from chatmem.memory.context import Context
     from chatmem.store import SessionRecord
 
@@ -128,11 +128,23 @@ def inspect(
             seen = inspect_next(ws, session, next_text, explicit=explicit)
         else:
             seen = inspect_turn(ws, session, turn)
+    _say_notices(seen.replayed)
     data = inspection_json(seen)
     if json_out:
         print_json(data)
         return
     _show(data, seen.context, seen.approximate, seen.recall_texts)
+
+
+def _say_notices(replayed: "Replayed | None") -> None:
+    """What rebuilding a what-if's state had to say; each summary it wrote is in the count
+    of model calls the view shows, not a line of its own."""
+    from chatmem.notices import SummaryUpdated
+    from chatmem.render.notices import replay_notice_text
+
+    for notice in replayed.notices if replayed is not None else ():
+        if not isinstance(notice, SummaryUpdated):
+            consoles()[1].print(replay_notice_text(notice), style="dim", markup=False)
 
 
 def _summaries(session: "SessionRecord", versions: "list[SummaryVersion]", json_out: bool) -> None:

@@ -30,6 +30,7 @@ from chatmem.store.protocols import HistoryRepository, MemoryStore
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
+    from chatmem.notices import Notice
     from chatmem.providers.base import Provider
     from chatmem.store import FactRecord
 
@@ -46,6 +47,8 @@ class WhatIf:
     """Calls the strategy made to rebuild it (summaries, fact extraction)."""
     left_out: dict[int, str]
     """What recall's candidates left out of the context said, by their id in `context`."""
+    notices: tuple[Notice, ...] = ()
+    """What rebuilding the state had to say (the model too small to summarize, say)."""
 
 
 def what_if(
@@ -89,11 +92,11 @@ def what_if(
         helper = CountingProvider(chat_provider)
         engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
                              budget=budget, helper=helper, embedder=embedder, activity=activity)
-        engine.catch_up()
+        notices = engine.catch_up()
         context = engine.build_context(text)
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),
-                      left_out_texts(scratch.history, copy.id, context))
+                      left_out_texts(scratch.history, copy.id, context), tuple(notices))
 
 
 def left_out_texts(history: HistoryRepository, session_id: int,

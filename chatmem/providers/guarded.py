@@ -47,6 +47,9 @@ class GuardedProvider:
     def model(self, value: str) -> None:
         self.inner.model = value
 
+    def wrapped_provider(self) -> Provider:
+        return self.inner
+
     def _failed(self, error: BaseException | str) -> ProviderFailed:
         return failure(self.inner.name, error, self.mask)
 
