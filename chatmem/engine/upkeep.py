@@ -98,14 +98,16 @@ class MemoryUpkeep:
     def _update_strategy(self, catch_up: bool) -> list[Notice]:
         # The embedded model cannot summarize or extract: its summary or facts would be junk
         # that later contexts send as memory. Nothing is asked of it, and the user is told
-        # once which model to name instead.
+        # once which model to name instead. Only a strategy that calls the helper has it
+        # looked at: replay's helper is opened on first use, which a window never makes.
         helper = self.helper
-        too_small = helper is not None and is_embedded_model(helper)
+        too_small = (helper is not None and self.strategy.calls_helper
+                     and is_embedded_model(helper))
         env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
                         settings=self.settings, system=self.session.system,
                         embedder=self.embedder, activity=self.activity, catch_up=catch_up)
         said: list[Notice] = []
-        if too_small and self.strategy.calls_helper and not self._said_helper_too_small:
+        if too_small and not self._said_helper_too_small:
             self._said_helper_too_small = True
             said.append(HelperTooSmall(self.strategy.name, helper.model))
         try:
@@ -121,8 +123,16 @@ class MemoryUpkeep:
 
 
 def is_embedded_model(provider: Provider) -> bool:
-    """The SmolLM2-135M shipped for trying chatmem: it answers, but cannot summarize."""
+    """The SmolLM2-135M shipped for trying chatmem: it answers, but cannot summarize.
+
+    Replay, eval and what-ifs count the calls of the model they are given, and open it on
+    first use: the model is the one inside those wrappers.
+    """
+    from chatmem.providers.base import innermost
     from chatmem.providers.local import SMOLLM2_FILE
 
-    return provider.name == "local" and str(getattr(provider, "model_path", "")).endswith(
+    if provider.name != "local":
+        return False  # every wrapper gives the name of what it wraps, unopened
+    model = innermost(provider)
+    return model.name == "local" and str(getattr(model, "model_path", "")).endswith(
         SMOLLM2_FILE)

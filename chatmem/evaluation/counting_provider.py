@@ -16,6 +16,9 @@ class CountingProvider:
         self.model = inner.model
         self.calls: dict[Purpose, int] = {}
 
+    def wrapped_provider(self) -> Provider:
+        return self.inner
+
     def _count(self, purpose: Purpose) -> None:
         self.calls[purpose] = self.calls.get(purpose, 0) + 1
 

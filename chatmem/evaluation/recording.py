@@ -77,6 +77,9 @@ class LazyProvider:
             self.model = self._inner.model
         return self._inner
 
+    def wrapped_provider(self) -> Provider:
+        return self.inner()
+
     def stream(self, messages: ChatMessages) -> ReplyStream:
         return self.inner().stream(messages)
 

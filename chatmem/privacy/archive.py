@@ -15,7 +15,6 @@ the user to keep, move or read, and is written readable by its owner only.
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,8 +115,8 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     """Write every session, summary and fact of `store` to the zip at `path`.
 
     `transcript` renders one session as JSON Lines. The archive is written
-    beside its destination first and renamed into place, so a failed export
-    never leaves half an archive.
+    beside its destination first and renamed into place (open_private), so a
+    failed export never leaves half an archive.
     """
     if path.exists() and not force:
         raise UsageError(f"{path} already exists; add --force to overwrite it")
@@ -126,10 +125,9 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     shared_by = {row.id: row.shared_by for row in listed_rows}
     # By id: a session shared with the user may have the name of one of their own.
     sessions = [store.sessions.session_by_id(row.id) for row in listed_rows]
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     messages = summaries = 0
     try:
-        with (open_private(partial, binary=True) as raw,
+        with (open_private(path, binary=True, replace=force) as raw,
               zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf):
             zf.writestr("README.txt", README)
             listed = []
@@ -151,12 +149,10 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
             zf.writestr("manifest.json", _json({
                 "chatmem": version, "exported_at": stamp_seconds(utc_now()),
                 "sessions": listed, "facts": len(facts), "summaries": summaries}))
-        os.replace(partial, path)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; add --force to overwrite it") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot write: {e.strerror}") from None
-    finally:
-        if partial.exists():
-            partial.unlink()
     return ArchiveReport(path, len(sessions), messages, summaries, len(facts))
 
 

@@ -1,30 +1,96 @@
 """Files only their owner can read: exports, archives, reports and configs hold the
-conversation (or a key in a base_url), so chatmem creates every such file 0600."""
+conversation (or a key in a base_url), so chatmem creates every such file 0600.
+
+Such a file may be asked for in a folder others can write to (/tmp). Every byte goes
+into a file this process creates under a name no one can guess (O_EXCL, O_NOFOLLOW,
+0600), which then takes the destination's name: a file another user planted, at the
+destination or at a name chatmem would have used on the way, is never written into.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from chatmem.errors import UsageError
 
-def open_private(path: Path, *, binary: bool = False, replace: bool = True) -> IO[Any]:
-    """`path` opened for writing, readable by its owner only (0600), also when it replaces a
-    file another made readable by all (the mode of a file kept is its own otherwise).
+# Folders where a hard link cannot be made (some FAT or network mounts) say one of these.
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
 
-    `replace=False` refuses an existing file (FileExistsError) instead of emptying it. A
-    symbolic link at `path` is replaced by the file, never written through: the file it
-    points at (notes, a config) is someone else's to lose.
+
+def open_private(path: Path, *, binary: bool = False,
+                 replace: bool = True) -> contextlib.AbstractContextManager[IO[Any]]:
+    """A file to write in a `with` block, readable by its owner only (0600), that becomes
+    `path` when the block ends without an error; on an error `path` is left as it was.
+
+    `replace=False` refuses any existing entry at `path`, a dangling symbolic link too
+    (FileExistsError). `replace=True` replaces a file of this user's. A symbolic link,
+    or a file another user owns, is refused either way (UsageError): the file a link
+    points at is someone else's to lose, and a file another user owns is theirs.
     """
-    if replace and path.is_symlink():
-        path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if replace else os.O_EXCL)
-    fd = os.open(path, flags, 0o600)
+    refuse_foreign(path)
+    if not replace and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
+    return _written_then_named(path, binary=binary, replace=replace)
+
+
+def refuse_foreign(path: Path) -> None:
+    """UsageError when `path` is a symbolic link or a file another user owns."""
     try:
-        os.fchmod(fd, 0o600)
+        info = path.lstat()
+    except FileNotFoundError:
+        return
     except OSError:
-        os.close(fd)
+        return  # the write itself says what is wrong with the folder
+    if stat.S_ISLNK(info.st_mode):
+        raise UsageError(f"{path} is a symbolic link; chatmem neither writes through nor "
+                         f"replaces one: remove it or choose another path")
+    if info.st_uid != os.geteuid():
+        raise UsageError(f"{path} belongs to another user (uid {info.st_uid}); chatmem does "
+                         f"not write over it: remove it or choose another path")
+
+
+@contextlib.contextmanager
+def _written_then_named(path: Path, *, binary: bool, replace: bool) -> Iterator[IO[Any]]:
+    # mkstemp opens O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, under a random name, and tries
+    # another name if one is taken: a planted file is never opened.
+    fd, name = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".partial",
+                                dir=path.parent)
+    temp = Path(name)
+    try:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        refuse_foreign(path)  # again: one may have been planted while the file was written
+        if replace:
+            os.replace(temp, path)
+        else:
+            _name_if_free(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+
+
+def _name_if_free(temp: Path, path: Path) -> None:
+    """Give `temp` the name `path` unless something has it (FileExistsError).
+
+    A hard link is made or refused in one step; where links cannot be made the check and
+    the rename are two, and the file renamed is still this user's own.
+    """
+    try:
+        os.link(temp, path, follow_symlinks=False)
+    except FileExistsError:
         raise
-    if binary:
-        return os.fdopen(fd, "wb")
-    return os.fdopen(fd, "w", encoding="utf-8")
+    except OSError as e:
+        if e.errno not in _NO_HARD_LINKS:
+            raise
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(temp, path)

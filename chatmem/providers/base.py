@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from chatmem.images import ImageRule
 from chatmem.tokens import TokenCounter
@@ -70,3 +70,26 @@ class Provider(Protocol):
     def token_counter(self) -> TokenCounter: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ProviderWrapper(Protocol):
+    """A provider that passes its calls on to another (counting, masking, guarding a
+    plugin's, opening on first use): what answers is the one it wraps."""
+
+    def wrapped_provider(self) -> Provider:
+        """The provider the calls go to; a lazily opened one is opened."""
+        ...
+
+
+_WRAPPERS_AT_MOST = 16
+"""Wrappers followed before giving up: one that wraps itself must not hang a turn."""
+
+
+def innermost(provider: Provider) -> Provider:
+    """The provider at the end of the wrappers around `provider`: the model that answers."""
+    for _ in range(_WRAPPERS_AT_MOST):
+        if not isinstance(provider, ProviderWrapper):
+            break
+        provider = provider.wrapped_provider()
+    return provider

@@ -52,6 +52,9 @@ class GuardedProvider:
     def model(self, value: str) -> None:
         self.inner.model = value
 
+    def wrapped_provider(self) -> Provider:
+        return self.inner
+
     def _failed(self, error: BaseException | str) -> ProviderFailed:
         return failure(self.registered, error, self.mask)
 

@@ -57,6 +57,9 @@ class MaskedProvider:
         self.name = inner.name
         self.model = inner.model
 
+    def wrapped_provider(self) -> Provider:
+        return self.inner
+
     def stream(self, messages: ChatMessages) -> MaskedReply:
         return MaskedReply(self.inner.stream(messages), SecretMask(self.secrets))
 

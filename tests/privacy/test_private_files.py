@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from chatmem.errors import UsageError
 from chatmem.privacy.files import open_private
+
+OTHER_USER = 65534  # nobody
 
 
 def test_a_new_file_is_0600_whatever_the_umask(tmp_path: Path) -> None:
@@ -47,16 +50,68 @@ def test_a_replaced_file_is_0600_even_if_it_was_readable_by_all(tmp_path: Path) 
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
-def test_a_symbolic_link_is_replaced_never_written_through(tmp_path: Path) -> None:
+def test_a_symbolic_link_is_refused_never_written_through_or_replaced(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes 笔记\n", encoding="utf-8")
     notes.chmod(0o644)
     link = tmp_path / "report.html"
     link.symlink_to(notes)
-    with pytest.raises(FileExistsError):
-        open_private(link, replace=False)
-    with open_private(link) as f:
-        f.write("<html>旅行</html>\n")
-    assert notes.read_text(encoding="utf-8") == "my notes 笔记\n"
-    assert not link.is_symlink() and link.read_text(encoding="utf-8") == "<html>旅行</html>\n"
-    assert stat.S_IMODE(link.stat().st_mode) == 0o600
+    for replace in (True, False):
+        with pytest.raises(UsageError) as refused:
+            open_private(link, replace=replace)
+        assert str(refused.value) == (
+            f"{link} is a symbolic link; chatmem neither writes through nor replaces one: "
+            f"remove it or choose another path")
+    assert link.is_symlink() and notes.read_text(encoding="utf-8") == "my notes 笔记\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "report.html"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_file_another_user_owns_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """In a folder all may write to (/tmp), another user can create the report's name
+    first: writing into that file would leave the conversation in a file they own."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "report.html"
+    planted.write_text("", encoding="utf-8")
+    planted.chmod(0o666)
+    os.chown(planted, OTHER_USER, OTHER_USER)
+    with pytest.raises(UsageError) as refused:
+        open_private(planted)
+    assert str(refused.value) == (
+        f"{planted} belongs to another user (uid {OTHER_USER}); chatmem does not write over "
+        f"it: remove it or choose another path")
+    assert planted.stat().st_uid == OTHER_USER and planted.read_bytes() == b""
+    assert [p.name for p in shared.iterdir()] == ["report.html"]
+
+
+def test_a_replaced_file_is_a_new_one_so_what_held_the_old_one_open_reads_nothing_new(
+        tmp_path: Path) -> None:
+    target = tmp_path / "trip.jsonl"
+    target.write_text("old\n", encoding="utf-8")
+    with target.open(encoding="utf-8") as held:
+        with open_private(target) as f:
+            f.write("我的护照号是 E12345678\n")
+        assert held.read() == "old\n"
+    assert target.read_text(encoding="utf-8") == "我的护照号是 E12345678\n"
+    assert target.stat().st_uid == os.geteuid()
+
+
+def test_an_error_while_writing_leaves_the_old_file_and_no_other(tmp_path: Path) -> None:
+    target = tmp_path / "a.zip"
+    target.write_bytes(b"earlier archive")
+    with pytest.raises(RuntimeError), open_private(target, binary=True) as raw:
+        raw.write("half an archive 一半".encode())
+        raise RuntimeError("the history could not be read")
+    assert target.read_bytes() == b"earlier archive"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.zip"]
+
+
+def test_replace_false_refuses_a_name_taken_while_the_file_was_written(tmp_path: Path) -> None:
+    target = tmp_path / "trip.md"
+    with pytest.raises(FileExistsError), open_private(target, replace=False) as f:
+        f.write("旅行\n")
+        target.write_text("written meanwhile\n", encoding="utf-8")
+    assert target.read_text(encoding="utf-8") == "written meanwhile\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["trip.md"]
