@@ -283,6 +283,22 @@ class NotFound(ChatmemError):
     pass
 
 
+class SessionGone(NotFound):
+    """The session was deleted (or stopped being shared with this role) while in use:
+    `consequence` says what became of the turn. The store, which no longer finds its name,
+    raises it unnamed; the engine names it (`named`)."""
+
+    def __init__(self, name: str | None, consequence: str) -> None:
+        self.name = name
+        self.consequence = consequence
+        session = "the session" if name is None else f"session {name!r}"
+        super().__init__(f"{session} was deleted meanwhile (or is no longer shared with you):"
+                         f" {consequence}")
+
+    def named(self, name: str) -> SessionGone:
+        return SessionGone(name, self.consequence)
+
+
 class ExtensionFailed(ChatmemError):
     """Code a strategy, a provider or an embedder runs raised an exception chatmem does not
     know (a plugin's, most likely), or returned what its contract does not allow: one line

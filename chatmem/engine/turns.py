@@ -21,6 +21,7 @@ from chatmem.errors import (
     NotFound,
     OverBudget,
     ProviderError,
+    SessionGone,
     StoreError,
     StoreFailure,
     StrategyFailed,
@@ -171,11 +172,11 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         caches, and the vectors its backlogs computed and have not stored. An engine kept
         open across turns (a chat, a server's) would otherwise go on ranking by them.
 
-        Raises NotFound when the session itself is gone (deleted, erased by retention)."""
+        Raises SessionGone (a NotFound) when the session itself is gone (deleted, erased by
+        retention)."""
         erasures = self.store.sessions.erasures(self.session.id)
         if erasures is None:
-            raise NotFound(f"session {self.session.name!r} was deleted meanwhile (or is no"
-                           " longer shared with you): nothing was sent")
+            raise SessionGone(self.session.name, "nothing was sent")
         if erasures != self._erasures:
             self._erasures = erasures
             self.state.caches.clear()
@@ -277,13 +278,16 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             ))
             raise
         reply = valid_text("".join(chunks))
-        record = self.store.turns.commit_turn(self._record(
-            text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
-            prompt_tokens=stream.usage.prompt_tokens,
-            completion_tokens=stream.usage.completion_tokens,
-            rendered_prompt=stream.rendered_prompt,
-        ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
-            supersedes=supersedes, erasures=self._erasures)
+        try:
+            record = self.store.turns.commit_turn(self._record(
+                text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
+                prompt_tokens=stream.usage.prompt_tokens,
+                completion_tokens=stream.usage.completion_tokens,
+                rendered_prompt=stream.rendered_prompt,
+            ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
+                supersedes=supersedes, erasures=self._erasures)
+        except SessionGone as gone:
+            raise gone.named(self.session.name) from None
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()
@@ -295,10 +299,13 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
 
     def _record_unless_erased(self, record: TurnRecord) -> TurnRecord:
         """A cancelled or failed turn's row; not kept (the record as it is, unnumbered) when
-        text left the session's memory meanwhile, as its context may hold it: the Ctrl-C or
-        the provider's error is what the user is told, not the refusal."""
+        text left the session's memory meanwhile, as its context may hold it, or the session
+        is gone: the Ctrl-C or the provider's error is what the user is told, not the
+        refusal (the next turn says the session is gone)."""
         try:
             return self.store.turns.record_turn(record, erasures=self._erasures)
+        except SessionGone:
+            return record
         except StoreError as e:
             if e.kind is not StoreFailure.ERASED_MEANWHILE:
                 raise

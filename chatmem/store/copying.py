@@ -57,8 +57,11 @@ TABLES = (
     _Table("strategy_state", _SESSIONS, {"session_id": "sessions"}, keyed=False),
     _Table("probes", _SESSIONS, {"session_id": "sessions"}),
 )
-_SKIPPED = frozenset({"owner"})
-"""The PostgreSQL row's owner is whoever copies it in (row-level security checks it)."""
+_SKIPPED = frozenset({"owner", "erasures"})
+"""The PostgreSQL row's owner is whoever copies it in (row-level security checks it).
+A session's `erasures` only tells the engines chatting in it then whether text left its
+memory meanwhile; none chats in the copy yet, so it starts at the target's default (and a
+PostgreSQL role may not insert the column: p008 grants only its UPDATE)."""
 
 
 class SkipReason(StrEnum):

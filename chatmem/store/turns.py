@@ -8,6 +8,7 @@ from typing import Any
 from chatmem.errors import (
     NotFound,
     ReplaceRefusal,
+    SessionGone,
     StoreError,
     StoreFailure,
     TurnNotCommittable,
@@ -57,7 +58,7 @@ class TurnTables:
                                      status=turn.status)
         try:
             with self._db.write():
-                self._check_not_erased(turn.session_id, erasures)
+                self._check_not_erased(turn.session_id, erasures, "the turn was not stored")
                 user_id, assistant_id = steps.append_messages(
                     self._db, turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at},
@@ -83,23 +84,30 @@ class TurnTables:
         """Store a failed or cancelled turn: the turn row only, nothing enters memory."""
         try:
             with self._db.write():
-                self._check_not_erased(turn.session_id, erasures)
+                self._check_not_erased(turn.session_id, erasures, "the turn was not recorded")
                 self._insert_turn(turn)
         except StoreError as e:
             raise StoreError(f"the turn was not recorded: {e.reason}", kind=e.kind,
                              location=e.location) from None
         return turn
 
-    def _check_not_erased(self, session_id: int, erasures: int | None) -> None:
+    def _check_not_erased(self, session_id: int, erasures: int | None,
+                          consequence: str) -> None:
         """Under the write lock: a purge (or a replaced turn) that left its mark on the
         session after the turn's context was built (`erasures` then) may have erased what
         that context, its reply and its rendered prompt hold; storing them would bring
         back what the purge said was gone. PostgreSQL's purge waits for the turn; on SQLite
-        the turn runs outside any transaction, so it is refused here."""
+        the turn runs outside any transaction, so it is refused here.
+
+        A session deleted meanwhile is refused here too: the insert would otherwise fail
+        with the database's own words, a foreign key on SQLite and row security on
+        PostgreSQL, neither saying what happened."""
         if erasures is None:
             return
         now = self._sessions.erasures(session_id)
-        if now is not None and now != erasures:
+        if now is None:
+            raise SessionGone(None, consequence)
+        if now != erasures:
             raise StoreError("text left this session's memory while the reply came (a purge,"
                              " or a turn replaced by another chat), and what this turn was"
                              " sent may hold it; send it again",

@@ -137,3 +137,26 @@ def test_copy_leaves_out_a_shared_namesake_and_a_name_chatmem_refuses_and_says_s
     assert report["skipped"] == [
         {"name": "旅行", "reason": "name-taken", "shared_by": "bob"},
         {"name": "a b\n\x1b[31mc", "reason": "invalid-name", "shared_by": "bob"}]
+
+
+def test_a_role_that_is_not_superuser_copies_a_file_in_and_the_sessions_are_its_own(
+        tmp_path: Path, url: str, pg_server: PostgresServer) -> None:
+    """The README's way to move a history: the person's own role (ann) copies the file in.
+    /retry left a mark in the source session's `erasures`, a column ann may not insert."""
+    database = urlsplit(url).path.lstrip("/")
+    ann, bob = pg_server.url(database, "ann"), pg_server.url(database, "bob")
+    source = str(tmp_path / "source.db")
+    output("chat", "旅行", "--db", source, "--provider", "scripted",
+           input="我住在杭州\n/retry\n下周去上海\n")
+    with Store(source) as store:
+        assert store.sessions.erasures(store.sessions.session("旅行").id) == 1
+    copied = invoke("sessions", "copy", "--from", source, "--to", ann)
+    assert copied.exit_code == 0, copied.stderr
+    assert [s["name"] for s in json.loads(output("sessions", "list", "--db", ann, "--json"))] == [
+        "旅行"]
+    assert json.loads(output("sessions", "list", "--db", bob, "--json")) == []
+    last = json.loads(output("inspect", "旅行", "--db", ann, "--json"))["turn"]
+    assert last["input"] == "下周去上海"
+    output("ask", "旅行", "我住在哪里?", "--provider", "scripted", "--db", ann)
+    asked = json.loads(output("inspect", "旅行", "--db", ann, "--json"))["turn"]
+    assert (asked["number"], asked["input"]) == (last["number"] + 1, "我住在哪里?")

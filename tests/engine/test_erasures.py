@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 from conftest import History
+from pg import PostgresServer
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
-from chatmem.errors import NotFound, StoreError, StoreFailure
+from chatmem.errors import ExitCode, NotFound, StoreError, StoreFailure
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
@@ -119,8 +120,8 @@ def test_a_session_deleted_meanwhile_is_said_and_nothing_is_written(
 
 
 class PurgedWhileReplying(ScriptedProvider):
-    """Another connection purges José while the reply streams (as `facts forget --purge`
-    in a second shell does while a chat's reply comes)."""
+    """Another connection purges José (or deletes the session) while the reply streams (as
+    `facts forget --purge` in a second shell does while a chat's reply comes)."""
 
     def __init__(self, purge: Callable[[], None]) -> None:
         super().__init__()
@@ -161,3 +162,51 @@ def test_a_turn_answered_across_a_purge_is_not_stored_and_the_purge_holds(
     again = engine.run_turn("Who cooks on Sundays? 谁在周日做饭？")
     assert "José" not in json.dumps(again.record.context, ensure_ascii=False)
     assert again.record.number == len(SAID) + 1
+
+
+def delete_while_replying(store: Store, other: Callable[[], Store], cancelled: bool) -> None:
+    """Another connection (`other`) deletes the session while a turn's reply comes: the
+    turn says so in the words a deletion before the turn gets, and stores nothing (the
+    database's own refusal named a foreign key on SQLite, row security on PostgreSQL)."""
+    engine = kept_engine(store)
+    engine.run_turn("我住在杭州")
+
+    def delete() -> None:
+        with other() as connection:
+            connection.sessions.delete_session("kept")
+
+    engine.provider = PurgedWhileReplying(delete)
+    if cancelled:
+        def interrupt(delta: str) -> None:
+            raise KeyboardInterrupt
+        result = engine.run_turn("我住在哪里？", on_delta=interrupt)
+        assert (result.status, result.record.id) == (TurnStatus.CANCELLED, None)
+    else:
+        with pytest.raises(NotFound) as gone:
+            engine.run_turn("我住在哪里？")
+        assert str(gone.value) == ("session 'kept' was deleted meanwhile (or is no longer"
+                                   " shared with you): the turn was not stored")
+        assert gone.value.exit_code is ExitCode.ERROR
+    assert store.sessions.find_session("kept") is None
+    for table in ("messages", "turns"):
+        assert store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    with pytest.raises(NotFound, match=r"'kept' was deleted meanwhile .*: nothing was sent"):
+        engine.run_turn("还在吗？")
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_session_deleted_while_the_reply_comes_is_said_and_nothing_is_stored(
+        store: Store, history: History, cancelled: bool) -> None:
+    delete_while_replying(store, history.open, cancelled)
+
+
+def test_a_session_deleted_while_the_reply_comes_is_said_alike_under_row_security(
+        pg_server: PostgresServer, pg_template: str) -> None:
+    """As a role that is not superuser (ann), whose insert row security refused."""
+    database = pg_server.create_database(pg_template)
+    ann = pg_server.url(database, "ann")
+    try:
+        with Store(ann) as store:
+            delete_while_replying(store, lambda: Store(ann), cancelled=False)
+    finally:
+        pg_server.drop_database(database)
