@@ -39,8 +39,8 @@ def _facts(repl: Chat, args: list[str]) -> None:
        "stored too, since you ask",
        example="/remember budget: 5000 EUR", args=(1, None))
 def _remember(repl: Chat, args: list[str]) -> None:
-    options, words = _leading_options(args)
-    text = " ".join(words).strip()
+    options, text = _leading_options(repl.raw_args)
+    text = text.strip()
     if not text:
         raise SLASH["/remember"].usage_error("missing TEXT")
     lasting = options.lasting
@@ -62,18 +62,19 @@ class RememberOptions:
     """The --for DURATION as typed; None: the fact does not expire."""
 
 
-def _leading_options(words: list[str]) -> tuple[RememberOptions, list[str]]:
-    """The options before the fact, and the fact's words.
+def _leading_options(typed: str) -> tuple[RememberOptions, str]:
+    """The options before the fact, and the rest of `typed`: the fact, as typed.
 
     Only words before the fact are options: a fact that mentions `--user` or `--for`
     (a command's usage, say) is kept whole, in this session. `--` ends the options, for
-    a fact that itself starts with `--`.
+    a fact that itself starts with `--`. The fact is cut from the typed text, never split
+    into words and joined again, so its quotes and spacing are what was typed.
     """
     in_profile, lasting = False, None
-    at = 0
-    while at < len(words) and words[at].startswith("--"):
-        word = words[at]
-        at += 1
+    rest = typed.lstrip()
+    while rest.startswith("--"):
+        word, rest = _first_word(rest)
+        rest = rest.lstrip()
         if word == "--":
             break
         if word == "--user":
@@ -81,14 +82,23 @@ def _leading_options(words: list[str]) -> tuple[RememberOptions, list[str]]:
         elif word == "--session":
             in_profile = False
         elif word == "--for":
-            if at >= len(words):
+            lasting, rest = _first_word(rest)
+            if not lasting:
                 raise SLASH["/remember"].usage_error("--for needs a value, e.g. --for 7d")
-            lasting = words[at]
-            at += 1
+            rest = rest.lstrip()
         else:
             raise SLASH["/remember"].usage_error(
                 f"unknown option {word}; put -- before a fact that starts with --")
-    return RememberOptions(in_profile, lasting), words[at:]
+    return RememberOptions(in_profile, lasting), rest
+
+
+def _first_word(text: str) -> tuple[str, str]:
+    """(the first word of `text`, the rest of it as typed), split at any whitespace."""
+    start = len(text) - len(text.lstrip())
+    words = text.split(maxsplit=1)
+    if not words:
+        return "", ""
+    return words[0], text[start + len(words[0]):]
 
 
 @slash("/forget", "/forget ID|KEY|PIN",

@@ -48,3 +48,14 @@ def test_an_unknown_leading_option_is_one_usage_line(tmp_path: Path) -> None:
         "error: /remember: unknown option --usr; put -- before a fact that starts with --; "
         "usage: /remember [--user] [--for DURATION] [--] TEXT, e.g. /remember budget: 5000 EUR"]
     assert stored(db) == []
+
+
+def test_the_fact_keeps_its_quotes_and_spacing(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    _, err = repl(db, "会话甲", ['/remember 引用: 他说 "你好  世界" 然后走了',
+                                "/remember 名字: O'Brien  双空格",
+                                "/remember --for 7d   门牌: '三号'  楼"])
+    assert errors(err) == []
+    assert stored(db) == [("引用", '他说 "你好  世界" 然后走了', "session"),
+                          ("名字", "O'Brien  双空格", "session"),
+                          ("门牌", "'三号'  楼", "session")]
