@@ -146,11 +146,18 @@ class KeyWatch:
 
 
 def key_presses(typed: bytes) -> list[KeyPress]:
-    """What a terminal sent, as prompt-toolkit's key presses (arrows, Enter, text)."""
+    """What a terminal sent, as prompt-toolkit's key presses (arrows, Enter, text).
+
+    Escape sequences that are no key are left out: the parser takes a colour code
+    (`ESC[31m`, in text pasted from a coloured log) for a mouse report, which the prompt's
+    mouse handler cannot read, and it crashed. The REPL never asks for mouse reports, so
+    none is real; the terminal showed the colour code as nothing, and so does the prompt.
+    """
     from prompt_toolkit.input.vt100_parser import Vt100Parser
+    from prompt_toolkit.keys import Keys
 
     keys: list[KeyPress] = []
     parser = Vt100Parser(keys.append)
     parser.feed(typed.decode("utf-8", errors="replace"))
     parser.flush()
-    return keys
+    return [key for key in keys if key.key != Keys.Vt100MouseEvent]
