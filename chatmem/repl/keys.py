@@ -17,6 +17,9 @@ a signal. While a turn runs, a thread reads the keys (`KeyWatch`):
   exception (chatmem.repl.loop drops them): a terminal drops the keys it still
   holds when Ctrl-C interrupts, and keys must not survive a Ctrl-C or not
   depending on whether the thread had read them yet.
+- a paste is one paste: the terminal marks pastes between prompts too
+  (chatmem.repl.prompt), so a pasted block's lines wait at the next prompt as one
+  message rather than each line's newline sending it as a turn of its own.
 
 Keys pressed while a slash command runs stay queued in the quiet terminal and
 reach the next prompt the same way, Ctrl-D included.

@@ -176,6 +176,25 @@ class Prompt:
 
         # The keys the last prompt read past its Enter were typed before those of the turn.
         self.typed_ahead[:0] = get_typeahead(self.session.input)
-        return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
-                                           default=default))
+        try:
+            return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
+                                               default=default))
+        finally:
+            self.mark_pastes(True)
+
+    def mark_pastes(self, on: bool) -> None:
+        """Have the terminal mark pastes (bracketed paste), or stop.
+
+        prompt-toolkit marks them only while a prompt shows; kept on between prompts, a
+        paste made while a reply streams reaches the next prompt as one paste, its lines
+        one message, not one turn each (chatmem.repl.keys).
+        """
+        if self.session is None:
+            return
+        output = self.session.app.output
+        if on:
+            output.enable_bracketed_paste()
+        else:
+            output.disable_bracketed_paste()
+        output.flush()
 
