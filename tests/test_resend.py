@@ -35,12 +35,13 @@ def test_retry_regenerates_the_last_turn_and_keeps_the_old_one_out_of_memory(
     # own earlier answer.
     assert sent(new) == ["Be brief.", FIRST, f"echo #1: {FIRST}", SECOND]
     assert new.status == "ok" and new.reply == f"echo #3: {SECOND}"
-    assert new.record.number == 3 and new.record.history_turn == 3
+    # The turn row is the third request; in the history it is turn 2 again, with no gap.
+    assert new.record.number == 3 and new.record.history_turn == 2
     store = engine.store
     assert [(m.turn, m.role, m.content) for m in store.history.messages(sid)] == [
         (1, "user", FIRST), (1, "assistant", f"echo #1: {FIRST}"),
-        (3, "user", SECOND), (3, "assistant", f"echo #3: {SECOND}")]
-    assert store.history.turn_count(sid) == 3
+        (2, "user", SECOND), (2, "assistant", f"echo #3: {SECOND}")]
+    assert store.history.turn_count(sid) == 2
     assert stored_rows(store, sid) == 6
     replaced = store.turns.turn(sid, 2)
     assert (replaced.status, replaced.reply, replaced.superseded_by) == (
@@ -64,7 +65,7 @@ def test_edit_last_in_chinese_replaces_the_input_and_search_finds_only_the_new_t
     assert sent(result)[-1] == edited
     store = engine.store
     assert [m.content for m in store.history.messages(sid) if m.role == "user"] == [FIRST, edited]
-    new_positions = {m.position for m in store.history.messages(sid, 3, 3)}
+    new_positions = {m.position for m in store.history.messages(sid, 2, 2)}
     assert store.recall.match_scores(sid, "杭州", before_turn=10, limit=5) == {}
     assert set(store.recall.match_scores(sid, "苏州", before_turn=10, limit=5)) <= new_positions
     assert store.recall.match_scores(sid, "苏州", before_turn=10, limit=5)

@@ -17,6 +17,9 @@ a signal. While a turn runs, a thread reads the keys (`KeyWatch`):
   exception (chatmem.repl.loop drops them): a terminal drops the keys it still
   holds when Ctrl-C interrupts, and keys must not survive a Ctrl-C or not
   depending on whether the thread had read them yet.
+- a paste is one paste: the terminal marks pastes between prompts too
+  (chatmem.repl.prompt), so a pasted block's lines wait at the next prompt as one
+  message rather than each line's newline sending it as a turn of its own.
 
 Keys pressed while a slash command runs stay queued in the quiet terminal and
 reach the next prompt the same way, Ctrl-D included.
@@ -146,11 +149,18 @@ class KeyWatch:
 
 
 def key_presses(typed: bytes) -> list[KeyPress]:
-    """What a terminal sent, as prompt-toolkit's key presses (arrows, Enter, text)."""
+    """What a terminal sent, as prompt-toolkit's key presses (arrows, Enter, text).
+
+    Escape sequences that are no key are left out: the parser takes a colour code
+    (`ESC[31m`, in text pasted from a coloured log) for a mouse report, which the prompt's
+    mouse handler cannot read, and it crashed. The REPL never asks for mouse reports, so
+    none is real; the terminal showed the colour code as nothing, and so does the prompt.
+    """
     from prompt_toolkit.input.vt100_parser import Vt100Parser
+    from prompt_toolkit.keys import Keys
 
     keys: list[KeyPress] = []
     parser = Vt100Parser(keys.append)
     parser.feed(typed.decode("utf-8", errors="replace"))
     parser.flush()
-    return keys
+    return [key for key in keys if key.key != Keys.Vt100MouseEvent]

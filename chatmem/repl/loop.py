@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
@@ -94,7 +94,20 @@ class Repl(Chat):
                 self.prompt.typed_ahead += key_presses(bytes(watch.typed))
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
-        return self.quiet.as_found() if self.quiet is not None else nullcontext()
+        return self._as_found() if self.quiet is not None else nullcontext()
+
+    @contextmanager
+    def _as_found(self) -> Iterator[None]:
+        # The program run in it ($EDITOR) gets pastes unmarked, as from the shell.
+        assert self.quiet is not None
+        if self.prompt is not None:
+            self.prompt.mark_pastes(False)
+        try:
+            with self.quiet.as_found():
+                yield
+        finally:
+            if self.prompt is not None:
+                self.prompt.mark_pastes(True)
 
     def run(self, lines: Iterable[str] | None = None) -> None:
         self.status.print(render.notice_line(
@@ -108,6 +121,8 @@ class Repl(Chat):
             else:
                 self.loop(lines if lines is not None else self.lines())
         finally:
+            if self.prompt is not None:
+                self.prompt.mark_pastes(False)  # the terminal as found: the shell's own
             self.quiet = None
             if self.owns_workspace:
                 self.workspace.close()
@@ -161,3 +176,4 @@ class Repl(Chat):
             raise NotFound(f"unknown command {name}; {hint}/help lists them")
         command.check_arity(args)
         command.run(self, args)
+

@@ -104,6 +104,25 @@ def toolbar_text(chat: Chat, width: int | None = None) -> str:
         engine.indexing.status(engine.embedder)), width)
 
 
+def prompt_label(name: str, columns: int) -> str:
+    """`name> `, the name cut (`…`) to half the terminal's width at most.
+
+    A name as wide as the terminal (34 Chinese characters are 68 columns) pushed what is
+    typed off the line: on a narrow terminal nobody saw the prompt or their own text.
+    """
+    from rich.cells import cell_len
+
+    room = max(columns // 2, 2)
+    if cell_len(name) + 2 <= room:
+        return f"{name}> "
+    kept = ""
+    for character in name:
+        if cell_len(kept + character) + 3 > room:
+            break
+        kept += character
+    return f"{kept}…> "
+
+
 def terminal_output() -> Output | None:
     """The terminal for the prompt when stdout is redirected; None: stdout is the terminal."""
     if sys.stdout.isatty():
@@ -176,6 +195,26 @@ class Prompt:
 
         # The keys the last prompt read past its Enter were typed before those of the turn.
         self.typed_ahead[:0] = get_typeahead(self.session.input)
-        return unfence(self.session.prompt(f"{self.chat.engine.session.name}> ",
-                                           default=default))
+        try:
+            return unfence(self.session.prompt(
+                lambda: prompt_label(self.chat.engine.session.name, self._columns()),
+                default=default))
+        finally:
+            self.mark_pastes(True)
+
+    def mark_pastes(self, on: bool) -> None:
+        """Have the terminal mark pastes (bracketed paste), or stop.
+
+        prompt-toolkit marks them only while a prompt shows; kept on between prompts, a
+        paste made while a reply streams reaches the next prompt as one paste, its lines
+        one message, not one turn each (chatmem.repl.keys).
+        """
+        if self.session is None:
+            return
+        output = self.session.app.output
+        if on:
+            output.enable_bracketed_paste()
+        else:
+            output.disable_bracketed_paste()
+        output.flush()
 

@@ -29,13 +29,22 @@ def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str
                     now: Callable[[], str]) -> list[int]:
     """Insert messages after the session's last one, indexed; returns their ids."""
     # Turns never decrease with position: the last message holds both maxima, and
-    # the (session_id, position) index finds it without reading the session.
+    # the (session_id, position) index finds it without reading the session (a replaced
+    # turn's messages hold the same number as its replacement's).
     row = db.execute(
         "SELECT position, turn, created_at FROM messages WHERE session_id = ?"
         " ORDER BY position DESC LIMIT 1",
         [session_id],
     ).fetchone()
     position, turn, last_time = row or (0, 0, None)
+    if turn:
+        # A replaced turn's messages (superseded, only ever at the end) keep their number
+        # out of history: its replacement takes it, so the history's turns stay 1, 2, 3 …
+        # with no gap for fork --at-turn and a window's "dropped turn" to count.
+        live = db.execute(
+            "SELECT turn FROM messages WHERE session_id = ? AND superseded = 0"
+            " ORDER BY position DESC LIMIT 1", [session_id]).fetchone()
+        turn = live[0] if live else 0
     ids = []
     words: list[tuple[int, str]] = []
     for message in messages:

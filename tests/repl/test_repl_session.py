@@ -171,9 +171,9 @@ def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
         session = store.sessions.session("r")
         assert [(t.status, t.superseded_by) for t in store.turns.turns(session.id)] == [
             ("failed", None), ("ok", 3), ("ok", None)]
-    # History turn 2 (turn 1 failed, so history turn 1 is the replaced one).
-    assert messages(db, "r") == [(2, "user", "我们五月去杭州"),
-                                 (2, "assistant", "Hello from the test server.")]
+    # History turn 1: the replacement takes the number of the turn it replaced.
+    assert messages(db, "r") == [(1, "user", "我们五月去杭州"),
+                                 (1, "assistant", "Hello from the test server.")]
 
 
 def test_retry_after_a_failed_regenerate_replaces_the_turn_not_adds_one(
@@ -220,8 +220,8 @@ def test_retry_regenerates_a_completed_turn_and_inspect_names_its_replacement(db
     assert header_rows(replaced) == [("turn", "3"), ("status", "ok")]
     assert superseded_row(replaced) == "turn 4"
     assert header_rows(new) == [("turn", "4"), ("status", "ok")] and superseded_row(new) is None
-    assert messages(db, "trip")[-2:] == [(4, "user", "what did I order?"),
-                                          (4, "assistant", "echo #1: what did I order?")]
+    assert messages(db, "trip")[-2:] == [(3, "user", "what did I order?"),
+                                          (3, "assistant", "echo #1: what did I order?")]
     assert len(messages(db, "trip")) == 6  # history: the replaced turn's two left it
     inspected = invoke("inspect", "trip", "--turn", "3", "--db", str(db), "--json")
     assert inspected.exit_code == 0, inspected.stderr

@@ -171,3 +171,22 @@ def test_ctrl_d_after_the_reply_lets_memory_finish_its_update_then_leaves(
         assert [m.role for m in store.history.messages(session_id)] == ["user", "assistant"]
         summary = store.memory.latest_summary(session_id, "summary")
         assert summary is not None and summary.text == "Hello from the test server."
+
+
+def test_a_multi_line_paste_during_a_reply_stays_one_message(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    db = start_chat(terminal, tmp_path, chat_server, "--plain")
+    ask_and_hold(terminal, chat_server, "hello there", "Hello")
+    pasted = tmp_path / "paste.txt"
+    block = "粘贴第一行\n粘贴第二行\n粘贴第三行"
+    pasted.write_text(block, encoding="utf-8")
+    terminal.tmux("load-buffer", "-b", "p", str(pasted))
+    terminal.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")  # marked, if the REPL asks
+    chat_server.release.set()
+    # The paste waits at the next prompt, whole; nothing of it was sent on its own.
+    terminal.wait_for("粘贴第三行")
+    terminal.keys("Enter")
+    wait_until(lambda: len(turns(db)) == 2, terminal)
+    assert [text for _, text, _ in turns(db)] == ["hello there", block]
+    assert len(chat_server.requests) == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chatmem.app import facts as remembered
 from chatmem.errors import NotFound
 from chatmem.memory import pins
@@ -30,19 +32,20 @@ def _facts(repl: Chat, args: list[str]) -> None:
         repl.notice(note)
 
 
-@slash("/remember", "/remember [--user] [--for DURATION] TEXT",
+@slash("/remember", "/remember [--user] [--for DURATION] [--] TEXT",
        "store a fact now (KEY: VALUE, or a statement like 'my name is Ana') in this "
        "session; --user puts it in your profile, for every session; --for 7d makes it "
-       "expire; sensitive details are stored too, since you ask",
+       "expire; options go before TEXT, which is kept as typed; sensitive details are "
+       "stored too, since you ask",
        example="/remember budget: 5000 EUR", args=(1, None))
 def _remember(repl: Chat, args: list[str]) -> None:
-    args, lasting = _option_value(args, "--for")
-    in_profile = "--user" in args
-    text = " ".join(a for a in args if a not in ("--user", "--session")).strip()
+    options, text = _leading_options(repl.raw_args)
+    text = text.strip()
     if not text:
         raise SLASH["/remember"].usage_error("missing TEXT")
+    lasting = options.lasting
     stored = remembered.remember(
-        repl.workspace, repl.engine.session, text, in_profile=in_profile,
+        repl.workspace, repl.engine.session, text, in_profile=options.in_profile,
         lasting=parse_duration(lasting, "--for") if lasting is not None else None)
     note = unused_facts_note(repl.engine.strategy)
     for fact in stored:
@@ -52,14 +55,50 @@ def _remember(repl: Chat, args: list[str]) -> None:
                     f"{until})" + (f"; {note}" if note else ""))
 
 
-def _option_value(args: list[str], option: str) -> tuple[list[str], str | None]:
-    """`args` without `option VALUE`, and VALUE (None when the option is not there)."""
-    if option not in args:
-        return args, None
-    at = args.index(option)
-    if at + 1 >= len(args):
-        raise SLASH["/remember"].usage_error(f"{option} needs a value, e.g. {option} 7d")
-    return args[:at] + args[at + 2:], args[at + 1]
+@dataclass(frozen=True)
+class RememberOptions:
+    in_profile: bool = False
+    lasting: str | None = None
+    """The --for DURATION as typed; None: the fact does not expire."""
+
+
+def _leading_options(typed: str) -> tuple[RememberOptions, str]:
+    """The options before the fact, and the rest of `typed`: the fact, as typed.
+
+    Only words before the fact are options: a fact that mentions `--user` or `--for`
+    (a command's usage, say) is kept whole, in this session. `--` ends the options, for
+    a fact that itself starts with `--`. The fact is cut from the typed text, never split
+    into words and joined again, so its quotes and spacing are what was typed.
+    """
+    in_profile, lasting = False, None
+    rest = typed.lstrip()
+    while rest.startswith("--"):
+        word, rest = _first_word(rest)
+        rest = rest.lstrip()
+        if word == "--":
+            break
+        if word == "--user":
+            in_profile = True
+        elif word == "--session":
+            in_profile = False
+        elif word == "--for":
+            lasting, rest = _first_word(rest)
+            if not lasting:
+                raise SLASH["/remember"].usage_error("--for needs a value, e.g. --for 7d")
+            rest = rest.lstrip()
+        else:
+            raise SLASH["/remember"].usage_error(
+                f"unknown option {word}; put -- before a fact that starts with --")
+    return RememberOptions(in_profile, lasting), rest
+
+
+def _first_word(text: str) -> tuple[str, str]:
+    """(the first word of `text`, the rest of it as typed), split at any whitespace."""
+    start = len(text) - len(text.lstrip())
+    words = text.split(maxsplit=1)
+    if not words:
+        return "", ""
+    return words[0], text[start + len(words[0]):]
 
 
 @slash("/forget", "/forget ID|KEY|PIN",

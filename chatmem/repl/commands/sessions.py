@@ -63,11 +63,13 @@ def _sessions(repl: Chat, args: list[str]) -> None:
        example="/switch trip-b", args=(1, 1), completes="session")
 def _switch(repl: Chat, args: list[str]) -> None:
     name = args[0]
-    if name == repl.engine.session.name:
+    # Looked up first: the current session may have been deleted by another process.
+    found = sessions.find_session(repl.workspace, name)
+    if found is None:
+        raise NotFound(f"no session named {name!r}; /sessions lists them, /new {name} creates it")
+    if found.id == repl.engine.session.id:
         repl.notice(f"already in session {name}")
         return
-    if sessions.find_session(repl.workspace, name) is None:
-        raise NotFound(f"no session named {name!r}; /sessions lists them, /new {name} creates it")
     repl.open(name)
     repl.notice(f"switched to {describe(repl)}")
 
