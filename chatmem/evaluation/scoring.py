@@ -49,8 +49,10 @@ class ProbeResult:
     def score_answer(self, reply: str) -> None:
         """Keep the model's answer to the probe and the expected strings it contains."""
         self.answer = reply
-        folded = reply.casefold()
-        self.answer_found = [t for t in self.expect_text if t.casefold() in folded]
+        # Compared as the context is (score_probe): an answer saying ＯＲＤ７７３１ in
+        # Zürich has recalled ORD7731 and zurich.
+        answer = fts.compared(reply)
+        self.answer_found = [t for t in self.expect_text if fts.compared(t) in answer]
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -208,9 +210,9 @@ def score_probe(
     found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
     # Compared as the word index compares (full-width forms as ASCII, accents and marks
     # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected.
-    memory_text = fts.folded("\n".join(
+    memory_text = fts.compared("\n".join(
         m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
-    )).casefold()
-    found_text = [t for t in probe.expect_text if fts.folded(t).casefold() in memory_text]
+    ))
+    found_text = [t for t in probe.expect_text if fts.compared(t) in memory_text]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
                        list(probe.expect_text), found_text, context.tokens)

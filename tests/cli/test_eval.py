@@ -80,6 +80,29 @@ def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     assert row["answer_recall"] == 0.5 and row["text_recall"] == 0.5
 
 
+def test_answer_is_folded_as_text_recall_folds_the_context(tmp_path: Path) -> None:
+    """The answer was only casefolded: ＯＲＤ７７３１ and Zürich in it were not ORD7731 and
+    zurich, though the same words in the context counted for text recall."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "订单号是ＯＲＤ７７３１，我住在Zürich。", "id": "u1"},
+        {"role": "assistant", "content": "记下了。"},
+        {"probe": "订单号和城市？", "expect_ids": ["u1"],
+         "expect_text": ["ORD7731", "zurich", "订单号"]},
+    ]), encoding="utf-8")
+    script = tmp_path / "replies.txt"
+    script.write_text("订单号ＯＲＤ７７３１，城市ZÜRICH。\n", encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
+                      encoding="utf-8")
+    result = invoke("eval", str(transcript), "-s", "buffer", "--answer",
+                    "--config", str(config), "--json")
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(result.stdout)["strategies"][0]["eval"]
+    assert row["per_probe"][0]["answer_found"] == ["ORD7731", "zurich", "订单号"]
+    assert row["answer_recall"] == 1.0 and row["text_recall"] == 1.0
+
+
 def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
     plain = tmp_path / "p.jsonl"
     plain.write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
