@@ -221,7 +221,10 @@ def _check_threshold(totals: Sequence[StrategyTotals], min_recall: float | None)
         return
     below = [t for t in totals if (t.recall or 0.0) < min_recall]
     if below:
-        shown = ", ".join(f"{t.label} ({t.recall or 0.0:.2f})" for t in below)
+        from chatmem.render.compare import short_of
+
+        shown = ", ".join(f"{t.label} ({short_of(t.recall or 0.0, min_recall)})"
+                          for t in below)
         consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
         raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
 

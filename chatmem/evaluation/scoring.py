@@ -175,9 +175,9 @@ class StrategyRun:
             "notices": [word(n) for n in self.notices],
             "eval": {
                 "probes": len(self.probes),
-                "id_recall": self.id_recall(),
-                "text_recall": self.text_recall(),
-                "answer_recall": self.answer_recall(),
+                "id_recall": shown_share(self.id_recall()),
+                "text_recall": shown_share(self.text_recall()),
+                "answer_recall": shown_share(self.answer_recall()),
                 "context_tokens": {
                     "mean": None if mean_probe is None else round(mean_probe, 1),
                     "max": max_probe,
@@ -194,7 +194,13 @@ def lower_recall(id_recall: float | None, text_recall: float | None) -> float | 
 
 
 def _share(found: int, expected: int) -> float | None:
-    return round(found / expected, 4) if expected else None
+    # Exact: --min-recall compares this, and 2/3 rounded to 0.6667 would pass 0.66667.
+    return found / expected if expected else None
+
+
+def shown_share(value: float | None) -> float | None:
+    """A recall as JSON and MCP give it: four decimals, rounded only for showing."""
+    return None if value is None else round(value, 4)
 
 
 # -- scoring ---------------------------------------------------------------------

@@ -58,6 +58,28 @@ def test_min_recall_fails_below_the_threshold() -> None:
         "buffer: 94 contexts of 215 over the budget of 4,000 (the largest 6,845 tokens)\n")
 
 
+def test_min_recall_compares_the_exact_recall_and_shows_it_below(tmp_path: Path) -> None:
+    """2 of 3 texts was rounded to 0.6667 before the check, so it passed 0.66667, and a
+    failure read `recall below 0.667: buffer (0.67)`, a figure above the bar."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "我叫李雷，住在杭州。", "id": "u1"},
+        {"role": "assistant", "content": "好的。", "id": "a1"},
+        {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": ["李雷", "杭州", "上海"]},
+    ]), encoding="utf-8")
+    close = invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+                   "--min-recall", "0.66667", "--json")
+    assert close.exit_code == 1
+    assert close.stderr == "recall below 0.66667: buffer (0.666667)\n"
+    assert json.loads(close.stdout)["strategies"][0]["eval"]["text_recall"] == 0.6667
+    rounded_up = invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+                        "--min-recall", "0.667", "--json")
+    assert rounded_up.exit_code == 1
+    assert rounded_up.stderr == "recall below 0.667: buffer (0.6667)\n"
+    invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+           "--min-recall", "0.6666", "--json", code=0)
+
+
 def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(line) + "\n" for line in [

@@ -85,6 +85,21 @@ def test_min_recall_applies_to_the_corpus(folder: Path) -> None:
     assert "recall below 0.9: window k=2" in result.stderr
 
 
+def test_min_recall_on_a_corpus_compares_exactly(tmp_path: Path) -> None:
+    """The corpus recall was rounded before the check, as a single file's was."""
+    for name, texts in (("a.jsonl", ["李雷", "杭州"]), ("b.jsonl", ["上海"])):
+        (tmp_path / name).write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                             for line in [
+            {"role": "user", "content": "我叫李雷，住在杭州。", "id": "u1"},
+            {"role": "assistant", "content": "好的。", "id": "a1"},
+            {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": texts}]),
+            encoding="utf-8")
+    result = invoke("eval", str(tmp_path), "-s", "buffer", "--jobs", "1",
+                    "--provider", "scripted", "--min-recall", "0.66667")
+    assert result.exit_code == 1
+    assert "recall below 0.66667: buffer (0.666667)" in result.stderr
+
+
 def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
         folder: Path, tmp_path: Path) -> None:
     shutil.copy(folder / "support.jsonl", tmp_path / "a.jsonl")
