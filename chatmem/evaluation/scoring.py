@@ -4,7 +4,8 @@ At each probe the context the strategy would send is scored:
 
 - id recall: share of `expect_ids` whose message is in the context verbatim;
 - text recall: share of `expect_text` strings found, case-insensitively, in
-  the memory parts of the context (summary, facts, recalled, history). The
+  one message of the memory parts of the context (summary, facts, recalled,
+  history). The
   system prompt and the probe itself do not count: the question must not
   answer itself.
 """
@@ -215,10 +216,12 @@ def score_probe(
     }
     found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
     # Compared as the word index compares (full-width forms as ASCII, accents and marks
-    # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected.
-    memory_text = fts.compared("\n".join(
-        m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
-    ))
-    found_text = [t for t in probe.expect_text if fts.compared(t) in memory_text]
+    # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected. Each message
+    # on its own: joined, "ABC\nDEF" would be found across the end of one and the start
+    # of the next, which no message says.
+    memory_texts = [fts.compared(m.content)
+                    for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages]
+    found_text = [t for t in probe.expect_text
+                  if any(fts.compared(t) in text for text in memory_texts)]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
                        list(probe.expect_text), found_text, context.tokens)

@@ -80,6 +80,22 @@ def test_min_recall_compares_the_exact_recall_and_shows_it_below(tmp_path: Path)
            "--min-recall", "0.6666", "--json", code=0)
 
 
+def test_text_recall_matches_within_one_message(tmp_path: Path) -> None:
+    """The memory was searched as one text joined by newlines, so "ABC\\nDEF" was found
+    across two messages, though neither says it."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "密码前半段是ABC", "id": "u1"},
+        {"role": "assistant", "content": "DEF是后半段", "id": "a1"},
+        {"probe": "密码？", "expect_ids": ["u1"],
+         "expect_text": ["ABC\nDEF", "是ABC", "DEF是后半段", "ABC DEF"]},
+    ]), encoding="utf-8")
+    result = invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+                    "--json", code=0)
+    probe = json.loads(result.stdout)["strategies"][0]["eval"]["per_probe"][0]
+    assert probe["found_text"] == ["是ABC", "DEF是后半段"]
+
+
 def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(line) + "\n" for line in [
