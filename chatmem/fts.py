@@ -92,6 +92,13 @@ def folded(text: str) -> str:
     return _marks().sub("", text)
 
 
+def compared(text: str) -> str:
+    """`text` as recall scoring compares it: folded as the index folds it, in any case
+    (ＯＲＤ７７３１ is ord7731, Zürich is zurich). Expected strings, contexts and answers
+    all go through this one form, so they can never disagree on what matches."""
+    return folded(text).casefold()
+
+
 def _terms(text: str, *, run_ends: bool = False, prefixes: bool = False) -> list[str]:
     terms: list[str] = []
     folded_text = folded(text)

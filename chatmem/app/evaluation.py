@@ -30,6 +30,15 @@ class Comparison:
     keep_replies: bool
     tokenizer: Tokenizer
 
+    @property
+    def turns_replayed(self) -> int:
+        """User messages sent as turns: one followed by another user message has no reply
+        of its own and is stored as it is (evaluation.steps.plan), so it is not one."""
+        from chatmem.evaluation.steps import StepKind, plan
+
+        return sum(1 for step in plan(self.transcript, self.keep_replies)
+                   if step.kind is StepKind.TURN)
+
 
 def load_source(workspace: Workspace, source: str) -> Transcript:
     """A transcript file, or else the stored session of that name."""

@@ -216,8 +216,8 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
             [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
         store.sessions.add_probes(session.id, [
             {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
-             "expect_text": p.expect_text}
-            for position, p in transcript.probe_positions()])
+             "expect_text": p.expect_text, "before_prompt": before_prompt}
+            for position, p, before_prompt in transcript.probe_positions()])
     return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chatmem.evaluation.corpus import StrategyTotals
+    from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.scoring import StrategyRun
 
 SUFFIXES = (".jsonl", ".json")
@@ -154,7 +155,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
             errors_to.print(f"error: {result.error}", markup=False, soft_wrap=True)
         elif not json_out and result.runs is not None:
             name = Path(result.path).name
-            for line in transcript_lines(name, result.runs):
+            for line in transcript_lines(name, result.runs, _tokenizer(result)):
                 lines_to.print(line, soft_wrap=True)
             for caveat in transcript_caveats(name, result.runs):
                 errors_to.print(caveat, markup=False, soft_wrap=True, style="yellow")
@@ -181,7 +182,9 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     if json_out:
         print_json(data)
     elif scored:
-        out.print(corpus_table(totals, f"eval of {len(scored)} transcripts in {directory}"))
+        counted = [(Path(r.path).name, t) for r in scored if (t := _tokenizer(r)) is not None]
+        out.print(corpus_table(totals, f"eval of {len(scored)} transcripts in {directory}",
+                               counted))
     if interrupted:
         err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
                   markup=False)
@@ -189,6 +192,14 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     if any(r.error is not None for r in ordered):
         raise typer.Exit(int(ExitCode.USAGE))
     _check_threshold(totals, min_recall)
+
+
+def _tokenizer(result: TranscriptResult) -> Tokenizer | None:
+    """What a transcript's counts were made with, as its --json object says."""
+    from chatmem.evaluation.recording import Tokenizer
+
+    said = (result.data or {}).get("tokenizer")
+    return None if said is None else Tokenizer(**said)
 
 
 def corpus_json(source: str, files: Sequence[Path], results: Sequence[TranscriptResult],
@@ -221,7 +232,10 @@ def _check_threshold(totals: Sequence[StrategyTotals], min_recall: float | None)
         return
     below = [t for t in totals if (t.recall or 0.0) < min_recall]
     if below:
-        shown = ", ".join(f"{t.label} ({t.recall or 0.0:.2f})" for t in below)
+        from chatmem.render.compare import short_of
+
+        shown = ", ".join(f"{t.label} ({short_of(t.recall or 0.0, min_recall)})"
+                          for t in below)
         consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
         raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
 

@@ -193,7 +193,7 @@ def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, 
         "command": command,
         "source": source,
         "title": transcript.title,
-        "turns": transcript.user_turns(),
+        "turns": outcome.turns_replayed,
         "probes": len(transcript.probes),
         "keep_replies": outcome.keep_replies,
         "tokenizer": outcome.tokenizer.to_json(),
@@ -281,7 +281,8 @@ def eval_command(
     if min_recall is not None:
         below = [r for r in runs if (r.recall() or 0.0) < min_recall]
         if below:
-            shown = ", ".join(f"{r.label} ({r.recall() or 0.0:.2f})" for r in below)
+            shown = ", ".join(f"{r.label} ({compare.short_of(r.recall() or 0.0, min_recall)})"
+                          for r in below)
             consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
             raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
 

@@ -146,6 +146,9 @@ class Cost:
     currency: str = "$"
 
     def __add__(self, other: Cost) -> Cost:
+        # $1 + €1 is no amount in either currency: a total keeps one Cost per currency.
+        if other.currency != self.currency:
+            raise ValueError(f"cannot add {other.currency} to {self.currency}")
         return Cost(self.amount + other.amount, self.currency)
 
 
@@ -162,14 +165,20 @@ class Spent:
     """A running total: tokens sent and received, and their cost when every model is priced."""
 
     tokens: int = 0
-    cost: Cost | None = None
+    costs: tuple[Cost, ...] = ()
+    """One total per currency, in the order the currencies were first spent."""
     unpriced: bool = False
     """Some tokens went to a model without a configured price: the cost is a lower bound."""
 
     def plus(self, prompt: int, reply: int, price: Price | None) -> Spent:
         if price is None:
-            return Spent(self.tokens + prompt + reply, self.cost, self.unpriced or bool(
+            return Spent(self.tokens + prompt + reply, self.costs, self.unpriced or bool(
                 prompt + reply))
         cost = price.cost(prompt, reply)
-        return Spent(self.tokens + prompt + reply,
-                     cost if self.cost is None else self.cost + cost, self.unpriced)
+        currencies = [c.currency for c in self.costs]
+        if cost.currency in currencies:
+            at = currencies.index(cost.currency)
+            costs = (*self.costs[:at], self.costs[at] + cost, *self.costs[at + 1:])
+        else:
+            costs = (*self.costs, cost)
+        return Spent(self.tokens + prompt + reply, costs, self.unpriced)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chatmem.evaluation.scoring import StrategyRun, lower_recall
+from chatmem.evaluation.scoring import StrategyRun, lower_recall, shown_share
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ class StrategyTotals:
             "label": self.label,
             "transcripts": self.transcripts,
             "probes": self.probes,
-            "id_recall": self.id_recall,
-            "text_recall": self.text_recall,
+            "id_recall": shown_share(self.id_recall),
+            "text_recall": shown_share(self.text_recall),
             "expected_ids": self.expected_ids,
             "found_ids": self.found_ids,
             "expected_text": self.expected_text,
@@ -94,4 +94,5 @@ def _totals(label: str, runs: Sequence[StrategyRun]) -> StrategyTotals:
 
 
 def _share(found: int, expected: int) -> float | None:
-    return round(found / expected, 4) if expected else None
+    # Exact, as a single run's (scoring._share): --min-recall compares it.
+    return found / expected if expected else None

@@ -4,7 +4,8 @@ At each probe the context the strategy would send is scored:
 
 - id recall: share of `expect_ids` whose message is in the context verbatim;
 - text recall: share of `expect_text` strings found, case-insensitively, in
-  the memory parts of the context (summary, facts, recalled, history). The
+  one message of the memory parts of the context (summary, facts, recalled,
+  history). The
   system prompt and the probe itself do not count: the question must not
   answer itself.
 """
@@ -49,8 +50,10 @@ class ProbeResult:
     def score_answer(self, reply: str) -> None:
         """Keep the model's answer to the probe and the expected strings it contains."""
         self.answer = reply
-        folded = reply.casefold()
-        self.answer_found = [t for t in self.expect_text if t.casefold() in folded]
+        # Compared as the context is (score_probe): an answer saying ＯＲＤ７７３１ in
+        # Zürich has recalled ORD7731 and zurich.
+        answer = fts.compared(reply)
+        self.answer_found = [t for t in self.expect_text if fts.compared(t) in answer]
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -173,9 +176,9 @@ class StrategyRun:
             "notices": [word(n) for n in self.notices],
             "eval": {
                 "probes": len(self.probes),
-                "id_recall": self.id_recall(),
-                "text_recall": self.text_recall(),
-                "answer_recall": self.answer_recall(),
+                "id_recall": shown_share(self.id_recall()),
+                "text_recall": shown_share(self.text_recall()),
+                "answer_recall": shown_share(self.answer_recall()),
                 "context_tokens": {
                     "mean": None if mean_probe is None else round(mean_probe, 1),
                     "max": max_probe,
@@ -192,7 +195,13 @@ def lower_recall(id_recall: float | None, text_recall: float | None) -> float | 
 
 
 def _share(found: int, expected: int) -> float | None:
-    return round(found / expected, 4) if expected else None
+    # Exact: --min-recall compares this, and 2/3 rounded to 0.6667 would pass 0.66667.
+    return found / expected if expected else None
+
+
+def shown_share(value: float | None) -> float | None:
+    """A recall as JSON and MCP give it: four decimals, rounded only for showing."""
+    return None if value is None else round(value, 4)
 
 
 # -- scoring ---------------------------------------------------------------------
@@ -207,10 +216,12 @@ def score_probe(
     }
     found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
     # Compared as the word index compares (full-width forms as ASCII, accents and marks
-    # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected.
-    memory_text = fts.folded("\n".join(
-        m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
-    )).casefold()
-    found_text = [t for t in probe.expect_text if fts.folded(t).casefold() in memory_text]
+    # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected. Each message
+    # on its own: joined, "ABC\nDEF" would be found across the end of one and the start
+    # of the next, which no message says.
+    memory_texts = [fts.compared(m.content)
+                    for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages]
+    found_text = [t for t in probe.expect_text
+                  if any(fts.compared(t) in text for text in memory_texts)]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
                        list(probe.expect_text), found_text, context.tokens)

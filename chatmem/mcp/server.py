@@ -247,6 +247,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         """Replay the conversation under each strategy: what each would have cost in tokens
         and model calls, and (with probes) what each remembers. Changes nothing."""
         from chatmem.app.evaluation import compare_strategies as compare
+        from chatmem.evaluation.scoring import shown_share
 
         registered = memory.registries.strategies
         with memory.workspace(ctx) as ws:
@@ -256,8 +257,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         scores = [StrategyScore(strategy=r.label, turns=r.turns,
                                 mean_tokens=_mean(r.prompt_tokens),
                                 max_tokens=max(r.prompt_tokens, default=None),
-                                model_calls=r.model_calls, id_recall=r.id_recall(),
-                                text_recall=r.text_recall()) for r in done.runs]
+                                model_calls=r.model_calls,
+                                id_recall=shown_share(r.id_recall()),
+                                text_recall=shown_share(r.text_recall())) for r in done.runs]
         return Comparison(conversation_id=conversation_id, probes=len(transcript.probes),
                           strategies=scores)
 

@@ -43,6 +43,16 @@ RECALL_STYLES = {Grade.GOOD: "green", Grade.MID: "yellow", Grade.BAD: "red"}
 PROBE_STYLES = {Grade.GOOD: "bold green", Grade.MID: "yellow", Grade.BAD: "bold red"}
 
 
+def short_of(value: float, threshold: float) -> str:
+    """`value`, known to be below `threshold`, with the fewest digits (two at least) that
+    still show it below: 2/3 under 0.667 is 0.6667, never a 0.67 above the bar."""
+    for digits in range(2, 18):
+        shown = f"{value:.{digits}f}"
+        if float(shown) < threshold:
+            return shown
+    return repr(value)
+
+
 def recall_text(value: float | None) -> Text:
     """A recall figure, coloured by its grade; a dim mark when there is none."""
     if value is None:

@@ -16,11 +16,14 @@ from chatmem.render.notices import replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.corpus import StrategyTotals
+    from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.scoring import StrategyRun
 
 
-def transcript_lines(name: str, runs: Sequence[StrategyRun]) -> list[Text]:
-    """One line per strategy of a finished transcript: printed at once, so Ctrl-C keeps it."""
+def transcript_lines(name: str, runs: Sequence[StrategyRun],
+                     tokenizer: Tokenizer | None = None) -> list[Text]:
+    """One line per strategy of a finished transcript: printed at once, so Ctrl-C keeps it.
+    Approximate counts are marked there, beside the figure they qualify."""
     lines = []
     for i, run in enumerate(runs):
         mean, _ = run.probe_tokens()
@@ -28,8 +31,25 @@ def transcript_lines(name: str, runs: Sequence[StrategyRun]) -> list[Text]:
             (name, "bold"), "  ", (run.label, series_style(i)),
             f"  probes {len(run.probes)}  recall ", recall_text(run.recall()),
             f"  context mean {number(mean, 1)}",
+            ("" if tokenizer is None or tokenizer.exact
+             else (f" (approximate, {tokenizer.name})", "yellow")),
         ))
     return lines
+
+
+def tokenizers_text(counted: Sequence[tuple[str, Tokenizer]]) -> str:
+    """What the folder's token figures were counted with, from (transcript, tokenizer):
+    one tokenizer said once; several each with their transcripts, and plainly that the
+    means mix exact with approximate counts when they do."""
+    groups: dict[str, list[str]] = {}
+    for name, tokenizer in counted:
+        groups.setdefault(tokenizer.describe(), []).append(name)
+    if len(groups) == 1:
+        return next(iter(groups))
+    said = " · ".join(f"{', '.join(names)}: {described}" for described, names in groups.items())
+    if len({tokenizer.exact for _, tokenizer in counted}) > 1:
+        return f"the token figures mix exact and approximate counts: {said}"
+    return said
 
 
 def transcript_caveats(name: str, runs: Sequence[StrategyRun]) -> list[str]:
@@ -41,11 +61,15 @@ def transcript_caveats(name: str, runs: Sequence[StrategyRun]) -> list[str]:
             for n in run.notices if isinstance(n, caveats)]
 
 
-def corpus_table(totals: Sequence[StrategyTotals], title: str) -> Fitted:
+def corpus_table(totals: Sequence[StrategyTotals], title: str,
+                 counted: Sequence[tuple[str, Tokenizer]] = ()) -> Fitted:
     """One row per strategy over every transcript: micro recall, mean and max context
-    (stacked when narrow, as replay's and eval's tables are)."""
+    (stacked when narrow, as replay's and eval's tables are); `counted` names each
+    transcript's tokenizer, said in the caption."""
     caption = ("recall over every expected id and text of every probe; context tokens at the "
                "probes")
+    if counted:
+        caption += "\n" + tokenizers_text(counted)
     columns = ["files", "probes", "id\nrecall", "text\nrecall", "mean\nrecall", "context\nmean",
                "context\nmax", "turn\nmean"]
     rows: list[list[RenderableType]] = [

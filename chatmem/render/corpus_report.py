@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
+from chatmem.evaluation.recording import Tokenizer
 from chatmem.evaluation.scoring import lower_recall
 from chatmem.render.cells import number
+from chatmem.render.corpus import tokenizers_text
 from chatmem.render.report import Column, recall_html, strategy_columns, strategy_table
 from chatmem.render.report_charts import recall_figure
 from chatmem.render.report_page import escape, page
@@ -49,13 +51,11 @@ def _header(data: dict[str, Any], title: str) -> str:
              f"{probes:,} probes"]
     if not data["complete"]:
         facts.append("<b>stopped before the end</b>: what finished is shown")
-    tokenizers = sorted({(t["tokenizer"]["name"], t["tokenizer"]["exact"])
-                         for t in transcripts})
-    counted = ", ".join(f"<b>{escape(name)}</b> ({'exact' if exact else 'approximate'})"
-                        for name, exact in tokenizers)
-    note = (f'<p class="note">Counted with tokenizer {counted}. Recall over the folder is '
-            "micro recall: every expected id and text of every probe counts once.</p>"
-            if tokenizers else "")
+    counted = [(PurePath(t["source"]).name, Tokenizer(**t["tokenizer"])) for t in transcripts
+               if t.get("tokenizer")]
+    note = (f'<p class="note">Counted with {escape(tokenizers_text(counted))}. Recall over the'
+            " folder is micro recall: every expected id and text of every probe counts once.</p>"
+            if counted else "")
     return (f"<header><h1>{escape(title)}</h1><p class=\"muted\">{' · '.join(facts)}</p>"
             f"{note}</header>")
 

@@ -31,9 +31,10 @@ def spent_text(spent: Spent) -> str:
 
 
 def spent_parts(spent: Spent) -> tuple[str, str | None]:
-    """(`total 1,234 tokens`, `$0.0123`): the tokens, and the cost (None: no price known)."""
-    cost = None if spent.cost is None else cost_text(spent.cost) + ("+" if spent.unpriced
-                                                                     else "")
+    """(`total 1,234 tokens`, `$0.0123`): the tokens, and the cost (None: no price known);
+    `$0.0123 + €0.05` when models were priced in different currencies."""
+    cost = None if not spent.costs else " + ".join(cost_text(c) for c in spent.costs) + (
+        "+" if spent.unpriced else "")
     return f"total {spent.tokens:,} tokens", cost
 
 

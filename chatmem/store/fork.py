@@ -106,7 +106,8 @@ class ForkTables:
             last_position = max((m.position for m in self._history.messages(new_id)), default=0)
             self._db.execute(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
-                " expect_text) SELECT ?, after_position, question, expect_ids, expect_text"
+                " expect_text, before_prompt) SELECT ?, after_position, question, expect_ids,"
+                " expect_text, before_prompt"
                 " FROM probes WHERE session_id = ? AND after_position <= ? ORDER BY id",
                 [new_id, source.id, last_position])
             copied, rebuilt = [], []

@@ -342,3 +342,12 @@ def p011_words_folded_again(execute: Execute) -> None:
                 ([i for i, _ in changed], [fitting_terms(t) for _, t in changed],
                  [token_count(t) for _, t in changed]))
         last = int(rows[-1][0])
+
+
+@migration
+def p012_probes_before_prompt(execute: Execute) -> None:
+    """SQLite's m017: whether a probe was asked before the system prompt change after its
+    message."""
+    execute("ALTER TABLE probes ADD COLUMN before_prompt bigint NOT NULL DEFAULT 0")
+    # p007 granted INSERT and UPDATE column by column; a new column needs its own grant.
+    execute("GRANT INSERT (before_prompt), UPDATE (before_prompt) ON probes TO PUBLIC")

@@ -233,20 +233,23 @@ class SessionTables:
     # -- probes -------------------------------------------------------------
 
     def add_probes(self, session_id: int, probes: Iterable[Mapping[str, Any]]) -> int:
-        """Store probe lines, each with the message position it was asked after."""
+        """Store probe lines, each with the message position it was asked after (and
+        `before_prompt`: before the system prompt change that follows that message)."""
         rows = [[session_id, p["after_position"], p["question"], json_text(list(p["expect_ids"])),
-                 json_text(list(p["expect_text"]))] for p in probes]
+                 json_text(list(p["expect_text"])), int(bool(p.get("before_prompt")))]
+                for p in probes]
         self.check_session_writable(session_id)
         with self._db.write():
             self._db.executemany(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
-                " expect_text) VALUES (?, ?, ?, ?, ?)", rows)
+                " expect_text, before_prompt) VALUES (?, ?, ?, ?, ?, ?)", rows)
         return len(rows)
 
     def probes(self, session_id: int) -> list[dict[str, Any]]:
-        rows = fetch_rows(self._db, "SELECT after_position, question, expect_ids, expect_text"
-                          " FROM probes WHERE session_id = ? ORDER BY after_position, id",
-                          [session_id])
-        return [{**r, "expect_ids": stored_json(r["expect_ids"], "a probe's expect_ids", "[]"),
+        rows = fetch_rows(self._db, "SELECT after_position, question, expect_ids, expect_text,"
+                          " before_prompt FROM probes WHERE session_id = ?"
+                          " ORDER BY after_position, id", [session_id])
+        return [{**r, "before_prompt": bool(r["before_prompt"]),
+                 "expect_ids": stored_json(r["expect_ids"], "a probe's expect_ids", "[]"),
                  "expect_text": stored_json(r["expect_text"], "a probe's expect_text", "[]")}
                 for r in rows]

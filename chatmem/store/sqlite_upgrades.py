@@ -146,6 +146,13 @@ def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m017_probes_before_prompt(db: sqlite_utils.Database) -> None:
+    """Whether a probe was asked before the system prompt change after its message (its
+    line above the system_prompt line): export writes it back where it was read."""
+    db.execute("ALTER TABLE probes ADD COLUMN before_prompt INTEGER NOT NULL DEFAULT 0")
+
+
+@migration
 def m006_retention(db: sqlite_utils.Database) -> None:
     """Retention: a session's own retention, a fact's own expiry and when a context last used it.
 

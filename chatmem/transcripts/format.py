@@ -149,15 +149,24 @@ class Transcript:
                 turn += 1
         return prompts
 
-    def probe_positions(self) -> list[tuple[int, Probe]]:
-        """Each probe with the number of messages before it (its position once stored)."""
-        out, seen = [], 0
+    def probe_positions(self) -> list[tuple[int, Probe, bool]]:
+        """Each probe with the number of messages before it (its position once stored)
+        and whether a system_prompt line follows it before the next message: it was
+        asked under the prompt that line replaces."""
+        out: list[tuple[int, Probe, bool]] = []
+        waiting: list[tuple[int, Probe]] = []
+        seen = 0
         for item in self.items:
             if isinstance(item, TranscriptMessage):
                 seen += 1
+                out.extend((position, probe, False) for position, probe in waiting)
+                waiting = []
             elif isinstance(item, Probe):
-                out.append((seen, item))
-        return out
+                waiting.append((seen, item))
+            else:
+                out.extend((position, probe, True) for position, probe in waiting)
+                waiting = []
+        return out + [(position, probe, False) for position, probe in waiting]
 
 
 def from_records(
@@ -177,28 +186,37 @@ def from_records(
 
     `prompts` are (first turn, system prompt): turn 1's becomes the header's
     `system`, later ones a system_prompt line before their turn. `probes` are
-    stored probes, each placed after the message at its `after_position`.
+    stored probes, each placed after the message at its `after_position`, before or
+    after the prompt change of the turn that follows as `before_prompt` says.
     """
     changes = dict(prompts)
     first_system = changes.pop(1, system) if changes else system
     pending = sorted(probes, key=lambda p: p["after_position"])
     items: list[Item] = []
 
-    def probes_until(position: int) -> None:
-        while pending and pending[0]["after_position"] <= position:
-            p = pending.pop(0)
-            items.append(Probe(p["question"], tuple(p["expect_ids"]), tuple(p["expect_text"])))
+    def probes_until(position: int, *, before_prompt_only: bool = False) -> None:
+        nonlocal pending
+        due = [p for p in pending if p["after_position"] <= position
+               and (p.get("before_prompt") or not before_prompt_only)]
+        pending = [p for p in pending if not any(p is d for d in due)]
+        items.extend(Probe(p["question"], tuple(p["expect_ids"]), tuple(p["expect_text"]))
+                     for p in due)
 
+    # A probe sees the prompt in force where its line was, so it goes on the same side
+    # of the next turn's system_prompt line as import read it.
     last_turn = 0
     for r in records:
-        probes_until(r.position - 1)
         if r.turn != last_turn and r.turn in changes:
+            probes_until(r.position - 1, before_prompt_only=True)
             items.append(SystemPrompt(changes.pop(r.turn)))
+        probes_until(r.position - 1)
         last_turn = r.turn
         items.append(TranscriptMessage(r.role, r.content, r.external_id, r.created_at))
+    if changes:
+        # A prompt set after the last turn holds for the next one.
+        probes_until(10**12, before_prompt_only=True)
+        items.extend(SystemPrompt(text) for _, text in sorted(changes.items()))
     probes_until(10**12)
-    # A prompt set after the last turn holds for the next one.
-    items.extend(SystemPrompt(text) for _, text in sorted(changes.items()))
     return Transcript(items, title, first_system, strategy, dict(params or {}), model, title,
                       provider, tokenizer)
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from chatmem import fts
 from chatmem.errors import TranscriptError
 from chatmem.text import valid_text
 from chatmem.timestamps import is_time
@@ -317,13 +318,7 @@ def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]
         if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
             raise TranscriptError(f"{where}: {key} must be a list of strings")
         lists[key] = tuple(str(v) for v in value)
-        blank = next((v for v in lists[key] if not v.strip()), None)
-        if blank is not None:
-            # "" is in every context: it would count as recalled with nothing remembered.
-            raise TranscriptError(f"{where}: {key} holds an empty string {blank!r}")
-        twice = next((v for i, v in enumerate(lists[key]) if v in lists[key][:i]), None)
-        if twice is not None:
-            raise TranscriptError(f"{where}: {key} names {twice!r} twice (it would count twice)")
+        _check_expected(key, lists[key], where)
     for expected in lists["expect_ids"]:
         if expected not in seen:
             raise TranscriptError(
@@ -332,3 +327,25 @@ def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]
     if not lists["expect_ids"] and not lists["expect_text"]:
         raise TranscriptError(f"{where}: probe needs expect_ids or expect_text")
     return Probe(question, lists["expect_ids"], lists["expect_text"], number)
+
+
+def _check_expected(key: str, values: tuple[str, ...], where: str) -> None:
+    """Refuse what scoring would count wrongly: expected text is compared as
+    fts.compared makes it, so blanks and repeats are judged in that form too."""
+    as_scored = (lambda v: fts.compared(v).strip()) if key == "expect_text" else str.strip
+    forms = [as_scored(v) for v in values]
+    blank = next((v for v, form in zip(values, forms, strict=True) if not form), None)
+    if blank is not None:
+        # "" is in every context: it would count as recalled with nothing remembered.
+        if blank.strip():
+            # !a: all of it is invisible, so it is shown as escapes ('\u0301').
+            raise TranscriptError(f"{where}: {key} holds {blank!a}, nothing once folded"
+                                  " (zero-width characters and accents are not compared)")
+        raise TranscriptError(f"{where}: {key} holds an empty string {blank!r}")
+    for i, (value, form) in enumerate(zip(values, forms, strict=True)):
+        if value in values[:i]:
+            raise TranscriptError(f"{where}: {key} names {value!r} twice (it would count twice)")
+        if form in forms[:i]:
+            same = values[forms.index(form)]
+            raise TranscriptError(f"{where}: {key} names {same!r} and {value!r}, the same once"
+                                  " case, width and accents are folded (it would count twice)")

@@ -58,6 +58,44 @@ def test_min_recall_fails_below_the_threshold() -> None:
         "buffer: 94 contexts of 215 over the budget of 4,000 (the largest 6,845 tokens)\n")
 
 
+def test_min_recall_compares_the_exact_recall_and_shows_it_below(tmp_path: Path) -> None:
+    """2 of 3 texts was rounded to 0.6667 before the check, so it passed 0.66667, and a
+    failure read `recall below 0.667: buffer (0.67)`, a figure above the bar."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "我叫李雷，住在杭州。", "id": "u1"},
+        {"role": "assistant", "content": "好的。", "id": "a1"},
+        {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": ["李雷", "杭州", "上海"]},
+    ]), encoding="utf-8")
+    close = invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+                   "--min-recall", "0.66667", "--json")
+    assert close.exit_code == 1
+    assert close.stderr == "recall below 0.66667: buffer (0.666667)\n"
+    assert json.loads(close.stdout)["strategies"][0]["eval"]["text_recall"] == 0.6667
+    rounded_up = invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+                        "--min-recall", "0.667", "--json")
+    assert rounded_up.exit_code == 1
+    assert rounded_up.stderr == "recall below 0.667: buffer (0.6667)\n"
+    invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+           "--min-recall", "0.6666", "--json", code=0)
+
+
+def test_text_recall_matches_within_one_message(tmp_path: Path) -> None:
+    """The memory was searched as one text joined by newlines, so "ABC\\nDEF" was found
+    across two messages, though neither says it."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "密码前半段是ABC", "id": "u1"},
+        {"role": "assistant", "content": "DEF是后半段", "id": "a1"},
+        {"probe": "密码？", "expect_ids": ["u1"],
+         "expect_text": ["ABC\nDEF", "是ABC", "DEF是后半段", "ABC DEF"]},
+    ]), encoding="utf-8")
+    result = invoke("eval", str(transcript), "-s", "buffer", "--provider", "scripted",
+                    "--json", code=0)
+    probe = json.loads(result.stdout)["strategies"][0]["eval"]["per_probe"][0]
+    assert probe["found_text"] == ["是ABC", "DEF是后半段"]
+
+
 def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(line) + "\n" for line in [
@@ -78,6 +116,29 @@ def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     assert [(p["answer"], p["answer_found"]) for p in row["per_probe"]] == [
         ("It is KW-58213.", ["KW-58213"]), ("I don't know.", [])]
     assert row["answer_recall"] == 0.5 and row["text_recall"] == 0.5
+
+
+def test_answer_is_folded_as_text_recall_folds_the_context(tmp_path: Path) -> None:
+    """The answer was only casefolded: ＯＲＤ７７３１ and Zürich in it were not ORD7731 and
+    zurich, though the same words in the context counted for text recall."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "订单号是ＯＲＤ７７３１，我住在Zürich。", "id": "u1"},
+        {"role": "assistant", "content": "记下了。"},
+        {"probe": "订单号和城市？", "expect_ids": ["u1"],
+         "expect_text": ["ORD7731", "zurich", "订单号"]},
+    ]), encoding="utf-8")
+    script = tmp_path / "replies.txt"
+    script.write_text("订单号ＯＲＤ７７３１，城市ZÜRICH。\n", encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
+                      encoding="utf-8")
+    result = invoke("eval", str(transcript), "-s", "buffer", "--answer",
+                    "--config", str(config), "--json")
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(result.stdout)["strategies"][0]["eval"]
+    assert row["per_probe"][0]["answer_found"] == ["ORD7731", "zurich", "订单号"]
+    assert row["answer_recall"] == 1.0 and row["text_recall"] == 1.0
 
 
 def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:

@@ -85,6 +85,52 @@ def test_min_recall_applies_to_the_corpus(folder: Path) -> None:
     assert "recall below 0.9: window k=2" in result.stderr
 
 
+def test_min_recall_on_a_corpus_compares_exactly(tmp_path: Path) -> None:
+    """The corpus recall was rounded before the check, as a single file's was."""
+    for name, texts in (("a.jsonl", ["李雷", "杭州"]), ("b.jsonl", ["上海"])):
+        (tmp_path / name).write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                             for line in [
+            {"role": "user", "content": "我叫李雷，住在杭州。", "id": "u1"},
+            {"role": "assistant", "content": "好的。", "id": "a1"},
+            {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": texts}]),
+            encoding="utf-8")
+    result = invoke("eval", str(tmp_path), "-s", "buffer", "--jobs", "1",
+                    "--provider", "scripted", "--min-recall", "0.66667")
+    assert result.exit_code == 1
+    assert "recall below 0.66667: buffer (0.666667)" in result.stderr
+
+
+def test_the_folder_table_names_each_tokenizer_and_says_when_counts_mix(
+        tmp_path: Path) -> None:
+    """The table's caption named no tokenizer, and averaged an exact count with an
+    approximate one (a recorded tokenizer not on this machine) without a word."""
+    for name, tokenizer in (("exact.jsonl", "cl100k_base"), ("guess.jsonl", "llama:qwen.gguf")):
+        (tmp_path / name).write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                             for line in [
+            {"chatmem": 1, "title": name, "provider": "scripted", "model": "qwen",
+             "tokenizer": tokenizer},
+            {"role": "user", "content": "我叫李雷，住在杭州。", "id": "u1"},
+            {"role": "assistant", "content": "好的。", "id": "a1"},
+            {"probe": "我住哪儿？", "expect_ids": ["u1"], "expect_text": ["杭州"]}]),
+            encoding="utf-8")
+    report = tmp_path / "report.html"
+    result = invoke("eval", str(tmp_path), "-s", "buffer", "--jobs", "1",
+                    "--report", str(report), width=200, code=0)
+    said = " ".join(result.stdout.split())
+    assert ("the token figures mix exact and approximate counts: exact.jsonl: tokenizer"
+            " cl100k_base (exact) · guess.jsonl: tokenizer cl100k_base (approximate); the"
+            " recorded tokenizer llama:qwen.gguf is not available here") in said
+    lines = [line for line in result.stdout.splitlines() if "context mean" in line]
+    assert lines[0].startswith("exact.jsonl") and "approximate" not in lines[0]
+    assert lines[1].startswith("guess.jsonl") and "(approximate, cl100k_base)" in lines[1]
+    page = report.read_text(encoding="utf-8")
+    assert "guess.jsonl: tokenizer cl100k_base (approximate)" in page
+    (tmp_path / "guess.jsonl").unlink()
+    alone = invoke("eval", str(tmp_path), "-s", "buffer", "--jobs", "1",
+                   width=200, code=0)
+    assert alone.stdout.splitlines()[-1].strip() == "tokenizer cl100k_base (exact)"
+
+
 def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
         folder: Path, tmp_path: Path) -> None:
     shutil.copy(folder / "support.jsonl", tmp_path / "a.jsonl")

@@ -254,3 +254,37 @@ def test_a_json_export_imports_back_as_the_session_it_came_from(tmp_path: Path) 
     with Store(db) as store:
         assert store.sessions.session("sp2").system == "Answer in English only."
         assert len(store.sessions.probes(store.sessions.session("sp2").id)) == 1
+
+
+def test_a_probe_stays_on_its_side_of_a_prompt_change(tmp_path: Path) -> None:
+    """Export wrote the probe before the system_prompt line it followed, so `eval SESSION`
+    scored it under the old prompt while `eval FILE` used the new one. A probe written
+    above a system_prompt line stays above it, under the prompt it was asked with."""
+    source, at = tmp_path / "sp.jsonl", "2024-05-01T10:0{}:00.000+00:00"
+    source.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        {"chatmem": 1, "title": "sp", "system": "你是助手。"},
+        {"role": "user", "content": "我的航班是CA1234。", "id": "u1", "ts": at.format(0)},
+        {"role": "assistant", "content": "好的。", "id": "a1", "ts": at.format(1)},
+        {"system_prompt": "你现在是一位非常详细、啰嗦的旅行顾问，回答要很长。"},
+        {"probe": "我的航班？", "expect_ids": ["u1"], "expect_text": ["CA1234"]},
+        {"role": "user", "content": "谢谢", "id": "u2", "ts": at.format(2)},
+        {"role": "assistant", "content": "不客气。", "id": "a2", "ts": at.format(3)},
+        {"probe": "还记得航班吗？", "expect_ids": ["u1"], "expect_text": ["CA1234"]},
+        {"system_prompt": "简短回答。"},
+        {"probe": "航班号？", "expect_ids": ["u1"], "expect_text": ["CA1234"]}]) + "\n",
+        encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    invoke("sessions", "import", str(source), "sp", "--db", db, "--no-index", code=0)
+    exported = tmp_path / "out.jsonl"
+    invoke("sessions", "export", "sp", "-o", str(exported), "--db", db, code=0)
+    assert exported.read_text(encoding="utf-8").splitlines()[1:] == \
+        source.read_text(encoding="utf-8").splitlines()[1:]
+    from_file = invoke("eval", str(source), "-s", "buffer", "--json", "--db", db, code=0)
+    from_session = invoke("eval", "sp", "-s", "buffer", "--json", "--db", db, code=0)
+    tokens = [[p["tokens"] for p in json.loads(out.stdout)["strategies"][0]["eval"]["per_probe"]]
+              for out in (from_file, from_session)]
+    # The probe above the last line was asked under the long prompt, the one below not.
+    assert tokens[0] == tokens[1] and tokens[0][1] > tokens[0][2]
+    invoke("sessions", "fork", "sp", "sp2", "--db", db, code=0)
+    forked = invoke("sessions", "export", "sp2", "--db", db, code=0)
+    assert forked.stdout.splitlines()[1:] == exported.read_text(encoding="utf-8").splitlines()[1:]

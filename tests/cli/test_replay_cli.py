@@ -231,3 +231,25 @@ def test_a_saved_replay_of_a_transcript_without_a_provider_records_the_one_that_
                    "--json")
     assert again.exit_code == 0, again.stderr
     assert "GGUF" not in again.stderr and "summary is behind" not in again.stderr
+
+
+@pytest.mark.parametrize("command", ["replay", "eval"])
+def test_turns_counts_the_turns_replayed_not_the_user_messages(tmp_path: Path,
+                                                               command: str) -> None:
+    """A user message followed by another is stored as it is, not replayed, yet the top
+    level `turns` (and the report's header) counted it: 3 beside each run's 2."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "我叫李雷。", "id": "u1"},
+        {"role": "assistant", "content": "你好，李雷。", "id": "a1"},
+        {"role": "user", "content": "我住在杭州，", "id": "u2"},
+        {"role": "user", "content": "下个月去上海。", "id": "u3"},
+        {"role": "assistant", "content": "记下了。", "id": "a3"},
+        {"probe": "我住哪儿？", "expect_ids": ["u2"], "expect_text": ["杭州"]},
+    ]), encoding="utf-8")
+    report = tmp_path / "r.html"
+    result = invoke(command, str(transcript), "-s", "buffer", "--provider", "scripted",
+                    "--json", "--report", str(report), code=0)
+    data = json.loads(result.stdout)
+    assert data["turns"] == data["strategies"][0]["turns"] == 2
+    assert "2 user turns" in report.read_text(encoding="utf-8")

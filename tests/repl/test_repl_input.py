@@ -314,13 +314,38 @@ def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) ->
         assert toolbar_text(repl).endswith(" · total 22 tokens · $0.03 ")
         repl.turn("你好，再来一次")
         total = repl.spent
-        assert total.tokens > 22 and total.cost is not None and total.cost.amount > 0.028
+        assert total.tokens > 22 and len(total.costs) == 1 and total.costs[0].amount > 0.028
         restarted = Repl(open_session(store, settings, ScriptedProvider(), "t"),
                          make_console(), make_console(stderr=True))
         # Read back from the stored turns (summed per model, so rounding may differ).
         assert restarted.spent.tokens == total.tokens
-        assert restarted.spent.cost is not None
-        assert restarted.spent.cost.amount == pytest.approx(total.cost.amount)
+        assert len(restarted.spent.costs) == 1
+        assert restarted.spent.costs[0].amount == pytest.approx(total.costs[0].amount)
+
+
+def test_the_toolbar_totals_each_currency_on_its_own(tmp_path: Path) -> None:
+    """A turn priced in ¥ and one in $ were shown as one sum under the second sign."""
+    store = Store(tmp_path / "t.db")
+    settings = Settings(system="Be brief.", prices={
+        "scripted": {"input": 1_000_000.0, "output": 0.0, "currency": "¥"},
+        "m2": {"input": 1_000_000.0, "output": 0.0, "currency": "$"}})
+    engine = open_session(store, settings, ScriptedProvider(), "t", strategy="window")
+    repl = Repl(engine, make_console(), make_console(stderr=True))
+    with store:
+        repl.turn("你好")
+        yuan = repl.spent.tokens  # at most ¥1 a token
+        repl.command("/model m2")
+        repl.turn("再说一次")
+        dollars = repl.spent.costs[1].amount
+        assert [c.currency for c in repl.spent.costs] == ["¥", "$"]
+        assert repl.spent.costs[0].amount <= yuan and dollars > 0
+        assert toolbar_text(repl).endswith(f"¥{repl.spent.costs[0].amount:,.2f} + "
+                                           f"${dollars:,.2f} ")
+        restarted = Repl(open_session(store, settings, ScriptedProvider(), "t"),
+                         make_console(), make_console(stderr=True))
+        # Read back per model from the stored turns: still one sum per currency.
+        assert sorted(c.currency for c in restarted.spent.costs) == ["$", "¥"]
+        assert "¥" in toolbar_text(restarted) and f"${dollars:,.2f}" in toolbar_text(restarted)
 
 
 def test_the_toolbar_says_how_many_messages_are_still_to_embed(tmp_path: Path) -> None:

@@ -80,6 +80,23 @@ def test_plain_json_list_and_its_error_lines() -> None:
      "x.jsonl:3: expect_text names '你好' twice (it would count twice)"),
     ({"probe": "q", "expect_ids": ["u1", "u1"]},
      "x.jsonl:3: expect_ids names 'u1' twice (it would count twice)"),
+    # Scoring folds width, case, accents and zero-width characters: judged in that form,
+    # a lone mark is blank and a folded variant a repeat.
+    ({"probe": "q", "expect_text": ["李雷", "\u200b"]},
+     "x.jsonl:3: expect_text holds '\\u200b', nothing once folded (zero-width characters and"
+     " accents are not compared)"),
+    ({"probe": "q", "expect_text": ["\u0301"]},
+     "x.jsonl:3: expect_text holds '\\u0301', nothing once folded (zero-width characters and"
+     " accents are not compared)"),
+    ({"probe": "q", "expect_text": ["Ada", "李雷", "ada"]},
+     "x.jsonl:3: expect_text names 'Ada' and 'ada', the same once case, width and accents"
+     " are folded (it would count twice)"),
+    ({"probe": "q", "expect_text": ["ORD7731", "ＯＲＤ７７３１"]},
+     "x.jsonl:3: expect_text names 'ORD7731' and 'ＯＲＤ７７３１', the same once case, width"
+     " and accents are folded (it would count twice)"),
+    ({"probe": "q", "expect_text": ["李\u200b雷", "李雷"]},
+     "x.jsonl:3: expect_text names '李\\u200b雷' and '李雷', the same once case, width and"
+     " accents are folded (it would count twice)"),
     ({"chatmem": 1}, "x.jsonl:3: the chatmem header must be the first line"),
     ([1, 2], "x.jsonl:3: expected a JSON object"),
 ])
