@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.config.options import Cost, Spent
-from chatmem.graphemes import grapheme_start, one_line
+from chatmem.graphemes import one_line
 from chatmem.render import cost_text, when
+from chatmem.render.terminal import cells_prefix
 from chatmem.store import LogEntry, TurnStatus
 
 QUESTION_CHARS = 60
@@ -57,10 +58,7 @@ def session_cell(session: str, number: int, columns: int) -> str:
     room = columns - cell_len(tail)
     if cell_len(whole) <= columns or room < 1:
         return whole
-    end = len(session)
-    while end > 0 and (cell_len(session[:end]) > room or not grapheme_start(session, end)):
-        end -= 1
-    return session[:end] + tail
+    return cells_prefix(session, room) + tail
 
 
 def status_text(entry: LogEntry) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import (
     Console,
     ConsoleOptions,
@@ -21,6 +22,7 @@ from rich.console import (
 )
 from rich.segment import Segment
 
+from chatmem.graphemes import grapheme_start
 from chatmem.text import CONTROLS, code_point
 
 
@@ -67,3 +69,25 @@ class SafeConsole(Console):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.push_render_hook(_Guard())
+
+
+def cells_prefix(text: str, room: int) -> str:
+    """The longest start of `text` within `room` terminal cells that ends between two
+    characters as a person reads them (a Chinese one is two cells, an accent stays on its
+    letter)."""
+    end = len(text)
+    while end > 0 and (cell_len(text[:end]) > room or not grapheme_start(text, end)):
+        end -= 1
+    return text[:end]
+
+
+def prompt_label(name: str, columns: int) -> str:
+    """`name> `, the name cut (`…`) to half the terminal's width at most.
+
+    A name as wide as the terminal (34 Chinese characters are 68 columns) pushed what is
+    typed off the line: on a narrow terminal nobody saw the prompt or their own text.
+    """
+    room = max(columns // 2, 2)
+    if cell_len(name) + 2 <= room:
+        return f"{name}> "
+    return f"{cells_prefix(name, room - 3)}…> "

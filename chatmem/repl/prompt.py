@@ -24,6 +24,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from chatmem.render.terminal import prompt_label
 from chatmem.render.toolbar import ToolbarState, toolbar_line
 from chatmem.repl.blocks import open_block, unfence
 from chatmem.repl.chat import strategy_label
@@ -102,25 +103,6 @@ def toolbar_text(chat: Chat, width: int | None = None) -> str:
         engine.session.name, strategy_label(engine, changed_only=True),
         f"{engine.provider.name}:{engine.provider.model}", chat.usage, chat.spent,
         engine.indexing.status(engine.embedder)), width)
-
-
-def prompt_label(name: str, columns: int) -> str:
-    """`name> `, the name cut (`…`) to half the terminal's width at most.
-
-    A name as wide as the terminal (34 Chinese characters are 68 columns) pushed what is
-    typed off the line: on a narrow terminal nobody saw the prompt or their own text.
-    """
-    from rich.cells import cell_len
-
-    room = max(columns // 2, 2)
-    if cell_len(name) + 2 <= room:
-        return f"{name}> "
-    kept = ""
-    for character in name:
-        if cell_len(kept + character) + 3 > room:
-            break
-        kept += character
-    return f"{kept}…> "
 
 
 def terminal_output() -> Output | None:

@@ -118,7 +118,7 @@ def test_forget_in_the_repl_refuses_a_key_that_names_two_facts(tmp_path: Path) -
 def test_remember_without_text_is_a_usage_error(tmp_path: Path) -> None:
     _, err = repl(tmp_path / "x.db", "a", ["/remember --user"])
     assert errors(err) == [
-        "error: /remember: missing TEXT; usage: /remember [--user] [--for DURATION] [--] TEXT, "
+        "error: /remember: missing TEXT; usage: /remember [--user] [--for AGE] TEXT, "
         "e.g. /remember budget: 5000 EUR"]
 
 

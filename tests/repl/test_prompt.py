@@ -11,7 +11,7 @@ import pytest
 from rich.cells import cell_len
 from test_terminal import Terminal, terminal  # noqa: F401  (the fixture)
 
-from chatmem.repl.prompt import prompt_label
+from chatmem.render.terminal import prompt_label
 
 LONG_NAME = "这是一个非常非常长的中文会话名字用来测试工具栏的宽度是否正确处理"
 

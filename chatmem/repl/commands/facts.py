@@ -32,11 +32,11 @@ def _facts(repl: Chat, args: list[str]) -> None:
         repl.notice(note)
 
 
-@slash("/remember", "/remember [--user] [--for DURATION] [--] TEXT",
+@slash("/remember", "/remember [--user] [--for AGE] TEXT",
        "store a fact now (KEY: VALUE, or a statement like 'my name is Ana') in this "
        "session; --user puts it in your profile, for every session; --for 7d makes it "
-       "expire; options go before TEXT, which is kept as typed; sensitive details are "
-       "stored too, since you ask",
+       "expire; options go before TEXT (-- ends them), which is kept as typed; sensitive "
+       "details are stored too, since you ask",
        example="/remember budget: 5000 EUR", args=(1, None))
 def _remember(repl: Chat, args: list[str]) -> None:
     options, text = _leading_options(repl.raw_args)

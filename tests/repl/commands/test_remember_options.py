@@ -46,7 +46,7 @@ def test_an_unknown_leading_option_is_one_usage_line(tmp_path: Path) -> None:
     _, err = repl(db, "会话甲", ["/remember --usr 城市: 杭州"])
     assert errors(err) == [
         "error: /remember: unknown option --usr; put -- before a fact that starts with --; "
-        "usage: /remember [--user] [--for DURATION] [--] TEXT, e.g. /remember budget: 5000 EUR"]
+        "usage: /remember [--user] [--for AGE] TEXT, e.g. /remember budget: 5000 EUR"]
     assert stored(db) == []
 
 
