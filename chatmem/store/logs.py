@@ -13,7 +13,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
-from chatmem.store.records import TurnStatus, stored_enum
+from chatmem.store.records import TurnStatus, session_address, stored_enum
 
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
@@ -124,8 +124,9 @@ class LogTables:
         return {message_id: -float(rank) for rank, message_id in enumerate(newest)}
 
     def sessions_matching(self, query: str, *, limit: int) -> list[str]:
-        """The names of the sessions whose messages best match `query` in the full-text
-        index (by each session's best message), best first.
+        """The sessions whose messages best match `query` in the full-text index (by each
+        session's best message), best first, each as a command names it (`OWNER/NAME` when
+        shared: the user's own may have its name, and a lookup by name finds theirs).
 
         Only the query's rarer terms are scored, as recall scores them (`rare_terms`):
         scoring a word every message holds reads all its entries, in every session. A
@@ -140,9 +141,11 @@ class LogTables:
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
-        names = {row["id"]: row["name"] for row in fetch_rows(self._db,
-            "SELECT m.id, s.name FROM messages m JOIN sessions s ON s.id = m.session_id"
-            f" WHERE m.id IN ({marks})", ids)}
+        names = {row["id"]: session_address(row["name"], row["shared_by"])
+                 for row in fetch_rows(self._db,
+            "SELECT m.id, s.name, s.shared_by FROM messages m JOIN"
+            f" (SELECT id, name, {self._db.shared_by} AS shared_by FROM sessions) s"
+            f" ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         return list(dict.fromkeys(names[i] for i in ids if i in names))[:limit]
 
     def usage_by_model(self, session_id: int) -> list[ModelUsage]:
