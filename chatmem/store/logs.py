@@ -22,6 +22,13 @@ _COLUMNS = (
 )
 
 
+def _columns(shared_by: str) -> str:
+    """_COLUMNS and the session's owner when shared (the backend's `shared_by`, read from
+    the session alone: another table of the join has an owner column too)."""
+    return (f"{_COLUMNS}, (SELECT {shared_by} FROM sessions o WHERE o.id = t.session_id)"
+            " AS shared_by")
+
+
 @dataclass(frozen=True)
 class LogEntry:
     """One turn as `chatmem logs` lists it."""
@@ -43,6 +50,14 @@ class LogEntry:
     """The number of the turn `/retry` or `/edit-last` replaced this one with."""
     reply: str | None = None
     """The reply as the model sent it (part of it for a cancelled turn); None when none came."""
+    shared_by: str | None = None
+    """The session's owner, when another role shared it with the user (PostgreSQL)."""
+
+    @property
+    def address(self) -> str:
+        """What names the session in a command (`inspect ann/trip --turn N`): the user's
+        own may have a shared one's name."""
+        return session_address(self.session, self.shared_by)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
@@ -51,7 +66,8 @@ class LogEntry:
         return cls(row["session"], row["number"], row["created_at"], status,
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
-                   row["completion_tokens"], row["superseded_by"], row["reply"])
+                   row["completion_tokens"], row["superseded_by"], row["reply"],
+                   row.get("shared_by"))
 
 
 @dataclass(frozen=True)
@@ -81,12 +97,13 @@ class LogTables:
             conditions.append("t.reply IS NOT NULL")
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         scope = [session_id] if session_id is not None else []
+        columns = _columns(self._db.shared_by)
         if query is None:
             # Newest stored first, read from the end of an index: `limit` rows, however long
             # the history (a session's by its turn numbers, all by the turns' keys).
             order = "t.number" if session_id is not None else "t.id"
             rows = fetch_rows(self._db,
-                f"SELECT {_COLUMNS} FROM turns t JOIN sessions s ON s.id = t.session_id"
+                f"SELECT {columns} FROM turns t JOIN sessions s ON s.id = t.session_id"
                 f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
@@ -95,7 +112,7 @@ class LogTables:
             return []
         marks = ", ".join("?" for _ in scores)
         rows = fetch_rows(self._db,
-            f"SELECT {_COLUMNS}, t.user_message_id, t.assistant_message_id FROM turns t"
+            f"SELECT {columns}, t.user_message_id, t.assistant_message_id FROM turns t"
             " JOIN sessions s ON s.id = t.session_id"
             f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
             + (" AND t.reply IS NOT NULL" if replied else ""),

@@ -220,3 +220,25 @@ def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
 def test_a_role_that_may_not_create_roles_gets_one_line(urls: tuple[str, str]) -> None:
     error = run(urls[0], "admin", "add-user", "mallory", code=int(StoreError.exit_code))
     assert error.count("\n") == 1 and "permission denied to create role" in error
+
+
+@pytest.fixture
+def namesakes(urls: tuple[str, str]) -> tuple[str, str]:
+    """ann shares her `旅行` with bob (read-only), who has his own `旅行` too."""
+    ann, bob = urls
+    chat(bob, "旅行", "bob 的斑马")
+    chat(ann, "旅行", "ann 的袋鼠")
+    run(ann, "sessions", "share", "旅行", "--with", "bob")
+    return ann, bob
+
+
+def test_logs_name_a_shared_session_as_owner_slash_name(namesakes: tuple[str, str]) -> None:
+    _, bob = namesakes
+    entries = json.loads(run(bob, "logs", "--json"))
+    by_input = {e["input"]: (e["session"], e["shared_by"]) for e in entries}
+    assert by_input["ann 的袋鼠"] == ("ann/旅行", "ann")
+    assert by_input["bob 的斑马"] == ("旅行", None)
+    assert "ann/旅行 #1" in run(bob, "logs", "-q", "袋鼠")
+    # What the row names is what `inspect` opens.
+    shown = json.loads(run(bob, "inspect", "ann/旅行", "--turn", "1", "--json"))
+    assert shown["turn"]["input"] == "ann 的袋鼠"
