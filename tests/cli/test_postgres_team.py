@@ -71,9 +71,9 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
                      input="ann adds a line\n")
     assert refused.exit_code == int(StoreError.exit_code) and "echo" not in refused.stdout
     assert refused.stderr.splitlines() == [
-        "error: session 'bob-shared' is shared with you read-only by bob: it cannot be changed"
-        " (ask bob to share it with --write, or make your own copy: chatmem sessions fork"
-        " bob-shared NEW-NAME)"]
+        "error: session 'bob/bob-shared' is shared with you read-only by bob: it cannot be"
+        " changed (ask bob to share it with --write, or make your own copy: chatmem sessions"
+        " fork bob/bob-shared NEW-NAME)"]
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["number"] == 1
     run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
     chat(ann, "bob-shared", "ann adds a line")
@@ -242,3 +242,17 @@ def test_logs_name_a_shared_session_as_owner_slash_name(namesakes: tuple[str, st
     # What the row names is what `inspect` opens.
     shown = json.loads(run(bob, "inspect", "ann/旅行", "--turn", "1", "--json"))
     assert shown["turn"]["input"] == "ann 的袋鼠"
+
+
+def test_a_read_only_share_suggests_the_fork_that_copies_it(namesakes: tuple[str, str]) -> None:
+    ann, bob = namesakes
+    refused = invoke("ask", "ann/旅行", "我也想去", "--provider", "scripted", "--db", bob)
+    assert refused.exit_code == int(StoreError.exit_code)
+    assert "session 'ann/旅行' is shared with you read-only by ann" in refused.stderr
+    fork = refused.stderr.split("chatmem ")[-1].rstrip(")\n").replace("NEW-NAME", "我的旅行")
+    assert fork == "sessions fork ann/旅行 我的旅行"
+    run(bob, *fork.split())
+    copied = run(bob, "sessions", "show", "我的旅行")
+    assert "ann 的袋鼠" in copied and "斑马" not in copied
+    chat(bob, "我的旅行", "bob 在副本里写")
+    assert "我的旅行" not in names(ann)
