@@ -256,3 +256,14 @@ def test_a_read_only_share_suggests_the_fork_that_copies_it(namesakes: tuple[str
     assert "ann 的袋鼠" in copied and "斑马" not in copied
     chat(bob, "我的旅行", "bob 在副本里写")
     assert "我的旅行" not in names(ann)
+
+
+def test_copy_says_whose_namesake_it_left_out(namesakes: tuple[str, str],
+                                               tmp_path: Path) -> None:
+    _, bob = namesakes
+    target = str(tmp_path / "副本.db")
+    report = json.loads(output("sessions", "copy", "旅行", "ann/旅行", "--from", bob,
+                               "--to", target, "--json"))
+    assert report["sessions"] == ["旅行"]
+    assert report["skipped"] == [{"name": "旅行", "reason": "name-taken", "shared_by": "ann"}]
+    assert "斑马" in run(target, "sessions", "show", "旅行")
