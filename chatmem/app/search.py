@@ -29,6 +29,7 @@ class Found:
     """A stored message recall would bring back for the query, and why."""
 
     session: str
+    """What names its session in a command: `OWNER/NAME` when shared with the user."""
     turn: int | None
     role: str
     content: str
@@ -86,20 +87,22 @@ def search_engine(workspace: Workspace, session: str) -> Engine[Store]:
 def found_in(engine: Engine[Store], query: str) -> list[Found]:
     """What `engine` (search_engine's, perhaps kept open by a server) recalls for `query`;
     when recall finds nothing by its words, the newest messages saying them."""
-    found = recalled_for(engine, query)
+    address = engine.store.sessions.address(engine.session.id)
+    found = recalled_for(engine, query, address)
     if any(f.bm25 is not None for f in found):
         return found
     # Recall scores only words rare enough to rank in a bounded read: a word said in
     # hundreds of messages leaves it nothing to score, yet a search for it must find them.
     seen = {f.message_id for f in found}
     newest = engine.store.recall.newest_matches(engine.session.id, query, limit=SEARCH_HITS)
-    return found + [Found(engine.session.name, m.turn, m.role, m.content, m.id, None, None,
+    return found + [Found(address, m.turn, m.role, m.content, m.id, None, None,
                           None, None, RecallRoute.WORDS.value)
                     for m in newest if m.id not in seen]
 
 
-def recalled_for(engine: Engine[Store], query: str) -> list[Found]:
-    """What `engine` recalls for `query`, as recall ranks it."""
+def recalled_for(engine: Engine[Store], query: str, address: str) -> list[Found]:
+    """What `engine` recalls for `query`, as recall ranks it; each found in `address` (what
+    names its session: `OWNER/NAME` when shared, as a client's next call must name it)."""
     context = engine.build_context(query)
     recalled = {m.id: m for p in context.parts if p.kind == "recalled" for m in p.messages}
     found = []
@@ -109,7 +112,7 @@ def recalled_for(engine: Engine[Store], query: str) -> list[Found]:
             continue
         if row.get("route") == RecallRoute.NEIGHBOUR.value and row.get("dense") is None:
             continue  # kept only beside a match: it does not hold what was asked for
-        found.append(Found(engine.session.name, message.turn, message.role, message.content,
+        found.append(Found(address, message.turn, message.role, message.content,
                            message.id, row.get("bm25"), row.get("words"), row.get("dense"),
                            row.get("fused"), row.get("route")))
     return found

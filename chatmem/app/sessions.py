@@ -43,6 +43,11 @@ def find_session(workspace: Workspace, name: str) -> SessionRecord | None:
     return workspace.store.sessions.find_session(name)
 
 
+def session_address(workspace: Workspace, session: SessionRecord) -> str:
+    """What names `session` in a command: `OWNER/NAME` when shared with the user."""
+    return workspace.store.sessions.address(session.id)
+
+
 def turn_count(workspace: Workspace, session: SessionRecord) -> int:
     return workspace.store.history.turn_count(session.id)
 

@@ -83,7 +83,8 @@ def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[
 
     shown = {"reply": entry.reply} if reply else {}
     return {
-        "session": entry.session, "turn": entry.number, "time": entry.created_at,
+        "session": entry.address, "shared_by": entry.shared_by, "turn": entry.number,
+        "time": entry.created_at,
         "status": entry.status, "provider": entry.provider, "model": entry.model,
         "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
         "tokens": {"prompt": entry.prompt_tokens, "reply": entry.reply_tokens},

@@ -207,12 +207,18 @@ def preview(text: str | None, whole_in: str) -> str | None:
 def transcript_of(conversation_id: str, turn: int | None = None) -> str:
     """Where a stored message is read whole: the conversation's transcript resource."""
     at = "" if turn is None else f" (turn {turn})"
-    return f"chatmem://conversations/{conversation_id}/transcript{at}"
+    return f"chatmem://conversations/{in_uri(conversation_id)}/transcript{at}"
 
 
 def context_resource(conversation_id: str, strategy: str | None) -> str:
     """The resource holding a context whole, for `strategy` (None: the conversation's own)."""
-    return f"chatmem://conversations/{conversation_id}/context/{strategy or 'current'}"
+    return f"chatmem://conversations/{in_uri(conversation_id)}/context/{strategy or 'current'}"
+
+
+def in_uri(conversation_id: str) -> str:
+    """A conversation id as one segment of a resource's URI: a shared session's `ann/trip`
+    with its slash escaped, which the template decodes back (a bare slash matches none)."""
+    return conversation_id.replace("/", "%2F")
 
 
 FACTS_WHOLE = "chatmem facts list --json"

@@ -117,9 +117,12 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                 ws, name, strategy=chosen, chat=conversations.lazy_chat_model(ws))
             try:
                 turns = sessions.turn_count(ws, engine.session)
+                # `ann/trip` resumed is handed back as such, never as the `trip` that
+                # names the user's own.
+                handle = sessions.session_address(ws, engine.session)
             finally:
                 engine.finish()  # a conversation asked for is kept, turns or not
-            return Started(conversation_id=engine.session.name, created=existing is None,
+            return Started(conversation_id=handle, created=existing is None,
                            turns=turns, strategy=strategy_label(engine.strategy.name,
                                                                 engine.strategy.params),
                            notices=_opening_notices(engine))
@@ -226,7 +229,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         with memory.workspace(ctx) as ws:
             rows = sessions.list_sessions(ws) if ws.has_history else []
-        listed = [Conversation(conversation_id=r.name,
+        # A shared session as OWNER/NAME: the user's own may have its name.
+        listed = [Conversation(conversation_id=r.address,
                                strategy=strategy_label(r.strategy, r.params or {}),
                                turns=r.turns, messages=r.messages, updated_at=r.updated_at)
                   for r in rows]

@@ -73,7 +73,7 @@ def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> Ren
     cost, and the start of the question, cut to the width the console leaves it."""
     if not entries:
         return Text("no turns found", style="dim")
-    longest = max(cell_len(f"{entry.session} #{entry.number}") for entry in entries)
+    longest = max(cell_len(f"{entry.address} #{entry.number}") for entry in entries)
     return _QuestionFit(lambda question, session: _table(entries, costs, question, session),
                         min(max(longest, SESSION_COLUMNS), SESSION_MOST))
 
@@ -97,7 +97,7 @@ def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: 
     out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
     for entry, cost in zip(entries, costs, strict=True):
         # Month, day and time: a log is read for what happened lately.
-        row = [when(entry.created_at)[5:], session_cell(entry.session, entry.number, session),
+        row = [when(entry.created_at)[5:], session_cell(entry.address, entry.number, session),
                entry.model or "", entry.strategy, tokens_text(entry)]
         if priced:
             row.append(cost_text(cost) if cost is not None else "")
@@ -141,7 +141,7 @@ def full_turns(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> Ren
         return Text("no turns found", style="dim")
     blocks: list[RenderableType] = []
     for entry, cost in zip(entries, costs, strict=True):
-        facts = [when(entry.created_at), f"{entry.session} #{entry.number}",
+        facts = [when(entry.created_at), f"{entry.address} #{entry.number}",
                  entry.model or "", entry.strategy, f"{tokens_text(entry)} tokens"]
         if cost is not None:
             facts.append(cost_text(cost))

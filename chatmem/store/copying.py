@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
-from chatmem.store.connection import fetch_rows
+from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.records import json_text
 from chatmem.store.session_names import is_session_name, normal_name
 
@@ -153,7 +153,12 @@ def _listed(source: Store, names: Sequence[str]) -> list[_Listed]:
             record = source.sessions.find_session(name)
             if record is None:
                 raise NotFound(f"no session {name!r} in {source.location}")
-            found.setdefault(record.id, _Listed(record.id, record.name, None))
+            if record.id not in found:
+                # Its owner, when shared: a name skipped says whose it was (`ann/trip`, not
+                # the user's own `trip`).
+                shared_by = fetch_value(db, f"SELECT {db.shared_by} FROM sessions WHERE id = ?",
+                                        [record.id])
+                found[record.id] = _Listed(record.id, record.name, shared_by)
         return list(found.values())
     # PostgreSQL's ids are random: sessions are listed by when they were made.
     rows = fetch_rows(db, f"SELECT id, name, {db.shared_by} AS shared_by FROM sessions"

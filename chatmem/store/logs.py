@@ -13,13 +13,20 @@ from typing import Any
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
-from chatmem.store.records import TurnStatus, stored_enum
+from chatmem.store.records import TurnStatus, session_address, stored_enum
 
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
     " t.params, t.provider, t.model, t.estimated_tokens, t.prompt_tokens,"
     " t.completion_tokens, t.created_at, t.superseded_by, t.reply"
 )
+
+
+def _columns(shared_by: str) -> str:
+    """_COLUMNS and the session's owner when shared (the backend's `shared_by`, read from
+    the session alone: another table of the join has an owner column too)."""
+    return (f"{_COLUMNS}, (SELECT {shared_by} FROM sessions o WHERE o.id = t.session_id)"
+            " AS shared_by")
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,14 @@ class LogEntry:
     """The number of the turn `/retry` or `/edit-last` replaced this one with."""
     reply: str | None = None
     """The reply as the model sent it (part of it for a cancelled turn); None when none came."""
+    shared_by: str | None = None
+    """The session's owner, when another role shared it with the user (PostgreSQL)."""
+
+    @property
+    def address(self) -> str:
+        """What names the session in a command (`inspect ann/trip --turn N`): the user's
+        own may have a shared one's name."""
+        return session_address(self.session, self.shared_by)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
@@ -51,7 +66,8 @@ class LogEntry:
         return cls(row["session"], row["number"], row["created_at"], status,
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
-                   row["completion_tokens"], row["superseded_by"], row["reply"])
+                   row["completion_tokens"], row["superseded_by"], row["reply"],
+                   row.get("shared_by"))
 
 
 @dataclass(frozen=True)
@@ -81,12 +97,13 @@ class LogTables:
             conditions.append("t.reply IS NOT NULL")
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         scope = [session_id] if session_id is not None else []
+        columns = _columns(self._db.shared_by)
         if query is None:
             # Newest stored first, read from the end of an index: `limit` rows, however long
             # the history (a session's by its turn numbers, all by the turns' keys).
             order = "t.number" if session_id is not None else "t.id"
             rows = fetch_rows(self._db,
-                f"SELECT {_COLUMNS} FROM turns t JOIN sessions s ON s.id = t.session_id"
+                f"SELECT {columns} FROM turns t JOIN sessions s ON s.id = t.session_id"
                 f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
             return [LogEntry.from_row(row) for row in rows]
         # A turn holds two messages: twice the hits find `limit` turns when both match.
@@ -95,7 +112,7 @@ class LogTables:
             return []
         marks = ", ".join("?" for _ in scores)
         rows = fetch_rows(self._db,
-            f"SELECT {_COLUMNS}, t.user_message_id, t.assistant_message_id FROM turns t"
+            f"SELECT {columns}, t.user_message_id, t.assistant_message_id FROM turns t"
             " JOIN sessions s ON s.id = t.session_id"
             f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
             + (" AND t.reply IS NOT NULL" if replied else ""),
@@ -124,8 +141,9 @@ class LogTables:
         return {message_id: -float(rank) for rank, message_id in enumerate(newest)}
 
     def sessions_matching(self, query: str, *, limit: int) -> list[str]:
-        """The names of the sessions whose messages best match `query` in the full-text
-        index (by each session's best message), best first.
+        """The sessions whose messages best match `query` in the full-text index (by each
+        session's best message), best first, each as a command names it (`OWNER/NAME` when
+        shared: the user's own may have its name, and a lookup by name finds theirs).
 
         Only the query's rarer terms are scored, as recall scores them (`rare_terms`):
         scoring a word every message holds reads all its entries, in every session. A
@@ -140,9 +158,11 @@ class LogTables:
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
-        names = {row["id"]: row["name"] for row in fetch_rows(self._db,
-            "SELECT m.id, s.name FROM messages m JOIN sessions s ON s.id = m.session_id"
-            f" WHERE m.id IN ({marks})", ids)}
+        names = {row["id"]: session_address(row["name"], row["shared_by"])
+                 for row in fetch_rows(self._db,
+            "SELECT m.id, s.name, s.shared_by FROM messages m JOIN"
+            f" (SELECT id, name, {self._db.shared_by} AS shared_by FROM sessions) s"
+            f" ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         return list(dict.fromkeys(names[i] for i in ids if i in names))[:limit]
 
     def usage_by_model(self, session_id: int) -> list[ModelUsage]:

@@ -195,6 +195,12 @@ class SessionRecord:
         return cls(**data)
 
 
+def session_address(name: str, shared_by: str | None) -> str:
+    """What names a session in a command: `OWNER/NAME` when another role shared it with the
+    user (their own session may have the same name), else its name."""
+    return f"{shared_by}/{name}" if shared_by else name
+
+
 @dataclass(frozen=True)
 class SessionSummary:
     """One line of `list_sessions`: a session's settings and how much it holds.
@@ -224,7 +230,7 @@ class SessionSummary:
     @property
     def address(self) -> str:
         """What names it in a command: `OWNER/NAME` when shared, else its name."""
-        return f"{self.shared_by}/{self.name}" if self.shared_by else self.name
+        return session_address(self.name, self.shared_by)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionSummary:

@@ -16,6 +16,7 @@ from chatmem.store.records import (
     SessionRecord,
     SessionSummary,
     json_text,
+    session_address,
     stored_json,
 )
 from chatmem.store.session_names import check_session_name, normal_name
@@ -119,6 +120,15 @@ class SessionTables:
         if not rows:
             raise NotFound(f"no session with id {session_id}")
         return SessionRecord.from_row(rows[0])
+
+    def address(self, session_id: int) -> str:
+        """What names the session in a command or a client's next call: `OWNER/NAME` when it
+        is shared with the user (their own may have its name), else its name."""
+        rows = fetch_rows(self._db, f"SELECT name, {self._db.shared_by} AS shared_by"
+                          " FROM sessions WHERE id = ?", [session_id])
+        if not rows:
+            raise NotFound(f"no session with id {session_id}")
+        return session_address(rows[0]["name"], rows[0]["shared_by"])
 
     def erasures(self, session_id: int) -> int | None:
         """How many times text left the session's memory (`count_erasure`); None when the

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.records import AccessLevel, SessionAccess
+from chatmem.store.records import AccessLevel, SessionAccess, session_address
 from chatmem.store.session_names import normal_name
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -147,8 +147,12 @@ def check_writable_session(store: Connection, session_id: int, *,
     if access.level is AccessLevel.OWN or (access.level is AccessLevel.WRITE
                                            and owners_only is None):
         return
-    name = fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])
     owner = access.owner
+    # Named as OWNER/NAME: the user's own session may have its name, and `fork NAME` would
+    # copy theirs.
+    name = session_address(
+        str(fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])),
+        owner)
     if access.level is AccessLevel.READ:
         raise StoreError(
             f"session {name!r} is shared with you read-only by {owner}: it cannot be changed"

@@ -71,9 +71,9 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
                      input="ann adds a line\n")
     assert refused.exit_code == int(StoreError.exit_code) and "echo" not in refused.stdout
     assert refused.stderr.splitlines() == [
-        "error: session 'bob-shared' is shared with you read-only by bob: it cannot be changed"
-        " (ask bob to share it with --write, or make your own copy: chatmem sessions fork"
-        " bob-shared NEW-NAME)"]
+        "error: session 'bob/bob-shared' is shared with you read-only by bob: it cannot be"
+        " changed (ask bob to share it with --write, or make your own copy: chatmem sessions"
+        " fork bob/bob-shared NEW-NAME)"]
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["number"] == 1
     run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
     chat(ann, "bob-shared", "ann adds a line")
@@ -220,3 +220,50 @@ def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
 def test_a_role_that_may_not_create_roles_gets_one_line(urls: tuple[str, str]) -> None:
     error = run(urls[0], "admin", "add-user", "mallory", code=int(StoreError.exit_code))
     assert error.count("\n") == 1 and "permission denied to create role" in error
+
+
+@pytest.fixture
+def namesakes(urls: tuple[str, str]) -> tuple[str, str]:
+    """ann shares her `旅行` with bob (read-only), who has his own `旅行` too."""
+    ann, bob = urls
+    chat(bob, "旅行", "bob 的斑马")
+    chat(ann, "旅行", "ann 的袋鼠")
+    run(ann, "sessions", "share", "旅行", "--with", "bob")
+    return ann, bob
+
+
+def test_logs_name_a_shared_session_as_owner_slash_name(namesakes: tuple[str, str]) -> None:
+    _, bob = namesakes
+    entries = json.loads(run(bob, "logs", "--json"))
+    by_input = {e["input"]: (e["session"], e["shared_by"]) for e in entries}
+    assert by_input["ann 的袋鼠"] == ("ann/旅行", "ann")
+    assert by_input["bob 的斑马"] == ("旅行", None)
+    assert "ann/旅行 #1" in run(bob, "logs", "-q", "袋鼠")
+    # What the row names is what `inspect` opens.
+    shown = json.loads(run(bob, "inspect", "ann/旅行", "--turn", "1", "--json"))
+    assert shown["turn"]["input"] == "ann 的袋鼠"
+
+
+def test_a_read_only_share_suggests_the_fork_that_copies_it(namesakes: tuple[str, str]) -> None:
+    ann, bob = namesakes
+    refused = invoke("ask", "ann/旅行", "我也想去", "--provider", "scripted", "--db", bob)
+    assert refused.exit_code == int(StoreError.exit_code)
+    assert "session 'ann/旅行' is shared with you read-only by ann" in refused.stderr
+    fork = refused.stderr.split("chatmem ")[-1].rstrip(")\n").replace("NEW-NAME", "我的旅行")
+    assert fork == "sessions fork ann/旅行 我的旅行"
+    run(bob, *fork.split())
+    copied = run(bob, "sessions", "show", "我的旅行")
+    assert "ann 的袋鼠" in copied and "斑马" not in copied
+    chat(bob, "我的旅行", "bob 在副本里写")
+    assert "我的旅行" not in names(ann)
+
+
+def test_copy_says_whose_namesake_it_left_out(namesakes: tuple[str, str],
+                                               tmp_path: Path) -> None:
+    _, bob = namesakes
+    target = str(tmp_path / "副本.db")
+    report = json.loads(output("sessions", "copy", "旅行", "ann/旅行", "--from", bob,
+                               "--to", target, "--json"))
+    assert report["sessions"] == ["旅行"]
+    assert report["skipped"] == [{"name": "旅行", "reason": "name-taken", "shared_by": "ann"}]
+    assert "斑马" in run(target, "sessions", "show", "旅行")

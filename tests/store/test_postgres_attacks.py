@@ -577,6 +577,6 @@ def test_a_turn_in_a_read_only_share_is_refused_before_the_model_is_called(
         with pytest.raises(StoreError) as refused:
             engine.run_turn("hello")
         assert refused.value.kind is StoreFailure.NOT_PERMITTED and model.calls == 0
-        assert str(refused.value).startswith("nothing was sent: session 'readonly' is shared"
+        assert str(refused.value).startswith("nothing was sent: session 'bob/readonly' is shared"
                                              " with you read-only by bob")
     assert team.rows("SELECT count(*) FROM turns WHERE session_id = %s", [shared]) == before

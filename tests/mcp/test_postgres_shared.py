@@ -1,0 +1,83 @@
+"""`chatmem mcp` for bob on a team's PostgreSQL history, where ann shared her session `trip`
+and bob has his own `trip`: every handle the server gives names ann's as `ann/trip`, so a
+client's next call reaches the session it was shown, never bob's namesake."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cli_runner import output
+from pg import PostgresServer
+from waiting import HANG
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+@pytest.fixture
+def urls(pg_server: PostgresServer, pg_template: str) -> Iterator[tuple[str, str]]:
+    name = pg_server.create_database(pg_template)
+    ann, bob = pg_server.url(name, "ann"), pg_server.url(name, "bob")
+    output("chat", "trip", "--provider", "scripted", "--db", bob, input="我的斑马 zebra\n")
+    output("chat", "trip", "--provider", "scripted", "--db", ann,
+           input="ann 的袋鼠 kangaroo\n")
+    output("sessions", "share", "trip", "--with", "bob", "--write", "--db", ann)
+    yield ann, bob
+    pg_server.drop_database(name)
+
+
+def calls_as(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--db", url, "--provider", "scripted"],
+        env=dict(os.environ))
+
+    async def work() -> list[dict[str, Any]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            answers = []
+            for tool, arguments in calls:
+                if tool.startswith("chatmem://"):
+                    read = await session.read_resource(tool)  # type: ignore[arg-type]
+                    answers.append({"text": read.contents[0].text})  # type: ignore[union-attr]
+                    continue
+                result = await session.call_tool(tool, arguments)
+                assert not result.is_error, result.content
+                assert result.structured_content is not None
+                answers.append(result.structured_content)
+            return answers
+
+    return asyncio.run(asyncio.wait_for(work(), HANG))
+
+
+def test_a_shared_session_is_listed_searched_and_reached_as_owner_slash_name(
+        urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    listed, everywhere, chinese, started, recorded, mine, transcript = calls_as(bob, [
+        ("list_conversations", {}),
+        ("search_memory", {"query": "kangaroo"}),
+        ("search_memory", {"query": "袋鼠"}),
+        ("start_conversation", {"name": "ann/trip"}),
+        ("record_turn", {"conversation_id": "ann/trip", "user": "bob 补充一句",
+                         "assistant": "好的"}),
+        ("search_memory", {"query": "zebra"}),
+        ("chatmem://conversations/ann%2Ftrip/transcript", {})])
+    assert sorted(c["conversation_id"] for c in listed["conversations"]) == ["ann/trip", "trip"]
+    for found in (everywhere, chinese):
+        assert found["hits"], found
+        assert {h["conversation_id"] for h in found["hits"]} == {"ann/trip"}
+        assert "袋鼠" in found["hits"][0]["content"]
+    assert started["conversation_id"] == "ann/trip" and not started["created"]
+    assert recorded["turn"] == 2
+    assert {h["conversation_id"] for h in mine["hits"]} == {"trip"}
+    assert "bob 补充一句" in transcript["text"] and "斑马" not in transcript["text"]
+    # The turn went to ann's session, not to bob's own namesake.
+    assert "bob 补充一句" in output("sessions", "show", "trip", "--db", ann)
+    assert "bob 补充一句" not in output("sessions", "show", "trip", "--db", bob)
