@@ -60,8 +60,8 @@ def refuse_foreign(path: Path) -> None:
 def _written_then_named(path: Path, *, binary: bool, replace: bool) -> Iterator[IO[Any]]:
     # mkstemp opens O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, under a random name, and tries
     # another name if one is taken: a planted file is never opened.
-    fd, name = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".partial",
-                                dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{_cut(path.name, TEMP_NAME_BYTES)}.",
+                                suffix=".partial", dir=path.parent)
     temp = Path(name)
     try:
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
@@ -76,6 +76,23 @@ def _written_then_named(path: Path, *, binary: bool, replace: bool) -> Iterator[
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
+
+
+TEMP_NAME_BYTES = 64
+"""Bytes of the destination's name the temporary name repeats: with the dots, mkstemp's 8
+random letters and `.partial` it stays far within a name's 255 bytes, in any script."""
+
+
+def _cut(name: str, most: int) -> str:
+    """`name`'s first letters that fit in `most` bytes: a name's limit counts bytes, and a
+    letter outside the BMP (𠀀, an emoji) takes four."""
+    kept, size = [], 0
+    for letter in name:
+        size += len(os.fsencode(letter))
+        if size > most:
+            break
+        kept.append(letter)
+    return "".join(kept)
 
 
 def _name_if_free(temp: Path, path: Path) -> None:
