@@ -169,13 +169,17 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> ContextView:
         """The exact context chatmem would send now: each part with why it is there and its
         tokens (system prompt, summary, facts, recalled messages, recent turns, input)."""
+        from chatmem.render.errors import Client
+        from chatmem.render.notices import client_notice_text
         from chatmem.render.reasons import dropped_text
 
-        opened: list[str] = []
         if strategy:
             with memory.workspace(ctx) as ws:
                 seen = inspection.inspect_what_if(
                     ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
+            # A what-if rebuilds the strategy's memory: an update failing there leaves the
+            # context resting on state never written, which the client is told.
+            opened = [client_notice_text(n, Client.MCP) for n in seen.notices]
         else:
             opened, seen = memory.in_conversation(
                 ctx, conversation_id, "read",

@@ -267,11 +267,19 @@ def apply_extraction(
     ]
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
         if isinstance(step, FactRetraction):
-            for fact in state.live_facts():
-                if same_key(fact.key, step.key):
-                    state.store.facts.forget_fact(fact.id)
+            _forget(state, step.key)
         else:
             _apply_change(state, step, sources, user_scope)
+
+
+def _forget(state: SessionState, key: str) -> None:
+    """Forget `key` in the scopes the session sees it in, every form it is stored in: live
+    facts show only the newest form (café composed and not), and the older one left behind
+    would come back as the key's value."""
+    scopes = {f.scope for f in state.live_facts() if same_key(f.key, key)}
+    for fact in state.store.facts.facts(user=state.user, session_id=state.session_id):
+        if fact.scope in scopes and same_key(fact.key, key):
+            state.store.facts.forget_fact(fact.id)
 
 
 def _apply_change(

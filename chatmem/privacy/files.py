@@ -31,8 +31,9 @@ def open_private(path: Path, *, binary: bool = False,
 
     `replace=False` refuses any existing entry at `path`, a dangling symbolic link too
     (FileExistsError). `replace=True` replaces a file of this user's. A symbolic link,
-    or a file another user owns, is refused either way (UsageError): the file a link
-    points at is someone else's to lose, and a file another user owns is theirs.
+    anything but a regular file (a FIFO, a device), or a file another user owns, is refused
+    either way (UsageError): the file a link points at is someone else's to lose, what reads
+    a FIFO or a device would lose it, and a file another user owns is theirs.
     """
     refuse_foreign(path)
     if not replace and os.path.lexists(path):
@@ -41,7 +42,8 @@ def open_private(path: Path, *, binary: bool = False,
 
 
 def refuse_foreign(path: Path) -> None:
-    """UsageError when `path` is a symbolic link or a file another user owns."""
+    """UsageError when `path` is a symbolic link, not a regular file (a FIFO, a device, a
+    folder), or a file another user owns."""
     try:
         info = path.lstat()
     except FileNotFoundError:
@@ -51,17 +53,29 @@ def refuse_foreign(path: Path) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise UsageError(f"{path} is a symbolic link; chatmem neither writes through nor "
                          f"replaces one: remove it or choose another path")
+    if not stat.S_ISREG(info.st_mode):
+        # Replaced, a FIFO's reader or a device (/dev/null, as root) would be swapped for a
+        # plain file of the conversation, and what waited on it would get nothing.
+        raise UsageError(f"{path} is {_kind(info.st_mode)}, not a regular file; chatmem does "
+                         f"not write over it: remove it or choose another path")
     if info.st_uid != os.geteuid():
         raise UsageError(f"{path} belongs to another user (uid {info.st_uid}); chatmem does "
                          f"not write over it: remove it or choose another path")
+
+
+def _kind(mode: int) -> str:
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket")]
+    return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
 @contextlib.contextmanager
 def _written_then_named(path: Path, *, binary: bool, replace: bool) -> Iterator[IO[Any]]:
     # mkstemp opens O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, under a random name, and tries
     # another name if one is taken: a planted file is never opened.
-    fd, name = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".partial",
-                                dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{_cut(path.name, TEMP_NAME_BYTES)}.",
+                                suffix=".partial", dir=path.parent)
     temp = Path(name)
     try:
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
@@ -76,6 +90,23 @@ def _written_then_named(path: Path, *, binary: bool, replace: bool) -> Iterator[
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
+
+
+TEMP_NAME_BYTES = 64
+"""Bytes of the destination's name the temporary name repeats: with the dots, mkstemp's 8
+random letters and `.partial` it stays far within a name's 255 bytes, in any script."""
+
+
+def _cut(name: str, most: int) -> str:
+    """`name`'s first letters that fit in `most` bytes: a name's limit counts bytes, and a
+    letter outside the BMP (𠀀, an emoji) takes four."""
+    kept, size = [], 0
+    for letter in name:
+        size += len(os.fsencode(letter))
+        if size > most:
+            break
+        kept.append(letter)
+    return "".join(kept)
 
 
 def _name_if_free(temp: Path, path: Path) -> None:

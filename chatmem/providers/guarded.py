@@ -105,11 +105,21 @@ def not_a_provider(value: object) -> str | None:
         return f"its create returned {kind_of(value)}, not a provider"
     if missing:
         return f"its provider ({kind_of(value)}) has no {', '.join(missing)} method"
-    unnamed = [attribute for attribute in ("name", "model")
-               if not isinstance(getattr(value, attribute, None), str)]
-    if unnamed:
-        return f"its provider ({kind_of(value)}) has no {' or '.join(unnamed)} attribute (text)"
+    # A model of None (none configured, `Provider(settings.model)`) ran before it was checked.
+    wrong = [why for why in (_not_text(value, "name"), _not_text(value, "model", none_ok=True))
+             if why]
+    if wrong:
+        return f"its provider ({kind_of(value)}) has {' and '.join(wrong)}"
     return None
+
+
+def _not_text(value: object, attribute: str, *, none_ok: bool = False) -> str | None:
+    if not hasattr(value, attribute):
+        return f"no {attribute} attribute (text)"
+    got = getattr(value, attribute)
+    if isinstance(got, str) or (none_ok and got is None):
+        return None
+    return f"a {attribute} that is {kind_of(got)}, not text" + (" or None" if none_ok else "")
 
 
 def lacks_counting(counter: object) -> str:

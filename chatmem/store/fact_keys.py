@@ -22,3 +22,65 @@ def key_identity(key: str) -> str:
 
 def same_key(first: str, second: str) -> bool:
     return key_identity(first) == key_identity(second)
+
+
+_FOLDING_APART = (("\xb5", "\xb5"), ("\xdf", "\xdf"), ("\u0149", "\u0149"), ("\u017f", "\u017f"),
+                  ("\u0345", "\u0345"), ("\u03c2", "\u03c2"), ("\u03d0", "\u03d1"),
+                  ("\u03d5", "\u03d6"), ("\u03f0", "\u03f1"), ("\u03f5", "\u03f5"),
+                  ("\u0587", "\u0587"), ("\u1c80", "\u1c88"), ("\u1e9a", "\u1e9b"),
+                  ("\u1f80", "\u1f87"), ("\u1f90", "\u1f97"), ("\u1fa0", "\u1fa7"),
+                  ("\u1fb2", "\u1fb4"), ("\u1fb7", "\u1fb7"), ("\u1fc2", "\u1fc4"),
+                  ("\u1fc7", "\u1fc7"), ("\u1ff2", "\u1ff4"), ("\u1ff7", "\u1ff7"),
+                  ("\ufb00", "\ufb06"), ("\ufb13", "\ufb17"))
+FOLDING_APART = "".join(chr(c) for first, last in _FOLDING_APART
+                        for c in range(ord(first), ord(last) + 1))
+"""The lower-case letters whose case folding is another letter (ß is ss, ς is σ, ﬁ is fi):
+a key the same as one holding them may be spelled without them (STRASSE), so their runs
+are spelled both ways when a key is looked up by value."""
+
+
+MOST_FORMS = 64
+"""Spellings of a key looked up by value; a key with more (many s, each maybe ſ) is looked
+for among every stored key holding a FOLDING_APART letter instead."""
+
+
+def stored_forms(key: str) -> list[str] | None:
+    """Every form a key the same as `key` may be stored in: NFC now, and before keys were
+    normalized lower case as typed, composed or not; with each run of letters a
+    FOLDING_APART letter folds to spelled as that letter too (strasse as straße). None
+    when there are more than MOST_FORMS."""
+    spellings = _spellings(key_identity(key))
+    return None if spellings is None else _forms(key, spellings)
+
+
+def plain_forms(key: str) -> list[str]:
+    """stored_forms but for the spellings with a FOLDING_APART letter."""
+    return _forms(key, {key_identity(key)})
+
+
+def _forms(key: str, spellings: set[str]) -> list[str]:
+    forms = {normalize_key(key)} | {unicodedata.normalize(form, text).lower()
+                                    for text in spellings for form in ("NFC", "NFD")}
+    forms |= {unicodedata.normalize("NFD", text) for text in list(forms)}
+    return sorted(forms)
+
+
+def _spellings(identity: str) -> set[str] | None:
+    ends: dict[int, set[str]] = {0: {""}}
+    for start in range(len(identity)):
+        if start not in ends:
+            continue
+        for run, letters in [(identity[start], [identity[start]]),
+                             *((run, letters) for run, letters in _FOLDED.items()
+                               if identity.startswith(run, start))]:
+            ends.setdefault(start + len(run), set()).update(
+                head + letter for head in ends[start] for letter in letters)
+            if len(ends[start + len(run)]) > MOST_FORMS:
+                return None
+    return ends.get(len(identity), {identity})
+
+
+_FOLDED: dict[str, list[str]] = {}
+for _letter in FOLDING_APART:
+    _FOLDED.setdefault(key_identity(_letter) if _letter.strip() else _letter, []).append(
+        _letter)

@@ -10,7 +10,7 @@ from typing import Any
 from chatmem.errors import NotFound, StoreError
 from chatmem.store import rendered, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.fact_keys import same_key
+from chatmem.store.fact_keys import FOLDING_APART, plain_forms, same_key, stored_forms
 from chatmem.store.records import (
     MOST_INTEGER,
     FactHistoryRecord,
@@ -160,12 +160,8 @@ class FactTables:
             sharing.check_writable_session(self._connection, session_id)
         stated_in = source_session_id if source_session_id is not None else session_id
         with self._db.write():
-            rows = fetch_rows(self._db,
-                f"SELECT * FROM facts WHERE deleted_at IS NULL AND {owner_sql}"
-                " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
-                [*owner, stamp],
-            )
-            same = [f for f in map(FactRecord.from_row, rows) if same_key(f.key, key)]
+            same = [f for f in self._stored_alike(key, owner_sql, owner, stamp)
+                    if same_key(f.key, key)]
             if same:
                 old = same[0]
                 self._merge_forms(old, same[1:], stamp)
@@ -193,6 +189,28 @@ class FactTables:
                      source_message_id, source_turn, stated_in, stamp, stamp],
                 )
         return self.fact(int(fact_id))
+
+    def _stored_alike(
+        self, key: str, owner_sql: str, owner: list[Any], stamp: str
+    ) -> list[FactRecord]:
+        """The owner's live facts that may be `key` in another form, looked up by the forms
+        it may be stored in (straße for STRASSE too), so a write reads a handful of rows
+        however many facts the owner holds."""
+        forms = stored_forms(key)
+        folding, pattern = "1 = 0", list[str]()
+        if forms is None:  # too many spellings: read the keys with a letter folding apart
+            forms = plain_forms(key)
+            folding, pattern = (("key ~ ?", [f"[{FOLDING_APART}]"])
+                                if self._db.kind == "postgresql"
+                                else ("key GLOB ?", [f"*[{FOLDING_APART}]*"]))
+        marks = ", ".join("?" for _ in forms)
+        rows = fetch_rows(self._db,
+            f"SELECT * FROM facts WHERE deleted_at IS NULL AND {owner_sql}"
+            f" AND (expires_at IS NULL OR expires_at > ?) AND (key IN ({marks}) OR {folding})"
+            " ORDER BY id",
+            [*owner, stamp, *forms, *pattern],
+        )
+        return [FactRecord.from_row(row) for row in rows]
 
     def _merge_forms(self, kept: FactRecord, others: list[FactRecord], stamp: str) -> None:
         """Fold the live facts of one key stored in other forms (café composed and not,

@@ -24,6 +24,10 @@ def create(settings):
         return Cut()
     if mistake == "no-counter":
         return Uncounted()
+    if mistake == "no-model":
+        return Unconfigured(settings.model)
+    if mistake == "model-number":
+        return Unconfigured(7)
     return ScriptedProvider()
 
 class Cut(ScriptedProvider):
@@ -35,6 +39,13 @@ class Cut(ScriptedProvider):
 class Uncounted(ScriptedProvider):
     def token_counter(self):
         pass  # the `return` forgotten
+
+class Unconfigured(ScriptedProvider):
+    """The README's plugin without its `or "..."`: no model configured is a model of None."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.name, self.model = "careless", model
 
 class Nameless:
     """A provider's methods, without the `name` the README lists among its attributes."""
@@ -99,3 +110,17 @@ def test_a_token_counter_that_returns_none_is_one_line_naming_the_plugin(
     assert ask(tmp_path, "no-counter", code=1)[-1] == (
         "error: provider 'careless' failed: its token_counter returned None, not a "
         "TokenCounter (plugin careless (chatmem-careless 0.1.0))")
+
+
+@pytest.mark.usefixtures("careless")
+def test_a_provider_whose_model_is_none_still_answers(tmp_path: Path) -> None:
+    asked = invoke("ask", "旅行", "你好 hi", "--provider", "careless",
+                   "--db", str(tmp_path / "h.db"), env={"MISTAKE": "no-model"}, code=0)
+    assert asked.stdout.strip() and "error" not in asked.stderr
+
+
+@pytest.mark.usefixtures("careless")
+def test_a_provider_whose_model_is_not_text_says_what_it_is(tmp_path: Path) -> None:
+    assert ask(tmp_path, "model-number", code=1) == [
+        "error: provider 'careless' could not start: its provider (Unconfigured) has a model "
+        "that is int, not text or None (plugin careless (chatmem-careless 0.1.0))"]

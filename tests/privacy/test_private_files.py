@@ -115,3 +115,28 @@ def test_replace_false_refuses_a_name_taken_while_the_file_was_written(tmp_path:
         target.write_text("written meanwhile\n", encoding="utf-8")
     assert target.read_text(encoding="utf-8") == "written meanwhile\n"
     assert [p.name for p in tmp_path.iterdir()] == ["trip.md"]
+
+
+@pytest.mark.parametrize("letter", ["𠀀", "😀"])
+def test_a_long_name_of_wide_letters_within_the_limit_is_written(tmp_path: Path,
+                                                                 letter: str) -> None:
+    # 杭州, 59 four-byte letters and .md are 245 bytes, a valid name; its temporary name, cut
+    # by letters (64 of them), was over 255 bytes and refused as too long.
+    target = tmp_path / ("杭州" + letter * 59 + ".md")
+    with open_private(target) as f:
+        f.write("导出 export\n")
+    assert target.read_text(encoding="utf-8") == "导出 export\n"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_fifo_is_refused_never_replaced_by_a_plain_file(tmp_path: Path) -> None:
+    pipe = tmp_path / "导出.jsonl"
+    os.mkfifo(pipe)
+    for replace in (True, False):
+        with pytest.raises(UsageError) as refused:
+            open_private(pipe, replace=replace)
+        assert str(refused.value) == (
+            f"{pipe} is a FIFO (named pipe), not a regular file; chatmem does not write over "
+            f"it: remove it or choose another path")
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == [pipe.name]

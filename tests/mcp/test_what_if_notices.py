@@ -1,0 +1,44 @@
+"""get_context with a strategy (a what-if) tells the client what rebuilding that strategy's
+memory told, as `inspect -s` does (second reading, finding 5: a plugin's failed update was
+shown by the CLI and dropped by MCP, the context resting on state never written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+from plugin_site import install
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from test_strategy_gone import run_server
+
+FORGETS = '''
+from chatmem.memory.buffer import BufferStrategy
+
+class Forgets(BufferStrategy):
+    name = "forgets"
+    description = "keeps state it never manages to write"
+    keeps_state = True
+
+    def update(self, env):
+        raise KeyError("记忆更新失败")
+
+def register(plugins):
+    plugins.add_strategy(Forgets)
+'''
+
+
+def test_a_what_if_whose_memory_update_fails_tells_the_client(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "chatmem-forgets", "chatmem_forgets", FORGETS)
+    db = tmp_path / "h.db"
+    invoke("chat", "旅行", "--provider", "scripted", "--db", str(db),
+           input="我想去杭州\n住三晚\n", code=0)
+    [(failed, seen)] = run_server(db, site, [
+        ("get_context", {"conversation_id": "旅行", "input": "住哪里", "strategy": "forgets"})])
+    assert failed is False
+    [notice] = seen["notices"]
+    assert "KeyError: '记忆更新失败'" in notice and "strategy 'forgets'" in notice
+    assert seen["parts"]  # the context is still shown
