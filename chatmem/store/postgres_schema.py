@@ -298,23 +298,8 @@ def p010_folded_words(execute: Execute) -> None:
     alone), written only for the messages whose terms change. ASCII text is passed over
     in the database (its terms are as they were)."""
     from chatmem import fts
-    from chatmem.store.postgres_words import TEXT_SEARCH, fitting_terms, token_count
 
-    last = 0
-    while True:
-        rows = execute("SELECT id, content FROM messages WHERE id > %s"
-                       " AND content ~ '[^\\x01-\\x7f]' ORDER BY id LIMIT %s",
-                       (last, REINDEXED_AT_ONCE)).fetchall()
-        if not rows:
-            return
-        changed = [(int(i), fts.index_text(c)) for i, c in rows if fts.indexed_differently(c)]
-        # One statement a step: its trigger updates the word statistics once.
-        execute("UPDATE message_words w SET terms = to_tsvector("
-                f"'{TEXT_SEARCH}', e.terms), tokens = e.tokens FROM unnest(%s::bigint[],"
-                " %s::text[], %s::bigint[]) AS e(id, terms, tokens) WHERE w.message_id = e.id",
-                ([i for i, _ in changed], [fitting_terms(t) for _, t in changed],
-                 [token_count(t) for _, t in changed]))
-        last = int(rows[-1][0])
+    _index_again(execute, fts.indexed_differently)
 
 
 @migration
@@ -323,6 +308,23 @@ def p011_words_folded_again(execute: Execute) -> None:
     letters without their accents, no character that draws nothing inside a word),
     written only for the messages that may hold one; ASCII text is passed over in the
     database."""
+    from chatmem import fts
+
+    _index_again(execute, fts.folded_differently_since_m016)
+
+
+@migration
+def p012_probes_before_prompt(execute: Execute) -> None:
+    """SQLite's m017: whether a probe was asked before the system prompt change after its
+    message."""
+    execute("ALTER TABLE probes ADD COLUMN before_prompt bigint NOT NULL DEFAULT 0")
+    # p007 granted INSERT and UPDATE column by column; a new column needs its own grant.
+    execute("GRANT INSERT (before_prompt), UPDATE (before_prompt) ON probes TO PUBLIC")
+
+
+def _index_again(execute: Execute, differs: Callable[[str], bool]) -> None:
+    """Write the word entries of the non-ASCII messages whose terms `differs` says changed,
+    as fts.index_text makes them now, REINDEXED_AT_ONCE messages a step."""
     from chatmem import fts
     from chatmem.store.postgres_words import TEXT_SEARCH, fitting_terms, token_count
 
@@ -333,8 +335,7 @@ def p011_words_folded_again(execute: Execute) -> None:
                        (last, REINDEXED_AT_ONCE)).fetchall()
         if not rows:
             return
-        changed = [(int(i), fts.index_text(c)) for i, c in rows
-                   if fts.folded_differently_since_m016(c)]
+        changed = [(int(i), fts.index_text(c)) for i, c in rows if differs(c)]
         # One statement a step: its trigger updates the word statistics once.
         execute("UPDATE message_words w SET terms = to_tsvector("
                 f"'{TEXT_SEARCH}', e.terms), tokens = e.tokens FROM unnest(%s::bigint[],"
@@ -342,12 +343,3 @@ def p011_words_folded_again(execute: Execute) -> None:
                 ([i for i, _ in changed], [fitting_terms(t) for _, t in changed],
                  [token_count(t) for _, t in changed]))
         last = int(rows[-1][0])
-
-
-@migration
-def p012_probes_before_prompt(execute: Execute) -> None:
-    """SQLite's m017: whether a probe was asked before the system prompt change after its
-    message."""
-    execute("ALTER TABLE probes ADD COLUMN before_prompt bigint NOT NULL DEFAULT 0")
-    # p007 granted INSERT and UPDATE column by column; a new column needs its own grant.
-    execute("GRANT INSERT (before_prompt), UPDATE (before_prompt) ON probes TO PUBLIC")

@@ -322,16 +322,7 @@ def m014_folded_words(db: sqlite_utils.Database) -> None:
     Only the messages whose terms change are written (fts.indexed_differently)."""
     from chatmem import fts
 
-    last = 0
-    while True:
-        rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
-                          [last, REINDEXED_AT_ONCE]).fetchall()
-        if not rows:
-            return
-        db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
-                            [(fts.index_text(content), message_id) for message_id, content
-                             in rows if content and fts.indexed_differently(content)])
-        last = rows[-1][0]
+    _index_again(db, fts.indexed_differently)
 
 
 @migration
@@ -397,6 +388,14 @@ def m016_words_folded_again(db: sqlite_utils.Database) -> None:
     written again (fts.folded_differently_since_m016), in steps of REINDEXED_AT_ONCE."""
     from chatmem import fts
 
+    _index_again(db, fts.folded_differently_since_m016)
+
+
+def _index_again(db: sqlite_utils.Database, changed: Callable[[str], bool]) -> None:
+    """Write the word index entries of the messages whose terms `changed`, as
+    fts.index_text makes them now, REINDEXED_AT_ONCE messages a step."""
+    from chatmem import fts
+
     last = 0
     while True:
         rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
@@ -405,5 +404,5 @@ def m016_words_folded_again(db: sqlite_utils.Database) -> None:
             return
         db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
                             [(fts.index_text(content), message_id) for message_id, content
-                             in rows if content and fts.folded_differently_since_m016(content)])
+                             in rows if content and changed(content)])
         last = rows[-1][0]
