@@ -55,6 +55,23 @@ def register(plugins):
 """A plugin strategy with a saved parameter; `{fields}` is where versions of it differ
 (one adds a parameter, a later one drops or narrows it)."""
 
+FORGETS = """
+from chatmem.memory.buffer import BufferStrategy
+
+class Forgets(BufferStrategy):
+    name = "forgets"
+    description = "keeps state it never manages to write"
+    keeps_state = True
+
+    def update(self, env):
+        raise KeyError("记忆更新失败")
+
+def register(plugins):
+    plugins.add_strategy(Forgets)
+"""
+"""A plugin strategy keeping state whose every update fails: what a what-if rebuilds
+rests on state never written, and it must say so."""
+
 
 def readme_section() -> str:
     text = README.read_text(encoding="utf-8")

@@ -8,22 +8,7 @@ import json
 from pathlib import Path
 
 from cli_runner import invoke
-from plugin_site import Install
-
-FORGETS = '''
-from chatmem.memory.buffer import BufferStrategy
-
-class Forgets(BufferStrategy):
-    name = "forgets"
-    description = "keeps state it never manages to write"
-    keeps_state = True
-
-    def update(self, env):
-        raise KeyError("记忆更新失败")
-
-def register(plugins):
-    plugins.add_strategy(Forgets)
-'''
+from plugin_site import FORGETS, Install
 
 FAILED = ("memory update failed, will retry next turn: strategy 'forgets' could not update "
           "its memory: KeyError: '记忆更新失败' (plugin forgets (chatmem-forgets 0.1.0))")

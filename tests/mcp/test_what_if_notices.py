@@ -8,26 +8,11 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import install
+from plugin_site import FORGETS, install
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
 from test_strategy_gone import run_server
-
-FORGETS = '''
-from chatmem.memory.buffer import BufferStrategy
-
-class Forgets(BufferStrategy):
-    name = "forgets"
-    description = "keeps state it never manages to write"
-    keeps_state = True
-
-    def update(self, env):
-        raise KeyError("记忆更新失败")
-
-def register(plugins):
-    plugins.add_strategy(Forgets)
-'''
 
 
 def test_a_what_if_whose_memory_update_fails_tells_the_client(tmp_path: Path) -> None:
