@@ -222,6 +222,18 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
             and (last_was_ours or stored[len(prior)].content == text))
 
 
+def session_of_shared_id(workspace: Workspace, address: str, made: str) -> str | None:
+    """The session a client's id of the form `OWNER/NAME` names (`address`), as the CLI
+    takes it: the one OWNER shares with the user, when row security shows it. A session of
+    the user's own made from that very id (`made`: `session_name_of` of it) before such ids
+    named shares is kept first: its conversation goes on there, and its history is never
+    written into another's session. None: neither is there."""
+    found = workspace.store.sessions
+    if found.find_session(made) is not None:
+        return made
+    return address if found.find_session(address) is not None else None
+
+
 def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientMessage],
                        text: str, *, taken: Collection[str] = ()) -> tuple[str, bool]:
     """The session of a conversation no id names, known by how it began (`first`, the name

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
-from chatmem.app.sessions import last_turn
+from chatmem.app.sessions import last_turn, session_address
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
@@ -81,6 +81,7 @@ class Chat:
         """The session's last turn as this chat last saw it (its own, or the one it
         resumed after): the only one /retry and /edit-last may replace."""
         self.replacing: int | None = None
+        self._address: tuple[int, str] | None = None
         """After a /retry or /edit-last whose attempt failed or was cancelled (it is the
         last turn now): the completed turn it was to replace, which retrying or editing the
         attempt still replaces, rather than adding a turn after it."""
@@ -102,6 +103,16 @@ class Chat:
         self.status.print(render.error_line(text), soft_wrap=not self.status.is_terminal)
 
     # -- the session -----------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        """What names the current session in a command: `OWNER/NAME` when another role
+        shares it (the user's own may have its name, and its bare name would reach that);
+        read once per session, as the prompt asks at every redraw."""
+        session = self.engine.session
+        if self._address is None or self._address[0] != session.id:
+            self._address = (session.id, session_address(self.workspace, session))
+        return self._address[1]
 
     def open(
         self, name: str, *, strategy: StrategySpec | None = None,

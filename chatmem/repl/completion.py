@@ -102,8 +102,10 @@ class SlashCompleter(Completer):
         engine, workspace = self.chat.engine, self.chat.workspace
         session = engine.session
         if kind == "session":
-            return [(row.name, f"{row.strategy} · {row.turns} turns")
-                    for row in sessions.list_sessions(workspace) if row.name != session.name]
+            # A shared session as OWNER/NAME, which /switch takes; told from the current
+            # one by id, as one's own and a shared one may have the same name.
+            return [(row.address, f"{row.strategy} · {row.turns} turns")
+                    for row in sessions.list_sessions(workspace) if row.id != session.id]
         if kind == "fact":
             facts = remembered.live_facts(workspace, session)
             pinned = remembered.session_pins(workspace, session)

@@ -111,7 +111,7 @@ class Repl(Chat):
 
     def run(self, lines: Iterable[str] | None = None) -> None:
         self.status.print(render.notice_line(
-            f"session {self.engine.session.name} · {strategy_label(self.engine)} · "
+            f"session {self.address} · {strategy_label(self.engine)} · "
             f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
         ), soft_wrap=not self.status.is_terminal)
         try:

@@ -100,7 +100,7 @@ def toolbar_text(chat: Chat, width: int | None = None) -> str:
     the fields that fit `width` columns whole (None: all of them)."""
     engine = chat.engine
     return toolbar_line(ToolbarState(
-        engine.session.name, strategy_label(engine, changed_only=True),
+        chat.address, strategy_label(engine, changed_only=True),
         f"{engine.provider.name}:{engine.provider.model}", chat.usage, chat.spent,
         engine.indexing.status(engine.embedder)), width)
 
@@ -179,7 +179,7 @@ class Prompt:
         self.typed_ahead[:0] = get_typeahead(self.session.input)
         try:
             return unfence(self.session.prompt(
-                lambda: prompt_label(self.chat.engine.session.name, self._columns()),
+                lambda: prompt_label(self.chat.address, self._columns()),
                 default=default))
         finally:
             self.mark_pastes(True)

@@ -20,6 +20,8 @@ from chatmem.errors import (
     ProviderRateLimited,
     ProviderTimeout,
     RequestError,
+    StoreError,
+    StoreFailure,
     UsageError,
 )
 
@@ -60,6 +62,8 @@ def status_of(error: BaseException) -> int:
         return 400
     if isinstance(error, ProviderAuthError):
         return 401
+    if isinstance(error, StoreError) and error.kind is StoreFailure.NOT_PERMITTED:
+        return 403  # a share read-only, or what only its owner may do: the client's to change
     if isinstance(error, NotFound | ProviderNotFound):
         return 404
     if isinstance(error, ProviderRateLimited):

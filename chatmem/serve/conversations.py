@@ -66,6 +66,29 @@ class ServedConversations:
                 lock = self._turns[(location, conversation)] = threading.Lock()
             return lock
 
+    def session_of_shared_id(self, asked: TurnAsked, settings: Settings) -> str:
+        """The session of a request whose id has the form `OWNER/NAME` (`asked.shared`):
+        on PostgreSQL the one OWNER shares with the caller (`session_of_shared_id`), never
+        one created under that form; in a file (one user), the session made of the id, as
+        of any other. RequestError naming the field when no such share is seen."""
+        from chatmem.app import Workspace
+        from chatmem.app.conversations import session_of_shared_id
+        from chatmem.config.location import LocationKind
+        from chatmem.errors import RequestError
+
+        shared = asked.shared
+        assert shared is not None
+        if settings.location.kind is LocationKind.SQLITE:
+            return asked.conversation
+        with Workspace(settings, models=self.pool, registries=self.registries) as ws:
+            found = session_of_shared_id(ws, shared.address, asked.conversation)
+        if found is None:
+            raise RequestError(
+                f"{shared.field}: no session {shared.address!r} is shared with you (OWNER/NAME"
+                " names a session another role shares with you; an id without a '/' names"
+                " one of your own)", shared.field)
+        return found
+
     @contextmanager
     def session_of_opening(self, asked: TurnAsked, settings: Settings) -> Iterator[str]:
         """The session of a chat no id names (`conversations.session_of_opening`), kept from

@@ -21,6 +21,16 @@ METADATA_KEYS = ("conversation_id", "chat_id", "session_id", "thread_id")
 
 
 @dataclass(frozen=True)
+class SharedId:
+    """A client's conversation id of the form `OWNER/NAME`, as the CLI names a session
+    another role shares: on PostgreSQL it names that session (`Turn` looks it up)."""
+
+    address: str
+    field: str
+    """Where the request gave it (a header, `metadata.chat_id`, `user`): what an error names."""
+
+
+@dataclass(frozen=True)
 class TurnAsked:
     """One request, read: the conversation, the strategy and model it names, the client's
     system prompt, its history before the new message, and the new message."""
@@ -41,6 +51,9 @@ class TurnAsked:
     include_usage: bool = False
     """A streamed reply ends with a chunk of its own holding the usage (OpenAI's
     `stream_options.include_usage`); without it, no usage is streamed."""
+    shared: SharedId | None = None
+    """The id has the form `OWNER/NAME`; `conversation` is then the session a file (one
+    user) makes of it, as of any id."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -110,7 +123,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         raise RequestError("the last message must be the user's", "messages")
     if not read[-1].content.strip():
         raise RequestError("the last message is empty: nothing to send", "messages")
-    conversation, fingerprinted = conversation_of(body, headers, read)
+    conversation, fingerprinted, shared = conversation_of(body, headers, read)
     system_parts = []
     while read and read[0].role == "system":
         system_parts.append(read.pop(0).content)
@@ -158,7 +171,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options,
-                     fingerprinted=fingerprinted,
+                     fingerprinted=fingerprinted, shared=shared,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
 
 
@@ -246,27 +259,31 @@ def _id_text(value: Any, field: str) -> str:
 
 
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
-                    read: Sequence[_Read]) -> tuple[str, bool]:
-    """The session a request belongs to, and whether no id named it: the header, the
-    request's `user`, a conversation id in its metadata, else a fingerprint of how the
-    conversation began (its system prompt and first user message), which every later
-    request of it repeats. Two ids never share a session (`session_name_of`); chats that
-    began alike are told apart by their history (`session_of_opening`)."""
-    from chatmem.app.sessions import session_name_of
+                    read: Sequence[_Read]) -> tuple[str, bool, SharedId | None]:
+    """The session a request belongs to, whether no id named it, and the id when it has
+    the form `OWNER/NAME`: the header, the request's `user`, a conversation id in its
+    metadata, else a fingerprint of how the conversation began (its system prompt and first
+    user message), which every later request of it repeats. Two ids never share a session
+    (`session_name_of`); chats that began alike are told apart by their history
+    (`session_of_opening`)."""
+    from chatmem.app.sessions import session_name_of, shared_address
 
-    named = next((header_text(headers[h]) for h in CONVERSATION_HEADERS if headers.get(h)),
-                 None)
+    named, field = next(((header_text(headers[h]), h) for h in CONVERSATION_HEADERS
+                         if headers.get(h)), (None, ""))
     if not named:
         metadata = body.get("metadata")
         if isinstance(metadata, dict):
             key = next((k for k in METADATA_KEYS if metadata.get(k)), None)
-            named = None if key is None else _id_text(metadata[key], f"metadata.{key}")
+            field = f"metadata.{key}"
+            named = None if key is None else _id_text(metadata[key], field)
     if not named and isinstance(body.get("user"), str) and body["user"].strip():
-        named = body["user"]
+        named, field = body["user"], "user"
     if named:
-        return session_name_of(named), False
+        address = shared_address(named)
+        return (session_name_of(named), False,
+                None if address is None else SharedId(address, field))
     opening = [m for m in read if m.role == "system"][:1] + [
         m for m in read if m.role == "user"][:1]
     digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
                                        ensure_ascii=False).encode()).hexdigest()
-    return f"chat-{digest[:12]}", True
+    return f"chat-{digest[:12]}", True, None

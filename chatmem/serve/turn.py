@@ -78,6 +78,9 @@ class Turn:
                     self.asked = replace(self.asked, conversation=name)
                     self.result = self._take_turn()
             else:
+                if self.asked.shared is not None:
+                    self.asked = replace(self.asked, conversation=self.proxy.session_of_shared_id(
+                        self.asked, self.settings))
                 self.result = self._take_turn()
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
             self.events.put(e)

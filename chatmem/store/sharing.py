@@ -16,7 +16,7 @@ from enum import StrEnum
 from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import AccessLevel, SessionAccess, session_address
-from chatmem.store.session_names import normal_name
+from chatmem.store.session_names import is_session_name, normal_name
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
@@ -33,6 +33,15 @@ class Share:
     session: str
     grantee: str
     mode: ShareMode
+
+
+def shared_address(identifier: str) -> str | None:
+    """`identifier` as the `OWNER/NAME` that names a session another role shares (a role's
+    name, `/`, a session name, stored as names are), or None when it has another form."""
+    owner, slash, name = identifier.partition("/")
+    if not slash or not ROLE_NAME.fullmatch(owner) or not is_session_name(name):
+        return None
+    return f"{owner}/{normal_name(name)}"
 
 
 def check_role_name(name: str) -> str:

@@ -72,7 +72,7 @@ def _inspect(repl: Chat, args: list[str]) -> None:
         raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
     # As `chatmem inspect` sees it: counted with the tokenizer the turn recorded, not this
     # chat's model (which /model may have changed since).
-    seen = inspect_turn(repl.workspace, repl.engine.session.name,
+    seen = inspect_turn(repl.workspace, repl.address,
                         int(args[0]) if args else None)
     record = seen.turn
     assert record is not None  # a recorded turn's inspection always has it

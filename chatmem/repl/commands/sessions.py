@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def describe(repl: Chat) -> str:
     engine = repl.engine
     turns = sessions.turn_count(repl.workspace, engine.session)
-    return (f"session {engine.session.name} · {strategy_label(engine)}"
+    return (f"session {repl.address} · {strategy_label(engine)}"
             f" · {turns} turn{'' if turns == 1 else 's'}")
 
 
@@ -48,10 +48,11 @@ def _new(repl: Chat, args: list[str]) -> None:
 @slash("/sessions", "/sessions", "list the sessions in this history file (* = this one)",
        example="/sessions")
 def _sessions(repl: Chat, args: list[str]) -> None:
-    current = repl.engine.session.name
+    # By id: a session shared with the user (OWNER/NAME) may have the name of their own.
+    current = repl.engine.session.id
     changed_params = repl.workspace.registries.strategies.changed_params
     rows = [
-        {"current": "*" if r.name == current else "", "name": r.name, "strategy": r.strategy,
+        {"current": "*" if r.id == current else "", "name": r.address, "strategy": r.strategy,
          "params": format_params(changed_params(r.strategy, r.params or {})),
          "messages": r.messages, "turns": r.turns}
         for r in sessions.list_sessions(repl.workspace)
@@ -66,7 +67,9 @@ def _switch(repl: Chat, args: list[str]) -> None:
     # Looked up first: the current session may have been deleted by another process.
     found = sessions.find_session(repl.workspace, name)
     if found is None:
-        raise NotFound(f"no session named {name!r}; /sessions lists them, /new {name} creates it")
+        # OWNER/NAME is a share to find, never a name /new could give.
+        raise NotFound(f"no session named {name!r}; /sessions lists them"
+                       + ("" if "/" in name else f", /new {name} creates it"))
     if found.id == repl.engine.session.id:
         repl.notice(f"already in session {name}")
         return
@@ -77,7 +80,7 @@ def _switch(repl: Chat, args: list[str]) -> None:
 def _fork_and_switch(repl: Chat, name: str, at_turn: int | None) -> None:
     from chatmem.render.sessions import fork_lines
 
-    report = sessions.fork_session(repl.workspace, repl.engine.session.name, name,
+    report = sessions.fork_session(repl.workspace, repl.address, name,
                                    at_turn=at_turn)
     for line in fork_lines(report):
         repl.notice(line)
@@ -115,7 +118,7 @@ def _undo(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     last = sessions.turn_count(repl.workspace, session)
     if last == 0:
-        raise UsageError(f"nothing to undo: session {session.name} has no messages")
+        raise UsageError(f"nothing to undo: session {repl.address} has no messages")
     if not args:
         raise UsageError(
             f"messages are append-only, so /undo never deletes turn {last}; /undo SESSION "
@@ -125,15 +128,16 @@ def _undo(repl: Chat, args: list[str]) -> None:
             "new session with the same settings and no messages (same as /fork SESSION "
             "--at-turn 0)"
         )
+    address = repl.address
     _fork_and_switch(repl, args[0], last - 1)
-    repl.notice(f"turn {last} stays in session {session.name}")
+    repl.notice(f"turn {last} stays in session {address}")
 
 
 def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     session = repl.engine.session
     record = sessions.last_turn(repl.workspace, session)
     if record is None:
-        raise UsageError(f"nothing to {doing}: session {session.name} has no turns")
+        raise UsageError(f"nothing to {doing}: session {repl.address} has no turns")
     if record.id != repl.seen_last_turn:
         # Another chat's turn (a REPL, serve, MCP's record_turn) is not this one's to replace.
         raise TurnNotReplaceable.not_yours(record.number)
@@ -190,10 +194,10 @@ def _export(repl: Chat, args: list[str]) -> None:
         raise SLASH["/export"].usage_error(f"unexpected argument {' '.join(files[1:])!r}")
     session = repl.engine.session
     path = (Path(files[0]).expanduser() if files
-            else Path(f"{session_name_from(session.name)}.jsonl"))
+            else Path(f"{session_name_from(repl.address)}.jsonl"))
     fmt = export_format(path)
     transcript = sessions.session_transcript(repl.workspace, session)
     write_transcript(transcript, path, fmt, force=force)
     count = len(transcript.messages)
     repl.notice(f"exported {count} message{'' if count == 1 else 's'} of session "
-                f"{session.name} to {path} ({fmt})")
+                f"{repl.address} to {path} ({fmt})")

@@ -61,7 +61,7 @@ def _model(repl: Chat, args: list[str]) -> None:
     name = typed_text(repl).strip()
     if not name:
         raise SLASH["/model"].usage_error("the model name is empty")
-    repl.open(old.session.name, model=name)
+    repl.open(repl.address, model=name)
     new = repl.engine.provider
     repl.notice(f"model: {old.provider.name}:{old.provider.model} → {new.name}:{new.model} "
                 "for the next turns; the history is untouched")
@@ -91,7 +91,7 @@ def _template(repl: Chat, args: list[str]) -> None:
                                                     engine.settings, strategies))
                 if template.strategy else None)
     if template.model is not None or template.options:
-        repl.open(engine.session.name, model=template.model, options=template.options)
+        repl.open(repl.address, model=template.model, options=template.options)
     if strategy is not None:
         repl.engine.set_strategy(strategy)
     if template.system is not None:
