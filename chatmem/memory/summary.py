@@ -26,6 +26,8 @@ from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, catchin
 from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.params import param
+from chatmem.memory.pin_block import PinCost, facts_text, fit_pins
+from chatmem.memory.pin_quotes import first_quotes
 from chatmem.memory.reasons import (
     DroppedNote,
     PinnedDetails,
@@ -109,7 +111,7 @@ def _upto(turn: int) -> str:
 
 def facts_message(pinned: Sequence[pins.Pin], counter: TokenCounter) -> Message:
     # Counted from its lines' cached counts (exactly the whole text's count, see PinCost).
-    return Message("system", pins.facts_text(pinned), pins.PinCost(counter)(pinned))
+    return Message("system", facts_text(pinned), PinCost(counter)(pinned))
 
 
 def pinned_reason(pinned: Sequence[pins.Pin]) -> PinnedDetails:
@@ -179,7 +181,7 @@ class SummaryMemory(BaseStrategy[Limited]):
         # A quote that repeats a text the user unpinned would send it after all.
         shown = [replace(p, quote="") if any(anchors.present(u, p.quote) for u in st.unpinned)
                  else p for p in st.pins]
-        kept, left_out = pins.fit_pins(shown, limit, pins.PinCost(counter))
+        kept, left_out = fit_pins(shown, limit, PinCost(counter))
         if left_out:
             notes.append(PinsLeftOut(len(left_out)))
         if st.released:
@@ -275,7 +277,7 @@ class SummaryMemory(BaseStrategy[Limited]):
             messages, masked, strict=True)], guard.mask)
         candidates_pins = held + [pins.Pin(a, version, None, *sources.get(a, (None, "")))
                                   for a in new]
-        _, released = pins.fit_pins(candidates_pins, self.pin_limit(), pins.PinCost(env.counter))
+        _, released = fit_pins(candidates_pins, self.pin_limit(), PinCost(env.counter))
         # Released pins are always the oldest; the rest are stored with their quotes,
         # even those shown bare now, so a roomier build can quote them again.
         kept = candidates_pins[len(released):]
@@ -328,7 +330,7 @@ class SummaryMemory(BaseStrategy[Limited]):
         old summary held it) the latest summarized turn that did: ids and dates
         recur, and the latest mention is the one the summary was keeping.
         """
-        found = pins.first_quotes(new, said)
+        found = first_quotes(new, said)
         older = [a for a in new if a not in found and anchors.present(a, st.text)]
         if not (older and st.boundary):
             return found
@@ -340,7 +342,7 @@ class SummaryMemory(BaseStrategy[Limited]):
             first = max(oldest, last - QUOTE_PAGE_TURNS + 1)
             records = env.state.store.history.messages(env.state.session_id, first, last)
             # Quotes are masked like the anchors: a quote may sit next to a card number.
-            found.update(pins.first_quotes(older, ((r.turn, mask(r.content))
+            found.update(first_quotes(older, ((r.turn, mask(r.content))
                                                    for r in reversed(records))))
             older = [a for a in older if a not in found]
             last = first - 1
