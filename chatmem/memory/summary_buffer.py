@@ -28,13 +28,8 @@ from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.params import param
 from chatmem.memory.pin_block import PinCost, fit_pins
 from chatmem.memory.reasons import NewestTurns, NotYetSummarized, Summarized, turn_run
-from chatmem.memory.summary import (
-    FOLD_TOKENS,
-    SummaryMemory,
-    SummaryState,
-    load_state,
-    next_batch,
-)
+from chatmem.memory.summary_memory import FOLD_TOKENS, SummaryMemory, next_batch
+from chatmem.memory.summary_state import SummaryState, load_state
 from chatmem.notices import SummaryBehind
 from chatmem.tokens import TokenCounter
 

@@ -31,7 +31,7 @@ def test_pins_said_in_one_turn_share_a_line_and_quotes_stay_data() -> None:
 
 
 def test_over_their_limit_pins_lose_quotes_first_then_the_oldest_go() -> None:
-    from chatmem.memory.summary import facts_message
+    from chatmem.memory.summary_memory import facts_message
     from chatmem.tokens import counter_for_model
 
     counter = counter_for_model(None, exact=True)
@@ -67,7 +67,7 @@ _QUOTES = st.one_of(st.just(""), st.text(max_size=60),
 def test_pin_cost_from_cached_line_counts_is_the_facts_messages_exact_count(
     given_pins: list[tuple[str, int | None, str]],
 ) -> None:
-    from chatmem.memory.summary import facts_message
+    from chatmem.memory.summary_memory import facts_message
     from chatmem.tokens import counter_for_model
 
     counter = counter_for_model(None, exact=True)
