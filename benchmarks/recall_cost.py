@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append((f"next build after {args.think:g} s, collecting vectors",
                          f"median {statistics.median(collects):.1f} ms,"
                          f" max {max(collects):.1f} ms"))
-        from chatmem.memory.vector_backlog import embed_pending
+        from chatmem.memory.vector_rows import embed_pending
         from chatmem.store import PendingText
 
         texts = [LINES[n % 4].format(n=n) for n in range(128)]

@@ -25,9 +25,12 @@ from chatmem.embeddings.local import LocalEmbedder
 from chatmem.store import PendingText
 
 try:
-    from chatmem.memory.vector_backlog import embed_pending
-except ImportError:  # chatmem before the vector backlog
-    from chatmem.memory.recall_sources import embed_pending  # type: ignore[no-redef]
+    from chatmem.memory.vector_rows import embed_pending
+except ImportError:  # chatmem before vector_rows.py
+    try:
+        from chatmem.memory.vector_backlog import embed_pending  # type: ignore[no-redef]
+    except ImportError:  # chatmem before the vector backlog
+        from chatmem.memory.recall_sources import embed_pending  # type: ignore[no-redef]
 
 
 def main(argv: list[str] | None = None) -> None:

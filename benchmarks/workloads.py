@@ -126,7 +126,7 @@ def build_chatmem_base(location: str | Path, turns: int, beside: int = 0) -> dic
 def add_vectors(source: Path, path: Path, embedder_name: str) -> dict[str, Any]:
     """A copy of the history at `source` with every message's vectors stored, as
     `chatmem index` stores them (message and context vector, by the same functions)."""
-    from chatmem.memory.vector_backlog import embed_pending, save_rows
+    from chatmem.memory.vector_rows import embed_pending, save_rows
     from chatmem.plugins import load_registries
     from chatmem.store import Store
 

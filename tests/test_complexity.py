@@ -30,8 +30,9 @@ from chatmem.activity import Work as ActivityWork
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
-from chatmem.memory.summary import FOLD_TOKENS
-from chatmem.memory.vector_backlog import Indexing, embed_pending
+from chatmem.memory.summary_memory import FOLD_TOKENS
+from chatmem.memory.vector_backlog import Indexing
+from chatmem.memory.vector_rows import embed_pending
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store

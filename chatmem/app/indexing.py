@@ -70,7 +70,7 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
     """Embed the `pending` messages (and any that arrived since in their sessions), a batch
     at a time under the session's index lease; a session another live indexer holds is
     left to it. `progress` hears the number embedded so far."""
-    from chatmem.memory.vector_backlog import embed_pending, known_vectors, save_rows
+    from chatmem.memory.vector_rows import embed_pending, known_vectors, save_rows
     from chatmem.store import LeaseHolder
 
     embedder = _embedder(workspace)

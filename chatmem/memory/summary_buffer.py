@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, takewhile
 
-from chatmem.memory import pins
 from chatmem.memory.assembly import (
     assemble,
     drop_leading_assistant,
@@ -27,14 +26,10 @@ from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.params import param
+from chatmem.memory.pin_block import PinCost, fit_pins
 from chatmem.memory.reasons import NewestTurns, NotYetSummarized, Summarized, turn_run
-from chatmem.memory.summary import (
-    FOLD_TOKENS,
-    SummaryMemory,
-    SummaryState,
-    load_state,
-    next_batch,
-)
+from chatmem.memory.summary_memory import FOLD_TOKENS, SummaryMemory, next_batch
+from chatmem.memory.summary_state import SummaryState, load_state
 from chatmem.notices import SummaryBehind
 from chatmem.tokens import TokenCounter
 
@@ -154,8 +149,8 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
         """
         counter: TokenCounter = env.counter
         system_tokens = counter.count_message("system", env.system) if env.system else 0
-        cost = pins.PinCost(counter)
-        shown, _ = pins.fit_pins(st.pins, self.pin_limit(), cost)
+        cost = PinCost(counter)
+        shown, _ = fit_pins(st.pins, self.pin_limit(), cost)
         facts = cost(shown) if shown else 0
         return (self.options.max_tokens - counter.priming - system_tokens
                 - self.summary_cost(counter) - facts)

@@ -22,98 +22,22 @@ depend on timing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chatmem.embeddings.base import text_digest
 from chatmem.errors import ChatmemError
+from chatmem.memory.vector_rows import embed_pending, known_vectors, save_rows
 from chatmem.notices import Failure, IndexingEvent, IndexingNotice
-from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
-    from chatmem.store import LeaseHolder
+    from chatmem.store import LeaseHolder, PendingText, VectorRow
     from chatmem.store.protocols import MemoryStore
 
 BATCH = 8
 """Messages per background batch: a pause, or the end of a process, waits for one at most."""
-INLINE_BATCH = 32
 READ = 4096
 """Texts read from the file per refill: the thread can only embed what it was handed."""
-
-
-def context_text(content: str, previous: str | None) -> str:
-    """The text an earlier version embedded as a message's context vector: the message
-    before it, then it (benchmarks/embedding_speed.py still compares that way)."""
-    return f"{previous}\n{content}" if previous else content
-
-
-def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
-                  batch: int = INLINE_BATCH,
-                  known: Mapping[str, bytes] | None = None) -> list[VectorRow]:
-    """Message vectors for `pending`, in batches, as float16 blobs, each message's text
-    embedded once; a text whose digest is in `known` (stored vectors, see
-    `known_vectors`) is not embedded at all.
-
-    The stored context vector is derived, not embedded: the normalized sum of the
-    message's vector and the previous message's (one embedding per message instead of
-    two, the second of two texts; recall derives it again from the vectors it holds,
-    see chatmem.memory.ranking.dense_scores, and stores it for a database that finds
-    nearest vectors by it)."""
-    import numpy as np
-
-    known = dict(known or {})
-    rows: list[VectorRow] = []
-    for start in range(0, len(pending), batch):
-        chunk = pending[start : start + batch]
-        digests = [text_digest(p.content) for p in chunk]
-        # The previous message's vector: in this chunk, stored, or embedded with the chunk.
-        previous = [text_digest(p.previous) if p.previous else None for p in chunk]
-        todo = list(dict.fromkeys(
-            text for text, digest in [*((p.content, d) for p, d in zip(chunk, digests,
-                                                                        strict=True)),
-                                      *((p.previous, d) for p, d in zip(chunk, previous,
-                                                                        strict=True)
-                                        if p.previous and d not in digests)]
-            if digest is not None and digest not in known))
-        if todo:
-            vectors = embedder.embed(todo)
-            known.update((text_digest(text), np.asarray(v, dtype=np.float16).tobytes())
-                         for text, v in zip(todo, vectors, strict=True))
-        for p, digest, before in zip(chunk, digests, previous, strict=True):
-            own = known[digest]
-            rows.append(VectorRow(p.message_id, own,
-                                  derived_context(own, known[before] if before else None),
-                                  digest))
-    return rows
-
-
-def derived_context(own: bytes, previous: bytes | None) -> bytes:
-    """The context vector stored beside a message's own: its vector and the previous
-    message's, summed and normalized (float16 blobs)."""
-    import numpy as np
-
-    vector = np.frombuffer(own, dtype=np.float16).astype(np.float32)
-    if previous is not None:
-        vector = vector + np.frombuffer(previous, dtype=np.float16).astype(np.float32)
-    length = float(np.linalg.norm(vector))
-    return np.asarray(vector / (length or 1.0), dtype=np.float16).tobytes()
-
-
-def known_vectors(store: MemoryStore, model: str,
-                  pending: Sequence[PendingText]) -> dict[str, bytes]:
-    """The stored vectors of `pending`'s texts and of the messages before them, by digest."""
-    return store.vectors.cached_vectors(model, [
-        text_digest(text) for p in pending
-        for text in (p.content, p.previous) if text])
-
-
-def save_rows(store: MemoryStore, model: str, rows: Sequence[VectorRow]) -> None:
-    """Store vectors; their size comes from the rows, not from an embedder another
-    thread may be updating (an endpoint learns its dimensions from its first answer)."""
-    if rows:
-        store.vectors.save_vectors(model, len(rows[0].vector) // 2, rows)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """Every change to the history file's schema since its first tables (chatmem.store.sqlite_tables),
 one function each, in the order they run (chatmem.store.schema runs them). A released one
-is never edited: a schema change is a new function at the end."""
+is never edited: a schema change is a new function at the end. The stored rows an upgrade
+rewrites, it rewrites in bounded steps through chatmem.store.sqlite_rewrites."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import sqlite_utils
 
+from chatmem.store import sqlite_rewrites as rewrites
 from chatmem.store.migrations import MigrationList
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -120,8 +121,6 @@ def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
     Existing turns are rewritten in storage format 2 (chatmem.store.contexts),
     which `inspect` reads back as exactly the same context.
     """
-    from chatmem.store import contexts
-
     for statement in (
         "CREATE INDEX facts_session ON facts (session_id)",
         "CREATE INDEX facts_source_message ON facts (source_message_id)",
@@ -130,19 +129,7 @@ def m005_indexes_and_contexts_by_reference(db: sqlite_utils.Database) -> None:
         "CREATE INDEX turns_assistant_message ON turns (assistant_message_id)",
     ):
         db.execute(statement)
-    last = 0
-    while True:
-        rows = db.execute(
-            "SELECT id, session_id, tokenizer, context FROM turns WHERE id > ? ORDER BY id"
-            " LIMIT 200", [last],
-        ).fetchall()
-        if not rows:
-            break
-        for turn_id, session_id, tokenizer, context in rows:
-            stored = contexts.compact(db.conn, session_id, tokenizer, json.loads(context))
-            db.execute("UPDATE turns SET context = ? WHERE id = ?",
-                       [json.dumps(stored, ensure_ascii=False), turn_id])
-        last = rows[-1][0]
+    rewrites.contexts_by_reference(db)
 
 
 @migration
@@ -198,28 +185,8 @@ def m008_rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
     whole in `rendered_prompt`. Existing turns are converted in batches; each
     reads back byte for byte or is left as it was.
     """
-    from chatmem.store import rendered
-    from chatmem.store.records import json_text
-
     db.execute("ALTER TABLE turns ADD COLUMN rendered TEXT")
-    last = 0
-    while True:
-        rows = db.execute(
-            "SELECT id, session_id, context, rendered_prompt FROM turns"
-            " WHERE id > ? AND rendered_prompt IS NOT NULL ORDER BY id LIMIT 200", [last],
-        ).fetchall()
-        if not rows:
-            break
-        for turn_id, session_id, context, text in rows:
-            try:
-                stored = json.loads(context)
-            except ValueError:
-                continue  # a damaged row stays as it is; reading it says so
-            pieces = rendered.compact_stored(db.conn, session_id, stored, text)
-            if pieces is not None:
-                db.execute("UPDATE turns SET rendered_prompt = NULL, rendered = ? WHERE id = ?",
-                           [json_text(pieces), turn_id])
-        last = rows[-1][0]
+    rewrites.rendered_prompts_by_reference(db)
 
 
 @migration
@@ -308,11 +275,6 @@ def m013_session_erasures(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN erasures INTEGER NOT NULL DEFAULT 0")
 
 
-REINDEXED_AT_ONCE = 500
-"""Messages one step of m014 reads: an upgrade's memory stays bounded however long the
-history."""
-
-
 @migration
 def m014_folded_words(db: sqlite_utils.Database) -> None:
     """Index entries as fts.index_text makes them now: words with combining marks (Hindi,
@@ -322,7 +284,7 @@ def m014_folded_words(db: sqlite_utils.Database) -> None:
     Only the messages whose terms change are written (fts.indexed_differently)."""
     from chatmem import fts
 
-    _index_again(db, fts.indexed_differently)
+    rewrites.index_again(db, fts.indexed_differently)
 
 
 @migration
@@ -330,54 +292,9 @@ def m015_fact_ids_never_reused(db: sqlite_utils.Database) -> None:
     """A fact's id names it for good: `facts` takes AUTOINCREMENT, so the id of a fact
     erased (a purge, a deleted session, retention) is never given to the next one. A stale
     id (`facts forget ID`, MCP's forget) then finds no fact rather than another session's.
-    PostgreSQL's sequence never reused one.
-
-    SQLite cannot add AUTOINCREMENT to a table: `facts` is made again from its own
-    definition, and `fact_history`, which refers to it, with it; ids and rows as they were.
-    Inside the upgrade's transaction, foreign keys stay on: each table is copied before
-    the one it refers to is dropped, so no ON DELETE CASCADE runs."""
-    import re
-
-    def definition(table: str) -> str:
-        return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
-                              [table]).fetchone()[0])
-
-    # A row another tool left pointing nowhere (foreign keys are off by default in sqlite3's
-    # shell) would fail the copy, and every later opening with it: what the references'
-    # own actions would have done is done first.
-    for statement in (
-            "DELETE FROM facts WHERE session_id IS NOT NULL"
-            " AND session_id NOT IN (SELECT id FROM sessions)",
-            "UPDATE facts SET source_message_id = NULL WHERE source_message_id IS NOT NULL"
-            " AND source_message_id NOT IN (SELECT id FROM messages)",
-            "UPDATE facts SET source_session_id = NULL WHERE source_session_id IS NOT NULL"
-            " AND source_session_id NOT IN (SELECT id FROM sessions)",
-            "DELETE FROM fact_history WHERE fact_id NOT IN (SELECT id FROM facts)",
-            "UPDATE fact_history SET source_session_id = NULL WHERE source_session_id IS NOT"
-            " NULL AND source_session_id NOT IN (SELECT id FROM sessions)"):
-        db.execute(statement)
-    indexes = [sql for (sql,) in db.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-        " AND tbl_name IN ('facts', 'fact_history')").fetchall()]
-    facts = re.sub(r"^CREATE TABLE \"?facts\"? \(", 'CREATE TABLE "facts_m015" (',
-                   definition("facts"))
-    facts = re.sub(r"\bid INTEGER PRIMARY KEY\b", "id INTEGER PRIMARY KEY AUTOINCREMENT",
-                   facts, count=1)
-    history = re.sub(r"^CREATE TABLE \"?fact_history\"? \(",
-                     'CREATE TABLE "fact_history_m015" (', definition("fact_history"))
-    history = re.sub(r"REFERENCES \"?facts\"?\s*\(id\)", 'REFERENCES "facts_m015"(id)',
-                     history)
-    db.execute(facts)
-    db.execute("INSERT INTO facts_m015 SELECT * FROM facts")
-    db.execute(history)
-    db.execute("INSERT INTO fact_history_m015 SELECT * FROM fact_history")
-    db.execute("DROP TABLE fact_history")
-    db.execute("DROP TABLE facts")
-    # Renamed, fact_history_m015's reference follows: it names facts.
-    db.execute('ALTER TABLE facts_m015 RENAME TO facts')
-    db.execute('ALTER TABLE fact_history_m015 RENAME TO fact_history')
-    for sql in indexes:
-        db.execute(sql)
+    PostgreSQL's sequence never reused one. SQLite cannot add AUTOINCREMENT to a table:
+    both fact tables are made again, ids and rows as they were."""
+    rewrites.fact_ids_never_reused(db)
 
 
 @migration
@@ -385,24 +302,9 @@ def m016_words_folded_again(db: sqlite_utils.Database) -> None:
     """Index entries as fts.index_text makes them now: Vietnamese and Greek letters without
     their accents (nguyen finds Nguyễn, σισυφος Σίσυφος), and no character that draws
     nothing inside a word (李\\u200b雷 is 李雷). Only the messages that may hold one are
-    written again (fts.folded_differently_since_m016), in steps of REINDEXED_AT_ONCE."""
+    written again (fts.folded_differently_since_m016), in steps of
+    rewrites.REINDEXED_AT_ONCE."""
     from chatmem import fts
 
-    _index_again(db, fts.folded_differently_since_m016)
+    rewrites.index_again(db, fts.folded_differently_since_m016)
 
-
-def _index_again(db: sqlite_utils.Database, changed: Callable[[str], bool]) -> None:
-    """Write the word index entries of the messages whose terms `changed`, as
-    fts.index_text makes them now, REINDEXED_AT_ONCE messages a step."""
-    from chatmem import fts
-
-    last = 0
-    while True:
-        rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
-                          [last, REINDEXED_AT_ONCE]).fetchall()
-        if not rows:
-            return
-        db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
-                            [(fts.index_text(content), message_id) for message_id, content
-                             in rows if content and changed(content)])
-        last = rows[-1][0]

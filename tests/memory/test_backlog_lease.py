@@ -12,7 +12,7 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
-from chatmem.memory.vector_backlog import embed_pending, save_rows
+from chatmem.memory.vector_rows import embed_pending, save_rows
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render.toolbar import indexing_text
 from chatmem.store import LeaseHolder, Store

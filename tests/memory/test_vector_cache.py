@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from chatmem.embeddings.base import text_digest
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.memory.vector_backlog import VectorBacklog, derived_context
+from chatmem.memory.vector_backlog import VectorBacklog
+from chatmem.memory.vector_rows import derived_context
 from chatmem.store import Store
 
 TEXTS = ["My sister moved to Lisbon in May.", "我妹妹五月搬到了里斯本。",

@@ -1,0 +1,130 @@
+"""The stored rows some upgrades of the history file rewrite (chatmem.store.sqlite_upgrades
+names and orders them): in bounded steps, so an upgrade's memory stays bounded however
+long the history, each step inside the upgrade's one transaction."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import sqlite_utils
+
+REWRITTEN_AT_ONCE = 200
+"""Turns one step of m005 and m008 reads."""
+REINDEXED_AT_ONCE = 500
+"""Messages one step of m014 and m016 reads."""
+
+
+def contexts_by_reference(db: sqlite_utils.Database) -> None:
+    """Every turn's context rewritten in storage format 2 (chatmem.store.contexts), which
+    `inspect` reads back as exactly the same context."""
+    from chatmem.store import contexts
+
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, session_id, tokenizer, context FROM turns WHERE id > ? ORDER BY id"
+            " LIMIT ?", [last, REWRITTEN_AT_ONCE],
+        ).fetchall()
+        if not rows:
+            break
+        for turn_id, session_id, tokenizer, context in rows:
+            stored = contexts.compact(db.conn, session_id, tokenizer, json.loads(context))
+            db.execute("UPDATE turns SET context = ? WHERE id = ?",
+                       [json.dumps(stored, ensure_ascii=False), turn_id])
+        last = rows[-1][0]
+
+
+def rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
+    """Each turn's whole `rendered_prompt` moved to `rendered` as pieces
+    (chatmem.store.rendered) when they read back byte for byte; left as it was otherwise."""
+    from chatmem.store import rendered
+    from chatmem.store.records import json_text
+
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, session_id, context, rendered_prompt FROM turns"
+            " WHERE id > ? AND rendered_prompt IS NOT NULL ORDER BY id LIMIT ?",
+            [last, REWRITTEN_AT_ONCE],
+        ).fetchall()
+        if not rows:
+            break
+        for turn_id, session_id, context, text in rows:
+            try:
+                stored = json.loads(context)
+            except ValueError:
+                continue  # a damaged row stays as it is; reading it says so
+            pieces = rendered.compact_stored(db.conn, session_id, stored, text)
+            if pieces is not None:
+                db.execute("UPDATE turns SET rendered_prompt = NULL, rendered = ? WHERE id = ?",
+                           [json_text(pieces), turn_id])
+        last = rows[-1][0]
+
+
+def fact_ids_never_reused(db: sqlite_utils.Database) -> None:
+    """`facts` made AUTOINCREMENT, ids and rows as they were.
+
+    SQLite cannot add AUTOINCREMENT to a table: `facts` is made again from its own
+    definition, and `fact_history`, which refers to it, with it. Inside the upgrade's
+    transaction, foreign keys stay on: each table is copied before the one it refers to
+    is dropped, so no ON DELETE CASCADE runs."""
+
+    def definition(table: str) -> str:
+        return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                              [table]).fetchone()[0])
+
+    # A row another tool left pointing nowhere (foreign keys are off by default in sqlite3's
+    # shell) would fail the copy, and every later opening with it: what the references'
+    # own actions would have done is done first.
+    for statement in (
+            "DELETE FROM facts WHERE session_id IS NOT NULL"
+            " AND session_id NOT IN (SELECT id FROM sessions)",
+            "UPDATE facts SET source_message_id = NULL WHERE source_message_id IS NOT NULL"
+            " AND source_message_id NOT IN (SELECT id FROM messages)",
+            "UPDATE facts SET source_session_id = NULL WHERE source_session_id IS NOT NULL"
+            " AND source_session_id NOT IN (SELECT id FROM sessions)",
+            "DELETE FROM fact_history WHERE fact_id NOT IN (SELECT id FROM facts)",
+            "UPDATE fact_history SET source_session_id = NULL WHERE source_session_id IS NOT"
+            " NULL AND source_session_id NOT IN (SELECT id FROM sessions)"):
+        db.execute(statement)
+    indexes = [sql for (sql,) in db.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        " AND tbl_name IN ('facts', 'fact_history')").fetchall()]
+    facts = re.sub(r"^CREATE TABLE \"?facts\"? \(", 'CREATE TABLE "facts_m015" (',
+                   definition("facts"))
+    facts = re.sub(r"\bid INTEGER PRIMARY KEY\b", "id INTEGER PRIMARY KEY AUTOINCREMENT",
+                   facts, count=1)
+    history = re.sub(r"^CREATE TABLE \"?fact_history\"? \(",
+                     'CREATE TABLE "fact_history_m015" (', definition("fact_history"))
+    history = re.sub(r"REFERENCES \"?facts\"?\s*\(id\)", 'REFERENCES "facts_m015"(id)',
+                     history)
+    db.execute(facts)
+    db.execute("INSERT INTO facts_m015 SELECT * FROM facts")
+    db.execute(history)
+    db.execute("INSERT INTO fact_history_m015 SELECT * FROM fact_history")
+    db.execute("DROP TABLE fact_history")
+    db.execute("DROP TABLE facts")
+    # Renamed, fact_history_m015's reference follows: it names facts.
+    db.execute('ALTER TABLE facts_m015 RENAME TO facts')
+    db.execute('ALTER TABLE fact_history_m015 RENAME TO fact_history')
+    for sql in indexes:
+        db.execute(sql)
+
+
+def index_again(db: sqlite_utils.Database, changed: Callable[[str], bool]) -> None:
+    """Write the word index entries of the messages whose terms `changed`, as
+    fts.index_text makes them now, REINDEXED_AT_ONCE messages a step."""
+    from chatmem import fts
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                          [last, REINDEXED_AT_ONCE]).fetchall()
+        if not rows:
+            return
+        db.conn.executemany("UPDATE messages_fts SET terms = ? WHERE rowid = ?",
+                            [(fts.index_text(content), message_id) for message_id, content
+                             in rows if content and changed(content)])
+        last = rows[-1][0]
