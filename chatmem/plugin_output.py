@@ -14,14 +14,16 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 _plugin_code = threading.local()
 """`depth`: how many plugin calls this thread is inside (a provider's stream may call its
 token counter)."""
 _installing = threading.Lock()
 _users = 0
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _StdoutRouter:
@@ -63,3 +65,13 @@ def plugin_prints_to_stderr() -> Iterator[None]:
             # Whoever replaced sys.stdout meanwhile (a test's capture) keeps theirs.
             if _users == 0 and sys.stdout is router:
                 sys.stdout = router.stdout
+
+
+def printing_to_stderr(call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`call(...)`, plugin code: what it prints goes to stderr. For calls made often (a
+    plugin's token counter, once per message): inside plugin code already (a strategy's
+    build counting its messages) it costs one thread-local read, not a swap of stdout."""
+    if getattr(_plugin_code, "depth", 0):
+        return call(*args, **kwargs)
+    with plugin_prints_to_stderr():
+        return call(*args, **kwargs)

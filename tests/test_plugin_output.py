@@ -75,6 +75,58 @@ def test_a_plugin_provider_printing_while_it_replies_leaves_json_replies_and_mcp
     assert "noisy: 写摘要" in errors.read_text(encoding="utf-8")
 
 
+COUNTING = '''
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class Counting:
+    """Counts as the scripted model's tokenizer does, with a debug line each time."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.key, self.approximate = inner.key, inner.approximate
+        self.priming, self.additive = inner.priming, inner.additive
+
+    def count_text(self, text):
+        print("counting: 数文字")
+        return self.inner.count_text(text)
+
+    def count_message(self, role, content):
+        print("counting: 数一条")
+        return self.inner.count_message(role, content)
+
+    def count_messages(self, messages):
+        print("counting: 数全部")
+        return self.inner.count_messages(messages)
+
+
+class CountingModel(ScriptedProvider):
+    def token_counter(self):
+        return Counting(super().token_counter())
+
+
+def register(plugins):
+    plugins.add_provider("counting", lambda settings: CountingModel())
+'''
+
+
+def test_a_plugin_token_counter_printing_while_it_counts_leaves_json_and_replies_clean(
+        installed: Install, tmp_path: Path) -> None:
+    """Counting runs outside the provider's other calls too (the input and the reply after
+    the turn, the context's total): its prints went into ask's stdout."""
+    installed("chatmem-counting", "chatmem_counting", COUNTING, name="counting")
+    db = str(tmp_path / "h.db")
+    asked = invoke("ask", "日记", "你好", "--provider", "counting", "--json", "--db", db, code=0)
+    assert json.loads(asked.stdout)["reply"] == "echo #1: 你好"
+    assert "counting: 数一条" in asked.stderr
+    plain = invoke("ask", "日记", "再说一次", "--provider", "counting", "--db", db, code=0)
+    assert plain.stdout == "echo #1: 再说一次\n"  # chatmem's own reply: still on stdout
+    assert "counting: 数一条" in plain.stderr
+    shown = invoke("inspect", "日记", "--next", "还有呢", "--provider", "counting", "--json",
+                   "--db", db, code=0)
+    assert json.loads(shown.stdout)["context"]["tokens"] > 0
+
+
 CHATTY = '''
 from chatmem.memory.buffer import BufferStrategy
 

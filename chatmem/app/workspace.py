@@ -160,6 +160,11 @@ class Workspace:
         else:
             self.notices.append(notice)
 
+    def take_notices(self) -> list[Notice]:
+        """What opening told that no listener heard (`notices`), once."""
+        told, self.notices = self.notices, []
+        return told
+
     def owns(self, close: Callable[[], object]) -> None:
         """Close `close`'s object with the workspace (newest first)."""
         self._closing.callback(close)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
     from chatmem.providers.base import Provider
@@ -40,6 +42,12 @@ class SessionChanges:
         between requests, and only the request that opened it is told."""
         told, self.notices = self.notices, []
         return told
+
+    def told_first(self, notices: Sequence[Notice]) -> None:
+        """Put what opening the history told before it (a file moved, retention) ahead of
+        the session's own opening notices, each once: a front end without a listener
+        (a server) tells them with the session's."""
+        self.notices = [*dict.fromkeys([*notices, *self.notices])]
 
     def follow_strategy_changes(self) -> None:
         """The strategy this engine was opened with was a default (a server's `serve -s`),

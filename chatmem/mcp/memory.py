@@ -71,7 +71,15 @@ class Memory:
             return self.kept.run(
                 (settings.location, conversation_id, purpose),
                 partial(Workspace, settings, models=self.models, registries=self.registries),
-                open_engine, lambda ws, engine: job(engine))
+                lambda ws: opened_in(ws, open_engine(ws)), lambda ws, engine: job(engine))
+
+
+def opened_in(workspace: Workspace, engine: Engine[Store]) -> Engine[Store]:
+    """`engine`, told first what opening `workspace` told (the history file moved,
+    retention erased or could not run): no listener hears a server's workspace, and the
+    call that opens the conversation tells the client, as the CLI tells stderr."""
+    engine.told_first(workspace.take_notices())
+    return engine
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from chatmem.mcp.fact_tools import add_fact_tools
-from chatmem.mcp.memory import Memory, told_to_the_model
+from chatmem.mcp.memory import Memory, opened_in, told_to_the_model
 from chatmem.mcp.resources import add_resources
 from chatmem.mcp.results import (
     Comparison,
@@ -113,8 +113,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             # Given for an existing conversation, it switches it, as `chat NAME -s X` does:
             # the only way on for an MCP client whose strategy's plugin is gone.
             chosen = ws.registries.strategies.parse(strategy) if strategy else None
-            engine = conversations.start_conversation(
-                ws, name, strategy=chosen, chat=conversations.lazy_chat_model(ws))
+            engine = opened_in(ws, conversations.start_conversation(
+                ws, name, strategy=chosen, chat=conversations.lazy_chat_model(ws)))
             try:
                 turns = sessions.turn_count(ws, engine.session)
                 # `ann/trip` resumed is handed back as such, never as the `trip` that
@@ -125,7 +125,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             return Started(conversation_id=handle, created=existing is None,
                            turns=turns, strategy=strategy_label(engine.strategy.name,
                                                                 engine.strategy.params),
-                           notices=_opening_notices(engine))
+                           notices=_opening_notices(engine, ws.settings))
 
     @server.tool()
     def record_turn(
@@ -143,8 +143,10 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             sessions.session_named(ws, conversation_id)  # a handle, never created here
             return conversations.recording_engine(ws, conversation_id)
 
+        settings = memory.settings_for(ctx)
+
         def record(engine: Engine[Store]) -> tuple[list[str], TurnResult]:
-            opened = _opening_notices(engine)
+            opened = _opening_notices(engine, settings)
             result = conversations.record_on(engine, user, assistant)
             engine.between_turns()
             return opened, result
@@ -153,7 +155,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                                 record)
         return Recorded(conversation_id=conversation_id, turn=result.record.number,
                         context_tokens=result.context.tokens,
-                        notices=[*opened, *(client_notice_text(n, Client.MCP)
+                        notices=[*opened, *(client_notice_text(n, Client.MCP, settings)
                                             for n in result.notices)])
 
     @server.tool()
@@ -173,18 +175,21 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.render.notices import client_notice_text
         from chatmem.render.reasons import dropped_text
 
+        settings = memory.settings_for(ctx)
         if strategy:
             with memory.workspace(ctx) as ws:
                 seen = inspection.inspect_what_if(
                     ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
             # A what-if rebuilds the strategy's memory: an update failing there leaves the
             # context resting on state never written, which the client is told.
-            opened = [client_notice_text(n, Client.MCP) for n in seen.notices]
+            opened = [client_notice_text(n, Client.MCP, settings)
+                      for n in [*ws.take_notices(), *seen.notices]]
         else:
             opened, seen = memory.in_conversation(
                 ctx, conversation_id, "read",
                 lambda ws: inspection.next_engine(ws, conversation_id),
-                lambda engine: (_opening_notices(engine), inspection.inspect_on(engine, input)))
+                lambda engine: (_opening_notices(engine, settings),
+                                inspection.inspect_on(engine, input)))
         whole = context_resource(conversation_id, strategy)
 
         def whole_in(part: ContextPart, message: ContextMessage) -> str:
@@ -309,13 +314,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                parts=parts, page=page, next_page=next_page)
 
 
-def _opening_notices(engine: Engine[Store]) -> list[str]:
-    """What opening the conversation's engine told (a saved parameter its strategy no longer
-    takes), for the call that opened it; a kept engine's later calls are not told again."""
+def _opening_notices(engine: Engine[Store], settings: Settings) -> list[str]:
+    """What opening the conversation's engine told (the history moved, retention, a saved
+    parameter its strategy no longer takes), for the call that opened it, the history of
+    `settings` unnamed; a kept engine's later calls are not told again."""
     from chatmem.render.errors import Client
     from chatmem.render.notices import client_notice_text
 
-    return [client_notice_text(n, Client.MCP) for n in engine.take_opening_notices()]
+    return [client_notice_text(n, Client.MCP, settings) for n in engine.take_opening_notices()]
 
 
 def _mean(values: Sequence[int]) -> float | None:

@@ -11,11 +11,11 @@ goes to stderr (chatmem.plugin_output), as while it loads.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of, one_line
-from chatmem.plugin_output import plugin_prints_to_stderr
+from chatmem.plugin_output import plugin_prints_to_stderr, printing_to_stderr
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class GuardedProvider:
             raise self._failed(f"its token_counter returned {kind}, not a TokenCounter"
                                if counter is None else
                                f"its token_counter returned {kind}, which has no {missing}")
-        return counter
+        return GuardedCounter(counter)
 
     def close(self) -> None:
         with plugin_prints_to_stderr():
@@ -90,6 +90,61 @@ class GuardedProvider:
 
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's provider offers (its `images` rule, say), as it is.
+        return getattr(self.inner, attribute)
+
+
+class GuardedCounter:
+    """A plugin provider's token counter, what its counting prints sent to stderr: it counts
+    outside any other plugin call too (a turn's input and reply, a context's total), where
+    a debug line broke `ask --json` and ask's reply-only stdout."""
+
+    def __init__(self, inner: TokenCounter) -> None:
+        self.inner = inner
+
+    @property
+    def key(self) -> str:
+        return self.inner.key
+
+    @key.setter
+    def key(self, value: str) -> None:
+        self.inner.key = value
+
+    @property
+    def approximate(self) -> bool:
+        return self.inner.approximate
+
+    @approximate.setter
+    def approximate(self, value: bool) -> None:
+        self.inner.approximate = value
+
+    @property
+    def priming(self) -> int:
+        return self.inner.priming
+
+    @priming.setter
+    def priming(self, value: int) -> None:
+        self.inner.priming = value
+
+    @property
+    def additive(self) -> bool:
+        return self.inner.additive
+
+    @additive.setter
+    def additive(self, value: bool) -> None:
+        self.inner.additive = value
+
+    def count_text(self, text: str) -> int:
+        return printing_to_stderr(self.inner.count_text, text)
+
+    def count_message(self, role: str, content: str) -> int:
+        return printing_to_stderr(self.inner.count_message, role, content)
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        # One routing around the whole list: the plugin's loop runs inside it.
+        return printing_to_stderr(self.inner.count_messages, messages)
+
+    def __getattr__(self, attribute: str) -> Any:
+        # What else the plugin's counter offers, as it is.
         return getattr(self.inner, attribute)
 
 

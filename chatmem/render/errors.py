@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from enum import Enum
 from functools import singledispatch
 from typing import TYPE_CHECKING
@@ -98,9 +99,15 @@ def client_error_text(error: ChatmemError, settings: Settings | None = None, *,
     with the history named for what it is, not by its path (or URL) on the server, which
     is not the client's business, and no advice it cannot take (a REPL command, a CLI
     flag, another client's way on); `settings`: the history the request used."""
-    text = _for_a_client(error, client)
     location = getattr(error, "location", None)
-    names = {*_history_names(settings), *([location] if isinstance(location, str) else [])}
+    return without_history(_for_a_client(error, client), settings,
+                           [location] if isinstance(location, str) else [])
+
+
+def without_history(text: str, settings: Settings | None, also: Sequence[str] = ()) -> str:
+    """`text` with the history of `settings` (and the locations `also`) named for what it
+    is, not by its path or URL on the server: for a client's line, an error's or a notice's."""
+    names = {*_history_names(settings), *also}
     # The longest first: a path that holds another (a folder's) is replaced whole.
     for name in sorted(names - {"", ":memory:"}, key=len, reverse=True):
         text = _unnamed(text, name)

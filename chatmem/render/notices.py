@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import singledispatch
+from typing import TYPE_CHECKING
 
 from chatmem import install_hint
 from chatmem.memory.assembly import span
@@ -45,7 +46,10 @@ from chatmem.notices import (
     SystemPromptReplaced,
 )
 from chatmem.privacy.sensitive import describe
-from chatmem.render.errors import Client, by_plugin
+from chatmem.render.errors import Client, by_plugin, without_history
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
@@ -176,10 +180,11 @@ def _saved_params_dropped(n: SavedParamsDropped) -> str:
             f"left out {', '.join(left_out)}")
 
 
-def client_notice_text(notice: Notice, client: Client) -> str:
+def client_notice_text(notice: Notice, client: Client, settings: Settings | None = None) -> str:
     """One line for `notice` as a client of `chatmem mcp` or `chatmem serve` reads it: no
-    REPL advice, and a session called what the client calls it (a conversation)."""
-    return _for_a_client(notice, client)
+    REPL advice, a session called what the client calls it (a conversation), and the
+    history of `settings` not named by its path on the server (as in client_error_text)."""
+    return without_history(_for_a_client(notice, client), settings)
 
 
 @singledispatch
@@ -208,6 +213,13 @@ def _(n: HistoryMoved, repl_hints: bool) -> str:
     return f"moved the history file from {n.old} to {n.new} (the platform's data directory)"
 
 
+@_for_a_client.register
+def _(n: HistoryMoved, client: Client) -> str:
+    # Where the server keeps its files is not the client's business (client_error_text).
+    return ("moved the history file from the config directory, where an older chatmem kept "
+            "it, to the platform's data directory")
+
+
 @_worded.register
 def _(n: OldHistoryLeft, repl_hints: bool) -> str:
     return (f"an older chatmem's history is still at {n.old} and is not read (this one is "
@@ -215,11 +227,27 @@ def _(n: OldHistoryLeft, repl_hints: bool) -> str:
             "sessions here; then remove it")
 
 
+@_for_a_client.register
+def _(n: OldHistoryLeft, client: Client) -> str:
+    return ("an older chatmem's history is still in the config directory and its "
+            "conversations are not read; any chatmem command run in a terminal names it and "
+            "says how to bring them here")
+
+
 @_worded.register
 def _(n: RetentionApplied, repl_hints: bool) -> str:
+    return _retention_applied(n, "session")
+
+
+@_for_a_client.register
+def _(n: RetentionApplied, client: Client) -> str:
+    return _retention_applied(n, "conversation")
+
+
+def _retention_applied(n: RetentionApplied, noun: str) -> str:
     parts = []
     if n.sessions:
-        parts.append(f"{counted(len(n.sessions), 'session')} ({counted(n.messages, 'message')})")
+        parts.append(f"{counted(len(n.sessions), noun)} ({counted(n.messages, 'message')})")
     if n.facts:
         parts.append(counted(n.facts, "fact"))
     names = f" ({listed(n.sessions)})" if n.sessions else ""

@@ -12,9 +12,10 @@ would print "hmac check failed" lines on stderr) is switched off before the
 key is given.
 
 Converting a file (encrypt, decrypt, a new key) never edits it in place: its
-content is exported with `sqlcipher_export` into a new file beside it, the new
-file is checked (integrity and every table's row count), and only then renamed
-over the old one, while an exclusive lock keeps every other process out.
+content is exported with `sqlcipher_export` into a new file beside it (0600, under
+a name no one can guess), the new file is checked (integrity and every table's row
+count), and only then renamed over the old one, while an exclusive lock keeps every
+other process out.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
@@ -215,42 +217,65 @@ def convert(path: Path, old_key: str | None, new_key: str | None) -> Path:
     The old file is read under an exclusive lock (no other process may have it
     open), exported into a new file beside it, which is verified and then
     renamed over it in one step. On any failure the new file is removed and the
-    old one is left as it was.
+    old one is left byte for byte as it was. A symbolic link at `path` is refused
+    (UsageError): the rename would replace the link and leave the file it points at,
+    plaintext perhaps, where it was.
     """
+    from chatmem.privacy.files import refuse_foreign
+
     dbapi2 = driver()
-    temp = conversion_file(path, os.getpid())
-    with suppress(FileNotFoundError):
-        temp.unlink()
+    refuse_foreign(path)
     source = dbapi2.connect(str(path), timeout=0, isolation_level=None)
+    temp: Path | None = None
     try:
         source.execute("PRAGMA cipher_log_level = NONE")
         if old_key is not None:
             source.execute(key_pragma(old_key))
         _lock(source, path)
         counts = _row_counts(source)
-        # The WAL is folded into the file and left, so that closing this connection
-        # after the rename cannot touch a -wal file of the new one.
-        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        source.execute("PRAGMA journal_mode = MEMORY")
-        _create_private(temp)
+        temp = _new_copy(path)
         source.execute(f"ATTACH DATABASE ? AS converted KEY {_attach_key(new_key)}",
                        [str(temp)])
+        source.execute("PRAGMA converted.journal_mode = MEMORY")  # no -journal beside it
         source.execute("SELECT sqlcipher_export('converted')")
         source.execute("DETACH DATABASE converted")
         _verify(temp, new_key, counts)
+        # Only now, the copy good: the WAL is folded into the file and left, so that
+        # closing this connection after the rename cannot touch a -wal file of the new
+        # one. Done earlier, a failure left the original's header rewritten.
+        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        source.execute("PRAGMA journal_mode = MEMORY")
+        refuse_foreign(path)  # again: one may have been planted meanwhile
         os.replace(temp, path)
         _sync_folder(path.parent)
     except dbapi2.DatabaseError as e:
         raise StoreError(f"{path}: not converted, the file is unchanged: {e}") from None
+    except OSError as e:
+        # No folder to write the copy in, no room: one line, not a traceback.
+        raise StoreError(f"{path}: not converted, the file is unchanged: "
+                         f"{e.strerror or e}") from None
     finally:
         source.close()
-        with suppress(FileNotFoundError):
-            temp.unlink()
+        if temp is not None:
+            with suppress(FileNotFoundError):
+                temp.unlink()
     return path
 
 
+def _new_copy(path: Path) -> Path:
+    """A new empty file beside `path` for its converted copy: 0600, created by this process
+    under a name no one can guess (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW), so a file or link
+    another user planted at a name chatmem would use is never opened, written or removed.
+    The name starts as `conversion_file`'s, for `remove_abandoned_conversions`."""
+    fd, name = tempfile.mkstemp(prefix=f"{conversion_file(path, os.getpid()).name}-",
+                                dir=path.parent)
+    os.close(fd)
+    return Path(name)
+
+
 def conversion_file(path: Path, pid: int) -> Path:
-    """The converted copy process `pid` writes beside `path` (SQLite may add -journal)."""
+    """What the converted copy process `pid` writes beside `path` is named after: this, then
+    a random part (SQLite may add -journal)."""
     return path.with_name(f"{_CONVERTING.format(name=path.name)}{pid}")
 
 
@@ -339,10 +364,6 @@ def _verify(temp: Path, key: str | None, counts: dict[str, int]) -> None:
         check.close()
     with temp.open("rb+") as f:
         os.fsync(f.fileno())
-
-
-def _create_private(path: Path) -> None:
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _sync_folder(folder: Path) -> None:

@@ -212,10 +212,12 @@ def test_a_failed_conversion_leaves_the_file_as_it_was(tmp_path: Path,
     with pytest.raises(StoreError, match="does not hold every row"):
         cipher.convert(db, None, PASSPHRASE)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.db"]
+    # Byte for byte: its WAL was once folded and its header rewritten before the copy was
+    # made, whether the copy turned out good or not.
+    assert raw_bytes(db) == before
     monkeypatch.undo()
     with Store(db) as store:
         assert len(store.history.messages(store.sessions.session("trip").id)) == 2 * len(TALK) * 2
-    assert raw_bytes(db).keys() == before.keys()
 
 
 def test_a_file_open_elsewhere_is_not_converted(tmp_path: Path) -> None:
