@@ -322,6 +322,27 @@ def p012_probes_before_prompt(execute: Execute) -> None:
     execute("GRANT INSERT (before_prompt), UPDATE (before_prompt) ON probes TO PUBLIC")
 
 
+@migration
+def p013_profile_facts_have_no_session(execute: Execute) -> None:
+    """A user-profile fact (scope 'user') has no session: a CHECK, so no role makes one.
+
+    Row security makes a fact with a session its session's owner's, readable through a
+    share; marked scope 'user', a sharer's row read as the reader's own profile (sent in
+    every context, listed as their /remember, not theirs to forget). chatmem never wrote
+    such a row (upsert_fact drops the session of a profile fact, forks copy session facts
+    only): one found is made what row security already took it for, a fact of the session
+    it names, kept with its owner and history. (A session fact without a session reaches
+    no context and is its writer's alone: left as it is.)"""
+    # Unforced while rows are changed: a migrating owner who is not a superuser reads every
+    # row (as p007 does); the constraint is checked on every row whoever runs it.
+    execute("ALTER TABLE facts NO FORCE ROW LEVEL SECURITY")
+    execute("UPDATE facts SET scope = 'session', \"user\" = NULL"
+            " WHERE scope = 'user' AND session_id IS NOT NULL")
+    execute("ALTER TABLE facts ADD CONSTRAINT facts_profile_without_session"
+            " CHECK (scope <> 'user' OR session_id IS NULL)")
+    execute("ALTER TABLE facts FORCE ROW LEVEL SECURITY")
+
+
 def _index_again(execute: Execute, differs: Callable[[str], bool]) -> None:
     """Write the word entries of the non-ASCII messages whose terms `differs` says changed,
     as fts.index_text makes them now, REINDEXED_AT_ONCE messages a step."""
