@@ -10,6 +10,7 @@ harm.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +18,17 @@ from typing import Any
 
 import pytest
 from cli_runner import invoke
+from matches import matches
 from pg import PostgresServer
 from registered import open_session
 
+from chatmem import fts
 from chatmem.config.settings import Settings
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import FactScope, Store
+from chatmem.store.postgres_schema import MOST_TOKENS
+from chatmem.store.postgres_words import token_count
+from chatmem.timestamps import utc_now
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -180,3 +186,79 @@ def test_a_profile_query_passes_over_a_user_fact_in_a_session(tmp_path: Path) ->
                                        user="team").value == "上海"
         assert [f.value for f in store.facts.facts(user="team", session_id=session.id)
                 ] == ["上海"]
+
+
+HUGE = 9223372036854775807 - 100
+
+
+def test_a_sharers_word_entries_do_not_break_the_readers_word_scores(team: Team) -> None:
+    ann, bob = team.url(READER), team.url(SHARER)
+    diary = chat(ann, "diary", "我们五月去杭州旅行，杭州很美")
+    shared = chat(bob, "bobnotes", "杭州的酒店 hotel")
+    invoke("sessions", "share", "bobnotes", "--with", READER, "--db", bob, code=0)
+
+    for tokens in (HUGE, -5):  # the reviewer's move: one entry, near bigint's end
+        assert refused_by_check(bob, "UPDATE message_words SET tokens = %s WHERE message_id ="
+                                     " (SELECT min(message_id) FROM message_words"
+                                     " WHERE session_id = %s)", [tokens, shared]
+                                ) == CHECK_VIOLATION
+    with psycopg.connect(bob, autocommit=True) as conn:  # the most a word entry counts
+        assert conn.execute("UPDATE message_words SET tokens = %s WHERE session_id = %s",
+                            [MOST_TOKENS, shared]).rowcount == 2
+    with Store(ann) as store:
+        assert "我们五月去杭州旅行，杭州很美" in [m.content for m, _ in
+                                                   matches(store, diary, "杭州")]
+    result = invoke("logs", "-q", "杭州", "--json", "--db", ann, code=0)
+    assert "bobnotes" in result.stdout and "diary" in result.stdout
+
+
+def test_an_out_of_bounds_word_entry_is_counted_again_on_upgrade(
+        before_p013: OldHistory) -> None:
+    from chatmem.store.postgres_backend import PostgresBackend
+
+    bob, text = before_p013.url(SHARER), "杭州的酒店 hotel"
+    with psycopg.connect(bob, autocommit=True) as conn:
+        shared = conn.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
+                              " VALUES ('bobnotes', 'window', %s, %s) RETURNING id",
+                              [NOW, NOW]).fetchone()[0]
+        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
+                      " VALUES (%s, %s, 'read')", [shared, READER])
+        message = conn.execute("INSERT INTO messages (session_id, position, turn, role,"
+                               " content, created_at) VALUES (%s, 1, 1, 'user', %s, %s)"
+                               " RETURNING id", [shared, text, NOW]).fetchone()[0]
+        conn.execute("INSERT INTO message_words (message_id, session_id, terms, tokens)"
+                     " VALUES (%s, %s, to_tsvector('english', %s), %s)",
+                     [message, shared, fts.index_text(text), HUGE])
+    PostgresBackend(before_p013.url(before_p013.keeper)).close()
+
+    counted = token_count(fts.index_text(text))
+    with before_p013.server.admin(before_p013.database) as conn:
+        assert conn.execute("SELECT tokens FROM message_words").fetchall() == [(counted,)]
+        assert conn.execute("SELECT entries, tokens FROM word_statistics").fetchall() == [
+            (1, counted)]
+    diary = chat(before_p013.url(READER), "diary", "我们五月去杭州旅行")
+    with Store(before_p013.url(READER)) as store:
+        assert "我们五月去杭州旅行" in [m.content for m, _ in matches(store, diary, "杭州")]
+    assert refused_by_check(bob, "UPDATE message_words SET tokens = %s", [HUGE]
+                            ) == CHECK_VIOLATION
+
+
+def test_a_sharers_unreadable_session_time_does_not_break_the_readers_prune(
+        team: Team) -> None:
+    ann, bob = team.url(READER), team.url(SHARER)
+    chat(ann, "diary", "我们五月去杭州旅行")
+    chat(ann, "today", "hello")
+    chat(bob, "bobnotes", "hi")
+    invoke("sessions", "share", "bobnotes", "--with", READER, "--write", "--db", bob, code=0)
+    with psycopg.connect(ann, autocommit=True) as conn:
+        conn.execute("UPDATE sessions SET updated_at = '2020-01-01T00:00:00.000+00:00'"
+                     " WHERE name = 'diary'")
+    with psycopg.connect(bob, autocommit=True) as conn:
+        assert conn.execute("UPDATE sessions SET updated_at = 'garbage'"
+                            " WHERE name = 'bobnotes'").rowcount == 1
+
+    with Store(ann) as store:
+        assert [s.name for s in store.retention.idle_sessions(utc_now(), 30)] == ["diary"]
+    result = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
+                    "--db", ann, code=0)
+    assert [s["name"] for s in json.loads(result.stdout)["sessions"]] == ["diary"]
