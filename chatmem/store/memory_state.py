@@ -130,6 +130,15 @@ class MemoryTables:
 
 
 
+def profile_facts(own_rows: str) -> str:
+    """SQL true for a fact of the connecting role's own user profile: scope 'user', no
+    session, and (on PostgreSQL) its own row. A row of scope 'user' in a session (which
+    chatmem never writes; p013 forbids it) is not a profile fact: on PostgreSQL it is its
+    session's owner's, readable through a share, and would put that owner's words into
+    the reader's profile."""
+    return f"scope = 'user' AND session_id IS NULL AND {own_rows}"
+
+
 class FactTables:
     """Facts, their earlier values, and the turns that sent them (`store.facts`)."""
 
@@ -237,10 +246,10 @@ class FactTables:
                 FactHistoryRecord(**known_columns(FactHistoryRecord, row)))
         return history
 
-    @staticmethod
-    def _fact_owner(scope: str, user: str | None, session_id: int | None) -> tuple[str, list[Any]]:
+    def _fact_owner(self, scope: str, user: str | None,
+                    session_id: int | None) -> tuple[str, list[Any]]:
         if scope == "user":
-            return "scope = 'user' AND \"user\" = ?", [user]
+            return f"{profile_facts(self._db.own_rows)} AND \"user\" = ?", [user]
         if scope == "session":
             return "scope = 'session' AND session_id = ?", [session_id]
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")

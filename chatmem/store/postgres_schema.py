@@ -322,6 +322,61 @@ def p012_probes_before_prompt(execute: Execute) -> None:
     execute("GRANT INSERT (before_prompt), UPDATE (before_prompt) ON probes TO PUBLIC")
 
 
+@migration
+def p013_profile_facts_have_no_session(execute: Execute) -> None:
+    """A user-profile fact (scope 'user') has no session: a CHECK, so no role makes one.
+
+    Row security makes a fact with a session its session's owner's, readable through a
+    share; marked scope 'user', a sharer's row read as the reader's own profile (sent in
+    every context, listed as their /remember, not theirs to forget). chatmem never wrote
+    such a row (upsert_fact drops the session of a profile fact, forks copy session facts
+    only): one found is made what row security already took it for, a fact of the session
+    it names, kept with its owner and history. (A session fact without a session reaches
+    no context and is its writer's alone: left as it is.)"""
+    # Unforced while rows are changed: a migrating owner who is not a superuser reads every
+    # row (as p007 does); the constraint is checked on every row whoever runs it.
+    execute("ALTER TABLE facts NO FORCE ROW LEVEL SECURITY")
+    execute("UPDATE facts SET scope = 'session', \"user\" = NULL"
+            " WHERE scope = 'user' AND session_id IS NOT NULL")
+    execute("ALTER TABLE facts ADD CONSTRAINT facts_profile_without_session"
+            " CHECK (scope <> 'user' OR session_id IS NULL)")
+    execute("ALTER TABLE facts FORCE ROW LEVEL SECURITY")
+
+
+MOST_TOKENS = 2_147_483_647
+"""The most tokens one word entry may count (BM25's length of a message). A token is at least
+one character but one character, ㍿ (3 bytes), becomes four CJK tokens: a text PostgreSQL
+stores (at most 1 GB) counts fewer than this. Bounded, no role's entries overflow a sum of
+the others' (2^32 entries of this many tokens would be needed)."""
+
+
+@migration
+def p014_word_tokens_bounded(execute: Execute) -> None:
+    """A word entry counts 0 to MOST_TOKENS tokens: a CHECK, so no role's entries in a session
+    it shares break (bigint out of range) or skew the readers' word scores without bound.
+
+    UPDATE of `tokens` stays granted: a purge writes a message's entry again (an upsert).
+    An entry found out of bounds is counted again from its message's text."""
+    from chatmem import fts
+    from chatmem.store.postgres_words import token_count
+
+    # Unforced while rows are read and changed (see p013).
+    for table in ("messages", "message_words"):
+        execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+    rows = execute("SELECT w.message_id, m.content FROM message_words w JOIN messages m"
+                   " ON m.id = w.message_id WHERE w.tokens NOT BETWEEN 0 AND %s",
+                   (MOST_TOKENS,)).fetchall()
+    if rows:  # one statement: its trigger corrects the word statistics once
+        execute("UPDATE message_words w SET tokens = e.tokens FROM unnest(%s::bigint[],"
+                " %s::bigint[]) AS e(id, tokens) WHERE w.message_id = e.id",
+                ([int(i) for i, _ in rows],
+                 [min(token_count(fts.index_text(c)), MOST_TOKENS) for _, c in rows]))
+    execute("ALTER TABLE message_words ADD CONSTRAINT message_words_tokens_bounded"
+            f" CHECK (tokens BETWEEN 0 AND {MOST_TOKENS})")
+    for table in ("messages", "message_words"):
+        execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
+
 def _index_again(execute: Execute, differs: Callable[[str], bool]) -> None:
     """Write the word entries of the non-ASCII messages whose terms `differs` says changed,
     as fts.index_text makes them now, REINDEXED_AT_ONCE messages a step."""

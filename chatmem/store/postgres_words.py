@@ -96,9 +96,9 @@ class PostgresWords:
                             most: int) -> SessionWords | None:
         own, readable = self.execute(
             "SELECT (SELECT entries FROM word_statistics WHERE session_id = ?),"
-            " (SELECT coalesce(sum(entries), 0)::bigint FROM word_statistics"
+            " (SELECT coalesce(sum(entries), 0) FROM word_statistics"
             " WHERE session_id IN (SELECT id FROM sessions))", [session_id]).fetchone()
-        if own is not None and own >= readable:
+        if own is not None and own >= int(readable):
             return None
         if not own:
             return SessionWords((0,) * len(terms), 0)
@@ -198,11 +198,12 @@ class PostgresWords:
 
     def _word_totals(self) -> tuple[int, float]:
         """The entries BM25 counts and their average length in tokens: per session (p007),
-        the totals of the sessions this role reads, no one else's."""
-        entries, tokens = self.execute(
-            "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(tokens), 0)::bigint"
-            " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone()
-        return int(entries), (tokens / entries if entries else 1.0)
+        the totals of the sessions this role reads, no one else's. Summed as numeric, never
+        cast back to bigint: the sessions others share with it cannot overflow the sum."""
+        entries, tokens = (int(total) for total in self.execute(
+            "SELECT coalesce(sum(entries), 0), coalesce(sum(tokens), 0)"
+            " FROM word_statistics WHERE session_id IN (SELECT id FROM sessions)").fetchone())
+        return entries, (tokens / entries if entries else 1.0)
 
     def _lexemes(self, terms: Sequence[str]) -> list[str]:
         """The distinct stemmed lexemes of `terms`, in order (stop words have none)."""

@@ -21,6 +21,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.memory_state import profile_facts
 from chatmem.store.records import MessageRecord, json_text
 from chatmem.text import INVISIBLE
 
@@ -94,8 +95,9 @@ class RedactionTables:
         """Keys of live user-profile facts first said in this session."""
         return [r[0] for r in self._db.execute(
             "SELECT f.key FROM facts f JOIN messages m ON m.id = f.source_message_id"
-            " WHERE f.scope = 'user' AND f.deleted_at IS NULL AND m.session_id = ?"
-            " ORDER BY f.id", [session_id]).fetchall()]
+            f" WHERE f.id IN (SELECT id FROM facts WHERE {profile_facts(self._db.own_rows)})"
+            " AND f.deleted_at IS NULL AND m.session_id = ? ORDER BY f.id",
+            [session_id]).fetchall()]
 
     def messages_containing(self, session_ids: Sequence[int],
                             needles: Sequence[str]) -> list[MessageRecord]:
@@ -129,8 +131,8 @@ class RedactionTables:
                                          rewrite, f"session_id IN ({sessions})", [], done)
             self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, needles,
                                  rewrite, f"id IN ({sessions})", [], done)
-            owner = (f"(session_id IN ({sessions})"
-                     " OR (scope = 'user' AND \"user\" IS NOT DISTINCT FROM ?))")
+            owner = (f"(session_id IN ({sessions}) OR ({profile_facts(self._db.own_rows)}"
+                     " AND \"user\" IS NOT DISTINCT FROM ?))")
             self._rewrite_column("facts", Place.FACTS, "value", False, needles, rewrite,
                                  owner, [user], done)
             if self._table_exists("fact_history"):

@@ -69,19 +69,19 @@ class RetentionTables:
 
         A session whose own retention is 0 is kept whatever the default says. Only
         the sessions found are counted: at start-up this reads one row per session.
+        Only the role's own are read (one shared with it is erased by its owner's retention),
+        so another role's row, whatever it holds, never fails this role's prune.
         """
         found: dict[int, float] = {}
         for row in fetch_rows(self._db, "SELECT id, updated_at, retention_days FROM sessions"
-                              " ORDER BY updated_at, id"):
+                              f" WHERE {self._db.own_rows} ORDER BY updated_at, id"):
             own = row["retention_days"] is not None
             keep = row["retention_days"] if own else default_days
             updated = checked_time(row["updated_at"], f"session {row['id']}: updated_at")
             idle = (now - parse_time(updated)) / timedelta(days=1)
             if keep and idle > keep:
                 found[row["id"]] = float(keep)
-        # A session shared with this role is erased by its owner's retention, not the sharer's.
-        mine = sharing.owned(self._connection, found)
-        return self._entries({i: days for i, days in found.items() if i in mine})
+        return self._entries(found)
 
     def _entries(self, keep: dict[int, float]) -> list[SessionEntry]:
         """Session id → days kept idle, as entries with their counts."""
