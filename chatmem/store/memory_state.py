@@ -21,6 +21,7 @@ from chatmem.store.records import (
     known_columns,
     stored_json,
 )
+from chatmem.text import profile_forms, profile_name
 
 
 class MemoryTables:
@@ -184,7 +185,7 @@ class FactTables:
                     "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                     " source_turn, source_session_id, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [scope, user if scope == "user" else None,
+                    [scope, profile_name(user) if scope == "user" and user is not None else None,
                      session_id if scope == "session" else None, key, value,
                      source_message_id, source_turn, stated_in, stamp, stamp],
                 )
@@ -240,7 +241,11 @@ class FactTables:
     @staticmethod
     def _fact_owner(scope: str, user: str | None, session_id: int | None) -> tuple[str, list[Any]]:
         if scope == "user":
-            return "scope = 'user' AND \"user\" = ?", [user]
+            # Either form: a history written before profile names were normalized may hold
+            # an NFD one, and its facts are still this profile's.
+            forms = profile_forms(user) if user is not None else [None]
+            return (f"scope = 'user' AND \"user\" IN ({', '.join('?' for _ in forms)})",
+                    list(forms))
         if scope == "session":
             return "scope = 'session' AND session_id = ?", [session_id]
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")
