@@ -4,7 +4,7 @@ facts (the MemoryStateRepository and FactRepository of store.protocols)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
@@ -21,6 +21,7 @@ from chatmem.store.records import (
     known_columns,
     stored_json,
 )
+from chatmem.store.restored_facts import KeptFact, restore_facts
 from chatmem.text import profile_forms, profile_name
 
 
@@ -225,6 +226,10 @@ class FactTables:
                  other.updated_at, stamp],
             )
             self._db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?", [stamp, other.id])
+
+    def restore(self, facts: Sequence[KeptFact]) -> int:
+        """Facts an export archive kept, as they were (restored_facts.restore_facts)."""
+        return restore_facts(self._connection, facts, self.facts())
 
     def fact_history(self, fact_ids: list[int]) -> dict[int, list[FactHistoryRecord]]:
         """Fact id → the values it had before, oldest first."""
