@@ -9,6 +9,7 @@ character, as any UTF-8 decoder would show them.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -32,6 +33,18 @@ def is_valid(text: str) -> bool:
 def valid_text(text: str) -> str:
     """`text` with every byte that was not UTF-8 (a lone surrogate) replaced by U+FFFD."""
     return text if is_valid(text) else _SURROGATES.sub(REPLACEMENT, text)
+
+
+def profile_name(user: str) -> str:
+    """A user profile's name as it is kept and compared: NFC, so `Zoë` is one profile however
+    the keyboard (or macOS, which decomposes) composed its ë, as session names are."""
+    return unicodedata.normalize("NFC", user)
+
+
+def profile_forms(user: str) -> list[str]:
+    """The forms a stored profile name may have: NFC, and NFD as histories written before
+    names were normalized hold some (a lookup takes either, so none needs rewriting)."""
+    return list(dict.fromkeys((profile_name(user), unicodedata.normalize("NFD", user))))
 
 
 # Characters text from outside must never deliver raw to a reader: C0 controls but tab and

@@ -15,6 +15,7 @@ or closes a cycle is caught too.
     2  engine, evaluation,  one turn; replay, what-ifs, scoring; product policy over the
        privacy.retention,   store (retention, the export archive, forgetting by mention);
        privacy.archive,     the registries filled by plugins and chatmem's own plugin, above
+       privacy.restore,
        privacy.purge,       what they register (memory never imports them: it is handed
        plugins,             the strategy registry)
        plugin_entries,
@@ -52,7 +53,7 @@ LAYERS: dict[str, int] = {
     "chatmem.render": 4,
     "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
-    "chatmem.privacy.archive": 2, "chatmem.privacy.purge": 2,
+    "chatmem.privacy.archive": 2, "chatmem.privacy.restore": 2, "chatmem.privacy.purge": 2,
     "chatmem.plugins": 2, "chatmem.plugin_entries": 2, "chatmem.builtin_plugin": 2,
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,

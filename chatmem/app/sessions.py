@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.base import Strategy
     from chatmem.privacy.archive import ArchiveReport
+    from chatmem.privacy.restore import Archive
     from chatmem.store import (
         ForkReport,
         LogEntry,
@@ -214,9 +215,12 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
     with store.write():
         session = store.sessions.create_session(
             name, strategy, params, provider=transcript.provider,
-            model=transcript.model, system=prompts[-1][1], user=settings.user,
-            tokenizer=transcript.tokenizer,
+            model=transcript.model, system=prompts[-1][1],
+            user=transcript.user or settings.user, tokenizer=transcript.tokenizer,
         )
+        if transcript.retention_days is not None:
+            store.retention.set_retention(session.id, transcript.retention_days)
+            session = store.sessions.session_by_id(session.id)
         store.sessions.set_system_prompts(session.id, prompts)
         store.history.import_messages(session.id, message_dicts(
             [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
@@ -225,6 +229,34 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
              "expect_text": p.expect_text, "before_prompt": before_prompt}
             for position, p, before_prompt in transcript.probe_positions()])
     return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
+
+
+@dataclass(frozen=True)
+class ArchiveImported:
+    sessions: list[Imported]
+    facts: int
+
+
+def import_archive(workspace: Workspace, archive: Archive) -> ArchiveImported:
+    """Every session of an export archive, each under its profile with its retention, and
+    its facts; one transaction: a name the history has already (refused as one import
+    refuses it) or a profile fact it holds otherwise leaves nothing imported."""
+    store = workspace.store
+    for listed in archive.sessions:
+        if store.sessions.find_session(listed.name) is not None:
+            # As one import refuses a taken name; said before anything is read or written.
+            raise UsageError(f"a session named {listed.name!r} already exists; nothing of"
+                             f" {archive.path} was imported (rename yours: chatmem sessions"
+                             " rename)")
+    with store.write():
+        imported = [import_transcript(workspace, s.transcript, s.name) for s in archive.sessions]
+        ids: dict[str, int] = {}
+        for restored in imported:  # one's own first: a shared session's facts name it bare
+            ids.setdefault(restored.session.name, restored.session.id)
+        for listed, restored in zip(archive.sessions, imported, strict=True):
+            ids.setdefault(listed.transcript.title or listed.name, restored.session.id)
+        facts = store.facts.restore(archive.kept_facts(ids))
+    return ArchiveImported(imported, facts)
 
 
 def _not_installed(workspace: Workspace, strategy: str) -> bool:

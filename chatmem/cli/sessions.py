@@ -11,7 +11,10 @@ from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json, warn_if_dated_back
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from chatmem.config.settings import Settings
+    from chatmem.privacy.restore import Archive
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.\n\n"
                          "Example: chatmem sessions show trip --turns 1-10",
@@ -213,7 +216,8 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 def import_(
     file: Annotated[str, typer.Argument(metavar="FILE",
                                         help="Transcript: JSON Lines, {\"messages\": [...]} "
-                                             "or a JSON list of messages.")],
+                                             "or a JSON list of messages; or an archive "
+                                             "of sessions export --all (.zip).")],
     name: Annotated[
         str | None, typer.Argument(metavar="SESSION", show_default=False,
                                    help="Name of the new session (default: made from the "
@@ -233,6 +237,9 @@ def import_(
 ) -> None:
     """Create a session from a transcript file: messages, system prompts, probes, recording.
 
+    An archive of `sessions export --all` restores every session in it, each in its
+    user profile with its retention, and its facts; all or nothing.
+
     Example: chatmem sessions import sessions/support.jsonl support
     """
     from pathlib import Path
@@ -245,6 +252,7 @@ def import_(
         session_name_from,
     )
     from chatmem.errors import UsageError
+    from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.logs import question_start
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
@@ -252,9 +260,15 @@ def import_(
     if name and name_option and name != name_option:
         raise UsageError(f"two names given: {name!r} and --name {name_option!r}; give one")
     chosen_name = name or name_option
+    path = Path(file)
+    if is_archive(path):
+        if chosen_name is not None:
+            raise UsageError(f"{file} is an archive: its sessions keep their names; give no "
+                             "SESSION (rename one afterwards: chatmem sessions rename)")
+        import_all(read_archive(path), index, config, settings_from(config, db))
+        return
     if chosen_name is not None:
         check_session_name(chosen_name)  # before the file is read
-    path = Path(file)
     transcript = read_transcript(path)
     warn_if_dated_back(transcript)
     settings = settings_from(config, db)
@@ -271,6 +285,9 @@ def import_(
             f" into session {session_name}{named}",
             markup=False, soft_wrap=True,
         )
+        if imported.session.user != settings.user:
+            consoles()[1].print(f"session {session_name} is in user {imported.session.user}'s"
+                                " profile, as the transcript says", markup=False, soft_wrap=True)
         if imported.session.system:
             # It is an instruction from then on, not data: a transcript someone shared says
             # what the model will obey, so the user is told, where a system message is quoted.
@@ -287,6 +304,35 @@ def import_(
         known = [imported.strategy] if imported.strategy else []
         for backlog in start_backlogs(ws, config, [session_name], known, background=index):
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
+
+
+def import_all(archive: "Archive", index: bool, config: "Path | None",
+               settings: "Settings") -> None:
+    """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
+    from chatmem.app.indexing import start_backlogs
+    from chatmem.app.sessions import import_archive
+    from chatmem.render.sessions import backlog_line
+
+    for session in archive.sessions:
+        warn_if_dated_back(session.transcript)
+    with open_workspace(settings) as ws:
+        imported = import_archive(ws, archive)
+        err = consoles()[1]
+        for one in imported.sessions:
+            kept = one.session.retention_days
+            err.print(f"imported {one.messages} message{'' if one.messages == 1 else 's'} into"
+                      f" session {one.session.name} (user {one.session.user}"
+                      + ("" if kept is None else ", kept for good" if kept == 0
+                         else f", erased after {kept} days idle") + ")",
+                      markup=False, soft_wrap=True)
+        err.print(f"restored {len(imported.sessions)} session"
+                  f"{'' if len(imported.sessions) == 1 else 's'} and {imported.facts} fact"
+                  f"{'' if imported.facts == 1 else 's'} from {archive.path}",
+                  markup=False, soft_wrap=True)
+        names = [one.session.name for one in imported.sessions]
+        known = [one.strategy for one in imported.sessions if one.strategy]
+        for backlog in start_backlogs(ws, config, names, known, background=index):
+            err.print(backlog_line(backlog), markup=False, soft_wrap=True)
 
 
 OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",

@@ -23,6 +23,7 @@ from chatmem.config.sections import (
     SummarySection,
     section_table,
 )
+from chatmem.text import profile_name
 
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
@@ -126,6 +127,12 @@ class Settings:
     """The config file these settings were read from, if any."""
     sources: dict[str, Source] = field(default_factory=dict)
     """Where each key that is not a default came from: the file, `env VAR` or `flag --x`."""
+
+    def __post_init__(self) -> None:
+        # One profile however its name was composed (config file, CHATMEM_USER, --user of
+        # chat, MCP and serve all read it here): `Zoë` typed on macOS arrives as NFD.
+        if isinstance(self.user, str):
+            object.__setattr__(self, "user", profile_name(self.user))
 
     @functools.cached_property
     def location(self) -> HistoryLocation:

@@ -1,6 +1,7 @@
 """`chatmem sessions export --all`: everything the history file holds, in one zip archive.
 
-Readable without chatmem, and each transcript imports back:
+Readable without chatmem; `sessions import ARCHIVE.zip` restores it whole
+(chatmem.privacy.restore), and each transcript imports back alone:
 
     README.txt              what is where
     manifest.json           version, time, what was exported
@@ -33,8 +34,14 @@ if TYPE_CHECKING:
 README = """\
 chatmem export — everything one history file held when it was exported.
 
-sessions/NAME.jsonl   each session as a JSON Lines transcript:
-                      `chatmem sessions import sessions/NAME.jsonl` restores it
+`chatmem sessions import THIS.zip` restores everything below into a history:
+every session, each in its user profile with its retention, and every fact of
+facts.json (all or nothing; a session name the history has already is refused).
+
+sessions/NAME.jsonl   each session as a JSON Lines transcript, its header naming
+                      its user profile and retention: `chatmem sessions import
+                      sessions/NAME.jsonl` restores that one session (without
+                      its facts, which are in facts.json)
                       (OWNER-NAME.jsonl: a session OWNER shared with you)
 summaries/NAME.json   each summary version of the session (text, turns covered,
                       details the drift guard pinned)

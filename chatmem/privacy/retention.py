@@ -118,10 +118,13 @@ def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
 def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Erasure:
     """Every session of a user profile and the profile's facts, erased; then vacuum."""
     from chatmem.store import ExpiredFact
+    from chatmem.text import profile_name
 
     sessions = store.retention.user_sessions(user)
+    # Either form of the name: a history may hold it as typed before names were normalized.
     facts = [ExpiredFact(f, "user profile") for f in store.facts.facts(include_deleted=True)
-             if f.scope == FactScope.USER and f.user == user]
+             if f.scope == FactScope.USER and f.user is not None
+             and profile_name(f.user) == profile_name(user)]
     result = Erasure(sessions, facts, dry_run)
     if not dry_run and not result.empty:
         _erase(store, result)

@@ -4,7 +4,7 @@ facts (the MemoryStateRepository and FactRepository of store.protocols)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.errors import NotFound, StoreError
@@ -21,6 +21,8 @@ from chatmem.store.records import (
     known_columns,
     stored_json,
 )
+from chatmem.store.restored_facts import KeptFact, restore_facts
+from chatmem.text import profile_forms, profile_name
 
 
 class MemoryTables:
@@ -193,7 +195,7 @@ class FactTables:
                     "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                     " source_turn, source_session_id, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [scope, user if scope == "user" else None,
+                    [scope, profile_name(user) if scope == "user" and user is not None else None,
                      session_id if scope == "session" else None, key, value,
                      source_message_id, source_turn, stated_in, stamp, stamp],
                 )
@@ -234,6 +236,10 @@ class FactTables:
             )
             self._db.execute("UPDATE facts SET deleted_at = ? WHERE id = ?", [stamp, other.id])
 
+    def restore(self, facts: Sequence[KeptFact]) -> int:
+        """Facts an export archive kept, as they were (restored_facts.restore_facts)."""
+        return restore_facts(self._connection, facts, self.facts())
+
     def fact_history(self, fact_ids: list[int]) -> dict[int, list[FactHistoryRecord]]:
         """Fact id → the values it had before, oldest first."""
         if not fact_ids:
@@ -249,7 +255,11 @@ class FactTables:
     def _fact_owner(self, scope: str, user: str | None,
                     session_id: int | None) -> tuple[str, list[Any]]:
         if scope == "user":
-            return f"{profile_facts(self._db.own_rows)} AND \"user\" = ?", [user]
+            # Either form: a history written before profile names were normalized may hold
+            # an NFD one, and its facts are still this profile's.
+            forms = profile_forms(user) if user is not None else [None]
+            return (f"{profile_facts(self._db.own_rows)}"
+                    f" AND \"user\" IN ({', '.join('?' for _ in forms)})", list(forms))
         if scope == "session":
             return "scope = 'session' AND session_id = ?", [session_id]
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")

@@ -20,7 +20,7 @@ from chatmem.store.records import (
     stored_json,
 )
 from chatmem.store.session_names import check_session_name, normal_name
-from chatmem.text import is_valid
+from chatmem.text import is_valid, profile_name
 
 
 class SessionTables:
@@ -161,6 +161,8 @@ class SessionTables:
                                     else None)
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
+        if fields.get("user") is not None:
+            fields["user"] = profile_name(fields["user"])
         fields["updated_at"] = self._connection.now()
         assignments = ", ".join(f'"{k}" = ?' for k in fields)
         with self._db.write():

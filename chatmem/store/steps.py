@@ -17,7 +17,7 @@ from chatmem.store.backend import Backend
 from chatmem.store.recall import pause
 from chatmem.store.records import json_text
 from chatmem.store.session_names import check_session_name, normal_name
-from chatmem.text import is_valid
+from chatmem.text import is_valid, profile_name
 
 
 def insert_id(db: Backend, sql: str, params: Sequence[Any]) -> int:
@@ -96,8 +96,8 @@ def insert_session(
             db,
             "INSERT INTO sessions (name, strategy, params, provider, model, system, \"user\","
             " tokenizer, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [name, strategy, json_text(dict(params)), provider, model, system, user,
-             tokenizer, stamp, stamp],
+            [name, strategy, json_text(dict(params)), provider, model, system,
+             None if user is None else profile_name(user), tokenizer, stamp, stamp],
         )
     except StoreConflict:
         # Another process took the name since check_new_name.

@@ -1,8 +1,10 @@
 """Transcripts: the JSON Lines format of replay, eval, export and import (DESIGN §7).
 
 A transcript is an optional header line ``{"chatmem": 1, "title": ..., "system": ...}``
-(export also writes ``strategy``, ``params``, and what it was recorded with:
-``provider``, ``model``, ``tokenizer``), then message lines
+(export also writes ``strategy``, ``params``, what it was recorded with:
+``provider``, ``model``, ``tokenizer``, and whose it is: ``user``, the profile, and
+``retention_days``, 0 for kept for good; a reader skips keys it does not know, so
+keys are only ever added, optional), then message lines
 ``{"role": ..., "content": ..., "id": ..., "ts": ...}``, probe lines
 ``{"probe": ..., "expect_ids": [...], "expect_text": [...]}`` evaluated at their
 position, and ``{"system_prompt": ...}`` lines: the system prompt from the next
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system")
-HEADER_KEYS = ("title", "system", "strategy", "params", "provider", "model", "tokenizer")
+HEADER_KEYS = ("title", "system", "strategy", "params", "provider", "model", "tokenizer", "user",
+               "retention_days")
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,10 @@ class Transcript:
     tokenizer: str | None = None
     header_at: str | None = None
     """Where the header was read (`file:1`): errors about its values name it."""
+    user: str | None = None
+    """The user profile the session was kept under (None: the importer's)."""
+    retention_days: int | None = None
+    """The session's own retention (0: kept for good; None: the configured default)."""
 
     @property
     def messages(self) -> list[TranscriptMessage]:
@@ -181,6 +188,8 @@ def from_records(
     tokenizer: str | None = None,
     prompts: Sequence[tuple[int, str | None]] = (),
     probes: Sequence[Mapping[str, Any]] = (),
+    user: str | None = None,
+    retention_days: int | None = None,
 ) -> Transcript:
     """A transcript of stored messages, their external ids and times kept.
 
@@ -218,7 +227,7 @@ def from_records(
         items.extend(SystemPrompt(text) for _, text in sorted(changes.items()))
     probes_until(10**12)
     return Transcript(items, title, first_system, strategy, dict(params or {}), model, title,
-                      provider, tokenizer)
+                      provider, tokenizer, user=user, retention_days=retention_days)
 
 
 def stored_transcript(store: Store, session: SessionRecord,
@@ -234,7 +243,8 @@ def stored_transcript(store: Store, session: SessionRecord,
     return from_records(session.name, messages, system=session.system,
                         strategy=session.strategy, params=session.params, model=session.model,
                         provider=session.provider, tokenizer=session.tokenizer,
-                        prompts=prompts, probes=probes)
+                        prompts=prompts, probes=probes, user=session.user,
+                        retention_days=session.retention_days)
 
 
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import TranscriptError
-from chatmem.text import valid_text
+from chatmem.text import profile_name, valid_text
 from chatmem.timestamps import is_time
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
@@ -230,11 +230,23 @@ def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) ->
         value = data.get(key)
         if value is None:
             continue
-        wanted = dict if key == "params" else str
-        if not isinstance(value, wanted):
-            word = "an object" if wanted is dict else "a string"
+        if key == "retention_days":
+            # bool is an int to Python; `true` days is no retention anyone wrote.
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TranscriptError(f"{where}: header 'retention_days' must be a whole number"
+                                      " of days, 0 or more (0: kept for good)")
+        elif not isinstance(value, dict if key == "params" else str):
+            word = "an object" if key == "params" else "a string"
             raise TranscriptError(f"{where}: header {key!r} must be {word}")
+        elif key == "user":
+            value = _profile(str(value), where)
         setattr(transcript, key, value)
+
+
+def _profile(user: str, where: str) -> str:
+    if not user.strip():
+        raise TranscriptError(f"{where}: header 'user' must name a profile")
+    return profile_name(valid_text(user))
 
 
 def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[str]) -> Item:

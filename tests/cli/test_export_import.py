@@ -31,13 +31,13 @@ def test_export_then_import_round_trips_losslessly(tmp_path: Path, sample: str,
     assert back.exit_code == 0
     assert back.stdout == exported.read_text(encoding="utf-8")
     # Every line of the sample after its header (messages with ids and timestamps, probes)
-    # survived both trips byte for byte; the header gains the session's strategy.
+    # survived both trips byte for byte; the header gains the session's strategy and profile.
     text = (SESSIONS / sample).read_text("utf-8")
     assert back.stdout.splitlines()[1:] == text.splitlines()[1:]
     source = [json.loads(line) for line in text.splitlines()]
     messages = [line for line in source if "role" in line]
     assert {k: v for k, v in json.loads(back.stdout.splitlines()[0]).items()
-            if k not in ("strategy", "params")} == source[0]
+            if k not in ("strategy", "params", "user")} == source[0]
     with Store(second) as store:
         session = store.sessions.session(name)
         assert session.system == source[0]["system"]

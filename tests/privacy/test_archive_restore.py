@@ -1,0 +1,133 @@
+"""`sessions import ARCHIVE.zip`: an archive of `sessions export --all` restores every
+session in its user profile with its retention, and every fact, all or nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zipfile
+from pathlib import Path
+
+import pytest
+from cli_runner import chat, invoke, run
+
+ZOE = "Zoë"
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as con:
+        return sorted(con.execute(sql).fetchall(), key=repr)
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    a = tmp_path / "a.db"
+    chat(a, "z", ["/remember --user city: Paris", "/remember --user city: Zürich",
+                  "/remember lang: de", "hi"], env={"CHATMEM_USER": ZOE}, code=0)
+    chat(a, "旅行", ["/remember --user 城市: 杭州", "/remember --user 旧: 忘", "我们五月去杭州。"],
+         env={"CHATMEM_USER": "李雷"}, code=0)
+    run(a, "facts", "forget", "旧", code=0)
+    chat(a, "keep", ["hi"], code=0)
+    run(a, "sessions", "retention", "keep", "forever", code=0)
+    run(a, "sessions", "retention", "旅行", "30d", code=0)
+    zipped = tmp_path / "all.zip"
+    run(a, "sessions", "export", "--all", "-o", str(zipped), code=0)
+    return zipped
+
+
+SESSIONS = 'SELECT name, "user", retention_days FROM sessions'
+FACTS = ('SELECT f.scope, f."user", s.name, f.key, f.value, f.deleted_at IS NOT NULL,'
+         ' f.created_at, (SELECT group_concat(value) FROM fact_history WHERE fact_id = f.id)'
+         ' FROM facts f LEFT JOIN sessions s ON s.id = f.session_id')
+MESSAGES = ('SELECT s.name, m.position, m.role, m.content, m.created_at FROM messages m'
+            ' JOIN sessions s ON s.id = m.session_id')
+
+
+def test_an_archive_restores_sessions_users_retention_facts_and_messages(
+        archive: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    result = run(b, "sessions", "import", str(archive), code=0)
+    assert result.stderr.splitlines()[-1] == f"restored 3 sessions and 4 facts from {archive}"
+    assert "into session keep (user default, kept for good)" in result.stderr
+    assert rows(b, SESSIONS) == rows(a, SESSIONS) == sorted(
+        [("z", ZOE, None), ("旅行", "李雷", 30), ("keep", "default", 0)], key=repr)
+    assert rows(b, FACTS) == rows(a, FACTS)
+    assert ("user", ZOE, None, "city", "Zürich", 0) in [r[:6] for r in rows(b, FACTS)]
+    assert ("user", "李雷", None, "旧", "忘", 1) in [r[:6] for r in rows(b, FACTS)]
+    assert rows(b, MESSAGES) == rows(a, MESSAGES)
+    # The profile is one: forget-me reaches the restored session and its profile's facts.
+    dry = run(b, "forget-me", "--user", ZOE, "--dry-run", code=0).stderr
+    assert "would erase 1 session (2 messages) and 1 fact of user Zoë" in dry
+
+
+def test_a_name_the_history_has_imports_nothing(archive: Path, tmp_path: Path) -> None:
+    b = tmp_path / "b.db"
+    chat(b, "keep", ["mine"], code=0)
+    result = run(b, "sessions", "import", str(archive), code=None)
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert "'keep' already exists" in result.stderr
+    assert rows(b, SESSIONS) == [("keep", "default", None)]
+    assert rows(b, "SELECT key FROM facts") == []
+
+
+def test_a_profile_fact_the_history_holds_otherwise_imports_nothing(
+        archive: Path, tmp_path: Path) -> None:
+    b = tmp_path / "b.db"
+    chat(b, "mine", ["/remember --user city: Lyon"], env={"CHATMEM_USER": ZOE}, code=0)
+    result = run(b, "sessions", "import", str(archive), code=None)
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert "'city' already" in result.stderr
+    assert [name for name, *_ in rows(b, SESSIONS)] == ["mine"]
+
+
+@pytest.mark.parametrize(("members", "said"), [
+    (None, "not a zip archive"),
+    ({"notes.txt": "hello"}, "no manifest.json"),
+    ({"manifest.json": "{"}, "manifest.json: not valid JSON"),
+    ({"manifest.json": json.dumps({"sessions": [{"name": "x",
+                                                  "transcript": "sessions/x.jsonl"}]})},
+     "sessions/x.jsonl is listed in manifest.json but missing"),
+])
+def test_a_corrupt_or_foreign_zip_is_one_line(tmp_path: Path, members: dict[str, str] | None,
+                                              said: str) -> None:
+    path, b = tmp_path / "x.zip", tmp_path / "b.db"
+    if members is None:
+        path.write_bytes(b"PK\x03\x04 not really")
+    else:
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, text in members.items():
+                zf.writestr(name, text)
+    result = invoke("sessions", "import", str(path), "--db", str(b), code=None)
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert said in result.stderr, result.stderr
+    assert not b.exists() or rows(b, SESSIONS) == []
+
+
+def test_a_damaged_fact_names_it_and_imports_nothing(archive: Path, tmp_path: Path) -> None:
+    damaged, b = tmp_path / "d.zip", tmp_path / "b.db"
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(damaged, "w") as out:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "facts.json":
+                facts = json.loads(data)
+                facts[1]["created_at"] = "yesterday"
+                data = json.dumps(facts).encode()
+            out.writestr(item.filename, data)
+    result = invoke("sessions", "import", str(damaged), "--db", str(b), code=None)
+    assert result.exit_code != 0
+    assert result.stderr == (f"error: {damaged}: facts.json: fact 2: 'created_at' must be an"
+                             " ISO-8601 time\n")
+    assert not b.exists() or rows(b, SESSIONS) == []
+
+
+def test_one_exported_session_keeps_its_profile_and_retention(archive: Path,
+                                                             tmp_path: Path) -> None:
+    a, b, one = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "trip.jsonl"
+    run(a, "sessions", "export", "旅行", "-o", str(one), code=0)
+    header = json.loads(one.read_text(encoding="utf-8").splitlines()[0])
+    assert (header["user"], header["retention_days"]) == ("李雷", 30)
+    result = run(b, "sessions", "import", str(one), code=0)
+    assert "is in user 李雷's profile" in result.stderr
+    assert rows(b, SESSIONS) == [("旅行", "李雷", 30)]
+    with zipfile.ZipFile(archive) as zf:
+        assert "sessions import THIS.zip" in zf.read("README.txt").decode()
