@@ -29,6 +29,7 @@ or closes a cycle is caught too.
        attachments, privacy.secrets, privacy.sensitive (privacy.findings,
        privacy.named_details, privacy.unnamed_details), privacy.secret_names,
        privacy.credentials, privacy.word_lists, privacy.mentions, privacy.files,
+       privacy.widths,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost),
        combining_marks (the marks fts folds out, a generated table), plugin_output (where
@@ -68,7 +69,8 @@ LAYERS: dict[str, int] = {
     "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,
     "chatmem.privacy.word_lists": 0, "chatmem.privacy.pasted": 0,
     "chatmem.privacy.secrets_zh": 0, "chatmem.privacy.secrets_en": 0,
-    "chatmem.privacy.files": 0, "chatmem.names": 0, "chatmem.images": 0,
+    "chatmem.privacy.files": 0, "chatmem.privacy.widths": 0, "chatmem.names": 0,
+    "chatmem.images": 0,
 }
 
 def module_name(path: Path) -> str:

@@ -175,12 +175,22 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
         print_json([{"session": names[m.message.session_id], "turn": m.message.turn,
                      "position": m.message.position, "role": m.message.role,
                      "content": m.message.content,
-                     "mentions": [[s.start, s.end] for s in m.spans]} for m in mentioned])
+                     "mentions": [[s.start, s.end] for s in m.spans],
+                     "unsure": [[s.start, s.end] for s in m.unsure],
+                     "kept": [[s.start, s.end] for s in m.kept]} for m in mentioned])
         return
-    for m in mentioned:
-        where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
-        out.print(mention_line(where, m.message.role, m.message.content,
-                               [(s.start, s.end) for s in m.spans]), soft_wrap=True)
+    # What is erased; then, apart, what is erased but may be the start of a longer name,
+    # and what is kept as part of a longer name the profile has stored.
+    for title, pick in (("", lambda m: m.spans),
+                        ("erased, though a longer name may go on after it:", lambda m: m.unsure),
+                        ("kept, inside a longer stored name:", lambda m: m.kept)):
+        shown = [(m, spans) for m in mentioned if (spans := pick(m))]
+        if shown and title:
+            out.print(title, markup=False)
+        for m, spans in shown:
+            where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
+            out.print(mention_line(where, m.message.role, m.message.content,
+                                   [(s.start, s.end) for s in spans]), soft_wrap=True)
     err.print(f"would erase fact {fact.id} ({fact.key}) and {mentions_text(mentioned)};"
               " nothing was changed", markup=False, soft_wrap=True)
 

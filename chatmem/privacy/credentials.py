@@ -31,6 +31,7 @@ from chatmem.privacy.secret_names import (
     KEYS_IN,
     KEYS_IN_ZH,
     LINK,
+    LINK_WORDS_ZH,
     LINK_ZH,
     NETWORK_NAME,
     NOT_A_SECRET,
@@ -101,7 +102,7 @@ _OTHERWISE: dict[str, re.Pattern[str]] = {
     # "the Wi-Fi for guests is Sunflower2024!", 门禁是2580, wifi是Sunflower2024
     "bare": re.compile(
         rf"{WB}(?:{BARE_THINGS}){WA}{ASIDE}{LINK}{VALUE}"
-        rf"|(?:{BARE_THINGS_ZH})\s*(?:是|为|為|:|：)\s*{VALUE_ZH}", re.IGNORECASE),
+        rf"|(?:{BARE_THINGS_ZH})\s*(?:{LINK_WORDS_ZH})\s*{VALUE_ZH}", re.IGNORECASE),
     # "the pass is Z!ggy1988", "uses pw zebra7731"
     "pass": re.compile(rf"{WB}(?P<noun>pass|pw){WA}{ASIDE}(?:{LINK}|\s+){VALUE}",
                        re.IGNORECASE),

@@ -178,9 +178,38 @@ def _continues_character(text: str, at: int) -> bool:
     return bool(_JAMO.match(text[at])) and not grapheme_start(text, at)
 
 
-def all_spans(text: str, values: Iterable[str]) -> list[Span]:
-    """Mentions of any of `values`, merged where they overlap, left to right."""
-    spans = sorted(s for value in values for s in mention_spans(text, value))
+def kept_spans(text: str, values: Iterable[str], keep: Iterable[str]) -> list[Span]:
+    """Mentions of `values` that are part of a mention of a longer name in `keep`: 张伟 in
+    张伟明 when 张伟明 is a name the user has stored. Chinese puts no space after a name, so
+    the text alone cannot tell 张伟明 (someone else) from 张伟 then 明天; a name stored
+    whole can. (Ann in Anna needs none of this: Anna is a longer word.)"""
+    longer = [s for name in keep for s in mention_spans(text, name)]
+    return sorted({s for value in values for s in mention_spans(text, value)
+                   if any(k.start <= s.start and s.end <= k.end and k != s for k in longer)})
+
+
+def begins_longer_name(name: str, value: str) -> bool:
+    """Whether `name` is one word of a script written without spaces that begins with `value`
+    and goes on (张伟明 for 张伟): a longer name, not a phrase about `value` ("Ada and more"),
+    nor a place that ends with it (杭州西湖 mentions 西湖)."""
+    held, value = fold(name.strip()), fold(value.strip())
+    return len(held) > len(value) and held.startswith(value) \
+        and all(_UNSPACED.match(c) for c in held[len(value):])
+
+
+def unsure(text: str, span: Span) -> bool:
+    """Whether the mention text[span] is followed by a character of a script written without
+    spaces (张伟 in 张伟说, 张伟明天, 张伟明): a longer name may go on there."""
+    return span.end < len(text) and bool(_UNSPACED.match(text[span.end - 1])) \
+        and bool(_UNSPACED.match(text[span.end]))
+
+
+def all_spans(text: str, values: Iterable[str], keep: Iterable[str] = ()) -> list[Span]:
+    """Mentions of any of `values`, merged where they overlap, left to right; none that is
+    part of a longer name in `keep` (`kept_spans`)."""
+    values, keep = list(values), list(keep)
+    kept = set(kept_spans(text, values, keep)) if keep else set()
+    spans = sorted(s for value in values for s in mention_spans(text, value) if s not in kept)
     merged: list[Span] = []
     for span in spans:
         if merged and span.start < merged[-1].end:
@@ -201,9 +230,11 @@ def replace_spans(text: str, spans: Sequence[Span], marker: str = MARKER) -> str
     return "".join(pieces)
 
 
-def erase_mentions(text: str, values: Iterable[str], marker: str = MARKER) -> str:
-    """`text` with every mention of any of `values` replaced by `marker`."""
-    return replace_spans(text, all_spans(text, values), marker)
+def erase_mentions(text: str, values: Iterable[str], marker: str = MARKER,
+                   keep: Iterable[str] = ()) -> str:
+    """`text` with every mention of any of `values` replaced by `marker`, but those inside a
+    longer name in `keep`."""
+    return replace_spans(text, all_spans(text, values, keep), marker)
 
 
 def _stands_alone(text: str, start: int, end: int) -> bool:

@@ -4,8 +4,10 @@ A purged fact's value (and each value it had before) is erased where it is
 mentioned (chatmem.privacy.mentions) in every session of the fact's user
 profile, whoever said it and whichever session first stated the fact: the
 same person told it in the other sessions too. Everything around a mention is
-kept as it was. A purge is all or nothing (`purge_fact`): the fact and every
-mention go in one transaction, or, when anything fails on the way, nothing does.
+kept as it was, and so is a mention that begins a longer name the profile has stored (a
+fact's value, a pinned detail): purging 张伟 keeps 张伟明. A purge is all or nothing
+(`purge_fact`): the fact and every mention go in one transaction, or, when anything fails
+on the way, nothing does.
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.errors import StoreError
-from chatmem.privacy.mentions import Span, all_spans, erase_mentions, needles, searchable
+from chatmem.privacy.mentions import (
+    Span,
+    all_spans,
+    begins_longer_name,
+    erase_mentions,
+    kept_spans,
+    needles,
+    searchable,
+    unsure,
+)
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
@@ -30,6 +41,11 @@ class Mentioned:
 
     message: MessageRecord
     spans: tuple[Span, ...]
+    """The mentions a purge erases."""
+    kept: tuple[Span, ...] = ()
+    """Mentions it keeps: part of a longer stored name (张伟 in 张伟明)."""
+    unsure: tuple[Span, ...] = ()
+    """Erased mentions a longer name may go on from (张伟 in 张伟说): shown to check."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,8 @@ class Purge:
     values: tuple[str, ...]
     user: str | None
     session_ids: tuple[int, ...]
+    keep: tuple[str, ...] = ()
+    """Longer names that hold a value (张伟明 for 张伟): never erased from inside."""
 
     @property
     def needles(self) -> list[str]:
@@ -53,16 +71,36 @@ def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> 
     if fact.scope != FactScope.USER and fact.session_id is not None:
         user = store.sessions.session_by_id(fact.session_id).user
     values = tuple(v for v in dict.fromkeys([fact.value, *earlier]) if searchable(v))
-    return Purge(values, user, tuple(store.redactions.profile_session_ids(user)))
+    session_ids = tuple(store.redactions.profile_session_ids(user))
+    return Purge(values, user, session_ids,
+                 _longer_names(store, fact.id, user, values, session_ids))
+
+
+def _longer_names(store: PrivacyStore, fact_id: int, user: str | None, values: Sequence[str],
+                  session_ids: Sequence[int]) -> tuple[str, ...]:
+    """The profile's stored names (other facts' values, pinned details) that begin with one
+    of `values` and go on: someone else's name the purge must not cut into (张伟明 for 张伟:
+    a Chinese name starts with the family name). A value inside or at the end of one is
+    still erased there: 杭州西湖 mentions 西湖."""
+    from chatmem.memory.pins import pinned_facts
+
+    others = [] if user is None else [f.value for f in store.facts.facts(user=user)]
+    for session_id in session_ids:
+        others += [f.value for f in store.facts.facts(session_id=session_id)]
+        others += [p.text for p in pinned_facts(store.memory, session_id)]
+    return tuple(name for name in dict.fromkeys(o.strip() for o in others)
+                 if any(begins_longer_name(name, v) for v in values))
 
 
 def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
     """The stored messages the purge would change, with the mentions it would erase."""
     found = []
     for message in store.redactions.messages_containing(purge.session_ids, purge.needles):
-        spans = all_spans(message.content, purge.values)
-        if spans:
-            found.append(Mentioned(message, tuple(spans)))
+        spans = all_spans(message.content, purge.values, purge.keep)
+        kept = kept_spans(message.content, purge.values, purge.keep) if purge.keep else []
+        if spans or kept:
+            found.append(Mentioned(message, tuple(spans), tuple(kept), tuple(
+                s for s in spans if unsure(message.content, s))))
     return found
 
 
@@ -70,13 +108,14 @@ def sessions_named_with(store: PrivacyStore, purge: Purge) -> list[str]:
     """The names of the purge's sessions that mention one of its values: a purge changes
     what was said, not what a session is called (`sessions rename` does)."""
     names = store.sessions.session_names(purge.session_ids)
-    return sorted(name for name in names.values() if all_spans(name, purge.values))
+    return sorted(name for name in names.values() if all_spans(name, purge.values, purge.keep))
 
 
 def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
     return store.redactions.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
-                                                partial(erase_mentions, values=purge.values))
+                                                partial(erase_mentions, values=purge.values,
+                                                        keep=purge.keep))
 
 
 def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:

@@ -31,10 +31,15 @@ WA = r"(?![A-Za-z])"
 # A word that names the detail, then "is", ":", "是"... and the detail itself. Between the
 # word and the link a short aside may stand: "the PIN for my SIM card is 1207", "the CVV
 # on the back is 417", "the code they texted me is 662019", "the passcode, for the kids,".
-LINK = r"\s*(?:is|was|=|:|：)\s*"
+# A link word may take a colon after it: "the password is: x", 密码是：x, 验证码为：x.
+LINK = r"\s*(?:(?:is|was)\s*[:：]?|=|:|：)\s*"
 ASIDE = (r"(?:\s+(?:for|of|on|to|at|from|in|with|they|we|you|i|that|which)"
           r"(?=\s)[^.,;:!?。，；：\n\"“]{1,30}?)?(?:,[^.,;:!?\n]{1,30},)?")
-LINK_ZH = r"\s*(?:是|为|為|:|：)?\s*"
+LINK_WORDS_ZH = r"(?:是|为|為)\s*[:：]?|[:：=]"
+"""How a Chinese name reaches a value said after it: 是, 为, a colon, or a word then a colon."""
+# Japanese links (パスワードは…, 暗証番号が…) only before a value a Chinese label takes
+# (ASCII or quoted), never before words: "パスワードは変更しました" says none.
+LINK_ZH = rf"\s*(?:{LINK_WORDS_ZH}|(?:は|が)\s*[:：]?)?\s*"
 # A quoted value may hold spaces ("open sesame"); a bare one ends at a space or a sentence end.
 VALUE = (r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
           r"|(?P<value>[^\s\"'“”‘’「」，。！？；、,;]{3,128}?)"
@@ -115,10 +120,12 @@ USES = (
 KEYS_IN = r"punch(?: in)?|key in|tap in|type(?: in)?|enter|dial in"
 """`KEYS_IN VALUE` in a clause that names a THING or getting in."""
 
-SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌|密令|暗号"
+# With the Japanese names of a password and of a PIN or a code, said the same ways.
+SECRET_WORDS_ZH = r"支付密码|密码|口令|密钥|私钥|令牌|密令|暗号|パスワード|パスフレーズ|合言葉"
 CODE_WORDS_ZH = (
     r"PIN码|验证码|动态码|安全码|校验码|门禁码|开门码|密码锁|开锁码|解锁码|锁屏码|通行码"
     r"|进门码|开柜码|开箱码|取款码|连接码"
+    r"|暗証番号|認証コード|認証番号|確認コード|確認番号|セキュリティコード|PINコード|ワンタイムコード"
 )
 THINGS_ZH = (
     r"门锁|门禁|大门|房门|家门|侧门|后门|前门|单元门|车库门?|保险箱|保险柜|储物柜|柜子|箱子"

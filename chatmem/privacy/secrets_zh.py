@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from chatmem.privacy.credentials import looks_secret, value_of
 from chatmem.privacy.secret_names import (
     CHANGED_TO_ZH,
+    LINK_WORDS_ZH,
     NOT_A_SECRET,
     NOT_IN_A_PHRASE_ZH,
     OWNERS_ZH,
@@ -30,7 +31,7 @@ from chatmem.privacy.word_lists import WordGate, lowered_text
 
 _CLAUSE_PUNCT = r"\s，。！？；、,.!?;：:\"“”'‘’「」（）()"
 _LINKED = re.compile(
-    rf"(?:{SECRET_WORDS_ZH})\s*(?:{CHANGED_TO_ZH}|是|为|為|:|：)\s*"
+    rf"(?:{SECRET_WORDS_ZH})\s*(?:(?:{CHANGED_TO_ZH})\s*[:：]?|{LINK_WORDS_ZH})\s*"
     rf"(?:{VALUE_ZH}|(?P<phrase_zh>[^{_CLAUSE_PUNCT}]{{2,32}})(?=[{_CLAUSE_PUNCT}]|$))",
     re.IGNORECASE)
 _OWNED = re.compile(rf"是(?:{OWNERS_ZH})的?[\u4e00-\u9fffA-Za-z0-9]{{0,6}}?(?:{SECRET_WORDS_ZH})")

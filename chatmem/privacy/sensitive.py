@@ -24,6 +24,7 @@ assistant repeats) is followed across messages by chatmem.privacy.secret_guard.
 
 Details found by their form are chatmem.privacy.unnamed_details', those a word names
 chatmem.privacy.named_details'; chatmem.privacy.findings holds a finding and its marker.
+Full-width forms (ｈｕｎｔｅｒ２, １２３４) are read as ASCII ones (chatmem.privacy.widths).
 """
 
 from __future__ import annotations
@@ -55,12 +56,14 @@ from chatmem.privacy.secret_names import (
     WB,
 )
 from chatmem.privacy.unnamed_details import unnamed_details
+from chatmem.privacy.widths import folded
 
 
 @lru_cache(maxsize=512)
-def _found(text: str) -> tuple[Finding, ...]:
+def _found(original: str) -> tuple[Finding, ...]:
     # Cached: the same messages are checked by the summarizer, the drift guard's quotes
     # and the fact extractor, and the phone check runs a matcher per region.
+    text = folded(original)  # 门禁密码１２３４ is read as 门禁密码1234, each character in place
     otherwise = [Finding(CODE if code else PASSWORD, start, end, value)
                  for code, start, end, value in credentials.named_otherwise(text)
                  if MARK_OPEN not in value]
@@ -68,7 +71,8 @@ def _found(text: str) -> tuple[Finding, ...]:
             (*pasted.pasted_passwords(text), *secrets_en.passwords_en(text),
              *secrets_zh.passwords_zh(text))
             if MARK_OPEN not in value]
-    return tuple(merged(text, [*unnamed_details(text), *named_details(text), *otherwise, *said]))
+    found = merged(text, [*unnamed_details(text), *named_details(text), *otherwise, *said])
+    return tuple(Finding(f.kind, f.start, f.end, original[f.start:f.end]) for f in found)
 
 
 def findings(text: str) -> list[Finding]:
@@ -112,6 +116,7 @@ def fact_kind(key: str, value: str) -> str | None:
     """
     if MARK_OPEN in value or MARK_CLOSE in value:
         return REDACTED
+    key = folded(key)
     found = kinds(value) or kinds(f"{key}: {value}")
     if found:
         return found[0]

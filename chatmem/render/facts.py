@@ -162,10 +162,16 @@ def mention_line(where: str, role: str, content: str,
 
 
 def mentions_text(mentioned: Sequence[Mentioned]) -> str:
-    mentions = sum(len(m.spans) for m in mentioned)
-    sessions = len({m.message.session_id for m in mentioned})
-    return (f"{_count(mentions, 'mention')} in {_count(len(mentioned), 'message')}"
+    erased = [m for m in mentioned if m.spans]
+    mentions = sum(len(m.spans) for m in erased)
+    sessions = len({m.message.session_id for m in erased})
+    text = (f"{_count(mentions, 'mention')} in {_count(len(erased), 'message')}"
             f" of {_count(sessions, 'session')}")
+    if unsure := sum(len(m.unsure) for m in erased):
+        text += f" ({unsure} followed by more characters of a longer name, perhaps)"
+    if kept := sum(len(m.kept) for m in mentioned):
+        text += f", keeping {_count(kept, 'mention')} inside a longer stored name"
+    return text
 
 
 def redacted_text(done: Redaction) -> str:

@@ -9,6 +9,7 @@ secrets kept out of memory, at most 2 % of harmless values masked.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from bench_modules import load
@@ -27,8 +28,10 @@ STYLES = {"labelled", "unlabelled", "repeated", "split"}
 def test_each_corpus_is_large_and_covers_every_style_in_both_languages(
         cases: list, at_least: int) -> None:
     assert len(cases) >= at_least
-    assert {(style, lang) for style, lang, _, _ in cases} == {
-        (style, lang) for style in STYLES for lang in ("en", "zh")}
+    held = {(style, lang) for style, lang, _, _ in cases}
+    # Every style in English and Chinese; a few Japanese phrasings too (labelled).
+    assert {(style, lang) for style in STYLES for lang in ("en", "zh")} <= held
+    assert {lang for _, lang in held} <= {"en", "zh", "ja"}
     for style, _, value, messages in cases:
         assert any(value in m for m in messages[::2]) or style == "repeated", value
         assert any(value in m for m in messages), value
@@ -49,7 +52,7 @@ def test_checksummed_secrets_in_the_corpus_are_valid() -> None:
 
     checked = 0
     for _, _, value, _ in corpus.SENSITIVE:
-        compact = re.sub(r"[ -]", "", value)
+        compact = re.sub(r"[ -]", "", unicodedata.normalize("NFKC", value))
         if re.fullmatch(r"[1-9]\d{16}[\dX]", compact) and ric.is_valid(compact):
             checked += 1
         elif re.fullmatch(r"[2-6]\d{12,18}", compact):
