@@ -20,7 +20,8 @@ TokenOption = Annotated[
     str | None, typer.Option("--token", envvar="CHATMEM_TOKEN", show_default=False,
                              metavar="TOKEN",
                              help="The bearer token every request must carry ($CHATMEM_TOKEN);"
-                                  " made and printed once when listening beyond this machine.")
+                                  " made and printed once when listening beyond this machine."
+                                  " Without one, only your own account is answered.")
 ]
 
 
@@ -51,8 +52,15 @@ def _needs(extra: str, module: str) -> None:
 
 def _announcer(path: str) -> "Callable[[Listening], None]":
     def announce(where: "Listening") -> None:
+        from chatmem.serve.listening import TokenMade
+
         err = consoles()[1]
         err.print(f"listening on {where.url}{path}", markup=False, soft_wrap=True)
+        if where.made is TokenMade.ACCOUNTS_UNKNOWN:
+            err.print(f"a token is asked on this machine too: this system does not show which "
+                      f"account a connection comes from (no readable {where.accounts}/tcp), "
+                      f"so any account here could talk to an open server", markup=False,
+                      soft_wrap=True)
         if where.generated:
             err.print(f"bearer token (shown once; give it with --token next time): "
                       f"{where.token}", markup=False, soft_wrap=True)
@@ -100,8 +108,16 @@ def mcp(
         # refused a loopback Host without its port (421 to curl on port 80).
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
-                  where, people)
+                  where, people, refused=_log_refusal)
     serve_http(app, where, _announcer("/mcp"))
+
+
+def _log_refusal(line: str) -> None:
+    """A request another account of this machine made, in the log of the one who started
+    the server (stderr)."""
+    from chatmem.render import notice_line
+
+    consoles()[1].print(notice_line(line), soft_wrap=True)
 
 
 def _client_gone() -> None:
@@ -150,5 +166,5 @@ def serve(
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
     where = listening(f"{host}:{port}", token, what="--host/--port", tokens_given=bool(people))
-    app = guarded(build_app(settings, strategy=strategy), where, people)
+    app = guarded(build_app(settings, strategy=strategy), where, people, refused=_log_refusal)
     serve_http(app, where, _announcer("/v1"))

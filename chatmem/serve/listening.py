@@ -1,5 +1,6 @@
 """Where an HTTP front end listens, and who may talk to it: the address it binds and the
-bearer token every request must carry (required anywhere but this machine)."""
+bearer token every request must carry (required anywhere but this machine, and where this
+machine cannot tell which of its accounts a connection comes from)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from chatmem.errors import UsageError
+from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -23,14 +26,30 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 LOOPBACK = "127.0.0.1"
 
 
+class TokenMade(Enum):
+    """Why a token was made here when none was given."""
+
+    BEYOND_THIS_MACHINE = "beyond this machine"
+    ACCOUNTS_UNKNOWN = "accounts unknown"
+    """On this machine's loopback, but this system does not show which account a connection
+    comes from (no /proc/net: macOS, Windows), so any account could talk to it."""
+
+
 @dataclass(frozen=True)
 class Listening:
     host: str
     port: int
     token: str | None
-    """Every request must carry `Authorization: Bearer TOKEN`; None: no token asked."""
-    generated: bool = False
-    """The token was made here (printed once for the person who started the server)."""
+    """Every request must carry `Authorization: Bearer TOKEN`; None: no token asked, and only
+    the account that started the server is answered (ThisMachineOnly)."""
+    made: TokenMade | None = None
+    """Why the token was made here (printed once for the person who started the server)."""
+    accounts: Path = PROC_NET
+    """Where this system lists each TCP connection with the account that opened it."""
+
+    @property
+    def generated(self) -> bool:
+        return self.made is not None
 
     @property
     def url(self) -> str:
@@ -39,10 +58,12 @@ class Listening:
 
 
 def listening(address: str, token: str | None, *, what: str = "--http",
-              tokens_given: bool = False) -> Listening:
-    """`[HOST:]PORT` (127.0.0.1 by default) and the token: given, else made here when the
-    host is not this machine's loopback and no tokens file names who may come (a server
-    open to the network never runs open)."""
+              tokens_given: bool = False, accounts: Path = PROC_NET) -> Listening:
+    """`[HOST:]PORT` (127.0.0.1 by default) and the token: given, else made here when no
+    tokens file names who may come and either the host is not this machine's loopback (a
+    server open to the network never runs open) or this system does not show, at
+    `accounts`, which account a loopback connection comes from (nor does one open to the
+    machine's other accounts)."""
     host, colon, port_text = address.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # [::1]:8765
@@ -61,9 +82,12 @@ def listening(address: str, token: str | None, *, what: str = "--http",
         raise UsageError(f"{what}: {host!r} is not a host name or an IP address")
     if token is not None and not token.strip():
         raise UsageError("--token is empty")
-    if token is None and not tokens_given and not is_loopback(host):
-        return Listening(host, port, secrets.token_urlsafe(32), generated=True)
-    return Listening(host, port, token)
+    if token is None and not tokens_given:
+        made = (TokenMade.BEYOND_THIS_MACHINE if not is_loopback(host) else
+                None if accounts_shown(host, accounts) else TokenMade.ACCOUNTS_UNKNOWN)
+        if made is not None:
+            return Listening(host, port, secrets.token_urlsafe(32), made, accounts)
+    return Listening(host, port, token, accounts=accounts)
 
 
 _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
@@ -168,15 +192,27 @@ class BearerGuard:
 
 
 class ThisMachineOnly:
-    """ASGI middleware for a server on this machine's loopback without a token: only this
-    machine's programs may talk to it, not the web pages its browser shows. A page may send a
-    cross-site POST without asking (a "simple request"), and a page whose name was made to
-    point here (DNS rebinding) may read the answers; the first carries the page's Origin, the
-    second its own name as Host. So a Host that is not a loopback name, or an Origin that
-    is not this machine's, gets 403 and never reaches the app."""
+    """ASGI middleware for a server on this machine's loopback without a token: only the
+    programs of the account that started it may talk to it, not the web pages its browser
+    shows, nor another account of this machine (anyone logged in may connect to 127.0.0.1).
 
-    def __init__(self, app: App) -> None:
+    A page may send a cross-site POST without asking (a "simple request"), and a page whose
+    name was made to point here (DNS rebinding) may read the answers; the first carries the
+    page's Origin, the second its own name as Host. So a Host that is not a loopback name, or
+    an Origin that is not this machine's, gets 403 and never reaches the app. So does a
+    connection whose socket `accounts` does not show as opened by this process's uid, found
+    again for every request: ASGI names no connection, and a port another account's socket
+    takes after this one closed is the same client address. `refused` hears one line each
+    time that happens (the owner's log)."""
+
+    def __init__(self, app: App, accounts: Path = PROC_NET,
+                 refused: Callable[[str], None] | None = None) -> None:
+        import os
+
         self.app = app
+        self.accounts = accounts
+        self.refused = refused
+        self.uid = os.getuid() if hasattr(os, "getuid") else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -185,14 +221,44 @@ class ThisMachineOnly:
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin")
+        why: str | None
         if not _names_this_machine(host):
             why = f"this server answers this machine only, not the host name {host!r}"
         elif origin is not None and not _is_local_origin(origin.decode("latin-1")):
             why = "this server answers this machine's programs, not web pages of other sites"
         else:
-            await self.app(scope, receive, send)
-            return
+            why = await self._not_the_owner(scope)
+            if why is None:
+                await self.app(scope, receive, send)
+                return
         await refuse(send, 403, why, "forbidden")
+
+    async def _not_the_owner(self, scope: Scope) -> str | None:
+        """Why the account this request comes from is not the one that started the server."""
+        import asyncio
+
+        client, server = scope.get("client"), scope.get("server")
+        # On a thread: reading the table takes milliseconds, which other requests' replies
+        # streaming meanwhile should not wait for.
+        uids = (await asyncio.to_thread(peer_uids, (client[0], client[1]),
+                                        (server[0], server[1]), proc_net=self.accounts)
+                if client and server else set())
+        if uids == {self.uid}:
+            return None
+        came = f"{client[0]}:{client[1]}" if client else "an unknown address"
+        doing = f"{scope.get('method', '')} {scope.get('path', '')}"
+        if len(uids) == 1:
+            why = (f"this server answers only the account that started it (uid {self.uid}), "
+                   f"not uid {next(iter(uids))}; share it with --token")
+            heard = f"refused {doing} from uid {next(iter(uids))} at {came}: not uid {self.uid}"
+        else:
+            why = ("this server answers only the account that started it, and which account "
+                   "this connection comes from cannot be told")
+            heard = (f"refused {doing} from {came}: its account is not found in "
+                     f"{self.accounts}/tcp or tcp6")
+        if self.refused is not None:
+            self.refused(heard)
+        return why
 
 
 def _names_this_machine(host: str) -> bool:
@@ -212,11 +278,13 @@ def _is_local_origin(origin: str) -> bool:
         return False  # "null" (a sandboxed page or a file), a malformed port
 
 
-def guarded(app: App, where: Listening, tokens: Mapping[str, str] | None = None) -> App:
+def guarded(app: App, where: Listening, tokens: Mapping[str, str] | None = None, *,
+            refused: Callable[[str], None] | None = None) -> App:
     """`app` as a server listening at `where` runs it: behind the bearer token when there is
-    one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly."""
+    one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly, whose
+    refusals of other accounts `refused` hears, one line each."""
     if where.token is None and not tokens:
-        return ThisMachineOnly(app)
+        return ThisMachineOnly(app, where.accounts, refused)
     return BearerGuard(app, where.token, tokens)
 
 

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 import pytest
 from file_hash import checkpointed_hash as file_hash
+from other_account import NOBODY, needs_root, status_as_nobody
 from waiting import HANG, Watched
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
@@ -477,3 +478,39 @@ def test_over_http_without_a_token_this_machine_is_answered_by_any_loopback_name
     finally:
         server.terminate()
         server.wait(HANG)
+
+
+@needs_root
+def test_over_http_without_a_token_another_account_is_refused_and_logged(
+        tmp_path: Path) -> None:
+    """Any account may connect to 127.0.0.1: without a token only the one that started the
+    server is answered; `nobody` gets 403, and the server's stderr one line saying so."""
+    import httpx2 as httpx
+
+    db = tmp_path / "h.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--db", str(db),
+         "--provider", "scripted"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        text = said.wait_for(lambda t: "listening on" in t, "the server listens")
+        url = text.split("listening on ", 1)[1].split()[0]
+        port = int(url.split("/")[2].rpartition(":")[2])
+        hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "测试", "version": "1"}}}).encode()
+        accept = {"Accept": "application/json, text/event-stream",
+                  "Content-Type": "application/json"}
+        status, _ = status_as_nobody("127.0.0.1", port, "POST", "/mcp", hello, accept)
+        assert status == 403, _
+        logged = said.wait_for(lambda t: "refused POST /mcp" in t, "the refusal is logged")
+        [line] = [line for line in logged.splitlines() if line.startswith("refused")]
+        assert f"from uid {NOBODY} at 127.0.0.1:" in line and line.endswith("not uid 0")
+        assert "bearer token" not in logged  # no token was made on Linux
+        mine = httpx.post(url, content=hello, headers=accept, timeout=HANG)
+        assert mine.status_code == 200
+    finally:
+        server.terminate()
+        server.wait(HANG)
+    assert not db.exists() or "测试" not in db.read_bytes().decode("utf-8", "replace")

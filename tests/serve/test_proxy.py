@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import pytest
 from chat_server import ChatServer
+from other_account import NOBODY, needs_root, status_as_nobody
 from waiting import HANG, Watched, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
@@ -28,20 +29,24 @@ from openai import OpenAI
 
 from chatmem.app.workspace import ModelPool
 from chatmem.config.settings import Settings
-from chatmem.serve.listening import Listening, guarded, listening
+from chatmem.serve.listening import Listening, TokenMade, guarded, listening
+from chatmem.serve.peers import PROC_NET
 from chatmem.serve.proxy import Proxy, build_app
 from chatmem.store import Store
 
 
 class RunningProxy:
     def __init__(self, settings: Settings, token: str | None = None,
-                 strategy: str | None = None, tokens: dict[str, str] | None = None) -> None:
+                 strategy: str | None = None, tokens: dict[str, str] | None = None,
+                 accounts: Path = PROC_NET) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        # As `chatmem serve` runs it: behind the token, or else this machine's only.
+        self.refused: list[str] = []
+        # As `chatmem serve` runs it: behind the token, or else this account's only.
         app = guarded(build_app(settings, strategy=strategy),
-                      Listening("127.0.0.1", self.port, token), tokens)
+                      Listening("127.0.0.1", self.port, token, accounts=accounts), tokens,
+                      refused=self.refused.append)
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
@@ -799,6 +804,72 @@ def test_listening_beyond_this_machine_makes_a_token() -> None:
     for bad in ("eighty", "1:70000", "[::1"):
         with pytest.raises(UsageError):
             listening(bad, None)
+
+
+def test_without_the_accounts_table_a_loopback_server_makes_a_token(
+        upstream_settings: Settings, tmp_path: Path) -> None:
+    """macOS has no /proc/net: which account connects cannot be told, so a token is made as
+    for a server open to the network, and a request without it never reaches the app."""
+    missing = tmp_path / "no-proc-net"
+    where = listening("127.0.0.1:0", None, accounts=missing)
+    assert where.made is TokenMade.ACCOUNTS_UNKNOWN and where.token and len(where.token) >= 32
+    assert listening("[::1]:0", None, accounts=missing).made is TokenMade.ACCOUNTS_UNKNOWN
+    assert listening("0.0.0.0:1", None, accounts=missing).made is TokenMade.BEYOND_THIS_MACHINE
+    for given in (listening("127.0.0.1:0", "mine", accounts=missing),
+                  listening("127.0.0.1:0", None, tokens_given=True, accounts=missing)):
+        assert given.made is None and given.token in ("mine", None)
+    with RunningProxy(upstream_settings, token=where.token, accounts=missing) as running:
+        assert httpx.get(f"{running.base_url}/models", timeout=HANG).status_code == 401
+        allowed = httpx.get(f"{running.base_url}/models", timeout=HANG,
+                            headers={"Authorization": f"Bearer {where.token}"})
+        assert allowed.status_code == 200
+
+
+def test_a_connection_whose_account_is_not_found_is_refused_not_let_in(
+        upstream_settings: Settings, chat_server: ChatServer, db_path: Path,
+        tmp_path: Path) -> None:
+    """The tables exist but do not list this connection's socket: 403, one line in the log,
+    nothing reaches the model or the history."""
+    (tmp_path / "tcp").write_text("  sl  local_address rem_address   st\n")
+    (tmp_path / "tcp6").write_text("  sl  local_address rem_address   st\n")
+    with RunningProxy(upstream_settings, accounts=tmp_path) as running:
+        refused = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG, json={
+            "model": "test-small", "user": "无名",
+            "messages": [{"role": "user", "content": "你好"}]})
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "forbidden"
+        assert "which account" in refused.json()["error"]["message"]
+        assert len(running.refused) == 1
+        assert running.refused[0].startswith("refused POST /v1/chat/completions from 127.0.0.1:")
+    assert chat_server.requests == []
+    with Store(db_path) as store:
+        assert store.sessions.find_session("无名") is None
+
+
+@needs_root
+def test_another_account_of_this_machine_is_refused_and_the_owner_answered(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """Without a token, `nobody` read root's turns and posted completions answered with
+    root's model and key; now each is a 403 and one line in root's log."""
+    openai = client(proxy)
+    openai.chat.completions.create(model="test-small", user="private",
+                                   messages=[{"role": "user", "content": "我的银行密码提示"}])
+    asked = len(chat_server.requests)
+    read, said = status_as_nobody("127.0.0.1", proxy.port, "GET",
+                                  "/v1/chatmem/turns/private@1")
+    assert read == 403 and b"forbidden" in said and "银行".encode() not in said
+    body = json.dumps({"model": "test-small", "user": "private",
+                       "messages": [{"role": "user", "content": "再说一遍"}]}).encode()
+    posted, _ = status_as_nobody("127.0.0.1", proxy.port, "POST", "/v1/chat/completions",
+                                 body, {"Content-Type": "application/json"})
+    assert posted == 403
+    assert len(chat_server.requests) == asked
+    assert statuses(db_path, "private") == ["ok"]
+    assert [line.split(":")[0] for line in proxy.refused] == [
+        f"refused GET /v1/chatmem/turns/private@1 from uid {NOBODY} at 127.0.0.1",
+        f"refused POST /v1/chat/completions from uid {NOBODY} at 127.0.0.1"]
+    mine = httpx.get(f"{proxy.base_url}/chatmem/turns/private@1", timeout=HANG)
+    assert mine.status_code == 200
 
 
 def test_the_command_serves_the_openai_client(chat_server: ChatServer, tmp_path: Path) -> None:
