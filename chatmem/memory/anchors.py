@@ -30,6 +30,13 @@ _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
     "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
 )
+# Han, Kana, Hangul: word characters to `\w`, but never part of a Latin-script token.
+_CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+        "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+_LATIN_W = rf"[^\W{_CJK}]"
+"""A word character that is not CJK: a letter, digit or _ of a Latin-script (or other) word."""
+_LATIN_START = rf"(?<!{_LATIN_W})"
+_LATIN_END = rf"(?!{_LATIN_W})"
 _CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
 
 _PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -37,7 +44,10 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"https?://[^\s，。！？；、）)」』>\"']+[^\s，。！？；、）)」』>\"'.,;:!?]"),
     # Each pattern starts only where a run of what it matches starts: tried from every
     # position of a long run (40,000 digits), one took seconds, growing with its square.
-    re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    # A word character here is one of a Latin-script word: 发到ada@example.com就行 holds
+    # the address, not the Chinese around it.
+    re.compile(rf"{_LATIN_START}(?<![.+-])(?:{_LATIN_W}|[.+-])+@(?:{_LATIN_W}|-)+"
+               rf"(?:\.(?:{_LATIN_W}|-)+)+"),
     # Ids: ORD-7731, A-12B, INV2024-07; letters then digits, or digits joined by dashes,
     # or three or more dashed pieces with a digit among them (blue-otter-88).
     re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])"
@@ -47,8 +57,10 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # Dates: ISO, slashes, English month names, Chinese formats.
     re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
     re.compile(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
-    re.compile(rf"\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"),
-    re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?\b"),
+    re.compile(rf"{_LATIN_START}(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
+               rf"{_LATIN_END}"),
+    re.compile(rf"{_LATIN_START}\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?"
+               rf"{_LATIN_END}"),
     re.compile(
         rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})年(?:(?:\d{{1,2}}|{_CN_NUM})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?)?"
         rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?"
@@ -93,8 +105,8 @@ _STOP_NAMES = {
 _CAP_WORD = r"[A-Z][a-z]+(?:['’][a-z]+)?"
 # Never a piece of a hyphenated word: "Wi" from "Wi-Fi" is not a name.
 _NAME = re.compile(
-    rf"(?<![\w-])(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*"
-    rf"(?![\w-])"
+    rf"{_LATIN_START}(?<!-)(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*"
+    rf"{_LATIN_END}(?!-)"
 )
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？；：\n]\s*|[\"“(（-]\s*)$")
 

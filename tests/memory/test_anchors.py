@@ -120,3 +120,28 @@ def test_nothing_in_a_url_s_user_and_password_is_an_anchor() -> None:
     # An e-mail after a colon and a URL without a password still are.
     assert extract_anchors("email:bob@example.org, see https://example.org/a1") == [
         "bob@example.org", "https://example.org/a1"]
+
+
+def test_an_email_a_latin_name_or_a_date_ends_where_the_cjk_text_around_it_starts() -> None:
+    """\\w matches Han: "发到ada@…就行" was the anchor, so a summary keeping the address
+    was told it dropped it, and "Alice Chen" inside Chinese was no name at all."""
+    assert extract_anchors("请把发票发到li.wei+tax@corp.example.org吧") == [
+        "li.wei+tax@corp.example.org"]
+    assert extract_anchors("メールはtaro@example.jpです") == ["taro@example.jp"]
+    assert extract_anchors("이메일은kim@example.kr입니다") == ["kim@example.kr"]
+    assert extract_anchors("昨天跟Maria Lopez吃饭") == ["Maria Lopez"]
+    assert extract_anchors("会议改到June 3之后") == ["June 3"]
+    assert missing_anchors(extract_anchors("我的邮箱是li@corp.example.org，谢谢"),
+                           "用户邮箱：li@corp.example.org") == []
+
+
+_EN_TOKENS = ["ORD-7731", "KW-58213", "MU5137", "li@corp.example.org", "Maria Lopez",
+              "2026-05-01", "June 3", "$120", "5 kg", "30%"]
+
+
+@given(st.sampled_from(_EN_TOKENS), st.text("今天我们在吃饭见面很好吧也", min_size=1, max_size=8),
+       st.text("今天我们在吃饭见面很好吧也，。", max_size=8))
+def test_an_anchor_of_an_english_sentence_is_found_among_chinese_text(
+        token: str, before: str, after: str) -> None:
+    assert token in extract_anchors(f"We met, {token} is noted.")
+    assert token in extract_anchors(before + token + after)
