@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from chatmem.text import FULL_WIDTH
+
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -38,6 +40,12 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
     a short CJK name one character off exactly one name (成雨) is that name.
     """
     names = [k for k in known if k != name]
+    # ｔｒｉｐ typed with a Chinese input method's full-width letters is trip, told, never
+    # merged: names are stored as typed, and a store that folded them would lose some.
+    folded = [k for k in names if k.translate(FULL_WIDTH).casefold()
+              == name.translate(FULL_WIDTH).casefold()]
+    if len(folded) == 1:
+        return folded[0]
     starting = [k for k in names if k.lower().startswith(name.lower())] if name else []
     if len(starting) == 1:
         return starting[0]

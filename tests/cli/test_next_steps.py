@@ -118,3 +118,19 @@ def test_a_short_chinese_name_one_character_off_is_suggested() -> None:
 def test_a_mistyped_chinese_session_name_is_told_the_one_meant(db: str) -> None:
     result = invoke("inspect", "旅型", "--db", db, code=1)
     assert "did you mean '旅行'?" in result.stderr
+
+
+def test_full_width_input_in_the_repl_reads_as_ascii(db: str) -> None:
+    """／ (the slash a Chinese input method types) was sent to the model as a message;
+    /inspect ３ and /strategy window：k＝2 were refused."""
+    result = invoke("chat", "notes", "--provider", "scripted", "--db", db,
+                    input="／strategy window：k＝2\n/inspect １\n")
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == []
+    assert "k=2" in result.stdout + result.stderr
+    shown = invoke("inspect", "notes", "--db", db)
+    assert "／strategy" not in shown.stdout and "turn 2" not in shown.stdout
+
+
+def test_a_session_name_typed_full_width_is_told_the_one_meant(db: str) -> None:
+    result = invoke("inspect", "ｎｏｔｅｓ", "--db", db, code=1)
+    assert "did you mean 'notes'?" in result.stderr
