@@ -2,18 +2,56 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+from chatmem.text import FULL_WIDTH
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether `b` is `a` with one character changed, added or removed."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def _short_cjk(name: str, names: list[str]) -> str | None:
+    """成雨 for 成语: one character off a name of two to four CJK characters.
+
+    Similarity by ratio cannot see it (one of two characters wrong is 0.5), yet it is the
+    usual slip: an input method offers the homophone. Only where the name holds CJK, and
+    only one known name so near: a two-letter English typo is one edit from half the list.
+    """
+    if not (2 <= len(name) <= 4 and _CJK.search(name)):
+        return None
+    near = [k for k in names if _one_edit(name, k) and _CJK.search(k)]
+    return near[0] if len(near) == 1 else None
 
 
 def nearest(name: str, known: Iterable[str]) -> str | None:
     """The known name closest to `name` (by similarity of spelling), or None if none is close.
 
-    Case is ignored for the likeness; a prefix of exactly one name (`/strat`) is that name.
+    Case is ignored for the likeness; a prefix of exactly one name (`/strat`) is that name;
+    a short CJK name one character off exactly one name (成雨) is that name.
     """
     names = [k for k in known if k != name]
+    # ｔｒｉｐ typed with a Chinese input method's full-width letters is trip, told, never
+    # merged: names are stored as typed, and a store that folded them would lose some.
+    folded = [k for k in names if k.translate(FULL_WIDTH).casefold()
+              == name.translate(FULL_WIDTH).casefold()]
+    if len(folded) == 1:
+        return folded[0]
     starting = [k for k in names if k.lower().startswith(name.lower())] if name else []
     if len(starting) == 1:
         return starting[0]
+    short = _short_cjk(name, names)
+    if short is not None:
+        return short
     import difflib  # only an error needs it
 
     lowered = {k.lower(): k for k in names}

@@ -25,6 +25,13 @@ FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 the ASCII it stands for, one character for one (`str.translate`)."""
 
 
+def whole_number(text: str) -> int | None:
+    """`text` as a whole number when it is digits only, ASCII or full-width (３ as an input
+    method types it), else None. Not str.isdigit alone: "²" is a digit int() refuses."""
+    folded = text.translate(FULL_WIDTH)
+    return int(folded) if folded.isascii() and folded.isdigit() else None
+
+
 def is_valid(text: str) -> bool:
     """Whether `text` encodes as UTF-8 (holds no lone surrogate)."""
     return _SURROGATES.search(text) is None

@@ -2,7 +2,8 @@
 
 An anchor is text that a faithful summary repeats verbatim: ids like
 ORD-7731 or blue-otter-88, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日),
-numbers with units (5 kg, $120, 30%, 五千元), and names (Alice Chen, 我叫王小明).
+numbers with units (5 kg, $120, 30%, 五千元), and names (Alice Chen, 我叫王小明,
+我妹妹叫李娜, 王小明先生: see anchor_names_zh). Full-width ids and amounts count too.
 Bare numbers, sentence-initial capitals, pieces of hyphenated words (Wi of
 Wi-Fi) and everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of 第二天) are
 left out: they are too often noise, and every false anchor becomes a pinned
@@ -14,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+
+from chatmem.memory.anchor_names_zh import chinese_names
 
 _HAN_DIGITS = "零〇一二两三四五六七八九十百千万亿"
 _CN_NUM = f"[{_HAN_DIGITS}]+"
@@ -30,6 +33,13 @@ _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
     "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
 )
+# Han, Kana, Hangul: word characters to `\w`, but never part of a Latin-script token.
+_CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+        "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+_LATIN_W = rf"[^\W{_CJK}]"
+"""A word character that is not CJK: a letter, digit or _ of a Latin-script (or other) word."""
+_LATIN_START = rf"(?<!{_LATIN_W})"
+_LATIN_END = rf"(?!{_LATIN_W})"
 _CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
 
 _PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -37,7 +47,10 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"https?://[^\s，。！？；、）)」』>\"']+[^\s，。！？；、）)」』>\"'.,;:!?]"),
     # Each pattern starts only where a run of what it matches starts: tried from every
     # position of a long run (40,000 digits), one took seconds, growing with its square.
-    re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    # A word character here is one of a Latin-script word: 发到ada@example.com就行 holds
+    # the address, not the Chinese around it.
+    re.compile(rf"{_LATIN_START}(?<![.+-])(?:{_LATIN_W}|[.+-])+@(?:{_LATIN_W}|-)+"
+               rf"(?:\.(?:{_LATIN_W}|-)+)+"),
     # Ids: ORD-7731, A-12B, INV2024-07; letters then digits, or digits joined by dashes,
     # or three or more dashed pieces with a digit among them (blue-otter-88).
     re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])"
@@ -47,8 +60,10 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # Dates: ISO, slashes, English month names, Chinese formats.
     re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
     re.compile(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
-    re.compile(rf"\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"),
-    re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?\b"),
+    re.compile(rf"{_LATIN_START}(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
+               rf"{_LATIN_END}"),
+    re.compile(rf"{_LATIN_START}\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?"
+               rf"{_LATIN_END}"),
     re.compile(
         rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})年(?:(?:\d{{1,2}}|{_CN_NUM})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?)?"
         rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?"
@@ -58,10 +73,6 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # An ordinal is no amount: 第2天 is "day 2", not "2 days".
     re.compile(rf"(?<![A-Za-z0-9_.第]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
                re.IGNORECASE),
-    # CJK names introduced as names, or with a title.
-    re.compile(r"(?<=我叫)[\u4e00-\u9fff]{2,3}|(?<=名字是)[\u4e00-\u9fff]{2,4}"
-               r"|(?<=名叫)[\u4e00-\u9fff]{2,3}"),
-    re.compile(r"[\u4e00-\u9fff](?:先生|女士|小姐|老师|医生|经理)"),
 )
 
 # A Chinese numeral with a unit, never cut out of a longer numeral or an ordinal (第二天).
@@ -93,8 +104,8 @@ _STOP_NAMES = {
 _CAP_WORD = r"[A-Z][a-z]+(?:['’][a-z]+)?"
 # Never a piece of a hyphenated word: "Wi" from "Wi-Fi" is not a name.
 _NAME = re.compile(
-    rf"(?<![\w-])(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*"
-    rf"(?![\w-])"
+    rf"{_LATIN_START}(?<!-)(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*"
+    rf"{_LATIN_END}(?!-)"
 )
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？；：\n]\s*|[\"“(（-]\s*)$")
 
@@ -122,20 +133,42 @@ marker for what memory must not keep."""
 _USERINFO = re.compile(r"://[^\s/?#]{1,128}@")
 
 
+# Full-width letters, digits and the marks ids and amounts hold (ＯＲＤ－７７３１, ３．５公斤)
+# read as their ASCII forms. One character for one, so a match's place in the folded
+# text is its place in the original, and the anchor keeps what the user typed; `present`
+# folds every full-width form on both sides, so ORD-7731 in a summary counts as
+# ＯＲＤ－７７３１. Not NFKC: it composes "e" with a following accent, and an anchor
+# would no longer be found in the very text it came from.
+_FOLD = {code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
+                                          *range(0xFF41, 0xFF5B), *map(ord, "－＿＃＠．％＄＋／"))}
+
+
+def _span_value(text: str, folded: str, start: int, end: int) -> str:
+    """text[start:end] without the punctuation around it (as found in `folded`)."""
+    piece = folded[start:end]
+    lead = len(piece) - len(piece.lstrip(_CJK_STOP))
+    kept = len(piece.strip(_CJK_STOP))
+    return text[start + lead:start + lead + kept]
+
+
 def extract_anchors(text: str) -> list[str]:
     """The anchors in `text`, in order of first appearance, without repeats or overlaps."""
+    folded = text.translate(_FOLD)
     spans: list[tuple[int, int, str]] = []
     for pattern in _PATTERNS:
-        for match in pattern.finditer(text):
-            value = match.group().strip(_CJK_STOP)
+        for match in pattern.finditer(folded):
+            value = _span_value(text, folded, *match.span())
             if value and _MARK_OPEN not in value:
                 spans.append((match.start(), match.end(), value))
-    for match in _CN_AMOUNT.finditer(text):
+    for match in _CN_AMOUNT.finditer(folded):
         if _cn_amount_matters(match.group("number"), match.group("unit")):
-            spans.append((match.start(), match.end(), match.group()))
-    for name in _names(text):
-        start = text.find(name)
-        spans.append((start, start + len(name), name))
+            spans.append((match.start(), match.end(), text[match.start():match.end()]))
+    for name in _names(folded):
+        start = folded.find(name)
+        spans.append((start, start + len(name), text[start:start + len(name)]))
+    for start, end in chinese_names(text):
+        if _MARK_OPEN not in text[start:end]:
+            spans.append((start, end, text[start:end]))
     # Longest first so "2026年5月1日" wins over "5月1日" and a URL over the id inside it.
     spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
     # Each pattern's matches do not overlap, so the spans cover the text a few times over
@@ -155,6 +188,7 @@ def extract_anchors(text: str) -> list[str]:
 
 
 _SPACES = re.compile(r"\s+")
+_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 
 
 def anchors_of(texts: Iterable[str]) -> list[str]:
@@ -168,7 +202,7 @@ def anchors_of(texts: Iterable[str]) -> list[str]:
 @lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
     # Cached: the drift guard asks about the same summary and messages for every anchor.
-    return _SPACES.sub(" ", text).casefold()
+    return _SPACES.sub(" ", text.translate(_WIDTH)).casefold()
 
 
 def present(anchor: str, text: str) -> bool:

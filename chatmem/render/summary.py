@@ -63,19 +63,35 @@ def _marked(op: str, run: str) -> str:
     return f"{start}[{op}{core}{op}]{end}"
 
 
-def _append_runs(text: Text, runs: Sequence[tuple[str, str]], markers: bool) -> None:
-    previous = "="
-    for op, run in runs:
-        if previous == "-" and op == "+":
+def _append_runs(text: Text, runs: Sequence[tuple[str, str]], markers: bool,
+                 line_ends: frozenset[int] = frozenset()) -> None:
+    """`line_ends`: the runs that end a line without a newline of their own (the last
+    line of a version): one follows on a line of its own, a dim newline in neither
+    version between them."""
+    previous, broken = "=", False
+    for i, (op, run) in enumerate(runs):
+        if previous == "-" and op == "+" and not broken:
             text.append(*ARROW)
         shown = _marked(op, run) if markers and op in "-+" else run
         text.append(shown, style={"-": REMOVED, "+": ADDED}.get(op, ""))
+        broken = run.endswith("\n")
+        if i in line_ends and not broken and i + 1 < len(runs):
+            text.append("\n", style=ARROW[1])
+            broken = True
         previous = op
 
 
 def _similar(old: str, new: str) -> bool:
     a, b = diff_tokens(old), diff_tokens(new)
     return SequenceMatcher(None, a, b, autojunk=False).ratio() >= SIMILAR
+
+
+def _add_whole(runs: list[tuple[str, str]], ends: set[int], last: set[tuple[str, int]],
+               sign: str, index: int, sentence: str) -> None:
+    """Add a sentence shown whole; note in `ends` whether it ends its version's last line."""
+    if (sign, index) in last:
+        ends.add(len(runs))
+    runs.append((sign, sentence))
 
 
 def diff_text(old: str, new: str, *, markers: bool = False) -> Text:
@@ -88,6 +104,10 @@ def diff_text(old: str, new: str, *, markers: bool = False) -> Text:
         _append_runs(text, word_diff(old, new), markers)
         return text
     a, b = sentences(old), sentences(new)
+    # In text of lines (a summary's "- …" list), a version's last sentence ends a line
+    # too, newline or not: shown whole, it must not share a line with the next one.
+    lines = "\n" in old or "\n" in new
+    last = {("-", len(a) - 1), ("+", len(b) - 1)} if lines else set()
     for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
             text.append("".join(a[i1:i2]))
@@ -95,14 +115,18 @@ def diff_text(old: str, new: str, *, markers: bool = False) -> Text:
         olds, news = a[i1:i2], b[j1:j2]
         paired = min(len(olds), len(news))
         runs: list[tuple[str, str]] = []
+        ends: set[int] = set()
         for k in range(paired):
             if _similar(olds[k], news[k]):
                 runs += word_diff(olds[k], news[k])
             else:
-                runs += [("-", olds[k]), ("+", news[k])]
-        runs += [("-", sentence) for sentence in olds[paired:]]
-        runs += [("+", sentence) for sentence in news[paired:]]
-        _append_runs(text, runs, markers)
+                _add_whole(runs, ends, last, "-", i1 + k, olds[k])
+                _add_whole(runs, ends, last, "+", j1 + k, news[k])
+        for k in range(paired, len(olds)):
+            _add_whole(runs, ends, last, "-", i1 + k, olds[k])
+        for k in range(paired, len(news)):
+            _add_whole(runs, ends, last, "+", j1 + k, news[k])
+        _append_runs(text, runs, markers, frozenset(ends))
     return text
 
 

@@ -137,8 +137,8 @@ class Repl(Chat):
             try:
                 if text.startswith(ESCAPE):
                     self.turn(message.lstrip()[1:])
-                elif text.startswith("/"):
-                    self.command(text)
+                elif text.startswith(("/", "／")):  # ／: the slash a Chinese input method types
+                    self.command("/" + text[1:])
                 else:
                     self.turn(message)
                     if self.last is not None and self.last.status == TurnStatus.CANCELLED \

@@ -98,3 +98,39 @@ def test_a_config_strategy_with_parameters_is_used(tmp_path: Path) -> None:
     result = invoke("ask", "hi", "--provider", "scripted", "--config", str(config), "--json",
                     code=0)
     assert '"label": "window k=2"' in result.stdout
+
+
+def test_a_short_chinese_name_one_character_off_is_suggested() -> None:
+    """成雨 for 成语 (an input method's homophone) scored 0.5, under the 0.6 cutoff."""
+    assert nearest("成雨", ["成语", "旅行"]) == "成语"
+    assert nearest("北经", ["北京", "东京"]) == "北京"
+    assert nearest("日记本", ["日记", "笔记本"]) == "日记"
+    assert nearest("读书会", ["读书笔记", "读书"]) == "读书"
+    # Never a guess between two names as near, nor a suggestion from nothing alike.
+    assert nearest("东经", ["北京", "东京", "南京"]) == "东京"
+    assert nearest("北经", ["北京", "南经"]) is None
+    assert nearest("天气", ["成语", "旅行"]) is None
+    # English keeps its rule: two letters off of two is no likeness.
+    assert nearest("ab", ["ac", "notes"]) is None
+    assert nearest("trpi", ["trip", "notes"]) == "trip"
+
+
+def test_a_mistyped_chinese_session_name_is_told_the_one_meant(db: str) -> None:
+    result = invoke("inspect", "旅型", "--db", db, code=1)
+    assert "did you mean '旅行'?" in result.stderr
+
+
+def test_full_width_input_in_the_repl_reads_as_ascii(db: str) -> None:
+    """／ (the slash a Chinese input method types) was sent to the model as a message;
+    /inspect ３ and /strategy window：k＝2 were refused."""
+    result = invoke("chat", "notes", "--provider", "scripted", "--db", db,
+                    input="／strategy window：k＝2\n/inspect １\n")
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == []
+    assert "k=2" in result.stdout + result.stderr
+    shown = invoke("inspect", "notes", "--db", db)
+    assert "／strategy" not in shown.stdout and "turn 2" not in shown.stdout
+
+
+def test_a_session_name_typed_full_width_is_told_the_one_meant(db: str) -> None:
+    result = invoke("inspect", "ｎｏｔｅｓ", "--db", db, code=1)
+    assert "did you mean 'notes'?" in result.stderr

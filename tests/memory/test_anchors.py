@@ -120,3 +120,58 @@ def test_nothing_in_a_url_s_user_and_password_is_an_anchor() -> None:
     # An e-mail after a colon and a URL without a password still are.
     assert extract_anchors("email:bob@example.org, see https://example.org/a1") == [
         "bob@example.org", "https://example.org/a1"]
+
+
+def test_an_email_a_latin_name_or_a_date_ends_where_the_cjk_text_around_it_starts() -> None:
+    """\\w matches Han: "发到ada@…就行" was the anchor, so a summary keeping the address
+    was told it dropped it, and "Alice Chen" inside Chinese was no name at all."""
+    assert extract_anchors("请把发票发到li.wei+tax@corp.example.org吧") == [
+        "li.wei+tax@corp.example.org"]
+    assert extract_anchors("メールはtaro@example.jpです") == ["taro@example.jp"]
+    assert extract_anchors("이메일은kim@example.kr입니다") == ["kim@example.kr"]
+    assert extract_anchors("昨天跟Maria Lopez吃饭") == ["Maria Lopez"]
+    assert extract_anchors("会议改到June 3之后") == ["June 3"]
+    assert missing_anchors(extract_anchors("我的邮箱是li@corp.example.org，谢谢"),
+                           "用户邮箱：li@corp.example.org") == []
+
+
+_EN_TOKENS = ["ORD-7731", "KW-58213", "MU5137", "li@corp.example.org", "Maria Lopez",
+              "2026-05-01", "June 3", "$120", "5 kg", "30%"]
+
+
+@given(st.sampled_from(_EN_TOKENS), st.text("今天我们在吃饭见面很好吧也", min_size=1, max_size=8),
+       st.text("今天我们在吃饭见面很好吧也，。", max_size=8))
+def test_an_anchor_of_an_english_sentence_is_found_among_chinese_text(
+        token: str, before: str, after: str) -> None:
+    assert token in extract_anchors(f"We met, {token} is noted.")
+    assert token in extract_anchors(before + token + after)
+
+
+def test_chinese_names_introduced_by_kin_role_or_pet_words_are_anchors() -> None:
+    """Only 我叫, 名字是, 名叫 were read: 我妹妹叫李娜 and 猫叫“团子” went unguarded."""
+    assert extract_anchors("我女儿叫陈思远，今年上大学。") == ["陈思远"]
+    assert extract_anchors("我的室友叫司马光辉") == ["司马光辉"]
+    assert extract_anchors("我们家的狗叫“豆豆”，很乖") == ["豆豆"]
+    assert extract_anchors("我家的兔子叫雪球。") == ["雪球"]
+    assert extract_anchors("我叫上官婉儿") == ["上官婉儿"]
+
+
+def test_a_title_takes_the_whole_name_before_it() -> None:
+    """王小明先生 gave 明先生: one character, whatever the name."""
+    assert extract_anchors("周末去见刘德明老师") == ["刘德明"]
+    assert extract_anchors("我约了欧阳雪女士") == ["欧阳雪"]
+    assert extract_anchors("请联系赵女士，谢谢周先生") == ["赵女士", "周先生"]
+
+
+def test_what_only_looks_like_a_name_is_not_pinned() -> None:
+    assert extract_anchors("我妈妈叫我早点回家，同事叫他去开会") == []
+    assert extract_anchors("数学老师说历史老师很好，这种菜叫做火锅") == []
+    assert extract_anchors("我家猫叫起来很吵") == []
+
+
+def test_full_width_ids_and_amounts_are_anchors_either_width_keeps_them() -> None:
+    anchors = extract_anchors("快递单号ＳＦ１２３４５６７，重２．５ｋｇ")
+    assert anchors == ["ＳＦ１２３４５６７", "２．５ｋｇ"]
+    assert missing_anchors(anchors, "单号SF1234567，2.5kg") == []
+    assert missing_anchors(["SF1234567"], "单号ＳＦ１２３４５６７") == []
+    assert missing_anchors(anchors, "单号SF1234568") == anchors

@@ -157,3 +157,20 @@ def test_no_color_in_the_environment_marks_the_diff(monkeypatch) -> None:
 def test_markers_keep_the_whitespace_outside() -> None:
     text = diff_text("Order ORD-7731 ships Monday.", "Order ships Friday.", markers=True)
     assert text.plain == "Order [-ORD-7731-] ships [-Monday-]→[+Friday+]."
+
+
+def test_a_rewritten_chinese_line_never_shares_a_line_with_the_next_one() -> None:
+    """A version's last line has no newline: shown whole, the line removed from it and
+    the line added after it were glued on one line ([-预算八千元。-]→[+想去成都。+])."""
+    old = "- 住在南京。\n- 预算八千元。"
+    new = "- 住在南京。\n- 想去成都。\n- 喜欢爬山。"
+    assert diff_text(old, new, markers=True).plain.splitlines() == [
+        "- 住在南京。", "[-- 预算八千元。-]", "[+- 想去成都。+]", "[+- 喜欢爬山。+]"]
+    shrunk = diff_text("- 甲乙丙丁。\n- 戊己庚辛。\n- 壬癸子丑。", "- 寅卯辰巳。\n- 午未申酉。",
+                       markers=True)
+    assert shrunk.plain.splitlines() == [
+        "[-- 甲乙丙丁。-]", "[+- 寅卯辰巳。+]", "[-- 戊己庚辛。-]", "[+- 午未申酉。+]",
+        "[-- 壬癸子丑。-]"]
+    # Sentences of one paragraph still read old → new on their line.
+    assert diff_text("甲乙丙。丁戊己。", "子丑寅。丁戊己。", markers=True).plain == (
+        "[-甲乙丙。-]→[+子丑寅。+]丁戊己。")

@@ -10,6 +10,7 @@ from chatmem.app import sessions
 from chatmem.errors import UsageError
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
+from chatmem.text import whole_number
 
 
 @slash("/help", "/help", "list the commands, each with an example", example="/help")
@@ -26,6 +27,9 @@ def _quit(repl: Chat, args: list[str]) -> None:
     raise QuitRepl
 
 
+_SEPARATORS = str.maketrans("：＝，", ":=,")
+
+
 # Usages are upper case: Rich would take a lower-case `[k=v ...]` for markup and hide it.
 @slash("/strategy", "/strategy [NAME[:K=V,...] [K=V ...]]",
        "show or switch the memory strategy for the next turn; history stays intact",
@@ -38,6 +42,8 @@ def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.memory.spec import StrategySpec
 
     kept: dict[str, Any] = {}
+    # window：k＝2 as an input method types it reads as window:k=2.
+    args = [arg.translate(_SEPARATORS) for arg in args]
     if args:
         strategies = repl.workspace.registries.strategies
         params = parse_pairs(args[1:], lambda pair: StrategyError(
@@ -68,12 +74,12 @@ def _strategy(repl: Chat, args: list[str]) -> None:
 def _inspect(repl: Chat, args: list[str]) -> None:
     from chatmem.app.inspection import inspect_turn
 
-    if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
+    number = whole_number(args[0]) if args else None
+    if args and not (number is not None and number >= 1):
         raise UsageError(f"/inspect takes one turn number (1 or more), got {args[0]!r}")
     # As `chatmem inspect` sees it: counted with the tokenizer the turn recorded, not this
     # chat's model (which /model may have changed since).
-    seen = inspect_turn(repl.workspace, repl.address,
-                        int(args[0]) if args else None)
+    seen = inspect_turn(repl.workspace, repl.address, number)
     record = seen.turn
     assert record is not None  # a recorded turn's inspection always has it
     model = " / ".join(v for v in (record.provider, record.model) if v)
@@ -115,7 +121,8 @@ def _tokens(repl: Chat, args: list[str]) -> None:
 def _copy(repl: Chat, args: list[str]) -> None:
     from chatmem import clipboard
 
-    if args and not (args[0].isascii() and args[0].isdigit() and int(args[0]) >= 1):
+    number = whole_number(args[0]) if args else None
+    if args and not (number is not None and number >= 1):
         raise UsageError(f"/copy takes one code block number (1 or more), got {args[0]!r}")
     engine = repl.engine
     record = repl.last.record if repl.last else sessions.last_turn(repl.workspace,
@@ -124,7 +131,7 @@ def _copy(repl: Chat, args: list[str]) -> None:
         raise UsageError("/copy: no reply yet in this session")
     if record.reply is None:
         raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
-    text = clipboard.pick(record.reply, int(args[0]) if args else None)
+    text = clipboard.pick(record.reply, number)
     command = engine.settings.clipboard_command if engine.settings else None
     what = f"code block {args[0]}" if args else "the last reply"
     if command:

@@ -7,7 +7,6 @@ engine the way `chatmem chat SESSION` does (`Chat.open`).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ from chatmem.memory.spec import StrategySpec
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
 from chatmem.store.records import TurnStatus
+from chatmem.text import whole_number
 
 if TYPE_CHECKING:
     from chatmem.store import TurnRecord
@@ -100,9 +100,10 @@ def _fork(repl: Chat, args: list[str]) -> None:
         if i + 1 >= len(rest):
             raise command.usage_error("--at-turn needs a turn number")
         value = rest[i + 1]
-        if not re.fullmatch(r"-?\d+", value):
+        number = whole_number(value.removeprefix("-"))
+        if number is None:
             raise command.usage_error(f"--at-turn must be a whole number, got {value!r}")
-        at_turn = int(value)
+        at_turn = -number if value.startswith("-") else number
         del rest[i:i + 2]
     if len(rest) != 1:
         raise command.usage_error(f"unexpected argument {' '.join(rest[1:])!r}" if rest
