@@ -35,6 +35,8 @@ from chatmem.store.sqlite_files import (
     connect,
     create_private_file,
     file_identity,
+    let_go,
+    log_identity,
 )
 from chatmem.store.sqlite_words import SqliteWords
 from chatmem.store.word_counts import WordCounts
@@ -128,6 +130,10 @@ class SqliteBackend(SqliteWords):
                              location=self.location, reason=str(e)) from None
         self._identity = None if in_memory else file_identity(self.path)
         """The file this connection opened, to tell when another has taken its path."""
+        self._gone = False
+        """Whether the file left its path and this connection was let go (`moved`)."""
+        self._log: tuple[int, int, int, int] | None = None
+        """The write-ahead log as this connection last left it (`_let_go`)."""
         # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
         self.sqlite = _Database(self.conn)
         try:
@@ -143,6 +149,7 @@ class SqliteBackend(SqliteWords):
                 # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
                 self.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
+            self._note_log()
         except sqlite3.DatabaseError as e:
             self.conn.close()
             raise self._open_error(e) from None
@@ -198,6 +205,8 @@ class SqliteBackend(SqliteWords):
     def statement_error(self, error: sqlite3.Error | UnicodeDecodeError) -> StoreError:
         """A statement's driver error as the store's: what opening or a write makes of it,
         else (a statement refused, a damaged row) a DatabaseError of its kind."""
+        if self._gone:
+            return self._replaced()
         if self._opening and isinstance(error, sqlite3.DatabaseError):
             return self._open_error(error)
         if self._writing and isinstance(error, sqlite3.OperationalError):
@@ -288,6 +297,7 @@ class SqliteBackend(SqliteWords):
         try:
             yield
             self.conn.execute("COMMIT")
+            self._note_log()
         except sqlite3.OperationalError as e:
             self.conn.rollback()
             raise self.write_error(e) from None
@@ -306,21 +316,39 @@ class SqliteBackend(SqliteWords):
 
     def moved(self) -> bool:
         """Whether the file this connection opened is no longer at its path (deleted, or
-        another renamed over it: an encrypt, decrypt or new key, a restore)."""
-        return self._identity is not None and file_identity(self.path) != self._identity
+        another renamed over it: an encrypt, decrypt or new key, a restore). Seen so, the
+        connection is let go at once (`_let_go`)."""
+        if self._gone:
+            return True
+        if self._identity is None or file_identity(self.path) == self._identity:
+            return False
+        self._let_go()
+        return True
+
+    def _note_log(self) -> None:
+        self._log = None if self._identity is None else log_identity(self.path)
+
+    def _let_go(self) -> None:
+        self._gone = True
+        let_go(self.conn, self.path, self._log)
+
+    def _replaced(self) -> StoreError:
+        # Writes would go to a file no longer at its path: stored, then lost unseen.
+        return StoreError(f"{self.path} was deleted or replaced while this command had it"
+                          " open; nothing was stored: run the command again",
+                          kind=StoreFailure.REPLACED, location=self.location)
 
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent.
 
         Takes the write lock and attempts a write that changes no row, then rolls back.
         """
+        if self._gone:
+            raise self._replaced()
         if self.conn.in_transaction:
             return
         if self.moved():
-            # Writes would go to a file no longer at its path: stored, then lost unseen.
-            raise StoreError(f"{self.path} was deleted or replaced while this command had it"
-                             " open; nothing was stored: run the command again",
-                             kind=StoreFailure.REPLACED, location=self.location)
+            raise self._replaced()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -332,6 +360,8 @@ class SqliteBackend(SqliteWords):
 
     def write_error(self, error: sqlite3.Error) -> StoreError:
         """What stopped a write, said by the kind of its error (not its wording)."""
+        if self._gone:
+            return self._replaced()
         kind = failure_of(error)
         if kind is StoreFailure.READ_ONLY:
             missing = missing_permission(self.path, write=True)
@@ -361,6 +391,7 @@ class SqliteBackend(SqliteWords):
 
     def fold_log(self, *, wait: bool = True) -> None:
         self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
+        self._note_log()
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))

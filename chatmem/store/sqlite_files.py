@@ -103,3 +103,34 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+def log_identity(path: Path) -> tuple[int, int, int, int] | None:
+    """Which write-ahead log is beside `path` and how it was last left (device, inode, size,
+    change time), None when there is none."""
+    try:
+        found = Path(f"{path}-wal").stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def let_go(conn: sqlite3.Connection, path: Path, log: tuple[int, int, int, int] | None) -> None:
+    """Close a connection whose file left `path` (deleted, or replaced: a restore).
+
+    Its write-ahead log is still beside the path, and whoever opens the file there now
+    would read this file's pages from it as that file's (a restored backup would get turns
+    it does not hold, or fail its integrity check). Unless another connection wrote to the
+    log since this one last left it as `log` (log_identity), it holds only this file's
+    pages: folding them into this file and emptying it (without waiting: never under a
+    reader of it) leaves the file at the path as it is. SQLite would not, closing a file
+    that moved.
+    """
+    try:
+        if log_identity(path) == log:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        pass  # in use: left as it is, as SQLite would leave it
+    finally:
+        conn.close()
