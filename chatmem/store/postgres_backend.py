@@ -12,6 +12,7 @@ the driver.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,6 +38,20 @@ from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_MS = 300_000
+"""How long the server may work on one statement when neither the role, the database nor the
+URL set a statement_timeout: a server stuck (its disk, a lock lock_timeout does not cover)
+ends the turn in one line instead of hanging it. chatmem's statements take milliseconds;
+migrations, whose index rebuilds may take longer, lift it for their transaction."""
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3, "tcp_user_timeout": 60_000}
+"""libpq's TCP settings unless the URL sets them: a server host gone (powered off, the network
+cut) ends the connection after about a minute, not when the kernel gives up (hours)."""
+
+# psycopg logs, then closes the connection, when a Ctrl-C's cancel does not stop the
+# statement (a frozen server); the interrupt itself is what the user is told of, in
+# chatmem's words, and the next statement connects anew.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 _READ = re.compile(r"\s*(SELECT|SHOW)\b", re.IGNORECASE)
 """A statement that only reads (chatmem's SELECTs change nothing)."""
 WRITE_LOCK = int.from_bytes(b"chatmem", "big")
@@ -69,12 +84,14 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
     """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
 
     def __init__(self, location: HistoryLocation | str, *,
-                 busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
         where = as_location(location)
         if where.kind is not LocationKind.POSTGRESQL:
             raise StoreError(f"{where.shown}: not a postgresql:// URL")
         self.location = where.shown
         self.busy_timeout_ms = busy_timeout_ms
+        self.statement_timeout_ms = statement_timeout_ms
         psycopg = _driver()
         if psycopg is None:
             raise StoreError(f"{self.location}: a PostgreSQL history needs psycopg: "
@@ -100,6 +117,7 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         counts the work with it)."""
         self._target = where.target
         self._statement_timeout = "0"
+        self._own_statement_timeout = False
         self._conn = self._connect()
         try:
             self._migrate()
@@ -116,19 +134,28 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
     def _connect(self) -> Any:
         psycopg = self._errors
         try:
+            given = psycopg.conninfo.conninfo_to_dict(self._target)
             conn = psycopg.connect(self._target, autocommit=True,
-                                   connect_timeout=CONNECT_TIMEOUT_S)
+                                   connect_timeout=CONNECT_TIMEOUT_S,
+                                   **{k: v for k, v in KEEPALIVES.items() if k not in given})
         except psycopg.Error as e:
             raise StoreError(f"{self.location}: cannot connect: "
                              f"{driver_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
                              location=self.location) from None
         keep_nul_characters(conn)
         try:
-            # The statement_timeout a role or the URL sets is kept to name it when it fires.
-            self._statement_timeout = str(conn.execute(
+            # The statement_timeout a role, the database or the URL sets is kept (and named
+            # when it fires); chatmem's is set only where none is.
+            _, self._statement_timeout, source = conn.execute(
                 "SELECT set_config('lock_timeout', %s, false),"
-                " current_setting('statement_timeout')",
-                (str(int(self.busy_timeout_ms)),)).fetchone()[1])
+                " current_setting('statement_timeout'),"
+                " (SELECT source FROM pg_settings WHERE name = 'statement_timeout')",
+                (str(int(self.busy_timeout_ms)),)).fetchone()
+            self._own_statement_timeout = source == "default" and self.statement_timeout_ms > 0
+            if self._own_statement_timeout:
+                self._statement_timeout = str(conn.execute(
+                    "SELECT set_config('statement_timeout', %s, false)",
+                    (str(int(self.statement_timeout_ms)),)).fetchone()[0])
         except psycopg.Error as e:
             failure = (self._cancelled(e) if isinstance(e, psycopg.errors.QueryCanceled) else
                        StoreError(f"{self.location}: cannot connect: "
@@ -297,6 +324,8 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
 
     def _run_migrations(self) -> None:
         with self.write():
+            if self._own_statement_timeout:  # an index rebuilt over a large history
+                self._conn.execute("SET LOCAL statement_timeout = 0")
             # Under the write lock: another process may have migrated meanwhile.
             pending = self._pending_migrations()
             self._conn.execute(schema.CREATE_BOOKKEEPING)

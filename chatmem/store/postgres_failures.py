@@ -29,6 +29,7 @@ class PostgresFailures:
     _conn: Any
     _secret: tuple[str, ...]
     _statement_timeout: str
+    _own_statement_timeout: bool
     _writing: int
     _store_failures: tuple[type[BaseException], ...]
 
@@ -85,6 +86,13 @@ class PostgresFailures:
             return StoreError(f"{where}: the server cancelled a statement ({reason});"
                               " nothing of this change was stored", location=where,
                               reason=reason)
+        if self._own_statement_timeout:
+            return StoreError(
+                f"{where}: the server did not finish a statement within chatmem's limit"
+                f" ({limit}); nothing of this change was stored. Is the server stuck? A larger"
+                " limit: -c statement_timeout in the URL's options, or ALTER ROLE ... SET"
+                " statement_timeout", kind=StoreFailure.TIMED_OUT, location=where,
+                reason=reason)
         return StoreError(
             f"{where}: the server cancelled a statement after its statement_timeout"
             f" ({limit}); nothing of this change was stored, and trying again meets the same"
