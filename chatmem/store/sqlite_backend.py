@@ -32,6 +32,7 @@ from chatmem.store.sqlite_failures import DAMAGED_TEXT, SqliteCursor, failure_of
 from chatmem.store.sqlite_files import (
     BUSY_TIMEOUT_MS,
     check_key,
+    check_room,
     connect,
     create_private_file,
     file_identity,
@@ -130,10 +131,9 @@ class SqliteBackend(SqliteWords):
                              location=self.location, reason=str(e)) from None
         self._identity = None if in_memory else file_identity(self.path)
         """The file this connection opened, to tell when another has taken its path."""
-        self._gone = False
-        """Whether the file left its path and this connection was let go (`moved`)."""
-        self._log: tuple[int, int, int, int] | None = None
-        """The write-ahead log as this connection last left it (`_let_go`)."""
+        self._gone = False  # the file left its path: this connection was let go (`moved`)
+        self._full = False  # a write found the disk full: check_writable looks for room first
+        self._log: tuple[int, int, int, int] | None = None  # the -wal as last left (let_go)
         # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
         self.sqlite = _Database(self.conn)
         try:
@@ -317,20 +317,17 @@ class SqliteBackend(SqliteWords):
     def moved(self) -> bool:
         """Whether the file this connection opened is no longer at its path (deleted, or
         another renamed over it: an encrypt, decrypt or new key, a restore). Seen so, the
-        connection is let go at once (`_let_go`)."""
+        connection is let go at once (sqlite_files.let_go)."""
         if self._gone:
             return True
         if self._identity is None or file_identity(self.path) == self._identity:
             return False
-        self._let_go()
+        self._gone = True
+        let_go(self.conn, self.path, self._log)
         return True
 
     def _note_log(self) -> None:
         self._log = None if self._identity is None else log_identity(self.path)
-
-    def _let_go(self) -> None:
-        self._gone = True
-        let_go(self.conn, self.path, self._log)
 
     def _replaced(self) -> StoreError:
         # Writes would go to a file no longer at its path: stored, then lost unseen.
@@ -349,6 +346,9 @@ class SqliteBackend(SqliteWords):
             return
         if self.moved():
             raise self._replaced()
+        if self._full:
+            check_room(self.conn, self.path)
+            self._full = False
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -372,6 +372,7 @@ class SqliteBackend(SqliteWords):
                        " decrypt or new key finished meanwhile); nothing was stored: run the"
                        " command again")
         elif kind is StoreFailure.DISK:
+            self._full = True
             message = (f"{self.path}: the disk is full or failing; nothing was stored"
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:

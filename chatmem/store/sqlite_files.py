@@ -4,6 +4,7 @@ its key, folding its write-ahead log, and telling when another file has taken it
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any, cast
@@ -134,3 +135,22 @@ def let_go(conn: sqlite3.Connection, path: Path, log: tuple[int, int, int, int] 
         pass  # in use: left as it is, as SQLite would leave it
     finally:
         conn.close()
+
+
+ROOM_BYTES = 1 << 20
+"""Free space a history file needs before a turn is sent once its disk was found full."""
+
+
+def check_room(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise unless a file whose disk was found full can take a turn again: its folder's disk
+    has ROOM_BYTES free and the file is not at its page limit (PRAGMA max_page_count). A
+    turn is not sent, and its model not paid for, only to find the disk still full."""
+    try:
+        free = shutil.disk_usage(path.parent).free
+        pages, limit, size = (conn.execute(f"PRAGMA {name}").fetchone()[0]
+                              for name in ("page_count", "max_page_count", "page_size"))
+    except (OSError, sqlite3.Error):
+        return  # cannot tell: the write itself will say
+    if free < ROOM_BYTES or (limit - pages) * size < ROOM_BYTES:
+        raise StoreError(f"{path}: the disk is still full (free some space and try again)",
+                         kind=StoreFailure.DISK, location=str(path))

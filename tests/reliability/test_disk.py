@@ -68,6 +68,38 @@ def test_a_full_disk_stores_no_partial_turn_and_says_so(
     assert_file_consistent(db)
 
 
+def test_after_a_full_disk_later_turns_are_not_sent_until_there_is_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each turn of a chat piped on a full disk paid for a model call, then was not stored:
+    once a write found the disk full, the next is checked for room before it is sent."""
+    db = tmp_path / "h.db"
+    assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
+    opened = connection.connect
+
+    def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+        conn = opened(path, key)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        return conn
+
+    monkeypatch.setattr(connection, "connect", at_its_limit)
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
+    big = "a long line that needs new pages " * 400
+    result = chat(db, "s", f"{big}\n第二个问题\n第三个问题\n", "-s", "summary")
+    assert result.exit_code != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 3, result.stderr
+    assert "the disk is full or failing; nothing was stored" in errors[0]
+    assert errors[1:] == [f"error: nothing was sent: {db}: the disk is still full (free some"
+                          " space and try again)"] * 2
+    assert "第二个问题" not in log.read_text(encoding="utf-8")  # no model call
+    monkeypatch.undo()
+    assert_file_consistent(db)
+    assert chat(db, "s", "after the disk was freed\n", "-s", "summary").exit_code == 0
+
+
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "tiny"
