@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -154,3 +156,20 @@ def check_room(conn: sqlite3.Connection, path: Path) -> None:
     if free < ROOM_BYTES or (limit - pages) * size < ROOM_BYTES:
         raise StoreError(f"{path}: the disk is still full (free some space and try again)",
                          kind=StoreFailure.DISK, location=str(path))
+
+
+def wait_for(statement: Callable[[], object]) -> None:
+    """Run `statement`, retrying while another process holds the file.
+
+    Changing the journal mode can report "locked" at once instead of
+    waiting for the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as e:
+            if primary_code(e) not in BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
