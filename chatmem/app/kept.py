@@ -111,6 +111,11 @@ class KeptConversation:
             return
         workspace, engine = opened
         try:
+            if workspace.store.moved():
+                # Its history file left its path and the connection was let go: nothing of
+                # the conversation can be stored any more.
+                engine.indexing.abandon()
+                return
             try:
                 # What a purge meanwhile made stale is dropped before anything is stored.
                 engine.follow_erasures()

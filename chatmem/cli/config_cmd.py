@@ -30,12 +30,16 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
 
     settings = load_settings(config, registered=registries())
     if json_out:
-        print_json(settings.public())
+        public = settings.public()
+        public["history_key"] = _history_key(settings, public["history_key"])
+        print_json(public)
         return
     rows = []
     for key, value, source in settings.rows():
         if key in ("db", "config_file"):
             continue  # shown once above the table
+        if key == "history_key":
+            value = _history_key(settings, value)
         if key == "max_reply_tokens" and not value:
             value = _effective_reply_cap(settings)
         if settings.source is not None and source == str(settings.source):
@@ -51,6 +55,25 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         out.print(line, soft_wrap=True)
     out.print()
     out.print(render.config_table(rows))
+
+
+def _history_key(settings: "Settings", shown: str) -> str:
+    """Where the key comes from; with none, what the history file is, looked at (not
+    guessed from the settings: a file encrypted with a key kept elsewhere is encrypted)."""
+    from chatmem.config.location import LocationKind
+    from chatmem.store import cipher
+
+    if settings.key_source() or settings.location.kind is not LocationKind.SQLITE \
+            or settings.location.target == ":memory:":
+        return shown
+    kind = cipher.file_kind(settings.location.path)
+    if kind == "encrypted":
+        return f"{shown} (the history file is encrypted: it cannot be opened without its key)"
+    if kind == "plain":
+        return f"{shown} (the history file is not encrypted)"
+    if kind == "missing":
+        return f"{shown} (no history file yet: it will be created unencrypted)"
+    return f"{shown} (could not tell whether the history file is encrypted)"
 
 
 def _effective_reply_cap(settings: "Settings") -> str:

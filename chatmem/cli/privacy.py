@@ -144,7 +144,7 @@ def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
         else:
             # forget-me lists sessions whatever their retention; most have none.
             keep = f"retention {days_text(s.keep_days)}" if s.keep_days else "no retention"
-        lines.append(f"session {s.name}: idle {days_text(round(s.idle_days(now), 1))}, {keep}"
+        lines.append(f"session {s.name}: idle {days_text(s.idle_days(now))}, {keep}"
                      f" ({counted(s.turns, 'turn')}, {counted(s.messages, 'message')})")
     for e in erased.facts:
         lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {e.why}")
@@ -219,13 +219,20 @@ def retention(
     """
     from chatmem.app.privacy import FOREVER, set_retention
     from chatmem.app.sessions import session_named
+    from chatmem.errors import UsageError
     from chatmem.privacy.retention import days_text, parse_duration
 
     settings = settings_from(config, db)
     days: int | None = None
-    if keep not in (None, "default"):
-        days = FOREVER if keep == "forever" else max(
-            1, round(parse_duration(keep, "DURATION") / timedelta(days=1)))
+    if keep == "forever":
+        days = FOREVER
+    elif keep not in (None, "default"):
+        length = parse_duration(keep, "DURATION")
+        if length % timedelta(days=1):
+            # Stored in days: 1min kept a day, 36h two; said, not rounded unseen.
+            raise UsageError(f"DURATION must be whole days (a session's retention is kept in"
+                             f" days, like 1d, 2w or 1y), got {keep!r}")
+        days = length // timedelta(days=1)
     with open_workspace(settings, create=False) as ws:
         session = (session_named(ws, name) if keep is None
                    else set_retention(ws, name, days))

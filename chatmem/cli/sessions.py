@@ -70,6 +70,7 @@ def show(
     """
     from chatmem import render
     from chatmem.app.sessions import TurnRange, show_session
+    from chatmem.privacy.retention import days_text
     from chatmem.render.payloads import strategy_json
 
     chosen = TurnRange.parse(turns) if turns is not None and not all_turns else None
@@ -91,7 +92,7 @@ def show(
     info["params"] = format_params(session.params) or "—"
     own = info.pop("retention_days")
     info["retention"] = ("default (retention_days)" if own is None
-                         else "kept for good" if own == 0 else f"{own} days idle")
+                         else "kept for good" if own == 0 else f"{days_text(own)} idle")
     out.print(render.key_values(info, title=f"session {name}"))
     # A few hundred messages at a time: Rich lays out what one print is given at once, and
     # `--all` of 50,000 messages held them all laid out (197 MB).

@@ -208,7 +208,8 @@ class Settings:
             data[name] = section_table(data[name])
         data["api_key"] = f"${self.api_key_env} is set" if self.api_key() else "not set"
         source = self.key_source()
-        data["history_key"] = f"from {source}" if source else "not set (history not encrypted)"
+        # Whether the history is encrypted is the file's to say (config show looks at it).
+        data["history_key"] = f"from {source}" if source else "not set"
         if self.base_url:
             from chatmem.privacy.secrets import redacted_url
 

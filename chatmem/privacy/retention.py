@@ -55,10 +55,16 @@ def parse_duration(text: str, what: str = "a duration") -> timedelta:
 
 
 def days_text(days: float) -> str:
-    whole = int(days)
-    if whole == days:
-        return f"{whole} day{'' if whole == 1 else 's'}"
-    return f"{days * 24:.0f} hours" if days < 1 else f"{days:.1f} days"
+    """A length of time given in days, in the unit that says it: '1 day', '1.5 days',
+    '12 hours', '2 minutes' (a retention of 2min is not '0 hours')."""
+    if days >= 1:
+        text = f"{days:.1f}".removesuffix(".0")
+        return f"{text} day{'' if text == '1' else 's'}"
+    for unit, per_day in (("hour", 24), ("minute", 24 * 60)):
+        count = round(days * per_day)
+        if count >= 1:
+            return counted(count, unit)
+    return "under a minute"
 
 
 @dataclass

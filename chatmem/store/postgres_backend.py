@@ -12,6 +12,7 @@ the driver.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,15 +21,14 @@ from typing import Any
 
 from chatmem import install_hint
 from chatmem.errors import (
-    DatabaseError,
     NotChatmemDatabase,
-    StoreConflict,
     StoreError,
     StoreFailure,
 )
 from chatmem.store import postgres_schema as schema
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
+from chatmem.store.postgres_failures import PostgresFailures, driver_reason
 from chatmem.store.postgres_placeholders import translate
 from chatmem.store.postgres_text import keep_nul_characters
 from chatmem.store.postgres_vectors import PostgresVectors
@@ -38,6 +38,22 @@ from chatmem.timestamps import utc_now
 
 BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_MS = 300_000
+"""How long the server may work on one statement when neither the role, the database nor the
+URL set a statement_timeout: a server stuck (its disk, a lock lock_timeout does not cover)
+ends the turn in one line instead of hanging it. chatmem's statements take milliseconds;
+migrations, whose index rebuilds may take longer, lift it for their transaction."""
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3, "tcp_user_timeout": 60_000}
+"""libpq's TCP settings unless the URL sets them: a server host gone (powered off, the network
+cut) ends the connection after about a minute, not when the kernel gives up (hours)."""
+
+# psycopg logs, then closes the connection, when a Ctrl-C's cancel does not stop the
+# statement (a frozen server); the interrupt itself is what the user is told of, in
+# chatmem's words, and the next statement connects anew.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+_READ = re.compile(r"\s*(SELECT|SHOW)\b", re.IGNORECASE)
+"""A statement that only reads (chatmem's SELECTs change nothing)."""
 WRITE_LOCK = int.from_bytes(b"chatmem", "big")
 """The advisory lock every writer takes (pg_advisory_xact_lock): one writer at a time."""
 
@@ -54,17 +70,7 @@ def available() -> bool:
     return _driver() is not None
 
 
-def _reason(error: BaseException, secrets: Sequence[str]) -> str:
-    """The first line of a driver error, any password in it masked."""
-    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    for secret in secrets:
-        # A short password ("p") is masked as a word, not inside "port".
-        pattern = re.escape(secret) if len(secret) >= 4 else rf"(?<!\w){re.escape(secret)}(?!\w)"
-        text = re.sub(pattern, "***", text)
-    return text
-
-
-class PostgresBackend(PostgresVectors, PostgresWords):
+class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
     """A chatmem database on a PostgreSQL server. Use as a context manager or call close().
 
     Opening a new database creates its schema in one transaction under the
@@ -78,12 +84,14 @@ class PostgresBackend(PostgresVectors, PostgresWords):
     """Encryption at rest is the server's (its disk); the connection uses TLS off the machine."""
 
     def __init__(self, location: HistoryLocation | str, *,
-                 busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
         where = as_location(location)
         if where.kind is not LocationKind.POSTGRESQL:
             raise StoreError(f"{where.shown}: not a postgresql:// URL")
         self.location = where.shown
         self.busy_timeout_ms = busy_timeout_ms
+        self.statement_timeout_ms = statement_timeout_ms
         psycopg = _driver()
         if psycopg is None:
             raise StoreError(f"{self.location}: a PostgreSQL history needs psycopg: "
@@ -109,6 +117,7 @@ class PostgresBackend(PostgresVectors, PostgresWords):
         counts the work with it)."""
         self._target = where.target
         self._statement_timeout = "0"
+        self._own_statement_timeout = False
         self._conn = self._connect()
         try:
             self._migrate()
@@ -125,23 +134,32 @@ class PostgresBackend(PostgresVectors, PostgresWords):
     def _connect(self) -> Any:
         psycopg = self._errors
         try:
+            given = psycopg.conninfo.conninfo_to_dict(self._target)
             conn = psycopg.connect(self._target, autocommit=True,
-                                   connect_timeout=CONNECT_TIMEOUT_S)
+                                   connect_timeout=CONNECT_TIMEOUT_S,
+                                   **{k: v for k, v in KEEPALIVES.items() if k not in given})
         except psycopg.Error as e:
             raise StoreError(f"{self.location}: cannot connect: "
-                             f"{_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
+                             f"{driver_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
                              location=self.location) from None
         keep_nul_characters(conn)
         try:
-            # The statement_timeout a role or the URL sets is kept to name it when it fires.
-            self._statement_timeout = str(conn.execute(
+            # The statement_timeout a role, the database or the URL sets is kept (and named
+            # when it fires); chatmem's is set only where none is.
+            _, self._statement_timeout, source = conn.execute(
                 "SELECT set_config('lock_timeout', %s, false),"
-                " current_setting('statement_timeout')",
-                (str(int(self.busy_timeout_ms)),)).fetchone()[1])
+                " current_setting('statement_timeout'),"
+                " (SELECT source FROM pg_settings WHERE name = 'statement_timeout')",
+                (str(int(self.busy_timeout_ms)),)).fetchone()
+            self._own_statement_timeout = source == "default" and self.statement_timeout_ms > 0
+            if self._own_statement_timeout:
+                self._statement_timeout = str(conn.execute(
+                    "SELECT set_config('statement_timeout', %s, false)",
+                    (str(int(self.statement_timeout_ms)),)).fetchone()[0])
         except psycopg.Error as e:
             failure = (self._cancelled(e) if isinstance(e, psycopg.errors.QueryCanceled) else
                        StoreError(f"{self.location}: cannot connect: "
-                                  f"{_reason(e, self._secret)}",
+                                  f"{driver_reason(e, self._secret)}",
                                   kind=StoreFailure.CANNOT_OPEN, location=self.location))
             conn.close()
             raise failure from None
@@ -159,13 +177,28 @@ class PostgresBackend(PostgresVectors, PostgresWords):
 
     # -- statements -----------------------------------------------------------------------
 
+    def _connected_again(self, error: BaseException) -> bool:
+        """Whether `error` is a connection the server dropped while idle (a restart), met
+        outside any write, and a new one is now open: what only reads may be run again on."""
+        if self._writing or not (self._conn.closed
+                                 or isinstance(error, self._errors.errors.AdminShutdown)):
+            return False
+        self._conn.close()
+        self._reconnect_if_lost()
+        return True
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         self._reconnect_if_lost()
         # psycopg reads a statement's rows as it runs it: fetching them raises nothing.
         try:
             cursor = self._conn.execute(translate(sql), tuple(params))
         except self._errors.Error as e:
-            raise self.statement_error(e) from None
+            if not (_READ.match(sql) and self._connected_again(e)):
+                raise self.statement_error(e) from None
+            try:  # a read: nothing of it to run twice
+                cursor = self._conn.execute(translate(sql), tuple(params))
+            except self._errors.Error as again:
+                raise self.statement_error(again) from None
         if self.observe is not None:
             self.observe(sql, params, cursor)
         return cursor
@@ -227,74 +260,20 @@ class PostgresBackend(PostgresVectors, PostgresWords):
         self._reconnect_if_lost()
         if self.in_transaction:
             return
-        try:
-            with self._conn.transaction(force_rollback=True):
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                self._conn.execute("UPDATE sessions SET name = name WHERE 1 = 0")
-        except self._store_failures as e:
-            raise self.error(e) from None
-        except self._errors.Error as e:
-            raise self.statement_error(e) from None
-
-    def statement_error(self, error: BaseException) -> StoreError:
-        """A statement's driver error as the store's: a failure of the database (lost,
-        busy, read-only, full; and, in a write, any that stops it) is said by `error`; a
-        broken constraint is a StoreConflict; anything else a DatabaseError (its first line,
-        no statement text)."""
-        if isinstance(error, self._errors.OperationalError) or (
-                self._writing and isinstance(error, self._store_failures)):
-            return self.error(error)
-        if self._conn.closed:
-            return self.error(error)
-        reason = _reason(error, self._secret)
-        if isinstance(error, self._errors.IntegrityError):
-            return StoreConflict(f"database error: {reason}", location=self.location,
-                                 reason=reason)
-        return DatabaseError(f"database error: {reason}", location=self.location, reason=reason)
-
-    def error(self, error: BaseException) -> StoreError:
-        """A driver error as one line naming the database (its password masked)."""
-        errors = self._errors.errors
-        where = self.location
-        if isinstance(error, errors.QueryCanceled):
-            return self._cancelled(error)
-        if self._conn.closed or isinstance(error, errors.AdminShutdown):
-            kind = StoreFailure.CONNECTION_LOST
-            message = (f"{where}: the connection was lost; memory untouched "
-                       "(nothing of this change was stored), try again")
-        elif isinstance(error, errors.ReadOnlySqlTransaction):
-            kind, message = StoreFailure.READ_ONLY, f"{where} is read-only: nothing can be stored"
-        elif isinstance(error, errors.InsufficientPrivilege):
-            kind = StoreFailure.NOT_PERMITTED
-            message = (f"{where}: this role may not change that, nothing was stored "
-                       f"({_reason(error, self._secret)})")
-        elif isinstance(error, errors.LockNotAvailable):
-            kind = StoreFailure.BUSY
-            message = (f"{where} is busy: another process held it for over "
-                       f"{self.busy_timeout_ms / 1000:g} s; try again")
-        elif isinstance(error, errors.DiskFull):
-            kind = StoreFailure.DISK
-            message = f"{where}: the server's disk is full; nothing was stored"
-        else:
-            kind, message = StoreFailure.OTHER, f"{where}: {_reason(error, self._secret)}"
-        return StoreError(message, kind=kind, location=where)
-
-    def _cancelled(self, error: BaseException) -> StoreError:
-        """A statement the server cancelled: past the statement_timeout a role or the URL
-        sets (chatmem's own waits for a lock end as LockNotAvailable), or by another
-        session (pg_cancel_backend)."""
-        where, reason = self.location, _reason(error, self._secret)
-        limit = self._statement_timeout
-        if limit in ("0", ""):
-            return StoreError(f"{where}: the server cancelled a statement ({reason});"
-                              " nothing of this change was stored", location=where,
-                              reason=reason)
-        return StoreError(
-            f"{where}: the server cancelled a statement after its statement_timeout"
-            f" ({limit}); nothing of this change was stored, and trying again meets the same"
-            " limit: raise it (ALTER ROLE ... SET statement_timeout, or -c statement_timeout"
-            " in the URL's options) or reset it", kind=StoreFailure.TIMED_OUT, location=where,
-            reason=reason)
+        for attempt in (1, 2):
+            try:
+                with self._conn.transaction(force_rollback=True):
+                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    self._conn.execute("UPDATE sessions SET name = name WHERE 1 = 0")
+                return
+            except self._errors.Error as e:
+                # Rolled back whatever happens: checked again on a new connection once,
+                # so a turn after a server restart meanwhile is not refused for it.
+                if attempt == 1 and self._connected_again(e):
+                    continue
+                if isinstance(e, self._store_failures):
+                    raise self.error(e) from None
+                raise self.statement_error(e) from None
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -345,6 +324,8 @@ class PostgresBackend(PostgresVectors, PostgresWords):
 
     def _run_migrations(self) -> None:
         with self.write():
+            if self._own_statement_timeout:  # an index rebuilt over a large history
+                self._conn.execute("SET LOCAL statement_timeout = 0")
             # Under the write lock: another process may have migrated meanwhile.
             pending = self._pending_migrations()
             self._conn.execute(schema.CREATE_BOOKKEEPING)

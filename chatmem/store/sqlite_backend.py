@@ -7,7 +7,6 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,16 +24,26 @@ from chatmem.errors import (
 from chatmem.store import open_files
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess
-from chatmem.store.result_codes import BUSY, NOT_A_DATABASE, primary_code
+from chatmem.store.result_codes import NOT_A_DATABASE, primary_code
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
-from chatmem.store.sqlite_failures import DAMAGED_TEXT, SqliteCursor, failure_of
+from chatmem.store.sqlite_failures import (
+    DAMAGED_TEXT,
+    SqliteCursor,
+    failure_of,
+    replaced,
+    upgrade_refused,
+)
 from chatmem.store.sqlite_files import (
     BUSY_TIMEOUT_MS,
     check_key,
+    check_room,
     connect,
     create_private_file,
     file_identity,
+    let_go,
+    log_identity,
+    wait_for,
 )
 from chatmem.store.sqlite_words import SqliteWords
 from chatmem.store.word_counts import WordCounts
@@ -128,6 +137,9 @@ class SqliteBackend(SqliteWords):
                              location=self.location, reason=str(e)) from None
         self._identity = None if in_memory else file_identity(self.path)
         """The file this connection opened, to tell when another has taken its path."""
+        self._gone = False  # the file left its path: this connection was let go (`moved`)
+        self._full = False  # a write found the disk full: check_writable looks for room first
+        self._log: tuple[int, int, int, int] | None = None  # the -wal as last left (let_go)
         # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
         self.sqlite = _Database(self.conn)
         try:
@@ -138,11 +150,12 @@ class SqliteBackend(SqliteWords):
             # Refuse foreign or newer files before writing a single byte to them.
             self._pending_migrations()
             if not in_memory:
-                self._wait_for(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
+                wait_for(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
                 # Safe with WAL (no corruption on power loss, at worst the last turn
                 # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
                 self.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
+            self._note_log()
         except sqlite3.DatabaseError as e:
             self.conn.close()
             raise self._open_error(e) from None
@@ -198,6 +211,8 @@ class SqliteBackend(SqliteWords):
     def statement_error(self, error: sqlite3.Error | UnicodeDecodeError) -> StoreError:
         """A statement's driver error as the store's: what opening or a write makes of it,
         else (a statement refused, a damaged row) a DatabaseError of its kind."""
+        if self._gone:
+            return replaced(self.path, self.location)
         if self._opening and isinstance(error, sqlite3.DatabaseError):
             return self._open_error(error)
         if self._writing and isinstance(error, sqlite3.OperationalError):
@@ -208,22 +223,6 @@ class SqliteBackend(SqliteWords):
         failure = StoreConflict if isinstance(error, sqlite3.IntegrityError) else DatabaseError
         return failure(f"database error: {error}", kind=failure_of(error),
                        location=self.location, reason=str(error))
-
-    def _wait_for(self, statement: Callable[[], object]) -> None:
-        """Run `statement`, retrying while another process holds the file.
-
-        Changing the journal mode can report "locked" at once instead of
-        waiting for the busy timeout.
-        """
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                statement()
-                return
-            except sqlite3.OperationalError as e:
-                if primary_code(e) not in BUSY or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
 
     def _pending_migrations(self) -> list[str]:
         """The migrations this file still needs; raises if the file is not ours."""
@@ -252,15 +251,20 @@ class SqliteBackend(SqliteWords):
         return pending_migrations(applied)
 
     def _migrate(self) -> None:
-        if not self._pending_migrations():
+        pending = self._pending_migrations()
+        if not pending:
             return
-        # Under the write lock: another process may have migrated meanwhile.
-        with self.write():
-            pending = self._pending_migrations()
-            if pending and pending == pending_migrations(set()):
-                # Nothing of ours exists yet: forget what a crashed 0.1 may have recorded.
-                self.execute("DROP TABLE IF EXISTS _sqlite_migrations")
-            apply_migrations(self.sqlite, pending)
+        try:
+            with self.write():  # another process may have migrated meanwhile
+                pending = self._pending_migrations()
+                if pending and pending == pending_migrations(set()):
+                    # Nothing of ours exists yet: forget what a crashed 0.1 may have recorded.
+                    self.execute("DROP TABLE IF EXISTS _sqlite_migrations")
+                apply_migrations(self.sqlite, pending)
+        except StoreError as e:
+            if e.kind is StoreFailure.READ_ONLY and pending != pending_migrations(set()):
+                raise upgrade_refused(self.path, self.location) from None
+            raise
 
     # -- writing ------------------------------------------------------------------------
 
@@ -288,6 +292,7 @@ class SqliteBackend(SqliteWords):
         try:
             yield
             self.conn.execute("COMMIT")
+            self._note_log()
         except sqlite3.OperationalError as e:
             self.conn.rollback()
             raise self.write_error(e) from None
@@ -306,21 +311,33 @@ class SqliteBackend(SqliteWords):
 
     def moved(self) -> bool:
         """Whether the file this connection opened is no longer at its path (deleted, or
-        another renamed over it: an encrypt, decrypt or new key, a restore)."""
-        return self._identity is not None and file_identity(self.path) != self._identity
+        another renamed over it: an encrypt, decrypt or new key, a restore). Seen so, the
+        connection is let go at once (sqlite_files.let_go)."""
+        if self._gone:
+            return True
+        if self._identity is None or file_identity(self.path) == self._identity:
+            return False
+        self._gone = True
+        let_go(self.conn, self.path, self._log)
+        return True
+
+    def _note_log(self) -> None:
+        self._log = None if self._identity is None else log_identity(self.path)
 
     def check_writable(self) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent.
 
         Takes the write lock and attempts a write that changes no row, then rolls back.
         """
+        if self._gone:
+            raise replaced(self.path, self.location)
         if self.conn.in_transaction:
             return
         if self.moved():
-            # Writes would go to a file no longer at its path: stored, then lost unseen.
-            raise StoreError(f"{self.path} was deleted or replaced while this command had it"
-                             " open; nothing was stored: run the command again",
-                             kind=StoreFailure.REPLACED, location=self.location)
+            raise replaced(self.path, self.location)
+        if self._full:
+            check_room(self.conn, self.path)
+            self._full = False
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -332,6 +349,8 @@ class SqliteBackend(SqliteWords):
 
     def write_error(self, error: sqlite3.Error) -> StoreError:
         """What stopped a write, said by the kind of its error (not its wording)."""
+        if self._gone:
+            return replaced(self.path, self.location)
         kind = failure_of(error)
         if kind is StoreFailure.READ_ONLY:
             missing = missing_permission(self.path, write=True)
@@ -342,7 +361,8 @@ class SqliteBackend(SqliteWords):
                        " decrypt or new key finished meanwhile); nothing was stored: run the"
                        " command again")
         elif kind is StoreFailure.DISK:
-            message = (f"{self.path}: the disk is full or failing; nothing was stored"
+            self._full = True
+            message = (f"{self.path}: the disk is full or failing; nothing was changed"
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:
             message = (f"{self.path} is busy: another process held it for over "
@@ -361,6 +381,7 @@ class SqliteBackend(SqliteWords):
 
     def fold_log(self, *, wait: bool = True) -> None:
         self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
+        self._note_log()
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 from chatmem.errors import StoreError, StoreFailure
+from chatmem.store.permissions import missing_permission
 from chatmem.store.result_codes import (
     BUSY,
     DISK_FAILED,
@@ -88,3 +90,20 @@ class SqliteCursor:
             yield row
 
 
+
+
+def upgrade_refused(path: Path, location: str) -> StoreError:
+    """An older file that cannot be written: what it needs is an upgrade (not that nothing
+    can be stored, which a read would not need)."""
+    missing = missing_permission(path, write=True)
+    return StoreError(f"{path} was written by an older chatmem and must be upgraded before use,"
+                      " which needs write access: "
+                      + (missing or "check the file's and its folder's permissions"),
+                      kind=StoreFailure.READ_ONLY, location=location)
+
+
+def replaced(path: Path, location: str) -> StoreError:
+    # Writes would go to a file no longer at its path: stored, then lost unseen.
+    return StoreError(f"{path} was deleted or replaced while this command had it open;"
+                      " nothing was stored: run the command again",
+                      kind=StoreFailure.REPLACED, location=location)

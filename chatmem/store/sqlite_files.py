@@ -4,7 +4,10 @@ its key, folding its write-ahead log, and telling when another file has taken it
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -103,3 +106,70 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+def log_identity(path: Path) -> tuple[int, int, int, int] | None:
+    """Which write-ahead log is beside `path` and how it was last left (device, inode, size,
+    change time), None when there is none."""
+    try:
+        found = Path(f"{path}-wal").stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def let_go(conn: sqlite3.Connection, path: Path, log: tuple[int, int, int, int] | None) -> None:
+    """Close a connection whose file left `path` (deleted, or replaced: a restore).
+
+    Its write-ahead log is still beside the path, and whoever opens the file there now
+    would read this file's pages from it as that file's (a restored backup would get turns
+    it does not hold, or fail its integrity check). Unless another connection wrote to the
+    log since this one last left it as `log` (log_identity), it holds only this file's
+    pages: folding them into this file and emptying it (without waiting: never under a
+    reader of it) leaves the file at the path as it is. SQLite would not, closing a file
+    that moved.
+    """
+    try:
+        if log_identity(path) == log:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        pass  # in use: left as it is, as SQLite would leave it
+    finally:
+        conn.close()
+
+
+ROOM_BYTES = 1 << 20
+"""Free space a history file needs before a turn is sent once its disk was found full."""
+
+
+def check_room(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise unless a file whose disk was found full can take a turn again: its folder's disk
+    has ROOM_BYTES free and the file is not at its page limit (PRAGMA max_page_count). A
+    turn is not sent, and its model not paid for, only to find the disk still full."""
+    try:
+        free = shutil.disk_usage(path.parent).free
+        pages, limit, size = (conn.execute(f"PRAGMA {name}").fetchone()[0]
+                              for name in ("page_count", "max_page_count", "page_size"))
+    except (OSError, sqlite3.Error):
+        return  # cannot tell: the write itself will say
+    if free < ROOM_BYTES or (limit - pages) * size < ROOM_BYTES:
+        raise StoreError(f"{path}: the disk is still full (free some space and try again)",
+                         kind=StoreFailure.DISK, location=str(path))
+
+
+def wait_for(statement: Callable[[], object]) -> None:
+    """Run `statement`, retrying while another process holds the file.
+
+    Changing the journal mode can report "locked" at once instead of
+    waiting for the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as e:
+            if primary_code(e) not in BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

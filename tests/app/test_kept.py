@@ -223,6 +223,33 @@ def test_a_history_file_deleted_or_replaced_is_opened_anew_not_written_unseen(
     assert said[0] == "第二条"
 
 
+def test_a_backup_restored_under_a_kept_conversation_stays_as_restored(
+        settings: Settings, db_path: Path) -> None:
+    """The kept connection sees the restore and lets the file go: the turn only the replaced
+    file held (still in its write-ahead log beside the path) does not come back."""
+    import shutil
+    import sqlite3
+
+    opener, kept = Opener(settings), KeptConversations()
+    backup = db_path.with_name("backup.db")
+    try:
+        opener.run(kept, "恢复", turn("备份里有"))
+        source, copy = sqlite3.connect(db_path), sqlite3.connect(backup)
+        source.backup(copy)
+        source.close()
+        copy.close()
+        opener.run(kept, "恢复", turn("备份里没有"))
+        shutil.copy(backup, db_path.with_name("incoming"))
+        db_path.with_name("incoming").replace(db_path)
+        assert opener.run(kept, "恢复", turn("恢复以后"))[0] == 2
+    finally:
+        kept.close()
+    with Store(db_path) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("恢复").id)
+                if m.role == "user"]
+    assert said == ["备份里有", "恢复以后"]
+
+
 def test_closing_after_another_connections_purge_stores_no_vector_of_the_erased_text(
         settings: Settings, db_path: Path) -> None:
     import dataclasses

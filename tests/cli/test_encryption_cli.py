@@ -437,3 +437,29 @@ def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path)
     assert cipher.file_kind(db) == "encrypted" and KEY not in screen
     with Store(db, key=KEY) as store:
         assert store.sessions.list_sessions() == []
+
+
+def test_config_show_looks_at_the_file_before_saying_whether_it_is_encrypted(
+        tmp_path: Path) -> None:
+    """No key set is no proof of a plain file: one encrypted with a key kept elsewhere (another
+    shell's CHATMEM_KEY) is said to be encrypted."""
+    db = tmp_path / "历史.db"
+
+    def history_key() -> str:
+        shown = keyed("config", "show", "--json", CHATMEM_DB=str(db))
+        assert shown.exit_code == 0, shown.stderr
+        table = keyed("config", "show", CHATMEM_DB=str(db))
+        said = json.loads(shown.stdout)["history_key"]
+        assert said in " ".join(table.stdout.split())  # the table wraps it
+        return str(said)
+
+    assert history_key() == "not set (no history file yet: it will be created unencrypted)"
+    Store(db, key="k").close()
+    assert history_key() == (
+        "not set (the history file is encrypted: it cannot be opened without its key)")
+    assert cipher.file_kind(db) == "encrypted"  # only looked at
+    db.unlink()
+    Store(db).close()
+    assert history_key() == "not set (the history file is not encrypted)"
+    assert json.loads(keyed("config", "show", "--json", key="k", CHATMEM_DB=str(db)).stdout
+                      )["history_key"] == "from $CHATMEM_KEY"

@@ -134,10 +134,22 @@ def test_a_day_is_singular_and_under_a_day_is_hours(tmp_path: Path) -> None:
         "session 杭州: idle 1.5 days, retention 3 hours (1 turn, 2 messages)",
         "session 西湖: idle 1 day, retention 3 hours (1 turn, 2 messages)",
         "session 早上: idle 12 hours, retention 3 hours (1 turn, 2 messages)"]
-    # A session's own retention is kept in whole days.
-    for duration in ("1d", "12h"):
+    # A session's own retention is kept in whole days: another length is refused, not rounded.
+    for duration in ("1d", "24h"):
         assert invoke("sessions", "retention", "西湖", duration, "--db", str(db)).stderr == (
             "session 西湖 is erased after 1 day idle\n")
+    for duration in ("1min", "12h", "36h", "1.5d"):
+        refused = invoke("sessions", "retention", "西湖", duration, "--db", str(db))
+        assert (refused.exit_code, refused.stderr) == (
+            2, "error: DURATION must be whole days (a session's retention is kept in days,"
+               f" like 1d, 2w or 1y), got '{duration}'\n")
+    shown = invoke("sessions", "show", "西湖", "--db", str(db), "--json")
+    assert json.loads(shown.stdout)["retention_days"] == 1
+    assert re.search(r"retention\s+1 day idle\s*\n",
+                     invoke("sessions", "show", "西湖", "--db", str(db)).stdout)
+    short = invoke("sessions", "prune", "--older-than", "2min", "--dry-run", "--db", str(db))
+    assert short.stderr.splitlines()[2] == (
+        "session 早上: idle 12 hours, retention 2 minutes (1 turn, 2 messages)")
     config = tmp_path / "config.toml"
     config.write_text("retention_days = 1\n")
     assert invoke("sessions", "retention", "杭州", "--db", str(db), "--config",

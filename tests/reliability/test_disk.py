@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from checks import assert_file_consistent
-from cli_runner import chat
+from cli_runner import chat, invoke
 
 import chatmem.store.sqlite_backend as connection
 
@@ -43,6 +43,36 @@ def test_a_read_only_file_fails_before_the_model_is_called(
     assert_file_consistent(db)
 
 
+def test_an_older_read_only_file_says_it_must_be_upgraded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sessions list` only reads, yet said "read-only: nothing can be stored" of a file
+    needing an upgrade first."""
+    import sqlite_utils
+    from sqlite_utils.migrations import Migrations
+
+    from chatmem.store.schema import MIGRATIONS
+
+    db = tmp_path / "旧.db"
+    old = Migrations("chatmem")
+    for fn in MIGRATIONS[:-1]:
+        old(name=fn.__name__)(fn)
+    made = sqlite_utils.Database(db)
+    made.conn.execute("PRAGMA journal_mode = WAL")  # as chatmem left it
+    old.apply(made)
+    made.close()
+    before = db.read_bytes()
+    monkeypatch.setattr(connection, "connect",
+                        lambda path, key=None: sqlite3.connect(f"file:{path}?mode=ro", uri=True,
+                                                               timeout=5))
+    listed = invoke("sessions", "list", "--db", str(db))
+    assert (listed.exit_code, listed.stderr) == (
+        2, f"error: {db} was written by an older chatmem and must be upgraded before use,"
+           " which needs write access: check the file's and its folder's permissions\n")
+    monkeypatch.undo()
+    assert db.read_bytes() == before
+
+
 def test_a_full_disk_stores_no_partial_turn_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,11 +91,43 @@ def test_a_full_disk_stores_no_partial_turn_and_says_so(
     result = chat(db, "s", big + "\n", "-s", "summary")
     assert result.exit_code != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "the disk is full or failing; nothing was stored" in errors[0]
+    assert len(errors) == 1 and "the disk is full or failing; nothing was changed" in errors[0]
     monkeypatch.undo()
     assert_file_consistent(db)  # turn 1 whole, nothing of the failed turn
     assert chat(db, "s", "after the disk was freed\n", "-s", "summary").exit_code == 0
     assert_file_consistent(db)
+
+
+def test_after_a_full_disk_later_turns_are_not_sent_until_there_is_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each turn of a chat piped on a full disk paid for a model call, then was not stored:
+    once a write found the disk full, the next is checked for room before it is sent."""
+    db = tmp_path / "h.db"
+    assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
+    opened = connection.connect
+
+    def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+        conn = opened(path, key)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        return conn
+
+    monkeypatch.setattr(connection, "connect", at_its_limit)
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
+    big = "a long line that needs new pages " * 400
+    result = chat(db, "s", f"{big}\n第二个问题\n第三个问题\n", "-s", "summary")
+    assert result.exit_code != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 3, result.stderr
+    assert "the disk is full or failing; nothing was changed" in errors[0]
+    assert errors[1:] == [f"error: nothing was sent: {db}: the disk is still full (free some"
+                          " space and try again)"] * 2
+    assert "第二个问题" not in log.read_text(encoding="utf-8")  # no model call
+    monkeypatch.undo()
+    assert_file_consistent(db)
+    assert chat(db, "s", "after the disk was freed\n", "-s", "summary").exit_code == 0
 
 
 @pytest.fixture

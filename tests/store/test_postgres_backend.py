@@ -260,6 +260,31 @@ def test_after_a_lost_connection_the_next_statement_connects_anew(
         assert pg_backend.execute("SHOW hnsw.ef_search").fetchone()[0] == "400"
 
 
+def test_a_read_or_the_pre_send_check_after_a_restart_connects_anew_and_goes_on(
+        pg_server: PostgresServer, pg_backend: PostgresBackend) -> None:
+    """Nothing was in flight when the server dropped the idle connection: the turn's check
+    before it is sent, or a read, opens a new one once and goes on; a write still fails
+    and says so (it is never run twice)."""
+    session_id = add_session(pg_backend)
+
+    def drop() -> int:
+        pid = int(pg_backend.execute("SELECT pg_backend_pid()").fetchone()[0])
+        with pg_server.admin() as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return pid
+
+    pid = drop()
+    pg_backend.check_writable()
+    assert pg_backend.execute("SELECT pg_backend_pid()").fetchone()[0] != pid
+    drop()
+    assert pg_backend.execute("SELECT name FROM sessions").fetchall() == [("work",)]
+    drop()
+    with pytest.raises(StoreError) as lost:
+        add_message(pg_backend, session_id, 0, "丢失的")
+    assert lost.value.kind is StoreFailure.CONNECTION_LOST
+    assert count(pg_backend, "messages") == 0
+
+
 # -- errors name the database, never its password ------------------------------------------
 
 
