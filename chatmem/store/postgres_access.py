@@ -12,7 +12,7 @@ before p007 (`owner = current_user`); a shared row costs a look-up of its share.
 
 - An UPDATE may target every readable row and must leave it writable: a read-only
   row is refused with an error, never skipped as if it were changed. A DELETE only
-  reaches writable rows.
+  reaches writable rows. (p015 narrows both for messages and turns: postgres_write_shares.)
 - Ids, owners and the session (or message, or fact) a row belongs to are set on
   INSERT and never change: no role holds UPDATE on those columns, nor INSERT on
   an id or an owner, so no statement can name an id it has not been given.

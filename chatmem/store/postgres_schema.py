@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chatmem.store import postgres_access
+from chatmem.store import postgres_access, postgres_write_shares
 from chatmem.store.migrations import MigrationList
 from chatmem.store.postgres_policies import (
     ACCESS,
@@ -375,6 +375,13 @@ def p014_word_tokens_bounded(execute: Execute) -> None:
             f" CHECK (tokens BETWEEN 0 AND {MOST_TOKENS})")
     for table in ("messages", "message_words"):
         execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
+
+@migration
+def p015_write_shares_keep_what_is_written(execute: Execute) -> None:
+    """A write share adds to a session: its grantee deletes none of its messages and turns
+    and changes only what replacing the last turn and a purge need (postgres_write_shares)."""
+    postgres_write_shares.narrow(execute)
 
 
 def _index_again(execute: Execute, differs: Callable[[str], bool]) -> None:

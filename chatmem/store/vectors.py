@@ -7,7 +7,7 @@ before that hold the two texts embedded together). Their reads are incremental
 (`after_id`), so a session's vectors are loaded once per process and then extended by the
 messages committed since. `vector_cache` finds a stored vector by the sha256 of the text it
 embeds, so the same text (a fork, an import or a replay of a conversation seen before) is
-not embedded again.
+not embedded again; on PostgreSQL, only from the role's own sessions.
 """
 
 from __future__ import annotations
@@ -188,26 +188,41 @@ class VectorTables:
                 [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
                  for r in rows],
             )
+            cached = [r for r in rows if r.digest is not None]
+            # Only a vector of the role's own session is found again (cached_vectors): an
+            # entry pointing into another's session, written before that rule, would keep
+            # the text's entry (one per role) from pointing here.
+            own = f"SELECT 1 FROM messages WHERE id = {{}} AND {self._db.own_rows}"
+            self._db.executemany(
+                "DELETE FROM vector_cache WHERE model = ? AND digest = ?"
+                f" AND NOT EXISTS ({own.format('vector_cache.message_id')})",
+                [(model, r.digest) for r in cached])
             self._db.executemany(
                 "INSERT INTO vector_cache (model, digest, message_id, context)"
-                " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
+                f" SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})"
                 " ON CONFLICT DO NOTHING",
-                [(model, r.digest, r.message_id, 0, r.message_id) for r in rows
-                 if r.digest is not None],
+                [(model, r.digest, r.message_id, 0, r.message_id) for r in cached],
             )
 
     def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]:
         """Stored vectors of `model` by the sha256 of the text they embed (a message's own
         text, or its context text), for the digests found: a text embedded once, in any
-        session, is not embedded again. The vectors are read from `message_vectors`, so
-        what erases a message's vectors erases them here too."""
+        session of the role's own, is not embedded again. The vectors are read from
+        `message_vectors`, so what erases a message's vectors erases them here too.
+
+        On PostgreSQL only vectors of sessions the role owns are reused: a vector in a
+        session another owns (one it shares with the role, even one the role wrote into) is
+        that owner's to change, and reused it would stand for the role's own text in its
+        private sessions."""
         wanted = list(dict.fromkeys(digests))
         found: dict[str, bytes] = {}
+        own_vectors = ("SELECT model, message_id, vector, context_vector FROM message_vectors"
+                       f" WHERE {self._db.own_rows}")
         for start in range(0, len(wanted), CACHE_LOOKUP):
             chunk = wanted[start : start + CACHE_LOOKUP]
             found.update((str(digest), bytes(vector)) for digest, vector in self._db.execute(
                 "SELECT c.digest, CASE c.context WHEN 1 THEN v.context_vector ELSE v.vector END"
-                " FROM vector_cache c JOIN message_vectors v"
+                f" FROM vector_cache c JOIN ({own_vectors}) v"
                 " ON v.model = c.model AND v.message_id = c.message_id"
                 f" WHERE c.model = ? AND c.digest IN ({', '.join('?' * len(chunk))})",
                 [model, *chunk]))

@@ -436,6 +436,10 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         store.leases.take_index_lease(shared, "ann-model", LeaseHolder.this_process())
         store.images.keep_images(shared, [ImageData("image/png", 1, 1, b"ann's image")])
     with psycopg.connect(ann, autocommit=True) as conn:
+        # chatmem keeps a cache entry only for a message of a session of one's own (its
+        # vectors are the owner's to change); the share still lets one be inserted by SQL.
+        conn.execute("INSERT INTO vector_cache (model, digest, message_id, context)"
+                     " VALUES ('ann-model', 'ann-digest', %s, 0)", [mine[0].id])
         moves = Moves(conn)
         # A write share is not ownership: the name, the retention and the session are bob's.
         for sql, params in (("UPDATE sessions SET retention_days = 1 WHERE id = %s", [shared]),
