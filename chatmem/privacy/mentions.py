@@ -9,7 +9,9 @@ jamo NFD spells them with, never part of a syllable), and a number
 only where it is not part of a longer one (4471 not in 144712, 3.4471 or
 1,4471). Letters match in any case by Unicode's rules (`fold`: José/JOSÉ,
 Straße/STRASSE, Дима/ДИМА, Σίσυφος/ΣΊΣΥΦΟΣ, é written as one character or
-two), in the full-width forms Chinese and Japanese input methods type
+two) and with or without the accents search folds out (José Núñez/Jose Nunez,
+Müller/Muller but not Mueller, Nguyễn/Nguyen: whatever `logs -q` finds by the
+value is a mention), in the full-width forms Chinese and Japanese input methods type
 (Ｂｅｉｊｉｎｇ, １３８００１３８０００), with any apostrophe a keyboard or a
 phone puts in (O'Brien/O’Brien), with characters that draw nothing inside it
 (李\u200b雷, a zero-width space pasted from a web page, reads as 李雷), and a run of
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from chatmem import fts
 from chatmem.graphemes import grapheme_start
-from chatmem.text import FULL_WIDTH, INVISIBLE
+from chatmem.text import INVISIBLE
 
 MARKER = "[forgotten]"
 MIN_CHARACTERS = 2
@@ -39,16 +41,9 @@ methods): `fold` decomposes every syllable into them."""
 _UNSPACED = re.compile(rf"[{fts.CJK}{_HANGUL_JAMO}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _JAMO = re.compile(rf"[{_HANGUL_JAMO}]")
 _NUMBER_GLUE = ".,"
-_FULL_WIDTH = FULL_WIDTH
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
-_COMPATIBLE: dict[int, int | str | None] = {**_FULL_WIDTH, **_APOSTROPHES, **_DRAWN_NOTHING}
-_FOLDED_FROM_OTHERS = frozenset("fiklstFIKLST;`'")
-"""The ASCII characters another character folds to on its own (ß→ss, ﬁ→fi, K→k, ſ→s,
-İ→i, the Greek question mark→;, ’→'), full-width forms aside (a needle is searched in its
-full-width form too: `needles`); tests/privacy/test_mentions.py checks the list against
-all of Unicode."""
 
 
 @dataclass(frozen=True, order=True)
@@ -66,28 +61,30 @@ def searchable(value: str) -> bool:
 
 
 def fold(text: str) -> str:
-    """`text` as a purge compares it: Unicode's default caseless matching (case folded,
-    canonically decomposed, so ß is ss and é one character or two), with Turkish dotted
-    and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul: people type the name on
-    whatever keyboard they have), without the characters that draw nothing."""
-    text = text.translate(_COMPATIBLE)
-    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", text).casefold())
+    """`text` as a purge compares it: as search reads it (`fts.folded`: full-width forms as
+    ASCII, without the characters that draw nothing, accents and other combining marks out,
+    so Jose Nunez is José Núñez, Muller Müller and Nguyen Nguyễn, as `logs -q` finds them),
+    then Unicode's default caseless matching (case folded, canonically decomposed, so ß is
+    ss), with Turkish dotted and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul:
+    people type the name on whatever keyboard they have)."""
+    text = fts.folded(text.translate(_APOSTROPHES))
+    folded = unicodedata.normalize("NFD", text.casefold())
     return folded.replace("\u0131", "i").replace("i\u0307", "i")
 
 
 def needle(value: str) -> str:
-    """The longest piece of `value` that every mention of it holds as written, up to ASCII
-    case ("" when none): what the store can narrow rows by with a plain LIKE.
+    """The longest piece of `value` that every mention of it in ASCII text holds as written,
+    up to ASCII case ("" when none): what the store narrows rows of ASCII text by with a
+    plain LIKE. It reads every row holding another character: `fold` makes a mention of
+    much written otherwise (José and Ｊｏｓｅ mention Jose, STRASSE mentions Straße).
 
-    Only ASCII is safe there, and not all of it: other characters fold to
-    `_FOLDED_FROM_OTHERS` (Straße mentions STRASSE), and an ASCII letter next to
-    a mark or another letter may be one character in the text (é, ŉ).
+    Only ASCII characters between ASCII characters count: one next to a mark or another
+    letter may be one character with it in the value (é, ŉ).
     """
     value = unicodedata.normalize("NFC", value.translate(_DRAWN_NOTHING).strip())
     best, run = "", ""
     for at, ch in enumerate(value):
-        around = value[max(at - 1, 0):at + 2]
-        if around.isascii() and not ch.isspace() and ch not in _FOLDED_FROM_OTHERS:
+        if value[max(at - 1, 0):at + 2].isascii() and not ch.isspace():
             run += ch
             best = max(best, run, key=len)
         else:
@@ -96,19 +93,11 @@ def needle(value: str) -> str:
 
 
 def needles(value: str) -> list[str]:
-    """What every row mentioning `value` holds, in some ASCII case, once the characters
-    that draw nothing (text.INVISIBLE: A\u200bda mentions Ada) are taken out: its `needle`,
-    or that needle in full-width forms (as written, lower, upper or title case: a database
-    folds the case of ASCII only). Empty when the needle is (every row may mention it)."""
+    """What every row of ASCII text mentioning `value` holds, in some ASCII case, once the
+    characters that draw nothing are taken out (A\u200bda mentions Ada): its `needle`, or
+    none when the needle is empty (every row may mention it)."""
     found = needle(value)
-    if not found:
-        return []
-    wide = [form.translate(_WIDENED) for form in (found, found.lower(), found.upper(),
-                                                  found.title())]
-    return list(dict.fromkeys([found, *(w for w in wide if w != found)]))
-
-
-_WIDENED = {ascii_code: wide for wide, ascii_code in _FULL_WIDTH.items()}
+    return [found] if found else []
 
 
 def mention_spans(text: str, value: str) -> list[Span]:

@@ -60,8 +60,10 @@ class Purge:
 
     @property
     def needles(self) -> list[str]:
-        """What every row mentioning a value holds (mentions.needles): the store's cheap
-        prefilter; "" (every row) for a value without one."""
+        """What every row of ASCII text mentioning a value holds (mentions.needles): the
+        store's cheap prefilter, with every row holding a character beyond ASCII (`fold`
+        takes accents and marks out: Núñez mentions Nunez); "" (every row) for a value
+        without one."""
         return [found for value in self.values for found in needles(value) or [""]]
 
 
@@ -95,7 +97,8 @@ def _longer_names(store: PrivacyStore, fact_id: int, user: str | None, values: S
 def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
     """The stored messages the purge would change, with the mentions it would erase."""
     found = []
-    for message in store.redactions.messages_containing(purge.session_ids, purge.needles):
+    for message in store.redactions.messages_containing(purge.session_ids, purge.needles,
+                                                        beyond_ascii=True):
         spans = all_spans(message.content, purge.values, purge.keep)
         kept = kept_spans(message.content, purge.values, purge.keep) if purge.keep else []
         if spans or kept:
@@ -115,7 +118,7 @@ def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
     return store.redactions.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
                                                 partial(erase_mentions, values=purge.values,
-                                                        keep=purge.keep))
+                                                        keep=purge.keep), beyond_ascii=True)
 
 
 def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:

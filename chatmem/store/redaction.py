@@ -99,21 +99,24 @@ class RedactionTables:
             " AND f.deleted_at IS NULL AND m.session_id = ? ORDER BY f.id",
             [session_id]).fetchall()]
 
-    def messages_containing(self, session_ids: Sequence[int],
-                            needles: Sequence[str]) -> list[MessageRecord]:
-        """Messages of the sessions that contain any of `needles` in any case (a superset of
-        those that mention them), in session and position order."""
+    def messages_containing(self, session_ids: Sequence[int], needles: Sequence[str], *,
+                            beyond_ascii: bool = False) -> list[MessageRecord]:
+        """Messages of the sessions that contain any of `needles` in any case, or with
+        `beyond_ascii` any character beyond ASCII (a superset of those that mention them:
+        Núñez, folded as search folds it, mentions Nunez), in session and position order."""
         if not session_ids or not needles:
             return []
-        where, params = _containing("content", needles, json_column=False)
+        where, params = self._containing("content", needles, False, beyond_ascii)
         return [MessageRecord.from_row(r) for r in fetch_rows(self._db,
             f"SELECT * FROM messages WHERE session_id IN ({_ids(session_ids)}) AND {where}"
             " ORDER BY session_id, position", params)]
 
     def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
-                            needles: Sequence[str], rewrite: Rewrite) -> Redaction:
+                            needles: Sequence[str], rewrite: Rewrite, *,
+                            beyond_ascii: bool = False) -> Redaction:
         """Apply `rewrite` to every stored text of the sessions, and of the facts of the
-        sessions and of `user`'s profile, that contains one of `needles` (any case), in one
+        sessions and of `user`'s profile, that contains one of `needles` (any case) or, with
+        `beyond_ascii`, any character beyond ASCII (`messages_containing`), in one
         transaction. Changed messages get a new index entry; their token counts and their
         sessions' vectors are dropped (both are recomputed on demand, vectors by
         `chatmem index`)."""
@@ -121,30 +124,31 @@ class RedactionTables:
         if not session_ids or not needles:
             return done
         sessions = _ids(session_ids)
+        found = _Found(needles, beyond_ascii)
         with self._db.write():
-            self._rewrite_messages(sessions, needles, rewrite, done)
+            self._rewrite_messages(sessions, found, rewrite, done)
             for table, place, texts, jsons in _SESSION_TABLES:
                 if not self._table_exists(table):
                     continue  # a table a later migration adds
                 for column in (*texts, *jsons):
-                    self._rewrite_column(table, place, column, column in jsons, needles,
+                    self._rewrite_column(table, place, column, column in jsons, found,
                                          rewrite, f"session_id IN ({sessions})", [], done)
-            self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, needles,
+            self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, found,
                                  rewrite, f"id IN ({sessions})", [], done)
             owner = (f"(session_id IN ({sessions}) OR ({profile_facts(self._db.own_rows)}"
                      " AND \"user\" IS NOT DISTINCT FROM ?))")
-            self._rewrite_column("facts", Place.FACTS, "value", False, needles, rewrite,
+            self._rewrite_column("facts", Place.FACTS, "value", False, found, rewrite,
                                  owner, [user], done)
             if self._table_exists("fact_history"):
                 self._rewrite_column("fact_history", Place.FACT_HISTORY, "value", False,
-                                     needles, rewrite,
+                                     found, rewrite,
                                      f"fact_id IN (SELECT id FROM facts WHERE {owner})", [user],
                                      done)
         return done
 
-    def _rewrite_messages(self, sessions: str, needles: Sequence[str], rewrite: Rewrite,
+    def _rewrite_messages(self, sessions: str, found: _Found, rewrite: Rewrite,
                           done: Redaction) -> None:
-        where, params = _containing("content", needles, json_column=False)
+        where, params = self._containing("content", found.needles, False, found.beyond_ascii)
         rows = self._db.execute(
             f"SELECT id, session_id, content FROM messages WHERE session_id IN ({sessions})"
             f" AND {where}", params).fetchall()
@@ -178,9 +182,10 @@ class RedactionTables:
         self._db.forget_erased_words()
 
     def _rewrite_column(self, table: str, place: Place, column: str, is_json: bool,
-                        needles: Sequence[str], rewrite: Rewrite, where: str,
+                        found: _Found, rewrite: Rewrite, where: str,
                         params: list[Any], done: Redaction) -> None:
-        contains, needle_params = _containing(column, needles, json_column=is_json)
+        contains, needle_params = self._containing(column, found.needles, is_json,
+                                                   found.beyond_ascii)
         has_session = table != "sessions" and self._db.has_column(table, "session_id")
         session = "session_id" if has_session else "NULL"
         key = _KEYS.get(table, ("id",))
@@ -198,10 +203,37 @@ class RedactionTables:
                 elif session_id is not None:
                     done.sessions.add(session_id)
 
+    def _containing(self, column: str, needles: Sequence[str], json_column: bool,
+                    beyond_ascii: bool) -> tuple[str, list[str]]:
+        """`_containing`, or with `beyond_ascii` true of a row holding any character beyond
+        ASCII too (or, in JSON, one written as an escape)."""
+        where, params = _containing(column, needles, json_column=json_column)
+        if not beyond_ascii:
+            return where, params
+        beyond, pattern = (f"{column} ~ ?", _BEYOND_ASCII) if self._db.kind == "postgresql" \
+            else (f"{column} GLOB ?", f"*{_BEYOND_ASCII}*")
+        if not json_column:
+            return f"({where} OR {beyond})", [*params, pattern]
+        return (f"({where} OR {beyond} OR {column} LIKE ? ESCAPE '!')",
+                [*params, pattern, "%\\u%"])
+
     def _table_exists(self, name: str) -> bool:
         # A table a later migration added exists when one of its columns does.
         return self._db.has_column(name, {"fact_history": "fact_id",
                                          "message_vectors": "message_id"}.get(name, "session_id"))
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What narrows the rows a rewrite reads (`RedactionTables.messages_containing`)."""
+
+    needles: Sequence[str]
+    beyond_ascii: bool
+
+
+_BEYOND_ASCII = "[^\x01-\x7f]"
+"""A character beyond ASCII (or a NUL, which neither syntax can name: a row holding one
+is read, never missed), as a GLOB's and a PostgreSQL regular expression's class."""
 
 
 def _ids(ids: Iterable[int]) -> str:
@@ -212,8 +244,8 @@ def _containing(column: str, needles: Sequence[str], *, json_column: bool) -> tu
     """SQL true for a row whose `column` holds any needle in any ASCII case once the
     characters that draw nothing are taken out of it (A\u200bda holds `ada`), with its
     parameters; "" is held by every text (NULL holds nothing). Only ASCII is folded, as
-    SQLite's lower() folds only ASCII (chatmem.privacy.mentions.needles gives the other
-    cases of a full-width needle)."""
+    SQLite's lower() folds only ASCII (a purge reads every row beyond ASCII besides:
+    `RedactionTables.messages_containing`)."""
     forms: list[str] = []
     for needle in needles:
         forms.append(needle.translate(_ASCII_LOWER))
