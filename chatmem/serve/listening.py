@@ -238,8 +238,8 @@ class ThisMachineOnly:
         import asyncio
 
         client, server = scope.get("client"), scope.get("server")
-        # On a thread: reading the table takes milliseconds, which other requests' replies
-        # streaming meanwhile should not wait for.
+        # On a thread: where netlink cannot be asked, reading /proc/net takes milliseconds,
+        # which other requests' replies streaming meanwhile should not wait for.
         uids = (await asyncio.to_thread(peer_uids, (client[0], client[1]),
                                         (server[0], server[1]), proc_net=self.accounts)
                 if client and server else set())
