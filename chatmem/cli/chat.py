@@ -238,6 +238,7 @@ def answer_json(result: "TurnResult", engine: "Engine[Store]",
         "strategy": strategy_json(engine.strategy.name, engine.strategy.params),
         "tokens": {
             "prompt": record.estimated_tokens,
+            "counted": record.estimated_tokens,
             "reported": record.prompt_tokens,
             "reply": record.completion_tokens,
             "budget": result.context.budget,

@@ -79,15 +79,18 @@ def logs(
 def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[str, Any]:
     import json
 
-    from chatmem.render.payloads import strategy_json
+    from chatmem.render.payloads import strategy_json, tokens_json
 
     shown = {"reply": entry.reply} if reply else {}
     return {
+        # `turn` and `time` came first; `number` and `created_at` say the same as the keys
+        # every other output uses (docs/json.md: fields are added, never renamed).
         "session": entry.address, "shared_by": entry.shared_by, "turn": entry.number,
-        "time": entry.created_at,
+        "number": entry.number, "time": entry.created_at, "created_at": entry.created_at,
         "status": entry.status, "provider": entry.provider, "model": entry.model,
         "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
-        "tokens": {"prompt": entry.prompt_tokens, "reply": entry.reply_tokens},
+        "tokens": {"prompt": entry.prompt_tokens,
+                   **tokens_json(entry.counted_tokens, entry.reported_tokens, entry.reply_tokens)},
         "cost": None if cost is None else {"amount": cost.amount, "currency": cost.currency},
         "input": entry.input, "superseded_by": entry.superseded_by, **shown,
     }

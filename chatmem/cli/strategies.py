@@ -34,6 +34,7 @@ def strategies(
         {
             "name": name,
             "parameters": {p.name: p.default for p in cls.PARAMS},
+            "defaults": {p.name: p.default for p in cls.PARAMS},
             "description": cls.description,
             **capabilities(cls),
             "plugin": _plugin(name),
@@ -87,6 +88,9 @@ def explain(text: str, json_out: bool) -> None:
                             "minimum": p.minimum, "maximum": p.maximum,
                             "choices": list(p.choices) or None}
                            for p in loaded[name].PARAMS],
+            # the one shape both listings share (`parameters` is a dict in the other)
+            "defaults": {f"{name}.{p.name}" if prefix else p.name: p.default
+                         for p in loaded[name].PARAMS},
             **capabilities(loaded[name]),
             "plugin": _plugin(name),
         } for name in spec.names])

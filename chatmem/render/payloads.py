@@ -33,7 +33,16 @@ def session_summary_json(session: SessionSummary) -> dict[str, Any]:
 
 def turn_json(turn: TurnRecord) -> dict[str, Any]:
     return {**{k: getattr(turn, k) for k in TURN_FIELDS},
-            "strategy": strategy_json(turn.strategy, turn.params)}
+            "strategy": strategy_json(turn.strategy, turn.params),
+            "tokens": tokens_json(turn.estimated_tokens, turn.prompt_tokens,
+                                  turn.completion_tokens)}
+
+
+def tokens_json(counted: int | None, reported: int | None,
+                reply: int | None) -> dict[str, int | None]:
+    """A stored turn's counts under the keys that mean one thing in every output: `counted`
+    is chatmem's count of the request, `reported` the provider's (None: it reported none)."""
+    return {"counted": counted, "reported": reported, "reply": reply}
 
 
 def inspection_json(inspection: Inspection) -> dict[str, Any]:

@@ -289,3 +289,32 @@ def test_a_search_for_a_word_every_turn_says_reads_the_same_at_100_and_4000(
                 work[count, query] = meter.index_reads + meter.steps
     for query in ("北京", "Paris"):
         assert work[4000, query] <= work[100, query] * 1.25 + 20, work
+
+
+def test_counted_and_reported_mean_one_thing_in_ask_logs_and_inspect(tmp_path: Path,
+                                                                      chat_server) -> None:
+    """`tokens.prompt` is chatmem's count in `ask` but the provider's in `logs`; `counted`
+    and `reported` mean the same in both, and in inspect's turn (docs/json.md)."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x"}
+    asked = json.loads(run(db, "ask", "t", "我们五月去杭州旅行，想看西湖 and the lake", "--json",
+                           "--provider", "openai", "--model", "test-small", env=env,
+                           code=0).stdout)["tokens"]
+    [entry] = logs_json(db)
+    turn = json.loads(run(db, "inspect", "t", "1", "--json", code=0).stdout)["turn"]
+    assert asked["reported"] != asked["counted"]  # the server counts words, chatmem tokens
+    assert entry["tokens"]["prompt"] == asked["reported"]  # the older key, kept as it was
+    for tokens in (entry["tokens"], turn["tokens"]):
+        assert (tokens["counted"], tokens["reported"], tokens["reply"]) == (
+            asked["counted"], asked["reported"], asked["reply"])
+    assert (turn["estimated_tokens"], turn["prompt_tokens"]) == (asked["counted"],
+                                                                 asked["reported"])
+    assert entry["number"] == entry["turn"] == turn["number"] == 1
+    assert entry["created_at"] == entry["time"] == turn["created_at"]
+
+
+def test_strategy_defaults_are_one_dict_in_both_listings() -> None:
+    listed = json.loads(invoke("strategies", "--json", code=0).stdout)
+    assert next(s for s in listed if s["name"] == "window")["defaults"] == {"k": 5}
+    [window, _] = json.loads(invoke("strategies", "window+entity", "--json", code=0).stdout)
+    assert window["defaults"] == {"window.k": 5}
