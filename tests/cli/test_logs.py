@@ -318,3 +318,27 @@ def test_strategy_defaults_are_one_dict_in_both_listings() -> None:
     assert next(s for s in listed if s["name"] == "window")["defaults"] == {"k": 5}
     [window, _] = json.loads(invoke("strategies", "window+entity", "--json", code=0).stdout)
     assert window["defaults"] == {"window.k": 5}
+
+
+def test_tables_show_local_time_and_json_keeps_utc(db: Path) -> None:
+    """A table's time has no zone shown, so it is the reader's ($TZ): 07:22 UTC reads 15:22
+    in Shanghai; --json keeps the stored ISO UTC string. A new process, so TZ is read."""
+    import os
+    import subprocess
+    import sys
+    from datetime import timedelta
+
+    from chatmem.timestamps import parse_time
+
+    def chatmem(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "chatmem", *args, "--db", str(db)],
+                              capture_output=True, text=True, encoding="utf-8", check=True,
+                              env={**os.environ, "TZ": "Asia/Shanghai", "COLUMNS": "200"})
+        return done.stdout
+
+    newest = json.loads(chatmem("logs", "--json", "-n", "1"))[0]["created_at"]
+    assert newest.endswith("+00:00")
+    local = parse_time(newest) + timedelta(hours=8)  # Shanghai keeps no summer time
+    assert local.strftime("%m-%d %H:%M") in chatmem("logs", "-n", "1")
+    assert local.strftime("%Y-%m-%d %H:%M") in chatmem("sessions", "list")
+    assert parse_time(newest).strftime("%m-%d %H:%M") not in chatmem("logs", "-n", "1")
