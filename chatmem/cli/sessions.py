@@ -301,8 +301,7 @@ def import_(
                 f"{imported.session.strategy!r}, which no installed plugin provides here; "
                 f"install it, or go on with another (chatmem chat {session_name} -s NAME)",
                 markup=False, soft_wrap=True)
-        known = [imported.strategy] if imported.strategy else []
-        for backlog in start_backlogs(ws, config, [session_name], known, background=index):
+        for backlog in start_backlogs(ws, config, [session_name], background=index):
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
 
 
@@ -330,8 +329,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                   f"{'' if imported.facts == 1 else 's'} from {archive.path}",
                   markup=False, soft_wrap=True)
         names = [one.session.name for one in imported.sessions]
-        known = [one.strategy for one in imported.sessions if one.strategy]
-        for backlog in start_backlogs(ws, config, names, known, background=index):
+        for backlog in start_backlogs(ws, config, names, background=index):
             err.print(backlog_line(backlog), markup=False, soft_wrap=True)
 
 
