@@ -54,7 +54,7 @@ def logs(
     with open_workspace(settings, create=False) as ws:
         entries = recent_turns(ws, count=1 if response else count, session=session,
                                query=query, replied=response)
-        if response and not entries:
+        if response and not entries and not json_output:  # --json: [], as logs --json
             where = f"session {session!r}" if session is not None else ws.store.location
             matching = f" matching {query!r}" if query is not None else ""
             raise NotFound(f"no reply{matching} in {where} yet")
@@ -72,6 +72,10 @@ def logs(
         # On a terminal its escape sequences are shown, never obeyed, as everywhere else.
         reply = entries[0].reply or ""
         sys.stdout.write((printable(reply) if sys.stdout.isatty() else reply) + "\n")
+        return
+    if not entries:
+        # Said, not listed: `chatmem logs | wc -l` counts turns, and a script reads none.
+        consoles()[1].print("no turns found", markup=False)
         return
     out.print(full_turns(entries, costs) if full else logs_table(entries, costs))
 

@@ -212,6 +212,7 @@ def retention(
     ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Show or set how long a session is kept once idle, whatever retention_days says.
 
@@ -230,6 +231,10 @@ def retention(
         session = (session_named(ws, name) if keep is None
                    else set_retention(ws, name, days))
     own = session.retention_days
+    if json_out:
+        print_json({"session": name, "retention_days": own,
+                    "default_retention_days": settings.retention_days})
+        return
     if own is None:
         default = (f"retention_days: {days_text(settings.retention_days)} idle"
                    if settings.retention_days else "kept: no retention_days in the config")
@@ -253,6 +258,7 @@ def forget_me(
                                                             "change nothing.")] = False,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Erase a user profile: every session of it and its facts, then vacuum the file.
 
@@ -262,14 +268,22 @@ def forget_me(
     Example: chatmem forget-me --yes
     """
     from chatmem.app.privacy import forget_profile, vacuums
+    from chatmem.errors import UsageError
     from chatmem.timestamps import utc_now
 
+    if json_out and not (yes or dry_run):
+        raise UsageError("--json needs --yes or --dry-run: the question would go where the "
+                         "JSON goes")
     settings = settings_from(config, db)
     profile = user or settings.user
     now = utc_now()
     with open_workspace(settings, create=False) as ws:
         planned = forget_profile(ws, profile, dry_run=True)
         err = consoles()[1]
+        if json_out and (dry_run or planned.empty):
+            # the shape of `sessions prune --json`: what would go, or nothing
+            print_json(planned.to_json(now))
+            return
         if planned.empty:
             err.print(f"user {profile} has no sessions or facts here", markup=False)
             return
@@ -285,4 +299,7 @@ def forget_me(
         erased = forget_profile(ws, profile)
         done_for_good()
         done = erasure_done(vacuums(ws))
+    if json_out:
+        print_json(erased.to_json(now))
+        return
     err.print(f"{erased.summary()} of user {profile}; {done}", markup=False, soft_wrap=True)

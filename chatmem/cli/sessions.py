@@ -234,6 +234,7 @@ def import_(
     ] = True,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Create a session from a transcript file: messages, system prompts, probes, recording.
 
@@ -265,7 +266,7 @@ def import_(
         if chosen_name is not None:
             raise UsageError(f"{file} is an archive: its sessions keep their names; give no "
                              "SESSION (rename one afterwards: chatmem sessions rename)")
-        import_all(read_archive(path), index, config, settings_from(config, db))
+        import_all(read_archive(path), index, config, settings_from(config, db), json_out)
         return
     if chosen_name is not None:
         check_session_name(chosen_name)  # before the file is read
@@ -303,10 +304,14 @@ def import_(
                 markup=False, soft_wrap=True)
         for backlog in start_backlogs(ws, config, [session_name], background=index):
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
+    if json_out:  # the name chosen, which stderr says in a sentence
+        from chatmem.render.payloads import imported_json
+
+        print_json(imported_json([imported], 0))
 
 
 def import_all(archive: "Archive", index: bool, config: "Path | None",
-               settings: "Settings") -> None:
+               settings: "Settings", json_out: bool = False) -> None:
     """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.sessions import import_archive
@@ -331,6 +336,10 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
         names = [one.session.name for one in imported.sessions]
         for backlog in start_backlogs(ws, config, names, background=index):
             err.print(backlog_line(backlog), markup=False, soft_wrap=True)
+    if json_out:
+        from chatmem.render.payloads import imported_json
+
+        print_json(imported_json(imported.sessions, imported.facts))
 
 
 OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",

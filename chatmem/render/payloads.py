@@ -8,7 +8,10 @@ from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from chatmem.app.inspection import Inspection, SummaryVersion
+    from chatmem.app.sessions import Imported
     from chatmem.store import SessionRecord, SessionSummary, TurnRecord
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
@@ -92,3 +95,10 @@ def summary_row(version: SummaryVersion) -> dict[str, Any]:
             "covered_messages": len(s.covered_ids), "covered_turn": version.covered_turn,
             "tokens": version.tokens, "anchors": s.anchors,
             "dropped_anchors": s.dropped_anchors, "model": s.model, "text": s.text}
+
+
+def imported_json(imported: Sequence[Imported], facts: int) -> dict[str, Any]:
+    """`sessions import --json`: a transcript's one session or an archive's every one."""
+    return {"sessions": [{"session": one.session.name, "user": one.session.user,
+                          "messages": one.messages, "probes": one.probes} for one in imported],
+            "facts": facts}

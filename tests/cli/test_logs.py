@@ -82,7 +82,8 @@ def test_q_ranks_the_better_match_first_and_a_turn_once(db: Path) -> None:
 def test_a_search_that_matches_nothing_lists_nothing(db: Path) -> None:
     result = run(db, "logs", "-q", "zeppelin")
     assert result.exit_code == 0
-    assert result.stdout.strip() == "no turns found"
+    assert (result.stdout, result.stderr.strip()) == ("", "no turns found")
+    assert logs_json(db, "-q", "zeppelin") == logs_json(db, "-r", "-q", "zeppelin") == []
 
 
 def test_the_cost_of_a_priced_model_is_listed(db: Path, tmp_path: Path) -> None:
@@ -137,7 +138,8 @@ def test_logs_never_write_the_history_file(db: Path) -> None:
 def test_logs_without_a_history_file_creates_none(isolated_home: Path) -> None:
     result = invoke("logs")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "no turns found"
+    assert (result.stdout, result.stderr.strip()) == ("", "no turns found")
+    assert invoke("logs", "-r", "--json", code=0).stdout.strip() == "[]"
     assert not list(isolated_home.rglob("chatmem.db"))
 
 
