@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @handles_errors
 def logs(
-    count: Annotated[int, typer.Option("--count", "-n", min=1, max=10_000,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=10_000, metavar="N",
                                        help="How many turns to list.")] = 20,
     query: Annotated[str | None, typer.Option(
         "--query", "-q", metavar="TEXT", show_default=False,
@@ -38,6 +38,7 @@ def logs(
     """List recent turns across sessions: time, session, model, strategy, tokens, cost, question;
     -r prints the last reply, --full whole turns.
 
+    \b
     Example: chatmem logs -n 5 -q 杭州 --full
     """
     from chatmem.app.sessions import recent_turns

@@ -82,6 +82,7 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     the original in one step: an interruption leaves the original as it was.
     Needs chatmem[encrypt].
 
+    \b
     Example: CHATMEM_KEY=... chatmem encrypt
     """
     from chatmem.app.privacy import check_encryptable, encrypt_file
@@ -102,6 +103,7 @@ def decrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     Afterwards unset CHATMEM_KEY and key_command: a key set for a plain file is
     an error, so that nobody believes a plain file is encrypted.
 
+    \b
     Example: chatmem decrypt --db old.db
     """
     from chatmem.app.privacy import decrypt_file
@@ -119,6 +121,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
     The current key comes from CHATMEM_KEY or key_command (or is typed).
 
+    \b
     Example: CHATMEM_NEW_KEY=... chatmem rekey
     """
     from chatmem.app.privacy import rekey_file
@@ -170,6 +173,7 @@ def prune(
     and retention_days; expired facts are those past their own end (/remember
     --for) and, with fact_idle_days, extracted facts no context used for that long.
 
+    \b
     Example: chatmem sessions prune --older-than 30d --dry-run
     """
     from chatmem.app.privacy import prune_history, vacuums
@@ -216,6 +220,7 @@ def retention(
 ) -> None:
     """Show or set how long a session is kept once idle, whatever retention_days says.
 
+    \b
     Example: chatmem sessions retention travel forever
     """
     from chatmem.app.privacy import FOREVER, set_retention
@@ -265,6 +270,7 @@ def forget_me(
     Nothing of it is left in the file, its WAL or shm. `sessions export --all`
     first keeps a copy.
 
+    \b
     Example: chatmem forget-me --yes
     """
     from chatmem.app.privacy import forget_profile, vacuums

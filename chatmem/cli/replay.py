@@ -146,6 +146,7 @@ def replay_command(
 
     Without --strategy it compares one of each kind of memory, as eval does.
 
+    \b
     Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3
     """
     from chatmem.render import compare
@@ -242,6 +243,7 @@ def eval_command(
 ) -> None:
     """Score what each strategy remembers at the probes of a transcript or a folder of them.
 
+    \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
     from chatmem.render import compare

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from chatmem.privacy.restore import Archive
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.\n\n"
-                         "Example: chatmem sessions show trip --turns 1-10",
+                         "\b\nExample: chatmem sessions show trip --turns 1-10",
                  no_args_is_help=True)
 SHOW_LAST = 50
 """Turns `sessions show` prints when none are asked for: the newest page, read alone."""
@@ -32,6 +32,7 @@ NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session na
 def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption = False) -> None:
     """List sessions, most recent first.
 
+    \b
     Example: chatmem sessions list --json
     """
     from dataclasses import replace
@@ -66,6 +67,7 @@ def show(
 ) -> None:
     """Show a session's settings and messages, a page of turns at a time.
 
+    \b
     Example: chatmem sessions show support --turns 1-20
     """
     from chatmem import render
@@ -115,6 +117,7 @@ def delete(
 
     Facts learned into the user's profile stay (`facts forget --purge` erases one).
 
+    \b
     Example: chatmem sessions delete scratch --yes
     """
     from chatmem.app.sessions import delete_session, session_named
@@ -162,6 +165,7 @@ def export(
     With --all, everything the history holds goes into one zip archive: each
     session's transcript and summaries, and every fact (see README.txt inside).
 
+    \b
     Example: chatmem sessions export support -o support.md
     """
     import sys
@@ -241,6 +245,7 @@ def import_(
     An archive of `sessions export --all` restores every session in it, each in its
     user profile with its retention, and its facts; all or nothing.
 
+    \b
     Example: chatmem sessions import sessions/support.jsonl support
     """
     from pathlib import Path
@@ -357,6 +362,7 @@ def rename(
 ) -> None:
     """Rename a session; everything it owns follows.
 
+    \b
     Example: chatmem sessions rename default trip-planning
     """
     from chatmem.app.sessions import rename_session
@@ -381,6 +387,7 @@ def fork(
 ) -> None:
     """Copy a session, up to a turn, into a new one to branch from.
 
+    \b
     Example: chatmem sessions fork trip trip-b --at-turn 4
     """
     from chatmem.app.sessions import fork_session

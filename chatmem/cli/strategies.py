@@ -15,12 +15,13 @@ if TYPE_CHECKING:
 @handles_errors
 def strategies(
     name: Annotated[str | None, typer.Argument(
-        metavar="[NAME]", show_default=False,
+        metavar="NAME", show_default=False,
         help="A strategy (or A+B) to explain parameter by parameter.")] = None,
     json_out: JsonOption = False,
 ) -> None:
     """List the memory strategies with their parameters and defaults, or explain one.
 
+    \b
     Example: chatmem strategies retrieval
     """
     if name is not None:
