@@ -14,7 +14,6 @@ from chatmem.errors import ConfigError
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.embeddings import Embedder
-    from chatmem.memory.base import Strategy
     from chatmem.store import IndexLease
 
 BATCH = 64
@@ -118,28 +117,42 @@ class BacklogStart:
     """The background `chatmem index` process, or None when none was started."""
 
 
-def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence[str],
-                   strategies: Sequence[Strategy], *, background: bool = True,
-                   ) -> list[BacklogStart]:
-    """Start embedding `sessions` in a background `chatmem index` process when their
-    strategy, or the configured one, recalls by meaning; what waits for vectors.
+def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence[str], *,
+                   background: bool = True) -> list[BacklogStart]:
+    """Start embedding those of `sessions` whose own strategy recalls by meaning in a
+    background `chatmem index` process; what waits for vectors.
+
+    Each session's stored strategy decides, not the others': a replay saved under window and
+    retrieval indexes only the retrieval session (window never reads a vector). A strategy
+    that does not build here (its plugin gone) is replaced by the configured one, which a
+    chat in it would use.
 
     A process of its own, at a lower priority: the import returns at once, the first
     chat finds the vectors ready or on their way, and its reply keeps the CPU first.
     """
+    from chatmem.errors import StrategyError, StrategyFailed
     from chatmem.store import LeaseHolder
 
     settings = workspace.settings
-    configured = workspace.registries.strategies.strategy(
-        settings.strategy, settings.params_for(settings.strategy))
-    if not any(s.needs_embedder for s in [*strategies, configured]):
+    strategies = workspace.registries.strategies
+    store = workspace.store
+
+    def recalls_by_meaning(name: str) -> bool:
+        session = store.sessions.session(name)
+        try:
+            own = strategies.strategy(session.strategy, session.params)
+        except (StrategyError, StrategyFailed):
+            own = strategies.strategy(settings.strategy, settings.params_for(settings.strategy))
+        return own.needs_embedder
+
+    waiting = [name for name in sessions if recalls_by_meaning(name)]
+    if not waiting:
         return []
     embedder = workspace.embedder
     if embedder is None:
         return []
     started: list[BacklogStart] = []
-    store = workspace.store
-    for name in sessions:
+    for name in waiting:
         session_id = store.sessions.session(name).id
         count = store.vectors.count_without_vectors(embedder.key, session_id)
         if not count:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from chatmem.store.copying import SkippedSession
 
 app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.\n\n"
-                        "Example: chatmem admin add-user ann --db postgresql://admin@db/team",
+                        "\b\nExample: chatmem admin add-user ann --db postgresql://admin@db/team",
                    no_args_is_help=True)
 
 RoleArgument = Annotated[str, typer.Argument(metavar="ROLE", help="A PostgreSQL login role.")]
@@ -34,6 +34,7 @@ def add_user(
 ) -> None:
     """Create a login role for one person; row-level security keeps them to their own sessions.
 
+    \b
     Example: chatmem admin add-user ann --db postgresql://admin@db.example/chatmem
     """
     from chatmem.app.team import add_user as create_role
@@ -68,6 +69,7 @@ def share(
 ) -> None:
     """Let another role read one of your sessions (and write to it with --write).
 
+    \b
     Example: chatmem sessions share trip --with bob --write
     """
     from chatmem.app.team import share_session
@@ -87,6 +89,7 @@ def unshare(
 ) -> None:
     """Stop sharing one of your sessions with a role.
 
+    \b
     Example: chatmem sessions unshare trip --with bob
     """
     from chatmem.app.team import unshare_session
@@ -100,7 +103,7 @@ def unshare(
 @handles_errors
 def copy(
     sessions: Annotated[list[str] | None, typer.Argument(
-        metavar="[SESSION]...", help="Sessions to copy (default: every one).",
+        metavar="SESSION...", help="Sessions to copy (default: every one).",
         show_default=False)] = None,
     source: Annotated[str, typer.Option("--from", metavar="FILE|URL",
                                         help="The history to copy from.")] = "",
@@ -112,6 +115,7 @@ def copy(
 ) -> None:
     """Copy sessions with everything they hold between a history file and a PostgreSQL one.
 
+    \b
     Example: chatmem sessions copy --from chatmem.db --to postgresql://ann@db.example/team trip
     """
     from chatmem.app.team import copy_sessions

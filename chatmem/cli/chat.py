@@ -95,6 +95,7 @@ def chat(
 ) -> None:
     """Chat in a named session, with strategy and tokens shown each turn; piped lines are turns.
 
+    \b
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
     from chatmem.app.conversations import open_conversation
@@ -166,6 +167,7 @@ def ask(
     """Ask one question and print the reply (only the reply goes to stdout): one-off, or in a
     session named or continued (-c); files and piped text go with it.
 
+    \b
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
     from chatmem.app.conversations import open_conversation
@@ -238,6 +240,7 @@ def answer_json(result: "TurnResult", engine: "Engine[Store]",
         "strategy": strategy_json(engine.strategy.name, engine.strategy.params),
         "tokens": {
             "prompt": record.estimated_tokens,
+            "counted": record.estimated_tokens,
             "reported": record.prompt_tokens,
             "reply": record.completion_tokens,
             "budget": result.context.budget,

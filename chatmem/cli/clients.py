@@ -84,6 +84,7 @@ def mcp(
     """Serve this history's memory over MCP (stdio by default): conversations, context, search,
     facts, what-ifs; for Claude Desktop, Claude Code, Cursor and any MCP client.
 
+    \b
     Example: chatmem mcp --db ~/chatmem.db   (in a client's MCP server list)
     """
     _needs("serve", "mcp")
@@ -139,7 +140,7 @@ def _client_gone() -> None:
 @handles_errors
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, metavar="PORT",
                                       help="Port to listen on.")] = 8765,
     token: TokenOption = None,
     tokens: TokensOption = None,
@@ -155,6 +156,7 @@ def serve(
     """Serve an OpenAI-compatible API whose every request is a turn with chatmem's memory:
     point any OpenAI client at it, and inspect what it sent with `chatmem inspect`.
 
+    \b
     Example: chatmem serve --port 8765 -s summary-buffer   (base_url http://127.0.0.1:8765/v1)
     """
     _needs("serve", "uvicorn")

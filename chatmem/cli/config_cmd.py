@@ -12,7 +12,7 @@ from chatmem.cli.output import consoles, fail, handles_errors, print_json, write
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
 
-app = ChatmemTyper(help="See and create the config file.\n\nExample: chatmem config show",
+app = ChatmemTyper(help="See and create the config file.\n\n\b\nExample: chatmem config show",
                    no_args_is_help=True)
 
 
@@ -21,6 +21,7 @@ app = ChatmemTyper(help="See and create the config file.\n\nExample: chatmem con
 def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     """Show the settings in effect and where they come from (never the API key).
 
+    \b
     Example: chatmem config show --json
     """
     from chatmem import render
@@ -98,6 +99,7 @@ def _effective_reply_cap(settings: "Settings") -> str:
 def path(config: ConfigOption = None) -> None:
     """Print the path of the config file chatmem reads.
 
+    \b
     Example: chatmem config path
     """
     from chatmem.config.paths import config_path
@@ -113,6 +115,7 @@ def init(
 ) -> None:
     """Write a commented config file to start from.
 
+    \b
     Example: chatmem config init && $EDITOR "$(chatmem config path)"
     """
     from chatmem.config.paths import config_path, example_config

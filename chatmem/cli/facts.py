@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from chatmem.store import FactRecord
 
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.\n\n"
-                        "Example: chatmem facts list trip", no_args_is_help=True)
+                        "\b\nExample: chatmem facts list trip", no_args_is_help=True)
 UserOption = Annotated[
     str | None, typer.Option("--user", "-u", help="Only this user profile's facts.",
                              show_default=False)
@@ -50,6 +50,7 @@ def list_(
 ) -> None:
     """List remembered facts and pinned summary details with their scope, source and age.
 
+    \b
     Example: chatmem facts list travel --json
     """
     session = one_session(session_arg, session)
@@ -103,6 +104,7 @@ def forget(
 ) -> None:
     """Forget a fact (or unpin a pinned detail) so no later context holds it; --purge erases it.
 
+    \b
     Example: chatmem facts forget travel "order id" --purge --dry-run
     """
     session, ref = session_first(words, session, "chatmem facts forget [SESSION] ID|KEY|PIN")

@@ -22,6 +22,7 @@ def index(
 ) -> None:
     """Embed stored messages so `retrieval` can recall them by meaning (new turns: as you chat).
 
+    \b
     Example: chatmem index support
     """
     from chatmem.app.indexing import index_sessions, pending_vectors

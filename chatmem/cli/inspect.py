@@ -93,6 +93,7 @@ def inspect(
     --next and what-ifs count with the tokenizer the session was recorded with
     (and call its model for summaries or facts) unless --provider or --model is given.
 
+    \b
     Example: chatmem inspect support 12 --strategy window --param k=2
     """
     from chatmem.app.inspection import (

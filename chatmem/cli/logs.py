@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @handles_errors
 def logs(
-    count: Annotated[int, typer.Option("--count", "-n", min=1, max=10_000,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=10_000, metavar="N",
                                        help="How many turns to list.")] = 20,
     query: Annotated[str | None, typer.Option(
         "--query", "-q", metavar="TEXT", show_default=False,
@@ -38,6 +38,7 @@ def logs(
     """List recent turns across sessions: time, session, model, strategy, tokens, cost, question;
     -r prints the last reply, --full whole turns.
 
+    \b
     Example: chatmem logs -n 5 -q 杭州 --full
     """
     from chatmem.app.sessions import recent_turns
@@ -54,7 +55,7 @@ def logs(
     with open_workspace(settings, create=False) as ws:
         entries = recent_turns(ws, count=1 if response else count, session=session,
                                query=query, replied=response)
-        if response and not entries:
+        if response and not entries and not json_output:  # --json: [], as logs --json
             where = f"session {session!r}" if session is not None else ws.store.location
             matching = f" matching {query!r}" if query is not None else ""
             raise NotFound(f"no reply{matching} in {where} yet")
@@ -73,21 +74,28 @@ def logs(
         reply = entries[0].reply or ""
         sys.stdout.write((printable(reply) if sys.stdout.isatty() else reply) + "\n")
         return
+    if not entries:
+        # Said, not listed: `chatmem logs | wc -l` counts turns, and a script reads none.
+        consoles()[1].print("no turns found", markup=False)
+        return
     out.print(full_turns(entries, costs) if full else logs_table(entries, costs))
 
 
 def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[str, Any]:
     import json
 
-    from chatmem.render.payloads import strategy_json
+    from chatmem.render.payloads import strategy_json, tokens_json
 
     shown = {"reply": entry.reply} if reply else {}
     return {
+        # `turn` and `time` came first; `number` and `created_at` say the same as the keys
+        # every other output uses (docs/json.md: fields are added, never renamed).
         "session": entry.address, "shared_by": entry.shared_by, "turn": entry.number,
-        "time": entry.created_at,
+        "number": entry.number, "time": entry.created_at, "created_at": entry.created_at,
         "status": entry.status, "provider": entry.provider, "model": entry.model,
         "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
-        "tokens": {"prompt": entry.prompt_tokens, "reply": entry.reply_tokens},
+        "tokens": {"prompt": entry.prompt_tokens,
+                   **tokens_json(entry.counted_tokens, entry.reported_tokens, entry.reply_tokens)},
         "cost": None if cost is None else {"amount": cost.amount, "currency": cost.currency},
         "input": entry.input, "superseded_by": entry.superseded_by, **shown,
     }

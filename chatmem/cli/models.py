@@ -20,6 +20,7 @@ def models(
 ) -> None:
     """List the models the endpoint serves (/v1/models), each with its aliases from the config.
 
+    \b
     Example: OPENAI_BASE_URL=http://127.0.0.1:11434/v1 chatmem models
     """
     settings = settings_from(config, None, provider, model)

@@ -82,6 +82,7 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     the original in one step: an interruption leaves the original as it was.
     Needs chatmem[encrypt].
 
+    \b
     Example: CHATMEM_KEY=... chatmem encrypt
     """
     from chatmem.app.privacy import check_encryptable, encrypt_file
@@ -102,6 +103,7 @@ def decrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     Afterwards unset CHATMEM_KEY and key_command: a key set for a plain file is
     an error, so that nobody believes a plain file is encrypted.
 
+    \b
     Example: chatmem decrypt --db old.db
     """
     from chatmem.app.privacy import decrypt_file
@@ -119,6 +121,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
     The current key comes from CHATMEM_KEY or key_command (or is typed).
 
+    \b
     Example: CHATMEM_NEW_KEY=... chatmem rekey
     """
     from chatmem.app.privacy import rekey_file
@@ -170,6 +173,7 @@ def prune(
     and retention_days; expired facts are those past their own end (/remember
     --for) and, with fact_idle_days, extracted facts no context used for that long.
 
+    \b
     Example: chatmem sessions prune --older-than 30d --dry-run
     """
     from chatmem.app.privacy import prune_history, vacuums
@@ -212,9 +216,11 @@ def retention(
     ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Show or set how long a session is kept once idle, whatever retention_days says.
 
+    \b
     Example: chatmem sessions retention travel forever
     """
     from chatmem.app.privacy import FOREVER, set_retention
@@ -237,6 +243,10 @@ def retention(
         session = (session_named(ws, name) if keep is None
                    else set_retention(ws, name, days))
     own = session.retention_days
+    if json_out:
+        print_json({"session": name, "retention_days": own,
+                    "default_retention_days": settings.retention_days})
+        return
     if own is None:
         default = (f"retention_days: {days_text(settings.retention_days)} idle"
                    if settings.retention_days else "kept: no retention_days in the config")
@@ -260,23 +270,33 @@ def forget_me(
                                                             "change nothing.")] = False,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Erase a user profile: every session of it and its facts, then vacuum the file.
 
     Nothing of it is left in the file, its WAL or shm. `sessions export --all`
     first keeps a copy.
 
+    \b
     Example: chatmem forget-me --yes
     """
     from chatmem.app.privacy import forget_profile, vacuums
+    from chatmem.errors import UsageError
     from chatmem.timestamps import utc_now
 
+    if json_out and not (yes or dry_run):
+        raise UsageError("--json needs --yes or --dry-run: the question would go where the "
+                         "JSON goes")
     settings = settings_from(config, db)
     profile = user or settings.user
     now = utc_now()
     with open_workspace(settings, create=False) as ws:
         planned = forget_profile(ws, profile, dry_run=True)
         err = consoles()[1]
+        if json_out and (dry_run or planned.empty):
+            # the shape of `sessions prune --json`: what would go, or nothing
+            print_json(planned.to_json(now))
+            return
         if planned.empty:
             err.print(f"user {profile} has no sessions or facts here", markup=False)
             return
@@ -292,4 +312,7 @@ def forget_me(
         erased = forget_profile(ws, profile)
         done_for_good()
         done = erasure_done(vacuums(ws))
+    if json_out:
+        print_json(erased.to_json(now))
+        return
     err.print(f"{erased.summary()} of user {profile}; {done}", markup=False, soft_wrap=True)

@@ -146,6 +146,7 @@ def replay_command(
 
     Without --strategy it compares one of each kind of memory, as eval does.
 
+    \b
     Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3
     """
     from chatmem.render import compare
@@ -172,15 +173,13 @@ def replay_command(
 
 def _start_backlogs(settings: "Settings", config: Path | None,
                     runs: "Sequence[StrategyRun]") -> None:
-    """Saved sessions whose messages lack vectors get them in the background."""
+    """Saved sessions that recall by meaning get vectors for their messages in the
+    background."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.render.sessions import backlog_line
 
-    saved = [r for r in runs if r.session]
-    strategies = [registries().strategies.strategy(r.strategy, r.params) for r in saved]
     with open_workspace(settings, create=False) as ws:
-        for started in start_backlogs(ws, config, [r.session for r in saved if r.session],
-                                      strategies):
+        for started in start_backlogs(ws, config, [r.session for r in runs if r.session]):
             consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
 
 
@@ -244,6 +243,7 @@ def eval_command(
 ) -> None:
     """Score what each strategy remembers at the probes of a transcript or a folder of them.
 
+    \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
     from chatmem.render import compare

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from chatmem.privacy.restore import Archive
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.\n\n"
-                         "Example: chatmem sessions show trip --turns 1-10",
+                         "\b\nExample: chatmem sessions show trip --turns 1-10",
                  no_args_is_help=True)
 SHOW_LAST = 50
 """Turns `sessions show` prints when none are asked for: the newest page, read alone."""
@@ -32,6 +32,7 @@ NameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session na
 def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption = False) -> None:
     """List sessions, most recent first.
 
+    \b
     Example: chatmem sessions list --json
     """
     from dataclasses import replace
@@ -66,6 +67,7 @@ def show(
 ) -> None:
     """Show a session's settings and messages, a page of turns at a time.
 
+    \b
     Example: chatmem sessions show support --turns 1-20
     """
     from chatmem import render
@@ -116,6 +118,7 @@ def delete(
 
     Facts learned into the user's profile stay (`facts forget --purge` erases one).
 
+    \b
     Example: chatmem sessions delete scratch --yes
     """
     from chatmem.app.sessions import delete_session, session_named
@@ -163,6 +166,7 @@ def export(
     With --all, everything the history holds goes into one zip archive: each
     session's transcript and summaries, and every fact (see README.txt inside).
 
+    \b
     Example: chatmem sessions export support -o support.md
     """
     import sys
@@ -235,12 +239,14 @@ def import_(
     ] = True,
     db: DbOption = None,
     config: ConfigOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Create a session from a transcript file: messages, system prompts, probes, recording.
 
     An archive of `sessions export --all` restores every session in it, each in its
     user profile with its retention, and its facts; all or nothing.
 
+    \b
     Example: chatmem sessions import sessions/support.jsonl support
     """
     from pathlib import Path
@@ -266,7 +272,7 @@ def import_(
         if chosen_name is not None:
             raise UsageError(f"{file} is an archive: its sessions keep their names; give no "
                              "SESSION (rename one afterwards: chatmem sessions rename)")
-        import_all(read_archive(path), index, config, settings_from(config, db))
+        import_all(read_archive(path), index, config, settings_from(config, db), json_out)
         return
     if chosen_name is not None:
         check_session_name(chosen_name)  # before the file is read
@@ -302,13 +308,16 @@ def import_(
                 f"{imported.session.strategy!r}, which no installed plugin provides here; "
                 f"install it, or go on with another (chatmem chat {session_name} -s NAME)",
                 markup=False, soft_wrap=True)
-        known = [imported.strategy] if imported.strategy else []
-        for backlog in start_backlogs(ws, config, [session_name], known, background=index):
+        for backlog in start_backlogs(ws, config, [session_name], background=index):
             consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
+    if json_out:  # the name chosen, which stderr says in a sentence
+        from chatmem.render.payloads import imported_json
+
+        print_json(imported_json([imported], 0))
 
 
 def import_all(archive: "Archive", index: bool, config: "Path | None",
-               settings: "Settings") -> None:
+               settings: "Settings", json_out: bool = False) -> None:
     """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.sessions import import_archive
@@ -331,9 +340,12 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                   f"{'' if imported.facts == 1 else 's'} from {archive.path}",
                   markup=False, soft_wrap=True)
         names = [one.session.name for one in imported.sessions]
-        known = [one.strategy for one in imported.sessions if one.strategy]
-        for backlog in start_backlogs(ws, config, names, known, background=index):
+        for backlog in start_backlogs(ws, config, names, background=index):
             err.print(backlog_line(backlog), markup=False, soft_wrap=True)
+    if json_out:
+        from chatmem.render.payloads import imported_json
+
+        print_json(imported_json(imported.sessions, imported.facts))
 
 
 OldNameArgument = Annotated[str, typer.Argument(metavar="SESSION", help="Session name.",
@@ -351,6 +363,7 @@ def rename(
 ) -> None:
     """Rename a session; everything it owns follows.
 
+    \b
     Example: chatmem sessions rename default trip-planning
     """
     from chatmem.app.sessions import rename_session
@@ -375,6 +388,7 @@ def fork(
 ) -> None:
     """Copy a session, up to a turn, into a new one to branch from.
 
+    \b
     Example: chatmem sessions fork trip trip-b --at-turn 4
     """
     from chatmem.app.sessions import fork_session

@@ -15,12 +15,13 @@ if TYPE_CHECKING:
 @handles_errors
 def strategies(
     name: Annotated[str | None, typer.Argument(
-        metavar="[NAME]", show_default=False,
+        metavar="NAME", show_default=False,
         help="A strategy (or A+B) to explain parameter by parameter.")] = None,
     json_out: JsonOption = False,
 ) -> None:
     """List the memory strategies with their parameters and defaults, or explain one.
 
+    \b
     Example: chatmem strategies retrieval
     """
     if name is not None:
@@ -34,6 +35,7 @@ def strategies(
         {
             "name": name,
             "parameters": {p.name: p.default for p in cls.PARAMS},
+            "defaults": {p.name: p.default for p in cls.PARAMS},
             "description": cls.description,
             **capabilities(cls),
             "plugin": _plugin(name),
@@ -87,6 +89,9 @@ def explain(text: str, json_out: bool) -> None:
                             "minimum": p.minimum, "maximum": p.maximum,
                             "choices": list(p.choices) or None}
                            for p in loaded[name].PARAMS],
+            # the one shape both listings share (`parameters` is a dict in the other)
+            "defaults": {f"{name}.{p.name}" if prefix else p.name: p.default
+                         for p in loaded[name].PARAMS},
             **capabilities(loaded[name]),
             "plugin": _plugin(name),
         } for name in spec.names])

@@ -23,6 +23,7 @@ from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
+from chatmem.timestamps import parse_time
 from chatmem.tokens import format_count
 
 if TYPE_CHECKING:
@@ -40,8 +41,15 @@ PART_STYLES = {
 
 
 def when(iso: str | None) -> str:
-    """`2026-11-29 15:09` from a stored ISO timestamp; seconds and offset left out."""
-    return (iso or "")[:16].replace("T", " ")
+    """`2026-11-29 23:09`: a stored ISO timestamp (UTC) in the local time zone ($TZ), as a
+    person reads a time with no zone shown; seconds and offset left out. --json keeps UTC."""
+    if not iso:
+        return ""
+    try:
+        moment = parse_time(iso).astimezone()
+    except ValueError:  # not a time chatmem wrote: shown as stored rather than hidden
+        return iso[:16].replace("T", " ")
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def cost_text(cost: Cost) -> str:

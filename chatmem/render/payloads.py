@@ -8,7 +8,10 @@ from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from chatmem.app.inspection import Inspection, SummaryVersion
+    from chatmem.app.sessions import Imported
     from chatmem.store import SessionRecord, SessionSummary, TurnRecord
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
@@ -33,7 +36,16 @@ def session_summary_json(session: SessionSummary) -> dict[str, Any]:
 
 def turn_json(turn: TurnRecord) -> dict[str, Any]:
     return {**{k: getattr(turn, k) for k in TURN_FIELDS},
-            "strategy": strategy_json(turn.strategy, turn.params)}
+            "strategy": strategy_json(turn.strategy, turn.params),
+            "tokens": tokens_json(turn.estimated_tokens, turn.prompt_tokens,
+                                  turn.completion_tokens)}
+
+
+def tokens_json(counted: int | None, reported: int | None,
+                reply: int | None) -> dict[str, int | None]:
+    """A stored turn's counts under the keys that mean one thing in every output: `counted`
+    is chatmem's count of the request, `reported` the provider's (None: it reported none)."""
+    return {"counted": counted, "reported": reported, "reply": reply}
 
 
 def inspection_json(inspection: Inspection) -> dict[str, Any]:
@@ -83,3 +95,10 @@ def summary_row(version: SummaryVersion) -> dict[str, Any]:
             "covered_messages": len(s.covered_ids), "covered_turn": version.covered_turn,
             "tokens": version.tokens, "anchors": s.anchors,
             "dropped_anchors": s.dropped_anchors, "model": s.model, "text": s.text}
+
+
+def imported_json(imported: Sequence[Imported], facts: int) -> dict[str, Any]:
+    """`sessions import --json`: a transcript's one session or an archive's every one."""
+    return {"sessions": [{"session": one.session.name, "user": one.session.user,
+                          "messages": one.messages, "probes": one.probes} for one in imported],
+            "facts": facts}

@@ -52,6 +52,10 @@ class LogEntry:
     """The reply as the model sent it (part of it for a cancelled turn); None when none came."""
     shared_by: str | None = None
     """The session's owner, when another role shared it with the user (PostgreSQL)."""
+    counted_tokens: int | None = None
+    """chatmem's own count of the request, whatever the provider reported."""
+    reported_tokens: int | None = None
+    """The provider's count of the request; None when it reported none."""
 
     @property
     def address(self) -> str:
@@ -67,7 +71,7 @@ class LogEntry:
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
                    row["completion_tokens"], row["superseded_by"], row["reply"],
-                   row.get("shared_by"))
+                   row.get("shared_by"), row["estimated_tokens"], reported)
 
 
 @dataclass(frozen=True)

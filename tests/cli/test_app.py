@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from cli_runner import invoke
@@ -82,3 +83,47 @@ def test_the_installed_command_formats_usage_errors_the_same_way() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr == "error: --turn must be 1 or more\n"
+
+
+def _every_command() -> list[list[str]]:
+    """The path of every command and group, as typed after `chatmem`."""
+    import typer
+
+    from chatmem.cli import app
+
+    found: list[list[str]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        found.append(path)
+        if hasattr(command, "list_commands"):  # a group (typer's own copy of click's)
+            context = command.context_class(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                if sub is not None and not sub.hidden:
+                    walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+@pytest.mark.parametrize("path", _every_command(), ids=" ".join)
+def test_every_help_has_plain_metavars_and_one_bracket(path: list[str]) -> None:
+    """Click's INT_RANGE/TEXT-like type names are no metavar a person types, and an
+    optional argument's metavar is bracketed once (`[NAME]`, not `[[NAME]]`)."""
+    shown = invoke(*path, "--help", width=80, code=0).stdout
+    usage = shown.strip().split("\n\n")[0]
+    assert "_RANGE" not in shown and "[[" not in usage, usage
+
+
+@pytest.mark.parametrize("path", _every_command(), ids=" ".join)
+def test_every_help_example_stays_one_line_at_80_columns(path: list[str]) -> None:
+    """An example is typed as shown: wrapped mid-command (`--to⏎postgresql://…`) it is two
+    commands to a shell; `\\b` keeps its paragraph as written."""
+    shown = invoke(*path, "--help", width=80, code=0).stdout
+    examples = [line.strip() for line in shown.splitlines() if "Example:" in line]
+    assert examples, shown
+    for example in examples:
+        following = shown.split(example, 1)[1].split("\n", 2)[1]
+        assert following.strip() == "" or following.startswith(("Arguments", "Options",
+                                                                  "Commands")), (example,
+                                                                                 following)

@@ -65,17 +65,19 @@ def test_no_index_says_how_many_wait_and_leaves_them(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("retrieval_config")
-def test_replay_save_as_starts_the_backlog_of_a_session_without_vectors(tmp_path: Path) -> None:
-    """Saved under `window`: the replay embedded nothing, but the configured `retrieval`
-    will want vectors for it."""
+def test_replay_save_as_indexes_only_the_sessions_whose_own_strategy_recalls(
+        tmp_path: Path) -> None:
+    """Saved under retrieval and window: the retrieval session's replay embedded what it
+    recalls from, and the window one never reads a vector, whatever strategy the config
+    names for new sessions, so nothing waits and no sentence says recall is coming."""
     db = tmp_path / "h.db"
-    result = invoke("replay", str(SESSIONS / "support.jsonl"), "-s", "window",
-                    "--save-as", "w", "--db", str(db))
+    result = invoke("replay", str(SESSIONS / "support.jsonl"), "-s", "retrieval", "-s", "window",
+                    "--save-as", "rs", "--db", str(db), "--json")
     assert result.exit_code == 0, result.stderr
-    [(missing, session, _, pid)] = waiting_lines(result.stderr)
-    assert session == "w" and missing > 0 and pid is not None
-    wait_for(pid)
-    assert left_to_embed(db, "w") == 0
+    recalling, windowed = (run["session"] for run in json.loads(result.stdout)["strategies"])
+    assert waiting_lines(result.stderr) == []
+    assert windowed not in result.stderr
+    assert left_to_embed(db, recalling) == 0
 
 
 def test_nothing_starts_when_no_strategy_recalls_by_meaning(

@@ -82,7 +82,8 @@ def test_q_ranks_the_better_match_first_and_a_turn_once(db: Path) -> None:
 def test_a_search_that_matches_nothing_lists_nothing(db: Path) -> None:
     result = run(db, "logs", "-q", "zeppelin")
     assert result.exit_code == 0
-    assert result.stdout.strip() == "no turns found"
+    assert (result.stdout, result.stderr.strip()) == ("", "no turns found")
+    assert logs_json(db, "-q", "zeppelin") == logs_json(db, "-r", "-q", "zeppelin") == []
 
 
 def test_the_cost_of_a_priced_model_is_listed(db: Path, tmp_path: Path) -> None:
@@ -137,7 +138,8 @@ def test_logs_never_write_the_history_file(db: Path) -> None:
 def test_logs_without_a_history_file_creates_none(isolated_home: Path) -> None:
     result = invoke("logs")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "no turns found"
+    assert (result.stdout, result.stderr.strip()) == ("", "no turns found")
+    assert invoke("logs", "-r", "--json", code=0).stdout.strip() == "[]"
     assert not list(isolated_home.rglob("chatmem.db"))
 
 
@@ -289,3 +291,56 @@ def test_a_search_for_a_word_every_turn_says_reads_the_same_at_100_and_4000(
                 work[count, query] = meter.index_reads + meter.steps
     for query in ("北京", "Paris"):
         assert work[4000, query] <= work[100, query] * 1.25 + 20, work
+
+
+def test_counted_and_reported_mean_one_thing_in_ask_logs_and_inspect(tmp_path: Path,
+                                                                      chat_server) -> None:
+    """`tokens.prompt` is chatmem's count in `ask` but the provider's in `logs`; `counted`
+    and `reported` mean the same in both, and in inspect's turn (docs/json.md)."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x"}
+    asked = json.loads(run(db, "ask", "t", "我们五月去杭州旅行，想看西湖 and the lake", "--json",
+                           "--provider", "openai", "--model", "test-small", env=env,
+                           code=0).stdout)["tokens"]
+    [entry] = logs_json(db)
+    turn = json.loads(run(db, "inspect", "t", "1", "--json", code=0).stdout)["turn"]
+    assert asked["reported"] != asked["counted"]  # the server counts words, chatmem tokens
+    assert entry["tokens"]["prompt"] == asked["reported"]  # the older key, kept as it was
+    for tokens in (entry["tokens"], turn["tokens"]):
+        assert (tokens["counted"], tokens["reported"], tokens["reply"]) == (
+            asked["counted"], asked["reported"], asked["reply"])
+    assert (turn["estimated_tokens"], turn["prompt_tokens"]) == (asked["counted"],
+                                                                 asked["reported"])
+    assert entry["number"] == entry["turn"] == turn["number"] == 1
+    assert entry["created_at"] == entry["time"] == turn["created_at"]
+
+
+def test_strategy_defaults_are_one_dict_in_both_listings() -> None:
+    listed = json.loads(invoke("strategies", "--json", code=0).stdout)
+    assert next(s for s in listed if s["name"] == "window")["defaults"] == {"k": 5}
+    [window, _] = json.loads(invoke("strategies", "window+entity", "--json", code=0).stdout)
+    assert window["defaults"] == {"window.k": 5}
+
+
+def test_tables_show_local_time_and_json_keeps_utc(db: Path) -> None:
+    """A table's time has no zone shown, so it is the reader's ($TZ): 07:22 UTC reads 15:22
+    in Shanghai; --json keeps the stored ISO UTC string. A new process, so TZ is read."""
+    import os
+    import subprocess
+    import sys
+    from datetime import timedelta
+
+    from chatmem.timestamps import parse_time
+
+    def chatmem(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "chatmem", *args, "--db", str(db)],
+                              capture_output=True, text=True, encoding="utf-8", check=True,
+                              env={**os.environ, "TZ": "Asia/Shanghai", "COLUMNS": "200"})
+        return done.stdout
+
+    newest = json.loads(chatmem("logs", "--json", "-n", "1"))[0]["created_at"]
+    assert newest.endswith("+00:00")
+    local = parse_time(newest) + timedelta(hours=8)  # Shanghai keeps no summer time
+    assert local.strftime("%m-%d %H:%M") in chatmem("logs", "-n", "1")
+    assert local.strftime("%Y-%m-%d %H:%M") in chatmem("sessions", "list")
+    assert parse_time(newest).strftime("%m-%d %H:%M") not in chatmem("logs", "-n", "1")
