@@ -283,6 +283,17 @@ class NotFound(ChatmemError):
     pass
 
 
+class TurnNotRecorded(NotFound):
+    """The session's history has turn `turn` but no context was recorded for it (it came
+    in by import or fork): what another strategy would send at it can still be shown."""
+
+    def __init__(self, session: str, turn: int) -> None:
+        self.session = session
+        self.turn = turn
+        super().__init__(f"turn {turn} of session {session!r} was imported or forked:"
+                         " no context was recorded for it")
+
+
 class SessionGone(NotFound):
     """The session was deleted (or stopped being shared with this role) while in use:
     `consequence` says what became of the turn. The store, which no longer finds its name,
