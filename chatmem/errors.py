@@ -62,6 +62,9 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
     """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops); `chatmem mcp`
     abandoning a call whose client has gone."""
+    STDOUT_CLOSED = 141
+    """Whatever read stdout left before the output was written (`| head`): quietly, as a
+    command killed by SIGPIPE (128 + 13) such as git or cat, table and JSON alike."""
 
 
 class Listed(Enum):
