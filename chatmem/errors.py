@@ -62,6 +62,9 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
     """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops); `chatmem mcp`
     abandoning a call whose client has gone."""
+    STDOUT_CLOSED = 141
+    """Whatever read stdout left before the output was written (`| head`): quietly, as a
+    command killed by SIGPIPE (128 + 13) such as git or cat, table and JSON alike."""
 
 
 class Listed(Enum):
@@ -281,6 +284,17 @@ class KeyUnavailable(HistoryLocked):
 
 class NotFound(ChatmemError):
     pass
+
+
+class TurnNotRecorded(NotFound):
+    """The session's history has turn `turn` but no context was recorded for it (it came
+    in by import or fork): what another strategy would send at it can still be shown."""
+
+    def __init__(self, session: str, turn: int) -> None:
+        self.session = session
+        self.turn = turn
+        super().__init__(f"turn {turn} of session {session!r} was imported or forked:"
+                         " no context was recorded for it")
 
 
 class SessionGone(NotFound):

@@ -55,6 +55,9 @@ class Inspection:
     """What the context's counts were counted with."""
     turn: TurnRecord | None = None
     """The recorded turn (TURN), or the turn a what-if is asked at."""
+    history_turn: int | None = None
+    """The history turn a what-if is asked at when none was recorded for it (imported or
+    forked: `turn` is None)."""
     replayed: Replayed | None = None
     left_out: Mapping[int, str] = field(default_factory=dict)
     """What recall's candidates left out of the context said, by message id."""
@@ -74,13 +77,20 @@ class Inspection:
 
 def inspect_turn(workspace: Workspace, session: str, number: int | None = None) -> Inspection:
     """Turn `number` of `session` (default: the last) as it was sent."""
+    from chatmem.errors import NotFound, TurnNotRecorded
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.whatif import left_out_texts
     from chatmem.memory.context import Context
 
     store = workspace.store
     record = store.sessions.session(session)
-    turn = store.turns.turn(record.id, number)
+    try:
+        turn = store.turns.turn(record.id, number)
+    except NotFound:
+        unrecorded = _unrecorded_turn(store, record, number)
+        if unrecorded is None:
+            raise
+        raise TurnNotRecorded(record.name, unrecorded[0]) from None
     context = Context.from_json(turn.context)
     approximate = bool(turn.context.get("approximate", False))
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
@@ -140,6 +150,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     the session is never changed, and the user's profile facts are read only
     `with_user_facts`."""
     from chatmem.engine.opening import engine_over, with_config_table
+    from chatmem.errors import NotFound
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import left_out_texts, what_if
 
@@ -151,10 +162,21 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     chosen = strategies.create(spec)  # bad names or params fail before any work
     name = spec.name
     turn = None
+    history_turn = None
+    after_all = text is not None
     if text is None:
-        turn = store.turns.turn(record.id, number)
-        text = turn.input
-        history_turns = _history_before(store, record, turn)
+        try:
+            turn = store.turns.turn(record.id, number)
+        except NotFound:
+            # An imported or forked turn: its input is in the history, its context never was.
+            unrecorded = _unrecorded_turn(store, record, number)
+            if unrecorded is None:
+                raise
+            history_turn, text = unrecorded
+            history_turns = history_turn - 1
+        else:
+            text = turn.input
+            history_turns = _history_before(store, record, turn)
     else:
         history_turns = store.history.turn_count(record.id)
     # The system prompt the turn was sent with (for --next, the one in effect now).
@@ -164,7 +186,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     embedder = workspace.recall_embedder([chosen])
     replayed = None
     notices: tuple[Notice, ...] = ()
-    if turn is None and name == record.strategy:
+    if after_all and name == record.strategy:
         # The session already keeps this strategy's state: use it as it is.
         engine = engine_over(store, record, llm, chosen,
                              budget=workspace.settings.context_budget, embedder=embedder)
@@ -182,7 +204,22 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
                       dict(chosen.params), describe_counter(llm.token_counter(),
                                                             record.tokenizer),
-                      turn=turn, replayed=replayed, left_out=left_out, notices=notices)
+                      turn=turn, history_turn=history_turn, replayed=replayed,
+                      left_out=left_out, notices=notices)
+
+
+def _unrecorded_turn(store: Store, session: SessionRecord,
+                     number: int | None) -> tuple[int, str] | None:
+    """History turn `number` (default: the last) and its user input, for a session that has
+    no recorded turn of that number (none at all, without one); None if the history lacks
+    it too."""
+    held = store.history.turn_count(session.id)
+    number = held if number is None else number
+    if not 0 < number <= held:
+        return None
+    said = [m.content for m in store.history.messages(session.id, number, number)
+            if m.role == "user"]
+    return (number, said[0]) if said else None
 
 
 def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:

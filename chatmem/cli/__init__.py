@@ -98,6 +98,15 @@ class ChatmemGroup(TyperGroup):
                 param.help = HELP[param.name]
         return params
 
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            result = super().invoke(ctx)
+            # Flushed here: a reader gone is then handled below, not a traceback at exit.
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_closed()
+        return result
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
@@ -128,6 +137,21 @@ class ChatmemGroup(TyperGroup):
             typer.echo("aborted", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _stdout_closed() -> None:
+    """Whatever read stdout has gone (`| head`): exit quietly, as git and cat do (killed by
+    SIGPIPE, 128 + 13), table and JSON alike; what is still buffered goes nowhere."""
+    import contextlib
+    import os
+
+    from chatmem.errors import ExitCode
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    # A stdout without a descriptor has nothing to flush into the closed pipe.
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(int(ExitCode.STDOUT_CLOSED))
 
 
 def _version(value: bool) -> None:

@@ -160,6 +160,9 @@ def ask(
     file: FileOption = None,
     allow_over_budget: OverBudgetOption = False,
     plain: PlainOption = False,
+    no_stdin: Annotated[
+        bool, typer.Option("--no-stdin", help="Leave piped standard input unread (in a "
+                                              "`while read` loop: it is the loop's).")] = False,
     json_output: JsonOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
@@ -185,11 +188,20 @@ def ask(
     # Every file is read before anything opens: one that cannot be attached sends nothing.
     attachments = [read_file(path) for path in file or ()]
     if text == "-":
+        if no_stdin:
+            raise UsageError("TEXT - reads the question from stdin, which --no-stdin leaves"
+                             " unread")
         text = sys.stdin.read()
-    elif stdin_is_piped():
+    elif not no_stdin and stdin_is_piped():
         piped = sys.stdin.buffer.read()
         if piped.strip():
             attachments.append(Attachment(STDIN, decode(STDIN, piped)))
+            # A pipe meant for the question cannot be told from one shared with a `while
+            # read` loop (whose next lines would go too): say what went, and how not to.
+            lines = len(attachments[-1].text.splitlines())
+            consoles()[1].print(f"attached standard input ({lines:,} line"
+                                f"{'' if lines == 1 else 's'}); --no-stdin leaves it unread",
+                                markup=False, soft_wrap=True)
     if not text.strip():
         # An empty turn would be sent and stored like any other.
         raise UsageError("nothing to ask (empty input)")

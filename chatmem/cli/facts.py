@@ -113,6 +113,11 @@ def forget(
     if dry_run and not purge:
         raise UsageError("--dry-run goes with --purge (forgetting without --purge changes no"
                          " stored text)")
+    if json_out and not dry_run:
+        # Refused before anything is forgotten: a script asking for JSON would otherwise get
+        # an empty stdout and exit 0 with the fact gone.
+        raise UsageError("--json goes with --dry-run (forgetting prints no JSON: it says what"
+                         " it did in one line on stderr)")
     from chatmem.app import facts as remembered
     from chatmem.memory.pins import PinnedFact
     from chatmem.render.facts import mentions_text, redacted_text

@@ -8,7 +8,9 @@
     command          "inspect"
     turn             the recorded turn: number, status, error, input, reply, strategy
                      {name, params, label}, provider, model, tokenizer, estimated_tokens,
-                     prompt_tokens, completion_tokens, latency_ms, created_at (null for --next)
+                     prompt_tokens, completion_tokens, latency_ms, created_at (null for --next,
+                     and for a what-if at an imported or forked turn, none recorded)
+    history_turn     that imported or forked turn's number in the history, else null
     strategy         name, params and label of the strategy of the context shown
     tokenizer        name, exact, recorded, note: what the context's counts were counted
                      with (the turn's own for a recorded turn; the session's recorded
@@ -102,7 +104,7 @@ def inspect(
         inspect_what_if,
         summary_versions,
     )
-    from chatmem.errors import UsageError
+    from chatmem.errors import NotFound, TurnNotRecorded, UsageError
     from chatmem.render.payloads import inspection_json
     from chatmem.render.progress import ConsoleActivity
 
@@ -128,7 +130,11 @@ def inspect(
         elif next_text is not None:
             seen = inspect_next(ws, session, next_text, explicit=explicit)
         else:
-            seen = inspect_turn(ws, session, turn)
+            try:
+                seen = inspect_turn(ws, session, turn)
+            except TurnNotRecorded as error:
+                raise NotFound(f"{error}; --strategy NAME shows what a strategy would send"
+                               " at it, --next TEXT what would be sent next") from None
     for notice in seen.notices:  # on stderr: --json stays one document
         say_notice(notice)
     data = inspection_json(seen)
@@ -161,7 +167,7 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
     counted = f"{tokenizer['name']} ({'exact' if tokenizer['exact'] else 'approximate'})"
     info = {
         "session": data["session"],
-        "turn": turn.get("number"),
+        "turn": turn.get("number") or _history_turn(data["history_turn"]),
         "status": turn.get("status"),
         "error": turn.get("error"),
         # Replaced by /retry or /edit-last: stored, out of memory.
@@ -193,6 +199,10 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
         rendered_prompt=rendered, title=title, estimate_label=label,
         recall_texts=recall_texts,
     ))
+
+
+def _history_turn(number: int | None) -> str | None:
+    return None if number is None else f"{number} (imported or forked: no context recorded)"
 
 
 def _recorded_counts(turn: dict[str, Any]) -> str:

@@ -136,6 +136,13 @@ def print_json(data: Any) -> None:
                      + "\n")
 
 
+def stdin_transcript() -> Transcript:
+    """The transcript piped in, for `-` as FILE (`cat x.jsonl | chatmem sessions import - x`)."""
+    from chatmem.transcripts.reader import STDIN, transcript_from_bytes
+
+    return transcript_from_bytes(sys.stdin.buffer.read(), STDIN)
+
+
 def warn_if_dated_back(transcript: Transcript) -> None:
     """One warning line when a transcript's times go back (Transcript.dated_back)."""
     message = transcript.dated_back()

@@ -23,6 +23,7 @@ from chatmem.cli.output import (
     done_for_good,
     handles_errors,
     print_json,
+    stdin_transcript,
     warn_if_dated_back,
 )
 from chatmem.errors import ExitCode, TranscriptError
@@ -36,12 +37,12 @@ if TYPE_CHECKING:
     from chatmem.transcripts.format import Transcript
 
 SourceArgument = Annotated[
-    str, typer.Argument(help="A transcript file (.jsonl, .json) or a session name.",
+    str, typer.Argument(help="A transcript file (.jsonl, .json; - reads stdin) or a session name.",
                         autocompletion=session_names)
 ]
 EvalSourceArgument = Annotated[
-    str, typer.Argument(help="A transcript file (.jsonl, .json), a session name, or a folder "
-                             "of transcripts.")
+    str, typer.Argument(help="A transcript file (.jsonl, .json; - reads stdin), a session "
+                             "name, or a folder of transcripts.")
 ]
 StrategiesOption = Annotated[
     list[str] | None,
@@ -154,7 +155,7 @@ def replay_command(
     settings = settings_from(config, db, provider, model)
     outcome = _run(source, strategy or registries().strategies.default_eval(), param, settings,
                    keep=keep_replies,
-                   save_as=save_as,
+                   save_as=save_as, transcript=stdin_transcript() if source == "-" else None,
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts)
     data = outcome_json("replay", source, outcome)
@@ -258,8 +259,11 @@ def eval_command(
     from chatmem.app.evaluation import load_source
 
     settings = settings_from(config, db, provider, model)
-    with open_workspace(settings, create=False) as ws:
-        transcript = load_source(ws, source)
+    if source == "-":
+        transcript = stdin_transcript()
+    else:
+        with open_workspace(settings, create=False) as ws:
+            transcript = load_source(ws, source)
     if not transcript.probes:
         raise TranscriptError(
             f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"

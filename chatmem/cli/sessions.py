@@ -8,7 +8,13 @@ from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
-from chatmem.cli.output import consoles, handles_errors, print_json, warn_if_dated_back
+from chatmem.cli.output import (
+    consoles,
+    handles_errors,
+    print_json,
+    stdin_transcript,
+    warn_if_dated_back,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -221,8 +227,8 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 def import_(
     file: Annotated[str, typer.Argument(metavar="FILE",
                                         help="Transcript: JSON Lines, {\"messages\": [...]} "
-                                             "or a JSON list of messages; or an archive "
-                                             "of sessions export --all (.zip).")],
+                                             "or a JSON list of messages (- reads stdin); or"
+                                             " an archive of sessions export --all (.zip).")],
     name: Annotated[
         str | None, typer.Argument(metavar="SESSION", show_default=False,
                                    help="Name of the new session (default: made from the "
@@ -268,7 +274,7 @@ def import_(
         raise UsageError(f"two names given: {name!r} and --name {name_option!r}; give one")
     chosen_name = name or name_option
     path = Path(file)
-    if is_archive(path):
+    if file != "-" and is_archive(path):
         if chosen_name is not None:
             raise UsageError(f"{file} is an archive: its sessions keep their names; give no "
                              "SESSION (rename one afterwards: chatmem sessions rename)")
@@ -276,10 +282,13 @@ def import_(
         return
     if chosen_name is not None:
         check_session_name(chosen_name)  # before the file is read
-    transcript = read_transcript(path)
+    transcript = stdin_transcript() if file == "-" else read_transcript(path)
     warn_if_dated_back(transcript)
     settings = settings_from(config, db)
     origin = transcript.title or path.stem
+    if chosen_name is None and not transcript.title and file == "-":
+        raise UsageError("a transcript piped in (FILE -) has no file name to name the session"
+                         " after: give SESSION")
     session_name = chosen_name or session_name_from(origin)
     with open_workspace(settings) as ws:
         imported = import_transcript(ws, transcript, session_name)

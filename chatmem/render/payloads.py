@@ -63,6 +63,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
         "session": inspection.session.name,
         "mode": str(inspection.mode),
         "turn": turn_json(turn) if turn else None,
+        "history_turn": inspection.history_turn,
         "strategy": strategy_json(inspection.strategy, inspection.params),
         "tokenizer": inspection.tokenizer.to_json(),
         "input": inspection.text,

@@ -8,6 +8,8 @@ Rich's own styling and cursor control are untouched.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from typing import Any
 
@@ -69,6 +71,12 @@ class SafeConsole(Console):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.push_render_hook(_Guard())
+
+    def on_broken_pipe(self) -> None:
+        # Rich exits 1 here (1 says "not found"); the command line ends a closed stdout
+        # once, with one exit code for a table and for JSON.
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def cells_prefix(text: str, room: int) -> str:

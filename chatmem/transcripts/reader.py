@@ -29,21 +29,32 @@ MAX_LINE_CHARACTERS = 4 * MAX_MESSAGE_CHARACTERS
 """JSON escapes can quadruple a message; a longer line is not parsed at all."""
 
 
+STDIN = "standard input"
+"""What names a transcript piped in (`-` for FILE) in its errors."""
+
+
 def read_transcript(path: Path) -> Transcript:
     """Read a transcript file in any of the three formats."""
     try:
-        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the text.
-        text = path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise TranscriptError(f"{path}: no such transcript file") from None
-    except UnicodeDecodeError:
-        raise TranscriptError(f"{path}: not UTF-8 text") from None
     except OSError as e:
         raise TranscriptError(f"{path}: cannot read transcript: {e.strerror}") from None
-    transcript = parse_transcript(text, str(path))
+    return transcript_from_bytes(data, str(path))
+
+
+def transcript_from_bytes(data: bytes, source: str) -> Transcript:
+    """A transcript read whole (a file's bytes, or what was piped in), named `source`."""
+    try:
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the text.
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TranscriptError(f"{source}: not UTF-8 text") from None
+    transcript = parse_transcript(text, source)
     if not transcript.messages:
         # Imported, it would be an empty session; replayed, nothing: both look like success.
-        raise TranscriptError(f"{path}: no messages in the transcript (the file is empty"
+        raise TranscriptError(f"{source}: no messages in the transcript (the file is empty"
                               " or holds only a header)")
     return transcript
 

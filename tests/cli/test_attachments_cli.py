@@ -63,6 +63,7 @@ def test_piped_text_and_files_go_with_the_question_as_data(tmp_path: Path) -> No
         ("user", "summarize:"),
     ]
     assert "files " in result.stderr  # the token line names the part
+    assert "attached standard input (1 line); --no-stdin leaves it unread" in result.stderr
     # Recorded with the turn: inspect shows a files part, each file with its tokens.
     shown = invoke("inspect", "s", "--db", str(tmp_path / "h.db"), "--json")
     assert shown.exit_code == 0, shown.stderr
@@ -139,6 +140,26 @@ def test_a_real_pipe_is_attached_and_dev_null_is_not(tmp_path: Path) -> None:
                            check=False)
     assert alone.returncode == 0, alone.stderr
     assert [m["role"] for m in sent(tmp_path)] == ["system", "user", "assistant", "user"]
+
+
+def test_ask_in_a_while_read_loop_leaves_the_loops_lines_with_no_stdin(tmp_path: Path) -> None:
+    """Each turn of the loop used to attach the rest of the loop's input and end it."""
+    log = tmp_path / "sent.jsonl"
+    env = {"CHATMEM_SCRIPTED_LOG": str(log), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+           "PYTHONPATH": ":".join(sys.path), "DB": str(tmp_path / "h.db"),
+           "PYTHON": sys.executable}
+    loop = ('printf \'first\\nsecond\\nthird\\n\' | while read -r line; do'
+            ' "$PYTHON" -m chatmem ask loop "$line" --no-stdin --db "$DB"'
+            ' --provider scripted; done')
+    done = subprocess.run(["sh", "-c", loop], capture_output=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    requests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    asked = [r["messages"][-1]["content"] for r in requests if r["purpose"] == "chat"]
+    assert asked == ["first", "second", "third"]
+    assert b"attached standard input" not in done.stderr
+    # TEXT - reads the question from stdin: --no-stdin beside it is a contradiction.
+    both = ask(tmp_path, "-", "--no-stdin", input="question\n")
+    assert both.exit_code == 2 and "--no-stdin" in both.stderr
 
 
 def test_chat_attaches_files_to_its_first_message_and_file_to_the_next(tmp_path: Path) -> None:

@@ -288,3 +288,26 @@ def test_a_probe_stays_on_its_side_of_a_prompt_change(tmp_path: Path) -> None:
     invoke("sessions", "fork", "sp", "sp2", "--db", db, code=0)
     forked = invoke("sessions", "export", "sp2", "--db", db, code=0)
     assert forked.stdout.splitlines()[1:] == exported.read_text(encoding="utf-8").splitlines()[1:]
+
+
+def test_a_transcript_piped_in_as_dash_imports_and_replays(tmp_path: Path) -> None:
+    support = (Path(__file__).resolve().parents[2] / "sessions" / "support.jsonl")
+    piped = support.read_text(encoding="utf-8")
+    db = str(tmp_path / "x.db")
+    imported = invoke("sessions", "import", "-", "x", "--db", db, input=piped)
+    assert imported.exit_code == 0, imported.stderr
+    with Store(db) as store:
+        assert len(store.history.messages(store.sessions.session("x").id)) == 60
+    replayed = invoke("replay", "-", "-s", "window:k=2", "--json", "--provider", "scripted",
+                      input=piped)
+    assert replayed.exit_code == 0, replayed.stderr
+    data = json.loads(replayed.stdout)
+    assert data["source"] == "-" and data["turns"] == 30 and data["title"] == "support"
+    # Nothing to name the session after: no file name, and a header with no title.
+    untitled = invoke("sessions", "import", "-", "--db", db,
+                      input='{"role": "user", "content": "你好"}\n')
+    assert untitled.exit_code == 2 and "give SESSION" in untitled.stderr
+    garbled = invoke("sessions", "import", "-", "y", "--db", db,
+                     input=b"\xff")  # type: ignore[arg-type]
+    assert garbled.exit_code == 2
+    assert garbled.stderr == "error: standard input: not UTF-8 text\n"

@@ -69,6 +69,12 @@ def test_forget_by_key_or_id_and_its_errors(tmp_path: Path) -> None:
     assert [f["value"] for f in facts_json(db)] == ["Alice"]
     again = invoke("facts", "forget", "2", "--db", str(db))
     assert again.exit_code == 1
+    # --json prints only --dry-run's plan: without it, refused before anything is forgotten.
+    for purge in ((), ("--purge", "--yes")):
+        refused = invoke("facts", "forget", "1", *purge, "--json", "--db", str(db))
+        assert refused.exit_code == 2 and refused.stdout == ""
+        assert refused.stderr.startswith("error: --json goes with --dry-run")
+    assert [f["value"] for f in facts_json(db)] == ["Alice"]
 
 
 def test_repl_remember_facts_and_forget(tmp_path: Path) -> None:

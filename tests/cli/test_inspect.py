@@ -135,9 +135,10 @@ def test_summaries_lists_versions_with_dropped_anchors(tmp_path: Path) -> None:
     table = invoke("inspect", "trip", "--summaries", "--db", str(db))
     assert "summary versions" in table.stdout and "用户预算五千元" in table.stdout
     assert "五千元," in table.stdout and "三月十五日" in table.stdout
-    # And a session with no turns says so.
+    # And a session with no recorded turns says so.
     empty = invoke("inspect", "trip", "--db", str(db))
-    assert empty.exit_code == 1 and empty.stderr == "error: session 'trip' has no turns\n"
+    assert empty.exit_code == 1
+    assert empty.stderr.startswith("error: turn 1 of session 'trip' was imported or forked:")
 
 
 def test_local_turns_show_the_rendered_prompt(tmp_path: Path) -> None:
@@ -350,3 +351,31 @@ def test_every_recall_candidate_shows_what_it_said_kept_or_left_out(
     shown = [line for line in table.stdout.splitlines() if "budget:" in line]
     assert len(shown) == len([row for row in left_out if row["why"].startswith("budget")])
     assert all("fossil museum 化石馆" in line for line in shown), shown
+
+
+def test_an_imported_session_has_what_ifs_at_its_turns_and_says_none_was_recorded(
+    tmp_path: Path,
+) -> None:
+    # The inspect --help example run on the import --help example's session.
+    db = str(tmp_path / "x.db")
+    assert invoke("sessions", "import", SUPPORT, "support", "--db", db).exit_code == 0
+    result = invoke("inspect", "support", "12", "--strategy", "window", "--param", "k=2",
+                    "--db", db, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["mode"] == "what-if" and data["turn"] is None and data["history_turn"] == 12
+    assert data["input"] == "And if I want to make hot soup?"
+    history = [m for m in data["messages"] if m["role"] != "system"][:-1]
+    assert len(history) == 4  # turns 10 and 11: what it had before turn 12, not after
+    assert data["messages"][-1] == {"role": "user", "content": data["input"]}
+    # Without a number: the history's last turn.
+    last = invoke("inspect", "support", "-s", "window", "--db", db, "--json")
+    assert last.exit_code == 0, last.stderr
+    assert json.loads(last.stdout)["history_turn"] == 30
+    for args in (("12",), ()):
+        plain = invoke("inspect", "support", *args, "--db", db)
+        assert plain.exit_code == 1
+        assert "imported or forked: no context was recorded" in plain.stderr
+        assert "--strategy" in plain.stderr and "--next" in plain.stderr
+    beyond = invoke("inspect", "support", "31", "-s", "window", "--db", db)
+    assert beyond.exit_code == 1 and "no turn 31" in beyond.stderr
