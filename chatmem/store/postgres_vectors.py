@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from chatmem.store import postgres_schema as schema
+from chatmem.store import postgres_embeddings
 
 EF_SEARCH = 400
 """HNSW candidates kept per search: above recall's pool (300), so one pass finds a pool's
@@ -58,7 +58,7 @@ class PostgresVectors:
         nearly all among them (a message outside both lists has `limit` others closer on
         each of the two vectors searched).
         """
-        if not self.ranks_vectors or not 0 < dimensions <= schema.MOST_DIMENSIONS:
+        if not self.ranks_vectors or not 0 < dimensions <= postgres_embeddings.MOST_DIMENSIONS:
             return None
         self._index_dimensions(int(dimensions))
         wanted = "[" + ",".join(repr(float(x)) for x in query) + "]"

@@ -26,7 +26,7 @@ from chatmem import fts
 from chatmem.config.settings import Settings
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import FactScope, Store
-from chatmem.store.postgres_schema import MOST_TOKENS
+from chatmem.store.postgres_word_entries import MOST_TOKENS
 from chatmem.store.postgres_words import token_count
 from chatmem.timestamps import utc_now
 

@@ -1,0 +1,234 @@
+"""`chatmem sessions export|import`: a session to a transcript file and back, every session
+to an export archive and back."""
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from chatmem.cli.completion import session_names
+from chatmem.cli.opening import open_workspace, settings_from
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption
+from chatmem.cli.output import (
+    consoles,
+    handles_errors,
+    print_json,
+    stdin_transcript,
+    warn_if_dated_back,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from chatmem.config.settings import Settings
+    from chatmem.privacy.restore import Archive
+
+
+@handles_errors
+def export(
+    name: Annotated[str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                               autocompletion=session_names,
+                                               help="Session name (or --all).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
+                                                     "every fact, in one .zip archive "
+                                                     "(-o FILE).")] = False,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", show_default=False, metavar="FILE",
+                                 help="File to write, in the format its extension names: "
+                                      ".jsonl, .json or .md (default: standard output).")
+    ] = None,
+    format_: Annotated[
+        str | None, typer.Option("--format", show_default=False, metavar="FORMAT",
+                                 help="jsonl (lossless, imports back), json or markdown; "
+                                      "default: from the extension, jsonl on stdout.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write a session as a transcript: .jsonl imports back losslessly; .json and .md too.
+
+    With --all, everything the history holds goes into one zip archive: each
+    session's transcript and summaries, and every fact (see README.txt inside).
+
+    \b
+    Example: chatmem sessions export support -o support.md
+    """
+    import sys
+    from pathlib import Path
+
+    from chatmem.app.sessions import session_transcript
+    from chatmem.errors import UsageError
+    from chatmem.transcripts.writer import EXPORT_FORMATS, export_format, write_transcript
+
+    if all_ or name is None:
+        export_all(name, output, force, settings_from(config, db))
+        return
+    if format_ is not None and format_ not in EXPORT_FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format_!r}")
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        transcript = session_transcript(ws, name)
+    if output is None or output == "-":
+        text = EXPORT_FORMATS[format_ or "jsonl"](transcript)
+        if sys.stdout.isatty():
+            from chatmem.render import printable
+
+            text = printable(text)  # markdown on a terminal: escapes shown, not obeyed
+        sys.stdout.write(text)
+        return
+    path = Path(output)
+    fmt = export_format(path, format_)
+    write_transcript(transcript, path, fmt, force=force)
+    consoles()[1].print(f"exported {len(transcript.messages)} messages to {output} ({fmt})",
+                        markup=False, soft_wrap=True)
+
+
+def export_all(name: str | None, output: str | None, force: bool, settings: "Settings") -> None:
+    from pathlib import Path
+
+    from chatmem.app.sessions import export_everything
+    from chatmem.errors import UsageError
+
+    if name is not None:
+        raise UsageError("give a SESSION or --all, not both")
+    if output is None or output == "-":
+        raise UsageError("missing SESSION, or --all with -o FILE.zip")
+    with open_workspace(settings, create=False) as ws:
+        report = export_everything(ws, Path(output), force=force)
+    consoles()[1].print(
+        f"exported {report.sessions} sessions ({report.messages} messages), "
+        f"{report.summaries} summary versions and {report.facts} facts to {output}; "
+        "the archive is not encrypted", markup=False, soft_wrap=True)
+
+
+@handles_errors
+def import_(
+    file: Annotated[str, typer.Argument(metavar="FILE",
+                                        help="Transcript: JSON Lines, {\"messages\": [...]} "
+                                             "or a JSON list of messages (- reads stdin); or"
+                                             " an archive of sessions export --all (.zip).")],
+    name: Annotated[
+        str | None, typer.Argument(metavar="SESSION", show_default=False,
+                                   help="Name of the new session (default: made from the "
+                                        "transcript's title or the file name).")
+    ] = None,
+    name_option: Annotated[
+        str | None, typer.Option("--name", metavar="SESSION", show_default=False,
+                                 help="The session name, as an option.")
+    ] = None,
+    index: Annotated[
+        bool, typer.Option("--index/--no-index",
+                           help="Embed the messages in the background when recall ranks by "
+                                "meaning (--no-index: say how many wait).")
+    ] = True,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Create a session from a transcript file: messages, system prompts, probes, recording.
+
+    An archive of `sessions export --all` restores every session in it, each in its
+    user profile with its retention, and its facts; all or nothing.
+
+    \b
+    Example: chatmem sessions import sessions/support.jsonl support
+    """
+    from pathlib import Path
+
+    from chatmem.app.indexing import start_backlogs
+    from chatmem.app.sessions import (
+        check_session_name,
+        import_transcript,
+        normal_name,
+        session_name_from,
+    )
+    from chatmem.errors import UsageError
+    from chatmem.privacy.restore import is_archive, read_archive
+    from chatmem.render.logs import question_start
+    from chatmem.render.sessions import backlog_line
+    from chatmem.transcripts.reader import read_transcript
+
+    if name and name_option and name != name_option:
+        raise UsageError(f"two names given: {name!r} and --name {name_option!r}; give one")
+    chosen_name = name or name_option
+    path = Path(file)
+    if file != "-" and is_archive(path):
+        if chosen_name is not None:
+            raise UsageError(f"{file} is an archive: its sessions keep their names; give no "
+                             "SESSION (rename one afterwards: chatmem sessions rename)")
+        import_all(read_archive(path), index, config, settings_from(config, db), json_out)
+        return
+    if chosen_name is not None:
+        check_session_name(chosen_name)  # before the file is read
+    transcript = stdin_transcript() if file == "-" else read_transcript(path)
+    warn_if_dated_back(transcript)
+    settings = settings_from(config, db)
+    origin = transcript.title or path.stem
+    if chosen_name is None and not transcript.title and file == "-":
+        raise UsageError("a transcript piped in (FILE -) has no file name to name the session"
+                         " after: give SESSION")
+    session_name = chosen_name or session_name_from(origin)
+    with open_workspace(settings) as ws:
+        imported = import_transcript(ws, transcript, session_name)
+        probes = imported.probes
+        note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
+        named = (f" (named from {origin!r})"
+                 if chosen_name is None and session_name != normal_name(origin) else "")
+        consoles()[1].print(
+            f"imported {imported.messages} message{'' if imported.messages == 1 else 's'}{note}"
+            f" into session {session_name}{named}",
+            markup=False, soft_wrap=True,
+        )
+        if imported.session.user != settings.user:
+            consoles()[1].print(f"session {session_name} is in user {imported.session.user}'s"
+                                " profile, as the transcript says", markup=False, soft_wrap=True)
+        if imported.session.system:
+            # It is an instruction from then on, not data: a transcript someone shared says
+            # what the model will obey, so the user is told, where a system message is quoted.
+            consoles()[1].print(
+                f"the transcript sets the session's system prompt, which the model follows: "
+                f"{question_start(imported.session.system, 80)!r} (/system in the chat changes it)",
+                markup=False, soft_wrap=True)
+        if imported.strategy is None:
+            consoles()[1].print(
+                f"session {session_name} keeps its memory with strategy "
+                f"{imported.session.strategy!r}, which no installed plugin provides here; "
+                f"install it, or go on with another (chatmem chat {session_name} -s NAME)",
+                markup=False, soft_wrap=True)
+        for backlog in start_backlogs(ws, config, [session_name], background=index):
+            consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
+    if json_out:  # the name chosen, which stderr says in a sentence
+        from chatmem.render.payloads import imported_json
+
+        print_json(imported_json([imported], 0))
+
+
+def import_all(archive: "Archive", index: bool, config: "Path | None",
+               settings: "Settings", json_out: bool = False) -> None:
+    """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
+    from chatmem.app.indexing import start_backlogs
+    from chatmem.app.sessions import import_archive
+    from chatmem.render.sessions import backlog_line
+
+    for session in archive.sessions:
+        warn_if_dated_back(session.transcript)
+    with open_workspace(settings) as ws:
+        imported = import_archive(ws, archive)
+        err = consoles()[1]
+        for one in imported.sessions:
+            kept = one.session.retention_days
+            err.print(f"imported {one.messages} message{'' if one.messages == 1 else 's'} into"
+                      f" session {one.session.name} (user {one.session.user}"
+                      + ("" if kept is None else ", kept for good" if kept == 0
+                         else f", erased after {kept} days idle") + ")",
+                      markup=False, soft_wrap=True)
+        err.print(f"restored {len(imported.sessions)} session"
+                  f"{'' if len(imported.sessions) == 1 else 's'} and {imported.facts} fact"
+                  f"{'' if imported.facts == 1 else 's'} from {archive.path}",
+                  markup=False, soft_wrap=True)
+        names = [one.session.name for one in imported.sessions]
+        for backlog in start_backlogs(ws, config, names, background=index):
+            err.print(backlog_line(backlog), markup=False, soft_wrap=True)
+    if json_out:
+        from chatmem.render.payloads import imported_json
+
+        print_json(imported_json(imported.sessions, imported.facts))
