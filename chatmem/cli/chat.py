@@ -32,6 +32,7 @@ from chatmem.errors import ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from chatmem.attachments import Attachment
     from chatmem.engine import Engine, TurnResult
     from chatmem.store import Store
 
@@ -196,12 +197,6 @@ def ask(
         piped = sys.stdin.buffer.read()
         if piped.strip():
             attachments.append(Attachment(STDIN, decode(STDIN, piped)))
-            # A pipe meant for the question cannot be told from one shared with a `while
-            # read` loop (whose next lines would go too): say what went, and how not to.
-            lines = len(attachments[-1].text.splitlines())
-            consoles()[1].print(f"attached standard input ({lines:,} line"
-                                f"{'' if lines == 1 else 's'}); --no-stdin leaves it unread",
-                                markup=False, soft_wrap=True)
     if not text.strip():
         # An empty turn would be sent and stored like any other.
         raise UsageError("nothing to ask (empty input)")
@@ -221,6 +216,7 @@ def ask(
                 err.print(f"continuing session {engine.session.name}", markup=False,
                           soft_wrap=True)
             _print_notices(engine, err)
+            _say_stdin_attached(attachments, err)
             repl = Repl(engine, out, err, markdown=not (plain or settings.plain), workspace=ws)
             try:
                 repl.turn(text.strip(), attachments)
@@ -236,6 +232,19 @@ def ask(
     if repl.last is not None and repl.last.status == TurnStatus.CANCELLED:
         # A script must not take a partial answer for a success.
         raise typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None:
+    """A pipe meant for the question cannot be told from one shared with a `while read`
+    loop (whose next lines would go too): say what goes, and how not to. Said once the
+    session is open, so a refusal before it stays the one line it is."""
+    from chatmem.attachments import STDIN
+
+    piped = next((a for a in attachments if a.name == STDIN), None)
+    if piped is not None:
+        lines = len(piped.text.splitlines())
+        err.print(f"attached standard input ({lines:,} line{'' if lines == 1 else 's'});"
+                  " --no-stdin leaves it unread", markup=False, soft_wrap=True)
 
 
 def answer_json(result: "TurnResult", engine: "Engine[Store]",
