@@ -18,7 +18,7 @@ from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.memory_state import FactTables, profile_in
 from chatmem.store.records import FactRecord, checked_time
 from chatmem.store.sessions import SessionTables
-from chatmem.timestamps import parse_time
+from chatmem.timestamps import LONGEST_DAYS, parse_time
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,9 @@ class RetentionTables:
         """A session's own retention: None follows the config, 0 keeps it for good."""
         if days is not None and days < 0:
             raise StoreError(f"retention must be 0 (keep) or more days, got {days}")
+        if days is not None and days > LONGEST_DAYS:
+            raise StoreError(f"retention must be at most {LONGEST_DAYS} days (1000 years),"
+                             f" got {days}")
         self._sessions.check_session_writable(session_id, owners_only="set the retention of")
         with self._db.write():
             self._db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
