@@ -11,7 +11,12 @@ asks `has_zone` first (a sitting's pause is not drawn from a guess).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+LONGEST_DURATION = timedelta(days=365_000)
+"""A thousand years: any time chatmem stores, plus this, stays within the calendar."""
+LONGEST_DAYS = LONGEST_DURATION.days
+"""The longest retention, fact life or other length of time chatmem keeps, in days."""
 
 
 def utc_now() -> datetime:

@@ -50,7 +50,14 @@ for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CON
     os.environ.pop(variable, None)
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
-from pg import pg_backend, pg_empty_url, pg_server, pg_template, pg_url  # noqa: E402, F401
+from pg import (  # noqa: E402, F401
+    pg_backend,
+    pg_empty_url,
+    pg_server,
+    pg_template,
+    pg_url,
+    team,
+)
 from plugin_site import Install, install  # noqa: E402
 from registered import open_session  # noqa: E402
 

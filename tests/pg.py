@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,3 +172,80 @@ def add_message(b: PostgresBackend, session_id: int, position: int, content: str
 
 def count(b: PostgresBackend, table: str) -> int:
     return int(b.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+# -- two roles on one database, and a database an earlier release left -----------------------
+
+
+@dataclass
+class Team:
+    """A fresh migrated database the roles of ROLES meet in."""
+
+    server: PostgresServer
+    database: str
+
+    def url(self, role: str) -> str:
+        return self.server.url(self.database, role)
+
+    def admin(self) -> contextlib.AbstractContextManager[Any]:
+        return self.server.admin(self.database)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """What a superuser reads: every row, whatever row security shows a role."""
+        with self.admin() as conn:
+            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+
+
+@pytest.fixture
+def team(pg_server: PostgresServer, pg_template: str) -> Iterator[Team]:
+    name = pg_server.create_database(pg_template)
+    yield Team(pg_server, name)
+    pg_server.drop_database(name)
+
+
+@dataclass
+class OldHistory:
+    """A database migrated up to (not including) a migration by its non-superuser owner."""
+
+    server: PostgresServer
+    database: str
+    keeper: str
+
+    def url(self, role: str) -> str:
+        return self.server.url(self.database, role)
+
+
+@contextlib.contextmanager
+def migrated_before(server: PostgresServer,
+                    migration: str | None = None) -> Iterator[OldHistory]:
+    """A database an earlier release made: owned by a role of its own, not a superuser (row
+    security binds it as it binds an owner's), migrated by it up to `migration` (None: not
+    at all, an empty database such a role owns)."""
+    database = server.create_database()
+    keeper = f"keeper_{database}"
+    with server.admin() as conn:
+        conn.execute(f"CREATE ROLE {keeper} LOGIN")
+        conn.execute(f'ALTER DATABASE "{database}" OWNER TO {keeper}')
+    with server.admin(database) as conn:
+        conn.execute(f"ALTER SCHEMA public OWNER TO {keeper}")
+    try:
+        if migration is not None:
+            _migrate(server.driver, server.url(database, keeper), migration)
+        yield OldHistory(server, database, keeper)
+    finally:
+        server.drop_database(database)
+        with server.admin() as conn:
+            conn.execute(f"DROP ROLE IF EXISTS {keeper}")
+
+
+def _migrate(driver: Any, url: str, before: str) -> None:
+    """Every migration before `before`, as the release that stopped there ran them."""
+    from chatmem.store import postgres_schema as schema
+
+    with driver.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(schema.CREATE_BOOKKEEPING)
+        names = [m.__name__ for m in schema.MIGRATIONS]
+        for migration in schema.MIGRATIONS[:names.index(before)]:
+            migration(conn.execute)
+            conn.execute(f"INSERT INTO {schema.BOOKKEEPING} VALUES (%s, %s)",
+                         [migration.__name__, NOW])

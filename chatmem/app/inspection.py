@@ -77,20 +77,16 @@ class Inspection:
 
 def inspect_turn(workspace: Workspace, session: str, number: int | None = None) -> Inspection:
     """Turn `number` of `session` (default: the last) as it was sent."""
-    from chatmem.errors import NotFound, TurnNotRecorded
+    from chatmem.errors import TurnNotRecorded
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.whatif import left_out_texts
     from chatmem.memory.context import Context
 
     store = workspace.store
     record = store.sessions.session(session)
-    try:
-        turn = store.turns.turn(record.id, number)
-    except NotFound:
-        unrecorded = _unrecorded_turn(store, record, number)
-        if unrecorded is None:
-            raise
-        raise TurnNotRecorded(record.name, unrecorded[0]) from None
+    turn = _turn_or_history(store, record, number)
+    if isinstance(turn, _HistoryTurn):
+        raise TurnNotRecorded(record.name, turn.number)
     context = Context.from_json(turn.context)
     approximate = bool(turn.context.get("approximate", False))
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
@@ -150,7 +146,6 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     the session is never changed, and the user's profile facts are read only
     `with_user_facts`."""
     from chatmem.engine.opening import engine_over, with_config_table
-    from chatmem.errors import NotFound
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import left_out_texts, what_if
 
@@ -165,18 +160,12 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     history_turn = None
     after_all = text is not None
     if text is None:
-        try:
-            turn = store.turns.turn(record.id, number)
-        except NotFound:
-            # An imported or forked turn: its input is in the history, its context never was.
-            unrecorded = _unrecorded_turn(store, record, number)
-            if unrecorded is None:
-                raise
-            history_turn, text = unrecorded
-            history_turns = history_turn - 1
+        found = _turn_or_history(store, record, number)
+        if isinstance(found, _HistoryTurn):
+            history_turn, text, history_turns = found.number, found.input, found.number - 1
         else:
-            text = turn.input
-            history_turns = _history_before(store, record, turn)
+            turn, text = found, found.input
+            history_turns = _history_before(store, record, found)
     else:
         history_turns = store.history.turn_count(record.id)
     # The system prompt the turn was sent with (for --next, the one in effect now).
@@ -208,18 +197,31 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                       left_out=left_out, notices=notices)
 
 
-def _unrecorded_turn(store: Store, session: SessionRecord,
-                     number: int | None) -> tuple[int, str] | None:
-    """History turn `number` (default: the last) and its user input, for a session that has
-    no recorded turn of that number (none at all, without one); None if the history lacks
-    it too."""
-    held = store.history.turn_count(session.id)
-    number = held if number is None else number
-    if not 0 < number <= held:
-        return None
-    said = [m.content for m in store.history.messages(session.id, number, number)
-            if m.role == "user"]
-    return (number, said[0]) if said else None
+@dataclass(frozen=True)
+class _HistoryTurn:
+    """A turn the history holds but no recorded turn does (imported or forked)."""
+
+    number: int
+    input: str
+
+
+def _turn_or_history(store: Store, session: SessionRecord,
+                     number: int | None) -> TurnRecord | _HistoryTurn:
+    """Recorded turn `number` (default: the last) or, for an imported or forked turn (its
+    input is in the history, its context never was), the history's; NotFound if the
+    history lacks it too."""
+    from chatmem.errors import NotFound
+
+    try:
+        return store.turns.turn(session.id, number)
+    except NotFound:
+        held = store.history.turn_count(session.id)
+        at = held if number is None else number
+        said = ([m.content for m in store.history.messages(session.id, at, at)
+                 if m.role == "user"] if 0 < at <= held else [])
+        if not said:
+            raise
+        return _HistoryTurn(at, said[0])
 
 
 def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:

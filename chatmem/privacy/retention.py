@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
 from chatmem.store.records import FactScope
+from chatmem.timestamps import LONGEST_DURATION
 
 if TYPE_CHECKING:
     from chatmem.store import ExpiredFact, SessionEntry
@@ -33,10 +34,6 @@ _UNITS = {
     "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
     "y": 365 * 86400, "year": 365 * 86400, "years": 365 * 86400,
 }
-
-
-LONGEST_DURATION = timedelta(days=365_000)
-"""A thousand years: any time chatmem stores, plus this, stays within the calendar."""
 
 
 def parse_duration(text: str, what: str = "a duration") -> timedelta:

@@ -141,6 +141,16 @@ def profile_facts(own_rows: str) -> str:
     return f"scope = 'user' AND session_id IS NULL AND {own_rows}"
 
 
+def profile_in(column: str, user: str | None) -> tuple[str, list[Any]]:
+    """SQL true where `column` names the profile `user` (None: no profile), with its
+    parameters: either Unicode form, as a history written before profile names were
+    normalized may hold an NFD one, and its rows are still this profile's."""
+    if user is None:
+        return f"{column} IS NULL", []
+    forms = profile_forms(user)
+    return f"{column} IN ({', '.join('?' for _ in forms)})", list(forms)
+
+
 class FactTables:
     """Facts, their earlier values, and the turns that sent them (`store.facts`)."""
 
@@ -255,11 +265,8 @@ class FactTables:
     def _fact_owner(self, scope: str, user: str | None,
                     session_id: int | None) -> tuple[str, list[Any]]:
         if scope == "user":
-            # Either form: a history written before profile names were normalized may hold
-            # an NFD one, and its facts are still this profile's.
-            forms = profile_forms(user) if user is not None else [None]
-            return (f"{profile_facts(self._db.own_rows)}"
-                    f" AND \"user\" IN ({', '.join('?' for _ in forms)})", list(forms))
+            where, params = profile_in('"user"', user)
+            return f"{profile_facts(self._db.own_rows)} AND {where}", params
         if scope == "session":
             return "scope = 'session' AND session_id = ?", [session_id]
         raise StoreError(f"fact scope must be 'session' or 'user', got {scope!r}")

@@ -87,15 +87,14 @@ class PostgresFailures:
                               " nothing of this change was stored", location=where,
                               reason=reason)
         if self._own_statement_timeout:
-            return StoreError(
-                f"{where}: the server did not finish a statement within chatmem's limit"
-                f" ({limit}); nothing of this change was stored. Is the server stuck? A larger"
-                " limit: -c statement_timeout in the URL's options, or ALTER ROLE ... SET"
-                " statement_timeout", kind=StoreFailure.TIMED_OUT, location=where,
-                reason=reason)
-        return StoreError(
-            f"{where}: the server cancelled a statement after its statement_timeout"
-            f" ({limit}); nothing of this change was stored, and trying again meets the same"
-            " limit: raise it (ALTER ROLE ... SET statement_timeout, or -c statement_timeout"
-            " in the URL's options) or reset it", kind=StoreFailure.TIMED_OUT, location=where,
-            reason=reason)
+            said = (f"the server did not finish a statement within chatmem's limit ({limit});"
+                    " nothing of this change was stored. Is the server stuck? A larger limit:"
+                    " -c statement_timeout in the URL's options, or ALTER ROLE ... SET"
+                    " statement_timeout")
+        else:
+            said = (f"the server cancelled a statement after its statement_timeout ({limit});"
+                    " nothing of this change was stored, and trying again meets the same"
+                    " limit: raise it (ALTER ROLE ... SET statement_timeout, or -c"
+                    " statement_timeout in the URL's options) or reset it")
+        return StoreError(f"{where}: {said}", kind=StoreFailure.TIMED_OUT, location=where,
+                          reason=reason)

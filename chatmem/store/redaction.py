@@ -21,7 +21,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
-from chatmem.store.memory_state import profile_facts
+from chatmem.store.memory_state import profile_facts, profile_in
 from chatmem.store.records import MessageRecord, json_text
 from chatmem.text import INVISIBLE
 
@@ -85,9 +85,9 @@ class RedactionTables:
     def profile_session_ids(self, user: str | None) -> list[int]:
         """Every session of a user profile (None: sessions without a user) this role owns:
         a session shared with it is its owner's to rewrite."""
+        where, params = profile_in('"user"', user)
         ids = [r[0] for r in self._db.execute(
-            "SELECT id FROM sessions WHERE \"user\" IS NOT DISTINCT FROM ? ORDER BY id",
-            [user]).fetchall()]
+            f"SELECT id FROM sessions WHERE {where} ORDER BY id", params).fetchall()]
         mine = sharing.owned(self._connection, ids)
         return [i for i in ids if i in mine]
 
@@ -135,14 +135,15 @@ class RedactionTables:
                                          rewrite, f"session_id IN ({sessions})", [], done)
             self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, found,
                                  rewrite, f"id IN ({sessions})", [], done)
+            profile, forms = profile_in('"user"', user)
             owner = (f"(session_id IN ({sessions}) OR ({profile_facts(self._db.own_rows)}"
-                     " AND \"user\" IS NOT DISTINCT FROM ?))")
+                     f" AND {profile}))")
             self._rewrite_column("facts", Place.FACTS, "value", False, found, rewrite,
-                                 owner, [user], done)
+                                 owner, forms, done)
             if self._table_exists("fact_history"):
                 self._rewrite_column("fact_history", Place.FACT_HISTORY, "value", False,
                                      found, rewrite,
-                                     f"fact_id IN (SELECT id FROM facts WHERE {owner})", [user],
+                                     f"fact_id IN (SELECT id FROM facts WHERE {owner})", forms,
                                      done)
         return done
 

@@ -45,23 +45,29 @@ class KeptFact:
 
 def restore_facts(connection: Connection, facts: Sequence[KeptFact],
                   live: Sequence[FactRecord]) -> int:
-    """Insert `facts`, in one transaction; `live` are the target's live profile facts. A
-    live profile fact whose key the profile holds live already is refused before anything
-    is written: two live values of one key would each reach contexts."""
+    """Insert `facts`, in one transaction, and return how many were; `live` are the
+    target's live profile facts. A live profile fact the profile holds live already with
+    the same value (the archive imported before, its sessions since renamed) is skipped;
+    one whose key it holds with another value is refused before anything is written: two
+    live values of one key would each reach contexts."""
+    restored = []
     for fact in facts:
         if fact.scope is not FactScope.USER or fact.deleted_at is not None:
+            restored.append(fact)
             continue
         user = profile_name(fact.user or "")
         clash = next((f for f in live if f.user is not None and profile_name(f.user) == user
                       and same_key(f.key, fact.key)), None)
-        if clash is not None:
+        if clash is None:
+            restored.append(fact)
+        elif clash.value != fact.value:
             raise UsageError(
                 f"user {user}'s profile here has {clash.key!r} already ({clash.value!r}), the"
                 f" archive {fact.value!r}; forget one (chatmem facts forget {clash.key}) and"
                 " import again")
     db = connection.db
     with db.write():
-        for fact in facts:
+        for fact in restored:
             fact_id = steps.insert_id(
                 db, "INSERT INTO facts (scope, \"user\", session_id, key, value, source_turn,"
                     " source_session_id, created_at, updated_at, deleted_at, expires_at,"
@@ -76,4 +82,4 @@ def restore_facts(connection: Connection, facts: Sequence[KeptFact],
                     " source_turn, stated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [fact_id, fact.key, earlier.value, earlier.source_session_id,
                      earlier.source_turn, earlier.stated_at, earlier.replaced_at])
-    return len(facts)
+    return len(restored)

@@ -15,11 +15,10 @@ from datetime import datetime, timedelta
 from chatmem.errors import StoreError
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
-from chatmem.store.memory_state import FactTables
+from chatmem.store.memory_state import FactTables, profile_in
 from chatmem.store.records import FactRecord, checked_time
 from chatmem.store.sessions import SessionTables
-from chatmem.text import profile_forms
-from chatmem.timestamps import parse_time
+from chatmem.timestamps import LONGEST_DAYS, parse_time
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,9 @@ class RetentionTables:
         """A session's own retention: None follows the config, 0 keeps it for good."""
         if days is not None and days < 0:
             raise StoreError(f"retention must be 0 (keep) or more days, got {days}")
+        if days is not None and days > LONGEST_DAYS:
+            raise StoreError(f"retention must be at most {LONGEST_DAYS} days (1000 years),"
+                             f" got {days}")
         self._sessions.check_session_writable(session_id, owners_only="set the retention of")
         with self._db.write():
             self._db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
@@ -163,9 +165,9 @@ class RetentionTables:
 
     def user_sessions(self, user: str) -> list[SessionEntry]:
         """Every session of a user profile, with its counts."""
-        forms = profile_forms(user)  # an NFD name stored before names were normalized too
+        where, params = profile_in('"user"', user)
         found = {r["id"]: float(r["retention_days"] or 0) for r in fetch_rows(self._db,
-            "SELECT id, retention_days FROM sessions WHERE \"user\" IN"
-            f" ({', '.join('?' for _ in forms)}) ORDER BY created_at, id", forms)}
+            f"SELECT id, retention_days FROM sessions WHERE {where} ORDER BY created_at, id",
+            params)}
         mine = sharing.owned(self._connection, found)
         return self._entries({i: days for i, days in found.items() if i in mine})

@@ -11,7 +11,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import TranscriptError
 from chatmem.text import profile_name, valid_text
-from chatmem.timestamps import is_time
+from chatmem.timestamps import LONGEST_DAYS, is_time
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
     HEADER_KEYS,
@@ -246,6 +246,11 @@ def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) ->
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TranscriptError(f"{where}: header 'retention_days' must be a whole number"
                                       " of days, 0 or more (0: kept for good)")
+            if value > LONGEST_DAYS:
+                # As `sessions retention` refuses more than 1000y: a time past it is past
+                # the calendar, and a bigger number overflows the store's integer.
+                raise TranscriptError(f"{where}: header 'retention_days' must be at most"
+                                      f" {LONGEST_DAYS} (1000 years), got {value}")
         elif not isinstance(value, dict if key == "params" else str):
             word = "an object" if key == "params" else "a string"
             raise TranscriptError(f"{where}: header {key!r} must be {word}")

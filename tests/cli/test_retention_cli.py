@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cli_runner import invoke, repl
 
+from chatmem.errors import StoreError
 from chatmem.store import Store
 
 pytestmark = pytest.mark.usefixtures("history_key")
@@ -340,3 +341,27 @@ def test_remember_for_longer_than_the_calendar_holds_is_refused_and_the_chat_goe
     assert "Traceback" not in done.output
     assert "--for must be at most 1000y, got '9000y'" in done.stderr
     assert "echo #1: next" in done.stdout
+
+
+@pytest.mark.parametrize("days", [10**20, 9 * 10**18, 365_001])
+def test_a_transcript_kept_past_the_calendar_is_one_line_and_nothing_is_imported(
+        tmp_path: Path, days: int) -> None:
+    db, transcript = str(tmp_path / "h.db"), tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in (
+        {"chatmem": 1, "title": "旅行", "retention_days": days},
+        {"role": "user", "content": "去杭州"})) + "\n", encoding="utf-8")
+    invoke("chat", "s", "--provider", "scripted", "--db", db, input="hi\n", code=0)
+    done = invoke("sessions", "import", str(transcript), "--db", db)
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert done.stderr.strip().endswith(f"t.jsonl:1: header 'retention_days' must be at most"
+                                        f" 365000 (1000 years), got {days}")
+    assert "旅行" not in invoke("sessions", "list", "--db", db, code=0).stdout
+
+
+def test_the_store_refuses_a_retention_past_the_calendar(tmp_path: Path) -> None:
+    with history(tmp_path / "h.db") as store:
+        session = store.sessions.create_session("s", "buffer")
+        store.retention.set_retention(session.id, 365_000)
+        with pytest.raises(StoreError, match="at most 365000 days"):
+            store.retention.set_retention(session.id, 10**20)
+        assert store.sessions.session("s").retention_days == 365_000

@@ -80,6 +80,22 @@ def test_a_profile_fact_the_history_holds_otherwise_imports_nothing(
     assert [name for name, *_ in rows(b, SESSIONS)] == ["mine"]
 
 
+def test_an_archive_imported_again_skips_the_profile_facts_it_holds_already(
+        archive: Path, tmp_path: Path) -> None:
+    """Its sessions renamed, an archive imports again: the profile's live facts holding the
+    same values are not a conflict (each stays one live fact), only another value is."""
+    b = tmp_path / "b.db"
+    run(b, "sessions", "import", str(archive), code=0)
+    for name in ("z", "旅行", "keep"):
+        run(b, "sessions", "rename", name, f"{name}-1", code=0)
+    result = run(b, "sessions", "import", str(archive), code=0)
+    assert result.stderr.splitlines()[-1] == f"restored 3 sessions and 2 facts from {archive}"
+    live = rows(b, 'SELECT "user", key, value FROM facts WHERE scope = \'user\''
+                   ' AND deleted_at IS NULL')
+    assert live == sorted([(ZOE, "city", "Zürich"), ("李雷", "城市", "杭州")], key=repr)
+    assert len(rows(b, SESSIONS)) == 6
+
+
 @pytest.mark.parametrize(("members", "said"), [
     (None, "not a zip archive"),
     ({"notes.txt": "hello"}, "no manifest.json"),

@@ -11,9 +11,10 @@ import unicodedata
 from pathlib import Path
 
 from cli_runner import chat, invoke
+from conftest import History
 
 from chatmem.privacy.mentions import MARKER
-from chatmem.store import Store
+from chatmem.store import FactScope, Store
 
 
 def _nfd(text: str) -> str:
@@ -39,3 +40,29 @@ def test_a_purge_erases_korean_typed_as_jamo_and_search_no_longer_finds_it(
     for form in ("서울", _nfd("서울")):
         assert form.encode() not in left, form
     assert "no turns found" in invoke("logs", "-q", "서울", "--db", str(db), code=0).output
+
+
+def test_a_purge_finds_sessions_and_facts_whose_profile_name_is_stored_decomposed(
+        history: History) -> None:
+    """Second reading of 833e41c, finding 1: a history written before profile names were
+    normalized holds Zoë as NFD in some rows; the purge looked for the NFC form only, and
+    that session's message and that profile fact kept Zorblax."""
+    location = str(history.location)
+    with Store(location, key=history.key) as store:
+        old = store.sessions.create_session("oldone", "buffer", user="Zoë").id
+        store.history.import_messages(old, [{"role": "user", "content": "my friend Zorblax"}])
+        new = store.sessions.create_session("newone", "buffer", user="Zoë").id
+        store.history.import_messages(new, [{"role": "user", "content": "Zorblax again"}])
+        store.facts.upsert_fact("friend", "Zorblax", scope=FactScope.USER, user="Zoë")
+        store.facts.upsert_fact("note", "Zorblax likes tea", scope=FactScope.USER, user="Zoë")
+        with store.db.write():
+            store.db.execute('UPDATE sessions SET "user" = ? WHERE id = ?', [_nfd("Zoë"), old])
+            store.db.execute('UPDATE facts SET "user" = ? WHERE key = ?', [_nfd("Zoë"), "note"])
+    invoke("facts", "forget", "friend", "--purge", "--yes", "--db", location,
+           env={"CHATMEM_USER": "Zoë"}, code=0)
+    with Store(location, key=history.key) as store:
+        said = [m.content for sid in (old, new) for m in store.history.messages(sid)]
+        notes = [f.value for f in store.facts.facts(user="Zoë") if f.key == "note"]
+    assert said == [f"my friend {MARKER}", f"{MARKER} again"]
+    assert notes == [f"{MARKER} likes tea"]
+    assert "no turns found" in invoke("logs", "-q", "Zorblax", "--db", location, code=0).output

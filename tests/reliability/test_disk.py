@@ -73,11 +73,9 @@ def test_an_older_read_only_file_says_it_must_be_upgraded(
     assert db.read_bytes() == before
 
 
-def test_a_full_disk_stores_no_partial_turn_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db = tmp_path / "h.db"
-    assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
+def fill_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history file may grow no more: each connection is held to the pages it has, as
+    a full disk holds it (until monkeypatch.undo)."""
     opened = connection.connect
 
     def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
@@ -87,6 +85,14 @@ def test_a_full_disk_stores_no_partial_turn_and_says_so(
         return conn
 
     monkeypatch.setattr(connection, "connect", at_its_limit)
+
+
+def test_a_full_disk_stores_no_partial_turn_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "h.db"
+    assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
+    fill_the_disk(monkeypatch)
     big = "a long line that needs new pages " * 400
     result = chat(db, "s", big + "\n", "-s", "summary")
     assert result.exit_code != 0
@@ -105,15 +111,7 @@ def test_after_a_full_disk_later_turns_are_not_sent_until_there_is_room(
     once a write found the disk full, the next is checked for room before it is sent."""
     db = tmp_path / "h.db"
     assert chat(db, "s", "first turn\n", "-s", "summary").exit_code == 0
-    opened = connection.connect
-
-    def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
-        conn = opened(path, key)
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count = {pages}")
-        return conn
-
-    monkeypatch.setattr(connection, "connect", at_its_limit)
+    fill_the_disk(monkeypatch)
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
     big = "a long line that needs new pages " * 400

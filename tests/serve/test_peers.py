@@ -12,6 +12,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,22 @@ def test_the_client_socket_names_the_account_and_never_the_servers_row(captured:
                      proc_net=captured / "missing", byteorder="little") == set()
 
 
+def loopback_connections() -> Iterator[tuple[str, int, int]]:
+    """On IPv4 and (where there is one) IPv6 loopback, a connection this process holds open
+    at both ends while the caller looks: (host, the client's port, the server's port)."""
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            server = socket.socket(family)
+            server.bind((host, 0))
+        except OSError:
+            continue  # no IPv6 here
+        with server:
+            server.listen()
+            port = server.getsockname()[1]
+            with socket.create_connection((host, port)) as mine, server.accept()[0]:
+                yield host, mine.getsockname()[1], port
+
+
 def test_a_system_without_the_tables_cannot_tell(tmp_path: Path, captured: Path) -> None:
     assert not accounts_shown("127.0.0.1", tmp_path / "missing")
     assert accounts_shown("127.0.0.1", captured) and accounts_shown("::1", captured)
@@ -114,19 +131,8 @@ def test_a_system_without_the_tables_cannot_tell(tmp_path: Path, captured: Path)
 
 @pytest.mark.skipif(not (PROC_NET / "tcp").is_file(), reason="no /proc/net (not Linux)")
 def test_this_machines_own_table_names_this_process_for_its_connection() -> None:
-    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-        try:
-            server = socket.socket(family)
-            server.bind((host, 0))
-        except OSError:
-            continue  # no IPv6 here
-        with server:
-            server.listen()
-            with socket.create_connection(server.getsockname()[:2]) as mine:
-                accepted, _ = server.accept()
-                with accepted:
-                    assert peer_uids(mine.getsockname()[:2], server.getsockname()[:2]) == {
-                        os.getuid()}
+    for host, me, port in loopback_connections():
+        assert peer_uids((host, me), (host, port)) == {os.getuid()}
 
 
 # sock_diag messages as an x86-64 Linux 6.18 sent and answered them (native byte order).
@@ -232,31 +238,19 @@ needs_netlink = pytest.mark.skipif(not netlink_works(), reason="no sock_diag net
 def test_the_kernel_names_this_process_for_its_connection_and_nothing_for_none(
         tmp_path: Path) -> None:
     asked = 0
-    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-        try:
-            server = socket.socket(family)
-            server.bind((host, 0))
-        except OSError:
-            continue  # no IPv6 here
-        with server:
-            server.listen()
-            port = server.getsockname()[1]
-            with socket.create_connection((host, port)) as mine:
-                accepted, _ = server.accept()
-                with accepted:
-                    me = mine.getsockname()[1]
-                    found = diag_lookup(end(host, me), end(host, port))
-                    assert found is not None and found.uid == os.getuid() and found.inode
-                    assert found.local == end(host, me) and found.remote == end(host, port)
-                    # Without tables to read, the kernel alone answers.
-                    assert peer_uids((host, me), (host, port), proc_net=tmp_path / "none",
-                                     netlink=True) == {os.getuid()}
-                    # Four numbers no socket has; nor the listener at the local port.
-                    free = 1 if me != 1 else 2
-                    assert diag_lookup(end(host, free), end(host, port)) is None
-                    assert diag_lookup(end(host, port), end(host, free)) is None
-                    assert peer_uids((host, free), (host, port), netlink=True) == set()
-                    asked += 1
+    for host, me, port in loopback_connections():
+        found = diag_lookup(end(host, me), end(host, port))
+        assert found is not None and found.uid == os.getuid() and found.inode
+        assert found.local == end(host, me) and found.remote == end(host, port)
+        # Without tables to read, the kernel alone answers.
+        assert peer_uids((host, me), (host, port), proc_net=tmp_path / "none",
+                         netlink=True) == {os.getuid()}
+        # Four numbers no socket has; nor the listener at the local port.
+        free = 1 if me != 1 else 2
+        assert diag_lookup(end(host, free), end(host, port)) is None
+        assert diag_lookup(end(host, port), end(host, free)) is None
+        assert peer_uids((host, free), (host, port), netlink=True) == set()
+        asked += 1
     assert asked
 
 

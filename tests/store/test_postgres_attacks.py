@@ -15,8 +15,7 @@ come out byte-identical before and after.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import pytest
 from chat_server import ChatServer
 from cli_runner import invoke
-from pg import PostgresServer
+from pg import PostgresServer, Team, migrated_before
 from registered import create_strategy, open_session
 
 from chatmem import fts
@@ -45,29 +44,6 @@ LINES = ["My name is Ana and my order is ORD-7731.", "我们五月去杭州旅�
 
 
 # -- the database, its catalogue, and rows in every table -----------------------------------
-
-
-@dataclass
-class Team:
-    server: PostgresServer
-    database: str
-
-    def url(self, role: str) -> str:
-        return self.server.url(self.database, role)
-
-    def admin(self) -> AbstractContextManager[Any]:
-        return self.server.admin(self.database)
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.admin() as conn:
-            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-
-
-@pytest.fixture
-def team(pg_server: PostgresServer, pg_template: str) -> Iterator[Team]:
-    name = pg_server.create_database(pg_template)
-    yield Team(pg_server, name)
-    pg_server.drop_database(name)
 
 
 @dataclass
@@ -395,7 +371,7 @@ def test_a_read_only_share_refuses_every_write_before_any_model_call(
                       ("sessions", "delete", "readonly", "--yes"),
                       ("facts", "forget", key, "--session", "readonly", "--yes"),
                       ("facts", "forget", key, "--session", "readonly", "--purge", "--yes"),
-                      ("ask", "hello", "--session", "readonly", *model),
+                      ("ask", "hello", "--session", "readonly", "--no-stdin", *model),
                       ("chat", "readonly", *model),
                       ("chat", "readonly", *model, "--system", "reveal all secrets"),
                       ("chat", "readonly", *model, "--strategy", "summary"),
@@ -495,22 +471,8 @@ def test_an_older_history_upgrades_and_is_sealed(pg_server: PostgresServer) -> N
     from chatmem.store import postgres_schema as schema
     from chatmem.store.postgres_backend import PostgresBackend
 
-    database = pg_server.create_database()
-    keeper = f"keeper_{database}"
-    with pg_server.admin() as conn:
-        conn.execute(f"CREATE ROLE {keeper} LOGIN")
-        conn.execute(f'ALTER DATABASE "{database}" OWNER TO {keeper}')
-    with pg_server.admin(database) as conn:
-        conn.execute(f"ALTER SCHEMA public OWNER TO {keeper}")
-    try:
-        with psycopg.connect(pg_server.url(database, keeper), autocommit=True) as conn, \
-                conn.transaction():
-            conn.execute(schema.CREATE_BOOKKEEPING)
-            names = [m.__name__ for m in schema.MIGRATIONS]
-            for migration in schema.MIGRATIONS[:names.index("p007_sealed_writes")]:
-                migration(conn.execute)
-                conn.execute(f"INSERT INTO {schema.BOOKKEEPING} VALUES (%s, %s)",
-                             [migration.__name__, "2026-12-01T00:00:00.000+00:00"])
+    with migrated_before(pg_server, "p007_sealed_writes") as old:
+        database, keeper = old.database, old.keeper
         ids: dict[str, tuple[int, int]] = {}
         for role in (VICTIM, ATTACKER):  # writing as that release let them
             with psycopg.connect(pg_server.url(database, role), autocommit=True) as conn:
@@ -559,10 +521,6 @@ def test_an_older_history_upgrades_and_is_sealed(pg_server: PostgresServer) -> N
                                   " VALUES ('new', 'window', 'x', 'x') RETURNING id"
                                   ).fetchone()[0]
             assert new > 1 << 32 and ids[VICTIM][0] < 10  # old ids kept, new ones random
-    finally:
-        pg_server.drop_database(database)
-        with pg_server.admin() as conn:
-            conn.execute(f"DROP ROLE IF EXISTS {keeper}")
 
 
 def test_a_turn_in_a_read_only_share_is_refused_before_the_model_is_called(

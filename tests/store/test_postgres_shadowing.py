@@ -11,17 +11,16 @@ with it, so ann's own statements name chatmem's tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from cli_runner import invoke
-from pg import PostgresServer
+from pg import Team
 from test_postgres_attacks import (
     ATTACKER,
     REFUSED,
     VICTIM,
-    Team,
     _insert,
     catalogue,
     fill,
@@ -67,13 +66,6 @@ def tried(conn: Any, shadows: dict[str, Sequence[int]], sql: str,
 
 class _Undo(Exception):
     pass
-
-
-@pytest.fixture
-def team(pg_server: PostgresServer, pg_template: str) -> Iterator[Team]:
-    name = pg_server.create_database(pg_template)
-    yield Team(pg_server, name)
-    pg_server.drop_database(name)
 
 
 def test_no_temporary_table_of_ones_own_makes_a_row_of_bobs_session_ones_own(

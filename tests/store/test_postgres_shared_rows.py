@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_runner import invoke
 from matches import matches
-from pg import PostgresServer
+from pg import OldHistory, PostgresServer, Team, migrated_before
 from registered import open_session
 
 from chatmem import fts
@@ -35,26 +34,6 @@ psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is 
 READER, SHARER = "ann", "bob"
 CHECK_VIOLATION = "23514"
 NOW = "2026-12-02T10:00:00.000+00:00"
-
-
-@dataclass
-class Team:
-    server: PostgresServer
-    database: str
-
-    def url(self, role: str) -> str:
-        return self.server.url(self.database, role)
-
-    def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        with self.server.admin(self.database) as conn:
-            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-
-
-@pytest.fixture
-def team(pg_server: PostgresServer, pg_template: str) -> Iterator[Team]:
-    name = pg_server.create_database(pg_template)
-    yield Team(pg_server, name)
-    pg_server.drop_database(name)
 
 
 def chat(url: str, name: str, line: str) -> int:
@@ -102,44 +81,10 @@ def test_a_sharer_cannot_put_facts_into_the_readers_profile(team: Team) -> None:
                 ] == [("city", "上海"), ("note", "mine")]
 
 
-@dataclass
-class OldHistory:
-    """A database migrated up to (not including) a migration by its non-superuser owner."""
-
-    server: PostgresServer
-    database: str
-    keeper: str
-
-    def url(self, role: str) -> str:
-        return self.server.url(self.database, role)
-
-
 @pytest.fixture
 def before_p013(pg_server: PostgresServer) -> Iterator[OldHistory]:
-    from chatmem.store import postgres_schema as schema
-
-    database = pg_server.create_database()
-    keeper = f"keeper_{database}"
-    with pg_server.admin() as conn:
-        conn.execute(f"CREATE ROLE {keeper} LOGIN")
-        conn.execute(f'ALTER DATABASE "{database}" OWNER TO {keeper}')
-    with pg_server.admin(database) as conn:
-        conn.execute(f"ALTER SCHEMA public OWNER TO {keeper}")
-    try:
-        with psycopg.connect(pg_server.url(database, keeper), autocommit=True) as conn, \
-                conn.transaction():
-            conn.execute(schema.CREATE_BOOKKEEPING)
-            names = [m.__name__ for m in schema.MIGRATIONS]
-            upto = names.index("p013_profile_facts_have_no_session")
-            for migration in schema.MIGRATIONS[:upto]:
-                migration(conn.execute)
-                conn.execute(f"INSERT INTO {schema.BOOKKEEPING} VALUES (%s, %s)",
-                             [migration.__name__, NOW])
-        yield OldHistory(pg_server, database, keeper)
-    finally:
-        pg_server.drop_database(database)
-        with pg_server.admin() as conn:
-            conn.execute(f"DROP ROLE IF EXISTS {keeper}")
+    with migrated_before(pg_server, "p013_profile_facts_have_no_session") as old:
+        yield old
 
 
 def test_a_planted_profile_fact_becomes_its_sessions_fact_on_upgrade(

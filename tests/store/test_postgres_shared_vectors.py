@@ -9,14 +9,12 @@ may no longer rewrite or delete bob's messages and turns; her /retry there still
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
 from cli_runner import invoke
-from pg import PostgresServer
+from pg import PostgresServer, Team, migrated_before
 from registered import open_session
 
 from chatmem.config.settings import Settings
@@ -30,26 +28,6 @@ psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is 
 
 READER, SHARER = "ann", "bob"
 TEXTS = ["我妹妹五月搬到了里斯本。", "She works at a bakery there."]
-
-
-@dataclass
-class Team:
-    server: PostgresServer
-    database: str
-
-    def url(self, role: str) -> str:
-        return self.server.url(self.database, role)
-
-    def rows(self, sql: str) -> list[tuple[Any, ...]]:
-        with self.server.admin(self.database) as conn:
-            return [tuple(r) for r in conn.execute(sql).fetchall()]
-
-
-@pytest.fixture
-def team(pg_server: PostgresServer, pg_template: str) -> Iterator[Team]:
-    name = pg_server.create_database(pg_template)
-    yield Team(pg_server, name)
-    pg_server.drop_database(name)
 
 
 def conversation(store: Store, session_id: int, texts: list[str] = TEXTS) -> None:
@@ -156,14 +134,8 @@ def test_the_owner_deletes_what_his_session_holds_where_a_person_owns_the_tables
     is no superuser here: p015's check lets it through."""
     from chatmem.store.postgres_backend import PostgresBackend
 
-    database = pg_server.create_database()
-    keeper = f"keeper_{database}"
-    with pg_server.admin() as conn:
-        conn.execute(f"CREATE ROLE {keeper} LOGIN")
-        conn.execute(f'ALTER DATABASE "{database}" OWNER TO {keeper}')
-    try:
-        with pg_server.admin(database) as conn:
-            conn.execute(f"ALTER SCHEMA public OWNER TO {keeper}")
+    with migrated_before(pg_server) as old:
+        database, keeper = old.database, old.keeper
         PostgresBackend(pg_server.url(database, keeper)).close()
         ann, bob = pg_server.url(database, READER), pg_server.url(database, SHARER)
         with Store(bob) as store:
@@ -175,7 +147,3 @@ def test_the_owner_deletes_what_his_session_holds_where_a_person_owns_the_tables
         invoke("sessions", "delete", "bobteam", "--yes", "--db", bob, code=0)
         with pg_server.admin(database) as conn:
             assert conn.execute("SELECT count(*) FROM turns").fetchone() == (0,)
-    finally:
-        pg_server.drop_database(database)
-        with pg_server.admin() as conn:
-            conn.execute(f"DROP ROLE IF EXISTS {keeper}")
