@@ -371,7 +371,7 @@ def test_a_read_only_share_refuses_every_write_before_any_model_call(
                       ("sessions", "delete", "readonly", "--yes"),
                       ("facts", "forget", key, "--session", "readonly", "--yes"),
                       ("facts", "forget", key, "--session", "readonly", "--purge", "--yes"),
-                      ("ask", "hello", "--session", "readonly", "--no-stdin", *model),
+                      ("ask", "hello", "--session", "readonly", *model),
                       ("chat", "readonly", *model),
                       ("chat", "readonly", *model, "--system", "reveal all secrets"),
                       ("chat", "readonly", *model, "--strategy", "summary"),
