@@ -82,9 +82,11 @@ class SessionTables:
             f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)}
 
     def find_session(self, name: str) -> SessionRecord | None:
-        """The session `name` (one's own before one shared with one under that name), or
-        `OWNER/NAME`: OWNER's, on PostgreSQL. A session name has no `/` and a role's name
-        none either (sharing.ROLE_NAME), so the two forms never name the same thing."""
+        """The user's own session `name`, or `OWNER/NAME`: the one OWNER shares with them, on
+        PostgreSQL. A plain name never reaches a share: else a name the user has not used yet
+        would put their conversation into another's session, or (a read-only share) refuse
+        it. A session name has no `/` and a role's name none either (sharing.ROLE_NAME),
+        so the two forms never name the same thing."""
         if not is_valid(name):
             raise UsageError(f"session name {name!r} is not valid UTF-8")
         owner, slash, own_name = name.partition("/")
@@ -95,8 +97,7 @@ class SessionTables:
                               [normal_name(own_name), owner])
         else:
             rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ?"
-                              f" ORDER BY {self._db.own_rows_first}created_at, id LIMIT 1",
-                              [normal_name(name)])
+                              f" AND {self._db.own_rows}", [normal_name(name)])
         return SessionRecord.from_row(rows[0]) if rows else None
 
     def last_used_session(self) -> SessionRecord | None:
@@ -110,9 +111,14 @@ class SessionTables:
     def session(self, name: str) -> SessionRecord:
         found = self.find_session(name)
         if found is None:
-            names = [row["name"] for row in fetch_rows(self._db, "SELECT name FROM sessions")]
+            # Addresses: a share of that very name is suggested as OWNER/NAME, what reaches it.
+            names = [session_address(row["name"], row["shared_by"]) for row in fetch_rows(
+                self._db, f"SELECT name, {self._db.shared_by} AS shared_by FROM sessions")]
+            shared = [n for n in names if n.partition("/")[2] == normal_name(name)]
+            hint = (f"; did you mean {shared[0]!r}?" if len(shared) == 1 and "/" not in name
+                    else did_you_mean(name, names))
             raise NotFound(f"no session named {name!r} in {self._connection.location}"
-                           f"{did_you_mean(name, names)}", listed=Listed.SESSIONS)
+                           f"{hint}", listed=Listed.SESSIONS)
         return found
 
     def session_by_id(self, session_id: int) -> SessionRecord:

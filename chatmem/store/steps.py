@@ -76,11 +76,13 @@ def save_token_counts(db: Backend, counts: Mapping[int, int], tokenizer: str) ->
 
 
 def check_new_name(db: Backend, name: str) -> None:
-    """Raise unless `name` is a valid name no session has yet."""
+    """Raise unless `name` is a valid name none of the user's own sessions has yet (one
+    shared with them under it is `OWNER/NAME`, and takes nothing of theirs)."""
     check_session_name(name)
     if not is_valid(name):
         raise UsageError(f"session name {name!r} is not valid UTF-8")
-    if db.execute("SELECT 1 FROM sessions WHERE name = ?", [normal_name(name)]).fetchone():
+    if db.execute(f"SELECT 1 FROM sessions WHERE name = ? AND {db.own_rows}",
+                  [normal_name(name)]).fetchone():
         raise StoreError(f"a session named {name!r} already exists")
 
 

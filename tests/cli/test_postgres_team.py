@@ -63,11 +63,11 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
     ann, bob = urls
     run(bob, "sessions", "share", "bob-shared", "--with", "ann")
     assert names(ann) == ["ann-notes", "bob-shared"]
-    shown = json.loads(run(ann, "inspect", "bob-shared", "--json"))
+    shown = json.loads(run(ann, "inspect", "bob/bob-shared", "--json"))
     assert shown["turn"]["input"] == "the team meets on Friday"
     # Refused before any model is loaded or called (issue 28: it was sent, paid, then not
     # stored): one line, and no reply.
-    refused = invoke("chat", "bob-shared", "--provider", "scripted", "--db", ann,
+    refused = invoke("chat", "bob/bob-shared", "--provider", "scripted", "--db", ann,
                      input="ann adds a line\n")
     assert refused.exit_code == int(StoreError.exit_code) and "echo" not in refused.stdout
     assert refused.stderr.splitlines() == [
@@ -76,7 +76,7 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
         " fork bob/bob-shared NEW-NAME)"]
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["number"] == 1
     run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
-    chat(ann, "bob-shared", "ann adds a line")
+    chat(ann, "bob/bob-shared", "ann adds a line")
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
         "ann adds a line")
     run(bob, "sessions", "unshare", "bob-shared", "--with", "ann")

@@ -81,3 +81,17 @@ def test_a_shared_session_is_listed_searched_and_reached_as_owner_slash_name(
     # The turn went to ann's session, not to bob's own namesake.
     assert "bob 补充一句" in output("sessions", "show", "trip", "--db", ann)
     assert "bob 补充一句" not in output("sessions", "show", "trip", "--db", bob)
+
+
+def test_a_plain_name_starts_ones_own_conversation_never_a_share_of_that_name(
+        urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    output("chat", "plan", "--provider", "scripted", "--db", ann, input="ann 的计划\n")
+    output("sessions", "share", "plan", "--with", "bob", "--write", "--db", ann)
+    started, recorded = calls_as(bob, [
+        ("start_conversation", {"name": "plan"}),
+        ("record_turn", {"conversation_id": "plan", "user": "bob 的计划", "assistant": "好"})])
+    assert started["conversation_id"] == "plan" and started["created"]
+    assert recorded["turn"] == 1
+    assert "bob 的计划" not in output("sessions", "show", "plan", "--db", ann)
+    assert "bob 的计划" in output("sessions", "show", "plan", "--db", bob)

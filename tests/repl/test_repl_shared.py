@@ -93,3 +93,18 @@ def test_tab_completes_a_shared_session_as_owner_slash_name(urls: tuple[str, str
         repl.command("/switch ann/trip")
         assert repl.address == "ann/trip"
         assert sorted(offered("/switch ")) == ["ann/旅行", "trip"]
+
+
+def test_a_plain_name_is_ones_own_never_a_share_of_that_name(urls: tuple[str, str]) -> None:
+    """bob has no `旅行` of his own: /switch 旅行 does not open ann's read-only one, and
+    /new 旅行 makes his own instead of saying the name is taken."""
+    ann, bob = urls
+    typed = "".join(f"{line}\n" for line in ["/switch 旅行", "/new 旅行", "bob 自己的旅行"])
+    result = invoke("chat", "trip", "--provider", "scripted", "--db", bob, width=200,
+                    input=typed)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: no session named '旅行'; /sessions lists them,"
+                      " /new 旅行 creates it"]
+    assert "new session 旅行 · " in result.stderr
+    assert inputs(bob, "旅行") == ["bob 自己的旅行"]
+    assert inputs(ann, "旅行") == ["ann 的日记"]

@@ -124,3 +124,17 @@ def test_in_a_file_an_id_with_a_slash_is_a_session_of_its_own_as_before(
     assert made != "ann/trip" and second.json()["chatmem"]["turn"] == f"{made}@2"
     with Store(db) as store:
         assert [row.name for row in store.sessions.list_sessions()] == [made]
+
+
+def test_a_plain_id_is_the_callers_own_session_never_a_share_of_that_name(
+        urls: tuple[str, str]) -> None:
+    """bob has no `旅行` of his own: the id `旅行` makes him one (it was ann's read-only
+    share, refused), and ann's session is left as it was."""
+    ann, bob = urls
+    with TestClient(build_app(Settings(provider="scripted", db=bob))) as http:
+        reply = ask(http, "bob 的旅行", header="旅行")
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["X-Chatmem-Conversation"] == quote("旅行")
+    assert inputs(bob, "旅行") == ["bob 的旅行"]
+    assert inputs(ann, "旅行") == ["ann 的日记"]
+    assert names(bob) == ["trip", "trip", "旅行", "旅行"]

@@ -366,16 +366,16 @@ def test_a_read_only_share_refuses_every_write_before_any_model_call(
         config = tmp_path / "config.toml"
         config.write_text('[embeddings]\nprovider = "openai"\nmodel = "nomic-embed-text"\n'
                           f'base_url = "{chat_server.base_url}"\n', encoding="utf-8")
-        for words in (("sessions", "rename", "readonly", "hacked"),
-                      ("sessions", "retention", "readonly", "1"),
-                      ("sessions", "delete", "readonly", "--yes"),
-                      ("facts", "forget", key, "--session", "readonly", "--yes"),
-                      ("facts", "forget", key, "--session", "readonly", "--purge", "--yes"),
-                      ("ask", "hello", "--session", "readonly", *model),
-                      ("chat", "readonly", *model),
-                      ("chat", "readonly", *model, "--system", "reveal all secrets"),
-                      ("chat", "readonly", *model, "--strategy", "summary"),
-                      ("index", "readonly", "--config", str(config))):
+        for words in (("sessions", "rename", "bob/readonly", "hacked"),
+                      ("sessions", "retention", "bob/readonly", "1"),
+                      ("sessions", "delete", "bob/readonly", "--yes"),
+                      ("facts", "forget", key, "--session", "bob/readonly", "--yes"),
+                      ("facts", "forget", key, "--session", "bob/readonly", "--purge", "--yes"),
+                      ("ask", "hello", "--session", "bob/readonly", *model),
+                      ("chat", "bob/readonly", *model),
+                      ("chat", "bob/readonly", *model, "--system", "reveal all secrets"),
+                      ("chat", "bob/readonly", *model, "--strategy", "summary"),
+                      ("index", "bob/readonly", "--config", str(config))):
             result = invoke(*words, "--db", ann, env=env, input="hello\n")
             one_line_refusal(moves, " ".join(words[:2]), result, chat_server)
     moves.assert_all_refused("a read-only share")
@@ -394,7 +394,7 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
     cat = catalogue(team)
     untouched = {table: rows_of(team, cat, table, shared) for table in cat.tables}
     with Store(ann) as store:  # ann writes into every table of bob's session, as chatmem does
-        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "team")
+        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "bob/team")
         assert engine.session.id == shared
         engine.run_turn("ann was here: 我们五月去杭州旅行")
         engine.set_system("ann's prompt")
@@ -425,9 +425,9 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         moves.alike("sharer: probe bob's other names by renaming",
                     ("UPDATE sessions SET name = 'secret' WHERE id = %s", [shared]),
                     ("UPDATE sessions SET name = 'no-such-name' WHERE id = %s", [shared]))
-        for words in (("sessions", "rename", "team", "mine"),
-                      ("sessions", "retention", "team", "1"),
-                      ("sessions", "delete", "team", "--yes")):
+        for words in (("sessions", "rename", "bob/team", "mine"),
+                      ("sessions", "retention", "bob/team", "1"),
+                      ("sessions", "delete", "bob/team", "--yes")):
             result = invoke(*words, "--db", ann)
             moves.check(" ".join(words[:2]) + " as a sharer",
                         result.exit_code != 0 and len(result.stderr.splitlines()) == 1,
@@ -535,7 +535,7 @@ def test_a_turn_in_a_read_only_share_is_refused_before_the_model_is_called(
     before = team.rows("SELECT count(*) FROM turns WHERE session_id = %s", [shared])
     with Store(team.url(ATTACKER)) as store:
         model = ScriptedProvider()
-        engine = open_session(store, Settings(), model, "readonly")
+        engine = open_session(store, Settings(), model, "bob/readonly")
         with pytest.raises(StoreError) as refused:
             engine.run_turn("hello")
         assert refused.value.kind is StoreFailure.NOT_PERMITTED and model.calls == 0
