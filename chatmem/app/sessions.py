@@ -50,6 +50,15 @@ def session_address(workspace: Workspace, session: SessionRecord) -> str:
     return workspace.store.sessions.address(session.id)
 
 
+def stored_name(workspace: Workspace, session: SessionRecord) -> str | None:
+    """The name `session` has now (another process may have renamed it); None when it is
+    gone. One read by id."""
+    try:
+        return workspace.store.sessions.session_by_id(session.id).name
+    except NotFound:
+        return None
+
+
 def turn_count(workspace: Workspace, session: SessionRecord) -> int:
     return workspace.store.history.turn_count(session.id)
 

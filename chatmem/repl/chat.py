@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
-from chatmem.app.sessions import last_turn, session_address
+from chatmem.app.sessions import last_turn, session_address, stored_name
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
@@ -113,6 +113,19 @@ class Chat:
         if self._address is None or self._address[0] != session.id:
             self._address = (session.id, session_address(self.workspace, session))
         return self._address[1]
+
+    def follow_renames(self) -> None:
+        """Read the session's name again, before each prompt and line: another process may
+        have renamed it (`chatmem sessions rename`), and the prompt, the toolbar and the
+        commands that name it (/model reopens it by name) would go on with the old one."""
+        session = self.engine.session
+        try:
+            name = stored_name(self.workspace, session)
+        except ChatmemError:
+            return  # the store cannot be read now: the line's own work meets it and says so
+        if name is not None and name != session.name:  # None: deleted; the next turn says so
+            self.engine.session = dataclasses.replace(session, name=name)
+            self._address = None
 
     def open(
         self, name: str, *, strategy: StrategySpec | None = None,

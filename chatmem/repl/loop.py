@@ -134,6 +134,7 @@ class Repl(Chat):
                 continue
             # Sent as typed: a pasted block of code keeps its first line's indentation.
             message = line.strip("\r\n").rstrip()
+            self.follow_renames()
             try:
                 if text.startswith(ESCAPE):
                     self.turn(message.lstrip()[1:])

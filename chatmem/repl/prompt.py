@@ -171,6 +171,7 @@ class Prompt:
 
     def ask(self, default: str = "") -> str:
         """The next message; `default` is the text the line starts with (/edit-last)."""
+        self.chat.follow_renames()  # the prompt and the toolbar name the session as it is now
         if self.session is None or self.session_id != self.chat.engine.session.id:
             self.session = self._build()
         from prompt_toolkit.input.typeahead import get_typeahead
