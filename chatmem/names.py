@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from chatmem.text import FULL_WIDTH
@@ -57,6 +58,13 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
     lowered = {k.lower(): k for k in names}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return lowered[close[0]] if close else None
+
+
+def folded_name(name: str) -> str:
+    """`name` as a person reads it: NFKC (ｔｒｉｐ as a Chinese input method types it is trip)
+    and casefolded. For telling look-alike names, never for storing or finding them: names
+    are stored and looked up as typed."""
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

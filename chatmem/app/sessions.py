@@ -36,6 +36,17 @@ def list_sessions(workspace: Workspace) -> list[SessionSummary]:
     return workspace.store.sessions.list_sessions()
 
 
+def lookalike_sessions(workspace: Workspace, name: str) -> list[str]:
+    """The user's own sessions other than `name` whose names read as it (`names.folded_name`:
+    trip or Trip beside ｔｒｉｐ): a new session beside one is likely a slip of the input
+    method or the shift key, worth a word."""
+    from chatmem.names import folded_name
+
+    read_as = folded_name(name)
+    return [row.name for row in list_sessions(workspace)
+            if row.shared_by is None and row.name != name and folded_name(row.name) == read_as]
+
+
 def session_named(workspace: Workspace, name: str) -> SessionRecord:
     """The session called `name`; NotFound (naming the command that lists them) if none."""
     return workspace.store.sessions.session(name)

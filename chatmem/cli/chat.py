@@ -32,6 +32,7 @@ from chatmem.errors import ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from chatmem.app.workspace import Workspace
     from chatmem.attachments import Attachment
     from chatmem.engine import Engine, TurnResult
     from chatmem.store import Store
@@ -120,6 +121,7 @@ def chat(
                             activity=ConsoleActivity(err),
                             allow_over_budget=allow_over_budget) as engine):
         _print_notices(engine, err)
+        _note_lookalikes(ws, engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
         # at the terminal with stdout redirected still sees the replies (on stderr).
         interactive = sys.stdin.isatty()
@@ -216,6 +218,8 @@ def ask(
                 err.print(f"continuing session {engine.session.name}", markup=False,
                           soft_wrap=True)
             _print_notices(engine, err)
+            if not one_off:
+                _note_lookalikes(ws, engine, err)
             _say_stdin_attached(attachments, err)
             repl = Repl(engine, out, err, markdown=not (plain or settings.plain), workspace=ws)
             try:
@@ -323,3 +327,19 @@ def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
 
     for notice in engine.notices:
         err.print(notice_line(notice_text(notice)), soft_wrap=True)
+
+
+def _note_lookalikes(ws: "Workspace", engine: "Engine[Store]", err: "Console") -> None:
+    """A session this command created beside one whose name reads the same (ｔｒｉｐ beside
+    trip): said in one line, and the command goes on in the new one, as it was named."""
+    from chatmem.app.sessions import lookalike_sessions
+    from chatmem.render import notice_line
+
+    if not engine.created:
+        return
+    name = engine.session.name
+    existing = lookalike_sessions(ws, name)
+    if existing:
+        which = (f"session {existing[0]!r} exists" if len(existing) == 1 else
+                 f"sessions {', '.join(map(repr, existing))} exist")
+        err.print(notice_line(f"note: {which}; this creates {name!r}"), soft_wrap=True)
