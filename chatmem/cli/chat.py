@@ -32,6 +32,7 @@ from chatmem.errors import ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from chatmem.app import Workspace
     from chatmem.attachments import Attachment
     from chatmem.engine import Engine, TurnResult
     from chatmem.store import Store
@@ -119,6 +120,7 @@ def chat(
           open_conversation(ws, chosen, strategy=spec, params=params, system=system,
                             activity=ConsoleActivity(err),
                             allow_over_budget=allow_over_budget) as engine):
+        _warn_if_unguarded(ws, err)
         _print_notices(engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
         # at the terminal with stdout redirected still sees the replies (on stderr).
@@ -215,6 +217,7 @@ def ask(
             if continue_last:  # chat names it in its banner; ask shows nothing else before
                 err.print(f"continuing session {engine.session.name}", markup=False,
                           soft_wrap=True)
+            _warn_if_unguarded(ws, err)
             _print_notices(engine, err)
             _say_stdin_attached(attachments, err)
             repl = Repl(engine, out, err, markdown=not (plain or settings.plain), workspace=ws)
@@ -315,6 +318,19 @@ def _close_indexing(engine: "Engine[Store]", err: "Console") -> None:
             f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
             f"vector for {left.model} yet and are recalled by words only; the next chat "
             f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
+
+
+def _warn_if_unguarded(ws: "Workspace", err: "Console") -> None:
+    """One line when row security does not bind the role chatting (chat and ask only:
+    admin commands need such a role): what it writes and reads is every person's."""
+    from chatmem.app.team import row_security_exemption
+
+    exempt = row_security_exemption(ws)
+    if exempt is not None:
+        role, why = exempt
+        err.print(f"warning: connected as {role}, {why}: row security does not bind it, so "
+                  "every person's sessions are open to it; chat as your own role (chatmem "
+                  "admin add-user NAME makes one)", markup=False, soft_wrap=True)
 
 
 def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
