@@ -77,10 +77,13 @@ def compare_strategies(
     with `probes_only`, only the probes' contexts are built.
     `source` names the conversation in errors (default: the transcript's own source).
     Each spec is as the user gave it: the config's [strategies.NAME] fills what it leaves
-    out, as for `chat -s`."""
+    out, as for `chat -s`, and the run's label names what the user typed and what the
+    table changes from the defaults (as `sessions list` shows a session's): a table that
+    restates a default (`[strategies.window] k = 5`) does not make `window` `window k=5`."""
     from chatmem.engine.opening import with_config_table
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.replay import replay
+    from chatmem.memory.spec import SpecPart, StrategySpec
 
     if not transcript.user_turns():
         raise TranscriptError(f"{source or transcript.source}: the transcript has no user "
@@ -90,7 +93,9 @@ def compare_strategies(
     chat_provider = workspace.reproducing(transcript, explicit=explicit)
     tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
     strategies = workspace.registries.strategies
-    specs = [with_config_table(s, workspace.settings, strategies) for s in specs]
+    specs = [s.keeping(StrategySpec.of(strategies.create(with_config_table(
+        StrategySpec(tuple(SpecPart(p.name) for p in s.parts)), workspace.settings,
+        strategies)), changed_only=True)) for s in specs]
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Only --save-as needs the history; otherwise every replay stays in memory.
                   store=workspace.store if save_as else None,

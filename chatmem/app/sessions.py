@@ -327,6 +327,14 @@ def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None =
                                    replied=replied)
 
 
+def holds_history(workspace: Workspace, session: str) -> bool:
+    """Whether the named session's history holds a message (one imported, or forked, has
+    messages but no turn in the logs, which record only the turns had here)."""
+    store = workspace.store
+    record = store.sessions.find_session(session)
+    return record is not None and store.history.message_count(record.id, at_most=1) > 0
+
+
 def usage_by_model(workspace: Workspace, session: SessionRecord) -> list[ModelUsage]:
     """Tokens the session's turns used, per model (what its cost is computed from)."""
     return workspace.store.logs.usage_by_model(session.id)

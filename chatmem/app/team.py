@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.store.copying import CopyReport
-    from chatmem.store.sharing import Share
+    from chatmem.store.sharing import Exemption, Share
 
 
 def role_statements(name: str, database: str) -> list[str]:
@@ -17,6 +17,14 @@ def role_statements(name: str, database: str) -> list[str]:
     from chatmem.store.sharing import role_sql
 
     return role_sql(name, database)
+
+
+def row_security_exemption(workspace: Workspace) -> tuple[str, Exemption] | None:
+    """The connecting role and why row security does not bind it (a superuser, BYPASSRLS),
+    when it does not; None on a history file or for a person's own role."""
+    from chatmem.store.sharing import row_security_exemption as exemption
+
+    return exemption(workspace.store.connection)
 
 
 def add_user(workspace: Workspace, name: str) -> None:

@@ -120,6 +120,7 @@ def chat(
           open_conversation(ws, chosen, strategy=spec, params=params, system=system,
                             activity=ConsoleActivity(err),
                             allow_over_budget=allow_over_budget) as engine):
+        _warn_if_unguarded(ws, err)
         _print_notices(engine, err)
         _note_lookalikes(ws, engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
@@ -217,6 +218,7 @@ def ask(
             if continue_last:  # chat names it in its banner; ask shows nothing else before
                 err.print(f"continuing session {engine.session.name}", markup=False,
                           soft_wrap=True)
+            _warn_if_unguarded(ws, err)
             _print_notices(engine, err)
             if not one_off:
                 _note_lookalikes(ws, engine, err)
@@ -319,6 +321,19 @@ def _close_indexing(engine: "Engine[Store]", err: "Console") -> None:
             f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
             f"vector for {left.model} yet and are recalled by words only; the next chat "
             f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
+
+
+def _warn_if_unguarded(ws: "Workspace", err: "Console") -> None:
+    """One line when row security does not bind the role chatting (chat and ask only:
+    admin commands need such a role): what it writes and reads is every person's."""
+    from chatmem.app.team import row_security_exemption
+
+    exempt = row_security_exemption(ws)
+    if exempt is not None:
+        role, why = exempt
+        err.print(f"warning: connected as {role}, {why}: row security does not bind it, so "
+                  "every person's sessions are open to it; chat as your own role (chatmem "
+                  "admin add-user NAME makes one)", markup=False, soft_wrap=True)
 
 
 def _print_notices(engine: "Engine[Store]", err: "Console") -> None:

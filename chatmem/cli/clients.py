@@ -114,8 +114,8 @@ def mcp(
 
 
 def _log_refusal(line: str) -> None:
-    """A request another account of this machine made, in the log of the one who started
-    the server (stderr)."""
+    """A request refused without a token (a foreign Host or Origin, another account of this
+    machine), in the log of the one who started the server (stderr)."""
     from chatmem.render import notice_line
 
     consoles()[1].print(notice_line(line), soft_wrap=True)

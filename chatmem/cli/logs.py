@@ -41,7 +41,7 @@ def logs(
     \b
     Example: chatmem logs -n 5 -q 杭州 --full
     """
-    from chatmem.app.sessions import recent_turns
+    from chatmem.app.sessions import holds_history, recent_turns
     from chatmem.config.options import price_of
     from chatmem.errors import NotFound, UsageError
     from chatmem.render import printable
@@ -58,6 +58,11 @@ def logs(
         if response and not entries and not json_output:  # --json: [], as logs --json
             where = f"session {session!r}" if session is not None else ws.store.location
             matching = f" matching {query!r}" if query is not None else ""
+            if session is not None and holds_history(ws, session):
+                # "yet" would be wrong: its replies are there, only not as turns had here.
+                raise NotFound(f"no reply{matching} in the logs of {where}: its history was "
+                               "imported or copied, and the logs hold only turns had with "
+                               f"chatmem (chatmem sessions show {session} shows it)")
             raise NotFound(f"no reply{matching} in {where} yet")
     costs = []
     for entry in entries:

@@ -87,6 +87,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 
     from chatmem.app.sessions import export_everything
     from chatmem.errors import UsageError
+    from chatmem.render.notices import counted
 
     if name is not None:
         raise UsageError("give a SESSION or --all, not both")
@@ -95,8 +96,10 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
     with open_workspace(settings, create=False) as ws:
         report = export_everything(ws, Path(output), force=force)
     consoles()[1].print(
-        f"exported {report.sessions} sessions ({report.messages} messages), "
-        f"{report.summaries} summary versions and {report.facts} facts to {output}; "
+        f"exported {counted(report.sessions, 'session')} "
+        f"({counted(report.messages, 'message')}), "
+        f"{counted(report.summaries, 'summary version')} and "
+        f"{counted(report.facts, 'fact')} to {output}; "
         "the archive is not encrypted", markup=False, soft_wrap=True)
 
 

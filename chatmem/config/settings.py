@@ -230,6 +230,10 @@ class Settings:
         data.pop("sources")
         shown = []
         for key, value in flat_keys(data).items():
+            if key == "options":
+                # No model options set: they come per call (-o, a template's), never from
+                # the file's top level, so a row would invite a key the file refuses.
+                continue
             source = ("" if key in ("api_key", "history_key", "config_file")
                       else str(self.source_of(key)))
             text = "" if value is None or value == {} else str(value)

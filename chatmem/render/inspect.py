@@ -22,6 +22,7 @@ from chatmem.render import (
     template_extra,
     when,
 )
+from chatmem.render.layout import Label, Narrowing
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, kept_text, reason_text
 from chatmem.render.summary import coverage
@@ -179,17 +180,25 @@ def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
 
 def summaries_view(rows: Sequence[Mapping[str, Any]]) -> Group:
     """A table of versions, then each version's text in full."""
-    table = Table(header_style="bold", title="summary versions")
-    for column in ("version", "strategy", "created", "covers", "tokens", "dropped anchors"):
-        table.add_column(column, justify="right" if column in ("version", "covers", "tokens")
-                         else "left", overflow="fold")
-    panels: list[RenderableType] = []
-    for row in rows:
-        dropped = ", ".join(row["dropped_anchors"])
-        table.add_row(str(row["version"]), row["strategy"],
-                      when(row["created_at"]),
-                      coverage(row.get("covered_turn")), f"{row['tokens']:,}",
-                      Text(dropped or "–", style="red" if dropped else "dim"))
-        panels.append(Panel(Text(row["text"]), title=f"{row['strategy']} v{row['version']}",
-                            title_align="left", border_style=PART_STYLES["summary"]))
-    return Group(table, *panels)
+
+    def build(width: int | None) -> Table:
+        table = Table(header_style="bold", title="summary versions")
+        for column in ("version", "strategy", "created", "covers", "tokens",
+                       "dropped anchors"):
+            table.add_column(column, justify="right" if column in ("version", "covers",
+                                                                   "tokens") else "left",
+                             overflow="fold",
+                             no_wrap=column in ("version", "strategy", "tokens"))
+        for row in rows:
+            dropped = ", ".join(row["dropped_anchors"])
+            # A Label: the strategy wraps between names if it must, never `summary-buffe`/`r`.
+            table.add_row(str(row["version"]), Label(row["strategy"], width=width),
+                          when(row["created_at"]),
+                          coverage(row.get("covered_turn")), f"{row['tokens']:,}",
+                          Text(dropped or "–", style="red" if dropped else "dim"))
+        return table
+
+    panels: list[RenderableType] = [
+        Panel(Text(row["text"]), title=f"{row['strategy']} v{row['version']}",
+              title_align="left", border_style=PART_STYLES["summary"]) for row in rows]
+    return Group(Narrowing(build, [row["strategy"] for row in rows]), *panels)

@@ -92,6 +92,8 @@ def _(r: NewInput) -> str:
 
 @_worded.register
 def _(r: AllTurns) -> str:
+    if r.turns is not None and r.turns[0] == r.turns[1]:
+        return f"{r.strategy}: {run_text(r.turns)}, the only one"  # not "all turn 1"
     return f"{r.strategy}: all {run_text(r.turns)}"
 
 
@@ -128,7 +130,7 @@ def _(r: PinnedDetails) -> str:
 @_worded.register
 def _(r: FactsSelected) -> str:
     how = (f"{r.sent} of {r.total} facts, ranked by overlap with the input" if r.ranked
-           else f"all {_plural(r.total, 'fact')}")
+           else "the only fact" if r.total == 1 else f"all {_plural(r.total, 'fact')}")
     sources = [f"turn{'s' if len(r.turns) > 1 else ''} {', '.join(map(str, r.turns))}"
                ] if r.turns else []
     sources += [f"session {name}" for name in r.sessions]

@@ -203,7 +203,7 @@ class ThisMachineOnly:
     connection whose socket `accounts` does not show as opened by this process's uid, found
     again for every request: ASGI names no connection, and a port another account's socket
     takes after this one closed is the same client address. `refused` hears one line each
-    time that happens (the owner's log)."""
+    time that happens, whichever the reason (the owner's log)."""
 
     def __init__(self, app: App, accounts: Path = PROC_NET,
                  refused: Callable[[str], None] | None = None) -> None:
@@ -224,14 +224,27 @@ class ThisMachineOnly:
         why: str | None
         if not _names_this_machine(host):
             why = f"this server answers this machine only, not the host name {host!r}"
+            self._heard(scope, f"its Host {host!r} is not a loopback name")
         elif origin is not None and not _is_local_origin(origin.decode("latin-1")):
             why = "this server answers this machine's programs, not web pages of other sites"
+            self._heard(scope, f"its Origin {origin.decode('latin-1')!r} is another site's")
         else:
             why = await self._not_the_owner(scope)
             if why is None:
                 await self.app(scope, receive, send)
                 return
         await refuse(send, 403, why, "forbidden")
+
+    def _heard(self, scope: Scope, because: str) -> None:
+        """A Host or Origin refusal in the owner's log, as another account's is: a page
+        probing the server is worth knowing about (the values quoted, so a control
+        character a page sent cannot reach the terminal raw)."""
+        if self.refused is None:
+            return
+        client = scope.get("client")
+        came = f"{client[0]}:{client[1]}" if client else "an unknown address"
+        self.refused(f"refused {scope.get('method', '')} {scope.get('path', '')} from {came}: "
+                     f"{because}")
 
     async def _not_the_owner(self, scope: Scope) -> str | None:
         """Why the account this request comes from is not the one that started the server."""
@@ -282,7 +295,7 @@ def guarded(app: App, where: Listening, tokens: Mapping[str, str] | None = None,
             refused: Callable[[str], None] | None = None) -> App:
     """`app` as a server listening at `where` runs it: behind the bearer token when there is
     one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly, whose
-    refusals of other accounts `refused` hears, one line each."""
+    refusals (a Host, an Origin, another account) `refused` hears, one line each."""
     if where.token is None and not tokens:
         return ThisMachineOnly(app, where.accounts, refused)
     return BearerGuard(app, where.token, tokens)

@@ -61,6 +61,26 @@ def role_sql(name: str, database: str) -> list[str]:
             f"GRANT USAGE ON SCHEMA public TO {name}"]
 
 
+class Exemption(StrEnum):
+    """Why row security does not bind the connecting role (PostgreSQL's rule)."""
+
+    SUPERUSER = "a superuser"
+    BYPASSRLS = "a role with BYPASSRLS"
+
+
+def row_security_exemption(store: Connection) -> tuple[str, Exemption] | None:
+    """The connecting role's name and why row security does not bind it, when it does
+    not: it reads and changes every person's sessions. None on a history file."""
+    if store.db.kind != "postgresql":
+        return None
+    row = store.db.execute(
+        "SELECT rolname, rolsuper, rolbypassrls FROM pg_catalog.pg_roles"
+        " WHERE rolname = current_user").fetchone()
+    if not row or not (row[1] or row[2]):
+        return None
+    return str(row[0]), Exemption.SUPERUSER if row[1] else Exemption.BYPASSRLS
+
+
 def _require_postgres(store: Connection, what: str) -> None:
     if store.db.kind != "postgresql":
         raise UsageError(f"{store.location}: {what} needs a PostgreSQL history (a file has "

@@ -66,7 +66,8 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
         try:
             whole = json.loads(text)
         except json.JSONDecodeError as e:
-            if stripped.startswith("[") or not _first_line_is_an_object(text):
+            if stripped.startswith("[") or not (_first_line_is_an_object(text)
+                                                or _ran_into_the_next_record(text, e)):
                 # One document (an array, or {"messages": [...]} over many lines): its parse
                 # names the line; JSON Lines would blame the first line, `{"messages": [`.
                 raise TranscriptError(
@@ -86,6 +87,24 @@ def _first_line_is_an_object(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]  # (not the whole file split into lines)
     try:
         return isinstance(json.loads(first), dict)
+    except (RecursionError, ValueError):
+        return False
+
+
+def _ran_into_the_next_record(text: str, e: json.JSONDecodeError) -> bool:
+    """Whether the document's parse failed right at the second line that is not blank, and
+    that line alone is a JSON object: JSON Lines whose first line is broken (the parse read on
+    into the next record), not one document, whose second line is rarely a whole object and
+    never one the parse stumbles on at its start."""
+    lines = text.split("\n")
+    filled = [number for number, line in enumerate(lines, 1) if line.strip()]
+    if len(filled) < 2 or e.lineno != filled[1]:
+        return False
+    second = lines[e.lineno - 1]
+    if e.colno != len(second) - len(second.lstrip()) + 1:
+        return False
+    try:
+        return isinstance(json.loads(second), dict)
     except (RecursionError, ValueError):
         return False
 

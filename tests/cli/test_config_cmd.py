@@ -133,6 +133,13 @@ def test_show_names_the_source_of_each_setting(tmp_path: Path) -> None:
     assert rows["local.n_ctx"] == ["4096"]  # a default has no source to name
     assert result.stdout.count(str(config)) == 1
     assert "local" not in rows and "{'threads'" not in result.stdout
+    # Model options come per call (-o, a template): a row for them named a key the file
+    # refuses, and the file does refuse it.
+    assert "options" not in rows
+    config.write_text('[options]\ntemperature = 0.2\n', encoding="utf-8")
+    refused = invoke("config", "show", "--config", str(config))
+    assert refused.exit_code != 0 and "options" in refused.stderr
+    config.write_text('model = "m"\n[local]\nthreads = 3\n', encoding="utf-8")
     data = json.loads(invoke("config", "show", "--config", str(config), "--json",
                              env={"CHATMEM_STRATEGY": "tokens"}).stdout)
     assert data["sources"]["strategy"] == "env CHATMEM_STRATEGY"

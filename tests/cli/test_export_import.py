@@ -311,3 +311,14 @@ def test_a_transcript_piped_in_as_dash_imports_and_replays(tmp_path: Path) -> No
                      input=b"\xff")  # type: ignore[arg-type]
     assert garbled.exit_code == 2
     assert garbled.stderr == "error: standard input: not UTF-8 text\n"
+
+
+def test_export_all_counts_in_words_that_agree_with_the_number(tmp_path: Path) -> None:
+    """`0 summary versions and 1 facts`: one of anything is said in the singular."""
+    db = str(tmp_path / "h.db")
+    invoke("chat", "一个", "--provider", "scripted", "--db", db, input="/remember 名字=安\n你好\n",
+           code=0)
+    done = invoke("sessions", "export", "--all", "-o", str(tmp_path / "all.zip"), "--db", db,
+                  code=0)
+    assert done.stderr.startswith("exported 1 session (2 messages), 0 summary versions and "
+                                  "1 fact to ")

@@ -251,6 +251,26 @@ def test_logs_r_on_an_empty_history_says_there_is_no_reply(isolated_home: Path) 
     assert result.stderr.startswith("error: no reply in ") and result.stdout == ""
 
 
+def test_logs_r_on_an_imported_session_says_its_turns_are_not_in_the_logs(
+        db: Path, tmp_path: Path) -> None:
+    """`no reply in session 'sup' yet` of a session holding 30 imported replies: the logs
+    record only the turns had here, and the message says so and where the history is."""
+    transcript = tmp_path / "客服.jsonl"
+    transcript.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in [
+        {"role": "user", "content": "订单 KW-58213 还没到"},
+        {"role": "assistant", "content": "我查一下。"}]), encoding="utf-8")
+    imported = run(db, "sessions", "import", str(transcript), "客服")
+    assert imported.exit_code == 0, imported.stderr
+    result = run(db, "logs", "-r", "--session", "客服")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "yet" not in result.stderr and "imported" in result.stderr
+    assert "sessions show 客服" in result.stderr
+    assert logs_json(db, "-r", "--session", "客服") == []
+    ask(db, "empty", "hi")  # a session with turns had here still answers with its reply
+    assert run(db, "logs", "-r", "--session", "empty").stdout == "echo #1: hi\n"
+
+
 def _turns_saying(store: Store, count: int) -> None:
     """`count` turns whose questions all say 北京 and Paris (stored messages, each turn
     written straight into the table, as `_many_turns`), before a session that never does."""

@@ -267,3 +267,35 @@ def test_copy_says_whose_namesake_it_left_out(namesakes: tuple[str, str],
     assert report["sessions"] == ["旅行"]
     assert report["skipped"] == [{"name": "旅行", "reason": "name-taken", "shared_by": "ann"}]
     assert "斑马" in run(target, "sessions", "show", "旅行")
+
+
+def test_chatting_as_a_role_row_security_does_not_bind_warns_once(
+        pg_server: PostgresServer, database: str) -> None:
+    """The README's "to try it" chats as the superuser postgres, which row security does not
+    bind; chat and ask say so in one line on stderr (and still work), a person's own role
+    hears nothing, and the admin commands, which need such a role, say nothing of it."""
+    superuser, ann = pg_server.url(database), pg_server.url(database, "ann")
+    said = invoke("ask", "计划", "你好", "--provider", "scripted", "--db", superuser, code=0)
+    warned = [line for line in said.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [line for line in said.stderr.splitlines() if "row security" in line]
+    assert len(warned) == 1 and "postgres, a superuser" in warned[0]
+    assert "admin add-user" in warned[0] and said.stdout.strip()
+    chatted = invoke("chat", "计划", "--provider", "scripted", "--db", superuser,
+                     input="再见\n", code=0)
+    assert chatted.stderr.count("row security does not bind") == 1
+    own = invoke("ask", "mine", "你好", "--provider", "scripted", "--db", ann, code=0)
+    assert "row security" not in own.stderr
+    added = invoke("admin", "add-user", "dave_rf", "--db", superuser)
+    assert "row security does not bind" not in added.stderr
+    name = "bypass_rf"
+    with pg_server.admin() as conn:
+        conn.execute(f"CREATE ROLE {name} LOGIN BYPASSRLS")
+    try:
+        bypassing = invoke("ask", "x", "hi", "--provider", "scripted", "--db",
+                           pg_server.url(database, name))
+        assert f"{name}, a role with BYPASSRLS" in bypassing.stderr
+    finally:
+        with pg_server.admin(database) as conn:
+            conn.execute(f"DROP OWNED BY {name}, dave_rf")
+        with pg_server.admin() as conn:
+            conn.execute(f"DROP ROLE {name}, dave_rf")

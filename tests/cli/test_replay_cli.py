@@ -253,3 +253,25 @@ def test_turns_counts_the_turns_replayed_not_the_user_messages(tmp_path: Path,
     data = json.loads(result.stdout)
     assert data["turns"] == data["strategies"][0]["turns"] == 2
     assert "2 user turns" in report.read_text(encoding="utf-8")
+
+
+def test_a_config_table_restating_defaults_leaves_the_labels_as_without_it(
+        tmp_path: Path) -> None:
+    """config.example.toml's `[strategies.window] k = 5` (the default) labelled the run
+    `window k=5`, so at 80 columns the table lost its rules and the legend differed from
+    docs/compare.md's; a label names the parameters that differ from their defaults, as
+    `sessions list` does, whether the config or -s gave them."""
+    config = tmp_path / "c.toml"
+    config.write_text("[strategies.window]\nk = 5\n\n[strategies.tokens]\nmax_tokens = 2000\n"
+                      "\n[strategies.summary-buffer]\nmax_tokens = 300\n", encoding="utf-8")
+    data = json.loads(output("replay", SUPPORT, "-s", "window", "-s", "tokens",
+                             "-s", "summary-buffer", "-s", "window:k=3", "--provider",
+                             "scripted", "--json", "--config", str(config)))
+    assert [s["strategy"]["label"] for s in data["strategies"]] == [
+        "window", "tokens", "summary-buffer max_tokens=300", "window k=3"]
+    assert data["strategies"][0]["strategy"]["params"]["k"] == 5
+    table = invoke("replay", SUPPORT, "-s", "buffer", "-s", "window", "-s", "tokens",
+                   "--provider", "scripted", "--config", str(config))
+    assert table.exit_code == 0, table.stderr
+    assert "┃ strategy ┃" in table.stdout
+    assert "▲ window  ■ tokens" in table.stdout

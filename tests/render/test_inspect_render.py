@@ -33,3 +33,18 @@ def test_the_bar_counts_the_exact_total_when_the_template_adds_tokens() -> None:
 def test_the_estimate_line_can_say_whose_estimate_it_is() -> None:
     assert estimate_line(124, None, False, label="what-if estimated").plain == (
         "what-if estimated 124 · provider reported –")
+
+
+def test_summaries_keep_the_strategy_whole_at_80_columns() -> None:
+    """`inspect sb --summaries` at 80 columns printed `summary-buffe` over `r`; combinations
+    wrap after their `+`, never inside a name, as the other strategy tables do."""
+    from chatmem.render.inspect import summaries_view
+
+    rows = [{"version": n, "strategy": strategy, "created_at": "2026-05-01T08:13:00",
+             "covered_turn": n + 2, "tokens": 20 + n, "dropped_anchors": [],
+             "text": f"第{n}版摘要"}
+            for n, strategy in enumerate(["summary-buffer", "summary-buffer+entity"], 1)]
+    out = show(summaries_view(rows), 80)
+    table = [line for line in out.splitlines() if line.startswith("│ ") and "┃" not in line]
+    assert [line.split("│")[2].strip() for line in table][:4] == [
+        "summary-buffer", "", "summary-buffer+", "entity"]

@@ -42,6 +42,7 @@ WORDS = RecallMethod("bm25", 0.5, 0.5, 0.3, 0.7)
     (AttachedFiles(2), "2 attached files, quoted as data (always sent)"),
     (NewInput(), "the new user input (always sent)"),
     (AllTurns("buffer", (1, 30)), "buffer: all turns 1–30"),
+    (AllTurns("buffer", (1, 1)), "buffer: turn 1, the only one"),
     (NewestTurns("window", "k", 2, (4, 5), (1, 3)), "window k=2: turns 4–5; dropped turns 1–3"),
     (NewestTurns("window", "k", 1, (3, 3)), "window k=1: turn 3"),
     (NewestTurns("tokens", "max_tokens", 99, (2, 3), (1, 1), to_fit=True),
@@ -57,7 +58,7 @@ WORDS = RecallMethod("bm25", 0.5, 0.5, 0.3, 0.7)
      "summary v2 of turns 1–9 (unknown model); clipped to 40 tokens to fit the budget"),
     (PinnedDetails((1, 3)), "kept verbatim: dropped by summary v1, v3"),
     (FactsSelected("entity", "k", 3, 1, 1, False, sessions=("旅行",)),
-     "entity k=3: all 1 fact (from session 旅行)"),
+     "entity k=3: the only fact (from session 旅行)"),
     (FactsSelected("entity", "k", 3, 2, 4, True, (1, 2), ("a",), True),
      "entity k=3: 2 of 4 facts, ranked by overlap with the input"
      " (from turns 1, 2, session a, /remember)"),

@@ -755,10 +755,19 @@ def test_without_a_token_only_this_machines_programs_are_answered_not_web_pages(
     assert len(chat_server.requests) == asked
     with Store(db_path) as store:
         assert store.sessions.find_session("trip") is None
+    # Each refusal is one line in the owner's log, as the README says, the value quoted.
+    assert [line.split(" from ")[0] for line in proxy.refused] == [
+        "refused POST /v1/chat/completions"] * 4 + ["refused GET /v1/chatmem/turns/trip@1"]
+    assert proxy.refused[0].endswith(": its Origin 'https://evil.example' is another site's")
+    assert proxy.refused[1].endswith(": its Origin 'null' is another site's")
+    assert proxy.refused[2].endswith(
+        f": its Host 'rebind.evil.example:{proxy.port}' is not a loopback name")
+    proxy.refused.clear()
     for headers in ({}, {"Origin": f"http://localhost:{proxy.port}"},
                     {"Host": f"localhost:{proxy.port}"}, {"Origin": "http://[::1]:3000"}):
         answered = httpx.post(url, json=body, headers=headers, timeout=HANG)
         assert answered.status_code == 200, (headers, answered.text)
+    assert proxy.refused == []
 
 
 def test_what_is_not_served_is_an_openai_shaped_error_and_a_listed_model_is_found(

@@ -117,6 +117,25 @@ def test_broken_json_on_line_7() -> None:
     assert str(e.value).startswith("sessions/x.jsonl:7: not valid JSON (")
 
 
+@pytest.mark.parametrize("first", ['{"role":"user"', '{"role": "user", "content": "你好"',
+                                   '  {"role": "user", "content": "你好",'])
+def test_a_broken_first_line_of_json_lines_is_blamed_not_the_second(first: str) -> None:
+    """The whole-document parse ran on into line 2 and named it; line 1 is the broken one."""
+    text = first + '\n{"role":"assistant","content":"x"}\n'
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "b5.jsonl")
+    assert str(e.value).startswith("b5.jsonl:1: not valid JSON (")
+
+
+def test_a_messages_document_missing_a_comma_is_blamed_where_it_breaks() -> None:
+    """One message a line inside {"messages": [...]}: the break is at line 3, not line 1."""
+    text = ('{"messages": [\n{"role": "user", "content": "a"}\n'
+            '{"role": "assistant", "content": "b"}\n]}')
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "doc.json")
+    assert str(e.value).startswith("doc.json:3: not valid JSON (Expecting ',' delimiter")
+
+
 def test_a_messages_document_broken_on_line_57_is_said_to_be_broken_there() -> None:
     """{"messages": [...]} over many lines, as OpenAI's format is often written: the whole
     document's parse names the line (JSON Lines would blame `{"messages": [` on line 1)."""
