@@ -205,11 +205,13 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._reconnect_if_lost()
+        rows = [tuple(r) for r in rows]
         try:
             with self._conn.cursor() as cursor:
-                cursor.executemany(translate(sql), [tuple(r) for r in rows])
+                cursor.executemany(translate(sql), rows)
                 if self.observe is not None:
-                    self.observe(sql, (), cursor)
+                    # Its first parameters, as a single statement's: what plans it.
+                    self.observe(sql, rows[0] if rows else (), cursor)
         except self._errors.Error as e:
             raise self.statement_error(e) from None
 
