@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
-from chatmem.store.records import FactScope, TurnStatus
+from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -165,7 +165,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
             history_turn, text, history_turns = found.number, found.input, found.number - 1
         else:
             turn, text = found, found.input
-            history_turns = _history_before(store, record, found)
+            history_turns = _history_before(found)
     else:
         history_turns = store.history.turn_count(record.id)
     # The system prompt the turn was sent with (for --next, the one in effect now).
@@ -207,13 +207,16 @@ class _HistoryTurn:
 
 def _turn_or_history(store: Store, session: SessionRecord,
                      number: int | None) -> TurnRecord | _HistoryTurn:
-    """Recorded turn `number` (default: the last) or, for an imported or forked turn (its
-    input is in the history, its context never was), the history's; NotFound if the
-    history lacks it too."""
+    """The turn recorded at the conversation's turn `number` (default: the last recorded)
+    or, for an imported or forked turn (its input is in the history, its context never
+    was), the history's; NotFound if the history lacks it too. One numbering: the
+    history's, as `sessions show`, fork --at-turn and search number turns."""
     from chatmem.errors import NotFound
 
     try:
-        return store.turns.turn(session.id, number)
+        if number is None:
+            return store.turns.turn(session.id)
+        return store.turns.at_turn(session.id, number)
     except NotFound:
         held = store.history.turn_count(session.id)
         at = held if number is None else number
@@ -224,13 +227,10 @@ def _turn_or_history(store: Store, session: SessionRecord,
         return _HistoryTurn(at, said[0])
 
 
-def _history_before(store: Store, session: SessionRecord, turn: TurnRecord) -> int:
-    """How many history turns existed when `turn` was sent."""
-    if turn.history_turn is not None:
-        return turn.history_turn - 1
-    earlier = [t.history_turn for t in store.turns.turns(session.id, status=TurnStatus.OK)
-               if t.number < turn.number and t.history_turn is not None]
-    return max(earlier, default=0)
+def _history_before(turn: TurnRecord) -> int:
+    """How many history turns existed when `turn` was sent (a failed one: the turn it was
+    attempted as, less one)."""
+    return turn.turn - 1
 
 
 @dataclass(frozen=True)

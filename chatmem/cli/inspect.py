@@ -171,7 +171,8 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
         "status": turn.get("status"),
         "error": turn.get("error"),
         # Replaced by /retry or /edit-last: stored, out of memory.
-        "superseded by": f"turn {turn['superseded_by']}" if turn.get("superseded_by") else None,
+        "superseded by": (f"request {turn['superseded_by']}, a later attempt at this turn"
+                          if turn.get("superseded_by") else None),
         "strategy": data["strategy"]["label"],
         "model": " / ".join(str(v) for v in (turn.get("provider"), turn.get("model")) if v),
         "tokenizer": f"{counted}; {tokenizer['note']}" if tokenizer["note"] else counted,

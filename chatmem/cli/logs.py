@@ -96,7 +96,8 @@ def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[
         # `turn` and `time` came first; `number` and `created_at` say the same as the keys
         # every other output uses (docs/json.md: fields are added, never renamed).
         "session": entry.address, "shared_by": entry.shared_by, "turn": entry.number,
-        "number": entry.number, "time": entry.created_at, "created_at": entry.created_at,
+        "number": entry.number, "request": entry.request, "time": entry.created_at,
+        "created_at": entry.created_at,
         "status": entry.status, "provider": entry.provider, "model": entry.model,
         "strategy": strategy_json(entry.strategy, json.loads(entry.params or "{}")),
         "tokens": {"prompt": entry.prompt_tokens,

@@ -153,7 +153,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         opened, result = memory.in_conversation(ctx, conversation_id, "record", open_recording,
                                                 record)
-        return Recorded(conversation_id=conversation_id, turn=result.record.number,
+        return Recorded(conversation_id=conversation_id, turn=result.record.turn,
                         context_tokens=result.context.tokens,
                         notices=[*opened, *(client_notice_text(n, Client.MCP, settings)
                                             for n in result.notices)])
@@ -292,19 +292,19 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             seen = inspection.inspect_turn(ws, conversation_id, turn)
         recorded = seen.turn
         assert recorded is not None  # a recorded turn's inspection always has it
-        transcript = transcript_of(conversation_id, recorded.number)
+        transcript = transcript_of(conversation_id, recorded.turn)
 
         def whole_in(part: ContextPart, message: ContextMessage) -> str:
             if part.kind == "input":
                 return transcript
             if message.turn is not None:
                 return transcript_of(conversation_id, message.turn)
-            return f"chatmem inspect {conversation_id} {recorded.number} --json"
+            return f"chatmem inspect {conversation_id} {recorded.turn} --json"
 
         parts, next_page = paged_parts(context_parts(seen.context), page, whole_in)
         # The input and the reply only in part beside the parts: the input part holds the
         # input (whole unless larger than a page), and the transcript both.
-        return TurnExplanation(conversation_id=conversation_id, turn=recorded.number,
+        return TurnExplanation(conversation_id=conversation_id, turn=recorded.turn,
                                status=recorded.status,
                                input=preview(recorded.input, transcript) or "",
                                reply=preview(recorded.reply, transcript),

@@ -62,9 +62,10 @@ def session_cell(session: str, number: int, columns: int) -> str:
 
 
 def status_text(entry: LogEntry) -> str:
-    """`failed`, `cancelled`, `replaced by #4`, or nothing for an ok turn still in history."""
+    """`failed`, `cancelled`, `replaced` (by a later attempt at the same turn), or nothing
+    for an ok turn still in history."""
     if entry.superseded_by is not None:
-        return f"replaced by #{entry.superseded_by}"
+        return "replaced"
     return "" if entry.status == TurnStatus.OK else str(entry.status)
 
 

@@ -35,7 +35,10 @@ def session_summary_json(session: SessionSummary) -> dict[str, Any]:
 
 
 def turn_json(turn: TurnRecord) -> dict[str, Any]:
-    return {**{k: getattr(turn, k) for k in TURN_FIELDS},
+    # `number` is the conversation's turn (as sessions show and fork --at-turn count);
+    # `request` the request's own order in the session, which `superseded_by` names.
+    return {**{k: getattr(turn, k) for k in TURN_FIELDS}, "number": turn.turn,
+            "request": turn.number,
             "strategy": strategy_json(turn.strategy, turn.params),
             "tokens": tokens_json(turn.estimated_tokens, turn.prompt_tokens,
                                   turn.completion_tokens)}

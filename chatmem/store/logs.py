@@ -14,11 +14,13 @@ from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
 from chatmem.store.records import TurnStatus, session_address, stored_enum
+from chatmem.store.turns import AT_TURN
 
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
     " t.params, t.provider, t.model, t.estimated_tokens, t.prompt_tokens,"
-    " t.completion_tokens, t.created_at, t.superseded_by, t.reply"
+    " t.completion_tokens, t.created_at, t.superseded_by, t.reply,"
+    f" {AT_TURN} AS at_turn"
 )
 
 
@@ -35,6 +37,7 @@ class LogEntry:
 
     session: str
     number: int
+    """The conversation's turn (TurnRecord.at_turn), as inspect and sessions show count."""
     created_at: str
     status: TurnStatus
     input: str
@@ -56,6 +59,8 @@ class LogEntry:
     """chatmem's own count of the request, whatever the provider reported."""
     reported_tokens: int | None = None
     """The provider's count of the request; None when it reported none."""
+    request: int = 0
+    """The request's own order in the session (TurnRecord.number: `superseded_by` names it)."""
 
     @property
     def address(self) -> str:
@@ -67,11 +72,11 @@ class LogEntry:
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
         reported = row["prompt_tokens"]
         status = stored_enum(TurnStatus, row["status"], f"turn {row['number']}: status")
-        return cls(row["session"], row["number"], row["created_at"], status,
+        return cls(row["session"], row["at_turn"], row["created_at"], status,
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
                    row["completion_tokens"], row["superseded_by"], row["reply"],
-                   row.get("shared_by"), row["estimated_tokens"], reported)
+                   row.get("shared_by"), row["estimated_tokens"], reported, row["number"])
 
 
 @dataclass(frozen=True)

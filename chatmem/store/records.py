@@ -299,6 +299,16 @@ class TurnRecord:
     """The number of the turn that replaced this one (/retry, /edit-last): its messages
     stay stored but are out of memory."""
     id: int | None = None
+    at_turn: int | None = None
+    """Not a column: the conversation's turn this request was (`history_turn`) or was
+    attempted as (a failed or cancelled one), as `sessions show`, fork --at-turn, inspect
+    and logs number turns; `number` only orders the session's requests. Read with
+    `store.turns` (turns.AT_TURN)."""
+
+    @property
+    def turn(self) -> int:
+        """The conversation's turn number (see `at_turn`); `number` before it is read."""
+        return self.at_turn or self.history_turn or self.number
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TurnRecord:
@@ -311,7 +321,7 @@ class TurnRecord:
 
     def to_row(self, stored_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The row to insert; `stored_context` is the context as stored, when it differs."""
-        row = {k: v for k, v in self.__dict__.items() if k != "id"}
+        row = {k: v for k, v in self.__dict__.items() if k not in ("id", "at_turn")}
         row["context"] = json_text(self.context if stored_context is None else stored_context)
         row["params"] = json_text(self.params)
         return row

@@ -20,6 +20,20 @@ from chatmem.store.messages import MessageTables
 from chatmem.store.records import MOST_INTEGER, TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
 
+AT_TURN = (
+    "coalesce(t.history_turn,"
+    " (SELECT max(p.history_turn) FROM turns p WHERE p.session_id = t.session_id"
+    " AND p.number < t.number) + 1,"
+    " (SELECT min(n.history_turn) FROM turns n WHERE n.session_id = t.session_id"
+    " AND n.number > t.number),"
+    " coalesce((SELECT max(m.turn) FROM messages m WHERE m.session_id = t.session_id"
+    " AND m.superseded = 0), 0) + 1)"
+)
+"""The conversation's turn a request of `turns t` is at (TurnRecord.at_turn). A failed or
+cancelled one stored no history turn: it was attempted as the one after the request before
+it; with none before (an imported or forked history), as the next completed one, else as
+the one after the history. The subqueries run only for those."""
+
 
 class TurnTables:
     """Turns as they were sent, from recorded to committed or replaced (`store.turns`)."""
@@ -215,30 +229,41 @@ class TurnTables:
                                  list(row.values()))
 
     def turns(self, session_id: int, status: TurnStatus | None = None) -> list[TurnRecord]:
-        sql = "SELECT * FROM turns WHERE session_id = ?"
+        sql = f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
         params: list[Any] = [session_id]
         if status:
-            sql += " AND status = ?"
+            sql += " AND t.status = ?"
             params.append(status)
         return [self._turn_record(r)
-                for r in fetch_rows(self._db, sql + " ORDER BY number", params)]
+                for r in fetch_rows(self._db, sql + " ORDER BY t.number", params)]
 
     def turn(self, session_id: int, number: int | None = None) -> TurnRecord:
-        """Turn `number` of a session, or its last turn."""
+        """Request `number` of a session (TurnRecord.number), or its last one."""
+        select = f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
         if number is None:
-            rows = fetch_rows(self._db,
-                "SELECT * FROM turns WHERE session_id = ? ORDER BY number DESC LIMIT 1",
-                [session_id],
-            )
+            rows = fetch_rows(self._db, select + " ORDER BY t.number DESC LIMIT 1",
+                              [session_id])
         elif not 0 < number <= MOST_INTEGER:
             rows = []  # no turn has that number (and SQLite could not even bind it)
         else:
-            rows = fetch_rows(self._db,
-                "SELECT * FROM turns WHERE session_id = ? AND number = ?", [session_id, number]
-            )
+            rows = fetch_rows(self._db, select + " AND t.number = ?", [session_id, number])
         if not rows:
             which = "no turns" if number is None else f"no turn {number}"
             raise NotFound(f"session {self._sessions.session_by_id(session_id).name!r} has {which}")
+        return self._turn_record(rows[0])
+
+    def at_turn(self, session_id: int, turn: int) -> TurnRecord:
+        """The request recorded at the conversation's turn `turn` (TurnRecord.at_turn): the
+        one in the history when there is one, else the last attempt at it; NotFound when
+        none was recorded (an imported or forked turn, or past the last)."""
+        rows = [] if not 0 < turn <= MOST_INTEGER else fetch_rows(self._db,
+            f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
+            f" AND (t.history_turn = ? OR t.history_turn IS NULL AND {AT_TURN} = ?)"
+            " ORDER BY CASE WHEN t.history_turn IS NOT NULL AND t.superseded_by IS NULL"
+            " THEN 0 ELSE 1 END, t.number DESC LIMIT 1", [session_id, turn, turn])
+        if not rows:
+            name = self._sessions.session_by_id(session_id).name
+            raise NotFound(f"session {name!r} has no turn {turn}")
         return self._turn_record(rows[0])
 
     def _turn_record(self, row: Mapping[str, Any]) -> TurnRecord:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -379,3 +381,57 @@ def test_an_imported_session_has_what_ifs_at_its_turns_and_says_none_was_recorde
         assert "--strategy" in plain.stderr and "--next" in plain.stderr
     beyond = invoke("inspect", "support", "31", "-s", "window", "--db", db)
     assert beyond.exit_code == 1 and "no turn 31" in beyond.stderr
+
+
+def test_inspect_logs_and_explain_turn_number_turns_as_the_conversation_does(
+    tmp_path: Path,
+) -> None:
+    """30 imported turns and 2 chatted: turns 31 and 32 are the chat's everywhere (as
+    `sessions show` and fork --at-turn count), and only an imported turn has no context."""
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    db = str(tmp_path / "x.db")
+    assert invoke("sessions", "import", SUPPORT, "support", "--db", db).exit_code == 0
+
+    def inspect_json(db: str, *args: str) -> dict[str, object]:
+        result = invoke("inspect", "support", "--db", db, "--json", *args)
+        assert result.exit_code == 0, result.stderr
+        return dict(json.loads(result.stdout))
+
+    chatted = invoke("chat", "support", "--provider", "scripted", "--db", db,
+                     input="我的订单号是 ORD-31\nwhere is ORD-31?\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    for number, said in (("31", "我的订单号是 ORD-31"), ("32", "where is ORD-31?")):
+        seen = inspect_json(db, number)
+        assert seen["mode"] == "turn" and seen["input"] == said
+        assert seen["turn"]["number"] == int(number)  # type: ignore[index]
+    for number in ("1", "12"):
+        plain = invoke("inspect", "support", number, "--db", db)
+        assert plain.exit_code == 1
+        assert f"turn {number} of session 'support' was imported or forked" in plain.stderr
+    what_if = inspect_json(db, "12", "-s", "window", "--param", "k=2", "--provider", "scripted")
+    assert what_if["history_turn"] == 12 and what_if["input"] == "And if I want to make hot soup?"
+    logs = invoke("logs", "--session", "support", "--json", "--db", db)
+    assert logs.exit_code == 0, logs.stderr
+    assert [(e["turn"], e["number"], e["input"]) for e in json.loads(logs.stdout)] == [
+        (32, 32, "where is ORD-31?"), (31, 31, "我的订单号是 ORD-31")]
+    table = invoke("logs", "--session", "support", "--db", db, env={"COLUMNS": "200"})
+    assert "support #32" in table.stdout and "support #31" in table.stdout
+
+    async def explain() -> tuple[dict[str, object], bool]:
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-m", "chatmem", "mcp", "--db", db, "--provider", "scripted"], env=dict(os.environ))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            got = await client.call_tool("explain_turn", {"conversation_id": "support",
+                                                          "turn": 31})
+            imported = await client.call_tool("explain_turn", {"conversation_id": "support",
+                                                               "turn": 12})
+            return got.structured_content or {}, imported.is_error
+
+    explained, refused = asyncio.run(asyncio.wait_for(explain(), 120))
+    assert explained["turn"] == 31 and str(explained["input"]).startswith("我的订单号是")
+    assert refused

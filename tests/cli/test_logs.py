@@ -148,9 +148,9 @@ def _many_turns(store: Store, count: int) -> None:
     matter to the listing)."""
     ids = [store.sessions.create_session(name, strategy="window").id for name in ("a", "b")]
     store.db.conn.executemany(
-        "INSERT INTO turns (session_id, number, status, input, context, strategy,"
-        " created_at) VALUES (?, ?, 'ok', ?, '{}', 'window', ?)",
-        [(ids[n % 2], n // 2 + 1, f"question {n}", f"2026-01-01T00:00:{n:06d}")
+        "INSERT INTO turns (session_id, number, history_turn, status, input, context,"
+        " strategy, created_at) VALUES (?, ?, ?, 'ok', ?, '{}', 'window', ?)",
+        [(ids[n % 2], n // 2 + 1, n // 2 + 1, f"question {n}", f"2026-01-01T00:00:{n:06d}")
          for n in range(count)])
 
 
@@ -176,13 +176,16 @@ def test_listing_the_newest_turns_reads_the_same_at_100_and_4000(tmp_path: Path,
 def test_logs_marks_a_turn_that_retry_replaced(db: Path) -> None:
     result = chat(db, "trip", "/retry\n")
     assert result.exit_code == 0, result.stderr
-    trip = {e["turn"]: e["superseded_by"] for e in logs_json(db, "--session", "trip")}
-    assert trip == {3: None, 2: 3, 1: None}
+    trip = [(e["turn"], e["request"], e["superseded_by"])
+            for e in logs_json(db, "--session", "trip")]
+    # The attempt and its replacement are the conversation's turn 2, requests 2 and 3.
+    assert trip == [(2, 3, None), (2, 2, 3), (1, 1, None)]
     assert all(e["superseded_by"] is None for e in logs_json(db, "--session", "work"))
     table = run(db, "logs", "--session", "trip")
     assert table.exit_code == 0
     rows = [line for line in table.stdout.splitlines() if "trip #" in line]
-    assert "replaced by #3" in rows[1] and "replaced" not in rows[0] + rows[2]
+    assert "replaced" in rows[1] and "replaced" not in rows[0] + rows[2]
+    assert ["trip #2" in rows[0], "trip #2" in rows[1], "trip #1" in rows[2]] == [True] * 3
 
 
 # -- replies (issue 30, finding 6: llm's `logs -r`, and whole turns) -------------------------
@@ -280,10 +283,10 @@ def _turns_saying(store: Store, count: int) -> None:
             {"role": "user", "content": f"第{n}条消息 关于北京天气 and Paris weather"},
             {"role": "assistant", "content": f"reply {n}"})])
     store.db.conn.executemany(
-        "INSERT INTO turns (session_id, number, status, input, reply, context, strategy,"
-        " created_at, user_message_id, assistant_message_id)"
-        " VALUES (?, ?, 'ok', ?, ?, '{}', 'window', ?, ?, ?)",
-        [(session.id, n + 1, f"第{n}条消息 关于北京天气 and Paris weather", f"reply {n}",
+        "INSERT INTO turns (session_id, number, history_turn, status, input, reply, context,"
+        " strategy, created_at, user_message_id, assistant_message_id)"
+        " VALUES (?, ?, ?, 'ok', ?, ?, '{}', 'window', ?, ?, ?)",
+        [(session.id, n + 1, n + 1, f"第{n}条消息 关于北京天气 and Paris weather", f"reply {n}",
           f"2026-01-01T00:00:{n:06d}", ids[2 * n], ids[2 * n + 1]) for n in range(count)])
     store.sessions.create_session("quiet", strategy="window")
 

@@ -163,7 +163,8 @@ def test_retry_resends_a_failed_turn(tmp_path: Path, chat_server) -> None:
     assert lines[0].startswith("error: ") and "(401)" in lines[0]
     assert lines[1].startswith("retrying turn 1 (failed: ") and "(401)" in lines[1]
     # On a completed turn /retry regenerates it in place.
-    assert lines[2:] == ["regenerating turn 2; it stays stored, out of memory"]
+    # The conversation's turn 1, which the failed attempt was attempted as too.
+    assert lines[2:] == ["regenerating turn 1; it stays stored, out of memory"]
     assert result.stdout.count("Hello from the test server.") == 2
     assert [r["messages"][-1]["content"] for r in chat_server.requests] == ["我们五月去杭州"] * 3
     # The regeneration's request holds no earlier answer: the replaced turn left memory.
@@ -212,22 +213,23 @@ def test_retry_after_a_failed_edit_sends_the_edit_in_place_of_the_turn(
 
 
 def test_retry_regenerates_a_completed_turn_and_inspect_names_its_replacement(db: Path) -> None:
-    result = chat(db, "trip", ["/retry", "/inspect 3", "/inspect 4"])
+    result = chat(db, "trip", ["/retry", "/inspect 3"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "echo #1: what did I order?\n"
     assert status_lines(result.stderr)[0] == (
         "regenerating turn 3; it stays stored, out of memory")
-    replaced, new = result.stderr.split("╯\n")[:2]
-    assert header_rows(replaced) == [("turn", "3"), ("status", "ok")]
-    assert superseded_row(replaced) == "turn 4"
-    assert header_rows(new) == [("turn", "4"), ("status", "ok")] and superseded_row(new) is None
+    # One numbering: turn 3 is the conversation's, now the replacement (request 4).
+    new = result.stderr.split("╯\n")[0]
+    assert header_rows(new) == [("turn", "3"), ("status", "ok")] and superseded_row(new) is None
     assert messages(db, "trip")[-2:] == [(3, "user", "what did I order?"),
                                           (3, "assistant", "echo #1: what did I order?")]
     assert len(messages(db, "trip")) == 6  # history: the replaced turn's two left it
     inspected = invoke("inspect", "trip", "--turn", "3", "--db", str(db), "--json")
     assert inspected.exit_code == 0, inspected.stderr
     turn = json.loads(inspected.stdout)["turn"]
-    assert (turn["reply"], turn["superseded_by"]) == ("echo #3: what did I order?", 4)
+    # Turn 3 is the conversation's: the replacement (request 4), not the replaced attempt.
+    assert (turn["reply"], turn["superseded_by"], turn["request"]) == (
+        "echo #1: what did I order?", None, 4)
 
 
 def test_edit_last_with_text_sends_it_in_place_of_the_last_turn(db: Path) -> None:
@@ -446,11 +448,11 @@ def header_rows(stderr: str) -> list[tuple[str, str]]:
 def test_slash_inspect_shows_the_turn_status_and_error(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["401"]
     env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test"}
-    result = chat(tmp_path / "i.db", "i", ["我们五月去杭州", "/inspect", "/retry", "/inspect 2"],
+    result = chat(tmp_path / "i.db", "i", ["我们五月去杭州", "/inspect", "/retry", "/inspect 1"],
                   "--model", "m", env=env)
     first, second = result.stderr.split("╯\n")[:2]
     header = header_rows(first)
     assert header[:2] == [("turn", "1"), ("status", "failed")]
     assert header[2][0] == "error" and "401" in header[2][1] and len(header) == 3
     assert "我们五月去杭州" in first[first.index("╭"):]
-    assert header_rows(second) == [("turn", "2"), ("status", "ok")]
+    assert header_rows(second) == [("turn", "1"), ("status", "ok")]  # the retry's

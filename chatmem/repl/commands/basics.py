@@ -85,9 +85,10 @@ def _inspect(repl: Chat, args: list[str]) -> None:
     model = " / ".join(v for v in (record.provider, record.model) if v)
     # The turn's outcome first, as `chatmem inspect` shows it: a failed or cancelled turn's
     # context was built but its reply never entered memory.
-    repl.show(render.key_values({"turn": record.number, "status": record.status,
+    repl.show(render.key_values({"turn": record.turn, "status": record.status,
                                  **({"error": record.error} if record.error else {}),
-                                 **({"superseded by": f"turn {record.superseded_by}"}
+                                 **({"superseded by": f"request {record.superseded_by},"
+                                                      " a later attempt at this turn"}
                                     if record.superseded_by else {}),
                                  **({"model": model} if model else {}),
                                  "tokenizer": f"{seen.tokenizer.name} ("

@@ -152,11 +152,11 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
 def _retry(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "retry")
     if record.status == TurnStatus.OK:
-        repl.notice(f"regenerating turn {record.number}; it stays stored, out of memory")
+        repl.notice(f"regenerating turn {record.turn}; it stays stored, out of memory")
         repl.turn(None, replace_last=True)
         return
     why = f": {record.error}" if record.error else ""
-    repl.notice(f"retrying turn {record.number} ({record.status}{why})")
+    repl.notice(f"retrying turn {record.turn} ({record.status}{why})")
     # A failed regenerate or edit is retried in place of the turn it was to replace.
     repl.turn(record.input, replace_last=repl.replacing is not None)
 
