@@ -47,9 +47,12 @@ def test_a_fork_copies_a_long_history_in_a_few_statements_a_batch(pg_store: Stor
     with metered(pg_store) as short:
         pg_store.forks.fork_session("short", "short-copy")
     source = long_history(pg_store)
+    told: list[tuple[int, int]] = []
     with metered(pg_store) as meter:
-        report = pg_store.forks.fork_session("long", "copy")
+        report = pg_store.forks.fork_session("long", "copy",
+                                             progress=lambda *step: told.append(step))
     assert report.messages == 2 * TURNS
+    assert told == [(500, 1200), (1000, 1200), (1200, 1200)]  # a step a batch
     # An INSERT and an index statement a batch more than a one-turn fork; no more.
     more_batches = math.ceil(2 * TURNS / COPIED_TOGETHER) - 1
     assert meter.statements <= short.statements + 2 * more_batches, (meter, short)
