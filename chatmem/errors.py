@@ -208,6 +208,9 @@ class StoreFailure(Enum):
     NO_TABLES = "no-tables"
     """The database has no chatmem tables yet and this role may not create them
     (PostgreSQL): a reading command shows an empty history."""
+    NEEDS_UPGRADE = "needs-upgrade"
+    """The database's tables need a migration this role may not run, not being their owner
+    (PostgreSQL): the administrator who set it up opens it once with this chatmem."""
     NOT_A_DATABASE = "not-a-database"
     DAMAGED = "damaged"
     """The file is corrupt, or holds text that is not UTF-8."""

@@ -4,6 +4,7 @@ writes are one transaction each (the store's)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -178,9 +179,12 @@ def rename_session(workspace: Workspace, name: str, new_name: str) -> SessionRec
 
 
 def fork_session(workspace: Workspace, name: str, new_name: str, *,
-                 at_turn: int | None = None) -> ForkReport:
-    """Copy a session (turns 1..`at_turn`, default all) into a new one to branch from."""
-    return workspace.store.forks.fork_session(name, new_name, at_turn=at_turn)
+                 at_turn: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> ForkReport:
+    """Copy a session (turns 1..`at_turn`, default all) into a new one to branch from;
+    `progress` hears (messages copied, messages to copy) as it goes."""
+    return workspace.store.forks.fork_session(name, new_name, at_turn=at_turn,
+                                              progress=progress)
 
 
 def session_transcript(workspace: Workspace, session: SessionRecord | str) -> Transcript:

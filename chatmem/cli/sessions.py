@@ -183,14 +183,16 @@ def fork(
     Example: chatmem sessions fork trip trip-b --at-turn 4
     """
     from chatmem.app.sessions import fork_session
+    from chatmem.render.progress import counted_progress
 
-    with open_workspace(settings_from(config, db), create=False) as ws:
-        report = fork_session(ws, name, new_name, at_turn=at_turn)
+    err = consoles()[1]
+    with open_workspace(settings_from(config, db), create=False) as ws, counted_progress(
+            err, f"forking {name}", disable=not err.is_terminal) as progress:
+        report = fork_session(ws, name, new_name, at_turn=at_turn, progress=progress)
     if json_out:
         print_json(report.to_json())
         return
     from chatmem.render.sessions import fork_lines
 
-    err = consoles()[1]
     for line in fork_lines(report):
         err.print(line, markup=False, soft_wrap=True)

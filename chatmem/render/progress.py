@@ -28,6 +28,22 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
         yield advance
 
 
+@contextmanager
+def counted_progress(console: Console, label: str, *,
+                     disable: bool = False) -> Iterator[Callable[[int, int], None]]:
+    """Yields advance(done, total) for a task whose total its first step tells (a fork's
+    messages); the bar disappears when it ends."""
+    with Progress(console=console, transient=True, disable=disable) as bar:
+        tasks: list[Any] = []
+
+        def advance(done: int, total: int) -> None:
+            if not tasks:
+                tasks.append(bar.add_task(label, total=total))
+            bar.update(tasks[0], completed=done, total=total)
+
+        yield advance
+
+
 class TaskBar:
     """One task's bar: `console` prints above it while it runs."""
 

@@ -10,6 +10,7 @@ records (what was sent) stay with the original session.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,11 @@ from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables
 
+COPIED_TOGETHER = 500
+"""Messages one INSERT copies (8 parameters each: within SQLite's 32,766 and PostgreSQL's
+65,535), and one index statement indexes."""
+Progress = Callable[[int, int], None]
+"""Told (messages copied, messages to copy) as a fork goes."""
 FACTS_OWNER = "facts"
 """The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
 extracted facts."""
@@ -75,7 +81,8 @@ class ForkTables:
         self._history = history
         self._memory = memory
 
-    def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None) -> ForkReport:
+    def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None,
+                     progress: Progress | None = None) -> ForkReport:
         """Copy session `name` into a new session `new_name` up to turn `at_turn` (default: all).
 
         All or nothing: on any error no row is written.
@@ -102,7 +109,7 @@ class ForkTables:
             )
             for first, text in prompts:
                 steps.set_prompt(self._db, new_id, first, text)
-            ids = self._copy_messages(source.id, new_id, upto)
+            ids = self._copy_messages(source.id, new_id, upto, progress)
             last_position = max((m.position for m in self._history.messages(new_id)), default=0)
             self._db.execute(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
@@ -124,41 +131,59 @@ class ForkTables:
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, stated)
 
-    def _copy_messages(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
+    def _copy_messages(self, source_id: int, new_id: int, upto: int,
+                       progress: Progress | None = None) -> dict[int, int]:
         """Messages of turns ≤ `upto`, positions, turns and times kept; old id → new id.
 
         Their token counts and vectors come along: a copy has the same text and the
         same message before it, so it costs and means what the original did, and a
-        long fork's first recall embeds nothing.
+        long fork's first recall embeds nothing. A batch of messages is one INSERT and one
+        index statement, and the counts and vectors one INSERT … SELECT each for the whole
+        fork: on a server each statement is a round trip, and each index statement updates
+        the session's word statistics row once (postgres_words.index_words).
         """
         ids: dict[int, int] = {}
-        models = self._vector_models()
+        messages = self._history.messages(source_id, 1, upto)
+        columns = ("session_id, position, turn, role, content, external_id, created_at,"
+                   " gap_s")
         before: str | None = None
-        for message in self._history.messages(source_id, 1, upto):
-            # The pause before it too: the same message follows the same one.
-            copy = steps.insert_id(
-                self._db,
-                "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
-                " created_at, gap_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [new_id, message.position, message.turn, message.role, message.content,
-                 message.external_id, message.created_at, pause(before, message.created_at)],
-            )
-            before = message.created_at
-            ids[message.id] = copy
-            self._db.index_words([(copy, fts.index_text(message.content))])
-            # Token counts are per message content: the copy costs what the original did.
+        for start in range(0, len(messages), COPIED_TOGETHER):
+            batch = messages[start:start + COPIED_TOGETHER]
+            values: list[Any] = []
+            for message in batch:
+                # The pause before it too: the same message follows the same one.
+                values += [new_id, message.position, message.turn, message.role,
+                           message.content, message.external_id, message.created_at,
+                           pause(before, message.created_at)]
+                before = message.created_at
+            rows = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in batch)
+            # Positions are unique in a session: each copy is found by its original's.
+            copies = {int(position): int(copy) for copy, position in self._db.execute(
+                f"INSERT INTO messages ({columns}) VALUES {rows} RETURNING id, position",
+                values).fetchall()}
+            for message in batch:
+                ids[message.id] = copies[message.position]
+            self._db.index_words([(copies[m.position], fts.index_text(m.content))
+                                  for m in batch])
+            if progress is not None:
+                progress(start + len(batch), len(messages))
+        if not ids:
+            return ids
+        # Token counts are per message content: the copy costs what the original did.
+        copies_of = ("FROM messages n JOIN messages o ON o.session_id = ?"
+                     " AND o.position = n.position")
+        self._db.execute(
+            "INSERT INTO token_counts (message_id, tokenizer, tokens)"
+            f" SELECT n.id, t.tokenizer, t.tokens {copies_of}"
+            " JOIN token_counts t ON t.message_id = o.id WHERE n.session_id = ?",
+            [source_id, new_id])
+        for model in self._vector_models():
             self._db.execute(
-                "INSERT INTO token_counts (message_id, tokenizer, tokens)"
-                " SELECT ?, tokenizer, tokens FROM token_counts WHERE message_id = ?",
-                [copy, message.id],
-            )
-            for model in models:
-                self._db.execute(
-                    "INSERT INTO message_vectors (message_id, model, dimensions, vector,"
-                    " context_vector) SELECT ?, model, dimensions, vector, context_vector"
-                    " FROM message_vectors WHERE model = ? AND message_id = ?",
-                    [copy, model, message.id],
-                )
+                "INSERT INTO message_vectors (message_id, model, dimensions, vector,"
+                " context_vector) SELECT n.id, v.model, v.dimensions, v.vector,"
+                f" v.context_vector {copies_of} JOIN message_vectors v"
+                " ON v.model = ? AND v.message_id = o.id WHERE n.session_id = ?",
+                [source_id, model, new_id])
         return ids
 
     def _vector_models(self) -> list[str]:

@@ -307,13 +307,36 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         return {r[0] for r in self._conn.execute(f"SELECT name FROM {schema.BOOKKEEPING}")}
 
     def _migrate(self) -> None:
-        if not self._pending_migrations():
+        pending = self._pending_migrations()
+        if not pending:
             return
-        if not self._tables() - {schema.BOOKKEEPING} and not self._conn.execute(
-                "SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
-                ).fetchone()[0]:
-            raise self._no_tables()
+        may_create = self._conn.execute(
+            "SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
+            ).fetchone()[0]
+        if not self._tables() - {schema.BOOKKEEPING}:
+            if not may_create:
+                raise self._no_tables()
+        elif not (may_create and self._owns_tables()):
+            raise self._needs_upgrade(pending)
         self._run_migrations()
+
+    def _owns_tables(self) -> bool:
+        """Whether this role may alter chatmem's tables (their owner, a member of its role, or
+        a superuser): what a migration does, and what a person who chats may not."""
+        return bool(self._conn.execute(
+            "SELECT coalesce(bool_and(pg_has_role(tableowner, 'USAGE')), false)"
+            " FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'chatmem_meta'"
+            ).fetchone()[0])
+
+    def _needs_upgrade(self, pending: list[str]) -> StoreError:
+        """Tables an earlier chatmem made, which this one migrates: only their owner may, and
+        a person who chats is not it (README: the administrator opened the database first)."""
+        return StoreError(
+            f"{self.location}: this chatmem must upgrade the database's tables first (pending"
+            f": {', '.join(pending)}), which only their owner may do: the"
+            " administrator who set it up opens it once with this chatmem (chatmem sessions"
+            " list --db URL-AS-ADMIN), then this role can use it",
+            kind=StoreFailure.NEEDS_UPGRADE, location=self.location)
 
     def _no_tables(self) -> StoreError:
         """An empty database this role may not create chatmem's tables in: whoever is to own

@@ -29,6 +29,8 @@ _KEYS = {"strategy_state": ("session_id", "strategy", "key"),
          "session_prompts": ("session_id", "from_turn")}
 """Primary keys of the rewritten tables that have no single `id` column."""
 
+REWRITTEN_TOGETHER = 500
+"""Rows one batch of a purge rewrites (and, for messages, indexes in one statement)."""
 Rewrite = Callable[[str], str]
 """A stored text -> the same text with its mentions erased (unchanged when it has none)."""
 
@@ -154,15 +156,23 @@ class RedactionTables:
             f"SELECT id, session_id, content FROM messages WHERE session_id IN ({sessions})"
             f" AND {where}", params).fetchall()
         changed_sessions: set[int] = set()
+        rewritten: list[tuple[int, str]] = []
         for message_id, session_id, content in rows:
             new = rewrite(content)
             if new == content:
                 continue
-            self._db.execute("UPDATE messages SET content = ? WHERE id = ?", [new, message_id])
-            self._db.index_words([(message_id, fts.index_text(new))])
-            self._db.execute("DELETE FROM token_counts WHERE message_id = ?", [message_id])
+            rewritten.append((message_id, new))
             done.add(Place.MESSAGES, message_id)
             changed_sessions.add(session_id)
+        # In batches, each one statement of a kind: on a server each is a round trip, and
+        # each index statement updates the sessions' word statistics rows once.
+        for start in range(0, len(rewritten), REWRITTEN_TOGETHER):
+            batch = rewritten[start:start + REWRITTEN_TOGETHER]
+            self._db.executemany("UPDATE messages SET content = ? WHERE id = ?",
+                                 [(new, message_id) for message_id, new in batch])
+            self._db.index_words([(message_id, fts.index_text(new)) for message_id, new in batch])
+            self._db.execute("DELETE FROM token_counts WHERE message_id IN"
+                             f" ({_ids(message_id for message_id, _ in batch)})")
         done.sessions |= changed_sessions
         if not changed_sessions:
             return
@@ -194,15 +204,19 @@ class RedactionTables:
             f"SELECT {session}, {column}, {', '.join(key)} FROM {table}"
             f" WHERE {where} AND {contains}", [*params, *needle_params]).fetchall()
         match = " AND ".join(f"{k} = ?" for k in key)
+        updates: list[list[Any]] = []
         for session_id, value, *row_key in rows:
             new = _rewrite_json(value, rewrite) if is_json else rewrite(value)
             if new != value:
-                self._db.execute(f"UPDATE {table} SET {column} = ? WHERE {match}", [new, *row_key])
+                updates.append([new, *row_key])
                 done.add(place, (table, *row_key))
                 if table == "sessions":
                     done.sessions.add(row_key[0])
                 elif session_id is not None:
                     done.sessions.add(session_id)
+        for start in range(0, len(updates), REWRITTEN_TOGETHER):
+            self._db.executemany(f"UPDATE {table} SET {column} = ? WHERE {match}",
+                                 updates[start:start + REWRITTEN_TOGETHER])
 
     def _containing(self, column: str, needles: Sequence[str], json_column: bool,
                     beyond_ascii: bool) -> tuple[str, list[str]]:
