@@ -155,7 +155,8 @@ class Deleted:
     profile_facts: list[str]
     """Keys of facts the session taught its user's profile: they are the user's and stay."""
     vacuumed: bool
-    """True: the file was rewritten so nothing erased survives in free pages or the WAL."""
+    """True: nothing erased survives in the file or its WAL (SQLite: secure_delete zeroed the
+    rows and the WAL was folded in and emptied; the file is no longer rewritten)."""
 
 
 def delete_session(workspace: Workspace, name: str) -> Deleted:
@@ -167,8 +168,10 @@ def delete_session(workspace: Workspace, name: str) -> Deleted:
     session = store.sessions.session(name)
     learned = store.redactions.user_facts_from(session.id)
     store.sessions.delete_session(name)
-    # Physical: rewrite the file so no erased byte survives in free pages or the WAL.
-    store.vacuum()
+    # Physical: secure_delete has zeroed the rows in the pages they were on; the WAL's older
+    # copies of those pages go when it is folded in and emptied. No VACUUM: rewriting the
+    # whole file for a small session took seconds on a large one and as much free disk.
+    store.clear_log()
     drop_vector_cache()
     return Deleted(session, learned, vacuumed=store.db.kind == "sqlite")
 

@@ -17,6 +17,7 @@ from chatmem.cli.options import (
     session_first,
 )
 from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.render.facts import RECENT_VALUES
 
 if TYPE_CHECKING:
     from chatmem.privacy.purge import Mentioned
@@ -46,6 +47,9 @@ def list_(
     session: SessionOption = None,
     db: DbOption = None,
     config: ConfigOption = None,
+    all_history: Annotated[bool, typer.Option(
+        "--all-history", help=f"Show every earlier value of a fact (default: the last "
+                              f"{RECENT_VALUES} and how many older; --json lists all).")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """List remembered facts and pinned summary details with their scope, source and age.
@@ -71,7 +75,7 @@ def list_(
     if json_out:
         print_json(rows)
         return
-    consoles()[0].print(facts_table(rows))
+    consoles()[0].print(facts_table(rows, recent=None if all_history else RECENT_VALUES))
 
 
 @app.command("forget")

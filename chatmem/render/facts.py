@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from chatmem.store import Redaction
 
 FACT_COLUMNS = ("id", "key", "value", "scope", "owner", "source", "age")
+RECENT_VALUES = 3
+"""Earlier values a facts table shows beside the current one unless told to show all: a fact
+the entity strategy kept updating over a long history had thousands (one table line each)."""
 
 
 def age(stamp: str | None, now: datetime | None = None) -> str:
@@ -66,6 +69,7 @@ def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
         "deleted_at": fact.deleted_at,
+        "history_count": len(history),
         "history": [
             {"value": h.value, "key": h.key,
              "source_session": names.get(h.source_session_id) if h.source_session_id else None,
@@ -111,10 +115,13 @@ def until(stamp: str | None, now: datetime | None = None) -> str:
     return "in " + _span(left, nearest=True) if left > 0 else "now"
 
 
-def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") -> RenderableType:
+def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts", *,
+                recent: int | None = RECENT_VALUES) -> RenderableType:
     """Wide (CJK) characters are measured by Rich, so columns stay aligned.
 
-    An `expires` column appears when a fact has an end (its own, or fact_idle_days).
+    A fact's value is followed by its `recent` latest earlier values and how many older
+    ones are left out (`recent` None: all of them). An `expires` column appears when a fact
+    has an end (its own, or fact_idle_days).
     """
     if not rows:
         return Text("no facts yet: state them in the chat, or /remember KEY: VALUE", style="dim")
@@ -129,9 +136,7 @@ def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") 
     for row in rows:
         cells = {**row, "age": age(row.get("updated_at")), "expires": until(row.get("expires_at"))}
         if row.get("history"):
-            # The newest value first, then what it replaced.
-            cells["value"] = " ← ".join([row["value"], *(h["value"]
-                                                         for h in reversed(row["history"]))])
+            cells["value"] = value_with_history(row["value"], row["history"], recent)
         shown = {c: "" if cells.get(c) is None else str(cells[c]) for c in columns}
         out.add_row(*shown.values())
         stacked.append(Text.assemble((f"{shown['id']} ", "bold"), (shown["key"], "cyan"),
@@ -139,6 +144,18 @@ def facts_table(rows: Sequence[Mapping[str, Any]], title: str | None = "facts") 
         stacked.append(Padding(Text(" · ".join(f"{c} {shown[c]}" for c in columns[3:]
                                                if shown[c]), style="dim"), (0, 0, 0, 2)))
     return Fitted(out, Group(*([Text(title, style="bold")] if title else []), *stacked))
+
+
+def value_with_history(value: str, history: Sequence[Mapping[str, Any]],
+                       recent: int | None) -> str:
+    """`ORD-9 ← ORD-8 ← ORD-7 ← … 6 older`: the newest value first, then what it replaced
+    (`history` is oldest first), at most `recent` of those unless None."""
+    shown = list(history if recent is None else history[max(0, len(history) - recent):])
+    older = len(history) - len(shown)
+    parts = [value, *(h["value"] for h in reversed(shown))]
+    if older:
+        parts.append(f"… {older:,} older")
+    return " ← ".join(parts)
 
 
 MENTION_OPEN, MENTION_CLOSE = "[[", "]]"

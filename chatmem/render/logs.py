@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from rich import box
 from rich.cells import cell_len
@@ -75,12 +76,40 @@ def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> Ren
     if not entries:
         return Text("no turns found", style="dim")
     longest = max(cell_len(f"{entry.address} #{entry.number}") for entry in entries)
-    return _QuestionFit(lambda question, session: _table(entries, costs, question, session),
-                        min(max(longest, SESSION_COLUMNS), SESSION_MOST))
+    return _QuestionFit(_Log(entries, costs), min(max(longest, SESSION_COLUMNS), SESSION_MOST))
 
 
-def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: int,
-           session: int) -> Table:
+@dataclass(frozen=True)
+class _Log:
+    entries: Sequence[LogEntry]
+    costs: Sequence[Cost | None]
+
+    @property
+    def priced(self) -> bool:
+        return any(cost is not None for cost in self.costs)
+
+    @property
+    def marked(self) -> bool:
+        # Only when some turn is not simply ok: most logs are all ok, and 80 columns are few.
+        return any(status_text(entry) for entry in self.entries)
+
+    def rows(self, session: int, priced: bool, marked: bool) -> Iterator[list[str]]:
+        for entry, cost in zip(self.entries, self.costs, strict=True):
+            # Month, day and time: a log is read for what happened lately.
+            row = [when(entry.created_at)[5:], session_cell(entry.address, entry.number, session),
+                   entry.model or "", entry.strategy, tokens_text(entry)]
+            if priced:
+                row.append(cost_text(cost) if cost is not None else "")
+            if marked:
+                row.append(status_text(entry))
+            row.append(question_start(entry.input))
+            yield row
+
+    def only(self, chosen: Sequence[int]) -> _Log:
+        return _Log([self.entries[i] for i in chosen], [self.costs[i] for i in chosen])
+
+
+def _table(log: _Log, question: int, session: int, priced: bool, marked: bool) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
     out.add_column("time", no_wrap=True)
@@ -88,23 +117,12 @@ def _table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], question: 
     for name, widest in (("session", session), ("model", 12), ("strategy", 12)):
         out.add_column(name, no_wrap=True, overflow="ellipsis", max_width=widest)
     out.add_column("tokens", justify="right", no_wrap=True)
-    priced = any(cost is not None for cost in costs)
     if priced:
         out.add_column("cost", justify="right", no_wrap=True)
-    # Only when some turn is not simply ok: most logs are all ok, and 80 columns are few.
-    marked = any(status_text(entry) for entry in entries)
     if marked:
         out.add_column("status", no_wrap=True)
     out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
-    for entry, cost in zip(entries, costs, strict=True):
-        # Month, day and time: a log is read for what happened lately.
-        row = [when(entry.created_at)[5:], session_cell(entry.address, entry.number, session),
-               entry.model or "", entry.strategy, tokens_text(entry)]
-        if priced:
-            row.append(cost_text(cost) if cost is not None else "")
-        if marked:
-            row.append(status_text(entry))
-        row.append(question_start(entry.input))
+    for row in log.rows(session, priced, marked):
         out.add_row(*row)
     return out
 
@@ -115,8 +133,8 @@ class _QuestionFit:
     down to QUESTION_FIRST, then the session names down to SESSION_COLUMNS, then the
     question again, then the names to their first characters and the turn number."""
 
-    def __init__(self, build: Callable[[int, int], Table], session: int) -> None:
-        self.build = build
+    def __init__(self, log: _Log, session: int) -> None:
+        self.log = log
         self.session = session
 
     def _widths(self) -> list[tuple[int, int]]:
@@ -129,11 +147,39 @@ class _QuestionFit:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         roomy = options.update_width(10_000)
-        for question, session in self._widths():
-            table = self.build(question, session)
+        priced, marked = self.log.priced, self.log.marked
+        # Rich measures a table as the sum of its columns' widest cells, so the few rows that
+        # hold them measure as the whole log does: each width tried measures those, not every
+        # row again (47 s of CPU for `logs -n 10000` in 80 columns).
+        few = self.log.only(_widest_rows(console, roomy, self.log, self.session, priced,
+                                         marked))
+        widths = self._widths()
+        chosen = widths[-1]
+        for question, session in widths:
+            table = _table(few, question, session, priced, marked)
             if Measurement.get(console, roomy, table).maximum <= options.max_width:
+                chosen = (question, session)
                 break
-        yield table
+        yield _table(self.log, *chosen, priced, marked)
+
+
+def _widest_rows(console: Console, options: ConsoleOptions, log: _Log, session: int,
+                 priced: bool, marked: bool) -> list[int]:
+    """Indexes of rows that hold the widest cell of each column whatever the widths tried:
+    every column's but the session's measured once; a session cell (cut to the width tried)
+    depends only on the session's name and the turn number's digits, so one row of each."""
+    widest: dict[int, tuple[int, int]] = {}
+    chosen: dict[tuple[str, int], int] = {}
+    for index, (entry, row) in enumerate(zip(log.entries, log.rows(session, priced, marked),
+                                             strict=True)):
+        chosen.setdefault((entry.address, len(str(entry.number))), index)
+        for column, cell in enumerate(row):
+            if column == 1:
+                continue
+            width = Measurement.get(console, options, cell).maximum
+            if column not in widest or width > widest[column][0]:
+                widest[column] = (width, index)
+    return sorted({index for _, index in widest.values()} | set(chosen.values()))
 
 
 def full_turns(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:

@@ -128,6 +128,11 @@ class Store:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
         self.connection.vacuum()
 
+    def clear_log(self) -> None:
+        """Fold the write-ahead log into the file and empty it (SQLite), waiting for readers:
+        with secure_delete, what a write erased then survives nowhere."""
+        self.connection.clear_log()
+
     def close(self) -> None:
         self.connection.close()
 

@@ -110,6 +110,10 @@ class Connection:
         turn keep each level below that (measured in docs/performance.md)."""
         self.db.merge_word_segments(MERGE_PAGES)
 
+    def clear_log(self) -> None:
+        """Fold the write-ahead log into the file and truncate it (waiting for readers)."""
+        self.db.fold_log()
+
     def vacuum(self) -> None:
         """Rewrite the file so erased data leaves no trace in free pages or the WAL."""
         self.db.fold_log()

@@ -243,3 +243,25 @@ def test_facts_forget_unpins_by_id_and_its_errors(tmp_path, monkeypatch) -> None
     again = invoke("facts", "forget", "p2", "--session", "a", "--db", str(db))
     assert again.exit_code == 1
     assert again.stderr == "error: no fact 'p2'; `chatmem facts list` shows ids and keys\n"
+
+
+def test_a_long_value_history_shows_the_last_few_unless_asked_for_all(tmp_path: Path) -> None:
+    """A fact updated thousands of times printed every earlier value (30,000 table lines)."""
+    db = tmp_path / "x.db"
+    _, err = repl(db, "a", [f"/remember 订单: O{i}" for i in range(1, 8)] + ["/facts",
+                                                                               "/facts --all"])
+    [fact] = facts_json(db)
+    # --json keeps every earlier value (a script may read them all) and counts them.
+    assert [h["value"] for h in fact["history"]] == [f"O{i}" for i in range(1, 7)]
+    assert fact["history_count"] == 6
+    shown = invoke("facts", "list", "--db", str(db), width=200).stdout
+    assert "O7 ← O6 ← O5 ← O4 ← … 3 older" in shown and "O1" not in shown
+    whole = invoke("facts", "list", "--db", str(db), "--all-history", width=200).stdout
+    assert "O7 ← O6 ← O5 ← O4 ← O3 ← O2 ← O1" in whole and "older" not in whole
+    table = err[err.index("┏"):]
+    assert "older" in table and "O4" in table and "O3" not in table and "O1" not in table
+    assert errors(err) == ["error: /facts: unknown option --all; usage: /facts [--all-history],"
+                           " e.g. /facts"]
+    _, err = repl(db, "a", ["/facts --all-history"])
+    table = err[err.index("┏"):]
+    assert "O1" in table and "older" not in table

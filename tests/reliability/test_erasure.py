@@ -54,6 +54,35 @@ def test_sessions_delete_leaves_no_byte_of_the_session(history: Path) -> None:
     assert sqlite3.connect(history).execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+def test_sessions_delete_erases_a_large_session_without_rewriting_the_file(
+        tmp_path: Path) -> None:
+    """secure_delete zeroes the erased rows and the emptied WAL holds no older copy, so
+    delete no longer VACUUMs (which rewrote a 170 MB file, and needed as much free disk, to
+    delete a tiny session): the freed pages stay in the file, zeroed."""
+    db = tmp_path / "h.db"
+    for name, line in (("keep", "keepsake {i} stays"), ("gone", "Qorvath{i} 秘密杭州{i} ORD-{i}")):
+        lines = tmp_path / f"{name}.jsonl"
+        lines.write_text("".join(
+            json.dumps({"role": role, "content": line.format(i=i) + " words" * (i % 7 * 40)},
+                       ensure_ascii=False) + "\n"
+            for i in range(300) for role in ("user", "assistant")), encoding="utf-8")
+        invoke("sessions", "import", str(lines), name, "--db", str(db), code=0)
+    assert b"Qorvath" in raw_bytes(db) and "秘密杭州".encode() in raw_bytes(db)
+    pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
+    invoke("sessions", "delete", "gone", "--yes", "--db", str(db), code=0)
+    data = raw_bytes(db)
+    for needle in ("Qorvath", "qorvath", "秘密", "杭州"):
+        assert needle.encode() not in data, needle
+    assert b"keepsake" in data
+    wal = db.with_name(db.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+    with sqlite3.connect(db) as check:
+        assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        # Not rewritten: the erased session's pages are free, still in the file.
+        assert check.execute("PRAGMA page_count").fetchone()[0] >= pages
+        assert check.execute("PRAGMA freelist_count").fetchone()[0] > 0
+
+
 def test_profile_facts_outlive_the_session_and_purge_erases_them(tmp_path: Path) -> None:
     """With user_facts on, facts belong to the user's profile: delete names them, purge erases."""
     db, args = make_history(tmp_path, "user_facts = true\n")

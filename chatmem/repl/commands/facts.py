@@ -9,15 +9,24 @@ from chatmem.errors import NotFound
 from chatmem.memory import pins
 from chatmem.memory.facts import unused_facts_note
 from chatmem.privacy.retention import parse_duration
-from chatmem.render.facts import fact_rows, facts_table, owner_text, pinned_row
+from chatmem.render.facts import (
+    RECENT_VALUES,
+    fact_rows,
+    facts_table,
+    owner_text,
+    pinned_row,
+)
 from chatmem.repl.chat import Chat
 from chatmem.repl.table import SLASH, slash
 
 
-@slash("/facts", "/facts",
-       "list the facts this session uses (id, key, value, scope, source, age), pinned details too",
-       example="/facts")
+@slash("/facts", "/facts [--all-history]",
+       "list the facts this session uses (id, key, value, scope, source, age), pinned details "
+       f"too; a value shows its last {RECENT_VALUES} earlier values, --all-history every one",
+       example="/facts", args=(0, 1))
 def _facts(repl: Chat, args: list[str]) -> None:
+    if args and args[0] != "--all-history":
+        raise SLASH["/facts"].usage_error(f"unknown option {args[0]}")
     listing = remembered.session_facts(repl.workspace, repl.engine.session)
     owners = {f.fact.id: f.owner for f in listing.facts}
     ends = {f.fact.id: f.expires_at for f in listing.facts}
@@ -26,7 +35,7 @@ def _facts(repl: Chat, args: list[str]) -> None:
     rows = fact_rows(facts, lambda f: owner_text(owners[f.id]), listing.session_names, history,
                      lambda f: ends[f.id])
     rows += [pinned_row(p.pin, owner_text(p.owner), p.pinned_at) for p in listing.pins]
-    repl.show(facts_table(rows))
+    repl.show(facts_table(rows, recent=None if args else RECENT_VALUES))
     note = unused_facts_note(repl.engine.strategy) if facts else None
     if note:
         repl.notice(note)
