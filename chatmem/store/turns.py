@@ -22,17 +22,21 @@ from chatmem.store.sessions import SessionTables
 
 AT_TURN = (
     "coalesce(t.history_turn,"
-    " (SELECT max(p.history_turn) FROM turns p WHERE p.session_id = t.session_id"
-    " AND p.number < t.number) + 1,"
-    " (SELECT min(n.history_turn) FROM turns n WHERE n.session_id = t.session_id"
-    " AND n.number > t.number),"
-    " coalesce((SELECT max(m.turn) FROM messages m WHERE m.session_id = t.session_id"
-    " AND m.superseded = 0), 0) + 1)"
+    " (SELECT p.history_turn FROM turns p WHERE p.session_id = t.session_id"
+    " AND p.number < t.number AND p.history_turn IS NOT NULL"
+    " ORDER BY p.number DESC LIMIT 1) + 1,"
+    " (SELECT n.history_turn FROM turns n WHERE n.session_id = t.session_id"
+    " AND n.number > t.number AND n.history_turn IS NOT NULL ORDER BY n.number LIMIT 1),"
+    " coalesce((SELECT m.turn FROM messages m WHERE m.session_id = t.session_id"
+    " AND m.superseded = 0 ORDER BY m.turn DESC LIMIT 1), 0) + 1)"
 )
 """The conversation's turn a request of `turns t` is at (TurnRecord.at_turn). A failed or
 cancelled one stored no history turn: it was attempted as the one after the request before
 it; with none before (an imported or forked history), as the next completed one, else as
-the one after the history. The subqueries run only for those."""
+the one after the history. The subqueries run only for those, and each walks an index from
+the request (or the history's end) to the nearest one that stored a turn: a `max()` over
+the earlier requests read them all, once per failed request, growing with the square of the
+session."""
 
 
 class TurnTables:
