@@ -3,7 +3,9 @@
 The engine and the strategies call a model outside the reply (summaries, fact
 extraction) and sometimes need to warn before a call. They report through an
 `Activity` passed down from the REPL or CLI, which shows a spinner or a line;
-by default nothing is shown. A leaf module: it imports nothing of chatmem.
+by default nothing is shown. A catch-up is a series of such steps, reported inside
+`series()` so it shows as one task, the work between the steps included. A leaf
+module: it imports nothing of chatmem.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ class Activity(Protocol):
         """Around a slow step: `with activity.doing(ActivityStep(Work.SUMMARIZING, 12, 20))`."""
         ...
 
+    def series(self) -> AbstractContextManager[None]:
+        """Around a series of steps (a catch-up, a what-if's copy and rebuild): shown as one
+        task from its first step to its end, the time between steps included. A series
+        inside a series is part of the outer one."""
+        ...
+
     def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
         """Something the user must see now, before the step that follows.
 
@@ -73,6 +81,10 @@ class Quiet:
 
     @contextmanager
     def doing(self, step: ActivityStep) -> Iterator[None]:
+        yield
+
+    @contextmanager
+    def series(self) -> Iterator[None]:
         yield
 
     def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:

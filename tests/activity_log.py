@@ -13,10 +13,16 @@ class Recording:
 
     def __init__(self) -> None:
         self.steps: list[ActivityStep] = []
+        self.series_count = 0
 
     @contextmanager
     def doing(self, step: ActivityStep) -> Iterator[None]:
         self.steps.append(step)
+        yield
+
+    @contextmanager
+    def series(self) -> Iterator[None]:
+        self.series_count += 1
         yield
 
     def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:

@@ -37,6 +37,10 @@ class Recorder:
         yield
         self.events.append(("end", step))
 
+    @contextmanager
+    def series(self) -> Iterator[None]:
+        yield
+
     def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
         if once and warning in self.shown:
             return

@@ -87,7 +87,12 @@ class MemoryUpkeep:
         return self.update_memory(catch_up=True) if self.history().turn_count() else []
 
     def update_memory(self, *, catch_up: bool = False) -> list[Notice]:
-        notices = self._update_strategy(catch_up)
+        if catch_up:
+            # One task for the whole catch-up, the work between its model calls included.
+            with self.activity.series():
+                notices = self._update_strategy(catch_up)
+        else:
+            notices = self._update_strategy(catch_up)
         if catch_up and self.background_indexing:
             return notices  # the backlog waits until the turn has committed
         if self.embedder is not None:

@@ -88,13 +88,16 @@ def what_if(
             "what-if", strategy.name, dict(strategy.params), provider=chat_provider.name,
             model=chat_provider.model, system=system, user=user,
             tokenizer=chat_provider.token_counter().key)
-        copy_history(store.history, session.id, scratch.history, copy.id, history_turns,
-                     activity)
         helper = CountingProvider(chat_provider)
-        engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
-                             budget=budget, helper=helper, embedder=embedder, activity=activity)
-        # Each summary version of the rebuild is progress, which `replayed` already counts.
-        said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
+        # Copying and rebuilding are one task to whoever shows the activity.
+        with activity.series():
+            copy_history(store.history, session.id, scratch.history, copy.id, history_turns,
+                         activity)
+            engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
+                                 budget=budget, helper=helper, embedder=embedder,
+                                 activity=activity)
+            # Each summary version of the rebuild is progress, which `replayed` counts.
+            said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
         context = engine.build_context(text)
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
+    from chatmem.providers.base import Provider
     from chatmem.store import FactRecord
 
 STATE_KEY = "facts"
@@ -190,6 +192,26 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
         return [], False
     last = min(total, done + MAX_BATCH_TURNS)
     turns = env.history.turns(done + 1, last)
+    asked = [t.number for t in turns if any(m.role == "user" for m in t.messages)]
+    # The step is the whole batch: in a long catch-up the secret guard over its messages
+    # and writing the facts take about as long as the call itself.
+    step = ActivityStep(Work.EXTRACTING_FACTS, asked[0], asked[-1],
+                        of=catching_up(env, total)) if asked else None
+    with env.activity.doing(step) if step else nullcontext():
+        notices, failed = _extract(env, env.model, turns)
+    if failed is not None:
+        state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=failed)
+        return [FactsFailed(failed, done + 1, total)], False
+    state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
+    if last < total and not env.catch_up:
+        notices.append(FactsBehind(total - last))
+    return notices, last < total
+
+
+def _extract(env: MemoryEnv, model: Provider,
+             turns: Sequence[HistoryTurn]) -> tuple[list[Notice], str | None]:
+    """Extract and store the facts of `turns`: (notices, why the call failed or None)."""
+    state = env.state
     # Every message of the batch is read (a secret the assistant said first, a value
     # answering a label), and values earlier turns found are followed into these.
     guard, masked = guard_for(state, turns)
@@ -202,16 +224,13 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     notices: list[Notice] = []
     if pending:
         try:
-            with env.activity.doing(ActivityStep(Work.EXTRACTING_FACTS, pending[0][0],
-                                                 pending[-1][0], of=catching_up(env, total))):
-                answer = env.model.complete(
-                    extraction_messages(state.live_facts(), pending, guard.mask),
-                    purpose=Purpose.FACTS
-                )
+            answer = model.complete(
+                extraction_messages(state.live_facts(), pending, guard.mask),
+                purpose=Purpose.FACTS
+            )
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
-            state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=str(e))
-            return [FactsFailed(str(e), done + 1, total)], False
+            return [], str(e)
         extraction, refused = without_sensitive(extraction, guard)
         apply_extraction(state, extraction, sources,
                          user_scope=bool(env.settings and env.settings.user_facts))
@@ -219,10 +238,7 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
                  for kind in sensitive.kinds_between(text, shown)]
         if found or refused:
             notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
-    state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
-    if last < total and not env.catch_up:
-        notices.append(FactsBehind(total - last))
-    return notices, last < total
+    return notices, None
 
 
 def without_sensitive(

@@ -188,6 +188,16 @@ class SummaryMemory(BaseStrategy[Limited]):
         """Fold `turns` into the summary with one call; on failure, record being behind."""
         if not turns:
             return []
+        # The step is the whole fold: in a long catch-up the secret guard, the drift
+        # guard's anchors and pins and the diff take as long as the call itself.
+        with env.activity.doing(ActivityStep(
+                Work.SUMMARIZING, turns[0].number, turns[-1].number,
+                of=catching_up(env, env.history.turn_count()))):
+            return self._fold(env, st, turns)
+
+    def _fold(
+        self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn]
+    ) -> list[Notice]:
         messages = [m for t in turns for m in t.messages]
         # What these turns say that is sensitive, and every value earlier turns found,
         # whoever repeats it, is masked before the summarizer or the drift guard sees it.
@@ -198,13 +208,10 @@ class SummaryMemory(BaseStrategy[Limited]):
         try:
             if env.model is None:
                 raise ChatmemError("no model is configured for summaries")
-            with env.activity.doing(ActivityStep(
-                    Work.SUMMARIZING, turns[0].number, turns[-1].number,
-                    of=catching_up(env, env.history.turn_count()))):
-                draft = summarizer.summarize(
-                    env.model, env.counter, guard.mask(st.text), messages,
-                    prompt=prompt, max_tokens=self.summary_limit(), mask=guard.mask,
-                )
+            draft = summarizer.summarize(
+                env.model, env.counter, guard.mask(st.text), messages,
+                prompt=prompt, max_tokens=self.summary_limit(), mask=guard.mask,
+            )
         except ChatmemError as e:
             env.state.set(self.name, behind=str(e))
             return [SummaryFailed(str(e), tuple(t.number for t in turns))]

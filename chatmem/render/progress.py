@@ -7,7 +7,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+)
 from rich.text import Text
 
 from chatmem.activity import ActivityStep, ActivityWarning, Work
@@ -66,15 +73,18 @@ def task_progress(console: Console, label: str, total: int, *,
         yield TaskBar(bar, label, total)
 
 
-def step_text(step: ActivityStep) -> str:
-    """"summarizing turns 12–20", "… of 5,000 (catching up)" in a series."""
+def step_text(step: ActivityStep, *, bar: bool = False) -> str:
+    """"summarizing turns 12–20", "… of 5,000 (catching up)" in a series (without the
+    parenthesis beside a `bar`, which shows it)."""
     if step.work is Work.COPYING_TURNS:
         return (f"copying turns {step.first:,}–{step.last:,} of {step.of or step.last:,}"
                 " for the what-if")
     turns = span(range(step.first, step.last + 1))
     text = f"extracting facts from {turns}" if step.work is Work.EXTRACTING_FACTS \
         else f"summarizing {turns}"
-    return text + (f" of {step.of:,} (catching up)" if step.of is not None else "")
+    if step.of is None:
+        return text
+    return text + f" of {step.of:,}" + ("" if bar else " (catching up)")
 
 
 def activity_warning_text(warning: ActivityWarning) -> str:
@@ -88,8 +98,9 @@ def activity_warning_text(warning: ActivityWarning) -> str:
 class ConsoleActivity:
     """An `Activity` (chatmem.activity) shown on a console, stderr in the CLI.
 
-    A step shows a spinner naming it while it runs, on a terminal only (a pipe
-    gets no animation); warnings are printed in every mode.
+    A step shows a spinner naming it while it runs, and a series (a catch-up) one bar
+    from its first step to its end, each step renaming and advancing it; on a terminal
+    only (a pipe gets no animation). Warnings are printed in every mode.
     """
 
     def __init__(self, console: Console,
@@ -98,14 +109,46 @@ class ConsoleActivity:
         self.hint = hint
         """What Ctrl-C does meanwhile, shown beside the step."""
         self.shown: set[ActivityWarning] = set()
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    @contextmanager
+    def series(self) -> Iterator[None]:
+        if not self.console.is_terminal or self._bar is not None:
+            yield  # a series inside one is part of it
+            return
+        # The description says how far ("turns 225–280 of 2,000"): with a short bar and the
+        # hint it fits 80 columns.
+        bar = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                       BarColumn(bar_width=8), TextColumn(f"[dim]{escape(self.hint)}"),
+                       console=self.console, transient=True)
+        self._bar, self._task = bar, None
+        try:
+            with bar:
+                yield
+        finally:
+            self._bar = self._task = None
 
     @contextmanager
     def doing(self, step: ActivityStep) -> Iterator[None]:
         if not self.console.is_terminal:
             yield
             return
+        if self._bar is not None:
+            yield from self._step_of_series(self._bar, step)
+            return
         with self.console.status(Text.assemble(step_text(step), (f"  {self.hint}", "dim"))):
             yield
+
+    def _step_of_series(self, bar: Progress, step: ActivityStep) -> Iterator[None]:
+        # The bar counts turns: those before the step are done while it runs.
+        total = step.of or step.last
+        if self._task is None:
+            self._task = bar.add_task("", total=total)
+        bar.update(self._task, description=escape(step_text(step, bar=True)), total=total,
+                   completed=step.first - 1)
+        yield
+        bar.update(self._task, completed=step.last)
 
     def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
         if once and warning in self.shown:

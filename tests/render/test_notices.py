@@ -140,6 +140,11 @@ def test_a_slow_step_reads_as_what_it_does(step: ActivityStep, text: str) -> Non
     assert step_text(step) == text
 
 
+def test_a_step_beside_its_bar_leaves_the_catching_up_to_the_bar() -> None:
+    step = ActivityStep(Work.SUMMARIZING, 1, 40, of=5_000)
+    assert step_text(step, bar=True) == "summarizing turns 1–40 of 5,000"
+
+
 def test_activity_warnings_are_worded_with_their_numbers_and_the_way_out() -> None:
     over = SendingOverBudget((("system", 7), ("input", 1_105)), 3, 50)
     assert activity_warning_text(over) == (
