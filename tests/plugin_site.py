@@ -73,6 +73,34 @@ def register(plugins):
 rests on state never written, and it must say so."""
 
 
+HALTS = '''
+import os
+
+from chatmem.providers.base import Purpose
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class Halts(ScriptedProvider):
+    """The scripted model, whose Nth summary or fact call (CHATMEM_HALT_AT) is Ctrl-C."""
+
+    name = "halts"
+    strategy_calls = 0
+
+    def complete(self, messages, *, purpose=Purpose.CHAT):
+        if purpose != Purpose.CHAT:
+            self.strategy_calls += 1
+            if self.strategy_calls == int(os.environ.get("CHATMEM_HALT_AT", "0")):
+                raise KeyboardInterrupt
+        return super().complete(messages, purpose=purpose)
+
+
+def register(plugins):
+    plugins.add_provider("halts", lambda settings: Halts())
+'''
+"""The scripted model under the name `halts`, whose Nth summary or fact call (the
+environment's CHATMEM_HALT_AT) is Ctrl-C: a rebuild interrupted halfway, deterministically."""
+
+
 def readme_section() -> str:
     text = README.read_text(encoding="utf-8")
     match = re.search(r"^## Writing a plugin\n(.*?)(?=^## |\Z)", text, re.S | re.M)

@@ -81,6 +81,12 @@ def recorded_turn(workspace: Workspace, session: SessionRecord,
     return workspace.store.turns.turn(session.id, number)
 
 
+def turn_at(workspace: Workspace, session: SessionRecord, turn: int) -> TurnRecord:
+    """The request recorded at the conversation's turn `turn`, the one `inspect S TURN`
+    shows (store.turns.at_turn); NotFound for an imported or forked turn."""
+    return workspace.store.turns.at_turn(session.id, turn)
+
+
 def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None:
     """The session's last stored turn (any status), None before the first."""
     try:

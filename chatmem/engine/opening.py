@@ -202,8 +202,9 @@ def engine_over(
 ) -> Engine[S]:
     """An engine over a session as it is stored, for building contexts and replaying turns
     (inspect --next, what-ifs, replay, eval): nothing about the session changes, and its
-    vectors are embedded before each build, so results never depend on timing. `notices`:
+    vectors are embedded before each build, so results never depend on timing. Ctrl-C ends
+    the command rather than leaving a result half built (`Engine.interrupt_ends`). `notices`:
     what resolving its strategy told."""
     return Engine(store, session, provider, strategy, budget=budget, helper=helper,
                   embedder=embedder, activity=activity, background_indexing=False,
-                  notices=notices)
+                  notices=notices, interrupt_ends=True)

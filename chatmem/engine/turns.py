@@ -89,6 +89,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         notices: Sequence[Notice] = (),
         pending: dict[str, Any] | None = None,
         created: bool = False,
+        interrupt_ends: bool = False,
     ) -> None:
         self.store = store
         self.session = session
@@ -127,6 +128,10 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         eval, what-if: results that do not depend on timing)."""
         self.indexing = Indexing(store, session.id, background=background_indexing)
         """The session's messages without vectors, one backlog per embedding model."""
+        self.interrupt_ends = interrupt_ends
+        """Ctrl-C while a reply streams or the strategy updates its memory ends the command
+        (replay, eval, what-ifs: a half-built result is no result, and nobody's turn is
+        stored). False (a chat): the turn is stored as cancelled, the update retried next turn."""
         self._turns_unfolded = 0
         self._erasures = store.sessions.erasures(session.id)
         """`sessions.erasures` when this engine last looked (follow_erasures)."""
@@ -265,6 +270,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
                 on_reply_end()
         except KeyboardInterrupt:
             stream.close()
+            if self.interrupt_ends:
+                raise
             record = self._record_unless_erased(self._record(
                 text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",

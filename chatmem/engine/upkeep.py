@@ -41,6 +41,7 @@ class MemoryUpkeep:
     state: SessionState
     indexing: Indexing
     background_indexing: bool
+    interrupt_ends: bool
     _caught_up: bool
     _said_helper_too_small: bool
     _turns_unfolded: int
@@ -84,7 +85,11 @@ class MemoryUpkeep:
         if self._caught_up:
             return []
         self._caught_up = True
-        return self.update_memory(catch_up=True) if self.history().turn_count() else []
+        try:
+            return self.update_memory(catch_up=True) if self.history().turn_count() else []
+        except KeyboardInterrupt:
+            self._caught_up = False  # (interrupt_ends) a server's kept engine tries again
+            raise
 
     def update_memory(self, *, catch_up: bool = False) -> list[Notice]:
         if catch_up:
@@ -122,6 +127,8 @@ class MemoryUpkeep:
             culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
             return [*said, MemoryUpdateFailed(str(e), culprit)]
         except KeyboardInterrupt:
+            if self.interrupt_ends:
+                raise
             # Derived state is written only after a helper call succeeds, so nothing
             # half-done is kept; the committed turn stands.
             return [*said, MemoryUpdateCancelled()]

@@ -3,10 +3,11 @@ conversations kept open between calls; and how a chatmem error reaches the model
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
 from mcp.server.mcpserver import Context
 
@@ -89,23 +90,38 @@ def told_to_the_model(answer: Answer = "tool",
     on: a ToolError from a tool, a ResourceError from a resource (not found: -32602), an
     MCPError from a prompt (any other exception would reach the client as "Error
     executing tool" alone, and the server's log as a traceback). The line names the
-    history (`settings`: the caller's) without its path on the server."""
-    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import INVALID_PARAMS
+    history (`settings`: the caller's) without its path on the server.
 
+    A KeyboardInterrupt raised in a call's worker thread (a plugin's, or a provider's) ended
+    what-ifs and replays halfway (`Engine.interrupt_ends`): the call fails with INTERRUPTED,
+    rather than the SDK ending the server. On the main thread it is the server's Ctrl-C."""
     from chatmem.render.errors import Client, client_error_text
 
     try:
         yield
+    except KeyboardInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            raise
+        _fail(answer, INTERRUPTED, not_found=False)
     except ChatmemError as e:
-        text = client_error_text(e, settings, client=Client.MCP)
-        if answer == "resource":
-            raise (ResourceNotFoundError if isinstance(e, NotFound) else ResourceError)(
-                text) from None
-        if answer == "prompt":
-            raise MCPError(INVALID_PARAMS, text) from None
-        raise ToolError(text) from None
+        _fail(answer, client_error_text(e, settings, client=Client.MCP),
+              not_found=isinstance(e, NotFound))
+
+
+INTERRUPTED = "interrupted before it finished (nothing half-built is answered); call again"
+"""What a call a KeyboardInterrupt ended is answered with."""
+
+
+def _fail(answer: Answer, text: str, *, not_found: bool) -> NoReturn:
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    if answer == "resource":
+        raise (ResourceNotFoundError if not_found else ResourceError)(text) from None
+    if answer == "prompt":
+        raise MCPError(INVALID_PARAMS, text) from None
+    raise ToolError(text) from None
 
 
 def _history_in_scope(ctx: Context | None) -> str | None:

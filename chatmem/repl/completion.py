@@ -131,9 +131,11 @@ class SlashCompleter(Completer):
         last = sessions.last_turn(self.chat.workspace, session)
         if last is None:
             return []
-        return self._window(("turn", session.id, last.status), last, last.number,
-                            partial(sessions.recorded_turn, self.chat.workspace, session),
-                            lambda t: (str(t.number), f"{t.status}: {t.input}"))
+        # The conversation's turn numbers, as /inspect N takes them (after an import they
+        # are not the request numbers); an attempt that failed shares its turn's.
+        read = partial(sessions.turn_at, self.chat.workspace, session)
+        return self._window(("turn", session.id, last.status, last.number), last, last.turn,
+                            read, lambda t: (str(t.turn), f"{t.status}: {t.input}"))
 
     def _summaries(self, session: SessionRecord,
                    strategies: Iterable[str]) -> list[tuple[str, str]]:

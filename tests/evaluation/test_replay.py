@@ -379,3 +379,26 @@ def test_a_save_as_that_fails_leaves_another_processs_session_of_its_name(
     assert [s.name for s in store.sessions.list_sessions()] == ["半途-window-k-2"]
     kept = store.sessions.session("半途-window-k-2")
     assert [m.content for m in store.history.messages(kept.id)] == ["我的航班号是 MU5137"]
+
+
+def test_ctrl_c_during_a_regenerated_reply_stops_the_replay(store: Store) -> None:
+    """A replay's turn is nobody's: Ctrl-C while its reply streamed was stored as a cancelled
+    turn and the replay went on to the next, its totals counting a reply never finished."""
+    from chatmem.providers.scripted import ScriptedReply
+
+    class Cut(ScriptedReply):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            yield "半句"
+            raise KeyboardInterrupt
+
+    class CutAtTheSecondReply(ScriptedProvider):
+        def stream(self, messages):  # type: ignore[no-untyped-def]
+            reply = super().stream(messages)
+            return Cut("", 0, 0) if self.calls == 2 else reply
+
+    provider = CutAtTheSecondReply()
+    with pytest.raises(KeyboardInterrupt):
+        replay(SMALL, [parse_spec("window:k=2")], chat_provider=provider, store=store,
+               save_as="半途", keep_replies=False)
+    assert provider.calls == 2  # the third turn was never sent
+    assert [s.name for s in store.sessions.list_sessions()] == []

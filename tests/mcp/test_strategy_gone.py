@@ -21,16 +21,18 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
-def run_server(db: Path, site: Path | None, calls: list[tuple[str, dict[str, Any]]]
+def run_server(db: Path, site: Path | None, calls: list[tuple[str, dict[str, Any]]], *,
+               provider: str = "scripted", env: dict[str, str] | None = None,
                ) -> list[tuple[bool, Any]]:
-    """Make `calls` in order with a client of `chatmem mcp` whose Python finds the plugins
-    in `site` (none: not installed); each (is_error, structured content or text)."""
+    """Make `calls` in order with a client of `chatmem mcp --provider PROVIDER` (and `env`)
+    whose Python finds the plugins in `site` (none: not installed); each (is_error,
+    structured content or text)."""
     path = [str(site)] if site else []
-    env = {**os.environ,
+    env = {**os.environ, **(env or {}),
            "PYTHONPATH": os.pathsep.join([*path, *filter(None, [os.environ.get("PYTHONPATH")])])}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"], env=env)
+        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", provider], env=env)
 
     async def work() -> list[tuple[bool, Any]]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import FORGETS, install
+from plugin_site import FORGETS, HALTS, Install, install
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
 from test_strategy_gone import run_server
+
+from chatmem.mcp.memory import INTERRUPTED
 
 
 def test_a_what_if_whose_memory_update_fails_tells_the_client(tmp_path: Path) -> None:
@@ -27,3 +29,21 @@ def test_a_what_if_whose_memory_update_fails_tells_the_client(tmp_path: Path) ->
     [notice] = seen["notices"]
     assert "KeyError: '记忆更新失败'" in notice and "strategy 'forgets'" in notice
     assert seen["parts"]  # the context is still shown
+
+
+def test_a_what_if_interrupted_while_it_rebuilds_is_answered_as_cancelled(
+        installed: Install, tmp_path: Path) -> None:
+    """A Ctrl-C (KeyboardInterrupt) inside the rebuild answered the call with the half-built
+    context and "the turn is stored and the update is retried next turn" (long-history
+    reading, finding 3); now the call fails, and the server answers the next one."""
+    installed("chatmem-halts", "chatmem_halts", HALTS, name="halts")
+    db = tmp_path / "h.db"
+    invoke("chat", "旅行", "-s", "window", "--provider", "halts", "--db", str(db),
+           input="".join(f"I want to go to 杭州, day {i} 第{i}天\n" for i in range(120)), code=0)
+    halted, again = run_server(db, tmp_path / "site", [
+        ("get_context", {"conversation_id": "旅行", "input": "住哪里",
+                         "strategy": "summary-buffer:max_tokens=120"}),
+        ("get_context", {"conversation_id": "旅行", "input": "住哪里"})],
+        provider="halts", env={"CHATMEM_HALT_AT": "2"})
+    assert halted[0] is True and halted[1].endswith(f"get_context: {INTERRUPTED}")
+    assert again[0] is False and again[1]["parts"]

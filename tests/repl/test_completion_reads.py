@@ -71,3 +71,18 @@ def test_summary_completion_reads_recent_versions_of_the_summary_in_use(
         assert first.rows <= 2 * RECENT  # not every one of the 60+ versions
         _, again = completing(store, completer, "/summary 1")
         assert again.rows <= 1
+
+
+def test_inspect_completion_offers_the_conversation_s_turn_numbers(tmp_path: Path) -> None:
+    """`/inspect N` takes the conversation's turn (b090224); after an import its completion
+    still offered request numbers: 1–3 for turns 41–43, and /inspect 1 showed imported turn 1."""
+    store, repl = grown(tmp_path / "h.db", 0)
+    with store:
+        store.history.import_messages(repl.engine.session.id, [
+            {"role": role, "content": f"{role} {n} 导入的第{n}轮"}
+            for n in range(1, 41) for role in ("user", "assistant")])
+        for n in range(3):
+            repl.engine.run_turn(f"chatted {n} 聊天第{n}轮")
+        found, _ = completing(store, SlashCompleter(repl), "/inspect ")
+        assert found == [("43", "ok: chatted 2 聊天第2轮"), ("42", "ok: chatted 1 聊天第1轮"),
+                         ("41", "ok: chatted 0 聊天第0轮")]
