@@ -75,8 +75,10 @@ class Inspection:
                                     for m in p.messages if m.id is not None}}
 
 
-def inspect_turn(workspace: Workspace, session: str, number: int | None = None) -> Inspection:
-    """Turn `number` of `session` (default: the last) as it was sent."""
+def inspect_turn(workspace: Workspace, session: str, number: int | None = None, *,
+                 request: int | None = None) -> Inspection:
+    """Turn `number` of `session` (default: the last) as it was sent; or its `request`-th
+    request (TurnRecord.number), which reaches an attempt a later one replaced or retried."""
     from chatmem.errors import TurnNotRecorded
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.whatif import left_out_texts
@@ -84,7 +86,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None) 
 
     store = workspace.store
     record = store.sessions.session(session)
-    turn = _turn_or_history(store, record, number)
+    turn = (store.turns.turn(record.id, request) if request is not None
+            else _turn_or_history(store, record, number))
     if isinstance(turn, _HistoryTurn):
         raise TurnNotRecorded(record.name, turn.number)
     context = Context.from_json(turn.context)

@@ -70,6 +70,12 @@ def inspect(
         int | None, typer.Option("--turn", "-t", min=1, show_default=False, metavar="N",
                                  help="Turn number (default: the last turn).")
     ] = None,
+    request: Annotated[
+        int | None, typer.Option("--request", min=1, show_default=False, metavar="N",
+                                 help="The Nth request sent in the session, as logs --json "
+                                      "numbers it: also a failed or replaced attempt, which "
+                                      "a turn number no longer reaches.")
+    ] = None,
     next_text: Annotated[
         str | None, typer.Option("--next", show_default=False,
                                  help="Show what WOULD be sent for this input; no model call.")
@@ -112,6 +118,10 @@ def inspect(
     if session is None:
         raise UsageError("missing argument SESSION (or --session SESSION)")
     turn = given_once(turn_word, turn, noun="turn", flag="--turn")
+    if request is not None and (turn is not None or next_text is not None or strategy
+                                or param or summaries):
+        raise UsageError("--request shows one recorded request as it was sent: give it"
+                         " without a turn, --next, --strategy, --param or --summaries")
     if next_text is not None and not next_text.strip():
         raise UsageError("--next needs the input to show (empty input)")
     settings = settings_from(config, db, provider, model)
@@ -131,7 +141,7 @@ def inspect(
             seen = inspect_next(ws, session, next_text, explicit=explicit)
         else:
             try:
-                seen = inspect_turn(ws, session, turn)
+                seen = inspect_turn(ws, session, turn, request=request)
             except TurnNotRecorded as error:
                 raise NotFound(f"{error}; --strategy NAME shows what a strategy would send"
                                " at it, --next TEXT what would be sent next") from None

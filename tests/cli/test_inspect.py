@@ -408,6 +408,13 @@ def test_inspect_logs_and_explain_turn_number_turns_as_the_conversation_does(
         seen = inspect_json(db, number)
         assert seen["mode"] == "turn" and seen["input"] == said
         assert seen["turn"]["number"] == int(number)  # type: ignore[index]
+    # The same two turns are the session's first and second requests.
+    assert inspect_json(db, "--request", "1")["input"] == "我的订单号是 ORD-31"
+    assert inspect_json(db, "--request", "2")["turn"]["number"] == 32  # type: ignore[index]
+    both = invoke("inspect", "support", "31", "--request", "1", "--db", db)
+    assert both.exit_code == 2 and "--request shows one recorded request" in both.stderr
+    gone = invoke("inspect", "support", "--request", "3", "--db", db)
+    assert gone.exit_code == 1 and "has no turn 3" in gone.stderr
     for number in ("1", "12"):
         plain = invoke("inspect", "support", number, "--db", db)
         assert plain.exit_code == 1

@@ -152,9 +152,14 @@ def test_a_provider_that_raises_records_a_failed_turn_and_the_chat_goes_on(
         "error: provider 'flaky' failed: ConnectionError: connection reset by peer 连接被重置"
         " (plugin flaky (chatmem-flaky 0.1.0))"]
     assert "three" in chatted.stdout.splitlines()[-1]
-    shown = json.loads(invoke("inspect", "p", "--turn", "2", "--json", "--db", db,
+    # The failed attempt is the second request; the conversation's turn 2 is "three".
+    shown = json.loads(invoke("inspect", "p", "--request", "2", "--json", "--db", db,
                               code=0).stdout)
     assert shown["turn"]["status"] == "failed" and "连接被重置" in shown["turn"]["error"]
+    kept = json.loads(invoke("inspect", "p", "--turn", "2", "--json", "--db", db,
+                             code=0).stdout)["turn"]
+    assert (kept["status"], kept["input"], kept["number"], kept["request"]) == (
+        "ok", "three", 2, 3)
     started = invoke("ask", "hi", "--provider", "flaky2", "--db", db, code=1)
     assert started.stderr == ("error: provider 'flaky2' could not start: ValueError: flaky2 "
                               "needs FLAKY_TOKEN set (plugin flaky (chatmem-flaky 0.1.0))\n")

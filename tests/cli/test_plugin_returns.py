@@ -292,8 +292,8 @@ def test_a_reply_piece_that_is_not_text_is_a_failed_turn_and_a_reply_without_usa
     assert chatted.exit_code == 1 and "Traceback" not in chatted.output
     line = f"error: provider 'numbers' failed: a piece of its reply is int, not text {BY}"
     assert [s for s in chatted.stderr.splitlines() if s.startswith("error:")] == [line] * 2
-    for turn in ("1", "2"):
-        shown = json.loads(invoke("inspect", "n", "--turn", turn, "--json", "--db", db,
+    for request in ("1", "2"):  # both attempts at turn 1: reached as requests
+        shown = json.loads(invoke("inspect", "n", "--request", request, "--json", "--db", db,
                                   code=0).stdout)
         assert shown["turn"]["status"] == "failed"
         assert "a piece of its reply is int" in shown["turn"]["error"]

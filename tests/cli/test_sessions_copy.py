@@ -54,7 +54,7 @@ def every_turn(db: str) -> dict[str, dict[int, object]]:
         with Store(db) as store:
             recorded = [t.number for t in store.turns.turns(store.sessions.session(name).id)]
         assert set(recorded) <= set(range(1, session["turns"] + 1))
-        shown[name] = {n: json.loads(output("inspect", name, "--turn", str(n), "--db", db,
+        shown[name] = {n: json.loads(output("inspect", name, "--request", str(n), "--db", db,
                                             "--json")) for n in recorded}
     return shown
 
