@@ -5,48 +5,18 @@ without the history's path on the server."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cli_runner import repl
-from waiting import HANG
+from mcp_calls import mcp_calls
 
 from chatmem.store import Store
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
-
-def serve(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
-          site: Path | None = None) -> list[dict[str, Any]]:
-    """Make `calls` in order with a client of `chatmem mcp ARGS` (whose Python also finds
-    what is in `site`); each call's structured result."""
-    path = [str(site)] if site else []
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join([*path, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "chatmem", "mcp", "--provider", "scripted", *args], env=env)
-
-    async def work() -> list[dict[str, Any]]:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            answers = []
-            for tool, arguments in calls:
-                result = await session.call_tool(tool, arguments)
-                assert not result.is_error, result.content
-                assert result.structured_content is not None
-                answers.append(result.structured_content)
-            return answers
-
-    return asyncio.run(asyncio.wait_for(work(), HANG))
 
 
 @pytest.fixture
@@ -66,7 +36,7 @@ def aged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_retention_at_opening_is_told_by_the_call_that_opened_the_conversation(
         aged: Path) -> None:
-    recorded, started, listed = serve(["--db", str(aged)], [
+    recorded, started, listed = mcp_calls(["--db", str(aged)], [
         ("record_turn", {"conversation_id": "recent", "user": "还在吗", "assistant": "在"}),
         ("start_conversation", {"name": "recent"}),
         ("list_conversations", {})])
@@ -89,7 +59,7 @@ def test_retention_that_could_not_run_is_told_without_the_historys_path(
         f"    raise StoreError({str(aged)!r} + ' is busy: another process held it for over "
         "5 s; try again')\n\n\n"
         "retention.prune = busy\n", encoding="utf-8")
-    [started] = serve(["--db", str(aged)], [("start_conversation", {"name": "recent"})],
+    [started] = mcp_calls(["--db", str(aged)], [("start_conversation", {"name": "recent"})],
                       site=site)
     assert started["notices"] == ["retention not applied this time: the history is busy: "
                                   "another process held it for over 5 s; try again"]
@@ -106,7 +76,7 @@ def older_history(home: Path) -> Path:
 def test_a_history_file_moved_at_opening_is_told_without_its_paths(
         isolated_home: Path) -> None:
     old = older_history(isolated_home)
-    context, again = serve([], [
+    context, again = mcp_calls([], [
         ("get_context", {"conversation_id": "旅行", "input": "去哪里"}),
         ("get_context", {"conversation_id": "旅行", "input": "去哪里"})])
     assert context["notices"] == [
@@ -122,7 +92,7 @@ def test_an_older_history_left_behind_is_told_at_opening(isolated_home: Path) ->
     new = isolated_home / ".local" / "share" / "chatmem" / "chatmem.db"
     with Store(new) as store:
         repl(store, "新的", ["你好"], strategy="window")
-    [started] = serve([], [("start_conversation", {"name": "新的"})])
+    [started] = mcp_calls([], [("start_conversation", {"name": "新的"})])
     [said] = started["notices"]
     assert said.startswith("an older chatmem's history is still in the config directory")
     assert str(isolated_home) not in said

@@ -4,21 +4,14 @@ client's next call reaches the session it was shown, never bob's namesake."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from cli_runner import output
+from mcp_calls import mcp_calls
 from pg import PostgresServer
-from waiting import HANG
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 
 @pytest.fixture
@@ -33,34 +26,12 @@ def urls(pg_server: PostgresServer, pg_template: str) -> Iterator[tuple[str, str
     pg_server.drop_database(name)
 
 
-def calls_as(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "chatmem", "mcp", "--db", url, "--provider", "scripted"],
-        env=dict(os.environ))
-
-    async def work() -> list[dict[str, Any]]:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            answers = []
-            for tool, arguments in calls:
-                if tool.startswith("chatmem://"):
-                    read = await session.read_resource(tool)  # type: ignore[arg-type]
-                    answers.append({"text": read.contents[0].text})  # type: ignore[union-attr]
-                    continue
-                result = await session.call_tool(tool, arguments)
-                assert not result.is_error, result.content
-                assert result.structured_content is not None
-                answers.append(result.structured_content)
-            return answers
-
-    return asyncio.run(asyncio.wait_for(work(), HANG))
 
 
 def test_a_shared_session_is_listed_searched_and_reached_as_owner_slash_name(
         urls: tuple[str, str]) -> None:
     ann, bob = urls
-    listed, everywhere, chinese, started, recorded, mine, transcript = calls_as(bob, [
+    listed, everywhere, chinese, started, recorded, mine, transcript = mcp_calls(["--db", bob], [
         ("list_conversations", {}),
         ("search_memory", {"query": "kangaroo"}),
         ("search_memory", {"query": "袋鼠"}),
@@ -88,7 +59,7 @@ def test_a_plain_name_starts_ones_own_conversation_never_a_share_of_that_name(
     ann, bob = urls
     output("chat", "plan", "--provider", "scripted", "--db", ann, input="ann 的计划\n")
     output("sessions", "share", "plan", "--with", "bob", "--write", "--db", ann)
-    started, recorded = calls_as(bob, [
+    started, recorded = mcp_calls(["--db", bob], [
         ("start_conversation", {"name": "plan"}),
         ("record_turn", {"conversation_id": "plan", "user": "bob 的计划", "assistant": "好"})])
     assert started["conversation_id"] == "plan" and started["created"]

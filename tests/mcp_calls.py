@@ -1,0 +1,44 @@
+"""One MCP client session against a real `chatmem mcp` over stdio, for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from waiting import HANG
+
+
+def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
+              site: Path | None = None) -> list[dict[str, Any]]:
+    """Make `calls` in order with a client of `chatmem mcp --provider scripted ARGS` (whose
+    Python also finds what is in `site`): each tool call's structured result, or for a
+    `chatmem://` resource `{"text": …}`. A call that errs fails the test."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    path = [str(site)] if site else []
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([*path, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--provider", "scripted", *args], env=env)
+
+    async def work() -> list[dict[str, Any]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            answers = []
+            for tool, arguments in calls:
+                if tool.startswith("chatmem://"):
+                    resource = await session.read_resource(tool)  # type: ignore[arg-type]
+                    answers.append({"text": resource.contents[0].text})  # type: ignore[union-attr]
+                    continue
+                result = await session.call_tool(tool, arguments)
+                assert not result.is_error, result.content
+                assert result.structured_content is not None
+                answers.append(result.structured_content)
+            return answers
+
+    return asyncio.run(asyncio.wait_for(work(), HANG))
