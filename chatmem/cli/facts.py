@@ -17,7 +17,6 @@ from chatmem.cli.options import (
     session_first,
 )
 from chatmem.cli.output import consoles, handles_errors, print_json
-from chatmem.render.facts import RECENT_VALUES
 
 if TYPE_CHECKING:
     from chatmem.privacy.purge import Mentioned
@@ -48,8 +47,8 @@ def list_(
     db: DbOption = None,
     config: ConfigOption = None,
     all_history: Annotated[bool, typer.Option(
-        "--all-history", help=f"Show every earlier value of a fact (default: the last "
-                              f"{RECENT_VALUES} and how many older; --json lists all).")] = False,
+        "--all-history", help="Show every earlier value of a fact (default: the last "
+                              "few and how many older; --json lists all).")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """List remembered facts and pinned summary details with their scope, source and age.
@@ -59,7 +58,13 @@ def list_(
     """
     session = one_session(session_arg, session)
     from chatmem.app.facts import list_facts
-    from chatmem.render.facts import fact_rows, facts_table, owner_text, pinned_row
+    from chatmem.render.facts import (
+        RECENT_VALUES,
+        fact_rows,
+        facts_table,
+        owner_text,
+        pinned_row,
+    )
 
     settings = settings_from(config, db)
     with open_workspace(settings, create=False) as ws:
