@@ -46,11 +46,14 @@ def test_the_prompt_after_a_rename_elsewhere_shows_the_new_name(tmp_path: Path,
                                                                 tty: None) -> None:  # noqa: F811
     db = tmp_path / "p.db"
     store, repl = make_repl(db, session="notes")
+    # The wait reads what the prompt already read (the typing thread may not use the
+    # store's connection, which belongs to this thread).
     with store, typing(repl, "first\r", fresh_prompt,
-                       lambda _: toolbar_text(repl).startswith(" session 笔记 · "),
+                       lambda _: repl.engine.session.name == "笔记",
                        "second\r") as lines:
         assert next(lines) == "first"
         repl.turn("first")
         rename(db, "notes", "笔记")
         assert next(lines) == "second"
         assert repl.address == "笔记"
+        assert toolbar_text(repl).startswith(" session 笔记 · ")
