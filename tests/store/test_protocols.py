@@ -80,8 +80,9 @@ def test_the_store_is_a_small_facade() -> None:
     # The repositories and the Store's own few members (connection, transaction, time,
     # where it is): the methods live on the repositories, not on the Store.
     members = {name for name in dir(Store) if not name.startswith("_")}
-    assert members == {"check_writable", "clock", "close", "empty_standing_in", "encrypted",
-                       "location", "moved", "now", "path", "tidy", "vacuum", "write"}
+    assert members == {"check_writable", "clear_log", "clock", "close", "empty_standing_in",
+                       "encrypted", "location", "moved", "now", "path", "tidy", "vacuum",
+                       "write"}
     with Store(":memory:") as store:
         repositories = {name for name, value in vars(store).items()
                         if not name.startswith("_") and name not in ("connection", "db")}
