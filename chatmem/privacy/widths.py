@@ -10,11 +10,10 @@ the characters as they were typed). Punctuation that ends or links a clause in C
 
 from __future__ import annotations
 
-import unicodedata
+from chatmem.text import FULL_WIDTH
 
 _CLAUSE_MARKS = frozenset("！＂＇（），．：；？［］｛｝｀｜＼＜＞")
-_FOLD = {code: unicodedata.normalize("NFKC", chr(code)) for code in range(0xFF01, 0xFF5F)
-         if chr(code) not in _CLAUSE_MARKS}
+_FOLD = {code: ascii for code, ascii in FULL_WIDTH.items() if chr(code) not in _CLAUSE_MARKS}
 
 
 def folded(text: str) -> str:
