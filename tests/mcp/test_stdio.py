@@ -145,8 +145,12 @@ def test_a_server_whose_client_has_gone_mid_call_ends_and_its_history_is_intact(
                            encoding="utf-8", env={**os.environ, "CHATMEM_CONFIG": str(config)})
     assert shown.returncode == 0, shown.stderr
     stored = [m["content"] for m in json.loads(shown.stdout)["messages"]]
-    # Each turn recorded before the client left is whole; none is half there.
+    # Each turn recorded before the client left is whole; none is half there. Their order
+    # is not asserted: the calls were sent without waiting for answers, and the SDK runs
+    # each on a worker thread of its own, so two may reach the conversation either way
+    # round (one in four runs under load).
     assert stored and len(stored) % 2 == 0
-    assert stored == [text for turn in said[:len(stored) // 2] for text in turn]
+    turns = list(zip(stored[::2], stored[1::2], strict=True))
+    assert len(set(turns)) == len(turns) and set(turns) <= set(said), turns
     with sqlite3.connect(db) as history:
         assert history.execute("PRAGMA integrity_check").fetchone() == ("ok",)
