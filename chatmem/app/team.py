@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.store.copying import CopyReport
-    from chatmem.store.sharing import Exemption, Share
+    from chatmem.store.sharing import Exemption, RoleAdded, Share
 
 
 def role_statements(name: str, database: str) -> list[str]:
@@ -27,11 +27,12 @@ def row_security_exemption(workspace: Workspace) -> tuple[str, Exemption] | None
     return exemption(workspace.store.connection)
 
 
-def add_user(workspace: Workspace, name: str) -> None:
-    """Create the login role `name` (the connecting role must be allowed to create roles)."""
+def add_user(workspace: Workspace, name: str) -> RoleAdded:
+    """Create the login role `name` (the connecting role must be allowed to create roles),
+    or let an existing one that row security binds connect to this database."""
     from chatmem.store.sharing import add_user as create_role
 
-    create_role(workspace.store.connection, name)
+    return create_role(workspace.store.connection, name)
 
 
 def share_session(workspace: Workspace, session: str, role: str, *, write: bool) -> Share:

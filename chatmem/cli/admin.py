@@ -51,12 +51,16 @@ def add_user(
         for statement in role_statements(name, name_of_db):
             typer.echo(statement + ";")
         return
+    from chatmem.store.sharing import RoleAdded
+
     with open_workspace(settings) as ws:
-        create_role(ws, name)
+        added = create_role(ws, name)
         shown = ws.location
-    consoles()[1].print(f"added role {name} on {shown}; set its password with "
-                        f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})",
-                        markup=False, soft_wrap=True)
+    said = (f"added role {name} on {shown}; set its password with "
+            f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})"
+            if added is RoleAdded.CREATED else
+            f"role {name} existed; it may now use {shown} (its password is unchanged)")
+    consoles()[1].print(said, markup=False, soft_wrap=True)
 
 
 @handles_errors

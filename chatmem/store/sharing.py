@@ -55,9 +55,14 @@ def role_sql(name: str, database: str) -> list[str]:
     """The statements that create `name`: a login role subject to row-level security
     (never superuser nor BYPASSRLS, which PostgreSQL exempts from it), able to connect."""
     check_role_name(name)
-    quoted = '"' + database.replace('"', '""') + '"'
     return [f"CREATE ROLE {name} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
-            f"GRANT CONNECT ON DATABASE {quoted} TO {name}",
+            *access_sql(name, database)]
+
+
+def access_sql(name: str, database: str) -> list[str]:
+    """The statements that let the role `name` connect to `database` and use its tables."""
+    quoted = '"' + database.replace('"', '""') + '"'
+    return [f"GRANT CONNECT ON DATABASE {quoted} TO {check_role_name(name)}",
             f"GRANT USAGE ON SCHEMA public TO {name}"]
 
 
@@ -87,17 +92,46 @@ def _require_postgres(store: Connection, what: str) -> None:
                          "one user: whoever can read it)")
 
 
-def add_user(store: Connection, name: str) -> None:
-    """Create the login role `name` (the connecting role must be allowed to create roles)."""
+class RoleAdded(StrEnum):
+    """What `add_user` did."""
+
+    CREATED = "created"
+    GRANTED = "granted"
+    """The role existed (a person of another chatmem database, say) and was let connect."""
+
+
+def add_user(store: Connection, name: str) -> RoleAdded:
+    """Create the login role `name` (the connecting role must be allowed to create roles),
+    or let an existing one that row security binds connect to this database."""
     _require_postgres(store, "adding a user")
     check_role_name(name)
-    if _role_exists(store, name):
-        raise UsageError(f"role {name} already exists on {store.location}")
     _check_tables_owner(store)
     database = str(fetch_value(store.db, "SELECT current_database()"))
+    existing = store.db.execute(
+        "SELECT rolsuper, rolbypassrls, rolcanlogin,"
+        " has_database_privilege(rolname, current_database(), 'CONNECT'),"
+        " has_schema_privilege(rolname, current_schema(), 'USAGE')"
+        " FROM pg_catalog.pg_roles WHERE rolname = ?", [name]).fetchone()
+    if existing is None:
+        with store.write():
+            for statement in role_sql(name, database):
+                store.db.execute(statement)
+        return RoleAdded.CREATED
+    superuser, bypasses, can_login, connects, uses = existing
+    if superuser or bypasses:
+        # Granting it would add a person whom row security does not bind.
+        why = Exemption.SUPERUSER if superuser else Exemption.BYPASSRLS
+        raise UsageError(f"role {name} exists on {store.location} and is {why.value}: row "
+                         "security would not keep it to its own sessions; choose another name")
+    if not can_login:
+        raise UsageError(f"role {name} exists on {store.location} but cannot log in "
+                         f"(ALTER ROLE {name} LOGIN lets it)")
+    if connects and uses:
+        raise UsageError(f"role {name} already exists on {store.location} and can use it")
     with store.write():
-        for statement in role_sql(name, database):
+        for statement in access_sql(name, database):
             store.db.execute(statement)
+    return RoleAdded.GRANTED
 
 
 def _check_tables_owner(store: Connection) -> None:

@@ -180,6 +180,48 @@ def test_add_user_creates_a_role_that_sees_only_its_own(
     run(pg_server.url(database), "admin", "add-user", role, code=int(UsageError.exit_code))
 
 
+def test_add_user_lets_a_person_of_another_database_connect_to_this_one(
+        pg_server: PostgresServer, database: str, urls: tuple[str, str]) -> None:
+    """carol chats on one team database; a second one that does not let every role connect
+    gets her through add-user too, password unchanged. A role row security would not bind,
+    or one that cannot log in, is refused, and nothing is granted to it."""
+    role = f"carol2_{database}"
+    run(pg_server.url(database), "admin", "add-user", role)
+    second = pg_server.create_database(database)
+    try:
+        with pg_server.admin(second) as conn:
+            conn.execute(f'REVOKE CONNECT ON DATABASE "{second}" FROM PUBLIC')
+        admin = pg_server.url(second)
+        chat(pg_server.url(second, role), "x", "hi", code=int(StoreError.exit_code))
+        said = invoke("admin", "add-user", role, "--db", admin)
+        assert said.exit_code == 0 and f"role {role} existed" in said.stderr
+        chat(pg_server.url(second, role), "第二个", "你好")
+        assert names(pg_server.url(second, role)) == ["第二个"]
+        run(admin, "admin", "add-user", role, code=int(UsageError.exit_code))
+        sleeper, bypasser = f"nologin_{database}", f"bypass_{database}"
+        with pg_server.admin() as conn:
+            conn.execute(f"CREATE ROLE {sleeper} NOLOGIN")
+            conn.execute(f"CREATE ROLE {bypasser} LOGIN BYPASSRLS")
+        try:
+            for refused, why in (("postgres", "a superuser"), (bypasser, "BYPASSRLS"),
+                                 (sleeper, "cannot log in")):
+                error = run(admin, "admin", "add-user", refused, code=int(UsageError.exit_code))
+                assert error.count("\n") == 1 and why in error
+            with pg_server.admin(second) as conn:
+                assert conn.execute(
+                    "SELECT has_database_privilege(%s, current_database(), 'CONNECT'),"
+                    " has_database_privilege(%s, current_database(), 'CONNECT')",
+                    (sleeper, bypasser)).fetchone() == (False, False)
+        finally:
+            with pg_server.admin() as conn:
+                conn.execute(f"DROP ROLE {sleeper}")
+                conn.execute(f"DROP ROLE {bypasser}")
+    finally:
+        with pg_server.admin(second) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+        pg_server.drop_database(second)
+
+
 def test_a_team_is_refused_while_a_person_who_chats_owns_the_tables(
         pg_server: PostgresServer) -> None:
     """ann opened the empty database first, so chatmem's tables are hers: as their owner she
