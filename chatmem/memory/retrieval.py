@@ -273,14 +273,19 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                     opener = ranked_at(first.position - 1)
                     if opener.turn == first.turn and opener.role == "user":
                         ranked.append(opener)
+                # A better-ranked reply is not dropped for worse-ranked messages, nor a
+                # better-ranked message for it (ties stay: equals keep their places).
+                freed, left = [], used
+                for other in sorted((r for r in kept[1:] if r.fused < first.fused),
+                                    key=lambda r: r.fused):
+                    if left + opener.tokens <= room:
+                        break
+                    freed.append(other)
+                    left -= other.tokens
                 if (opener.turn == first.turn and opener.role == "user"
-                        and first.tokens + opener.tokens <= room):
-                    # A better-ranked reply is not dropped for worse-ranked messages.
-                    for other in sorted(kept[1:], key=lambda r: r.fused):
-                        if used + opener.tokens <= room:
-                            break
+                        and left + opener.tokens <= room):
+                    for other in freed:
                         other.kept, other.why = False, RecallVerdict.MADE_ROOM
-                        used -= other.tokens
                     opener.kept, opener.why = True, RecallVerdict.KEPT_AS_QUESTION
                     opener.route = RecallRoute.NEIGHBOUR  # its reply brought it
                     return [opener, *(r for r in kept if r.kept)]

@@ -280,6 +280,38 @@ def test_a_better_ranked_reply_keeps_its_question_and_a_weaker_match_makes_room(
     assert context.tokens <= budget
 
 
+def test_a_weaker_reply_never_takes_a_better_match_s_place_for_its_question(
+    make_engine
+) -> None:
+    """The oldest kept message is a reply ranked below the best match: room for its question
+    is not made by dropping that match; the reply is left out instead."""
+    engine = make_engine("retrieval")
+    counter = engine.counter
+    lines = [("user", "what did the vet say"), ("assistant", "the zebra was fine, said the vet"),
+             ("user", "small talk"), ("assistant", "more small talk"),
+             ("user", "my zebra is called kiwi and loves kiwi fruit"), ("assistant", "cute")]
+    engine.store.history.import_messages(engine.session.id,
+                                         [{"role": role, "content": text} for role, text in lines])
+    history = engine.history()
+    question = Message.counted("user", "what is my zebra called, kiwi?", counter)
+    request = ContextRequest(history=history, input=question, counter=counter,
+                             state=engine.state)
+    stored = {m.content: m for t in history.turns(1, 3) for m in t.messages}
+    best = "my zebra is called kiwi and loves kiwi fruit"
+    weaker = "the zebra was fine, said the vet"
+    # Room for both matches, not for the weaker one's question beside them.
+    budget = counter.priming + question.tokens + stored[best].tokens + stored[weaker].tokens
+    context = create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
+                                            "recent": "0", "smooth": "0",
+                                            "sitting": "0"}).build(request)
+    scores = {r["id"]: r["fused"] for r in context.recall}
+    assert scores[stored[best].id] > scores[stored[weaker].id]
+    why = {r["id"]: r["why"] for r in context.recall}
+    assert recalled(context) == [best]
+    assert why[stored[weaker].id] == RecallVerdict.REPLY_FIRST.value
+    assert context.tokens <= budget
+
+
 def test_each_recalled_message_says_which_route_brought_it(make_engine) -> None:
     from chatmem.memory.reasons import RecallRoute
     from chatmem.render.reasons import reason_text
