@@ -13,10 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
 from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
+
+if TYPE_CHECKING:
+    import uvicorn
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -301,6 +304,15 @@ def guarded(app: App, where: Listening, tokens: Mapping[str, str] | None = None,
     return BearerGuard(app, where.token, tokens)
 
 
+def server_config(app: App) -> uvicorn.Config:
+    """How uvicorn runs `app`: without proxy headers, since uvicorn would take the client's
+    address from X-Forwarded-For (trusted from loopback), so any account could name a
+    connection the owner holds open to the peer check."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="warning", lifespan="on", proxy_headers=False)
+
+
 def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]) -> None:
     """Serve `app` on `where` until interrupted; port 0 takes a free port, and `announce`
     hears the address really bound (and the token) before the first request is taken."""
@@ -322,7 +334,7 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     sock.listen(128)
     bound = dataclasses.replace(where, port=sock.getsockname()[1])
     announce(bound)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(server_config(app))
     try:
         server.run(sockets=[sock])
     finally:

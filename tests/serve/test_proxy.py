@@ -29,7 +29,7 @@ from openai import OpenAI
 
 from chatmem.app.workspace import ModelPool
 from chatmem.config.settings import Settings
-from chatmem.serve.listening import Listening, TokenMade, guarded, listening
+from chatmem.serve.listening import Listening, TokenMade, guarded, listening, server_config
 from chatmem.serve.peers import PROC_NET
 from chatmem.serve.proxy import Proxy, build_app
 from chatmem.store import Store
@@ -47,7 +47,7 @@ class RunningProxy:
         app = guarded(build_app(settings, strategy=strategy),
                       Listening("127.0.0.1", self.port, token, accounts=accounts), tokens,
                       refused=self.refused.append)
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.server = uvicorn.Server(server_config(app))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
 
@@ -879,6 +879,23 @@ def test_another_account_of_this_machine_is_refused_and_the_owner_answered(
         f"refused POST /v1/chat/completions from uid {NOBODY} at 127.0.0.1"]
     mine = httpx.get(f"{proxy.base_url}/chatmem/turns/private@1", timeout=HANG)
     assert mine.status_code == 200
+
+
+@needs_root
+def test_a_forwarded_for_header_does_not_name_the_owners_connection(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """uvicorn took the client's address from X-Forwarded-For (trusted from loopback): by
+    naming a connection the owner holds open, `nobody` was answered as the owner."""
+    openai = client(proxy)
+    openai.chat.completions.create(model="test-small", user="private",
+                                   messages=[{"role": "user", "content": "my secret is 4711"}])
+    with socket.create_connection(("127.0.0.1", proxy.port)) as owners:
+        forged = {"X-Forwarded-For": f"127.0.0.1:{owners.getsockname()[1]}"}
+        read, said = status_as_nobody("127.0.0.1", proxy.port, "GET",
+                                      "/v1/chatmem/turns/private@1", headers=forged)
+    assert read == 403 and b"4711" not in said
+    assert proxy.refused[-1].startswith(
+        f"refused GET /v1/chatmem/turns/private@1 from uid {NOBODY}")
 
 
 def test_the_command_serves_the_openai_client(chat_server: ChatServer, tmp_path: Path) -> None:
