@@ -115,6 +115,45 @@ def test_a_provider_error_leaves_memory_untouched(make_engine) -> None:
     assert turns[1].context["parts"][-1]["messages"][0]["content"] == "two"
 
 
+class RefusingProvider(ScriptedProvider):
+    """Sends its request as soon as it is asked to stream, and is refused there."""
+
+    def stream(self, messages: Any) -> ScriptedReply:
+        raise ProviderResponseError("the endpoint refused the request at once")
+
+
+def test_a_provider_refusing_as_it_is_asked_records_a_failed_turn(make_engine) -> None:
+    engine = make_engine("window", provider=RefusingProvider())
+    with pytest.raises(ProviderResponseError):
+        engine.run_turn("你好")
+    (turn,) = engine.store.turns.turns(engine.session.id)
+    assert (turn.status, turn.reply, turn.error) == (
+        "failed", None, "the endpoint refused the request at once")
+    assert turn.context["parts"][-1]["messages"][0]["content"] == "你好"
+
+
+class BrokenPairReply(ScriptedReply):
+    def __iter__(self) -> Iterator[str]:
+        yield "a broken pair \ud83d"
+        yield " then 好"
+
+
+class BrokenPairProvider(ScriptedProvider):
+    def stream(self, messages: Any) -> ScriptedReply:
+        super().stream(messages)
+        return BrokenPairReply("x", 0, 1)
+
+
+def test_a_lone_surrogate_in_a_reply_is_shown_and_stored_as_a_replacement(make_engine) -> None:
+    engine = make_engine("window", provider=BrokenPairProvider())
+    shown: list[str] = []
+    result = engine.run_turn("hi", on_delta=shown.append)
+    assert shown == ["a broken pair \ufffd", " then 好"]
+    assert result.reply == "a broken pair \ufffd then 好"
+    assert [m.content for m in engine.store.history.messages(engine.session.id)] == [
+        "hi", "a broken pair \ufffd then 好"]
+
+
 class InterruptedReply(ScriptedReply):
     """What the user's Ctrl-C does to a stream: KeyboardInterrupt mid-reply."""
 

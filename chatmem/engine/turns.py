@@ -32,7 +32,7 @@ from chatmem.memory.base import Context, ContextRequest, Message, Strategy, buil
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import InputNotUtf8, Notice, ReplyCut
-from chatmem.providers.base import Provider
+from chatmem.providers.base import Provider, ReplyStream
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, valid_text
@@ -253,14 +253,18 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
         sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
-        stream = self.provider.stream(context.messages())
+        stream: ReplyStream | None = None
         chunks: list[str] = []
 
         def elapsed() -> int:
             return int((time.monotonic() - started) * 1000)
 
         try:
+            # Inside the net: a provider may send its request (and fail) as it is asked.
+            stream = self.provider.stream(context.messages())
             for delta in stream:
+                # A lone surrogate (a provider's broken pair) cannot be drawn or stored.
+                delta = valid_text(delta)
                 chunks.append(delta)
                 if on_delta:
                     on_delta(delta)
@@ -269,22 +273,23 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             if on_reply_end:
                 on_reply_end()
         except KeyboardInterrupt:
-            stream.close()
+            if stream is not None:
+                stream.close()
             if self.interrupt_ends:
                 raise
             record = self._record_unless_erased(self._record(
                 text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
-                rendered_prompt=stream.rendered_prompt,
+                rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
             self._record_unless_erased(self._record(
                 text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
-                rendered_prompt=stream.rendered_prompt,
+                rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             raise
-        reply = valid_text("".join(chunks))
+        reply = "".join(chunks)
         try:
             record = self.store.turns.commit_turn(self._record(
                 text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),

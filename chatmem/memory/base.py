@@ -23,6 +23,7 @@ from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice
 from chatmem.plugin_output import plugin_prints_to_stderr
+from chatmem.text import is_valid
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -216,6 +217,8 @@ def _wrong_message(message: object) -> str | None:
                 f"{', '.join(sorted(CHAT_ROLES))})")
     if not isinstance(message.content, str):
         return f"a message whose content is {kind_of(message.content)}, not text"
+    if not is_valid(message.content):
+        return "a message whose text is not UTF-8 (it holds a lone surrogate)"
     if not _is_count(message.tokens):
         return f"a message of {message.tokens!r} tokens, not a count of 0 or more"
     return None

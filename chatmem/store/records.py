@@ -10,6 +10,8 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, TypeVar
 
+from chatmem.text import valid_text
+
 
 class TurnStatus(StrEnum):
     """How a turn ended. Only an ok turn's messages are in the history (and in memory)."""
@@ -44,8 +46,9 @@ def stored_enum(kind: type[E], value: Any, what: str) -> E:
 
 
 def json_text(value: Any) -> str:
-    """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped."""
-    return json.dumps(value, ensure_ascii=False)
+    """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped. A
+    lone surrogate (a plugin's reason text, say) would make the row unstorable: U+FFFD."""
+    return valid_text(json.dumps(value, ensure_ascii=False))
 
 
 def stored_json(text: str | None, what: str, default: str = "null") -> Any:

@@ -63,6 +63,15 @@ def summary_of(message):
     return Summarized
 
 
+class OddReason(BaseStrategy):
+    name = "odd-reason"
+    description = "a reason whose text holds a lone surrogate"
+
+    def build(self, request):
+        said = Message.counted("system", "摘要 summary", request.counter)
+        return assemble(request, [Part("summary", (said,), TextReason("why \\udcff 为什么"))])
+
+
 class NoInput(BaseStrategy):
     name = "no-input"
     description = "sends no messages at all"
@@ -174,10 +183,11 @@ class Embedder:
 
 def register(plugins):
     for strategy in (NoNotices, SaidText, Nothing, NoInput, Stale, AlteredInput, TwoHistories,
-                     Quiet):
+                     Quiet, OddReason):
         plugins.add_strategy(strategy)
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
-                    ("negative", "system", "摘要 summary", -500)):
+                    ("negative", "system", "摘要 summary", -500),
+                    ("surrogate", "system", "摘要 \\ud800 broken", 3)):
         plugins.add_strategy(summary_of(message))
     for name in ("numbers", "bare", "fortytwo", "silent"):
         plugins.add_provider(name, (lambda name: lambda settings: Odd(name))(name))
@@ -261,6 +271,8 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
                      "system, user)",
         "bad-negative": "a 'summary' part holding a message of -500 tokens, not a count of 0 "
                         "or more",
+        "bad-surrogate": "a 'summary' part holding a message whose text is not UTF-8 (it "
+                         "holds a lone surrogate)",
         "no-input": "a Context without the input as its last part (assemble() adds it)",
         "stale": "an input part that is not this request's input",
         "altered": "an input part that is not this request's input",
@@ -279,6 +291,19 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
                                               else 0), strategy
     shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
     assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
+
+
+def test_a_reason_holding_a_lone_surrogate_is_stored_with_a_replacement(
+        installed: Install, tmp_path: Path) -> None:
+    """A reason's text is the strategy's to word: a lone surrogate in it made the turn's row
+    unstorable after the model had answered (the chat ended, the reply lost)."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "r", "-s", "odd-reason", "--provider", "scripted", "--db", db,
+                     input="你好\n再见\n", code=0)
+    assert chatted.stdout.splitlines()[-1] == "echo #2: 再见"
+    shown = json.loads(invoke("inspect", "r", "--json", "--db", db, code=0).stdout)
+    assert "why \ufffd 为什么" in json.dumps(shown["context"], ensure_ascii=False)
 
 
 def test_a_reply_piece_that_is_not_text_is_a_failed_turn_and_a_reply_without_usage_is_fine(
