@@ -46,7 +46,7 @@ _SECRET_LABEL = re.compile(
     rf"|{secret_names.SECRET_WORDS_ZH}|(?:{secret_names.BARE_THINGS_ZH})的?钥匙",
     re.IGNORECASE)
 _CODE_LABEL = re.compile(
-    rf"(?<![A-Za-z])(?:{secret_names.CODE_WORDS}"
+    rf"(?<![A-Za-z])(?:{secret_names.CODE_NAMES}"
     rf"|(?:{secret_names.THINGS})(?:'s)?\s+(?:{secret_names.THING_NOUNS}))(?![A-Za-z])"
     rf"|{secret_names.CODE_WORDS_ZH}|门禁|(?:{secret_names.THINGS_ZH})的?{secret_names.THING_NOUNS_ZH}",
     re.IGNORECASE)
