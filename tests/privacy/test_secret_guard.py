@@ -250,3 +250,25 @@ def test_a_pinned_version_leaves_the_port_said_later_in_the_summary(make_engine)
     summary = engine.store.memory.summaries(engine.session.id)[-1].text
     assert "listens on 8443" in summary
     assert "⟦" not in summary
+
+
+@pytest.mark.parametrize("messages", [
+    ["The alarm code is next.", "Which port does staging listen on?",
+     "Port 8443 is set for staging."],
+    ["门禁码等下发你。", "测试环境用哪个端口？", "测试环境用8443端口。"],
+])
+def test_a_sentence_after_a_message_between_answers_that_message_not_the_label(
+        messages: list[str]) -> None:
+    """Two messages back a label is answered by the value alone ("Go ahead." then "1847"):
+    a sentence there is about the message in between."""
+    guard = SecretGuard()
+    assert guard.read(messages) == messages
+    assert guard.findings(messages[2], messages[:2]) == []
+
+
+def test_a_bare_value_past_a_message_and_a_sentence_next_to_a_label_answer_it() -> None:
+    guard = SecretGuard()
+    said = guard.read(["The alarm code is next.", "Which port does staging listen on?", "8443",
+                       "What's the door code?", "Try 7719 then press the bell."])
+    assert said[2] == "⟦PIN or security code⟧"
+    assert "7719" not in said[4]
