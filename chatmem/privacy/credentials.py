@@ -23,7 +23,7 @@ from chatmem.privacy.secret_names import (
     BARE_THINGS,
     BARE_THINGS_ZH,
     CLAUSE_END,
-    CODE_WORDS,
+    CODE_NAMES,
     DATE,
     GENERIC_NOUNS,
     HARMLESS_CODES,
@@ -132,7 +132,7 @@ _OTHERWISE: dict[str, re.Pattern[str]] = {
     # "I set the garage keypad code to 1975"
     "set": re.compile(
         rf"{WB}(?:set|changed?|reset|updated?)\s+{_GAP}{{0,30}}?"
-        rf"(?:{CODE_WORDS}|(?:{THINGS})\s+(?:{THING_NOUNS})){WA}\s+to\s+{_CODE_VALUE}",
+        rf"(?:{CODE_NAMES}|(?:{THINGS})\s+(?:{THING_NOUNS})){WA}\s+to\s+{_CODE_VALUE}",
         re.IGNORECASE),
     # 保险箱的组合是24-08-61, 无线网的钥匙是Kq83mZ91, 门的PIN是4096
     "thing zh": re.compile(rf"(?:{THINGS_ZH})的?{THING_NOUNS_ZH}{LINK_ZH}{VALUE_ZH}",

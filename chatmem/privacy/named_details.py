@@ -22,6 +22,7 @@ from chatmem.privacy.findings import (
 )
 from chatmem.privacy.secret_names import (
     ASIDE,
+    CODE_NAMES,
     CODE_WORDS,
     CODE_WORDS_ZH,
     DATE,
@@ -46,7 +47,7 @@ _NAMED_SECRET = re.compile(
 )
 _NAMED_CODE = re.compile(
     # "Gate code 7290#": a code needs no "is" (it is checked for digits below).
-    rf"{WB}(?:{CODE_WORDS}){WA}(?:{ASIDE}{LINK}|\s+)(?=\S*\d){VALUE}"
+    rf"{WB}(?:{CODE_NAMES}){WA}(?:{ASIDE}{LINK}|\s+)(?=\S*\d){VALUE}"
     rf"|(?:{CODE_WORDS_ZH}){LINK_ZH}{VALUE_ZH}",
     re.IGNORECASE,
 )

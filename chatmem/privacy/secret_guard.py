@@ -9,7 +9,10 @@ each, plus:
 
 - an answer to a label: a short message right after one naming a secret ("the
   alarm code, for when you house-sit:", "验证码是多少？") holds that secret when
-  it is the value alone or the one code-like word in it;
+  it is the value alone or the one code-like word in it; a message after the one
+  right after it ("Go ahead.", "是多少？") only when it is the value alone: a
+  sentence there answers the message in between ("Which port does staging
+  listen on?" then "Port 8443 is set for staging.");
 - every later occurrence of a value found sensitive before, in any role and with
   any spacing of its digits ("4487574911862520" after "4487 5749 1186 2520").
 
@@ -46,7 +49,7 @@ _SECRET_LABEL = re.compile(
     rf"|{secret_names.SECRET_WORDS_ZH}|(?:{secret_names.BARE_THINGS_ZH})的?钥匙",
     re.IGNORECASE)
 _CODE_LABEL = re.compile(
-    rf"(?<![A-Za-z])(?:{secret_names.CODE_WORDS}"
+    rf"(?<![A-Za-z])(?:{secret_names.CODE_NAMES}"
     rf"|(?:{secret_names.THINGS})(?:'s)?\s+(?:{secret_names.THING_NOUNS}))(?![A-Za-z])"
     rf"|{secret_names.CODE_WORDS_ZH}|门禁|(?:{secret_names.THINGS_ZH})的?{secret_names.THING_NOUNS_ZH}",
     re.IGNORECASE)
@@ -132,7 +135,7 @@ class SecretGuard:
             out = []
             context = list(before[-2:])
             for text, own in zip(texts, owns, strict=True):
-                found = self._judged(text, own, _label_before(text, context, label_of))
+                found = self._judged(text, own, *_label_before(text, context, label_of))
                 self.learn(found)
                 out.append(masked(text, found))
                 context = [*context[-1:], text]
@@ -154,16 +157,18 @@ class SecretGuard:
 
     def findings(self, text: str, before: Sequence[str] = ()) -> list[Finding]:
         """The sensitive details of `text`, read after the messages `before` it."""
-        return self._judged(text, sensitive.findings(text), _label_before(text, before))
+        return self._judged(text, sensitive.findings(text), *_label_before(text, before))
 
-    def _judged(self, text: str, own: list[Finding], label: str | None) -> list[Finding]:
-        """`text`'s details: its `own` findings read after a message labelled `label`,
-        answers to that label, and every value the guard follows."""
+    def _judged(self, text: str, own: list[Finding], label: str | None,
+                next_to: bool = True) -> list[Finding]:
+        """`text`'s details: its `own` findings read after a message labelled `label`
+        (`next_to` it, or with one message between), answers to that label, and every
+        value the guard follows."""
         if label == "harmless" and _is_bare(text):
             self.cleared.update(f.text for f in own if f.kind in (CARD, PHONE))
         own = [f for f in own if not (f.kind in (CARD, PHONE) and f.text in self.cleared
                                       and not private_label_before(text, f.start))]
-        answer = _answer(text, label) if label not in (None, "harmless") else []
+        answer = _answer(text, label, next_to) if label not in (None, "harmless") else []
         return merged(text, [*own, *answer, *self._followed(text)])
 
     def _followed(self, text: str) -> Iterable[Finding]:
@@ -192,15 +197,18 @@ def _may_answer(text: str) -> bool:
 
 
 def _label_before(text: str, before: Sequence[str],
-                  label_of: Callable[[str], str | None] | None = None) -> str | None:
-    """What the nearer of the last two messages `before` asks for or announces, if anything;
-    None for a `text` too long to answer it, whose label is then not worked out (the label
-    regexes are most of the guard's cost)."""
+                  label_of: Callable[[str], str | None] | None = None
+                  ) -> tuple[str | None, bool]:
+    """What the nearer of the last two messages `before` asks for or announces, if anything,
+    and whether that message is the last one; None for a `text` too long to answer it,
+    whose label is then not worked out (the label regexes are most of the guard's cost)."""
     if not _may_answer(text):
-        return None
+        return None, True
     label_of = label_of or _label_of
-    return next((label for earlier in reversed(before[-2:]) if (label := label_of(earlier))),
-                None)
+    for distance, earlier in enumerate(reversed(before[-2:])):
+        if label := label_of(earlier):
+            return label, distance == 0
+    return None, True
 
 
 def _label_of(text: str) -> str | None:
@@ -220,8 +228,9 @@ def _bare_value(text: str) -> str:
     return _TRAIL.sub("", _LEAD.sub("", text.strip()))
 
 
-def _answer(text: str, label: str) -> list[Finding]:
-    """The value `text` gives in answer to a label naming `label`, if it gives one."""
+def _answer(text: str, label: str, next_to: bool = True) -> list[Finding]:
+    """The value `text` gives in answer to a label naming `label`, if it gives one; a label
+    not `next_to` it is answered by the value alone."""
     if not _may_answer(text):
         return []
     kind = PASSWORD if label == PHRASE else label
@@ -229,6 +238,8 @@ def _answer(text: str, label: str) -> list[Finding]:
     if _answers(value, label):
         start = text.find(value)
         return [Finding(kind, start, start + len(value), value)]
+    if not next_to:
+        return []
     # A PIN is a 密码 too ("取款密码"): after a password label a code-like number counts.
     patterns = [_CODE_WORD] if kind in (CODE, CARD, PHONE) else [_CODE_WORD, _PASSWORD_WORD]
     words = [m for pattern in patterns for m in pattern.finditer(text)

@@ -77,8 +77,22 @@ THING_NOUNS = (
 """What a credential is called after the thing it opens ("lockbox combo")."""
 GENERIC_NOUNS = r"code|pin|combo|combination|key|pass"
 """What a credential is called before the thing it opens ("the code to the back door")."""
-CODE_WORDS = (
-    r"pin(?: code| number)?|security code|verification code|one-time code|otp|cvv2?|cvc"
+# "pin" is a verb too: "pin the version", "should I pin psycopg2?", "pin this message" name
+# no secret, and as a label they made the next number a PIN. Written "PIN", or after "the",
+# "my", "a"..., it is the noun; else the verb when a subject, a modal or "to" is before it
+# or an object after it. "pinned", "pinning" are other words already.
+PIN_NOUN_AFTER = ("the", "my", "your", "our", "his", "her", "their", "its", "a", "an", "new",
+                  "old", "same", "this", "that", "which", "what", "whose")
+PIN_VERB_AFTER = ("i", "we", "you", "they", "to", "should", "shall", "can", "could", "would",
+                  "will", "must", "might", "may", "please", "let's", "let’s", "don't", "don’t",
+                  "never", "always", "just", "also")
+PIN_VERB_OBJECTS = r"it|them|this|that|these|those|the|a|an|down|everything|all|both|each|every"
+_PIN_NOUN_BEFORE = "|".join(rf"(?<=\b{word} )" for word in PIN_NOUN_AFTER)
+_PIN_VERB_BEFORE = "".join(rf"(?<!\b{word} )" for word in PIN_VERB_AFTER)
+_PIN_NOUN = (rf"(?:(?-i:PIN)|(?:{_PIN_NOUN_BEFORE})pin"
+             rf"|{_PIN_VERB_BEFORE}pin(?!\s+(?:{PIN_VERB_OBJECTS}){WA}))")
+_OTHER_CODE_WORDS = (
+    r"security code|verification code|one-time code|otp|cvv2?|cvc"
     r"|combination|combo|keypad|lockbox|key ?box|key safe|padlock|key ?code|unlock code"
     r"|unlock pin|disarm code|access number"
     r"|keypad number|sign-?in (?:code|pin)|login (?:code|pin)"
@@ -86,7 +100,11 @@ CODE_WORDS = (
     r"|entrance|lockbox|key ?box|key safe|sms|2fa|login|unlock|storage|unit|intercom|buzzer"
     r"|mailbox|padlock|vault|lobby|garage|house|apartment|flat|cabinet|atm) (?:code|pin|combo)"
 )
-"""Nouns that name a code: a credential when its value holds digits."""
+CODE_WORDS = rf"pin(?: code| number)?|{_OTHER_CODE_WORDS}"
+"""Nouns that name a code: a credential when its value holds digits (the words, as the
+gates read them: patterns take CODE_NAMES)."""
+CODE_NAMES = rf"{_PIN_NOUN}(?: code| number)?|{_OTHER_CODE_WORDS}"
+"""CODE_WORDS as a pattern: "pin" only where it is the noun."""
 BARE_THINGS = r"wi-?fi|wlan|hotspot|guest network|guest wi-?fi"
 """Things whose "is" is a key when the value looks like one ("the Wi-Fi is Sunflower2024!")."""
 NETWORK_NAME = (

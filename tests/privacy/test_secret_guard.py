@@ -201,3 +201,74 @@ def test_an_english_password_changed_or_named_after_its_value_is_masked(message:
     """The twins of the Chinese cases above: neither shape was caught in English either."""
     assert SecretGuard().read([message]) == [shown]
     assert sensitive.redact(message) == shown
+
+
+@pytest.mark.parametrize("messages", [
+    ["Should I pin the psycopg2 version?", "Port 8443 is set for staging."],
+    ["Yes, pin it in requirements.", "Which port?", "8443"],
+    ["Can you pin this message?", "Done: 4471 is on top."],
+    ["Should I pin psycopg2?", "Yes, 2931 builds broke without it."],
+    ["We should pin to the old release.", "Fine, 5512 it is."],
+    ["Pin the version, then pin them all down.", "OK.", "7710"],
+    ["I pinned dependency versions.", "4471"],
+    ["Pinning helps.", "It's 8812."],
+])
+def test_pin_the_verb_names_no_secret(messages: list[str]) -> None:
+    """"pin the version", "pin it" ask for no PIN: the next number is no PIN (it was
+    masked, and then wherever it recurred)."""
+    guard = SecretGuard()
+    assert guard.read(messages) == messages
+    assert guard.known == {}
+
+
+@pytest.mark.parametrize(("messages", "value"), [
+    (["What's the PIN for the card?", "4471"], "4471"),
+    (["Send me the pin code.", "It's 5521."], "5521"),
+    (["I'll tell you my pin.", "OK.", "8812"], "8812"),
+    (["my pin is 1234"], "1234"),
+    (["Pin: 4471"], "4471"),
+    (["Should I use the pin 7331 on the back door?"], "7331"),
+    (["我的PIN码是1986。"], "1986"),
+    (["暗証番号は1234です。"], "1234"),
+    (["门的PIN是4096。"], "4096"),
+])
+def test_pin_the_noun_still_names_one(messages: list[str], value: str) -> None:
+    guard = SecretGuard()
+    assert all(value not in text for text in guard.read(messages))
+    assert guard.known[value] == CODE
+
+
+def test_a_pinned_version_leaves_the_port_said_later_in_the_summary(make_engine) -> None:
+    """The reviewer's replay: "pin" was a PIN label, so the staging port became a PIN and
+    the user's own "production listens on 8443" reached the summarizer masked."""
+    engine = make_engine("summary")
+    for user, reply in [("Should I pin the psycopg2 version?", "Yes, pin it in requirements."),
+                        ("Which port does staging listen on?", "Port 8443 is set for staging."),
+                        ("And production listens on 8443 as well, behind the load balancer.",
+                         "Fine.")]:
+        engine.replay_turn(user, reply)
+    summary = engine.store.memory.summaries(engine.session.id)[-1].text
+    assert "listens on 8443" in summary
+    assert "⟦" not in summary
+
+
+@pytest.mark.parametrize("messages", [
+    ["The alarm code is next.", "Which port does staging listen on?",
+     "Port 8443 is set for staging."],
+    ["门禁码等下发你。", "测试环境用哪个端口？", "测试环境用8443端口。"],
+])
+def test_a_sentence_after_a_message_between_answers_that_message_not_the_label(
+        messages: list[str]) -> None:
+    """Two messages back a label is answered by the value alone ("Go ahead." then "1847"):
+    a sentence there is about the message in between."""
+    guard = SecretGuard()
+    assert guard.read(messages) == messages
+    assert guard.findings(messages[2], messages[:2]) == []
+
+
+def test_a_bare_value_past_a_message_and_a_sentence_next_to_a_label_answer_it() -> None:
+    guard = SecretGuard()
+    said = guard.read(["The alarm code is next.", "Which port does staging listen on?", "8443",
+                       "What's the door code?", "Try 7719 then press the bell."])
+    assert said[2] == "⟦PIN or security code⟧"
+    assert "7719" not in said[4]
