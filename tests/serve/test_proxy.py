@@ -281,7 +281,7 @@ def test_chats_without_an_id_that_began_alike_never_see_each_others_messages(
     assert a_turn.endswith("@3")
     # Asked again (a regenerate) it stays in its session and replaces that turn.
     _, again = ask(a[:-1])
-    assert again == f"{quote(a_turn.split('@')[0])}@4"
+    assert again == f"{quote(a_turn.split('@')[0])}@3"  # the turn it replaced
     with Store(db_path) as store:
         turns = sorted(row.turns for row in store.sessions.list_sessions())
         replaced = [t.superseded_by for t in store.turns.turns(
