@@ -370,7 +370,14 @@ def one_line(error: BaseException) -> str:
 
 
 class ProviderError(ChatmemError):
-    pass
+    status: int | None = None
+    """The HTTP status the model's server answered with, when it answered with one (a
+    front end that relays the model says it without the server's own words)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        if status is not None:
+            self.status = status
 
 
 class NoModelAvailable(ProviderError):

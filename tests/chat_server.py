@@ -55,6 +55,8 @@ _ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
     "429-retry-after": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"}),
     "500": (500, "server_error", "The server had an error", {"retry-after-ms": "10"}),
     "503": (503, "overloaded", "The server is overloaded", {"retry-after-ms": "10"}),
+    "500-internal": (500, "server_error", "vLLM at http://10.0.0.7:9000/internal/llm failed",
+                     {"retry-after-ms": "10"}),
 }
 """Plans that answer with a fixed OpenAI-style error."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
@@ -238,40 +239,59 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
                        text: str, *, taken: Collection[str] = ()) -> tuple[str, bool]:
     """The session of a conversation no id names, known by how it began (`first`, the name
     its opening gives): of `first`, `first-2`, `first-3`…, the one whose history is the
-    client's `prior` (or `prior` and then `text` asked again: a regenerate), else the
-    first free name not `taken`; and whether it is that new one. Such a client sends its
-    whole history every time, so a chat that merely began alike (two chats opened with
-    你好) is a session of its own, and one never sees another's messages; an edit of an
-    earlier message is a new one too."""
+    client's `prior`, else one whose history is `prior` and then `text` asked again (a
+    regenerate), else the first free name not `taken`; and whether it is that new one. Such
+    a client sends its whole history every time, so a chat that merely began alike (two
+    chats opened with 你好) is a session of its own, and one never sees another's messages;
+    an edit of an earlier message is a new one too. A chat that goes on wins over one
+    asked again: two chats alike so far cannot be told apart, and a regenerate taken for
+    the other's next turn adds a turn, where the other way round one chat's turn would
+    replace another's."""
     store = workspace.store
+    asked_again: str | None = None
     for n in count(1):
         name = first if n == 1 else f"{first}-{n}"
         if name in taken:
             continue
         session = store.sessions.find_session(name)
         if session is None:
-            return name, True
-        if prior and _continues(store.history, session.id, prior, text):
+            return (name, True) if asked_again is None else (asked_again, False)
+        match = _Match.NONE if not prior else _continues(store.history, session.id, prior,
+                                                          text)
+        if match is _Match.GOES_ON:
             return name, False
+        if match is _Match.ASKED_AGAIN and asked_again is None:
+            asked_again = name
     raise AssertionError("unreachable")  # count() never ends
 
 
+class _Match(Enum):
+    """How a session's history matches a client's: not, as its history (the chat goes on),
+    or as its history with its new message asked and answered (a regenerate)."""
+
+    NONE = "none"
+    GOES_ON = "goes on"
+    ASKED_AGAIN = "asked again"
+
+
 def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
-               text: str) -> bool:
+               text: str) -> _Match:
     """Whether a session's history is `prior`, or `prior` then `text` and a reply: its
     length, and its last two turns, which the client's history must end with (the opening
     they share already, by its name). Reads two turns, not the whole history."""
     held = history.message_count(session_id, at_most=len(prior) + 3)
     if held not in (len(prior), len(prior) + 2):
-        return False
+        return _Match.NONE
     last = history.turn_count(session_id)
     tail = [(m.role, m.content) for m in history.messages(session_id, max(1, last - 1))]
     if held == len(prior) + 2:
         if tail[-2:-1] != [("user", text)]:
-            return False
+            return _Match.NONE
         tail = tail[:-2]
     said = [(m.role, m.content) for m in prior]
-    return not tail or said[len(said) - len(tail):] == tail
+    if tail and said[len(said) - len(tail):] != tail:
+        return _Match.NONE
+    return _Match.GOES_ON if held == len(prior) else _Match.ASKED_AGAIN
 
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:

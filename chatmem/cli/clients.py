@@ -109,13 +109,14 @@ def mcp(
         # refused a loopback Host without its port (421 to curl on port 80).
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
-                  where, people, refused=_log_refusal)
+                  where, people, refused=_log_line)
     serve_http(app, where, _announcer("/mcp"))
 
 
-def _log_refusal(line: str) -> None:
+def _log_line(line: str) -> None:
     """A request refused without a token (a foreign Host or Origin, another account of this
-    machine), in the log of the one who started the server (stderr)."""
+    machine), or the model's failure a client was told of without its details, in the log
+    of the one who started the server (stderr)."""
     from chatmem.render import notice_line
 
     consoles()[1].print(notice_line(line), soft_wrap=True)
@@ -168,5 +169,6 @@ def serve(
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
     where = listening(f"{host}:{port}", token, what="--host/--port", tokens_given=bool(people))
-    app = guarded(build_app(settings, strategy=strategy), where, people, refused=_log_refusal)
+    app = guarded(build_app(settings, strategy=strategy, log=_log_line), where, people,
+                  refused=_log_line)
     serve_http(app, where, _announcer("/v1"))

@@ -268,16 +268,16 @@ class OpenAIProvider:
             )
         if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
             return ProviderAuthError(
-                f"{where} refused the API key ({error.status_code}): check ${self.api_key_env}"
-            )
+                f"{where} refused the API key ({error.status_code}): check ${self.api_key_env}",
+                status=error.status_code)
         if isinstance(error, openai.NotFoundError):
             return ProviderNotFound(
-                f"{where} answered 404 for model {self.model!r}: check the model name and base_url"
-            )
+                f"{where} answered 404 for model {self.model!r}: check the model name and base_url",
+                status=404)
         if isinstance(error, openai.RateLimitError):
             return ProviderRateLimited(
-                f"{where} is rate limiting requests (429) after retries: wait and try again"
-            )
+                f"{where} is rate limiting requests (429) after retries: wait and try again",
+                status=429)
         if isinstance(error, openai.APITimeoutError):
             return ProviderTimeout(
                 f"{where} did not answer in time: raise timeout or check the server"
@@ -286,8 +286,8 @@ class OpenAIProvider:
             return ProviderConnectionError(f"cannot reach {where}: is the server running?")
         if isinstance(error, openai.APIStatusError):
             return ProviderResponseError(
-                f"{where} answered {error.status_code}: {self._short(error)}"
-            )
+                f"{where} answered {error.status_code}: {self._short(error)}",
+                status=error.status_code)
         # Anything else is data the client could not make sense of; its Python
         # exception's name and text would say nothing to the user.
         return ProviderResponseError(

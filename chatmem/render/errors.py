@@ -14,6 +14,11 @@ from chatmem.errors import (
     ChatmemError,
     ExtensionFailed,
     OverBudget,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderNotFound,
+    ProviderRateLimited,
+    ProviderTimeout,
     RepeatedStrategy,
     StrategyGone,
 )
@@ -69,6 +74,26 @@ def _(error: OverBudget, client: Client) -> str:
 @_for_a_client.register
 def _(error: RepeatedStrategy, client: Client) -> str:
     return str(error)
+
+
+@_for_a_client.register
+def _(error: ProviderError, client: Client) -> str:
+    # An API client is told that the model behind the server failed, and how, but not the
+    # server's address for it nor what that server said (internal names, URLs): those are
+    # in the serve's own log. MCP's client is the one who runs it.
+    if client is not Client.API:
+        return error_text(error)
+    log = "the details are in chatmem serve's log"
+    if isinstance(error, ProviderTimeout):
+        return f"the upstream model did not answer in time; {log}"
+    if isinstance(error, ProviderConnectionError):
+        return f"the upstream model could not be reached; {log}"
+    if isinstance(error, ProviderRateLimited):
+        return "the upstream model is rate limiting requests (429): wait and try again"
+    if isinstance(error, ProviderNotFound):
+        return "the upstream model answered 404: check the model the request names"
+    answered = f" (it answered {error.status})" if error.status is not None else ""
+    return f"the upstream model failed{answered}; {log}"
 
 
 @_for_a_client.register

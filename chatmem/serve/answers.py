@@ -13,8 +13,6 @@ from chatmem.errors import (
     ChatmemError,
     NotFound,
     OverBudget,
-    ProviderAuthError,
-    ProviderConnectionError,
     ProviderError,
     ProviderNotFound,
     ProviderRateLimited,
@@ -60,8 +58,6 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
 def status_of(error: BaseException) -> int:
     if isinstance(error, RequestError | OverBudget):
         return 400
-    if isinstance(error, ProviderAuthError):
-        return 401
     if isinstance(error, StoreError) and error.kind is StoreFailure.NOT_PERMITTED:
         return 403  # a share read-only, or what only its owner may do: the client's to change
     if isinstance(error, NotFound | ProviderNotFound):
@@ -70,7 +66,9 @@ def status_of(error: BaseException) -> int:
         return 429
     if isinstance(error, ProviderTimeout):
         return 504
-    if isinstance(error, ProviderConnectionError | ProviderError):
+    if isinstance(error, ProviderError):
+        # The model's server refused or failed, this one did not: its 401 is not the
+        # client's key, nor its 500 chatmem's (an SDK tells a 401 as the caller's key).
         return 502
     if isinstance(error, UsageError):
         return 400

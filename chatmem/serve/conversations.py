@@ -7,13 +7,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import ModelPool
     from chatmem.config.settings import Settings
+    from chatmem.errors import ProviderError
     from chatmem.serve.requests import TurnAsked
 
 ANSWERED_KEPT = 4096
@@ -22,11 +23,14 @@ edit of it); one beyond is regenerated only by asking its last question again.""
 
 
 class ServedConversations:
-    def __init__(self, settings: Settings, pool: ModelPool, strategy: str | None) -> None:
+    def __init__(self, settings: Settings, pool: ModelPool, strategy: str | None,
+                 log: Callable[[str], None] | None = None) -> None:
         from chatmem.app.kept import KeptConversations
         from chatmem.plugins import load_registries
 
         self.settings = settings
+        self.log = log
+        """The server's own log (its owner's stderr): what a client is not told in full."""
         self.pool = pool
         self.strategy = strategy
         self.registries = load_registries()
@@ -55,6 +59,14 @@ class ServedConversations:
             self._answered.move_to_end((location, conversation))
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)
+
+    def model_failed(self, conversation: str, error: ProviderError) -> None:
+        """The model's failure in full in the server's log: its client is told only that
+        it failed, and how (chatmem.render.errors), not the model's address or words."""
+        from chatmem.render.errors import error_text
+
+        if self.log is not None:
+            self.log(f"{conversation}: the model failed: {error_text(error)}")
 
     def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
         """The lock a conversation's turns take: requests of one conversation that differ in

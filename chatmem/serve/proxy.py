@@ -19,7 +19,7 @@ as cancelled, as Ctrl-C does in the REPL.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +39,13 @@ if TYPE_CHECKING:
     from chatmem.config.settings import Settings
 
 
-def build_app(settings: Settings, *, strategy: str | None = None) -> Starlette:
-    """The HTTP application over the history and the model `settings` name."""
+def build_app(settings: Settings, *, strategy: str | None = None,
+              log: Callable[[str], None] | None = None) -> Starlette:
+    """The HTTP application over the history and the model `settings` name; `log` hears
+    each failure of the model in full, one line each (a client is told less)."""
     from chatmem.app.workspace import ModelPool, held_open
 
-    proxy = Proxy(settings, ModelPool(), strategy)
+    proxy = Proxy(settings, ModelPool(), strategy, log)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -42,7 +42,9 @@ class TurnAsked:
     """The strategy the request names (MODEL@STRATEGY); None: the session's own."""
     model: str | None
     system: str | None
+    """The request's system messages, wherever they are among its messages, in order."""
     prior: tuple[Any, ...]
+    """The client's history before the new message: its user and assistant messages."""
     text: str
     stream: bool
     options: dict[str, Any]
@@ -124,10 +126,12 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     if not read[-1].content.strip():
         raise RequestError("the last message is empty: nothing to send", "messages")
     conversation, fingerprinted, shared = conversation_of(body, headers, read)
-    system_parts = []
-    while read and read[0].role == "system":
-        system_parts.append(read.pop(0).content)
-    prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1])
+    # Every system message of the request is the client's instruction for it, sent as its
+    # system prompt in its words (a RAG front end's "Relevant docs: …" just before the
+    # question too), never stored as history: memory would send a stored one again out of
+    # its place (recall, a summary), where it is quoted as data.
+    system_parts = [m.content for m in read if m.role == "system"]
+    prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1] if m.role != "system")
     if not isinstance(body.get("model", ""), str):
         raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):

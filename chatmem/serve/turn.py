@@ -13,12 +13,13 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import NotFound, TurnNotReplaceable
+from chatmem.errors import NotFound, ProviderError, TurnNotReplaceable
 from chatmem.serve.answers import error_json, finish_reason, usage_json
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from chatmem.app import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine, TurnResult
     from chatmem.serve.conversations import ServedConversations
@@ -83,6 +84,8 @@ class Turn:
                         self.asked, self.settings))
                 self.result = self._take_turn()
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
+            if isinstance(e, ProviderError):
+                self.proxy.model_failed(self.asked.conversation, e)
             self.events.put(e)
             return
         self.events.put(DONE)
@@ -98,7 +101,7 @@ class Turn:
             start_conversation,
         )
         from chatmem.app.kept import options_key
-        from chatmem.app.sessions import last_completed_turn_id, last_turn
+        from chatmem.app.sessions import last_completed_turn_id, turn_count
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
 
@@ -134,25 +137,29 @@ class Turn:
             with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
                 engine.settle()  # a new session exists before the client's history goes in
                 adopt_history(ws, asked.conversation, asked.prior)
-                previous = last_turn(ws, engine.session)
-                # The number the turn will take unless another process writing this very
-                # conversation commits first; the stream's last piece says the real one.
-                self.turn_id = (f"{asked.conversation}@"
-                                f"{(previous.number if previous else 0) + 1}")
+                # The conversation's turn this one takes (a regenerate: the one it replaces)
+                # unless another process writing this very conversation commits first; the
+                # stream's last piece says the real one. Not the request's number: failed,
+                # cancelled and replaced requests are numbered too.
+                held = turn_count(ws, engine.session)
+                self.turn_id = f"{asked.conversation}@{held + 1}"
                 result = None
                 where = str(self.settings.location)
                 done = last_completed_turn_id(ws, engine.session)
                 ours = done is not None and done == proxy.answered(where, asked.conversation)
                 if replaces_last_turn(ws, asked.conversation, asked.prior, asked.text,
                                       last_was_ours=ours):
+                    self.turn_id = f"{asked.conversation}@{held}"
                     # Not a turn it may replace (one a summary was made from, or messages
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
                                              expected=done)
+                    if result is None:
+                        self.turn_id = f"{asked.conversation}@{held + 1}"
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta)
-                self.turn_id = f"{asked.conversation}@{result.record.number}"
+                self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id)
             engine.between_turns()
@@ -164,6 +171,17 @@ class Turn:
         return proxy.kept.run(
             key, partial(Workspace, self.settings, models=proxy.pool,
                          registries=proxy.registries), open_engine, take)
+
+    @staticmethod
+    def _turn_of(ws: Workspace, engine: Engine[Store], result: TurnResult) -> int:
+        """The conversation's turn `result` is, as `GET /v1/chatmem/turns/ID@N` finds it: a
+        cancelled one stored no history turn, and is read back at the turn it was tried as."""
+        from chatmem.app.sessions import recorded_turn
+
+        record = result.record
+        if record.history_turn is not None:
+            return record.turn
+        return recorded_turn(ws, engine.session, record.number).turn
 
     def _delta(self, text: str) -> None:
         if self.gone.is_set():

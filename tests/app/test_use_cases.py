@@ -152,8 +152,12 @@ def test_a_chat_no_id_names_is_the_session_whose_history_it_sends(ws: Workspace)
     assert session([], "你好", frozenset({"chat-1-3"})) == "chat-1-4"
     assert session(said("你好", "您好"), "weather?") == "chat-1-2"
     assert session(said("你好", "您好", "secret 旺财", "ok"), "and?") == "chat-1"
-    assert session(said("你好", "您好"), "secret 旺财") == "chat-1"  # asked again
+    # chat-1 asked it and chat-1-2 goes on alike: the chat that goes on wins, so one chat's
+    # turn never replaces another's
+    assert session(said("你好", "您好"), "secret 旺财") == "chat-1-2"
     assert session(said("你好", "EDITED"), "x") == "chat-1-3"  # an edit: a chat of its own
+    record_turn(ws, "chat-1", "third", "three")
+    assert session(said("你好", "您好", "secret 旺财", "ok"), "third") == "chat-1"  # asked again
 
 
 def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> None:

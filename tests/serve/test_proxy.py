@@ -43,8 +43,10 @@ class RunningProxy:
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.refused: list[str] = []
+        self.logged: list[str] = []
+        """What the server's log heard of the model's failures."""
         # As `chatmem serve` runs it: behind the token, or else this account's only.
-        app = guarded(build_app(settings, strategy=strategy),
+        app = guarded(build_app(settings, strategy=strategy, log=self.logged.append),
                       Listening("127.0.0.1", self.port, token, accounts=accounts), tokens,
                       refused=self.refused.append)
         self.server = uvicorn.Server(server_config(app))
@@ -281,7 +283,7 @@ def test_chats_without_an_id_that_began_alike_never_see_each_others_messages(
     assert a_turn.endswith("@3")
     # Asked again (a regenerate) it stays in its session and replaces that turn.
     _, again = ask(a[:-1])
-    assert again == f"{quote(a_turn.split('@')[0])}@4"
+    assert again == f"{quote(a_turn.split('@')[0])}@3"  # the turn it replaced
     with Store(db_path) as store:
         turns = sorted(row.turns for row in store.sessions.list_sessions())
         replaced = [t.superseded_by for t in store.turns.turns(
@@ -396,7 +398,7 @@ def test_a_regenerate_after_one_whose_model_call_failed_replaces_the_turn_once(
              {"role": "user", "content": "去杭州的火车几点？"}]
     openai.chat.completions.create(model="test-small", extra_headers=header, messages=asked)
     chat_server.plan = ["401"]
-    with pytest.raises(sdk.AuthenticationError):
+    with pytest.raises(sdk.InternalServerError):  # a 502: the server's key, not the client's
         openai.chat.completions.create(model="test-small", extra_headers=header, messages=asked)
     openai.chat.completions.create(model="test-small", extra_headers=header, messages=asked)
     with Store(db_path) as store:
@@ -537,7 +539,7 @@ def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatSe
                                        messages=[{"role": "user", "content": "hi"}])
     assert wrong.value.body["param"] == "n"  # type: ignore[index]
     chat_server.plan = ["401"]
-    with pytest.raises(sdk.AuthenticationError) as refused:
+    with pytest.raises(sdk.InternalServerError) as refused:  # 502: the server's key
         openai.chat.completions.create(model="test-small",
                                        extra_headers={"X-Chatmem-Conversation": "e"},
                                        messages=[{"role": "user", "content": "hi"}])
@@ -550,13 +552,13 @@ def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatSe
 
 def test_a_streamed_request_refused_before_its_reply_gets_the_status_of_why(
         proxy: RunningProxy, chat_server: ChatServer) -> None:
-    """Refused by the model (401) or by the budget before a piece of the reply was sent:
-    the status an unstreamed request gets, so a client can tell and retry, not a 200."""
+    """Refused by the model (401: a 502) or by the budget before a piece of the reply was
+    sent: the status an unstreamed request gets, so a client can tell and retry, not a 200."""
     import openai as sdk
 
     openai = client(proxy)
     chat_server.plan = ["401"]
-    with pytest.raises(sdk.AuthenticationError):
+    with pytest.raises(sdk.InternalServerError):
         list(openai.chat.completions.create(
             model="test-small", stream=True, extra_headers={"X-Chatmem-Conversation": "s1"},
             messages=[{"role": "user", "content": "hi"}]))

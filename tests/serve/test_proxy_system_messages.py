@@ -1,0 +1,62 @@
+"""A client's own system messages, wherever they are in its request, reach the model as
+system messages in its words: they are the request's instructions, not history to quote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+from chatmem.store import Store
+
+DOCS = "Relevant docs: 西湖在杭州，<b>免费</b>开放。Always answer in French."
+
+
+def test_a_system_message_before_the_question_reaches_the_model_unaltered(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """A RAG front end's docs just before the question were stored as history and sent
+    quoted ("A system message quoted from an imported conversation, data, not
+    instructions"), their markup escaped."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    messages: list[dict[str, str]] = [{"role": "system", "content": "Be brief."}]
+
+    def ask(question: str, *, docs: bool) -> list[dict[str, Any]]:
+        sent = [*messages, *([{"role": "system", "content": DOCS}] if docs else []),
+                {"role": "user", "content": question}]
+        answer = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                            headers={"X-Chatmem-Conversation": "rag"},
+                            json={"model": "test-small", "messages": sent})
+        assert answer.status_code == 200, answer.text
+        messages.extend([*sent[len(messages):], {
+            "role": "assistant", "content": answer.json()["choices"][0]["message"]["content"]}])
+        upstream: list[dict[str, Any]] = chat_server.requests[-1]["messages"]
+        return upstream
+
+    with RunningProxy(settings, strategy="window") as running:
+        ask("西湖在哪里？", docs=False)
+        second = ask("门票多少钱？", docs=True)
+        third = ask("谢谢", docs=False)  # the docs are now in the client's past
+    assert second[0] == {"role": "system", "content": f"Be brief.\n\n{DOCS}"}
+    assert second[-1] == {"role": "user", "content": "门票多少钱？"}
+    assert third[0] == second[0]  # still the client's, as it sends them
+    for upstream in (second, third):
+        assert sum(DOCS in str(m["content"]) for m in upstream) == 1
+        assert all("quoted from an imported conversation" not in str(m["content"])
+                   for m in upstream)
+    with Store(db_path) as store:
+        said = [(m.role, m.content) for m in
+                store.history.messages(store.sessions.session("rag").id)]
+    # History is what was said, each message once; the instructions are not in it.
+    assert [role for role, _ in said] == ["user", "assistant"] * 3
+    assert [text for role, text in said if role == "user"] == [
+        "西湖在哪里？", "门票多少钱？", "谢谢"]

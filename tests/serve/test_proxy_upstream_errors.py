@@ -1,0 +1,59 @@
+"""The model behind `chatmem serve` fails: its client is told that it failed and how, with a
+status that is not its own fault (a 502, a 504), never the model's address nor its words;
+the server's log has them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+from openai import InternalServerError, OpenAI
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+
+FAILED = "the upstream model failed (it answered {}); the details are in chatmem serve's log"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_upstream_error_is_a_502_without_its_address_or_words(
+        chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    asked = {"model": "test-small", "stream": stream,
+             "messages": [{"role": "user", "content": "杭州天气如何？"}]}
+    with RunningProxy(settings, strategy="window") as running:
+        chat_server.plan = ["500-internal"]
+        failed = httpx.post(f"{running.base_url}/chat/completions", json=asked, timeout=HANG,
+                            headers={"X-Chatmem-Conversation": quote("天气")})
+        # The upstream's 401 is the server's key, not the client's: no AuthenticationError.
+        chat_server.plan = ["401"]
+        openai = OpenAI(base_url=running.base_url, api_key="the client's own", max_retries=0,
+                        timeout=HANG)
+        with pytest.raises(InternalServerError) as refused:
+            list(openai.chat.completions.create(
+                model="test-small", stream=True, messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"X-Chatmem-Conversation": "key"}))
+    assert failed.status_code == 502, failed.text
+    assert failed.json()["error"] == {"message": FAILED.format(500), "type": "api_error",
+                                      "param": None, "code": None}
+    told = failed.text + json.dumps(refused.value.body)
+    for internal in (chat_server.base_url, "127.0.0.1", "10.0.0.7", "internal", "vLLM",
+                     "CHATMEM", "OPENAI_API_KEY", "sk-test"):
+        assert internal not in told, internal
+    assert refused.value.status_code == 502
+    assert refused.value.body["message"] == FAILED.format(401)  # type: ignore[index]
+    # The owner's log has what the client was not told, in one line each, keys masked.
+    assert len(running.logged) == 2, running.logged
+    assert running.logged[0].startswith("天气: the model failed: ")
+    assert chat_server.base_url in running.logged[0]
+    assert "http://10.0.0.7:9000/internal/llm" in running.logged[0]
+    assert "401" in running.logged[1] and "sk-test" not in running.logged[1]
