@@ -37,6 +37,7 @@ from chatmem.plugin_entries import (
     check_entries,
 )
 from chatmem.plugin_output import plugin_prints_to_stderr
+from chatmem.privacy.secrets import SecretMask, environment_secrets
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -125,6 +126,13 @@ class Registries:
     def _load(self, source: PluginSource, load: Callable[[], Any]) -> None:
         contents = self._contents
         assert contents is not None
+        # What a plugin's import or register raises may quote a key it read (no settings are
+        # loaded yet: the environment's, where chatmem reads them by default).
+        secrets = SecretMask(environment_secrets())
+
+        def problem(kind: ProblemKind, detail: str) -> None:
+            contents.problems.append(PluginProblem(source, kind, secrets.mask(detail)))
+
         if not ENTRY_POINT_VALUE.fullmatch(source.value):
             contents.problems.append(PluginProblem(
                 source, ProblemKind.IMPORT_FAILED,
@@ -133,7 +141,7 @@ class Registries:
         try:
             loaded = load()
         except (Exception, SystemExit) as e:  # a plugin's import may raise anything
-            contents.problems.append(PluginProblem(source, ProblemKind.IMPORT_FAILED, one_line(e)))
+            problem(ProblemKind.IMPORT_FAILED, one_line(e))
             return
         hook = loaded if callable(loaded) and not isinstance(loaded, type) else getattr(
             loaded, HOOK, None)
@@ -146,14 +154,12 @@ class Registries:
         try:
             hook(staged)
         except (Exception, SystemExit) as e:
-            contents.problems.append(PluginProblem(source, ProblemKind.REGISTER_FAILED,
-                                                   one_line(e)))
+            problem(ProblemKind.REGISTER_FAILED, one_line(e))
             return
         try:
             self._admit(source, staged)
         except (Exception, SystemExit) as e:  # checks call the plugin's classes: anything
-            contents.problems.append(PluginProblem(source, ProblemKind.REJECTED,
-                                                   " ".join(str(e).split()) or one_line(e)))
+            problem(ProblemKind.REJECTED, " ".join(str(e).split()) or one_line(e))
 
     def _admit(self, source: PluginSource, staged: Plugins) -> None:
         """Check everything `staged` holds, then add it all (or raise and add nothing)."""
@@ -254,20 +260,21 @@ class Registries:
         """The provider `settings` choose; a plugin's is guarded (chatmem.providers.guarded):
         whatever it raises reaches the front end as a ProviderError naming it."""
         from chatmem.errors import guarded
-        from chatmem.privacy.secrets import SecretMask
         from chatmem.providers import masked, secrets_of
         from chatmem.providers.guarded import GuardedProvider, failure, not_a_provider
 
         entry = self.provider_entry(settings)
         if entry.plugin.builtin:
             return entry.create(settings)
-        # A plugin's replies, errors and model names are masked as chatmem's own are.
-        mask = SecretMask(secrets_of(settings))
+        # A plugin's replies, errors and model names are masked as chatmem's own are; its
+        # errors also of a key read where chatmem reads one by default (it may not ask settings).
+        mask = SecretMask({**environment_secrets(), **secrets_of(settings)})
         with plugin_prints_to_stderr():
             provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
-                               lambda: entry.create(settings))
+                               lambda: entry.create(settings), mask.mask)
         wrong = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
-                        lambda: not_a_provider(provider))  # its attributes may be properties
+                        lambda: not_a_provider(provider),  # its attributes may be properties
+                        mask.mask)
         if wrong is not None:
             raise failure(entry.name, wrong, mask, "could not start")
         return masked(GuardedProvider(provider, mask, entry.name), settings)
@@ -275,7 +282,6 @@ class Registries:
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
         from chatmem.errors import guarded
-        from chatmem.privacy.secrets import SecretMask
         from chatmem.providers import secrets_of
         from chatmem.providers.guarded import failure
 
@@ -291,8 +297,8 @@ class Registries:
             return failure(entry.name, error, mask, "could not list its models")
 
         with plugin_prints_to_stderr():
-            given = guarded(refused, lambda: models(settings))
-            names = guarded(refused, lambda: list(given)) \
+            given = guarded(refused, lambda: models(settings), mask.mask)
+            names = guarded(refused, lambda: list(given), mask.mask) \
                 if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             # Names are keys and text everywhere they go (a listing, --json, /v1/models).
@@ -301,20 +307,26 @@ class Registries:
         return entry.name, [mask.mask(name) for name in names]
 
     def create_embedder(self, name: str, settings: Settings | None = None) -> Embedder:
+        """The embedder registered as `name`; a plugin's is guarded (embeddings.guarded):
+        whatever it raises is one EmbedderFailed line, the settings' secrets masked."""
         from chatmem.config.settings import Settings
         from chatmem.embeddings.guarded import GuardedEmbedder
         from chatmem.errors import EmbedderFailed, guarded
+        from chatmem.providers import secrets_of
 
         entry = self.embedders.get(name)
         if entry is None:
             raise ConfigError(f"unknown embedder {name!r} (valid: "
                               f"{', '.join(self.embedder_names())})")
+        settings = settings or Settings()
         if entry.plugin.builtin:
-            return entry.create(settings or Settings())
+            return entry.create(settings)
+        # A plugin's embedder reads the key as it likes (Settings().api_key(), the environment).
+        mask = SecretMask({**environment_secrets(), **secrets_of(settings)})
         with plugin_prints_to_stderr():
             embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
-                               lambda: entry.create(settings or Settings()))
-        return GuardedEmbedder(embedder, name)
+                               lambda: entry.create(settings), mask.mask)
+        return GuardedEmbedder(embedder, name, mask.mask)
 
     def resolve_embedder(self, settings: Settings) -> Embedder | None:
         """The configured embedder; None for `none`, or for `auto` when the local one is not

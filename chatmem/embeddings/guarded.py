@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import EmbedderFailed, guarded, kind_of
@@ -16,11 +16,14 @@ if TYPE_CHECKING:
 
 
 class GuardedEmbedder:
-    """`inner`, whose exceptions other than chatmem's are EmbedderFailed."""
+    """`inner`, whose exceptions other than chatmem's are EmbedderFailed, and whatever it
+    raises with `mask` applied to its text (its client's error may quote the key)."""
 
-    def __init__(self, inner: Embedder, name: str) -> None:
+    def __init__(self, inner: Embedder, name: str,
+                 mask: Callable[[str], str] | None = None) -> None:
         self.inner = inner
         self._name = name
+        self._mask = mask
 
     @property
     def key(self) -> str:
@@ -33,7 +36,7 @@ class GuardedEmbedder:
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         with plugin_prints_to_stderr():  # not into a command's --json (plugin_output)
             returned = guarded(lambda e: EmbedderFailed(self._name, e),
-                               lambda: self.inner.embed(texts, query=query))
+                               lambda: self.inner.embed(texts, query=query), self._mask)
         rows, wrong = self._rows(returned, len(texts))
         if wrong is not None:
             # Checked here, once: else a wrong shape fails later in chatmem's recall or
@@ -50,7 +53,8 @@ class GuardedEmbedder:
             rows = np.asarray(returned, dtype=np.float32)
         except (TypeError, ValueError):
             return np.empty(0), f"{kind_of(returned)}, not an array of numbers"
-        width = guarded(lambda e: EmbedderFailed(self._name, e), lambda: self.inner.dimensions)
+        width = guarded(lambda e: EmbedderFailed(self._name, e), lambda: self.inner.dimensions,
+                        self._mask)
         if count == 0 and rows.size == 0:
             return np.zeros((0, width), dtype=np.float32), None
         if rows.shape != (count, width):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Part
+from chatmem.memory.base import ContextRequest, over_budget
+from chatmem.memory.context import PART_ORDER, Context, Part
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.reasons import (
     AttachedFiles,
@@ -19,7 +19,7 @@ from chatmem.memory.reasons import (
     SystemPrompt,
     turn_run,
 )
-from chatmem.notices import ContextWarning, OverBudget
+from chatmem.notices import ContextWarning
 
 
 def system_part(request: ContextRequest) -> Part | None:
@@ -54,12 +54,8 @@ def assemble(
     left_out = tuple(dropped)
     priming = request.counter.priming
     context = Context(tuple(parts), budget, left_out, priming=priming)
-    if budget is not None and context.tokens > budget:
-        fixed = sum(p.tokens for p in parts if p.kind in FIXED_KINDS) + priming
-        if fixed > budget:
-            notes.append(OverBudget(fixed, budget, fixed=True, attached=bool(request.attached)))
-        else:
-            notes.append(OverBudget(context.tokens, budget))
+    if context.over_budget:
+        notes.append(over_budget(context, request))
     return Context(tuple(parts), budget, left_out, tuple(notes), priming, tuple(recall))
 
 

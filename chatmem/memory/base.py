@@ -17,12 +17,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import StrategyError, StrategyFailed, guarded, kind_of
-from chatmem.memory.context import PART_ORDER, Context, Message, Part
+from chatmem.errors import ChatmemError, StrategyError, StrategyFailed, guarded, kind_of
+from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
-from chatmem.notices import Notice
+from chatmem.notices import Notice, OverBudget
 from chatmem.plugin_output import plugin_prints_to_stderr
+from chatmem.privacy.secrets import SecretMask, credentials_of, environment_secrets
 from chatmem.text import is_valid
 from chatmem.tokens import TokenCounter
 
@@ -51,6 +52,9 @@ class ContextRequest:
     """Turns text into vectors for recall by meaning; None: recall ranks by words."""
     cap: int | None = None
     """A combination's shared budget: members with a budget of their own stay within it."""
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    """The settings' credentials (privacy.secrets.credentials_of), masked with the
+    environment's in what a build raises: a plugin's error may quote a key."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""
@@ -123,9 +127,11 @@ class Strategy(Protocol):
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
     raise anything), or a context chatmem must not send (see `wrong_context`), is
-    StrategyFailed naming the strategy, one line for the front end; nothing is sent."""
+    StrategyFailed naming the strategy, one line for the front end; nothing is sent.
+    Whatever it raises is masked of secrets (`request.secrets`, the environment's)."""
+    mask = masking(lambda: request.secrets)
     context = guarded(lambda e: StrategyFailed(strategy.name, e),
-                      lambda: _printing_to_stderr(lambda: strategy.build(request)))
+                      lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
     wrong = wrong_context(context, request)
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")
@@ -134,13 +140,41 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
         # refusal before sending and the over-budget warnings read it from the context.
         own = getattr(strategy, "budget", None)  # (a plugin's may lack BaseStrategy's)
         budget = guarded(lambda e: StrategyFailed(strategy.name, e),
-                         lambda: own(request)) if callable(own) else request.budget
+                         lambda: own(request), mask) if callable(own) else request.budget
         if isinstance(budget, int) and not isinstance(budget, bool):
             context = replace(context, budget=budget)
+    if context.over_budget and not any(isinstance(w, OverBudget) for w in context.warnings):
+        # A build that put its context together without assemble() (a plugin's) was sent
+        # over its budget with no warning.
+        context = replace(context, warnings=(*context.warnings, over_budget(context, request)))
     return context
 
 
+def over_budget(context: Context, request: ContextRequest) -> OverBudget:
+    """The warning for `context`, over its budget: of its fixed parts alone, or in all."""
+    assert context.budget is not None
+    fixed = sum(p.tokens for p in context.parts if p.kind in FIXED_KINDS) + context.priming
+    if fixed > context.budget:
+        return OverBudget(fixed, context.budget, fixed=True, attached=bool(request.attached))
+    return OverBudget(context.tokens, context.budget)
+
+
 Result = TypeVar("Result")
+
+
+def masking(secrets: Callable[[], Mapping[str, str]]) -> Callable[[str], str]:
+    """What masks `secrets()` and the environment's (privacy.secrets) in a text: read only
+    when there is an error to mask, not on every build."""
+    return lambda text: SecretMask({**environment_secrets(), **secrets()}).mask(text)
+
+
+def _credentials(settings: Settings | None) -> Mapping[str, str]:
+    if settings is None:
+        return {}
+    try:
+        return credentials_of(settings.api_key(), settings.base_url, None)
+    except ChatmemError:  # a key that is no header value: the environment's is masked
+        return {}
 
 
 def _printing_to_stderr(call: Callable[[], Result]) -> Result:
@@ -155,7 +189,8 @@ def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
     Notices fails as an exception would (the turn stands; the front end says one line)."""
     doing = "could not update its memory"
     notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
-                      lambda: _printing_to_stderr(lambda: strategy.update(env)))
+                      lambda: _printing_to_stderr(lambda: strategy.update(env)),
+                      masking(lambda: _credentials(env.settings)))
     if not isinstance(notices, list):
         raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
                              "list of chatmem.notices Notice values", doing)

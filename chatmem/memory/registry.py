@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from chatmem.errors import Listed, StrategyError, StrategyFailed, guarded
-from chatmem.memory.base import BaseStrategy, Strategy
+from chatmem.memory.base import BaseStrategy, Strategy, masking
 from chatmem.memory.combined import CombinedStrategy
 from chatmem.memory.params import format_params
 from chatmem.memory.spec import SpecPart, StrategySpec, split_text
@@ -180,7 +180,8 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
 
 def _built(cls: type[BaseStrategy], part: SpecPart) -> BaseStrategy:
     """`cls(**part.params)`: a plugin's __init__ may refuse the user's parameters with any
-    exception (its own checks, a bug), which is then one line naming it, not a traceback."""
+    exception (its own checks, a bug), which is then one line naming it, not a traceback,
+    masked of the secrets the environment holds (no settings are at hand here)."""
     with_params = f" with {format_params(part.params)}" if part.params else ""
     return guarded(lambda e: StrategyFailed(part.name, e, f"could not start{with_params}"),
-                   lambda: cls(**part.params))
+                   lambda: cls(**part.params), masking(dict))

@@ -62,6 +62,27 @@ def credentials_of(api_key: str | None, base_url: str | None,
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
 
 
+ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),
+                           ("OPENAI_BASE_URL", "CHATMEM_BASE_URL"))
+"""Where chatmem reads an API key and the history key, and a base URL, unless a config file
+says otherwise (Settings.api_key_env's default, config.keys.KEY_ENV, config.loader's
+ENV_KEYS)."""
+
+
+def environment_secrets() -> dict[str, str]:
+    """The credentials the environment holds where chatmem reads them by default: what to
+    mask in what plugin code says where no settings are at hand (its register, a strategy's
+    __init__ or build)."""
+    import os
+
+    (api_key, history_key), urls = ENVIRONMENT_CREDENTIALS
+    found: dict[str, str] = {}
+    for url in urls:
+        found |= credentials_of(None, os.environ.get(url), None)
+    return found | credentials_of(os.environ.get(api_key, "").strip() or None, None,
+                                  os.environ.get(history_key))
+
+
 class SecretMask:
     """Replaces secrets in text, also in a stream of pieces that may split one.
 

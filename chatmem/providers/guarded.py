@@ -11,10 +11,11 @@ goes to stderr (chatmem.plugin_output), as while it loads.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of, one_line
+from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of, masked, one_line
 from chatmem.plugin_output import plugin_prints_to_stderr, printing_to_stderr
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 
 
 class GuardedProvider:
-    """`inner`, whose exceptions other than chatmem's are ProviderFailed, their text with
-    `mask`'s secrets masked (an HTTP library's error may quote the Authorization header);
+    """`inner`, whose exceptions other than chatmem's are ProviderFailed, and whatever it
+    raises (a ProviderError of its own too, as README recommends) with `mask`'s secrets
+    masked (an HTTP library's error may quote the Authorization header);
     `registered`: the name its plugin registered it under (default: its own `name`)."""
 
     def __init__(self, inner: Provider, mask: SecretMask | None = None,
@@ -58,15 +60,20 @@ class GuardedProvider:
     def _failed(self, error: BaseException | str) -> ProviderFailed:
         return failure(self.registered, error, self.mask)
 
+    @property
+    def _masking(self) -> Callable[[str], str] | None:
+        return None if self.mask is None else self.mask.mask
+
     def stream(self, messages: ChatMessages) -> ReplyStream:
         with plugin_prints_to_stderr():
-            stream = guarded(self._failed, lambda: self.inner.stream(messages))
-        return GuardedStream(stream, self._failed)
+            stream = guarded(self._failed, lambda: self.inner.stream(messages), self._masking)
+        return GuardedStream(stream, self._failed, self._masking)
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         with plugin_prints_to_stderr():
             reply = guarded(self._failed,
-                            lambda: self.inner.complete(messages, purpose=purpose))
+                            lambda: self.inner.complete(messages, purpose=purpose),
+                            self._masking)
         if not isinstance(reply, str):
             # Else a summary or fact extraction fails on it, blamed on chatmem's strategy.
             raise self._failed(f"its reply is {kind_of(reply)}, not text")
@@ -74,19 +81,19 @@ class GuardedProvider:
 
     def token_counter(self) -> TokenCounter:
         with plugin_prints_to_stderr():
-            counter = guarded(self._failed, self.inner.token_counter)
-            missing = guarded(self._failed, lambda: lacks_counting(counter))
+            counter = guarded(self._failed, self.inner.token_counter, self._masking)
+            missing = guarded(self._failed, lambda: lacks_counting(counter), self._masking)
         if missing:
             # Else the engine fails on it much later, reading a None's `key`.
             kind = kind_of(counter)
             raise self._failed(f"its token_counter returned {kind}, not a TokenCounter"
                                if counter is None else
                                f"its token_counter returned {kind}, which has no {missing}")
-        return GuardedCounter(counter)
+        return GuardedCounter(counter, self._failed, self._masking)
 
     def close(self) -> None:
         with plugin_prints_to_stderr():
-            guarded(self._failed, lambda: self.inner.close())
+            guarded(self._failed, lambda: self.inner.close(), self._masking)
 
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's provider offers (its `images` rule, say), as it is.
@@ -96,10 +103,16 @@ class GuardedProvider:
 class GuardedCounter:
     """A plugin provider's token counter, what its counting prints sent to stderr: it counts
     outside any other plugin call too (a turn's input and reply, a context's total), where
-    a debug line broke `ask --json` and ask's reply-only stdout."""
+    a debug line broke `ask --json` and ask's reply-only stdout. What it raises, or a count
+    that is no int of 0 or more, is `failed` (the provider's): a negative count was blamed
+    on the strategy whose context held it."""
 
-    def __init__(self, inner: TokenCounter) -> None:
+    def __init__(self, inner: TokenCounter,
+                 failed: Callable[[BaseException | str], ChatmemError],
+                 mask: Callable[[str], str] | None = None) -> None:
         self.inner = inner
+        self._failed = failed
+        self._mask = mask
 
     @property
     def key(self) -> str:
@@ -134,18 +147,36 @@ class GuardedCounter:
         self.inner.additive = value
 
     def count_text(self, text: str) -> int:
-        return printing_to_stderr(self.inner.count_text, text)
+        return self._counted("count_text", lambda: self.inner.count_text(text))
 
     def count_message(self, role: str, content: str) -> int:
-        return printing_to_stderr(self.inner.count_message, role, content)
+        return self._counted("count_message", lambda: self.inner.count_message(role, content))
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         # One routing around the whole list: the plugin's loop runs inside it.
-        return printing_to_stderr(self.inner.count_messages, messages)
+        return self._counted("count_messages", lambda: self.inner.count_messages(messages))
+
+    def _counted(self, method: str, count: Callable[[], object]) -> int:
+        tokens = guarded(self._failed, lambda: printing_to_stderr(count), self._mask)
+        # numpy's integers will do (operator.index takes them); a bool, a float or a
+        # negative count will not.
+        whole = None if isinstance(tokens, bool) else _whole(tokens)
+        if whole is None or whole < 0:
+            shown = repr(tokens) if isinstance(tokens, int | float) else kind_of(tokens)
+            raise self._failed(f"its token counter's {method} returned {shown}, not a count "
+                               "of 0 or more")
+        return whole
 
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's counter offers, as it is.
         return getattr(self.inner, attribute)
+
+
+def _whole(value: object) -> int | None:
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 PROVIDER_METHODS = ("stream", "complete", "token_counter", "close")
@@ -198,9 +229,11 @@ def failure(name: str, error: BaseException | str, mask: SecretMask | None,
 class GuardedStream:
     """A reply stream whose iteration and close raise only chatmem's errors."""
 
-    def __init__(self, inner: ReplyStream, failed: Callable[[BaseException | str], ChatmemError]):
+    def __init__(self, inner: ReplyStream, failed: Callable[[BaseException | str], ChatmemError],
+                 mask: Callable[[str], str] | None = None):
         self.inner = inner
         self._failed = failed
+        self._mask = mask
         self._usage = Usage()
 
     @property
@@ -230,7 +263,7 @@ class GuardedStream:
 
     def __iter__(self) -> Iterator[str]:
         with plugin_prints_to_stderr():
-            deltas = guarded(self._failed, lambda: iter(self.inner))
+            deltas = guarded(self._failed, lambda: iter(self.inner), self._mask)
         said = False
         while True:
             try:
@@ -243,10 +276,15 @@ class GuardedStream:
                     # As chatmem's own providers do: an empty reply is a fault, not an answer.
                     raise self._failed("its reply was empty") from None
                 return
-            except (ChatmemError, KeyboardInterrupt):
+            except KeyboardInterrupt:
                 raise
-            except Exception as e:  # a plugin's stream may raise anything
-                raise self._failed(e) from e
+            except ChatmemError as e:
+                # Its own ProviderError (README recommends one) may quote the key too.
+                if self._mask is None:
+                    raise
+                raise masked(e, self._mask) from None
+            except (Exception, SystemExit) as e:  # a plugin's stream may raise anything
+                raise self._failed(e) from None
             if not isinstance(delta, str):
                 # Before anyone shows, stores or forwards it: the turn fails as on a raise.
                 raise self._failed(f"a piece of its reply is {kind_of(delta)}, not text")
@@ -255,4 +293,4 @@ class GuardedStream:
 
     def close(self) -> None:
         with plugin_prints_to_stderr():
-            guarded(self._failed, lambda: self.inner.close())
+            guarded(self._failed, lambda: self.inner.close(), self._mask)
