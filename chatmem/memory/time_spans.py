@@ -1,8 +1,10 @@
 """Spans of calendar time, as the time words of a question name them (see `time_words`):
-a day, a week, a month or part of one, a year, or a moment give or take some days."""
+a day, a week or weekend, a month or part of one, a year, the past few days or weeks until
+now, or a moment give or take some days."""
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -19,8 +21,10 @@ class TimeSpan:
 
     @property
     def days(self) -> tuple[str, str]:
-        """Its first and last day, ISO (`2023-05-08`), as a recall reason keeps them."""
-        return self.start.date().isoformat(), (self.end - timedelta(days=1)).date().isoformat()
+        """Its first and last day, ISO (`2023-05-08`), as a recall reason keeps them (a span
+        until now, `the past two weeks`, ends on today)."""
+        last = self.end - timedelta(microseconds=1)
+        return self.start.date().isoformat(), last.date().isoformat()
 
 
 def day_start(moment: datetime) -> datetime:
@@ -76,10 +80,55 @@ def ago(count: int, unit_days: int, now: datetime) -> TimeSpan:
 
 
 def weeks_back(count: int, now: datetime) -> TimeSpan:
-    """`last week` (1), `the week before last` (2): 7 to 14 days back per week counted, the
-    few days either side kept, since people say "last week" of a day 5 or 15 days ago."""
+    """`last week` (1), `the week before last` (2): that calendar week, Monday to Sunday.
+    (It was 7 to 14 days back, give or take: asked on a Monday, "last week" then left out
+    the Thursday to Sunday just gone and took in the Monday to Wednesday a week before.)"""
+    monday = day_start(now) - timedelta(days=day_start(now).weekday() + 7 * count)
+    return TimeSpan(monday, monday + timedelta(days=7))
+
+
+def past(count: int, unit_days: int, now: datetime) -> TimeSpan:
+    """`the past two weeks`, `前两周`: from the start of the day `count` units back until now."""
+    return TimeSpan(day_start(now) - timedelta(days=count * unit_days), now)
+
+
+def weekend(now: datetime, *, back: int = 0, over: bool = False) -> TimeSpan:
+    """The latest Saturday and Sunday that are over (`over`), else the latest that have
+    begun (asked on a Sunday: this one, until now); `back` weekends before that."""
     today = day_start(now)
-    return TimeSpan(today - timedelta(days=7 * count + 7), today - timedelta(days=7 * count - 2))
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+    if saturday >= now or (over and saturday + timedelta(days=2) > now):
+        saturday -= timedelta(days=7)
+    saturday -= timedelta(days=7 * back)
+    return TimeSpan(saturday, min(saturday + timedelta(days=2), now))
+
+
+def this_weekend(now: datetime) -> TimeSpan | None:
+    """On a weekend, this one; early in the week, the one just gone (people say "this
+    weekend" of it on a Monday); from Wednesday on, the coming one, of which nothing has
+    been said yet: no span."""
+    return weekend(now) if now.weekday() in (5, 6, 0, 1) else None
+
+
+def week_of_month(span: TimeSpan, nth: int | None) -> TimeSpan:
+    """The `nth` week (days 1–7, 8–14, …) of a month, or its last seven days (None)."""
+    if nth is None:
+        return TimeSpan(span.end - timedelta(days=7), span.end)
+    start = span.start + timedelta(days=7 * (nth - 1))
+    return TimeSpan(start, min(start + timedelta(days=7), span.end))
+
+
+def day_of_month(day: int, now: datetime, *, around: bool) -> TimeSpan | None:
+    """`on the 4th`: the latest 4th not after today (this month's or an earlier month's;
+    a 31st skips the months without one)."""
+    if not 1 <= day <= 31:
+        return None
+    for back in range(12):
+        month = months_back(back, now).start
+        if day <= calendar.monthrange(month.year, month.month)[1] and \
+                (back or day <= now.day):
+            return dated(month.month, day, now, around=around, year=month.year)
+    return None
 
 
 def this_week(now: datetime) -> TimeSpan:

@@ -24,13 +24,18 @@ from chatmem.memory.time_spans import (
     TimeSpan,
     ago,
     dated,
+    day_of_month,
     days_back,
     last_month_named,
     months_back,
     named_month,
     part_of_month,
+    past,
     this_week,
+    this_weekend,
+    week_of_month,
     weekday_span,
+    weekend,
     weeks_back,
     year_span,
 )
@@ -47,21 +52,40 @@ EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five"
               "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
               "twelve": 12, "couple of": 2, "few": 3}
 WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
-UNIT_DAYS = {"day": 1, "week": 7}
+# A month is 30 days only where it is counted back from now (`the past two months`).
+UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30}
+EDGES = {"start": "early", "beginning": "early", "middle": "mid", "end": "late"}
+NTH = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4,
+       "last": None}
 
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
 _WEEKDAY_NAMES = "|".join(WEEKDAYS)
+_MONTH_NAMED = rf"(?P<{{0}}>{_MONTH_NAMES})\b\.?(?:,?\s+(?P<{{0}}_year>{_YEAR})\b)?"
 _EN = re.compile(
-    rf"\b(?:(?P<ago_n>\d+|{_EN_COUNT})\s+(?P<ago_unit>day|week|month)s?\s+ago"
+    rf"\b(?:(?P<ago_n>\d+|{_EN_COUNT})\s+(?P<ago_unit>day|week|fortnight|month)s?\s+ago"
+    rf"|(?:the\s+)?(?:past|last|previous)\s+(?:(?P<past_n>\d+|{_EN_COUNT})\s+"
+    rf"(?P<past_unit>day|week|month)s|(?P<past_fortnight>fortnight))\b"
+    # last weekend, over the weekend, the weekend before last (the weekend alone: none)
+    rf"|(?P<wkend>last|this|(?:over|at|on|during)\s+the|the)\s+weekend\b"
+    rf"(?P<wkend_before>\s+before\s+last\b)?"
+    rf"|(?:the\s+)?(?P<week_before_last>week\s+before\s+last)\b"
+    # the first week of April, the last week of the month, the start/end of February
+    rf"|(?:the\s+)?(?P<nth_week>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week\s+"
+    rf"(?:of|in)\s+(?:{_MONTH_NAMED.format('nth_month')}|(?P<nth_rel>last|this|the)\s+month\b)"
+    rf"|(?:the\s+)?(?P<edge>start|beginning|middle|end)\s+of\s+"
+    rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b)"
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
-    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})"
+    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})\b"
     rf"|(?P<day_before>day\s+before\s+yesterday)"
     rf"|(?P<yesterday>yesterday)"
     # 8 May 2023, on the 1st of February, 2023 (a day first, as most of the world writes it)
     rf"|(?:(?P<d_around>around|about|on)\s+)?(?:the\s+)?(?P<d_day>\d{{1,2}})(?:st|nd|rd|th)?"
     rf"\s+(?:of\s+)?(?P<d_month>{_MONTH_NAMES})\b\.?(?:,?\s+(?P<d_year>{_YEAR})\b)?"
+    # on the 4th (of this month), but not on the 4th floor
+    rf"|(?P<nth_when>on|around|about)\s+the\s+(?P<nth_day>\d{{1,2}})(?:st|nd|rd|th)\b"
+    rf"(?P<nth_this>\s+of\s+th(?:is|e)\s+month\b)?(?!\s*[a-z0-9])"
     rf"|(?P<around>around|about|on)?\s*(?P<m_day_month>{_MONTH_NAMES})\.?\s+(?P<m_day>\d{{1,2}})"
     rf"(?:st|nd|rd|th)?\b(?:,?\s+(?P<m_year>{_YEAR})\b)?"
     rf"|(?:(?:in|during|back\s+in)\s+)?(?P<part>early|mid|late)[-\s]+(?P<part_month>{_MONTH_NAMES})"
@@ -107,14 +131,29 @@ def _iso(m: re.Match[str], now: datetime) -> TimeSpan | None:
     return dated(int(m["month"]), int(m["day"]), now, around=False, year=int(m["year"]))
 
 
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else EN_NUMBERS[text]
+
+
 def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
-    groups = {k: (v.lower() if v else v) for k, v in m.groupdict().items()}
+    groups = {k: (re.sub(r"\s+", " ", v.lower()) if v else v) for k, v in m.groupdict().items()}
     if groups["ago_n"]:
-        count = int(groups["ago_n"]) if groups["ago_n"].isdigit() else \
-            EN_NUMBERS[groups["ago_n"]]
+        count = _count(groups["ago_n"])
         if groups["ago_unit"] == "month":
             return months_back(count, now)
         return ago(count, UNIT_DAYS[groups["ago_unit"]], now)
+    if groups["past_n"]:
+        return past(_count(groups["past_n"]), UNIT_DAYS[groups["past_unit"]], now)
+    if groups["past_fortnight"]:
+        return past(1, UNIT_DAYS["fortnight"], now)
+    if groups["wkend"]:
+        return _weekend(groups["wkend"], bool(groups["wkend_before"]), now)
+    if groups["week_before_last"]:
+        return weeks_back(2, now)
+    if groups["nth_week"]:
+        return week_of_month(_month(groups, "nth", now), NTH[groups["nth_week"]])
+    if groups["edge"]:
+        return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]])
     if groups["weekday"]:
         return weekday_span(WEEKDAYS[groups["weekday"]], now,
                             before_today=groups["wd_when"] == "last")
@@ -135,6 +174,10 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return dated(MONTHS[groups["d_month"]], int(groups["d_day"]), now,
                      around=groups["d_around"] in ("around", "about"),
                      year=_year_of(groups["d_year"]))
+    if groups["nth_day"]:
+        if groups["nth_this"] and int(groups["nth_day"]) > now.day:
+            return None  # later this month: nothing said then yet
+        return day_of_month(int(groups["nth_day"]), now, around=groups["nth_when"] != "on")
     if groups["m_day_month"]:
         return dated(MONTHS[groups["m_day_month"]], int(groups["m_day"]), now,
                      around=groups["around"] in ("around", "about"),
@@ -149,6 +192,27 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["in_year"]:
         return year_span(int(groups["in_year"]), now)
     return None
+
+
+def _weekend(said: str, before_last: bool, now: datetime) -> TimeSpan | None:
+    """`last weekend` is the latest one that is over (asked on a Sunday: the one before);
+    `over the weekend` the latest that has begun; `the weekend` alone (what is planned for
+    the weekend?) names none."""
+    if before_last:
+        return weekend(now, over=True, back=1)
+    if said == "last":
+        return weekend(now, over=True)
+    if said == "this":
+        return this_weekend(now)
+    return None if said == "the" else weekend(now)
+
+
+def _month(groups: dict[str, str | None], name: str, now: datetime) -> TimeSpan:
+    """The month `<name>_month` names (`February`, `May 2023`), or `last/this/the month`."""
+    said = groups[f"{name}_month"]
+    if said:
+        return named_month(MONTHS[said], _year_of(groups[f"{name}_month_year"]), now)
+    return months_back(1 if groups[f"{name}_rel"] == "last" else 0, now)
 
 
 def _year_of(text: str | None) -> int | None:

@@ -1,4 +1,5 @@
-"""Chinese time words (`上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`) as the spans
+"""Chinese time words (`上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`, `上个周末`,
+`前两周`, `四月第一周`, `4号`) as the spans
 of time they name; `time_words` reads them alongside the English ones."""
 
 from __future__ import annotations
@@ -10,13 +11,18 @@ from chatmem.memory.time_spans import (
     TimeSpan,
     ago,
     dated,
+    day_of_month,
     days_back,
     month_span,
     months_back,
     named_month,
     part_of_month,
+    past,
     this_week,
+    this_weekend,
+    week_of_month,
     weekday_span,
+    weekend,
     weeks_back,
     year_span,
 )
@@ -49,9 +55,17 @@ _PART = rf"{_EARLY}|上旬|中旬|下旬|{_LATE}"
 # 月底 alone is this month's end, unless another word names the month (下个月底, 正月初,
 # 每月底): read only after a word that cannot.
 _ALONE = r"(?:(?<![\u3400-\u9fff])|(?<=[到在等于至从是就再快了说和也都还要这]))"
+# 前两周 (the past two weeks), but not 提前两天 (two days ahead) or 之前三个月: after a word
+# that cannot end in 前 or 近 (接近三个月 is a length of time, not when).
+_PAST = (r"(?:(?<![\u3400-\u9fff])|(?<=[在是就了说和也都还我你他她它们的]))"
+         r"(?P<past_said>最近|近|过去的?|前|这)")
 PATTERN = re.compile(
+    # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
+    rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
+    rf"|(?<![每下个这本上周])(?P<wkend>周末)"
+    rf"|{_PAST}(?P<past_n>{_NUM}|几)\s*个?(?P<past_unit>天|日|周|星期|礼拜|月)"
     # 星期五, 上周五, 上上周五; 周一 only where it is not 周 + 一起/一直 (all week, together)
-    rf"(?P<wd_last>(?<!上)上+个?)?(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
+    rf"|(?P<wd_last>(?<!上)上+个?)?(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
     rf"(?P<wd>[一二三四五六日天])"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:(?P<rel_year_month>{_NUM})月"
@@ -60,8 +74,12 @@ PATTERN = re.compile(
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨天|(?<!大)大*前天)"
     rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
-    rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART}))?"
+    rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART})"
+    rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
+    rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜)))?"
     rf"(?P<around>左右|前后)?"
+    # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3) or 5号楼
+    rf"|(?<!月)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球])(?P<day_only_around>左右|前后)?"
     rf"|(?P<only_year>{_YEAR})\s*年"
     rf"|{_ALONE}月(?P<this_month_part>{_EARLY}|{_LATE})")
 
@@ -103,6 +121,22 @@ def _part(span: TimeSpan, part: str | None) -> TimeSpan:
 
 def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     g = m.groupdict()
+    if g["wkend_last"]:
+        back = _repeats(m, "wkend_last", "上", _WORDS_ENDING_IN_SHANG, 1) - 1
+        return weekend(now, over=True, back=back)
+    if g["wkend_this"]:
+        return this_weekend(now)
+    if g["wkend"]:
+        return weekend(now)
+    if g["past_said"]:
+        count = 3 if g["past_n"] == "几" else zh_number(g["past_n"])
+        if not count or (count == 1 and g["past_said"] == "前"):
+            return None  # 前一天 is the day before some other day
+        unit = 30 if g["past_unit"] == "月" else UNIT_DAYS[g["past_unit"]]
+        return past(count, unit, now)
+    if g["day_only"]:
+        day = zh_number(g["day_only"])
+        return None if day is None else day_of_month(day, now, around=bool(g["day_only_around"]))
     if g["wd"]:
         weeks = _repeats(m, "wd_last", "上", _WORDS_ENDING_IN_SHANG, 1) if g["wd_last"] else None
         return weekday_span(ZH_WEEKDAYS[g["wd"]], now, weeks_before=weeks)
@@ -147,7 +181,12 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             day = zh_number(g["day"])
             return None if day is None else dated(month, day, now, around=bool(g["around"]),
                                                   year=written_year)
-        return _part(named_month(month, written_year, now), g["month_part"])
+        span = named_month(month, written_year, now)
+        if g["month_week"]:
+            return week_of_month(span, zh_number(g["month_week"]))
+        if g["month_last_week"]:
+            return week_of_month(span, None)
+        return _part(span, g["month_part"])
     if g["only_year"]:
         return year_span(zh_year(g["only_year"]), now)
     if g["this_month_part"]:

@@ -65,7 +65,7 @@ def day(text: str) -> datetime:
     # One 上 more is one week or month further back; 大前天 is a day before 前天.
     ("上上周五我们吃了什么？", "2026-05-22", "2026-05-23"),
     ("上上个星期六去哪了？", "2026-05-23", "2026-05-24"),
-    ("上上周我见了谁？", "2026-05-11", "2026-05-20"),
+    ("上上周我见了谁？", "2026-05-18", "2026-05-25"),
     ("上上个月我看了什么剧？", "2026-04-01", "2026-05-01"),
     ("上上上个月我在忙什么？", "2026-03-01", "2026-04-01"),
     ("大前天吃了什么？", "2026-05-29", "2026-05-30"),
@@ -90,6 +90,25 @@ def day(text: str) -> datetime:
     ("３月４号我去了哪？", "2026-03-04", "2026-03-05"),
     ("２０２３年我去了哪里？", "2023-01-01", "2024-01-01"),
     ("What did I read in Ｍａｒｃｈ ２０２５?", "2025-03-01", "2025-04-01"),
+    # A weekend is Saturday and Sunday ("last weekend" was read as "last week"); a week
+    # before last and a part of a month said in words.
+    ("What did I get up to last weekend?", "2026-05-30", "2026-06-01"),
+    ("What did we do over the weekend?", "2026-05-30", "2026-06-01"),
+    ("How was this weekend?", "2026-05-30", "2026-06-01"),
+    ("Where did we go the weekend before last?", "2026-05-23", "2026-05-25"),
+    ("What happened last week?", "2026-05-25", "2026-06-01"),
+    ("Who did I see the week before last?", "2026-05-18", "2026-05-25"),
+    ("What did I buy a fortnight ago?", "2026-05-10", "2026-05-25"),
+    ("What did I read in the past two weeks?", "2026-05-18", "2026-06-01"),
+    ("What did we decide at the start of February?", "2026-02-01", "2026-02-11"),
+    ("What happened at the beginning of the month?", "2026-06-01", "2026-06-11"),
+    ("Where was I at the end of last month?", "2026-05-21", "2026-06-01"),
+    ("What did I do in the middle of March 2025?", "2025-03-11", "2025-03-21"),
+    ("Where was I the first week of April?", "2026-04-01", "2026-04-08"),
+    ("What broke in the last week of February?", "2026-02-22", "2026-03-01"),
+    ("What happened on the 4th?", "2026-05-04", "2026-05-05"),
+    ("Who called around the 20th?", "2026-05-17", "2026-05-24"),
+    ("What did I do on the 1st of this month?", "2026-06-01", "2026-06-02"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -100,6 +119,8 @@ def test_time_words_name_the_span_they_mean(question: str, start: str, end: str)
     "May I ask what my sister does?", "What is my phone number now?", "我在准备哪项资格认证？",
     "Which book had me hooked most recently?", "我最近迷上了什么？",
     "What happened on February 30, 2023?", "Top 5 things to pack?", "Is 2.1.3 the version?",
+    "What is on the 4th floor?", "What should we plan for the weekend?",
+    "What is due on the 20th of this month?",
 ])
 def test_a_question_without_a_time_names_no_span(question: str) -> None:
     assert spans(question, NOW) == []
@@ -267,6 +288,42 @@ def test_recall_prefers_messages_from_the_time_the_question_names(
     plain = context_with(engine, "retrieval", question, mode="bm25", max_tokens=400,
                          time_weight=0)
     assert plain.part("recalled") is None
+
+
+EVENTS = {"2026-02-03": "We settled on repainting the shopfront.",
+          "2026-05-04": "Signed the lease for the studio.",
+          "2026-05-20": "Finished the quarterly review.",
+          "2026-05-23": "Spent the day at the allotment.",
+          "2026-05-30": "Went kayaking on the Wye."}
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("What did I get up to last weekend?", ["2026-05-30"]),
+    ("上个周末我干了什么？", ["2026-05-30"]),
+    ("And the weekend before last?", ["2026-05-23"]),
+    ("上上个周末呢？", ["2026-05-23"]),
+    ("What did we decide at the start of February?", ["2026-02-03"]),
+    ("What happened on the 4th?", ["2026-05-04"]),
+    ("4号那天怎么样？", ["2026-05-04"]),
+    ("Anything the week before last?", ["2026-05-20", "2026-05-23"]),
+])
+def test_recall_by_words_alone_brings_the_day_a_weekend_or_week_names(
+        make_engine, question: str, expected: list[str]) -> None:
+    """A note a day since late January, asked on Monday 1 June: no word of the question is
+    in the message it asks about, so only the time it names can bring it (before, these
+    named none, or "last weekend" the week before last)."""
+    engine = make_engine("retrieval", mode="bm25")
+    lines, on = [], date(2026, 1, 26)
+    while on <= date(2026, 6, 1):
+        at = datetime(on.year, on.month, on.day, 19 if on.day != 1 else 9, tzinfo=UTC)
+        said = EVENTS.get(on.isoformat(), f"Note {on:%d %b}: nothing much.")
+        lines += [{"role": "user", "content": said, "ts": at.isoformat()},
+                  {"role": "assistant", "content": "OK.", "ts": at.isoformat()}]
+        on += timedelta(days=1)
+    engine.store.history.import_messages(engine.session.id, lines)
+    context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300)
+    recalled = [m.content for m in context.part("recalled").messages]
+    assert [e for e in EVENTS.values() if e in recalled] == [EVENTS[on] for on in expected]
 
 
 EDGE_QUESTIONS = ["what did I say last May?", "去年说了什么", "上个月", "in March",

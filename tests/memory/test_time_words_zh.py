@@ -1,0 +1,62 @@
+"""Chinese time words of weekends, the past few days or weeks, a week of a month and a day
+of this month, and the look-alikes that name no such span."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from chatmem.memory.time_words import spans
+
+NOW = datetime(2026, 6, 1, 9, 44, tzinfo=UTC)  # a Monday
+
+
+def named(text: str) -> list[tuple[str, str]]:
+    """First and last day of each span `text` names, ISO."""
+    return [span.days for span in spans(text, NOW)]
+
+
+@pytest.mark.parametrize("question, first, last", [
+    # 上(个)周末 is the weekend just gone (asked on a Monday); one 上 more, the one before.
+    ("上个周末我去哪了？", "2026-05-30", "2026-05-31"),
+    ("上周末吃了什么？", "2026-05-30", "2026-05-31"),
+    ("上上个周末我见了谁？", "2026-05-23", "2026-05-24"),
+    ("这个周末过得怎么样？", "2026-05-30", "2026-05-31"),
+    ("周末我做了什么？", "2026-05-30", "2026-05-31"),
+    # 上上周 is the calendar week before last, Monday to Sunday.
+    ("上上周我见了谁？", "2026-05-18", "2026-05-24"),
+    # 前两周, 最近三天, 这几天: from that many days or weeks back until now.
+    ("前两周我在忙什么？", "2026-05-18", "2026-06-01"),
+    ("我前两周去了哪？", "2026-05-18", "2026-06-01"),
+    ("最近三天吃了什么？", "2026-05-29", "2026-06-01"),
+    ("这几天我在忙什么？", "2026-05-29", "2026-06-01"),
+    ("过去的两个月我读了什么？", "2026-04-02", "2026-06-01"),
+    # A week of a month, and a day of this month (or the latest such day).
+    ("四月第一周我在哪？", "2026-04-01", "2026-04-07"),
+    ("二月的最后一个星期我在哪？", "2026-02-22", "2026-02-28"),
+    ("4号我们去了哪？", "2026-05-04", "2026-05-04"),
+    ("20号左右我见了谁？", "2026-05-17", "2026-05-23"),
+])
+def test_chinese_time_words_name_the_span_they_mean(question: str, first: str,
+                                                    last: str) -> None:
+    assert named(question) == [(first, last)]
+
+
+@pytest.mark.parametrize("text", [
+    "每个周末都去爬山吗？",  # every weekend
+    "下周末有什么安排？",  # next weekend: nothing said of it yet
+    "提前两天告诉我",  # two days ahead
+    "之前三个月的账单",
+    "接近三个月没见了",  # a length of time, not when
+    "前一天晚上睡得好吗？",  # the day before some other day
+    "3号线怎么走？",  # metro Line 3
+    "5号楼在哪？",  # building 5
+])
+def test_words_that_only_look_like_these_time_words_name_no_span(text: str) -> None:
+    assert named(text) == []
+
+
+def test_shang_ending_a_word_before_a_weekend_is_that_words() -> None:
+    # 楼上 (upstairs) + 个周末: one 上 is the word's, so the weekend just gone, not the one before.
+    assert named("楼上个周末搬走了") == named("上个周末")
