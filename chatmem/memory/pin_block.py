@@ -34,10 +34,11 @@ def pin_groups(pins: Sequence[Pin]) -> list[list[Pin]]:
 def pin_line(group: Sequence[Pin]) -> str:
     line = "- " + ", ".join(p.text for p in group)
     turn = group[0].turn
-    quote = next((p.quote for p in group if p.quote), "")
-    if quote:
+    # Each distinct quote of the turn: one quote alone could leave out a value it pins.
+    quotes = list(dict.fromkeys(p.quote for p in group if p.quote))
+    if quotes:
         where = f"from turn {turn}" if turn is not None else "quoted"
-        line += f" ({where}: \"{_data(quote)}\")"
+        line += f" ({where}: " + " ".join(f"\"{_data(q)}\"" for q in quotes) + ")"
     elif turn is not None:
         line += f" (turn {turn})"
     # Quotations of the conversation: they can never spell a template marker.
