@@ -2,10 +2,13 @@
 
 An anchor is text that a faithful summary repeats verbatim: ids like
 ORD-7731 or blue-otter-88, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日),
-numbers with units (5 kg, $120, 30%, 五千元), and names (Alice Chen, 我叫王小明,
-我妹妹叫李娜, 王小明先生: see anchor_names_zh). Full-width ids and amounts count too.
+numbers with units (5 kg, $120, 30%, 五千元), names (Alice Chen, 我叫王小明,
+我妹妹叫李娜, 王小明先生: see anchor_names_zh) and acronyms (DJI), versions and image tags
+(jobs-worker:1.14.2), ports (port 8443, 端口8443), settings (backoff=2.0) and code
+identifiers (retry_count, DEPLOY_ENV, UndefinedColumn). Full-width ids and amounts count too.
 Bare numbers, sentence-initial capitals, pieces of hyphenated words (Wi of
-Wi-Fi) and everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of 第二天) are
+Wi-Fi), everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of 第二天), shouted
+phrases and SQL (capitals side by side) and the acronyms everyone writes (OK, API) are
 left out: they are too often noise, and every false anchor becomes a pinned
 fact that costs tokens.
 """
@@ -73,7 +76,48 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # An ordinal is no amount: 第2天 is "day 2", not "2 days".
     re.compile(rf"(?<![A-Za-z0-9_.第]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
                re.IGNORECASE),
+    # Versions of three or more parts (1.14.2, v2.0.1-rc1), alone or as an image's or a
+    # package's tag (jobs-worker:1.14.2): a 2.0 alone is any decimal.
+    re.compile(rf"(?<!{_LATIN_W})(?<![.:/-])(?:[A-Za-z][\w./-]*:)?[vV]?\d+(?:\.\d+){{2,}}"
+               rf"(?:[-+][A-Za-z0-9]+)*(?!\.?{_LATIN_W})"),
+    # A setting as code writes it, name=value without spaces (backoff=2.0, DEPLOY_ENV=staging).
+    re.compile(rf"(?<!{_LATIN_W})(?<![.=-])[A-Za-z_][A-Za-z0-9_]{{1,40}}=(?!=)[A-Za-z0-9_.:/-]*[A-Za-z0-9_]"),
+    # Code identifiers: snake_case, UPPER_CASE and CamelCase of two humps or more (retry_count,
+    # DEPLOY_ENV, UndefinedColumn, fetchPending); one plain word is never one.
+    re.compile(rf"(?<!{_LATIN_W})(?<!-)(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+               r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)"
+               rf"(?!{_LATIN_W}|-)"),
 )
+
+# The number of a port: "port 8443", "port: 8443", STAGING_PORT: "8443", 端口8443.
+_PORT = re.compile(r"(?<![A-Za-z])(?i:port)s?[\"']?\s*[:=]?\s*[\"']?(?P<number>\d{2,5})(?![\d.])"
+                   r"|端口[^\d\n]{0,4}?(?P<zh>\d{2,5})(?![\d.])")
+# An acronym: DJI, AWS, HSBC. Not a capitalised word nor a shouted phrase or SQL (two
+# capitalised words side by side), nor the few everyone writes (OK, CI, API).
+_ACRONYM = re.compile(rf"(?<!{_LATIN_W})(?<!-)[A-Z]{{2,6}}(?!{_LATIN_W}|-)")
+_CAPS_WORD = re.compile(r"[A-Z]{2,}\b")
+_COMMON_ACRONYM_WORDS = """
+OK AM PM TV PC CI CD PR ID IDS DB OS UI UX IT HR IO API APIS URL URLS SQL HTTP HTTPS JSON YAML
+XML CSV PDF HTML CSS JS TS CPU GPU RAM SSD USB FAQ ASAP FYI BTW LOL OMG IMO TBH DIY ETA AI ML
+LLM NO YES NOT AND OR THE IS IN ON AT TO OF BY AS IF ALL ANY BUT FOR NEW OLD TODO NOTE FIXME
+ERROR WARN INFO DEBUG LINE FROM WHERE JOIN LIMIT GROUP ORDER INTO SET NULL TRUE FALSE NONE
+SELECT UPDATE DELETE INSERT CREATE ALTER DROP TABLE INDEX VALUES ADD KEY
+"""
+_COMMON_ACRONYMS = frozenset(_COMMON_ACRONYM_WORDS.split())
+
+
+def _acronyms(text: str) -> list[tuple[int, int]]:
+    found = []
+    for match in _ACRONYM.finditer(text):
+        if match.group() in _COMMON_ACRONYMS:
+            continue
+        before = text[max(0, match.start() - 40):match.start()].split()
+        after = text[match.end():match.end() + 40].split()
+        beside = [w.strip("\"'(),.:;!?") for w in (before[-1:] + after[:1])]
+        if any(_CAPS_WORD.fullmatch(w) for w in beside):
+            continue
+        found.append(match.span())
+    return found
 
 # A Chinese numeral with a unit, never cut out of a longer numeral or an ordinal (第二天).
 _CN_AMOUNT = re.compile(
@@ -163,6 +207,11 @@ def extract_anchors(text: str) -> list[str]:
     for match in _CN_AMOUNT.finditer(folded):
         if _cn_amount_matters(match.group("number"), match.group("unit")):
             spans.append((match.start(), match.end(), text[match.start():match.end()]))
+    for start, end in _acronyms(folded):
+        spans.append((start, end, text[start:end]))
+    for match in _PORT.finditer(folded):
+        group = "number" if match.group("number") else "zh"
+        spans.append((match.start(group), match.end(group), text[slice(*match.span(group))]))
     for name in _names(folded):
         start = folded.find(name)
         spans.append((start, start + len(name), text[start:start + len(name)]))

@@ -11,6 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.memory import quoting
+from chatmem.memory.anchors import present
 from chatmem.memory.pins import Pin
 
 if TYPE_CHECKING:
@@ -32,12 +33,19 @@ def pin_groups(pins: Sequence[Pin]) -> list[list[Pin]]:
 
 
 def pin_line(group: Sequence[Pin]) -> str:
-    line = "- " + ", ".join(p.text for p in group)
+    # A value a later message replaced is history, never sent as if it were current.
+    line = "- " + ", ".join(p.text if p.replaced is None else
+                            f"{p.text} (replaced in turn {p.replaced})" for p in group)
     turn = group[0].turn
-    quote = next((p.quote for p in group if p.quote), "")
-    if quote:
+    # Each quote of the turn that holds a value no quote before it holds: one quote alone
+    # could leave out a value it pins.
+    quotes: list[str] = []
+    for pin in group:
+        if pin.quote and not any(present(pin.text, q) for q in quotes):
+            quotes.append(pin.quote)
+    if quotes:
         where = f"from turn {turn}" if turn is not None else "quoted"
-        line += f" ({where}: \"{_data(quote)}\")"
+        line += f" ({where}: " + " ".join(f"\"{_data(q)}\"" for q in quotes) + ")"
     elif turn is not None:
         line += f" (turn {turn})"
     # Quotations of the conversation: they can never spell a template marker.

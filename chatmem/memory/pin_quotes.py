@@ -85,14 +85,21 @@ def first_quotes(
     anchors: Iterable[str], said: Iterable[tuple[int | None, str]]
 ) -> dict[str, tuple[int | None, str]]:
     """Anchor → (turn, quote) from the earliest message in `said` ((turn, content), oldest
-    first) that holds it; anchors first said in one message share one quote."""
+    first) that holds it. Anchors first said in one message share a quote when one holds
+    them all; those too far apart get quotes of their own, so every quote shown beside a
+    pinned value holds that value."""
     wanted = list(dict.fromkeys(anchors))
     found: dict[str, tuple[int | None, str]] = {}
     for turn, content in said:
         if len(found) == len(wanted):
             break
         here = [a for a in wanted if a not in found and present(a, content)]
-        if here:
+        while here:
             quote = quote_around(content, here)
-            found.update((a, (turn, quote)) for a in here)
+            held = [a for a in here if present(a, quote)]
+            if not held:  # cannot happen for an anchor of `content`; never loop on it
+                found.update((a, (turn, "")) for a in here)
+                break
+            found.update((a, (turn, quote)) for a in held)
+            here = [a for a in here if a not in held]
     return found

@@ -43,9 +43,12 @@ class Pin:
     """The turn it was first said in, when known."""
     quote: str = ""
     """A short verbatim piece of that turn around the detail."""
+    replaced: int | None = None
+    """The turn of a later message that replaced the value (chatmem.memory.replaced_values)."""
 
     def stored(self) -> list[Any]:
-        return [self.text, self.version, self.pin_id, self.turn, self.quote]
+        stored = [self.text, self.version, self.pin_id, self.turn, self.quote]
+        return stored if self.replaced is None else [*stored, self.replaced]
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ def parse_pins(value: Any) -> list[Pin]:
         turn = int(item[3]) if len(item) > 3 and item[3] is not None else None
         quote = str(item[4]) if len(item) > 4 and item[4] else ""
         pin_id = int(item[2]) if len(item) > 2 and item[2] is not None else None
-        out.append(Pin(str(item[0]), int(item[1]), pin_id, turn, quote))
+        replaced = int(item[5]) if len(item) > 5 and item[5] is not None else None
+        out.append(Pin(str(item[0]), int(item[1]), pin_id, turn, quote, replaced))
     return out
 
 

@@ -49,12 +49,40 @@ New lines:
 
 def format_lines(messages: Sequence[Message],
                  mask: Callable[[str], str] = sensitive.redact) -> str:
-    """One `role: text` line per message; inner newlines folded so lines stay lines.
+    """One `role: text` line per message; inner newlines folded so lines stay lines,
+    except in a fenced code block, whose lines follow, indented, as written.
 
     Sensitive details become markers (`mask`): a summary is memory, and memory keeps
     them only when the user says so (/remember), whatever the prompt in the config asks.
     """
-    return "\n".join(f"{m.role}: {' '.join(mask(m.content).split())}" for m in messages)
+    return "\n".join(f"{m.role}: {_message_lines(mask(m.content))}" for m in messages)
+
+
+_FENCE = re.compile(r"[ \t]*(?:```|~~~)")
+CODE_INDENT = "  "
+"""Before each line of a message after its first: no line of a message can read as a
+message of its own ("user: ...") or a point of the summary ("- ...")."""
+
+
+def _message_lines(text: str) -> str:
+    # Python's indentation and YAML's nesting are the code: folded into one line, a
+    # summary can no longer quote them.
+    lines: list[str] = []
+    prose: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if fenced or _FENCE.match(line):
+            if prose:
+                lines.append(" ".join(prose))
+                prose = []
+            lines.append(line.rstrip())
+            if _FENCE.match(line):
+                fenced = not fenced
+        else:
+            prose.extend(line.split())
+    if prose:
+        lines.append(" ".join(prose))
+    return f"\n{CODE_INDENT}".join(lines)
 
 
 def summary_request(

@@ -33,6 +33,7 @@ from chatmem.memory.reasons import (
     SummaryLeftOut,
     SummaryVersion,
 )
+from chatmem.memory.replaced_values import mark_replaced
 from chatmem.memory.summary_state import SummaryState, load_state, moved
 from chatmem.notices import Notice, SummaryFailed, SummaryUpdated, after_calls
 from chatmem.privacy import sensitive
@@ -233,6 +234,8 @@ class SummaryMemory(BaseStrategy[Limited]):
             messages, masked, strict=True)], guard.mask)
         candidates_pins = held + [pins.Pin(a, version, None, *sources.get(a, (None, "")))
                                   for a in new]
+        candidates_pins = mark_replaced(candidates_pins, [
+            (m.turn, text) for m, text in zip(messages, masked, strict=True)])
         _, released = fit_pins(candidates_pins, self.pin_limit(), PinCost(env.counter))
         # Released pins are always the oldest; the rest are stored with their quotes,
         # even those shown bare now, so a roomier build can quote them again.

@@ -33,10 +33,19 @@ def first_sentence(text: str) -> str:
 def extractive_summary(messages: ChatMessages) -> str:
     request = messages[-1]["content"] if messages else ""
     points: list[str] = []
+    users: list[str] = []
     for line in request.splitlines():
+        if users and line.startswith("  "):
+            # A message's further lines (a code block) are indented: its first sentence
+            # is read as before, over the whole message.
+            users[-1] += " " + " ".join(line.split())
+            continue
+        if users:
+            points.append(first_sentence(users.pop()))
         if line.startswith("- "):
             points.append(line[2:].strip())
         elif line.startswith("user: ") and line[6:].strip():
-            points.append(first_sentence(line[6:]))
+            users.append(line[6:])
+    points.extend(first_sentence(u) for u in users)
     kept = list(dict.fromkeys(p for p in points if p))[-MAX_POINTS:]
     return "\n".join(f"- {p}" for p in kept)

@@ -175,3 +175,26 @@ def test_full_width_ids_and_amounts_are_anchors_either_width_keeps_them() -> Non
     assert missing_anchors(anchors, "单号SF1234567，2.5kg") == []
     assert missing_anchors(["SF1234567"], "单号ＳＦ１２３４５６７") == []
     assert missing_anchors(anchors, "单号SF1234568") == anchors
+
+
+def test_acronyms_versions_ports_and_code_identifiers_are_anchors() -> None:
+    """A new employer "DJI", an image tag, a port and an env variable were no anchors: a
+    summary dropped them and nothing was pinned (debug transcript: text recall 0.00)."""
+    assert extract_anchors("My job is data analyst at DJI now.") == ["DJI"]
+    assert extract_anchors("image jobs-worker:1.14.2, port 8443") == [
+        "jobs-worker:1.14.2", "8443"]
+    assert extract_anchors("Set DEPLOY_ENV=staging; UndefinedColumn") == [
+        "DEPLOY_ENV=staging", "UndefinedColumn"]
+    assert extract_anchors('def retry(times=3, backoff=2.0): raise RetryExhausted()') == [
+        "times=3", "backoff=2.0", "RetryExhausted"]
+    assert extract_anchors('    STAGING_PORT: "8443"\nthe retry_count column, v2.0.1-rc1') == [
+        "STAGING_PORT", "8443", "retry_count", "v2.0.1-rc1"]
+    assert extract_anchors("我在DJI上班，端口改成8443，版本1.14.2，字段retry_count") == [
+        "DJI", "8443", "1.14.2", "retry_count"]
+
+
+def test_shouting_sql_common_acronyms_and_plain_numbers_are_not_anchors() -> None:
+    assert extract_anchors("PLEASE HELP ME, the API and the CI are OK") == []
+    assert extract_anchors("SELECT id FROM jobs WHERE state = 1") == []
+    assert extract_anchors("a 2.0 ratio, the report for 2024, at 10:30, the port is fine") == []
+    assert extract_anchors("it is a well-known e-mail, one_ off? no: __enter__ and x=1") == []

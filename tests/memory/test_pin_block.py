@@ -106,3 +106,21 @@ def test_fitting_by_line_sums_fits_exactly_as_counting_each_candidate_whole(
     # A plain function takes the general path: every candidate counted whole.
     assert pin_block.fit_pins(some, limit, cost) == pin_block.fit_pins(some, limit,
                                                                        lambda p: cost(p))
+
+
+def test_every_value_a_line_pins_is_in_a_quote_it_shows() -> None:
+    """"Nanshan, Leeds, Shenzhen (from turn 51: "I live in Shenzhen now, in Nanshan
+    district.")": one quote stood for the turn and Leeds was in the sentence before."""
+    said = ("Big news: I moved from Leeds to Shenzhen last week. I live in Shenzhen now, "
+            "in Nanshan district.")
+    found = pin_quotes.first_quotes(["Nanshan", "Leeds", "Shenzhen"], [(51, said)])
+    assert all(value in found[value][1] for value in found)
+    group = [pins.Pin(value, 1, n, *found[value])
+             for n, value in enumerate(["Nanshan", "Leeds", "Shenzhen"], 1)]
+    (line,) = pin_block.pin_lines(group)
+    quotes = line.split("(from turn 51: ", 1)[1]
+    assert all(value in quotes for value in ("Nanshan", "Leeds", "Shenzhen"))
+    # Pins of one turn quoted the same way still show that quote once.
+    (line,) = pin_block.pin_lines([pins.Pin("Leeds", 1, 1, 51, found["Leeds"][1]),
+                                   pins.Pin("Shenzhen", 1, 2, 51, found["Shenzhen"][1])])
+    assert line.count("Big news") == 1

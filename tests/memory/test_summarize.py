@@ -21,6 +21,7 @@ from chatmem.memory.summarizer import (
     clip,
     diff_size,
     diff_tokens,
+    format_lines,
     strip_clip_marker,
     summarize,
     summary_request,
@@ -28,6 +29,7 @@ from chatmem.memory.summarizer import (
 )
 from chatmem.plugins import load_registries
 from chatmem.providers.scripted import RULES, ScriptedProvider
+from chatmem.providers.scripted_summary import extractive_summary
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
@@ -234,3 +236,20 @@ def test_chat_with_a_bad_summary_prompt_exits_2_with_one_line(tmp_path: Path) ->
         " and {new_lines} (missing {summary} and {new_lines})"
     )
     assert not (tmp_path / "c.db").exists()
+
+
+def test_a_fenced_code_block_keeps_its_lines_and_indentation() -> None:
+    """Every message's whitespace was folded into one line: Python's indentation and
+    YAML's nesting reached the summarizer flattened."""
+    code = ("Our compose file:\n\n```yaml\nservices:\n  worker:\n    image: w:1.14.2\n```\n"
+            "Looks   fine?\nuser: not a message")
+    lines = format_lines([Message("user", code, 0), Message("assistant", "Yes.\n\nIt is.", 0)])
+    assert lines.splitlines() == [
+        "user: Our compose file:", "  ```yaml", "  services:", "    worker:",
+        "      image: w:1.14.2", "  ```", "  Looks fine? user: not a message",
+        "assistant: Yes. It is."]
+    # The scripted rule still reads each new message's first sentence, whole.
+    points = extractive_summary(
+        [{"role": "user", "content": f"Current summary:\n- a point\n\nNew lines:\n{lines}"}])
+    assert points.splitlines() == ["- a point", "- Our compose file: ```yaml services: worker: "
+                                   "image: w:1.14.2 ``` Looks fine?"]

@@ -1,0 +1,64 @@
+"""Pinned values a later message replaced are sent marked as replaced, never as current."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from chatmem.engine import Engine
+from chatmem.memory.pin_block import pin_lines
+from chatmem.memory.pins import Pin, parse_pins
+from chatmem.memory.replaced_values import replaced_by
+
+FILLER = "Note {}: the tea is warm and the garden is quiet today, nothing else to add."
+
+
+def test_a_corrected_renamed_or_moved_from_value_is_replaced_by_that_turn() -> None:
+    said = [
+        (51, "Big news: I moved from Leeds to Shenzhen last week. I live in Shenzhen now."),
+        (62, "I left the hospital. My job is data analyst at DJI now."),
+        (73, "We gave the dog a new name. My dog is Mochi now."),
+        (89, "Correction: my birthday is 17 March, not the 14th."),
+        (90, "更正一下，我的生日是三月十七日"),
+    ]
+    assert replaced_by(Pin("Leeds", 1, 1, 2, "I live in Leeds, near Hyde Park."), said) == 51
+    assert replaced_by(Pin("St James's Hospital", 1, 1, 3,
+                           "My job is staff nurse at St James's Hospital."), said) == 62
+    assert replaced_by(Pin("Biscuit", 1, 1, 4, "My dog is Biscuit, a nosy beagle."), said) == 73
+    assert replaced_by(Pin("14 March", 1, 1, 5, "My birthday is 14 March, so soon."), said) == 89
+    assert replaced_by(Pin("三月十四日", 1, 1, 6, "我的生日是三月十四日"), said) == 90
+    # The message a value was moved away in replaces it, though pinned from that very turn.
+    assert replaced_by(Pin("Leeds", 1, 1, 51, "I moved from Leeds to Shenzhen last week."),
+                       []) == 51
+
+
+def test_what_only_looks_like_a_replacement_is_not_one() -> None:
+    biscuit = Pin("Biscuit", 1, 1, 4, "My dog is Biscuit, a nosy beagle.")
+    assert replaced_by(biscuit, [(5, "My dog is sick today."), (6, "I come from Leeds."),
+                                 (7, "My dog is Biscuit, still."), (3, "My dog is Rex.")]) is None
+    assert replaced_by(Pin("17 March", 1, 1, 89, "my birthday is 17 March"), [
+        (90, "My sister's birthday is 2 May."), (91, "我妹妹的生日是五月一日")]) is None
+    assert replaced_by(Pin("Shenzhen", 1, 1, 51, "I live in Shenzhen now, in Nanshan."),
+                       [(52, "I work in Shenzhen too, at DJI.")]) is None
+
+
+def test_a_replaced_pin_is_stored_and_sent_marked_with_the_turn_that_replaced_it(
+    make_engine: Callable[..., Engine],
+) -> None:
+    """moves.jsonl re-sent "14 March" and "Biscuit" as "Details from earlier turns, kept
+    verbatim" beside the corrected "17 March" and "Mochi"."""
+    engine = make_engine("summary-buffer", max_tokens=300, summary_max_tokens=80)
+    said = ["My dog is Biscuit, a very nosy beagle.", *[FILLER.format(i) for i in range(2, 5)],
+            "We gave the dog a new name. My dog is Mochi now.",
+            *[FILLER.format(i) for i in range(6, 30)]]
+    for text in said:
+        assert engine.run_turn(text).status == "ok"
+    stored = parse_pins(engine.state.get("summary-buffer")["pinned"])
+    biscuit = next(p for p in stored if p.text == "Biscuit")
+    assert biscuit.replaced == 5
+    facts = engine.build_context("What is my dog called?").part("facts")
+    assert facts is not None
+    content = facts.messages[0].content
+    assert "- Biscuit (replaced in turn 5) (" in content
+    assert "- Mochi (from turn 5:" in content
+    (line,) = pin_lines([biscuit])
+    assert line.startswith('- Biscuit (replaced in turn 5) (from turn 1: "')
