@@ -17,6 +17,8 @@ from chatmem.errors import UsageError
 # CommonMark fences: up to three spaces, then three or more backticks or tildes; the block
 # ends at a line of the same character, at least as long, or at the end of the text.
 _OPENING = re.compile(r"^ {0,3}(`{3,}|~{3,})[^`]*$")
+_UNPASTEABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and newline, DEL and C1: pasted, a terminal or a shell acts on them."""
 COMMAND_TIMEOUT = 10.0
 """Seconds a clipboard tool may take; one that waits for ever must not hang the chat."""
 
@@ -54,6 +56,13 @@ def pick(reply: str, block: int | None) -> str:
         have = f"has {len(blocks)} code block{'s' if len(blocks) != 1 else ''}"
         raise UsageError(f"/copy {block}: the last reply {have}")
     return blocks[block - 1]
+
+
+def pasteable(text: str) -> tuple[str, int]:
+    """`text` without the control characters a paste would act on, and how many were left
+    out: a reply's `\x1b[201~` ends the shell's bracketed paste, so the lines after it run
+    as typed. Tab and newline stay; a CRLF line end is kept as a newline (not counted)."""
+    return _UNPASTEABLE.subn("", text.replace("\r\n", "\n"))
 
 
 def osc52(text: str) -> str:

@@ -270,10 +270,13 @@ class ArchiveImported:
     facts: int
 
 
-def import_archive(workspace: Workspace, archive: Archive) -> ArchiveImported:
+def import_archive(workspace: Workspace, archive: Archive,
+                   on_read: Callable[[Transcript], None] | None = None) -> ArchiveImported:
     """Every session of an export archive, each under its profile with its retention, and
     its facts; one transaction: a name the history has already (refused as one import
-    refuses it) or a profile fact it holds otherwise leaves nothing imported."""
+    refuses it), a transcript that does not parse or a profile fact the history holds
+    otherwise leaves nothing imported. Transcripts are read one at a time, each written
+    before the next is read (`on_read` sees each as it is read)."""
     store = workspace.store
     for listed in archive.sessions:
         if store.sessions.find_session(listed.name) is not None:
@@ -282,12 +285,18 @@ def import_archive(workspace: Workspace, archive: Archive) -> ArchiveImported:
                              f" {archive.path} was imported (rename yours: chatmem sessions"
                              " rename)")
     with store.write():
-        imported = [import_transcript(workspace, s.transcript, s.name) for s in archive.sessions]
+        imported: list[Imported] = []
+        titles: list[str] = []
+        for listed, transcript in archive.transcripts():
+            if on_read is not None:
+                on_read(transcript)
+            imported.append(import_transcript(workspace, transcript, listed.name))
+            titles.append(transcript.title or listed.name)
         ids: dict[str, int] = {}
         for restored in imported:  # one's own first: a shared session's facts name it bare
             ids.setdefault(restored.session.name, restored.session.id)
-        for listed, restored in zip(archive.sessions, imported, strict=True):
-            ids.setdefault(listed.transcript.title or listed.name, restored.session.id)
+        for title, restored in zip(titles, imported, strict=True):
+            ids.setdefault(title, restored.session.id)
         facts = store.facts.restore(archive.kept_facts(ids))
     return ArchiveImported(imported, facts)
 

@@ -36,10 +36,14 @@ def models(
         print_json({"command": "models", "provider": name, "models": served,
                     "aliases": dict(sorted(settings.aliases.items()))})
         return
+    from chatmem.render import printable
+
+    # The ids are the endpoint's and the names the config's: an escape sequence in one
+    # would drive the terminal (or one `cat` later shows the file on). JSON keeps them exact.
     for served_name in served:
         names = aliases.get(served_name)
-        print(served_name + (f"  (alias: {', '.join(names)})" if names else ""))
+        print(printable(served_name + (f"  (alias: {', '.join(names)})" if names else "")))
     for target, names in aliases.items():
         if target not in served:
-            print(f"{', '.join(names)} → {target}" + ("" if aliases_only else
-                                                       "  (alias of a model not served here)"))
+            print(printable(f"{', '.join(names)} → {target}" + (
+                "" if aliases_only else "  (alias of a model not served here)")))

@@ -212,10 +212,8 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     from chatmem.app.sessions import import_archive
     from chatmem.render.sessions import backlog_line
 
-    for session in archive.sessions:
-        warn_if_dated_back(session.transcript)
     with open_workspace(settings) as ws:
-        imported = import_archive(ws, archive)
+        imported = import_archive(ws, archive, warn_if_dated_back)
         err = consoles()[1]
         for one in imported.sessions:
             kept = one.session.retention_days

@@ -21,6 +21,7 @@ from chatmem.config.schema import Registered, check_provider_name, strategy_spec
 from chatmem.config.sections import SECTIONS
 from chatmem.config.settings import (
     DEFAULTS,
+    ENDPOINT_KEYS,
     Settings,
     Source,
     SourceKind,
@@ -142,8 +143,7 @@ def load_settings(
     return settings
 
 
-URL_KEYS = {"db": parse_location, "base_url": parse_endpoint,
-            "embeddings.base_url": parse_endpoint}
+URL_KEYS = {"db": parse_location, **{key: parse_endpoint for key in ENDPOINT_KEYS}}
 """Settings that name a place (the history, a model's server): each value is parsed where it
 is read, so a malformed one is refused naming its file and key, variable or flag, even
 when a later source overrides it (a typo must never lie in wait)."""

@@ -210,10 +210,13 @@ class Settings:
         source = self.key_source()
         # Whether the history is encrypted is the file's to say (config show looks at it).
         data["history_key"] = f"from {source}" if source else "not set"
-        if self.base_url:
-            from chatmem.privacy.secrets import redacted_url
+        from chatmem.privacy.secrets import redacted_url
 
-            data["base_url"] = redacted_url(self.base_url)
+        for key in ENDPOINT_KEYS:  # (db: the location shows itself masked)
+            table, _, name = key.rpartition(".")
+            holder = data[table] if table else data
+            if holder.get(name):
+                holder[name] = redacted_url(holder[name])
         data["db"] = self.location.shown
         data["config_file"] = str(self.source) if self.source else None
         data["sources"] = {key: str(self.source_of(key)) for key in flat_keys(data)
@@ -240,6 +243,10 @@ class Settings:
             shown.append((key, text, source))
         return shown
 
+
+ENDPOINT_KEYS = ("base_url", "embeddings.base_url")
+"""The settings holding a server's URL, which may hold a key (user:KEY@host, ?api-key=KEY):
+each is checked as one (loader.URL_KEYS) and shown masked (`Settings.public`)."""
 
 DEFAULTS = Settings()
 """The settings nothing sets (each section's defaults come from here)."""

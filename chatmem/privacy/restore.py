@@ -1,13 +1,18 @@
 """Reading back an archive `sessions export --all` wrote (`sessions import ARCHIVE.zip`):
 its sessions, each under its profile with its retention, and its facts. Every error is
-one line naming the archive and the member; nothing is written here."""
+one line naming the archive and the member; nothing is written here.
+
+The manifest, the sizes and the facts are checked when the archive is read; the transcripts
+are parsed one at a time as they are restored (`Archive.transcripts`), so memory holds one
+of them, not all: the restore is one transaction, so one failing still leaves nothing."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -15,7 +20,7 @@ from typing import Any
 from chatmem.errors import TranscriptError
 from chatmem.store.records import FactScope
 from chatmem.store.restored_facts import EarlierValue, KeptFact
-from chatmem.store.session_names import is_session_name, session_name_from
+from chatmem.store.session_names import is_session_name, normal_name, session_name_from
 from chatmem.text import profile_name, valid_text
 from chatmem.timestamps import is_time
 from chatmem.transcripts.format import Transcript
@@ -23,13 +28,19 @@ from chatmem.transcripts.reader import parse_transcript
 
 MOST_MEMBER_BYTES = 64 * 1024 * 1024
 """A member larger than this unpacked is not read (a zip bomb would fill the memory)."""
+MOST_ARCHIVE_BYTES = 1024 * 1024 * 1024
+"""The members an archive's manifest names, unpacked, together: more is not read (members
+sharing their packed bytes would each be within MOST_MEMBER_BYTES)."""
 
 
 @dataclass(frozen=True)
 class ArchivedSession:
     name: str
     """The name it is restored under: its own, or OWNER-NAME for one shared with the user."""
-    transcript: Transcript
+    member: str
+    """Its transcript's member in the archive."""
+    user: str | None
+    """Whose it is as the manifest says (an archive written before headers said so)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,13 @@ class Archive:
     sessions: list[ArchivedSession]
     facts: list[dict[str, Any]]
     """facts.json's facts, checked."""
+
+    def transcripts(self) -> Iterator[tuple[ArchivedSession, Transcript]]:
+        """Each session with its transcript, parsed as it is reached: the one before is
+        dropped by then if the caller keeps no hold on it."""
+        with _reading(self.path), zipfile.ZipFile(self.path) as zf:
+            for listed in self.sessions:
+                yield listed, _transcript(self.path, zf, listed)
 
     def kept_facts(self, ids: Mapping[str, int]) -> list[KeptFact]:
         """The facts with their sessions' names as the target's ids (`ids`: name → id)."""
@@ -60,10 +78,17 @@ def is_archive(path: Path) -> bool:
     return path.suffix.lower() == ".zip" or zipfile.is_zipfile(path)
 
 
-def read_archive(path: Path) -> Archive:
+def read_archive(path: Path, most_bytes: int = MOST_ARCHIVE_BYTES) -> Archive:
+    """The archive's sessions and facts, checked; its transcripts are read as they are
+    restored (`Archive.transcripts`). `most_bytes`: see MOST_ARCHIVE_BYTES."""
+    with _reading(path), zipfile.ZipFile(path) as zf:
+        return _read(path, zf, most_bytes)
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
     try:
-        with zipfile.ZipFile(path) as zf:
-            return _read(path, zf)
+        yield
     except FileNotFoundError:
         raise TranscriptError(f"{path}: no such archive") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError):
@@ -73,7 +98,7 @@ def read_archive(path: Path) -> Archive:
         raise TranscriptError(f"{path}: cannot read the archive: {e.strerror}") from None
 
 
-def _read(path: Path, zf: zipfile.ZipFile) -> Archive:
+def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
     manifest = _json(path, zf, "manifest.json")
     listed = manifest.get("sessions") if isinstance(manifest, dict) else None
     if not isinstance(listed, list) or not all(
@@ -81,7 +106,8 @@ def _read(path: Path, zf: zipfile.ZipFile) -> Archive:
             and isinstance(s.get("name"), str) for s in listed):
         raise TranscriptError(f"{path}: manifest.json: not a chatmem export's manifest (no list"
                               " of sessions with name and transcript)")
-    sessions = [_session(path, zf, entry) for entry in listed]
+    sessions = [_session(entry) for entry in listed]
+    _check_listed(path, zf, sessions, most_bytes)
     facts = _json(path, zf, "facts.json") if "facts.json" in zf.namelist() else []
     if not isinstance(facts, list):
         raise TranscriptError(f"{path}: facts.json: expected a list of facts")
@@ -90,16 +116,45 @@ def _read(path: Path, zf: zipfile.ZipFile) -> Archive:
     return Archive(path, sessions, facts)
 
 
-def _session(path: Path, zf: zipfile.ZipFile, entry: Mapping[str, Any]) -> ArchivedSession:
+def _session(entry: Mapping[str, Any]) -> ArchivedSession:
     member = entry["transcript"]
-    source = f"{path}:{member}"
-    transcript = parse_transcript(_text(path, zf, member), source)
-    if transcript.user is None and isinstance(entry.get("user"), str) and entry["user"].strip():
-        # An archive written before headers said whose a session is: its manifest did.
-        transcript = dataclasses.replace(transcript, user=profile_name(valid_text(entry["user"])))
     own = entry.get("shared_by") is None and is_session_name(entry["name"])
     name = entry["name"] if own else session_name_from(PurePosixPath(member).stem)
-    return ArchivedSession(name, transcript)
+    user = entry.get("user")
+    return ArchivedSession(name, member, user if isinstance(user, str) and user.strip() else None)
+
+
+def _check_listed(path: Path, zf: zipfile.ZipFile, sessions: list[ArchivedSession],
+                  most_bytes: int) -> None:
+    """Each transcript listed once, each session named once, and the members within
+    `most_bytes` together: said before any transcript is read."""
+    held = set(zf.namelist())
+    members: set[str] = set()
+    names: set[str] = set()
+    total = sum(zf.getinfo(m).file_size for m in ("manifest.json", "facts.json") if m in held)
+    for listed in sessions:
+        if listed.member not in held:
+            raise TranscriptError(f"{path}: {listed.member} is listed in manifest.json but"
+                                  " missing")
+        if listed.member in members:
+            raise TranscriptError(f"{path}: manifest.json: {listed.member} is listed twice")
+        if normal_name(listed.name) in names:
+            raise TranscriptError(f"{path}: manifest.json: two sessions named {listed.name!r}"
+                                  " in the archive")
+        members.add(listed.member)
+        names.add(normal_name(listed.name))
+        total += zf.getinfo(listed.member).file_size
+    if total > most_bytes:
+        raise TranscriptError(f"{path}: {total:,} bytes unpacked; at most {most_bytes:,} are"
+                              " read from one archive")
+
+
+def _transcript(path: Path, zf: zipfile.ZipFile, listed: ArchivedSession) -> Transcript:
+    transcript = parse_transcript(_text(path, zf, listed.member), f"{path}:{listed.member}")
+    if transcript.user is None and listed.user is not None:
+        # An archive written before headers said whose a session is: its manifest did.
+        transcript = dataclasses.replace(transcript, user=profile_name(valid_text(listed.user)))
+    return transcript
 
 
 def _text(path: Path, zf: zipfile.ZipFile, member: str) -> str:

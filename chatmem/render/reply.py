@@ -41,7 +41,10 @@ class _GrowingMarkdown:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.markdown import Markdown
 
-        yield Markdown(printable(self.text), code_theme=CODE_THEME)
+        # No OSC 8 links: their visible text is the reply's to choose, so [a bank's URL](a
+        # phishing one) would show one address and open another. Without, the target
+        # is printed after the text.
+        yield Markdown(printable(self.text), code_theme=CODE_THEME, hyperlinks=False)
 
 
 class ReplyWriter:

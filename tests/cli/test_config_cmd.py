@@ -53,6 +53,25 @@ def test_show_never_prints_the_key(tmp_path: Path) -> None:
     assert data["config_file"] == str(config)
 
 
+def test_show_masks_a_key_in_every_url_setting(tmp_path: Path) -> None:
+    from chatmem.config.loader import URL_KEYS
+
+    config = tmp_path / "c.toml"
+    config.write_text('base_url = "http://u:sk-S1abc@127.0.0.1:1/v1"\n[embeddings]\n'
+                      'provider = "openai"\nmodel = "e"\nbase_url = "http://u:sk-ESECRET123'
+                      '@127.0.0.1:1/v1?api-key=sk-EQ123456&模型=钥匙"\n', encoding="utf-8")
+    shown = invoke("config", "show", "--config", str(config))
+    assert shown.exit_code == 0, shown.stderr
+    result = invoke("config", "show", "--config", str(config), "--json")
+    for secret in ("sk-S1abc", "sk-ESECRET123", "sk-EQ123456", "钥匙"):
+        assert secret not in shown.stdout + result.stdout + shown.stderr + result.stderr
+    data = json.loads(result.stdout)
+    assert data["base_url"] == "http://u:***@127.0.0.1:1/v1"
+    assert data["embeddings"]["base_url"] == "http://u:***@127.0.0.1:1/v1?api-key=***&模型=***"
+    # Each place a URL can be set is one of these (db shows its location, masked).
+    assert set(URL_KEYS) == {"db", "base_url", "embeddings.base_url"}
+
+
 @pytest.mark.parametrize(("config_text", "error"), [
     ('strategy = "window"\nmodle = "x"\n', "unknown key 'modle'; did you mean 'model'?"),
     ('sytem = "你是旅行助手"\n', "unknown key 'sytem'; did you mean 'system'?"),

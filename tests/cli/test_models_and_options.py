@@ -64,6 +64,22 @@ def test_models_on_a_server_that_refuses_the_key_is_one_line_exit_3ish(chat_serv
     assert "refused the API key (401)" in result.stderr
 
 
+def test_models_shows_control_characters_in_ids_and_names_the_json_keeps_them(
+        tmp_path: Path, chat_server) -> None:
+    hostile = "gpt\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\u202e"
+    chat_server.models = [hostile, "模型"]
+    path = config(tmp_path, '[aliases]\n"a\\u001b[2J" = "模型"\nb = "x\\u009b31m"\n')
+    result = served(chat_server, "models", config_path=path)
+    assert result.exit_code == 0, result.stderr
+    assert not any(c in result.stdout for c in "\x1b\x07\x9b\u202e")
+    assert result.stdout.splitlines() == [
+        "gpt␛]0;PWNED␇␛[2J␛]52;c;cHduZWQ=␇\\u202e", "模型  (alias: a␛[2J)",
+        "b → x\\u009b31m  (alias of a model not served here)"]
+    data = json.loads(served(chat_server, "models", "--json", config_path=path).stdout)
+    assert data["models"] == [hostile, "模型"]
+    assert data["aliases"] == {"a\x1b[2J": "模型", "b": "x\x9b31m"}
+
+
 def test_models_of_the_scripted_provider_is_its_name() -> None:
     result = invoke("models", "--provider", "scripted", "--json")
     assert result.exit_code == 0, result.stderr

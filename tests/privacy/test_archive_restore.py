@@ -147,3 +147,72 @@ def test_one_exported_session_keeps_its_profile_and_retention(archive: Path,
     assert rows(b, SESSIONS) == [("旅行", "李雷", 30)]
     with zipfile.ZipFile(archive) as zf:
         assert "sessions import THIS.zip" in zf.read("README.txt").decode()
+
+
+def made_archive(path: Path, listed: list[tuple[str, str]],
+                 members: dict[str, str]) -> Path:
+    """An archive whose manifest lists `listed` (session name, member) and holds `members`."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, text in members.items():
+            zf.writestr(name, text)
+        zf.writestr("manifest.json", json.dumps(
+            {"sessions": [{"name": n, "transcript": m} for n, m in listed]}))
+    return path
+
+
+def transcript(text: str) -> str:
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in (
+        {"chatmem": 1}, {"role": "user", "content": text},
+        {"role": "assistant", "content": "好的"}))
+
+
+@pytest.mark.parametrize(("listed", "said"), [
+    # One member read again and again would pass each member's limit many times over.
+    ([("a", "t.jsonl"), ("b", "t.jsonl")], "manifest.json: t.jsonl is listed twice"),
+    ([("旅行", "t.jsonl"), ("旅行", "u.jsonl")],
+     "manifest.json: two sessions named '旅行' in the archive"),
+])
+def test_a_member_or_a_name_listed_twice_is_one_line(
+        tmp_path: Path, listed: list[tuple[str, str]], said: str) -> None:
+    b = tmp_path / "b.db"
+    path = made_archive(tmp_path / "x.zip", listed,
+                        {"t.jsonl": transcript("去杭州"), "u.jsonl": transcript("hi")})
+    result = invoke("sessions", "import", str(path), "--db", str(b), code=None)
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert result.stderr == f"error: {path}: {said}\n"
+    assert not b.exists() or rows(b, SESSIONS) == []
+
+
+def test_the_members_together_have_a_limit(tmp_path: Path) -> None:
+    from chatmem.errors import TranscriptError
+    from chatmem.privacy.restore import read_archive
+
+    text = transcript("x" * 1000)
+    path = made_archive(tmp_path / "x.zip", [("a", "a.jsonl"), ("b", "b.jsonl")],
+                        {"a.jsonl": text, "b.jsonl": text})
+    assert [s.name for s in read_archive(path, most_bytes=3 * len(text)).sessions] == ["a", "b"]
+    with pytest.raises(TranscriptError) as raised:
+        read_archive(path, most_bytes=len(text) + 500)
+    with zipfile.ZipFile(path) as zf:
+        total = sum(item.file_size for item in zf.infolist())
+    assert str(raised.value) == (f"{path}: {total:,} bytes unpacked; at most"
+                                 f" {len(text) + 500:,} are read from one archive")
+
+
+def test_transcripts_are_read_one_at_a_time_and_a_damaged_one_imports_nothing(
+        tmp_path: Path) -> None:
+    from chatmem.errors import TranscriptError
+    from chatmem.privacy.restore import read_archive
+
+    b = tmp_path / "b.db"
+    path = made_archive(tmp_path / "x.zip", [("a", "a.jsonl"), ("b", "b.jsonl")],
+                        {"a.jsonl": transcript("hi"), "b.jsonl": '{"chatmem": 1}\n{"role"\n'})
+    transcripts = read_archive(path).transcripts()  # nothing parsed yet: read as restored
+    listed, first = next(transcripts)
+    assert (listed.name, first.messages[0].content) == ("a", "hi")
+    with pytest.raises(TranscriptError, match=r"b\.jsonl"):
+        next(transcripts)
+    result = invoke("sessions", "import", str(path), "--db", str(b), code=None)
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert "b.jsonl" in result.stderr
+    assert not b.exists() or rows(b, SESSIONS) == []

