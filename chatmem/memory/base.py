@@ -23,7 +23,7 @@ from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice, OverBudget
 from chatmem.plugin_output import plugin_prints_to_stderr
-from chatmem.privacy.secrets import SecretMask, credentials_of, environment_secrets
+from chatmem.privacy.secrets import SecretMask, credentials_in, environment_secrets
 from chatmem.text import is_valid
 from chatmem.tokens import TokenCounter
 
@@ -172,7 +172,7 @@ def _credentials(settings: Settings | None) -> Mapping[str, str]:
     if settings is None:
         return {}
     try:
-        return credentials_of(settings.api_key(), settings.base_url, None)
+        return credentials_in(settings)
     except ChatmemError:  # a key that is no header value: the environment's is masked
         return {}
 
