@@ -14,6 +14,7 @@ from chatmem.errors import (
     ChatmemError,
     ExtensionFailed,
     OverBudget,
+    ReadOnlyShare,
     RepeatedStrategy,
     StrategyGone,
 )
@@ -33,6 +34,12 @@ def _(error: OverBudget) -> str:
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
             "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
             "--allow-over-budget")
+
+
+@error_text.register
+def _(error: ReadOnlyShare) -> str:
+    return (f"{error} (ask {error.owner} to share it with --write, or make your own copy:"
+            f" chatmem sessions fork {error.address} NEW-NAME)")
 
 
 @error_text.register
@@ -69,6 +76,11 @@ def _(error: OverBudget, client: Client) -> str:
 @_for_a_client.register
 def _(error: RepeatedStrategy, client: Client) -> str:
     return str(error)
+
+
+@_for_a_client.register
+def _(error: ReadOnlyShare, client: Client) -> str:
+    return f"{error} (ask {error.owner} to share it for writing)"
 
 
 @_for_a_client.register

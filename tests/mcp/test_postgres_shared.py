@@ -89,3 +89,17 @@ def test_facts_and_contexts_name_a_shared_session_as_owner_slash_name(
     table = invoke("facts", "list", "--db", bob, width=200).stdout
     # Owner and source (/remember in session …) of each.
     assert (table.count("session ann/trip"), table.count("session trip")) == (2, 2)
+
+
+def test_a_write_to_a_read_only_share_gives_no_advice_a_client_cannot_take(
+        urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    output("chat", "日记", "--provider", "scripted", "--db", ann, input="ann 的日记\n")
+    output("sessions", "share", "日记", "--with", "bob", "--db", ann)
+    recorded, remembered = mcp_calls(["--db", bob], [
+        ("record_turn", {"conversation_id": "ann/日记", "user": "bob 写的", "assistant": "好"}),
+        ("remember", {"conversation_id": "ann/日记", "fact": "mood: 开心"})], errors=True)
+    for refused in (recorded, remembered):
+        assert "session 'ann/日记' is shared with you read-only by ann: it cannot be changed" \
+            " (ask ann to share it for writing)" in refused["error"], refused
+        assert "fork" not in refused["error"]
