@@ -260,6 +260,23 @@ class NotChatmemDatabase(StoreError):
         """The newest migration this chatmem does not know, when a newer chatmem wrote it."""
 
 
+class ReadOnlyShare(StoreError):
+    """A change to a session another role shares with the user read-only. Its values, not
+    only its sentence: a client (MCP, serve) is told without the CLI's way on (`sessions
+    fork`), which it cannot take."""
+
+    default_kind = StoreFailure.NOT_PERMITTED
+
+    def __init__(self, address: str, owner: str, *, location: str | None = None,
+                 nothing_sent: bool = False) -> None:
+        super().__init__(f"{'nothing was sent: ' if nothing_sent else ''}session {address!r}"
+                         f" is shared with you read-only by {owner}: it cannot be changed",
+                         location=location)
+        self.address = address
+        """`OWNER/NAME`: what names it to the user (their own session may have its name)."""
+        self.owner = owner
+
+
 class TurnNotCommittable(StoreError):
     """A failed or cancelled turn (or one without a reply) offered to commit_turn."""
 

@@ -99,6 +99,50 @@ def compared(text: str) -> str:
     return folded(text).casefold()
 
 
+def mentions(text: str, expected: str) -> bool:
+    """Whether `text` says `expected` (both `compared`): where it starts or ends with a
+    letter or digit, the text's does not go on with one (Tom is not in Tomorrow, 950 not in
+    9500, 950.5 nor 1,950), as the index's words go; CJK and the other unspaced scripts,
+    which have no word ends, match anywhere (杭州 in 我们去杭州旅行)."""
+    if not expected:
+        return True
+    at = text.find(expected)
+    while at >= 0:
+        end = at + len(expected)
+        if not (_goes_on(expected, text[:at], before=True)
+                or _goes_on(expected, text[end:], before=False)):
+            return True
+        at = text.find(expected, at + 1)
+    return False
+
+
+_DECIMALS = re.compile(r"\.\d")
+_THOUSANDS = re.compile(r",\d{3}(?!\d)")
+
+
+def _goes_on(expected: str, beside: str, *, before: bool) -> bool:
+    """Whether a word or number that `expected` starts (`before`) or ends goes on into
+    `beside`, the text before or after the match: a letter or digit there, or a number's
+    decimals or thousands (19.5, 1,950). A comma before other digits is a list's, as a
+    folded Chinese comma is (MU5412，12号)."""
+    edge = expected[0] if before else expected[-1]
+    if not beside or not _in_word(edge):
+        return False
+    if _in_word(beside[-1] if before else beside[0]):
+        return True
+    if not edge.isdigit():
+        return False
+    if before:
+        group = re.match(r"\d+", expected)
+        return bool(re.search(r"\d\.$", beside) or (
+            re.search(r"\d,$", beside) and group and len(group.group()) == 3))
+    return bool(_DECIMALS.match(beside) or _THOUSANDS.match(beside))
+
+
+def _in_word(char: str) -> bool:
+    return (char.isalnum() or char == "_") and not _RUN.match(char)
+
+
 def _terms(text: str, *, run_ends: bool = False, prefixes: bool = False) -> list[str]:
     terms: list[str] = []
     folded_text = folded(text)

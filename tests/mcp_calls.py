@@ -12,10 +12,11 @@ from waiting import HANG
 
 
 def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
-              site: Path | None = None) -> list[dict[str, Any]]:
+              site: Path | None = None, errors: bool = False) -> list[dict[str, Any]]:
     """Make `calls` in order with a client of `chatmem mcp --provider scripted ARGS` (whose
     Python also finds what is in `site`): each tool call's structured result, or for a
-    `chatmem://` resource `{"text": …}`. A call that errs fails the test."""
+    `chatmem://` resource `{"text": …}`. A call that errs fails the test, unless `errors`:
+    then its answer is `{"error": its text}`."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -36,6 +37,9 @@ def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
                     answers.append({"text": resource.contents[0].text})  # type: ignore[union-attr]
                     continue
                 result = await session.call_tool(tool, arguments)
+                if errors and result.is_error:
+                    answers.append({"error": result.content[0].text})  # type: ignore[union-attr]
+                    continue
                 assert not result.is_error, result.content
                 assert result.structured_content is not None
                 answers.append(result.structured_content)

@@ -73,6 +73,20 @@ def test_the_index_holds_each_runs_last_character_and_a_lone_character_is_a_pref
     assert match_terms(fts.search_terms("3月11号")) == '"3" OR "月" OR "11" OR "号"'
 
 
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    ("Tomorrow", "Tom", False), ("with Tom.", "Tom", True), ("9500 yen", "950", False),
+    ("$950.", "950", True), ("950.5", "950", False), ("19.5", "9.5", False),
+    ("1,950", "950", False), ("ORD-77310", "ORD-7731", False),
+    ("订单ＯＲＤ７７３１号", "ORD7731", True), ("航班是MU5412，12号出发", "MU5412", True),
+    ("1,950 yen", "1", False), ("pay 950,5 pens", "950", True), ("3.14", "3", False),
+    ("我们去杭州旅行", "杭州", True), ("Ann的猫", "ann", True), ("Zürich!", "zurich", True),
+    ("Dr. Who", "dr.", True), ("a cat", "cat", True), ("scatter", "cat", False),
+])
+def test_a_mention_is_a_whole_word_or_number_and_cjk_is_found_anywhere(
+        text: str, expected: str, said: bool) -> None:
+    assert fts.mentions(fts.compared(text), fts.compared(expected)) is said
+
+
 def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> None:
     assert fts.query_terms("What is my order?") == ["order"]
     assert fts.query_terms("what is it") == ["what", "is", "it"]

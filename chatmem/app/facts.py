@@ -106,8 +106,9 @@ def _listing(workspace: Workspace, facts: list[FactRecord],
     store = workspace.store
     names, history = provenance(store, facts)
     idle = workspace.settings.fact_idle_days
-    owners = store.sessions.session_names({f.session_id for f in facts if f.session_id is not None}
-                                          | {p.session_id for p in pins})
+    # Addresses: a session shared with the user may have the name of one of their own.
+    owners = store.sessions.session_addresses(
+        {f.session_id for f in facts if f.session_id is not None} | {p.session_id for p in pins})
     made = pinned_at(store.memory, pins)
     return FactListing(
         [ListedFact(f, _owner(f, owners), tuple(history.get(f.id, ())), expiry_of(f, idle))
@@ -122,7 +123,7 @@ def owner_of(workspace: Workspace, fact: FactRecord) -> Owner | None:
     session."""
     if fact.scope == FactScope.USER or fact.session_id is None:
         return _owner(fact, {})
-    return _owner(fact, workspace.store.sessions.session_names({fact.session_id}))
+    return _owner(fact, workspace.store.sessions.session_addresses({fact.session_id}))
 
 
 def _owner(fact: FactRecord, sessions: dict[int, str]) -> Owner | None:

@@ -63,6 +63,9 @@ class Inspection:
     """What recall's candidates left out of the context said, by message id."""
     notices: tuple[Notice, ...] = ()
     """What building it said besides the context (a what-if's failed memory update)."""
+    address: str = ""
+    """What names the session to the user: `OWNER/NAME` when shared with them (their own
+    may have its name); empty: its name."""
 
     @property
     def approximate(self) -> bool:
@@ -95,7 +98,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
                       turn.params,
                       Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer),
-                      turn=turn, left_out=left_out_texts(store.history, record.id, context))
+                      turn=turn, left_out=left_out_texts(store.history, record.id, context),
+                      address=store.sessions.address(record.id))
 
 
 def inspect_next(workspace: Workspace, session: str, text: str, *,
@@ -134,7 +138,8 @@ def inspect_on(engine: Engine[Store], text: str) -> Inspection:
     strategy = engine.strategy
     return Inspection(record, InspectMode.NEXT, context, text, strategy.name,
                       dict(strategy.params), describe_counter(engine.counter, record.tokenizer),
-                      left_out=left_out_texts(engine.store.history, record.id, context))
+                      left_out=left_out_texts(engine.store.history, record.id, context),
+                      address=engine.store.sessions.address(record.id))
 
 
 def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec | None,
@@ -197,7 +202,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                       dict(chosen.params), describe_counter(llm.token_counter(),
                                                             record.tokenizer),
                       turn=turn, history_turn=history_turn, replayed=replayed,
-                      left_out=left_out, notices=notices)
+                      left_out=left_out, notices=notices,
+                      address=store.sessions.address(record.id))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from chatmem.errors import (
     NotFound,
     OverBudget,
     ProviderError,
+    ReadOnlyShare,
     SessionGone,
     StoreError,
     StoreFailure,
@@ -330,6 +331,10 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         try:
             self.store.check_writable()
             self.store.sessions.check_session_writable(self.session.id)
+        except ReadOnlyShare as e:
+            # Kept typed: each front end words its own way on (a client cannot fork).
+            raise ReadOnlyShare(e.address, e.owner, location=e.location,
+                                nothing_sent=True) from None
         except StoreError as e:
             raise StoreError(f"nothing was sent: {e}", kind=e.kind,
                              location=e.location) from None

@@ -53,7 +53,8 @@ class ProbeResult:
         # Compared as the context is (score_probe): an answer saying ＯＲＤ７７３１ in
         # Zürich has recalled ORD7731 and zurich.
         answer = fts.compared(reply)
-        self.answer_found = [t for t in self.expect_text if fts.compared(t) in answer]
+        self.answer_found = [t for t in self.expect_text
+                             if fts.mentions(answer, fts.compared(t))]
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -218,10 +219,11 @@ def score_probe(
     # Compared as the word index compares (full-width forms as ASCII, accents and marks
     # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected. Each message
     # on its own: joined, "ABC\nDEF" would be found across the end of one and the start
-    # of the next, which no message says.
+    # of the next, which no message says. Whole words and numbers (fts.mentions): Tom is
+    # not recalled by Tomorrow, nor 950 by 9500.
     memory_texts = [fts.compared(m.content)
                     for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages]
     found_text = [t for t in probe.expect_text
-                  if any(fts.compared(t) in text for text in memory_texts)]
+                  if any(fts.mentions(text, fts.compared(t)) for text in memory_texts)]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
                        list(probe.expect_text), found_text, context.tokens)

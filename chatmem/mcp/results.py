@@ -74,6 +74,9 @@ class ContextView(BaseModel):
     tokens: int = Field(description="The whole context, chat format included.")
     budget: int | None
     dropped: str | None = Field(description="What the strategy left out, if anything.")
+    warnings: list[str] = Field(description="What is wrong with the context, one line each "
+                                            "(over the budget, a summary behind), as "
+                                            "`inspect --json` says it.")
     parts: list[ContextPart]
     page: int
     next_page: int | None

@@ -202,8 +202,10 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                            strategy=strategy_label(seen.strategy, seen.params),
                            input=preview(input, "the input given") or "",
                            tokens=seen.context.tokens, budget=seen.context.budget,
-                           dropped=dropped_text(seen.context.dropped) or None, parts=parts,
-                           page=page, next_page=next_page, notices=opened)
+                           dropped=dropped_text(seen.context.dropped) or None,
+                           warnings=[client_notice_text(w, Client.MCP, settings)
+                                     for w in seen.context.warnings],
+                           parts=parts, page=page, next_page=next_page, notices=opened)
 
     @server.tool()
     def search_memory(

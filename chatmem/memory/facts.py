@@ -95,7 +95,7 @@ def provenance(store: MemoryStore, facts: Sequence[FactRecord]
     """For listing facts: names of the sessions they (and their earlier values) came from,
     and each fact's earlier values."""
     history = store.facts.fact_history([f.id for f in facts])
-    names = store.sessions.session_names(
+    names = store.sessions.session_addresses(
         {f.source_session_id for f in facts if f.source_session_id is not None}
         | {h.source_session_id for hs in history.values() for h in hs
            if h.source_session_id is not None})

@@ -52,7 +52,7 @@ class SessionState:
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
         """Fact id → the other session it was stated in (user facts travel)."""
-        names = self.store.sessions.session_names(
+        names = self.store.sessions.session_addresses(
             {f.source_session_id for f in facts if f.source_session_id is not None})
         return {f.id: names[f.source_session_id] for f in facts
                 if f.source_session_id is not None and f.source_session_id != self.session_id

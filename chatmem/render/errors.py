@@ -19,6 +19,7 @@ from chatmem.errors import (
     ProviderNotFound,
     ProviderRateLimited,
     ProviderTimeout,
+    ReadOnlyShare,
     RepeatedStrategy,
     StrategyGone,
 )
@@ -38,6 +39,12 @@ def _(error: OverBudget) -> str:
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
             "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
             "--allow-over-budget")
+
+
+@error_text.register
+def _(error: ReadOnlyShare) -> str:
+    return (f"{error} (ask {error.owner} to share it with --write, or make your own copy:"
+            f" chatmem sessions fork {error.address} NEW-NAME)")
 
 
 @error_text.register
@@ -94,6 +101,11 @@ def _(error: ProviderError, client: Client) -> str:
         return "the upstream model answered 404: check the model the request names"
     answered = f" (it answered {error.status})" if error.status is not None else ""
     return f"the upstream model failed{answered}; {log}"
+
+
+@_for_a_client.register
+def _(error: ReadOnlyShare, client: Client) -> str:
+    return f"{error} (ask {error.owner} to share it for writing)"
 
 
 @_for_a_client.register

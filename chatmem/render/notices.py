@@ -87,11 +87,12 @@ def _(n: SummaryUpdated, repl_hints: bool) -> str:
         text += "; /summary shows the diff"
     if n.clipped_to is not None:
         text += f"; oldest part clipped to fit {n.clipped_to} tokens"
+    lists = " (/summary lists them)" if repl_hints else ""
     groups = [
         ("dropped by the summarizer, not pinned (drift_guard off)", n.unguarded),
         ("dropped by the summarizer, pinned", n.pinned),
         ("dropped by the summarizer, not pinned (you unpinned them)", n.refused),
-        (f"released to keep pins within {n.pin_limit} tokens (/summary lists them)", n.released),
+        (f"released to keep pins within {n.pin_limit} tokens{lists}", n.released),
         ("sensitive, kept out of the summary and pins",
          (describe(n.sensitive),) if n.sensitive else ()),
     ]
@@ -120,8 +121,12 @@ def _(n: FactsBehind, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: SensitiveNotRemembered, repl_hints: bool) -> str:
+    return _not_remembered(n, "/remember KEY: VALUE")
+
+
+def _not_remembered(n: SensitiveNotRemembered, way: str) -> str:
     return (f"not remembered: {describe(n.kinds)} (sensitive details stay out of "
-            "memory; /remember KEY: VALUE stores one on purpose)")
+            f"memory; {way} stores one on purpose)")
 
 
 @_worded.register
@@ -180,21 +185,30 @@ def _saved_params_dropped(n: SavedParamsDropped) -> str:
             f"left out {', '.join(left_out)}")
 
 
-def client_notice_text(notice: Notice, client: Client, settings: Settings | None = None) -> str:
-    """One line for `notice` as a client of `chatmem mcp` or `chatmem serve` reads it: no
-    REPL advice, a session called what the client calls it (a conversation), and the
-    history of `settings` not named by its path on the server (as in client_error_text)."""
+def client_notice_text(notice: Notice | ContextWarning, client: Client,
+                       settings: Settings | None = None) -> str:
+    """One line for `notice` (or a context's warning) as a client of `chatmem mcp` or
+    `chatmem serve` reads it: no REPL advice, a session called what the client calls it (a
+    conversation), and the history of `settings` not named by its path on the server (as
+    in client_error_text)."""
     return without_history(_for_a_client(notice, client), settings)
 
 
 @singledispatch
-def _for_a_client(notice: Notice, client: Client) -> str:
+def _for_a_client(notice: Notice | ContextWarning, client: Client) -> str:
     return notice_text(notice, repl_hints=False)
 
 
 @_for_a_client.register
 def _(n: SavedParamsDropped, client: Client) -> str:
     return f"conversation {_saved_params_dropped(n)}"
+
+
+@_for_a_client.register
+def _(n: SensitiveNotRemembered, client: Client) -> str:
+    if client is Client.MCP:
+        return _not_remembered(n, "the remember tool")
+    return f"not remembered: {describe(n.kinds)} (sensitive details stay out of memory)"
 
 
 @_for_a_client.register

@@ -63,7 +63,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
     replayed = inspection.replayed
     return {
         "command": "inspect",
-        "session": inspection.session.name,
+        "session": inspection.address or inspection.session.name,
         "mode": str(inspection.mode),
         "turn": turn_json(turn) if turn else None,
         "history_turn": inspection.history_turn,

@@ -131,12 +131,16 @@ def _(r: PinnedDetails) -> str:
 def _(r: FactsSelected) -> str:
     how = (f"{r.sent} of {r.total} facts, ranked by overlap with the input" if r.ranked
            else "the only fact" if r.total == 1 else f"all {_plural(r.total, 'fact')}")
-    sources = [f"turn{'s' if len(r.turns) > 1 else ''} {', '.join(map(str, r.turns))}"
+    # Beside other sessions, the turns are said to be this one's and each source stands
+    # apart: "from turn 2, session b" read as turn 2 of session b.
+    whose = "this session's " if r.sessions else ""
+    sources = [f"{whose}turn{'s' if len(r.turns) > 1 else ''} {', '.join(map(str, r.turns))}"
                ] if r.turns else []
     sources += [f"session {name}" for name in r.sessions]
     if r.remembered:
         sources.append("/remember")
-    return f"{r.strategy} {r.setting}={r.value}: {how} (from {', '.join(sources)})"
+    apart = "; " if r.sessions else ", "
+    return f"{r.strategy} {r.setting}={r.value}: {how} (from {apart.join(sources)})"
 
 
 def method_text(m: RecallMethod) -> str:

@@ -81,6 +81,17 @@ class SessionTables:
         return {r["id"]: r["name"] for r in fetch_rows(self._db,
             f"SELECT id, name FROM sessions WHERE id IN ({marks})", ids)}
 
+    def session_addresses(self, session_ids: Iterable[int]) -> dict[int, str]:
+        """Session id → what names it to the user (`address`: `OWNER/NAME` when shared with
+        them, as their own may have its name), for the ids that still exist."""
+        ids = list(session_ids)
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        return {r["id"]: session_address(r["name"], r["shared_by"]) for r in fetch_rows(
+            self._db, f"SELECT id, name, {self._db.shared_by} AS shared_by FROM sessions"
+            f" WHERE id IN ({marks})", ids)}
+
     def find_session(self, name: str) -> SessionRecord | None:
         """The user's own session `name`, or `OWNER/NAME`: the one OWNER shares with them, on
         PostgreSQL. A plain name never reaches a share: else a name the user has not used yet

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from chatmem.errors import NotFound, StoreError, StoreFailure, UsageError
+from chatmem.errors import NotFound, ReadOnlyShare, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import AccessLevel, SessionAccess, session_address
 from chatmem.store.session_names import is_session_name, normal_name
@@ -217,10 +217,7 @@ def check_writable_session(store: Connection, session_id: int, *,
         str(fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])),
         owner)
     if access.level is AccessLevel.READ:
-        raise StoreError(
-            f"session {name!r} is shared with you read-only by {owner}: it cannot be changed"
-            f" (ask {owner} to share it with --write, or make your own copy: chatmem sessions"
-            f" fork {name} NEW-NAME)", kind=StoreFailure.NOT_PERMITTED, location=store.location)
+        raise ReadOnlyShare(name, str(owner), location=store.location)
     raise StoreError(f"only {owner}, its owner, can {owners_only} session {name!r} (it is"
                      " shared with you for writing)", kind=StoreFailure.NOT_PERMITTED,
                      location=store.location)

@@ -334,6 +334,29 @@ def test_expected_text_is_found_as_the_word_index_reads_it(tmp_path: Path) -> No
     assert score_probe(probe, context, {}, 1).found_text == ["ord7731", "cafe zurich"]
 
 
+def test_expected_text_is_found_as_a_whole_word_or_number_and_cjk_anywhere() -> None:
+    """A probe expecting Tom passed on Tomorrow, 950 on 9500 and 7 March on 17 March: a
+    context that never said them scored as recalling them (text recall too high)."""
+    from chatmem.evaluation.scoring import ProbeResult, score_probe
+    from chatmem.memory.context import Context, Message, Part
+    from chatmem.memory.reasons import TextReason
+    from chatmem.tokens import counter_for_model
+    from chatmem.transcripts.format import Probe
+
+    counter = counter_for_model(None)
+    said = [Message.counted("user", text, counter) for text in (
+        "Tomorrow the parking costs 9500 yen, born 17 March", "我们去杭州旅行, with Ann的猫",
+        "Rent: $950.")]
+    context = Context((Part("history", tuple(said), TextReason("历史")),))
+    expected = ("Tom", "950", "7 March", "Tomorrow", "杭州", "ann", "yen,", "rent: $950.",
+                "9500 YEN", "750")
+    found = score_probe(Probe("?", (), expected, 1), context, {}, 1).found_text
+    assert found == ["950", "Tomorrow", "杭州", "ann", "yen,", "rent: $950.", "9500 YEN"]
+    answered = ProbeResult("?", 1, [], [], ["Tom", "9.5", "95", "西湖"], [], 0)
+    answered.score_answer("Tommy paid 9.50 (19.5 with tax) at 西湖边, 95!")
+    assert answered.answer_found == ["95", "西湖"]
+
+
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, StoreError])
 def test_a_save_as_stopped_halfway_keeps_no_session_and_the_name_is_free_again(
         store: Store, stop: type[BaseException]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from cli_runner import output
+from cli_runner import invoke, output
 from mcp_calls import mcp_calls
 from pg import PostgresServer
 
@@ -66,3 +66,40 @@ def test_a_plain_name_starts_ones_own_conversation_never_a_share_of_that_name(
     assert recorded["turn"] == 1
     assert "bob 的计划" not in output("sessions", "show", "plan", "--db", ann)
     assert "bob 的计划" in output("sessions", "show", "plan", "--db", bob)
+
+
+def test_facts_and_contexts_name_a_shared_session_as_owner_slash_name(
+        urls: tuple[str, str]) -> None:
+    import json
+
+    _, bob = urls
+    theirs, mine, listed, context = mcp_calls(["--db", bob], [
+        ("remember", {"conversation_id": "ann/trip", "fact": "hotel: 凯悦 Hyatt"}),
+        ("remember", {"conversation_id": "trip", "fact": "hotel: Bob Inn"}),
+        ("list_facts", {}),
+        ("chatmem://conversations/ann%2Ftrip/context/current", {})])
+    assert [f["owner"] for f in theirs["facts"]] == ["ann/trip"]
+    assert [f["owner"] for f in mine["facts"]] == ["trip"]
+    assert sorted((f["owner"], f["value"]) for f in listed["facts"]) == [
+        ("ann/trip", "凯悦 Hyatt"), ("trip", "Bob Inn")]
+    assert json.loads(context["text"])["session"] == "ann/trip"
+    assert json.loads(output("inspect", "ann/trip", "1", "--json", "--db", bob))["session"] \
+        == "ann/trip"
+    assert json.loads(output("inspect", "trip", "1", "--json", "--db", bob))["session"] == "trip"
+    table = invoke("facts", "list", "--db", bob, width=200).stdout
+    # Owner and source (/remember in session …) of each.
+    assert (table.count("session ann/trip"), table.count("session trip")) == (2, 2)
+
+
+def test_a_write_to_a_read_only_share_gives_no_advice_a_client_cannot_take(
+        urls: tuple[str, str]) -> None:
+    ann, bob = urls
+    output("chat", "日记", "--provider", "scripted", "--db", ann, input="ann 的日记\n")
+    output("sessions", "share", "日记", "--with", "bob", "--db", ann)
+    recorded, remembered = mcp_calls(["--db", bob], [
+        ("record_turn", {"conversation_id": "ann/日记", "user": "bob 写的", "assistant": "好"}),
+        ("remember", {"conversation_id": "ann/日记", "fact": "mood: 开心"})], errors=True)
+    for refused in (recorded, remembered):
+        assert "session 'ann/日记' is shared with you read-only by ann: it cannot be changed" \
+            " (ask ann to share it for writing)" in refused["error"], refused
+        assert "fork" not in refused["error"]

@@ -120,6 +120,25 @@ def test_a_replay_words_a_notice_without_the_repl_advice() -> None:
     assert replay_notice_text(notice) == "summary v1 now covers turns 1–3: +2 −0 words"
 
 
+def test_a_client_is_told_no_repl_command_it_cannot_type() -> None:
+    from chatmem.render.errors import Client
+    from chatmem.render.notices import client_notice_text
+
+    released = SummaryUpdated(version=2, upto=2, added=1, removed=1, unit="words",
+                              released=("Rex", "西湖"), pin_limit=16)
+    assert "(/summary lists them)" in notice_text(released)
+    for client in Client:
+        assert client_notice_text(released, client) == (
+            "summary v2 now covers turns 1–2: +1 −1 words;"
+            " released to keep pins within 16 tokens: Rex, 西湖")
+    sensitive = SensitiveNotRemembered(("password",))
+    assert client_notice_text(sensitive, Client.MCP) == (
+        "not remembered: password (sensitive details stay out of memory; the remember tool"
+        " stores one on purpose)")
+    assert client_notice_text(sensitive, Client.API) == (
+        "not remembered: password (sensitive details stay out of memory)")
+
+
 def test_a_catch_up_counts_its_calls_on_the_first_notice_only() -> None:
     failed = SummaryFailed("timed out", (4,))
     assert after_calls([failed, FactsBehind(2)], 3) == [

@@ -61,7 +61,11 @@ WORDS = RecallMethod("bm25", 0.5, 0.5, 0.3, 0.7)
      "entity k=3: the only fact (from session 旅行)"),
     (FactsSelected("entity", "k", 3, 2, 4, True, (1, 2), ("a",), True),
      "entity k=3: 2 of 4 facts, ranked by overlap with the input"
-     " (from turns 1, 2, session a, /remember)"),
+     " (from this session's turns 1, 2; session a; /remember)"),
+    (FactsSelected("entity", "k", 3, 2, 2, False, (2,), ("b",)),
+     "entity k=3: all 2 facts (from this session's turn 2; session b)"),
+    (FactsSelected("entity", "k", 3, 2, 2, False, (1, 2), (), True),
+     "entity k=3: all 2 facts (from turns 1, 2, /remember)"),
     (Recalled(WORDS, 800, 3, 40, 1, 0.25, 0.5),
      "retrieval bm25 (smooth 0.5, sitting 0.3) max_tokens=800: 3 of 40 earlier messages,"
      " from 1 turn, fused 0.25–0.50"),

@@ -1,0 +1,46 @@
+"""What an MCP client is told beside a result reads as the CLI says it, less the advice
+only a REPL user can take: a summary's released pins (no `/summary`), and a context over
+its budget warned of by get_context as `inspect --next --json` warns of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_runner import output
+from mcp_calls import mcp_calls
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+
+def test_released_pins_are_told_without_the_repl_command_that_lists_them(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    _, _, recorded = mcp_calls(["--db", db], [
+        ("start_conversation", {"name": "散步", "strategy": "summary-buffer:max_tokens=60"}),
+        ("record_turn", {"conversation_id": "散步", "user": "I like long walks on the beach"
+                         " near Lisbon every morning with my dog Rex", "assistant": "Lovely"}),
+        ("record_turn", {"conversation_id": "散步", "user": "My order number is ORD-7731,"
+                         " 我住在杭州西湖边", "assistant": "Noted"})])
+    [notice] = recorded["notices"]
+    assert "released to keep pins within 16 tokens: " in notice, notice
+    assert "/summary" not in notice
+
+
+def test_get_context_warns_of_a_context_over_its_budget_as_inspect_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("context_budget = 4000\n", encoding="utf-8")
+    monkeypatch.setenv("CHATMEM_CONFIG", str(config))
+    db = str(tmp_path / "h.db")
+    long = "长" * 3000 + " word" * 3000
+    _, _, seen = mcp_calls(["--db", db], [
+        ("start_conversation", {"name": "长谈", "strategy": "window"}),
+        ("record_turn", {"conversation_id": "长谈", "user": long, "assistant": "好"}),
+        ("get_context", {"conversation_id": "长谈", "input": "?"})])
+    inspected = json.loads(output("inspect", "长谈", "--next", "?", "--json", "--db", db))
+    assert seen["tokens"] > seen["budget"] == 4000
+    assert seen["warnings"] == inspected["context"]["warnings"]
+    assert seen["warnings"][0].startswith("context is ") and "over the budget of 4,000" in (
+        seen["warnings"][0])
