@@ -43,6 +43,9 @@ class ToolbarState:
     """The last context's tokens and budget; None before the first turn."""
     spent: Spent
     indexing: IndexingStatus | None
+    turns: int = 0
+    """The history's turns when `usage` is None: an imported or forked session has turns
+    but no context sent from it yet."""
 
 
 def toolbar_line(state: ToolbarState, width: int | None = None) -> str:
@@ -57,7 +60,8 @@ def toolbar_line(state: ToolbarState, width: int | None = None) -> str:
         fields.append((f"last context {format_count(usage.tokens, usage.approximate)}{budget}",
                        ranks["context"]))
     else:
-        fields.append(("no turn yet", ranks["context"]))
+        fields.append((f"{state.turns:,} turn{'' if state.turns == 1 else 's'}, no context "
+                       "sent yet" if state.turns else "no turn yet", ranks["context"]))
     if state.spent.tokens:
         total, cost = spent_parts(state.spent)
         fields.append((total, ranks["total"]))

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
-from chatmem.app.sessions import last_turn, session_address, stored_name
+from chatmem.app.sessions import last_turn, session_address, stored_name, turn_count
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
@@ -74,6 +74,8 @@ class Chat:
         """The current slash command's arguments as typed, quotes and spacing kept."""
         self.usage: ContextUsage | None = None
         """The session's last context, for the toolbar."""
+        self.history_turns = 0
+        """The history's turns while `usage` is None (an imported or forked session's)."""
         self.spent = Spent()
         """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
         self.streaming = False
@@ -186,6 +188,8 @@ class Chat:
         self.usage = None if record is None else ContextUsage(
             record.estimated_tokens or 0, record.context.get("budget"),
             bool(record.context.get("approximate", False)))
+        # Without a turn record the history may still hold turns (imported, forked).
+        self.history_turns = 0 if record is not None else turn_count(self.workspace, session)
 
     def _last_turn_id(self) -> int | None:
         record = last_turn(self.workspace, self.engine.session)

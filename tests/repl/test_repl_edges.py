@@ -4,8 +4,10 @@ switch that makes the next context huge, and counts worded as counts."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from cli_runner import chat, invoke
 from registered import open_session
 
 from chatmem.config.settings import Settings
@@ -43,3 +45,47 @@ def test_the_toolbar_marks_an_approximate_count_as_the_token_line_does(tmp_path:
         exact.turn("住哪里？")
         assert "last context ≈" not in toolbar_text(exact)
         assert "last context " in toolbar_text(exact)
+
+
+def clipboard_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A config whose clipboard_command writes to a file the test reads: (config, clipboard)."""
+    clip, tool = tmp_path / "clipboard.txt", tmp_path / "clip.sh"
+    tool.write_text(f"#!/bin/sh\ncat > '{clip}'\n", encoding="utf-8")
+    tool.chmod(0o755)
+    config = tmp_path / "config.toml"
+    config.write_text(f'clipboard_command = "{tool}"\n', encoding="utf-8")
+    return config, clip
+
+
+def test_copy_in_a_forked_session_copies_the_reply_its_messages_hold(tmp_path: Path) -> None:
+    config, clip = clipboard_config(tmp_path)
+    db = tmp_path / "h.db"
+    result = chat(db, "u1", ["我们五月去杭州", "住哪里？", "/undo u2", "/copy"],
+                  "--config", str(config))
+    assert result.exit_code == 0, result.stderr
+    assert clip.read_text(encoding="utf-8") == "echo #1: 我们五月去杭州"
+
+
+def test_an_imported_session_shows_its_turns_and_copies_its_last_reply(tmp_path: Path) -> None:
+    config, clip = clipboard_config(tmp_path)
+    db, transcript = tmp_path / "h.db", tmp_path / "big.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": f"{role} 第{n}轮"}, ensure_ascii=False) + "\n"
+        for n in range(1, 1_201) for role in ("user", "assistant")), encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "--name", "big", "--db", str(db), code=0)
+    result = chat(db, "big", ["/copy"], "--config", str(config))
+    assert result.exit_code == 0, result.stderr
+    assert clip.read_text(encoding="utf-8") == "assistant 第1200轮"
+    with Store(db) as store:
+        repl = Repl(open_session(store, Settings(), ScriptedProvider(), "big"),
+                    make_console(), make_console(stderr=True))
+        assert toolbar_text(repl).endswith(" · 1,200 turns, no context sent yet ")
+        repl.turn("还记得吗？")
+        assert " · last context " in toolbar_text(repl)
+    # A last turn with no reply says so, by its number.
+    transcript.write_text(json.dumps({"role": "user", "content": "只有问题"},
+                                     ensure_ascii=False) + "\n", encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "--name", "ask", "--db", str(db), code=0)
+    result = chat(db, "ask", ["/copy"], "--config", str(config))
+    assert result.exit_code == 2
+    assert "error: /copy: turn 1 has no reply" in result.stderr

@@ -128,11 +128,19 @@ def _copy(repl: Chat, args: list[str]) -> None:
     engine = repl.engine
     record = repl.last.record if repl.last else sessions.last_turn(repl.workspace,
                                                                    engine.session)
-    if record is None:
-        raise UsageError("/copy: no reply yet in this session")
-    if record.reply is None:
-        raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
-    text = clipboard.pick(record.reply, number)
+    if record is not None:
+        if record.reply is None:
+            raise UsageError(f"/copy: turn {record.turn} has no reply ({record.status})")
+        reply = record.reply
+    else:
+        # An imported or forked session's turns have no records: its messages hold them.
+        last = sessions.last_history_reply(repl.workspace, engine.session)
+        if last is None:
+            raise UsageError("/copy: no reply yet in this session")
+        if last[1] is None:
+            raise UsageError(f"/copy: turn {last[0]} has no reply")
+        reply = last[1]
+    text = clipboard.pick(reply, number)
     command = engine.settings.clipboard_command if engine.settings else None
     what = f"code block {args[0]}" if args else "the last reply"
     if command:
