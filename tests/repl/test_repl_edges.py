@@ -89,3 +89,20 @@ def test_an_imported_session_shows_its_turns_and_copies_its_last_reply(tmp_path:
     result = chat(db, "ask", ["/copy"], "--config", str(config))
     assert result.exit_code == 2
     assert "error: /copy: turn 1 has no reply" in result.stderr
+
+
+def test_a_file_attached_twice_goes_once(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "笔记.md").write_text("杭州：西湖、灵隐寺\n", encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = chat(db, "t", ["/file 笔记.md", f"/file {tmp_path / '笔记.md'}", "/attach ./笔记.md",
+                            "/file", "去哪里？"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert sum(line.startswith("attached 笔记.md (about ") for line in lines) == 1
+    assert lines.count("笔记.md is attached already; it goes with your next message once") == 2
+    assert "attached to your next message: 笔记.md" in lines
+    with Store(db) as store:
+        [turn] = store.turns.turns(store.sessions.session("t").id)
+        [files] = [p for p in turn.context["parts"] if p["kind"] == "files"]
+    assert files["reason"]["count"] == 1 and len(files["messages"]) == 1

@@ -167,11 +167,18 @@ def _copy(repl: Chat, args: list[str]) -> None:
 def _file(repl: Chat, args: list[str]) -> None:
     from pathlib import Path
 
-    from chatmem.attachments import read_file
+    from chatmem.attachments import STDIN, read_file
     from chatmem.engine.attached import attached_messages
 
     if args:
-        attachment = read_file(Path(args[0]).expanduser())
+        path = Path(args[0]).expanduser()
+        # The same file twice would be sent twice (under another spelling of its path too).
+        same = next((a for a in repl.attached if a.name != STDIN
+                     and Path(a.name).expanduser().resolve() == path.resolve()), None)
+        if same is not None:
+            repl.notice(f"{same.name} is attached already; it goes with your next message once")
+            return
+        attachment = read_file(path)
         # An image for a model that cannot see it is refused now, not at the next message.
         [message] = attached_messages([attachment], repl.engine.counter, repl.engine.provider)
         repl.attached.append(attachment)
