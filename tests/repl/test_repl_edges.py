@@ -106,3 +106,21 @@ def test_a_file_attached_twice_goes_once(tmp_path: Path, monkeypatch) -> None:
         [turn] = store.turns.turns(store.sessions.session("t").id)
         [files] = [p for p in turn.context["parts"] if p["kind"] == "files"]
     assert files["reason"]["count"] == 1 and len(files["messages"]) == 1
+
+
+def test_remember_refuses_a_key_or_a_value_alone(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    result = chat(db, "t", ["/remember city:", "/remember : value", "/remember 城市：",
+                            "/remember =杭州", "/remember 城市： 杭州"])
+    assert result.exit_code == 2
+    usage = ", e.g. /remember budget: 5000 EUR"
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert [e.split("; usage: ")[0] for e in errors] == [
+        "error: /remember: 'city:' has no value; give KEY: VALUE",
+        "error: /remember: ': value' has no key; give KEY: VALUE",
+        "error: /remember: '城市：' has no value; give KEY: VALUE",
+        "error: /remember: '=杭州' has no key; give KEY: VALUE"]
+    assert all(e.endswith(usage) for e in errors)
+    with Store(db) as store:
+        facts = store.facts.facts(session_id=store.sessions.session("t").id)
+        assert [(f.key, f.value) for f in facts] == [("城市", "杭州")]
