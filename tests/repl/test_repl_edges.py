@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cli_runner import chat, invoke
 from registered import open_session
+from rich.cells import cell_len
 
 from chatmem.config.settings import Settings
 from chatmem.providers.scripted import ScriptedProvider
@@ -124,3 +125,20 @@ def test_remember_refuses_a_key_or_a_value_alone(tmp_path: Path) -> None:
     with Store(db) as store:
         facts = store.facts.facts(session_id=store.sessions.session("t").id)
         assert [(f.key, f.value) for f in facts] == [("城市", "杭州")]
+
+
+def test_sessions_fits_a_narrow_terminal_with_counts_grouped(tmp_path: Path) -> None:
+    db, transcript = tmp_path / "h.db", tmp_path / "big.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": f"第{n}轮"}, ensure_ascii=False) + "\n"
+        for n in range(1, 1_501) for role in ("user", "assistant")), encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "--name", "杭州之旅", "--db", str(db), code=0)
+    for width in (40, 60, 100):
+        result = chat(db, "杭州之旅", ["/sessions"], width=width)
+        assert result.exit_code == 0, result.stderr
+        lines = result.stderr.splitlines()[1:]  # after the banner
+        assert all(cell_len(line.rstrip()) <= width for line in lines), (width, lines)
+        shown = " ".join(lines)
+        assert "3,000" in shown and "1,500" in shown and "杭州之旅" in shown
+        assert "…" not in shown, (width, lines)
+        assert any(line.split()[:2] == ["*", "杭州之旅"] for line in lines), lines
