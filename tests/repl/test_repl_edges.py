@@ -142,3 +142,36 @@ def test_sessions_fits_a_narrow_terminal_with_counts_grouped(tmp_path: Path) -> 
         assert "3,000" in shown and "1,500" in shown and "杭州之旅" in shown
         assert "…" not in shown, (width, lines)
         assert any(line.split()[:2] == ["*", "杭州之旅"] for line in lines), lines
+
+
+def test_counts_read_as_counts_and_a_pasted_path_is_told_how_to_send(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from chatmem.cli.completion import session_names
+    from chatmem.repl.completion import SlashCompleter
+
+    db, transcript = tmp_path / "h.db", tmp_path / "big.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": f"第{n}轮"}, ensure_ascii=False) + "\n"
+        for n in range(1, 3_003) for role in ("user", "assistant")), encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "--name", "大会话", "--db", str(db), code=0)
+    assert chat(db, "一轮", ["你好"]).exit_code == 0
+    with Store(db) as store:
+        repl = Repl(open_session(store, Settings(), ScriptedProvider(), "新"),
+                    make_console(), make_console(stderr=True))
+        offered = {c.text: c.display_meta_text for c in SlashCompleter(repl).get_completions(
+            Document("/switch "), CompleteEvent())}
+    assert offered == {"大会话": "window · 3,002 turns", "一轮": "window · 1 turn"}
+    shell = dict(session_names(SimpleNamespace(params={"db": str(db), "config": None}), ""))
+    assert shell == {"大会话": "window · 3,002 turns", "一轮": "window · 1 turn",
+                     "新": "window · 0 turns"}
+    result = chat(db, "一轮", ["/switch 大会话", "/usr/local/bin 里有什么？", "/strat"])
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert "switched to session 大会话 · window k=5 · 3,002 turns" in result.stderr.splitlines()
+    assert errors == [
+        "error: unknown command /usr/local/bin; /help lists them, and a message that opens "
+        "with / starts with // (//usr/local/bin …)",
+        "error: unknown command /strat; did you mean /strategy? /help lists them"]

@@ -28,7 +28,7 @@ def describe(repl: Chat) -> str:
     engine = repl.engine
     turns = sessions.turn_count(repl.workspace, engine.session)
     return (f"session {repl.address} · {strategy_label(engine)}"
-            f" · {turns} turn{'' if turns == 1 else 's'}")
+            f" · {turns:,} turn{'' if turns == 1 else 's'}")
 
 
 @slash("/new", "/new SESSION",
