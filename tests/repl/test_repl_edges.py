@@ -175,3 +175,29 @@ def test_counts_read_as_counts_and_a_pasted_path_is_told_how_to_send(tmp_path: P
         "error: unknown command /usr/local/bin; /help lists them, and a message that opens "
         "with / starts with // (//usr/local/bin …)",
         "error: unknown command /strat; did you mean /strategy? /help lists them"]
+
+
+def test_a_switch_that_puts_the_next_context_over_budget_says_so_before_sending(
+        tmp_path: Path) -> None:
+    db, transcript = tmp_path / "h.db", tmp_path / "long.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": f"第{n}轮：我们讨论了杭州的行程和预算"},
+                   ensure_ascii=False) + "\n"
+        for n in range(1, 301) for role in ("user", "assistant")), encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "--name", "长", "--db", str(db), code=0)
+    result = chat(db, "长", ["/strategy buffer", "/tokens", "还记得吗？"], "--strategy", "window")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    at = lines.index("strategy: buffer")
+    warned = lines[at + 1]
+    assert warned.startswith("the next context is ") and warned.endswith(
+        " tokens before your message, over the budget of 4,000: the next turn sends it so "
+        "(/tokens shows it by part; another /strategy keeps within it)")
+    # The figure is what /tokens shows for an empty input.
+    tokens = warned.removeprefix("the next context is ").split()[0]
+    assert f"= {tokens} tokens of 4,000" in lines[at + 2]
+    # Within the budget, a switch says only what it switched to.
+    result = chat(db, "短", ["你好", "/strategy buffer", "/strategy window"])
+    assert [line for line in result.stderr.splitlines() if line.startswith("strategy")] == [
+        "strategy: buffer", "strategy: window k=5"]
+    assert "over the budget" not in result.stderr
