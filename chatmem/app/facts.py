@@ -145,12 +145,16 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     into the profile moves there (one fact, one key), and a profile fact remembered for the
     session alone gets the session's own value beside it, which this session uses instead.
     All in one transaction."""
-    from chatmem.memory.facts import find_facts, split_key_value
+    from chatmem.memory.facts import find_facts, missing_half, split_key_value
     from chatmem.providers.scripted_facts import extract
     from chatmem.timestamps import stamp
 
     if not text.strip():
         raise UsageError("nothing to remember (empty text)")
+    half = missing_half(text)
+    if half is not None:
+        raise UsageError(f"nothing to remember: {text.strip()!r} has no {half}; "
+                         "give both, KEY: VALUE")
     store = workspace.store
     ends = stamp(store.clock() + lasting) if lasting is not None else None
     pair = split_key_value(text)

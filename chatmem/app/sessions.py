@@ -95,6 +95,18 @@ def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None
         return None
 
 
+def last_history_reply(workspace: Workspace,
+                       session: SessionRecord) -> tuple[int, str | None] | None:
+    """The history's last turn and its reply (None when it has none), read from the messages:
+    an imported or forked session's turns have no turn records. None: no messages."""
+    history = workspace.store.history
+    last = history.turn_count(session.id)
+    if last == 0:
+        return None
+    messages = history.messages(session.id, first_turn=last)
+    return last, next((m.content for m in reversed(messages) if m.role == "assistant"), None)
+
+
 def last_completed_turn_id(workspace: Workspace, session: SessionRecord) -> int | None:
     """The id of the session's last completed turn still in memory (failed or cancelled
     attempts may follow it): the one a regenerate replaces (see store.turns.hide_turn)."""

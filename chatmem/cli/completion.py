@@ -133,7 +133,8 @@ def session_names(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
             rows = list_sessions(workspace)
     except (ChatmemError, OSError):
         return []
-    return _menu([(row.name, f"{row.strategy} · {row.turns} turns") for row in rows
+    return _menu([(row.name, f"{row.strategy} · {row.turns:,} turn"
+                             f"{'' if row.turns == 1 else 's'}") for row in rows
                   if row.name.startswith(incomplete)])
 
 

@@ -141,6 +141,18 @@ def split_key_value(text: str) -> tuple[str, str] | None:
     return normalize_key(match.group("key")), match.group("value").strip()
 
 
+_HALF_PAIR = re.compile(r"^\s*(?P<key>[^:=：]*?)\s*[:=：]\s*(?P<value>.*?)\s*$", re.DOTALL)
+
+
+def missing_half(text: str) -> str | None:
+    """`'value'` for 'KEY:' alone, `'key'` for ': VALUE' alone (or a lone colon): a pair
+    typed with a half missing, which stored as a note would read as nothing; else None."""
+    match = _HALF_PAIR.match(text)
+    if match is None or split_key_value(text) is not None:
+        return None
+    return "key" if not match.group("key") else "value" if not match.group("value") else None
+
+
 def purged_line(fact_id: int) -> str:
     return json.dumps({"id": fact_id, "purged": True})
 

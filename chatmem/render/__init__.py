@@ -205,29 +205,62 @@ def table(
     return out
 
 
-def sessions_table(rows: Sequence[SessionSummary]) -> RenderableType:
+def sessions_table(rows: Sequence[SessionSummary],
+                   current: int | None = None) -> RenderableType:
     """`sessions list`: names and strategies whole, counts right-aligned, times to the minute.
 
     No vertical rules and the parameters under the strategy: that is what lets
-    a long name and a combined strategy fit whole in 80 columns.
+    a long name and a combined strategy fit whole in 80 columns; narrower, the time goes,
+    then each session takes a name line and a details line. `current`: the id of the
+    session a chat is in (/sessions), marked with `*`.
     """
     if not rows:
         return Text("no sessions yet (chatmem chat NAME starts one)", style="dim")
+    return Fitted(_sessions_grid(rows, current, updated=True),
+                  _sessions_grid(rows, current, updated=False),
+                  _sessions_stacked(rows, current))
+
+
+def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
+                   updated: bool) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
+    if current is not None:
+        out.add_column("", no_wrap=True)
     out.add_column("name", no_wrap=True)
-    out.add_column("strategy", overflow="fold")
+    # Its header whole: a strategy column folded to 6 columns is no layout to pick.
+    out.add_column("strategy", overflow="fold", min_width=len("strategy"))
     out.add_column("messages", justify="right", no_wrap=True)
     out.add_column("turns", justify="right", no_wrap=True)
-    out.add_column("updated", no_wrap=True)
+    if updated:
+        out.add_column("updated", no_wrap=True)
     for row in rows:
         strategy = Text(row.strategy)
         params = format_params(row.params or {})
         if params:
             strategy.append(f"\n{params}", style="dim")
-        out.add_row(row.address, strategy, f"{row.messages:,}", f"{row.turns:,}",
-                    when(row.updated_at))
+        mark = [] if current is None else ["*" if row.id == current else ""]
+        out.add_row(*mark, row.address, strategy, f"{row.messages:,}", f"{row.turns:,}",
+                    *([when(row.updated_at)] if updated else []))
     return out
+
+
+def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None) -> Group:
+    lines: list[Text] = []
+    for row in rows:
+        mark = "" if current is None else "* " if row.id == current else "  "
+        params = format_params(row.params or {})
+        lines.append(Text.assemble(mark, (row.address, "bold")))
+        lines.append(Text(
+            f"{' ' * len(mark)}{row.strategy}{f' {params}' if params else ''} · "
+            f"{_counted(row.messages, 'message')} · {_counted(row.turns, 'turn')} · "
+            f"{when(row.updated_at)}",
+            style="dim"))
+    return Group(*lines)
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def named_lines(named: Mapping[str, str]) -> list[Text]:

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from chatmem.render.fields import Field, fitted, joined
 from chatmem.render.logs import spent_parts
+from chatmem.tokens import format_count
 
 if TYPE_CHECKING:
     from chatmem.config.options import Spent
@@ -21,6 +22,16 @@ context was and what the chat cost. The prompt itself names the session."""
 
 
 @dataclass(frozen=True)
+class ContextUsage:
+    """How full a context was: its tokens and budget, and whether they were counted with a
+    tokenizer that is not the model's own (shown with ≈, as the turn's token line is)."""
+
+    tokens: int
+    budget: int | None
+    approximate: bool = False
+
+
+@dataclass(frozen=True)
 class ToolbarState:
     """What the toolbar shows of a chat."""
 
@@ -28,10 +39,13 @@ class ToolbarState:
     strategy: str
     model: str
     """`provider:model`."""
-    usage: tuple[int, int | None] | None
+    usage: ContextUsage | None
     """The last context's tokens and budget; None before the first turn."""
     spent: Spent
     indexing: IndexingStatus | None
+    turns: int = 0
+    """The history's turns when `usage` is None: an imported or forked session has turns
+    but no context sent from it yet."""
 
 
 def toolbar_line(state: ToolbarState, width: int | None = None) -> str:
@@ -41,11 +55,13 @@ def toolbar_line(state: ToolbarState, width: int | None = None) -> str:
     fields = [(f"session {state.session}", ranks["session"]),
               (state.strategy, ranks["strategy"]), (state.model, ranks["model"])]
     if state.usage is not None:
-        tokens, budget = state.usage
-        fields.append((f"last context {tokens:,}" + (f" / {budget:,} tokens" if budget
-                                                     else " tokens"), ranks["context"]))
+        usage = state.usage
+        budget = f" / {usage.budget:,} tokens" if usage.budget else " tokens"
+        fields.append((f"last context {format_count(usage.tokens, usage.approximate)}{budget}",
+                       ranks["context"]))
     else:
-        fields.append(("no turn yet", ranks["context"]))
+        fields.append((f"{state.turns:,} turn{'' if state.turns == 1 else 's'}, no context "
+                       "sent yet" if state.turns else "no turn yet", ranks["context"]))
     if state.spent.tokens:
         total, cost = spent_parts(state.spent)
         fields.append((total, ranks["total"]))

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from chatmem import render
-from chatmem.app.sessions import last_turn, session_address, stored_name
+from chatmem.app.sessions import last_turn, session_address, stored_name, turn_count
 from chatmem.app.workspace import Workspace
 from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
@@ -24,6 +24,7 @@ from chatmem.errors import ChatmemError, ProviderError, UsageError
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
+from chatmem.render.toolbar import ContextUsage
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
@@ -71,8 +72,10 @@ class Chat:
         """Files (/file, `chat -f`) that go with the next message, then are let go."""
         self.raw_args = ""
         """The current slash command's arguments as typed, quotes and spacing kept."""
-        self.usage: tuple[int, int | None] | None = None
-        """(tokens, budget) of the session's last context, for the toolbar."""
+        self.usage: ContextUsage | None = None
+        """The session's last context, for the toolbar."""
+        self.history_turns = 0
+        """The history's turns while `usage` is None (an imported or forked session's)."""
         self.spent = Spent()
         """Tokens (and money, when priced) the session's turns used so far, for the toolbar."""
         self.streaming = False
@@ -181,8 +184,12 @@ class Chat:
             self.spent = self.spent.plus(used.prompt_tokens, used.reply_tokens,
                                          self.price_of(used.model))
         record = last_turn(self.workspace, session)
-        self.usage = None if record is None else (record.estimated_tokens or 0,
-                                                   record.context.get("budget"))
+        # Counted as the turn recorded it was (a model of unknown tokenizer: approximately).
+        self.usage = None if record is None else ContextUsage(
+            record.estimated_tokens or 0, record.context.get("budget"),
+            bool(record.context.get("approximate", False)))
+        # Without a turn record the history may still hold turns (imported, forked).
+        self.history_turns = 0 if record is not None else turn_count(self.workspace, session)
 
     def _last_turn_id(self) -> int | None:
         record = last_turn(self.workspace, self.engine.session)
@@ -230,8 +237,8 @@ class Chat:
         if result.record.id is not None:  # a cancelled turn's row is not kept after a purge
             self.seen_last_turn = result.record.id
         self.replacing = replaces if result.status != TurnStatus.OK else None
-        self.usage = (result.record.estimated_tokens or result.context.tokens,
-                      result.context.budget)
+        self.usage = ContextUsage(result.record.estimated_tokens or result.context.tokens,
+                                  result.context.budget, self.engine.counter.approximate)
         if result.status != TurnStatus.FAILED:
             self.spent = self.spent.plus(*billed_tokens(result), self.price_of(
                 result.record.model))

@@ -104,7 +104,8 @@ class SlashCompleter(Completer):
         if kind == "session":
             # A shared session as OWNER/NAME, which /switch takes; told from the current
             # one by id, as one's own and a shared one may have the same name.
-            return [(row.address, f"{row.strategy} · {row.turns} turns")
+            return [(row.address, f"{row.strategy} · {row.turns:,} turn"
+                                  f"{'' if row.turns == 1 else 's'}")
                     for row in sessions.list_sessions(workspace) if row.id != session.id]
         if kind == "fact":
             facts = remembered.live_facts(workspace, session)

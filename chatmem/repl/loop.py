@@ -173,8 +173,11 @@ class Repl(Chat):
         command = SLASH.get(name)
         if command is None:
             close = nearest(name, SLASH)
-            hint = f"did you mean {close}? " if close else ""
-            raise NotFound(f"unknown command {name}; {hint}/help lists them")
+            if close:
+                raise NotFound(f"unknown command {name}; did you mean {close}? /help lists them")
+            # A pasted path (/usr/local/bin …) is likelier a message than a command.
+            raise NotFound(f"unknown command {name}; /help lists them, and a message that "
+                           f"opens with / starts with {ESCAPE} ({ESCAPE}{name[1:]} …)")
         command.check_arity(args)
         command.run(self, args)
 

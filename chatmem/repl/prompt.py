@@ -102,7 +102,7 @@ def toolbar_text(chat: Chat, width: int | None = None) -> str:
     return toolbar_line(ToolbarState(
         chat.address, strategy_label(engine, changed_only=True),
         f"{engine.provider.name}:{engine.provider.model}", chat.usage, chat.spent,
-        engine.indexing.status(engine.embedder)), width)
+        engine.indexing.status(engine.embedder), chat.history_turns), width)
 
 
 def terminal_output() -> Output | None:

@@ -61,8 +61,10 @@ def test_sessions_and_switch_name_a_shared_session_owner_slash_name(
     assert "switched to session trip · " in result.stderr
     tables = result.stderr.split("switched to session ann/trip")
     for table, current in zip(tables, ("trip", "ann/trip"), strict=True):
-        rows = {cells[2]: cells[1] for line in table.splitlines() if "│" in line
-                for cells in [[c.strip() for c in line.split("│")]] if len(cells) > 3}
+        # `*  NAME  STRATEGY  MESSAGES  TURNS  UPDATED`, as `sessions list` has them.
+        rows = {words[1] if marked else words[0]: "*" if marked else ""
+                for line in table.splitlines() for words in [line.split()]
+                for marked in [words[:1] == ["*"]] if len(words) >= 5 + marked}
         assert {name: rows.get(name) for name in ("trip", "ann/trip", "ann/旅行")} == {
             "trip": "*" if current == "trip" else "", "ann/trip": "*" if current != "trip"
             else "", "ann/旅行": ""}

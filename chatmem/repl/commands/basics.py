@@ -66,6 +66,28 @@ def _strategy(repl: Chat, args: list[str]) -> None:
     if kept:
         line += f" (kept from the previous strategy: {format_params(kept)})"
     repl.notice(line)
+    if args:
+        _warn_if_over_budget(repl)
+
+
+def _warn_if_over_budget(repl: Chat) -> None:
+    """Say now when the switch makes the next context go over the budget (buffer on a long
+    history): the turn would send it, and its warning come only after the reply. One build,
+    as /tokens makes it; the turn builds its own."""
+    from chatmem.errors import ChatmemError
+    from chatmem.tokens import format_count
+
+    engine = repl.engine
+    try:
+        context = engine.build_context("")
+    except ChatmemError:
+        return  # the turn meets it and says so
+    if context.budget is None or not context.over_budget:
+        return
+    tokens = format_count(engine.estimate(context), engine.counter.approximate)
+    repl.notice(f"the next context is {tokens} tokens before your message, over the budget "
+                f"of {context.budget:,}: the next turn sends it so (/tokens shows it by part; "
+                "another /strategy keeps within it)")
 
 
 @slash("/inspect", "/inspect [N]",
@@ -128,11 +150,19 @@ def _copy(repl: Chat, args: list[str]) -> None:
     engine = repl.engine
     record = repl.last.record if repl.last else sessions.last_turn(repl.workspace,
                                                                    engine.session)
-    if record is None:
-        raise UsageError("/copy: no reply yet in this session")
-    if record.reply is None:
-        raise UsageError(f"/copy: turn {record.number} has no reply ({record.status})")
-    text, dropped = clipboard.pasteable(clipboard.pick(record.reply, number))
+    if record is not None:
+        if record.reply is None:
+            raise UsageError(f"/copy: turn {record.turn} has no reply ({record.status})")
+        reply = record.reply
+    else:
+        # An imported or forked session's turns have no records: its messages hold them.
+        last = sessions.last_history_reply(repl.workspace, engine.session)
+        if last is None:
+            raise UsageError("/copy: no reply yet in this session")
+        if last[1] is None:
+            raise UsageError(f"/copy: turn {last[0]} has no reply")
+        reply = last[1]
+    text, dropped = clipboard.pasteable(clipboard.pick(reply, number))
     command = engine.settings.clipboard_command if engine.settings else None
     what = f"code block {args[0]}" if args else "the last reply"
     left_out = (f"; {dropped:,} control character{'' if dropped == 1 else 's'} left out"
@@ -163,11 +193,18 @@ def _copy(repl: Chat, args: list[str]) -> None:
 def _file(repl: Chat, args: list[str]) -> None:
     from pathlib import Path
 
-    from chatmem.attachments import read_file
+    from chatmem.attachments import STDIN, read_file
     from chatmem.engine.attached import attached_messages
 
     if args:
-        attachment = read_file(Path(args[0]).expanduser())
+        path = Path(args[0]).expanduser()
+        # The same file twice would be sent twice (under another spelling of its path too).
+        same = next((a for a in repl.attached if a.name != STDIN
+                     and Path(a.name).expanduser().resolve() == path.resolve()), None)
+        if same is not None:
+            repl.notice(f"{same.name} is attached already; it goes with your next message once")
+            return
+        attachment = read_file(path)
         # An image for a model that cannot see it is refused now, not at the next message.
         [message] = attached_messages([attachment], repl.engine.counter, repl.engine.provider)
         repl.attached.append(attachment)

@@ -14,7 +14,6 @@ from chatmem import render
 from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
-from chatmem.memory.params import format_params
 from chatmem.memory.spec import StrategySpec
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
@@ -29,7 +28,7 @@ def describe(repl: Chat) -> str:
     engine = repl.engine
     turns = sessions.turn_count(repl.workspace, engine.session)
     return (f"session {repl.address} · {strategy_label(engine)}"
-            f" · {turns} turn{'' if turns == 1 else 's'}")
+            f" · {turns:,} turn{'' if turns == 1 else 's'}")
 
 
 @slash("/new", "/new SESSION",
@@ -48,16 +47,14 @@ def _new(repl: Chat, args: list[str]) -> None:
 @slash("/sessions", "/sessions", "list the sessions in this history file (* = this one)",
        example="/sessions")
 def _sessions(repl: Chat, args: list[str]) -> None:
-    # By id: a session shared with the user (OWNER/NAME) may have the name of their own.
-    current = repl.engine.session.id
+    from dataclasses import replace
+
+    # As `chatmem sessions list` shows them, fitting a narrow terminal; the current one is
+    # told by id: a session shared with the user (OWNER/NAME) may have the name of their own.
     changed_params = repl.workspace.registries.strategies.changed_params
-    rows = [
-        {"current": "*" if r.id == current else "", "name": r.address, "strategy": r.strategy,
-         "params": format_params(changed_params(r.strategy, r.params or {})),
-         "messages": r.messages, "turns": r.turns}
-        for r in sessions.list_sessions(repl.workspace)
-    ]
-    repl.show(render.table(rows, ["current", "name", "strategy", "params", "messages", "turns"]))
+    rows = [replace(r, params=changed_params(r.strategy, r.params or {}))
+            for r in sessions.list_sessions(repl.workspace)]
+    repl.show(render.sessions_table(rows, current=repl.engine.session.id))
 
 
 @slash("/switch", "/switch SESSION", "resume another session, with its own strategy",
