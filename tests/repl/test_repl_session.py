@@ -50,6 +50,18 @@ def test_new_starts_a_session_with_the_current_strategy_and_system(db: Path) -> 
     assert len(messages(db, "trip")) == 6
 
 
+def test_new_after_clearing_the_system_prompt_has_none(db: Path) -> None:
+    # Cleared is a choice of its own, not "use the default": the new session has none.
+    result = chat(db, "trip", ['/system ""', "/new 旁边", "/system", "你好"])
+    assert result.exit_code == 0, result.stderr
+    assert "system prompt  (none)" in [line.strip() for line in result.stderr.splitlines()]
+    with Store(db) as store:
+        side = store.sessions.session("旁边")
+        assert side.system is None
+        sent = store.turns.turn(side.id).context["parts"][0]["messages"]
+        assert [m["role"] for m in sent] == ["user"]
+
+
 def test_new_refuses_an_existing_name(db: Path) -> None:
     result = chat(db, "other", ["/new trip", "/new", "still here"])
     assert result.exit_code == 2

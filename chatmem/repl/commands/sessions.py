@@ -41,7 +41,9 @@ def _new(repl: Chat, args: list[str]) -> None:
     if sessions.find_session(repl.workspace, name) is not None:
         raise UsageError(f"a session named {name!r} already exists; /switch {name} resumes it")
     current = repl.engine
-    repl.open(name, strategy=StrategySpec.of(current.strategy), system=current.session.system)
+    # A prompt cleared with /system "" stays cleared: None would mean the configured one.
+    repl.open(name, strategy=StrategySpec.of(current.strategy),
+              system=current.session.system or "")
     repl.notice(f"new {describe(repl)}")
 
 
