@@ -16,6 +16,7 @@ from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.params import format_params
 from chatmem.memory.spec import StrategySpec
+from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
 from chatmem.store.records import TurnStatus
@@ -169,13 +170,13 @@ def _retry(repl: Chat, args: list[str]) -> None:
        example="/edit-last what about Hangzhou in May?", args=(0, None))
 def _edit_last(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "edit")
-    text = (repl.raw_args if args else repl.edit_line(record.input)).strip()
+    text = repl.raw_args.strip() if args else trimmed(repl.edit_line(record.input))
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
-    if not args and text.startswith("/"):
+    if not args and text.lstrip().startswith("/"):
         # A line typed at the prompt means what it means at any prompt: a command runs,
         # and the last turn stays as it was.
-        repl.command(text)
+        repl.command(text.lstrip())
         return
     if record.status != TurnStatus.OK and repl.replacing is None:
         repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
