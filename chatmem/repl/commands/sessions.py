@@ -148,16 +148,27 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     return record
 
 
+def _check_replaceable(repl: Chat) -> None:
+    """Refuse now what replacing the last turn would refuse (a summary or a fact already
+    drawn from it), before a notice says it is under way or an editor opens."""
+    sessions.check_replaceable(repl.workspace, repl.engine.session,
+                               repl.replacing or repl.seen_last_turn)
+
+
 @slash("/retry", "/retry",
        "send the last input again: a failed or cancelled turn is retried, a completed one "
-       "regenerated in its place (the old reply stays stored, out of memory; inspect shows it)",
+       "regenerated in its place (the old reply stays stored, out of memory; inspect shows it)"
+       "; not once memory holds it (a summary or a fact from it): /fork asks again on a branch",
        example="/retry")
 def _retry(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "retry")
     if record.status == TurnStatus.OK:
+        _check_replaceable(repl)
         repl.notice(f"regenerating turn {record.turn}; it stays stored, out of memory")
         repl.turn(None, replace_last=True)
         return
+    if repl.replacing is not None:
+        _check_replaceable(repl)
     why = f": {record.error}" if record.error else ""
     repl.notice(f"retrying turn {record.turn} ({record.status}{why})")
     # A failed regenerate or edit is retried in place of the turn it was to replace.
@@ -166,10 +177,12 @@ def _retry(repl: Chat, args: list[str]) -> None:
 
 @slash("/edit-last", "/edit-last [TEXT]",
        "edit the last input (or replace it by TEXT) and send it in place of the last turn, "
-       "which stays stored, out of memory",
+       "which stays stored, out of memory; not once memory holds it (as /retry)",
        example="/edit-last what about Hangzhou in May?", args=(0, None))
 def _edit_last(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "edit")
+    if record.status == TurnStatus.OK or repl.replacing is not None:
+        _check_replaceable(repl)
     text = repl.raw_args.strip() if args else trimmed(repl.edit_line(record.input))
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
