@@ -129,6 +129,18 @@ class StrategyChanged:
 
 
 @dataclass(frozen=True)
+class ModelChanged:
+    """Session `session` last ran on `before` and this engine runs on `after` (labels
+    `provider:model`), as `by` chose (`--model`, `CHATMEM_MODEL`, `template NAME`, `the
+    config file`; None: the defaults): its next turns run on it."""
+
+    session: str
+    before: str
+    after: str
+    by: str | None = None
+
+
+@dataclass(frozen=True)
 class SavedParamsDropped:
     """Session `session` was saved with parameters (`name=value` labels) that the installed
     version of its strategy `strategy` no longer declares (`unknown`) or now refuses
@@ -268,7 +280,8 @@ class ContextsWithoutVectors:
 
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
-          | MemoryUpdateCancelled | StrategyChanged | SavedParamsDropped | SystemPromptReplaced
+          | MemoryUpdateCancelled | StrategyChanged | ModelChanged | SavedParamsDropped
+          | SystemPromptReplaced
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)

@@ -4,6 +4,7 @@ refused."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -12,8 +13,9 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
+from chatmem.config.settings import SourceKind
 from chatmem.errors import ChatmemError, NotFound, StoreError, UsageError
-from chatmem.notices import RetentionApplied, RetentionSkipped
+from chatmem.notices import ModelChanged, RetentionApplied, RetentionSkipped
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from chatmem.engine import Engine, TurnResult
     from chatmem.memory.spec import StrategySpec
     from chatmem.providers.base import Provider
-    from chatmem.store import Store
+    from chatmem.store import SessionRecord, Store
     from chatmem.store.protocols import HistoryRepository
 
 
@@ -104,14 +106,68 @@ def start_conversation(
     else:  # a turn is stored in it: a read-only share says so first, in one line
         store.sessions.check_session_writable(found.id)
     settings = settings or workspace.settings
-    chat = chat or workspace.provider_for(settings)
-    return open_session(store, settings, chat, chosen_name,
-                        helper=workspace.helper_for(settings, chat), strategy=strategy,
-                        params=params, system=system,
-                        embedder=lambda: workspace.embedder, activity=activity,
-                        allow_over_budget=allow_over_budget, save=save,
-                        keeps_memory=not workspace.one_off, budget=budget,
-                        strategies=workspace.registries.strategies)
+    changed = None
+    if chat is None:
+        # The engine keeps `settings`: a session opened from it next (/switch) resumes its
+        # own model, not this one's.
+        runs_on = settings if found is None else resumed_model(settings, found)
+        opened = workspace.opened_provider(settings)
+        if opened is not None and found is not None \
+                and (opened.name, opened.model) == (found.provider, found.model):
+            runs_on = settings  # already open on that very model (/switch): not a second one
+        chat = workspace.provider_for(runs_on)
+        helper = workspace.helper_for(runs_on, chat)
+        changed = None if found is None else model_changed(settings, found, chat)
+    else:  # a model the caller opened (MCP's, for strategy calls only): its own choice
+        helper = workspace.helper_for(settings, chat)
+    engine = open_session(store, settings, chat, chosen_name, helper=helper,
+                          strategy=strategy, params=params, system=system,
+                          embedder=lambda: workspace.embedder, activity=activity,
+                          allow_over_budget=allow_over_budget, save=save,
+                          keeps_memory=not workspace.one_off, budget=budget,
+                          strategies=workspace.registries.strategies)
+    if changed is not None:
+        engine.notices.insert(0, changed)
+    return engine
+
+
+CHOSEN = frozenset({SourceKind.ENV, SourceKind.FLAG, SourceKind.TEMPLATE, SourceKind.COMMAND})
+"""Where a model comes from when someone chose it for this run (--model, -m, CHATMEM_MODEL,
+a template, /model, a request's model): else a session resumed runs on its own, as it keeps
+its strategy and system prompt (the config file's model is for new sessions)."""
+
+
+def resumed_model(settings: Settings, session: SessionRecord) -> Settings:
+    """`settings` for resuming `session`: the model its latest turn ran on, when none was
+    chosen for this run and the provider is the session's. A local model is recorded by its
+    file's name, not its path: that provider runs the configured file."""
+    from chatmem.config.settings import Source
+    from chatmem.providers import resolve_provider_name
+
+    if (settings.source_of("model").kind in CHOSEN or not session.model
+            or session.provider in (None, "auto", "local")
+            or session.provider != resolve_provider_name(settings)):
+        return settings
+    # Not for_model: the name stored is the model's own, never an alias to resolve.
+    return dataclasses.replace(settings, model=session.model, sources={
+        **settings.sources, "model": Source(SourceKind.SESSION, session.name)})
+
+
+def model_changed(settings: Settings, session: SessionRecord,
+                  chat: Provider) -> ModelChanged | None:
+    """What says that `session` goes on on another model than its latest turn's (a flag, the
+    environment, a template, /model or another provider chose it); None when it does not.
+    A session last run through MCP's lazy model may have `auto` for its provider: that
+    names none to compare with."""
+    if (not session.model or session.provider in (None, "auto")
+            or (session.provider, session.model) == (chat.name, chat.model)):
+        return None
+    source = settings.source_of("model" if session.provider == chat.name else "provider")
+    by = {SourceKind.DEFAULT: None, SourceKind.FILE: "the config file",
+          SourceKind.TEMPLATE: str(source), SourceKind.COMMAND: str(source)
+          }.get(source.kind, source.name)
+    return ModelChanged(session.name, f"{session.provider}:{session.model}",
+                        f"{chat.name}:{chat.model}", by)
 
 
 def last_used_session(store: Store) -> str:

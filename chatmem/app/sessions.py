@@ -113,6 +113,14 @@ def last_completed_turn_id(workspace: Workspace, session: SessionRecord) -> int 
     return workspace.store.turns.last_completed_id(session.id)
 
 
+def check_replaceable(workspace: Workspace, session: SessionRecord,
+                      expected: int | None) -> None:
+    """Refuse (TurnNotReplaceable) a regenerate or edit of the session's last turn that
+    would be refused, before anything says it is under way (see store.turns.hide_turn);
+    `expected`: the id of the turn the caller means."""
+    workspace.store.turns.replaceable_turn(session.id, expected)
+
+
 @dataclass(frozen=True)
 class TurnRange:
     """Turns `first`..`last` (inclusive); `last` None: to the end."""

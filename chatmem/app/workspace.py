@@ -269,6 +269,10 @@ class Workspace:
             self._providers[key] = provider
         return provider
 
+    def opened_provider(self, settings: Settings) -> Provider | None:
+        """The chat model of `settings` when this workspace opened it already; else None."""
+        return self._providers.get(_provider_key(settings))
+
     def helper_for(self, settings: Settings, chat: Provider) -> Provider | None:
         """The model for strategy calls (helper_provider/helper_model) when it is not the
         chat's own; None when the chat model does them."""

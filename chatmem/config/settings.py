@@ -44,6 +44,8 @@ class SourceKind(StrEnum):
     """A template's model or options (`--template NAME`, /template)."""
     COMMAND = "command"
     """A REPL command that changed it (/model)."""
+    SESSION = "session"
+    """The session resumed: the model its latest turn ran on (no choice named another)."""
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,9 @@ def open_session(
     if session is None:
         session, created = store.sessions.find_or_create_session(
             name, chosen.name, dict(chosen.params), provider=provider.name,
-            model=provider.model, system=system if system is not None else settings.system,
+            model=provider.model,
+            # "" is no prompt, stored as /system "" stores it.
+            system=(system if system is not None else settings.system) or None,
             user=settings.user,
         )
         if not created:

@@ -29,6 +29,7 @@ from chatmem.notices import (
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
+    ModelChanged,
     NoEmbedder,
     Notice,
     OldHistoryLeft,
@@ -174,6 +175,16 @@ def _(n: StrategyChanged, repl_hints: bool) -> str:
 
 
 @_worded.register
+def _(n: ModelChanged, repl_hints: bool) -> str:
+    return f"session {_model_changed(n)}"
+
+
+def _model_changed(n: ModelChanged) -> str:
+    by = f" ({n.by})" if n.by else ""
+    return f"{n.session} ran on {n.before}; its next turns run on {n.after}{by}"
+
+
+@_worded.register
 def _(n: SavedParamsDropped, repl_hints: bool) -> str:
     return f"session {_saved_params_dropped(n)}"
 
@@ -197,6 +208,11 @@ def client_notice_text(notice: Notice | ContextWarning, client: Client,
 @singledispatch
 def _for_a_client(notice: Notice | ContextWarning, client: Client) -> str:
     return notice_text(notice, repl_hints=False)
+
+
+@_for_a_client.register
+def _(n: ModelChanged, client: Client) -> str:
+    return f"conversation {_model_changed(n)}"
 
 
 @_for_a_client.register

@@ -19,6 +19,14 @@ def as_message(text: str) -> str:
     return "/" + text if text.startswith("/") else text
 
 
+def trimmed(text: str) -> str:
+    """A multi-line message (an editor's, /edit and /edit-last) without the blank lines around
+    it and trailing spaces, its first line's indentation kept: a block of code stays one."""
+    text = text.rstrip()
+    start = len(text) - len(text.lstrip())
+    return text[text.rfind("\n", 0, start) + 1:]
+
+
 def _whole_block(stripped: str) -> bool:
     """A stripped text that opens with \"\"\" and closes with another (not the same one)."""
     return stripped.startswith(FENCE) and len(stripped) >= 6 and stripped.endswith(FENCE)

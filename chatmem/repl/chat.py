@@ -23,6 +23,7 @@ from chatmem.engine.resend import resend_last
 from chatmem.errors import ChatmemError, ProviderError, UsageError
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
+from chatmem.notices import ModelChanged
 from chatmem.render.notices import notice_text
 from chatmem.render.toolbar import ContextUsage
 from chatmem.store.records import TurnStatus
@@ -164,13 +165,15 @@ class Chat:
         self.engine = new
         self.last = None
         self.note_usage()
-        if new.session.id != old.session.id:
+        same = new.session.id == old.session.id
+        if not same:
             # The same session reopened (/model, /template) keeps what this chat saw: a turn
             # another chat added meanwhile does not become its own.
             self.seen_last_turn = self._last_turn_id()
             self.replacing = None
         for notice in new.notices:
-            self.notice(notice_text(notice))
+            if not (same and isinstance(notice, ModelChanged)):  # /model says it, in its words
+                self.notice(notice_text(notice))
 
     # -- a turn --------------------------------------------------------------------
 

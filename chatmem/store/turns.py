@@ -139,45 +139,51 @@ class TurnTables:
         Its messages stay stored (append-only) but leave every history, recall
         and count read (`messages.superseded`); `show_turn` undoes this when the
         new attempt is not stored, `commit_turn(supersedes=…)` makes it final.
-        Only the last turn, a completed one, and only while no summary or fact
-        was derived from it: memory built on a reply must not outlive the reply.
-        `expected`: the id of the turn the caller means (its own last completed one); a
-        turn another chat added since is refused, failed or cancelled attempts after it are
-        passed over; checked under the write lock.
+        Only a turn `replaceable_turn` takes, checked under the write lock.
         """
         with self._db.write():
-            turn = self.turn(session_id)
-            if expected is not None and turn.id != expected:
-                if self.last_completed_id(session_id) == expected:
-                    # Only failed or cancelled attempts after it (a regenerate whose model
-                    # call failed): they never entered memory, and asking again replaces it.
-                    turn = self._turn_record(fetch_rows(
-                        self._db, "SELECT * FROM turns WHERE id = ?", [expected])[0])
-                else:
-                    raise TurnNotReplaceable.not_yours(turn.number)
-            if turn.status != "ok" or turn.user_message_id is None \
-                    or turn.assistant_message_id is None or turn.superseded_by is not None:
-                raise TurnNotReplaceable(
-                    f"turn {turn.number} is not a completed turn in history ({turn.status}):"
-                    " only one can be sent again",
-                    turn=turn.number, why=ReplaceRefusal.NOT_COMPLETED)
-            # Replaced turns' messages count here: a turn a crash left hidden (between
-            # hide_turn and its replacement's commit) can still be sent again.
-            last = fetch_value(self._db, "SELECT max(turn) FROM messages WHERE session_id = ?",
-                               [session_id])
-            if (turn.history_turn or 0) != last:
-                raise TurnNotReplaceable(
-                    f"turn {turn.number} is not the last turn in history"
-                    " (messages were added after it): only that one can be replaced",
-                    turn=turn.number, why=ReplaceRefusal.NOT_LAST)
-            derived = self._derived_from(turn)
-            if derived is not None:
-                why, held = derived
-                raise TurnNotReplaceable(
-                    f"turn {turn.number} is already in memory ({held}); /fork SESSION "
-                    f"--at-turn {(turn.history_turn or 1) - 1} asks again on a branch",
-                    turn=turn.number, why=why)
+            turn = self.replaceable_turn(session_id, expected)
             self._set_superseded(turn, 1)
+        return turn
+
+    def replaceable_turn(self, session_id: int, expected: int | None = None) -> TurnRecord:
+        """The turn `hide_turn` would take out of memory; TurnNotReplaceable saying why when
+        there is none. Only the last turn, a completed one, and only while no summary or
+        fact was derived from it: memory built on a reply must not outlive the reply.
+        `expected`: the id of the turn the caller means (its own last completed one); a
+        turn another chat added since is refused, failed or cancelled attempts after it are
+        passed over. Asked alone (a chat before it says it regenerates), it reads only."""
+        turn = self.turn(session_id)
+        if expected is not None and turn.id != expected:
+            if self.last_completed_id(session_id) == expected:
+                # Only failed or cancelled attempts after it (a regenerate whose model
+                # call failed): they never entered memory, and asking again replaces it.
+                turn = self._turn_record(fetch_rows(
+                    self._db, "SELECT * FROM turns WHERE id = ?", [expected])[0])
+            else:
+                raise TurnNotReplaceable.not_yours(turn.number)
+        if turn.status != "ok" or turn.user_message_id is None \
+                or turn.assistant_message_id is None or turn.superseded_by is not None:
+            raise TurnNotReplaceable(
+                f"turn {turn.number} is not a completed turn in history ({turn.status}):"
+                " only one can be sent again",
+                turn=turn.number, why=ReplaceRefusal.NOT_COMPLETED)
+        # Replaced turns' messages count here: a turn a crash left hidden (between
+        # hide_turn and its replacement's commit) can still be sent again.
+        last = fetch_value(self._db, "SELECT max(turn) FROM messages WHERE session_id = ?",
+                           [session_id])
+        if (turn.history_turn or 0) != last:
+            raise TurnNotReplaceable(
+                f"turn {turn.number} is not the last turn in history"
+                " (messages were added after it): only that one can be replaced",
+                turn=turn.number, why=ReplaceRefusal.NOT_LAST)
+        derived = self._derived_from(turn)
+        if derived is not None:
+            why, held = derived
+            raise TurnNotReplaceable(
+                f"turn {turn.number} is already in memory ({held}); /fork SESSION "
+                f"--at-turn {(turn.history_turn or 1) - 1} asks again on a branch",
+                turn=turn.number, why=why)
         return turn
 
     def last_completed_id(self, session_id: int) -> int | None:

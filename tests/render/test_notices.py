@@ -18,6 +18,7 @@ from chatmem.notices import (
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
+    ModelChanged,
     NoEmbedder,
     Notice,
     OverBudget,
@@ -84,6 +85,10 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (StrategyChanged("旅行", "window k=5", "tokens max_tokens=300"),
      "session 旅行: strategy window k=5 → tokens max_tokens=300"),
     (SystemPromptReplaced("s", 9, 8), "session s: system prompt replaced (9 → 8 characters)"),
+    (ModelChanged("旅行", "openai:m2", "openai:m3", "--model"),
+     "session 旅行 ran on openai:m2; its next turns run on openai:m3 (--model)"),
+    (ModelChanged("s", "openai:m2", "local:SmolLM2"), "session s ran on openai:m2; its next "
+                                                      "turns run on local:SmolLM2"),
     (StrategyChanged("s", "window", "buffer", kept=False),
      "session s: strategy window → buffer for this call (--save keeps it)"),
     (SystemPromptReplaced("s", 9, 8, kept=False),

@@ -145,3 +145,44 @@ def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
     with Store(tmp_path / "e.db") as store:
         # nothing sent, nothing stored
         assert store.turns.turns(store.sessions.session("t").id) == []
+
+
+CODE = "    def f():\n        return '缩进'"
+
+
+def test_edit_keeps_the_first_lines_indentation(tmp_path: Path) -> None:
+    """/edit stripped the text the editor saved, so a block of code lost its first line's
+    indentation; only blank lines around it and trailing spaces go, as in a typed block."""
+    editor = tmp_path / "editor.py"
+    saved = "\n \n" + CODE + "  \n\n"
+    editor.write_text(f"import sys, pathlib\npathlib.Path(sys.argv[1]).write_text({saved!r})\n",
+                      encoding="utf-8")
+    db = tmp_path / "e.db"
+    result = invoke("chat", "t", "--db", str(db), "--provider", "scripted", input="/edit\n",
+                    env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": ""})
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        [turn] = store.turns.turns(store.sessions.session("t").id)
+        assert turn.input == CODE
+
+
+def test_edit_last_keeps_the_first_lines_indentation(tmp_path: Path) -> None:
+    from registered import open_session
+    from rich.console import Console
+
+    from chatmem.config.settings import Settings
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.repl.loop import Repl
+
+    class Edited(Repl):
+        def edit_line(self, default: str) -> str:  # what Ctrl-X Ctrl-E's editor saved
+            return "\n" + CODE + " \n"
+
+    with Store(tmp_path / "e.db") as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "t", strategy="window")
+        repl = Edited(engine, Console(file=sys.stderr), Console(file=sys.stderr))
+        repl.turn("def f(): pass")
+        repl.command("/edit-last")
+        turns = store.turns.turns(engine.session.id)
+        assert [(t.input, t.superseded_by is None) for t in turns] == [
+            ("def f(): pass", False), (CODE, True)]

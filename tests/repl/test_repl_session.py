@@ -11,6 +11,7 @@ from cli_runner import chat, invoke
 from local_model import local_model_missing
 
 from chatmem.providers.scripted import ScriptedProvider
+from chatmem.repl.loop import SLASH
 from chatmem.store import Store
 from chatmem.transcripts.reader import read_transcript
 
@@ -48,6 +49,18 @@ def test_new_starts_a_session_with_the_current_strategy_and_system(db: Path) -> 
     assert messages(db, "side") == [(1, "user", "hello side"),
                                     (1, "assistant", "echo #1: hello side")]
     assert len(messages(db, "trip")) == 6
+
+
+def test_new_after_clearing_the_system_prompt_has_none(db: Path) -> None:
+    # Cleared is a choice of its own, not "use the default": the new session has none.
+    result = chat(db, "trip", ['/system ""', "/new 旁边", "/system", "你好"])
+    assert result.exit_code == 0, result.stderr
+    assert "system prompt  (none)" in [line.strip() for line in result.stderr.splitlines()]
+    with Store(db) as store:
+        side = store.sessions.session("旁边")
+        assert side.system is None
+        sent = store.turns.turn(side.id).context["parts"][0]["messages"]
+        assert [m["role"] for m in sent] == ["user"]
 
 
 def test_new_refuses_an_existing_name(db: Path) -> None:
@@ -350,8 +363,6 @@ def test_budget_carries_over_a_switch(db: Path) -> None:
 
 
 def test_help_lists_the_session_commands() -> None:
-    from chatmem.repl.loop import SLASH
-
     for name in ("/new", "/sessions", "/switch", "/fork", "/undo", "/retry", "/system",
                  "/export", "/budget"):
         assert name in SLASH
@@ -457,3 +468,18 @@ def test_slash_inspect_shows_the_turn_status_and_error(tmp_path: Path, chat_serv
     assert header[2][0] == "error" and "401" in header[2][1] and len(header) == 3
     assert "我们五月去杭州" in first[first.index("╭"):]
     assert header_rows(second) == [("turn", "1"), ("status", "ok")]  # the retry's
+
+
+def test_retry_and_edit_last_of_a_turn_memory_holds_are_refused_before_anything_starts(
+        tmp_path: Path) -> None:
+    """/retry said it was regenerating, then refused: a summary already covered the turn."""
+    db = tmp_path / "s.db"
+    result = chat(db, "s1", ["My cat is Mochi.", "我的狗叫饼干。", "/retry",
+                             "/edit-last 我的狗叫豆豆。"], "--strategy", "summary")
+    assert result.exit_code == 2
+    assert [line for line in status_lines(result.stderr) if not line.startswith("summary")] == [
+        "error: turn 2 is already in memory (a summary covers it); /fork SESSION --at-turn 1 "
+        "asks again on a branch"] * 2
+    assert [c for _, r, c in messages(db, "s1") if r == "user"] == ["My cat is Mochi.",
+                                                                   "我的狗叫饼干。"]
+    assert "/fork" in SLASH["/retry"].help and "memory holds it" in SLASH["/edit-last"].help

@@ -8,6 +8,7 @@ from typing import Any
 from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
+from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
 from chatmem.text import whole_number
@@ -231,7 +232,7 @@ def _show_prompt(repl: Chat, args: list[str]) -> None:
        example="/edit", args=(0, None))
 def _edit(repl: Chat, args: list[str]) -> None:
     with repl.terminal_as_found():
-        text = edit_in_editor(repl.raw_args).strip()
+        text = trimmed(edit_in_editor(repl.raw_args))
     if not text:
         repl.notice("nothing sent: the message is empty")
         return

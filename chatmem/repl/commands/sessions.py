@@ -15,6 +15,7 @@ from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.spec import StrategySpec
+from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
 from chatmem.store.records import TurnStatus
@@ -40,7 +41,9 @@ def _new(repl: Chat, args: list[str]) -> None:
     if sessions.find_session(repl.workspace, name) is not None:
         raise UsageError(f"a session named {name!r} already exists; /switch {name} resumes it")
     current = repl.engine
-    repl.open(name, strategy=StrategySpec.of(current.strategy), system=current.session.system)
+    # A prompt cleared with /system "" stays cleared: None would mean the configured one.
+    repl.open(name, strategy=StrategySpec.of(current.strategy),
+              system=current.session.system or "")
     repl.notice(f"new {describe(repl)}")
 
 
@@ -142,16 +145,27 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     return record
 
 
+def _check_replaceable(repl: Chat) -> None:
+    """Refuse now what replacing the last turn would refuse (a summary or a fact already
+    drawn from it), before a notice says it is under way or an editor opens."""
+    sessions.check_replaceable(repl.workspace, repl.engine.session,
+                               repl.replacing or repl.seen_last_turn)
+
+
 @slash("/retry", "/retry",
        "send the last input again: a failed or cancelled turn is retried, a completed one "
-       "regenerated in its place (the old reply stays stored, out of memory; inspect shows it)",
+       "regenerated in its place (the old reply stays stored, out of memory; inspect shows it)"
+       "; not once memory holds it (a summary or a fact from it): /fork asks again on a branch",
        example="/retry")
 def _retry(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "retry")
     if record.status == TurnStatus.OK:
+        _check_replaceable(repl)
         repl.notice(f"regenerating turn {record.turn}; it stays stored, out of memory")
         repl.turn(None, replace_last=True)
         return
+    if repl.replacing is not None:
+        _check_replaceable(repl)
     why = f": {record.error}" if record.error else ""
     repl.notice(f"retrying turn {record.turn} ({record.status}{why})")
     # A failed regenerate or edit is retried in place of the turn it was to replace.
@@ -160,17 +174,19 @@ def _retry(repl: Chat, args: list[str]) -> None:
 
 @slash("/edit-last", "/edit-last [TEXT]",
        "edit the last input (or replace it by TEXT) and send it in place of the last turn, "
-       "which stays stored, out of memory",
+       "which stays stored, out of memory; not once memory holds it (as /retry)",
        example="/edit-last what about Hangzhou in May?", args=(0, None))
 def _edit_last(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "edit")
-    text = (repl.raw_args if args else repl.edit_line(record.input)).strip()
+    if record.status == TurnStatus.OK or repl.replacing is not None:
+        _check_replaceable(repl)
+    text = repl.raw_args.strip() if args else trimmed(repl.edit_line(record.input))
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
-    if not args and text.startswith("/"):
+    if not args and text.lstrip().startswith("/"):
         # A line typed at the prompt means what it means at any prompt: a command runs,
         # and the last turn stays as it was.
-        repl.command(text)
+        repl.command(text.lstrip())
         return
     if record.status != TurnStatus.OK and repl.replacing is None:
         repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace

@@ -1,0 +1,119 @@
+"""A session resumed goes on on the model its latest turn ran on, as it keeps its strategy and
+system prompt, unless one is chosen for this run (--model, -m, CHATMEM_MODEL, a template,
+/model); a choice that differs from the session's is said, once, when it opens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from chatmem.store import Store
+
+
+@pytest.fixture
+def setup(tmp_path: Path, chat_server) -> tuple[list[str], dict[str, str]]:
+    """The --db and --config of a history whose config names model m1, and the environment
+    of the test server."""
+    config = tmp_path / "c.toml"
+    config.write_text('model = "m1"\n[templates."快"]\nmodel = "m4"\n', encoding="utf-8")
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-x",
+           "CHATMEM_MODEL": ""}
+    return ["--db", str(tmp_path / "h.db"), "--config", str(config)], env
+
+
+def chat(where: list[str], env: dict[str, str], *args: str, lines: list[str],
+         code: int = 0) -> list[str]:
+    result = invoke("chat", *args, *where, input="".join(f"{line}\n" for line in lines),
+                    env=env, code=code)
+    return result.stderr.splitlines()
+
+
+def sent_models(chat_server) -> list[str]:
+    models = [r["model"] for r in chat_server.requests]
+    chat_server.requests.clear()
+    return models
+
+
+def test_a_model_chosen_with_model_is_the_sessions_next_time(setup, chat_server) -> None:
+    where, env = setup
+    chat(where, env, "旅行", lines=["你好", "/model m2", "我们五月去杭州"])
+    assert sent_models(chat_server) == ["m1", "m2"]
+    # The next day, by name or continued: the session's model, not the config's.
+    said = chat(where, env, "旅行", lines=["/model", "几号出发?"])
+    assert "model  openai:m2" in [line.strip() for line in said]
+    assert not [line for line in said if "ran on" in line]  # nothing changed: nothing said
+    chat(where, env, "-c", lines=["住哪里?"])
+    assert sent_models(chat_server) == ["m2", "m2"]
+    # A session it never ran in starts on the config's.
+    chat(where, env, "other", lines=["hi"])
+    assert sent_models(chat_server) == ["m1"]
+
+
+@pytest.mark.parametrize(("how", "model", "by"), [
+    (["--model", "m3"], "m3", "--model"),
+    (["-m", "m3"], "m3", "--model"),
+    (["--template", "快"], "m4", "template 快"),
+])
+def test_a_model_chosen_for_the_run_wins_and_is_said(setup, chat_server, how: list[str],
+                                                      model: str, by: str) -> None:
+    where, env = setup
+    chat(where, env, "s", lines=["hi", "/model m2", "again"])
+    sent_models(chat_server)
+    said = chat(where, env, "s", *how, lines=["next"])
+    assert sent_models(chat_server) == [model]
+    assert f"session s ran on openai:m2; its next turns run on openai:{model} ({by})" in said
+    with Store(Path(where[1])) as store:
+        assert store.sessions.session("s").model == model  # and it is the session's now
+
+
+def test_chatmem_model_in_the_environment_is_a_choice_too(setup, chat_server) -> None:
+    where, env = setup
+    chat(where, env, "s", lines=["hi", "/model m2", "again"])
+    sent_models(chat_server)
+    said = chat(where, {**env, "CHATMEM_MODEL": "m5"}, "s", lines=["next"])
+    assert sent_models(chat_server) == ["m5"]
+    assert "session s ran on openai:m2; its next turns run on openai:m5 (CHATMEM_MODEL)" in said
+
+
+def test_a_model_a_template_chose_in_the_chat_is_kept(setup, chat_server) -> None:
+    where, env = setup
+    chat(where, env, "s", lines=["/template 快", "hi"])
+    chat(where, env, "s", lines=["again"])
+    assert sent_models(chat_server) == ["m4", "m4"]
+
+
+def test_switch_resumes_each_sessions_own_model_unless_one_was_chosen(setup,
+                                                                      chat_server) -> None:
+    where, env = setup
+    chat(where, env, "a", lines=["hi", "/model m2", "again"])
+    chat(where, env, "b", lines=["hi"])
+    sent_models(chat_server)
+    said = chat(where, env, "b", lines=["/switch a", "to a", "/switch b", "to b"])
+    assert sent_models(chat_server) == ["m2", "m1"]
+    assert not [line for line in said if "ran on" in line]
+    # /model in this chat is its choice: the session switched to runs on it, and says so.
+    said = chat(where, env, "b", lines=["/model m6", "/switch a", "to a"])
+    assert sent_models(chat_server) == ["m6"]
+    assert "session a ran on openai:m2; its next turns run on openai:m6 (/model)" in said
+    assert not [line for line in said if "session b ran on" in line]  # /model said it
+
+
+def test_another_provider_runs_its_own_model_and_says_so(setup, chat_server) -> None:
+    where, env = setup
+    chat(where, env, "s", lines=["hi", "/model m2", "again"])
+    said = chat(where, env, "s", "--provider", "scripted", lines=["/model"])
+    assert "model  scripted:m1" in [line.strip() for line in said]
+    assert ("session s ran on openai:m2; its next turns run on scripted:m1 (--provider)"
+            in said)
+
+
+def test_ask_in_a_session_runs_on_its_model_and_a_one_off_on_the_configs(setup,
+                                                                          chat_server) -> None:
+    where, env = setup
+    chat(where, env, "s", lines=["hi", "/model m2", "again"])
+    sent_models(chat_server)
+    invoke("ask", "s", "再问一次", *where, env=env, code=0)
+    invoke("ask", "one question", *where, env=env, code=0)
+    assert sent_models(chat_server) == ["m2", "m1"]
