@@ -202,6 +202,25 @@ class Settings:
         return {**{f"{member}.{key}": value for member in members
                    for key, value in self.strategies.get(member, {}).items()}, **own}
 
+    def credentials(self) -> dict[str, str]:
+        """What no reply or error may repeat, with the label shown in its place
+        (privacy.secrets.credentials_of): the chat endpoint's key and base URL, and the
+        embedder's own when `[embeddings]` names them. Never raises: a key that is no header
+        value is left to the environment's mask (privacy.secrets.environment_secrets)."""
+        from chatmem.errors import ChatmemError
+        from chatmem.privacy.secrets import credentials_of
+
+        try:
+            key = self.api_key()
+        except ChatmemError:
+            key = None
+        found = credentials_of(key, self.base_url, None)
+        table = self.embeddings
+        if table.base_url or table.api_key_env:
+            own = os.environ.get(table.api_key_env, "").strip() if table.api_key_env else ""
+            found |= credentials_of(own or None, table.base_url, None)
+        return found
+
     def public(self) -> dict[str, Any]:
         """The settings as shown by `config show`: no secret ever, only where it comes from."""
         data = {f.name: getattr(self, f.name) for f in fields(self)

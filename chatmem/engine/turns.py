@@ -33,7 +33,6 @@ from chatmem.memory.base import Context, ContextRequest, Message, Strategy, buil
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import InputNotUtf8, Notice, ReplyCut
-from chatmem.providers import secrets_of
 from chatmem.providers.base import Provider, ReplyStream
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
@@ -165,7 +164,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             state=self.state,
             budget=self.budget,
             embedder=self.embedder,
-            secrets=secrets_of(self.settings) if self.settings is not None else {},
+            secrets=self.settings.credentials if self.settings is not None else dict,
         )
 
     def build_context(self, text: str, attachments: Sequence[Attachment] = ()) -> Context:

@@ -17,13 +17,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.errors import ChatmemError, StrategyError, StrategyFailed, guarded, kind_of
+from chatmem.errors import StrategyError, StrategyFailed, guarded, kind_of
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice, OverBudget
 from chatmem.plugin_output import plugin_prints_to_stderr
-from chatmem.privacy.secrets import SecretMask, credentials_in, environment_secrets
+from chatmem.privacy.secrets import SecretMask, environment_secrets
 from chatmem.text import is_valid
 from chatmem.tokens import TokenCounter
 
@@ -52,9 +52,9 @@ class ContextRequest:
     """Turns text into vectors for recall by meaning; None: recall ranks by words."""
     cap: int | None = None
     """A combination's shared budget: members with a budget of their own stay within it."""
-    secrets: Mapping[str, str] = field(default_factory=dict)
-    """The settings' credentials (privacy.secrets.credentials_of), masked with the
-    environment's in what a build raises: a plugin's error may quote a key."""
+    secrets: Callable[[], Mapping[str, str]] = dict
+    """The settings' credentials (Settings.credentials), masked with the environment's in
+    what a build raises (a plugin's error may quote a key): worked out only then."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""
@@ -128,8 +128,8 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
     raise anything), or a context chatmem must not send (see `wrong_context`), is
     StrategyFailed naming the strategy, one line for the front end; nothing is sent.
-    Whatever it raises is masked of secrets (`request.secrets`, the environment's)."""
-    mask = masking(lambda: request.secrets)
+    Whatever it raises is masked of secrets (`request.secrets()`, the environment's)."""
+    mask = masking(request.secrets)
     context = guarded(lambda e: StrategyFailed(strategy.name, e),
                       lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
     wrong = wrong_context(context, request)
@@ -169,12 +169,7 @@ def masking(secrets: Callable[[], Mapping[str, str]]) -> Callable[[str], str]:
 
 
 def _credentials(settings: Settings | None) -> Mapping[str, str]:
-    if settings is None:
-        return {}
-    try:
-        return credentials_in(settings)
-    except ChatmemError:  # a key that is no header value: the environment's is masked
-        return {}
+    return {} if settings is None else settings.credentials()
 
 
 def _printing_to_stderr(call: Callable[[], Result]) -> Result:

@@ -7,11 +7,7 @@ those parts replaced by ***.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
-
-if TYPE_CHECKING:
-    from chatmem.config.settings import Settings
 
 
 def url_secrets(url: str) -> list[str]:
@@ -64,19 +60,6 @@ def credentials_of(api_key: str | None, base_url: str | None,
     if history_key:
         found[history_key] = "[history key]"
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
-
-
-def credentials_in(settings: Settings) -> dict[str, str]:
-    """`credentials_of` the chat's endpoint and the embedder's (its own base URL and key, when
-    `[embeddings]` names them): a reply or an error may quote either."""
-    import os
-
-    found = credentials_of(settings.api_key(), settings.base_url, None)
-    table = settings.embeddings
-    if table.base_url or table.api_key_env:
-        key = os.environ.get(table.api_key_env, "").strip() if table.api_key_env else None
-        found |= credentials_of(key or None, table.base_url, None)
-    return found
 
 
 ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),

@@ -14,7 +14,7 @@ from chatmem.config.keys import KEY_ENV
 from chatmem.config.options import sampling
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
-from chatmem.privacy.secrets import SecretMask, credentials_in, credentials_of, redacted_url
+from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
 from chatmem.providers.base import Provider
 from chatmem.providers.masking import MaskedProvider
 
@@ -95,7 +95,7 @@ def openai_provider(settings: Settings) -> Provider:
 
 def secrets_of(settings: Settings) -> dict[str, str]:
     """What no reply, model name or error text may repeat (see privacy.secrets)."""
-    return credentials_in(settings) | credentials_of(None, None, os.environ.get(KEY_ENV))
+    return settings.credentials() | credentials_of(None, None, os.environ.get(KEY_ENV))
 
 
 def masked(provider: Provider, settings: Settings) -> Provider:

@@ -269,3 +269,16 @@ def test_a_plugin_context_over_budget_without_assemble_is_warned_of(
     assert "over" in asked.stderr and "4,000" in asked.stderr
     shown = json.loads(invoke("inspect", "h", "--json", "--db", db, code=0).stdout)
     assert len(shown["context"]["warnings"]) == 1 and "4,000" in shown["context"]["warnings"][0]
+
+
+def test_a_key_no_provider_of_the_turn_uses_does_not_stop_it(tmp_path: Path) -> None:
+    """The guards' masks read the settings' credentials only when there is an error to mask:
+    worked out for every build, an OPENAI_API_KEY holding a character no key has stopped
+    every turn, of the scripted model too."""
+    db = str(tmp_path / "h.db")
+    env = {"OPENAI_API_KEY": "sk-abcdefghijklmnop\u2019q"}
+    asked = invoke("ask", "你好 hello", "--provider", "scripted", "--db", db, env=env, code=0)
+    assert asked.stdout.strip() == "echo #1: 你好 hello"
+    chatted = invoke("chat", "c", "-s", "retrieval", "--provider", "scripted", "--db", db,
+                     env=env, input="第一 one\n第二 two\n", code=0)
+    assert chatted.stdout.splitlines()[-1] == "echo #2: 第二 two"

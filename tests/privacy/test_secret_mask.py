@@ -44,7 +44,6 @@ def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders()
 def test_the_settings_credentials_cover_the_embedders_own_url_and_key(monkeypatch) -> None:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
-    from chatmem.privacy.secrets import credentials_in
     from chatmem.providers import secrets_of
 
     monkeypatch.setenv("EMBED_KEY_钥", "sk-embed-778899")
@@ -52,7 +51,10 @@ def test_the_settings_credentials_cover_the_embedders_own_url_and_key(monkeypatc
     settings = Settings(embeddings=EmbeddingsSection(
         provider="openai", model="e", base_url="https://u:EMBEDPW-42@host/v1?api-key=EQ-123456",
         api_key_env="EMBED_KEY_钥"))
-    found = credentials_in(settings)
+    found = settings.credentials()
     assert {"sk-chat-112233", "sk-embed-778899", "EMBEDPW-42", "EQ-123456"} <= set(found)
     masked = SecretMask(secrets_of(settings)).mask("echo EMBEDPW-42 EQ-123456 sk-embed-778899")
     assert masked == "echo [api key] [api key] [api key]"
+    # A chat key that is no header value leaves the rest to mask, and raises nothing.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefghijklmnop\u2019q")
+    assert "EMBEDPW-42" in settings.credentials()
