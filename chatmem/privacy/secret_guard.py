@@ -207,8 +207,18 @@ def _label_before(text: str, before: Sequence[str],
     label_of = label_of or _label_of
     for distance, earlier in enumerate(reversed(before[-2:])):
         if label := label_of(earlier):
-            return label, distance == 0
+            # Only a question in between ("Which port…?") is what a sentence answers; an
+            # acknowledgement ("Sure, go ahead.") still invites the label's value.
+            return label, distance == 0 or not _asks(before[-1])
     return None, True
+
+
+_QUESTION = re.compile(r"[?？]|[吗呢么]\s*[。.!！]?\s*$")
+
+
+def _asks(text: str) -> bool:
+    """Whether a message asks something of its own."""
+    return _QUESTION.search(text) is not None
 
 
 def _label_of(text: str) -> str | None:

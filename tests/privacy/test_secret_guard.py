@@ -266,6 +266,19 @@ def test_a_sentence_after_a_message_between_answers_that_message_not_the_label(
     assert guard.findings(messages[2], messages[:2]) == []
 
 
+@pytest.mark.parametrize("messages", [
+    ["I'll tell you the alarm code for when you house-sit.", "Sure, go ahead.",
+     "4096 then press #"],
+    ["The alarm code, for the house-sit.", "OK.", "OK: 4096 (press enter after)"],
+    ["门禁码等下发你。", "好的，请说。", "4096然后按#"],
+])
+def test_an_acknowledgement_in_between_leaves_the_label_answered(messages: list[str]) -> None:
+    """Only a question in between is what a sentence answers: after "Sure, go ahead." the
+    code and its instructions are still the label's value."""
+    said = SecretGuard().read(messages)
+    assert "4096" not in said[2] and "⟦PIN or security code⟧" in said[2]
+
+
 def test_a_bare_value_past_a_message_and_a_sentence_next_to_a_label_answer_it() -> None:
     guard = SecretGuard()
     said = guard.read(["The alarm code is next.", "Which port does staging listen on?", "8443",
