@@ -2,15 +2,18 @@
 the user corrected as if it were current.
 
 Two signals, both about the pinned text itself, never a guess from the topic alone:
-- the message says the change: "from Leeds to Shenzhen", "instead of Biscuit", "not
-  Leeds", "no longer at St James's", 从利兹搬到深圳, 不是三月十四日;
+- the message says the change: "moved from Leeds to Shenzhen", "instead of Biscuit",
+  "17 March, not 14 March", "no longer at St James's", 从利兹搬到深圳, 是三月十七日，不是三月十四日;
 - the message restates the clause the value was said in, with another value after the
   same first-person opening (my/our X is, I/we live in, 我的X是, 我家的狗叫): "My
   birthday is 14 March" then "my birthday is 17 March"; "My job is staff nurse at St
   James's Hospital" then "My job is data analyst at DJI now".
 A replaced pin is kept, marked with the turn that replaced it: what the user had before
-is still a detail ("what did I do before DJI?"), and a misread replacement costs a few
-words, not the value.
+is still a detail ("what did I do before DJI?"). A cue alone is no change: "on holiday
+from 14 March to 20 March" is a range, "flying from Leeds to Paris" a trip, 从2020年开始
+a start, "not Alice Chen's fault" no correction; a current value sent marked replaced
+misleads the model more than a replaced one sent bare, so a cue counts only in a change
+("moved", "changed", 搬到, 改成) or a correction ("X, not Y", "not X but Y", 不是X，是Y).
 """
 
 from __future__ import annotations
@@ -29,8 +32,29 @@ _FRAME_EN = re.compile(r"(?<![\w'])(?:(?:my|our)\s+\w+(?:\s+\w+)?\s+(?:is|are|wa
                        r"\s+(?:in|at|for))\b", re.IGNORECASE)
 _FRAME_ZH = re.compile(r"(?:我的|我们的|我家的|我家)[\u4e00-\u9fff]{1,3}?(?:是|叫)"
                        r"|我(?:们)?(?:住在|叫)")
-_CHANGE_BEFORE = ("from ", "instead of ", "rather than ", "not ", "no longer ",
-                  "no longer at ", "no longer in ", "从", "不是", "不再是", "不在")
+_REPLACED_BEFORE = ("instead of ", "rather than ", "no longer ", "no longer at ", "no longer in ",
+                    "不再是")
+# "from X to Y" is a change only after a verb that changes something, in the same stretch
+# of the clause: "I moved from Leeds to", "we changed the dog's name from Biscuit to".
+_CHANGE_VERB = re.compile(
+    r"\b(?:mov(?:e|ed|es|ing)|relocat\w*|chang\w*|switch\w*|swapp?\w*|renam\w*"
+    r"|reschedul\w*|postpon\w*|push(?:ed|ing)?|put back|brought forward|shift\w*|upgrad\w*"
+    r"|downgrad\w*|updat\w*|(?:went|gone|go(?:es|ing)?) (?:up|down)|rose|risen|increas\w*"
+    r"|rais\w*|dropp\w*|fell|fallen|reduc\w*|lower\w*|promot\w*)\b")
+# A trip is no move: "flying from Leeds to Paris", "the train from Leeds to York".
+_TRAVEL = re.compile(
+    r"\b(?:fl(?:y|ying|ies|ew|own)|flights?|driv\w*|drove|trains?|bus|coach|ferry|commut\w*"
+    r"|travel\w*|trips?|journey\w*|rid(?:e|es|ing)|rode|walk\w*|cycl\w*|sail\w*|head\w*)\b")
+_WINDOW_WORDS = 6
+# 从X搬到Y, 从X改成Y, 从X换成Y, 从X调到Y: 从 alone is where something starts (从2020年开始).
+_ZH_CHANGE = re.compile(r"[^，。！？；：,\n]{0,4}?(?:搬|换(?!乘)|改|变|调)"
+                        r"[^，。！？；：,\n]{0,2}?(?:到|成|为|去)")
+# A denied value is a replaced one only where the sentence is a correction: the value
+# ends a clause or a phrase ("X, not Leeds.", "not Leeds, York", "not Leeds but York").
+_NOT_BEFORE = re.compile(r"(?<![a-z])(?:not|isn['’]t|wasn['’]t) $")
+_CORRECTION_EN = re.compile(r"\s*(?:$|[,;.!—–]|- |but\b)")
+_CORRECTION_ZH = re.compile(r"\s*(?:$|[，,；;。！!、—]|而是|是|了)")
+_CLAUSE_END = ".!?;:。！？；：\n"
 
 
 def _frame(clause: str) -> tuple[str, str]:
@@ -46,17 +70,34 @@ def _clauses(text: str) -> list[str]:
 
 
 def _says_change(value: str, text: str) -> bool:
-    """Whether `text` names `value` as what was before ("from Leeds to", "not 14 March")."""
+    """Whether `text` names `value` as what was before ("moved from Leeds to", "17 March,
+    not 14 March", 从利兹搬到)."""
     folded, needle = " ".join(text.split()).casefold(), " ".join(value.split()).casefold()
     at = folded.find(needle)
     while at >= 0:
-        before = folded[max(0, at - 16):at]
-        if any(before.endswith(cue) for cue in _CHANGE_BEFORE):
-            after = folded[at + len(needle):at + len(needle) + 6]
-            # "from Leeds" alone is where one comes from; "from Leeds to" is a move.
-            if not before.endswith("from ") or after.lstrip().startswith("to "):
-                return True
+        start = max(folded.rfind(c, 0, at) for c in _CLAUSE_END) + 1
+        if _cue_before(folded[start:at], folded[at + len(needle):]):
+            return True
         at = folded.find(needle, at + 1)
+    return False
+
+
+def _cue_before(before: str, after: str) -> bool:
+    """Whether a value with `before` and `after` it in its clause is named as replaced."""
+    if before.endswith(_REPLACED_BEFORE):
+        return True
+    if before.endswith("from ") and after.lstrip().startswith("to "):
+        # Only the stretch since the last comma: "I changed my holiday, it's from 14 March".
+        words = before[:-len("from ")].rsplit(",", 1)[-1].split()[-_WINDOW_WORDS:]
+        window = " ".join(words)
+        return bool(_CHANGE_VERB.search(window)) and not _TRAVEL.search(window)
+    if _NOT_BEFORE.search(before):
+        return bool(_CORRECTION_EN.match(after))
+    if before.endswith("从"):
+        return bool(_ZH_CHANGE.match(after))
+    # 是不是杭州 asks, 要不是 is "if not for": neither denies the value.
+    if before.endswith(("不是", "不在")) and not before.endswith(("是不是", "要不是")):
+        return bool(_CORRECTION_ZH.match(after))
     return False
 
 

@@ -41,6 +41,38 @@ def test_what_only_looks_like_a_replacement_is_not_one() -> None:
                        [(52, "I work in Shenzhen too, at DJI.")]) is None
 
 
+def test_a_range_a_trip_a_start_or_a_passing_not_replaces_nothing() -> None:
+    """Each was marked replaced: a current value sent as corrected misleads the model."""
+    holiday = "I'm on holiday from 14 March to 20 March."
+    assert replaced_by(Pin("14 March", 1, 1, 1, holiday), [(1, holiday)]) is None
+    started = "我从2020年3月开始在杭州工作。"
+    assert replaced_by(Pin("2020年3月", 1, 1, 1, started), [(1, started)]) is None
+    assert replaced_by(Pin("杭州", 1, 1, 1, "我住在杭州"),
+                       [(2, "我每天从杭州坐高铁去上海上班。"), (3, "是不是杭州？")]) is None
+    leeds = Pin("Leeds", 1, 1, 2, "I live in Leeds.")
+    assert replaced_by(leeds, [(3, "I'm flying from Leeds to Paris on Friday."),
+                               (4, "The train from Leeds to York was late."),
+                               (5, "I changed my plans, I'm going from Leeds to York.")]) is None
+    alice = Pin("Alice Chen", 1, 1, 2, "My sister Alice Chen lives in Leeds.")
+    assert replaced_by(alice, [(3, "Not Alice Chen's fault, the train was late.")]) is None
+    assert replaced_by(Pin("王小明", 1, 1, 2, "我叫王小明"), [(3, "这不是王小明的错。")]) is None
+
+
+def test_a_change_verb_or_a_correction_still_replaces_the_value() -> None:
+    leeds = Pin("Leeds", 1, 1, 2, "I live in Leeds.")
+    assert replaced_by(leeds, [(3, "Sorry, I live in York, not Leeds.")]) == 3
+    assert replaced_by(leeds, [(3, "It's not Leeds but York.")]) == 3
+    assert replaced_by(leeds, [(4, "We relocated from Leeds to York.")]) == 4
+    biscuit = Pin("Biscuit", 1, 1, 4, "He is called Biscuit.")
+    assert replaced_by(biscuit, [(5, "We changed his name from Biscuit to Mochi.")]) == 5
+    visit = Pin("14 March", 1, 1, 1, "The dentist is on 14 March.")
+    assert replaced_by(visit, [(2, "They moved the dentist from 14 March to 20 March.")]) == 2
+    assert replaced_by(Pin("利兹", 1, 1, 1, "我在利兹"), [(2, "我们从利兹搬到了深圳")]) == 2
+    assert replaced_by(Pin("三月十四日", 1, 1, 1, "生日三月十四日"),
+                       [(2, "我的生日是三月十七日，不是三月十四日")]) == 2
+    assert replaced_by(Pin("杭州", 1, 1, 1, "我在杭州上班"), [(2, "我已经不在杭州了")]) == 2
+
+
 def test_a_replaced_pin_is_stored_and_sent_marked_with_the_turn_that_replaced_it(
     make_engine: Callable[..., Engine],
 ) -> None:
@@ -62,3 +94,17 @@ def test_a_replaced_pin_is_stored_and_sent_marked_with_the_turn_that_replaced_it
     assert "- Mochi (from turn 5:" in content
     (line,) = pin_lines([biscuit])
     assert line.startswith('- Biscuit (replaced in turn 5) (from turn 1: "')
+
+
+def test_a_date_range_is_sent_as_two_current_values(make_engine: Callable[..., Engine]) -> None:
+    """The start of "on holiday from 14 March to 20 March" was sent "replaced in turn 1"."""
+    engine = make_engine("summary")
+    said = ["I'm on holiday from 14 March to 20 March.",
+            *[f"Filler topic number {i} is about gardening." for i in range(1, 11)]]
+    for text in said:
+        assert engine.run_turn(text).status == "ok"
+    stored = parse_pins(engine.state.get("summary")["pinned"])
+    assert {p.text: p.replaced for p in stored} == {"14 March": None, "20 March": None}
+    facts = engine.build_context("When is my holiday?").part("facts")
+    assert facts is not None
+    assert "- 14 March, 20 March (from turn 1:" in facts.messages[0].content
