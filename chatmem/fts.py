@@ -92,51 +92,84 @@ def folded(text: str) -> str:
     return _marks().sub("", text)
 
 
+_CHINESE_COMMA = "\uff0c"
+
+
 def compared(text: str) -> str:
     """`text` as recall scoring compares it: folded as the index folds it, in any case
     (ＯＲＤ７７３１ is ord7731, Zürich is zurich). Expected strings, contexts and answers
-    all go through this one form, so they can never disagree on what matches."""
-    return folded(text).casefold()
+    all go through this one form, so they can never disagree on what matches.
+
+    The Chinese comma (，) alone stays as written: folded to ",", MU5412，120人 read as
+    one number, MU5412,120, so `mentions` missed MU5412. The index drops both commas,
+    so it finds the same words either way."""
+    if _CHINESE_COMMA not in text:
+        return folded(text).casefold()
+    return _CHINESE_COMMA.join(folded(part).casefold() for part in text.split(_CHINESE_COMMA))
 
 
 def mentions(text: str, expected: str) -> bool:
     """Whether `text` says `expected` (both `compared`): where it starts or ends with a
     letter or digit, the text's does not go on with one (Tom is not in Tomorrow, 950 not in
     9500, 950.5 nor 1,950), as the index's words go; CJK and the other unspaced scripts,
-    which have no word ends, match anywhere (杭州 in 我们去杭州旅行)."""
+    which have no word ends, match anywhere (杭州 in 我们去杭州旅行). Zero decimals are
+    the same number: 950.00 says 950."""
     if not expected:
         return True
     at = text.find(expected)
     while at >= 0:
         end = at + len(expected)
-        if not (_goes_on(expected, text[:at], before=True)
-                or _goes_on(expected, text[end:], before=False)):
+        if not (_goes_on_before(text, at, expected) or _goes_on_after(text, end, expected)):
             return True
         at = text.find(expected, at + 1)
     return False
 
 
-_DECIMALS = re.compile(r"\.\d")
+_DECIMALS = re.compile(r"\.(?!0+(?!\d))\d")
 _THOUSANDS = re.compile(r",\d{3}(?!\d)")
+# A number written in thousands: 1-3 digits first, not going on from a word or a longer
+# number (MU5412,120 and 20250,120 are lists, 1,950 and 1,950,000 one number each; so is
+# 价格1,950, CJK having no word ends).
+_GROUPS = re.compile(rf"(?<![^\W{RUNS}])\d{{1,3}}(?:,\d{{3}})*$")
+_LONGEST_GROUPS = 48
+"""Characters a thousands number is looked for in, back from where it ends: a longer one
+is no amount anyone says, and a search back through all the text would grow with it."""
 
 
-def _goes_on(expected: str, beside: str, *, before: bool) -> bool:
-    """Whether a word or number that `expected` starts (`before`) or ends goes on into
-    `beside`, the text before or after the match: a letter or digit there, or a number's
-    decimals or thousands (19.5, 1,950). A comma before other digits is a list's, as a
-    folded Chinese comma is (MU5412，12号)."""
-    edge = expected[0] if before else expected[-1]
-    if not beside or not _in_word(edge):
+def _in_thousands(text: str, end: int) -> bool:
+    """Whether the digits ending at text[end] are a number written in thousands so far."""
+    return _GROUPS.search(text, max(0, end - _LONGEST_GROUPS), end) is not None
+
+
+def _goes_on_before(text: str, at: int, expected: str) -> bool:
+    """Whether the word or number `expected`, found at text[at], goes on into the text
+    before it: a letter or digit there, or a number's integer part (19.5) or thousands
+    (1,950)."""
+    if not at or not _in_word(expected[0]):
         return False
-    if _in_word(beside[-1] if before else beside[0]):
+    if _in_word(text[at - 1]):
         return True
-    if not edge.isdigit():
+    if not expected[0].isdigit() or at < 2 or not text[at - 2].isdigit():
         return False
-    if before:
-        group = re.match(r"\d+", expected)
-        return bool(re.search(r"\d\.$", beside) or (
-            re.search(r"\d,$", beside) and group and len(group.group()) == 3))
-    return bool(_DECIMALS.match(beside) or _THOUSANDS.match(beside))
+    if text[at - 1] == ".":
+        return True
+    group = re.match(r"\d+", expected)
+    return (text[at - 1] == "," and group is not None and len(group.group()) == 3
+            and _in_thousands(text, at - 1))
+
+
+def _goes_on_after(text: str, end: int, expected: str) -> bool:
+    """Whether the word or number `expected`, ending at text[end], goes on into the text
+    after it: a letter or digit there, decimals other than zeros (950.5, not 950.00), or a
+    thousands group after a number's first 1-3 digits (1,950, not MU5412,120)."""
+    if end == len(text) or not _in_word(expected[-1]):
+        return False
+    if _in_word(text[end]):
+        return True
+    if not expected[-1].isdigit():
+        return False
+    return bool(_DECIMALS.match(text, end) or (_THOUSANDS.match(text, end)
+                                               and _in_thousands(text, end)))
 
 
 def _in_word(char: str) -> bool:

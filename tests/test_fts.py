@@ -87,6 +87,30 @@ def test_a_mention_is_a_whole_word_or_number_and_cjk_is_found_anywhere(
     assert fts.mentions(fts.compared(text), fts.compared(expected)) is said
 
 
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    # A Chinese comma is a list's, never a number's thousands (it was folded to ",").
+    ("航班MU5412，120人登机", "MU5412", True), ("我们订了房间305，306", "306", True),
+    ("我们订了房间305，306", "305", True), ("1，950", "950", True),
+    # ",ddd" goes on a number only after its first 1-3 digits, not after a word or a
+    # longer number; CJK before them has no word end, so 价格1,950 is one number.
+    ("MU5412,120", "MU5412", True), ("MU5412,120", "120", True), ("20250,120", "120", True),
+    ("价格1,950元", "950", False), ("价格1,950元", "1", False), ("1,950,000", "1,950", False),
+    ("1,950,000", "000", False), ("1,950,000", "950,000", False), ("1,950,000", "1,950,000", True),
+    # Zero decimals are the same number; others are not.
+    ("The rent is 950.00", "950", True), ("950.0 yen", "950", True), ("950.05", "950", False),
+    ("1,950.00", "950", False), ("950.00", "950.00", True),
+])
+def test_a_chinese_comma_and_a_number_after_a_word_are_no_thousands_and_zero_decimals_are_none(
+        text: str, expected: str, said: bool) -> None:
+    assert fts.mentions(fts.compared(text), fts.compared(expected)) is said
+
+
+def test_the_chinese_comma_alone_keeps_its_form_in_the_compared_text() -> None:
+    assert fts.compared("ＭＵ５４１２，Ｚürich，１２０") == "mu5412，zurich，120"
+    # What the index reads is unchanged: both commas part words alike.
+    assert fts.index_terms("MU5412，120") == fts.index_terms("MU5412,120") == ["mu5412", "120"]
+
+
 def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> None:
     assert fts.query_terms("What is my order?") == ["order"]
     assert fts.query_terms("what is it") == ["what", "is", "it"]

@@ -56,8 +56,10 @@ _PART = rf"{_EARLY}|上旬|中旬|下旬|{_LATE}"
 # 每月底): read only after a word that cannot.
 _ALONE = r"(?:(?<![\u3400-\u9fff])|(?<=[到在等于至从是就再快了说和也都还要这]))"
 # 前两周 (the past two weeks), but not 提前两天 (two days ahead) or 之前三个月: after a word
-# that cannot end in 前 or 近 (接近三个月 is a length of time, not when).
-_PAST = (r"(?:(?<![\u3400-\u9fff])|(?<=[在是就了说和也都还我你他她它们的]))"
+# that cannot end in 前 or 近 (接近三个月 is a length of time, not when). After 的 only
+# 最近, 近 and 过去 count back from now: 旅行的前三天 are the trip's first three days, 开学的
+# 前两周 the term's first two weeks, 旅行的这几天 the days of the trip.
+_PAST = (r"(?:(?<![\u3400-\u9fff])|(?<=[在是就了说和也都还我你他她它们])|(?<=的)(?=最近|近|过去))"
          r"(?P<past_said>最近|近|过去的?|前|这)")
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
@@ -78,8 +80,8 @@ PATTERN = re.compile(
     rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
     rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜)))?"
     rf"(?P<around>左右|前后)?"
-    # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3) or 5号楼
-    rf"|(?<!月)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球])(?P<day_only_around>左右|前后)?"
+    # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼 or 第4号
+    rf"|(?<![月第])(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
     rf"|(?P<only_year>{_YEAR})\s*年"
     rf"|{_ALONE}月(?P<this_month_part>{_EARLY}|{_LATE})")
 
@@ -132,6 +134,8 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
         count = 3 if g["past_n"] == "几" else zh_number(g["past_n"])
         if not count or (count == 1 and g["past_said"] == "前"):
             return None  # 前一天 is the day before some other day
+        if count == 1 and g["past_said"] == "这" and g["past_unit"] in ("天", "日"):
+            return None  # 这一天 is some day the talk is about, not the past day
         unit = 30 if g["past_unit"] == "月" else UNIT_DAYS[g["past_unit"]]
         return past(count, unit, now)
     if g["day_only"]:

@@ -32,6 +32,9 @@ def named(text: str) -> list[tuple[str, str]]:
     ("最近三天吃了什么？", "2026-05-29", "2026-06-01"),
     ("这几天我在忙什么？", "2026-05-29", "2026-06-01"),
     ("过去的两个月我读了什么？", "2026-04-02", "2026-06-01"),
+    # After 的, 近 (最近, 过去) still counts back from now: the company's last three months.
+    ("公司的近三个月业绩怎么样？", "2026-03-03", "2026-06-01"),
+    ("这两天我在忙什么？", "2026-05-30", "2026-06-01"),
     # A week of a month, and a day of this month (or the latest such day).
     ("四月第一周我在哪？", "2026-04-01", "2026-04-07"),
     ("二月的最后一个星期我在哪？", "2026-02-22", "2026-02-28"),
@@ -52,6 +55,14 @@ def test_chinese_time_words_name_the_span_they_mean(question: str, first: str,
     "前一天晚上睡得好吗？",  # the day before some other day
     "3号线怎么走？",  # metro Line 3
     "5号楼在哪？",  # building 5
+    # 前N after 的 counts from the event the words before name, not back from now.
+    "旅行的前三天我们去了哪里？",  # the trip's first three days
+    "怀孕的前三个月要注意什么？",  # the first three months of a pregnancy
+    "开学的前两周很忙",  # the first two weeks of term
+    "旅行的这几天天气怎么样？",  # the days of the trip
+    "第4号选手是谁？",  # contestant number 4
+    "4号选手是谁？",
+    "这一天我永远不会忘记",  # some day the talk is about
 ])
 def test_words_that_only_look_like_these_time_words_name_no_span(text: str) -> None:
     assert named(text) == []
