@@ -126,12 +126,18 @@ def test_remember_refuses_a_key_or_a_value_alone(tmp_path: Path) -> None:
         assert [(f.key, f.value) for f in facts] == [("城市", "杭州")]
 
 
-def test_sessions_fits_a_narrow_terminal_with_counts_grouped(tmp_path: Path) -> None:
+def imported_long(tmp_path: Path, name: str, turns: int) -> Path:
+    """The history holding session `name` of `turns` turns, imported: counts past a thousand."""
     db, transcript = tmp_path / "h.db", tmp_path / "big.jsonl"
     transcript.write_text("".join(
         json.dumps({"role": role, "content": f"第{n}轮"}, ensure_ascii=False) + "\n"
-        for n in range(1, 1_501) for role in ("user", "assistant")), encoding="utf-8")
-    invoke("sessions", "import", str(transcript), "--name", "杭州之旅", "--db", str(db), code=0)
+        for n in range(1, turns + 1) for role in ("user", "assistant")), encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "--name", name, "--db", str(db), code=0)
+    return db
+
+
+def test_sessions_fits_a_narrow_terminal_with_counts_grouped(tmp_path: Path) -> None:
+    db = imported_long(tmp_path, "杭州之旅", 1_500)
     for width in (40, 60, 100):
         result = chat(db, "杭州之旅", ["/sessions"], width=width)
         assert result.exit_code == 0, result.stderr
@@ -152,11 +158,7 @@ def test_counts_read_as_counts_and_a_pasted_path_is_told_how_to_send(tmp_path: P
     from chatmem.cli.completion import session_names
     from chatmem.repl.completion import SlashCompleter
 
-    db, transcript = tmp_path / "h.db", tmp_path / "big.jsonl"
-    transcript.write_text("".join(
-        json.dumps({"role": role, "content": f"第{n}轮"}, ensure_ascii=False) + "\n"
-        for n in range(1, 3_003) for role in ("user", "assistant")), encoding="utf-8")
-    invoke("sessions", "import", str(transcript), "--name", "大会话", "--db", str(db), code=0)
+    db = imported_long(tmp_path, "大会话", 3_002)
     assert chat(db, "一轮", ["你好"]).exit_code == 0
     with Store(db) as store:
         repl = Repl(open_session(store, Settings(), ScriptedProvider(), "新"),
