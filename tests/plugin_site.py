@@ -13,6 +13,20 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 BUILT_IN = ["buffer", "window", "tokens", "summary", "summary-buffer", "entity", "retrieval"]
 """chatmem's own strategies, in the order they are registered (and listed)."""
 
+STREAM = """
+class _Stream:
+    def __init__(self, deltas):
+        self.deltas, self.usage, self.rendered_prompt = deltas, None, None
+
+    def __iter__(self):
+        return self.deltas
+
+    def close(self):
+        pass
+"""
+"""A plugin provider's reply stream over the deltas it is given (a generator that may break
+off); a plugin's code adds it where its provider's stream() returns one."""
+
 CLASH = """
 from chatmem.memory.window import WindowStrategy
 from chatmem.memory.buffer import BufferStrategy

@@ -245,11 +245,12 @@ def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None
     loop (whose next lines would go too): say what goes, and how not to. Said once the
     session is open, so a refusal before it stays the one line it is."""
     from chatmem.attachments import STDIN
+    from chatmem.render.notices import counted
 
     piped = next((a for a in attachments if a.name == STDIN), None)
     if piped is not None:
         lines = len(piped.text.splitlines())
-        err.print(f"attached standard input ({lines:,} line{'' if lines == 1 else 's'});"
+        err.print(f"attached standard input ({counted(lines, 'line')});"
                   " --no-stdin leaves it unread", markup=False, soft_wrap=True)
 
 

@@ -123,6 +123,7 @@ def session_names(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     from chatmem.app.sessions import list_sessions
     from chatmem.app.workspace import Workspace
     from chatmem.errors import ChatmemError
+    from chatmem.render.notices import counted
 
     try:
         # create=False: never a new file; no ask_key: an encrypted history without
@@ -133,8 +134,7 @@ def session_names(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
             rows = list_sessions(workspace)
     except (ChatmemError, OSError):
         return []
-    return _menu([(row.name, f"{row.strategy} · {row.turns:,} turn"
-                             f"{'' if row.turns == 1 else 's'}") for row in rows
+    return _menu([(row.name, f"{row.strategy} · {counted(row.turns, 'turn')}") for row in rows
                   if row.name.startswith(incomplete)])
 
 

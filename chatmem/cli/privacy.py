@@ -137,7 +137,8 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
 
 def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
-    from chatmem.privacy.retention import counted, days_text
+    from chatmem.render.notices import counted
+    from chatmem.render.sessions import days_text
 
     lines = []
     for s in erased.sessions:
@@ -178,6 +179,7 @@ def prune(
     """
     from chatmem.app.privacy import prune_history, vacuums
     from chatmem.privacy.retention import parse_duration
+    from chatmem.render.sessions import erasure_text
     from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
@@ -202,7 +204,7 @@ def prune(
                   markup=False, soft_wrap=True)
         return
     done = "" if dry_run or erased.empty else f"; {done}"
-    err.print(f"{erased.summary()}{done}", markup=False, soft_wrap=True)
+    err.print(f"{erasure_text(erased)}{done}", markup=False, soft_wrap=True)
 
 
 @handles_errors
@@ -226,7 +228,8 @@ def retention(
     from chatmem.app.privacy import FOREVER, set_retention
     from chatmem.app.sessions import session_named
     from chatmem.errors import UsageError
-    from chatmem.privacy.retention import days_text, parse_duration
+    from chatmem.privacy.retention import parse_duration
+    from chatmem.render.sessions import days_text
 
     settings = settings_from(config, db)
     days: int | None = None
@@ -282,6 +285,7 @@ def forget_me(
     """
     from chatmem.app.privacy import forget_profile, vacuums
     from chatmem.errors import UsageError
+    from chatmem.render.sessions import erased_what, erasure_text
     from chatmem.timestamps import utc_now
 
     if json_out and not (yes or dry_run):
@@ -303,10 +307,10 @@ def forget_me(
         if dry_run:
             for line in _erasure_lines(planned, now):
                 err.print(line, markup=False, soft_wrap=True)
-            err.print(f"{planned.summary()} of user {profile}", markup=False, soft_wrap=True)
+            err.print(f"{erasure_text(planned)} of user {profile}", markup=False, soft_wrap=True)
             return
         if not yes and not typer.confirm(
-                f"Erase {planned.summary().removeprefix('would erase ')} of user {profile}"
+                f"Erase {erased_what(planned)} of user {profile}"
                 " for good?"):
             raise typer.Exit(1)
         erased = forget_profile(ws, profile)
@@ -315,4 +319,4 @@ def forget_me(
     if json_out:
         print_json(erased.to_json(now))
         return
-    err.print(f"{erased.summary()} of user {profile}; {done}", markup=False, soft_wrap=True)
+    err.print(f"{erasure_text(erased)} of user {profile}; {done}", markup=False, soft_wrap=True)

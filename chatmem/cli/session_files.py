@@ -58,6 +58,7 @@ def export(
 
     from chatmem.app.sessions import session_transcript
     from chatmem.errors import UsageError
+    from chatmem.render.notices import counted
     from chatmem.transcripts.writer import EXPORT_FORMATS, export_format, write_transcript
 
     if all_ or name is None:
@@ -78,7 +79,8 @@ def export(
     path = Path(output)
     fmt = export_format(path, format_)
     write_transcript(transcript, path, fmt, force=force)
-    consoles()[1].print(f"exported {len(transcript.messages)} messages to {output} ({fmt})",
+    consoles()[1].print(f"exported {counted(len(transcript.messages), 'message')} to {output}"
+                        f" ({fmt})",
                         markup=False, soft_wrap=True)
 
 
@@ -147,6 +149,7 @@ def import_(
     from chatmem.errors import UsageError
     from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.logs import question_start
+    from chatmem.render.notices import counted
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
 
@@ -173,11 +176,11 @@ def import_(
     with open_workspace(settings) as ws:
         imported = import_transcript(ws, transcript, session_name)
         probes = imported.probes
-        note = f" and {probes} probe{'' if probes == 1 else 's'}" if probes else ""
+        note = f" and {counted(probes, 'probe')}" if probes else ""
         named = (f" (named from {origin!r})"
                  if chosen_name is None and session_name != normal_name(origin) else "")
         consoles()[1].print(
-            f"imported {imported.messages} message{'' if imported.messages == 1 else 's'}{note}"
+            f"imported {counted(imported.messages, 'message')}{note}"
             f" into session {session_name}{named}",
             markup=False, soft_wrap=True,
         )
@@ -210,6 +213,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.sessions import import_archive
+    from chatmem.render.notices import counted
     from chatmem.render.sessions import backlog_line
 
     with open_workspace(settings) as ws:
@@ -217,14 +221,13 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
         err = consoles()[1]
         for one in imported.sessions:
             kept = one.session.retention_days
-            err.print(f"imported {one.messages} message{'' if one.messages == 1 else 's'} into"
+            err.print(f"imported {counted(one.messages, 'message')} into"
                       f" session {one.session.name} (user {one.session.user}"
                       + ("" if kept is None else ", kept for good" if kept == 0
                          else f", erased after {kept} days idle") + ")",
                       markup=False, soft_wrap=True)
-        err.print(f"restored {len(imported.sessions)} session"
-                  f"{'' if len(imported.sessions) == 1 else 's'} and {imported.facts} fact"
-                  f"{'' if imported.facts == 1 else 's'} from {archive.path}",
+        err.print(f"restored {counted(len(imported.sessions), 'session')} and "
+                  f"{counted(imported.facts, 'fact')} from {archive.path}",
                   markup=False, soft_wrap=True)
         names = [one.session.name for one in imported.sessions]
         for backlog in start_backlogs(ws, config, names, background=index):

@@ -68,8 +68,8 @@ def show(
     """
     from chatmem import render
     from chatmem.app.sessions import TurnRange, show_session
-    from chatmem.privacy.retention import days_text
     from chatmem.render.payloads import strategy_json
+    from chatmem.render.sessions import days_text
 
     chosen = TurnRange.parse(turns) if turns is not None and not all_turns else None
     with open_workspace(settings_from(config, db), create=False) as ws:

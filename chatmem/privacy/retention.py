@@ -51,19 +51,6 @@ def parse_duration(text: str, what: str = "a duration") -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def days_text(days: float) -> str:
-    """A length of time given in days, in the unit that says it: '1 day', '1.5 days',
-    '12 hours', '2 minutes' (a retention of 2min is not '0 hours')."""
-    if days >= 1:
-        text = f"{days:.1f}".removesuffix(".0")
-        return f"{text} day{'' if text == '1' else 's'}"
-    for unit, per_day in (("hour", 24), ("minute", 24 * 60)):
-        count = round(days * per_day)
-        if count >= 1:
-            return counted(count, unit)
-    return "under a minute"
-
-
 @dataclass
 class Erasure:
     """What a prune or forget-me erased (or, dry, would erase)."""
@@ -76,17 +63,6 @@ class Erasure:
     def empty(self) -> bool:
         return not self.sessions and not self.facts
 
-    def summary(self) -> str:
-        verb = "would erase" if self.dry_run else "erased"
-        messages = sum(s.messages for s in self.sessions)
-        parts = []
-        if self.sessions:
-            parts.append(f"{counted(len(self.sessions), 'session')} "
-                         f"({counted(messages, 'message')})")
-        if self.facts:
-            parts.append(counted(len(self.facts), "fact"))
-        return f"{verb} {' and '.join(parts) or 'nothing'}"
-
     def to_json(self, now: datetime) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
@@ -97,11 +73,6 @@ class Erasure:
             "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
                        "why": e.why} for e in self.facts],
         }
-
-
-def counted(n: int, noun: str) -> str:
-    """`1 turn`, `2 turns`."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,

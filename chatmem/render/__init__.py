@@ -19,7 +19,7 @@ from chatmem.memory.context import Context
 from chatmem.memory.params import format_params
 from chatmem.render.fields import Field, FittedLine
 from chatmem.render.layout import Fitted
-from chatmem.render.notices import notice_text
+from chatmem.render.notices import counted, notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
@@ -253,14 +253,10 @@ def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None) -> Gr
         lines.append(Text.assemble(mark, (row.address, "bold")))
         lines.append(Text(
             f"{' ' * len(mark)}{row.strategy}{f' {params}' if params else ''} · "
-            f"{_counted(row.messages, 'message')} · {_counted(row.turns, 'turn')} · "
+            f"{counted(row.messages, 'message')} · {counted(row.turns, 'turn')} · "
             f"{when(row.updated_at)}",
             style="dim"))
     return Group(*lines)
-
-
-def _counted(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def named_lines(named: Mapping[str, str]) -> list[Text]:

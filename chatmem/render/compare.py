@@ -17,7 +17,7 @@ from chatmem.memory.assembly import span
 from chatmem.notices import NoEmbedder, Notice, SummaryUpdated
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
-from chatmem.render.notices import NO_EMBEDDER, replay_notice_text
+from chatmem.render.notices import NO_EMBEDDER, counted, replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun
@@ -363,11 +363,11 @@ def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> lis
         if verbose or not progress:
             continue
         versions = run.summary_versions or len(progress)
-        line = (f"{versions:,} summary version{'' if versions == 1 else 's'},"
+        line = (f"{counted(versions, 'summary version')},"
                 f" the last covering {span(range(1, progress[-1].upto + 1))}")
         if run.dropped_anchors:
             kept = "not pinned" if any(n.unpinned for n in progress) else "pinned"
-            line += (f"; {run.dropped_anchors:,} detail{'' if run.dropped_anchors == 1 else 's'}"
+            line += (f"; {counted(run.dropped_anchors, 'detail')}"
                      f" dropped by the summarizer, {kept}")
         said.setdefault(line + " (--verbose lists each version)", []).append(run.label)
     return [f"{', '.join(labels)}: {text}" for text, labels in said.items()]

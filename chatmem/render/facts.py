@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.render.layout import Fitted
+from chatmem.render.notices import counted
 from chatmem.store import Place
 from chatmem.timestamps import parse_time, utc_now
 
@@ -182,12 +183,12 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
     erased = [m for m in mentioned if m.spans]
     mentions = sum(len(m.spans) for m in erased)
     sessions = len({m.message.session_id for m in erased})
-    text = (f"{_count(mentions, 'mention')} in {_count(len(erased), 'message')}"
-            f" of {_count(sessions, 'session')}")
+    text = (f"{counted(mentions, 'mention')} in {counted(len(erased), 'message')}"
+            f" of {counted(sessions, 'session')}")
     if unsure := sum(len(m.unsure) for m in erased):
         text += f" ({unsure} followed by more characters of a longer name, perhaps)"
     if kept := sum(len(m.kept) for m in mentioned):
-        text += f", keeping {_count(kept, 'mention')} inside a longer stored name"
+        text += f", keeping {counted(kept, 'mention')} inside a longer stored name"
     return text
 
 
@@ -206,20 +207,16 @@ def redacted_text(done: Redaction) -> str:
         Place.FACT_HISTORY: ("earlier fact value", "earlier fact values"),
     }
     counts = done.counts
-    parts = [_count(n, *words[place]) for place, n in counts.items() if place in words]
+    parts = [counted(n, *words[place]) for place, n in counts.items() if place in words]
     if not parts:
         return ""
     text = (f"; its value was replaced by [forgotten] in {', '.join(parts)}"
-            f" ({_count(len(done.sessions), 'session')})")
+            f" ({counted(len(done.sessions), 'session')})")
     if counts.get(Place.MESSAGES):
         text += "; the search index was updated"
     if vectors := counts.get(Place.VECTORS):
-        text += f"; {_count(vectors, 'message vector')} dropped (`chatmem index` recomputes them)"
+        text += f"; {counted(vectors, 'message vector')} dropped (`chatmem index` recomputes them)"
     return text
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def owner_text(owner: Owner | None) -> str:

@@ -309,9 +309,10 @@ def _(n: ContextsWithoutVectors, repl_hints: bool) -> str:
             f" words alone: indexing them failed ({failure_text(n.failure)})")
 
 
-def counted(n: int, noun: str) -> str:
-    """`1 turn`, `2 turns`."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 turn`, `2 turns`, `1,200 turns`, `2 summaries` (`plural` where it is not the noun
+    and an s): every count with its noun that render, the REPL and the CLI print."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _for_this_call(kept: bool) -> str:

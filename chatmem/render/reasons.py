@@ -41,6 +41,7 @@ from chatmem.memory.reasons import (
     TurnRun,
     Unsummarized,
 )
+from chatmem.render.notices import counted
 
 
 def reason_text(reason: PartReason) -> str:
@@ -66,10 +67,6 @@ def run_text(run: TurnRun | None) -> str:
     return span(range(run[0], run[1] + 1)) if run else "no turns"
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 @singledispatch
 def _worded(value: object) -> str:
     raise TypeError(f"no wording for {type(value).__name__}")
@@ -82,7 +79,7 @@ def _(r: SystemPrompt) -> str:
 
 @_worded.register
 def _(r: AttachedFiles) -> str:
-    return f"{_plural(r.count, 'attached file')}, quoted as data (always sent)"
+    return f"{counted(r.count, 'attached file')}, quoted as data (always sent)"
 
 
 @_worded.register
@@ -130,7 +127,7 @@ def _(r: PinnedDetails) -> str:
 @_worded.register
 def _(r: FactsSelected) -> str:
     how = (f"{r.sent} of {r.total} facts, ranked by overlap with the input" if r.ranked
-           else "the only fact" if r.total == 1 else f"all {_plural(r.total, 'fact')}")
+           else "the only fact" if r.total == 1 else f"all {counted(r.total, 'fact')}")
     # Beside other sessions, the turns are said to be this one's and each source stands
     # apart: "from turn 2, session b" read as turn 2 of session b.
     whose = "this session's " if r.sessions else ""
@@ -162,7 +159,7 @@ def method_text(m: RecallMethod) -> str:
 def _(r: Recalled) -> str:
     text = (f"retrieval {method_text(r.method)} max_tokens={r.max_tokens}: "
             f"{r.sent} of {r.candidates} earlier messages, from"
-            f" {r.turns} turn{'s' if r.turns > 1 else ''}, fused {r.low:.2f}–{r.high:.2f}")
+            f" {counted(r.turns, 'turn')}, fused {r.low:.2f}–{r.high:.2f}")
     if r.left:
         text += f"; {r.left} more ranked, left out (see inspect)"
     if r.embedded is not None:
@@ -231,7 +228,7 @@ def _(n: SummaryLeftOut) -> str:
 
 
 def _older_pins(count: int) -> str:
-    return f"{count} older pinned detail{'' if count == 1 else 's'}"
+    return counted(count, "older pinned detail")
 
 
 @_worded.register

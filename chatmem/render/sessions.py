@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from chatmem.render.notices import counted
 from chatmem.store import DerivedGroup, ForkReport
 
 if TYPE_CHECKING:
     from chatmem.app.indexing import BacklogStart
+    from chatmem.privacy.retention import Erasure
 
 
 def fork_lines(report: ForkReport) -> list[str]:
     """What a fork copied and what its strategies will rebuild, as lines for the user."""
     source, new = report.source.name, report.session.name
-    upto = (f"with all {_count(report.source_turns, 'turn')}"
+    upto = (f"with all {counted(report.source_turns, 'turn')}"
             if report.at_turn == report.source_turns
             else f"at turn {report.at_turn} of {report.source_turns}")
     lines = [f"forked session {source} → {new} {upto}: "
-             f"{_count(report.messages, 'message')} copied"]
+             f"{counted(report.messages, 'message')} copied"]
     if report.copied:
         lines.append("derived state copied: "
                      + "; ".join(_group_text(g) for g in report.copied))
@@ -27,27 +29,53 @@ def fork_lines(report: ForkReport) -> list[str]:
             f"(it covers turns after {report.at_turn}): "
             + "; ".join(_group_text(g) for g in report.rebuilt))
     if report.stated_facts:
-        lines.append(f"copied {_count(report.stated_facts, 'fact')} stated with /remember")
+        lines.append(f"copied {counted(report.stated_facts, 'fact')} stated with /remember")
     lines.append(f"turn records (what was sent) stay with {source}")
     return lines
 
 
 def _group_text(group: DerivedGroup) -> str:
-    held = [_count(group.summaries, "summary version") if group.summaries else "",
-            _count(group.facts, "fact") if group.facts else "",
+    held = [counted(group.summaries, "summary version") if group.summaries else "",
+            counted(group.facts, "fact") if group.facts else "",
             f"up to turn {group.covers_turn}"]
     return f"{group.owner} ({', '.join(h for h in held if h)})"
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
 def backlog_line(started: BacklogStart) -> str:
     """What an import or a saved replay left without vectors, and who embeds it."""
-    wait = f"{started.missing:,} message{'' if started.missing == 1 else 's'} of {started.session}"
+    wait = f"{counted(started.missing, 'message')} of {started.session}"
     if started.pid is not None:
         return (f"{wait} wait for vectors ({started.model}): embedding them in the background"
                 f" (process {started.pid}); recall ranks the rest by words meanwhile")
     return (f"{wait} wait for vectors ({started.model}): recall ranks them by words until a"
             f" chat embeds them between turns, or `chatmem index {started.session}` now")
+
+
+def days_text(days: float) -> str:
+    """A length of time given in days, in the unit that says it: '1 day', '1.5 days',
+    '12 hours', '2 minutes' (a retention of 2min is not '0 hours')."""
+    if days >= 1:
+        text = f"{days:.1f}".removesuffix(".0")
+        return f"{text} day{'' if text == '1' else 's'}"
+    for unit, per_day in (("hour", 24), ("minute", 24 * 60)):
+        count = round(days * per_day)
+        if count >= 1:
+            return counted(count, unit)
+    return "under a minute"
+
+
+def erased_what(erasure: Erasure) -> str:
+    """`2 sessions (6 messages) and 1 fact`, or `nothing`: what a prune or forget-me took."""
+    parts = []
+    if erasure.sessions:
+        messages = sum(s.messages for s in erasure.sessions)
+        parts.append(f"{counted(len(erasure.sessions), 'session')} "
+                     f"({counted(messages, 'message')})")
+    if erasure.facts:
+        parts.append(counted(len(erasure.facts), "fact"))
+    return " and ".join(parts) or "nothing"
+
+
+def erasure_text(erasure: Erasure) -> str:
+    """`erased 1 session (4 messages)`; `would erase …` for a dry run."""
+    return f"{'would erase' if erasure.dry_run else 'erased'} {erased_what(erasure)}"

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from chatmem.render.fields import Field, fitted, joined
 from chatmem.render.logs import spent_parts
+from chatmem.render.notices import counted
 from chatmem.tokens import format_count
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def toolbar_line(state: ToolbarState, width: int | None = None) -> str:
         fields.append((f"last context {format_count(usage.tokens, usage.approximate)}{budget}",
                        ranks["context"]))
     else:
-        fields.append((f"{state.turns:,} turn{'' if state.turns == 1 else 's'}, no context "
+        fields.append((f"{counted(state.turns, 'turn')}, no context "
                        "sent yet" if state.turns else "no turn yet", ranks["context"]))
     if state.spent.tokens:
         total, cost = spent_parts(state.spent)

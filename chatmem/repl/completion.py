@@ -25,6 +25,7 @@ from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
+from chatmem.render.notices import counted
 from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
@@ -104,8 +105,7 @@ class SlashCompleter(Completer):
         if kind == "session":
             # A shared session as OWNER/NAME, which /switch takes; told from the current
             # one by id, as one's own and a shared one may have the same name.
-            return [(row.address, f"{row.strategy} · {row.turns:,} turn"
-                                  f"{'' if row.turns == 1 else 's'}")
+            return [(row.address, f"{row.strategy} · {counted(row.turns, 'turn')}")
                     for row in sessions.list_sessions(workspace) if row.id != session.id]
         if kind == "fact":
             facts = remembered.live_facts(workspace, session)

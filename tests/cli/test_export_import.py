@@ -322,3 +322,24 @@ def test_export_all_counts_in_words_that_agree_with_the_number(tmp_path: Path) -
                   code=0)
     assert done.stderr.startswith("exported 1 session (2 messages), 0 summary versions and "
                                   "1 fact to ")
+
+
+def test_a_session_s_export_and_import_count_as_every_other_count(tmp_path: Path) -> None:
+    """One message is `1 message` (it was `1 messages`), and thousands are grouped as the
+    sessions table groups them: `1,200 messages`."""
+    db = str(tmp_path / "h.db")
+    one = tmp_path / "一.jsonl"
+    one.write_text('{"role": "user", "content": "你好"}\n', encoding="utf-8")
+    invoke("sessions", "import", str(one), "--db", db, code=0)
+    done = invoke("sessions", "export", "一", "-o", str(tmp_path / "一-out.jsonl"), "--db", db,
+                  code=0)
+    assert done.stderr.startswith("exported 1 message to ")
+    big = tmp_path / "大.jsonl"
+    big.write_text("".join(json.dumps({"role": role, "content": f"第{n}轮"}, ensure_ascii=False)
+                           + "\n" for n in range(600) for role in ("user", "assistant")),
+                   encoding="utf-8")
+    done = invoke("sessions", "import", str(big), "--db", db, "--no-index", code=0)
+    assert done.stderr.splitlines()[0] == "imported 1,200 messages into session 大"
+    done = invoke("sessions", "export", "大", "-o", str(tmp_path / "大-out.jsonl"), "--db", db,
+                  code=0)
+    assert done.stderr.startswith("exported 1,200 messages to ")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import Install
+from plugin_site import STREAM, Install
 
 from chatmem.plugins import load_registries
 from chatmem.store import Store
@@ -61,15 +61,7 @@ class Flaky(ScriptedProvider):
                 raise ConnectionError("connection reset by peer 连接被重置")
             return _Stream(broken())
         return super().stream(messages)
-
-class _Stream:
-    def __init__(self, deltas):
-        self.deltas, self.usage, self.rendered_prompt = deltas, None, None
-    def __iter__(self):
-        return self.deltas
-    def close(self):
-        pass
-
+''' + STREAM + '''
 def refuse(settings):
     raise ValueError("flaky2 needs FLAKY_TOKEN set")
 

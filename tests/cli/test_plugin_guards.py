@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import Install
+from plugin_site import STREAM, Install
 
 from chatmem.store import Store
 
@@ -64,17 +64,7 @@ class Leaky(ScriptedProvider):
     def token_counter(self):
         return NegativeCounter() if leak() == "negcount" else counter_for_model("gpt-4o-mini")
 
-
-class _Stream:
-    def __init__(self, deltas):
-        self.deltas, self.usage, self.rendered_prompt = deltas, None, None
-
-    def __iter__(self):
-        return self.deltas
-
-    def close(self):
-        pass
-
+''' + STREAM + '''
 
 class NegativeCounter:
     key = "negative"

@@ -14,10 +14,8 @@ from registered import create_strategy
 from vectors import vector_models
 
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.engine import Engine
-from chatmem.history import StoredHistory
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import Message
+from chatmem.memory.context import Context, Message
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.notices import NoEmbedder
 
@@ -212,31 +210,40 @@ def test_replayed_transcripts_keep_their_times(make_engine, store) -> None:
         "2026-01-05T08:00:00+00:00", "2026-01-05T08:01:00+00:00"]
 
 
-def replies_only_history(engine: Engine) -> StoredHistory:
-    lines = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
-             *[(role, f"{role} small talk number {n}") for n in range(6)
-               for role in ("user", "assistant")]]
+REPLIES_ONLY = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
+                *[(role, f"{role} small talk number {n}") for n in range(6)
+                  for role in ("user", "assistant")]]
+"""A conversation whose only match for 'zebra password?' is a reply."""
+
+
+def asking(make_engine, lines: list[tuple[str, str]], text: str) -> ContextRequest:
+    """What a retrieval session holding `lines` (role, text), imported, is asked: `text`."""
+    engine = make_engine("retrieval")
     engine.store.history.import_messages(engine.session.id,
-                                         [{"role": role, "content": text} for role, text in lines])
-    return engine.history()
+                                         [{"role": role, "content": said} for role, said in lines])
+    return ContextRequest(history=engine.history(),
+                          input=Message.counted("user", text, engine.counter),
+                          counter=engine.counter, state=engine.state)
+
+
+def by_words(request: ContextRequest, budget: int) -> Context:
+    """Built by words alone within `budget` tokens: no recent turns, neighbours or sittings,
+    so only ranking and room decide what is recalled."""
+    return create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
+                                         "recent": "0", "smooth": "0",
+                                         "sitting": "0"}).build(request)
 
 
 @pytest.mark.parametrize("opened", [True, False])
 def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
     make_engine, opened: bool
 ) -> None:
-    engine = make_engine("retrieval")
-    counter = engine.counter
-    history = replies_only_history(engine)
-    question = Message.counted("user", "zebra password?", counter)
-    request = ContextRequest(history=history, input=question, counter=counter,
-                             state=engine.state)
-    greeting, reply = history.turns(1, 1)[0].messages
+    request = asking(make_engine, REPLIES_ONLY, "zebra password?")
+    greeting, reply = request.history.turns(1, 1)[0].messages
     # Room for the reply alone, or for the reply and the question before it.
-    budget = counter.priming + question.tokens + reply.tokens + (greeting.tokens if opened else 0)
-    context = create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
-                                            "recent": "0", "smooth": "0",
-                                            "sitting": "0"}).build(request)
+    budget = (request.counter.priming + request.input.tokens + reply.tokens
+              + (greeting.tokens if opened else 0))
+    context = by_words(request, budget)
     sent = [m for p in context.parts if p.kind != "system" for m in p.messages]
     assert sent[0].role == "user"
     texts = recalled(context)
@@ -251,26 +258,19 @@ def test_a_recalled_reply_comes_with_its_question_or_not_at_all(
 def test_a_better_ranked_reply_keeps_its_question_and_a_weaker_match_makes_room(
     make_engine
 ) -> None:
-    engine = make_engine("retrieval")
-    counter = engine.counter
-    lines = [("user", "hello there"), ("assistant", "the zebra password is kiwi"),
-             ("user", "small talk"), ("assistant", "more small talk"),
-             ("user", "a password hint from the weather"), ("assistant", "noted"),
-             ("user", "the password of the wifi is long"), ("assistant", "noted again")]
-    engine.store.history.import_messages(engine.session.id,
-                                         [{"role": role, "content": text} for role, text in lines])
-    history = engine.history()
-    question = Message.counted("user", "zebra password?", counter)
-    request = ContextRequest(history=history, input=question, counter=counter,
-                             state=engine.state)
-    stored = {m.content: m for t in history.turns(1, 4) for m in t.messages}
+    request = asking(make_engine, [
+        ("user", "hello there"), ("assistant", "the zebra password is kiwi"),
+        ("user", "small talk"), ("assistant", "more small talk"),
+        ("user", "a password hint from the weather"), ("assistant", "noted"),
+        ("user", "the password of the wifi is long"), ("assistant", "noted again")],
+        "zebra password?")
+    stored = {m.content: m for t in request.history.turns(1, 4) for m in t.messages}
     matches = ["the zebra password is kiwi", "a password hint from the weather",
                "the password of the wifi is long"]
     # Room for the three matches, not for the question of the best one beside them.
-    budget = counter.priming + question.tokens + sum(stored[t].tokens for t in matches)
-    context = create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
-                                            "recent": "0", "smooth": "0",
-                                            "sitting": "0"}).build(request)
+    budget = (request.counter.priming + request.input.tokens
+              + sum(stored[t].tokens for t in matches))
+    context = by_words(request, budget)
     texts = recalled(context)
     assert texts[:2] == ["hello there", "the zebra password is kiwi"]
     why = {r["id"]: r["why"] for r in context.recall}
@@ -285,25 +285,18 @@ def test_a_weaker_reply_never_takes_a_better_match_s_place_for_its_question(
 ) -> None:
     """The oldest kept message is a reply ranked below the best match: room for its question
     is not made by dropping that match; the reply is left out instead."""
-    engine = make_engine("retrieval")
-    counter = engine.counter
-    lines = [("user", "what did the vet say"), ("assistant", "the zebra was fine, said the vet"),
-             ("user", "small talk"), ("assistant", "more small talk"),
-             ("user", "my zebra is called kiwi and loves kiwi fruit"), ("assistant", "cute")]
-    engine.store.history.import_messages(engine.session.id,
-                                         [{"role": role, "content": text} for role, text in lines])
-    history = engine.history()
-    question = Message.counted("user", "what is my zebra called, kiwi?", counter)
-    request = ContextRequest(history=history, input=question, counter=counter,
-                             state=engine.state)
-    stored = {m.content: m for t in history.turns(1, 3) for m in t.messages}
+    request = asking(make_engine, [
+        ("user", "what did the vet say"), ("assistant", "the zebra was fine, said the vet"),
+        ("user", "small talk"), ("assistant", "more small talk"),
+        ("user", "my zebra is called kiwi and loves kiwi fruit"), ("assistant", "cute")],
+        "what is my zebra called, kiwi?")
+    stored = {m.content: m for t in request.history.turns(1, 3) for m in t.messages}
     best = "my zebra is called kiwi and loves kiwi fruit"
     weaker = "the zebra was fine, said the vet"
     # Room for both matches, not for the weaker one's question beside them.
-    budget = counter.priming + question.tokens + stored[best].tokens + stored[weaker].tokens
-    context = create_strategy("retrieval", {"mode": "bm25", "max_tokens": str(budget),
-                                            "recent": "0", "smooth": "0",
-                                            "sitting": "0"}).build(request)
+    budget = (request.counter.priming + request.input.tokens + stored[best].tokens
+              + stored[weaker].tokens)
+    context = by_words(request, budget)
     scores = {r["id"]: r["fused"] for r in context.recall}
     assert scores[stored[best].id] > scores[stored[weaker].id]
     why = {r["id"]: r["why"] for r in context.recall}
@@ -316,12 +309,7 @@ def test_each_recalled_message_says_which_route_brought_it(make_engine) -> None:
     from chatmem.memory.reasons import RecallRoute
     from chatmem.render.reasons import reason_text
 
-    engine = make_engine("retrieval")
-    counter = engine.counter
-    history = replies_only_history(engine)
-    question = Message.counted("user", "zebra password?", counter)
-    request = ContextRequest(history=history, input=question, counter=counter,
-                             state=engine.state)
+    request = asking(make_engine, REPLIES_ONLY, "zebra password?")
     context = create_strategy("retrieval", {"mode": "bm25", "recent": "0", "smooth": "0.5",
                                             "sitting": "0"}).build(request)
     routes = {r["id"]: r.get("route") for r in context.recall if r["kept"]}

@@ -15,6 +15,7 @@ from chatmem.engine import Engine
 from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
+from chatmem.render.sessions import erasure_text
 from chatmem.store import Store, VectorRow
 from chatmem.store.connection import fetch_value
 from chatmem.timestamps import stamp
@@ -97,7 +98,7 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     dry = prune(timed, clock.now, retention_days=30, fact_idle_days=None, dry_run=True)
     assert sorted(s.name for s in dry.sessions) == ["kept", "old"]
     assert timed.sessions.find_session("old") is not None
-    assert prune(timed, clock.now, retention_days=40, fact_idle_days=None).summary() == (
+    assert erasure_text(prune(timed, clock.now, retention_days=40, fact_idle_days=None)) == (
         "erased 1 session (4 messages)")
     assert [row.name for row in timed.sessions.list_sessions()] == ["own", "forever", "kept"]
     counts = {table: fetch_value(timed.db, f"SELECT count(*) FROM {table}") for table in
@@ -178,7 +179,7 @@ def test_forget_user_erases_the_profile_and_nothing_else(
     assert {f.user for f in timed.facts.facts() if f.scope == "user"} == {"ana", "bob"}
     with history.open() as reader:  # an idle reader keeps WAL and shm
         erased = forget_user(timed, "ana")
-        assert erased.summary() == "erased 2 sessions (6 messages) and 1 fact"
+        assert erasure_text(erased) == "erased 2 sessions (6 messages) and 1 fact"
         assert [r.name for r in reader.sessions.list_sessions()] == ["bob-trip"]
         assert [f.value for f in reader.facts.facts()] == ["Bartholomew Quince"]
         if history.kind == "plain":

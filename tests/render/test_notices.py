@@ -32,7 +32,7 @@ from chatmem.notices import (
     SystemPromptReplaced,
     after_calls,
 )
-from chatmem.render.notices import notice_text, replay_notice_text
+from chatmem.render.notices import counted, notice_text, replay_notice_text
 from chatmem.render.progress import activity_warning_text, step_text
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [
@@ -174,3 +174,9 @@ def test_activity_warnings_are_worded_with_their_numbers_and_the_way_out() -> No
     assert activity_warning_text(over) == (
         "OVER BUDGET: system 7 + input 1,105 + chat format 3 = 1,115 tokens, over the context "
         "budget of 50; sending anyway (--allow-over-budget)")
+
+
+def test_every_count_agrees_with_its_noun_and_groups_its_thousands() -> None:
+    assert [counted(n, "turn") for n in (0, 1, 2, 1_200)] == [
+        "0 turns", "1 turn", "2 turns", "1,200 turns"]
+    assert [counted(n, "summary", "summaries") for n in (1, 3)] == ["1 summary", "3 summaries"]

@@ -8,6 +8,7 @@ from typing import Any
 from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
+from chatmem.render.notices import counted
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
@@ -166,7 +167,7 @@ def _copy(repl: Chat, args: list[str]) -> None:
     text, dropped = clipboard.pasteable(clipboard.pick(reply, number))
     command = engine.settings.clipboard_command if engine.settings else None
     what = f"code block {args[0]}" if args else "the last reply"
-    left_out = (f"; {dropped:,} control character{'' if dropped == 1 else 's'} left out"
+    left_out = (f"; {counted(dropped, 'control character')} left out"
                 if dropped else "")
     if command:
         clipboard.copy_with_command(command, text)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from chatmem.app import facts as remembered
 from chatmem.errors import NotFound
 from chatmem.memory import pins
-from chatmem.memory.facts import missing_half, unused_facts_note
+from chatmem.memory.facts import unused_facts_note
 from chatmem.privacy.retention import parse_duration
 from chatmem.render.facts import (
     RECENT_VALUES,
@@ -52,9 +52,6 @@ def _remember(repl: Chat, args: list[str]) -> None:
     text = text.strip()
     if not text:
         raise SLASH["/remember"].usage_error("missing TEXT")
-    half = missing_half(text)
-    if half is not None:  # 'city:' would be stored as the note 'city:'
-        raise SLASH["/remember"].usage_error(f"{text!r} has no {half}; give KEY: VALUE")
     lasting = options.lasting
     stored = remembered.remember(
         repl.workspace, repl.engine.session, text, in_profile=options.in_profile,

@@ -15,6 +15,7 @@ from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.spec import StrategySpec
+from chatmem.render.notices import counted
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
@@ -29,7 +30,7 @@ def describe(repl: Chat) -> str:
     engine = repl.engine
     turns = sessions.turn_count(repl.workspace, engine.session)
     return (f"session {repl.address} · {strategy_label(engine)}"
-            f" · {turns:,} turn{'' if turns == 1 else 's'}")
+            f" · {counted(turns, 'turn')}")
 
 
 @slash("/new", "/new SESSION",
@@ -212,6 +213,5 @@ def _export(repl: Chat, args: list[str]) -> None:
     fmt = export_format(path)
     transcript = sessions.session_transcript(repl.workspace, session)
     write_transcript(transcript, path, fmt, force=force)
-    count = len(transcript.messages)
-    repl.notice(f"exported {count} message{'' if count == 1 else 's'} of session "
+    repl.notice(f"exported {counted(len(transcript.messages), 'message')} of session "
                 f"{repl.address} to {path} ({fmt})")
