@@ -41,10 +41,14 @@ _CHANGE_VERB = re.compile(
     r"|reschedul\w*|postpon\w*|push(?:ed|ing)?|put back|brought forward|shift\w*|upgrad\w*"
     r"|downgrad\w*|updat\w*|(?:went|gone|go(?:es|ing)?) (?:up|down)|rose|risen|increas\w*"
     r"|rais\w*|dropp\w*|fell|fallen|reduc\w*|lower\w*|promot\w*)\b")
-# A trip is no move: "flying from Leeds to Paris", "the train from Leeds to York".
-_TRAVEL = re.compile(
-    r"\b(?:fl(?:y|ying|ies|ew|own)|flights?|driv\w*|drove|trains?|bus|coach|ferry|commut\w*"
-    r"|travel\w*|trips?|journey\w*|rid(?:e|es|ing)|rode|walk\w*|cycl\w*|sail\w*|head\w*)\b")
+# A trip is no move: "flying from Leeds to Paris", "the train from Leeds to York" have no
+# change verb. With one, what was changed may be a trip ("my flight was rescheduled from
+# 14 March to", "they moved my flight from"), but travelling said after it is what goes
+# from X to Y: "I changed my plans and I'm flying from Leeds to Paris". Only the verb
+# forms, so "they moved the walk from Monday to" is still a change.
+_TRAVELLING = re.compile(
+    r"\b(?:fl(?:y|ying|ies|ew|own)|driv(?:ing|en)|drove|commut(?:ing|ed)|travell?(?:ing|ed)"
+    r"|rid(?:ing|den)|rode|walk(?:ing|ed)|cycl(?:ing|ed)|sail(?:ing|ed)|head(?:ing|ed))\b")
 _WINDOW_WORDS = 6
 # 从X搬到Y, 从X改成Y, 从X换成Y, 从X调到Y: 从 alone is where something starts (从2020年开始).
 _ZH_CHANGE = re.compile(r"[^，。！？；：,\n]{0,4}?(?:搬|换(?!乘)|改|变|调)"
@@ -90,7 +94,8 @@ def _cue_before(before: str, after: str) -> bool:
         # Only the stretch since the last comma: "I changed my holiday, it's from 14 March".
         words = before[:-len("from ")].rsplit(",", 1)[-1].split()[-_WINDOW_WORDS:]
         window = " ".join(words)
-        return bool(_CHANGE_VERB.search(window)) and not _TRAVEL.search(window)
+        changes = list(_CHANGE_VERB.finditer(window))
+        return bool(changes) and not _TRAVELLING.search(window, changes[-1].end())
     if _NOT_BEFORE.search(before):
         return bool(_CORRECTION_EN.match(after))
     if before.endswith("从"):

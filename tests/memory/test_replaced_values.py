@@ -73,6 +73,18 @@ def test_a_change_verb_or_a_correction_still_replaces_the_value() -> None:
     assert replaced_by(Pin("杭州", 1, 1, 1, "我在杭州上班"), [(2, "我已经不在杭州了")]) == 2
 
 
+def test_a_rescheduled_trip_is_a_change_and_travelling_after_the_change_verb_is_a_trip() -> None:
+    """A travel word blocked the change verb: a moved flight date was sent as current."""
+    flight = Pin("14 March", 1, 1, 1, "My flight is on 14 March.")
+    assert replaced_by(flight, [(2, "My flight was rescheduled from 14 March to 20 March.")]) == 2
+    assert replaced_by(flight, [(3, "They moved my flight from 14 March to 20 March.")]) == 3
+    train = Pin("9am", 1, 1, 1, "My train is at 9am.")
+    assert replaced_by(train, [(2, "My train was changed from 9am to 11am.")]) == 2
+    leeds = Pin("Leeds", 1, 1, 2, "I live in Leeds.")
+    assert replaced_by(leeds, [(3, "I changed my plans and I'm flying from Leeds to Paris."),
+                               (4, "We moved the meeting and drove from Leeds to York.")]) is None
+
+
 def test_a_replaced_pin_is_stored_and_sent_marked_with_the_turn_that_replaced_it(
     make_engine: Callable[..., Engine],
 ) -> None:
