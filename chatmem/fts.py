@@ -100,12 +100,22 @@ def compared(text: str) -> str:
     (ＯＲＤ７７３１ is ord7731, Zürich is zurich). Expected strings, contexts and answers
     all go through this one form, so they can never disagree on what matches.
 
-    The Chinese comma (，) alone stays as written: folded to ",", MU5412，120人 read as
-    one number, MU5412,120, so `mentions` missed MU5412. The index drops both commas,
+    The Chinese comma (，) stays as written where it parts a list: folded to ",",
+    MU5412，120人 and 房间305，306 read as one number each, so `mentions` missed MU5412
+    and 306. Where it can only be a number's thousands (1，950, 共1，200人: 1-2 digits
+    starting a number, then three) it is ",", so 1，950 says 1,950 and not 950. Three
+    digits before it stay a list (305，306): rooms and flights are said that way far more
+    often than an amount over 100,000 with a Chinese comma. The index drops both commas,
     so it finds the same words either way."""
     if _CHINESE_COMMA not in text:
         return folded(text).casefold()
-    return _CHINESE_COMMA.join(folded(part).casefold() for part in text.split(_CHINESE_COMMA))
+    first, *rest = (folded(part).casefold() for part in text.split(_CHINESE_COMMA))
+    pieces, tail = [first], first[-_LONGEST_GROUPS:]
+    for part in rest:
+        joint = "," if _GROUP.match(part) and _ZH_GROUPS.search(tail) else _CHINESE_COMMA
+        pieces += [joint, part]
+        tail = (tail + joint + part)[-_LONGEST_GROUPS:]
+    return "".join(pieces)
 
 
 def mentions(text: str, expected: str) -> bool:
@@ -134,6 +144,9 @@ _GROUPS = re.compile(rf"(?<![^\W{RUNS}])\d{{1,3}}(?:,\d{{3}})*$")
 _LONGEST_GROUPS = 48
 """Characters a thousands number is looked for in, back from where it ends: a longer one
 is no amount anyone says, and a search back through all the text would grow with it."""
+# A Chinese comma joins thousands only after 1-2 digits start a number (see `compared`).
+_ZH_GROUPS = re.compile(rf"(?<![^\W{RUNS}])\d{{1,2}}(?:,\d{{3}})*$")
+_GROUP = re.compile(r"\d{3}(?!\d)")
 
 
 def _in_thousands(text: str, end: int) -> bool:

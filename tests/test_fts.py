@@ -90,7 +90,7 @@ def test_a_mention_is_a_whole_word_or_number_and_cjk_is_found_anywhere(
 @pytest.mark.parametrize(("text", "expected", "said"), [
     # A Chinese comma is a list's, never a number's thousands (it was folded to ",").
     ("航班MU5412，120人登机", "MU5412", True), ("我们订了房间305，306", "306", True),
-    ("我们订了房间305，306", "305", True), ("1，950", "950", True),
+    ("我们订了房间305，306", "305", True),
     # ",ddd" goes on a number only after its first 1-3 digits, not after a word or a
     # longer number; CJK before them has no word end, so 价格1,950 is one number.
     ("MU5412,120", "MU5412", True), ("MU5412,120", "120", True), ("20250,120", "120", True),
@@ -105,8 +105,23 @@ def test_a_chinese_comma_and_a_number_after_a_word_are_no_thousands_and_zero_dec
     assert fts.mentions(fts.compared(text), fts.compared(expected)) is said
 
 
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    # After 1-2 digits starting a number a Chinese comma can only be thousands.
+    ("价格１，９５０元", "1,950", True), ("共1，200人", "1,200", True),
+    ("价格1，950元", "950", False), ("1，950", "950", False), ("12，500元", "12,500", True),
+    ("1，950，000", "1,950,000", True), ("1，950，000", "950,000", False),
+    # After a word, a longer number or three digits it parts a list.
+    ("航班MU5412，120人", "120", True), ("房间305，306", "306", True),
+    ("305，306", "305,306", False), ("1，2，3", "2", True), ("1，9500", "9500", True),
+])
+def test_a_chinese_comma_after_one_or_two_digits_is_a_numbers_thousands(
+        text: str, expected: str, said: bool) -> None:
+    assert fts.mentions(fts.compared(text), fts.compared(expected)) is said
+
+
 def test_the_chinese_comma_alone_keeps_its_form_in_the_compared_text() -> None:
     assert fts.compared("ＭＵ５４１２，Ｚürich，１２０") == "mu5412，zurich，120"
+    assert fts.compared("共１，２００人，MU5412，120") == "共1,200人，mu5412，120"
     # What the index reads is unchanged: both commas part words alike.
     assert fts.index_terms("MU5412，120") == fts.index_terms("MU5412,120") == ["mu5412", "120"]
 
