@@ -80,8 +80,9 @@ PATTERN = re.compile(
     rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
     rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜)))?"
     rf"(?P<around>左右|前后)?"
-    # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼 or 第4号
-    rf"|(?<![月第])(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
+    # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼, 第4号
+    # or 选手4号 (contestant 4)
+    rf"|(?<![月第])(?<!选手)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
     rf"|(?P<only_year>{_YEAR})\s*年"
     rf"|{_ALONE}月(?P<this_month_part>{_EARLY}|{_LATE})")
 

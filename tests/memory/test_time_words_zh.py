@@ -62,6 +62,8 @@ def test_chinese_time_words_name_the_span_they_mean(question: str, first: str,
     "旅行的这几天天气怎么样？",  # the days of the trip
     "第4号选手是谁？",  # contestant number 4
     "4号选手是谁？",
+    "选手4号是谁？",
+    "我最喜欢选手12号",
     "这一天我永远不会忘记",  # some day the talk is about
 ])
 def test_words_that_only_look_like_these_time_words_name_no_span(text: str) -> None:
