@@ -38,7 +38,7 @@ _REPLACED_BEFORE = ("instead of ", "rather than ", "no longer ", "no longer at "
 # of the clause: "I moved from Leeds to", "we changed the dog's name from Biscuit to".
 _CHANGE_VERB = re.compile(
     r"\b(?:mov(?:e|ed|es|ing)|relocat\w*|chang\w*|switch\w*|swapp?\w*|renam\w*"
-    r"|reschedul\w*|postpon\w*|push(?:ed|ing)?|put back|brought forward|shift\w*|upgrad\w*"
+    r"|reschedul\w*|postpon\w*|push(?:ed|ing)?|put back|brought forward|shift(?:ed|ing)|upgrad\w*"
     r"|downgrad\w*|updat\w*|(?:went|gone|go(?:es|ing)?) (?:up|down)|rose|risen|increas\w*"
     r"|rais\w*|dropp\w*|fell|fallen|reduc\w*|lower\w*|promot\w*)\b")
 # A trip is no move: "flying from Leeds to Paris", "the train from Leeds to York" have no

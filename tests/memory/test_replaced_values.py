@@ -45,6 +45,8 @@ def test_a_range_a_trip_a_start_or_a_passing_not_replaces_nothing() -> None:
     """Each was marked replaced: a current value sent as corrected misleads the model."""
     holiday = "I'm on holiday from 14 March to 20 March."
     assert replaced_by(Pin("14 March", 1, 1, 1, holiday), [(1, holiday)]) is None
+    shift = "My shift is from 9am to 5pm."  # the noun, not the verb that moves a time
+    assert replaced_by(Pin("9am", 1, 1, 1, shift), [(1, shift)]) is None
     started = "我从2020年3月开始在杭州工作。"
     assert replaced_by(Pin("2020年3月", 1, 1, 1, started), [(1, started)]) is None
     assert replaced_by(Pin("杭州", 1, 1, 1, "我住在杭州"),
