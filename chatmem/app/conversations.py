@@ -107,6 +107,7 @@ def start_conversation(
         store.sessions.check_session_writable(found.id)
     settings = settings or workspace.settings
     changed = None
+    resumes = chat is None and settings.source_of("model").kind not in CHOSEN
     if chat is None:
         # The engine keeps `settings`: a session opened from it next (/switch) resumes its
         # own model, not this one's.
@@ -128,6 +129,10 @@ def start_conversation(
                           strategies=workspace.registries.strategies)
     if changed is not None:
         engine.notices.insert(0, changed)
+    if not resumes:
+        # A model chosen for this run (or MCP's): a turn another process takes on another
+        # one leaves it as it is. Else a kept engine follows the session's latest model.
+        engine.chosen_here |= {"provider", "model"}
     return engine
 
 
