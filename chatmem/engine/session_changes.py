@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from chatmem.errors import ModelFrom
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
     from chatmem.providers.base import Provider
@@ -37,6 +38,10 @@ class SessionChanges:
     model): a change another process makes to those is not followed (a server's request
     naming a strategy keeps it; two engines choosing differently reopened each other on
     every request)."""
+
+    model_from: ModelFrom | None = None
+    """Where the chat model came from (a choice, the session's latest, the config's), for
+    the words of its 404 (ProviderNotFound)."""
 
     def take_opening_notices(self) -> list[Notice]:
         """What opening the session told (`notices`), once: a server keeps an engine open
