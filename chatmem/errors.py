@@ -436,8 +436,25 @@ class ProviderAuthError(ProviderError):
     pass
 
 
+class ModelFrom(Enum):
+    """Where the model a turn ran on came from, as a front end words a failure of it."""
+
+    NAMED = "named"
+    """Chosen for this run: --model, -m, CHATMEM_MODEL, a template, /model, a request's."""
+    SESSION = "session"
+    """The session resumed: the model its latest turn ran on."""
+    CONFIGURED = "configured"
+    """The config file's, or the default."""
+
+
 class ProviderNotFound(ProviderError):
-    pass
+    """The model's server has no such model (404)."""
+
+    model_from: ModelFrom | None = None
+    """Where the model came from, when the engine that ran it knows: a session's latest model
+    no longer offered is told apart from one the user named."""
+    session: str | None = None
+    """The session whose latest model it is (`model_from` SESSION)."""
 
 
 class ProviderRateLimited(ProviderError):

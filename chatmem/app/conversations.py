@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
 from chatmem.config.settings import SourceKind
-from chatmem.errors import ChatmemError, NotFound, StoreError, UsageError
+from chatmem.errors import ChatmemError, ModelFrom, NotFound, StoreError, UsageError
 from chatmem.notices import ModelChanged, RetentionApplied, RetentionSkipped
 
 if TYPE_CHECKING:
@@ -107,6 +107,9 @@ def start_conversation(
         store.sessions.check_session_writable(found.id)
     settings = settings or workspace.settings
     changed = None
+    named = chat is None and settings.source_of("model").kind in CHOSEN
+    resumes = chat is None and not named
+    runs_on = settings
     if chat is None:
         # The engine keeps `settings`: a session opened from it next (/switch) resumes its
         # own model, not this one's.
@@ -128,6 +131,12 @@ def start_conversation(
                           strategies=workspace.registries.strategies)
     if changed is not None:
         engine.notices.insert(0, changed)
+    engine.model_from = (ModelFrom.SESSION if runs_on is not settings
+                         else ModelFrom.NAMED if named else ModelFrom.CONFIGURED)
+    if not resumes:
+        # A model chosen for this run (or MCP's): a turn another process takes on another
+        # one leaves it as it is. Else a kept engine follows the session's latest model.
+        engine.chosen_here |= {"provider", "model"}
     return engine
 
 

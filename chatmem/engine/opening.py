@@ -172,8 +172,10 @@ def open_session(
             if before != after:
                 notices.append(StrategyChanged(name, before, after, kept=save))
         if system is not None:
-            changes["system"] = system
-            if system != session.system:
+            # "" is no prompt, stored as a new session's and /system "" store it: given
+            # again, nothing changes and nothing is said.
+            changes["system"] = system or None
+            if changes["system"] != session.system:
                 notices.append(SystemPromptReplaced(name, len(session.system or ""), len(system),
                                                     kept=save))
         # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;

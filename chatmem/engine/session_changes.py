@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from chatmem.errors import ModelFrom
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
     from chatmem.providers.base import Provider
@@ -33,9 +34,14 @@ class SessionChanges:
     _stored: bool
     notices: list[Notice]
     chosen_here: frozenset[str] = frozenset()
-    """What whoever opened this engine chose (strategy and params, system): a change another
-    process makes to those is not followed (a server's request naming a strategy keeps it;
-    two engines choosing differently reopened each other on every request)."""
+    """What whoever opened this engine chose (strategy and params, system, provider and
+    model): a change another process makes to those is not followed (a server's request
+    naming a strategy keeps it; two engines choosing differently reopened each other on
+    every request)."""
+
+    model_from: ModelFrom | None = None
+    """Where the chat model came from (a choice, the session's latest, the config's), for
+    the words of its 404 (ProviderNotFound)."""
 
     def take_opening_notices(self) -> list[Notice]:
         """What opening the session told (`notices`), once: a server keeps an engine open
@@ -57,10 +63,11 @@ class SessionChanges:
 
     def changed_elsewhere(self) -> bool:
         """Whether another process renamed the session or changed its strategy, parameters
-        or system prompt since this engine last read or wrote them: an engine kept open (a
-        server's) is then opened anew, as a request opening the session afresh would."""
+        or system prompt, or took a turn on another model, since this engine last read or
+        wrote them: an engine kept open (a server's) is then opened anew, as a request
+        opening the session afresh would (one naming no model resumes the session's)."""
         now, mine = self.store.sessions.session_by_id(self.session.id), self.session
-        followed = [f for f in ("name", "strategy", "params", "system")
+        followed = [f for f in ("name", "strategy", "params", "system", "provider", "model")
                     if f not in self.chosen_here]
         return any(getattr(now, f) != getattr(mine, f) for f in followed)
 

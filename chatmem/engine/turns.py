@@ -21,6 +21,7 @@ from chatmem.errors import (
     NotFound,
     OverBudget,
     ProviderError,
+    ProviderNotFound,
     ReadOnlyShare,
     SessionGone,
     StoreError,
@@ -290,6 +291,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
                 text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
+            if isinstance(e, ProviderNotFound) and self.model_from is not None:
+                e.model_from, e.session = self.model_from, self.session.name
             raise
         reply = "".join(chunks)
         try:

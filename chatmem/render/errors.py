@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from chatmem.errors import (
     ChatmemError,
     ExtensionFailed,
+    ModelFrom,
     OverBudget,
     ProviderConnectionError,
     ProviderError,
@@ -45,6 +46,15 @@ def _(error: OverBudget) -> str:
 def _(error: ReadOnlyShare) -> str:
     return (f"{error} (ask {error.owner} to share it with --write, or make your own copy:"
             f" chatmem sessions fork {error.address} NEW-NAME)")
+
+
+@error_text.register
+def _(error: ProviderNotFound) -> str:
+    if error.model_from is ModelFrom.SESSION:
+        # The config may name another model: say why this one ran.
+        return (f"{error} (session {error.session}'s latest model; --model / -m / /model"
+                " chooses another)")
+    return str(error)
 
 
 @error_text.register
@@ -98,9 +108,18 @@ def _(error: ProviderError, client: Client) -> str:
     if isinstance(error, ProviderRateLimited):
         return "the upstream model is rate limiting requests (429): wait and try again"
     if isinstance(error, ProviderNotFound):
-        return "the upstream model answered 404: check the model the request names"
+        return f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
     answered = f" (it answered {error.status})" if error.status is not None else ""
     return f"the upstream model failed{answered}; {log}"
+
+
+def _not_found_for_a_client(model_from: ModelFrom | None) -> str:
+    # A request that named no model is not told to check the one it names.
+    if model_from is ModelFrom.SESSION:
+        return "the conversation's latest turn ran on that model; name a model in the request"
+    if model_from is ModelFrom.CONFIGURED:
+        return "it is the server's configured model; name a model in the request"
+    return "check the model the request names"
 
 
 @_for_a_client.register

@@ -166,8 +166,10 @@ class Turn:
             return result
 
         # Whatever chooses the engine is in the key: a request that differs gets its own.
+        # The model the request names, not the settings' (the config's when it names none):
+        # one naming none runs on the session's own, one naming the config's on that one.
         key = (self.settings.location, asked.conversation, asked.strategy, asked.system,
-               settings.model, options_key(settings.options))
+               settings.model if asked.model else None, options_key(settings.options))
         return proxy.kept.run(
             key, partial(Workspace, self.settings, models=proxy.pool,
                          registries=proxy.registries), open_engine, take)

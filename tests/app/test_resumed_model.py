@@ -117,3 +117,18 @@ def test_ask_in_a_session_runs_on_its_model_and_a_one_off_on_the_configs(setup,
     invoke("ask", "s", "再问一次", *where, env=env, code=0)
     invoke("ask", "one question", *where, env=env, code=0)
     assert sent_models(chat_server) == ["m2", "m1"]
+
+
+def test_a_resumed_model_no_longer_offered_says_where_it_came_from(setup, chat_server) -> None:
+    where, env = setup
+    invoke("ask", "s", "-m", "m2", "你好", *where, env=env, code=0)
+    chat_server.plan = ["404"]
+    refused = invoke("ask", "s", "还在吗", *where, env=env, code=1)
+    assert refused.stderr.rstrip("\n").endswith(
+        "answered 404 for model 'm2': check the model name and base_url (session s's latest"
+        " model; --model / -m / /model chooses another)")
+    # One named is the user's own choice: nothing more to say of it.
+    chat_server.plan = ["404"]
+    named = invoke("ask", "s", "-m", "m3", "还在吗", *where, env=env, code=1)
+    assert named.stderr.rstrip("\n").endswith(
+        "answered 404 for model 'm3': check the model name and base_url")

@@ -486,6 +486,31 @@ def test_changing_a_stored_session_prints_one_notice(tmp_path: Path) -> None:
         "session s: system prompt replaced (28 → 9 characters)")
 
 
+def test_an_empty_system_prompt_given_again_changes_nothing_and_says_nothing(
+        tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    for _ in range(3):
+        asked = invoke("ask", "无提示", "--system", "", "你好", "--db", str(db), "--provider",
+                       "scripted", code=0)
+        assert "system prompt" not in asked.stderr
+        chatted = invoke("chat", "空", "--system", "", "--db", str(db), "--provider",
+                         "scripted", input="你好\n", code=0)
+        assert "system prompt" not in chatted.stderr
+        with Store(db) as store:  # none, as /system "" stores it: never '' beside NULL
+            assert [store.sessions.session(n).system for n in ("无提示", "空")] == [None, None]
+    # A prompt there is cleared by it, and said so, once.
+    invoke("ask", "有", "--system", "简短回答", "hi", "--db", str(db), "--provider", "scripted",
+           code=0)
+    cleared = invoke("ask", "有", "--system", "", "--save", "hi", "--db", str(db),
+                     "--provider", "scripted", code=0)
+    assert cleared.stderr.splitlines()[0] == "session 有: system prompt replaced (4 → 0 characters)"
+    again = invoke("ask", "有", "--system", "", "hi", "--db", str(db), "--provider", "scripted",
+                   code=0)
+    assert "system prompt" not in again.stderr
+    with Store(db) as store:
+        assert store.sessions.session("有").system is None
+
+
 def test_a_turn_with_another_provider_or_model_updates_the_session(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     assert invoke("ask", "default", "one", "--db", str(db), "--provider",
