@@ -73,10 +73,18 @@ def _clauses(text: str) -> list[str]:
     return [c for c in _CLAUSE.findall(text) if c.strip()]
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 def _says_change(value: str, text: str) -> bool:
     """Whether `text` names `value` as what was before ("moved from Leeds to", "17 March,
     not 14 March", 从利兹搬到)."""
-    folded, needle = " ".join(text.split()).casefold(), " ".join(value.split()).casefold()
+    return _says_change_folded(_folded(value), _folded(text))
+
+
+def _says_change_folded(needle: str, folded: str) -> bool:
+    """`_says_change` of texts already `_folded`."""
     at = folded.find(needle)
     while at >= 0:
         start = max(folded.rfind(c, 0, at) for c in _CLAUSE_END) + 1
@@ -106,37 +114,65 @@ def _cue_before(before: str, after: str) -> bool:
     return False
 
 
-def _restates(value: str, frames: Iterable[str], text: str) -> bool:
-    """Whether a clause of `text` opens like the value's own and holds another value."""
+class _Said:
+    """A message of `said`, folded and read for frames once however many pins ask."""
+
+    def __init__(self, turn: int | None, text: str) -> None:
+        self.turn, self.text = turn, text
+        self.folded = _folded(text)
+        self._framed: list[tuple[str, str, str]] | None = None
+        self._holds_values: dict[int, bool] = {}
+
+    @property
+    def framed(self) -> list[tuple[str, str, str]]:
+        """(frame, clause, what follows the frame) of each clause that opens with one."""
+        if self._framed is None:
+            self._framed = [(frame, clause, rest) for clause in _clauses(self.text)
+                            for frame, rest in [_frame(clause)] if frame]
+        return self._framed
+
+    def holds_values(self, at: int) -> bool:
+        """Whether what follows the frame of framed clause `at` holds an anchor."""
+        if at not in self._holds_values:
+            self._holds_values[at] = bool(extract_anchors(self.framed[at][2]))
+        return self._holds_values[at]
+
+
+def _restates(value: str, frames: Iterable[str], said: _Said) -> bool:
+    """Whether a clause of `said` opens like the value's own and holds another value."""
     wanted = set(frames)
-    for clause in _clauses(text):
-        frame, rest = _frame(clause)
-        if frame in wanted and not present(value, clause) and extract_anchors(rest):
-            return True
-    return False
+    return any(frame in wanted and not present(value, clause) and said.holds_values(at)
+               for at, (frame, clause, _) in enumerate(said.framed))
 
 
 def replaced_by(pin: Pin, said: Sequence[tuple[int | None, str]]) -> int | None:
     """The turn of the first message in `said` ((turn, text), oldest first) that replaced
     the pinned value, or None."""
+    return _replaced_in(pin, [_Said(turn, text) for turn, text in said])
+
+
+def _replaced_in(pin: Pin, said: Sequence[_Said]) -> int | None:
     if pin.quote and _says_change(pin.text, pin.quote):
         return pin.turn  # "I moved from Leeds to Shenzhen" pins Leeds as what was before
     frames = [frame for clause in _clauses(pin.quote)
               for frame, rest in [_frame(clause)] if frame and present(pin.text, rest)]
-    for turn, text in said:
+    needle = _folded(pin.text)
+    for message in said:
+        turn = message.turn
         if pin.turn is not None and (turn is None or turn < pin.turn):
             continue
-        if _says_change(pin.text, text):
+        if _says_change_folded(needle, message.folded):
             return turn
-        if frames and turn != pin.turn and _restates(pin.text, frames, text):
+        if frames and turn != pin.turn and _restates(pin.text, frames, message):
             return turn
     return None
 
 
 def mark_replaced(pinned: Sequence[Pin], said: Sequence[tuple[int | None, str]]) -> list[Pin]:
     """`pinned`, each one a message of `said` replaced marked with that message's turn."""
+    read = [_Said(turn, text) for turn, text in said]
     out = []
     for pin in pinned:
-        turn = None if pin.replaced is not None else replaced_by(pin, said)
+        turn = None if pin.replaced is not None else _replaced_in(pin, read)
         out.append(replace(pin, replaced=turn) if turn is not None else pin)
     return out
