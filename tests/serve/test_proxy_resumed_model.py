@@ -15,7 +15,21 @@ pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 from starlette.testclient import TestClient
 
 from chatmem.config.loader import load_settings
+from chatmem.config.settings import Settings
 from chatmem.serve.proxy import build_app
+
+
+def on_m2(chat_server: ChatServer, tmp_path: Path) -> Settings:
+    """serve's settings (model m1 configured) over a history whose conversation 行程 last ran
+    on m2."""
+    config = tmp_path / "c.toml"
+    config.write_text('provider = "openai"\nmodel = "m1"\n', encoding="utf-8")
+    db = tmp_path / "h.db"
+    env = {"CHATMEM_CONFIG": str(config), "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_MODEL": ""}
+    run(db, "ask", "行程", "-m", "m2", "去杭州", env=env, code=0)
+    return load_settings(config, env={"OPENAI_BASE_URL": chat_server.base_url},
+                         overrides={"db": str(db)})
 
 
 @pytest.mark.parametrize(("named", "sent"), [
@@ -24,15 +38,8 @@ from chatmem.serve.proxy import build_app
 ], ids=["none-first", "named-first"])
 def test_a_named_model_runs_and_none_named_runs_the_sessions(
         chat_server: ChatServer, tmp_path: Path, named: list[str], sent: list[str]) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text('provider = "openai"\nmodel = "m1"\n', encoding="utf-8")
-    db = tmp_path / "h.db"
-    env = {"CHATMEM_CONFIG": str(config), "OPENAI_BASE_URL": chat_server.base_url,
-           "CHATMEM_MODEL": ""}
-    run(db, "ask", "行程", "-m", "m2", "去杭州", env=env, code=0)
+    settings = on_m2(chat_server, tmp_path)
     chat_server.requests.clear()
-    settings = load_settings(config, env={"OPENAI_BASE_URL": chat_server.base_url},
-                             overrides={"db": str(db)})
     with TestClient(build_app(settings, strategy="window")) as http:
         answered = [http.post("/v1/chat/completions",
                               headers={"X-Chatmem-Conversation": quote("行程")},
@@ -47,14 +54,7 @@ def test_a_named_model_runs_and_none_named_runs_the_sessions(
 
 def test_a_404_for_a_model_no_request_named_does_not_blame_the_request(
         chat_server: ChatServer, tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text('provider = "openai"\nmodel = "m1"\n', encoding="utf-8")
-    db = tmp_path / "h.db"
-    env = {"CHATMEM_CONFIG": str(config), "OPENAI_BASE_URL": chat_server.base_url,
-           "CHATMEM_MODEL": ""}
-    run(db, "ask", "行程", "-m", "m2", "去杭州", env=env, code=0)
-    settings = load_settings(config, env={"OPENAI_BASE_URL": chat_server.base_url},
-                             overrides={"db": str(db)})
+    settings = on_m2(chat_server, tmp_path)
     said = []
     with TestClient(build_app(settings, strategy="window")) as http:
         for conversation, model in [("行程", ""), ("新的", ""), ("行程", "m3")]:
