@@ -20,6 +20,9 @@ def test_a_ctrl_c_after_the_work_is_done_for_good_is_ignored_and_put_back_after(
     """rekey, forget-me, prune and a saved replay printed their success and exited 130, or
     said only "interrupted" over an erasure that was done (a script retried the rekey with
     the old key)."""
+    # As a terminal's Ctrl-C acts, whatever the process started with (an earlier test, or a
+    # runner that starts pytest with SIGINT ignored): put back as found at the end.
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
     before = signal.getsignal(signal.SIGINT)
 
     @handles_errors
@@ -44,6 +47,7 @@ def test_a_ctrl_c_after_the_work_is_done_for_good_is_ignored_and_put_back_after(
         assert signal.getsignal(signal.SIGINT) is before
         assert result.stderr == ("(done already: Ctrl-C cannot undo it; finishing)\n"
                                  if code == 0 else "interrupted\n")
+    signal.signal(signal.SIGINT, found)
 
 
 @pytest.mark.parametrize("json_out", [(), ("--json",)], ids=["table", "json"])

@@ -11,7 +11,7 @@ import sys
 from contextlib import suppress
 
 import pytest
-from waiting import HANG
+from waiting import HANG, ctrl_c_reaches_it
 
 from chatmem.errors import StoreError, StoreFailure
 from chatmem.store.postgres_backend import PostgresBackend
@@ -62,7 +62,7 @@ def test_ctrl_c_on_a_frozen_backend_closes_the_connection_without_psycopgs_text(
     """psycopg cancels, waits 5 s, then closes the connection and logs a warning that,
     with no logging set up (as in chatmem), Python printed as is."""
     child = subprocess.Popen([sys.executable, "-c", _FROZEN, pg_url], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_it)
     pid = int(child.stdout.readline()) if child.stdout else 0
     try:
         out, err = child.communicate(timeout=HANG)
