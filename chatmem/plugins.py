@@ -37,7 +37,7 @@ from chatmem.plugin_entries import (
     check_entries,
 )
 from chatmem.plugin_output import plugin_prints_to_stderr
-from chatmem.privacy.secrets import SecretMask, environment_secrets
+from chatmem.privacy.secrets import plugin_mask
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -128,7 +128,7 @@ class Registries:
         assert contents is not None
         # What a plugin's import or register raises may quote a key it read (no settings are
         # loaded yet: the environment's, where chatmem reads them by default).
-        secrets = SecretMask(environment_secrets())
+        secrets = plugin_mask()
 
         def problem(kind: ProblemKind, detail: str) -> None:
             contents.problems.append(PluginProblem(source, kind, secrets.mask(detail)))
@@ -268,7 +268,7 @@ class Registries:
             return entry.create(settings)
         # A plugin's replies, errors and model names are masked as chatmem's own are; its
         # errors also of a key read where chatmem reads one by default (it may not ask settings).
-        mask = SecretMask({**environment_secrets(), **secrets_of(settings)})
+        mask = plugin_mask(secrets_of(settings))
         with plugin_prints_to_stderr():
             provider = guarded(lambda e: failure(entry.name, e, mask, "could not start"),
                                lambda: entry.create(settings), mask.mask)
@@ -291,7 +291,7 @@ class Registries:
             return entry.name, [settings.model or entry.name]
         if entry.plugin.builtin:
             return entry.name, models(settings)
-        mask = SecretMask(secrets_of(settings))
+        mask = plugin_mask(secrets_of(settings))
 
         def refused(error: BaseException) -> ChatmemError:
             return failure(entry.name, error, mask, "could not list its models")
@@ -322,7 +322,7 @@ class Registries:
         if entry.plugin.builtin:
             return entry.create(settings)
         # A plugin's embedder reads the key as it likes (Settings().api_key(), the environment).
-        mask = SecretMask({**environment_secrets(), **secrets_of(settings)})
+        mask = plugin_mask(secrets_of(settings))
         with plugin_prints_to_stderr():
             embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
                                lambda: entry.create(settings), mask.mask)

@@ -23,7 +23,7 @@ from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice, OverBudget
 from chatmem.plugin_output import plugin_prints_to_stderr
-from chatmem.privacy.secrets import SecretMask, environment_secrets
+from chatmem.privacy.secrets import plugin_mask
 from chatmem.text import is_valid
 from chatmem.tokens import TokenCounter
 
@@ -165,7 +165,7 @@ Result = TypeVar("Result")
 def masking(secrets: Callable[[], Mapping[str, str]]) -> Callable[[str], str]:
     """What masks `secrets()` and the environment's (privacy.secrets) in a text: read only
     when there is an error to mask, not on every build."""
-    return lambda text: SecretMask({**environment_secrets(), **secrets()}).mask(text)
+    return lambda text: plugin_mask(secrets()).mask(text)
 
 
 def _credentials(settings: Settings | None) -> Mapping[str, str]:

@@ -7,6 +7,7 @@ those parts replaced by ***.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 
@@ -81,6 +82,13 @@ def environment_secrets() -> dict[str, str]:
         found |= credentials_of(None, os.environ.get(url), None)
     return found | credentials_of(os.environ.get(api_key, "").strip() or None, None,
                                   os.environ.get(history_key))
+
+
+def plugin_mask(secrets: Mapping[str, str] | None = None) -> SecretMask:
+    """What masks the text plugin code gives (its errors, replies, model names): `secrets`
+    (the settings' credentials) and the environment's, since a plugin may read a key where
+    chatmem reads one by default rather than ask the settings."""
+    return SecretMask({**environment_secrets(), **(secrets or {})})
 
 
 class SecretMask:
