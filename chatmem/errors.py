@@ -37,11 +37,8 @@ Messages are one line and say what to check. They never contain secrets.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import Enum, IntEnum
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -362,49 +359,6 @@ class StrategyFailed(ExtensionFailed):
 
 class EmbedderFailed(ExtensionFailed):
     kind = "embedder"
-
-
-def guarded(make: Callable[[BaseException], ChatmemError], call: Callable[[], T],
-            mask: Callable[[str], str] | None = None) -> T:
-    """`call()`; an exception other than chatmem's raised as `make(it)`: where chatmem calls
-    code it does not own (a plugin's), whatever that raises is one line. SystemExit too (a
-    plugin's argparse or click): it ended a chat or a server without a word. Not Ctrl-C.
-
-    With `mask`, every text of what is raised (chatmem's own errors a plugin raises, as
-    README tells it to, included) is passed through it: a plugin's error may quote a key."""
-    try:
-        return call()
-    except KeyboardInterrupt:
-        raise
-    except ChatmemError as e:
-        if mask is None:
-            raise
-        raise masked(e, mask) from None
-    except (Exception, SystemExit) as e:  # a plugin's code may raise anything
-        if mask is None:
-            raise make(e) from e
-        # The original, its text unmasked, is not chained: a traceback would show it.
-        raise masked(make(e), mask) from None
-
-
-E = TypeVar("E", bound=BaseException)
-
-
-def masked(error: E, mask: Callable[[str], str]) -> E:
-    """`error`, changed in place: every text it carries (its message, args and attributes,
-    such as ExtensionFailed's cause) passed through `mask`; its class and kind kept."""
-    error.args = tuple(mask(a) if isinstance(a, str) else a for a in error.args)
-    for attribute, value in list(vars(error).items()):
-        if isinstance(value, str):
-            setattr(error, attribute, mask(value))
-    error.__cause__ = None
-    error.__suppress_context__ = True
-    return error
-
-
-def kind_of(value: object) -> str:
-    """`None`, `int`, `generator`: what a plugin returned instead, for one line saying so."""
-    return "None" if value is None else type(value).__name__
 
 
 def one_line(error: BaseException) -> str:

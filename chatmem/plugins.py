@@ -259,7 +259,7 @@ class Registries:
     def create_provider(self, settings: Settings) -> Provider:
         """The provider `settings` choose; a plugin's is guarded (chatmem.providers.guarded):
         whatever it raises reaches the front end as a ProviderError naming it."""
-        from chatmem.errors import guarded
+        from chatmem.plugin_calls import guarded
         from chatmem.providers import masked, secrets_of
         from chatmem.providers.guarded import GuardedProvider, failure, not_a_provider
 
@@ -281,7 +281,7 @@ class Registries:
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
-        from chatmem.errors import guarded
+        from chatmem.plugin_calls import guarded
         from chatmem.providers import secrets_of
         from chatmem.providers.guarded import failure
 
@@ -311,7 +311,8 @@ class Registries:
         whatever it raises is one EmbedderFailed line, the settings' secrets masked."""
         from chatmem.config.settings import Settings
         from chatmem.embeddings.guarded import GuardedEmbedder
-        from chatmem.errors import EmbedderFailed, guarded
+        from chatmem.errors import EmbedderFailed
+        from chatmem.plugin_calls import guarded
         from chatmem.providers import secrets_of
 
         entry = self.embedders.get(name)
@@ -360,7 +361,7 @@ def load_registries() -> Registries:
 
 def _kinds(value: object) -> str:
     """`a list holding dict, int`: what a plugin returned instead of names."""
-    from chatmem.errors import kind_of
+    from chatmem.plugin_calls import kind_of
 
     if isinstance(value, list):
         wrong = sorted({kind_of(v) for v in value if not isinstance(v, str)})

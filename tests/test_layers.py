@@ -33,7 +33,8 @@ or closes a cycle is caught too.
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost),
        combining_marks (the marks fts folds out, a generated table), plugin_output (where
-       a plugin's print() goes while chatmem runs its code)
+       a plugin's print() goes while chatmem runs its code), plugin_calls (what a
+       plugin's code raises, as chatmem's errors)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -62,7 +63,7 @@ LAYERS: dict[str, int] = {
     "chatmem.graphemes": 0, "chatmem.combining_marks": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
-    "chatmem.plugin_output": 0,
+    "chatmem.plugin_output": 0, "chatmem.plugin_calls": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
     "chatmem.privacy.findings": 0, "chatmem.privacy.named_details": 0,
     "chatmem.privacy.unnamed_details": 0,

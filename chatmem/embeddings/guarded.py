@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import EmbedderFailed, guarded, kind_of
+from chatmem.errors import EmbedderFailed
+from chatmem.plugin_calls import guarded, kind_of
 from chatmem.plugin_output import plugin_prints_to_stderr
 
 if TYPE_CHECKING:

@@ -10,12 +10,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from chatmem.errors import Listed, StrategyError, StrategyFailed, guarded
+from chatmem.errors import Listed, StrategyError, StrategyFailed
 from chatmem.memory.base import BaseStrategy, Strategy, masking
 from chatmem.memory.combined import CombinedStrategy
 from chatmem.memory.params import format_params
 from chatmem.memory.spec import SpecPart, StrategySpec, split_text
 from chatmem.names import did_you_mean
+from chatmem.plugin_calls import guarded
 
 EXAMPLE_COMBINATIONS: tuple[str, ...] = ("window+entity", "summary-buffer+retrieval")
 """Combinations shown in help and covered by the contract test (when their parts are

@@ -15,7 +15,8 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ProviderFailed, guarded, kind_of, masked, one_line
+from chatmem.errors import ChatmemError, ProviderFailed, one_line
+from chatmem.plugin_calls import guarded, kind_of, masked
 from chatmem.plugin_output import plugin_prints_to_stderr, printing_to_stderr
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
 
