@@ -167,6 +167,10 @@ class SessionTables:
         (sharing.check_writable_session)."""
         sharing.check_writable_session(self._connection, session_id, owners_only=owners_only)
 
+    def check_session_owned(self, session_id: int, what: str) -> None:
+        """Raise unless this role owns the session (sharing.check_own_session)."""
+        sharing.check_own_session(self._connection, session_id, what)
+
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord:
         """Change a session's settings; returns it as now stored."""
         allowed = {"strategy", "params", "provider", "model", "system", "user", "name",
