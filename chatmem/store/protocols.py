@@ -24,6 +24,7 @@ from chatmem.store.records import (
     FactRecord,
     FactScope,
     MessageRecord,
+    SessionAccess,
     SessionRecord,
     SessionSummary,
     SummaryRecord,
@@ -199,6 +200,8 @@ class SessionRepository(Protocol):
 
     def check_session_writable(self, session_id: int, *,
                                owners_only: str | None = None) -> None: ...
+
+    def session_access(self, session_id: int) -> SessionAccess: ...
 
     def check_session_owned(self, session_id: int, what: str) -> None: ...
 

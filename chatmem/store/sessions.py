@@ -177,9 +177,10 @@ class SessionTables:
                    "tokenizer"}
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
+        # A write share adds turns; the session's settings stay its owner's.
         self.check_session_writable(session_id, owners_only="rename" if "name" in fields
                                     else "change the user profile of" if "user" in fields
-                                    else None)
+                                    else "change the settings of")
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
         if fields.get("user") is not None:
