@@ -126,6 +126,9 @@ class StrategyChanged:
     before: str
     after: str
     kept: bool = True
+    owner: str | None = None
+    """The session's owner, when this role only shares it for writing: only the owner
+    changes a session's settings, so the change is for this call, --save or not."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,9 @@ class ModelChanged:
     before: str
     after: str
     by: str | None = None
+    owner: str | None = None
+    """The session's owner, when this role only shares it for writing: the session keeps
+    the owner's model (SettingsNotSaved), this engine alone runs on `after`."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,19 @@ class SystemPromptReplaced:
     before_chars: int
     after_chars: int
     kept: bool = True
+    owner: str | None = None
+    """As StrategyChanged's: only this owner keeps a prompt for the session."""
+
+
+@dataclass(frozen=True)
+class SettingsNotSaved:
+    """A setting of session `session` (`what`: "strategy", "system prompt") was changed for
+    this engine only: the role shares the session for writing, and only its `owner` changes
+    a session's settings (strategy, parameters, system prompt, model)."""
+
+    session: str
+    what: str
+    owner: str
 
 
 @dataclass(frozen=True)
@@ -281,7 +300,7 @@ class ContextsWithoutVectors:
 Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
           | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
           | MemoryUpdateCancelled | StrategyChanged | ModelChanged | SavedParamsDropped
-          | SystemPromptReplaced
+          | SystemPromptReplaced | SettingsNotSaved
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)

@@ -15,7 +15,7 @@ from chatmem.store.records import FactScope
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.pins import PinnedFact
-    from chatmem.privacy.purge import Mentioned, Purge
+    from chatmem.privacy.purge import LeftMentions, Mentioned, Purge
     from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
 
 
@@ -231,6 +231,13 @@ def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
     return purging.mentioned_messages(workspace.store, _purge_plan(workspace, fact))
 
 
+def purge_left(workspace: Workspace, fact: FactRecord) -> list[LeftMentions]:
+    """The mentions purging `fact` would leave: in sessions of its profile others own."""
+    from chatmem.privacy import purge as purging
+
+    return purging.mentions_left(workspace.store, _purge_plan(workspace, fact))
+
+
 @dataclass(frozen=True)
 class Purged:
     """What a purge did: the fact erased, where its values were replaced by [forgotten], and
@@ -240,6 +247,8 @@ class Purged:
     fact: FactRecord
     redaction: Redaction
     still_named: tuple[str, ...]
+    left: tuple[LeftMentions, ...] = ()
+    """Mentions in sessions others own and share with this role: theirs to erase."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -250,10 +259,12 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     from chatmem.privacy import purge as purging
 
     # Read first: once erased, the fact's values are nowhere to look them up by.
-    named = purging.sessions_named_with(workspace.store, _purge_plan(workspace, fact))
+    planned = _purge_plan(workspace, fact)
+    named = purging.sessions_named_with(workspace.store, planned)
+    left = purging.mentions_left(workspace.store, planned)
     redaction = purging.purge_fact(workspace.store, fact.id)
     drop_vector_cache()
-    return Purged(fact, redaction, tuple(named))
+    return Purged(fact, redaction, tuple(named), tuple(left))
 
 
 def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:

@@ -19,7 +19,7 @@ from chatmem.cli.options import (
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
-    from chatmem.privacy.purge import Mentioned
+    from chatmem.privacy.purge import LeftMentions, Mentioned
     from chatmem.store import FactRecord
 
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.\n\n"
@@ -129,7 +129,7 @@ def forget(
                          " it did in one line on stderr)")
     from chatmem.app import facts as remembered
     from chatmem.memory.pins import PinnedFact
-    from chatmem.render.facts import mentions_text, redacted_text
+    from chatmem.render.facts import left_text, mentions_text, redacted_text
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         candidates = remembered.select_facts(ws, user=user, session=session,
@@ -156,11 +156,15 @@ def forget(
         fact = chosen
         redacted = ""
         named: tuple[str, ...] = ()
+        left: tuple[LeftMentions, ...] = ()
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
                 names = remembered.session_names(ws, {m.message.session_id for m in mentioned})
                 _print_mentions(names, fact, mentioned, json_out)
+                for leaving in remembered.purge_left(ws, fact):
+                    consoles()[1].print(left_text(leaving, done=False), markup=False,
+                                        soft_wrap=True)
                 return
             # The mentions are read only to be shown: --yes (or no terminal) goes ahead.
             if not yes and sys.stdin.isatty() and not typer.confirm(
@@ -170,11 +174,14 @@ def forget(
                 raise typer.Exit(1)
             purged = remembered.purge(ws, fact)
             named, redacted = purged.still_named, redacted_text(purged.redaction)
+            left = purged.left
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
     consoles()[1].print(f"{verb} fact {fact.id}: {fact.key} ({_scope_word(fact)}){redacted}",
                         soft_wrap=True, markup=False)
+    for each in left:
+        consoles()[1].print(left_text(each, done=True), soft_wrap=True, markup=False)
     if purge and named:
         consoles()[1].print(
             f"still in the name of {'session' if len(named) == 1 else 'sessions'} "

@@ -19,6 +19,7 @@ from chatmem.notices import Notice, SavedParamsDropped, StrategyChanged, SystemP
 from chatmem.providers.base import Provider
 from chatmem.store import SessionRecord
 from chatmem.store.protocols import TurnStore
+from chatmem.store.records import AccessLevel
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -164,32 +165,42 @@ def open_session(
             chosen = resolve_strategy(settings, strategy, params or {}, session, strategies,
                                       tell=notices.append)
     changes: dict[str, Any] = {}
+    owner = None if created else _settings_owner(store, session)
+    keep = save and owner is None
     if not created:
         if strategy is not None or params:
             changes.update(strategy=chosen.name, params=dict(chosen.params))
             before = strategy_label(session.strategy, session.params)
             after = strategy_label(chosen.name, chosen.params)
             if before != after:
-                notices.append(StrategyChanged(name, before, after, kept=save))
+                notices.append(StrategyChanged(name, before, after, kept=keep, owner=owner))
         if system is not None:
             # "" is no prompt, stored as a new session's and /system "" store it: given
             # again, nothing changes and nothing is said.
             changes["system"] = system or None
             if changes["system"] != session.system:
                 notices.append(SystemPromptReplaced(name, len(session.system or ""), len(system),
-                                                    kept=save))
+                                                    kept=keep, owner=owner))
         # Kept with the first stored turn (Engine.pending): a refused turn changes nothing;
-        # without `save`, never stored: they hold for this engine only.
+        # without `save` (or on another's session), never stored: they hold for this engine.
         session = dataclasses.replace(session, **changes)
     engine = Engine(store, session, provider, chosen,
                     budget=settings.context_budget if budget is None else budget,
                     helper=helper, settings=settings, embedder=embedder, activity=activity,
                     allow_over_budget=allow_over_budget, keeps_memory=keeps_memory,
-                    notices=notices, pending=changes if save else {}, created=created)
+                    notices=notices, pending=changes if keep else {}, created=created)
+    engine.settings_owner = owner
     engine.chosen_here = frozenset(
         [*(["strategy", "params"] if strategy is not None or params else []),
          *(["system"] if system is not None else [])])
     return engine
+
+
+def _settings_owner(store: TurnStore, session: SessionRecord) -> str | None:
+    """The session's owner when this role shares it for writing (only the owner changes its
+    settings); None when it is this role's own (always, in a file)."""
+    access = store.sessions.session_access(session.id)
+    return access.owner if access.level is AccessLevel.WRITE else None
 
 
 def engine_over(

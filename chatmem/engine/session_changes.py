@@ -1,11 +1,17 @@
 """An engine's bookkeeping of its session row: what opening the session changed (strategy,
 parameters, system prompt) is stored with the first turn stored, or dropped when every turn
 was refused; the session follows the model its latest turn used, and a session changed by
-another process is noticed. A base of `chatmem.engine.turns.Engine`."""
+another process is noticed. A session shared for writing is the owner's to set up: a
+grantee's strategy, system prompt and model hold for the grantee's engine alone. A base of
+`chatmem.engine.turns.Engine`."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
+
+from chatmem.notices import SettingsNotSaved
+from chatmem.store.records import session_address
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,6 +45,11 @@ class SessionChanges:
     naming a strategy keeps it; two engines choosing differently reopened each other on
     every request)."""
 
+    settings_owner: str | None = None
+    """The session's owner when this role shares it for writing: only the owner changes
+    the session's settings (strategy, parameters, system prompt, model), so this engine's
+    are its own, never stored (`set_strategy`, `set_system`, `_note_model`)."""
+
     model_from: ModelFrom | None = None
     """Where the chat model came from (a choice, the session's latest, the config's), for
     the words of its 404 (ProviderNotFound)."""
@@ -71,18 +82,28 @@ class SessionChanges:
                     if f not in self.chosen_here]
         return any(getattr(now, f) != getattr(mine, f) for f in followed)
 
-    def set_strategy(self, strategy: Strategy) -> None:
+    def set_strategy(self, strategy: Strategy) -> SettingsNotSaved | None:
+        """The strategy from the next turn on, kept as the session's; for this engine only
+        (said by the value returned) when the session is another's, shared for writing."""
         self.strategy = strategy
         self._caught_up = False
         self.pending.pop("strategy", None)
         self.pending.pop("params", None)
-        self.session = self.store.sessions.update_session(self.session.id, strategy=strategy.name,
-                                                          params=dict(strategy.params))
+        return self._set("strategy", strategy=strategy.name, params=dict(strategy.params))
 
-    def set_system(self, system: str | None) -> None:
-        """The system prompt from the next turn on."""
+    def set_system(self, system: str | None) -> SettingsNotSaved | None:
+        """The system prompt from the next turn on (as `set_strategy`)."""
         self.pending.pop("system", None)
-        self.session = self.store.sessions.update_session(self.session.id, system=system)
+        return self._set("system prompt", system=system)
+
+    def _set(self, what: str, **fields: Any) -> SettingsNotSaved | None:
+        if self.settings_owner is None:
+            self.session = self.store.sessions.update_session(self.session.id, **fields)
+            return None
+        self.session = dataclasses.replace(self.session, **fields)
+        self.chosen_here |= fields.keys()  # another's change to them is not followed either
+        return SettingsNotSaved(session_address(self.session.name, self.settings_owner), what,
+                                self.settings_owner)
 
     def _keep_changes(self) -> None:
         """A turn is about to be stored: so is what opening the session changed."""
@@ -107,7 +128,11 @@ class SessionChanges:
             self.store.sessions.discard_empty_session(self.session.id)
 
     def _note_model(self) -> None:
-        # The session records the provider, model and tokenizer its latest turn really used.
+        # The session records the provider, model and tokenizer its latest turn really used;
+        # its owner's turn only: a grantee's model is his run's, and the owner's next run
+        # resumes on the model the owner last chose, not on one a grantee's turn took.
+        if self.settings_owner is not None:
+            return
         used = (self.provider.name, self.provider.model, self.counter.key)
         if (self.session.provider, self.session.model, self.session.tokenizer) != used:
             self.session = self.store.sessions.update_session(self.session.id, provider=used[0],

@@ -13,7 +13,7 @@ on the way, nothing does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -68,9 +68,15 @@ class Purge:
 
 
 def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
-    """The values to erase (the fact's and its earlier ones) and its profile's sessions."""
+    """The values to erase (the fact's and its earlier ones) and its profile's sessions.
+
+    A session's fact is purged by the session's owner only: in a session shared with this
+    role the mentions are the owner's messages, which a purge could not erase, and an
+    erasure is complete or does not happen. Checked here, so a dry run and the purge
+    itself refuse alike."""
     user = fact.user
     if fact.scope != FactScope.USER and fact.session_id is not None:
+        store.sessions.check_session_owned(fact.session_id, "purge a fact of")
         user = store.sessions.session_by_id(fact.session_id).user
     values = tuple(v for v in dict.fromkeys([fact.value, *earlier]) if searchable(v))
     session_ids = tuple(store.redactions.profile_session_ids(user))
@@ -105,6 +111,30 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
             found.append(Mentioned(message, tuple(spans), tuple(kept), tuple(
                 s for s in spans if unsure(message.content, s))))
     return found
+
+
+@dataclass(frozen=True)
+class LeftMentions:
+    """Mentions of a purged value a purge leaves as they are: in sessions `owner` owns and
+    shares with the role purging (its messages are theirs to erase)."""
+
+    owner: str
+    mentions: int
+    messages: int
+
+
+def mentions_left(store: PrivacyStore, purge: Purge) -> list[LeftMentions]:
+    """The mentions of the purge's values in the profile's sessions others own, by owner."""
+    others = store.redactions.others_profile_sessions(purge.user)
+    if not others:
+        return []
+    found = mentioned_messages(store, replace(purge, session_ids=tuple(others)))
+    by_owner: dict[str, list[Mentioned]] = {}
+    for m in found:
+        if m.spans:
+            by_owner.setdefault(others[m.message.session_id], []).append(m)
+    return [LeftMentions(owner, sum(len(m.spans) for m in ms), len(ms))
+            for owner, ms in sorted(by_owner.items())]
 
 
 def sessions_named_with(store: PrivacyStore, purge: Purge) -> list[str]:

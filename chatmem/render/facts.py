@@ -18,7 +18,7 @@ from chatmem.timestamps import parse_time, utc_now
 
 if TYPE_CHECKING:
     from chatmem.app.facts import Owner
-    from chatmem.privacy.purge import Mentioned
+    from chatmem.privacy.purge import LeftMentions, Mentioned
     from chatmem.store import Redaction
 
 FACT_COLUMNS = ("id", "key", "value", "scope", "owner", "source", "age")
@@ -190,6 +190,13 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
     if kept := sum(len(m.kept) for m in mentioned):
         text += f", keeping {counted(kept, 'mention')} inside a longer stored name"
     return text
+
+
+def left_text(left: LeftMentions, *, done: bool) -> str:
+    """`2 mentions in 2 messages of sessions owned by ann were not changed`."""
+    return (f"{counted(left.mentions, 'mention')} in {counted(left.messages, 'message')} of"
+            f" sessions owned by {left.owner} {'were' if done else 'would'} not"
+            f" {'' if done else 'be '}changed (they are {left.owner}'s to erase)")
 
 
 def redacted_text(done: Redaction) -> str:

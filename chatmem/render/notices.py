@@ -39,6 +39,7 @@ from chatmem.notices import (
     RetentionSkipped,
     SavedParamsDropped,
     SensitiveNotRemembered,
+    SettingsNotSaved,
     StoredWarning,
     StrategyChanged,
     SummaryBehind,
@@ -171,7 +172,8 @@ def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: StrategyChanged, repl_hints: bool) -> str:
-    return f"session {n.session}: strategy {n.before} → {n.after}{_for_this_call(n.kept)}"
+    return (f"session {n.session}: strategy {n.before} → {n.after}"
+            f"{_for_this_call(n.kept, n.owner)}")
 
 
 @_worded.register
@@ -181,7 +183,21 @@ def _(n: ModelChanged, repl_hints: bool) -> str:
 
 def _model_changed(n: ModelChanged) -> str:
     by = f" ({n.by})" if n.by else ""
+    if n.owner is not None:
+        return (f"{n.session} ran on {n.before}; this run runs on {n.after}{by}"
+                f" ({not_saved(n.owner)})")
     return f"{n.session} ran on {n.before}; its next turns run on {n.after}{by}"
+
+
+@_worded.register
+def _(n: SettingsNotSaved, repl_hints: bool) -> str:
+    return f"session {n.session}: {n.what} for this chat only ({not_saved(n.owner)})"
+
+
+def not_saved(owner: str) -> str:
+    """Why a grantee's choice of strategy, system prompt or model holds for their run alone:
+    one wording for the CLI, the REPL and the servers."""
+    return f"not saved: only {owner}, its owner, changes the session's settings"
 
 
 @_worded.register
@@ -229,13 +245,14 @@ def _(n: SensitiveNotRemembered, client: Client) -> str:
 
 @_for_a_client.register
 def _(n: StrategyChanged, client: Client) -> str:
-    return f"conversation {n.session}: strategy {n.before} → {n.after}{_for_this_call(n.kept)}"
+    return (f"conversation {n.session}: strategy {n.before} → {n.after}"
+            f"{_for_this_call(n.kept, n.owner)}")
 
 
 @_worded.register
 def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
     return (f"session {n.session}: system prompt replaced "
-            f"({n.before_chars} → {n.after_chars} characters){_for_this_call(n.kept)}")
+            f"({n.before_chars} → {n.after_chars} characters){_for_this_call(n.kept, n.owner)}")
 
 
 @_worded.register
@@ -315,7 +332,9 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
-def _for_this_call(kept: bool) -> str:
+def _for_this_call(kept: bool, owner: str | None = None) -> str:
+    if owner is not None:
+        return f" for this call ({not_saved(owner)})"
     return "" if kept else " for this call (--save keeps it)"
 
 

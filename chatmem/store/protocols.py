@@ -24,6 +24,7 @@ from chatmem.store.records import (
     FactRecord,
     FactScope,
     MessageRecord,
+    SessionAccess,
     SessionRecord,
     SessionSummary,
     SummaryRecord,
@@ -200,6 +201,10 @@ class SessionRepository(Protocol):
     def check_session_writable(self, session_id: int, *,
                                owners_only: str | None = None) -> None: ...
 
+    def session_access(self, session_id: int) -> SessionAccess: ...
+
+    def check_session_owned(self, session_id: int, what: str) -> None: ...
+
     def discard_empty_session(self, session_id: int) -> None: ...
 
     def delete_session(self, name: str) -> None: ...
@@ -253,6 +258,8 @@ class RedactionRepository(Protocol):
     """The stored text a purge finds and rewrites (`store.redactions`)."""
 
     def profile_session_ids(self, user: str | None) -> list[int]: ...
+
+    def others_profile_sessions(self, user: str | None) -> dict[int, str]: ...
 
     def messages_containing(self, session_ids: Sequence[int], needles: Sequence[str], *,
                             beyond_ascii: bool = False) -> list[MessageRecord]: ...

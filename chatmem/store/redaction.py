@@ -93,6 +93,14 @@ class RedactionTables:
         mine = sharing.owned(self._connection, ids)
         return [i for i in ids if i in mine]
 
+    def others_profile_sessions(self, user: str | None) -> dict[int, str]:
+        """The sessions of a user profile another role owns and shares with this one, with
+        their owner: a purge leaves them as they are, and says so."""
+        where, params = profile_in('"user"', user)
+        ids = [r[0] for r in self._db.execute(
+            f"SELECT id FROM sessions WHERE {where} ORDER BY id", params).fetchall()]
+        return sharing.others_sessions(self._connection, ids)
+
     def user_facts_from(self, session_id: int) -> list[str]:
         """Keys of live user-profile facts first said in this session."""
         return [r[0] for r in self._db.execute(

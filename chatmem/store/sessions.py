@@ -167,15 +167,20 @@ class SessionTables:
         (sharing.check_writable_session)."""
         sharing.check_writable_session(self._connection, session_id, owners_only=owners_only)
 
+    def check_session_owned(self, session_id: int, what: str) -> None:
+        """Raise unless this role owns the session (sharing.check_own_session)."""
+        sharing.check_own_session(self._connection, session_id, what)
+
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord:
         """Change a session's settings; returns it as now stored."""
         allowed = {"strategy", "params", "provider", "model", "system", "user", "name",
                    "tokenizer"}
         if not fields.keys() <= allowed:
             raise StoreError(f"cannot update session fields {sorted(fields.keys() - allowed)}")
+        # A write share adds turns; the session's settings stay its owner's.
         self.check_session_writable(session_id, owners_only="rename" if "name" in fields
                                     else "change the user profile of" if "user" in fields
-                                    else None)
+                                    else "change the settings of")
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
         if fields.get("user") is not None:

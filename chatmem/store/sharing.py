@@ -223,6 +223,33 @@ def check_writable_session(store: Connection, session_id: int, *,
                      location=store.location)
 
 
+def check_own_session(store: Connection, session_id: int, what: str) -> None:
+    """Raise unless the connecting role owns the session: `what` ("purge a fact of") only
+    its owner does, whatever the share (a purge erases every mention of a value, and the
+    session's messages are its owner's to change)."""
+    access = session_access(store, session_id)
+    if access.level is AccessLevel.OWN:
+        return
+    name = session_address(
+        str(fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])),
+        access.owner)
+    shared = "for writing" if access.level is AccessLevel.WRITE else "read-only"
+    raise StoreError(f"only {access.owner}, its owner, can {what} session {name!r} (it is"
+                     f" shared with you {shared})", kind=StoreFailure.NOT_PERMITTED,
+                     location=store.location)
+
+
+def others_sessions(store: Connection, session_ids: Iterable[int]) -> dict[int, str]:
+    """Those of `session_ids` another role owns (shared with the connecting one), with
+    their owner; none in a file."""
+    ids = list(session_ids)
+    if store.db.kind != "postgresql" or not ids:
+        return {}
+    return {int(r[0]): str(r[1]) for r in store.db.execute(
+        "SELECT id, owner FROM sessions WHERE id = ANY(?) AND owner <> current_user"
+        " ORDER BY id", [ids])}
+
+
 def owned(store: Connection, session_ids: Iterable[int]) -> set[int]:
     """Those of `session_ids` the connecting role owns: what it may erase (retention, a
     user's erasure, a purge). A session shared with it is its owner's to erase."""

@@ -44,6 +44,7 @@ def _strategy(repl: Chat, args: list[str]) -> None:
     from chatmem.memory.spec import StrategySpec
 
     kept: dict[str, Any] = {}
+    unsaved = None
     # window：k＝2 as an input method types it reads as window:k=2.
     args = [arg.translate(_SEPARATORS) for arg in args]
     if args:
@@ -63,11 +64,13 @@ def _strategy(repl: Chat, args: list[str]) -> None:
         would_be = StrategySpec.of(strategies.create(fresh)).params
         kept = {k: v for k, v in chosen.params.items()
                 if k not in spec.params and would_be.get(k) != v}
-        repl.engine.set_strategy(strategies.create(chosen))
+        unsaved = repl.engine.set_strategy(strategies.create(chosen))
     line = f"strategy: {strategy_label(repl.engine)}"
     if kept:
         line += f" (kept from the previous strategy: {format_params(kept)})"
     repl.notice(line)
+    if unsaved is not None:
+        repl.notice(render.notice_text(unsaved))
     if args:
         _warn_if_over_budget(repl)
 

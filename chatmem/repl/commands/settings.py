@@ -40,13 +40,15 @@ def _system(repl: Chat, args: list[str]) -> None:
         repl.show(render.key_values({"system prompt": current if current else "(none)"}))
         return
     text = typed_text(repl).strip()
-    engine.set_system(text or None)
+    unsaved = engine.set_system(text or None)
     untouched = "the history is untouched: earlier turns stay as they were sent"
     if not text:
         repl.notice(f"system prompt cleared for the next turns; {untouched}")
-        return
-    tokens = engine.counter.count_message("system", text)
-    repl.notice(f"system prompt set for the next turns ({tokens} tokens); {untouched}")
+    else:
+        tokens = engine.counter.count_message("system", text)
+        repl.notice(f"system prompt set for the next turns ({tokens} tokens); {untouched}")
+    if unsaved is not None:
+        repl.notice(render.notice_text(unsaved))
 
 
 @slash("/model", "/model [NAME]",
@@ -92,13 +94,17 @@ def _template(repl: Chat, args: list[str]) -> None:
                 if template.strategy else None)
     if template.model is not None or template.options:
         repl.open(repl.address, model=template.model, options=template.options)
+    unsaved = []
     if strategy is not None:
-        repl.engine.set_strategy(strategy)
+        unsaved.append(repl.engine.set_strategy(strategy))
     if template.system is not None:
-        repl.engine.set_system(template.system or None)
+        unsaved.append(repl.engine.set_system(template.system or None))
     provider = repl.engine.provider
     repl.notice(f"template {template.name}: {provider.name}:{provider.model}, "
                 f"{strategy_label(repl.engine)} for the next turns; the history is untouched")
+    for notice in unsaved:
+        if notice is not None:
+            repl.notice(render.notice_text(notice))
 
 
 @slash("/budget", "/budget [N]",
