@@ -266,6 +266,16 @@ def folded_differently_since_m016(text: str) -> bool:
     return _FOLDED_SINCE_M016.search(unicodedata.normalize("NFC", text)) is not None
 
 
+def folded_differently_since_m017(text: str) -> bool:
+    """Whether `text`'s index entry from before m017/p016 differs from today's: it holds a
+    traditional Chinese character (folded to simplified since)."""
+    if text.isascii():
+        return False
+    from chatmem.chinese_variants import simplified
+
+    return text.translate(simplified()) != text
+
+
 # Words and bigrams so common they match nearly every turn: a query made of
 # them alone still searches them, but they never outvote a rarer word.
 _STOP_WORDS = """
