@@ -14,7 +14,9 @@ word is one term on both backends, and the plain Arabic or Hebrew spelling
 finds the pointed one. Full-width ASCII, what CJK input methods type, is folded
 to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731. Characters
 that draw nothing (text.INVISIBLE) fold out, as the purge's matcher takes them out:
-李\u200b雷 is the word 李雷, not 李 and 雷.
+李\u200b雷 is the word 李雷, not 李 and 雷. Traditional Chinese characters fold to
+simplified ones (chatmem.chinese_variants), so 臺北 and 台北, 禮金 and 礼金 are one
+word to the index, its queries and recall scoring.
 """
 
 from __future__ import annotations
@@ -37,8 +39,15 @@ _TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", r
 _RUN = re.compile(rf"[{RUNS}]+")
 _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
-# One translate for both: a second pass over every non-ASCII text would cost as much again.
-_COMPATIBLE: dict[int, int | None] = {**_FULL_WIDTH, **_DRAWN_NOTHING}
+
+
+@cache
+def _compatible() -> dict[int, int | None]:
+    """Full-width ASCII, what draws nothing and traditional Chinese in one table: a second
+    pass over every non-ASCII text would cost as much again."""
+    from chatmem.chinese_variants import simplified
+
+    return {**_FULL_WIDTH, **_DRAWN_NOTHING, **simplified()}
 
 
 @cache
@@ -82,11 +91,11 @@ def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
 
 def folded(text: str) -> str:
     """`text` as the index reads it: full-width ASCII as ASCII, without the characters
-    that draw nothing, NFC, combining marks out, Latin and Greek letters without their
-    accents."""
+    that draw nothing, traditional Chinese as simplified, NFC, combining marks out, Latin
+    and Greek letters without their accents."""
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFC", text.translate(_COMPATIBLE))
+    text = unicodedata.normalize("NFC", text.translate(_compatible()))
     accented, plain = _unaccented()
     text = accented.sub(lambda letter: plain[letter.group()], text)
     return _marks().sub("", text)
@@ -255,6 +264,16 @@ def folded_differently_since_m016(text: str) -> bool:
     if text.isascii():
         return False
     return _FOLDED_SINCE_M016.search(unicodedata.normalize("NFC", text)) is not None
+
+
+def folded_differently_since_m017(text: str) -> bool:
+    """Whether `text`'s index entry from before m017/p016 differs from today's: it holds a
+    traditional Chinese character (folded to simplified since)."""
+    if text.isascii():
+        return False
+    from chatmem.chinese_variants import simplified
+
+    return text.translate(simplified()) != text
 
 
 # Words and bigrams so common they match nearly every turn: a query made of

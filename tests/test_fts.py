@@ -24,7 +24,7 @@ def test_cjk_runs_become_overlapping_bigrams_and_latin_words_stay_words() -> Non
         "我的", "的订", "订单", "单号", "号是", "ord", "7731", "预算", "算五", "五千", "千元"]
     # Latin accents are folded, as FTS5's remove_diacritics folds them (so PostgreSQL, which
     # keeps them, finds Café for cafe as SQLite does).
-    assert fts.index_terms("Café 東 x") == ["cafe", "東", "x"]
+    assert fts.index_terms("Café 東 x") == ["cafe", "东", "x"]  # 東 traditional, as 东
 
 
 def test_a_word_with_combining_marks_is_one_term_with_its_marks_folded_out() -> None:
@@ -124,6 +124,21 @@ def test_the_chinese_comma_alone_keeps_its_form_in_the_compared_text() -> None:
     assert fts.compared("共１，２００人，MU5412，120") == "共1,200人，mu5412，120"
     # What the index reads is unchanged: both commas part words alike.
     assert fts.index_terms("MU5412，120") == fts.index_terms("MU5412,120") == ["mu5412", "120"]
+
+
+def test_traditional_chinese_is_indexed_queried_and_compared_as_simplified() -> None:
+    wedding = "表妹的婚禮在臺北，禮金包兩萬元。"
+    assert fts.index_text(wedding) == fts.index_text("表妹的婚礼在台北，礼金包两万元。")
+    assert fts.search_terms("禮金準備了多少？") == fts.search_terms("礼金准备了多少？")
+    # Taiwan's and Hong Kong's standard forms as well as OpenCC's own (著, 為/爲, 裡/裏).
+    assert fts.folded("看著 為 爲 裡 裏 後") == "看着 为 为 里 里 后"
+    # Recall scoring: what is expected in simplified is said in traditional, and back.
+    for text, expected in [(wedding, "两万元"), (wedding, "台北"), (wedding, "婚礼"),
+                           ("婚礼在台北", "臺北"), ("礼金两万元", "兩萬元")]:
+        assert fts.mentions(fts.compared(text), fts.compared(expected)), (text, expected)
+    # One character for one, and folding twice is folding once.
+    assert len(fts.folded(wedding)) == len(wedding)
+    assert fts.folded(fts.folded(wedding)) == fts.folded(wedding)
 
 
 def test_stop_terms_are_dropped_from_queries_unless_nothing_else_is_left() -> None:
@@ -232,6 +247,20 @@ def test_a_one_character_word_is_found_across_conversations(many_scripts) -> Non
     # logs -q reads the same terms as recall.
     assert store.logs.sessions_matching("nguyen", limit=5) == ["many"]
     assert store.logs.sessions_matching("李雷", limit=5) == ["many"]
+
+
+@pytest.mark.parametrize(("said", "asked"), [
+    ("表妹的婚禮在臺北，禮金包兩萬元。", "礼金准备了多少？婚礼在哪个城市？"),
+    ("表妹的婚礼在台北，礼金包两万元。", "禮金準備了多少？婚禮在哪個城市？"),
+])
+def test_traditional_and_simplified_chinese_find_each_other_on_both_backends(
+        store: Store, said: str, asked: str) -> None:
+    session = store.sessions.create_session("婚禮", "retrieval")
+    store.history.import_messages(session.id, [
+        {"role": "user", "content": said}, {"role": "user", "content": "今天天气不错。"}])
+    assert found(store, session.id, asked) == [said]
+    assert found(store, session.id, "臺北") == found(store, session.id, "台北") == [said]
+    assert store.logs.sessions_matching("台北", limit=5) == ["婚禮"]
 
 
 @pytest.mark.sqlite_only(reason="about SQLite FTS5's own tokenizer")

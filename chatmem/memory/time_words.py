@@ -6,9 +6,10 @@ A question that names a time ("Where did we eat last month?", "去年我看了�
 asks about what was said then; retrieval prefers messages dated within the
 span. Read relative to `now` (the time of the newest earlier message: in a
 replay the clock of the conversation, not of the machine). English and
-Chinese (read in `time_words_zh`); numbers as digits or words, full-width
-digits and letters as the ASCII ones; a day first or the month first, and a
-year when one is given (else the latest such day or month not after `now`).
+Chinese (read in `time_words_zh`, traditional characters as simplified: 上個月, 上週五,
+三月五號); numbers as digits or words, full-width digits and letters as the ASCII
+ones; a day first or the month first, and a year when one is given (else the latest
+such day or month not after `now`).
 What is not understood names no span:
 a question without time words is ranked as before.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import datetime
+from functools import cache
 
 from chatmem.memory import time_words_zh
 from chatmem.memory.time_spans import (
@@ -98,8 +100,17 @@ _EN = re.compile(
 _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 
 
+@cache
+def _compatible() -> dict[int, int]:
+    from chatmem.chinese_variants import simplified  # read at the first non-ASCII text
+
+    return {**FULL_WIDTH, **simplified()}
+
+
 def _folded(text: str) -> str:
-    return text.translate(FULL_WIDTH)  # one character for one: positions stay
+    """Full-width digits and letters as ASCII, traditional Chinese as simplified (the
+    patterns are written in it): one character for one, so positions stay."""
+    return text if text.isascii() else text.translate(_compatible())
 
 
 def may_name_time(text: str) -> bool:

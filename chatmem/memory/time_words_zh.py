@@ -1,6 +1,7 @@
 """Chinese time words (`上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`, `上个周末`,
-`前两周`, `四月第一周`, `4号`) as the spans
-of time they name; `time_words` reads them alongside the English ones."""
+`前两周`, `四月第一周`, `4号`) as the spans of time they name; `time_words` reads them
+alongside the English ones. Written in simplified characters only: `time_words` folds
+traditional ones (上個月, 上週五, 三月五號) to them first."""
 
 from __future__ import annotations
 

@@ -48,6 +48,7 @@ from chatmem.store.postgres_word_entries import (
     p010_folded_words,
     p011_words_folded_again,
     p014_word_tokens_bounded,
+    p016_traditional_chinese_folded,
 )
 
 Execute = Callable[..., Any]
@@ -162,6 +163,7 @@ for _migration in (
     p013_profile_facts_have_no_session,
     p014_word_tokens_bounded,
     p015_write_shares_keep_what_is_written,
+    p016_traditional_chinese_folded,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -35,6 +35,14 @@ def p011_words_folded_again(execute: Execute) -> None:
     _index_again(execute, fts.folded_differently_since_m016)
 
 
+def p016_traditional_chinese_folded(execute: Execute) -> None:
+    """SQLite's m017: index entries as fts.index_text makes them now (traditional Chinese
+    characters as simplified), written only for the messages holding one."""
+    from chatmem import fts
+
+    _index_again(execute, fts.folded_differently_since_m017)
+
+
 MOST_TOKENS = 2_147_483_647
 """The most tokens one word entry may count (BM25's length of a message). A token is at least
 one character but one character, ㍿ (3 bytes), becomes four CJK tokens: a text PostgreSQL

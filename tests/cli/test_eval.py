@@ -97,6 +97,25 @@ def test_text_recall_matches_within_one_message(tmp_path: Path) -> None:
     assert probe["found_text"] == ["是ABC", "DEF是后半段"]
 
 
+def test_traditional_chinese_is_recalled_for_a_probe_in_simplified(tmp_path: Path) -> None:
+    """臺北 in the context did not count for an expected 台北 (text recall 0.00 with every
+    string there), and bm25 found nothing for 礼金 in a message that says 禮金."""
+    transcript = tmp_path / "ts.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "表妹的婚禮在臺北，禮金包兩萬元。", "id": "t1u"},
+        {"role": "assistant", "content": "記下了。", "id": "t1a"},
+        {"role": "user", "content": "孩子的牙医预约在人民医院。", "id": "t2u"},
+        {"role": "assistant", "content": "好的。", "id": "t2a"},
+        {"probe": "礼金准备了多少？婚礼在哪个城市？", "expect_ids": ["t1u"],
+         "expect_text": ["两万元", "台北", "婚礼"]},
+    ]), encoding="utf-8")
+    result = invoke("eval", str(transcript), "-s", "buffer", "-s",
+                    "retrieval:mode=bm25,recent=0,top_k=1", "--provider", "scripted", "--json",
+                    code=0)
+    rows = [row["eval"] for row in json.loads(result.stdout)["strategies"]]
+    assert [(row["id_recall"], row["text_recall"]) for row in rows] == [(1.0, 1.0), (1.0, 1.0)]
+
+
 def test_answer_asks_the_model_and_checks_its_answer(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(line) + "\n" for line in [

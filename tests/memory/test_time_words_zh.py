@@ -73,3 +73,25 @@ def test_words_that_only_look_like_these_time_words_name_no_span(text: str) -> N
 def test_shang_ending_a_word_before_a_weekend_is_that_words() -> None:
     # 楼上 (upstairs) + 个周末: one 上 is the word's, so the weekend just gone, not the one before.
     assert named("楼上个周末搬走了") == named("上个周末")
+
+
+@pytest.mark.parametrize(("traditional", "simplified"), [
+    ("上個月我去了哪裡？", "上个月我去了哪里？"),
+    ("上週五我見了誰？", "上周五我见了谁？"),
+    ("上禮拜五吃了什麼？", "上礼拜五吃了什么？"),
+    ("兩週前我在忙什麼？", "两周前我在忙什么？"),
+    ("三月五號我們去了哪？", "三月五号我们去了哪？"),
+    ("3月5號見面", "3月5号见面"),
+    ("4號我們去了哪？", "4号我们去了哪？"),
+    ("這個週末過得怎麼樣？", "这个周末过得怎么样？"),
+    ("樓上上個月搬走了", "楼上上个月搬走了"),
+])
+def test_traditional_time_words_name_the_span_their_simplified_form_names(
+        traditional: str, simplified: str) -> None:
+    """The patterns are written in simplified characters: 上個月 named nothing, 三月五號 all
+    of March."""
+    assert named(traditional) == named(simplified) != []
+
+
+def test_words_that_only_look_like_time_words_in_traditional_name_no_span() -> None:
+    assert named("3號線怎麼走？") == named("5號樓在哪？") == named("每個週末都去爬山嗎？") == []

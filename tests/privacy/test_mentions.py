@@ -26,6 +26,9 @@ from chatmem.privacy.mentions import MARKER, Span, erase_mentions, fold, mention
     ("Ada1 and _Ada and Adaé stay", "Ada", "Ada1 and _Ada and Adaé stay"),
     ("我叫Ada，住在Canada", "Ada", f"我叫{MARKER}，住在Canada"),
     ("我们去西湖了，西湖区很美", "西湖", f"我们去{MARKER}了，{MARKER}区很美"),
+    # Traditional and simplified Chinese are one text to search, so to a purge too.
+    ("婚禮在臺北，台北很美", "台北", f"婚禮在{MARKER}，{MARKER}很美"),
+    ("婚禮在臺北，台北很美", "婚礼", f"{MARKER}在臺北，台北很美"),
     ("code 4471, not 144712, 3.4471, 4471.5 or 1,4471; 4471.", "4471",
      f"code {MARKER}, not 144712, 3.4471, 4471.5 or 1,4471; {MARKER}."),
     ("密码4471，A4471 不是", "4471", f"密码{MARKER}，A4471 不是"),

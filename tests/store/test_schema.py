@@ -151,6 +151,30 @@ def test_greek_vietnamese_and_split_words_of_an_old_history_are_found_after_the_
         assert found("kept") == ["Café au lait"]
 
 
+def test_traditional_chinese_of_an_old_history_is_found_after_the_upgrade(
+        history: History) -> None:
+    said = "表妹的婚禮在臺北，禮金包兩萬元。"
+    with history.open() as store:
+        session = store.sessions.create_session("舊的", "retrieval")
+        store.history.import_messages(session.id, [{"role": "user", "content": said},
+                                                   {"role": "user", "content": "今天天气不错"}])
+        message_id = {text: i for i, text in store.db.execute(
+            "SELECT id, content FROM messages").fetchall()}[said]
+        with store.db.write():  # the entry as chatmem wrote it before m017/p016
+            store.db.unindex_words([message_id])
+            store.db.index_words([(message_id, " ".join(
+                said[i:i + 2] for i in range(len(said) - 1)))])
+            bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
+            store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN"
+                             " ('m017_traditional_chinese_folded',"
+                             " 'p016_traditional_chinese_folded')")
+        assert [m.content for m, _ in matches(store, session.id, "台北")] == []
+    with history.open() as store:
+        assert [m.content for m, _ in matches(store, session.id, "台北")] == [said]
+        assert [m.content for m, _ in matches(store, session.id, "禮金")] == [said]
+        assert store.logs.sessions_matching("婚礼", limit=5) == ["舊的"]
+
+
 def test_an_erased_facts_id_is_never_given_to_another(history: History) -> None:
     """A stale id (MCP's forget, `facts forget ID`) erased another session's fact: SQLite gave
     the next fact the id of the one just erased."""
