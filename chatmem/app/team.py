@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.store.copying import CopyReport
     from chatmem.store.sharing import Exemption, RoleAdded, Share
+    from chatmem.store.team_members import Removal
 
 
 def role_statements(name: str, database: str) -> list[str]:
@@ -27,12 +28,30 @@ def row_security_exemption(workspace: Workspace) -> tuple[str, Exemption] | None
     return exemption(workspace.store.connection)
 
 
-def add_user(workspace: Workspace, name: str) -> RoleAdded:
+def add_user(workspace: Workspace, name: str, *, keep_history: bool = False
+             ) -> tuple[RoleAdded, bool]:
     """Create the login role `name` (the connecting role must be allowed to create roles),
-    or let an existing one that row security binds connect to this database."""
+    or let an existing one that row security binds connect to this database; refused while
+    the name holds an earlier person's sessions or shares, unless `keep_history`. Also
+    whether that was checked: a role row security binds cannot see others' rows."""
     from chatmem.store.sharing import add_user as create_role
+    from chatmem.store.sharing import check_role_name
+    from chatmem.store.team_members import check_unclaimed
 
-    return create_role(workspace.store.connection, name)
+    store = workspace.store.connection
+    checked = False
+    if not keep_history:
+        checked = check_unclaimed(store, check_role_name(name))
+    return create_role(store, name), checked
+
+
+def remove_user(workspace: Workspace, name: str, *, drop_role: bool = False,
+                dry_run: bool = False) -> Removal:
+    """Erase what person `name` holds here and take back their access (their role too
+    with `drop_role`); `dry_run` only counts it."""
+    from chatmem.store.team_members import remove_user as remove
+
+    return remove(workspace.store.connection, name, drop_role=drop_role, dry_run=dry_run)
 
 
 def share_session(workspace: Workspace, session: str, role: str, *, write: bool) -> Share:

@@ -11,6 +11,7 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.store.copying import SkippedSession
+    from chatmem.store.team_members import Removal
 
 app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.\n\n"
                         "\b\nExample: chatmem admin add-user ann --db postgresql://admin@db/team",
@@ -29,10 +30,16 @@ def add_user(
     database: Annotated[str, typer.Option("--database", metavar="DB", show_default=False,
                                           help="With --sql: the database to connect to "
                                                "(default: the --db URL's).")] = "",
+    keep_history: Annotated[bool, typer.Option(
+        "--keep-history", help="Give NAME the sessions and shares an earlier role of that "
+                               "name left (the same person coming back).")] = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Create a login role for one person; row-level security keeps them to their own sessions.
+
+    A name that still holds sessions or shares of an earlier person (one removed by
+    dropping their role) is refused: `admin remove-user NAME` erases them first.
 
     \b
     Example: chatmem admin add-user ann --db postgresql://admin@db.example/chatmem
@@ -54,13 +61,85 @@ def add_user(
     from chatmem.store.sharing import RoleAdded
 
     with open_workspace(settings) as ws:
-        added = create_role(ws, name)
+        added, checked = create_role(ws, name, keep_history=keep_history)
         shown = ws.location
     said = (f"added role {name} on {shown}; set its password with "
             f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})"
             if added is RoleAdded.CREATED else
             f"role {name} existed; it may now use {shown} (its password is unchanged)")
-    consoles()[1].print(said, markup=False, soft_wrap=True)
+    err = consoles()[1]
+    err.print(said, markup=False, soft_wrap=True)
+    if not checked and not keep_history:
+        err.print(f"note: row security binds the role connected, so whether an earlier {name}"
+                  " left sessions here went unchecked (a superuser or BYPASSRLS role sees"
+                  " them)", markup=False, soft_wrap=True)
+
+
+@app.command("remove-user")
+@handles_errors
+def remove_user(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The person's role.")],
+    drop_role: Annotated[bool, typer.Option(
+        "--drop-role", help="Drop the role too (it must hold nothing on other "
+                            "databases).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be erased; "
+                                                            "change nothing.")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Remove a person who leaves: their sessions, profile facts and shares, and their access.
+
+    Erases, in one transaction, every session NAME owns (with its messages, turns,
+    summaries, facts and vectors), NAME's profile facts and every share to or from
+    NAME, then revokes what `add-user` granted on this database; --drop-role drops
+    the role as well. What NAME wrote into others' sessions stays there, theirs.
+    Needs a role row security does not bind (a superuser or BYPASSRLS): the
+    administrator's. A role dropped by hand leaves all that under its name, and
+    `add-user` refuses the name until this removes it.
+
+    \b
+    Example: chatmem admin remove-user dan --drop-role --db postgresql://admin@db/team
+    """
+    from chatmem.app.team import remove_user as remove
+    from chatmem.errors import UsageError
+
+    if json_out and not (yes or dry_run):
+        raise UsageError("--json needs --yes or --dry-run: the question would go where the "
+                         "JSON goes")
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        planned = remove(ws, name, drop_role=drop_role, dry_run=True)
+        if not (yes or dry_run) and not typer.confirm(
+                f"Erase {_removal_text(planned, asking=True)}?"):
+            raise typer.Exit(1)
+        done = planned if dry_run else remove(ws, name, drop_role=drop_role)
+    if json_out:
+        print_json(done.to_json())
+        return
+    said = _removal_text(done)
+    consoles()[1].print(f"would erase {said}" if dry_run else f"erased {said}",
+                        markup=False, soft_wrap=True)
+
+
+def _removal_text(removal: "Removal", *, asking: bool = False) -> str:
+    """What remove-user erases and does to the role: done, to do (--dry-run), or asked."""
+    from chatmem.render.notices import counted
+
+    rows = removal.removed
+    held = [counted(rows.sessions, "session") + f" ({counted(rows.messages, 'message')})",
+            counted(rows.profile_facts, "profile fact"),
+            counted(rows.shares_given, "share") + " of theirs",
+            counted(rows.shares_received, "share") + " with them"]
+    to_do = removal.dry_run or asking
+    access = ("" if not removal.revoked else
+              f"; {'drop' if to_do else 'dropped'} role {rows.name}" if removal.dropped else
+              f"; {'take' if to_do else 'took'} back what add-user granted"
+              + (" (PUBLIC may still connect, so it may too: --drop-role drops the role)"
+                 if removal.still_connects else " (--drop-role drops the role)"))
+    if asking:
+        access = " for good" + access.replace(";", ", and")
+    return f"{rows.name}'s {', '.join(held)}{access}"
 
 
 @handles_errors

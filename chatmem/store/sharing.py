@@ -216,6 +216,19 @@ def check_writable_session(store: Connection, session_id: int, *,
     name = session_address(
         str(fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])),
         owner)
+    exempt = row_security_exemption(store) if access.level is AccessLevel.READ else None
+    if exempt is not None and fetch_value(
+            store.db, "SELECT 1 FROM session_shares WHERE session_id = ? AND grantee ="
+            " current_user", [session_id]) is None:
+        # Not a share: row security lets a superuser (BYPASSRLS) read everyone's sessions,
+        # and chatmem's commands act as one person, so the person's own role changes it,
+        # and the administrator's way is remove-user (a person who left).
+        raise StoreError(f"session {name!r} is {owner}'s and not shared with {exempt[0]},"
+                         f" {exempt[1].value}: row security lets it read every person's"
+                         " sessions, but chatmem changes one only as its owner or a write"
+                         f" share's grantee; when {owner} leaves, `chatmem admin remove-user"
+                         f" {owner}` erases it",
+                         kind=StoreFailure.NOT_PERMITTED, location=store.location)
     if access.level is AccessLevel.READ:
         raise ReadOnlyShare(name, str(owner), location=store.location)
     raise StoreError(f"only {owner}, its owner, can {owners_only} session {name!r} (it is"
