@@ -165,6 +165,8 @@ class ReplaceRefusal(Enum):
     """A summary covers it."""
     FACTS = "facts"
     """Facts were stated or changed in it or since: they may come from its reply."""
+    STATE = "state"
+    """A strategy's stored state was brought up to it (chatmem.store.state_coverage)."""
     NOT_YOURS = "not yours"
     """Another chat added it since the turn the caller meant (its own last)."""
 

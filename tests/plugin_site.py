@@ -87,6 +87,48 @@ def register(plugins):
 rests on state never written, and it must say so."""
 
 
+LEDGER = '''
+import re
+
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy
+from chatmem.memory.context import Message, Part
+from chatmem.memory.reasons import TextReason
+
+NUMBER = re.compile(r"[0-9]+")
+
+
+class Ledger(BaseStrategy):
+    name = "ledger"
+    description = "账本: every number the user said, with its turn"
+    keeps_state = True
+
+    def update(self, env):
+        state = env.state.get(self.name)
+        covered, items = int(state.get("covered", 0)), list(state.get("items", []))
+        total = env.history.turn_count()
+        if total > covered:
+            for turn in env.history.turns(covered + 1, total):
+                items += [f"{turn.number}:{n}" for m in turn.messages if m.role == "user"
+                          for n in NUMBER.findall(m.content)]
+            env.state.set(self.name, covered=total, items=items)
+        return []
+
+    def build(self, request):
+        items = request.state.get(self.name).get("items", [])
+        text = "账本：" + "；".join(items)
+        parts = [Part("summary", (Message.counted("system", text, request.counter),),
+                      TextReason("账本"))] if items else []
+        return assemble(request, parts, budget=self.budget(request))
+
+
+def register(plugins):
+    plugins.add_strategy(Ledger)
+'''
+"""A stateful plugin strategy whose state names no turn (`covered` is its own word):
+what chatmem records the state covers is all a fork or a replaced turn can go by."""
+
+
 HALTS = '''
 import os
 

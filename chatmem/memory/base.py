@@ -184,9 +184,11 @@ def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
     """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
     Notices fails as an exception would (the turn stands; the front end says one line)."""
     doing = "could not update its memory"
-    notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
-                      lambda: _printing_to_stderr(lambda: strategy.update(env)),
-                      masking(lambda: _credentials(env.settings)))
+    # What the update stores is recorded as covering the history it was given.
+    with env.state.updating(env.history.turn_count()):
+        notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
+                          lambda: _printing_to_stderr(lambda: strategy.update(env)),
+                          masking(lambda: _credentials(env.settings)))
     if not isinstance(notices, list):
         raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
                              "list of chatmem.notices Notice values", doing)

@@ -200,9 +200,11 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     with env.activity.doing(step) if step else nullcontext():
         notices, failed = _extract(env, env.model, turns)
     if failed is not None:
-        state.set(STATE_KEY, done_turn=done, behind=total - done, last_error=failed)
+        state.set_covering(STATE_KEY, done, done_turn=done, behind=total - done,
+                           last_error=failed)
         return [FactsFailed(failed, done + 1, total)], False
-    state.set(STATE_KEY, done_turn=last, behind=total - last, last_error=None)
+    state.set_covering(STATE_KEY, last, done_turn=last, behind=total - last,
+                       last_error=None)
     if last < total and not env.catch_up:
         notices.append(FactsBehind(total - last))
     return notices, last < total

@@ -56,7 +56,9 @@ def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTur
     said = {t.number for t in turns if any(guard.holds(m.content) for m in t.messages)}
     known = _said_in(state)
     if not said <= known:
-        state.set(SENSITIVE_KEY, turns=sorted(known | said))
+        # Covering no turn: the guard re-reads the listed turns as the history holds them
+        # now, so a fork or a replaced turn makes it read one more turn at worst.
+        state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
 
 
 def _said_in(state: SessionState) -> set[int]:

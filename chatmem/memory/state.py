@@ -6,6 +6,8 @@ after a turn has committed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from chatmem.memory.fact_keys import key_identity
@@ -22,6 +24,8 @@ class SessionState:
         self.user = user
         self.caches: dict[str, Any] = {}
         """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
+        self.through: int | None = None
+        """The history's last turn while an update runs (`updating`); None otherwise."""
 
     def message_counts(self, counter: TokenCounter) -> MessageCounts:
         """Token counts of this session's messages under `counter`, kept for the process."""
@@ -32,8 +36,28 @@ class SessionState:
     def get(self, strategy: str) -> dict[str, Any]:
         return self.store.memory.strategy_state(self.session_id, strategy)
 
-    def set(self, strategy: str, **values: Any) -> None:
-        self.store.memory.set_strategy_state(self.session_id, strategy, values)
+    @contextmanager
+    def updating(self, through: int) -> Iterator[None]:
+        """Around a strategy's update over a history of `through` turns (memory.base.
+        update_guarded): what it stores meanwhile is recorded as covering those turns."""
+        before, self.through = self.through, through
+        try:
+            yield
+        finally:
+            self.through = before
+
+    def set(self, strategy: str, /, **values: Any) -> None:
+        """Store the strategy's values, recorded as covering every turn the running update
+        was given: a fork at an earlier turn (and /undo) rebuilds them rather than copy
+        them, and the last turn they cover is not replaced (/retry, /edit-last)."""
+        self.store.memory.set_strategy_state(self.session_id, strategy, values,
+                                             covers_turn=self.through)
+
+    def set_covering(self, strategy: str, turn: int, /, **values: Any) -> None:
+        """Store values derived from turns 1–`turn` alone, whatever the history holds beyond
+        (a summary's boundary; 0 for bookkeeping that holds nothing a later turn made)."""
+        self.store.memory.set_strategy_state(self.session_id, strategy, values,
+                                             covers_turn=turn)
 
     # -- facts (entity) -------------------------------------------------------------
 

@@ -158,7 +158,7 @@ class SummaryMemory(BaseStrategy[Limited]):
             turns = self.next_fold(env, st)
             if not turns:
                 if st.behind:
-                    env.state.set(self.name, behind="")  # nothing waits to be folded
+                    env.state.set_covering(self.name, st.boundary, behind="")  # nothing waits
                 break
             notices = self.fold(env, st, turns)
             folds += 1
@@ -214,7 +214,7 @@ class SummaryMemory(BaseStrategy[Limited]):
                 prompt=prompt, max_tokens=self.summary_limit(), mask=guard.mask,
             )
         except ChatmemError as e:
-            env.state.set(self.name, behind=str(e))
+            env.state.set_covering(self.name, st.boundary, behind=str(e))
             return [SummaryFailed(str(e), tuple(t.number for t in turns))]
         # Sensitive details are never anchors: pinning one would remember it unasked.
         said = masked
@@ -259,9 +259,10 @@ class SummaryMemory(BaseStrategy[Limited]):
                 anchors=anchors.extract_anchors(draft.text), dropped_anchors=dropped,
                 model=draft.model,
             )
-            env.state.set(self.name, boundary_turn=turns[-1].number, behind="",
-                          pinned=[p.stored() for p in kept],
-                          released=st.released + len(released))
+            env.state.set_covering(self.name, turns[-1].number,
+                                   boundary_turn=turns[-1].number, behind="",
+                                   pinned=[p.stored() for p in kept],
+                                   released=st.released + len(released))
         added, removed = summarizer.diff_size(st.text, draft.text)
         pinned_now = {p.text for p in kept}
         guarded = configured.drift_guard

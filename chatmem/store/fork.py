@@ -3,7 +3,8 @@
 Derived state is grouped by its owner (a strategy name, or the fact
 extractor): its `strategy_state` rows, its summary versions and, for the fact
 extractor, the session's extracted facts. A group is copied whole when nothing
-it covers lies after the fork turn; otherwise none of it is copied and the
+it covers lies after the fork turn (a state covers the turn chatmem recorded when it
+was stored: chatmem.store.state_coverage); otherwise none of it is copied and the
 strategy rebuilds it from the copied messages on the fork's next turn. Turn
 records (what was sent) stay with the original session.
 """
@@ -23,15 +24,13 @@ from chatmem.store.messages import MessageTables
 from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord, json_text
 from chatmem.store.sessions import SessionTables
+from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
 
 COPIED_TOGETHER = 500
 """Messages one INSERT copies (8 parameters each: within SQLite's 32,766 and PostgreSQL's
 65,535), and one index statement indexes."""
 Progress = Callable[[int, int], None]
 """Told (messages copied, messages to copy) as a fork goes."""
-FACTS_OWNER = "facts"
-"""The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
-extracted facts."""
 
 
 @dataclass(frozen=True)
@@ -118,8 +117,9 @@ class ForkTables:
                 " FROM probes WHERE session_id = ? AND after_position <= ? ORDER BY id",
                 [new_id, source.id, last_position])
             copied, rebuilt = [], []
+            coverage = state_coverage(self._db, source.id)
             for owner in self._derived_owners(source.id):
-                group = self._derived_group(source.id, owner)
+                group = self._derived_group(source.id, owner, coverage.get(owner, 0))
                 if group is None or group.covers_turn > upto:
                     rebuilt.append(group or DerivedGroup(owner, last))
                     continue
@@ -206,12 +206,11 @@ class ForkTables:
         )
         return sorted(r["strategy"] for r in rows)
 
-    def _derived_group(self, session_id: int, owner: str) -> DerivedGroup | None:
-        """The owner's coverage; None when it refers to messages this session no longer has."""
-        # A state value named *_turn (boundary_turn, done_turn) is the last turn folded in.
-        state = self._memory.strategy_state(session_id, owner)
-        turns = [int(v) for k, v in state.items()
-                 if k.endswith("_turn") and isinstance(v, int | float)]
+    def _derived_group(self, session_id: int, owner: str, state_covers: int
+                       ) -> DerivedGroup | None:
+        """The owner's coverage (its state's, `state_covers`, and its summaries' and facts');
+        None when it refers to messages this session no longer has."""
+        turns = [state_covers]
         summaries = self._memory.summaries(session_id, owner)
         covered = {i for s in summaries for i in s.covered_ids}
         if covered:

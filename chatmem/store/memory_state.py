@@ -22,6 +22,7 @@ from chatmem.store.records import (
     stored_json,
 )
 from chatmem.store.restored_facts import KeptFact, restore_facts
+from chatmem.store.state_coverage import COVERS_KEY
 from chatmem.text import profile_forms, profile_name
 
 
@@ -35,22 +36,29 @@ class MemoryTables:
     # -- strategy state -----------------------------------------------------
 
     def strategy_state(self, session_id: int, strategy: str) -> dict[str, Any]:
+        """The strategy's own values, without chatmem's record of what they cover."""
         return {
             r["key"]: stored_json(r["value"], f"{strategy} state {r['key']!r}")
             for r in fetch_rows(self._db,
-                "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?",
-                [session_id, strategy],
+                "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?"
+                " AND key <> ?", [session_id, strategy, COVERS_KEY],
             )
         }
 
-    def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any]) -> None:
+    def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any],
+                           *, covers_turn: int | None = None) -> None:
+        """Store `values`; with `covers_turn`, also the last turn they were derived from
+        (state_coverage.COVERS_KEY), which fork and replacing a turn go by. Without it the
+        turn recorded before stays: a write that derives nothing from turns (an unpin)
+        covers what the state covered."""
+        rows = [(session_id, strategy, k, json_text(v)) for k, v in values.items()]
+        if covers_turn is not None:
+            rows.append((session_id, strategy, COVERS_KEY, json_text(int(covers_turn))))
         with self._db.write():
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
-                " DO UPDATE SET value = excluded.value",
-                [(session_id, strategy, k, json_text(v))
-                 for k, v in values.items()],
+                " DO UPDATE SET value = excluded.value", rows,
             )
 
     def strategy_state_values(

@@ -19,6 +19,7 @@ from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.messages import MessageTables
 from chatmem.store.records import MOST_INTEGER, TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
+from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
 
 AT_TURN = (
     "coalesce(t.history_turn,"
@@ -210,7 +211,8 @@ class TurnTables:
 
     def _derived_from(self, turn: TurnRecord) -> tuple[ReplaceRefusal, str] | None:
         """What memory holds from `turn` (a summary covering it, facts stated or changed
-        in it or since), and that as a short phrase; None when nothing."""
+        in it or since, a strategy's state brought up to it), and that as a short phrase;
+        None when nothing."""
         summaries = fetch_value(self._db,
             "SELECT count(*) FROM summaries WHERE session_id = ? AND last_message_id >= ?",
             [turn.session_id, turn.user_message_id])
@@ -222,9 +224,15 @@ class TurnTables:
             " AND (source_turn = ? OR updated_at >= ? OR deleted_at >= ?)",
             [turn.session_id, turn.session_id, turn.history_turn, turn.created_at,
              turn.created_at])
-        if not facts:
-            return None
-        return ReplaceRefusal.FACTS, f"{facts} fact{'' if facts == 1 else 's'} from it or since"
+        if facts:
+            return ReplaceRefusal.FACTS, f"{facts} fact{'' if facts == 1 else 's'} from it or since"
+        # The fact extractor's state is judged by the facts it holds (above): a turn it read
+        # and found nothing in may be sent again, as before coverage was recorded.
+        holding = sorted(owner for owner, covers in state_coverage(self._db, turn.session_id)
+                         .items() if owner != FACTS_OWNER and covers >= (turn.history_turn or 0))
+        if holding:
+            return ReplaceRefusal.STATE, f"{', '.join(holding)}'s stored state covers it"
+        return None
 
     def _insert_turn(self, turn: TurnRecord) -> None:
         turn.number = self._next_turn_number(turn.session_id)

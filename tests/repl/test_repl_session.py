@@ -483,3 +483,27 @@ def test_retry_and_edit_last_of_a_turn_memory_holds_are_refused_before_anything_
     assert [c for _, r, c in messages(db, "s1") if r == "user"] == ["My cat is Mochi.",
                                                                    "我的狗叫饼干。"]
     assert "/fork" in SLASH["/retry"].help and "memory holds it" in SLASH["/edit-last"].help
+
+
+def test_undo_and_edit_last_keep_a_plugin_state_true_to_the_history(
+        tmp_path: Path, installed) -> None:
+    """A plugin's state (the ledger keeps numbers under its own key, naming no turn) is not
+    carried past /undo, and /edit-last of a turn it covers is refused as a summary's is."""
+    from plugin_site import LEDGER
+
+    installed("chatmem-ledger", "chatmem_ledger", LEDGER, name="ledger")
+    db = tmp_path / "l.db"
+    result = chat(db, "U1", ["first 111", "typo, I meant 9999", "/undo U2", "what now?",
+                             "price 5555", "/edit-last price 6666"], "--strategy", "ledger")
+    assert result.exit_code == 2
+    assert status_lines(result.stderr)[-1] == (
+        "error: turn 2 is already in memory (ledger's stored state covers it); "
+        "/fork SESSION --at-turn 2 asks again on a branch")
+    with Store(db) as store:
+        session = store.sessions.session("U2")
+        sent = [json.dumps(t.context, ensure_ascii=False) for t in store.turns.turns(session.id)]
+        ledger = store.memory.strategy_state(session.id, "ledger")["items"]
+    assert "1:111" in sent[0] and "9999" not in "".join(sent)
+    assert ledger == ["1:111", "3:5555"]
+    assert [c for _, r, c in messages(db, "U2") if r == "user"] == [
+        "first 111", "what now?", "price 5555"]

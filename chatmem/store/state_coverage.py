@@ -1,0 +1,58 @@
+"""What a session's stored strategy state covers: the last turn it was derived from.
+
+Forking at a turn copies a state only when it covers no later turn, and replacing the
+last turn (/retry, /edit-last, serve's regenerate) is refused once a state covers it.
+chatmem records the turn itself when a strategy's update stores its state (the history's
+last turn then, or the narrower turn a built-in strategy names), under COVERS_KEY beside
+the strategy's own keys; no plugin has to say it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chatmem.store.connection import fetch_rows, fetch_value
+from chatmem.store.records import stored_json
+
+FACTS_OWNER = "facts"
+"""The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
+extracted facts."""
+COVERS_KEY = "@covers_turn"
+"""The state key of the turn a state covers: `@` is in no Python name, so no
+`env.state.set(name, **values)` of a plugin writes it, and `strategy_state()` leaves it out."""
+
+
+def state_coverage(db: Any, session_id: int) -> dict[str, int]:
+    """Owner (a strategy name, or a shared namespace) → the last turn its stored state in
+    the session covers (0: none; bookkeeping such as a pin counter)."""
+    rows = fetch_rows(db, "SELECT strategy, key, value FROM strategy_state WHERE session_id = ?",
+                      [session_id])
+    states: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        states.setdefault(r["strategy"], {})[r["key"]] = stored_json(
+            r["value"], f"{r['strategy']} state {r['key']!r}")
+    unknown = [owner for owner, values in states.items() if COVERS_KEY not in values]
+    ran: set[str] = set()
+    last = 0
+    if unknown:
+        ran = {name for r in fetch_rows(
+            db, "SELECT DISTINCT strategy FROM turns WHERE session_id = ?", [session_id])
+            for name in str(r["strategy"]).split("+")}
+        last = int(fetch_value(db, "SELECT coalesce(max(turn), 0) FROM messages"
+                               " WHERE session_id = ?", [session_id]))
+    return {owner: _covers(owner, values, ran, last) for owner, values in states.items()}
+
+
+def _covers(owner: str, values: dict[str, Any], ran: set[str], last: int) -> int:
+    recorded = values.get(COVERS_KEY)
+    if isinstance(recorded, int):
+        return recorded
+    # Stored before chatmem recorded coverage. chatmem's own strategies then kept the last
+    # turn folded in as *_turn (boundary_turn, done_turn); any other state of a strategy
+    # that ran turns here may hold something of every turn; a namespace no strategy is
+    # named after (the pin counter, the secret guard's turn list) derives nothing to redo.
+    turns = [int(v) for k, v in values.items()
+             if k.endswith("_turn") and isinstance(v, int | float)]
+    if turns:
+        return max(turns)
+    return last if owner in ran else 0
