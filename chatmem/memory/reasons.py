@@ -46,10 +46,12 @@ class NewInput:
 
 @dataclass(frozen=True)
 class AllTurns:
-    """`strategy` sends every turn: `turns`."""
+    """`strategy` sends every turn: `turns`; `cut` when a combination left the older of
+    them out to fit its shared budget (`turns` then the ones sent)."""
 
     strategy: str
-    turns: TurnRun
+    turns: TurnRun | None
+    cut: SharedBudgetCut | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class NewestTurns:
     recalled: int = 0
     behind: str | None = None
     """Why the summary is behind (summary-buffer): its failed update's error."""
+    cut: SharedBudgetCut | None = None
+    """Of `turns` as the strategy chose them, those a combination left out to fit its
+    shared budget (`turns` then the ones sent)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class Unsummarized:
 
     turns: TurnRun | None
     behind: str | None = None
+    cut: SharedBudgetCut | None = None
+    """Those a combination left out to fit its shared budget (`turns` then the ones sent)."""
 
 
 @dataclass(frozen=True)
@@ -129,10 +136,10 @@ class RecallMethod:
 
 @dataclass(frozen=True)
 class Recalled:
-    """Recall (`method`, `max_tokens`) sends `sent` of `candidates` earlier messages from
-    `turns` turns, fused scores `low`..`high`; `left` more were ranked and left out; dense
-    scores cover `embedded` of the `candidates` while indexing catches up; `by_*`: how
-    many of the sent each route brought."""
+    """Recall (`method`, within `max_tokens`: a combination's budget when `shared`) sends
+    `sent` of `candidates` earlier messages from `turns` turns, fused scores `low`..`high`;
+    `left` more were ranked and left out; dense scores cover `embedded` of the `candidates`
+    while indexing catches up; `by_*`: how many of the sent each route brought."""
 
     method: RecallMethod
     max_tokens: int
@@ -150,6 +157,8 @@ class Recalled:
     by_time: int = 0
     times_named: tuple[tuple[str, str], ...] = ()
     """The times the input named (first and last day, ISO), whose messages gained."""
+    shared: bool = False
+    """`max_tokens` is the budget of the combination recall is part of, not its own."""
 
 
 @dataclass(frozen=True)

@@ -227,14 +227,18 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
         sent = tuple(message_at(r.position) for r in kept)
         routes = Counter(r.route for r in kept)
-        reason = Recalled(method, self.options.max_tokens, len(kept), count, len(best_by_turn),
+        # In a combination the budget recall fills is the shared one, which it names.
+        budget = self.options.max_tokens if request.cap is None else min(
+            self.options.max_tokens, request.cap)
+        reason = Recalled(method, budget, len(kept), count, len(best_by_turn),
                           min(r.fused for r in kept), max(r.fused for r in kept),
                           left=len(ranked) - len(kept),
                           embedded=embedded if embedded < count else None,
                           by_words=routes[RecallRoute.WORDS],
                           by_meaning=routes[RecallRoute.MEANING],
                           by_neighbour=routes[RecallRoute.NEIGHBOUR],
-                          by_time=routes[RecallRoute.TIME], times_named=times_named)
+                          by_time=routes[RecallRoute.TIME], times_named=times_named,
+                          shared=request.cap is not None)
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown, self.options.top_k)
 

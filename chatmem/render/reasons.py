@@ -87,8 +87,14 @@ def _(r: NewInput) -> str:
     return "the new user input (always sent)"
 
 
+def _cut(text: str, cut: SharedBudgetCut | None) -> str:
+    return f"{text}; {_worded(cut)}" if cut is not None else text
+
+
 @_worded.register
 def _(r: AllTurns) -> str:
+    if r.cut is not None:  # no longer all of them
+        return _cut(f"{r.strategy}: {run_text(r.turns)}", r.cut)
     if r.turns is not None and r.turns[0] == r.turns[1]:
         return f"{r.strategy}: {run_text(r.turns)}, the only one"  # not "all turn 1"
     return f"{r.strategy}: all {run_text(r.turns)}"
@@ -102,13 +108,13 @@ def _(r: NewestTurns) -> str:
     if r.dropped:
         text += f"; {_worded(DroppedTurns(r.dropped, r.recalled))}"
         text += " to fit" if r.to_fit else ""
-    return text
+    return _cut(text, r.cut)
 
 
 @_worded.register
 def _(r: Unsummarized) -> str:
     why = f"summary behind: {r.behind}" if r.behind else "not yet summarized"
-    return f"{run_text(r.turns)} ({why})"
+    return _cut(f"{run_text(r.turns)} ({why})", r.cut)
 
 
 @_worded.register
@@ -157,7 +163,8 @@ def method_text(m: RecallMethod) -> str:
 
 @_worded.register
 def _(r: Recalled) -> str:
-    text = (f"retrieval {method_text(r.method)} max_tokens={r.max_tokens}: "
+    budget = f"shared budget {r.max_tokens:,}" if r.shared else f"max_tokens={r.max_tokens}"
+    text = (f"retrieval {method_text(r.method)} {budget}: "
             f"{r.sent} of {r.candidates} earlier messages, from"
             f" {counted(r.turns, 'turn')}, fused {r.low:.2f}–{r.high:.2f}")
     if r.left:

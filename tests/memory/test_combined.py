@@ -19,9 +19,16 @@ from chatmem.config.settings import Settings
 from chatmem.errors import StrategyError
 from chatmem.memory import EXAMPLE_COMBINATIONS
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.combined import fit_budget
 from chatmem.memory.context import PART_ORDER, Message, Part
-from chatmem.memory.reasons import DroppedTurns, SharedBudgetCut, StoredReason
+from chatmem.memory.reasons import (
+    DroppedTurns,
+    Merged,
+    NewestTurns,
+    Recalled,
+    SharedBudgetCut,
+    StoredReason,
+)
+from chatmem.memory.shared_budget import fit_budget
 from chatmem.tokens import counter_for_model
 
 
@@ -111,6 +118,15 @@ def test_one_budget_is_shared_old_history_goes_before_a_relevant_recalled_turn(
     assert kept and kept == before[len(before) - len(kept):] and len(kept) < len(before)
     cut = sorted(set(before) - set(kept))
     assert tight.dropped[1:] == (SharedBudgetCut((cut[0], cut[-1]), (), 300),)
+    # The reasons say what was sent: the turns kept of those tokens chose, and why the
+    # others went; recall names the budget it filled, the shared one.
+    chosen = alone.part("history").reason
+    assert tight.part("history").reason == NewestTurns(
+        "tokens", "max_tokens", 300, (kept[0], kept[-1]), chosen.dropped, chosen.to_fit,
+        cut=SharedBudgetCut((cut[0], cut[-1]), (), 300))
+    recalled = tight.part("recalled")
+    assert isinstance(recalled.reason, Recalled) and recalled.reason.shared
+    assert recalled.reason.max_tokens == 300 and recalled.reason.sent == len(recalled.messages)
 
 
 def test_the_recalled_turn_that_answers_the_question_outlives_recent_small_talk(
@@ -133,6 +149,40 @@ def test_the_recalled_turn_that_answers_the_question_outlives_recent_small_talk(
     assert isinstance(cut, SharedBudgetCut) and len(context.dropped) == 2
     assert cut.history is not None and cut.budget == 500
     assert cut.history[1] < history[0] and all(n not in history for n, _ in cut.recalled)
+
+
+def test_after_a_shared_cut_the_reasons_say_what_was_sent(make_engine) -> None:
+    """The review's run: the recalled part said 'max_tokens=2000: 50 of 240 earlier
+    messages' while it sent 28 in a budget of 1,000, and the history part 'turns 115–121'
+    while it sent turn 121."""
+    engine = make_engine("summary-buffer+retrieval", **{"summary-buffer.max_tokens": 500})
+    for i in range(1, 161):
+        assert engine.run_turn(mixed_line(i)).status == "ok"
+    context = engine.build_context("What was booking BK-1011 about?")
+    cut = context.dropped[-1]
+    assert isinstance(cut, SharedBudgetCut) and cut.recalled and cut.history
+    recalled = context.part("recalled")
+    reason = recalled.reason
+    assert isinstance(reason, Recalled)
+    assert (reason.max_tokens, reason.shared) == (500, True)  # not retrieval's own 2,000
+    assert reason.sent == len(recalled.messages)
+    assert reason.turns == len({m.turn for m in recalled.messages})
+    kept = {r["id"] for r in context.recall if r["kept"]}
+    assert {m.id for m in recalled.messages} <= kept
+    fused = [r["fused"] for r in context.recall if r["kept"]]
+    assert (round(reason.low, 4), round(reason.high, 4)) == (min(fused), max(fused))
+    assert reason.left >= len(cut.recalled)
+    history = context.part("history")
+    sent = sorted({m.turn for m in history.messages})
+    assert isinstance(history.reason, Merged)
+    mine, recall_own = history.reason.reasons
+    assert isinstance(mine, NewestTurns) and mine.strategy == "summary-buffer"
+    assert mine.turns == (sent[0], sent[-1])
+    assert mine.cut == SharedBudgetCut(cut.history, (), 500)
+    # "dropped turns 1–159 except N recalled messages": N those the recalled part sends.
+    assert isinstance(recall_own, NewestTurns) and recall_own.strategy == "retrieval"
+    assert recall_own.turns == (160, 160) and recall_own.cut is None
+    assert recall_own.recalled == len(recalled.messages)
 
 
 def turn_messages(turn: int, tokens: int) -> tuple[Message, ...]:
@@ -172,8 +222,11 @@ def test_cutting_a_recalled_question_takes_the_reply_that_would_open_the_part() 
              Part("history", turn_messages(9, 20), "history")]
     parts, history_cut, recalled_cut = fit_budget(request, parts, 8 + 20 + 20 + 10)
     assert history_cut == []
-    assert recalled_cut == [(1, 1.0), (2, 3.0)]
-    assert [(m.role, m.turn) for m in parts[0].messages] == [("user", 3), ("assistant", 3)]
+    # Turns 3 and 2 fit, but turn 2's reply would open the part: it is passed over, and
+    # turn 1's question takes the room it leaves.
+    assert recalled_cut == [(2, 3.0)]
+    assert [(m.role, m.turn) for m in parts[0].messages] == [
+        ("user", 1), ("user", 3), ("assistant", 3)]
 
 
 @settings(max_examples=80, deadline=None)
@@ -205,6 +258,94 @@ def test_trimming_keeps_the_newest_history_turn_and_the_best_recalled_turns(
     assert total <= budget or budget < 8
     if history_cut and not recalled_cut:  # no turn more than needed: the last one cut did not fit
         assert total + 20 > budget
+
+
+def test_a_recalled_turn_too_big_for_the_room_leaves_it_to_the_turns_that_fit() -> None:
+    """The review's shape (c-docs at 1,000 tokens): summary and pins leave 584 tokens; the
+    best recalled turn, a 679-token email, cannot fit. It alone goes: the recent turns and
+    the small recalled turns cut to make room for it all came back (435 of 1,000 sent)."""
+    counter = counter_for_model(None, exact=True)
+    request = ContextRequest(ListHistory(), Message("user", "the door code?", 18), counter,
+                             system="Read my documents.", state=scratch_state())
+    fixed = 8 + 18 + request.system_message.tokens
+    email = (Message("user", "From: Priya …", 679, 4, 2),)
+    small = tuple(m for t in (1, 13, 44, 50, 51, 52, 55, 58, 59, 60, 61, 62)
+                  for m in turn_messages(t, 14))
+    recent = tuple(m for t in range(96, 103) for m in turn_messages(t, 30))
+    scores = ((2, 0.71), *((t, 0.25 + t / 1000) for t in (1, 13, 44, 50, 51, 52, 55, 58,
+                                                             59, 60, 61, 62)))
+    parts = [Part("summary", (Message("system", "summary", 136),), StoredReason("summary")),
+             Part("facts", (Message("system", "pins", 247),), StoredReason("pins")),
+             Part("recalled", tuple(sorted(email + small, key=lambda m: (m.turn, m.id))),
+                  StoredReason("recalled"), scores),
+             Part("history", recent, StoredReason("history"))]
+    budget = fixed + 136 + 247 + 584
+    parts, history_cut, recalled_cut = fit_budget(request, parts, budget)
+    assert history_cut == [] and recalled_cut == [(2, 0.71)]
+    assert [p.kind for p in parts] == ["summary", "facts", "recalled", "history"]
+    assert len(parts[2].messages) == 24 and len(parts[3].messages) == 14
+    assert fixed + sum(p.tokens for p in parts) == budget - 584 + 12 * 14 + 7 * 30
+
+
+def sized_turn(turn: int, tokens: int, reply_only: bool = False) -> tuple[Message, ...]:
+    if reply_only:
+        return (Message("assistant", f"answer {turn}", tokens, turn * 2 + 1, turn),)
+    return turn_messages(turn, tokens)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(41, 80), st.integers(2, 150), max_size=8),
+       st.dictionaries(st.integers(1, 40),
+                       st.tuples(st.integers(1, 150), st.floats(0, 20), st.booleans()),
+                       max_size=7),
+       st.integers(0, 600))
+def test_the_shared_fit_leaves_no_room_a_left_out_turn_would_fit(
+    history, recalled, budget,
+) -> None:
+    """Turns of any size: a turn is left out only when it did not fit in the room the turns
+    before it in priority left (the newest history turn, recalled turns best first, older
+    history newest first), so no room is left that one would fit in; history stays the
+    newest turns, whole, and the recalled part never opens on a reply."""
+    counter = counter_for_model(None, exact=True)
+    request = ContextRequest(ListHistory(), Message("user", "now?", 5), counter,
+                             state=scratch_state())
+    size = {**history, **{n: tokens for n, (tokens, _, _) in recalled.items()}}
+    reply_only = {n for n, (_, _, reply) in recalled.items() if reply}
+    score = {n: s for n, (_, s, _) in recalled.items()}
+    parts = [p for p in (
+        Part("recalled", tuple(m for n in sorted(recalled)
+                               for m in sized_turn(n, size[n], n in reply_only)),
+             StoredReason("recalled"), tuple(sorted(score.items()))),
+        Part("history", tuple(m for n in sorted(history) for m in sized_turn(n, size[n])),
+             StoredReason("history"))) if p.messages]
+    fitted, history_cut, recalled_cut = fit_budget(request, parts, budget)
+    by_kind = {p.kind: p for p in fitted}
+    kept_history = sorted({m.turn for m in by_kind["history"].messages}) \
+        if "history" in by_kind else []
+    kept_recalled = sorted({m.turn for m in by_kind["recalled"].messages}) \
+        if "recalled" in by_kind else []
+    assert history_cut == sorted(set(history) - set(kept_history))
+    assert recalled_cut == sorted((n, score[n]) for n in set(recalled) - set(kept_recalled))
+    assert kept_history == sorted(history)[len(history_cut):]  # the newest, whole
+    if kept_recalled:
+        assert by_kind["recalled"].messages[0].role == "user"
+    total = 8 + sum(p.tokens for p in fitted)
+    assert total <= budget or (budget < 8 and total == 8)
+    left = budget - total
+    newest = [max(history)] if history else []
+    priority = [*newest, *sorted(recalled, key=lambda n: (score[n], n), reverse=True),
+                *sorted(set(history) - set(newest), reverse=True)]
+    kept = set(kept_history) | set(kept_recalled)
+    for at, n in enumerate(priority):
+        if n in kept or (n in history and history_cut and n != max(history_cut)):
+            continue  # older history behind a gap is not the next in line
+        after = sum(size[m] for m in priority[at + 1:] if m in kept)
+        if n in reply_only and not any(k < n for k in kept_recalled):
+            continue  # it would open the recalled part on a reply
+        if n in reply_only:  # passed over once as the opener, it is put back if it fits
+            assert size[n] > left, (n, left)
+        else:
+            assert size[n] > left + after, (n, left, after)
 
 
 @pytest.mark.parametrize(("spec", "params"), [

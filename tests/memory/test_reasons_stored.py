@@ -47,6 +47,11 @@ REASONS = [
     FactsSelected("entity", "k", 3, 2, 4, True, (1, 2), ("旅行",), True),
     Recalled(METHOD, 800, 5, 40, 3, 0.25, 0.91, left=2, embedded=17),
     Merged((NewestTurns("window", "k", 2, (4, 5)), AllTurns("buffer", (1, 5)))),
+    NewestTurns("summary-buffer", "max_tokens", 1000, (9, 9),
+                cut=SharedBudgetCut((7, 8), (), 1000)),
+    AllTurns("buffer", (3, 5), SharedBudgetCut((1, 2), (), 60)),
+    Unsummarized(None, cut=SharedBudgetCut((4, 5), (), 90)),
+    Recalled(METHOD, 1000, 5, 40, 3, 0.25, 0.91, shared=True),
 ]
 NOTES = [
     DroppedTurns((1, 3), recalled_messages=2), DroppedTurns((1, 1), recalled_turns=1),

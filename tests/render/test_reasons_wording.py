@@ -87,6 +87,21 @@ WORDS = RecallMethod("bm25", 0.5, 0.5, 0.3, 0.7)
      "retrieval bm25 (smooth 0.5, sitting 0.3) max_tokens=800: 3 of 40 earlier messages,"
      " from 1 turn, fused 0.25–0.50; 2 dated when asked; the input names 8 May 2023,"
      " 1–10 Jun 2023, 25 May–4 Jun 2026, 1 Dec 2025–31 Jan 2026"),
+    # Cut by a combination's shared budget: what is sent, and what of the choice went.
+    (NewestTurns("summary-buffer", "max_tokens", 1000, (121, 121),
+                 cut=SharedBudgetCut((115, 120), (), 1000)),
+     "summary-buffer max_tokens=1000: turn 121; history turns 115–120 left out to fit the"
+     " shared budget of 1,000"),
+    (NewestTurns("window", "k", 6, (39, 39), (1, 33), cut=SharedBudgetCut((34, 38), (), 300)),
+     "window k=6: turn 39; dropped turns 1–33; history turns 34–38 left out to fit the shared"
+     " budget of 300"),
+    (AllTurns("buffer", (5, 8), SharedBudgetCut((1, 4), (), 60)),
+     "buffer: turns 5–8; history turns 1–4 left out to fit the shared budget of 60"),
+    (Unsummarized((3, 3), cut=SharedBudgetCut((2, 2), (), 90)),
+     "turn 3 (not yet summarized); history turn 2 left out to fit the shared budget of 90"),
+    (Recalled(WORDS, 1000, 28, 240, 17, 0.39, 1.25, left=114, shared=True),
+     "retrieval bm25 (smooth 0.5, sitting 0.3) shared budget 1,000: 28 of 240 earlier"
+     " messages, from 17 turns, fused 0.39–1.25; 114 more ranked, left out (see inspect)"),
     (Merged((NewestTurns("window", "k", 1, (3, 3)), StoredReason("x"))),
      "window k=1: turn 3 | x"),
     (StoredReason("as an older version wrote it"), "as an older version wrote it"),

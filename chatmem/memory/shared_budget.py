@@ -1,0 +1,187 @@
+"""Fitting a combination's merged parts into its one shared budget, and saying what was sent.
+
+Whole turns are kept by priority: the newest history turn, then recalled turns, most
+relevant first (the newer among equals), then older history turns, newest first. A turn
+that does not fit in the room left is skipped and the next is tried, so room is never left
+unused while a turn left out would fit; but history stays the newest turns, whole (it ends
+at the first that does not fit), and the recalled part never opens on a reply. A recalled
+turn answers the question in hand; an old recent turn may not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from chatmem.memory.assembly import fixed_tokens
+from chatmem.memory.base import ContextRequest
+from chatmem.memory.context import Message, Part, PartKind
+from chatmem.memory.reasons import (
+    AllTurns,
+    Merged,
+    NewestTurns,
+    PartReason,
+    Recalled,
+    RecallRoute,
+    SharedBudgetCut,
+    Unsummarized,
+    turn_run,
+)
+
+_MEMORY = ("history", "recalled")
+
+
+def fit_budget(
+    request: ContextRequest, parts: list[Part], budget: int | None
+) -> tuple[list[Part], list[int], list[tuple[int, float]]]:
+    """The parts with whole history and recalled turns kept by priority within `budget`.
+
+    Returns the parts, the history turns left out and the recalled (turn, score)s left out.
+    """
+    if budget is None:
+        return parts, [], []
+    room = budget - fixed_tokens(request) - sum(p.tokens for p in parts if p.kind not in _MEMORY)
+    history = next((p for p in parts if p.kind == "history"), None)
+    recalled = next((p for p in parts if p.kind == "recalled"), None)
+    if sum(p.tokens for p in parts if p.kind in _MEMORY) <= room and (
+            recalled is None or recalled.messages[0].role == "user"):
+        return parts, [], []
+    # One pass over the messages: a whole history (buffer's) may be thousands of turns.
+    history_sizes = _turn_sizes(history.messages if history else ())
+    recall_sizes = _turn_sizes(recalled.messages if recalled else ())
+    score = dict(recalled.scores) if recalled else {}
+    ranked = sorted(recall_sizes, key=lambda n: (score.get(n, float("-inf")), n), reverse=True)
+    opens: dict[int, str] = {}
+    for m in recalled.messages if recalled else ():
+        opens.setdefault(m.turn or 0, m.role)
+    # Recall keeps single messages: a turn whose question was not recalled opens on its
+    # reply, and a context never does; such a turn is passed over while it would open the part.
+    passed: set[int] = set()
+    while True:
+        kept_history, kept_recalled, left = _fill(history_sizes, ranked, recall_sizes, passed,
+                                                  room)
+        first = min(kept_recalled, default=None)
+        if first is None or opens[first] == "user":
+            break
+        passed.add(first)
+    for n in ranked:  # what was passed over may fit behind a kept question after all
+        if n in passed and recall_sizes[n] <= left and kept_recalled and min(kept_recalled) < n:
+            kept_recalled.add(n)
+            left -= recall_sizes[n]
+    fitted = [_only(p, kept_history if p.kind == "history" else kept_recalled)
+              if p.kind in _MEMORY else p for p in parts]
+    return ([p for p in fitted if p is not None],
+            sorted(set(history_sizes) - kept_history),
+            sorted((n, score.get(n, 0.0)) for n in recall_sizes if n not in kept_recalled))
+
+
+def _turn_sizes(messages: Iterable[Message]) -> dict[int, int]:
+    """Tokens per turn, in the order the turns first appear."""
+    sizes: dict[int, int] = {}
+    for m in messages:
+        sizes[m.turn or 0] = sizes.get(m.turn or 0, 0) + m.tokens
+    return sizes
+
+
+def _fill(history: Mapping[int, int], ranked: Sequence[int], recall: Mapping[int, int],
+          passed: set[int], room: int) -> tuple[set[int], set[int], int]:
+    """The history and recalled turns kept, by priority, and the room left."""
+    turns = sorted(history)
+    kept_history: set[int] = set()
+    left = room
+    if turns and history[turns[-1]] <= left:
+        kept_history.add(turns[-1])
+        left -= history[turns[-1]]
+    kept_recalled: set[int] = set()
+    for n in ranked:
+        if n not in passed and recall[n] <= left:
+            kept_recalled.add(n)
+            left -= recall[n]
+    if kept_history:  # history is the newest turns, whole: it ends at the first that does not fit
+        for n in reversed(turns[:-1]):
+            if history[n] > left:
+                break
+            kept_history.add(n)
+            left -= history[n]
+    return kept_history, kept_recalled, left
+
+
+def _only(part: Part, turns: set[int]) -> Part | None:
+    messages = tuple(m for m in part.messages if (m.turn or 0) in turns)
+    if len(messages) == len(part.messages):
+        return part
+    if not messages:
+        return None
+    return dataclasses.replace(part, messages=messages,
+                               scores=tuple((n, s) for n, s in part.scores if n in turns))
+
+
+# -- what each member's reason says once the fit has cut ---------------------------------
+
+
+def sent_reason(kind: PartKind, reason: PartReason, chosen: Sequence[Message],
+                offered: set[tuple[Any, ...]], sent: Sequence[Part],
+                rows: Sequence[Mapping[str, Any]], budget: int | None) -> PartReason | None:
+    """`reason`, a member's for the `chosen` messages of its `kind` part, told of what was
+    sent of them: `offered`, the keys of the merged part (a message another part holds is
+    sent there), `sent` the parts once fit into the shared `budget`, `rows` the member's
+    recall rows. None when none of them is sent in this part."""
+    by_kind = {p.kind: p for p in sent}
+    part = by_kind.get(kind)
+    keys = {message_key(m) for m in part.messages} if part else set()
+    if kind == "recalled":
+        kept = [m for m in chosen if message_key(m) in keys]
+        if not kept:
+            return None
+        if not isinstance(reason, Recalled) or len(kept) == len(chosen):
+            return reason
+        cut = sum(1 for m in chosen if message_key(m) in offered) - len(kept)
+        return _recalled(reason, kept, cut, rows)
+    if not isinstance(reason, NewestTurns | AllTurns | Unsummarized):
+        return reason
+    sent_turns = {m.turn or 0 for m in part.messages} if part else set()
+    mine = sorted({m.turn or 0 for m in chosen})
+    gone = [n for n in mine if n not in sent_turns]
+    changes: dict[str, Any] = {}
+    if gone and budget is not None:
+        changes = {"turns": turn_run([n for n in mine if n in sent_turns]),
+                   "cut": SharedBudgetCut(turn_run(gone), (), budget)}
+    if isinstance(reason, NewestTurns) and reason.dropped and reason.recalled:
+        # "dropped turns 1–9 except N recalled messages": those the recalled part still sends
+        first, last = reason.dropped
+        recalled = by_kind.get("recalled")
+        changes["recalled"] = sum(1 for m in (recalled.messages if recalled else ())
+                                  if first <= (m.turn or 0) <= last)
+    return dataclasses.replace(reason, **changes) if changes else reason
+
+
+def message_key(message: Message) -> tuple[Any, ...]:
+    """What makes a message the same one in two members' parts."""
+    return ("id", message.id) if message.id is not None else (message.role, message.content)
+
+
+def _recalled(reason: Recalled, kept: Sequence[Message], cut: int,
+              rows: Sequence[Mapping[str, Any]]) -> Recalled:
+    """`reason` counting only the `kept` messages, `cut` more left out; scores and routes
+    from the member's recall `rows` where they cover them."""
+    ids = {m.id for m in kept}
+    found = [r for r in rows if r.get("kept") and r.get("id") in ids]
+    fused = [float(r["fused"]) for r in found] or [reason.low, reason.high]
+    changes: dict[str, Any] = {}
+    if len(found) == len(kept):
+        routes = Counter(r.get("route") for r in found)
+        changes = {"by_words": routes[RecallRoute.WORDS.value],
+                   "by_meaning": routes[RecallRoute.MEANING.value],
+                   "by_neighbour": routes[RecallRoute.NEIGHBOUR.value],
+                   "by_time": routes[RecallRoute.TIME.value]}
+    return dataclasses.replace(
+        reason, sent=len(kept), turns=len({m.turn for m in kept}), low=min(fused),
+        high=max(fused), left=reason.left + max(cut, 0), **changes)
+
+
+def joined(first: PartReason, *more: PartReason) -> PartReason:
+    """One reason for a merged part: a member's own, or Merged when several differ."""
+    distinct = tuple(dict.fromkeys((first, *more)))
+    return distinct[0] if len(distinct) == 1 else Merged(distinct)
