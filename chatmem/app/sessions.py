@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from chatmem.errors import NotFound, StrategyError, TranscriptError, UsageError
 from chatmem.store.session_names import check_session_name as check_session_name
 from chatmem.store.session_names import normal_name as normal_name
-from chatmem.store.session_names import session_name_for as session_name_for
 from chatmem.store.session_names import session_name_from as session_name_from
 from chatmem.store.session_names import session_name_of as session_name_of
 from chatmem.store.sharing import shared_address as shared_address

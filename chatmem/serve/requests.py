@@ -265,24 +265,26 @@ def _id_text(value: Any, field: str) -> str:
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
                     read: Sequence[_Read]) -> tuple[str, bool, SharedId | None]:
     """The session a request belongs to, whether no id named it, and the id when it has
-    the form `OWNER/NAME`: the header, a conversation id in its metadata, else a fingerprint
-    of how the conversation began (its first user message, which every later request of it
-    repeats; not a system message: a RAG front end sends new documents in one each time),
-    among the conversations of the request's `user` when it names one. `user` is who asks
-    (OpenAI's end-user id), not which of their chats: each chat of one user is a session of
-    its own. Two ids never share a session (`session_name_of`); chats that began alike are
-    told apart by their history (`session_of_opening`)."""
+    the form `OWNER/NAME`: the header, the request's `user` or a conversation id in its
+    metadata (the fields Open WebUI and LibreChat send), else a fingerprint of how the
+    conversation began (its first user message, which every later request of it repeats;
+    not a system message: a RAG front end sends new documents in one each time). Two ids
+    never share a session (`session_name_of`); chats that began alike are told apart by
+    their history (`session_of_opening`). Chats of one `user` share its session: one's
+    message is never taken for an edit of another's (`replaces_last_turn`)."""
     from chatmem.app.client_history import comparable
-    from chatmem.app.sessions import session_name_for, session_name_of, shared_address
+    from chatmem.app.sessions import session_name_of, shared_address
 
     named, field = next(((header_text(headers[h]), h) for h in CONVERSATION_HEADERS
                          if headers.get(h)), (None, ""))
     if not named:
         metadata = body.get("metadata")
-        if isinstance(metadata, dict):
+        if isinstance(metadata, Mapping):
             key = next((k for k in METADATA_KEYS if metadata.get(k)), None)
             field = f"metadata.{key}"
             named = None if key is None else _id_text(metadata[key], field)
+    if not named and isinstance(body.get("user"), str) and body["user"].strip():
+        named, field = body["user"], "user"
     if named:
         address = shared_address(named)
         return (session_name_of(named), False,
@@ -290,9 +292,6 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     # Compared as a client's copies are (`comparable`): the same opening, retyped with
     # another space, is the same chat.
     opening = [comparable(m.role, m.content) for m in read if m.role == "user"][:1]
-    user = body.get("user")
-    who = user if isinstance(user, str) and user.strip() else None
-    digest = hashlib.sha256(json.dumps(opening if who is None else [who, *opening],
-                                       ensure_ascii=False).encode("utf-8", "surrogatepass")
-                            ).hexdigest()[:12]
-    return ("chat-" + digest if who is None else session_name_for(who, digest)), True, None
+    digest = hashlib.sha256(json.dumps(opening, ensure_ascii=False).encode(
+        "utf-8", "surrogatepass")).hexdigest()[:12]
+    return "chat-" + digest, True, None

@@ -88,11 +88,3 @@ def session_name_of(identifier: str) -> str:
     digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     stem = _first_characters(session_name_from(identifier), 64 - len(digest) - 1)
     return f"{stem or 'session'}-{digest}"
-
-
-def session_name_for(who: str, digest: str) -> str:
-    """The name of one of `who`'s conversations (a server's request names its user), that
-    `digest` (of `who` and the conversation) tells from the others: the start of a name made
-    of `who`, then the digest; room is left for the `-2`, `-3` of chats that began alike."""
-    stem = _first_characters(session_name_from(who), 48 - len(digest) - 1)
-    return f"{stem or 'chat'}-{digest}"

@@ -181,7 +181,7 @@ def test_a_conversation_stays_open_between_requests_and_follows_other_processes(
     assert opened == ["trip", "trip"]
 
 
-def test_a_conversation_without_an_id_is_found_by_how_it_began_among_its_users(
+def test_a_conversation_without_a_header_is_found_by_user_or_by_how_it_began(
         proxy: RunningProxy, db_path: Path) -> None:
     openai = client(proxy)
     openai.chat.completions.create(model="test-small", user="ann-42",
@@ -193,9 +193,7 @@ def test_a_conversation_without_an_id_is_found_by_how_it_began_among_its_users(
     openai.chat.completions.create(model="test-small", messages=again)
     with Store(db_path) as store:
         names = {row.name: row.turns for row in store.sessions.list_sessions()}
-    # `user` names who asks, not which chat: a session of ann-42's, named after her.
-    [ann] = [name for name in names if name.startswith("ann-42-")]
-    assert names.pop(ann) == 1
+    assert names.pop("ann-42") == 1
     [(fingerprint, turns)] = names.items()
     assert fingerprint.startswith("chat-") and turns == 2
 
@@ -865,14 +863,13 @@ def test_another_account_of_this_machine_is_refused_and_the_owner_answered(
     """Without a token, `nobody` read root's turns and posted completions answered with
     root's model and key; now each is a 403 and one line in root's log."""
     openai = client(proxy)
-    openai.chat.completions.create(model="test-small",
-                                   extra_headers={"X-Chatmem-Conversation": "private"},
+    openai.chat.completions.create(model="test-small", user="private",
                                    messages=[{"role": "user", "content": "我的银行密码提示"}])
     asked = len(chat_server.requests)
     read, said = status_as_nobody("127.0.0.1", proxy.port, "GET",
                                   "/v1/chatmem/turns/private@1")
     assert read == 403 and b"forbidden" in said and "银行".encode() not in said
-    body = json.dumps({"model": "test-small", "metadata": {"conversation_id": "private"},
+    body = json.dumps({"model": "test-small", "user": "private",
                        "messages": [{"role": "user", "content": "再说一遍"}]}).encode()
     posted, _ = status_as_nobody("127.0.0.1", proxy.port, "POST", "/v1/chat/completions",
                                  body, {"Content-Type": "application/json"})

@@ -81,14 +81,14 @@ def test_owner_slash_name_of_no_share_is_a_4xx_naming_the_field_and_creates_noth
     ann, bob = urls
     with TestClient(build_app(Settings(provider="scripted", db=bob))) as http:
         unshared = ask(http, "偷看", header="ann/secret")
-        nobody = ask(http, "hello", body={"metadata": {"thread_id": "carol/trip"}})
+        nobody = ask(http, "hello", body={"user": "carol/trip"})
         read_only = ask(http, "我也想去", header="ann/旅行")
     assert unshared.status_code == 400
     error = unshared.json()["error"]
     assert error["param"] == "x-chatmem-conversation"
     assert error["message"].startswith(
         "x-chatmem-conversation: no session 'ann/secret' is shared with you")
-    assert nobody.status_code == 400 and nobody.json()["error"]["param"] == "metadata.thread_id"
+    assert nobody.status_code == 400 and nobody.json()["error"]["param"] == "user"
     assert "'carol/trip'" in nobody.json()["error"]["message"]
     assert read_only.status_code == 403, read_only.text
     # No `chatmem sessions fork`: advice a client of the API cannot take.
