@@ -264,29 +264,48 @@ class ClientMessage:
     content: str
 
 
+class Replacing(Enum):
+    """What a request whose history is a session's but for its last exchange does with that
+    exchange."""
+
+    NO = "no"
+    """Its history is not that: the chat goes on (or the session's history is another)."""
+    YES = "yes"
+    """A regenerate, or an edit of the last message by the client that asked it."""
+    UNPROVEN = "unproven"
+    """An edit, or a message of another chat that shares the conversation's id: nothing
+    shows the exchange is this client's, so it stays and the request is a turn of its own."""
+
+
 def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
-                       text: str, *, last_was_ours: bool) -> bool:
-    """Whether a client's request asks the session's last exchange again (a regenerate, or
-    an edit of its last message): the history it sends (not none) is the session's but for
-    that exchange, and that exchange is the client's: this server answered it
-    (`last_was_ours`), or it asked what the client asks now (a regenerate after a restart).
-    An exchange another front end added meanwhile (the REPL, MCP's record_turn) is not the
-    client's to replace, and stays. The client's history is authoritative: the reply it
-    dropped leaves memory, as /retry's does. Reads no more of the session than the request
-    carries."""
+                       text: str, *, asked_with: str | None) -> Replacing:
+    """Whether a client's request asks the session's last exchange again: the history it
+    sends (not none) is the session's but for that exchange (compared as `comparable`
+    words), and it either asks that exchange's question again (a regenerate, after a restart
+    too) or this server answered that exchange for a request whose history was this one
+    (`asked_with`, its `history_digest`; None: this server did not answer it): an edit of
+    the last message. A message of another chat that shares the id (one whose history was
+    another when it asked) or of another front end (the REPL, MCP's record_turn) is never
+    taken for an edit: that exchange stays (`UNPROVEN`). The client's history is
+    authoritative: the reply it dropped leaves memory, as /retry's does. Reads no more of
+    the session than the request carries."""
+    from chatmem.app.client_history import comparable, comparable_all, history_digest
+
     store = workspace.store
     session = store.sessions.find_session(name) if prior else None
     if session is None:
         # A client that sends only its new message leaves the history to chatmem: asking
         # again is then a turn of its own.
-        return False
+        return Replacing.NO
     if store.history.message_count(session.id, at_most=len(prior) + 3) != len(prior) + 2:
-        return False
+        return Replacing.NO
     stored = store.history.messages(session.id)
-    said = [(m.role, m.content) for m in stored]
-    return (said[:len(prior)] == [(m.role, m.content) for m in prior]
-            and [m.role for m in stored[len(prior):]] == ["user", "assistant"]
-            and (last_was_ours or stored[len(prior)].content == text))
+    if (comparable_all(stored[:len(prior)]) != comparable_all(prior)
+            or [m.role for m in stored[len(prior):]] != ["user", "assistant"]):
+        return Replacing.NO
+    if comparable("user", stored[len(prior)].content) == comparable("user", text):
+        return Replacing.YES
+    return Replacing.YES if asked_with == history_digest(prior) else Replacing.UNPROVEN
 
 
 def session_of_shared_id(workspace: Workspace, address: str, made: str) -> str | None:
@@ -344,17 +363,20 @@ def _continues(history: HistoryRepository, session_id: int, prior: Sequence[Clie
                text: str) -> _Match:
     """Whether a session's history is `prior`, or `prior` then `text` and a reply: its
     length, and its last two turns, which the client's history must end with (the opening
-    they share already, by its name). Reads two turns, not the whole history."""
+    they share already, by its name), compared as `comparable` words (a client that trimmed
+    a reply goes on). Reads two turns, not the whole history."""
     held = history.message_count(session_id, at_most=len(prior) + 3)
     if held not in (len(prior), len(prior) + 2):
         return _Match.NONE
+    from chatmem.app.client_history import comparable, comparable_all
+
     last = history.turn_count(session_id)
-    tail = [(m.role, m.content) for m in history.messages(session_id, max(1, last - 1))]
+    tail = comparable_all(history.messages(session_id, max(1, last - 1)))
     if held == len(prior) + 2:
-        if tail[-2:-1] != [("user", text)]:
+        if tail[-2:-1] != [comparable("user", text)]:
             return _Match.NONE
         tail = tail[:-2]
-    said = [(m.role, m.content) for m in prior]
+    said = comparable_all(prior)
     if tail and said[len(said) - len(tail):] != tail:
         return _Match.NONE
     return _Match.GOES_ON if held == len(prior) else _Match.ASKED_AGAIN

@@ -45,17 +45,19 @@ class ServedConversations:
         self._openings: set[tuple[str, str]] = set()
         """Sessions chosen for chats no id names that have no turn yet (location, name)."""
         self._openings_guard = threading.Lock()
-        self._answered: OrderedDict[tuple[str, str], int] = OrderedDict()
-        """The stored turn (its row id) this server last answered in a conversation: the one
-        a client may regenerate or edit (at most ANSWERED_KEPT conversations)."""
+        self._answered: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
+        """The stored turn (its row id) this server last answered in a conversation, and the
+        `history_digest` of the history its request sent: a client that sends that history
+        again may edit it (at most ANSWERED_KEPT conversations)."""
 
-    def answered(self, location: str, conversation: str) -> int | None:
+    def answered(self, location: str, conversation: str) -> tuple[int, str] | None:
         with self._turns_guard:
             return self._answered.get((location, conversation))
 
-    def note_answered(self, location: str, conversation: str, turn_id: int) -> None:
+    def note_answered(self, location: str, conversation: str, turn_id: int,
+                      asked_with: str) -> None:
         with self._turns_guard:
-            self._answered[(location, conversation)] = turn_id
+            self._answered[(location, conversation)] = (turn_id, asked_with)
             self._answered.move_to_end((location, conversation))
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)

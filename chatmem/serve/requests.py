@@ -265,18 +265,21 @@ def _id_text(value: Any, field: str) -> str:
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
                     read: Sequence[_Read]) -> tuple[str, bool, SharedId | None]:
     """The session a request belongs to, whether no id named it, and the id when it has
-    the form `OWNER/NAME`: the header, the request's `user`, a conversation id in its
-    metadata, else a fingerprint of how the conversation began (its system prompt and first
-    user message), which every later request of it repeats. Two ids never share a session
-    (`session_name_of`); chats that began alike are told apart by their history
-    (`session_of_opening`)."""
+    the form `OWNER/NAME`: the header, the request's `user` or a conversation id in its
+    metadata (the fields Open WebUI and LibreChat send), else a fingerprint of how the
+    conversation began (its first user message, which every later request of it repeats;
+    not a system message: a RAG front end sends new documents in one each time). Two ids
+    never share a session (`session_name_of`); chats that began alike are told apart by
+    their history (`session_of_opening`). Chats of one `user` share its session: one's
+    message is never taken for an edit of another's (`replaces_last_turn`)."""
+    from chatmem.app.client_history import comparable
     from chatmem.app.sessions import session_name_of, shared_address
 
     named, field = next(((header_text(headers[h]), h) for h in CONVERSATION_HEADERS
                          if headers.get(h)), (None, ""))
     if not named:
         metadata = body.get("metadata")
-        if isinstance(metadata, dict):
+        if isinstance(metadata, Mapping):
             key = next((k for k in METADATA_KEYS if metadata.get(k)), None)
             field = f"metadata.{key}"
             named = None if key is None else _id_text(metadata[key], field)
@@ -286,8 +289,9 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
         address = shared_address(named)
         return (session_name_of(named), False,
                 None if address is None else SharedId(address, field))
-    opening = [m for m in read if m.role == "system"][:1] + [
-        m for m in read if m.role == "user"][:1]
-    digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
-                                       ensure_ascii=False).encode()).hexdigest()
-    return f"chat-{digest[:12]}", True, None
+    # Compared as a client's copies are (`comparable`): the same opening, retyped with
+    # another space, is the same chat.
+    opening = [comparable(m.role, m.content) for m in read if m.role == "user"][:1]
+    digest = hashlib.sha256(json.dumps(opening, ensure_ascii=False).encode(
+        "utf-8", "surrogatepass")).hexdigest()[:12]
+    return "chat-" + digest, True, None

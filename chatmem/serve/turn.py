@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from chatmem.store import Store
 
 TURN_HEADER = "X-Chatmem-Turn"
+STORED_AS_HEADER = "X-Chatmem-Stored-As"
+"""How the request's turn was stored: `new-session` (the conversation held nothing before),
+`next-turn`, `replaced-last-turn` (a regenerate or an edit of the last message), or
+`next-turn-last-kept` (it looked like an edit of the last message, but nothing showed that
+exchange was this client's: it stays, and the request is a turn of its own)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
@@ -47,6 +52,7 @@ class Turn:
         """The client went away: the reply is cancelled at its next piece."""
         self.result: TurnResult | None = None
         self.turn_id = ""
+        self.stored_as = "next-turn"
         self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
     def start(self) -> None:
@@ -70,7 +76,8 @@ class Turn:
         from urllib.parse import quote
 
         return {TURN_HEADER: quote(self.turn_id, safe="@"),
-                "X-Chatmem-Conversation": quote(self.asked.conversation)}
+                "X-Chatmem-Conversation": quote(self.asked.conversation),
+                STORED_AS_HEADER: self.stored_as}
 
     def _run(self) -> None:
         try:
@@ -94,7 +101,9 @@ class Turn:
         from functools import partial
 
         from chatmem.app import Workspace
+        from chatmem.app.client_history import history_digest
         from chatmem.app.conversations import (
+            Replacing,
             adopt_history,
             apply_retention,
             replaces_last_turn,
@@ -136,6 +145,7 @@ class Turn:
                 apply_retention(ws)
             with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
                 engine.settle()  # a new session exists before the client's history goes in
+                fresh = ws.store.history.message_count(engine.session.id, at_most=1) == 0
                 adopt_history(ws, asked.conversation, asked.prior)
                 # The conversation's turn this one takes (a regenerate: the one it replaces)
                 # unless another process writing this very conversation commits first; the
@@ -146,10 +156,15 @@ class Turn:
                 result = None
                 where = str(self.settings.location)
                 done = last_completed_turn_id(ws, engine.session)
-                ours = done is not None and done == proxy.answered(where, asked.conversation)
-                if replaces_last_turn(ws, asked.conversation, asked.prior, asked.text,
-                                      last_was_ours=ours):
+                answered = proxy.answered(where, asked.conversation)
+                replacing = replaces_last_turn(
+                    ws, asked.conversation, asked.prior, asked.text,
+                    asked_with=answered[1] if answered and answered[0] == done else None)
+                self.stored_as = ("new-session" if fresh else "next-turn-last-kept"
+                                  if replacing is Replacing.UNPROVEN else "next-turn")
+                if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
+                    self.stored_as = "replaced-last-turn"
                     # Not a turn it may replace (one a summary was made from, or messages
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
@@ -157,11 +172,13 @@ class Turn:
                                              expected=done)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
+                        self.stored_as = "next-turn"
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta)
                 self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
-                    proxy.note_answered(where, asked.conversation, result.record.id)
+                    proxy.note_answered(where, asked.conversation, result.record.id,
+                                        history_digest(asked.prior))
             engine.between_turns()
             return result
 
