@@ -1,15 +1,18 @@
 """Drift-guard anchors: the literal details a summary must not lose.
 
 An anchor is text that a faithful summary repeats verbatim: ids like
-ORD-7731 or blue-otter-88, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日),
-numbers with units (5 kg, $120, 30%, 五千元), names (Alice Chen, 我叫王小明,
+ORD-7731 or blue-otter-88, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日,
+三月五號), clock times (15:45, 3pm, 下午3点半), licence plates (浙A12345), numbers with units
+(5 kg, $120, EUR 42,500, 30%, 五千元, 兩萬元), names (Alice Chen, Dr. Smith, 我叫王小明,
 我妹妹叫李娜, 王小明先生: see anchor_names_zh) and acronyms (DJI), versions and image tags
 (jobs-worker:1.14.2), ports (port 8443, 端口8443), settings (backoff=2.0) and code
 identifiers (retry_count, DEPLOY_ENV, UndefinedColumn). Full-width ids and amounts count too.
-Bare numbers, sentence-initial capitals, pieces of hyphenated words (Wi of
-Wi-Fi), everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of 第二天), shouted
-phrases and SQL (capitals side by side) and the acronyms everyone writes (OK, API) are
-left out: they are too often noise, and every false anchor becomes a pinned
+Nothing inside a privacy marker (⟦PIN or security code⟧) is one.
+Bare numbers, words capitalised for their place (a sentence's, line's or heading's first
+word, a label such as Subject: or Annex A, a defined term such as the Customer), pieces of
+hyphenated words (Wi of Wi-Fi), everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of
+第二天), shouted phrases and SQL (capitals side by side) and the acronyms everyone writes
+(OK, API) are left out: they are too often noise, and every false anchor becomes a pinned
 fact that costs tokens.
 """
 
@@ -20,13 +23,16 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from chatmem.memory.anchor_names_zh import chinese_names
+from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
 
-_HAN_DIGITS = "零〇一二两三四五六七八九十百千万亿"
+# Simplified and traditional forms alike: 两/兩, 万/萬, 亿/億.
+_HAN_DIGITS = "零〇一二两兩三四五六七八九十百千万萬亿億"
 _CN_NUM = f"[{_HAN_DIGITS}]+"
 _NUM = r"\d+(?:[.,]\d+)*"
 # Units after a number; longest first so "km" wins over "k".
 _UNITS = (
-    "美元|人民币|万元|公里|公斤|千克|小时|分钟|块钱|元|块|岁|天|晚|人|个|件|次|张|号|页|米|克|%|％"
+    "美元|欧元|歐元|日元|港元|英镑|英鎊|人民币|人民幣|万元|萬元|公里|公斤|千克|小时|小時|分钟|分鐘"
+    "|块钱|塊錢|元|块|塊|岁|歲|天|晚|人|个|個|件|次|张|張|号|號|页|頁|米|克|%|％"
     "|km/h|mph|kg|km|cm|mm|mb|gb|tb|ms|usd|eur|gbp|rmb|cny|yuan|dollars?|euros?|percent"
     "|years?|months?|weeks?|days?|nights?|hours?|hrs?|minutes?|mins?|seconds?|secs?"
     "|people|persons?|guests?|items?|pieces?|tickets?|rooms?|pages?|miles?|meters?|metres?"
@@ -43,6 +49,14 @@ _LATIN_W = rf"[^\W{_CJK}]"
 """A word character that is not CJK: a letter, digit or _ of a Latin-script (or other) word."""
 _LATIN_START = rf"(?<!{_LATIN_W})"
 _LATIN_END = rf"(?!{_LATIN_W})"
+_CURRENCY_CODES = ("USD|EUR|GBP|CNY|RMB|JPY|HKD|CHF|AUD|CAD|SGD|NZD|INR|KRW|TWD|SEK|NOK|DKK"
+                   "|PLN|CZK|HUF|RUB|BRL|MXN|ZAR|TRY|THB|MYR|IDR|PHP|VND|AED|SAR|ILS")
+_DAY_PART = "上午|下午|晚上|早上|凌晨|中午|傍晚|清晨|夜里|夜裡|今晚|明早"
+_CN_CLOCK_DIGITS = "零〇一二两兩三四五六七八九十"
+_CN_CLOCK = f"[{_CN_CLOCK_DIGITS}]{{1,3}}"
+_CN_MINUTES = f"(?:\\d{{1,2}}|{_CN_CLOCK})分|半|[一三]刻"
+_PROVINCES = ("京津沪滬渝冀豫云雲辽遼黑湘皖鲁魯新苏蘇浙赣贛鄂桂甘晋晉蒙陕陝吉闽閩贵貴粤粵"
+              "青藏川宁寧琼瓊")
 _CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
 
 _PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -68,14 +82,30 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"{_LATIN_START}\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?"
                rf"{_LATIN_END}"),
     re.compile(
-        rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})年(?:(?:\d{{1,2}}|{_CN_NUM})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?)?"
-        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号])?"
+        rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})年(?:(?:\d{{1,2}}|{_CN_NUM})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号號])?)?"
+        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号號])?"
     ),
-    # Amounts: currency signs, numbers (Arabic or Chinese) with units.
-    re.compile(rf"[$€£¥￥]\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|万|千))?"),
+    # Amounts: a currency sign or code before the number (EUR 42,500, US$1,200), numbers
+    # (Arabic or Chinese) with units (42,500 EUR, 300美元, 兩萬元). The patterns below
+    # start with the character class they need and look behind it after: a pattern that
+    # starts with a look-behind is tried at every position of the text (3-10x slower).
+    re.compile(rf"(?:[$€£¥￥]|[A-Z](?<!{_LATIN_W}[A-Z])(?:[A-Z]{{2}}(?<={_CURRENCY_CODES})"
+               rf"|[A-Z]?\$))\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|[万萬千亿億]))?"),
     # An ordinal is no amount: 第2天 is "day 2", not "2 days".
-    re.compile(rf"(?<![A-Za-z0-9_.第]){_NUM}\s?(?:万|千|百)?\s?(?:{_UNITS})(?![a-zA-Z])",
+    re.compile(rf"(?<![A-Za-z0-9_.第]){_NUM}\s?(?:[万萬千百亿億])?\s?(?:{_UNITS})(?![a-zA-Z])",
                re.IGNORECASE),
+    # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm; 下午3点, 15点45分, 三點半. A bare 3点 is
+    # left out: 这3点 is "these three points" as often as a time.
+    re.compile(r"\d(?<![A-Za-z0-9:.]\d)(?:(?:(?<=[01])\d|(?<=2)[0-3])?:[0-5]\d(?::[0-5]\d)?"
+               r"(?![\d:])(?:\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z]))?"
+               r"|(?:(?<=1)[0-2]|(?<=0)\d)?\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z]))"),
+    re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK})[点點时時](?:{_CN_MINUTES})?"
+               rf"|[\d{_CN_CLOCK_DIGITS}](?<![第\d{_HAN_DIGITS}][\d{_CN_CLOCK_DIGITS}])"
+               rf"(?:(?<=\d)\d?|(?<=[{_CN_CLOCK_DIGITS}])[{_CN_CLOCK_DIGITS}]{{0,2}})"
+               rf"[点點时時](?:{_CN_MINUTES})"),
+    # Chinese licence plates: the province is part of the number (浙A12345, 粤B·D12345).
+    re.compile(rf"[{_PROVINCES}][A-HJ-NP-Z]\s?[·・•.]?\s?(?=[A-Z]*\d)[A-HJ-NP-Z0-9]{{5,6}}"
+               r"(?![A-Za-z0-9])"),
     # Versions of three or more parts (1.14.2, v2.0.1-rc1), alone or as an image's or a
     # package's tag (jobs-worker:1.14.2): a 2.0 alone is any decimal.
     re.compile(rf"(?<!{_LATIN_W})(?<![.:/-])(?:[A-Za-z][\w./-]*:)?[vV]?\d+(?:\.\d+){{2,}}"
@@ -123,10 +153,10 @@ def _acronyms(text: str) -> list[tuple[int, int]]:
 _CN_AMOUNT = re.compile(
     rf"(?<![第{_HAN_DIGITS}])(?P<number>{_CN_NUM})(?P<unit>{_UNITS.split('|%')[0]})"
 )
-_CLASSIFIERS = {"个", "件", "次", "张", "页"}
+_CLASSIFIERS = {"个", "個", "件", "次", "张", "張", "页", "頁"}
 """They count anything (三个 is "three of them"): the noun after them is the detail, if any."""
-_COUNT_UNITS = {"岁", "天", "晚", "人", "号", "小时", "分钟"}
-_SMALL = {"一", "二", "两"}
+_COUNT_UNITS = {"岁", "歲", "天", "晚", "人", "号", "號", "小时", "小時", "分钟", "分鐘"}
+_SMALL = {"一", "二", "两", "兩"}
 """一天, 一次, 两人: one or two of a counted thing is everyday phrasing, not a detail."""
 
 
@@ -136,42 +166,99 @@ def _cn_amount_matters(number: str, unit: str) -> bool:
     return not (unit in _COUNT_UNITS and number in _SMALL)
 
 
+_DETERMINERS = {"The", "A", "An", "My", "Our", "Your", "Their", "Its", "This", "That", "These",
+                "Those", "Each", "Every", "Any", "Such"}
 _STOP_NAMES = {
-    "I", "I'm", "I'd", "I'll", "I've", "The", "A", "An", "My", "Our", "We", "You", "Your",
-    "He", "She", "It", "They", "This", "That", "These", "Those", "Hi", "Hello", "Hey",
+    "I", "I'm", "I'd", "I'll", "I've", "We", "You", *_DETERMINERS,
+    "He", "She", "It", "They", "Hi", "Hello", "Hey",
     "Thanks", "Thank", "Please", "Yes", "No", "OK", "Ok", "And", "But", "Or", "So", "If",
     "What", "When", "Where", "Who", "Why", "How", "Which", "Can", "Could", "Would", "Should",
     "Is", "Are", "Was", "Do", "Does", "Did", "Let", "Let's", "Also", "Then", "Now", "Sure",
     "Summary", "User", "Assistant", "Echo", "Turn", "Turns", "Monday", "Tuesday", "Wednesday",
     "Thursday", "Friday", "Saturday", "Sunday", *_MONTHS.split("|"),
 }
+_TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof)\."
 _CAP_WORD = r"[A-Z][a-z]+(?:['’][a-z]+)?"
-# Never a piece of a hyphenated word: "Wi" from "Wi-Fi" is not a name.
+# Capitalised words side by side, a title before any of them (See Dr. Smith) and initials
+# between them (John F. Kennedy). Never a piece of a hyphenated word: "Wi" from "Wi-Fi"
+# is not a name.
 _NAME = re.compile(
-    rf"{_LATIN_START}(?<!-)(?:(?:Dr|Mr|Mrs|Ms|Prof)\. )?{_CAP_WORD}(?:[ ](?:{_CAP_WORD}|[A-Z]\.))*"
+    rf"{_LATIN_START}(?<!-)(?:{_TITLE} )?{_CAP_WORD}(?:[ ](?:{_TITLE} )?(?:{_CAP_WORD}|[A-Z]\.))*"
     rf"{_LATIN_END}(?!-)"
 )
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;。！？；：\n]\s*|[\"“(（-]\s*)$")
+_NAME_PART = re.compile(rf"(?P<title>{_TITLE})|[A-Z]\.|\S+")
+# What a word capitalised only for its place follows: a sentence's end, a line's start,
+# a heading's or a bullet's mark, a clause number (4.9, 2), (a)), a quote or a colon.
+_SENTENCE_START = re.compile(
+    r"(?:^|(?:[.!?:;](?=\s)|[。！？；：\n\"“(（-]|(?<!\S)(?:#{1,6}|[>*+•]))\s*)"
+    r"(?:(?:\d+(?:\.\d+)*[.)]?|\(?[a-z0-9]{1,3}\))\s+)?$"
+)
+# Not "a": "venga a Madrid" is Spanish for "come to Madrid".
+_DETERMINER_BEFORE = re.compile(r"(?<![A-Za-z])(?:the|this|these|those|each|every|any|our"
+                                r"|your|their|its|my|such)\s+$")
+# After a word, what it designates (Annex A, Section 4:, Reminder 2:), but not a number a
+# sentence goes on after: "pay Bob 50 euros" names Bob.
+_DESIGNATOR = re.compile(r"\s[A-Z](?![A-Za-z0-9])"
+                         r"|\s\d+(?:\.\d+)*(?:[:),;]|\.?[ \t]*(?:\n|$)|\.\s)")
+_LOOK = 24
+"""How far around a word its context is read: a window, so a long text costs its length."""
 
 
-def _names(text: str) -> list[str]:
+def _is_start(text: str, at: int) -> bool:
+    return bool(_SENTENCE_START.search(text, max(0, at - _LOOK), at))
+
+
+def _lone_word_is_name(text: str, start: int, end: int, after_stop: str) -> bool:
+    """Whether one capitalised word is capitalised for being a name, not for its place.
+
+    "Each", "Section" and "Subject" start a sentence, a heading or a header line; "the
+    Customer", "The Supplier" are a document's defined terms; "Annex A", "Reminder 1:"
+    and "Subject:" label what follows.
+    """
+    if after_stop in _DETERMINERS:
+        return False
+    if not after_stop and (_is_start(text, start) or _DETERMINER_BEFORE.search(
+            text, max(0, start - _LOOK), start)):
+        return False
+    # A label's colon: Subject:, Note:.
+    return not (text.startswith(":", end) or text.startswith(" :", end))
+
+
+def _names(text: str) -> list[tuple[int, int]]:
+    """Spans of the names in `text`: a run of capitalised words is cut at every stop word
+    (Annex A. The Customer) and title, and loses the initials it ends on."""
     found = []
     for match in _NAME.finditer(text):
-        words = [w for w in match.group().split(" ")]
-        at_start = bool(_SENTENCE_START.search(text[: match.start()]))
-        while words and (words[0] in _STOP_NAMES or (at_start and len(words) == 1)):
-            words = words[1:]
-            at_start = False
-        while words and words[-1] in _STOP_NAMES:
-            words = words[:-1]
-        if words:
-            found.append(" ".join(words))
+        groups: list[list[tuple[int, int]]] = [[]]
+        stops = [""]
+        for part in _NAME_PART.finditer(match.group()):
+            word = part.group()
+            if word in _STOP_NAMES:
+                groups.append([])
+                stops.append(word)
+                continue
+            if part.group("title") and groups[-1]:
+                groups.append([])
+                stops.append("")
+            groups[-1].append((match.start() + part.start(), match.start() + part.end()))
+        for group, after_stop in zip(groups, stops, strict=True):
+            while group and text[group[-1][1] - 1] == ".":  # an initial or a title
+                group.pop()
+            if group and _DESIGNATOR.match(text, group[-1][1], group[-1][1] + _LOOK):
+                group.pop()  # See Section 4: a heading's word, not a name's
+            if not group:
+                continue
+            start, end = group[0][0], group[-1][1]
+            if text[end - 2:end] in ("'s", "’s"):
+                end -= 2  # Alice's car: the name is Alice
+            if len(group) > 1 or _lone_word_is_name(text, start, end, after_stop):
+                found.append((start, end))
     return found
 
 
-_MARK_OPEN = "⟦"
-"""Where chatmem.privacy.sensitive masked a detail: an anchor holding one would pin a
-marker for what memory must not keep."""
+# Where chatmem.privacy.sensitive masked a detail (⟦PIN or security code⟧): no anchor
+# holds or touches one, nor a word of it ("PIN"): a pin would name what memory must not keep.
+_MARKER = re.compile(f"{MARK_OPEN}[^{MARK_OPEN}{MARK_CLOSE}]*(?:{MARK_CLOSE}|$)|{MARK_CLOSE}")
 # scheme://user:PASSWORD@host: "PASSWORD@host" is no e-mail address, nor "PASSWORD" an
 # id. A password may hold '@' ("p@ss@host"): the last one before the host ends it.
 _USERINFO = re.compile(r"://[^\s/?#]{1,128}@")
@@ -202,7 +289,7 @@ def extract_anchors(text: str) -> list[str]:
     for pattern in _PATTERNS:
         for match in pattern.finditer(folded):
             value = _span_value(text, folded, *match.span())
-            if value and _MARK_OPEN not in value:
+            if value:
                 spans.append((match.start(), match.end(), value))
     for match in _CN_AMOUNT.finditer(folded):
         if _cn_amount_matters(match.group("number"), match.group("unit")):
@@ -212,20 +299,19 @@ def extract_anchors(text: str) -> list[str]:
     for match in _PORT.finditer(folded):
         group = "number" if match.group("number") else "zh"
         spans.append((match.start(group), match.end(group), text[slice(*match.span(group))]))
-    for name in _names(folded):
-        start = folded.find(name)
-        spans.append((start, start + len(name), text[start:start + len(name)]))
+    for start, end in _names(folded):
+        spans.append((start, end, text[start:end]))
     for start, end in chinese_names(text):
-        if _MARK_OPEN not in text[start:end]:
-            spans.append((start, end, text[start:end]))
+        spans.append((start, end, text[start:end]))
     # Longest first so "2026年5月1日" wins over "5月1日" and a URL over the id inside it.
     spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
     # Each pattern's matches do not overlap, so the spans cover the text a few times over
     # at most: checking a span against what is taken costs its length, not the count taken.
     taken = bytearray(len(text))
-    # Nothing in a URL's user:password is an anchor, nor the URL holding it.
-    for match in _USERINFO.finditer(text):
-        taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
+    # Nothing in a URL's user:password or in a privacy marker is an anchor, nor what holds one.
+    for pattern in (_USERINFO, _MARKER):
+        for match in pattern.finditer(text):
+            taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
     kept: list[tuple[int, str]] = []
     for start, end, value in spans:
         if any(taken[start:end]):

@@ -196,5 +196,93 @@ def test_acronyms_versions_ports_and_code_identifiers_are_anchors() -> None:
 def test_shouting_sql_common_acronyms_and_plain_numbers_are_not_anchors() -> None:
     assert extract_anchors("PLEASE HELP ME, the API and the CI are OK") == []
     assert extract_anchors("SELECT id FROM jobs WHERE state = 1") == []
-    assert extract_anchors("a 2.0 ratio, the report for 2024, at 10:30, the port is fine") == []
+    assert extract_anchors("a 2.0 ratio, the report for 2024, at 10, the port is fine") == []
     assert extract_anchors("it is a well-known e-mail, one_ off? no: __enter__ and x=1") == []
+
+
+def test_a_name_stops_at_a_sentence_end_and_a_title_starts_one() -> None:
+    """"See Dr. Smith." gave "See Dr"; "Annex A. The Customer" ran over a full stop."""
+    assert extract_anchors("See Dr. Smith. Then go home.") == ["Dr. Smith"]
+    assert extract_anchors("John F. Kennedy spoke, as set out in Annex A. The Customer "
+                           "shall pay.") == ["John F. Kennedy"]
+    assert extract_anchors("Hi Priya, is Alice's car fixed? Then pay Bob 50 euros.") == [
+        "Priya", "Alice", "Bob", "50 euros"]
+    assert extract_anchors("我和Dr. Smith见面。然后回家") == ["Dr. Smith"]
+
+
+def test_words_capitalised_for_their_place_in_a_document_are_not_names() -> None:
+    """A pasted contract, e-mail and README pinned "Each", "Section", "Subject",
+    "Installation", "Customer's": capitalised for starting a line, a heading or a
+    numbered clause, for labelling what follows, or as a defined term after "the"."""
+    text = ("From: Priya Natarajan\nSubject: Warehouse move\n\n## Installation\n\n"
+            "Section 1: The racking.\n4.9 Each party shall pay. The Supplier shall act; "
+            "the Customer's sole remedy. See Reminder 2: keep receipts.\n"
+            "- Configuration goes here\n> Note the Data Protection Schedule.")
+    assert extract_anchors(text) == ["Priya Natarajan", "Data Protection Schedule"]
+    # A summary runs the lines together: a label or a heading mark still tells.
+    assert extract_anchors("To: ops@example.org Subject: Warehouse move ## Installation "
+                           "pip install. 4.10 Each party") == ["ops@example.org"]
+    # The same word mid-sentence is a name.
+    assert extract_anchors("Section 1 is done. I asked Priya and Lisbon.") == [
+        "Priya", "Lisbon"]
+
+
+def test_an_amount_with_a_currency_code_before_or_after_is_one_anchor() -> None:
+    assert extract_anchors("The early termination fee is EUR 42,500.") == ["EUR 42,500"]
+    assert extract_anchors("Fee is USD 1,200, or US$1,200, or 300 GBP.") == [
+        "USD 1,200", "US$1,200", "300 GBP"]
+    assert extract_anchors("押金RMB 5000，另付300美元和200欧元") == [
+        "RMB 5000", "300美元", "200欧元"]
+    assert missing_anchors(["EUR 42,500"], "fee EUR 40,000") == ["EUR 42,500"]
+
+
+def test_clock_times_are_anchors_in_english_and_chinese() -> None:
+    assert extract_anchors("Starting at 06:30; the last truck leaves at 15:45.") == [
+        "06:30", "15:45"]
+    assert extract_anchors("call at 3pm or 6:30 pm, not 12:34:56:78") == ["3pm", "6:30 pm"]
+    assert extract_anchors("下午3点半出发，15点45分到，晚上七点半吃饭") == [
+        "下午3点半", "15点45分", "晚上七点半"]
+    # 这3点 is "these three points", 一点 "a little".
+    assert extract_anchors("这3点很重要，多吃一点，第3点") == []
+
+
+def test_traditional_chinese_dates_and_amounts() -> None:
+    """The date pattern took 日/号 only and the numerals lacked 兩/萬/億."""
+    assert extract_anchors("二〇二五年三月五號在臺北") == ["二〇二五年三月五號"]
+    assert extract_anchors("禮金兩萬元，預算三億元，住三晚，兩個人") == ["兩萬元", "三億元", "三晚"]
+    assert extract_anchors("5月3號出發，花了2萬元") == ["5月3號", "2萬元"]
+    assert extract_anchors("禮金两万元") == ["两万元"]
+
+
+def test_a_chinese_licence_plate_keeps_its_province() -> None:
+    """浙A12345 gave A12345: a summary naming 沪A12345 counted as keeping it."""
+    assert extract_anchors("我的车牌号是浙A12345。") == ["浙A12345"]
+    assert extract_anchors("车牌粤B·D12345，另一辆京N12345") == ["粤B·D12345", "京N12345"]
+    assert extract_anchors("車牌粵B12345") == ["粵B12345"]
+    assert missing_anchors(extract_anchors("我的车牌号是浙A12345。"), "车牌是沪A12345。") == [
+        "浙A12345"]
+    assert missing_anchors(["浙A12345"], "车牌浙A12345") == []
+
+
+def test_nothing_inside_or_touching_a_privacy_marker_is_an_anchor() -> None:
+    assert extract_anchors("door code is ⟦PIN or security code⟧ now") == []
+    assert extract_anchors("my IBAN is ⟦IBAN⟧, call ⟦phone number⟧ Alice Smith") == [
+        "IBAN", "Alice Smith"]
+    assert extract_anchors("我叫⟦national id⟧王小明，卡号⟦card number⟧") == []
+
+
+_MARKERS = ["⟦PIN or security code⟧", "⟦card number⟧", "⟦IBAN⟧", "⟦API key⟧", "⟦password⟧",
+            "⟦phone number⟧", "⟦national id⟧", "⟦bank account number⟧", "⟦redacted detail⟧"]
+_PIECES = [*_EN_TOKENS, "浙A12345", "兩萬元", "王小明", "EUR 42,500", "15:45", "Dr. Smith",
+           " ", "，", ". ", "我叫", "code ", "at ", "DJI", "PIN", "Card", "-", "@", ":", "://"]
+
+
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=4).map("".join), min_size=2,
+                max_size=5),
+       st.lists(st.sampled_from(_MARKERS), min_size=4, max_size=4))
+def test_no_anchor_holds_any_of_a_privacy_marker(parts: list[str], markers: list[str]) -> None:
+    text = "".join(p + m for p, m in zip(parts, markers, strict=False)) + parts[-1]
+    for anchor in extract_anchors(text):
+        assert "⟦" not in anchor and "⟧" not in anchor
+        # Every anchor lies wholly between markers: no word of one is ever pinned.
+        assert any(anchor in part for part in parts)
