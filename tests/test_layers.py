@@ -32,7 +32,9 @@ or closes a cycle is caught too.
        privacy.widths,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost),
-       combining_marks (the marks fts folds out, a generated table), plugin_output (where
+       combining_marks (the marks fts folds out, a generated table), chinese_variants
+       (traditional characters and their simplified forms fts folds to, a generated
+       table), plugin_output (where
        a plugin's print() goes while chatmem runs its code), plugin_calls (what a
        plugin's code raises, as chatmem's errors)
 
@@ -60,7 +62,7 @@ LAYERS: dict[str, int] = {
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
-    "chatmem.graphemes": 0, "chatmem.combining_marks": 0,
+    "chatmem.graphemes": 0, "chatmem.combining_marks": 0, "chatmem.chinese_variants": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.clipboard": 0, "chatmem.timestamps": 0,
     "chatmem.plugin_output": 0, "chatmem.plugin_calls": 0,
