@@ -16,7 +16,11 @@ value is a mention), in the full-width forms Chinese and Japanese input methods 
 phone puts in (O'Brien/O’Brien), with characters that draw nothing inside it
 (李\u200b雷, a zero-width space pasted from a web page, reads as 李雷), and a run of
 spaces in the value matches any run of whitespace, so a value broken over two lines is
-still found.
+still found. Between two Han or Kana characters of the value a text may put any run of
+whitespace, or none (王　芳 and 王 芳 mention 王芳: a roster pads a two-character name to
+the width of three with a full-width space), where the spaced form stands apart: with no
+Han, Kana or other character of a script written without spaces glued on either side
+(`_spaced_apart`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,14 @@ methods): `fold` decomposes every syllable into them."""
 # Scripts written without spaces between words: a mention there is the exact string.
 _UNSPACED = re.compile(rf"[{fts.CJK}{_HANGUL_JAMO}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _JAMO = re.compile(rf"[{_HANGUL_JAMO}]")
+_HAN_KANA = ("\u3005\u3007\u3040-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+             "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
+"""Han and Kana (not the katakana middle dot, which parts words): the characters Chinese and
+Japanese write names in without spaces, so a space between two of them is layout."""
+_HAN_KANA_CHARACTER = re.compile(f"[{_HAN_KANA}]")
+_SPACED_HAN = re.compile(rf"[{_HAN_KANA}]\s+[{_HAN_KANA}]")
+_LAYOUT_SPACE = r"\s*"
+_WORD_SPACE = r"\s+"
 _NUMBER_GLUE = ".,"
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
@@ -109,12 +121,39 @@ def mention_spans(text: str, value: str) -> list[Span]:
         pattern = re.compile(r"\s+".join(re.escape(part) for part in value.split()),
                              re.IGNORECASE)
         return _alone(text, pattern, text, None)
-    parts = [folded for part in value.split() if (folded := fold(part))]
+    pieces, gaps = _pieces(value)
     folded = fold(text)
-    if max(parts, key=len) not in folded:
+    if max(pieces, key=len) not in folded:
         return []
-    return _alone(text, re.compile(r"\s+".join(re.escape(part) for part in parts)), folded,
-                  _folded_offsets(text))
+    spelled = re.escape(pieces[0]) + "".join(
+        gap + re.escape(piece) for gap, piece in zip(gaps, pieces[1:], strict=True))
+    return _alone(text, re.compile(spelled), folded, _folded_offsets(text))
+
+
+def _pieces(value: str) -> tuple[list[str], list[str]]:
+    """`value` folded, cut where a mention of it may hold whitespace, and what may stand in
+    each cut: any run of whitespace between its words, any or none between two of its Han
+    or Kana characters (a space there is layout, 王　芳, whether in the text or the value)."""
+    pieces: list[str] = []
+    gaps: list[str] = []
+    base = ""  # the last character of the value that is not a mark
+    for word in value.split():
+        for at, ch in enumerate(fold(word)):
+            mark = unicodedata.category(ch)[0] == "M"
+            layout = not mark and _is_han_kana(base) and _is_han_kana(ch)
+            if pieces and (layout or at == 0):
+                gaps.append(_LAYOUT_SPACE if layout else _WORD_SPACE)
+                pieces.append(ch)
+            elif pieces:
+                pieces[-1] += ch
+            else:
+                pieces.append(ch)
+            base = base if mark else ch
+    return pieces, gaps
+
+
+def _is_han_kana(ch: str) -> bool:
+    return bool(ch) and _HAN_KANA_CHARACTER.match(ch) is not None
 
 
 def _alone(text: str, pattern: re.Pattern[str], searched: str,
@@ -232,6 +271,8 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     after = text[end] if end < len(text) else ""
     if _continues(text[start], before) or _continues(text[end - 1], after):
         return False
+    if not _spaced_apart(text, start, end):
+        return False
     # 3.4471 and 4471,5 are longer numbers, not 4471 followed by punctuation.
     if text[start].isdigit() and before in _NUMBER_GLUE and start > 1 \
             and text[start - 2].isdigit():
@@ -252,3 +293,18 @@ def _word_character(ch: str) -> bool:
     if ch == "_":
         return True
     return unicodedata.category(ch)[0] in "LMN" and not _UNSPACED.match(ch)
+
+
+def _spaced_apart(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end], when whitespace parts two Han or Kana characters in it (王　芳,
+    王 芳), stands apart: what is glued on to either side is no character of a script written
+    without spaces. A padded name is an item of its own (参会：王　芳、李　雷); 王 芳草 and
+    我姓王 芳芳 are two words that happen to spell the name across a space."""
+    if not _SPACED_HAN.search(text[start:end].translate(_DRAWN_NOTHING)):
+        return True
+    before, after = start - 1, end
+    while before >= 0 and text[before] in INVISIBLE:
+        before -= 1
+    while after < len(text) and text[after] in INVISIBLE:
+        after += 1
+    return not any(0 <= at < len(text) and _UNSPACED.match(text[at]) for at in (before, after))
