@@ -218,6 +218,19 @@ class IndexingNotice:
 
 
 @dataclass(frozen=True)
+class VectorsResized:
+    """Embedder `embedder` (its registered name) now gives vectors of `dimensions`, and the
+    `stale` vectors stored under its key `model` had another size (`sizes`: each size held):
+    they are embedded again. Said once per backlog, and by `chatmem index`."""
+
+    embedder: str
+    model: str
+    dimensions: int
+    stale: int
+    sizes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class HelperTooSmall:
     """`strategy` summarizes or extracts facts, but its helper is `model`, the embedded
     SmolLM2-135M, which cannot: the calls are skipped and nothing is stored, rather than
@@ -297,10 +310,10 @@ class ContextsWithoutVectors:
     failure: Failure
 
 
-Notice = (IndexingNotice | SummaryUpdated | SummaryFailed | FactsFailed | FactsBehind
-          | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut | MemoryUpdateFailed
-          | MemoryUpdateCancelled | StrategyChanged | ModelChanged | SavedParamsDropped
-          | SystemPromptReplaced | SettingsNotSaved
+Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
+          | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut
+          | MemoryUpdateFailed | MemoryUpdateCancelled | StrategyChanged | ModelChanged
+          | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)

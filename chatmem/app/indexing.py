@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ConfigError
+from chatmem.errors import ChatmemError, ConfigError, EmbedderFailed
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.embeddings import Embedder
-    from chatmem.store import IndexLease
+    from chatmem.notices import VectorsResized
+    from chatmem.store import IndexLease, PendingText, Store, VectorRow
 
 BATCH = 64
 """Messages embedded between two renewals of the lease (and two progress steps)."""
@@ -43,25 +44,51 @@ class Pending:
     """The embedder's model the vectors are for."""
     session_ids: tuple[int, ...]
     total: int
-    """Messages without a vector for `model` in those sessions."""
+    """Messages without a vector for `model` in those sessions (one of another size than
+    the embedder gives now counts as none)."""
+    resized: VectorsResized | None = None
+    """The vectors among them stored in another size, to say before they are embedded."""
 
 
 def pending_vectors(workspace: Workspace, session: str | None) -> Pending:
     """The messages without a vector in `session` (refused, before anything is embedded,
     when it is shared read-only: its vectors could not be kept), or in every session this
     role may write."""
-    model = _embedder(workspace).key
+    from chatmem.memory.vector_rows import resized
+
+    embedder = _embedder(workspace)
+    model, size = embedder.key, embedder.dimensions
     store = workspace.store
     if session:
         session_id = store.sessions.session(session).id
         store.sessions.check_session_writable(session_id)
-        return Pending(model, (session_id,), store.vectors.count_without_vectors(model, session_id))
-    waiting = store.vectors.sessions_without_vectors(model)
+        return Pending(model, (session_id,),
+                       store.vectors.count_without_vectors(model, session_id, dimensions=size),
+                       resized(store, embedder, session_id))
+    waiting = store.vectors.sessions_without_vectors(model, size)
     writable = tuple(i for i in waiting if store.sessions.may_write(i))
     if len(writable) == len(waiting):  # one count over them all
-        return Pending(model, writable, store.vectors.count_without_vectors(model))
+        return Pending(model, writable,
+                       store.vectors.count_without_vectors(model, dimensions=size),
+                       resized(store, embedder))
     return Pending(model, writable,
-                   sum(store.vectors.count_without_vectors(model, i) for i in writable))
+                   sum(store.vectors.count_without_vectors(model, i, dimensions=size)
+                       for i in writable),
+                   _resized_in(store, embedder, writable))
+
+
+def _resized_in(store: Store, embedder: Embedder,
+                session_ids: Sequence[int]) -> VectorsResized | None:
+    """`resized` over those sessions (the ones this role may write)."""
+    import dataclasses
+
+    from chatmem.memory.vector_rows import resized
+
+    found = [r for i in session_ids if (r := resized(store, embedder, i)) is not None]
+    if not found:
+        return None
+    sizes = sorted({size for r in found for size in r.sizes})
+    return dataclasses.replace(found[0], stale=sum(r.stale for r in found), sizes=tuple(sizes))
 
 
 def index_sessions(workspace: Workspace, pending: Pending, *,
@@ -69,7 +96,7 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
     """Embed the `pending` messages (and any that arrived since in their sessions), a batch
     at a time under the session's index lease; a session another live indexer holds is
     left to it. `progress` hears the number embedded so far."""
-    from chatmem.memory.vector_rows import embed_pending, known_vectors, save_rows
+    from chatmem.memory.vector_rows import known_vectors, save_rows
     from chatmem.store import LeaseHolder
 
     embedder = _embedder(workspace)
@@ -77,23 +104,42 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
     report = Indexed(embedder.key)
     started = time.monotonic()
     holder = LeaseHolder.this_process()
+    size = embedder.dimensions
     for session_id in pending.session_ids:
-        # Renewed between batches; another live holder keeps the backlog (a chat never
-        # takes one, so that is another `chatmem index`).
-        while (held := store.leases.take_index_lease(session_id, embedder.key, holder)) is None:
-            batch = store.vectors.texts_without_vectors(embedder.key, session_id, limit=BATCH)
-            if not batch:
-                break
-            save_rows(store, embedder.key, embed_pending(
-                embedder, batch, known=known_vectors(store, embedder.key, batch)))
-            report.embedded += len(batch)
-            if progress is not None:
-                progress(report.embedded)
-        store.leases.release_index_lease(session_id, embedder.key, holder)
+        try:
+            # Renewed between batches; another live holder keeps the backlog (a chat never
+            # takes one, so that is another `chatmem index`).
+            while (held := store.leases.take_index_lease(session_id, embedder.key,
+                                                         holder)) is None:
+                batch = store.vectors.texts_without_vectors(embedder.key, session_id,
+                                                            limit=BATCH, dimensions=size)
+                if not batch:
+                    break
+                save_rows(store, embedder.key, _embedded(embedder, batch, known_vectors(
+                    store, embedder.key, batch, size)))
+                report.embedded += len(batch)
+                if progress is not None:
+                    progress(report.embedded)
+        finally:
+            store.leases.release_index_lease(session_id, embedder.key, holder)
         if held is not None:
             report.elsewhere.append((store.sessions.session_by_id(session_id).name, held))
     report.seconds = time.monotonic() - started
     return report
+
+
+def _embedded(embedder: Embedder, batch: Sequence[PendingText],
+              known: dict[str, bytes]) -> list[VectorRow]:
+    """`batch`'s vectors; whatever goes wrong embedding them is one line naming the
+    embedder (EmbedderFailed), never a traceback: the batches done are stored."""
+    from chatmem.memory.vector_rows import embed_pending, embedder_name
+
+    try:
+        return embed_pending(embedder, batch, known=known)
+    except ChatmemError:
+        raise
+    except Exception as e:
+        raise EmbedderFailed(embedder_name(embedder), e, "failed while indexing") from None
 
 
 def _embedder(workspace: Workspace) -> Embedder:
@@ -154,7 +200,8 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     started: list[BacklogStart] = []
     for name in waiting:
         session_id = store.sessions.session(name).id
-        count = store.vectors.count_without_vectors(embedder.key, session_id)
+        count = store.vectors.count_without_vectors(embedder.key, session_id,
+                                                    dimensions=embedder.dimensions)
         if not count:
             continue
         pid = _spawn_index(workspace, config, name) if background else None

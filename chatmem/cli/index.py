@@ -26,6 +26,8 @@ def index(
     Example: chatmem index support
     """
     from chatmem.app.indexing import index_sessions, pending_vectors
+    from chatmem.render import notice_line
+    from chatmem.render.notices import notice_text
     from chatmem.render.progress import task_progress
 
     settings = settings_from(config, db, None, None)
@@ -33,6 +35,8 @@ def index(
     with open_workspace(settings, create=False) as ws:
         pending = pending_vectors(ws, session)
         model = pending.model
+        if pending.resized is not None:
+            err.print(notice_line(notice_text(pending.resized)), soft_wrap=True)
         with task_progress(err, f"embedding with {model}", pending.total,
                            disable=not err.is_terminal) as bar:
             report = index_sessions(ws, pending, progress=bar.update)

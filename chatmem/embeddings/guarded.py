@@ -24,6 +24,8 @@ class GuardedEmbedder:
                  mask: Callable[[str], str] | None = None) -> None:
         self.inner = inner
         self._name = name
+        self.registered_name = name
+        """What `[embeddings] provider` names (memory.vector_rows.embedder_name)."""
         self._mask = mask
 
     @property

@@ -220,20 +220,21 @@ class StoredRecall:
         ordered = [by_position[p] for p in positions if p in by_position]
         return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered))
 
-    def vectors(self, count: int) -> Vectors:
-        """The stored vectors of the first `count` messages (row = position − 1); a
-        message not embedded yet has a zero row, marked absent. Reads only what was
-        stored since the last call."""
+    def vectors(self, count: int, width: int = 0) -> Vectors:
+        """The stored vectors of `width` dimensions (default: the embedder's) of the first
+        `count` messages (row = position − 1); a message not embedded yet (or in another
+        size, by an earlier version of the embedder) has a zero row, marked absent. Reads
+        only what was stored since the last call."""
         import numpy as np
 
         assert self.embedder is not None
-        caches: dict[str, _VectorCache] = self.state.caches.setdefault("vectors", {})
-        cache = caches.setdefault(self.embedder.key, _VectorCache())
+        width = width or self.embedder.dimensions
+        caches: dict[tuple[str, int], _VectorCache] = self.state.caches.setdefault("vectors",
+                                                                                  {})
+        cache = caches.setdefault((self.embedder.key, width), _VectorCache())
         batch = self.state.store.vectors.vector_batch(self.state.session_id, self.embedder.key,
-                                                      after_id=cache.last_id)
+                                                      after_id=cache.last_id, dimensions=width)
         if cache.vectors is None:
-            # The size of a vector is the stored one's (an endpoint's is known late).
-            width = len(batch.vectors) // 2 // len(batch.positions) if batch.positions else 0
             cache.vectors = np.zeros((0, width), np.float32)
             cache.links = np.zeros(0, np.float32)
             cache.present = np.zeros(0, dtype=bool)
@@ -293,12 +294,18 @@ class StoredRecall:
             if nearest is not None:
                 return self._candidates(count, asked, [*nearest, *also()],
                                         stored.get(len(asked), 0))
-        found = self.vectors(count)
+        asked = None
+        width = self.embedder.dimensions
+        if not width:  # an endpoint's is known from its first answer
+            asked = self.embedder.embed([query], query=True)[0]
+            width = len(asked)
+        found = self.vectors(count, width)
         if not found.count:
             return Dense(None, None, 0)
-        asked = self.embedder.embed([query], query=True)[0]
-        if len(asked) != found.own.shape[1]:
-            return Dense(None, None, 0)  # stored by another version of the model
+        if asked is None:
+            asked = self.embedder.embed([query], query=True)[0]
+        if len(asked) != width:
+            return Dense(None, None, 0)  # an embedder whose size is not what it says
         # Every message embedded (the usual case): no mask, so no masked copies of n scores.
         present = None if found.count == len(found.own) else found.present
         return Dense(dense_scores(asked, found.own, present, found.links),

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
-from chatmem.memory.vector_rows import embed_pending, known_vectors, save_rows
-from chatmem.notices import Failure, IndexingEvent, IndexingNotice
+from chatmem.memory.vector_rows import embed_pending, known_vectors, resized, save_rows
+from chatmem.notices import Failure, IndexingEvent, IndexingNotice, VectorsResized
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -80,6 +80,7 @@ class VectorBacklog:
         self._embedded = 0
         self._error: BaseException | None = None
         self._told_error = False
+        self._told_resized = False
         self._elsewhere: LeaseHolder | None = None
         self._running = False
         self._stop = False
@@ -93,15 +94,22 @@ class VectorBacklog:
     def model(self) -> str:
         return self.embedder.key
 
+    @property
+    def dimensions(self) -> int:
+        """The embedder's size now (0: not known yet): a vector of another is missing."""
+        return self.embedder.dimensions
+
     # -- the engine's side (main thread) --------------------------------------------
 
-    def after_commit(self) -> list[IndexingNotice]:
+    def after_commit(self) -> list[IndexingNotice | VectorsResized]:
         """Store what was done, then go on: inline, every new message now; in the
-        background, the thread resumes. Returns a notice if the thread failed."""
+        background, the thread resumes. Returns a notice if the thread failed, and the
+        first time, one if the embedder's vectors changed size (they are embedded again)."""
+        said: list[IndexingNotice | VectorsResized] = [*self._resized()]
         if not self.background:
             self._finish_backing_off()
-            return []
-        notices = self.collect()
+            return said
+        notices = [*said, *self.collect()]
         if self._error is not None:
             return notices
         lease = self.store.leases.index_lease(self.session_id, self.model)
@@ -120,7 +128,8 @@ class VectorBacklog:
         # A first read from the start that found less than it may hold found all of the
         # backlog: its length is the count, and the file is not read twice.
         self._count_new(len(pending) if room and start == 0 and len(pending) < READ else None)
-        known = known_vectors(self.store, self.model, pending) if pending else {}
+        known = known_vectors(self.store, self.model, pending,
+                              self.dimensions) if pending else {}
         with self._cond:
             self._known = {**self._known, **known} if self._queue else known
             self._queue.extend(pending)
@@ -131,6 +140,15 @@ class VectorBacklog:
                                                 name=f"chatmem-embed-{self.session_id}")
                 self._thread.start()
         return notices
+
+    def _resized(self) -> list[VectorsResized]:
+        """Once per backlog (once the embedder's size is known): its vectors stored in
+        another size, if any."""
+        if self._told_resized or not self.dimensions:
+            return []
+        self._told_resized = True
+        found = resized(self.store, self.embedder, self.session_id)
+        return [found] if found is not None else []
 
     def _finish_backing_off(self) -> None:
         """`finish`; after it failed N times in a row, only at every 2^N-th commit: a
@@ -175,7 +193,7 @@ class VectorBacklog:
         pending = self._read(READ)
         while pending:
             try:
-                known = known_vectors(self.store, self.model, pending)
+                known = known_vectors(self.store, self.model, pending, self.dimensions)
                 save_rows(self.store, self.model,
                           embed_pending(self.embedder, pending, known=known))
             except BaseException:
@@ -198,7 +216,8 @@ class VectorBacklog:
         """Stop the thread after its batch, store what it did, and say what is left."""
         self._halt()
         self.collect()
-        missing = self.store.vectors.count_without_vectors(self.model, self.session_id)
+        missing = self.store.vectors.count_without_vectors(self.model, self.session_id,
+                                                           dimensions=self.dimensions)
         self._missing = missing
         lease = self.store.leases.index_lease(self.session_id, self.model) if missing else None
         return IndexingStatus(self.session_id, self.model, missing, running=False,
@@ -223,14 +242,16 @@ class VectorBacklog:
         last = self.store.recall.last_position(self.session_id)
         if self._missing is None:
             self._missing = whole if whole is not None else (
-                self.store.vectors.count_without_vectors(self.model, self.session_id))
+                self.store.vectors.count_without_vectors(self.model, self.session_id,
+                                                         dimensions=self.dimensions))
         else:
             self._missing += max(last - self._last_position, 0)
         self._last_position = last
 
     def _read(self, limit: int) -> list[PendingText]:
-        pending = self.store.vectors.texts_without_vectors(self.model, self.session_id, limit=limit,
-                                                           after_id=self._read_upto)
+        pending = self.store.vectors.texts_without_vectors(
+            self.model, self.session_id, limit=limit, after_id=self._read_upto,
+            dimensions=self.dimensions)
         if pending:
             self._read_upto = pending[-1].message_id
         return pending
@@ -303,7 +324,7 @@ class Indexing:
                 self.store, self.session_id, embedder, background=self.background)
         return backlog
 
-    def after_commit(self, embedder: Embedder | None) -> list[IndexingNotice]:
+    def after_commit(self, embedder: Embedder | None) -> list[IndexingNotice | VectorsResized]:
         """After a commit: embed the new messages (inline), or let the backlog go on."""
         if embedder is None:
             return []

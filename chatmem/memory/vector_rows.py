@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from chatmem.embeddings.base import text_digest
+from chatmem.notices import VectorsResized
 from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:
@@ -71,18 +72,45 @@ def derived_context(own: bytes, previous: bytes | None) -> bytes:
     import numpy as np
 
     vector = np.frombuffer(own, dtype=np.float16).astype(np.float32)
-    if previous is not None:
+    # One of another size is another version's (an embedder changed under its key): it
+    # cannot be summed, and it is about to be embedded again.
+    if previous is not None and len(previous) == len(own):
         vector = vector + np.frombuffer(previous, dtype=np.float16).astype(np.float32)
     length = float(np.linalg.norm(vector))
     return np.asarray(vector / (length or 1.0), dtype=np.float16).tobytes()
 
 
-def known_vectors(store: MemoryStore, model: str,
-                  pending: Sequence[PendingText]) -> dict[str, bytes]:
-    """The stored vectors of `pending`'s texts and of the messages before them, by digest."""
+def known_vectors(store: MemoryStore, model: str, pending: Sequence[PendingText],
+                  dimensions: int = 0) -> dict[str, bytes]:
+    """The stored vectors of `pending`'s texts and of the messages before them, by digest;
+    with `dimensions`, only those of that size."""
     return store.vectors.cached_vectors(model, [
         text_digest(text) for p in pending
-        for text in (p.content, p.previous) if text])
+        for text in (p.content, p.previous) if text], dimensions)
+
+
+def embedder_name(embedder: Embedder) -> str:
+    """The name the embedder is registered under (`[embeddings] provider`): a plugin's as
+    guarded (embeddings.guarded), else its key's provider part."""
+    name = getattr(embedder, "registered_name", None)
+    if isinstance(name, str):
+        return name
+    inner = getattr(embedder, "inner", None)  # embeddings.base.Remembering
+    return embedder_name(inner) if inner is not None else embedder.key.partition(":")[0]
+
+
+def resized(store: MemoryStore, embedder: Embedder,
+            session_id: int | None = None) -> VectorsResized | None:
+    """The embedder's vectors stored in another size than it gives now (of one session, or
+    all), if any: they count as missing and are embedded again (store.vectors._without).
+    None too while the size is not known (an endpoint's, before its first answer)."""
+    dimensions = embedder.dimensions
+    stale = store.vectors.stale_vectors(embedder.key, dimensions, session_id) \
+        if dimensions else {}
+    if not stale:
+        return None
+    return VectorsResized(embedder_name(embedder), embedder.key, dimensions,
+                          sum(stale.values()), tuple(stale))
 
 
 def save_rows(store: MemoryStore, model: str, rows: Sequence[VectorRow]) -> None:

@@ -46,6 +46,7 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
+    VectorsResized,
 )
 from chatmem.privacy.sensitive import describe
 from chatmem.render.errors import Client, by_plugin, without_history
@@ -374,6 +375,20 @@ def _(n: IndexingNotice, repl_hints: bool) -> str:
     if n.event is IndexingEvent.RETRYING:
         return f"indexing failed, will retry next turn: {error}"
     return f"indexing: vectors not stored yet, will retry: {error}"
+
+
+@_worded.register
+def _(n: VectorsResized, repl_hints: bool) -> str:
+    """`embedder hashgram (chatmemtest-embed 2.0.0) now gives 96 dimensions; 8 stored vectors
+    had 64: re-embedding`: the distribution named, as its upgrade is the likely cause."""
+    from chatmem.plugins import load_registries
+
+    source = load_registries().origin("embedder", n.embedder)
+    dist = "" if source is None or source.builtin else " ".join(
+        filter(None, (source.dist or source.name, source.version)))
+    had = " or ".join(str(size) for size in n.sizes)
+    return (f"embedder {n.embedder}{f' ({dist})' if dist else ''} now gives {n.dimensions}"
+            f" dimensions; {n.stale:,} stored vectors had {had}: re-embedding")
 
 
 def failure_text(failure: Failure) -> str:

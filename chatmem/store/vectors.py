@@ -70,6 +70,18 @@ _SESSION_VECTORS = (
 turn's are not): vector_rows and vector_batch read it."""
 
 
+def _without(model: str, dimensions: int) -> tuple[str, list[object]]:
+    """The condition "message m has no vector for `model`", with its parameters. With
+    `dimensions` (0: not known yet, as an endpoint's before its first answer), a vector of
+    another size counts as none: the embedder changed under the same key (a plugin's new
+    version), and the old vectors can be neither ranked against its queries nor summed
+    with its new ones, so they are embedded again (they are derived data)."""
+    sized = " AND v.dimensions = ?" if dimensions else ""
+    return ("NOT EXISTS (SELECT 1 FROM message_vectors v"
+            f" WHERE v.model = ? AND v.message_id = m.id{sized})",
+            [model, *([dimensions] if dimensions else [])])
+
+
 class VectorTables:
     """Message vectors per embedding model, and the messages still without them
     (`store.vectors`)."""
@@ -85,11 +97,18 @@ class VectorTables:
             "SELECT v.message_id, m.position, v.vector, v.context_vector" + _SESSION_VECTORS,
             [model, session_id, after_id])]
 
-    def vector_batch(self, session_id: int, model: str, *, after_id: int = 0) -> VectorBatch:
+    def vector_batch(self, session_id: int, model: str, *, after_id: int = 0,
+                     dimensions: int = 0) -> VectorBatch:
         """`vector_rows` without the context vectors, as one buffer: what recall's cache
-        reads when a session opens (20,000 vectors) and after each turn (two)."""
-        rows = self._db.execute("SELECT v.message_id, m.position, v.vector" + _SESSION_VECTORS,
-                                [model, session_id, after_id]).fetchall()
+        reads when a session opens (20,000 vectors) and after each turn (two); with
+        `dimensions`, only the vectors of that size (one buffer holds one size)."""
+        sql = _SESSION_VECTORS
+        params: list[object] = [model, session_id, after_id]
+        if dimensions:
+            sql = sql.replace(" ORDER BY", " AND v.dimensions = ? ORDER BY")
+            params.append(dimensions)
+        rows = self._db.execute("SELECT v.message_id, m.position, v.vector" + sql,
+                                params).fetchall()
         if not rows:
             return VectorBatch([], b"", 0)
         ids, positions, vectors = zip(*rows, strict=True)
@@ -138,19 +157,20 @@ class VectorTables:
 
     def texts_without_vectors(
         self, model: str, session_id: int | None = None, *, limit: int | None = None,
-        after_id: int = 0,
+        after_id: int = 0, dimensions: int = 0,
     ) -> list[PendingText]:
-        """Messages (of one session, or all) with no vector for `model` yet, oldest first;
-        `after_id` skips those already checked."""
+        """Messages (of one session, or all) with no vector for `model` yet (or one of
+        another size than `dimensions`, see `_without`), oldest first; `after_id` skips
+        those already checked."""
+        without, params = _without(model, dimensions)
         sql = (
             # The message before is the one history has: a replaced turn's are skipped.
             "SELECT m.id, m.content, (SELECT p.content FROM messages p"
             "  WHERE p.session_id = m.session_id AND p.position < m.position"
             "  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1)"
-            " FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-            "  WHERE v.model = ? AND v.message_id = m.id) AND m.id > ? AND m.superseded = 0"
+            f" FROM messages m WHERE {without} AND m.id > ? AND m.superseded = 0"
         )
-        params: list[object] = [model, after_id]
+        params.append(after_id)
         if session_id is not None:
             sql += " AND +m.session_id = ?" if after_id else " AND m.session_id = ?"
             params.append(session_id)
@@ -160,21 +180,37 @@ class VectorTables:
             params.append(limit)
         return [PendingText(*row) for row in self._db.execute(sql, params)]
 
-    def sessions_without_vectors(self, model: str) -> list[int]:
-        """Ids of the sessions with messages that have no vector for `model` yet."""
+    def sessions_without_vectors(self, model: str, dimensions: int = 0) -> list[int]:
+        """Ids of the sessions with messages that have no vector for `model` yet (or one
+        of another size than `dimensions`)."""
+        without, params = _without(model, dimensions)
         return [int(session_id) for session_id, in self._db.execute(
-            "SELECT DISTINCT m.session_id FROM messages m WHERE NOT EXISTS (SELECT 1"
-            " FROM message_vectors v WHERE v.model = ? AND v.message_id = m.id)"
-            " AND m.superseded = 0 ORDER BY m.session_id", [model])]
+            f"SELECT DISTINCT m.session_id FROM messages m WHERE {without}"
+            " AND m.superseded = 0 ORDER BY m.session_id", params)]
 
-    def count_without_vectors(self, model: str, session_id: int | None = None) -> int:
-        sql = ("SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v"
-               " WHERE v.model = ? AND v.message_id = m.id) AND m.superseded = 0")
-        params: list[object] = [model]
+    def count_without_vectors(self, model: str, session_id: int | None = None, *,
+                              dimensions: int = 0) -> int:
+        without, params = _without(model, dimensions)
+        sql = f"SELECT count(*) FROM messages m WHERE {without} AND m.superseded = 0"
         if session_id is not None:
             sql += " AND m.session_id = ?"
             params.append(session_id)
         return int(fetch_value(self._db, sql, params) or 0)
+
+    def stale_vectors(self, model: str, dimensions: int,
+                      session_id: int | None = None) -> dict[int, int]:
+        """How many of the messages' vectors for `model` (of one session, or all) are of
+        another size than `dimensions`, by their size: `texts_without_vectors` hands them
+        out again."""
+        sql = ("SELECT v.dimensions, count(*) FROM message_vectors v"
+               " JOIN messages m ON m.id = v.message_id"
+               " WHERE v.model = ? AND v.dimensions <> ? AND m.superseded = 0")
+        params: list[object] = [model, dimensions]
+        if session_id is not None:
+            sql += " AND m.session_id = ?"
+            params.append(session_id)
+        return {int(size): int(found) for size, found in self._db.execute(
+            sql + " GROUP BY v.dimensions ORDER BY v.dimensions", params)}
 
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None:
         """Store vectors; a message deleted meanwhile is skipped, not an error."""
@@ -204,7 +240,8 @@ class VectorTables:
                 [(model, r.digest, r.message_id, 0, r.message_id) for r in cached],
             )
 
-    def cached_vectors(self, model: str, digests: Iterable[str]) -> dict[str, bytes]:
+    def cached_vectors(self, model: str, digests: Iterable[str],
+                       dimensions: int = 0) -> dict[str, bytes]:
         """Stored vectors of `model` by the sha256 of the text they embed (a message's own
         text, or its context text), for the digests found: a text embedded once, in any
         session of the role's own, is not embedded again. The vectors are read from
@@ -213,10 +250,13 @@ class VectorTables:
         On PostgreSQL only vectors of sessions the role owns are reused: a vector in a
         session another owns (one it shares with the role, even one the role wrote into) is
         that owner's to change, and reused it would stand for the role's own text in its
-        private sessions."""
+        private sessions. With `dimensions`, a vector of another size is not found (see
+        `_without`)."""
         wanted = list(dict.fromkeys(digests))
+        sized = [dimensions] if dimensions else []
         found: dict[str, bytes] = {}
-        own_vectors = ("SELECT model, message_id, vector, context_vector FROM message_vectors"
+        own_vectors = ("SELECT model, message_id, dimensions, vector, context_vector"
+                       " FROM message_vectors"
                        f" WHERE {self._db.own_rows}")
         for start in range(0, len(wanted), CACHE_LOOKUP):
             chunk = wanted[start : start + CACHE_LOOKUP]
@@ -224,6 +264,7 @@ class VectorTables:
                 "SELECT c.digest, CASE c.context WHEN 1 THEN v.context_vector ELSE v.vector END"
                 f" FROM vector_cache c JOIN ({own_vectors}) v"
                 " ON v.model = c.model AND v.message_id = c.message_id"
-                f" WHERE c.model = ? AND c.digest IN ({', '.join('?' * len(chunk))})",
-                [model, *chunk]))
+                f" WHERE c.model = ? AND c.digest IN ({', '.join('?' * len(chunk))})"
+                + (" AND v.dimensions = ?" if sized else ""),
+                [model, *chunk, *sized]))
         return found

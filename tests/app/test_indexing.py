@@ -12,6 +12,8 @@ from chatmem.app import Workspace
 from chatmem.app.indexing import index_sessions, pending_vectors
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
+from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.errors import EmbedderFailed
 
 
 @pytest.fixture
@@ -33,9 +35,9 @@ def test_every_session_waiting_is_listed_once_for_the_count_and_the_work(
     listed = []
     listing = ws.store.vectors.sessions_without_vectors
 
-    def counted(model: str) -> list[int]:
+    def counted(model: str, dimensions: int = 0) -> list[int]:
         listed.append(model)
-        return listing(model)
+        return listing(model, dimensions)
 
     monkeypatch.setattr(ws.store.vectors, "sessions_without_vectors", counted)
     pending = pending_vectors(ws, None)
@@ -52,3 +54,20 @@ def test_one_session_is_counted_and_embedded_alone(ws: Workspace) -> None:
     assert (pending.total, pending.session_ids) == (2, (ws.store.sessions.session("trip").id,))
     assert index_sessions(ws, pending).embedded == 2
     assert pending_vectors(ws, None).total == 3
+
+
+def test_an_embedder_failing_while_indexing_is_one_error_naming_it(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A built-in embedder is not guarded as a plugin's is (a local model's runtime may raise
+    anything): what it raises is still one line, never a traceback, and the lease is given
+    back so the next `chatmem index` need not wait for it to expire."""
+
+    def broken(self: HashEmbedder, texts: object, *, query: bool = False) -> None:
+        raise RuntimeError("the runtime could not allocate 2 GB")
+
+    monkeypatch.setattr(HashEmbedder, "embed", broken)
+    pending = pending_vectors(ws, "trip")
+    with pytest.raises(EmbedderFailed, match=r"^embedder 'hash' failed while indexing: "
+                       r"RuntimeError: the runtime could not allocate 2 GB$"):
+        index_sessions(ws, pending)
+    assert ws.store.leases.index_lease(pending.session_ids[0], "hash:256") is None

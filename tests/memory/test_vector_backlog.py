@@ -347,14 +347,16 @@ class _VectorsEndingTheThread:
         self._vectors, self._embedder, self._thread_name = vectors, embedder, thread_name
         self.lookups = 0
 
-    def cached_vectors(self, model: str, digests: list[str]) -> dict[str, bytes]:
+    def cached_vectors(self, model: str, digests: list[str],
+                       dimensions: int = 0) -> dict[str, bytes]:
         self.lookups += 1
         if self.lookups == 2:
             self._embedder.allow(1)
             self._embedder.wait_finished(1)
             wait_until(lambda: all(t.name != self._thread_name for t in threading.enumerate()),
                        "the embedding thread ended")
-        return self._vectors.cached_vectors(model, digests)  # type: ignore[no-any-return]
+        return self._vectors.cached_vectors(model, digests,  # type: ignore[no-any-return]
+                                            dimensions)
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self._vectors, name)
@@ -403,9 +405,9 @@ def test_the_first_look_counts_the_backlog_from_its_read_when_that_held_all_of_i
         counted: list[int] = []
         count = store.vectors.count_without_vectors
 
-        def counting(model: str, session_id: int | None = None) -> int:
+        def counting(model: str, session_id: int | None = None, *, dimensions: int = 0) -> int:
             counted.append(session_id or 0)
-            return count(model, session_id)
+            return count(model, session_id, dimensions=dimensions)
 
         monkeypatch.setattr(store.vectors, "count_without_vectors", counting)
         engine = chat_engine(store, gate)
