@@ -111,7 +111,8 @@ class Turn:
         if asked.model:
             settings = for_model(settings, asked.model, by_request)
         if asked.options:
-            # max_tokens caps the reply: a setting, as -o max_reply_tokens is for the CLI.
+            # As -o: they reach this reply's request only (max_tokens as max_reply_tokens);
+            # memory's summaries and extractions are asked as the server is configured.
             settings = with_options(settings, asked.options, by_request)
         proxy = self.proxy
         opened: list[Workspace] = []
