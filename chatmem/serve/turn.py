@@ -126,7 +126,12 @@ class Turn:
             spec = ws.registries.strategies.parse(chosen) if chosen else None
             opened.append(ws)  # opening applies retention (start_conversation)
             engine = start_conversation(ws, asked.conversation, strategy=spec,
-                                        system=asked.system, settings=settings)
+                                        settings=settings)
+            # The request's system messages are its own instructions, never the session's:
+            # one without any runs with the configured prompt, not an earlier request's (a
+            # RAG front end's documents) nor one stored by another front end.
+            engine.use_system((settings.system if asked.system is None else asked.system)
+                              or None)
             if not asked.strategy:
                 engine.follow_strategy_changes()  # the server's default started it
             return engine

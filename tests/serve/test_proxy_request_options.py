@@ -1,5 +1,6 @@
-"""What a request asks of the model (max_tokens, stop, sampling) holds for its own reply:
-memory's summaries are asked as the server is configured."""
+"""What a request asks of the model (max_tokens, stop, sampling, its system messages) holds
+for its own reply: memory's summaries are asked as the server is configured, and the next
+request is sent with its own system prompt, not this one's."""
 
 from __future__ import annotations
 
@@ -60,3 +61,27 @@ def test_a_requests_options_reach_its_reply_and_not_the_summary_memory_stores(
     with Store(db_path) as store:
         summaries = store.memory.summaries(store.sessions.session("opt1").id)
     assert summaries and all(s.text == "Hello from the test server." for s in summaries)
+
+
+def test_a_request_without_system_messages_is_not_sent_an_earlier_ones(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """The second request reached the model with the first one's RAG documents as its system
+    prompt, and each request's became the session's (shown, and resumed by a chat)."""
+    docs = "Relevant docs: 门禁密码是 4711。"
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), system="Be brief.")
+    with RunningProxy(settings, strategy="window") as proxy:
+        ask(proxy, "sys1", [{"role": "system", "content": docs},
+                            {"role": "user", "content": "开门吗？"}])
+        first = chat_server.requests[-1]["messages"]
+        ask(proxy, "sys1", [{"role": "user", "content": "说点别的"}])
+        second = chat_server.requests[-1]["messages"]
+        ask(proxy, "sys1", [{"role": "system", "content": ""},
+                            {"role": "user", "content": "第三"}])
+        third = chat_server.requests[-1]["messages"]
+    assert first[0] == {"role": "system", "content": docs}
+    assert second[0] == {"role": "system", "content": "Be brief."}  # the configured prompt
+    assert all(m["role"] != "system" for m in third)  # an empty one is none, as /system ""
+    assert "4711" not in str(second) + str(third)
+    with Store(db_path) as store:
+        assert store.sessions.session("sys1").system == "Be brief."
