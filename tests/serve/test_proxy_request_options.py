@@ -85,3 +85,27 @@ def test_a_request_without_system_messages_is_not_sent_an_earlier_ones(
     assert "4711" not in str(second) + str(third)
     with Store(db_path) as store:
         assert store.sessions.session("sys1").system == "Be brief."
+
+
+def test_text_parts_are_joined_as_lines_and_a_null_max_completion_tokens_is_not_given(
+        chat_server: ChatServer, db_path: Path) -> None:
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    parts = [{"type": "text", "text": "第一段。"}, {"type": "text", "text": "Second paragraph."}]
+    with RunningProxy(settings, strategy="window") as proxy:
+        ask(proxy, "parts", [{"role": "user", "content": parts}],
+            max_completion_tokens=None, max_tokens=3)
+        sent = chat_server.requests[-1]
+        refused = httpx.post(f"{proxy.base_url}/chat/completions", timeout=HANG,
+                             headers={"X-Chatmem-Conversation": "parts"},
+                             json={"model": "test-small", "max_completion_tokens": 0,
+                                   "messages": [{"role": "user", "content": "hi"}]})
+    assert sent["max_tokens"] == 3
+    assert sent["messages"][-1] == {"role": "user", "content": "第一段。\nSecond paragraph."}
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "max_completion_tokens"
+    assert refused.json()["error"]["message"] == \
+        "max_completion_tokens must be a whole number of 1 or more"
+    with Store(db_path) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("parts").id)]
+    assert said[0] == "第一段。\nSecond paragraph."
