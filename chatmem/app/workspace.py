@@ -282,8 +282,10 @@ class Workspace:
         if name == chat.name and settings.helper_model in (chat.model,
                                                            getattr(chat, "model_path", None)):
             return None
+        # Per-call options (-o, a served request's) shape the chat's replies, not these.
         return self.provider_for(dataclasses.replace(
-            settings, provider=name, model=settings.helper_model or settings.model))
+            settings, provider=name, model=settings.helper_model or settings.model,
+            options={}))
 
     def reproducing(self, recorded: Transcript | SessionRecord, *,
                     explicit: bool) -> LazyProvider:

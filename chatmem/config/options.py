@@ -10,9 +10,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
 
 OptionValue = Any
 """A model option's value: a checked number for the options chatmem knows, else any JSON
@@ -125,6 +128,14 @@ def check_options(table: Mapping[str, Any], where: str) -> dict[str, OptionValue
 def sampling(options: Mapping[str, OptionValue]) -> dict[str, OptionValue]:
     """The options that go into the request body as they are: all but chatmem's settings."""
     return {key: value for key, value in options.items() if key not in SETTINGS}
+
+
+def chat_reply_cap(settings: Settings) -> int | None:
+    """The longest chat reply in tokens: an option's (`-o max_reply_tokens`, a template's, a
+    served request's max_tokens) over the configured max_reply_tokens. Options shape the
+    chat's replies only: a summary or a fact extraction is capped by the configured one."""
+    cap = settings.options.get("max_reply_tokens")
+    return settings.max_reply_tokens if cap is None else int(cap)
 
 
 @dataclass(frozen=True)

@@ -285,15 +285,12 @@ def flat_keys(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def with_options(settings: Settings, options: Mapping[str, Any], source: Source) -> Settings:
-    """`settings` with per-call model options added (over those already there);
-    max_reply_tokens is a setting."""
+    """`settings` with per-call model options added (over those already there). They shape
+    the chat's replies only (max_reply_tokens among them: `options.chat_reply_cap`); the
+    configured max_reply_tokens stays the cap of the helper's summaries and extractions."""
     sources = {**settings.sources, **{f"options.{key}": source for key in options}}
-    changed: dict[str, Any] = {}
-    if "max_reply_tokens" in options:
-        changed["max_reply_tokens"] = int(options["max_reply_tokens"])
-        sources["max_reply_tokens"] = source
     return dataclasses.replace(settings, options={**settings.options, **options},
-                               sources=sources, **changed)
+                               sources=sources)
 
 
 def for_model(settings: Settings, name: str, source: Source) -> Settings:

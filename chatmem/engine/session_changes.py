@@ -54,6 +54,21 @@ class SessionChanges:
     """Where the chat model came from (a choice, the session's latest, the config's), for
     the words of its 404 (ProviderNotFound)."""
 
+    own_system: tuple[str | None] | None = None
+    """A system prompt for this engine's turns only, never the session's (`use_system`)."""
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt this engine's turns are sent with."""
+        return self.session.system if self.own_system is None else self.own_system[0]
+
+    def use_system(self, system: str | None) -> None:
+        """Send the next turns with `system` (None: none) without making it the session's: a
+        served request's own system messages are its instructions alone, and the next
+        request (or a chat resuming the session) does not inherit them."""
+        self.own_system = (system,)
+        self.chosen_here |= {"system"}  # another's change to the session's is not this one's
+
     def take_opening_notices(self) -> list[Notice]:
         """What opening the session told (`notices`), once: a server keeps an engine open
         between requests, and only the request that opened it is told."""
@@ -94,6 +109,7 @@ class SessionChanges:
     def set_system(self, system: str | None) -> SettingsNotSaved | None:
         """The system prompt from the next turn on (as `set_strategy`)."""
         self.pending.pop("system", None)
+        self.own_system = None
         return self._set("system prompt", system=system)
 
     def _set(self, what: str, **fields: Any) -> SettingsNotSaved | None:

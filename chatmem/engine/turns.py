@@ -161,7 +161,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             input=user,
             counter=self.counter,
             attached=attached,
-            system=self.session.system,
+            system=self.system_prompt,
             state=self.state,
             budget=self.budget,
             embedder=self.embedder,

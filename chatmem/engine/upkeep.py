@@ -50,6 +50,9 @@ class MemoryUpkeep:
         @property
         def embedder(self) -> Embedder | None: ...
 
+        @property
+        def system_prompt(self) -> str | None: ...
+
         def history(self) -> StoredHistory: ...
 
         def follow_erasures(self) -> None: ...
@@ -114,7 +117,7 @@ class MemoryUpkeep:
         too_small = (helper is not None and self.strategy.calls_helper
                      and is_embedded_model(helper))
         env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
-                        settings=self.settings, system=self.session.system,
+                        settings=self.settings, system=self.system_prompt,
                         embedder=self.embedder, activity=self.activity, catch_up=catch_up)
         said: list[Notice] = []
         if too_small and not self._said_helper_too_small:

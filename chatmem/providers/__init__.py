@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from chatmem.config.keys import KEY_ENV
-from chatmem.config.options import sampling
+from chatmem.config.options import chat_reply_cap, sampling
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
 from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
@@ -64,6 +64,7 @@ def local_provider(settings: Settings) -> Provider:
         # SmolLM-sized models can repeat a sentence until the context is full.
         max_tokens=settings.max_reply_tokens or LOCAL_MAX_REPLY_TOKENS,
         sampling=sampling(settings.options),
+        chat_max_tokens=chat_reply_cap(settings),
     )
 
 
@@ -89,6 +90,7 @@ def openai_provider(settings: Settings) -> Provider:
         reply_timeout=settings.reply_timeout,
         idle_timeout=settings.idle_timeout,
         sampling=sampling(settings.options),
+        chat_max_tokens=chat_reply_cap(settings),
     )
     return masked(provider, settings)
 

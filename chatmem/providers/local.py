@@ -111,6 +111,7 @@ class LocalProvider(OpenAIProvider):
         timeout: float = 120.0,
         max_tokens: int | None = None,
         sampling: Mapping[str, Any] | None = None,
+        chat_max_tokens: int | None = None,
     ) -> None:
         if not xllamacpp_installed():
             raise NoModelAvailable(
@@ -131,7 +132,7 @@ class LocalProvider(OpenAIProvider):
             self.address = "http://" + self.address
         super().__init__(path.stem, base_url=f"{self.address}/v1", api_key=self._key,
                          timeout=timeout, max_retries=0, max_tokens=max_tokens,
-                         sampling=sampling)
+                         sampling=sampling, chat_max_tokens=chat_max_tokens)
         self._counter: LocalTokenCounter | None = None
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:

@@ -43,11 +43,14 @@ CHARS_PER_TOKEN_AT_MOST = 16
 
 class OpenAIReply:
     def __init__(
-        self, provider: OpenAIProvider, messages: ChatMessages, *, json_only: bool = False
+        self, provider: OpenAIProvider, messages: ChatMessages, *,
+        purpose: Purpose = Purpose.CHAT,
     ) -> None:
         self._provider = provider
         self._messages = messages
-        self._json_only = json_only
+        self._purpose = purpose
+        self._max_chars = provider.cap_for(purpose) * CHARS_PER_TOKEN_AT_MOST
+        """Past this many characters the server ignored the cap: reading stops there."""
         self._stream: Any = None
         self.usage = Usage()
         self.rendered_prompt: str | None = None
@@ -59,7 +62,7 @@ class OpenAIReply:
         started = False
         deadline = p.begin_reply()
         try:
-            self._stream = p.request_stream(self._messages, json_only=self._json_only)
+            self._stream = p.request_stream(self._messages, purpose=self._purpose)
             started = True
             kind = self._stream.response.headers.get("content-type", "")
             if "text/event-stream" not in kind:
@@ -82,7 +85,7 @@ class OpenAIReply:
                     if choice.finish_reason:
                         finished = True
                         cut = choice.finish_reason == "length"
-                if received > p.max_reply_chars:
+                if received > self._max_chars:
                     # The server ignored max_tokens (or none was set): stop reading.
                     self.close()
                     finished = cut = True
@@ -111,9 +114,9 @@ class OpenAIReply:
                 f"{p.where} answered with {what}, not an OpenAI-compatible reply:"
                 " check base_url (it usually ends in /v1)")
         body = response.read()
-        if len(body) > p.max_reply_chars * 4:
+        if len(body) > self._max_chars * 4:
             raise ProviderResponseError(f"{p.where} sent a reply of {len(body):,} bytes;"
-                                        f" at most {p.max_reply_chars * 4:,} are read")
+                                        f" at most {self._max_chars * 4:,} are read")
         try:
             data = json.loads(body)
             choice = data["choices"][0]
@@ -126,8 +129,8 @@ class OpenAIReply:
             raise ProviderResponseError(f"{p.where} sent an empty reply")
         self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
         self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
-            len(text) > p.max_reply_chars
-        yield text[:p.max_reply_chars]
+            len(text) > self._max_chars
+        yield text[:self._max_chars]
 
     def close(self) -> None:
         if self._stream is not None:
@@ -152,14 +155,16 @@ class OpenAIProvider:
         reply_timeout: float | None = None,
         idle_timeout: float | None = None,
         sampling: Mapping[str, Any] | None = None,
+        chat_max_tokens: int | None = None,
     ) -> None:
         import openai
 
         self.model = model
         self.max_tokens = max_tokens or DEFAULT_MAX_REPLY_TOKENS
-        """Cap on reply length, sent to the server as max_tokens."""
-        self.max_reply_chars = self.max_tokens * CHARS_PER_TOKEN_AT_MOST
-        """Past this many characters the server ignored the cap: reading stops there."""
+        """Cap on reply length, sent to the server as max_tokens (summaries, facts)."""
+        self.chat_max_tokens = chat_max_tokens or self.max_tokens
+        """Cap on a chat reply's length: an option's (`-o max_reply_tokens`, a served
+        request's max_tokens) when one is given."""
         self.base_url = base_url or "https://api.openai.com/v1"
         endpoint = parse_endpoint(self.base_url)
         self.where = endpoint.shown
@@ -170,8 +175,9 @@ class OpenAIProvider:
         self.idle_timeout = idle_timeout
         """Seconds a reply may go without a new piece; keep-alive comments are no piece."""
         self.sampling = dict(sampling or {})
-        """Model options (`-o`): temperature, top_p, seed and any field the endpoint takes,
-        merged into every chat request's body as named."""
+        """Model options (`-o`, a template's, a served request's): temperature, top_p, seed
+        and any field the endpoint takes, merged into every chat reply's request body as
+        named; never into a summary's or a fact extraction's."""
         self._replying = threading.local()
         self.client = openai.OpenAI(
             # Built, not glued: the base URL's query goes with each request, after its path.
@@ -207,7 +213,11 @@ class OpenAIProvider:
     def stream(self, messages: ChatMessages) -> OpenAIReply:
         return OpenAIReply(self, messages)
 
-    def request_stream(self, messages: ChatMessages, *, json_only: bool = False) -> Any:
+    def cap_for(self, purpose: Purpose) -> int:
+        """The max_tokens a reply for `purpose` is asked with."""
+        return self.chat_max_tokens if purpose is Purpose.CHAT else self.max_tokens
+
+    def request_stream(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> Any:
         """POST a streamed chat completion request: the client's stream of chunks.
 
         The body is sent as built, through the client's public `post`:
@@ -220,13 +230,15 @@ class OpenAIProvider:
 
         body: dict[str, Any] = {
             "model": self.model, "messages": [dict(m) for m in messages], "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": self.max_tokens}
-        if json_only:
+            "stream_options": {"include_usage": True}, "max_tokens": self.cap_for(purpose)}
+        if purpose is Purpose.FACTS:
             # Servers constrain decoding to JSON (llama.cpp with a grammar), so even a
             # small model answers a fact extraction request parseably.
             body["response_format"] = {"type": "json_object"}
-        elif self.sampling:
-            # Options (-o) shape the chat's replies; extraction keeps the server's own.
+        elif purpose is Purpose.CHAT and self.sampling:
+            # Options shape the chat's replies; a summary or an extraction is memory's own
+            # call, made as configured: a reply's cap, stop words or response format would
+            # cut or bend what is stored and sent again on every later turn.
             # Any field the endpoint takes (top_k, repeat_penalty) is sent as named.
             body.update(self.sampling)
         return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
@@ -240,7 +252,7 @@ class OpenAIProvider:
             raise self.translate(e) from None
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
-        return "".join(OpenAIReply(self, messages, json_only=purpose == Purpose.FACTS))
+        return "".join(OpenAIReply(self, messages, purpose=purpose))
 
     def token_counter(self) -> TokenCounter:
         return counter_for_model(self.model)

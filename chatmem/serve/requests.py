@@ -166,10 +166,13 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         if body.get(key):
             raise RequestError(f"{key} is not returned through chatmem; ask the model directly",
                               key)
-    cap = body.get("max_completion_tokens", body.get("max_tokens"))
-    if cap is not None:
+    # The newer name wins when both are given; a null one is not given (the SDK sends it so).
+    field = next((f for f in ("max_completion_tokens", "max_tokens")
+                  if body.get(f) is not None), None)
+    if field is not None:
+        cap = body[field]
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            raise RequestError("max_tokens must be a whole number of 1 or more", "max_tokens")
+            raise RequestError(f"{field} must be a whole number of 1 or more", field)
         options["max_reply_tokens"] = cap
     return TurnAsked(conversation=conversation, strategy=strategy, model=model,
                      system="\n\n".join(system_parts)
@@ -236,7 +239,9 @@ def _text(content: Any, where: str) -> str:
             if not isinstance(part.get(field), str):
                 raise RequestError(f"{where}.content[{i}].{field} must be text", "messages")
             texts.append(part[field])
-        return "".join(texts)
+        # As vLLM and llama.cpp join them: "First paragraph." and "Second paragraph." are
+        # two, not "First paragraph.Second paragraph.".
+        return "\n".join(texts)
     raise RequestError(f"{where}: content must be text", "messages")
 
 

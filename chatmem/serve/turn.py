@@ -120,7 +120,8 @@ class Turn:
         if asked.model:
             settings = for_model(settings, asked.model, by_request)
         if asked.options:
-            # max_tokens caps the reply: a setting, as -o max_reply_tokens is for the CLI.
+            # As -o: they reach this reply's request only (max_tokens as max_reply_tokens);
+            # memory's summaries and extractions are asked as the server is configured.
             settings = with_options(settings, asked.options, by_request)
         proxy = self.proxy
         opened: list[Workspace] = []
@@ -134,7 +135,12 @@ class Turn:
             spec = ws.registries.strategies.parse(chosen) if chosen else None
             opened.append(ws)  # opening applies retention (start_conversation)
             engine = start_conversation(ws, asked.conversation, strategy=spec,
-                                        system=asked.system, settings=settings)
+                                        settings=settings)
+            # The request's system messages are its own instructions, never the session's:
+            # one without any runs with the configured prompt, not an earlier request's (a
+            # RAG front end's documents) nor one stored by another front end.
+            engine.use_system((settings.system if asked.system is None else asked.system)
+                              or None)
             if not asked.strategy:
                 engine.follow_strategy_changes()  # the server's default started it
             return engine

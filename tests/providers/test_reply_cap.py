@@ -70,3 +70,34 @@ def test_openai_without_a_key_or_a_server_says_which_variable_to_set() -> None:
         "$OPENAI_API_KEY is not set: export your OpenAI key in it, or point base_url "
         "(or OPENAI_BASE_URL) at a local OpenAI-compatible server"
     )
+
+
+def test_options_shape_the_chat_reply_and_not_memorys_summary_or_extraction(
+        chat_server) -> None:
+    """-o (a template's, a served request's) options and their reply cap are the chat's: a
+    summary asked with -o max_reply_tokens 2 and stop words was cut to two words and stored,
+    and sent again on every later turn."""
+    from chatmem.config.settings import OPTION_FLAG, with_options
+    from chatmem.providers.base import Purpose
+
+    options = {"max_reply_tokens": 2, "temperature": 0.3, "seed": 7, "stop": ["zzz"]}
+    settings = with_options(Settings(provider="openai", base_url=chat_server.base_url,
+                                     model="m", max_reply_tokens=50, max_retries=0),
+                            options, OPTION_FLAG)
+    provider = create_provider(settings)
+    asked = [{"role": "user", "content": "总结一下"}]
+    try:
+        assert "".join(provider.stream(asked)) == "Hello from"
+        summary = provider.complete(asked, purpose=Purpose.SUMMARY)
+        provider.complete(asked, purpose=Purpose.FACTS)
+        provider.complete(asked, purpose=Purpose.CHAT)  # a replay's probe answer: a reply
+    finally:
+        provider.close()
+    assert summary == "Hello from the test server."
+    fields = ("max_tokens", "temperature", "seed", "stop")
+    chat, summarized, extracted, answered = ({key: body.get(key) for key in fields}
+                                             for body in chat_server.requests)
+    assert chat == answered == {"max_tokens": 2, "temperature": 0.3, "seed": 7,
+                                "stop": ["zzz"]}
+    assert summarized == extracted == {"max_tokens": 50, "temperature": None, "seed": None,
+                                       "stop": None}

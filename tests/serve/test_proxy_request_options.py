@@ -1,0 +1,111 @@
+"""What a request asks of the model (max_tokens, stop, sampling, its system messages) holds
+for its own reply: memory's summaries are asked as the server is configured, and the next
+request is sent with its own system prompt, not this one's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+from chatmem.memory.summarizer import DEFAULT_PROMPT
+from chatmem.store import Store
+
+PASSED = {"stop": ["zzz"], "temperature": 0.3, "seed": 7, "logit_bias": {"50256": -100},
+          "response_format": {"type": "json_object"}}
+
+
+def ask(proxy: RunningProxy, conversation: str, messages: list[dict[str, Any]],
+        **fields: Any) -> httpx.Response:
+    answer = httpx.post(f"{proxy.base_url}/chat/completions", timeout=HANG,
+                        headers={"X-Chatmem-Conversation": conversation},
+                        json={"model": "test-small", "messages": messages, **fields})
+    assert answer.status_code == 200, answer.text
+    return answer
+
+
+def summary_requests(chat_server: ChatServer) -> list[dict[str, Any]]:
+    opening = DEFAULT_PROMPT[:40]
+    return [r for r in chat_server.requests
+            if any(opening in str(m.get("content")) for m in r.get("messages", ()))]
+
+
+def test_a_requests_options_reach_its_reply_and_not_the_summary_memory_stores(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Every summary of a conversation whose client sent max_tokens 2 was the model's first
+    two words, stored and sent again on each later turn."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="summary-buffer:max_tokens=120") as proxy:
+        for i in range(8):
+            said = f"第{i}条消息：关于话题{i}的一段足够长的文字，好让缓冲区很快装满。" * 2
+            reply = ask(proxy, "opt1", [{"role": "user", "content": said}],
+                        max_tokens=2, **PASSED)
+            assert reply.json()["choices"][0]["message"]["content"] == "Hello from"
+    summarized = summary_requests(chat_server)
+    assert summarized, "the conversation was never summarized"
+    for request in summarized:
+        assert request["max_tokens"] == 4096
+        assert not PASSED.keys() & request.keys()
+    replies = [r for r in chat_server.requests if r not in summarized]
+    assert all(r["max_tokens"] == 2 and PASSED.items() <= r.items() for r in replies)
+    with Store(db_path) as store:
+        summaries = store.memory.summaries(store.sessions.session("opt1").id)
+    assert summaries and all(s.text == "Hello from the test server." for s in summaries)
+
+
+def test_a_request_without_system_messages_is_not_sent_an_earlier_ones(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """The second request reached the model with the first one's RAG documents as its system
+    prompt, and each request's became the session's (shown, and resumed by a chat)."""
+    docs = "Relevant docs: 门禁密码是 4711。"
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), system="Be brief.")
+    with RunningProxy(settings, strategy="window") as proxy:
+        ask(proxy, "sys1", [{"role": "system", "content": docs},
+                            {"role": "user", "content": "开门吗？"}])
+        first = chat_server.requests[-1]["messages"]
+        ask(proxy, "sys1", [{"role": "user", "content": "说点别的"}])
+        second = chat_server.requests[-1]["messages"]
+        ask(proxy, "sys1", [{"role": "system", "content": ""},
+                            {"role": "user", "content": "第三"}])
+        third = chat_server.requests[-1]["messages"]
+    assert first[0] == {"role": "system", "content": docs}
+    assert second[0] == {"role": "system", "content": "Be brief."}  # the configured prompt
+    assert all(m["role"] != "system" for m in third)  # an empty one is none, as /system ""
+    assert "4711" not in str(second) + str(third)
+    with Store(db_path) as store:
+        assert store.sessions.session("sys1").system == "Be brief."
+
+
+def test_text_parts_are_joined_as_lines_and_a_null_max_completion_tokens_is_not_given(
+        chat_server: ChatServer, db_path: Path) -> None:
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    parts = [{"type": "text", "text": "第一段。"}, {"type": "text", "text": "Second paragraph."}]
+    with RunningProxy(settings, strategy="window") as proxy:
+        ask(proxy, "parts", [{"role": "user", "content": parts}],
+            max_completion_tokens=None, max_tokens=3)
+        sent = chat_server.requests[-1]
+        refused = httpx.post(f"{proxy.base_url}/chat/completions", timeout=HANG,
+                             headers={"X-Chatmem-Conversation": "parts"},
+                             json={"model": "test-small", "max_completion_tokens": 0,
+                                   "messages": [{"role": "user", "content": "hi"}]})
+    assert sent["max_tokens"] == 3
+    assert sent["messages"][-1] == {"role": "user", "content": "第一段。\nSecond paragraph."}
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "max_completion_tokens"
+    assert refused.json()["error"]["message"] == \
+        "max_completion_tokens must be a whole number of 1 or more"
+    with Store(db_path) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("parts").id)]
+    assert said[0] == "第一段。\nSecond paragraph."
