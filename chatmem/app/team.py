@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.store.copying import CopyReport
-    from chatmem.store.sharing import Exemption, RoleAdded, Share
+    from chatmem.store.sharing import AddedUser, Exemption, Share
     from chatmem.store.team_members import Removal
 
 
@@ -29,9 +29,9 @@ def row_security_exemption(workspace: Workspace) -> tuple[str, Exemption] | None
 
 
 def add_user(workspace: Workspace, name: str, *, keep_history: bool = False
-             ) -> tuple[RoleAdded, bool]:
+             ) -> tuple[AddedUser, bool]:
     """Create the login role `name` (the connecting role must be allowed to create roles),
-    or let an existing one that row security binds connect to this database; refused while
+    or give an existing one that row security binds what add-user grants; refused while
     the name holds an earlier person's sessions or shares, unless `keep_history`. Also
     whether that was checked: a role row security binds cannot see others' rows."""
     from chatmem.store.sharing import add_user as create_role

@@ -58,17 +58,14 @@ def add_user(
         for statement in role_statements(name, name_of_db):
             typer.echo(statement + ";")
         return
-    from chatmem.store.sharing import RoleAdded
+    from chatmem.render.team import added_user_lines
 
     with open_workspace(settings) as ws:
         added, checked = create_role(ws, name, keep_history=keep_history)
         shown = ws.location
-    said = (f"added role {name} on {shown}; set its password with "
-            f"`ALTER ROLE {name} PASSWORD '…'` (psql: \\password {name})"
-            if added is RoleAdded.CREATED else
-            f"role {name} existed; it may now use {shown} (its password is unchanged)")
     err = consoles()[1]
-    err.print(said, markup=False, soft_wrap=True)
+    for line in added_user_lines(added, str(shown)):
+        err.print(line, markup=False, soft_wrap=True)
     if not checked and not keep_history:
         err.print(f"note: row security binds the role connected, so whether an earlier {name}"
                   " left sessions here went unchecked (a superuser or BYPASSRLS role sees"

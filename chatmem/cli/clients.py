@@ -15,6 +15,7 @@ from chatmem.cli.output import consoles, handles_errors
 
 if TYPE_CHECKING:
     from chatmem.serve.listening import Listening
+    from chatmem.serve.tokens_file import TokensFile
 
 TokenOption = Annotated[
     str | None, typer.Option("--token", envvar="CHATMEM_TOKEN", show_default=False,
@@ -33,12 +34,14 @@ TokensOption = Annotated[
 ]
 
 
-def _tokens(path: Path | None) -> dict[str, str]:
+def _tokens(path: Path | None) -> "TokensFile | None":
+    """The tokens file, read now (a bad one is refused before the server starts) and again
+    whenever it changes (a line taken out ends that person's access at once)."""
     if path is None:
-        return {}
-    from chatmem.serve.listening import load_tokens
+        return None
+    from chatmem.serve.tokens_file import TokensFile
 
-    return load_tokens(path)
+    return TokensFile(path, log=_log_line)
 
 
 def _needs(extra: str, module: str) -> None:
@@ -100,9 +103,9 @@ def mcp(
         return
     from chatmem.serve.listening import guarded, listening, serve_http
 
-    where = listening(http, token, tokens_given=bool(people))
+    where = listening(http, token, tokens_given=people is not None)
     security = None
-    if where.token is None and not people:
+    if where.token is None and people is None:
         from mcp.server.transport_security import TransportSecuritySettings
 
         # chatmem's own check (ThisMachineOnly) answers this machine's programs: the SDK's
@@ -168,7 +171,8 @@ def serve(
     if strategy is not None:
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
-    where = listening(f"{host}:{port}", token, what="--host/--port", tokens_given=bool(people))
+    where = listening(f"{host}:{port}", token, what="--host/--port",
+                      tokens_given=people is not None)
     app = guarded(build_app(settings, strategy=strategy, log=_log_line), where, people,
                   refused=_log_line)
     serve_http(app, where, _announcer("/v1"))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
 from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
+from chatmem.serve.tokens_file import TokensFile
 
 if TYPE_CHECKING:
     import uvicorn
@@ -117,39 +118,6 @@ HISTORY_SCOPE_KEY = "chatmem.db"
 """Where BearerGuard leaves the history a request's token names (None: the server's own)."""
 
 
-def load_tokens(path: Path) -> dict[str, str]:
-    """A tokens file: `[tokens]` mapping each person's bearer token to the history they use,
-    e.g. a PostgreSQL URL with their own role (its password in ~/.pgpass, not here), so row
-    security holds per person. One line naming the file and key for anything else."""
-    import tomllib
-
-    from chatmem.errors import ConfigError
-
-    try:
-        mode = path.stat().st_mode
-        if mode & 0o077:
-            # Every person's token: as libpq refuses a ~/.pgpass others can read.
-            raise ConfigError(f"{path}: other users can read this tokens file (mode "
-                              f"{mode & 0o777:04o}); make it yours alone: chmod 600 {path}")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the tokens file: {e.strerror or e}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
-        raise ConfigError(f"{path}: not a TOML tokens file ({e})") from None
-    table = data.get("tokens")
-    if not isinstance(table, dict) or set(data) - {"tokens"}:
-        raise ConfigError(f"{path}: a tokens file holds one [tokens] table, TOKEN = \"HISTORY\"")
-    from chatmem.config.location import parse_location
-
-    for token, history in table.items():
-        if not isinstance(history, str) or not history.strip() or len(token) < 16:
-            raise ConfigError(f"{path}: tokens: each token must be 16 characters or more and "
-                              "name a history (a file or a postgresql:// URL)")
-        # Each history is parsed now, once, not at its first request; the token is never shown.
-        parse_location(history, f"{path}: tokens")
-    return dict(table)
-
-
 def token_in(headers: Mapping[str, str] | None) -> str | None:
     """The bearer token of a request's headers, if any."""
     given = (headers or {}).get("authorization") or ""
@@ -170,21 +138,42 @@ async def refuse(send: Send, status: int, message: str, code: str,
 class BearerGuard:
     """ASGI middleware: a request without `Authorization: Bearer TOKEN` for one of the known
     tokens gets 401, an OpenAI-shaped error, and never reaches the app (tokens compared in
-    constant time). A token of the tokens file leaves its history in the request's scope."""
+    constant time). A token of the tokens file leaves its history in the request's scope;
+    a tokens file is read again when it has changed (TokensFile), and while it cannot be
+    used every request is refused (503), whatever its token."""
 
     def __init__(self, app: App, token: str | None,
-                 tokens: Mapping[str, str] | None = None) -> None:
+                 tokens: Mapping[str, str] | TokensFile | None = None) -> None:
         self.app = app
-        self.allowed: dict[str, str | None] = dict(tokens or {})
-        if token is not None:
-            self.allowed[token] = None
+        self.token = token
+        self.tokens = tokens
+        # Nothing asked: no token, no tokens. A tokens file emptied since is not this.
+        self.open = token is None and not isinstance(tokens, TokensFile) and not tokens
+
+    def _allowed(self) -> dict[str, str | None] | None:
+        people = (self.tokens.current() if isinstance(self.tokens, TokensFile)
+                  else self.tokens or {})
+        if people is None:
+            return None
+        allowed: dict[str, str | None] = dict(people)
+        if self.token is not None:
+            allowed[self.token] = None
+        return allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.allowed or scope["type"] != "http":
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        allowed = self._allowed()
+        if allowed is None:
+            await refuse(send, 503, "the server cannot use its tokens file; its log says why",
+                         "tokens_unavailable")
+            return
+        if self.open:
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        matched = [history for token, history in self.allowed.items()
+        matched = [history for token, history in allowed.items()
                    if hmac.compare_digest(given, f"Bearer {token}".encode())]
         if matched:
             scope[HISTORY_SCOPE_KEY] = matched[0]
@@ -294,12 +283,14 @@ def _is_local_origin(origin: str) -> bool:
         return False  # "null" (a sandboxed page or a file), a malformed port
 
 
-def guarded(app: App, where: Listening, tokens: Mapping[str, str] | None = None, *,
+def guarded(app: App, where: Listening, tokens: Mapping[str, str] | TokensFile | None = None,
+            *,
             refused: Callable[[str], None] | None = None) -> App:
     """`app` as a server listening at `where` runs it: behind the bearer token when there is
     one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly, whose
-    refusals (a Host, an Origin, another account) `refused` hears, one line each."""
-    if where.token is None and not tokens:
+    refusals (a Host, an Origin, another account) `refused` hears, one line each. A tokens
+    file, even one empty for now, names who may come: its tokens alone (and the token)."""
+    if where.token is None and not isinstance(tokens, TokensFile) and not tokens:
         return ThisMachineOnly(app, where.accounts, refused)
     return BearerGuard(app, where.token, tokens)
 

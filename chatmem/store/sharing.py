@@ -98,11 +98,32 @@ class RoleAdded(StrEnum):
     CREATED = "created"
     GRANTED = "granted"
     """The role existed (a person of another chatmem database, say) and was let connect."""
+    ALREADY = "already"
+    """The role could already connect and use the schema (PUBLIC's grants, a grant of
+    before): add-user's grants are given to it all the same, so closing the database to
+    PUBLIC later leaves it in."""
 
 
-def add_user(store: Connection, name: str) -> RoleAdded:
+@dataclass(frozen=True)
+class AddedUser:
+    name: str
+    outcome: RoleAdded
+    database: str
+    open_to_public: bool
+    """PUBLIC may connect to the database: every login role of the server can chat there,
+    added or not (a new database's default)."""
+
+
+def closing_sql(database: str) -> list[str]:
+    """The statements that leave the database to the roles granted it (add-user's)."""
+    quoted = '"' + database.replace('"', '""') + '"'
+    return [f"REVOKE CONNECT ON DATABASE {quoted} FROM PUBLIC",
+            "REVOKE USAGE ON SCHEMA public FROM PUBLIC"]
+
+
+def add_user(store: Connection, name: str) -> AddedUser:
     """Create the login role `name` (the connecting role must be allowed to create roles),
-    or let an existing one that row security binds connect to this database."""
+    or give an existing one that row security binds what add-user grants (again: idempotent)."""
     _require_postgres(store, "adding a user")
     check_role_name(name)
     _check_tables_owner(store)
@@ -113,25 +134,26 @@ def add_user(store: Connection, name: str) -> RoleAdded:
         " has_schema_privilege(rolname, current_schema(), 'USAGE')"
         " FROM pg_catalog.pg_roles WHERE rolname = ?", [name]).fetchone()
     if existing is None:
-        with store.write():
-            for statement in role_sql(name, database):
-                store.db.execute(statement)
-        return RoleAdded.CREATED
-    superuser, bypasses, can_login, connects, uses = existing
-    if superuser or bypasses:
-        # Granting it would add a person whom row security does not bind.
-        why = Exemption.SUPERUSER if superuser else Exemption.BYPASSRLS
-        raise UsageError(f"role {name} exists on {store.location} and is {why.value}: row "
-                         "security would not keep it to its own sessions; choose another name")
-    if not can_login:
-        raise UsageError(f"role {name} exists on {store.location} but cannot log in "
-                         f"(ALTER ROLE {name} LOGIN lets it)")
-    if connects and uses:
-        raise UsageError(f"role {name} already exists on {store.location} and can use it")
+        statements, outcome = role_sql(name, database), RoleAdded.CREATED
+    else:
+        superuser, bypasses, can_login, connects, uses = existing
+        if superuser or bypasses:
+            # Granting it would add a person whom row security does not bind.
+            why = Exemption.SUPERUSER if superuser else Exemption.BYPASSRLS
+            raise UsageError(f"role {name} exists on {store.location} and is {why.value}: "
+                             "row security would not keep it to its own sessions; choose "
+                             "another name")
+        if not can_login:
+            raise UsageError(f"role {name} exists on {store.location} but cannot log in "
+                             f"(ALTER ROLE {name} LOGIN lets it)")
+        statements = access_sql(name, database)
+        outcome = RoleAdded.ALREADY if connects and uses else RoleAdded.GRANTED
     with store.write():
-        for statement in access_sql(name, database):
+        for statement in statements:
             store.db.execute(statement)
-    return RoleAdded.GRANTED
+    public = bool(fetch_value(
+        store.db, "SELECT has_database_privilege('public', current_database(), 'CONNECT')"))
+    return AddedUser(name, outcome, database, public)
 
 
 def _check_tables_owner(store: Connection) -> None:

@@ -177,7 +177,37 @@ def test_add_user_creates_a_role_that_sees_only_its_own(
     chat(carol, "carols", "hello")
     assert names(carol) == ["carols"]
     assert "carols" not in names(urls[0])
-    run(pg_server.url(database), "admin", "add-user", role, code=int(UsageError.exit_code))
+    again = invoke("admin", "add-user", role, "--db", pg_server.url(database))
+    assert again.exit_code == 0 and f"role {role} could already connect" in again.stderr
+
+
+def test_add_user_of_a_role_that_can_already_connect_grants_and_says_the_door_is_open(
+        pg_server: PostgresServer, database: str) -> None:
+    """A new database lets PUBLIC connect, so a login role never added (carla) chats there
+    already: add-user of her succeeds, grants what it grants, and says how to close the
+    database to PUBLIC; once closed, carla still chats and a role never added does not."""
+    carla, eve = f"carla_{database}", f"eve_{database}"
+    with pg_server.admin() as conn:
+        for role in (carla, eve):
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+    admin = pg_server.url(database)
+    chat(pg_server.url(database, eve), "闯入", "你好")
+    said = invoke("admin", "add-user", carla, "--db", admin)
+    assert said.exit_code == 0, said.stderr
+    first, note = said.stderr.splitlines()
+    assert f"role {carla} could already connect" in first
+    assert "CONNECT is granted to PUBLIC" in note
+    closing = note.split("to leave it to the people added: ", 1)[1]
+    assert closing == (f'REVOKE CONNECT ON DATABASE "{database}" FROM PUBLIC; '
+                       "REVOKE USAGE ON SCHEMA public FROM PUBLIC")
+    with pg_server.admin(database) as conn:
+        for statement in closing.split("; "):
+            conn.execute(statement)
+    chat(pg_server.url(database, carla), "卡拉", "你好")
+    assert names(pg_server.url(database, carla)) == ["卡拉"]
+    chat(pg_server.url(database, eve), "闯入", "again", code=int(StoreError.exit_code))
+    closed = invoke("admin", "add-user", carla, "--db", admin)
+    assert closed.exit_code == 0 and "PUBLIC" not in closed.stderr
 
 
 def test_add_user_lets_a_person_of_another_database_connect_to_this_one(
@@ -197,7 +227,9 @@ def test_add_user_lets_a_person_of_another_database_connect_to_this_one(
         assert said.exit_code == 0 and f"role {role} existed" in said.stderr
         chat(pg_server.url(second, role), "第二个", "你好")
         assert names(pg_server.url(second, role)) == ["第二个"]
-        run(admin, "admin", "add-user", role, code=int(UsageError.exit_code))
+        again = invoke("admin", "add-user", role, "--db", admin)
+        assert again.exit_code == 0 and "could already connect" in again.stderr
+        assert "PUBLIC" not in again.stderr
         sleeper, bypasser = f"nologin_{database}", f"bypass_{database}"
         with pg_server.admin() as conn:
             conn.execute(f"CREATE ROLE {sleeper} NOLOGIN")

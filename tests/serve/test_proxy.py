@@ -32,12 +32,14 @@ from chatmem.config.settings import Settings
 from chatmem.serve.listening import Listening, TokenMade, guarded, listening, server_config
 from chatmem.serve.peers import PROC_NET
 from chatmem.serve.proxy import Proxy, build_app
+from chatmem.serve.tokens_file import TokensFile
 from chatmem.store import Store
 
 
 class RunningProxy:
     def __init__(self, settings: Settings, token: str | None = None,
-                 strategy: str | None = None, tokens: dict[str, str] | None = None,
+                 strategy: str | None = None,
+                 tokens: dict[str, str] | TokensFile | None = None,
                  accounts: Path = PROC_NET) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -928,7 +930,7 @@ def test_each_token_is_its_own_role_on_postgresql(chat_server: ChatServer, pg_ur
     # sessions, and neither person reads the other's.
     ann, bob = (pg_url.replace("postgresql://postgres@", f"postgresql://{role}@")
                 for role in ("ann", "bob"))
-    from chatmem.serve.listening import load_tokens
+    from chatmem.serve.tokens_file import load_tokens
 
     tokens_file = tmp_path / "tokens.toml"
     tokens_file.write_text(f'[tokens]\n"{"a" * 20}" = "{ann}"\n"{"b" * 20}" = "{bob}"\n')
@@ -950,3 +952,42 @@ def test_each_token_is_its_own_role_on_postgresql(chat_server: ChatServer, pg_ur
             trip = store.sessions.session("trip")
             contents = [m.content for m in store.history.messages(trip.id)]
         assert own in contents and other not in contents
+
+
+def test_a_token_taken_out_of_the_tokens_file_is_refused_without_a_restart(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    # The file is read again when it changes: bob's line deleted, his next request is a 401
+    # and stores nothing; a file that cannot be used refuses everyone (503), said once in
+    # the log, until it is fixed.
+    ann, bob = "a" * 20, "b" * 20
+    tokens_file = tmp_path / "tokens.toml"
+
+    def write(text: str) -> None:
+        tokens_file.write_text(text)
+        tokens_file.chmod(0o600)
+
+    write(f'[tokens]\n"{ann}" = "{tmp_path / "ann.db"}"\n"{bob}" = "{tmp_path / "bob.db"}"\n')
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small")
+    logged: list[str] = []
+    with RunningProxy(settings, tokens=TokensFile(tokens_file, log=logged.append)) as running:
+        def status(token: str, said: str = "你好") -> int:
+            return httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                              headers={"Authorization": f"Bearer {token}",
+                                       "X-Chatmem-Conversation": "trip"},
+                              json={"model": "test-small",
+                                    "messages": [{"role": "user", "content": said}]}
+                              ).status_code
+
+        assert status(bob) == 200
+        write(f'[tokens]\n"{ann}" = "{tmp_path / "ann.db"}"\n')
+        assert status(bob, "after") == 401
+        assert status(ann) == 200
+        assert logged == [f"{tokens_file}: read again (1 token)"]
+        write("[tokens\n")
+        assert (status(ann), status(bob)) == (503, 503)
+        assert len(logged) == 2 and "every request is refused" in logged[1]
+        tokens_file.chmod(0o644)  # everyone's tokens readable by others: refused as well
+        assert status(ann) == 503
+        write(f'[tokens]\n"{ann}" = "{tmp_path / "ann.db"}"\n')
+        assert status(ann) == 200
+    assert statuses(tmp_path / "bob.db", "trip") == ["ok"]
