@@ -266,8 +266,8 @@ def folded_differently_since_m016(text: str) -> bool:
     return _FOLDED_SINCE_M016.search(unicodedata.normalize("NFC", text)) is not None
 
 
-def folded_differently_since_m017(text: str) -> bool:
-    """Whether `text`'s index entry from before m017/p016 differs from today's: it holds a
+def folded_differently_since_m018(text: str) -> bool:
+    """Whether `text`'s index entry from before m018/p016 differs from today's: it holds a
     traditional Chinese character (folded to simplified since)."""
     if text.isascii():
         return False

@@ -36,11 +36,11 @@ def p011_words_folded_again(execute: Execute) -> None:
 
 
 def p016_traditional_chinese_folded(execute: Execute) -> None:
-    """SQLite's m017: index entries as fts.index_text makes them now (traditional Chinese
+    """SQLite's m018: index entries as fts.index_text makes them now (traditional Chinese
     characters as simplified), written only for the messages holding one."""
     from chatmem import fts
 
-    _index_again(execute, fts.folded_differently_since_m017)
+    _index_again(execute, fts.folded_differently_since_m018)
 
 
 MOST_TOKENS = 2_147_483_647

@@ -310,10 +310,10 @@ def m016_words_folded_again(db: sqlite_utils.Database) -> None:
 
 
 @migration
-def m017_traditional_chinese_folded(db: sqlite_utils.Database) -> None:
+def m018_traditional_chinese_folded(db: sqlite_utils.Database) -> None:
     """Index entries as fts.index_text makes them now: traditional Chinese characters as
     simplified (台北 finds 臺北). Only the messages holding one are written again
-    (fts.folded_differently_since_m017)."""
+    (fts.folded_differently_since_m018)."""
     from chatmem import fts
 
-    rewrites.index_again(db, fts.folded_differently_since_m017)
+    rewrites.index_again(db, fts.folded_differently_since_m018)

@@ -160,13 +160,13 @@ def test_traditional_chinese_of_an_old_history_is_found_after_the_upgrade(
                                                    {"role": "user", "content": "今天天气不错"}])
         message_id = {text: i for i, text in store.db.execute(
             "SELECT id, content FROM messages").fetchall()}[said]
-        with store.db.write():  # the entry as chatmem wrote it before m017/p016
+        with store.db.write():  # the entry as chatmem wrote it before m018/p016
             store.db.unindex_words([message_id])
             store.db.index_words([(message_id, " ".join(
                 said[i:i + 2] for i in range(len(said) - 1)))])
             bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
             store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN"
-                             " ('m017_traditional_chinese_folded',"
+                             " ('m018_traditional_chinese_folded',"
                              " 'p016_traditional_chinese_folded')")
         assert [m.content for m, _ in matches(store, session.id, "台北")] == []
     with history.open() as store:
