@@ -163,7 +163,6 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     spec = (with_config_table(strategy, workspace.settings, strategies) if strategy
             else strategies.parse(record.strategy, params))
     chosen = strategies.create(spec)  # bad names or params fail before any work
-    name = spec.name
     turn = None
     history_turn = None
     after_all = text is not None
@@ -183,7 +182,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     embedder = workspace.recall_embedder([chosen])
     replayed = None
     notices: tuple[Notice, ...] = ()
-    if after_all and name == record.strategy:
+    if after_all and _runs_as_session(workspace, record, chosen):
         # The session already keeps this strategy's state: use it as it is.
         engine = engine_over(store, record, llm, chosen,
                              budget=workspace.settings.context_budget, embedder=embedder)
@@ -204,6 +203,24 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                       turn=turn, history_turn=history_turn, replayed=replayed,
                       left_out=left_out, notices=notices,
                       address=store.sessions.address(record.id))
+
+
+def _runs_as_session(workspace: Workspace, record: SessionRecord, chosen: Strategy) -> bool:
+    """Whether `chosen` is the strategy the session runs, parameters and all: only then was
+    its stored state (a summary, facts, a plugin's) built as `chosen` would build it. Same
+    name with other parameters (`summary:summary_max_tokens=30`) gets it rebuilt."""
+    from chatmem.engine.opening import resolve_strategy
+    from chatmem.errors import ChatmemError
+
+    if chosen.name != record.strategy:
+        return False
+    try:
+        # As a resumed session builds it: its saved parameters, none from the config.
+        running = resolve_strategy(workspace.settings, None, {}, record,
+                                   workspace.registries.strategies)
+    except ChatmemError:
+        return False  # it no longer builds from what is saved: nothing to compare with
+    return dict(running.params) == dict(chosen.params)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from enum import Enum
 from functools import singledispatch
@@ -69,11 +70,13 @@ def _over_budget(error: OverBudget) -> str:
 
 
 class Client(Enum):
-    """Who reads an error over the wire: each is told the way on it has."""
+    """Who reads an error other than the CLI: each is told the way on it has."""
 
     MCP = "mcp"
     API = "api"
     """An OpenAI-compatible client of `chatmem serve`."""
+    REPL = "repl"
+    """The chat's REPL: the CLI's line but where its way on is not a flag (`repl_error_text`)."""
 
 
 @singledispatch
@@ -129,9 +132,25 @@ def _(error: ReadOnlyShare, client: Client) -> str:
 
 @_for_a_client.register
 def _(error: StrategyGone, client: Client) -> str:
-    way_on = ("start_conversation with a strategy" if client is Client.MCP
-              else "the model MODEL@STRATEGY")
+    way_on = {
+        Client.MCP: "start_conversation with a strategy",
+        Client.API: "the model MODEL@STRATEGY",
+        # /switch opens a session with its own strategy only: the way on is outside the chat.
+        Client.REPL: f"/quit, then chatmem chat {shlex.quote(error.session)} -s NAME",
+    }[client]
     return f"{error.cause}; install it again, or go on with another strategy ({way_on})"
+
+
+@singledispatch
+def repl_error_text(error: ChatmemError) -> str:
+    """The one line the REPL shows `error` as: `error_text`, but for errors whose way on
+    there differs from the CLI's (they are registered here)."""
+    return error_text(error)
+
+
+@repl_error_text.register
+def _(error: StrategyGone) -> str:
+    return _for_a_client(error, Client.REPL)
 
 
 @error_text.register

@@ -20,7 +20,7 @@ import chatmem.repl.commands  # noqa: F401  (importing the commands fills the ta
 from chatmem import render
 from chatmem.errors import ChatmemError, ExitCode, NotFound
 from chatmem.names import nearest
-from chatmem.render.errors import error_text
+from chatmem.render.errors import repl_error_text
 from chatmem.repl.blocks import ESCAPE
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.keys import KeyWatch, QuietTerminal, key_presses
@@ -152,7 +152,7 @@ class Repl(Chat):
                 return
             except ChatmemError as e:
                 self.exit_code = max(self.exit_code, int(e.exit_code))
-                self.error(error_text(e))
+                self.error(repl_error_text(e))
             except KeyboardInterrupt:
                 if not sys.stdin.isatty():
                     raise  # a script is stopped, not resumed

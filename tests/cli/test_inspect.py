@@ -116,6 +116,39 @@ def test_what_if_under_another_strategy_builds_on_the_history_it_had(
         assert store.memory.summaries(store.sessions.session("rs").id) == []
 
 
+def test_next_with_the_sessions_strategy_under_other_parameters_rebuilds_its_state(
+    tmp_path: Path,
+) -> None:
+    # The stored summary was kept under the session's parameters: a what-if naming the same
+    # strategy with others must not show it as theirs (it showed summary v6, 248 tokens).
+    db = str(tmp_path / "x.db")
+    said = "".join(f"turn {i}: my order ORD-77{i} shipped to 杭州 on 2026-03-1{i}, budget 500{i}"
+                   f" yuan, sister Alice{i} picks it up\n" for i in range(1, 7))
+    assert invoke("chat", "S1", "-s", "summary", "--provider", "scripted", "--db", db,
+                  input=said).exit_code == 0
+
+    def seen(strategy: str) -> dict[str, object]:
+        result = invoke("inspect", "S1", "--next", "x", "--strategy", strategy, "--provider",
+                        "scripted", "--db", db, "--json")
+        assert result.exit_code == 0, result.stderr
+        data: dict[str, object] = json.loads(result.stdout)
+        return data
+
+    def summary(data: dict[str, object]) -> dict[str, object]:
+        part: dict[str, object] = next(p for p in data["context"]["parts"]  # type: ignore[attr-defined]
+                                       if p["kind"] == "summary")
+        return part
+
+    stored = seen("summary")
+    assert stored["replayed"] is None  # the session's own: its stored summary, as it is
+    narrow = seen("summary:summary_max_tokens=30")
+    assert narrow["replayed"]["turns"] == 6  # type: ignore[index]
+    assert narrow["strategy"]["params"]["summary_max_tokens"] == 30  # type: ignore[index]
+    assert summary(narrow)["tokens"] < summary(stored)["tokens"]  # type: ignore[operator]
+    with Store(db) as store:  # nothing stored by the what-if
+        assert len(store.memory.summaries(store.sessions.session("S1").id)) == 6
+
+
 def test_summaries_lists_versions_with_dropped_anchors(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     with Store(db) as store:

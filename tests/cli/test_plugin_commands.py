@@ -151,6 +151,13 @@ def test_without_the_plugin_its_sessions_still_list_and_a_clear_error_says_why(
         "error: session 'g' keeps its memory with strategy 'anchor', which no installed plugin "
         "provides now; install it again, or go on with another (-s NAME) (`chatmem strategies`"
         " lists them)\n")
+    # The REPL's /switch takes no -s: it is told the way on that works from there.
+    switched = invoke("chat", "other", "--provider", "scripted", "--db", db,
+                      input="/switch g\n", code=2)
+    assert switched.stderr.splitlines()[-1] == (
+        "error: session 'g' keeps its memory with strategy 'anchor', which no installed plugin "
+        "provides now; install it again, or go on with another strategy (/quit, then chatmem"
+        " chat g -s NAME)")
     # ... and it goes on with another, keeping every turn.
     invoke("chat", "g", "-s", "window", "--provider", "scripted", "--db", db, input="hi\n",
            code=0)
