@@ -75,6 +75,9 @@ def fact_ids_never_reused(db: sqlite_utils.Database) -> None:
         return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                               [table]).fetchone()[0])
 
+    # Read before the clean-up below drops a history row whose fact is gone: its id is one.
+    mentioned = highest_fact_id_mentioned(db)
+
     # A row another tool left pointing nowhere (foreign keys are off by default in sqlite3's
     # shell) would fail the copy, and every later opening with it: what the references'
     # own actions would have done is done first.
@@ -111,6 +114,40 @@ def fact_ids_never_reused(db: sqlite_utils.Database) -> None:
     db.execute('ALTER TABLE fact_history_m015 RENAME TO fact_history')
     for sql in indexes:
         db.execute(sql)
+    # The copy started the sequence at the highest SURVIVING id: an id erased before the
+    # upgrade, higher than every kept one, would be given again.
+    db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'facts'", [mentioned])
+    db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'facts', ? WHERE NOT EXISTS"
+               " (SELECT 1 FROM sqlite_sequence WHERE name = 'facts')", [mentioned])
+
+
+def highest_fact_id_mentioned(db: sqlite_utils.Database) -> int:
+    """The highest fact id the file still names: a fact, a history row, or a turn context
+    that sent the fact (its facts part's `fact_ids`, kept after a purge erased the fact).
+    An id erased with nothing left naming it cannot be known."""
+    found = int(db.execute(
+        "SELECT max(coalesce((SELECT max(id) FROM facts), 0),"
+        " coalesce((SELECT max(fact_id) FROM fact_history), 0))").fetchone()[0])
+    last = 0
+    while True:  # in steps, as every rewrite; only a context that sent facts is read
+        rows = db.execute(
+            "SELECT id, context FROM turns WHERE id > ? AND instr(context, '\"fact_ids\"')"
+            " ORDER BY id LIMIT ?", [last, REWRITTEN_AT_ONCE]).fetchall()
+        if not rows:
+            return found
+        for _, context in rows:
+            found = max([found, *_fact_ids_sent(context)])
+        last = rows[-1][0]
+
+
+def _fact_ids_sent(context: str) -> list[int]:
+    try:
+        parts = json.loads(context).get("parts")
+    except (ValueError, AttributeError):
+        return []  # a damaged row stays as it is; reading it says so
+    lists = [part.get("fact_ids") for part in parts if isinstance(part, dict)] \
+        if isinstance(parts, list) else []
+    return [i for ids in lists if isinstance(ids, list) for i in ids if isinstance(i, int)]
 
 
 def index_again(db: sqlite_utils.Database, changed: Callable[[str], bool]) -> None:

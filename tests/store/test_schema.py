@@ -226,6 +226,43 @@ def test_the_upgrade_keeps_every_fact_its_history_and_ids(tmp_path: Path) -> Non
     conn.close()
 
 
+def test_an_id_erased_before_the_upgrade_is_not_given_again(tmp_path: Path) -> None:
+    """m015 copied the facts into an AUTOINCREMENT table, whose sequence then began at the
+    highest id that survived: fact 2, purged before the upgrade and named in the turn that
+    sent it, was the next fact's id after it ("remembered fact 2")."""
+    path = tmp_path / "old.db"
+    made_by_sqlite_utils(path, BEFORE_M015)
+    sent = ('{"format": 2, "parts": [{"kind": "system"}, {"kind": "facts", "fact_ids": [1, 5],'
+            ' "messages": [{"role": "system", "content": "{\\"id\\": 5, \\"purged\\": true}"}]}]}')
+    conn = sqlite3.connect(path)
+    conn.execute("""INSERT INTO facts (id, scope, session_id, key, value, created_at,
+                    updated_at) VALUES (1, 'session', 1, 'color', 'blue', '2026-01-05',
+                    '2026-01-05')""")
+    conn.execute("""INSERT INTO turns (session_id, number, status, input, context, strategy,
+                                       created_at)
+                    VALUES (1, 1, 'ok', 'hello', ?, 'entity', '2026-01-05'),
+                           (1, 2, 'ok', '你好', '{"parts": [{"fact_ids": [1]}, "x"]}',
+                            'entity', '2026-01-05'),
+                           (1, 3, 'ok', 'damaged', '{"fact_ids": [', 'entity', '2026-01-05')
+                 """, [sent])
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        plan = store.facts.upsert_fact("plan", "星期二", scope=FactScope.SESSION, session_id=1)
+        assert plan.id == 6
+        assert store.facts.fact(1).value == "blue"
+    other = tmp_path / "history-only.db"
+    made_by_sqlite_utils(other, BEFORE_M015)
+    conn = sqlite3.connect(other)  # a history row whose fact another tool erased
+    conn.execute("INSERT INTO fact_history (fact_id, key, value, stated_at, replaced_at)"
+                 " VALUES (8, '城市', '上海', '2026-01-04', '2026-01-05')")
+    conn.commit()
+    conn.close()
+    with Store(other) as store:
+        assert store.facts.upsert_fact("城市", "杭州", scope=FactScope.SESSION,
+                                       session_id=1).id == 9
+
+
 def test_the_upgrade_takes_a_file_with_references_another_tool_left_dangling(
         tmp_path: Path) -> None:
     """sqlite3's shell runs with foreign keys off: one fact pointing at a message gone made
