@@ -30,6 +30,8 @@ _NOT_NAME = set(
     "的了是在和与跟及给把被让对向从由为她他它们我你您也就都还又要会吧呢吗啊呀哦嘛很说"
     "叫请问找见到有这那个位谢得着过来去起声不没一人家里回做帮打走跑买吃喝看住带想"
 )
+# A question where a name would stand (我的猫叫什么？, 我叫什么名字, 名字叫怎么写): no name.
+_QUESTION = re.compile(r"什么|甚么|啥|谁|哪|几|多少|怎|如何|为何")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 # People by kin or role: what follows 叫 is their name, so it must look like one.
@@ -68,7 +70,7 @@ def _surname_length(text: str, at: int) -> int:
 def _name_at(text: str, at: int, *, need_surname: bool) -> int:
     """The end of the name starting at `at`, or `at` when none starts there."""
     surname = _surname_length(text, at)
-    if need_surname and not surname:
+    if (need_surname and not surname) or _QUESTION.match(text, at):
         return at
     longest = (surname or 1) + 2
     end = at

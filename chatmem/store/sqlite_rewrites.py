@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import sqlite_utils
+
+from chatmem.store.fact_keys import same_key
 
 REWRITTEN_AT_ONCE = 200
 """Turns one step of m005 and m008 reads."""
@@ -75,6 +78,9 @@ def fact_ids_never_reused(db: sqlite_utils.Database) -> None:
         return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                               [table]).fetchone()[0])
 
+    # Read before the clean-up below drops a history row whose fact is gone: its id is one.
+    mentioned = highest_fact_id_mentioned(db)
+
     # A row another tool left pointing nowhere (foreign keys are off by default in sqlite3's
     # shell) would fail the copy, and every later opening with it: what the references'
     # own actions would have done is done first.
@@ -111,6 +117,75 @@ def fact_ids_never_reused(db: sqlite_utils.Database) -> None:
     db.execute('ALTER TABLE fact_history_m015 RENAME TO fact_history')
     for sql in indexes:
         db.execute(sql)
+    # The copy started the sequence at the highest SURVIVING id: an id erased before the
+    # upgrade, higher than every kept one, would be given again.
+    db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'facts'", [mentioned])
+    db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'facts', ? WHERE NOT EXISTS"
+               " (SELECT 1 FROM sqlite_sequence WHERE name = 'facts')", [mentioned])
+
+
+def highest_fact_id_mentioned(db: sqlite_utils.Database) -> int:
+    """The highest fact id the file still names: a fact, a history row, or a turn context
+    that sent the fact (its facts part's `fact_ids`, kept after a purge erased the fact).
+    An id erased with nothing left naming it cannot be known."""
+    found = int(db.execute(
+        "SELECT max(coalesce((SELECT max(id) FROM facts), 0),"
+        " coalesce((SELECT max(fact_id) FROM fact_history), 0))").fetchone()[0])
+    last = 0
+    while True:  # in steps, as every rewrite; only a context that sent facts is read
+        rows = db.execute(
+            "SELECT id, context FROM turns WHERE id > ? AND instr(context, '\"fact_ids\"')"
+            " ORDER BY id LIMIT ?", [last, REWRITTEN_AT_ONCE]).fetchall()
+        if not rows:
+            return found
+        for _, context in rows:
+            found = max([found, *_fact_ids_sent(context)])
+        last = rows[-1][0]
+
+
+def _fact_ids_sent(context: str) -> list[int]:
+    try:
+        parts = json.loads(context).get("parts")
+    except (ValueError, AttributeError):
+        return []  # a damaged row stays as it is; reading it says so
+    lists = [part.get("fact_ids") for part in parts if isinstance(part, dict)] \
+        if isinstance(parts, list) else []
+    return [i for ids in lists if isinstance(ids, list) for i in ids if isinstance(i, int)]
+
+
+def extracted_profile_facts_home(db: sqlite_utils.Database) -> None:
+    """The profile facts the extractor made before m004 moved into the session they were
+    stated in (see m019). A fact whose value /remember wrote (no source turn), made after
+    m004 (an opt-in), or whose session is gone stays where it is; so does one whose session
+    already holds a live fact of the same key, which would be two answers there."""
+    row = db.execute("SELECT applied_at FROM _sqlite_migrations WHERE migration_set ="
+                     " 'chatmem' AND name = 'm004_fact_provenance'").fetchone()
+    since = _moment(row[0]) if row else None
+    if since is None:
+        return
+    # The two stamps differ in form ('T' or ' ', micro- or milliseconds): compared as times.
+    candidates = [(fact_id, key, session_id, deleted_at) for fact_id, key, session_id, created_at,
+             deleted_at in db.execute(
+                 "SELECT id, key, source_session_id, created_at, deleted_at FROM facts"
+                 " WHERE scope = 'user' AND source_turn IS NOT NULL"
+                 " AND source_session_id IN (SELECT id FROM sessions) ORDER BY id").fetchall()
+             if (made := _moment(created_at)) is not None and made < since]
+    for fact_id, key, session_id, deleted_at in candidates:
+        held = [k for (k,) in db.execute(
+            "SELECT key FROM facts WHERE scope = 'session' AND session_id = ?"
+            " AND deleted_at IS NULL", [session_id]).fetchall()]
+        if deleted_at is None and any(same_key(key, other) for other in held):
+            continue
+        db.execute("UPDATE facts SET scope = 'session', \"user\" = NULL, session_id = ?"
+                   " WHERE id = ?", [session_id, fact_id])
+
+
+def _moment(stamp: object) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def index_again(db: sqlite_utils.Database, changed: Callable[[str], bool]) -> None:

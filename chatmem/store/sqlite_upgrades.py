@@ -317,3 +317,15 @@ def m018_traditional_chinese_folded(db: sqlite_utils.Database) -> None:
     from chatmem import fts
 
     rewrites.index_again(db, fts.folded_differently_since_m018)
+
+
+@migration
+def m019_extracted_profile_facts_in_their_session(db: sqlite_utils.Database) -> None:
+    """Facts the extractor filed under the user profile before facts stayed in their session
+    (m004's version; the extractor then chose 'user' for a name, an allergy, a home city)
+    go back to the session they were stated in: after the upgrade they followed into every
+    new session, though the user never opted in. Told apart by their rows: the extractor
+    wrote a source turn, /remember (which then defaulted to the profile) none; made before
+    m004 was applied. chatmem.store.sqlite_rewrites.extracted_profile_facts_home says which
+    stay."""
+    rewrites.extracted_profile_facts_home(db)

@@ -169,6 +169,15 @@ def test_what_only_looks_like_a_name_is_not_pinned() -> None:
     assert extract_anchors("我家猫叫起来很吵") == []
 
 
+def test_a_question_word_where_a_name_would_stand_is_no_name() -> None:
+    """我的猫叫什么？ pinned 什么, and a summary guard dropped an order id to keep it."""
+    for text in ("我的猫叫什么？", "我叫什么名字来着？", "我的名字是甚么", "你知道我的猫叫几号吗",
+                 "我的狗叫多少钱", "名字叫怎么写", "我家的兔子叫哪个名字", "我叫谁"):
+        assert extract_anchors(text) == [], text
+    assert extract_anchors("What is my order number? 我的猫叫什么？ ORD-7731") == ["ORD-7731"]
+    assert extract_anchors("我的猫叫何小白，我叫谁都行") == ["何小白"]
+
+
 def test_full_width_ids_and_amounts_are_anchors_either_width_keeps_them() -> None:
     anchors = extract_anchors("快递单号ＳＦ１２３４５６７，重２．５ｋｇ")
     assert anchors == ["ＳＦ１２３４５６７", "２．５ｋｇ"]

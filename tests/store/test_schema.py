@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import unicodedata
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,43 @@ def test_the_upgrade_keeps_every_fact_its_history_and_ids(tmp_path: Path) -> Non
     conn.close()
 
 
+def test_an_id_erased_before_the_upgrade_is_not_given_again(tmp_path: Path) -> None:
+    """m015 copied the facts into an AUTOINCREMENT table, whose sequence then began at the
+    highest id that survived: fact 2, purged before the upgrade and named in the turn that
+    sent it, was the next fact's id after it ("remembered fact 2")."""
+    path = tmp_path / "old.db"
+    made_by_sqlite_utils(path, BEFORE_M015)
+    sent = ('{"format": 2, "parts": [{"kind": "system"}, {"kind": "facts", "fact_ids": [1, 5],'
+            ' "messages": [{"role": "system", "content": "{\\"id\\": 5, \\"purged\\": true}"}]}]}')
+    conn = sqlite3.connect(path)
+    conn.execute("""INSERT INTO facts (id, scope, session_id, key, value, created_at,
+                    updated_at) VALUES (1, 'session', 1, 'color', 'blue', '2026-01-05',
+                    '2026-01-05')""")
+    conn.execute("""INSERT INTO turns (session_id, number, status, input, context, strategy,
+                                       created_at)
+                    VALUES (1, 1, 'ok', 'hello', ?, 'entity', '2026-01-05'),
+                           (1, 2, 'ok', '你好', '{"parts": [{"fact_ids": [1]}, "x"]}',
+                            'entity', '2026-01-05'),
+                           (1, 3, 'ok', 'damaged', '{"fact_ids": [', 'entity', '2026-01-05')
+                 """, [sent])
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        plan = store.facts.upsert_fact("plan", "星期二", scope=FactScope.SESSION, session_id=1)
+        assert plan.id == 6
+        assert store.facts.fact(1).value == "blue"
+    other = tmp_path / "history-only.db"
+    made_by_sqlite_utils(other, BEFORE_M015)
+    conn = sqlite3.connect(other)  # a history row whose fact another tool erased
+    conn.execute("INSERT INTO fact_history (fact_id, key, value, stated_at, replaced_at)"
+                 " VALUES (8, '城市', '上海', '2026-01-04', '2026-01-05')")
+    conn.commit()
+    conn.close()
+    with Store(other) as store:
+        assert store.facts.upsert_fact("城市", "杭州", scope=FactScope.SESSION,
+                                       session_id=1).id == 9
+
+
 def test_the_upgrade_takes_a_file_with_references_another_tool_left_dangling(
         tmp_path: Path) -> None:
     """sqlite3's shell runs with foreign keys off: one fact pointing at a message gone made
@@ -256,3 +294,76 @@ def test_the_upgrade_takes_a_file_with_references_another_tool_left_dangling(
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     assert conn.execute("SELECT fact_id FROM fact_history").fetchall() == [(1,)]
     conn.close()
+
+
+BEFORE_M004 = [fn.__name__ for fn in MIGRATIONS].index("m004_fact_provenance")
+
+
+def test_profile_facts_the_old_extractor_made_go_back_to_their_session(tmp_path: Path) -> None:
+    """Before m004 the extractor filed a name or an allergy under the profile: after the
+    upgrade 名字=李雷 of session travel-zh was sent to every new session, opted in or not.
+    /remember's facts (no source turn) were the user's own choice of the profile: they stay."""
+    path = tmp_path / "old.db"
+    made_by_sqlite_utils(path, BEFORE_M004)
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        INSERT INTO sessions (id, name, strategy, created_at, updated_at)
+            VALUES (2, 'travel-zh', 'entity', '2026-01-05', '2026-01-05');
+        INSERT INTO messages (id, session_id, position, turn, role, content, created_at)
+            VALUES (1, 2, 1, 1, 'user', '你好，我叫李雷。', '2026-01-05'),
+                   (2, 2, 3, 2, 'user', '我对花生过敏。', '2026-01-05'),
+                   (3, 2, 5, 3, 'user', 'My name is Lei.', '2026-01-05');
+        INSERT INTO facts (id, scope, "user", session_id, key, value, source_message_id,
+                           source_turn, created_at, updated_at, deleted_at)
+            VALUES (1, 'user', 'default', NULL, '名字', '李雷', 1, 1,
+                    '2026-01-05T08:00:00.107+00:00', '2026-01-05T08:00:00.107+00:00', NULL),
+                   (2, 'user', 'default', NULL, '过敏', '花生', NULL, 2,
+                    '2026-01-05T08:01:00.000+00:00', '2026-01-05T08:01:00.000+00:00', NULL),
+                   (3, 'user', 'default', NULL, '生日', '5月3日', NULL, NULL,
+                    '2026-01-05T08:02:00.000+00:00', '2026-01-05T08:02:00.000+00:00', NULL),
+                   (4, 'session', NULL, 2, 'Order ID', 'A-7', 3, 3,
+                    '2026-01-05T08:03:00.000+00:00', '2026-01-05T08:03:00.000+00:00', NULL),
+                   (5, 'user', 'default', NULL, 'order id', 'B-9', 3, 3,
+                    '2026-01-05T08:04:00.000+00:00', '2026-01-05T08:04:00.000+00:00', NULL),
+                   (6, 'user', 'default', NULL, 'pet', 'cat', 3, 3,
+                    '2026-01-05T08:05:00.000+00:00', '2026-01-05T08:05:00.000+00:00',
+                    '2026-01-06T08:00:00.000+00:00'),
+                   (7, 'user', 'default', NULL, 'city', 'Paris', NULL, 4,
+                    '2026-01-05T08:06:00.000+00:00', '2026-01-05T08:06:00.000+00:00', NULL);
+        UPDATE facts SET source_message_id = 2 WHERE id = 2;""")
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        elsewhere = store.facts.facts(user="default", session_id=1)
+        # /remember's 生日; 'order id', which would be a second order id in travel-zh; and
+        # 'Paris', whose session was deleted before the upgrade (no session to go back to).
+        assert [(f.id, f.scope) for f in elsewhere] == [
+            (3, FactScope.USER), (5, FactScope.USER), (7, FactScope.USER)]
+        there = store.facts.facts(session_id=2)
+        assert [(f.id, f.key, f.value, f.source_turn) for f in there] == [
+            (1, "名字", "李雷", 1), (2, "过敏", "花生", 2), (4, "Order ID", "A-7", 3)]
+        assert all(f.user is None and f.session_id == 2 for f in there)
+        forgotten = store.facts.fact(6)
+        assert (forgotten.scope, forgotten.session_id, forgotten.user) == (
+            FactScope.SESSION, 2, None)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.close()
+
+
+def test_profile_facts_made_after_facts_stayed_in_their_session_stay(tmp_path: Path) -> None:
+    """A profile fact the extractor made since (user_facts = true opted in) is the user's
+    choice: only what came before m004 was applied moves."""
+    path = tmp_path / "opted-in.db"
+    made_by_sqlite_utils(path, [fn.__name__ for fn in MIGRATIONS].index(
+        "m019_extracted_profile_facts_in_their_session"))
+    conn = sqlite3.connect(path)
+    conn.execute("""INSERT INTO facts (scope, "user", key, value, source_turn,
+                    source_session_id, created_at, updated_at)
+                    VALUES ('user', 'default', '名字', '李雷', 1, 1, ?, ?)""",
+                 [datetime.now(UTC).isoformat(timespec="milliseconds")] * 2)
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        [kept] = store.facts.facts(user="default")
+        assert (kept.scope, kept.user, kept.session_id) == (FactScope.USER, "default", None)
