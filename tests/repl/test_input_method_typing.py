@@ -55,6 +55,22 @@ def test_an_ideographic_space_counts_as_an_argument_too_many(tmp_path: Path) -> 
     assert "unexpected argument '2'" in errors(err)[0]
 
 
+def test_input_method_quotes_clear_the_system_prompt(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    _, err = repl(db, "会话", ["/system “”", "/system"])
+    assert errors(err) == []
+    assert "system prompt cleared" in err
+    assert "(none)" in err
+    _, err = repl(db, "会话", ["/system 简短回答。", "/system ＂＂", "/system"])
+    assert err.count("system prompt cleared") == 1
+    assert "(none)" in err
+    # A wholly quoted prompt loses its quotes, as `/system "..."` does; quotes inside stay.
+    _, err = repl(db, "会话", ["/system “只用中文回答。”", "/system"])
+    assert "只用中文回答。" in err and "“" not in err
+    _, err = repl(db, "会话", ["/system “甲” 和 “乙”", "/system"])
+    assert "“甲” 和 “乙”" in err
+
+
 def test_completion_reads_an_ideographic_space_as_a_space(tmp_path: Path) -> None:
     with Store(tmp_path / "c.db") as store:
         engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
