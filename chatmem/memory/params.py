@@ -9,6 +9,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from chatmem.errors import StrategyError
+from chatmem.text import FULL_WIDTH
 
 MAX_WHOLE_NUMBER = 10**9
 """No count or budget is larger; SQLite cannot even bind a number past 2**63."""
@@ -110,6 +111,7 @@ def declared_params(options: type) -> tuple[Param, ...]:
 
 
 def _parse_scalar(kind: type, raw: str) -> Any:
+    raw = raw.translate(FULL_WIDTH)  # ０．５ and ｔｒｕｅ, as an input method types them
     if kind is bool:
         lowered = raw.strip().lower()
         if lowered in ("true", "yes", "on", "1"):

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 JOIN = "+"
 """Between the parts of a combination: `window+entity`."""
+_JOINS = re.compile("[+＋]")
+"""＋: what a Chinese input method types for +."""
 
 
 @dataclass(frozen=True)
@@ -100,4 +102,4 @@ def split_text(text: str) -> tuple[tuple[str, ...], dict[str, str]]:
     the names as typed and the parameters given after the colon, not yet checked."""
     name, params = split_params(text, lambda _: StrategyError(
         f"strategy {text!r}: parameters must be key=value, e.g. window:k=2"))
-    return tuple(part.strip() for part in name.split(JOIN)), params
+    return tuple(part.strip() for part in _JOINS.split(name)), params

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from chatmem.config.options import Cost, Spent
-from chatmem.graphemes import one_line
+from chatmem.graphemes import grapheme_start, one_line
 from chatmem.render import cost_text, when
+from chatmem.render.fields import Field, FittedLine
 from chatmem.render.terminal import cells_prefix
 from chatmem.store import LogEntry, TurnStatus
 
@@ -25,6 +28,8 @@ QUESTION_FIRST = 30
 SESSION_COLUMNS = 14
 """The session column in 80 columns: the start of a name and its turn number."""
 SESSION_MOST = 40
+LEAST = 6
+"""The narrowest question and session columns tried; narrower, each turn takes lines."""
 
 
 def spent_text(spent: Spent) -> str:
@@ -50,16 +55,52 @@ def tokens_text(entry: LogEntry) -> str:
     return sent + (f"+{entry.reply_tokens:,}" if entry.reply_tokens is not None else "")
 
 
-def session_cell(session: str, number: int, columns: int) -> str:
+def session_cell(session: str, number: int, columns: int, shared: int = 0) -> str:
     """`name #N` in `columns` terminal cells at most: a long name is cut (never inside a
     character: a Chinese one is two cells, an accent stays on its letter), the turn number
-    `inspect SESSION --turn N` needs stays."""
+    `inspect SESSION --turn N` needs stays. `shared`: how many characters it starts with
+    that another session's name in the same log does; where its start alone would show no
+    more than those, the part after them is shown, as `中文回放…window-k-1 #9`."""
     whole = f"{session} #{number}"
     tail = f"… #{number}"
     room = columns - cell_len(tail)
     if cell_len(whole) <= columns or room < 1:
         return whole
-    return cells_prefix(session, room) + tail
+    head = cells_prefix(session, room)
+    if not shared or len(head) >= shared + _TELLS_APART or room < 5:
+        return head + tail
+    # The word that differs whole when it fits (replay --save-as NAME's -window-k-1).
+    start = max(session.rfind(sign, 0, shared) for sign in _WORD_ENDS) + 1
+    if cell_len(session[start:]) > room - 2:
+        start = shared
+    while not grapheme_start(session, start):
+        start -= 1
+    rest = session[start:]
+    if cell_len(rest) <= room - 2:
+        return f"{cells_prefix(session[:start], room - cell_len(rest))}…{rest} #{number}"
+    head = cells_prefix(session[:start], max(room // 3, 2))
+    return f"{head}…{cells_prefix(rest, room - cell_len(head) - 1)}{tail}"
+
+
+_TELLS_APART = 4
+"""Characters past the start a name shares with another that its plain cut must show, else
+the part after that start is shown: `中文回放-w…` and `中文回放-s…` hardly tell them apart."""
+_WORD_ENDS = "-_. "
+"""Characters a session name's words end at."""
+
+
+def shared_starts(names: Iterable[str]) -> dict[str, int]:
+    """How many characters each name starts with that another of `names` does: the most it
+    shares with a neighbour in sorted order, which is the most it shares with any."""
+    ordered = sorted(set(names))
+    shared = dict.fromkeys(ordered, 0)
+    for before, after in itertools.pairwise(ordered):
+        pairs = zip(before, after, strict=False)  # (the shorter one ends the common start)
+        common = next((i for i, (a, b) in enumerate(pairs) if a != b),
+                      min(len(before), len(after)))
+        shared[before] = max(shared[before], common)
+        shared[after] = max(shared[after], common)
+    return shared
 
 
 def status_text(entry: LogEntry) -> str:
@@ -76,13 +117,16 @@ def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> Ren
     if not entries:
         return Text("no turns found", style="dim")
     longest = max(cell_len(f"{entry.address} #{entry.number}") for entry in entries)
-    return _QuestionFit(_Log(entries, costs), min(max(longest, SESSION_COLUMNS), SESSION_MOST))
+    log = _Log(entries, costs, shared_starts(entry.address for entry in entries))
+    return _QuestionFit(log, min(max(longest, SESSION_COLUMNS), SESSION_MOST))
 
 
 @dataclass(frozen=True)
 class _Log:
     entries: Sequence[LogEntry]
     costs: Sequence[Cost | None]
+    shared: Mapping[str, int] = field(default_factory=dict)
+    """shared_starts of the whole log's session names (a few rows of it are measured)."""
 
     @property
     def priced(self) -> bool:
@@ -96,8 +140,10 @@ class _Log:
     def rows(self, session: int, priced: bool, marked: bool) -> Iterator[list[str]]:
         for entry, cost in zip(self.entries, self.costs, strict=True):
             # Month, day and time: a log is read for what happened lately.
-            row = [when(entry.created_at)[5:], session_cell(entry.address, entry.number, session),
-                   entry.model or "", entry.strategy, tokens_text(entry)]
+            cell = session_cell(entry.address, entry.number, session,
+                                self.shared.get(entry.address, 0))
+            row = [when(entry.created_at)[5:], cell, entry.model or "", entry.strategy,
+                   tokens_text(entry)]
             if priced:
                 row.append(cost_text(cost) if cost is not None else "")
             if marked:
@@ -106,7 +152,8 @@ class _Log:
             yield row
 
     def only(self, chosen: Sequence[int]) -> _Log:
-        return _Log([self.entries[i] for i in chosen], [self.costs[i] for i in chosen])
+        return _Log([self.entries[i] for i in chosen], [self.costs[i] for i in chosen],
+                    self.shared)
 
 
 def _table(log: _Log, question: int, session: int, priced: bool, marked: bool) -> Table:
@@ -131,7 +178,9 @@ class _QuestionFit:
     """The table with the widest question and session columns that fit the console (Rich
     would squeeze the other columns to nothing instead): the question gives up room first,
     down to QUESTION_FIRST, then the session names down to SESSION_COLUMNS, then the
-    question again, then the names to their first characters and the turn number."""
+    question again, then the names to their first characters and the turn number. Where not
+    even those fit, each turn takes a few lines instead (`_Stacked`): a column squeezed by
+    Rich shows `1…` for 166."""
 
     def __init__(self, log: _Log, session: int) -> None:
         self.log = log
@@ -142,8 +191,8 @@ class _QuestionFit:
         return ([(question, self.session) for question in range(QUESTION_CHARS,
                                                                 QUESTION_FIRST - 1, -2)]
                 + [(QUESTION_FIRST, session) for session in names]
-                + [(question, names[-1]) for question in range(QUESTION_FIRST - 2, 5, -2)]
-                + [(6, session) for session in range(names[-1] - 1, 5, -1)])
+                + [(question, names[-1]) for question in range(QUESTION_FIRST - 2, LEAST - 1, -2)]
+                + [(LEAST, session) for session in range(names[-1] - 1, LEAST - 1, -1)])
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         roomy = options.update_width(10_000)
@@ -153,14 +202,39 @@ class _QuestionFit:
         # row again (47 s of CPU for `logs -n 10000` in 80 columns).
         few = self.log.only(_widest_rows(console, roomy, self.log, self.session, priced,
                                          marked))
-        widths = self._widths()
-        chosen = widths[-1]
-        for question, session in widths:
+        for question, session in self._widths():
             table = _table(few, question, session, priced, marked)
             if Measurement.get(console, roomy, table).maximum <= options.max_width:
-                chosen = (question, session)
-                break
-        yield _table(self.log, *chosen, priced, marked)
+                yield _table(self.log, question, session, priced, marked)
+                return
+        yield _Stacked(self.log)
+
+
+class _Stacked:
+    """Each turn in lines of its own, as `sessions list` and `facts list` are when narrow:
+    its session and turn number whole, then its time, model, strategy, tokens, cost and
+    status, each whole (onto another line rather than in pieces), then its question's start
+    on one line."""
+
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        room = max(options.max_width - 2, 1)
+        for entry, cost in zip(self.log.entries, self.log.costs, strict=True):
+            yield Text(f"{entry.address} #{entry.number}", style="bold")
+            facts = [when(entry.created_at)[5:], entry.model or "", entry.strategy,
+                     f"{tokens_text(entry)} tokens", cost_text(cost) if cost else "",
+                     status_text(entry)]
+            details = FittedLine([Field(Text(fact), 0) for fact in facts if fact], flow=True)
+            # Room for the ` ·` a line of them ends with.
+            yield Padding(Text(details.text(room - 2).plain, style="dim"), (0, 0, 0, 2))
+            yield Padding(Text(_cut(question_start(entry.input), room)), (0, 0, 0, 2))
+
+
+def _cut(text: str, room: int) -> str:
+    """`text` in `room` cells, cut with … between two characters as a reader sees them."""
+    return text if cell_len(text) <= room else cells_prefix(text, room - 1).rstrip() + "…"
 
 
 def _widest_rows(console: Console, options: ConsoleOptions, log: _Log, session: int,

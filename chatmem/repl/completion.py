@@ -9,7 +9,6 @@ created a moment ago completes too.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from functools import partial
@@ -26,7 +25,7 @@ from chatmem.errors import NotFound
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.render.notices import counted
-from chatmem.repl.table import SLASH
+from chatmem.repl.table import SLASH, SPACES, split_command, split_words
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -58,18 +57,18 @@ class SlashCompleter(Completer):
         text = document.text_before_cursor
         if not text.startswith("/") or "\n" in text:
             return
-        if " " not in text:
+        name, rest = split_command(text)
+        if not rest:
             yield from self._commands(text)
             return
-        name, _, rest = text.partition(" ")
         command = SLASH.get(name)
         if command is None or command.completes is None:
             return
         try:
-            words = shlex.split(rest)
+            words = split_words(rest)
         except ValueError:
             return
-        word = "" if rest.endswith(" ") or not words else words[-1]
+        word = "" if rest.endswith(tuple(SPACES)) or not words else words[-1]
         position = len(words) - (0 if word == "" else 1)  # index of the word being typed
         if command.completes == "path":
             if position == 0:

@@ -10,7 +10,6 @@ cancels the reply and stops the script (exit 130).
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -24,7 +23,7 @@ from chatmem.render.errors import repl_error_text
 from chatmem.repl.blocks import ESCAPE
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.keys import KeyWatch, QuietTerminal, key_presses
-from chatmem.repl.table import SLASH, QuitRepl
+from chatmem.repl.table import SLASH, QuitRepl, split_words
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
@@ -164,7 +163,7 @@ class Repl(Chat):
 
     def command(self, text: str) -> None:
         try:
-            words = shlex.split(text)
+            words = split_words(text)
         except ValueError:
             words = text.split()
         name, args = words[0], words[1:]

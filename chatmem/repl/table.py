@@ -7,6 +7,7 @@ command with an example, and for completion to know what each argument is.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -63,6 +64,32 @@ def slash(
         return func
 
     return register
+
+
+SPACES = "".join(chr(c) for c in (*range(0x9, 0xE), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680,
+                                   *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F,
+                                   0x3000))
+"""What str.split() splits at: the ideographic space (U+3000) a Chinese or Japanese input
+method types for the space bar among them."""
+
+
+def split_words(text: str) -> list[str]:
+    """A command line's words, as shlex.split reads them, but apart at every space str.split
+    takes: `/file　会议纪要.md` typed in Chinese input mode is a command and its argument, as
+    it is with an ASCII space. Quoted, a space stays as typed. ValueError: an open quote."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace = SPACES
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return list(lexer)
+
+
+def split_command(text: str) -> tuple[str, str]:
+    """(`/name`, the rest as typed, untrimmed) of a command line, apart at its first space of
+    any kind, as split_words takes them."""
+    stripped = text.lstrip(SPACES)
+    end = next((i for i, c in enumerate(stripped) if c in SPACES), len(stripped))
+    return stripped[:end], stripped[end:]
 
 
 class QuitRepl(Exception):

@@ -130,6 +130,11 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as e:
+            if first and _reads_as_markdown(source, line):
+                raise TranscriptError(
+                    f"{source}: a Markdown export is for reading; sessions import and replay "
+                    "read .jsonl and .json exports (chatmem sessions export SESSION -o "
+                    "FILE.jsonl)") from None
             raise TranscriptError(f"{where}: not valid JSON ({_json_error(e)})") from None
         except (RecursionError, ValueError) as e:
             raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
@@ -150,6 +155,13 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             transcript.items.append(_read_item(data, where, number, seen_ids))
         first = False
     return transcript
+
+
+def _reads_as_markdown(source: str, first_line: str) -> bool:
+    """Whether a file that is not JSON is Markdown: named .md, or opening with a heading, as
+    `sessions export -o FILE.md` writes it (piped in, only the heading tells)."""
+    return (Path(source).suffix.lower() in (".md", ".markdown")
+            or first_line.lstrip().startswith("# "))
 
 
 def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: str) -> Transcript:

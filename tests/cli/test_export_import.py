@@ -121,6 +121,22 @@ def test_markdown_export(tmp_path: Path) -> None:
     assert "### user · `t3u` · 2026-03-09T09:06:00+00:00\n\n总预算是两万元人民币" in result.stdout
 
 
+def test_a_markdown_export_given_to_import_is_told_it_is_for_reading(tmp_path: Path) -> None:
+    """It was '家庭记录.md:1: not valid JSON (Expecting value at column 1)'."""
+    db = str(tmp_path / "x.db")
+    invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "家庭", "--db", db, code=0)
+    written = tmp_path / "家庭记录.md"
+    invoke("sessions", "export", "家庭", "-o", str(written), "--db", db, code=0)
+    told = (f"error: {written}: a Markdown export is for reading; sessions import and replay "
+            "read .jsonl and .json exports (chatmem sessions export SESSION -o FILE.jsonl)\n")
+    assert invoke("sessions", "import", str(written), "x", "--db", db, code=2).stderr == told
+    # Piped in, the heading tells it; nothing was stored either way.
+    piped = invoke("sessions", "import", "-", "x", "--db", db, input=written.read_text("utf-8"),
+                   code=2)
+    assert "standard input: a Markdown export is for reading" in piped.stderr
+    assert "x" not in invoke("sessions", "list", "--json", "--db", db, code=0).stdout.split('"')
+
+
 def test_an_undated_message_keeps_the_conversations_clock(tmp_path: Path) -> None:
     """A 2024 conversation whose last reply has no `ts`: the reply is dated as the message
     before it, not when it was imported, so "last May" is May 2024; a transcript that dates

@@ -134,3 +134,14 @@ def test_full_width_input_in_the_repl_reads_as_ascii(db: str) -> None:
 def test_a_session_name_typed_full_width_is_told_the_one_meant(db: str) -> None:
     result = invoke("inspect", "ｎｏｔｅｓ", "--db", db, code=1)
     assert "did you mean 'notes'?" in result.stderr
+
+
+@pytest.mark.parametrize("choice", [["-s", "window：k=2"], ["-s", "window:k＝２"],
+                                    ["-s", "window", "--param", "k＝２"],
+                                    ["-s", "window：k＝２", "--save"]])
+def test_full_width_strategy_separators_on_the_command_line_read_as_in_the_repl(
+        db: str, choice: list[str]) -> None:
+    """The REPL took /strategy window：k＝2; -s and --param refused the same text."""
+    result = invoke("ask", "notes", "hi", "--provider", "scripted", "--db", db, *choice,
+                    code=0)
+    assert result.stderr.rstrip().endswith("window k=2")

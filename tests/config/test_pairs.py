@@ -43,3 +43,25 @@ def test_a_bad_pair_is_a_config_error_in_the_config_and_a_strategy_error_elsewhe
         strategy_spec("window:=2", "config.toml: key 'strategy'")
     with pytest.raises(StrategyError, match=r"^strategy 'window:=2': parameters must be"):
         split_text("window:=2")
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("window：k=2", "window:k=2"),
+    ("window:k＝２", "window:k=２"),
+    ("window＋entity：window.k＝2，k＝3", "window+entity:window.k=2,k=3"),
+    ("retrieval：top_k = 4 ， 名字＝小明", "retrieval:top_k = 4 , 名字=小明"),
+])
+def test_what_a_chinese_input_method_types_reads_as_the_ascii_separators(
+        typed: str, meant: str) -> None:
+    assert split_text(typed) == split_text(meant)
+    # The config hands the name on as typed, for the registry to split at ＋ as at +.
+    params = split_params(meant, StrategyError)[1]
+    assert split_params(typed, StrategyError)[1] == params
+    assert strategy_spec(typed, "config.toml: key 'strategy'")[1] == params
+    assert parse_pairs(["k＝３", "名字＝a=b"], StrategyError) == {"k": "３", "名字": "a=b"}
+
+
+def test_a_full_width_comma_inside_a_text_value_stays_in_it() -> None:
+    # Only a ， that a key= follows starts the next pair: 简洁，友好 is one value.
+    assert split_params("x:风格=简洁，友好，k＝2", StrategyError) == (
+        "x", {"风格": "简洁，友好", "k": "2"})

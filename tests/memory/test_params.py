@@ -54,3 +54,8 @@ def test_a_field_not_declared_with_param_is_refused() -> None:
 
     with pytest.raises(TypeError, match=r"Undeclared\.k"):
         declared_params(Undeclared)
+
+
+def test_full_width_numbers_read_as_an_input_method_types_them() -> None:
+    strategy = create_strategy("retrieval", {"top_k": "３", "mmr": "０．５"})
+    assert (strategy.options.top_k, strategy.options.mmr) == (3, 0.5)

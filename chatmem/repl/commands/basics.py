@@ -29,9 +29,6 @@ def _quit(repl: Chat, args: list[str]) -> None:
     raise QuitRepl
 
 
-_SEPARATORS = str.maketrans("：＝，", ":=,")
-
-
 # Usages are upper case: Rich would take a lower-case `[k=v ...]` for markup and hide it.
 @slash("/strategy", "/strategy [NAME[:K=V,...] [K=V ...]]",
        "show or switch the memory strategy for the next turn; history stays intact",
@@ -45,8 +42,6 @@ def _strategy(repl: Chat, args: list[str]) -> None:
 
     kept: dict[str, Any] = {}
     unsaved = None
-    # window：k＝2 as an input method types it reads as window:k=2.
-    args = [arg.translate(_SEPARATORS) for arg in args]
     if args:
         strategies = repl.workspace.registries.strategies
         params = parse_pairs(args[1:], lambda pair: StrategyError(

@@ -7,22 +7,33 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 
 from chatmem import render
 from chatmem.repl.chat import Chat, strategy_label
-from chatmem.repl.table import SLASH, slash
+from chatmem.repl.table import SLASH, slash, split_words
+
+_QUOTE_PAIRS = {"“": "”", "＂": "＂", "‘": "’", "＇": "＇"}
+"""The quotes a Chinese or Japanese input method types for " and ': opening, closing."""
 
 
 def typed_text(repl: Chat) -> str:
     """The arguments as typed, spacing kept; a wholly quoted text loses its quotes.
 
-    `/system "Be brief."` means the text Be brief., and `/system ""` means no text.
+    `/system "Be brief."` means the text Be brief., and `/system ""` means no text; so do
+    `/system “Be brief.”` and `/system “”`, the quotes an input method types for them.
     """
     raw = repl.raw_args.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+    if len(raw) < 2:
+        return raw
+    close = _QUOTE_PAIRS.get(raw[0])
+    if close is not None:
+        inner = raw[1:-1]
+        if raw[-1] == close and raw[0] not in inner and close not in inner:
+            return inner
+        return raw
+    if raw[0] == raw[-1] and raw[0] in "\"'":
         try:
-            words = shlex.split(raw)
+            words = split_words(raw)
         except ValueError:
             return raw
         if len(words) <= 1:
