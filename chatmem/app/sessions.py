@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         SessionSummary,
         TurnRecord,
     )
+    from chatmem.store.records import SessionAccess
+    from chatmem.store.sharing import Share
     from chatmem.transcripts.format import Transcript
 
 def list_sessions(workspace: Workspace) -> list[SessionSummary]:
@@ -153,6 +155,10 @@ class SessionPage:
     last: int
     total: int
     messages: list[MessageRecord]
+    access: SessionAccess
+    """The user's own (owner None in a file), or shared with them by `access.owner`."""
+    shares: list[Share] | None
+    """Whom the user shared their own session with; None for one shared with them."""
 
     @property
     def partial(self) -> bool:
@@ -172,7 +178,9 @@ def show_session(workspace: Workspace, name: str, turns: TurnRange | None = None
     else:
         first, last = turns.first, turns.last if turns.last is not None else total
     return SessionPage(session, first, min(last, total), total,
-                       store.history.messages(session.id, first, last))
+                       store.history.messages(session.id, first, last),
+                       store.sessions.session_access(session.id),
+                       store.sessions.shares(session.id))
 
 
 @dataclass(frozen=True)

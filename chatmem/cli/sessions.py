@@ -68,8 +68,8 @@ def show(
     """
     from chatmem import render
     from chatmem.app.sessions import TurnRange, show_session
-    from chatmem.render.payloads import strategy_json
-    from chatmem.render.sessions import days_text
+    from chatmem.render.payloads import sharing_json, strategy_json
+    from chatmem.render.sessions import days_text, sharing_rows
 
     chosen = TurnRange.parse(turns) if turns is not None and not all_turns else None
     with open_workspace(settings_from(config, db), create=False) as ws:
@@ -80,7 +80,8 @@ def show(
     info = {k: v for k, v in session.__dict__.items() if k != "id"}
     shown_turns = {"first": page.first, "last": page.last, "total": page.total}
     if json_out:
-        shown = {**info, "strategy": strategy_json(session.strategy, session.params)}
+        shown = {**info, "strategy": strategy_json(session.strategy, session.params),
+                 **sharing_json(page.access, page.shares)}
         shown.pop("params")
         print_json({**shown, "turns": shown_turns, "messages": messages})
         return
@@ -91,6 +92,7 @@ def show(
     own = info.pop("retention_days")
     info["retention"] = ("default (retention_days)" if own is None
                          else "kept for good" if own == 0 else f"{days_text(own)} idle")
+    info.update(sharing_rows(page.access, page.shares))
     out.print(render.key_values(info, title=f"session {name}"))
     # A few hundred messages at a time: Rich lays out what one print is given at once, and
     # `--all` of 50,000 messages held them all laid out (197 MB).

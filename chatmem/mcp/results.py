@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -107,6 +107,9 @@ class Conversation(BaseModel):
     turns: int
     messages: int
     updated_at: str | None
+    access: Literal["own", "write", "read"] = Field(description=(
+        "own: the user's; write or read: another user shared it (named OWNER/NAME) for "
+        "writing, or read-only (record_turn is refused)."))
 
 
 class ConversationList(BaseModel):

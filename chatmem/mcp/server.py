@@ -243,7 +243,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         # A shared session as OWNER/NAME: the user's own may have its name.
         listed = [Conversation(conversation_id=r.address,
                                strategy=strategy_label(r.strategy, r.params or {}),
-                               turns=r.turns, messages=r.messages, updated_at=r.updated_at)
+                               turns=r.turns, messages=r.messages, updated_at=r.updated_at,
+                               access=r.access.value)
                   for r in rows]
         chosen, next_page = paged(listed, page)
         return ConversationList(conversations=chosen, page=page, next_page=next_page)

@@ -21,6 +21,7 @@ from chatmem.render.fields import Field, FittedLine
 from chatmem.render.layout import Fitted
 from chatmem.render.notices import counted, notice_text
 from chatmem.render.reasons import dropped_line, reason_text
+from chatmem.render.sessions import shared_cell, shared_words
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
 from chatmem.timestamps import parse_time
@@ -216,13 +217,15 @@ def sessions_table(rows: Sequence[SessionSummary],
     """
     if not rows:
         return Text("no sessions yet (chatmem chat NAME starts one)", style="dim")
-    return Fitted(_sessions_grid(rows, current, updated=True),
-                  _sessions_grid(rows, current, updated=False),
+    # Only where something is shared (a team's PostgreSQL history): a file's list is as it was.
+    shared = any(shared_cell(row) for row in rows)
+    return Fitted(_sessions_grid(rows, current, updated=True, shared=shared),
+                  _sessions_grid(rows, current, updated=False, shared=shared),
                   _sessions_stacked(rows, current))
 
 
 def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
-                   updated: bool) -> Table:
+                   updated: bool, shared: bool) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
     if current is not None:
@@ -232,6 +235,8 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
     out.add_column("strategy", overflow="fold", min_width=len("strategy"))
     out.add_column("messages", justify="right", no_wrap=True)
     out.add_column("turns", justify="right", no_wrap=True)
+    if shared:
+        out.add_column("shared", no_wrap=True)
     if updated:
         out.add_column("updated", no_wrap=True)
     for row in rows:
@@ -241,6 +246,7 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
             strategy.append(f"\n{params}", style="dim")
         mark = [] if current is None else ["*" if row.id == current else ""]
         out.add_row(*mark, row.address, strategy, f"{row.messages:,}", f"{row.turns:,}",
+                    *([shared_cell(row)] if shared else []),
                     *([when(row.updated_at)] if updated else []))
     return out
 
@@ -250,12 +256,12 @@ def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None) -> Gr
     for row in rows:
         mark = "" if current is None else "* " if row.id == current else "  "
         params = format_params(row.params or {})
+        details = [f"{row.strategy}{f' {params}' if params else ''}",
+                   counted(row.messages, "message"), counted(row.turns, "turn"),
+                   when(row.updated_at), shared_words(row)]
         lines.append(Text.assemble(mark, (row.address, "bold")))
-        lines.append(Text(
-            f"{' ' * len(mark)}{row.strategy}{f' {params}' if params else ''} · "
-            f"{counted(row.messages, 'message')} · {counted(row.turns, 'turn')} · "
-            f"{when(row.updated_at)}",
-            style="dim"))
+        lines.append(Text(f"{' ' * len(mark)}{' · '.join(d for d in details if d)}",
+                          style="dim"))
     return Group(*lines)
 
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from chatmem.app.inspection import Inspection, SummaryVersion
     from chatmem.app.sessions import Imported
     from chatmem.store import SessionRecord, SessionSummary, TurnRecord
+    from chatmem.store.records import SessionAccess
+    from chatmem.store.sharing import Share
 
 TURN_FIELDS = ("number", "status", "error", "input", "reply", "provider", "model", "tokenizer",
                "estimated_tokens", "prompt_tokens", "completion_tokens", "latency_ms",
@@ -32,6 +34,18 @@ def session_summary_json(session: SessionSummary) -> dict[str, Any]:
     columns = {f.name: getattr(session, f.name) for f in dataclass_fields(session)}
     del columns["params"], columns["id"]  # a PostgreSQL id is random, and names nothing
     return {**columns, "strategy": strategy_json(session.strategy, session.params)}
+
+
+def sharing_json(access: SessionAccess, shares: list[Share] | None) -> dict[str, Any]:
+    """`sessions show --json`: the user's `access` (own, write, read), the owner who shared
+    it with them (`shared_by`, null for their own), and whom their own is shared with
+    (`shared_with`: [{grantee, mode}], [] in a file; null for one shared with them)."""
+    from chatmem.store.records import AccessLevel
+
+    return {"access": access.level.value,
+            "shared_by": None if access.level is AccessLevel.OWN else access.owner,
+            "shared_with": None if shares is None else [
+                {"grantee": s.grantee, "mode": s.mode.value} for s in shares]}
 
 
 def turn_json(turn: TurnRecord) -> dict[str, Any]:

@@ -6,10 +6,14 @@ from typing import TYPE_CHECKING
 
 from chatmem.render.notices import counted
 from chatmem.store import DerivedGroup, ForkReport
+from chatmem.store.records import AccessLevel
 
 if TYPE_CHECKING:
     from chatmem.app.indexing import BacklogStart
     from chatmem.privacy.retention import Erasure
+    from chatmem.store import SessionSummary
+    from chatmem.store.records import SessionAccess
+    from chatmem.store.sharing import Share
 
 
 def fork_lines(report: ForkReport) -> list[str]:
@@ -79,3 +83,31 @@ def erased_what(erasure: Erasure) -> str:
 def erasure_text(erasure: Erasure) -> str:
     """`erased 1 session (4 messages)`; `would erase …` for a dry run."""
     return f"{'would erase' if erasure.dry_run else 'erased'} {erased_what(erasure)}"
+
+
+def shared_cell(row: SessionSummary) -> str:
+    """`sessions list`'s shared column: `read` or `write` for a session shared with the
+    user, `with 2` for their own shared with two roles, empty for one not shared."""
+    if row.access is not AccessLevel.OWN:
+        return row.access.value
+    return f"with {row.shares}" if row.shares else ""
+
+
+def shared_words(row: SessionSummary) -> str:
+    """The same in words, for the narrow layout's details line ("" when not shared)."""
+    if row.access is AccessLevel.READ:
+        return "shared with you read-only"
+    if row.access is AccessLevel.WRITE:
+        return "shared with you for writing"
+    return f"shared with {counted(row.shares, 'role')}" if row.shares else ""
+
+
+def sharing_rows(access: SessionAccess, shares: list[Share] | None) -> dict[str, str]:
+    """`sessions show`'s lines on sharing: whom the user's own session is shared with and
+    how, or who shared it with them and how; none in a file (it has one user)."""
+    if access.owner is None:
+        return {}
+    if access.level is not AccessLevel.OWN:
+        return {"shared by": f"{access.owner} ({access.level.value})"}
+    return {"shared with": ", ".join(f"{s.grantee} ({s.mode.value})" for s in shares or [])
+            or "nobody"}

@@ -229,6 +229,11 @@ class SessionSummary:
     shared_by: str | None = None
     """Its owner, when another role shared it with the user (PostgreSQL); None for their own.
     `address` names it in any command."""
+    access: AccessLevel = AccessLevel.OWN
+    """The user's own, or shared with them for writing or read-only (sharing.listed_access)."""
+    shares: int | None = 0
+    """How many roles the user shared their own session with; None for one shared with them
+    (row security shows a grantee only their own share)."""
 
     @property
     def address(self) -> str:
@@ -239,6 +244,8 @@ class SessionSummary:
     def from_row(cls, row: Mapping[str, Any]) -> SessionSummary:
         data = known_columns(cls, row)
         data["params"] = stored_json(data["params"], f"session {data['name']!r}: params", "{}")
+        if "access" in data:
+            data["access"] = AccessLevel(data["access"])
         return cls(**data)
 
 

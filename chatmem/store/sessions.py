@@ -157,6 +157,11 @@ class SessionTables:
         """Whether the connecting role owns the session, may write it, or only read it."""
         return sharing.session_access(self._connection, session_id)
 
+    def shares(self, session_id: int) -> list[sharing.Share] | None:
+        """Whom the user's own session is shared with ([] in a file); None for one another
+        role shared with them (sharing.shares)."""
+        return sharing.shares(self._connection, session_id)
+
     def may_write(self, session_id: int) -> bool:
         """Whether this role may add to the session (its own, or shared for writing)."""
         return self.session_access(session_id).level is not AccessLevel.READ
@@ -241,7 +246,8 @@ class SessionTables:
                    (SELECT coalesce(max(m.turn), 0) FROM messages m
                     WHERE m.session_id = s.id AND m.superseded = 0) AS turns,
                    (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests,
-                   s.id, {self._db.shared_by} AS shared_by
+                   s.id, {self._db.shared_by} AS shared_by,
+                   {sharing.listed_access(self._db.kind)}
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC
             """
         )

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from chatmem.errors import NotFound, ReadOnlyShare, StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
+from chatmem.store.postgres_access import shared
 from chatmem.store.records import AccessLevel, SessionAccess, session_address
 from chatmem.store.session_names import is_session_name, normal_name
 
@@ -202,14 +203,31 @@ def unshare_session(store: Connection, session: str, grantee: str) -> None:
             raise NotFound(f"session {session} is not shared with {grantee}")
 
 
-def shares(store: Connection, session: str) -> list[Share]:
-    """Whom the connecting role's session `session` is shared with."""
-    _require_postgres(store, "sharing a session")
-    session_id = _own_session(store, session)
+def shares(store: Connection, session_id: int) -> list[Share] | None:
+    """Whom the session is shared with, when it is the connecting role's own ([] in a file);
+    None when it is another role's: row security shows a grantee only its own share."""
+    if store.db.kind != "postgresql":
+        return []
+    if session_access(store, session_id).level is not AccessLevel.OWN:
+        return None
+    # A share its owner did not make counts for nothing (postgres_access.shared).
     rows = fetch_rows(
-        store.db, "SELECT grantee, mode FROM session_shares WHERE session_id = ? ORDER BY grantee",
-        [session_id])
-    return [Share(session, row["grantee"], ShareMode(row["mode"])) for row in rows]
+        store.db, "SELECT s.name, h.grantee, h.mode FROM session_shares h JOIN sessions s"
+        " ON s.id = h.session_id AND s.owner = h.owner WHERE h.session_id = ?"
+        " ORDER BY h.grantee", [session_id])
+    return [Share(row["name"], row["grantee"], ShareMode(row["mode"])) for row in rows]
+
+
+def listed_access(kind: str) -> str:
+    """SQL for the columns `access` and `shares` (SessionSummary's) of the session `s` a
+    listing reads: the rule session_access follows, and the count of its shares when it
+    is the connecting role's own (NULL for one shared with it)."""
+    if kind != "postgresql":
+        return "'own' AS access, 0 AS shares"
+    return (f"CASE WHEN s.owner = current_user THEN 'own' WHEN"
+            f" {shared('s.id', 's.owner', write=True)} THEN 'write' ELSE 'read' END AS access,"
+            " CASE WHEN s.owner = current_user THEN (SELECT count(*) FROM session_shares c"
+            " WHERE c.session_id = s.id AND c.owner = s.owner) END AS shares")
 
 
 def session_access(store: Connection, session_id: int) -> SessionAccess:

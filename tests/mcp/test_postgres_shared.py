@@ -40,7 +40,8 @@ def test_a_shared_session_is_listed_searched_and_reached_as_owner_slash_name(
                          "assistant": "好的"}),
         ("search_memory", {"query": "zebra"}),
         ("chatmem://conversations/ann%2Ftrip/transcript", {})])
-    assert sorted(c["conversation_id"] for c in listed["conversations"]) == ["ann/trip", "trip"]
+    assert sorted((c["conversation_id"], c["access"]) for c in listed["conversations"]) == [
+        ("ann/trip", "write"), ("trip", "own")]
     for found in (everywhere, chinese):
         assert found["hits"], found
         assert {h["conversation_id"] for h in found["hits"]} == {"ann/trip"}

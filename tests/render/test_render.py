@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -12,6 +13,7 @@ from chatmem.memory.context import Context, Message, Part
 from chatmem.memory.reasons import DroppedNote, DroppedTurns, NewestTurns, NewInput, StoredNote
 from chatmem.render import context_panel, sessions_table, token_line
 from chatmem.store import SessionSummary
+from chatmem.store.records import AccessLevel
 
 
 def show(renderable: object, width: int = 100) -> str:
@@ -89,6 +91,18 @@ def test_sessions_list_keeps_names_whole_and_times_short_at_80_columns() -> None
     row = next(line for line in out.splitlines() if "tz-window+entity" in line)
     assert re.search(r"summary-buffer\+retrieval\s+1,204\s+602\s+2026", row)  # right-aligned
     assert "max_tokens=2000" in out
+
+
+def test_sessions_list_says_the_access_of_a_shared_session_only_where_one_is() -> None:
+    assert "shared" not in show(sessions_table(SESSIONS), width=80)  # a file's list
+    team = [replace(SESSIONS[0], shares=3),
+            replace(SESSIONS[1], shared_by="ann", access=AccessLevel.READ, shares=None)]
+    out = show(sessions_table(team), width=80)
+    assert all(cell_len(line) <= 80 for line in out.splitlines())
+    assert re.search(r"1,204\s+602\s+with 3\s+2026", out)
+    assert re.search(r"ann/旅行计划\s+window\s+4\s+2\s+read\s+2026", out)
+    narrow = " ".join(show(sessions_table(team), width=30).split())
+    assert "shared with 3 roles" in narrow and "shared with you read-only" in narrow
 
 
 def test_an_empty_sessions_list_says_so() -> None:
