@@ -286,7 +286,8 @@ def check_own_session(store: Connection, session_id: int, what: str) -> None:
     name = session_address(
         str(fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [session_id])),
         access.owner)
-    shared = "for writing" if access.level is AccessLevel.WRITE else "read-only"
+    shared = ("for writing" if access.level is AccessLevel.WRITE
+              else f"read-only by {access.owner}")
     raise StoreError(f"only {access.owner}, its owner, can {what} session {name!r} (it is"
                      f" shared with you {shared})", kind=StoreFailure.NOT_PERMITTED,
                      location=store.location)
