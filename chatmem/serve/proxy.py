@@ -1,9 +1,8 @@
 """`chatmem serve`: an OpenAI-compatible API whose every request is a turn with memory.
 
 A fourth front end over chatmem.app. Each `/v1/chat/completions` request names a
-conversation (the `X-Chatmem-Conversation` header, else its metadata's conversation id,
-else a fingerprint of how the conversation began, among the chats of the request's `user`
-when it names one: `user` is who, not which chat); the client's
+conversation (the `X-Chatmem-Conversation` header, else its metadata's conversation id or
+its `user`, else a fingerprint of how the conversation began); the client's
 history is authoritative (what it has past the stored history is stored), its newest user
 message is taken as a turn exactly as the REPL takes one: the strategy builds the context,
 the configured model answers, the reply streams through while it is recorded, and the turn
