@@ -54,6 +54,12 @@ class SessionChanges:
     """Where the chat model came from (a choice, the session's latest, the config's), for
     the words of its 404 (ProviderNotFound)."""
 
+    @property
+    def address(self) -> str:
+        """What names the session to the user: `OWNER/NAME` on another's, shared for writing
+        (their own may have its name), else its name."""
+        return session_address(self.session.name, self.settings_owner)
+
     def take_opening_notices(self) -> list[Notice]:
         """What opening the session told (`notices`), once: a server keeps an engine open
         between requests, and only the request that opened it is told."""
@@ -102,8 +108,7 @@ class SessionChanges:
             return None
         self.session = dataclasses.replace(self.session, **fields)
         self.chosen_here |= fields.keys()  # another's change to them is not followed either
-        return SettingsNotSaved(session_address(self.session.name, self.settings_owner), what,
-                                self.settings_owner)
+        return SettingsNotSaved(self.address, what, self.settings_owner)
 
     def _keep_changes(self) -> None:
         """A turn is about to be stored: so is what opening the session changed."""
