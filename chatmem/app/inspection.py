@@ -252,9 +252,9 @@ class SummaryVersion:
     tokens: int
 
 
-def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
-                                                                   list[SummaryVersion]]:
-    """Every summary version of `session`, oldest first."""
+def summary_versions(workspace: Workspace, session: str) -> tuple[str, list[SummaryVersion]]:
+    """What names `session` to the user (OWNER/NAME for another's) and every summary
+    version of it, oldest first."""
     from chatmem.memory.summarizer import covered_turn
     from chatmem.tokens import counter_for_model
 
@@ -262,8 +262,9 @@ def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
     record = store.sessions.session(session)
     counter = counter_for_model(record.model)
     turn_of = {m.id: m.turn for m in store.history.messages(record.id)}
-    return record, [SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
-                    for s in store.memory.summaries(record.id)]
+    return store.sessions.address(record.id), [
+        SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
+        for s in store.memory.summaries(record.id)]
 
 
 @dataclass(frozen=True)

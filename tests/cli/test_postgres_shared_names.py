@@ -3,6 +3,8 @@ user (PostgreSQL): bob's own session may have its name. One's own keeps its bare
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from cli_runner import repl, run
 from pg import Team
@@ -39,3 +41,16 @@ def test_facts_forget_unpins_in_a_shared_session_naming_it_owner_slash_name(
     done = run(ann, "facts", "forget", "a", "p1", code=0)
     assert done.stderr == ("unpinned p1: 五千元 (summary v1 (pinned), session a);"
                            " it is not pinned again\n")
+
+
+def test_inspect_summaries_json_names_a_shared_session_owner_slash_name(
+        pinned: tuple[str, str]) -> None:
+    _, bob = pinned
+    shared = json.loads(run(bob, "inspect", "ann/a", "--summaries", "--json", code=0).stdout)
+    assert shared["session"] == "ann/a" and len(shared["summaries"]) == 2
+    # As `inspect --json` names it; bob's own `a` (no summaries) keeps its bare name.
+    assert json.loads(run(bob, "inspect", "ann/a", "--json", code=0).stdout)["session"] == "ann/a"
+    own = json.loads(run(bob, "inspect", "a", "--summaries", "--json", code=0).stdout)
+    assert own["session"] == "a" and own["summaries"] == []
+    assert run(bob, "inspect", "a", "--summaries", code=0).stdout == (
+        "session 'a' has no summaries yet\n")
