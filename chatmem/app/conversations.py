@@ -130,8 +130,9 @@ def start_conversation(
                           keeps_memory=not workspace.one_off, budget=budget,
                           strategies=workspace.registries.strategies)
     if changed is not None:
-        # On another's session it is this run's model: the session keeps the owner's.
-        engine.notices.insert(0, dataclasses.replace(changed, owner=engine.settings_owner))
+        # On another's session (named OWNER/NAME) it is this run's model: the owner's is kept.
+        engine.notices.insert(0, dataclasses.replace(changed, session=engine.address,
+                                                     owner=engine.settings_owner))
     engine.model_from = (ModelFrom.SESSION if runs_on is not settings
                          else ModelFrom.NAMED if named else ModelFrom.CONFIGURED)
     if not resumes:

@@ -276,12 +276,14 @@ def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:
     return purging.plan(store, fact, earlier)
 
 
-def session_names(workspace: Workspace, ids: set[int]) -> dict[int, str]:
-    return workspace.store.sessions.session_names(ids)
+def session_addresses(workspace: Workspace, ids: set[int]) -> dict[int, str]:
+    """Session id → what names it to the user: `OWNER/NAME` for another's (their own may have
+    its name), else its name."""
+    return workspace.store.sessions.session_addresses(ids)
 
 
-def session_name_of(workspace: Workspace, session_id: int) -> str:
-    return workspace.store.sessions.session_by_id(session_id).name
+def session_address_of(workspace: Workspace, session_id: int) -> str:
+    return workspace.store.sessions.address(session_id)
 
 
 def live_facts(workspace: Workspace, session: SessionRecord) -> list[FactRecord]:

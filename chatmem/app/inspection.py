@@ -220,7 +220,18 @@ def _runs_as_session(workspace: Workspace, record: SessionRecord, chosen: Strate
                                    workspace.registries.strategies)
     except ChatmemError:
         return False  # it no longer builds from what is saved: nothing to compare with
-    return dict(running.params) == dict(chosen.params)
+    return _state_params(running) == _state_params(chosen)
+
+
+def _state_params(strategy: Strategy) -> dict[str, Any]:
+    """The parameters its stored state was built under: those of its members that keep
+    state (a combination's `window.k` changes what is sent, not the facts kept)."""
+    from chatmem.memory.combined import CombinedStrategy
+
+    if not isinstance(strategy, CombinedStrategy):
+        return dict(strategy.params)
+    return {f"{m.name}.{key}": value for m in strategy.members if m.keeps_state
+            for key, value in m.params.items()}
 
 
 @dataclass(frozen=True)
@@ -269,9 +280,9 @@ class SummaryVersion:
     tokens: int
 
 
-def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
-                                                                   list[SummaryVersion]]:
-    """Every summary version of `session`, oldest first."""
+def summary_versions(workspace: Workspace, session: str) -> tuple[str, list[SummaryVersion]]:
+    """What names `session` to the user (OWNER/NAME for another's) and every summary
+    version of it, oldest first."""
     from chatmem.memory.summarizer import covered_turn
     from chatmem.tokens import counter_for_model
 
@@ -279,8 +290,9 @@ def summary_versions(workspace: Workspace, session: str) -> tuple[SessionRecord,
     record = store.sessions.session(session)
     counter = counter_for_model(record.model)
     turn_of = {m.id: m.turn for m in store.history.messages(record.id)}
-    return record, [SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
-                    for s in store.memory.summaries(record.id)]
+    return store.sessions.address(record.id), [
+        SummaryVersion(s, covered_turn(s, turn_of), counter.count_text(s.text))
+        for s in store.memory.summaries(record.id)]
 
 
 @dataclass(frozen=True)

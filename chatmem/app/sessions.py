@@ -315,13 +315,15 @@ def import_archive(workspace: Workspace, archive: Archive,
     with store.write():
         imported: list[Imported] = []
         titles: list[str] = []
+        ids: dict[str, int] = {}
         for listed, transcript in archive.transcripts():
             if on_read is not None:
                 on_read(transcript)
             imported.append(import_transcript(workspace, transcript, listed.name))
             titles.append(transcript.title or listed.name)
-        ids: dict[str, int] = {}
-        for restored in imported:  # one's own first: a shared session's facts name it bare
+            # As facts.json names it: OWNER/NAME for a shared one, never the user's own.
+            ids[listed.address] = imported[-1].session.id
+        for restored in imported:  # then an older archive's, which named a shared one bare
             ids.setdefault(restored.session.name, restored.session.id)
         for title, restored in zip(titles, imported, strict=True):
             ids.setdefault(title, restored.session.id)

@@ -11,6 +11,7 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.store.copying import SkippedSession
+    from chatmem.store.sharing import Exemption
     from chatmem.store.team_members import Removal
 
 app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per person.\n\n"
@@ -211,20 +212,33 @@ def copy(
         return
     err = consoles()[1]
     for skipped in report.skipped:
-        err.print(skipped_line(skipped), markup=False, soft_wrap=True)
+        err.print(skipped_line(skipped, report.reader), markup=False, soft_wrap=True)
     err.print(
         f"copied {len(report.sessions)} session(s) ({report.rows['messages']} messages, "
         f"{report.rows['turns']} turns) from {report.source} to {report.target}",
         markup=False, soft_wrap=True)
 
 
-def skipped_line(skipped: "SkippedSession") -> str:
-    """One line, whatever the name holds (a newline, an escape sequence, 5,000 characters)."""
+def skipped_line(skipped: "SkippedSession",
+                 reader: "tuple[str, Exemption] | None" = None) -> str:
+    """One line, whatever the name holds (a newline, an escape sequence, 5,000 characters).
+    `reader`: the role copying, when row security does not bind it (it reads sessions
+    nobody shared with it)."""
     from chatmem.store.copying import SkipReason
 
     name = repr(skipped.name if len(skipped.name) <= 64 else skipped.name[:64] + "…")
-    whose = f" (shared with you by {skipped.shared_by})" if skipped.shared_by else ""
-    if skipped.reason is SkipReason.NAME_TAKEN:
+    whose = ""
+    if skipped.shared_by:
+        whose = f" (shared with you by {skipped.shared_by})"
+    elif skipped.owner:
+        # Not shared: a superuser (BYPASSRLS) role reads every person's sessions.
+        why_read = f": row security does not bind {reader[0]}, {reader[1].value}" if reader else ""
+        whose = f" ({skipped.owner}'s, not shared with you{why_read})"
+    if skipped.reason is SkipReason.NAME_TAKEN and skipped.owner and not skipped.shared:
+        # Only its owner renames it: copied alone, it takes no other's name.
+        why = (f"another session copied has that name (copy {skipped.owner}/{skipped.name}"
+               " by name into another history)")
+    elif skipped.reason is SkipReason.NAME_TAKEN:
         why = "another session copied has that name (rename one and copy it by name)"
     else:
         why = ("its name is not one chatmem accepts (letters, digits, '-', '_', '.' or '+', "

@@ -138,7 +138,7 @@ def forget(
         try:
             chosen = remembered.one_to_forget(
                 ws, ref, candidates, pins,
-                owner=lambda pin: f"session {remembered.session_name_of(ws, pin.session_id)}",
+                owner=lambda pin: f"session {remembered.session_address_of(ws, pin.session_id)}",
                 narrow="give an id, --user or --session")
         except NotFound:
             raise NotFound(f"no fact {ref!r}; `chatmem facts list` shows ids and keys") from None
@@ -149,9 +149,10 @@ def forget(
                     f"{ref!r} is a pinned detail, a quotation of the conversation: "
                     "unpin it without --purge (`chatmem sessions delete` erases the session)")
             remembered.forget(ws, pin)
-            owner = remembered.session_name_of(ws, pin.session_id)
+            owner = remembered.session_address_of(ws, pin.session_id)
             consoles()[1].print(f"unpinned {pin.ref or pin.text}: {pin.text} ({pin.source},"
-                                f" session {owner}); it is not pinned again")
+                                f" session {owner}); it is not pinned again", markup=False,
+                                soft_wrap=True)
             return
         fact = chosen
         redacted = ""
@@ -160,7 +161,7 @@ def forget(
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
-                names = remembered.session_names(ws, {m.message.session_id for m in mentioned})
+                names = remembered.session_addresses(ws, {m.message.session_id for m in mentioned})
                 _print_mentions(names, fact, mentioned, json_out)
                 for leaving in remembered.purge_left(ws, fact):
                     consoles()[1].print(left_text(leaving, done=False), markup=False,

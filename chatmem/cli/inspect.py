@@ -54,7 +54,6 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 if TYPE_CHECKING:
     from chatmem.app.inspection import SummaryVersion
     from chatmem.memory.context import Context
-    from chatmem.store import SessionRecord
 
 
 @handles_errors
@@ -129,8 +128,8 @@ def inspect(
     explicit = provider is not None or model is not None
     with open_workspace(settings, create=False) as ws:
         if summaries:
-            record, versions = summary_versions(ws, session)
-            _summaries(record, versions, json_out)
+            address, versions = summary_versions(ws, session)
+            _summaries(address, versions, json_out)
             return
         if spec is not None or params:
             seen = inspect_what_if(
@@ -154,16 +153,16 @@ def inspect(
     _show(data, seen.context, seen.approximate, seen.recall_texts)
 
 
-def _summaries(session: "SessionRecord", versions: "list[SummaryVersion]", json_out: bool) -> None:
+def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool) -> None:
     from chatmem.render.inspect import summaries_view
     from chatmem.render.payloads import summaries_json, summary_row
 
     if json_out:
-        print_json(summaries_json(session, versions))
+        print_json(summaries_json(address, versions))
         return
     out = consoles()[0]
     if not versions:
-        out.print(f"session {session.name!r} has no summaries yet", markup=False)
+        out.print(f"session {address!r} has no summaries yet", markup=False)
         return
     out.print(summaries_view([summary_row(v) for v in versions]))
 

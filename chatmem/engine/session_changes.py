@@ -69,6 +69,12 @@ class SessionChanges:
         self.own_system = (system,)
         self.chosen_here |= {"system"}  # another's change to the session's is not this one's
 
+    @property
+    def address(self) -> str:
+        """What names the session to the user: `OWNER/NAME` on another's, shared for writing
+        (their own may have its name), else its name."""
+        return session_address(self.session.name, self.settings_owner)
+
     def take_opening_notices(self) -> list[Notice]:
         """What opening the session told (`notices`), once: a server keeps an engine open
         between requests, and only the request that opened it is told."""
@@ -118,8 +124,7 @@ class SessionChanges:
             return None
         self.session = dataclasses.replace(self.session, **fields)
         self.chosen_here |= fields.keys()  # another's change to them is not followed either
-        return SettingsNotSaved(session_address(self.session.name, self.settings_owner), what,
-                                self.settings_owner)
+        return SettingsNotSaved(self.address, what, self.settings_owner)
 
     def _keep_changes(self) -> None:
         """A turn is about to be stored: so is what opening the session changed."""

@@ -184,7 +184,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         retention)."""
         erasures = self.store.sessions.erasures(self.session.id)
         if erasures is None:
-            raise SessionGone(self.session.name, "nothing was sent")
+            raise SessionGone(self.address, "nothing was sent")
         if erasures != self._erasures:
             self._erasures = erasures
             self.state.caches.clear()
@@ -292,7 +292,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             if isinstance(e, ProviderNotFound) and self.model_from is not None:
-                e.model_from, e.session = self.model_from, self.session.name
+                e.model_from, e.session = self.model_from, self.address
             raise
         reply = "".join(chunks)
         try:
@@ -304,7 +304,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
                 supersedes=supersedes, erasures=self._erasures)
         except SessionGone as gone:
-            raise gone.named(self.session.name) from None
+            raise gone.named(self.address) from None
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()

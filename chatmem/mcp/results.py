@@ -172,6 +172,8 @@ class TurnExplanation(BaseModel):
     tokens: int
     budget: int | None
     dropped: str | None
+    warnings: list[str] = Field(description="What was wrong with the context sent, one line "
+                                            "each, as `inspect --json` says it.")
     parts: list[ContextPart]
     page: int
     next_page: int | None

@@ -289,8 +289,11 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> TurnExplanation:
         """Why each part of a recorded turn's context was there: the exact messages sent,
         part by part, with reasons and token counts."""
+        from chatmem.render.errors import Client
+        from chatmem.render.notices import client_notice_text
         from chatmem.render.reasons import dropped_text
 
+        settings = memory.settings_for(ctx)
         with memory.workspace(ctx) as ws:
             seen = inspection.inspect_turn(ws, conversation_id, turn)
         recorded = seen.turn
@@ -314,6 +317,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                strategy=strategy_label(seen.strategy, seen.params),
                                tokens=seen.context.tokens, budget=seen.context.budget,
                                dropped=dropped_text(seen.context.dropped) or None,
+                               warnings=[client_notice_text(w, Client.MCP, settings)
+                                         for w in seen.context.warnings],
                                parts=parts, page=page, next_page=next_page)
 
 

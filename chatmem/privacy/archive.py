@@ -80,11 +80,11 @@ def _member_names(sessions: list[SessionSummary]) -> dict[int, str]:
     return names
 
 
-def _summaries(store: PrivacyStore, session: SessionRecord) -> dict[str, Any]:
+def _summaries(store: PrivacyStore, session: SessionRecord, address: str) -> dict[str, Any]:
     from chatmem.memory.pins import pinned_facts
 
     return {
-        "session": session.name,
+        "session": address,
         "summaries": [
             {"strategy": s.strategy, "version": s.version, "text": s.text,
              "covered_message_ids": s.covered_ids, "anchors": s.anchors,
@@ -99,7 +99,9 @@ def _summaries(store: PrivacyStore, session: SessionRecord) -> dict[str, Any]:
 def _facts(store: PrivacyStore) -> list[dict[str, Any]]:
     facts = store.facts.facts(include_deleted=True)
     history = store.facts.fact_history([f.id for f in facts])
-    names = store.sessions.session_names(
+    # As a command names them (OWNER/NAME for one shared with the user: their own may have
+    # its name), and as the manifest's name and shared_by do.
+    names = store.sessions.session_addresses(
         {f.session_id for f in facts if f.session_id}
         | {f.source_session_id for f in facts if f.source_session_id}
         | {h.source_session_id for hs in history.values() for h in hs if h.source_session_id})
@@ -130,6 +132,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     listed_rows = store.sessions.list_sessions()
     files = _member_names(listed_rows)
     shared_by = {row.id: row.shared_by for row in listed_rows}
+    addresses = {row.id: row.address for row in listed_rows}
     # By id: a session shared with the user may have the name of one of their own.
     sessions = [store.sessions.session_by_id(row.id) for row in listed_rows]
     messages = summaries = 0
@@ -141,7 +144,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
             for session in sessions:
                 name = files[session.id]
                 zf.writestr(f"sessions/{name}.jsonl", transcript(session))
-                kept = _summaries(store, session)
+                kept = _summaries(store, session, addresses[session.id])
                 zf.writestr(f"summaries/{name}.json", _json(kept))
                 count = len(store.history.messages(session.id))
                 messages += count

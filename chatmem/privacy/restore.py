@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from chatmem.errors import TranscriptError
-from chatmem.store.records import FactScope
+from chatmem.store.records import FactScope, session_address
 from chatmem.store.restored_facts import EarlierValue, KeptFact
 from chatmem.store.session_names import is_session_name, normal_name, session_name_from
 from chatmem.text import profile_name, valid_text
@@ -41,6 +41,9 @@ class ArchivedSession:
     """Its transcript's member in the archive."""
     user: str | None
     """Whose it is as the manifest says (an archive written before headers said so)."""
+    address: str
+    """What facts.json names it by: its name, or OWNER/NAME for one another role shared
+    with the user who exported it."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,10 @@ def _session(entry: Mapping[str, Any]) -> ArchivedSession:
     own = entry.get("shared_by") is None and is_session_name(entry["name"])
     name = entry["name"] if own else session_name_from(PurePosixPath(member).stem)
     user = entry.get("user")
-    return ArchivedSession(name, member, user if isinstance(user, str) and user.strip() else None)
+    owner = entry.get("shared_by")
+    return ArchivedSession(name, member, user if isinstance(user, str) and user.strip() else None,
+                           session_address(entry["name"], owner if isinstance(owner, str)
+                                           else None))
 
 
 def _check_listed(path: Path, zf: zipfile.ZipFile, sessions: list[ArchivedSession],

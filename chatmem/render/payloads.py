@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from chatmem.app.inspection import Inspection, SummaryVersion
     from chatmem.app.sessions import Imported
-    from chatmem.store import SessionRecord, SessionSummary, TurnRecord
+    from chatmem.store import SessionSummary, TurnRecord
     from chatmem.store.records import SessionAccess
     from chatmem.store.sharing import Share
 
@@ -101,9 +101,10 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
     }
 
 
-def summaries_json(session: SessionRecord, versions: list[SummaryVersion]) -> dict[str, Any]:
-    """`inspect --summaries --json`."""
-    return {"command": "inspect", "mode": "summaries", "session": session.name,
+def summaries_json(address: str, versions: list[SummaryVersion]) -> dict[str, Any]:
+    """`inspect --summaries --json`: `address` names the session (OWNER/NAME for another's,
+    as `inspect --json` does)."""
+    return {"command": "inspect", "mode": "summaries", "session": address,
             "summaries": [summary_row(v) for v in versions]}
 
 

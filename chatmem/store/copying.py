@@ -21,6 +21,7 @@ from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.records import json_text
 from chatmem.store.session_names import is_session_name, normal_name
+from chatmem.store.sharing import Exemption, row_security_exemption
 
 if TYPE_CHECKING:
     from chatmem.store import Store
@@ -75,11 +76,19 @@ class SkipReason(StrEnum):
 class SkippedSession:
     name: str
     reason: SkipReason
-    shared_by: str | None = None
-    """Its owner, when another role shared it with the user copying."""
+    owner: str | None = None
+    """Its owner, when it is another role's (PostgreSQL)."""
+    shared: bool = False
+    """Whether its owner shared it with the role copying: else that role reads it because
+    row security does not bind it (a superuser, BYPASSRLS; `CopyReport.reader`)."""
+
+    @property
+    def shared_by(self) -> str | None:
+        return self.owner if self.shared else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "reason": self.reason.value, "shared_by": self.shared_by}
+        return {"name": self.name, "reason": self.reason.value, "shared_by": self.shared_by,
+                "owner": self.owner}
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,9 @@ class CopyReport:
     """The sessions copied."""
     rows: dict[str, int]
     skipped: list[SkippedSession] = field(default_factory=list)
+    reader: tuple[str, Exemption] | None = None
+    """The role that read the source and why row security does not bind it, when it does
+    not: it reads every person's sessions, shared with it or not."""
 
     def to_json(self) -> dict[str, Any]:
         return {"from": self.source, "to": self.target, "sessions": self.sessions,
@@ -110,17 +122,17 @@ def copy_sessions(source: Store, target: Store,
     A session the target could not tell from another (the same name) or could not name
     (a name chatmem refuses) is left out and listed in the report's `skipped`."""
     listed = _listed(source, names)
+    reader = row_security_exemption(source.connection)
     chosen: dict[str, _Listed] = {}
     skipped: list[SkippedSession] = []
     for session in listed:
-        if not is_session_name(session.name):
-            skipped.append(SkippedSession(session.name, SkipReason.INVALID_NAME,
-                                          session.shared_by))
-        elif normal_name(session.name) in chosen:
-            skipped.append(SkippedSession(session.name, SkipReason.NAME_TAKEN,
-                                          session.shared_by))
-        else:
+        if is_session_name(session.name) and normal_name(session.name) not in chosen:
             chosen[normal_name(session.name)] = session
+            continue
+        reason = (SkipReason.INVALID_NAME if not is_session_name(session.name)
+                  else SkipReason.NAME_TAKEN)
+        skipped.append(SkippedSession(session.name, reason, session.shared_by,
+                                      _shared(source, session)))
     for name in chosen:
         if target.sessions.find_session(name) is not None:
             raise UsageError(f"{target.location} has a session {name!r} already; "
@@ -128,7 +140,7 @@ def copy_sessions(source: Store, target: Store,
     ids = [session.id for session in chosen.values()]
     if not ids:
         return CopyReport(source.location, target.location, [],
-                          {table.name: 0 for table in TABLES}, skipped)
+                          {table.name: 0 for table in TABLES}, skipped, reader)
     marks = ", ".join("?" for _ in ids)
     origin = _Origin({session.id: session.name for session in chosen.values()})
     new_ids: dict[str, dict[int, int]] = {}
@@ -141,7 +153,17 @@ def copy_sessions(source: Store, target: Store,
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
     return CopyReport(source.location, target.location, [s.name for s in chosen.values()],
-                      counts, skipped)
+                      counts, skipped, reader)
+
+
+def _shared(source: Store, session: _Listed) -> bool:
+    """Whether another's `session` is shared with the role copying (by its owner): a role
+    row security does not bind reads it all the same."""
+    if session.shared_by is None:
+        return False
+    return fetch_value(source.db, "SELECT 1 FROM session_shares WHERE session_id = ? AND"
+                       " grantee = current_user AND owner = ?",
+                       [session.id, session.shared_by]) is not None
 
 
 def _listed(source: Store, names: Sequence[str]) -> list[_Listed]:

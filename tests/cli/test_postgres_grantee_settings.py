@@ -66,3 +66,18 @@ def test_the_owners_own_changes_are_still_saved(team: Team) -> None:
     run(ann, "ask", "proj", "hi", "--system", "Be brief.", "--strategy", "buffer", "--save",
         "--provider", "scripted", code=0)
     assert settings(ann)[0] == "buffer" and settings(ann)[2] == "Be brief."
+
+
+def test_a_grantees_model_notice_names_the_session_owner_slash_name(team: Team) -> None:
+    _, bob = shared(team)
+    run(bob, "ask", "proj", "bob's own proj", "--provider", "scripted", code=0)
+    asked = run(bob, "ask", "ann/proj", "hi", "--provider", "scripted", "--model", "other",
+                code=0)
+    assert asked.stderr.splitlines()[0] == (
+        "session ann/proj ran on scripted:scripted; this run runs on scripted:other (--model)"
+        " (not saved: only ann, its owner, changes the session's settings)")
+    # One's own session keeps its bare name.
+    own = run(bob, "ask", "proj", "again", "--provider", "scripted", "--model", "other",
+              code=0)
+    assert own.stderr.splitlines()[0] == (
+        "session proj ran on scripted:scripted; its next turns run on scripted:other (--model)")

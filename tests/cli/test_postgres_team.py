@@ -339,7 +339,8 @@ def test_copy_says_whose_namesake_it_left_out(namesakes: tuple[str, str],
     report = json.loads(output("sessions", "copy", "旅行", "ann/旅行", "--from", bob,
                                "--to", target, "--json"))
     assert report["sessions"] == ["旅行"]
-    assert report["skipped"] == [{"name": "旅行", "reason": "name-taken", "shared_by": "ann"}]
+    assert report["skipped"] == [{"name": "旅行", "reason": "name-taken", "shared_by": "ann",
+                                  "owner": "ann"}]
     assert "斑马" in run(target, "sessions", "show", "旅行")
 
 

@@ -135,8 +135,35 @@ def test_copy_leaves_out_a_shared_namesake_and_a_name_chatmem_refuses_and_says_s
     check("sessions_copy", report)
     assert report["sessions"] == ["旅行"] and report["rows"]["messages"] == 2
     assert report["skipped"] == [
-        {"name": "旅行", "reason": "name-taken", "shared_by": "bob"},
-        {"name": "a b\n\x1b[31mc", "reason": "invalid-name", "shared_by": "bob"}]
+        {"name": "旅行", "reason": "name-taken", "shared_by": "bob", "owner": "bob"},
+        {"name": "a b\n\x1b[31mc", "reason": "invalid-name", "shared_by": "bob",
+         "owner": "bob"}]
+
+
+def test_a_superusers_copy_says_whose_namesake_it_left_out_not_that_it_was_shared(
+        tmp_path: Path, url: str, pg_server: PostgresServer) -> None:
+    """A superuser reads every person's sessions, shared with it or not, and copies them:
+    the one left out is bob's, which nobody shared with it."""
+    database = urlsplit(url).path.lstrip("/")
+    ann, bob = pg_server.url(database, "ann"), pg_server.url(database, "bob")
+    output("ask", "旅行", "ann's 杭州 trip", "--provider", "scripted", "--db", ann)
+    output("ask", "旅行", "bob's 旅行", "--provider", "scripted", "--db", bob)
+    target = str(tmp_path / "copy.db")
+    copied = invoke("sessions", "copy", "--from", url, "--to", target)
+    assert copied.exit_code == 0, copied.stderr
+    assert copied.stderr.splitlines()[0] == (
+        "not copied: session '旅行' (bob's, not shared with you: row security does not bind"
+        " postgres, a superuser): another session copied has that name (copy bob/旅行 by name"
+        " into another history)")
+    report = json.loads(output("sessions", "copy", "bob/旅行", "--from", url, "--to",
+                               str(tmp_path / "bob.db"), "--json"))
+    check("sessions_copy", report)
+    assert report["sessions"] == ["旅行"] and report["skipped"] == []
+    report = json.loads(output("sessions", "copy", "--from", url, "--to",
+                               str(tmp_path / "again.db"), "--json"))
+    check("sessions_copy", report)
+    assert report["skipped"] == [
+        {"name": "旅行", "reason": "name-taken", "shared_by": None, "owner": "bob"}]
 
 
 def test_a_role_that_is_not_superuser_copies_a_file_in_and_the_sessions_are_its_own(

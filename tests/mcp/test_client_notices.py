@@ -44,3 +44,21 @@ def test_get_context_warns_of_a_context_over_its_budget_as_inspect_does(
     assert seen["warnings"] == inspected["context"]["warnings"]
     assert seen["warnings"][0].startswith("context is ") and "over the budget of 4,000" in (
         seen["warnings"][0])
+
+
+def test_explain_turn_gives_the_warnings_of_the_context_sent_as_inspect_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("context_budget = 4000\n", encoding="utf-8")
+    monkeypatch.setenv("CHATMEM_CONFIG", str(config))
+    db = str(tmp_path / "h.db")
+    long = "长" * 3000 + " word" * 3000
+    *_, explained = mcp_calls(["--db", db], [
+        ("start_conversation", {"name": "长谈", "strategy": "window"}),
+        ("record_turn", {"conversation_id": "长谈", "user": long, "assistant": "好"}),
+        ("record_turn", {"conversation_id": "长谈", "user": "?", "assistant": "嗯"}),
+        ("explain_turn", {"conversation_id": "长谈", "turn": 2})])
+    inspected = json.loads(output("inspect", "长谈", "2", "--json", "--db", db))
+    assert explained["tokens"] > explained["budget"] == 4000
+    assert explained["warnings"] == inspected["context"]["warnings"]
+    assert explained["warnings"][0].startswith("context is ")

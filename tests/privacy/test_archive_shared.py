@@ -59,3 +59,30 @@ def test_a_shared_session_is_exported_as_owner_name_and_says_whose_it_is(
         listed = json.loads(zf.read("manifest.json"))["sessions"]
     assert sorted((s["transcript"], s["shared_by"] or "") for s in listed) == [
         ("sessions/bob-旅行.jsonl", "bob"), ("sessions/旅行.jsonl", "")]
+
+
+def test_facts_json_names_a_shared_session_owner_slash_name_and_restores_into_it(
+        urls: tuple[str, str], tmp_path: Path) -> None:
+    """ann's own 旅行 and bob's, shared with her, each hold a phone fact: facts.json and the
+    summaries name bob's `bob/旅行`, and a restore puts each fact back in its own session
+    (bob's is restored as bob-旅行), never bob's in ann's namesake."""
+    ann, bob = urls
+    for url, phone in ((bob, "Pixel9"), (ann, "Nokia3")):
+        output("ask", "旅行", f"My phone is {phone}.", "--strategy", "entity", "--provider",
+               "scripted", "--db", url)
+    output("sessions", "share", "旅行", "--with", "ann", "--db", bob)
+    archive = tmp_path / "all.zip"
+    output("sessions", "export", "--all", "-o", str(archive), "--db", ann)
+    with zipfile.ZipFile(archive) as zf:
+        facts = json.loads(zf.read("facts.json"))
+        summaries = {json.loads(zf.read(name))["session"] for name in zf.namelist()
+                     if name.startswith("summaries/")}
+    assert sorted((f["session"], f["stated_in"], f["value"]) for f in facts
+                  if f["key"] == "phone") == [("bob/旅行", "bob/旅行", "Pixel9"),
+                                              ("旅行", "旅行", "Nokia3")]
+    assert summaries == {"bob/旅行", "旅行"}
+    restored = tmp_path / "restored.db"
+    output("sessions", "import", str(archive), "--db", str(restored))
+    listed = json.loads(output("facts", "list", "--json", "--db", str(restored)))
+    assert sorted((f["owner"], f["value"]) for f in listed if f["key"] == "phone") == [
+        ("session bob-旅行", "Pixel9"), ("session 旅行", "Nokia3")]

@@ -110,3 +110,19 @@ def test_a_plain_name_is_ones_own_never_a_share_of_that_name(urls: tuple[str, st
     assert "new session 旅行 · " in result.stderr
     assert inputs(bob, "旅行") == ["bob 自己的旅行"]
     assert inputs(ann, "旅行") == ["ann 的日记"]
+
+
+def test_a_shared_session_deleted_meanwhile_is_named_owner_slash_name(
+        urls: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    ann, bob = urls
+    with Store(bob) as store:
+        engine = open_session(store, Settings(db=bob), ScriptedProvider(), "ann/trip")
+        repl = Repl(engine, make_console(), make_console(stderr=True))
+        repl.loop(["bob 说一句"])
+        output("sessions", "delete", "trip", "--yes", "--db", ann)
+        capsys.readouterr()
+        repl.loop(["还在吗"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == ["error: session 'ann/trip' was deleted meanwhile (or is no longer shared"
+                      " with you): nothing was sent"]
+    assert inputs(bob, "trip") == ["我的斑马 zebra"]  # bob's own namesake is untouched

@@ -1,0 +1,56 @@
+"""A session another role shares is named `OWNER/NAME` wherever a command names it to the
+user (PostgreSQL): bob's own session may have its name. One's own keeps its bare name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_runner import repl, run
+from pg import Team
+
+from chatmem.store import Store
+
+pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+
+
+@pytest.fixture
+def pinned(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """ann's `summary` session `a`, whose summarizer lost ORD-7731 (pinned p2), shared with
+    bob for writing; bob has an `a` of his own."""
+    from chatmem.providers.scripted import RULES
+    from chatmem.providers.scripted_summary import extractive_summary
+
+    monkeypatch.setitem(RULES, "summary", lambda m: extractive_summary(m)
+                        .replace("五千元", "一笔预算").replace("ORD-7731", "the order"))
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我们的预算是五千元。", "My order is ORD-7731."], strategy="summary")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "a", "bob's own a", "--provider", "scripted", code=0)
+    return ann, bob
+
+
+def test_facts_forget_unpins_in_a_shared_session_naming_it_owner_slash_name(
+        pinned: tuple[str, str]) -> None:
+    ann, bob = pinned
+    done = run(bob, "facts", "forget", "ann/a", "p2", code=0)
+    assert done.stderr == ("unpinned p2: ORD-7731 (summary v2 (pinned), session ann/a);"
+                           " it is not pinned again\n")
+    # The owner's own: its bare name.
+    done = run(ann, "facts", "forget", "a", "p1", code=0)
+    assert done.stderr == ("unpinned p1: 五千元 (summary v1 (pinned), session a);"
+                           " it is not pinned again\n")
+
+
+def test_inspect_summaries_json_names_a_shared_session_owner_slash_name(
+        pinned: tuple[str, str]) -> None:
+    _, bob = pinned
+    shared = json.loads(run(bob, "inspect", "ann/a", "--summaries", "--json", code=0).stdout)
+    assert shared["session"] == "ann/a" and len(shared["summaries"]) == 2
+    # As `inspect --json` names it; bob's own `a` (no summaries) keeps its bare name.
+    assert json.loads(run(bob, "inspect", "ann/a", "--json", code=0).stdout)["session"] == "ann/a"
+    own = json.loads(run(bob, "inspect", "a", "--summaries", "--json", code=0).stdout)
+    assert own["session"] == "a" and own["summaries"] == []
+    assert run(bob, "inspect", "a", "--summaries", code=0).stdout == (
+        "session 'a' has no summaries yet\n")
