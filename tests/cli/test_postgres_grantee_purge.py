@@ -6,22 +6,10 @@ from __future__ import annotations
 
 import pytest
 from cli_runner import chat, run
+from grantees import NOT_PERMITTED, PROFILE, shared
 from pg import Team
 
-from chatmem.errors import StoreError
-
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
-
-NOT_PERMITTED = int(StoreError.exit_code)
-PROFILE = {"CHATMEM_USER": "team"}
-
-
-def shared(team: Team, mode: str = "--write") -> tuple[str, str]:
-    ann, bob = team.url("ann"), team.url("bob")
-    run(ann, "ask", "proj", "My name is Ann. My phone is Pixel9.", "--strategy", "entity",
-        "--provider", "scripted", code=0)
-    run(ann, "sessions", "share", "proj", "--with", "bob", *([mode] if mode else []), code=0)
-    return ann, bob
 
 
 def test_a_grantee_cannot_purge_the_owners_fact_and_the_dry_run_says_so_too(

@@ -7,23 +7,13 @@ import json
 
 import pytest
 from cli_runner import chat, run
+from grantees import shared
 from pg import Team
 
 from chatmem.errors import StoreError
 from chatmem.store import Store
 
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
-
-NOT_PERMITTED = int(StoreError.exit_code)
-PROFILE = {"CHATMEM_USER": "team"}
-
-
-def shared(team: Team, mode: str = "--write") -> tuple[str, str]:
-    ann, bob = team.url("ann"), team.url("bob")
-    run(ann, "ask", "proj", "My name is Ann. My phone is Pixel9.", "--strategy", "entity",
-        "--provider", "scripted", code=0)
-    run(ann, "sessions", "share", "proj", "--with", "bob", *([mode] if mode else []), code=0)
-    return ann, bob
 
 
 def settings(url: str) -> tuple[str, str | None, str | None]:

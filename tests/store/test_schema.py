@@ -122,6 +122,18 @@ ENTRIES_BEFORE_M016 = {
 }
 
 
+def index_as_before(store: Store, history: History, entries: list[tuple[int, str]],
+                    *migrations: str) -> None:
+    """Index entries as an earlier chatmem wrote them, and the migrations that write them
+    again (SQLite's and PostgreSQL's) not yet run: the next open runs them."""
+    with store.db.write():
+        store.db.unindex_words([message_id for message_id, _ in entries])
+        store.db.index_words(entries)
+        bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
+        marks = ", ".join("?" for _ in migrations)
+        store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN ({marks})", list(migrations))
+
+
 def test_greek_vietnamese_and_split_words_of_an_old_history_are_found_after_the_upgrade(
         history: History) -> None:
     with history.open() as store:
@@ -130,13 +142,9 @@ def test_greek_vietnamese_and_split_words_of_an_old_history_are_found_after_the_
                                                    for text in ENTRIES_BEFORE_M016])
         ids = {text: message_id for message_id, text in store.db.execute(
             "SELECT id, content FROM messages ORDER BY id").fetchall()}
-        with store.db.write():
-            store.db.unindex_words(list(ids.values()))
-            store.db.index_words([(ids[text], old) for text, old in ENTRIES_BEFORE_M016.items()])
-            bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
-            store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN"
-                             " ('m016_words_folded_again',"
-                             " 'p011_words_folded_again')")
+        index_as_before(store, history, [(ids[text], old) for text, old
+                                         in ENTRIES_BEFORE_M016.items()],
+                        "m016_words_folded_again", "p011_words_folded_again")
         assert [m.content for m, _ in matches(store, session.id, "Nguyen")] == []
     with history.open() as store:
         def found(query: str) -> list[str]:
@@ -161,14 +169,10 @@ def test_traditional_chinese_of_an_old_history_is_found_after_the_upgrade(
                                                    {"role": "user", "content": "今天天气不错"}])
         message_id = {text: i for i, text in store.db.execute(
             "SELECT id, content FROM messages").fetchall()}[said]
-        with store.db.write():  # the entry as chatmem wrote it before m018/p016
-            store.db.unindex_words([message_id])
-            store.db.index_words([(message_id, " ".join(
-                said[i:i + 2] for i in range(len(said) - 1)))])
-            bookkeeping = "_sqlite_migrations" if history.is_file else "chatmem_migrations"
-            store.db.execute(f"DELETE FROM {bookkeeping} WHERE name IN"
-                             " ('m018_traditional_chinese_folded',"
-                             " 'p016_traditional_chinese_folded')")
+        # The entry as chatmem wrote it before m018/p016: the bigrams unfolded.
+        index_as_before(store, history, [(message_id, " ".join(
+            said[i:i + 2] for i in range(len(said) - 1)))],
+                        "m018_traditional_chinese_folded", "p016_traditional_chinese_folded")
         assert [m.content for m, _ in matches(store, session.id, "台北")] == []
     with history.open() as store:
         assert [m.content for m, _ in matches(store, session.id, "台北")] == [said]

@@ -1,0 +1,22 @@
+"""Ann's session `proj`, holding a fact, shared with bob on a team history: where the tests
+of what a grantee may do to the owner's session start."""
+
+from __future__ import annotations
+
+from cli_runner import run
+from pg import Team
+
+from chatmem.errors import StoreError
+
+NOT_PERMITTED = int(StoreError.exit_code)
+PROFILE = {"CHATMEM_USER": "team"}
+
+
+def shared(team: Team, mode: str = "--write") -> tuple[str, str]:
+    """Ann's and bob's URLs, once ann's `proj` (an entity session that knows her phone) is
+    shared with bob (`mode` "--write", or "" for read-only)."""
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj", "My name is Ann. My phone is Pixel9.", "--strategy", "entity",
+        "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", *([mode] if mode else []), code=0)
+    return ann, bob
