@@ -23,7 +23,7 @@ import importlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, ConfigError, one_line
@@ -259,6 +259,7 @@ class Registries:
     def create_provider(self, settings: Settings) -> Provider:
         """The provider `settings` choose; a plugin's is guarded (chatmem.providers.guarded):
         whatever it raises reaches the front end as a ProviderError naming it."""
+        from chatmem.config.options import chat_reply_cap
         from chatmem.plugin_calls import guarded
         from chatmem.providers import masked, secrets_of
         from chatmem.providers.guarded import GuardedProvider, failure, not_a_provider
@@ -266,6 +267,9 @@ class Registries:
         entry = self.provider_entry(settings)
         if entry.plugin.builtin:
             return entry.create(settings)
+        # A plugin knows the chat's reply cap only as max_reply_tokens (`-o`'s, a served
+        # request's max_tokens): the built-in providers read it from the options.
+        settings = replace(settings, max_reply_tokens=chat_reply_cap(settings))
         # A plugin's replies, errors and model names are masked as chatmem's own are; its
         # errors also of a key read where chatmem reads one by default (it may not ask settings).
         mask = plugin_mask(secrets_of(settings))

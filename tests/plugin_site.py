@@ -157,6 +157,29 @@ def register(plugins):
 environment's CHATMEM_HALT_AT) is Ctrl-C: a rebuild interrupted halfway, deterministically."""
 
 
+CAPPED = STREAM + '''
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class Capped(ScriptedProvider):
+    """Says the reply cap it was made with, as a plugin reads it: settings.max_reply_tokens."""
+
+    name = "capped"
+
+    def __init__(self, cap):
+        super().__init__()
+        self.cap = cap
+
+    def stream(self, messages):
+        return _Stream(iter([f"上限 {self.cap}"]))
+
+
+def register(plugins):
+    plugins.add_provider("capped", lambda settings: Capped(settings.max_reply_tokens))
+'''
+"""A plugin chat provider whose reply is the reply cap its settings gave it."""
+
+
 def readme_section() -> str:
     text = README.read_text(encoding="utf-8")
     match = re.search(r"^## Writing a plugin\n(.*?)(?=^## |\Z)", text, re.S | re.M)

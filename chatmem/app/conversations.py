@@ -322,33 +322,38 @@ def session_of_shared_id(workspace: Workspace, address: str, made: str) -> str |
 
 
 def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientMessage],
-                       text: str, *, taken: Collection[str] = ()) -> tuple[str, bool]:
+                       text: str, *, taken: Collection[str] = (),
+                       named_before: str | None = None) -> tuple[str, bool]:
     """The session of a conversation no id names, known by how it began (`first`, the name
-    its opening gives): of `first`, `first-2`, `first-3`…, the one whose history is the
-    client's `prior`, else one whose history is `prior` and then `text` asked again (a
-    regenerate), else the first free name not `taken`; and whether it is that new one. Such
-    a client sends its whole history every time, so a chat that merely began alike (two
-    chats opened with 你好) is a session of its own, and one never sees another's messages;
-    an edit of an earlier message is a new one too. A chat that goes on wins over one
-    asked again: two chats alike so far cannot be told apart, and a regenerate taken for
-    the other's next turn adds a turn, where the other way round one chat's turn would
-    replace another's."""
+    its opening gives): of `first`, `first-2`, `first-3`…, then of `named_before` (the name
+    an older chatmem gave that opening), the one whose history is the client's `prior`,
+    else one whose history is `prior` and then `text` asked again (a regenerate), else the
+    first free name not `taken`; and whether it is that new one. Such a client sends its
+    whole history every time, so a chat that merely began alike (two chats opened with 你好)
+    is a session of its own, and one never sees another's messages; an edit of an earlier
+    message is a new one too. A chat that goes on wins over one asked again: two chats
+    alike so far cannot be told apart, and a regenerate taken for the other's next turn adds
+    a turn, where the other way round one chat's turn would replace another's."""
     store = workspace.store
     asked_again: str | None = None
-    for n in count(1):
-        name = first if n == 1 else f"{first}-{n}"
-        if name in taken:
-            continue
-        session = store.sessions.find_session(name)
-        if session is None:
-            return (name, True) if asked_again is None else (asked_again, False)
-        match = _Match.NONE if not prior else _continues(store.history, session.id, prior,
-                                                          text)
-        if match is _Match.GOES_ON:
-            return name, False
-        if match is _Match.ASKED_AGAIN and asked_again is None:
-            asked_again = name
-    raise AssertionError("unreachable")  # count() never ends
+    free: str | None = None
+    for stem in dict.fromkeys([first, named_before or first]):
+        for n in count(1):
+            name = stem if n == 1 else f"{stem}-{n}"
+            if name in taken:
+                continue
+            session = store.sessions.find_session(name)
+            if session is None:
+                free = free or name
+                break
+            match = _Match.NONE if not prior else _continues(store.history, session.id,
+                                                              prior, text)
+            if match is _Match.GOES_ON:
+                return name, False
+            if match is _Match.ASKED_AGAIN and asked_again is None:
+                asked_again = name
+    assert free is not None
+    return (free, True) if asked_again is None else (asked_again, False)
 
 
 class _Match(Enum):

@@ -118,7 +118,8 @@ class ServedConversations:
             with self._openings_guard:
                 name, new = session_of_opening(
                     ws, asked.conversation, asked.prior, asked.text,
-                    taken={n for at, n in self._openings if at == where})
+                    taken={n for at, n in self._openings if at == where},
+                    named_before=asked.named_before)
                 if new:
                     self._openings.add((where, name))
         try:

@@ -56,6 +56,10 @@ class TurnAsked:
     shared: SharedId | None = None
     """The id has the form `OWNER/NAME`; `conversation` is then the session a file (one
     user) makes of it, as of any id."""
+    named_before: str | None = None
+    """For a `fingerprinted` one, the name chatmem gave its opening before the fingerprint
+    left system messages out (`fingerprint_with_system_prompt`): a chat begun then goes on
+    in the session it has."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -179,6 +183,8 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options,
                      fingerprinted=fingerprinted, shared=shared,
+                     named_before=fingerprint_with_system_prompt(read)
+                     if fingerprinted else None,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
 
 
@@ -300,3 +306,15 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     digest = hashlib.sha256(json.dumps(opening, ensure_ascii=False).encode(
         "utf-8", "surrogatepass")).hexdigest()[:12]
     return "chat-" + digest, True, None
+
+
+def fingerprint_with_system_prompt(read: Sequence[_Read]) -> str:
+    """The name chatmem gave a conversation no id names until 541a179: a digest of its
+    first system message and first user message, roles and text exactly as sent. Its
+    sessions are continued after an upgrade (`session_of_opening`), not begun again."""
+    opening = [m for m in read if m.role == "system"][:1] + [
+        m for m in read if m.role == "user"][:1]
+    digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
+                                       ensure_ascii=False).encode("utf-8", "surrogatepass")
+                            ).hexdigest()
+    return f"chat-{digest[:12]}"

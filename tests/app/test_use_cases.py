@@ -160,6 +160,24 @@ def test_a_chat_no_id_names_is_the_session_whose_history_it_sends(ws: Workspace)
     assert session(said("你好", "您好", "secret 旺财", "ok"), "third") == "chat-1"  # asked again
 
 
+def test_a_chat_begun_under_the_name_an_older_chatmem_gave_its_opening_goes_on_there(
+        ws: Workspace) -> None:
+    record_turn(ws, "chat-old", "帮我计划杭州之行", "好的")
+    record_turn(ws, "chat-new", "帮我计划杭州之行", "好的")
+    record_turn(ws, "chat-new", "预算呢？", "五千")
+    prior = [ClientMessage("user", "帮我计划杭州之行"), ClientMessage("assistant", "好的")]
+    assert session_of_opening(ws, "chat-new", prior, "住哪里？", named_before="chat-old") == (
+        "chat-old", False)
+    # asked again under the new name, going on under the old: the chat that goes on wins
+    assert session_of_opening(ws, "chat-new", prior, "预算呢？", named_before="chat-old") == (
+        "chat-old", False)
+    longer = [*prior, ClientMessage("user", "预算呢？"), ClientMessage("assistant", "五千")]
+    assert session_of_opening(ws, "chat-new", longer, "住哪里？", named_before="chat-old") == (
+        "chat-new", False)
+    assert session_of_opening(ws, "chat-new", [], "帮我计划杭州之行",
+                              named_before="chat-old") == ("chat-new-2", True)
+
+
 def test_search_ranks_within_a_session_and_across_sessions(ws: Workspace) -> None:
     record_turn(ws, "gym", "My locker code is 4471.", "Noted, locker 4471.")
     record_turn(ws, "gym", "The weather is nice.", "Indeed.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from local_model import local_model_missing
+from plugin_site import CAPPED, Install
 from registered import create_provider
 
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
@@ -101,3 +102,21 @@ def test_options_shape_the_chat_reply_and_not_memorys_summary_or_extraction(
                                 "stop": ["zzz"]}
     assert summarized == extracted == {"max_tokens": 50, "temperature": None, "seed": None,
                                        "stop": None}
+
+
+def test_a_plugin_provider_is_made_with_the_chats_reply_cap(installed: Install) -> None:
+    """-o max_reply_tokens (a served request's max_tokens) stopped reaching a plugin's chat
+    provider when options stopped overwriting max_reply_tokens: it saw the configured 800."""
+    from chatmem.config.settings import OPTION_FLAG, with_options
+    from chatmem.plugins import load_registries
+
+    installed("chatmem-capped", "chatmem_capped", CAPPED, name="capped")
+    configured = Settings(provider="capped", max_reply_tokens=800)
+    create = load_registries().create_provider
+    for settings, said in ((with_options(configured, {"max_reply_tokens": 5}, OPTION_FLAG),
+                            "上限 5"), (configured, "上限 800")):
+        provider = create(settings)
+        try:
+            assert "".join(provider.stream([{"role": "user", "content": "你好"}])) == said
+        finally:
+            provider.close()

@@ -147,3 +147,28 @@ def test_a_regenerate_after_the_client_trimmed_the_reply_replaces_the_turn(
     assert ask(history)[1:] == ("regen@2", "replaced-last-turn")
     assert turns(db_path) == {"regen": [("第一问", "ok", False), ("第二问", "ok", True),
                                         ("第二问", "ok", False)]}
+
+
+@pytest.mark.parametrize(("system", "first", "named_before"), [
+    ("You are helpful.", "Plan my trip to Hangzhou", "chat-561e05a6c2e4"),
+    ("你是旅行助手。", "帮我计划杭州之行", "chat-911c4a247dc3"),
+])
+def test_a_chat_begun_before_the_fingerprint_left_system_messages_out_goes_on(
+        proxy: RunningProxy, db_path: Path, system: str, first: str,
+        named_before: str) -> None:
+    """Until 541a179 a chat no id names was named after its system prompt and first user
+    message (the names 461228a's server gave these two); after the upgrade its next message
+    started a new session and imported its history again, the old one's memory orphaned."""
+    kept_as_before = asker(proxy, extra_headers={"X-Chatmem-Conversation": named_before})
+    opening = [{"role": "system", "content": system}, {"role": "user", "content": first}]
+    reply, turn, _ = kept_as_before(opening)
+    assert turn == f"{named_before}@1"
+    ask = asker(proxy)
+    history = [*opening, {"role": "assistant", "content": reply},
+               {"role": "user", "content": "And the budget? 预算呢？"}]
+    assert ask(history)[1:] == (f"{named_before}@2", "next-turn")
+    assert turns(db_path) == {named_before: [(first, "ok", False),
+                                             ("And the budget? 预算呢？", "ok", False)]}
+    # A new chat with that opening is a session of the new kind, never the old one.
+    assert ask(opening)[2] == "new-session"
+    assert len(turns(db_path)) == 2

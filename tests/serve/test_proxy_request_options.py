@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from chat_server import ChatServer
+from plugin_site import CAPPED, Install
 from waiting import HANG
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
@@ -109,3 +110,23 @@ def test_text_parts_are_joined_as_lines_and_a_null_max_completion_tokens_is_not_
     with Store(db_path) as store:
         said = [m.content for m in store.history.messages(store.sessions.session("parts").id)]
     assert said[0] == "第一段。\nSecond paragraph."
+
+
+def test_a_requests_max_tokens_reaches_a_plugin_chat_provider(installed: Install,
+                                                               db_path: Path) -> None:
+    """A plugin provider is told the reply cap as settings.max_reply_tokens: since options
+    stopped overwriting it, one served with max_tokens 5 saw the configured 800."""
+    from starlette.testclient import TestClient
+
+    from chatmem.serve.proxy import build_app
+
+    installed("chatmem-capped", "chatmem_capped", CAPPED, name="capped")
+    app = build_app(Settings(provider="capped", db=str(db_path), max_reply_tokens=800),
+                    strategy="window")
+    with TestClient(app) as http:
+        said = [http.post("/v1/chat/completions", headers={"X-Chatmem-Conversation": "cap"},
+                          json={"model": "capped", "messages": [
+                              {"role": "user", "content": f"第{n}问"}], **cap}
+                          ).json()["choices"][0]["message"]["content"]
+                for n, cap in enumerate(({"max_tokens": 5}, {}, {"max_completion_tokens": 7}))]
+    assert said == ["上限 5", "上限 800", "上限 7"]
