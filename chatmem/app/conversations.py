@@ -5,11 +5,8 @@ refused."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from enum import Enum
-from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
@@ -24,7 +21,6 @@ if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord, Store
-    from chatmem.store.protocols import HistoryRepository
 
 
 @contextmanager
@@ -255,151 +251,3 @@ def record_on(engine: Engine[Store], user: str, assistant: str) -> TurnResult:
         raise UsageError("nothing to record (the user's message is empty)")
     engine.check_writable()
     return engine.replay_turn(user, assistant)
-
-
-@dataclass(frozen=True)
-class ClientMessage:
-    """A message as another program's client sent it (its role and text)."""
-
-    role: str
-    content: str
-
-
-class Replacing(Enum):
-    """What a request whose history is a session's but for its last exchange does with that
-    exchange."""
-
-    NO = "no"
-    """Its history is not that: the chat goes on (or the session's history is another)."""
-    YES = "yes"
-    """A regenerate, or an edit of the last message by the client that asked it."""
-    UNPROVEN = "unproven"
-    """An edit, or a message of another chat that shares the conversation's id: nothing
-    shows the exchange is this client's, so it stays and the request is a turn of its own."""
-
-
-def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
-                       text: str, *, asked_with: str | None) -> Replacing:
-    """Whether a client's request asks the session's last exchange again: the history it
-    sends (not none) is the session's but for that exchange (compared as `comparable`
-    words), and it either asks that exchange's question again (a regenerate, after a restart
-    too) or this server answered that exchange for a request whose history was this one
-    (`asked_with`, its `history_digest`; None: this server did not answer it): an edit of
-    the last message. A message of another chat that shares the id (one whose history was
-    another when it asked) or of another front end (the REPL, MCP's record_turn) is never
-    taken for an edit: that exchange stays (`UNPROVEN`). The client's history is
-    authoritative: the reply it dropped leaves memory, as /retry's does. Reads no more of
-    the session than the request carries."""
-    from chatmem.app.client_history import comparable, comparable_all, history_digest
-
-    store = workspace.store
-    session = store.sessions.find_session(name) if prior else None
-    if session is None:
-        # A client that sends only its new message leaves the history to chatmem: asking
-        # again is then a turn of its own.
-        return Replacing.NO
-    if store.history.message_count(session.id, at_most=len(prior) + 3) != len(prior) + 2:
-        return Replacing.NO
-    stored = store.history.messages(session.id)
-    if (comparable_all(stored[:len(prior)]) != comparable_all(prior)
-            or [m.role for m in stored[len(prior):]] != ["user", "assistant"]):
-        return Replacing.NO
-    if comparable("user", stored[len(prior)].content) == comparable("user", text):
-        return Replacing.YES
-    return Replacing.YES if asked_with == history_digest(prior) else Replacing.UNPROVEN
-
-
-def session_of_shared_id(workspace: Workspace, address: str, made: str) -> str | None:
-    """The session a client's id of the form `OWNER/NAME` names (`address`), as the CLI
-    takes it: the one OWNER shares with the user, when row security shows it. A session of
-    the user's own made from that very id (`made`: `session_name_of` of it) before such ids
-    named shares is kept first: its conversation goes on there, and its history is never
-    written into another's session. None: neither is there."""
-    found = workspace.store.sessions
-    if found.find_session(made) is not None:
-        return made
-    return address if found.find_session(address) is not None else None
-
-
-def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientMessage],
-                       text: str, *, taken: Collection[str] = (),
-                       named_before: str | None = None) -> tuple[str, bool]:
-    """The session of a conversation no id names, known by how it began (`first`, the name
-    its opening gives): of `first`, `first-2`, `first-3`…, then of `named_before` (the name
-    an older chatmem gave that opening), the one whose history is the client's `prior`,
-    else one whose history is `prior` and then `text` asked again (a regenerate), else the
-    first free name not `taken`; and whether it is that new one. Such a client sends its
-    whole history every time, so a chat that merely began alike (two chats opened with 你好)
-    is a session of its own, and one never sees another's messages; an edit of an earlier
-    message is a new one too. A chat that goes on wins over one asked again: two chats
-    alike so far cannot be told apart, and a regenerate taken for the other's next turn adds
-    a turn, where the other way round one chat's turn would replace another's."""
-    store = workspace.store
-    asked_again: str | None = None
-    free: str | None = None
-    for stem in dict.fromkeys([first, named_before or first]):
-        for n in count(1):
-            name = stem if n == 1 else f"{stem}-{n}"
-            if name in taken:
-                continue
-            session = store.sessions.find_session(name)
-            if session is None:
-                free = free or name
-                break
-            match = _Match.NONE if not prior else _continues(store.history, session.id,
-                                                              prior, text)
-            if match is _Match.GOES_ON:
-                return name, False
-            if match is _Match.ASKED_AGAIN and asked_again is None:
-                asked_again = name
-    assert free is not None
-    return (free, True) if asked_again is None else (asked_again, False)
-
-
-class _Match(Enum):
-    """How a session's history matches a client's: not, as its history (the chat goes on),
-    or as its history with its new message asked and answered (a regenerate)."""
-
-    NONE = "none"
-    GOES_ON = "goes on"
-    ASKED_AGAIN = "asked again"
-
-
-def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
-               text: str) -> _Match:
-    """Whether a session's history is `prior`, or `prior` then `text` and a reply: its
-    length, and its last two turns, which the client's history must end with (the opening
-    they share already, by its name), compared as `comparable` words (a client that trimmed
-    a reply goes on). Reads two turns, not the whole history."""
-    held = history.message_count(session_id, at_most=len(prior) + 3)
-    if held not in (len(prior), len(prior) + 2):
-        return _Match.NONE
-    from chatmem.app.client_history import comparable, comparable_all
-
-    last = history.turn_count(session_id)
-    tail = comparable_all(history.messages(session_id, max(1, last - 1)))
-    if held == len(prior) + 2:
-        if tail[-2:-1] != [comparable("user", text)]:
-            return _Match.NONE
-        tail = tail[:-2]
-    said = comparable_all(prior)
-    if tail and said[len(said) - len(tail):] != tail:
-        return _Match.NONE
-    return _Match.GOES_ON if held == len(prior) else _Match.ASKED_AGAIN
-
-
-def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:
-    """Make session `name`'s history hold what a client says came before its new message:
-    the client's history is authoritative, so the messages it has past the session's
-    length (its new suffix) are stored; a client that sends less (its own window) stores
-    nothing, and one that edited what is stored has its new messages stored after the
-    session's, nothing stored changed. The session's length is counted only as far as the
-    client's history reaches: a request costs what it carries, whatever the session holds."""
-    store = workspace.store
-    session = store.sessions.find_session(name)
-    if session is None:
-        return
-    total = store.history.message_count(session.id, at_most=len(prior))
-    if new := prior[total:]:
-        store.history.import_messages(session.id, [{"role": m.role, "content": m.content}
-                                                   for m in new])

@@ -86,7 +86,7 @@ class ServedConversations:
         one created under that form; in a file (one user), the session made of the id, as
         of any other. RequestError naming the field when no such share is seen."""
         from chatmem.app import Workspace
-        from chatmem.app.conversations import session_of_shared_id
+        from chatmem.app.client_history import session_of_shared_id
         from chatmem.config.location import LocationKind
         from chatmem.errors import RequestError
 
@@ -105,11 +105,11 @@ class ServedConversations:
 
     @contextmanager
     def session_of_opening(self, asked: TurnAsked, settings: Settings) -> Iterator[str]:
-        """The session of a chat no id names (`conversations.session_of_opening`), kept from
+        """The session of a chat no id names (`client_history.session_of_opening`), kept from
         other requests until the turn is over: two chats that began alike at once get a
         session each."""
         from chatmem.app import Workspace
-        from chatmem.app.conversations import session_of_opening
+        from chatmem.app.client_history import session_of_opening
 
         where = str(settings.location)
         with Workspace(settings, models=self.pool, registries=self.registries) as ws:

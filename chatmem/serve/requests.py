@@ -112,7 +112,7 @@ def _integer(digits: str) -> int | float:
 def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     """The turn a chat-completions request asks for; RequestError naming the field when it is
     not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""
-    from chatmem.app.conversations import ClientMessage
+    from chatmem.app.client_history import ClientMessage
 
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object")

@@ -101,14 +101,13 @@ class Turn:
         from functools import partial
 
         from chatmem.app import Workspace
-        from chatmem.app.client_history import history_digest
-        from chatmem.app.conversations import (
+        from chatmem.app.client_history import (
             Replacing,
             adopt_history,
-            apply_retention,
+            history_digest,
             replaces_last_turn,
-            start_conversation,
         )
+        from chatmem.app.conversations import apply_retention, start_conversation
         from chatmem.app.kept import options_key
         from chatmem.app.sessions import last_completed_turn_id, turn_count
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
