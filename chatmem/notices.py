@@ -275,7 +275,29 @@ class RetentionSkipped:
     reason: str
 
 
-OpeningNotice = HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
+@dataclass(frozen=True)
+class HistoryUpgrading:
+    """The history, written by an older chatmem, is being upgraded: migrations `first` to
+    `last` (`count` in all) run now, before anything else can use it. Told before they
+    run: on a large history they take seconds, and nothing else is said meanwhile."""
+
+    location: str
+    first: str
+    last: str
+    count: int
+
+
+@dataclass(frozen=True)
+class WaitingForUpgrade:
+    """Another chatmem holds the history while it upgrades it: this one waits for it to
+    finish (at most `seconds`) rather than say the history is busy."""
+
+    location: str
+    seconds: int
+
+
+OpeningNotice = (HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
+                 | HistoryUpgrading | WaitingForUpgrade)
 """What opening a workspace did that the user should know."""
 
 @dataclass(frozen=True)
@@ -316,6 +338,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
+          | HistoryUpgrading | WaitingForUpgrade
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)
 
 

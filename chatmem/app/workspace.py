@@ -7,7 +7,8 @@ first use, and closes each of them once, newest first, when it closes. Every fro
 to the use cases of `chatmem.app`; nothing else opens a store or a provider.
 
 What opening did that the user should know (a history file moved to the data
-directory, sessions erased by retention) is kept as notices, for the front end to word.
+directory, an older history upgraded, sessions erased by retention) is kept as notices,
+for the front end to word.
 """
 
 from __future__ import annotations
@@ -214,7 +215,7 @@ class Workspace:
         where = settings.location  # parsed once here; the store is given it, typed
         if where.kind is LocationKind.POSTGRESQL:
             try:
-                return Store(where)  # the server protects it: no history key
+                return Store(where, on_upgrade=self.tell)  # the server protects it: no key
             except StoreError as e:
                 # A reading command on a database no one has opened yet shows it empty, as
                 # on a fresh file; a writing command says who must open it first.
@@ -230,11 +231,11 @@ class Workspace:
                                "create it)")
             return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
-            return Store(where, key=settings.history_key())
+            return Store(where, key=settings.history_key(), on_upgrade=self.tell)
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
-            return Store(where, key=self.ask_key(f"key for {path}: "))
+            return Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import legacy_db_left, move_legacy_db

@@ -24,6 +24,7 @@ from chatmem.notices import (
     Failure,
     HelperTooSmall,
     HistoryMoved,
+    HistoryUpgrading,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -47,6 +48,7 @@ from chatmem.notices import (
     SummaryUpdated,
     SystemPromptReplaced,
     VectorsResized,
+    WaitingForUpgrade,
 )
 from chatmem.privacy.sensitive import describe
 from chatmem.render.errors import Client, by_plugin, without_history
@@ -280,6 +282,31 @@ def _(n: OldHistoryLeft, client: Client) -> str:
     return ("an older chatmem's history is still in the config directory and its "
             "conversations are not read; any chatmem command run in a terminal names it and "
             "says how to bring them here")
+
+
+def _migrations(n: HistoryUpgrading) -> str:
+    return n.first if n.count == 1 else f"{n.first}–{n.last}, {n.count} steps"
+
+
+@_worded.register
+def _(n: HistoryUpgrading, repl_hints: bool) -> str:
+    return f"upgrading history {n.location} ({_migrations(n)}) …"
+
+
+@_for_a_client.register
+def _(n: HistoryUpgrading, client: Client) -> str:
+    return f"upgrading the history for this chatmem ({_migrations(n)})"
+
+
+@_worded.register
+def _(n: WaitingForUpgrade, repl_hints: bool) -> str:
+    return (f"waiting for another chatmem upgrading history {n.location} (at most"
+            f" {n.seconds} s) …")
+
+
+@_for_a_client.register
+def _(n: WaitingForUpgrade, client: Client) -> str:
+    return "waited for another chatmem upgrading the history"
 
 
 @_worded.register

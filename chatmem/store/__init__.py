@@ -43,6 +43,7 @@ from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
 from chatmem.store.session_names import check_session_name, session_name_from, session_name_of
 from chatmem.store.sessions import SessionTables
 from chatmem.store.turns import TurnTables
+from chatmem.store.upgrading import UpgradeListener, ignore
 from chatmem.store.vectors import PendingText, PositionedVector, VectorRow, VectorTables
 from chatmem.timestamps import utc_now
 
@@ -52,8 +53,12 @@ class Store:
     Use as a context manager or call close()."""
 
     def __init__(self, location: HistoryLocation | Path | str, *, key: str | None = None,
-                 clock: Callable[[], datetime] = utc_now) -> None:
-        self.connection = connection = Connection(location, key=key, clock=clock)
+                 clock: Callable[[], datetime] = utc_now,
+                 on_upgrade: UpgradeListener = ignore) -> None:
+        """`on_upgrade` hears that an older history is being upgraded as it opens, or
+        that opening waits for another chatmem's upgrade of it."""
+        self.connection = connection = Connection(location, key=key, clock=clock,
+                                                  on_upgrade=on_upgrade)
         self.db = connection.db
         self.history = MessageTables(connection)
         self.sessions = SessionTables(connection, self.history)

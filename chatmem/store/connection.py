@@ -12,11 +12,15 @@ from typing import Any, Self
 from chatmem.errors import StoreError
 from chatmem.store.backend import Backend
 from chatmem.store.location import HistoryLocation, LocationKind, as_location
+from chatmem.store.upgrading import UpgradeListener, ignore
 from chatmem.timestamps import stamp, utc_now
 
 
-def open_backend(location: HistoryLocation, key: str | None) -> Backend:
-    """The backend `location` names: a PostgreSQL database, else a SQLite file (or ":memory:")."""
+def open_backend(location: HistoryLocation, key: str | None,
+                 on_upgrade: UpgradeListener = ignore) -> Backend:
+    """The backend `location` names: a PostgreSQL database, else a SQLite file (or ":memory:");
+    `on_upgrade` hears that an older one is being upgraded, or that another chatmem's
+    upgrade is waited for."""
     if location.kind is LocationKind.POSTGRESQL:
         if key is not None:
             raise StoreError("a key encrypts a SQLite history file; a PostgreSQL database "
@@ -25,10 +29,10 @@ def open_backend(location: HistoryLocation, key: str | None) -> Backend:
         # with the install hint, raised there.
         from chatmem.store.postgres_backend import PostgresBackend
 
-        return PostgresBackend(location)
+        return PostgresBackend(location, on_upgrade=on_upgrade)
     from chatmem.store.sqlite_backend import SqliteBackend
 
-    return SqliteBackend(location.path, key=key)
+    return SqliteBackend(location.path, key=key, on_upgrade=on_upgrade)
 
 
 def fetch_rows(db: Backend, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
@@ -53,13 +57,14 @@ class Connection:
     """A chatmem database. Use as a context manager or call close()."""
 
     def __init__(self, location: HistoryLocation | Path | str, *, key: str | None = None,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+                 clock: Callable[[], datetime] = utc_now,
+                 on_upgrade: UpgradeListener = ignore) -> None:
         """`location` as settings parsed it; a Path is a file, and a string is parsed once
         by the one parser of locations (chatmem.config.location), never here."""
         self.clock = clock
         """What time it is for this store's timestamps; tests of retention set it."""
         where = as_location(location)
-        self.db: Backend = open_backend(where, key)
+        self.db: Backend = open_backend(where, key, on_upgrade)
         self.path = where.path if where.kind is LocationKind.SQLITE else Path()
         """The history file (SQLite); a command may name another while showing an empty one."""
         self.shown_as: str | None = None

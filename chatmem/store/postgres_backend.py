@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +27,7 @@ from chatmem.errors import (
     StoreFailure,
 )
 from chatmem.store import postgres_schema as schema
+from chatmem.store import postgres_upgrading as upgrading
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
 from chatmem.store.postgres_failures import PostgresFailures, driver_reason
@@ -34,7 +36,7 @@ from chatmem.store.postgres_text import keep_nul_characters
 from chatmem.store.postgres_vectors import PostgresVectors
 from chatmem.store.postgres_words import PostgresWords
 from chatmem.store.records import AccessLevel, SessionAccess
-from chatmem.timestamps import utc_now
+from chatmem.store.upgrading import UpgradeListener, back_off, ignore
 
 BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
@@ -85,8 +87,10 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
 
     def __init__(self, location: HistoryLocation | str, *,
                  busy_timeout_ms: int = BUSY_TIMEOUT_MS,
-                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
+                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+                 on_upgrade: UpgradeListener = ignore) -> None:
         where = as_location(location)
+        self._on_upgrade = on_upgrade
         if where.kind is not LocationKind.POSTGRESQL:
             raise StoreError(f"{where.shown}: not a postgresql:// URL")
         self.location = where.shown
@@ -137,6 +141,7 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
             given = psycopg.conninfo.conninfo_to_dict(self._target)
             conn = psycopg.connect(self._target, autocommit=True,
                                    connect_timeout=CONNECT_TIMEOUT_S,
+                                   fallback_application_name=upgrading.MARK,
                                    **{k: v for k, v in KEEPALIVES.items() if k not in given})
         except psycopg.Error as e:
             raise StoreError(f"{self.location}: cannot connect: "
@@ -313,12 +318,13 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         may_create = self._conn.execute(
             "SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
             ).fetchone()[0]
-        if not self._tables() - {schema.BOOKKEEPING}:
+        creating = not self._tables() - {schema.BOOKKEEPING}
+        if creating:
             if not may_create:
                 raise self._no_tables()
         elif not (may_create and self._owns_tables()):
             raise self._needs_upgrade(pending)
-        self._run_migrations()
+        self._run_migrations(upgrade=not creating)
 
     def _owns_tables(self) -> bool:
         """Whether this role may alter chatmem's tables (their owner, a member of its role, or
@@ -347,19 +353,27 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
             " first (chatmem admin add-user ROLE --db URL-AS-ADMIN), then this role can use it",
             kind=StoreFailure.NO_TABLES, location=self.location)
 
-    def _run_migrations(self) -> None:
-        with self.write():
-            if self._own_statement_timeout:  # an index rebuilt over a large history
-                self._conn.execute("SET LOCAL statement_timeout = 0")
-            # Under the write lock: another process may have migrated meanwhile.
-            pending = self._pending_migrations()
-            self._conn.execute(schema.CREATE_BOOKKEEPING)
-            for fn in schema.MIGRATIONS:
-                if fn.__name__ in pending:
-                    fn(self._conn.execute)
-                    self._conn.execute(
-                        f"INSERT INTO {schema.BOOKKEEPING} (name, applied_at) VALUES (%s, %s)",
-                        (fn.__name__, str(utc_now())))
+    def _run_migrations(self, *, upgrade: bool) -> None:
+        """Under the write lock; an upgrade alone (postgres_upgrading), waiting a little for
+        the others to close, the lock let go meanwhile, then refused."""
+        deadline = upgrading.alone_deadline()
+        while True:
+            self._writing += 1
+            try:
+                with self._conn.transaction():
+                    if self._own_statement_timeout:  # an index rebuilt over a large history
+                        self._conn.execute("SET LOCAL statement_timeout = 0")
+                    upgrading.take_write_lock(self._conn, WRITE_LOCK, self.location,
+                                              self.busy_timeout_ms, self._on_upgrade)
+                    if upgrading.migrate(self._conn, self._pending_migrations,
+                                         location=self.location, upgrade=upgrade,
+                                         tell=self._on_upgrade):
+                        return
+            finally:
+                self._writing -= 1
+            if time.monotonic() > deadline:
+                raise upgrading.refused(self._conn, self.location)
+            back_off()
 
     # -- the dialect ----------------------------------------------------------------------
 

@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from chatmem.errors import (
     DatabaseError,
     NotChatmemDatabase,
@@ -21,62 +19,40 @@ from chatmem.errors import (
     StoreError,
     StoreFailure,
 )
-from chatmem.store import open_files
+from chatmem.store import open_files, upgrading
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess
 from chatmem.store.result_codes import NOT_A_DATABASE, primary_code
-from chatmem.store.schema import apply_migrations, migration_names, pending_migrations
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.sqlite_failures import (
     DAMAGED_TEXT,
     SqliteCursor,
     failure_of,
     replaced,
-    upgrade_refused,
 )
 from chatmem.store.sqlite_files import (
     BUSY_TIMEOUT_MS,
     check_key,
     check_room,
-    connect,
     create_private_file,
     file_identity,
     let_go,
     log_identity,
     wait_for,
 )
+from chatmem.store.sqlite_opening import SqliteOpening
 from chatmem.store.sqlite_words import SqliteWords
+from chatmem.store.upgrading import UpgradeListener
 from chatmem.store.word_counts import WordCounts
 
-# Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
-# existed (sqlite-utils created the migrations table outside the transaction).
-_BOOKKEEPING = {"_sqlite_migrations"}
 
-
-class _Database(sqlite_utils.Database):
-    def executescript(self, sql: str) -> sqlite3.Cursor:
-        """Run a script statement by statement, inside the caller's transaction.
-
-        sqlite3's own executescript COMMITs first: a migration using it would be
-        half-applied when the process dies between two of its statements.
-        """
-        cursor = self.conn.cursor()
-        statement = ""
-        for piece in sql.split(";"):
-            statement += piece + ";"
-            if sqlite3.complete_statement(statement):
-                if statement.strip(" \n\t;"):
-                    cursor.execute(statement)
-                statement = ""
-        return cursor
-
-
-class SqliteBackend(SqliteWords):
+class SqliteBackend(SqliteOpening, SqliteWords):
     """A history file, opened, checked and migrated.
 
     Opening a new or older file creates or upgrades its schema in one write
     transaction, so a process killed meanwhile leaves the file as it was, and
-    processes opening it at the same moment wait for each other.
+    processes opening it at the same moment wait for each other. An older file is
+    upgraded only while no other connection has it open (chatmem.store.upgrading).
     """
 
     kind = "sqlite"
@@ -87,8 +63,10 @@ class SqliteBackend(SqliteWords):
     shared_by = "NULL"
     busy_timeout_ms = BUSY_TIMEOUT_MS
 
-    def __init__(self, path: str | Path, *, key: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, key: str | None = None,
+                 on_upgrade: UpgradeListener = upgrading.ignore) -> None:
         self.path = Path(path)
+        self._on_upgrade = on_upgrade
         self.location = str(path)
         in_memory = str(path) == ":memory:"
         self._release: Callable[[], None] = lambda: None
@@ -129,32 +107,17 @@ class SqliteBackend(SqliteWords):
         self._session_runs = SessionRuns.of(self.location)
         self._word_counts = WordCounts()
         """Word counts this connection made (`_count_entries`), kept while it is open."""
-        try:
-            self.conn = connect(path, key)
-        except sqlite3.Error as e:
-            why = missing_permission(self.path, write=False) or str(e)
-            raise StoreError(f"{path}: cannot open database: {why}", kind=failure_of(e),
-                             location=self.location, reason=str(e)) from None
         self._identity = None if in_memory else file_identity(self.path)
         """The file this connection opened, to tell when another has taken its path."""
         self._gone = False  # the file left its path: this connection was let go (`moved`)
         self._full = False  # a write found the disk full: check_writable looks for room first
         self._log: tuple[int, int, int, int] | None = None  # the -wal as last left (let_go)
-        # sqlite-utils runs the migrations (their bookkeeping is its Migrations table).
-        self.sqlite = _Database(self.conn)
+        # Refuse foreign or newer files before writing a single byte to them.
+        pending = self._connect_waiting(path, key)
         try:
-            self.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.execute("PRAGMA foreign_keys = ON")
-            # Erased rows (delete, purge) are overwritten, not just unlinked.
-            self.execute("PRAGMA secure_delete = ON")
-            # Refuse foreign or newer files before writing a single byte to them.
-            self._pending_migrations()
             if not in_memory:
                 wait_for(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
-                # Safe with WAL (no corruption on power loss, at worst the last turn
-                # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
-                self.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
+            self._migrate(pending, lambda: self._connect_waiting(path, key))
             self._note_log()
         except sqlite3.DatabaseError as e:
             self.conn.close()
@@ -223,48 +186,6 @@ class SqliteBackend(SqliteWords):
         failure = StoreConflict if isinstance(error, sqlite3.IntegrityError) else DatabaseError
         return failure(f"database error: {error}", kind=failure_of(error),
                        location=self.location, reason=str(error))
-
-    def _pending_migrations(self) -> list[str]:
-        """The migrations this file still needs; raises if the file is not ours."""
-        tables = {r[0] for r in self.execute("SELECT name FROM sqlite_master"
-                                             " WHERE type = 'table'")}
-        if tables <= _BOOKKEEPING:
-            if tables and self._value("SELECT count(*) FROM _sqlite_migrations"
-                                      " WHERE migration_set != 'chatmem'"):
-                raise NotChatmemDatabase(
-                    f"{self.path} is not a chatmem database (it has other migrations)",
-                    location=self.location)
-            # New, or left by a crash before its schema existed: start afresh.
-            return pending_migrations(set())
-        if "chatmem_meta" not in tables:
-            raise NotChatmemDatabase(f"{self.path} is not a chatmem database (it has other tables)",
-                                     location=self.location)
-        applied = {r[0] for r in self.execute(
-            "SELECT name FROM _sqlite_migrations WHERE migration_set = 'chatmem'")}
-        unknown = applied - migration_names()
-        if unknown:
-            newest = sorted(unknown)[-1]
-            raise NotChatmemDatabase(
-                f"{self.path} was written by a newer chatmem (schema {newest});"
-                " upgrade chatmem", location=self.location, newer_schema=newest,
-            )
-        return pending_migrations(applied)
-
-    def _migrate(self) -> None:
-        pending = self._pending_migrations()
-        if not pending:
-            return
-        try:
-            with self.write():  # another process may have migrated meanwhile
-                pending = self._pending_migrations()
-                if pending and pending == pending_migrations(set()):
-                    # Nothing of ours exists yet: forget what a crashed 0.1 may have recorded.
-                    self.execute("DROP TABLE IF EXISTS _sqlite_migrations")
-                apply_migrations(self.sqlite, pending)
-        except StoreError as e:
-            if e.kind is StoreFailure.READ_ONLY and pending != pending_migrations(set()):
-                raise upgrade_refused(self.path, self.location) from None
-            raise
 
     # -- writing ------------------------------------------------------------------------
 

@@ -61,17 +61,18 @@ def fold_wal(path: Path) -> None:
                          reason=str(e)) from None
 
 
-def connect(path: str | Path, key: str | None = None) -> sqlite3.Connection:
+def connect(path: str | Path, key: str | None = None, *,
+            timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """The raw SQLite connection to a history file (the one place a file is opened).
 
     With a key it is a SQLCipher connection (chatmem.store.cipher), the key
     already checked, that behaves and fails exactly as a sqlite3 one.
     """
     if key is None:
-        return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        return sqlite3.connect(str(path), timeout=timeout_ms / 1000)
     from chatmem.store import cipher
 
-    conn: Any = cipher.open_encrypted(Path(path), key, BUSY_TIMEOUT_MS / 1000)
+    conn: Any = cipher.open_encrypted(Path(path), key, timeout_ms / 1000)
     return cast(sqlite3.Connection, conn)
 
 

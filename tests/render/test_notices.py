@@ -13,6 +13,7 @@ from chatmem.notices import (
     FactsFailed,
     Failure,
     HelperTooSmall,
+    HistoryUpgrading,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -30,6 +31,7 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
+    WaitingForUpgrade,
     after_calls,
 )
 from chatmem.render.notices import counted, notice_text, replay_notice_text
@@ -103,6 +105,11 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (SummaryBehind(4, 4), "summary is behind; turn 4 sent unsummarized"),
     (EmbeddingFailed("HTTP 500"), "recall: embedding failed (HTTP 500), ranked by words only"),
     (StoredWarning("摘要落后了"), "摘要落后了"),
+    (HistoryUpgrading("/h/旅行.db", "m005_a", "m018_b", 14),
+     "upgrading history /h/旅行.db (m005_a–m018_b, 14 steps) …"),
+    (HistoryUpgrading("/h/c.db", "m018_b", "m018_b", 1), "upgrading history /h/c.db (m018_b) …"),
+    (WaitingForUpgrade("/h/c.db", 600),
+     "waiting for another chatmem upgrading history /h/c.db (at most 600 s) …"),
 ]
 
 
