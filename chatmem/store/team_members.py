@@ -17,7 +17,12 @@ from typing import Any
 
 from chatmem.errors import StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.sharing import Exemption, check_role_name, row_security_exemption
+from chatmem.store.sharing import (
+    Exemption,
+    check_role_name,
+    revoke_sql,
+    row_security_exemption,
+)
 
 
 class RoleState(StrEnum):
@@ -190,10 +195,8 @@ def remove_user(store: Connection, name: str, *, drop_role: bool = False,
         db.execute("DELETE FROM facts WHERE owner = ?", [name])
         db.execute("DELETE FROM vector_cache WHERE owner = ?", [name])
         if revoke:
-            database = str(fetch_value(db, "SELECT current_database()"))
-            quoted = '"' + database.replace('"', '""') + '"'
-            db.execute(f"REVOKE CONNECT ON DATABASE {quoted} FROM {name}")
-            db.execute(f"REVOKE USAGE ON SCHEMA public FROM {name}")
+            for statement in revoke_sql(name, str(fetch_value(db, "SELECT current_database()"))):
+                db.execute(statement)
         if drop:
             db.execute(f"DROP ROLE {name}")
         connects = revoke and not drop and bool(fetch_value(

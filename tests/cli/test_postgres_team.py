@@ -292,6 +292,9 @@ def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
     assert all(line.startswith("-- ") for line in check) and "'dave'" in check[1]
     kept = invoke("admin", "add-user", "dave", "--sql", "--database", "team", "--keep-history")
     assert kept.stdout.splitlines() == result.stdout.splitlines()[2:]
+    quoted = invoke("admin", "add-user", "dave", "--sql", "--database", 'our "team"',
+                    "--keep-history")
+    assert 'GRANT CONNECT ON DATABASE "our ""team""" TO dave;' in quoted.stdout.splitlines()
     bad = invoke("admin", "add-user", "Robert'); DROP", "--sql", "--database", "t")
     assert bad.exit_code == int(UsageError.exit_code) and bad.stdout == ""
 
