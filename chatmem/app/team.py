@@ -20,6 +20,14 @@ def role_statements(name: str, database: str) -> list[str]:
     return role_sql(name, database)
 
 
+def unclaimed_query(name: str) -> str:
+    """The query counting what an earlier person of `name` left (sessions, profile facts,
+    shares), which add-user refuses the name for: to run as a superuser with --sql."""
+    from chatmem.store.team_members import unclaimed_sql
+
+    return unclaimed_sql(name)
+
+
 def row_security_exemption(workspace: Workspace) -> tuple[str, Exemption] | None:
     """The connecting role and why row security does not bind it (a superuser, BYPASSRLS),
     when it does not; None on a history file or for a person's own role."""

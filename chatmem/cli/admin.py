@@ -46,7 +46,7 @@ def add_user(
     Example: chatmem admin add-user ann --db postgresql://admin@db.example/chatmem
     """
     from chatmem.app.team import add_user as create_role
-    from chatmem.app.team import role_statements
+    from chatmem.app.team import role_statements, unclaimed_query
 
     settings = settings_from(config, db)
     if sql:
@@ -56,7 +56,16 @@ def add_user(
             from chatmem.errors import UsageError
 
             raise UsageError("--sql: name the database with --database DB or --db URL")
-        for statement in role_statements(name, name_of_db):
+        statements = role_statements(name, name_of_db)  # checks the name first
+        if not keep_history:
+            # add-user's check, which needs the database: as comments, so piping the
+            # output into psql still runs only the statements.
+            typer.echo(f"-- add-user refuses {name} while an earlier role of that name left"
+                       " rows here (a new role of the name would own them): as a superuser,"
+                       f" check that this counts none (`chatmem admin remove-user {name}`"
+                       " erases them; --keep-history when they are this person's):")
+            typer.echo(f"-- {unclaimed_query(name)};")
+        for statement in statements:
             typer.echo(statement + ";")
         return
     from chatmem.render.team import added_user_lines

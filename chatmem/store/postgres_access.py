@@ -33,7 +33,8 @@ rule), and from these triggers too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 Execute = Callable[[str], Any]
@@ -375,3 +376,19 @@ def seal(execute: Execute) -> None:
         execute(statement)
     for statement in list(grant_statements(execute)):
         execute(statement)
+
+
+@contextmanager
+def unforced(execute: Execute, tables: Iterable[str]) -> Iterator[None]:
+    """Row security not forced on `tables` while a migration reads or changes their rows:
+    a migrating owner who is not a superuser reads every person's rows, as p007 does, where
+    forced policies would show it only its own and the migration, recorded as done, would
+    never reach the others'. Forced again after."""
+    names = list(tables)
+    for table in names:
+        execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+    yield
+    # Not in a `finally`: a failed statement aborts the migration's transaction, which
+    # takes these ALTERs back, and refuses every statement until it ends.
+    for table in names:
+        execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")

@@ -130,14 +130,12 @@ def p013_profile_facts_have_no_session(execute: Execute) -> None:
     only): one found is made what row security already took it for, a fact of the session
     it names, kept with its owner and history. (A session fact without a session reaches
     no context and is its writer's alone: left as it is.)"""
-    # Unforced while rows are changed: a migrating owner who is not a superuser reads every
-    # row (as p007 does); the constraint is checked on every row whoever runs it.
-    execute("ALTER TABLE facts NO FORCE ROW LEVEL SECURITY")
-    execute("UPDATE facts SET scope = 'session', \"user\" = NULL"
-            " WHERE scope = 'user' AND session_id IS NOT NULL")
-    execute("ALTER TABLE facts ADD CONSTRAINT facts_profile_without_session"
-            " CHECK (scope <> 'user' OR session_id IS NULL)")
-    execute("ALTER TABLE facts FORCE ROW LEVEL SECURITY")
+    # The constraint is checked on every row whoever runs it; the UPDATE, unforced.
+    with postgres_access.unforced(execute, ["facts"]):
+        execute("UPDATE facts SET scope = 'session', \"user\" = NULL"
+                " WHERE scope = 'user' AND session_id IS NOT NULL")
+        execute("ALTER TABLE facts ADD CONSTRAINT facts_profile_without_session"
+                " CHECK (scope <> 'user' OR session_id IS NULL)")
 
 
 def p015_write_shares_keep_what_is_written(execute: Execute) -> None:

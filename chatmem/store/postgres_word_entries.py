@@ -6,9 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chatmem.store.postgres_access import unforced
+
 Execute = Callable[..., Any]
 """Runs one statement, with its parameters (%s) if any, and returns its cursor (psycopg's
 Connection.execute)."""
+
+WORD_TABLES = ("messages", "message_words")
+"""Read and written with row security unforced (postgres_access.unforced): a migrating owner
+who is not a superuser reaches every person's entries, not only its own."""
 
 REINDEXED_AT_ONCE = 500
 """Messages one step of p010 reads: an upgrade's memory stays bounded however long the
@@ -59,21 +65,17 @@ def p014_word_tokens_bounded(execute: Execute) -> None:
     from chatmem import fts
     from chatmem.store.postgres_words import token_count
 
-    # Unforced while rows are read and changed (see p013).
-    for table in ("messages", "message_words"):
-        execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
-    rows = execute("SELECT w.message_id, m.content FROM message_words w JOIN messages m"
-                   " ON m.id = w.message_id WHERE w.tokens NOT BETWEEN 0 AND %s",
-                   (MOST_TOKENS,)).fetchall()
-    if rows:  # one statement: its trigger corrects the word statistics once
-        execute("UPDATE message_words w SET tokens = e.tokens FROM unnest(%s::bigint[],"
-                " %s::bigint[]) AS e(id, tokens) WHERE w.message_id = e.id",
-                ([int(i) for i, _ in rows],
-                 [min(token_count(fts.index_text(c)), MOST_TOKENS) for _, c in rows]))
-    execute("ALTER TABLE message_words ADD CONSTRAINT message_words_tokens_bounded"
-            f" CHECK (tokens BETWEEN 0 AND {MOST_TOKENS})")
-    for table in ("messages", "message_words"):
-        execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    with unforced(execute, WORD_TABLES):
+        rows = execute("SELECT w.message_id, m.content FROM message_words w JOIN messages m"
+                       " ON m.id = w.message_id WHERE w.tokens NOT BETWEEN 0 AND %s",
+                       (MOST_TOKENS,)).fetchall()
+        if rows:  # one statement: its trigger corrects the word statistics once
+            execute("UPDATE message_words w SET tokens = e.tokens FROM unnest(%s::bigint[],"
+                    " %s::bigint[]) AS e(id, tokens) WHERE w.message_id = e.id",
+                    ([int(i) for i, _ in rows],
+                     [min(token_count(fts.index_text(c)), MOST_TOKENS) for _, c in rows]))
+        execute("ALTER TABLE message_words ADD CONSTRAINT message_words_tokens_bounded"
+                f" CHECK (tokens BETWEEN 0 AND {MOST_TOKENS})")
 
 
 def _index_again(execute: Execute, differs: Callable[[str], bool]) -> None:
@@ -82,18 +84,20 @@ def _index_again(execute: Execute, differs: Callable[[str], bool]) -> None:
     from chatmem import fts
     from chatmem.store.postgres_words import TEXT_SEARCH, fitting_terms, token_count
 
-    last = 0
-    while True:
-        rows = execute("SELECT id, content FROM messages WHERE id > %s"
-                       " AND content ~ '[^\\x01-\\x7f]' ORDER BY id LIMIT %s",
-                       (last, REINDEXED_AT_ONCE)).fetchall()
-        if not rows:
-            return
-        changed = [(int(i), fts.index_text(c)) for i, c in rows if differs(c)]
-        # One statement a step: its trigger updates the word statistics once.
-        execute("UPDATE message_words w SET terms = to_tsvector("
-                f"'{TEXT_SEARCH}', e.terms), tokens = e.tokens FROM unnest(%s::bigint[],"
-                " %s::text[], %s::bigint[]) AS e(id, terms, tokens) WHERE w.message_id = e.id",
-                ([i for i, _ in changed], [fitting_terms(t) for _, t in changed],
-                 [token_count(t) for _, t in changed]))
-        last = int(rows[-1][0])
+    with unforced(execute, WORD_TABLES):
+        last = 0
+        while True:
+            rows = execute("SELECT id, content FROM messages WHERE id > %s"
+                           " AND content ~ '[^\\x01-\\x7f]' ORDER BY id LIMIT %s",
+                           (last, REINDEXED_AT_ONCE)).fetchall()
+            if not rows:
+                break
+            changed = [(int(i), fts.index_text(c)) for i, c in rows if differs(c)]
+            # One statement a step: its trigger updates the word statistics once.
+            execute("UPDATE message_words w SET terms = to_tsvector("
+                    f"'{TEXT_SEARCH}', e.terms), tokens = e.tokens FROM unnest(%s::bigint[],"
+                    " %s::text[], %s::bigint[]) AS e(id, terms, tokens)"
+                    " WHERE w.message_id = e.id",
+                    ([i for i, _ in changed], [fitting_terms(t) for _, t in changed],
+                     [token_count(t) for _, t in changed]))
+            last = int(rows[-1][0])

@@ -60,11 +60,26 @@ def role_sql(name: str, database: str) -> list[str]:
             *access_sql(name, database)]
 
 
+def quoted_database(database: str) -> str:
+    """`database` as SQL names it, whatever its characters (a database's name is not a
+    role's: any text)."""
+    return '"' + database.replace('"', '""') + '"'
+
+
 def access_sql(name: str, database: str) -> list[str]:
     """The statements that let the role `name` connect to `database` and use its tables."""
-    quoted = '"' + database.replace('"', '""') + '"'
-    return [f"GRANT CONNECT ON DATABASE {quoted} TO {check_role_name(name)}",
-            f"GRANT USAGE ON SCHEMA public TO {name}"]
+    return _privileges("GRANT", "TO", check_role_name(name), database)
+
+
+def revoke_sql(name: str, database: str) -> list[str]:
+    """`access_sql` taken back (remove-user)."""
+    return _privileges("REVOKE", "FROM", check_role_name(name), database)
+
+
+def _privileges(verb: str, preposition: str, grantee: str, database: str) -> list[str]:
+    """What add-user grants `grantee` (PUBLIC's by default): CONNECT, USAGE of the schema."""
+    return [f"{verb} CONNECT ON DATABASE {quoted_database(database)} {preposition} {grantee}",
+            f"{verb} USAGE ON SCHEMA public {preposition} {grantee}"]
 
 
 class Exemption(StrEnum):
@@ -117,9 +132,7 @@ class AddedUser:
 
 def closing_sql(database: str) -> list[str]:
     """The statements that leave the database to the roles granted it (add-user's)."""
-    quoted = '"' + database.replace('"', '""') + '"'
-    return [f"REVOKE CONNECT ON DATABASE {quoted} FROM PUBLIC",
-            "REVOKE USAGE ON SCHEMA public FROM PUBLIC"]
+    return _privileges("REVOKE", "FROM", "PUBLIC", database)
 
 
 def add_user(store: Connection, name: str) -> AddedUser:

@@ -17,16 +17,22 @@ from typing import Any
 
 from chatmem.errors import StoreError, StoreFailure, UsageError
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.sharing import Exemption, check_role_name, row_security_exemption
+from chatmem.store.sharing import (
+    Exemption,
+    check_role_name,
+    revoke_sql,
+    row_security_exemption,
+)
 
 
 class RoleState(StrEnum):
     """Where the role of that name stands on the server."""
 
     MEMBER = "member"
-    """It exists and may connect to this database."""
+    """It exists and holds add-user's grant: CONNECT on this database, given to it by name."""
     LOCKED_OUT = "locked-out"
-    """It exists but may not connect to this database (not yet, or no more)."""
+    """It exists without that grant: not added yet, or taken back (while PUBLIC may connect,
+    it may too: Removal.still_connects)."""
     MISSING = "missing"
 
 
@@ -95,9 +101,15 @@ def person_rows(store: Connection, name: str) -> PersonRows:
     given = fetch_value(db, "SELECT count(*) FROM session_shares h JOIN sessions s"
                         " ON s.id = h.session_id WHERE s.owner = ?", [name])
     received = fetch_value(db, "SELECT count(*) FROM session_shares WHERE grantee = ?", [name])
+    # The grant by name, not has_database_privilege: any login role may connect while
+    # PUBLIC may (a new database's default), one made yesterday under a departed person's
+    # name too. A grant is the role's (its oid), not the name's: DROP ROLE refuses a role
+    # still granted anything, so a new role of that name holds none.
     role = db.execute(
-        "SELECT has_database_privilege(rolname, current_database(), 'CONNECT')"
-        " FROM pg_catalog.pg_roles WHERE rolname = ?", [name]).fetchone()
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_database d, aclexplode(d.datacl) a"
+        " WHERE d.datname = current_database() AND a.grantee = r.oid"
+        " AND a.privilege_type = 'CONNECT')"
+        " FROM pg_catalog.pg_roles r WHERE r.rolname = ?", [name]).fetchone()
     state = (RoleState.MISSING if role is None else
              RoleState.MEMBER if role[0] else RoleState.LOCKED_OUT)
     return PersonRows(name, len(sessions), int(messages), int(facts), int(given),
@@ -113,15 +125,33 @@ def check_unclaimed(store: Connection, name: str) -> bool:
         return False
     left = person_rows(store, name)
     if left.empty or left.role is RoleState.MEMBER:
-        # A role that can connect already reaches those rows: they are its own, and
-        # add-user's grants change nothing about them.
+        # The role add-user granted wrote them (or was given them): they are its own.
         return True
     held = [_counted(left.sessions, "session"), _counted(left.profile_facts, "profile fact"),
             _counted(left.shares_given + left.shares_received, "share")]
+    what = f"{name} on {store.location} still holds {', '.join(h for h in held if h)}"
+    if left.role is RoleState.MISSING:
+        raise UsageError(
+            f"{what} left by an earlier role of that name: `chatmem admin remove-user {name}`"
+            f" erases them; --keep-history gives them to the new {name} (the same person"
+            " coming back)")
+    # A role made outside chatmem (provisioning, LDAP sync) after the last one was dropped,
+    # or this role, chatting before it was added while PUBLIC could connect: nothing tells.
     raise UsageError(
-        f"{name} on {store.location} still holds {', '.join(h for h in held if h)} left"
-        f" by an earlier role of that name: `chatmem admin remove-user {name}` erases them;"
-        f" --keep-history gives them to the new {name} (the same person coming back)")
+        f"{what}, and role {name} holds no grant of add-user's here: an earlier role of that"
+        f" name may have left them (`chatmem admin remove-user {name}` erases them);"
+        f" --keep-history gives them to this {name} (the same person coming back, or"
+        " chatting here before being added)")
+
+
+def unclaimed_sql(name: str) -> str:
+    """A query counting what `check_unclaimed` refuses `name` for (sessions, profile facts,
+    shares): for `add-user --sql`, to run as a role row security does not bind."""
+    quoted = "'" + check_role_name(name) + "'"  # lower-case letters, digits and _ only
+    return (f"SELECT (SELECT count(*) FROM sessions WHERE owner = {quoted}) AS sessions,"
+            f" (SELECT count(*) FROM facts WHERE owner = {quoted} AND session_id IS NULL"
+            f" AND deleted_at IS NULL) AS profile_facts, (SELECT count(*) FROM session_shares"
+            f" WHERE owner = {quoted} OR grantee = {quoted}) AS shares")
 
 
 def _counted(n: int, noun: str) -> str:
@@ -165,10 +195,8 @@ def remove_user(store: Connection, name: str, *, drop_role: bool = False,
         db.execute("DELETE FROM facts WHERE owner = ?", [name])
         db.execute("DELETE FROM vector_cache WHERE owner = ?", [name])
         if revoke:
-            database = str(fetch_value(db, "SELECT current_database()"))
-            quoted = '"' + database.replace('"', '""') + '"'
-            db.execute(f"REVOKE CONNECT ON DATABASE {quoted} FROM {name}")
-            db.execute(f"REVOKE USAGE ON SCHEMA public FROM {name}")
+            for statement in revoke_sql(name, str(fetch_value(db, "SELECT current_database()"))):
+                db.execute(statement)
         if drop:
             db.execute(f"DROP ROLE {name}")
         connects = revoke and not drop and bool(fetch_value(

@@ -283,10 +283,18 @@ def test_a_team_is_refused_while_a_person_who_chats_owns_the_tables(
 def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
     result = invoke("admin", "add-user", "dave", "--sql", "--database", "team")
     assert result.exit_code == 0
-    assert result.stdout.splitlines() == [
+    assert result.stdout.splitlines()[2:] == [
         "CREATE ROLE dave LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;",
         'GRANT CONNECT ON DATABASE "team" TO dave;',
         "GRANT USAGE ON SCHEMA public TO dave;"]
+    # add-user's check of what an earlier dave left, which needs the database: comments.
+    check = result.stdout.splitlines()[:2]
+    assert all(line.startswith("-- ") for line in check) and "'dave'" in check[1]
+    kept = invoke("admin", "add-user", "dave", "--sql", "--database", "team", "--keep-history")
+    assert kept.stdout.splitlines() == result.stdout.splitlines()[2:]
+    quoted = invoke("admin", "add-user", "dave", "--sql", "--database", 'our "team"',
+                    "--keep-history")
+    assert 'GRANT CONNECT ON DATABASE "our ""team""" TO dave;' in quoted.stdout.splitlines()
     bad = invoke("admin", "add-user", "Robert'); DROP", "--sql", "--database", "t")
     assert bad.exit_code == int(UsageError.exit_code) and bad.stdout == ""
 

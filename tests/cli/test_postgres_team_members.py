@@ -171,3 +171,55 @@ def test_a_superuser_is_told_whose_session_it_is_not_that_it_was_shared(team: Te
         assert f"chatmem admin remove-user {team.dan}" in refused
     assert int(str(team.value("SELECT count(*) FROM messages m JOIN sessions s ON"
                               " s.id = m.session_id WHERE s.owner = %s", (team.dan,)))) == 2
+
+
+def _drop_dan_by_hand(team: Team) -> None:
+    """dan leaves: his grants revoked and his role dropped by SQL, his rows left."""
+    with team.server.admin(team.database) as conn:
+        conn.execute(f'REVOKE CONNECT ON DATABASE "{team.database}" FROM {team.dan}')
+        conn.execute(f"REVOKE USAGE ON SCHEMA public FROM {team.dan}")
+    with team.server.admin() as conn:
+        conn.execute(f"DROP ROLE {team.dan}")
+
+
+def test_a_role_made_outside_chatmem_does_not_take_a_dropped_persons_rows(team: Team) -> None:
+    """The finding: a login role made by provisioning (LDAP sync) under a departed person's
+    name could connect as PUBLIC may, which add-user took for membership: it granted the
+    new dan the old one's diary and ann's write share."""
+    _drop_dan_by_hand(team)
+    run(team.url(), "admin", "add-user", team.dan, code=int(UsageError.exit_code))
+    with team.server.admin() as conn:
+        conn.execute(f"CREATE ROLE {team.dan} LOGIN")
+    refused = run(team.url(), "admin", "add-user", team.dan, code=int(UsageError.exit_code))
+    assert refused.count("\n") == 1
+    assert "still holds 1 session, 1 profile fact, 2 shares" in refused
+    assert f"`chatmem admin remove-user {team.dan}`" in refused and "--keep-history" in refused
+    assert team.value("SELECT has_database_privilege(%s, current_database(), 'CONNECT')"
+                      " AND NOT EXISTS (SELECT 1 FROM pg_database d, aclexplode(d.datacl) a"
+                      " WHERE d.datname = current_database() AND a.grantee = %s::regrole)",
+                      (team.dan, team.dan)) is True  # not granted: PUBLIC's CONNECT only
+    removed = json.loads(run(team.url(), "admin", "remove-user", team.dan, "--dry-run",
+                             "--json"))
+    assert removed["role"] == "locked-out" and removed["sessions"] == 1
+    # --sql, which runs nothing, gives the check as a comment: a query counting the same.
+    printed = invoke("admin", "add-user", team.dan, "--sql", "--database", team.database)
+    query = [line for line in printed.stdout.splitlines() if line.startswith("-- SELECT")]
+    with team.server.admin(team.database) as conn:
+        assert conn.execute(query[0].removeprefix("-- ")).fetchone() == (1, 1, 2)
+    run(team.url(), "admin", "remove-user", team.dan, "--yes")
+    run(team.url(), "admin", "add-user", team.dan)
+    assert names(team.url(team.dan)) == []
+
+
+def test_the_same_person_is_added_again_and_kept_with_keep_history(team: Team) -> None:
+    # dan, never dropped, holds add-user's grant: his rows are his.
+    said = invoke("admin", "add-user", team.dan, "--db", team.url())
+    assert said.exit_code == 0 and "could already connect" in said.stderr
+    assert names(team.url(team.dan)) == [("proj", "ann"), ("日记", None)]
+    # Dropped and made again by provisioning, the same person coming back keeps them.
+    _drop_dan_by_hand(team)
+    with team.server.admin() as conn:
+        conn.execute(f"CREATE ROLE {team.dan} LOGIN")
+    run(team.url(), "admin", "add-user", team.dan, "--keep-history")
+    assert names(team.url(team.dan)) == [("proj", "ann"), ("日记", None)]
+    run(team.url(), "admin", "add-user", team.dan)  # now granted: a member

@@ -26,7 +26,7 @@ from chatmem.config.settings import Settings
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import FactScope, Store
 from chatmem.store.postgres_word_entries import MOST_TOKENS
-from chatmem.store.postgres_words import token_count
+from chatmem.store.postgres_words import TEXT_SEARCH, token_count
 from chatmem.timestamps import utc_now
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -207,3 +207,39 @@ def test_a_sharers_unreadable_session_time_does_not_break_the_readers_prune(
     result = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
                     "--db", ann, code=0)
     assert [s["name"] for s in json.loads(result.stdout)["sessions"]] == ["diary"]
+
+
+def test_every_persons_traditional_chinese_is_indexed_again_by_a_migrating_owner(
+        pg_server: PostgresServer) -> None:
+    """p016, run by the tables' owner who is not a superuser, read `messages` under forced
+    row security: it wrote the owner's own entries again, was recorded as done, and ann's
+    stayed as they were (台北 never found her 臺北)."""
+    from chatmem.store.postgres_backend import PostgresBackend
+
+    said = "表妹的婚禮在臺北"
+    with migrated_before(pg_server, "p016_traditional_chinese_folded") as old:
+        planted = {}
+        for role in (old.keeper, READER):
+            with psycopg.connect(old.url(role), autocommit=True) as conn:
+                session = conn.execute(
+                    "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
+                    " ('婚禮', 'window', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0]
+                message = conn.execute(
+                    "INSERT INTO messages (session_id, position, turn, role, content,"
+                    " created_at) VALUES (%s, 1, 1, 'user', %s, %s) RETURNING id",
+                    [session, said, NOW]).fetchone()[0]
+                # The entry as chatmem wrote it before p016: traditional characters kept.
+                old_terms = " ".join(said[i:i + 2] for i in range(len(said) - 1))
+                conn.execute("INSERT INTO message_words (message_id, session_id, terms, tokens)"
+                             f" VALUES (%s, %s, to_tsvector('{TEXT_SEARCH}', %s), %s)",
+                             [message, session, old_terms, token_count(old_terms)])
+                planted[role] = session
+        PostgresBackend(old.url(old.keeper)).close()
+
+        with pg_server.admin(old.database) as conn:
+            assert conn.execute(
+                "SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE relname IN"
+                " ('messages', 'message_words') AND relkind = 'r'").fetchone() == (True,)
+        for role in (old.keeper, READER):
+            with Store(old.url(role)) as store:
+                assert [m.content for m, _ in matches(store, planted[role], "台北")] == [said]
