@@ -42,12 +42,13 @@ _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
 
 
 @cache
-def _compatible() -> dict[int, int | None]:
+def _compatible(exact: bool = False) -> dict[int, int | None]:
     """Full-width ASCII, what draws nothing and traditional Chinese in one table: a second
-    pass over every non-ASCII text would cost as much again."""
-    from chatmem.chinese_variants import simplified
+    pass over every non-ASCII text would cost as much again. `exact`: only the traditional
+    characters simplified text never writes as themselves (a purge's fold)."""
+    from chatmem.chinese_variants import simplified, solely_traditional
 
-    return {**_FULL_WIDTH, **_DRAWN_NOTHING, **simplified()}
+    return {**_FULL_WIDTH, **_DRAWN_NOTHING, **(solely_traditional() if exact else simplified())}
 
 
 @cache
@@ -89,13 +90,14 @@ def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
     return re.compile("[" + "".join(map(re.escape, plain)) + "]"), plain
 
 
-def folded(text: str) -> str:
+def folded(text: str, exact: bool = False) -> str:
     """`text` as the index reads it: full-width ASCII as ASCII, without the characters
     that draw nothing, traditional Chinese as simplified, NFC, combining marks out, Latin
-    and Greek letters without their accents."""
+    and Greek letters without their accents. `exact`: as a purge reads it, folding only the
+    traditional characters simplified text never writes as themselves (臺, not 乾 or 於)."""
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFC", text.translate(_compatible()))
+    text = unicodedata.normalize("NFC", text.translate(_compatible(exact)))
     accented, plain = _unaccented()
     text = accented.sub(lambda letter: plain[letter.group()], text)
     return _marks().sub("", text)

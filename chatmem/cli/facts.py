@@ -93,7 +93,8 @@ def forget(
     purge: Annotated[
         bool, typer.Option("--purge", help=(
             "Erase the fact and replace its value by [forgotten] wherever it is mentioned"
-            " (a whole word, any case; the exact string in Chinese; never inside a longer"
+            " (a whole word, any case; the exact string in Chinese, 臺 read as 台 but never"
+            " 乾 as 干 nor 於 as 于, simplified characters too; never inside a longer"
             " word or number) in every session of its user profile: messages, turns,"
             " summaries, anchors, pins, index; then rewrite the file so no old copy remains."
             " Values under 2 characters are not searched out."))
@@ -201,13 +202,18 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
                      "content": m.message.content,
                      "mentions": [[s.start, s.end] for s in m.spans],
                      "unsure": [[s.start, s.end] for s in m.unsure],
-                     "kept": [[s.start, s.end] for s in m.kept]} for m in mentioned])
+                     "kept": [[s.start, s.end] for s in m.kept],
+                     "spelled_otherwise": [[s.start, s.end] for s in m.spelled_otherwise]}
+                    for m in mentioned])
         return
     # What is erased; then, apart, what is erased but may be the start of a longer name,
     # and what is kept as part of a longer name the profile has stored.
     for title, pick in (("", lambda m: m.spans),
                         ("erased, though a longer name may go on after it:", lambda m: m.unsure),
-                        ("kept, inside a longer stored name:", lambda m: m.kept)):
+                        ("kept, inside a longer stored name:", lambda m: m.kept),
+                        ("kept, unsure: spelled otherwise (乾 for 干, 於 for 于), perhaps"
+                         " someone else:",
+                         lambda m: m.spelled_otherwise)):
         shown = [(m, spans) for m in mentioned if (spans := pick(m))]
         if shown and title:
             out.print(title, markup=False)

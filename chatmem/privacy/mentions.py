@@ -14,7 +14,10 @@ Müller/Muller but not Mueller, Nguyễn/Nguyen: whatever `logs -q` finds by the
 value is a mention), in the full-width forms Chinese and Japanese input methods type
 (Ｂｅｉｊｉｎｇ, １３８００１３８０００), with any apostrophe a keyboard or a
 phone puts in (O'Brien/O’Brien), with characters that draw nothing inside it
-(李\u200b雷, a zero-width space pasted from a web page, reads as 李雷), and a run of
+(李\u200b雷, a zero-width space pasted from a web page, reads as 李雷), with traditional
+Chinese characters simplified text never writes as themselves (臺北 mentions 台北; 乾隆 does
+not mention 干隆, nor 於梅 于梅: 乾 and 於 are simplified characters too, search's wider fold
+finds them, `other_spellings`, a purge does not erase them), and a run of
 spaces in the value matches any run of whitespace, so a value broken over two lines is
 still found. Between two Han or Kana characters of the value a text may put any run of
 whitespace, or none (王　芳 and 王 芳 mention 王芳: a roster pads a two-character name to
@@ -72,14 +75,16 @@ def searchable(value: str) -> bool:
     return len(unicodedata.normalize("NFC", shown)) >= MIN_CHARACTERS
 
 
-def fold(text: str) -> str:
+def fold(text: str, wide: bool = False) -> str:
     """`text` as a purge compares it: as search reads it (`fts.folded`: full-width forms as
     ASCII, without the characters that draw nothing, accents and other combining marks out,
-    so Jose Nunez is José Núñez, Muller Müller and Nguyen Nguyễn, as `logs -q` finds them),
+    so Jose Nunez is José Núñez, Muller Müller and Nguyen Nguyễn, as `logs -q` finds them;
+    only the traditional Chinese characters simplified text never writes as themselves as
+    simplified, unless `wide`: 臺 as 台, not 乾 as 干),
     then Unicode's default caseless matching (case folded, canonically decomposed, so ß is
     ss), with Turkish dotted and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul:
     people type the name on whatever keyboard they have)."""
-    text = fts.folded(text.translate(_APOSTROPHES))
+    text = fts.folded(text.translate(_APOSTROPHES), exact=not wide)
     folded = unicodedata.normalize("NFD", text.casefold())
     return folded.replace("\u0131", "i").replace("i\u0307", "i")
 
@@ -112,8 +117,9 @@ def needles(value: str) -> list[str]:
     return [found] if found else []
 
 
-def mention_spans(text: str, value: str) -> list[Span]:
-    """The places `value` is mentioned in `text`, left to right, never overlapping."""
+def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
+    """The places `value` is mentioned in `text`, left to right, never overlapping; `wide`:
+    folding traditional Chinese as search does (`fold`)."""
     value = value.strip()
     if not searchable(value):
         return []
@@ -121,16 +127,16 @@ def mention_spans(text: str, value: str) -> list[Span]:
         pattern = re.compile(r"\s+".join(re.escape(part) for part in value.split()),
                              re.IGNORECASE)
         return _alone(text, pattern, text, None)
-    pieces, gaps = _pieces(value)
-    folded = fold(text)
+    pieces, gaps = _pieces(value, wide)
+    folded = fold(text, wide)
     if max(pieces, key=len) not in folded:
         return []
     spelled = re.escape(pieces[0]) + "".join(
         gap + re.escape(piece) for gap, piece in zip(gaps, pieces[1:], strict=True))
-    return _alone(text, re.compile(spelled), folded, _folded_offsets(text))
+    return _alone(text, re.compile(spelled), folded, _folded_offsets(text, wide))
 
 
-def _pieces(value: str) -> tuple[list[str], list[str]]:
+def _pieces(value: str, wide: bool) -> tuple[list[str], list[str]]:
     """`value` folded, cut where a mention of it may hold whitespace, and what may stand in
     each cut: any run of whitespace between its words, any or none between two of its Han
     or Kana characters (a space there is layout, 王　芳, whether in the text or the value)."""
@@ -138,7 +144,7 @@ def _pieces(value: str) -> tuple[list[str], list[str]]:
     gaps: list[str] = []
     base = ""  # the last character of the value that is not a mark
     for word in value.split():
-        for at, ch in enumerate(fold(word)):
+        for at, ch in enumerate(fold(word, wide)):
             mark = unicodedata.category(ch)[0] == "M"
             layout = not mark and _is_han_kana(base) and _is_han_kana(ch)
             if pieces and (layout or at == 0):
@@ -178,7 +184,7 @@ def _alone(text: str, pattern: re.Pattern[str], searched: str,
     return spans
 
 
-def _folded_offsets(text: str) -> tuple[dict[int, int], dict[int, int]]:
+def _folded_offsets(text: str, wide: bool) -> tuple[dict[int, int], dict[int, int]]:
     """Where each character of `text` (with the marks on it; a Hangul syllable written as
     jamo is one) starts and ends in fold(text): folded offset -> offset in `text`, for
     starts and for ends."""
@@ -190,7 +196,7 @@ def _folded_offsets(text: str) -> tuple[dict[int, int], dict[int, int]]:
         while after < len(text) and _continues_character(text, after):
             after += 1
         starts[offset] = at
-        offset += len(fold(text[at:after]))
+        offset += len(fold(text[at:after], wide))
         # A character that folds to nothing (a zero-width space) shares its offset with
         # its neighbours: a mention starts at the letter after it and ends before it.
         ends.setdefault(offset, after)
@@ -245,6 +251,19 @@ def all_spans(text: str, values: Iterable[str], keep: Iterable[str] = ()) -> lis
         else:
             merged.append(span)
     return merged
+
+
+def other_spellings(text: str, values: Iterable[str], keep: Iterable[str] = ()) -> list[Span]:
+    """What search's wider fold reads as a mention of `values` and a purge does not: written
+    with a character simplified text also writes as itself where the value has another (乾隆
+    for 干隆, 於梅 for 于梅), or the other way round. Perhaps someone else: shown, not erased.
+    None overlaps a mention or one kept inside a longer name."""
+    values, keep = list(values), list(keep)
+    if text.isascii():
+        return []
+    taken = all_spans(text, values, keep) + kept_spans(text, values, keep)
+    wide = sorted({s for value in values for s in mention_spans(text, value, wide=True)})
+    return [s for s in wide if not any(t.start < s.end and s.start < t.end for t in taken)]
 
 
 def replace_spans(text: str, spans: Sequence[Span], marker: str = MARKER) -> str:

@@ -5,7 +5,9 @@ mentioned (chatmem.privacy.mentions) in every session of the fact's user
 profile, whoever said it and whichever session first stated the fact: the
 same person told it in the other sessions too. Everything around a mention is
 kept as it was, and so is a mention that begins a longer name the profile has stored (a
-fact's value, a pinned detail): purging 张伟 keeps 张伟明. A purge is all or nothing
+fact's value, a pinned detail): purging 张伟 keeps 张伟明; so is one search's wider fold of
+traditional Chinese finds and the purge's exact one does not (乾隆 for 干隆, 於梅 for 于梅:
+perhaps someone else), shown by a dry run and counted when asking. A purge is all or nothing
 (`purge_fact`): the fact and every mention go in one transaction, or, when anything fails
 on the way, nothing does.
 """
@@ -25,6 +27,7 @@ from chatmem.privacy.mentions import (
     erase_mentions,
     kept_spans,
     needles,
+    other_spellings,
     searchable,
     unsure,
 )
@@ -46,6 +49,10 @@ class Mentioned:
     """Mentions it keeps: part of a longer stored name (张伟 in 张伟明)."""
     unsure: tuple[Span, ...] = ()
     """Erased mentions a longer name may go on from (张伟 in 张伟说): shown to check."""
+    spelled_otherwise: tuple[Span, ...] = ()
+    """Mentions it keeps, as search reads them but not the exact value: written with a
+    character simplified text also writes as itself (乾隆 for 干隆). Perhaps another
+    person's name: shown to check, never erased."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +114,10 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
                                                         beyond_ascii=True):
         spans = all_spans(message.content, purge.values, purge.keep)
         kept = kept_spans(message.content, purge.values, purge.keep) if purge.keep else []
-        if spans or kept:
+        otherwise = other_spellings(message.content, purge.values, purge.keep)
+        if spans or kept or otherwise:
             found.append(Mentioned(message, tuple(spans), tuple(kept), tuple(
-                s for s in spans if unsure(message.content, s))))
+                s for s in spans if unsure(message.content, s)), tuple(otherwise)))
     return found
 
 

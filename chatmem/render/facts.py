@@ -189,6 +189,11 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
         text += f" ({unsure} followed by more characters of a longer name, perhaps)"
     if kept := sum(len(m.kept) for m in mentioned):
         text += f", keeping {counted(kept, 'mention')} inside a longer stored name"
+    if otherwise := sum(len(m.spelled_otherwise) for m in mentioned):
+        # What search's wider fold finds and a purge leaves (乾隆 for 干隆): perhaps someone
+        # else's name, which `logs -q` still finds afterwards.
+        text += (f", keeping {counted(otherwise, 'mention')} spelled otherwise (乾 for 干,"
+                 " 於 for 于), perhaps someone else")
     return text
 
 
