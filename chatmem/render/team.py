@@ -11,12 +11,12 @@ if TYPE_CHECKING:
 def added_user_lines(added: AddedUser, shown: str) -> list[str]:
     """What add-user did to role `added.name` on the history shown as `shown`, then, while
     the database lets every login role connect, the statements that close it."""
-    from chatmem.store.sharing import RoleAdded, closing_sql
+    from chatmem.store.sharing import RoleAdded, closing_sql, quoted_role
 
     name = added.name
     lines = [
-        f"added role {name} on {shown}; set its password with `ALTER ROLE {name} PASSWORD"
-        f" '…'` (psql: \\password {name})" if added.outcome is RoleAdded.CREATED else
+        f"added role {name} on {shown}; set its password with `ALTER ROLE {quoted_role(name)}"
+        f" PASSWORD '…'` (psql: \\password {name})" if added.outcome is RoleAdded.CREATED else
         f"role {name} existed; it may now use {shown} (its password is unchanged)"
         if added.outcome is RoleAdded.GRANTED else
         f"role {name} could already connect to {shown}; granted it chatmem's tables as"

@@ -4,6 +4,7 @@ takes their access away at their next request, without a restart."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -21,6 +22,33 @@ def _signature(path: Path) -> Signature | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
+def _replaceable_by_others(path: Path) -> str | None:
+    """Why someone else could put their own tokens file in place of this one, or None.
+
+    As ssh's StrictModes: every directory above the file (both as named and as the links lead)
+    must belong to this account or root and be writable by no one else unless sticky; an
+    attacker who may rename an entry anywhere on the way can swap in a file of their own."""
+    me = os.geteuid()
+    seen: set[str] = set()
+    for start in (os.path.abspath(path), os.path.realpath(path)):
+        directory = os.path.dirname(start)
+        while directory not in seen:
+            seen.add(directory)
+            try:
+                st = os.stat(directory)
+            except OSError:
+                break  # the file's own open says what is wrong
+            if st.st_uid not in (me, 0):
+                return (f"its directory {directory} belongs to another account (uid "
+                        f"{st.st_uid}), who could replace it")
+            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+                return (f"its directory {directory} can be written by other users (mode "
+                        f"{st.st_mode & 0o7777:04o}), who could replace it; chmod go-w "
+                        f"{directory}")
+            directory = os.path.dirname(directory)
+    return None
+
+
 def load_tokens(path: Path) -> dict[str, str]:
     """A tokens file: `[tokens]` mapping each person's bearer token to the history they use,
     e.g. a PostgreSQL URL with their own role (its password in ~/.pgpass, not here), so row
@@ -28,12 +56,24 @@ def load_tokens(path: Path) -> dict[str, str]:
     import tomllib
 
     try:
-        mode = path.stat().st_mode
-        if mode & 0o077:
-            # Every person's token: as libpq refuses a ~/.pgpass others can read.
-            raise ConfigError(f"{path}: other users can read this tokens file (mode "
-                              f"{mode & 0o777:04o}); make it yours alone: chmod 600 {path}")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            # The file read is the file checked: fstat, not a stat an instant before.
+            st = os.fstat(f.fileno())
+            if st.st_uid != os.geteuid():
+                # Whoever owns it chooses who gets in, and as which database role.
+                raise ConfigError(f"{path}: this tokens file belongs to another account (uid "
+                                  f"{st.st_uid}), not the one this server runs as (uid "
+                                  f"{os.geteuid()}); only your own file is read")
+            if st.st_mode & 0o077:
+                # Every person's token: as libpq refuses a ~/.pgpass others can read.
+                raise ConfigError(f"{path}: other users can read this tokens file (mode "
+                                  f"{st.st_mode & 0o777:04o}); make it yours alone: "
+                                  f"chmod 600 {path}")
+            why = _replaceable_by_others(path)
+            if why is not None:
+                raise ConfigError(f"{path}: {why}; keep the tokens file in a directory "
+                                  "only you can write")
+            data = tomllib.loads(f.read().decode("utf-8"))
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the tokens file: {e.strerror or e}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
@@ -56,11 +96,11 @@ class TokensFile:
     """The tokens of `path` as they are now: read at start (a bad file is refused then, as
     before), then again whenever a request finds the file changed (one stat per request).
 
-    A file that becomes unreadable, invalid, readable by others or is removed gives no
-    tokens at all, so every request is refused until it is fixed, and `log` hears one line
-    for it. Keeping the last good tokens instead would keep letting in whomever the
-    administrator was taking out when the edit went wrong (a half-saved file, a typo); a
-    refusal is seen and fixed at once, a token still let in is not."""
+    A file that becomes unreadable, invalid, readable by others, another account's (or
+    replaceable by one) or is removed gives no tokens at all, so every request is refused
+    until it is fixed, and `log` hears one line for it. Keeping the last good tokens instead
+    would keep letting in whomever the administrator was taking out when the edit went wrong
+    (a half-saved file, a typo); a refusal is seen and fixed at once, a token let in is not."""
 
     def __init__(self, path: Path, log: Callable[[str], None] | None = None) -> None:
         self.path = path

@@ -45,18 +45,33 @@ def shared_address(identifier: str) -> str | None:
     return f"{owner}/{normal_name(name)}"
 
 
+RESERVED_ROLE_NAMES = frozenset({"public", "none", "current_user", "current_role",
+                                 "session_user", "system_user"})
+"""Names PostgreSQL keeps from every role, as it keeps every name starting `pg_`."""
+
+
 def check_role_name(name: str) -> str:
     if not ROLE_NAME.match(name):
         raise UsageError(f"role name {name!r}: use lower-case letters, digits and _ "
                          "(at most 63, not starting with a digit)")
+    if name.startswith("pg_") or name in RESERVED_ROLE_NAMES:
+        raise UsageError(f"role name {name!r} is reserved by PostgreSQL (as every name "
+                         "starting pg_ is): choose another")
     return name
+
+
+def quoted_role(name: str) -> str:
+    """`name` as SQL names a role: quoted, so a name that is also an SQL word (user, order)
+    is the role's name and not the word, and any other role's name (Ann, a space) is kept."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def role_sql(name: str, database: str) -> list[str]:
     """The statements that create `name`: a login role subject to row-level security
     (never superuser nor BYPASSRLS, which PostgreSQL exempts from it), able to connect."""
     check_role_name(name)
-    return [f"CREATE ROLE {name} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
+    return [f"CREATE ROLE {quoted_role(name)}"
+            " LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
             *access_sql(name, database)]
 
 
@@ -68,16 +83,17 @@ def quoted_database(database: str) -> str:
 
 def access_sql(name: str, database: str) -> list[str]:
     """The statements that let the role `name` connect to `database` and use its tables."""
-    return _privileges("GRANT", "TO", check_role_name(name), database)
+    return _privileges("GRANT", "TO", quoted_role(check_role_name(name)), database)
 
 
 def revoke_sql(name: str, database: str) -> list[str]:
     """`access_sql` taken back (remove-user)."""
-    return _privileges("REVOKE", "FROM", check_role_name(name), database)
+    return _privileges("REVOKE", "FROM", quoted_role(check_role_name(name)), database)
 
 
 def _privileges(verb: str, preposition: str, grantee: str, database: str) -> list[str]:
-    """What add-user grants `grantee` (PUBLIC's by default): CONNECT, USAGE of the schema."""
+    """What add-user grants `grantee` (quoted, or PUBLIC, whose by default these are):
+    CONNECT, USAGE of the schema."""
     return [f"{verb} CONNECT ON DATABASE {quoted_database(database)} {preposition} {grantee}",
             f"{verb} USAGE ON SCHEMA public {preposition} {grantee}"]
 
@@ -159,7 +175,7 @@ def add_user(store: Connection, name: str) -> AddedUser:
                              "another name")
         if not can_login:
             raise UsageError(f"role {name} exists on {store.location} but cannot log in "
-                             f"(ALTER ROLE {name} LOGIN lets it)")
+                             f"(ALTER ROLE {quoted_role(name)} LOGIN lets it)")
         statements = access_sql(name, database)
         outcome = RoleAdded.ALREADY if connects and uses else RoleAdded.GRANTED
     with store.write():
@@ -184,7 +200,8 @@ def _check_tables_owner(store: Connection) -> None:
         raise UsageError(
             f"chatmem's tables on {store.location} are owned by {owner}, who could turn row "
             "security off and read everyone's sessions: as a superuser, first run "
-            f"REASSIGN OWNED BY {owner} TO {me}, and let {owner} chat as a person")
+            f"REASSIGN OWNED BY {quoted_role(str(owner))} TO {quoted_role(str(me))}, and let"
+            f" {owner} chat as a person")
 
 
 def share_session(store: Connection, session: str, grantee: str, mode: ShareMode) -> Share:

@@ -9,10 +9,10 @@ the strategy's own keys; no plugin has to say it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from chatmem.store.connection import fetch_rows, fetch_value
-from chatmem.store.records import stored_json
 
 FACTS_OWNER = "facts"
 """The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
@@ -29,8 +29,14 @@ def state_coverage(db: Any, session_id: int) -> dict[str, int]:
                       [session_id])
     states: dict[str, dict[str, Any]] = {}
     for r in rows:
-        states.setdefault(r["strategy"], {})[r["key"]] = stored_json(
-            r["value"], f"{r['strategy']} state {r['key']!r}")
+        values = states.setdefault(r["strategy"], {})
+        try:
+            values[r["key"]] = json.loads(r["value"] or "null")
+        except (ValueError, RecursionError):
+            # A row written outside chatmem (by hand, or a write share's grantee by SQL):
+            # what it covers is unknown, read as for a state stored before coverage was
+            # recorded (_covers), never an error that stops /retry or a fork.
+            continue
     unknown = [owner for owner, values in states.items() if COVERS_KEY not in values]
     ran: set[str] = set()
     last = 0

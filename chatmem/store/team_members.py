@@ -20,6 +20,7 @@ from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.sharing import (
     Exemption,
     check_role_name,
+    quoted_role,
     revoke_sql,
     row_security_exemption,
 )
@@ -198,7 +199,7 @@ def remove_user(store: Connection, name: str, *, drop_role: bool = False,
             for statement in revoke_sql(name, str(fetch_value(db, "SELECT current_database()"))):
                 db.execute(statement)
         if drop:
-            db.execute(f"DROP ROLE {name}")
+            db.execute(f"DROP ROLE {quoted_role(name)}")
         connects = revoke and not drop and bool(fetch_value(
             db, "SELECT has_database_privilege(?, current_database(), 'CONNECT')", [name]))
     db.forget_erased_words()

@@ -269,7 +269,7 @@ def test_a_team_is_refused_while_a_person_who_chats_owns_the_tables(
         refused = run(admin, "admin", "add-user", role, code=int(UsageError.exit_code))
         assert refused.count("\n") == 1
         assert "are owned by ann, who could turn row security off" in refused
-        assert "REASSIGN OWNED BY ann TO postgres" in refused
+        assert 'REASSIGN OWNED BY "ann" TO "postgres"' in refused
         with pg_server.admin(database) as conn:
             assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                 (role,)).fetchone() is None
@@ -284,9 +284,9 @@ def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
     result = invoke("admin", "add-user", "dave", "--sql", "--database", "team")
     assert result.exit_code == 0
     assert result.stdout.splitlines()[2:] == [
-        "CREATE ROLE dave LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;",
-        'GRANT CONNECT ON DATABASE "team" TO dave;',
-        "GRANT USAGE ON SCHEMA public TO dave;"]
+        'CREATE ROLE "dave" LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;',
+        'GRANT CONNECT ON DATABASE "team" TO "dave";',
+        'GRANT USAGE ON SCHEMA public TO "dave";']
     # add-user's check of what an earlier dave left, which needs the database: comments.
     check = result.stdout.splitlines()[:2]
     assert all(line.startswith("-- ") for line in check) and "'dave'" in check[1]
@@ -294,7 +294,7 @@ def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
     assert kept.stdout.splitlines() == result.stdout.splitlines()[2:]
     quoted = invoke("admin", "add-user", "dave", "--sql", "--database", 'our "team"',
                     "--keep-history")
-    assert 'GRANT CONNECT ON DATABASE "our ""team""" TO dave;' in quoted.stdout.splitlines()
+    assert 'GRANT CONNECT ON DATABASE "our ""team""" TO "dave";' in quoted.stdout.splitlines()
     bad = invoke("admin", "add-user", "Robert'); DROP", "--sql", "--database", "t")
     assert bad.exit_code == int(UsageError.exit_code) and bad.stdout == ""
 
@@ -382,3 +382,37 @@ def test_chatting_as_a_role_row_security_does_not_bind_warns_once(
             conn.execute(f"DROP OWNED BY {name}, dave_rf")
         with pg_server.admin() as conn:
             conn.execute(f"DROP ROLE {name}, dave_rf")
+
+
+def test_a_role_named_by_an_sql_word_is_added_chats_and_is_removed(
+        pg_server: PostgresServer, database: str) -> None:
+    """`order` is an SQL word: chatmem writes a role's name into SQL quoted, so it is the
+    role's name and not a syntax error, from add-user to remove-user --drop-role. A pg_
+    name (or public, none), which PostgreSQL keeps for itself, is refused in one line
+    before anything is tried, not sent to ALTER ROLE advice PostgreSQL would refuse."""
+    admin, word = pg_server.url(database), "order"
+    try:
+        said = invoke("admin", "add-user", word, "--db", admin)
+        assert said.exit_code == 0, said.stderr
+        assert f'set its password with `ALTER ROLE "{word}" PASSWORD' in said.stderr
+        chat(pg_server.url(database, word), "订单", "你好")
+        assert names(pg_server.url(database, word)) == ["订单"]
+        again = invoke("admin", "add-user", word, "--db", admin)
+        assert again.exit_code == 0 and f"role {word} could already connect" in again.stderr
+        removed = invoke("admin", "remove-user", word, "--yes", "--drop-role", "--db", admin)
+        assert removed.exit_code == 0, removed.stderr
+        with pg_server.admin() as conn:
+            assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                (word,)).fetchone() is None
+    finally:
+        with pg_server.admin(database) as conn:
+            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (word,)).fetchone():
+                conn.execute(f'DROP OWNED BY "{word}"')
+                conn.execute(f'DROP ROLE "{word}"')
+    for reserved in ("pg_monitor", "pg_新", "public", "none"):
+        for args in (["add-user", reserved], ["add-user", reserved, "--sql"],
+                     ["remove-user", reserved, "--yes"]):
+            error = run(admin, "admin", *args, code=int(UsageError.exit_code))
+            assert error.count("\n") == 1, error
+            if reserved != "pg_新":  # not a name of lower-case letters, digits and _
+                assert f"role name {reserved!r} is reserved by PostgreSQL" in error, error

@@ -32,6 +32,7 @@ from chat_server import ChatServer
 from cli_runner import invoke
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from other_account import NOBODY, needs_root
 from typer.core import TyperArgument, TyperOption
 
 from chatmem.cli import app
@@ -384,6 +385,40 @@ def test_a_tokens_file_others_can_read_is_refused_in_one_line(work: Path, comman
         tokens.unlink()
     assert line == (f"error: {tokens}: other users can read this tokens file (mode 0644); "
                     f"make it yours alone: chmod 600 {tokens}\n")
+    assert token not in line
+
+
+@needs_root
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_a_tokens_file_another_account_owns_or_could_replace_is_refused_in_one_line(
+        work: Path, command: str) -> None:
+    """Whoever owns the file, or may rename entries in a directory above it, chooses who gets
+    in and as which database role: refused as ssh's StrictModes would."""
+    token = "tok-5f0c2a9e7b1d4c3a"
+    tokens = work / "令牌.toml"
+    tokens.write_text(f'[tokens]\n"{token}" = "h.db"\n', encoding="utf-8")
+    tokens.chmod(0o600)
+    os.chown(tokens, NOBODY, NOBODY)
+    try:
+        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
+    finally:
+        tokens.unlink()
+    assert line == (f"error: {tokens}: this tokens file belongs to another account (uid "
+                    f"{NOBODY}), not the one this server runs as (uid 0); only your own file "
+                    "is read\n")
+    shared = work / "共享"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # no sticky bit: anyone may rename our file away and put theirs
+    tokens = shared / "tokens.toml"
+    tokens.write_text(f'[tokens]\n"{token}" = "h.db"\n', encoding="utf-8")
+    tokens.chmod(0o600)
+    try:
+        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
+    finally:
+        tokens.unlink()
+        shared.rmdir()
+    assert line.startswith(f"error: {tokens}: its directory {shared} can be written by other "
+                           "users (mode 0777)"), line
     assert token not in line
 
 

@@ -7,9 +7,11 @@ import copy
 import gc
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -991,3 +993,67 @@ def test_a_token_taken_out_of_the_tokens_file_is_refused_without_a_restart(
         write(f'[tokens]\n"{ann}" = "{tmp_path / "ann.db"}"\n')
         assert status(ann) == 200
     assert statuses(tmp_path / "bob.db", "trip") == ["ok"]
+
+
+def _replaced_as_nobody(path: Path, text: str) -> None:
+    """`nobody` writes TEXT beside PATH and renames it over PATH, as an editor saves. The
+    child only makes system calls (a fork of a process with threads must not take locks)."""
+    new, data = path.with_name("t.new"), text.encode()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child ends with _exit)
+        code = 1
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, data)
+            os.close(fd)
+            os.rename(new, path)
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(child, 0)[1] == 0
+
+
+@needs_root
+def test_a_tokens_file_another_account_put_in_place_refuses_everyone(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    # Read again after a change, a file that is not this account's, or that sits where
+    # others may replace it, is refused (503, one log line) as at start: the attacker's
+    # token would otherwise connect as whatever role their line names.
+    ann, attacker = "a" * 20, "attacker-token-0123456789"
+    # Under /tmp itself: nobody cannot pass through pytest's own folders (0700).
+    reachable = Path(tempfile.mkdtemp(prefix="chatmem-tokens-"))
+    reachable.chmod(0o711)
+    shared = reachable / "共享"
+    shared.mkdir()
+    try:
+        _refused_once_replaced(chat_server, tmp_path, shared, ann, attacker)
+    finally:
+        shutil.rmtree(reachable)
+
+
+def _refused_once_replaced(chat_server: ChatServer, tmp_path: Path, shared: Path, ann: str,
+                           attacker: str) -> None:
+    tokens_file = shared / "tokens.toml"
+    tokens_file.write_text(f'[tokens]\n"{ann}" = "{tmp_path / "ann.db"}"\n')
+    tokens_file.chmod(0o600)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small")
+    logged: list[str] = []
+    with RunningProxy(settings, tokens=TokensFile(tokens_file, log=logged.append)) as running:
+        def status(token: str) -> int:
+            return httpx.get(f"{running.base_url}/models", timeout=HANG,
+                             headers={"Authorization": f"Bearer {token}"}).status_code
+
+        assert status(ann) == 200
+        shared.chmod(0o777)  # a mistake, no sticky bit: nobody renames their own file in
+        _replaced_as_nobody(tokens_file, f'[tokens]\n"{attacker}" = "{tmp_path / "x.db"}"\n')
+        assert (status(attacker), status(ann)) == (503, 503)
+        assert len(logged) == 1 and "belongs to another account" in logged[0], logged
+        os.chown(tokens_file, 0, 0)  # now ours, but still where others could replace it
+        assert (status(attacker), status(ann)) == (503, 503)
+        assert len(logged) == 2 and f"its directory {shared} can be written" in logged[1]
+        shared.chmod(0o700)
+        tokens_file.write_text(f'[tokens]\n"{ann}" = "{tmp_path / "ann.db"}"\n')
+        assert (status(attacker), status(ann)) == (401, 200)
+    assert not (tmp_path / "x.db").exists()

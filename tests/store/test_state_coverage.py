@@ -108,3 +108,22 @@ def test_a_state_stored_before_coverage_was_recorded(
     with pytest.raises(TurnNotReplaceable) as refused:
         resend_last(engine, "b 3")
     assert refused.value.why == ReplaceRefusal.STATE
+
+
+def test_an_unreadable_coverage_row_is_unknown_not_an_error(
+        store: Store, make_engine: Callable[..., Engine]) -> None:
+    """A row written outside chatmem (a write share's grantee by SQL, a hand) whose value is
+    not JSON: read as a state of unknown coverage (the reading of a row stored before
+    coverage was recorded), so fork and /retry go on rather than failing on it."""
+    engine = make_engine("window", name="坏行", k=2)
+    for line in ("first 111", "second 222"):
+        engine.run_turn(line)
+    session = store.sessions.session("坏行")
+    with store.db.write():
+        for key, value in ((COVERS_KEY, "{"), ("done_turn", "[[["), ("other", "not json")):
+            store.db.execute("INSERT INTO strategy_state (session_id, strategy, key, value)"
+                             " VALUES (?, ?, ?, ?)", [session.id, "ledger2", key, value])
+    assert state_coverage(store.db, session.id) == {"ledger2": 0}  # never ran here
+    fork = store.forks.fork_session("坏行", "坏行2", at_turn=1)
+    assert fork.copied == [] and store.sessions.session("坏行2")
+    resend_last(engine)  # /retry: nothing of this session's memory covers turn 2
