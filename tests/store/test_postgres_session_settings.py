@@ -143,3 +143,14 @@ def test_a_shared_session_of_an_older_database_is_sealed_on_upgrade(
     assert sql_as(bob, "UPDATE sessions SET updated_at = %s, erasures = erasures + 1"
                        " WHERE id = %s", [NOW, session_id]) == 1
     assert sql_as(ann, "UPDATE sessions SET system = '新的' WHERE id = %s", [session_id]) == 1
+
+
+def test_a_hand_edited_setting_is_named_in_the_database_not_a_history_file(
+        team: Team) -> None:
+    ann, _ = shared(team)
+    assert sql_as(ann, "UPDATE sessions SET params = '{' WHERE name = 'proj'") == 1
+    listed = run(ann, "sessions", "list", code=2)
+    assert listed.stderr.count("\n") == 1, listed.stderr
+    assert "session 'proj': params is not valid JSON in the history (was it edited by hand?)" \
+        in listed.stderr
+    assert "history file" not in listed.stderr
