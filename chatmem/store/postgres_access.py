@@ -25,7 +25,8 @@ before p007 (`owner = current_user`); a shared row costs a look-up of its share.
   `message_words`: a role's retrieval sums the sessions it can read.
 - Only a session's owner renames it, sets its retention or moves it to another
   user profile (its name is unique among its owner's: renaming by a sharer would
-  probe the owner's other names; retention and the profile decide its erasure).
+  probe the owner's other names; retention and the profile decide its erasure). p017
+  makes every other setting the owner's too (postgres_write_shares.SESSION_WORK).
 
 Superusers and BYPASSRLS roles are exempt from row-level security (PostgreSQL's
 rule), and from these triggers too.

@@ -144,6 +144,13 @@ def p015_write_shares_keep_what_is_written(execute: Execute) -> None:
     postgres_write_shares.narrow(execute)
 
 
+def p017_session_settings_are_the_owners(execute: Execute) -> None:
+    """A write share adds turns to a session: its strategy, parameters, model, system prompt
+    (and prompt history) and tokenizer stay its owner's, by plain SQL too; a grantee moves
+    only what his turns, /undo and purges there move (postgres_write_shares)."""
+    postgres_write_shares.seal_settings(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -162,6 +169,7 @@ for _migration in (
     p014_word_tokens_bounded,
     p015_write_shares_keep_what_is_written,
     p016_traditional_chinese_folded,
+    p017_session_settings_are_the_owners,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

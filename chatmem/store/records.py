@@ -41,8 +41,8 @@ def stored_enum(kind: type[E], value: Any, what: str) -> E:
     except ValueError:
         from chatmem.errors import StoreError
 
-        raise StoreError(f"{what} is {value!r} in the history file, which this chatmem does not"
-                         " know (was it edited by hand?)") from None
+        raise StoreError(f"{what} is {value!r} in the history, which this chatmem does not know"
+                         " (was it edited by hand?)") from None
 
 
 def json_text(value: Any) -> str:
@@ -58,8 +58,9 @@ def stored_json(text: str | None, what: str, default: str = "null") -> Any:
     except (ValueError, RecursionError):
         from chatmem.errors import StoreError
 
-        raise StoreError(f"{what} is not valid JSON in the history file (was it edited by"
-                         " hand?); `chatmem sessions export` still reads the messages") from None
+        # "The history": a file or a PostgreSQL database alike.
+        raise StoreError(f"{what} is not valid JSON in the history (was it edited by hand?);"
+                         " `chatmem sessions export` still reads the messages") from None
 
 
 def checked_time(value: Any, what: str) -> Any:

@@ -222,8 +222,8 @@ def test_hand_edited_rows_are_one_line_not_a_traceback(tmp_path: Path) -> None:
                     input="again\n")
     assert result.exit_code == 2
     errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
-    assert errors == ["error: summary state 'behind' is not valid JSON in the history file (was"
-                      " it edited by hand?); `chatmem sessions export` still reads the messages"]
+    assert errors == ["error: summary state 'behind' is not valid JSON in the history (was it"
+                      " edited by hand?); `chatmem sessions export` still reads the messages"]
 
 
 @pytest.mark.parametrize(("text", "error"), [

@@ -416,11 +416,12 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         # vectors are the owner's to change); the share still lets one be inserted by SQL.
         conn.execute("INSERT INTO vector_cache (model, digest, message_id, context)"
                      " VALUES ('ann-model', 'ann-digest', %s, 0)", [mine[0].id])
-        # Nor does it keep a grantee's system prompt as the session's (set_system above
-        # holds for ann's engine alone); the share still lets one be inserted by SQL.
-        conn.execute("INSERT INTO session_prompts (session_id, from_turn, system)"
-                     " VALUES (%s, 99, 'ann''s prompt')", [shared])
         moves = Moves(conn)
+        # Nor does it keep a grantee's system prompt as the session's (set_system above
+        # holds for ann's engine alone), and since p017 neither does SQL.
+        moves.refused("sharer: a prompt into the session's history",
+                      "INSERT INTO session_prompts (session_id, from_turn, system)"
+                      " VALUES (%s, 99, 'ann''s prompt')", [shared])
         # A write share is not ownership: the name, the retention and the session are bob's.
         for sql, params in (("UPDATE sessions SET retention_days = 1 WHERE id = %s", [shared]),
                             ('UPDATE sessions SET "user" = \'ann\' WHERE id = %s', [shared]),
@@ -439,7 +440,7 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         invoke("sessions", "unshare", "team", "--with", ATTACKER, "--db", bob, code=0)
         written = {}
         for table in cat.tables:
-            if table in ("sessions", "session_shares", "word_statistics"):
+            if table in ("sessions", "session_shares", "word_statistics", "session_prompts"):
                 continue
             written[table] = sorted(rows_of(team, cat, table, shared) - untouched[table])
             assert written[table], f"ann wrote no row of {table} into bob's session"
