@@ -9,6 +9,7 @@ import random
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import invoke
@@ -76,7 +77,7 @@ def test_a_lone_surrogate_and_a_nul_byte_are_imported_as_text(tmp_path: Path) ->
 
 def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import chatmem.store.sqlite_backend as connection
+    import chatmem.store.sqlite_opening as connection
 
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps({"role": r, "content": f"message {i} " * 300}) + "\n"
@@ -85,8 +86,8 @@ def test_a_failed_import_leaves_no_session_behind(tmp_path: Path,
     Store(db).close()
     opened = connection.connect
 
-    def small_disk(p: str | Path, key: str | None = None) -> sqlite3.Connection:
-        conn = opened(p, key)
+    def small_disk(p: str | Path, key: str | None = None, **how: Any) -> sqlite3.Connection:
+        conn = opened(p, key, **how)
         conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
         return conn
 
