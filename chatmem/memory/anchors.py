@@ -346,6 +346,11 @@ def _normal(text: str) -> str:
     return _SPACES.sub(" ", text.translate(_WIDTH)).casefold()
 
 
+def width_folded(text: str) -> str:
+    """`text` with full-width letters, digits and marks as ASCII ones, one for one."""
+    return text.translate(_WIDTH)
+
+
 def present(anchor: str, text: str) -> bool:
     """Whether `text` repeats the anchor (case and spacing aside)."""
     return _normal(anchor) in _normal(text)
