@@ -50,8 +50,17 @@ class _Line:
         self.folded = self.text.casefold()
         self.form = width_folded(self.folded)
         """As `present` reads it: full-width letters and digits are ASCII ones."""
-        self.slack = len(self.folded) - len(self.text)
-        """How far casefolding moved a place (ß is ss): a found place is in `folded`."""
+        # Casefolding lengthens some characters (ß is ss, ﬃ is ffi): a place found in
+        # `folded` is taken back to its character in `text`. Read as a place in `text`,
+        # 30 ß before an id put the quote past the text's end (IndexError).
+        self._origin: list[int] | None = None
+        if len(self.folded) != len(self.text):
+            self._origin = [at for at, c in enumerate(self.text) for _ in c.casefold()]
+            self._origin.append(len(self.text))
+
+    def place(self, at: int) -> int:
+        """The place in `text` of the character a place in `folded` or `form` is of."""
+        return at if self._origin is None else self._origin[at]
 
     @cached_property
     def _widths(self) -> list[int]:
@@ -68,11 +77,12 @@ class _Line:
         """The anchor's first place (case and spacing aside), or None."""
         needle = " ".join(anchor.split()).casefold()
         at = self.folded.find(needle)
-        return (at, at + len(needle)) if at >= 0 and needle else None
+        if at < 0 or not needle:
+            return None
+        return self.place(at), self.place(at + len(needle) - 1) + 1
 
     def columns(self, start: int, end: int) -> int:
-        last = len(self.text)
-        return self._widths[min(end, last)] - self._widths[min(start, last)]
+        return self._widths[end] - self._widths[start]
 
     def quote(self, at: int, end: int, first: tuple[int, int],
               width: int) -> tuple[str, int]:
@@ -157,7 +167,7 @@ def _quotes(here: list[str], content: str, turn: int | None) -> dict[str, tuple[
             by_place.append((place, rank[anchor], anchor))
         form = line.form.find(width_folded(" ".join(anchor.split()).casefold()))
         if form >= 0:
-            by_form.append((form, rank[anchor], anchor))
+            by_form.append((line.place(form), rank[anchor], anchor))
     by_place.sort()
     by_form.sort()
     ends = [(-end, n, anchor) for (_, end), n, anchor in by_place]
@@ -169,7 +179,7 @@ def _quotes(here: list[str], content: str, turn: int | None) -> dict[str, tuple[
         while ends[0][2] in quotes:
             heappop(ends)
         quote, right = line.quote(at, -ends[0][0], (at, first_end), QUOTE_WIDTH)
-        asked = by_form[low:bisect_left(by_form, (right + line.slack,), low)]
+        asked = by_form[low:bisect_left(by_form, (right,), low)]
         held = sorted((a for _, _, a in asked if a not in quotes and present(a, quote)),
                       key=rank.__getitem__)
         if not held:  # cannot happen for an anchor of `content`; never loop on it

@@ -86,3 +86,14 @@ def test_a_long_sentence_with_a_decimal_point_costs_its_length() -> None:
                   lambda n: "a " * n + "1.5 ORD-1", 2_000)
     assert pin_quotes.quote_around("It costs 1.5 EUR for ORD-1. Next!", ["ORD-1"]) == (
         "It costs 1.5 EUR for ORD-1.")
+
+
+def test_a_letter_that_case_folds_longer_keeps_the_quote_on_its_detail() -> None:
+    """ß folds to ss: a place found in the folded text was read as one in the text, so
+    each ß before an id moved its quote right, and 30 of them raised IndexError."""
+    german = "Die Straße heißt Großstraße. " * 5 + "Bestellung ORD-1 ist da."
+    assert pin_quotes.quote_around(german, ["ORD-1"]) == "Bestellung ORD-1 ist da."
+    found = pin_quotes.first_quotes(["STRASSE", "ORD-1"], [(4, german)])
+    assert found == {"STRASSE": (4, "Die Straße heißt Großstraße."),
+                     "ORD-1": (4, "Bestellung ORD-1 ist da.")}
+    assert "ORD-1" in pin_quotes.quote_around("Straße " * 30 + "order ORD-1 here.", ["ORD-1"])
