@@ -351,6 +351,11 @@ def width_folded(text: str) -> str:
     return text.translate(_WIDTH)
 
 
+def normal(text: str) -> str:
+    """`text` as `present` compares it: width, case and spacing aside."""
+    return _normal(text)
+
+
 def present(anchor: str, text: str) -> bool:
     """Whether `text` repeats the anchor (case and spacing aside)."""
     return _normal(anchor) in _normal(text)
