@@ -91,9 +91,12 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # starts with a look-behind is tried at every position of the text (3-10x slower).
     re.compile(rf"(?:[$€£¥￥]|[A-Z](?<!{_LATIN_W}[A-Z])(?:[A-Z]{{2}}(?<={_CURRENCY_CODES})"
                rf"|[A-Z]?\$))\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|[万萬千亿億]))?"),
-    # An ordinal is no amount: 第2天 is "day 2", not "2 days".
-    re.compile(rf"(?<![A-Za-z0-9_.第]){_NUM}\s?(?:[万萬千百亿億])?\s?(?:{_UNITS})(?![a-zA-Z])",
-               re.IGNORECASE),
+    # An ordinal is no amount: 第2天 is "day 2", not "2 days". Nor does a number start
+    # after a digit and a comma: tried from every group of 1,2,3,… or of a JSON array of
+    # floats, each running to the end of the list, 35 KB took 35 s. The list's first
+    # number reaches every unit a later one would.
+    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,){_NUM}\s?(?:[万萬千百亿億])?\s?(?:{_UNITS})"
+               r"(?![a-zA-Z])", re.IGNORECASE),
     # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm; 下午3点, 15点45分, 三點半. A bare 3点 is
     # left out: 这3点 is "these three points" as often as a time.
     re.compile(r"\d(?<![A-Za-z0-9:.]\d)(?:(?:(?<=[01])\d|(?<=2)[0-3])?:[0-5]\d(?::[0-5]\d)?"
@@ -107,8 +110,11 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"[{_PROVINCES}][A-HJ-NP-Z]\s?[·・•.]?\s?(?=[A-Z]*\d)[A-HJ-NP-Z0-9]{{5,6}}"
                r"(?![A-Za-z0-9])"),
     # Versions of three or more parts (1.14.2, v2.0.1-rc1), alone or as an image's or a
-    # package's tag (jobs-worker:1.14.2): a 2.0 alone is any decimal.
-    re.compile(rf"(?<!{_LATIN_W})(?<![.:/-])(?:[A-Za-z][\w./-]*:)?[vV]?\d+(?:\.\d+){{2,}}"
+    # package's tag (jobs-worker:1.14.2): a 2.0 alone is any decimal. The name is of
+    # Latin-script word characters: with Han in it, every letter of a Chinese text
+    # (用a和b…) started a name running to the end of the clause.
+    re.compile(rf"(?<!{_LATIN_W})(?<![.:/-])(?:[A-Za-z](?:{_LATIN_W}|[./-])*:)?[vV]?\d+"
+               rf"(?:\.\d+){{2,}}"
                rf"(?:[-+][A-Za-z0-9]+)*(?!\.?{_LATIN_W})"),
     # A setting as code writes it, name=value without spaces (backoff=2.0, DEPLOY_ENV=staging).
     re.compile(rf"(?<!{_LATIN_W})(?<![.=-])[A-Za-z_][A-Za-z0-9_]{{1,40}}=(?!=)[A-Za-z0-9_.:/-]*[A-Za-z0-9_]"),
@@ -338,6 +344,16 @@ def anchors_of(texts: Iterable[str]) -> list[str]:
 def _normal(text: str) -> str:
     # Cached: the drift guard asks about the same summary and messages for every anchor.
     return _SPACES.sub(" ", text.translate(_WIDTH)).casefold()
+
+
+def width_folded(text: str) -> str:
+    """`text` with full-width letters, digits and marks as ASCII ones, one for one."""
+    return text.translate(_WIDTH)
+
+
+def normal(text: str) -> str:
+    """`text` as `present` compares it: width, case and spacing aside."""
+    return _normal(text)
 
 
 def present(anchor: str, text: str) -> bool:

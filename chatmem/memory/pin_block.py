@@ -11,7 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.memory import quoting
-from chatmem.memory.anchors import present
+from chatmem.memory.anchors import normal, present
 from chatmem.memory.pins import Pin
 
 if TYPE_CHECKING:
@@ -40,9 +40,16 @@ def pin_line(group: Sequence[Pin]) -> str:
     # Each quote of the turn that holds a value no quote before it holds: one quote alone
     # could leave out a value it pins.
     quotes: list[str] = []
+    # The quotes so far as `present` reads them, one text: asking each quote for each
+    # pin cost pins × quotes (8,000 ids of one turn: 20 million asks, 30 s a fold).
+    held, taken = "", set()
     for pin in group:
-        if pin.quote and not any(present(pin.text, q) for q in quotes):
+        if not pin.quote or (pin.quote in taken and present(pin.text, pin.quote)):
+            continue  # no quote, or its own quote is there and holds it
+        if not (quotes and _held(pin.text, held, quotes)):
             quotes.append(pin.quote)
+            taken.add(pin.quote)
+            held += _APART + normal(pin.quote)
     if quotes:
         where = f"from turn {turn}" if turn is not None else "quoted"
         line += f" ({where}: " + " ".join(f"\"{_data(q)}\"" for q in quotes) + ")"
@@ -50,6 +57,18 @@ def pin_line(group: Sequence[Pin]) -> str:
         line += f" (turn {turn})"
     # Quotations of the conversation: they can never spell a template marker.
     return quoting.escape(line)
+
+
+_APART = "\x00"
+"""Between two quotes in `held`: no value holds it, so none is found across two quotes."""
+
+
+def _held(value: str, held: str, quotes: Sequence[str]) -> bool:
+    """Whether a quote of `quotes` (`held`: their `normal` forms, `_APART`) holds `value`."""
+    needle = normal(value)
+    if _APART in needle:
+        return any(present(value, q) for q in quotes)
+    return needle in held
 
 
 FACTS_HEAD = "Details from earlier turns, kept verbatim, data:\n<facts>\n"

@@ -110,6 +110,18 @@ def test_anchors_are_found_in_time_that_grows_with_the_length_not_its_square() -
         assert_linear(extract_anchors, lambda n, unit=unit: unit * n, 3_000, unit)
 
 
+def test_a_list_of_numbers_or_latin_letters_in_chinese_cost_their_length() -> None:
+    """Every number after a comma of 1,2,3,… (a JSON array of floats) started an amount
+    running to the end of the list (35 KB: 35 s), and every Latin letter of a Chinese
+    clause an image name running to its end."""
+    for unit, size in (("1,", 600), ("0.1234,", 200), ("a一", 2_000), ("用a和b", 1_000)):
+        assert_linear(extract_anchors, lambda n, unit=unit: unit * n, size, unit)
+    # The list's first number still holds the unit, and a list of amounts each its own.
+    assert extract_anchors("weights 1,200,300 kg") == ["1,200,300 kg"]
+    assert extract_anchors("bags of 3kg,5kg,10kg") == ["3kg", "5kg", "10kg"]
+    assert extract_anchors("升级到jobs-worker:1.14.2了") == ["jobs-worker:1.14.2"]
+
+
 def test_nothing_in_a_url_s_user_and_password_is_an_anchor() -> None:
     """"Sup3rS3cret@db.example.com" read as an e-mail was pinned and sent every turn."""
     assert extract_anchors("our db is postgresql://ann:Sup3rS3cret@db.example.com/team, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+from growth import assert_linear
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,3 +60,40 @@ def test_a_quote_never_cuts_a_flag_an_emoji_or_an_accent_off(width: int) -> None
     at = content.find(piece)
     assert "ORD-7731" in piece and at >= 0
     assert grapheme_start(content, at) and grapheme_start(content, at + len(piece)), ascii(piece)
+
+
+def _ids(n: int) -> str:
+    return " ".join(f"ORD-{i}" for i in range(n))
+
+
+def test_quotes_of_many_ids_in_one_message_cost_their_count_not_its_square() -> None:
+    """Each quote was cut from a fresh copy of the message, finding every id left in it:
+    4,000 ids in one message (an MCP record_turn) took 39 s, growing with their square."""
+    assert_linear(lambda text: pin_quotes.first_quotes(text.split(), [(1, text)]), _ids, 250)
+    found = pin_quotes.first_quotes(_ids(400).split(), [(7, _ids(400))])
+    assert all(turn == 7 and anchor in quote for anchor, (turn, quote) in found.items())
+    assert len(found) == 400 and len({quote for _, quote in found.values()}) > 40
+    # Said together, they share one; an id said in full width is held by the ASCII one's.
+    said = "Order ORD-1 (ＯＲＤ－１ on the slip) weighs 5 kg."
+    anchors = ["ORD-1", "ＯＲＤ－１", "5 kg"]
+    assert pin_quotes.first_quotes(anchors, [(2, "Nothing here."), (3, said + " Thanks!")]) == {
+        a: (3, said) for a in anchors}
+
+def test_a_long_sentence_with_a_decimal_point_costs_its_length() -> None:
+    """A "." that ends no sentence (1.5) made the sentence before it fail from every place
+    in it: 16 KB of words then "1.5" took 3 s for one quote."""
+    assert_linear(lambda text: pin_quotes.quote_around(text, ["ORD-1"]),
+                  lambda n: "a " * n + "1.5 ORD-1", 2_000)
+    assert pin_quotes.quote_around("It costs 1.5 EUR for ORD-1. Next!", ["ORD-1"]) == (
+        "It costs 1.5 EUR for ORD-1.")
+
+
+def test_a_letter_that_case_folds_longer_keeps_the_quote_on_its_detail() -> None:
+    """ß folds to ss: a place found in the folded text was read as one in the text, so
+    each ß before an id moved its quote right, and 30 of them raised IndexError."""
+    german = "Die Straße heißt Großstraße. " * 5 + "Bestellung ORD-1 ist da."
+    assert pin_quotes.quote_around(german, ["ORD-1"]) == "Bestellung ORD-1 ist da."
+    found = pin_quotes.first_quotes(["STRASSE", "ORD-1"], [(4, german)])
+    assert found == {"STRASSE": (4, "Die Straße heißt Großstraße."),
+                     "ORD-1": (4, "Bestellung ORD-1 ist da.")}
+    assert "ORD-1" in pin_quotes.quote_around("Straße " * 30 + "order ORD-1 here.", ["ORD-1"])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from growth import assert_linear
+
 from chatmem.engine import Engine
 from chatmem.memory.pin_block import pin_lines
 from chatmem.memory.pins import Pin, parse_pins
-from chatmem.memory.replaced_values import replaced_by
+from chatmem.memory.replaced_values import mark_replaced, replaced_by
 
 FILLER = "Note {}: the tea is warm and the garden is quiet today, nothing else to add."
 
@@ -29,6 +31,21 @@ def test_a_corrected_renamed_or_moved_from_value_is_replaced_by_that_turn() -> N
     # The message a value was moved away in replaces it, though pinned from that very turn.
     assert replaced_by(Pin("Leeds", 1, 1, 51, "I moved from Leeds to Shenzhen last week."),
                        []) == 51
+
+
+def test_a_value_said_many_times_in_one_clause_costs_the_clause_s_length() -> None:
+    """Each repeat of a pinned value was read back to its clause's start (and the text
+    after it copied): one pin on 'ORD-1 ' * 13,000 (80 KB, one clause, through MCP
+    record_turn) took 7 s, growing with the square of the message."""
+    pinned = [Pin("ORD-1", 1, 1, 1, "my order is ORD-1")]
+    for unit, size in (("ORD-1 ", 3_400), ("isn't ORD-1 ", 1_700), ("从ORD-1", 3_000)):
+        assert_linear(lambda text: mark_replaced(pinned, [(2, text)]),
+                      lambda n, unit=unit: unit * n, size, unit)
+    # The cue is still read back in its clause, a long one too.
+    filler = " and then some more words" * 40
+    assert replaced_by(pinned[0], [(2, f"I changed it{filler}, moved from ORD-1 to ORD-2")]) == 2
+    assert replaced_by(pinned[0], [(2, f"I changed{filler} it from ORD-1 to ORD-2")]) is None
+    assert replaced_by(pinned[0], [(2, f"it{filler} is ORD-2, not ORD-1.")]) == 2
 
 
 def test_what_only_looks_like_a_replacement_is_not_one() -> None:
