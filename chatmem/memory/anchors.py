@@ -206,6 +206,15 @@ _DETERMINER_BEFORE = re.compile(r"(?<![A-Za-z])(?:the|this|these|those|each|ever
 # sentence goes on after: "pay Bob 50 euros" names Bob.
 _DESIGNATOR = re.compile(r"\s[A-Z](?![A-Za-z0-9])"
                          r"|\s\d+(?:\.\d+)*(?:[:),;]|\.?[ \t]*(?:\n|$)|\.\s)")
+# The words a designator follows as a label (Section 4:, Annex A), wherever they stand; any
+# other word only where its place capitalised it (a heading's "Reminder 2:"): "I lent
+# Alice 200." names Alice.
+_LABEL_NOUNS = frozenset({
+    "Section", "Sections", "Annex", "Clause", "Article", "Appendix", "Schedule", "Exhibit",
+    "Chapter", "Part", "Step", "Reminder", "Item", "Note", "Table", "Figure", "Page",
+    "Paragraph", "Attachment", "Enclosure", "Phase", "Stage", "Option", "Question", "Rule",
+    "Point", "Task", "Level", "Round", "Lesson", "Unit", "Module", "Volume", "Case", "Version",
+})
 _LOOK = 24
 """How far around a word its context is read: a window, so a long text costs its length."""
 
@@ -250,7 +259,9 @@ def _names(text: str) -> list[tuple[int, int]]:
         for group, after_stop in zip(groups, stops, strict=True):
             while group and text[group[-1][1] - 1] == ".":  # an initial or a title
                 group.pop()
-            if group and _DESIGNATOR.match(text, group[-1][1], group[-1][1] + _LOOK):
+            if group and _DESIGNATOR.match(text, group[-1][1], group[-1][1] + _LOOK) and (
+                    text[slice(*group[-1])] in _LABEL_NOUNS
+                    or (len(group) == 1 and _is_start(text, group[0][0]))):
                 group.pop()  # See Section 4: a heading's word, not a name's
             if not group:
                 continue

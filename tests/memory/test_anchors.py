@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from growth import assert_linear
 from hypothesis import given
 from hypothesis import strategies as st
@@ -229,6 +230,17 @@ def test_a_name_stops_at_a_sentence_end_and_a_title_starts_one() -> None:
     assert extract_anchors("Hi Priya, is Alice's car fixed? Then pay Bob 50 euros.") == [
         "Priya", "Alice", "Bob", "50 euros"]
     assert extract_anchors("我和Dr. Smith见面。然后回家") == ["Dr. Smith"]
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("I lent Alice 200.", "Alice"), ("Please pay Carol 45.", "Carol"),
+    ("Send it to Ravi 8.\nThanks", "Ravi"), ("借给 Alice 200 块", "Alice")])
+def test_a_name_a_number_ends_the_clause_after_is_still_a_name(text: str, name: str) -> None:
+    """Only a label's noun (Section 4:) or a word its place capitalised (a heading's
+    "Reminder 2:") is dropped before a designator; "lent Alice 200." names Alice."""
+    assert name in extract_anchors(text)
+    assert extract_anchors("See Section 4: rules") == []
+    assert extract_anchors("Reminder 2: pay the rent") == []
 
 
 def test_words_capitalised_for_their_place_in_a_document_are_not_names() -> None:
