@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from chatmem.privacy import secret_names, sensitive
 from chatmem.privacy.findings import CARD, CODE, MARK_OPEN, PASSWORD, PHONE, Finding, masked, merged
+from chatmem.privacy.followed import Followed
 from chatmem.privacy.unnamed_details import private_label_before
 from chatmem.privacy.word_lists import WordGate, lowered_text
 
@@ -112,7 +113,7 @@ class SecretGuard:
     cleared: set[str] = field(default_factory=set)
     """Numbers a label named harmless ("the booking reference:" then the number alone):
     not a card or a phone number wherever they recur, unless found sensitive too."""
-    _patterns: dict[str, re.Pattern[str]] = field(default_factory=dict, repr=False)
+    _followed_values: Followed = field(default_factory=Followed, repr=False, compare=False)
 
     def read(self, texts: Sequence[str], before: Sequence[str] = ()) -> list[str]:
         """Each of `texts` masked, having learnt from all of them what each one hides.
@@ -144,8 +145,10 @@ class SecretGuard:
     def learn(self, found: Iterable[Finding]) -> None:
         for finding in found:
             value = finding.text.strip()
-            if len(value) >= MIN_FOLLOWED and MARK_OPEN not in value:
-                self.known.setdefault(value, finding.kind)
+            if (len(value) >= MIN_FOLLOWED and MARK_OPEN not in value
+                    and value not in self.known):
+                self.known[value] = finding.kind
+                self._followed_values.add(value, finding.kind)
 
     def holds(self, text: str) -> bool:
         """Whether `text` says anything sensitive on its own or anything the guard follows."""
@@ -172,23 +175,11 @@ class SecretGuard:
         return merged(text, [*own, *answer, *self._followed(text)])
 
     def _followed(self, text: str) -> Iterable[Finding]:
-        for value, kind in self.known.items():
-            pattern = self._patterns.get(value)
-            if pattern is None:
-                pattern = self._patterns[value] = _occurrence(value)
-            for match in pattern.finditer(text):
-                yield Finding(kind, match.start(), match.end(), match.group())
-
-
-def _occurrence(value: str) -> re.Pattern[str]:
-    """Where `value` is said again: as a whole word, its digit groups spaced any way."""
-    if re.fullmatch(r"[\d\s()+-]+", value):
-        digits = re.sub(r"\D", "", value)
-        body = r"[\s()+-]?".join(re.escape(d) for d in digits)
-        return re.compile(rf"(?<![\d]){body}(?![\d])")
-    edge_start = r"(?<![A-Za-z0-9])" if value[0].isascii() and value[0].isalnum() else ""
-    edge_end = r"(?![A-Za-z0-9])" if value[-1].isascii() and value[-1].isalnum() else ""
-    return re.compile(edge_start + re.escape(value) + edge_end, re.IGNORECASE)
+        if self._followed_values.count != len(self.known):  # `known` set from outside
+            self._followed_values = Followed()
+            for value, kind in self.known.items():
+                self._followed_values.add(value, kind)
+        return self._followed_values.findings(text)
 
 
 def _may_answer(text: str) -> bool:

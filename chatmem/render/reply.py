@@ -15,11 +15,13 @@ import signal
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import TYPE_CHECKING
 
 from chatmem.render.terminal import Printable, printable
 
 if TYPE_CHECKING:
+    from markdown_it.token import Token
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.live import Live
 
@@ -40,11 +42,50 @@ class _GrowingMarkdown:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.markdown import Markdown
+        from rich.text import Text
 
         # No OSC 8 links: their visible text is the reply's to choose, so [a bank's URL](a
         # phishing one) would show one address and open another. Without, the target
         # is printed after the text.
-        yield Markdown(printable(self.text), code_theme=CODE_THEME, hyperlinks=False)
+        shown = printable(self.text)
+        markdown = Markdown(shown, code_theme=CODE_THEME, hyperlinks=False)
+        # Nested too deep, a reply hides text that is stored and sent: past its nesting
+        # limit the parser drops what the deepest quote or list item holds, and each level
+        # drawn takes columns until none are left. Then it is shown as written.
+        hidden = _hides_text(markdown.parsed, options.max_width)
+        yield Text(shown) if hidden else markdown
+
+
+MIN_TEXT_WIDTH = 12
+"""Fewest columns the text inside quotes and list items is drawn in as Markdown."""
+_INDENTS = {"blockquote_open": 4, "list_item_open": 3}
+"""Columns rich.markdown takes from the width for each (an ordered item: more for long
+numbers)."""
+
+
+def _hides_text(tokens: Sequence[Token], width: int) -> bool:
+    """Whether drawing `tokens` in `width` columns would leave text out: what a container
+    nested past the parser's limit held (it opens at the deepest level and closes at once),
+    or text nested so deep that no width is left for it."""
+    deepest, indents = _max_nesting() - 1, [0]
+    for at, token in enumerate(tokens):
+        if token.nesting == 1:
+            if token.level >= deepest and at + 1 < len(tokens) and tokens[at + 1].nesting == -1:
+                return True
+            indent = _INDENTS.get(token.type, 0) + (len(token.info) if token.info else 0)
+            indents.append(indents[-1] + indent)
+        elif token.nesting == -1:
+            indents.pop()
+        elif width - indents[-1] < MIN_TEXT_WIDTH:
+            return True
+    return False
+
+
+@cache
+def _max_nesting() -> int:
+    from markdown_it import MarkdownIt
+
+    return int(MarkdownIt().options.maxNesting)  # the parser rich.markdown builds
 
 
 class ReplyWriter:

@@ -20,10 +20,10 @@ STYLES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 REPLY = ["Use **bold** ", "here.\n\n- one\n- two\n\n", "```python\nx = 1\n```\n", "终于 \x1b[2J"]
 
 
-def console(*, terminal: bool) -> tuple[Console, io.StringIO]:
+def console(*, terminal: bool, width: int = 60) -> tuple[Console, io.StringIO]:
     screen = io.StringIO()
     # What make_console builds, on a screen the test can read.
-    return SafeConsole(file=screen, force_terminal=terminal, color_system="256", width=60,
+    return SafeConsole(file=screen, force_terminal=terminal, color_system="256", width=width,
                        highlight=False, soft_wrap=False), screen
 
 
@@ -128,3 +128,41 @@ def test_a_link_in_a_reply_shows_where_it_goes_and_is_no_terminal_hyperlink() ->
     assert "\x1b]8;" not in screen.getvalue()
     assert "https://bank.example/login" in shown
     assert "http://evil.example/phish" in shown
+
+
+@pytest.mark.parametrize("reply", [
+    "> " * 20 + "the door code is in the blue box\n\nafter",
+    "> " * 40 + "the door code is in the blue box\n\nafter",
+    "".join("  " * i + f"- step {i}\n" for i in range(9)) + "  " * 9 + "- the blue box\n\nafter",
+    "> - " * 12 + "the blue box\n\nafter",
+    "> " * 30 + "门禁密码在蓝色盒子里\n\nafter",
+])
+def test_text_nested_past_the_markdown_limit_is_still_shown(reply: str) -> None:
+    """The parser drops what a quote or list nested 20 levels deep holds, on a terminal wide
+    enough for all the levels: the reply is shown as written instead, all of it."""
+    out, screen = console(terminal=True, width=300)
+    writer = ReplyWriter([out], markdown=True)
+    writer.write(reply)
+    writer.end()
+    shown = " ".join(STYLES.sub("", screen.getvalue()).split())
+    assert ("blue box" in shown or "门禁密码在蓝色盒子里" in shown) and "after" in shown
+
+
+def test_text_nested_deeper_than_the_terminal_is_wide_is_still_shown() -> None:
+    """Each quote level takes four columns: 15 of them leave none of 60."""
+    out, screen = console(terminal=True)
+    writer = ReplyWriter([out], markdown=True)
+    writer.write("> " * 15 + "the door code is in the blue box")
+    writer.end()
+    assert "in the blue box" in " ".join(STYLES.sub("", screen.getvalue()).split())
+
+
+def test_nesting_within_the_limits_is_still_markdown() -> None:
+    out, screen = console(terminal=True, width=100)
+    writer = ReplyWriter([out], markdown=True)
+    writer.write("> " * 19 + "the **blue** box\n\n" + "".join(
+        "  " * i + f"- step {i}\n" for i in range(9)))
+    writer.end()
+    shown = STYLES.sub("", screen.getvalue())
+    assert "blue box" in shown and "**" not in shown and "> >" not in shown
+    assert "• step 0" in shown and "• step 8" in shown and "- step" not in shown
