@@ -196,6 +196,10 @@ class SqliteOpening:
         try:
             pending = self._pending_migrations()
             if pending:
+                # A write that changes nothing: a file this process may not write refuses
+                # here, before an upgrade is announced that cannot run.
+                version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+                self.conn.execute(f"PRAGMA user_version = {version}")
                 self._on_upgrade(upgrading.upgrading(self.location, pending))
                 apply_migrations(self.sqlite, pending)
             self.conn.execute("COMMIT")

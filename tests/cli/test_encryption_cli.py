@@ -350,7 +350,7 @@ def test_the_key_is_in_no_file_and_no_output(tmp_path: Path) -> None:
     crash = subprocess.run(
         [sys.executable, "-c",
          "import sys; from chatmem.store import sqlite_backend as c\n"
-         "def boom(self): raise RuntimeError('unexpected')\n"
+         "def boom(self, *args): raise RuntimeError('unexpected')\n"
          "c.SqliteBackend._migrate = boom\n"
          "from chatmem.cli import main; sys.argv = ['chatmem', 'sessions', 'list']; main()"],
         env={**env, "CHATMEM_KEY": NEW_KEY}, capture_output=True, text=True, timeout=60)

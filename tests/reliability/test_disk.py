@@ -12,12 +12,13 @@ import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from checks import assert_file_consistent
 from cli_runner import chat, invoke
 
-import chatmem.store.sqlite_backend as connection
+import chatmem.store.sqlite_opening as connection
 
 
 def test_a_read_only_file_fails_before_the_model_is_called(
@@ -28,8 +29,8 @@ def test_a_read_only_file_fails_before_the_model_is_called(
     before = db.read_bytes()
     log = tmp_path / "requests.jsonl"
     monkeypatch.setattr(connection, "connect",
-                        lambda path, key=None: sqlite3.connect(f"file:{path}?mode=ro", uri=True,
-                                                               timeout=5))
+                        lambda path, key=None, **_: sqlite3.connect(f"file:{path}?mode=ro",
+                                                                  uri=True, timeout=5))
     monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", str(log))
     result = chat(db, "s", "second turn\n", "-s", "summary")
     assert result.exit_code == 2
@@ -63,8 +64,8 @@ def test_an_older_read_only_file_says_it_must_be_upgraded(
     made.close()
     before = db.read_bytes()
     monkeypatch.setattr(connection, "connect",
-                        lambda path, key=None: sqlite3.connect(f"file:{path}?mode=ro", uri=True,
-                                                               timeout=5))
+                        lambda path, key=None, **_: sqlite3.connect(f"file:{path}?mode=ro",
+                                                                  uri=True, timeout=5))
     listed = invoke("sessions", "list", "--db", str(db))
     assert (listed.exit_code, listed.stderr) == (
         2, f"error: {db} was written by an older chatmem and must be upgraded before use,"
@@ -78,8 +79,8 @@ def fill_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     a full disk holds it (until monkeypatch.undo)."""
     opened = connection.connect
 
-    def at_its_limit(path: str | Path, key: str | None = None) -> sqlite3.Connection:
-        conn = opened(path, key)
+    def at_its_limit(path: str | Path, key: str | None = None, **how: Any) -> sqlite3.Connection:
+        conn = opened(path, key, **how)
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {pages}")  # not one page more
         return conn

@@ -9,11 +9,12 @@ import chatmem
 
 PACKAGE = Path(chatmem.__file__).parent
 SQLITE_SIDE = {"store/sqlite_backend.py", "store/sqlite_words.py", "store/sqlite_files.py",
-               "store/sqlite_failures.py", "store/cipher.py", "store/schema.py",
-               "store/sqlite_tables.py", "store/sqlite_upgrades.py", "store/sqlite_rewrites.py",
-               "store/vector_cache.py"}
+               "store/sqlite_opening.py", "store/sqlite_failures.py", "store/cipher.py",
+               "store/schema.py", "store/upgrading.py", "store/sqlite_tables.py",
+               "store/sqlite_upgrades.py", "store/sqlite_rewrites.py", "store/vector_cache.py"}
 """The SQLite backend (its full-text index in sqlite_words.py, its file on disk in
-sqlite_files.py, its errors in sqlite_failures.py), SQLCipher's file conversions,
+sqlite_files.py, opening and upgrading it in sqlite_opening.py and upgrading.py, its errors in
+sqlite_failures.py), SQLCipher's file conversions,
 SQLite's migration history (its first tables in sqlite_tables.py, its upgrades in
 sqlite_upgrades.py, the rows they rewrite in sqlite_rewrites.py), and the eval's vector
 cache file (a local SQLite file whatever backend the history uses)."""
