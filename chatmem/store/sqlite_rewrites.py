@@ -163,6 +163,13 @@ def extracted_profile_facts_home(db: sqlite_utils.Database) -> None:
     since = _moment(row[0]) if row else None
     if since is None:
         return
+    first = db.execute("SELECT applied_at FROM _sqlite_migrations WHERE migration_set ="
+                       " 'chatmem' AND name = 'm001_initial'").fetchone()
+    made = _moment(first[0]) if first else None
+    if made is not None and (since - made).total_seconds() < 60:
+        # Made with m004 in it: no extractor of before m004 wrote here. Facts older than
+        # m004 came from an archive restored (created_at kept), opted-in profile facts.
+        return
     # The two stamps differ in form ('T' or ' ', micro- or milliseconds): compared as times.
     candidates = [(fact_id, key, session_id, deleted_at) for fact_id, key, session_id, created_at,
              deleted_at in db.execute(

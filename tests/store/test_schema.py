@@ -334,7 +334,10 @@ def test_profile_facts_the_old_extractor_made_go_back_to_their_session(tmp_path:
                     '2026-01-06T08:00:00.000+00:00'),
                    (7, 'user', 'default', NULL, 'city', 'Paris', NULL, 4,
                     '2026-01-05T08:06:00.000+00:00', '2026-01-05T08:06:00.000+00:00', NULL);
-        UPDATE facts SET source_message_id = 2 WHERE id = 2;""")
+        UPDATE facts SET source_message_id = 2 WHERE id = 2;
+        -- made long before this chatmem brought m004 (the test makes it a moment before)
+        UPDATE _sqlite_migrations SET applied_at = '2026-01-05 07:00:00.000000'
+            WHERE name = 'm001_initial';""")
     conn.commit()
     conn.close()
     with Store(path) as store:
@@ -353,6 +356,25 @@ def test_profile_facts_the_old_extractor_made_go_back_to_their_session(tmp_path:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     conn.close()
+
+
+def test_profile_facts_restored_into_a_history_made_with_m004_stay(tmp_path: Path) -> None:
+    """An archive restored into a new history keeps its facts' created_at: a profile fact the
+    extractor made for a user who opted in, older than this file's m004, is no fact of an
+    old extractor (the file was made with m004 in it) and stays in the profile."""
+    path = tmp_path / "restored.db"
+    made_by_sqlite_utils(path, [fn.__name__ for fn in MIGRATIONS].index(
+        "m019_extracted_profile_facts_in_their_session"))
+    conn = sqlite3.connect(path)
+    conn.execute("""INSERT INTO facts (scope, "user", key, value, source_turn,
+                    source_session_id, created_at, updated_at)
+                    VALUES ('user', 'default', '过敏', '花生', 1, 1, ?, ?)""",
+                 ["2025-06-01T08:00:00.000+00:00"] * 2)
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        [kept] = store.facts.facts(user="default")
+        assert (kept.scope, kept.user, kept.session_id) == (FactScope.USER, "default", None)
 
 
 def test_profile_facts_made_after_facts_stayed_in_their_session_stay(tmp_path: Path) -> None:
