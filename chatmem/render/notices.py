@@ -300,13 +300,13 @@ def _(n: HistoryUpgrading, client: Client) -> str:
 
 @_worded.register
 def _(n: WaitingForUpgrade, repl_hints: bool) -> str:
-    return (f"waiting for another chatmem upgrading history {n.location} (at most"
-            f" {n.seconds} s) …")
+    return (f"waiting for another chatmem holding history {n.location} alone (an upgrade,"
+            f" encrypt or rekey; at most {n.seconds} s) …")
 
 
 @_for_a_client.register
 def _(n: WaitingForUpgrade, client: Client) -> str:
-    return "waited for another chatmem upgrading the history"
+    return "waited for another chatmem holding the history alone (an upgrade)"
 
 
 @_worded.register

@@ -32,20 +32,23 @@ MARK = f"chatmem schema {len(schema.MIGRATIONS)}"
 """The application_name of this chatmem's connections (what it knows of the schema)."""
 
 
-def others_connected(conn: Any) -> list[tuple[int, str | None]]:
-    """(pid, role) of the other client connections to this database that may write to it
-    the old way: not this chatmem's own (`MARK`), nor the server's background workers."""
+def others_connected(conn: Any) -> list[tuple[int, str | None, str]]:
+    """(pid, role, application) of the other client connections to this database that may
+    write to it the old way: not this chatmem's own (`MARK`), nor the server's workers."""
     conn.execute("SELECT pg_stat_clear_snapshot()")  # the activity as it is now
-    return [(int(pid), role) for pid, role in conn.execute(
-        "SELECT pid, usename FROM pg_stat_activity WHERE datname = current_database()"
+    return [(int(pid), role, app or "") for pid, role, app in conn.execute(
+        "SELECT pid, usename, application_name FROM pg_stat_activity"
+        " WHERE datname = current_database()"
         " AND pid <> pg_backend_pid() AND usesysid IS NOT NULL"
         " AND coalesce(backend_type, 'client backend') = 'client backend'"
         " AND application_name IS DISTINCT FROM %s ORDER BY pid", (MARK,)).fetchall()]
 
 
-def described(others: list[tuple[int, str | None]]) -> str:
-    roles = sorted({role for _, role in others if role})
-    pids = ", ".join(str(pid) for pid, _ in others[:5]) + (" …" if len(others) > 5 else "")
+def described(others: list[tuple[int, str | None, str]]) -> str:
+    """`2 other connections: pid 16656 (psql), 16701; role postgres`: what to close."""
+    roles = sorted({role for _, role, _ in others if role})
+    pids = ", ".join(f"{pid} ({app})" if app else str(pid) for pid, _, app in others[:5]) \
+        + (" …" if len(others) > 5 else "")
     return (f"{len(others)} other connection{'s' if len(others) != 1 else ''}: pid {pids}"
             + (f"; role {', '.join(roles)}" if roles else ""))
 

@@ -47,10 +47,10 @@ def upgrading(location: str, pending: list[str]) -> HistoryUpgrading:
 def in_use(location: str, others: str | None = None) -> StoreError:
     """The upgrade refused: `others` (who has the history open, when known) must close it."""
     return StoreError(
-        f"another chatmem has {location} open{f' ({others})' if others else ''}: close it,"
-        " then run again (this"
+        f"another program has {location} open{f' ({others})' if others else ''} (an older"
+        " chatmem, its REPL, serve or mcp, or an SQL shell): close it, then run again (this"
         " chatmem upgrades the history first, alone: an older one writing meanwhile would"
-        " index its messages where they cannot be found); nothing was changed",
+        " store what the upgrade cannot fix); nothing was changed",
         kind=StoreFailure.BUSY, location=location, reason="open in another chatmem process")
 
 

@@ -109,7 +109,8 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      "upgrading history /h/旅行.db (m005_a–m018_b, 14 steps) …"),
     (HistoryUpgrading("/h/c.db", "m018_b", "m018_b", 1), "upgrading history /h/c.db (m018_b) …"),
     (WaitingForUpgrade("/h/c.db", 600),
-     "waiting for another chatmem upgrading history /h/c.db (at most 600 s) …"),
+     "waiting for another chatmem holding history /h/c.db alone (an upgrade, encrypt or"
+     " rekey; at most 600 s) …"),
 ]
 
 
