@@ -130,7 +130,8 @@ def forget(
                          " it did in one line on stderr)")
     from chatmem.app import facts as remembered
     from chatmem.memory.pins import PinnedFact
-    from chatmem.render.facts import left_text, mentions_text, redacted_text
+    from chatmem.privacy.mentions import spelled_otherwise
+    from chatmem.render.facts import kept_spellings_text, left_text, mentions_text, redacted_text
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         candidates = remembered.select_facts(ws, user=user, session=session,
@@ -184,6 +185,10 @@ def forget(
                         soft_wrap=True, markup=False)
     for each in left:
         consoles()[1].print(left_text(each, done=True), soft_wrap=True, markup=False)
+    if purge and (pairs := spelled_otherwise(fact.value)):
+        # Counting them would read every message again, which --yes never does.
+        consoles()[1].print(kept_spellings_text(fact.value, pairs), soft_wrap=True,
+                            markup=False)
     if purge and named:
         consoles()[1].print(
             f"still in the name of {'session' if len(named) == 1 else 'sessions'} "

@@ -327,3 +327,29 @@ def _spaced_apart(text: str, start: int, end: int) -> bool:
     while after < len(text) and text[after] in INVISIBLE:
         after += 1
     return not any(0 <= at < len(text) and _UNSPACED.match(text[at]) for at in (before, after))
+
+
+def spelled_otherwise(value: str) -> list[tuple[str, str]]:
+    """(other, own): the characters a search reads as one of `value`'s that a purge does not
+    (chatmem.chinese_variants: `simplified` against `solely_traditional`), so mentions
+    written with them are kept: 于梅 gives [("於", "于")]; 台北 gives 枱 for 台 (a Hong Kong
+    spelling), never 臺, which both read as 台."""
+    from chatmem.chinese_variants import simplified, solely_traditional
+
+    wide, exact = simplified(), solely_traditional()
+    folding_to: dict[int, list[int]] = {}
+    found: list[tuple[str, str]] = []
+    for own in dict.fromkeys(value):
+        folded = wide.get(ord(own), ord(own))
+        if folded == ord(own) and ord(own) not in wide.values():
+            continue  # no other character is read as this one
+        if not folding_to:
+            for key, to in wide.items():
+                folding_to.setdefault(to, []).append(key)
+        purged = exact.get(ord(own), ord(own))
+        for other in (folded, *folding_to.get(folded, ())):
+            # A compatibility ideograph (U+F9xx) is the same character written again.
+            shown = unicodedata.normalize("NFC", chr(other))
+            if shown != own and exact.get(other, other) != purged and (shown, own) not in found:
+                found.append((shown, own))
+    return found

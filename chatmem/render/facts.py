@@ -234,3 +234,14 @@ def redacted_text(done: Redaction) -> str:
 def owner_text(owner: Owner | None) -> str:
     """`user ann`, `session trip`: whose a fact or a pin is."""
     return f"{owner.scope} {owner.name}" if owner else ""
+
+
+def kept_spellings_text(value: str, pairs: Sequence[tuple[str, str]]) -> str:
+    """`kept any mention written 於 for 于 (a search reads them alike, but they may name
+    someone else): chatmem logs -q 於梅 finds them`."""
+    other = value
+    for shown, own in pairs:
+        other = other.replace(own, shown)
+    spelled = ", ".join(f"{shown} for {own}" for shown, own in pairs)
+    return (f"kept any mention written {spelled} (a search reads them alike, but they may"
+            f" name someone else): chatmem logs -q {other} finds them")
