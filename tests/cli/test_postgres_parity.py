@@ -10,6 +10,7 @@ from pathlib import Path
 from cli_runner import invoke
 from pg import PostgresServer
 
+from chatmem import fts
 from chatmem.store.postgres_backend import PostgresBackend
 
 
@@ -25,9 +26,11 @@ def _english_words(count: int, seed: int) -> list[str]:
 
 
 def _found(url: str, query: str) -> list[str]:
-    """The sessions whose messages the word index finds for `query`, by their best match."""
+    """The sessions whose messages the word index finds for `query`, by their best match,
+    searched by its terms as recall and logs search them (folded as the index is)."""
     with PostgresBackend(url) as db:
-        ids = [message_id for message_id, _, _ in db.word_scores([query], None, None, 10)]
+        ids = [message_id for message_id, _, _ in
+               db.word_scores(fts.search_terms(query), None, None, 10)]
         return [name for (name,) in db.execute(
             "SELECT s.name FROM messages m JOIN sessions s ON s.id = m.session_id"
             " WHERE m.id = ANY(?) ORDER BY s.name", [ids])]
