@@ -209,22 +209,8 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
             raise self.write_error(e) from None
-        self._writing += 1
-        try:
+        with self._committing(after=self._note_log):
             yield
-            self.conn.execute("COMMIT")
-            self._note_log()
-        except sqlite3.OperationalError as e:
-            self.conn.rollback()
-            raise self.write_error(e) from None
-        except sqlite3.Error as e:
-            self.conn.rollback()
-            raise self.statement_error(e) from None
-        except BaseException:
-            self.conn.rollback()
-            raise
-        finally:
-            self._writing -= 1
 
     def session_access(self, session_id: int) -> SessionAccess | None:
         """Every session of a file is its user's own."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -192,17 +192,28 @@ class SqliteOpening:
             back_off()
             if not reconnect():
                 return  # another chatmem upgraded it meanwhile
+        try:
+            with self._committing():
+                pending = self._pending_migrations()
+                if pending:
+                    # A write that changes nothing: a file this process may not write
+                    # refuses here, before an upgrade is announced that cannot run.
+                    version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+                    self.conn.execute(f"PRAGMA user_version = {version}")
+                    self._on_upgrade(upgrading.upgrading(self.location, pending))
+                    apply_migrations(self.sqlite, pending)
+        finally:
+            share_again(self.conn)
+
+    @contextmanager
+    def _committing(self, after: Callable[[], object] = lambda: None) -> Iterator[None]:
+        """The transaction begun on `conn`: committed at the end (then `after`), or rolled
+        back, a driver's error said as chatmem's (`write_error`, `statement_error`)."""
         self._writing += 1
         try:
-            pending = self._pending_migrations()
-            if pending:
-                # A write that changes nothing: a file this process may not write refuses
-                # here, before an upgrade is announced that cannot run.
-                version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
-                self.conn.execute(f"PRAGMA user_version = {version}")
-                self._on_upgrade(upgrading.upgrading(self.location, pending))
-                apply_migrations(self.sqlite, pending)
+            yield
             self.conn.execute("COMMIT")
+            after()
         except sqlite3.OperationalError as e:
             self.conn.rollback()
             raise self.write_error(e) from None
@@ -214,4 +225,3 @@ class SqliteOpening:
             raise
         finally:
             self._writing -= 1
-            share_again(self.conn)
