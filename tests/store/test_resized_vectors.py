@@ -55,6 +55,23 @@ def test_vectors_of_another_size_are_missing_and_not_found_again(store: Store) -
     assert vectors.vector_batch(session_id, MODEL, dimensions=64).positions == [1, 2, 3, 4]
 
 
+def test_a_small_sessions_stale_vectors_are_counted_alike_beside_a_large_one(
+        store: Store) -> None:
+    """A session holding a small share of the file is read from its own messages (an open
+    read every vector of the model in the file): the counts are the same either way."""
+    small, _ = stored_at(store, 64)
+    large = store.sessions.create_session("large", "retrieval")
+    store.history.import_messages(large.id, [{"role": "user", "content": f"第{i}条 note {i}"}
+                                             for i in range(40)])
+    save_rows(store, MODEL, embed_pending(_Sized(32), store.vectors.texts_without_vectors(
+        MODEL, large.id, dimensions=32)))
+    vectors = store.vectors
+    assert vectors.stale_vectors(MODEL, 96, small) == {64: 4}  # from its messages
+    assert vectors.stale_vectors(MODEL, 96, large.id) == {32: 40}  # from the vectors
+    assert vectors.stale_vectors(MODEL, 64, small) == {}
+    assert vectors.stale_vectors(MODEL, 96) == {32: 40, 64: 4}
+
+
 def test_embedded_again_they_replace_the_old_ones(store: Store) -> None:
     session_id, _ = stored_at(store, 64)
     pending = store.vectors.texts_without_vectors(MODEL, session_id, dimensions=96)
