@@ -28,13 +28,22 @@ def test_released_pins_are_told_without_the_repl_command_that_lists_them(
     assert "/summary" not in notice
 
 
-def test_get_context_warns_of_a_context_over_its_budget_as_inspect_does(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+LONG = "长" * 3000 + " word" * 3000
+"""A message a context of 4,000 tokens cannot hold."""
+
+
+@pytest.fixture
+def budgeted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A history file whose contexts have a budget of 4,000 tokens."""
     config = tmp_path / "config.toml"
     config.write_text("context_budget = 4000\n", encoding="utf-8")
     monkeypatch.setenv("CHATMEM_CONFIG", str(config))
-    db = str(tmp_path / "h.db")
-    long = "长" * 3000 + " word" * 3000
+    return str(tmp_path / "h.db")
+
+
+def test_get_context_warns_of_a_context_over_its_budget_as_inspect_does(
+        budgeted: str) -> None:
+    db, long = budgeted, LONG
     _, _, seen = mcp_calls(["--db", db], [
         ("start_conversation", {"name": "长谈", "strategy": "window"}),
         ("record_turn", {"conversation_id": "长谈", "user": long, "assistant": "好"}),
@@ -47,12 +56,8 @@ def test_get_context_warns_of_a_context_over_its_budget_as_inspect_does(
 
 
 def test_explain_turn_gives_the_warnings_of_the_context_sent_as_inspect_does(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text("context_budget = 4000\n", encoding="utf-8")
-    monkeypatch.setenv("CHATMEM_CONFIG", str(config))
-    db = str(tmp_path / "h.db")
-    long = "长" * 3000 + " word" * 3000
+        budgeted: str) -> None:
+    db, long = budgeted, LONG
     *_, explained = mcp_calls(["--db", db], [
         ("start_conversation", {"name": "长谈", "strategy": "window"}),
         ("record_turn", {"conversation_id": "长谈", "user": long, "assistant": "好"}),
