@@ -249,6 +249,9 @@ class Purged:
     still_named: tuple[str, ...]
     left: tuple[LeftMentions, ...] = ()
     """Mentions in sessions others own and share with this role: theirs to erase."""
+    spelled_otherwise: tuple[tuple[str, str], ...] = ()
+    """(other, own) characters a search reads as the value's and the purge did not: the
+    mentions written with them are kept, uncounted (privacy.mentions.spelled_otherwise)."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -257,6 +260,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     rewrite the history so no old page keeps them."""
     from chatmem.app.privacy import drop_vector_cache
     from chatmem.privacy import purge as purging
+    from chatmem.privacy.mentions import spelled_otherwise
 
     # Read first: once erased, the fact's values are nowhere to look them up by.
     planned = _purge_plan(workspace, fact)
@@ -264,7 +268,9 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     left = purging.mentions_left(workspace.store, planned)
     redaction = purging.purge_fact(workspace.store, fact.id)
     drop_vector_cache()
-    return Purged(fact, redaction, tuple(named), tuple(left))
+    # Counting those mentions would read every message again, which a purge never does.
+    return Purged(fact, redaction, tuple(named), tuple(left),
+                  tuple(spelled_otherwise(fact.value)))
 
 
 def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:

@@ -130,7 +130,6 @@ def forget(
                          " it did in one line on stderr)")
     from chatmem.app import facts as remembered
     from chatmem.memory.pins import PinnedFact
-    from chatmem.privacy.mentions import spelled_otherwise
     from chatmem.render.facts import kept_spellings_text, left_text, mentions_text, redacted_text
 
     with open_workspace(settings_from(config, db), create=False) as ws:
@@ -160,6 +159,7 @@ def forget(
         redacted = ""
         named: tuple[str, ...] = ()
         left: tuple[LeftMentions, ...] = ()
+        spelled: tuple[tuple[str, str], ...] = ()
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
@@ -177,7 +177,7 @@ def forget(
                 raise typer.Exit(1)
             purged = remembered.purge(ws, fact)
             named, redacted = purged.still_named, redacted_text(purged.redaction)
-            left = purged.left
+            left, spelled = purged.left, purged.spelled_otherwise
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
@@ -185,9 +185,8 @@ def forget(
                         soft_wrap=True, markup=False)
     for each in left:
         consoles()[1].print(left_text(each, done=True), soft_wrap=True, markup=False)
-    if purge and (pairs := spelled_otherwise(fact.value)):
-        # Counting them would read every message again, which --yes never does.
-        consoles()[1].print(kept_spellings_text(fact.value, pairs), soft_wrap=True,
+    if spelled:
+        consoles()[1].print(kept_spellings_text(fact.value, spelled), soft_wrap=True,
                             markup=False)
     if purge and named:
         consoles()[1].print(
