@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows, fetch_value
-from chatmem.store.records import json_text
 from chatmem.store.session_names import is_session_name, normal_name
 from chatmem.store.sharing import Exemption, row_security_exemption
+from chatmem.store.stored_values import json_text
 
 if TYPE_CHECKING:
     from chatmem.store import Store

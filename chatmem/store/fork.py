@@ -22,9 +22,10 @@ from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.memory_state import MemoryTables
 from chatmem.store.messages import MessageTables
 from chatmem.store.recall import pause
-from chatmem.store.records import SessionRecord, json_text
+from chatmem.store.records import SessionRecord
 from chatmem.store.sessions import SessionTables
 from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
+from chatmem.store.stored_values import json_text
 
 COPIED_TOGETHER = 500
 """Messages one INSERT copies (8 parameters each: within SQLite's 32,766 and PostgreSQL's

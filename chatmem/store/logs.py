@@ -13,7 +13,8 @@ from typing import Any
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
-from chatmem.store.records import TurnStatus, session_address, stored_enum
+from chatmem.store.records import TurnStatus, session_address
+from chatmem.store.stored_values import stored_enum
 from chatmem.store.turns import AT_TURN
 
 _COLUMNS = (

@@ -17,12 +17,10 @@ from chatmem.store.records import (
     FactRecord,
     FactScope,
     SummaryRecord,
-    json_text,
-    known_columns,
-    stored_json,
 )
 from chatmem.store.restored_facts import KeptFact, restore_facts
 from chatmem.store.state_coverage import COVERS_KEY
+from chatmem.store.stored_values import json_text, known_columns, stored_json
 from chatmem.text import profile_forms, profile_name
 
 

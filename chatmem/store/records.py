@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from datetime import datetime
+from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
-from chatmem.text import valid_text
+from chatmem.store.stored_values import (
+    checked_time,
+    json_text,
+    known_columns,
+    read_time,
+    stored_enum,
+    stored_json,
+    unreadable_time,
+)
 
 
 class TurnStatus(StrEnum):
@@ -28,72 +33,6 @@ class FactScope(StrEnum):
 
     SESSION = "session"
     USER = "user"
-
-
-E = TypeVar("E", bound=StrEnum)
-
-
-def stored_enum(kind: type[E], value: Any, what: str) -> E:
-    """A stored enum column's value; an unknown one (edited by hand, or by a newer chatmem) is
-    one clear error naming the row, never a traceback."""
-    try:
-        return kind(value)
-    except ValueError:
-        from chatmem.errors import StoreError
-
-        raise StoreError(f"{what} is {value!r} in the history, which this chatmem does not know"
-                         " (was it edited by hand?)") from None
-
-
-def json_text(value: Any) -> str:
-    """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped. A
-    lone surrogate (a plugin's reason text, say) would make the row unstorable: U+FFFD."""
-    return valid_text(json.dumps(value, ensure_ascii=False))
-
-
-def stored_json(text: str | None, what: str, default: str = "null") -> Any:
-    """A JSON column's value; a row edited outside chatmem is one clear error, not a traceback."""
-    try:
-        return json.loads(text or default)
-    except (ValueError, RecursionError):
-        from chatmem.errors import StoreError
-
-        # "The history": a file or a PostgreSQL database alike.
-        raise StoreError(f"{what} is not valid JSON in the history (was it edited by hand?);"
-                         " `chatmem sessions export` still reads the messages") from None
-
-
-def checked_time(value: Any, what: str) -> Any:
-    """`value` when it is a time chatmem reads (ISO 8601), else one line naming the row: a
-    row another role or a hand wrote never breaks a command with a traceback."""
-    try:
-        _read_time(value)
-    except (TypeError, ValueError):
-        raise unreadable_time(value, what) from None
-    return value
-
-
-_read_time = datetime.fromisoformat
-
-
-def unreadable_time(value: Any, what: str) -> Exception:
-    from chatmem.errors import StoreError, StoreFailure
-
-    shown = value[:40] if isinstance(value, str) else value
-    return StoreError(f"{what}: {shown!r} is not an ISO 8601 time (the row was written "
-                      "outside chatmem)", kind=StoreFailure.DAMAGED)
-
-
-def known_columns(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The row's columns this record knows: a column added by hand or by a newer
-    minor version is ignored, not a crash."""
-    names = _field_names(cls)
-    return {k: v for k, v in row.items() if k in names}
-
-
-@cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
 
 
 MOST_INTEGER = 2**63 - 1
@@ -265,7 +204,7 @@ class MessageRecord:
         # Every message read goes through here (a buffer turn reads them all): the row is
         # named only when its time does not parse.
         try:
-            _read_time(self.created_at)
+            read_time(self.created_at)
         except (TypeError, ValueError):
             raise unreadable_time(self.created_at, f"message {self.id} (session"
                                   f" {self.session_id}, position {self.position}): created_at"

@@ -22,7 +22,8 @@ from chatmem import fts
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.memory_state import profile_facts, profile_in
-from chatmem.store.records import MessageRecord, json_text
+from chatmem.store.records import MessageRecord
+from chatmem.store.stored_values import json_text
 from chatmem.text import INVISIBLE
 
 _KEYS = {"strategy_state": ("session_id", "strategy", "key"),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.store.backend import Statements
-from chatmem.store.records import json_text, stored_json
+from chatmem.store.stored_values import json_text, stored_json
 
 Piece = str | dict[str, Any]
 

@@ -16,8 +16,9 @@ from chatmem.errors import StoreError
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.memory_state import FactTables, profile_in
-from chatmem.store.records import FactRecord, checked_time
+from chatmem.store.records import FactRecord
 from chatmem.store.sessions import SessionTables
+from chatmem.store.stored_values import checked_time
 from chatmem.timestamps import LONGEST_DAYS, parse_time
 
 

@@ -15,11 +15,10 @@ from chatmem.store.records import (
     SessionAccess,
     SessionRecord,
     SessionSummary,
-    json_text,
     session_address,
-    stored_json,
 )
 from chatmem.store.session_names import check_session_name, normal_name
+from chatmem.store.stored_values import json_text, stored_json
 from chatmem.text import is_valid, profile_name
 
 

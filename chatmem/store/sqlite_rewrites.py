@@ -43,7 +43,7 @@ def rendered_prompts_by_reference(db: sqlite_utils.Database) -> None:
     """Each turn's whole `rendered_prompt` moved to `rendered` as pieces
     (chatmem.store.rendered) when they read back byte for byte; left as it was otherwise."""
     from chatmem.store import rendered
-    from chatmem.store.records import json_text
+    from chatmem.store.stored_values import json_text
 
     last = 0
     while True:

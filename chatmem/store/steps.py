@@ -15,8 +15,8 @@ from chatmem import fts
 from chatmem.errors import StoreConflict, StoreError, UsageError
 from chatmem.store.backend import Backend
 from chatmem.store.recall import pause
-from chatmem.store.records import json_text
 from chatmem.store.session_names import check_session_name, normal_name
+from chatmem.store.stored_values import json_text
 from chatmem.text import is_valid, profile_name
 
 
