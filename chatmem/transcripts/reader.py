@@ -22,6 +22,7 @@ from chatmem.transcripts.format import (
     Transcript,
     TranscriptMessage,
 )
+from chatmem.transcripts.json_positions import element_lines, top_level_value
 
 MAX_MESSAGE_CHARACTERS = 1_000_000
 """A longer message (a pasted file) would make every later request huge: refused at import."""
@@ -171,7 +172,7 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
             messages = whole["messages"]
             if not isinstance(messages, list):
                 raise TranscriptError(f"{source}: \"messages\" must be a list")
-            offset = _top_level_value(text, "messages")
+            offset = top_level_value(text, "messages")
             if "chatmem" in whole:
                 # chatmem's own .json export: the JSON Lines header's keys, beside the messages.
                 _read_header(transcript, whole, source)
@@ -181,7 +182,7 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
                         setattr(transcript, key, whole[key])
         else:
             messages, offset = whole, text.index("[")
-        lines = _element_lines(text, offset, len(messages))
+        lines = element_lines(text, offset, len(messages))
     except (IndexError, ValueError, RecursionError) as e:
         # json.loads read the document already: a scan that disagrees is a bug of the scan,
         # still said in one line naming the file, never a traceback.
@@ -201,65 +202,6 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
         transcript.system = first.content
         transcript.items.pop(0)
     return transcript
-
-
-_DECODER = json.JSONDecoder()
-_BLANK = " \t\r\n"
-
-
-def _skip_blank(text: str, index: int) -> int:
-    while text[index] in _BLANK:
-        index += 1
-    return index
-
-
-def _top_level_value(text: str, wanted: str) -> int:
-    """Where the value of the top-level object's key `wanted` begins.
-
-    Key by key, each value skipped whole: a "messages" key nested in another value
-    (an export's "metadata") is never taken for it. The last one wins, as in json.loads.
-    """
-    index = _skip_blank(text, 0)
-    if text[index] != "{":
-        raise ValueError("not an object")
-    index += 1
-    found = None
-    while True:
-        index = _skip_blank(text, index)
-        if text[index] == "}":
-            break
-        key, index = _DECODER.raw_decode(text, index)
-        index = _skip_blank(text, index)
-        if text[index] != ":":
-            raise ValueError("expected ':'")
-        index = _skip_blank(text, index + 1)
-        if key == wanted:
-            found = index
-        _, index = _DECODER.raw_decode(text, index)
-        index = _skip_blank(text, index)
-        if text[index] == ",":
-            index += 1
-    if found is None:
-        raise ValueError(f"no top-level {wanted!r}")
-    return found
-
-
-def _element_lines(text: str, array_start: int, count: int) -> list[int]:
-    """The line each element of the JSON array at `array_start` begins on.
-
-    Newlines are counted from the element before, not from the start: counting from
-    the start made a 20,000-message document take seconds per thousand messages.
-    """
-    lines = []
-    index, line, counted_to = array_start + 1, 1 + text.count("\n", 0, array_start), array_start
-    for _ in range(count):
-        while text[index] in " \t\r\n,":
-            index += 1
-        line += text.count("\n", counted_to, index)
-        counted_to = index
-        lines.append(line)
-        _, index = _DECODER.raw_decode(text, index)
-    return lines
 
 
 def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) -> None:
