@@ -4,19 +4,15 @@ Memory and the engine return these; only chatmem.render.notices words them (for 
 REPL, the CLI, replay and the HTML report alike), so no layer ever parses a sentence
 back. Each notice carries the numbers, ids and names its wording needs.
 
-A context's warnings (`ContextWarning`) are stored with the turn: `warning_json` and
-`warning_from_json` tag them by kind; a warning stored as text by an older version
-comes back as `StoredWarning`.
+A context's own warnings, stored with its turn, are in chatmem.context_warnings.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -347,67 +343,3 @@ def after_calls(notices: list[Notice], calls: int) -> list[Notice]:
     if calls > 1 and notices and isinstance(notices[0], SummaryUpdated | SummaryFailed):
         return [dataclasses.replace(notices[0], calls=calls), *notices[1:]]
     return notices
-
-
-# -- a context's warnings, stored with each turn ------------------------------------
-
-
-@dataclass(frozen=True)
-class OverBudget:
-    """The context takes `tokens`, over `budget`; `fixed`: the system prompt and input alone
-    (with the files attached to it when `attached`)."""
-
-    tokens: int
-    budget: int
-    fixed: bool = False
-    attached: bool = False
-
-
-@dataclass(frozen=True)
-class SummaryBehind:
-    """The summary is behind: turns `first`..`last` are sent unsummarized."""
-
-    first: int
-    last: int
-
-
-@dataclass(frozen=True)
-class EmbeddingFailed:
-    """Embedding the input failed (`error`), so recall ranked by words only."""
-
-    error: str
-
-
-@dataclass(frozen=True)
-class StoredWarning:
-    """A warning an older version stored as text: shown as it was written."""
-
-    text: str
-
-
-ContextWarning = OverBudget | SummaryBehind | EmbeddingFailed | StoredWarning
-
-WARNING_KINDS: dict[str, type[OverBudget | SummaryBehind | EmbeddingFailed]] = {
-    "over_budget": OverBudget, "summary_behind": SummaryBehind,
-    "embedding_failed": EmbeddingFailed,
-}
-
-
-def warning_json(warning: ContextWarning) -> dict[str, Any] | str:
-    """`warning` as stored with the turn: {"kind": …, its values}."""
-    if isinstance(warning, StoredWarning):
-        return warning.text
-    kind = next(k for k, cls in WARNING_KINDS.items() if isinstance(warning, cls))
-    return {"kind": kind, **dataclasses.asdict(warning)}
-
-
-def warning_from_json(data: Mapping[str, Any] | str) -> ContextWarning:
-    """A stored warning back as a value; text (older versions) as a StoredWarning."""
-    if isinstance(data, str):
-        return StoredWarning(data)
-    values = dict(data)
-    cls = WARNING_KINDS.get(values.pop("kind", ""))
-    try:
-        return cls(**values) if cls else StoredWarning(str(data))
-    except TypeError:  # values a newer version added
-        return StoredWarning(str(data))

@@ -21,6 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chatmem.context_warnings import EmbeddingFailed
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
@@ -32,7 +33,7 @@ from chatmem.memory.context import Context
 from chatmem.memory.reasons import Merged, PartReason, Recalled
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
-from chatmem.notices import EmbeddingFailed, IndexingNotice, Notice
+from chatmem.notices import IndexingNotice, Notice
 from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider, Purpose
 from chatmem.store import FactScope, Store, check_session_name, session_name_from

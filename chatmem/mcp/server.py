@@ -136,8 +136,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> Recorded:
         """Store one exchange (the user's message and the reply) as the conversation's next
         turn, then update its memory (summary, facts) as chatmem does after each turn."""
+        from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
-        from chatmem.render.notices import client_notice_text
 
         def open_recording(ws: Workspace) -> Engine[Store]:
             sessions.session_named(ws, conversation_id)  # a handle, never created here
@@ -171,8 +171,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> ContextView:
         """The exact context chatmem would send now: each part with why it is there and its
         tokens (system prompt, summary, facts, recalled messages, recent turns, input)."""
+        from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
-        from chatmem.render.notices import client_notice_text
         from chatmem.render.reasons import dropped_text
 
         settings = memory.settings_for(ctx)
@@ -289,8 +289,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> TurnExplanation:
         """Why each part of a recorded turn's context was there: the exact messages sent,
         part by part, with reasons and token counts."""
+        from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
-        from chatmem.render.notices import client_notice_text
         from chatmem.render.reasons import dropped_text
 
         settings = memory.settings_for(ctx)
@@ -326,8 +326,8 @@ def _opening_notices(engine: Engine[Store], settings: Settings) -> list[str]:
     """What opening the conversation's engine told (the history moved, retention, a saved
     parameter its strategy no longer takes), for the call that opened it, the history of
     `settings` unnamed; a kept engine's later calls are not told again."""
+    from chatmem.render.client_notices import client_notice_text
     from chatmem.render.errors import Client
-    from chatmem.render.notices import client_notice_text
 
     return [client_notice_text(n, Client.MCP, settings) for n in engine.take_opening_notices()]
 

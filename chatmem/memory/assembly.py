@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from chatmem.context_warnings import ContextWarning
 from chatmem.memory.base import ContextRequest, over_budget
 from chatmem.memory.context import PART_ORDER, Context, Part
 from chatmem.memory.history_view import HistoryTurn
@@ -19,7 +20,6 @@ from chatmem.memory.reasons import (
     SystemPrompt,
     turn_run,
 )
-from chatmem.notices import ContextWarning
 
 
 def system_part(request: ContextRequest) -> Part | None:

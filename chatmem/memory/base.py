@@ -17,11 +17,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
+from chatmem.context_warnings import OverBudget
 from chatmem.errors import StrategyError, StrategyFailed
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
-from chatmem.notices import Notice, OverBudget
+from chatmem.notices import Notice
 from chatmem.plugin_calls import guarded, kind_of
 from chatmem.plugin_output import plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask

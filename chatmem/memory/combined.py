@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chatmem.context_warnings import OverBudget
 from chatmem.memory.assembly import assemble
 from chatmem.memory.base import (
     BaseStrategy,
@@ -32,7 +33,7 @@ from chatmem.memory.reasons import (
     turn_run,
 )
 from chatmem.memory.shared_budget import fit_budget, joined, message_key, sent_reason
-from chatmem.notices import Notice, OverBudget
+from chatmem.notices import Notice
 
 MERGED_KINDS: tuple[PartKind, ...] = ("history", "summary", "facts", "recalled")
 """Merge order: history first, so a message it holds is not also recalled."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
 from chatmem.images import ImageRef
 from chatmem.memory.reasons import (
     DroppedNote,
@@ -20,7 +21,6 @@ from chatmem.memory.reasons import (
     reason_from_json,
     reason_json,
 )
-from chatmem.notices import ContextWarning, warning_from_json, warning_json
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 PartKind = Literal["system", "summary", "facts", "recalled", "history", "files", "input"]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from chatmem.context_warnings import ContextWarning, EmbeddingFailed
 from chatmem.errors import ChatmemError
 from chatmem.memory import time_words
 from chatmem.memory.assembly import (
@@ -45,7 +46,7 @@ from chatmem.memory.reasons import (
     turn_run,
 )
 from chatmem.memory.recall_sources import Candidates, StoredRecall
-from chatmem.notices import ContextWarning, EmbeddingFailed, NoEmbedder, Notice
+from chatmem.notices import NoEmbedder, Notice
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chatmem.context_warnings import ContextWarning, SummaryBehind
 from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part
 from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
@@ -18,7 +19,6 @@ from chatmem.memory.params import param
 from chatmem.memory.reasons import Unsummarized, turn_run
 from chatmem.memory.summary_memory import SummaryMemory, next_batch
 from chatmem.memory.summary_state import SummaryState, load_state
-from chatmem.notices import ContextWarning, SummaryBehind
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, takewhile
 
+from chatmem.context_warnings import SummaryBehind
 from chatmem.memory.assembly import (
     assemble,
     drop_leading_assistant,
@@ -30,7 +31,6 @@ from chatmem.memory.pin_block import PinCost, fit_pins
 from chatmem.memory.reasons import NewestTurns, NotYetSummarized, Summarized, turn_run
 from chatmem.memory.summary_memory import FOLD_TOKENS, SummaryMemory, next_batch
 from chatmem.memory.summary_state import SummaryState, load_state
-from chatmem.notices import SummaryBehind
 from chatmem.tokens import TokenCounter
 
 

@@ -12,13 +12,18 @@ from functools import singledispatch
 from typing import TYPE_CHECKING
 
 from chatmem import install_hint
+from chatmem.context_warnings import (
+    ContextWarning,
+    EmbeddingFailed,
+    OverBudget,
+    StoredWarning,
+    SummaryBehind,
+)
 from chatmem.memory.assembly import span
 from chatmem.notices import (
     ContextsByWordsAlone,
     ContextsOverBudget,
     ContextsWithoutVectors,
-    ContextWarning,
-    EmbeddingFailed,
     FactsBehind,
     FactsFailed,
     Failure,
@@ -34,16 +39,13 @@ from chatmem.notices import (
     NoEmbedder,
     Notice,
     OldHistoryLeft,
-    OverBudget,
     ReplyCut,
     RetentionApplied,
     RetentionSkipped,
     SavedParamsDropped,
     SensitiveNotRemembered,
     SettingsNotSaved,
-    StoredWarning,
     StrategyChanged,
-    SummaryBehind,
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
@@ -51,10 +53,10 @@ from chatmem.notices import (
     WaitingForUpgrade,
 )
 from chatmem.privacy.sensitive import describe
-from chatmem.render.errors import Client, by_plugin, without_history
+from chatmem.render.errors import by_plugin
 
 if TYPE_CHECKING:
-    from chatmem.config.settings import Settings
+    pass
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
@@ -126,10 +128,10 @@ def _(n: FactsBehind, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: SensitiveNotRemembered, repl_hints: bool) -> str:
-    return _not_remembered(n, "/remember KEY: VALUE")
+    return not_remembered_text(n, "/remember KEY: VALUE")
 
 
-def _not_remembered(n: SensitiveNotRemembered, way: str) -> str:
+def not_remembered_text(n: SensitiveNotRemembered, way: str) -> str:
     return (f"not remembered: {describe(n.kinds)} (sensitive details stay out of "
             f"memory; {way} stores one on purpose)")
 
@@ -176,15 +178,15 @@ def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
 @_worded.register
 def _(n: StrategyChanged, repl_hints: bool) -> str:
     return (f"session {n.session}: strategy {n.before} → {n.after}"
-            f"{_for_this_call(n.kept, n.owner)}")
+            f"{for_this_call(n.kept, n.owner)}")
 
 
 @_worded.register
 def _(n: ModelChanged, repl_hints: bool) -> str:
-    return f"session {_model_changed(n)}"
+    return f"session {model_changed_text(n)}"
 
 
-def _model_changed(n: ModelChanged) -> str:
+def model_changed_text(n: ModelChanged) -> str:
     by = f" ({n.by})" if n.by else ""
     if n.owner is not None:
         return (f"{n.session} ran on {n.before}; this run runs on {n.after}{by}"
@@ -205,69 +207,25 @@ def not_saved(owner: str) -> str:
 
 @_worded.register
 def _(n: SavedParamsDropped, repl_hints: bool) -> str:
-    return f"session {_saved_params_dropped(n)}"
+    return f"session {saved_params_dropped_text(n)}"
 
 
-def _saved_params_dropped(n: SavedParamsDropped) -> str:
+def saved_params_dropped_text(n: SavedParamsDropped) -> str:
     left_out = [*(f"{p} (no longer a parameter of it)" for p in n.unknown),
                 *(f"{p} (refused now: the default is used)" for p in n.refused)]
     return (f"{n.session} was saved by another version of strategy {n.strategy}; "
             f"left out {', '.join(left_out)}")
 
 
-def client_notice_text(notice: Notice | ContextWarning, client: Client,
-                       settings: Settings | None = None) -> str:
-    """One line for `notice` (or a context's warning) as a client of `chatmem mcp` or
-    `chatmem serve` reads it: no REPL advice, a session called what the client calls it (a
-    conversation), and the history of `settings` not named by its path on the server (as
-    in client_error_text)."""
-    return without_history(_for_a_client(notice, client), settings)
-
-
-@singledispatch
-def _for_a_client(notice: Notice | ContextWarning, client: Client) -> str:
-    return notice_text(notice, repl_hints=False)
-
-
-@_for_a_client.register
-def _(n: ModelChanged, client: Client) -> str:
-    return f"conversation {_model_changed(n)}"
-
-
-@_for_a_client.register
-def _(n: SavedParamsDropped, client: Client) -> str:
-    return f"conversation {_saved_params_dropped(n)}"
-
-
-@_for_a_client.register
-def _(n: SensitiveNotRemembered, client: Client) -> str:
-    if client is Client.MCP:
-        return _not_remembered(n, "the remember tool")
-    return f"not remembered: {describe(n.kinds)} (sensitive details stay out of memory)"
-
-
-@_for_a_client.register
-def _(n: StrategyChanged, client: Client) -> str:
-    return (f"conversation {n.session}: strategy {n.before} → {n.after}"
-            f"{_for_this_call(n.kept, n.owner)}")
-
-
 @_worded.register
 def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
     return (f"session {n.session}: system prompt replaced "
-            f"({n.before_chars} → {n.after_chars} characters){_for_this_call(n.kept, n.owner)}")
+            f"({n.before_chars} → {n.after_chars} characters){for_this_call(n.kept, n.owner)}")
 
 
 @_worded.register
 def _(n: HistoryMoved, repl_hints: bool) -> str:
     return f"moved the history file from {n.old} to {n.new} (the platform's data directory)"
-
-
-@_for_a_client.register
-def _(n: HistoryMoved, client: Client) -> str:
-    # Where the server keeps its files is not the client's business (client_error_text).
-    return ("moved the history file from the config directory, where an older chatmem kept "
-            "it, to the platform's data directory")
 
 
 @_worded.register
@@ -277,25 +235,13 @@ def _(n: OldHistoryLeft, repl_hints: bool) -> str:
             "sessions here; then remove it")
 
 
-@_for_a_client.register
-def _(n: OldHistoryLeft, client: Client) -> str:
-    return ("an older chatmem's history is still in the config directory and its "
-            "conversations are not read; any chatmem command run in a terminal names it and "
-            "says how to bring them here")
-
-
-def _migrations(n: HistoryUpgrading) -> str:
+def migrations_text(n: HistoryUpgrading) -> str:
     return n.first if n.count == 1 else f"{n.first}–{n.last}, {n.count} steps"
 
 
 @_worded.register
 def _(n: HistoryUpgrading, repl_hints: bool) -> str:
-    return f"upgrading history {n.location} ({_migrations(n)}) …"
-
-
-@_for_a_client.register
-def _(n: HistoryUpgrading, client: Client) -> str:
-    return f"upgrading the history for this chatmem ({_migrations(n)})"
+    return f"upgrading history {n.location} ({migrations_text(n)}) …"
 
 
 @_worded.register
@@ -304,22 +250,12 @@ def _(n: WaitingForUpgrade, repl_hints: bool) -> str:
             f" encrypt or rekey; at most {n.seconds} s) …")
 
 
-@_for_a_client.register
-def _(n: WaitingForUpgrade, client: Client) -> str:
-    return "waited for another chatmem holding the history alone (an upgrade)"
-
-
 @_worded.register
 def _(n: RetentionApplied, repl_hints: bool) -> str:
-    return _retention_applied(n, "session")
+    return retention_applied_text(n, "session")
 
 
-@_for_a_client.register
-def _(n: RetentionApplied, client: Client) -> str:
-    return _retention_applied(n, "conversation")
-
-
-def _retention_applied(n: RetentionApplied, noun: str) -> str:
+def retention_applied_text(n: RetentionApplied, noun: str) -> str:
     parts = []
     if n.sessions:
         parts.append(f"{counted(len(n.sessions), noun)} ({counted(n.messages, 'message')})")
@@ -360,7 +296,7 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
-def _for_this_call(kept: bool, owner: str | None = None) -> str:
+def for_this_call(kept: bool, owner: str | None = None) -> str:
     if owner is not None:
         return f" for this call ({not_saved(owner)})"
     return "" if kept else " for this call (--save keeps it)"

@@ -8,8 +8,8 @@ from registered import create_embedder, create_strategy
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
+from chatmem.context_warnings import EmbeddingFailed
 from chatmem.errors import ConfigError, ProviderError
-from chatmem.notices import EmbeddingFailed
 
 
 def embedder_for(server, **table):

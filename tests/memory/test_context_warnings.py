@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatmem.memory.context import Context, Message, Part
-from chatmem.notices import (
+from chatmem.context_warnings import (
     ContextWarning,
     EmbeddingFailed,
     OverBudget,
@@ -14,6 +13,7 @@ from chatmem.notices import (
     warning_from_json,
     warning_json,
 )
+from chatmem.memory.context import Context, Message, Part
 
 WARNINGS: list[ContextWarning] = [OverBudget(5_120, 4_000), OverBudget(30, 20, fixed=True),
                                   SummaryBehind(3, 9), EmbeddingFailed("HTTP 500 服务器错误")]

@@ -12,13 +12,14 @@ from listed_history import ListHistory, scratch_state
 from registered import create_strategy, open_session
 
 from chatmem.config.settings import Settings
+from chatmem.context_warnings import SummaryBehind
 from chatmem.engine import Engine
 from chatmem.errors import ProviderTimeout
 from chatmem.memory import pins
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Context, Message
 from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryClipped
-from chatmem.notices import SummaryBehind, SummaryFailed, SummaryUpdated
+from chatmem.notices import SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_summary import extractive_summary

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 from listed_history import ListHistory, scratch_state
 from registered import create_strategy
 
+from chatmem.context_warnings import OverBudget
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
 from chatmem.memory.reasons import DroppedTurns, NewestTurns
-from chatmem.notices import OverBudget
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)

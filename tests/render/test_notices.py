@@ -6,9 +6,14 @@ import pytest
 
 from chatmem import install_hint
 from chatmem.activity import ActivityStep, SendingOverBudget, Work
-from chatmem.notices import (
+from chatmem.context_warnings import (
     ContextWarning,
     EmbeddingFailed,
+    OverBudget,
+    StoredWarning,
+    SummaryBehind,
+)
+from chatmem.notices import (
     FactsBehind,
     FactsFailed,
     Failure,
@@ -22,12 +27,9 @@ from chatmem.notices import (
     ModelChanged,
     NoEmbedder,
     Notice,
-    OverBudget,
     ReplyCut,
     SensitiveNotRemembered,
-    StoredWarning,
     StrategyChanged,
-    SummaryBehind,
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
@@ -134,8 +136,8 @@ def test_a_replay_words_a_notice_without_the_repl_advice() -> None:
 
 
 def test_a_client_is_told_no_repl_command_it_cannot_type() -> None:
+    from chatmem.render.client_notices import client_notice_text
     from chatmem.render.errors import Client
-    from chatmem.render.notices import client_notice_text
 
     released = SummaryUpdated(version=2, upto=2, added=1, removed=1, unit="words",
                               released=("Rex", "西湖"), pin_limit=16)

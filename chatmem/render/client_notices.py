@@ -1,0 +1,101 @@
+"""Notices worded for a client of `chatmem mcp` or `chatmem serve`: no REPL advice, a session
+called a conversation, and nothing about where the server keeps its files."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import TYPE_CHECKING
+
+from chatmem.context_warnings import ContextWarning
+from chatmem.notices import (
+    HistoryMoved,
+    HistoryUpgrading,
+    ModelChanged,
+    Notice,
+    OldHistoryLeft,
+    RetentionApplied,
+    SavedParamsDropped,
+    SensitiveNotRemembered,
+    StrategyChanged,
+    WaitingForUpgrade,
+)
+from chatmem.privacy.sensitive import describe
+from chatmem.render.errors import Client, without_history
+from chatmem.render.notices import (
+    for_this_call,
+    migrations_text,
+    model_changed_text,
+    not_remembered_text,
+    notice_text,
+    retention_applied_text,
+    saved_params_dropped_text,
+)
+
+if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
+
+
+def client_notice_text(notice: Notice | ContextWarning, client: Client,
+                       settings: Settings | None = None) -> str:
+    """One line for `notice` (or a context's warning) as a client of `chatmem mcp` or
+    `chatmem serve` reads it: no REPL advice, a session called what the client calls it (a
+    conversation), and the history of `settings` not named by its path on the server (as
+    in client_error_text)."""
+    return without_history(_for_a_client(notice, client), settings)
+
+
+@singledispatch
+def _for_a_client(notice: Notice | ContextWarning, client: Client) -> str:
+    return notice_text(notice, repl_hints=False)
+
+
+@_for_a_client.register
+def _(n: ModelChanged, client: Client) -> str:
+    return f"conversation {model_changed_text(n)}"
+
+
+@_for_a_client.register
+def _(n: SavedParamsDropped, client: Client) -> str:
+    return f"conversation {saved_params_dropped_text(n)}"
+
+
+@_for_a_client.register
+def _(n: SensitiveNotRemembered, client: Client) -> str:
+    if client is Client.MCP:
+        return not_remembered_text(n, "the remember tool")
+    return f"not remembered: {describe(n.kinds)} (sensitive details stay out of memory)"
+
+
+@_for_a_client.register
+def _(n: StrategyChanged, client: Client) -> str:
+    return (f"conversation {n.session}: strategy {n.before} → {n.after}"
+            f"{for_this_call(n.kept, n.owner)}")
+
+
+@_for_a_client.register
+def _(n: HistoryMoved, client: Client) -> str:
+    # Where the server keeps its files is not the client's business (client_error_text).
+    return ("moved the history file from the config directory, where an older chatmem kept "
+            "it, to the platform's data directory")
+
+
+@_for_a_client.register
+def _(n: OldHistoryLeft, client: Client) -> str:
+    return ("an older chatmem's history is still in the config directory and its "
+            "conversations are not read; any chatmem command run in a terminal names it and "
+            "says how to bring them here")
+
+
+@_for_a_client.register
+def _(n: HistoryUpgrading, client: Client) -> str:
+    return f"upgrading the history for this chatmem ({migrations_text(n)})"
+
+
+@_for_a_client.register
+def _(n: WaitingForUpgrade, client: Client) -> str:
+    return "waited for another chatmem holding the history alone (an upgrade)"
+
+
+@_for_a_client.register
+def _(n: RetentionApplied, client: Client) -> str:
+    return retention_applied_text(n, "conversation")
