@@ -149,13 +149,16 @@ class RedactionTables:
             profile, forms = profile_in('"user"', user)
             owner = (f"(session_id IN ({sessions}) OR ({profile_facts(self._db.own_rows)}"
                      f" AND {profile}))")
-            self._rewrite_column("facts", Place.FACTS, "value", False, found, rewrite,
-                                 owner, forms, done)
+            # Keys too: a key may name the person ("zebulon's birthday").
+            for column in ("key", "value"):
+                self._rewrite_column("facts", Place.FACTS, column, False, found, rewrite,
+                                     owner, forms, done)
             if self._table_exists("fact_history"):
-                self._rewrite_column("fact_history", Place.FACT_HISTORY, "value", False,
-                                     found, rewrite,
-                                     f"fact_id IN (SELECT id FROM facts WHERE {owner})", forms,
-                                     done)
+                for column in ("key", "value"):
+                    self._rewrite_column("fact_history", Place.FACT_HISTORY, column, False,
+                                         found, rewrite,
+                                         f"fact_id IN (SELECT id FROM facts WHERE {owner})",
+                                         forms, done)
         return done
 
     def _rewrite_messages(self, sessions: str, found: _Found, rewrite: Rewrite,
@@ -305,5 +308,7 @@ def _rewrite_in(data: Any, rewrite: Rewrite) -> Any:
     if isinstance(data, list):
         return [_rewrite_in(item, rewrite) for item in data]
     if isinstance(data, dict):
-        return {key: _rewrite_in(item, rewrite) for key, item in data.items()}
+        # Keys too: a strategy may count by name ({"Zebulon": 2}). Two keys the rewrite makes
+        # one keep the later's value.
+        return {rewrite(key): _rewrite_in(item, rewrite) for key, item in data.items()}
     return data
