@@ -124,7 +124,9 @@ def test_prune_listing(db: str) -> None:
 def test_purge_plan(db: str) -> None:
     plan = output("facts", "forget", "e", "name", "--purge", "--dry-run", "--db", db)
     check("purge_plan", plan)
-    assert plan and all(m["content"][a:b] == "Ada" for m in plan for a, b in m["mentions"])
+    said = plan["messages"]
+    assert said and all(m["content"][a:b] == "Ada" for m in said for a, b in m["mentions"])
+    assert plan["changes"]["messages"] == len([m for m in said if m["mentions"]])
 
 
 def test_ask(db: str) -> None:

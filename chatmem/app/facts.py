@@ -231,6 +231,14 @@ def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
     return purging.mentioned_messages(workspace.store, _purge_plan(workspace, fact))
 
 
+def purge_preview(workspace: Workspace, fact: FactRecord) -> Redaction:
+    """What purging `fact` would change beyond the fact, by place, changing nothing: the plan
+    `purge` applies, so a dry run says what the purge then does."""
+    from chatmem.privacy import purge as purging
+
+    return purging.preview(workspace.store, fact)
+
+
 def purge_left(workspace: Workspace, fact: FactRecord) -> list[LeftMentions]:
     """The mentions purging `fact` would leave: in sessions of its profile others own."""
     from chatmem.privacy import purge as purging

@@ -20,7 +20,7 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.privacy.purge import LeftMentions, Mentioned
-    from chatmem.store import FactRecord
+    from chatmem.store import FactRecord, Redaction
 
 app = ChatmemTyper(help="List and forget the facts chatmem remembers.\n\n"
                         "\b\nExample: chatmem facts list trip", no_args_is_help=True)
@@ -164,7 +164,8 @@ def forget(
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
                 names = remembered.session_addresses(ws, {m.message.session_id for m in mentioned})
-                _print_mentions(names, fact, mentioned, json_out)
+                _print_mentions(names, fact, mentioned, remembered.purge_preview(ws, fact),
+                                json_out)
                 for leaving in remembered.purge_left(ws, fact):
                     consoles()[1].print(left_text(leaving, done=False), markup=False,
                                         soft_wrap=True)
@@ -196,19 +197,26 @@ def forget(
 
 
 def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",
-                    json_out: bool) -> None:
-    from chatmem.render.facts import mention_line, mentions_text
+                    preview: "Redaction", json_out: bool) -> None:
+    from chatmem.render.facts import mention_line, mentions_text, redacted_text
 
     out, err = consoles()
     if json_out:
-        print_json([{"session": names[m.message.session_id], "turn": m.message.turn,
-                     "position": m.message.position, "role": m.message.role,
-                     "content": m.message.content,
-                     "mentions": [[s.start, s.end] for s in m.spans],
-                     "unsure": [[s.start, s.end] for s in m.unsure],
-                     "kept": [[s.start, s.end] for s in m.kept],
-                     "spelled_otherwise": [[s.start, s.end] for s in m.spelled_otherwise]}
-                    for m in mentioned])
+        print_json({
+            "fact": {"id": fact.id, "key": fact.key},
+            "messages": [{"session": names[m.message.session_id], "turn": m.message.turn,
+                          "position": m.message.position, "role": m.message.role,
+                          "content": m.message.content,
+                          "mentions": [[s.start, s.end] for s in m.spans],
+                          "unsure": [[s.start, s.end] for s in m.unsure],
+                          "kept": [[s.start, s.end] for s in m.kept],
+                          "spelled_otherwise": [[s.start, s.end]
+                                                for s in m.spelled_otherwise]}
+                         for m in mentioned],
+            # What the purge then changes, row by row, from the plan it applies.
+            "changes": {place.value: n for place, n in preview.counts.items()},
+            "sessions": len(preview.sessions),
+            "deleted_facts": list(preview.deleted_facts.values())})
         return
     # What is erased; then, apart, what is erased but may be the start of a longer name,
     # and what is kept as part of a longer name the profile has stored.
@@ -225,8 +233,9 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
             where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
             out.print(mention_line(where, m.message.role, m.message.content,
                                    [(s.start, s.end) for s in spans]), soft_wrap=True)
-    err.print(f"would erase fact {fact.id} ({fact.key}) and {mentions_text(mentioned)};"
-              " nothing was changed", markup=False, soft_wrap=True)
+    err.print(f"would erase fact {fact.id} ({fact.key}) and {mentions_text(mentioned)}"
+              f"{redacted_text(preview, dry_run=True)}; nothing was changed", markup=False,
+              soft_wrap=True)
 
 
 def _scope_word(fact: "FactRecord") -> str:

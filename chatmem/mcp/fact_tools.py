@@ -89,14 +89,21 @@ def add_fact_tools(server: MCPServer[Any], memory: Memory) -> None:
             owner = _owner_name(ws, chosen)
             mentions = 0
             still_named: list[str] = []
+            redaction = None
             if purge:
                 mentions = sum(len(m.spans) for m in facts.purge_mentions(ws, chosen))
                 if confirm:
-                    still_named = list(facts.purge(ws, chosen).still_named)
+                    purged = facts.purge(ws, chosen)
+                    still_named, redaction = list(purged.still_named), purged.redaction
+                else:
+                    redaction = facts.purge_preview(ws, chosen)
             elif confirm:
                 facts.forget(ws, chosen)
+            changes = {p.value: n for p, n in redaction.counts.items()} if redaction else {}
+            deleted = list(redaction.deleted_facts.values()) if redaction else []
             return Forgotten(done=confirm, fact=fact_result(chosen, owner), purge=purge,
-                             mentions=mentions, still_named=still_named)
+                             mentions=mentions, still_named=still_named, changes=changes,
+                             deleted_facts=deleted)
 
 
 def _owner_name(ws: Workspace, fact: FactRecord) -> str:

@@ -143,6 +143,14 @@ class Forgotten(BaseModel):
     still_named: list[str] = Field(default_factory=list, description=(
         "After a purge (confirm=true): the conversations whose name still holds the erased "
         "value; a purge leaves names as they are (`chatmem sessions rename` changes one)."))
+    changes: dict[str, int] = Field(default_factory=dict, description=(
+        "With purge: the stored rows whose text the purge changes (or changed, when done), "
+        "by place (messages, turns, summaries, anchors, strategy_state, system_prompts, "
+        "probes, facts, fact_history, facts_deleted, vectors); a dry run counts what the "
+        "purge then does."))
+    deleted_facts: list[str] = Field(default_factory=list, description=(
+        "With purge: keys of other facts deleted (or to be) because nothing but the erased "
+        "value was left in them."))
 
 
 class StrategyScore(BaseModel):

@@ -157,13 +157,14 @@ def purged_line(fact_id: int) -> str:
     return json.dumps({"id": fact_id, "purged": True})
 
 
-def scrub_fact(facts: FactRepository, fact_id: int) -> int:
-    """Redact a purged fact's lines from every stored turn context; returns turns changed.
+def scrub_fact(facts: FactRepository, fact_id: int, *, write: bool = True) -> list[int]:
+    """Redact a purged fact's lines from every stored turn context; returns the turns
+    changed (with `write` false, those it would change, changing nothing: a dry run).
 
     Past contexts are records of what was sent, but a purge promises no trace:
     the fact's line becomes a marker, in the context and in the rendered prompt.
     """
-    changed = 0
+    changed: list[int] = []
     for turn_id, context, rendered in facts.turn_contexts_with("facts"):
         removed: list[str] = []
         for part in context.get("parts", []):
@@ -178,8 +179,9 @@ def scrub_fact(facts: FactRepository, fact_id: int) -> int:
         if removed:
             for line in removed:
                 rendered = rendered.replace(line, purged_line(fact_id)) if rendered else rendered
-            facts.rewrite_turn_context(turn_id, context, rendered)
-            changed += 1
+            if write:
+                facts.rewrite_turn_context(turn_id, context, rendered)
+            changed.append(turn_id)
     return changed
 
 

@@ -14,13 +14,14 @@ on the way, nothing does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.errors import StoreError
 from chatmem.privacy.mentions import (
+    MARKER,
     Span,
     all_spans,
     begins_longer_name,
@@ -32,10 +33,12 @@ from chatmem.privacy.mentions import (
     unsure,
 )
 from chatmem.store.records import FactScope
+from chatmem.store.redaction import Place
 
 if TYPE_CHECKING:
     from chatmem.store import FactRecord, MessageRecord, Redaction
     from chatmem.store.protocols import PrivacyStore
+    from chatmem.store.redaction import RewritePlan
 
 
 @dataclass(frozen=True)
@@ -155,13 +158,23 @@ def sessions_named_with(store: PrivacyStore, purge: Purge) -> list[str]:
 def erase(store: PrivacyStore, purge: Purge) -> Redaction:
     """Erase every mention of the purge's values in its sessions and the profile's facts."""
     return store.redactions.rewrite_stored_text(purge.session_ids, purge.user, purge.needles,
-                                                partial(erase_mentions, values=purge.values,
-                                                        keep=purge.keep), beyond_ascii=True)
+                                                _eraser(purge), beyond_ascii=True)
+
+
+def preview(store: PrivacyStore, fact: FactRecord) -> Redaction:
+    """What `purge_fact` would change beyond the fact, changing nothing: the plan it applies
+    (`_planned`), so a dry run counts what the purge then does."""
+    from chatmem.memory.facts import scrub_fact
+
+    planned = _planned(store, fact)
+    return _with_turns(planned.redaction, scrub_fact(store.facts, fact.id, write=False))
 
 
 def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
     """Erase a fact physically, its line from the contexts that sent it, and every mention
-    of its values (`plan`), in one transaction; then rewrite the file (`vacuum`).
+    of its values (`plan`), in one transaction; then rewrite the file (`vacuum`). Another
+    fact left with nothing of its own (its whole value was a purged one) is deleted too:
+    kept, it would send [forgotten] with every turn.
 
     All or nothing: a store error on the way (a full disk, a lost connection, a
     refused statement) undoes every change, and is raised again saying so; Ctrl-C
@@ -172,15 +185,39 @@ def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
     try:
         with store.write():
             # Read under the write lock: what the fact holds now is what goes.
-            fact = store.facts.fact(fact_id)
-            earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
-            purge = plan(store, fact, earlier)
-            store.facts.forget_fact(fact.id, purge=True)
-            scrub_fact(store.facts, fact.id)
-            done = erase(store, purge)
+            planned = _planned(store, store.facts.fact(fact_id))
+            store.facts.forget_fact(fact_id, purge=True)
+            done = store.redactions.apply_rewrite(planned)
+            # After the rewrite, which leaves the fact's lines where they are (a marker
+            # in place of the value): these turns are counted whichever changed them.
+            done = _with_turns(done, scrub_fact(store.facts, fact_id))
     except StoreError as e:
         e.message = f"{e.message} (the purge was undone: nothing was changed)"
         e.args = (e.message,)
         raise
     store.vacuum()
+    return done
+
+
+def _planned(store: PrivacyStore, fact: FactRecord) -> RewritePlan:
+    """Every row purging `fact` rewrites (its own row and history go whole), reading only."""
+    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
+    purge = plan(store, fact, earlier)
+    return store.redactions.plan_rewrite(purge.session_ids, purge.user, purge.needles,
+                                         _eraser(purge), beyond_ascii=True,
+                                         without_fact=fact.id, emptied=_emptied)
+
+
+def _eraser(purge: Purge) -> Callable[[str], str]:
+    return partial(erase_mentions, values=purge.values, keep=purge.keep)
+
+
+def _emptied(value: str) -> bool:
+    """Whether a fact's rewritten value has nothing left but markers (and punctuation)."""
+    return not any(ch.isalnum() for ch in value.replace(MARKER, ""))
+
+
+def _with_turns(done: Redaction, turn_ids: Sequence[int]) -> Redaction:
+    for turn_id in turn_ids:
+        done.add(Place.TURNS, ("turns", turn_id))
     return done

@@ -204,8 +204,9 @@ def left_text(left: LeftMentions, *, done: bool) -> str:
             f" {'' if done else 'be '}changed (they are {left.owner}'s to erase)")
 
 
-def redacted_text(done: Redaction) -> str:
-    """`; its value was replaced by [forgotten] in 3 messages of 2 sessions, ...`."""
+def redacted_text(done: Redaction, *, dry_run: bool = False) -> str:
+    """`; its value was replaced by [forgotten] in 3 messages of 2 sessions, ...` (with
+    `dry_run`, `would be`), and the other facts deleted as nothing of theirs was left."""
     words = {
         Place.MESSAGES: ("message", "messages"),
         Place.TURNS: ("recorded turn", "recorded turns"),
@@ -218,16 +219,23 @@ def redacted_text(done: Redaction) -> str:
         Place.FACTS: ("other fact", "other facts"),
         Place.FACT_HISTORY: ("earlier fact value", "earlier fact values"),
     }
+    was, were = ("would be", "would be") if dry_run else ("was", "were")
     counts = done.counts
     parts = [counted(n, *words[place]) for place, n in counts.items() if place in words]
-    if not parts:
-        return ""
-    text = (f"; its value was replaced by [forgotten] in {', '.join(parts)}"
-            f" ({counted(len(done.sessions), 'session')})")
+    text = ""
+    if parts:
+        text = (f"; its value {was} replaced by [forgotten] in {', '.join(parts)}"
+                f" ({counted(len(done.sessions), 'session')})")
     if counts.get(Place.MESSAGES):
-        text += "; the search index was updated"
+        text += f"; the search index {was} updated"
     if vectors := counts.get(Place.VECTORS):
-        text += f"; {counted(vectors, 'message vector')} dropped (`chatmem index` recomputes them)"
+        text += (f"; {counted(vectors, 'message vector')} {was if vectors == 1 else were}"
+                 " dropped (`chatmem index` recomputes them)")
+    if done.deleted_facts:
+        keys = ", ".join(done.deleted_facts.values())
+        text += (f"; {counted(len(done.deleted_facts), 'other fact')} ({keys})"
+                 f" {was if len(done.deleted_facts) == 1 else were} deleted: nothing but"
+                 " the erased value was left in it")
     return text
 
 

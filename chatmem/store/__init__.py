@@ -38,7 +38,7 @@ from chatmem.store.records import (
     TurnRecord,
     TurnStatus,
 )
-from chatmem.store.redaction import Place, Redaction, RedactionTables
+from chatmem.store.redaction import Place, Redaction, RedactionTables, RewritePlan
 from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
 from chatmem.store.session_names import check_session_name, session_name_from, session_name_of
 from chatmem.store.sessions import SessionTables
@@ -181,6 +181,7 @@ __all__ = [
     "Place",
     "PositionedVector",
     "Redaction",
+    "RewritePlan",
     "SessionEntry",
     "SessionRecord",
     "SessionSummary",

@@ -11,7 +11,7 @@ it in chatmem/store/__init__.py, tests/store/test_protocols.py at run time).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -30,7 +30,7 @@ from chatmem.store.records import (
     SummaryRecord,
     TurnRecord,
 )
-from chatmem.store.redaction import Redaction, Rewrite
+from chatmem.store.redaction import Redaction, Rewrite, RewritePlan
 from chatmem.store.retention import ExpiredFact, SessionEntry
 from chatmem.store.vectors import PendingText, PositionedVector, VectorBatch, VectorRow
 
@@ -274,6 +274,13 @@ class RedactionRepository(Protocol):
     def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
                             needles: Sequence[str], rewrite: Rewrite, *,
                             beyond_ascii: bool = False) -> Redaction: ...
+
+    def plan_rewrite(self, session_ids: Sequence[int], user: str | None,
+                     needles: Sequence[str], rewrite: Rewrite, *, beyond_ascii: bool = False,
+                     without_fact: int | None = None,
+                     emptied: Callable[[str], bool] | None = None) -> RewritePlan: ...
+
+    def apply_rewrite(self, planned: RewritePlan) -> Redaction: ...
 
 
 class SessionStore(Protocol):

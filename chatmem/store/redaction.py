@@ -47,6 +47,7 @@ class Place(Enum):
     SYSTEM_PROMPTS = "system_prompts"
     PROBES = "probes"
     FACTS = "facts"
+    FACTS_DELETED = "facts_deleted"
     FACT_HISTORY = "fact_history"
     VECTORS = "vectors"
 
@@ -57,6 +58,9 @@ class Redaction:
 
     rows: dict[Place, set[Any]] = field(default_factory=dict)
     sessions: set[int] = field(default_factory=set)
+    deleted_facts: dict[int, str] = field(default_factory=dict)
+    """Other facts deleted as the rewrite left nothing of their own in their value (a
+    marker every context would send): id → key, as rewritten."""
 
     def add(self, place: Place, row: Any) -> None:
         self.rows.setdefault(place, set()).add(row)
@@ -64,6 +68,20 @@ class Redaction:
     @property
     def counts(self) -> dict[Place, int]:
         return {place: len(rows) for place, rows in self.rows.items() if rows}
+
+
+@dataclass
+class RewritePlan:
+    """What a rewrite changes, row by row (`RedactionTables.plan_rewrite`): read first, so a
+    dry run can report it and the real run applies the very same plan."""
+
+    messages: list[tuple[int, str]] = field(default_factory=list)
+    """(message id, new content)."""
+    changed_sessions: list[int] = field(default_factory=list)
+    """Sessions whose messages change: their vectors and token counts go."""
+    updates: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    """(table, column, *row key) → new text."""
+    redaction: Redaction = field(default_factory=Redaction)
 
 
 # (table, place, text columns, JSON columns), for tables keyed by session_id.
@@ -125,54 +143,103 @@ class RedactionTables:
     def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
                             needles: Sequence[str], rewrite: Rewrite, *,
                             beyond_ascii: bool = False) -> Redaction:
-        """Apply `rewrite` to every stored text of the sessions, and of the facts of the
-        sessions and of `user`'s profile, that contains one of `needles` (any case) or, with
-        `beyond_ascii`, any character beyond ASCII (`messages_containing`), in one
-        transaction. Changed messages get a new index entry; their token counts and their
-        sessions' vectors are dropped (both are recomputed on demand, vectors by
-        `chatmem index`)."""
-        done = Redaction()
+        """`plan_rewrite` then `apply_rewrite`, in one transaction."""
+        with self._db.write():
+            planned = self.plan_rewrite(session_ids, user, needles, rewrite,
+                                        beyond_ascii=beyond_ascii)
+            return self.apply_rewrite(planned)
+
+    def plan_rewrite(self, session_ids: Sequence[int], user: str | None,
+                     needles: Sequence[str], rewrite: Rewrite, *, beyond_ascii: bool = False,
+                     without_fact: int | None = None,
+                     emptied: Callable[[str], bool] | None = None) -> RewritePlan:
+        """Each row `rewrite` would change, reading only: every stored text of the sessions,
+        and of the facts (keys and values) of the sessions and of `user`'s profile but
+        `without_fact` (the fact a purge erases itself), that contains one of `needles` (any
+        case) or, with `beyond_ascii`, any character beyond ASCII (`messages_containing`).
+        A fact whose rewritten value is `emptied` (nothing of its own left) is to be
+        deleted, not kept as a marker every context would send. A dry run reports the plan;
+        `apply_rewrite` carries it out, so both say the same."""
+        planned = RewritePlan()
         if not session_ids or not needles:
-            return done
+            return planned
         sessions = _ids(session_ids)
         found = _Found(needles, beyond_ascii)
-        with self._db.write():
-            self._rewrite_messages(sessions, found, rewrite, done)
-            for table, place, texts, jsons in _SESSION_TABLES:
-                if not self._table_exists(table):
-                    continue  # a table a later migration adds
-                for column in (*texts, *jsons):
-                    self._rewrite_column(table, place, column, column in jsons, found,
-                                         rewrite, f"session_id IN ({sessions})", [], done)
-            self._rewrite_column("sessions", Place.SYSTEM_PROMPTS, "system", False, found,
-                                 rewrite, f"id IN ({sessions})", [], done)
-            profile, forms = profile_in('"user"', user)
-            owner = (f"(session_id IN ({sessions}) OR ({profile_facts(self._db.own_rows)}"
-                     f" AND {profile}))")
-            self._rewrite_column("facts", Place.FACTS, "value", False, found, rewrite,
-                                 owner, forms, done)
-            if self._table_exists("fact_history"):
-                self._rewrite_column("fact_history", Place.FACT_HISTORY, "value", False,
-                                     found, rewrite,
-                                     f"fact_id IN (SELECT id FROM facts WHERE {owner})", forms,
-                                     done)
-        return done
+        self._plan_messages(sessions, found, rewrite, planned)
+        for table, place, texts, jsons in _SESSION_TABLES:
+            if not self._table_exists(table):
+                continue  # a table a later migration adds
+            for column in (*texts, *jsons):
+                self._plan_column(table, place, column, column in jsons, found, rewrite,
+                                  f"session_id IN ({sessions})", [], planned)
+        self._plan_column("sessions", Place.SYSTEM_PROMPTS, "system", False, found, rewrite,
+                          f"id IN ({sessions})", [], planned)
+        profile, forms = profile_in('"user"', user)
+        owner = (f"(session_id IN ({sessions}) OR ({profile_facts(self._db.own_rows)}"
+                 f" AND {profile}))")
+        if without_fact is not None:
+            owner = f"({owner} AND id <> {int(without_fact)})"
+        for column in ("key", "value"):
+            self._plan_column("facts", Place.FACTS, column, False, found, rewrite, owner,
+                              forms, planned)
+        if emptied is not None:
+            self._delete_emptied(planned, emptied)
+        if self._table_exists("fact_history"):
+            gone = "".join(f" AND fact_id <> {int(i)}" for i in planned.redaction.deleted_facts)
+            for column in ("key", "value"):
+                self._plan_column("fact_history", Place.FACT_HISTORY, column, False, found,
+                                  rewrite, f"fact_id IN (SELECT id FROM facts WHERE {owner})"
+                                  f"{gone}", forms, planned)
+        return planned
 
-    def _rewrite_messages(self, sessions: str, found: _Found, rewrite: Rewrite,
-                          done: Redaction) -> None:
+    def apply_rewrite(self, planned: RewritePlan) -> Redaction:
+        """Write what `plan_rewrite` planned, in one transaction. Changed messages get a new
+        index entry; their token counts and their sessions' vectors are dropped (both are
+        recomputed on demand, vectors by `chatmem index`)."""
+        with self._db.write():
+            self._write_messages(planned)
+            updates: dict[tuple[str, str], list[list[Any]]] = {}
+            for (table, column, *row_key), new in planned.updates.items():
+                if table == "facts" and row_key[0] in planned.redaction.deleted_facts:
+                    continue
+                updates.setdefault((table, column), []).append([new, *row_key])
+            for (table, column), rows in updates.items():
+                match = " AND ".join(f"{k} = ?" for k in _KEYS.get(table, ("id",)))
+                for start in range(0, len(rows), REWRITTEN_TOGETHER):
+                    self._db.executemany(f"UPDATE {table} SET {column} = ? WHERE {match}",
+                                         rows[start:start + REWRITTEN_TOGETHER])
+            if planned.redaction.deleted_facts:
+                self._db.execute(
+                    f"DELETE FROM facts WHERE id IN ({_ids(planned.redaction.deleted_facts)})")
+        return planned.redaction
+
+    def _plan_messages(self, sessions: str, found: _Found, rewrite: Rewrite,
+                       planned: RewritePlan) -> None:
         where, params = self._containing("content", found.needles, False, found.beyond_ascii)
         rows = self._db.execute(
             f"SELECT id, session_id, content FROM messages WHERE session_id IN ({sessions})"
             f" AND {where}", params).fetchall()
+        done = planned.redaction
         changed_sessions: set[int] = set()
-        rewritten: list[tuple[int, str]] = []
         for message_id, session_id, content in rows:
             new = rewrite(content)
             if new == content:
                 continue
-            rewritten.append((message_id, new))
+            planned.messages.append((message_id, new))
             done.add(Place.MESSAGES, message_id)
             changed_sessions.add(session_id)
+        done.sessions |= changed_sessions
+        planned.changed_sessions = sorted(changed_sessions)
+        if changed_sessions and self._table_exists("message_vectors"):
+            # A message's context vector encodes its neighbours: the sessions' vectors go.
+            for (message_id,) in self._db.execute(
+                    "SELECT message_id FROM message_vectors WHERE message_id IN"
+                    f" (SELECT id FROM messages WHERE session_id IN"
+                    f" ({_ids(planned.changed_sessions)}))").fetchall():
+                done.add(Place.VECTORS, message_id)
+
+    def _write_messages(self, planned: RewritePlan) -> None:
+        rewritten = planned.messages
         # In batches, each one statement of a kind: on a server each is a round trip, and
         # each index statement updates the sessions' word statistics rows once.
         for start in range(0, len(rewritten), REWRITTEN_TOGETHER):
@@ -182,28 +249,23 @@ class RedactionTables:
             self._db.index_words([(message_id, fts.index_text(new)) for message_id, new in batch])
             self._db.execute("DELETE FROM token_counts WHERE message_id IN"
                              f" ({_ids(message_id for message_id, _ in batch)})")
-        done.sessions |= changed_sessions
-        if not changed_sessions:
+        if not planned.changed_sessions:
             return
-        steps.count_erasure(self._db, changed_sessions)
+        steps.count_erasure(self._db, set(planned.changed_sessions))
         if self._table_exists("message_vectors"):
-            # A message's context vector encodes its neighbours: drop the sessions' vectors.
-            changed = _ids(sorted(changed_sessions))
+            changed = _ids(planned.changed_sessions)
             if self._db.has_column("vector_cache", "digest"):
                 # Nor may the erased texts be found by their digests.
                 self._db.execute("DELETE FROM vector_cache WHERE message_id IN"
                                 f" (SELECT id FROM messages WHERE session_id IN ({changed}))")
-            for (message_id,) in self._db.execute(
-                    "DELETE FROM message_vectors WHERE message_id IN"
-                    f" (SELECT id FROM messages WHERE session_id IN ({changed}))"
-                    " RETURNING message_id").fetchall():
-                done.add(Place.VECTORS, message_id)
+            self._db.execute("DELETE FROM message_vectors WHERE message_id IN"
+                             f" (SELECT id FROM messages WHERE session_id IN ({changed}))")
         # The index may keep a replaced text's terms until told to forget them.
         self._db.forget_erased_words()
 
-    def _rewrite_column(self, table: str, place: Place, column: str, is_json: bool,
-                        found: _Found, rewrite: Rewrite, where: str,
-                        params: list[Any], done: Redaction) -> None:
+    def _plan_column(self, table: str, place: Place, column: str, is_json: bool,
+                     found: _Found, rewrite: Rewrite, where: str,
+                     params: list[Any], planned: RewritePlan) -> None:
         contains, needle_params = self._containing(column, found.needles, is_json,
                                                    found.beyond_ascii)
         has_session = table != "sessions" and self._db.has_column(table, "session_id")
@@ -212,20 +274,30 @@ class RedactionTables:
         rows = self._db.execute(
             f"SELECT {session}, {column}, {', '.join(key)} FROM {table}"
             f" WHERE {where} AND {contains}", [*params, *needle_params]).fetchall()
-        match = " AND ".join(f"{k} = ?" for k in key)
-        updates: list[list[Any]] = []
+        done = planned.redaction
         for session_id, value, *row_key in rows:
             new = _rewrite_json(value, rewrite) if is_json else rewrite(value)
-            if new != value:
-                updates.append([new, *row_key])
-                done.add(place, (table, *row_key))
-                if table == "sessions":
-                    done.sessions.add(row_key[0])
-                elif session_id is not None:
-                    done.sessions.add(session_id)
-        for start in range(0, len(updates), REWRITTEN_TOGETHER):
-            self._db.executemany(f"UPDATE {table} SET {column} = ? WHERE {match}",
-                                 updates[start:start + REWRITTEN_TOGETHER])
+            if new == value:
+                continue
+            planned.updates[(table, column, *row_key)] = new
+            done.add(place, (table, *row_key))
+            if table == "sessions":
+                done.sessions.add(row_key[0])
+            elif session_id is not None:
+                done.sessions.add(session_id)
+
+    def _delete_emptied(self, planned: RewritePlan, emptied: Callable[[str], bool]) -> None:
+        """Mark the facts whose rewritten value is `emptied` to be deleted, counted apart."""
+        ids = [row[2] for row, new in planned.updates.items()
+               if row[:2] == ("facts", "value") and emptied(new)]
+        if not ids:
+            return
+        done = planned.redaction
+        for fact_id, key in self._db.execute(
+                f"SELECT id, key FROM facts WHERE id IN ({_ids(ids)}) ORDER BY id").fetchall():
+            done.deleted_facts[fact_id] = planned.updates.get(("facts", "key", fact_id), key)
+            done.rows.get(Place.FACTS, set()).discard(("facts", fact_id))
+            done.add(Place.FACTS_DELETED, ("facts", fact_id))
 
     def _containing(self, column: str, needles: Sequence[str], json_column: bool,
                     beyond_ascii: bool) -> tuple[str, list[str]]:
@@ -305,5 +377,8 @@ def _rewrite_in(data: Any, rewrite: Rewrite) -> Any:
     if isinstance(data, list):
         return [_rewrite_in(item, rewrite) for item in data]
     if isinstance(data, dict):
-        return {key: _rewrite_in(item, rewrite) for key, item in data.items()}
+        # Keys too: a strategy may count by name ({"Zebulon": 2}). Two keys the rewrite makes
+        # one keep the later's value.
+        return {rewrite(key): _rewrite_in(item, rewrite) for key, item in data.items()}
     return data
+

@@ -141,7 +141,9 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
     assert secret.encode() in _file_bytes(db)
     result = invoke("facts", "forget", "locker code", "--purge", "--db", str(db))
     assert result.exit_code == 0, result.stderr
-    assert result.stderr == "erased fact 1: locker code (session)\n"
+    # The two turns that sent it are rewritten, and said so.
+    assert result.stderr == ("erased fact 1: locker code (session); its value was replaced by"
+                             " [forgotten] in 2 recorded turns (1 session)\n")
     assert secret.encode() not in _file_bytes(db)
     assert facts_json(db) == []
     with Store(db) as store:

@@ -185,7 +185,7 @@ def test_purging_redacts_the_fact_from_stored_turn_contexts(make_engine, db_path
     turn = engine.store.turns.turn(engine.session.id)
     assert "ORD-7731" in json.dumps(turn.context["parts"][1], ensure_ascii=False)
     engine.store.facts.forget_fact(fact.id, purge=True)
-    assert scrub_fact(engine.store.facts, fact.id) == 1
+    assert scrub_fact(engine.store.facts, fact.id) == [turn.id]
     context = engine.store.turns.turn(engine.session.id).context
     (facts_part,) = [p for p in context["parts"] if p["kind"] == "facts"]
     assert f'{{"id": {fact.id}, "purged": true}}' in facts_part["messages"][0]["content"]

@@ -219,11 +219,12 @@ def test_dry_run_marks_each_mention_and_changes_nothing(
         "session s2, turn 1, user: hi there [[Quixotella]], meet [[quixotella]]",
         "session s2, turn 1, assistant: echo #1: hi there [[Quixotella]], meet [[quixotella]]",
     ]
-    assert "6 mentions in 4 messages of 2 sessions; nothing was changed" in done.stderr
+    assert "6 mentions in 4 messages of 2 sessions;" in done.stderr
+    assert done.stderr.rstrip().endswith("; nothing was changed")
     done = invoke("facts", "forget", "s1", "name", "--purge", "--dry-run", "--json",
                   "--db", str(db), *args)
     assert done.exit_code == 0, done.stderr
-    listed = json.loads(done.stdout)
+    listed = json.loads(done.stdout)["messages"]
     assert [(m["session"], m["turn"], m["role"], m["mentions"]) for m in listed] == [
         ("s1", 1, "user", [[11, 21]]), ("s1", 1, "assistant", [[20, 30]]),
         ("s2", 1, "user", [[9, 19], [26, 36]]), ("s2", 1, "assistant", [[18, 28], [35, 45]])]
@@ -349,7 +350,8 @@ def dry_run_spans(db: Path, key: str) -> dict[tuple[str, int], list[list[int]]]:
     done = invoke("facts", "forget", key, "--purge", "--dry-run", "--json", "--db",
                   str(db))
     assert done.exit_code == 0, done.stderr
-    return {(m["session"], m["position"]): m["mentions"] for m in json.loads(done.stdout)}
+    said = json.loads(done.stdout)["messages"]
+    return {(m["session"], m["position"]): m["mentions"] for m in said}
 
 
 def all_messages(db: Path) -> dict[tuple[str, int], str]:

@@ -72,7 +72,7 @@ def test_a_purge_keeps_a_name_spelled_with_a_simplified_character_on_every_backe
                  code=0)
     assert "[[乾隆]]" in dry.stdout and "kept, unsure" in dry.stdout
     listed = json.loads(invoke("facts", "forget", "同事", "--purge", "--dry-run", "--json",
-                               "-s", "zh", "--db", db, code=0).stdout)
+                               "-s", "zh", "--db", db, code=0).stdout)["messages"]
     assert [(m["mentions"], m["spelled_otherwise"]) for m in listed if m["role"] == "user"] \
         == [([], [[0, 2]])]
     asked = invoke("facts", "forget", "客户", "--purge", "--dry-run", "-s", "zh", "--db", db,

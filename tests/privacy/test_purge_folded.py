@@ -49,7 +49,8 @@ def test_a_purged_name_leaves_no_form_search_finds_it_by(tmp_path: Path, stored:
         assert _found(db, query)
     dry = invoke("facts", "forget", "name", "--purge", "--dry-run", "--json", "--db", str(db),
                  code=0)
-    marked = {m["position"]: [Span(*s) for s in m["mentions"]] for m in json.loads(dry.stdout)}
+    said = json.loads(dry.stdout)["messages"]
+    marked = {m["position"]: [Span(*s) for s in m["mentions"]] for m in said}
     before = _said(db, "a")
     invoke("facts", "forget", "name", "--purge", "--yes", "--db", str(db), code=0)
     after = _said(db, "a")

@@ -41,7 +41,7 @@ def test_purging_a_name_keeps_a_longer_stored_name_that_holds_it(
     dry = invoke("facts", "forget", "t", "名字", "--purge", "--dry-run", "--json",
                  "--db", str(db))
     assert dry.exit_code == 0, dry.stderr
-    listed = {m["content"]: m for m in json.loads(dry.stdout)}
+    listed = {m["content"]: m for m in json.loads(dry.stdout)["messages"]}
     # The colleague's name is no mention (Anna is not listed at all; 张伟明 only as kept).
     assert listed.get(lines[0], {"mentions": []})["mentions"] == []
     assert listed[lines[1]]["mentions"] != []

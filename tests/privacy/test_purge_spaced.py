@@ -49,7 +49,8 @@ def test_the_dry_run_lists_the_spaced_mentions_and_not_the_words_that_spell_it(
          code=0)
     dry = invoke("facts", "forget", "名单", "妻子", "--purge", "--dry-run", "--json",
                  "--db", db, code=0)
-    listed = {m["content"]: [Span(*s) for s in m["mentions"]] for m in json.loads(dry.stdout)}
+    said = json.loads(dry.stdout)["messages"]
+    listed = {m["content"]: [Span(*s) for s in m["mentions"]] for m in said}
     assert listed == {"参会：王　芳、李　雷": [Span(3, 6)],
                       "echo #1: 参会：王　芳、李　雷": [Span(12, 15)]}
     shown = invoke("facts", "forget", "名单", "妻子", "--purge", "--dry-run", "--db", db, code=0)
