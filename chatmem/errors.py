@@ -61,7 +61,8 @@ class ExitCode(IntEnum):
     abandoning a call whose client has gone."""
     STDOUT_CLOSED = 141
     """Whatever read stdout left before the output was written (`| head`): quietly, as a
-    command killed by SIGPIPE (128 + 13) such as git or cat, table and JSON alike."""
+    command killed by SIGPIPE (128 + 13) such as git or cat, table and JSON alike; a chat
+    reply so cut says in one line that its turn is stored (ReplyNotShown)."""
 
 
 class Listed(Enum):
@@ -330,6 +331,33 @@ class SessionGone(NotFound):
 
     def named(self, name: str) -> SessionGone:
         return SessionGone(name, self.consequence)
+
+
+class OutputFailed(ChatmemError):
+    """Standard output cannot be written (a full disk, a closed descriptor, an I/O error):
+    what was to be shown there is lost, what was stored stays. `reason`: the system's words;
+    `closed`: whatever read it has gone (a broken pipe), which exits as SIGPIPE would."""
+
+    def __init__(self, reason: str, *, closed: bool = False, message: str | None = None) -> None:
+        super().__init__(message or f"cannot write to standard output ({reason})")
+        self.reason = reason
+        self.closed = closed
+        if closed:
+            self.exit_code = ExitCode.STDOUT_CLOSED
+
+
+class ReplyNotShown(OutputFailed):
+    """A reply that could not be written whole; its turn is recorded all the same (ok: the
+    reply is complete and paid for), as turn `turn` of the session at `address` (None: a
+    one-off question, kept nowhere). A chat stops here: its next replies would be lost too.
+    Worded by chatmem.render.errors."""
+
+    def __init__(self, reason: str, *, closed: bool, address: str | None,
+                 turn: int | None) -> None:
+        self.address = address
+        self.turn = turn
+        super().__init__(reason, closed=closed,
+                         message=f"the reply could not be written to standard output ({reason})")
 
 
 class ExtensionFailed(ChatmemError):

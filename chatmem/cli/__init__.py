@@ -99,12 +99,23 @@ class ChatmemGroup(TyperGroup):
         return params
 
     def invoke(self, ctx: Any) -> Any:
+        from chatmem.cli.streams import discard_unwritten
+        from chatmem.errors import OutputFailed
+
         try:
             result = super().invoke(ctx)
             # Flushed here: a reader gone is then handled below, not a traceback at exit.
             sys.stdout.flush()
         except BrokenPipeError:
             _stdout_closed()
+        except OutputFailed as e:  # the last flush, past the command's own error handling
+            from chatmem.cli.output import fail
+
+            discard_unwritten()
+            raise fail(str(e), e.exit_code) from None
+        except BaseException:
+            discard_unwritten()  # the command has said what failed; the rest goes nowhere
+            raise
         return result
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
@@ -230,4 +241,7 @@ app.add_typer(admin.app, name="admin")
 def main() -> None:
     # Named as installed, also under `python -m chatmem`: shell completion keys on the name
     # (_CHATMEM_COMPLETE), and the usage line shows what a person types.
+    from chatmem.cli.streams import prepare_streams
+
+    prepare_streams()
     app(prog_name="chatmem")

@@ -23,6 +23,7 @@ from chatmem.errors import (
     ProviderTimeout,
     ReadOnlyShare,
     RepeatedStrategy,
+    ReplyNotShown,
     StrategyGone,
 )
 
@@ -61,6 +62,14 @@ def _(error: ProviderNotFound) -> str:
 @error_text.register
 def _(error: RepeatedStrategy) -> str:
     return f"each --strategy must differ ({error.label} given twice)"
+
+
+@error_text.register
+def _(error: ReplyNotShown) -> str:
+    if error.address is None or error.turn is None:
+        return f"{error}; it was a one-off question, kept nowhere"
+    return (f"{error}; it is stored as turn {error.turn} of session {error.address!r}"
+            f" (`chatmem sessions show {shlex.quote(error.address)}` shows it)")
 
 
 def _over_budget(error: OverBudget) -> str:

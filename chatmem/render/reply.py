@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING
 
+from chatmem.errors import OutputFailed
 from chatmem.render.terminal import Printable, printable
 
 if TYPE_CHECKING:
@@ -99,6 +100,13 @@ class ReplyWriter:
         self.lives: list[Live] = []
         self.written = False
         self.ended = False
+        self.failures: dict[int, Exception] = {}
+        """Why each console (by id) that could not be written stopped getting the reply."""
+
+    def failure(self, console: Console) -> Exception | None:
+        """Why `console` could not show the reply whole (a closed pipe, a full disk, an
+        encoding without its characters); None: it showed it."""
+        return self.failures.get(id(console))
 
     def write(self, delta: str) -> None:
         if not self.written:
@@ -106,9 +114,24 @@ class ReplyWriter:
             self._start()
         self.reply.chunks.append(delta)
         shown = printable(delta)
-        for console in self.plain:
-            console.file.write(shown)
-            console.file.flush()
+        for console in self._writable(self.plain):
+            with self._writing(console):
+                console.file.write(shown)
+                console.file.flush()
+
+    def _writable(self, consoles: Sequence[Console]) -> list[Console]:
+        return [c for c in consoles if id(c) not in self.failures]
+
+    @contextmanager
+    def _writing(self, console: Console) -> Iterator[None]:
+        """A console that cannot be written is left out from then on, and the reply goes on:
+        the turn is recorded whole (the model was paid for it), and its caller says it was
+        not shown. Escaping the writer, the error lost the turn."""
+        try:
+            yield
+        # ValueError: a closed file, or an encoding without the reply's characters.
+        except (OSError, ValueError, OutputFailed) as e:
+            self.failures[id(console)] = e
 
     def _start(self) -> None:
         from rich.live import Live
@@ -119,8 +142,9 @@ class ReplyWriter:
             live = Live(Printable(self.reply), console=console,
                         refresh_per_second=REFRESH_PER_SECOND,
                         redirect_stdout=False, redirect_stderr=False)
-            live.start()
-            self.lives.append(live)
+            with self._writing(console):
+                live.start()
+                self.lives.append(live)
 
     def end(self) -> None:
         """The reply is complete or cut: draw it whole, end its line. Once, and only after
@@ -132,10 +156,12 @@ class ReplyWriter:
         self.ended = True
         with _interrupt_held():
             for live in self.lives:
-                live.stop()  # the last draw shows the whole reply, however tall
-        for console in self.plain:
-            console.file.write("\n")
-            console.file.flush()
+                with self._writing(live.console):
+                    live.stop()  # the last draw shows the whole reply, however tall
+        for console in self._writable(self.plain):
+            with self._writing(console):
+                console.file.write("\n")
+                console.file.flush()
 
 
 @contextmanager

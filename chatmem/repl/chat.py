@@ -20,7 +20,13 @@ from chatmem.config.options import Spent
 from chatmem.config.settings import Settings, Source, SourceKind, for_model, with_options
 from chatmem.engine import Engine, TurnResult
 from chatmem.engine.resend import resend_last
-from chatmem.errors import ChatmemError, ProviderError, UsageError
+from chatmem.errors import (
+    ChatmemError,
+    OutputFailed,
+    ProviderError,
+    ReplyNotShown,
+    UsageError,
+)
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.notices import ModelChanged
@@ -255,6 +261,10 @@ class Chat:
             for notice in result.notices:
                 self.notice(notice_text(notice))
         self.engine.between_turns()
+        failure = reply.failure(self.out)
+        if failure is not None:
+            raise _not_shown(failure, None if self.workspace.one_off else self.address,
+                             result.record.number or None)
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
         """The terminal as the chat found it, for a program run in it ($EDITOR)."""
@@ -296,6 +306,22 @@ class Chat:
         if approximate is None:
             approximate = self.engine.counter.approximate
         return render.context_panel(context, approximate=approximate, estimated=estimated)
+
+
+def _not_shown(failure: Exception, address: str | None, turn: int | None) -> ReplyNotShown:
+    """What stopped a reply being shown, as the error its chat ends with."""
+    if isinstance(failure, OutputFailed):
+        return ReplyNotShown(failure.reason, closed=failure.closed, address=address, turn=turn)
+    closed = isinstance(failure, BrokenPipeError)
+    if closed:
+        reason = "whatever read it has gone"
+    elif isinstance(failure, UnicodeEncodeError):
+        reason = f"its encoding, {failure.encoding}, cannot write the reply's characters"
+    elif isinstance(failure, OSError) and failure.strerror:
+        reason = failure.strerror
+    else:
+        reason = str(failure)
+    return ReplyNotShown(reason, closed=closed, address=address, turn=turn)
 
 
 def billed_tokens(result: TurnResult) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import chatmem.repl.commands  # noqa: F401  (importing the commands fills the table)
 from chatmem import render
-from chatmem.errors import ChatmemError, ExitCode, NotFound
+from chatmem.errors import ChatmemError, ExitCode, NotFound, ReplyNotShown
 from chatmem.names import nearest
 from chatmem.render.errors import repl_error_text
 from chatmem.repl.blocks import ESCAPE
@@ -149,6 +149,8 @@ class Repl(Chat):
                         return
             except QuitRepl:
                 return
+            except ReplyNotShown:
+                raise  # its turn is stored; the next replies would be lost too
             except ChatmemError as e:
                 self.exit_code = max(self.exit_code, int(e.exit_code))
                 self.error(repl_error_text(e))
