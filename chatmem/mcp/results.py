@@ -58,6 +58,10 @@ class ContextMessage(BaseModel):
     content: str
     tokens: int
     turn: int | None = None
+    said_on: str | None = Field(default=None, description=(
+        "A recalled message that opens a run said on another day than the conversation's "
+        "latest: that day (ISO), sent to the model on a line above `content` ('(said on "
+        "2026-05-04, Monday)'); `tokens` count it."))
 
 
 class ContextPart(BaseModel):
@@ -315,7 +319,9 @@ def context_parts(context: Context) -> list[ContextPart]:
 
     return [ContextPart(kind=part.kind, reason=reason_text(part.reason), tokens=part.tokens,
                         messages=[ContextMessage(role=m.role, content=m.content,
-                                                 tokens=m.tokens, turn=m.turn)
+                                                 tokens=m.tokens, turn=m.turn,
+                                                 said_on=None if m.said_on is None
+                                                 else m.said_on.isoformat())
                                   for m in part.messages])
             for part in context.parts]
 

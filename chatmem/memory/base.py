@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -255,6 +256,8 @@ def _wrong_message(message: object) -> str | None:
         return "a message whose text is not UTF-8 (it holds a lone surrogate)"
     if not _is_count(message.tokens):
         return f"a message of {message.tokens!r} tokens, not a count of 0 or more"
+    if message.said_on is not None and not isinstance(message.said_on, date):
+        return f"a message said on {kind_of(message.said_on)}, not a datetime.date"
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
@@ -28,7 +29,15 @@ PART_ORDER: tuple[PartKind, ...] = ("system", "summary", "facts", "recalled", "h
                                     "input")
 FIXED_KINDS: tuple[PartKind, ...] = ("system", "files", "input")
 """Parts every context sends whatever the strategy: no memory can make room by dropping them."""
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+"""In English whatever the conversation's language or the machine's locale: ISO dates and
+these names read one way everywhere."""
 
+
+def said_line(day: date) -> str:
+    """The line sent before a recalled message said on an earlier `day`: `(said on 2026-05-04,
+    Monday)`, so "next Friday" in what follows can be read as of that day."""
+    return f"(said on {day.isoformat()}, {WEEKDAYS[day.weekday()]})"
 
 
 @dataclass(frozen=True)
@@ -45,17 +54,28 @@ class Message:
     `tokens`, counted by the endpoint's rule."""
     image_url: str | None = field(default=None, compare=False, repr=False)
     """The image's bytes as a data: URL, while it is being sent; never stored."""
+    said_on: date | None = None
+    """For a recalled message that opens a run said on an earlier day: that day, sent as
+    `said_line` above the text (`sent`), its tokens in `tokens`; `content` stays the stored
+    text."""
 
     @classmethod
     def counted(cls, role: str, content: str, counter: TokenCounter) -> Message:
         """A message not (yet) stored, with its tokens counted by `counter`."""
         return cls(role, content, counter.count_message(role, content))
 
+    @property
+    def sent(self) -> str:
+        """The text as the model gets it: the day it was said above a recalled one's."""
+        if self.said_on is None:
+            return self.content
+        return f"{said_line(self.said_on)}\n{self.content}"
+
     def as_chat(self) -> dict[str, Any]:
         if self.image_url is None:
-            return {"role": self.role, "content": self.content}
+            return {"role": self.role, "content": self.sent}
         return {"role": self.role, "content": [
-            {"type": "text", "text": self.content},
+            {"type": "text", "text": self.sent},
             {"type": "image_url", "image_url": {"url": self.image_url}}]}
 
 
@@ -145,7 +165,8 @@ class Context:
                     "tokens": p.tokens,
                     "messages": [
                         {"role": m.role, "content": m.content, "tokens": m.tokens, "id": m.id,
-                         "turn": m.turn, **({"image": m.image.to_json()} if m.image else {})}
+                         "turn": m.turn, **({"image": m.image.to_json()} if m.image else {}),
+                         **({"said_on": m.said_on.isoformat()} if m.said_on else {})}
                         for m in p.messages
                     ],
                     **({"fact_ids": list(p.fact_ids)} if p.fact_ids else {}),
@@ -163,7 +184,8 @@ class Context:
                 reason=reason_from_json(p["reason"]),
                 messages=tuple(
                     Message(m["role"], m["content"], m["tokens"], m.get("id"), m.get("turn"),
-                            ImageRef.from_json(m["image"]) if m.get("image") else None)
+                            ImageRef.from_json(m["image"]) if m.get("image") else None,
+                            said_on=_said_on(m.get("said_on")))
                     for m in p["messages"]
                 ),
                 fact_ids=tuple(p.get("fact_ids", ())),
@@ -174,3 +196,13 @@ class Context:
         return cls(parts, data.get("budget"), dropped_from_json(data.get("dropped")),
                    warnings,
                    data.get("priming", REPLY_PRIMING), tuple(data.get("recall", ())))
+
+
+def _said_on(value: Any) -> date | None:
+    """A stored `said_on` back as a day; None when absent (or not a day this version reads)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        return None

@@ -48,6 +48,11 @@ class MessageCounts:
                 else self._counted(message_id, role, sent_text(role, content))
                 for _, message_id, _, role, content, stored in rows]
 
+    def sent_tokens(self, message_id: int, role: str, text: str) -> int:
+        """The tokens of a message sent as `text` (recall's with the day it was said above
+        it), counted once per process."""
+        return self._counted(message_id, role, text)
+
     def _counted(self, message_id: int, role: str, text: str) -> int:
         key = (message_id, hash(text))
         tokens = self._computed.get(key)

@@ -159,6 +159,8 @@ class Recalled:
     """The times the input named (first and last day, ISO), whose messages gained."""
     shared: bool = False
     """`max_tokens` is the budget of the combination recall is part of, not its own."""
+    dated: int = 0
+    """How many runs of the sent messages said on an earlier day open with that day's line."""
 
 
 @dataclass(frozen=True)
@@ -301,6 +303,9 @@ class RecallVerdict(Enum):
     """Left out, as the least relevant, for the question a better-ranked reply answers."""
     SHARED_BUDGET = "shared_budget"
     """Kept by its strategy, cut when a combination fit its parts into one budget."""
+    DAY_LINES = "day_lines"
+    """Left out, as the least relevant, for the lines saying which earlier day the
+    recalled messages were said on."""
 
 
 # -- stored with the turn ---------------------------------------------------------------

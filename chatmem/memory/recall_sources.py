@@ -168,7 +168,7 @@ class StoredRecall:
     def newest_time(self) -> datetime | None:
         """The time of the session's newest message (None: none, or unreadable)."""
         last = self.state.store.recall.last_position(self.state.session_id)
-        return self._times_at([last]).get(last) if last else None
+        return self.times_at([last]).get(last) if last else None
 
     def first_at_or_after(self, moment: datetime, count: int) -> int:
         """The first of the first `count` positions whose message is dated at or after
@@ -182,7 +182,7 @@ class StoredRecall:
             else:
                 step = (hi - lo) / PROBES
                 probe = sorted({lo + int(i * step) for i in range(PROBES)})
-            times = self._times_at(probe)
+            times = self.times_at(probe)
             dated = [p for p in probe if p in times]
             first = next((p for p in dated if times[p] >= moment), None)
             before = [p for p in dated if first is None or p < first]
@@ -194,7 +194,9 @@ class StoredRecall:
                 return hi
         return lo
 
-    def _times_at(self, positions: Sequence[int]) -> dict[int, datetime]:
+    def times_at(self, positions: Sequence[int]) -> dict[int, datetime]:
+        """When the messages at `positions` were said (those whose time can be read), each
+        read once per process."""
         cache: dict[int, datetime | None] = self.state.caches.setdefault("times", {})
         missing = [p for p in positions if p not in cache]
         if missing:
@@ -210,6 +212,12 @@ class StoredRecall:
     def bm25(self, query: str, before_turn: int) -> WordMatches:
         return self.state.store.recall.word_matches(self.state.session_id, query,
                                                     before_turn=before_turn, limit=SEARCH_LIMIT)
+
+    def sent_tokens(self, message: Message) -> int:
+        """`message`'s tokens as it is sent (`Message.sent`), counted once per process."""
+        assert message.id is not None
+        counts = self.state.message_counts(self.counter)
+        return counts.sent_tokens(message.id, message.role, message.sent)
 
     def candidates(self, positions: Sequence[int]) -> Candidates:
         """The messages at `positions` that history holds, in that order, with their

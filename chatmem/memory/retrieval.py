@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
 from chatmem.errors import ChatmemError
-from chatmem.memory import time_words
+from chatmem.memory import recall_days, time_words
 from chatmem.memory.assembly import (
     assemble,
     dropped_turns,
@@ -54,6 +55,11 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "bm25", "dense")
 SHOWN_DROPPED = 10
 """Dropped candidates kept with the context for `inspect` (the best-ranked ones)."""
+
+
+def said(message: Message, day: date | None, tokens: int) -> Message:
+    """`message` as recall sends it: below the line naming `day` (an earlier one), if any."""
+    return message if day is None else replace(message, said_on=day, tokens=tokens)
 @dataclass(frozen=True)
 class RetrievalParams:
     max_tokens: int = param(2000, "budget for the whole context", minimum=1)
@@ -213,6 +219,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
              limit=self.options.top_k)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
         kept = self._open_with_user(kept, ranked, ranked_at, room)
+        kept, days = self._with_days(source, kept, message_at, room)
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
         for r in shown:
             # What brought a candidate up is worked out for those shown (the kept
@@ -226,7 +233,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         best_by_turn: dict[int, float] = {}
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
-        sent = tuple(message_at(r.position) for r in kept)
+        sent = tuple(said(message_at(r.position), days.get(r.position), r.tokens)
+                     for r in kept)
         routes = Counter(r.route for r in kept)
         # In a combination the budget recall fills is the shared one, which it names.
         budget = self.options.max_tokens if request.cap is None else min(
@@ -239,7 +247,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_meaning=routes[RecallRoute.MEANING],
                           by_neighbour=routes[RecallRoute.NEIGHBOUR],
                           by_time=routes[RecallRoute.TIME], times_named=times_named,
-                          shared=request.cap is not None)
+                          shared=request.cap is not None, dated=len(days))
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown, self.options.top_k)
 
@@ -261,6 +269,24 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             within.update(range(max(first, end - POOL), end))
         words.raise_by(within, weight)
         return within, tuple(span.days for span in named)
+
+    @staticmethod
+    def _with_days(source: StoredRecall, kept: list[Ranked],
+                   message_at: Callable[[int], Message], room: int,
+                   ) -> tuple[list[Ranked], dict[int, date]]:
+        """The kept messages that fit in `room` with the lines naming the earlier days they
+        were said on (chatmem.memory.recall_days), and those days by position."""
+        now = source.newest_time() if kept else None
+        if now is None:
+            return kept, {}
+        times = source.times_at([r.position for r in kept])
+        if all(t.date() >= now.date() for t in times.values()):
+            return kept, {}  # all said today: nothing to count again
+
+        def cost(r: Ranked, day: date) -> int:
+            return source.sent_tokens(replace(message_at(r.position), said_on=day))
+
+        return recall_days.dated(kept, times, now.date(), room, cost)
 
     @staticmethod
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.config.options import Cost
-from chatmem.memory.context import Context
+from chatmem.memory.context import Context, said_line
 from chatmem.memory.params import format_params
 from chatmem.render.fields import Field, FittedLine
 from chatmem.render.layout import Fitted
@@ -172,8 +172,11 @@ def context_panel(
         for message in part.messages:
             label = f"turn {message.turn} " if message.turn else ""
             # Indented as a block, so every line of a multi-line message sits under its part.
+            # The day a recalled message was said, on the line the model gets above it.
+            said = (f"{said_line(message.said_on)}\n", "italic") if message.said_on else ""
             blocks.append(Padding(Text.assemble(
                 (f"{label}{message.role}: ", style),
+                said,
                 (printable(message.content), ""),
                 (f"  [{format_count(message.tokens, approximate)}]", "dim"),
             ), (0, 0, 0, 2)))

@@ -178,6 +178,8 @@ def _(r: Recalled) -> str:
         text += "; " + ", ".join(routes)
     if r.times_named:
         text += "; the input names " + ", ".join(days_text(*days) for days in r.times_named)
+    if r.dated:
+        text += f"; the day said named above {counted(r.dated, 'run')} of messages"
     return text
 
 
@@ -301,6 +303,7 @@ _VERDICTS = {
     RecallVerdict.REPLY_FIRST: "left out: a reply cannot open the context",
     RecallVerdict.MADE_ROOM: "budget: made room for a better reply's question",
     RecallVerdict.SHARED_BUDGET: "shared budget: left out to fit",
+    RecallVerdict.DAY_LINES: "budget: made room for the days said",
 }
 
 

@@ -321,7 +321,8 @@ def test_recall_by_words_alone_brings_the_day_a_weekend_or_week_names(
                   {"role": "assistant", "content": "OK.", "ts": at.isoformat()}]
         on += timedelta(days=1)
     engine.store.history.import_messages(engine.session.id, lines)
-    context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300)
+    # Room for ten days' notes, each day's below the line naming it (13 tokens a day).
+    context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=450)
     recalled = [m.content for m in context.part("recalled").messages]
     assert [e for e in EVENTS.values() if e in recalled] == [EVENTS[on] for on in expected]
 
@@ -360,8 +361,9 @@ def test_recall_of_the_friday_before_last_brings_that_fridays_message_first(
                           encoding="utf-8")
     db = str(tmp_path / "t.db")
     invoke("sessions", "import", str(transcript), "时间", "--no-index", "--db", db, code=0)
+    # Room for one message below the line naming its day (2024-04-12), not for a second.
     shown = invoke("inspect", "时间", "--next", "上上周五我在哪？", "--strategy",
-                   "retrieval:mode=bm25,max_tokens=30,recent=0", "--provider", "scripted",
+                   "retrieval:mode=bm25,max_tokens=45,recent=0", "--provider", "scripted",
                    "--json", "--db", db, code=0)
     context = json.loads(shown.stdout)["context"]
     recall = sorted(context["recall"], key=lambda row: -row["fused"])

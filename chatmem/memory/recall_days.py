@@ -1,0 +1,60 @@
+"""The day recalled messages were said, when it is not the day of the conversation's newest.
+
+A message recalled days later may say "next Friday" or "the day after tomorrow":
+without the day it was said, the model cannot tell which day that is. So each run of
+recalled messages said on one earlier day opens with a line naming it (`said_line`:
+`(said on 2026-05-04, Monday)`), sent above the first one's text; the stored message
+is left as it is. The lines are counted in the recalled part's tokens, within its
+budget: when they do not fit, the least relevant messages make room for them.
+
+A day is the one the message's time was stored in (UTC for what chatmem stamps, the
+zone a transcript gave for an imported one), "today" that of the newest message, the
+clock named times are read on (chatmem.memory.time_words): a replayed conversation
+gets the same lines as it got then. Messages said today get no line, unless they follow
+an earlier day's in the recalled part: that day's line would read as covering them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime
+
+from chatmem.memory.packing import Ranked
+from chatmem.memory.reasons import RecallVerdict
+
+
+def said_days(positions: Sequence[int], times: Mapping[int, datetime],
+              today: date) -> dict[int, date]:
+    """Of `positions` (in conversation order), those that open a run said on one day, with
+    that day: a day before `today`, or today after an earlier day's run. A message whose
+    time cannot be read has no day, and ends a run."""
+    days: dict[int, date] = {}
+    previous: date | None = None
+    for position in positions:
+        moment = times.get(position)
+        day = moment.date() if moment is not None else None
+        if day is not None and day != previous and (day < today or days):
+            days[position] = day
+        previous = day
+    return days
+
+
+def dated(kept: list[Ranked], times: Mapping[int, datetime], today: date, room: int,
+          cost: Callable[[Ranked, date], int]) -> tuple[list[Ranked], dict[int, date]]:
+    """The `kept` messages (in conversation order, the first a user's) that fit in `room`
+    with their days' lines, and those days by position. `cost(r, day)`: the tokens of `r`
+    sent below `day`'s line. The least relevant make room (the first is kept while another
+    can go: a context never opens on a reply); each one left out is marked so."""
+    while kept:
+        days = said_days([r.position for r in kept], times, today)
+        costs = {r.position: cost(r, days[r.position]) for r in kept if r.position in days}
+        used = sum(costs.get(r.position, r.tokens) for r in kept)
+        if used <= room:
+            for r in kept:
+                r.tokens = costs.get(r.position, r.tokens)
+            return kept, days
+        # The least relevant goes; of equals the older, as packing keeps the fresher.
+        least = min(kept[1:] or kept, key=lambda r: (r.fused, r.position))
+        least.kept, least.why = False, RecallVerdict.DAY_LINES
+        kept = [r for r in kept if r is not least]
+    return kept, {}

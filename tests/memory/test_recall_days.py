@@ -1,0 +1,145 @@
+"""Recalled messages said on an earlier day go out below a line naming that day, so "next
+Friday" or "后天" in them can be read as of then; the stored messages stay as they were."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+from fact_conversations import context_with
+
+from chatmem.memory.context import Context, said_line
+from chatmem.memory.reasons import RecallVerdict
+from chatmem.memory.recall_days import said_days
+
+MEETING = [  # (role, text, when): a planning meeting on Monday 4 May, asked about on the 7th
+    ("user", "Action item: Kenji will send the vendor contract to legal by next Friday.",
+     "2026-05-04T09:04:00+00:00"),
+    ("assistant", "Kenji: vendor contract to legal by next Friday.", "2026-05-04T09:05:00+00:00"),
+    ("user", "Action item: Olu owns the load test, due the day after tomorrow.",
+     "2026-05-04T09:06:00+00:00"),
+    ("assistant", "Olu: load test, day after tomorrow.", "2026-05-04T09:07:00+00:00"),
+    *[(role, f"{role} small talk about the weather, number {n}",
+       f"2026-05-07T10:{n:02d}:{30 if role == 'assistant' else 0:02d}+00:00")
+      for n in range(4) for role in ("user", "assistant")],
+]
+MEETING_ZH = [  # the same in Chinese, in UTC+8: 06:00 on the 5th there is the 4th in UTC
+    ("user", "行动项：健二下周五之前把供应商合同交给法务。", "2026-05-05T06:00:00+08:00"),
+    ("assistant", "健二：下周五前合同交法务。", "2026-05-05T06:01:00+08:00"),
+    ("user", "行动项：奥卢负责压力测试，后天交。", "2026-05-05T06:02:00+08:00"),
+    ("assistant", "奥卢：压力测试，后天。", "2026-05-05T06:03:00+08:00"),
+    *[(role, f"{role}随便聊聊天气，第{n}条", f"2026-05-08T10:{n:02d}:00+08:00")
+      for n in range(4) for role in ("user", "assistant")],
+]
+
+
+def meeting(make_engine, lines=MEETING):
+    engine = make_engine("retrieval", mode="bm25")
+    engine.store.history.import_messages(
+        engine.session.id, [{"role": role, "content": text, "ts": at} for role, text, at in lines])
+    return engine
+
+
+def sent(context: Context) -> list[dict[str, object]]:
+    return [m.as_chat() for p in context.parts if p.kind == "recalled" for m in p.messages]
+
+
+@pytest.mark.parametrize("lines, question, day, opens", [
+    (MEETING, "When is Kenji's vendor contract due to legal?", date(2026, 5, 4), "Monday"),
+    (MEETING_ZH, "健二的供应商合同什么时候交法务？", date(2026, 5, 5), "Tuesday"),
+])
+def test_a_run_recalled_from_an_earlier_day_opens_with_the_day_it_was_said(
+        make_engine, lines, question: str, day: date, opens: str) -> None:
+    engine = meeting(make_engine, lines)
+    stored = {m.id: m.content for m in engine.store.history.messages(engine.session.id)}
+    context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300)
+    recalled = context.part("recalled")
+    assert recalled is not None
+    # One line for the day's run, on its first message; in the day the transcript gave.
+    assert recalled.messages[0].said_on == day
+    assert all(m.said_on is None for m in recalled.messages[1:])
+    assert sent(context)[0]["content"] == (f"(said on {day.isoformat()}, {opens})\n"
+                                           + recalled.messages[0].content)
+    # Counted as sent, within the budget; the stored text is unchanged in memory and on disk.
+    first = recalled.messages[0]
+    assert first.tokens == engine.counter.count_message(first.role, first.sent)
+    assert context.tokens <= 300 and not context.over_budget
+    assert all(m.content == stored[m.id] for m in recalled.messages)
+    assert {m.id: m.content for m in engine.store.history.messages(engine.session.id)} == stored
+    # The recent turn (today's) carries no line, and the reason says how many were named.
+    assert all(m.said_on is None for m in context.part("history").messages)
+    assert recalled.reason.dated == 1
+    # What is stored with the turn keeps the day, and reads back the same.
+    assert Context.from_json(json.loads(json.dumps(context.to_json()))) == context
+
+
+def test_messages_said_today_get_no_line(make_engine) -> None:
+    engine = meeting(make_engine)
+    context = context_with(engine, "retrieval", "How was the weather small talk?",
+                           mode="bm25", max_tokens=300, smooth=0, sitting=0)
+    recalled = context.part("recalled")
+    assert recalled is not None and {m.turn for m in recalled.messages} <= {3, 4, 5}
+    assert all(m.said_on is None for m in recalled.messages)
+    assert recalled.reason.dated == 0
+
+
+def test_the_day_lines_make_room_by_leaving_out_the_least_relevant(make_engine) -> None:
+    engine = meeting(make_engine)
+    question = "When is Kenji's vendor contract due to legal, and Olu's load test?"
+    words = {"mode": "bm25", "smooth": 0, "sitting": 0}
+    roomy = context_with(engine, "retrieval", question, max_tokens=300, **words)
+    assert {m.turn for m in roomy.part("recalled").messages} == {1, 2}
+    wanted = roomy.part("recalled").tokens - sum(
+        m.tokens - engine.counter.count_message(m.role, m.content)
+        for m in roomy.part("recalled").messages)
+    # A budget that holds the four messages without their line, not with it.
+    budget = roomy.tokens - roomy.part("recalled").tokens + wanted
+    tight = context_with(engine, "retrieval", question, max_tokens=budget, **words)
+    assert tight.tokens <= budget
+    recalled = tight.part("recalled")
+    assert recalled.messages[0].said_on == date(2026, 5, 4)
+    assert recalled.messages[0].role == "user"
+    made_room = [r for r in tight.recall if r["why"] == RecallVerdict.DAY_LINES.value]
+    assert made_room and not any(r["kept"] for r in made_room)
+    assert not {r["id"] for r in made_room} & {m.id for m in recalled.messages}
+    assert len(recalled.messages) == len(roomy.part("recalled").messages) - len(made_room)
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def test_a_line_opens_each_days_run_and_today_only_after_an_earlier_day() -> None:
+    times = {1: at("2026-05-04T09:00:00+00:00"), 2: at("2026-05-04T23:59:00+00:00"),
+             3: at("2026-05-05T00:01:00+00:00"), 5: at("2026-05-07T08:00:00+00:00"),
+             6: at("2026-05-07T09:00:00+00:00")}
+    today = date(2026, 5, 7)
+    assert said_days([1, 2, 3, 5, 6], times, today) == {
+        1: date(2026, 5, 4), 3: date(2026, 5, 5), 5: today}
+    assert said_days([5, 6], times, today) == {}
+    # A message whose time cannot be read ends the run: the next one names its day again.
+    assert said_days([1, 4, 2], times, today) == {1: date(2026, 5, 4), 2: date(2026, 5, 4)}
+    assert said_line(date(2026, 5, 4)) == "(said on 2026-05-04, Monday)"
+    assert datetime(2026, 5, 4, tzinfo=UTC).date() == date(2026, 5, 4)
+
+
+def test_inspect_shows_the_day_and_sends_it_as_json_says(tmp_path: Path) -> None:
+    transcript = tmp_path / "会议.jsonl"
+    lines = [{"chatmem": 1}, *({"role": role, "content": text, "ts": when}
+                               for role, text, when in MEETING_ZH)]
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                          encoding="utf-8")
+    db = str(tmp_path / "t.db")
+    invoke("sessions", "import", str(transcript), "会议", "--no-index", "--db", db, code=0)
+    args = ["inspect", "会议", "--next", "健二的合同什么时候交法务？", "--strategy",
+            "retrieval:mode=bm25,max_tokens=300", "--provider", "scripted", "--db", db]
+    shown = json.loads(invoke(*args, "--json", code=0).stdout)
+    recalled = next(p for p in shown["context"]["parts"] if p["kind"] == "recalled")
+    first = recalled["messages"][0]
+    assert first["said_on"] == "2026-05-05" and first["content"] == MEETING_ZH[0][1]
+    assert f"(said on 2026-05-05, Tuesday)\n{first['content']}" in [
+        m["content"] for m in shown["messages"]]
+    assert "(said on 2026-05-05, Tuesday)" in invoke(*args, code=0).stdout
