@@ -180,6 +180,15 @@ def test_the_schema_rejects_the_old_shapes() -> None:
                                          "recorded": None, "note": None})
 
 
+def test_a_recall_row_route_is_one_the_schema_names() -> None:
+    """Every RecallRoute (a `sitting` one came after `neighbour`) is a route the schema
+    accepts, and no other."""
+    from chatmem.memory.reasons import RecallRoute
+
+    routes = SCHEMA["$defs"]["context"]["properties"]["recall"]["items"]["properties"]["route"]
+    assert set(routes["enum"]) == {r.value for r in RecallRoute}
+
+
 def rejects(data: Any) -> bool:
     """True when the whole schema refuses `data`: it is not any documented output."""
     return not jsonschema.validators.validator_for(SCHEMA)(SCHEMA).is_valid(data)

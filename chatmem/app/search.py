@@ -100,6 +100,9 @@ def found_in(engine: Engine[Store], query: str) -> list[Found]:
                     for m in newest if m.id not in seen]
 
 
+_NEAR_A_MATCH = (RecallRoute.NEIGHBOUR.value, RecallRoute.SITTING.value)
+
+
 def recalled_for(engine: Engine[Store], query: str, address: str) -> list[Found]:
     """What `engine` recalls for `query`, as recall ranks it; each found in `address` (what
     names its session: `OWNER/NAME` when shared, as a client's next call must name it)."""
@@ -110,8 +113,8 @@ def recalled_for(engine: Engine[Store], query: str, address: str) -> list[Found]
         message = recalled.get(row.get("id"))
         if message is None or not row.get("kept"):
             continue
-        if row.get("route") == RecallRoute.NEIGHBOUR.value and row.get("dense") is None:
-            continue  # kept only beside a match: it does not hold what was asked for
+        if row.get("route") in _NEAR_A_MATCH and row.get("dense") is None:
+            continue  # kept only near a match: it does not hold what was asked for
         found.append(Found(address, message.turn, message.role, message.content,
                            message.id, row.get("bm25"), row.get("words"), row.get("dense"),
                            row.get("fused"), row.get("route")))

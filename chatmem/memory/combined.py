@@ -4,7 +4,8 @@ Each member builds its own context; the parts are merged in the fixed order
 (system, summary, facts, recalled, history, input), every stored message is
 sent at most once (history wins over recall), and one budget is shared: whole
 turns are kept by priority, the newest history turn, then the recalled turns,
-most relevant first, then older history (chatmem.memory.shared_budget), and each
+most relevant first, then older history (chatmem.memory.shared_budget); a recalled
+message history held is recalled again when its history turn is cut, and each
 part's reason says what was sent of what its members chose.
 Parameters are addressed as `window.k=3`.
 """
@@ -91,7 +92,8 @@ class CombinedStrategy:
         # Each member guarded on its own: a plugin's failure names it, not the combination.
         contexts = [build_guarded(m, shared) for m in self.members]
         merged = merge_parts(contexts)
-        parts, history_cut, recalled_cut = fit_budget(request, merged, budget)
+        parts, history_cut, recalled_cut = fit_budget(request, merged, budget,
+                                                      recalled_in_history(contexts, merged))
         parts = sent_reasons(contexts, merged, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
         if (history_cut or recalled_cut) and budget is not None:
@@ -99,7 +101,7 @@ class CombinedStrategy:
         warnings = [w for c in contexts for w in c.warnings if not isinstance(w, OverBudget)]
         return assemble(request, parts, budget=budget, dropped=dropped,
                         warnings=dict.fromkeys(warnings),
-                        recall=recall_rows(contexts, {n for n, _ in recalled_cut}))
+                        recall=recall_rows(contexts, parts, {n for n, _ in recalled_cut}))
 
     def update(self, env: MemoryEnv) -> list[Notice]:
         return [notice for m in self.members for notice in update_guarded(m, env)]
@@ -130,10 +132,35 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
     return merged
 
 
+def recalled_in_history(contexts: Sequence[Context], merged: Sequence[Part]) -> Part | None:
+    """The members' recalled messages merged into history, with their turns' recall scores:
+    should the shared budget cut their history turns, they are still recalled messages."""
+    history = next((p for p in merged if p.kind == "history"), None)
+    if history is None:
+        return None
+    held = {message_key(m) for m in history.messages}
+    found = [p for c in contexts for p in c.parts if p.kind == "recalled"]
+    messages = {message_key(m): m for p in found for m in p.messages if message_key(m) in held}
+    if not messages:
+        return None
+    turns = {m.turn for m in messages.values()}
+    best: dict[int, float] = {}
+    for n, score in (pair for p in found for pair in p.scores if pair[0] in turns):
+        best[n] = max(score, best.get(n, score))
+    ordered = sorted(messages.values(), key=lambda m: (m.turn or 0, m.id or 0))
+    return Part("recalled", tuple(ordered), joined(*(p.reason for p in found)),
+                tuple(sorted(best.items())))
+
+
 def sent_reasons(contexts: Sequence[Context], merged: Sequence[Part], sent: list[Part],
                  budget: int | None) -> list[Part]:
     """The `sent` parts, each reason its members' told what of their choice was sent."""
     offered = {p.kind: {message_key(m) for m in p.messages} for p in merged}
+    # A recalled message merged into history is offered to recall again when history's is cut.
+    history = {message_key(m) for p in sent if p.kind == "history" for m in p.messages}
+    offered["recalled"] = offered.get("recalled", set()) | {
+        message_key(m) for c in contexts for p in c.parts if p.kind == "recalled"
+        for m in p.messages if message_key(m) not in history}
     told: list[Part] = []
     for part in sent:
         if part.kind not in MERGED_KINDS:
@@ -146,11 +173,15 @@ def sent_reasons(contexts: Sequence[Context], merged: Sequence[Part], sent: list
     return told
 
 
-def recall_rows(contexts: Sequence[Context], cut: set[int]) -> list[dict[str, Any]]:
-    """The members' recall rows; those of recalled turns cut to fit marked so."""
+def recall_rows(contexts: Sequence[Context], sent: Sequence[Part],
+                cut: set[int]) -> list[dict[str, Any]]:
+    """The members' recall rows; those kept whose message no `sent` part holds (a row
+    without an id: whose turn is `cut`) marked cut to fit the shared budget."""
+    ids = {m.id for p in sent for m in p.messages if m.id is not None}
     rows = []
     for row in (r for c in contexts for r in c.recall):
-        if row["kept"] and row["turn"] in cut:
+        gone = row["turn"] in cut if row.get("id") is None else row["id"] not in ids
+        if row["kept"] and gone:
             row = {**row, "kept": False, "why": RecallVerdict.SHARED_BUDGET.value}
         rows.append(row)
     return rows

@@ -331,13 +331,16 @@ def fuse(lexical: np.ndarray, dense: np.ndarray | None, weights: Weights,
 
 
 def route_of(bm25: float, words: float, dense: float | None, weights: Weights,
-             dated: bool = False) -> RecallRoute:
+             dated: bool = False, beside: bool = True) -> RecallRoute:
     """What brought a candidate up: meaning when its share of the fused score is the
-    larger, else its own words, else the time the input names, else a neighbour's match."""
+    larger, else its own words, else the time the input names, else the match it is
+    `beside` (next to it), else its sitting's match."""
     if dense is not None and weights.mode != "bm25":
         meaning = dense if weights.mode == "dense" else weights.dense_weight * dense
         if weights.mode == "dense" or meaning > (1 - weights.dense_weight) * words:
             return RecallRoute.MEANING
     if bm25 > 0:
         return RecallRoute.WORDS
-    return RecallRoute.TIME if dated else RecallRoute.NEIGHBOUR
+    if dated:
+        return RecallRoute.TIME
+    return RecallRoute.NEIGHBOUR if beside else RecallRoute.SITTING

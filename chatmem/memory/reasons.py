@@ -155,6 +155,7 @@ class Recalled:
     by_meaning: int = 0
     by_neighbour: int = 0
     by_time: int = 0
+    by_sitting: int = 0
     times_named: tuple[tuple[str, str], ...] = ()
     """The times the input named (first and last day, ISO), whose messages gained."""
     shared: bool = False
@@ -277,7 +278,10 @@ class RecallRoute(Enum):
     MEANING = "meaning"
     """Its meaning (its vector and its exchanges', see ranking.dense_scores) weighs most."""
     NEIGHBOUR = "neighbour"
-    """It sits beside (or in the sitting of) a match, holding none of the words itself."""
+    """It sits next to a match, holding none of the words itself (smoothing)."""
+    SITTING = "sitting"
+    """It was said in the sitting of a match, not next to one, holding none of the words
+    (the sitting prior)."""
     TIME = "time"
     """It was said within a time the input names (`last May`, `上个月`)."""
 

@@ -225,7 +225,11 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             # What brought a candidate up is worked out for those shown (the kept
             # among them), not for every candidate of the pool.
             if r.route is None:
-                r.route = route_of(r.bm25, r.words, r.dense, weights, r.position in dated)
+                beside = bool(weights.smooth) and any(
+                    bm25.get(p, 0.0) > 0 for p in (r.position - 1, r.position + 1)
+                    if 1 <= p <= count)
+                r.route = route_of(r.bm25, r.words, r.dense, weights, r.position in dated,
+                                   beside)
         method = RecallMethod(weights.mode, weights.dense_weight, weights.smooth,
                               weights.sitting, weights.mmr, no_embedder, embedding_error)
         if not kept:
@@ -246,7 +250,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_words=routes[RecallRoute.WORDS],
                           by_meaning=routes[RecallRoute.MEANING],
                           by_neighbour=routes[RecallRoute.NEIGHBOUR],
-                          by_time=routes[RecallRoute.TIME], times_named=times_named,
+                          by_time=routes[RecallRoute.TIME],
+                          by_sitting=routes[RecallRoute.SITTING], times_named=times_named,
                           shared=request.cap is not None, dated=len(days))
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown, self.options.top_k)

@@ -5,7 +5,8 @@ relevant first (the newer among equals), then older history turns, newest first.
 that does not fit in the room left is skipped and the next is tried, so room is never left
 unused while a turn left out would fit; but history stays the newest turns, whole (it ends
 at the first that does not fit), and the recalled part never opens on a reply. A recalled
-turn answers the question in hand; an old recent turn may not.
+turn answers the question in hand; an old recent turn may not. A message recall chose that
+history holds keeps its recall rank: cut with its history turn, it is recalled after all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from chatmem.memory.assembly import fixed_tokens
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import Message, Part, PartKind
+from chatmem.memory.context import PART_ORDER, Message, Part, PartKind
 from chatmem.memory.reasons import (
     AllTurns,
     Merged,
@@ -34,10 +35,13 @@ _MEMORY = ("history", "recalled")
 
 
 def fit_budget(
-    request: ContextRequest, parts: list[Part], budget: int | None
+    request: ContextRequest, parts: list[Part], budget: int | None, also: Part | None = None,
 ) -> tuple[list[Part], list[int], list[tuple[int, float]]]:
     """The parts with whole history and recalled turns kept by priority within `budget`.
 
+    `also`: recalled messages the history part holds (merged there, so sent once). They
+    keep their recall priority: a history turn holding one that is cut sends it as
+    recalled after all, if it fits in the room its place in the ranking leaves.
     Returns the parts, the history turns left out and the recalled (turn, score)s left out.
     """
     if budget is None:
@@ -48,33 +52,47 @@ def fit_budget(
     if sum(p.tokens for p in parts if p.kind in _MEMORY) <= room and (
             recalled is None or recalled.messages[0].role == "user"):
         return parts, [], []
+    held = tuple(also.messages) if also is not None and history is not None else ()
+    candidates = sorted((*(recalled.messages if recalled else ()), *held),
+                        key=lambda m: (m.turn or 0, m.id or 0))
     # One pass over the messages: a whole history (buffer's) may be thousands of turns.
     history_sizes = _turn_sizes(history.messages if history else ())
-    recall_sizes = _turn_sizes(recalled.messages if recalled else ())
-    score = dict(recalled.scores) if recalled else {}
+    recall_sizes = _turn_sizes(candidates)
+    credit = _turn_sizes(held)
+    score = {**(dict(also.scores) if held and also else {}),
+             **(dict(recalled.scores) if recalled else {})}
     ranked = sorted(recall_sizes, key=lambda n: (score.get(n, float("-inf")), n), reverse=True)
-    opens: dict[int, str] = {}
-    for m in recalled.messages if recalled else ():
-        opens.setdefault(m.turn or 0, m.role)
+    held_keys = {message_key(m) for m in held}
+
+    def sent_as_recalled(kept_history: set[int], kept_recalled: set[int]) -> list[Message]:
+        return [m for m in candidates if (m.turn or 0) in kept_recalled
+                and not ((m.turn or 0) in kept_history and message_key(m) in held_keys)]
+
     # Recall keeps single messages: a turn whose question was not recalled opens on its
     # reply, and a context never does; such a turn is passed over while it would open the part.
     passed: set[int] = set()
     while True:
-        kept_history, kept_recalled, left = _fill(history_sizes, ranked, recall_sizes, passed,
-                                                  room)
-        first = min(kept_recalled, default=None)
-        if first is None or opens[first] == "user":
+        kept_history, kept_recalled, left = _fill(history_sizes, ranked, recall_sizes, credit,
+                                                  passed, room)
+        sent = sent_as_recalled(kept_history, kept_recalled)
+        if not sent or sent[0].role == "user":
             break
-        passed.add(first)
+        passed.add(sent[0].turn or 0)
     for n in ranked:  # what was passed over may fit behind a kept question after all
-        if n in passed and recall_sizes[n] <= left and kept_recalled and min(kept_recalled) < n:
+        first = min((m.turn or 0 for m in sent), default=None)
+        if n in passed and recall_sizes[n] <= left and first is not None and first < n:
             kept_recalled.add(n)
             left -= recall_sizes[n]
-    fitted = [_only(p, kept_history if p.kind == "history" else kept_recalled)
-              if p.kind in _MEMORY else p for p in parts]
-    return ([p for p in fitted if p is not None],
-            sorted(set(history_sizes) - kept_history),
-            sorted((n, score.get(n, 0.0)) for n in recall_sizes if n not in kept_recalled))
+            sent = sent_as_recalled(kept_history, kept_recalled)
+    fitted = [_only(p, kept_history) if p.kind == "history" else p
+              for p in parts if p.kind != "recalled"]
+    fitted.append(_recalled_part(recalled, also if held else None, sent))
+    fitted_parts = sorted((p for p in fitted if p is not None),
+                          key=lambda p: PART_ORDER.index(p.kind))
+    own = _turn_sizes(recalled.messages if recalled else ())
+    return (fitted_parts, sorted(set(history_sizes) - kept_history),
+            sorted((n, score.get(n, 0.0)) for n in recall_sizes if n not in kept_recalled
+                   and (n not in kept_history or n in own)))
 
 
 def _turn_sizes(messages: Iterable[Message]) -> dict[int, int]:
@@ -86,8 +104,10 @@ def _turn_sizes(messages: Iterable[Message]) -> dict[int, int]:
 
 
 def _fill(history: Mapping[int, int], ranked: Sequence[int], recall: Mapping[int, int],
-          passed: set[int], room: int) -> tuple[set[int], set[int], int]:
-    """The history and recalled turns kept, by priority, and the room left."""
+          credit: Mapping[int, int], passed: set[int], room: int,
+          ) -> tuple[set[int], set[int], int]:
+    """The history and recalled turns kept, by priority, and the room left. `credit`: the
+    tokens of a turn's recalled messages history holds, paid once when both keep it."""
     turns = sorted(history)
     kept_history: set[int] = set()
     left = room
@@ -96,16 +116,36 @@ def _fill(history: Mapping[int, int], ranked: Sequence[int], recall: Mapping[int
         left -= history[turns[-1]]
     kept_recalled: set[int] = set()
     for n in ranked:
-        if n not in passed and recall[n] <= left:
+        cost = recall[n] - (credit.get(n, 0) if n in kept_history else 0)
+        if n not in passed and cost <= left:
             kept_recalled.add(n)
-            left -= recall[n]
+            left -= cost
     if kept_history:  # history is the newest turns, whole: it ends at the first that does not fit
         for n in reversed(turns[:-1]):
-            if history[n] > left:
+            cost = history[n] - (credit.get(n, 0) if n in kept_recalled else 0)
+            if cost > left:
                 break
             kept_history.add(n)
-            left -= history[n]
+            left -= cost
     return kept_history, kept_recalled, left
+
+
+def _recalled_part(recalled: Part | None, also: Part | None,
+                   sent: Sequence[Message]) -> Part | None:
+    """The recalled part sending `sent`: the merged one's, with `also`'s messages that
+    history no longer holds (a part of their own when recall's all went to history)."""
+    if not sent:
+        return None
+    turns = {m.turn or 0 for m in sent}
+    if also is None:
+        assert recalled is not None
+        return _only(recalled, turns)
+    base = recalled if recalled is not None else also
+    own = tuple(recalled.scores) if recalled is not None else ()
+    mine = {n for n, _ in own}
+    scores = (*own, *((n, s) for n, s in also.scores if n not in mine))
+    return dataclasses.replace(base, messages=tuple(sent),
+                               scores=tuple((n, s) for n, s in scores if n in turns))
 
 
 def _only(part: Part, turns: set[int]) -> Part | None:
@@ -175,7 +215,8 @@ def _recalled(reason: Recalled, kept: Sequence[Message], cut: int,
         changes = {"by_words": routes[RecallRoute.WORDS.value],
                    "by_meaning": routes[RecallRoute.MEANING.value],
                    "by_neighbour": routes[RecallRoute.NEIGHBOUR.value],
-                   "by_time": routes[RecallRoute.TIME.value]}
+                   "by_time": routes[RecallRoute.TIME.value],
+                   "by_sitting": routes[RecallRoute.SITTING.value]}
     return dataclasses.replace(
         reason, sent=len(kept), turns=len({m.turn for m in kept}), low=min(fused),
         high=max(fused), left=reason.left + max(cut, 0), **changes)

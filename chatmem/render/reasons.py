@@ -173,7 +173,8 @@ def _(r: Recalled) -> str:
         text += f"; dense over {r.embedded:,} of {r.candidates:,} messages; indexing"
     routes = [f"{count} {_ROUTES[route]}" for route, count in (
         (RecallRoute.WORDS, r.by_words), (RecallRoute.MEANING, r.by_meaning),
-        (RecallRoute.NEIGHBOUR, r.by_neighbour), (RecallRoute.TIME, r.by_time)) if count]
+        (RecallRoute.NEIGHBOUR, r.by_neighbour), (RecallRoute.SITTING, r.by_sitting),
+        (RecallRoute.TIME, r.by_time)) if count]
     if routes:
         text += "; " + ", ".join(routes)
     if r.times_named:
@@ -270,6 +271,7 @@ _ROUTES = {
     RecallRoute.WORDS: "by words",
     RecallRoute.MEANING: "by meaning",
     RecallRoute.NEIGHBOUR: "beside a match",
+    RecallRoute.SITTING: "in a match's sitting",
     RecallRoute.TIME: "dated when asked",
 }
 
@@ -278,6 +280,7 @@ _ROUTE_WORDS = {
     RecallRoute.WORDS: "words",
     RecallRoute.MEANING: "meaning",
     RecallRoute.NEIGHBOUR: "beside",
+    RecallRoute.SITTING: "sitting",
     RecallRoute.TIME: "date",
 }
 

@@ -117,7 +117,10 @@ def test_one_budget_is_shared_old_history_goes_before_a_relevant_recalled_turn(
     before = [m.turn for m in alone.part("history").messages]
     assert kept and kept == before[len(before) - len(kept):] and len(kept) < len(before)
     cut = sorted(set(before) - set(kept))
-    assert tight.dropped[1:] == (SharedBudgetCut((cut[0], cut[-1]), (), 300),)
+    (shared,) = tight.dropped[1:]  # recall's messages in the turns cut are recalled still
+    assert (shared.history, shared.budget) == ((cut[0], cut[-1]), 300)
+    lowest = min(score for _, score in tight.part("recalled").scores)
+    assert all(score <= lowest for _, score in shared.recalled)  # the least relevant go
     # The reasons say what was sent: the turns kept of those tokens chose, and why the
     # others went; recall names the budget it filled, the shared one.
     chosen = alone.part("history").reason

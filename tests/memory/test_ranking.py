@@ -252,6 +252,8 @@ def test_the_route_is_the_larger_share_of_the_fused_score() -> None:
     assert route_of(0.0, 0.4, 0.1, hybrid) is RecallRoute.NEIGHBOUR
     assert route_of(0.0, 0.4, 0.1, hybrid, dated=True) is RecallRoute.TIME
     assert route_of(0.0, 0.4, None, hybrid) is RecallRoute.NEIGHBOUR
+    assert route_of(0.0, 0.4, None, hybrid, beside=False) is RecallRoute.SITTING
+    assert route_of(0.0, 0.4, None, hybrid, dated=True, beside=False) is RecallRoute.TIME
     assert route_of(0.0, 0.0, 0.1, Weights("dense")) is RecallRoute.MEANING
     assert route_of(1.0, 0.2, 0.9, Weights("bm25")) is RecallRoute.WORDS
 
