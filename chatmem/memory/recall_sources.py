@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import sent_text
-from chatmem.memory.packing import POOL, Ranked
+from chatmem.memory.packing import POOL, Ranked, said_key
 from chatmem.memory.ranking import (
     Sittings,
     WordScores,
@@ -135,9 +135,9 @@ class Candidates:
                 meanings = [m if held else None
                             for m, held in zip(meanings, present[at].tolist(), strict=True)]
         return [Ranked(message_id, position, turn or 0, role, bm25.get(position, 0.0), score,
-                       meaning, relevance, tokens)
-                for (position, message_id, turn, role, _, _), score, meaning, relevance, tokens
-                in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
+                       meaning, relevance, tokens, said_key(role, content))
+                for (position, message_id, turn, role, content, _), score, meaning, relevance,
+                tokens in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
 
 
 def _rows_of(vectors: np.ndarray) -> Callable[[Sequence[int]], np.ndarray]:

@@ -51,6 +51,7 @@ from chatmem.notices import NoEmbedder, Notice
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
+    from chatmem.memory.time_spans import TimeSpan
 
 MODES = ("hybrid", "bm25", "dense")
 SHOWN_DROPPED = 10
@@ -155,15 +156,17 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         query = request.input.content
         weights = self.weights(embedder)
 
+        named, searched = self._named_time(source, query)
+
         def ranked_by_words() -> tuple[dict[int, float], WordScores]:
-            matches = source.bm25(query, first_recent)
+            matches = source.bm25(searched, first_recent)
             bm25 = matches.scores
             sittings = source.sittings() if weights.sitting and bm25 else None
             return bm25, words_scores(bm25, count, sittings, smooth=weights.smooth,
                                       sitting=weights.sitting, ceiling=matches.ceiling)
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
-        dated, times_named = self._prefer_named_time(source, query, count, words)
+        dated = self._prefer_named_time(source, named, count, words)
         dense = rows = fused = present = None
         embedded = count
         if embedder is not None:
@@ -251,29 +254,34 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_meaning=routes[RecallRoute.MEANING],
                           by_neighbour=routes[RecallRoute.NEIGHBOUR],
                           by_time=routes[RecallRoute.TIME],
-                          by_sitting=routes[RecallRoute.SITTING], times_named=times_named,
+                          by_sitting=routes[RecallRoute.SITTING],
+                          times_named=tuple(span.days for span in named),
                           shared=request.cap is not None, dated=len(days))
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
         return part, as_json(shown, self.options.top_k)
 
-    def _prefer_named_time(self, source: StoredRecall, query: str, count: int,
-                           words: WordScores) -> tuple[set[int], tuple[tuple[str, str], ...]]:
-        """Messages dated within a time the input names gain `time_weight` in `words`
-        (the latest POOL of them): their positions, and the days named (first and last,
-        ISO) for the recall reason. `now` is the newest message's time: a replayed
-        conversation is read on its own clock."""
-        weight = self.options.time_weight
-        if not weight or not time_words.may_name_time(query):
-            return set(), ()
+    def _named_time(self, source: StoredRecall, query: str) -> tuple[list[TimeSpan], str]:
+        """The spans of time the input names (none with `time_weight` 0), and the input
+        to search by words: without the words that named them, which the time's own
+        preference stands for (searched, the 4 of `May 4` matched every list's item 4).
+        `now` is the newest message's time: a replayed conversation is read on its own
+        clock."""
+        if not self.options.time_weight or not time_words.may_name_time(query):
+            return [], query
         now = source.newest_time()
-        named = time_words.spans(query, now) if now is not None else []
+        return time_words.read(query, now) if now is not None else ([], query)
+
+    def _prefer_named_time(self, source: StoredRecall, named: list[TimeSpan], count: int,
+                           words: WordScores) -> set[int]:
+        """Messages dated within a time the input names gain `time_weight` in `words`
+        (the latest POOL of them): their positions."""
         within: set[int] = set()
         for span in named:
             first = source.first_at_or_after(span.start, count)
             end = source.first_at_or_after(span.end, count)
             within.update(range(max(first, end - POOL), end))
-        words.raise_by(within, weight)
-        return within, tuple(span.days for span in named)
+        words.raise_by(within, self.options.time_weight)
+        return within
 
     @staticmethod
     def _with_days(source: StoredRecall, kept: list[Ranked],

@@ -44,7 +44,7 @@ from chatmem.memory.time_spans import (
 from chatmem.memory.time_words_zh import zh_number
 from chatmem.text import FULL_WIDTH
 
-__all__ = ["TimeSpan", "may_name_time", "spans", "zh_number"]
+__all__ = ["TimeSpan", "may_name_time", "read", "spans", "zh_number"]
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -96,6 +96,14 @@ _EN = re.compile(
     rf"|(?:in|during|back\s+in)\s+(?P<in_month>{_MONTH_NAMES})\b"
     rf"|(?:in|during)\s+(?P<in_year>{_YEAR})\b)",
     re.IGNORECASE)
+# The words of a time that are searched with the rest of a question: a month's or a
+# weekday's name says that time in a message too ("in June", "每周五"), where a day's
+# number, `ago` or `last` say nothing of it (the 4 of `May 4` is any list's item 4).
+# `may` is left out: a message saying it is mostly saying the verb.
+_NAMES = re.compile(
+    rf"\b(?:{'|'.join(sorted((m for m in MONTHS if m != 'may'), key=len, reverse=True))}"
+    rf"|{_WEEKDAY_NAMES})\b|(?:周|星期|礼拜)[一二三四五六日天]|(?<![0-9一二三四五六七八九十])"
+    r"(?:十[一二]?|[一二三四五六七八九])月", re.IGNORECASE)
 # 2023-05-08, 2023/5/8: no word boundary before it, as Chinese runs into digits.
 _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 
@@ -122,20 +130,39 @@ def may_name_time(text: str) -> bool:
 
 def spans(text: str, now: datetime) -> list[TimeSpan]:
     """The spans of time `text` names, read at `now` (an aware datetime)."""
-    text = _folded(text)
+    return read(text, now)[0]
+
+
+def read(text: str, now: datetime) -> tuple[list[TimeSpan], str]:
+    """The spans of time `text` names, read at `now` (an aware datetime), and `text` with
+    the words that named them blanked out: what is left to search by its words (the 4 of
+    `May 4` or the day of `three days ago` matches any message saying 4 or day)."""
+    folded = _folded(text)
     readers = ((_EN, _english), (time_words_zh.PATTERN, time_words_zh.read), (_ISO, _iso))
     found = []
-    for pattern, read in readers:
-        for m in pattern.finditer(text):
+    named: list[tuple[int, int]] = []
+    for pattern, reader in readers:
+        for m in pattern.finditer(folded):
             try:
-                span = read(m, now)
+                span = reader(m, now)
             except (ValueError, OverflowError):
                 # Beyond the calendar's years 1–9999 (a conversation dated at year 1, an
                 # exporter's zero time, asked about "last May"): no time is named.
                 continue
             if span is not None:
                 found.append(span)
-    return found
+                named.append(m.span())
+    if not named:
+        return found, text
+    # Folding keeps positions (one character for one), so the folded text's spans blank
+    # the text's. A space, not nothing, where words were: Chinese on either side would
+    # otherwise join into a bigram never said. Two patterns may read overlapping words.
+    blank = [False] * len(text)
+    for start, end in named:
+        blank[start:end] = [True] * (end - start)
+        for name in _NAMES.finditer(folded, start, end):
+            blank[name.start():name.end()] = [False] * (name.end() - name.start())
+    return found, "".join(" " if out else c for c, out in zip(text, blank, strict=True))
 
 
 def _iso(m: re.Match[str], now: datetime) -> TimeSpan | None:
