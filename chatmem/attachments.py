@@ -10,6 +10,7 @@ cannot be attached is an error naming it, raised before anything is sent.
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +76,18 @@ def pdf_text(name: str, data: bytes) -> str:
 
 
 def decode(name: str, data: bytes) -> str:
-    """`data` as text; a binary file (a NUL byte, or not UTF-8) is refused, not mangled."""
+    """`data` as text; a binary file (a NUL byte, or not UTF-8) is refused, not mangled.
+
+    Text saved as UTF-16 (Windows' "Unicode") starts with its byte-order mark and is read
+    as such: half its bytes are NUL, and it was refused as a binary file."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise UsageError(f"{name}: starts as UTF-16 text but is not (an odd byte or a "
+                             "broken pair); nothing was sent") from None
+        if "\x00" not in text:
+            return text
     if b"\x00" in data:
         raise UsageError(f"{name}: a binary file (it holds NUL bytes); only text can be "
                          "attached; nothing was sent")

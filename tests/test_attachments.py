@@ -31,6 +31,21 @@ def test_a_file_is_read_whole_without_its_byte_order_mark(tmp_path: Path) -> Non
     assert read_file(path) == Attachment(str(path), "# 标题\nline\n")
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_file_saved_as_utf16_with_its_mark_is_read_as_text(tmp_path: Path,
+                                                            encoding: str) -> None:
+    # Windows' "Unicode": half its bytes are NUL, and it was refused as a binary file.
+    path = tmp_path / "记录.txt"
+    path.write_bytes("\ufeff会议记录 notes 😀\r\nline 2\r\n".encode(encoding))
+    assert read_file(path) == Attachment(str(path), "会议记录 notes 😀\r\nline 2\r\n")
+    path.write_bytes("\ufeff半个".encode(encoding) + b"\x00")
+    with pytest.raises(UsageError, match=r"starts as UTF-16 text but is not"):
+        read_file(path)
+    path.write_bytes("\ufeffa\x00b".encode(encoding))
+    with pytest.raises(UsageError, match=r"a binary file \(it holds NUL bytes\)"):
+        read_file(path)
+
+
 @given(st.text())
 def test_any_text_decodes_back_to_itself_or_is_refused(text: str) -> None:
     data = text.encode("utf-8", "surrogatepass")

@@ -195,7 +195,8 @@ def ask(
         if no_stdin:
             raise UsageError("TEXT - reads the question from stdin, which --no-stdin leaves"
                              " unread")
-        text = sys.stdin.read()
+        # A file saved with a byte-order mark (Notepad) is piped with it: not the question's.
+        text = sys.stdin.read().removeprefix("\ufeff")
     elif not no_stdin and stdin_is_piped():
         piped = sys.stdin.buffer.read()
         if piped.strip():

@@ -8,6 +8,7 @@ import typer
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.options import ConfigOption, JsonOption
 from chatmem.cli.output import consoles, fail, handles_errors, print_json, write_private
+from chatmem.errors import ConfigError
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -121,8 +122,16 @@ def init(
     from chatmem.config.paths import config_path, example_config
 
     target: Path = config_path(config)
-    if target.exists() and not force:
-        raise fail(f"{target} already exists (use --force to overwrite)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_private(target, example_config())
+    try:
+        if target.exists() and not force:
+            raise fail(f"{target} already exists (use --force to overwrite)")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"{target}: cannot create its folder {target.parent}: "
+                              f"{e.strerror}") from None
+        write_private(target, example_config())
+    except OSError as e:
+        # Not the error's own words: they name the temporary file written first.
+        raise ConfigError(f"{target}: cannot write the config file: {e.strerror}") from None
     print(target)

@@ -57,12 +57,14 @@ def read_config_file(path: Path, registered: Registered | None = None) -> dict[s
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """A TOML file's tables; ConfigError naming the file for anything that is not TOML text.
 
-    TOML is UTF-8 by definition; a table nested thousands deep exhausts the parser's
-    recursion (tomllib reads nesting recursively), which says nothing to a person.
+    TOML is UTF-8 by definition; a byte-order mark before it (Notepad's "UTF-8 with BOM")
+    is not part of the text, though tomllib reads it as a statement. A table nested
+    thousands deep exhausts the parser's recursion (tomllib reads nesting recursively),
+    which says nothing to a person.
     """
     try:
         with path.open("rb") as f:
-            return tomllib.load(f)
+            return tomllib.loads(f.read().decode("utf-8-sig"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
     except UnicodeDecodeError as e:

@@ -48,8 +48,8 @@ def scripted_provider(settings: Settings) -> Provider:
     log = settings.scripted.log or os.environ.get("CHATMEM_SCRIPTED_LOG")
     return ScriptedProvider(
         settings.model or "scripted",
-        script=Path(script) if script else None,
-        log_path=Path(log) if log else None,
+        script=Path(script).expanduser() if script else None,
+        log_path=Path(log).expanduser() if log else None,
     )
 
 

@@ -10,6 +10,7 @@ fact-extraction requests are answered by deterministic rules registered in
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,10 +27,18 @@ RULES: dict[Purpose, Callable[[ChatMessages], str]] = {
 
 
 def read_script(path: Path) -> list[str]:
+    """The replies of a script file, read as chatmem reads every text file: UTF-8, a
+    byte-order mark left out, one line naming the file and line for anything else."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read reply script: {e.strerror}") from None
+    try:
+        lines = data.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as e:
+        at_line = data[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{at_line}: the reply script is not UTF-8 text (byte "
+                          f"{data[e.start]:#04x}); save it as UTF-8") from None
     replies = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -44,6 +53,17 @@ def read_script(path: Path) -> list[str]:
         else:
             replies.append(line)
     return replies
+
+
+def append_to_log(path: Path, data: bytes) -> None:
+    """Append to the request log, created readable by its owner only (0600): it holds every
+    message sent, as the history file does."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(descriptor, "ab") as f:
+            f.write(data)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot write the request log: {e.strerror}") from None
 
 
 class ScriptedReply:
@@ -87,8 +107,7 @@ class ScriptedProvider:
         self.calls_by_purpose[purpose] = self.calls_by_purpose.get(purpose, 0) + 1
         if self.log_path:
             entry = {"purpose": purpose, "messages": [dict(m) for m in messages]}
-            with self.log_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            append_to_log(self.log_path, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
 
     def _chat_reply(self, messages: ChatMessages) -> str:
         self.calls += 1

@@ -73,7 +73,7 @@ def load_tokens(path: Path) -> dict[str, str]:
             if why is not None:
                 raise ConfigError(f"{path}: {why}; keep the tokens file in a directory "
                                   "only you can write")
-            data = tomllib.loads(f.read().decode("utf-8"))
+            data = tomllib.loads(f.read().decode("utf-8-sig"))  # a BOM is no statement
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the tokens file: {e.strerror or e}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:

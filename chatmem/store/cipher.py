@@ -35,6 +35,7 @@ from chatmem.errors import HistoryLocked, StoreError, StoreFailure
 from chatmem.store import open_files
 from chatmem.store.open_files import FileKind
 from chatmem.store.result_codes import BUSY, primary_code
+from chatmem.store.sqlite_names import sqlite_name
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INSTALL_HINT = install_hint("encrypt")
@@ -114,7 +115,7 @@ def _attach_key(key: str | None) -> str:
 def open_encrypted(path: Path, key: str, timeout: float) -> CipherConnection:
     """An open SQLCipher connection, the key checked; HistoryLocked when it is wrong."""
     dbapi2 = driver()
-    raw = dbapi2.connect(str(path), timeout=timeout)
+    raw = dbapi2.connect(sqlite_name(path), timeout=timeout)
     try:
         raw.execute("PRAGMA cipher_log_level = NONE")
         raw.execute(key_pragma(key))
@@ -225,7 +226,7 @@ def convert(path: Path, old_key: str | None, new_key: str | None) -> Path:
 
     dbapi2 = driver()
     refuse_foreign(path)
-    source = dbapi2.connect(str(path), timeout=0, isolation_level=None)
+    source = dbapi2.connect(sqlite_name(path), timeout=0, isolation_level=None)
     temp: Path | None = None
     try:
         source.execute("PRAGMA cipher_log_level = NONE")
@@ -235,7 +236,7 @@ def convert(path: Path, old_key: str | None, new_key: str | None) -> Path:
         counts = _row_counts(source)
         temp = _new_copy(path)
         source.execute(f"ATTACH DATABASE ? AS converted KEY {_attach_key(new_key)}",
-                       [str(temp)])
+                       [sqlite_name(temp)])
         source.execute("PRAGMA converted.journal_mode = MEMORY")  # no -journal beside it
         source.execute("SELECT sqlcipher_export('converted')")
         source.execute("DETACH DATABASE converted")
@@ -350,7 +351,7 @@ def _row_counts(conn: Any) -> dict[str, int]:
 
 def _verify(temp: Path, key: str | None, counts: dict[str, int]) -> None:
     dbapi2 = driver()
-    check = dbapi2.connect(str(temp))
+    check = dbapi2.connect(sqlite_name(temp))
     try:
         check.execute("PRAGMA cipher_log_level = NONE")
         if key is not None:

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from chatmem.errors import HistoryLocked, StoreError, StoreFailure
 from chatmem.store.result_codes import BUSY, primary_code
+from chatmem.store.sqlite_names import sqlite_name
 
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another process's lock before SQLite says it is busy."""
@@ -39,7 +40,7 @@ def fold_wal(path: Path) -> None:
     An encrypted file cannot be read without its key and is left as it is.
     """
     try:
-        connection = sqlite3.connect(path, timeout=0)
+        connection = sqlite3.connect(sqlite_name(path), timeout=0)
         try:
             connection.execute("PRAGMA locking_mode = EXCLUSIVE")
             try:
@@ -69,7 +70,7 @@ def connect(path: str | Path, key: str | None = None, *,
     already checked, that behaves and fails exactly as a sqlite3 one.
     """
     if key is None:
-        return sqlite3.connect(str(path), timeout=timeout_ms / 1000)
+        return sqlite3.connect(sqlite_name(path), timeout=timeout_ms / 1000)
     from chatmem.store import cipher
 
     conn: Any = cipher.open_encrypted(Path(path), key, timeout_ms / 1000)

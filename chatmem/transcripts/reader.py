@@ -50,8 +50,10 @@ def transcript_from_bytes(data: bytes, source: str) -> Transcript:
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the text.
         text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise TranscriptError(f"{source}: not UTF-8 text") from None
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise TranscriptError(f"{source}:{line}: not UTF-8 text (byte {data[e.start]:#04x}); "
+                              "save the transcript as UTF-8") from None
     transcript = parse_transcript(text, source)
     if not transcript.messages:
         # Imported, it would be an empty session; replayed, nothing: both look like success.

@@ -403,6 +403,16 @@ def test_ask_with_empty_input_is_a_usage_error(tmp_path: Path, args: list[str],
     assert not db.exists()  # nothing was sent or stored
 
 
+def test_ask_dash_leaves_out_the_byte_order_mark_a_piped_file_starts_with(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    result = invoke("ask", "bom", "-", "--db", str(db), "--provider", "scripted",
+                    input="\ufeff这份合同的期限是多久？\n")
+    assert (result.exit_code, result.stdout) == (0, "echo #1: 这份合同的期限是多久？\n")
+    with Store(db) as store:
+        [turn] = store.turns.turns(store.sessions.session("bom").id)
+        assert turn.input == "这份合同的期限是多久？"
+
+
 def test_inspect_next_with_empty_input_is_a_usage_error(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     assert invoke("ask", "default", "hi", "--db", str(db), "--provider", "scripted").exit_code == 0

@@ -26,6 +26,21 @@ def test_init_writes_a_file_that_loads_cleanly(isolated_home: Path) -> None:
     assert json.loads(shown.stdout)["config_file"] == str(written)
 
 
+def test_init_that_cannot_make_or_write_the_file_says_so_in_one_line(tmp_path: Path) -> None:
+    taken = tmp_path / "配置"
+    taken.write_text("a file where the config folder would go")
+    folder = invoke("config", "init", env={"XDG_CONFIG_HOME": str(taken)})
+    assert (folder.exit_code, folder.stdout, folder.stderr) == (2, "", (
+        f"error: {taken}/chatmem/config.toml: cannot create its folder {taken}/chatmem: "
+        "Not a directory\n"))
+
+    too_long = tmp_path / ("长" * 100 + ".toml")  # 300 bytes: no file system takes the name
+    written = invoke("config", "init", "--config", str(too_long))
+    assert (written.exit_code, written.stdout, written.stderr) == (
+        2, "", f"error: {too_long}: cannot write the config file: File name too long\n")
+    assert list(tmp_path.iterdir()) == [taken]
+
+
 def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
     target = tmp_path / "c.toml"
     target.write_text("# mine\n", encoding="utf-8")

@@ -326,7 +326,8 @@ def test_a_transcript_piped_in_as_dash_imports_and_replays(tmp_path: Path) -> No
     garbled = invoke("sessions", "import", "-", "y", "--db", db,
                      input=b"\xff")  # type: ignore[arg-type]
     assert garbled.exit_code == 2
-    assert garbled.stderr == "error: standard input: not UTF-8 text\n"
+    assert garbled.stderr == ("error: standard input:1: not UTF-8 text (byte 0xff); save the "
+                              "transcript as UTF-8\n")
 
 
 def test_export_all_counts_in_words_that_agree_with_the_number(tmp_path: Path) -> None:

@@ -103,6 +103,18 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.toml", env={})
 
 
+def test_a_config_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
+    # Notepad's "UTF-8 with BOM": tomllib alone read the mark as a statement.
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + 'model = "qwen-长"\nstrategy = "window"\n'.encode())
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert (settings.model, settings.strategy) == ("qwen-长", "window")
+    path.write_bytes(b"\xef\xbb\xbfmodel = \n")
+    # Its columns are the text's, the mark not counted.
+    with pytest.raises(ConfigError, match=rf"^{path}: not valid TOML: .*\(at line 1, column 9\)$"):
+        load_settings(path, env={})
+
+
 def test_bad_provider_from_environment() -> None:
     with pytest.raises(ConfigError, match="CHATMEM_PROVIDER must be one of"):
         load_settings(env={"CHATMEM_PROVIDER": "claude"}, registered=REGISTRIES)

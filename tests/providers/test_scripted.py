@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,40 @@ def test_created_from_settings_and_environment(tmp_path: Path, monkeypatch) -> N
     configured = create_provider(Settings(provider="scripted", scripted=scripted))
     assert isinstance(configured, ScriptedProvider)
     assert configured.log_path == tmp_path / "cfg.jsonl"
+
+
+def test_a_script_is_read_as_every_text_file_is(tmp_path: Path) -> None:
+    script = tmp_path / "replies.jsonl"
+    script.write_bytes(b"\xef\xbb\xbf" + '{"reply": "带 BOM 的脚本"}\nsecond\n'.encode())
+    provider = ScriptedProvider(script=script)
+    assert provider.replies == ["带 BOM 的脚本", "second"]
+
+    script.write_bytes(b"first\n" + '{"reply": "国标编码"}\n'.encode("gbk"))
+    with pytest.raises(ConfigError) as caught:
+        ScriptedProvider(script=script)
+    assert str(caught.value) == (f"{script}:2: the reply script is not UTF-8 text (byte 0xb9); "
+                                 "save it as UTF-8")
+
+
+def test_paths_from_settings_and_environment_expand_the_home_folder(
+        isolated_home: Path, monkeypatch) -> None:
+    (isolated_home / "replies.txt").write_text("来自家目录\n", encoding="utf-8")
+    monkeypatch.setenv("CHATMEM_SCRIPTED_LOG", "~/env.jsonl")
+    provider = create_provider(Settings(provider="scripted",
+                                        scripted=ScriptedSection(script="~/replies.txt")))
+    assert isinstance(provider, ScriptedProvider)
+    assert provider.log_path == isolated_home / "env.jsonl"
+    assert "".join(provider.stream([{"role": "user", "content": "hi"}])) == "来自家目录"
+    assert (isolated_home / "env.jsonl").exists()
+
+
+def test_the_log_is_its_owners_alone_and_one_it_cannot_write_is_one_error(
+        tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    ScriptedProvider(log_path=log).complete([{"role": "user", "content": "我的密码"}])
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    nowhere = tmp_path / "no folder" / "log.jsonl"
+    with pytest.raises(ConfigError) as caught:
+        ScriptedProvider(log_path=nowhere).complete([{"role": "user", "content": "hi"}])
+    assert str(caught.value) == (f"{nowhere}: cannot write the request log: "
+                                 "No such file or directory")

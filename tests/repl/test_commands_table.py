@@ -147,6 +147,19 @@ def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
         assert store.turns.turns(store.sessions.session("t").id) == []
 
 
+def test_edit_leaves_out_the_byte_order_mark_an_editor_saves(tmp_path: Path) -> None:
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys, pathlib\npathlib.Path(sys.argv[1])"
+                      ".write_text('明天的会议 at 9', encoding='utf-8-sig')\n", encoding="utf-8")
+    db = tmp_path / "e.db"
+    result = invoke("chat", "t", "--db", str(db), "--provider", "scripted", input="/edit\n",
+                    env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": ""})
+    assert (result.exit_code, result.stdout) == (0, "echo #1: 明天的会议 at 9\n")
+    with Store(db) as store:
+        [turn] = store.turns.turns(store.sessions.session("t").id)
+        assert turn.input == "明天的会议 at 9"
+
+
 CODE = "    def f():\n        return '缩进'"
 
 

@@ -162,6 +162,13 @@ def test_unsupported_version_and_unreadable_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(TranscriptError, match="not UTF-8 text"):
         read_transcript(binary)
+    gbk = tmp_path / "gbk.jsonl"
+    gbk.write_bytes(b'{"role": "user", "content": "hi"}\n'
+                    + '{"role": "user", "content": "你好"}\n'.encode("gbk"))
+    with pytest.raises(TranscriptError) as caught:
+        read_transcript(gbk)
+    assert str(caught.value) == (f"{gbk}:2: not UTF-8 text (byte 0xc4); save the transcript "
+                                 "as UTF-8")
 
 
 message_strategy = st.builds(

@@ -268,7 +268,8 @@ def edit_in_editor(initial: str) -> str:
             raise UsageError(f"/edit: the editor {editor!r} exited with {done.returncode}; "
                              "nothing sent")
         try:
-            with open(name, encoding="utf-8") as file:
+            # utf-8-sig: an editor that saves a byte-order mark (Notepad) adds it to the text.
+            with open(name, encoding="utf-8-sig") as file:
                 return file.read()
         except UnicodeDecodeError as e:
             raise UsageError(f"/edit: the editor saved text that is not UTF-8 (byte {e.start} is "
