@@ -143,3 +143,17 @@ def test_inspect_shows_the_day_and_sends_it_as_json_says(tmp_path: Path) -> None
     assert f"(said on 2026-05-05, Tuesday)\n{first['content']}" in [
         m["content"] for m in shown["messages"]]
     assert "(said on 2026-05-05, Tuesday)" in invoke(*args, code=0).stdout
+
+
+def test_dates_off_sends_the_recalled_messages_as_stored_and_spends_the_lines_on_more(
+        make_engine) -> None:
+    engine = meeting(make_engine)
+    question = "When is Kenji's vendor contract due to legal?"
+    on = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300)
+    off = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300, dates=False)
+    recalled_on, recalled_off = on.part("recalled"), off.part("recalled")
+    assert recalled_on is not None and recalled_off is not None
+    assert any(m.said_on for m in recalled_on.messages)
+    assert all(m.said_on is None for m in recalled_off.messages)
+    assert [c["content"] for c in sent(off)] == [m.content for m in recalled_off.messages]
+    assert recalled_off.reason.dated == 0
