@@ -260,6 +260,9 @@ class Purged:
     spelled_otherwise: tuple[tuple[str, str], ...] = ()
     """(other, own) characters a search reads as the value's and the purge did not: the
     mentions written with them are kept, uncounted (privacy.mentions.spelled_otherwise)."""
+    number_part: str | None = None
+    """For a phone number: the last digits every form of it holds (0134), by which `logs -q`
+    finds the forms the purge kept as perhaps another number (555-0134), uncounted."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -269,6 +272,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     from chatmem.app.privacy import drop_vector_cache
     from chatmem.privacy import purge as purging
     from chatmem.privacy.mentions import spelled_otherwise
+    from chatmem.privacy.phones import last_part
 
     # Read first: once erased, the fact's values are nowhere to look them up by.
     planned = _purge_plan(workspace, fact)
@@ -278,7 +282,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     drop_vector_cache()
     # Counting those mentions would read every message again, which a purge never does.
     return Purged(fact, redaction, tuple(named), tuple(left),
-                  tuple(spelled_otherwise(fact.value)))
+                  tuple(spelled_otherwise(fact.value)), last_part(fact.value))
 
 
 def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:
