@@ -142,7 +142,8 @@ def _written_spans(text: str, value: str, wide: bool) -> list[Span]:
         return _alone(text, pattern, text, None)
     pieces, gaps = _pieces(value, wide)
     folded = fold(text, wide)
-    if max(pieces, key=len) not in folded:
+    # A value of marks alone (ऺ়) folds to nothing: there is nothing to find.
+    if not pieces or max(pieces, key=len) not in folded:
         return []
     spelled = re.escape(pieces[0]) + "".join(
         gap + re.escape(piece) for gap, piece in zip(gaps, pieces[1:], strict=True))
