@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, SessionGone, UsageError
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     `lasting` makes them expire. A key already known is updated; a session fact remembered
     into the profile moves there (one fact, one key), and a profile fact remembered for the
     session alone gets the session's own value beside it, which this session uses instead.
-    All in one transaction."""
+    All in one transaction; SessionGone (unnamed: the caller knows how to name it) when the
+    session was deleted meanwhile."""
     from chatmem.memory.facts import find_facts, missing_half, split_key_value
     from chatmem.providers.scripted_facts import extract
     from chatmem.timestamps import stamp
@@ -162,6 +163,10 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     scope = FactScope.USER if in_profile and session.user else FactScope.SESSION
     stored: list[FactRecord] = []
     with store.write():
+        # Under the write lock: a session deleted meanwhile (another shell, retention) is
+        # said so, as a turn says it, not as the database's foreign key or row security.
+        if store.sessions.erasures(session.id) is None:
+            raise SessionGone(None, "nothing was remembered")
         live = store.facts.facts(user=session.user, session_id=session.id)
         if not pairs:
             taken = {f.key for f in live}
