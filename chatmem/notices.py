@@ -254,6 +254,16 @@ class OldHistoryLeft:
 
 
 @dataclass(frozen=True)
+class TaughtFacts:
+    """The profile facts an erased session taught its user, which stay (theirs, not the
+    session's): `sessions delete`, a prune and retention say so alike."""
+
+    session: str
+    user: str | None
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RetentionApplied:
     """Retention erased idle sessions and expired facts when the history opened."""
 
@@ -262,6 +272,7 @@ class RetentionApplied:
     facts: int
     vacuumed: bool
     """True: the file was rewritten; False: a PostgreSQL server frees the space itself."""
+    taught: tuple[TaughtFacts, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,8 @@ def apply_retention(workspace: Workspace) -> None:
     drop_vector_cache()  # it may hold vectors of what was erased, as after any erasure
     workspace.tell(RetentionApplied(
         tuple(s.name for s in erased.sessions), sum(s.messages for s in erased.sessions),
-        len(erased.facts), vacuumed=store.db.kind == "sqlite"))
+        len(erased.facts), vacuumed=store.db.kind == "sqlite",
+        taught=tuple(erased.taught_facts())))
 
 
 def lazy_chat_model(workspace: Workspace) -> Provider:

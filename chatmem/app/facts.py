@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NotFound, SessionGone, UsageError
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     `lasting` makes them expire. A key already known is updated; a session fact remembered
     into the profile moves there (one fact, one key), and a profile fact remembered for the
     session alone gets the session's own value beside it, which this session uses instead.
-    All in one transaction."""
+    All in one transaction; SessionGone (unnamed: the caller knows how to name it) when the
+    session was deleted meanwhile."""
     from chatmem.memory.facts import find_facts, missing_half, split_key_value
     from chatmem.providers.scripted_facts import extract
     from chatmem.timestamps import stamp
@@ -162,6 +163,10 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     scope = FactScope.USER if in_profile and session.user else FactScope.SESSION
     stored: list[FactRecord] = []
     with store.write():
+        # Under the write lock: a session deleted meanwhile (another shell, retention) is
+        # said so, as a turn says it, not as the database's foreign key or row security.
+        if store.sessions.erasures(session.id) is None:
+            raise SessionGone(None, "nothing was remembered")
         live = store.facts.facts(user=session.user, session_id=session.id)
         if not pairs:
             taken = {f.key for f in live}
@@ -260,6 +265,9 @@ class Purged:
     spelled_otherwise: tuple[tuple[str, str], ...] = ()
     """(other, own) characters a search reads as the value's and the purge did not: the
     mentions written with them are kept, uncounted (privacy.mentions.spelled_otherwise)."""
+    number_part: str | None = None
+    """For a phone number: the last digits every form of it holds (0134), by which `logs -q`
+    finds the forms the purge kept as perhaps another number (555-0134), uncounted."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -269,6 +277,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     from chatmem.app.privacy import drop_vector_cache
     from chatmem.privacy import purge as purging
     from chatmem.privacy.mentions import spelled_otherwise
+    from chatmem.privacy.phones import last_part
 
     # Read first: once erased, the fact's values are nowhere to look them up by.
     planned = _purge_plan(workspace, fact)
@@ -278,7 +287,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     drop_vector_cache()
     # Counting those mentions would read every message again, which a purge never does.
     return Purged(fact, redaction, tuple(named), tuple(left),
-                  tuple(spelled_otherwise(fact.value)))
+                  tuple(spelled_otherwise(fact.value)), last_part(fact.value))
 
 
 def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:

@@ -130,7 +130,13 @@ def forget(
                          " it did in one line on stderr)")
     from chatmem.app import facts as remembered
     from chatmem.memory.pins import PinnedFact
-    from chatmem.render.facts import kept_spellings_text, left_text, mentions_text, redacted_text
+    from chatmem.render.facts import (
+        kept_numbers_text,
+        kept_spellings_text,
+        left_text,
+        mentions_text,
+        redacted_text,
+    )
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         candidates = remembered.select_facts(ws, user=user, session=session,
@@ -160,6 +166,7 @@ def forget(
         named: tuple[str, ...] = ()
         left: tuple[LeftMentions, ...] = ()
         spelled: tuple[tuple[str, str], ...] = ()
+        number_part: str | None = None
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
@@ -179,6 +186,7 @@ def forget(
             purged = remembered.purge(ws, fact)
             named, redacted = purged.still_named, redacted_text(purged.redaction)
             left, spelled = purged.left, purged.spelled_otherwise
+            number_part = purged.number_part
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
@@ -189,6 +197,8 @@ def forget(
     if spelled:
         consoles()[1].print(kept_spellings_text(fact.value, spelled), soft_wrap=True,
                             markup=False)
+    if number_part:
+        consoles()[1].print(kept_numbers_text(number_part), soft_wrap=True, markup=False)
     if purge and named:
         consoles()[1].print(
             f"still in the name of {'session' if len(named) == 1 else 'sessions'} "
@@ -211,7 +221,8 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
                           "unsure": [[s.start, s.end] for s in m.unsure],
                           "kept": [[s.start, s.end] for s in m.kept],
                           "spelled_otherwise": [[s.start, s.end]
-                                                for s in m.spelled_otherwise]}
+                                                for s in m.spelled_otherwise],
+                          "other_numbers": [[s.start, s.end] for s in m.other_numbers]}
                          for m in mentioned],
             # What the purge then changes, row by row, from the plan it applies.
             "changes": {place.value: n for place, n in preview.counts.items()},
@@ -225,7 +236,9 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
                         ("kept, inside a longer stored name:", lambda m: m.kept),
                         ("kept, unsure: spelled otherwise (乾 for 干, 於 for 于), perhaps"
                          " someone else:",
-                         lambda m: m.spelled_otherwise)):
+                         lambda m: m.spelled_otherwise),
+                        ("kept, unsure: the number written in part or after another prefix,"
+                         " perhaps another number:", lambda m: m.other_numbers)):
         shown = [(m, spans) for m in mentioned if (spans := pick(m))]
         if shown and title:
             out.print(title, markup=False)

@@ -179,6 +179,7 @@ def prune(
     """
     from chatmem.app.privacy import prune_history, vacuums
     from chatmem.privacy.retention import parse_duration
+    from chatmem.render.notices import taught_text
     from chatmem.render.sessions import erasure_text
     from chatmem.timestamps import utc_now
 
@@ -205,6 +206,8 @@ def prune(
         return
     done = "" if dry_run or erased.empty else f"; {done}"
     err.print(f"{erasure_text(erased)}{done}", markup=False, soft_wrap=True)
+    for taught in erased.taught_facts():
+        err.print(taught_text(taught, dry_run=dry_run), markup=False, soft_wrap=True)
 
 
 @handles_errors

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from chatmem.errors import NotFound
+from chatmem.errors import NotFound, SessionGone
 from chatmem.mcp.memory import Memory
 from chatmem.mcp.results import (
     FACTS_WHOLE,
@@ -47,7 +47,10 @@ def add_fact_tools(server: MCPServer[Any], memory: Memory) -> None:
         instructions)."""
         with memory.workspace(ctx) as ws:
             session = sessions.session_named(ws, conversation_id)
-            stored = facts.remember(ws, session, fact, in_profile=everywhere)
+            try:
+                stored = facts.remember(ws, session, fact, in_profile=everywhere)
+            except SessionGone as gone:
+                raise gone.named(conversation_id) from None
             return FactList(facts=[fact_result(f, _owner_name(ws, f)) for f in stored],
                             page=1, next_page=None)
 

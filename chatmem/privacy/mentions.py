@@ -113,7 +113,11 @@ def needles(value: str) -> list[str]:
     """What every row of ASCII text mentioning `value` holds, in some ASCII case, once the
     characters that draw nothing are taken out (A\u200bda mentions Ada): its `needle`, or
     none when the needle is empty (every row may mention it)."""
-    found = needle(value)
+    from chatmem.privacy.phones import needle as number_needle
+
+    # A phone number is written in many layouts (415.555.0134, +14155550134): only its
+    # last digits are sure to stand together.
+    found = number_needle(value) or needle(value)
     return [found] if found else []
 
 
@@ -123,13 +127,23 @@ def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
     value = value.strip()
     if not searchable(value):
         return []
+    from chatmem.privacy.phones import find
+
+    spans = _written_spans(text, value, wide)
+    if numbers := find(text, value).same:  # the same phone number, laid out otherwise
+        spans = _merged(sorted([*spans, *(Span(*s) for s in numbers)]))
+    return spans
+
+
+def _written_spans(text: str, value: str, wide: bool) -> list[Span]:
     if text.isascii() and value.isascii():  # the common case, where folding is lower()
         pattern = re.compile(r"\s+".join(re.escape(part) for part in value.split()),
                              re.IGNORECASE)
         return _alone(text, pattern, text, None)
     pieces, gaps = _pieces(value, wide)
     folded = fold(text, wide)
-    if max(pieces, key=len) not in folded:
+    # A value of marks alone (ऺ়) folds to nothing: there is nothing to find.
+    if not pieces or max(pieces, key=len) not in folded:
         return []
     spelled = re.escape(pieces[0]) + "".join(
         gap + re.escape(piece) for gap, piece in zip(gaps, pieces[1:], strict=True))
@@ -243,7 +257,12 @@ def all_spans(text: str, values: Iterable[str], keep: Iterable[str] = ()) -> lis
     part of a longer name in `keep` (`kept_spans`)."""
     values, keep = list(values), list(keep)
     kept = set(kept_spans(text, values, keep)) if keep else set()
-    spans = sorted(s for value in values for s in mention_spans(text, value) if s not in kept)
+    return _merged(sorted(s for value in values for s in mention_spans(text, value)
+                          if s not in kept))
+
+
+def _merged(spans: Sequence[Span]) -> list[Span]:
+    """Sorted `spans` with those that overlap made one."""
     merged: list[Span] = []
     for span in spans:
         if merged and span.start < merged[-1].end:
@@ -264,6 +283,18 @@ def other_spellings(text: str, values: Iterable[str], keep: Iterable[str] = ()) 
     taken = all_spans(text, values, keep) + kept_spans(text, values, keep)
     wide = sorted({s for value in values for s in mention_spans(text, value, wide=True)})
     return [s for s in wide if not any(t.start < s.end and s.start < t.end for t in taken)]
+
+
+def other_numbers(text: str, values: Iterable[str]) -> list[Span]:
+    """Digit runs that may write a phone number among `values` and may be another number
+    (555-0134 for +1 415 555 0134: chatmem.privacy.phones): shown, not erased. None overlaps
+    a mention."""
+    from chatmem.privacy.phones import find
+
+    values = list(values)
+    taken = all_spans(text, values)
+    maybe = sorted({Span(*s) for value in values for s in find(text, value).unsure})
+    return [s for s in maybe if not any(t.start < s.end and s.start < t.end for t in taken)]
 
 
 def replace_spans(text: str, spans: Sequence[Span], marker: str = MARKER) -> str:

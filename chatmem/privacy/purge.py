@@ -28,6 +28,7 @@ from chatmem.privacy.mentions import (
     erase_mentions,
     kept_spans,
     needles,
+    other_numbers,
     other_spellings,
     searchable,
     unsure,
@@ -56,6 +57,9 @@ class Mentioned:
     """Mentions it keeps, as search reads them but not the exact value: written with a
     character simplified text also writes as itself (乾隆 for 干隆). Perhaps another
     person's name: shown to check, never erased."""
+    other_numbers: tuple[Span, ...] = ()
+    """Digit runs it keeps that may be a purged phone number and may be another one
+    (555-0134 for +1 415 555 0134: chatmem.privacy.phones): shown to check, never erased."""
 
 
 @dataclass(frozen=True)
@@ -118,9 +122,11 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
         spans = all_spans(message.content, purge.values, purge.keep)
         kept = kept_spans(message.content, purge.values, purge.keep) if purge.keep else []
         otherwise = other_spellings(message.content, purge.values, purge.keep)
-        if spans or kept or otherwise:
+        numbers = other_numbers(message.content, purge.values)
+        if spans or kept or otherwise or numbers:
             found.append(Mentioned(message, tuple(spans), tuple(kept), tuple(
-                s for s in spans if unsure(message.content, s)), tuple(otherwise)))
+                s for s in spans if unsure(message.content, s)), tuple(otherwise),
+                tuple(numbers)))
     return found
 
 

@@ -23,6 +23,7 @@ from chatmem.store.records import FactScope
 from chatmem.timestamps import LONGEST_DURATION
 
 if TYPE_CHECKING:
+    from chatmem.notices import TaughtFacts
     from chatmem.store import ExpiredFact, SessionEntry
     from chatmem.store.protocols import PrivacyStore
 
@@ -58,17 +59,29 @@ class Erasure:
     sessions: list[SessionEntry] = field(default_factory=list)
     facts: list[ExpiredFact] = field(default_factory=list)
     dry_run: bool = False
+    taught: dict[int, list[str]] = field(default_factory=dict)
+    """Session id → keys of the live profile facts the erased session taught its user: they
+    are the user's and stay (`facts forget KEY --purge` erases one), as after `sessions
+    delete`."""
 
     @property
     def empty(self) -> bool:
         return not self.sessions and not self.facts
+
+    def taught_facts(self) -> list[TaughtFacts]:
+        """What `taught` holds, by session name, in the order the sessions are listed."""
+        from chatmem.notices import TaughtFacts
+
+        return [TaughtFacts(s.name, s.user, tuple(self.taught[s.id]))
+                for s in self.sessions if s.id in self.taught]
 
     def to_json(self, now: datetime) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
             "sessions": [{"name": s.name, "user": s.user, "updated_at": s.updated_at,
                           "idle_days": round(s.idle_days(now), 1), "keep_days": s.keep_days,
-                          "own_retention": s.own, "messages": s.messages, "turns": s.turns}
+                          "own_retention": s.own, "messages": s.messages, "turns": s.turns,
+                          "profile_facts": self.taught.get(s.id, [])}
                          for s in self.sessions],
             "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
                        "why": e.why} for e in self.facts],
@@ -83,10 +96,20 @@ def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
     # A session's own facts go with it; they need no report of their own.
     facts = [e for e in store.retention.expired_facts(now, fact_idle_days)
              if e.fact.session_id not in going]
-    result = Erasure(sessions, facts, dry_run)
+    result = Erasure(sessions, facts, dry_run, _taught(store, sessions, facts))
     if not dry_run and not result.empty:
         _erase(store, result)
     return result
+
+
+def _taught(store: PrivacyStore, sessions: list[SessionEntry],
+            expired: list[ExpiredFact]) -> dict[int, list[str]]:
+    """The keys of the profile facts each session teaches that outlive it (read before it
+    goes: a fact knows its session by the message that stated it); not those expiring now."""
+    going = {(e.fact.user, e.fact.key) for e in expired if e.fact.scope == FactScope.USER}
+    taught = {s.id: [key for key in store.redactions.user_facts_from(s.id)
+                     if (s.user, key) not in going] for s in sessions}
+    return {session_id: keys for session_id, keys in taught.items() if keys}
 
 
 def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Erasure:

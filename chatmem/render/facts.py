@@ -194,6 +194,9 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
         # else's name, which `logs -q` still finds afterwards.
         text += (f", keeping {counted(otherwise, 'mention')} spelled otherwise (乾 for 干,"
                  " 於 for 于), perhaps someone else")
+    if numbers := sum(len(m.other_numbers) for m in mentioned):
+        text += (f", keeping {counted(numbers, 'number')} written in part or after another"
+                 " prefix (555-0134), perhaps another number")
     return text
 
 
@@ -242,6 +245,13 @@ def redacted_text(done: Redaction, *, dry_run: bool = False) -> str:
 def owner_text(owner: Owner | None) -> str:
     """`user ann`, `session trip`: whose a fact or a pin is."""
     return f"{owner.scope} {owner.name}" if owner else ""
+
+
+def kept_numbers_text(part: str) -> str:
+    """`kept any form of the number that may be another one ...: chatmem logs -q 0134 finds
+    them`: what a purge of a phone number leaves, uncounted."""
+    return ("kept any form of the number that may be another one (written in part, as"
+            f" 555-0134, or after another prefix): chatmem logs -q {part} finds them")
 
 
 def kept_spellings_text(value: str, pairs: Sequence[tuple[str, str]]) -> str:

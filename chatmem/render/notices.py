@@ -49,6 +49,7 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
+    TaughtFacts,
     VectorsResized,
     WaitingForUpgrade,
 )
@@ -264,7 +265,18 @@ def retention_applied_text(n: RetentionApplied, noun: str) -> str:
     names = f" ({listed(n.sessions)})" if n.sessions else ""
     done = ("the file was vacuumed" if n.vacuumed
             else "the server frees their space at its next vacuum")
-    return f"retention: erased {' and '.join(parts)} past their retention{names}; {done}"
+    taught = "".join(f"; {taught_text(t)}" for t in n.taught)
+    return (f"retention: erased {' and '.join(parts)} past their retention{names}; {done}"
+            f"{taught}")
+
+
+def taught_text(taught: TaughtFacts, *, dry_run: bool = False) -> str:
+    """`2 facts session old taught the profile of user default stay (name, city): …`."""
+    keys = taught.keys
+    stay = "would stay" if dry_run else "stay" if len(keys) > 1 else "stays"
+    return (f"{counted(len(keys), 'fact')} session {taught.session} taught the profile of user"
+            f" {taught.user} {stay} ({', '.join(keys)}): `chatmem facts forget KEY --purge`"
+            " erases one")
 
 
 @_worded.register

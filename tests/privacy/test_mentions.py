@@ -168,6 +168,12 @@ def test_a_number_is_erased_only_where_it_is_not_part_of_a_longer_one(
     assert erase_mentions(text, [value]) == expected
 
 
+def test_a_value_of_combining_marks_alone_is_mentioned_nowhere() -> None:
+    # Found by the property below: it folds to nothing, and the search raised ValueError.
+    assert mention_spans("", "\u093a\u09bc") == []
+    assert erase_mentions("ऺ় text", ["\u093a\u09bc"]) == "ऺ় text"
+
+
 @settings(max_examples=150, deadline=None)
 @given(text=st.text(max_size=80), value=st.text(min_size=2, max_size=6))
 def test_any_text_keeps_every_character_between_mentions(text: str, value: str) -> None:

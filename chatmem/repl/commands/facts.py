@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chatmem.app import facts as remembered
-from chatmem.errors import NotFound
+from chatmem.errors import NotFound, SessionGone
 from chatmem.memory import pins
 from chatmem.memory.facts import unused_facts_note
 from chatmem.privacy.retention import parse_duration
@@ -53,9 +53,12 @@ def _remember(repl: Chat, args: list[str]) -> None:
     if not text:
         raise SLASH["/remember"].usage_error("missing TEXT")
     lasting = options.lasting
-    stored = remembered.remember(
-        repl.workspace, repl.engine.session, text, in_profile=options.in_profile,
-        lasting=parse_duration(lasting, "--for") if lasting is not None else None)
+    try:
+        stored = remembered.remember(
+            repl.workspace, repl.engine.session, text, in_profile=options.in_profile,
+            lasting=parse_duration(lasting, "--for") if lasting is not None else None)
+    except SessionGone as gone:
+        raise gone.named(repl.engine.address) from None
     note = unused_facts_note(repl.engine.strategy)
     for fact in stored:
         ends = fact.expires_at
