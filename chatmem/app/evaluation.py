@@ -97,6 +97,9 @@ def compare_strategies(
         StrategySpec(tuple(SpecPart(p.name) for p in s.parts)), workspace.settings,
         strategies)), changed_only=True)) for s in specs]
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
+                  # Each strategy on a model of its own: a scripted reply file is read
+                  # from its first line for each, whatever order -s gave them in.
+                  provider_per_run=chat_provider.fresh,
                   # Only --save-as needs the history; otherwise every replay stays in memory.
                   store=workspace.store if save_as else None,
                   save_as=save_as, keep_replies=keep_replies,
