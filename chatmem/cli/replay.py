@@ -302,10 +302,14 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     if report is not None and not report.parent.is_dir():
         # Said before the run, not after every transcript has been evaluated.
         raise TranscriptError(f"{report}: cannot write the report: no folder {report.parent}")
-    # Checked here, once, so a typo is one line and not one per transcript.
+    from chatmem.app.evaluation import check_comparable
+
+    # Checked here, once, so a typo or a strategy given twice is one line and not one per
+    # transcript.
     shared = parse_params(param)
-    for spec in strategy:
-        registries().strategies.parse(spec, shared)
+    strategies = registries().strategies
+    check_comparable([strategies.parse(spec, shared) for spec in strategy],
+                     settings_from(config, db, provider, model), strategies)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts, probes_only)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,

@@ -16,6 +16,7 @@ reported then.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -76,10 +77,8 @@ def replay(
     scripted one answers from its reply file in the order it is asked) then gives
     every strategy the same replies whatever order the strategies are given in.
     """
-    labels = [s.label for s in specs]
-    repeated = [label for n, label in enumerate(labels) if label in labels[:n]]
-    if repeated:
-        raise RepeatedStrategy(repeated[0])
+    strategies = strategies or load_registries().strategies
+    check_distinct(specs, strategies)
     if not specs:
         raise StrategyError("give at least one --strategy")
     if save_as and store is None:
@@ -92,7 +91,7 @@ def replay(
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
-                       strategies or load_registries().strategies, embedder, probes_only,
+                       strategies, embedder, probes_only,
                        provider_per_run)
     steps = plan(transcript, keep_replies)
     runs = []
@@ -113,6 +112,18 @@ def replay(
                 seed_user_facts(scratch, user, user_facts)
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     return runs
+
+
+def check_distinct(specs: Sequence[StrategySpec], strategies: StrategyRegistry) -> None:
+    """Refuse a strategy given twice: as it is built, so `window:k=03` is `window:k=3` and
+    `window:k=5` is `window` (labels name what was typed, and told them apart)."""
+    seen: dict[str, str] = {}
+    for spec in specs:
+        made = strategies.create(spec)
+        key = json.dumps([made.name, dict(made.params)], sort_keys=True, default=str)
+        if key in seen:
+            raise RepeatedStrategy(spec.label, seen[key])
+        seen[key] = spec.label
 
 
 def _discard(store: TurnStore, saved: Sequence[tuple[str, int]]) -> None:
