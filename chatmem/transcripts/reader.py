@@ -243,6 +243,9 @@ def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[s
     """A probe or a message; `seen_ids` collects message ids, which probes may name."""
     if "probe" in data:
         return _read_probe(data, where, number, seen_ids)
+    if "role" not in data and any(key in data for key in PROBE_KEYS):
+        # Read as a message, it was blamed for its missing role.
+        raise TranscriptError(f"{where}: a probe line needs \"probe\", the question to ask")
     if "system_prompt" in data and "role" not in data:
         value = data["system_prompt"]
         if value is not None and not isinstance(value, str):

@@ -71,6 +71,9 @@ def test_plain_json_list_and_its_error_lines() -> None:
     ({"probe": "q", "expect_ids": ["nope"]},
      "x.jsonl:3: expect_ids 'nope' names no message before this probe"),
     ({"probe": "q"}, "x.jsonl:3: probe needs expect_ids or expect_text"),
+    # Read as a message: "role must be user, assistant or system (got missing)".
+    ({"expect_ids": ["u1"], "expect_text": ["李雷"]},
+     'x.jsonl:3: a probe line needs "probe", the question to ask'),
     ({"probe": "q", "expect_text": "x"}, "x.jsonl:3: expect_text must be a list of strings"),
     # "" is in every context and a repeat counts twice: either would be recall never had.
     ({"probe": "q", "expect_text": ["", "李雷"]},
