@@ -318,10 +318,13 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
 
 def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     """A worker's task; a chatmem error is returned as its one line, not raised."""
+    import time
+
     from chatmem.cli.corpus import TranscriptResult
     from chatmem.errors import ChatmemError
     from chatmem.transcripts.reader import read_transcript
 
+    started = time.monotonic()
     try:
         settings = settings_from(job.config, job.db, job.provider, job.model)
         transcript = read_transcript(Path(job.path))
@@ -333,5 +336,6 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                        with_user_facts=job.with_user_facts, show_progress=False,
                        probes_only=job.probes_only)
     except ChatmemError as e:
-        return TranscriptResult(job.path, error=str(e))
-    return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs)
+        return TranscriptResult(job.path, error=str(e), seconds=time.monotonic() - started)
+    return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,
+                            seconds=time.monotonic() - started)

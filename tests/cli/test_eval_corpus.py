@@ -254,3 +254,20 @@ def test_a_strategy_the_config_makes_the_same_is_refused_before_any_transcript(
     # The config's k=3 labels both `window k=3`, as a single transcript's eval does.
     assert result.stderr == "error: each --strategy must differ (window k=3 given twice)\n"
     assert result.stdout == ""
+
+
+def test_each_progress_line_says_how_long_its_own_transcript_took(tmp_path: Path) -> None:
+    """The seconds were those since the eval began: a small file after a long one was said
+    to take longer than the long one."""
+    shutil.copy(SESSIONS / "long-chat.jsonl", tmp_path / "1-long.jsonl")
+    (tmp_path / "2-short.jsonl").write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                                    for line in [
+        {"role": "user", "content": "我叫李雷。", "id": "u1"},
+        {"role": "assistant", "content": "好的。"},
+        {"probe": "我叫什么？", "expect_ids": ["u1"]},
+    ]), encoding="utf-8")
+    result = invoke("eval", str(tmp_path), "-s", "buffer", "-s", "summary-buffer", "-j", "1",
+                    "--provider", "scripted", "--json", code=0)
+    seconds = {line.split(": ")[1].split(" (")[0]: float(line.split(" (")[1].split(" s)")[0])
+               for line in result.stderr.splitlines() if line.startswith("evaluated")}
+    assert seconds["2-short.jsonl"] < seconds["1-long.jsonl"]
