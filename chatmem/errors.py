@@ -130,9 +130,13 @@ class RepeatedStrategy(StrategyError):
     """A replay, an eval or a comparison was given the same strategy (name and parameters)
     twice; each front end names how strategies are given to it."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, first: str | None = None) -> None:
         self.label = label
-        super().__init__(f"each strategy must differ: {label} is given twice")
+        self.first = first if first != label else None
+        """The label the same strategy was given first under (`window` for `window:k=5`)."""
+        said = (f"{self.first} and {label} are the same strategy" if self.first
+                else f"{label} is given twice")
+        super().__init__(f"each strategy must differ: {said}")
 
 
 class StrategyGone(StrategyError):

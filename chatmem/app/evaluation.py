@@ -13,9 +13,11 @@ from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
+    from chatmem.config.settings import Settings
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
     from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.memory.registry import StrategyRegistry
     from chatmem.memory.spec import StrategySpec
     from chatmem.store import FactRecord
     from chatmem.transcripts.format import Transcript
@@ -80,10 +82,8 @@ def compare_strategies(
     out, as for `chat -s`, and the run's label names what the user typed and what the
     table changes from the defaults (as `sessions list` shows a session's): a table that
     restates a default (`[strategies.window] k = 5`) does not make `window` `window k=5`."""
-    from chatmem.engine.opening import with_config_table
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.replay import replay
-    from chatmem.memory.spec import SpecPart, StrategySpec
 
     if not transcript.user_turns():
         raise TranscriptError(f"{source or transcript.source}: the transcript has no user "
@@ -93,10 +93,11 @@ def compare_strategies(
     chat_provider = workspace.reproducing(transcript, explicit=explicit)
     tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
     strategies = workspace.registries.strategies
-    specs = [s.keeping(StrategySpec.of(strategies.create(with_config_table(
-        StrategySpec(tuple(SpecPart(p.name) for p in s.parts)), workspace.settings,
-        strategies)), changed_only=True)) for s in specs]
+    specs = as_configured(specs, workspace.settings, strategies)
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
+                  # Each strategy on a model of its own: a scripted reply file is read
+                  # from its first line for each, whatever order -s gave them in.
+                  provider_per_run=chat_provider.fresh,
                   # Only --save-as needs the history; otherwise every replay stays in memory.
                   store=workspace.store if save_as else None,
                   save_as=save_as, keep_replies=keep_replies,
@@ -113,6 +114,28 @@ def compare_strategies(
             if saved is not None and saved.user != workspace.settings.user:
                 store.sessions.update_session(saved.id, user=workspace.settings.user)
     return Comparison(transcript, runs, keep_replies, tokenizer)
+
+
+def as_configured(specs: Sequence[StrategySpec], settings: Settings,
+                  strategies: StrategyRegistry) -> list[StrategySpec]:
+    """Each spec as the user gave it, what the config's [strategies.NAME] gives filling what
+    it leaves out, labelled with what differs from the defaults (see compare_strategies)."""
+    from chatmem.engine.opening import with_config_table
+    from chatmem.memory.spec import SpecPart, StrategySpec
+
+    return [s.keeping(StrategySpec.of(strategies.create(with_config_table(
+        StrategySpec(tuple(SpecPart(p.name) for p in s.parts)), settings,
+        strategies)), changed_only=True)) for s in specs]
+
+
+def check_comparable(specs: Sequence[StrategySpec], settings: Settings,
+                     strategies: StrategyRegistry) -> None:
+    """Refuse, before any transcript is read, what every transcript's comparison would
+    refuse: a strategy given twice as the config makes it (eval of a folder failed each
+    file one by one, exit 2 with `complete: true`)."""
+    from chatmem.evaluation.replay import check_distinct
+
+    check_distinct(as_configured(specs, settings, strategies), strategies)
 
 
 def profile_facts(workspace: Workspace, user: str | None) -> list[FactRecord]:

@@ -33,8 +33,10 @@ class InspectMode(StrEnum):
 
 @dataclass(frozen=True)
 class Replayed:
-    """How a what-if got its context: turns replayed and the strategy's own model calls
-    (0 turns: a strategy without summaries or facts builds from the stored history)."""
+    """How a what-if got its context: the turns its state was rebuilt from in one catch-up
+    (not turn by turn, as replay and eval update it: summaries can differ from theirs) and
+    the strategy's own model calls (0 turns: a strategy without summaries or facts builds
+    from the stored history, exactly as a replay would)."""
 
     turns: int
     strategy_model_calls: int

@@ -9,7 +9,6 @@ Results do not depend on --jobs: --json lists the transcripts in file order.
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -56,6 +55,8 @@ class TranscriptResult:
     data: dict[str, Any] | None = None
     runs: list[StrategyRun] | None = None
     error: str | None = None
+    seconds: float = 0.0
+    """How long its worker took on it (not the time since the corpus run began)."""
 
 
 def transcript_files(directory: Path) -> list[Path]:
@@ -104,7 +105,7 @@ class _Shown:
 
     out: Console
     err: Console
-    advance: Callable[[TranscriptResult, float], None]
+    advance: Callable[[TranscriptResult], None]
 
 
 @contextmanager
@@ -113,11 +114,12 @@ def _progress(total: int) -> Iterator[_Shown]:
     out, err = consoles()
     done = 0
     if not err.is_terminal:
-        def line(result: TranscriptResult, seconds: float) -> None:
+        def line(result: TranscriptResult) -> None:
             nonlocal done
             done += 1
             what = "failed" if result.error is not None else "evaluated"
-            err.print(f"{what} {done}/{total}: {Path(result.path).name} ({seconds:.1f} s)",
+            err.print(f"{what} {done}/{total}: {Path(result.path).name} "
+                      f"({result.seconds:.1f} s)",
                       style="dim", markup=False, soft_wrap=True)
 
         yield _Shown(out, err, line)
@@ -126,7 +128,7 @@ def _progress(total: int) -> Iterator[_Shown]:
 
     with task_progress(err, "evaluating transcripts", total) as bar:
         yield _Shown(bar.console if out.is_terminal else out, bar.console,
-                     lambda result, seconds: bar.advance())
+                     lambda result: bar.advance())
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
@@ -146,7 +148,6 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     out, err = consoles()
     finished: dict[str, TranscriptResult] = {}
     interrupted = False
-    started = time.monotonic()
     shown: set[str] = set()
 
     def show(result: TranscriptResult, lines_to: Console = out, errors_to: Console = err) -> None:
@@ -165,7 +166,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
             for result in results:
                 finished[result.path] = result
                 show(result, shown_on.out, shown_on.err)
-                shown_on.advance(result, time.monotonic() - started)
+                shown_on.advance(result)
     except KeyboardInterrupt:
         interrupted = True
         # A result that arrived as Ctrl-C did is in the totals: its lines come first.

@@ -20,8 +20,10 @@
                      messages[role, content, tokens, id, turn]]
     messages         the chat messages exactly as sent (role, content)
     rendered_prompt  the prompt text the local model rendered, or null
-    replayed         for a what-if: turns replayed and model calls the strategy made (turns 0:
-                     a strategy without summaries or facts builds from the stored history)
+    replayed         for a what-if: the turns its summaries or facts were rebuilt from in one
+                     catch-up (not turn by turn as replay and eval: they can differ) and
+                     the model calls that made (turns 0: a strategy without summaries or
+                     facts builds from the stored history, as a replay would)
 
 With --summaries: {"command": "inspect", "mode": "summaries", "session",
 "summaries": [version, strategy, created_at, covered_messages, covered_turn, tokens,
@@ -190,8 +192,11 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
     }
     replayed = data["replayed"]
     if replayed and replayed["turns"]:
-        info["what-if"] = (f"replayed {replayed['turns']:,} turns in memory; "
-                           f"{replayed['strategy_model_calls']:,} strategy model calls")
+        # One catch-up over every turn, not an update after each as replay and eval make:
+        # a summary of 79 turns at once is not the one they had at turn 80.
+        info["what-if"] = (f"rebuilt in memory from {replayed['turns']:,} turns in one catch-up"
+                           f" ({replayed['strategy_model_calls']:,} strategy model calls); "
+                           "replay and eval update turn by turn, so their summaries can differ")
     elif replayed:
         info["what-if"] = "built from the stored history (nothing to replay)"
     title = {"turn": "recorded turn", "next": "would be sent next",

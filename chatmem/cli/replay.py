@@ -302,10 +302,14 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
     if report is not None and not report.parent.is_dir():
         # Said before the run, not after every transcript has been evaluated.
         raise TranscriptError(f"{report}: cannot write the report: no folder {report.parent}")
-    # Checked here, once, so a typo is one line and not one per transcript.
+    from chatmem.app.evaluation import check_comparable
+
+    # Checked here, once, so a typo or a strategy given twice is one line and not one per
+    # transcript.
     shared = parse_params(param)
-    for spec in strategy:
-        registries().strategies.parse(spec, shared)
+    strategies = registries().strategies
+    check_comparable([strategies.parse(spec, shared) for spec in strategy],
+                     settings_from(config, db, provider, model), strategies)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts, probes_only)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
@@ -314,10 +318,13 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
 
 def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     """A worker's task; a chatmem error is returned as its one line, not raised."""
+    import time
+
     from chatmem.cli.corpus import TranscriptResult
     from chatmem.errors import ChatmemError
     from chatmem.transcripts.reader import read_transcript
 
+    started = time.monotonic()
     try:
         settings = settings_from(job.config, job.db, job.provider, job.model)
         transcript = read_transcript(Path(job.path))
@@ -329,5 +336,6 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                        with_user_facts=job.with_user_facts, show_progress=False,
                        probes_only=job.probes_only)
     except ChatmemError as e:
-        return TranscriptResult(job.path, error=str(e))
-    return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs)
+        return TranscriptResult(job.path, error=str(e), seconds=time.monotonic() - started)
+    return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,
+                            seconds=time.monotonic() - started)

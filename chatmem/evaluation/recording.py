@@ -91,6 +91,12 @@ class LazyProvider:
             self._counter = self.inner().token_counter()
         return self._counter
 
+    def fresh(self) -> LazyProvider:
+        """The same model again, not yet opened and with no calls behind it: what a model
+        keeps between calls (the scripted one's next reply) must not carry from one
+        strategy's replay into the next one's."""
+        return LazyProvider(self._open, self.name, self.model, self._counter)
+
     def close(self) -> None:
         if self._inner is not None:
             self._inner.close()

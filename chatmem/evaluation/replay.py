@@ -16,6 +16,7 @@ reported then.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ def replay(
     specs: Sequence[StrategySpec],
     *,
     chat_provider: Provider,
+    provider_per_run: Callable[[], Provider] | None = None,
     helper_provider: Provider | None = None,
     store: TurnStore | None = None,
     save_as: str | None = None,
@@ -70,11 +72,13 @@ def replay(
     Isolated unless `user` is given: no strategy reads facts of other sessions.
     With `user`, a saved replay reads that profile's facts in `store`, and an
     in-memory one gets `user_facts` copied in, so both see the same facts.
+    With `provider_per_run`, each strategy runs on a model it makes (closed after the
+    run) in place of `chat_provider`: a model that keeps state between calls (the
+    scripted one answers from its reply file in the order it is asked) then gives
+    every strategy the same replies whatever order the strategies are given in.
     """
-    labels = [s.label for s in specs]
-    repeated = [label for n, label in enumerate(labels) if label in labels[:n]]
-    if repeated:
-        raise RepeatedStrategy(repeated[0])
+    strategies = strategies or load_registries().strategies
+    check_distinct(specs, strategies)
     if not specs:
         raise StrategyError("give at least one --strategy")
     if save_as and store is None:
@@ -87,7 +91,8 @@ def replay(
     if taken:
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
-                       strategies or load_registries().strategies, embedder, probes_only)
+                       strategies, embedder, probes_only,
+                       provider_per_run)
     steps = plan(transcript, keep_replies)
     runs = []
     saved: list[tuple[str, int]] = []
@@ -107,6 +112,18 @@ def replay(
                 seed_user_facts(scratch, user, user_facts)
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     return runs
+
+
+def check_distinct(specs: Sequence[StrategySpec], strategies: StrategyRegistry) -> None:
+    """Refuse a strategy given twice: as it is built, so `window:k=03` is `window:k=3` and
+    `window:k=5` is `window` (labels name what was typed, and told them apart)."""
+    seen: dict[str, str] = {}
+    for spec in specs:
+        made = strategies.create(spec)
+        key = json.dumps([made.name, dict(made.params)], sort_keys=True, default=str)
+        if key in seen:
+            raise RepeatedStrategy(spec.label, seen[key])
+        seen[key] = spec.label
 
 
 def _discard(store: TurnStore, saved: Sequence[tuple[str, int]]) -> None:
@@ -140,6 +157,7 @@ class _Options:
     strategies: StrategyRegistry
     embedder: Embedder | None = None
     probes_only: bool = False
+    provider_per_run: Callable[[], Provider] | None = None
 
 
 def _session_name(save_as: str, spec: StrategySpec, count: int) -> str:
@@ -157,25 +175,30 @@ def _run_one(
     saved: list[tuple[str, int]] | None = None,
 ) -> StrategyRun:
     """`saved`: where the session this run makes is noted (name, id), once it exists."""
-    engine, run, stored_ids = _start(transcript, spec, store, name, options)
-    if saved is not None and name:
-        saved.append((name, engine.session.id))
+    own = options.provider_per_run() if options.provider_per_run else None
     try:
-        for step in _with_progress(steps, spec.label, progress):
-            _play(engine, step, run, stored_ids, options)
-    except BaseException:
-        engine.indexing.abandon()  # what it has not stored is of a run that does not stand
-        raise
-    _finish(engine, run, options.user)
+        engine, run, stored_ids = _start(transcript, spec, store, name, options,
+                                         own or options.chat_provider)
+        if saved is not None and name:
+            saved.append((name, engine.session.id))
+        try:
+            for step in _with_progress(steps, spec.label, progress):
+                _play(engine, step, run, stored_ids, options)
+        except BaseException:
+            engine.indexing.abandon()  # what it has not stored is of a run that does not stand
+            raise
+        _finish(engine, run, options.user)
+    finally:
+        if own is not None:
+            own.close()
     return run
 
 
 def _start(
     transcript: Transcript, spec: StrategySpec, store: TurnStore, name: str | None,
-    options: _Options,
+    options: _Options, chat_provider: Provider,
 ) -> tuple[Engine[TurnStore], StrategyRun, dict[str, int]]:
     strategy = options.strategies.create(spec)
-    chat_provider = options.chat_provider
     helper = CountingProvider(options.helper_provider or chat_provider)
     chat = CountingProvider(chat_provider)
     session = store.sessions.create_session(
@@ -295,9 +318,10 @@ def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
     _note_failed_embedding(run, context)
     result = score_probe(probe, context, stored_ids, engine.history().turn_count())
     if options.answer:
-        # Straight to the model, not through the counting proxy: probe answers
+        # Straight to the run's model, not through the counting proxy: probe answers
         # are part of the measurement, not calls the strategy made.
-        answer = options.chat_provider.complete(context.messages(), purpose=Purpose.CHAT)
+        assert isinstance(engine.provider, CountingProvider)
+        answer = engine.provider.inner.complete(context.messages(), purpose=Purpose.CHAT)
         result.score_answer(answer)
     return result
 

@@ -42,7 +42,9 @@ COPY_TURNS = 2000
 class WhatIf:
     context: Context
     replayed: int
-    """Turns whose derived state was rebuilt (0: built from the stored history)."""
+    """Turns whose derived state was rebuilt, in one catch-up: replay and eval update it
+    after each turn, so a summary here can differ from theirs at the same turn (0: built
+    from the stored history, as they build it)."""
     model_calls: int
     """Calls the strategy made to rebuild it (summaries, fact extraction)."""
     left_out: dict[int, str]

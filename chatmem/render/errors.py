@@ -61,6 +61,9 @@ def _(error: ProviderNotFound) -> str:
 
 @error_text.register
 def _(error: RepeatedStrategy) -> str:
+    if error.first:
+        return (f"each --strategy must differ ({error.first} and {error.label} are the same"
+                " strategy)")
     return f"each --strategy must differ ({error.label} given twice)"
 
 

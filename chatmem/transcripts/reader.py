@@ -3,6 +3,7 @@ JSON list of messages; every error names the file and the line."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -244,6 +245,9 @@ def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[s
     """A probe or a message; `seen_ids` collects message ids, which probes may name."""
     if "probe" in data:
         return _read_probe(data, where, number, seen_ids)
+    if "role" not in data and any(key in data for key in PROBE_KEYS):
+        # Read as a message, it was blamed for its missing role.
+        raise TranscriptError(f"{where}: a probe line needs \"probe\", the question to ask")
     if "system_prompt" in data and "role" not in data:
         value = data["system_prompt"]
         if value is not None and not isinstance(value, str):
@@ -311,14 +315,21 @@ def _remember_id(message: TranscriptMessage, seen: set[str], where: str) -> None
     seen.add(message.id)
 
 
+PROBE_KEYS = ("probe", "expect_ids", "expect_text")
+MESSAGE_KEYS = ("role", "content", "system_prompt")
+
+
 def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]) -> Probe:
+    _check_probe_keys(data, where)
     question = data["probe"]
     if not isinstance(question, str) or not question.strip():
         raise TranscriptError(f"{where}: probe must be a non-empty question")
     lists: dict[str, tuple[str, ...]] = {}
     for key in ("expect_ids", "expect_text"):
         value = data.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+        # bool is an int to Python: `true` is no id or text anyone expects.
+        if not isinstance(value, list) or not all(
+                isinstance(v, str | int) and not isinstance(v, bool) for v in value):
             raise TranscriptError(f"{where}: {key} must be a list of strings")
         lists[key] = tuple(str(v) for v in value)
         _check_expected(key, lists[key], where)
@@ -330,6 +341,24 @@ def _read_probe(data: Mapping[str, Any], where: str, number: int, seen: set[str]
     if not lists["expect_ids"] and not lists["expect_text"]:
         raise TranscriptError(f"{where}: probe needs expect_ids or expect_text")
     return Probe(question, lists["expect_ids"], lists["expect_text"], number)
+
+
+def _check_probe_keys(data: Mapping[str, Any], where: str) -> None:
+    """Refuse a key a probe would silently go without: a misspelled expect_text
+    (`expected_text`) left the probe scoring nothing of it, and a message's keys on a probe
+    line lost the message. Other keys are the writer's own labels, kept out of scoring
+    (the LoCoMo set's `category`, benchmarks/recall_data.py's `kind` and `lang`)."""
+    for key in data:
+        if key in PROBE_KEYS:
+            continue
+        if key in MESSAGE_KEYS:
+            raise TranscriptError(f"{where}: a line is a probe or a message, not both (it has"
+                                  f" 'probe' and {key!r}); give the probe a line of its own")
+        near = difflib.get_close_matches(str(key).casefold(), PROBE_KEYS, n=1, cutoff=0.75)
+        if near or str(key).casefold().startswith(("expect", "probe")):
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise TranscriptError(f"{where}: unknown probe key {valid_text(key)!r} (a probe"
+                                  f" takes probe, expect_ids and expect_text){hint}")
 
 
 def _check_expected(key: str, values: tuple[str, ...], where: str) -> None:

@@ -154,6 +154,11 @@ def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
 @pytest.mark.parametrize(("args", "named"), [
     ((), "no transcript files"),
     (("-s", "nosuch"), "nosuch"),
+    # Each worker refused it alone: an error per transcript, `complete: true`.
+    (("-s", "window", "-s", "window", "-j", "2"), "each --strategy must differ (window given"
+     " twice)"),
+    (("-s", "window:k=3", "-s", "window:k=03"), "each --strategy must differ (window k=3 and"
+     " window k=03 are the same strategy)"),
     (("--report", "nosuch/r.html"), "nosuch/r.html: cannot write the report: no folder nosuch"),
 ])
 def test_folder_errors_are_one_line(tmp_path: Path, folder: Path, args: tuple[str, ...],
@@ -237,3 +242,32 @@ def test_upper_case_extensions_are_transcripts_of_the_folder(tmp_path: Path) -> 
     assert [p.name for p in transcript_files(tmp_path)] == ["旅行.JSONL"]
     data = evaluate(str(tmp_path), "-s", "window")
     assert [Path(t["source"]).name for t in data["transcripts"]] == ["旅行.JSONL"]
+
+
+def test_a_strategy_the_config_makes_the_same_is_refused_before_any_transcript(
+        tmp_path: Path, folder: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[strategies.window]\nk = 3\n", encoding="utf-8")
+    result = invoke("eval", str(folder), "-s", "window", "-s", "window:k=3", "--config",
+                    str(config), "--provider", "scripted", "--json")
+    assert result.exit_code == 2
+    # The config's k=3 labels both `window k=3`, as a single transcript's eval does.
+    assert result.stderr == "error: each --strategy must differ (window k=3 given twice)\n"
+    assert result.stdout == ""
+
+
+def test_each_progress_line_says_how_long_its_own_transcript_took(tmp_path: Path) -> None:
+    """The seconds were those since the eval began: a small file after a long one was said
+    to take longer than the long one."""
+    shutil.copy(SESSIONS / "long-chat.jsonl", tmp_path / "1-long.jsonl")
+    (tmp_path / "2-short.jsonl").write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                                    for line in [
+        {"role": "user", "content": "我叫李雷。", "id": "u1"},
+        {"role": "assistant", "content": "好的。"},
+        {"probe": "我叫什么？", "expect_ids": ["u1"]},
+    ]), encoding="utf-8")
+    result = invoke("eval", str(tmp_path), "-s", "buffer", "-s", "summary-buffer", "-j", "1",
+                    "--provider", "scripted", "--json", code=0)
+    seconds = {line.split(": ")[1].split(" (")[0]: float(line.split(" (")[1].split(" s)")[0])
+               for line in result.stderr.splitlines() if line.startswith("evaluated")}
+    assert seconds["2-short.jsonl"] < seconds["1-long.jsonl"]

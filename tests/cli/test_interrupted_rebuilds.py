@@ -37,14 +37,17 @@ def _recorded(installed: Install, tmp_path: Path) -> Path:
 def test_ctrl_c_during_a_what_if_rebuild_exits_130_with_no_partial_context(
         installed: Install, tmp_path: Path) -> None:
     db = _recorded(installed, tmp_path)
-    whole = run(db, "inspect", "订单", "-s", SUMMARY, "--provider", "halts", code=0)
-    assert "replayed 119 turns in memory; 3 strategy model calls" in whole.stdout
+    whole = run(db, "inspect", "订单", "-s", SUMMARY, "--provider", "halts", code=0,
+                width=300)
+    assert "rebuilt in memory from 119 turns in one catch-up (3 strategy model calls)" \
+        in whole.stdout
     for json_out in ((), ("--json",)):
         halted = run(db, "inspect", "订单", "-s", SUMMARY, "--provider", "halts", *json_out,
                      env={"CHATMEM_HALT_AT": "2"}, code=130)
         assert halted.stdout == ""
         assert halted.stderr.splitlines() == ["interrupted"]
-    again = run(db, "inspect", "订单", "-s", SUMMARY, "--provider", "halts", code=0)
+    again = run(db, "inspect", "订单", "-s", SUMMARY, "--provider", "halts", code=0,
+                width=300)
     assert again.stdout == whole.stdout  # nothing of the interrupted rebuild was kept
 
 

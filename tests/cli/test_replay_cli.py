@@ -275,3 +275,37 @@ def test_a_config_table_restating_defaults_leaves_the_labels_as_without_it(
     assert table.exit_code == 0, table.stderr
     assert "┃ strategy ┃" in table.stdout
     assert "▲ window  ■ tokens" in table.stdout
+
+
+@pytest.mark.parametrize("command", ["replay", "eval"])
+def test_a_scripted_reply_file_gives_every_strategy_the_same_replies_in_either_order(
+        tmp_path: Path, command: str) -> None:
+    """One scripted model answered every strategy's turns and probes in turn: the second
+    strategy got the replies after the first one's (buffer 742 prompt tokens after
+    window k=2, 567 before it; its probe answered `r2`), so the numbers depended on the
+    order of -s. Each strategy runs on a model of its own."""
+    transcript = tmp_path / "t.jsonl"
+    lines: list[dict[str, object]] = [{"chatmem": 1, "provider": "scripted"}]
+    for n in range(1, 8):
+        lines += [{"role": "user", "content": f"事实 {n}：my code is ALPHA{n}", "id": f"u{n}"},
+                  {"role": "assistant", "content": f"ok {n}"}]
+    lines.append({"probe": "code 1?", "expect_ids": ["u1"], "expect_text": ["ALPHA1"]})
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                  for line in lines), encoding="utf-8")
+    script = tmp_path / "replies.txt"
+    script.write_text("r1\nr2\nALPHA1 it is\nr4\nr5\nr6\nr7\n", encoding="utf-8")
+    config = tmp_path / "c.toml"
+    config.write_text(f'[scripted]\nscript = "{script}"\n', encoding="utf-8")
+    extra = ["--regenerate"] if command == "replay" else ["--answer"]
+
+    def figures(*specs: str) -> dict[str, object]:
+        args = [a for spec in specs for a in ("-s", spec)]
+        data = json.loads(output(command, str(transcript), *args, *extra, "--provider",
+                                 "scripted", "--config", str(config), "--json"))
+        return {s["strategy"]["label"]: (s["prompt_tokens"]["per_turn"],
+                                         [p.get("answer") for p in s["eval"]["per_probe"]])
+                for s in data["strategies"]}
+
+    first = figures("window:k=2", "buffer")
+    assert first == figures("buffer", "window:k=2")
+    assert first == {**figures("window:k=2"), **figures("buffer")}

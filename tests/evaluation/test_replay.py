@@ -199,6 +199,21 @@ def test_the_same_strategy_twice_is_refused() -> None:
                chat_provider=ScriptedProvider())
 
 
+@pytest.mark.parametrize(("first", "again"), [("window:k=3", "window:k=03"),
+                                               ("window", "window:k=5"),
+                                               ("window+entity", "window+entity:window.k=5")])
+def test_the_same_strategy_under_another_label_is_refused(first: str, again: str) -> None:
+    """Labels name what was typed: `window k=03` and `window k=3` were two strategies whose
+    every number was the same."""
+    with pytest.raises(RepeatedStrategy) as e:
+        replay(SMALL, [parse_spec(first), parse_spec(again)], chat_provider=ScriptedProvider())
+    assert (e.value.first, e.value.label) == (parse_spec(first).label, parse_spec(again).label)
+    assert e.value.first != e.value.label
+    runs = replay(SMALL, [parse_spec("window"), parse_spec("window:k=4")],
+                  chat_provider=ScriptedProvider())
+    assert [r.params for r in runs] == [{"k": 5}, {"k": 4}]
+
+
 @pytest.mark.parametrize("name", STRATEGIES.contract_names())
 def test_every_registered_strategy_replays_the_chinese_sample(name: str) -> None:
     travel = read_transcript(SESSIONS / "travel-zh.jsonl")

@@ -71,6 +71,9 @@ def test_plain_json_list_and_its_error_lines() -> None:
     ({"probe": "q", "expect_ids": ["nope"]},
      "x.jsonl:3: expect_ids 'nope' names no message before this probe"),
     ({"probe": "q"}, "x.jsonl:3: probe needs expect_ids or expect_text"),
+    # Read as a message: "role must be user, assistant or system (got missing)".
+    ({"expect_ids": ["u1"], "expect_text": ["李雷"]},
+     'x.jsonl:3: a probe line needs "probe", the question to ask'),
     ({"probe": "q", "expect_text": "x"}, "x.jsonl:3: expect_text must be a list of strings"),
     # "" is in every context and a repeat counts twice: either would be recall never had.
     ({"probe": "q", "expect_text": ["", "李雷"]},
@@ -106,6 +109,42 @@ def test_each_bad_line_names_file_and_line(line: object, message: str) -> None:
     with pytest.raises(TranscriptError) as e:
         parse_transcript(text, "x.jsonl")
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    # A misspelled key left the probe without what it named: exit 0, text recall null.
+    ({"expected_text": ["NOT-THERE"]}, "x.jsonl:3: unknown probe key 'expected_text' (a probe"
+     " takes probe, expect_ids and expect_text); did you mean 'expect_text'?"),
+    ({"expect_id": ["u1"]}, "x.jsonl:3: unknown probe key 'expect_id' (a probe takes probe,"
+     " expect_ids and expect_text); did you mean 'expect_ids'?"),
+    ({"Expect_Text": ["李雷"]}, "x.jsonl:3: unknown probe key 'Expect_Text' (a probe takes"
+     " probe, expect_ids and expect_text); did you mean 'expect_text'?"),
+    ({"expectations": ["李雷"]}, "x.jsonl:3: unknown probe key 'expectations' (a probe takes"
+     " probe, expect_ids and expect_text)"),
+    # Read as a probe, the line's message was dropped.
+    ({"role": "user", "content": "我叫李雷"}, "x.jsonl:3: a line is a probe or a message, not"
+     " both (it has 'probe' and 'role'); give the probe a line of its own"),
+    # true was expected as the text "True".
+    ({"expect_text": [True]}, "x.jsonl:3: expect_text must be a list of strings"),
+    ({"expect_ids": [False]}, "x.jsonl:3: expect_ids must be a list of strings"),
+])
+def test_a_probe_key_it_would_go_without_is_refused_naming_it(extra: dict[str, Any],
+                                                               message: str) -> None:
+    text = jsonl({"role": "user", "content": "hi", "id": "u1"}, {"role": "assistant",
+                                                                 "content": "yo"},
+                 {"probe": "q?", "expect_ids": ["u1"], **extra})
+    with pytest.raises(TranscriptError) as e:
+        parse_transcript(text, "x.jsonl")
+    assert str(e.value) == message
+
+
+def test_a_probes_own_labels_are_read_past() -> None:
+    """Keys of the writer's own that are no probe key's misspelling group probes (the LoCoMo
+    set's `category`, benchmarks/recall_data.py's `kind` and `lang`) and are not scored."""
+    text = jsonl({"role": "user", "content": "hi", "id": "u1"},
+                 {"probe": "q?", "expect_ids": ["u1"], "category": "temporal", "kind": "single",
+                  "lang": "zh", "类别": "时间"})
+    assert parse_transcript(text, "x.jsonl").probes == [Probe("q?", ("u1",), (), 2)]
 
 
 def test_broken_json_on_line_7() -> None:
