@@ -276,7 +276,8 @@ class RedactionTables:
             f" WHERE {where} AND {contains}", [*params, *needle_params]).fetchall()
         done = planned.redaction
         for session_id, value, *row_key in rows:
-            new = _rewrite_json(value, rewrite) if is_json else rewrite(value)
+            new = (_rewrite_json(value, rewrite, keys=table == "strategy_state") if is_json
+                   else rewrite(value))
             if new == value:
                 continue
             planned.updates[(table, column, *row_key)] = new
@@ -362,23 +363,26 @@ def _escape_like(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def _rewrite_json(value: str, rewrite: Rewrite) -> str:
+def _rewrite_json(value: str, rewrite: Rewrite, *, keys: bool) -> str:
     try:
         data = json.loads(value)
     except ValueError:
         return rewrite(value)
-    new = _rewrite_in(data, rewrite)
+    new = _rewrite_in(data, rewrite, keys)
     return value if new == data else json_text(new)
 
 
-def _rewrite_in(data: Any, rewrite: Rewrite) -> Any:
+def _rewrite_in(data: Any, rewrite: Rewrite, keys: bool) -> Any:
     if isinstance(data, str):
         return rewrite(data)
     if isinstance(data, list):
-        return [_rewrite_in(item, rewrite) for item in data]
+        return [_rewrite_in(item, rewrite, keys) for item in data]
     if isinstance(data, dict):
-        # Keys too: a strategy may count by name ({"Zebulon": 2}). Two keys the rewrite makes
-        # one keep the later's value.
-        return {rewrite(key): _rewrite_in(item, rewrite) for key, item in data.items()}
+        # Keys only in a strategy's state, which may count by name ({"Zebulon": 2}); chatmem's
+        # own JSON (a turn's context, anchors) keys its fields by name, and purging a value
+        # "Content" renamed every message's "content" there. "@" keys are chatmem's own
+        # (@covers_turn). Two keys the rewrite makes one keep the later's value.
+        return {(rewrite(key) if keys and not key.startswith("@") else key):
+                _rewrite_in(item, rewrite, keys) for key, item in data.items()}
     return data
 

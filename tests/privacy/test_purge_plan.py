@@ -105,3 +105,20 @@ def test_the_preview_is_the_plan_the_purge_applies(history: History) -> None:
     assert planned.counts == done.counts and planned.sessions == done.sessions
     assert planned.deleted_facts == done.deleted_facts
     assert done.counts[Place.TURNS] >= 3 and done.counts[Place.SYSTEM_PROMPTS] >= 1
+
+
+def test_on_every_backend_a_purged_value_that_names_a_field_leaves_chatmems_own_json_whole(
+        history: History) -> None:
+    # Second reading: purging "Content" renamed every stored message's "content" field in
+    # turns.context (inspect then failed with KeyError) and stopped an entity session's purge.
+    for name, strategy in (("w1", "window"), ("e1", "entity")):
+        chat(history.location, name, ["/remember magazine: Content",
+                                      "I read the latest issue of Content today"],
+             "-s", strategy, code=0)
+        invoke("facts", "forget", name, "magazine", "--purge", "--yes", "--db",
+               str(history.location), code=0)
+        shown = json.loads(invoke("inspect", name, "--json", "--db", str(history.location),
+                                  code=0).stdout)
+        texts = json.dumps(shown, ensure_ascii=False)
+        assert "Content" not in texts and MARKER in texts
+        assert shown["messages"] and all("content" in m for m in shown["messages"])
