@@ -19,7 +19,6 @@ from chatmem.notices import (
     StrategyChanged,
     WaitingForUpgrade,
 )
-from chatmem.privacy.sensitive import describe
 from chatmem.render.errors import Client, without_history
 from chatmem.render.notices import (
     for_this_call,
@@ -61,9 +60,7 @@ def _(n: SavedParamsDropped, client: Client) -> str:
 
 @_for_a_client.register
 def _(n: SensitiveNotRemembered, client: Client) -> str:
-    if client is Client.MCP:
-        return not_remembered_text(n, "the remember tool")
-    return f"not remembered: {describe(n.kinds)} (sensitive details stay out of memory)"
+    return not_remembered_text(n, "the remember tool" if client is Client.MCP else None)
 
 
 @_for_a_client.register

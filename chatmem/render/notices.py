@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import singledispatch
-from typing import TYPE_CHECKING
 
 from chatmem import install_hint
 from chatmem.context_warnings import (
@@ -55,9 +54,6 @@ from chatmem.notices import (
 )
 from chatmem.privacy.sensitive import describe
 from chatmem.render.errors import by_plugin
-
-if TYPE_CHECKING:
-    pass
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
@@ -132,9 +128,11 @@ def _(n: SensitiveNotRemembered, repl_hints: bool) -> str:
     return not_remembered_text(n, "/remember KEY: VALUE")
 
 
-def not_remembered_text(n: SensitiveNotRemembered, way: str) -> str:
+def not_remembered_text(n: SensitiveNotRemembered, way: str | None = None) -> str:
+    """`way`: how to store one on purpose, if the reader has one."""
+    on_purpose = f"; {way} stores one on purpose" if way else ""
     return (f"not remembered: {describe(n.kinds)} (sensitive details stay out of "
-            f"memory; {way} stores one on purpose)")
+            f"memory{on_purpose})")
 
 
 @_worded.register
