@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.grammar import ChatmemTyper
+from chatmem.cli.grammar import ChatmemTyper, file_name
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -195,9 +195,9 @@ def copy(
     sessions: Annotated[list[str] | None, typer.Argument(
         metavar="SESSION...", help="Sessions to copy (default: every one).",
         show_default=False)] = None,
-    source: Annotated[str, typer.Option("--from", metavar="FILE|URL",
+    source: Annotated[str, typer.Option("--from", metavar="FILE|URL", callback=file_name,
                                         help="The history to copy from.")] = "",
-    target: Annotated[str, typer.Option("--to", metavar="FILE|URL",
+    target: Annotated[str, typer.Option("--to", metavar="FILE|URL", callback=file_name,
                                         help="The history to copy into (created if a file).")]
     = "",
     config: ConfigOption = None,

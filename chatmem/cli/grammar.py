@@ -17,6 +17,8 @@ from typing import Any, Protocol
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
+from chatmem.cli.streams import utf8_argument
+
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH",
               "bool": "BOOLEAN"}
 _TYPE = re.compile(r"<([\w ]+)>")
@@ -49,6 +51,21 @@ def raw_text(value: Any) -> Any:
     return value
 
 
+def file_name(value: Any) -> Any:
+    """A parameter's callback for a text option that names a file (`--db`): its bytes are the
+    file's name, whatever they decode to, so they are neither read as UTF-8 nor refused."""
+    return value
+
+
+def _as_typed(value: Any) -> Any:
+    """Text arguments as the UTF-8 they were typed in (cli.streams.utf8_argument)."""
+    if isinstance(value, str):
+        return utf8_argument(value)
+    if isinstance(value, list | tuple):
+        return type(value)(utf8_argument(v) if isinstance(v, str) else v for v in value)
+    return value
+
+
 def _texts(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -59,9 +76,11 @@ def _texts(value: Any) -> list[str]:
 
 class ChatmemCommand(TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        """Text parameters that hold bytes that are not UTF-8 (argv decodes them as lone
-        surrogates) are refused by name here, once for every command, before the command
-        stores, sends or prints them. File paths are file names, bytes on POSIX: they pass."""
+        """Text parameters are read as the UTF-8 they were typed in, whatever the locale (under
+        an ASCII or Latin-1 one, 北京 came in as escaped bytes or as mojibake), and those that
+        hold bytes that are not UTF-8 are refused by name here, once for every command,
+        before the command stores, sends or prints them. File paths are file names, bytes on
+        POSIX: they pass as the locale decoded them, which is how they are opened again."""
         rest = super().parse_args(ctx, args)  # --help ends here, importing nothing more
         if ctx.resilient_parsing:  # shell completion: words half typed, nothing run
             return rest
@@ -70,8 +89,11 @@ class ChatmemCommand(TyperCommand):
         for param in self.get_params(ctx):
             # Typer wraps a parameter's callback (functools.wraps keeps the original).
             callback = getattr(param.callback, "__wrapped__", param.callback)
-            if (not isinstance(param, TyperArgument | TyperOption) or callback is raw_text
+            if (not isinstance(param, TyperArgument | TyperOption) or callback is file_name
                     or param.name not in ctx.params):
+                continue
+            ctx.params[param.name] = _as_typed(ctx.params[param.name])
+            if callback is raw_text:
                 continue
             if not all(is_valid(text) for text in _texts(ctx.params[param.name])):
                 raise typer.BadParameter(NOT_UTF8, ctx=ctx, param=param)

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
+from chatmem.cli.grammar import file_name
 
 if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", metavar="FILE|URL", show_default=False,
+    typer.Option("--db", metavar="FILE|URL", show_default=False, callback=file_name,
                  help="History file or postgresql:// URL (default: CHATMEM_DB or the user "
                       "data directory)."),
 ]

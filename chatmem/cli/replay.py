@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs
+from chatmem.cli.grammar import file_name
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -38,11 +39,11 @@ if TYPE_CHECKING:
 
 SourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json; - reads stdin) or a session name.",
-                        autocompletion=session_names)
+                        autocompletion=session_names, callback=file_name)
 ]
 EvalSourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json; - reads stdin), a session "
-                             "name, or a folder of transcripts.")
+                             "name, or a folder of transcripts.", callback=file_name)
 ]
 StrategiesOption = Annotated[
     list[str] | None,

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from chatmem.cli.completion import session_names
+from chatmem.cli.grammar import file_name
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import (
@@ -33,6 +34,7 @@ def export(
                                                      "(-o FILE).")] = False,
     output: Annotated[
         str | None, typer.Option("--output", "-o", show_default=False, metavar="FILE",
+                                 callback=file_name,
                                  help="File to write, in the format its extension names: "
                                       ".jsonl, .json or .md (default: standard output).")
     ] = None,
@@ -107,7 +109,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 
 @handles_errors
 def import_(
-    file: Annotated[str, typer.Argument(metavar="FILE",
+    file: Annotated[str, typer.Argument(metavar="FILE", callback=file_name,
                                         help="Transcript: JSON Lines, {\"messages\": [...]} "
                                              "or a JSON list of messages (- reads stdin); or"
                                              " an archive of sessions export --all (.zip).")],

@@ -30,7 +30,6 @@ def prepare_streams() -> None:
     for fd, name in enumerate(_NAMES):
         if getattr(sys, name) is None:
             setattr(sys, name, _fill_closed(fd))
-    sys.argv[1:] = [utf8_argument(arg) for arg in sys.argv[1:]]
     if not _is_utf8(sys.stdin.encoding):
         sys.stdin.reconfigure(encoding="utf-8", errors="surrogateescape")  # type: ignore[union-attr]
     sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
@@ -40,7 +39,9 @@ def prepare_streams() -> None:
 def utf8_argument(arg: str) -> str:
     """An argument as the UTF-8 text it is, however the locale decoded it: under an ASCII
     locale 北京 came in as escaped bytes and was refused as "not UTF-8". Bytes that are not
-    UTF-8 stay escaped, and are refused (or replaced) as before."""
+    UTF-8 stay escaped, and are refused (or replaced) as before. Text arguments only
+    (cli.grammar): a file name is opened by the bytes the locale decoded, and read as UTF-8
+    under a Latin-1 one it named another file."""
     try:
         return os.fsencode(arg).decode("utf-8")
     except UnicodeError:

@@ -97,10 +97,12 @@ def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
     """A file path or a PostgreSQL URL; StoreError (exit 2) naming `origin` (`--db`,
     `CHATMEM_DB`, the config file's key) and the location, masked, when it cannot be one."""
     where = f"{origin}: " if origin else ""
-    if not is_valid(location):
+    text = location.strip()
+    # A file's name is bytes on POSIX, as the locale decoded them (escaped when they are not
+    # its encoding): opened so, they name the file typed. A URL is text.
+    if _URL_LIKE.match(text) and not is_valid(location):
         raise StoreError(f"{origin or 'the history location'} must be UTF-8 text; it holds "
                          "bytes that are not")
-    text = location.strip()
     shown = masked(text)
     control = _CONTROL.search(location)
     if control:

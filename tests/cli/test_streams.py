@@ -111,3 +111,28 @@ def test_a_reply_to_a_closed_stdout_is_stored_and_a_closed_stdin_reads_as_empty(
     chatted = run(tmp_path, "chat", "x", "--provider", "scripted", shell="<&-")
     assert chatted.returncode == 0
     assert "Traceback" not in chatted.stderr.decode()
+
+
+def test_under_an_ascii_locale_a_file_name_opens_the_bytes_typed_and_text_reads_as_utf8(
+        tmp_path: Path) -> None:
+    """Attack on new surfaces: arguments were all read again as UTF-8, so a file name under
+    a locale that is not UTF-8 became another name (Latin-1) or a traceback (ASCII)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG"))}
+    environment.update({"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                        "XDG_DATA_HOME": str(tmp_path / "data"),
+                        "PYTHONPATH": ":".join(sys.path), "PYTHONCOERCECLOCALE": "0",
+                        **ASCII_LOCALE})
+    environment.pop("PYTHONIOENCODING", None)
+    (tmp_path / "notes-é.txt").write_text("the code is 4471\n", encoding="utf-8")
+
+    def chatmem(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "chatmem", *args], env=environment,
+                              cwd=tmp_path, capture_output=True, timeout=120, check=False)
+
+    asked = chatmem("ask", "--provider", "scripted", "会议", "what is the code 暗号?",
+                    "-f", "./notes-é.txt", "--db", "./café.db")
+    assert asked.returncode == 0, asked.stderr.decode()  # the file was attached, not "no such"
+    assert (tmp_path / "café.db").exists()
+    found = chatmem("logs", "-q", "暗号", "--db", "./café.db", "--json")
+    assert found.returncode == 0, found.stderr.decode()
+    assert [hit["session"] for hit in json.loads(found.stdout)] == ["会议"]
