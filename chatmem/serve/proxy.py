@@ -34,6 +34,7 @@ from chatmem.serve.conversations import ServedConversations
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
 from chatmem.serve.requests import parsed_body, read_request
 from chatmem.serve.turn import DONE, Turn
+from chatmem.text import valid_text
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -90,7 +91,8 @@ class Proxy(ServedConversations):
             asked = read_request(body, request.headers)
         except RequestError as e:
             return error_response(e, 400)
-        turn = Turn(self, asked, str(body.get("model") or ""),
+        # Echoed in every answer, which is UTF-8: a lone surrogate cannot be written there.
+        turn = Turn(self, asked, valid_text(str(body.get("model") or "")),
                     self.settings_for(request.scope.get(HISTORY_SCOPE_KEY)))
         turn.start()
         if asked.stream:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import RequestError
+from chatmem.text import valid_text
 
 CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
 """Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
@@ -140,7 +141,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):
         raise RequestError("stream must be true or false", "stream")
-    model, strategy = _model_and_strategy(body.get("model") or "")
+    model, strategy = _model_and_strategy(valid_text(body.get("model") or ""))
     stream_options = body.get("stream_options")
     if stream_options is not None and (not isinstance(stream_options, dict) or
                                        stream_options.get("include_usage") not in
@@ -224,7 +225,10 @@ def _message(message: Any, index: int) -> _Read:
         role = "system"
     if role not in ("system", "user", "assistant"):
         raise RequestError(f"{where}: unknown role {role!r}", "messages")
-    return _Read(role, _text(message.get("content"), where))
+    # Every message, not only the new one the engine cleans: an earlier one is stored as
+    # history, a system one sent, and neither can hold a lone surrogate ("\ud83d" from a
+    # client that cut an emoji's pair) as UTF-8.
+    return _Read(role, valid_text(_text(message.get("content"), where)))
 
 
 def _text(content: Any, where: str) -> str:
