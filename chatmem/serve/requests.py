@@ -91,6 +91,29 @@ NOT_RETURNED = ("logprobs", "top_logprobs")
 """Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
 
 
+MAX_BODY_BYTES = 16 * 2**20
+"""The largest request body read: more is refused (413) before it is read whole or parsed.
+The largest context windows (about 2 million tokens) hold about 8 MB of English at 4 bytes
+a token, and 2 million CJK characters, each about a token, are 12 MB as JSON's \\uXXXX
+escapes: a request any model could take whole fits, with room. A 60 MB body took 52 s and
+2.4 GB of memory before it was refused over the budget."""
+
+
+def refuse_past_budget(asked: TurnAsked, budget: int) -> None:
+    """RequestError when what no strategy drops (the request's system messages and its new
+    message) is more bytes than `budget` tokens can hold at the most bytes a token has: it
+    is refused before anything is tokenized or stored, as the engine would refuse it over
+    the budget once every token was counted."""
+    from chatmem.tokens import MOST_BYTES_PER_TOKEN
+
+    size = len(asked.text.encode()) + len((asked.system or "").encode())
+    if budget and size > budget * MOST_BYTES_PER_TOKEN:
+        raise RequestError(
+            f"not sent: the system messages and the last message are {size:,} bytes, more "
+            f"than {size // MOST_BYTES_PER_TOKEN:,} tokens, over the context budget of "
+            f"{budget:,}; shorten them", "messages")
+
+
 def parsed_body(raw: bytes) -> Any:
     """A request's body read as JSON; RequestError when it is not JSON (bytes that are not
     text, or nested beyond what Python reads)."""
