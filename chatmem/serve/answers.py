@@ -29,10 +29,16 @@ if TYPE_CHECKING:
 
 
 def usage_json(result: TurnResult) -> dict[str, int]:
+    """The usage the model said, else chatmem's count (as the prompt's estimate): a model
+    that streams none (some servers, proxies that drop it) used tokens all the same, and a
+    client that adds them up was told 0."""
+    from chatmem.tokens import counter_for_model
+
     record = result.record
     prompt = record.prompt_tokens if record.prompt_tokens is not None else (
         record.estimated_tokens or 0)
-    reply = record.completion_tokens or 0
+    reply = record.completion_tokens if record.completion_tokens is not None else (
+        counter_for_model(record.model).count_text(result.reply) if result.reply else 0)
     return {"prompt_tokens": prompt, "completion_tokens": reply, "total_tokens": prompt + reply}
 
 

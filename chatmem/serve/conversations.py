@@ -70,6 +70,25 @@ class ServedConversations:
         if self.log is not None:
             self.log(f"{conversation}: the model failed: {error_text(error)}")
 
+    def failed_unexpectedly(self, conversation: str, error: BaseException,
+                            settings: Settings) -> None:
+        """A failure chatmem does not know (a bug, a library's) in one line of the server's
+        log, with where it was raised: its client is told only its kind, and without this
+        its owner learnt nothing. Masked as a plugin's words are: it may quote a key."""
+        import traceback
+        from pathlib import Path
+
+        from chatmem.errors import one_line
+        from chatmem.privacy.secrets import plugin_mask
+        from chatmem.providers import secrets_of
+
+        if self.log is None:
+            return
+        frames = traceback.extract_tb(error.__traceback__)
+        at = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+        self.log(plugin_mask(secrets_of(settings)).mask(
+            f"{conversation}: chatmem could not take this turn: {one_line(error)}{at}"))
+
     def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
         """The lock a conversation's turns take: requests of one conversation that differ in
         model, strategy or options have engines of their own, and would otherwise run at

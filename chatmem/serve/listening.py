@@ -9,7 +9,8 @@ import ipaddress
 import json
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -20,6 +21,8 @@ from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
 from chatmem.serve.tokens_file import TokensFile
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     import uvicorn
 
 Scope = MutableMapping[str, Any]
@@ -327,6 +330,36 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     announce(bound)
     server = uvicorn.Server(server_config(app))
     try:
-        server.run(sockets=[sock])
+        with _hangup_ends(server):
+            server.run(sockets=[sock])
     finally:
         sock.close()
+
+
+@contextmanager
+def _hangup_ends(server: uvicorn.Server) -> Iterator[None]:
+    """SIGHUP (the terminal closed, an ssh session dropped) ends the server as SIGTERM does:
+    the replies under way finish and are stored before it exits, where uvicorn, which
+    handles only SIGINT and SIGTERM, left it to kill the process mid-reply (the turn lost).
+    It still exits as hung up, once done. Under nohup (SIGHUP ignored) nothing changes."""
+    import signal
+    import threading
+
+    hangup = getattr(signal, "SIGHUP", None)  # none on Windows
+    if (hangup is None or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(hangup) is signal.SIG_IGN):
+        yield
+        return
+    heard: list[int] = []
+
+    def hung_up(number: int, frame: FrameType | None) -> None:
+        heard.append(number)
+        server.handle_exit(number, frame)  # as SIGTERM: finish what is under way, then end
+
+    before = signal.signal(hangup, hung_up)
+    try:
+        yield
+    finally:
+        signal.signal(hangup, before)
+    if heard:
+        signal.raise_signal(hangup)

@@ -32,8 +32,14 @@ from chatmem.errors import ChatmemError, RequestError
 from chatmem.serve.answers import completion_json, error_response, status_of
 from chatmem.serve.conversations import ServedConversations
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
-from chatmem.serve.requests import parsed_body, read_request
+from chatmem.serve.requests import (
+    MAX_BODY_BYTES,
+    parsed_body,
+    read_request,
+    refuse_past_budget,
+)
 from chatmem.serve.turn import DONE, Turn
+from chatmem.text import valid_text
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -77,6 +83,22 @@ async def not_served(request: Request, error: Exception) -> Response:
                           status)
 
 
+async def capped_body(request: Request) -> bytes | None:
+    """The request's body, or None as soon as it is over MAX_BODY_BYTES: said by its
+    Content-Length before any of it is read, else found while it streams in (chunked)."""
+    length = request.headers.get("content-length", "")
+    if length.isascii() and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        return None
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > MAX_BODY_BYTES:
+            return None
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
 class Proxy(ServedConversations):
     """The routes of the API, over the conversations it keeps."""
 
@@ -85,13 +107,22 @@ class Proxy(ServedConversations):
     async def chat_completions(self, request: Request) -> Response:
         import anyio
 
+        raw = await capped_body(request)
+        if raw is None:
+            return error_response(RequestError(
+                f"the body is over {MAX_BODY_BYTES // 2**20} MiB, more than any model's context "
+                "holds: send less of the history", "messages"), 413)
+        settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))
         try:
-            body = parsed_body(await request.body())
+            # A large body is parsed on a thread: other requests' replies stream meanwhile.
+            body = (parsed_body(raw) if len(raw) < 2**20 else
+                    await anyio.to_thread.run_sync(parsed_body, raw))
             asked = read_request(body, request.headers)
+            refuse_past_budget(asked, settings.context_budget)
         except RequestError as e:
             return error_response(e, 400)
-        turn = Turn(self, asked, str(body.get("model") or ""),
-                    self.settings_for(request.scope.get(HISTORY_SCOPE_KEY)))
+        # Echoed in every answer, which is UTF-8: a lone surrogate cannot be written there.
+        turn = Turn(self, asked, valid_text(str(body.get("model") or "")), settings)
         turn.start()
         if asked.stream:
             # The reply's first piece (or its end), or why there is none: a turn refused

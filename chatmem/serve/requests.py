@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import RequestError
+from chatmem.text import valid_text
 
 CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
 """Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
@@ -90,6 +91,29 @@ NOT_RETURNED = ("logprobs", "top_logprobs")
 """Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
 
 
+MAX_BODY_BYTES = 16 * 2**20
+"""The largest request body read: more is refused (413) before it is read whole or parsed.
+The largest context windows (about 2 million tokens) hold about 8 MB of English at 4 bytes
+a token, and 2 million CJK characters, each about a token, are 12 MB as JSON's \\uXXXX
+escapes: a request any model could take whole fits, with room. A 60 MB body took 52 s and
+2.4 GB of memory before it was refused over the budget."""
+
+
+def refuse_past_budget(asked: TurnAsked, budget: int) -> None:
+    """RequestError when what no strategy drops (the request's system messages and its new
+    message) is more bytes than `budget` tokens can hold at the most bytes a token has: it
+    is refused before anything is tokenized or stored, as the engine would refuse it over
+    the budget once every token was counted."""
+    from chatmem.tokens import MOST_BYTES_PER_TOKEN
+
+    size = len(asked.text.encode()) + len((asked.system or "").encode())
+    if budget and size > budget * MOST_BYTES_PER_TOKEN:
+        raise RequestError(
+            f"not sent: the system messages and the last message are {size:,} bytes, more "
+            f"than {size // MOST_BYTES_PER_TOKEN:,} tokens, over the context budget of "
+            f"{budget:,}; shorten them", "messages")
+
+
 def parsed_body(raw: bytes) -> Any:
     """A request's body read as JSON; RequestError when it is not JSON (bytes that are not
     text, or nested beyond what Python reads)."""
@@ -140,7 +164,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):
         raise RequestError("stream must be true or false", "stream")
-    model, strategy = _model_and_strategy(body.get("model") or "")
+    model, strategy = _model_and_strategy(valid_text(body.get("model") or ""))
     stream_options = body.get("stream_options")
     if stream_options is not None and (not isinstance(stream_options, dict) or
                                        stream_options.get("include_usage") not in
@@ -224,7 +248,10 @@ def _message(message: Any, index: int) -> _Read:
         role = "system"
     if role not in ("system", "user", "assistant"):
         raise RequestError(f"{where}: unknown role {role!r}", "messages")
-    return _Read(role, _text(message.get("content"), where))
+    # Every message, not only the new one the engine cleans: an earlier one is stored as
+    # history, a system one sent, and neither can hold a lone surrogate ("\ud83d" from a
+    # client that cut an emoji's pair) as UTF-8.
+    return _Read(role, valid_text(_text(message.get("content"), where)))
 
 
 def _text(content: Any, where: str) -> str:

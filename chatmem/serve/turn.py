@@ -13,7 +13,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import NotFound, ProviderError, TurnNotReplaceable
+from chatmem.errors import ChatmemError, NotFound, ProviderError, TurnNotReplaceable
 from chatmem.serve.answers import error_json, finish_reason, usage_json
 
 if TYPE_CHECKING:
@@ -93,6 +93,8 @@ class Turn:
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
             if isinstance(e, ProviderError):
                 self.proxy.model_failed(self.asked.conversation, e)
+            elif not isinstance(e, ChatmemError | KeyboardInterrupt):
+                self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
             self.events.put(e)
             return
         self.events.put(DONE)
