@@ -179,7 +179,16 @@ def model_changed(settings: Settings, session: SessionRecord,
 
 def last_used_session(store: Store) -> str:
     """The name of the session written to last: what --continue continues."""
+    from chatmem.evaluation.saving import is_unfinished
+
     record = store.sessions.last_used_session()
+    if record is not None and is_unfinished(record.name):
+        # A replay still saving (or killed while it did) wrote last: not a conversation yet.
+        own = [row.name for row in store.sessions.list_sessions()
+               if row.shared_by is None and not is_unfinished(row.name)]
+        if own:
+            return own[0]
+        record = None
     if record is None:
         raise NotFound(f"no session to continue in {store.location} (chatmem chat NAME starts one)")
     return record.name

@@ -35,8 +35,12 @@ if TYPE_CHECKING:
     from chatmem.transcripts.format import Transcript
 
 def list_sessions(workspace: Workspace) -> list[SessionSummary]:
-    """Every session, most recent first: name, strategy, params, counts, dates."""
-    return workspace.store.sessions.list_sessions()
+    """Every session, most recent first: name, strategy, params, counts, dates. A replay's
+    sessions still being saved (or left by a killed one) are not sessions yet: left out."""
+    from chatmem.evaluation.saving import is_unfinished
+
+    return [row for row in workspace.store.sessions.list_sessions()
+            if not is_unfinished(row.name)]
 
 
 def lookalike_sessions(workspace: Workspace, name: str) -> list[str]:

@@ -7,7 +7,8 @@ import functools
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -87,6 +88,36 @@ def done_for_good() -> None:
                 sys.stderr.flush()
 
         signal.signal(signal.SIGINT, finishing)
+
+
+@contextmanager
+def stopped_as_by_ctrl_c() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a `kill`, a closed terminal) stop the command as Ctrl-C does, so
+    what it undoes on Ctrl-C is undone on these too; by default the process died where it
+    stood (a replay's half-saved sessions stayed). The exit code stays the signal's, 128 +
+    its number. A second one while the command stops is ignored: the undoing is short, and
+    kill -9 remains."""
+    if not _on_main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def stop(number: int, frame: object) -> None:
+        if not received:
+            received.append(number)
+            raise KeyboardInterrupt
+
+    numbers = [n for n in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if n is not None]
+    previous = {n: signal.signal(n, stop) for n in numbers}
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not received:
+            raise
+        raise typer.Exit(128 + received[0]) from None
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
 def _on_main_thread() -> bool:

@@ -1,7 +1,7 @@
 """`chatmem replay` and `chatmem eval`: one conversation, several strategies, measured."""
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,6 +25,7 @@ from chatmem.cli.output import (
     handles_errors,
     print_json,
     stdin_transcript,
+    stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
 from chatmem.errors import ExitCode, TranscriptError
@@ -102,7 +103,9 @@ def _run(
 
     shared = parse_params(param)
     specs = [registries().strategies.parse(s, shared) for s in strategy]
-    with open_workspace(settings, create=bool(save_as)) as ws:
+    # A kill or a closed terminal undoes a save as Ctrl-C does (nothing else to undo).
+    with (stopped_as_by_ctrl_c() if save_as else nullcontext(),
+          open_workspace(settings, create=bool(save_as)) as ws):
         transcript = transcript or load_source(ws, source)
         warn_if_dated_back(transcript)
         steps = len(transcript.items) * len(specs) if show_progress else 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,8 @@ from chatmem.context_warnings import EmbeddingFailed
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
-from chatmem.errors import ChatmemError, RepeatedStrategy, StoreError, StrategyError
+from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
+from chatmem.evaluation import saving
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.evaluation.steps import Step, StepKind, plan
@@ -96,21 +96,32 @@ def replay(
     steps = plan(transcript, keep_replies)
     runs = []
     saved: list[tuple[str, int]] = []
+    if save_as and store is not None:
+        saving.remove_leftovers(store)
     for spec, name in zip(specs, names, strict=True):
         if name and store is not None:
             try:
-                runs.append(_run_one(transcript, spec, steps, store, name, options, progress,
-                                     saved))
+                # Saved under an unfinished name: a run stopped halfway must not look finished
+                # in a listing, nor keep its name from the next run (evaluation.saving).
+                run = _run_one(transcript, spec, steps, store, saving.unfinished_name(), options,
+                               progress, saved)
+                run.session = name
+                runs.append(run)
             except BaseException:
-                # Ctrl-C or an error: a session saved halfway looks finished in every listing,
-                # and keeps its name from the next run. What was saved is what was printed:
-                # nothing, so none of it stays.
-                _discard(store, saved)
+                # Ctrl-C, SIGTERM or an error: what was saved is what was printed, nothing, so
+                # none of it stays (after kill -9 the next run removes it).
+                saving.discard(store, saved)
                 raise
         else:
             with Store(":memory:") as scratch:
                 seed_user_facts(scratch, user, user_facts)
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
+    if saved and store is not None:
+        try:
+            saving.publish(store, saved, [run.session or "" for run in runs])
+        except BaseException:
+            saving.discard(store, saved)
+            raise
     return runs
 
 
@@ -124,16 +135,6 @@ def check_distinct(specs: Sequence[StrategySpec], strategies: StrategyRegistry) 
         if key in seen:
             raise RepeatedStrategy(spec.label, seen[key])
         seen[key] = spec.label
-
-
-def _discard(store: TurnStore, saved: Sequence[tuple[str, int]]) -> None:
-    """Delete the sessions this run made (name, id): by name, only while the name is still
-    theirs (another process may have taken a name this run never got to)."""
-    for name, session_id in saved:
-        with suppress(ChatmemError):
-            found = store.sessions.find_session(name)
-            if found is not None and found.id == session_id:
-                store.sessions.delete_session(name)
 
 
 def seed_user_facts(store: MemoryStore, user: str | None, facts: Sequence[FactRecord]) -> None:

@@ -1,0 +1,93 @@
+"""Where `replay --save-as` keeps its sessions while it runs: under unfinished names.
+
+A session saved turn by turn under its wanted name looked finished in every
+listing the moment the process stopped (kill -9, a SIGTERM, a closed terminal)
+and took that name from the next run. So each session is made under a name
+that says it is unfinished and whose process made it
+(`unfinished-replay.PID.HOST.RANDOM`, HOST a digest of the host name), and all
+get their wanted names in one transaction once every strategy has run: the
+names appear together, finished, or not at all. Listings leave unfinished
+sessions out; the next `replay --save-as` removes those whose process is gone
+(on another host, where that cannot be seen: those untouched for a day, as a
+live replay writes at every turn).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import socket
+from collections.abc import Sequence
+from contextlib import suppress
+from datetime import timedelta
+
+from chatmem.errors import ChatmemError, StoreError
+from chatmem.store import LeaseHolder
+from chatmem.store.protocols import TurnStore
+from chatmem.timestamps import parse_time
+
+UNFINISHED = re.compile(r"unfinished-replay\.(\d{1,10})\.([0-9a-f]{8})\.[0-9a-f]{8}")
+ELSEWHERE_IDLE = timedelta(days=1)
+"""How long another host's unfinished session stays untouched before it counts as left over."""
+
+
+def unfinished_name() -> str:
+    """A new session name of this process's replay, never taken by a finished session."""
+    return f"unfinished-replay.{os.getpid()}.{host_mark()}.{secrets.token_hex(4)}"
+
+
+def is_unfinished(name: str) -> bool:
+    """Whether `name` is a replay's session still being saved (or left by a killed one)."""
+    return UNFINISHED.fullmatch(name) is not None
+
+
+def remove_leftovers(store: TurnStore) -> list[str]:
+    """Delete the unfinished sessions of replays that are no longer running; their names."""
+    now = parse_time(store.now())
+    removed = []
+    for row in store.sessions.list_sessions():
+        found = UNFINISHED.fullmatch(row.name)
+        if found is None or row.shared_by is not None:
+            continue
+        if found[2] == host_mark():
+            gone = LeaseHolder.on_this_host(int(found[1])).is_gone()
+        else:
+            gone = now - parse_time(row.updated_at) > ELSEWHERE_IDLE
+        if gone:
+            removed += _delete(store, [(row.name, row.id)])
+    return removed
+
+
+def publish(store: TurnStore, made: Sequence[tuple[str, int]], names: Sequence[str]) -> None:
+    """Give each session `made` (unfinished name, id) its name in `names`, all in one
+    transaction: a name another process took meanwhile fails them all (StoreError)."""
+    with store.write():
+        for (_, session_id), name in zip(made, names, strict=True):
+            if store.sessions.find_session(name) is not None:
+                raise StoreError(f"a session named {name!r} already exists; pick another "
+                                 "--save-as")
+            store.sessions.update_session(session_id, name=name)
+
+
+def discard(store: TurnStore, made: Sequence[tuple[str, int]]) -> None:
+    """Delete the sessions a stopped replay made (name, id), each only while that name is
+    still its own."""
+    _delete(store, made)
+
+
+def _delete(store: TurnStore, made: Sequence[tuple[str, int]]) -> list[str]:
+    deleted = []
+    for name, session_id in made:
+        with suppress(ChatmemError):
+            found = store.sessions.find_session(name)
+            if found is not None and found.id == session_id:
+                store.sessions.delete_session(name)
+                deleted.append(name)
+    return deleted
+
+
+def host_mark() -> str:
+    """Eight hex digits of the host name: a name has room for no long host name."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogatepass")).hexdigest()[:8]

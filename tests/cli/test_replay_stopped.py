@@ -1,0 +1,108 @@
+"""`chatmem replay --save-as` stopped by a real signal while a real model request is held:
+nothing half-saved looks finished, and the same command then runs to its end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from waiting import HANG, Watched, wait_until
+
+from chatmem.evaluation.saving import is_unfinished
+from chatmem.store import Store
+
+TURNS = 3
+
+
+def _transcript(path: Path) -> Path:
+    path.write_text("".join(
+        json.dumps({"role": role, "content": f"第{i}句 {role} about Porto"}, ensure_ascii=False)
+        + "\n" for i in range(1, TURNS + 1) for role in ("user", "assistant")), encoding="utf-8")
+    return path
+
+
+def _chatmem(tmp_path: Path, chat_server, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+           "OPENAI_API_KEY": "sk-x", "NO_COLOR": "1"}
+    return subprocess.Popen([sys.executable, "-m", "chatmem", *args, "--db",
+                             str(tmp_path / "x.db")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _replay(tmp_path: Path, chat_server) -> subprocess.Popen[bytes]:
+    return _chatmem(tmp_path, chat_server, "replay", str(_transcript(tmp_path / "t.jsonl")),
+                    "-s", "buffer", "-s", "window", "--save-as", "rt", "--regenerate",
+                    "--provider", "openai", "--model", "m")
+
+
+def _stopped_in_the_second_strategy(tmp_path: Path, chat_server, how: signal.Signals) -> int:
+    """Run the replay until the second strategy's second turn is at the model (the first
+    strategy's session is whole by then), send `how`; the exit code."""
+    chat_server.plan = ["ok"] * (TURNS + 1) + ["hang"]
+    held = len(chat_server.requests) + TURNS + 2
+    process = _replay(tmp_path, chat_server)
+    assert process.stdout is not None and process.stderr is not None
+    err = Watched(process.stderr)
+    Watched(process.stdout)
+    wait_until(lambda: len(chat_server.requests) >= held or process.poll() is not None,
+               "the held request reached the server")
+    assert process.poll() is None, err.rest()
+    assert len(chat_server.requests) == held
+    process.send_signal(how)
+    code = process.wait(timeout=HANG)
+    chat_server.release.set()
+    return code
+
+
+def _names(db: Path) -> list[str]:
+    with Store(db) as store:
+        return sorted(s.name for s in store.sessions.list_sessions())
+
+
+def _run_to_the_end(tmp_path: Path, chat_server, *also: str) -> None:
+    chat_server.plan = []
+    again = _replay(tmp_path, chat_server)
+    _, err = again.communicate(timeout=HANG)
+    assert again.returncode == 0, err.decode()
+    assert _names(tmp_path / "x.db") == sorted(["rt-buffer", "rt-window", *also])
+    with Store(tmp_path / "x.db") as store:
+        for name in ("rt-buffer", "rt-window"):
+            assert len(store.history.messages(store.sessions.session(name).id)) == 2 * TURNS
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_undoes_the_save_as_ctrl_c_does(tmp_path: Path, chat_server,
+                                                          how: signal.Signals) -> None:
+    """Before: the process died where it stood, rt-buffer whole and rt-window at one turn,
+    both listed as finished, and the next run refused: 'a session named rt-buffer already
+    exists'."""
+    assert _stopped_in_the_second_strategy(tmp_path, chat_server, how) == 128 + how
+    assert _names(tmp_path / "x.db") == []
+    _run_to_the_end(tmp_path, chat_server)
+
+
+def test_after_kill_9_nothing_looks_finished_and_the_next_save_as_removes_it(
+        tmp_path: Path, chat_server) -> None:
+    db = tmp_path / "x.db"
+    # buffer: no embedding in the background to take the server's held answer
+    mine = _chatmem(tmp_path, chat_server, "ask", "trip", "where to in Porto?", "--model", "m",
+                    "-s", "buffer")
+    assert mine.wait(timeout=HANG) == 0
+    assert _stopped_in_the_second_strategy(tmp_path, chat_server, signal.SIGKILL) == -9
+    left = _names(db)
+    assert len(left) == 3 and sum(is_unfinished(n) for n in left) == 2
+    listed = _chatmem(tmp_path, chat_server, "sessions", "list", "--json")
+    out, err = listed.communicate(timeout=HANG)
+    assert [s["name"] for s in json.loads(out)] == ["trip"], err.decode()
+    # Written last, the killed replay's sessions are still no conversation to continue.
+    chat_server.plan = []
+    more = _chatmem(tmp_path, chat_server, "ask", "-c", "and the wine?", "--model", "m")
+    assert more.wait(timeout=HANG) == 0
+    with Store(db) as store:
+        assert store.history.turn_count(store.sessions.session("trip").id) == 2
+    _run_to_the_end(tmp_path, chat_server, "trip")

@@ -1,0 +1,73 @@
+"""`replay --save-as` saves under unfinished names until every strategy has run
+(chatmem.evaluation.saving); the killed processes are in tests/cli/test_replay_stopped.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+from conftest import History
+from registered import parse_spec
+
+from chatmem.evaluation.replay import replay
+from chatmem.evaluation.saving import host_mark, is_unfinished, unfinished_name
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+from chatmem.timestamps import utc_now
+from chatmem.transcripts.reader import parse_transcript
+
+TALK = parse_transcript("\n".join(
+    f'{{"role": "{role}", "content": "第{i}句 {role}"}}'
+    for i in range(1, 5) for role in ("user", "assistant")))
+
+
+def test_a_save_under_way_has_no_wanted_name_until_every_strategy_has_run(store: Store) -> None:
+    """A replay saved turn by turn under its wanted names: killed halfway, its sessions
+    looked finished in every listing and refused the same --save-as next time."""
+    seen: list[tuple[str, int, list[str]]] = []
+
+    def look(label: str, done: int, total: int) -> None:
+        seen.append((label, done, [s.name for s in store.sessions.list_sessions()]))
+
+    runs = replay(TALK, [parse_spec("buffer"), parse_spec("window:k=2")],
+                  chat_provider=ScriptedProvider(), store=store, save_as="旅行", progress=look)
+    assert seen and all(names and all(is_unfinished(n) for n in names)
+                        for _, _, names in seen)
+    assert len(seen[-1][2]) == 2  # the first strategy's, finished, still unnamed
+    assert [r.session for r in runs] == ["旅行-buffer", "旅行-window-k-2"]
+    assert sorted(s.name for s in store.sessions.list_sessions()) == [
+        "旅行-buffer", "旅行-window-k-2"]
+    kept = store.sessions.session("旅行-window-k-2")
+    assert len(store.history.messages(kept.id)) == 8
+
+
+def _left_by(history: History, name: str, *, days_ago: float = 0) -> None:
+    """A session as a killed replay leaves it: its unfinished name and some turns."""
+    moment = utc_now() - timedelta(days=days_ago)
+    with history.open(clock=lambda: moment) as other:
+        session = other.sessions.create_session(name, "buffer")
+        other.history.import_messages(session.id, [{"role": "user", "content": "我的航班 MU5137"},
+                                                   {"role": "assistant", "content": "好"}])
+
+
+def test_the_next_save_removes_what_replays_no_longer_running_left(
+        store: Store, history: History) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = f"unfinished-replay.{gone.stdout.strip()}.{host_mark()}.0123abcd"
+    running = unfinished_name()  # this process: a replay still under way
+    elsewhere = "unfinished-replay.4242.00000000.0123abcd"  # another host: cannot be seen
+    elsewhere_idle = "unfinished-replay.4343.00000000.89abcdef"
+    assert host_mark() != "00000000"
+    for name in (dead, running, elsewhere):
+        _left_by(history, name)
+    _left_by(history, elsewhere_idle, days_ago=2)
+    store.sessions.create_session("unfinished-replay.mine", "buffer")  # a person's own name
+
+    replay(TALK, [parse_spec("buffer")], chat_provider=ScriptedProvider(), store=store,
+           save_as="again")
+    assert sorted(s.name for s in store.sessions.list_sessions()) == sorted(
+        ["again", running, elsewhere, "unfinished-replay.mine"])
+    assert os.getpid() == int(running.split(".")[1])
