@@ -19,7 +19,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from chatmem.errors import OutputFailed
-from chatmem.render.terminal import Printable, printable
+from chatmem.render.terminal import Printable, on_screen, printable
 
 if TYPE_CHECKING:
     from markdown_it.token import Token
@@ -94,8 +94,8 @@ class ReplyWriter:
     plain text, flushed per delta so nothing waits in a buffer after Ctrl-C."""
 
     def __init__(self, consoles: Sequence[Console], *, markdown: bool) -> None:
-        self.plain = [c for c in consoles if not (markdown and c.is_terminal)]
-        self.live_consoles = [c for c in consoles if markdown and c.is_terminal]
+        self.plain = [c for c in consoles if not (markdown and on_screen(c))]
+        self.live_consoles = [c for c in consoles if markdown and on_screen(c)]
         self.reply = _GrowingMarkdown()
         self.lives: list[Live] = []
         self.written = False

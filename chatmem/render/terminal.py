@@ -56,6 +56,21 @@ class Printable:
                                                           segment.style)
 
 
+def on_screen(console: Console) -> bool:
+    """Whether `console` draws on a terminal someone watches, where a reply is Markdown
+    redrawn in place. Not `Console.is_terminal` alone: FORCE_COLOR (colour in a CI log)
+    makes that true of a pipe or a file too, which then got the reply reflowed to the
+    terminal's width with styles and cursor moves, where `--help` promises the text as sent.
+    Colour stays Rich's to decide; TTY_COMPATIBLE=0 still says no."""
+    if not console.is_terminal:
+        return False
+    isatty = getattr(console.file, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed file
+        return False
+
+
 class _Guard(RenderHook):
     def process_renderables(self, renderables: list[ConsoleRenderable],
                             ) -> list[ConsoleRenderable]:

@@ -111,3 +111,14 @@ def test_a_reply_to_a_closed_stdout_is_stored_and_a_closed_stdin_reads_as_empty(
     chatted = run(tmp_path, "chat", "x", "--provider", "scripted", shell="<&-")
     assert chatted.returncode == 0
     assert "Traceback" not in chatted.stderr.decode()
+
+
+def test_forced_colour_leaves_a_reply_to_a_file_as_sent(tmp_path: Path) -> None:
+    """FORCE_COLOR=1 (a CI log in colour) wrote the reply into the file as Markdown: bold
+    drawn with ANSI styles, the text reflowed to 80 columns."""
+    question = ("**alpha** beta gamma delta 北京 " * 8).strip()
+    with open(tmp_path / "fc.txt", "wb") as file:
+        asked = run(tmp_path, "ask", "--provider", "scripted", question,
+                    env={"FORCE_COLOR": "1"}, stdout=file)
+    assert asked.returncode == 0, asked.stderr
+    assert (tmp_path / "fc.txt").read_text(encoding="utf-8") == f"echo #1: {question}\n"
