@@ -25,7 +25,7 @@ from rich.console import (
 from rich.segment import Segment
 
 from chatmem.graphemes import grapheme_start
-from chatmem.text import CONTROLS, code_point
+from chatmem.text import SHOWN_ESCAPED, code_point
 
 
 def _picture(match: re.Match[str]) -> str:
@@ -38,9 +38,10 @@ def _picture(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with control characters (escape sequences' first byte, C1 and bidi
-    controls) made visible."""
-    return CONTROLS.sub(_picture, text)
+    """`text` with control characters (escape sequences' first byte, a lone CR, C1 controls,
+    bidi embeddings and overrides) made visible; a CRLF line end and the bidi marks kept
+    (chatmem.text.SHOWN_ESCAPED says why)."""
+    return SHOWN_ESCAPED.sub(_picture, text)
 
 
 class Printable:

@@ -184,3 +184,13 @@ def test_nesting_within_the_limits_is_still_markdown() -> None:
     shown = STYLES.sub("", screen.getvalue())
     assert "blue box" in shown and "**" not in shown and "> >" not in shown
     assert "• step 0" in shown and "• step 8" in shown and "- step" not in shown
+
+
+def test_a_line_end_split_between_deltas_passes_and_a_lone_cr_is_shown() -> None:
+    """A model's CRLF came out as ␍ and LF; one split across two deltas too."""
+    out, screen = console(terminal=False)
+    writer = ReplyWriter([out], markdown=True)
+    for delta in ("第一行\r", "\nשלום\u200f\r", "x\r"):
+        writer.write(delta)
+    writer.end()
+    assert screen.getvalue() == "第一行\r\nשלום\u200f␍x␍\n"
