@@ -58,10 +58,22 @@ def profile_forms(user: str) -> list[str]:
 # newline, DEL, the C1 controls (\x9b is a one-byte CSI) and the bidirectional controls
 # (U+202E reverses what follows it on screen, so "exe.txt" can read as "txt.exe").
 _C0 = "\x00-\x08\x0b-\x1f"
+_C0_BUT_CR = "\x00-\x08\x0b\x0c\x0e-\x1f"
 _C1_AND_DEL = "\x7f-\x9f"
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_MARKS = "\u061c\u200e\u200f"
+_REORDERING = "\u202a-\u202e\u2066-\u2069"
+_BIDI = _MARKS + _REORDERING
 CONTROLS = re.compile(f"[{_C0}{_C1_AND_DEL}{_BIDI}]")
-"""Every control character that is shown escaped, never delivered raw."""
+"""Every control character: none is taken in a name, a path or an address."""
+SHOWN_ESCAPED = re.compile(f"\r(?!\n)|[{_C0_BUT_CR}{_C1_AND_DEL}{_REORDERING}]")
+"""What text shown to a reader (a terminal, a pipe, a file people `cat`) has escaped: what
+can drive a terminal (ESC, a one-byte CSI, BEL, backspace; a lone CR, which sends the cursor
+back to overwrite the line with what follows) and the embeddings, overrides and isolates,
+which reorder a whole run of text (Trojan Source). Delivered as written: a CR ending a line
+before its LF (a Windows line end moves the cursor over nothing), and the left-to-right,
+right-to-left and Arabic letter marks, zero-width letters without a shape that reorder
+nothing a Hebrew or Arabic letter could not: what RTL keyboards type and a reply in Hebrew
+or Arabic holds, which came out as `\u200f`."""
 _JSON_RAW = re.compile(f"[{_C1_AND_DEL}{_BIDI}]")
 """What json.dumps(ensure_ascii=False) leaves raw of CONTROLS (it escapes C0 itself)."""
 
@@ -72,8 +84,9 @@ def code_point(char: str) -> str:
 
 
 def escaped_controls(text: str) -> str:
-    """`text` with every control character written as `\\u001b`, for a file people read."""
-    return CONTROLS.sub(lambda m: code_point(m.group()), text)
+    """`text` with the control characters that drive a terminal or reorder text written as
+    `\\u001b` (SHOWN_ESCAPED), for a file people read."""
+    return SHOWN_ESCAPED.sub(lambda m: code_point(m.group()), text)
 
 
 def json_safe(document: str) -> str:

@@ -101,6 +101,13 @@ def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None
         return None
 
 
+def history_version(workspace: Workspace, session: SessionRecord) -> int | None:
+    """What moves when text leaves the session's history (a purge, /undo, a replaced turn;
+    in any process); None once the session is gone. One row read: what an open chat checks
+    before it shows copies it keeps (its Up history, its completion menus)."""
+    return workspace.store.sessions.erasures(session.id)
+
+
 def last_history_reply(workspace: Workspace,
                        session: SessionRecord) -> tuple[int, str | None] | None:
     """The history's last turn and its reply (None when it has none), read from the messages:

@@ -19,7 +19,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from chatmem.errors import OutputFailed
-from chatmem.render.terminal import Printable, printable
+from chatmem.render.terminal import Printable, on_screen, printable
 
 if TYPE_CHECKING:
     from markdown_it.token import Token
@@ -94,12 +94,14 @@ class ReplyWriter:
     plain text, flushed per delta so nothing waits in a buffer after Ctrl-C."""
 
     def __init__(self, consoles: Sequence[Console], *, markdown: bool) -> None:
-        self.plain = [c for c in consoles if not (markdown and c.is_terminal)]
-        self.live_consoles = [c for c in consoles if markdown and c.is_terminal]
+        self.plain = [c for c in consoles if not (markdown and on_screen(c))]
+        self.live_consoles = [c for c in consoles if markdown and on_screen(c)]
         self.reply = _GrowingMarkdown()
         self.lives: list[Live] = []
         self.written = False
         self.ended = False
+        self.held = ""
+        """A CR the last delta ended with, not yet written (write)."""
         self.failures: dict[int, Exception] = {}
         """Why each console (by id) that could not be written stopped getting the reply."""
 
@@ -113,7 +115,16 @@ class ReplyWriter:
             self.written = True
             self._start()
         self.reply.chunks.append(delta)
-        shown = printable(delta)
+        # A CR ending a delta may begin a CRLF the next one ends: held until it is known
+        # (a line end passes as sent, a lone CR is shown as ␍).
+        text, self.held = self.held + delta, ""
+        if text.endswith("\r"):
+            text, self.held = text[:-1], "\r"
+        self._write_plain(printable(text))
+
+    def _write_plain(self, shown: str) -> None:
+        if not shown:
+            return
         for console in self._writable(self.plain):
             with self._writing(console):
                 console.file.write(shown)
@@ -158,10 +169,7 @@ class ReplyWriter:
             for live in self.lives:
                 with self._writing(live.console):
                     live.stop()  # the last draw shows the whole reply, however tall
-        for console in self._writable(self.plain):
-            with self._writing(console):
-                console.file.write("\n")
-                console.file.flush()
+        self._write_plain(printable(self.held) + "\n")
 
 
 @contextmanager

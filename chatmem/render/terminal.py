@@ -25,7 +25,7 @@ from rich.console import (
 from rich.segment import Segment
 
 from chatmem.graphemes import grapheme_start
-from chatmem.text import CONTROLS, code_point
+from chatmem.text import SHOWN_ESCAPED, code_point
 
 
 def _picture(match: re.Match[str]) -> str:
@@ -38,9 +38,10 @@ def _picture(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with control characters (escape sequences' first byte, C1 and bidi
-    controls) made visible."""
-    return CONTROLS.sub(_picture, text)
+    """`text` with control characters (escape sequences' first byte, a lone CR, C1 controls,
+    bidi embeddings and overrides) made visible; a CRLF line end and the bidi marks kept
+    (chatmem.text.SHOWN_ESCAPED says why)."""
+    return SHOWN_ESCAPED.sub(_picture, text)
 
 
 class Printable:
@@ -54,6 +55,21 @@ class Printable:
         for segment in console.render(self.renderable, options):
             yield segment if segment.control else Segment(printable(segment.text),
                                                           segment.style)
+
+
+def on_screen(console: Console) -> bool:
+    """Whether `console` draws on a terminal someone watches, where a reply is Markdown
+    redrawn in place. Not `Console.is_terminal` alone: FORCE_COLOR (colour in a CI log)
+    makes that true of a pipe or a file too, which then got the reply reflowed to the
+    terminal's width with styles and cursor moves, where `--help` promises the text as sent.
+    Colour stays Rich's to decide; TTY_COMPATIBLE=0 still says no."""
+    if not console.is_terminal:
+        return False
+    isatty = getattr(console.file, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed file
+        return False
 
 
 class _Guard(RenderHook):

@@ -134,7 +134,9 @@ class SlashCompleter(Completer):
         # The conversation's turn numbers, as /inspect N takes them (after an import they
         # are not the request numbers); an attempt that failed shares its turn's.
         read = partial(sessions.turn_at, self.chat.workspace, session)
-        return self._window(("turn", session.id, last.status, last.number), last, last.turn,
+        erased = sessions.history_version(self.chat.workspace, session)
+        return self._window(("turn", session.id, erased, last.status, last.number), last,
+                            last.turn,
                             read, lambda t: (str(t.turn), f"{t.status}: {t.input}"))
 
     def _summaries(self, session: SessionRecord,
@@ -145,14 +147,18 @@ class SlashCompleter(Completer):
         if not found:
             return []
         latest = max(found, key=lambda s: s.created_at)
-        return self._window(("summary", session.id, latest.strategy), latest, latest.version,
+        erased = sessions.history_version(workspace, session)
+        return self._window(("summary", session.id, erased, latest.strategy), latest,
+                            latest.version,
                             partial(summary_version, workspace, session, latest.strategy),
                             lambda v: (str(v.version), f"{v.strategy} · {v.text}"))
 
     def _window(self, key: tuple[Any, ...], newest: R, number: int, read: Callable[[int], R],
                 row: Callable[[R], tuple[str, str]]) -> list[tuple[str, str]]:
         """`newest` (number `number`) and the RECENT - 1 before it, read one by one (gaps
-        skipped), as menu rows; kept until `key` or the newest number changes."""
+        skipped), as menu rows; kept until `key` or the newest number changes. Each key
+        holds the session's history_version: text another process erased (a purge) has
+        left the rows, but not their numbers."""
         marker = (*key, number)
         cached = self._recent.get(str(key[0]))
         if cached is not None and cached[0] == marker:

@@ -2,7 +2,9 @@
 
 - Up/Down walk the session's own stored user messages, so history survives a
   restart and no plaintext history file exists: deleting a session deletes its
-  history. Slash commands typed in this run are recalled too, but not kept.
+  history. Slash commands typed in this run are recalled too, but not kept. Once
+  text has left the session (a purge, an /undo; here or in another shell), the
+  next prompt reads its history again.
   Keys typed before a prompt shows (while a reply streams, or after an Enter)
   reach it once its history is in the line, so an Up typed ahead recalls.
 - Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
@@ -54,8 +56,18 @@ class SessionHistory(History):
         self.session = session
         self.loaded = loaded
         """Called each time a prompt's line has taken the whole history."""
+        self.version: int | None = None
+        """The session's history_version when its messages were read."""
 
     async def load(self) -> AsyncGenerator[str, None]:
+        from chatmem.app.sessions import history_version
+
+        # Read once and kept, the history showed text erased since (a purge in another
+        # shell, an /undo) with Up. Read again when the session says so (one row): the
+        # commands typed in this run go too, as one may hold what was erased.
+        version = history_version(self.workspace, self.session)
+        if version != self.version:
+            self.version, self._loaded = version, False
         # The buffer takes each string as it is yielded: past the last one, it has them all.
         async for string in super().load():
             yield string

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ MAX_MESSAGE_CHARACTERS = 1_000_000
 MAX_LINE_CHARACTERS = 4 * MAX_MESSAGE_CHARACTERS
 """JSON escapes can quadruple a message; a longer line is not parsed at all."""
 
+
+_LONE_CR = re.compile("\r(?!\n)")
 
 STDIN = "standard input"
 """What names a transcript piped in (`-` for FILE) in its errors."""
@@ -65,6 +68,11 @@ def transcript_from_bytes(data: bytes, source: str) -> Transcript:
 
 def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
     text = text.removeprefix("\ufeff")  # a byte-order mark, from a pipe as from a file
+    if "\r" in text:
+        # Lines ended by a lone CR (classic Mac OS, some exporters) were one line, "not
+        # valid JSON (Extra data ...)". A raw CR can only be whitespace between JSON
+        # values (inside a string JSON refuses it), so it ends a line as \n does.
+        text = _LONE_CR.sub("\n", text)
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:

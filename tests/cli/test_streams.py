@@ -136,3 +136,14 @@ def test_under_an_ascii_locale_a_file_name_opens_the_bytes_typed_and_text_reads_
     found = chatmem("logs", "-q", "暗号", "--db", "./café.db", "--json")
     assert found.returncode == 0, found.stderr.decode()
     assert [hit["session"] for hit in json.loads(found.stdout)] == ["会议"]
+
+
+def test_forced_colour_leaves_a_reply_to_a_file_as_sent(tmp_path: Path) -> None:
+    """FORCE_COLOR=1 (a CI log in colour) wrote the reply into the file as Markdown: bold
+    drawn with ANSI styles, the text reflowed to 80 columns."""
+    question = ("**alpha** beta gamma delta 北京 " * 8).strip()
+    with open(tmp_path / "fc.txt", "wb") as file:
+        asked = run(tmp_path, "ask", "--provider", "scripted", question,
+                    env={"FORCE_COLOR": "1"}, stdout=file)
+    assert asked.returncode == 0, asked.stderr
+    assert (tmp_path / "fc.txt").read_text(encoding="utf-8") == f"echo #1: {question}\n"

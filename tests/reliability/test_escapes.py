@@ -158,3 +158,34 @@ def test_exports_write_control_characters_escaped(tmp_path: Path) -> None:
                   "back", "--db", str(db)).exit_code == 0
     with Store(db) as store:
         assert store.history.messages(store.sessions.session("back").id)[0].content == ATTACK
+
+
+HEBREW = "line1\r\nline2 שלום\u200f end\r\n٣\u061c٤ \u200eok"
+"""A reply as models write one: Windows line ends, and the direction marks (RLM, ALM, LRM)
+that Hebrew and Arabic text holds."""
+ALTERED = "a\rb \u202ec\u202c \x1b[2J"
+SHOWN_ALTERED = "a␍b \\u202ec\\u202c ␛[2J"
+
+
+def test_line_ends_and_direction_marks_pass_what_drives_or_reorders_does_not() -> None:
+    """A CR before its LF moves the cursor over nothing, and a mark reorders nothing a
+    Hebrew letter could not: both were shown as ␍ and \\u200f. A lone CR (it overwrites the
+    line with what follows), the overrides and ESC are still shown, never obeyed."""
+    assert printable(HEBREW) == HEBREW
+    assert printable(ALTERED) == SHOWN_ALTERED
+    assert printable("end\r") == "end␍"
+
+
+def test_a_reply_to_a_file_and_a_markdown_export_keep_line_ends_and_marks(
+        tmp_path: Path) -> None:
+    script, config, db = tmp_path / "s.jsonl", tmp_path / "c.toml", tmp_path / "h.db"
+    script.write_text(json.dumps({"reply": HEBREW + " " + ALTERED}) + "\n", encoding="utf-8")
+    config.write_text(f'provider = "scripted"\n[scripted]\nscript = "{script}"\n',
+                      encoding="utf-8")
+    asked = invoke("ask", "heb", "שלום", "--config", str(config), "--db", str(db), code=0)
+    # stdout_bytes: Result.stdout reads \r\n as \n.
+    assert asked.stdout_bytes.decode() == f"{HEBREW} {SHOWN_ALTERED}\n"
+    invoke("sessions", "export", "heb", "-o", str(tmp_path / "heb.md"), "--config", str(config),
+           "--db", str(db), code=0)
+    markdown = (tmp_path / "heb.md").read_bytes().decode("utf-8")
+    assert f"{HEBREW} a\\u000db \\u202ec\\u202c \\u001b[2J" in markdown

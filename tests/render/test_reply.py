@@ -20,8 +20,15 @@ STYLES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 REPLY = ["Use **bold** ", "here.\n\n- one\n- two\n\n", "```python\nx = 1\n```\n", "终于 \x1b[2J"]
 
 
+class Screen(io.StringIO):
+    """A terminal the test can read: what isatty() says of one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def console(*, terminal: bool, width: int = 60) -> tuple[Console, io.StringIO]:
-    screen = io.StringIO()
+    screen = Screen() if terminal else io.StringIO()
     # What make_console builds, on a screen the test can read.
     return SafeConsole(file=screen, force_terminal=terminal, color_system="256", width=width,
                        highlight=False, soft_wrap=False), screen
@@ -38,6 +45,17 @@ def test_a_pipe_gets_the_reply_byte_for_byte_with_escapes_made_visible() -> None
     out, screen = console(terminal=False)
     stream(ReplyWriter([out], markdown=True))
     assert screen.getvalue() == "".join(REPLY).replace("\x1b", "␛") + "\n"
+
+
+@pytest.mark.parametrize("environ", [{"FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}])
+def test_a_file_gets_the_reply_as_sent_when_colour_is_forced(environ: dict[str, str]) -> None:
+    """FORCE_COLOR=1 (colour in a CI log) made Rich call a file a terminal: `ask > r.txt`
+    held the reply as Markdown, reflowed to 80 columns, with styles and cursor moves."""
+    file = io.StringIO()
+    out = SafeConsole(file=file, highlight=False, soft_wrap=False, _environ=environ)
+    assert out.is_terminal  # colour is still Rich's to give
+    stream(ReplyWriter([out], markdown=True))
+    assert file.getvalue() == "".join(REPLY).replace("\x1b", "␛") + "\n"
 
 
 def test_plain_on_a_terminal_is_the_text_as_sent() -> None:
@@ -166,3 +184,13 @@ def test_nesting_within_the_limits_is_still_markdown() -> None:
     shown = STYLES.sub("", screen.getvalue())
     assert "blue box" in shown and "**" not in shown and "> >" not in shown
     assert "• step 0" in shown and "• step 8" in shown and "- step" not in shown
+
+
+def test_a_line_end_split_between_deltas_passes_and_a_lone_cr_is_shown() -> None:
+    """A model's CRLF came out as ␍ and LF; one split across two deltas too."""
+    out, screen = console(terminal=False)
+    writer = ReplyWriter([out], markdown=True)
+    for delta in ("第一行\r", "\nשלום\u200f\r", "x\r"):
+        writer.write(delta)
+    writer.end()
+    assert screen.getvalue() == "第一行\r\nשלום\u200f␍x␍\n"

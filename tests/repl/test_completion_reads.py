@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cli_runner import invoke
 from meter import Meter, metered
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from registered import open_session
 
 from chatmem.config.settings import Settings
+from chatmem.privacy.mentions import MARKER
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
 from chatmem.repl.completion import RECENT, SlashCompleter
@@ -70,7 +72,7 @@ def test_summary_completion_reads_recent_versions_of_the_summary_in_use(
         assert all(meta.startswith("summary · ") for _, meta in found)
         assert first.rows <= 2 * RECENT  # not every one of the 60+ versions
         _, again = completing(store, completer, "/summary 1")
-        assert again.rows <= 1
+        assert again.rows <= 2  # the newest version, and the session's count of erasures
 
 
 def test_inspect_completion_offers_the_conversation_s_turn_numbers(tmp_path: Path) -> None:
@@ -86,3 +88,20 @@ def test_inspect_completion_offers_the_conversation_s_turn_numbers(tmp_path: Pat
         found, _ = completing(store, SlashCompleter(repl), "/inspect ")
         assert found == [("43", "ok: chatted 2 聊天第2轮"), ("42", "ok: chatted 1 聊天第1轮"),
                          ("41", "ok: chatted 0 聊天第0轮")]
+
+
+def test_inspect_completion_drops_text_another_process_erased(tmp_path: Path) -> None:
+    """The menu kept its rows until the newest turn changed: a purge in another shell
+    leaves the numbers as they are, and Tab went on offering 'ok: my name is Zebulon'."""
+    db = tmp_path / "h.db"
+    store, repl = grown(db, 1)
+    with store:
+        repl.turn("my name is Zebulon, 我住在奥斯陆")
+        repl.command("/remember name: Zebulon")
+        completer = SlashCompleter(repl)
+        found, _ = completing(store, completer, "/inspect ")
+        assert found[0] == ("2", "ok: my name is Zebulon, 我住在奥斯陆")
+        invoke("facts", "forget", "s", "name", "--purge", "--yes", "--db", str(db), code=0)
+        found, _ = completing(store, completer, "/inspect ")
+        assert found[0] == ("2", f"ok: my name is {MARKER}, 我住在奥斯陆")
+        assert not [meta for _, meta in found if "Zebulon" in meta]

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
@@ -24,6 +25,7 @@ from waiting import HANG
 from chatmem.config.settings import Settings
 from chatmem.errors import UsageError
 from chatmem.memory.vector_backlog import IndexingStatus
+from chatmem.privacy.mentions import MARKER
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render import make_console
 from chatmem.render.toolbar import indexing_text
@@ -222,6 +224,23 @@ def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
             assert next(lines) == "only in t"
     assert b"only in u" not in b"".join(p.read_bytes() for p in tmp_path.rglob("*") if
                                         p.is_file() and p.suffix != ".db")
+
+
+def test_up_no_longer_recalls_text_another_process_erased(tmp_path: Path, tty: None) -> None:
+    """The history was read once per chat: after a purge in another shell, Up still
+    recalled 'my name is Zebulon' from the prompt's copy."""
+    db = tmp_path / "h.db"
+    store, repl = make_repl(db)
+    with store:
+        repl.turn("my name is Zebulon, 我住在奥斯陆")
+        repl.command("/remember name: Zebulon")
+        erased = f"my name is {MARKER}, 我住在奥斯陆"
+        with typing(repl, fresh_prompt, UP, shows("my name is Zebulon, 我住在奥斯陆"), "\r",
+                    fresh_prompt, UP, shows(erased), "\r") as lines:
+            assert next(lines) == "my name is Zebulon, 我住在奥斯陆"
+            invoke("facts", "forget", "t", "name", "--purge", "--yes", "--db", str(db), code=0)
+            assert next(lines) == erased
+            assert not [s for s in repl.prompt.session.history.get_strings() if "Zebulon" in s]
 
 
 def test_typed_lines_are_not_written_to_a_history_file(

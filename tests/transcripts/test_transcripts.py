@@ -210,6 +210,25 @@ def test_unsupported_version_and_unreadable_files(tmp_path: Path) -> None:
                                  "as UTF-8")
 
 
+def test_a_transcript_whose_lines_end_in_a_lone_cr_reads(tmp_path: Path) -> None:
+    """Classic Mac OS line ends: 'cr.jsonl:1: not valid JSON (Extra data at column 155)'."""
+    lines = [{"chatmem": 1, "title": "旧 Mac"}, {"role": "user", "content": "第一行\r\n第二行 hi"},
+             {"role": "assistant", "content": "好的"}]
+    cr = tmp_path / "cr.jsonl"
+    cr.write_bytes("\r".join(json.dumps(line, ensure_ascii=False) for line in lines).encode())
+    read = read_transcript(cr)
+    assert read.title == "旧 Mac"
+    assert [(m.content, m.line) for m in read.messages] == [("第一行\r\n第二行 hi", 2),
+                                                            ("好的", 3)]
+    document = json.dumps({"messages": lines[1:]}, ensure_ascii=False, indent=1)
+    messages = parse_transcript(document.replace("\n", "\r"), "d.json").messages
+    assert [(m.content, m.line) for m in messages] == [("第一行\r\n第二行 hi", 3), ("好的", 7)]
+    with pytest.raises(TranscriptError) as caught:
+        parse_transcript("\r".join([json.dumps(lines[1]), '{"role": "user", "content": }']),
+                         "cr.jsonl")
+    assert str(caught.value).startswith("cr.jsonl:2: not valid JSON")
+
+
 message_strategy = st.builds(
     TranscriptMessage,
     role=st.sampled_from(["user", "assistant", "system"]),
