@@ -156,6 +156,7 @@ class Recalled:
     by_neighbour: int = 0
     by_time: int = 0
     by_sitting: int = 0
+    by_later: int = 0
     times_named: tuple[tuple[str, str], ...] = ()
     """The times the input named (first and last day, ISO), whose messages gained."""
     shared: bool = False
@@ -284,6 +285,9 @@ class RecallRoute(Enum):
     (the sitting prior)."""
     TIME = "time"
     """It was said within a time the input names (`last May`, `上个月`)."""
+    LATER = "later"
+    """The user said it after a recalled message of theirs, holding its rarest words: it
+    may correct it (chatmem.memory.later_mentions)."""
 
 
 class RecallVerdict(Enum):
@@ -307,6 +311,8 @@ class RecallVerdict(Enum):
     """Left out, as the least relevant, for the question a better-ranked reply answers."""
     SHARED_BUDGET = "shared_budget"
     """Kept by its strategy, cut when a combination fit its parts into one budget."""
+    LATER_ROOM = "later_room"
+    """Left out, as the least relevant, for a later mention of a better-ranked message."""
     DAY_LINES = "day_lines"
     """Left out, as the least relevant, for the lines saying which earlier day the
     recalled messages were said on."""

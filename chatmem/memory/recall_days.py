@@ -16,7 +16,7 @@ an earlier day's in the recalled part: that day's line would read as covering th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import date, datetime
 
 from chatmem.memory.packing import Ranked
@@ -40,11 +40,13 @@ def said_days(positions: Sequence[int], times: Mapping[int, datetime],
 
 
 def dated(kept: list[Ranked], times: Mapping[int, datetime], today: date, room: int,
-          cost: Callable[[Ranked, date], int]) -> tuple[list[Ranked], dict[int, date]]:
+          cost: Callable[[Ranked, date], int], held: Collection[int] = (),
+          ) -> tuple[list[Ranked], dict[int, date]]:
     """The `kept` messages (in conversation order, the first a user's) that fit in `room`
     with their days' lines, and those days by position. `cost(r, day)`: the tokens of `r`
     sent below `day`'s line. The least relevant make room (the first is kept while another
-    can go: a context never opens on a reply); each one left out is marked so."""
+    can go: a context never opens on a reply; those at `held` positions, brought by a
+    better one, while others can); each one left out is marked so."""
     while kept:
         days = said_days([r.position for r in kept], times, today)
         costs = {r.position: cost(r, days[r.position]) for r in kept if r.position in days}
@@ -54,7 +56,8 @@ def dated(kept: list[Ranked], times: Mapping[int, datetime], today: date, room: 
                 r.tokens = costs.get(r.position, r.tokens)
             return kept, days
         # The least relevant goes; of equals the older, as packing keeps the fresher.
-        least = min(kept[1:] or kept, key=lambda r: (r.fused, r.position))
+        spare = [r for r in kept[1:] if r.position not in held] or kept[1:] or kept
+        least = min(spare, key=lambda r: (r.fused, r.position))
         least.kept, least.why = False, RecallVerdict.DAY_LINES
         kept = [r for r in kept if r is not least]
     return kept, {}

@@ -213,6 +213,12 @@ class StoredRecall:
         return self.state.store.recall.word_matches(self.state.session_id, query,
                                                     before_turn=before_turn, limit=SEARCH_LIMIT)
 
+    def rare_matches(self, text: str, before_turn: int, most: int) -> WordMatches:
+        """The messages holding words of `text` at most `most` messages of the session hold."""
+        return self.state.store.recall.rare_word_matches(
+            self.state.session_id, text, before_turn=before_turn, most=most,
+            limit=SEARCH_LIMIT)
+
     def sent_tokens(self, message: Message) -> int:
         """`message`'s tokens as it is sent (`Message.sent`), counted once per process."""
         assert message.id is not None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
 from chatmem.errors import ChatmemError
-from chatmem.memory import recall_days, time_words
+from chatmem.memory import later_mentions, recall_days, time_words
 from chatmem.memory.assembly import (
     assemble,
     dropped_turns,
@@ -97,6 +97,9 @@ class RetrievalParams:
     # 0.848 off; its messages carry their dates in their text, as real chats do not).
     dates: bool = param(True, "name the day above recalled messages said on an earlier day "
                         "(about 13 tokens a day)")
+    later: int = param(1, "how many of the best recalled user messages bring the user's "
+                       "latest later message holding their rarest words, which may correct "
+                       "them (0: none)", minimum=0)
 
 
 class RetrievalStrategy(BaseStrategy[RetrievalParams]):
@@ -229,6 +232,12 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
              limit=self.options.top_k)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
         kept = self._open_with_user(kept, ranked, ranked_at, room)
+        if self.options.later:
+            lookup = later_mentions.Lookup(
+                lambda text: source.rare_matches(text, first_recent, later_mentions.RARE),
+                lambda position: message_at(position).content, ranked_at)
+            kept = later_mentions.pull_in(kept, ranked, lookup, room, self.options.top_k,
+                                          sources=self.options.later)
         kept, days = (self._with_days(source, kept, message_at, room) if self.options.dates
                       else (kept, {}))
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
@@ -263,6 +272,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_neighbour=routes[RecallRoute.NEIGHBOUR],
                           by_time=routes[RecallRoute.TIME],
                           by_sitting=routes[RecallRoute.SITTING],
+                          by_later=routes[RecallRoute.LATER],
                           times_named=tuple(span.days for span in named),
                           shared=request.cap is not None, dated=len(days))
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
@@ -307,7 +317,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         def cost(r: Ranked, day: date) -> int:
             return source.sent_tokens(replace(message_at(r.position), said_on=day))
 
-        return recall_days.dated(kept, times, now.date(), room, cost)
+        later = {r.position for r in kept if r.route is RecallRoute.LATER}
+        return recall_days.dated(kept, times, now.date(), room, cost, later)
 
     @staticmethod
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],

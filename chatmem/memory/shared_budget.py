@@ -216,7 +216,8 @@ def _recalled(reason: Recalled, kept: Sequence[Message], cut: int,
                    "by_meaning": routes[RecallRoute.MEANING.value],
                    "by_neighbour": routes[RecallRoute.NEIGHBOUR.value],
                    "by_time": routes[RecallRoute.TIME.value],
-                   "by_sitting": routes[RecallRoute.SITTING.value]}
+                   "by_sitting": routes[RecallRoute.SITTING.value],
+                   "by_later": routes[RecallRoute.LATER.value]}
     return dataclasses.replace(
         reason, sent=len(kept), turns=len({m.turn for m in kept}), low=min(fused),
         high=max(fused), left=reason.left + max(cut, 0), **changes)

@@ -174,7 +174,7 @@ def _(r: Recalled) -> str:
     routes = [f"{count} {_ROUTES[route]}" for route, count in (
         (RecallRoute.WORDS, r.by_words), (RecallRoute.MEANING, r.by_meaning),
         (RecallRoute.NEIGHBOUR, r.by_neighbour), (RecallRoute.SITTING, r.by_sitting),
-        (RecallRoute.TIME, r.by_time)) if count]
+        (RecallRoute.TIME, r.by_time), (RecallRoute.LATER, r.by_later)) if count]
     if routes:
         text += "; " + ", ".join(routes)
     if r.times_named:
@@ -273,6 +273,7 @@ _ROUTES = {
     RecallRoute.NEIGHBOUR: "beside a match",
     RecallRoute.SITTING: "in a match's sitting",
     RecallRoute.TIME: "dated when asked",
+    RecallRoute.LATER: "said later of a match",
 }
 
 
@@ -282,6 +283,7 @@ _ROUTE_WORDS = {
     RecallRoute.NEIGHBOUR: "beside",
     RecallRoute.SITTING: "sitting",
     RecallRoute.TIME: "date",
+    RecallRoute.LATER: "later",
 }
 
 
@@ -306,6 +308,7 @@ _VERDICTS = {
     RecallVerdict.REPLY_FIRST: "left out: a reply cannot open the context",
     RecallVerdict.MADE_ROOM: "budget: made room for a better reply's question",
     RecallVerdict.SHARED_BUDGET: "shared budget: left out to fit",
+    RecallVerdict.LATER_ROOM: "budget: made room for a later mention",
     RecallVerdict.DAY_LINES: "budget: made room for the days said",
 }
 

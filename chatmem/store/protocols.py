@@ -167,6 +167,9 @@ class RecallRepository(Protocol):
     def word_matches(self, session_id: int, query: str, *, before_turn: int,
                      limit: int) -> WordMatches: ...
 
+    def rare_word_matches(self, session_id: int, text: str, *, before_turn: int, most: int,
+                          limit: int) -> WordMatches: ...
+
     def messages_at(self, session_id: int,
                     positions: Iterable[int]) -> dict[int, MessageRecord]: ...
 

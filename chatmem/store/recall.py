@@ -90,6 +90,9 @@ class WordMatches:
 
     scores: dict[int, float] = field(default_factory=dict)
     ceiling: float = 0.0
+    entries: dict[str, int] = field(default_factory=dict)
+    """Each searched term's index entries (in this conversation, where others are
+    stored too), counted up to half of POSTINGS: how rare it is."""
 
 
 def idf(entries: int, found: int) -> float:
@@ -212,7 +215,7 @@ class RecallTables:
         entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
         ceiling = sum(idf(max(entries, found), found) for found, term in counted
                       if term not in fts.UNSCORED_WORDS)
-        return WordMatches(scores, ceiling)
+        return WordMatches(scores, ceiling, {term: found for found, term in counted})
 
     def _conversation_matches(self, session_id: int, terms: list[str], here: SessionWords,
                               before_turn: int, limit: int) -> WordMatches:
@@ -230,7 +233,33 @@ class RecallTables:
                     for found, term in kept]
         scores = dict(self._db.session_word_scores(weighted, session_id, before_turn, limit))
         return WordMatches(scores, sum(w.weight for w in weighted
-                                       if w.term not in fts.UNSCORED_WORDS))
+                                       if w.term not in fts.UNSCORED_WORDS),
+                           {term: found for found, term in kept})
+
+    def rare_word_matches(self, session_id: int, text: str, *, before_turn: int, most: int,
+                          limit: int) -> WordMatches:
+        """The messages before `before_turn` holding words of `text` that at most `most` of
+        this conversation's messages hold (`entries`: those words, with their counts), as
+        `word_matches` scores them: a search of a few short index entries, its counts
+        stopped at `most` (chatmem.memory.later_mentions)."""
+        terms = fts.search_terms(text)
+        here = self._db.session_word_counts(terms, session_id, most) if terms else None
+        if here is not None:
+            rare = [(found, term) for found, term in zip(here.counts, terms, strict=True)
+                    if 0 < found <= most]
+            if not rare:
+                return WordMatches()
+            return self._conversation_matches(
+                session_id, [term for _, term in rare],
+                SessionWords(tuple(found for found, _ in rare), here.entries),
+                before_turn, limit)
+        counts = term_counts(self._db, terms, most)
+        rare = [(found, term) for term, found in counts.items() if 0 < found <= most]
+        if not rare:
+            return WordMatches()
+        scores = {position: score for _, position, score in self._db.word_scores(
+            [term for _, term in rare], session_id, before_turn, limit)}
+        return WordMatches(scores, 0.0, {term: found for found, term in rare})
 
     def newest_matches(self, session_id: int, query: str, *,
                        limit: int) -> list[MessageRecord]:
