@@ -111,3 +111,32 @@ def test_a_reply_to_a_closed_stdout_is_stored_and_a_closed_stdin_reads_as_empty(
     chatted = run(tmp_path, "chat", "x", "--provider", "scripted", shell="<&-")
     assert chatted.returncode == 0
     assert "Traceback" not in chatted.stderr.decode()
+
+
+@pytest.mark.parametrize("option", ["--help", "--version"])
+def test_help_and_version_to_a_stdout_that_fails_are_one_line(tmp_path: Path,
+                                                              option: str) -> None:
+    """They print while the options are read, before any command's handling: a full disk or
+    a closed stdout was a traceback (exit 120), a reader gone 'Exception ignored … BrokenPipe'."""
+    def chatmem(stdout: Any, shell: str = "") -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "chatmem", option]
+        if shell:
+            command = ["sh", "-c", f'exec "$@" {shell}', "sh", *command]
+        return subprocess.run(command, env={**os.environ, "HOME": str(tmp_path),
+                                            "PYTHONPATH": ":".join(sys.path)},
+                              stdout=stdout, stderr=subprocess.PIPE, timeout=120, check=False)
+
+    with open("/dev/full", "wb") as full:
+        filled = chatmem(full)
+    assert (filled.returncode, filled.stderr.decode()) == (
+        1, "error: cannot write to standard output (No space left on device)\n")
+    closed = chatmem(None, ">&-")
+    assert (closed.returncode, closed.stderr.decode()) == (
+        1, "error: cannot write to standard output (it is closed)\n")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        gone = chatmem(write)
+    finally:
+        os.close(write)
+    assert (gone.returncode, gone.stderr.decode()) == (141, "")
