@@ -140,3 +140,24 @@ def test_help_and_version_to_a_stdout_that_fails_are_one_line(tmp_path: Path,
     finally:
         os.close(write)
     assert (gone.returncode, gone.stderr.decode()) == (141, "")
+
+
+def test_an_ask_json_answer_not_written_says_its_turn_is_stored(tmp_path: Path) -> None:
+    """It said only 'cannot write to standard output', as if nothing had been kept."""
+    with open("/dev/full", "wb") as full:
+        asked = run(tmp_path, "ask", "--json", "--provider", "scripted", "s4", "你好",
+                    stdout=full)
+    assert asked.returncode == 1
+    assert asked.stderr.decode().splitlines()[-1] == (
+        "error: the reply could not be written to standard output (No space left on device);"
+        " it is stored as turn 1 of session 's4' (`chatmem sessions show s4` shows it)")
+    assert [m["content"] for m in stored(tmp_path, "s4")] == ["你好", "echo #1: 你好"]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        gone = run(tmp_path, "ask", "--json", "--provider", "scripted", "s4", "again",
+                   stdout=write)
+    finally:
+        os.close(write)
+    assert gone.returncode == 141
+    assert "it is stored as turn 2 of session 's4'" in gone.stderr.decode()
