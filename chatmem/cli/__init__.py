@@ -98,6 +98,12 @@ class ChatmemGroup(TyperGroup):
                 param.help = HELP[param.name]
         return params
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:  # --help's reader gone: as a command's, not click's exit 1
+            _stdout_closed()
+
     def invoke(self, ctx: Any) -> Any:
         from chatmem.cli.streams import discard_unwritten
         from chatmem.errors import OutputFailed
@@ -241,7 +247,22 @@ app.add_typer(admin.app, name="admin")
 def main() -> None:
     # Named as installed, also under `python -m chatmem`: shell completion keys on the name
     # (_CHATMEM_COMPLETE), and the usage line shows what a person types.
-    from chatmem.cli.streams import prepare_streams
+    from chatmem.cli.streams import discard_unwritten, prepare_streams
+    from chatmem.errors import OutputFailed
 
     prepare_streams()
-    app(prog_name="chatmem")
+    try:
+        try:
+            app(prog_name="chatmem")
+        finally:
+            # Flushed here: what --help and --version print (while the options are read,
+            # before any command's handling) fails below, not in a traceback at exit.
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+    except OutputFailed as e:
+        from chatmem.cli.output import fail
+
+        raise SystemExit(fail(str(e), e.exit_code).exit_code) from None
+    finally:
+        discard_unwritten()

@@ -229,16 +229,31 @@ def ask(
                 repl.turn(text.strip(), attachments)
             finally:
                 _close_indexing(repl.engine, err)
+            address = None if one_off or repl.last is None else repl.address
     finally:
         if json_output:
             out.file.close()
     if json_output and repl.last is not None:
-        print_json(answer_json(repl.last, engine, None if one_off else engine.session.name))
+        _print_answer(answer_json(repl.last, engine, None if one_off else engine.session.name),
+                      address, repl.last.record.number or None)
     from chatmem.store.records import TurnStatus
 
     if repl.last is not None and repl.last.status == TurnStatus.CANCELLED:
         # A script must not take a partial answer for a success.
         raise typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+def _print_answer(answer: dict[str, Any], address: str | None, turn: int | None) -> None:
+    """`ask --json`'s answer; when it cannot be written, the error says the turn is stored,
+    as a reply's does in text (ReplyNotShown)."""
+    from chatmem.errors import OutputFailed
+    from chatmem.repl.chat import not_shown
+
+    try:
+        print_json(answer)
+        sys.stdout.flush()  # a full disk fails here, past a write the buffer took
+    except (OutputFailed, BrokenPipeError) as e:
+        raise not_shown(e, address, turn) from None
 
 
 def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None:

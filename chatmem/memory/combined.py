@@ -25,7 +25,7 @@ from chatmem.memory.base import (
     build_guarded,
     update_guarded,
 )
-from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind
+from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind, SaidDays
 from chatmem.memory.reasons import (
     DroppedNote,
     DroppedTurns,
@@ -93,7 +93,8 @@ class CombinedStrategy:
         contexts = [build_guarded(m, shared) for m in self.members]
         merged = merge_parts(contexts)
         parts, history_cut, recalled_cut = fit_budget(request, merged, budget,
-                                                      recalled_in_history(contexts, merged))
+                                                      recalled_in_history(contexts, merged),
+                                                      said_days(contexts))
         parts = sent_reasons(contexts, merged, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
         if (history_cut or recalled_cut) and budget is not None:
@@ -130,6 +131,15 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
             merged.append(Part(kind, tuple(messages), reason, scores, fact_ids))
     merged.sort(key=lambda p: PART_ORDER.index(p.kind))
     return merged
+
+
+def said_days(contexts: Sequence[Context]) -> SaidDays | None:
+    """When the messages the members recalled were said, for the lines naming the days
+    (None: no member's recall names them, as with retrieval's dates=false)."""
+    found = [p.said for c in contexts for p in c.parts if p.kind == "recalled" and p.said]
+    if not found:
+        return None
+    return SaidDays(max(s.today for s in found), {i: t for s in found for i, t in s.times.items()})
 
 
 def recalled_in_history(contexts: Sequence[Context], merged: Sequence[Part]) -> Part | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any, Literal
 
 from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
@@ -80,6 +80,17 @@ class Message:
 
 
 @dataclass(frozen=True)
+class SaidDays:
+    """When recall's messages were said: `times` by message id (those whose time reads)
+    and `today`, the day of the conversation's newest message. A combination works the
+    days' lines out again with them once merging and its shared budget changed what is
+    recalled (chatmem.memory.recall_days)."""
+
+    today: date
+    times: Mapping[int, datetime]
+
+
+@dataclass(frozen=True)
 class Part:
     kind: PartKind
     messages: tuple[Message, ...]
@@ -89,6 +100,9 @@ class Part:
     can let the least relevant go first. Not recorded with the context."""
     fact_ids: tuple[int, ...] = field(default=(), compare=False)
     """For a facts part: the ids of the stored facts it sends (pinned details have none)."""
+    said: SaidDays | None = field(default=None, compare=False, repr=False)
+    """For a recalled part whose lines name the days its messages were said (dates on):
+    when each was said. Not recorded with the context."""
 
     @property
     def tokens(self) -> int:

@@ -17,8 +17,10 @@ an earlier day's in the recalled part: that day's line would read as covering th
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import date, datetime
 
+from chatmem.memory.context import Message, SaidDays
 from chatmem.memory.packing import Ranked
 from chatmem.memory.reasons import RecallVerdict
 
@@ -61,3 +63,21 @@ def dated(kept: list[Ranked], times: Mapping[int, datetime], today: date, room: 
         least.kept, least.why = False, RecallVerdict.DAY_LINES
         kept = [r for r in kept if r is not least]
     return kept, {}
+
+
+def redated(messages: Sequence[Message], said: SaidDays,
+            cost: Callable[[Message], int]) -> tuple[Message, ...]:
+    """Recalled `messages` (in conversation order) with the lines what is left of them
+    calls for: a combination merges its members' recall and cuts it to its shared budget
+    after each named the days, so a run's first message may be gone (the next one names
+    the day), or the run before today's. `cost(m)`: the tokens of `m` as sent."""
+    times = {i: said.times[m.id] for i, m in enumerate(messages)
+             if m.id is not None and m.id in said.times}
+    days = said_days(range(len(messages)), times, said.today)
+    return tuple(m if days.get(i) == m.said_on else _said(m, days.get(i), cost)
+                 for i, m in enumerate(messages))
+
+
+def _said(message: Message, day: date | None, cost: Callable[[Message], int]) -> Message:
+    dated = replace(message, said_on=day)
+    return replace(dated, tokens=cost(dated))

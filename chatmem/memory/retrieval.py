@@ -33,7 +33,7 @@ from chatmem.memory.assembly import (
     newest_turns,
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
-from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.context import Context, Message, Part, SaidDays
 from chatmem.memory.packing import POOL, Ranked, as_json, pack, pool, pool_size
 from chatmem.memory.params import param
 from chatmem.memory.ranking import Weights, WordScores, fuse, route_of, words_scores
@@ -238,8 +238,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 lambda position: message_at(position).content, ranked_at)
             kept = later_mentions.pull_in(kept, ranked, lookup, room, self.options.top_k,
                                           sources=self.options.later)
-        kept, days = (self._with_days(source, kept, message_at, room) if self.options.dates
-                      else (kept, {}))
+        kept, days, said_at = (self._with_days(source, kept, message_at, room)
+                               if self.options.dates else (kept, {}, None))
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
         for r in shown:
             # What brought a candidate up is worked out for those shown (the kept
@@ -275,7 +275,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_later=routes[RecallRoute.LATER],
                           times_named=tuple(span.days for span in named),
                           shared=request.cap is not None, dated=len(days))
-        part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())))
+        part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())),
+                    said=said_at)
         return part, as_json(shown, self.options.top_k)
 
     def _named_time(self, source: StoredRecall, query: str) -> tuple[list[TimeSpan], str]:
@@ -304,21 +305,25 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
     @staticmethod
     def _with_days(source: StoredRecall, kept: list[Ranked],
                    message_at: Callable[[int], Message], room: int,
-                   ) -> tuple[list[Ranked], dict[int, date]]:
+                   ) -> tuple[list[Ranked], dict[int, date], SaidDays | None]:
         """The kept messages that fit in `room` with the lines naming the earlier days they
-        were said on (chatmem.memory.recall_days), and those days by position."""
+        were said on (chatmem.memory.recall_days), those days by position, and when each
+        kept one was said (for a combination to work the lines out again)."""
         now = source.newest_time() if kept else None
         if now is None:
-            return kept, {}
+            return kept, {}, None
         times = source.times_at([r.position for r in kept])
+        said_at = SaidDays(now.date(), {r.key: times[r.position] for r in kept
+                                        if r.position in times})
         if all(t.date() >= now.date() for t in times.values()):
-            return kept, {}  # all said today: nothing to count again
+            return kept, {}, said_at  # all said today: nothing to count again
 
         def cost(r: Ranked, day: date) -> int:
             return source.sent_tokens(replace(message_at(r.position), said_on=day))
 
         later = {r.position for r in kept if r.route is RecallRoute.LATER}
-        return recall_days.dated(kept, times, now.date(), room, cost, later)
+        kept, days = recall_days.dated(kept, times, now.date(), room, cost, later)
+        return kept, days, said_at
 
     @staticmethod
     def _open_with_user(kept: list[Ranked], ranked: list[Ranked],

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from chatmem.memory.assembly import fixed_tokens
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import PART_ORDER, Message, Part, PartKind
+from chatmem.memory.context import PART_ORDER, Message, Part, PartKind, SaidDays
 from chatmem.memory.reasons import (
     AllTurns,
     Merged,
@@ -30,26 +30,39 @@ from chatmem.memory.reasons import (
     Unsummarized,
     turn_run,
 )
+from chatmem.memory.recall_days import redated
 
 _MEMORY = ("history", "recalled")
 
 
 def fit_budget(
     request: ContextRequest, parts: list[Part], budget: int | None, also: Part | None = None,
+    said: SaidDays | None = None,
 ) -> tuple[list[Part], list[int], list[tuple[int, float]]]:
     """The parts with whole history and recalled turns kept by priority within `budget`.
 
     `also`: recalled messages the history part holds (merged there, so sent once). They
     keep their recall priority: a history turn holding one that is cut sends it as
     recalled after all, if it fits in the room its place in the ranking leaves.
+    `said`: when the recalled messages were said. Their members named the days before
+    merging and this cut, so the lines are worked out again on what is sent (a run's
+    first message cut, the next one names the day), within the budget; none stays on
+    history, whose messages a line above would read as covering.
     Returns the parts, the history turns left out and the recalled (turn, score)s left out.
     """
+    dated = _Dated(request, said)
+    parts = dated.history(parts)
     if budget is None:
-        return parts, [], []
-    room = budget - fixed_tokens(request) - sum(p.tokens for p in parts if p.kind not in _MEMORY)
+        return dated.recalled(parts), [], []
+    room = _room(request, parts, budget)
     history = next((p for p in parts if p.kind == "history"), None)
     recalled = next((p for p in parts if p.kind == "recalled"), None)
-    if sum(p.tokens for p in parts if p.kind in _MEMORY) <= room and (
+    if recalled is not None and said is not None:
+        whole = dated.recalled(parts)
+        if sum(p.tokens for p in whole if p.kind in _MEMORY) <= room and (
+                recalled.messages[0].role == "user"):
+            return whole, [], []
+    elif sum(p.tokens for p in parts if p.kind in _MEMORY) <= room and (
             recalled is None or recalled.messages[0].role == "user"):
         return parts, [], []
     held = tuple(also.messages) if also is not None and history is not None else ()
@@ -84,6 +97,10 @@ def fit_budget(
             kept_recalled.add(n)
             left -= recall_sizes[n]
             sent = sent_as_recalled(kept_history, kept_recalled)
+    if said is not None:
+        recall_room = room - sum(history_sizes[n] for n in kept_history)
+        kept_recalled, sent = dated.fit(lambda turns: sent_as_recalled(kept_history, turns),
+                                        kept_recalled, ranked, score, recall_room)
     fitted = [_only(p, kept_history) if p.kind == "history" else p
               for p in parts if p.kind != "recalled"]
     fitted.append(_recalled_part(recalled, also if held else None, sent))
@@ -93,6 +110,70 @@ def fit_budget(
     return (fitted_parts, sorted(set(history_sizes) - kept_history),
             sorted((n, score.get(n, 0.0)) for n in recall_sizes if n not in kept_recalled
                    and (n not in kept_history or n in own)))
+
+
+class _Dated:
+    """The lines naming the days recalled messages were said, worked out on what is sent."""
+
+    def __init__(self, request: ContextRequest, said: SaidDays | None) -> None:
+        self.request, self.said = request, said
+
+    def cost(self, m: Message) -> int:
+        """`m`'s tokens as sent, counted once per process as recall counts them."""
+        if m.id is None:
+            return self.request.counter.count_message(m.role, m.sent)
+        counts = self.request.state.message_counts(self.request.counter)
+        return counts.sent_tokens(m.id, m.role, m.sent)
+
+    def messages(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        if self.said is None:
+            return tuple(messages)
+        return redated(messages, self.said, self.cost)
+
+    def history(self, parts: list[Part]) -> list[Part]:
+        """`parts` with no line on a history message (merged there from a member's recall)."""
+        def plain(m: Message) -> Message:
+            undated = dataclasses.replace(m, said_on=None)
+            return dataclasses.replace(undated, tokens=self.cost(undated))
+
+        return [p if p.kind != "history" or all(m.said_on is None for m in p.messages)
+                else dataclasses.replace(p, messages=tuple(
+                    m if m.said_on is None else plain(m) for m in p.messages))
+                for p in parts]
+
+    def recalled(self, parts: list[Part]) -> list[Part]:
+        return [dataclasses.replace(p, messages=self.messages(p.messages))
+                if p.kind == "recalled" and self.said is not None else p for p in parts]
+
+    def fit(self, sent_for: Callable[[set[int]], list[Message]], kept: set[int],
+            ranked: Sequence[int], score: Mapping[int, float], room: int,
+            ) -> tuple[set[int], list[Message]]:
+        """The recalled turns `kept` and the messages sent for them, with their lines, in
+        `room`: a line moved to a message counted without one may not fit, and the least
+        relevant turn (not the first while another can go) makes room; then room a line
+        left, or a turn left, is given to the best turn left out that fits."""
+        def tokens(messages: Sequence[Message]) -> int:
+            return sum(m.tokens for m in messages)
+
+        sent = list(self.messages(sent_for(kept)))
+        while sent and tokens(sent) > room:
+            turns = sorted({m.turn or 0 for m in sent})
+            least = min(turns[1:] or turns, key=lambda n: (score.get(n, float("-inf")), n))
+            kept = kept - {least}
+            sent = list(self.messages(sent_for(kept)))
+        for n in ranked:  # best first
+            if n in kept:
+                continue
+            trial = list(self.messages(sent_for(kept | {n})))
+            if (len(trial) > len(sent) and trial[0].role == "user"
+                    and tokens(trial) <= room):
+                kept, sent = kept | {n}, trial
+        return kept, sent
+
+
+def _room(request: ContextRequest, parts: Sequence[Part], budget: int) -> int:
+    """What `budget` leaves history and recall after the parts every context sends."""
+    return budget - fixed_tokens(request) - sum(p.tokens for p in parts if p.kind not in _MEMORY)
 
 
 def _turn_sizes(messages: Iterable[Message]) -> dict[int, int]:
@@ -137,10 +218,11 @@ def _recalled_part(recalled: Part | None, also: Part | None,
     if not sent:
         return None
     turns = {m.turn or 0 for m in sent}
-    if also is None:
-        assert recalled is not None
-        return _only(recalled, turns)
     base = recalled if recalled is not None else also
+    assert base is not None
+    if also is None:
+        return dataclasses.replace(base, messages=tuple(sent),
+                                   scores=tuple((n, s) for n, s in base.scores if n in turns))
     own = tuple(recalled.scores) if recalled is not None else ()
     mine = {n for n, _ in own}
     scores = (*own, *((n, s) for n, s in also.scores if n not in mine))
@@ -175,10 +257,17 @@ def sent_reason(kind: PartKind, reason: PartReason, chosen: Sequence[Message],
         kept = [m for m in chosen if message_key(m) in keys]
         if not kept:
             return None
-        if not isinstance(reason, Recalled) or len(kept) == len(chosen):
+        if not isinstance(reason, Recalled):
             return reason
+        # The lines as sent (with_days worked them out again), on the messages it chose.
+        picked = {message_key(m) for m in chosen}
+        assert part is not None
+        dated = sum(1 for m in part.messages
+                    if m.said_on is not None and message_key(m) in picked)
+        if len(kept) == len(chosen):
+            return dataclasses.replace(reason, dated=dated)
         cut = sum(1 for m in chosen if message_key(m) in offered) - len(kept)
-        return _recalled(reason, kept, cut, rows)
+        return dataclasses.replace(_recalled(reason, kept, cut, rows), dated=dated)
     if not isinstance(reason, NewestTurns | AllTurns | Unsummarized):
         return reason
     sent_turns = {m.turn or 0 for m in part.messages} if part else set()

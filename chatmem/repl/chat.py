@@ -263,7 +263,7 @@ class Chat:
         self.engine.between_turns()
         failure = reply.failure(self.out)
         if failure is not None:
-            raise _not_shown(failure, None if self.workspace.one_off else self.address,
+            raise not_shown(failure, None if self.workspace.one_off else self.address,
                              result.record.number or None)
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
@@ -308,7 +308,7 @@ class Chat:
         return render.context_panel(context, approximate=approximate, estimated=estimated)
 
 
-def _not_shown(failure: Exception, address: str | None, turn: int | None) -> ReplyNotShown:
+def not_shown(failure: Exception, address: str | None, turn: int | None) -> ReplyNotShown:
     """What stopped a reply being shown, as the error its chat ends with."""
     if isinstance(failure, OutputFailed):
         return ReplyNotShown(failure.reason, closed=failure.closed, address=address, turn=turn)

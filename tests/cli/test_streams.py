@@ -147,3 +147,53 @@ def test_forced_colour_leaves_a_reply_to_a_file_as_sent(tmp_path: Path) -> None:
                     env={"FORCE_COLOR": "1"}, stdout=file)
     assert asked.returncode == 0, asked.stderr
     assert (tmp_path / "fc.txt").read_text(encoding="utf-8") == f"echo #1: {question}\n"
+
+
+@pytest.mark.parametrize("option", ["--help", "--version"])
+def test_help_and_version_to_a_stdout_that_fails_are_one_line(tmp_path: Path,
+                                                              option: str) -> None:
+    """They print while the options are read, before any command's handling: a full disk or
+    a closed stdout was a traceback (exit 120), a reader gone 'Exception ignored … BrokenPipe'."""
+    def chatmem(stdout: Any, shell: str = "") -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "chatmem", option]
+        if shell:
+            command = ["sh", "-c", f'exec "$@" {shell}', "sh", *command]
+        return subprocess.run(command, env={**os.environ, "HOME": str(tmp_path),
+                                            "PYTHONPATH": ":".join(sys.path)},
+                              stdout=stdout, stderr=subprocess.PIPE, timeout=120, check=False)
+
+    with open("/dev/full", "wb") as full:
+        filled = chatmem(full)
+    assert (filled.returncode, filled.stderr.decode()) == (
+        1, "error: cannot write to standard output (No space left on device)\n")
+    closed = chatmem(None, ">&-")
+    assert (closed.returncode, closed.stderr.decode()) == (
+        1, "error: cannot write to standard output (it is closed)\n")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        gone = chatmem(write)
+    finally:
+        os.close(write)
+    assert (gone.returncode, gone.stderr.decode()) == (141, "")
+
+
+def test_an_ask_json_answer_not_written_says_its_turn_is_stored(tmp_path: Path) -> None:
+    """It said only 'cannot write to standard output', as if nothing had been kept."""
+    with open("/dev/full", "wb") as full:
+        asked = run(tmp_path, "ask", "--json", "--provider", "scripted", "s4", "你好",
+                    stdout=full)
+    assert asked.returncode == 1
+    assert asked.stderr.decode().splitlines()[-1] == (
+        "error: the reply could not be written to standard output (No space left on device);"
+        " it is stored as turn 1 of session 's4' (`chatmem sessions show s4` shows it)")
+    assert [m["content"] for m in stored(tmp_path, "s4")] == ["你好", "echo #1: 你好"]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        gone = run(tmp_path, "ask", "--json", "--provider", "scripted", "s4", "again",
+                   stdout=write)
+    finally:
+        os.close(write)
+    assert gone.returncode == 141
+    assert "it is stored as turn 2 of session 's4'" in gone.stderr.decode()
