@@ -123,8 +123,16 @@ class _Stdout(io.RawIOBase):
         return os.isatty(self._fd)
 
     def write(self, data: object) -> int:
+        # All of it, as a buffered writer would: TextIOWrapper writes straight here (no
+        # BufferedWriter between), and drops what it handed over whatever happens. Ctrl-C
+        # landing just after os.write, in this Python code, left a BufferedWriter holding
+        # bytes already written, which it wrote again ("HelloHello").
+        view = memoryview(data).cast("B")  # type: ignore[arg-type]
         try:
-            return os.write(self._fd, data)  # type: ignore[arg-type]
+            written = 0
+            while written < len(view):
+                written += os.write(self._fd, view[written:])
+            return written
         except BrokenPipeError:
             raise
         except OSError as e:
@@ -144,7 +152,7 @@ def _guarded(stdout: TextIO) -> TextIO:
     except (OSError, ValueError):
         return stdout  # not a descriptor: left as it is
     stdout.flush()
-    return io.TextIOWrapper(io.BufferedWriter(_Stdout(fd)), encoding=stdout.encoding,
+    return io.TextIOWrapper(_Stdout(fd), encoding=stdout.encoding,  # type: ignore[type-var]
                             errors=errors, line_buffering=getattr(stdout, "line_buffering",
                                                                   False),
                             write_through=getattr(stdout, "write_through", False))
