@@ -30,6 +30,7 @@ from chatmem.config.settings import (
 )
 from chatmem.errors import ConfigError
 from chatmem.text import is_valid
+from chatmem.text_files import NotUtf8, utf8_text
 
 ENV_KEYS = {
     "OPENAI_BASE_URL": "base_url",  # first, so CHATMEM_BASE_URL overrides it
@@ -64,13 +65,12 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
     """
     try:
         with path.open("rb") as f:
-            return tomllib.loads(f.read().decode("utf-8-sig"))
+            text = utf8_text(f.read())
+        if isinstance(text, NotUtf8):
+            raise ConfigError(text.said(str(path), "file"))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    except UnicodeDecodeError as e:
-        line = e.object[:e.start].count(b"\n") + 1
-        raise ConfigError(f"{path}: line {line} is not UTF-8 text (TOML is UTF-8: save the "
-                          "file as UTF-8)") from None
     except RecursionError:
         raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply"
                           ) from None
@@ -116,7 +116,8 @@ def load_settings(
         for key, value in flat_keys(data).items():
             _check_url(key, value, f"{path}: key {key!r}")
     for variable, key in ENV_KEYS.items():
-        if env.get(variable) and not is_valid(env[variable]):
+        # CHATMEM_DB's file is named by bytes, as --db's (parse_location refuses a URL's).
+        if env.get(variable) and not is_valid(env[variable]) and key != "db":
             raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
         if env.get(variable):
             _check_url(key, env[variable], variable)

@@ -17,6 +17,7 @@ from pathlib import Path
 from chatmem.errors import ConfigError
 from chatmem.providers import scripted_facts, scripted_summary
 from chatmem.providers.base import ChatMessages, Purpose, Usage
+from chatmem.text_files import NotUtf8, utf8_text
 from chatmem.tokens import TokenCounter, counter_for_model
 
 RULES: dict[Purpose, Callable[[ChatMessages], str]] = {
@@ -33,12 +34,10 @@ def read_script(path: Path) -> list[str]:
         data = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read reply script: {e.strerror}") from None
-    try:
-        lines = data.decode("utf-8-sig").splitlines()
-    except UnicodeDecodeError as e:
-        at_line = data[:e.start].count(b"\n") + 1
-        raise ConfigError(f"{path}:{at_line}: the reply script is not UTF-8 text (byte "
-                          f"{data[e.start]:#04x}); save it as UTF-8") from None
+    text = utf8_text(data)
+    if isinstance(text, NotUtf8):
+        raise ConfigError(text.said(str(path), "reply script"))
+    lines = text.splitlines()
     replies = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from chatmem.errors import ConfigError
+from chatmem.text_files import NotUtf8, utf8_text
 
 Signature = tuple[int, int, int, int, int]
 
@@ -73,10 +74,13 @@ def load_tokens(path: Path) -> dict[str, str]:
             if why is not None:
                 raise ConfigError(f"{path}: {why}; keep the tokens file in a directory "
                                   "only you can write")
-            data = tomllib.loads(f.read().decode("utf-8-sig"))  # a BOM is no statement
+            text = utf8_text(f.read())
+        if isinstance(text, NotUtf8):
+            raise ConfigError(text.said(str(path), "tokens file"))
+        data = tomllib.loads(text)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the tokens file: {e.strerror or e}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise ConfigError(f"{path}: not a TOML tokens file ({e})") from None
     table = data.get("tokens")
     if not isinstance(table, dict) or set(data) - {"tokens"}:

@@ -13,6 +13,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import TranscriptError
 from chatmem.text import profile_name, valid_text
+from chatmem.text_files import NotUtf8, utf8_text
 from chatmem.timestamps import LONGEST_DAYS, is_time
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
@@ -51,13 +52,9 @@ def read_transcript(path: Path) -> Transcript:
 
 def transcript_from_bytes(data: bytes, source: str) -> Transcript:
     """A transcript read whole (a file's bytes, or what was piped in), named `source`."""
-    try:
-        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the text.
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise TranscriptError(f"{source}:{line}: not UTF-8 text (byte {data[e.start]:#04x}); "
-                              "save the transcript as UTF-8") from None
+    text = utf8_text(data)
+    if isinstance(text, NotUtf8):
+        raise TranscriptError(text.said(source, "transcript"))
     transcript = parse_transcript(text, source)
     if not transcript.messages:
         # Imported, it would be an empty session; replayed, nothing: both look like success.

@@ -130,7 +130,7 @@ def test_an_unknown_template_in_the_repl_keeps_the_chat_going(config: Path, tmp_
     ("options = { temperature = 9 }\n", "options.temperature must be between 0 and 2"),
     ("options = { stream = false }\n", "options.stream: chatmem sets stream itself"),
     ("system = \n", "not valid TOML"),
-    (b'system = "caf\xe9"\n', "line 1 is not UTF-8 text"),
+    (b'system = "caf\xe9"\n', ":1: not UTF-8 text (byte 0xe9)"),
     (b"options = " + b"[" * 3000 + b"]" * 3000, "nested too deeply"),
 ])
 def test_a_bad_template_file_is_one_line_naming_the_file(config: Path, chat_server,

@@ -85,8 +85,8 @@ def test_a_script_is_read_as_every_text_file_is(tmp_path: Path) -> None:
     script.write_bytes(b"first\n" + '{"reply": "国标编码"}\n'.encode("gbk"))
     with pytest.raises(ConfigError) as caught:
         ScriptedProvider(script=script)
-    assert str(caught.value) == (f"{script}:2: the reply script is not UTF-8 text (byte 0xb9); "
-                                 "save it as UTF-8")
+    assert str(caught.value) == (f"{script}:2: not UTF-8 text (byte 0xb9); save the reply "
+                                 "script as UTF-8")
 
 
 def test_paths_from_settings_and_environment_expand_the_home_folder(
