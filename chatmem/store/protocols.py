@@ -53,6 +53,8 @@ class HistoryRepository(Protocol):
 
     def contents(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
 
+    def external_ids(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
+
 
 class MemoryStateRepository(Protocol):
     """A strategy's own state and summaries (`store.memory`)."""
