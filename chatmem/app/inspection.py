@@ -68,6 +68,9 @@ class Inspection:
     address: str = ""
     """What names the session to the user: `OWNER/NAME` when shared with them (their own
     may have its name); empty: its name."""
+    external_ids: Mapping[int, str] = field(default_factory=dict)
+    """The transcript ids of the context's messages that have one, by message id (a
+    probe's expect_ids and eval's found_ids name messages by them)."""
 
     @property
     def approximate(self) -> bool:
@@ -86,7 +89,7 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
     request (TurnRecord.number), which reaches an attempt a later one replaced or retried."""
     from chatmem.errors import TurnNotRecorded
     from chatmem.evaluation.recording import Tokenizer
-    from chatmem.evaluation.whatif import left_out_texts
+    from chatmem.evaluation.whatif import external_ids, left_out_texts
     from chatmem.memory.context import Context
 
     store = workspace.store
@@ -101,7 +104,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
                       turn.params,
                       Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer),
                       turn=turn, left_out=left_out_texts(store.history, record.id, context),
-                      address=store.sessions.address(record.id))
+                      address=store.sessions.address(record.id),
+                      external_ids=external_ids(store.history, record.id, context))
 
 
 def inspect_next(workspace: Workspace, session: str, text: str, *,
@@ -133,7 +137,7 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
 def inspect_on(engine: Engine[Store], text: str) -> Inspection:
     """What `engine` (next_engine's, perhaps kept open by a server) would send for `text`."""
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import left_out_texts
+    from chatmem.evaluation.whatif import external_ids, left_out_texts
 
     context = engine.build_context(text)
     record = engine.store.sessions.session_by_id(engine.session.id)  # as stored now
@@ -141,7 +145,8 @@ def inspect_on(engine: Engine[Store], text: str) -> Inspection:
     return Inspection(record, InspectMode.NEXT, context, text, strategy.name,
                       dict(strategy.params), describe_counter(engine.counter, record.tokenizer),
                       left_out=left_out_texts(engine.store.history, record.id, context),
-                      address=engine.store.sessions.address(record.id))
+                      address=engine.store.sessions.address(record.id),
+                      external_ids=external_ids(engine.store.history, record.id, context))
 
 
 def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec | None,
@@ -157,7 +162,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     `with_user_facts`."""
     from chatmem.engine.opening import engine_over, with_config_table
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import left_out_texts, what_if
+    from chatmem.evaluation.whatif import external_ids, left_out_texts, what_if
 
     store = workspace.store
     record = store.sessions.session(session)
@@ -190,6 +195,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                              budget=workspace.settings.context_budget, embedder=embedder)
         context = engine.build_context(text)
         left_out = left_out_texts(store.history, record.id, context)
+        outside = external_ids(store.history, record.id, context)
     else:
         facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
                  if user else [])
@@ -198,13 +204,14 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity)
         context, left_out, notices = result.context, result.left_out, result.notices
+        outside = result.external_ids
         replayed = Replayed(result.replayed, result.model_calls)
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
                       dict(chosen.params), describe_counter(llm.token_counter(),
                                                             record.tokenizer),
                       turn=turn, history_turn=history_turn, replayed=replayed,
                       left_out=left_out, notices=notices,
-                      address=store.sessions.address(record.id))
+                      address=store.sessions.address(record.id), external_ids=outside)
 
 
 def _runs_as_session(workspace: Workspace, record: SessionRecord, chosen: Strategy) -> bool:

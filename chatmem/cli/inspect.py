@@ -17,7 +17,9 @@
                      tokenizer for --next and what-ifs unless --provider/--model)
     input            the user input the context ends with
     context          tokens, budget, dropped, warnings, parts[kind, reason, tokens,
-                     messages[role, content, tokens, id, turn]]
+                     messages[role, content, tokens, id, external_id, turn]]; id is
+                     the stored row's, external_id the transcript's (what eval's found_ids
+                     name; null for a message without one)
     messages         the chat messages exactly as sent (role, content)
     rendered_prompt  the prompt text the local model rendered, or null
     replayed         for a what-if: the turns its summaries or facts were rebuilt from in one

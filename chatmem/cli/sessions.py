@@ -75,8 +75,8 @@ def show(
     with open_workspace(settings_from(config, db), create=False) as ws:
         page = show_session(ws, name, chosen, every_turn=all_turns, newest=SHOW_LAST)
     session = page.session
-    messages = [{"turn": m.turn, "role": m.role, "content": m.content, "id": m.id}
-                for m in page.messages]
+    messages = [{"turn": m.turn, "role": m.role, "content": m.content, "id": m.id,
+                 "external_id": m.external_id} for m in page.messages]
     info = {k: v for k, v in session.__dict__.items() if k != "id"}
     shown_turns = {"first": page.first, "last": page.last, "total": page.total}
     if json_out:

@@ -220,14 +220,15 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
                  attachments: Sequence[Attachment] = (),
-                 supersedes: int | None = None) -> TurnResult:
+                 supersedes: int | None = None, external_id: str | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
         cancelled on Ctrl-C.
 
         `on_delta` gets the reply as it streams, `on_reply_end` is called when it
         is complete, before the strategy's own model calls. Provider errors are
         recorded as a failed turn and raised again. `supersedes`: the number of the
-        turn this one replaces once stored (chatmem.engine.resend).
+        turn this one replaces once stored (chatmem.engine.resend); `external_id`: the
+        input's id in the transcript a replay plays.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
@@ -302,7 +303,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
                 completion_tokens=stream.usage.completion_tokens,
                 rendered_prompt=stream.rendered_prompt,
             ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
-                supersedes=supersedes, erasures=self._erasures)
+                supersedes=supersedes, erasures=self._erasures, external_ids=(external_id, None))
         except SessionGone as gone:
             raise gone.named(self.address) from None
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
@@ -371,17 +372,19 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         return user, self.counter.count_message("assistant", reply)
 
     def replay_turn(self, text: str, reply: str,
-                    times: tuple[str | None, str | None] = (None, None)) -> TurnResult:
+                    times: tuple[str | None, str | None] = (None, None),
+                    ids: tuple[str | None, str | None] = (None, None)) -> TurnResult:
         """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
 
         Replay uses it so strategies are compared on identical conversations;
-        `times` are the recorded messages' timestamps (recall's sittings use them).
+        `times` are the recorded messages' timestamps (recall's sittings use them), `ids`
+        their transcript ids (a saved replay's probes name messages by them).
         """
         text, reply = valid_text(text), valid_text(reply)
         context = self.build_context(text)
         self._keep_changes()
         record = self.store.turns.commit_turn(
             self._record(text, context, TurnStatus.OK, reply=reply),
-            sent_at=times[0], replied_at=times[1],
+            sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())

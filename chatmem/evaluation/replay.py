@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from chatmem.context_warnings import EmbeddingFailed
 from chatmem.embeddings.base import Embedder
@@ -67,7 +67,10 @@ def replay(
     strategies: StrategyRegistry | None = None,
     probes_only: bool = False,
 ) -> list[StrategyRun]:
-    """Run the transcript under each strategy; `store` and `save_as` keep the sessions.
+    """Run the transcript under each strategy; `store` and `save_as` keep the sessions,
+    each message with its transcript id and the probes where they were asked, as `sessions
+    import` keeps them (`chatmem eval SAVED` runs on one, and its found_ids are the
+    external ids inspect shows).
 
     Isolated unless `user` is given: no strategy reads facts of other sessions.
     With `user`, a saved replay reads that profile's facts in `store`, and an
@@ -178,16 +181,19 @@ def _run_one(
     """`saved`: where the session this run makes is noted (name, id), once it exists."""
     own = options.provider_per_run() if options.provider_per_run else None
     try:
-        engine, run, stored_ids = _start(transcript, spec, store, name, options,
-                                         own or options.chat_provider)
+        engine, run, stored = _start(transcript, spec, store, name, options,
+                                     own or options.chat_provider)
         if saved is not None and name:
             saved.append((name, engine.session.id))
         try:
             for step in _with_progress(steps, spec.label, progress):
-                _play(engine, step, run, stored_ids, options)
+                _play(engine, step, run, stored, options)
         except BaseException:
             engine.indexing.abandon()  # what it has not stored is of a run that does not stand
             raise
+        if saved is not None and stored.probes:
+            # As `sessions import` keeps them: `chatmem eval SAVED` asks them again.
+            engine.store.sessions.add_probes(engine.session.id, stored.probes)
         _finish(engine, run, options.user)
     finally:
         if own is not None:
@@ -198,7 +204,7 @@ def _run_one(
 def _start(
     transcript: Transcript, spec: StrategySpec, store: TurnStore, name: str | None,
     options: _Options, chat_provider: Provider,
-) -> tuple[Engine[TurnStore], StrategyRun, dict[str, int]]:
+) -> tuple[Engine[TurnStore], StrategyRun, _Stored]:
     strategy = options.strategies.create(spec)
     helper = CountingProvider(options.helper_provider or chat_provider)
     chat = CountingProvider(chat_provider)
@@ -211,35 +217,66 @@ def _start(
                          embedder=options.embedder)
     run = StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name,
                       probes_only=options.probes_only)
-    return engine, run, {}
+    return engine, run, _Stored()
 
 
-def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
+@dataclass
+class _Stored:
+    """What a run stored of the transcript: each message's row id by its transcript id (a
+    probe's expect_ids name them), how many messages the session holds, and the probes met,
+    placed as `sessions import` places them (Transcript.probe_positions)."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+    messages: int = 0
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    waiting: int = 0
+    """Probes met since the last message stored."""
+
+    def add_messages(self, count: int) -> None:
+        self.messages += count
+        self.waiting = 0
+
+    def add_probe(self, probe: Probe) -> None:
+        self.probes.append({"after_position": self.messages, "question": probe.question,
+                            "expect_ids": probe.expect_ids, "expect_text": probe.expect_text,
+                            "before_prompt": False})
+        self.waiting += 1
+
+    def prompt_changed(self) -> None:
+        """The probes met since the last message were asked under the prompt replaced."""
+        for waiting in self.probes[len(self.probes) - self.waiting:]:
+            waiting["before_prompt"] = True
+        self.waiting = 0
+
+
+def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stored,
           options: _Options) -> None:
     if step.kind is StepKind.PROBE and step.probe is not None:
-        run.probes.append(_probe(engine, step.probe, stored_ids, options, run))
+        run.probes.append(_probe(engine, step.probe, stored, options, run))
         return
     if step.kind is StepKind.SYSTEM and step.system is not None:
         engine.session = engine.store.sessions.update_session(engine.session.id,
                                                               system=step.system.system)
+        stored.prompt_changed()
         return
     if step.kind is StepKind.TURN and step.message is not None:
         if step.between:
-            _turn_apart(engine, step, run, stored_ids, options)
+            _turn_apart(engine, step, run, stored, options)
         elif options.probes_only and step.reply is not None:
-            _store(engine, [step.message, step.reply], run, stored_ids)
+            _store(engine, [step.message, step.reply], run, stored)
         else:
-            _turn(engine, step, run, stored_ids, options)
+            _turn(engine, step, run, stored, options)
         run.turn_count += 1
     if step.extra:
-        _store(engine, step.extra, run, stored_ids)
+        _store(engine, step.extra, run, stored)
 
 
 def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: StrategyRun,
-           stored_ids: dict[str, int]) -> None:
+           stored: _Stored) -> None:
     """Store `messages` as they are, then update the memory as after a turn."""
     ids = engine.store.history.import_messages(engine.session.id, message_dicts(messages))
-    stored_ids.update({m.id: i for m, i in zip(messages, ids, strict=True) if m.id})
+    stored.ids.update({m.id: i for m, i in zip(messages, ids, strict=True) if m.id})
+    stored.add_messages(len(ids))
     _note(run, engine.update_memory())
 
 
@@ -270,27 +307,30 @@ def _with_progress(steps: list[Step], label: str, progress: Progress | None) -> 
             progress(label, done, len(steps))
 
 
-def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored_ids: dict[str, int],
+def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stored,
           options: _Options) -> None:
     assert step.message is not None
     if options.keep_replies and step.reply is not None:
         result = engine.replay_turn(step.message.content, step.reply.content,
-                                    times=(step.message.ts, step.reply.ts))
+                                    times=(step.message.ts, step.reply.ts),
+                                    ids=(step.message.id, step.reply.id))
     else:
-        result = engine.run_turn(step.message.content)
+        result = engine.run_turn(step.message.content, external_id=step.message.id)
     if not options.probes_only:
         run.prompt_tokens.append(result.context.tokens)
         run.contexts.append((result.context.tokens, result.context.budget))
         _note_failed_embedding(run, result.context)
     _note(run, result.notices)
+    if result.record.user_message_id:
+        stored.add_messages(2)
     if step.message.id and result.record.user_message_id:
-        stored_ids[step.message.id] = result.record.user_message_id
+        stored.ids[step.message.id] = result.record.user_message_id
     if step.reply is not None and step.reply.id and result.record.assistant_message_id:
-        stored_ids[step.reply.id] = result.record.assistant_message_id
+        stored.ids[step.reply.id] = result.record.assistant_message_id
 
 
 def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
-                stored_ids: dict[str, int], options: _Options) -> None:
+                stored: _Stored, options: _Options) -> None:
     """A user message whose recorded reply comes after a system message or a probe: each
     stored in its place, as `sessions import` stores them, and the context the user
     message would have been sent with measured as a turn's."""
@@ -304,20 +344,21 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     for item in step.between:
         if isinstance(item, Probe):
             if waiting:
-                _store(engine, waiting, run, stored_ids)
+                _store(engine, waiting, run, stored)
                 waiting = []
-            run.probes.append(_probe(engine, item, stored_ids, options, run))
+            run.probes.append(_probe(engine, item, stored, options, run))
         elif isinstance(item, TranscriptMessage):
             waiting.append(item)
-    _store(engine, [*waiting, step.reply], run, stored_ids)
+    _store(engine, [*waiting, step.reply], run, stored)
 
 
-def _probe(engine: Engine[TurnStore], probe: Probe, stored_ids: dict[str, int],
+def _probe(engine: Engine[TurnStore], probe: Probe, stored: _Stored,
            options: _Options, run: StrategyRun) -> ProbeResult:
+    stored.add_probe(probe)
     context = engine.build_context(probe.question)
     run.contexts.append((context.tokens, context.budget))
     _note_failed_embedding(run, context)
-    result = score_probe(probe, context, stored_ids, engine.history().turn_count())
+    result = score_probe(probe, context, stored.ids, engine.history().turn_count())
     if options.answer:
         # Straight to the run's model, not through the counting proxy: probe answers
         # are part of the measurement, not calls the strategy made.

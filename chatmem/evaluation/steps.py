@@ -15,7 +15,8 @@ class StepKind(StrEnum):
     IMPORT = "import"
     """Messages stored as they are (an opening greeting, a second assistant message)."""
     PROBE = "probe"
-    """A question asked of the context at this point, scored, never stored."""
+    """A question asked of the context at this point, scored, never stored as a message (a
+    saved replay keeps it as `sessions import` keeps a probe line)."""
     SYSTEM = "system"
     """The session's system prompt changes from here on."""
 

@@ -14,7 +14,7 @@ given).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
@@ -52,6 +52,8 @@ class WhatIf:
     notices: tuple[Notice, ...] = ()
     """What rebuilding the state said that the context alone does not show: an update
     that failed (the context then rests on state never written), a helper too small."""
+    external_ids: dict[int, str] = field(default_factory=dict)
+    """The transcript ids of the context's messages, by their id in `context`."""
 
 
 def what_if(
@@ -83,7 +85,8 @@ def what_if(
             embedder=embedder if strategy.needs_embedder else None,
         )
         context = build_guarded(strategy, request)
-        return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context))
+        return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context),
+                      external_ids=external_ids(store.history, session.id, context))
     with Store(":memory:") as scratch:
         seed_user_facts(scratch, user, user_facts)
         copy = scratch.sessions.create_session(
@@ -103,7 +106,8 @@ def what_if(
         context = engine.build_context(text)
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),
-                      left_out_texts(scratch.history, copy.id, context), said)
+                      left_out_texts(scratch.history, copy.id, context), said,
+                      external_ids(scratch.history, copy.id, context))
 
 
 def left_out_texts(history: HistoryRepository, session_id: int,
@@ -113,6 +117,15 @@ def left_out_texts(history: HistoryRepository, session_id: int,
     sent = {m.id for p in context.parts for m in p.messages if m.id is not None}
     wanted = [row["id"] for row in context.recall if row["id"] not in sent]
     return history.contents(session_id, wanted) if wanted else {}
+
+
+def external_ids(history: HistoryRepository, session_id: int,
+                 context: Context) -> dict[int, str]:
+    """The transcript ids of the messages `context` sends (id → external id), read from the
+    history it was built from: `inspect --json` shows them beside the row ids, as eval's
+    found_ids name them."""
+    sent = [m.id for p in context.parts for m in p.messages if m.id is not None]
+    return history.external_ids(session_id, sent) if sent else {}
 
 
 def copy_history(source: HistoryRepository, session_id: int, target: HistoryRepository,

@@ -75,6 +75,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
     stored = context.to_json()
     texts = inspection.recall_texts
     replayed = inspection.replayed
+    outside = inspection.external_ids
     return {
         "command": "inspect",
         "session": inspection.address or inspection.session.name,
@@ -87,7 +88,9 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
         "context": {**stored,
                     "dropped": dropped_text(context.dropped) or None,
                     "warnings": [notice_text(w) for w in context.warnings],
-                    "parts": [{**part, "reason": reason_text(p.reason)}
+                    "parts": [{**part, "reason": reason_text(p.reason),
+                               "messages": [{**m, "external_id": outside.get(m["id"])}
+                                            for m in part["messages"]]}
                               for part, p in zip(stored["parts"], context.parts, strict=True)],
                     **({"recall": [{**row, "why": verdict_text(row), "text": texts.get(row["id"])}
                                    for row in context.recall]}

@@ -47,15 +47,24 @@ class MessageTables:
     def contents(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
         """The text of the session's messages with `message_ids` (id → content), a replaced
         turn's included: what a recorded context's recall candidates said."""
+        return self._column(session_id, message_ids, "content")
+
+    def external_ids(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
+        """The transcript ids of the session's messages with `message_ids` (id → external
+        id), for those that have one: what a probe's expect_ids and eval's found_ids name."""
+        return self._column(session_id, message_ids, "external_id")
+
+    def _column(self, session_id: int, message_ids: Iterable[int],
+                column: str) -> dict[int, str]:
         ids = sorted(set(message_ids))
         found: dict[int, str] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for message_id, content in self._db.execute(
-                    f"SELECT id, content FROM messages WHERE session_id = ? AND id IN ({marks})",
-                    [session_id, *chunk]):
-                found[message_id] = content
+            for message_id, value in self._db.execute(
+                    f"SELECT id, {column} FROM messages WHERE session_id = ? AND id IN ({marks})"
+                    f" AND {column} IS NOT NULL", [session_id, *chunk]):
+                found[message_id] = value
         return found
 
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:

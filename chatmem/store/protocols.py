@@ -53,6 +53,8 @@ class HistoryRepository(Protocol):
 
     def contents(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
 
+    def external_ids(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
+
 
 class MemoryStateRepository(Protocol):
     """A strategy's own state and summaries (`store.memory`)."""
@@ -219,6 +221,8 @@ class SessionRepository(Protocol):
 
     def delete_session(self, name: str) -> None: ...
 
+    def add_probes(self, session_id: int, probes: Iterable[Mapping[str, Any]]) -> int: ...
+
 
 class TurnRepository(Protocol):
     """A turn's row, from recorded to committed, or hidden by the turn that replaces it
@@ -230,7 +234,9 @@ class TurnRepository(Protocol):
                     replied_at: str | None = None,
                     message_tokens: tuple[int, int] | None = None,
                     supersedes: int | None = None,
-                    erasures: int | None = None) -> TurnRecord: ...
+                    erasures: int | None = None,
+                    external_ids: tuple[str | None, str | None] = (None, None)
+                    ) -> TurnRecord: ...
 
     def hide_turn(self, session_id: int, expected: int | None = None) -> TurnRecord: ...
 

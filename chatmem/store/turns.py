@@ -60,7 +60,8 @@ class TurnTables:
                     replied_at: str | None = None,
                     message_tokens: tuple[int, int] | None = None,
                     supersedes: int | None = None,
-                    erasures: int | None = None) -> TurnRecord:
+                    erasures: int | None = None,
+                    external_ids: tuple[str | None, str | None] = (None, None)) -> TurnRecord:
         """Store a completed turn: user message, reply and turn row, all or nothing.
 
         The user message is stamped when it was sent (`sent_at`), the reply when it ended
@@ -70,7 +71,8 @@ class TurnTables:
         `supersedes`: the number of the turn this one replaces (`hide_turn` took its
         messages out of memory); it is marked replaced by this one in the same write.
         `erasures`: the session's count of erasures the context was built after (see
-        `_check_not_erased`).
+        `_check_not_erased`). `external_ids`: the user message's and the reply's ids in
+        the transcript a replay plays (probes name messages by them).
         """
         if turn.status != "ok" or turn.reply is None:
             raise TurnNotCommittable("only a completed turn with a reply can be committed",
@@ -80,8 +82,10 @@ class TurnTables:
                 self._check_not_erased(turn.session_id, erasures, "the turn was not stored")
                 user_id, assistant_id = steps.append_messages(
                     self._db, turn.session_id,
-                    [{"role": "user", "content": turn.input, "ts": sent_at},
-                     {"role": "assistant", "content": turn.reply, "ts": replied_at}],
+                    [{"role": "user", "content": turn.input, "ts": sent_at,
+                      "id": external_ids[0]},
+                     {"role": "assistant", "content": turn.reply, "ts": replied_at,
+                      "id": external_ids[1]}],
                     self._connection.now)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 turn.history_turn = self._history.turn_count(turn.session_id)

@@ -333,9 +333,12 @@ def test_json_words_reasons_and_shows_what_an_older_version_stored_as_it_was(
         assert result.exit_code == 0, result.stderr
         shown[name] = json.loads(result.stdout)["context"]
     assert db.read_bytes() == before
-    # Both read as the older version wrote them: `reason` and `dropped` stay strings.
+    # Both read as the older version wrote them: `reason` and `dropped` stay strings (each
+    # message with its transcript id, none here, read from the history).
+    read = {**old, "parts": [{**p, "messages": [{**m, "external_id": None}
+                                                for m in p["messages"]]} for p in old["parts"]]}
     for key in ("tokens", "budget", "dropped", "warnings", "priming", "parts"):
-        assert shown["old"][key] == shown["new"][key] == old[key], key
+        assert shown["old"][key] == shown["new"][key] == read[key], key
 
 
 def test_recall_rows_are_stored_by_value_and_worded_in_json(tmp_path: Path) -> None:
@@ -475,3 +478,22 @@ def test_inspect_logs_and_explain_turn_number_turns_as_the_conversation_does(
     explained, refused = asyncio.run(asyncio.wait_for(explain(), 120))
     assert explained["turn"] == 31 and str(explained["input"]).startswith("我的订单号是")
     assert refused
+
+
+def test_an_imported_sessions_messages_show_their_transcript_ids_beside_their_row_ids(
+    tmp_path: Path,
+) -> None:
+    """An import keeps each message's transcript id, which probes and eval's found_ids name,
+    yet inspect --json and sessions show --json gave only row ids: nothing matched them."""
+    db = str(tmp_path / "x.db")
+    assert invoke("sessions", "import", SUPPORT, "support", "--db", db).exit_code == 0
+    seen = invoke("inspect", "support", "12", "-s", "window", "-p", "k=2", "--db", db, "--json")
+    assert seen.exit_code == 0, seen.stderr
+    messages = [m for p in json.loads(seen.stdout)["context"]["parts"] for m in p["messages"]]
+    assert [(m["role"], m["external_id"]) for m in messages] == [
+        ("system", None), ("user", "t10u"), ("assistant", "t10a"), ("user", "t11u"),
+        ("assistant", "t11a"), ("user", None)]
+    shown = invoke("sessions", "show", "support", "--turns", "2", "--db", db, "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert [(m["turn"], m["external_id"]) for m in json.loads(shown.stdout)["messages"]] == [
+        (2, "t2u"), (2, "t2a")]

@@ -116,6 +116,45 @@ def test_a_stored_session_replays_by_name(tmp_path: Path) -> None:
     assert data["strategies"][0]["eval"]["probes"] == 6  # probes survive the import
 
 
+def test_a_saved_replay_evaluates_by_name_and_inspect_names_what_eval_found(
+        tmp_path: Path) -> None:
+    """`replay --save-as` kept no probe (`eval SAVED`: "no probe lines to evaluate") and no
+    transcript id, and inspect and sessions show gave only row ids: eval's found_ids
+    ("u1") could not be matched with any message they show."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"chatmem": 1, "title": "导游"},
+        {"role": "user", "content": "我的航班是 MU5137", "id": "u1"},
+        {"role": "assistant", "content": "记下了", "id": "a1"},
+        {"role": "user", "content": "I booked the Lakeside hotel", "id": "u2"},
+        {"role": "assistant", "content": "Noted.", "id": "a2"},
+        {"probe": "航班号？", "expect_ids": ["u1"], "expect_text": ["MU5137"]},
+    ]), encoding="utf-8")
+    db = str(tmp_path / "x.db")
+    output("replay", str(transcript), "-s", "window:k=1", "--save-as", "存档", "--provider",
+           "scripted", "--db", db)
+    data = json.loads(output("eval", "存档", "-s", "buffer", "--provider", "scripted",
+                             "--json", "--db", db))
+    assert data["probes"] == 1
+    assert data["strategies"][0]["eval"]["per_probe"][0]["found_ids"] == ["u1"]
+    shown = json.loads(output("sessions", "show", "存档", "--json", "--db", db))
+    assert [(m["id"] is not None, m["external_id"]) for m in shown["messages"]] == [
+        (True, "u1"), (True, "a1"), (True, "u2"), (True, "a2")]
+    seen = json.loads(output("inspect", "存档", "--strategy", "buffer", "--next", "航班号？",
+                             "--json", "--db", db))
+    history, = (p for p in seen["context"]["parts"] if p["kind"] == "history")
+    assert [m["external_id"] for m in history["messages"]] == ["u1", "a1", "u2", "a2"]
+    # Rebuilt in a scratch store (a strategy that keeps a summary): read from its copy.
+    rebuilt = json.loads(output("inspect", "存档", "--strategy", "summary-buffer", "--next",
+                                "航班号？", "--provider", "scripted", "--json", "--db", db))
+    assert rebuilt["replayed"] is not None
+    assert [m["external_id"] for p in rebuilt["context"]["parts"] for m in p["messages"]
+            if p["kind"] == "history"] == ["u1", "a1", "u2", "a2"]
+    recorded = json.loads(output("inspect", "存档", "2", "--json", "--db", db))
+    assert [(m["role"], m["external_id"]) for p in recorded["context"]["parts"]
+            for m in p["messages"]] == [("user", "u1"), ("assistant", "a1"), ("user", None)]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["-s", "nope"], "error: unknown strategy 'nope' (valid: "),
     (["-s", "window:k=x"], "error: parameter k='x' of strategy 'window' must be a whole number"),

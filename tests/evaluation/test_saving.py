@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from chatmem.evaluation.saving import host_mark, is_unfinished, unfinished_name
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.timestamps import utc_now
+from chatmem.transcripts.format import stored_transcript
 from chatmem.transcripts.reader import parse_transcript
 
 TALK = parse_transcript("\n".join(
@@ -71,3 +73,59 @@ def test_the_next_save_removes_what_replays_no_longer_running_left(
     assert sorted(s.name for s in store.sessions.list_sessions()) == sorted(
         ["again", running, elsewhere, "unfinished-replay.mine"])
     assert os.getpid() == int(running.split(".")[1])
+
+
+PROBED = parse_transcript("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+    {"chatmem": 1, "title": "探针", "system": "你是导游"},
+    {"role": "assistant", "content": "欢迎！", "id": "g1"},
+    {"role": "user", "content": "我的航班是 MU5137", "id": "u1"},
+    {"role": "assistant", "content": "记下了 MU5137", "id": "a1"},
+    {"probe": "航班号？", "expect_ids": ["u1"], "expect_text": ["MU5137"]},
+    {"system_prompt": "只用英文回答"},
+    {"role": "user", "content": "酒店在西湖边", "id": "u2"},
+    {"role": "user", "content": "预算五千元", "id": "u3"},
+    {"role": "system", "content": "用户上传了报价单.pdf", "id": "s1"},
+    {"probe": "上传了什么？", "expect_ids": ["s1"], "expect_text": ["报价单"]},
+    {"role": "assistant", "content": "好的，五千元", "id": "a3"},
+    {"probe": "酒店和预算？", "expect_ids": ["u2", "u3"], "expect_text": ["西湖", "五千"]},
+]), "probed.jsonl")
+
+
+def test_a_saved_replay_keeps_transcript_ids_and_probes_as_an_import_does(store: Store) -> None:
+    """A --save-as session stored no external id and no probe: `chatmem eval SAVED` had no
+    probe to ask, and eval's found_ids ("u1") named no message inspect could show."""
+    run, = replay(PROBED, [parse_spec("buffer")], chat_provider=ScriptedProvider(),
+                  store=store, save_as="存档")
+    session = store.sessions.session("存档")
+    assert [(m.role, m.content, m.external_id) for m in store.history.messages(session.id)] == [
+        (m.role, m.content, m.id) for m in PROBED.messages]
+    assert store.sessions.probes(session.id) == [
+        {"after_position": position, "question": p.question, "expect_ids": list(p.expect_ids),
+         "expect_text": list(p.expect_text), "before_prompt": before}
+        for position, p, before in PROBED.probe_positions()]
+    assert [p["before_prompt"] for p in store.sessions.probes(session.id)] == [
+        True, False, False]
+    # The saved session evaluates as the transcript did, its found_ids its messages' ids.
+    again, = replay(stored_transcript(store, session), [parse_spec("buffer")],
+                    chat_provider=ScriptedProvider())
+    assert [p.found_ids for p in again.probes] == [p.found_ids for p in run.probes] == [
+        ["u1"], ["s1"], ["u2", "u3"]]
+
+
+def test_a_saved_regenerated_replay_keeps_the_users_ids_and_places_probes_anew(
+        store: Store) -> None:
+    """Regenerated, the recorded replies are not stored: each probe goes after the
+    messages this session holds when it was asked, and the model's replies have no id."""
+    run, = replay(PROBED, [parse_spec("buffer")], chat_provider=ScriptedProvider(),
+                  store=store, save_as="重答", keep_replies=False)
+    session = store.sessions.session("重答")
+    stored = store.history.messages(session.id)
+    assert [(m.role, m.external_id) for m in stored] == [
+        ("user", "u1"), ("assistant", None), ("user", "u2"), ("assistant", None),
+        ("user", "u3"), ("assistant", None), ("system", "s1")]
+    assert [(p["after_position"], p["question"], p["before_prompt"])
+            for p in store.sessions.probes(session.id)] == [
+        (2, "航班号？", True), (7, "上传了什么？", False), (7, "酒店和预算？", False)]
+    again, = replay(stored_transcript(store, session), [parse_spec("buffer")],
+                    chat_provider=ScriptedProvider())
+    assert [p.found_ids for p in again.probes] == [p.found_ids for p in run.probes]
