@@ -227,7 +227,8 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
             # What the purge then changes, row by row, from the plan it applies.
             "changes": {place.value: n for place, n in preview.counts.items()},
             "sessions": len(preview.sessions),
-            "deleted_facts": list(preview.deleted_facts.values())})
+            "deleted_facts": list(preview.deleted_facts.values()),
+            "distinct_keys": list(preview.distinct_keys.values())})
         return
     # What is erased; then, apart, what is erased but may be the start of a longer name,
     # and what is kept as part of a longer name the profile has stored.

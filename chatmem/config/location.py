@@ -24,6 +24,8 @@ from chatmem.text import CONTROLS, code_point, is_valid
 SCHEMES = ("postgresql://", "postgres://")
 LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1", "[::1]"})
 _SECRET_PARAMETERS = ("password", "sslpassword")
+IN_MEMORY = ":memory:"
+"""The in-memory database chatmem opens for scratch work (eval replay, what-if)."""
 _URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _CONTROL = re.compile(f"[\t\n{CONTROLS.pattern[1:-1]}]")
 """Every control character, tab and newline too: none belongs in a path or a URL."""
@@ -95,7 +97,10 @@ def masked(url: str) -> str:
 
 def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
     """A file path or a PostgreSQL URL; StoreError (exit 2) naming `origin` (`--db`,
-    `CHATMEM_DB`, the config file's key) and the location, masked, when it cannot be one."""
+    `CHATMEM_DB`, the config file's key) and the location, masked, when it cannot be one.
+    Given by a person (an `origin`), ":memory:" is refused: SQLite's in-memory database
+    keeps nothing past the command, which said nothing of it, and every later command
+    called it a missing file. chatmem opens one itself for scratch work (no `origin`)."""
     where = f"{origin}: " if origin else ""
     text = location.strip()
     # A file's name is bytes on POSIX, as the locale decoded them (escaped when they are not
@@ -114,6 +119,8 @@ def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
         if not text:
             raise StoreError(f"{origin or 'the history location'} is empty: give a file path "
                              "or a postgresql:// URL")
+        if origin and text == IN_MEMORY:
+            raise StoreError(f"{where}{IN_MEMORY} keeps nothing; name a file")
         return HistoryLocation.file(Path(location).expanduser())
     if not is_url(text):
         raise StoreError(f"{where}{shown}: not a history location: use a file path or a "

@@ -104,9 +104,10 @@ def add_fact_tools(server: MCPServer[Any], memory: Memory) -> None:
                 facts.forget(ws, chosen)
             changes = {p.value: n for p, n in redaction.counts.items()} if redaction else {}
             deleted = list(redaction.deleted_facts.values()) if redaction else []
+            distinct = list(redaction.distinct_keys.values()) if redaction else []
             return Forgotten(done=confirm, fact=fact_result(chosen, owner), purge=purge,
                              mentions=mentions, still_named=still_named, changes=changes,
-                             deleted_facts=deleted)
+                             deleted_facts=deleted, distinct_keys=distinct)
 
 
 def _owner_name(ws: Workspace, fact: FactRecord) -> str:

@@ -7,16 +7,18 @@ mentioned by any digit run that is the same number (phonenumbers: the same count
 and national number, a run without a country code read in the value's country), and by
 nothing else: a purge must never erase another number. A run that may be the number and
 may be another one is kept and reported (`Found.unsure`), as a spelling search reads alike
-is: the number's end without its area code (555-0134), a longer run it is only part of
-(415 555 0134 5), the digits of a value given without a country code written with one, or
-the number after another country's exit code (0014155550134).
+is: the number's end without its area code (555-0134), the number among digits it makes
+another valid number with (415 555 0134 5, +41 55 550 13 45), the digits of a value given
+without a country code written with one, or the number after another country's exit code
+(0014155550134). Among other digits that make no number with it (at 10:30 415-555-0134, a
+list 4155550134 4155550135) it is the number.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -145,27 +147,96 @@ def find(text: str, value: str) -> Found:
         if not plus and len(groups) > 1 and before[-1] <= _LONGEST \
                 and _another(number, written):
             continue
+        verdicts = _verdicts(number, plus, written, before)
+        taken: set[int] = set()  # the groups of the parts found the number
+        # The number written alone among other digits (at 10:30 415-555-0134, 4155550134
+        # 4155550135) is erased; only when the digits around it make a valid number with it
+        # (7 415 555 0134, +7 being Russia's) may they be another number.
+        for at, last in sorted((span for span, verdict in verdicts.items() if verdict == "same"),
+                               key=lambda span: (before[span[0]] - before[span[1] + 1], span)):
+            if taken.intersection(range(at, last + 1)):
+                continue
+            taken.update(range(at, last + 1))
+            bounds = (_start(text, run.start(), groups[at].start()), groups[last].end())
+            (unsure if _among_another(number, plus, written, before, at, last) else same
+             ).append(bounds)
+        # What only may be the number (555-0134, 0014155550134): the longest from each start.
         at = 0
-        # After a country code (+44 415 555 0134) no part is the number of another country.
         while at < (1 if plus else len(groups)):
             longest = bisect_right(before, before[at] + _LONGEST) - 2
             for last in range(min(longest, len(groups) - 1), at - 1, -1):
-                start = run.start() if at == 0 else groups[at].start()
-                end = groups[last].end()
-                digits = written[before[at]:before[last + 1]]
-                # Every form of the number, and every part it may be, ends as it does.
-                verdict = _compare(number, plus and at == 0, digits) \
-                    if digits.endswith(number.digits[-4:]) else ""
-                whole = at == 0 and last == len(groups) - 1
-                if verdict == "same" and whole:
-                    same.append((start, end))
-                elif verdict:
-                    unsure.append((start, end))
-                if verdict:
-                    at = last
-                    break
+                if verdicts.get((at, last)) != "unsure" or taken.intersection(
+                        range(at, last + 1)):
+                    continue
+                unsure.append((_start(text, run.start(), groups[at].start()),
+                               groups[last].end()))
+                at = last
+                break
             at += 1
-    return Found(tuple(same), tuple(unsure))
+    return Found(tuple(sorted(same)), tuple(sorted(unsure)))
+
+
+def _start(text: str, run: int, group: int) -> int:
+    """Where a part of a run starting at `group` begins: with the run's + or parenthesis,
+    or the parenthesis opening its area code (12 (415) 555-0134)."""
+    if group == run or text[run:group].strip("+\uff0b(\uff08") == "":
+        return run
+    return group - 1 if text[group - 1] in "(\uff08" else group
+
+
+def _verdicts(number: Number, plus: bool, written: str,
+              before: list[int]) -> dict[tuple[int, int], str]:
+    """Each part of a run (its first and last group) that is the number or may be it."""
+    verdicts: dict[tuple[int, int], str] = {}
+    # After a country code (+44 415 555 0134) no part is the number of another country.
+    for at in range(1 if plus else len(before) - 1):
+        longest = bisect_right(before, before[at] + _LONGEST) - 2
+        for last in range(at, longest + 1):
+            digits = written[before[at]:before[last + 1]]
+            # Every form of the number, and every part it may be, ends as it does.
+            if digits.endswith(number.digits[-4:]) and (
+                    verdict := _compare(number, plus and at == 0, digits)):
+                verdicts[at, last] = verdict
+    return verdicts
+
+
+def _among_another(number: Number, plus: bool, written: str, before: list[int],
+                   at: int, last: int) -> bool:
+    """Whether groups beside the number's part `at`..`last` of a run make with it a valid
+    number other than it: read in the number's country, or as one written without its +
+    (7 415 555 0134, 415 555 0134 5 as +41 55 550 13 45)."""
+    import phonenumbers
+
+    from chatmem.privacy.unnamed_details import PHONE_REGIONS
+
+    # Only groups within a number's most digits of it; a run after a + from its start only.
+    for first in range(bisect_left(before, before[last + 1] - _LONGEST), at + 1):
+        for end in range(last, bisect_right(before, before[first] + _LONGEST) - 1):
+            if (first, end) == (at, last):
+                continue
+            digits = written[before[first]:before[end + 1]]
+            tries: list[tuple[str, str | None]] = [("+" + digits, None)]
+            if not plus:
+                tries += [(digits, region) for region in (
+                    (number.region,) if number.region else PHONE_REGIONS)]
+            for raw, region in tries:
+                if (other := _valid(raw, region)) is not None and (
+                        number.parsed is None or phonenumbers.is_number_match(
+                            other, number.parsed) != phonenumbers.MatchType.EXACT_MATCH):
+                    return True
+    return False
+
+
+@lru_cache(maxsize=1024)
+def _valid(raw: str, region: str | None) -> PhoneNumber | None:
+    """`raw` read in `region` when it is a valid number (cached: a table repeats its numbers)."""
+    import phonenumbers
+
+    try:
+        number = phonenumbers.parse(raw, region)
+    except phonenumbers.NumberParseException:
+        return None
+    return number if phonenumbers.is_valid_number(number) else None
 
 
 def _glued(text: str, start: int, end: int) -> bool:

@@ -239,6 +239,10 @@ def redacted_text(done: Redaction, *, dry_run: bool = False) -> str:
         text += (f"; {counted(len(done.deleted_facts), 'other fact')} ({keys})"
                  f" {was if len(done.deleted_facts) == 1 else were} deleted: nothing but"
                  " the erased value was left in it")
+    if apart := done.distinct_keys:
+        text += (f"; {counted(len(apart), 'other fact')} {was if len(apart) == 1 else were}"
+                 f" keyed {', '.join(apart.values())}: the rewritten key was another fact's,"
+                 " and one key holds one fact")
     return text
 
 

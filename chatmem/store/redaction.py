@@ -12,7 +12,6 @@ rewrites the file (`vacuum`) so no old page keeps the text.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -23,6 +22,7 @@ from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.memory_state import profile_facts, profile_in
 from chatmem.store.records import MessageRecord
+from chatmem.store.rewritten_keys import Rewrite, distinct_fact_keys, rewrite_json
 from chatmem.store.stored_values import json_text
 from chatmem.text import INVISIBLE
 
@@ -32,8 +32,6 @@ _KEYS = {"strategy_state": ("session_id", "strategy", "key"),
 
 REWRITTEN_TOGETHER = 500
 """Rows one batch of a purge rewrites (and, for messages, indexes in one statement)."""
-Rewrite = Callable[[str], str]
-"""A stored text -> the same text with its mentions erased (unchanged when it has none)."""
 
 
 class Place(Enum):
@@ -61,6 +59,9 @@ class Redaction:
     deleted_facts: dict[int, str] = field(default_factory=dict)
     """Other facts deleted as the rewrite left nothing of their own in their value (a
     marker every context would send): id → key, as rewritten."""
+    distinct_keys: dict[int, str] = field(default_factory=dict)
+    """Other facts whose rewritten key was another live fact's of their owner: id → the key
+    made distinct (`[forgotten] birthday (2)`, chatmem.store.rewritten_keys)."""
 
     def add(self, place: Place, row: Any) -> None:
         self.rows.setdefault(place, set()).add(row)
@@ -184,6 +185,8 @@ class RedactionTables:
                               forms, planned)
         if emptied is not None:
             self._delete_emptied(planned, emptied)
+        self._keep_keys_apart(planned, f"{profile_facts(self._db.own_rows)} AND {profile}",
+                              forms, without_fact)
         if self._table_exists("fact_history"):
             gone = "".join(f" AND fact_id <> {int(i)}" for i in planned.redaction.deleted_facts)
             for column in ("key", "value"):
@@ -276,7 +279,7 @@ class RedactionTables:
             f" WHERE {where} AND {contains}", [*params, *needle_params]).fetchall()
         done = planned.redaction
         for session_id, value, *row_key in rows:
-            new = (_rewrite_json(value, rewrite, keys=table == "strategy_state") if is_json
+            new = (rewrite_json(value, rewrite, keys=table == "strategy_state") if is_json
                    else rewrite(value))
             if new == value:
                 continue
@@ -299,6 +302,16 @@ class RedactionTables:
             done.deleted_facts[fact_id] = planned.updates.get(("facts", "key", fact_id), key)
             done.rows.get(Place.FACTS, set()).discard(("facts", fact_id))
             done.add(Place.FACTS_DELETED, ("facts", fact_id))
+
+    def _keep_keys_apart(self, planned: RewritePlan, profile: str, params: list[Any],
+                         without_fact: int | None) -> None:
+        rewritten = {row[2]: new for row, new in planned.updates.items()
+                     if row[:2] == ("facts", "key")}
+        gone = {*planned.redaction.deleted_facts, *([] if without_fact is None else [without_fact])}
+        for fact_id, key in distinct_fact_keys(self._db, rewritten, gone, profile,
+                                               params).items():
+            planned.updates[("facts", "key", fact_id)] = key
+            planned.redaction.distinct_keys[fact_id] = key
 
     def _containing(self, column: str, needles: Sequence[str], json_column: bool,
                     beyond_ascii: bool) -> tuple[str, list[str]]:
@@ -361,28 +374,3 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 def _escape_like(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-
-
-def _rewrite_json(value: str, rewrite: Rewrite, *, keys: bool) -> str:
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return rewrite(value)
-    new = _rewrite_in(data, rewrite, keys)
-    return value if new == data else json_text(new)
-
-
-def _rewrite_in(data: Any, rewrite: Rewrite, keys: bool) -> Any:
-    if isinstance(data, str):
-        return rewrite(data)
-    if isinstance(data, list):
-        return [_rewrite_in(item, rewrite, keys) for item in data]
-    if isinstance(data, dict):
-        # Keys only in a strategy's state, which may count by name ({"Zebulon": 2}); chatmem's
-        # own JSON (a turn's context, anchors) keys its fields by name, and purging a value
-        # "Content" renamed every message's "content" there. "@" keys are chatmem's own
-        # (@covers_turn). Two keys the rewrite makes one keep the later's value.
-        return {(rewrite(key) if keys and not key.startswith("@") else key):
-                _rewrite_in(item, rewrite, keys) for key, item in data.items()}
-    return data
-

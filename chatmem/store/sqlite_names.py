@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-IN_MEMORY = ":memory:"
-"""The in-memory database chatmem opens for scratch work (eval replay, what-if)."""
+from chatmem.config.location import IN_MEMORY
 
 
 def sqlite_name(path: str | Path) -> str:

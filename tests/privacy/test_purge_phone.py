@@ -58,6 +58,38 @@ def test_a_form_that_may_be_another_number_is_kept_and_listed(
     assert [text[s.start:s.end] for s in other_numbers(text, [value])] == unsure
 
 
+@pytest.mark.parametrize(("text", "erased"), [
+    # Review: another group of digits just before or after the number made the whole run
+    # "perhaps another number", and the number itself was kept.
+    ("At 10:30 415-555-0134 called", f"At 10:30 {F} called"),
+    ("my desk is room 12 (415) 555-0134", f"my desk is room 12 {F}"),
+    ("2) 415-555-0134", f"2) {F}"),
+    ("2024-05-01 415-555-0134", f"2024-05-01 {F}"),
+    ("Tel/Fax: 415-555-0134 / 415-555-0135", f"Tel/Fax: {F} / 415-555-0135"),
+    ("4155550134 4155550135", f"{F} 4155550135"),
+    ("00 1 415 555 0134", f"00 {F}"),
+    ("房间12（415）555-0134", f"房间12{F}"),
+])
+def test_the_number_among_other_digits_is_erased_and_they_are_kept(text: str, erased: str) -> None:
+    assert erase_mentions(text, [US]) == erased
+    assert other_numbers(text, [US]) == []
+
+
+@pytest.mark.parametrize(("text", "unsure"), [
+    ("No. 7 415 555 0134", "415 555 0134"),  # +7 415 555 01 34 is a number in Russia
+    ("415 555 0134 5", "415 555 0134"),  # +41 55 550 13 45 one in Switzerland
+])
+def test_the_number_making_another_valid_number_with_digits_beside_it_is_unsure(
+        text: str, unsure: str) -> None:
+    assert erase_mentions(text, [US]) == text
+    assert [text[s.start:s.end] for s in other_numbers(text, [US])] == [unsure]
+
+
+def test_a_long_table_of_the_number_is_erased_row_by_row() -> None:
+    text = " ".join(["415 555 0134"] * 2000)
+    assert erase_mentions(text, [US]) == " ".join([F] * 2000)
+
+
 def test_a_number_without_a_country_code_is_erased_in_its_other_layouts() -> None:
     text = "我的手机１３８ ００１３ ８０００，或138-0013-8000"
     assert erase_mentions(text, ["13800138000"]) == f"我的手机{F}，或{F}"
@@ -104,3 +136,17 @@ def test_a_purge_erases_the_number_in_every_layout_on_every_backend(history: His
     assert _said(history, "ph")[1] == "my desk is 555-0134"
     found = invoke("logs", "-q", "415 555 0134", "--db", db, code=None)
     assert "Call me" not in found.stdout
+
+
+def test_a_purge_erases_the_number_after_other_digits(history: History) -> None:
+    db = str(history.location)
+    chat(db, "pd", [f"/remember phone: {US}",
+                    "At 10:30 415-555-0134 called, and my desk is room 12 (415) 555-0134"],
+         "-s", "entity", code=0)
+    listed = json.loads(invoke("facts", "forget", "phone", "--purge", "--dry-run", "--json",
+                               "-s", "pd", "--db", db, code=0).stdout)["messages"]
+    said = [m for m in listed if m["role"] == "user"]
+    assert [len(m["mentions"]) for m in said] == [2]
+    assert said[0].get("other_numbers", []) == []
+    invoke("facts", "forget", "phone", "--purge", "-y", "-s", "pd", "--db", db, code=0)
+    assert _said(history, "pd") == [f"At 10:30 {F} called, and my desk is room 12 {F}"]

@@ -159,3 +159,21 @@ def test_a_url_in_another_case_never_becomes_a_file(tmp_path: Path,
     assert result.stderr.startswith("error: postgresql://u:***@127.0.0.1:1/db: cannot connect")
     assert result.stderr.count("\n") == 1 and "s3cret" not in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_in_memory_history_a_person_names_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Review: `chat m --db :memory:` stored the turns nowhere and exited 0; `sessions list
+    --db :memory:` then said "no history file at :memory:"."""
+    (tmp_path / "c.toml").write_text('db = ":memory:"\n', encoding="utf-8")
+    for args, env, origin in (
+            (["chat", "m", "--db", ":memory:"], {}, "--db"),
+            (["sessions", "list"], {"CHATMEM_DB": ":memory:"}, "CHATMEM_DB"),
+            (["sessions", "list", "--config", str(tmp_path / "c.toml")], {}, "key 'db'")):
+        result = invoke(*args, input="hi\n", env={"CHATMEM_PROVIDER": "scripted", **env},
+                        code=2)
+        assert result.stderr.count("\n") == 1
+        assert origin in result.stderr and ":memory: keeps nothing" in result.stderr
+    # chatmem's own scratch database is no location a person gave.
+    assert parse_location(":memory:").kind is LocationKind.SQLITE
+    with pytest.raises(StoreError):
+        parse_location(":memory:", "--db")
