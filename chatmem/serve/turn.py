@@ -135,11 +135,6 @@ class Turn:
             opened.append(ws)  # opening applies retention (start_conversation)
             engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         settings=settings)
-            # The request's system messages are its own instructions, never the session's:
-            # one without any runs with the configured prompt, not an earlier request's (a
-            # RAG front end's documents) nor one stored by another front end.
-            engine.use_system((settings.system if asked.system is None else asked.system)
-                              or None)
             if not asked.strategy:
                 engine.follow_strategy_changes()  # the server's default started it
             return engine
@@ -148,6 +143,13 @@ class Turn:
             if not opened:
                 # Once per server: a conversation kept open tries again until it ran.
                 apply_retention(ws)
+            # The request's system messages are its own instructions, never the session's:
+            # one without any runs with the configured prompt, not an earlier request's (a
+            # RAG front end's documents) nor one stored by another front end. Set for each
+            # request, not in the key: a front end that sends new documents every time
+            # reopened the conversation every time, and pushed others out.
+            engine.use_system((settings.system if asked.system is None else asked.system)
+                              or None)
             with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
                 engine.settle()  # a new session exists before the client's history goes in
                 fresh = ws.store.history.message_count(engine.session.id, at_most=1) == 0
@@ -190,7 +192,7 @@ class Turn:
         # Whatever chooses the engine is in the key: a request that differs gets its own.
         # The model the request names, not the settings' (the config's when it names none):
         # one naming none runs on the session's own, one naming the config's on that one.
-        key = (self.settings.location, asked.conversation, asked.strategy, asked.system,
+        key = (self.settings.location, asked.conversation, asked.strategy,
                settings.model if asked.model else None, options_key(settings.options))
         return proxy.kept.run(
             key, partial(Workspace, self.settings, models=proxy.pool,
