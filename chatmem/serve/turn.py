@@ -52,7 +52,7 @@ class Turn:
         self.events: asyncio.Queue[object] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.gone = threading.Event()
-        """The client went away: the reply is cancelled at its next piece."""
+        """The client went away: the reply is cancelled, whether or not the model sends."""
         self.result: TurnResult | None = None
         self.turn_id = ""
         self.stored_as = "next-turn"
@@ -185,12 +185,13 @@ class Turn:
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
-                                             expected=done)
+                                             expected=done, cancel=self.gone)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn"
                 if result is None:
-                    result = engine.run_turn(asked.text, on_delta=self._delta)
+                    result = engine.run_turn(asked.text, on_delta=self._delta,
+                                             cancel=self.gone)
                 self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id,
