@@ -16,6 +16,8 @@ from chatmem.engine.turns import Engine, TurnResult
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
+    import threading
+
     from chatmem.attachments import Attachment
     from chatmem.store.protocols import TurnStore
 
@@ -24,7 +26,8 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
                 on_delta: Callable[[str], None] | None = None,
                 on_reply_end: Callable[[], None] | None = None,
                 attachments: Sequence[Attachment] = (),
-                expected: int | None = None) -> TurnResult:
+                expected: int | None = None,
+                cancel: threading.Event | None = None) -> TurnResult:
     """Replace the session's last completed turn by a new one with `text` (None: the same
     input); raises UsageError when that turn cannot be replaced (see store.turns.hide_turn),
     or is not `expected` (the id of the turn the caller means: its own last)."""
@@ -32,7 +35,7 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
     engine.state.caches.clear()  # recall's caches may hold the hidden messages
     try:
         result = engine.run_turn(old.input if text is None else text, on_delta, on_reply_end,
-                                 attachments, supersedes=old.number)
+                                 attachments, supersedes=old.number, cancel=cancel)
     except BaseException:
         engine.store.turns.show_turn(old)
         raise

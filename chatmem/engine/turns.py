@@ -8,6 +8,7 @@ and a failing update never undoes the turn.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream
+from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, valid_text
@@ -220,9 +222,11 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
                  attachments: Sequence[Attachment] = (),
-                 supersedes: int | None = None, external_id: str | None = None) -> TurnResult:
+                 supersedes: int | None = None, external_id: str | None = None,
+                 cancel: threading.Event | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
-        cancelled on Ctrl-C.
+        cancelled on Ctrl-C, or once `cancel` is set (a served client hung up) even while
+        the model sends nothing.
 
         `on_delta` gets the reply as it streams, `on_reply_end` is called when it
         is complete, before the strategy's own model calls. Provider errors are
@@ -266,6 +270,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         try:
             # Inside the net: a provider may send its request (and fail) as it is asked.
             stream = self.provider.stream(context.messages())
+            if cancel is not None:
+                stream = InterruptibleReply(stream, cancel)
             for delta in stream:
                 # A lone surrogate (a provider's broken pair) cannot be drawn or stored.
                 delta = valid_text(delta)

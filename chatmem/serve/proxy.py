@@ -128,14 +128,21 @@ class Proxy(ServedConversations):
             # The reply's first piece (or its end), or why there is none: a turn refused
             # before it was sent (over the budget) or by the model (401, 429) is answered with
             # its own status, as a request not streamed is, not as an error inside a 200.
-            first = await turn.next_event()
+            async with anyio.create_task_group() as watching:
+                # A client that hangs up before the first piece (a stalled model) cancels
+                # the turn too; once streaming, Starlette tells the stream.
+                watching.start_soon(turn.watch, request)
+                try:
+                    first = await turn.next_event()
+                finally:
+                    watching.cancel_scope.cancel()
             if isinstance(first, BaseException):
                 return error_response(first, status_of(first), turn.settings)
             return StreamingResponse(turn.sse(first), media_type="text/event-stream",
                                      headers=turn.headers())
         async with anyio.create_task_group() as watching:
-            # A client that hangs up cancels the reply at its next piece, as a streamed one's
-            # does (Starlette tells a plain response of no disconnect).
+            # A client that hangs up cancels the reply, as a streamed one's does (Starlette
+            # tells a plain response of no disconnect).
             watching.start_soon(turn.watch, request)
             try:
                 while (event := await turn.next_event()) is not DONE:

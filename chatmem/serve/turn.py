@@ -3,8 +3,8 @@ pieces reach the event loop through a queue, as OpenAI's stream of chunks when s
 
 from __future__ import annotations
 
+import asyncio
 import json
-import queue
 import threading
 import time
 import uuid
@@ -39,7 +39,9 @@ DONE = object()
 
 class Turn:
     """One request's turn, run on a worker thread; its events (reply pieces, the end, or an
-    error) reach the event loop through a queue."""
+    error) reach the event loop through a queue of the loop's own, handed in by the loop
+    itself: a request waiting for the model holds no thread of the loop's pool (waiting on
+    a thread's queue there, 40 streams of a slow model kept /v1/models waiting 57 s)."""
 
     def __init__(self, proxy: ServedConversations, asked: TurnAsked, model_asked: str,
                  settings: Settings) -> None:
@@ -47,22 +49,29 @@ class Turn:
         self.asked = asked
         self.settings = settings
         self.model_asked = model_asked
-        self.events: queue.Queue[object] = queue.Queue()
+        self.events: asyncio.Queue[object] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.gone = threading.Event()
-        """The client went away: the reply is cancelled at its next piece."""
+        """The client went away: the reply is cancelled, whether or not the model sends."""
         self.result: TurnResult | None = None
         self.turn_id = ""
         self.stored_as = "next-turn"
         self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
     def start(self) -> None:
+        """Start the turn's thread (on the event loop: its events are put on this loop)."""
+        self._loop = asyncio.get_running_loop()
         threading.Thread(target=self._run, daemon=True, name="chatmem-turn").start()
 
     async def next_event(self) -> object:
-        import anyio
+        # Cancelled when the client goes away: the generator's `finally` runs at once.
+        return await self.events.get()
 
-        # Abandoned when the client goes away: the generator's `finally` runs at once.
-        return await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
+    def _put(self, event: object) -> None:
+        """Hand `event` to the event loop from the turn's thread."""
+        assert self._loop is not None
+        with suppress(RuntimeError):  # the loop has closed (the server stopped): none waits
+            self._loop.call_soon_threadsafe(self.events.put_nowait, event)
 
     async def watch(self, request: Request) -> None:
         """Until cancelled: mark the turn `gone` once the client has disconnected."""
@@ -95,9 +104,9 @@ class Turn:
                 self.proxy.model_failed(self.asked.conversation, e)
             elif not isinstance(e, ChatmemError | KeyboardInterrupt):
                 self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
-            self.events.put(e)
+            self._put(e)
             return
-        self.events.put(DONE)
+        self._put(DONE)
 
     def _take_turn(self) -> TurnResult:
         from functools import partial
@@ -137,11 +146,6 @@ class Turn:
             opened.append(ws)  # opening applies retention (start_conversation)
             engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         settings=settings)
-            # The request's system messages are its own instructions, never the session's:
-            # one without any runs with the configured prompt, not an earlier request's (a
-            # RAG front end's documents) nor one stored by another front end.
-            engine.use_system((settings.system if asked.system is None else asked.system)
-                              or None)
             if not asked.strategy:
                 engine.follow_strategy_changes()  # the server's default started it
             return engine
@@ -150,6 +154,13 @@ class Turn:
             if not opened:
                 # Once per server: a conversation kept open tries again until it ran.
                 apply_retention(ws)
+            # The request's system messages are its own instructions, never the session's:
+            # one without any runs with the configured prompt, not an earlier request's (a
+            # RAG front end's documents) nor one stored by another front end. Set for each
+            # request, not in the key: a front end that sends new documents every time
+            # reopened the conversation every time, and pushed others out.
+            engine.use_system((settings.system if asked.system is None else asked.system)
+                              or None)
             with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
                 engine.settle()  # a new session exists before the client's history goes in
                 fresh = ws.store.history.message_count(engine.session.id, at_most=1) == 0
@@ -176,12 +187,13 @@ class Turn:
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
-                                             expected=done)
+                                             expected=done, cancel=self.gone)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn"
                 if result is None:
-                    result = engine.run_turn(asked.text, on_delta=self._delta)
+                    result = engine.run_turn(asked.text, on_delta=self._delta,
+                                             cancel=self.gone)
                 self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id,
@@ -192,7 +204,7 @@ class Turn:
         # Whatever chooses the engine is in the key: a request that differs gets its own.
         # The model the request names, not the settings' (the config's when it names none):
         # one naming none runs on the session's own, one naming the config's on that one.
-        key = (self.settings.location, asked.conversation, asked.strategy, asked.system,
+        key = (self.settings.location, asked.conversation, asked.strategy,
                settings.model if asked.model else None, options_key(settings.options))
         return proxy.kept.run(
             key, partial(Workspace, self.settings, models=proxy.pool,
@@ -212,7 +224,7 @@ class Turn:
     def _delta(self, text: str) -> None:
         if self.gone.is_set():
             raise KeyboardInterrupt  # the engine stores the turn as cancelled
-        self.events.put(("delta", text))
+        self._put(("delta", text))
 
     async def sse(self, first: object) -> AsyncIterator[str]:
         """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]."""

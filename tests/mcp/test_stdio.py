@@ -12,13 +12,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chat_server import running_chat_server
-from waiting import Watched, wait_until
+from waiting import HANG, Watched, wait_until
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
@@ -154,3 +155,55 @@ def test_a_server_whose_client_has_gone_mid_call_ends_and_its_history_is_intact(
     assert len(set(turns)) == len(turns) and set(turns) <= set(said), turns
     with sqlite3.connect(db) as history:
         assert history.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _relayed_in(data: bytes) -> float:
+    """Seconds the stdin relay takes to pass `data` on through pipes (64 KiB reads, as from
+    a client), checked whole."""
+    from chatmem.mcp.stdio import _relay
+
+    source, client = os.pipe()
+    server, sink = os.pipe()
+    listening, answers = os.pipe()
+    stopped = threading.Event()
+    stopped.set()  # the server has stopped: the relay ends once the client reads no more
+    passed: list[bytes] = []
+
+    def send() -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(client, view[:65536]):]
+        os.close(client)
+
+    def receive() -> None:
+        while piece := os.read(server, 1 << 20):
+            passed.append(piece)
+
+    start = time.perf_counter()
+    ends = [threading.Thread(target=send), threading.Thread(target=receive)]
+    relay = threading.Thread(target=_relay, args=(source, sink, answers, stopped, lambda: None))
+    for thread in (relay, *ends):
+        thread.start()
+    for thread in ends:
+        thread.join(HANG)
+    os.close(listening)  # nobody reads the answers: the relay stops
+    relay.join(HANG)
+    took = time.perf_counter() - start
+    for fd in (source, server, answers):
+        os.close(fd)
+    assert b"".join(passed) == data
+    return took
+
+
+def test_a_long_line_is_relayed_in_time_that_grows_with_its_length_not_its_square() -> None:
+    """Each chunk was glued to the whole line before it and split again: 30 MB took 67 s.
+    One 32 MiB line against the same bytes as 32,768 lines of 1 KiB: a linear relay takes
+    about as long for either; the quadratic one took over 50 times as long for the one."""
+    size = 32 << 20
+    one = b'{"a": "' + "中".encode() * ((size - 11) // 3) + b'"}\n'
+    short = b'{"a": "' + b"x" * 1014 + b'"}\n'
+    many = short * (size // len(short))
+    assert many.count(b"\n") == 32768
+    took_one = min(_relayed_in(one) for _ in range(2))
+    took_many = min(_relayed_in(many) for _ in range(2))
+    assert took_one < 15 * took_many + 0.5, (took_one, took_many)

@@ -659,6 +659,36 @@ def test_a_client_that_leaves_a_reply_it_did_not_stream_leaves_a_cancelled_turn(
                "the turn is stored as cancelled")
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+def test_a_client_that_leaves_while_the_model_is_stalled_leaves_a_cancelled_turn_at_once(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    """Its hang-up was noticed only at the reply's next piece, and a stalled model sent
+    none: the conversation was held until the read timeout (60 s), and the turn stored as
+    failed ("did not answer in time"), not cancelled."""
+    chat_server.plan = ["hang"]  # takes the request, and answers nothing until released
+    url, header = f"{proxy.base_url}/chat/completions", {"X-Chatmem-Conversation": "stalled"}
+    try:
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up waiting, and hangs up
+            httpx.post(url, timeout=1.0, headers=header, json={
+                "model": "test-small", "stream": stream,
+                "messages": [{"role": "user", "content": "模型卡住了吗？"}]})
+        wait_until(lambda: statuses(db_path, "stalled") == ["cancelled"],
+                   "the turn is stored as cancelled")
+        # While the model still holds the request: not after the client's read timeout
+        # (60 s), when its retry was asked.
+        assert len(chat_server.requests) == 1
+        # The conversation is free: the next request is answered while the stalled request
+        # is still open at the model.
+        answer = httpx.post(url, timeout=HANG, headers=header, json={
+            "model": "test-small", "messages": [{"role": "user", "content": "还在吗？"}]})
+        assert not chat_server.release.is_set()
+    finally:
+        chat_server.release.set()
+    assert answer.status_code == 200
+    assert answer.json()["choices"][0]["message"]["content"] == "Hello from the test server."
+    assert statuses(db_path, "stalled") == ["cancelled", "ok"]
+
+
 def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
         proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
     url = f"{proxy.base_url}/chat/completions"

@@ -3,6 +3,7 @@ system messages in its words: they are the request's instructions, not history t
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +61,44 @@ def test_a_system_message_before_the_question_reaches_the_model_unaltered(
     assert [role for role, _ in said] == ["user", "assistant"] * 3
     assert [text for role, text in said if role == "user"] == [
         "西湖在哪里？", "门票多少钱？", "谢谢"]
+
+
+def _conversation_threads() -> set[threading.Thread]:
+    """The threads of the conversations the server keeps open (chatmem.app.kept): one for
+    each engine it opened and keeps."""
+    return {t for t in threading.enumerate() if t.name.startswith("chatmem-conversation")}
+
+
+def test_a_new_system_text_in_each_request_keeps_one_engine_open_not_one_a_text(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """The request's system text was part of what chose the kept engine: a RAG front end
+    that sends new documents every time reopened the conversation every time (200 ms at
+    3,000 turns, against 30 once open) and pushed other conversations out."""
+    from starlette.testclient import TestClient
+
+    from chatmem.serve.proxy import build_app
+
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), system="Be brief.")
+    documents = [f"Relevant docs: 第{n}章，西湖在杭州。" for n in range(1, 6)]
+    before = _conversation_threads()
+    messages: list[dict[str, str]] = []
+    with TestClient(build_app(settings, strategy="window")) as http:
+        for n, docs in enumerate([*documents, None]):
+            system = [] if docs is None else [{"role": "system", "content": docs}]
+            messages.append({"role": "user", "content": f"问题 {n}"})
+            answer = http.post("/v1/chat/completions",
+                               headers={"X-Chatmem-Conversation": "rag"},
+                               json={"model": "test-small", "messages": [*system, *messages]})
+            assert answer.status_code == 200, answer.text
+            messages.append({"role": "assistant",
+                             "content": answer.json()["choices"][0]["message"]["content"]})
+        opened = _conversation_threads() - before
+    sent = [request["messages"][0] for request in chat_server.requests]
+    assert len(opened) == 1
+    assert sent == [*({"role": "system", "content": docs} for docs in documents),
+                    {"role": "system", "content": "Be brief."}]  # the configured one again
+    with Store(db_path) as store:
+        session = store.sessions.session("rag")
+        assert session.system == "Be brief."  # a request's text is never the session's
+        assert [t.status for t in store.turns.turns(session.id)] == ["ok"] * 6

@@ -3,6 +3,8 @@ usage only when asked, in a chunk of its own."""
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 from urllib.parse import quote
 
@@ -10,8 +12,12 @@ import pytest
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
+import httpx2 as httpx
+from chat_server import ChatServer
 from openai import OpenAI
 from starlette.testclient import TestClient
+from test_proxy import RunningProxy
+from waiting import HANG, wait_until
 
 from chatmem.config.settings import Settings
 from chatmem.serve.proxy import build_app
@@ -44,3 +50,49 @@ def test_usage_is_streamed_only_when_asked_as_a_last_chunk_without_choices(
     assert last.usage.total_tokens == last.usage.prompt_tokens + last.usage.completion_tokens
     assert refused.status_code == 400
     assert refused.json()["error"]["param"] == "stream_options"
+
+
+STREAMS = 45
+"""More streams than anyio's default thread pool has threads (40)."""
+
+
+def test_streams_waiting_on_a_stalled_model_leave_the_other_endpoints_answering(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Each waiting stream held a thread of the event loop's pool while it waited for the
+    model's next piece: 40 of them, and /v1/models (run on that pool) waited until the model
+    answered (57 s in the report)."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    chat_server.plan = ["slow"] * STREAMS  # the first word, then nothing until released
+    replies: dict[int, str] = {}
+
+    def stream(n: int) -> None:
+        with httpx.stream("POST", f"{running.base_url}/chat/completions", timeout=HANG,
+                          headers={"X-Chatmem-Conversation": quote(f"对话{n}")},
+                          json={"model": "test-small", "stream": True,
+                                "messages": [{"role": "user", "content": f"第{n}个问题"}]}
+                          ) as response:
+            replies[n] = response.read().decode()
+
+    with RunningProxy(settings, strategy="window") as running:
+        streams = [threading.Thread(target=stream, args=(n,)) for n in range(STREAMS)]
+        try:
+            for thread in streams:
+                thread.start()
+            wait_until(lambda: len(chat_server.requests) == STREAMS,
+                       "every stream waits on the model")
+            listed = httpx.get(f"{running.base_url}/models", timeout=HANG)
+            waiting = sum(thread.is_alive() for thread in streams)
+        finally:
+            chat_server.release.set()
+            for thread in streams:
+                thread.join(HANG)
+    assert listed.status_code == 200
+    assert "test-small" in [model["id"] for model in listed.json()["data"]]
+    assert waiting == STREAMS  # it was answered while they all waited
+    assert len(replies) == STREAMS
+    assert all("Hello from the test server." in "".join(
+        json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+        for line in reply.splitlines()
+        if line.startswith("data: {") and json.loads(line[6:]).get("choices"))
+        for reply in replies.values())
