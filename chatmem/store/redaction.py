@@ -162,9 +162,11 @@ class RedactionTables:
         deleted, not kept as a marker every context would send. A dry run reports the plan;
         `apply_rewrite` carries it out, so both say the same."""
         planned = RewritePlan()
-        if not session_ids or not needles:
+        if not needles or (not session_ids and user is None):
             return planned
-        sessions = _ids(session_ids)
+        # No session (a profile's fact after every session of it was deleted): the profile's
+        # other facts still hold the value. IN (NULL) matches no row.
+        sessions = _ids(session_ids) or "NULL"
         found = _Found(needles, beyond_ascii)
         self._plan_messages(sessions, found, rewrite, planned)
         for table, place, texts, jsons in _SESSION_TABLES:

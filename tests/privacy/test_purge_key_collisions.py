@@ -76,3 +76,17 @@ def test_on_every_backend_state_keys_the_rewrite_makes_one_stay_two(history: His
         state = store.memory.strategy_state(store.sessions.session("sk").id, "names")
     assert state == {"counts": {f"{MARKER} (2)": 2, MARKER: 1, f"{MARKER} (3)": 3,
                                 "@covers_turn": 4}}
+
+
+def test_on_every_backend_a_profile_without_sessions_has_its_other_facts_rewritten(
+        history: History) -> None:
+    # The rewrite stopped at "no session": a profile whose sessions were all deleted kept
+    # the purged value in its other facts' keys and values.
+    db = str(history.location)
+    with history.open() as store:
+        for key, value in (("brother", "Zebulon"), ("zebulon birthday", "June 9"),
+                           ("note", "call Zebulon on Sunday")):
+            store.facts.upsert_fact(key, value, scope=FactScope.USER, user="u")
+    invoke("facts", "forget", "brother", "--purge", "-y", "-u", "u", "--db", db, code=0)
+    assert _live(history, user="u") == {f"{MARKER} birthday": "June 9",
+                                        "note": f"call {MARKER} on Sunday"}
