@@ -266,8 +266,8 @@ class Purged:
     """(other, own) characters a search reads as the value's and the purge did not: the
     mentions written with them are kept, uncounted (privacy.mentions.spelled_otherwise)."""
     number_part: str | None = None
-    """For a phone number: the last digits every form of it holds (0134), by which `logs -q`
-    finds the forms the purge kept as perhaps another number (555-0134), uncounted."""
+    """For a phone number the purge kept a form of as perhaps another number (555-0134): the
+    last digits every form of it holds (0134), by which `logs -q` finds them, uncounted."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -283,11 +283,12 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     planned = _purge_plan(workspace, fact)
     named = purging.sessions_named_with(workspace.store, planned)
     left = purging.mentions_left(workspace.store, planned)
-    redaction = purging.purge_fact(workspace.store, fact.id)
+    erased = purging.purge_fact(workspace.store, fact.id)
     drop_vector_cache()
     # Counting those mentions would read every message again, which a purge never does.
-    return Purged(fact, redaction, tuple(named), tuple(left),
-                  tuple(spelled_otherwise(fact.value)), last_part(fact.value))
+    return Purged(fact, erased.redaction, tuple(named), tuple(left),
+                  tuple(spelled_otherwise(fact.value)),
+                  last_part(fact.value) if erased.kept_numbers else None)
 
 
 def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:

@@ -176,7 +176,18 @@ def preview(store: PrivacyStore, fact: FactRecord) -> Redaction:
     return _with_turns(planned.redaction, scrub_fact(store.facts, fact.id, write=False))
 
 
-def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
+@dataclass(frozen=True)
+class Erased:
+    """What `purge_fact` did."""
+
+    redaction: Redaction
+    kept_numbers: bool = False
+    """A text it read keeps a form that may be a purged phone number and may be another one
+    (555-0134 for +1 415 555 0134: mentions.other_numbers), never erased: noted from the
+    rows the purge reads anyway, not counted."""
+
+
+def purge_fact(store: PrivacyStore, fact_id: int) -> Erased:
     """Erase a fact physically, its line from the contexts that sent it, and every mention
     of its values (`plan`), in one transaction; then rewrite the file (`vacuum`). Another
     fact left with nothing of its own (its whole value was a purged one) is deleted too:
@@ -191,7 +202,9 @@ def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
     try:
         with store.write():
             # Read under the write lock: what the fact holds now is what goes.
-            planned = _planned(store, store.facts.fact(fact_id))
+            fact = store.facts.fact(fact_id)
+            eraser = _Eraser(_plan_of(store, fact))
+            planned = _planned(store, fact, eraser)
             store.facts.forget_fact(fact_id, purge=True)
             done = store.redactions.apply_rewrite(planned)
             # After the rewrite, which leaves the fact's lines where they are (a marker
@@ -202,20 +215,44 @@ def purge_fact(store: PrivacyStore, fact_id: int) -> Redaction:
         e.args = (e.message,)
         raise
     store.vacuum()
-    return done
+    return Erased(done, eraser.kept_numbers)
 
 
-def _planned(store: PrivacyStore, fact: FactRecord) -> RewritePlan:
-    """Every row purging `fact` rewrites (its own row and history go whole), reading only."""
+def _plan_of(store: PrivacyStore, fact: FactRecord) -> Purge:
     earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
-    purge = plan(store, fact, earlier)
+    return plan(store, fact, earlier)
+
+
+def _planned(store: PrivacyStore, fact: FactRecord,
+             eraser: _Eraser | None = None) -> RewritePlan:
+    """Every row purging `fact` rewrites (its own row and history go whole), reading only."""
+    eraser = eraser or _Eraser(_plan_of(store, fact))
+    purge = eraser.purge
     return store.redactions.plan_rewrite(purge.session_ids, purge.user, purge.needles,
-                                         _eraser(purge), beyond_ascii=True,
+                                         eraser, beyond_ascii=True,
                                          without_fact=fact.id, emptied=_emptied)
 
 
 def _eraser(purge: Purge) -> Callable[[str], str]:
     return partial(erase_mentions, values=purge.values, keep=purge.keep)
+
+
+class _Eraser:
+    """A purge's eraser that notes whether a text it is handed keeps a form that may be a
+    purged phone number: the purge says how to find those only when there are some."""
+
+    def __init__(self, purge: Purge) -> None:
+        from chatmem.privacy.phones import number_of
+
+        self.purge = purge
+        self.erase = _eraser(purge)
+        self.numbers = any(number_of(v) for v in purge.values)
+        self.kept_numbers = False
+
+    def __call__(self, text: str) -> str:
+        if self.numbers and not self.kept_numbers:
+            self.kept_numbers = bool(other_numbers(text, self.purge.values))
+        return self.erase(text)
 
 
 def _emptied(value: str) -> bool:

@@ -4,7 +4,8 @@
   restart and no plaintext history file exists: deleting a session deletes its
   history. Slash commands typed in this run are recalled too, but not kept. Once
   text has left the session (a purge, an /undo; here or in another shell), the
-  next prompt reads its history again.
+  next prompt reads its history again, and so does the prompt already open when a
+  key that moves through the history or searches it is pressed.
   Keys typed before a prompt shows (while a reply streams, or after an Enter)
   reach it once its history is in the line, so an Up typed ahead recalls.
 - Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
@@ -22,7 +23,8 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.enums import DEFAULT_BUFFER
+from prompt_toolkit.filters import Condition, has_focus
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
@@ -44,6 +46,9 @@ TOOLBAR_REFRESH_SECONDS = 1.0
 """How often the toolbar is redrawn while the prompt waits: the backlog's count moves on."""
 HISTORY_TURNS = 500
 """How far back Up reaches: the user messages of the session's last turns."""
+HISTORY_KEYS = (("up",), ("down",), ("c-p",), ("c-n",), ("c-up",), ("c-down",), ("pageup",),
+                ("pagedown",), ("escape", "<"), ("escape", ">"), ("c-r",), ("c-s",))
+"""The keys that walk or search the line's history (prompt-toolkit's emacs and basic bindings)."""
 
 
 class SessionHistory(History):
@@ -73,6 +78,12 @@ class SessionHistory(History):
             yield string
         self.loaded()
 
+    def stale(self) -> bool:
+        """Text has left the session since its messages were read (one row)."""
+        from chatmem.app.sessions import history_version
+
+        return self._loaded and history_version(self.workspace, self.session) != self.version
+
     def load_history_strings(self) -> Iterable[str]:
         from chatmem.app.sessions import last_messages
 
@@ -87,8 +98,17 @@ class SessionHistory(History):
         pass  # a turn is stored by the engine; a command lives for this run only
 
 
-def key_bindings() -> KeyBindings:
+def key_bindings(history: SessionHistory,
+                 reread: Callable[[KeyPressEvent], None]) -> KeyBindings:
+    """Esc Enter and an open block's Enter make a new line; a key that walks or searches
+    `history` first has `reread` read it again once text has left the session."""
     bindings = KeyBindings()
+    # Checked at the next prompt only, a purge in another shell left the open prompt's
+    # copy offering the erased text on Up, and Enter stored it again. The check runs for
+    # these keys only (one row each): the line's own editing never reads the store.
+    stale = has_focus(DEFAULT_BUFFER) & Condition(history.stale)
+    for keys in HISTORY_KEYS:
+        bindings.add(*keys, filter=stale)(reread)
 
     @bindings.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
@@ -147,12 +167,12 @@ class Prompt:
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
         self.session_id = engine.session.id
+        history = SessionHistory(self.chat.workspace, engine.session, self._press_typed_ahead)
         return PromptSession(
-            history=SessionHistory(self.chat.workspace, engine.session,
-                                   self._press_typed_ahead),
+            history=history,
             completer=SlashCompleter(self.chat),
             complete_while_typing=True,
-            key_bindings=key_bindings(),
+            key_bindings=key_bindings(history, self._reread_history),
             multiline=False,
             prompt_continuation=lambda width, line, wrapped: "." * (width - 1) + " ",
             bottom_toolbar=lambda: toolbar_text(self.chat, self._columns()),
@@ -165,6 +185,17 @@ class Prompt:
         from prompt_toolkit.application import get_app
 
         return get_app().output.get_size().columns
+
+    def _reread_history(self, event: KeyPressEvent) -> None:
+        """Read the line's history again, then press the key once it is in the line.
+
+        The line as edited stays, at the history's end; what was erased is gone from the
+        entries Up and Ctrl-R reach (SessionHistory.load reads them once text has left).
+        """
+        buffer = event.app.current_buffer
+        self.typed_ahead[:0] = event.key_sequence
+        buffer.reset(buffer.document)
+        buffer.load_history_if_not_yet_loaded()
 
     def _press_typed_ahead(self) -> None:
         """Press the keys typed before this prompt, now that its history is in the line.

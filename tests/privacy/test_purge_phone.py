@@ -150,3 +150,16 @@ def test_a_purge_erases_the_number_after_other_digits(history: History) -> None:
     assert said[0].get("other_numbers", []) == []
     invoke("facts", "forget", "phone", "--purge", "-y", "-s", "pd", "--db", db, code=0)
     assert _said(history, "pd") == [f"At 10:30 {F} called, and my desk is room 12 {F}"]
+
+
+def test_a_purge_that_kept_no_other_form_of_the_number_does_not_point_at_them(
+        history: History) -> None:
+    """The 'kept any form of the number that may be another one' line was printed with
+    every phone purge, though nothing of the kind was kept: it sent one looking for none."""
+    db = str(history.location)
+    chat(db, "ph1", [f"/remember phone: {US}", "我的电话是 (415) 555-0134，请记住"], "-s", "entity",
+         code=0)
+    done = invoke("facts", "forget", "phone", "--purge", "-y", "-s", "ph1", "--db", db, code=0)
+    said = " ".join(done.stderr.split())
+    assert "erased fact" in said and "kept any form" not in said and "logs -q" not in said
+    assert _said(history, "ph1") == [f"我的电话是 {F}，请记住"]

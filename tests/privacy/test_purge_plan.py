@@ -101,7 +101,7 @@ def test_the_preview_is_the_plan_the_purge_applies(history: History) -> None:
     with history.open() as store:
         fact = next(f for f in store.facts.facts() if f.key == "name")
         planned = preview(store, fact)
-        done = purge_fact(store, fact.id)
+        done = purge_fact(store, fact.id).redaction
     assert planned.counts == done.counts and planned.sessions == done.sessions
     assert planned.deleted_facts == done.deleted_facts
     assert done.counts[Place.TURNS] >= 3 and done.counts[Place.SYSTEM_PROMPTS] >= 1

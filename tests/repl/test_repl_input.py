@@ -34,7 +34,7 @@ from chatmem.repl.loop import Repl
 from chatmem.repl.prompt import TOOLBAR_REFRESH_SECONDS, Prompt, toolbar_text
 from chatmem.store import Store
 
-UP, TAB, ESC_ENTER = "\x1b[A", "\t", "\x1b\r"
+UP, DOWN, TAB, ESC_ENTER = "\x1b[A", "\x1b[B", "\t", "\x1b\r"
 
 
 @pytest.fixture
@@ -239,6 +239,30 @@ def test_up_no_longer_recalls_text_another_process_erased(tmp_path: Path, tty: N
                     fresh_prompt, UP, shows(erased), "\r") as lines:
             assert next(lines) == "my name is Zebulon, 我住在奥斯陆"
             invoke("facts", "forget", "t", "name", "--purge", "--yes", "--db", str(db), code=0)
+            assert next(lines) == erased
+            assert not [s for s in repl.prompt.session.history.get_strings() if "Zebulon" in s]
+
+
+def test_up_at_a_prompt_already_open_no_longer_recalls_erased_text(
+    tmp_path: Path, tty: None
+) -> None:
+    """Only the next prompt read the history again: a purge in another shell while the
+    prompt was open left Up offering 'my name is Zebulon', and Enter stored it again."""
+    db = tmp_path / "h.db"
+    store, repl = make_repl(db)
+
+    def purged_elsewhere(session: PromptSession[str]) -> bool:
+        invoke("facts", "forget", "t", "name", "--purge", "--yes", "--db", str(db), code=0)
+        return True
+
+    with store:
+        repl.turn("my name is Zebulon, 我住在奥斯陆")
+        repl.turn("我们五月去杭州")
+        repl.command("/remember name: Zebulon")
+        erased = f"my name is {MARKER}, 我住在奥斯陆"
+        with typing(repl, fresh_prompt, "draft", purged_elsewhere, UP, shows("我们五月去杭州"),
+                    UP, shows(erased), DOWN, DOWN, shows("draft"), UP, UP, shows(erased),
+                    "\r") as lines:
             assert next(lines) == erased
             assert not [s for s in repl.prompt.session.history.get_strings() if "Zebulon" in s]
 

@@ -267,6 +267,32 @@ def test_retry_with_no_turns(tmp_path: Path) -> None:
     assert status_lines(result.stderr) == ["error: nothing to retry: session empty has no turns"]
 
 
+def test_retry_and_edit_last_in_a_copied_or_imported_session_say_why_not(
+    db: Path, tmp_path: Path
+) -> None:
+    """After /undo (or an import) the toolbar counts the turns, yet /retry and /edit-last
+    said 'session … has no turns': the copied turns have no turn sent from this session."""
+    expected = ("nothing to {doing} here: session {name}'s {n} came in by a copy (/fork, /undo)"
+                " or an import, and only a turn sent in this session is replaced; press Up to"
+                " recall your last input and send it as a new turn instead")
+    result = chat(db, "trip", ["/undo 撤销", "/retry", "/edit-last 我们六月去苏州"])
+    assert result.exit_code == 2
+    assert [line.removeprefix("error: ") for line in status_lines(result.stderr)
+            if line.startswith("error: ")] == [
+        expected.format(doing="retry", name="撤销", n="2 turns"),
+        expected.format(doing="edit", name="撤销", n="2 turns")]
+    assert len(messages(db, "撤销")) == 4  # nothing sent, nothing replaced
+    transcript = tmp_path / "one.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n"
+                          + json.dumps({"role": "assistant", "content": "hello"}) + "\n",
+                          encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "imported", "--db", str(db), code=0)
+    result = chat(db, "imported", ["/retry"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [
+        "error: " + expected.format(doing="retry", name="imported", n="1 turn")]
+
+
 def test_system_shows_and_sets_the_prompt_for_the_next_turns(db: Path) -> None:
     new = 'Reply in French; say "bonjour" first.'
     result = chat(db, "trip", ["/system", f"/system {new}", "/system", "hi"])

@@ -139,6 +139,14 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
     session = repl.engine.session
     record = sessions.last_turn(repl.workspace, session)
     if record is None:
+        copied = sessions.turn_count(repl.workspace, session)
+        if copied:
+            # The toolbar counts these turns: "has no turns" read as if they were lost.
+            raise UsageError(
+                f"nothing to {doing} here: session {repl.address}'s {counted(copied, 'turn')}"
+                " came in by a copy (/fork, /undo) or an import, and only a turn sent in this"
+                " session is replaced; press Up to recall your last input and send it as a new"
+                " turn instead")
         raise UsageError(f"nothing to {doing}: session {repl.address} has no turns")
     if record.id != repl.seen_last_turn:
         # Another chat's turn (a REPL, serve, MCP's record_turn) is not this one's to replace.
