@@ -42,8 +42,10 @@ class Comparison:
                    if step.kind is StepKind.TURN)
 
 
-def load_source(workspace: Workspace, source: str) -> Transcript:
-    """A transcript file, or else the stored session of that name."""
+def load_source(workspace: Workspace, source: str, name: str | None = None) -> Transcript:
+    """A transcript file, or else the stored session of that name. `name`: `source` read as
+    the text it was typed as (a file's name is its bytes, a session's name is text: under an
+    ASCII locale 旅行 came in as escaped bytes)."""
     from chatmem.transcripts.format import stored_transcript
     from chatmem.transcripts.reader import read_transcript
 
@@ -51,7 +53,8 @@ def load_source(workspace: Workspace, source: str) -> Transcript:
     if path.is_file():
         return read_transcript(path)
     # A session may be named `客服.json`: with no such file, that name is the session's.
-    session = workspace.store.sessions.find_session(source) if workspace.has_history else None
+    session = (workspace.store.sessions.find_session(name or source) if workspace.has_history
+               else None)
     if session is not None:
         return stored_transcript(workspace.store, session)
     if path.suffix.lower() in (".jsonl", ".json"):

@@ -28,6 +28,7 @@ from chatmem.cli.output import (
     stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
+from chatmem.cli.streams import utf8_argument
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def _run(
     # A kill or a closed terminal undoes a save as Ctrl-C does (nothing else to undo).
     with (stopped_as_by_ctrl_c() if save_as else nullcontext(),
           open_workspace(settings, create=bool(save_as)) as ws):
-        transcript = transcript or load_source(ws, source)
+        transcript = transcript or load_source(ws, source, utf8_argument(source))
         warn_if_dated_back(transcript)
         steps = len(transcript.items) * len(specs) if show_progress else 0
         with progress_bar(steps) as progress:
@@ -267,7 +268,7 @@ def eval_command(
         transcript = stdin_transcript()
     else:
         with open_workspace(settings, create=False) as ws:
-            transcript = load_source(ws, source)
+            transcript = load_source(ws, source, utf8_argument(source))
     if not transcript.probes:
         raise TranscriptError(
             f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"

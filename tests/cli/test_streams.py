@@ -197,3 +197,18 @@ def test_an_ask_json_answer_not_written_says_its_turn_is_stored(tmp_path: Path) 
         os.close(write)
     assert gone.returncode == 141
     assert "it is stored as turn 2 of session 's4'" in gone.stderr.decode()
+
+
+def test_under_an_ascii_locale_replay_and_eval_find_a_session_by_its_chinese_name(
+        tmp_path: Path) -> None:
+    """Third reading: their source is a file's name or a session's, and read as a file's
+    name only, 旅行 was 'not valid UTF-8'."""
+    assert run(tmp_path, "ask", "--provider", "scripted", "旅行", "去北京").returncode == 0
+    for command in ("replay", "eval"):
+        done = run(tmp_path, command, "旅行", "-s", "window", "--provider", "scripted",
+                   "--json", env={**ASCII_LOCALE, "PYTHONCOERCECLOCALE": "0"})
+        if command == "eval":  # a session with no probes: eval says so, naming the session
+            assert done.returncode == 2 and b"probe" in done.stderr, done.stderr
+        else:
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["strategies"]
