@@ -25,4 +25,11 @@ def utf8_text(data: bytes) -> str | NotUtf8:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        return NotUtf8(data[:e.start].count(b"\n") + 1, data[e.start])
+        return NotUtf8(_line_at(data, e.start), data[e.start])
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    """The line `offset` is on, as an editor numbers it: a CRLF, an LF or a lone CR (a
+    classic Mac file, which transcripts are read as) each end one."""
+    before = data[:offset]
+    return before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1

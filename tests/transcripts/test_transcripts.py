@@ -227,6 +227,12 @@ def test_a_transcript_whose_lines_end_in_a_lone_cr_reads(tmp_path: Path) -> None
         parse_transcript("\r".join([json.dumps(lines[1]), '{"role": "user", "content": }']),
                          "cr.jsonl")
     assert str(caught.value).startswith("cr.jsonl:2: not valid JSON")
+    # A byte that is not UTF-8 is named on its line too (third reading: it said line 1).
+    cr.write_bytes(b'{"role":"user","content":"a"}\r\n{"role":"assistant","content":"b"}\r'
+                   b'{"role":"user","content":"caf\xe9"}\r')
+    with pytest.raises(TranscriptError) as caught:
+        read_transcript(cr)
+    assert str(caught.value).startswith(f"{cr}:3: not UTF-8 text (byte 0xe9)")
 
 
 message_strategy = st.builds(
