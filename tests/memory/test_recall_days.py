@@ -14,6 +14,7 @@ from fact_conversations import context_with
 from chatmem.memory.context import Context, said_line
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.memory.recall_days import said_days
+from chatmem.providers.scripted import ScriptedProvider
 
 MEETING = [  # (role, text, when): a planning meeting on Monday 4 May, asked about on the 7th
     ("user", "Action item: Kenji will send the vendor contract to legal by next Friday.",
@@ -157,3 +158,41 @@ def test_dates_off_sends_the_recalled_messages_as_stored_and_spends_the_lines_on
     assert all(m.said_on is None for m in recalled_off.messages)
     assert [c["content"] for c in sent(off)] == [m.content for m in recalled_off.messages]
     assert recalled_off.reason.dated == 0
+
+
+
+@pytest.mark.parametrize("lines, question, day", [
+    (MEETING, "When is Kenji's vendor contract due to legal?", date(2026, 5, 4)),
+    (MEETING_ZH, "健二的供应商合同什么时候交法务？", date(2026, 5, 5)),
+])
+def test_a_turn_stores_the_day_line_it_sent_and_never_caches_its_count_as_the_messages(
+        make_engine, tmp_path: Path, lines, question: str, day: date) -> None:
+    log = tmp_path / "requests.jsonl"
+    engine = make_engine("retrieval", provider=ScriptedProvider(log_path=log), mode="bm25",
+                         max_tokens=300)
+    # Imported messages have no cached count: the first context that sends one caches it.
+    engine.store.history.import_messages(
+        engine.session.id, [{"role": role, "content": text, "ts": at} for role, text, at in lines])
+    engine.run_turn(question)
+    (request,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    turn = engine.store.turns.turn(engine.session.id)
+    assert turn is not None
+    stored = Context.from_json(turn.context)
+    recalled = stored.part("recalled")
+    assert recalled is not None
+    first = recalled.messages[0]
+    # What is stored is what was sent: the day, and the count of the line and the text.
+    assert first.said_on == day
+    assert stored.messages() == request["messages"]
+    assert first.tokens == engine.counter.count_message(first.role, first.sent)
+    own = engine.counter.count_message(first.role, first.content)
+    assert first.tokens > own
+    cached = engine.store.db.execute(
+        "SELECT tokens FROM token_counts WHERE message_id = ? AND tokenizer = ?",
+        [first.id, turn.tokenizer]).fetchall()
+    assert cached in ([], [(own,)])
+    # A later context sending it as plain history counts it as it is.
+    plain = context_with(engine, "buffer", "hello").part("history")
+    assert plain is not None
+    again = next(m for m in plain.messages if m.id == first.id)
+    assert (again.said_on, again.tokens) == (None, own)
