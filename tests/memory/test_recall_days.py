@@ -11,6 +11,7 @@ import pytest
 from cli_runner import invoke
 from fact_conversations import context_with
 
+from chatmem.engine.resend import resend_last
 from chatmem.memory.context import Context, said_line
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.memory.recall_days import said_days
@@ -37,8 +38,8 @@ MEETING_ZH = [  # the same in Chinese, in UTC+8: 06:00 on the 5th there is the 4
 ]
 
 
-def meeting(make_engine, lines=MEETING):
-    engine = make_engine("retrieval", mode="bm25")
+def meeting(make_engine, lines=MEETING, **params):
+    engine = make_engine("retrieval", mode="bm25", **params)
     engine.store.history.import_messages(
         engine.session.id, [{"role": role, "content": text, "ts": at} for role, text, at in lines])
     return engine
@@ -196,3 +197,23 @@ def test_a_turn_stores_the_day_line_it_sent_and_never_caches_its_count_as_the_me
     assert plain is not None
     again = next(m for m in plain.messages if m.id == first.id)
     assert (again.said_on, again.tokens) == (None, own)
+
+
+@pytest.mark.parametrize("lines, question", [
+    (MEETING, "What did Kenji promise on Monday about the vendor contract?"),
+    (MEETING_ZH, "周二健二说的供应商合同什么时候交法务？"),
+])
+def test_retry_and_edit_last_send_the_day_lines_and_read_the_times_the_first_attempt_did(
+        make_engine, lines, question: str) -> None:
+    engine = meeting(make_engine, lines, max_tokens=300)
+    first = engine.run_turn(question).context
+    recalled = first.part("recalled")
+    assert recalled is not None and recalled.reason.dated and recalled.reason.times_named
+    # The replaced turn's messages are out of memory while the new one is built: the
+    # newest message, whose day "today" is, is the one before it, as it was then.
+    for again in (resend_last(engine), resend_last(engine, question)):
+        resent = again.context.part("recalled")
+        assert resent is not None and resent.messages == recalled.messages
+        assert (resent.reason.dated, resent.reason.times_named) == (
+            recalled.reason.dated, recalled.reason.times_named)
+        assert again.context.messages() == first.messages()
